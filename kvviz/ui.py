@@ -1,0 +1,74 @@
+"""The one Streamlit adapter in kvviz: cached resources and small shared widgets.
+
+Everything else in kvviz is UI-free. Models are loaded once per process with `st.cache_resource` and
+shared by every session, so they are never mutated here; per-user state lives in `st.session_state`.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from kvviz import models
+
+MODEL_SPEC_KEY = "model_spec"  # the model every page uses, chosen in the sidebar (app.py)
+MODEL_NOTICE_KEY = "model_notice"
+
+
+@st.cache_resource(show_spinner="Loading the model...", max_entries=4)
+def cached_model(spec: str, attn_implementation: str = "eager") -> models.LoadedModel:
+    """Shared across sessions (never mutate the returned model). Raises models.ModelLoadError."""
+    return models.load_model(spec, attn_implementation)
+
+
+def current_model(attn_implementation: str = "eager") -> models.LoadedModel:
+    """The model chosen in the sidebar; falls back to the bundled model with a notice if it fails."""
+    spec = st.session_state.get(MODEL_SPEC_KEY, models.BUNDLED)
+    try:
+        return cached_model(spec, attn_implementation)
+    except models.ModelLoadError as exc:
+        st.session_state[MODEL_SPEC_KEY] = models.BUNDLED
+        st.session_state[MODEL_NOTICE_KEY] = str(exc)
+        return cached_model(models.BUNDLED, attn_implementation)
+
+
+def sidebar_model_picker() -> None:
+    """Sidebar: choose bundled / pretrained / random-weights GPT-2. Shows a notice if a load failed."""
+    st.session_state.setdefault(MODEL_SPEC_KEY, models.BUNDLED)
+    with st.sidebar:
+        st.markdown("### Model")
+        options = {
+            "Bundled Tiny-Shakespeare GPT-2 (offline)": models.BUNDLED,
+            "Pretrained GPT-2 (name or local folder)": "pretrained",
+            "GPT-2 shape with random weights": "random",
+        }
+        current = st.session_state[MODEL_SPEC_KEY]
+        kind = "random" if current.startswith(models.RANDOM_PREFIX) else (
+            models.BUNDLED if current == models.BUNDLED else "pretrained"
+        )
+        labels = list(options)
+        choice = st.radio("Which model", labels, index=list(options.values()).index(kind), key="app_model_kind")
+        if options[choice] == "pretrained":
+            name = st.text_input(
+                "Name or folder", value=current if kind == "pretrained" else "gpt2", key="app_model_name",
+                help="e.g. gpt2, distilgpt2, gpt2-medium (from the Hugging Face cache), or a local folder",
+            ).strip()
+            if st.button("Load", key="app_model_load") and name:
+                _switch_to(name)
+        elif options[choice] == "random":
+            arch = st.selectbox("Architecture", list(models.GPT2_SHAPES), index=1, key="app_model_arch")
+            if current != models.RANDOM_PREFIX + arch:
+                _switch_to(models.RANDOM_PREFIX + arch)
+        elif current != models.BUNDLED:
+            _switch_to(models.BUNDLED)
+        notice = st.session_state.pop(MODEL_NOTICE_KEY, None)
+        if notice:
+            st.warning(notice)
+        st.caption(current_model().info.label)
+
+
+def _switch_to(spec: str) -> None:
+    try:
+        cached_model(spec)
+    except models.ModelLoadError as exc:
+        st.session_state[MODEL_NOTICE_KEY] = str(exc)
+        spec = models.BUNDLED
+    st.session_state[MODEL_SPEC_KEY] = spec

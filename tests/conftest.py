@@ -1,0 +1,32 @@
+"""Shared fixtures. The real bundled model is loaded once per test session (no stubs, no network)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+# Never touch the network in tests: the pretrained-model path must fail fast and offline.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from kvviz.models import LoadedModel, load_model  # noqa: E402
+
+APP_TIMEOUT_S = 120  # AppTest default_timeout: generous, the CI machine has 2 shared cores
+
+
+@pytest.fixture(scope="session")
+def bundled() -> LoadedModel:
+    """The bundled GPT-2 with eager attention (so attention weights can be read)."""
+    return load_model("bundled", attn_implementation="eager")
+
+
+@pytest.fixture(autouse=False)
+def fresh_streamlit_caches():
+    """Clear st.cache_* between AppTest runs so one test's cached state never leaks into another."""
+    import streamlit as st
+
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    yield
+    st.cache_data.clear()
+    st.cache_resource.clear()
