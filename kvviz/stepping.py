@@ -1,0 +1,353 @@
+"""The stepping engine: prefill a prompt, then decode one token at a time over transformers' own DynamicCache.
+
+The loop a real inference engine runs, slowed down so a student can watch it:
+
+    prefill:  feed the P prompt tokens at once  -> cache holds P rows per layer; logits pick token t_P
+    step k:   feed only the newest token          -> cache gains 1 row per layer; logits pick the next token
+
+The token chosen by a forward pass is not in the cache yet: its K/V row is computed (and appended) by the
+*next* pass. The engine keeps it as `pending_token_id` and every StepRecord says which token was fed.
+
+Each pass returns a plain, frozen StepRecord (numpy arrays, no torch) so pages can draw without touching the
+model. Rollback (`back`, `rollback_to`) crops the cache exactly as prefix caching and speculative decoding do
+in real engines: `crop_cache(cache, n)` keeps positions 0..n-1.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from transformers import DynamicCache
+
+from kvviz.models import LoadedModel
+
+TOP_K_SHOWN = 10  # next-token candidates kept in each record
+
+
+class PromptError(ValueError):
+    """The prompt cannot be prefilled; the message tells the user what to change."""
+
+
+class ContextFullError(ValueError):
+    """The model has no learned position left for another token."""
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Greedy (argmax) by default. With greedy=False: temperature, then top-k, then a seeded draw.
+
+    The draw for the token at position p uses a generator seeded with (seed, p), so stepping back and
+    stepping again reproduces the same token: rollback is exact, as it must be for a lesson.
+    """
+
+    greedy: bool = True
+    temperature: float = 1.0
+    top_k: int = 0  # 0 = no top-k filter
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not (0.05 <= self.temperature <= 5.0):
+            raise ValueError("temperature must be between 0.05 and 5.0")
+        if self.top_k < 0:
+            raise ValueError("top_k must be 0 (off) or a positive number of candidates")
+
+
+@dataclass(frozen=True)
+class TokenProb:
+    token_id: int
+    text: str
+    prob: float
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One forward pass. Shapes: L = n_layer, H = kv heads, D = head_dim, N = tokens fed, S = cache_len."""
+
+    index: int  # 0 = prefill, k = k-th decode step
+    kind: str  # "prefill" | "decode"
+    fed_token_ids: tuple[int, ...]  # the N tokens fed in this pass
+    fed_positions: tuple[int, ...]  # their positions (their rows in the cache)
+    new_keys: np.ndarray = field(repr=False)  # (L, H, N, D): the rows this pass appended to the cache
+    new_values: np.ndarray = field(repr=False)  # (L, H, N, D)
+    attention: np.ndarray = field(repr=False)  # (L, n_head, S): the last fed token's query over all cached rows
+    next_logits: np.ndarray = field(repr=False)  # (vocab,): logits for the token after the last fed one
+    top_k: tuple[TokenProb, ...]  # most likely next tokens, softmax at temperature 1
+    next_token_id: int  # the token chosen from next_logits (fed by the next pass)
+    next_token_text: str
+    cache_len: int  # rows per layer after this pass (= S)
+    cache_bytes: int  # bytes of all K and V tensors after this pass, summed from the real tensors
+    step_ms: float  # wall time of the forward pass
+
+    @property
+    def n_fed(self) -> int:
+        return len(self.fed_token_ids)
+
+
+@dataclass(frozen=True)
+class Equivalence:
+    """The same step recomputed without a cache: a full forward over every token fed so far."""
+
+    max_abs_logit_diff: float
+    same_next_token: bool
+    max_abs_key_diff: float  # between the incremental cache and K recomputed from scratch
+    max_abs_value_diff: float
+    recomputed_rows: int  # K/V rows per layer the uncached pass had to compute (all of them)
+
+
+def token_text(tokenizer, token_id: int) -> str:
+    """Readable text of one token. A byte-level token can be part of a multi-byte character (emoji,
+    non-Latin script); decoding it alone gives U+FFFD, so show its raw bytes instead, e.g. <F0 9F>."""
+    text = tokenizer.decode([token_id])
+    if "\ufffd" in text:
+        raw = tokenizer.convert_ids_to_tokens(token_id)
+        byte_decoder = getattr(tokenizer, "byte_decoder", None) or _gpt2_byte_decoder()
+        data = bytes(byte_decoder[c] for c in raw if c in byte_decoder)
+        return "<" + " ".join(f"{b:02X}" for b in data) + ">"
+    return text
+
+
+def _gpt2_byte_decoder() -> dict[str, int]:
+    """GPT-2's byte <-> printable-character table (bytes_to_unicode), inverted."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+    printable += list(range(ord("®"), ord("ÿ") + 1))
+    chars, n = printable[:], 0
+    for b in range(256):
+        if b not in printable:
+            printable.append(b)
+            chars.append(256 + n)
+            n += 1
+    return {chr(c): b for b, c in zip(printable, chars)}
+
+
+def crop_cache(cache: DynamicCache, keep_len: int) -> None:
+    """Roll the cache back to its first keep_len positions, in place.
+
+    transformers 5.x: `DynamicCache.crop(-n)` removes the last n tokens (a positive argument, the old
+    "final length" form, is refused). This wrapper keeps the readable "keep this many" form.
+    """
+    remove = cache.get_seq_length() - keep_len
+    if remove < 0 or keep_len < 0:
+        raise ValueError(f"cannot crop a cache of {cache.get_seq_length()} tokens to {keep_len}")
+    if remove:
+        cache.crop(-remove)
+
+
+def cache_bytes(cache: DynamicCache) -> int:
+    """Bytes held by every layer's K and V tensors (numel x element size), read from the tensors themselves."""
+    total = 0
+    for layer in cache.layers:
+        if getattr(layer, "keys", None) is not None and layer.keys.numel():
+            total += layer.keys.numel() * layer.keys.element_size()
+            total += layer.values.numel() * layer.values.element_size()
+    return total
+
+
+class StepEngine:
+    """Per-user stepping state over a shared (never mutated) model. Not thread-safe: one per session."""
+
+    def __init__(self, loaded: LoadedModel, sampling: Sampling | None = None) -> None:
+        if loaded.model.config._attn_implementation != "eager":
+            raise ValueError("The stepping engine needs eager attention to read attention weights.")
+        self.loaded = loaded
+        self.sampling = sampling or Sampling()
+        self.reset()
+
+    # ----- state -------------------------------------------------------------------------------------
+    def reset(self) -> None:
+        self.cache: DynamicCache | None = None
+        self.token_ids: list[int] = []  # every token fed into the cache, in position order
+        self.prompt_len = 0
+        self.records: list[StepRecord] = []
+        self.pending_token_id: int | None = None  # chosen, not yet fed
+
+    @property
+    def n_positions(self) -> int:
+        return self.loaded.info.n_positions
+
+    @property
+    def cache_len(self) -> int:
+        return 0 if self.cache is None else self.cache.get_seq_length()
+
+    @property
+    def cache_bytes(self) -> int:
+        return 0 if self.cache is None else cache_bytes(self.cache)
+
+    @property
+    def started(self) -> bool:
+        return bool(self.records)
+
+    @property
+    def at_context_limit(self) -> bool:
+        return self.cache_len >= self.n_positions
+
+    def layer_keys(self, layer: int) -> np.ndarray:
+        """(kv_heads, cache_len, head_dim) keys of one layer, batch 0."""
+        return self.cache.layers[layer].keys[0].detach().float().numpy()
+
+    def layer_values(self, layer: int) -> np.ndarray:
+        return self.cache.layers[layer].values[0].detach().float().numpy()
+
+    def generated_ids(self) -> list[int]:
+        """Generated tokens already fed to the cache (excludes the prompt and the pending token)."""
+        return self.token_ids[self.prompt_len :]
+
+    # ----- actions -----------------------------------------------------------------------------------
+    def tokenize(self, prompt: str) -> list[int]:
+        if prompt is None or not prompt.strip():
+            raise PromptError("The prompt is empty. Type a few words (for example ROMEO:) and prefill again.")
+        ids = self.loaded.tokenizer(prompt).input_ids
+        if len(ids) > self.n_positions:
+            raise PromptError(
+                f"The prompt is {len(ids)} tokens, but this model has only {self.n_positions} positions "
+                f"(its context limit). Shorten it by at least {len(ids) - self.n_positions} tokens."
+            )
+        return ids
+
+    def prefill(self, prompt: str) -> StepRecord:
+        """Start over with `prompt`: one forward pass over all its tokens fills the cache."""
+        ids = self.tokenize(prompt)
+        self.reset()
+        self.cache = DynamicCache(config=self.loaded.model.config)
+        record = self._forward(ids, kind="prefill")
+        self.prompt_len = len(ids)
+        return record
+
+    def step(self) -> StepRecord:
+        """Feed the pending token: the cache grows by exactly one row per layer."""
+        if not self.started:
+            raise PromptError("Prefill a prompt first: the cache is empty.")
+        if self.at_context_limit:
+            raise ContextFullError(
+                f"The cache holds {self.cache_len} tokens, all {self.n_positions} positions this model "
+                "learned. GPT-2 has absolute position embeddings, so it cannot go further: step back, or "
+                "reset with a shorter prompt."
+            )
+        return self._forward([self.pending_token_id], kind="decode")
+
+    def back(self) -> StepRecord:
+        """Undo the last decode step: crop the cache by one row and re-pend the token it had fed."""
+        if len(self.records) <= 1:
+            raise PromptError("Nothing to roll back: only the prompt is cached. Use Reset to start over.")
+        dropped = self.records.pop()
+        crop_cache(self.cache, self.cache_len - dropped.n_fed)
+        del self.token_ids[-dropped.n_fed :]
+        self.pending_token_id = dropped.fed_token_ids[0]
+        return self.records[-1]
+
+    def rollback_to(self, n_tokens: int) -> None:
+        """Keep the first n_tokens cached positions (whole records only), as prefix reuse would."""
+        if not self.prompt_len <= n_tokens <= self.cache_len:
+            raise ValueError(f"can roll back only to between {self.prompt_len} and {self.cache_len} tokens")
+        while self.cache_len > n_tokens:
+            self.back()
+
+    # ----- the forward pass ----------------------------------------------------------------------------
+    @torch.inference_mode()
+    def _forward(self, ids: list[int], kind: str) -> StepRecord:
+        import time
+
+        start = self.cache_len
+        input_ids = torch.tensor([ids], dtype=torch.long)  # (1, N)
+        began = time.perf_counter()
+        out = self.loaded.model(
+            input_ids=input_ids, past_key_values=self.cache, use_cache=True, output_attentions=True
+        )
+        step_ms = (time.perf_counter() - began) * 1000.0
+        self.cache = out.past_key_values
+        logits = out.logits[0, -1].float()  # (vocab,)
+        next_id = self._choose(logits, position=start + len(ids))
+        n_new = len(ids)
+        new_keys = np.stack([layer.keys[0, :, start:].float().numpy() for layer in self.cache.layers])
+        new_values = np.stack([layer.values[0, :, start:].float().numpy() for layer in self.cache.layers])
+        attention = np.stack([a[0, :, -1, :].float().numpy() for a in out.attentions])  # (L, n_head, S)
+        probs = torch.softmax(logits, dim=-1)
+        top = torch.topk(probs, k=min(TOP_K_SHOWN, probs.numel()))
+        tok = self.loaded.tokenizer
+        record = StepRecord(
+            index=len(self.records),
+            kind=kind,
+            fed_token_ids=tuple(ids),
+            fed_positions=tuple(range(start, start + n_new)),
+            new_keys=new_keys,
+            new_values=new_values,
+            attention=attention,
+            next_logits=logits.numpy().copy(),
+            top_k=tuple(
+                TokenProb(int(i), token_text(tok, int(i)), float(p)) for p, i in zip(top.values, top.indices)
+            ),
+            next_token_id=next_id,
+            next_token_text=token_text(tok, next_id),
+            cache_len=self.cache_len,
+            cache_bytes=cache_bytes(self.cache),
+            step_ms=step_ms,
+        )
+        self.token_ids.extend(ids)
+        self.records.append(record)
+        self.pending_token_id = next_id
+        return record
+
+    def _choose(self, logits: torch.Tensor, position: int) -> int:
+        s = self.sampling
+        if s.greedy:
+            return int(torch.argmax(logits))
+        scaled = logits / s.temperature
+        if s.top_k:
+            kth = torch.topk(scaled, k=min(s.top_k, scaled.numel())).values[-1]
+            scaled = torch.where(scaled < kth, torch.full_like(scaled, float("-inf")), scaled)
+        gen = torch.Generator().manual_seed(s.seed * 1_000_003 + position)
+        return int(torch.multinomial(torch.softmax(scaled, dim=-1), 1, generator=gen))
+
+    # ----- caching changes speed, not results ------------------------------------------------------------
+    @torch.inference_mode()
+    def check_without_cache(self) -> Equivalence:
+        """Recompute the latest step with no cache: one full forward over every token fed so far."""
+        if not self.started:
+            raise PromptError("Prefill a prompt first.")
+        full = self.loaded.model(input_ids=torch.tensor([self.token_ids]), use_cache=True)
+        fresh = full.past_key_values  # K/V for every position, recomputed from scratch
+        last = self.records[-1]
+        logits = full.logits[0, -1].float().numpy()
+        key_diff = max(
+            float((a.keys - b.keys).abs().max()) for a, b in zip(fresh.layers, self.cache.layers)
+        )
+        value_diff = max(
+            float((a.values - b.values).abs().max()) for a, b in zip(fresh.layers, self.cache.layers)
+        )
+        return Equivalence(
+            max_abs_logit_diff=float(np.abs(logits - last.next_logits).max()),
+            same_next_token=int(np.argmax(logits)) == int(np.argmax(last.next_logits)),
+            max_abs_key_diff=key_diff,
+            max_abs_value_diff=value_diff,
+            recomputed_rows=len(self.token_ids),
+        )
+
+
+def generate_greedy(loaded: LoadedModel, prompt: str, n_new: int) -> tuple[list[int], list[np.ndarray]]:
+    """Greedy tokens and per-step logits from the engine (with cache), for tests and comparisons."""
+    engine = StepEngine(loaded)
+    record = engine.prefill(prompt)
+    tokens, logits = [record.next_token_id], [record.next_logits]
+    for _ in range(n_new - 1):
+        if engine.at_context_limit:
+            break
+        record = engine.step()
+        tokens.append(record.next_token_id)
+        logits.append(record.next_logits)
+    return tokens, logits
+
+
+@torch.inference_mode()
+def generate_greedy_uncached(loaded: LoadedModel, prompt: str, n_new: int) -> tuple[list[int], list[np.ndarray]]:
+    """The baseline: every step is a full forward over the whole sequence, no cache at all."""
+    ids = loaded.tokenizer(prompt).input_ids
+    tokens, logits = [], []
+    for _ in range(n_new):
+        out = loaded.model(input_ids=torch.tensor([ids]), use_cache=False)
+        last = out.logits[0, -1].float()
+        tokens.append(int(torch.argmax(last)))
+        logits.append(last.numpy().copy())
+        ids.append(tokens[-1])
+        if len(ids) > loaded.info.n_positions:
+            break
+    return tokens, logits
