@@ -1,0 +1,129 @@
+"""Prefix reuse: two prompts that start with the same tokens share the cached K/V of those tokens.
+
+    fresh:  prefill all of prompt B                         -> len(B) tokens computed
+    reuse:  prefill prompt A, crop the cache to the shared
+            prefix, prefill only B's remaining tokens       -> len(B) - shared tokens computed
+
+Causal attention makes this exact: the K/V row of position p depends only on tokens 0..p, so the shared
+rows of A's cache are exactly the rows B would compute. The prefix is shared in *tokens*, not characters:
+BPE may split the same text differently once the following characters change.
+"""
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from transformers import DynamicCache
+
+from kvviz.models import LoadedModel
+from kvviz.stepping import cache_bytes, crop_cache
+
+TIMING_REPEATS = 5  # median of this many runs for each measured prefill
+
+
+class PrefixError(ValueError):
+    """The prompt pair cannot be compared; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class PrefixReuse:
+    """Prompt B served from prompt A's cache vs a fresh prefill of B (real model, real tensors)."""
+
+    tokens_a: tuple[str, ...]  # token texts, for the picture
+    tokens_b: tuple[str, ...]
+    shared_len: int  # leading token ids A and B have in common
+    reused_len: int  # rows actually kept (at most len(B) - 1: the last token of B must be fed to get logits)
+    new_tokens_computed: int  # len(B) - reused_len
+    tokens_saved: int  # = reused_len
+    reused_cache_bytes: int  # bytes of the kept rows, from the real tensors
+    fresh_ms: float  # median wall time: prefill all of B
+    reuse_ms: float  # median wall time: prefill only B's new tokens onto the cropped cache
+    max_abs_logit_diff: float  # next-token logits, reuse vs fresh
+    max_abs_kv_diff: float  # every K/V element of the final caches, reuse vs fresh
+    same_next_token: bool
+    timing_repeats: int
+
+    @property
+    def time_saved_ms(self) -> float:
+        return self.fresh_ms - self.reuse_ms
+
+
+def shared_prefix_len(ids_a: list[int], ids_b: list[int]) -> int:
+    """Number of leading token ids the two sequences have in common."""
+    n = 0
+    for a, b in zip(ids_a, ids_b):
+        if a != b:
+            break
+        n += 1
+    return n
+
+
+def _tokenize(loaded: LoadedModel, prompt: str, name: str) -> list[int]:
+    if prompt is None or not prompt.strip():
+        raise PrefixError(f"Prompt {name} is empty: type some text for both prompts.")
+    ids = loaded.tokenizer(prompt).input_ids
+    if len(ids) > loaded.info.n_positions:
+        raise PrefixError(
+            f"Prompt {name} is {len(ids)} tokens; this model has {loaded.info.n_positions} positions. Shorten it."
+        )
+    return ids
+
+
+def _median_ms(run, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - began)
+    return float(np.median(times) * 1000.0)
+
+
+@torch.inference_mode()
+def prefix_reuse(loaded: LoadedModel, prompt_a: str, prompt_b: str, repeats: int = TIMING_REPEATS) -> PrefixReuse:
+    """Serve prompt B from prompt A's cache (crop to the shared prefix, prefill the rest) and check it."""
+    model = loaded.model
+    ids_a, ids_b = _tokenize(loaded, prompt_a, "A"), _tokenize(loaded, prompt_b, "B")
+    shared = shared_prefix_len(ids_a, ids_b)
+    reused = min(shared, len(ids_b) - 1)  # B's last token must still be fed to produce its next-token logits
+
+    # Prompt A's cache, then rolled back to the shared prefix: rows 0..reused-1 are kept untouched.
+    cache_a = model(input_ids=torch.tensor([ids_a]), past_key_values=DynamicCache(config=model.config),
+                    use_cache=True).past_key_values
+    crop_cache(cache_a, reused)
+    reused_bytes = cache_bytes(cache_a)
+    suffix = torch.tensor([ids_b[reused:]])  # (1, len(B) - reused)
+
+    def run_reuse():
+        cache = copy.deepcopy(cache_a)  # each timed run starts from the same cropped prefix
+        return model(input_ids=suffix, past_key_values=cache, use_cache=True)
+
+    def run_fresh():
+        return model(input_ids=torch.tensor([ids_b]), past_key_values=DynamicCache(config=model.config),
+                     use_cache=True)
+
+    reuse_out, fresh_out = run_reuse(), run_fresh()  # also the warm-up
+    reuse_ms, fresh_ms = _median_ms(run_reuse, repeats), _median_ms(run_fresh, repeats)
+    logits_reuse, logits_fresh = reuse_out.logits[0, -1], fresh_out.logits[0, -1]
+    kv_diff = max(
+        max(float((a.keys - b.keys).abs().max()), float((a.values - b.values).abs().max()))
+        for a, b in zip(reuse_out.past_key_values.layers, fresh_out.past_key_values.layers)
+    )
+    tok = loaded.tokenizer
+    return PrefixReuse(
+        tokens_a=tuple(tok.decode([i]) for i in ids_a),
+        tokens_b=tuple(tok.decode([i]) for i in ids_b),
+        shared_len=shared,
+        reused_len=reused,
+        new_tokens_computed=len(ids_b) - reused,
+        tokens_saved=reused,
+        reused_cache_bytes=reused_bytes,
+        fresh_ms=fresh_ms,
+        reuse_ms=reuse_ms,
+        max_abs_logit_diff=float((logits_reuse - logits_fresh).abs().max()),
+        max_abs_kv_diff=kv_diff,
+        same_next_token=int(logits_reuse.argmax()) == int(logits_fresh.argmax()),
+        timing_repeats=repeats,
+    )

@@ -1,0 +1,241 @@
+"""Quantized KV cache: store the real K/V in int8 / int4 (or fp16 / bf16) and measure what it costs and breaks.
+
+Scheme (stated, because the numbers depend on it): asymmetric round-to-nearest, per token and per group of
+`group_size` consecutive channels of one head's K or V vector (group_size must divide head_dim). Each group
+stores an fp16 scale and an fp16 zero point (4 bytes per group, as `kvviz.memory` counts them):
+
+    zero = min(group) rounded down to fp16      scale = (max - zero) / (2^bits - 1) rounded up to fp16
+    q    = clamp(round((x - zero) / scale), 0, 2^bits - 1)          x_hat = zero + q * scale
+
+Rounding zero down and scale up keeps every x inside [zero, zero + (2^bits - 1) * scale], so the
+round-trip error is at most scale / 2 per element (plus float32 rounding). int4 values are packed two per
+byte. fp16 / bf16 are plain casts (no scales).
+
+`greedy_agreement` measures the effect on generation: the real model generates greedily; the same run is
+repeated with every new K/V row quantized-then-dequantized as it enters the cache (the prefill pass itself
+attends in full precision, like Hugging Face's QuantizedCache residual), feeding the full-precision tokens
+(teacher forcing), and we count the steps where the quantized cache picks the same next token.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from transformers import DynamicCache
+
+from kvviz import memory
+from kvviz.models import LoadedModel
+
+SCHEMES = ("fp16", "bf16", "int8", "int4")
+BITS = {"int8": 8, "int4": 4}
+MIN_GROUP = 4
+
+
+class QuantError(ValueError):
+    """A bit width, group size or prompt set the quantizer cannot use; the message says what is allowed."""
+
+
+def check_scheme(scheme: str, head_dim: int, group_size: int) -> None:
+    if scheme not in SCHEMES:
+        raise QuantError(f"unknown cache format {scheme!r}; choose one of {', '.join(SCHEMES)}")
+    if scheme in BITS and (group_size < MIN_GROUP or head_dim % group_size):
+        allowed = [g for g in range(MIN_GROUP, head_dim + 1) if head_dim % g == 0]
+        raise QuantError(f"group size must divide head_dim={head_dim} and be at least {MIN_GROUP}: one of {allowed} "
+                         f"(got {group_size})")
+
+
+@dataclass(frozen=True)
+class Quantized:
+    """One tensor (..., head_dim) in int8/int4 with per-group fp16 scale and zero point."""
+
+    packed: torch.Tensor  # uint8 (..., head_dim) for int8, (..., head_dim // 2) for int4
+    scale: torch.Tensor  # float16 (..., n_groups)
+    zero: torch.Tensor  # float16 (..., n_groups)
+    bits: int
+    group_size: int
+
+    @property
+    def stored_bytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (self.packed, self.scale, self.zero))
+
+
+def _round_fp16(x: torch.Tensor, up: bool) -> torch.Tensor:
+    """x rounded to a float16 that is >= x (up) or <= x (down)."""
+    h = x.to(torch.float16)
+    off = h.float() < x if up else h.float() > x
+    toward = torch.full_like(h, float("inf") if up else float("-inf"))
+    return torch.where(off, torch.nextafter(h, toward), h)
+
+
+def quantize(x: torch.Tensor, bits: int, group_size: int) -> Quantized:
+    """x: float (..., head_dim) -> integers + per-group fp16 scale/zero."""
+    if bits not in (4, 8):
+        raise QuantError(f"bit width must be 8 or 4 (got {bits})")
+    head_dim = x.shape[-1]
+    if group_size < 1 or head_dim % group_size:
+        raise QuantError(f"group size {group_size} does not divide head_dim {head_dim}")
+    levels = 2**bits - 1
+    g = x.float().reshape(*x.shape[:-1], head_dim // group_size, group_size)  # (..., n_groups, group_size)
+    zero = _round_fp16(g.amin(-1), up=False)  # (..., n_groups)
+    scale = _round_fp16((g.amax(-1) - zero.float()) / levels, up=True)
+    safe = torch.where(scale > 0, scale.float(), torch.ones_like(scale, dtype=torch.float32))  # constant group
+    q = torch.clamp(torch.round((g - zero.float()[..., None]) / safe[..., None]), 0, levels).to(torch.uint8)
+    q = q.reshape(x.shape)
+    if bits == 4:
+        q = q[..., 0::2] | (q[..., 1::2] << 4)  # two 4-bit values per byte
+    return Quantized(q, scale, zero, bits, group_size)
+
+
+def dequantize(qt: Quantized) -> torch.Tensor:
+    q = qt.packed
+    if qt.bits == 4:
+        q = torch.stack((q & 0x0F, q >> 4), dim=-1).reshape(*q.shape[:-1], q.shape[-1] * 2)
+    head_dim = q.shape[-1]
+    g = q.float().reshape(*q.shape[:-1], head_dim // qt.group_size, qt.group_size)
+    x = qt.zero.float()[..., None] + g * qt.scale.float()[..., None]
+    return x.reshape(q.shape)
+
+
+def error_bound(qt: Quantized) -> torch.Tensor:
+    """Per element: the largest round-trip error the scheme allows (scale / 2), shape (..., head_dim)."""
+    return (qt.scale.float() / 2).repeat_interleave(qt.group_size, dim=-1)
+
+
+def round_trip(x: torch.Tensor, scheme: str, group_size: int) -> tuple[torch.Tensor, int]:
+    """x stored in `scheme` and read back (float32), with the bytes it occupies stored that way."""
+    if scheme in BITS:
+        qt = quantize(x, BITS[scheme], group_size)
+        return dequantize(qt), qt.stored_bytes
+    dtype = torch.float16 if scheme == "fp16" else torch.bfloat16
+    if scheme not in ("fp16", "bf16"):
+        raise QuantError(f"unknown cache format {scheme!r}; choose one of {', '.join(SCHEMES)}")
+    stored = x.to(dtype)
+    return stored.float(), stored.numel() * stored.element_size()
+
+
+@dataclass(frozen=True)
+class LayerError:
+    layer: int
+    key_rel_rms: float  # ||K - K_hat|| / ||K|| (Frobenius, the whole layer)
+    value_rel_rms: float
+    key_max_abs: float
+    value_max_abs: float
+
+
+@dataclass(frozen=True)
+class QuantReport:
+    """One format applied to the real cache of one prompt."""
+
+    scheme: str
+    group_size: int
+    seq_len: int
+    fp32_bytes: int  # the real cache as it is (float32)
+    stored_bytes: int  # measured from the stored tensors (packed ints + scales + zero points, or the cast)
+    calculator_bytes: int  # kvviz.memory.kv_bytes for the same format: must equal stored_bytes
+    overhead_bytes: int  # scales + zero points (0 for fp16/bf16)
+    layers: tuple[LayerError, ...]
+
+
+@torch.inference_mode()
+def prompt_cache(loaded: LoadedModel, prompt: str) -> DynamicCache:
+    if prompt is None or not prompt.strip():
+        raise QuantError("The prompt is empty: type some text to fill the cache.")
+    ids = loaded.tokenizer(prompt).input_ids[: loaded.info.n_positions]
+    return loaded.model(input_ids=torch.tensor([ids]), past_key_values=DynamicCache(config=loaded.model.config),
+                        use_cache=True).past_key_values
+
+
+@torch.inference_mode()
+def quant_report(loaded: LoadedModel, prompt: str, scheme: str, group_size: int = 32) -> QuantReport:
+    info = loaded.info
+    check_scheme(scheme, info.head_dim, group_size)
+    cache = prompt_cache(loaded, prompt)
+    seq_len = cache.get_seq_length()
+    stored = fp32 = overhead = 0
+    layers = []
+    for i, layer in enumerate(cache.layers):
+        errs = []
+        for x in (layer.keys, layer.values):  # (1, kv_heads, seq_len, head_dim)
+            x_hat, n_bytes = round_trip(x, scheme, group_size)
+            stored += n_bytes
+            fp32 += x.numel() * x.element_size()
+            diff = (x_hat - x.float())
+            errs.append((float(diff.norm() / x.float().norm()), float(diff.abs().max())))
+        if scheme in BITS:
+            n_groups = 2 * layer.keys.numel() // group_size
+            overhead += n_groups * memory.QUANT_OVERHEAD_BYTES_PER_GROUP
+        layers.append(LayerError(i, errs[0][0], errs[1][0], errs[0][1], errs[1][1]))
+    config = memory.KVConfig(info.n_layer, info.n_head, info.n_kv_heads, info.head_dim, dtype=scheme,
+                             quant_group_size=group_size)
+    return QuantReport(scheme, group_size, seq_len, fp32, stored, memory.kv_bytes(config, seq_len), overhead,
+                       tuple(layers))
+
+
+@dataclass(frozen=True)
+class SchemeAgreement:
+    """Greedy next-token agreement of a quantized cache with the full-precision cache, over a prompt set."""
+
+    scheme: str
+    steps: int  # decode steps compared, all prompts
+    same_token_steps: int
+    identical_prompts: int  # prompts where every step matched
+    first_mismatch: tuple[int | None, ...]  # per prompt: first differing step (None = none)
+
+    @property
+    def agreement(self) -> float:
+        return self.same_token_steps / self.steps if self.steps else float("nan")
+
+
+def _qdq_new_rows(cache: DynamicCache, start: int, scheme: str, group_size: int) -> None:
+    """Replace the rows appended from `start` on with their stored-and-read-back version, in place."""
+    for layer in cache.layers:
+        for x in (layer.keys, layer.values):
+            x[:, :, start:] = round_trip(x[:, :, start:], scheme, group_size)[0].to(x.dtype)
+
+
+@torch.inference_mode()
+def _run(loaded: LoadedModel, ids: list[int], n_new: int, scheme: str | None, group_size: int,
+         forced: list[int] | None) -> list[int]:
+    """Greedy choices for n_new steps; with `forced`, feed those tokens instead of the model's own choices."""
+    model = loaded.model
+    cache = DynamicCache(config=model.config)
+    chosen: list[int] = []
+    feed = list(ids)
+    for step in range(n_new):
+        start = cache.get_seq_length()
+        if start + len(feed) > loaded.info.n_positions:
+            break
+        logits = model(input_ids=torch.tensor([feed]), past_key_values=cache, use_cache=True).logits[0, -1]
+        if scheme is not None:
+            _qdq_new_rows(cache, start, scheme, group_size)
+        chosen.append(int(logits.argmax()))
+        feed = [forced[step] if forced is not None else chosen[-1]]
+    return chosen
+
+
+def greedy_agreement(loaded: LoadedModel, prompts: list[str], n_new: int = 16, schemes: tuple[str, ...] = SCHEMES,
+                     group_size: int = 32) -> tuple[SchemeAgreement, ...]:
+    """For each format: how often greedy decoding over a quantized cache picks the full-precision token."""
+    prompts = [p for p in prompts if p and p.strip()]
+    if not prompts:
+        raise QuantError("Give at least one non-empty prompt (one per line).")
+    if not 1 <= n_new <= 64:
+        raise QuantError(f"tokens per prompt must be between 1 and 64 (got {n_new})")
+    for scheme in schemes:
+        check_scheme(scheme, loaded.info.head_dim, group_size)
+    prompt_ids = [loaded.tokenizer(p).input_ids[: loaded.info.n_positions - n_new] for p in prompts]
+    baselines = [_run(loaded, ids, n_new, None, group_size, None) for ids in prompt_ids]
+    results = []
+    for scheme in schemes:
+        same = steps = identical = 0
+        firsts: list[int | None] = []
+        for ids, base in zip(prompt_ids, baselines):
+            quant = _run(loaded, ids, len(base), scheme, group_size, forced=base)
+            matches = np.array(quant) == np.array(base)
+            same += int(matches.sum())
+            steps += len(base)
+            identical += bool(matches.all())
+            firsts.append(None if matches.all() else int(np.argmin(matches)))
+        results.append(SchemeAgreement(scheme, steps, same, identical, tuple(firsts)))
+    return tuple(results)

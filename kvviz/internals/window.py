@@ -1,0 +1,164 @@
+"""Sliding-window attention on the real cache: which rows a window of W tokens evicts, what it caps, what is lost.
+
+A local (sliding-window) layer keeps only the last W positions: when token t arrives, row t - W is evicted
+(Mistral's rolling buffer). Its cache stops growing at W rows; a global layer keeps every row. Hybrid models
+interleave them (Gemma 3: 5 local layers, then 1 global). Per-layer sizes come from `kvviz.memory` (the memory
+calculator), and are checked here against the bytes of the real tensors a window would keep.
+
+GPT-2 was trained with full attention, so we do not pretend it runs windowed. Instead we run it normally and
+measure, from its real attention weights, how much attention the newest token paid to the rows a window would
+have evicted: the information a windowed layer could no longer read directly.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from transformers import DynamicCache
+
+from kvviz import memory
+from kvviz.models import LoadedModel
+
+
+class WindowError(ValueError):
+    """A window or layer pattern outside sensible bounds; the message says the allowed range."""
+
+
+@dataclass(frozen=True)
+class WindowState:
+    """One local layer after seq_len tokens with a window of `window` tokens."""
+
+    seq_len: int
+    window: int
+    kept_start: int  # first position still cached
+    rows_kept: int  # = min(seq_len, window): the memory cap
+    rows_evicted: int  # positions 0..kept_start-1
+
+
+def window_state(seq_len: int, window: int) -> WindowState:
+    if seq_len < 0:
+        raise WindowError(f"sequence length must be 0 or more (got {seq_len})")
+    if window < 1:
+        raise WindowError(f"the window must be at least 1 token (got {window})")
+    kept = min(seq_len, window)
+    return WindowState(seq_len, window, seq_len - kept, kept, seq_len - kept)
+
+
+def visibility(seq_len: int, window: int | None) -> np.ndarray:
+    """(seq_len, seq_len) bool: query position q may attend to key position k (causal, optionally windowed)."""
+    q = np.arange(seq_len)[:, None]
+    k = np.arange(seq_len)[None, :]
+    visible = k <= q
+    if window is not None:
+        visible &= k > q - window
+    return visible
+
+
+@dataclass(frozen=True)
+class LayerWindow:
+    layer: int
+    kind: str  # "local" | "global"
+    rows_full: int  # rows the real (full-attention) cache holds
+    rows_kept: int  # rows this layer keeps under the pattern
+    bytes_full: int  # K+V bytes of the real layer tensors
+    bytes_kept: int  # K+V bytes of the rows kept, measured on the real tensors' slice
+    calculator_bytes: int  # kvviz.memory.budget's bytes for this layer: must equal bytes_kept
+    attention_lost: float  # share of the last token's attention (mean over heads) on evicted rows
+
+
+@dataclass(frozen=True)
+class WindowRun:
+    tokens: tuple[str, ...]
+    window: int
+    local_per_global: int | None  # None: every layer local
+    state: WindowState
+    layers: tuple[LayerWindow, ...]
+    evicted_tokens: tuple[str, ...]  # what a local layer can no longer attend to
+
+    @property
+    def bytes_full(self) -> int:
+        return sum(la.bytes_full for la in self.layers)
+
+    @property
+    def bytes_kept(self) -> int:
+        return sum(la.bytes_kept for la in self.layers)
+
+
+def layer_config(loaded: LoadedModel, window: int, local_per_global: int | None) -> memory.KVConfig:
+    """The loaded model's cache layout with a sliding window (and hybrid pattern) added, as the calculator sees it."""
+    if not 1 <= window <= loaded.info.n_positions:
+        raise WindowError(f"the window must be between 1 and {loaded.info.n_positions} tokens (got {window})")
+    if local_per_global is not None and not 0 <= local_per_global <= 64:
+        raise WindowError(f"local layers per global layer must be between 0 and 64 (got {local_per_global})")
+    base = memory.kv_config_from_info(loaded.info)
+    return memory.KVConfig(
+        n_layer=base.n_layer, n_head=base.n_head, n_kv_heads=base.n_kv_heads, head_dim=base.head_dim,
+        dtype=base.dtype, window=window, local_per_global=local_per_global, name=base.name,
+    )
+
+
+@torch.inference_mode()
+def window_on_model(loaded: LoadedModel, prompt: str, window: int, local_per_global: int | None = None) -> WindowRun:
+    """Run the real model on `prompt` (full attention) and apply the window/pattern to its real cache."""
+    config = layer_config(loaded, window, local_per_global)
+    if prompt is None or not prompt.strip():
+        raise WindowError("The prompt is empty: type some text to fill the cache.")
+    ids = loaded.tokenizer(prompt).input_ids[: loaded.info.n_positions]  # (seq_len,)
+    out = loaded.model(input_ids=torch.tensor([ids]), past_key_values=DynamicCache(config=loaded.model.config),
+                       use_cache=True, output_attentions=True)
+    seq_len = len(ids)
+    budget = memory.budget(config, seq_len)
+    layers = []
+    for i, layer in enumerate(out.past_key_values.layers):
+        rows_kept = budget.layer_tokens[i]
+        kept_k, kept_v = layer.keys[:, :, seq_len - rows_kept:], layer.values[:, :, seq_len - rows_kept:]
+        attn_last = out.attentions[i][0, :, -1, :]  # (n_head, seq_len): the newest token's query
+        lost = float(attn_last[:, : seq_len - rows_kept].sum(-1).mean())
+        layers.append(LayerWindow(
+            layer=i,
+            kind="global" if config.layer_window(i) is None else "local",
+            rows_full=layer.keys.shape[2],
+            rows_kept=rows_kept,
+            bytes_full=(layer.keys.numel() + layer.values.numel()) * layer.keys.element_size(),
+            bytes_kept=(kept_k.numel() + kept_v.numel()) * kept_k.element_size(),
+            calculator_bytes=budget.layer_bytes[i],
+            attention_lost=lost,
+        ))
+    state = window_state(seq_len, window)
+    tok = loaded.tokenizer
+    return WindowRun(
+        tokens=tuple(tok.decode([t]) for t in ids),
+        window=window,
+        local_per_global=local_per_global,
+        state=state,
+        layers=tuple(layers),
+        evicted_tokens=tuple(tok.decode([t]) for t in ids[: state.kept_start]),
+    )
+
+
+@dataclass(frozen=True)
+class PresetLayers:
+    """Per-layer cache sizes of a published hybrid model, straight from the memory calculator."""
+
+    name: str
+    context_len: int
+    layer_kinds: tuple[str, ...]
+    layer_bytes: tuple[int, ...]
+    total_bytes: int
+    all_global_bytes: int  # the same model with every layer global
+
+
+def preset_layers(preset_name: str = "gemma-3-4b", context_len: int = 32768) -> PresetLayers:
+    """e.g. Gemma 3 4B: 34 layers, 5 local (1024-token window) : 1 global, bf16."""
+    from dataclasses import replace
+
+    from kvviz.presets import get_preset
+
+    if not 1 <= context_len <= 2**24:
+        raise WindowError(f"context length must be between 1 and {2**24:,} tokens (got {context_len:,})")
+    config = get_preset(preset_name).kv
+    b = memory.budget(config, context_len)
+    full = memory.kv_bytes(replace(config, window=None, local_per_global=None), context_len)
+    kinds = tuple("global" if config.layer_window(i) is None else "local" for i in range(config.n_layer))
+    return PresetLayers(preset_name, context_len, kinds, b.layer_bytes, b.total_bytes, full)
