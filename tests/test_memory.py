@@ -1,0 +1,226 @@
+"""kvviz.memory and kvviz.presets: golden values, exact scaling, config import, what-fits, and the real cache."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kvviz import memory
+from kvviz.memory import GIB, KVConfig, MemoryInputError
+from kvviz.presets import GPUS, PRESETS, PUBLISHED_FIGURES, get_preset
+from kvviz.stepping import StepEngine
+
+
+# ----- golden values you can check by hand -------------------------------------------------------------------
+def test_golden_bytes_per_token():
+    assert get_preset("gpt2").kv.bytes_per_token == 73_728 == 72 * 1024  # 2 x 12 x 12 x 64 x 4 B
+    assert get_preset("llama-3-8b").kv.bytes_per_token == 131_072 == 128 * 1024  # 2 x 32 x 8 x 128 x 2 B
+    assert get_preset("llama-2-7b").kv.bytes_per_token == 2 * 32 * 32 * 128 * 2
+    assert get_preset("falcon-7b").kv.bytes_per_token == 2 * 32 * 1 * 64 * 2  # MQA: one K/V head
+    assert get_preset("deepseek-v3").kv.bytes_per_token == 61 * (512 + 64) * 2  # MLA latent + RoPE key
+    assert memory.kv_bytes(get_preset("llama-3-8b").kv, 4096) == 512 * 2**20  # 0.5 GiB
+
+
+def test_sliding_window_and_hybrid_layers():
+    mistral = get_preset("mistral-7b").kv  # every layer keeps the last 4096 tokens
+    assert memory.kv_bytes(mistral, 32768) == memory.kv_bytes(mistral, 4096) == 32 * 4096 * 4096
+    gemma = get_preset("gemma-3-4b").kv  # 34 layers, every 6th global
+    assert gemma.n_global_layers == 5
+    assert [gemma.layer_window(i) for i in range(6)] == [1024] * 5 + [None]
+    b = memory.budget(gemma, 10_000)
+    per_layer = 2 * 4 * 256 * 2
+    assert b.total_bytes == per_layer * (5 * 10_000 + 29 * 1024)
+    assert b.layer_bytes[5] == per_layer * 10_000 and b.layer_bytes[0] == per_layer * 1024
+    assert memory.budget(gemma, 512).warnings  # window >= context: it saves nothing, say so
+
+
+def test_quantized_dtypes_count_their_overhead():
+    base = KVConfig(1, 1, 1, 128)
+    assert replace(base, dtype="fp32").bytes_per_token == 2 * 128 * 4
+    assert replace(base, dtype="fp8").bytes_per_token == 2 * 128
+    # int8: 128 bytes + 2 groups of 64 x (fp16 scale + fp16 zero point) per vector, K and V
+    assert replace(base, dtype="int8").bytes_per_token == 2 * (128 + 2 * 4)
+    assert replace(base, dtype="int4").bytes_per_token == 2 * (64 + 2 * 4)
+    assert replace(base, dtype="int4", quant_group_size=32).bytes_per_token == 2 * (64 + 4 * 4)
+    odd = KVConfig(1, 1, 1, 3, dtype="int4")  # 3 nibbles round up to 2 bytes; one group
+    assert odd.bytes_per_token == 2 * (2 + 4)
+
+
+# ----- properties: exact scaling ------------------------------------------------------------------------------
+configs = st.builds(
+    KVConfig,
+    n_layer=st.integers(1, 200),
+    n_head=st.just(64),
+    n_kv_heads=st.sampled_from([1, 2, 8, 64]),
+    head_dim=st.integers(1, 512),
+    dtype=st.sampled_from(list(memory.DTYPES)),
+    window=st.one_of(st.none(), st.integers(1, 10_000)),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(cfg=configs, ctx=st.integers(0, 10**6), extra=st.integers(0, 10**6), batch=st.integers(1, 1000))
+def test_monotone_in_context_and_linear_in_batch(cfg, ctx, extra, batch):
+    assert memory.kv_bytes(cfg, ctx + extra, batch) >= memory.kv_bytes(cfg, ctx, batch)
+    assert memory.kv_bytes(cfg, ctx, batch) == batch * memory.kv_bytes(cfg, ctx, 1)
+
+
+@settings(max_examples=80, deadline=None)
+@given(cfg=configs, ctx=st.integers(0, 10**6), k=st.integers(1, 50))
+def test_exact_scaling_in_layers_and_context_without_window(cfg, ctx, k):
+    full = replace(cfg, window=None)
+    assert memory.kv_bytes(replace(full, n_layer=full.n_layer * k), ctx) == k * memory.kv_bytes(full, ctx)
+    assert memory.kv_bytes(full, k * ctx) == k * memory.kv_bytes(full, ctx)
+    assert memory.kv_bytes(full, ctx) == ctx * full.bytes_per_token
+
+
+def test_exact_beyond_two_to_the_53():
+    huge = KVConfig(10_000, 100_000, 100_000, 100_000, dtype="fp32")
+    total = memory.kv_bytes(huge, 2**40, 2**24)
+    assert total > 2**53 and total == 2 * 10_000 * 100_000 * 100_000 * 4 * 2**40 * 2**24  # a Python int, exact
+
+
+# ----- bad input -----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(n_layer=0), "n_layer"),
+        (dict(n_layer=-3), "n_layer"),
+        (dict(n_layer=float("nan")), "whole number"),
+        (dict(head_dim=2.5), "whole number"),
+        (dict(n_layer=10**9), "between"),
+        (dict(n_kv_heads=3), "divide"),
+        (dict(n_kv_heads=16), "divide"),
+        (dict(dtype="fp13"), "unknown cache dtype"),
+        (dict(local_per_global=5), "sliding window"),
+        (dict(mla_rope_dim=64), "latent rank"),
+    ],
+)
+def test_bad_configs_are_refused_with_a_message(kwargs, message):
+    with pytest.raises(MemoryInputError, match=message):
+        KVConfig(**{**dict(n_layer=2, n_head=8, n_kv_heads=2, head_dim=16), **kwargs})
+
+
+def test_head_dim_inconsistent_with_hidden():
+    assert memory.head_dim_from_hidden(4096, 32) == 128
+    with pytest.raises(MemoryInputError, match="not a multiple"):
+        memory.head_dim_from_hidden(4100, 32)
+
+
+@pytest.mark.parametrize("bad", [-1, 2**41, 1.5, "many"])
+def test_bad_context(bad):
+    with pytest.raises(MemoryInputError):
+        memory.kv_bytes(get_preset("gpt2").kv, bad)
+
+
+# ----- config.json import -----------------------------------------------------------------------------------
+def test_import_llama_style_config():
+    cfg = {"model_type": "llama", "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+           "hidden_size": 4096, "torch_dtype": "bfloat16", "max_position_embeddings": 8192,
+           "intermediate_size": 14336, "vocab_size": 128256}
+    imported = memory.parse_hf_config(json.dumps(cfg))
+    assert imported.config.bytes_per_token == 131_072
+    assert imported.used["num_key_value_heads"] == 8 and imported.max_context == 8192
+    assert any("head_dim" in m for m in imported.missing)  # derived from hidden_size, and said so
+
+
+def test_import_gpt2_mqa_gemma3_deepseek_qwen():
+    gpt2 = memory.parse_hf_config({"n_layer": 12, "n_head": 12, "n_embd": 768, "n_positions": 1024})
+    assert gpt2.config.n_kv_heads == 12 and any("num_key_value_heads" in m for m in gpt2.missing)
+    falcon = memory.parse_hf_config({"num_hidden_layers": 32, "num_attention_heads": 71, "hidden_size": 4544,
+                                     "multi_query": True, "head_dim": 64})
+    assert falcon.config.n_kv_heads == 1
+    gemma = memory.parse_hf_config({"model_type": "gemma3", "text_config": {
+        "num_hidden_layers": 34, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+        "sliding_window": 1024, "sliding_window_pattern": 6}})
+    assert gemma.config == replace(get_preset("gemma-3-4b").kv, name=gemma.config.name)
+    types = ["sliding_attention"] * 5 + ["full_attention"]
+    gemma_lt = memory.parse_hf_config({"num_hidden_layers": 12, "num_attention_heads": 8, "head_dim": 256,
+                                       "sliding_window": 512, "layer_types": types * 2})
+    assert gemma_lt.config.local_per_global == 5 and gemma_lt.config.n_global_layers == 2
+    ds = memory.parse_hf_config({"num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128,
+                                 "hidden_size": 7168, "kv_lora_rank": 512, "qk_rope_head_dim": 64})
+    assert ds.config.is_mla and ds.config.bytes_per_token == get_preset("deepseek-v3").kv.bytes_per_token
+    qwen = memory.parse_hf_config({"num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
+                                   "hidden_size": 3584, "sliding_window": 131072, "use_sliding_window": False})
+    assert qwen.config.window is None
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "JSON object"),
+        ('{"name": "my recipe", "eggs": 3}', "does not look like a transformer"),
+        ('{"num_hidden_layers": 2, "num_attention_heads": 3}', "head_dim nor hidden_size"),
+        ('{"num_hidden_layers": 2, "num_attention_heads": 3, "hidden_size": 100}', "not a multiple"),
+        ('{"num_hidden_layers": "two", "num_attention_heads": 3, "head_dim": 4}', "whole number"),
+    ],
+)
+def test_bad_config_json(text, message):
+    with pytest.raises(MemoryInputError, match=message):
+        memory.parse_hf_config(text)
+
+
+# ----- what fits, paging ---------------------------------------------------------------------------------------
+def test_what_fits_is_the_exact_boundary():
+    cfg = get_preset("llama-3-8b").kv
+    gpu = GPUS["NVIDIA A100 80GB"].memory_bytes
+    weights = get_preset("llama-3-8b").n_params * 2
+    fit = memory.what_fits(cfg, gpu, weights, 2 * GIB, batch=4, context_len=8192)
+    assert memory.kv_bytes(cfg, fit.max_context, 4) <= fit.free_bytes < memory.kv_bytes(cfg, fit.max_context + 1, 4)
+    assert memory.kv_bytes(cfg, 8192, fit.max_batch) <= fit.free_bytes < memory.kv_bytes(cfg, 8192, fit.max_batch + 1)
+    nothing = memory.what_fits(cfg, 8 * GIB, weights, 0, batch=1, context_len=8192)
+    assert nothing.free_bytes < 0 and nothing.max_context == 0 and nothing.max_batch == 0
+    windowed = memory.what_fits(get_preset("mistral-7b").kv, gpu, weights, 0, batch=1, context_len=4096)
+    assert windowed.context_capped  # a rolling buffer never grows past the window
+
+
+def test_paged_view():
+    cfg = get_preset("gpt2").kv
+    view = memory.paged_view(cfg, context_len=1000, batch=2, block_tokens=16, max_len=1024)
+    assert view.blocks_per_sequence == 63 and view.waste_tokens_last_block == 8
+    assert view.paged_bytes == 2 * 1008 * 73_728 and view.flat_bytes == 2 * 1024 * 73_728
+    assert view.used_bytes == 2 * 1000 * 73_728
+    with pytest.raises(MemoryInputError, match="shorter"):
+        memory.paged_view(cfg, 1000, 1, 16, max_len=999)
+
+
+# ----- presets and published figures ---------------------------------------------------------------------------
+def test_every_preset_cites_its_source():
+    for p in PRESETS.values():
+        assert p.source.startswith("https://huggingface.co/") and p.source.endswith("config.json")
+        assert p.paper and p.n_params > 0 and p.max_context > 0
+
+
+def test_published_figures_are_checked_with_arithmetic():
+    checks = {(f.model, f.context_len): memory.check_figure(f, get_preset(f.model).kv) for f in PUBLISHED_FIGURES}
+    assert checks[("llama-3-8b", 4096)].verdict.startswith("correct")  # 0.5 GiB
+    assert checks[("llama-3-70b", 4096)].verdict == "wrong"  # printed 5 GB, actual 1.25 GiB
+    assert "4x" in checks[("llama-3-70b", 4096)].explanation
+    assert checks[("llama-3.1-70b", 131072)].verdict == "correct"  # 42.95 GB, decimal, exact
+    assert checks[("llama-3.1-405b", 1)].verdict == "correct if KB means binary units"  # 504 KiB
+
+
+def test_format_bytes_is_unambiguous():
+    assert memory.format_bytes(536_870_912) == "536,870,912 B = 512 MiB = 0.5369 GB"
+    assert memory.format_bytes(73_728) == "73,728 B = 72 KiB = 7.373e-05 GB"
+
+
+# ----- the calculator == the real cache tensors -----------------------------------------------------------------
+def test_predicted_bytes_equal_the_real_dynamic_cache(bundled):
+    engine = StepEngine(bundled)
+    engine.prefill("ROMEO: What light")
+    for _ in range(3):
+        engine.step()
+        cache = engine.cache
+        real = sum(
+            layer.keys.numel() * layer.keys.element_size() + layer.values.numel() * layer.values.element_size()
+            for layer in cache.layers
+        )
+        assert real == engine.cache_bytes == memory.predicted_cache_bytes(bundled.info, engine.cache_len)
+    assert cache.layers[0].keys.dtype == torch.float32 and memory.kv_config_from_info(bundled.info).dtype == "fp32"
