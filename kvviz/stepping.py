@@ -195,7 +195,10 @@ class StepEngine:
     # ----- actions -----------------------------------------------------------------------------------
     def tokenize(self, prompt: str) -> list[int]:
         if prompt is None or not prompt.strip():
-            raise PromptError("The prompt is empty. Type a few words (for example ROMEO:) and prefill again.")
+            raise PromptError(
+                "The prompt is empty (or only spaces and line breaks). Type a few words, for example "
+                "ROMEO:, and prefill again."
+            )
         ids = self.loaded.tokenizer(prompt).input_ids
         if len(ids) > self.n_positions:
             raise PromptError(

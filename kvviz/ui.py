@@ -8,9 +8,11 @@ from __future__ import annotations
 import streamlit as st
 
 from kvviz import models
+from kvviz.stepping import StepEngine
 
 MODEL_SPEC_KEY = "model_spec"  # the model every page uses, chosen in the sidebar (app.py)
 MODEL_NOTICE_KEY = "model_notice"
+STEP_ENGINE_KEY = "step_engine"  # the user's stepping engine (its cache is per user; the model is shared)
 
 
 @st.cache_resource(show_spinner="Loading the model...", max_entries=4)
@@ -72,3 +74,12 @@ def _switch_to(spec: str) -> None:
         st.session_state[MODEL_NOTICE_KEY] = str(exc)
         spec = models.BUNDLED
     st.session_state[MODEL_SPEC_KEY] = spec
+
+
+def step_engine(loaded: models.LoadedModel) -> StepEngine:
+    """This session's stepping engine, rebuilt (empty) whenever the model changes."""
+    engine = st.session_state.get(STEP_ENGINE_KEY)
+    if engine is None or engine.loaded is not loaded:
+        engine = StepEngine(loaded)
+        st.session_state[STEP_ENGINE_KEY] = engine
+    return engine
