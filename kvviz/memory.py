@@ -170,7 +170,12 @@ class KVConfig:
 
     @property
     def n_global_layers(self) -> int:
-        return sum(self.layer_window(i) is None for i in range(self.n_layer))
+        """Layers that keep every token: all without a window, none for pure sliding window, else every (N+1)-th."""
+        if self.window is None:
+            return self.n_layer
+        if self.local_per_global is None:
+            return 0
+        return self.n_layer // (self.local_per_global + 1)
 
     @property
     def vector_lengths(self) -> tuple[int, ...]:
@@ -208,8 +213,10 @@ def kv_bytes(config: KVConfig, context_len: int, batch: int = 1) -> int:
     """Exact bytes of the whole KV cache for `batch` sequences of `context_len` tokens."""
     context_len = check_int("context_len", context_len, lo=0)
     batch = check_int("batch", batch)
-    per_layer = config.bytes_per_token_per_layer
-    return batch * per_layer * sum(config.tokens_held(i, context_len) for i in range(config.n_layer))
+    n_global = config.n_global_layers
+    local_tokens = 0 if config.window is None else min(context_len, config.window)
+    token_rows = n_global * context_len + (config.n_layer - n_global) * local_tokens  # O(1), any depth
+    return batch * config.bytes_per_token_per_layer * token_rows
 
 
 @dataclass(frozen=True)

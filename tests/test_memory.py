@@ -69,6 +69,15 @@ def test_monotone_in_context_and_linear_in_batch(cfg, ctx, extra, batch):
     assert memory.kv_bytes(cfg, ctx, batch) == batch * memory.kv_bytes(cfg, ctx, 1)
 
 
+@settings(max_examples=60, deadline=None)
+@given(cfg=configs, pattern=st.one_of(st.none(), st.integers(0, 7)), ctx=st.integers(0, 10**5), batch=st.integers(1, 9))
+def test_closed_form_equals_the_layer_by_layer_sum(cfg, pattern, ctx, batch):
+    if cfg.window is not None:
+        cfg = replace(cfg, local_per_global=pattern)
+    layer_by_layer = batch * cfg.bytes_per_token_per_layer * sum(cfg.tokens_held(i, ctx) for i in range(cfg.n_layer))
+    assert memory.kv_bytes(cfg, ctx, batch) == layer_by_layer == memory.budget(cfg, ctx, batch).total_bytes
+
+
 @settings(max_examples=80, deadline=None)
 @given(cfg=configs, ctx=st.integers(0, 10**6), k=st.integers(1, 50))
 def test_exact_scaling_in_layers_and_context_without_window(cfg, ctx, k):
