@@ -1,0 +1,86 @@
+"""Figures for "Count the work": cumulative ops with vs without the cache, their ratio, per-component bars.
+
+Input: the plain records of kvviz.ops (PassCounts, curve points). Output: plotly figures. No Streamlit.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import plotly.graph_objects as go
+
+from kvviz.ops import COMPONENT_LABELS, COMPONENTS, FLOPS_PER_OP, PassCounts
+
+CACHED_COLOR, UNCACHED_COLOR = "#1f77b4", "#d62728"
+QUANTITIES = {
+    "total": ("All matmul work", lambda c: c.total_ops),
+    "attention": ("Attention (QK^T + AV)", lambda c: c.attention_ops),
+    "linear": ("Projections + MLP", lambda c: c.linear_ops),
+    **{k: (COMPONENT_LABELS[k], (lambda k: lambda c: c.ops(k))(k)) for k in COMPONENTS},
+}
+
+Point = tuple[int, PassCounts, PassCounts]  # (passes so far, cached cumulative, uncached cumulative)
+
+
+def _unit(flops: bool) -> tuple[int, str]:
+    return (FLOPS_PER_OP, "FLOPs") if flops else (1, "ops (multiply-adds)")
+
+
+def cumulative_figure(points: Sequence[Point], quantity: str = "total", flops: bool = False, log_y: bool = False) -> go.Figure:
+    """Running totals as the generation grows: the cached line grows ~linearly, the uncached one faster."""
+    label, get = QUANTITIES[quantity]
+    scale, unit = _unit(flops)
+    ks = [k for k, _, _ in points]
+    fig = go.Figure()
+    fig.add_scatter(x=ks, y=[scale * get(u) for _, _, u in points], name="without cache (recompute all)",
+                    line=dict(color=UNCACHED_COLOR))
+    fig.add_scatter(x=ks, y=[scale * get(c) for _, c, _ in points], name="with KV cache",
+                    line=dict(color=CACHED_COLOR))
+    fig.update_layout(
+        title=f"{label}: cumulative {unit}", xaxis_title="forward passes so far (= new tokens generated)",
+        yaxis_title=unit, yaxis_type="log" if log_y else "linear", legend=dict(orientation="h", y=-0.25),
+        margin=dict(t=50, b=10), height=380,
+    )
+    return fig
+
+
+def ratio_figure(points: Sequence[Point]) -> go.Figure:
+    """How many times more work without the cache, cumulative, for attention, projections+MLP and the total."""
+    ks = [k for k, _, _ in points]
+    fig = go.Figure()
+    for quantity in ("attention", "linear", "total"):
+        label, get = QUANTITIES[quantity]
+        fig.add_scatter(x=ks, y=[get(u) / get(c) for _, c, u in points], name=label)
+    fig.update_layout(
+        title="Without cache / with cache (cumulative)", xaxis_title="forward passes so far",
+        yaxis_title="times more work", legend=dict(orientation="h", y=-0.25), margin=dict(t=50, b=10), height=380,
+    )
+    return fig
+
+
+def breakdown_figure(cached: PassCounts, uncached: PassCounts, flops: bool = False, log_y: bool = True) -> go.Figure:
+    """Per-component totals, side by side: where does the cache save work, and where does it save nothing?"""
+    scale, unit = _unit(flops)
+    labels = [COMPONENT_LABELS[c] for c in COMPONENTS]
+    fig = go.Figure()
+    fig.add_bar(x=labels, y=[scale * uncached.ops(c) for c in COMPONENTS], name="without cache",
+                marker_color=UNCACHED_COLOR)
+    fig.add_bar(x=labels, y=[scale * cached.ops(c) for c in COMPONENTS], name="with KV cache",
+                marker_color=CACHED_COLOR)
+    fig.update_layout(
+        barmode="group", title=f"Whole generation, per component ({unit})", yaxis_title=unit,
+        yaxis_type="log" if log_y else "linear", legend=dict(orientation="h", y=-0.3), margin=dict(t=50, b=10),
+        height=400,
+    )
+    return fig
+
+
+def per_step_figure(indices: Sequence[int], cached: Sequence[PassCounts], uncached: Sequence[PassCounts]) -> go.Figure:
+    """Ops of each single forward pass (not cumulative): flat with the cache, growing without it."""
+    fig = go.Figure()
+    fig.add_bar(x=list(indices), y=[u.total_ops for u in uncached], name="without cache", marker_color=UNCACHED_COLOR)
+    fig.add_bar(x=list(indices), y=[c.total_ops for c in cached], name="with KV cache", marker_color=CACHED_COLOR)
+    fig.update_layout(
+        barmode="group", title="Ops per forward pass (1 = the prefill)", xaxis_title="pass",
+        yaxis_title="ops (multiply-adds)", legend=dict(orientation="h", y=-0.25), margin=dict(t=50, b=10), height=340,
+    )
+    return fig
