@@ -11,8 +11,8 @@ from typing import Any
 
 import streamlit as st
 
-from kvviz import memory, ui
-from kvviz.presets import GPUS, PRESETS, get_preset
+from kvviz import memory, ops, ui
+from kvviz.presets import GPUS, PRESETS, get_preset, ops_presets
 from kvviz.stepping import StepEngine
 
 PROBE_PROMPT = "ROMEO: What light through yonder window breaks?"
@@ -215,3 +215,58 @@ def memory_form() -> memory.KVConfig | None:
     except memory.MemoryInputError as exc:
         st.error(f"This layout cannot be computed: {exc}.")
         return None
+
+
+# ----- ops page: which model ------------------------------------------------------------------------------------
+LOADED = "loaded model (sidebar)"
+
+
+def ops_fields() -> dict[str, UrlField]:
+    return {
+        "ops_model": UrlField(LOADED, choices=(LOADED, *ops_presets(), CUSTOM)),
+        "ops_prompt": UrlField(16, 1, 10**6),
+        "ops_new": UrlField(200, 1, 10**6),
+        "ops_lm": UrlField("last", choices=("last", "all")),
+        "ops_flops": UrlField(False),
+        "ops_log": UrlField(False),
+        "ops_quantity": UrlField("total", choices=("total", "attention", "linear", *ops.COMPONENTS)),
+        "ops_layers": UrlField(12, 1, 10_000), "ops_heads": UrlField(12, 1, 100_000),
+        "ops_kv_heads": UrlField(12, 1, 100_000), "ops_head_dim": UrlField(64, 1, 100_000),
+        "ops_hidden": UrlField(768, 1, 10**6), "ops_dff": UrlField(3072, 1, 10**7),
+        "ops_vocab": UrlField(50257, 1, 10**7), "ops_gated": UrlField(False),
+    }
+
+
+def ops_shape() -> tuple[ops.ModelShape | None, int | None]:
+    """The chosen shape and its context limit (None if unknown); None shape after showing why it is invalid."""
+    choice = st.session_state["ops_model"]
+    if choice == LOADED:
+        info = ui.current_model("eager").info
+        return ops.ModelShape.from_info(info), info.n_positions
+    if choice != CUSTOM:
+        preset = ops_presets()[choice]
+        st.caption(f"Source: [{preset.source}]({preset.source}) · {preset.paper}")
+        return preset.shape, preset.max_context
+    c = st.columns(4)
+    with c[0]:
+        layers, heads = int_input("Layers", "ops_layers", 1, 10_000), int_input("Query heads", "ops_heads", 1, 100_000)
+    with c[1]:
+        kv, head_dim = int_input("KV heads", "ops_kv_heads", 1, 100_000), int_input("Head dim", "ops_head_dim", 1, 100_000)
+    with c[2]:
+        hidden, d_ff = int_input("Hidden size", "ops_hidden", 1, 10**6), int_input("MLP width", "ops_dff", 1, 10**7)
+    with c[3]:
+        vocab = int_input("Vocabulary", "ops_vocab", 1, 10**7)
+        gated = st.checkbox("Gated MLP (SwiGLU: 3 matrices)", key="ops_gated")
+    try:
+        return ops.ModelShape(layers, heads, kv, head_dim, hidden, d_ff, vocab, 3 if gated else 2, "custom"), None
+    except ops.OpsInputError as exc:
+        st.error(f"This shape cannot be counted: {exc}.")
+        return None, None
+
+
+def big_number(n: int) -> str:
+    """'245.3 million' style for metric tiles (the exact integer goes in the tooltip)."""
+    for size, word in ((10**18, "quintillion"), (10**15, "quadrillion"), (10**12, "trillion"), (10**9, "billion"), (10**6, "million")):
+        if abs(n) >= size:
+            return f"{n / size:,.4g} {word}"
+    return f"{n:,}"
