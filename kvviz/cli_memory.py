@@ -127,7 +127,7 @@ def main(argv: list[str]) -> int:
             print(list_presets())
             return 0
         cfg, notes = config_from_args(args)
-        context = DEFAULT_CONTEXT if args.context is None else args.context
+        context = memory.check_int("context_len", DEFAULT_CONTEXT if args.context is None else args.context, lo=1)
         result = memory.budget(cfg, context, args.batch)
     except memory.MemoryInputError as exc:
         print(f"kvviz memory: {exc}", file=sys.stderr)
