@@ -1,0 +1,116 @@
+"""AppTest of the "Count the work" and "Memory budget" pages: they render, react to inputs, restore URL state,
+and turn bad input into messages. The pages run standalone (no app.py) on the real bundled model."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from conftest import APP_TIMEOUT_S
+from kvviz import memory, ops
+from kvviz.models import load_model
+from kvviz.presets import get_preset
+
+pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
+PAGES = Path(__file__).resolve().parents[1] / "pages"
+
+
+def page(name: str) -> AppTest:
+    return AppTest.from_file(str(PAGES / f"{name}.py"), default_timeout=APP_TIMEOUT_S)
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_memory_page_renders_reacts_and_writes_the_url():
+    at = page("memory_budget")
+    at.run()
+    assert not at.exception and not at.error
+    assert at.title[0].value == "Memory budget"
+    shown = metrics(at)
+    assert shown["Per token (all layers)"] == "128 KiB"  # Llama-3-8B bf16, the default preset
+    assert shown["Total: 4,096 tokens x batch 1"] == "512 MiB"
+    assert at.query_params["mem_preset"] == ["llama-3-8b"] or at.query_params["mem_preset"] == "llama-3-8b"
+
+    at.number_input(key="mem_context").set_value(8192).run()
+    assert metrics(at)["Total: 8,192 tokens x batch 1"] == "1 GiB"
+    at.selectbox(key="mem_dtype").set_value("fp32").run()
+    assert metrics(at)["Per token (all layers)"] == "256 KiB"
+    at.selectbox(key="mem_preset").set_value("gemma-3-4b").run()  # the preset fills the form
+    assert at.number_input(key="mem_layers").value == 34 and at.number_input(key="mem_window").value == 1024
+    assert any("Per layer" in str(c.proto) for c in at.get("plotly_chart"))  # layers differ: the per-layer chart
+    at.number_input(key="mem_kv_heads").set_value(3).run()  # 3 does not divide 8
+    assert not at.exception and "must divide" in at.error[0].value
+
+    # the real cache of the loaded model equals the calculator
+    at.number_input(key="mem_kv_heads").set_value(4).run()
+    assert at.success and "the tensors hold" in at.success[-1].value
+    real = metrics(at)["Real DynamicCache tensors"]
+    assert metrics(at)[next(k for k in metrics(at) if k.startswith("Calculator at"))] == real
+
+
+def test_memory_page_restores_state_from_the_url():
+    at = page("memory_budget")
+    at.query_params.update({"mem_preset": "gpt2", "mem_layers": "12", "mem_heads": "12", "mem_kv_heads": "12",
+                            "mem_head_dim": "64", "mem_dtype": "fp32", "mem_context": "1024", "mem_batch": "2",
+                            "mem_compare": "llama-3-8b,gemma-3-4b"})
+    at.run()
+    assert not at.exception
+    shown = metrics(at)
+    assert shown["Per token (all layers)"] == "72 KiB"  # 73,728 B
+    assert shown["Total: 1,024 tokens x batch 2"] == "144 MiB"
+    assert at.multiselect(key="mem_compare").value == ["llama-3-8b", "gemma-3-4b"]
+
+
+def test_memory_page_refuses_bad_url_values_with_a_notice():
+    at = page("memory_budget")
+    at.query_params.update({"mem_layers": "nan", "mem_context": "-5", "mem_preset": "llama-9", "mem_batch": "1e99"})
+    at.run()
+    assert not at.exception
+    assert len(at.warning) >= 4 and all("Ignored" in w.value for w in at.warning[:4])
+    assert metrics(at)["Per token (all layers)"] == "128 KiB"  # defaults
+
+
+def test_memory_page_imports_a_config_json():
+    at = page("memory_budget")
+    at.run()
+    cfg = {"num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4, "hidden_size": 3584,
+           "torch_dtype": "bfloat16", "max_position_embeddings": 32768}
+    at.text_area(key="mem_paste").set_value(json.dumps(cfg)).run()
+    at.button(key="mem_import").click().run()
+    assert not at.exception and "Imported" in at.success[0].value and "head_dim" in at.success[0].value
+    assert metrics(at)["Per token (all layers)"] == memory.short_bytes(get_preset("qwen2.5-7b").kv.bytes_per_token)
+    at.text_area(key="mem_paste").set_value('{"recipe": "pancakes"}').run()
+    at.button(key="mem_import").click().run()
+    assert "does not look like a transformer" in at.error[0].value
+
+
+def test_ops_page_renders_reacts_and_restores_url():
+    at = page("attention_ops")
+    at.run()
+    assert not at.exception and not at.error and at.title[0].value == "Count the work"
+    info = load_model("bundled").info
+    cached, uncached = ops.generation_totals(ops.ModelShape.from_info(info), 16, 200, lm_head_all_positions=False)
+    assert metrics(at)["Without / with"] == f"{uncached.total_ops / cached.total_ops:,.1f}x"
+    before = metrics(at)["Without cache (ops)"]
+    at.number_input(key="ops_new").set_value(300).run()
+    assert metrics(at)["Without cache (ops)"] != before
+    assert at.warning and "context limit of 256" in at.warning[0].value  # 16 + 300 - 1 > 256 positions
+    at.toggle(key="ops_flops").set_value(True).run()
+    assert "Without cache (FLOPs)" in metrics(at)
+    claim = [df for df in at.dataframe if "~500x?" in df.value.columns]
+    assert claim and list(claim[0].value["~500x?"]).count("yes") >= 1
+    at.selectbox(key="ops_model").set_value("custom").run()
+    at.number_input(key="ops_kv_heads").set_value(5).run()
+    assert not at.exception and "must divide" in at.error[0].value
+
+    shared = page("attention_ops")
+    shared.query_params.update({"ops_model": "llama-3-8b", "ops_prompt": "1", "ops_new": "1000", "ops_lm": "last"})
+    shared.run()
+    shape = get_preset("llama-3-8b").shape
+    c, u = ops.generation_totals(shape, 1, 1000, lm_head_all_positions=False)
+    assert not shared.exception and metrics(shared)["Without / with"] == f"{u.total_ops / c.total_ops:,.1f}x"
+    assert shared.selectbox(key="ops_model").value == "llama-3-8b"
