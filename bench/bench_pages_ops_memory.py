@@ -1,0 +1,74 @@
+"""Server time of one widget change on the "Count the work" and "Memory budget" pages (AppTest).
+
+    python bench/bench_pages_ops_memory.py [--repeats 5]
+
+AppTest re-runs the whole page script for every change, so these times are an upper bound: in the browser
+the pages' bodies are st.fragment's, and a widget inside a fragment re-runs the fragment alone (no app.py,
+no sidebar). The first run (model load) is reported separately and excluded. Target: <= 200 ms per change.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+CHANGES = {
+    "attention_ops": [
+        ("number_input", "ops_new", [300, 1000, 50]),
+        ("number_input", "ops_prompt", [64, 8]),
+        ("selectbox", "ops_model", ["llama-3-8b", "gpt2", "loaded model (sidebar)"]),
+        ("toggle", "ops_flops", [True, False]),
+        ("toggle", "ops_log", [True, False]),
+    ],
+    "memory_budget": [
+        ("number_input", "mem_context", [8192, 131072, 4096]),
+        ("number_input", "mem_batch", [8, 1]),
+        ("selectbox", "mem_dtype", ["int4", "fp8", "bf16"]),
+        ("selectbox", "mem_preset", ["gemma-3-4b", "deepseek-v3", "llama-3-8b"]),
+        ("multiselect", "mem_compare", [["llama-2-7b"], ["llama-2-7b", "mistral-7b", "qwen2.5-7b"]]),
+    ],
+}
+
+
+def bench_page(name: str, repeats: int) -> tuple[float, list[float]]:
+    at = AppTest.from_file(str(REPO / "pages" / f"{name}.py"), default_timeout=300)
+    began = time.perf_counter()
+    at.run()
+    first_ms = (time.perf_counter() - began) * 1000
+    times = []
+    for _ in range(repeats):
+        for kind, key, values in CHANGES[name]:
+            for value in values:
+                widget = getattr(at, kind)(key=key)
+                began = time.perf_counter()
+                widget.set_value(value).run()
+                times.append((time.perf_counter() - began) * 1000)
+                if at.exception:
+                    raise SystemExit(f"{name}: exception after {key}={value}: {at.exception[0].value}")
+    return first_ms, times
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    for name in CHANGES:
+        first_ms, times = bench_page(name, args.repeats)
+        times.sort()
+        p90 = times[int(0.9 * (len(times) - 1))]
+        print(f"{name:<15} first run {first_ms:7.0f} ms | per widget change over {len(times)} changes: "
+              f"median {statistics.median(times):6.1f} ms, p90 {p90:6.1f} ms, max {times[-1]:6.1f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
