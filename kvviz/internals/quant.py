@@ -187,6 +187,7 @@ class SchemeAgreement:
         return self.same_token_steps / self.steps if self.steps else float("nan")
 
 
+@torch.inference_mode()
 def _qdq_new_rows(cache: DynamicCache, start: int, scheme: str, group_size: int) -> None:
     """Replace the rows appended from `start` on with their stored-and-read-back version, in place."""
     for layer in cache.layers:

@@ -1,0 +1,193 @@
+"""Figures for the cache-internals page: memory maps, block tables, window masks, quantization error, rollback.
+
+Plain records from `kvviz.internals` in, plotly figures out. No Streamlit, no torch.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from kvviz.internals.crossattn import CrossAttnRun
+from kvviz.internals.layout import LayoutBench
+from kvviz.internals.paging import PagingPlan
+from kvviz.internals.prefix import PrefixReuse
+from kvviz.internals.quant import QuantReport, SchemeAgreement
+from kvviz.internals.speculative import SpecRun
+from kvviz.internals.window import PresetLayers, WindowRun
+
+REUSED_COLOR = "#2ca02c"  # rows taken from a cache / shared / accepted
+COMPUTED_COLOR = "#ff7f0e"  # rows computed now
+WASTE_COLOR = "#c7c7c7"  # allocated, unused
+REJECTED_COLOR = "#d62728"  # computed, then thrown away
+GLOBAL_COLOR = "#1f77b4"
+LOCAL_COLOR = "#9467bd"
+SCHEME_COLORS = {"fp16": "#1f77b4", "bf16": "#17becf", "int8": "#ff7f0e", "int4": "#d62728"}
+
+
+def _layout(fig: go.Figure, title: str, height_px: int = 320) -> go.Figure:
+    fig.update_layout(title=title, height=height_px, margin=dict(l=10, r=10, t=50, b=10), legend_orientation="h")
+    return fig
+
+
+def layout_read_map(mask: np.ndarray, row_elems: int, elem_bytes: int, title: str) -> go.Figure:
+    """The layer buffer as a grid of `row_elems` elements per row; cells one head reads are dark."""
+    rows = mask.reshape(-1, row_elems).astype(np.int8)  # (n_rows, row_elems)
+    fig = go.Figure(go.Heatmap(
+        z=rows, colorscale=[[0, "#f2f2f2"], [1, "#08306b"]], showscale=False,
+        hovertemplate="byte offset %{customdata:,}<extra></extra>",
+        customdata=(np.arange(rows.size).reshape(rows.shape) * elem_bytes),
+    ))
+    fig.update_yaxes(autorange="reversed", title=f"row ({row_elems * elem_bytes:,} bytes each)")
+    fig.update_xaxes(title="element within the row")
+    return _layout(fig, title, 300)
+
+
+def layout_bench_figure(bench: LayoutBench) -> go.Figure:
+    labels = ["contiguous (head-major)", "strided (position-major)"]
+    values = [bench.contiguous_us, bench.strided_us]
+    fig = go.Figure(go.Bar(x=labels, y=values, marker_color=[REUSED_COLOR, COMPUTED_COLOR],
+                           text=[f"{v:,.1f} µs" for v in values], textposition="auto"))
+    fig.update_yaxes(title="median µs to read one head's keys")
+    return _layout(fig, f"Reading {bench.bytes_read / 2**20:.2f} MiB of one head's keys on this machine", 300)
+
+
+def prefix_figure(result: PrefixReuse) -> go.Figure:
+    """Tokens computed by a fresh prefill of B vs by reuse of A's cropped cache."""
+    n_b = len(result.tokens_b)
+    fig = go.Figure()
+    fig.add_bar(y=["fresh prefill of B", "reuse A's prefix"], x=[0, result.reused_len], orientation="h",
+                name="rows reused from A's cache", marker_color=REUSED_COLOR)
+    fig.add_bar(y=["fresh prefill of B", "reuse A's prefix"], x=[n_b, result.new_tokens_computed], orientation="h",
+                name="rows computed now", marker_color=COMPUTED_COLOR)
+    fig.update_layout(barmode="stack")
+    fig.update_xaxes(title="tokens of prompt B")
+    return _layout(fig, f"{result.tokens_saved} of {n_b} tokens served from the cache", 240)
+
+
+def cross_attention_figure(run: CrossAttnRun) -> go.Figure:
+    steps = [s.step for s in run.steps]
+    fig = go.Figure()
+    fig.add_scatter(x=steps, y=[s.self_bytes for s in run.steps], mode="lines+markers", name="self-attention cache",
+                    line_color=COMPUTED_COLOR)
+    fig.add_scatter(x=steps, y=[s.cross_bytes for s in run.steps], mode="lines+markers",
+                    name="cross-attention cache", line_color=GLOBAL_COLOR)
+    fig.update_xaxes(title="decoder step", dtick=1)
+    fig.update_yaxes(title="bytes (all decoder layers, K+V)", rangemode="tozero")
+    return _layout(fig, "Self-attention grows each step; cross-attention is computed once", 320)
+
+
+def window_mask_figure(visible: np.ndarray, tokens: Sequence[str], title: str) -> go.Figure:
+    """(seq_len, seq_len) visibility: row = query position, column = key position."""
+    labels = [f"{i}: {t!r}"[:18] for i, t in enumerate(tokens)]
+    fig = go.Figure(go.Heatmap(z=visible.astype(np.int8), x=labels, y=labels, showscale=False,
+                               colorscale=[[0, "#f2f2f2"], [1, GLOBAL_COLOR]],
+                               hovertemplate="query %{y}<br>key %{x}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed", title="query (the token attending)", showticklabels=len(tokens) <= 40)
+    fig.update_xaxes(title="key (a cached row)", showticklabels=len(tokens) <= 40)
+    return _layout(fig, title, 420)
+
+
+def window_layers_figure(run: WindowRun) -> go.Figure:
+    names = [f"layer {la.layer} ({la.kind})" for la in run.layers]
+    fig = go.Figure()
+    fig.add_bar(x=names, y=[la.bytes_kept for la in run.layers], name="kept (window / global)",
+                marker_color=[LOCAL_COLOR if la.kind == "local" else GLOBAL_COLOR for la in run.layers])
+    fig.add_bar(x=names, y=[la.bytes_full - la.bytes_kept for la in run.layers], name="evicted",
+                marker_color=WASTE_COLOR)
+    fig.update_layout(barmode="stack")
+    fig.update_yaxes(title="bytes (K+V) of the real cache")
+    return _layout(fig, "Per-layer cache: what each layer keeps", 320)
+
+
+def preset_layers_figure(preset: PresetLayers) -> go.Figure:
+    fig = go.Figure(go.Bar(
+        x=list(range(len(preset.layer_bytes))), y=[b / 2**20 for b in preset.layer_bytes],
+        marker_color=[LOCAL_COLOR if k == "local" else GLOBAL_COLOR for k in preset.layer_kinds],
+        hovertext=list(preset.layer_kinds),
+    ))
+    fig.update_xaxes(title="layer (purple = local window, blue = global)")
+    fig.update_yaxes(title="MiB per sequence")
+    return _layout(fig, f"{preset.name} at {preset.context_len:,} tokens, per layer (memory calculator)", 300)
+
+
+def paging_blocks_figure(plan: PagingPlan) -> go.Figure:
+    """Each sequence's logical blocks left to right, labelled with their physical block id and refcount."""
+    fig = go.Figure()
+    names = ["sequence A", "sequence B"]
+    shown: set[str] = set()
+    for seq, (name, table, length) in enumerate(zip(names, plan.tables, plan.seq_lens)):
+        for logical, phys in enumerate(table):
+            used = min(plan.block_size, length - logical * plan.block_size)
+            shared = plan.refcounts[phys] > 1
+            label = "shared block (ref 2)" if shared else "own block (ref 1)"
+            for part, width, color in ((label, used, REUSED_COLOR if shared else COMPUTED_COLOR),
+                                       ("allocated, unused", plan.block_size - used, WASTE_COLOR)):
+                if width <= 0:
+                    continue
+                fig.add_bar(y=[name], x=[width], orientation="h", marker_color=color, name=part,
+                            marker_line=dict(color="white", width=1), showlegend=part not in shown,
+                            text=[f"#{phys}" if part != "allocated, unused" else ""], textposition="inside",
+                            hovertemplate=f"{name} logical block {logical} -> physical #{phys}, "
+                                          f"refcount {plan.refcounts[phys]}<extra>{part}</extra>")
+                shown.add(part)
+    fig.update_layout(barmode="stack")
+    fig.update_xaxes(title=f"token slots (blocks of {plan.block_size})")
+    fig.update_yaxes(autorange="reversed")
+    return _layout(fig, "Block tables: logical blocks -> physical blocks (#id)", 260)
+
+
+def paging_bytes_figure(plan: PagingPlan) -> go.Figure:
+    labels = ["pre-allocate max length", "paged, no sharing", "paged + shared prefix", "rows holding data"]
+    values = [plan.preallocated_bytes, plan.unshared_paged_bytes, plan.paged_bytes, plan.used_bytes]
+    fig = go.Figure(go.Bar(x=labels, y=[v / 2**10 for v in values], text=[f"{v / 2**10:,.0f} KiB" for v in values],
+                           textposition="auto", marker_color=[WASTE_COLOR, COMPUTED_COLOR, REUSED_COLOR, GLOBAL_COLOR]))
+    fig.update_yaxes(title="KiB for both sequences")
+    return _layout(fig, "Memory for the two sequences", 300)
+
+
+def quant_error_figure(reports: Sequence[QuantReport]) -> go.Figure:
+    fig = go.Figure()
+    for r in reports:
+        for part, values in (("K", [la.key_rel_rms for la in r.layers]), ("V", [la.value_rel_rms for la in r.layers])):
+            fig.add_bar(x=[f"layer {la.layer} {part}" for la in r.layers], y=values, name=f"{r.scheme} {part}",
+                        marker_color=SCHEME_COLORS.get(r.scheme), opacity=1.0 if part == "K" else 0.6)
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(type="log", title="relative RMS error ||x - x̂|| / ||x||")
+    return _layout(fig, "Reconstruction error per layer", 340)
+
+
+def quant_bytes_figure(reports: Sequence[QuantReport]) -> go.Figure:
+    fig = go.Figure()
+    fp32 = reports[0].fp32_bytes if reports else 0
+    fig.add_bar(x=["fp32 (as computed)"] + [r.scheme for r in reports], y=[fp32] + [r.stored_bytes - r.overhead_bytes
+                for r in reports], name="values", marker_color=GLOBAL_COLOR)
+    fig.add_bar(x=["fp32 (as computed)"] + [r.scheme for r in reports], y=[0] + [r.overhead_bytes for r in reports],
+                name="scales + zero points", marker_color=COMPUTED_COLOR)
+    fig.update_layout(barmode="stack")
+    fig.update_yaxes(title="bytes of this prompt's cache")
+    return _layout(fig, "Bytes stored per format", 300)
+
+
+def quant_agreement_figure(results: Sequence[SchemeAgreement]) -> go.Figure:
+    fig = go.Figure(go.Bar(x=[r.scheme for r in results], y=[100 * r.agreement for r in results],
+                           marker_color=[SCHEME_COLORS.get(r.scheme) for r in results],
+                           text=[f"{r.same_token_steps}/{r.steps}" for r in results], textposition="auto"))
+    fig.update_yaxes(title="% of steps with the same greedy token", range=[0, 105])
+    return _layout(fig, "Greedy agreement with the full-precision cache (measured)", 300)
+
+
+def speculative_figure(run: SpecRun) -> go.Figure:
+    idx = [r.index for r in run.rounds]
+    fig = go.Figure()
+    fig.add_bar(x=idx, y=[r.accepted for r in run.rounds], name="draft tokens accepted", marker_color=REUSED_COLOR)
+    fig.add_bar(x=idx, y=[r.rejected for r in run.rounds], name="rejected: rows cropped", marker_color=REJECTED_COLOR)
+    fig.add_scatter(x=idx, y=[r.cache_len_verified for r in run.rounds], name="cache rows after verify",
+                    yaxis="y2", mode="lines+markers", line_color=WASTE_COLOR)
+    fig.add_scatter(x=idx, y=[r.cache_len_after_crop for r in run.rounds], name="cache rows after crop",
+                    yaxis="y2", mode="lines+markers", line_color=GLOBAL_COLOR)
+    fig.update_layout(barmode="stack", yaxis2=dict(overlaying="y", side="right", title="cache rows"))
+    fig.update_xaxes(title="round", dtick=1)
+    fig.update_yaxes(title="draft tokens")
+    return _layout(fig, f"Speculative rounds: k = {run.k}, acceptance {run.acceptance_rate:.0%}", 340)

@@ -1,0 +1,324 @@
+"""Cache internals: address arithmetic vs numpy, prefix reuse vs fresh prefill, cross-attention cache, windows
+vs the memory calculator, block tables by hand, quantization bounds and bytes, speculative rollback."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from kvviz import memory
+from kvviz.internals import crossattn, layout, paging, prefix, quant, speculative, window
+from kvviz.stepping import generate_greedy
+
+PROMPT = "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun."
+
+
+# ----- layout -----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", list(layout.LAYOUTS))
+@pytest.mark.parametrize("heads,max_len,head_dim,elem", [(4, 256, 32, 4), (3, 7, 5, 2), (1, 1, 1, 1)])
+def test_strides_and_offsets_match_numpy(name, heads, max_len, head_dim, elem):
+    shape = layout.BufferShape(heads, max_len, head_dim, elem)
+    dtype = {4: np.float32, 2: np.float16, 1: np.int8}[elem]
+    buf = np.empty(layout.dims(name, shape), dtype=dtype)
+    assert layout.strides_bytes(name, shape) == buf.strides
+    # Put each element's flat index in the buffer, then read it back through the layout's own indexing.
+    flat = np.arange(shape.layer_elems).reshape(buf.shape)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        h, p, d = int(rng.integers(heads)), int(rng.integers(max_len)), int(rng.integers(head_dim))
+        index = {"head_major": (h, p, d), "position_major": (p, h, d), "transposed": (h * head_dim + d, p)}[name]
+        assert layout.element_offset_bytes(name, shape, h, p, d) == int(flat[index]) * elem
+        assert layout.element_address_bytes(name, shape, 3, 2, h, p, d) == 2 * shape.layer_bytes + int(flat[index]) * elem
+
+
+def test_head_read_runs_by_hand():
+    shape = layout.BufferShape(kv_heads=4, max_len=256, head_dim=32, elem_bytes=4)
+    hm = layout.head_read_runs("head_major", shape, head=1, seq_len=10)
+    assert (hm.runs, hm.run_bytes, hm.gap_bytes, hm.bytes_read) == (1, 10 * 32 * 4, 0, 1280)
+    pm = layout.head_read_runs("position_major", shape, head=1, seq_len=10)
+    assert (pm.runs, pm.run_bytes, pm.gap_bytes) == (10, 32 * 4, 3 * 32 * 4)
+    tr = layout.head_read_runs("transposed", shape, head=1, seq_len=10)
+    assert (tr.runs, tr.run_bytes, tr.gap_bytes) == (32, 10 * 4, (256 - 10) * 4)
+    assert layout.head_read_mask("transposed", shape, 2, 256).sum() == 256 * 32
+
+
+def test_layout_bad_input():
+    shape = layout.BufferShape(4, 16, 8)
+    with pytest.raises(layout.LayoutError, match="position"):
+        layout.element_offset_bytes("head_major", shape, 0, 16, 0)
+    with pytest.raises(layout.LayoutError, match="unknown layout"):
+        layout.head_read_mask("diagonal", shape, 0, 4)
+    with pytest.raises(layout.LayoutError, match="seq_len"):
+        layout.head_read_runs("head_major", shape, 0, 0)
+    with pytest.raises(layout.LayoutError):
+        layout.BufferShape(0, 16, 8)
+    with pytest.raises(layout.LayoutError, match="out of range"):
+        layout.bench_head_read(kv_heads=0)
+
+
+def test_bench_reports_a_measurement():
+    bench = layout.bench_head_read(kv_heads=4, seq_len=64, head_dim=8, repeats=3)
+    assert bench.bytes_read == 64 * 8 * 4
+    assert bench.contiguous_us > 0 and bench.strided_us > 0
+
+
+# ----- prefix reuse ------------------------------------------------------------------------------------------
+def test_shared_prefix_len():
+    assert prefix.shared_prefix_len([1, 2, 3], [1, 2, 4, 5]) == 2
+    assert prefix.shared_prefix_len([], [1]) == 0
+    assert prefix.shared_prefix_len([7, 8], [7, 8]) == 2
+
+
+def test_prefix_reuse_equals_fresh_prefill(bundled):
+    b = PROMPT.replace("It is the east", "Arise, fair sun")
+    r = prefix.prefix_reuse(bundled, PROMPT, b, repeats=1)
+    ids_a, ids_b = bundled.tokenizer(PROMPT).input_ids, bundled.tokenizer(b).input_ids
+    assert r.shared_len == prefix.shared_prefix_len(ids_a, ids_b) > 0
+    assert r.reused_len == r.tokens_saved == r.shared_len
+    assert r.new_tokens_computed + r.tokens_saved == len(ids_b)
+    assert r.reused_cache_bytes == memory.predicted_cache_bytes(bundled.info, r.reused_len)
+    assert r.max_abs_logit_diff < 1e-4 and r.max_abs_kv_diff < 1e-4 and r.same_next_token
+
+
+def test_prefix_reuse_identical_prompts_feeds_the_last_token(bundled):
+    r = prefix.prefix_reuse(bundled, "ROMEO: hello", "ROMEO: hello", repeats=1)
+    assert r.shared_len == len(r.tokens_b) and r.reused_len == r.shared_len - 1 and r.new_tokens_computed == 1
+    assert r.max_abs_logit_diff < 1e-4
+
+
+def test_prefix_bad_input(bundled):
+    with pytest.raises(prefix.PrefixError, match="empty"):
+        prefix.prefix_reuse(bundled, "", "ROMEO")
+    with pytest.raises(prefix.PrefixError, match="positions"):
+        prefix.prefix_reuse(bundled, "ROMEO", "a " * 400)
+
+
+# ----- cross-attention ---------------------------------------------------------------------------------------
+def test_cross_attention_cache_fixed_while_self_grows():
+    run = crossattn.run_cross_attention(source_len=9, n_steps=6)
+    per_row = run.n_layer * 2 * run.n_heads * run.head_dim * 4  # K+V, float32, every decoder layer
+    for s in run.steps:
+        assert s.self_rows == s.step + 1 and s.self_bytes == s.self_rows * per_row
+        assert s.cross_rows == 9 and s.cross_bytes == 9 * per_row
+        assert s.cross_equal_to_first and s.cross_same_storage and s.self_prefix_equal
+    assert len({s.cross_bytes for s in run.steps}) == 1
+
+
+def test_cross_attention_bad_input():
+    with pytest.raises(crossattn.CrossAttnError, match="source length"):
+        crossattn.run_cross_attention(source_len=0)
+    with pytest.raises(crossattn.CrossAttnError, match="decode steps"):
+        crossattn.run_cross_attention(n_steps=crossattn.MAX_STEPS + 1)
+
+
+# ----- sliding windows ---------------------------------------------------------------------------------------
+def test_window_state_and_visibility_by_hand():
+    s = window.window_state(seq_len=10, window=4)
+    assert (s.kept_start, s.rows_kept, s.rows_evicted) == (6, 4, 6)
+    assert window.window_state(3, 4).rows_evicted == 0
+    vis = window.visibility(6, 3)
+    assert vis.sum(axis=1).tolist() == [1, 2, 3, 3, 3, 3]
+    assert vis[5].tolist() == [False, False, False, True, True, True]
+    assert window.visibility(4, None).sum() == 10
+    with pytest.raises(window.WindowError):
+        window.window_state(5, 0)
+
+
+@pytest.mark.parametrize("w,pattern", [(8, None), (8, 1), (5, 3)])
+def test_window_on_model_matches_calculator(bundled, w, pattern):
+    run = window.window_on_model(bundled, PROMPT, w, pattern)
+    seq_len = run.state.seq_len
+    assert seq_len == len(bundled.tokenizer(PROMPT).input_ids) > w
+    config = window.layer_config(bundled, w, pattern)
+    for la in run.layers:
+        assert la.bytes_kept == la.calculator_bytes
+        assert la.rows_kept == (seq_len if config.layer_window(la.layer) is None else w)
+        assert la.bytes_full == memory.predicted_cache_bytes(bundled.info, seq_len) // bundled.info.n_layer
+        assert 0.0 <= la.attention_lost <= 1.0 + 1e-6
+        if la.kind == "global":
+            assert la.attention_lost == 0.0
+    assert run.bytes_kept == memory.kv_bytes(config, seq_len)
+    assert len(run.evicted_tokens) == seq_len - w
+
+
+def test_window_wider_than_prompt_loses_nothing(bundled):
+    run = window.window_on_model(bundled, "ROMEO: hi", 200)
+    assert all(la.attention_lost == 0.0 and la.rows_kept == la.rows_full for la in run.layers)
+
+
+def test_gemma3_preset_layers():
+    p = window.preset_layers("gemma-3-4b", 32768)
+    per_token_layer = 2 * 4 * 256 * 2  # K+V, 4 KV heads, head_dim 256, bf16
+    assert p.layer_kinds.count("global") == 5 and len(p.layer_kinds) == 34
+    assert [i for i, k in enumerate(p.layer_kinds) if k == "global"] == [5, 11, 17, 23, 29]
+    assert p.total_bytes == 29 * 1024 * per_token_layer + 5 * 32768 * per_token_layer
+    assert p.all_global_bytes == 34 * 32768 * per_token_layer
+
+
+def test_window_bad_input(bundled):
+    with pytest.raises(window.WindowError, match="window"):
+        window.window_on_model(bundled, PROMPT, 0)
+    with pytest.raises(window.WindowError, match="window"):
+        window.window_on_model(bundled, PROMPT, bundled.info.n_positions + 1)
+    with pytest.raises(window.WindowError, match="empty"):
+        window.window_on_model(bundled, "   ", 4)
+
+
+# ----- paging ------------------------------------------------------------------------------------------------
+def test_block_table_by_hand():
+    assert paging.block_table(17, 16) == paging.BlockTable(17, 16, 2, 1, 15)
+    assert paging.block_table(32, 16) == paging.BlockTable(32, 16, 2, 16, 0)
+    assert paging.block_table(0, 16).n_blocks == 0
+    assert paging.block_table(5, 1).waste_slots == 0
+
+
+def test_two_sequences_by_hand():
+    p = paging.plan_two_sequences(40, 37, 35, block_size=16, max_len=64, bytes_per_token=10)
+    assert p.shared_blocks == 2  # 35 shared tokens = 2 full blocks + 3 tokens in a block that is not shared
+    assert p.tables == ((0, 1, 2), (0, 1, 3))
+    assert p.refcounts == (2, 2, 1, 1) and p.physical_blocks == 4
+    assert p.paged_bytes == 4 * 16 * 10 and p.unshared_paged_bytes == 6 * 16 * 10
+    assert p.preallocated_bytes == 2 * 64 * 10
+    assert p.used_bytes == (40 + 37 - 32) * 10 and p.waste_bytes == 640 - 450
+    none = paging.plan_two_sequences(20, 20, 15, 16, 32, 1)
+    assert none.shared_blocks == 0 and none.refcounts == (1, 1, 1, 1)
+
+
+def test_single_sequence_agrees_with_memory_calculator(bundled):
+    config = memory.kv_config_from_info(bundled.info)
+    view = memory.paged_view(config, context_len=37, batch=1, block_tokens=16, max_len=256)
+    bt = paging.block_table(37, 16)
+    assert (bt.n_blocks, bt.waste_slots) == (view.blocks_per_sequence, view.waste_tokens_last_block)
+
+
+def test_paging_bad_input(bundled):
+    with pytest.raises(paging.PagingError, match="block size"):
+        paging.block_table(10, 0)
+    with pytest.raises(paging.PagingError, match="shared prefix"):
+        paging.plan_two_sequences(10, 10, 11, 4, 16, 1)
+    with pytest.raises(paging.PagingError, match="max length"):
+        paging.plan_two_sequences(10, 20, 5, 4, 16, 1)
+    with pytest.raises(paging.PagingError, match="block size"):
+        paging.paged_generation(bundled, PROMPT, block_size=10_000)
+
+
+def test_paged_generation_reads_back_the_real_cache(bundled):
+    run = paging.paged_generation(bundled, PROMPT, n_new_a=6, n_new_b=3, block_size=8)
+    p = run.plan
+    n_prompt = len(bundled.tokenizer(PROMPT).input_ids)
+    assert run.prompt_tokens == n_prompt and p.seq_lens == (n_prompt + 6, n_prompt + 3)
+    assert p.shared_prefix_len >= n_prompt and p.shared_blocks == p.shared_prefix_len // 8
+    assert p.bytes_per_token == memory.kv_config_from_info(bundled.info).bytes_per_token
+    assert run.gather_max_abs_diff == 0.0 and run.shared_rows_max_abs_diff < 1e-5
+
+
+# ----- quantization ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("group", [4, 8, 32])
+def test_round_trip_within_stated_bound(bits, group):
+    gen = torch.Generator().manual_seed(bits * 100 + group)
+    x = torch.randn(2, 3, 7, 32, generator=gen) * 5 + 1
+    x[0, 0, 0] = 0.25  # a constant group (scale 0) must round-trip exactly
+    qt = quantize_check(x, bits, group)
+    err = (quant.dequantize(qt) - x).abs()
+    assert (err <= quant.error_bound(qt) * (1 + 1e-3) + 1e-6 * x.abs()).all()
+    assert float(err[0, 0, 0].max()) == 0.0
+
+
+def quantize_check(x, bits, group):
+    qt = quant.quantize(x, bits, group)
+    assert qt.packed.dtype == torch.uint8 and qt.packed.shape[-1] == (32 if bits == 8 else 16)
+    assert qt.scale.dtype == torch.float16 and qt.scale.shape[-1] == 32 // group
+    return qt
+
+
+def test_round_trip_on_real_cache(bundled):
+    cache = quant.prompt_cache(bundled, PROMPT)
+    for layer in cache.layers:
+        for x in (layer.keys, layer.values):
+            for bits in (8, 4):
+                qt = quant.quantize(x, bits, 16)
+                err = (quant.dequantize(qt) - x).abs()
+                assert (err <= quant.error_bound(qt) * (1 + 1e-3) + 1e-6 * x.abs()).all()
+
+
+@pytest.mark.parametrize("group", [8, 32])
+def test_quant_report_bytes_match_calculator(bundled, group):
+    reports = {s: quant.quant_report(bundled, PROMPT, s, group) for s in quant.SCHEMES}
+    seq_len = reports["int8"].seq_len
+    n_numbers = 2 * bundled.info.n_layer * bundled.info.n_kv_heads * bundled.info.head_dim * seq_len
+    for r in reports.values():
+        assert r.stored_bytes == r.calculator_bytes
+        assert r.fp32_bytes == 4 * n_numbers
+    assert reports["fp16"].stored_bytes == reports["bf16"].stored_bytes == 2 * n_numbers
+    overhead = (n_numbers // group) * 4
+    assert reports["int8"].stored_bytes == n_numbers + overhead == reports["int8"].overhead_bytes + n_numbers
+    assert reports["int4"].stored_bytes == n_numbers // 2 + overhead
+    worst = {s: max(max(la.key_rel_rms, la.value_rel_rms) for la in r.layers) for s, r in reports.items()}
+    assert worst["int4"] > worst["int8"] > 0 and worst["fp16"] < worst["int8"]
+
+
+def test_greedy_agreement_counts(bundled):
+    prompts = ["ROMEO:", "JULIET: O Romeo"]
+    results = quant.greedy_agreement(bundled, prompts, n_new=4, schemes=("int8", "int4"), group_size=32)
+    for r in results:
+        assert r.steps == 8 and 0 <= r.same_token_steps <= 8 and len(r.first_mismatch) == 2
+        assert r.identical_prompts == sum(m is None for m in r.first_mismatch)
+        assert all(m is None or 0 <= m < 4 for m in r.first_mismatch)
+
+
+def test_new_rows_are_really_quantized(bundled):
+    cache = quant.prompt_cache(bundled, "ROMEO: hello there")
+    before = cache.layers[1].keys.clone()
+    quant._qdq_new_rows(cache, 2, "int4", 32)
+    after = cache.layers[1].keys
+    assert torch.equal(after[:, :, :2], before[:, :, :2])  # rows before `start` untouched
+    assert not torch.equal(after[:, :, 2:], before[:, :, 2:])
+    bound = quant.error_bound(quant.quantize(before[:, :, 2:], 4, 32))
+    assert ((after[:, :, 2:] - before[:, :, 2:]).abs() <= bound * (1 + 1e-3) + 1e-5).all()
+
+
+def test_quant_bad_input(bundled):
+    with pytest.raises(quant.QuantError, match="bit width"):
+        quant.quantize(torch.zeros(2, 32), 3, 8)
+    with pytest.raises(quant.QuantError, match="group size"):
+        quant.quant_report(bundled, PROMPT, "int8", 5)
+    with pytest.raises(quant.QuantError, match="unknown cache format"):
+        quant.quant_report(bundled, PROMPT, "int2", 8)
+    with pytest.raises(quant.QuantError, match="prompt"):
+        quant.greedy_agreement(bundled, ["", "  "], 4)
+    with pytest.raises(quant.QuantError, match="tokens per prompt"):
+        quant.greedy_agreement(bundled, ["ROMEO:"], 0)
+
+
+# ----- speculative decoding ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("temperature", [0.3, 2.0])
+def test_speculative_equals_greedy_and_cache_is_cropped(bundled, temperature):
+    prompt = "ROMEO: But soft, what light"
+    run = speculative.speculative_decode(bundled, prompt, n_new=12, k=3, draft_temperature=temperature, seed=1)
+    tokens, logits = generate_greedy(bundled, prompt, 12)
+    for i, (got, want) in enumerate(zip(run.tokens, tokens)):
+        if got != want:  # only a floating-point near-tie may flip greedy between batched and one-by-one passes
+            top2 = np.sort(logits[i])[-2:]
+            assert top2[1] - top2[0] < 1e-3, f"token {i} differs from greedy"
+            break
+    n_prompt = len(bundled.tokenizer(prompt).input_ids)
+    assert len(run.tokens) == 12 and run.final_cache_len == n_prompt + 11
+    assert run.cache_vs_fresh_max_abs_diff < 1e-4
+    for r in run.rounds:
+        k_now = len(r.proposed)
+        assert r.cache_len_verified == r.cache_len_before + k_now + 1
+        assert r.cache_len_after_crop == r.cache_len_before + 1 + r.accepted
+        assert len(r.emitted) == r.accepted + 1 and r.emitted[:-1] == r.proposed[: r.accepted]
+    assert run.verifier_passes == 1 + len(run.rounds)
+
+
+def test_speculative_bad_input(bundled):
+    with pytest.raises(speculative.SpeculativeError, match="k must be"):
+        speculative.speculative_decode(bundled, "ROMEO", k=0)
+    with pytest.raises(speculative.SpeculativeError, match="temperature"):
+        speculative.speculative_decode(bundled, "ROMEO", draft_temperature=0)
+    with pytest.raises(speculative.SpeculativeError, match="empty"):
+        speculative.speculative_decode(bundled, " ")
+    with pytest.raises(speculative.SpeculativeError, match="positions"):
+        speculative.speculative_decode(bundled, "a " * 250, n_new=20)
