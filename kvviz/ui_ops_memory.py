@@ -121,7 +121,7 @@ def _preset_values(name: str) -> dict[str, Any]:
     return {
         "mem_layers": kv.n_layer, "mem_heads": kv.n_head, "mem_kv_heads": kv.n_kv_heads, "mem_head_dim": kv.head_dim,
         "mem_mla_rank": kv.mla_latent_rank, "mem_mla_rope": kv.mla_rope_dim, "mem_window": kv.window or 0,
-        "mem_local": kv.local_per_global or 0, "mem_dtype": kv.dtype, "mem_params": p.n_params,
+        "mem_local": kv.local_per_global or 0, "mem_dtype": kv.dtype, "mem_params": p.n_params, "mem_hidden": 0,
     }
 
 
@@ -134,6 +134,7 @@ def memory_fields() -> dict[str, UrlField]:
         "mem_heads": UrlField(d["mem_heads"], 1, L["n_head"]),
         "mem_kv_heads": UrlField(d["mem_kv_heads"], 1, L["n_kv_heads"]),
         "mem_head_dim": UrlField(d["mem_head_dim"], 1, L["head_dim"]),
+        "mem_hidden": UrlField(0, 0, 10**7),
         "mem_mla_rank": UrlField(0, 0, L["mla_latent_rank"]),
         "mem_mla_rope": UrlField(0, 0, L["mla_rope_dim"]),
         "mem_window": UrlField(0, 0, L["window"]),
@@ -175,7 +176,7 @@ def apply_import() -> None:
     st.session_state.update({
         "mem_preset": CUSTOM, "mem_layers": kv.n_layer, "mem_heads": kv.n_head, "mem_kv_heads": kv.n_kv_heads,
         "mem_head_dim": kv.head_dim, "mem_mla_rank": kv.mla_latent_rank, "mem_mla_rope": kv.mla_rope_dim,
-        "mem_window": kv.window or 0, "mem_local": kv.local_per_global or 0, "mem_dtype": kv.dtype,
+        "mem_window": kv.window or 0, "mem_local": kv.local_per_global or 0, "mem_dtype": kv.dtype, "mem_hidden": 0,
     })
     if imported.max_context:
         st.session_state["mem_maxlen"] = min(imported.max_context, memory.LIMITS["context_len"])
@@ -190,13 +191,16 @@ def memory_form() -> memory.KVConfig | None:
     c = st.columns(4)
     with c[0]:
         layers = int_input("Layers", "mem_layers", 1, L["n_layer"])
+        hidden = int_input("Hidden size (0 = give head dim)", "mem_hidden", 0, 10**7,
+                           help="if set, head dim = hidden size / query heads")
         dtype = st.selectbox("Cache dtype", list(memory.DTYPES), key="mem_dtype",
                              format_func=lambda d: f"{d}: {memory.DTYPES[d].note}")
     with c[1]:
         heads = int_input("Query heads", "mem_heads", 1, L["n_head"])
         kv_heads = int_input("KV heads", "mem_kv_heads", 1, L["n_kv_heads"], help="= query heads: MHA; 1: MQA; between: GQA")
     with c[2]:
-        head_dim = int_input("Head dim", "mem_head_dim", 1, L["head_dim"], help="often hidden size / query heads")
+        head_dim = int_input("Head dim", "mem_head_dim", 1, L["head_dim"], disabled=hidden > 0,
+                             help="often hidden size / query heads")
         mla_rank = int_input("MLA latent rank (0 = off)", "mem_mla_rank", 0, L["mla_latent_rank"],
                              help="DeepSeek's kv_lora_rank: the cache holds this latent instead of per-head K and V")
         mla_rope = int_input("MLA RoPE key dim", "mem_mla_rope", 0, L["mla_rope_dim"], disabled=mla_rank == 0)
@@ -204,9 +208,11 @@ def memory_form() -> memory.KVConfig | None:
         window = int_input("Sliding window (0 = off)", "mem_window", 0, L["window"])
         local = int_input("Local layers per global (0 = all local)", "mem_local", 0, 10_000, disabled=window == 0,
                           help="Gemma 3: 5 (five 1024-token window layers, then one global layer)")
-    hidden_note = f"hidden = heads x head_dim = {heads * head_dim:,}"
-    st.caption(f"{hidden_note}. Quantized dtypes add an fp16 scale + fp16 zero point per {memory.DEFAULT_QUANT_GROUP} numbers.")
     try:
+        if hidden:
+            head_dim = memory.head_dim_from_hidden(hidden, heads)
+        st.caption(f"Head dim {head_dim}; query heads x head dim = {heads * head_dim:,}. Quantized dtypes add an fp16 "
+                   f"scale + fp16 zero point per {memory.DEFAULT_QUANT_GROUP} numbers of each vector.")
         return memory.KVConfig(
             layers, heads, kv_heads, head_dim, dtype, mla_rank, mla_rope if mla_rank else 0,
             window or None, (local or None) if window else None,

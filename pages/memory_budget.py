@@ -54,7 +54,8 @@ def calculator() -> None:
     uim.show_bytes("Per token (all layers)", b.bytes_per_token, col=m[0], help="a token inside every window")
     uim.show_bytes("Per token, one layer", b.bytes_per_token_per_layer, col=m[1])
     uim.show_bytes(f"Total: {context:,} tokens x batch {batch}", b.total_bytes, col=m[2])
-    st.markdown(f"**{cfg.attention_kind}**: total = {memory.format_bytes(b.total_bytes)}")
+    st.markdown(f"**{cfg.attention_kind}** · per token: {memory.format_bytes(b.bytes_per_token)} · "
+                f"total: {memory.format_bytes(b.total_bytes)}")
 
     tabs = st.tabs(["Size vs context", "Per layer", "What fits", "Paged vs flat", "Textbook figures", "The loaded model"])
     with tabs[0]:

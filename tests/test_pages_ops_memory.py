@@ -44,6 +44,11 @@ def test_memory_page_renders_reacts_and_writes_the_url():
     assert any("Per layer" in str(c.proto) for c in at.get("plotly_chart"))  # layers differ: the per-layer chart
     at.number_input(key="mem_kv_heads").set_value(3).run()  # 3 does not divide 8
     assert not at.exception and "must divide" in at.error[0].value
+    at.number_input(key="mem_kv_heads").set_value(4).run()
+    at.number_input(key="mem_hidden").set_value(2050).run()  # 2050 / 8 heads is not whole
+    assert not at.exception and "not a multiple" in at.error[0].value
+    at.number_input(key="mem_hidden").set_value(2048).run()  # head dim 256 again, from the hidden size
+    assert not at.error and metrics(at)["Per token, one layer"] == "4 KiB"
 
     # the real cache of the loaded model equals the calculator
     at.number_input(key="mem_kv_heads").set_value(4).run()
