@@ -1,0 +1,116 @@
+"""`python -m kvviz bench`: measure no cache vs DynamicCache vs a pre-allocated cache on this machine.
+
+    python -m kvviz bench --model random:gpt2 --prompt-len 16 --new-tokens 128 --repeats 5 --json
+
+prints, per mode, the median tokens/s (with min-max), the per-token latencies, the speed-up over no cache,
+whether the tokens matched the no-cache run, and the fraction of the memory-bandwidth roofline reached.
+The same harness (kvviz.bench) drives the "Measured speed-up" page, so these are the app's numbers.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from kvviz import bench
+from kvviz.models import ModelLoadError, load_model
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m kvviz bench",
+        description="Time the same greedy generation with no cache, a DynamicCache and a pre-allocated cache.",
+    )
+    parser.add_argument("--model", default="bundled", help="bundled (default), random:gpt2, gpt2, or a folder")
+    parser.add_argument("--prompt-len", type=int, default=16, help="prompt tokens P (default 16)")
+    parser.add_argument("--new-tokens", type=int, default=64, help="generated tokens N (default 64)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed rounds; medians are reported (default 3)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed warm-up runs per mode (default 1)")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: min(cores, 8))")
+    parser.add_argument("--attn", default="sdpa", choices=("sdpa", "eager"), help="attention kernel (default sdpa)")
+    parser.add_argument("--no-generate", action="store_true", help="skip the model.generate reference runs")
+    parser.add_argument(
+        "--no-prepack", action="store_true", help="pre-allocated mode: keep the LM head in its stored layout"
+    )
+    parser.add_argument("--json", action="store_true", help="print the full results as JSON")
+    parser.add_argument("--csv", metavar="PATH", help="also write every timed pass to a CSV file")
+    return parser
+
+
+def _progress(fraction: float, message: str) -> None:
+    print(f"[{fraction * 100:5.1f}%] {message}", file=sys.stderr, flush=True)
+
+
+def format_report(result: bench.BenchResult) -> str:
+    s = result.settings
+    m = result.machine
+    lines = [
+        f"model: {result.model_label}",
+        f"prompt {s.prompt_len} tokens, {s.new_tokens} new tokens, {s.repeats} repeats "
+        f"(+{s.warmup} warm-up); {m.cpu}, {m.threads} threads, torch {m.torch_version}, {m.dtype}",
+        "",
+        f"{'mode':<46} {'tok/s':>8} {'min-max':>15} {'decode tok/s':>13} {'x no cache':>11} {'tokens':>7}",
+    ]
+    for mode in result.modes:
+        tps = mode.tokens_per_s
+        lines.append(
+            f"{mode.label:<46} {mode.median_tokens_per_s:8.2f} {f'{tps.min():.2f}-{tps.max():.2f}':>15} "
+            f"{mode.median_decode_tokens_per_s:13.2f} {result.speedup(mode.mode):11.2f} "
+            f"{'same' if result.tokens_match(mode.mode) else 'DIFFER':>7}"
+        )
+    roof = result.roofline("preallocated")
+    lines += [
+        "",
+        f"memory bandwidth (large copy): {result.bandwidth.bytes_per_s / 1e9:.1f} GB/s; bytes read per decode "
+        f"token: {roof.bytes_per_token / 1e6:.1f} MB -> roofline {roof.roofline_tokens_per_s:.1f} tokens/s",
+    ]
+    for name in bench.CACHED_MODES:
+        if result.has(name):
+            lines.append(f"  {bench.MODE_LABELS[name]:<46} {result.roofline(name).fraction * 100:5.1f}% of roofline")
+    if result.has("generate_cache"):
+        lines += [
+            "",
+            f"dynamic / generate(cache) = {result.speedup('dynamic', over='generate_cache'):.3f}x; "
+            f"preallocated / generate(cache) = {result.speedup('preallocated', over='generate_cache'):.3f}x",
+        ]
+    lines.append(f"theoretical op ratio (no cache / cache) after {s.new_tokens} tokens: {result.op_ratio[-1][1]:.1f}x")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed its one-line message
+        return int(exc.code or 0)
+    settings = bench.BenchSettings(
+        prompt_len=args.prompt_len,
+        new_tokens=args.new_tokens,
+        repeats=args.repeats,
+        warmup=args.warmup,
+        threads=args.threads,
+        include_generate=not args.no_generate,
+        prepack_lm_head=not args.no_prepack,
+    )
+    try:
+        bench.validate(settings, n_positions=10**9)  # lengths and counts first: no model load for a typo
+        loaded = load_model(args.model, attn_implementation=args.attn)
+        result = bench.run_benchmark(loaded, settings, progress=None if args.json else _progress)
+    except (bench.BenchInputError, bench.BenchBusyError) as exc:
+        print(f"kvviz bench: {exc}", file=sys.stderr)
+        return 2
+    except ModelLoadError as exc:
+        print(f"kvviz bench: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("kvviz bench: interrupted; no results.", file=sys.stderr)
+        return 130
+    if args.csv:
+        try:
+            with open(args.csv, "w", encoding="utf-8", newline="") as fh:
+                fh.write(bench.per_token_csv(result))
+        except OSError as exc:
+            print(f"kvviz bench: cannot write {args.csv}: {exc}", file=sys.stderr)
+            return 1
+    print(json.dumps(result.to_dict(), indent=2) if args.json else format_report(result))
+    return 0
