@@ -39,7 +39,7 @@ with st.form("bench_form"):
         warmup = a2.number_input("Warm-up runs", 0, 5, 1, key="bench_warmup")
         include_generate = st.checkbox("Also time model.generate (reference)", True, key="bench_generate")
         prepack = st.checkbox("Pre-allocated mode: pre-pack the LM head for GEMV", True, key="bench_prepack")
-    submitted = st.form_submit_button("Run benchmark", type="primary")
+    submitted = st.form_submit_button("Run benchmark", type="primary", key="bench_run")
 st.caption("GPT-2 124M shape: about 30-60 s with the defaults on a 2-core laptop; the bundled model: seconds.")
 
 if submitted:
