@@ -105,14 +105,16 @@ def calculator() -> None:
                         f"{memory.format_bytes(view.flat_bytes - view.used_bytes)}.")
             st.plotly_chart(figs.paged_figure(view), key="mem_chart_paged")
     with tabs[4]:
-        rows = []
-        for fig in PUBLISHED_FIGURES:
-            check = memory.check_figure(fig, get_preset(fig.model).kv)
-            rows.append({"model": fig.model, "tokens": f"{fig.context_len:,}", "printed": f"{fig.claimed:g} {fig.claimed_unit}",
-                         "exact": memory.format_bytes(check.actual_bytes), "verdict": check.verdict,
-                         "arithmetic": check.explanation, "source": fig.where})
-        st.dataframe(pd.DataFrame(rows), hide_index=True,
-                     column_config={"source": st.column_config.LinkColumn("source")})
+        checks = [memory.check_figure(f, get_preset(f.model).kv) for f in PUBLISHED_FIGURES]
+        st.dataframe(pd.DataFrame([{
+            "model": c.figure.model, "tokens": f"{c.figure.context_len:,}", "dtype": c.figure.dtype,
+            "printed": f"{c.figure.claimed:g} {c.figure.claimed_unit}", "exact": memory.format_bytes(c.actual_bytes),
+            "verdict": c.verdict, "source": c.figure.where} for c in checks]), hide_index=True,
+            column_config={"source": st.column_config.LinkColumn("source")})
+        for c in checks:
+            mark = ":red[**wrong**]" if c.verdict == "wrong" else f":green[{c.verdict}]"
+            st.markdown(f"{mark} {c.figure.model}, {c.figure.context_len:,} tokens, printed {c.figure.claimed:g} "
+                        f"{c.figure.claimed_unit}: {c.explanation}.")
         mha = memory.kv_bytes(memory.KVConfig(32, 32, 32, 128, "bf16"), 4096)
         st.caption(f"Forgetting GQA (Llama-3-8B with 32 KV heads instead of 8) gives {memory.format_bytes(mha)} "
                    "at 4,096 tokens: 4x the real cache.")

@@ -34,6 +34,8 @@ def test_memory_page_renders_reacts_and_writes_the_url():
     assert shown["Per token (all layers)"] == "128 KiB"  # Llama-3-8B bf16, the default preset
     assert shown["Total: 4,096 tokens x batch 1"] == "512 MiB"
     assert at.query_params["mem_preset"] == ["llama-3-8b"] or at.query_params["mem_preset"] == "llama-3-8b"
+    wrong = [m.value for m in at.markdown if m.value.startswith(":red[**wrong**] llama-3-70b, 4,096 tokens")]
+    assert wrong and "1,342,177,280 B" in wrong[0] and "4x" in wrong[0]  # the printed 5 GB, flagged with arithmetic
 
     at.number_input(key="mem_context").set_value(8192).run()
     assert metrics(at)["Total: 8,192 tokens x batch 1"] == "1 GiB"
