@@ -100,7 +100,9 @@ def section_layout(loaded: LoadedModel) -> None:
     m3.metric("Span touched", f"{read.span_bytes:,} B")
     mask = layout.head_read_mask(name, shape, int(head), int(seq_len))
     row = info.n_kv_heads * info.head_dim if name != "transposed" else info.n_positions
-    st.plotly_chart(fig.layout_read_map(mask, row, 4, f"Layer buffer, {name}: what head {head} reads"), **PLOT)
+    offset = layout.element_offset_bytes(name, shape, int(head), int(pos), int(dim))
+    st.plotly_chart(fig.layout_read_map(mask, row, 4, f"Layer {layer} buffer, {name}: what head {head} reads "
+                                        "(dark); the element above (red x)", offset), **PLOT)
     nonce = st.session_state.get("int_bench_nonce", 0)
     if st.button("Measure again", key="int_bench_again"):
         nonce += 1
@@ -189,7 +191,8 @@ def section_window(loaded: LoadedModel) -> None:
                    "Lower W or lengthen the prompt.")
     m = st.columns(3)
     m[0].metric("Rows a local layer keeps", f"{s.rows_kept} of {s.seq_len}")
-    m[1].metric("Cache bytes", f"{run.bytes_kept:,}", delta=f"{run.bytes_kept - run.bytes_full:,}")
+    m[1].metric("Cache bytes kept", f"{run.bytes_kept:,}", delta=f"{run.bytes_kept - run.bytes_full:,}",
+                delta_color="inverse")
     lost = [la.attention_lost for la in run.layers if la.kind == "local"]
     m[2].metric("Attention on evicted rows (local layers)", f"{np.mean(lost):.0%}" if lost else "n/a")
     if run.evicted_tokens:
@@ -233,7 +236,7 @@ def section_paging(loaded: LoadedModel) -> None:
     m[0].metric("Lengths A / B", f"{p.seq_lens[0]} / {p.seq_lens[1]}")
     m[1].metric("Physical blocks", p.physical_blocks, help=f"shared: {p.shared_blocks}")
     m[2].metric("Slots allocated, unused", f"{p.waste_bytes // p.bytes_per_token}")
-    m[3].metric("vs pre-allocating", f"{p.paged_bytes / p.preallocated_bytes:.0%} of the bytes")
+    m[3].metric("Paged / pre-allocated bytes", f"{p.paged_bytes / p.preallocated_bytes:.0%}")
     st.plotly_chart(fig.paging_blocks_figure(p), **PLOT)
     st.plotly_chart(fig.paging_bytes_figure(p), **PLOT)
     st.caption(f"Block tables A {list(p.tables[0])}, B {list(p.tables[1])}; refcounts {list(p.refcounts)}. "
@@ -298,7 +301,7 @@ def section_speculative(loaded: LoadedModel) -> None:
     prompt = st.text_area("Prompt", "ROMEO: But soft, what light", key="int_spec_prompt", height=70)
     c1, c2, c3 = st.columns(3)
     k = c1.number_input("Draft length k", 1, speculative.MAX_K, 4, key="int_spec_k")
-    n_new = c2.number_input("Tokens to generate", 1, speculative.MAX_NEW, 24, key="int_spec_n")
+    n_new = c2.number_input("Tokens to generate", 1, speculative.MAX_NEW, 16, key="int_spec_n")
     temp = c3.number_input("Draft temperature", 0.05, 5.0, 0.7, step=0.05, key="int_spec_t")
     try:
         run = _spec(loaded, loaded.info.spec, prompt, int(n_new), int(k), float(temp))
@@ -308,11 +311,13 @@ def section_speculative(loaded: LoadedModel) -> None:
     m = st.columns(3)
     m[0].metric("Acceptance", f"{run.acceptance_rate:.0%}")
     m[1].metric("Verifier passes", run.verifier_passes, delta=f"{run.verifier_passes - len(run.tokens)} vs greedy",
-                delta_color="inverse")
+                delta_color="inverse", help=f"plain greedy decoding needs {len(run.tokens)} passes for these tokens")
     m[2].metric("Cache vs fresh prefill", f"{run.cache_vs_fresh_max_abs_diff:.1e}")
     st.plotly_chart(fig.speculative_figure(run), **PLOT)
     st.dataframe([{
         "round": r.index, "proposed": "".join(r.proposed_text), "accepted": r.accepted,
         "rows before": r.cache_len_before, "after verify": r.cache_len_verified, "after crop": r.cache_len_after_crop,
     } for r in run.rounds], hide_index=True)
+    st.caption(f"The draft made {run.draft_passes} passes of its own; {run.rows_cropped} verifier cache rows were "
+               "computed for rejected proposals and cropped away.")
     st.markdown(f"**Generated:** `{run.text!r}`")

@@ -322,3 +322,22 @@ def test_speculative_bad_input(bundled):
         speculative.speculative_decode(bundled, " ")
     with pytest.raises(speculative.SpeculativeError, match="positions"):
         speculative.speculative_decode(bundled, "a " * 250, n_new=20)
+
+
+# ----- figures -----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", list(layout.LAYOUTS))
+def test_layout_picture_keeps_every_read_byte(name):
+    from kvviz.figures.internals import layout_read_map
+
+    small, big = layout.BufferShape(4, 256, 32), layout.BufferShape(12, 1024, 64)  # big is binned
+    for shape in (small, big):
+        mask = layout.head_read_mask(name, shape, head=2, seq_len=100)
+        row = shape.kv_heads * shape.head_dim if name != "transposed" else shape.max_len
+        offset = layout.element_offset_bytes(name, shape, 2, 7, 5)
+        fig = layout_read_map(mask, row, 4, "t", mark_offset_bytes=offset)
+        z = np.array(fig.data[0].z)
+        assert z.size <= 40_000
+        bin_elems = mask.size // z.size
+        assert z.sum() * bin_elems == pytest.approx(mask.sum())  # every read element is drawn, none invented
+        cell_x, cell_y = fig.data[1].x[0], fig.data[1].y[0]
+        assert z[cell_y, cell_x] > 0  # the marked element is one the head reads

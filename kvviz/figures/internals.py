@@ -31,16 +31,36 @@ def _layout(fig: go.Figure, title: str, height_px: int = 320) -> go.Figure:
     return fig
 
 
-def layout_read_map(mask: np.ndarray, row_elems: int, elem_bytes: int, title: str) -> go.Figure:
-    """The layer buffer as a grid of `row_elems` elements per row; cells one head reads are dark."""
-    rows = mask.reshape(-1, row_elems).astype(np.int8)  # (n_rows, row_elems)
+def layout_read_map(mask: np.ndarray, row_elems: int, elem_bytes: int, title: str, mark_offset_bytes: int | None = None,
+                    max_cells: int = 40_000) -> go.Figure:
+    """The layer buffer as a grid of `row_elems` elements per row; cells one head reads are dark.
+
+    mark_offset_bytes: an element to point at (the address calculator's answer), drawn as a red cross.
+    Big buffers (GPT-2 124M: 786,432 numbers per layer) are binned: each cell then covers `bin` consecutive
+    elements and its shade is the share of them the head reads, so the pattern stays visible.
+    """
+    bin_elems = 1
+    while -(-mask.size // bin_elems) > max_cells:
+        bin_elems *= 2
+    if row_elems % bin_elems:  # a row must hold whole bins; fall back to rows of 64 bins
+        row_elems = 64 * bin_elems
+    cells_per_row = row_elems // bin_elems
+    n_cells = -(-mask.size // row_elems) * cells_per_row  # whole rows, the tail padded with "not read"
+    padded = np.zeros(n_cells * bin_elems, dtype=float)
+    padded[: mask.size] = mask
+    rows = padded.reshape(-1, bin_elems).mean(axis=1).reshape(-1, cells_per_row)  # share of each bin read
+    offsets = np.arange(rows.size).reshape(rows.shape) * bin_elems * elem_bytes
     fig = go.Figure(go.Heatmap(
-        z=rows, colorscale=[[0, "#f2f2f2"], [1, "#08306b"]], showscale=False,
-        hovertemplate="byte offset %{customdata:,}<extra></extra>",
-        customdata=(np.arange(rows.size).reshape(rows.shape) * elem_bytes),
+        z=rows, zmin=0, zmax=1, colorscale=[[0, "#f2f2f2"], [1, "#08306b"]], showscale=False,
+        hovertemplate="byte offset %{customdata:,}<extra></extra>", customdata=offsets,
     ))
+    if mark_offset_bytes is not None:
+        cell = mark_offset_bytes // elem_bytes // bin_elems
+        fig.add_scatter(x=[cell % cells_per_row], y=[cell // cells_per_row], mode="markers", name="the element",
+                        marker=dict(symbol="x", size=12, color=REJECTED_COLOR), showlegend=False,
+                        hovertemplate=f"the element: byte offset {mark_offset_bytes:,}<extra></extra>")
     fig.update_yaxes(autorange="reversed", title=f"row ({row_elems * elem_bytes:,} bytes each)")
-    fig.update_xaxes(title="element within the row")
+    fig.update_xaxes(title="element within the row" if bin_elems == 1 else f"groups of {bin_elems} elements")
     return _layout(fig, title, 300)
 
 
@@ -150,24 +170,27 @@ def paging_bytes_figure(plan: PagingPlan) -> go.Figure:
 def quant_error_figure(reports: Sequence[QuantReport]) -> go.Figure:
     fig = go.Figure()
     for r in reports:
-        for part, values in (("K", [la.key_rel_rms for la in r.layers]), ("V", [la.value_rel_rms for la in r.layers])):
-            fig.add_bar(x=[f"layer {la.layer} {part}" for la in r.layers], y=values, name=f"{r.scheme} {part}",
-                        marker_color=SCHEME_COLORS.get(r.scheme), opacity=1.0 if part == "K" else 0.6)
+        x, y = [], []
+        for la in r.layers:
+            x += [f"L{la.layer} K", f"L{la.layer} V"]
+            y += [la.key_rel_rms, la.value_rel_rms]
+        fig.add_bar(x=x, y=y, name=r.scheme, marker_color=SCHEME_COLORS.get(r.scheme))
     fig.update_layout(barmode="group")
-    fig.update_yaxes(type="log", title="relative RMS error ||x - x̂|| / ||x||")
-    return _layout(fig, "Reconstruction error per layer", 340)
+    fig.update_yaxes(type="log", title="relative RMS error")
+    return _layout(fig, "Reconstruction error ||x - x̂|| / ||x|| per layer", 340)
 
 
 def quant_bytes_figure(reports: Sequence[QuantReport]) -> go.Figure:
     fig = go.Figure()
     fp32 = reports[0].fp32_bytes if reports else 0
-    fig.add_bar(x=["fp32 (as computed)"] + [r.scheme for r in reports], y=[fp32] + [r.stored_bytes - r.overhead_bytes
-                for r in reports], name="values", marker_color=GLOBAL_COLOR)
-    fig.add_bar(x=["fp32 (as computed)"] + [r.scheme for r in reports], y=[0] + [r.overhead_bytes for r in reports],
-                name="scales + zero points", marker_color=COMPUTED_COLOR)
+    names = ["fp32"] + [r.scheme for r in reports]
+    fig.add_bar(x=names, y=[fp32] + [r.stored_bytes - r.overhead_bytes for r in reports], name="values",
+                marker_color=GLOBAL_COLOR)
+    fig.add_bar(x=names, y=[0] + [r.overhead_bytes for r in reports], name="scales + zero points",
+                marker_color=COMPUTED_COLOR)
     fig.update_layout(barmode="stack")
     fig.update_yaxes(title="bytes of this prompt's cache")
-    return _layout(fig, "Bytes stored per format", 300)
+    return _layout(fig, "Bytes stored per format (fp32 = as computed)", 340)
 
 
 def quant_agreement_figure(results: Sequence[SchemeAgreement]) -> go.Figure:
@@ -187,7 +210,8 @@ def speculative_figure(run: SpecRun) -> go.Figure:
                     yaxis="y2", mode="lines+markers", line_color=WASTE_COLOR)
     fig.add_scatter(x=idx, y=[r.cache_len_after_crop for r in run.rounds], name="cache rows after crop",
                     yaxis="y2", mode="lines+markers", line_color=GLOBAL_COLOR)
-    fig.update_layout(barmode="stack", yaxis2=dict(overlaying="y", side="right", title="cache rows"))
+    fig.update_layout(barmode="stack", yaxis2=dict(overlaying="y", side="right", title="cache rows",
+                                                   rangemode="tozero", tickformat="d"))
     fig.update_xaxes(title="round", dtick=1)
-    fig.update_yaxes(title="draft tokens")
+    fig.update_layout(yaxis=dict(title="draft tokens", tickformat="d"))  # update_yaxes would also hit yaxis2
     return _layout(fig, f"Speculative rounds: k = {run.k}, acceptance {run.acceptance_rate:.0%}", 340)

@@ -61,6 +61,14 @@ class SpecRun:
     cache_vs_fresh_max_abs_diff: float  # the cropped cache vs a fresh prefill of the same tokens
 
     @property
+    def draft_passes(self) -> int:
+        return sum(len(r.proposed) for r in self.rounds)
+
+    @property
+    def rows_cropped(self) -> int:
+        return sum(r.cache_len_verified - r.cache_len_after_crop for r in self.rounds)
+
+    @property
     def acceptance_rate(self) -> float:
         proposed = sum(len(r.proposed) for r in self.rounds)
         return sum(r.accepted for r in self.rounds) / proposed if proposed else float("nan")
