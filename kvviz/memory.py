@@ -178,26 +178,27 @@ class KVConfig:
         return self.n_layer // (self.local_per_global + 1)
 
     @property
-    def vector_lengths(self) -> tuple[int, ...]:
-        """The vectors one layer stores per token (numbers each): 2 * n_kv_heads of head_dim, or one MLA latent."""
+    def vectors_per_token_per_layer(self) -> tuple[int, int]:
+        """(how many vectors, numbers in each) one layer stores per token: 2 * n_kv_heads of head_dim, or one
+        MLA latent of kv_lora_rank + rope numbers."""
         if self.is_mla:
-            return (self.mla_latent_rank + self.mla_rope_dim,)
-        return (self.head_dim,) * (2 * self.n_kv_heads)
+            return 1, self.mla_latent_rank + self.mla_rope_dim
+        return 2 * self.n_kv_heads, self.head_dim
 
     @property
     def elements_per_token_per_layer(self) -> int:
-        return sum(self.vector_lengths)
+        count, length = self.vectors_per_token_per_layer
+        return count * length
 
     @property
     def bytes_per_token_per_layer(self) -> int:
         """Exact bytes one layer stores for one token, quantization overhead included."""
         dt = DTYPES[self.dtype]
-        total = 0
-        for length in self.vector_lengths:
-            total += -(-length * dt.bits // 8)  # packed, rounded up to whole bytes per vector
-            if dt.quantized:
-                total += -(-length // self.quant_group_size) * QUANT_OVERHEAD_BYTES_PER_GROUP
-        return total
+        count, length = self.vectors_per_token_per_layer
+        per_vector = -(-length * dt.bits // 8)  # packed, rounded up to whole bytes per vector
+        if dt.quantized:
+            per_vector += -(-length // self.quant_group_size) * QUANT_OVERHEAD_BYTES_PER_GROUP
+        return count * per_vector
 
     @property
     def bytes_per_token(self) -> int:
