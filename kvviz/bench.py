@@ -81,7 +81,8 @@ class BenchSettings:
     repeats: int = 3
     warmup: int = 1  # untimed runs per mode before the timed rounds
     threads: int | None = None  # None: default_thread_count()
-    include_generate: bool = True  # also time model.generate(use_cache=True/False)
+    include_generate: bool = True  # also time model.generate(use_cache=True)
+    include_generate_no_cache: bool = True  # and model.generate(use_cache=False) (as slow as no_cache)
     prepack_lm_head: bool = True  # preallocated mode: LM head as a contiguous [n_embd, vocab] copy
 
 
@@ -93,7 +94,7 @@ class RunTiming:
     decode_ms: tuple[float, ...]  # pass k+1 (k = 1..N-1) feeds new token k and picks token k+1
     total_ms: float  # wall time of the whole call, set-up included (for generate: the whole generate())
     token_ids: tuple[int, ...]  # the N generated tokens
-    peak_cache_bytes: int  # K/V bytes held at the end (0 without a cache)
+    peak_cache_bytes: int | None  # K/V bytes held at the end (0 without a cache; None: not observable)
 
     @property
     def token_ms(self) -> np.ndarray:
@@ -156,8 +157,9 @@ class ModeResult:
         return self.runs[0].token_ids
 
     @property
-    def peak_cache_bytes(self) -> int:
-        return max(r.peak_cache_bytes for r in self.runs)
+    def peak_cache_bytes(self) -> int | None:
+        sizes = [r.peak_cache_bytes for r in self.runs]
+        return None if None in sizes else max(sizes)
 
 
 @dataclass(frozen=True)
@@ -540,8 +542,8 @@ def run_generate(model: torch.nn.Module, prompt_ids: list[int], new_tokens: int,
     total_ms = (time.perf_counter() - began) * 1000.0
     stamps_ms = np.diff(np.array(streamer.stamps)) * 1000.0  # (N,): pass k ends at stamp k
     tokens = tuple(int(t) for t in out[0, len(prompt_ids) :])
-    # generate's DynamicCache is internal and gone by now; its size equals the dynamic mode's.
-    return RunTiming(float(stamps_ms[0]), tuple(float(x) for x in stamps_ms[1:]), total_ms, tokens, 0)
+    # generate's cache is internal and gone by now (it is a DynamicCache, the size of the dynamic mode's)
+    return RunTiming(float(stamps_ms[0]), tuple(float(x) for x in stamps_ms[1:]), total_ms, tokens, None)
 
 
 # ----- the benchmark -------------------------------------------------------------------------------------
@@ -602,7 +604,8 @@ def _run_locked(loaded: LoadedModel, settings: BenchSettings, threads: int, prog
     }
     if settings.include_generate:
         runners["generate_cache"] = lambda tokens: run_generate(model, prompt, tokens, use_cache=True)
-        runners["generate_no_cache"] = lambda tokens: run_generate(model, prompt, tokens, use_cache=False)
+        if settings.include_generate_no_cache:
+            runners["generate_no_cache"] = lambda tokens: run_generate(model, prompt, tokens, use_cache=False)
 
     # Progress in units of "one token-pass over the sequence": an uncached run costs ~N times a cached one.
     def cost(mode: str, tokens: int) -> float:
@@ -656,7 +659,7 @@ def summary_rows(result: BenchResult) -> list[dict[str, object]]:
             "prefill ms": round(m.median_prefill_ms, 2),
             "speed-up vs no cache": round(result.speedup(m.mode), 2),
             "tokens match": result.tokens_match(m.mode),
-            "peak cache KiB": round(m.peak_cache_bytes / 2**10, 1),
+            "peak cache KiB": None if m.peak_cache_bytes is None else round(m.peak_cache_bytes / 2**10, 1),
         }
         if result.has("generate_cache"):
             row["x generate(cache)"] = round(result.speedup(m.mode, over="generate_cache"), 3)

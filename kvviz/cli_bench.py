@@ -30,6 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--attn", default="sdpa", choices=("sdpa", "eager"), help="attention kernel (default sdpa)")
     parser.add_argument("--no-generate", action="store_true", help="skip the model.generate reference runs")
     parser.add_argument(
+        "--no-generate-uncached", action="store_true", help="keep generate(use_cache=True), skip use_cache=False"
+    )
+    parser.add_argument(
         "--no-prepack", action="store_true", help="pre-allocated mode: keep the LM head in its stored layout"
     )
     parser.add_argument("--json", action="store_true", help="print the full results as JSON")
@@ -90,6 +93,7 @@ def main(argv: list[str]) -> int:
         warmup=args.warmup,
         threads=args.threads,
         include_generate=not args.no_generate,
+        include_generate_no_cache=not (args.no_generate or args.no_generate_uncached),
         prepack_lm_head=not args.no_prepack,
     )
     try:
