@@ -28,7 +28,8 @@ def test_strides_and_offsets_match_numpy(name, heads, max_len, head_dim, elem):
         h, p, d = int(rng.integers(heads)), int(rng.integers(max_len)), int(rng.integers(head_dim))
         index = {"head_major": (h, p, d), "position_major": (p, h, d), "transposed": (h * head_dim + d, p)}[name]
         assert layout.element_offset_bytes(name, shape, h, p, d) == int(flat[index]) * elem
-        assert layout.element_address_bytes(name, shape, 3, 2, h, p, d) == 2 * shape.layer_bytes + int(flat[index]) * elem
+        address = layout.element_address_bytes(name, shape, 3, 2, h, p, d)
+        assert address == 2 * shape.layer_bytes + int(flat[index]) * elem
 
 
 def test_head_read_runs_by_hand():
@@ -102,6 +103,7 @@ def test_cross_attention_cache_fixed_while_self_grows():
         assert s.cross_rows == 9 and s.cross_bytes == 9 * per_row
         assert s.cross_equal_to_first and s.cross_same_storage and s.self_prefix_equal
     assert len({s.cross_bytes for s in run.steps}) == 1
+    assert run.encoder_passes == 1
 
 
 def test_cross_attention_bad_input():

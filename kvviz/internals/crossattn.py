@@ -62,7 +62,7 @@ class CrossAttnRun:
     n_layer: int
     n_heads: int
     head_dim: int
-    encoder_passes: int  # how many times the encoder ran (1: its output is reused)
+    encoder_passes: int  # how many times the encoder ran, counted (1: its output is reused by every step)
     steps: tuple[CrossStep, ...]
 
 
@@ -81,6 +81,8 @@ def run_cross_attention(source_len: int = 12, n_steps: int = 8, seed: int = 0) -
     cfg = model.config
     gen = torch.Generator().manual_seed(seed)
     source = torch.randint(3, VOCAB_SIZE, (1, source_len), generator=gen)  # (1, source_len) ids, no tokenizer
+    encoder_calls = [0]  # counted by a hook on this local model: the decoder steps must not re-run the encoder
+    model.get_encoder().register_forward_hook(lambda *_: encoder_calls.__setitem__(0, encoder_calls[0] + 1))
     encoder_out = model.get_encoder()(input_ids=source)  # run once; every decoder step reuses it
     cache = EncoderDecoderCache(DynamicCache(config=cfg), DynamicCache(config=cfg))
     token = torch.tensor([[cfg.decoder_start_token_id]])
@@ -123,6 +125,6 @@ def run_cross_attention(source_len: int = 12, n_steps: int = 8, seed: int = 0) -
         n_layer=cfg.decoder_layers,
         n_heads=cfg.decoder_attention_heads,
         head_dim=cfg.d_model // cfg.decoder_attention_heads,
-        encoder_passes=1,
+        encoder_passes=encoder_calls[0],
         steps=tuple(steps),
     )
