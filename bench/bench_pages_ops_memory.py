@@ -39,7 +39,7 @@ CHANGES = {
 }
 
 
-def bench_page(name: str, repeats: int) -> tuple[float, list[float]]:
+def bench_page(name: str, repeats: int) -> tuple[float, list[tuple[float, str]]]:
     at = AppTest.from_file(str(REPO / "pages" / f"{name}.py"), default_timeout=300)
     began = time.perf_counter()
     at.run()
@@ -51,7 +51,7 @@ def bench_page(name: str, repeats: int) -> tuple[float, list[float]]:
                 widget = getattr(at, kind)(key=key)
                 began = time.perf_counter()
                 widget.set_value(value).run()
-                times.append((time.perf_counter() - began) * 1000)
+                times.append(((time.perf_counter() - began) * 1000, f"{key}={value}"))
                 if at.exception:
                     raise SystemExit(f"{name}: exception after {key}={value}: {at.exception[0].value}")
     return first_ms, times
@@ -64,9 +64,10 @@ def main() -> int:
     for name in CHANGES:
         first_ms, times = bench_page(name, args.repeats)
         times.sort()
-        p90 = times[int(0.9 * (len(times) - 1))]
-        print(f"{name:<15} first run {first_ms:7.0f} ms | per widget change over {len(times)} changes: "
-              f"median {statistics.median(times):6.1f} ms, p90 {p90:6.1f} ms, max {times[-1]:6.1f} ms")
+        ms = [t for t, _ in times]
+        p90 = ms[int(0.9 * (len(ms) - 1))]
+        print(f"{name:<15} first run {first_ms:7.0f} ms | per widget change over {len(ms)} changes: "
+              f"median {statistics.median(ms):6.1f} ms, p90 {p90:6.1f} ms, max {ms[-1]:6.1f} ms ({times[-1][1]})")
     return 0
 
 
