@@ -137,9 +137,11 @@ def section_prefix(loaded: LoadedModel) -> None:
     m[2].metric("Prefill time", f"{r.reuse_ms:.1f} ms", delta=f"{-r.time_saved_ms:.1f} ms vs fresh",
                 delta_color="inverse")
     m[3].metric("Max |logit diff| vs fresh", f"{r.max_abs_logit_diff:.2e}")
+    st.plotly_chart(fig.token_strip_figure(r.tokens_b, r.reused_len, "Prompt B: green rows reused from A's "
+                                           "cache, orange rows computed now"), **PLOT)
     st.plotly_chart(fig.prefix_figure(r), **PLOT)
     st.caption(f"Fresh prefill of B: {r.fresh_ms:.1f} ms; reuse: {r.reuse_ms:.1f} ms (medians of "
-               f"{r.timing_repeats}). Reused rows: {r.reused_cache_bytes:,} bytes. Same next token: "
+               f"{r.timing_repeats}; wall-clock on this machine now, noisy when the CPU is busy). Reused rows: {r.reused_cache_bytes:,} bytes. Same next token: "
                f"{r.same_next_token}. Largest K/V difference: {r.max_abs_kv_diff:.2e}.")
 
 

@@ -86,6 +86,22 @@ def prefix_figure(result: PrefixReuse) -> go.Figure:
     return _layout(fig, f"{result.tokens_saved} of {n_b} tokens served from the cache", 240)
 
 
+def token_strip_figure(tokens: Sequence[str], n_reused: int, title: str, per_row: int = 12) -> go.Figure:
+    """Prompt B token by token: the first n_reused come from A's cache (green), the rest are computed (orange)."""
+    xs = [i % per_row for i in range(len(tokens))]
+    ys = [i // per_row for i in range(len(tokens))]
+    colors = [REUSED_COLOR if i < n_reused else COMPUTED_COLOR for i in range(len(tokens))]
+    fig = go.Figure(go.Scatter(
+        x=xs, y=ys, mode="markers+text", text=[repr(t)[1:-1][:10] for t in tokens], textposition="middle center",
+        marker=dict(symbol="square", size=36, color=colors, opacity=0.35), textfont=dict(size=11),
+        hovertext=[f"position {i}: {t!r} ({'reused' if i < n_reused else 'computed'})" for i, t in enumerate(tokens)],
+        hoverinfo="text",
+    ))
+    fig.update_xaxes(visible=False, range=[-0.6, per_row - 0.4])
+    fig.update_yaxes(visible=False, autorange="reversed")
+    return _layout(fig, title, 70 + 55 * (1 + (len(tokens) - 1) // per_row))
+
+
 def cross_attention_figure(run: CrossAttnRun) -> go.Figure:
     steps = [s.step for s in run.steps]
     fig = go.Figure()
