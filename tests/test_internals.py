@@ -283,6 +283,8 @@ def test_new_rows_are_really_quantized(bundled):
 def test_quant_bad_input(bundled):
     with pytest.raises(quant.QuantError, match="bit width"):
         quant.quantize(torch.zeros(2, 32), 3, 8)
+    with pytest.raises(quant.QuantError, match="finite"):
+        quant.quantize(torch.full((2, 32), 1e6), 8, 8)
     with pytest.raises(quant.QuantError, match="group size"):
         quant.quant_report(bundled, PROMPT, "int8", 5)
     with pytest.raises(quant.QuantError, match="unknown cache format"):

@@ -30,6 +30,7 @@ from kvviz.models import LoadedModel
 SCHEMES = ("fp16", "bf16", "int8", "int4")
 BITS = {"int8": 8, "int4": 4}
 MIN_GROUP = 4
+FP16_MAX = 65504.0  # largest finite float16: scale and zero point are stored in fp16
 
 
 class QuantError(ValueError):
@@ -75,6 +76,8 @@ def quantize(x: torch.Tensor, bits: int, group_size: int) -> Quantized:
     head_dim = x.shape[-1]
     if group_size < 1 or head_dim % group_size:
         raise QuantError(f"group size {group_size} does not divide head_dim {head_dim}")
+    if not torch.isfinite(x).all() or float(x.abs().max()) > FP16_MAX:
+        raise QuantError(f"values must be finite and within ±{FP16_MAX:g}: the fp16 scale and zero point cannot hold them")
     levels = 2**bits - 1
     g = x.float().reshape(*x.shape[:-1], head_dim // group_size, group_size)  # (..., n_groups, group_size)
     zero = _round_fp16(g.amin(-1), up=False)  # (..., n_groups)
