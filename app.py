@@ -7,6 +7,7 @@ from kvviz import ui
 
 st.set_page_config(page_title="kvviz: the KV cache, step by step", page_icon="🗄️", layout="wide")
 
+ui.warm_up_in_background()  # torch + transformers import while the first page renders
 ui.sidebar_model_picker()
 
 pages = [

@@ -29,7 +29,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kvviz: unknown command {command!r}\n\n{usage()}", file=sys.stderr)
         return 2
     module = importlib.import_module(COMMANDS[command][0])
-    return module.main(rest) or 0
+    try:
+        return module.main(rest) or 0
+    except BrokenPipeError:  # output piped into `head` and closed early: not an error worth a traceback
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

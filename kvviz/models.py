@@ -7,20 +7,27 @@ Three kinds of model, one loader (`load_model(spec)`):
     "/path/to/folder"    a local folder holding config.json + model.safetensors + tokenizer files
     "random:gpt2"        a GPT-2 architecture with random weights (realistic sizes and timings, gibberish text)
 
+Start-up: torch and transformers take seconds to import, so they are imported inside the loaders, and
+`bundled_info()` describes the bundled model from its config.json and safetensors header alone. The app's
+first page renders from that while the real import runs in a background thread (kvviz.ui).
+
 Safety: safetensors only (`use_safetensors=True`), never `trust_remote_code`. The hub is never waited on:
 if the name is not in the local cache we probe the hub with a 2-second TCP connect and give up with a
 clear message when it is unreachable, instead of transformers' 30 s of retries.
 """
 from __future__ import annotations
 
+import functools
+import json
 import os
 import socket
+import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast
+if TYPE_CHECKING:  # imported for real inside the loaders (slow imports; see the module docstring)
+    from transformers import GPT2LMHeadModel, GPT2TokenizerFast
 
 BUNDLED_DIR = Path(__file__).resolve().parent / "assets" / "bundled"
 BUNDLED = "bundled"
@@ -92,6 +99,9 @@ def _describe(spec: str, kind: str, label: str, model: GPT2LMHeadModel) -> Model
 
 
 def _from_folder(folder: Path, attn_implementation: str, local_files_only: bool = True) -> tuple[Any, Any]:
+    import torch
+    from transformers import GPT2LMHeadModel, GPT2TokenizerFast
+
     model = GPT2LMHeadModel.from_pretrained(
         folder,
         use_safetensors=True,
@@ -104,6 +114,34 @@ def _from_folder(folder: Path, attn_implementation: str, local_files_only: bool 
     return model.eval(), tokenizer
 
 
+def _bundled_label(n_layer: int, n_head: int, head_dim: int, n_positions: int) -> str:
+    return (
+        f"Bundled Tiny-Shakespeare GPT-2 ({n_layer} layers x {n_head} heads, "
+        f"head_dim {head_dim}, {n_positions} positions)"
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def bundled_info(attn_implementation: str = "eager") -> ModelInfo:
+    """The bundled model's ModelInfo without importing torch: config.json plus the safetensors header
+    (8-byte little-endian length, then JSON with each tensor's dtype and shape). Equal to
+    load_bundled().info (tested)."""
+    cfg = json.loads((BUNDLED_DIR / "config.json").read_text(encoding="utf-8"))
+    with open(BUNDLED_DIR / "model.safetensors", "rb") as fh:
+        header = json.loads(fh.read(struct.unpack("<Q", fh.read(8))[0]))
+    tensors = [t for name, t in header.items() if name != "__metadata__"]
+    n_params = sum(functools.reduce(lambda a, b: a * b, t["shape"], 1) for t in tensors)
+    dtypes = {t["dtype"] for t in tensors}
+    n_layer, n_head, n_embd, n_positions = cfg["n_layer"], cfg["n_head"], cfg["n_embd"], cfg["n_positions"]
+    return ModelInfo(
+        spec=BUNDLED, kind="bundled", label=_bundled_label(n_layer, n_head, n_embd // n_head, n_positions),
+        n_layer=n_layer, n_head=n_head, n_kv_heads=n_head, head_dim=n_embd // n_head, n_embd=n_embd,
+        n_positions=n_positions, vocab_size=cfg["vocab_size"], n_params=n_params,
+        dtype="float32" if dtypes == {"F32"} else ",".join(sorted(dtypes)),
+        attn_implementation=attn_implementation, weights_are_random=False,
+    )
+
+
 def load_bundled(attn_implementation: str = "eager") -> LoadedModel:
     if not (BUNDLED_DIR / "model.safetensors").is_file():
         raise ModelLoadError(
@@ -112,10 +150,7 @@ def load_bundled(attn_implementation: str = "eager") -> LoadedModel:
         )
     model, tokenizer = _from_folder(BUNDLED_DIR, attn_implementation)
     cfg = model.config
-    label = (
-        f"Bundled Tiny-Shakespeare GPT-2 ({cfg.n_layer} layers x {cfg.n_head} heads, "
-        f"head_dim {cfg.n_embd // cfg.n_head}, {cfg.n_positions} positions)"
-    )
+    label = _bundled_label(cfg.n_layer, cfg.n_head, cfg.n_embd // cfg.n_head, cfg.n_positions)
     return LoadedModel(model, tokenizer, _describe(BUNDLED, "bundled", label, model))
 
 
@@ -123,6 +158,9 @@ def load_random(arch: str, attn_implementation: str = "eager", seed: int = 0) ->
     """A GPT-2 architecture with random weights. Timings and cache sizes are real; the text is not."""
     if arch not in GPT2_SHAPES:
         raise ModelLoadError(f"Unknown GPT-2 architecture {arch!r}; choose one of {', '.join(GPT2_SHAPES)}.")
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast
+
     torch.manual_seed(seed)
     config = GPT2Config(**GPT2_SHAPES[arch], n_positions=1024, vocab_size=50257)
     config._attn_implementation = attn_implementation

@@ -2,13 +2,26 @@
 
 Everything else in kvviz is UI-free. Models are loaded once per process with `st.cache_resource` and
 shared by every session, so they are never mutated here; per-user state lives in `st.session_state`.
+
+Start-up: importing torch + transformers costs seconds on a 2-core laptop. The first page (home) needs
+only `current_info()`, which reads the bundled model's description from disk, so it renders at once while
+`warm_up_in_background()` imports torch/transformers in a daemon thread; pages that step the model import
+them for real (waiting for that thread's import, if it is still running, through Python's import lock).
 """
 from __future__ import annotations
+
+import importlib
+import threading
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
 from kvviz import models
-from kvviz.stepping import StepEngine
+
+if TYPE_CHECKING:
+    from kvviz.stepping import StepEngine
+
+_warm_up_started = threading.Event()
 
 MODEL_SPEC_KEY = "model_spec"  # the model every page uses, chosen in the sidebar (app.py)
 MODEL_NOTICE_KEY = "model_notice"
@@ -19,6 +32,25 @@ STEP_ENGINE_KEY = "step_engine"  # the user's stepping engine (its cache is per 
 def cached_model(spec: str, attn_implementation: str = "eager") -> models.LoadedModel:
     """Shared across sessions (never mutate the returned model). Raises models.ModelLoadError."""
     return models.load_model(spec, attn_implementation)
+
+
+def warm_up_in_background() -> None:
+    """Once per process: import the slow modules in a daemon thread (no Streamlit calls in it)."""
+    if _warm_up_started.is_set():
+        return
+    _warm_up_started.set()
+
+    def _import() -> None:
+        for name in ("torch", "transformers", "kvviz.stepping"):
+            importlib.import_module(name)
+
+    threading.Thread(target=_import, name="kvviz-warm-up", daemon=True).start()
+
+
+def current_info() -> models.ModelInfo:
+    """Description of the sidebar's model; for the bundled model read from disk without importing torch."""
+    spec = st.session_state.get(MODEL_SPEC_KEY, models.BUNDLED)
+    return models.bundled_info() if spec == models.BUNDLED else current_model().info
 
 
 def current_model(attn_implementation: str = "eager") -> models.LoadedModel:
@@ -64,7 +96,7 @@ def sidebar_model_picker() -> None:
         notice = st.session_state.pop(MODEL_NOTICE_KEY, None)
         if notice:
             st.warning(notice)
-        st.caption(current_model().info.label)
+        st.caption(current_info().label)
 
 
 def _switch_to(spec: str) -> None:
@@ -78,6 +110,8 @@ def _switch_to(spec: str) -> None:
 
 def step_engine(loaded: models.LoadedModel) -> StepEngine:
     """This session's stepping engine, rebuilt (empty) whenever the model changes."""
+    from kvviz.stepping import StepEngine
+
     engine = st.session_state.get(STEP_ENGINE_KEY)
     if engine is None or engine.loaded is not loaded:
         engine = StepEngine(loaded)

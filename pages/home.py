@@ -14,7 +14,7 @@ st.markdown(
     "and read the rest*, at the price of memory that grows with every token."
 )
 
-info = ui.current_model().info
+info = ui.current_info()  # no torch import needed: the first page renders fast
 bytes_per_token = 2 * info.n_layer * info.n_kv_heads * info.head_dim * 4  # K and V, fp32
 st.info(
     f"**Model loaded:** {info.label}.\n\n"

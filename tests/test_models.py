@@ -77,3 +77,8 @@ def test_local_folder_is_loaded_and_bad_folders_are_explained(tmp_path, bundled)
     (tmp_path / "broken" / "config.json").write_text("{not json")
     with pytest.raises(models.ModelLoadError):
         models.load_model(str(tmp_path / "broken"))
+
+
+def test_bundled_info_from_disk_equals_the_loaded_models_info(bundled):
+    """The home page describes the model without importing torch; the description must be the real one."""
+    assert models.bundled_info("eager") == bundled.info
