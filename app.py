@@ -5,17 +5,18 @@ import streamlit as st
 
 from kvviz import ui
 
-st.set_page_config(page_title="kvviz: the KV cache, step by step", page_icon="🗄️", layout="wide")
+ui.ensure_router()  # a fresh server's first run would otherwise ignore st.navigation below
+st.set_page_config(page_title="kvviz: the KV cache, step by step", page_icon=":material/view_timeline:", layout="wide")
 
-ui.warm_up_in_background()  # torch + transformers import while the first page renders
 ui.sidebar_model_picker()
 
 pages = [
-    st.Page("pages/home.py", title="Start here", icon="🏠", default=True),
-    st.Page("pages/step_through.py", title="Step through generation", icon="👣"),
-    st.Page("pages/attention_ops.py", title="Count the work", icon="🧮"),
-    st.Page("pages/memory_budget.py", title="Memory budget", icon="💾"),
-    st.Page("pages/speedup.py", title="Measured speed-up", icon="⏱️"),
-    st.Page("pages/cache_internals.py", title="Cache internals", icon="🔬"),
+    st.Page("pages/home.py", title="Start here", icon=":material/home:", default=True),
+    st.Page("pages/step_through.py", title="Step through generation", icon=":material/step:"),
+    st.Page("pages/attention_ops.py", title="Count the work", icon=":material/calculate:"),
+    st.Page("pages/memory_budget.py", title="Memory budget", icon=":material/memory:"),
+    st.Page("pages/speedup.py", title="Measured speed-up", icon=":material/timer:"),
+    st.Page("pages/cache_internals.py", title="Cache internals", icon=":material/biotech:"),
 ]
 st.navigation(pages).run()
+ui.warm_up_in_background()  # torch + transformers import while the user reads the first page

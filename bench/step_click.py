@@ -11,9 +11,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # the page imports kvviz
 
 
 def main() -> None:
@@ -24,7 +28,7 @@ def main() -> None:
 
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file("pages/step_through.py", default_timeout=300)
+    at = AppTest.from_file(str(REPO / "pages" / "step_through.py"), default_timeout=300)
     at.session_state["model_spec"] = args.model
     at.run()
     at.button(key="step_btn_prefill").click().run()

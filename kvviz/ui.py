@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+import time
 from typing import TYPE_CHECKING
 
 import streamlit as st
@@ -23,6 +24,12 @@ if TYPE_CHECKING:
 
 _warm_up_started = threading.Event()
 
+# Interactive pages run one tiny forward pass per click, and Streamlit serves each session in its own thread.
+# Intra-op parallelism only adds hand-off cost there: on a 2-core machine with other work running, a decode
+# step of the bundled model took 1.1 ms with 1 torch thread and 124 ms with 2 (median of 40 steps).
+# The benchmark harness (kvviz.bench) sets its own thread count for its runs, under its lock.
+INTERACTIVE_TORCH_THREADS = 1
+
 MODEL_SPEC_KEY = "model_spec"  # the model every page uses, chosen in the sidebar (app.py)
 MODEL_NOTICE_KEY = "model_notice"
 STEP_ENGINE_KEY = "step_engine"  # the user's stepping engine (its cache is per user; the model is shared)
@@ -31,16 +38,40 @@ STEP_ENGINE_KEY = "step_engine"  # the user's stepping engine (its cache is per 
 @st.cache_resource(show_spinner="Loading the model...", max_entries=4)
 def cached_model(spec: str, attn_implementation: str = "eager") -> models.LoadedModel:
     """Shared across sessions (never mutate the returned model). Raises models.ModelLoadError."""
+    import torch
+
+    torch.set_num_threads(INTERACTIVE_TORCH_THREADS)
     return models.load_model(spec, attn_implementation)
 
 
-def warm_up_in_background() -> None:
-    """Once per process: import the slow modules in a daemon thread (no Streamlit calls in it)."""
+def ensure_router() -> None:
+    """Make app.py the router from the very first run of a fresh server, even on a deep link.
+
+    Streamlit quirk (1.67): a fresh server sees the `pages/` folder and runs its first script run in the
+    legacy multipage mode (the "pages/ directory" sidebar, no app.py). Only a call to `st.navigation` clears
+    that flag, so a first visit straight to /step_through would render without the router and its model
+    picker. Every page calls this first: it clears the class flag and reruns, and the rerun goes through
+    app.py's `st.navigation` to the page the URL asked for.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+def warm_up_in_background(delay_s: float = 2.0) -> None:
+    """Once per process: import the slow modules in a daemon thread (no Streamlit calls in it).
+
+    The thread waits delay_s first: an import holds the GIL most of the time, and starting at once made
+    the first render 1.4 s slower (measured with bench/first_render.py) instead of faster.
+    """
     if _warm_up_started.is_set():
         return
     _warm_up_started.set()
 
     def _import() -> None:
+        time.sleep(delay_s)
         for name in ("torch", "transformers", "kvviz.stepping"):
             importlib.import_module(name)
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from kvviz import ops
+from kvviz import ops, ui
 from kvviz import ui_ops_memory as uim
 from kvviz.figures import ops as figs
 
+ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Count the work")
 with st.expander("What you are seeing", expanded=False):
     st.markdown(

@@ -5,6 +5,7 @@ import streamlit as st
 
 from kvviz import ui, ui_internals
 
+ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Cache internals")
 with st.expander("What you are seeing", expanded=True):
     st.markdown(

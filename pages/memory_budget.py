@@ -9,6 +9,7 @@ from kvviz import ui_ops_memory as uim
 from kvviz.figures import memory as figs
 from kvviz.presets import GPUS, PRESETS, PUBLISHED_FIGURES, get_preset
 
+ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Memory budget")
 with st.expander("What you are seeing", expanded=False):
     st.markdown(

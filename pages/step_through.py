@@ -14,6 +14,7 @@ PRESETS = {
     "Repeat a pattern": "one two three one two three one two",
 }
 
+ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Step through a generation")
 with st.expander("What you are seeing", expanded=False):
     st.markdown(
