@@ -97,8 +97,8 @@ def format_bytes(n_bytes: int) -> str:
 _ROLE_STYLE = {
     "prompt": "background:#dbe9f6;border:1px solid #9cc3e6",
     "generated": "background:#d9f2d9;border:1px solid #8fd18f",
-    "newest": "background:#ffe0b3;border:2px solid #ff7f0e",
-    "pending": "background:#fff;border:2px dashed #ff7f0e;color:#b35900",
+    "newest": "background:#ffe0b3;border:2px solid #ff7f0e;font-weight:bold",
+    "pending": "background:#fff;border:2px dashed #ff7f0e;color:#b35900;font-weight:bold",
 }
 _ROLE_TITLE = {
     "prompt": "prompt token (cached)",

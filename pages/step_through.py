@@ -76,13 +76,14 @@ if not engine.started:
 st.markdown(step_view.strip_html(step_view.token_strip(engine)), unsafe_allow_html=True)
 record = engine.records[-1]
 count = step_view.counters(engine.records, info.n_layer, info.n_head)
-m = st.columns(4)
+m = st.columns(6)
 m[0].metric("Cache length", f"{engine.cache_len} tokens", delta=record.n_fed, help=f"limit: {info.n_positions}")
 m[1].metric("Cache bytes (real tensors)", f"{engine.cache_bytes:,} B", help=step_view.format_bytes(engine.cache_bytes))
-m[2].metric("Dot products this step", f"{count.this_dot_products_cached:,}",
-            help=f"without cache: {count.this_dot_products_uncached:,}")
-m[3].metric("Dot products so far", f"{count.total_dot_products_cached:,}",
-            help=f"without cache: {count.total_dot_products_uncached:,}")
+m[2].metric("Dot products this step", f"{count.this_dot_products_cached:,}", help="query-key scores, with the cache")
+m[3].metric("...without cache", f"{count.this_dot_products_uncached:,}", help="the same step recomputing everything")
+m[4].metric("Dot products so far", f"{count.total_dot_products_cached:,}", help="since the prefill, with the cache")
+m[5].metric("...so far without cache", f"{count.total_dot_products_uncached:,}",
+            help="since the prefill, recomputing everything at every step")
 st.caption(
     f"{record.kind} step {record.index}: fed {record.n_fed} token(s) in {record.step_ms:.1f} ms. "
     f"This step, with cache: {count.this_dot_products_cached:,} query-key dot products and "
