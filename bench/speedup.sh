@@ -10,9 +10,10 @@ P=${P:-16}
 N=${N:-128}
 R=${R:-5}
 mkdir -p "$OUT"
-for run in 1 2; do
-  python -m kvviz bench --model random:gpt2 --prompt-len "$P" --new-tokens "$N" --repeats "$R" --json \
-    > "$OUT/gpt2_run$run.json"
-done
+# Run 1 also times generate(use_cache=False); run 2 skips that slow reference (same modes otherwise).
+python -m kvviz bench --model random:gpt2 --prompt-len "$P" --new-tokens "$N" --repeats "$R" --json \
+  > "$OUT/gpt2_run1.json"
+python -m kvviz bench --model random:gpt2 --prompt-len "$P" --new-tokens "$N" --repeats "$R" --json \
+  --no-generate-uncached > "$OUT/gpt2_run2.json"
 python -m kvviz bench --model bundled --prompt-len "$P" --new-tokens "$N" --repeats "$R" --json > "$OUT/bundled.json"
 python bench/summarize.py "$OUT/gpt2_run1.json" "$OUT/gpt2_run2.json" "$OUT/bundled.json"

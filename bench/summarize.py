@@ -31,6 +31,7 @@ def describe(path: Path, result: dict) -> list[str]:
         f"{m['cpu']}, {m['threads']} threads, torch {m['torch_version']}, {m['dtype']}",
         f"   bandwidth {roof['bandwidth_bytes_per_s'] / 1e9:.1f} GB/s, {roof['bytes_per_token'] / 1e6:.1f} MB/token "
         f"-> roofline {roof['roofline_tokens_per_s']:.1f} tok/s; tokens match: {result['tokens_match']}",
+        f"   pre-allocated weights: {result.get('preallocated_weight_format', '?')}",
     ]
     for name, e in result["modes"].items():
         extra = f"  x generate(cache) {e['ratio_to_generate_cache']:.3f}" if "ratio_to_generate_cache" in e else ""
@@ -48,7 +49,8 @@ def main(paths: list[str]) -> int:
     for path, result in results:
         print("\n".join(describe(path, result)))
     for (pa, a), (pb, b) in combinations(results, 2):
-        if a["model"] != b["model"] or a["settings"] != b["settings"]:
+        same = ("prompt_len", "new_tokens", "repeats", "threads", "prepack_weights")
+        if a["model"] != b["model"] or any(a["settings"][k] != b["settings"][k] for k in same):
             continue
         print(f"== repeatability {pa.name} vs {pb.name}")
         for mode, over in SPEEDUPS:

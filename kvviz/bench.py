@@ -7,8 +7,8 @@ only, as `generate` does):
     dynamic       transformers' DynamicCache: each pass feeds one token; K/V grow by concatenation
     preallocated  flat K/V buffers sized to the whole request up front and written in place (the design
                   of transformers' StaticCache and of real serving engines), driven by a lean decode loop:
-                  no per-step mask building or cache bookkeeping, and the LM head pre-packed once in the
-                  [n_embd, vocab] layout the CPU GEMV streams fastest (`prepack_lm_head`)
+                  no per-step mask building or cache bookkeeping, and (`prepack_weights`) the weight
+                  matrices copied once into the layout the CPU's GEMV kernel streams fastest
 
 plus two references, `model.generate(use_cache=True)` and `model.generate(use_cache=False)`, timed per token
 through a streamer, so the app can show that its own loop adds no overhead. All modes must pick the same
@@ -83,7 +83,7 @@ class BenchSettings:
     threads: int | None = None  # None: default_thread_count()
     include_generate: bool = True  # also time model.generate(use_cache=True)
     include_generate_no_cache: bool = True  # and model.generate(use_cache=False) (as slow as no_cache)
-    prepack_lm_head: bool = True  # preallocated mode: LM head as a contiguous [n_embd, vocab] copy
+    prepack_weights: bool = True  # preallocated mode: weight copies in the GEMV kernel's layout
 
 
 @dataclass(frozen=True)
@@ -186,6 +186,7 @@ class BenchResult:
     bandwidth: roofline.Bandwidth
     weight_bytes_per_token: int
     kv_bytes_per_token: int  # K/V read per decode step, averaged over the decode steps
+    weight_format: str  # how the pre-allocated mode held its weights (see FlatCacheGPT2)
     op_ratio: tuple[tuple[int, float], ...] = field(repr=False)  # (k tokens generated, uncached/cached ops)
     lock_acquired_at: float = field(repr=False, default=0.0)  # time.perf_counter() inside the lock
     lock_released_at: float = field(repr=False, default=0.0)
@@ -264,6 +265,7 @@ class BenchResult:
                 "bytes_per_token": roof.bytes_per_token,
                 "roofline_tokens_per_s": roof.roofline_tokens_per_s,
             },
+            "preallocated_weight_format": self.weight_format,
             "op_ratio_at_end": self.op_ratio[-1][1],
             "modes": modes,
         }
@@ -375,17 +377,47 @@ def prompt_token_ids(loaded: LoadedModel, prompt_len: int) -> list[int]:
 
 
 # ----- the pre-allocated engine --------------------------------------------------------------------------
+PREPACK_MAX_WEIGHT_BYTES = 2 * 2**30  # packing copies the weights; above this we keep the stored layout
+WEIGHTS_AS_STORED = "as stored (Conv1D [in, out], LM head [vocab, n_embd])"
+WEIGHTS_LM_HEAD_TRANSPOSED = "LM head copied to [n_embd, vocab]"
+WEIGHTS_ONEDNN = "pre-packed for oneDNN GEMV (a copy of every matrix)"
+
+
+def _addmm_linear(x: torch.Tensor, weight_in_out: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """x @ W + b with W stored [in, out], exactly as transformers' Conv1D computes it."""
+    return torch.mm(x, weight_in_out) if bias is None else torch.addmm(bias, x, weight_in_out)
+
+
+def _onednn_linear(x: torch.Tensor, packed_weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """x @ W^T + b with W pre-packed into oneDNN's blocked layout (what torch.compile does on CPU)."""
+    return torch.ops.mkldnn._linear_pointwise(x, packed_weight, bias, "none", [], "")
+
+
+def _onednn_pack(weight_out_in: torch.Tensor) -> torch.Tensor | None:
+    """oneDNN's blocked copy of a [out, in] weight, or None where this torch build cannot do it."""
+    try:
+        return torch.ops.mkldnn._reorder_linear_weight(weight_out_in.contiguous(), 1)
+    except (AttributeError, RuntimeError, NotImplementedError):
+        return None
+
+
 class FlatCacheGPT2:
     """Greedy GPT-2 forward passes over flat, pre-allocated K/V buffers, written in place.
 
-    Reads the model's own weight tensors (never modifies them, never registers hooks) and runs the same
-    ops as transformers' GPT-2 with SDPA attention, so it picks the same tokens. What it drops is the
-    per-step work around the math: no cache object to grow (the buffers are sized once to max_len), no
-    attention mask to build (a one-token query may see every cached row, so slicing the buffer *is* the
-    mask), no model-output objects. The buffer holds K and V as [n_layer, 1, n_head, max_len, head_dim].
+    Reads the model's weights (never modifies them, never registers hooks) and runs transformers' GPT-2 math
+    with SDPA attention. What it drops is the per-step work around the math: no cache object to grow (the
+    buffers are sized once to max_len), no attention mask to build (a one-token query may see every cached
+    row, so slicing the buffer *is* the mask), no model-output objects. K and V live in
+    [n_layer, 1, n_head, max_len, head_dim] buffers.
+
+    prepack_weights: one-off copies of the weight matrices in the layout the CPU's GEMV kernel streams
+    fastest, as CPU inference engines do at load time: oneDNN's blocked layout when this torch build has it
+    (GEMV ~1.4x faster than MKL on GPT-2's matrices here), else just the LM head as [n_embd, vocab].
+    Without packing, the numbers match transformers' bit for bit; with it, to ~1e-5 (another kernel sums in
+    another order), and the benchmark checks that the tokens still match.
     """
 
-    def __init__(self, model: torch.nn.Module, max_len: int, prepack_lm_head: bool = True) -> None:
+    def __init__(self, model: torch.nn.Module, max_len: int, prepack_weights: bool = True) -> None:
         cfg = model.config
         transformer = model.transformer
         self.n_embd = cfg.n_embd
@@ -395,24 +427,47 @@ class FlatCacheGPT2:
         self.max_len = max_len
         self.wte = transformer.wte.weight  # (vocab, n_embd)
         self.wpe = transformer.wpe.weight  # (n_positions, n_embd)
+        weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+        matrices = [
+            (b.attn.c_attn, b.attn.c_proj, b.mlp.c_fc, b.mlp.c_proj) for b in transformer.h
+        ]  # Conv1D weights are [in, out]
+        with torch.no_grad():
+            packed = None
+            if prepack_weights and weight_bytes <= PREPACK_MAX_WEIGHT_BYTES:
+                packed = [[_onednn_pack(conv.weight.t()) for conv in layer] for layer in matrices]
+                lm_packed = _onednn_pack(model.lm_head.weight)
+                if lm_packed is None or any(w is None for layer in packed for w in layer):
+                    packed = None
+            if packed is not None:
+                self.linear = _onednn_linear
+                weights = packed
+                self.lm_head, self.lm_head_bias = lm_packed, None
+                self.weight_format = WEIGHTS_ONEDNN
+            else:
+                self.linear = _addmm_linear
+                weights = [[conv.weight for conv in layer] for layer in matrices]
+                self.lm_head_bias = None
+                if prepack_weights:  # MKL streams x @ W fastest when W is [n_embd, vocab]
+                    self.lm_head = model.lm_head.weight.t().contiguous()
+                    self.weight_format = WEIGHTS_LM_HEAD_TRANSPOSED
+                else:
+                    self.lm_head = model.lm_head.weight.t()  # a view: F.linear's own [vocab, n_embd] read
+                    self.weight_format = WEIGHTS_AS_STORED
         # One flat tuple per block, looked up once instead of through module attributes on every step.
         self.blocks = tuple(
             (
                 block.ln_1.weight, block.ln_1.bias,
-                block.attn.c_attn.weight, block.attn.c_attn.bias,  # Conv1D: (n_embd, 3 n_embd), x @ W + b
-                block.attn.c_proj.weight, block.attn.c_proj.bias,
+                w_qkv, block.attn.c_attn.bias,  # (n_embd, 3 n_embd) stored, or packed
+                w_o, block.attn.c_proj.bias,
                 block.ln_2.weight, block.ln_2.bias,
-                block.mlp.c_fc.weight, block.mlp.c_fc.bias,
-                block.mlp.c_proj.weight, block.mlp.c_proj.bias,
-                block.mlp.act,  # the model's own GELU, so the numbers match bit for bit
+                w_fc, block.mlp.c_fc.bias,
+                w_pr, block.mlp.c_proj.bias,
+                block.mlp.act,  # the model's own GELU
                 block.attn.scaling,
             )
-            for block in transformer.h
+            for block, (w_qkv, w_o, w_fc, w_pr) in zip(transformer.h, weights)
         )
         self.ln_f = (transformer.ln_f.weight, transformer.ln_f.bias)
-        # nn.Linear stores the LM head as (vocab, n_embd); MKL streams x @ W fastest when W is (n_embd, vocab).
-        self.lm_head = model.lm_head.weight
-        self.lm_head_in_out = self.lm_head.t().contiguous() if prepack_lm_head else None
         shape = (cfg.n_layer, 1, cfg.n_head, max_len, self.head_dim)
         dtype = self.wte.dtype
         self.keys = torch.zeros(shape, dtype=dtype)  # allocated once; every step writes one row in place
@@ -433,13 +488,13 @@ class FlatCacheGPT2:
         start, end = self.length, self.length + n_new
         if end > self.max_len or (start and n_new != 1):
             raise ValueError("FlatCacheGPT2 feeds a prompt into an empty cache, then one token at a time")
-        n_embd, n_head, head_dim, eps = self.n_embd, self.n_head, self.head_dim, self.eps
+        n_embd, n_head, head_dim, eps, linear = self.n_embd, self.n_head, self.head_dim, self.eps, self.linear
         x = self.wte[token_ids] + self.wpe[start:end]  # (T, n_embd)
         for layer, (w1, b1, w_qkv, b_qkv, w_o, b_o, w2, b2, w_fc, b_fc, w_pr, b_pr, act, scale) in enumerate(
             self.blocks
         ):
             h = F.layer_norm(x, (n_embd,), w1, b1, eps)
-            qkv = torch.addmm(b_qkv, h, w_qkv).view(n_new, 3, n_head, head_dim)  # (T, 3, H, D)
+            qkv = linear(h, w_qkv, b_qkv).view(n_new, 3, n_head, head_dim)  # (T, 3, H, D)
             keys, values = self.keys[layer], self.values[layer]  # (1, H, max_len, D) views
             keys[0, :, start:end] = qkv[:, 1].transpose(0, 1)  # written in place: nothing is reallocated
             values[0, :, start:end] = qkv[:, 2].transpose(0, 1)
@@ -447,14 +502,12 @@ class FlatCacheGPT2:
             attn = F.scaled_dot_product_attention(
                 query, keys[:, :, :end], values[:, :, :end], is_causal=n_new > 1, scale=scale
             )  # (1, H, T, D)
-            x = torch.addmm(b_o, attn[0].transpose(0, 1).reshape(n_new, n_embd), w_o) + x
+            x = linear(attn[0].transpose(0, 1).reshape(n_new, n_embd), w_o, b_o) + x
             h = F.layer_norm(x, (n_embd,), w2, b2, eps)
-            x = torch.addmm(b_pr, act(torch.addmm(b_fc, h, w_fc)), w_pr) + x
+            x = linear(act(linear(h, w_fc, b_fc)), w_pr, b_pr) + x
         self.length = end
         last = F.layer_norm(x[-1:], (n_embd,), self.ln_f[0], self.ln_f[1], eps)  # (1, n_embd)
-        if self.lm_head_in_out is not None:
-            return torch.mm(last, self.lm_head_in_out)
-        return F.linear(last, self.lm_head)
+        return linear(last, self.lm_head, self.lm_head_bias)  # (1, vocab)
 
 
 # ----- one timed run per mode ----------------------------------------------------------------------------
@@ -596,7 +649,7 @@ def _run_locked(loaded: LoadedModel, settings: BenchSettings, threads: int, prog
     model = loaded.model
     p, n = settings.prompt_len, settings.new_tokens
     prompt = prompt_token_ids(loaded, p)
-    engine = FlatCacheGPT2(model, max_len=p + n, prepack_lm_head=settings.prepack_lm_head)
+    engine = FlatCacheGPT2(model, max_len=p + n, prepack_weights=settings.prepack_weights)
     runners: dict[str, Callable[[int], RunTiming]] = {
         "no_cache": lambda tokens: run_no_cache(model, prompt, tokens),
         "dynamic": lambda tokens: run_dynamic(model, prompt, tokens),
@@ -641,6 +694,7 @@ def _run_locked(loaded: LoadedModel, settings: BenchSettings, threads: int, prog
         kv_bytes_per_token=roofline.kv_bytes_read_per_decode_token(
             info.n_layer, info.n_kv_heads, info.head_dim, engine.keys.element_size(), p, n
         ),
+        weight_format=engine.weight_format,
         op_ratio=op_ratio_curve(loaded, p, n),
     )
 

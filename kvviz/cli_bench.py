@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-generate-uncached", action="store_true", help="keep generate(use_cache=True), skip use_cache=False"
     )
     parser.add_argument(
-        "--no-prepack", action="store_true", help="pre-allocated mode: keep the LM head in its stored layout"
+        "--no-prepack", action="store_true", help="pre-allocated mode: use the weights as stored (no packed copies)"
     )
     parser.add_argument("--json", action="store_true", help="print the full results as JSON")
     parser.add_argument("--csv", metavar="PATH", help="also write every timed pass to a CSV file")
@@ -51,6 +51,7 @@ def format_report(result: bench.BenchResult) -> str:
         f"model: {result.model_label}",
         f"prompt {s.prompt_len} tokens, {s.new_tokens} new tokens, {s.repeats} repeats "
         f"(+{s.warmup} warm-up); {m.cpu}, {m.threads} threads, torch {m.torch_version}, {m.dtype}",
+        f"pre-allocated mode weights: {result.weight_format}",
         "",
         f"{'mode':<46} {'tok/s':>8} {'min-max':>15} {'decode tok/s':>13} {'x no cache':>11} {'tokens':>7}",
     ]
@@ -94,7 +95,7 @@ def main(argv: list[str]) -> int:
         threads=args.threads,
         include_generate=not args.no_generate,
         include_generate_no_cache=not (args.no_generate or args.no_generate_uncached),
-        prepack_lm_head=not args.no_prepack,
+        prepack_weights=not args.no_prepack,
     )
     try:
         bench.validate(settings, n_positions=10**9)  # lengths and counts first: no model load for a typo

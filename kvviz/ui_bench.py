@@ -75,7 +75,8 @@ def render_results(result: bench.BenchResult) -> None:
     st.caption(
         f"{result.model_label} · prompt {s.prompt_len} tokens, {s.new_tokens} new tokens, median of {s.repeats} "
         f"repeats (+{s.warmup} warm-up) · {m.cpu}, {m.physical_cores} cores, {m.threads} torch threads · "
-        f"torch {m.torch_version}, transformers {m.transformers_version} · {m.dtype}, {m.attn_implementation}"
+        f"torch {m.torch_version}, transformers {m.transformers_version} · {m.dtype}, {m.attn_implementation} · "
+        f"pre-allocated mode weights: {result.weight_format}"
     )
     if not result.all_tokens_match:
         st.warning("Some modes generated different tokens from the no-cache run (see the table).")

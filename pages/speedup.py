@@ -13,7 +13,8 @@ with st.expander("What you are seeing", expanded=False):
         "2. **DynamicCache**: transformers' default cache; each step feeds one token and *appends* its K/V rows "
         "(the tensors grow by concatenation).\n"
         "3. **Pre-allocated cache**: K/V buffers sized for the whole request once, written in place, with a lean "
-        "loop around them (how serving engines do it).\n\n"
+        "loop around them and the weights pre-packed once for the CPU's GEMV kernel (how inference engines do it; "
+        "untick *pre-pack* under Advanced to see the cache design alone).\n\n"
         "Dotted lines are plain `model.generate(use_cache=True/False)`, for reference. Token 1 is the "
         "**prefill** (the whole prompt in one pass), timed apart from the one-token **decode** steps.\n\n"
         "**Decode is memory-bound**: with a cache each step multiplies every weight matrix by one vector (GEMV), "
@@ -38,14 +39,15 @@ with st.form("bench_form"):
                                   help="Default: physical cores, at most 8.")
         warmup = a2.number_input("Warm-up runs", 0, 5, 1, key="bench_warmup")
         include_generate = st.checkbox("Also time model.generate (reference)", True, key="bench_generate")
-        prepack = st.checkbox("Pre-allocated mode: pre-pack the LM head for GEMV", True, key="bench_prepack")
+        prepack = st.checkbox("Pre-allocated mode: pre-pack weights for the GEMV kernel", True, key="bench_prepack",
+                              help="One-off weight copies in the layout the CPU kernel streams fastest.")
     submitted = st.form_submit_button("Run benchmark", type="primary", key="bench_run")
 st.caption("GPT-2 124M shape: about 30-60 s with the defaults on a 2-core laptop; the bundled model: seconds.")
 
 if submitted:
     settings = bench.BenchSettings(
         prompt_len=int(prompt_len), new_tokens=int(new_tokens), repeats=int(repeats), warmup=int(warmup),
-        threads=int(threads), include_generate=include_generate, prepack_lm_head=prepack,
+        threads=int(threads), include_generate=include_generate, prepack_weights=prepack,
     )
     try:
         loaded = ui.cached_model(spec, "sdpa")

@@ -54,7 +54,7 @@ def test_no_cache_tokens_are_the_models_greedy_tokens(sdpa_model, tiny_result):
 def test_preallocated_engine_matches_model_logits_and_cache(sdpa_model, prepack):
     model = sdpa_model.model
     prompt = bench.prompt_token_ids(sdpa_model, 7)
-    engine = bench.FlatCacheGPT2(model, max_len=12, prepack_lm_head=prepack)
+    engine = bench.FlatCacheGPT2(model, max_len=12, prepack_weights=prepack)
     cache = DynamicCache(config=model.config)
     with torch.inference_mode():
         ours = engine.forward(torch.tensor(prompt))
@@ -66,6 +66,7 @@ def test_preallocated_engine_matches_model_logits_and_cache(sdpa_model, prepack)
             theirs = model(input_ids=torch.tensor([[token]]), past_key_values=cache, use_cache=True).logits[:, -1]
             torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-4)
     assert engine.length == cache.get_seq_length() == 11
+    assert (engine.weight_format == bench.WEIGHTS_AS_STORED) == (not prepack)
     for layer, cached in enumerate(cache.layers):
         torch.testing.assert_close(engine.keys[layer, :, :, :11], cached.keys, rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(engine.values[layer, :, :, :11], cached.values, rtol=1e-5, atol=1e-5)
@@ -258,3 +259,11 @@ def test_cli_text_report(capsys):
 def test_cli_bad_input(capsys, argv, rc, message):
     assert cli_bench.main(argv) == rc
     assert message in capsys.readouterr().err
+
+
+def test_copy_bandwidth_measurement():
+    bandwidth = roofline.measure_copy_bandwidth(buffer_bytes=4 * 2**20, repeats=3)
+    assert 0 < bandwidth.bytes_per_s <= bandwidth.best_bytes_per_s
+    assert bandwidth.buffer_bytes == 4 * 2**20 and bandwidth.repeats == 3
+    with pytest.raises(ValueError):
+        roofline.measure_copy_bandwidth(buffer_bytes=1024)
