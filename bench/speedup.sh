@@ -15,5 +15,8 @@ python -m kvviz bench --model random:gpt2 --prompt-len "$P" --new-tokens "$N" --
   > "$OUT/gpt2_run1.json"
 python -m kvviz bench --model random:gpt2 --prompt-len "$P" --new-tokens "$N" --repeats "$R" --json \
   --no-generate-uncached > "$OUT/gpt2_run2.json"
+# Ablation: the same engine with the weights as stored (the cache design + lean loop alone, no packing).
+python -m kvviz bench --model random:gpt2 --prompt-len "$P" --new-tokens "$N" --repeats "$R" --json \
+  --no-generate-uncached --no-prepack > "$OUT/gpt2_no_prepack.json"
 python -m kvviz bench --model bundled --prompt-len "$P" --new-tokens "$N" --repeats "$R" --json > "$OUT/bundled.json"
-python bench/summarize.py "$OUT/gpt2_run1.json" "$OUT/gpt2_run2.json" "$OUT/bundled.json"
+python bench/summarize.py "$OUT/gpt2_run1.json" "$OUT/gpt2_run2.json" "$OUT/gpt2_no_prepack.json" "$OUT/bundled.json"

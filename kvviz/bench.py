@@ -56,6 +56,7 @@ MODE_LABELS: dict[str, str] = {
 CACHED_MODES: tuple[str, ...] = ("dynamic", "preallocated", "generate_cache")
 MAX_THREADS = 8  # beyond this, small GEMVs gain nothing and a shared server loses everything
 WARMUP_TOKENS = 8
+COPIES_PER_ROUND = 4  # bandwidth copies before the runs and after every round
 LOCK_WAIT_S = 600.0
 BENCH_PROMPT = (
     "ROMEO:\nBut soft, what light through yonder window breaks? It is the east, and Juliet is the sun.\n"
@@ -668,7 +669,9 @@ def _run_locked(loaded: LoadedModel, settings: BenchSettings, threads: int, prog
     total_cost = sum(cost(m, warm_tokens) * settings.warmup + cost(m, n) * settings.repeats for m in runners)
     done = 0.0
     progress(0.0, "Measuring memory bandwidth (a large copy)")
-    bandwidth = roofline.measure_copy_bandwidth()
+    # A few copies before the runs and a few in every round, like the modes: one busy moment of a shared
+    # machine cannot skew the roofline on its own.
+    copies = [roofline.measure_copy_bandwidth(repeats=COPIES_PER_ROUND)]
     for _ in range(settings.warmup):
         for mode, run in runners.items():
             progress(done / total_cost, f"Warm-up: {MODE_LABELS[mode]}")
@@ -680,6 +683,7 @@ def _run_locked(loaded: LoadedModel, settings: BenchSettings, threads: int, prog
             progress(done / total_cost, f"Repeat {repeat + 1}/{settings.repeats}: {MODE_LABELS[mode]}")
             timings[mode].append(run(n))
             done += cost(mode, n)
+        copies.append(roofline.measure_copy_bandwidth(repeats=COPIES_PER_ROUND))
     progress(1.0, "Done")
     info = loaded.info
     return BenchResult(
@@ -689,7 +693,7 @@ def _run_locked(loaded: LoadedModel, settings: BenchSettings, threads: int, prog
         prompt_ids=tuple(prompt),
         modes=tuple(ModeResult(mode, MODE_LABELS[mode], tuple(runs)) for mode, runs in timings.items()),
         machine=machine_info(loaded, threads),
-        bandwidth=bandwidth,
+        bandwidth=roofline.combine(copies),
         weight_bytes_per_token=roofline.weight_bytes_per_decode_token(model),
         kv_bytes_per_token=roofline.kv_bytes_read_per_decode_token(
             info.n_layer, info.n_kv_heads, info.head_dim, engine.keys.element_size(), p, n

@@ -36,6 +36,7 @@ class Bandwidth:
     buffer_bytes: int  # size of one of the two buffers
     repeats: int
     threads: int
+    rates: tuple[float, ...] = ()  # every copy, in the order measured
     method: str = "large copy, median of repeats (STREAM convention: read + write bytes)"
 
 
@@ -53,14 +54,25 @@ def measure_copy_bandwidth(buffer_bytes: int = COPY_BUFFER_BYTES, repeats: int =
         dst.copy_(src)
         elapsed_s = time.perf_counter() - began
         rates.append(2 * n_floats * 4 / elapsed_s)
-    rates.sort()
+    return _summarize(rates, n_floats * 4, torch.get_num_threads())
+
+
+def _summarize(rates: list[float], buffer_bytes: int, threads: int) -> Bandwidth:
+    ordered = sorted(rates)
     return Bandwidth(
-        bytes_per_s=rates[len(rates) // 2],
-        best_bytes_per_s=rates[-1],
-        buffer_bytes=n_floats * 4,
-        repeats=repeats,
-        threads=torch.get_num_threads(),
+        bytes_per_s=ordered[len(ordered) // 2],
+        best_bytes_per_s=ordered[-1],
+        buffer_bytes=buffer_bytes,
+        repeats=len(ordered),
+        threads=threads,
+        rates=tuple(rates),
     )
+
+
+def combine(measurements: list[Bandwidth]) -> Bandwidth:
+    """One Bandwidth from several measurements (e.g. one per benchmark round): the median of all copies."""
+    rates = [rate for m in measurements for rate in m.rates]
+    return _summarize(rates, measurements[0].buffer_bytes, measurements[0].threads)
 
 
 def weight_bytes_per_decode_token(model: torch.nn.Module) -> int:

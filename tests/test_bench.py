@@ -267,3 +267,9 @@ def test_copy_bandwidth_measurement():
     assert bandwidth.buffer_bytes == 4 * 2**20 and bandwidth.repeats == 3
     with pytest.raises(ValueError):
         roofline.measure_copy_bandwidth(buffer_bytes=1024)
+
+
+def test_bandwidth_is_combined_over_rounds(tiny_result):
+    bandwidth = tiny_result.bandwidth
+    assert bandwidth.repeats == len(bandwidth.rates) == bench.COPIES_PER_ROUND * (TINY.repeats + 1)
+    assert bandwidth.bytes_per_s == sorted(bandwidth.rates)[len(bandwidth.rates) // 2]
