@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from kvviz.stepping import StepEngine
 
 _warm_up_started = threading.Event()
+_router_rerun_done = threading.Event()
 
 # Interactive pages run one tiny forward pass per click, and Streamlit serves each session in its own thread.
 # Intra-op parallelism only adds hand-off cost there: on a 2-core machine with other work running, a decode
@@ -51,11 +52,13 @@ def ensure_router() -> None:
     legacy multipage mode (the "pages/ directory" sidebar, no app.py). Only a call to `st.navigation` clears
     that flag, so a first visit straight to /step_through would render without the router and its model
     picker. Every page calls this first: it clears the class flag and reruns, and the rerun goes through
-    app.py's `st.navigation` to the page the URL asked for.
+    app.py's `st.navigation` to the page the URL asked for. Once per process: Streamlit's AppTest resets the
+    flag before every run, and rerunning each time there would swallow the button click being tested.
     """
     from streamlit.runtime.pages_manager import PagesManager
 
-    if PagesManager.uses_pages_directory:
+    if PagesManager.uses_pages_directory and not _router_rerun_done.is_set():
+        _router_rerun_done.set()
         PagesManager.uses_pages_directory = False
         st.rerun()
 

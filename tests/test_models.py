@@ -82,3 +82,25 @@ def test_local_folder_is_loaded_and_bad_folders_are_explained(tmp_path, bundled)
 def test_bundled_info_from_disk_equals_the_loaded_models_info(bundled):
     """The home page describes the model without importing torch; the description must be the real one."""
     assert models.bundled_info("eager") == bundled.info
+
+
+def test_pretrained_name_is_found_in_the_hugging_face_cache(tmp_path):
+    """A user who has `gpt2` cached gets it by name, offline. The cache layout is the hub's own
+    (models--NAME/refs/main -> snapshots/<commit>/); huggingface_hub reads HF_HUB_CACHE at import, so the
+    lookup runs in a fresh interpreter. The weights placed there are the bundled model's."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    snapshot = tmp_path / "models--gpt2" / "snapshots" / "0123abcd"
+    shutil.copytree(models.BUNDLED_DIR, snapshot)
+    (tmp_path / "models--gpt2" / "refs").mkdir()
+    (tmp_path / "models--gpt2" / "refs" / "main").write_text("0123abcd")
+    code = "from kvviz.models import load_model; i = load_model('gpt2').info; print(i.kind, i.spec, i.n_params)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "HF_HUB_CACHE": str(tmp_path), "HF_HUB_OFFLINE": "1"}, cwd=models.BUNDLED_DIR.parents[2],
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["pretrained", "gpt2", str(models.bundled_info().n_params)]

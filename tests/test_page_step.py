@@ -101,3 +101,23 @@ def test_without_cache_section_reports_equal_results(step_page):
     at.button(key="step_btn_next").click().run()
     text = " ".join(m.value for m in at.markdown)
     assert "same next token: **yes**" in text
+
+
+def _sidebar_only() -> None:
+    """The sidebar picker alone. (AppTest re-runs app.py through Streamlit's legacy pages/ mode after its
+    first run, which skips app.py; a real server never does. So the picker is tested on its own.)"""
+    from kvviz import ui
+
+    ui.sidebar_model_picker()
+
+
+def test_sidebar_pretrained_lookup_offline_keeps_the_bundled_model_with_a_notice(fresh_streamlit_caches):
+    at = AppTest.from_function(_sidebar_only, default_timeout=APP_TIMEOUT_S)
+    at.run()
+    at.sidebar.radio(key="app_model_kind").set_value("Pretrained GPT-2 (name or local folder)").run()
+    at.sidebar.text_input(key="app_model_name").set_value("gpt2-xl").run()
+    at.sidebar.button(key="app_model_load").click().run()
+    assert not at.exception
+    assert any("offline" in w.value and "gpt2-xl" in w.value for w in at.sidebar.warning)
+    assert at.session_state["model_spec"] == "bundled"
+    assert "Bundled Tiny-Shakespeare GPT-2" in at.sidebar.caption[0].value
