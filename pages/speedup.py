@@ -5,6 +5,7 @@ import streamlit as st
 
 from kvviz import bench, models, ui, ui_bench
 
+ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Measured speed-up")
 with st.expander("What you are seeing", expanded=False):
     st.markdown(
