@@ -108,24 +108,32 @@ av[0].plotly_chart(figs.attention_bars(record.attention[layer, head], tokens, to
 av[1].plotly_chart(figs.next_token_bars([t.text for t in record.top_k], [t.prob for t in record.top_k],
                                         record.next_token_text), key="step_fig_next")
 
-with st.expander("All layers: every layer's cache grows by one row per step", expanded=False):
-    keys = [engine.layer_keys(i) for i in range(info.n_layer)]
-    st.plotly_chart(figs.layers_overview(keys, head, new_rows), key="step_fig_layers")
+# Expanders with on_change="rerun" know whether they are open: their figures are built only when shown,
+# which keeps a Next-token click fast (measured with bench/step_click.py).
+overview = st.expander("All layers: every layer's cache grows by one row per step", key="step_exp_layers",
+                       on_change="rerun")
+if overview.open:
+    with overview:
+        keys = [engine.layer_keys(i) for i in range(info.n_layer)]
+        st.plotly_chart(figs.layers_overview(keys, head, new_rows), key="step_fig_layers")
 
-with st.expander("Without the cache: recompute everything, get the same answer", expanded=False):
-    check = engine.check_without_cache()
-    st.markdown(
-        f"An uncached step feeds all **{check.recomputed_rows}** tokens again and recomputes every K and V row "
-        f"(outlined in red) in all {info.n_layer} layers, just to get the last position's logits.\n\n"
-        f"- max |logit difference| cached vs recomputed: **{check.max_abs_logit_diff:.2e}**\n"
-        f"- max |K difference| {check.max_abs_key_diff:.2e}, max |V difference| {check.max_abs_value_diff:.2e}\n"
-        f"- same next token: **{'yes' if check.same_next_token else 'no'}**\n\n"
-        "The differences are float32 rounding (summation order), not a different result: caching changes "
-        "speed, not answers."
-    )
-    st.plotly_chart(figs.cache_heatmap(engine.layer_keys(layer)[head], tokens, range(engine.cache_len),
-                                       f"K rows an uncached step recomputes (layer {layer}, head {head})",
-                                       highlight_color=figs.RECOMPUTED_COLOR), key="step_fig_uncached")
-    steps, with_cache, without_cache = step_view.cumulative_series(engine.records, info.n_layer, info.n_head)
-    st.plotly_chart(figs.growth_chart(steps, with_cache, without_cache, "query-key dot products"),
-                    key="step_fig_growth")
+uncached = st.expander("Without the cache: recompute everything, get the same answer", key="step_exp_uncached",
+                        on_change="rerun")
+if uncached.open:
+    with uncached:
+        check = engine.check_without_cache()
+        st.markdown(
+            f"An uncached step feeds all **{check.recomputed_rows}** tokens again and recomputes every K and V row "
+            f"(outlined in red) in all {info.n_layer} layers, just to get the last position's logits.\n\n"
+            f"- max |logit difference| cached vs recomputed: **{check.max_abs_logit_diff:.2e}**\n"
+            f"- max |K difference| {check.max_abs_key_diff:.2e}, max |V difference| {check.max_abs_value_diff:.2e}\n"
+            f"- same next token: **{'yes' if check.same_next_token else 'no'}**\n\n"
+            "The differences are float32 rounding (summation order), not a different result: caching changes "
+            "speed, not answers."
+        )
+        st.plotly_chart(figs.cache_heatmap(engine.layer_keys(layer)[head], tokens, range(engine.cache_len),
+                                           f"K rows an uncached step recomputes (layer {layer}, head {head})",
+                                           highlight_color=figs.RECOMPUTED_COLOR), key="step_fig_uncached")
+        steps, with_cache, without_cache = step_view.cumulative_series(engine.records, info.n_layer, info.n_head)
+        st.plotly_chart(figs.growth_chart(steps, with_cache, without_cache, "query-key dot products"),
+                        key="step_fig_growth")

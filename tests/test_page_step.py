@@ -95,10 +95,17 @@ def test_sampling_controls_change_the_engine(step_page):
     assert at.session_state["step_engine"].sampling.greedy is False
 
 
-def test_without_cache_section_reports_equal_results(step_page):
-    at = step_page
+def test_closed_sections_cost_nothing_and_open_ones_draw(fresh_streamlit_caches):
+    """The all-layers overview and the without-cache view are built only when their expander is open."""
+    at = AppTest.from_file(str(REPO / "pages" / "step_through.py"), default_timeout=APP_TIMEOUT_S)
+    at.run()
     at.button(key="step_btn_prefill").click().run()
+    closed_charts = len(at.get("plotly_chart"))
+    at.session_state["step_exp_uncached"] = True  # what clicking the expander open does
+    at.session_state["step_exp_layers"] = True
     at.button(key="step_btn_next").click().run()
+    assert not at.exception
+    assert len(at.get("plotly_chart")) == closed_charts + 3  # overview, recomputed rows, growth chart
     text = " ".join(m.value for m in at.markdown)
     assert "same next token: **yes**" in text
 
