@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvviz import ops
+from kvviz.figures.step import visible
 from kvviz.stepping import StepEngine, StepRecord, token_text
 
 
@@ -114,7 +115,7 @@ def strip_html(strip: list[StripToken]) -> str:
 
     spans = []
     for t in strip:
-        shown = html.escape(t.text).replace("\n", "↵").replace(" ", "·") or "∅"
+        shown = html.escape(visible(t.text))
         where = "next" if t.position is None else str(t.position)
         spans.append(
             f'<span title="{where}: {_ROLE_TITLE[t.role]}" style="{_ROLE_STYLE[t.role]};border-radius:4px;'

@@ -78,7 +78,8 @@ record = engine.records[-1]
 count = step_view.counters(engine.records, info.n_layer, info.n_head)
 m = st.columns(6)
 m[0].metric("Cache length", f"{engine.cache_len} tokens", delta=record.n_fed, help=f"limit: {info.n_positions}")
-m[1].metric("Cache bytes (real tensors)", f"{engine.cache_bytes:,} B", help=step_view.format_bytes(engine.cache_bytes))
+m[1].metric("Cache bytes", f"{engine.cache_bytes:,} B",
+            help=f"summed from the real K/V tensors: {step_view.format_bytes(engine.cache_bytes)}")
 m[2].metric("Dot products this step", f"{count.this_dot_products_cached:,}", help="query-key scores, with the cache")
 m[3].metric("...without cache", f"{count.this_dot_products_uncached:,}", help="the same step recomputing everything")
 m[4].metric("Dot products so far", f"{count.total_dot_products_cached:,}", help="since the prefill, with the cache")

@@ -70,7 +70,7 @@ def test_cache_bytes_metric_matches_the_shape_arithmetic(step_page, bundled):
     at.button(key="step_btn_play").click().run()
     info = bundled.info
     expected = 2 * info.n_layer * info.n_kv_heads * _cache_len(at) * info.head_dim * 4
-    assert _metric(at, "Cache bytes (real tensors)") == f"{expected:,} B"
+    assert _metric(at, "Cache bytes") == f"{expected:,} B"
 
 
 def test_bad_prompts_give_a_message_and_keep_the_page_alive(step_page):

@@ -17,8 +17,13 @@ HEATMAP_SCALE = "RdBu_r"
 MAX_TICK_LABELS = 40  # beyond this, label every n-th position so the axis stays readable
 
 
+def visible(token: str) -> str:
+    """Token text with its whitespace made visible, as in the token strip: space -> ·, newline -> ↵."""
+    return token.replace("\n", "↵").replace(" ", "·") or "∅"
+
+
 def _position_labels(tokens: Sequence[str]) -> list[str]:
-    return [f"{i}: {t!r}"[:24] for i, t in enumerate(tokens)]
+    return [f"{i}: {visible(t)}"[:24] for i, t in enumerate(tokens)]
 
 
 def cache_heatmap(
@@ -89,25 +94,25 @@ def attention_bars(weights: np.ndarray, tokens: Sequence[str], query_token: str)
     """The newest query's softmax weights over every cached position (they sum to 1)."""
     fig = go.Figure(
         go.Bar(
-            x=list(range(len(weights))), y=weights, customdata=list(tokens),
-            hovertemplate="position %{x}: %{customdata!r}<br>weight %{y:.3f}<extra></extra>",
+            x=list(range(len(weights))), y=weights, customdata=[visible(t) for t in tokens],
+            hovertemplate="position %{x}: %{customdata}<br>weight %{y:.3f}<extra></extra>",
             marker_color="#1f77b4",
         )
     )
     fig.update_layout(
-        title=f"Attention of the query for {query_token!r} over the {len(weights)} cached positions",
+        title=f"Attention of the query for '{visible(query_token)}' over the {len(weights)} cached positions",
         xaxis_title="cache position", yaxis_title="attention weight", yaxis_range=[0, 1],
         height=300, margin={"l": 10, "r": 10, "t": 40, "b": 10},
     )
     if len(tokens) <= MAX_TICK_LABELS:
-        fig.update_xaxes(tickmode="array", tickvals=list(range(len(tokens))), ticktext=[repr(t)[1:-1] for t in tokens],
+        fig.update_xaxes(tickmode="array", tickvals=list(range(len(tokens))), ticktext=[visible(t) for t in tokens],
                          tickangle=-60)
     return fig
 
 
 def next_token_bars(texts: Sequence[str], probs: Sequence[float], chosen: str) -> go.Figure:
     """Top-k next-token probabilities, most likely on top; the chosen token in orange."""
-    labels = [repr(t) for t in texts]
+    labels = [f"'{visible(t)}'" for t in texts]
     colors = [NEW_ROW_COLOR if t == chosen else "#7f7f7f" for t in texts]
     fig = go.Figure(go.Bar(x=list(probs)[::-1], y=labels[::-1], orientation="h", marker_color=colors[::-1],
                            hovertemplate="%{y}: %{x:.3f}<extra></extra>"))
