@@ -202,6 +202,20 @@ class PassCounts:
 ZERO = PassCounts(0, 0, 0, 0, 0, 0, 0, 0)
 
 
+def _counts(shape: ModelShape, tokens_fed: int, dots: int, lm_positions: int) -> PassCounts:
+    """Every component from three numbers: tokens through the weights, attention dot products, logit rows."""
+    return PassCounts(
+        tokens_fed=tokens_fed,
+        attention_dot_products=dots,
+        qkv_proj=tokens_fed * shape.qkv_ops_per_token,
+        attn_scores=dots * shape.head_dim,
+        attn_values=dots * shape.head_dim,
+        out_proj=tokens_fed * shape.out_proj_ops_per_token,
+        mlp=tokens_fed * shape.mlp_ops_per_token,
+        lm_head=lm_positions * shape.lm_head_ops_per_position,
+    )
+
+
 def forward_pass_counts(
     shape: ModelShape,
     cached_len_before: int,
@@ -221,16 +235,7 @@ def forward_pass_counts(
     tokens_fed = n if cached else c + n
     count = attention_dot_products_dense if dense else attention_dot_products
     dots = count(shape.n_layer, shape.n_head, c, n, cached)
-    return PassCounts(
-        tokens_fed=tokens_fed,
-        attention_dot_products=dots,
-        qkv_proj=tokens_fed * shape.qkv_ops_per_token,
-        attn_scores=dots * shape.head_dim,
-        attn_values=dots * shape.head_dim,
-        out_proj=tokens_fed * shape.out_proj_ops_per_token,
-        mlp=tokens_fed * shape.mlp_ops_per_token,
-        lm_head=(tokens_fed if lm_head_all_positions else 1) * shape.lm_head_ops_per_position,
-    )
+    return _counts(shape, tokens_fed, dots, tokens_fed if lm_head_all_positions else 1)
 
 
 @dataclass(frozen=True)
@@ -301,17 +306,7 @@ def generation_totals(
     uncached_tokens = p + _sum_k(p + 1, p + n - 1)
 
     def build(tokens: int, dots: int) -> PassCounts:
-        lm_positions = tokens if lm_head_all_positions else n
-        return PassCounts(
-            tokens_fed=tokens,
-            attention_dot_products=dots,
-            qkv_proj=tokens * shape.qkv_ops_per_token,
-            attn_scores=dots * shape.head_dim,
-            attn_values=dots * shape.head_dim,
-            out_proj=tokens * shape.out_proj_ops_per_token,
-            mlp=tokens * shape.mlp_ops_per_token,
-            lm_head=lm_positions * shape.lm_head_ops_per_position,
-        )
+        return _counts(shape, tokens, dots, tokens if lm_head_all_positions else n)
 
     return build(cached_tokens, cached_dots), build(uncached_tokens, uncached_dots)
 
