@@ -14,6 +14,8 @@ in real engines: `crop_cache(cache, n)` keeps positions 0..n-1.
 """
 from __future__ import annotations
 
+import functools
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -107,6 +109,7 @@ def token_text(tokenizer, token_id: int) -> str:
     return text
 
 
+@functools.lru_cache(maxsize=1)
 def _gpt2_byte_decoder() -> dict[str, int]:
     """GPT-2's byte <-> printable-character table (bytes_to_unicode), inverted."""
     printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
@@ -248,8 +251,6 @@ class StepEngine:
     # ----- the forward pass ----------------------------------------------------------------------------
     @torch.inference_mode()
     def _forward(self, ids: list[int], kind: str) -> StepRecord:
-        import time
-
         start = self.cache_len
         input_ids = torch.tensor([ids], dtype=torch.long)  # (1, N)
         began = time.perf_counter()
