@@ -15,7 +15,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from kvviz import memory
+from kvviz import config_import, memory
 from kvviz.presets import PRESETS, get_preset
 
 DEFAULT_CONTEXT = 4096
@@ -67,7 +67,7 @@ def config_from_args(args: argparse.Namespace) -> tuple[memory.KVConfig, list[st
             text = args.config.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise memory.MemoryInputError(f"cannot read {args.config}: {exc}") from None
-        imported = memory.parse_hf_config(text)
+        imported = config_import.parse_hf_config(text)
         cfg = imported.config
         notes.append("used from config.json: " + ", ".join(f"{k}={v}" for k, v in imported.used.items()))
         notes += [f"missing: {m}" for m in imported.missing]

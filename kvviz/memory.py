@@ -1,4 +1,6 @@
-"""KV-cache byte arithmetic: exact integer bytes for any attention layout, config import, what-fits solver.
+"""KV-cache byte arithmetic: exact integer bytes for any attention layout, and the one byte formatter.
+
+What fits on a GPU and paged allocation live in kvviz.capacity; config.json import in kvviz.config_import.
 
 What one layer stores for one token (elements; bytes = elements x dtype bits / 8, plus quantization overhead):
 
@@ -19,7 +21,6 @@ overhead. 1 KiB = 1024 bytes, 1 MiB = 2**20, 1 GiB = 2**30; 1 GB = 10**9 bytes.
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -315,223 +316,6 @@ def short_bytes(n_bytes: int) -> str:
     return f"{n_bytes:,} B"
 
 
-# ----- what fits -----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class FitResult:
-    free_bytes: int  # GPU memory - weights - reserve (may be negative: nothing fits)
-    max_context: int  # longest context at the given batch (0 if not even one token fits)
-    max_batch: int  # most sequences at the given context (0 if not one)
-    context_capped: bool  # True when max_context hit the search cap (a window makes the cache bounded)
-
-
-def free_bytes(gpu_bytes: int, weight_bytes: int, reserve_bytes: int) -> int:
-    return gpu_bytes - weight_bytes - reserve_bytes
-
-
-def max_context(config: KVConfig, batch: int, available_bytes: int, cap: int = LIMITS["context_len"]) -> int:
-    """Largest context whose cache fits in available_bytes (binary search; kv_bytes is non-decreasing)."""
-    if available_bytes < kv_bytes(config, 1, batch):
-        return 0
-    if kv_bytes(config, cap, batch) <= available_bytes:
-        return cap
-    lo, hi = 1, cap  # invariant: fits(lo), not fits(hi)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if kv_bytes(config, mid, batch) <= available_bytes:
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
-def max_batch(config: KVConfig, context_len: int, available_bytes: int) -> int:
-    per_sequence = kv_bytes(config, context_len, 1)
-    if available_bytes <= 0:
-        return 0
-    return LIMITS["batch"] if per_sequence == 0 else min(available_bytes // per_sequence, LIMITS["batch"])
-
-
-def what_fits(
-    config: KVConfig, gpu_bytes: int, weight_bytes: int, reserve_bytes: int, batch: int, context_len: int
-) -> FitResult:
-    for name, v in (("GPU memory", gpu_bytes), ("weight bytes", weight_bytes), ("reserve", reserve_bytes)):
-        check_int(name, v, lo=0, hi=2**60)
-    available = free_bytes(gpu_bytes, weight_bytes, reserve_bytes)
-    ctx = max_context(config, batch, available) if available > 0 else 0
-    return FitResult(available, ctx, max_batch(config, context_len, available), ctx == LIMITS["context_len"])
-
-
-# ----- paged (vLLM-style) vs flat pre-allocation ------------------------------------------------------------
-@dataclass(frozen=True)
-class PagedView:
-    block_tokens: int
-    blocks_per_sequence: int
-    waste_tokens_last_block: int  # per sequence: slots allocated in the last block but not used
-    paged_bytes: int  # whole batch, blocks x block_tokens x bytes/token
-    flat_bytes: int  # whole batch, every sequence pre-allocated at max_len
-    used_bytes: int  # whole batch, exactly context tokens
-
-
-def paged_view(config: KVConfig, context_len: int, batch: int, block_tokens: int, max_len: int) -> PagedView:
-    """Blocks of block_tokens tokens (PagedAttention, Kwon et al. 2023, arXiv:2309.06180) vs a flat buffer of
-    max_len per sequence. Global-attention layout assumed (a window would cap both)."""
-    check_int("block_tokens", block_tokens, hi=2**20)
-    check_int("context_len", context_len)
-    check_int("max_len", max_len, hi=LIMITS["context_len"])
-    if max_len < context_len:
-        raise MemoryInputError(f"the pre-allocated length ({max_len:,}) is shorter than the context ({context_len:,})")
-    blocks = -(-context_len // block_tokens)
-    full = replace(config, window=None, local_per_global=None)
-    return PagedView(
-        block_tokens=block_tokens,
-        blocks_per_sequence=blocks,
-        waste_tokens_last_block=blocks * block_tokens - context_len,
-        paged_bytes=kv_bytes(full, blocks * block_tokens, batch),
-        flat_bytes=kv_bytes(full, max_len, batch),
-        used_bytes=kv_bytes(full, context_len, batch),
-    )
-
-
-# ----- Hugging Face config.json import ----------------------------------------------------------------------
-@dataclass(frozen=True)
-class ImportedConfig:
-    config: KVConfig
-    used: dict[str, Any]  # config.json field -> value, for every field that fed the calculator
-    missing: tuple[str, ...]  # what we looked for and did not find, with the default we took
-    max_context: int | None
-    extras: dict[str, int]  # n_embd, d_ff, vocab_size when present (for op counts)
-
-
-_FIELDS = {
-    "n_layer": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
-    "n_head": ("num_attention_heads", "n_head", "num_heads"),
-    "n_kv_heads": ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num"),
-    "head_dim": ("head_dim", "kv_channels"),
-    "hidden": ("hidden_size", "n_embd", "d_model", "dim"),
-    "max_context": ("max_position_embeddings", "n_positions", "n_ctx", "max_sequence_length", "seq_length"),
-    "d_ff": ("intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size"),
-    "vocab_size": ("vocab_size", "padded_vocab_size"),
-}
-
-
-def _first(cfg: dict[str, Any], names: tuple[str, ...], used: dict[str, Any]) -> Any:
-    for n in names:
-        if cfg.get(n) is not None:
-            used[n] = cfg[n]
-            return cfg[n]
-    return None
-
-
-def parse_hf_config(text_or_dict: str | bytes | dict[str, Any], dtype: str | None = None) -> ImportedConfig:
-    """Read the cache layout from a Hugging Face config.json (text, bytes or dict).
-
-    Raises MemoryInputError for non-JSON, non-object JSON, or JSON that is not a transformer config.
-    Multimodal configs (Gemma 3, LLaVA) are read from their `text_config`.
-    """
-    if isinstance(text_or_dict, dict):
-        raw = text_or_dict
-    else:
-        try:
-            raw = json.loads(text_or_dict)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise MemoryInputError(f"this is not valid JSON ({exc}); paste the model's config.json") from None
-    if not isinstance(raw, dict):
-        raise MemoryInputError("config.json must be a JSON object ({...}), not a list or a single value")
-    cfg = dict(raw)
-    used: dict[str, Any] = {}
-    missing: list[str] = []
-    if isinstance(cfg.get("text_config"), dict):
-        used["text_config"] = "(read the language model's fields from here)"
-        cfg = {**cfg, **cfg["text_config"]}
-    n_layer = _first(cfg, _FIELDS["n_layer"], used)
-    n_head = _first(cfg, _FIELDS["n_head"], used)
-    if n_layer is None or n_head is None:
-        raise MemoryInputError(
-            "this JSON does not look like a transformer config.json: it has no number of layers "
-            "(num_hidden_layers / n_layer) or no number of attention heads (num_attention_heads / n_head)"
-        )
-    n_kv = _first(cfg, _FIELDS["n_kv_heads"], used)
-    if n_kv is None and cfg.get("multi_query"):
-        used["multi_query"] = True
-        n_kv = 1
-    if n_kv is None:
-        missing.append("num_key_value_heads (took n_head: plain multi-head attention)")
-        n_kv = n_head
-    head_dim = _first(cfg, _FIELDS["head_dim"], used)
-    hidden = _first(cfg, _FIELDS["hidden"], used)
-    if head_dim is None:
-        if hidden is None:
-            raise MemoryInputError("config.json has neither head_dim nor hidden_size, so the head size is unknown")
-        missing.append("head_dim (took hidden_size / num_attention_heads)")
-        head_dim = head_dim_from_hidden(check_int("hidden_size", hidden, hi=10**7), check_int("n_head", n_head))
-    mla_rank = cfg.get("kv_lora_rank") or 0
-    mla_rope = cfg.get("qk_rope_head_dim") or 0
-    if mla_rank:
-        used["kv_lora_rank"] = mla_rank
-        used["qk_rope_head_dim"] = mla_rope
-    window, pattern = _window_fields(cfg, used, missing, n_layer)
-    dt = dtype
-    if dt is None:
-        found = _first(cfg, ("torch_dtype", "dtype"), used)
-        if found is None:
-            missing.append("torch_dtype (took bf16)")
-        dt = found or "bf16"
-        try:
-            resolve_dtype(dt)
-        except MemoryInputError:
-            missing.append(f"dtype {dt!r} is not a cache dtype kvviz knows (took bf16)")
-            dt = "bf16"
-    max_ctx = _first(cfg, _FIELDS["max_context"], used)
-    if max_ctx is None:
-        missing.append("max_position_embeddings (context limit unknown)")
-    extras = {}
-    for key in ("d_ff", "vocab_size"):
-        value = _first(cfg, _FIELDS[key], used)
-        if value is not None:
-            extras[key] = value
-    if hidden is not None:
-        extras["n_embd"] = hidden
-    name = cfg.get("_name_or_path") or cfg.get("model_type") or "imported config"
-    config = KVConfig(
-        n_layer=n_layer, n_head=n_head, n_kv_heads=n_kv, head_dim=head_dim, dtype=dt,
-        mla_latent_rank=mla_rank, mla_rope_dim=mla_rope, window=window, local_per_global=pattern, name=str(name),
-    )
-    return ImportedConfig(config, used, tuple(missing), max_ctx if isinstance(max_ctx, int) else None, extras)
-
-
-def _window_fields(
-    cfg: dict[str, Any], used: dict[str, Any], missing: list[str], n_layer: Any
-) -> tuple[int | None, int | None]:
-    """(window, local_per_global) from sliding_window + use_sliding_window / sliding_window_pattern / layer_types."""
-    window = cfg.get("sliding_window")
-    if window is None or cfg.get("use_sliding_window") is False:
-        if window is not None:
-            used["use_sliding_window"] = False  # Qwen2 configs carry a window they do not use
-        return None, None
-    used["sliding_window"] = window
-    if isinstance(cfg.get("layer_types"), list):
-        types = cfg["layer_types"]
-        used["layer_types"] = f"list of {len(types)}"
-        if all(t == "sliding_attention" for t in types):
-            return window, None
-        if "sliding_attention" not in types:
-            return None, None
-        first_global = types.index("full_attention") if "full_attention" in types else len(types)
-        probe = KVConfig(1, 1, 1, 1, window=window, local_per_global=first_global)
-        expected = ["full_attention" if probe.layer_window(i) is None else "sliding_attention" for i in range(len(types))]
-        if types == expected:
-            return window, first_global
-        missing.append("layer_types is not a regular N local : 1 global pattern (took its first period)")
-        return window, first_global
-    if cfg.get("sliding_window_pattern"):
-        used["sliding_window_pattern"] = cfg["sliding_window_pattern"]
-        return window, int(cfg["sliding_window_pattern"]) - 1
-    if cfg.get("model_type") == "gemma2":
-        used["model_type"] = "gemma2 (alternates local and global layers)"
-        return window, 1
-    return window, None
-
-
 # ----- textbook figures, checked ----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PublishedFigure:
@@ -576,3 +360,20 @@ def check_figure(fig: PublishedFigure, config: KVConfig, tolerance: float = 0.05
         return FigureCheck(fig, actual, f"correct if {fig.claimed_unit} means binary units", arithmetic)
     factor = fig.claimed * binary / actual
     return FigureCheck(fig, actual, "wrong", f"{arithmetic}; the printed figure is {factor:.3g}x that")
+
+
+# ----- names that moved (kept importable from here while callers move) ----------------------------------------
+_MOVED = {
+    "FitResult": "kvviz.capacity", "free_bytes": "kvviz.capacity", "max_context": "kvviz.capacity",
+    "max_batch": "kvviz.capacity", "what_fits": "kvviz.capacity", "PagedView": "kvviz.capacity",
+    "paged_view": "kvviz.capacity", "ImportedConfig": "kvviz.config_import", "parse_hf_config": "kvviz.config_import",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """PEP 562: `memory.what_fits` etc. still resolve, imported lazily (no import cycle)."""
+    if name in _MOVED:
+        import importlib
+
+        return getattr(importlib.import_module(_MOVED[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

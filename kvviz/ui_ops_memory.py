@@ -11,7 +11,7 @@ from typing import Any
 
 import streamlit as st
 
-from kvviz import memory, ops, ui
+from kvviz import config_import, memory, ops, ui
 from kvviz.presets import GPUS, PRESETS, get_preset, ops_presets
 from kvviz.stepping import StepEngine
 
@@ -168,7 +168,7 @@ def apply_import() -> None:
     try:
         if not text or not str(text).strip():
             raise memory.MemoryInputError("nothing to import: upload a config.json or paste its text")
-        imported = memory.parse_hf_config(text)
+        imported = config_import.parse_hf_config(text)
     except memory.MemoryInputError as exc:
         st.session_state["mem_import_report"] = ("error", str(exc))
         return

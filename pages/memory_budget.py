@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from kvviz import memory, ui
+from kvviz import capacity, memory, ui
 from kvviz import ui_ops_memory as uim
 from kvviz.figures import memory as figs
 from kvviz.presets import GPUS, PRESETS, PUBLISHED_FIGURES, get_preset
@@ -80,7 +80,7 @@ def calculator() -> None:
             reserve = uim.int_input("Reserve (MiB)", "mem_reserve_mib", 0, 10**9, help="activations, CUDA context...")
         gpu_bytes = gib * memory.GIB if gib else GPUS[gpu].memory_bytes
         weights = -(-params * memory.DTYPES[wdt].bits // 8)
-        fit = memory.what_fits(cfg, gpu_bytes, weights, reserve * memory.MIB, batch, context)
+        fit = capacity.what_fits(cfg, gpu_bytes, weights, reserve * memory.MIB, batch, context)
         st.markdown(
             f"GPU {memory.format_bytes(gpu_bytes)} - weights {memory.format_bytes(weights)} - reserve "
             f"{reserve:,} MiB = **{memory.format_bytes(fit.free_bytes) if fit.free_bytes > 0 else 'nothing'}** for the cache."
@@ -97,7 +97,7 @@ def calculator() -> None:
         with p[1]:
             max_len = uim.int_input("Flat buffer: pre-allocated length", "mem_maxlen", 1, memory.LIMITS["context_len"])
         try:
-            view = memory.paged_view(cfg, context, batch, block, max_len)
+            view = capacity.paged_view(cfg, context, batch, block, max_len)
         except memory.MemoryInputError as exc:
             st.warning(str(exc))
         else:

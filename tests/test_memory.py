@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvviz import memory
+from kvviz import capacity, config_import, memory
 from kvviz.memory import GIB, KVConfig, MemoryInputError
 from kvviz.presets import GPUS, PRESETS, PUBLISHED_FIGURES, get_preset
 from kvviz.stepping import StepEngine
@@ -131,30 +131,30 @@ def test_import_llama_style_config():
     cfg = {"model_type": "llama", "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
            "hidden_size": 4096, "torch_dtype": "bfloat16", "max_position_embeddings": 8192,
            "intermediate_size": 14336, "vocab_size": 128256}
-    imported = memory.parse_hf_config(json.dumps(cfg))
+    imported = config_import.parse_hf_config(json.dumps(cfg))
     assert imported.config.bytes_per_token == 131_072
     assert imported.used["num_key_value_heads"] == 8 and imported.max_context == 8192
     assert any("head_dim" in m for m in imported.missing)  # derived from hidden_size, and said so
 
 
 def test_import_gpt2_mqa_gemma3_deepseek_qwen():
-    gpt2 = memory.parse_hf_config({"n_layer": 12, "n_head": 12, "n_embd": 768, "n_positions": 1024})
+    gpt2 = config_import.parse_hf_config({"n_layer": 12, "n_head": 12, "n_embd": 768, "n_positions": 1024})
     assert gpt2.config.n_kv_heads == 12 and any("num_key_value_heads" in m for m in gpt2.missing)
-    falcon = memory.parse_hf_config({"num_hidden_layers": 32, "num_attention_heads": 71, "hidden_size": 4544,
+    falcon = config_import.parse_hf_config({"num_hidden_layers": 32, "num_attention_heads": 71, "hidden_size": 4544,
                                      "multi_query": True, "head_dim": 64})
     assert falcon.config.n_kv_heads == 1
-    gemma = memory.parse_hf_config({"model_type": "gemma3", "text_config": {
+    gemma = config_import.parse_hf_config({"model_type": "gemma3", "text_config": {
         "num_hidden_layers": 34, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
         "sliding_window": 1024, "sliding_window_pattern": 6}})
     assert gemma.config == replace(get_preset("gemma-3-4b").kv, name=gemma.config.name)
     types = ["sliding_attention"] * 5 + ["full_attention"]
-    gemma_lt = memory.parse_hf_config({"num_hidden_layers": 12, "num_attention_heads": 8, "head_dim": 256,
+    gemma_lt = config_import.parse_hf_config({"num_hidden_layers": 12, "num_attention_heads": 8, "head_dim": 256,
                                        "sliding_window": 512, "layer_types": types * 2})
     assert gemma_lt.config.local_per_global == 5 and gemma_lt.config.n_global_layers == 2
-    ds = memory.parse_hf_config({"num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128,
+    ds = config_import.parse_hf_config({"num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128,
                                  "hidden_size": 7168, "kv_lora_rank": 512, "qk_rope_head_dim": 64})
     assert ds.config.is_mla and ds.config.bytes_per_token == get_preset("deepseek-v3").kv.bytes_per_token
-    qwen = memory.parse_hf_config({"num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
+    qwen = config_import.parse_hf_config({"num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
                                    "hidden_size": 3584, "sliding_window": 131072, "use_sliding_window": False})
     assert qwen.config.window is None
 
@@ -172,7 +172,7 @@ def test_import_gpt2_mqa_gemma3_deepseek_qwen():
 )
 def test_bad_config_json(text, message):
     with pytest.raises(MemoryInputError, match=message):
-        memory.parse_hf_config(text)
+        config_import.parse_hf_config(text)
 
 
 # ----- what fits, paging ---------------------------------------------------------------------------------------
@@ -180,23 +180,23 @@ def test_what_fits_is_the_exact_boundary():
     cfg = get_preset("llama-3-8b").kv
     gpu = GPUS["NVIDIA A100 80GB"].memory_bytes
     weights = get_preset("llama-3-8b").n_params * 2
-    fit = memory.what_fits(cfg, gpu, weights, 2 * GIB, batch=4, context_len=8192)
+    fit = capacity.what_fits(cfg, gpu, weights, 2 * GIB, batch=4, context_len=8192)
     assert memory.kv_bytes(cfg, fit.max_context, 4) <= fit.free_bytes < memory.kv_bytes(cfg, fit.max_context + 1, 4)
     assert memory.kv_bytes(cfg, 8192, fit.max_batch) <= fit.free_bytes < memory.kv_bytes(cfg, 8192, fit.max_batch + 1)
-    nothing = memory.what_fits(cfg, 8 * GIB, weights, 0, batch=1, context_len=8192)
+    nothing = capacity.what_fits(cfg, 8 * GIB, weights, 0, batch=1, context_len=8192)
     assert nothing.free_bytes < 0 and nothing.max_context == 0 and nothing.max_batch == 0
-    windowed = memory.what_fits(get_preset("mistral-7b").kv, gpu, weights, 0, batch=1, context_len=4096)
+    windowed = capacity.what_fits(get_preset("mistral-7b").kv, gpu, weights, 0, batch=1, context_len=4096)
     assert windowed.context_capped  # a rolling buffer never grows past the window
 
 
 def test_paged_view():
     cfg = get_preset("gpt2").kv
-    view = memory.paged_view(cfg, context_len=1000, batch=2, block_tokens=16, max_len=1024)
+    view = capacity.paged_view(cfg, context_len=1000, batch=2, block_tokens=16, max_len=1024)
     assert view.blocks_per_sequence == 63 and view.waste_tokens_last_block == 8
     assert view.paged_bytes == 2 * 1008 * 73_728 and view.flat_bytes == 2 * 1024 * 73_728
     assert view.used_bytes == 2 * 1000 * 73_728
     with pytest.raises(MemoryInputError, match="shorter"):
-        memory.paged_view(cfg, 1000, 1, 16, max_len=999)
+        capacity.paged_view(cfg, 1000, 1, 16, max_len=999)
 
 
 # ----- presets and published figures ---------------------------------------------------------------------------

@@ -8,7 +8,8 @@ from typing import Sequence
 
 import plotly.graph_objects as go
 
-from kvviz.memory import GIB, KVBudget, KVConfig, MIB, PagedView, kv_bytes
+from kvviz.capacity import PagedView
+from kvviz.memory import GIB, KVBudget, KVConfig, MIB, kv_bytes
 
 
 def context_grid(max_context: int, points: int = 120) -> list[int]:
