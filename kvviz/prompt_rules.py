@@ -1,0 +1,65 @@
+"""The one place kvviz checks a prompt and a bounded integer input (torch-free, UI-free).
+
+One policy for prompts: refuse with a one-line message that says what to change. A prompt is never
+truncated silently; a caller that wants to cut a prompt must show the cut itself.
+
+    check_prompt(tokenizer, text, max_tokens)        -> token ids, or PromptError("The prompt is 1100 tokens, ...")
+    check_int_in_range(value, lo, hi, "block size")  -> int, or ValueError("block size must be between 1 and 64 ...")
+    check_float_in_range(value, lo, hi, "temperature") -> float, or ValueError(...)
+
+`error=` lets a module raise its own ValueError subclass (e.g. PrefixError) with the same wording, so a page
+can keep catching the error of the module it calls.
+"""
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+
+
+class PromptError(ValueError):
+    """The prompt cannot be used; the message tells the user what to change."""
+
+
+def check_prompt(tokenizer, text: str | None, max_tokens: int, what: str = "prompt", *, new_tokens: int = 0,
+                 error: type[ValueError] = PromptError) -> list[int]:
+    """Token ids of `text`, or `error` with a one-line message when it is empty or too long.
+
+    max_tokens: the model's positions (its context limit). new_tokens: positions the caller will still
+    generate after the prompt, so the prompt may use at most max_tokens - new_tokens of them.
+    """
+    if text is not None and not isinstance(text, str):
+        raise error(f"The {what} must be text (got {type(text).__name__}).")
+    if text is None or not text.strip():
+        raise error(f"The {what} is empty (or only spaces and line breaks): type a few words, for example ROMEO:")
+    ids = list(tokenizer(text).input_ids)
+    room = max_tokens - new_tokens
+    if len(ids) > room:
+        extra = f" minus the {new_tokens} tokens still to generate" if new_tokens else ""
+        raise error(
+            f"The {what} is {len(ids)} tokens, but this model has only {max_tokens} positions (its context limit)"
+            f"{extra}. Shorten it by at least {len(ids) - room} tokens."
+        )
+    return ids
+
+
+def check_int_in_range(value, lo: int, hi: int, name: str, *, error: type[ValueError] = ValueError) -> int:
+    """`value` as an int if it is a whole number in [lo, hi]; otherwise `error` naming `name` and the range.
+
+    Accepts Python/numpy integers and floats that are whole (3.0); refuses bools, NaN, 2.5 and text.
+    """
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise error(f"{name} must be a whole number between {lo:,} and {hi:,} (got {value!r})")
+    if not isinstance(value, Integral):
+        if not math.isfinite(value) or not float(value).is_integer():
+            raise error(f"{name} must be a whole number between {lo:,} and {hi:,} (got {value!r})")
+    number = int(value)
+    if not lo <= number <= hi:
+        raise error(f"{name} must be between {lo:,} and {hi:,} (got {number:,})")
+    return number
+
+
+def check_float_in_range(value, lo: float, hi: float, name: str, *, error: type[ValueError] = ValueError) -> float:
+    """`value` as a float if it is a finite number in [lo, hi]; otherwise `error` naming `name` and the range."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value) or not lo <= value <= hi:
+        raise error(f"{name} must be between {lo:g} and {hi:g} (got {value!r})")
+    return float(value)
