@@ -116,6 +116,7 @@ class KVConfig:
     local_per_global: int | None = None  # hybrid: N local layers then 1 global, repeating; None = all local
     quant_group_size: int = DEFAULT_QUANT_GROUP
     name: str = "custom"
+    first_windowed_layer: int = 0  # Qwen2 `max_window_layers`: layers below this index are global
 
     def __post_init__(self) -> None:
         for f in ("n_layer", "n_head", "n_kv_heads", "head_dim"):
@@ -136,6 +137,9 @@ class KVConfig:
             check_int("local_per_global", self.local_per_global, lo=0, hi=10_000)
             if self.window is None:
                 raise MemoryInputError("a local:global layer pattern needs a sliding window size")
+        check_int("first_windowed_layer", self.first_windowed_layer, lo=0, hi=LIMITS["n_layer"])
+        if self.first_windowed_layer and (self.window is None or self.local_per_global is not None):
+            raise MemoryInputError("first_windowed_layer needs a sliding window on every layer from that index on")
         check_int("quant_group_size", self.quant_group_size)
 
     @property
@@ -153,7 +157,8 @@ class KVConfig:
         else:
             kind = "GQA"
         if self.window is not None:
-            kind += " + sliding window" if self.local_per_global is None else (
+            kind += (f" + sliding window from layer {self.first_windowed_layer}" if self.first_windowed_layer
+                     else " + sliding window") if self.local_per_global is None else (
                 f" + hybrid {self.local_per_global} local : 1 global"
             )
         return kind
@@ -166,7 +171,7 @@ class KVConfig:
         if self.window is None:
             return None
         if self.local_per_global is None:
-            return self.window
+            return None if layer < self.first_windowed_layer else self.window
         return None if (layer + 1) % (self.local_per_global + 1) == 0 else self.window
 
     @property
@@ -175,7 +180,7 @@ class KVConfig:
         if self.window is None:
             return self.n_layer
         if self.local_per_global is None:
-            return 0
+            return min(self.first_windowed_layer, self.n_layer)
         return self.n_layer // (self.local_per_global + 1)
 
     @property
