@@ -8,93 +8,32 @@ The loop a real inference engine runs, slowed down so a student can watch it:
 The token chosen by a forward pass is not in the cache yet: its K/V row is computed (and appended) by the
 *next* pass. The engine keeps it as `pending_token_id` and every StepRecord says which token was fed.
 
-Each pass returns a plain, frozen StepRecord (numpy arrays, no torch) so pages can draw without touching the
-model. Rollback (`back`, `rollback_to`) crops the cache exactly as prefix caching and speculative decoding do
+Each pass returns a plain, frozen StepRecord (kvviz.step_records: numpy arrays and text, no torch) so pages
+can draw without touching the model. Rollback (`back`) crops the cache exactly as prefix caching and speculative decoding do
 in real engines: `crop_cache(cache, n)` keeps positions 0..n-1.
 """
 from __future__ import annotations
 
 import functools
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from transformers import DynamicCache
 
 from kvviz.models import LoadedModel
+from kvviz.prompt_rules import check_prompt
+from kvviz.step_records import (  # noqa: F401  (re-exported: the records live in a torch-free module)
+    ContextFullError,
+    Equivalence,
+    PromptError,
+    Sampling,
+    StepRecord,
+    TokenProb,
+    draw_seed,
+)
 
 TOP_K_SHOWN = 10  # next-token candidates kept in each record
-
-
-class PromptError(ValueError):
-    """The prompt cannot be prefilled; the message tells the user what to change."""
-
-
-class ContextFullError(ValueError):
-    """The model has no learned position left for another token."""
-
-
-@dataclass(frozen=True)
-class Sampling:
-    """Greedy (argmax) by default. With greedy=False: temperature, then top-k, then a seeded draw.
-
-    The draw for the token at position p uses a generator seeded with (seed, p), so stepping back and
-    stepping again reproduces the same token: rollback is exact, as it must be for a lesson.
-    """
-
-    greedy: bool = True
-    temperature: float = 1.0
-    top_k: int = 0  # 0 = no top-k filter
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if not (0.05 <= self.temperature <= 5.0):
-            raise ValueError("temperature must be between 0.05 and 5.0")
-        if self.top_k < 0:
-            raise ValueError("top_k must be 0 (off) or a positive number of candidates")
-
-
-@dataclass(frozen=True)
-class TokenProb:
-    token_id: int
-    text: str
-    prob: float
-
-
-@dataclass(frozen=True)
-class StepRecord:
-    """One forward pass. Shapes: L = n_layer, H = kv heads, D = head_dim, N = tokens fed, S = cache_len."""
-
-    index: int  # 0 = prefill, k = k-th decode step
-    kind: str  # "prefill" | "decode"
-    fed_token_ids: tuple[int, ...]  # the N tokens fed in this pass
-    fed_positions: tuple[int, ...]  # their positions (their rows in the cache)
-    new_keys: np.ndarray = field(repr=False)  # (L, H, N, D): the rows this pass appended to the cache
-    new_values: np.ndarray = field(repr=False)  # (L, H, N, D)
-    attention: np.ndarray = field(repr=False)  # (L, n_head, S): the last fed token's query over all cached rows
-    next_logits: np.ndarray = field(repr=False)  # (vocab,): logits for the token after the last fed one
-    top_k: tuple[TokenProb, ...]  # most likely next tokens, softmax at temperature 1
-    next_token_id: int  # the token chosen from next_logits (fed by the next pass)
-    next_token_text: str
-    cache_len: int  # rows per layer after this pass (= S)
-    cache_bytes: int  # bytes of all K and V tensors after this pass, summed from the real tensors
-    step_ms: float  # wall time of the forward pass
-
-    @property
-    def n_fed(self) -> int:
-        return len(self.fed_token_ids)
-
-
-@dataclass(frozen=True)
-class Equivalence:
-    """The same step recomputed without a cache: a full forward over every token fed so far."""
-
-    max_abs_logit_diff: float
-    same_next_token: bool
-    max_abs_key_diff: float  # between the incremental cache and K recomputed from scratch
-    max_abs_value_diff: float
-    recomputed_rows: int  # K/V rows per layer the uncached pass had to compute (all of them)
 
 
 def token_text(tokenizer, token_id: int) -> str:
@@ -197,30 +136,25 @@ class StepEngine:
 
     # ----- actions -----------------------------------------------------------------------------------
     def tokenize(self, prompt: str) -> list[int]:
-        if prompt is None or not prompt.strip():
-            raise PromptError(
-                "The prompt is empty (or only spaces and line breaks). Type a few words, for example "
-                "ROMEO:, and prefill again."
-            )
-        ids = self.loaded.tokenizer(prompt).input_ids
-        if len(ids) > self.n_positions:
-            raise PromptError(
-                f"The prompt is {len(ids)} tokens, but this model has only {self.n_positions} positions "
-                f"(its context limit). Shorten it by at least {len(ids) - self.n_positions} tokens."
-            )
-        return ids
+        """Token ids of the prompt, or PromptError when it is empty or longer than the model's positions."""
+        return check_prompt(self.loaded.tokenizer, prompt, self.n_positions)
 
-    def prefill(self, prompt: str) -> StepRecord:
+    def prefill(self, prompt: str, sampling: Sampling | None = None) -> StepRecord:
         """Start over with `prompt`: one forward pass over all its tokens fills the cache."""
         ids = self.tokenize(prompt)
+        self.sampling = sampling or self.sampling
         self.reset()
         self.cache = DynamicCache(config=self.loaded.model.config)
         record = self._forward(ids, kind="prefill")
         self.prompt_len = len(ids)
         return record
 
-    def step(self) -> StepRecord:
-        """Feed the pending token: the cache grows by exactly one row per layer."""
+    def step(self, sampling: Sampling | None = None) -> StepRecord:
+        """Feed the pending token: the cache grows by exactly one row per layer.
+
+        `sampling` (optional) changes how the token *after* this one is chosen; earlier tokens stay as they are.
+        """
+        self.sampling = sampling or self.sampling
         if not self.started:
             raise PromptError("Prefill a prompt first: the cache is empty.")
         if self.at_context_limit:
@@ -241,13 +175,6 @@ class StepEngine:
         self.pending_token_id = dropped.fed_token_ids[0]
         return self.records[-1]
 
-    def rollback_to(self, n_tokens: int) -> None:
-        """Keep the first n_tokens cached positions (whole records only), as prefix reuse would."""
-        if not self.prompt_len <= n_tokens <= self.cache_len:
-            raise ValueError(f"can roll back only to between {self.prompt_len} and {self.cache_len} tokens")
-        while self.cache_len > n_tokens:
-            self.back()
-
     # ----- the forward pass ----------------------------------------------------------------------------
     @torch.inference_mode()
     def _forward(self, ids: list[int], kind: str) -> StepRecord:
@@ -260,7 +187,7 @@ class StepEngine:
         step_ms = (time.perf_counter() - began) * 1000.0
         self.cache = out.past_key_values
         logits = out.logits[0, -1].float()  # (vocab,)
-        next_id = self._choose(logits, position=start + len(ids))
+        next_id = self._choose(logits, prefix=self.token_ids + list(ids))
         n_new = len(ids)
         new_keys = np.stack([layer.keys[0, :, start:].float().numpy() for layer in self.cache.layers])
         new_values = np.stack([layer.values[0, :, start:].float().numpy() for layer in self.cache.layers])
@@ -272,6 +199,7 @@ class StepEngine:
             index=len(self.records),
             kind=kind,
             fed_token_ids=tuple(ids),
+            fed_token_texts=tuple(token_text(tok, int(i)) for i in ids),
             fed_positions=tuple(range(start, start + n_new)),
             new_keys=new_keys,
             new_values=new_values,
@@ -291,7 +219,8 @@ class StepEngine:
         self.pending_token_id = next_id
         return record
 
-    def _choose(self, logits: torch.Tensor, position: int) -> int:
+    def _choose(self, logits: torch.Tensor, prefix: list[int]) -> int:
+        """Pick the next token. prefix = every token fed so far (the chosen one goes at len(prefix))."""
         s = self.sampling
         if s.greedy:
             return int(torch.argmax(logits))
@@ -299,7 +228,7 @@ class StepEngine:
         if s.top_k:
             kth = torch.topk(scaled, k=min(s.top_k, scaled.numel())).values[-1]
             scaled = torch.where(scaled < kth, torch.full_like(scaled, float("-inf")), scaled)
-        gen = torch.Generator().manual_seed(s.seed * 1_000_003 + position)
+        gen = torch.Generator().manual_seed(draw_seed(s.seed, prefix))
         return int(torch.multinomial(torch.softmax(scaled, dim=-1), 1, generator=gen))
 
     # ----- caching changes speed, not results ------------------------------------------------------------
@@ -308,7 +237,9 @@ class StepEngine:
         """Recompute the latest step with no cache: one full forward over every token fed so far."""
         if not self.started:
             raise PromptError("Prefill a prompt first.")
+        began = time.perf_counter()
         full = self.loaded.model(input_ids=torch.tensor([self.token_ids]), use_cache=True)
+        uncached_ms = (time.perf_counter() - began) * 1000.0
         fresh = full.past_key_values  # K/V for every position, recomputed from scratch
         last = self.records[-1]
         logits = full.logits[0, -1].float().numpy()
@@ -324,34 +255,5 @@ class StepEngine:
             max_abs_key_diff=key_diff,
             max_abs_value_diff=value_diff,
             recomputed_rows=len(self.token_ids),
+            uncached_ms=uncached_ms,
         )
-
-
-def generate_greedy(loaded: LoadedModel, prompt: str, n_new: int) -> tuple[list[int], list[np.ndarray]]:
-    """Greedy tokens and per-step logits from the engine (with cache), for tests and comparisons."""
-    engine = StepEngine(loaded)
-    record = engine.prefill(prompt)
-    tokens, logits = [record.next_token_id], [record.next_logits]
-    for _ in range(n_new - 1):
-        if engine.at_context_limit:
-            break
-        record = engine.step()
-        tokens.append(record.next_token_id)
-        logits.append(record.next_logits)
-    return tokens, logits
-
-
-@torch.inference_mode()
-def generate_greedy_uncached(loaded: LoadedModel, prompt: str, n_new: int) -> tuple[list[int], list[np.ndarray]]:
-    """The baseline: every step is a full forward over the whole sequence, no cache at all."""
-    ids = loaded.tokenizer(prompt).input_ids
-    tokens, logits = [], []
-    for _ in range(n_new):
-        out = loaded.model(input_ids=torch.tensor([ids]), use_cache=False)
-        last = out.logits[0, -1].float()
-        tokens.append(int(torch.argmax(last)))
-        logits.append(last.numpy().copy())
-        ids.append(tokens[-1])
-        if len(ids) > loaded.info.n_positions:
-            break
-    return tokens, logits

@@ -8,7 +8,7 @@ import torch
 
 from kvviz import memory
 from kvviz.internals import crossattn, layout, paging, prefix, quant, speculative, window
-from kvviz.stepping import generate_greedy
+from greedy import generate_greedy
 
 PROMPT = "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun."
 

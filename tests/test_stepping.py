@@ -12,10 +12,9 @@ from kvviz.stepping import (
     StepEngine,
     cache_bytes,
     crop_cache,
-    generate_greedy,
-    generate_greedy_uncached,
     token_text,
 )
+from greedy import generate_greedy, generate_greedy_uncached
 
 # 20+ prompts of different lengths, scripts and styles: Shakespeare, modern English, code, numbers, non-Latin.
 PROMPTS = [
@@ -127,9 +126,27 @@ def test_seeded_sampling_is_reproducible_across_rollback(bundled):
     engine = StepEngine(bundled, Sampling(greedy=False, temperature=1.2, top_k=50, seed=7))
     engine.prefill("ROMEO:")
     first = [engine.step().next_token_id for _ in range(6)]
-    engine.rollback_to(engine.prompt_len + 2)
+    for _ in range(4):
+        engine.back()
+    assert engine.cache_len == engine.prompt_len + 2
     second = [engine.step().next_token_id for _ in range(4)]
     assert first[2:] == second
+
+
+def test_seeded_sampling_depends_on_the_prompt_not_only_the_position(bundled):
+    """Issue 11: the draw used to depend on (seed, position) only, so two prompts of the same length continued
+    with the same line. It now mixes in every token fed, so they differ, and each is still reproducible."""
+    sampling = Sampling(greedy=False, temperature=1.0, top_k=0, seed=3)
+
+    def continuation(prompt: str) -> list[int]:
+        engine = StepEngine(bundled, sampling)
+        engine.prefill(prompt)
+        return [engine.step().fed_token_ids[0] for _ in range(15)]
+
+    romeo, juliet = continuation("ROMEO:"), continuation("JULIET:")
+    assert len(StepEngine(bundled).tokenize("ROMEO:")) == len(StepEngine(bundled).tokenize("JULIET:"))
+    assert romeo != juliet
+    assert continuation("ROMEO:") == romeo
 
 
 def test_back_at_the_prompt_is_refused_clearly(bundled):
