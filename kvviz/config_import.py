@@ -1,31 +1,222 @@
-"""Hugging Face config.json import: read a model's cache layout (layers, heads, head size, MLA, windows, dtype).
+"""Hugging Face config.json import: read a model's cache layout the way transformers itself would build it.
 
-`parse_hf_config` returns a kvviz.memory.KVConfig plus the fields it used and the ones it had to assume.
+`parse_hf_config` returns a kvviz.memory.KVConfig plus the fields it used, the ones it filled in, and notes.
+
+When the config names a `model_type` that the installed transformers knows, the config is handed to that
+architecture's own config class (`CONFIG_MAPPING[model_type](**config)`, what `AutoConfig` does), so every
+field the file leaves out takes transformers' default for that architecture, and derived fields (Gemma 3's
+5 local : 1 global `layer_types`, Qwen2's `max_window_layers` rule) come from transformers' own code, not a
+copied table. The fields filled that way are listed in `ImportedConfig.defaults`. transformers pulls in torch,
+so it is imported lazily, inside `_transformers_config`, only when a config is actually imported.
+
+Without a known `model_type` the fields are read as written (no defaults besides MHA and float32).
+Multimodal configs (Gemma 3, LLaVA) are read from their text model; encoder-decoder models (T5, BART) get a
+second KVConfig for the cross-attention cache (one K and V per encoder token per decoder layer).
 """
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
-from dataclasses import dataclass
 
-from kvviz.memory import KVConfig, MemoryInputError, check_int, head_dim_from_hidden, resolve_dtype
+from kvviz.memory import LIMITS, KVConfig, MemoryInputError, check_int, head_dim_from_hidden, resolve_dtype
+
+MAX_CONFIG_CHARS = 5_000_000  # a real config.json is a few KB; refuse megabytes of paste before parsing
+_LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "num_decoder_layers", "decoder_layers",
+               "encoder_layers")
 
 
-# ----- Hugging Face config.json import ----------------------------------------------------------------------
 @dataclass(frozen=True)
 class ImportedConfig:
-    config: KVConfig
+    config: KVConfig  # the decoder's self-attention cache (the whole cache of a decoder-only model)
     used: dict[str, Any]  # config.json field -> value, for every field that fed the calculator
-    missing: tuple[str, ...]  # what we looked for and did not find, with the default we took
+    missing: tuple[str, ...]  # what was not in the file and what was taken instead (defaults included)
     max_context: int | None
-    extras: dict[str, int]  # n_embd, d_ff, vocab_size when present (for op counts)
+    extras: dict[str, int]  # n_embd, d_ff, vocab_size when known (for op counts)
+    defaults: dict[str, Any] = field(default_factory=dict)  # field -> value taken from transformers' defaults
+    notes: tuple[str, ...] = ()  # where transformers' own cache differs from the figure kvviz shows, and why
+    cross_attention: KVConfig | None = None  # encoder-decoder: cache of encoder K/V, one row per encoder token
+    transformers_kv_heads: int | None = None  # heads transformers' DynamicCache stores, if not config.n_kv_heads
+    transformers_class: str | None = None  # the config class that resolved the fields, e.g. "Gemma3TextConfig"
 
 
+def load_json_object(text_or_dict: str | bytes | dict[str, Any]) -> dict[str, Any]:
+    """The config as a dict; one clear MemoryInputError for anything else (bad JSON, too deep, too big)."""
+    if isinstance(text_or_dict, dict):
+        return text_or_dict
+    if len(text_or_dict) > MAX_CONFIG_CHARS:
+        raise MemoryInputError(f"this is {len(text_or_dict):,} characters; a config.json is a few thousand")
+    try:
+        raw = json.loads(text_or_dict)
+    except RecursionError:
+        raise MemoryInputError("this JSON is nested too deeply to be a config.json") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MemoryInputError(f"this is not valid JSON ({exc}); paste the model's config.json") from None
+    if not isinstance(raw, dict):
+        raise MemoryInputError("config.json must be a JSON object ({...}), not a list or a single value")
+    return raw
+
+
+def _precheck(cfg: dict[str, Any]) -> None:
+    """Refuse values that would crash or hang transformers' config classes, before they see them."""
+    for key in _LAYER_KEYS:
+        if cfg.get(key) is not None:
+            check_int(key, cfg[key], hi=LIMITS["n_layer"])
+    if cfg.get("sliding_window_pattern") is not None:
+        check_int("sliding_window_pattern", cfg["sliding_window_pattern"], hi=LIMITS["n_layer"])
+    for key in ("sliding_window", "max_window_layers"):
+        if cfg.get(key) is not None:
+            check_int(key, cfg[key], lo=0, hi=LIMITS["window"])
+    types = cfg.get("layer_types")
+    if types is not None and (not isinstance(types, list) or len(types) > LIMITS["n_layer"]
+                              or not all(isinstance(t, str) for t in types)):
+        raise MemoryInputError("layer_types must be a list of strings such as \"sliding_attention\", one per layer")
+
+
+def _transformers_config(raw: dict[str, Any]) -> Any | None:
+    """transformers' own config object for this config.json, or None when its model_type is unknown/absent."""
+    model_type = raw.get("model_type")
+    if not isinstance(model_type, str):
+        return None
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING  # lazy: pulls in torch
+    from transformers.utils import logging
+
+    if model_type not in CONFIG_MAPPING:
+        return None
+    verbosity = logging.get_verbosity()
+    logging.set_verbosity_error()
+    try:
+        return CONFIG_MAPPING[model_type](**raw)
+    except RecursionError:
+        raise MemoryInputError("this config is nested too deeply") from None
+    except Exception as exc:  # transformers' validators raise many types; the user gets its first line
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise MemoryInputError(f"transformers' {model_type} config class refuses this config: {first}") from None
+    finally:
+        logging.set_verbosity(verbosity)
+
+
+def parse_hf_config(text_or_dict: str | bytes | dict[str, Any], dtype: str | None = None) -> ImportedConfig:
+    """Read the cache layout from a Hugging Face config.json (text, bytes or dict). Raises MemoryInputError."""
+    raw = load_json_object(text_or_dict)
+    text_raw = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else {}
+    _precheck(raw)
+    _precheck(text_raw)
+    resolved = _transformers_config(raw)
+    if resolved is None:
+        return _parse_as_written(raw, text_raw, dtype)
+    return _parse_resolved(raw, text_raw, resolved, dtype)
+
+
+# ----- through transformers' config class --------------------------------------------------------------------
+def _parse_resolved(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, dtype: str | None) -> ImportedConfig:
+    from kvviz.hf_cache import falcon_notes, kv_heads_transformers_stores, window_fields
+
+    t = top.get_text_config(decoder=True)
+    given = {**raw, **text_raw} if text_raw else dict(raw)
+    aliases = {alias: name for alias, name in type(t).attribute_map.items()}
+    given_names = set(given) | {aliases.get(k, k) for k in given} | {a for a, n in aliases.items() if n in given}
+    used: dict[str, Any] = {"model_type": raw.get("model_type")}
+    if text_raw:
+        used["text_config"] = "(the language model's fields were read from here)"
+    defaults: dict[str, Any] = {}
+
+    def take(name: str, value: Any, *sources: str) -> Any:
+        (used if {name, *sources} & given_names else defaults)[name] = value
+        return value
+
+    enc_dec = bool(getattr(top, "is_encoder_decoder", False))
+    if enc_dec:
+        layers_name = "num_decoder_layers" if hasattr(t, "num_decoder_layers") else "decoder_layers"
+        heads_name = "decoder_attention_heads" if hasattr(t, "decoder_attention_heads") else "num_attention_heads"
+    else:
+        layers_name, heads_name = "num_hidden_layers", "num_attention_heads"
+    n_layer = take(layers_name, getattr(t, layers_name))
+    n_head = take(heads_name, getattr(t, heads_name))
+    n_kv = kv_heads(t, n_head, take)
+    derived_note = None
+    mla_rank = getattr(t, "kv_lora_rank", None) or 0
+    mla_rope = (getattr(t, "qk_rope_head_dim", None) or 0) if mla_rank else 0
+    hidden = getattr(t, "hidden_size", None)
+    if mla_rank:  # MLA caches a latent: no head size is needed or shown besides the query/key head size
+        take("kv_lora_rank", mla_rank)
+        take("qk_rope_head_dim", mla_rope)
+        head_dim = (getattr(t, "qk_nope_head_dim", 0) or 0) + mla_rope
+    elif getattr(t, "head_dim", None):
+        derived = isinstance(hidden, int) and hidden % n_head == 0 and t.head_dim == hidden // n_head
+        if "head_dim" in given_names or not derived:
+            head_dim = take("head_dim", t.head_dim)
+        else:
+            head_dim = t.head_dim
+            derived_note = f"head_dim (took hidden_size / num_attention_heads = {head_dim})"
+    else:
+        head_dim = head_dim_from_hidden(check_int("hidden_size", hidden, hi=10**7), check_int("n_head", n_head))
+    window, per_global, first_windowed, window_note = window_fields(t, n_layer, take)
+    dt, dtype_note = _dtype(dtype, t, top, used, given_names)
+    missing = [f"{k} = {v} (transformers' {type(t).__name__} default)" for k, v in defaults.items()]
+    missing += [m for m in (derived_note, dtype_note, window_note) if m]
+    name = str(raw.get("_name_or_path") or raw.get("model_type"))
+    config = KVConfig(n_layer, n_head, n_kv, head_dim, dt, mla_rank, mla_rope, window, per_global, name=name,
+                      first_windowed_layer=first_windowed)
+    cross = None
+    notes: list[str] = []
+    if enc_dec:
+        cross = KVConfig(n_layer, n_head, n_kv, head_dim, dt, name=f"{name} cross-attention")
+        notes.append(f"Encoder-decoder: besides the self-attention cache above, each of the {n_layer} decoder "
+                     "layers caches K and V of every encoder token for cross-attention (encoder length x "
+                     f"{n_layer} layers x {n_kv} heads x {head_dim} x 2 numbers), computed once per input.")
+    stored = kv_heads_transformers_stores(t, n_kv)
+    notes += falcon_notes(t, n_kv, stored)
+    if window is not None:
+        notes.append(f"transformers' sliding layers keep the last {window - 1:,} tokens (window - 1), kvviz counts "
+                     f"{window:,}: the token being added is attended to without being stored yet.")
+    max_ctx = getattr(t, "max_position_embeddings", None)
+    extras = {k: v for k, v in (("n_embd", hidden), ("d_ff", _d_ff(t, hidden)), ("vocab_size",
+              getattr(t, "vocab_size", None))) if isinstance(v, int)}
+    return ImportedConfig(config, used, tuple(missing), max_ctx if isinstance(max_ctx, int) else None, extras,
+                          defaults, tuple(notes), cross, stored if stored != n_kv else None, type(t).__name__)
+
+
+def kv_heads(t: Any, n_head: int, take: Any) -> int:
+    """K/V heads of the GQA layout (what a serving engine stores); MQA for `multi_query` models."""
+    if getattr(t, "model_type", None) == "falcon":
+        if t.new_decoder_architecture:
+            return take("num_kv_heads", t.num_kv_heads)
+        return take("multi_query", 1) if t.multi_query else take("num_kv_heads", t.num_kv_heads or n_head)
+    if getattr(t, "multi_query", False):
+        return take("multi_query", 1)
+    value = getattr(t, "num_key_value_heads", None)
+    return take("num_key_value_heads", value) if value else n_head
+
+
+def _d_ff(t: Any, hidden: Any) -> Any:
+    for name in ("intermediate_size", "n_inner", "ffn_dim", "d_ff", "decoder_ffn_dim", "ffn_hidden_size"):
+        if isinstance(getattr(t, name, None), int):
+            return getattr(t, name)
+    return 4 * hidden if getattr(t, "model_type", None) == "gpt2" and isinstance(hidden, int) else None
+
+
+def _dtype(dtype: str | None, t: Any, top: Any, used: dict[str, Any], given: set[str]) -> tuple[str, str | None]:
+    """The cache dtype: the one asked for, else the config's, else float32 (what transformers loads then)."""
+    if dtype is not None:
+        return resolve_dtype(dtype).name, None
+    found = getattr(t, "dtype", None) or getattr(top, "dtype", None)
+    if found is None:
+        return "fp32", "torch_dtype absent: transformers loads such a model in float32, so kvviz counts fp32"
+    name = str(found).removeprefix("torch.")
+    used["torch_dtype"] = name
+    try:
+        return resolve_dtype(name).name, None
+    except MemoryInputError:
+        return "bf16", f"dtype {name!r} is not a cache dtype kvviz knows (took bf16)"
+
+
+# ----- as written (no model_type transformers knows) ----------------------------------------------------------
 _FIELDS = {
     "n_layer": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
     "n_head": ("num_attention_heads", "n_head", "num_heads"),
     "n_kv_heads": ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num"),
-    "head_dim": ("head_dim", "kv_channels"),
+    "head_dim": ("head_dim", "kv_channels", "d_kv"),
     "hidden": ("hidden_size", "n_embd", "d_model", "dim"),
     "max_context": ("max_position_embeddings", "n_positions", "n_ctx", "max_sequence_length", "seq_length"),
     "d_ff": ("intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size"),
@@ -41,27 +232,14 @@ def _first(cfg: dict[str, Any], names: tuple[str, ...], used: dict[str, Any]) ->
     return None
 
 
-def parse_hf_config(text_or_dict: str | bytes | dict[str, Any], dtype: str | None = None) -> ImportedConfig:
-    """Read the cache layout from a Hugging Face config.json (text, bytes or dict).
+def _parse_as_written(raw: dict[str, Any], text_raw: dict[str, Any], dtype: str | None) -> ImportedConfig:
+    from kvviz.hf_cache import window_from_dict
 
-    Raises MemoryInputError for non-JSON, non-object JSON, or JSON that is not a transformer config.
-    Multimodal configs (Gemma 3, LLaVA) are read from their `text_config`.
-    """
-    if isinstance(text_or_dict, dict):
-        raw = text_or_dict
-    else:
-        try:
-            raw = json.loads(text_or_dict)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise MemoryInputError(f"this is not valid JSON ({exc}); paste the model's config.json") from None
-    if not isinstance(raw, dict):
-        raise MemoryInputError("config.json must be a JSON object ({...}), not a list or a single value")
-    cfg = dict(raw)
+    cfg = {**raw, **text_raw}
     used: dict[str, Any] = {}
-    missing: list[str] = []
-    if isinstance(cfg.get("text_config"), dict):
-        used["text_config"] = "(read the language model's fields from here)"
-        cfg = {**cfg, **cfg["text_config"]}
+    missing = ["model_type absent or unknown to the installed transformers: fields read as written, no defaults"]
+    if raw.get("is_encoder_decoder"):
+        raise MemoryInputError("an encoder-decoder config needs its model_type (e.g. t5, bart) to be read")
     n_layer = _first(cfg, _FIELDS["n_layer"], used)
     n_head = _first(cfg, _FIELDS["n_head"], used)
     if n_layer is None or n_head is None:
@@ -71,81 +249,40 @@ def parse_hf_config(text_or_dict: str | bytes | dict[str, Any], dtype: str | Non
         )
     n_kv = _first(cfg, _FIELDS["n_kv_heads"], used)
     if n_kv is None and cfg.get("multi_query"):
-        used["multi_query"] = True
-        n_kv = 1
+        used["multi_query"] = n_kv = 1
     if n_kv is None:
         missing.append("num_key_value_heads (took n_head: plain multi-head attention)")
         n_kv = n_head
+    mla_rank = cfg.get("kv_lora_rank") or 0
+    mla_rope = (cfg.get("qk_rope_head_dim") or 0) if mla_rank else 0
     head_dim = _first(cfg, _FIELDS["head_dim"], used)
     hidden = _first(cfg, _FIELDS["hidden"], used)
-    if head_dim is None:
+    if mla_rank:
+        used["kv_lora_rank"], used["qk_rope_head_dim"] = mla_rank, mla_rope
+        head_dim = head_dim or (cfg.get("qk_nope_head_dim") or 0) + mla_rope or 1
+    elif head_dim is None:
         if hidden is None:
             raise MemoryInputError("config.json has neither head_dim nor hidden_size, so the head size is unknown")
         missing.append("head_dim (took hidden_size / num_attention_heads)")
         head_dim = head_dim_from_hidden(check_int("hidden_size", hidden, hi=10**7), check_int("n_head", n_head))
-    mla_rank = cfg.get("kv_lora_rank") or 0
-    mla_rope = cfg.get("qk_rope_head_dim") or 0
-    if mla_rank:
-        used["kv_lora_rank"] = mla_rank
-        used["qk_rope_head_dim"] = mla_rope
-    window, pattern = _window_fields(cfg, used, missing, n_layer)
-    dt = dtype
+    window, per_global, first_windowed = window_from_dict(cfg, used, missing)
+    dt = dtype or _first(cfg, ("torch_dtype", "dtype"), used)
     if dt is None:
-        found = _first(cfg, ("torch_dtype", "dtype"), used)
-        if found is None:
-            missing.append("torch_dtype (took bf16)")
-        dt = found or "bf16"
-        try:
-            resolve_dtype(dt)
-        except MemoryInputError:
-            missing.append(f"dtype {dt!r} is not a cache dtype kvviz knows (took bf16)")
-            dt = "bf16"
+        missing.append("torch_dtype absent: transformers loads such a model in float32, so kvviz counts fp32")
+        dt = "fp32"
+    try:
+        resolve_dtype(dt)
+    except MemoryInputError:
+        missing.append(f"dtype {dt!r} is not a cache dtype kvviz knows (took bf16)")
+        dt = "bf16"
     max_ctx = _first(cfg, _FIELDS["max_context"], used)
-    if max_ctx is None:
-        missing.append("max_position_embeddings (context limit unknown)")
-    extras = {}
-    for key in ("d_ff", "vocab_size"):
-        value = _first(cfg, _FIELDS[key], used)
-        if value is not None:
-            extras[key] = value
-    if hidden is not None:
+    extras = {k: v for k in ("d_ff", "vocab_size") if isinstance(v := _first(cfg, _FIELDS[k], used), int)}
+    if isinstance(hidden, int):
         extras["n_embd"] = hidden
-    name = cfg.get("_name_or_path") or cfg.get("model_type") or "imported config"
-    config = KVConfig(
-        n_layer=n_layer, n_head=n_head, n_kv_heads=n_kv, head_dim=head_dim, dtype=dt,
-        mla_latent_rank=mla_rank, mla_rope_dim=mla_rope, window=window, local_per_global=pattern, name=str(name),
-    )
-    return ImportedConfig(config, used, tuple(missing), max_ctx if isinstance(max_ctx, int) else None, extras)
-
-
-def _window_fields(
-    cfg: dict[str, Any], used: dict[str, Any], missing: list[str], n_layer: Any
-) -> tuple[int | None, int | None]:
-    """(window, local_per_global) from sliding_window + use_sliding_window / sliding_window_pattern / layer_types."""
-    window = cfg.get("sliding_window")
-    if window is None or cfg.get("use_sliding_window") is False:
-        if window is not None:
-            used["use_sliding_window"] = False  # Qwen2 configs carry a window they do not use
-        return None, None
-    used["sliding_window"] = window
-    if isinstance(cfg.get("layer_types"), list):
-        types = cfg["layer_types"]
-        used["layer_types"] = f"list of {len(types)}"
-        if all(t == "sliding_attention" for t in types):
-            return window, None
-        if "sliding_attention" not in types:
-            return None, None
-        first_global = types.index("full_attention") if "full_attention" in types else len(types)
-        probe = KVConfig(1, 1, 1, 1, window=window, local_per_global=first_global)
-        expected = ["full_attention" if probe.layer_window(i) is None else "sliding_attention" for i in range(len(types))]
-        if types == expected:
-            return window, first_global
-        missing.append("layer_types is not a regular N local : 1 global pattern (took its first period)")
-        return window, first_global
-    if cfg.get("sliding_window_pattern"):
-        used["sliding_window_pattern"] = cfg["sliding_window_pattern"]
-        return window, int(cfg["sliding_window_pattern"]) - 1
-    if cfg.get("model_type") == "gemma2":
-        used["model_type"] = "gemma2 (alternates local and global layers)"
-        return window, 1
-    return window, None
+    name = str(cfg.get("_name_or_path") or cfg.get("model_type") or "imported config")
+    config = KVConfig(n_layer, n_head, n_kv, head_dim, dt, mla_rank, mla_rope, window, per_global, name=name,
+                      first_windowed_layer=first_windowed)
+    notes = () if window is None else (
+        f"transformers' sliding layers keep the last {window - 1:,} tokens (window - 1); kvviz counts {window:,}.",)
+    return ImportedConfig(config, used, tuple(missing), max_ctx if isinstance(max_ctx, int) else None, extras,
+                          notes=notes)

@@ -143,7 +143,7 @@ def test_import_gpt2_mqa_gemma3_deepseek_qwen():
     falcon = config_import.parse_hf_config({"num_hidden_layers": 32, "num_attention_heads": 71, "hidden_size": 4544,
                                      "multi_query": True, "head_dim": 64})
     assert falcon.config.n_kv_heads == 1
-    gemma = config_import.parse_hf_config({"model_type": "gemma3", "text_config": {
+    gemma = config_import.parse_hf_config({"model_type": "gemma3", "torch_dtype": "bfloat16", "text_config": {
         "num_hidden_layers": 34, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
         "sliding_window": 1024, "sliding_window_pattern": 6}})
     assert gemma.config == replace(get_preset("gemma-3-4b").kv, name=gemma.config.name)
@@ -152,7 +152,7 @@ def test_import_gpt2_mqa_gemma3_deepseek_qwen():
                                        "sliding_window": 512, "layer_types": types * 2})
     assert gemma_lt.config.local_per_global == 5 and gemma_lt.config.n_global_layers == 2
     ds = config_import.parse_hf_config({"num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128,
-                                 "hidden_size": 7168, "kv_lora_rank": 512, "qk_rope_head_dim": 64})
+                                 "torch_dtype": "bfloat16", "hidden_size": 7168, "kv_lora_rank": 512, "qk_rope_head_dim": 64})
     assert ds.config.is_mla and ds.config.bytes_per_token == get_preset("deepseek-v3").kv.bytes_per_token
     qwen = config_import.parse_hf_config({"num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
                                    "hidden_size": 3584, "sliding_window": 131072, "use_sliding_window": False})
