@@ -1,7 +1,18 @@
-"""kvviz: a UI-free library for teaching and reasoning about the transformer KV cache.
+"""kvviz: a UI-free library for teaching and reasoning about the transformer KV cache with a real GPT-2.
 
-Modules (each has one job): models (load GPT-2 + tokenizer), stepping (prefill + decode one token at a time
-over transformers' DynamicCache), ops (exact op/FLOP counts with vs without cache), memory (KV-cache bytes,
-presets, config import, what-fits solver), bench (cached vs uncached timing), figures (plotly figures),
-internals (layouts, prefix reuse, windows, paging, quantization), ui (the one Streamlit adapter).
+Each module has one job; the main ones, bottom to top:
+  models, load_cost, shared_mode   load a model + tokenizer (bundled, pretrained, random-weights shape); what a
+                                   load costs, checked before weights are read; what a shared classroom server offers
+  stepping, step_records           prefill + decode one token at a time over transformers' DynamicCache; the
+                                   torch-free records of each step
+  ops                              exact operation / FLOP counts with vs without the cache (pure integers)
+  memory, presets, config_import,  KV-cache bytes, published model configs, HF config.json import, what fits
+  capacity
+  bench*, engine_flat, roofline    cached vs uncached timing; the flat pre-allocated-cache engine; the memory roofline
+  internals/                       cache layouts, prefix reuse, windows, paging, quantization, speculative decoding
+  figures/                         plotly figures from plain records (no Streamlit)
+  ui                               the one Streamlit adapter (cached model, sidebar model picker, shared widgets)
+
+Only kvviz.ui imports streamlit; torch and transformers are imported only where a model runs.
+`python -m kvviz --help` lists the command-line tools.
 """

@@ -2,18 +2,22 @@
 
 Three kinds of model, one loader (`load_model(spec)`):
 
-    "bundled"            the small GPT-2 trained by `python -m kvviz.train` on Tiny Shakespeare (the default)
+    "bundled"            a model shipped in kvviz/assets (BUNDLED_MODELS; the default: a small GPT-2 trained by
+                         `python -m kvviz.train` on Tiny Shakespeare)
     "gpt2", "distilgpt2" pretrained GPT-2 weights by name, from the Hugging Face cache (or the hub, if online)
     "/path/to/folder"    a local folder holding config.json + model.safetensors + tokenizer files
     "random:gpt2"        a GPT-2 architecture with random weights (realistic sizes and timings, gibberish text)
 
 Start-up: torch and transformers take seconds to import, so they are imported inside the loaders, and
-`bundled_info()` describes the bundled model from its config.json and safetensors header alone. The app's
+`bundled_info()` describes a bundled model from its config.json and safetensors header alone. The app's
 first page renders from that while the real import runs in a background thread (kvviz.ui).
 
 Safety: safetensors only (`use_safetensors=True`), never `trust_remote_code`. The hub is never waited on:
 if the name is not in the local cache we probe the hub with a 2-second TCP connect and give up with a
-clear message when it is unreachable, instead of transformers' 30 s of retries.
+clear message when it is unreachable, instead of transformers' 30 s of retries. A shared classroom server
+(kvviz.shared_mode) passes a cap, checked from config.json and the safetensors headers before any weight
+is read (kvviz.load_cost), and forbids downloads. One load runs at a time per process; every failure is a
+ModelLoadError with a one-line message.
 """
 from __future__ import annotations
 
@@ -22,18 +26,43 @@ import json
 import os
 import socket
 import struct
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kvviz import load_cost
+from kvviz.load_cost import LoadCap
+
 if TYPE_CHECKING:  # imported for real inside the loaders (slow imports; see the module docstring)
     from transformers import GPT2LMHeadModel, GPT2TokenizerFast
 
-BUNDLED_DIR = Path(__file__).resolve().parent / "assets" / "bundled"
+ASSETS_DIR = Path(__file__).resolve().parent / "assets"
 BUNDLED = "bundled"
 RANDOM_PREFIX = "random:"
 HUB_HOST = "huggingface.co"
 HUB_PROBE_TIMEOUT_S = 2.0
+LOAD_WAIT_S = 600.0  # the longest a load waits for another one to finish
+MESSAGE_CHARS = 300  # a failure message is one line, at most this long
+TOKENIZER_FILES = (("tokenizer.json",), ("vocab.json", "merges.txt"))  # either set loads GPT2TokenizerFast
+
+
+@dataclass(frozen=True)
+class BundledSpec:
+    """A model shipped with kvviz: offered offline, in every mode, without a cap."""
+
+    name: str  # the spec that selects it, e.g. "bundled"
+    folder: Path
+    title: str  # the label's start; the shape is appended from config.json
+
+
+# Add a bundled model here (its folder under kvviz/assets/): the sidebar, the shared-mode list and
+# bundled_info() pick it up.
+BUNDLED_MODELS: dict[str, BundledSpec] = {
+    BUNDLED: BundledSpec(BUNDLED, ASSETS_DIR / "bundled", "Bundled Tiny-Shakespeare GPT-2"),
+}
+BUNDLED_DIR = BUNDLED_MODELS[BUNDLED].folder
 
 # Shapes of the public GPT-2 checkpoints (from their config.json on the Hugging Face hub), used for
 # random-weight architectures. n_positions is 1024 for all of them.
@@ -44,7 +73,8 @@ GPT2_SHAPES: dict[str, dict[str, int]] = {
     "gpt2-large": {"n_layer": 36, "n_head": 20, "n_embd": 1280},
     "gpt2-xl": {"n_layer": 48, "n_head": 25, "n_embd": 1600},
 }
-PRETRAINED_NAMES = tuple(GPT2_SHAPES) + tuple(f"openai-community/{n}" for n in GPT2_SHAPES if n != "distilgpt2")
+GPT2_N_POSITIONS = 1024
+GPT2_VOCAB_SIZE = 50257
 
 
 class ModelLoadError(RuntimeError):
@@ -98,7 +128,7 @@ def _describe(spec: str, kind: str, label: str, model: GPT2LMHeadModel) -> Model
     )
 
 
-def _from_folder(folder: Path, attn_implementation: str, local_files_only: bool = True) -> tuple[Any, Any]:
+def _from_folder(folder: Path | str, attn_implementation: str, local_files_only: bool = True) -> tuple[Any, Any]:
     import torch
     from transformers import GPT2LMHeadModel, GPT2TokenizerFast
 
@@ -111,30 +141,31 @@ def _from_folder(folder: Path, attn_implementation: str, local_files_only: bool 
         dtype=torch.float32,
     )
     tokenizer = GPT2TokenizerFast.from_pretrained(folder, local_files_only=local_files_only)
+    if not 1 < len(tokenizer) <= model.config.vocab_size:
+        # transformers 5 builds an EMPTY tokenizer from a folder without tokenizer files, instead of failing
+        raise ValueError(f"its tokenizer has {len(tokenizer)} tokens for a model of {model.config.vocab_size}")
     return model.eval(), tokenizer
 
 
-def _bundled_label(n_layer: int, n_head: int, head_dim: int, n_positions: int) -> str:
-    return (
-        f"Bundled Tiny-Shakespeare GPT-2 ({n_layer} layers x {n_head} heads, "
-        f"head_dim {head_dim}, {n_positions} positions)"
-    )
+def _bundled_label(title: str, n_layer: int, n_head: int, head_dim: int, n_positions: int) -> str:
+    return f"{title} ({n_layer} layers x {n_head} heads, head_dim {head_dim}, {n_positions} positions)"
 
 
-@functools.lru_cache(maxsize=4)
-def bundled_info(attn_implementation: str = "eager") -> ModelInfo:
-    """The bundled model's ModelInfo without importing torch: config.json plus the safetensors header
+@functools.lru_cache(maxsize=8)
+def bundled_info(attn_implementation: str = "eager", name: str = BUNDLED) -> ModelInfo:
+    """A bundled model's ModelInfo without importing torch: config.json plus the safetensors header
     (8-byte little-endian length, then JSON with each tensor's dtype and shape). Equal to
     load_bundled().info (tested)."""
-    cfg = json.loads((BUNDLED_DIR / "config.json").read_text(encoding="utf-8"))
-    with open(BUNDLED_DIR / "model.safetensors", "rb") as fh:
+    spec = BUNDLED_MODELS[name]
+    cfg = json.loads((spec.folder / "config.json").read_text(encoding="utf-8"))
+    with open(spec.folder / "model.safetensors", "rb") as fh:
         header = json.loads(fh.read(struct.unpack("<Q", fh.read(8))[0]))
-    tensors = [t for name, t in header.items() if name != "__metadata__"]
+    tensors = [t for key, t in header.items() if key != "__metadata__"]
     n_params = sum(functools.reduce(lambda a, b: a * b, t["shape"], 1) for t in tensors)
     dtypes = {t["dtype"] for t in tensors}
     n_layer, n_head, n_embd, n_positions = cfg["n_layer"], cfg["n_head"], cfg["n_embd"], cfg["n_positions"]
     return ModelInfo(
-        spec=BUNDLED, kind="bundled", label=_bundled_label(n_layer, n_head, n_embd // n_head, n_positions),
+        spec=name, kind="bundled", label=_bundled_label(spec.title, n_layer, n_head, n_embd // n_head, n_positions),
         n_layer=n_layer, n_head=n_head, n_kv_heads=n_head, head_dim=n_embd // n_head, n_embd=n_embd,
         n_positions=n_positions, vocab_size=cfg["vocab_size"], n_params=n_params,
         dtype="float32" if dtypes == {"F32"} else ",".join(sorted(dtypes)),
@@ -142,33 +173,37 @@ def bundled_info(attn_implementation: str = "eager") -> ModelInfo:
     )
 
 
-def load_bundled(attn_implementation: str = "eager") -> LoadedModel:
-    if not (BUNDLED_DIR / "model.safetensors").is_file():
+def load_bundled(attn_implementation: str = "eager", name: str = BUNDLED) -> LoadedModel:
+    spec = BUNDLED_MODELS[name]
+    if not (spec.folder / "model.safetensors").is_file():
         raise ModelLoadError(
-            f"The bundled model is missing from {BUNDLED_DIR}. Re-create it with "
+            f"The bundled model is missing from {spec.folder}. Re-create it with "
             "`python -m kvviz.train --text ../shared/data/tinyshakespeare.txt`."
         )
-    model, tokenizer = _from_folder(BUNDLED_DIR, attn_implementation)
+    model, tokenizer = _from_folder(spec.folder, attn_implementation)
     cfg = model.config
-    label = _bundled_label(cfg.n_layer, cfg.n_head, cfg.n_embd // cfg.n_head, cfg.n_positions)
-    return LoadedModel(model, tokenizer, _describe(BUNDLED, "bundled", label, model))
+    label = _bundled_label(spec.title, cfg.n_layer, cfg.n_head, cfg.n_embd // cfg.n_head, cfg.n_positions)
+    return LoadedModel(model, tokenizer, _describe(name, "bundled", label, model))
 
 
-def load_random(arch: str, attn_implementation: str = "eager", seed: int = 0) -> LoadedModel:
+def load_random(arch: str, attn_implementation: str = "eager", seed: int = 0, cap: LoadCap | None = None) -> LoadedModel:
     """A GPT-2 architecture with random weights. Timings and cache sizes are real; the text is not."""
     if arch not in GPT2_SHAPES:
         raise ModelLoadError(f"Unknown GPT-2 architecture {arch!r}; choose one of {', '.join(GPT2_SHAPES)}.")
+    shape = GPT2_SHAPES[arch]
+    if cap is not None:
+        n_params = load_cost.gpt2_param_count(shape["n_layer"], shape["n_embd"], GPT2_N_POSITIONS, GPT2_VOCAB_SIZE)
+        load_cost.refuse_over_cap(n_params, cap, f"the {arch} shape")
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast
 
     torch.manual_seed(seed)
-    config = GPT2Config(**GPT2_SHAPES[arch], n_positions=1024, vocab_size=50257)
-    config._attn_implementation = attn_implementation
-    model = GPT2LMHeadModel(config).eval()
+    model = GPT2LMHeadModel(GPT2Config(**shape, n_positions=GPT2_N_POSITIONS, vocab_size=GPT2_VOCAB_SIZE))
+    model.set_attn_implementation(attn_implementation)
     # Any GPT-2 byte-level tokenizer yields ids < 50257; the bundled one is always at hand offline.
     tokenizer = GPT2TokenizerFast.from_pretrained(BUNDLED_DIR, local_files_only=True)
     label = f"{arch} shape with RANDOM weights (real sizes and timings; the text is gibberish)"
-    return LoadedModel(model, tokenizer, _describe(RANDOM_PREFIX + arch, "random", label, model))
+    return LoadedModel(model.eval(), tokenizer, _describe(RANDOM_PREFIX + arch, "random", label, model))
 
 
 def hub_reachable(timeout_s: float = HUB_PROBE_TIMEOUT_S) -> bool:
@@ -182,59 +217,97 @@ def hub_reachable(timeout_s: float = HUB_PROBE_TIMEOUT_S) -> bool:
         return False
 
 
-def load_pretrained(name: str, attn_implementation: str = "eager") -> LoadedModel:
-    """Pretrained GPT-2 weights: a local folder, else the HF cache, else the hub if it answers quickly."""
+def cached_snapshot(name: str) -> Path | None:
+    """The folder of `name` in the local Hugging Face cache (models--NAME/snapshots/<commit>/), or None."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        found = try_to_load_from_cache(name, "config.json")
+    except ValueError:  # not a valid repo id (HFValidationError is a ValueError)
+        return None
+    return Path(found).parent if isinstance(found, str) else None
+
+
+def _check_local(folder: Path, cap: LoadCap | None) -> None:
+    """Everything that can be refused without reading a weight: config, cap, weight headers, tokenizer files."""
+    load_cost.check_folder(folder, cap)
+    if not any(all((folder / f).is_file() for f in group) for group in TOKENIZER_FILES):
+        raise ValueError("the folder has no tokenizer files (tokenizer.json, or vocab.json + merges.txt)")
+
+
+def load_pretrained(
+    name: str, attn_implementation: str = "eager", cap: LoadCap | None = None, allow_download: bool = True
+) -> LoadedModel:
+    """Pretrained GPT-2 weights: a local folder, else the HF cache, else the hub (if allowed and answering)."""
     folder = Path(name).expanduser()
     if folder.is_dir():
-        if not (folder / "config.json").is_file():
-            raise ModelLoadError(f"{folder} has no config.json: it is not a saved model folder.")
+        where, label = str(folder), f"{folder.name} (local folder)"
+    else:
+        where, label, folder = repr(name), f"{name} (pretrained weights)", cached_snapshot(name)
+    if folder is not None:
         try:
+            _check_local(folder, cap)
             model, tokenizer = _from_folder(folder, attn_implementation)
-        except (OSError, ValueError) as exc:
-            raise ModelLoadError(f"Could not load {folder} as a GPT-2 safetensors model: {exc}") from exc
-        _require_gpt2(model, str(folder))
-        return LoadedModel(model, tokenizer, _describe(name, "pretrained", f"{folder.name} (local folder)", model))
+        except Exception as exc:  # noqa: BLE001 - any loader failure becomes one line for the user
+            raise ModelLoadError(f"Could not load {where}: {_one_line(exc)}.") from exc
+        return LoadedModel(model, tokenizer, _describe(name, "pretrained", label, model))
+    if not allow_download:
+        raise ModelLoadError(f"{name!r} is not in this server's Hugging Face cache, and this server downloads nothing.")
+    if not hub_reachable():
+        raise ModelLoadError(
+            f"{name!r} is not in the local Hugging Face cache and the hub is unreachable (offline). "
+            "Staying on the current model. To use it, download it once on a connected machine "
+            "(e.g. `hf download " + name + "`) or pass a local folder."
+        )
     try:
-        model, tokenizer = _from_folder(Path(name), attn_implementation, local_files_only=True)
-    except (OSError, ValueError):
-        if not hub_reachable():
-            raise ModelLoadError(
-                f"{name!r} is not in the local Hugging Face cache and the hub is unreachable (offline). "
-                "Staying on the bundled model. To use it, download it once on a connected machine "
-                "(e.g. `hf download " + name + "`) or pass a local folder."
-            ) from None
-        try:
-            model, tokenizer = _from_folder(Path(name), attn_implementation, local_files_only=False)
-        except (OSError, ValueError) as exc:
-            raise ModelLoadError(f"Could not download {name!r} as safetensors from the hub: {exc}") from exc
-    _require_gpt2(model, name)
-    return LoadedModel(model, tokenizer, _describe(name, "pretrained", f"{name} (pretrained weights)", model))
+        model, tokenizer = _from_folder(name, attn_implementation, local_files_only=False)
+        if model.config.model_type != "gpt2":
+            raise ValueError(f"it is a {model.config.model_type!r} model; kvviz steps through GPT-2 models")
+    except Exception as exc:  # noqa: BLE001
+        raise ModelLoadError(f"Could not download {name!r} as a GPT-2 safetensors model: {_one_line(exc)}.") from exc
+    return LoadedModel(model, tokenizer, _describe(name, "pretrained", label, model))
 
 
-def _require_gpt2(model: Any, where: str) -> None:
-    if getattr(model.config, "model_type", None) != "gpt2":
-        raise ModelLoadError(f"{where} is a {model.config.model_type!r} model; kvviz steps through GPT-2 models.")
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or exc.__class__.__name__
+    text = text.rstrip(".")
+    return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 3] + "..."
 
 
-def load_model(spec: str = BUNDLED, attn_implementation: str = "eager") -> LoadedModel:
-    """The one entry point. `spec`: "bundled", a pretrained name or folder, or "random:<arch>".
+_LOAD_LOCK = threading.Lock()
+_load_started_at: list[float] = []  # perf_counter() of the load in progress (empty when idle)
+
+
+def load_busy_for_s() -> float | None:
+    """Seconds the load in progress has been running, or None when no load is running in this process."""
+    started = list(_load_started_at)
+    return time.perf_counter() - started[0] if started else None
+
+
+def load_model(
+    spec: str = BUNDLED, attn_implementation: str = "eager", cap: LoadCap | None = None, allow_download: bool = True
+) -> LoadedModel:
+    """The one entry point. `spec`: a bundled name, a pretrained name or folder, or "random:<arch>".
 
     attn_implementation: "eager" lets the stepping engine read attention weights; "sdpa" is faster for
-    benchmarks. Raises ModelLoadError (never a transformers traceback) when the model cannot be loaded.
+    benchmarks. cap: refuse models over it before reading weights (bundled models are exempt). One load
+    runs at a time per process; the others wait (load_busy_for_s() says for how long). Raises
+    ModelLoadError with a one-line message (never a transformers traceback) when the model cannot be loaded.
     """
     spec = (spec or BUNDLED).strip()
-    if spec == BUNDLED:
-        return load_bundled(attn_implementation)
-    if spec.startswith(RANDOM_PREFIX):
-        return load_random(spec.removeprefix(RANDOM_PREFIX), attn_implementation)
-    return load_pretrained(spec, attn_implementation)
-
-
-def load_model_or_bundled(spec: str, attn_implementation: str = "eager") -> tuple[LoadedModel, str | None]:
-    """Like load_model, but falls back to the bundled model; returns (model, notice or None)."""
+    if not _LOAD_LOCK.acquire(timeout=LOAD_WAIT_S):
+        raise ModelLoadError("Another model load has been running for a long time; try again later.")
+    _load_started_at.append(time.perf_counter())
     try:
-        return load_model(spec, attn_implementation), None
-    except ModelLoadError as exc:
-        if spec.strip() == BUNDLED:
-            raise
-        return load_bundled(attn_implementation), str(exc)
+        if spec in BUNDLED_MODELS:
+            return load_bundled(attn_implementation, spec)
+        if spec.startswith(RANDOM_PREFIX):
+            return load_random(spec.removeprefix(RANDOM_PREFIX), attn_implementation, cap=cap)
+        return load_pretrained(spec, attn_implementation, cap=cap, allow_download=allow_download)
+    except ModelLoadError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - e.g. out of memory while building a random model
+        raise ModelLoadError(f"Could not load {spec!r}: {_one_line(exc)}.") from exc
+    finally:
+        _load_started_at.clear()
+        _LOAD_LOCK.release()

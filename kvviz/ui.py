@@ -1,7 +1,10 @@
-"""The one Streamlit adapter in kvviz: cached resources and small shared widgets.
+"""The one Streamlit adapter in kvviz: the cached model, the sidebar's model picker, small shared widgets.
 
 Everything else in kvviz is UI-free. Models are loaded once per process with `st.cache_resource` and
 shared by every session, so they are never mutated here; per-user state lives in `st.session_state`.
+Every model a page gets goes through `cached_model`, which applies the shared-server policy
+(kvviz.shared_mode: only offered models, a cap per load, no server paths in messages) and shows a wait
+message while another session's load runs (one load at a time per server, kvviz.models).
 
 Start-up: importing torch + transformers costs seconds on a 2-core laptop. The first page (home) needs
 only `current_info()`, which reads the bundled model's description from disk, so it renders at once while
@@ -17,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from kvviz import models
+from kvviz import models, shared_mode
 
 if TYPE_CHECKING:
     from kvviz.stepping import StepEngine
@@ -37,12 +40,52 @@ STEP_ENGINE_KEY = "step_engine"  # the user's stepping engine (its cache is per 
 
 
 @st.cache_resource(show_spinner="Loading the model...", max_entries=4)
-def cached_model(spec: str, attn_implementation: str = "eager") -> models.LoadedModel:
-    """Shared across sessions (never mutate the returned model). Raises models.ModelLoadError."""
+def _cached_load(
+    spec: str, source: str, attn_implementation: str, cap: models.LoadCap | None, allow_download: bool
+) -> models.LoadedModel:
+    import dataclasses
+
     import torch
 
     torch.set_num_threads(INTERACTIVE_TORCH_THREADS)
-    return models.load_model(spec, attn_implementation)
+    loaded = models.load_model(source, attn_implementation, cap=cap, allow_download=allow_download)
+    _loaded_keys.add((spec, attn_implementation))
+    if loaded.info.spec == spec:
+        return loaded
+    # A teacher-listed folder: the session knows it by its offered name only, never by its server path.
+    return dataclasses.replace(loaded, info=dataclasses.replace(loaded.info, spec=spec))
+
+
+_loaded_keys: set[tuple[str, str]] = set()  # what this process has loaded (only decides whether to say "wait")
+
+
+def cached_model(spec: str, attn_implementation: str = "eager") -> models.LoadedModel:
+    """The model for `spec`, shared across sessions (never mutate it). Raises models.ModelLoadError.
+
+    In shared mode only the bundled and the teacher's listed models are loaded, under the cap, with no
+    download, and the error message never names a server path, whatever the caller passes.
+    """
+    policy = shared_mode.current_policy()
+    source = spec
+    if policy.enabled and spec not in models.BUNDLED_MODELS:
+        offered = policy.find(spec)
+        if offered is None:
+            raise models.ModelLoadError(shared_mode.NOT_OFFERED)
+        source = offered.source
+    busy_s = models.load_busy_for_s()
+    waiting = None
+    if busy_s is not None and (spec, attn_implementation) not in _loaded_keys:
+        waiting = st.info(
+            f"Another model is loading on this server (for {busy_s:.0f} s). Yours starts as soon as it "
+            "finishes: one load at a time keeps the server's memory safe.", icon=":material/hourglass_top:",
+        )
+    try:
+        return _cached_load(spec, source, attn_implementation, policy.cap, not policy.enabled)
+    except models.ModelLoadError as exc:
+        raise models.ModelLoadError(policy.redact(str(exc))) from None
+    finally:
+        if waiting is not None:
+            waiting.empty()
 
 
 def ensure_router() -> None:
@@ -82,63 +125,124 @@ def warm_up_in_background(delay_s: float = 2.0) -> None:
 
 
 def current_info() -> models.ModelInfo:
-    """Description of the sidebar's model; for the bundled model read from disk without importing torch."""
+    """Description of the sidebar's model; for a bundled model read from disk without importing torch."""
     spec = st.session_state.get(MODEL_SPEC_KEY, models.BUNDLED)
-    return models.bundled_info() if spec == models.BUNDLED else current_model().info
+    return models.bundled_info(name=spec) if spec in models.BUNDLED_MODELS else current_model().info
 
 
 def current_model(attn_implementation: str = "eager") -> models.LoadedModel:
-    """The model chosen in the sidebar; falls back to the bundled model with a notice if it fails."""
+    """The model chosen in the sidebar. The one fallback: a session whose model cannot be had (refused in
+    shared mode, or evicted from the cache and now failing) goes back to the bundled model, with a notice."""
     spec = st.session_state.get(MODEL_SPEC_KEY, models.BUNDLED)
     try:
         return cached_model(spec, attn_implementation)
     except models.ModelLoadError as exc:
+        if spec == models.BUNDLED:
+            raise
         st.session_state[MODEL_SPEC_KEY] = models.BUNDLED
-        st.session_state[MODEL_NOTICE_KEY] = str(exc)
+        st.session_state[MODEL_NOTICE_KEY] = f"{exc} Back on the bundled model."
         return cached_model(models.BUNDLED, attn_implementation)
 
 
+_KIND_KEY, _NAME_KEY, _ARCH_KEY, _SHARED_KEY = "app_model_kind", "app_model_name", "app_model_arch", "app_model_offered"
+_KINDS = {  # radio label -> kind (localhost mode)
+    "Bundled Tiny-Shakespeare GPT-2 (offline)": models.BUNDLED,
+    "Pretrained GPT-2 (name or local folder)": "pretrained",
+    "GPT-2 shape with random weights": "random",
+}
+
+
+def _kind_of(spec: str) -> str:
+    if spec.startswith(models.RANDOM_PREFIX):
+        return "random"
+    return models.BUNDLED if spec in models.BUNDLED_MODELS else "pretrained"
+
+
 def sidebar_model_picker() -> None:
-    """Sidebar: choose bundled / pretrained / random-weights GPT-2. Shows a notice if a load failed."""
+    """Sidebar: choose the model every page uses. Localhost: bundled / any pretrained name or folder / a
+    random-weights shape. Shared mode: a list of the offered models, and nothing free-form.
+
+    Switching happens in widget callbacks: a load that fails leaves the previous model in place, and
+    the widget is put back to it, with a one-line notice."""
     st.session_state.setdefault(MODEL_SPEC_KEY, models.BUNDLED)
+    policy = shared_mode.current_policy()
+    spec = st.session_state[MODEL_SPEC_KEY]
+    if policy.enabled and spec not in models.BUNDLED_MODELS and policy.find(spec) is None:
+        st.session_state[MODEL_SPEC_KEY] = models.BUNDLED  # a forged or stale value: refuse it, load nothing
+        st.session_state[MODEL_NOTICE_KEY] = shared_mode.NOT_OFFERED
     with st.sidebar:
         st.markdown("### Model")
-        options = {
-            "Bundled Tiny-Shakespeare GPT-2 (offline)": models.BUNDLED,
-            "Pretrained GPT-2 (name or local folder)": "pretrained",
-            "GPT-2 shape with random weights": "random",
-        }
-        current = st.session_state[MODEL_SPEC_KEY]
-        kind = "random" if current.startswith(models.RANDOM_PREFIX) else (
-            models.BUNDLED if current == models.BUNDLED else "pretrained"
-        )
-        labels = list(options)
-        choice = st.radio("Which model", labels, index=list(options.values()).index(kind), key="app_model_kind")
-        if options[choice] == "pretrained":
-            name = st.text_input(
-                "Name or folder", value=current if kind == "pretrained" else "gpt2", key="app_model_name",
-                help="e.g. gpt2, distilgpt2, gpt2-medium (from the Hugging Face cache), or a local folder",
-            ).strip()
-            if st.button("Load", key="app_model_load") and name:
-                _switch_to(name)
-        elif options[choice] == "random":
-            arch = st.selectbox("Architecture", list(models.GPT2_SHAPES), index=1, key="app_model_arch")
-            if current != models.RANDOM_PREFIX + arch:
-                _switch_to(models.RANDOM_PREFIX + arch)
-        elif current != models.BUNDLED:
-            _switch_to(models.BUNDLED)
+        if policy.enabled:
+            _shared_picker(policy)
+        else:
+            _local_picker()
+        info = current_info()
         notice = st.session_state.pop(MODEL_NOTICE_KEY, None)
         if notice:
-            st.warning(notice)
-        st.caption(current_info().label)
+            st.warning(notice, icon=":material/info:")
+        st.caption(info.label)
 
 
-def _switch_to(spec: str) -> None:
+def _shared_picker(policy: shared_mode.SharedPolicy) -> None:
+    labels = {name: models.bundled_info(name=name).label for name in models.BUNDLED_MODELS}
+    labels |= {m.name: m.label for m in policy.offered}
+    if st.session_state.get(_SHARED_KEY) not in labels:  # first run, or a forged value: show the real model
+        st.session_state[_SHARED_KEY] = st.session_state[MODEL_SPEC_KEY]
+    st.radio("Which model", list(labels), format_func=labels.__getitem__, key=_SHARED_KEY,
+             on_change=lambda: _switch_to(st.session_state[_SHARED_KEY], _SHARED_KEY))
+    st.caption(f"Shared server: the teacher chose these models. One load at a time, at most {policy.cap.describe()}.")
+
+
+def _local_picker() -> None:
+    spec = st.session_state[MODEL_SPEC_KEY]
+    kind = _kind_of(spec)
+    if st.session_state.get(_KIND_KEY) not in _KINDS or (
+        _KINDS[st.session_state[_KIND_KEY]] != "pretrained" and _KINDS[st.session_state[_KIND_KEY]] != kind
+    ):  # keep the radio on the model in use (a fallback may have changed it); "pretrained" may wait for Load
+        st.session_state[_KIND_KEY] = next(label for label, k in _KINDS.items() if k == kind)
+    if kind == "random":
+        st.session_state[_ARCH_KEY] = spec.removeprefix(models.RANDOM_PREFIX)
+    choice = _KINDS[st.radio("Which model", list(_KINDS), key=_KIND_KEY, on_change=_on_kind_change)]
+    if choice == "pretrained":
+        st.session_state.setdefault(_NAME_KEY, spec if kind == "pretrained" else "gpt2")
+        st.text_input("Name or folder", key=_NAME_KEY,
+                      help="e.g. gpt2, distilgpt2, gpt2-medium (from the Hugging Face cache), or a local folder")
+        st.button("Load", key="app_model_load", on_click=_on_load)
+    elif choice == "random":
+        st.session_state.setdefault(_ARCH_KEY, "gpt2")
+        st.selectbox("Architecture", list(models.GPT2_SHAPES), key=_ARCH_KEY,
+                     on_change=lambda: _switch_to(models.RANDOM_PREFIX + st.session_state[_ARCH_KEY], _ARCH_KEY))
+
+
+def _on_kind_change() -> None:
+    kind = _KINDS[st.session_state[_KIND_KEY]]
+    if kind == models.BUNDLED:
+        _switch_to(models.BUNDLED, _KIND_KEY)
+    elif kind == "random":
+        _switch_to(models.RANDOM_PREFIX + st.session_state.get(_ARCH_KEY, "gpt2"), _KIND_KEY)
+
+
+def _on_load() -> None:
+    name = st.session_state.get(_NAME_KEY, "").strip()
+    if name:
+        _switch_to(name)
+
+
+def _switch_to(spec: str, widget_key: str | None = None) -> None:
+    """(A widget callback.) Make `spec` the session's model; if it cannot be loaded, keep the previous
+    model, put the widget back, and leave a one-line notice."""
+    previous = st.session_state.get(MODEL_SPEC_KEY, models.BUNDLED)
     try:
         cached_model(spec)
     except models.ModelLoadError as exc:
         st.session_state[MODEL_NOTICE_KEY] = str(exc)
-        spec = models.BUNDLED
+        if widget_key == _SHARED_KEY:
+            st.session_state[_SHARED_KEY] = previous
+        elif widget_key == _ARCH_KEY and _kind_of(previous) == "random":
+            st.session_state[_ARCH_KEY] = previous.removeprefix(models.RANDOM_PREFIX)
+        elif widget_key is not None:
+            st.session_state[_KIND_KEY] = next(label for label, k in _KINDS.items() if k == _kind_of(previous))
+        return
     st.session_state[MODEL_SPEC_KEY] = spec
 
 

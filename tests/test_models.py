@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -58,12 +60,13 @@ def test_unknown_random_architecture_is_a_clear_error():
         models.load_model("random:gpt5")
 
 
-def test_pretrained_lookup_fails_fast_offline_and_falls_back():
+def test_pretrained_lookup_fails_fast_offline_with_a_one_line_message():
     began = time.perf_counter()
-    loaded, notice = models.load_model_or_bundled("gpt2-medium")
+    with pytest.raises(models.ModelLoadError) as caught:
+        models.load_model("gpt2-medium")
     assert time.perf_counter() - began < 10
-    assert loaded.info.kind == "bundled"
-    assert "offline" in notice and "gpt2-medium" in notice
+    message = str(caught.value)
+    assert "offline" in message and "gpt2-medium" in message and "\n" not in message
 
 
 def test_local_folder_is_loaded_and_bad_folders_are_explained(tmp_path, bundled):
@@ -104,3 +107,94 @@ def test_pretrained_name_is_found_in_the_hugging_face_cache(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["pretrained", "gpt2", str(models.bundled_info().n_params)]
+
+
+# --- What a load may cost (kvviz.load_cost), the missing-tokenizer folder, one load at a time ---------------
+
+
+def _copy_of_bundled(folder: Path, with_tokenizer: bool = True) -> Path:
+    """A real model folder made of the bundled model's own files (config + safetensors [+ tokenizer])."""
+    import shutil
+
+    folder.mkdir(parents=True)
+    names = ["config.json", "model.safetensors"] + (["tokenizer.json", "tokenizer_config.json"] if with_tokenizer else [])
+    for name in names:
+        shutil.copy(models.BUNDLED_DIR / name, folder / name)
+    return folder
+
+
+def test_gpt2_param_count_equals_real_models_of_several_shapes(bundled):
+    """The closed form, against transformers' own GPT2LMHeadModel (tied, untied, with n_inner)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from kvviz import load_cost
+
+    cfg = json.loads((models.BUNDLED_DIR / "config.json").read_text())
+    assert load_cost.params_from_config(cfg) == bundled.info.n_params
+    for extra in ({"tie_word_embeddings": False}, {"n_inner": 40}):
+        config = GPT2Config(n_layer=3, n_head=2, n_embd=16, n_positions=32, vocab_size=97, **extra)
+        real = GPT2LMHeadModel(config)
+        assert load_cost.params_from_config(config.to_dict()) == sum(p.numel() for p in real.parameters()), extra
+    assert load_cost.gpt2_param_count(6, 768, 1024, 50257) == 81_912_576  # distilgpt2 (see the test above)
+
+
+def test_cap_refuses_an_oversize_config_before_reading_weights(tmp_path):
+    """gpt2-xl's config.json and no weights at all: refused by the cap, from the config alone."""
+    from transformers import GPT2Config
+
+    folder = tmp_path / "gpt2-xl-config-only"
+    GPT2Config(**models.GPT2_SHAPES["gpt2-xl"]).save_pretrained(folder)
+    assert sorted(p.name for p in folder.iterdir()) == ["config.json"]
+    cap = models.LoadCap(200_000_000)
+    with pytest.raises(models.ModelLoadError, match=r"too large.*config\.json says 1,557,611,200 parameters"):
+        models.load_model(str(folder), cap=cap)
+    with pytest.raises(models.ModelLoadError, match="no model.safetensors"):  # without a cap: the real problem
+        models.load_model(str(folder))
+
+
+def test_cap_reads_the_safetensors_header_not_the_weights(tmp_path):
+    """A small config whose safetensors header claims a 300M-element tensor and holds no data: refused
+    by the header's count, and the cap is stated; the bundled copy itself loads under a cap it fits."""
+    folder = _copy_of_bundled(tmp_path / "lying")
+    header = json.dumps({"wte.weight": {"dtype": "F32", "shape": [300_000, 1000], "data_offsets": [0, 1_200_000_000]}})
+    raw = header.encode()
+    (folder / "model.safetensors").write_bytes(len(raw).to_bytes(8, "little") + raw)
+    with pytest.raises(models.ModelLoadError, match=r"safetensors header says 300,000,000 parameters.*at most 200,000,000"):
+        models.load_model(str(folder), cap=models.LoadCap(200_000_000))
+    fits = _copy_of_bundled(tmp_path / "fits")
+    n_params = models.bundled_info().n_params
+    assert models.load_model(str(fits), cap=models.LoadCap(n_params)).info.n_params == n_params
+    with pytest.raises(models.ModelLoadError, match="too large"):
+        models.load_model(str(fits), cap=models.LoadCap(n_params - 1))
+
+
+def test_cap_refuses_a_random_shape_before_building_it():
+    began = time.perf_counter()
+    with pytest.raises(models.ModelLoadError, match=r"gpt2-xl shape says 1,557,611,200 parameters"):
+        models.load_model("random:gpt2-xl", cap=models.LoadCap(200_000_000))
+    assert time.perf_counter() - began < 1  # building 1.5 B random parameters takes minutes; nothing was built
+
+
+def test_folder_without_tokenizer_files_is_a_one_line_error(tmp_path):
+    """transformers 5 would build an EMPTY tokenizer from such a folder and the app would fail later."""
+    folder = _copy_of_bundled(tmp_path / "no-tokenizer", with_tokenizer=False)
+    with pytest.raises(models.ModelLoadError, match="no tokenizer files") as caught:
+        models.load_model(str(folder))
+    assert "\n" not in str(caught.value)
+
+
+def test_one_load_at_a_time_the_second_waits_for_the_first():
+    """A random 124M-parameter GPT-2 takes seconds to build; a bundled load started meanwhile (0.1 s on
+    its own) returns only after it, and the busy time is reported while it runs."""
+    assert models.load_busy_for_s() is None
+    first_done: list[float] = []
+    first = threading.Thread(target=lambda: (models.load_model("random:gpt2"), first_done.append(time.perf_counter())))
+    first.start()
+    while models.load_busy_for_s() is None and first.is_alive():
+        time.sleep(0.001)
+    assert models.load_busy_for_s() is not None and not first_done
+    models.load_model("bundled")
+    second_done = time.perf_counter()
+    first.join()
+    assert first_done and first_done[0] <= second_done
+    assert models.load_busy_for_s() is None

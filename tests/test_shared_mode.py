@@ -1,0 +1,162 @@
+"""Shared-server mode (kvviz.shared_mode, applied by kvviz.ui): what a student's browser may make the server load.
+
+Real folders built in tmp_path from the bundled model's own files; the real sidebar picker in AppTest.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from conftest import APP_TIMEOUT_S
+from kvviz import models, shared_mode
+
+
+def _model_folder(folder: Path, with_tokenizer: bool = True) -> Path:
+    folder.mkdir(parents=True)
+    names = ["config.json", "model.safetensors"] + (["tokenizer.json", "tokenizer_config.json"] if with_tokenizer else [])
+    for name in names:
+        shutil.copy(models.BUNDLED_DIR / name, folder / name)
+    return folder
+
+
+def _picker_and_page() -> None:
+    """The sidebar picker (as app.py calls it) and a page that uses the session's model."""
+    import streamlit as st
+
+    from kvviz import ui
+
+    ui.sidebar_model_picker()
+    info = ui.current_model().info
+    st.markdown(f"model in use: {info.spec} ({info.n_params} parameters)")
+
+
+@pytest.fixture
+def classroom(tmp_path, monkeypatch, fresh_streamlit_caches) -> dict[str, Path]:
+    """A shared server whose teacher listed one good folder, one without tokenizer files and one too large
+    (gpt2-xl's config, no weights); a fourth, complete folder is on the disk but NOT listed."""
+    from transformers import GPT2Config
+
+    folders = {
+        "listed": _model_folder(tmp_path / "models" / "listed"),
+        "notok": _model_folder(tmp_path / "models" / "notok", with_tokenizer=False),
+        "unlisted": _model_folder(tmp_path / "private" / "unlisted"),
+        "huge": tmp_path / "models" / "huge",
+    }
+    GPT2Config(**models.GPT2_SHAPES["gpt2-xl"]).save_pretrained(folders["huge"])
+    config = tmp_path / "kvviz_shared.toml"
+    config.write_text(
+        "max_params = 200_000_000\n"
+        f'models = ["{folders["listed"]}", "{folders["notok"]}", '
+        f'{{ name = "big", source = "{folders["huge"]}", label = "GPT-2 XL" }}]\n'
+    )
+    monkeypatch.setenv(shared_mode.ENV_SWITCH, "1")
+    monkeypatch.setenv(shared_mode.ENV_CONFIG, str(config))
+    return folders
+
+
+def _texts(at: AppTest) -> str:
+    parts = [e.value for kind in ("markdown", "caption", "warning", "info", "error") for e in at.get(kind)]
+    parts += [o for r in at.get("radio") for o in r.options]
+    return "\n".join(str(p) for p in parts)
+
+
+def _model_in_use(at: AppTest) -> str:
+    return next(m.value for m in at.markdown if m.value.startswith("model in use:"))
+
+
+def test_the_teachers_file_is_read_into_names_students_may_see(classroom):
+    policy = shared_mode.current_policy()
+    assert policy.enabled and policy.cap == models.LoadCap(200_000_000)
+    assert [(m.name, m.label) for m in policy.offered] == [
+        ("listed", "listed (a folder on this server)"), ("notok", "notok (a folder on this server)"), ("big", "GPT-2 XL"),
+    ]
+    assert policy.find("listed").source == str(classroom["listed"].resolve())
+    assert policy.find(str(classroom["listed"])) is None  # a path is never a name
+    message = f"Could not load {classroom['listed']}: see /root/.cache/huggingface/hub or ~/x; K/V is fine"
+    assert policy.redact(message) == "Could not load listed: see a server folder or a server folder; K/V is fine"
+    assert shared_mode.LOCAL.redact(message) == message  # localhost: the user's own paths are useful
+
+
+def test_off_by_default_and_bad_entries_are_skipped(tmp_path, monkeypatch):
+    monkeypatch.delenv(shared_mode.ENV_SWITCH, raising=False)
+    assert shared_mode.current_policy() == shared_mode.LOCAL
+    policy = shared_mode.parse_policy(
+        {"max_params": -5, "models": ["gpt2", "gpt2", "", 7, {"name": "/etc", "source": "gpt2"},
+                                      {"name": "bundled", "source": "x"}, "random:gpt2"]},
+        base=tmp_path,
+    )
+    assert [m.name for m in policy.offered] == ["gpt2", "random:gpt2"]
+    assert policy.cap == models.LoadCap(shared_mode.DEFAULT_MAX_PARAMS)
+
+
+def test_shared_sidebar_offers_only_the_list_and_refuses_a_forged_folder(classroom):
+    at = AppTest.from_function(_picker_and_page, default_timeout=APP_TIMEOUT_S)
+    at.session_state["model_spec"] = str(classroom["unlisted"])  # a crafted request: a real, loadable folder
+    at.session_state["app_model_offered"] = "/etc"
+    at.run()
+    assert not at.exception
+    assert not at.text_input and not at.selectbox and not at.button  # nothing free-form
+    assert at.sidebar.radio(key="app_model_offered").options == [
+        models.bundled_info().label, "listed (a folder on this server)", "notok (a folder on this server)", "GPT-2 XL",
+    ]
+    assert at.session_state["model_spec"] == "bundled"
+    assert _model_in_use(at).startswith("model in use: bundled")
+    assert any(w.value == shared_mode.NOT_OFFERED for w in at.sidebar.warning)
+    assert any("at most 200,000,000 parameters" in c.value for c in at.sidebar.caption)  # the cap is stated
+    assert str(classroom["unlisted"].parent.parent) not in _texts(at)
+    # The same folder is a valid model: on localhost (shared mode off) it loads. The refusal was the policy.
+    assert models.load_model(str(classroom["unlisted"])).info.n_params == models.bundled_info().n_params
+
+
+def test_a_listed_folder_loads_under_its_name(classroom):
+    at = AppTest.from_function(_picker_and_page, default_timeout=APP_TIMEOUT_S)
+    at.run()
+    at.sidebar.radio(key="app_model_offered").set_value("listed").run()
+    assert not at.exception
+    assert at.session_state["model_spec"] == "listed"
+    assert _model_in_use(at) == f"model in use: listed ({models.bundled_info().n_params} parameters)"
+    assert "listed (local folder)" in at.sidebar.caption[-1].value
+    assert str(classroom["listed"].parent) not in _texts(at)
+
+
+@pytest.mark.parametrize(("choice", "reason"), [
+    ("notok", "the folder has no tokenizer files"),
+    ("big", "too large for this server: its config.json says 1,557,611,200 parameters"),
+])
+def test_a_failing_listed_model_is_one_line_and_the_previous_model_stays(classroom, choice, reason):
+    at = AppTest.from_function(_picker_and_page, default_timeout=APP_TIMEOUT_S)
+    at.run()
+    at.sidebar.radio(key="app_model_offered").set_value(choice).run()
+    assert not at.exception
+    warning = next(w.value for w in at.sidebar.warning)
+    assert reason in warning and "\n" not in warning and f"Could not load {choice}:" in warning
+    assert "/" not in warning.replace("K/V", "")  # no server path, not even the tmp folder's
+    assert at.session_state["model_spec"] == "bundled"
+    assert at.sidebar.radio(key="app_model_offered").value == "bundled"  # the picker is put back
+    assert _model_in_use(at).startswith("model in use: bundled")
+
+
+def _speedup_style_page() -> None:
+    """Another page asking for a model by spec directly (as the speed-up page's own selectbox does)."""
+    import os
+
+    import streamlit as st
+
+    from kvviz import models, ui
+
+    for spec in ("random:gpt2", "gpt2", os.environ["KVVIZ_TEST_FOLDER"]):
+        try:
+            ui.cached_model(spec)
+        except models.ModelLoadError as exc:
+            st.warning(f"{spec[:7]}: {exc}")
+
+
+def test_every_loading_path_is_guarded_not_only_the_sidebar(classroom, monkeypatch):
+    monkeypatch.setenv("KVVIZ_TEST_FOLDER", str(classroom["unlisted"]))
+    at = AppTest.from_function(_speedup_style_page, default_timeout=APP_TIMEOUT_S)
+    at.run()
+    assert not at.exception
+    assert [w.value.split(": ", 1)[1] for w in at.warning] == [shared_mode.NOT_OFFERED] * 3
