@@ -112,7 +112,8 @@ def parse_hf_config(text_or_dict: str | bytes | dict[str, Any], dtype: str | Non
 def _parse_resolved(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, dtype: str | None) -> ImportedConfig:
     from kvviz.hf_cache import falcon_notes, kv_heads_transformers_stores, window_fields
 
-    t = top.get_text_config(decoder=True)
+    enc_dec = bool(getattr(top, "is_encoder_decoder", False))
+    t = top if enc_dec else top.get_text_config(decoder=True)  # (BART's decoder view resets to defaults)
     given = {**raw, **text_raw} if text_raw else dict(raw)
     aliases = {alias: name for alias, name in type(t).attribute_map.items()}
     given_names = set(given) | {aliases.get(k, k) for k in given} | {a for a, n in aliases.items() if n in given}
@@ -125,7 +126,6 @@ def _parse_resolved(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, dty
         (used if {name, *sources} & given_names else defaults)[name] = value
         return value
 
-    enc_dec = bool(getattr(top, "is_encoder_decoder", False))
     if enc_dec:
         layers_name = "num_decoder_layers" if hasattr(t, "num_decoder_layers") else "decoder_layers"
         heads_name = "decoder_attention_heads" if hasattr(t, "decoder_attention_heads") else "num_attention_heads"
