@@ -1,8 +1,9 @@
 """kvviz: a UI-free library for teaching and reasoning about the transformer KV cache with a real GPT-2.
 
 Each module has one job; the main ones, bottom to top:
-  models, load_cost, shared_mode   load a model + tokenizer (bundled, pretrained, random-weights shape); what a
-                                   load costs, checked before weights are read; what a shared classroom server offers
+  models, hub, load_cost          load a model + tokenizer (bundled, pretrained, random-weights shape); where a
+                                   pretrained model's files are; what a load costs, checked before weights are read
+  shared_mode                      what a shared classroom server lets a student's browser load
   stepping, step_records           prefill + decode one token at a time over transformers' DynamicCache; the
                                    torch-free records of each step
   ops                              exact operation / FLOP counts with vs without the cache (pure integers)

@@ -14,7 +14,7 @@ first page renders from that while the real import runs in a background thread (
 
 Safety: safetensors only (`use_safetensors=True`), never `trust_remote_code`. The hub is never waited on:
 if the name is not in the local cache we probe the hub with a 2-second TCP connect and give up with a
-clear message when it is unreachable, instead of transformers' 30 s of retries. A shared classroom server
+clear message when it is unreachable, instead of transformers' 30 s of retries (kvviz.hub). A shared classroom server
 (kvviz.shared_mode) passes a cap, checked from config.json and the safetensors headers before any weight
 is read (kvviz.load_cost), and forbids downloads. One load runs at a time per process; every failure is a
 ModelLoadError with a one-line message.
@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-import socket
 import struct
 import threading
 import time
@@ -33,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kvviz import load_cost
+from kvviz.hub import cached_snapshot, hub_reachable
 from kvviz.load_cost import LoadCap
 
 if TYPE_CHECKING:  # imported for real inside the loaders (slow imports; see the module docstring)
@@ -41,8 +40,6 @@ if TYPE_CHECKING:  # imported for real inside the loaders (slow imports; see the
 ASSETS_DIR = Path(__file__).resolve().parent / "assets"
 BUNDLED = "bundled"
 RANDOM_PREFIX = "random:"
-HUB_HOST = "huggingface.co"
-HUB_PROBE_TIMEOUT_S = 2.0
 LOAD_WAIT_S = 600.0  # the longest a load waits for another one to finish
 MESSAGE_CHARS = 300  # a failure message is one line, at most this long
 TOKENIZER_FILES = (("tokenizer.json",), ("vocab.json", "merges.txt"))  # either set loads GPT2TokenizerFast
@@ -189,7 +186,7 @@ def load_bundled(attn_implementation: str = "eager", name: str = BUNDLED) -> Loa
 def load_random(arch: str, attn_implementation: str = "eager", seed: int = 0, cap: LoadCap | None = None) -> LoadedModel:
     """A GPT-2 architecture with random weights. Timings and cache sizes are real; the text is not."""
     if arch not in GPT2_SHAPES:
-        raise ModelLoadError(f"Unknown GPT-2 architecture {arch!r}; choose one of {', '.join(GPT2_SHAPES)}.")
+        raise ModelLoadError(f"Unknown GPT-2 architecture {_shown(arch)}; choose one of {', '.join(GPT2_SHAPES)}.")
     shape = GPT2_SHAPES[arch]
     if cap is not None:
         n_params = load_cost.gpt2_param_count(shape["n_layer"], shape["n_embd"], GPT2_N_POSITIONS, GPT2_VOCAB_SIZE)
@@ -206,28 +203,6 @@ def load_random(arch: str, attn_implementation: str = "eager", seed: int = 0, ca
     return LoadedModel(model.eval(), tokenizer, _describe(RANDOM_PREFIX + arch, "random", label, model))
 
 
-def hub_reachable(timeout_s: float = HUB_PROBE_TIMEOUT_S) -> bool:
-    """One TCP connect to the hub, with a short timeout; False when offline or HF_HUB_OFFLINE is set."""
-    if os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes"}:
-        return False
-    try:
-        with socket.create_connection((HUB_HOST, 443), timeout=timeout_s):
-            return True
-    except OSError:
-        return False
-
-
-def cached_snapshot(name: str) -> Path | None:
-    """The folder of `name` in the local Hugging Face cache (models--NAME/snapshots/<commit>/), or None."""
-    from huggingface_hub import try_to_load_from_cache
-
-    try:
-        found = try_to_load_from_cache(name, "config.json")
-    except ValueError:  # not a valid repo id (HFValidationError is a ValueError)
-        return None
-    return Path(found).parent if isinstance(found, str) else None
-
-
 def _check_local(folder: Path, cap: LoadCap | None) -> None:
     """Everything that can be refused without reading a weight: config, cap, weight headers, tokenizer files."""
     load_cost.check_folder(folder, cap)
@@ -241,9 +216,9 @@ def load_pretrained(
     """Pretrained GPT-2 weights: a local folder, else the HF cache, else the hub (if allowed and answering)."""
     folder = Path(name).expanduser()
     if folder.is_dir():
-        where, label = str(folder), f"{folder.name} (local folder)"
+        where, label = _shown(str(folder)), f"{folder.name} (local folder)"
     else:
-        where, label, folder = repr(name), f"{name} (pretrained weights)", cached_snapshot(name)
+        where, label, folder = _shown(name), f"{name} (pretrained weights)", cached_snapshot(name)
     if folder is not None:
         try:
             _check_local(folder, cap)
@@ -252,10 +227,10 @@ def load_pretrained(
             raise ModelLoadError(f"Could not load {where}: {_one_line(exc)}.") from exc
         return LoadedModel(model, tokenizer, _describe(name, "pretrained", label, model))
     if not allow_download:
-        raise ModelLoadError(f"{name!r} is not in this server's Hugging Face cache, and this server downloads nothing.")
+        raise ModelLoadError(f"{_shown(name)} is not in this server's Hugging Face cache, and this server downloads nothing.")
     if not hub_reachable():
         raise ModelLoadError(
-            f"{name!r} is not in the local Hugging Face cache and the hub is unreachable (offline). "
+            f"{_shown(name)} is not in the local Hugging Face cache and the hub is unreachable (offline). "
             "Staying on the current model. To use it, download it once on a connected machine "
             "(e.g. `hf download " + name + "`) or pass a local folder."
         )
@@ -264,8 +239,14 @@ def load_pretrained(
         if model.config.model_type != "gpt2":
             raise ValueError(f"it is a {model.config.model_type!r} model; kvviz steps through GPT-2 models")
     except Exception as exc:  # noqa: BLE001
-        raise ModelLoadError(f"Could not download {name!r} as a GPT-2 safetensors model: {_one_line(exc)}.") from exc
+        raise ModelLoadError(f"Could not download {_shown(name)} as a GPT-2 safetensors model: {_one_line(exc)}.") from exc
     return LoadedModel(model, tokenizer, _describe(name, "pretrained", label, model))
+
+
+def _shown(spec: str, max_chars: int = 80) -> str:
+    """A spec as a message shows it: quoted unless it is a path, cut short if it is long."""
+    text = spec if spec.startswith(("/", "~")) else repr(spec)
+    return text if len(text) <= max_chars else text[: max_chars - 3] + "..."
 
 
 def _one_line(exc: BaseException) -> str:
@@ -307,7 +288,7 @@ def load_model(
     except ModelLoadError:
         raise
     except Exception as exc:  # noqa: BLE001 - e.g. out of memory while building a random model
-        raise ModelLoadError(f"Could not load {spec!r}: {_one_line(exc)}.") from exc
+        raise ModelLoadError(f"Could not load {_shown(spec)}: {_one_line(exc)}.") from exc
     finally:
         _load_started_at.clear()
         _LOAD_LOCK.release()
