@@ -1,18 +1,28 @@
-"""Display-ready numbers for the step-through page, derived from an engine's StepRecords (UI-free).
+"""What the step-through stage shows, built once per rerun from the StepRecords alone (torch-free, UI-free).
+
+`build_snapshot` turns the records of a session into one frozen StageSnapshot: the token strip, the chosen
+head's K and V cache rows, the newest query's attention over those same rows, the next-token candidates and
+the work counters. Because the cache after pass k is the concatenation of the rows appended by passes 0..k,
+a snapshot of any earlier step (the history slider) is rebuilt from the records without recomputing anything.
 
 Counting conventions come from kvviz.ops: one "attention dot product" is one query-key score q.k of length
-head_dim, causal (a query at position p scores keys 0..p), counted over all layers and heads.
+head_dim, causal (a query at position p scores keys 0..p), counted over all layers and query heads.
 "With cache" a decode step computes scores only for the one new query; "without cache" the model re-runs the
 whole sequence, so every query is recomputed. Likewise K/V rows: 1 new row per layer with the cache, every
 row of the sequence per layer without it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from kvviz import ops
-from kvviz.figures.step import visible
-from kvviz.stepping import StepEngine, StepRecord, token_text
+from kvviz.step_records import StepRecord, TokenProb
+
+MAX_STAGE_ROWS = 40  # cache rows drawn on the stage; older rows are summarised as "k rows above"
 
 
 @dataclass(frozen=True)
@@ -36,17 +46,37 @@ class StepCounters:
     total_kv_rows_uncached: int
 
 
-def token_strip(engine: StepEngine) -> list[StripToken]:
-    """Prompt tokens, generated tokens (the newest marked), then the pending token."""
-    tok = engine.loaded.tokenizer
-    newest = set(engine.records[-1].fed_positions) if engine.records and engine.records[-1].kind == "decode" else set()
-    strip = []
-    for pos, token_id in enumerate(engine.token_ids):
-        role = "prompt" if pos < engine.prompt_len else ("newest" if pos in newest else "generated")
-        strip.append(StripToken(pos, token_text(tok, token_id), role))
-    if engine.pending_token_id is not None:
-        strip.append(StripToken(None, token_text(tok, engine.pending_token_id), "pending"))
-    return strip
+@dataclass(frozen=True)
+class StageSnapshot:
+    """Everything the stage draws for one step. Rows are cache positions first_row .. cache_len-1."""
+
+    at: int  # index of the record shown (0 = prefill)
+    latest: int  # index of the newest record (at < latest while scrubbing the history)
+    kind: str  # "prefill" | "decode"
+    strip: tuple[StripToken, ...]
+    layer: int
+    q_head: int  # the query head whose attention is drawn
+    kv_head: int  # the K/V head it reads: q_head // (n_head // n_kv_heads)
+    first_row: int  # rows 0 .. first_row-1 exist but are not drawn (only the newest MAX_STAGE_ROWS are)
+    row_labels: tuple[str, ...]  # "position: token" for each drawn row
+    keys: np.ndarray = field(repr=False)  # (drawn rows, head_dim)
+    values: np.ndarray = field(repr=False)  # (drawn rows, head_dim)
+    attention: np.ndarray = field(repr=False)  # (drawn rows,) the newest query's weights on those rows
+    attention_above: float = 0.0  # weight that fell on the rows not drawn
+    new_rows: tuple[int, ...] = ()  # positions appended by this pass (outlined)
+    query_text: str = ""  # the token whose query attends (the last one fed)
+    top_k: tuple[TokenProb, ...] = ()
+    next_token_text: str = ""
+    counters: StepCounters | None = None
+    cache_len: int = 0
+    cache_bytes: int = 0
+    step_ms: float = 0.0
+    layer_keys: tuple[np.ndarray, ...] = field(default=(), repr=False)  # every layer's drawn K rows (race view)
+
+
+def visible(token: str) -> str:
+    """Token text with its whitespace made visible: space -> ·, newline -> ↵, tab -> ⇥."""
+    return token.replace("\n", "↵").replace(" ", "·").replace("\t", "⇥")
 
 
 def _pass_counts(record: StepRecord, n_layer: int, n_head: int) -> tuple[int, int, int, int]:
@@ -57,8 +87,8 @@ def _pass_counts(record: StepRecord, n_layer: int, n_head: int) -> tuple[int, in
     return cached, uncached, n_layer * record.n_fed, n_layer * seq_len
 
 
-def counters(records: list[StepRecord], n_layer: int, n_head: int) -> StepCounters:
-    """Counters after the latest record. The prefill costs the same either way (nothing cached yet)."""
+def counters(records: Sequence[StepRecord], n_layer: int, n_head: int) -> StepCounters:
+    """Counters after the last of `records`. The prefill costs the same either way (nothing cached yet)."""
     per_pass = [_pass_counts(r, n_layer, n_head) for r in records]
     last = per_pass[-1]
     return StepCounters(
@@ -73,7 +103,7 @@ def counters(records: list[StepRecord], n_layer: int, n_head: int) -> StepCounte
     )
 
 
-def cumulative_series(records: list[StepRecord], n_layer: int, n_head: int) -> tuple[list[int], list[int], list[int]]:
+def cumulative_series(records: Sequence[StepRecord], n_layer: int, n_head: int) -> tuple[list[int], list[int], list[int]]:
     """(step indices, cumulative dot products with cache, without cache) for the growth chart."""
     steps, with_cache, without_cache = [], [], []
     total_c = total_u = 0
@@ -86,44 +116,96 @@ def cumulative_series(records: list[StepRecord], n_layer: int, n_head: int) -> t
     return steps, with_cache, without_cache
 
 
-def format_bytes(n_bytes: int) -> str:
-    """Exact bytes plus KiB/MiB (binary units, 1 KiB = 1024 bytes)."""
-    if n_bytes < 1024:
-        return f"{n_bytes:,} B"
-    if n_bytes < 1024**2:
-        return f"{n_bytes:,} B ({n_bytes / 1024:,.1f} KiB)"
-    return f"{n_bytes:,} B ({n_bytes / 1024**2:,.2f} MiB)"
+def token_strip(records: Sequence[StepRecord], prompt_len: int) -> tuple[StripToken, ...]:
+    """Prompt tokens, generated tokens (the newest marked), then the pending token, after the last record."""
+    last = records[-1]
+    newest = set(last.fed_positions) if last.kind == "decode" else set()
+    strip = []
+    for r in records:
+        for pos, text in zip(r.fed_positions, r.fed_token_texts):
+            role = "prompt" if pos < prompt_len else ("newest" if pos in newest else "generated")
+            strip.append(StripToken(pos, text, role))
+    strip.append(StripToken(None, last.next_token_text, "pending"))
+    return tuple(strip)
 
 
+def _rows(records: Sequence[StepRecord], attr: str, layer: int, kv_head: int, first_row: int) -> np.ndarray:
+    """(rows from first_row on, head_dim): the cache of one layer and head, rebuilt from the appended rows."""
+    parts = [getattr(r, attr)[layer, kv_head] for r in records if r.fed_positions[-1] >= first_row]
+    rows = np.concatenate(parts, axis=0)  # (positions from the first kept record on, D)
+    skip = first_row - next(r.fed_positions[0] for r in records if r.fed_positions[-1] >= first_row)
+    return rows[skip:]
+
+
+def build_snapshot(
+    records: Sequence[StepRecord], prompt_len: int, n_layer: int, n_head: int, n_kv_heads: int,
+    layer: int, q_head: int, at: int | None = None, max_rows: int = MAX_STAGE_ROWS, all_layers: bool = False,
+) -> StageSnapshot:
+    """The stage after record `at` (default: the newest), for one layer and one query head."""
+    if not records:
+        raise ValueError("nothing to show yet: prefill a prompt first")
+    latest = len(records) - 1
+    at = latest if at is None else max(0, min(int(at), latest))
+    shown = records[: at + 1]
+    record = shown[-1]
+    kv_head = q_head // (n_head // n_kv_heads)  # grouped-query attention: a group of query heads shares one K/V
+    first_row = max(0, record.cache_len - max_rows)
+    strip = token_strip(shown, prompt_len)
+    cached = [t for t in strip if t.position is not None]
+    labels = tuple(f"{t.position}: {visible(t.text)}"[:18] for t in cached[first_row:])
+    weights = record.attention[layer, q_head]
+    return StageSnapshot(
+        at=at, latest=latest, kind=record.kind, strip=strip, layer=layer, q_head=q_head, kv_head=kv_head,
+        first_row=first_row, row_labels=labels,
+        keys=_rows(shown, "new_keys", layer, kv_head, first_row),
+        values=_rows(shown, "new_values", layer, kv_head, first_row),
+        attention=weights[first_row:], attention_above=float(weights[:first_row].sum()),
+        new_rows=record.fed_positions if record.kind == "decode" else (),
+        query_text=record.fed_token_texts[-1], top_k=record.top_k, next_token_text=record.next_token_text,
+        counters=counters(shown, n_layer, n_head), cache_len=record.cache_len, cache_bytes=record.cache_bytes,
+        step_ms=record.step_ms,
+        layer_keys=tuple(_rows(shown, "new_keys", i, kv_head, first_row) for i in range(n_layer)) if all_layers else (),
+    )
+
+
+# ----- the token strip as HTML (explicit dark text on light chips: readable in light AND dark themes) -------
 _ROLE_STYLE = {
-    "prompt": "background:#dbe9f6;border:1px solid #9cc3e6",
-    "generated": "background:#d9f2d9;border:1px solid #8fd18f",
-    "newest": "background:#ffe0b3;border:2px solid #ff7f0e;font-weight:bold",
-    "pending": "background:#fff;border:2px dashed #ff7f0e;color:#b35900;font-weight:bold",
+    "prompt": "background:#cfe2f6;border:1px solid #6fa8dc;color:#0b1f33",
+    "generated": "background:#cdeccd;border:1px solid #6bbf6b;color:#0b2a0b",
+    "newest": "background:#ffd699;border:2px solid #e8590c;color:#331600;font-weight:bold",
+    "pending": "background:#fff4e6;border:2px dashed #e8590c;color:#8a3300;font-weight:bold",
 }
 _ROLE_TITLE = {
-    "prompt": "prompt token (cached)",
-    "generated": "generated token (cached)",
-    "newest": "fed in the latest step: its K/V row was just appended",
-    "pending": "just chosen: NOT in the cache yet; the next step feeds it",
+    "prompt": "prompt (cached)",
+    "generated": "generated (cached)",
+    "newest": "just fed: its K/V row was appended",
+    "pending": "chosen, NOT cached yet",
 }
 
 
-def strip_html(strip: list[StripToken]) -> str:
-    """The token strip as inline HTML spans (text escaped; whitespace made visible)."""
-    import html
+def strip_html(strip: Sequence[StripToken], max_tokens: int = 36, font_rem: float = 1.0) -> str:
+    """The token strip as HTML: the last max_tokens tokens as chips (text escaped, whitespace visible).
 
+    Each chip carries data-pos (its cache position, or "next" for the pending token) so browser tests and
+    the classroom load test can read the strip; the container has the class kvviz-strip.
+    """
+    hidden = max(0, len(strip) - max_tokens)
+    chip = (f"border-radius:4px;padding:1px 4px;margin:1px;display:inline-block;font-family:monospace;"
+            f"font-size:{font_rem}rem")
     spans = []
-    for t in strip:
-        shown = html.escape(visible(t.text))
+    if hidden:
+        spans.append(f'<span style="{chip};color:#777;border:1px dotted #999">⋯ {hidden} earlier</span>')
+    for t in strip[hidden:]:
+        shown = html.escape(visible(t.text)) or "&nbsp;"
         where = "next" if t.position is None else str(t.position)
         spans.append(
-            f'<span title="{where}: {_ROLE_TITLE[t.role]}" style="{_ROLE_STYLE[t.role]};border-radius:4px;'
-            f'padding:1px 3px;margin:1px;display:inline-block;font-family:monospace;font-size:0.95rem">'
-            f'<sub style="color:#888">{where}</sub>{shown}</span>'
+            f'<span data-pos="{where}" title="{where}: {_ROLE_TITLE[t.role]}" style="{_ROLE_STYLE[t.role]};{chip}">'
+            f'<sub style="color:#555;font-size:0.7em">{where}</sub>{shown}</span>'
         )
     legend = " ".join(
-        f'<span style="{_ROLE_STYLE[r]};border-radius:4px;padding:0 4px;font-size:0.8rem">{_ROLE_TITLE[r]}</span>'
+        f'<span style="{_ROLE_STYLE[r]};border-radius:4px;padding:0 4px;font-size:{0.8 * font_rem}rem">'
+        f"{_ROLE_TITLE[r]}</span>"
         for r in ("prompt", "generated", "newest", "pending")
     )
-    return f'<div style="line-height:2.0">{"".join(spans)}</div><div style="margin-top:4px">{legend}</div>'
+    return (f'<div class="kvviz-strip" style="line-height:1.9">{"".join(spans)}</div>'
+            f'<div style="margin-top:2px">{legend}</div>')

@@ -38,8 +38,11 @@ TOP_K_SHOWN = 10  # next-token candidates kept in each record
 
 def token_text(tokenizer, token_id: int) -> str:
     """Readable text of one token. A byte-level token can be part of a multi-byte character (emoji,
-    non-Latin script); decoding it alone gives U+FFFD, so show its raw bytes instead, e.g. <F0 9F>."""
+    non-Latin script); decoding it alone gives U+FFFD, so show its raw bytes instead, e.g. <F0 9F>.
+    A token that decodes to nothing at all is shown by its id, e.g. <id 50256>."""
     text = tokenizer.decode([token_id])
+    if text == "":  # a special or unused token (common in random-weight models): show its id, never nothing
+        return f"<id {token_id}>"
     if "\ufffd" in text:
         raw = tokenizer.convert_ids_to_tokens(token_id)
         byte_decoder = getattr(tokenizer, "byte_decoder", None) or _gpt2_byte_decoder()
@@ -100,6 +103,7 @@ class StepEngine:
         self.cache: DynamicCache | None = None
         self.token_ids: list[int] = []  # every token fed into the cache, in position order
         self.prompt_len = 0
+        self.prompt_text = ""  # the prompt as typed (for a shareable link to this state)
         self.records: list[StepRecord] = []
         self.pending_token_id: int | None = None  # chosen, not yet fed
 
@@ -147,6 +151,7 @@ class StepEngine:
         self.cache = DynamicCache(config=self.loaded.model.config)
         record = self._forward(ids, kind="prefill")
         self.prompt_len = len(ids)
+        self.prompt_text = prompt
         return record
 
     def step(self, sampling: Sampling | None = None) -> StepRecord:

@@ -1,11 +1,22 @@
-"""Step through a GPT-2 generation token by token and watch the real KV cache fill."""
+"""Step through a GPT-2 generation token by token: the classroom stage.
+
+One screen (1280x720 with the sidebar open) holds the token strip, the controls, the chosen head's K and V
+cache with the newest row outlined, and the newest query's attention drawn beside the very rows it weighs.
+Keyboard: P = Prefill, Right arrow or Space = Next token, Left arrow = Back. The stage is a fragment, so a
+click reruns only the stage; every figure is drawn from one StageSnapshot built from the step records.
+"""
 from __future__ import annotations
 
-import streamlit as st
+import time
+import urllib.parse
 
-from kvviz import step_view, ui
+import streamlit as st
+from streamlit.errors import StreamlitAPIException
+
+from kvviz import memory, step_view, ui
+from kvviz.figures import PLOT_CONFIG
 from kvviz.figures import step as figs
-from kvviz.stepping import ContextFullError, PromptError, Sampling
+from kvviz.step_records import ContextFullError, PromptError, Sampling
 
 PRESETS = {
     "ROMEO:": "ROMEO:",
@@ -13,128 +24,238 @@ PRESETS = {
     "To be, or not to be": "HAMLET:\nTo be, or not to be, that is the question:",
     "Repeat a pattern": "one two three one two three one two",
 }
+PLAY_DELAY_S = 0.35  # pause between animated steps: about 2 steps per second with the drawing
+PLAY_MAX = 64
+VIEWS = {"one": "K, V, attention", "race": "Race: cache vs none"}
+
+# Fit the stage in 1280x720: less padding above, metric values wrap instead of being cut to "12 to…",
+# the hidden second Next-token button exists only for its Space shortcut.
+STAGE_CSS = """<style>
+[data-testid="stMainBlockContainer"] {padding: 2rem 1.5rem 1rem 1.5rem}
+h1 {font-size: 1.6rem !important; padding: 0 0 0.2rem 0 !important}
+[data-testid="stMetricValue"] {font-size: 1.35rem}
+[data-testid="stMetricValue"] * {white-space: normal !important; overflow: visible !important; text-overflow: clip !important}
+[data-testid="stMetricLabel"] * {white-space: normal !important; overflow: visible !important; text-overflow: clip !important}
+.st-key-step_btn_next_space {display: none}
+</style>"""
+PRESENTER_CSS = """<style>
+html {font-size: 18px}
+[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"] {display: none}
+</style>"""
 
 ui.ensure_router()  # before anything is drawn: see its docstring
-st.title("Step through a generation")
-with st.expander("What you are seeing", expanded=False):
-    st.markdown(
-        "A transformer generates text one token at a time. At every layer each token gets a **query**, a **key** "
-        "and a **value** vector. A new token's query must be compared with the keys of *all* earlier tokens, and "
-        "it averages their values. Those earlier keys and values never change, so the model stores them: the "
-        "**KV cache**.\n\n"
-        "1. **Prefill** feeds the whole prompt in one pass: every layer's cache gets one row per prompt token.\n"
-        "2. Each **Next token** feeds only the newest token: every layer computes *one* new K row and *one* new "
-        "V row (outlined in orange), appends them, and the new query attends over all cached rows.\n"
-        "3. The token the model just chose (dashed box) is not in the cache yet: its K/V row is computed by the "
-        "next step.\n4. **Back** crops the cache by one row, exactly as real engines roll back.\n\n"
-        "Without the cache the model would recompute every row at every step, and get the same answer: "
-        "see *Without the cache* below."
-    )
+if "step_present" not in st.session_state:  # ?present=1 opens the page in presenter mode
+    st.session_state["step_present"] = st.query_params.get("present", "0") in ("1", "true")
+title_row = st.columns([4, 1], vertical_alignment="bottom")
+title_row[0].title("Step through a generation")
+present = title_row[1].toggle("Presenter mode", key="step_present",
+                              help="Only the stage, larger type, no sidebar (also ?present=1 in the URL)")
+st.html(STAGE_CSS + (PRESENTER_CSS if present else ""))
+font_px = 18 if present else 14
 
 loaded = ui.current_model("eager")
 engine = ui.step_engine(loaded)
 info = loaded.info
 
-left, right = st.columns([3, 2])
-with left:
-    preset = st.selectbox("Classroom presets", list(PRESETS), key="step_preset")
-    prompt = st.text_area("Prompt", value=PRESETS[preset], height=90, key=f"step_prompt_{preset}")
-with right:
-    with st.expander("Sampling", expanded=False):
-        greedy = st.toggle("Greedy (always the most likely token)", value=True, key="step_greedy")
-        temperature = st.slider("Temperature", 0.1, 2.0, 1.0, 0.05, key="step_temperature", disabled=greedy)
-        top_k = st.number_input("Top-k (0 = off)", 0, 200, 40, key="step_top_k", disabled=greedy)
-        seed = st.number_input("Seed", 0, 1_000_000, 0, key="step_seed", disabled=greedy)
-    engine.sampling = Sampling(greedy=greedy, temperature=temperature, top_k=int(top_k), seed=int(seed))
-    play_n = st.number_input("Play N steps", 1, 64, 8, key="step_play_n")
 
-actions = {"prefill": "Prefill", "next": "Next token", "back": "Back", "play": f"Play {play_n}", "reset": "Reset"}
-clicked = {
-    action: col.button(label, key=f"step_btn_{action}", use_container_width=True,
-                       type="primary" if action == "next" else "secondary")
-    for (action, label), col in zip(actions.items(), st.columns(len(actions)))
-}
-try:
-    if clicked["prefill"]:
-        engine.prefill(prompt)
-    elif clicked["next"]:
-        engine.step()
-    elif clicked["back"]:
-        engine.back()
-    elif clicked["play"]:
-        for _ in range(int(play_n)):
+def _sampling() -> Sampling:
+    s = st.session_state
+    if s.get("step_greedy", True):
+        return Sampling()
+    return Sampling(greedy=False, temperature=float(s.get("step_temperature", 1.0)),
+                    top_k=int(s.get("step_top_k", 40)), seed=int(s.get("step_seed", 0)))
+
+
+def _apply_link() -> None:
+    """A shared link (?prompt=...&steps=N) replays that generation once per session: prefill + N steps."""
+    prompt, steps = st.query_params.get("prompt"), st.query_params.get("steps", "0")
+    link = (prompt, steps, str(st.query_params.to_dict()))
+    if prompt is None or st.session_state.get("step_link_done") == link:
+        return
+    st.session_state["step_link_done"] = link
+    try:
+        engine.prefill(prompt, _sampling())
+        for _ in range(min(int(steps) if steps.isdigit() else 0, info.n_positions - engine.cache_len)):
             engine.step()
-    elif clicked["reset"]:
-        engine.reset()
-except (PromptError, ContextFullError) as exc:
-    st.warning(str(exc))
+    except (PromptError, ContextFullError) as exc:
+        st.warning(f"The link's prompt could not be replayed: {exc}")
 
-if not engine.started:
-    st.info(f"Choose a prompt and press **Prefill**. Model: {info.label}.")
-    st.stop()
 
-st.markdown(step_view.strip_html(step_view.token_strip(engine)), unsafe_allow_html=True)
-record = engine.records[-1]
-count = step_view.counters(engine.records, info.n_layer, info.n_head)
-m = st.columns(6)
-m[0].metric("Cache length", f"{engine.cache_len} tokens", delta=record.n_fed, help=f"limit: {info.n_positions}")
-m[1].metric("Cache bytes", f"{engine.cache_bytes:,} B",
-            help=f"summed from the real K/V tensors: {step_view.format_bytes(engine.cache_bytes)}")
-m[2].metric("Dot products this step", f"{count.this_dot_products_cached:,}", help="query-key scores, with the cache")
-m[3].metric("...without cache", f"{count.this_dot_products_uncached:,}", help="the same step recomputing everything")
-m[4].metric("Dot products so far", f"{count.total_dot_products_cached:,}", help="since the prefill, with the cache")
-m[5].metric("...so far without cache", f"{count.total_dot_products_uncached:,}",
-            help="since the prefill, recomputing everything at every step")
-st.caption(
-    f"{record.kind} step {record.index}: fed {record.n_fed} token(s) in {record.step_ms:.1f} ms. "
-    f"This step, with cache: {count.this_dot_products_cached:,} query-key dot products and "
-    f"{count.this_kv_rows_cached:,} new K (and V) rows; without cache: {count.this_dot_products_uncached:,} dot "
-    f"products and {count.this_kv_rows_uncached:,} K (and V) rows, all recomputed. "
-    f"Cache: {step_view.format_bytes(engine.cache_bytes)} = 2 (K,V) x {info.n_layer} layers x "
-    f"{info.n_kv_heads} heads x {engine.cache_len} tokens x {info.head_dim} dims x 4 bytes."
-)
+def _link() -> str:
+    params = {"prompt": engine.prompt_text, "steps": len(engine.records) - 1,
+              "step_layer": st.session_state.get("step_layer", 0), "step_head": st.session_state.get("step_head", 0)}
+    base = st.context.url.split("?")[0] if st.context.url else "/step_through"
+    return f"{base}?{urllib.parse.urlencode(params)}"
 
-sel = st.columns(2)
-layer = sel[0].selectbox("Layer", range(info.n_layer), index=0, key="step_layer")
-head = sel[1].selectbox("Head", range(info.n_kv_heads), index=0, key="step_head")
-tokens = [t.text for t in step_view.token_strip(engine) if t.position is not None]
-new_rows = record.fed_positions if record.kind == "decode" else ()
-kv = st.columns(2)
-kv[0].plotly_chart(figs.cache_heatmap(engine.layer_keys(layer)[head], tokens, new_rows,
-                                      f"K cache, layer {layer}, head {head}"), key="step_fig_k")
-kv[1].plotly_chart(figs.cache_heatmap(engine.layer_values(layer)[head], tokens, new_rows,
-                                      f"V cache, layer {layer}, head {head}"), key="step_fig_v")
-av = st.columns(2)
-av[0].plotly_chart(figs.attention_bars(record.attention[layer, head], tokens, tokens[-1]), key="step_fig_attn")
-av[1].plotly_chart(figs.next_token_bars([t.text for t in record.top_k], [t.prob for t in record.top_k],
-                                        record.next_token_text), key="step_fig_next")
 
-# Expanders with on_change="rerun" know whether they are open: their figures are built only when shown,
-# which keeps a Next-token click fast (measured with bench/step_click.py).
-overview = st.expander("All layers: every layer's cache grows by one row per step", key="step_exp_layers",
-                       on_change="rerun")
-if overview.open:
-    with overview:
-        keys = [engine.layer_keys(i) for i in range(info.n_layer)]
-        st.plotly_chart(figs.layers_overview(keys, head, new_rows), key="step_fig_layers")
+def _controls() -> dict[str, bool]:
+    """The control row. Shortcut hints are drawn on the buttons by Streamlit itself."""
+    row = st.container(horizontal=True, vertical_alignment="bottom")
+    with row.popover("Prompt", icon=":material/edit:"):
+        preset = st.selectbox("Classroom presets", list(PRESETS), key="step_preset")
+        st.text_area("Prompt", value=PRESETS[preset], height=90, key=f"step_prompt_{preset}")
+        st.toggle("Greedy (always the most likely token)", value=True, key="step_greedy")
+        st.slider("Temperature", 0.1, 2.0, 1.0, 0.05, key="step_temperature")
+        st.number_input("Top-k (0 = off)", 0, 200, 40, key="step_top_k")
+        st.number_input("Seed", 0, 1_000_000, 0, key="step_seed")
+        st.number_input("Play N steps", 1, PLAY_MAX, 8, key="step_play_n")
+    clicked = {
+        "prefill": row.button("Prefill", key="step_btn_prefill", shortcut="P"),
+        "back": row.button("Back", key="step_btn_back", shortcut="Left", icon=":material/arrow_back:"),
+        "next": row.button("Next token", key="step_btn_next", shortcut="Right", type="primary",
+                           icon=":material/arrow_forward:"),
+        "next_space": row.button("Next (Space)", key="step_btn_next_space", shortcut="Space"),  # hidden by CSS
+        "play": row.button(f"Play {st.session_state.get('step_play_n', 8)}", key="step_btn_play",
+                           icon=":material/play_arrow:", help="Animate N steps; any click stops it"),
+        "stop": row.button("Stop", key="step_btn_stop", icon=":material/stop:"),
+        "reset": row.button("Reset", key="step_btn_reset"),
+    }
+    if engine.started:
+        with row.popover("Link", icon=":material/link:"):
+            st.caption("This state as a link (prompt, steps taken, layer, head):")
+            st.code(_link(), language=None, wrap_lines=True)
+    return clicked
 
-uncached = st.expander("Without the cache: recompute everything, get the same answer", key="step_exp_uncached",
-                        on_change="rerun")
-if uncached.open:
-    with uncached:
-        check = engine.check_without_cache()
+
+def _act(clicked: dict[str, bool]) -> bool:
+    """Apply the clicked action to this session's engine; returns True when Play was pressed."""
+    prompt = st.session_state.get(f"step_prompt_{st.session_state.get('step_preset', 'ROMEO:')}", "ROMEO:")
+    try:
+        if clicked["prefill"]:
+            engine.prefill(prompt, _sampling())
+        elif clicked["next"] or clicked["next_space"]:
+            engine.step(_sampling())
+        elif clicked["back"]:
+            engine.back()
+        elif clicked["reset"]:
+            engine.reset()
+    except (PromptError, ContextFullError) as exc:
+        st.warning(str(exc))
+    if any(clicked[a] for a in ("prefill", "next", "next_space", "back", "reset", "play")):
+        st.session_state.pop("step_history", None)  # after an action the stage shows the newest step
+    return clicked["play"]
+
+
+def _draw(snap: step_view.StageSnapshot, view: str) -> None:
+    """Everything that changes per step (no widgets: the Play animation redraws this many times per run)."""
+    st.markdown(step_view.strip_html(snap.strip, max_tokens=28, font_rem=1.1 if present else 0.9), unsafe_allow_html=True)
+    left, right = st.columns([0.7, 0.3], gap="small")
+    c = snap.counters
+    if view == "race":
+        with left:
+            sides = st.columns(2, gap="small")
+            for side, cached in zip(sides, (True, False)):
+                side.plotly_chart(figs.race_figure(snap, cached, font_px, height_px=300), config=PLOT_CONFIG)
+                dots = c.this_dot_products_cached if cached else c.this_dot_products_uncached
+                rows = c.this_kv_rows_cached if cached else c.this_kv_rows_uncached
+                ms = f"{snap.step_ms:.1f} ms" if cached else _uncached_ms(snap)
+                side.markdown(f"**{'With' if cached else 'Without'} the cache**: {dots:,} dot products, "
+                              f"{rows:,} K/V rows computed, {ms} measured")
+    else:
+        above = (f" · {snap.first_row} older rows above not drawn (they got {snap.attention_above:.0%} "
+                 "of the attention)") if snap.first_row else ""
+        left.plotly_chart(figs.stage_figure(snap, font_px, height_px=360 if not present else 440),
+                          config=PLOT_CONFIG)
+        left.caption(f"Rows = cache positions; the newest row is outlined{above}.")
+    with right:
+        m = st.columns(2, gap="small")
+        m[0].metric("Cache length", f"{snap.cache_len} tokens", help=f"at most {info.n_positions} positions")
+        m[1].metric("Cache size", memory.short_bytes(snap.cache_bytes),
+                    help=f"summed from the real K/V tensors: {memory.format_bytes(snap.cache_bytes)}")
+        m[0].metric("Dots, cached", f"{c.this_dot_products_cached:,}", help="query-key dot products this step")
+        m[1].metric("Dots, uncached", f"{c.this_dot_products_uncached:,}",
+                    help="the same step if the whole sequence were recomputed")
+        st.plotly_chart(figs.next_token_bars([t.text for t in snap.top_k[:6]], [t.prob for t in snap.top_k[:6]],
+                                             snap.next_token_text, font_px, height_px=230), config=PLOT_CONFIG)
+    st.caption(f"{snap.kind} step {snap.at} of {snap.latest}: fed {len(snap.new_rows) or snap.cache_len} token(s) "
+               f"in {snap.step_ms:.1f} ms. Since the prefill: {c.total_dot_products_cached:,} dot products with the "
+               f"cache vs {c.total_dot_products_uncached:,} without.")
+
+
+def _uncached_ms(snap: step_view.StageSnapshot) -> str:
+    if snap.at != snap.latest:
+        return "(time measured for the newest step only)"
+    return f"{engine.check_without_cache().uncached_ms:.1f} ms"
+
+
+def _choice(row, label: str, n: int, key: str, prefix: str) -> int:
+    """Layer / head picker: buttons for a few options (one click on a projector), a select box for many."""
+    row.markdown(f"**{label}**")
+    if n <= 8:
+        return row.segmented_control(label, range(n), default=0, key=key, format_func=lambda i: f"{prefix}{i}",
+                                     bind="query-params", label_visibility="collapsed") or 0
+    return row.selectbox(label, range(n), key=key, bind="query-params", label_visibility="collapsed", width=90)
+
+
+@st.fragment
+def stage() -> None:
+    _apply_link()
+    play = _act(_controls())
+    if not engine.started:
+        st.info(f"Press **Prefill** (or the P key) to feed the prompt. Model: {info.label}.")
+        return
+    pick = st.container(horizontal=True, vertical_alignment="center")
+    layer = _choice(pick, "Layer", info.n_layer, "step_layer", "L")
+    head = _choice(pick, "Query head", info.n_head, "step_head", "H")
+    view = pick.segmented_control("View", list(VIEWS), default="one", key="step_view", format_func=VIEWS.get,
+                                  label_visibility="collapsed") or "one"
+    latest = len(engine.records) - 1
+    build = lambda i: step_view.build_snapshot(  # noqa: E731
+        engine.records, engine.prompt_len, info.n_layer, info.n_head, info.n_kv_heads, layer, head, at=i,
+        all_layers=view == "race")
+    at = st.session_state.get("step_history", latest) if latest and not play else latest
+    holder = st.empty()
+    with holder.container():
+        _draw(build(at), view)
+    if latest and not play:
+        st.slider("History: scrub back through the steps taken (redraws what was recorded; the cache is not "
+                  "changed)", 0, latest, value=at, key="step_history", format="step %d")
+    if play:
+        for _ in range(int(st.session_state.get("step_play_n", 8))):
+            try:
+                engine.step(_sampling())
+            except ContextFullError as exc:
+                st.warning(str(exc))
+                break
+            time.sleep(PLAY_DELAY_S)
+            with holder.container():
+                _draw(build(None), view)
+        try:  # redraw the history slider with the new steps
+            st.rerun(scope="fragment")
+        except StreamlitAPIException:  # this run is a full-app run (first load, AppTest): rerun it all
+            st.rerun()
+
+
+stage()
+if not present:
+    with st.expander("What you are seeing", expanded=False):
         st.markdown(
-            f"An uncached step feeds all **{check.recomputed_rows}** tokens again and recomputes every K and V row "
-            f"(outlined in red) in all {info.n_layer} layers, just to get the last position's logits.\n\n"
-            f"- max |logit difference| cached vs recomputed: **{check.max_abs_logit_diff:.2e}**\n"
-            f"- max |K difference| {check.max_abs_key_diff:.2e}, max |V difference| {check.max_abs_value_diff:.2e}\n"
-            f"- same next token: **{'yes' if check.same_next_token else 'no'}**\n\n"
-            "The differences are float32 rounding (summation order), not a different result: caching changes "
-            "speed, not answers."
+            "At every layer each token gets a **query**, a **key** and a **value** vector. A new token's query is "
+            "compared with the keys of *all* earlier tokens, and it averages their values. Those earlier keys and "
+            "values never change, so the model stores them: the **KV cache**.\n\n"
+            "1. **Prefill** feeds the whole prompt in one pass: every layer's cache gets one row per prompt token.\n"
+            "2. Each **Next token** feeds only the newest token: every layer computes *one* new K row and *one* "
+            "new V row (outlined), appends them, and the new query attends over all cached rows: the bars on the "
+            "right sit beside the rows they weigh.\n"
+            "3. The token the model just chose (dashed chip) is not in the cache yet: the next step feeds it.\n"
+            "4. **Back** crops the cache by one row, exactly as real engines roll back. The history slider only "
+            "redraws an earlier step from what was recorded; it changes nothing.\n\n"
+            "Greedy decoding (the default) always takes the most likely token, so a small model soon repeats "
+            "itself; untick *Greedy* in *Prompt* for seeded sampling (the same seed and prompt give the same text)."
         )
-        st.plotly_chart(figs.cache_heatmap(engine.layer_keys(layer)[head], tokens, range(engine.cache_len),
-                                           f"K rows an uncached step recomputes (layer {layer}, head {head})",
-                                           highlight_color=figs.RECOMPUTED_COLOR), key="step_fig_uncached")
-        steps, with_cache, without_cache = step_view.cumulative_series(engine.records, info.n_layer, info.n_head)
-        st.plotly_chart(figs.growth_chart(steps, with_cache, without_cache, "query-key dot products"),
-                        key="step_fig_growth")
+    with st.expander("Without the cache: recompute everything, get the same answer", key="step_exp_uncached",
+                     on_change="rerun") as uncached:
+        if uncached.open and engine.started:
+            check = engine.check_without_cache()
+            st.markdown(
+                f"An uncached step feeds all **{check.recomputed_rows}** tokens again and recomputes every K and V "
+                f"row in all {info.n_layer} layers ({check.uncached_ms:.1f} ms here), just to get the last "
+                f"position's logits.\n\n- max |logit difference| cached vs recomputed: "
+                f"**{check.max_abs_logit_diff:.1e}**\n- max |K difference| {check.max_abs_key_diff:.1e}, "
+                f"max |V difference| {check.max_abs_value_diff:.1e}\n- same next token: "
+                f"**{'yes' if check.same_next_token else 'no'}**\n\nThe differences are float32 rounding "
+                "(summation order), not a different result: caching changes speed, not answers."
+            )
+            steps, with_cache, without_cache = step_view.cumulative_series(engine.records, info.n_layer, info.n_head)
+            st.plotly_chart(figs.growth_chart(steps, with_cache, without_cache, "query-key dot products"),
+                            config=PLOT_CONFIG)

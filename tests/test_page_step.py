@@ -1,12 +1,14 @@
 """AppTest of the router (app.py) and the step-through page, on the real bundled model."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
+from kvviz import memory
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -20,7 +22,9 @@ def _cache_len(at: AppTest) -> int:
 
 
 def _total_dot_products(at: AppTest) -> int:
-    return int(_metric(at, "Dot products so far").replace(",", ""))
+    """Cumulative dot products with the cache, from the stage's caption (computed by kvviz.step_view)."""
+    text = " ".join(c.value for c in at.caption)
+    return int(re.search(r"Since the prefill: ([\d,]+) dot products with the cache", text).group(1).replace(",", ""))
 
 
 @pytest.fixture
@@ -56,7 +60,7 @@ def test_next_token_grows_cache_and_counters_and_back_shrinks_them(step_page):
         assert _cache_len(at) == prompt_len + k
         work.append(_total_dot_products(at))
     assert work == sorted(set(work))  # strictly growing cumulative work
-    assert len(at.get("plotly_chart")) >= 4
+    assert len(at.get("plotly_chart")) == 2  # the stage (K | V | attention in one figure) and next-token bars
     at.button(key="step_btn_back").click().run()
     assert _cache_len(at) == prompt_len + 2
     assert _total_dot_products(at) == work[2]
@@ -64,13 +68,63 @@ def test_next_token_grows_cache_and_counters_and_back_shrinks_them(step_page):
     assert not at.metric and "Prefill" in at.info[0].value
 
 
-def test_cache_bytes_metric_matches_the_shape_arithmetic(step_page, bundled):
+def test_cache_size_metric_matches_the_shape_arithmetic(step_page, bundled):
     at = step_page
     at.button(key="step_btn_prefill").click().run()
     at.button(key="step_btn_play").click().run()
     info = bundled.info
     expected = 2 * info.n_layer * info.n_kv_heads * _cache_len(at) * info.head_dim * 4
-    assert _metric(at, "Cache bytes") == f"{expected:,} B"
+    size = next(m for m in at.metric if m.label == "Cache size")
+    assert size.value == memory.short_bytes(expected)
+    assert f"{expected:,} B" in size.help
+
+
+def test_play_adds_history_and_scrubbing_back_changes_nothing(step_page):
+    at = step_page
+    at.button(key="step_btn_prefill").click().run()
+    at.button(key="step_btn_next").click().run()
+    positions_before = at.slider(key="step_history").max - at.slider(key="step_history").min + 1
+    at.button(key="step_btn_play").click().run()  # Play 8 (the default N)
+    assert not at.exception
+    history = at.slider(key="step_history")
+    assert history.max - history.min + 1 == positions_before + 8
+    engine = at.session_state["step_engine"]
+    cache_len, token_ids = engine.cache_len, list(engine.token_ids)
+    keys = engine.layer_keys(0).copy()
+    history.set_value(1).run()  # scrub back to the first decode step
+    assert not at.exception
+    assert _cache_len(at) == engine.prompt_len + 1  # the stage shows step 1 ...
+    assert engine.cache_len == cache_len and engine.token_ids == token_ids  # ... the cache is untouched
+    assert (engine.layer_keys(0) == keys).all()
+    at.button(key="step_btn_next").click().run()  # an action returns the stage to the newest step
+    assert _cache_len(at) == cache_len + 1
+
+
+def test_race_view_shows_both_sides_with_their_counters(step_page, bundled):
+    at = step_page
+    at.button(key="step_btn_prefill").click().run()
+    at.button(key="step_btn_next").click().run()
+    at.segmented_control(key="step_view").set_value("race").run()
+    assert not at.exception
+    text = " ".join(m.value for m in at.markdown)
+    info, seq = bundled.info, _cache_len(at)
+    assert f"**With the cache**: {info.n_layer * info.n_head * seq:,} dot products, {info.n_layer} K/V rows" in text
+    uncached = info.n_layer * info.n_head * seq * (seq + 1) // 2
+    assert f"**Without the cache**: {uncached:,} dot products, {info.n_layer * seq} K/V rows" in text
+
+
+def test_a_link_replays_the_state_and_presenter_mode_opens_from_the_url(fresh_streamlit_caches):
+    at = AppTest.from_file(str(REPO / "pages" / "step_through.py"), default_timeout=APP_TIMEOUT_S)
+    at.query_params["prompt"] = "JULIET:"
+    at.query_params["steps"] = "5"
+    at.query_params["present"] = "1"
+    at.run()
+    assert not at.exception
+    engine = at.session_state["step_engine"]
+    assert engine.prompt_text == "JULIET:" and len(engine.records) == 6
+    assert _cache_len(at) == engine.prompt_len + 5
+    assert at.toggle(key="step_present").value is True
+    assert not any("What you are seeing" in e.label for e in at.expander)  # presenter mode: only the stage
 
 
 def test_bad_prompts_give_a_message_and_keep_the_page_alive(step_page):
@@ -95,17 +149,16 @@ def test_sampling_controls_change_the_engine(step_page):
     assert at.session_state["step_engine"].sampling.greedy is False
 
 
-def test_closed_sections_cost_nothing_and_open_ones_draw(fresh_streamlit_caches):
-    """The all-layers overview and the without-cache view are built only when their expander is open."""
+def test_the_closed_uncached_section_costs_nothing_and_open_it_draws(fresh_streamlit_caches):
+    """The without-cache view is built only when its expander is open."""
     at = AppTest.from_file(str(REPO / "pages" / "step_through.py"), default_timeout=APP_TIMEOUT_S)
     at.run()
     at.button(key="step_btn_prefill").click().run()
     closed_charts = len(at.get("plotly_chart"))
     at.session_state["step_exp_uncached"] = True  # what clicking the expander open does
-    at.session_state["step_exp_layers"] = True
     at.button(key="step_btn_next").click().run()
     assert not at.exception
-    assert len(at.get("plotly_chart")) == closed_charts + 3  # overview, recomputed rows, growth chart
+    assert len(at.get("plotly_chart")) == closed_charts + 1  # the growth chart
     text = " ".join(m.value for m in at.markdown)
     assert "same next token: **yes**" in text
 

@@ -1,7 +1,9 @@
-"""Figures for the step-through page: cache heatmaps, the all-layers overview, attention and next-token bars.
+"""Figures for the step-through stage: one head's K and V cache with the newest query's attention beside the
+same rows, the with/without-cache race over every layer, next-token bars and the cumulative-work chart.
 
-Plain numpy in, plotly figures out. Rows are cache positions (top = position 0, as a table reads), columns
-are the head_dim components of one head's key or value vector.
+Plain numpy / StageSnapshot in, plotly figures out (no Streamlit, no torch). Rows are cache positions, top =
+the oldest drawn row, as a table reads; the stage draws at most the newest MAX_STAGE_ROWS rows so the newest
+row stays on screen. Text is at least 14 px for a projector; colours read on light and dark backgrounds.
 """
 from __future__ import annotations
 
@@ -11,121 +13,118 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-NEW_ROW_COLOR = "#ff7f0e"  # the row(s) appended by the latest pass
+from kvviz.step_view import StageSnapshot, visible
+
+NEW_ROW_COLOR = "#e8590c"  # the row(s) appended by the latest pass
 RECOMPUTED_COLOR = "#d62728"  # rows an uncached pass recomputes
+ATTENTION_COLOR = "#1c7ed6"
 HEATMAP_SCALE = "RdBu_r"
-MAX_TICK_LABELS = 40  # beyond this, label every n-th position so the axis stays readable
+MAX_TICK_LABELS = 20  # at most this many row labels, so 14 px text never overlaps
 
 
-def visible(token: str) -> str:
-    """Token text with its whitespace made visible, as in the token strip: space -> ·, newline -> ↵."""
-    return token.replace("\n", "↵").replace(" ", "·") or "∅"
+def _margins(font_px: int) -> dict:
+    return {"l": 10, "r": 10, "t": 2 * font_px + 12, "b": 10}
 
 
-def _position_labels(tokens: Sequence[str]) -> list[str]:
-    return [f"{i}: {visible(t)}"[:24] for i, t in enumerate(tokens)]
-
-
-def cache_heatmap(
-    rows: np.ndarray,
-    tokens: Sequence[str],
-    new_positions: Sequence[int],
-    title: str,
-    highlight_color: str = NEW_ROW_COLOR,
-    height_px: int | None = None,
-) -> go.Figure:
-    """One head's K (or V) cache: rows (seq_len, head_dim), the rows in new_positions outlined."""
-    seq_len, head_dim = rows.shape
-    limit = float(np.abs(rows).max()) or 1.0
-    labels = _position_labels(tokens)
-    fig = go.Figure(
-        go.Heatmap(
-            z=rows,
-            x=list(range(head_dim)),
-            y=labels,
-            colorscale=HEATMAP_SCALE,
-            zmin=-limit,
-            zmax=limit,
-            colorbar={"thickness": 10},
-            hovertemplate="position %{y}<br>dim %{x}<br>value %{z:.3f}<extra></extra>",
-        )
-    )
-    for pos in new_positions:
-        fig.add_shape(
-            type="rect", x0=-0.5, x1=head_dim - 0.5, y0=pos - 0.5, y1=pos + 0.5,
-            line={"color": highlight_color, "width": 3},
-        )
-    fig.update_yaxes(autorange="reversed", title="cache position (token)", showticklabels=seq_len <= MAX_TICK_LABELS)
-    fig.update_xaxes(title="head_dim component")
-    fig.update_layout(
-        title=title, height=height_px or min(640, 160 + 14 * seq_len), margin={"l": 10, "r": 10, "t": 40, "b": 10}
-    )
+def _fonts(fig: go.Figure, font_px: int) -> go.Figure:
+    """Every text at font_px, set on each axis: Streamlit's plotly theme would otherwise draw ticks at ~12 px."""
+    fig.update_xaxes(tickfont_size=font_px, title_font_size=font_px)
+    fig.update_yaxes(tickfont_size=font_px, title_font_size=font_px)
+    fig.update_annotations(font_size=font_px)
+    fig.update_layout(font={"size": font_px}, hoverlabel={"font_size": font_px}, title_font_size=font_px + 2)
     return fig
 
 
-def layers_overview(keys_per_layer: Sequence[np.ndarray], head: int, new_positions: Sequence[int]) -> go.Figure:
-    """Small multiples: every layer's K cache for one head, side by side; each grows by a row per step."""
-    n_layer = len(keys_per_layer)
-    cols = min(n_layer, 6)
-    n_rows = -(-n_layer // cols)
-    fig = make_subplots(rows=n_rows, cols=cols, subplot_titles=[f"layer {i}" for i in range(n_layer)],
-                        horizontal_spacing=0.02, vertical_spacing=0.08)
-    for layer, keys in enumerate(keys_per_layer):
-        rows = keys[head]  # (seq_len, head_dim)
-        r, c = divmod(layer, cols)
+def _row_ticks(first_row: int, labels: Sequence[str]) -> dict:
+    stride = max(1, -(-len(labels) // MAX_TICK_LABELS))
+    keep = [i for i in range(len(labels)) if (len(labels) - 1 - i) % stride == 0]  # always label the newest
+    return {"tickmode": "array", "tickvals": [first_row + i for i in keep], "ticktext": [labels[i] for i in keep]}
+
+
+def _outline(fig: go.Figure, positions: Sequence[int], width: int, col: int, color: str, row: int = 1) -> None:
+    for pos in positions:
+        fig.add_shape(type="rect", x0=-0.5, x1=width - 0.5, y0=pos - 0.5, y1=pos + 0.5,
+                      line={"color": color, "width": 3}, row=row, col=col)
+
+
+def stage_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 420) -> go.Figure:
+    """K | V | attention, sharing one row axis: the new query reads every cached row, in one picture."""
+    rows, head_dim = snap.keys.shape
+    y = list(range(snap.first_row, snap.first_row + rows))
+    query = visible(snap.query_text)[:12]
+    fig = make_subplots(
+        rows=1, cols=3, shared_yaxes=True, column_widths=[0.37, 0.37, 0.26], horizontal_spacing=0.025,
+        subplot_titles=(f"K · layer {snap.layer} · kv head {snap.kv_head}", f"V · layer {snap.layer}",
+                        f"attention of '{query}' (q head {snap.q_head})"),
+    )
+    for col, (name, data) in enumerate((("K", snap.keys), ("V", snap.values)), start=1):
+        limit = float(np.abs(data).max()) or 1.0
+        fig.add_trace(go.Heatmap(
+            z=data.astype(np.float32), x=list(range(head_dim)), y=y, colorscale=HEATMAP_SCALE, zmin=-limit,
+            zmax=limit, showscale=False, name=name,
+            hovertemplate=f"{name}[position %{{y}}, dim %{{x}}] = %{{z:.3f}}<extra></extra>"), row=1, col=col)
+        _outline(fig, snap.new_rows, head_dim, col, NEW_ROW_COLOR)
+    colors = [NEW_ROW_COLOR if p in snap.new_rows else ATTENTION_COLOR for p in y]
+    fig.add_trace(go.Bar(x=np.round(snap.attention, 4), y=y, orientation="h", marker_color=colors,
+                         hovertemplate="position %{y}: weight %{x:.3f}<extra></extra>", name="attention"),
+                  row=1, col=3)
+    top = float(snap.attention.max()) if rows else 1.0
+    fig.update_xaxes(range=[0, max(top * 1.1, 0.05)], title_text="weight", row=1, col=3)
+    fig.update_xaxes(title_text="head_dim", showticklabels=False, row=1, col=1)
+    fig.update_xaxes(title_text="head_dim", showticklabels=False, row=1, col=2)
+    fig.update_yaxes(autorange="reversed", **_row_ticks(snap.first_row, snap.row_labels), row=1, col=1)
+    fig.update_layout(height=height_px, margin=_margins(font_px), showlegend=False, bargap=0.1)
+    return _fonts(fig, font_px)
+
+
+def race_figure(snap: StageSnapshot, cached: bool, font_px: int = 14, height_px: int = 300) -> go.Figure:
+    """Every layer's K cache of one head. cached=True: one new row per layer is computed (outlined orange);
+    cached=False: every row of every layer is recomputed (all outlined red)."""
+    n_layer = len(snap.layer_keys)
+    fig = make_subplots(rows=1, cols=n_layer, shared_yaxes=True, horizontal_spacing=0.015,
+                        subplot_titles=[f"layer {i}" for i in range(n_layer)])
+    for layer, rows in enumerate(snap.layer_keys):
         limit = float(np.abs(rows).max()) or 1.0
-        fig.add_trace(
-            go.Heatmap(z=rows, colorscale=HEATMAP_SCALE, zmin=-limit, zmax=limit, showscale=False,
-                       hovertemplate=f"layer {layer}<br>position %{{y}}<br>dim %{{x}}<br>%{{z:.3f}}<extra></extra>"),
-            row=r + 1, col=c + 1,
-        )
-        for pos in new_positions:
-            fig.add_shape(type="rect", x0=-0.5, x1=rows.shape[1] - 0.5, y0=pos - 0.5, y1=pos + 0.5,
-                          line={"color": NEW_ROW_COLOR, "width": 2}, row=r + 1, col=c + 1)
+        y = list(range(snap.first_row, snap.first_row + rows.shape[0]))
+        fig.add_trace(go.Heatmap(z=rows.astype(np.float32), y=y, colorscale=HEATMAP_SCALE, zmin=-limit, zmax=limit,
+                                 showscale=False, hovertemplate=f"layer {layer}, position %{{y}}<extra></extra>"),
+                      row=1, col=layer + 1)
+        if cached:
+            _outline(fig, snap.new_rows or y, rows.shape[1], layer + 1, NEW_ROW_COLOR)
+        else:  # the whole block is recomputed: a red veil over every row
+            fig.add_shape(type="rect", x0=-0.5, x1=rows.shape[1] - 0.5, y0=y[0] - 0.5, y1=y[-1] + 0.5,
+                          line={"color": RECOMPUTED_COLOR, "width": 4}, fillcolor=RECOMPUTED_COLOR, opacity=0.35,
+                          row=1, col=layer + 1)
     fig.update_yaxes(autorange="reversed", showticklabels=False)
+    fig.update_yaxes(showticklabels=True, title_text="position", row=1, col=1)
     fig.update_xaxes(showticklabels=False)
-    seq_len = keys_per_layer[0].shape[1]
-    fig.update_layout(height=n_rows * min(420, 120 + 6 * seq_len), margin={"l": 10, "r": 10, "t": 40, "b": 10},
-                      title=f"K cache of head {head} in every layer ({seq_len} rows each)")
-    return fig
+    fig.update_layout(height=height_px, margin=_margins(font_px), showlegend=False)
+    return _fonts(fig, font_px)
 
 
-def attention_bars(weights: np.ndarray, tokens: Sequence[str], query_token: str) -> go.Figure:
-    """The newest query's softmax weights over every cached position (they sum to 1)."""
-    fig = go.Figure(
-        go.Bar(
-            x=list(range(len(weights))), y=weights, customdata=[visible(t) for t in tokens],
-            hovertemplate="position %{x}: %{customdata}<br>weight %{y:.3f}<extra></extra>",
-            marker_color="#1f77b4",
-        )
-    )
-    fig.update_layout(
-        title=f"Attention of the query for '{visible(query_token)}' over the {len(weights)} cached positions",
-        xaxis_title="cache position", yaxis_title="attention weight", yaxis_range=[0, 1],
-        height=300, margin={"l": 10, "r": 10, "t": 40, "b": 10},
-    )
-    if len(tokens) <= MAX_TICK_LABELS:
-        fig.update_xaxes(tickmode="array", tickvals=list(range(len(tokens))), ticktext=[visible(t) for t in tokens],
-                         tickangle=-60)
-    return fig
+def next_token_bars(texts: Sequence[str], probs: Sequence[float], chosen: str, font_px: int = 14,
+                    height_px: int = 300) -> go.Figure:
+    """Top-k next-token probabilities, most likely on top, the chosen token in orange. The axis scales to the
+    largest probability, so a near-uniform random model's tiny bars are still visible (never an empty chart)."""
+    labels = [f"'{visible(t)[:14]}'" for t in texts]
+    colors = [NEW_ROW_COLOR if t == chosen else "#868e96" for t in texts]
+    fig = go.Figure(go.Bar(x=[round(p, 4) for p in probs][::-1], y=labels[::-1], orientation="h",
+                           marker_color=colors[::-1], text=[f"{p:.3f}" for p in probs][::-1],
+                           textposition="outside", hovertemplate="%{y}: %{x:.4f}<extra></extra>"))
+    top = max(probs) if probs else 1.0
+    fig.update_layout(title={"text": "Next-token probabilities"},
+                      xaxis={"range": [0, min(1.0, top * 1.35) or 1.0], "title": "probability"},
+                      height=height_px, margin=_margins(font_px))
+    fig.update_traces(textfont_size=font_px)
+    return _fonts(fig, font_px)
 
 
-def next_token_bars(texts: Sequence[str], probs: Sequence[float], chosen: str) -> go.Figure:
-    """Top-k next-token probabilities, most likely on top; the chosen token in orange."""
-    labels = [f"'{visible(t)}'" for t in texts]
-    colors = [NEW_ROW_COLOR if t == chosen else "#7f7f7f" for t in texts]
-    fig = go.Figure(go.Bar(x=list(probs)[::-1], y=labels[::-1], orientation="h", marker_color=colors[::-1],
-                           hovertemplate="%{y}: %{x:.3f}<extra></extra>"))
-    fig.update_layout(title="Next-token probabilities (top candidates)", xaxis_title="probability",
-                      xaxis_range=[0, 1], height=300, margin={"l": 10, "r": 10, "t": 40, "b": 10})
-    return fig
-
-
-def growth_chart(steps: Sequence[int], with_cache: Sequence[int], without_cache: Sequence[int], what: str) -> go.Figure:
+def growth_chart(steps: Sequence[int], with_cache: Sequence[int], without_cache: Sequence[int], what: str,
+                 font_px: int = 14) -> go.Figure:
     """Cumulative work with vs without cache, step by step."""
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=list(steps), y=list(with_cache), mode="lines+markers", name="with KV cache"))
     fig.add_trace(go.Scatter(x=list(steps), y=list(without_cache), mode="lines+markers", name="without cache"))
-    fig.update_layout(title=f"Cumulative {what}", xaxis_title="step (0 = prefill)", yaxis_title=what,
-                      height=300, margin={"l": 10, "r": 10, "t": 40, "b": 10})
-    return fig
+    fig.update_layout(title=f"Cumulative {what}", xaxis_title="step (0 = prefill)", yaxis_title=what, height=300,
+                      margin=_margins(font_px))
+    return _fonts(fig, font_px)
