@@ -15,14 +15,22 @@ Total bytes = batch x sum over layers of (tokens that layer holds) x (bytes per 
 Everything is a Python int, exact at any size; limits below refuse absurd inputs with a clear message.
 
 Quantized caches (int8, int4) store, besides the packed integers, an fp16 scale and an fp16 zero point for
-every group of `quant_group_size` consecutive numbers of a vector (4 bytes per group), the scheme of
-Hugging Face's QuantizedCache (group size 64 by default). fp8 keeps one scale per tensor: no per-token
-overhead. 1 KiB = 1024 bytes, 1 MiB = 2**20, 1 GiB = 2**30; 1 GB = 10**9 bytes.
+every group of `quant_group_size` numbers (4 bytes per group), the scheme of Hugging Face's QuantizedCache
+(group size 64 by default). transformers groups keys and values per channel; KIVI (arXiv:2402.02750) groups keys
+per channel and values per token; with whole groups the scale count, and so the bytes, are the same either way.
+QuantizedCache also keeps a residual window of recent tokens in full precision (`residual_length`, default read
+from transformers' own QuantizedLayer): it fills up to residual_length - 1 tokens, then is quantized and emptied,
+so `quant_residual_tokens` = R counts the peak, min(tokens, R - 1) rows at 16 bits. fp8 keeps one scale per
+tensor: no per-token overhead. 1 KiB = 1024 bytes, 1 MiB = 2**20, 1 GiB = 2**30; 1 GB = 10**9 bytes.
 """
 from __future__ import annotations
 
+import ast
+import functools
+import importlib.util
 import math
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 KIB, MIB, GIB, TIB = 2**10, 2**20, 2**30, 2**40
@@ -40,6 +48,7 @@ LIMITS: dict[str, int] = {
     "context_len": 2**40,  # ~1.1 trillion tokens
     "batch": 2**24,
     "quant_group_size": 2**20,
+    "quant_residual_tokens": 2**20,
 }
 
 
@@ -67,6 +76,27 @@ QUANT_OVERHEAD_BYTES_PER_GROUP = 4  # fp16 scale (2 bytes) + fp16 zero point (2 
 DEFAULT_QUANT_GROUP = 64
 DTYPE_ALIASES = {"float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float8": "fp8",
                  "float8_e4m3fn": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}
+
+
+@functools.lru_cache(maxsize=1)
+def transformers_quantized_defaults() -> dict[str, int]:
+    """The defaults of transformers' QuantizedLayer.__init__ (residual_length, q_group_size, nbits, axis_key, ...),
+    read from the installed package's own source with `ast`: no torch import, no hand-copied numbers. {} when
+    transformers or the class is not found."""
+    spec = importlib.util.find_spec("transformers")
+    if spec is None or spec.origin is None:
+        return {}
+    try:
+        tree = ast.parse((Path(spec.origin).parent / "cache_utils.py").read_text(encoding="utf-8"))
+    except (OSError, SyntaxError):
+        return {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == "QuantizedLayer":
+            for fn in node.body:
+                if isinstance(fn, ast.FunctionDef) and fn.name == "__init__":
+                    named = fn.args.args[len(fn.args.args) - len(fn.args.defaults):]
+                    return {a.arg: ast.literal_eval(d) for a, d in zip(named, fn.args.defaults)}
+    return {}
 
 
 def resolve_dtype(name: str) -> CacheDType:
@@ -116,6 +146,7 @@ class KVConfig:
     local_per_global: int | None = None  # hybrid: N local layers then 1 global, repeating; None = all local
     quant_group_size: int = DEFAULT_QUANT_GROUP
     name: str = "custom"
+    quant_residual_tokens: int = 0  # quantized dtypes: transformers' residual_length (0 = no full-precision window)
     first_windowed_layer: int = 0  # Qwen2 `max_window_layers`: layers below this index are global
 
     def __post_init__(self) -> None:
@@ -141,6 +172,7 @@ class KVConfig:
         if self.first_windowed_layer and (self.window is None or self.local_per_global is not None):
             raise MemoryInputError("first_windowed_layer needs a sliding window on every layer from that index on")
         check_int("quant_group_size", self.quant_group_size)
+        check_int("quant_residual_tokens", self.quant_residual_tokens, lo=0)
 
     @property
     def is_mla(self) -> bool:
@@ -192,11 +224,6 @@ class KVConfig:
         return 2 * self.n_kv_heads, self.head_dim
 
     @property
-    def elements_per_token_per_layer(self) -> int:
-        count, length = self.vectors_per_token_per_layer
-        return count * length
-
-    @property
     def bytes_per_token_per_layer(self) -> int:
         """Exact bytes one layer stores for one token, quantization overhead included."""
         dt = DTYPES[self.dtype]
@@ -215,6 +242,18 @@ class KVConfig:
         w = self.layer_window(layer)
         return context_len if w is None else min(context_len, w)
 
+    def residual_tokens(self, tokens: int) -> int:
+        """Rows a quantized layer holding `tokens` keeps in full precision at peak (0 unless quantized)."""
+        if not DTYPES[self.dtype].quantized or self.quant_residual_tokens == 0:
+            return 0
+        return min(tokens, self.quant_residual_tokens - 1)
+
+    def layer_bytes_for(self, tokens: int) -> int:
+        """Exact bytes one layer holds for `tokens` tokens of one sequence (residual window included)."""
+        residual = self.residual_tokens(tokens)
+        full_precision = self.vectors_per_token_per_layer[0] * self.vectors_per_token_per_layer[1] * 2  # 16-bit
+        return (tokens - residual) * self.bytes_per_token_per_layer + residual * full_precision
+
 
 def kv_bytes(config: KVConfig, context_len: int, batch: int = 1) -> int:
     """Exact bytes of the whole KV cache for `batch` sequences of `context_len` tokens."""
@@ -222,8 +261,10 @@ def kv_bytes(config: KVConfig, context_len: int, batch: int = 1) -> int:
     batch = check_int("batch", batch)
     n_global = config.n_global_layers
     local_tokens = 0 if config.window is None else min(context_len, config.window)
-    token_rows = n_global * context_len + (config.n_layer - n_global) * local_tokens  # O(1), any depth
-    return batch * config.bytes_per_token_per_layer * token_rows
+    per_sequence = n_global * config.layer_bytes_for(context_len)  # O(1), any depth
+    if config.n_layer > n_global:
+        per_sequence += (config.n_layer - n_global) * config.layer_bytes_for(local_tokens)
+    return batch * per_sequence
 
 
 @dataclass(frozen=True)
@@ -255,6 +296,7 @@ class KVBudget:
             "local_per_global": c.local_per_global,
             "dtype": c.dtype,
             "quant_group_size": c.quant_group_size if DTYPES[c.dtype].quantized else None,
+            "quant_residual_tokens": c.quant_residual_tokens if DTYPES[c.dtype].quantized else None,
             "context": self.context_len,
             "batch": self.batch,
             "bytes_per_token": self.bytes_per_token,
@@ -278,7 +320,7 @@ def budget(config: KVConfig, context_len: int, batch: int = 1) -> KVBudget:
         )
     per_layer = config.bytes_per_token_per_layer
     tokens = tuple(config.tokens_held(i, context_len) for i in range(config.n_layer))
-    layer_bytes = tuple(batch * t * per_layer for t in tokens)
+    layer_bytes = tuple(batch * config.layer_bytes_for(t) for t in tokens)
     return KVBudget(
         config, context_len, batch, config.bytes_per_token, per_layer, tokens, layer_bytes, sum(layer_bytes),
         tuple(warnings),
@@ -302,23 +344,42 @@ def predicted_cache_bytes(info: Any, seq_len: int, batch: int = 1) -> int:
 
 
 # ----- formatting: exact bytes first, then binary and decimal units -----------------------------------------
-def format_bytes(n_bytes: int) -> str:
-    """e.g. '536,870,912 B = 512 MiB = 0.537 GB' (binary unit picked by size, GB always shown)."""
-    for unit, size in (("TiB", TIB), ("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
-        if n_bytes >= size:
-            binary = f"{n_bytes / size:,.4g} {unit}"
-            break
-    else:
-        binary = f"{n_bytes} B"
-    return f"{n_bytes:,} B = {binary} = {n_bytes / GB:,.4g} GB"
+_BINARY = (("EiB", 2**60), ("PiB", 2**50), ("TiB", TIB), ("GiB", GIB), ("MiB", MIB), ("KiB", KIB))
+_DECIMAL = (("PB", 10**15), ("TB", 10**12), ("GB", GB), ("MB", 10**6), ("kB", 10**3))
+
+
+def _number(value: float) -> str:
+    """4 significant digits, never scientific notation: 0.5369, 12.5, 1,024, 4,612."""
+    if value >= 1000:
+        return f"{value:,.0f}"
+    text = f"{value:.{max(0, 3 - math.floor(math.log10(value)))}f}" if value > 0 else "0"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def binary_unit(n_bytes: int) -> tuple[str, int]:
+    """The largest binary unit not above n_bytes: ('MiB', 2**20) for 5 MiB; ('B', 1) below 1 KiB."""
+    return next(((unit, size) for unit, size in _BINARY if n_bytes >= size), ("B", 1))
 
 
 def short_bytes(n_bytes: int) -> str:
-    """Compact binary form for metric tiles: '512 MiB'."""
-    for unit, size in (("TiB", TIB), ("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
-        if n_bytes >= size:
-            return f"{n_bytes / size:,.4g} {unit}"
+    """Compact binary form for metric tiles: '512 MiB', '72 KiB', '640 B'."""
+    unit, size = binary_unit(n_bytes)
+    return f"{n_bytes:,} B" if size == 1 else f"{_number(n_bytes / size)} {unit}"
+
+
+def decimal_bytes(n_bytes: int) -> str:
+    """Decimal form, GB down to 0.01 GB, then MB or kB: '0.5369 GB', '73.73 kB' (never '7.373e-05 GB')."""
+    for unit, size in _DECIMAL:
+        if n_bytes >= (size // 100 if unit == "GB" else size):
+            return f"{_number(n_bytes / size)} {unit}"
     return f"{n_bytes:,} B"
+
+
+def format_bytes(n_bytes: int) -> str:
+    """The project's one byte formatter: '536,870,912 B = 512 MiB = 0.5369 GB' (exact, binary, decimal)."""
+    if n_bytes < KIB:
+        return f"{n_bytes:,} B"
+    return f"{n_bytes:,} B = {short_bytes(n_bytes)} = {decimal_bytes(n_bytes)}"
 
 
 # ----- textbook figures, checked ----------------------------------------------------------------------------

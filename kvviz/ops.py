@@ -365,3 +365,35 @@ def check_speedup_claim(
         ratio = u / c
         out.append(ClaimRow(quantity, u, c, ratio, abs(ratio - claimed_factor) <= 0.1 * claimed_factor))
     return out
+
+
+# ----- what the cache saves, in words derived from the counts ------------------------------------------------
+SUMMARY_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("the Q/K/V and output projections and the MLP", ("qkv_proj", "out_proj", "mlp")),
+    ("attention (QK^T and AV)", ("attn_scores", "attn_values")),
+    ("the LM head", ("lm_head",)),
+)
+
+
+def savings_sentence(
+    shape: ModelShape, prompt_len: int, new_tokens: int, *, lm_head_all_positions: bool = False
+) -> str:
+    """One sentence of what the cache saves, per group of components, every factor computed from the counts.
+
+    e.g. (bundled model, P=16, N=200) "Generating 200 tokens after a 16-token prompt, the KV cache does 107.4x less
+    work in the Q/K/V and output projections and the MLP, 72.3x less work in attention (QK^T and AV), and the same
+    work in the LM head (only the last position's logits are computed either way): 81.3x less in total."
+    """
+    cached, uncached = generation_totals(shape, prompt_len, new_tokens, lm_head_all_positions=lm_head_all_positions)
+    parts = []
+    for words, components in SUMMARY_GROUPS:
+        c, u = sum(cached.ops(k) for k in components), sum(uncached.ops(k) for k in components)
+        if c == u:
+            why = " (only the last position's logits are computed either way)" if components == ("lm_head",) else ""
+            parts.append(f"the same work in {words}{why}")
+        else:
+            parts.append(f"{u / c:,.1f}x less work in {words}")
+    listed = ", ".join(parts[:-1]) + f", and {parts[-1]}"
+    total = uncached.total_ops / cached.total_ops
+    return (f"Generating {new_tokens:,} tokens after a {prompt_len:,}-token prompt, the KV cache does {listed}: "
+            f"{total:,.1f}x less in total.")

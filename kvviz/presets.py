@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvviz.memory import GIB, KVConfig, MemoryInputError, PublishedFigure
+from kvviz.memory import GIB, MIB, KVConfig, MemoryInputError, PublishedFigure
 from kvviz.ops import ModelShape
 
 HF = "https://huggingface.co/{}/blob/main/config.json"
@@ -45,6 +45,9 @@ _LLAMA2 = "Touvron et al. 2023, Llama 2, arXiv:2307.09288"
 _LLAMA3 = "Llama Team 2024, The Llama 3 Herd of Models, arXiv:2407.21783"
 
 PRESETS: dict[str, Preset] = {p.name: p for p in [
+    _p("distilgpt2", "distilbert/distilgpt2", "Sanh et al. 2019, DistilBERT (distilled GPT-2), arXiv:1910.01108",
+       layers=6, heads=12, kv=12, head_dim=64, n_params=81_912_576, ctx=1024, dtype="fp32", hidden=768, d_ff=3072,
+       vocab=50257, mlp=2, note="GPT-2 small with 6 of its 12 layers (124,439,808 - 6 x 7,087,872 parameters)"),
     _p("gpt2", "openai-community/gpt2", _GPT2, layers=12, heads=12, kv=12, head_dim=64, n_params=124_439_808,
        ctx=1024, dtype="fp32", hidden=768, d_ff=3072, vocab=50257, mlp=2),
     _p("gpt2-medium", "openai-community/gpt2-medium", _GPT2, layers=24, heads=16, kv=16, head_dim=64,
@@ -107,22 +110,41 @@ def ops_presets() -> dict[str, Preset]:
     return {name: p for name, p in PRESETS.items() if p.shape is not None}
 
 
+def gpt2_shapes() -> dict[str, dict[str, int]]:
+    """The GPT-2 family's shapes, {name: {n_layer, n_head, n_embd}}: the project's one source for them
+    (kvviz.models builds random-weight GPT-2s from these)."""
+    return {name: {"n_layer": p.kv.n_layer, "n_head": p.kv.n_head, "n_embd": p.shape.n_embd}
+            for name, p in PRESETS.items() if "gpt2" in name and p.shape is not None}
+
+
 @dataclass(frozen=True)
 class GPU:
     name: str
-    memory_bytes: int  # the marketed capacity taken as GiB; the driver reports slightly less
+    marketed: str  # the capacity as the vendor sells it, e.g. "80 GB"
+    memory_bytes: int  # what the calculator uses
+    driver_reported: bool  # True: memory_bytes is nvidia-smi's memory.total; False: the marketed figure as GiB
     source: str
 
+    @property
+    def capacity_note(self) -> str:
+        gib = self.memory_bytes / GIB
+        if self.driver_reported:
+            return (f"{self.name}: marketed {self.marketed}; the driver reports {self.memory_bytes // MIB:,} MiB = "
+                    f"{gib:.2f} GiB usable (nvidia-smi memory.total), used here.")
+        return (f"{self.name}: marketed {self.marketed}, taken here as {gib:g} GiB; the driver reports somewhat "
+                "less (the H100 and H200 entries use the driver's own figure).")
 
+
+_SMI = "nvidia-smi memory.total, as printed on that GPU: "
 GPUS: dict[str, GPU] = {g.name: g for g in [
-    GPU("NVIDIA T4 16GB", 16 * GIB, "https://www.nvidia.com/en-us/data-center/tesla-t4/"),
-    GPU("NVIDIA L4 24GB", 24 * GIB, "https://www.nvidia.com/en-us/data-center/l4/"),
-    GPU("NVIDIA RTX 4090 24GB", 24 * GIB, "https://www.nvidia.com/en-us/geforce/graphics-cards/40-series/rtx-4090/"),
-    GPU("NVIDIA A100 40GB", 40 * GIB, "https://www.nvidia.com/en-us/data-center/a100/"),
-    GPU("NVIDIA A100 80GB", 80 * GIB, "https://www.nvidia.com/en-us/data-center/a100/"),
-    GPU("NVIDIA H100 80GB", 80 * GIB, "https://www.nvidia.com/en-us/data-center/h100/"),
-    GPU("NVIDIA H200 141GB", 141 * GIB, "https://www.nvidia.com/en-us/data-center/h200/"),
-    GPU("AMD MI300X 192GB", 192 * GIB, "https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html"),
+    GPU("NVIDIA T4", "16 GB", 16 * GIB, False, "https://www.nvidia.com/en-us/data-center/tesla-t4/"),
+    GPU("NVIDIA L4", "24 GB", 24 * GIB, False, "https://www.nvidia.com/en-us/data-center/l4/"),
+    GPU("NVIDIA RTX 4090", "24 GB", 24 * GIB, False, "https://www.nvidia.com/en-us/geforce/graphics-cards/40-series/rtx-4090/"),
+    GPU("NVIDIA A100 40GB", "40 GB", 40 * GIB, False, "https://www.nvidia.com/en-us/data-center/a100/"),
+    GPU("NVIDIA A100 80GB", "80 GB", 80 * GIB, False, "https://www.nvidia.com/en-us/data-center/a100/"),
+    GPU("NVIDIA H100 80GB", "80 GB", 81_559 * MIB, True, _SMI + "81559MiB (https://www.nvidia.com/en-us/data-center/h100/)"),
+    GPU("NVIDIA H200", "141 GB", 143_771 * MIB, True, _SMI + "143771MiB (https://www.nvidia.com/en-us/data-center/h200/)"),
+    GPU("AMD MI300X", "192 GB", 192 * GIB, False, "https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html"),
 ]}
 
 _DEVTO = "https://dev.to/jagmarques/kv-cache-memory-calculator-how-much-does-your-llm-actually-use-85n"

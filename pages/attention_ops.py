@@ -1,12 +1,180 @@
-"""Count the work: exact matmul operations of a generation with the KV cache and without it."""
+"""Count the work: exact matmul operations of a generation with the KV cache and without it.
+
+Every input is a widget bound to the URL (`bind="query-params"`). Pure integer arithmetic (kvviz.ops): the page
+imports no torch; the bundled model's shape is read from its config on disk (ui.current_info).
+"""
 from __future__ import annotations
+
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from kvviz import ops, ui
-from kvviz import ui_ops_memory as uim
+from kvviz import links, ops, ui
+from kvviz.figures import memory as memory_figs
 from kvviz.figures import ops as figs
+from kvviz.presets import ops_presets
+
+LOADED, CUSTOM = "loaded model (sidebar)", "custom"
+CLAIM_TOKENS = 1000
+DEFAULTS: dict[str, Any] = {  # the numbers' defaults; selectors default to their first option
+    "ops_prompt": 16, "ops_new": 200, "ops_layers": 12, "ops_heads": 12, "ops_kv_heads": 12, "ops_head_dim": 64,
+    "ops_hidden": 768, "ops_dff": 3072, "ops_vocab": 50257,
+}
+LM_CAPTIONS = {"last": "last position (generate)", "all": "every position (model(ids))"}
+
+
+def int_input(label: str, key: str, lo: int, hi: int) -> int:
+    """A bounded whole number bound to the URL (a link value equal to the default is left out of the URL)."""
+    return int(st.number_input(label, min_value=lo, max_value=hi, value=DEFAULTS[key], step=1, key=key,
+                               bind="query-params"))
+
+
+def big_number(n: int) -> str:
+    """'245.3 million' style for metric tiles (the exact integer goes in the tooltip)."""
+    for size, word in ((10**18, "quintillion"), (10**15, "quadrillion"), (10**12, "trillion"), (10**9, "billion"),
+                       (10**6, "million")):
+        if abs(n) >= size:
+            return f"{n / size:,.4g} {word}"
+    return f"{n:,}"
+
+
+def chosen_shape() -> tuple[ops.ModelShape | None, int | None]:
+    """The chosen shape and its context limit (None if unknown); None shape after showing why it is invalid."""
+    choice = st.session_state.get("ops_model", LOADED)
+    if choice == LOADED:
+        info = ui.current_info()
+        return ops.ModelShape.from_info(info), info.n_positions
+    if choice != CUSTOM:
+        preset = ops_presets()[choice]
+        st.caption(f"Source: [{preset.source}]({preset.source}) · {preset.paper}")
+        return preset.shape, preset.max_context
+    c = st.columns(4)
+    with c[0]:
+        layers, heads = int_input("Layers", "ops_layers", 1, 10_000), int_input("Query heads", "ops_heads", 1, 100_000)
+    with c[1]:
+        kv, head_dim = int_input("KV heads", "ops_kv_heads", 1, 100_000), int_input("Head dim", "ops_head_dim", 1, 100_000)
+    with c[2]:
+        hidden, d_ff = int_input("Hidden size", "ops_hidden", 1, 10**6), int_input("MLP width", "ops_dff", 1, 10**7)
+    with c[3]:
+        vocab = int_input("Vocabulary", "ops_vocab", 1, 10**7)
+        gated = st.checkbox("Gated MLP (SwiGLU: 3 matrices)", value=False, key="ops_gated", bind="query-params")
+    try:
+        return ops.ModelShape(layers, heads, kv, head_dim, hidden, d_ff, vocab, 3 if gated else 2, "custom"), None
+    except ops.OpsInputError as exc:
+        st.error(f"This shape cannot be counted: {exc}.")
+        return None, None
+
+
+def claim_tab(shape: ops.ModelShape) -> None:
+    """The popular "1000 tokens, ~500x" claim against the exact counts, and the growth laws behind it."""
+    n, heads = CLAIM_TOKENS, shape.n_layer * shape.n_head
+    cached, uncached = ops.generation_totals(shape, 1, n, lm_head_all_positions=False)
+    run_with, run_without = cached.attention_dot_products // heads, uncached.attention_dot_products // heads
+    last_with = ops.forward_pass_counts(shape, n - 1, 1, True).attention_dot_products // heads
+    last_without = ops.forward_pass_counts(shape, n - 1, 1, False).attention_dot_products // heads
+    st.markdown(
+        f"**Claim:** *with a KV cache, generating {n:,} tokens takes ~500x fewer computations.*\n\n"
+        "**The correction.** With the cache, attention is still **O(n) per step** (the new query reads every cached "
+        "key) and so **O(n²) over a generation**; without it, **O(n²) per step** and **O(n³) in total**. "
+        f"Counted per head, {n:,} passes from a 1-token prompt (QK^T dot products):\n\n"
+        f"| | with cache | without | ratio |\n|---|---:|---:|---:|\n"
+        f"| whole run | N(N+1)/2 = {run_with:,} | N(N+1)(N+2)/6 = {run_without:,} | (N+2)/3 = "
+        f"**{run_without / run_with:,.1f}x** |\n"
+        f"| the last step alone | N = {last_with:,} | N(N+1)/2 = {last_without:,} | (N+1)/2 = "
+        f"**{last_without / last_with:,.1f}x** |\n\n"
+        f"So \"~500x\" is the last step's attention alone; over the whole run attention shrinks "
+        f"{run_without / run_with:,.0f}x, and the projections and MLP (N+1)/2 = "
+        f"{uncached.linear_ops / cached.linear_ops:,.1f}x. For this model, LM head on the last position only:")
+    st.dataframe(pd.DataFrame([{"quantity": r.quantity, "without cache": f"{r.uncached:,}", "with cache": f"{r.cached:,}",
+                                "ratio": f"{r.ratio:,.1f}x", "~500x?": "yes" if r.holds else "no"}
+                               for r in ops.check_speedup_claim(shape, n)]), hide_index=True)
+
+
+@st.fragment
+def counter() -> None:
+    notices = st.container()
+    first_run, st.session_state["ops_link_checked"] = not st.session_state.get("ops_link_checked"), True
+    linked = {k: st.query_params.get_all(k) for k in st.query_params if k.startswith("ops_")} if first_run else {}
+    c = st.columns([2, 1, 1, 2])
+    c[0].selectbox("Model", [LOADED, *ops_presets(), CUSTOM], index=0, key="ops_model", bind="query-params")
+    with c[1]:
+        prompt_len = int_input("Prompt tokens P", "ops_prompt", 1, 10**6)
+    with c[2]:
+        new_tokens = int_input("New tokens N", "ops_new", 1, 10**6)
+    lm = c[3].radio("Logits computed for", list(LM_CAPTIONS), index=0, key="ops_lm", horizontal=True, bind="query-params",
+               captions=list(LM_CAPTIONS.values()))
+    shape, limit = chosen_shape()
+    t = st.columns(3)
+    flops = t[0].toggle("Show FLOPs (2 per op)", value=False, key="ops_flops", bind="query-params")
+    log_y = t[1].toggle("Log scale", value=False, key="ops_log", bind="query-params")
+    now = {k: st.query_params.get_all(k) for k in linked}
+    for message in links.link_refusals(linked, now, st.session_state):
+        notices.warning(message)
+    if shape is None:
+        return
+    if limit is not None and prompt_len + new_tokens - 1 > limit:
+        st.warning(f"P + N - 1 = {prompt_len + new_tokens - 1:,} tokens exceeds this model's context limit of "
+                   f"{limit:,}; the counts are still exact arithmetic, but the model could not run that far.")
+    lm_all = lm == "all"
+    cached, uncached = ops.generation_totals(shape, prompt_len, new_tokens, lm_head_all_positions=lm_all)
+    scale, unit = (ops.FLOPS_PER_OP, "FLOPs") if flops else (1, "ops")
+    m = st.columns(3)
+    m[0].metric(f"With KV cache ({unit})", big_number(scale * cached.total_ops), help=f"{scale * cached.total_ops:,}")
+    m[1].metric(f"Without cache ({unit})", big_number(scale * uncached.total_ops), help=f"{scale * uncached.total_ops:,}")
+    m[2].metric("Without / with", f"{uncached.total_ops / cached.total_ops:,.1f}x")
+    st.markdown(ops.savings_sentence(shape, prompt_len, new_tokens, lm_head_all_positions=lm_all))
+
+    labels = ["Cumulative", "Ratio", "Per component", "Per pass", "The '500x' claim", "Why no Q cache?"]
+    tabs = st.tabs(labels, key="ops_tab", bind="query-params")  # lazy: only the open tab runs
+    export = memory_figs.export_config
+    if tabs[0].open or tabs[1].open:
+        points = ops.curve(shape, prompt_len, new_tokens, max_points=300, lm_head_all_positions=lm_all)
+    if tabs[0].open:
+        with tabs[0]:
+            quantity = st.selectbox("Quantity", list(figs.QUANTITIES), index=0, key="ops_quantity", bind="query-params",
+                                    format_func=lambda q: figs.QUANTITIES[q][0])
+            st.plotly_chart(figs.cumulative_figure(points, quantity, flops, log_y), key="ops_chart_cum",
+                            config=export("cumulative_ops"))
+    if tabs[1].open:
+        with tabs[1]:
+            st.plotly_chart(figs.ratio_figure(points), key="ops_chart_ratio", config=export("ops_ratio"))
+    if tabs[2].open:
+        with tabs[2]:
+            st.plotly_chart(figs.breakdown_figure(cached, uncached, flops, log_y=True), key="ops_chart_parts",
+                            config=export("ops_per_component"))
+            st.dataframe(pd.DataFrame([{
+                "component": ops.COMPONENT_LABELS[k], f"with cache ({unit})": f"{scale * cached.ops(k):,}",
+                f"without ({unit})": f"{scale * uncached.ops(k):,}", "saved": f"{scale * (uncached.ops(k) - cached.ops(k)):,}",
+                "without / with": f"{uncached.ops(k) / cached.ops(k):,.1f}x"} for k in ops.COMPONENTS]), hide_index=True)
+            st.markdown(f"Attention dot products: **{cached.attention_dot_products:,}** with the cache, "
+                        f"**{uncached.attention_dot_products:,}** without.")
+    if tabs[3].open:
+        with tabs[3]:
+            shown = min(new_tokens, 64)
+            steps = list(ops.generation_steps(shape, prompt_len, shown, lm_head_all_positions=lm_all))
+            st.plotly_chart(figs.per_step_figure([s.index for s in steps], [s.cached for s in steps],
+                                                 [s.uncached for s in steps]), key="ops_chart_steps",
+                            config=export("ops_per_pass"))
+            st.dataframe(pd.DataFrame([{
+                "pass": s.index, "context after": s.context_len, "tokens fed (cache)": s.cached.tokens_fed,
+                "dot products (cache)": s.cached.attention_dot_products, "ops (cache)": s.cached.total_ops,
+                "tokens fed (no cache)": s.uncached.tokens_fed, "dot products (no cache)": s.uncached.attention_dot_products,
+                "ops (no cache)": s.uncached.total_ops} for s in steps]), hide_index=True)
+            if shown < new_tokens:
+                st.caption(f"First {shown} passes shown; the totals above cover all {new_tokens:,}.")
+    if tabs[4].open:
+        with tabs[4]:
+            claim_tab(shape)
+    if tabs[5].open:
+        with tabs[5]:
+            st.markdown(
+                "A query is used once: by its own token, at its own step, to read the past. No later token ever "
+                "needs an old query. Keys and values are the opposite: every future query reads all of them. So "
+                "the cache keeps K and V and throws Q away. With the cache, a decode pass computes exactly "
+                f"**one** query per head per layer ({shape.n_layer * shape.n_head:,} queries for this model), "
+                "and one new K and V row per K/V head per layer for the token it feeds.")
+
 
 ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Count the work")
@@ -20,89 +188,4 @@ with st.expander("What you are seeing", expanded=False):
         "position p scores keys 0..p; masked pairs are not counted. Only matrix multiplications are counted "
         "(layer norms, softmax, GELU and biases are small and elementwise). Pass 1 is the prefill."
     )
-FIELDS = uim.ops_fields()
-for notice in uim.seed_from_url(FIELDS):
-    st.warning(notice)
-
-
-@st.fragment
-def counter() -> None:
-    c = st.columns([2, 1, 1, 2])
-    c[0].selectbox("Model", list(FIELDS["ops_model"].choices), key="ops_model")
-    with c[1]:
-        prompt_len = uim.int_input("Prompt tokens P", "ops_prompt", 1, 10**6)
-    with c[2]:
-        new_tokens = uim.int_input("New tokens N", "ops_new", 1, 10**6)
-    c[3].radio("Logits computed for", ["last", "all"], key="ops_lm", horizontal=True,
-               format_func=lambda v: {"last": "last position (generate)", "all": "every position (model(ids))"}[v])
-    shape, limit = uim.ops_shape()
-    t = st.columns(3)
-    flops = t[0].toggle("Show FLOPs (2 per op)", key="ops_flops")
-    log_y = t[1].toggle("Log scale", key="ops_log")
-    uim.push_to_url(FIELDS)
-    if shape is None:
-        return
-    if limit is not None and prompt_len + new_tokens - 1 > limit:
-        st.warning(f"P + N - 1 = {prompt_len + new_tokens - 1:,} tokens exceeds this model's context limit of "
-                   f"{limit:,}; the counts are still exact arithmetic, but the model could not run that far.")
-    lm_all = st.session_state["ops_lm"] == "all"
-    cached, uncached = ops.generation_totals(shape, prompt_len, new_tokens, lm_head_all_positions=lm_all)
-    scale, unit = (ops.FLOPS_PER_OP, "FLOPs") if flops else (1, "ops")
-    m = st.columns(3)
-    m[0].metric(f"With KV cache ({unit})", uim.big_number(scale * cached.total_ops), help=f"{scale * cached.total_ops:,}")
-    m[1].metric(f"Without cache ({unit})", uim.big_number(scale * uncached.total_ops), help=f"{scale * uncached.total_ops:,}")
-    m[2].metric("Without / with", f"{uncached.total_ops / cached.total_ops:,.1f}x")
-
-    tabs = st.tabs(["Cumulative", "Ratio", "Per component", "Per pass", "The '500x' claim", "Why no Q cache?"])
-    points = ops.curve(shape, prompt_len, new_tokens, max_points=300, lm_head_all_positions=lm_all)
-    with tabs[0]:
-        quantity = st.selectbox("Quantity", list(figs.QUANTITIES), key="ops_quantity",
-                                format_func=lambda q: figs.QUANTITIES[q][0])
-        st.plotly_chart(figs.cumulative_figure(points, quantity, flops, log_y), key="ops_chart_cum")
-    with tabs[1]:
-        st.plotly_chart(figs.ratio_figure(points), key="ops_chart_ratio")
-    with tabs[2]:
-        st.plotly_chart(figs.breakdown_figure(cached, uncached, flops, log_y=True), key="ops_chart_parts")
-        rows = [{"component": ops.COMPONENT_LABELS[k], f"with cache ({unit})": f"{scale * cached.ops(k):,}",
-                 f"without ({unit})": f"{scale * uncached.ops(k):,}", "saved": f"{scale * (uncached.ops(k) - cached.ops(k)):,}",
-                 "without / with": f"{uncached.ops(k) / cached.ops(k):,.1f}x"} for k in ops.COMPONENTS]
-        st.dataframe(pd.DataFrame(rows), hide_index=True)
-        st.markdown(
-            f"Attention dot products: **{cached.attention_dot_products:,}** with the cache, "
-            f"**{uncached.attention_dot_products:,}** without. The cache removes the recomputation of old tokens' "
-            "projections and MLP (a factor ~L/2 over a generation) and of old queries' scores; the LM head saves "
-            "nothing when only the last position's logits are computed."
-        )
-    with tabs[3]:
-        shown = min(new_tokens, 64)
-        steps = list(ops.generation_steps(shape, prompt_len, shown, lm_head_all_positions=lm_all))
-        st.plotly_chart(figs.per_step_figure([s.index for s in steps], [s.cached for s in steps],
-                                             [s.uncached for s in steps]), key="ops_chart_steps")
-        st.dataframe(pd.DataFrame([{
-            "pass": s.index, "context after": s.context_len, "tokens fed (cache)": s.cached.tokens_fed,
-            "dot products (cache)": s.cached.attention_dot_products, "ops (cache)": s.cached.total_ops,
-            "tokens fed (no cache)": s.uncached.tokens_fed, "dot products (no cache)": s.uncached.attention_dot_products,
-            "ops (no cache)": s.uncached.total_ops} for s in steps]), hide_index=True)
-        if shown < new_tokens:
-            st.caption(f"First {shown} passes shown; the totals above cover all {new_tokens:,}.")
-    with tabs[4]:
-        n = 1000
-        st.markdown("**Claim:** *with a KV cache, generating 1000 tokens takes ~500x fewer computations.* "
-                    "Checked for this model, 1-token prompt, 1000 passes (LM head: last position):")
-        st.dataframe(pd.DataFrame([{"quantity": r.quantity, "without cache": f"{r.uncached:,}", "with cache": f"{r.cached:,}",
-                                    "ratio": f"{r.ratio:,.1f}x", "~500x?": "yes" if r.holds else "no"}
-                                   for r in ops.check_speedup_claim(shape, n)]), hide_index=True)
-        st.markdown(f"Exactly: the **attention of the last step** shrinks by (L+1)/2 = {(n + 1) / 2:g}x and the "
-                    f"**projections + MLP summed over the generation** by (N+1)/2 = {(n + 1) / 2:g}x; but attention "
-                    f"over the whole generation only by (N+2)/3 = {(n + 2) / 3:g}x, and one step's projections and "
-                    f"MLP by L = {n}x. The claim mixes a per-step attention ratio with a whole-run saving.")
-    with tabs[5]:
-        st.markdown(
-            "A query is used once: by its own token, at its own step, to read the past. No later token ever "
-            "needs an old query. Keys and values are the opposite: every future query reads all of them. So "
-            "the cache keeps K and V and throws Q away. With the cache, a decode pass computes exactly "
-            f"**one** query per head per layer ({shape.n_layer * shape.n_head:,} queries for this model)."
-        )
-
-
 counter()

@@ -1,13 +1,297 @@
-"""Memory budget: exact KV-cache bytes for any model layout, what fits on a GPU, and textbook figures checked."""
+"""Memory budget: exact KV-cache bytes for any model layout, what fits on a GPU, and textbook figures checked.
+
+Every input is a widget bound to the URL (`bind="query-params"`), so the address bar is a shareable what-if.
+The first view imports no torch: only the "The loaded model" tab runs the model, and tabs render lazily.
+"""
 from __future__ import annotations
+
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from kvviz import capacity, memory, ui
-from kvviz import ui_ops_memory as uim
+from kvviz import capacity, config_import, links, memory, ui
 from kvviz.figures import memory as figs
 from kvviz.presets import GPUS, PRESETS, PUBLISHED_FIGURES, get_preset
+
+CUSTOM, DEFAULT_PRESET, CUSTOM_GPU = "custom", "llama-3-8b", "custom"
+PROBE_PROMPT = "ROMEO: What light through yonder window breaks?"
+L = memory.LIMITS
+RESIDUAL_DEFAULT = memory.transformers_quantized_defaults().get("residual_length", 0)
+TABS = ["Size vs context", "Per layer", "What fits", "Paged vs flat", "Textbook figures", "The loaded model"]
+
+
+def preset_values(name: str) -> dict[str, Any]:
+    p = get_preset(name)
+    kv = p.kv
+    return {"mem_layers": kv.n_layer, "mem_heads": kv.n_head, "mem_kv_heads": kv.n_kv_heads, "mem_head_dim": kv.head_dim,
+            "mem_mla_rank": kv.mla_latent_rank, "mem_mla_rope": kv.mla_rope_dim, "mem_window": kv.window or 0,
+            "mem_local": kv.local_per_global or 0, "mem_dtype": kv.dtype, "mem_params": p.n_params, "mem_hidden": 0,
+            "mem_maxlen": p.max_context}
+
+
+def defaults() -> dict[str, Any]:
+    """Each bound widget's default: the chosen preset's numbers (the link's preset on a first visit), so a link
+    carries only what differs from its preset; `bind="query-params"` leaves defaults out of the URL."""
+    linked = st.query_params.get("mem_preset")
+    start = st.session_state.get("mem_preset", linked if linked in PRESETS else DEFAULT_PRESET)
+    return {**preset_values(start if start in PRESETS else DEFAULT_PRESET), "mem_context": 4096, "mem_batch": 1,
+            "mem_gpu_gib": 80, "mem_reserve_mib": 2048, "mem_block": 16, "mem_residual": RESIDUAL_DEFAULT}
+
+
+def apply_preset() -> None:
+    """on_change of the preset picker: forget the form's numbers, so each field falls back to its default,
+    which is the new preset's number (see defaults())."""
+    if st.session_state["mem_preset"] != CUSTOM:
+        for key in preset_values(st.session_state["mem_preset"]):
+            st.session_state.pop(key, None)
+
+
+def apply_import() -> None:
+    """on_click of "Use this config.json": parse the upload or the pasted text into the form."""
+    upload = st.session_state.get("mem_upload")
+    text = upload.getvalue() if upload is not None else st.session_state.get("mem_paste", "")
+    try:
+        if not text or not str(text).strip():
+            raise memory.MemoryInputError("nothing to import: upload a config.json or paste its text")
+        imported = config_import.parse_hf_config(text)
+    except memory.MemoryInputError as exc:
+        st.session_state["mem_import_report"] = ("error", str(exc))
+        return
+    kv = imported.config
+    st.session_state.update({
+        "mem_preset": CUSTOM, "mem_layers": kv.n_layer, "mem_heads": kv.n_head, "mem_kv_heads": kv.n_kv_heads,
+        "mem_head_dim": kv.head_dim, "mem_mla_rank": kv.mla_latent_rank, "mem_mla_rope": kv.mla_rope_dim,
+        "mem_window": kv.window or 0, "mem_local": kv.local_per_global or 0, "mem_dtype": kv.dtype, "mem_hidden": 0,
+    })
+    if imported.max_context:
+        st.session_state["mem_maxlen"] = min(imported.max_context, L["context_len"])
+    used = ", ".join(f"`{k}` = {v}" for k, v in imported.used.items())
+    st.session_state["mem_import_report"] = ("ok", f"Imported **{kv.name}**. Used: {used}. "
+                                                   f"Missing: {'; '.join(imported.missing) or 'nothing'}.")
+
+
+def int_input(label: str, key: str, lo: int, hi: int, **kwargs: Any) -> int:
+    """A bounded whole-number input whose value lives in the URL."""
+    return int(st.number_input(label, min_value=lo, max_value=hi, value=DEFAULTS[key], step=1, key=key,
+                               bind="query-params", **kwargs))
+
+
+def show_bytes(label: str, n_bytes: int, col: Any, help: str | None = None) -> None:
+    col.metric(label, memory.short_bytes(n_bytes), help=(help + "\n\n" if help else "") + memory.format_bytes(n_bytes))
+
+
+def memory_form() -> memory.KVConfig | None:
+    """The layout inputs; returns the config, or None after showing why it is invalid."""
+    c = st.columns(4)
+    with c[0]:
+        layers = int_input("Layers", "mem_layers", 1, L["n_layer"])
+        hidden = int_input("Hidden size (0 = give head dim)", "mem_hidden", 0, 10**7,
+                           help="if set, head dim = hidden size / query heads")
+        dtype = st.selectbox("Cache dtype", list(memory.DTYPES), index=list(memory.DTYPES).index(DEFAULTS["mem_dtype"]),
+                             key="mem_dtype", bind="query-params",
+                             help="\n".join(f"- {d}: {t.note}" for d, t in memory.DTYPES.items()))
+    with c[1]:
+        heads = int_input("Query heads", "mem_heads", 1, L["n_head"])
+        kv_heads = int_input("KV heads", "mem_kv_heads", 1, L["n_kv_heads"], help="= query heads: MHA; 1: MQA; between: GQA")
+        residual = int_input("Full-precision residual (tokens)", "mem_residual", 0, L["quant_residual_tokens"],
+                             disabled=not memory.DTYPES[dtype].quantized,
+                             help="transformers' QuantizedCache keeps the newest tokens unquantized (`residual_length`, "
+                                  f"default {RESIDUAL_DEFAULT} read from its QuantizedLayer); 0 = off")
+    with c[2]:
+        head_dim = int_input("Head dim", "mem_head_dim", 1, L["head_dim"], disabled=hidden > 0)
+        mla_rank = int_input("MLA latent rank (0 = off)", "mem_mla_rank", 0, L["mla_latent_rank"],
+                             help="DeepSeek's kv_lora_rank: the cache holds this latent instead of per-head K and V")
+        mla_rope = int_input("MLA RoPE key dim", "mem_mla_rope", 0, L["mla_rope_dim"], disabled=mla_rank == 0)
+    with c[3]:
+        window = int_input("Sliding window (0 = off)", "mem_window", 0, L["window"])
+        local = int_input("Local layers per global (0 = all local)", "mem_local", 0, 10_000, disabled=window == 0,
+                          help="Gemma 3: 5 (five 1024-token window layers, then one global layer)")
+    try:
+        if hidden:
+            head_dim = memory.head_dim_from_hidden(hidden, heads)
+        if memory.DTYPES[dtype].quantized:
+            st.caption(f"{dtype}: an fp16 scale + fp16 zero point per {memory.DEFAULT_QUANT_GROUP} numbers. transformers "
+                       "groups keys and values per channel; KIVI groups keys per channel, values per token (same bytes). "
+                       f"Residual: at peak {max(residual - 1, 0):,} newest tokens per layer are held at 16 bits.")
+        return memory.KVConfig(
+            layers, heads, kv_heads, head_dim, dtype, mla_rank, mla_rope if mla_rank else 0, window or None,
+            (local or None) if window else None, quant_residual_tokens=residual,
+            name=st.session_state["mem_preset"] if st.session_state["mem_preset"] != CUSTOM else "your config")
+    except memory.MemoryInputError as exc:
+        st.error(f"This layout cannot be computed: {exc}.")
+        return None
+
+
+def real_cache_reading() -> tuple[int, int, str]:
+    """(tokens, bytes summed from the DynamicCache tensors, where from): the step-through engine if it has run,
+    else a short prefill. The one place this page imports torch (through kvviz.stepping)."""
+    from kvviz.stepping import StepEngine
+
+    loaded = ui.current_model("eager")
+    engine = st.session_state.get(ui.STEP_ENGINE_KEY)
+    if engine is not None and engine.loaded is loaded and engine.started:
+        return engine.cache_len, engine.cache_bytes, "your step-through session"
+    probe_key = f"mem_probe_{loaded.info.spec}"
+    if probe_key not in st.session_state:
+        probe = StepEngine(loaded)
+        probe.prefill(PROBE_PROMPT)
+        st.session_state[probe_key] = (probe.cache_len, probe.cache_bytes, f"a prefill of {PROBE_PROMPT!r}")
+    return st.session_state[probe_key]
+
+
+def what_fits(cfg: memory.KVConfig, context: int, batch: int) -> None:
+    g = st.columns(4)
+    gpu = g[0].selectbox("GPU", [*GPUS, CUSTOM_GPU], index=list(GPUS).index("NVIDIA A100 80GB"), key="mem_gpu",
+                         bind="query-params")
+    with g[1]:
+        params = int_input("Model parameters", "mem_params", 0, 10**14)
+    wdt = g[2].selectbox("Weight dtype", list(memory.DTYPES), index=list(memory.DTYPES).index("bf16"),
+                         key="mem_weight_dtype", bind="query-params")
+    with g[3]:
+        reserve = int_input("Reserve (MiB)", "mem_reserve_mib", 0, 10**9, help="activations, CUDA context...")
+    if gpu == CUSTOM_GPU:
+        gpu_bytes = int_input("Custom memory (GiB)", "mem_gpu_gib", 1, 1_000_000) * memory.GIB
+    else:
+        gpu_bytes = GPUS[gpu].memory_bytes
+        st.caption(GPUS[gpu].capacity_note + f" [source]({GPUS[gpu].source.split('(')[-1].rstrip(')')})")
+    weights = -(-params * memory.DTYPES[wdt].bits // 8)
+    fit = capacity.what_fits(cfg, gpu_bytes, weights, reserve * memory.MIB, batch, context)
+    if fit.free_bytes <= 0:
+        need = -(-(weights + reserve * memory.MIB) // gpu_bytes)
+        st.error(f"The weights alone ({memory.format_bytes(weights)}) plus the {reserve:,} MiB reserve do not fit in "
+                 f"{memory.short_bytes(gpu_bytes)}: nothing is left for the cache, so no context and no batch fits. "
+                 f"Splitting the weights needs at least {need:,} such GPUs, or fewer bits per weight.")
+        return
+    st.markdown(f"GPU {memory.format_bytes(gpu_bytes)} - weights {memory.format_bytes(weights)} - reserve "
+                f"{reserve:,} MiB = **{memory.format_bytes(fit.free_bytes)}** for the cache.")
+    f = st.columns(2)
+    if fit.context_capped:
+        f[0].metric(f"Longest context, batch {batch}", "unbounded")
+        st.info("Unbounded by the cache: every layer is windowed, so only the window is stored and the cache stops "
+                "growing; the model's own context limit is what bounds the length.")
+    else:
+        f[0].metric(f"Longest context, batch {batch}", f"{fit.max_context:,} tokens")
+    f[1].metric(f"Largest batch at {context:,} tokens", f"{fit.max_batch:,}")
+    preset = st.session_state["mem_preset"]
+    if preset in PRESETS and not fit.context_capped and fit.max_context > get_preset(preset).max_context:
+        st.caption(f"Memory allows more than {preset}'s context window of {get_preset(preset).max_context:,} tokens.")
+
+
+def paged(cfg: memory.KVConfig, context: int, batch: int) -> None:
+    p = st.columns(2)
+    with p[0]:
+        block = int_input("Block size (tokens)", "mem_block", 1, 4096)
+    with p[1]:
+        max_len = int_input("Flat buffer: pre-allocated length", "mem_maxlen", 1, L["context_len"])
+    if max_len < context:
+        st.warning(f"The flat buffer ({max_len:,} tokens) is shorter than the context ({context:,}): a flat cache that "
+                   f"size cannot hold this sequence. Drawn with the flat buffer at exactly {context:,} tokens instead.")
+        max_len = context
+    view = capacity.paged_view(cfg, context, batch, block, max_len)
+    st.markdown(f"{view.blocks_per_sequence:,} blocks per sequence; the last one wastes {view.waste_tokens_last_block} "
+                f"token slots. The flat buffer wastes {memory.format_bytes(view.flat_bytes - view.used_bytes)}.")
+    st.plotly_chart(figs.paged_figure(view), key="mem_chart_paged", config=figs.export_config("paged_vs_flat"))
+
+
+def textbook() -> None:
+    checks = [memory.check_figure(f, get_preset(f.model).kv) for f in PUBLISHED_FIGURES]
+    st.dataframe(pd.DataFrame([{
+        "model": c.figure.model, "tokens": f"{c.figure.context_len:,}", "dtype": c.figure.dtype,
+        "printed": f"{c.figure.claimed:g} {c.figure.claimed_unit}", "exact": memory.format_bytes(c.actual_bytes),
+        "verdict": c.verdict, "source": c.figure.where} for c in checks]), hide_index=True,
+        column_config={"source": st.column_config.LinkColumn("source")})
+    for c in checks:
+        mark = ":red[**wrong**]" if c.verdict == "wrong" else f":green[{c.verdict}]"
+        st.markdown(f"{mark} {c.figure.model}, {c.figure.context_len:,} tokens, printed {c.figure.claimed:g} "
+                    f"{c.figure.claimed_unit}: {c.explanation}.")
+    mha = memory.kv_bytes(memory.KVConfig(32, 32, 32, 128, "bf16"), 4096)
+    st.caption(f"Forgetting GQA (Llama-3-8B with 32 KV heads instead of 8) gives {memory.format_bytes(mha)} "
+               "at 4,096 tokens: 4x the real cache.")
+
+
+def loaded_model() -> None:
+    tokens, real_bytes, source = real_cache_reading()
+    info = ui.current_model("eager").info
+    predicted = memory.predicted_cache_bytes(info, tokens)
+    r = st.columns(2)
+    show_bytes(f"Calculator at {tokens} tokens (fp32)", predicted, r[0])
+    show_bytes("Real DynamicCache tensors", real_bytes, r[1], help=f"from {source}")
+    (st.success if predicted == real_bytes else st.error)(
+        f"{info.label}: 2 x {info.n_layer} layers x {info.n_kv_heads} heads x {info.head_dim} x 4 B x "
+        f"{tokens} tokens = {predicted:,} B; the tensors hold {real_bytes:,} B (from {source}).")
+
+
+@st.fragment
+def calculator() -> None:
+    global DEFAULTS
+    DEFAULTS = defaults()
+    notices = st.container()
+    first_run, st.session_state["mem_link_checked"] = not st.session_state.get("mem_link_checked"), True
+    linked = {k: st.query_params.get_all(k) for k in st.query_params if k.startswith("mem_")} if first_run else {}
+    top = st.columns([2, 3])
+    top[0].selectbox("Preset", [CUSTOM, *PRESETS], index=1 + list(PRESETS).index(DEFAULT_PRESET), key="mem_preset",
+                     on_change=apply_preset, bind="query-params")
+    if st.session_state["mem_preset"] != CUSTOM:
+        p = get_preset(st.session_state["mem_preset"])
+        top[1].caption(f"Source: [{p.source}]({p.source}) · {p.paper}" + (f" · {p.note}" if p.note else ""))
+    with st.expander("Import a Hugging Face config.json"):
+        st.file_uploader("Upload config.json", type=["json"], key="mem_upload")
+        st.text_area("...or paste it", key="mem_paste", height=100)
+        st.button("Use this config.json", key="mem_import", on_click=apply_import)
+        kind, text = st.session_state.get("mem_import_report", (None, None))
+        if kind:
+            (st.success if kind == "ok" else st.error)(text)
+    cfg = memory_form()
+    c = st.columns(2)
+    with c[0]:
+        context = int_input("Context length (tokens)", "mem_context", 1, L["context_len"])
+    with c[1]:
+        batch = int_input("Batch (sequences)", "mem_batch", 1, L["batch"])
+    now = {k: st.query_params.get_all(k) for k in linked}
+    for message in links.link_refusals(linked, now, st.session_state):
+        notices.warning(message)
+    if cfg is None:
+        return
+    preset = st.session_state["mem_preset"]
+    if preset in PRESETS and context > get_preset(preset).max_context:
+        notices.warning(f"{context:,} tokens exceeds {preset}'s own context window of {get_preset(preset).max_context:,} "
+                        "tokens: the bytes are exact arithmetic, but the model was not trained to run that long.")
+    b = memory.budget(cfg, context, batch)
+    for w in b.warnings:
+        st.warning(w)
+    m = st.columns(3)
+    show_bytes("Per token (all layers)", b.bytes_per_token, m[0], help="a token inside every window")
+    show_bytes("Per token, one layer", b.bytes_per_token_per_layer, m[1])
+    show_bytes(f"Total: {context:,} tokens x batch {batch}", b.total_bytes, m[2])
+    st.markdown(f"**{cfg.attention_kind}** · per token: {memory.format_bytes(b.bytes_per_token)} · "
+                f"total: {memory.format_bytes(b.total_bytes)}")
+
+    tabs = st.tabs(TABS, key="mem_tab", bind="query-params")  # lazy: only the open tab runs
+    if tabs[0].open:
+        with tabs[0]:
+            compare = st.multiselect("Compare with", list(PRESETS), default=[], key="mem_compare", bind="query-params")
+            horizon = max(context, *(get_preset(n).max_context for n in compare)) if compare else context
+            st.plotly_chart(figs.size_vs_context_figure([cfg, *(get_preset(n).kv for n in compare)], horizon, batch,
+                                                        mark_context=context), key="mem_chart_ctx",
+                            config=figs.export_config("kv_cache_vs_context"))
+    if tabs[1].open:
+        with tabs[1]:
+            if len(set(b.layer_bytes)) > 1:
+                st.plotly_chart(figs.per_layer_figure(b), key="mem_chart_layers", config=figs.export_config("kv_per_layer"))
+            else:
+                st.info(f"All {cfg.n_layer} layers are alike: {memory.format_bytes(b.layer_bytes[0])} each.")
+    for tab, draw in zip(tabs[2:4], (what_fits, paged)):
+        if tab.open:
+            with tab:
+                draw(cfg, context, batch)
+    if tabs[4].open:
+        with tabs[4]:
+            textbook()
+    if tabs[5].open:
+        with tabs[5]:
+            loaded_model()
+
 
 ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Memory budget")
@@ -20,116 +304,5 @@ with st.expander("What you are seeing", expanded=False):
         "Bytes are exact integers; **1 GiB = 2^30 bytes**, **1 GB = 10^9 bytes**. The address bar keeps your "
         "inputs: copy it to share this exact comparison."
     )
-FIELDS = uim.memory_fields()
-for notice in uim.seed_from_url(FIELDS):
-    st.warning(notice)
-
-
-@st.fragment
-def calculator() -> None:
-    top = st.columns([2, 3])
-    top[0].selectbox("Preset", [uim.CUSTOM, *PRESETS], key="mem_preset", on_change=uim.apply_preset)
-    if st.session_state["mem_preset"] != uim.CUSTOM:
-        p = get_preset(st.session_state["mem_preset"])
-        top[1].caption(f"Source: [{p.source}]({p.source}) · {p.paper}" + (f" · {p.note}" if p.note else ""))
-    with st.expander("Import a Hugging Face config.json"):
-        st.file_uploader("Upload config.json", type=["json"], key="mem_upload")
-        st.text_area("...or paste it", key="mem_paste", height=100)
-        st.button("Use this config.json", key="mem_import", on_click=uim.apply_import)
-        kind, text = st.session_state.get("mem_import_report", (None, None))
-        if kind:
-            (st.success if kind == "ok" else st.error)(text)
-    cfg = uim.memory_form()
-    c = st.columns(2)
-    with c[0]:
-        context = uim.int_input("Context length (tokens)", "mem_context", 1, memory.LIMITS["context_len"])
-    with c[1]:
-        batch = uim.int_input("Batch (sequences)", "mem_batch", 1, memory.LIMITS["batch"])
-    uim.push_to_url(FIELDS)
-    if cfg is None:
-        return
-    b = memory.budget(cfg, context, batch)
-    for w in b.warnings:
-        st.warning(w)
-    m = st.columns(3)
-    uim.show_bytes("Per token (all layers)", b.bytes_per_token, col=m[0], help="a token inside every window")
-    uim.show_bytes("Per token, one layer", b.bytes_per_token_per_layer, col=m[1])
-    uim.show_bytes(f"Total: {context:,} tokens x batch {batch}", b.total_bytes, col=m[2])
-    st.markdown(f"**{cfg.attention_kind}** · per token: {memory.format_bytes(b.bytes_per_token)} · "
-                f"total: {memory.format_bytes(b.total_bytes)}")
-
-    tabs = st.tabs(["Size vs context", "Per layer", "What fits", "Paged vs flat", "Textbook figures", "The loaded model"])
-    with tabs[0]:
-        compare = st.multiselect("Compare with", list(PRESETS), key="mem_compare")
-        horizon = max(context, *(get_preset(n).max_context for n in compare)) if compare else context
-        st.plotly_chart(figs.size_vs_context_figure([cfg, *(get_preset(n).kv for n in compare)], horizon,
-                                                    batch, mark_context=context), key="mem_chart_ctx")
-    with tabs[1]:
-        if len(set(b.layer_bytes)) > 1:
-            st.plotly_chart(figs.per_layer_figure(b), key="mem_chart_layers")
-        else:
-            st.info(f"All {cfg.n_layer} layers are alike: {memory.format_bytes(b.layer_bytes[0])} each.")
-    with tabs[2]:
-        g = st.columns(4)
-        gpu = g[0].selectbox("GPU", [*GPUS, uim.CUSTOM_GPU], key="mem_gpu")
-        gib = uim.int_input("Custom memory (GiB)", "mem_gpu_gib", 1, 1_000_000) if gpu == uim.CUSTOM_GPU else None
-        with g[1]:
-            params = uim.int_input("Model parameters", "mem_params", 0, 10**14)
-        wdt = g[2].selectbox("Weight dtype", list(memory.DTYPES), key="mem_weight_dtype")
-        with g[3]:
-            reserve = uim.int_input("Reserve (MiB)", "mem_reserve_mib", 0, 10**9, help="activations, CUDA context...")
-        gpu_bytes = gib * memory.GIB if gib else GPUS[gpu].memory_bytes
-        weights = -(-params * memory.DTYPES[wdt].bits // 8)
-        fit = capacity.what_fits(cfg, gpu_bytes, weights, reserve * memory.MIB, batch, context)
-        st.markdown(
-            f"GPU {memory.format_bytes(gpu_bytes)} - weights {memory.format_bytes(weights)} - reserve "
-            f"{reserve:,} MiB = **{memory.format_bytes(fit.free_bytes) if fit.free_bytes > 0 else 'nothing'}** for the cache."
-        )
-        f = st.columns(2)
-        f[0].metric(f"Longest context at batch {batch}", f"{fit.max_context:,} tokens" + (" (no limit: windowed)" if fit.context_capped else ""))
-        f[1].metric(f"Largest batch at {context:,} tokens", f"{fit.max_batch:,}")
-        if st.session_state["mem_preset"] in PRESETS and fit.max_context > get_preset(st.session_state["mem_preset"]).max_context:
-            st.caption(f"Memory allows more than the model's context limit of {get_preset(st.session_state['mem_preset']).max_context:,} tokens.")
-    with tabs[3]:
-        p = st.columns(2)
-        with p[0]:
-            block = uim.int_input("Block size (tokens)", "mem_block", 1, 4096)
-        with p[1]:
-            max_len = uim.int_input("Flat buffer: pre-allocated length", "mem_maxlen", 1, memory.LIMITS["context_len"])
-        try:
-            view = capacity.paged_view(cfg, context, batch, block, max_len)
-        except memory.MemoryInputError as exc:
-            st.warning(str(exc))
-        else:
-            st.markdown(f"{view.blocks_per_sequence:,} blocks per sequence; the last one wastes "
-                        f"{view.waste_tokens_last_block} token slots. The flat buffer wastes "
-                        f"{memory.format_bytes(view.flat_bytes - view.used_bytes)}.")
-            st.plotly_chart(figs.paged_figure(view), key="mem_chart_paged")
-    with tabs[4]:
-        checks = [memory.check_figure(f, get_preset(f.model).kv) for f in PUBLISHED_FIGURES]
-        st.dataframe(pd.DataFrame([{
-            "model": c.figure.model, "tokens": f"{c.figure.context_len:,}", "dtype": c.figure.dtype,
-            "printed": f"{c.figure.claimed:g} {c.figure.claimed_unit}", "exact": memory.format_bytes(c.actual_bytes),
-            "verdict": c.verdict, "source": c.figure.where} for c in checks]), hide_index=True,
-            column_config={"source": st.column_config.LinkColumn("source")})
-        for c in checks:
-            mark = ":red[**wrong**]" if c.verdict == "wrong" else f":green[{c.verdict}]"
-            st.markdown(f"{mark} {c.figure.model}, {c.figure.context_len:,} tokens, printed {c.figure.claimed:g} "
-                        f"{c.figure.claimed_unit}: {c.explanation}.")
-        mha = memory.kv_bytes(memory.KVConfig(32, 32, 32, 128, "bf16"), 4096)
-        st.caption(f"Forgetting GQA (Llama-3-8B with 32 KV heads instead of 8) gives {memory.format_bytes(mha)} "
-                   "at 4,096 tokens: 4x the real cache.")
-    with tabs[5]:
-        reading = uim.real_cache_reading()
-        info = ui.current_model("eager").info
-        predicted = memory.predicted_cache_bytes(info, reading.cache_len)
-        r = st.columns(2)
-        uim.show_bytes(f"Calculator at {reading.cache_len} tokens (fp32)", predicted, col=r[0])
-        uim.show_bytes("Real DynamicCache tensors", reading.real_bytes, col=r[1], help=f"from {reading.source}")
-        (st.success if predicted == reading.real_bytes else st.error)(
-            f"{info.label}: 2 x {info.n_layer} layers x {info.n_kv_heads} heads x {info.head_dim} x 4 B x "
-            f"{reading.cache_len} tokens = {predicted:,} B; the tensors hold {reading.real_bytes:,} B (from {reading.source})."
-        )
-
-
+DEFAULTS: dict[str, Any] = {}
 calculator()

@@ -217,7 +217,7 @@ def test_published_figures_are_checked_with_arithmetic():
 
 def test_format_bytes_is_unambiguous():
     assert memory.format_bytes(536_870_912) == "536,870,912 B = 512 MiB = 0.5369 GB"
-    assert memory.format_bytes(73_728) == "73,728 B = 72 KiB = 7.373e-05 GB"
+    assert memory.format_bytes(73_728) == "73,728 B = 72 KiB = 73.73 kB"  # issue 8: never "7.373e-05 GB"
 
 
 # ----- the calculator == the real cache tensors -----------------------------------------------------------------
@@ -233,3 +233,49 @@ def test_predicted_bytes_equal_the_real_dynamic_cache(bundled):
         )
         assert real == engine.cache_bytes == memory.predicted_cache_bytes(bundled.info, engine.cache_len)
     assert cache.layers[0].keys.dtype == torch.float32 and memory.kv_config_from_info(bundled.info).dtype == "fp32"
+
+
+def test_format_bytes_never_uses_scientific_notation():
+    for n in (1, 999, 1024, 73_728, 10**6, 5 * 10**6, 10**7, 536_870_912, 2**40, 2**60, 2**62):
+        text = memory.format_bytes(n)
+        assert "e-" not in text and "e+" not in text, text
+    assert memory.format_bytes(2**62).endswith("= 4 EiB = 4,612 PB")
+
+
+def test_residual_window_default_is_read_from_transformers():
+    import inspect
+
+    from transformers.cache_utils import QuantizedLayer
+
+    real = {k: p.default for k, p in inspect.signature(QuantizedLayer.__init__).parameters.items()
+            if p.default is not inspect.Parameter.empty}
+    assert memory.transformers_quantized_defaults() == real
+    assert real["residual_length"] > 1
+
+
+def test_quantized_residual_window_bytes():
+    base = KVConfig(2, 4, 2, 64, "int4")  # 4 vectors of 64 numbers: 32 B packed + 1 group x 4 B = 36 B each
+    with_residual = KVConfig(2, 4, 2, 64, "int4", quant_residual_tokens=128)
+    assert base.bytes_per_token_per_layer == 4 * 36
+    fp16_row = 4 * 64 * 2
+    # at peak the newest R - 1 = 127 tokens are 16-bit, the rest int4; fewer tokens than that: all 16-bit
+    assert memory.kv_bytes(with_residual, 1000) == 2 * (873 * 4 * 36 + 127 * fp16_row)
+    assert memory.kv_bytes(with_residual, 50) == 2 * 50 * fp16_row
+    assert memory.kv_bytes(KVConfig(2, 4, 2, 64, "fp16", quant_residual_tokens=128), 1000) == 2 * 1000 * fp16_row
+    b = memory.budget(with_residual, 1000)
+    assert b.total_bytes == memory.kv_bytes(with_residual, 1000) == sum(b.layer_bytes)
+
+
+def test_gpu_presets_say_marketed_or_usable():
+    h100 = GPUS["NVIDIA H100 80GB"]
+    assert h100.driver_reported and h100.memory_bytes == 81_559 * 2**20
+    assert "79.65 GiB usable" in h100.capacity_note and "marketed 80 GB" in h100.capacity_note
+    a100 = GPUS["NVIDIA A100 80GB"]
+    assert not a100.driver_reported and "taken here as 80 GiB" in a100.capacity_note
+
+
+def test_gpt2_shapes_have_one_source():
+    from kvviz import models
+    from kvviz.presets import gpt2_shapes
+
+    assert gpt2_shapes() == models.GPT2_SHAPES  # models should read presets.gpt2_shapes(); equal until it does

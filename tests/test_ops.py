@@ -232,3 +232,32 @@ def test_counts_equal_the_matmuls_the_real_model_executes(bundled, logits_to_kee
     # and the whole-generation closed form is the same plan
     totals = ops.generation_totals(shape, 5, n_new_tokens, lm_head_all_positions=lm_all)
     assert totals == (_expected(shape, cached_plan, False, lm_all), _expected(shape, uncached_plan, False, lm_all))
+
+
+# ----- the summary sentence is derived from the counts ------------------------------------------------------------
+def test_savings_sentence_at_the_page_defaults(bundled):
+    shape = ops.ModelShape.from_info(bundled.info)
+    cached, uncached = ops.generation_totals(shape, 16, 200, lm_head_all_positions=False)
+    text = ops.savings_sentence(shape, 16, 200)
+    mlp = uncached.mlp / cached.mlp
+    assert f"{mlp:,.1f}x less work in the Q/K/V and output projections and the MLP" in text
+    assert f"{mlp:.1f}" == "107.4"  # issue 11: the home card said these "are not saved at all"
+    assert uncached.qkv_proj / cached.qkv_proj == uncached.out_proj / cached.out_proj == mlp
+    assert f"{uncached.attention_ops / cached.attention_ops:,.1f}x less work in attention" in text
+    assert "the same work in the LM head" in text and cached.lm_head == uncached.lm_head
+    assert text.endswith(f"{uncached.total_ops / cached.total_ops:,.1f}x less in total.")
+    every = ops.savings_sentence(shape, 16, 200, lm_head_all_positions=True)
+    assert "same work" not in every and f"{mlp:,.1f}x less work in the LM head" in every
+
+
+def test_whole_run_attention_laws():
+    """1-token prompt, N passes, per head: N(N+1)/2 with the cache, N(N+1)(N+2)/6 without; the last step N vs
+    N(N+1)/2. At N = 1000 the ratios are 334 and 500.5."""
+    n, heads = 1000, GPT2.n_layer * GPT2.n_head
+    cached, uncached = ops.generation_totals(GPT2, 1, n, lm_head_all_positions=False)
+    assert cached.attention_dot_products == heads * n * (n + 1) // 2
+    assert uncached.attention_dot_products == heads * n * (n + 1) * (n + 2) // 6
+    assert uncached.attention_dot_products / cached.attention_dot_products == (n + 2) / 3 == 334
+    last_c = ops.forward_pass_counts(GPT2, n - 1, 1, True).attention_dot_products
+    last_u = ops.forward_pass_counts(GPT2, n - 1, 1, False).attention_dot_products
+    assert last_u / last_c == 500.5

@@ -21,6 +21,13 @@ def page(name: str) -> AppTest:
     return AppTest.from_file(str(PAGES / f"{name}.py"), default_timeout=APP_TIMEOUT_S)
 
 
+def open_tab(at: AppTest, key: str, label: str) -> None:
+    """Click a tab (tabs bound to the URL are lazy: only the open one runs)."""
+    at.session_state[key] = label
+    at.run()
+    assert not at.exception
+
+
 def metrics(at: AppTest) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
@@ -33,7 +40,8 @@ def test_memory_page_renders_reacts_and_writes_the_url():
     shown = metrics(at)
     assert shown["Per token (all layers)"] == "128 KiB"  # Llama-3-8B bf16, the default preset
     assert shown["Total: 4,096 tokens x batch 1"] == "512 MiB"
-    assert at.query_params["mem_preset"] == ["llama-3-8b"] or at.query_params["mem_preset"] == "llama-3-8b"
+    assert "mem_preset" not in at.query_params  # bind="query-params" leaves defaults out of the link
+    open_tab(at, "mem_tab", "Textbook figures")
     wrong = [m.value for m in at.markdown if m.value.startswith(":red[**wrong**] llama-3-70b, 4,096 tokens")]
     assert wrong and "1,342,177,280 B" in wrong[0] and "4x" in wrong[0]  # the printed 5 GB, flagged with arithmetic
 
@@ -43,6 +51,7 @@ def test_memory_page_renders_reacts_and_writes_the_url():
     assert metrics(at)["Per token (all layers)"] == "256 KiB"
     at.selectbox(key="mem_preset").set_value("gemma-3-4b").run()  # the preset fills the form
     assert at.number_input(key="mem_layers").value == 34 and at.number_input(key="mem_window").value == 1024
+    open_tab(at, "mem_tab", "Per layer")
     assert any("Per layer" in str(c.proto) for c in at.get("plotly_chart"))  # layers differ: the per-layer chart
     at.number_input(key="mem_kv_heads").set_value(3).run()  # 3 does not divide 8
     assert not at.exception and "must divide" in at.error[0].value
@@ -52,8 +61,10 @@ def test_memory_page_renders_reacts_and_writes_the_url():
     at.number_input(key="mem_hidden").set_value(2048).run()  # head dim 256 again, from the hidden size
     assert not at.error and metrics(at)["Per token, one layer"] == "4 KiB"
 
-    # the real cache of the loaded model equals the calculator
-    at.number_input(key="mem_kv_heads").set_value(4).run()
+    # the real cache of the loaded model equals the calculator (a link straight to that tab)
+    at = page("memory_budget")
+    at.query_params["mem_tab"] = "The loaded model"
+    at.run()
     assert at.success and "the tensors hold" in at.success[-1].value
     real = metrics(at)["Real DynamicCache tensors"]
     assert metrics(at)[next(k for k in metrics(at) if k.startswith("Calculator at"))] == real
@@ -63,7 +74,7 @@ def test_memory_page_restores_state_from_the_url():
     at = page("memory_budget")
     at.query_params.update({"mem_preset": "gpt2", "mem_layers": "12", "mem_heads": "12", "mem_kv_heads": "12",
                             "mem_head_dim": "64", "mem_dtype": "fp32", "mem_context": "1024", "mem_batch": "2",
-                            "mem_compare": "llama-3-8b,gemma-3-4b"})
+                            "mem_compare": ["llama-3-8b", "gemma-3-4b"]})  # a multiselect's link repeats the key
     at.run()
     assert not at.exception
     shown = metrics(at)
@@ -90,6 +101,7 @@ def test_memory_page_imports_a_config_json():
     at.button(key="mem_import").click().run()
     assert not at.exception and "Imported" in at.success[0].value and "head_dim" in at.success[0].value
     assert metrics(at)["Per token (all layers)"] == memory.short_bytes(get_preset("qwen2.5-7b").kv.bytes_per_token)
+    assert at.query_params["mem_layers"] == "28" and at.query_params["mem_kv_heads"] == "4"  # the link carries it
     at.text_area(key="mem_paste").set_value('{"recipe": "pancakes"}').run()
     at.button(key="mem_import").click().run()
     assert "does not look like a transformer" in at.error[0].value
@@ -108,6 +120,7 @@ def test_ops_page_renders_reacts_and_restores_url():
     assert at.warning and "context limit of 256" in at.warning[0].value  # 16 + 300 - 1 > 256 positions
     at.toggle(key="ops_flops").set_value(True).run()
     assert "Without cache (FLOPs)" in metrics(at)
+    open_tab(at, "ops_tab", "The '500x' claim")
     claim = [df for df in at.dataframe if "~500x?" in df.value.columns]
     assert claim and list(claim[0].value["~500x?"]).count("yes") >= 1
     at.selectbox(key="ops_model").set_value("custom").run()
@@ -121,3 +134,36 @@ def test_ops_page_renders_reacts_and_restores_url():
     c, u = ops.generation_totals(shape, 1, 1000, lm_head_all_positions=False)
     assert not shared.exception and metrics(shared)["Without / with"] == f"{u.total_ops / c.total_ops:,.1f}x"
     assert shared.selectbox(key="ops_model").value == "llama-3-8b"
+
+
+def test_first_views_import_no_torch():
+    """Count the work and Memory budget render their first view without torch (a fresh interpreter)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from streamlit.testing.v1 import AppTest\n"
+            "for name in ('attention_ops', 'memory_budget'):\n"
+            f"    at = AppTest.from_file({str(PAGES)!r} + '/' + name + '.py', default_timeout=120); at.run()\n"
+            "    assert not at.exception and at.metric, name\n"
+            "print('torch' in sys.modules, 'transformers' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "False False"
+
+
+def test_memory_page_explains_what_does_not_fit():
+    at = page("memory_budget")
+    at.query_params.update({"mem_preset": "deepseek-v3", "mem_tab": "What fits"})
+    at.run()
+    assert not at.exception and "do not fit" in at.error[0].value and "nothing is left for the cache" in at.error[0].value
+    at = page("memory_budget")
+    at.query_params.update({"mem_preset": "mistral-7b", "mem_tab": "What fits", "mem_gpu": "NVIDIA H100 80GB"})
+    at.run()
+    assert metrics(at)["Longest context, batch 1"] == "unbounded" and "only the window is stored" in at.info[0].value
+    assert any("79.65 GiB usable" in c.value for c in at.caption)
+    at = page("memory_budget")
+    at.query_params.update({"mem_preset": "llama-3-8b", "mem_context": "100000", "mem_tab": "Paged vs flat"})
+    at.run()
+    assert "exceeds llama-3-8b's own context window of 8,192" in at.warning[0].value
+    assert any("shorter than the context" in w.value for w in at.warning)
+    assert any("Paged blocks" in str(c.proto) for c in at.get("plotly_chart"))  # never an empty tab

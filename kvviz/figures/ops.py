@@ -21,6 +21,13 @@ QUANTITIES = {
 Point = tuple[int, PassCounts, PassCounts]  # (passes so far, cached cumulative, uncached cumulative)
 
 
+def _readable_axes(fig: go.Figure) -> go.Figure:
+    """Ticks as 6x10^11, never plotly's default '600B' (billion? bytes?); hover shows the exact integer."""
+    fig.update_yaxes(exponentformat="power", separatethousands=True)
+    fig.update_traces(hovertemplate="%{x:,}: %{y:,}<extra>%{fullData.name}</extra>")
+    return fig
+
+
 def _unit(flops: bool) -> tuple[int, str]:
     return (FLOPS_PER_OP, "FLOPs") if flops else (1, "ops (multiply-adds)")
 
@@ -40,7 +47,7 @@ def cumulative_figure(points: Sequence[Point], quantity: str = "total", flops: b
         yaxis_title=unit, yaxis_type="log" if log_y else "linear", legend=dict(orientation="h", y=-0.25),
         margin=dict(t=50, b=10), height=380,
     )
-    return fig
+    return _readable_axes(fig)
 
 
 def ratio_figure(points: Sequence[Point]) -> go.Figure:
@@ -71,7 +78,7 @@ def breakdown_figure(cached: PassCounts, uncached: PassCounts, flops: bool = Fal
         yaxis_type="log" if log_y else "linear", legend=dict(orientation="h", y=-0.3), margin=dict(t=50, b=10),
         height=400,
     )
-    return fig
+    return _readable_axes(fig)
 
 
 def per_step_figure(indices: Sequence[int], cached: Sequence[PassCounts], uncached: Sequence[PassCounts]) -> go.Figure:
@@ -83,4 +90,4 @@ def per_step_figure(indices: Sequence[int], cached: Sequence[PassCounts], uncach
         barmode="group", title="Ops per forward pass (1 = the prefill)", xaxis_title="pass",
         yaxis_title="ops (multiply-adds)", legend=dict(orientation="h", y=-0.25), margin=dict(t=50, b=10), height=340,
     )
-    return fig
+    return _readable_axes(fig)
