@@ -18,7 +18,15 @@ pages = [
     st.Page("pages/attention_ops.py", title="Count the work", icon=":material/calculate:"),
     st.Page("pages/memory_budget.py", title="Memory budget", icon=":material/memory:"),
     st.Page("pages/speedup.py", title="Measured speed-up", icon=":material/timer:"),
-    st.Page("pages/cache_internals.py", title="Cache internals", icon=":material/biotech:"),
 ]
-st.navigation(pages).run()
+internals = [  # the "Cache internals" section: one small page per idea
+    st.Page("pages/internals_layout.py", title="Memory layout", icon=":material/grid_on:"),
+    st.Page("pages/internals_prefix.py", title="Prefix reuse", icon=":material/content_copy:"),
+    st.Page("pages/internals_crossattn.py", title="Cross-attention", icon=":material/compare_arrows:"),
+    st.Page("pages/internals_window.py", title="Sliding windows", icon=":material/view_week:"),
+    st.Page("pages/internals_paging.py", title="Paged blocks", icon=":material/view_module:"),
+    st.Page("pages/internals_quant.py", title="Quantized caches", icon=":material/compress:"),
+    st.Page("pages/internals_speculative.py", title="Speculative rollback", icon=":material/undo:"),
+]
+st.navigation({"": pages, "Cache internals": internals}).run()
 ui.warm_up_in_background()  # torch + transformers import while the user reads the first page

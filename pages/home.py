@@ -39,7 +39,7 @@ lessons = [
     ("pages/speedup.py", "Measured speed-up",
      "Time a real generation without cache, with transformers' growing cache and with a pre-allocated one, "
      "on this machine; compare with the memory-bandwidth roofline."),
-    ("pages/cache_internals.py", "Cache internals",
+    ("pages/internals_layout.py", "Cache internals",
      "Memory layouts, prefix reuse, cross-attention, sliding windows, paged blocks, quantized caches and "
      "speculative decoding's rollback, on the real model."),
 ]

@@ -58,7 +58,7 @@ def main() -> None:
                 tab.get_by_role("button", name="Next token").click()
                 _idle(tab)
             tab.screenshot(path=str(out / "step_through.png"), full_page=False)
-            for path in ("attention_ops", "memory_budget", "speedup", "cache_internals", ""):
+            for path in ("attention_ops", "memory_budget", "speedup", "internals_layout", ""):
                 tab.goto(f"{url}/{path}")
                 tab.wait_for_selector("h1")
                 _idle(tab)

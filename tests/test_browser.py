@@ -19,7 +19,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-dev-shm-usage"]
-PAGES = ["attention_ops", "memory_budget", "speedup", "cache_internals"]  # url paths st.navigation derives
+PAGES = ["attention_ops", "memory_budget", "speedup", "internals_layout"]  # url paths st.navigation derives
 
 pytestmark = pytest.mark.browser
 

@@ -1,5 +1,6 @@
 """Cache internals: address arithmetic vs numpy, prefix reuse vs fresh prefill, cross-attention cache, windows
-vs the memory calculator, block tables by hand, quantization bounds and bytes, speculative rollback."""
+vs the memory calculator, block tables by hand, quantization bounds and bytes, speculative rollback. transformers'
+own caches are the oracle where they exist (DynamicCache growth, StaticCache in place, QuantizedCache defaults)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +8,7 @@ import pytest
 import torch
 
 from kvviz import memory
-from kvviz.internals import crossattn, layout, paging, prefix, quant, speculative, window
+from kvviz.internals import crossattn, layout, paging, prefix, quant, records, speculative, window
 from greedy import generate_greedy
 
 PROMPT = "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun."
@@ -26,7 +27,8 @@ def test_strides_and_offsets_match_numpy(name, heads, max_len, head_dim, elem):
     rng = np.random.default_rng(0)
     for _ in range(20):
         h, p, d = int(rng.integers(heads)), int(rng.integers(max_len)), int(rng.integers(head_dim))
-        index = {"head_major": (h, p, d), "position_major": (p, h, d), "transposed": (h * head_dim + d, p)}[name]
+        index = {"head_major": (h, p, d), "dynamic": (h, p, d), "position_major": (p, h, d),
+                 "transposed": (h * head_dim + d, p)}[name]
         assert layout.element_offset_bytes(name, shape, h, p, d) == int(flat[index]) * elem
         address = layout.element_address_bytes(name, shape, 3, 2, h, p, d)
         assert address == 2 * shape.layer_bytes + int(flat[index]) * elem
@@ -38,9 +40,59 @@ def test_head_read_runs_by_hand():
     assert (hm.runs, hm.run_bytes, hm.gap_bytes, hm.bytes_read) == (1, 10 * 32 * 4, 0, 1280)
     pm = layout.head_read_runs("position_major", shape, head=1, seq_len=10)
     assert (pm.runs, pm.run_bytes, pm.gap_bytes) == (10, 32 * 4, 3 * 32 * 4)
+    # ncnn's transposed cache is exactly seq_len wide: head 1's 32 rows of 10 positions are one contiguous slice.
     tr = layout.head_read_runs("transposed", shape, head=1, seq_len=10)
-    assert (tr.runs, tr.run_bytes, tr.gap_bytes) == (32, 10 * 4, (256 - 10) * 4)
+    assert (tr.runs, tr.run_bytes, tr.gap_bytes, tr.span_bytes) == (1, 32 * 10 * 4, 0, 32 * 10 * 4)
+    assert layout.head_read_mask("transposed", shape, 1, 10).size == 4 * 32 * 10  # the buffer holds 10 positions
+    assert np.flatnonzero(layout.head_read_mask("transposed", shape, 1, 10))[0] == 1 * 32 * 10
     assert layout.head_read_mask("transposed", shape, 2, 256).sum() == 256 * 32
+    dy = layout.head_read_runs("dynamic", shape, head=3, seq_len=10)
+    assert (dy.runs, dy.run_bytes, dy.span_bytes) == (1, 1280, 1280)
+
+
+def test_append_cost_by_hand():
+    shape = layout.BufferShape(kv_heads=4, max_len=256, head_dim=32, elem_bytes=4)
+    row = 4 * 32 * 4
+    for name in ("head_major", "position_major"):
+        c = layout.append_cost(name, shape, 100)
+        assert (c.written_bytes, c.copied_bytes, c.reallocates) == (row, 0, False)
+        assert layout.generation_copy_bytes(name, shape, 5, 50) == 0
+    for name in ("dynamic", "transposed"):
+        c = layout.append_cost(name, shape, 100)
+        assert (c.written_bytes, c.copied_bytes, c.reallocates) == (row, 100 * row, True)
+        brute = sum(layout.append_cost(name, shape, n).copied_bytes for n in range(5, 55))
+        assert layout.generation_copy_bytes(name, shape, 5, 50) == brute == row * (5 + 54) * 50 // 2
+    with pytest.raises(layout.LayoutError, match="seq_len"):
+        layout.append_cost("dynamic", shape, 256)
+
+
+def test_append_cost_matches_transformers_caches(bundled):
+    """DynamicCache re-allocates and copies every past row per step (torch.cat); StaticCache writes in place."""
+    from transformers import StaticCache
+
+    info, model = bundled.info, bundled.model
+    shape = layout.BufferShape(info.n_kv_heads, info.n_positions, info.head_dim, 4)
+    ids = torch.tensor([bundled.tokenizer(PROMPT).input_ids])  # (1, P)
+    n_prompt = ids.shape[1]
+    with torch.inference_mode():
+        dynamic = model(input_ids=ids, use_cache=True).past_key_values
+        static = StaticCache(config=model.config, max_cache_len=n_prompt + 4)
+        model(input_ids=ids, past_key_values=static, use_cache=True)
+        for step in range(3):
+            seq_len = n_prompt + step
+            before_d = dynamic.layers[0].keys
+            before_ptr_d, before_ptr_s = before_d.data_ptr(), static.layers[0].keys.data_ptr()
+            token = torch.tensor([[step + 5]])
+            model(input_ids=token, past_key_values=dynamic, use_cache=True)
+            model(input_ids=token, past_key_values=static, use_cache=True,
+                  cache_position=torch.tensor([seq_len]))
+            after_d = dynamic.layers[0].keys  # (1, kv_heads, seq_len + 1, head_dim)
+            assert after_d.data_ptr() != before_ptr_d and torch.equal(after_d[:, :, :seq_len], before_d)
+            copied = before_d.numel() * before_d.element_size()
+            assert layout.append_cost("dynamic", shape, seq_len).copied_bytes == copied
+            assert static.layers[0].keys.data_ptr() == before_ptr_s  # pre-allocated: written in place
+            assert static.layers[0].keys.shape[2] == n_prompt + 4
+            assert layout.append_cost("head_major", shape, seq_len).copied_bytes == 0
 
 
 def test_layout_bad_input():
@@ -57,10 +109,18 @@ def test_layout_bad_input():
         layout.bench_head_read(kv_heads=0)
 
 
-def test_bench_reports_a_measurement():
+def test_bench_reads_the_same_head_two_ways():
+    contiguous, strided = layout.head_read_views(kv_heads=4, seq_len=64, head_dim=8)
+    assert np.array_equal(contiguous, strided)  # the same head's keys...
+    assert contiguous.flags.c_contiguous and not strided.flags.c_contiguous  # ...read contiguously vs strided
+    shape = layout.BufferShape(4, 64, 8)
+    assert strided.strides == layout.strides_bytes("position_major", shape)[::2]  # (row of all heads, 4 B)
+    assert contiguous.strides == layout.strides_bytes("head_major", shape)[1:]
     bench = layout.bench_head_read(kv_heads=4, seq_len=64, head_dim=8, repeats=3)
-    assert bench.bytes_read == 64 * 8 * 4
+    assert (bench.kv_heads, bench.seq_len, bench.head_dim, bench.repeats) == (4, 64, 8, 3)
+    assert bench.bytes_read == contiguous.nbytes == 64 * 8 * 4
     assert bench.contiguous_us > 0 and bench.strided_us > 0
+    assert bench.slowdown == pytest.approx(bench.strided_us / bench.contiguous_us)
 
 
 # ----- prefix reuse ------------------------------------------------------------------------------------------
@@ -260,13 +320,67 @@ def test_quant_report_bytes_match_calculator(bundled, group):
     assert worst["int4"] > worst["int8"] > 0 and worst["fp16"] < worst["int8"]
 
 
-def test_greedy_agreement_counts(bundled):
+def test_greedy_agreement_counts(bundled, monkeypatch):
     prompts = ["ROMEO:", "JULIET: O Romeo"]
+    # The full-precision baseline is plain greedy decoding (checked against the stepping engine).
+    for p in prompts:
+        assert quant._run(bundled, bundled.tokenizer(p).input_ids, 4, None, 32, None) == generate_greedy(
+            bundled, p, 4)[0]
     results = quant.greedy_agreement(bundled, prompts, n_new=4, schemes=("int8", "int4"), group_size=32)
     for r in results:
         assert r.steps == 8 and 0 <= r.same_token_steps <= 8 and len(r.first_mismatch) == 2
         assert r.identical_prompts == sum(m is None for m in r.first_mismatch)
         assert all(m is None or 0 <= m < 4 for m in r.first_mismatch)
+    # The quantized rows really feed decoding: an exact "format" agrees everywhere, a destructive one does not.
+    monkeypatch.setattr(quant, "round_trip", lambda x, scheme, group: (x.float().clone(), 0))
+    exact = quant.greedy_agreement(bundled, prompts, n_new=4, schemes=("int8",), group_size=32)[0]
+    assert (exact.same_token_steps, exact.identical_prompts, exact.first_mismatch) == (8, 2, (None, None))
+    monkeypatch.setattr(quant, "round_trip", lambda x, scheme, group: (torch.zeros_like(x, dtype=torch.float32), 0))
+    wiped = quant.greedy_agreement(bundled, prompts, n_new=4, schemes=("int8",), group_size=32)[0]
+    assert wiped.same_token_steps < 8
+
+
+def test_agreement_work_is_capped(bundled):
+    with pytest.raises(quant.QuantError, match="number of prompts"):
+        quant.greedy_agreement(bundled, ["ROMEO:"] * (records.AGREEMENT_MAX_PROMPTS + 1), 1)
+    with pytest.raises(quant.QuantError, match="tokens per prompt"):
+        quant.greedy_agreement(bundled, ["ROMEO:"], records.AGREEMENT_MAX_TOKENS + 1)
+    with pytest.raises(quant.QuantError, match=f"the cap is {records.AGREEMENT_MAX_PROMPT_TOKENS}"):
+        quant.greedy_agreement(bundled, ["ROMEO:"] * 8, 17)
+    assert records.AGREEMENT_MAX_PROMPTS * records.AGREEMENT_MAX_TOKENS > records.AGREEMENT_MAX_PROMPT_TOKENS
+    with pytest.raises(quant.QuantError, match="prompt on line 2 is .* tokens.*minus the 4 tokens"):
+        quant.greedy_agreement(bundled, ["ROMEO:", "x " * (bundled.info.n_positions - 2)], 4)
+
+
+def test_long_prompts_are_refused_not_truncated(bundled):
+    too_long = "a " * (bundled.info.n_positions + 10)
+    with pytest.raises(window.WindowError, match="positions"):
+        window.window_on_model(bundled, too_long, 4)
+    with pytest.raises(quant.QuantError, match="positions"):
+        quant.quant_report(bundled, too_long, "int8", 32)
+    with pytest.raises(paging.PagingError, match="positions"):
+        paging.paged_generation(bundled, too_long)
+
+
+def test_residual_window_bytes_and_transformers_default(bundled):
+    import inspect
+
+    from transformers.cache_utils import QuantizedCache, QuantizedLayer
+
+    assert quant.transformers_residual_length() == inspect.signature(
+        QuantizedLayer.__init__).parameters["residual_length"].default
+    assert "residual_length" in QuantizedCache.__init__.__code__.co_varnames
+    plain = quant.quant_report(bundled, PROMPT, "int4", 32)
+    seq_len = plain.seq_len
+    kept = quant.quant_report(bundled, PROMPT, "int4", 32, residual_rows=7)
+    info = bundled.info
+    row = 2 * info.n_layer * info.n_kv_heads * info.head_dim  # numbers per token, K and V, all layers
+    assert kept.residual_rows == 7 and kept.residual_bytes == 7 * row * 4  # float32
+    assert kept.stored_bytes == (seq_len - 7) * row // 2 + (seq_len - 7) * row // 32 * 4 + 7 * row * 4
+    assert kept.stored_bytes == kept.calculator_bytes
+    assert all(a.key_rel_rms < b.key_rel_rms for a, b in zip(kept.layers, plain.layers))  # fewer rows rounded
+    everything = quant.quant_report(bundled, PROMPT, "int8", 32, residual_rows=10_000 % (info.n_positions + 1))
+    assert everything.residual_rows == min(10_000 % (info.n_positions + 1), seq_len)
 
 
 def test_new_rows_are_really_quantized(bundled):
@@ -336,8 +450,8 @@ def test_layout_picture_keeps_every_read_byte(name):
     small, big = layout.BufferShape(4, 256, 32), layout.BufferShape(12, 1024, 64)  # big is binned
     for shape in (small, big):
         mask = layout.head_read_mask(name, shape, head=2, seq_len=100)
-        row = shape.kv_heads * shape.head_dim if name != "transposed" else shape.max_len
-        offset = layout.element_offset_bytes(name, shape, 2, 7, 5)
+        row = layout.picture_row_elems(name, shape, 100)
+        offset = layout.element_offset_bytes(name, layout.buffer_shape(name, shape, 100), 2, 7, 5)
         fig = layout_read_map(mask, row, 4, "t", mark_offset_bytes=offset)
         z = np.array(fig.data[0].z)
         assert z.size <= 40_000

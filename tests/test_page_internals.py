@@ -1,5 +1,6 @@
-"""AppTest of the cache-internals page: every section renders on the bundled model; widgets change what is shown;
-bad input gives a clear message, never an exception."""
+"""AppTest of the "Cache internals" pages: each renders on the bundled model with its explanation and pictures;
+widgets change what is shown; every bounded input rejects a value past its cap with a message, never an
+exception; timings are per session (never served from a cross-session cache)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,63 +9,166 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
+from kvviz.internals import records
 
-PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "cache_internals.py")
+PAGES_DIR = Path(__file__).resolve().parents[1] / "pages"
+PAGES = {
+    "layout": "Memory layout of the cache", "prefix": "Prefix reuse", "crossattn": "Cross-attention cache",
+    "window": "Sliding windows", "paging": "Paged blocks", "quant": "Quantized caches",
+    "speculative": "Speculative decoding: rollback",
+}
 
 
-@pytest.fixture(scope="module")
-def app():
+def _app(name: str) -> AppTest:
     import streamlit as st
 
     st.cache_data.clear()
-    at = AppTest.from_file(PAGE, default_timeout=APP_TIMEOUT_S).run()
-    yield at
-    st.cache_data.clear()
+    return AppTest.from_file(str(PAGES_DIR / f"internals_{name}.py"), default_timeout=APP_TIMEOUT_S).run()
 
 
 def _texts(at: AppTest) -> str:
-    return " ".join(str(e.value) for kind in (at.markdown, at.caption, at.metric, at.error, at.warning) for e in kind)
+    return " ".join(str(e.value) for kind in (at.markdown, at.caption, at.metric, at.error, at.warning, at.info)
+                    for e in kind)
 
 
-def test_every_section_renders(app):
-    assert not app.exception
-    assert app.title[0].value == "Cache internals"
-    assert len(app.tabs) == 7
-    labels = [t.label for t in app.tabs]
-    assert labels[2] == "3 Cross-attention" and labels[6] == "7 Speculative rollback"
-    assert not app.error
-    for tab in app.tabs:  # each section has its explanation and at least one picture
-        assert tab.expander[0].label == "What you are seeing"
-        assert tab.get("plotly_chart"), tab.label
-    text = _texts(app)
-    assert "Gemma 3 4B" in text and "Block tables A" in text and "Generated" in text
+def _errors(at: AppTest) -> str:
+    assert not at.exception, at.exception
+    return " ".join(e.value for e in at.error)
 
 
-def test_quant_agreement_button_measures(app):
-    app.number_input(key="int_quant_n").set_value(3).run()
-    app.button(key="int_quant_run").click().run()
-    assert not app.exception and not app.error
-    assert "prompts identical over 3 tokens each" in _texts(app)
+@pytest.mark.parametrize("name", list(PAGES))
+def test_every_page_renders_with_its_explanation(name):
+    at = _app(name)
+    assert not at.exception and not at.error
+    assert at.title[0].value == PAGES[name]
+    assert at.expander[0].label == "What you are seeing"
+    if name != "prefix":  # the prefix page measures only on request (a timing is per session)
+        assert at.get("plotly_chart"), name
 
 
-def test_widgets_change_the_numbers(app):
-    before = [m.value for m in app.metric]
-    app.number_input(key="int_window_w").set_value(4).run()
-    app.number_input(key="int_paging_block").set_value(4).run()
-    app.selectbox(key="int_layout_name").set_value("position_major").run()
-    assert not app.exception
-    after = [m.value for m in app.metric]
-    assert after != before
-    assert any(m.label == "Rows a local layer keeps" and m.value.startswith("4 of") for m in app.metric)
+def test_layout_page_shows_ncnn_copy_and_contiguous_head():
+    at = _app("layout")
+    assert "ncnn" in at.expander[0].markdown[0].value and "DynamicCache" in at.expander[0].markdown[0].value
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Contiguous runs"] == "1" and metrics["Bytes copied to append a token"] == "0"  # head_major
+    at.selectbox(key="int_layout_name").set_value("transposed").run()
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Contiguous runs"] == "1"  # exactly seq_len wide: one head's rows are one slice
+    assert int(metrics["Bytes copied to append a token"].replace(",", "")) > 0  # every past row is copied
+    at.selectbox(key="int_layout_name").set_value("position_major").run()
+    assert {m.label: m.value for m in at.metric}["Contiguous runs"] == "24"  # one run per cached position
+    assert not at.exception
 
 
-def test_bad_input_gives_messages(app):
-    app.number_input(key="int_quant_group").set_value(5).run()
-    app.text_area(key="int_prefix_b").set_value("Nothing in common here").run()
-    app.text_area(key="int_spec_prompt").set_value("   ").run()
-    app.text_area(key="int_paging_prompt").set_value("").run()
-    assert not app.exception
-    errors = " ".join(e.value for e in app.error)
-    assert "group size must divide head_dim" in errors
-    assert "prompt is empty" in errors.lower()
-    assert any("share no leading token" in w.value for w in app.warning)
+def test_layout_measurement_is_per_session():
+    at = _app("layout")
+    assert "int_layout_bench" not in at.session_state
+    at.button(key="int_layout_measure").click().run()
+    assert not at.exception and not at.error
+    assert "strided is" in _texts(at) and "load average" in _texts(at)
+    fresh = _app("layout")  # a new session does not see the first session's timing
+    assert "int_layout_bench" not in fresh.session_state and "strided is" not in _texts(fresh)
+
+
+def test_prefix_page_measures_on_request_and_reports_load():
+    at = _app("prefix")
+    assert not at.metric
+    at.button(key="int_prefix_run").click().run()
+    assert not _errors(at)
+    text = _texts(at)
+    assert "Shared tokens" in [m.label for m in at.metric] and "load average" in text
+    at.text_area(key="int_prefix_b").set_value("Nothing in common here").run()
+    at.button(key="int_prefix_run").click().run()
+    assert any("share no leading token" in w.value for w in at.warning)
+    at.text_area(key="int_prefix_b").set_value("a " * 1100).run()
+    at.button(key="int_prefix_run").click().run()
+    assert "positions" in _errors(at)
+
+
+@pytest.mark.parametrize("page,key,value,message", [
+    ("crossattn", "int_cross_src", records.CROSS_MAX_SOURCE_LEN + 1, "source length"),
+    ("crossattn", "int_cross_steps", records.CROSS_MAX_STEPS + 1, "decode steps"),
+    ("window", "int_window_w", 1025, "window"),
+    ("window", "int_window_gemma_ctx", 131073, "Gemma 3 4B context"),
+    ("paging", "int_paging_block", records.PAGING_MAX_BLOCK_SIZE + 1, "block size"),
+    ("paging", "int_paging_na", records.PAGING_MAX_NEW_TOKENS + 1, "tokens for sequence A"),
+    ("paging", "int_paging_nb", records.PAGING_MAX_NEW_TOKENS + 1, "tokens for sequence B"),
+    ("quant", "int_quant_group", 5, "group size must divide head_dim"),
+    ("speculative", "int_spec_k", records.SPEC_MAX_K + 1, "draft length k"),
+    ("speculative", "int_spec_n", records.SPEC_MAX_NEW + 1, "tokens to generate"),
+    ("speculative", "int_spec_t", records.SPEC_MAX_TEMPERATURE + 1, "draft temperature"),
+])
+def test_bounded_inputs_reject_past_cap_values(page, key, value, message):
+    at = _app(page)
+    at.number_input(key=key).set_value(value).run()
+    errors = _errors(at)
+    assert message in errors, errors
+
+
+@pytest.mark.parametrize("prompts,n_new,message", [
+    ("\n".join(f"P{i}:" for i in range(records.AGREEMENT_MAX_PROMPTS + 1)), 4, "number of prompts"),
+    ("ROMEO:", records.AGREEMENT_MAX_TOKENS + 1, "tokens per prompt"),
+    ("\n".join(f"P{i}:" for i in range(8)), 17, "the cap is 128"),  # 8 x 17 = 136 > 128
+    ("\n".join(["x " * 1020, "ROMEO:"]), 8, "prompt on line 1"),  # a too-long line is refused, not cut
+])
+def test_quant_agreement_rejects_past_cap_work(prompts, n_new, message):
+    at = _app("quant")
+    at.text_area(key="int_quant_prompts").set_value(prompts)
+    at.number_input(key="int_quant_n").set_value(n_new).run()
+    at.button(key="int_quant_run").click().run()
+    assert message in _errors(at)
+    assert "int_quant_agreement" not in at.session_state
+
+
+def test_quant_agreement_measures_and_residual_window_counts():
+    at = _app("quant")
+    bytes_before = {r["format"]: r["bytes"] for r in at.dataframe[0].value.to_dict("records")}
+    at.checkbox(key="int_quant_residual").check().run()
+    rows = at.dataframe[0].value.to_dict("records")
+    assert all(r["of which full-precision residual"] > 0 for r in rows)
+    assert {r["format"]: r["bytes"] for r in rows}["int4"] > bytes_before["int4"]  # fp32 rows cost more
+    assert "residual_length" in at.expander[0].markdown[0].value and "per channel" in at.expander[0].markdown[0].value
+    at.number_input(key="int_quant_n").set_value(3).run()
+    at.button(key="int_quant_run").click().run()
+    assert not _errors(at)
+    assert "prompts identical over 3 tokens each" in _texts(at)
+
+
+def test_widgets_change_the_numbers():
+    at = _app("window")
+    at.number_input(key="int_window_w").set_value(4).run()
+    assert any(m.label == "Rows a local layer keeps" and m.value.startswith("4 of") for m in at.metric)
+    at = _app("paging")
+    before = [m.value for m in at.metric]
+    at.number_input(key="int_paging_block").set_value(4).run()
+    assert [m.value for m in at.metric] != before and not at.exception
+
+
+@pytest.mark.parametrize("page,key", [("speculative", "int_spec_prompt"), ("paging", "int_paging_prompt"),
+                                      ("window", "int_window_prompt"), ("quant", "int_quant_prompt")])
+def test_empty_prompt_gives_a_message(page, key):
+    at = _app(page)
+    at.text_area(key=key).set_value("   ").run()
+    assert "empty" in _errors(at)
+
+
+def test_pages_and_figures_import_no_torch():
+    """Each internals page's top-level imports (and the figure module) load neither torch nor transformers."""
+    import ast
+    import subprocess
+    import sys
+
+    modules = {"kvviz.figures.internals", "kvviz.internals.records", "kvviz.internals.layout"}
+    for name in [*PAGES, "shared"]:
+        tree = ast.parse((PAGES_DIR / f"internals_{name}.py").read_text())
+        for node in tree.body:  # module level only: functions may import torch when the model runs
+            if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+                modules.add(node.module)
+            elif isinstance(node, ast.Import):
+                modules.update(alias.name for alias in node.names)
+    code = ("import importlib, sys\n"
+            f"for m in {sorted(modules)!r}: importlib.import_module(m)\n"
+            "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=PAGES_DIR.parent).stdout
+    assert out.strip() == "[]", modules

@@ -9,13 +9,9 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from kvviz.internals.crossattn import CrossAttnRun
 from kvviz.internals.layout import LayoutBench
-from kvviz.internals.paging import PagingPlan
-from kvviz.internals.prefix import PrefixReuse
-from kvviz.internals.quant import QuantReport, SchemeAgreement
-from kvviz.internals.speculative import SpecRun
-from kvviz.internals.window import PresetLayers, WindowRun
+from kvviz.internals.records import (CrossAttnRun, PagingPlan, PrefixReuse, PresetLayers, QuantReport,
+                                    SchemeAgreement, SpecRun, WindowRun)
 
 REUSED_COLOR = "#2ca02c"  # rows taken from a cache / shared / accepted
 COMPUTED_COLOR = "#ff7f0e"  # rows computed now
@@ -62,6 +58,22 @@ def layout_read_map(mask: np.ndarray, row_elems: int, elem_bytes: int, title: st
     fig.update_yaxes(autorange="reversed", title=f"row ({row_elems * elem_bytes:,} bytes each)")
     fig.update_xaxes(title="element within the row" if bin_elems == 1 else f"groups of {bin_elems} elements")
     return _layout(fig, title, 300)
+
+
+def append_copy_figure(seq_lens: Sequence[int], copied_bytes: dict[str, Sequence[int]], row_bytes: int,
+                       title: str) -> go.Figure:
+    """Bytes moved to append one token, per layout, against the cache length before the append.
+
+    copied_bytes: layout label -> past-row bytes copied at each seq_len (0 for pre-allocated buffers).
+    """
+    fig = go.Figure()
+    palette = [GLOBAL_COLOR, REUSED_COLOR, COMPUTED_COLOR, REJECTED_COLOR]
+    for i, (label, copied) in enumerate(copied_bytes.items()):
+        fig.add_scatter(x=list(seq_lens), y=[c + row_bytes for c in copied], mode="lines", name=label,
+                        line=dict(color=palette[i % len(palette)], dash="dot" if i % 2 else "solid", width=3 - i % 2))
+    fig.update_xaxes(title="tokens already cached (n)")
+    fig.update_yaxes(title="bytes moved per appended token (one layer, K)", rangemode="tozero")
+    return _layout(fig, title, 320)
 
 
 def layout_bench_figure(bench: LayoutBench) -> go.Figure:

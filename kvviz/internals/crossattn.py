@@ -12,18 +12,18 @@ text, are the point.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from transformers import BartConfig, BartForConditionalGeneration, DynamicCache, EncoderDecoderCache
 
-MAX_SOURCE_LEN = 64
-MAX_STEPS = 48
+from kvviz.internals.records import CROSS_MAX_SOURCE_LEN as MAX_SOURCE_LEN
+from kvviz.internals.records import CROSS_MAX_STEPS as MAX_STEPS
+from kvviz.internals.records import CrossAttnError, CrossAttnRun, CrossStep
+from kvviz.prompt_rules import check_int_in_range
+
+__all__ = ["MAX_SOURCE_LEN", "MAX_STEPS", "CrossAttnError", "CrossAttnRun", "CrossStep", "build_tiny_bart",
+           "run_cross_attention", "tiny_bart_config"]
+
 VOCAB_SIZE = 64
-
-
-class CrossAttnError(ValueError):
-    """Bad demo settings; the message gives the allowed range."""
 
 
 def tiny_bart_config() -> BartConfig:
@@ -41,31 +41,6 @@ def build_tiny_bart(seed: int = 0) -> BartForConditionalGeneration:
     return BartForConditionalGeneration(tiny_bart_config()).eval()
 
 
-@dataclass(frozen=True)
-class CrossStep:
-    """Both caches after one decoder pass (batch 1; rows = positions per layer)."""
-
-    step: int  # 0 = first decoder token
-    fed_token_id: int
-    self_rows: int  # self-attention cache rows per layer (grows by 1 per step)
-    self_bytes: int
-    cross_rows: int  # cross-attention cache rows per layer (= source_len, fixed)
-    cross_bytes: int
-    cross_equal_to_first: bool  # torch.equal with the cross K/V snapshot taken after step 0, every layer
-    cross_same_storage: bool  # same data pointers as after step 0: the tensors were not even re-allocated
-    self_prefix_equal: bool  # the self-attention rows from earlier steps are unchanged too (only appended to)
-
-
-@dataclass(frozen=True)
-class CrossAttnRun:
-    source_len: int
-    n_layer: int
-    n_heads: int
-    head_dim: int
-    encoder_passes: int  # how many times the encoder ran, counted (1: its output is reused by every step)
-    steps: tuple[CrossStep, ...]
-
-
 def _bytes(cache: DynamicCache) -> int:
     return sum(t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values))
 
@@ -73,10 +48,8 @@ def _bytes(cache: DynamicCache) -> int:
 @torch.inference_mode()
 def run_cross_attention(source_len: int = 12, n_steps: int = 8, seed: int = 0) -> CrossAttnRun:
     """Encode a random source once, then decode greedily step by step, inspecting both caches each step."""
-    if not 1 <= source_len <= MAX_SOURCE_LEN:
-        raise CrossAttnError(f"source length must be between 1 and {MAX_SOURCE_LEN} tokens (got {source_len})")
-    if not 1 <= n_steps <= MAX_STEPS:
-        raise CrossAttnError(f"decode steps must be between 1 and {MAX_STEPS} (got {n_steps})")
+    source_len = check_int_in_range(source_len, 1, MAX_SOURCE_LEN, "source length (tokens)", error=CrossAttnError)
+    n_steps = check_int_in_range(n_steps, 1, MAX_STEPS, "decode steps", error=CrossAttnError)
     model = build_tiny_bart(seed)
     cfg = model.config
     gen = torch.Generator().manual_seed(seed)

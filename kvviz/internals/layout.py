@@ -1,20 +1,26 @@
-"""Memory layout of one layer's K (or V) buffer: where element (head, position, dim) lives, and what one head reads.
+"""Memory layout of one layer's K (or V) buffer: where element (head, position, dim) lives, what one head reads,
+and what appending one token costs. Four real designs (row-major, C order; embed_dim = kv_heads * head_dim):
 
-Three layouts of a per-layer buffer pre-allocated for `max_len` positions (row-major, C order):
+    head_major       [kv_heads, max_len, head_dim]  PRE-ALLOCATED for max_len positions, written in place:
+                                                    transformers' StaticCache, flat engines (Akunu's KV-cache
+                                                    chapter; kvviz's own bench engine, kvviz/bench.py)
+    position_major   [max_len, kv_heads, head_dim]  PRE-ALLOCATED, one row of every head per position: llama.cpp's
+                                                    K cache (ggml_new_tensor_3d(type_k, n_embd_k_gqa, kv_size, ...))
+    dynamic          [kv_heads, seq_len, head_dim]  EXACTLY seq_len long, grown by torch.cat each step:
+                                                    transformers' DynamicCache (DynamicLayer.update)
+    transposed       [embed_dim, seq_len]           EXACTLY seq_len wide, rebuilt each step: ncnn's
+                                                    MultiHeadAttention kv_cache (k_affine.create(dst_seqlen,
+                                                    embed_dim), then every past row memcpy'd), so Q @ K^T is a
+                                                    plain GEMM over contiguous rows
 
-    head_major       [kv_heads, max_len, head_dim]   transformers' cache layout (batch 1) and the flat
-                                                     per-layer buffer of simple engines
-    position_major   [max_len, kv_heads, head_dim]   one token's K for every head side by side: appending
-                                                     a token writes one contiguous run
-    transposed       [embed_dim, max_len]            embed_dim = kv_heads * head_dim; some mobile runtimes keep
-                                                     K transposed so Q @ K^T is a plain GEMM over contiguous rows
+For the pre-allocated layouts `BufferShape.max_len` is the allocation; for the exact-size ones the buffer is
+exactly as long as the cache, so pass a shape whose max_len is the current seq_len (`buffer_shape` does that).
+A full address adds the layer: layers are separate buffers of equal size laid end to end.
 
-A full address adds the layer: layers are separate buffers of equal size laid end to end, so
-layer_stride_bytes = kv_heads * max_len * head_dim * elem_bytes.
-
-Attention for one head reads that head's keys at positions 0..seq_len-1. Under head_major they are one
-contiguous run; under position_major they are seq_len runs of head_dim elements, kv_heads*head_dim apart;
-under transposed they are head_dim runs of seq_len elements. `head_read_runs` counts those runs and
+Reading one head's keys for positions 0..seq_len-1: one contiguous run under head_major, dynamic and (because
+it is exactly seq_len wide) ncnn's transposed; seq_len runs of head_dim elements under position_major.
+Appending one token: the pre-allocated layouts write one row and copy nothing; the exact-size layouts allocate a
+new buffer and copy every past row (an O(n) copy per step, O(n^2) bytes over a generation): `append_cost`.
 `bench_head_read` times a contiguous vs a strided read on this machine (a measurement, not a promise).
 """
 from __future__ import annotations
@@ -25,10 +31,12 @@ from dataclasses import dataclass
 import numpy as np
 
 LAYOUTS: dict[str, str] = {
-    "head_major": "[kv_heads, max_len, head_dim] (transformers, simple engines)",
-    "position_major": "[max_len, kv_heads, head_dim] (token-contiguous)",
-    "transposed": "[embed_dim, max_len] (per-head rows contiguous, mobile GEMM)",
+    "head_major": "[kv_heads, max_len, head_dim] pre-allocated (StaticCache, Akunu, flat engines)",
+    "position_major": "[max_len, kv_heads, head_dim] pre-allocated (llama.cpp's K cache)",
+    "dynamic": "[kv_heads, seq_len, head_dim] grown by torch.cat (transformers' DynamicCache)",
+    "transposed": "[embed_dim, seq_len] rebuilt each step (ncnn's MultiHeadAttention)",
 }
+EXACT_SIZE = frozenset({"dynamic", "transposed"})  # the buffer is exactly seq_len long: appending copies it
 
 
 class LayoutError(ValueError):
@@ -58,9 +66,20 @@ class BufferShape:
         return self.layer_elems * self.elem_bytes
 
 
+def buffer_shape(layout: str, shape: BufferShape, seq_len: int) -> BufferShape:
+    """The buffer that really exists with seq_len cached positions: max_len for pre-allocated layouts, seq_len
+    for exact-size ones."""
+    dims(layout, shape)  # rejects an unknown layout name
+    if not 1 <= seq_len <= shape.max_len:
+        raise LayoutError(f"seq_len must be between 1 and max_len={shape.max_len} (got {seq_len})")
+    if layout in EXACT_SIZE:
+        return BufferShape(shape.kv_heads, seq_len, shape.head_dim, shape.elem_bytes)
+    return shape
+
+
 def dims(layout: str, shape: BufferShape) -> tuple[int, ...]:
-    """The array dimensions of one layer's buffer under `layout`."""
-    if layout == "head_major":
+    """The array dimensions of one layer's buffer under `layout` (max_len = the buffer's length)."""
+    if layout in ("head_major", "dynamic"):
         return (shape.kv_heads, shape.max_len, shape.head_dim)
     if layout == "position_major":
         return (shape.max_len, shape.kv_heads, shape.head_dim)
@@ -91,7 +110,7 @@ def element_offset_bytes(layout: str, shape: BufferShape, head: int, pos: int, d
     """Byte offset of K[head, pos, dim] inside one layer's buffer."""
     _check_index(shape, 1, 0, head, pos, dim)
     strides = strides_bytes(layout, shape)
-    if layout == "head_major":
+    if layout in ("head_major", "dynamic"):
         return head * strides[0] + pos * strides[1] + dim * strides[2]
     if layout == "position_major":
         return pos * strides[0] + head * strides[1] + dim * strides[2]
@@ -107,21 +126,33 @@ def element_address_bytes(layout: str, shape: BufferShape, n_layer: int, layer: 
 
 
 def head_read_mask(layout: str, shape: BufferShape, head: int, seq_len: int) -> np.ndarray:
-    """(layer_elems,) bool: which elements of the layer buffer one head's attention reads (positions < seq_len)."""
-    if not 1 <= seq_len <= shape.max_len:
-        raise LayoutError(f"seq_len must be between 1 and max_len={shape.max_len} (got {seq_len})")
+    """(elements of the real buffer,) bool: what one head's attention reads (positions < seq_len).
+
+    The real buffer is `buffer_shape(layout, shape, seq_len)`: exact-size layouts hold only seq_len positions.
+    """
+    shape = buffer_shape(layout, shape, seq_len)
     _check_index(shape, 1, 0, head, 0, 0)
-    dims(layout, shape)  # rejects an unknown layout name
     # Build the mask in the logical [head, pos, dim] order, then lay it out like the real buffer.
     logical = np.zeros((shape.kv_heads, shape.max_len, shape.head_dim), dtype=bool)
     logical[head, :seq_len, :] = True
-    if layout == "head_major":
+    if layout in ("head_major", "dynamic"):
         laid_out = logical
     elif layout == "position_major":
         laid_out = logical.transpose(1, 0, 2)
     else:
         laid_out = logical.transpose(0, 2, 1).reshape(shape.kv_heads * shape.head_dim, shape.max_len)
     return np.ascontiguousarray(laid_out).reshape(-1)
+
+
+def picture_row_elems(layout: str, shape: BufferShape, seq_len: int) -> int:
+    """Elements per row when drawing the real buffer as a grid: its innermost two dimensions for the
+    pre-allocated layouts, one channel row (transposed) or one head's block (dynamic) for the exact-size ones."""
+    buf = buffer_shape(layout, shape, seq_len)
+    if layout == "transposed":
+        return buf.max_len
+    if layout == "dynamic":
+        return buf.max_len * buf.head_dim
+    return buf.kv_heads * buf.head_dim  # pre-allocated: rows of kv_heads * head_dim elements
 
 
 @dataclass(frozen=True)
@@ -156,6 +187,41 @@ def head_read_runs(layout: str, shape: BufferShape, head: int, seq_len: int) -> 
 
 
 @dataclass(frozen=True)
+class AppendCost:
+    """Bytes moved in one layer's K buffer (V is the same) to append one token to a cache of seq_len rows."""
+
+    layout: str
+    seq_len: int  # rows cached before the append
+    written_bytes: int  # the new token's row: kv_heads * head_dim * elem_bytes
+    copied_bytes: int  # past rows copied into a new buffer (0 when the buffer was pre-allocated)
+    reallocates: bool
+
+
+def append_cost(layout: str, shape: BufferShape, seq_len: int) -> AppendCost:
+    """What appending token seq_len costs: exact-size layouts copy all seq_len past rows (O(n) per step)."""
+    dims(layout, shape)
+    if not 0 <= seq_len < shape.max_len:
+        raise LayoutError(f"seq_len must be between 0 and max_len - 1 = {shape.max_len - 1} (got {seq_len})")
+    row_bytes = shape.kv_heads * shape.head_dim * shape.elem_bytes
+    exact = layout in EXACT_SIZE
+    return AppendCost(layout, seq_len, row_bytes, seq_len * row_bytes if exact else 0, exact)
+
+
+def generation_copy_bytes(layout: str, shape: BufferShape, prompt_len: int, n_new: int) -> int:
+    """Past-row bytes copied while n_new tokens are appended after a prompt of prompt_len (one layer, K only).
+
+    Exact-size layouts: row_bytes * (P + (P+1) + ... + (P+n_new-1)), the O(n^2) total; pre-allocated: 0.
+    """
+    if prompt_len < 0 or n_new < 0 or prompt_len + n_new > shape.max_len:
+        raise LayoutError(f"prompt_len + n_new must fit in max_len={shape.max_len}")
+    if layout not in EXACT_SIZE:
+        dims(layout, shape)
+        return 0
+    row_bytes = shape.kv_heads * shape.head_dim * shape.elem_bytes
+    return row_bytes * (n_new * prompt_len + n_new * (n_new - 1) // 2)
+
+
+@dataclass(frozen=True)
 class LayoutBench:
     """Median time to copy one head's keys out of a buffer laid out each way (numpy, this machine)."""
 
@@ -172,6 +238,16 @@ class LayoutBench:
         return self.strided_us / self.contiguous_us if self.contiguous_us > 0 else float("nan")
 
 
+def head_read_views(kv_heads: int, seq_len: int, head_dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """The same head's keys (head kv_heads // 2), as a view into a head_major and into a position_major buffer
+    holding the same random float32 cache: (contiguous (seq_len, head_dim), strided (seq_len, head_dim))."""
+    rng = np.random.default_rng(0)
+    head_major = rng.standard_normal((kv_heads, seq_len, head_dim), dtype=np.float32)
+    position_major = np.ascontiguousarray(head_major.transpose(1, 0, 2))  # (seq_len, kv_heads, head_dim)
+    head = kv_heads // 2
+    return head_major[head], position_major[:, head]
+
+
 def bench_head_read(kv_heads: int = 16, seq_len: int = 4096, head_dim: int = 64, repeats: int = 15) -> LayoutBench:
     """Time reading (copying) one head's keys: contiguous head_major vs strided position_major, float32.
 
@@ -179,10 +255,7 @@ def bench_head_read(kv_heads: int = 16, seq_len: int = 4096, head_dim: int = 64,
     """
     if not (1 <= kv_heads <= 64 and 1 <= seq_len <= 32768 and 1 <= head_dim <= 256 and 1 <= repeats <= 200):
         raise LayoutError("benchmark sizes out of range: kv_heads 1..64, seq_len 1..32768, head_dim 1..256")
-    rng = np.random.default_rng(0)
-    head_major = rng.standard_normal((kv_heads, seq_len, head_dim), dtype=np.float32)
-    position_major = np.ascontiguousarray(head_major.transpose(1, 0, 2))  # (seq_len, kv_heads, head_dim)
-    head = kv_heads // 2
+    contiguous, strided = head_read_views(kv_heads, seq_len, head_dim)
     out = np.empty((seq_len, head_dim), dtype=np.float32)
 
     def median_us(view: np.ndarray) -> float:
@@ -193,14 +266,14 @@ def bench_head_read(kv_heads: int = 16, seq_len: int = 4096, head_dim: int = 64,
             times.append(time.perf_counter() - began)
         return float(np.median(times) * 1e6)
 
-    median_us(head_major[head])  # warm-up: page in the buffers
-    median_us(position_major[:, head])
+    median_us(contiguous)  # warm-up: page in the buffers
+    median_us(strided)
     return LayoutBench(
         kv_heads=kv_heads,
         seq_len=seq_len,
         head_dim=head_dim,
         bytes_read=seq_len * head_dim * 4,
-        contiguous_us=median_us(head_major[head]),
-        strided_us=median_us(position_major[:, head]),
+        contiguous_us=median_us(contiguous),
+        strided_us=median_us(strided),
         repeats=repeats,
     )

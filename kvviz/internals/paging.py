@@ -13,64 +13,27 @@ block pool through their block tables, and reads them back through the tables to
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
+from kvviz.internals.prefix import shared_prefix_len
+from kvviz.internals.records import PAGING_MAX_BLOCK_SIZE as MAX_BLOCK_SIZE
+from kvviz.internals.records import PAGING_MAX_NEW_TOKENS as MAX_NEW_TOKENS
+from kvviz.internals.records import BlockTable, PagedRun, PagingError, PagingPlan
 from kvviz.models import LoadedModel
+from kvviz.prompt_rules import check_int_in_range, check_prompt
 from kvviz.stepping import Sampling, StepEngine
 
-MAX_BLOCK_SIZE = 256
-MAX_NEW_TOKENS = 128
-
-
-class PagingError(ValueError):
-    """Block sizes or lengths outside sensible bounds; the message says what is allowed."""
-
-
-@dataclass(frozen=True)
-class BlockTable:
-    """One sequence's blocks."""
-
-    seq_len: int
-    block_size: int
-    n_blocks: int  # ceil(seq_len / block_size)
-    last_block_fill: int  # rows used in the last block (block_size when it is full; 0 for an empty sequence)
-    waste_slots: int  # n_blocks * block_size - seq_len
+__all__ = ["MAX_BLOCK_SIZE", "MAX_NEW_TOKENS", "BlockTable", "PagedRun", "PagingError", "PagingPlan", "block_table",
+           "paged_generation", "plan_two_sequences"]
 
 
 def block_table(seq_len: int, block_size: int) -> BlockTable:
-    if not 1 <= block_size <= MAX_BLOCK_SIZE:
-        raise PagingError(f"block size must be between 1 and {MAX_BLOCK_SIZE} tokens (got {block_size})")
+    block_size = check_int_in_range(block_size, 1, MAX_BLOCK_SIZE, "block size (tokens)", error=PagingError)
     if seq_len < 0:
         raise PagingError(f"sequence length must be 0 or more (got {seq_len})")
     n_blocks = -(-seq_len // block_size)
     return BlockTable(seq_len, block_size, n_blocks, seq_len - (n_blocks - 1) * block_size if n_blocks else 0,
                       n_blocks * block_size - seq_len)
-
-
-@dataclass(frozen=True)
-class PagingPlan:
-    """Two sequences in one block pool, sharing the full blocks of their common prefix. Token counts are rows
-    per layer; bytes = rows x bytes_per_token (all layers, K and V)."""
-
-    block_size: int
-    max_len: int
-    bytes_per_token: int
-    seq_lens: tuple[int, int]
-    shared_prefix_len: int  # tokens the two sequences have in common
-    shared_blocks: int  # full blocks of that prefix, stored once
-    tables: tuple[tuple[int, ...], tuple[int, ...]]  # physical block ids, per sequence
-    refcounts: tuple[int, ...]  # per physical block id
-    physical_blocks: int
-    paged_bytes: int  # physical_blocks * block_size rows
-    unshared_paged_bytes: int  # the same blocks without sharing
-    preallocated_bytes: int  # 2 sequences x max_len rows
-    used_bytes: int  # rows really holding data: both sequences, the shared blocks counted once
-
-    @property
-    def waste_bytes(self) -> int:
-        return self.paged_bytes - self.used_bytes
 
 
 def plan_two_sequences(len_a: int, len_b: int, shared_prefix_len: int, block_size: int, max_len: int,
@@ -106,17 +69,6 @@ def plan_two_sequences(len_a: int, len_b: int, shared_prefix_len: int, block_siz
     )
 
 
-@dataclass(frozen=True)
-class PagedRun:
-    """Two real generations from one prompt (A greedy, B sampled), laid out in blocks."""
-
-    prompt_tokens: int
-    texts: tuple[str, str]  # the generated continuations
-    plan: PagingPlan
-    gather_max_abs_diff: float  # K/V read back through the block tables vs the real caches (0.0 = exact)
-    shared_rows_max_abs_diff: float  # B's own rows in the shared blocks vs A's rows stored there
-
-
 def _generate(loaded: LoadedModel, prompt: str, n_new: int, sampling: Sampling) -> StepEngine:
     engine = StepEngine(loaded, sampling)
     engine.prefill(prompt)
@@ -127,30 +79,23 @@ def _generate(loaded: LoadedModel, prompt: str, n_new: int, sampling: Sampling) 
     return engine
 
 
-def _shared_len(a: list[int], b: list[int]) -> int:
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return n
-
-
 @torch.inference_mode()
 def paged_generation(loaded: LoadedModel, prompt: str, n_new_a: int = 20, n_new_b: int = 12, block_size: int = 16,
                      max_len: int | None = None, seed: int = 1) -> PagedRun:
     """Generate two continuations of `prompt` with the real model and page their real caches."""
     max_len = loaded.info.n_positions if max_len is None else max_len
     for name, n in (("tokens for sequence A", n_new_a), ("tokens for sequence B", n_new_b)):
-        if not 0 <= n <= MAX_NEW_TOKENS:
-            raise PagingError(f"{name} must be between 0 and {MAX_NEW_TOKENS} (got {n})")
+        check_int_in_range(n, 0, MAX_NEW_TOKENS, name, error=PagingError)
     block_table(1, block_size)  # validates the block size before any model work
     if not 1 <= max_len <= loaded.info.n_positions:
         raise PagingError(f"max length must be between 1 and the model's {loaded.info.n_positions} positions")
+    check_prompt(loaded.tokenizer, prompt, loaded.info.n_positions, error=PagingError)
     eng_a = _generate(loaded, prompt, n_new_a, Sampling())
     eng_b = _generate(loaded, prompt, n_new_b, Sampling(greedy=False, temperature=1.0, seed=seed))
     if max_len < max(eng_a.cache_len, eng_b.cache_len):
         raise PagingError(f"max length ({max_len}) is shorter than the generated sequences "
                           f"({max(eng_a.cache_len, eng_b.cache_len)} tokens): raise it or generate fewer tokens")
-    shared = _shared_len(eng_a.token_ids, eng_b.token_ids)
+    shared = shared_prefix_len(eng_a.token_ids, eng_b.token_ids)
     bytes_per_token = eng_a.cache_bytes // eng_a.cache_len
     plan = plan_two_sequences(eng_a.cache_len, eng_b.cache_len, shared, block_size, max_len, bytes_per_token)
 

@@ -11,44 +11,20 @@ BPE may split the same text differently once the following characters change.
 from __future__ import annotations
 
 import copy
+import os
 import time
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 from transformers import DynamicCache
 
+from kvviz.internals.records import PREFIX_TIMING_REPEATS as TIMING_REPEATS
+from kvviz.internals.records import PrefixError, PrefixReuse
 from kvviz.models import LoadedModel
+from kvviz.prompt_rules import check_int_in_range, check_prompt
 from kvviz.stepping import cache_bytes, crop_cache
 
-TIMING_REPEATS = 5  # median of this many runs for each measured prefill
-
-
-class PrefixError(ValueError):
-    """The prompt pair cannot be compared; the message says what to change."""
-
-
-@dataclass(frozen=True)
-class PrefixReuse:
-    """Prompt B served from prompt A's cache vs a fresh prefill of B (real model, real tensors)."""
-
-    tokens_a: tuple[str, ...]  # token texts, for the picture
-    tokens_b: tuple[str, ...]
-    shared_len: int  # leading token ids A and B have in common
-    reused_len: int  # rows actually kept (at most len(B) - 1: the last token of B must be fed to get logits)
-    new_tokens_computed: int  # len(B) - reused_len
-    tokens_saved: int  # = reused_len
-    reused_cache_bytes: int  # bytes of the kept rows, from the real tensors
-    fresh_ms: float  # median wall time: prefill all of B
-    reuse_ms: float  # median wall time: prefill only B's new tokens onto the cropped cache
-    max_abs_logit_diff: float  # next-token logits, reuse vs fresh
-    max_abs_kv_diff: float  # every K/V element of the final caches, reuse vs fresh
-    same_next_token: bool
-    timing_repeats: int
-
-    @property
-    def time_saved_ms(self) -> float:
-        return self.fresh_ms - self.reuse_ms
+__all__ = ["PrefixError", "PrefixReuse", "TIMING_REPEATS", "load_avg_1min", "prefix_reuse", "shared_prefix_len"]
 
 
 def shared_prefix_len(ids_a: list[int], ids_b: list[int]) -> int:
@@ -62,14 +38,15 @@ def shared_prefix_len(ids_a: list[int], ids_b: list[int]) -> int:
 
 
 def _tokenize(loaded: LoadedModel, prompt: str, name: str) -> list[int]:
-    if prompt is None or not prompt.strip():
-        raise PrefixError(f"Prompt {name} is empty: type some text for both prompts.")
-    ids = loaded.tokenizer(prompt).input_ids
-    if len(ids) > loaded.info.n_positions:
-        raise PrefixError(
-            f"Prompt {name} is {len(ids)} tokens; this model has {loaded.info.n_positions} positions. Shorten it."
-        )
-    return ids
+    return check_prompt(loaded.tokenizer, prompt, loaded.info.n_positions, f"prompt {name}", error=PrefixError)
+
+
+def load_avg_1min() -> float:
+    """The machine's 1-minute load average at the time of a measurement (nan where the OS has none)."""
+    try:
+        return float(os.getloadavg()[0])
+    except (AttributeError, OSError):
+        return float("nan")
 
 
 def _median_ms(run, repeats: int) -> float:
@@ -84,6 +61,7 @@ def _median_ms(run, repeats: int) -> float:
 @torch.inference_mode()
 def prefix_reuse(loaded: LoadedModel, prompt_a: str, prompt_b: str, repeats: int = TIMING_REPEATS) -> PrefixReuse:
     """Serve prompt B from prompt A's cache (crop to the shared prefix, prefill the rest) and check it."""
+    repeats = check_int_in_range(repeats, 1, 50, "timing repeats", error=PrefixError)
     model = loaded.model
     ids_a, ids_b = _tokenize(loaded, prompt_a, "A"), _tokenize(loaded, prompt_b, "B")
     shared = shared_prefix_len(ids_a, ids_b)
@@ -126,4 +104,5 @@ def prefix_reuse(loaded: LoadedModel, prompt_a: str, prompt_b: str, repeats: int
         max_abs_kv_diff=kv_diff,
         same_next_token=int(logits_reuse.argmax()) == int(logits_fresh.argmax()),
         timing_repeats=repeats,
+        load_avg_1min=load_avg_1min(),
     )

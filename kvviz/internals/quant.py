@@ -14,10 +14,19 @@ byte. fp16 / bf16 are plain casts (no scales).
 `greedy_agreement` measures the effect on generation: the real model generates greedily; the same run is
 repeated with every new K/V row quantized-then-dequantized as it enters the cache (the prefill pass itself
 attends in full precision, like Hugging Face's QuantizedCache residual), feeding the full-precision tokens
-(teacher forcing), and we count the steps where the quantized cache picks the same next token.
+(teacher forcing), and we count the steps where the quantized cache picks the same next token. Its work is
+capped (records.AGREEMENT_MAX_*): prompts x tokens is bounded, and a prompt too long for the model is refused.
+
+Grouping, compared: kvviz groups each *token's* head vector (per token, for keys and values alike). KIVI
+(arXiv:2402.02750) quantizes keys per *channel* (a group runs along positions) and values per token, because
+key outliers sit in fixed channels. transformers' QuantizedCache keeps the newest tokens in full precision
+(a residual window of `residual_length` rows, read from transformers by `transformers_residual_length`):
+after t decode steps it holds t mod residual_length full-precision rows, then re-quantizes them all at once.
+`quant_report(..., residual_rows=r)` counts the bytes and errors with the newest r rows left unquantized.
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,16 +34,26 @@ import torch
 from transformers import DynamicCache
 
 from kvviz import memory
+from kvviz.internals.records import LayerError, QuantError, QuantReport, SchemeAgreement, check_agreement_work
+from kvviz.internals.records import QUANT_MIN_GROUP as MIN_GROUP
+from kvviz.internals.records import QUANT_SCHEMES as SCHEMES
 from kvviz.models import LoadedModel
+from kvviz.prompt_rules import check_int_in_range, check_prompt
 
-SCHEMES = ("fp16", "bf16", "int8", "int4")
+__all__ = ["MIN_GROUP", "SCHEMES", "LayerError", "QuantError", "QuantReport", "Quantized", "SchemeAgreement",
+           "check_agreement_work", "dequantize", "error_bound", "greedy_agreement", "prompt_cache", "quant_report",
+           "quantize", "round_trip", "transformers_residual_length"]
+
 BITS = {"int8": 8, "int4": 4}
-MIN_GROUP = 4
 FP16_MAX = 65504.0  # largest finite float16: scale and zero point are stored in fp16
+KVVIZ_GROUPING = "per token: groups of G consecutive channels of one token's K or V head vector"
 
 
-class QuantError(ValueError):
-    """A bit width, group size or prompt set the quantizer cannot use; the message says what is allowed."""
+def transformers_residual_length() -> int:
+    """transformers' QuantizedCache default `residual_length` (full-precision recent rows), read from its code."""
+    from transformers.cache_utils import QuantizedLayer
+
+    return int(inspect.signature(QuantizedLayer.__init__).parameters["residual_length"].default)
 
 
 def check_scheme(scheme: str, head_dim: int, group_size: int) -> None:
@@ -117,77 +136,50 @@ def round_trip(x: torch.Tensor, scheme: str, group_size: int) -> tuple[torch.Ten
     return stored.float(), stored.numel() * stored.element_size()
 
 
-@dataclass(frozen=True)
-class LayerError:
-    layer: int
-    key_rel_rms: float  # ||K - K_hat|| / ||K|| (Frobenius, the whole layer)
-    value_rel_rms: float
-    key_max_abs: float
-    value_max_abs: float
-
-
-@dataclass(frozen=True)
-class QuantReport:
-    """One format applied to the real cache of one prompt."""
-
-    scheme: str
-    group_size: int
-    seq_len: int
-    fp32_bytes: int  # the real cache as it is (float32)
-    stored_bytes: int  # measured from the stored tensors (packed ints + scales + zero points, or the cast)
-    calculator_bytes: int  # kvviz.memory.kv_bytes for the same format: must equal stored_bytes
-    overhead_bytes: int  # scales + zero points (0 for fp16/bf16)
-    layers: tuple[LayerError, ...]
-
-
 @torch.inference_mode()
 def prompt_cache(loaded: LoadedModel, prompt: str) -> DynamicCache:
-    if prompt is None or not prompt.strip():
-        raise QuantError("The prompt is empty: type some text to fill the cache.")
-    ids = loaded.tokenizer(prompt).input_ids[: loaded.info.n_positions]
+    ids = check_prompt(loaded.tokenizer, prompt, loaded.info.n_positions, error=QuantError)
     return loaded.model(input_ids=torch.tensor([ids]), past_key_values=DynamicCache(config=loaded.model.config),
                         use_cache=True).past_key_values
 
 
 @torch.inference_mode()
-def quant_report(loaded: LoadedModel, prompt: str, scheme: str, group_size: int = 32) -> QuantReport:
+def quant_report(loaded: LoadedModel, prompt: str, scheme: str, group_size: int = 32,
+                 residual_rows: int = 0) -> QuantReport:
+    """`scheme` applied to the real cache of `prompt`; the newest `residual_rows` rows stay full precision."""
     info = loaded.info
     check_scheme(scheme, info.head_dim, group_size)
+    residual_rows = check_int_in_range(residual_rows, 0, info.n_positions, "full-precision residual rows",
+                                       error=QuantError)
     cache = prompt_cache(loaded, prompt)
     seq_len = cache.get_seq_length()
-    stored = fp32 = overhead = 0
+    kept = min(residual_rows, seq_len)  # rows left as computed (float32)
+    split = seq_len - kept  # rows 0..split-1 are stored in `scheme`
+    stored = fp32 = overhead = residual_bytes = 0
     layers = []
     for i, layer in enumerate(cache.layers):
         errs = []
         for x in (layer.keys, layer.values):  # (1, kv_heads, seq_len, head_dim)
-            x_hat, n_bytes = round_trip(x, scheme, group_size)
-            stored += n_bytes
+            x_hat = x.float().clone()
+            if split:
+                x_hat[:, :, :split], n_bytes = round_trip(x[:, :, :split], scheme, group_size)
+                stored += n_bytes
+            tail = x[:, :, split:]
+            residual_bytes += tail.numel() * tail.element_size()
             fp32 += x.numel() * x.element_size()
             diff = (x_hat - x.float())
             errs.append((float(diff.norm() / x.float().norm()), float(diff.abs().max())))
         if scheme in BITS:
-            n_groups = 2 * layer.keys.numel() // group_size
+            n_groups = 2 * layer.keys[:, :, :split].numel() // group_size
             overhead += n_groups * memory.QUANT_OVERHEAD_BYTES_PER_GROUP
         layers.append(LayerError(i, errs[0][0], errs[1][0], errs[0][1], errs[1][1]))
+    stored += residual_bytes
     config = memory.KVConfig(info.n_layer, info.n_head, info.n_kv_heads, info.head_dim, dtype=scheme,
                              quant_group_size=group_size)
-    return QuantReport(scheme, group_size, seq_len, fp32, stored, memory.kv_bytes(config, seq_len), overhead,
-                       tuple(layers))
-
-
-@dataclass(frozen=True)
-class SchemeAgreement:
-    """Greedy next-token agreement of a quantized cache with the full-precision cache, over a prompt set."""
-
-    scheme: str
-    steps: int  # decode steps compared, all prompts
-    same_token_steps: int
-    identical_prompts: int  # prompts where every step matched
-    first_mismatch: tuple[int | None, ...]  # per prompt: first differing step (None = none)
-
-    @property
-    def agreement(self) -> float:
-        return self.same_token_steps / self.steps if self.steps else float("nan")
+    full = memory.kv_config_from_info(info)  # the model's own dtype: what the residual rows stay in
+    calculator = memory.kv_bytes(config, split) + memory.kv_bytes(full, kept)
+    return QuantReport(scheme, group_size, seq_len, fp32, stored, calculator, overhead, tuple(layers),
+                       residual_rows=kept, residual_bytes=residual_bytes)
 
 
 @torch.inference_mode()
@@ -224,11 +216,11 @@ def greedy_agreement(loaded: LoadedModel, prompts: list[str], n_new: int = 16, s
     prompts = [p for p in prompts if p and p.strip()]
     if not prompts:
         raise QuantError("Give at least one non-empty prompt (one per line).")
-    if not 1 <= n_new <= 64:
-        raise QuantError(f"tokens per prompt must be between 1 and 64 (got {n_new})")
+    check_agreement_work(len(prompts), n_new)
     for scheme in schemes:
         check_scheme(scheme, loaded.info.head_dim, group_size)
-    prompt_ids = [loaded.tokenizer(p).input_ids[: loaded.info.n_positions - n_new] for p in prompts]
+    prompt_ids = [check_prompt(loaded.tokenizer, p, loaded.info.n_positions, f"prompt on line {i + 1}",
+                               new_tokens=n_new, error=QuantError) for i, p in enumerate(prompts)]
     baselines = [_run(loaded, ids, n_new, None, group_size, None) for ids in prompt_ids]
     results = []
     for scheme in schemes:

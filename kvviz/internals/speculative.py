@@ -15,63 +15,17 @@ With a greedy verifier the output is exactly the verifier's own greedy text, how
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from transformers import DynamicCache
 
+from kvviz.internals.records import SPEC_MAX_K as MAX_K
+from kvviz.internals.records import SPEC_MAX_NEW as MAX_NEW
+from kvviz.internals.records import SPEC_MAX_TEMPERATURE, SPEC_MIN_TEMPERATURE, SpecRound, SpecRun, SpeculativeError
 from kvviz.models import LoadedModel
+from kvviz.prompt_rules import check_float_in_range, check_int_in_range, check_prompt
 from kvviz.stepping import crop_cache
 
-MAX_K = 8
-MAX_NEW = 64
-
-
-class SpeculativeError(ValueError):
-    """Settings outside sensible bounds; the message says what is allowed."""
-
-
-@dataclass(frozen=True)
-class SpecRound:
-    index: int
-    proposed: tuple[int, ...]  # d_1..d_k
-    proposed_text: tuple[str, ...]
-    verifier_choice: tuple[int, ...]  # v_0..v_k
-    accepted: int  # a
-    cache_len_before: int  # L
-    cache_len_verified: int  # L + k + 1: every proposal's row was computed
-    cache_len_after_crop: int  # L + 1 + a
-    emitted: tuple[int, ...]  # d_1..d_a, v_a
-
-    @property
-    def rejected(self) -> int:
-        return len(self.proposed) - self.accepted
-
-
-@dataclass(frozen=True)
-class SpecRun:
-    prompt_tokens: int
-    k: int
-    draft_temperature: float
-    rounds: tuple[SpecRound, ...]
-    tokens: tuple[int, ...]  # generated tokens (the first comes from the prefill)
-    text: str
-    verifier_passes: int  # forward passes of the verifier, prefill included
-    final_cache_len: int
-    cache_vs_fresh_max_abs_diff: float  # the cropped cache vs a fresh prefill of the same tokens
-
-    @property
-    def draft_passes(self) -> int:
-        return sum(len(r.proposed) for r in self.rounds)
-
-    @property
-    def rows_cropped(self) -> int:
-        return sum(r.cache_len_verified - r.cache_len_after_crop for r in self.rounds)
-
-    @property
-    def acceptance_rate(self) -> float:
-        proposed = sum(len(r.proposed) for r in self.rounds)
-        return sum(r.accepted for r in self.rounds) / proposed if proposed else float("nan")
+__all__ = ["MAX_K", "MAX_NEW", "SpecRound", "SpecRun", "SpeculativeError", "speculative_decode"]
 
 
 @torch.inference_mode()
@@ -92,18 +46,12 @@ def _draft(loaded: LoadedModel, context: list[int], k: int, temperature: float, 
 def speculative_decode(loaded: LoadedModel, prompt: str, n_new: int = 24, k: int = 4, draft_temperature: float = 1.0,
                        seed: int = 0) -> SpecRun:
     """Generate n_new tokens with a sampled draft and a greedy verifier over one real DynamicCache."""
-    if not 1 <= k <= MAX_K:
-        raise SpeculativeError(f"draft length k must be between 1 and {MAX_K} (got {k})")
-    if not 1 <= n_new <= MAX_NEW:
-        raise SpeculativeError(f"tokens to generate must be between 1 and {MAX_NEW} (got {n_new})")
-    if not 0.05 <= draft_temperature <= 5.0:
-        raise SpeculativeError(f"draft temperature must be between 0.05 and 5.0 (got {draft_temperature})")
-    if prompt is None or not prompt.strip():
-        raise SpeculativeError("The prompt is empty: type a few words.")
-    ids = loaded.tokenizer(prompt).input_ids
+    k = check_int_in_range(k, 1, MAX_K, "draft length k", error=SpeculativeError)
+    n_new = check_int_in_range(n_new, 1, MAX_NEW, "tokens to generate", error=SpeculativeError)
+    draft_temperature = check_float_in_range(draft_temperature, SPEC_MIN_TEMPERATURE, SPEC_MAX_TEMPERATURE,
+                                             "draft temperature", error=SpeculativeError)
     limit = loaded.info.n_positions
-    if len(ids) + n_new > limit:
-        raise SpeculativeError(f"prompt ({len(ids)} tokens) + {n_new} new tokens exceeds the model's {limit} positions")
+    ids = check_prompt(loaded.tokenizer, prompt, limit, new_tokens=n_new, error=SpeculativeError)
     model = loaded.model
     gen = torch.Generator().manual_seed(seed)
     cache = DynamicCache(config=model.config)

@@ -11,29 +11,17 @@ have evicted: the information a windowed layer could no longer read directly.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 from transformers import DynamicCache
 
 from kvviz import memory
+from kvviz.internals.records import LayerWindow, PresetLayers, WindowError, WindowRun, WindowState
 from kvviz.models import LoadedModel
+from kvviz.prompt_rules import check_int_in_range, check_prompt
 
-
-class WindowError(ValueError):
-    """A window or layer pattern outside sensible bounds; the message says the allowed range."""
-
-
-@dataclass(frozen=True)
-class WindowState:
-    """One local layer after seq_len tokens with a window of `window` tokens."""
-
-    seq_len: int
-    window: int
-    kept_start: int  # first position still cached
-    rows_kept: int  # = min(seq_len, window): the memory cap
-    rows_evicted: int  # positions 0..kept_start-1
+__all__ = ["LayerWindow", "PresetLayers", "WindowError", "WindowRun", "WindowState", "layer_config",
+           "preset_layers", "visibility", "window_on_model", "window_state"]
 
 
 def window_state(seq_len: int, window: int) -> WindowState:
@@ -55,42 +43,12 @@ def visibility(seq_len: int, window: int | None) -> np.ndarray:
     return visible
 
 
-@dataclass(frozen=True)
-class LayerWindow:
-    layer: int
-    kind: str  # "local" | "global"
-    rows_full: int  # rows the real (full-attention) cache holds
-    rows_kept: int  # rows this layer keeps under the pattern
-    bytes_full: int  # K+V bytes of the real layer tensors
-    bytes_kept: int  # K+V bytes of the rows kept, measured on the real tensors' slice
-    calculator_bytes: int  # kvviz.memory.budget's bytes for this layer: must equal bytes_kept
-    attention_lost: float  # share of the last token's attention (mean over heads) on evicted rows
-
-
-@dataclass(frozen=True)
-class WindowRun:
-    tokens: tuple[str, ...]
-    window: int
-    local_per_global: int | None  # None: every layer local
-    state: WindowState
-    layers: tuple[LayerWindow, ...]
-    evicted_tokens: tuple[str, ...]  # what a local layer can no longer attend to
-
-    @property
-    def bytes_full(self) -> int:
-        return sum(la.bytes_full for la in self.layers)
-
-    @property
-    def bytes_kept(self) -> int:
-        return sum(la.bytes_kept for la in self.layers)
-
-
 def layer_config(loaded: LoadedModel, window: int, local_per_global: int | None) -> memory.KVConfig:
     """The loaded model's cache layout with a sliding window (and hybrid pattern) added, as the calculator sees it."""
-    if not 1 <= window <= loaded.info.n_positions:
-        raise WindowError(f"the window must be between 1 and {loaded.info.n_positions} tokens (got {window})")
-    if local_per_global is not None and not 0 <= local_per_global <= 64:
-        raise WindowError(f"local layers per global layer must be between 0 and 64 (got {local_per_global})")
+    window = check_int_in_range(window, 1, loaded.info.n_positions, "the window (tokens)", error=WindowError)
+    if local_per_global is not None:
+        local_per_global = check_int_in_range(local_per_global, 0, 64, "local layers per global layer",
+                                              error=WindowError)
     base = memory.kv_config_from_info(loaded.info)
     return memory.KVConfig(
         n_layer=base.n_layer, n_head=base.n_head, n_kv_heads=base.n_kv_heads, head_dim=base.head_dim,
@@ -102,9 +60,7 @@ def layer_config(loaded: LoadedModel, window: int, local_per_global: int | None)
 def window_on_model(loaded: LoadedModel, prompt: str, window: int, local_per_global: int | None = None) -> WindowRun:
     """Run the real model on `prompt` (full attention) and apply the window/pattern to its real cache."""
     config = layer_config(loaded, window, local_per_global)
-    if prompt is None or not prompt.strip():
-        raise WindowError("The prompt is empty: type some text to fill the cache.")
-    ids = loaded.tokenizer(prompt).input_ids[: loaded.info.n_positions]  # (seq_len,)
+    ids = check_prompt(loaded.tokenizer, prompt, loaded.info.n_positions, error=WindowError)  # (seq_len,)
     out = loaded.model(input_ids=torch.tensor([ids]), past_key_values=DynamicCache(config=loaded.model.config),
                        use_cache=True, output_attentions=True)
     seq_len = len(ids)
@@ -137,26 +93,13 @@ def window_on_model(loaded: LoadedModel, prompt: str, window: int, local_per_glo
     )
 
 
-@dataclass(frozen=True)
-class PresetLayers:
-    """Per-layer cache sizes of a published hybrid model, straight from the memory calculator."""
-
-    name: str
-    context_len: int
-    layer_kinds: tuple[str, ...]
-    layer_bytes: tuple[int, ...]
-    total_bytes: int
-    all_global_bytes: int  # the same model with every layer global
-
-
 def preset_layers(preset_name: str = "gemma-3-4b", context_len: int = 32768) -> PresetLayers:
     """e.g. Gemma 3 4B: 34 layers, 5 local (1024-token window) : 1 global, bf16."""
     from dataclasses import replace
 
     from kvviz.presets import get_preset
 
-    if not 1 <= context_len <= 2**24:
-        raise WindowError(f"context length must be between 1 and {2**24:,} tokens (got {context_len:,})")
+    context_len = check_int_in_range(context_len, 1, 2**24, "context length (tokens)", error=WindowError)
     config = get_preset(preset_name).kv
     b = memory.budget(config, context_len)
     full = memory.kv_bytes(replace(config, window=None, local_per_global=None), context_len)

@@ -1,0 +1,306 @@
+"""The torch-free contract of kvviz.internals: result records, input caps and error types.
+
+The modules that run the model (prefix, crossattn, window, paging, quant, speculative) import torch; pages and
+figures import only this module (and the numpy-only `layout`), so drawing a result never loads torch.
+Records are frozen dataclasses of plain Python numbers, strings and tuples. Caps are the bounds every page
+states next to its inputs and every function enforces (kvviz.prompt_rules words the messages).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvviz.prompt_rules import check_int_in_range
+
+
+# ----- errors (ValueError subclasses: the message says what to change) ------------------------------------------
+class PrefixError(ValueError):
+    """The prompt pair cannot be compared; the message says what to change."""
+
+
+class CrossAttnError(ValueError):
+    """Bad demo settings; the message gives the allowed range."""
+
+
+class WindowError(ValueError):
+    """A window or layer pattern outside sensible bounds; the message says the allowed range."""
+
+
+class PagingError(ValueError):
+    """Block sizes or lengths outside sensible bounds; the message says what is allowed."""
+
+
+class QuantError(ValueError):
+    """A bit width, group size or prompt set the quantizer cannot use; the message says what is allowed."""
+
+
+class SpeculativeError(ValueError):
+    """Settings outside sensible bounds; the message says what is allowed."""
+
+
+# ----- caps (bounded work: every page states them beside its inputs) -----------------------------------------
+PREFIX_TIMING_REPEATS = 5  # median of this many runs for each measured prefill
+CROSS_MAX_SOURCE_LEN = 64
+CROSS_MAX_STEPS = 48
+PAGING_MAX_BLOCK_SIZE = 256
+PAGING_MAX_NEW_TOKENS = 128
+QUANT_SCHEMES = ("fp16", "bf16", "int8", "int4")
+QUANT_MIN_GROUP = 4
+# Greedy agreement runs 1 + len(QUANT_SCHEMES) generations per prompt: 300 prompts x 64 tokens once ran > 600 s.
+AGREEMENT_MAX_PROMPTS = 8
+AGREEMENT_MAX_TOKENS = 32  # per prompt
+AGREEMENT_MAX_PROMPT_TOKENS = 128  # prompts x tokens per prompt: ~640 one-token passes, a few seconds on 2 cores
+SPEC_MAX_K = 8
+SPEC_MAX_NEW = 64
+SPEC_MIN_TEMPERATURE, SPEC_MAX_TEMPERATURE = 0.05, 5.0
+
+
+def check_agreement_work(n_prompts: int, n_new: int) -> None:
+    """Refuse a greedy-agreement run past its caps (prompts, tokens per prompt, and their product)."""
+    n_prompts = check_int_in_range(n_prompts, 1, AGREEMENT_MAX_PROMPTS, "number of prompts (one per line)",
+                                   error=QuantError)
+    n_new = check_int_in_range(n_new, 1, AGREEMENT_MAX_TOKENS, "tokens per prompt", error=QuantError)
+    if n_prompts * n_new > AGREEMENT_MAX_PROMPT_TOKENS:
+        raise QuantError(f"{n_prompts} prompts x {n_new} tokens = {n_prompts * n_new} generated tokens; the cap is "
+                         f"{AGREEMENT_MAX_PROMPT_TOKENS} (prompts x tokens). Use fewer prompts or fewer tokens.")
+
+
+# ----- prefix reuse ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PrefixReuse:
+    """Prompt B served from prompt A's cache vs a fresh prefill of B (real model, real tensors)."""
+
+    tokens_a: tuple[str, ...]  # token texts, for the picture
+    tokens_b: tuple[str, ...]
+    shared_len: int  # leading token ids A and B have in common
+    reused_len: int  # rows actually kept (at most len(B) - 1: the last token of B must be fed to get logits)
+    new_tokens_computed: int  # len(B) - reused_len
+    tokens_saved: int  # = reused_len
+    reused_cache_bytes: int  # bytes of the kept rows, from the real tensors
+    fresh_ms: float  # median wall time: prefill all of B
+    reuse_ms: float  # median wall time: prefill only B's new tokens onto the cropped cache
+    max_abs_logit_diff: float  # next-token logits, reuse vs fresh
+    max_abs_kv_diff: float  # every K/V element of the final caches, reuse vs fresh
+    same_next_token: bool
+    timing_repeats: int
+    load_avg_1min: float = float("nan")  # os.getloadavg()[0] when the timing ran (nan where unavailable)
+
+    @property
+    def time_saved_ms(self) -> float:
+        return self.fresh_ms - self.reuse_ms
+
+    @property
+    def timing_contradicts_lesson(self) -> bool:
+        """Reuse measured no faster than a fresh prefill although it computed fewer tokens: a busy machine."""
+        return self.tokens_saved > 0 and self.reuse_ms >= self.fresh_ms
+
+
+# ----- cross-attention ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CrossStep:
+    """Both caches after one decoder pass (batch 1; rows = positions per layer)."""
+
+    step: int  # 0 = first decoder token
+    fed_token_id: int
+    self_rows: int  # self-attention cache rows per layer (grows by 1 per step)
+    self_bytes: int
+    cross_rows: int  # cross-attention cache rows per layer (= source_len, fixed)
+    cross_bytes: int
+    cross_equal_to_first: bool  # torch.equal with the cross K/V snapshot taken after step 0, every layer
+    cross_same_storage: bool  # same data pointers as after step 0: the tensors were not even re-allocated
+    self_prefix_equal: bool  # the self-attention rows from earlier steps are unchanged too (only appended to)
+
+
+@dataclass(frozen=True)
+class CrossAttnRun:
+    source_len: int
+    n_layer: int
+    n_heads: int
+    head_dim: int
+    encoder_passes: int  # how many times the encoder ran, counted (1: its output is reused by every step)
+    steps: tuple[CrossStep, ...]
+
+
+# ----- sliding windows ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class WindowState:
+    """One local layer after seq_len tokens with a window of `window` tokens."""
+
+    seq_len: int
+    window: int
+    kept_start: int  # first position still cached
+    rows_kept: int  # = min(seq_len, window): the memory cap
+    rows_evicted: int  # positions 0..kept_start-1
+
+
+@dataclass(frozen=True)
+class LayerWindow:
+    layer: int
+    kind: str  # "local" | "global"
+    rows_full: int  # rows the real (full-attention) cache holds
+    rows_kept: int  # rows this layer keeps under the pattern
+    bytes_full: int  # K+V bytes of the real layer tensors
+    bytes_kept: int  # K+V bytes of the rows kept, measured on the real tensors' slice
+    calculator_bytes: int  # kvviz.memory.budget's bytes for this layer: must equal bytes_kept
+    attention_lost: float  # share of the last token's attention (mean over heads) on evicted rows
+
+
+@dataclass(frozen=True)
+class WindowRun:
+    tokens: tuple[str, ...]
+    window: int
+    local_per_global: int | None  # None: every layer local
+    state: WindowState
+    layers: tuple[LayerWindow, ...]
+    evicted_tokens: tuple[str, ...]  # what a local layer can no longer attend to
+
+    @property
+    def bytes_full(self) -> int:
+        return sum(la.bytes_full for la in self.layers)
+
+    @property
+    def bytes_kept(self) -> int:
+        return sum(la.bytes_kept for la in self.layers)
+
+
+@dataclass(frozen=True)
+class PresetLayers:
+    """Per-layer cache sizes of a published hybrid model, straight from the memory calculator."""
+
+    name: str
+    context_len: int
+    layer_kinds: tuple[str, ...]
+    layer_bytes: tuple[int, ...]
+    total_bytes: int
+    all_global_bytes: int  # the same model with every layer global
+
+
+# ----- paging ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BlockTable:
+    """One sequence's blocks."""
+
+    seq_len: int
+    block_size: int
+    n_blocks: int  # ceil(seq_len / block_size)
+    last_block_fill: int  # rows used in the last block (block_size when it is full; 0 for an empty sequence)
+    waste_slots: int  # n_blocks * block_size - seq_len
+
+
+@dataclass(frozen=True)
+class PagingPlan:
+    """Two sequences in one block pool, sharing the full blocks of their common prefix. Token counts are rows
+    per layer; bytes = rows x bytes_per_token (all layers, K and V)."""
+
+    block_size: int
+    max_len: int
+    bytes_per_token: int
+    seq_lens: tuple[int, int]
+    shared_prefix_len: int  # tokens the two sequences have in common
+    shared_blocks: int  # full blocks of that prefix, stored once
+    tables: tuple[tuple[int, ...], tuple[int, ...]]  # physical block ids, per sequence
+    refcounts: tuple[int, ...]  # per physical block id
+    physical_blocks: int
+    paged_bytes: int  # physical_blocks * block_size rows
+    unshared_paged_bytes: int  # the same blocks without sharing
+    preallocated_bytes: int  # 2 sequences x max_len rows
+    used_bytes: int  # rows really holding data: both sequences, the shared blocks counted once
+
+    @property
+    def waste_bytes(self) -> int:
+        return self.paged_bytes - self.used_bytes
+
+
+@dataclass(frozen=True)
+class PagedRun:
+    """Two real generations from one prompt (A greedy, B sampled), laid out in blocks."""
+
+    prompt_tokens: int
+    texts: tuple[str, str]  # the generated continuations
+    plan: PagingPlan
+    gather_max_abs_diff: float  # K/V read back through the block tables vs the real caches (0.0 = exact)
+    shared_rows_max_abs_diff: float  # B's own rows in the shared blocks vs A's rows stored there
+
+
+# ----- quantization ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LayerError:
+    layer: int
+    key_rel_rms: float  # ||K - K_hat|| / ||K|| (Frobenius, the whole layer)
+    value_rel_rms: float
+    key_max_abs: float
+    value_max_abs: float
+
+
+@dataclass(frozen=True)
+class QuantReport:
+    """One format applied to the real cache of one prompt (the newest `residual_rows` kept in full precision)."""
+
+    scheme: str
+    group_size: int
+    seq_len: int
+    fp32_bytes: int  # the real cache as it is (float32)
+    stored_bytes: int  # measured from the stored tensors (packed ints + scales + zeros, or the cast, + residual)
+    calculator_bytes: int  # kvviz.memory.kv_bytes for the quantized rows + the residual rows at fp32
+    overhead_bytes: int  # scales + zero points (0 for fp16/bf16)
+    layers: tuple[LayerError, ...]
+    residual_rows: int = 0  # newest rows per layer left in full precision (transformers' residual window)
+    residual_bytes: int = 0  # their bytes (already inside stored_bytes)
+
+
+@dataclass(frozen=True)
+class SchemeAgreement:
+    """Greedy next-token agreement of a quantized cache with the full-precision cache, over a prompt set."""
+
+    scheme: str
+    steps: int  # decode steps compared, all prompts
+    same_token_steps: int
+    identical_prompts: int  # prompts where every step matched
+    first_mismatch: tuple[int | None, ...]  # per prompt: first differing step (None = none)
+
+    @property
+    def agreement(self) -> float:
+        return self.same_token_steps / self.steps if self.steps else float("nan")
+
+
+# ----- speculative decoding ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SpecRound:
+    index: int
+    proposed: tuple[int, ...]  # d_1..d_k
+    proposed_text: tuple[str, ...]
+    verifier_choice: tuple[int, ...]  # v_0..v_k
+    accepted: int  # a
+    cache_len_before: int  # L
+    cache_len_verified: int  # L + k + 1: every proposal's row was computed
+    cache_len_after_crop: int  # L + 1 + a
+    emitted: tuple[int, ...]  # d_1..d_a, v_a
+
+    @property
+    def rejected(self) -> int:
+        return len(self.proposed) - self.accepted
+
+
+@dataclass(frozen=True)
+class SpecRun:
+    prompt_tokens: int
+    k: int
+    draft_temperature: float
+    rounds: tuple[SpecRound, ...]
+    tokens: tuple[int, ...]  # generated tokens (the first comes from the prefill)
+    text: str
+    verifier_passes: int  # forward passes of the verifier, prefill included
+    final_cache_len: int
+    cache_vs_fresh_max_abs_diff: float  # the cropped cache vs a fresh prefill of the same tokens
+
+    @property
+    def draft_passes(self) -> int:
+        return sum(len(r.proposed) for r in self.rounds)
+
+    @property
+    def rows_cropped(self) -> int:
+        return sum(r.cache_len_verified - r.cache_len_after_crop for r in self.rounds)
+
+    @property
+    def acceptance_rate(self) -> float:
+        proposed = sum(len(r.proposed) for r in self.rounds)
+        return sum(r.accepted for r in self.rounds) / proposed if proposed else float("nan")

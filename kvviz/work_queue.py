@@ -1,0 +1,116 @@
+"""One long job at a time per server process, first come first served, with a queue position for the others.
+
+A Streamlit server runs every session's script in its own thread of ONE process. Two long jobs at once (two
+measurements, a benchmark and an agreement run) share the same cores, take twice as long and measure nonsense.
+A `WorkQueue` hands out tickets; each job waits for its turn and can show where it stands meanwhile:
+
+    queue = shared_queue("cache internals")          # the same object in every session of this process
+    with queue.turn(timeout_s=120, on_wait=lambda ahead: box.info(f"busy: {ahead} ahead of you")):
+        result = long_job()
+
+`on_wait(ahead)` is called from the waiting thread (at most every `poll_s`), never while holding the lock, so it
+may draw. A waiter that gives up (timeout, a Streamlit rerun or stop raising through `turn`) leaves the queue
+and the jobs behind it move up. Torch-free and UI-free; `state()` lets a page say "busy" before queueing.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+
+class QueueTimeout(RuntimeError):
+    """Waited longer than the caller allowed; the message says how many jobs were still ahead."""
+
+
+@dataclass(frozen=True)
+class QueueState:
+    name: str
+    busy: bool  # a job holds the turn now
+    waiting: int  # jobs waiting behind it
+    running_for_s: float | None  # how long the current job has held the turn (None when idle)
+
+
+class WorkQueue:
+    """A FIFO ticket lock: one holder at a time, waiters served in arrival order."""
+
+    def __init__(self, name: str, poll_s: float = 0.5) -> None:
+        self.name = name
+        self.poll_s = poll_s
+        self._cond = threading.Condition()
+        self._next_ticket = 0  # handed to the next arrival
+        self._serving = 0  # the ticket whose turn it is
+        self._abandoned: set[int] = set()  # tickets that left before their turn
+        self._started_at: float | None = None  # time.monotonic() when the current holder got its turn
+
+    # ----- inspection -------------------------------------------------------------------------------
+    def _live_between(self, low: int, high: int) -> int:
+        """Tickets in [low, high) that have not left the queue."""
+        return (high - low) - sum(1 for t in self._abandoned if low <= t < high)
+
+    def state(self) -> QueueState:
+        with self._cond:
+            busy = self._started_at is not None
+            live = self._live_between(self._serving, self._next_ticket)
+            waiting = live - 1 if busy else live
+            running = time.monotonic() - self._started_at if busy else None
+            return QueueState(self.name, busy, max(waiting, 0), running)
+
+    # ----- taking a turn ----------------------------------------------------------------------------
+    def _advance(self) -> None:
+        self._serving += 1
+        while self._serving in self._abandoned:
+            self._abandoned.discard(self._serving)
+            self._serving += 1
+
+    @contextmanager
+    def turn(self, timeout_s: float | None = None, on_wait: Callable[[int], None] | None = None) -> Iterator[None]:
+        """Wait for this job's turn (FIFO), hold it for the `with` body, then pass it on.
+
+        on_wait(ahead): jobs before this one (the running one included), reported while waiting.
+        Raises QueueTimeout if the turn has not come within timeout_s (the job is then out of the queue).
+        """
+        with self._cond:
+            ticket = self._next_ticket
+            self._next_ticket += 1
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        try:
+            while True:
+                with self._cond:
+                    if self._serving == ticket:
+                        self._started_at = time.monotonic()
+                        break
+                    ahead = self._live_between(self._serving, ticket)
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        raise QueueTimeout(f"{self.name}: still {ahead} job(s) ahead after {timeout_s:.0f} s; "
+                                           "try again in a moment.")
+                    self._cond.wait(self.poll_s if remaining is None else min(self.poll_s, remaining))
+                    if self._serving == ticket:
+                        self._started_at = time.monotonic()
+                        break
+                if on_wait is not None:
+                    on_wait(ahead)
+            yield
+        finally:
+            with self._cond:
+                if self._serving == ticket:  # held the turn (or it arrived just as we gave up): pass it on
+                    self._started_at = None
+                    self._advance()
+                else:
+                    self._abandoned.add(ticket)
+                self._cond.notify_all()
+
+
+_QUEUES: dict[str, WorkQueue] = {}
+_QUEUES_LOCK = threading.Lock()
+
+
+def shared_queue(name: str) -> WorkQueue:
+    """The process-wide queue called `name` (created on first use): every session of a server shares it."""
+    with _QUEUES_LOCK:
+        if name not in _QUEUES:
+            _QUEUES[name] = WorkQueue(name)
+        return _QUEUES[name]

@@ -1,0 +1,89 @@
+"""Cache internals 1: memory layout. Where K[layer, head, pos, dim] lives under four real designs, what one
+head reads, and what appending a token costs (ncnn's transposed cache vs pre-allocated vs DynamicCache)."""
+from __future__ import annotations
+
+import streamlit as st
+
+from kvviz import ui
+from kvviz.figures import internals as fig
+from kvviz.internals import layout
+from pages.internals_shared import PLOT, explain, load_avg_text, run_queued
+
+ui.ensure_router()  # before anything is drawn: see its docstring
+st.title("Memory layout of the cache")
+explain(
+    "A layer's keys are one block of memory; the **layout** decides where element (head, position, dim) lands. "
+    "Attention for one head reads that head's keys at every cached position.\n\n"
+    "- **Pre-allocated, head-major** `[kv_heads, max_len, head_dim]` (transformers' `StaticCache`, flat engines "
+    "such as Akunu): one head's keys are one contiguous run; a new token is written in place, nothing is copied.\n"
+    "- **Pre-allocated, position-major** `[max_len, kv_heads, head_dim]` (llama.cpp's K cache): a token's row "
+    "holds every head, so one head's read is `seq_len` short runs.\n"
+    "- **Grown by `torch.cat`** `[kv_heads, seq_len, head_dim]` (transformers' `DynamicCache`): contiguous, but "
+    "every step allocates a new tensor and copies all past rows.\n"
+    "- **ncnn's transposed cache** `[embed_dim, seq_len]`: exactly `seq_len` wide, so each head's rows are one "
+    "contiguous slice and `Q @ K^T` is a plain matrix product; the price is the same O(n) copy of every past "
+    "row at each step (ncnn creates a `dst_seqlen`-wide buffer and `memcpy`s the old rows in).\n\n"
+    "The grid is the real buffer of this model's layer, one cell per number; dark cells are what one head reads."
+)
+
+info = ui.current_info()
+shape = layout.BufferShape(info.n_kv_heads, info.n_positions, info.head_dim, 4)
+c1, c2, c3, c4 = st.columns(4)
+name = c1.selectbox("Layout", list(layout.LAYOUTS), format_func=lambda k: layout.LAYOUTS[k], key="int_layout_name")
+layer = c2.number_input("Layer", 0, info.n_layer - 1, 0, key="int_layout_layer")
+head = c3.number_input("Head", 0, info.n_kv_heads - 1, 1, key="int_layout_head")
+seq_len = c4.number_input("Cached positions", 1, info.n_positions, 24, key="int_layout_seq")
+c5, c6 = st.columns(2)
+pos = c5.number_input("Position", 0, info.n_positions - 1, 5, key="int_layout_pos")
+dim = c6.number_input("Dim", 0, info.head_dim - 1, 3, key="int_layout_dim")
+
+buf = layout.buffer_shape(name, shape, int(seq_len))  # exact-size layouts hold only seq_len positions
+if int(pos) >= int(seq_len):
+    st.warning(f"Position {pos} is not cached yet: the cache holds positions 0..{int(seq_len) - 1}.")
+    offset = None
+else:
+    address = layout.element_address_bytes(name, buf, info.n_layer, int(layer), int(head), int(pos), int(dim))
+    offset = layout.element_offset_bytes(name, buf, int(head), int(pos), int(dim))
+    st.markdown(
+        f"**K[layer {layer}, head {head}, pos {pos}, dim {dim}]** is at byte **{address:,}** (layer buffers of "
+        f"{buf.layer_bytes:,} B end to end; strides {layout.strides_bytes(name, buf)} bytes for "
+        f"`{layout.dims(name, buf)}` float32)."
+    )
+read = layout.head_read_runs(name, shape, int(head), int(seq_len))
+cost = layout.append_cost(name, shape, min(int(seq_len), info.n_positions - 1))
+m = st.columns(4)
+m[0].metric("Bytes one head reads", f"{read.bytes_read:,}")
+m[1].metric("Contiguous runs", f"{read.runs:,}", help=f"{read.run_bytes:,} B each, {read.gap_bytes:,} B gaps")
+m[2].metric("Buffer size (this layer's K)", f"{buf.layer_bytes:,} B")
+m[3].metric("Bytes copied to append a token", f"{cost.copied_bytes:,}",
+            help="past rows copied into a new buffer; pre-allocated buffers write the new row in place")
+mask = layout.head_read_mask(name, shape, int(head), int(seq_len))
+row = layout.picture_row_elems(name, shape, int(seq_len))
+st.plotly_chart(fig.layout_read_map(mask, row, 4, f"Layer {layer} buffer, {name}: what head {head} reads "
+                                    "(dark); the element above (red x)", offset), **PLOT)
+
+st.subheader("The price of appending: copy or write in place")
+lens = list(range(0, info.n_positions, max(1, info.n_positions // 64)))
+copied = {layout.LAYOUTS[k]: [layout.append_cost(k, shape, n).copied_bytes for n in lens] for k in layout.LAYOUTS}
+st.plotly_chart(fig.append_copy_figure(lens, copied, cost.written_bytes, "Bytes moved per appended token"), **PLOT)
+total_new = min(256, info.n_positions - 1)
+st.caption(
+    f"Generating {total_new} tokens after a 1-token prompt, one layer's K: the exact-size layouts copy "
+    f"{layout.generation_copy_bytes('transposed', shape, 1, total_new):,} bytes of past rows in total (O(n^2)); "
+    "the pre-allocated ones copy 0 and write "
+    f"{total_new * cost.written_bytes:,} bytes of new rows. Every layer and V pay the same again."
+)
+
+st.subheader("Reading one head: contiguous vs strided, measured here")
+if st.button("Measure the read on this machine", key="int_layout_measure"):
+    bench = run_queued("Timing the reads", lambda: layout.bench_head_read(16, 4096, 64))
+    if bench is not None:
+        st.session_state["int_layout_bench"] = (bench, load_avg_text())
+if "int_layout_bench" in st.session_state:  # per session: a timing is never shared with other users
+    bench, load = st.session_state["int_layout_bench"]
+    st.plotly_chart(fig.layout_bench_figure(bench), **PLOT)
+    st.caption(f"numpy copy of one head's keys from a {bench.kv_heads} heads x {bench.seq_len} positions x "
+               f"{bench.head_dim} float32 buffer, median of {bench.repeats}: strided is {bench.slowdown:.2f}x the "
+               f"contiguous time on this machine now ({load}; a measurement: it varies with the CPU and its load).")
+else:
+    st.caption("Press the button to time a contiguous (head-major) and a strided (position-major) read here.")

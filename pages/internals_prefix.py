@@ -1,0 +1,72 @@
+"""Cache internals 2: prefix reuse. Serve prompt B from prompt A's cache, cropped to their shared tokens, and
+check it against a fresh prefill of B. Timings are measured per session, on request, labelled with the load."""
+from __future__ import annotations
+
+import streamlit as st
+
+from kvviz import ui
+from kvviz.figures import internals as fig
+from kvviz.internals.records import PREFIX_TIMING_REPEATS, PrefixError, PrefixReuse
+from pages.internals_shared import DEFAULT_PROMPT, PLOT, explain, run_queued
+
+RESULT_KEY = "int_prefix_result"  # (inputs, PrefixReuse) of this session's last measurement
+
+ui.ensure_router()  # before anything is drawn: see its docstring
+st.title("Prefix reuse")
+explain(
+    "Prompt A is prefilled; then its cache is rolled back (cropped) to the tokens it shares with prompt B, and "
+    "only B's remaining tokens are fed. Because attention is causal, the kept rows are exactly what B would "
+    "have computed: the logits match a fresh prefill of B. Sharing is counted in *tokens*, not characters.\n\n"
+    "The times are measured on this machine when you press the button (medians of "
+    f"{PREFIX_TIMING_REPEATS} runs), for you only: a busy machine can make them noisy, and the page says so."
+)
+a = st.text_area("Prompt A (cached first)", DEFAULT_PROMPT, key="int_prefix_a", height=70)
+b = st.text_area("Prompt B", DEFAULT_PROMPT.replace("It is the east, and Juliet is the sun.",
+                 "Arise, fair sun, and kill the envious moon."), key="int_prefix_b", height=70)
+inputs = (ui.current_info().spec, a, b)
+
+if st.button("Prefill both and compare", key="int_prefix_run", type="primary"):
+    loaded = ui.current_model()
+
+    def measure() -> PrefixReuse:
+        from kvviz.internals import prefix  # torch: imported only when the model runs
+
+        return prefix.prefix_reuse(loaded, a, b)
+
+    try:
+        result = run_queued("Prefilling both prompts", measure)
+    except PrefixError as exc:
+        st.error(str(exc))
+        result = None
+    if result is not None:
+        st.session_state[RESULT_KEY] = (inputs, result)
+
+stored = st.session_state.get(RESULT_KEY)
+if stored is None:
+    st.info("Press **Prefill both and compare** to run both prompts through the model.")
+    st.stop()
+stored_inputs, r = stored
+if stored_inputs != inputs:
+    st.caption("The prompts changed since this measurement: press the button again to measure the new ones.")
+if r.shared_len == 0:
+    st.warning("The prompts share no leading token, so nothing can be reused. Start both the same way.")
+m = st.columns(4)
+m[0].metric("Shared tokens", r.shared_len)
+m[1].metric("Tokens computed", r.new_tokens_computed, delta=-r.tokens_saved, delta_color="inverse")
+m[2].metric("Prefill time", f"{r.reuse_ms:.1f} ms", delta=f"{-r.time_saved_ms:.1f} ms vs fresh",
+            delta_color="inverse")
+m[3].metric("Max |logit diff| vs fresh", f"{r.max_abs_logit_diff:.2e}")
+if r.timing_contradicts_lesson:
+    st.warning(
+        f"Measured on a busy machine: reuse took {r.reuse_ms:.1f} ms, a fresh prefill {r.fresh_ms:.1f} ms, although "
+        f"reuse computed {r.tokens_saved} fewer tokens (1-min load average {r.load_avg_1min:.2f} at the time). "
+        "Other work on the CPU distorted the timing; the token counts above are exact. Measure again when it is "
+        "quieter."
+    )
+st.plotly_chart(fig.token_strip_figure(r.tokens_b, r.reused_len, "Prompt B: green rows reused from A's cache, "
+                                       "orange rows computed now"), **PLOT)
+st.plotly_chart(fig.prefix_figure(r), **PLOT)
+st.caption(f"Fresh prefill of B: {r.fresh_ms:.1f} ms; reuse: {r.reuse_ms:.1f} ms (medians of {r.timing_repeats}; "
+           f"wall-clock on this machine, 1-min load average {r.load_avg_1min:.2f} then). Reused rows: "
+           f"{r.reused_cache_bytes:,} bytes. Same next token: {r.same_next_token}. Largest K/V difference: "
+           f"{r.max_abs_kv_diff:.2e}.")

@@ -1,0 +1,106 @@
+"""Cache internals 6: quantized caches. The real cache of a prompt stored in fp16 / bf16 / int8 / int4 (optionally
+with transformers' full-precision residual window), its bytes and error, and a bounded greedy-agreement test."""
+from __future__ import annotations
+
+import streamlit as st
+
+from kvviz import ui
+from kvviz.figures import internals as fig
+from kvviz.internals.records import (AGREEMENT_MAX_PROMPT_TOKENS, AGREEMENT_MAX_PROMPTS, AGREEMENT_MAX_TOKENS,
+                                    QuantError, QuantReport, SchemeAgreement, check_agreement_work)
+from kvviz.models import LoadedModel
+from pages.internals_shared import DEFAULT_PROMPT, MODEL_HASH, PLOT, explain, run_queued
+
+DEFAULT_AGREEMENT_PROMPTS = "ROMEO:\nJULIET: O Romeo, Romeo\nFirst Citizen:\nKING RICHARD II:\nMENENIUS: What work"
+AGREEMENT_KEY = "int_quant_agreement"  # (inputs, results) of this session's last agreement run
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def transformers_residual_length() -> int:
+    from kvviz.internals import quant  # torch + transformers: imported only when needed
+
+    return quant.transformers_residual_length()
+
+
+@st.cache_data(show_spinner="Quantizing the real cache...", max_entries=16, hash_funcs=MODEL_HASH)
+def reports(loaded: LoadedModel, prompt: str, group: int, residual_rows: int) -> list[QuantReport]:
+    """Deterministic (no timing): safe to share between sessions."""
+    from kvviz.internals import quant
+
+    return [quant.quant_report(loaded, prompt, s, group, residual_rows) for s in quant.SCHEMES]
+
+
+@st.cache_data(show_spinner=False, max_entries=8, hash_funcs=MODEL_HASH)
+def agreement(loaded: LoadedModel, prompts: tuple[str, ...], n_new: int, group: int) -> tuple[SchemeAgreement, ...]:
+    from kvviz.internals import quant
+
+    return quant.greedy_agreement(loaded, list(prompts), n_new, quant.SCHEMES, group)
+
+
+ui.ensure_router()  # before anything is drawn: see its docstring
+st.title("Quantized caches")
+residual_length = transformers_residual_length()
+explain(
+    "The real cache of your prompt is stored in fp16, bf16, int8 and int4 and read back. int8/int4 use "
+    "asymmetric round-to-nearest with an **fp16 scale and fp16 zero point per group** of G consecutive channels "
+    "of one token's K or V head vector (4 bytes per group), int4 packed two per byte; the error per element is "
+    "at most scale/2.\n\n"
+    "**Per token or per channel?** kvviz groups *per token*, for keys and values alike. KIVI (arXiv:2402.02750) "
+    "quantizes **keys per channel** (a group runs along positions, because key outliers sit in fixed channels) "
+    "and values per token. transformers' `QuantizedCache` keeps the newest tokens in full precision: a "
+    f"**residual window** of `residual_length` = {residual_length} rows (its default, read from transformers). "
+    f"After t decode steps it holds t mod {residual_length} full-precision rows, then quantizes them all at once; "
+    "right after a prefill it holds none. Tick the option to count the most it ever holds.\n\n"
+    "Then the model generates greedily with each format (every new K/V row quantized as it enters the cache) "
+    "and we count how often it picks the full-precision token."
+)
+info = ui.current_info()
+prompt = st.text_area("Prompt", DEFAULT_PROMPT, key="int_quant_prompt", height=70)
+c1, c2 = st.columns(2)
+# Caps are checked by the library, not clamped by the widget: a value past the cap gets a message.
+group = c1.number_input(f"Group size G (must divide head_dim = {info.head_dim})", min_value=1, value=info.head_dim,
+                        key="int_quant_group")
+use_residual = c2.checkbox(f"Keep transformers' full-precision residual window ({residual_length - 1} newest rows, "
+                           "its most, just before a flush)", key="int_quant_residual")
+try:
+    rows = reports(ui.current_model(), prompt, int(group), residual_length - 1 if use_residual else 0)
+except QuantError as exc:
+    st.error(str(exc))
+    st.stop()
+st.dataframe([{
+    "format": r.scheme, "bytes": r.stored_bytes, "of which scales+zeros": r.overhead_bytes,
+    "of which full-precision residual": r.residual_bytes, "vs fp32": f"{r.stored_bytes / r.fp32_bytes:.1%}",
+    "calculator bytes": r.calculator_bytes,
+    "worst layer K error": f"{max(la.key_rel_rms for la in r.layers):.2e}",
+    "worst layer V error": f"{max(la.value_rel_rms for la in r.layers):.2e}",
+} for r in rows], hide_index=True)
+st.caption(f"{rows[0].seq_len} cached tokens; {rows[0].residual_rows} newest rows per layer left in full precision.")
+c1, c2 = st.columns(2)
+c1.plotly_chart(fig.quant_bytes_figure(rows), **PLOT)
+c2.plotly_chart(fig.quant_error_figure(rows), **PLOT)
+
+st.subheader("Does generation change? Greedy agreement")
+st.caption(f"Bounded work: at most {AGREEMENT_MAX_PROMPTS} prompts, {AGREEMENT_MAX_TOKENS} tokens each, and "
+           f"prompts x tokens at most {AGREEMENT_MAX_PROMPT_TOKENS}; one measurement at a time on this server.")
+prompts = st.text_area(f"Prompts for the agreement test (one per line, at most {AGREEMENT_MAX_PROMPTS})",
+                       DEFAULT_AGREEMENT_PROMPTS, key="int_quant_prompts", height=110)
+n_new = st.number_input(f"Tokens per prompt (1..{AGREEMENT_MAX_TOKENS})", min_value=1, value=16, key="int_quant_n")
+lines = tuple(line for line in prompts.splitlines() if line.strip())
+if st.button("Measure greedy agreement", key="int_quant_run"):
+    try:
+        check_agreement_work(len(lines), int(n_new))  # refuse past-cap work before queueing for it
+        loaded = ui.current_model()
+        results = run_queued("Generating with each cache format",
+                             lambda: agreement(loaded, lines, int(n_new), int(group)))
+    except QuantError as exc:
+        st.error(str(exc))
+        results = None
+    if results is not None:
+        st.session_state[AGREEMENT_KEY] = ((lines, int(n_new), int(group)), results)
+stored = st.session_state.get(AGREEMENT_KEY)
+if stored is not None:
+    (done_lines, done_n, done_group), results = stored
+    st.plotly_chart(fig.quant_agreement_figure(results), **PLOT)
+    st.caption("; ".join(f"{r.scheme}: {r.identical_prompts}/{len(done_lines)} prompts identical" for r in results)
+               + f" over {done_n} tokens each, group size {done_group} (teacher-forced: both runs see the "
+               "full-precision tokens).")

@@ -1,0 +1,63 @@
+"""Shared bits of the "Cache internals" pages (not a page itself): the default prompt, the student explanation
+box, the model hash for st.cache_data, and running long work one job at a time with a queue position shown.
+
+Torch-free at import: the pages import torch-running modules only inside their cached functions.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TypeVar
+
+import streamlit as st
+
+from kvviz.models import LoadedModel
+from kvviz.work_queue import QueueTimeout, shared_queue
+
+DEFAULT_PROMPT = "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun."
+PLOT = {"width": "stretch"}
+QUEUE_NAME = "cache internals measurements"
+QUEUE_WAIT_S = 120.0  # give up (with a message) rather than wait for ever behind other sessions
+
+# st.cache_data hashes a LoadedModel by the model it is (spec + attention), never by its weights.
+MODEL_HASH = {LoadedModel: lambda loaded: (loaded.info.spec, loaded.info.attn_implementation)}
+
+T = TypeVar("T")
+
+
+def explain(text: str, expanded: bool = True) -> None:
+    """The page's "What you are seeing" box, written for a student."""
+    with st.expander("What you are seeing", expanded=expanded):
+        st.markdown(text)
+
+
+def load_avg_text() -> str:
+    """The machine's load right now, for labelling measurements ("1-min load 1.7 on 2 cores")."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return "machine load unknown"
+    return f"1-min load average {load:.2f} on {os.cpu_count()} cores"
+
+
+def run_queued(what: str, job: Callable[[], T]) -> T | None:
+    """Run `job` when this server's internals queue gets to it; meanwhile show how many jobs are ahead.
+
+    Returns None (after showing a message) if the wait runs past QUEUE_WAIT_S.
+    """
+    queue = shared_queue(QUEUE_NAME)
+    box = st.empty()
+
+    def waiting(ahead: int) -> None:
+        box.info(f"Another session is measuring on this server: {ahead} job(s) ahead of you. {what} starts "
+                 "when they finish (one measurement at a time keeps the timings honest).")
+
+    try:
+        with queue.turn(timeout_s=QUEUE_WAIT_S, on_wait=waiting):
+            box.empty()
+            with st.spinner(f"{what}..."):
+                return job()
+    except QueueTimeout as exc:
+        box.empty()
+        st.error(str(exc))
+        return None

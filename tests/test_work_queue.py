@@ -1,0 +1,82 @@
+"""kvviz.work_queue: one job at a time, first come first served, queue positions, and leaving the queue."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from kvviz.work_queue import QueueTimeout, WorkQueue, shared_queue
+
+
+def test_work_queue_is_torch_free():
+    code = "import sys, kvviz.work_queue; print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
+
+
+def test_one_at_a_time_in_arrival_order_with_positions():
+    queue = WorkQueue("test", poll_s=0.01)
+    order, running, seen_ahead = [], [], {}
+    release = threading.Event()
+
+    def job(name: str) -> None:
+        def waiting(ahead: int) -> None:
+            seen_ahead.setdefault(name, ahead)
+
+        with queue.turn(on_wait=waiting):
+            running.append(name)
+            assert len(running) == 1  # never two holders at once
+            order.append(name)
+            if name == "first":
+                release.wait(5)
+            running.remove(name)
+
+    threads = []
+    for name in ("first", "second", "third"):
+        t = threading.Thread(target=job, args=(name,))
+        t.start()
+        threads.append(t)
+        time.sleep(0.1)  # arrive in this order
+    state = queue.state()
+    assert (state.busy, state.waiting) == (True, 2) and state.running_for_s > 0
+    release.set()
+    for t in threads:
+        t.join(5)
+    assert order == ["first", "second", "third"]
+    assert seen_ahead == {"second": 1, "third": 2}  # the running job counts as ahead
+    assert queue.state() == type(state)("test", False, 0, None)
+
+
+def test_a_waiter_that_gives_up_leaves_the_queue():
+    queue = WorkQueue("test", poll_s=0.01)
+    hold = threading.Event()
+    started = threading.Event()
+
+    def holder() -> None:
+        with queue.turn():
+            started.set()
+            hold.wait(5)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    started.wait(5)
+    with pytest.raises(QueueTimeout, match="1 job"):
+        with queue.turn(timeout_s=0.1):
+            pass
+    assert queue.state().waiting == 0
+    hold.set()
+    t.join(5)
+    with queue.turn(timeout_s=1):  # the abandoned ticket does not block the next job
+        assert queue.state().busy
+
+
+def test_an_exception_in_the_job_passes_the_turn_on():
+    queue = WorkQueue("test")
+    with pytest.raises(ValueError):
+        with queue.turn():
+            raise ValueError("boom")
+    with queue.turn(timeout_s=1):
+        pass
+    assert shared_queue("same name") is shared_queue("same name")
