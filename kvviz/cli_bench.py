@@ -1,9 +1,10 @@
-"""`python -m kvviz bench`: measure no cache vs DynamicCache vs a pre-allocated cache on this machine.
+"""`python -m kvviz bench`: measure no cache vs transformers' caches vs the flat pre-allocated engine here.
 
     python -m kvviz bench --model random:gpt2 --prompt-len 16 --new-tokens 128 --repeats 5 --json
 
-prints, per mode, the median tokens/s (with min-max), the per-token latencies, the speed-up over no cache,
-whether the tokens matched the no-cache run, and the fraction of the memory-bandwidth roofline reached.
+prints, per mode, the median tokens/s (with min-max), the speed-up over no cache (one estimator, named in the
+output), whether the tokens matched the no-cache run (agreement for int8), the weight format the flat engine
+measured fastest, and each cached mode's share of the read-bandwidth roofline (or "disturbed").
 The same harness (kvviz.bench) drives the "Measured speed-up" page, so these are the app's numbers.
 """
 from __future__ import annotations
@@ -12,7 +13,8 @@ import argparse
 import json
 import sys
 
-from kvviz import bench
+from kvviz import bench, bench_tables
+from kvviz.bench_records import CACHED_MODES, ESTIMATOR, LOSSY_MODES, MODE_LABELS, BenchResult, BenchSettings
 from kvviz.models import ModelLoadError, load_model
 
 
@@ -32,9 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-generate-uncached", action="store_true", help="keep generate(use_cache=True), skip use_cache=False"
     )
-    parser.add_argument(
-        "--no-prepack", action="store_true", help="pre-allocated mode: use the weights as stored (no packed copies)"
-    )
+    parser.add_argument("--weight-format", default="auto", choices=("auto", "stored", "onednn"),
+                        help="flat engine fp32 weights: auto measures both here and keeps the faster (default)")
+    parser.add_argument("--no-prepack", action="store_true", help="same as --weight-format stored")
+    parser.add_argument("--no-static", action="store_true", help="skip transformers' StaticCache mode")
+    parser.add_argument("--no-int8", action="store_true", help="skip the int8-weight mode")
     parser.add_argument("--json", action="store_true", help="print the full results as JSON")
     parser.add_argument("--csv", metavar="PATH", help="also write every timed pass to a CSV file")
     return parser
@@ -44,39 +48,40 @@ def _progress(fraction: float, message: str) -> None:
     print(f"[{fraction * 100:5.1f}%] {message}", file=sys.stderr, flush=True)
 
 
-def format_report(result: bench.BenchResult) -> str:
-    s = result.settings
-    m = result.machine
+def format_report(result: BenchResult) -> str:
+    s, m = result.settings, result.machine
     lines = [
         f"model: {result.model_label}",
-        f"prompt {s.prompt_len} tokens, {s.new_tokens} new tokens, {s.repeats} repeats "
-        f"(+{s.warmup} warm-up); {m.cpu}, {m.threads} threads, torch {m.torch_version}, {m.dtype}",
-        f"pre-allocated mode weights: {result.weight_format}",
+        f"prompt {s.prompt_len} tokens, {s.new_tokens} new tokens, {s.repeats} rounds (+{s.warmup} warm-up); "
+        f"{m.cpu}, {m.threads} threads ({m.thread_reason}), torch {m.torch_version}, {m.dtype}",
+        f"load average before {m.load_before[0]:.2f}, after {m.load_after[0]:.2f} (1 min)",
+        f"flat engine weights: {result.weight_choice.describe()}",
+        f"speed-up estimator: {ESTIMATOR}",
         "",
-        f"{'mode':<46} {'tok/s':>8} {'min-max':>15} {'decode tok/s':>13} {'x no cache':>11} {'tokens':>7}",
+        f"{'mode':<50} {'tok/s':>8} {'min-max':>15} {'decode tok/s':>13} {'x no cache':>11} {'tokens':>7}",
     ]
     for mode in result.modes:
         tps = mode.tokens_per_s
+        same = (f"{result.token_agreement(mode.mode):.0%}" if mode.mode in LOSSY_MODES
+                else "same" if result.tokens_match(mode.mode) else "DIFFER")
         lines.append(
-            f"{mode.label:<46} {mode.median_tokens_per_s:8.2f} {f'{tps.min():.2f}-{tps.max():.2f}':>15} "
-            f"{mode.median_decode_tokens_per_s:13.2f} {result.speedup(mode.mode):11.2f} "
-            f"{'same' if result.tokens_match(mode.mode) else 'DIFFER':>7}"
+            f"{mode.label:<50} {mode.median_tokens_per_s:8.2f} {f'{tps.min():.2f}-{tps.max():.2f}':>15} "
+            f"{mode.median_decode_tokens_per_s:13.2f} {result.speedup(mode.mode):11.2f} {same:>7}"
         )
-    roof = result.roofline("preallocated")
+    reads = ", ".join(f"{b.bytes_per_s / 1e9:.1f}" for b in result.read_bandwidth)
     lines += [
         "",
-        f"memory bandwidth (large copy): {result.bandwidth.bytes_per_s / 1e9:.1f} GB/s; bytes read per decode "
-        f"token: {roof.bytes_per_token / 1e6:.1f} MB -> roofline {roof.roofline_tokens_per_s:.1f} tokens/s",
+        f"read bandwidth by round (GB/s): {reads}; copy (read + write, once): "
+        f"{result.copy_bandwidth.bytes_per_s / 1e9:.1f} GB/s; peak matmul {result.peak_flops / 1e9:.0f} GFLOP/s",
+        f"bytes read per decode token: {result.bytes_per_token('preallocated') / 1e6:.1f} MB fp32 -> read roofline "
+        f"{result.roofline_tokens_per_s():.1f} tokens/s",
     ]
-    for name in bench.CACHED_MODES:
+    for name in CACHED_MODES:
         if result.has(name):
-            lines.append(f"  {bench.MODE_LABELS[name]:<46} {result.roofline(name).fraction * 100:5.1f}% of roofline")
+            lines.append(f"  {MODE_LABELS[name]:<50} {result.roofline_verdict(name).describe()}")
     if result.has("generate_cache"):
-        lines += [
-            "",
-            f"dynamic / generate(cache) = {result.speedup('dynamic', over='generate_cache'):.3f}x; "
-            f"preallocated / generate(cache) = {result.speedup('preallocated', over='generate_cache'):.3f}x",
-        ]
+        lines += ["", "  ".join(f"{name} / generate(cache) = {result.speedup(name, over='generate_cache'):.3f}x"
+                                for name in ("dynamic", "static", "preallocated", "int8") if result.has(name))]
     lines.append(f"theoretical op ratio (no cache / cache) after {s.new_tokens} tokens: {result.op_ratio[-1][1]:.1f}x")
     return "\n".join(lines)
 
@@ -87,7 +92,7 @@ def main(argv: list[str]) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed its one-line message
         return int(exc.code or 0)
-    settings = bench.BenchSettings(
+    settings = BenchSettings(
         prompt_len=args.prompt_len,
         new_tokens=args.new_tokens,
         repeats=args.repeats,
@@ -95,7 +100,9 @@ def main(argv: list[str]) -> int:
         threads=args.threads,
         include_generate=not args.no_generate,
         include_generate_no_cache=not (args.no_generate or args.no_generate_uncached),
-        prepack_weights=not args.no_prepack,
+        include_static=not args.no_static,
+        include_int8=not args.no_int8,
+        weight_format="stored" if args.no_prepack else args.weight_format,
     )
     try:
         bench.validate(settings, n_positions=10**9)  # lengths and counts first: no model load for a typo
@@ -113,9 +120,9 @@ def main(argv: list[str]) -> int:
     if args.csv:
         try:
             with open(args.csv, "w", encoding="utf-8", newline="") as fh:
-                fh.write(bench.per_token_csv(result))
+                fh.write(bench_tables.per_token_csv(result))
         except OSError as exc:
             print(f"kvviz bench: cannot write {args.csv}: {exc}", file=sys.stderr)
             return 1
-    print(json.dumps(result.to_dict(), indent=2) if args.json else format_report(result))
+    print(json.dumps(bench_tables.to_dict(result), indent=2) if args.json else format_report(result))
     return 0

@@ -1,81 +1,61 @@
-"""The memory-bandwidth roofline for cached decoding: how fast *could* this machine generate?
+"""The roofline of a CPU for decoding: two roofs, and where each forward pass sits under them.
 
-A cached decode step feeds one token. Every weight matrix is multiplied by a single vector (a GEMV), so
-each weight is read from memory once and used for just one multiply-add: the step is bound by how fast
-memory streams bytes, not by arithmetic. The ceiling is therefore
+A pass does W FLOPs and moves Q bytes from memory; its arithmetic intensity is I = W / Q (FLOP per byte).
+The machine has two ceilings (Williams, Waterman & Patterson, "Roofline", CACM 2009):
 
-    roofline tokens/s = memory bandwidth (bytes/s) / bytes read per decode token
-    bytes read per decode token = weight bytes + K/V bytes of the cache read by attention
+    attainable FLOP/s = min(peak FLOP/s, bandwidth x I)
 
-Prefill and uncached recomputation are different: they multiply every weight by many token vectors at once
-(a GEMM), reusing each byte many times, so they are bound by arithmetic throughput instead.
+The ridge point I* = peak / bandwidth separates memory-bound passes (left, I < I*) from compute-bound ones.
 
-Bandwidth is measured the way STREAM's "copy" kernel does (McCalpin, 1995): time `dst.copy_(src)` over
-buffers far larger than the CPU caches and count the bytes read plus the bytes written. STREAM reports the
-best repeat; we use the median, because on a shared or virtualized machine a single lucky copy can read
-1.5x the typical rate and would make the roofline swing from run to run. Byte counts are exact Python
-ints; rates are floats.
+A cached decode step feeds one token: every weight matrix is multiplied by a single vector (a GEMV), so each
+4-byte fp32 weight is read once for one multiply-add (2 FLOPs): I ~ 0.5 FLOP/byte, far left of the ridge.
+Prefill and uncached passes multiply the weights by many token vectors at once (a GEMM) and reuse each byte:
+they sit to the right. With a batch of B sequences, one decode step reads the weights once for all B rows
+(I grows ~B x) while each sequence reads its own K/V rows: at B x context x row bytes > weight bytes, the
+cache, not the weights, is what a decode step mostly reads.
+
+This module is arithmetic only (no torch): exact Python ints for bytes and FLOPs, floats for rates. The
+probes that measure bandwidth and peak FLOP/s live in kvviz.bench_probes.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
+from typing import Any
 
-import torch
+from kvviz import ops
 
-COPY_BUFFER_BYTES = 128 * 2**20  # per buffer; 2 x 128 MiB, far beyond any CPU cache (32 MiB L3 here)
-COPY_REPEATS = 10
+READ_METHOD = "read-only sum over a buffer >= 4x the last-level cache, median of repeats (bytes read)"
+COPY_METHOD = "STREAM copy of a large buffer, median of repeats (bytes read + bytes written)"
 
 
 @dataclass(frozen=True)
 class Bandwidth:
-    """A measured memory bandwidth: the median of `repeats` large copies."""
+    """A measured memory bandwidth: the median of `repeats` passes over a large buffer."""
 
-    bytes_per_s: float  # (bytes read + bytes written) / seconds, median repeat
+    bytes_per_s: float  # median repeat
     best_bytes_per_s: float
-    buffer_bytes: int  # size of one of the two buffers
+    buffer_bytes: int
     repeats: int
     threads: int
-    rates: tuple[float, ...] = ()  # every copy, in the order measured
-    method: str = "large copy, median of repeats (STREAM convention: read + write bytes)"
+    rates: tuple[float, ...] = ()  # every repeat, in the order measured
+    method: str = READ_METHOD
 
 
-def measure_copy_bandwidth(buffer_bytes: int = COPY_BUFFER_BYTES, repeats: int = COPY_REPEATS) -> Bandwidth:
-    """Copy a large float32 buffer `repeats` times (after one untimed warm-up copy) with the current threads."""
-    if buffer_bytes < 2**20 or repeats < 1:
-        raise ValueError("the copy needs at least 1 MiB and one repeat")
-    n_floats = buffer_bytes // 4
-    src = torch.ones(n_floats, dtype=torch.float32)
-    dst = torch.empty_like(src)
-    dst.copy_(src)  # first touch: page faults are not bandwidth
-    rates: list[float] = []
-    for _ in range(repeats):
-        began = time.perf_counter()
-        dst.copy_(src)
-        elapsed_s = time.perf_counter() - began
-        rates.append(2 * n_floats * 4 / elapsed_s)
-    return _summarize(rates, n_floats * 4, torch.get_num_threads())
-
-
-def _summarize(rates: list[float], buffer_bytes: int, threads: int) -> Bandwidth:
+def summarize(rates: list[float], buffer_bytes: int, threads: int, method: str) -> Bandwidth:
+    """One Bandwidth from raw rates: the median (a lucky pass on a shared machine would swing the roof)."""
     ordered = sorted(rates)
-    return Bandwidth(
-        bytes_per_s=ordered[len(ordered) // 2],
-        best_bytes_per_s=ordered[-1],
-        buffer_bytes=buffer_bytes,
-        repeats=len(ordered),
-        threads=threads,
-        rates=tuple(rates),
-    )
+    return Bandwidth(ordered[len(ordered) // 2], ordered[-1], buffer_bytes, len(ordered), threads, tuple(rates),
+                     method)
 
 
 def combine(measurements: list[Bandwidth]) -> Bandwidth:
-    """One Bandwidth from several measurements (e.g. one per benchmark round): the median of all copies."""
+    """Several measurements (e.g. one per round) as one: the median of all their repeats."""
     rates = [rate for m in measurements for rate in m.rates]
-    return _summarize(rates, measurements[0].buffer_bytes, measurements[0].threads)
+    first = measurements[0]
+    return summarize(rates, first.buffer_bytes, first.threads, first.method)
 
 
-def weight_bytes_per_decode_token(model: torch.nn.Module) -> int:
+def weight_bytes_per_decode_token(model: Any) -> int:
     """Bytes of weights one cached decode step reads: every matrix once, but one row of each embedding table.
 
     The token- and position-embedding tables are looked up, not multiplied: one row each is read. The LM head
@@ -97,44 +77,128 @@ def weight_bytes_per_decode_token(model: torch.nn.Module) -> int:
     return total
 
 
+def kv_row_bytes(n_layer: int, n_kv_heads: int, head_dim: int, bytes_per_element: int) -> int:
+    """K and V of one position in every layer."""
+    return 2 * n_layer * n_kv_heads * head_dim * bytes_per_element
+
+
 def kv_bytes_read_per_decode_token(
     n_layer: int, n_kv_heads: int, head_dim: int, bytes_per_element: int, prompt_len: int, new_tokens: int
 ) -> int:
     """K and V bytes attention reads, averaged (floor) over the new_tokens - 1 decode steps of a generation.
 
-    Decode step k (k = 1..N-1) feeds one token at position P + k - 1 and attends over P + k cached rows, each
-    row holding a key and a value of n_kv_heads x head_dim numbers per layer.
+    Decode step k (k = 1..N-1) feeds one token at position P + k - 1 and attends over P + k cached rows.
     """
     steps = new_tokens - 1
     if steps < 1:
         return 0
     rows_total = sum(prompt_len + k for k in range(1, steps + 1))
-    per_row = 2 * n_layer * n_kv_heads * head_dim * bytes_per_element
-    return rows_total * per_row // steps
+    return rows_total * kv_row_bytes(n_layer, n_kv_heads, head_dim, bytes_per_element) // steps
 
 
 @dataclass(frozen=True)
-class Roofline:
-    """Cached decode against the bandwidth ceiling."""
+class Roofs:
+    """The two measured ceilings."""
 
-    bandwidth_bytes_per_s: float
-    weight_bytes_per_token: int
-    kv_bytes_per_token: int  # average over the decode steps
-    achieved_tokens_per_s: float  # measured decode tokens/s (prefill excluded)
+    peak_flops: float  # FLOP/s of a large matmul
+    bandwidth_bytes_per_s: float  # read bandwidth
 
     @property
-    def bytes_per_token(self) -> int:
-        return self.weight_bytes_per_token + self.kv_bytes_per_token
+    def ridge_flop_per_byte(self) -> float:
+        return self.peak_flops / self.bandwidth_bytes_per_s
+
+    def attainable_flops(self, intensity: float) -> float:
+        return min(self.peak_flops, self.bandwidth_bytes_per_s * intensity)
+
+
+@dataclass(frozen=True)
+class PassPoint:
+    """One measured forward pass (or a median of several) placed on the roofline."""
+
+    label: str
+    kind: str  # "prefill", "uncached", "cached decode", "batched decode"
+    flops: int  # 2 x multiply-adds of the matmuls (kvviz.ops)
+    bytes_moved: int  # weights read + K/V read (activations are small and not counted)
+    ms: float
 
     @property
-    def roofline_tokens_per_s(self) -> float:
-        return self.bandwidth_bytes_per_s / self.bytes_per_token
+    def intensity(self) -> float:
+        return self.flops / self.bytes_moved
 
     @property
-    def achieved_bytes_per_s(self) -> float:
-        return self.bytes_per_token * self.achieved_tokens_per_s
+    def achieved_flops(self) -> float:
+        return self.flops / (self.ms / 1000.0)
+
+
+def pass_point(label: str, kind: str, shape: ops.ModelShape, cached_before: int, n_new: int, cached: bool,
+               weight_bytes: int, row_bytes: int, ms: float, batch: int = 1) -> PassPoint:
+    """A pass adding n_new tokens to cached_before earlier ones (logits for the last position only).
+
+    Bytes: the weights once per pass (for the whole batch) plus, with a cache, every cached K/V row read by
+    every sequence of the batch.
+    """
+    counts = ops.forward_pass_counts(shape, cached_before, n_new, cached, lm_head_all_positions=False)
+    kv_read = batch * (cached_before + n_new) * row_bytes if cached else 0
+    return PassPoint(label, kind, batch * counts.total_flops, weight_bytes + kv_read, ms)
+
+
+@dataclass(frozen=True)
+class BatchStep:
+    """Bytes and FLOPs of one batched decode step at a given context (per-step arithmetic, no timing)."""
+
+    batch: int
+    context: int  # cached rows each sequence attends over
+    weight_bytes: int
+    kv_bytes: int  # batch x context x row bytes
+    flops: int
 
     @property
-    def fraction(self) -> float:
-        """Achieved / roofline: 1.0 would mean every byte streamed at full copy bandwidth."""
-        return self.achieved_tokens_per_s / self.roofline_tokens_per_s
+    def intensity(self) -> float:
+        return self.flops / (self.weight_bytes + self.kv_bytes)
+
+    @property
+    def kv_share(self) -> float:
+        return self.kv_bytes / (self.weight_bytes + self.kv_bytes)
+
+
+def batch_step(shape: ops.ModelShape, batch: int, context: int, weight_bytes: int, row_bytes: int) -> BatchStep:
+    counts = ops.forward_pass_counts(shape, context - 1, 1, True, lm_head_all_positions=False)
+    return BatchStep(batch, context, weight_bytes, batch * context * row_bytes, batch * counts.total_flops)
+
+
+def kv_overtakes_weights_batch(context: int, weight_bytes: int, row_bytes: int) -> int:
+    """Smallest batch whose K/V reads in one decode step exceed the weight reads, at this context."""
+    return weight_bytes // (context * row_bytes) + 1
+
+
+@dataclass(frozen=True)
+class BatchPoint:
+    """A measured batched decode step: `batch` sequences, each attending over `context` cached rows."""
+
+    step: BatchStep
+    step_ms: float  # median over the timed steps
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.step.batch / (self.step_ms / 1000.0)
+
+    @property
+    def achieved_flops(self) -> float:
+        return self.step.flops / (self.step_ms / 1000.0)
+
+
+@dataclass(frozen=True)
+class BatchSweep:
+    """Cached decode at several batch sizes on one model, with the roofs probed in the same turn."""
+
+    model_label: str
+    context: int
+    threads: int
+    weight_format: str
+    points: tuple[BatchPoint, ...]
+    roofs: Roofs
+    row_bytes: int  # K/V bytes of one position, all layers
+
+    @property
+    def kv_overtakes_at_batch(self) -> int:
+        return kv_overtakes_weights_batch(self.context, self.points[0].step.weight_bytes, self.row_bytes)

@@ -1,69 +1,263 @@
-"""Measured speed-up: the same greedy generation with no cache, a growing cache and a pre-allocated cache."""
+"""Measured speed-up: the same greedy generation with no cache, transformers' caches and a flat pre-allocated
+cache, timed side by side on this machine; the roofline it runs under; batched decode.
+
+Results live in this session only (never cached across sessions: another user's timings are not yours).
+The harness (kvviz.bench, which imports torch) is imported only when a run is asked for.
+"""
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
-from kvviz import bench, models, ui, ui_bench
+from kvviz import bench_machine, bench_tables, models, ui
+from kvviz.bench_records import ESTIMATOR, BenchResult
+from kvviz.bench_settings import BenchInputError, BenchSettings, whole
+from kvviz.figures import bench as figs
+
+RESULT_KEY = "bench_result"  # this session's last finished benchmark (kept across reruns and errors)
+BATCH_KEY = "bench_batch_result"
+PAGE_MAX_REPEATS = 10
+PAGE_MAX_WARMUP = 5
+MODEL_CHOICES = {
+    models.BUNDLED: "Bundled Tiny-Shakespeare GPT-2 (tiny: overhead-bound)",
+    "random:gpt2": "GPT-2 124M shape, random weights (realistic size and timings)",
+    "gpt2": "Pretrained GPT-2 124M (needs it in the local Hugging Face cache)",
+}
+
+
+def other_sessions() -> int:
+    """Other browser sessions on this server (0 where Streamlit's runtime cannot tell, e.g. in AppTest)."""
+    try:
+        from streamlit import runtime
+
+        return max(0, runtime.get_instance()._session_mgr.num_active_sessions() - 1)  # no public API in 1.67
+    except Exception:  # noqa: BLE001 - not running under a server
+        return 0
+
+
+def model_choice(default_spec: str) -> str:
+    choices = dict(MODEL_CHOICES)
+    if default_spec not in choices:
+        choices[default_spec] = f"{default_spec} (the sidebar's model)"
+    specs = list(choices)
+    return st.selectbox(
+        "Model", specs, index=specs.index(default_spec), format_func=choices.__getitem__, key="bench_model",
+        help="Timings depend on the shapes, not on the weight values: random weights time like real ones.",
+    )
+
+
+def queue_notice(box):
+    return lambda ahead: box.info(
+        f"The benchmark is busy: {ahead} ahead of you. Yours starts as soon as they finish: two benchmarks "
+        "sharing the same CPU cores would both measure nonsense.", icon=":material/hourglass_top:")
+
+
+def run(spec: str, settings: BenchSettings, thread_reason: str) -> BenchResult | None:
+    """Load, wait for the line, run with a progress bar; a one-line message (and None) instead of a traceback."""
+    try:
+        loaded = ui.cached_model(spec, "sdpa")
+    except models.ModelLoadError as exc:
+        st.warning(f"{exc} Choose another model; earlier results are kept below.")
+        return None
+    from kvviz import bench  # torch: only now
+
+    try:
+        bench.validate(settings, loaded.info.n_positions)
+    except BenchInputError as exc:
+        st.error(str(exc))
+        return None
+    box = st.empty()
+    bar = st.progress(0.0, text="Waiting for the benchmark line...")
+    try:
+        result = bench.run_benchmark(loaded, settings, on_wait=queue_notice(box), thread_reason=thread_reason,
+                                     progress=lambda f, text: (box.empty(), bar.progress(min(max(f, 0.0), 1.0), text)))
+    except bench.BenchBusyError as exc:
+        st.warning(str(exc))
+        return None
+    finally:
+        bar.empty()
+    return result
+
+
+def render_results(result: BenchResult) -> None:
+    s, m = result.settings, result.machine
+    st.subheader("Results")
+    st.caption(
+        f"{result.model_label} · prompt {s.prompt_len} tokens, {s.new_tokens} new tokens, median of {s.repeats} "
+        f"rounds (+{s.warmup} warm-up) · {m.cpu}, {m.physical_cores} cores, **{m.threads} torch threads: "
+        f"{m.thread_reason}** · load {m.load_before[0]:.2f} before, {m.load_after[0]:.2f} after · torch "
+        f"{m.torch_version}, transformers {m.transformers_version} · {m.dtype}, {m.attn_implementation}"
+    )
+    if not result.all_tokens_match:
+        st.warning("Some exact modes generated different tokens from the no-cache run (see the table).")
+    verdict = result.roofline_verdict("preallocated")
+    cols = st.columns(4)
+    cols[0].metric("Flat cache vs no cache", f"{result.speedup('preallocated'):.2f}x", help=f"Speed-up: {ESTIMATOR}.")
+    if result.has("generate_cache"):
+        cols[1].metric("Flat cache vs generate(cache)", f"{result.speedup('preallocated', 'generate_cache'):.2f}x",
+                       help=f"DynamicCache loop vs generate(cache): {result.speedup('dynamic', 'generate_cache'):.2f}x")
+    choice = result.weight_choice
+    cols[2].metric("Weight format (measured)", choice.chosen,
+                   f"{choice.margin:.2f}x faster than the other" if choice.margin else choice.how, delta_color="off")
+    cols[3].metric("Flat cache, share of read roofline",
+                   "disturbed" if verdict.disturbed else f"{verdict.fraction:.0%}", help=verdict.describe())
+    if verdict.disturbed:
+        st.warning(f"This run was **disturbed**: {verdict.describe()}. Run it again when the machine is quieter.")
+    left, right = st.columns(2)
+    left.plotly_chart(figs.latency_figure(result), key="bench_fig_latency")
+    right.plotly_chart(figs.cumulative_figure(result), key="bench_fig_cumulative")
+    left.plotly_chart(figs.speedup_figure(result), key="bench_fig_speedup")
+    right.plotly_chart(figs.roofline_figure(result), key="bench_fig_roofline")
+    explain(result)
+    st.dataframe(pd.DataFrame(bench_tables.summary_rows(result)), hide_index=True, key="bench_table")
+    st.download_button("Download every timed pass (CSV)", bench_tables.per_token_csv(result),
+                       file_name="kvviz_bench.csv", mime="text/csv", key="bench_download")
+
+
+def explain(result: BenchResult) -> None:
+    """The two paragraphs under the charts, every number from this run and the one named estimator."""
+    s = result.settings
+    measured, op_ratio = result.speedup("preallocated"), result.op_ratio[-1][1]
+    roof = result.roofline_tokens_per_s()
+    st.markdown(
+        f"**Why the measured speed-up ({measured:.1f}x) is far below the op-count ratio ({op_ratio:.1f}x).** "
+        f"(Both after {s.new_tokens} tokens; speed-up = {ESTIMATOR}.) The op ratio counts multiply-adds. Without "
+        f"the cache, pass k multiplies every weight matrix by all {s.prompt_len}+k-1 token vectors at once (a GEMM): "
+        "each weight byte fetched is reused for many tokens, so the CPU runs near its arithmetic peak (the "
+        "right of the roofline). With the cache, pass k multiplies each matrix by one vector (a GEMV): every "
+        "weight byte is fetched for one multiply-add, so the CPU mostly waits for memory (the left). Reading "
+        f"{result.weight_bytes_per_token / 1e6:.1f} MB of weights (+ {result.kv_bytes_per_token / 1e6:.2f} MB of "
+        f"K/V) per token at {result.median_read_bytes_per_s / 1e9:.1f} GB/s (read probe) caps decoding at "
+        f"{roof:.0f} tokens/s. On a tiny model the weights sit in the CPU caches and fixed per-layer overhead "
+        "(Python, dispatch) dominates, which hurts the one-token passes most."
+    )
+    parts = []
+    if result.has("static"):
+        parts.append(f"pre-allocating the cache inside transformers (StaticCache vs DynamicCache) gives "
+                     f"{result.speedup('static', 'dynamic'):.2f}x")
+    if result.has("static"):
+        parts.append(f"the flat engine over StaticCache (no mask or cache bookkeeping, weights {result.weight_choice.chosen}) "
+                     f"{result.speedup('preallocated', 'static'):.2f}x")
+    if result.weight_choice.margin:
+        parts.append(f"the weight kernel alone: {result.weight_choice.describe()}")
+    if result.has("int8"):
+        parts.append(f"int8 weights read {result.bytes_per_token('int8') / 1e6:.0f} MB instead of "
+                     f"{result.bytes_per_token('preallocated') / 1e6:.0f} MB per token and run "
+                     f"{result.speedup('int8', 'preallocated'):.2f}x the fp32 flat engine, picking the no-cache "
+                     f"token {result.token_agreement('int8'):.0%} of the time")
+    if parts:
+        st.markdown("**Where the lead comes from (this run, " f"{result.machine.threads} threads).** At these "
+                    "lengths the cache layout buys little and the weight kernel decides: " + "; ".join(parts) + ".")
+
+
+def batch_section(spec: str, threads: int) -> None:
+    st.subheader("Batched decode: when does the cache, not the weights, fill the memory bus?")
+    with st.form("bench_batch_form"):
+        c1, c2 = st.columns(2)
+        max_batch = c1.slider("Largest batch", 1, 64, 16, key="bench_batch_max",
+                              help="Measured at 1, 2, 4, ... up to this. Capped at 64.")
+        context = c2.number_input("Context (cached tokens per sequence)", min_value=1, value=128, key="bench_batch_ctx",
+                                  help="At most the model's positions - 1; K/V buffers capped at 1 GiB.")
+        measure = st.form_submit_button("Measure batched decode", key="bench_batch_run")
+    if measure:
+        try:
+            loaded = ui.cached_model(spec, "sdpa")
+        except models.ModelLoadError as exc:
+            st.warning(f"{exc} Choose another model.")
+            return
+        from kvviz import bench, bench_batch
+
+        box, bar = st.empty(), st.progress(0.0, text="Waiting for the benchmark line...")
+        try:
+            bench_batch.validate(loaded, int(max_batch), int(context))
+            st.session_state[BATCH_KEY] = bench_batch.run_batch_sweep(
+                loaded, int(max_batch), int(context), threads, on_wait=queue_notice(box),
+                progress=lambda f, text: (box.empty(), bar.progress(min(max(f, 0.0), 1.0), text)))
+        except (BenchInputError, bench.BenchBusyError) as exc:
+            st.error(str(exc))
+        finally:
+            bar.empty()
+    sweep = st.session_state.get(BATCH_KEY)
+    if sweep is not None:
+        st.plotly_chart(figs.batch_figure(sweep), key="bench_fig_batch")
+        first, last = sweep.points[0], sweep.points[-1]
+        ridge = sweep.roofs.ridge_flop_per_byte
+        st.markdown(
+            f"One decode step reads the {first.step.weight_bytes / 1e6:.1f} MB of weights once for the whole batch, "
+            f"so its intensity grows from {first.step.intensity:.2f} FLOP/byte at batch 1 to "
+            f"{last.step.intensity:.2f} at batch {last.step.batch} (this machine's ridge point: {ridge:.1f}); "
+            f"tokens/s went from {first.tokens_per_s:.0f} to {last.tokens_per_s:.0f} "
+            f"({last.tokens_per_s / first.tokens_per_s:.1f}x for {last.step.batch}x the sequences). Each sequence "
+            f"still reads its own {sweep.context} cached rows: from batch {sweep.kv_overtakes_at_batch} on, K/V "
+            f"bytes exceed the weight bytes. {sweep.model_label}, {sweep.threads} threads, weights "
+            f"{sweep.weight_format}."
+        )
+
 
 ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Measured speed-up")
 with st.expander("What you are seeing", expanded=False):
     st.markdown(
-        "We time the **same greedy generation three ways** on this machine, and check they pick the same tokens:\n"
+        "We time the **same greedy generation** several ways on this machine and check they pick the same tokens:\n"
         "1. **No cache**: every step feeds the whole text again and recomputes every key and value.\n"
-        "2. **DynamicCache**: transformers' default cache; each step feeds one token and *appends* its K/V rows "
-        "(the tensors grow by concatenation).\n"
-        "3. **Pre-allocated cache**: K/V buffers sized for the whole request once, written in place, with a lean "
-        "loop around them and the weights pre-packed once for the CPU's GEMV kernel (how inference engines do it; "
-        "untick *pre-pack* under Advanced to see the cache design alone).\n\n"
-        "Dotted lines are plain `model.generate(use_cache=True/False)`, for reference. Token 1 is the "
-        "**prefill** (the whole prompt in one pass), timed apart from the one-token **decode** steps.\n\n"
-        "**Decode is memory-bound**: with a cache each step multiplies every weight matrix by one vector (GEMV), "
-        "so every weight byte is read from memory for a single multiply-add. **Prefill and uncached steps are "
-        "compute-bound**: they multiply the weights by many token vectors at once (GEMM) and reuse each byte. "
-        "The **roofline** is the fastest decode this machine's memory allows: measured copy bandwidth divided "
-        "by the bytes read per token (weights + K/V). Small models never get near it: fixed per-layer "
-        "overhead dominates."
+        "2. **DynamicCache**: transformers' default; each step feeds one token and *appends* its K/V rows.\n"
+        "3. **StaticCache**: transformers' pre-allocated cache, written in place.\n"
+        "4. **Flat pre-allocated cache** (`kvviz/engine_flat.py`, short enough to read): one buffer for all "
+        "layers, a lean loop, and the weight format **measured** fastest on this CPU at the start of the run.\n"
+        "5. **int8 weights**: the same engine with torch's dynamic quantization, 4x fewer weight bytes.\n\n"
+        "Dotted lines are plain `model.generate(...)`. Token 1 is the **prefill** (the whole prompt in one pass). "
+        f"Every speed-up on this page is one estimator: {ESTIMATOR}.\n\n"
+        "The **roofline** has two roofs measured here: peak FLOP/s (a large matmul) and read bandwidth (probed in "
+        "every round, beside the runs). Decode sits far left (memory-bound); prefill and uncached passes to the "
+        "right. If a round ever looks faster than memory allows, the run is marked **disturbed** instead."
     )
 
 sidebar_spec = st.session_state.get(ui.MODEL_SPEC_KEY, models.BUNDLED)
+auto_threads, auto_reason = bench_machine.default_thread_count(other_sessions())
 with st.form("bench_form"):
-    spec = ui_bench.model_choice(sidebar_spec)
+    spec = model_choice(sidebar_spec)
     c1, c2, c3 = st.columns(3)
-    prompt_len = c1.number_input("Prompt tokens", 1, 1023, 16, key="bench_prompt_len")
-    new_tokens = c2.number_input("New tokens", 1, 1023, 64, key="bench_new_tokens",
+    prompt_len = c1.number_input("Prompt tokens", min_value=1, value=16, key="bench_prompt_len",
                                  help="Prompt + new tokens must fit the model's positions (256 bundled, 1024 GPT-2).")
-    repeats = c3.number_input("Repeats", 1, 10, 3, key="bench_repeats", help="We report medians and min-max.")
+    new_tokens = c2.number_input("New tokens", min_value=1, value=64, key="bench_new_tokens")
+    repeats = c3.number_input("Rounds", min_value=1, value=3, key="bench_repeats",
+                              help=f"Medians over rounds; at most {PAGE_MAX_REPEATS}.")
     with st.expander("Advanced"):
         a1, a2 = st.columns(2)
-        threads = a1.number_input("Torch threads", 1, 256, bench.default_thread_count(), key="bench_threads",
-                                  help="Default: physical cores, at most 8.")
-        warmup = a2.number_input("Warm-up runs", 0, 5, 1, key="bench_warmup")
+        threads = a1.number_input("Torch threads", min_value=1, value=None, key="bench_threads",
+                                  placeholder=f"auto ({auto_threads})",
+                                  help=f"Empty: {auto_reason}. At most {bench_machine.MAX_THREADS}.")
+        warmup = a2.number_input("Warm-up runs", min_value=0, value=1, key="bench_warmup",
+                                 help=f"At most {PAGE_MAX_WARMUP}.")
         include_generate = st.checkbox("Also time model.generate(use_cache=True)", True, key="bench_generate")
         include_generate_no_cache = st.checkbox("... and model.generate(use_cache=False) (slow)", False,
                                                 key="bench_generate_no_cache")
-        prepack = st.checkbox("Pre-allocated mode: pre-pack weights for the GEMV kernel", True, key="bench_prepack",
-                              help="One-off weight copies in the layout the CPU kernel streams fastest.")
+        weight_format = st.radio("Flat engine weights", ["auto", "stored", "onednn"], horizontal=True,
+                                 key="bench_weight_format", help="auto: measure both here and keep the faster.")
     submitted = st.form_submit_button("Run benchmark", type="primary", key="bench_run")
-st.caption("With the defaults: the bundled model takes seconds, the GPT-2 124M shape about 45 s on a 2-core laptop.")
+st.caption("Defaults: the bundled model takes about 10 s on a busy 2-core laptop, the GPT-2 124M shape about a minute.")
 
 if submitted:
-    settings = bench.BenchSettings(
-        prompt_len=int(prompt_len), new_tokens=int(new_tokens), repeats=int(repeats), warmup=int(warmup),
-        threads=int(threads), include_generate=include_generate,
-        include_generate_no_cache=include_generate_no_cache, prepack_weights=prepack,
-    )
     try:
-        loaded = ui.cached_model(spec, "sdpa")
-    except models.ModelLoadError as exc:
-        st.warning(f"{exc} Choose another model; earlier results are kept below.")
+        whole("Rounds", int(repeats), 1, PAGE_MAX_REPEATS)
+        whole("Warm-up runs", int(warmup), 0, PAGE_MAX_WARMUP)
+        if threads is not None:
+            whole("Torch threads", int(threads), 1, bench_machine.MAX_THREADS)
+    except BenchInputError as exc:
+        st.error(str(exc))
     else:
-        result = ui_bench.run_with_progress(loaded, settings)
+        settings = BenchSettings(
+            prompt_len=int(prompt_len), new_tokens=int(new_tokens), repeats=int(repeats), warmup=int(warmup),
+            threads=auto_threads if threads is None else int(threads), include_generate=include_generate,
+            include_generate_no_cache=include_generate_no_cache, weight_format=weight_format,
+        )
+        result = run(spec, settings, auto_reason if threads is None else "set by you")
         if result is not None:
-            st.session_state[ui_bench.RESULT_KEY] = result
+            st.session_state[RESULT_KEY] = result
 
-result = st.session_state.get(ui_bench.RESULT_KEY)
+result = st.session_state.get(RESULT_KEY)
 if result is None:
     st.info("Choose a model and lengths, then press **Run benchmark**. The bundled model finishes in seconds.")
 else:
-    ui_bench.render_results(result)
+    render_results(result)
+    batch_section(result.model_spec, result.machine.threads)

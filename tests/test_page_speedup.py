@@ -1,16 +1,19 @@
 """AppTest of the "Measured speed-up" page: a tiny benchmark end to end on the bundled model, its charts,
-table and download; bad input gives a message and keeps the earlier results."""
+table and download; one estimator for the headline and the explanation; past-cap inputs refused with a
+message that keeps the earlier results; the batched-decode sweep; results kept per session."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
-from kvviz import bench, ui_bench
+from kvviz.bench_records import ESTIMATOR, BenchResult
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "speedup.py")
+RESULT_KEY = "bench_result"
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +39,7 @@ def test_page_renders_before_any_run(app):
     assert app.title[0].value == "Measured speed-up"
     assert app.expander[0].label == "What you are seeing"
     assert app.selectbox(key="bench_model").value == "bundled"
+    assert app.number_input(key="bench_threads").value is None  # auto: from the free cores
     assert not app.get("plotly_chart")
     assert "Run benchmark" in app.info[0].value
 
@@ -44,26 +48,70 @@ def test_tiny_benchmark_end_to_end_shows_charts(app):
     _set_tiny(app)
     app.button(key="bench_run").click().run()
     assert not app.exception and not app.error
-    result = app.session_state[ui_bench.RESULT_KEY]
-    assert isinstance(result, bench.BenchResult)
+    result = app.session_state[RESULT_KEY]
+    assert isinstance(result, BenchResult)
     assert result.settings.new_tokens == 5 and result.machine.threads == 1 and result.all_tokens_match
+    assert result.machine.thread_reason == "set by you"
     assert len(app.get("plotly_chart")) == 4
-    assert {m.label for m in app.metric} >= {"DynamicCache vs no cache", "Pre-allocated vs no cache",
-                                              "Pre-allocated, share of roofline"}
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["Flat cache vs no cache"] == f"{result.speedup('preallocated'):.2f}x"
+    assert metrics["Weight format (measured)"] == result.weight_choice.chosen
+    roof = metrics["Flat cache, share of read roofline"]
+    assert roof == "disturbed" or roof.endswith("%")
     table = app.dataframe[0].value
     assert list(table["mode"]) == [m.label for m in result.modes]
     assert app.get("download_button")
-    assert any("far below the op-count ratio" in m.value for m in app.markdown)
+    why = next(m.value for m in app.markdown if "far below the op-count ratio" in m.value)
+    # one estimator: the paragraph's figure is the headline's, and it names the estimator
+    assert f"({result.speedup('preallocated'):.1f}x)" in why and ESTIMATOR in why
+    assert any("the weight kernel decides" in m.value for m in app.markdown)
 
 
-def test_bad_lengths_give_a_message_and_keep_results(app):
-    before = app.session_state[ui_bench.RESULT_KEY]
-    _set_tiny(app, prompt_len=200, new_tokens=100)  # 300 > the bundled model's 256 positions
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("bench_repeats", 11, "Rounds must be between 1 and 10, got 11."),
+        ("bench_warmup", 6, "Warm-up runs must be between 0 and 5, got 6."),
+        ("bench_threads", 9, "Torch threads must be between 1 and 8, got 9."),
+        ("bench_prompt_len", 300, "Prompt length must be between 1 and 256, got 300."),
+    ],
+)
+def test_past_cap_inputs_give_a_message_and_keep_results(app, key, value, message):
+    before = app.session_state[RESULT_KEY]
+    _set_tiny(app)
+    app.number_input(key=key).set_value(value)
     app.button(key="bench_run").click().run()
     assert not app.exception
-    assert "only 256 positions" in app.error[0].value
-    assert app.session_state[ui_bench.RESULT_KEY] is before
+    assert app.error[0].value == message
+    assert app.session_state[RESULT_KEY] is before
     assert len(app.get("plotly_chart")) == 4  # the earlier results are still on screen
+
+
+def test_lengths_past_the_models_positions(app):
+    _set_tiny(app, prompt_len=200, new_tokens=100)  # 300 > the bundled model's 256 positions
+    app.button(key="bench_run").click().run()
+    assert not app.exception and "only 256 positions" in app.error[0].value
+
+
+def test_batched_decode_sweep(app):
+    _set_tiny(app)
+    app.slider(key="bench_batch_max").set_value(4)
+    app.number_input(key="bench_batch_ctx").set_value(300)  # past the bundled model's 255
+    app.button(key="bench_batch_run").click().run()
+    assert not app.exception and "Context length must be between 1 and 255" in app.error[0].value
+    app.number_input(key="bench_batch_ctx").set_value(16)
+    app.button(key="bench_batch_run").click().run()
+    assert not app.exception and not app.error
+    sweep = app.session_state["bench_batch_result"]
+    assert [p.step.batch for p in sweep.points] == [1, 2, 4]
+    assert len(app.get("plotly_chart")) == 5
+    assert any(f"from batch {sweep.kv_overtakes_at_batch} on" in m.value for m in app.markdown)
+
+
+def test_results_are_per_session():
+    """A second session (a fresh AppTest) sees no timings: nothing is shared through st.cache_data."""
+    other = AppTest.from_file(PAGE, default_timeout=APP_TIMEOUT_S).run()
+    assert RESULT_KEY not in other.session_state and not other.get("plotly_chart")
 
 
 def test_model_that_cannot_be_loaded_gives_a_warning(app):
@@ -71,10 +119,21 @@ def test_model_that_cannot_be_loaded_gives_a_warning(app):
 
     if isinstance(try_to_load_from_cache("gpt2", "config.json"), str):
         pytest.skip("pretrained gpt2 is in the local Hugging Face cache here, so it loads")
-    before = app.session_state[ui_bench.RESULT_KEY]
+    before = app.session_state[RESULT_KEY]
     _set_tiny(app)
     app.selectbox(key="bench_model").set_value("gpt2")
     app.button(key="bench_run").click().run()
     assert not app.exception
     assert "earlier results are kept" in app.warning[0].value
-    assert app.session_state[ui_bench.RESULT_KEY] is before
+    assert app.session_state[RESULT_KEY] is before
+
+
+def test_page_imports_no_torch_before_a_run():
+    """The page's own imports (records, figures, machine info) load without torch."""
+    import subprocess
+
+    code = ("import sys; sys.path.insert(0, '.'); import kvviz.bench_records, kvviz.bench_tables, "
+            "kvviz.bench_settings, kvviz.bench_machine, kvviz.figures.bench; "
+            "assert 'torch' not in sys.modules and 'transformers' not in sys.modules, 'torch imported'")
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(PAGE).parents[1], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

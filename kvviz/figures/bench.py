@@ -1,23 +1,32 @@
-"""Figures for "Measured speed-up": per-token latency, cumulative time, speed-up vs length, roofline.
+"""Figures for "Measured speed-up": per-token latency, cumulative time, speed-up vs length, the two-roof
+roofline with every measured pass, and batched decode.
 
-Input: a kvviz.bench.BenchResult (plain numbers). Output: plotly figures. No Streamlit, no torch.
+Input: kvviz.bench_records.BenchResult / kvviz.roofline.BatchSweep (plain numbers). Output: plotly figures.
+No Streamlit, no torch.
 """
 from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
-from kvviz.bench import BenchResult
+from kvviz import roofline
+from kvviz.bench_records import BenchResult
+from kvviz.bench_tables import pass_points
 
 COLORS = {
     "no_cache": "#d62728",
     "dynamic": "#1f77b4",
+    "static": "#17becf",
     "preallocated": "#2ca02c",
+    "int8": "#8c564b",
     "generate_cache": "#9467bd",
     "generate_no_cache": "#ff7f0e",
 }
+KIND_COLORS = {"prefill": "#ff7f0e", "uncached": "#d62728", "cached decode": "#2ca02c",
+               "cached decode, int8 weights": "#8c564b"}
 REFERENCE_DASH = "dot"  # the model.generate references are drawn dotted
-OP_RATIO_COLOR = "#7f7f7f"
+ROOF_COLOR = "#7f7f7f"
 
 
 def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, log_y: bool = False) -> go.Figure:
@@ -38,52 +47,98 @@ def latency_figure(result: BenchResult, log_y: bool = True) -> go.Figure:
     fig = go.Figure()
     for mode in result.modes:
         token_ms = mode.median_token_ms
-        ks = np.arange(1, len(token_ms) + 1)
-        fig.add_scatter(x=ks, y=token_ms, name=mode.label, mode="lines", line=_line(mode.mode, mode.is_reference))
-    return _layout(fig, "Latency per generated token (median over repeats)",
+        fig.add_scatter(x=np.arange(1, len(token_ms) + 1), y=token_ms, name=mode.label, mode="lines",
+                        line=_line(mode.mode, mode.is_reference))
+    return _layout(fig, "Latency per generated token (median over rounds)",
                    "generated token (1 = prefill pass)", "milliseconds", log_y)
 
 
 def cumulative_figure(result: BenchResult) -> go.Figure:
-    """Time to have generated k tokens: the growing uncached latencies add up to a curve that bends upward."""
+    """Time to have generated k tokens (the estimator's time): uncached latencies add up to a bending curve."""
     fig = go.Figure()
     for mode in result.modes:
-        cumulative_s = np.cumsum(mode.median_token_ms) / 1000.0
-        ks = np.arange(1, len(cumulative_s) + 1)
-        fig.add_scatter(x=ks, y=cumulative_s, name=mode.label, mode="lines",
+        cumulative_s = mode.median_time_to_k_ms() / 1000.0
+        fig.add_scatter(x=np.arange(1, len(cumulative_s) + 1), y=cumulative_s, name=mode.label, mode="lines",
                         line=_line(mode.mode, mode.is_reference))
-    return _layout(fig, "Cumulative time", "tokens generated", "seconds")
+    return _layout(fig, "Time to generate k tokens (median over rounds)", "tokens generated", "seconds")
 
 
 def speedup_figure(result: BenchResult) -> go.Figure:
-    """Measured speed-up of each cached mode over no cache after k tokens, against the op-count ratio."""
+    """The estimator after k tokens for each cached mode, against the op-count ratio."""
     fig = go.Figure()
-    for name in ("dynamic", "preallocated", "generate_cache"):
+    for name in ("dynamic", "static", "preallocated", "int8", "generate_cache"):
         if result.has(name):
             speedup = result.speedup_by_length(name)
             fig.add_scatter(x=np.arange(1, len(speedup) + 1), y=speedup, name=f"measured: {result.mode(name).label}",
                             mode="lines", line=_line(name, result.mode(name).is_reference))
     ks, ratios = zip(*result.op_ratio)
     fig.add_scatter(x=list(ks), y=list(ratios), name="theory: op-count ratio (no cache / cache)", mode="lines",
-                    line=dict(color=OP_RATIO_COLOR, dash="dash", width=3))
+                    line=dict(color=ROOF_COLOR, dash="dash", width=3))
     return _layout(fig, "Speed-up over no cache vs generated length", "tokens generated",
                    "times faster (log scale)", log_y=True)
 
 
+def _roof_traces(fig: go.Figure, roofs: roofline.Roofs, lo: float, hi: float) -> None:
+    intensity = np.geomspace(lo, hi, 200)
+    memory = roofs.bandwidth_bytes_per_s * intensity
+    fig.add_scatter(x=intensity, y=np.minimum(memory, roofs.peak_flops) / 1e9, mode="lines",
+                    name=f"memory roof: {roofs.bandwidth_bytes_per_s / 1e9:.1f} GB/s read x intensity",
+                    line=dict(color=ROOF_COLOR, width=3))
+    ridge = roofs.ridge_flop_per_byte
+    fig.add_scatter(x=[ridge, hi], y=[roofs.peak_flops / 1e9] * 2, mode="lines",
+                    name=f"compute roof: {roofs.peak_flops / 1e9:.0f} GFLOP/s (large matmul)",
+                    line=dict(color="#000000", width=3))
+
+
 def roofline_figure(result: BenchResult) -> go.Figure:
-    """Decode tokens/s of each cached mode next to the memory-bandwidth ceiling."""
-    roof = result.roofline("preallocated")
-    names = [name for name in ("dynamic", "preallocated", "generate_cache") if result.has(name)]
-    labels = [result.mode(name).label for name in names] + ["Roofline: bandwidth / bytes per token"]
-    values = [result.mode(name).median_decode_tokens_per_s for name in names] + [roof.roofline_tokens_per_s]
-    colors = [COLORS[name] for name in names] + [OP_RATIO_COLOR]
-    text = [f"{v:.1f} tok/s ({v / roof.roofline_tokens_per_s:.0%})" for v in values]
-    fig = go.Figure(go.Bar(x=values, y=labels, orientation="h", marker_color=colors, text=text,
-                           textposition="auto"))
+    """Two roofs measured on this machine and every measured pass at its arithmetic intensity (log-log)."""
+    roofs = roofline.Roofs(result.peak_flops, result.median_read_bytes_per_s)
+    points = pass_points(result)
+    intensities = [p.intensity for p in points] + [roofs.ridge_flop_per_byte]
+    fig = go.Figure()
+    _roof_traces(fig, roofs, min(intensities) / 3, max(intensities) * 3)
+    for kind, color in KIND_COLORS.items():
+        chosen = [p for p in points if p.kind == kind]
+        if chosen:
+            fig.add_scatter(x=[p.intensity for p in chosen], y=[p.achieved_flops / 1e9 for p in chosen],
+                            mode="markers", name=f"measured: {kind}", text=[p.label for p in chosen],
+                            marker=dict(color=color, size=11), hovertemplate="%{text}<br>%{x:.2f} FLOP/byte, "
+                            "%{y:.1f} GFLOP/s<extra></extra>")
+    verdict = result.roofline_verdict("preallocated")
+    note = ("run disturbed: a round beat its own bandwidth probe" if verdict.disturbed
+            else f"cached decode at {verdict.fraction:.0%} of the read roof" if verdict.fraction is not None else "")
     fig.update_layout(
-        title=f"Decode speed vs the memory roofline ({roof.bytes_per_token / 1e6:.2f} MB read per token at "
-              f"{result.bandwidth.bytes_per_s / 1e9:.1f} GB/s)",
-        xaxis_title="decode tokens per second (prefill excluded)", margin=dict(t=50, b=10, l=10), height=300,
-        yaxis=dict(autorange="reversed"),
+        title=f"Roofline of this machine ({result.machine.threads} threads); {note}",
+        xaxis=dict(title="arithmetic intensity (FLOP per byte moved from memory)", type="log"),
+        yaxis=dict(title="GFLOP/s achieved", type="log"),
+        legend=dict(orientation="h", y=-0.3), margin=dict(t=50, b=10), height=430,
     )
+    return fig
+
+
+def batch_figure(sweep: roofline.BatchSweep) -> go.Figure:
+    """Left: tokens/s vs batch, with the two ceilings. Right: bytes one decode step reads, weights vs K/V."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("decode tokens/s vs batch", "bytes read per decode step"))
+    batches = [p.step.batch for p in sweep.points]
+    roofs = sweep.roofs
+    memory_ceiling = [p.step.batch * roofs.bandwidth_bytes_per_s / (p.step.weight_bytes + p.step.kv_bytes)
+                      for p in sweep.points]
+    compute_ceiling = [p.step.batch * roofs.peak_flops / p.step.flops for p in sweep.points]
+    fig.add_scatter(x=batches, y=[p.tokens_per_s for p in sweep.points], mode="lines+markers", name="measured",
+                    line=dict(color=COLORS["preallocated"], width=3), row=1, col=1)
+    fig.add_scatter(x=batches, y=memory_ceiling, mode="lines", name="memory ceiling (read bandwidth / bytes)",
+                    line=dict(color=ROOF_COLOR, dash="dash"), row=1, col=1)
+    fig.add_scatter(x=batches, y=compute_ceiling, mode="lines", name="compute ceiling (peak / FLOPs)",
+                    line=dict(color="#000000", dash="dash"), row=1, col=1)
+    fig.add_bar(x=batches, y=[p.step.weight_bytes / 1e6 for p in sweep.points], name="weights (read once per step)",
+                marker_color="#1f77b4", row=1, col=2)
+    fig.add_bar(x=batches, y=[p.step.kv_bytes / 1e6 for p in sweep.points], name="K/V (every sequence its own)",
+                marker_color="#d62728", row=1, col=2)
+    fig.update_layout(barmode="stack", height=420, margin=dict(t=60, b=10), legend=dict(orientation="h", y=-0.25),
+                      title=f"Batched decode at context {sweep.context}: K/V reads overtake the weights from batch "
+                            f"{sweep.kv_overtakes_at_batch}")
+    fig.update_xaxes(type="log", title_text="batch (sequences decoded together)", row=1, col=1)
+    fig.update_yaxes(type="log", title_text="tokens/s (all sequences)", row=1, col=1)
+    fig.update_xaxes(type="category", title_text="batch", row=1, col=2)
+    fig.update_yaxes(title_text="MB per step", row=1, col=2)
     return fig

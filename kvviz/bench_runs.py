@@ -1,0 +1,119 @@
+"""One timed greedy generation of N tokens per mode: the runners the harness (kvviz.bench) interleaves.
+
+Every runner computes logits for the last position only (as `generate` does), times each forward pass
+with time.perf_counter, and returns a RunTiming. Pass 1 is the prefill of the P prompt tokens.
+
+    run_no_cache     every pass re-feeds the whole sequence: the true baseline
+    run_hf_cache     model(...) with transformers' DynamicCache or StaticCache, one token per pass
+    run_flat         kvviz.engine_flat.FlatCacheGPT2 (any weight format)
+    run_generate     model.generate(use_cache=True/False), timed per token through a streamer
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+from transformers import DynamicCache, GenerationConfig, StaticCache
+from transformers.generation.streamers import BaseStreamer
+
+from kvviz.bench_records import RunTiming
+from kvviz.engine_flat import FlatCacheGPT2
+
+
+def hf_cache_bytes(cache) -> int:
+    """Bytes of the K/V tensors a transformers cache holds (allocated, written or not)."""
+    return sum(t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values)
+               if t is not None)
+
+
+@torch.inference_mode()
+def run_no_cache(model: torch.nn.Module, prompt_ids: list[int], new_tokens: int) -> RunTiming:
+    began = time.perf_counter()
+    p = len(prompt_ids)
+    ids = torch.zeros((1, p + new_tokens), dtype=torch.long)  # (1, P+N): filled as tokens are picked
+    ids[0, :p] = torch.tensor(prompt_ids)
+    pass_ms, tokens = [], []
+    for k in range(new_tokens):
+        t0 = time.perf_counter()
+        out = model(input_ids=ids[:, : p + k], use_cache=False, logits_to_keep=1)
+        token = int(out.logits[0, -1].argmax())
+        pass_ms.append((time.perf_counter() - t0) * 1000.0)
+        tokens.append(token)
+        ids[0, p + k] = token
+    total_ms = (time.perf_counter() - began) * 1000.0
+    return RunTiming(pass_ms[0], tuple(pass_ms[1:]), total_ms, tuple(tokens), 0)
+
+
+@torch.inference_mode()
+def run_hf_cache(model: torch.nn.Module, prompt_ids: list[int], new_tokens: int, kind: str) -> RunTiming:
+    """kind "dynamic": DynamicCache (grows by concatenation); "static": StaticCache sized to P + N."""
+    began = time.perf_counter()
+    if kind == "static":
+        cache = StaticCache(config=model.config, max_cache_len=len(prompt_ids) + new_tokens)
+    else:
+        cache = DynamicCache(config=model.config)
+    feed = torch.tensor([prompt_ids])  # (1, P), then (1, 1)
+    pass_ms, tokens = [], []
+    for _ in range(new_tokens):
+        t0 = time.perf_counter()
+        out = model(input_ids=feed, past_key_values=cache, use_cache=True, logits_to_keep=1)
+        feed = out.logits[:, -1].argmax(dim=-1, keepdim=True)  # (1, 1): the next token to feed
+        token = int(feed)
+        pass_ms.append((time.perf_counter() - t0) * 1000.0)
+        tokens.append(token)
+    total_ms = (time.perf_counter() - began) * 1000.0
+    return RunTiming(pass_ms[0], tuple(pass_ms[1:]), total_ms, tuple(tokens), hf_cache_bytes(cache))
+
+
+@torch.inference_mode()
+def run_flat(engine: FlatCacheGPT2, prompt_ids: list[int], new_tokens: int) -> RunTiming:
+    began = time.perf_counter()
+    engine.reset()
+    feed = torch.tensor([prompt_ids])  # (1, P), then (1, 1)
+    pass_ms, tokens = [], []
+    for _ in range(new_tokens):
+        t0 = time.perf_counter()
+        logits = engine.forward(feed)  # (1, vocab)
+        feed = logits.argmax(dim=-1, keepdim=True)  # (1, 1)
+        token = int(feed)
+        pass_ms.append((time.perf_counter() - t0) * 1000.0)
+        tokens.append(token)
+    total_ms = (time.perf_counter() - began) * 1000.0
+    return RunTiming(pass_ms[0], tuple(pass_ms[1:]), total_ms, tuple(tokens), engine.cache_bytes)
+
+
+class _TimingStreamer(BaseStreamer):
+    """generate() calls put() with the prompt, then once per new token: a timestamp each time."""
+
+    def __init__(self) -> None:
+        self.stamps: list[float] = []
+
+    def put(self, value: torch.Tensor) -> None:
+        self.stamps.append(time.perf_counter())
+
+    def end(self) -> None:
+        pass
+
+
+@torch.inference_mode()
+def run_generate(model: torch.nn.Module, prompt_ids: list[int], new_tokens: int, use_cache: bool) -> RunTiming:
+    """Plain greedy model.generate; no EOS stop, so it always produces exactly new_tokens tokens."""
+    config = GenerationConfig(
+        max_new_tokens=new_tokens,
+        do_sample=False,
+        use_cache=use_cache,
+        eos_token_id=None,
+        pad_token_id=model.config.eos_token_id if model.config.eos_token_id is not None else 0,
+    )
+    input_ids = torch.tensor([prompt_ids])
+    streamer = _TimingStreamer()
+    began = time.perf_counter()
+    out = model.generate(
+        input_ids, attention_mask=torch.ones_like(input_ids), generation_config=config, streamer=streamer
+    )
+    total_ms = (time.perf_counter() - began) * 1000.0
+    stamps_ms = np.diff(np.array(streamer.stamps)) * 1000.0  # (N,): pass k ends at stamp k
+    tokens = tuple(int(t) for t in out[0, len(prompt_ids) :])
+    # generate's cache is internal and gone by now (a DynamicCache, the size of the dynamic mode's)
+    return RunTiming(float(stamps_ms[0]), tuple(float(x) for x in stamps_ms[1:]), total_ms, tokens, None)
