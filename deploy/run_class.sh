@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Serve kvviz to a whole class: N `streamlit run app.py` replicas (default one per CPU core) behind Debian's
+# nginx with sticky sessions (deploy/nginx.conf.template explains how). Runs in the foreground; Ctrl-C stops
+# nginx and every replica. Nothing is installed or written outside the runtime directory.
+#
+#   deploy/run_class.sh                      # students open http://<this machine>:8500
+#   deploy/run_class.sh -n 2 -p 8620         # 2 replicas on 8621 and 8622, nginx on 8620
+#   deploy/run_class.sh --listen 127.0.0.1   # only this machine can connect
+#
+# Options: -n/--replicas N, -p/--port FRONT_PORT (replicas use FRONT_PORT+1 .. FRONT_PORT+N),
+# --listen ADDR (nginx's address, default all interfaces), --run-dir DIR (config, pids, logs; default a new
+# /tmp/kvviz-class.XXXXXX). Environment: PYTHON (default .venv/bin/python), NGINX (default /usr/sbin/nginx).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+replicas=$(nproc)
+front_port=8500
+listen=0.0.0.0
+run_dir=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -n|--replicas) replicas=$2; shift 2 ;;
+    -p|--port) front_port=$2; shift 2 ;;
+    --listen) listen=$2; shift 2 ;;
+    --run-dir) run_dir=$2; shift 2 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) echo "run_class.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+case "$replicas" in ''|*[!0-9]*|0) echo "run_class.sh: --replicas must be a whole number >= 1" >&2; exit 2 ;; esac
+if [ "$replicas" -gt 32 ]; then echo "run_class.sh: at most 32 replicas" >&2; exit 2; fi
+
+PYTHON=${PYTHON:-.venv/bin/python}
+NGINX=${NGINX:-/usr/sbin/nginx}
+[ -x "$PYTHON" ] || PYTHON=python3
+if [ ! -x "$NGINX" ]; then
+  echo "run_class.sh: $NGINX not found: sudo apt-get install nginx (Debian's package; it need not run as a service)" >&2
+  exit 1
+fi
+[ -n "$run_dir" ] || run_dir=$(mktemp -d /tmp/kvviz-class.XXXXXX)
+mkdir -p "$run_dir/tmp"
+run_dir=$(cd "$run_dir" && pwd)
+chmod 755 "$run_dir"  # when started as root, nginx's workers run as nobody and must reach tmp/
+
+# One session cookie secret for every replica, so a session that fails over keeps valid XSRF cookies.
+export STREAMLIT_SERVER_COOKIE_SECRET=${STREAMLIT_SERVER_COOKIE_SECRET:-$("$PYTHON" -c 'import secrets; print(secrets.token_hex(32))')}
+export HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1}
+
+pids=()
+nginx_pid=""
+stop_all() {
+  trap - INT TERM EXIT
+  echo "run_class.sh: stopping nginx and ${#pids[@]} replicas" >&2
+  [ -n "$nginx_pid" ] && kill -TERM "$nginx_pid" 2>/dev/null || true
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for _ in $(seq 50); do  # up to 10 s for a clean exit, then force
+    alive=0
+    for pid in "$nginx_pid" "${pids[@]}"; do [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && break
+    sleep 0.2
+  done
+  for pid in "$nginx_pid" "${pids[@]}"; do [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap 'stop_all; exit 130' INT
+trap 'stop_all; exit 143' TERM
+trap 'stop_all' EXIT
+
+ports=()
+for i in $(seq 1 "$replicas"); do
+  port=$((front_port + i))
+  ports+=("$port")
+  # Production flags: no file watcher (nothing reloads mid-lesson), bound to localhost (only nginx is public).
+  "$PYTHON" -m streamlit run app.py --server.port "$port" --server.address 127.0.0.1 --server.headless true \
+    --server.fileWatcherType none --server.runOnSave false --browser.gatherUsageStats false \
+    >"$run_dir/replica-$port.log" 2>&1 &
+  pids+=("$!")
+  echo "$!" >"$run_dir/replica-$port.pid"
+done
+
+# Wait for every replica's health endpoint (up to 2 minutes: replicas start together on a busy laptop).
+for idx in "${!ports[@]}"; do
+  port=${ports[$idx]}
+  healthy=0
+  for _ in $(seq 240); do
+    if ! kill -0 "${pids[$idx]}" 2>/dev/null; then
+      echo "run_class.sh: replica on port $port exited; its log:" >&2; cat "$run_dir/replica-$port.log" >&2; exit 1
+    fi
+    curl -fsS -o /dev/null "http://127.0.0.1:$port/_stcore/health" 2>/dev/null && { healthy=1; break; }
+    sleep 0.5
+  done
+  [ "$healthy" = 1 ] || { echo "run_class.sh: replica on port $port not healthy after 120 s" >&2; exit 1; }
+done
+
+# nginx.conf from the template: one upstream per replica (the others as its backups) and the cookie map.
+cookie_map="" all_servers="" upstreams=""
+for port in "${ports[@]}"; do
+  cookie_map+="        \"$port\" kvviz_$port;"$'\n'
+  all_servers+="        server 127.0.0.1:$port;"$'\n'
+  upstreams+="    upstream kvviz_$port {"$'\n'"        server 127.0.0.1:$port;"$'\n'
+  for other in "${ports[@]}"; do
+    [ "$other" = "$port" ] || upstreams+="        server 127.0.0.1:$other backup;"$'\n'
+  done
+  upstreams+="    }"$'\n'
+done
+COOKIE_MAP=$cookie_map ALL_SERVERS=$all_servers UPSTREAMS=$upstreams RUN_DIR=$run_dir \
+  LISTEN="$listen:$front_port" "$PYTHON" - deploy/nginx.conf.template "$run_dir/nginx.conf" <<'EOF'
+import os, sys
+text = open(sys.argv[1]).read()
+for name in ("COOKIE_MAP", "ALL_SERVERS", "UPSTREAMS"):
+    text = text.replace(f"@{name}@\n", os.environ[name])
+for name in ("RUN_DIR", "LISTEN"):
+    text = text.replace(f"@{name}@", os.environ[name])
+open(sys.argv[2], "w").write(text)
+EOF
+"$NGINX" -t -q -p "$run_dir" -e "$run_dir/error.log" -c "$run_dir/nginx.conf"
+"$NGINX" -p "$run_dir" -e "$run_dir/error.log" -c "$run_dir/nginx.conf" &
+nginx_pid=$!
+echo "$nginx_pid" >"$run_dir/nginx.pid.launcher"
+for _ in $(seq 40); do
+  curl -fsS -o /dev/null "http://127.0.0.1:$front_port/_stcore/health" 2>/dev/null && break
+  kill -0 "$nginx_pid" 2>/dev/null || { echo "run_class.sh: nginx exited:" >&2; cat "$run_dir/error.log" >&2; exit 1; }
+  sleep 0.25
+done
+
+echo "kvviz: $replicas replicas (ports ${ports[*]}) behind nginx on $listen:$front_port; runtime dir $run_dir"
+if [ "$listen" = 0.0.0.0 ]; then
+  for ip in $(hostname -I 2>/dev/null); do case "$ip" in *:*) ;; *) echo "  students open http://$ip:$front_port" ;; esac; done
+fi
+echo "  this machine: http://127.0.0.1:$front_port   (Ctrl-C stops everything)"
+echo "READY" >"$run_dir/ready"
+
+# Run until nginx exits or Ctrl-C. A replica that dies is reported; nginx moves its sessions to the others.
+while kill -0 "$nginx_pid" 2>/dev/null; do
+  for idx in "${!pids[@]}"; do
+    if [ -n "${pids[$idx]}" ] && ! kill -0 "${pids[$idx]}" 2>/dev/null; then
+      echo "run_class.sh: replica on port ${ports[$idx]} exited (log: $run_dir/replica-${ports[$idx]}.log)" >&2
+      pids[$idx]=""
+    fi
+  done
+  sleep 2
+done
+echo "run_class.sh: nginx exited (log: $run_dir/error.log)" >&2
+exit 1
