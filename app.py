@@ -13,11 +13,13 @@ st.set_page_config(
 ui.sidebar_model_picker()
 
 pages = [
+    st.Page("pages/lesson.py", title="Lesson", icon=":material/school:"),
     st.Page("pages/home.py", title="Start here", icon=":material/home:", default=True),
     st.Page("pages/step_through.py", title="Step through generation", icon=":material/step:"),
     st.Page("pages/attention_ops.py", title="Count the work", icon=":material/calculate:"),
     st.Page("pages/memory_budget.py", title="Memory budget", icon=":material/memory:"),
     st.Page("pages/speedup.py", title="Measured speed-up", icon=":material/timer:"),
+    st.Page("pages/claims.py", title="Claims checked", icon=":material/fact_check:"),
 ]
 internals = [  # the "Cache internals" section: one small page per idea
     st.Page("pages/internals_layout.py", title="Memory layout", icon=":material/grid_on:"),

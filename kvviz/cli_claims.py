@@ -1,0 +1,50 @@
+"""`python -m kvviz claims`: every published KV-cache figure and popular sentence kvviz checks, with its verdict.
+
+    python -m kvviz claims                      # one block per claim: quote, verdict, finding, arithmetic
+    python -m kvviz claims --gpu "NVIDIA T4"    # the prefill claim worked out on another GPU
+    python -m kvviz claims --json               # the same as JSON (exact integers)
+
+Bad input ends with one line on stderr and exit status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from kvviz import claims
+
+
+class _ArgError(ValueError):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:
+        raise _ArgError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m kvviz claims", description="Published KV-cache figures and sentences, checked.")
+    p.add_argument("--gpu", default=claims.DEFAULT_GPU, help=f"for the prefill claim: {', '.join(claims.GPU_COMPUTE)}")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        if args.gpu not in claims.GPU_COMPUTE:
+            raise _ArgError(f"unknown GPU {args.gpu!r}; choose one of: {', '.join(claims.GPU_COMPUTE)}")
+    except _ArgError as exc:
+        print(f"kvviz claims: {exc}", file=sys.stderr)
+        return 2
+    found = claims.all_claims(args.gpu)
+    if args.json:
+        print(json.dumps([c.as_dict() for c in found], indent=2))
+        return 0
+    for c in found:
+        print(f"[{c.verdict.upper()}] {c.quote}\n  source: {c.source}\n  {c.finding}")
+        print("\n".join(f"    {line}" for line in c.arithmetic))
+        print(f"  see it live: {c.page[1]} ({c.page[0]})\n")
+    return 0

@@ -1,0 +1,119 @@
+"""kvviz.claims: every verdict's numbers pinned, each checked against arithmetic written out independently here
+(not by calling the function under test twice), and the CLI's text and JSON."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kvviz import claims
+from kvviz.__main__ import main
+
+BY_KEY = {c.key: c for c in claims.all_claims()}
+
+
+def test_every_claim_is_complete_and_links_to_a_real_page():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    assert len(BY_KEY) == 9
+    for c in BY_KEY.values():
+        assert c.verdict in ("holds", "wrong", "partly true") and c.source and c.arithmetic and c.numbers
+        assert (root / c.page[0]).is_file(), c.page
+
+
+def test_four_gb_per_sample_is_two_gib():
+    c = BY_KEY["4gb-per-sample"]
+    assert c.numbers["bytes"] == 32 * 4096 * 4096 * 2 * 2 == 2_147_483_648 == 2 * 2**30
+    assert c.verdict == "wrong" and "1.86x too large" in c.finding and "2x if it meant GiB" in c.finding
+
+
+def test_gemma3_896mb_and_the_real_pattern():
+    c = BY_KEY["gemma3-896mb"]
+    per_layer_token = 2 * 4 * 256 * 2
+    assert c.numbers["all_global_bytes"] == 34 * 4096 * per_layer_token == 570_425_344 == 544 * 2**20
+    # 34 layers, 5 local : 1 global -> layers 5, 11, 17, 23, 29 global; 29 local layers hold 1024 tokens
+    assert c.numbers["hybrid_bytes"] == (5 * 4096 + 29 * 1024) * per_layer_token == 205_520_896 == 196 * 2**20
+    assert c.verdict == "wrong" and "1.65x" in c.finding and "4.57x" in c.finding
+
+
+def test_gemma3_table_other_rows_hold():
+    c = BY_KEY["gemma3-table-other-rows"]
+    assert c.verdict == "holds"
+    llama8, qwen7, llama70 = 32 * 2 * 8 * 128 * 2, 28 * 2 * 4 * 128 * 2, 80 * 2 * 8 * 128 * 2
+    assert list(c.numbers.values()) == [4096 * llama8, 8192 * llama8, 4096 * qwen7, 4096 * llama70, 8192 * llama70,
+                                        65536 * llama70]
+    assert list(c.numbers.values()) == [512 << 20, 1 << 30, 224 << 20, 1280 << 20, 2560 << 20, 20 << 30]
+
+
+def test_gpt3_100_tokens_holds():
+    c = BY_KEY["gpt3-100-tokens"]
+    assert c.numbers["bytes"] == 2 * 100 * 12288 * 96 * 2 == 471_859_200 and c.verdict == "holds"
+
+
+def test_published_calculator_figures():
+    c = BY_KEY["published-kv-sizes"]
+    per_token_70b = 80 * 2 * 8 * 128 * 2
+    assert c.numbers["llama-3-70b@4096"] == 4096 * per_token_70b == 1_342_177_280
+    assert c.numbers["llama-3-70b@131072"] == 131072 * per_token_70b == 42_949_672_960
+    assert c.numbers["llama-3.1-405b@1"] == 126 * 2 * 8 * 128 * 2 == 516_096 == 504 * 1024
+    checks = {(k.figure.model, k.figure.context_len): k.verdict for k in claims.published_figure_checks()}
+    assert [checks[("llama-3-70b", n)] for n in (4096, 32768, 131072)] == ["wrong"] * 3  # all 4x
+    assert checks[("llama-3-8b", 4096)] == "correct if GB means binary units"
+    assert checks[("llama-3.1-70b", 131072)] == "correct"  # 42.95 decimal GB
+    assert c.verdict == "wrong" and "3 of 7" in c.finding and "4x too large" in c.finding
+
+
+def test_only_own_q_is_wrong_by_3x_on_gpt2():
+    c = BY_KEY["only-own-q"]
+    assert c.numbers == {"qkv_ops": 12 * 768 * 3 * 768, "q_only_ops": 12 * 768 * 768}
+    assert c.verdict == "wrong" and "Q, K and V" in c.finding
+
+
+def test_total_work_is_quadratic_in_attention():
+    c = BY_KEY["total-work-o-n"]
+    n = 1000
+    assert c.numbers == {"cached_dots_per_head": n * (n + 1) // 2, "uncached_dots_per_head": n * (n + 1) * (n + 2) // 6}
+    assert c.verdict == "partly true" and "O(n^2)" in c.finding and "ratio (N+2)/3 = 334" in c.arithmetic[1]
+
+
+def test_500x_true_only_for_two_quantities():
+    c = BY_KEY["1000-tokens-500x"]
+    ratios = list(c.numbers.values())
+    # last-step attention (L+1)/2, last-step linear L, ..., whole-run attention (N+2)/3, whole-run linear (N+1)/2
+    assert ratios[0] == 500.5 and ratios[1] == 1000.0 and ratios[3] == 334.0 and ratios[4] == 500.5
+    assert sum("(~500x)" in line for line in c.arithmetic) == 2 and c.verdict == "partly true"
+
+
+@pytest.mark.parametrize("gpu, verdict, ms", [
+    ("NVIDIA H100 SXM", "holds", 30.019), ("NVIDIA A100", "partly true", 95.155), ("NVIDIA T4", "wrong", 456.745),
+])
+def test_prefill_claim_depends_on_the_gpu(gpu, verdict, ms):
+    c = claims.all_claims(gpu)[-1]
+    assert c.key == "system-prompt-prefill" and c.verdict == verdict and c.numbers["ms_at_peak"] == ms
+    assert c.numbers["rule_flops"] == 2 * 8_030_261_248 * 2048  # ≈ 3.3e13, the popular rule of thumb
+    # exact matmul count: 2048 tokens through 32 layers (GQA 32/8 heads, SwiGLU) + causal attention, 1 logit row
+    layer_linear = 4096 * (32 + 2 * 8) * 128 + 32 * 128 * 4096 + 3 * 4096 * 14336
+    attention = 2 * 32 * (2048 * 2049 // 2) * 128
+    assert c.numbers["exact_flops"] == 2 * (32 * (2048 * layer_linear + attention) + 4096 * 128256)
+
+
+def test_cli_text_json_and_bad_gpu(capsys):
+    assert main(["claims"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("source:") == 9 and "[WRONG] 32 layers x 4096 length" in out
+    assert main(["claims", "--json", "--gpu", "NVIDIA T4"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data[0]["numbers"]["bytes"] == 2_147_483_648 and data[-1]["verdict"] == "wrong"
+    assert main(["claims", "--gpu", "TPU"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown GPU" in err
+
+
+def test_claims_module_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = "import sys, kvviz.claims; print('torch' in sys.modules, 'streamlit' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split() \
+        == ["False", "False"]

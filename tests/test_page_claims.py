@@ -1,0 +1,48 @@
+"""AppTest of the "Claims checked" page: it renders every claim with its verdict, links each to its live page,
+and the GPU picker changes the prefill claim's verdict. Rendered through app.py so the page links resolve."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from conftest import APP_TIMEOUT_S
+from kvviz import claims
+
+pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def claims_page() -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT_S)
+    at.run()
+    at.switch_page("pages/claims.py")
+    at.run()
+    assert not at.exception
+    return at
+
+
+def test_claims_page_shows_every_claim_with_verdict_and_link():
+    at = claims_page()
+    assert at.title[0].value == "Claims checked"
+    found = claims.all_claims()
+    texts = " ".join(m.value for m in at.markdown)
+    for c in found:
+        assert c.quote in texts and c.finding in texts
+    counts = {m.label: m.value for m in at.metric}
+    assert counts == {v.capitalize(): str(sum(c.verdict == v for c in found)) for v in ("holds", "wrong", "partly true")}
+    links = [e for e in at.main if type(e).__name__ == "UnknownElement" and e.type == "page_link"] or at.get("page_link")
+    assert len(links) == len(found)
+    assert any("2,147,483,648 B" in c.value for c in at.code)  # the 4 GB claim's arithmetic, exact
+
+
+def test_gpu_choice_changes_the_prefill_verdict():
+    at = claims_page()
+    prefill = next(c for c in claims.all_claims() if c.key == "system-prompt-prefill")
+    assert prefill.verdict == "holds" and any(prefill.finding == m.value for m in at.markdown)
+    at.selectbox(key="claims_gpu").set_value("NVIDIA T4").run()
+    assert not at.exception
+    t4 = claims.all_claims("NVIDIA T4")[-1]
+    assert t4.verdict == "wrong" and any(t4.finding == m.value for m in at.markdown)
+    assert "NVIDIA T4" in t4.finding
