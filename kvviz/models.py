@@ -128,7 +128,9 @@ def _describe(spec: str, kind: str, label: str, model: GPT2LMHeadModel) -> Model
 def _from_folder(folder: Path | str, attn_implementation: str, local_files_only: bool = True) -> tuple[Any, Any]:
     import torch
     from transformers import GPT2LMHeadModel, GPT2TokenizerFast
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # a server's log is no place for a "Loading weights" bar per load
     model = GPT2LMHeadModel.from_pretrained(
         folder,
         use_safetensors=True,
