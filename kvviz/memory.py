@@ -29,7 +29,7 @@ import ast
 import functools
 import importlib.util
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -382,57 +382,12 @@ def format_bytes(n_bytes: int) -> str:
     return f"{n_bytes:,} B = {short_bytes(n_bytes)} = {decimal_bytes(n_bytes)}"
 
 
-# ----- textbook figures, checked ----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class PublishedFigure:
-    """A KV-cache size as printed somewhere, and the config it is about."""
-
-    model: str  # a preset name (kvviz.presets)
-    context_len: int
-    batch: int
-    dtype: str
-    claimed: float
-    claimed_unit: str  # "GB" | "GiB" | "KB" | "MB" (as printed)
-    where: str  # the source, with URL
-    quote: str
-
-
-@dataclass(frozen=True)
-class FigureCheck:
-    figure: PublishedFigure
-    actual_bytes: int
-    verdict: str  # "correct" | "correct if GB means GiB" | "wrong"
-    explanation: str  # the arithmetic
-
-
-_UNIT_BYTES = {"KB": (KIB, 10**3), "MB": (MIB, 10**6), "GB": (GIB, GB), "GiB": (GIB, GIB), "KiB": (KIB, KIB)}
-
-
-def check_figure(fig: PublishedFigure, config: KVConfig, tolerance: float = 0.05) -> FigureCheck:
-    """Compare a printed figure with the exact bytes, allowing for rounding and for 'GB' meaning GiB."""
-    cfg = replace(config, dtype=fig.dtype)
-    actual = kv_bytes(cfg, fig.context_len, fig.batch)
-    binary, decimal = _UNIT_BYTES[fig.claimed_unit]
-    arithmetic = (
-        f"{cfg.n_layer} layers x {cfg.bytes_per_token_per_layer:,} B/token/layer "
-        f"({cfg.attention_kind}, {cfg.n_kv_heads} KV heads x head_dim {cfg.head_dim}, {cfg.dtype}) "
-        f"x {fig.context_len:,} tokens x batch {fig.batch} = {format_bytes(actual)}"
-    )
-    decimal_error = abs(fig.claimed * decimal - actual) / actual
-    binary_error = abs(fig.claimed * binary - actual) / actual
-    if min(decimal_error, binary_error) <= tolerance:
-        if decimal_error <= binary_error or decimal == binary:
-            return FigureCheck(fig, actual, "correct", arithmetic)
-        return FigureCheck(fig, actual, f"correct if {fig.claimed_unit} means binary units", arithmetic)
-    factor = fig.claimed * binary / actual
-    return FigureCheck(fig, actual, "wrong", f"{arithmetic}; the printed figure is {factor:.3g}x that")
-
-
 # ----- names that moved (kept importable from here while callers move) ----------------------------------------
 _MOVED = {
     "FitResult": "kvviz.capacity", "free_bytes": "kvviz.capacity", "max_context": "kvviz.capacity",
     "max_batch": "kvviz.capacity", "what_fits": "kvviz.capacity", "PagedView": "kvviz.capacity",
-    "paged_view": "kvviz.capacity", "ImportedConfig": "kvviz.config_import", "parse_hf_config": "kvviz.config_import",
+    "paged_view": "kvviz.capacity", "PublishedFigure": "kvviz.claims", "FigureCheck": "kvviz.claims",
+    "check_figure": "kvviz.claims", "ImportedConfig": "kvviz.config_import", "parse_hf_config": "kvviz.config_import",
 }
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvviz.memory import GIB, MIB, KVConfig, MemoryInputError, PublishedFigure
+from kvviz.memory import GIB, MIB, KVConfig, MemoryInputError
 from kvviz.ops import ModelShape
 
 HF = "https://huggingface.co/{}/blob/main/config.json"
@@ -146,18 +146,3 @@ GPUS: dict[str, GPU] = {g.name: g for g in [
     GPU("NVIDIA H200", "141 GB", 143_771 * MIB, True, _SMI + "143771MiB (https://www.nvidia.com/en-us/data-center/h200/)"),
     GPU("AMD MI300X", "192 GB", 192 * GIB, False, "https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html"),
 ]}
-
-_DEVTO = "https://dev.to/jagmarques/kv-cache-memory-calculator-how-much-does-your-llm-actually-use-85n"
-_DENNEMAN = "https://frankdenneman.nl/2026/01/12/the-dynamic-world-of-llm-runtime-memory"
-_TOOLJOLT = "https://tooljolt.com/tools/llama-3-1-405b-kv-cache-calculator"
-
-PUBLISHED_FIGURES: tuple[PublishedFigure, ...] = (
-    PublishedFigure("llama-3-8b", 4096, 1, "fp16", 0.5, "GB", _DEVTO, "Llama-3-8B ... 4K tokens 0.5 GB"),
-    PublishedFigure("llama-3-8b", 131072, 1, "fp16", 16, "GB", _DEVTO, "Llama-3-8B ... 128K tokens 16 GB"),
-    PublishedFigure("llama-3-70b", 4096, 1, "fp16", 5, "GB", _DEVTO, "Llama-3-70B (L=80, H=8 KV heads, d=128) 4K tokens 5 GB"),
-    PublishedFigure("llama-3-70b", 32768, 1, "fp16", 40, "GB", _DEVTO, "Llama-3-70B ... 32K tokens 40 GB"),
-    PublishedFigure("llama-3-70b", 131072, 1, "fp16", 160, "GB", _DEVTO, "Llama-3-70B ... 128K tokens 160 GB"),
-    PublishedFigure("llama-3.1-70b", 131072, 1, "fp16", 42.95, "GB", _DENNEMAN,
-                    "327,680 = 0.33MB / token x 131072 = 42.95GB (decimal GB)"),
-    PublishedFigure("llama-3.1-405b", 1, 1, "fp16", 504.0, "KB", _TOOLJOLT, "~504.0 KB per token at FP16"),
-)

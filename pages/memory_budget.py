@@ -10,9 +10,9 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from kvviz import capacity, config_import, links, memory, ui
+from kvviz import capacity, claims, config_import, links, memory, ui
 from kvviz.figures import memory as figs
-from kvviz.presets import GPUS, PRESETS, PUBLISHED_FIGURES, get_preset
+from kvviz.presets import GPUS, PRESETS, get_preset
 
 CUSTOM, DEFAULT_PRESET, CUSTOM_GPU = "custom", "llama-3-8b", "custom"
 PROBE_PROMPT = "ROMEO: What light through yonder window breaks?"
@@ -195,7 +195,7 @@ def paged(cfg: memory.KVConfig, context: int, batch: int) -> None:
 
 
 def textbook() -> None:
-    checks = [memory.check_figure(f, get_preset(f.model).kv) for f in PUBLISHED_FIGURES]
+    checks = claims.published_figure_checks()
     st.dataframe(pd.DataFrame([{
         "model": c.figure.model, "tokens": f"{c.figure.context_len:,}", "dtype": c.figure.dtype,
         "printed": f"{c.figure.claimed:g} {c.figure.claimed_unit}", "exact": memory.format_bytes(c.actual_bytes),

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from kvviz import capacity, config_import, memory
 from kvviz.memory import GIB, KVConfig, MemoryInputError
-from kvviz.presets import GPUS, PRESETS, PUBLISHED_FIGURES, get_preset
+from kvviz.claims import PUBLISHED_FIGURES, check_figure
+from kvviz.presets import GPUS, PRESETS, get_preset
 from kvviz.stepping import StepEngine
 
 
@@ -207,7 +208,7 @@ def test_every_preset_cites_its_source():
 
 
 def test_published_figures_are_checked_with_arithmetic():
-    checks = {(f.model, f.context_len): memory.check_figure(f, get_preset(f.model).kv) for f in PUBLISHED_FIGURES}
+    checks = {(f.model, f.context_len): check_figure(f, get_preset(f.model).kv) for f in PUBLISHED_FIGURES}
     assert checks[("llama-3-8b", 4096)].verdict.startswith("correct")  # 0.5 GiB
     assert checks[("llama-3-70b", 4096)].verdict == "wrong"  # printed 5 GB, actual 1.25 GiB
     assert "4x" in checks[("llama-3-70b", 4096)].explanation
