@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from kvviz.stepping import StepEngine
 
 _warm_up_started = threading.Event()
+# transformers resolves its classes lazily; two threads importing it at once (the warm-up thread and a page
+# loading a model) made `from transformers import GPT2LMHeadModel` fail. Both import under this lock.
+_IMPORT_LOCK = threading.Lock()
 _router_rerun_done = threading.Event()
 
 # Interactive pages run one tiny forward pass per click, and Streamlit serves each session in its own thread.
@@ -45,7 +48,9 @@ def _cached_load(
 ) -> models.LoadedModel:
     import dataclasses
 
-    import torch
+    with _IMPORT_LOCK:
+        import torch
+        import transformers  # noqa: F401  (finish the import before loading: see _IMPORT_LOCK)
 
     torch.set_num_threads(INTERACTIVE_TORCH_THREADS)
     loaded = models.load_model(source, attn_implementation, cap=cap, allow_download=allow_download)
@@ -118,8 +123,9 @@ def warm_up_in_background(delay_s: float = 2.0) -> None:
 
     def _import() -> None:
         time.sleep(delay_s)
-        for name in ("torch", "transformers", "kvviz.stepping"):
-            importlib.import_module(name)
+        with _IMPORT_LOCK:
+            for name in ("torch", "transformers", "kvviz.stepping"):
+                importlib.import_module(name)
 
     threading.Thread(target=_import, name="kvviz-warm-up", daemon=True).start()
 
@@ -184,7 +190,7 @@ def sidebar_model_picker() -> None:
 
 
 def _shared_picker(policy: shared_mode.SharedPolicy) -> None:
-    labels = {name: models.bundled_info(name=name).label for name in models.BUNDLED_MODELS}
+    labels = {name: f"{spec.title} (offline)" for name, spec in models.BUNDLED_MODELS.items()}
     labels |= {m.name: m.label for m in policy.offered}
     if st.session_state.get(_SHARED_KEY) not in labels:  # first run, or a forged value: show the real model
         st.session_state[_SHARED_KEY] = st.session_state[MODEL_SPEC_KEY]
@@ -246,12 +252,13 @@ def _switch_to(spec: str, widget_key: str | None = None) -> None:
     st.session_state[MODEL_SPEC_KEY] = spec
 
 
-def step_engine(loaded: models.LoadedModel) -> StepEngine:
-    """This session's stepping engine, rebuilt (empty) whenever the model changes."""
+def step_engine(loaded: models.LoadedModel, key: str = STEP_ENGINE_KEY) -> StepEngine:
+    """This session's stepping engine, rebuilt (empty) whenever the model changes. The lesson keeps its own
+    (key="lesson_engine") so it never disturbs the step page's cache."""
     from kvviz.stepping import StepEngine
 
-    engine = st.session_state.get(STEP_ENGINE_KEY)
+    engine = st.session_state.get(key)
     if engine is None or engine.loaded is not loaded:
         engine = StepEngine(loaded)
-        st.session_state[STEP_ENGINE_KEY] = engine
+        st.session_state[key] = engine
     return engine

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import ui
+from kvviz import ops, ui
 
 ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("kvviz: the KV cache, step by step")
@@ -25,39 +25,37 @@ st.info(
     f"({bytes_per_token * info.n_positions / 2**20:.2f} MiB)."
 )
 
-st.subheader("A lesson in five pages")
-lessons = [
+with st.container(border=True):
+    st.page_link("pages/lesson.py", label="**Start the lesson: the KV cache in eleven questions**",
+                 icon=":material/school:")
+    st.caption("For a class: each step asks a question (how many rows? how many bytes?), takes the students' "
+               "answer and checks it against the number computed live on the real model, then shows the "
+               "arithmetic. Next/Back between steps; every step has its own link (?step=4).")
+
+shape = ops.ModelShape.from_info(info)
+st.subheader("The pages")
+cards = [
     ("pages/step_through.py", "Step through generation",
-     "Prefill a prompt, then generate one token per click. Watch every layer's K and V cache grow by one row, "
-     "see where the new query attends, the next-token probabilities, and step back."),
+     "Prefill a prompt, then one token per click (or the Right arrow). Watch every layer's K and V cache grow by "
+     "one row, the new query's attention beside the rows it reads, the next-token probabilities; step back; "
+     "race the cached step against full recomputation. Presenter mode for a projector."),
     ("pages/attention_ops.py", "Count the work",
-     "Exact operation counts with and without the cache: attention is where the quadratic cost goes, the MLP "
-     "and projections are not saved at all. Popular claims checked."),
+     "Exact operation counts with and without the cache. " + ops.savings_sentence(shape, 16, 200)),
     ("pages/memory_budget.py", "Memory budget",
      "KV-cache bytes for any model (MHA, GQA, MQA, MLA, sliding windows, quantized caches), what fits on a GPU, "
      "side-by-side what-ifs you can share as a link."),
     ("pages/speedup.py", "Measured speed-up",
      "Time a real generation without cache, with transformers' growing cache and with a pre-allocated one, "
-     "on this machine; compare with the memory-bandwidth roofline."),
+     "on this machine; compare with the roofline."),
+    ("pages/claims.py", "Claims checked",
+     "Published KV-cache figures and popular sentences, each with its source, the arithmetic and a verdict."),
     ("pages/internals_layout.py", "Cache internals",
      "Memory layouts, prefix reuse, cross-attention, sliding windows, paged blocks, quantized caches and "
-     "speculative decoding's rollback, on the real model."),
+     "speculative decoding's rollback, one page each, on the real model."),
 ]
-for path, title, blurb in lessons:
+for path, title, blurb in cards:
     with st.container(border=True):
         st.page_link(path, label=f"**{title}**")
         st.caption(blurb)
-
-with st.expander("For teachers: a 10-minute classroom walkthrough"):
-    st.markdown(
-        "1. *Step through generation*: prefill `ROMEO:`, press **Next token** three times. Ask: how many K rows "
-        "did layer 0 gain per click? (One.) Which token is not yet in the cache? (The dashed one.)\n"
-        "2. Open *Without the cache*: the same logits, but every row recomputed. Caching is an optimization, "
-        "not an approximation.\n"
-        "3. *Count the work*: set 1000 new tokens and find which quantity the cache saves ~500x, and which it "
-        "does not save at all.\n"
-        "4. *Memory budget*: load Llama-3-8B, set 128k context: why GQA and quantized caches exist.\n"
-        "5. *Measured speed-up*: run the default benchmark and compare the measured ratio to the op-count ratio."
-    )
 st.caption("Everything runs offline on a CPU. The bundled model was trained by `python -m kvviz.train` on "
            "public-domain Shakespeare; pretrained GPT-2 weights are used when you have them locally.")
