@@ -45,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=int, default=1, help="sequences (default 1)")
     p.add_argument("--dtype", help=f"cache dtype: {', '.join(memory.DTYPES)} (default: the model's, else bf16)")
     p.add_argument("--quant-group", type=int, default=memory.DEFAULT_QUANT_GROUP, help="int8/int4 group size")
+    p.add_argument("--quant-residual", type=int, default=0,
+                   help="int8/int4: transformers' QuantizedCache full-precision window, residual_length (default 0 = "
+                        f"off; transformers' own default: {memory.transformers_quantized_defaults().get('residual_length')})")
     p.add_argument("--list-presets", action="store_true", help="list presets with their sources and exit")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     return p
@@ -95,6 +98,7 @@ def config_from_args(args: argparse.Namespace) -> tuple[memory.KVConfig, list[st
     if args.local_per_global is not None:
         changes["local_per_global"] = args.local_per_global
     changes["quant_group_size"] = args.quant_group
+    changes["quant_residual_tokens"] = args.quant_residual
     return replace(cfg, **changes), notes
 
 

@@ -77,6 +77,7 @@ def report(shape: ops.ModelShape, prompt_len: int, new_tokens: int, lm_head_all:
         "cached": c,
         "uncached": u,
         "ratio_uncached_over_cached": {k: (u[k] / c[k] if c[k] else None) for k in c if k.endswith("_ops")},
+        "summary": ops.savings_sentence(shape, prompt_len, new_tokens, lm_head_all_positions=lm_head_all),
     }
 
 
@@ -99,4 +100,5 @@ def main(argv: list[str]) -> int:
         ratio = result["ratio_uncached_over_cached"][key]
         label = ops.COMPONENT_LABELS.get(comp, "Total")
         print(f"{label:<24} {result['cached'][key]:>22,} {result['uncached'][key]:>24,} {ratio:>9.1f}x")
+    print(result["summary"])
     return 0
