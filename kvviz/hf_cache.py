@@ -9,8 +9,8 @@ documented ways, each counted here to the byte (tests/test_transformers_oracle.p
     Falcon-40B       FalconAttention with `new_decoder_architecture` reshapes K/V to `num_heads` before caching,
                      i.e. already broadcast to every query head (num_attention_heads / num_kv_heads times the
                      GQA figure); kvviz shows the GQA figure, which is what vLLM/TGI store.
-    fp8              QuantizedCache(backend="fp8") -> Fp8QuantizedLayer: 1 byte per number plus one fp32 scale
-                     for the keys and one for the values of each layer (per tensor, whole batch): 8 bytes/layer.
+    fp8              (not a difference: kvviz counts it too) QuantizedCache(backend="fp8") -> Fp8QuantizedLayer:
+                     1 byte per number plus one fp32 scale for keys and one for values per layer: 8 bytes/layer.
 
 Also here: reading the layer pattern (which layers slide) from a transformers config or a plain dict.
 Torch-free: the transformers config object is passed in, never imported here.
@@ -19,9 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from kvviz.memory import KVConfig, kv_bytes
-
-FP8_SCALE_BYTES_PER_LAYER = 2 * 4  # Fp8QuantizedLayer: a float32 scale for keys and one for values
+from kvviz.memory import FP8_SCALE_BYTES_PER_LAYER, KVConfig, kv_bytes
 
 
 def _pattern(types: list[str], n_layer: int) -> tuple[bool, int | None, int, str | None]:

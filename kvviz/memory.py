@@ -20,8 +20,9 @@ every group of `quant_group_size` numbers (4 bytes per group), the scheme of Hug
 per channel and values per token; with whole groups the scale count, and so the bytes, are the same either way.
 QuantizedCache also keeps a residual window of recent tokens in full precision (`residual_length`, default read
 from transformers' own QuantizedLayer): it fills up to residual_length - 1 tokens, then is quantized and emptied,
-so `quant_residual_tokens` = R counts the peak, min(tokens, R - 1) rows at 16 bits. fp8 keeps one scale per
-tensor: no per-token overhead. 1 KiB = 1024 bytes, 1 MiB = 2**20, 1 GiB = 2**30; 1 GB = 10**9 bytes.
+so `quant_residual_tokens` = R counts the peak, min(tokens, R - 1) rows at 16 bits. fp8 (transformers'
+QuantizedCache(backend="fp8"), cache_utils.Fp8QuantizedLayer) keeps one float32 scale for the keys and one for the
+values of each layer, per tensor (whole batch): FP8_SCALE_BYTES_PER_LAYER = 8 bytes per layer, counted once. 1 KiB = 1024 bytes, 1 MiB = 2**20, 1 GiB = 2**30; 1 GB = 10**9 bytes.
 """
 from __future__ import annotations
 
@@ -68,10 +69,11 @@ DTYPES: dict[str, CacheDType] = {
     "fp32": CacheDType("fp32", 32, False, "32-bit float, 4 bytes (what kvviz's GPT-2 runs in on CPU)"),
     "fp16": CacheDType("fp16", 16, False, "16-bit float, 2 bytes"),
     "bf16": CacheDType("bf16", 16, False, "bfloat16, 2 bytes (what most open models ship in)"),
-    "fp8": CacheDType("fp8", 8, False, "8-bit float (E4M3), 1 byte; one scale per tensor, no per-token overhead"),
+    "fp8": CacheDType("fp8", 8, False, "8-bit float (E4M3), 1 byte; + two fp32 scales per layer (8 B)"),
     "int8": CacheDType("int8", 8, True, "8-bit integers + fp16 scale and zero point per group"),
     "int4": CacheDType("int4", 4, True, "4-bit integers packed 2 per byte + fp16 scale and zero point per group"),
 }
+FP8_SCALE_BYTES_PER_LAYER = 2 * 4  # Fp8QuantizedLayer: one float32 scale for K, one for V, per layer
 QUANT_OVERHEAD_BYTES_PER_GROUP = 4  # fp16 scale (2 bytes) + fp16 zero point (2 bytes)
 DEFAULT_QUANT_GROUP = 64
 DTYPE_ALIASES = {"float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float8": "fp8",
@@ -264,7 +266,12 @@ def kv_bytes(config: KVConfig, context_len: int, batch: int = 1) -> int:
     per_sequence = n_global * config.layer_bytes_for(context_len)  # O(1), any depth
     if config.n_layer > n_global:
         per_sequence += (config.n_layer - n_global) * config.layer_bytes_for(local_tokens)
-    return batch * per_sequence
+    return batch * per_sequence + fp8_scale_bytes(config, context_len)
+
+
+def fp8_scale_bytes(config: KVConfig, context_len: int) -> int:
+    """fp8: the per-layer float32 scales of keys and values (one pair per layer for the whole batch)."""
+    return config.n_layer * FP8_SCALE_BYTES_PER_LAYER if config.dtype == "fp8" and context_len else 0
 
 
 @dataclass(frozen=True)
@@ -320,7 +327,8 @@ def budget(config: KVConfig, context_len: int, batch: int = 1) -> KVBudget:
         )
     per_layer = config.bytes_per_token_per_layer
     tokens = tuple(config.tokens_held(i, context_len) for i in range(config.n_layer))
-    layer_bytes = tuple(batch * config.layer_bytes_for(t) for t in tokens)
+    scales = FP8_SCALE_BYTES_PER_LAYER if config.dtype == "fp8" and context_len else 0
+    layer_bytes = tuple(batch * config.layer_bytes_for(t) + scales for t in tokens)
     return KVBudget(
         config, context_len, batch, config.bytes_per_token, per_layer, tokens, layer_bytes, sum(layer_bytes),
         tuple(warnings),

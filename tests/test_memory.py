@@ -58,8 +58,8 @@ configs = st.builds(
     n_head=st.just(64),
     n_kv_heads=st.sampled_from([1, 2, 8, 64]),
     head_dim=st.integers(1, 512),
-    dtype=st.sampled_from(list(memory.DTYPES)),
-    window=st.one_of(st.none(), st.integers(1, 10_000)),
+    dtype=st.sampled_from([d for d in memory.DTYPES if d != "fp8"]),  # fp8 adds 8 B/layer once per batch:
+    window=st.one_of(st.none(), st.integers(1, 10_000)),  # tests/test_config_import.py pins it
 )
 
 

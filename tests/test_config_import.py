@@ -1,0 +1,125 @@
+"""kvviz.config_import + kvviz.hf_cache: what is read from a config.json, what comes from transformers' defaults
+(and is said to), and the one-line refusals. The byte-level agreement with real caches is in
+tests/test_transformers_oracle.py; these are the fast checks of the import itself."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+
+from kvviz import config_import, hf_cache, memory
+from kvviz.memory import KVConfig, MemoryInputError
+
+GEMMA3_4B = {  # google/gemma-3-4b-pt config.json, text part as published (heads, head size, pattern: defaults)
+    "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3", "torch_dtype": "bfloat16",
+    "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                    "num_hidden_layers": 34, "sliding_window": 1024}}
+LLAVA_15 = {  # llava-hf/llava-1.5-7b-hf config.json: the Vicuna text model is all Llama defaults
+    "model_type": "llava", "torch_dtype": "float16", "vocab_size": 32064,
+    "text_config": {"_name_or_path": "lmsys/vicuna-7b-v1.5", "model_type": "llama", "max_position_embeddings": 4096,
+                    "rms_norm_eps": 1e-05, "torch_dtype": "float16", "vocab_size": 32064}}
+
+
+def test_gemma3_multimodal_config_takes_transformers_defaults_and_says_so():
+    imported = config_import.parse_hf_config(json.dumps(GEMMA3_4B))
+    c = imported.config
+    assert (c.n_layer, c.n_head, c.n_kv_heads, c.head_dim, c.dtype) == (34, 8, 4, 256, "bf16")
+    assert (c.window, c.local_per_global, c.n_global_layers) == (1024, 5, 5)
+    assert imported.defaults == {"num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+                                 "layer_types": "29 sliding + 5 full of 34"}
+    assert imported.transformers_class == "Gemma3TextConfig"
+    assert all("Gemma3TextConfig default" in m for m in imported.missing)
+    # 128k tokens: the real 5:1 pattern vs every layer windowed (what kvviz used to answer): ~20x
+    all_local = KVConfig(34, 8, 4, 256, "bf16", window=1024)
+    assert memory.kv_bytes(c, 131072) == (5 * 131072 + 29 * 1024) * 4096 == 2_805_989_376
+    assert memory.kv_bytes(c, 131072) // memory.kv_bytes(all_local, 131072) == 19
+
+
+def test_llava_15_is_read_from_its_llama_defaults():
+    imported = config_import.parse_hf_config(LLAVA_15)
+    c = imported.config
+    assert (c.n_layer, c.n_head, c.n_kv_heads, c.head_dim, c.dtype) == (32, 32, 32, 128, "fp16")
+    assert {"num_hidden_layers", "num_attention_heads", "num_key_value_heads"} <= set(imported.defaults)
+    assert imported.max_context == 4096 and imported.extras["vocab_size"] == 32064
+
+
+def test_no_torch_dtype_means_float32_like_transformers():
+    gpt2 = config_import.parse_hf_config({"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12})
+    assert gpt2.config.dtype == "fp32" and any("float32" in m for m in gpt2.missing)
+    assert memory.kv_bytes(gpt2.config, 1024) == 2 * 12 * 12 * 64 * 4 * 1024  # the gpt2 preset's figure
+    plain = config_import.parse_hf_config({"n_layer": 2, "n_head": 2, "n_embd": 8})  # no model_type either
+    assert plain.config.dtype == "fp32"
+
+
+def test_qwen2_max_window_layers_rule():
+    base = {"model_type": "qwen2", "hidden_size": 3584, "num_attention_heads": 28, "num_key_value_heads": 4,
+            "num_hidden_layers": 28, "sliding_window": 4096, "torch_dtype": "bfloat16"}
+    off = config_import.parse_hf_config({**base, "use_sliding_window": False, "max_window_layers": 21})
+    assert off.config.window is None
+    on = config_import.parse_hf_config({**base, "use_sliding_window": True, "max_window_layers": 21})
+    assert [on.config.layer_window(i) for i in (0, 20, 21, 27)] == [None, None, 4096, 4096]
+    assert on.config.n_global_layers == 21
+    assert memory.kv_bytes(on.config, 10_000) == (21 * 10_000 + 7 * 4096) * 2 * 4 * 128 * 2
+    as_written = config_import.parse_hf_config({**base, "model_type": None, "use_sliding_window": True,
+                                                "max_window_layers": 21})  # same rule without transformers
+    assert as_written.config == replace(on.config, name=as_written.config.name)
+
+
+def test_mla_needs_no_whole_hidden_over_heads():
+    cfg = {"model_type": "deepseek_v3", "hidden_size": 7000, "num_attention_heads": 128, "num_key_value_heads": 128,
+           "num_hidden_layers": 61, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
+           "torch_dtype": "bfloat16"}  # 7000 / 128 is not whole: irrelevant for MLA
+    c = config_import.parse_hf_config(cfg).config
+    assert c.is_mla and c.bytes_per_token == 61 * (512 + 64) * 2
+
+
+def test_falcon_new_decoder_architecture_note_and_t5_cross_attention():
+    falcon = config_import.parse_hf_config({"model_type": "falcon", "hidden_size": 8192, "num_attention_heads": 128,
+                                            "num_kv_heads": 8, "num_hidden_layers": 60,
+                                            "new_decoder_architecture": True, "torch_dtype": "bfloat16"})
+    assert falcon.config.n_kv_heads == 8 and falcon.transformers_kv_heads == 128
+    assert "serving engines" in falcon.notes[0]
+    bart = config_import.parse_hf_config({"model_type": "bart", "d_model": 1024, "decoder_layers": 12,
+                                          "decoder_attention_heads": 16})
+    assert bart.cross_attention is not None and bart.config.head_dim == 64
+    assert hf_cache.kvviz_total_bytes(bart, 100, encoder_len=300) == (100 + 300) * 12 * 2 * 16 * 64 * 4
+
+
+def test_fp8_counts_two_fp32_scales_per_layer_once_per_batch():
+    c = KVConfig(32, 32, 8, 128, "fp8")
+    assert memory.kv_bytes(c, 1000, 3) == 3 * 1000 * 32 * 2 * 8 * 128 + 32 * 8
+    assert memory.budget(c, 1000, 3).total_bytes == memory.kv_bytes(c, 1000, 3)
+    assert memory.kv_bytes(c, 0) == 0
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"model_type": "gemma3_text", "sliding_window": 512, "sliding_window_pattern": "abc"}', "whole number"),
+    ('{"model_type": "gemma3_text", "sliding_window": 512, "sliding_window_pattern": [6]}', "whole number"),
+    ('{"model_type": "gemma3_text", "sliding_window": 512, "sliding_window_pattern": 1e400}', "whole number"),
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ('{"model_type": "llama", "num_hidden_layers": 1e9}', "between"),
+    ('{"model_type": "llama", "layer_types": "full"}', "layer_types"),
+    ('{"model_type": "llama", "num_attention_heads": 7, "hidden_size": 4096}', "refuses this config"),
+])
+def test_bad_input_is_one_line(text, message):
+    with pytest.raises(MemoryInputError, match=message) as info:
+        config_import.parse_hf_config(text)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("payload", ['{"model_type": "gemma3_text", "sliding_window_pattern": "abc"}',
+                                     "[" * 100_000 + "]" * 100_000])
+def test_cli_exit_2_one_line_no_traceback(tmp_path, payload):
+    path = tmp_path / "config.json"
+    path.write_text(payload)
+    run = subprocess.run([sys.executable, "-m", "kvviz", "memory", "--config", str(path)], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 2 and "Traceback" not in run.stderr and run.stderr.count("\n") == 1
+
+
+def test_importing_the_module_does_not_import_torch():
+    code = "import sys, kvviz.config_import, kvviz.hf_cache; print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
