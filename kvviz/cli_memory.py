@@ -73,7 +73,10 @@ def config_from_args(args: argparse.Namespace) -> tuple[memory.KVConfig, list[st
         imported = config_import.parse_hf_config(text)
         cfg = imported.config
         notes.append("used from config.json: " + ", ".join(f"{k}={v}" for k, v in imported.used.items()))
-        notes += [f"missing: {m}" for m in imported.missing]
+        notes += [f"missing: {m}" for m in imported.missing] + list(imported.notes)
+        if imported.cross_attention is not None:
+            notes.append(f"cross-attention cache: {imported.cross_attention.bytes_per_token:,} B per encoder token "
+                         "(x encoder length), not in the total")
     else:
         if args.layers is None or args.heads is None:
             raise memory.MemoryInputError("explicit numbers need at least --layers and --heads (and --head-dim or --hidden)")

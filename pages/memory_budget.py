@@ -67,8 +67,14 @@ def apply_import() -> None:
     if imported.max_context:
         st.session_state["mem_maxlen"] = min(imported.max_context, L["context_len"])
     used = ", ".join(f"`{k}` = {v}" for k, v in imported.used.items())
+    extra = list(imported.notes) + ([f"The form windows every layer; this config windows only layers "
+                                     f"{kv.first_windowed_layer} and up."] if kv.first_windowed_layer else [])
+    if imported.cross_attention is not None:
+        extra.append(f"Cross-attention cache: {imported.cross_attention.bytes_per_token:,} B per encoder token, "
+                     "on top of the total below.")
     st.session_state["mem_import_report"] = ("ok", f"Imported **{kv.name}**. Used: {used}. "
-                                                   f"Missing: {'; '.join(imported.missing) or 'nothing'}.")
+                                                   f"Missing: {'; '.join(imported.missing) or 'nothing'}. "
+                                                   + " ".join(extra))
 
 
 def int_input(label: str, key: str, lo: int, hi: int, **kwargs: Any) -> int:
