@@ -167,3 +167,18 @@ def test_memory_page_explains_what_does_not_fit():
     assert "exceeds llama-3-8b's own context window of 8,192" in at.warning[0].value
     assert any("shorter than the context" in w.value for w in at.warning)
     assert any("Paged blocks" in str(c.proto) for c in at.get("plotly_chart"))  # never an empty tab
+
+
+def test_link_refusals_name_only_what_streamlit_dropped_or_changed():
+    from kvviz.links import link_refusals
+
+    linked = {"mem_layers": ["nan"], "mem_batch": ["8"], "mem_gpu": ["NVIDIA H100 80GB"], "mem_context": ["7.5"],
+              "mem_compare": ["gpt2", "nope"], "ops_flops": ["true"]}
+    now = {"mem_batch": ["8"], "mem_gpu": ["NVIDIA H100 80GB"], "mem_context": ["7"], "mem_compare": ["gpt2"]}
+    shown = {"mem_layers": 32, "mem_batch": 8, "mem_gpu": "NVIDIA A100 80GB", "mem_context": 7,
+             "mem_compare": ["gpt2"], "ops_flops": True}
+    out = link_refusals(linked, now, shown)
+    # kept as linked (even when the widget was not drawn: mem_gpu in a closed tab) -> no message;
+    # removed but equal to what is shown (a default) -> no message
+    assert [m.split("`")[1] for m in out] == ["mem_layers=nan", "mem_context=7.5", "mem_compare=gpt2,nope"]
+    assert "using 32" in out[0]
