@@ -12,8 +12,8 @@ plus `model.generate(use_cache=True/False)` references. Caching changes speed, n
 
 Method: the weight format is measured first (kvviz.weight_format), then one short untimed warm-up run per
 mode, then `repeats` rounds that run every mode once each, interleaved, so background load hits all modes
-alike. Each round probes the read bandwidth right before the cached modes (the roofline fraction of a round
-uses its own probe). Medians over rounds; pass 1 (the prefill) is timed apart from the N-1 decode passes.
+alike. Each round probes the read bandwidth and the matmul peak right before the cached modes (the
+roofline fraction of a round uses its own probe). Medians over rounds; pass 1 (the prefill) is timed apart from the N-1 decode passes.
 
 One benchmark at a time per server process: a first-come-first-served line (`hold_turn`, over
 kvviz.work_queue) makes the others wait and tells them how many runs are ahead of them. The torch thread count is set for the run and restored after.
@@ -134,8 +134,7 @@ def _run(loaded: LoadedModel, settings: BenchSettings, threads: int, thread_reas
     load_before = bench_machine.load_average()
     model, p, n = loaded.model, settings.prompt_len, settings.new_tokens
     prompt = prompt_token_ids(loaded, p)
-    progress(0.0, "Probing the machine: peak matmul FLOP/s, read and copy bandwidth")
-    peak_flops = bench_probes.measure_peak_flops()
+    progress(0.0, "Probing the machine: read and copy bandwidth")
     probe = bench_probes.ReadProbe()
     copy_bandwidth = bench_probes.measure_copy_bandwidth()
     progress(0.02, "Choosing the weight format by measuring both on this CPU")
@@ -173,11 +172,12 @@ def _run(loaded: LoadedModel, settings: BenchSettings, threads: int, thread_reas
             run(warm_tokens)
             done += cost(mode, warm_tokens)
     timings: dict[str, list[RunTiming]] = {mode: [] for mode in runners}
-    read_probes = []
+    read_probes, peak_flops = [], []
     for repeat in range(settings.repeats):
         for mode, run in runners.items():
-            if mode == "dynamic":  # the cached modes follow: probe the bandwidth right beside them
+            if mode == "dynamic":  # the cached modes follow: probe the two roofs right beside them
                 read_probes.append(probe.measure(PROBE_REPEATS))
+                peak_flops.append(bench_probes.measure_peak_flops(repeats=PROBE_REPEATS))
             progress(start + (1 - start) * done / total, f"Round {repeat + 1}/{settings.repeats}: {MODE_LABELS[mode]}")
             timings[mode].append(run(n))
             done += cost(mode, n)
@@ -202,7 +202,7 @@ def _run(loaded: LoadedModel, settings: BenchSettings, threads: int, thread_reas
         ),
         read_bandwidth=tuple(read_probes),
         copy_bandwidth=copy_bandwidth,
-        peak_flops=peak_flops,
+        peak_flops_by_round=tuple(peak_flops),
         weight_bytes_per_token=roofline.weight_bytes_per_decode_token(model),
         int8_weight_bytes_per_token=int8_bytes,
         kv_bytes_per_token=roofline.kv_bytes_read_per_decode_token(

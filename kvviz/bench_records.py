@@ -167,17 +167,32 @@ class RooflineVerdict:
 
     fractions: tuple[float, ...]  # one per round, each from its own probe
     disturbed: bool  # some round exceeded 100%: a probe and its runs did not see the same machine
+    in_cache: bool = False  # the weights fit in the last-level cache: the DRAM roof is not a bound
 
     @property
     def fraction(self) -> float | None:
-        return None if self.disturbed or not self.fractions else float(np.median(self.fractions))
+        """The median round's fraction; None when disturbed, or above 100% from the cache (never shown)."""
+        if self.disturbed or not self.fractions or (self.in_cache and max(self.fractions) > 1.0):
+            return None
+        return float(np.median(self.fractions))
+
+    @property
+    def label(self) -> str:
+        """Short form for a table cell or a metric."""
+        if self.disturbed:
+            return "disturbed"
+        return "in cache" if self.fraction is None else f"{self.fraction:.0%}"
 
     def describe(self) -> str:
+        if self.in_cache and self.fraction is None:
+            return ("above the DRAM read roof in some round: the weights fit in the last-level cache, so "
+                    "DRAM bandwidth is not this model's bound (no fraction is reported)")
         if self.disturbed:
             over = sum(f > 1.0 for f in self.fractions)
             return (f"disturbed: {over} of {len(self.fractions)} rounds moved more bytes/s than the bandwidth "
                     "probed beside them (other work on the machine); no roofline fraction is reported")
-        return f"{self.fraction:.0%} of the read roofline (median of {len(self.fractions)} rounds)"
+        cache = " (the weights fit in the last-level cache)" if self.in_cache else ""
+        return f"{self.fraction:.0%} of the read roofline (median of {len(self.fractions)} rounds){cache}"
 
 
 @dataclass(frozen=True)
@@ -191,7 +206,7 @@ class BenchResult:
     machine: MachineInfo
     read_bandwidth: tuple[roofline.Bandwidth, ...]  # one read probe per round, beside that round's runs
     copy_bandwidth: roofline.Bandwidth  # the STREAM-copy figure (read + write), a second labelled number
-    peak_flops: float  # FLOP/s of a large fp32 matmul at the run's thread count
+    peak_flops_by_round: tuple[float, ...]  # FLOP/s of a large fp32 matmul, probed beside each round
     weight_bytes_per_token: int  # fp32 weights read by one decode step
     int8_weight_bytes_per_token: int  # the same with the int8 matrices (0 when int8 was not run)
     kv_bytes_per_token: int  # K/V read per decode step, averaged over the decode steps
@@ -236,6 +251,17 @@ class BenchResult:
         return weights + self.kv_bytes_per_token
 
     @property
+    def peak_flops(self) -> float:
+        """The compute roof: the best round's matmul (load only ever slows a matmul down)."""
+        return max(self.peak_flops_by_round)
+
+    @property
+    def weights_fit_in_cache(self) -> bool:
+        """The fp32 weights fit in the last-level cache: decode need not stream them from DRAM at all."""
+        llc = self.machine.last_level_cache_bytes
+        return llc is not None and self.weight_bytes_per_token <= llc
+
+    @property
     def median_read_bytes_per_s(self) -> float:
         return float(np.median([b.bytes_per_s for b in self.read_bandwidth]))
 
@@ -246,7 +272,9 @@ class BenchResult:
             run.decode_tokens_per_s * self.bytes_per_token(name) / probe.bytes_per_s
             for run, probe in zip(runs, self.read_bandwidth) if run.decode_ms
         )
-        return RooflineVerdict(fractions, any(f > 1.0 for f in fractions))
+        over = any(f > 1.0 for f in fractions)
+        in_cache = self.weights_fit_in_cache
+        return RooflineVerdict(fractions, disturbed=over and not in_cache, in_cache=in_cache)
 
     def roofline_tokens_per_s(self, name: str = "preallocated") -> float:
         """The decode ceiling: median read bandwidth / bytes read per decode token."""

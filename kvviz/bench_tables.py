@@ -64,6 +64,8 @@ def to_dict(result: BenchResult) -> dict:
             "copy_bytes_per_s": result.copy_bandwidth.bytes_per_s,
             "copy_method": result.copy_bandwidth.method,
             "peak_flops": result.peak_flops,
+            "peak_flops_by_round": list(result.peak_flops_by_round),
+            "weights_fit_in_last_level_cache": result.weights_fit_in_cache,
             "weight_bytes_per_token": result.weight_bytes_per_token,
             "int8_weight_bytes_per_token": result.int8_weight_bytes_per_token,
             "kv_bytes_per_token": result.kv_bytes_per_token,
@@ -90,8 +92,7 @@ def summary_rows(result: BenchResult) -> list[dict[str, object]]:
             "tokens match": f"{result.token_agreement(m.mode):.0%}" if m.mode in LOSSY_MODES
             else result.tokens_match(m.mode),
             "MB read / decode token": round(result.bytes_per_token(m.mode) / 1e6, 1) if verdict else None,
-            "read roofline": (("disturbed" if verdict.disturbed else f"{verdict.fraction:.0%}")
-                              if verdict and verdict.fractions else None),
+            "read roofline": verdict.label if verdict and verdict.fractions else None,
             "peak cache KiB": None if m.peak_cache_bytes is None else round(m.peak_cache_bytes / 2**10, 1),
         }
         if result.has("generate_cache"):

@@ -100,7 +100,7 @@ def render_results(result: BenchResult) -> None:
     cols[2].metric("Weight format (measured)", choice.chosen,
                    f"{choice.margin:.2f}x faster than the other" if choice.margin else choice.how, delta_color="off")
     cols[3].metric("Flat cache, share of read roofline",
-                   "disturbed" if verdict.disturbed else f"{verdict.fraction:.0%}", help=verdict.describe())
+                   verdict.label, help=verdict.describe())
     if verdict.disturbed:
         st.warning(f"This run was **disturbed**: {verdict.describe()}. Run it again when the machine is quieter.")
     left, right = st.columns(2)

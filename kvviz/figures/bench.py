@@ -105,10 +105,13 @@ def roofline_figure(result: BenchResult) -> go.Figure:
                             marker=dict(color=color, size=11), hovertemplate="%{text}<br>%{x:.2f} FLOP/byte, "
                             "%{y:.1f} GFLOP/s<extra></extra>")
     verdict = result.roofline_verdict("preallocated")
-    note = ("run disturbed: a round beat its own bandwidth probe" if verdict.disturbed
-            else f"cached decode at {verdict.fraction:.0%} of the read roof" if verdict.fraction is not None else "")
+    note = ("run disturbed: a round beat its own probe" if verdict.disturbed
+            else "weights in cache" if verdict.fraction is None else f"decode {verdict.fraction:.0%} of read roof")
+    above = sum(p.achieved_flops > roofs.attainable_flops(p.intensity) * 1.05 for p in points)
+    if above:
+        note += f"; {above} pass(es) above a roof"
     fig.update_layout(
-        title=f"Roofline of this machine ({result.machine.threads} threads); {note}",
+        title=f"Roofline, {result.machine.threads} thread(s): {note}",
         xaxis=dict(title="arithmetic intensity (FLOP per byte moved from memory)", type="log"),
         yaxis=dict(title="GFLOP/s achieved", type="log"),
         legend=dict(orientation="h", y=-0.3), margin=dict(t=50, b=10), height=430,
@@ -137,7 +140,7 @@ def batch_figure(sweep: roofline.BatchSweep) -> go.Figure:
     fig.update_layout(barmode="stack", height=420, margin=dict(t=60, b=10), legend=dict(orientation="h", y=-0.25),
                       title=f"Batched decode at context {sweep.context}: K/V reads overtake the weights from batch "
                             f"{sweep.kv_overtakes_at_batch}")
-    fig.update_xaxes(type="log", title_text="batch (sequences decoded together)", row=1, col=1)
+    fig.update_xaxes(type="log", tickvals=batches, title_text="batch (sequences decoded together)", row=1, col=1)
     fig.update_yaxes(type="log", title_text="tokens/s (all sequences)", row=1, col=1)
     fig.update_xaxes(type="category", title_text="batch", row=1, col=2)
     fig.update_yaxes(title_text="MB per step", row=1, col=2)
