@@ -119,7 +119,7 @@ def counter() -> None:
     lm_all = lm == "all"
     cached, uncached = ops.generation_totals(shape, prompt_len, new_tokens, lm_head_all_positions=lm_all)
     scale, unit = (ops.FLOPS_PER_OP, "FLOPs") if flops else (1, "ops")
-    m = st.columns(3)
+    m = st.container(key="ops_metrics").columns(3)
     m[0].metric(f"With KV cache ({unit})", big_number(scale * cached.total_ops), help=f"{scale * cached.total_ops:,}")
     m[1].metric(f"Without cache ({unit})", big_number(scale * uncached.total_ops), help=f"{scale * uncached.total_ops:,}")
     m[2].metric("Without / with", f"{uncached.total_ops / cached.total_ops:,.1f}x")
@@ -178,6 +178,9 @@ def counter() -> None:
 
 ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Count the work")
+# Metric values wrap ("245.3 / million") instead of being cut to "245.3 mil…" at 1024 px wide.
+st.html("<style>.st-key-ops_metrics [data-testid='stMetricValue'] * {white-space: normal !important; "
+        "overflow: visible !important; text-overflow: clip !important}</style>")
 with st.expander("What you are seeing", expanded=False):
     st.markdown(
         "Generating N tokens after a P-token prompt takes N forward passes. **With the cache**, pass k feeds "
