@@ -12,7 +12,8 @@ config.toml, in the folder streamlit is started from; `KVVIZ_SHARED_CONFIG=/path
     models = [
       "gpt2",                          # a name in the server's Hugging Face cache (never downloaded)
       "random:gpt2",                   # a GPT-2 shape with random weights
-      "/srv/kvviz/class-gpt2",         # a folder: students see only its last name, "class-gpt2"
+      "/srv/kvviz/class-gpt2",         # a folder (absolute, or relative to where streamlit starts):
+                                       # students see only its last name, "class-gpt2"
       { name = "our-gpt2", source = "/srv/kvviz/v2", label = "Our class GPT-2" },
     ]
 

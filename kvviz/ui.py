@@ -64,6 +64,13 @@ def _cached_load(
 _loaded_keys: set[tuple[str, str]] = set()  # what this process has loaded (only decides whether to say "wait")
 
 
+def model_offered(spec: str) -> bool:
+    """Whether this server would load `spec` at all: always on localhost; in shared mode only the bundled
+    and the teacher's listed models (a page can hide the others from its own menus)."""
+    policy = shared_mode.current_policy()
+    return not policy.enabled or spec in models.BUNDLED_MODELS or policy.find(spec) is not None
+
+
 def cached_model(spec: str, attn_implementation: str = "eager") -> models.LoadedModel:
     """The model for `spec`, shared across sessions (never mutate it). Raises models.ModelLoadError.
 
@@ -71,12 +78,10 @@ def cached_model(spec: str, attn_implementation: str = "eager") -> models.Loaded
     download, and the error message never names a server path, whatever the caller passes.
     """
     policy = shared_mode.current_policy()
-    source = spec
-    if policy.enabled and spec not in models.BUNDLED_MODELS:
-        offered = policy.find(spec)
-        if offered is None:
-            raise models.ModelLoadError(shared_mode.NOT_OFFERED)
-        source = offered.source
+    if not model_offered(spec):
+        raise models.ModelLoadError(shared_mode.NOT_OFFERED)
+    offered = policy.find(spec) if policy.enabled else None
+    source = offered.source if offered is not None else spec
     busy_s = models.load_busy_for_s()
     waiting = None
     if busy_s is not None and (spec, attn_implementation) not in _loaded_keys:
@@ -173,7 +178,7 @@ def sidebar_model_picker() -> None:
     st.session_state.setdefault(MODEL_SPEC_KEY, models.BUNDLED)
     policy = shared_mode.current_policy()
     spec = st.session_state[MODEL_SPEC_KEY]
-    if policy.enabled and spec not in models.BUNDLED_MODELS and policy.find(spec) is None:
+    if not model_offered(spec):
         st.session_state[MODEL_SPEC_KEY] = models.BUNDLED  # a forged or stale value: refuse it, load nothing
         st.session_state[MODEL_NOTICE_KEY] = shared_mode.NOT_OFFERED
     with st.sidebar:

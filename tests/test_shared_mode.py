@@ -160,3 +160,25 @@ def test_every_loading_path_is_guarded_not_only_the_sidebar(classroom, monkeypat
     at.run()
     assert not at.exception
     assert [w.value.split(": ", 1)[1] for w in at.warning] == [shared_mode.NOT_OFFERED] * 3
+
+
+def test_localhost_a_failed_load_keeps_the_previous_model_not_just_the_bundled_one(tmp_path, monkeypatch,
+                                                                                  fresh_streamlit_caches):
+    """Shared mode off: free-form names and folders are offered; after a good folder, a folder without
+    tokenizer files gives one line and the good folder stays in use."""
+    monkeypatch.delenv(shared_mode.ENV_SWITCH, raising=False)
+    good = _model_folder(tmp_path / "good")
+    bad = _model_folder(tmp_path / "bad", with_tokenizer=False)
+    at = AppTest.from_function(_picker_and_page, default_timeout=APP_TIMEOUT_S)
+    at.run()
+    at.sidebar.radio(key="app_model_kind").set_value("Pretrained GPT-2 (name or local folder)").run()
+    at.sidebar.text_input(key="app_model_name").set_value(str(good)).run()
+    at.sidebar.button(key="app_model_load").click().run()
+    assert at.session_state["model_spec"] == str(good) and not at.sidebar.warning
+    at.sidebar.text_input(key="app_model_name").set_value(str(bad)).run()
+    at.sidebar.button(key="app_model_load").click().run()
+    assert not at.exception
+    warning = at.sidebar.warning[0].value
+    assert "no tokenizer files" in warning and str(bad) in warning and "\n" not in warning  # your own path: shown
+    assert at.session_state["model_spec"] == str(good)
+    assert _model_in_use(at).startswith(f"model in use: {good}")
