@@ -103,7 +103,7 @@ def falcon_notes(t: Any, n_kv_heads: int, stored_heads: int) -> list[str]:
 def kvviz_total_bytes(imported: Any, context_len: int, batch: int = 1, encoder_len: int = 0) -> int:
     """kvviz's figure for an imported config: self-attention cache + cross-attention cache (encoder-decoder)."""
     total = kv_bytes(imported.config, context_len, batch)
-    if imported.cross_attention is not None:
+    if getattr(imported, "cross_attention", None) is not None:
         total += kv_bytes(imported.cross_attention, encoder_len, batch)
     return total
 
@@ -113,11 +113,12 @@ def transformers_cache_bytes(
 ) -> int:
     """Bytes of the tensors transformers 5.x's cache holds after `context_len` tokens went through the model.
 
-    DynamicCache (EncoderDecoderCache for encoder-decoders); fp8_cache=True: QuantizedCache(backend="fp8")
-    on a full-attention model, whose numbers are 1 byte each plus FP8_SCALE_BYTES_PER_LAYER per layer.
+    `imported`: a config_import.ImportedConfig, or a plain KVConfig (a preset). DynamicCache (EncoderDecoderCache
+    for encoder-decoders); fp8_cache=True: QuantizedCache(backend="fp8") on a full-attention model, whose numbers
+    are 1 byte each plus FP8_SCALE_BYTES_PER_LAYER per layer.
     """
-    c: KVConfig = imported.config
-    stored = imported.transformers_kv_heads or c.n_kv_heads
+    c: KVConfig = imported if isinstance(imported, KVConfig) else imported.config
+    stored = getattr(imported, "transformers_kv_heads", None) or c.n_kv_heads
     per_token_layer = c.bytes_per_token_per_layer if c.is_mla else 2 * stored * c.head_dim * (
         1 if fp8_cache else c.bytes_per_token_per_layer // (2 * c.n_kv_heads * c.head_dim))
     total = 0
@@ -127,6 +128,6 @@ def transformers_cache_bytes(
         total += batch * tokens * per_token_layer
     if fp8_cache and context_len:
         total += c.n_layer * FP8_SCALE_BYTES_PER_LAYER
-    if imported.cross_attention is not None:
+    if getattr(imported, "cross_attention", None) is not None:
         total += kv_bytes(imported.cross_attention, encoder_len, batch)
     return total

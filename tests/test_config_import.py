@@ -123,3 +123,13 @@ def test_cli_exit_2_one_line_no_traceback(tmp_path, payload):
 def test_importing_the_module_does_not_import_torch():
     code = "import sys, kvviz.config_import, kvviz.hf_cache; print('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
+def test_transformers_figure_for_a_windowed_preset_is_one_token_less_per_sliding_layer():
+    from kvviz.presets import get_preset
+
+    mistral = get_preset("mistral-7b").kv  # every layer slides, window 4096
+    per_layer_token = 2 * 8 * 128 * 2
+    assert memory.kv_bytes(mistral, 10_000) == 32 * 4096 * per_layer_token
+    assert hf_cache.transformers_cache_bytes(mistral, 10_000) == 32 * 4095 * per_layer_token
+    assert hf_cache.transformers_cache_bytes(mistral, 100) == memory.kv_bytes(mistral, 100)  # inside the window
