@@ -129,21 +129,23 @@ def memory_form() -> memory.KVConfig | None:
         return None
 
 
-def real_cache_reading() -> tuple[int, int, str]:
-    """(tokens, bytes summed from the DynamicCache tensors, where from): the step-through engine if it has run,
-    else a short prefill. The one place this page imports torch (through kvviz.stepping)."""
-    from kvviz.stepping import StepEngine
+@st.cache_data(hash_funcs={"kvviz.models.LoadedModel": lambda loaded: loaded.info.spec}, show_spinner=False)
+def probe_reading(loaded: Any) -> tuple[int, int, str]:
+    """A short prefill's real cache, once per model for every session (hash_funcs: a model is its spec)."""
+    from kvviz.stepping import StepEngine  # the one torch import of this page, only when this tab opens
 
+    probe = StepEngine(loaded)
+    probe.prefill(PROBE_PROMPT)
+    return probe.cache_len, probe.cache_bytes, f"a prefill of {PROBE_PROMPT!r}"
+
+
+def real_cache_reading() -> tuple[int, int, str]:
+    """(tokens, bytes summed from the DynamicCache tensors, where from): the step-through engine if it has run."""
     loaded = ui.current_model("eager")
     engine = st.session_state.get(ui.STEP_ENGINE_KEY)
     if engine is not None and engine.loaded is loaded and engine.started:
         return engine.cache_len, engine.cache_bytes, "your step-through session"
-    probe_key = f"mem_probe_{loaded.info.spec}"
-    if probe_key not in st.session_state:
-        probe = StepEngine(loaded)
-        probe.prefill(PROBE_PROMPT)
-        st.session_state[probe_key] = (probe.cache_len, probe.cache_bytes, f"a prefill of {PROBE_PROMPT!r}")
-    return st.session_state[probe_key]
+    return probe_reading(loaded)
 
 
 def what_fits(cfg: memory.KVConfig, context: int, batch: int) -> None:
@@ -211,9 +213,10 @@ def textbook() -> None:
         mark = ":red[**wrong**]" if c.verdict == "wrong" else f":green[{c.verdict}]"
         st.markdown(f"{mark} {c.figure.model}, {c.figure.context_len:,} tokens, printed {c.figure.claimed:g} "
                     f"{c.figure.claimed_unit}: {c.explanation}.")
-    mha = memory.kv_bytes(memory.KVConfig(32, 32, 32, 128, "bf16"), 4096)
-    st.caption(f"Forgetting GQA (Llama-3-8B with 32 KV heads instead of 8) gives {memory.format_bytes(mha)} "
-               "at 4,096 tokens: 4x the real cache.")
+    real = get_preset("llama-3-8b").kv
+    mha = memory.kv_bytes(memory.KVConfig(real.n_layer, real.n_head, real.n_head, real.head_dim, real.dtype), 4096)
+    st.caption(f"Forgetting GQA (Llama-3-8B with {real.n_head} KV heads instead of {real.n_kv_heads}) gives "
+               f"{memory.format_bytes(mha)} at 4,096 tokens: {mha / memory.kv_bytes(real, 4096):g}x the real cache.")
 
 
 def loaded_model() -> None:
@@ -266,7 +269,7 @@ def calculator() -> None:
     b = memory.budget(cfg, context, batch)
     for w in b.warnings:
         st.warning(w)
-    m = st.columns(3)
+    m = st.container(key="mem_metrics").columns(3)
     show_bytes("Per token (all layers)", b.bytes_per_token, m[0], help="a token inside every window")
     show_bytes("Per token, one layer", b.bytes_per_token_per_layer, m[1])
     show_bytes(f"Total: {context:,} tokens x batch {batch}", b.total_bytes, m[2])
@@ -301,6 +304,8 @@ def calculator() -> None:
 
 ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Memory budget")
+st.html("<style>.st-key-mem_metrics [data-testid='stMetricValue'] * {white-space: normal !important; "
+        "overflow: visible !important; text-overflow: clip !important}</style>")  # wrap, never "12.2…"
 with st.expander("What you are seeing", expanded=False):
     st.markdown(
         "Every layer keeps, for every token, one **key** and one **value** vector per K/V head. So the cache "
