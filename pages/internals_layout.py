@@ -29,7 +29,8 @@ explain(
 info = ui.current_info()
 shape = layout.BufferShape(info.n_kv_heads, info.n_positions, info.head_dim, 4)
 c1, c2, c3, c4 = st.columns(4)
-name = c1.selectbox("Layout", list(layout.LAYOUTS), format_func=lambda k: layout.LAYOUTS[k], key="int_layout_name")
+name = c1.selectbox("Layout", list(layout.LAYOUTS), format_func=layout.SHORT_NAMES.get,
+                     key="int_layout_name")
 layer = c2.number_input("Layer", 0, info.n_layer - 1, 0, key="int_layout_layer")
 head = c3.number_input("Head", 0, info.n_kv_heads - 1, 1, key="int_layout_head")
 seq_len = c4.number_input("Cached positions", 1, info.n_positions, 24, key="int_layout_seq")
@@ -55,8 +56,9 @@ m = st.columns(4)
 m[0].metric("Bytes one head reads", f"{read.bytes_read:,}")
 m[1].metric("Contiguous runs", f"{read.runs:,}", help=f"{read.run_bytes:,} B each, {read.gap_bytes:,} B gaps")
 m[2].metric("Buffer size (this layer's K)", f"{buf.layer_bytes:,} B")
-m[3].metric("Bytes copied to append a token", f"{cost.copied_bytes:,}",
-            help="past rows copied into a new buffer; pre-allocated buffers write the new row in place")
+m[3].metric("Copied per new token", f"{cost.copied_bytes:,} B",
+            help="bytes of past rows copied into a new buffer to append one token; pre-allocated buffers "
+                 "write the new row in place and copy nothing")
 mask = layout.head_read_mask(name, shape, int(head), int(seq_len))
 row = layout.picture_row_elems(name, shape, int(seq_len))
 st.plotly_chart(fig.layout_read_map(mask, row, 4, f"Layer {layer} buffer, {name}: what head {head} reads "
@@ -64,8 +66,9 @@ st.plotly_chart(fig.layout_read_map(mask, row, 4, f"Layer {layer} buffer, {name}
 
 st.subheader("The price of appending: copy or write in place")
 lens = list(range(0, info.n_positions, max(1, info.n_positions // 64)))
-copied = {layout.LAYOUTS[k]: [layout.append_cost(k, shape, n).copied_bytes for n in lens] for k in layout.LAYOUTS}
-st.plotly_chart(fig.append_copy_figure(lens, copied, cost.written_bytes, "Bytes moved per appended token"), **PLOT)
+copied = {layout.SHORT_NAMES[k]: [layout.append_cost(k, shape, n).copied_bytes for n in lens] for k in layout.LAYOUTS}
+st.plotly_chart(fig.append_copy_figure(lens, copied, cost.written_bytes, "Bytes moved to append one token (one "
+                                       "layer's K): copy every past row, or write one row in place"), **PLOT)
 total_new = min(256, info.n_positions - 1)
 st.caption(
     f"Generating {total_new} tokens after a 1-token prompt, one layer's K: the exact-size layouts copy "

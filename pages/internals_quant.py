@@ -9,6 +9,7 @@ from kvviz.figures import internals as fig
 from kvviz.internals.records import (AGREEMENT_MAX_PROMPT_TOKENS, AGREEMENT_MAX_PROMPTS, AGREEMENT_MAX_TOKENS,
                                     QuantError, QuantReport, SchemeAgreement, check_agreement_work)
 from kvviz.models import LoadedModel
+from kvviz.prompt_rules import check_int_in_range
 from pages.internals_shared import DEFAULT_PROMPT, MODEL_HASH, PLOT, explain, run_queued
 
 DEFAULT_AGREEMENT_PROMPTS = "ROMEO:\nJULIET: O Romeo, Romeo\nFirst Citizen:\nKING RICHARD II:\nMENENIUS: What work"
@@ -50,7 +51,7 @@ explain(
     "and values per token. transformers' `QuantizedCache` keeps the newest tokens in full precision: a "
     f"**residual window** of `residual_length` = {residual_length} rows (its default, read from transformers). "
     f"After t decode steps it holds t mod {residual_length} full-precision rows, then quantizes them all at once; "
-    "right after a prefill it holds none. Tick the option to count the most it ever holds.\n\n"
+    "right after a prefill it holds none. Set how many newest rows stay in full precision to see what they cost.\n\n"
     "Then the model generates greedily with each format (every new K/V row quantized as it enters the cache) "
     "and we count how often it picks the full-precision token."
 )
@@ -60,10 +61,11 @@ c1, c2 = st.columns(2)
 # Caps are checked by the library, not clamped by the widget: a value past the cap gets a message.
 group = c1.number_input(f"Group size G (must divide head_dim = {info.head_dim})", min_value=1, value=info.head_dim,
                         key="int_quant_group")
-use_residual = c2.checkbox(f"Keep transformers' full-precision residual window ({residual_length - 1} newest rows, "
-                           "its most, just before a flush)", key="int_quant_residual")
+residual = c2.number_input(f"Newest rows kept in full precision (0..{residual_length - 1}: the residual window)",
+                           min_value=0, value=0, key="int_quant_residual")
 try:
-    rows = reports(ui.current_model(), prompt, int(group), residual_length - 1 if use_residual else 0)
+    residual = check_int_in_range(residual, 0, residual_length - 1, "full-precision residual rows", error=QuantError)
+    rows = reports(ui.current_model(), prompt, int(group), residual)
 except QuantError as exc:
     st.error(str(exc))
     st.stop()

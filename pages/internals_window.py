@@ -65,7 +65,7 @@ m[2].metric("Attention on evicted rows (local layers)", f"{np.mean(lost):.0%}" i
 if run.evicted_tokens:
     st.markdown("**Evicted (no longer visible to local layers):** `" + "".join(run.evicted_tokens) + "`")
 st.plotly_chart(fig.window_mask_figure(visible, run.tokens[: len(visible)],
-                                       f"Local layer: which rows each query sees (W = {w}, first 48 tokens)"), **PLOT)
+                                       f"Local layer: which rows each query sees (W = {w}, first {len(visible)} tokens)"), **PLOT)
 st.plotly_chart(fig.window_layers_figure(run), **PLOT)
 st.caption("Calculator bytes per layer: " + ", ".join(f"{la.calculator_bytes:,}" for la in run.layers)
            + " (kvviz.memory.budget) = bytes of the kept slices of the real tensors.")

@@ -50,11 +50,11 @@ def test_layout_page_shows_ncnn_copy_and_contiguous_head():
     at = _app("layout")
     assert "ncnn" in at.expander[0].markdown[0].value and "DynamicCache" in at.expander[0].markdown[0].value
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Contiguous runs"] == "1" and metrics["Bytes copied to append a token"] == "0"  # head_major
+    assert metrics["Contiguous runs"] == "1" and metrics["Copied per new token"] == "0 B"  # head_major
     at.selectbox(key="int_layout_name").set_value("transposed").run()
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Contiguous runs"] == "1"  # exactly seq_len wide: one head's rows are one slice
-    assert int(metrics["Bytes copied to append a token"].replace(",", "")) > 0  # every past row is copied
+    assert int(metrics["Copied per new token"][:-2].replace(",", "")) > 0  # every past row is copied
     at.selectbox(key="int_layout_name").set_value("position_major").run()
     assert {m.label: m.value for m in at.metric}["Contiguous runs"] == "24"  # one run per cached position
     assert not at.exception
@@ -94,6 +94,8 @@ def test_prefix_page_measures_on_request_and_reports_load():
     ("paging", "int_paging_na", records.PAGING_MAX_NEW_TOKENS + 1, "tokens for sequence A"),
     ("paging", "int_paging_nb", records.PAGING_MAX_NEW_TOKENS + 1, "tokens for sequence B"),
     ("quant", "int_quant_group", 5, "group size must divide head_dim"),
+    ("quant", "int_quant_group", 64, "group size must divide head_dim"),
+    ("quant", "int_quant_residual", 128, "full-precision residual rows"),
     ("speculative", "int_spec_k", records.SPEC_MAX_K + 1, "draft length k"),
     ("speculative", "int_spec_n", records.SPEC_MAX_NEW + 1, "tokens to generate"),
     ("speculative", "int_spec_t", records.SPEC_MAX_TEMPERATURE + 1, "draft temperature"),
@@ -123,7 +125,7 @@ def test_quant_agreement_rejects_past_cap_work(prompts, n_new, message):
 def test_quant_agreement_measures_and_residual_window_counts():
     at = _app("quant")
     bytes_before = {r["format"]: r["bytes"] for r in at.dataframe[0].value.to_dict("records")}
-    at.checkbox(key="int_quant_residual").check().run()
+    at.number_input(key="int_quant_residual").set_value(7).run()
     rows = at.dataframe[0].value.to_dict("records")
     assert all(r["of which full-precision residual"] > 0 for r in rows)
     assert {r["format"]: r["bytes"] for r in rows}["int4"] > bytes_before["int4"]  # fp32 rows cost more

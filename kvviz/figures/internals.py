@@ -23,7 +23,10 @@ SCHEME_COLORS = {"fp16": "#1f77b4", "bf16": "#17becf", "int8": "#ff7f0e", "int4"
 
 
 def _layout(fig: go.Figure, title: str, height_px: int = 320) -> go.Figure:
-    fig.update_layout(title=title, height=height_px, margin=dict(l=10, r=10, t=50, b=10), legend_orientation="h")
+    # Legend in the top margin, under the title: below the plot it would cover the x-axis title.
+    fig.update_layout(title=dict(text=title, y=0.98, yanchor="top"), height=height_px,
+                      margin=dict(l=10, r=10, t=80, b=10),
+                      legend=dict(orientation="h", x=0, xanchor="left", y=1.02, yanchor="bottom"))
     return fig
 
 
@@ -72,8 +75,11 @@ def append_copy_figure(seq_lens: Sequence[int], copied_bytes: dict[str, Sequence
         fig.add_scatter(x=list(seq_lens), y=[c + row_bytes for c in copied], mode="lines", name=label,
                         line=dict(color=palette[i % len(palette)], dash="dot" if i % 2 else "solid", width=3 - i % 2))
     fig.update_xaxes(title="tokens already cached (n)")
-    fig.update_yaxes(title="bytes moved per appended token (one layer, K)", rangemode="tozero")
-    return _layout(fig, title, 320)
+    fig.update_yaxes(title="bytes per appended token", rangemode="tozero")
+    _layout(fig, title, 340)
+    fig.update_layout(legend=dict(orientation="v", x=0.01, y=0.98, xanchor="left", yanchor="top",
+                                  bgcolor="rgba(128,128,128,0.12)"))
+    return fig
 
 
 def layout_bench_figure(bench: LayoutBench) -> go.Figure:

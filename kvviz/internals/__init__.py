@@ -1,12 +1,16 @@
 """What real inference engines do inside the KV cache, one small module per idea, on the real model.
 
-    layout       where element (layer, head, position, dim) lives in memory under three layouts; a read benchmark
+    records      the torch-free contract: result records, input caps and error types (pages/figures import this)
+    layout       where element (layer, head, position, dim) lives under four real layouts (pre-allocated
+                 head-major / position-major, DynamicCache's torch.cat, ncnn's exact-width transposed cache),
+                 what one head reads, what appending a token copies; a read benchmark (numpy only)
     prefix       prefix reuse: roll the cache back to a shared prefix and prefill only the new tokens
     crossattn    encoder-decoder: a growing self-attention cache next to a fixed cross-attention cache
     window       sliding windows and hybrid local/global layer patterns
     paging       fixed-size blocks, block tables and reference-counted prefix sharing (as in vLLM)
-    quant        int8 / int4 / fp16 / bf16 caches: bytes, reconstruction error, greedy agreement
+    quant        int8 / int4 / fp16 / bf16 caches: bytes (with QuantizedCache's residual window), reconstruction
+                 error, capped greedy agreement
     speculative  draft, verify, and crop the verifier's cache to the accepted length
 
-Everything here is UI-free (no streamlit) and returns frozen dataclasses of plain numbers and numpy arrays.
+Everything here is UI-free (no streamlit). Prompts are checked by kvviz.prompt_rules (refused, never truncated).
 """

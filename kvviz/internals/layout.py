@@ -36,6 +36,12 @@ LAYOUTS: dict[str, str] = {
     "dynamic": "[kv_heads, seq_len, head_dim] grown by torch.cat (transformers' DynamicCache)",
     "transposed": "[embed_dim, seq_len] rebuilt each step (ncnn's MultiHeadAttention)",
 }
+SHORT_NAMES: dict[str, str] = {
+    "head_major": "pre-allocated, head-major (StaticCache, Akunu)",
+    "position_major": "pre-allocated, position-major (llama.cpp K)",
+    "dynamic": "grown by torch.cat (DynamicCache)",
+    "transposed": "rebuilt each step, transposed (ncnn)",
+}
 EXACT_SIZE = frozenset({"dynamic", "transposed"})  # the buffer is exactly seq_len long: appending copies it
 
 
