@@ -3,6 +3,7 @@ and turn bad input into messages. The pages run standalone (no app.py) on the re
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,22 @@ def test_link_refusals_name_only_what_streamlit_dropped_or_changed():
     # removed but equal to what is shown (a default) -> no message
     assert [m.split("`")[1] for m in out] == ["mem_layers=nan", "mem_context=7.5", "mem_compare=gpt2,nope"]
     assert "using 32" in out[0]
+
+
+def test_pages_show_the_savings_sentence_and_the_quantized_residual():
+    at = page("attention_ops")
+    at.run()
+    shape = ops.ModelShape.from_info(load_model("bundled").info)
+    assert any(m.value == ops.savings_sentence(shape, 16, 200) for m in at.markdown)
+    at = page("memory_budget")
+    at.run()
+    at.selectbox(key="mem_dtype").set_value("int4").run()
+    residual = memory.transformers_quantized_defaults()["residual_length"]
+    assert at.number_input(key="mem_residual").value == residual and not at.number_input(key="mem_residual").disabled
+    llama = get_preset("llama-3-8b").kv
+    with_window = memory.kv_bytes(replace(llama, dtype="int4", quant_residual_tokens=residual), 4096)
+    assert with_window > memory.kv_bytes(replace(llama, dtype="int4"), 4096)
+    assert metrics(at)["Total: 4,096 tokens x batch 1"] == memory.short_bytes(with_window)
+    at.number_input(key="mem_residual").set_value(0).run()
+    assert metrics(at)["Total: 4,096 tokens x batch 1"] == memory.short_bytes(
+        memory.kv_bytes(replace(llama, dtype="int4"), 4096))
