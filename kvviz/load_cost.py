@@ -115,8 +115,8 @@ def safetensors_files(folder: Path) -> list[Path]:
     return files
 
 
-def stored_elements(path: Path) -> int:
-    """Tensor elements stored in one safetensors file, from its header alone (no tensor data is read)."""
+def safetensors_header(path: Path) -> dict[str, dict[str, Any]]:
+    """A safetensors file's tensor table ({name: {"dtype", "shape", ...}}), read from its header alone."""
     with open(path, "rb") as fh:
         raw_len = fh.read(8)
         if len(raw_len) != 8:
@@ -126,12 +126,19 @@ def stored_elements(path: Path) -> int:
             raise ValueError(f"{path.name} declares a {header_len:,}-byte header: not a safetensors file")
         try:
             header = json.loads(fh.read(header_len))
-            shapes = [t["shape"] for name, t in header.items() if name != "__metadata__"]
-        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError):
+            tensors = {name: t for name, t in header.items() if name != "__metadata__"}
+        except (UnicodeDecodeError, json.JSONDecodeError, AttributeError):
             raise ValueError(f"{path.name} has no valid safetensors header") from None
-    if not all(isinstance(s, list) and all(isinstance(n, int) and n >= 0 for n in s) for s in shapes):
-        raise ValueError(f"{path.name} has a tensor with an invalid shape")
-    return sum(math.prod(s) for s in shapes)
+    for t in tensors.values():
+        shape = t.get("shape") if isinstance(t, dict) else None
+        if not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
+            raise ValueError(f"{path.name} has a tensor with an invalid shape")
+    return tensors
+
+
+def stored_elements(path: Path) -> int:
+    """Tensor elements stored in one safetensors file, from its header alone (no tensor data is read)."""
+    return sum(math.prod(t["shape"]) for t in safetensors_header(path).values())
 
 
 def check_folder(folder: Path, cap: LoadCap | None) -> int:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 import json
-import struct
 import threading
 import time
 from dataclasses import dataclass
@@ -157,11 +156,9 @@ def bundled_info(attn_implementation: str = "eager", name: str = BUNDLED) -> Mod
     load_bundled().info (tested)."""
     spec = BUNDLED_MODELS[name]
     cfg = json.loads((spec.folder / "config.json").read_text(encoding="utf-8"))
-    with open(spec.folder / "model.safetensors", "rb") as fh:
-        header = json.loads(fh.read(struct.unpack("<Q", fh.read(8))[0]))
-    tensors = [t for key, t in header.items() if key != "__metadata__"]
-    n_params = sum(functools.reduce(lambda a, b: a * b, t["shape"], 1) for t in tensors)
-    dtypes = {t["dtype"] for t in tensors}
+    weights = spec.folder / load_cost.SAFETENSORS_FILE
+    n_params = load_cost.stored_elements(weights)
+    dtypes = {t["dtype"] for t in load_cost.safetensors_header(weights).values()}
     n_layer, n_head, n_embd, n_positions = cfg["n_layer"], cfg["n_head"], cfg["n_embd"], cfg["n_positions"]
     return ModelInfo(
         spec=name, kind="bundled", label=_bundled_label(spec.title, n_layer, n_head, n_embd // n_head, n_positions),

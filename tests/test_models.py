@@ -198,3 +198,17 @@ def test_one_load_at_a_time_the_second_waits_for_the_first():
     first.join()
     assert first_done and first_done[0] <= second_done
     assert models.load_busy_for_s() is None
+
+
+@pytest.mark.parametrize(("content", "reason"), [
+    (b"abc", "too short to be a safetensors file"),
+    ((2**40).to_bytes(8, "little"), "declares a 1,099,511,627,776-byte header"),
+    ((5).to_bytes(8, "little") + b"[1,2]", "no valid safetensors header"),
+    ((41).to_bytes(8, "little") + b'{"w": {"dtype": "F32", "shape": [-1, 2]}}', "invalid shape"),
+])
+def test_corrupt_safetensors_headers_are_one_line_errors_even_without_a_cap(tmp_path, content, reason):
+    folder = _copy_of_bundled(tmp_path / "corrupt")
+    (folder / "model.safetensors").write_bytes(content)
+    with pytest.raises(models.ModelLoadError, match=reason) as caught:
+        models.load_model(str(folder))
+    assert "\n" not in str(caught.value)
