@@ -174,3 +174,33 @@ def test_pages_and_figures_import_no_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=PAGES_DIR.parent).stdout
     assert out.strip() == "[]", modules
+
+
+def test_measurements_wait_their_turn_and_say_so(monkeypatch):
+    """While another session's measurement holds the server's queue, a new one waits and is told why."""
+    import threading
+
+    from kvviz.work_queue import shared_queue
+    from pages import internals_shared
+
+    monkeypatch.setattr(internals_shared, "QUEUE_WAIT_S", 1.0)
+    holding, release = threading.Event(), threading.Event()
+
+    def other_session() -> None:
+        with shared_queue(internals_shared.QUEUE_NAME).turn():
+            holding.set()
+            release.wait(30)
+
+    t = threading.Thread(target=other_session)
+    t.start()
+    try:
+        assert holding.wait(10)
+        at = _app("layout")
+        at.button(key="int_layout_measure").click().run()
+        assert "1 job(s) ahead" in _errors(at)  # gave up after QUEUE_WAIT_S, with the queue position
+        assert "int_layout_bench" not in at.session_state
+    finally:
+        release.set()
+        t.join(10)
+    at.button(key="int_layout_measure").click().run()
+    assert not _errors(at) and "strided is" in _texts(at)
