@@ -116,7 +116,7 @@ async def set_prompt(page, text: str) -> None:
         await page.locator('[data-testid="stPopoverButton"]', has_text=PROMPT_LABEL).first.click()
     await box.fill(text)
     await box.press("Control+Enter")
-    await page.keyboard.press("Escape")
+    await page.keyboard.press("Escape")  # close the popover so it covers no button
 
 
 def _classify(state: dict, expect_cache: int, known: dict[int, str], others: list[list[str]]) -> str | None:

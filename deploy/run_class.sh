@@ -132,13 +132,13 @@ echo "READY" >"$run_dir/ready"
 
 # Run until nginx exits or Ctrl-C. A replica that dies is reported; nginx moves its sessions to the others.
 while kill -0 "$nginx_pid" 2>/dev/null; do
+  wait -n || true  # returns when a child exits, and at once on Ctrl-C (the trap runs)
   for idx in "${!pids[@]}"; do
     if [ -n "${pids[$idx]}" ] && ! kill -0 "${pids[$idx]}" 2>/dev/null; then
       echo "run_class.sh: replica on port ${ports[$idx]} exited (log: $run_dir/replica-${ports[$idx]}.log)" >&2
       pids[$idx]=""
     fi
   done
-  sleep 2
 done
 echo "run_class.sh: nginx exited (log: $run_dir/error.log)" >&2
 exit 1

@@ -1,0 +1,128 @@
+"""A class at once, in a real browser: concurrent sessions stay apart, and nginx keeps each on its replica.
+
+Both tests drive headless Debian Chromium through bench/classroom_load.py (the load test's own session
+driver): every session prefills its own prompt, clicks, and after every click checks that the "Cache length"
+metric and the token strip are its own (its prompt's tokens, the same tokens as before at that length, never
+empty). The deployment is the real one: deploy/run_class.sh with 2 replicas behind Debian's nginx, stopped
+with Ctrl-C (SIGINT) at the end. No timing is asserted: timing lives in bench/classroom_load.py.
+"""
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from test_browser import CHROMIUM, app_url  # noqa: F401  (app_url: one `streamlit run` when nginx is absent)
+
+REPO = Path(__file__).resolve().parents[1]
+NGINX = "/usr/sbin/nginx"
+_spec = importlib.util.spec_from_file_location("classroom_load", REPO / "bench/classroom_load.py")
+load = sys.modules.setdefault("classroom_load", importlib.util.module_from_spec(_spec))
+_spec.loader.exec_module(load)
+
+pytestmark = pytest.mark.browser
+
+
+def _require(path: str, package: str) -> None:
+    if not Path(path).exists():
+        if os.environ.get("KVVIZ_REQUIRE_BROWSER"):  # tests/install_and_run.sh installed it: it must be there
+            pytest.fail(f"{path} is missing but KVVIZ_REQUIRE_BROWSER is set")
+        pytest.skip(f"{path} not installed (apt-get install {package})")
+
+
+def _free_port_block(n: int) -> int:
+    """A base port with base .. base+n-1 all free (run_class.sh puts nginx on base, replicas after it)."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base + n < 65536 and all(_port_free(base + i) for i in range(n)):
+            return base
+    raise RuntimeError("no block of free ports")
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) != 0
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory):
+    """deploy/run_class.sh -n 2 on free ports; yields the front URL, the replica ports and the runtime dir."""
+    _require(CHROMIUM, "chromium")
+    _require(NGINX, "nginx")
+    base, run_dir = _free_port_block(3), tmp_path_factory.mktemp("class")
+    launcher = subprocess.Popen(
+        ["bash", "deploy/run_class.sh", "-n", "2", "-p", str(base), "--listen", "127.0.0.1", "--run-dir", str(run_dir)],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )
+    deadline = time.monotonic() + 150
+    while not (run_dir / "ready").exists():
+        if launcher.poll() is not None or time.monotonic() > deadline:
+            launcher.kill()
+            pytest.fail("deploy/run_class.sh did not start:\n" + launcher.stdout.read())
+        time.sleep(0.5)
+    yield {"front": f"http://127.0.0.1:{base}", "replica_ports": [base + 1, base + 2], "run_dir": run_dir}
+    launcher.send_signal(signal.SIGINT)  # what Ctrl-C sends: nginx and both replicas must go
+    assert launcher.wait(timeout=30) == 130
+    assert all(_port_free(base + i) for i in range(3)), "a replica or nginx outlived Ctrl-C"
+
+
+@pytest.fixture(scope="module")
+def one_process_url(request):
+    """One streamlit process: the deployment's first replica when it runs anyway (one server start saved)."""
+    if Path(NGINX).exists():
+        deployment = request.getfixturevalue("deployment")
+        return f"http://127.0.0.1:{deployment['replica_ports'][0]}"
+    return request.getfixturevalue("app_url")
+
+
+def _run(url: str, prompts: list[str], actions: list[str], ramp_s: float = 0.0):
+    plans = [load.fixed_plan(actions) for _ in prompts]
+    reports, _ = asyncio.run(load.run_load(url, prompts, plans, ramp_s=ramp_s))
+    for r in reports:
+        assert r.problems == [], f"session {r.index} ({r.prompt!r}): {r.problems}"
+        assert [c["action"] for c in r.clicks] == ["prefill", *actions], f"session {r.index} stopped early"
+        assert all(c["settle_ms"] is not None for c in r.clicks)  # every click settled on the right state
+    return reports
+
+
+def test_five_concurrent_sessions_each_see_only_their_own_cache(one_process_url):
+    prompts = [load.session_prompt(i) for i in range(5)]  # different lengths and tokens
+    assert len({len(load.expected_prompt_strip(p)) for p in prompts}) > 1
+    _run(one_process_url, prompts, ["next", "next", "back", "next"])
+
+
+def test_nginx_keeps_each_session_on_its_replica(deployment):
+    prompts = [load.session_prompt(i) for i in (5, 6, 7)]
+    reports = _run(deployment["front"], prompts, ["next"] * 6 + ["back"] + ["next"] * 3, ramp_s=1.5)  # 10 clicks
+
+    ports = {str(p) for p in deployment["replica_ports"]}
+    for r in reports:  # the cookie nginx set on the first page load is unchanged after the 10 clicks
+        assert len(r.replica_cookie) == 2 and r.replica_cookie[0] == r.replica_cookie[1] and r.replica_cookie[0] in ports
+    assert {r.replica_cookie[0] for r in reports} == ports  # first visits go round robin: both replicas serve
+
+    log = deployment["run_dir"] / "access.log"
+    line = re.compile(r"cookie=(\S+) upstream=(\S+) status=(\d+) \"(\S+) (\S+)")
+    deadline = time.monotonic() + 10
+    while True:  # nginx logs a WebSocket when it closes, just after the browser contexts did
+        entries = [m.groups() for m in map(line.search, log.read_text().splitlines()) if m]
+        streams = [e for e in entries if e[4] == "/_stcore/stream"]
+        if len(streams) >= len(reports) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    # One WebSocket per session (no reconnect elsewhere), and every request that carried a replica cookie
+    # (page assets, the WebSocket) reached that replica.
+    assert sorted(e[0] for e in streams) == sorted(r.replica_cookie[0] for r in reports)
+    assert all(e[2] == "101" for e in streams)
+    pinned = [e for e in entries if e[0] != "-"]
+    assert pinned and all(e[1] == f"127.0.0.1:{e[0]}" for e in pinned), pinned
