@@ -280,3 +280,14 @@ def test_gpt2_shapes_have_one_source():
     from kvviz.presets import gpt2_shapes
 
     assert gpt2_shapes() == models.GPT2_SHAPES  # models should read presets.gpt2_shapes(); equal until it does
+
+
+def test_figures_pick_readable_units():
+    from kvviz.figures import memory as figs
+
+    toy = KVConfig(4, 4, 4, 32, "fp32")  # the bundled model: 4 KiB per token
+    small = figs.size_vs_context_figure([toy], 12)
+    assert small.layout.yaxis.title.text.startswith("KiB") and max(small.data[0].y) == 48  # 12 x 4 KiB
+    huge = figs.size_vs_context_figure([get_preset("llama-3-8b").kv], 600 * 10**9)
+    assert huge.layout.xaxis.exponentformat == "power"  # plotly's default would print "600B" tokens
+    assert huge.data[0].customdata[-1] == memory.kv_bytes(get_preset("llama-3-8b").kv, 600 * 10**9)

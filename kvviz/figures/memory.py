@@ -36,6 +36,8 @@ def size_vs_context_figure(
     for cfg, line in zip(configs, lines):
         fig.add_scatter(x=xs, y=[b / size for b in line], name=f"{cfg.name} ({cfg.attention_kind}, {cfg.dtype})",
                         customdata=line, hovertemplate="%{x:,} tokens: %{customdata:,} B<extra></extra>")
+    fig.update_xaxes(exponentformat="power", separatethousands=True)  # "6x10^11", never "600B" (tokens? bytes?)
+    fig.update_yaxes(exponentformat="power", separatethousands=True)
     if mark_context is not None:
         fig.add_vline(x=mark_context, line_dash="dot", annotation_text=f"{mark_context:,} tokens")
     if budget_bytes is not None and budget_bytes > 0:
