@@ -89,8 +89,8 @@ def summary_rows(result: BenchResult) -> list[dict[str, object]]:
             "decode tokens/s": round(m.median_decode_tokens_per_s, 2),
             "prefill ms": round(m.median_prefill_ms, 2),
             "speed-up vs no cache": round(result.speedup(m.mode), 2),
-            "tokens match": f"{result.token_agreement(m.mode):.0%}" if m.mode in LOSSY_MODES
-            else result.tokens_match(m.mode),
+            "tokens match no cache": f"{result.token_agreement(m.mode):.0%}" if m.mode in LOSSY_MODES
+            else "yes" if result.tokens_match(m.mode) else "NO",
             "MB read / decode token": round(result.bytes_per_token(m.mode) / 1e6, 1) if verdict else None,
             "read roofline": verdict.label if verdict and verdict.fractions else None,
             "peak cache KiB": None if m.peak_cache_bytes is None else round(m.peak_cache_bytes / 2**10, 1),

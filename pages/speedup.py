@@ -146,7 +146,8 @@ def explain(result: BenchResult) -> None:
                      f"{result.speedup('int8', 'preallocated'):.2f}x the fp32 flat engine, picking the no-cache "
                      f"token {result.token_agreement('int8'):.0%} of the time")
     if parts:
-        st.markdown("**Where the lead comes from (this run, " f"{result.machine.threads} threads).** At these "
+        threads = result.machine.threads
+        st.markdown(f"**Where the lead comes from (this run, {threads} thread{'s' if threads != 1 else ''}).** At these "
                     "lengths the cache layout buys little and the weight kernel decides: " + "; ".join(parts) + ".")
 
 

@@ -27,6 +27,7 @@ KIND_COLORS = {"prefill": "#ff7f0e", "uncached": "#d62728", "cached decode": "#2
                "cached decode, int8 weights": "#8c564b"}
 REFERENCE_DASH = "dot"  # the model.generate references are drawn dotted
 ROOF_COLOR = "#7f7f7f"
+COMPUTE_COLOR = "#e377c2"  # readable on light and dark themes
 
 
 def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, log_y: bool = False) -> go.Figure:
@@ -87,7 +88,7 @@ def _roof_traces(fig: go.Figure, roofs: roofline.Roofs, lo: float, hi: float) ->
     ridge = roofs.ridge_flop_per_byte
     fig.add_scatter(x=[ridge, hi], y=[roofs.peak_flops / 1e9] * 2, mode="lines",
                     name=f"compute roof: {roofs.peak_flops / 1e9:.0f} GFLOP/s (large matmul)",
-                    line=dict(color="#000000", width=3))
+                    line=dict(color=COMPUTE_COLOR, width=3))
 
 
 def roofline_figure(result: BenchResult) -> go.Figure:
@@ -132,7 +133,7 @@ def batch_figure(sweep: roofline.BatchSweep) -> go.Figure:
     fig.add_scatter(x=batches, y=memory_ceiling, mode="lines", name="memory ceiling (read bandwidth / bytes)",
                     line=dict(color=ROOF_COLOR, dash="dash"), row=1, col=1)
     fig.add_scatter(x=batches, y=compute_ceiling, mode="lines", name="compute ceiling (peak / FLOPs)",
-                    line=dict(color="#000000", dash="dash"), row=1, col=1)
+                    line=dict(color=COMPUTE_COLOR, dash="dash"), row=1, col=1)
     fig.add_bar(x=batches, y=[p.step.weight_bytes / 1e6 for p in sweep.points], name="weights (read once per step)",
                 marker_color="#1f77b4", row=1, col=2)
     fig.add_bar(x=batches, y=[p.step.kv_bytes / 1e6 for p in sweep.points], name="K/V (every sequence its own)",
