@@ -7,6 +7,7 @@ import streamlit as st
 from kvviz import ui
 from kvviz.figures import internals as fig
 from kvviz.internals import layout
+from kvviz.prompt_rules import check_int_in_range
 from pages.internals_shared import PLOT, explain, load_avg_text, run_queued
 
 ui.ensure_router()  # before anything is drawn: see its docstring
@@ -31,12 +32,24 @@ shape = layout.BufferShape(info.n_kv_heads, info.n_positions, info.head_dim, 4)
 c1, c2, c3, c4 = st.columns(4)
 name = c1.selectbox("Layout", list(layout.LAYOUTS), format_func=layout.SHORT_NAMES.get,
                      key="int_layout_name")
-layer = c2.number_input("Layer", 0, info.n_layer - 1, 0, key="int_layout_layer")
-head = c3.number_input("Head", 0, info.n_kv_heads - 1, 1, key="int_layout_head")
-seq_len = c4.number_input("Cached positions", 1, info.n_positions, 24, key="int_layout_seq")
+# Bounds are checked below, not clamped by the widgets: a value past its bound gets a message.
+layer = c2.number_input(f"Layer (0..{info.n_layer - 1})", min_value=0, value=0, key="int_layout_layer")
+head = c3.number_input(f"Head (0..{info.n_kv_heads - 1})", min_value=0, value=min(1, info.n_kv_heads - 1),
+                       key="int_layout_head")
+seq_len = c4.number_input(f"Cached positions (1..{info.n_positions})", min_value=1, value=24, key="int_layout_seq")
 c5, c6 = st.columns(2)
-pos = c5.number_input("Position", 0, info.n_positions - 1, 5, key="int_layout_pos")
-dim = c6.number_input("Dim", 0, info.head_dim - 1, 3, key="int_layout_dim")
+pos = c5.number_input(f"Position (0..{info.n_positions - 1})", min_value=0, value=5, key="int_layout_pos")
+dim = c6.number_input(f"Dim (0..{info.head_dim - 1})", min_value=0, value=3, key="int_layout_dim")
+try:
+    layer, head, seq_len, pos, dim = (check_int_in_range(value, 0 if what != "cached positions" else 1, top, what)
+                                      for value, top, what in ((layer, info.n_layer - 1, "layer"),
+                                                               (head, info.n_kv_heads - 1, "head"),
+                                                               (seq_len, info.n_positions, "cached positions"),
+                                                               (pos, info.n_positions - 1, "position"),
+                                                               (dim, info.head_dim - 1, "dim")))
+except ValueError as exc:
+    st.error(str(exc))
+    st.stop()
 
 buf = layout.buffer_shape(name, shape, int(seq_len))  # exact-size layouts hold only seq_len positions
 if int(pos) >= int(seq_len):

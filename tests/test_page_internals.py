@@ -10,6 +10,9 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
 from kvviz.internals import records
+from kvviz.models import bundled_info
+
+INFO = bundled_info()  # the pages run on the bundled model in these tests
 
 PAGES_DIR = Path(__file__).resolve().parents[1] / "pages"
 PAGES = {
@@ -86,9 +89,14 @@ def test_prefix_page_measures_on_request_and_reports_load():
 
 
 @pytest.mark.parametrize("page,key,value,message", [
+    ("layout", "int_layout_layer", INFO.n_layer, f"layer must be between 0 and {INFO.n_layer - 1}"),
+    ("layout", "int_layout_head", INFO.n_kv_heads, f"head must be between 0 and {INFO.n_kv_heads - 1}"),
+    ("layout", "int_layout_seq", INFO.n_positions + 1, f"cached positions must be between 1 and {INFO.n_positions}"),
+    ("layout", "int_layout_pos", INFO.n_positions, f"position must be between 0 and {INFO.n_positions - 1}"),
+    ("layout", "int_layout_dim", INFO.head_dim, f"dim must be between 0 and {INFO.head_dim - 1}"),
     ("crossattn", "int_cross_src", records.CROSS_MAX_SOURCE_LEN + 1, "source length"),
     ("crossattn", "int_cross_steps", records.CROSS_MAX_STEPS + 1, "decode steps"),
-    ("window", "int_window_w", 1025, "window"),
+    ("window", "int_window_w", INFO.n_positions + 1, "window"),
     ("window", "int_window_gemma_ctx", 131073, "Gemma 3 4B context"),
     ("paging", "int_paging_block", records.PAGING_MAX_BLOCK_SIZE + 1, "block size"),
     ("paging", "int_paging_na", records.PAGING_MAX_NEW_TOKENS + 1, "tokens for sequence A"),
