@@ -261,3 +261,12 @@ def test_whole_run_attention_laws():
     last_c = ops.forward_pass_counts(GPT2, n - 1, 1, True).attention_dot_products
     last_u = ops.forward_pass_counts(GPT2, n - 1, 1, False).attention_dot_products
     assert last_u / last_c == 500.5
+
+
+def test_ops_figures_never_print_600B():
+    from kvviz.figures import ops as figs
+
+    points = ops.curve(LLAMA3, 16, 1000, max_points=50)
+    cached, uncached = ops.generation_totals(LLAMA3, 16, 1000)
+    for fig in (figs.cumulative_figure(points), figs.breakdown_figure(cached, uncached, log_y=False)):
+        assert fig.layout.yaxis.exponentformat == "power"  # plotly's default "B" reads as bytes or billions
