@@ -1,9 +1,12 @@
-"""Model presets (attention layout, sizes), GPU presets and published KV-size figures, each with its source.
+"""Model presets (attention layout, sizes) and GPU presets, each with its source.
 
 Every model number below is copied from the model's config.json on the Hugging Face hub (URL given) and
 the paper that introduced it. Parameter counts are the model cards' (rounded where the card rounds); they
 only feed the "what fits" weight estimate. `shape` is set for dense models, for op counts; MoE and MLA
 models have no op-count shape here (their MLP / attention work is not the plain formula in kvviz.ops).
+These presets are the project's one source of the GPT-2 family's shapes (`gpt2_shapes()`). GPU capacities say
+whether they are the driver's usable figure or the marketed one (`GPU.capacity_note`). Published KV-size
+figures and their checks live in kvviz.claims.
 """
 from __future__ import annotations
 
