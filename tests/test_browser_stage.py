@@ -1,0 +1,85 @@
+"""The classroom stage in a real browser (headless Debian Chromium): at 1280x720 in light and dark theme,
+Prefill, then 30 presses of the Right arrow key. After every press the cache length is checked; at the end
+the newest K row, the Next-token button and the attention bars must be inside the viewport (also at
+1366x768), no metric value may be cut off at 1024, 1280 or 1920 wide, and no error box may show.
+Screenshots are saved under test-artifacts/ (or $KVVIZ_ARTIFACTS) to be looked at.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from test_browser import CHROMIUM, CHROMIUM_ARGS, _assert_no_errors, _cache_length, _wait_idle, app_url  # noqa: F401
+
+pytestmark = pytest.mark.browser
+ARTIFACTS = Path(os.environ.get("KVVIZ_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts"))
+PRESSES = 30
+
+# Metric labels and values whose text is wider than their box (CSS ellipsis or clipping), and a literal "…".
+CUT_METRICS_JS = """() => [...document.querySelectorAll('[data-testid="stMetric"] *')]
+    .filter(e => e.children.length === 0 && (e.scrollWidth > e.clientWidth + 1 || (e.innerText || '').endsWith('…')))
+    .map(e => e.innerText || e.tagName)"""
+
+
+def _inside(box: dict | None, width: int, height: int) -> bool:
+    return box is not None and box["x"] >= 0 and box["y"] >= 0 and box["x"] + box["width"] <= width + 1 \
+        and box["y"] + box["height"] <= height + 1
+
+
+def _wait_cache_len(tab, n: int) -> None:
+    tab.wait_for_function(
+        """(n) => [...document.querySelectorAll('[data-testid="stMetricValue"]')]
+                    .some(e => e.innerText.startsWith(n + ' tokens'))""", arg=n, timeout=60_000)
+
+
+def _assert_stage_in_view(tab, width: int, height: int, name: str) -> None:
+    tab.set_viewport_size({"width": width, "height": height})
+    tab.wait_for_timeout(800)  # plotly relayouts on resize
+    stage = tab.locator(".js-plotly-plot").first  # K | V | attention: one figure, one row axis
+    newest_row = stage.locator(".shapelayer path").last  # the outline of the newest K/V row
+    attention = stage.locator(".barlayer .point").last  # the newest query's weight on the newest row
+    nxt = tab.get_by_role("button", name=re.compile("^Next token"))
+    for what, loc in (("newest K row", newest_row), ("attention", attention), ("Next token button", nxt)):
+        assert _inside(loc.bounding_box(), width, height), f"{what} is not inside the {width}x{height} viewport"
+    tab.screenshot(path=str(ARTIFACTS / f"stage_{name}_{width}x{height}.png"))
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_stage_fits_a_projector_and_follows_the_keyboard(app_url, scheme):  # noqa: F811
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        context = browser.new_context(viewport={"width": 1280, "height": 720}, color_scheme=scheme)
+        tab = context.new_page()
+        tab.set_default_timeout(90_000)
+        tab.goto(f"{app_url}/step_through")
+        tab.wait_for_selector("h1")
+        _wait_idle(tab)
+        tab.get_by_role("button", name=re.compile("^Prefill")).wait_for()
+        tab.screenshot(path=str(ARTIFACTS / f"stage_{scheme}_before.png"))
+        tab.keyboard.press("p")  # P = Prefill
+        tab.wait_for_selector(".kvviz-strip")
+        _wait_idle(tab)
+        start = _cache_length(tab)
+        for k in range(1, PRESSES + 1):
+            tab.keyboard.press("ArrowRight")
+            _wait_cache_len(tab, start + k)
+            assert tab.locator(".kvviz-strip span[data-pos]").count() > 0  # the strip is never empty
+        _wait_idle(tab)
+        assert tab.locator('.kvviz-strip span[data-pos="next"]').count() == 1
+        _assert_no_errors(tab)
+        _assert_stage_in_view(tab, 1280, 720, scheme)
+        _assert_stage_in_view(tab, 1366, 768, scheme)
+        for width in (1024, 1280, 1920):
+            tab.set_viewport_size({"width": width, "height": 800})
+            tab.wait_for_timeout(500)
+            assert tab.evaluate(CUT_METRICS_JS) == [], f"a metric is cut off at {width} px wide"
+        tab.keyboard.press("ArrowLeft")  # Left = Back
+        _wait_cache_len(tab, start + PRESSES - 1)
+        _assert_no_errors(tab)
+        browser.close()
