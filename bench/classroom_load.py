@@ -195,10 +195,11 @@ async def fixed_plan(actions, pause_s: float = 0.0):
         yield action
 
 
-async def timed_plan(deadline: float, interval_s: float, back_every: int, rng: random.Random):
+async def timed_plan(duration_s: float, interval_s: float, back_every: int, rng: random.Random):
     """A click every ~interval_s (+-25 %; at once when the last one settled later), every `back_every`-th
-    one Back, the rest Next token, until the deadline."""
+    one Back, the rest Next token, for duration_s from the first request (after the session's prefill)."""
     n, due = 0, time.monotonic()
+    deadline = due + duration_s
     while n < MAX_CLICKS:
         due = max(due + interval_s * rng.uniform(0.75, 1.25), time.monotonic())
         if due >= deadline:
@@ -208,14 +209,14 @@ async def timed_plan(deadline: float, interval_s: float, back_every: int, rng: r
         yield "back" if back_every and n % back_every == 0 else "next"
 
 
-async def benchmark_session(browser, url: str, deadline: float, runs: list[dict]) -> None:
-    """Keeps the speed-up page's benchmark (its defaults) running until the deadline."""
+async def benchmark_session(browser, url: str, done: asyncio.Event, runs: list[dict]) -> None:
+    """Keeps the speed-up page's benchmark (its defaults) running until the step sessions are done."""
     context = await browser.new_context(viewport={"width": 1280, "height": 900})
     try:
         page = await context.new_page()
         await page.goto(f"{url}/speedup")
         await page.wait_for_selector("h1", timeout=SETTLE_TIMEOUT_S * 1000)
-        while time.monotonic() < deadline:
+        while not done.is_set():
             start = time.monotonic()
             await page.get_by_role("button", name=re.compile("^Run benchmark")).click()
             await page.wait_for_timeout(500)
@@ -288,7 +289,7 @@ def summarize(reports: list[SessionReport]) -> dict:
     }
 
 
-async def run_load(url: str, prompts: list[str], plans: list, *, benchmark_until: float | None = None,
+async def run_load(url: str, prompts: list[str], plans: list, *, benchmark: bool = False,
                    ramp_s: float = 0.0) -> tuple[list[SessionReport], list[dict]]:
     """Drive one session per plan (prompts[i] for session i) in one headless Chromium; returns their reports."""
     from playwright.async_api import async_playwright
@@ -306,10 +307,13 @@ async def run_load(url: str, prompts: list[str], plans: list, *, benchmark_until
 
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        tasks = [start_later(i) for i in range(len(plans))]
-        if benchmark_until is not None:
-            tasks.append(benchmark_session(browser, url, benchmark_until, bench_runs))
-        await asyncio.gather(*tasks)
+        done = asyncio.Event()
+
+        async def all_sessions():
+            await asyncio.gather(*(start_later(i) for i in range(len(plans))))
+            done.set()
+
+        await asyncio.gather(all_sessions(), *([benchmark_session(browser, url, done, bench_runs)] if benchmark else []))
         await browser.close()
     return reports, bench_runs
 
@@ -318,7 +322,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--url", required=True, help="one streamlit process or the nginx front, on localhost")
     ap.add_argument("--sessions", type=int, default=5)
-    ap.add_argument("--minutes", type=float, default=1.0)
+    ap.add_argument("--minutes", type=float, default=1.0, help="clicking time per session, after its prefill")
     ap.add_argument("--interval", type=float, default=2.0, help="seconds between a session's clicks")
     ap.add_argument("--back-every", type=int, default=6, help="every k-th click is Back (0: never)")
     ap.add_argument("--benchmark", action="store_true", help="one more session runs the speed-up benchmark")
@@ -334,10 +338,9 @@ def main() -> None:
     rng = random.Random(0)
     prompts = [session_prompt(i) for i in range(args.sessions)]
     load_before, rss_before, start = os.getloadavg(), rss_mib(ports), time.monotonic()
-    deadline = start + 60 * args.minutes
-    plans = [timed_plan(deadline, args.interval, args.back_every, rng) for _ in prompts]
+    plans = [timed_plan(60 * args.minutes, args.interval, args.back_every, rng) for _ in prompts]
     reports, bench_runs = asyncio.run(run_load(args.url.rstrip("/"), prompts, plans, ramp_s=min(args.interval, 5),
-                                               benchmark_until=deadline if args.benchmark else None))
+                                               benchmark=args.benchmark))
     time.sleep(2)  # closed sessions: let the server drop them
     result = {
         "url": args.url, "sessions": args.sessions, "minutes": args.minutes, "interval_s": args.interval,
