@@ -212,3 +212,26 @@ def test_measurements_wait_their_turn_and_say_so(monkeypatch):
         t.join(10)
     at.button(key="int_layout_measure").click().run()
     assert not _errors(at) and "strided is" in _texts(at)
+
+
+def test_a_timing_that_contradicts_the_lesson_is_labelled(monkeypatch):
+    """Reuse measured slower than a fresh prefill (a busy machine) is said to be so, with the load at the time."""
+    import dataclasses
+
+    from kvviz.internals import prefix
+
+    real = prefix.prefix_reuse
+
+    def busy_machine(*args, **kwargs):  # the real run, with the timings a loaded machine once produced
+        return dataclasses.replace(real(*args, **kwargs), fresh_ms=9.0, reuse_ms=30.0, load_avg_1min=7.5)
+
+    monkeypatch.setattr(prefix, "prefix_reuse", busy_machine)
+    at = _app("prefix")
+    at.button(key="int_prefix_run").click().run()
+    warnings = " ".join(w.value for w in at.warning)
+    assert "busy machine" in warnings and "7.50" in warnings and "30.0 ms" in warnings
+    monkeypatch.setattr(prefix, "prefix_reuse", real)
+    quiet = _app("prefix")
+    quiet.button(key="int_prefix_run").click().run()
+    r = quiet.session_state["int_prefix_result"][1]
+    assert ("busy machine" in " ".join(w.value for w in quiet.warning)) == (r.reuse_ms >= r.fresh_ms)
