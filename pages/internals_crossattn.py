@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from kvviz import ui
 from kvviz.figures import internals as fig
 from kvviz.internals.records import CROSS_MAX_SOURCE_LEN, CROSS_MAX_STEPS, CrossAttnError, CrossAttnRun
-from kvviz import ui
 from pages.internals_shared import PLOT, explain
 
 
