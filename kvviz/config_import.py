@@ -100,19 +100,27 @@ def parse_hf_config(text_or_dict: str | bytes | dict[str, Any], dtype: str | Non
     """Read the cache layout from a Hugging Face config.json (text, bytes or dict). Raises MemoryInputError."""
     raw = load_json_object(text_or_dict)
     text_raw = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else {}
+    if raw.get("text_config") is not None and not isinstance(raw["text_config"], dict):
+        raise MemoryInputError("text_config must be a JSON object ({...}) holding the language model's fields")
     _precheck(raw)
     _precheck(text_raw)
     resolved = _transformers_config(raw)
     if resolved is None:
         return _parse_as_written(raw, text_raw, dtype)
-    return _parse_resolved(raw, text_raw, resolved, dtype)
+    try:
+        return _parse_resolved(raw, text_raw, resolved, dtype)
+    except MemoryInputError:
+        raise
+    except (TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:  # odd values transformers let through
+        raise MemoryInputError(f"cannot read this {raw['model_type']} config's attention layout ({exc})") from None
 
 
 # ----- through transformers' config class --------------------------------------------------------------------
 def _parse_resolved(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, dtype: str | None) -> ImportedConfig:
     from kvviz.hf_cache import falcon_notes, kv_heads_transformers_stores, window_fields
 
-    enc_dec = bool(getattr(top, "is_encoder_decoder", False))
+    enc_dec = bool(getattr(top, "is_encoder_decoder", False)) and (
+        hasattr(top, "num_decoder_layers") or hasattr(top, "decoder_layers"))
     t = top if enc_dec else top.get_text_config(decoder=True)  # (BART's decoder view resets to defaults)
     given = {**raw, **text_raw} if text_raw else dict(raw)
     aliases = {alias: name for alias, name in type(t).attribute_map.items()}
@@ -131,8 +139,11 @@ def _parse_resolved(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, dty
         heads_name = "decoder_attention_heads" if hasattr(t, "decoder_attention_heads") else "num_attention_heads"
     else:
         layers_name, heads_name = "num_hidden_layers", "num_attention_heads"
-    n_layer = take(layers_name, getattr(t, layers_name))
-    n_head = take(heads_name, getattr(t, heads_name))
+    if getattr(t, layers_name, None) is None or getattr(t, heads_name, None) is None:
+        raise MemoryInputError(f"transformers' {type(t).__name__} has no {layers_name} / {heads_name}: not an "
+                               "attention model whose KV cache kvviz can count")
+    n_layer = take(layers_name, check_int(layers_name, getattr(t, layers_name), hi=LIMITS["n_layer"]))
+    n_head = take(heads_name, check_int("n_head", getattr(t, heads_name)))
     n_kv = kv_heads(t, n_head, take)
     derived_note = None
     mla_rank = getattr(t, "kv_lora_rank", None) or 0

@@ -133,3 +133,29 @@ def test_transformers_figure_for_a_windowed_preset_is_one_token_less_per_sliding
     assert memory.kv_bytes(mistral, 10_000) == 32 * 4096 * per_layer_token
     assert hf_cache.transformers_cache_bytes(mistral, 10_000) == 32 * 4095 * per_layer_token
     assert hf_cache.transformers_cache_bytes(mistral, 100) == memory.kv_bytes(mistral, 100)  # inside the window
+
+
+def test_random_odd_configs_only_ever_give_one_line():
+    """A seeded sample of configs with odd values in the fields the importer reads: every outcome is a config or
+    one MemoryInputError line (mamba/vit: no attention cache; text_config: 5; is_encoder_decoder on a llama...)."""
+    import random
+
+    rng = random.Random(0)
+    types = ["llama", "gemma3", "gemma3_text", "qwen2", "falcon", "t5", "bart", "deepseek_v3", "gpt2", "llava",
+             "mixtral", "gemma2", "bert", "vit", "mamba", None, "nonexistent", 5]
+    values = [None, 0, -1, 1, 2, 3.5, 1e400, "abc", [6], {"a": 1}, True, 10**12, 7, 64]
+    keys = ["num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "hidden_size",
+            "sliding_window", "sliding_window_pattern", "layer_types", "torch_dtype", "kv_lora_rank",
+            "qk_rope_head_dim", "use_sliding_window", "max_window_layers", "text_config", "d_kv", "num_layers",
+            "decoder_layers", "n_head", "n_layer", "n_embd", "new_decoder_architecture", "multi_query",
+            "num_kv_heads", "is_encoder_decoder"]
+    outcomes = {"ok": 0, "refused": 0}
+    for _ in range(400):
+        cfg = {"model_type": rng.choice(types), **{k: rng.choice(values) for k in rng.sample(keys, rng.randint(1, 6))}}
+        try:
+            config_import.parse_hf_config(json.dumps(cfg))
+            outcomes["ok"] += 1
+        except MemoryInputError as exc:
+            assert "\n" not in str(exc), cfg
+            outcomes["refused"] += 1
+    assert outcomes["ok"] > 20 and outcomes["refused"] > 20  # both kinds happen: the sample is not degenerate
