@@ -40,11 +40,10 @@ def defaults() -> dict[str, Any]:
 
 
 def apply_preset() -> None:
-    """on_change of the preset picker: forget the form's numbers, so each field falls back to its default,
-    which is the new preset's number (see defaults())."""
+    """on_change of the preset picker: copy the preset's numbers into the form (through st.session_state, the one
+    way to set a URL-bound widget; deleting the keys instead would let the page's first link win again)."""
     if st.session_state["mem_preset"] != CUSTOM:
-        for key in preset_values(st.session_state["mem_preset"]):
-            st.session_state.pop(key, None)
+        st.session_state.update(preset_values(st.session_state["mem_preset"]))
 
 
 def apply_import() -> None:
