@@ -291,3 +291,14 @@ def test_hostile_configs_give_one_clear_line(text):
     with pytest.raises(memory.MemoryInputError) as info:
         config_import.parse_hf_config(text)
     assert "\n" not in str(info.value) and len(str(info.value)) < 200
+
+
+@pytest.mark.parametrize("name", ["deepseek-v2-lite", "deepseek-v3"])
+def test_mla_cache_holds_the_compressed_latent_not_per_head_kv(name):
+    """transformers 5.x's DeepSeek attention caches, per layer, the normalised latent c_KV (kv_lora_rank) as
+    `keys` and the shared RoPE key k_R (qk_rope_head_dim) as `values`, each one single-head tensor: exactly
+    kvviz's MLA figure, not heads x head_dim K and V."""
+    model, _ = build(shrunk(name), "cpu")
+    layers = run_cache(model)
+    assert {tuple(layer.keys.shape) for layer in layers} == {(1, 1, PROMPT + DECODE, 512)}
+    assert {tuple(layer.values.shape) for layer in layers} == {(1, 1, PROMPT + DECODE, 64)}
