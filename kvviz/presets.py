@@ -125,8 +125,8 @@ class GPU:
     name: str
     marketed: str  # the capacity as the vendor sells it, e.g. "80 GB"
     memory_bytes: int  # what the calculator uses
-    driver_reported: bool  # True: memory_bytes is nvidia-smi's memory.total; False: the marketed figure as GiB
-    source: str
+    driver_reported: bool  # True: memory_bytes is nvidia-smi's memory.total (as it prints on that GPU, in MiB);
+    source: str  # the vendor's page             False: the marketed figure taken as GiB
 
     @property
     def capacity_note(self) -> str:
@@ -138,14 +138,13 @@ class GPU:
                 "less (the H100 and H200 entries use the driver's own figure).")
 
 
-_SMI = "nvidia-smi memory.total, as printed on that GPU: "
 GPUS: dict[str, GPU] = {g.name: g for g in [
     GPU("NVIDIA T4", "16 GB", 16 * GIB, False, "https://www.nvidia.com/en-us/data-center/tesla-t4/"),
     GPU("NVIDIA L4", "24 GB", 24 * GIB, False, "https://www.nvidia.com/en-us/data-center/l4/"),
     GPU("NVIDIA RTX 4090", "24 GB", 24 * GIB, False, "https://www.nvidia.com/en-us/geforce/graphics-cards/40-series/rtx-4090/"),
     GPU("NVIDIA A100 40GB", "40 GB", 40 * GIB, False, "https://www.nvidia.com/en-us/data-center/a100/"),
     GPU("NVIDIA A100 80GB", "80 GB", 80 * GIB, False, "https://www.nvidia.com/en-us/data-center/a100/"),
-    GPU("NVIDIA H100 80GB", "80 GB", 81_559 * MIB, True, _SMI + "81559MiB (https://www.nvidia.com/en-us/data-center/h100/)"),
-    GPU("NVIDIA H200", "141 GB", 143_771 * MIB, True, _SMI + "143771MiB (https://www.nvidia.com/en-us/data-center/h200/)"),
+    GPU("NVIDIA H100 80GB", "80 GB", 81_559 * MIB, True, "https://www.nvidia.com/en-us/data-center/h100/"),
+    GPU("NVIDIA H200", "141 GB", 143_771 * MIB, True, "https://www.nvidia.com/en-us/data-center/h200/"),
     GPU("AMD MI300X", "192 GB", 192 * GIB, False, "https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html"),
 ]}

@@ -161,7 +161,7 @@ def what_fits(cfg: memory.KVConfig, context: int, batch: int) -> None:
         gpu_bytes = int_input("Custom memory (GiB)", "mem_gpu_gib", 1, 1_000_000) * memory.GIB
     else:
         gpu_bytes = GPUS[gpu].memory_bytes
-        st.caption(GPUS[gpu].capacity_note + f" [source]({GPUS[gpu].source.split('(')[-1].rstrip(')')})")
+        st.caption(f"{GPUS[gpu].capacity_note} [Vendor page]({GPUS[gpu].source}).")
     weights = -(-params * memory.DTYPES[wdt].bits // 8)
     fit = capacity.what_fits(cfg, gpu_bytes, weights, reserve * memory.MIB, batch, context)
     if fit.free_bytes <= 0:
