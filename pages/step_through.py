@@ -7,11 +7,9 @@ click reruns only the stage; every figure is drawn from one StageSnapshot built 
 """
 from __future__ import annotations
 
-import time
 import urllib.parse
 
 import streamlit as st
-from streamlit.errors import StreamlitAPIException
 
 from kvviz import memory, step_view, ui
 from kvviz.figures import PLOT_CONFIG
@@ -26,6 +24,7 @@ PRESETS = {
 }
 PLAY_DELAY_S = 0.35  # pause between animated steps: about 2 steps per second with the drawing
 PLAY_MAX = 64
+PLAY_LEFT = "step_play_left"  # steps the running animation still has to take (0 = not playing)
 VIEWS = {"one": "K, V, attention", "race": "Race: cache vs none"}
 
 # Fit the stage in 1280x720: less padding above, metric values wrap instead of being cut to "12 to…",
@@ -106,8 +105,8 @@ def _controls() -> dict[str, bool]:
                            icon=":material/arrow_forward:"),
         "next_space": row.button("Next (Space)", key="step_btn_next_space", shortcut="Space"),  # hidden by CSS
         "play": row.button(f"Play {st.session_state.get('step_play_n', 8)}", key="step_btn_play",
-                           icon=":material/play_arrow:", help="Animate N steps; any click stops it"),
-        "stop": row.button("Stop", key="step_btn_stop", icon=":material/stop:"),
+                           icon=":material/play_arrow:", help="Animate N steps (N under Prompt); Stop or any click stops it"),
+        "stop": row.button("Stop", key="step_btn_stop", icon=":material/stop:", shortcut="Esc"),
         "reset": row.button("Reset", key="step_btn_reset"),
     }
     if engine.started:
@@ -117,9 +116,12 @@ def _controls() -> dict[str, bool]:
     return clicked
 
 
-def _act(clicked: dict[str, bool]) -> bool:
-    """Apply the clicked action to this session's engine; returns True when Play was pressed."""
+def _act(clicked: dict[str, bool]) -> None:
+    """Apply the clicked action to this session's engine. Play only arms the animation (see _play_tick)."""
     prompt = st.session_state.get(f"step_prompt_{st.session_state.get('step_preset', 'ROMEO:')}", "ROMEO:")
+    if any(clicked.values()):  # any click stops an animation; Play (re)starts one
+        st.session_state.pop("step_history", None)  # after an action the stage shows the newest step
+        st.session_state[PLAY_LEFT] = int(st.session_state.get("step_play_n", 8)) if clicked["play"] else 0
     try:
         if clicked["prefill"]:
             engine.prefill(prompt, _sampling())
@@ -129,11 +131,20 @@ def _act(clicked: dict[str, bool]) -> bool:
             engine.back()
         elif clicked["reset"]:
             engine.reset()
+        elif not any(clicked.values()):
+            _play_tick()
     except (PromptError, ContextFullError) as exc:
+        st.session_state[PLAY_LEFT] = 0
         st.warning(str(exc))
-    if any(clicked[a] for a in ("prefill", "next", "next_space", "back", "reset", "play")):
-        st.session_state.pop("step_history", None)  # after an action the stage shows the newest step
-    return clicked["play"]
+
+
+def _play_tick() -> None:
+    """While playing, every run of the stage takes one step: the fragment reruns itself every PLAY_DELAY_S
+    (run_every), so each step is drawn as it happens and a click in between (Stop, or any button) stops it."""
+    left = st.session_state.get(PLAY_LEFT, 0)
+    if left > 0 and engine.started:
+        st.session_state[PLAY_LEFT] = left - 1
+        engine.step(_sampling())
 
 
 def _draw(snap: step_view.StageSnapshot, view: str) -> None:
@@ -166,7 +177,7 @@ def _draw(snap: step_view.StageSnapshot, view: str) -> None:
         m[1].metric("Dots, uncached", f"{c.this_dot_products_uncached:,}",
                     help="the same step if the whole sequence were recomputed")
         st.plotly_chart(figs.next_token_bars([t.text for t in snap.top_k[:6]], [t.prob for t in snap.top_k[:6]],
-                                             snap.next_token_text, font_px, height_px=230), config=PLOT_CONFIG)
+                                             snap.next_token_text, font_px, height_px=6 * (font_px + 12) + 80), config=PLOT_CONFIG)
     st.caption(f"{snap.kind} step {snap.at} of {snap.latest}: fed {len(snap.new_rows) or snap.cache_len} token(s) "
                f"in {snap.step_ms:.1f} ms. Since the prefill: {c.total_dot_products_cached:,} dot products with the "
                f"cache vs {c.total_dot_products_uncached:,} without.")
@@ -187,10 +198,13 @@ def _choice(row, label: str, n: int, key: str, prefix: str) -> int:
     return row.selectbox(label, range(n), key=key, bind="query-params", label_visibility="collapsed", width=90)
 
 
-@st.fragment
+@st.fragment(run_every=PLAY_DELAY_S if st.session_state.get(PLAY_LEFT, 0) > 0 else None)
 def stage() -> None:
+    playing = st.session_state.get(PLAY_LEFT, 0) > 0
     _apply_link()
-    play = _act(_controls())
+    _act(_controls())
+    if playing != (st.session_state.get(PLAY_LEFT, 0) > 0):  # started or finished: switch run_every on/off
+        st.rerun()
     if not engine.started:
         st.info(f"Press **Prefill** (or the P key) to feed the prompt. Model: {info.label}.")
         return
@@ -200,30 +214,12 @@ def stage() -> None:
     view = pick.segmented_control("View", list(VIEWS), default="one", key="step_view", format_func=VIEWS.get,
                                   label_visibility="collapsed") or "one"
     latest = len(engine.records) - 1
-    build = lambda i: step_view.build_snapshot(  # noqa: E731
-        engine.records, engine.prompt_len, info.n_layer, info.n_head, info.n_kv_heads, layer, head, at=i,
-        all_layers=view == "race")
-    at = st.session_state.get("step_history", latest) if latest and not play else latest
-    holder = st.empty()
-    with holder.container():
-        _draw(build(at), view)
-    if latest and not play:
+    at = latest if playing else min(st.session_state.get("step_history", latest), latest)
+    _draw(step_view.build_snapshot(engine.records, engine.prompt_len, info.n_layer, info.n_head, info.n_kv_heads,
+                                   layer, head, at=at, all_layers=view == "race"), view)
+    if latest and not playing:
         st.slider("History: scrub back through the steps taken (redraws what was recorded; the cache is not "
                   "changed)", 0, latest, value=at, key="step_history", format="step %d")
-    if play:
-        for _ in range(int(st.session_state.get("step_play_n", 8))):
-            try:
-                engine.step(_sampling())
-            except ContextFullError as exc:
-                st.warning(str(exc))
-                break
-            time.sleep(PLAY_DELAY_S)
-            with holder.container():
-                _draw(build(None), view)
-        try:  # redraw the history slider with the new steps
-            st.rerun(scope="fragment")
-        except StreamlitAPIException:  # this run is a full-app run (first load, AppTest): rerun it all
-            st.rerun()
 
 
 stage()

@@ -72,6 +72,7 @@ def test_cache_size_metric_matches_the_shape_arithmetic(step_page, bundled):
     at = step_page
     at.button(key="step_btn_prefill").click().run()
     at.button(key="step_btn_play").click().run()
+    at.run()
     info = bundled.info
     expected = 2 * info.n_layer * info.n_kv_heads * _cache_len(at) * info.head_dim * 4
     size = next(m for m in at.metric if m.label == "Cache size")
@@ -84,8 +85,12 @@ def test_play_adds_history_and_scrubbing_back_changes_nothing(step_page):
     at.button(key="step_btn_prefill").click().run()
     at.button(key="step_btn_next").click().run()
     positions_before = at.slider(key="step_history").max - at.slider(key="step_history").min + 1
-    at.button(key="step_btn_play").click().run()  # Play 8 (the default N)
+    at.button(key="step_btn_play").click().run()  # Play 8 (the default N): arms the animation, takes step 1
+    for _ in range(7):  # each further run is one animation frame (the browser's run_every tick)
+        assert at.session_state["step_play_left"] > 0
+        at.run()
     assert not at.exception
+    assert at.session_state["step_play_left"] == 0
     history = at.slider(key="step_history")
     assert history.max - history.min + 1 == positions_before + 8
     engine = at.session_state["step_engine"]

@@ -112,6 +112,7 @@ def next_token_bars(texts: Sequence[str], probs: Sequence[float], chosen: str, f
                            marker_color=colors[::-1], text=[f"{p:.3f}" for p in probs][::-1],
                            textposition="outside", hovertemplate="%{y}: %{x:.4f}<extra></extra>"))
     top = max(probs) if probs else 1.0
+    fig.update_yaxes(tickmode="array", tickvals=labels, ticktext=labels)  # every label, even at 18 px
     fig.update_layout(title={"text": "Next-token probabilities"},
                       xaxis={"range": [0, min(1.0, top * 1.35) or 1.0], "title": "probability"},
                       height=height_px, margin=_margins(font_px))
