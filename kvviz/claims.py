@@ -247,7 +247,8 @@ GPU_COMPUTE: dict[str, GPUCompute] = {g.name: g for g in [
 DEFAULT_GPU = "NVIDIA H100 SXM"
 
 
-def _prefill_claim(gpu: str = DEFAULT_GPU, prompt: int = 2048) -> Claim:
+def prefill_claim(gpu: str = DEFAULT_GPU, prompt: int = 2048) -> Claim:
+    """The 2048-token system-prompt claim, worked out on `gpu` (a GPU_COMPUTE key): its verdict depends on it."""
     g = GPU_COMPUTE[gpu]
     preset = get_preset("llama-3-8b")
     assert preset.shape is not None
@@ -269,7 +270,12 @@ def _prefill_claim(gpu: str = DEFAULT_GPU, prompt: int = 2048) -> Claim:
     )
 
 
-def all_claims(gpu: str = DEFAULT_GPU) -> list[Claim]:
-    """Every claim kvviz checks, with the prefill claim worked out for `gpu` (a GPU_COMPUTE key)."""
+def fixed_claims() -> list[Claim]:
+    """Every claim whose verdict does not depend on a choice."""
     return [_four_gb_claim(), *_gemma3_claims(), _gpt3_claim(), _figures_claim(), _only_q_claim(),
-            _total_on_claim(), _five_hundred_claim(), _prefill_claim(gpu)]
+            _total_on_claim(), _five_hundred_claim()]
+
+
+def all_claims(gpu: str = DEFAULT_GPU) -> list[Claim]:
+    """Every claim kvviz checks, the prefill claim worked out for `gpu` (a GPU_COMPUTE key) last."""
+    return [*fixed_claims(), prefill_claim(gpu)]
