@@ -30,5 +30,5 @@ internals = [  # the "Cache internals" section: one small page per idea
     st.Page("pages/internals_quant.py", title="Quantized caches", icon=":material/compress:"),
     st.Page("pages/internals_speculative.py", title="Speculative rollback", icon=":material/undo:"),
 ]
-st.navigation({"": pages, "Cache internals": internals}).run()
+st.navigation({"": pages, "Cache internals": internals}, expanded=True).run()
 ui.warm_up_in_background()  # torch + transformers import while the user reads the first page

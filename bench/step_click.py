@@ -1,12 +1,15 @@
 """Server time of one "Next token" click on the step-through page (issue #2 target: median <= 150 ms).
 
-    python bench/step_click.py [--clicks 30] [--model bundled]
+    python bench/step_click.py [--clicks 30] [--model bundled] [--view one|race] [--open-sections]
 
 Runs the real page in Streamlit's AppTest (in-process: the same script run a server does for a click, minus
 the websocket), prefills, then clicks Next token repeatedly. Two clocks per click:
   server  the script run itself, timed around Streamlit's ScriptRunner._run_script (what a server spends)
   round   click + rerun + AppTest's own polling and element parsing, as seen by the caller (an upper bound)
-Prints medians and min-max spreads in ms. Machines are noisy: compare medians, not single runs.
+Then Play: the server time of one animation frame (the fragment's run_every rerun that takes one step); the
+browser shows a frame every max(PLAY_DELAY_S, frame time), so frames/s <= 1 / max(0.35 s, frame time).
+Prints medians and min-max spreads in ms, the torch thread count and the load average. Machines are noisy:
+compare medians, not single runs.
 """
 from __future__ import annotations
 
@@ -27,7 +30,8 @@ def main() -> None:
     parser.add_argument("--clicks", type=int, default=30)
     parser.add_argument("--model", default="bundled")
     parser.add_argument("--open-sections", action="store_true",
-                        help="also open the all-layers and without-cache expanders (closed by default)")
+                        help="also open the without-cache expander (closed by default)")
+    parser.add_argument("--view", choices=("one", "race"), default="one", help="the stage's view")
     args = parser.parse_args()
 
     from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
@@ -48,7 +52,8 @@ def main() -> None:
     at = AppTest.from_file(str(REPO / "pages" / "step_through.py"), default_timeout=300)
     at.session_state["model_spec"] = args.model
     if args.open_sections:
-        at.session_state["step_exp_layers"] = at.session_state["step_exp_uncached"] = True
+        at.session_state["step_exp_uncached"] = True
+    at.session_state["step_view"] = args.view
     at.run()
     at.button(key="step_btn_prefill").click().run()
     for _ in range(3):  # warm-up: first plotly serializations, allocator growth
@@ -61,9 +66,22 @@ def main() -> None:
         round_ms.append((time.perf_counter() - began) * 1000)
         if at.exception or at.warning:  # context full or an error: stop timing
             break
+    click_ms = list(script_ms)
+    at.button(key="step_btn_reset").click().run()
+    at.button(key="step_btn_prefill").click().run()
+    at.button(key="step_btn_play").click().run()
+    script_ms.clear()
+    while at.session_state["step_play_left"] > 0:  # one animation frame per run, as run_every does
+        at.run()
+    frame_ms = list(script_ms)
+    import torch
+
     cache_len = next(m.value for m in at.metric if m.label == "Cache length")
-    print(f"model={args.model} clicks={len(round_ms)} cache_len_end={cache_len} open_sections={args.open_sections}")
-    for name, values in (("server (script run)", script_ms), ("round trip in AppTest", round_ms)):
+    print(f"model={args.model} clicks={len(round_ms)} cache_len_end={cache_len} view={args.view} "
+          f"open_sections={args.open_sections} torch_threads={torch.get_num_threads()} "
+          f"loadavg={os.getloadavg()[0]:.2f} cores={os.cpu_count()}")
+    for name, values in (("server (script run)", click_ms), ("round trip in AppTest", round_ms),
+                         ("Play frame, server", frame_ms)):
         print(f"next-token click, {name}: median {statistics.median(values):.1f} ms "
               f"(min {min(values):.1f}, max {max(values):.1f})")
 
