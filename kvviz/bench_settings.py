@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvviz.prompt_rules import check_int_in_range
+
 MAX_REPEATS = 50
 MAX_WARMUP = 10
 MAX_THREADS_INPUT = 256
@@ -31,11 +33,8 @@ class BenchSettings:
 
 
 def whole(name: str, value: object, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BenchInputError(f"{name} must be a whole number, got {value!r}.")
-    if not lo <= value <= hi:
-        raise BenchInputError(f"{name} must be between {lo} and {hi}, got {value}.")
-    return value
+    """The project's one bounded-integer rule (kvviz.prompt_rules), raising BenchInputError."""
+    return check_int_in_range(value, lo, hi, name, error=BenchInputError)
 
 
 def validate(settings: BenchSettings, n_positions: int) -> None:

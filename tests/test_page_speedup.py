@@ -70,10 +70,10 @@ def test_tiny_benchmark_end_to_end_shows_charts(app):
 @pytest.mark.parametrize(
     "key, value, message",
     [
-        ("bench_repeats", 11, "Rounds must be between 1 and 10, got 11."),
-        ("bench_warmup", 6, "Warm-up runs must be between 0 and 5, got 6."),
-        ("bench_threads", 9, "Torch threads must be between 1 and 8, got 9."),
-        ("bench_prompt_len", 300, "Prompt length must be between 1 and 256, got 300."),
+        ("bench_repeats", 11, "Rounds must be between 1 and 10 (got 11)"),
+        ("bench_warmup", 6, "Warm-up runs must be between 0 and 5 (got 6)"),
+        ("bench_threads", 9, "Torch threads must be between 1 and 8 (got 9)"),
+        ("bench_prompt_len", 300, "Prompt length must be between 1 and 256 (got 300)"),
     ],
 )
 def test_past_cap_inputs_give_a_message_and_keep_results(app, key, value, message):
