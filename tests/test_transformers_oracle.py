@@ -44,6 +44,10 @@ PUBLISHED: dict[str, tuple[str, dict]] = {
         "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
         "num_hidden_layers": 32, "num_key_value_heads": 8, "max_position_embeddings": 8192, "vocab_size": 128256,
         "rope_theta": 500000.0, "rms_norm_eps": 1e-05, "torch_dtype": "bfloat16"}),
+    "mistral-7b": ("mistralai/Mistral-7B-v0.1", {  # every layer slides (rolling buffer of 4096)
+        "model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
+        "num_hidden_layers": 32, "num_key_value_heads": 8, "max_position_embeddings": 32768,
+        "sliding_window": 4096, "rope_theta": 10000.0, "vocab_size": 32000, "torch_dtype": "bfloat16"}),
     "mixtral-8x7b": ("mistralai/Mixtral-8x7B-v0.1", {
         "model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
         "num_hidden_layers": 32, "num_key_value_heads": 8, "num_local_experts": 8, "num_experts_per_tok": 2,
@@ -101,6 +105,7 @@ SHRINK: dict[str, dict] = {
                 "vocab_size": 64, "num_hidden_layers": 2},  # 2 heads x 128 (head size kept)
     "llama-2-7b": {**_SMALL_LLAMA, "head_dim": 128},
     "llama-3-8b": {**_SMALL_LLAMA, "head_dim": 128},
+    "mistral-7b": {**_SMALL_LLAMA, "head_dim": 128, "sliding_window": 4},  # window < prompt: W - 1 shows
     "mixtral-8x7b": {**_SMALL_LLAMA, "head_dim": 128},
     "qwen2.5-7b": {**_SMALL_LLAMA, "head_dim": 128},
     "falcon-7b": {"hidden_size": 128, "num_attention_heads": 2, "ffn_hidden_size": 32, "vocab_size": 64,
