@@ -20,11 +20,16 @@ def _go(delta: int) -> None:
     st.session_state["step"] = min(N_STEPS, max(1, (st.session_state.get("step") or 1) + delta))
 
 
-number = st.segmented_control(
+nav = st.container(horizontal=True, vertical_alignment="center")
+number = st.session_state.get("step") or 1
+nav.button("Back", key="lesson_back", on_click=_go, args=(-1,), disabled=number == 1,
+           icon=":material/arrow_back:", shortcut="Left")
+number = nav.segmented_control(
     "Step", list(range(1, N_STEPS + 1)), default=None if "step" in st.session_state else 1, key="step",
-    bind="query-params",
-    help="Jump to a step; the URL (?step=4) opens the same step", label_visibility="collapsed",
+    bind="query-params", help="Jump to a step; the URL (?step=4) opens the same step", label_visibility="collapsed",
 ) or 1
+nav.button("Next", key="lesson_next", on_click=_go, args=(1,), disabled=number == N_STEPS,
+           icon=":material/arrow_forward:", shortcut="Right", type="primary")
 step = lesson.STEPS[number - 1]
 st.progress(number / N_STEPS, text=f"Step {number} of {N_STEPS}: **{step.title}**")
 
@@ -43,10 +48,11 @@ with st.container(border=True):
         given = st.radio("Your answer", question.choices, index=None, key=f"lesson_answer_{number}")
     else:
         given = st.number_input(f"Your answer{f' ({question.unit})' if question.unit else ''}", value=None,
-                                min_value=0.0, step=1.0, format="%.10g", key=f"lesson_answer_{number}")
-    cols = st.columns([1, 1, 4])
-    checked = cols[0].button("Check", key=f"lesson_check_{number}", type="primary", disabled=given is None)
-    shown = cols[1].button("Show me", key=f"lesson_show_{number}")
+                                min_value=0.0, step=1.0, format="%.10g", key=f"lesson_answer_{number}",
+                                width=260)
+    row = st.container(horizontal=True)
+    checked = row.button("Check", key=f"lesson_check_{number}", type="primary", disabled=given is None)
+    shown = row.button("Show me", key=f"lesson_show_{number}")
     if checked:
         st.session_state[f"lesson_result_{number}"] = lesson.check(question, given)
     if shown:
@@ -63,10 +69,5 @@ with st.container(border=True):
         st.markdown(question.arithmetic)
         st.page_link(step.page, label=f"See it on the full page: {step.page_label}", icon=":material/open_in_new:")
 
-nav = st.columns([1, 1, 4])
-nav[0].button("Back", key="lesson_back", on_click=_go, args=(-1,), disabled=number == 1,
-              icon=":material/arrow_back:", shortcut="Left")
-nav[1].button("Next", key="lesson_next", on_click=_go, args=(1,), disabled=number == N_STEPS,
-              icon=":material/arrow_forward:", shortcut="Right", type="primary")
 st.caption(f"Model for the live questions: {loaded.info.label}. Every number here is computed when the step "
            "opens, from the real model or from kvviz's own arithmetic.")
