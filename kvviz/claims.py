@@ -30,11 +30,12 @@ class Claim:
     arithmetic: tuple[str, ...]  # the computation, line by line
     numbers: dict[str, Any] = field(default_factory=dict)  # the exact figures (tests pin them)
     page: tuple[str, str] = PAGE_MEMORY  # (page file, label) where it is live
+    page_query: dict[str, str] = field(default_factory=dict)  # that page's URL widget state showing this claim
 
     def as_dict(self) -> dict[str, Any]:
         return {"key": self.key, "quote": self.quote, "source": self.source, "verdict": self.verdict,
                 "finding": self.finding, "arithmetic": list(self.arithmetic), "numbers": self.numbers,
-                "page": self.page[0]}
+                "page": self.page[0], "page_query": self.page_query}
 
 
 # ----- published KV-cache sizes (moved here from kvviz.memory / kvviz.presets) --------------------------------
@@ -115,7 +116,8 @@ def _figures_claim() -> Claim:
         f"{len(wrong)} of {len(checks)} figures are wrong (all Llama-3-70B rows of the dev.to calculator, "
         f"{' / '.join(f'{f:g}x' for f in factors)} too large); the others hold (some only with GB read as GiB).",
         tuple(f"{c.figure.quote}: {c.verdict}. {c.explanation}" for c in checks),
-        {f"{c.figure.model}@{c.figure.context_len}": c.actual_bytes for c in checks},
+        {f"{c.figure.model}@{c.figure.context_len}": c.actual_bytes for c in checks}, PAGE_MEMORY,
+        {"mem_tab": "Textbook figures"},
     )
 
 
@@ -130,7 +132,7 @@ def _four_gb_claim() -> Claim:
         f"({4 * GIB // actual}x if it meant GiB).",
         (f"K and V: 2 x 32 heads x 128 = 8,192 numbers per token per layer x 2 B = "
          f"{cfg.bytes_per_token_per_layer:,} B", f"x 32 layers x 4,096 tokens = {actual:,} B = {actual / GIB:g} GiB"),
-        {"bytes": actual},
+        {"bytes": actual}, PAGE_MEMORY, {"mem_preset": "llama-2-7b", "mem_context": "4096"},
     )
 
 
@@ -148,7 +150,8 @@ def _gemma3_claims() -> list[Claim]:
          f"all 34 layers global: 34 x 4,096 x {gemma.bytes_per_token_per_layer:,} = {format_bytes(flat)}",
          f"{gemma.n_global_layers} global layers x 4,096 tokens + {gemma.n_layer - gemma.n_global_layers} local "
          f"layers x {gemma.window:,} tokens = {format_bytes(hybrid)}"),
-        {"all_global_bytes": flat, "hybrid_bytes": hybrid},
+        {"all_global_bytes": flat, "hybrid_bytes": hybrid}, PAGE_MEMORY,
+        {"mem_preset": "gemma-3-4b", "mem_context": "4096", "mem_tab": "Per layer"},
     )
     rows = [("Llama-3-8B, 4,096 tokens", "llama-3-8b", 4096, 512 * MIB, "512 MiB"),
             ("Llama-3-8B, 8,192 tokens", "llama-3-8b", 8192, GIB, "1 GiB"),
@@ -163,7 +166,8 @@ def _gemma3_claims() -> list[Claim]:
         "20 GiB", src, "holds" if holds else "wrong",
         "every other row is exact (fp16, rows read at the lengths named here)." if holds else "a row differs",
         tuple(f"{label}: {format_bytes(computed[label])} (printed {shown})" for label, _, _, _, shown in rows),
-        {label: computed[label] for label, *_ in rows},
+        {label: computed[label] for label, *_ in rows}, PAGE_MEMORY,
+        {"mem_preset": "llama-3-70b", "mem_context": "8192", "mem_dtype": "fp16"},
     )
     return [wrong, others]
 
@@ -214,6 +218,7 @@ def _total_on_claim(n: int = 1000) -> Claim:
         (f"QK^T dot products per head, {n:,} tokens from a 1-token prompt: with cache N(N+1)/2 = {per_head_c:,}",
          f"without cache N(N+1)(N+2)/6 = {per_head_u:,}; ratio (N+2)/3 = {per_head_u / per_head_c:.4g}"),
         {"cached_dots_per_head": per_head_c, "uncached_dots_per_head": per_head_u}, PAGE_OPS,
+        {"ops_model": "gpt2", "ops_prompt": "1", "ops_new": "1000", "ops_tab": "Per component"},
     )
 
 
@@ -227,6 +232,7 @@ def _five_hundred_claim(n: int = 1000) -> Claim:
         tuple(f"{r.quantity}: {r.uncached:,} / {r.cached:,} = {r.ratio:,.4g}x ({'~500x' if r.holds else 'not ~500x'})"
               for r in rows),
         {r.quantity: round(r.ratio, 4) for r in rows}, PAGE_OPS,
+        {"ops_model": "gpt2", "ops_prompt": "1", "ops_new": "1000", "ops_tab": "The '500x' claim"},
     )
 
 
@@ -267,6 +273,7 @@ def prefill_claim(gpu: str = DEFAULT_GPU, prompt: int = 2048) -> Claim:
          f"kvviz's exact matmul count (Llama-3-8B shape, attention included) = {exact:.4e} FLOP",
          f"/ {g.peak_flops:.4g} FLOP/s ({g.source}) = {ms:,.1f} ms at 100% of peak; {2 * ms:,.1f} ms at 50%"),
         {"rule_flops": rule, "exact_flops": exact, "ms_at_peak": round(ms, 3), "gpu": g.name}, PAGE_OPS,
+        {"ops_model": "llama-3-8b", "ops_prompt": str(prompt), "ops_new": "1", "ops_tab": "Per component"},
     )
 
 

@@ -22,7 +22,8 @@ def card(c: claims.Claim) -> None:
     with st.expander("The arithmetic"):
         st.code("\n".join(c.arithmetic), language=None, wrap_lines=True)
     st.caption(f"Source: {c.source}")
-    st.page_link(c.page[0], label=f"See it live: {c.page[1]}", icon=":material/arrow_forward:")
+    st.page_link(c.page[0], label=f"See it live: {c.page[1]}", icon=":material/arrow_forward:",
+                 query_params=c.page_query or None)
 
 
 st.title("Claims checked")

@@ -46,3 +46,15 @@ def test_gpu_choice_changes_the_prefill_verdict():
     t4 = claims.all_claims("NVIDIA T4")[-1]
     assert t4.verdict == "wrong" and any(t4.finding == m.value for m in at.markdown)
     assert "NVIDIA T4" in t4.finding
+
+
+@pytest.mark.parametrize("claim", [c for c in claims.all_claims() if c.page_query], ids=lambda c: c.key)
+def test_each_see_it_live_link_opens_its_page_in_the_claims_state(claim):
+    """The link's URL state is accepted by the target page (no refusal notice) and sets its widgets."""
+    at = AppTest.from_file(str(ROOT / claim.page[0]), default_timeout=APP_TIMEOUT_S)
+    for key, value in claim.page_query.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception and not at.warning and not at.error, claim.key
+    for key, value in claim.page_query.items():  # tabs included: an unknown tab label falls back silently
+        assert str(at.session_state[key]) == value, (claim.key, key)
