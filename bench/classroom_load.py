@@ -1,11 +1,9 @@
 """Classroom load test: N browser sessions step through generations at once, like a class on one laptop.
 
-One headless Debian Chromium (Playwright), one browser context per student. Each session opens the step page,
-prefills its own prompt ("Student 7 asks: ..."), then clicks Next token every ~2 s (and Back now and then)
-until the time is up. After every click it waits until the click has *settled* (the "Cache length" metric
-shows the expected length and the token strip's last position matches) and checks the strip is its own:
-the prompt's tokens (from the bundled tokenizer), and the same tokens it saw before at that length (greedy
-is deterministic). Optionally one more session keeps the "Measured speed-up" benchmark running.
+One headless Debian Chromium (Playwright), one browser context per student (bench/classroom_session.py):
+each session prefills its own prompt, then clicks Next token every ~2 s (every 6th click Back) for the given
+minutes, checking after every click that the cache length and the token strip are its own. Optionally one
+more session keeps the "Measured speed-up" benchmark running.
 
     python bench/classroom_load.py --url http://127.0.0.1:8501 --sessions 10 --minutes 1
     python bench/classroom_load.py --url http://127.0.0.1:8500 --sessions 10 --minutes 1 \
@@ -13,7 +11,7 @@ is deterministic). Optionally one more session keeps the "Measured speed-up" ben
 
 Reports per-click settle time (median, p90, max), Streamlit errors, sessions that saw another session's
 tokens, empty or wrong strips, and the server processes' RSS before and after. Localhost only; hard caps:
-MAX_SESSIONS sessions, MAX_MINUTES minutes. tests/test_classroom.py runs `run_load` with a fixed click plan.
+MAX_SESSIONS sessions, MAX_MINUTES minutes of clicking, at most one click per 0.5 s per session.
 """
 from __future__ import annotations
 
@@ -26,206 +24,14 @@ import re
 import statistics
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from urllib.parse import urlparse
 
-REPO = Path(__file__).resolve().parents[1]
-TOKENIZER_JSON = REPO / "kvviz/assets/bundled/tokenizer.json"  # the app's default model
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-dev-shm-usage"]
-MAX_SESSIONS, MAX_MINUTES, MAX_CLICKS = 60, 10, 200  # the bundled model has 256 positions
-SETTLE_TIMEOUT_S = 90.0
-LINES = ["what is a cache?", "why keep the keys?", "O Romeo, Romeo!", "to be, or not to be", "hear me speak.",
-         "one two three one two", "the values never change", "a query meets every key"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from classroom_session import BUTTONS, SessionReport, run_load, session_prompt, timed_plan  # noqa: E402
 
-# --- Page selectors: the ONE place that knows the step page's markup. -------------------------------------
-BUTTONS = {"prefill": "Prefill", "next": "Next token", "back": "Back"}  # buttons also show an icon and a key hint
-PROMPT_LABEL = "Prompt"  # the text area; it may sit in a popover whose button says "Prompt"
-# kvvizState(): what a session sees now. The strip is `.kvviz-strip > span[data-pos]` (data-pos = position or
-# "next"); older markup (kvviz/step_view.strip_html) puts "<pos>: ..." in each span's title. <sub> holds labels.
-STATE_JS = r"""
-window.kvvizState = () => {
-  const metric = [...document.querySelectorAll('[data-testid="stMetric"]')]
-    .find(m => (m.querySelector('[data-testid="stMetricLabel"]')?.innerText || '').trim().startsWith('Cache length'));
-  const value = metric?.querySelector('[data-testid="stMetricValue"]')?.innerText;
-  let spans = [...document.querySelectorAll('.kvviz-strip > span[data-pos]')];
-  if (!spans.length) spans = [...document.querySelectorAll('span[title]')].filter(s => /^(\d+|next): /.test(s.title));
-  spans = spans.filter(s => s.parentElement === spans[0].parentElement);  // the first strip only
-  const strip = spans.map(s => {
-    const copy = s.cloneNode(true); copy.querySelectorAll('sub').forEach(x => x.remove());
-    return [s.dataset.pos ?? s.title.split(':')[0], copy.textContent];
-  });
-  const numbered = strip.filter(t => t[0] !== 'next');
-  return {cache: value ? parseInt(value) : null, strip,
-          lastPos: numbered.length ? parseInt(numbered[numbered.length - 1][0]) : null,
-          errors: document.querySelectorAll('[data-testid="stException"], [data-testid="stAlertContentError"]').length};
-};
-"""
-# Arm before a click: time from the click event to the first DOM state where the click has settled.
-ARM_JS = r"""(expectCache) => {
-  window.kvvizT0 = null;
-  document.addEventListener('click', () => { if (window.kvvizT0 === null) window.kvvizT0 = performance.now(); },
-                            {capture: true, once: true});
-  window.kvvizSettled = new Promise(resolve => {
-    const check = () => {
-      if (window.kvvizT0 === null) return;
-      const s = window.kvvizState();
-      if (s.cache === expectCache && s.lastPos === expectCache - 1) { obs.disconnect(); resolve(performance.now() - window.kvvizT0); }
-    };
-    const obs = new MutationObserver(check);
-    obs.observe(document.body, {subtree: true, childList: true, characterData: true});
-  });
-}"""
-
-
-def visible(token: str) -> str:
-    """The strip's rendering of a token (kvviz.figures.step.visible, copied to keep this script plotly-free)."""
-    return token.replace("\n", "↵").replace(" ", "·") or "∅"
-
-
-def session_prompt(index: int) -> str:
-    return f"Student {index} asks:\n{LINES[index % len(LINES)]}"
-
-
-def expected_prompt_strip(prompt: str) -> list[str]:
-    from tokenizers import Tokenizer
-
-    tok = Tokenizer.from_file(str(TOKENIZER_JSON))
-    return [visible(tok.decode([i])) for i in tok.encode(prompt).ids]
-
-
-@dataclass
-class SessionReport:
-    index: int
-    prompt: str
-    clicks: list[dict] = field(default_factory=list)  # {"action", "settle_ms" or None, "problem" or None}
-    problems: list[str] = field(default_factory=list)
-    replica_cookie: list[str] = field(default_factory=list)  # kvviz_replica cookie at start and end (nginx)
-
-
-def button(page, action: str):
-    """The visible button of an action (its text may also hold an icon name and a key hint: "Next token →")."""
-    return page.locator("button:visible", has_text=re.compile(re.escape(BUTTONS[action]))).first  # case-sensitive
-
-
-async def set_prompt(page, text: str) -> None:
-    """Type the prompt and apply it (Ctrl+Enter), opening the "Prompt" popover first when the box is hidden."""
-    box = page.locator(f'textarea[aria-label="{PROMPT_LABEL}"]')
-    if not await box.is_visible():
-        await page.locator('[data-testid="stPopoverButton"]', has_text=PROMPT_LABEL).first.click()
-    await box.fill(text)
-    await box.press("Control+Enter")
-    await page.keyboard.press("Escape")  # close the popover so it covers no button
-
-
-def _classify(state: dict, expect_cache: int, known: dict[int, str], others: list[list[str]]) -> str | None:
-    """None when the settled state is this session's own and right, else the kind of problem.
-
-    known: position -> token text this session must see there (its prompt's tokens, then every token it saw:
-    greedy decoding is deterministic, and Back re-pends the token it removed). The pending token ("next")
-    sits at position cache length. The strip may show only its last tokens; every shown one is checked.
-    """
-    if state["errors"]:
-        return "error"
-    shown = {expect_cache if pos == "next" else int(pos): text for pos, text in state["strip"]}
-    if state["lastPos"] is None:
-        return "empty"
-    if any(known.get(pos, text) != text for pos, text in shown.items()):
-        for other in others:
-            overlap = [pos for pos in shown if pos < len(other)]
-            if overlap and all(shown[pos] == other[pos] for pos in overlap):
-                return "foreign"
-        return "wrong"
-    if state["cache"] != expect_cache or state["lastPos"] != expect_cache - 1:
-        return "wrong"
-    known.update(shown)
-    return None
-
-
-async def _click(page, action: str, expect_cache: int, known, others, report: SessionReport) -> bool:
-    await page.evaluate(ARM_JS, expect_cache)
-    await button(page, action).click()
-    settle_ms = None
-    try:
-        settle_ms = await asyncio.wait_for(page.evaluate("() => window.kvvizSettled"), SETTLE_TIMEOUT_S)
-    except asyncio.TimeoutError:
-        pass
-    state = await page.evaluate("() => window.kvvizState()")
-    problem = _classify(state, expect_cache, known, others)
-    if problem is None and settle_ms is None:
-        problem = "timeout"
-    report.clicks.append({"action": action, "settle_ms": settle_ms, "problem": problem})
-    if problem:
-        report.problems.append(f"{action} -> cache {expect_cache}: {problem} (saw cache {state['cache']}, "
-                               f"{len(state['strip'])} strip tokens)")
-    return state["cache"] == expect_cache  # go on while the server's cache is where this session expects it
-
-
-async def step_session(browser, url: str, index: int, prompts: list[str], plan, report: SessionReport) -> None:
-    """One student: open the step page, prefill prompts[index], then follow `plan` (an iterator of actions)."""
-    own = expected_prompt_strip(prompts[index])
-    others = [expected_prompt_strip(p) for i, p in enumerate(prompts) if i != index]
-    known = dict(enumerate(own))
-    context = await browser.new_context(viewport={"width": 1280, "height": 900})
-    try:
-        await context.add_init_script(STATE_JS)
-        page = await context.new_page()
-        page.set_default_timeout(SETTLE_TIMEOUT_S * 1000)
-        await page.goto(f"{url}/step_through")
-        report.replica_cookie += [c["value"] for c in await context.cookies() if c["name"] == "kvviz_replica"]
-        await set_prompt(page, prompts[index])
-        cache = len(own)
-        if not await _click(page, "prefill", cache, known, others, report):
-            return
-        async for action in plan:
-            if action == "back" and cache <= len(own):
-                action = "next"  # nothing to roll back yet
-            cache += 1 if action == "next" else -1
-            if not await _click(page, action, cache, known, others, report):
-                return
-        report.replica_cookie += [c["value"] for c in await context.cookies() if c["name"] == "kvviz_replica"]
-    finally:
-        await context.close()
-
-
-async def fixed_plan(actions, pause_s: float = 0.0):
-    for action in actions:
-        await asyncio.sleep(pause_s)
-        yield action
-
-
-async def timed_plan(duration_s: float, interval_s: float, back_every: int, rng: random.Random):
-    """A click every ~interval_s (+-25 %; at once when the last one settled later), every `back_every`-th
-    one Back, the rest Next token, for duration_s from the first request (after the session's prefill)."""
-    n, due = 0, time.monotonic()
-    deadline = due + duration_s
-    while n < MAX_CLICKS:
-        due = max(due + interval_s * rng.uniform(0.75, 1.25), time.monotonic())
-        if due >= deadline:
-            return
-        await asyncio.sleep(due - time.monotonic())
-        n += 1
-        yield "back" if back_every and n % back_every == 0 else "next"
-
-
-async def benchmark_session(browser, url: str, done: asyncio.Event, runs: list[dict]) -> None:
-    """Keeps the speed-up page's benchmark (its defaults) running until the step sessions are done."""
-    context = await browser.new_context(viewport={"width": 1280, "height": 900})
-    try:
-        page = await context.new_page()
-        await page.goto(f"{url}/speedup")
-        await page.wait_for_selector("h1", timeout=SETTLE_TIMEOUT_S * 1000)
-        while not done.is_set():
-            start = time.monotonic()
-            await page.get_by_role("button", name=re.compile("^Run benchmark")).click()
-            await page.wait_for_timeout(500)
-            await page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=600_000)
-            errors = await page.locator('[data-testid="stException"], [data-testid="stAlertContentError"]').count()
-            runs.append({"seconds": round(time.monotonic() - start, 2), "errors": errors})
-    finally:
-        await context.close()
-
+MAX_SESSIONS, MAX_MINUTES = 60, 10
 
 def pids_listening(ports: list[int]) -> dict[int, int]:
     """port -> pid of the process listening on it (from /proc/net/tcp{,6} and /proc/*/fd)."""
@@ -287,35 +93,6 @@ def summarize(reports: list[SessionReport]) -> dict:
         "clicks_with_problem": {k: sum(c["problem"] == k for c in clicks) for k in kinds},
         "sessions_with_problem": {k: sum(any(c["problem"] == k for c in r.clicks) for r in reports) for k in kinds},
     }
-
-
-async def run_load(url: str, prompts: list[str], plans: list, *, benchmark: bool = False,
-                   ramp_s: float = 0.0) -> tuple[list[SessionReport], list[dict]]:
-    """Drive one session per plan (prompts[i] for session i) in one headless Chromium; returns their reports."""
-    from playwright.async_api import async_playwright
-
-    reports = [SessionReport(i, prompts[i]) for i in range(len(plans))]
-    bench_runs: list[dict] = []
-
-    async def start_later(i: int):
-        await asyncio.sleep(ramp_s * i / max(1, len(plans)))
-        try:
-            await step_session(browser, url, i, prompts, plans[i], reports[i])
-        except Exception as exc:  # a crashed session is a finding, not a crash of the whole run
-            reports[i].problems.append(f"session failed: {type(exc).__name__}: {str(exc).splitlines()[0]}")
-            reports[i].clicks.append({"action": "session", "settle_ms": None, "problem": "error"})
-
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        done = asyncio.Event()
-
-        async def all_sessions():
-            await asyncio.gather(*(start_later(i) for i in range(len(plans))))
-            done.set()
-
-        await asyncio.gather(all_sessions(), *([benchmark_session(browser, url, done, bench_runs)] if benchmark else []))
-        await browser.close()
-    return reports, bench_runs
 
 
 def main() -> None:

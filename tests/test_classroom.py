@@ -1,6 +1,6 @@
 """A class at once, in a real browser: concurrent sessions stay apart, and nginx keeps each on its replica.
 
-Both tests drive headless Debian Chromium through bench/classroom_load.py (the load test's own session
+Both tests drive headless Debian Chromium through bench/classroom_session.py (the load test's own session
 driver): every session prefills its own prompt, clicks, and after every click checks that the "Cache length"
 metric and the token strip are its own (its prompt's tokens, the same tokens as before at that length, never
 empty). The deployment is the real one: deploy/run_class.sh with 2 replicas behind Debian's nginx, stopped
@@ -25,9 +25,9 @@ from test_browser import CHROMIUM, app_url  # noqa: F401  (app_url: one `streaml
 
 REPO = Path(__file__).resolve().parents[1]
 NGINX = "/usr/sbin/nginx"
-_spec = importlib.util.spec_from_file_location("classroom_load", REPO / "bench/classroom_load.py")
-load = sys.modules.setdefault("classroom_load", importlib.util.module_from_spec(_spec))
-_spec.loader.exec_module(load)
+_spec = importlib.util.spec_from_file_location("classroom_session", REPO / "bench/classroom_session.py")
+driver = sys.modules.setdefault("classroom_session", importlib.util.module_from_spec(_spec))
+_spec.loader.exec_module(driver)
 
 pytestmark = pytest.mark.browser
 
@@ -87,8 +87,8 @@ def one_process_url(request):
 
 
 def _run(url: str, prompts: list[str], actions: list[str], ramp_s: float = 0.0):
-    plans = [load.fixed_plan(actions) for _ in prompts]
-    reports, _ = asyncio.run(load.run_load(url, prompts, plans, ramp_s=ramp_s))
+    plans = [driver.fixed_plan(actions) for _ in prompts]
+    reports, _ = asyncio.run(driver.run_load(url, prompts, plans, ramp_s=ramp_s))
     for r in reports:
         assert r.problems == [], f"session {r.index} ({r.prompt!r}): {r.problems}"
         assert [c["action"] for c in r.clicks] == ["prefill", *actions], f"session {r.index} stopped early"
@@ -97,13 +97,13 @@ def _run(url: str, prompts: list[str], actions: list[str], ramp_s: float = 0.0):
 
 
 def test_five_concurrent_sessions_each_see_only_their_own_cache(one_process_url):
-    prompts = [load.session_prompt(i) for i in range(5)]  # different lengths and tokens
-    assert len({len(load.expected_prompt_strip(p)) for p in prompts}) > 1
+    prompts = [driver.session_prompt(i) for i in range(5)]  # different lengths and tokens
+    assert len({len(driver.expected_prompt_strip(p)) for p in prompts}) > 1
     _run(one_process_url, prompts, ["next", "next", "back", "next"])
 
 
 def test_nginx_keeps_each_session_on_its_replica(deployment):
-    prompts = [load.session_prompt(i) for i in (5, 6, 7)]
+    prompts = [driver.session_prompt(i) for i in (5, 6, 7)]
     reports = _run(deployment["front"], prompts, ["next"] * 6 + ["back"] + ["next"] * 3, ramp_s=1.5)  # 10 clicks
 
     ports = {str(p) for p in deployment["replica_ports"]}
