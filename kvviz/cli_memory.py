@@ -43,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     att.add_argument("--local-per-global", type=int, help="hybrid: N local layers per global layer (e.g. 5)")
     p.add_argument("--context", type=int, help=f"tokens per sequence (default: {DEFAULT_CONTEXT})")
     p.add_argument("--batch", type=int, default=1, help="sequences (default 1)")
+    p.add_argument("--encoder-len", type=int, help="encoder-decoder --config (T5, BART): encoder tokens, for the "
+                   "cross-attention cache")
     p.add_argument("--dtype", help=f"cache dtype: {', '.join(memory.DTYPES)} (default: the model's, else bf16)")
     p.add_argument("--quant-group", type=int, default=memory.DEFAULT_QUANT_GROUP, help="int8/int4 group size")
     p.add_argument("--quant-residual", type=int, default=0,
@@ -77,6 +79,11 @@ def config_from_args(args: argparse.Namespace) -> tuple[memory.KVConfig, list[st
         if imported.cross_attention is not None:
             notes.append(f"cross-attention cache: {imported.cross_attention.bytes_per_token:,} B per encoder token "
                          "(x encoder length), not in the total")
+            if args.encoder_len is not None:
+                cross = memory.kv_bytes(imported.cross_attention, memory.check_int("encoder_len", args.encoder_len),
+                                        memory.check_int("batch", args.batch))
+                notes.append(f"cross-attention cache at {args.encoder_len:,} encoder tokens x batch {args.batch}: "
+                             f"{memory.format_bytes(cross)} (add it to the total)")
     else:
         if args.layers is None or args.heads is None:
             raise memory.MemoryInputError("explicit numbers need at least --layers and --heads (and --head-dim or --hidden)")
@@ -91,6 +98,8 @@ def config_from_args(args: argparse.Namespace) -> tuple[memory.KVConfig, list[st
                 "drop one of them (some models do use head_dim x heads != hidden: then omit --hidden)"
             )
         cfg = memory.KVConfig(args.layers, args.heads, args.kv_heads or args.heads, head_dim)
+    if args.encoder_len is not None and not any(n.startswith("cross-attention cache at") for n in notes):
+        raise memory.MemoryInputError("--encoder-len needs an encoder-decoder --config (T5, BART)")
     changes = {}
     if args.dtype is not None:
         changes["dtype"] = args.dtype

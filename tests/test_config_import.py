@@ -159,3 +159,15 @@ def test_random_odd_configs_only_ever_give_one_line():
             assert "\n" not in str(exc), cfg
             outcomes["refused"] += 1
     assert outcomes["ok"] > 20 and outcomes["refused"] > 20  # both kinds happen: the sample is not degenerate
+
+
+def test_cli_encoder_len_counts_the_t5_cross_attention_cache(tmp_path, capsys):
+    from kvviz.__main__ import main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "t5", "d_model": 1024, "d_kv": 128, "num_heads": 32, "num_layers": 24}))
+    assert main(["memory", "--config", str(path), "--context", "512", "--encoder-len", "512", "--batch", "2"]) == 0
+    out = capsys.readouterr().out
+    assert f"{2 * 512 * 24 * 32 * 128 * 2 * 4:,} B" in out  # cross-attention: fp32, d_kv = 128
+    assert main(["memory", "--preset", "gpt2", "--encoder-len", "5"]) == 2
+    assert "needs an encoder-decoder" in capsys.readouterr().err
