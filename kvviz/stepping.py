@@ -15,6 +15,7 @@ in real engines: `crop_cache(cache, n)` keeps positions 0..n-1.
 from __future__ import annotations
 
 import functools
+import threading
 import time
 
 import numpy as np
@@ -86,6 +87,12 @@ def cache_bytes(cache: DynamicCache) -> int:
             total += layer.keys.numel() * layer.keys.element_size()
             total += layer.values.numel() * layer.values.element_size()
     return total
+
+
+# One forward pass at a time per server, for every session's engine. Streamlit serves each session in its own
+# thread; torch releases the GIL inside its kernels, so the cheap Python work of other sessions (building
+# records, figures) runs beside a forward pass while forward passes themselves never pile up on the cores.
+MODEL_LOCK = threading.Lock()
 
 
 class StepEngine:
@@ -185,11 +192,12 @@ class StepEngine:
     def _forward(self, ids: list[int], kind: str) -> StepRecord:
         start = self.cache_len
         input_ids = torch.tensor([ids], dtype=torch.long)  # (1, N)
-        began = time.perf_counter()
-        out = self.loaded.model(
-            input_ids=input_ids, past_key_values=self.cache, use_cache=True, output_attentions=True
-        )
-        step_ms = (time.perf_counter() - began) * 1000.0
+        with MODEL_LOCK:
+            began = time.perf_counter()
+            out = self.loaded.model(
+                input_ids=input_ids, past_key_values=self.cache, use_cache=True, output_attentions=True
+            )
+            step_ms = (time.perf_counter() - began) * 1000.0
         self.cache = out.past_key_values
         logits = out.logits[0, -1].float()  # (vocab,)
         next_id = self._choose(logits, prefix=self.token_ids + list(ids))
@@ -242,9 +250,10 @@ class StepEngine:
         """Recompute the latest step with no cache: one full forward over every token fed so far."""
         if not self.started:
             raise PromptError("Prefill a prompt first.")
-        began = time.perf_counter()
-        full = self.loaded.model(input_ids=torch.tensor([self.token_ids]), use_cache=True)
-        uncached_ms = (time.perf_counter() - began) * 1000.0
+        with MODEL_LOCK:
+            began = time.perf_counter()
+            full = self.loaded.model(input_ids=torch.tensor([self.token_ids]), use_cache=True)
+            uncached_ms = (time.perf_counter() - began) * 1000.0
         fresh = full.past_key_values  # K/V for every position, recomputed from scratch
         last = self.records[-1]
         logits = full.logits[0, -1].float().numpy()
