@@ -7,7 +7,7 @@ documented ways, each counted here to the byte (tests/test_transformers_oracle.p
                      "Only cache the last `self.sliding_window - 1` tokens"): the token being added is attended to
                      from the fresh K/V, not from the cache. kvviz counts `window` tokens. After a prompt
                      longer than W the layer stores W - 1 rows at once: the whole prompt's K/V exist only inside
-                     the prefill pass (returned for attention, not kept), so no moment holds more than W - 1.
+                     the prefill pass (returned for attention, not kept): a transient peak, not cache contents.
     Falcon-40B       FalconAttention with `new_decoder_architecture` reshapes K/V to `num_heads` before caching,
                      i.e. already broadcast to every query head (num_attention_heads / num_kv_heads times the
                      GQA figure); kvviz shows the GQA figure, which is what vLLM/TGI store.
