@@ -72,6 +72,8 @@ class StageSnapshot:
     cache_bytes: int = 0
     step_ms: float = 0.0
     layer_keys: tuple[np.ndarray, ...] = field(default=(), repr=False)  # every layer's drawn K rows (race view)
+    group_heads: tuple[int, ...] = ()  # the query heads that read kv_head (all of them share its K/V rows)
+    group_attention: np.ndarray = field(default=None, repr=False)  # (len(group_heads), drawn rows)
 
 
 def visible(token: str) -> str:
@@ -148,7 +150,9 @@ def build_snapshot(
     at = latest if at is None else max(0, min(int(at), latest))
     shown = records[: at + 1]
     record = shown[-1]
-    kv_head = q_head // (n_head // n_kv_heads)  # grouped-query attention: a group of query heads shares one K/V
+    group = n_head // n_kv_heads
+    kv_head = q_head // group  # grouped-query attention (as in Akunu: kv_head = q_head // group)
+    group_heads = tuple(range(kv_head * group, (kv_head + 1) * group))
     first_row = max(0, record.cache_len - max_rows)
     strip = token_strip(shown, prompt_len)
     cached = [t for t in strip if t.position is not None]
@@ -165,7 +169,14 @@ def build_snapshot(
         counters=counters(shown, n_layer, n_head), cache_len=record.cache_len, cache_bytes=record.cache_bytes,
         step_ms=record.step_ms,
         layer_keys=tuple(_rows(shown, "new_keys", i, kv_head, first_row) for i in range(n_layer)) if all_layers else (),
+        group_heads=group_heads, group_attention=record.attention[layer, list(group_heads), first_row:],
     )
+
+
+def group_mapping(n_head: int, n_kv_heads: int) -> list[tuple[int, tuple[int, ...]]]:
+    """[(kv_head, the query heads that read it)]: kv_head = q_head // (n_head // n_kv_heads)."""
+    group = n_head // n_kv_heads
+    return [(kv, tuple(range(kv * group, (kv + 1) * group))) for kv in range(n_kv_heads)]
 
 
 # ----- the token strip as HTML (explicit dark text on light chips: readable in light AND dark themes) -------

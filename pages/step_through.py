@@ -7,6 +7,7 @@ click reruns only the stage; every figure is drawn from one StageSnapshot built 
 """
 from __future__ import annotations
 
+import dataclasses
 import urllib.parse
 
 import streamlit as st
@@ -25,7 +26,7 @@ PRESETS = {
 PLAY_DELAY_S = 0.35  # pause between animated steps: about 2 steps per second with the drawing
 PLAY_MAX = 64
 PLAY_LEFT = "step_play_left"  # steps the running animation still has to take (0 = not playing)
-VIEWS = {"one": "K, V, attention", "race": "Race: cache vs none"}
+VIEWS = {"one": "K, V, attention", "race": "Race: cache vs none", "gqa": "Query heads sharing K/V"}
 
 # Fit the stage in 1280x720: less padding above, metric values wrap instead of being cut to "12 to…",
 # the hidden second Next-token button exists only for its Space shortcut.
@@ -162,6 +163,9 @@ def _draw(snap: step_view.StageSnapshot, view: str) -> None:
                 ms = f"{snap.step_ms:.1f} ms" if cached else _uncached_ms(snap)
                 side.markdown(f"**{'With' if cached else 'Without'} the cache**: {dots:,} dot products, "
                               f"{rows:,} K/V rows computed, {ms} measured")
+    elif view == "gqa":
+        left.plotly_chart(figs.group_figure(snap, font_px, height_px=360), config=PLOT_CONFIG)
+        left.caption(_gqa_text(snap))
     else:
         above = (f" · {snap.first_row} older rows above not drawn (they got {snap.attention_above:.0%} "
                  "of the attention)") if snap.first_row else ""
@@ -181,6 +185,18 @@ def _draw(snap: step_view.StageSnapshot, view: str) -> None:
     st.caption(f"{snap.kind} step {snap.at} of {snap.latest}: fed {len(snap.new_rows) or snap.cache_len} token(s) "
                f"in {snap.step_ms:.1f} ms. Since the prefill: {c.total_dot_products_cached:,} dot products with the "
                f"cache vs {c.total_dot_products_uncached:,} without.")
+
+
+def _gqa_text(snap: step_view.StageSnapshot) -> str:
+    """Which query heads read which K/V head, and the bytes measured vs the same model with full MHA."""
+    groups = "; ".join(f"kv {kv} ← q {', '.join(map(str, qs))}"
+                       for kv, qs in step_view.group_mapping(info.n_head, info.n_kv_heads))
+    gqa = memory.kv_config_from_info(info)
+    mha_bytes = memory.kv_bytes(dataclasses.replace(gqa, n_kv_heads=info.n_head), snap.cache_len)
+    return (f"kv_head = q_head // {info.n_head // info.n_kv_heads}: {groups}. Cache measured from the real tensors: "
+            f"{snap.cache_bytes:,} B (calculator: {memory.kv_bytes(gqa, snap.cache_len):,} B); with full MHA "
+            f"({info.n_head} K/V heads) the same model would hold {mha_bytes:,} B, "
+            f"{mha_bytes / max(snap.cache_bytes, 1):.0f}x more.")
 
 
 def _uncached_ms(snap: step_view.StageSnapshot) -> str:
@@ -211,7 +227,8 @@ def stage() -> None:
     pick = st.container(horizontal=True, vertical_alignment="center")
     layer = _choice(pick, "Layer", info.n_layer, "step_layer", "L")
     head = _choice(pick, "Query head", info.n_head, "step_head", "H")
-    view = pick.segmented_control("View", list(VIEWS), default="one", key="step_view", format_func=VIEWS.get,
+    views = [v for v in VIEWS if v != "gqa" or info.n_kv_heads < info.n_head]  # GQA view for GQA models only
+    view = pick.segmented_control("View", views, default="one", key="step_view", format_func=VIEWS.get,
                                   label_visibility="collapsed") or "one"
     latest = len(engine.records) - 1
     at = latest if playing else min(st.session_state.get("step_history", latest), latest)

@@ -77,6 +77,32 @@ def stage_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 420) -
     return _fonts(fig, font_px)
 
 
+def group_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 360) -> go.Figure:
+    """Grouped-query attention: one K/V head's cached rows, and beside them the attention of every query head
+    that reads them (same row axis): several queries, one cache."""
+    rows, head_dim = snap.keys.shape
+    y = list(range(snap.first_row, snap.first_row + rows))
+    n = len(snap.group_heads)
+    fig = make_subplots(rows=1, cols=1 + n, shared_yaxes=True, horizontal_spacing=0.02,
+                        column_widths=[0.34] + [0.66 / n] * n,
+                        subplot_titles=[f"K · kv head {snap.kv_head}"] + [f"q{h}" for h in snap.group_heads])
+    limit = float(np.abs(snap.keys).max()) or 1.0
+    fig.add_trace(go.Heatmap(z=snap.keys.astype(np.float32), y=y, colorscale=HEATMAP_SCALE, zmin=-limit, zmax=limit,
+                             showscale=False, hovertemplate="K[position %{y}, dim %{x}] = %{z:.3f}<extra></extra>"),
+                  row=1, col=1)
+    _outline(fig, snap.new_rows, head_dim, 1, NEW_ROW_COLOR)
+    for i, head in enumerate(snap.group_heads):
+        weights = snap.group_attention[i]
+        fig.add_trace(go.Bar(x=np.round(weights, 4), y=y, orientation="h", marker_color=ATTENTION_COLOR,
+                             hovertemplate=f"q head {head}, position %{{y}}: %{{x:.3f}}<extra></extra>"),
+                      row=1, col=2 + i)
+        fig.update_xaxes(range=[0, max(float(weights.max()) * 1.1, 0.05)], showticklabels=False, row=1, col=2 + i)
+    fig.update_xaxes(showticklabels=False, title_text="head_dim", row=1, col=1)
+    fig.update_yaxes(autorange="reversed", **_row_ticks(snap.first_row, snap.row_labels), row=1, col=1)
+    fig.update_layout(height=height_px, margin=_margins(font_px), showlegend=False, bargap=0.1)
+    return _fonts(fig, font_px)
+
+
 def race_figure(snap: StageSnapshot, cached: bool, font_px: int = 14, height_px: int = 300) -> go.Figure:
     """Every layer's K cache of one head. cached=True: one new row per layer is computed (outlined orange);
     cached=False: every row of every layer is recomputed (all outlined red)."""
