@@ -142,7 +142,7 @@ class FormatChoice:
     """How the flat engine's fp32 weights were held, and the measurement that decided it."""
 
     chosen: str  # "stored" (MKL on the model's own layout) or "onednn" (packed copies)
-    ms_by_format: tuple[tuple[str, float], ...]  # median ms of the measured work per candidate
+    ms_by_format: tuple[tuple[str, float], ...]  # best-of-rounds ms of one decode step's matrices, per candidate
     how: str  # "measured", "forced by the settings", or why a candidate could not run
 
     @property
