@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from kvviz import capacity, claims, config_import, links, memory, ui
+from kvviz import capacity, claims, config_import, hf_cache, links, memory, ui
 from kvviz.figures import memory as figs
 from kvviz.presets import GPUS, PRESETS, get_preset
 
@@ -274,6 +274,11 @@ def calculator() -> None:
     show_bytes(f"Total: {context:,} tokens x batch {batch}", b.total_bytes, m[2])
     st.markdown(f"**{cfg.attention_kind}** · per token: {memory.format_bytes(b.bytes_per_token)} · "
                 f"total: {memory.format_bytes(b.total_bytes)}")
+    held = hf_cache.transformers_cache_bytes(cfg, context, batch)
+    if cfg.window is not None and held != b.total_bytes:
+        st.caption(f"transformers' DynamicCache holds {memory.format_bytes(held)} here: its sliding layers keep "
+                   f"the last {cfg.window - 1:,} tokens (window - 1; the newest token is attended to before it is "
+                   f"stored), kvviz counts {cfg.window:,}.")
 
     tabs = st.tabs(TABS, key="mem_tab", bind="query-params")  # lazy: only the open tab runs
     if tabs[0].open:

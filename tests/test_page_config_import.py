@@ -45,3 +45,17 @@ def test_falcon_40b_note_and_hostile_input_on_the_page():
     for hostile in ('{"model_type": "gemma3_text", "sliding_window_pattern": "abc"}', "[" * 100_000 + "]" * 100_000):
         import_config(at, hostile)
         assert len(at.error) == 1 and "\n" not in at.error[0].value
+
+
+def test_windowed_preset_shows_transformers_figure_beside_kvviz():
+    from kvviz import hf_cache, memory
+    from kvviz.presets import get_preset
+
+    at = AppTest.from_file(str(PAGE), default_timeout=APP_TIMEOUT_S)
+    at.query_params["mem_preset"] = "mistral-7b"
+    at.query_params["mem_context"] = "10000"
+    at.run()
+    assert not at.exception
+    held = hf_cache.transformers_cache_bytes(get_preset("mistral-7b").kv, 10_000)
+    assert held == 32 * 4095 * 2 * 8 * 128 * 2
+    assert any(memory.format_bytes(held) in c.value and "4,095" in c.value for c in at.caption)
