@@ -1,0 +1,123 @@
+"""The roofline side of kvviz.bench on the real bundled GPT-2: exact bytes, per-round fractions from each
+round's own probe, disturbed runs flagged (never shown above 100%), weights in cache, pass points on the two
+roofs, the probes themselves, and the batched-decode sweep. No timing is asserted.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from kvviz import bench, bench_batch, bench_machine, bench_probes, bench_tables, cli_bench, roofline
+from kvviz.bench_records import BenchSettings
+from kvviz.figures import bench as figs
+from kvviz.models import load_model
+
+TINY = BenchSettings(prompt_len=5, new_tokens=6, repeats=2, warmup=0, threads=1, include_generate=False)
+
+
+@pytest.fixture(scope="module")
+def sdpa_model():
+    return load_model("bundled", attn_implementation="sdpa")
+
+
+@pytest.fixture(scope="module")
+def tiny_result(sdpa_model):
+    return bench.run_benchmark(sdpa_model, TINY)
+
+
+# ----- roofline --------------------------------------------------------------------------------------------
+def test_roofline_bytes_and_per_round_fractions(sdpa_model, tiny_result):
+    model, info = sdpa_model.model, sdpa_model.info
+    wpe = model.transformer.wpe.weight
+    assert roofline.weight_bytes_per_decode_token(model) == 4 * (info.n_params - wpe.numel() + wpe.shape[1])
+    row = tiny_result.kv_row_bytes
+    brute = [(TINY.prompt_len + k) * row for k in range(1, TINY.new_tokens)]
+    assert tiny_result.kv_bytes_per_token == sum(brute) // len(brute)
+    assert 0 < tiny_result.int8_weight_bytes_per_token < tiny_result.weight_bytes_per_token
+    assert len(tiny_result.read_bandwidth) == TINY.repeats  # one probe per round
+    llc = bench_machine.last_level_cache_bytes()
+    assert all(b.buffer_bytes >= 4 * (llc or 0) and b.bytes_per_s > 0 for b in tiny_result.read_bandwidth)
+    runs = tiny_result.mode("preallocated").runs
+    verdict = tiny_result.roofline_verdict("preallocated")
+    expected = [run.decode_tokens_per_s * tiny_result.bytes_per_token("preallocated") / probe.bytes_per_s
+                for run, probe in zip(runs, tiny_result.read_bandwidth)]
+    assert verdict.fractions == pytest.approx(expected)
+    assert roofline.kv_bytes_read_per_decode_token(2, 2, 4, 4, 10, 1) == 0  # no decode step, nothing read
+
+
+def test_disturbed_run_is_flagged_and_never_shows_over_100_percent(tiny_result):
+    """A probe far below what the decode achieved (the machine was busy during the probe) marks the run."""
+    achieved = [run.decode_tokens_per_s * tiny_result.bytes_per_token("preallocated")
+                for run in tiny_result.mode("preallocated").runs]
+    slow = tuple(dataclasses.replace(b, bytes_per_s=a / 3) for b, a in zip(tiny_result.read_bandwidth, achieved))
+    small_cache = dataclasses.replace(tiny_result.machine, last_level_cache_bytes=2**20)  # weights cannot fit
+    disturbed = dataclasses.replace(tiny_result, read_bandwidth=slow, machine=small_cache)
+    verdict = disturbed.roofline_verdict("preallocated")
+    assert verdict.disturbed and verdict.fraction is None and max(verdict.fractions) > 1
+    assert "disturbed" in verdict.describe() and "%" not in verdict.describe()
+    row = next(r for r in bench_tables.summary_rows(disturbed) if r["mode"] == disturbed.mode("preallocated").label)
+    assert row["read roofline"] == "disturbed"
+    assert bench_tables.to_dict(disturbed)["modes"]["preallocated"]["roofline_fraction"] is None
+    report = cli_bench.format_report(disturbed)
+    line = [ln for ln in report.splitlines() if ln.strip().startswith("Flat pre-allocated")][-1]  # roofline part
+    assert "disturbed" in line and "%" not in line
+    assert "disturbed" in figs.roofline_figure(disturbed).layout.title.text
+
+
+def test_weights_in_cache_are_never_shown_above_the_dram_roof(tiny_result):
+    """The bundled model's 4 MB of weights sit in a 32 MB L3: beating the DRAM probe is not a disturbance."""
+    achieved = [run.decode_tokens_per_s * tiny_result.bytes_per_token("preallocated")
+                for run in tiny_result.mode("preallocated").runs]
+    slow = tuple(dataclasses.replace(b, bytes_per_s=a / 3) for b, a in zip(tiny_result.read_bandwidth, achieved))
+    big_cache = dataclasses.replace(tiny_result.machine, last_level_cache_bytes=2**30)
+    in_cache = dataclasses.replace(tiny_result, read_bandwidth=slow, machine=big_cache)
+    verdict = in_cache.roofline_verdict("preallocated")
+    assert verdict.in_cache and not verdict.disturbed and verdict.fraction is None
+    assert verdict.label == "in cache" and "%" not in verdict.describe()
+
+
+def test_pass_points_sit_where_the_physics_says(tiny_result):
+    points = bench_tables.pass_points(tiny_result)
+    kinds = {p.kind for p in points}
+    assert {"prefill", "uncached", "cached decode"} <= kinds
+    decode = [p for p in points if p.kind == "cached decode"]
+    prefill = next(p for p in points if p.kind == "prefill")
+    assert all(p.intensity < prefill.intensity for p in decode)  # GEMV left of GEMM
+    assert all(0.4 < p.intensity < 0.6 for p in decode)  # fp32 GEMV: ~2 FLOPs per 4-byte weight
+
+
+def test_probes():
+    probe = bench_probes.ReadProbe(buffer_bytes=4 * 2**20)
+    bandwidth = probe.measure(repeats=3)
+    assert 0 < bandwidth.bytes_per_s <= bandwidth.best_bytes_per_s and bandwidth.repeats == 3
+    assert bandwidth.method == roofline.READ_METHOD
+    assert bench_probes.measure_copy_bandwidth(4 * 2**20, repeats=2).method == roofline.COPY_METHOD
+    assert bench_probes.measure_peak_flops(size=64, repeats=3) > 0
+    with pytest.raises(ValueError):
+        bench_probes.ReadProbe(buffer_bytes=1024)
+    llc = bench_machine.last_level_cache_bytes()
+    assert bench_probes.read_buffer_bytes() >= (4 * llc if llc else 64 * 2**20)
+
+
+def test_roofs_and_batch_arithmetic():
+    roofs = roofline.Roofs(peak_flops=100e9, bandwidth_bytes_per_s=25e9)
+    assert roofs.ridge_flop_per_byte == 4.0
+    assert roofs.attainable_flops(1.0) == 25e9 and roofs.attainable_flops(100.0) == 100e9
+    weights, row = 1000, 10
+    b = roofline.kv_overtakes_weights_batch(context=20, weight_bytes=weights, row_bytes=row)
+    assert b * 20 * row > weights >= (b - 1) * 20 * row
+
+
+# ----- batch sweep -----------------------------------------------------------------------------------------
+def test_batch_sweep_on_the_real_model(sdpa_model):
+    sweep = bench_batch.run_batch_sweep(sdpa_model, max_batch=4, context=8, threads=1)
+    assert [p.step.batch for p in sweep.points] == [1, 2, 4]
+    for point in sweep.points:
+        assert point.step.kv_bytes == point.step.batch * 9 * sweep.row_bytes and point.tokens_per_s > 0
+    intensities = [p.step.intensity for p in sweep.points]
+    assert intensities == sorted(intensities)  # weights shared by the batch: intensity grows with it
+    assert bench_batch.batch_sizes(64) == [1, 2, 4, 8, 16, 32, 64] and bench_batch.batch_sizes(5) == [1, 2, 4, 5]
+    with pytest.raises(bench.BenchInputError, match="between 1 and 64"):
+        bench_batch.validate(sdpa_model, 65, 8)
+    assert len(figs.batch_figure(sweep).data) >= 2
