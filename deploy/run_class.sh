@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
     -p|--port) front_port=$2; shift 2 ;;
     --listen) listen=$2; shift 2 ;;
     --run-dir) run_dir=$2; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "run_class.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -37,6 +37,12 @@ if [ ! -x "$NGINX" ]; then
   echo "run_class.sh: $NGINX not found: sudo apt-get install nginx (Debian's package; it need not run as a service)" >&2
   exit 1
 fi
+for port in $(seq "$front_port" $((front_port + replicas))); do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    echo "run_class.sh: port $port is in use (nginx takes $front_port, the replicas the next $replicas): choose -p" >&2
+    exit 1
+  fi
+done
 [ -n "$run_dir" ] || run_dir=$(mktemp -d /tmp/kvviz-class.XXXXXX)
 mkdir -p "$run_dir/tmp"
 run_dir=$(cd "$run_dir" && pwd)
