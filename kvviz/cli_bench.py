@@ -21,14 +21,15 @@ from kvviz.models import ModelLoadError, load_model
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m kvviz bench",
-        description="Time the same greedy generation with no cache, a DynamicCache and a pre-allocated cache.",
+        description="Time the same greedy generation with no cache, DynamicCache, StaticCache, the flat pre-allocated "
+                    "engine (fp32 in the format measured fastest, and int8) and model.generate.",
     )
     parser.add_argument("--model", default="bundled", help="bundled (default), random:gpt2, gpt2, or a folder")
     parser.add_argument("--prompt-len", type=int, default=16, help="prompt tokens P (default 16)")
     parser.add_argument("--new-tokens", type=int, default=64, help="generated tokens N (default 64)")
     parser.add_argument("--repeats", type=int, default=3, help="timed rounds; medians are reported (default 3)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed warm-up runs per mode (default 1)")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: min(cores, 8))")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: the free cores from the load average, at most 8)")
     parser.add_argument("--attn", default="sdpa", choices=("sdpa", "eager"), help="attention kernel (default sdpa)")
     parser.add_argument("--no-generate", action="store_true", help="skip the model.generate reference runs")
     parser.add_argument(
