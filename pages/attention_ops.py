@@ -179,8 +179,9 @@ def counter() -> None:
 ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Count the work")
 # Metric values wrap ("245.3 / million") instead of being cut to "245.3 mil…" at 1024 px wide.
-st.html("<style>.st-key-ops_metrics [data-testid='stMetricValue'] * {white-space: normal !important; "
-        "overflow: visible !important; text-overflow: clip !important}</style>")
+st.html("<style>:is(.st-key-ops_metrics) :is([data-testid='stMetricValue'], "
+        "[data-testid='stMetricLabel']) * "
+        "{white-space: normal !important; overflow: visible !important; text-overflow: clip !important}</style>")
 with st.expander("What you are seeing", expanded=False):
     st.markdown(
         "Generating N tokens after a P-token prompt takes N forward passes. **With the cache**, pass k feeds "

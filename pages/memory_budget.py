@@ -172,7 +172,7 @@ def what_fits(cfg: memory.KVConfig, context: int, batch: int) -> None:
         return
     st.markdown(f"GPU {memory.format_bytes(gpu_bytes)} - weights {memory.format_bytes(weights)} - reserve "
                 f"{reserve:,} MiB = **{memory.format_bytes(fit.free_bytes)}** for the cache.")
-    f = st.columns(2)
+    f = st.container(key="mem_metrics_fit").columns(2)
     if fit.context_capped:
         f[0].metric(f"Longest context, batch {batch}", "unbounded")
         st.info("Unbounded by the cache: every layer is windowed, so only the window is stored and the cache stops "
@@ -222,7 +222,7 @@ def loaded_model() -> None:
     tokens, real_bytes, source = real_cache_reading()
     info = ui.current_model("eager").info
     predicted = memory.predicted_cache_bytes(info, tokens)
-    r = st.columns(2)
+    r = st.container(key="mem_metrics_real").columns(2)
     show_bytes(f"Calculator at {tokens} tokens (fp32)", predicted, r[0])
     show_bytes("Real DynamicCache tensors", real_bytes, r[1], help=f"from {source}")
     (st.success if predicted == real_bytes else st.error)(
@@ -308,8 +308,9 @@ def calculator() -> None:
 
 ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Memory budget")
-st.html("<style>.st-key-mem_metrics [data-testid='stMetricValue'] * {white-space: normal !important; "
-        "overflow: visible !important; text-overflow: clip !important}</style>")  # wrap, never "12.2…"
+st.html("<style>:is([class*='st-key-mem_metrics']) :is([data-testid='stMetricValue'], "
+        "[data-testid='stMetricLabel']) * "
+        "{white-space: normal !important; overflow: visible !important; text-overflow: clip !important}</style>")  # wrap, never "12.2…"
 with st.expander("What you are seeing", expanded=False):
     st.markdown(
         "Every layer keeps, for every token, one **key** and one **value** vector per K/V head. So the cache "
