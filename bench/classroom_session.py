@@ -159,8 +159,8 @@ async def _click(page, action: str, expect_cache: int, known, others, report: Se
         pass
     state = await page.evaluate("() => window.kvvizState()")
     problem = _classify(state, expect_cache, known, others)
-    if problem is None and settle_ms is None:
-        problem = "timeout"
+    if settle_ms is None and (problem is None or (problem == "wrong" and state["cache"] != expect_cache)):
+        problem = "timeout"  # its own tokens, but the click did not show within SETTLE_TIMEOUT_S
     report.clicks.append({"action": action, "settle_ms": settle_ms, "problem": problem})
     if problem:
         report.problems.append(f"{action} -> cache {expect_cache}: {problem} (saw cache {state['cache']}, "
