@@ -244,29 +244,18 @@ class KVBudget:
     warnings: tuple[str, ...] = field(default=())
 
     def as_dict(self) -> dict[str, Any]:
+        """Plain JSON: the layout, the inputs, exact bytes (and GiB / GB for reading)."""
         c = self.config
+        quantized = DTYPES[c.dtype].quantized
+        layout = ("n_layer", "n_head", "n_kv_heads", "head_dim", "mla_latent_rank", "mla_rope_dim", "window",
+                  "local_per_global", "dtype")
         return {
-            "name": c.name,
-            "attention": c.attention_kind,
-            "n_layer": c.n_layer,
-            "n_head": c.n_head,
-            "n_kv_heads": c.n_kv_heads,
-            "head_dim": c.head_dim,
-            "mla_latent_rank": c.mla_latent_rank,
-            "mla_rope_dim": c.mla_rope_dim,
-            "window": c.window,
-            "local_per_global": c.local_per_global,
-            "dtype": c.dtype,
-            "quant_group_size": c.quant_group_size if DTYPES[c.dtype].quantized else None,
-            "quant_residual_tokens": c.quant_residual_tokens if DTYPES[c.dtype].quantized else None,
-            "context": self.context_len,
-            "batch": self.batch,
-            "bytes_per_token": self.bytes_per_token,
-            "bytes_per_token_per_layer": self.bytes_per_token_per_layer,
-            "layer_bytes": list(self.layer_bytes),
-            "total_bytes": self.total_bytes,
-            "total_GiB": self.total_bytes / GIB,
-            "total_GB": self.total_bytes / GB,
+            "name": c.name, "attention": c.attention_kind, **{f: getattr(c, f) for f in layout},
+            "quant_group_size": c.quant_group_size if quantized else None,
+            "quant_residual_tokens": c.quant_residual_tokens if quantized else None,
+            "context": self.context_len, "batch": self.batch, "bytes_per_token": self.bytes_per_token,
+            "bytes_per_token_per_layer": self.bytes_per_token_per_layer, "layer_bytes": list(self.layer_bytes),
+            "total_bytes": self.total_bytes, "total_GiB": self.total_bytes / GIB, "total_GB": self.total_bytes / GB,
             "warnings": list(self.warnings),
         }
 
