@@ -16,6 +16,7 @@ pages = [
     st.Page("pages/lesson.py", title="Lesson", icon=":material/school:"),
     st.Page("pages/home.py", title="Start here", icon=":material/home:", default=True),
     st.Page("pages/step_through.py", title="Step through generation", icon=":material/step:"),
+    st.Page("pages/attention_patterns.py", title="Attention patterns", icon=":material/grid_view:"),
     st.Page("pages/attention_ops.py", title="Count the work", icon=":material/calculate:"),
     st.Page("pages/memory_budget.py", title="Memory budget", icon=":material/memory:"),
     st.Page("pages/speedup.py", title="Measured speed-up", icon=":material/timer:"),

@@ -85,16 +85,16 @@ class ModelShape:
 
     @classmethod
     def from_info(cls, info: Any) -> ModelShape:
-        """From a kvviz.models.ModelInfo (a GPT-2: plain MLP of width 4 * n_embd)."""
+        """From a kvviz.models.ModelInfo: its K/V heads and MLP (GPT-2: 2 x 4 n_embd; Llama: 3 x intermediate)."""
         return cls(
             n_layer=info.n_layer,
             n_head=info.n_head,
             n_kv_heads=info.n_kv_heads,
             head_dim=info.head_dim,
             n_embd=info.n_embd,
-            d_ff=4 * info.n_embd,
+            d_ff=getattr(info, "d_ff", None) or 4 * info.n_embd,
             vocab_size=info.vocab_size,
-            mlp_matrices=2,
+            mlp_matrices=getattr(info, "mlp_matrices", 2),
             name=getattr(info, "label", "loaded model"),
         )
 

@@ -1,16 +1,23 @@
-"""Train the bundled model: a small GPT-2 (transformers' own GPT2LMHeadModel) on Tiny Shakespeare.
+"""Train a bundled model on Tiny Shakespeare: a small GPT-2 or a small Llama with grouped-query attention.
 
-    python -m kvviz.train --text ../shared/data/tinyshakespeare.txt
+    python -m kvviz train --arch gpt2  --text ../shared/data/tinyshakespeare.txt   # -> kvviz/assets/bundled/
+    python -m kvviz train --arch llama --text ../shared/data/tinyshakespeare.txt   # -> kvviz/assets/bundled_gqa/
+
+--arch gpt2: transformers' own GPT2LMHeadModel, 4 layers x 4 heads, head_dim 32, 256 learned positions.
+--arch llama: transformers' own LlamaForCausalLM (RoPE, RMSNorm, SwiGLU MLP), 4 layers, hidden 128,
+8 query heads of head_dim 16 sharing 2 K/V heads (GQA: kv_head = q_head // 4), 256 positions.
+Both use tied input/output embeddings and the same byte-level BPE tokenizer (the bundled GPT-2's, 2048 ids;
+trained from the corpus only if that folder has none).
+
+Training mix: a share `--repeat-share` of each batch's rows holds a repeated span (kvviz.copying), so
+induction heads form and the model copies in context; the rest are plain corpus windows.
 
 Reproducible by construction: a fixed seed, a fixed number of optimizer steps (not a time budget), and
-batches drawn from a seeded generator. Writes into kvviz/assets/bundled/:
+batches drawn from a seeded generator. Writes into --out:
 
     model.safetensors, config.json, generation_config.json   the model (fp32, safetensors only)
-    tokenizer.json, tokenizer_config.json                    a GPT-2-style byte-level BPE tokenizer
-    training_report.json                                     recipe, held-out validation loss, a sample
-
-The shape (4 layers x 4 heads, head_dim 32, 256 positions) is chosen so the cache pictures stay legible
-and a 2-core CPU trains it to readable verse in about 20 minutes.
+    tokenizer.json, tokenizer_config.json                    the tokenizer
+    training_report.json                                     recipe, held-out validation loss, copying, a sample
 """
 from __future__ import annotations
 
@@ -23,20 +30,31 @@ from pathlib import Path
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast
+from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast, LlamaConfig, LlamaForCausalLM
 
-BUNDLED_DIR = Path(__file__).resolve().parent / "assets" / "bundled"
+from kvviz import copying
+
+ASSETS_DIR = Path(__file__).resolve().parent / "assets"
+BUNDLED_DIR = ASSETS_DIR / "bundled"
+OUT_DIRS = {"gpt2": BUNDLED_DIR, "llama": ASSETS_DIR / "bundled_gqa"}
 END_OF_TEXT = "<|endoftext|>"
+COPY_SEQUENCES = 50  # held-out sequences whose second half repeats the first
+COPY_HALF_TOKENS = 100
+COPY_RANDOM_SEED = 2024  # the random-token copy test (kvviz.copying.random_repeats); not the training seed
 
 
 @dataclass(frozen=True)
 class Recipe:
+    arch: str = "gpt2"  # "gpt2" | "llama"
     vocab_size: int = 2048
     n_layer: int = 4
-    n_head: int = 4
+    n_head: int = 4  # query heads; llama: 8
+    n_kv_heads: int = 4  # gpt2: = n_head (MHA); llama: 2 (GQA)
     n_embd: int = 128
+    intermediate_size: int = 512  # gpt2: 4 x n_embd; llama: SwiGLU, 3 matrices of this width
     n_positions: int = 256
     dropout: float = 0.1
+    repeat_share: float = 0.25  # share of each batch's rows built with a repeated span (kvviz.copying)
     batch_size: int = 16
     steps: int = 3000
     learning_rate: float = 2e-3
@@ -76,14 +94,55 @@ def learning_rate_at(step: int, recipe: Recipe) -> float:
     return recipe.min_learning_rate + cosine * (recipe.learning_rate - recipe.min_learning_rate)
 
 
-def random_batch(ids: torch.Tensor, recipe: Recipe, gen: torch.Generator) -> torch.Tensor:
-    """batch_size windows of n_positions tokens: (B, T). The model shifts labels itself."""
-    starts = torch.randint(0, len(ids) - recipe.n_positions, (recipe.batch_size,), generator=gen)
-    return torch.stack([ids[s : s + recipe.n_positions] for s in starts.tolist()])
+def recipe_for(arch: str, **overrides: object) -> Recipe:
+    if arch == "llama":
+        base = dict(n_head=8, n_kv_heads=2, intermediate_size=352, dropout=0.0)  # 352 ~ 8/3 x 128, as in Llama
+    elif arch == "gpt2":
+        base = {}
+    else:
+        raise ValueError(f"unknown arch {arch!r}; choose gpt2 or llama")
+    return Recipe(arch=arch, **{**base, **overrides})
+
+
+def build_model(recipe: Recipe, vocab_size: int, eos_id: int) -> torch.nn.Module:
+    if recipe.arch == "gpt2":
+        config = GPT2Config(
+            vocab_size=vocab_size, n_positions=recipe.n_positions, n_embd=recipe.n_embd, n_layer=recipe.n_layer,
+            n_head=recipe.n_head, resid_pdrop=recipe.dropout, embd_pdrop=recipe.dropout, attn_pdrop=recipe.dropout,
+            bos_token_id=eos_id, eos_token_id=eos_id,
+        )
+        return GPT2LMHeadModel(config)
+    config = LlamaConfig(
+        vocab_size=vocab_size, hidden_size=recipe.n_embd, intermediate_size=recipe.intermediate_size,
+        num_hidden_layers=recipe.n_layer, num_attention_heads=recipe.n_head, num_key_value_heads=recipe.n_kv_heads,
+        head_dim=recipe.n_embd // recipe.n_head, max_position_embeddings=recipe.n_positions,
+        attention_dropout=recipe.dropout, tie_word_embeddings=True, bos_token_id=eos_id, eos_token_id=eos_id,
+    )
+    return LlamaForCausalLM(config)
+
+
+def random_batch(ids: torch.Tensor, recipe: Recipe, vocab_size: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """(input_ids, labels), each (B, T): plain corpus windows, then round(B x repeat_share) rows with a
+    repeated span. The model shifts labels itself."""
+    n_repeat = round(recipe.batch_size * recipe.repeat_share)
+    n_plain = recipe.batch_size - n_repeat
+    starts = torch.randint(0, len(ids) - recipe.n_positions, (n_plain,), generator=gen)
+    plain = torch.stack([ids[s : s + recipe.n_positions] for s in starts.tolist()])
+    if n_repeat == 0:
+        return plain, plain
+    rep_inputs, rep_labels = copying.repeat_batch(ids, n_repeat, recipe.n_positions, vocab_size, gen)
+    return torch.cat([plain, rep_inputs]), torch.cat([plain, rep_labels])
+
+
+def bundled_tokenizer(train_text: str, vocab_size: int) -> GPT2TokenizerFast:
+    """The bundled GPT-2's tokenizer (both bundled models share it); trained from the corpus if absent."""
+    if (BUNDLED_DIR / "tokenizer.json").is_file():
+        return GPT2TokenizerFast.from_pretrained(BUNDLED_DIR, local_files_only=True)
+    return train_tokenizer(train_text, vocab_size)
 
 
 @torch.no_grad()
-def validation_loss(model: GPT2LMHeadModel, val_ids: torch.Tensor, block: int) -> float:
+def validation_loss(model: torch.nn.Module, val_ids: torch.Tensor, block: int) -> float:
     """Mean next-token loss over the whole held-out split, in non-overlapping windows."""
     model.eval()
     n_windows = (len(val_ids) - 1) // block
@@ -94,7 +153,7 @@ def validation_loss(model: GPT2LMHeadModel, val_ids: torch.Tensor, block: int) -
     return sum(l * s for l, s in zip(losses, sizes)) / sum(sizes)
 
 
-def sample_text(model: GPT2LMHeadModel, tokenizer: GPT2TokenizerFast, prompt: str, n_tokens: int) -> str:
+def sample_text(model: torch.nn.Module, tokenizer: GPT2TokenizerFast, prompt: str, n_tokens: int) -> str:
     model.eval()
     ids = tokenizer(prompt, return_tensors="pt").input_ids
     torch.manual_seed(0)
@@ -103,30 +162,20 @@ def sample_text(model: GPT2LMHeadModel, tokenizer: GPT2TokenizerFast, prompt: st
     return tokenizer.decode(out[0])
 
 
-def train(text_path: Path, out_dir: Path, recipe: Recipe) -> dict:
+def train(text_path: Path, out_dir: Path, recipe: Recipe, save_every: int = 0) -> dict:
     torch.manual_seed(recipe.seed)
     torch.set_num_threads(recipe.threads)
     text = text_path.read_text(encoding="utf-8")
     split_at = int(len(text) * (1 - recipe.validation_fraction))
     train_text, val_text = text[:split_at], text[split_at:]
 
-    tokenizer = train_tokenizer(train_text, recipe.vocab_size)
+    tokenizer = bundled_tokenizer(train_text, recipe.vocab_size)
     train_ids = torch.tensor(tokenizer(train_text).input_ids, dtype=torch.long)
     val_ids = torch.tensor(tokenizer(val_text).input_ids, dtype=torch.long)
+    copy_set = copying.held_out_repeats(val_ids, COPY_SEQUENCES, COPY_HALF_TOKENS)
 
-    config = GPT2Config(
-        vocab_size=len(tokenizer),
-        n_positions=recipe.n_positions,
-        n_embd=recipe.n_embd,
-        n_layer=recipe.n_layer,
-        n_head=recipe.n_head,
-        resid_pdrop=recipe.dropout,
-        embd_pdrop=recipe.dropout,
-        attn_pdrop=recipe.dropout,
-        bos_token_id=tokenizer.eos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
-    model = GPT2LMHeadModel(config)
+    vocab_size = len(tokenizer)
+    model = build_model(recipe, vocab_size, tokenizer.eos_token_id)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     optimizer = torch.optim.AdamW(
@@ -134,57 +183,108 @@ def train(text_path: Path, out_dir: Path, recipe: Recipe) -> dict:
         lr=recipe.learning_rate,
         betas=(0.9, 0.95),
     )
+    data = {"val_ids": val_ids, "copy_set": copy_set, "corpus": text_path.name, "corpus_chars": len(text),
+            "train_tokens": len(train_ids)}
     gen = torch.Generator().manual_seed(recipe.seed)
     started = time.perf_counter()
     model.train()
     for step in range(recipe.steps):
         for group in optimizer.param_groups:
             group["lr"] = learning_rate_at(step, recipe)
-        batch = random_batch(train_ids, recipe, gen)
-        loss = model(input_ids=batch, labels=batch).loss
+        batch, labels = random_batch(train_ids, recipe, vocab_size, gen)
+        loss = model(input_ids=batch, labels=labels).loss
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
-        if step % 100 == 0 or step == recipe.steps - 1:
+        if step % 50 == 0 or step == recipe.steps - 1:
             elapsed_s = time.perf_counter() - started
-            print(f"step {step:5d}  loss {loss.item():.3f}  lr {group['lr']:.2e}  {elapsed_s:7.0f} s", flush=True)
+            copy = copying.copying_accuracy(model, copy_set[:10])
+            print(
+                f"step {step:5d}  loss {loss.item():.3f}  lr {group['lr']:.2e}  {elapsed_s:7.0f} s  "
+                f"copy first/repeat {copy.first_half_top1:.2f}/{copy.repeated_half_top1:.2f}",
+                flush=True,
+            )
+        if save_every and (step + 1) % save_every == 0 and step + 1 < recipe.steps:
+            write_outputs(model, tokenizer, out_dir, recipe, step + 1, time.perf_counter() - started, data)
+            print(f"checkpoint after {step + 1} steps written to {out_dir}", flush=True)
 
+    return write_outputs(model, tokenizer, out_dir, recipe, recipe.steps, time.perf_counter() - started, data)
+
+
+def write_outputs(model: torch.nn.Module, tokenizer: GPT2TokenizerFast, out_dir: Path, recipe: Recipe, steps_done: int,
+                  train_seconds: float, data: dict) -> dict:
+    """Evaluate (held-out loss, copying, a greedy sample) and write model, tokenizer and report into out_dir.
+    Leaves the global RNG as it found it, so a checkpoint (--save-every) never changes the rest of the run."""
+    rng_state = torch.get_rng_state()
+    val_ids, vocab_size = data["val_ids"], len(tokenizer)
     val_loss = validation_loss(model, val_ids, recipe.n_positions)
+    copy = copying.copying_accuracy(model, data["copy_set"])
+    random_set = copying.random_repeats(vocab_size, COPY_SEQUENCES, COPY_HALF_TOKENS, COPY_RANDOM_SEED)
+    copy_random = copying.copying_accuracy(model, random_set)
     sample = sample_text(model, tokenizer, "ROMEO:", 80)
+    torch.set_rng_state(rng_state)
     report = {
         "recipe": asdict(recipe),
-        "corpus": text_path.name,
-        "corpus_chars": len(text),
-        "train_tokens": len(train_ids),
+        "steps_done": steps_done,  # < recipe.steps only for a checkpoint written by --save-every
+        "corpus": data["corpus"],
+        "corpus_chars": data["corpus_chars"],
+        "train_tokens": data["train_tokens"],
         "validation_tokens": len(val_ids),
         "validation_loss": round(val_loss, 4),
         "validation_perplexity": round(math.exp(val_loss), 2),
+        "copying": {
+            "held_out_sequences": copy.n_sequences,
+            "half_tokens": copy.half_len,
+            "first_half_top1": round(copy.first_half_top1, 4),
+            "repeated_half_top1": round(copy.repeated_half_top1, 4),
+            "method": "validation-split spans at evenly spaced offsets, each followed by itself; top-1 next-token "
+            "accuracy on targets 1..L-1 (first half) and L+1..2L-1 (repeated half); kvviz.copying",
+        },
+        "copying_random_tokens": {
+            "sequences": copy_random.n_sequences,
+            "half_tokens": copy_random.half_len,
+            "seed": COPY_RANDOM_SEED,
+            "first_half_top1": round(copy_random.first_half_top1, 4),
+            "repeated_half_top1": round(copy_random.repeated_half_top1, 4),
+        },
         "parameters": sum(p.numel() for p in model.parameters()),
-        "train_seconds": round(time.perf_counter() - started, 1),
+        "train_seconds": round(train_seconds, 1),
         "torch": torch.__version__,
         "sample_prompt": "ROMEO:",
         "sample_greedy": sample,
     }
     out_dir.mkdir(parents=True, exist_ok=True)
+    model.eval()
     model.save_pretrained(out_dir, safe_serialization=True)
     tokenizer.save_pretrained(out_dir)
     (out_dir / "training_report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    model.train()
     return report
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--text", type=Path, required=True, help="training corpus (UTF-8 text file)")
-    parser.add_argument("--out", type=Path, default=BUNDLED_DIR, help="output folder")
+    parser.add_argument("--arch", choices=sorted(OUT_DIRS), default="gpt2", help="architecture (default gpt2)")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default: the arch's bundled folder)")
     parser.add_argument("--steps", type=int, default=Recipe.steps)
+    parser.add_argument("--batch-size", type=int, default=Recipe.batch_size)
+    parser.add_argument("--repeat-share", type=float, default=Recipe.repeat_share,
+                        help="share of each batch's rows with a repeated span, 0..1 (default %(default)s)")
+    parser.add_argument("--seed", type=int, default=Recipe.seed)
+    parser.add_argument("--save-every", type=int, default=0,
+                        help="also write model + report every N steps (a checkpoint; its report says steps_done)")
     parser.add_argument("--threads", type=int, default=Recipe.threads)
     args = parser.parse_args(argv)
     if not args.text.is_file():
         parser.error(f"no such text file: {args.text}")
-    recipe = Recipe(steps=args.steps, threads=args.threads)
-    report = train(args.text, args.out, recipe)
-    print(json.dumps({k: report[k] for k in ("validation_loss", "parameters", "train_seconds")}))
+    if not 0.0 <= args.repeat_share <= 1.0:
+        parser.error("--repeat-share must be between 0 and 1")
+    recipe = recipe_for(args.arch, steps=args.steps, batch_size=args.batch_size, repeat_share=args.repeat_share,
+                        seed=args.seed, threads=args.threads)
+    report = train(args.text, args.out or OUT_DIRS[args.arch], recipe, save_every=args.save_every)
+    print(json.dumps({k: report[k] for k in ("validation_loss", "copying", "parameters", "train_seconds")}))
     print(report["sample_greedy"])
 
 

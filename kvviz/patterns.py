@@ -1,0 +1,76 @@
+"""Every head's full attention matrix over a sequence, from one uncached forward pass (torch; records are
+torch-free in kvviz.pattern_records).
+
+    run = pattern_run(loaded, token_ids)      # PatternRun: per layer (n_head, T, T) matrices + pattern scores
+
+The model must use eager attention (the only implementation that returns attention weights); the app loads
+every model that way. The pass runs under the stepping engine's MODEL_LOCK, like every forward pass the app
+makes, so a classroom of sessions never piles passes onto the cores. A second, fixed pass over the induction
+probe (seeded random tokens, repeated once) scores every head's induction behaviour whatever the prompt is.
+"""
+from __future__ import annotations
+
+import functools
+import time
+
+import numpy as np
+import torch
+
+from kvviz import pattern_records as pr
+from kvviz.models import LoadedModel
+from kvviz.stepping import MODEL_LOCK, token_text
+
+MAX_PATTERN_TOKENS = pr.MAX_PATTERN_TOKENS
+
+
+def _attentions(loaded: LoadedModel, token_ids: list[int]) -> tuple[list[np.ndarray], float]:
+    """Per layer (n_head, T, T) attention weights of one uncached pass, and the pass's milliseconds."""
+    if loaded.model.config._attn_implementation != "eager":
+        raise ValueError("Attention patterns need a model loaded with eager attention.")
+    input_ids = torch.tensor([token_ids], dtype=torch.long)  # (1, T)
+    with MODEL_LOCK, torch.inference_mode():
+        began = time.perf_counter()
+        out = loaded.model(input_ids=input_ids, use_cache=False, output_attentions=True)
+        forward_ms = (time.perf_counter() - began) * 1000.0
+    # out.attentions: one (1, n_head, T, T) tensor per layer; for GQA n_head is the QUERY head count
+    return [a[0].float().numpy() for a in out.attentions], forward_ms
+
+
+@functools.lru_cache(maxsize=8)
+def _probe_scores(loaded: LoadedModel) -> tuple[np.ndarray, ...]:
+    """Per layer (n_head,) induction scores on the fixed probe. Cached per loaded model (LoadedModel is a
+    frozen dataclass hashed by its fields' identity: the shared model object)."""
+    ids = pr.probe_token_ids(loaded.info.vocab_size)
+    attentions, _ = _attentions(loaded, ids)
+    return tuple(pr.induction_score(a, ids) for a in attentions)
+
+
+def pattern_run(loaded: LoadedModel, token_ids: list[int]) -> pr.PatternRun:
+    """Every layer's full causal attention over token_ids (at most MAX_PATTERN_TOKENS, at least 2)."""
+    if not 2 <= len(token_ids) <= MAX_PATTERN_TOKENS:
+        raise ValueError(
+            f"Attention patterns are drawn for 2 to {MAX_PATTERN_TOKENS} tokens; this sequence has {len(token_ids)}."
+        )
+    attentions, forward_ms = _attentions(loaded, list(token_ids))
+    probe = _probe_scores(loaded)
+    layers = tuple(
+        pr.LayerPatterns(
+            layer=i,
+            attention=a,
+            previous_token_score=pr.previous_token_score(a),
+            first_token_score=pr.first_token_score(a),
+            induction_score=pr.induction_score(a, token_ids),
+            probe_induction_score=probe[i],
+        )
+        for i, a in enumerate(attentions)
+    )
+    info = loaded.info
+    return pr.PatternRun(
+        model_label=info.label,
+        token_ids=tuple(token_ids),
+        tokens=tuple(token_text(loaded.tokenizer, t) for t in token_ids),
+        n_head=info.n_head,
+        n_kv_heads=info.n_kv_heads,
+        layers=layers,
+        forward_ms=forward_ms,
+    )

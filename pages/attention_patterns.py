@@ -1,0 +1,102 @@
+"""Attention patterns: every head's full causal attention matrix in one layer, from one uncached forward pass,
+with the one row a cached decode step computes outlined in each; one head large with token labels; and the
+patterns the numbers show (previous-token, first-token, induction heads), scored from the matrices."""
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from kvviz import ui
+from kvviz.figures import PLOT_CONFIG
+from kvviz.figures import patterns as figs
+from kvviz.models import LoadedModel
+from kvviz.pattern_records import MAX_PATTERN_TOKENS, PROBE_HALF_TOKENS, PatternRun, head_labels, thresholds_text
+from kvviz.prompt_rules import PromptError, check_prompt
+
+PRESETS = {
+    "Repeat a pattern": "one two three one two three one two",
+    "A repeated line": "ROMEO:\nBut soft, what light through yonder window breaks?\nROMEO:\nBut soft, what light",
+    "First Citizen": "First Citizen:\nBefore we proceed any further, hear me speak.",
+}
+STEP_SEQUENCE = "The step page's sequence"
+MODEL_HASH = {LoadedModel: lambda loaded: (loaded.info.spec, loaded.info.attn_implementation)}
+
+
+@st.cache_data(show_spinner="Running the model once, without the cache...", max_entries=32, hash_funcs=MODEL_HASH)
+def pattern_run(loaded: LoadedModel, token_ids: tuple[int, ...]) -> PatternRun:
+    from kvviz import patterns  # torch: imported only when the model runs
+
+    return patterns.pattern_run(loaded, list(token_ids))
+
+
+ui.ensure_router()  # before anything is drawn: see its docstring
+st.title("Attention patterns")
+with st.expander("What you are seeing", expanded=True):
+    st.markdown(
+        "Each square is one attention head of the chosen layer: row *i* is what the token at position *i* "
+        "attends to, column *j* the earlier token it reads (only *j* ≤ *i*: the model cannot look ahead, so each "
+        "matrix is a triangle). The outlined **last row** is the only row a **cached** decode step computes: the "
+        "newest query against every cached key. An **uncached** step recomputes the **whole triangle** to get that "
+        "same row. Heads differ: some look one token back (*previous-token*), some park on the first token "
+        "(*first-token*), and an *induction* head looks at the token that came **after** the previous occurrence "
+        "of the current token, which is how a model copies a pattern it has seen in its context."
+    )
+
+loaded = ui.current_model("eager")
+info = loaded.info
+engine = st.session_state.get(ui.STEP_ENGINE_KEY)
+step_ids = engine.token_ids if engine is not None and engine.loaded is loaded and engine.started else []
+sources = ([STEP_SEQUENCE] if 2 <= len(step_ids) <= MAX_PATTERN_TOKENS else []) + [*PRESETS, "Type a prompt"]
+c1, c2, c3 = st.columns([2, 1, 1])
+source = c1.selectbox("Sequence", sources, key="pat_source",
+                      help=f"Up to {MAX_PATTERN_TOKENS} tokens, so every cell stays visible.")
+layer = c2.selectbox("Layer", list(range(info.n_layer)), key="pat_layer")
+head = c3.selectbox("Head to enlarge", list(range(info.n_head)), key="pat_head")
+if source == STEP_SEQUENCE:
+    token_ids = list(step_ids)
+else:
+    text = PRESETS.get(source)
+    if text is None:
+        text = st.text_area("Prompt", PRESETS["Repeat a pattern"], key="pat_prompt", height=70)
+    try:
+        token_ids = check_prompt(loaded.tokenizer, text, MAX_PATTERN_TOKENS)
+    except PromptError as exc:
+        st.error(str(exc).replace("positions (its context limit)", "positions on this page"))
+        st.stop()
+if len(token_ids) < 2:
+    st.error("One token has no pattern to show: type at least two tokens.")
+    st.stop()
+
+run = pattern_run(loaded, tuple(token_ids))
+lp = run.layers[layer]
+t = run.seq_len
+st.markdown(
+    f"**{t} tokens.** A cached step computes **{t}** attention weights per head (the outlined row); an uncached step "
+    f"recomputes all **{t * (t + 1) // 2:,}** of the triangle, for each of the **{info.n_head}** heads of each of the "
+    f"**{info.n_layer}** layers."
+    + (f" This model has **{info.n_kv_heads} K/V heads** for {info.n_head} query heads: query head *q* reads K/V "
+       f"head *q* // {info.n_head // info.n_kv_heads}, so each matrix below is a query head's own pattern over the "
+       "shared cached rows." if info.n_kv_heads != info.n_head else "")
+)
+st.plotly_chart(figs.gallery_figure(lp, info.n_kv_heads), config=PLOT_CONFIG, key="pat_gallery")
+
+st.subheader("Named patterns in this layer")
+rows = [{
+    "head": h,
+    "kv head": figs.kv_head_of(h, info.n_head, info.n_kv_heads),
+    "previous-token": round(float(lp.previous_token_score[h]), 3),
+    "first-token": round(float(lp.first_token_score[h]), 3),
+    "induction (probe)": round(float(lp.probe_induction_score[h]), 3),
+    "induction (this sequence)": None if np.isnan(lp.induction_score[h]) else round(float(lp.induction_score[h]), 3),
+    "pattern": ", ".join(head_labels(lp, h)) or "—",
+} for h in range(info.n_head)]
+st.dataframe(rows, hide_index=True, key="pat_scores")
+st.caption(
+    "Scores are means of attention weights: previous-token = weight on position i-1; first-token = weight on "
+    "position 0 (both over queries i ≥ 1); induction = weight on the token after the previous occurrence of the "
+    f"current token, on a probe of {PROBE_HALF_TOKENS} seeded random tokens repeated once (and on this sequence "
+    f"where a token repeats). A head is named when its score reaches: {thresholds_text()}."
+)
+
+st.subheader(f"Head {head}, large")
+st.plotly_chart(figs.head_figure(lp, head, run.tokens, info.n_kv_heads), config=PLOT_CONFIG, key="pat_head_fig")
