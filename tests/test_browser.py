@@ -103,7 +103,7 @@ def test_step_through_in_a_real_browser(app_url, page):
         )
     _wait_idle(page)
     assert _cache_length(page) == start + 3
-    assert page.locator(".js-plotly-plot").count() >= 4  # K, V, attention and next-token charts drawn
+    assert page.locator(".js-plotly-plot").count() == 2  # the stage (K, V and attention in one figure), next-token bars
     _assert_no_errors(page)
     page.get_by_role("button", name="Back").click()
     page.wait_for_function(
