@@ -28,7 +28,7 @@ from typing import Callable, Iterator
 import torch
 import transformers
 
-from kvviz import bench_machine, bench_probes, ops, roofline
+from kvviz import bench_machine, bench_probes, ops, ops_summary, roofline
 from kvviz.bench_records import MODE_LABELS, BenchResult, MachineInfo, ModeResult, RunTiming
 from kvviz.bench_settings import BenchInputError, BenchSettings, validate, whole  # noqa: F401 (re-exported)
 from kvviz.bench_runs import run_flat, run_generate, run_hf_cache, run_no_cache
@@ -107,7 +107,7 @@ def prompt_token_ids(loaded: LoadedModel, prompt_len: int) -> list[int]:
 
 def op_ratio_curve(shape: ops.ModelShape, prompt_len: int, new_tokens: int) -> tuple[tuple[int, float], ...]:
     """(k, uncached ops / cached ops) after k generated tokens (logits for the last position only)."""
-    points = ops.curve(shape, prompt_len, new_tokens, lm_head_all_positions=False)
+    points = ops_summary.curve(shape, prompt_len, new_tokens, lm_head_all_positions=False)
     return tuple((k, uncached.total_ops / cached.total_ops) for k, cached, uncached in points)
 
 

@@ -1,7 +1,7 @@
 """Claims checked: every published figure and popular sentence about the KV cache that kvviz tests, in one place.
 
 Each claim carries its source, the arithmetic (computed here by kvviz's own functions: memory.kv_bytes,
-ops.generation_totals, ops.check_speedup_claim, ...; never typed in), a verdict and the page where a student
+ops.generation_totals, ops_summary.check_speedup_claim, ...; never typed in), a verdict and the page where a student
 sees it live. Verdicts: "holds", "wrong" (by how much), or "partly true" (true only for the quantity named).
 `python -m kvviz claims [--json]` prints them; pages/claims.py shows them; tests/test_claims.py pins the numbers.
 Pure Python: no torch, no Streamlit.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kvviz import ops
+from kvviz import ops, ops_summary
 from kvviz.memory import GB, GIB, KIB, MIB, KVConfig, format_bytes, kv_bytes
 from kvviz.presets import get_preset
 
@@ -223,7 +223,7 @@ def _total_on_claim(n: int = 1000) -> Claim:
 
 
 def _five_hundred_claim(n: int = 1000) -> Claim:
-    rows = ops.check_speedup_claim(_gpt2_shape(), n)
+    rows = ops_summary.check_speedup_claim(_gpt2_shape(), n)
     return Claim(
         "1000-tokens-500x", "With a KV cache, generating 1000 tokens takes ~500x fewer computations",
         "a popular KV-cache explainer", "partly true",

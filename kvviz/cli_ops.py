@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from kvviz import ops
+from kvviz import ops, ops_summary
 from kvviz.memory import MemoryInputError
 from kvviz.presets import get_preset, ops_presets
 
@@ -77,7 +77,7 @@ def report(shape: ops.ModelShape, prompt_len: int, new_tokens: int, lm_head_all:
         "cached": c,
         "uncached": u,
         "ratio_uncached_over_cached": {k: (u[k] / c[k] if c[k] else None) for k in c if k.endswith("_ops")},
-        "summary": ops.savings_sentence(shape, prompt_len, new_tokens, lm_head_all_positions=lm_head_all),
+        "summary": ops_summary.savings_sentence(shape, prompt_len, new_tokens, lm_head_all_positions=lm_head_all),
     }
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kvviz import capacity, memory, ops
+from kvviz import capacity, memory, ops, ops_summary
 from kvviz.presets import get_preset
 
 LESSON_PROMPT = "First Citizen:\nBefore we proceed any further, hear me speak."
@@ -148,7 +148,7 @@ def _quadratic(engine: Any, prompt_len: int = 16, new_tokens: int = 200) -> Ques
         f"With the cache, step k does about one row of dot products: the total grows like N^2/2 "
         f"({cached.attention_dot_products:,}). Without it, step k recomputes a whole triangle: the total grows "
         f"like N^3/6 ({uncached.attention_dot_products:,}). Ratio **{ratio:.1f}x**, about (P+N)/3. "
-        + ops.savings_sentence(shape, prompt_len, new_tokens), rel_tolerance=0.25, unit="x")
+        + ops_summary.savings_sentence(shape, prompt_len, new_tokens), rel_tolerance=0.25, unit="x")
 
 
 def _bytes_at_1000(engine: Any) -> Question:

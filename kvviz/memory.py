@@ -15,7 +15,7 @@ Total bytes = batch x sum over layers of (tokens that layer holds) x (bytes per 
 Everything is a Python int, exact at any size; limits below refuse absurd inputs with a clear message.
 
 Cache number formats (fp32 ... int4, quantization overhead, QuantizedCache's residual window, fp8 scales) are
-described in kvviz.cache_dtypes. 1 KiB = 1024 bytes, 1 MiB = 2**20, 1 GiB = 2**30; 1 GB = 10**9 bytes.
+described in kvviz.cache_dtypes. Byte units and the one formatter (format_bytes, short_bytes) live in kvviz.byte_units and are re-exported.
 """
 from __future__ import annotations
 
@@ -33,8 +33,17 @@ from kvviz.cache_dtypes import (  # re-exported: memory.DTYPES etc. are the calc
     transformers_quantized_defaults as transformers_quantized_defaults,
 )
 
-KIB, MIB, GIB, TIB = 2**10, 2**20, 2**30, 2**40
-GB = 10**9
+from kvviz.byte_units import (  # re-exported: memory.format_bytes is the calculator's public formatter
+    GB as GB,
+    GIB as GIB,
+    KIB as KIB,
+    MIB as MIB,
+    TIB as TIB,
+    binary_unit as binary_unit,
+    decimal_bytes as decimal_bytes,
+    format_bytes as format_bytes,
+    short_bytes as short_bytes,
+)
 
 # Bounds: generous for any real model, small enough to catch typos (an extra zero is fine, six are not).
 LIMITS: dict[str, int] = {
@@ -293,60 +302,3 @@ def predicted_cache_bytes(info: Any, seq_len: int, batch: int = 1) -> int:
     The stepping engine's `cache_bytes` sums the real tensors; the two must agree exactly.
     """
     return kv_bytes(kv_config_from_info(info), seq_len, batch)
-
-
-# ----- formatting: exact bytes first, then binary and decimal units -----------------------------------------
-_BINARY = (("EiB", 2**60), ("PiB", 2**50), ("TiB", TIB), ("GiB", GIB), ("MiB", MIB), ("KiB", KIB))
-_DECIMAL = (("PB", 10**15), ("TB", 10**12), ("GB", GB), ("MB", 10**6), ("kB", 10**3))
-
-
-def _number(value: float) -> str:
-    """4 significant digits, never scientific notation: 0.5369, 12.5, 1,024, 4,612."""
-    if value >= 1000:
-        return f"{value:,.0f}"
-    text = f"{value:.{max(0, 3 - math.floor(math.log10(value)))}f}" if value > 0 else "0"
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def binary_unit(n_bytes: int) -> tuple[str, int]:
-    """The largest binary unit not above n_bytes: ('MiB', 2**20) for 5 MiB; ('B', 1) below 1 KiB."""
-    return next(((unit, size) for unit, size in _BINARY if n_bytes >= size), ("B", 1))
-
-
-def short_bytes(n_bytes: int) -> str:
-    """Compact binary form for metric tiles: '512 MiB', '72 KiB', '640 B'."""
-    unit, size = binary_unit(n_bytes)
-    return f"{n_bytes:,} B" if size == 1 else f"{_number(n_bytes / size)} {unit}"
-
-
-def decimal_bytes(n_bytes: int) -> str:
-    """Decimal form, GB down to 0.01 GB, then MB or kB: '0.5369 GB', '73.73 kB' (never '7.373e-05 GB')."""
-    for unit, size in _DECIMAL:
-        if n_bytes >= (size // 100 if unit == "GB" else size):
-            return f"{_number(n_bytes / size)} {unit}"
-    return f"{n_bytes:,} B"
-
-
-def format_bytes(n_bytes: int) -> str:
-    """The project's one byte formatter: '536,870,912 B = 512 MiB = 0.5369 GB' (exact, binary, decimal)."""
-    if n_bytes < KIB:
-        return f"{n_bytes:,} B"
-    return f"{n_bytes:,} B = {short_bytes(n_bytes)} = {decimal_bytes(n_bytes)}"
-
-
-# ----- names that moved (kept importable from here while callers move) ----------------------------------------
-_MOVED = {
-    "FitResult": "kvviz.capacity", "free_bytes": "kvviz.capacity", "max_context": "kvviz.capacity",
-    "max_batch": "kvviz.capacity", "what_fits": "kvviz.capacity", "PagedView": "kvviz.capacity",
-    "paged_view": "kvviz.capacity", "PublishedFigure": "kvviz.claims", "FigureCheck": "kvviz.claims",
-    "check_figure": "kvviz.claims", "ImportedConfig": "kvviz.config_import", "parse_hf_config": "kvviz.config_import",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """PEP 562: `memory.what_fits` etc. still resolve, imported lazily (no import cycle)."""
-    if name in _MOVED:
-        import importlib
-
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

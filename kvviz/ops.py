@@ -309,33 +309,3 @@ def generation_totals(
         return _counts(shape, tokens, dots, tokens if lm_head_all_positions else n)
 
     return build(cached_tokens, cached_dots), build(uncached_tokens, uncached_dots)
-
-
-def curve(
-    shape: ModelShape, prompt_len: int, new_tokens: int, *, max_points: int = 400, lm_head_all_positions: bool = True
-) -> list[tuple[int, PassCounts, PassCounts]]:
-    """(k, cached cumulative, uncached cumulative) at up to max_points evenly spread k (always incl. 1 and N),
-    from the closed form, so a chart of a million-token generation costs max_points evaluations."""
-    _check_generation(prompt_len, new_tokens)
-    if new_tokens <= max_points:
-        ks = list(range(1, new_tokens + 1))
-    else:
-        ks = sorted({1 + (new_tokens - 1) * i // (max_points - 1) for i in range(max_points)})
-    out = []
-    for k in ks:
-        cached, uncached = generation_totals(shape, prompt_len, k, lm_head_all_positions=lm_head_all_positions)
-        out.append((k, cached, uncached))
-    return out
-
-
-# ----- names that live in kvviz.ops_summary (kept reachable as ops.X) ---------------------------------------------
-_SUMMARY_NAMES = ("ClaimRow", "check_speedup_claim", "savings_sentence", "SUMMARY_GROUPS")
-
-
-def __getattr__(name: str) -> Any:
-    """PEP 562: `ops.savings_sentence` etc. resolve lazily from kvviz.ops_summary (which imports this module)."""
-    if name in _SUMMARY_NAMES:
-        from kvviz import ops_summary
-
-        return getattr(ops_summary, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,13 +1,20 @@
-"""What the op counts mean, in words: the one-sentence summary of what the cache saves, and the popular
-"1000 tokens, ~500x fewer computations" claim read four ways. Every number comes from kvviz.ops' exact counts.
-
-Both names are also reachable as `kvviz.ops.savings_sentence` and `kvviz.ops.check_speedup_claim`.
+"""What the op counts mean: the one-sentence summary of what the cache saves, the popular "1000 tokens,
+~500x fewer computations" claim read four ways, and the cumulative curve the charts draw. Every number comes
+from kvviz.ops' exact counts.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvviz.ops import MAX_TOKENS, ModelShape, _positive_int, forward_pass_counts, generation_totals
+from kvviz.ops import (
+    MAX_TOKENS,
+    ModelShape,
+    PassCounts,
+    _check_generation,
+    _positive_int,
+    forward_pass_counts,
+    generation_totals,
+)
 
 
 @dataclass(frozen=True)
@@ -79,3 +86,20 @@ def savings_sentence(
     total = uncached.total_ops / cached.total_ops
     return (f"Generating {new_tokens:,} tokens after a {prompt_len:,}-token prompt, the KV cache does {listed}: "
             f"{total:,.1f}x less in total.")
+
+
+def curve(
+    shape: ModelShape, prompt_len: int, new_tokens: int, *, max_points: int = 400, lm_head_all_positions: bool = True
+) -> list[tuple[int, PassCounts, PassCounts]]:
+    """(k, cached cumulative, uncached cumulative) at up to max_points evenly spread k (always incl. 1 and N),
+    from the closed form, so a chart of a million-token generation costs max_points evaluations."""
+    _check_generation(prompt_len, new_tokens)
+    if new_tokens <= max_points:
+        ks = list(range(1, new_tokens + 1))
+    else:
+        ks = sorted({1 + (new_tokens - 1) * i // (max_points - 1) for i in range(max_points)})
+    out = []
+    for k in ks:
+        cached, uncached = generation_totals(shape, prompt_len, k, lm_head_all_positions=lm_head_all_positions)
+        out.append((k, cached, uncached))
+    return out

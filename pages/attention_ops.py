@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from kvviz import links, ops, ui
+from kvviz import links, ops, ops_summary, ui
 from kvviz.figures import memory as memory_figs
 from kvviz.figures import ops as figs
 from kvviz.presets import ops_presets
@@ -88,7 +88,7 @@ def claim_tab(shape: ops.ModelShape) -> None:
         f"{uncached.linear_ops / cached.linear_ops:,.1f}x. For this model, LM head on the last position only:")
     st.dataframe(pd.DataFrame([{"quantity": r.quantity, "without cache": f"{r.uncached:,}", "with cache": f"{r.cached:,}",
                                 "ratio": f"{r.ratio:,.1f}x", "~500x?": "yes" if r.holds else "no"}
-                               for r in ops.check_speedup_claim(shape, n)]), hide_index=True)
+                               for r in ops_summary.check_speedup_claim(shape, n)]), hide_index=True)
 
 
 @st.fragment
@@ -123,13 +123,13 @@ def counter() -> None:
     m[0].metric(f"With KV cache ({unit})", big_number(scale * cached.total_ops), help=f"{scale * cached.total_ops:,}")
     m[1].metric(f"Without cache ({unit})", big_number(scale * uncached.total_ops), help=f"{scale * uncached.total_ops:,}")
     m[2].metric("Without / with", f"{uncached.total_ops / cached.total_ops:,.1f}x")
-    st.markdown(ops.savings_sentence(shape, prompt_len, new_tokens, lm_head_all_positions=lm_all))
+    st.markdown(ops_summary.savings_sentence(shape, prompt_len, new_tokens, lm_head_all_positions=lm_all))
 
     labels = ["Cumulative", "Ratio", "Per component", "Per pass", "The '500x' claim", "Why no Q cache?"]
     tabs = st.tabs(labels, key="ops_tab", bind="query-params")  # lazy: only the open tab runs
     export = memory_figs.export_config
     if tabs[0].open or tabs[1].open:
-        points = ops.curve(shape, prompt_len, new_tokens, max_points=300, lm_head_all_positions=lm_all)
+        points = ops_summary.curve(shape, prompt_len, new_tokens, max_points=300, lm_head_all_positions=lm_all)
     if tabs[0].open:
         with tabs[0]:
             quantity = st.selectbox("Quantity", list(figs.QUANTITIES), index=0, key="ops_quantity", bind="query-params",

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import ops, ui
+from kvviz import ops, ops_summary, ui
 
 ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("kvviz: the KV cache, step by step")
@@ -40,7 +40,7 @@ cards = [
      "one row, the new query's attention beside the rows it reads, the next-token probabilities; step back; "
      "race the cached step against full recomputation. Presenter mode for a projector."),
     ("pages/attention_ops.py", "Count the work",
-     "Exact operation counts with and without the cache. " + ops.savings_sentence(shape, 16, 200)),
+     "Exact operation counts with and without the cache. " + ops_summary.savings_sentence(shape, 16, 200)),
     ("pages/memory_budget.py", "Memory budget",
      "KV-cache bytes for any model (MHA, GQA, MQA, MLA, sliding windows, quantized caches), what fits on a GPU, "
      "side-by-side what-ifs you can share as a link."),

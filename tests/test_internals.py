@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from kvviz import memory
+from kvviz import capacity, memory
 from kvviz.internals import crossattn, layout, paging, prefix, quant, records, speculative, window
 from greedy import generate_greedy
 
@@ -248,7 +248,7 @@ def test_two_sequences_by_hand():
 
 def test_single_sequence_agrees_with_memory_calculator(bundled):
     config = memory.kv_config_from_info(bundled.info)
-    view = memory.paged_view(config, context_len=37, batch=1, block_tokens=16, max_len=256)
+    view = capacity.paged_view(config, context_len=37, batch=1, block_tokens=16, max_len=256)
     bt = paging.block_table(37, 16)
     assert (bt.n_blocks, bt.waste_slots) == (view.blocks_per_sequence, view.waste_tokens_last_block)
 

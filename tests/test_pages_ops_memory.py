@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
-from kvviz import memory, ops
+from kvviz import memory, ops, ops_summary
 from kvviz.models import load_model
 from kvviz.presets import get_preset
 
@@ -43,8 +43,10 @@ def test_memory_page_renders_reacts_and_writes_the_url():
     assert shown["Total: 4,096 tokens x batch 1"] == "512 MiB"
     assert "mem_preset" not in at.query_params  # bind="query-params" leaves defaults out of the link
     open_tab(at, "mem_tab", "Textbook figures")
-    wrong = [m.value for m in at.markdown if m.value.startswith(":red[**wrong**] llama-3-70b, 4,096 tokens")]
-    assert wrong and "1,342,177,280 B" in wrong[0] and "4x" in wrong[0]  # the printed 5 GB, flagged with arithmetic
+    table = at.dataframe[0].value
+    wrong = table[(table["model"] == "llama-3-70b") & (table["tokens"] == "4,096") & (table["verdict"] == "wrong")]
+    assert len(wrong) == 1  # the printed 5 GB, flagged with its arithmetic
+    assert "1,342,177,280 B" in wrong.iloc[0]["exact"] + wrong.iloc[0]["why"] and "4x" in wrong.iloc[0]["why"]
 
     at.number_input(key="mem_context").set_value(8192).run()
     assert metrics(at)["Total: 8,192 tokens x batch 1"] == "1 GiB"
@@ -189,7 +191,7 @@ def test_pages_show_the_savings_sentence_and_the_quantized_residual():
     at = page("attention_ops")
     at.run()
     shape = ops.ModelShape.from_info(load_model("bundled").info)
-    assert any(m.value == ops.savings_sentence(shape, 16, 200) for m in at.markdown)
+    assert any(m.value == ops_summary.savings_sentence(shape, 16, 200) for m in at.markdown)
     at = page("memory_budget")
     at.run()
     at.selectbox(key="mem_dtype").set_value("int4").run()

@@ -1,0 +1,48 @@
+"""Byte units and the project's one byte formatter: exact bytes first, then binary and decimal units.
+
+1 KiB = 1024 bytes, 1 MiB = 2**20, 1 GiB = 2**30; 1 kB = 1000 bytes, 1 GB = 10**9. Numbers read naturally:
+4 significant digits, never scientific notation ('73.73 kB', never '7.373e-05 GB').
+"""
+from __future__ import annotations
+
+import math
+
+KIB, MIB, GIB, TIB = 2**10, 2**20, 2**30, 2**40
+GB = 10**9
+
+_BINARY = (("EiB", 2**60), ("PiB", 2**50), ("TiB", TIB), ("GiB", GIB), ("MiB", MIB), ("KiB", KIB))
+_DECIMAL = (("PB", 10**15), ("TB", 10**12), ("GB", GB), ("MB", 10**6), ("kB", 10**3))
+
+
+def _number(value: float) -> str:
+    """4 significant digits, never scientific notation: 0.5369, 12.5, 1,024, 4,612."""
+    if value >= 1000:
+        return f"{value:,.0f}"
+    text = f"{value:.{max(0, 3 - math.floor(math.log10(value)))}f}" if value > 0 else "0"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def binary_unit(n_bytes: int) -> tuple[str, int]:
+    """The largest binary unit not above n_bytes: ('MiB', 2**20) for 5 MiB; ('B', 1) below 1 KiB."""
+    return next(((unit, size) for unit, size in _BINARY if n_bytes >= size), ("B", 1))
+
+
+def short_bytes(n_bytes: int) -> str:
+    """Compact binary form for metric tiles: '512 MiB', '72 KiB', '640 B'."""
+    unit, size = binary_unit(n_bytes)
+    return f"{n_bytes:,} B" if size == 1 else f"{_number(n_bytes / size)} {unit}"
+
+
+def decimal_bytes(n_bytes: int) -> str:
+    """Decimal form, GB down to 0.01 GB, then MB or kB: '0.5369 GB', '73.73 kB' (never '7.373e-05 GB')."""
+    for unit, size in _DECIMAL:
+        if n_bytes >= (size // 100 if unit == "GB" else size):
+            return f"{_number(n_bytes / size)} {unit}"
+    return f"{n_bytes:,} B"
+
+
+def format_bytes(n_bytes: int) -> str:
+    """The project's one byte formatter: '536,870,912 B = 512 MiB = 0.5369 GB' (exact, binary, decimal)."""
+    if n_bytes < KIB:
+        return f"{n_bytes:,} B"
+    return f"{n_bytes:,} B = {short_bytes(n_bytes)} = {decimal_bytes(n_bytes)}"

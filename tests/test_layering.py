@@ -1,0 +1,80 @@
+"""The architecture holds: views in pages/, one Streamlit adapter, torch only where a model runs, small files.
+
+- No module under kvviz/ other than kvviz/ui.py imports streamlit.
+- No page and no figure module imports torch or transformers, directly or through what it imports at its top
+  level (a fresh interpreter imports exactly those modules and then looks in sys.modules). Pages that run a
+  model get it through kvviz.ui, which imports torch inside functions, when the model is first needed.
+- Every Python file of the project is at most MAX_LINES long (one job per module).
+"""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+MAX_LINES = 320  # "about 300": a little slack for a docstring, never a second job
+HEAVY = ("torch", "transformers")
+
+
+def _top_level_imports(path: Path) -> list[str]:
+    """Modules a file imports at module level (not inside functions), as dotted names."""
+    names = []
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+            names += [f"{node.module}.{a.name}" for a in node.names]
+    return names
+
+
+def _importable(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _view_modules() -> list[Path]:
+    return sorted((REPO / "pages").glob("*.py")) + sorted((REPO / "kvviz" / "figures").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", _view_modules(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_pages_and_figures_do_not_load_torch(path):
+    modules = sorted({n for n in _top_level_imports(path) if n.split(".")[0] in ("kvviz", "pages")
+                      or n.split(".")[0] in HEAVY})
+    modules = [m for m in modules if _importable(m)]  # `from kvviz import ui` lists kvviz.ui (a module) too
+    code = ("import sys\n" + "".join(f"import {m}\n" for m in modules)
+            + f"heavy = [m for m in {HEAVY!r} if m in sys.modules]\nprint(','.join(heavy))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "", f"{path.name} loads {out.stdout.strip()} through {modules}"
+
+
+def test_only_kvviz_ui_imports_streamlit():
+    offenders = [str(p.relative_to(REPO)) for p in (REPO / "kvviz").rglob("*.py")
+                 if p.name != "ui.py" and any(n.split(".")[0] == "streamlit" for n in _all_imports(p))]
+    assert offenders == []
+
+
+def _all_imports(path: Path) -> list[str]:
+    names = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.append(node.module)
+    return names
+
+
+def test_no_python_file_is_over_the_size_limit():
+    files = [p for top in ("kvviz", "pages", "bench", "scripts", "deploy") for p in (REPO / top).rglob("*.py")]
+    files.append(REPO / "app.py")
+    too_long = {str(p.relative_to(REPO)): n for p in files if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert too_long == {}
