@@ -68,9 +68,7 @@ def apply_import() -> None:
     used = ", ".join(f"`{k}` = {v}" for k, v in imported.used.items())
     extra = list(imported.notes) + ([f"The form windows every layer; this config windows only layers "
                                      f"{kv.first_windowed_layer} and up."] if kv.first_windowed_layer else [])
-    if imported.cross_attention is not None:
-        extra.append(f"Cross-attention cache: {imported.cross_attention.bytes_per_token:,} B per encoder token, "
-                     "on top of the total below.")
+    st.session_state["mem_cross"] = imported.cross_attention  # encoder-decoder: counted apart, below the total
     st.session_state["mem_import_report"] = ("ok", f"Imported **{kv.name}**. Used: {used}. "
                                                    f"Missing: {'; '.join(imported.missing) or 'nothing'}. "
                                                    + " ".join(extra))
@@ -243,9 +241,8 @@ def calculator() -> None:
         st.file_uploader("Upload config.json", type=["json"], key="mem_upload")
         st.text_area("...or paste it", key="mem_paste", height=100)
         st.button("Use this config.json", key="mem_import", on_click=apply_import)
-        kind, text = st.session_state.get("mem_import_report", (None, None))
-        if kind:
-            (st.success if kind == "ok" else st.error)(text)
+        if report := st.session_state.get("mem_import_report"):  # (kind, text) from apply_import
+            (st.success if report[0] == "ok" else st.error)(report[1])
     cfg = memory_form()
     c = st.columns(2)
     with c[0]:
@@ -258,9 +255,9 @@ def calculator() -> None:
     if cfg is None:
         return
     preset = st.session_state["mem_preset"]
-    if preset in PRESETS and context > get_preset(preset).max_context:
-        notices.warning(f"{context:,} tokens exceeds {preset}'s own context window of {get_preset(preset).max_context:,} "
-                        "tokens: the bytes are exact arithmetic, but the model was not trained to run that long.")
+    if preset in PRESETS and context > (own := get_preset(preset).max_context):
+        notices.warning(f"{context:,} tokens exceeds {preset}'s own context window of {own:,} tokens: the bytes are "
+                        "exact arithmetic, but the model was not trained to run that long.")
     b = memory.budget(cfg, context, batch)
     for w in b.warnings:
         st.warning(w)
@@ -275,6 +272,11 @@ def calculator() -> None:
         st.caption(f"transformers' DynamicCache holds {memory.format_bytes(held)} here: its sliding layers keep "
                    f"the last {cfg.window - 1:,} tokens (window - 1; the newest token is attended to before it is "
                    f"stored), kvviz counts {cfg.window:,}.")
+    cross = st.session_state.get("mem_cross") if st.session_state["mem_preset"] == CUSTOM else None
+    if cross is not None:  # the imported encoder-decoder's cross-attention cache: encoder tokens x its own rows
+        enc = int(st.number_input("Encoder length (tokens)", 1, L["context_len"], 512, key="mem_encoder_len"))
+        st.markdown(f"+ cross-attention cache: {enc:,} encoder tokens x batch {batch} = "
+                    f"{memory.format_bytes(memory.kv_bytes(cross, enc, batch))}, computed once from the encoder output")
 
     tabs = st.tabs(TABS, key="mem_tab", bind="query-params")  # lazy: only the open tab runs
     if tabs[0].open:

@@ -59,3 +59,16 @@ def test_windowed_preset_shows_transformers_figure_beside_kvviz():
     held = hf_cache.transformers_cache_bytes(get_preset("mistral-7b").kv, 10_000)
     assert held == 32 * 4095 * 2 * 8 * 128 * 2
     assert any(memory.format_bytes(held) in c.value and "4,095" in c.value for c in at.caption)
+
+
+def test_t5_import_asks_for_the_encoder_length_and_counts_the_cross_attention_cache():
+    """T5-3B: 24 decoder layers x 32 heads x d_kv 128, fp32 (no torch_dtype): the cross-attention cache holds
+    2 x 24 x 32 x 128 x 4 B = 786,432 B per encoder token, apart from the self-attention total."""
+    at = AppTest.from_file(str(PAGE), default_timeout=APP_TIMEOUT_S)
+    at.run()
+    import_config(at, json.dumps({"model_type": "t5", "d_model": 1024, "d_kv": 128, "num_heads": 32,
+                                  "num_layers": 24}))
+    per_encoder_token = 2 * 24 * 32 * 128 * 4
+    at.number_input(key="mem_encoder_len").set_value(1000).run()
+    text = " ".join(m.value for m in at.markdown)
+    assert f"1,000 encoder tokens x batch 1 = {per_encoder_token * 1000:,} B" in text
