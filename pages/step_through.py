@@ -23,7 +23,7 @@ PRESETS = {
     "To be, or not to be": "HAMLET:\nTo be, or not to be, that is the question:",
     "Repeat a pattern": "one two three one two three one two",
 }
-PLAY_DELAY_S = 0.25  # run_every interval; with the redraw and the round trip a step lands every ~0.35-0.45 s
+PLAY_DELAY_S = 0.15  # run_every interval; with the redraw and the round trip a step lands every ~0.4-0.5 s
 PLAY_MAX = 64
 PLAY_LEFT = "step_play_left"  # steps the running animation still has to take (0 = not playing)
 VIEWS = {"one": "K, V, attention", "race": "Race: cache vs none", "gqa": "Query heads sharing K/V"}
