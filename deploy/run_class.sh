@@ -9,7 +9,8 @@
 #
 # Options: -n/--replicas N, -p/--port FRONT_PORT (replicas use FRONT_PORT+1 .. FRONT_PORT+N),
 # --listen ADDR (nginx's address, default all interfaces), --run-dir DIR (config, pids, logs; default a new
-# /tmp/kvviz-class.XXXXXX). Environment: PYTHON (default .venv/bin/python), NGINX (default /usr/sbin/nginx).
+# /tmp/kvviz-class.XXXXXX). Environment: PYTHON (default .venv/bin/python), NGINX (default /usr/sbin/nginx),
+# KVVIZ_SHARED (default 1 here: students' browsers may load only the bundled and listed models; README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,13 +24,14 @@ while [ $# -gt 0 ]; do
     -p|--port) front_port=$2; shift 2 ;;
     --listen) listen=$2; shift 2 ;;
     --run-dir) run_dir=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "run_class.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 case "$replicas" in ''|*[!0-9]*|0) echo "run_class.sh: --replicas must be a whole number >= 1" >&2; exit 2 ;; esac
 if [ "$replicas" -gt 32 ]; then echo "run_class.sh: at most 32 replicas" >&2; exit 2; fi
 
+export KVVIZ_SHARED=${KVVIZ_SHARED:-1}  # a class's server: shared mode unless the teacher says otherwise
 PYTHON=${PYTHON:-.venv/bin/python}
 NGINX=${NGINX:-/usr/sbin/nginx}
 [ -x "$PYTHON" ] || PYTHON=python3

@@ -59,5 +59,11 @@ def transformers_quantized_defaults() -> dict[str, int]:
             for fn in node.body:
                 if isinstance(fn, ast.FunctionDef) and fn.name == "__init__":
                     named = fn.args.args[len(fn.args.args) - len(fn.args.defaults):]
-                    return {a.arg: ast.literal_eval(d) for a, d in zip(named, fn.args.defaults)}
+                    found = {}
+                    for a, d in zip(named, fn.args.defaults):
+                        try:  # a default that is not a literal (a named constant) is simply not reported
+                            found[a.arg] = ast.literal_eval(d)
+                        except ValueError:
+                            continue
+                    return found
     return {}

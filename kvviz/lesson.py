@@ -60,11 +60,12 @@ def _k_row(engine: Any) -> Question:
     info = engine.loaded.info
     row_len = int(engine.layer_keys(0).shape[-1])  # (kv_heads, seq_len, head_dim): read from the real cache
     return Question(
-        f"In this model ({info.n_layer} layers, {info.n_head} heads, hidden size {info.n_head * info.head_dim}), "
+        f"In this model ({info.n_layer} layers, {info.n_head} query heads, {info.n_kv_heads} K/V heads, "
+        f"hidden size {info.n_embd}), "
         "how many numbers does **one K row of one head** hold?",
         row_len,
-        f"Each head gets its own slice of the hidden vector: {info.n_head * info.head_dim} / {info.n_head} heads "
-        f"= **{row_len}** numbers (`head_dim`), read from the real cache tensor of shape "
+        f"Each head works on vectors of `head_dim` = **{row_len}** numbers (here {info.n_head} heads x {row_len} = "
+        f"{info.n_head * row_len}), read from the real cache tensor of shape "
         f"`{tuple(engine.cache.layers[0].keys.shape)}` = [batch, kv_heads, seq_len, head_dim]. The V row has "
         "the same length.")
 

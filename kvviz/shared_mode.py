@@ -106,12 +106,16 @@ _cache: dict[tuple[str, int | None], SharedPolicy] = {}
 
 
 def _policy_from_file(path: str, stamp: int | None) -> SharedPolicy:
-    if (path, stamp) not in _cache:
-        _cache.clear()
-        _cache[(path, stamp)] = _read_policy(Path(path)) if stamp is not None else SharedPolicy(
+    """The policy of this version of the file (re-read when its mtime changes). Sessions run in threads: the
+    policy is built in a local and returned from it, so another thread clearing the cache never loses it."""
+    policy = _cache.get((path, stamp))
+    if policy is None:
+        policy = _read_policy(Path(path)) if stamp is not None else SharedPolicy(
             enabled=True, cap=LoadCap(DEFAULT_MAX_PARAMS)
         )
-    return _cache[(path, stamp)]
+        _cache.clear()
+        _cache[(path, stamp)] = policy
+    return policy
 
 
 def _read_policy(path: Path) -> SharedPolicy:

@@ -89,7 +89,8 @@ def cache_bytes(cache: DynamicCache) -> int:
     return total
 
 
-# One forward pass at a time per server, for every session's engine. Streamlit serves each session in its own
+# One forward pass at a time per server, for every session's stepping engine (the step page, the lesson and
+# the attention patterns; the timed internals measurements and the benchmark queue in kvviz.work_queue instead). Streamlit serves each session in its own
 # thread; torch releases the GIL inside its kernels, so the cheap Python work of other sessions (building
 # records, figures) runs beside a forward pass while forward passes themselves never pile up on the cores.
 MODEL_LOCK = threading.Lock()

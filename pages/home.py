@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import ops, ops_summary, ui
+from kvviz import memory, ops, ops_summary, ui
 
 ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("kvviz: the KV cache, step by step")
@@ -16,7 +16,7 @@ st.markdown(
 )
 
 info = ui.current_info()  # no torch import needed: the first page renders fast
-bytes_per_token = 2 * info.n_layer * info.n_kv_heads * info.head_dim * 4  # K and V, fp32
+bytes_per_token = memory.predicted_cache_bytes(info, 1)  # K and V of one token, every layer, fp32
 st.info(
     f"**Model loaded:** {info.label}.\n\n"
     f"Its cache stores, per token: 2 (K and V) x {info.n_layer} layers x {info.n_kv_heads} heads x "

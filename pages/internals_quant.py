@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import ui
+from kvviz import memory, ui
 from kvviz.figures import internals as fig
 from kvviz.internals.records import (AGREEMENT_MAX_PROMPT_TOKENS, AGREEMENT_MAX_PROMPTS, AGREEMENT_MAX_TOKENS,
                                     QuantError, QuantReport, SchemeAgreement, check_agreement_work)
@@ -16,11 +16,9 @@ DEFAULT_AGREEMENT_PROMPTS = "ROMEO:\nJULIET: O Romeo, Romeo\nFirst Citizen:\nKIN
 AGREEMENT_KEY = "int_quant_agreement"  # (inputs, results) of this session's last agreement run
 
 
-@st.cache_data(show_spinner=False, max_entries=4)
 def transformers_residual_length() -> int:
-    from kvviz.internals import quant  # torch + transformers: imported only when needed
-
-    return quant.transformers_residual_length()
+    """QuantizedCache's `residual_length` default, read from transformers' source without importing torch."""
+    return int(memory.transformers_quantized_defaults().get("residual_length", 128))
 
 
 @st.cache_data(show_spinner="Quantizing the real cache...", max_entries=16, hash_funcs=MODEL_HASH)

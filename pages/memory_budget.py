@@ -62,16 +62,14 @@ def apply_import() -> None:
         "mem_preset": CUSTOM, "mem_layers": kv.n_layer, "mem_heads": kv.n_head, "mem_kv_heads": kv.n_kv_heads,
         "mem_head_dim": kv.head_dim, "mem_mla_rank": kv.mla_latent_rank, "mem_mla_rope": kv.mla_rope_dim,
         "mem_window": kv.window or 0, "mem_local": kv.local_per_global or 0, "mem_dtype": kv.dtype, "mem_hidden": 0,
+        **({"mem_maxlen": min(imported.max_context, L["context_len"])} if imported.max_context else {}),
     })
-    if imported.max_context:
-        st.session_state["mem_maxlen"] = min(imported.max_context, L["context_len"])
     used = ", ".join(f"`{k}` = {v}" for k, v in imported.used.items())
-    extra = list(imported.notes) + ([f"The form windows every layer; this config windows only layers "
-                                     f"{kv.first_windowed_layer} and up."] if kv.first_windowed_layer else [])
+    extra = [*imported.notes, *([f"The form windows every layer; this config windows only layers "
+                                 f"{kv.first_windowed_layer} and up."] if kv.first_windowed_layer else [])]
     st.session_state["mem_cross"] = imported.cross_attention  # encoder-decoder: counted apart, below the total
-    st.session_state["mem_import_report"] = ("ok", f"Imported **{kv.name}**. Used: {used}. "
-                                                   f"Missing: {'; '.join(imported.missing) or 'nothing'}. "
-                                                   + " ".join(extra))
+    st.session_state["mem_import_report"] = ("ok", f"Imported **{kv.name}**. Used: {used}. Missing: "
+                                                   f"{'; '.join(imported.missing) or 'nothing'}. {' '.join(extra)}")
 
 
 def int_input(label: str, key: str, lo: int, hi: int, **kwargs: Any) -> int:

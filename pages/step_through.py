@@ -75,7 +75,7 @@ def _apply_link() -> None:
     st.session_state["step_link_done"] = link
     try:
         engine.prefill(prompt, _sampling())
-        for _ in range(min(int(steps) if steps.isdigit() else 0, info.n_positions - engine.cache_len)):
+        for _ in range(min(int(steps) if steps.isdecimal() and steps.isascii() else 0, info.n_positions - engine.cache_len)):
             engine.step()
     except (PromptError, ContextFullError) as exc:
         st.warning(f"The link's prompt could not be replayed: {exc}")
