@@ -120,7 +120,7 @@ def run_benchmark(loaded: LoadedModel, settings: BenchSettings, progress: Progre
     Raises BenchInputError for impossible settings, BenchBusyError if the wait times out. If interrupted
     (Ctrl-C, a Streamlit rerun), the turn is released and the thread count restored; nothing is returned.
     """
-    validate(settings, loaded.info.n_positions)
+    validate(settings, loaded.info.n_positions, loaded.info)
     if settings.threads is None:
         threads, thread_reason = bench_machine.default_thread_count()
     else:

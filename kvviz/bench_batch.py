@@ -19,7 +19,7 @@ import torch
 
 from kvviz import bench_probes, ops, roofline
 from kvviz.bench import ProgressFn, WaitFn, hold_turn, torch_threads
-from kvviz.bench_settings import BenchInputError, whole
+from kvviz.bench_settings import BenchInputError, check_gpt2, whole
 from kvviz.engine_flat import FlatCacheGPT2
 from kvviz.models import LoadedModel
 
@@ -39,6 +39,7 @@ def batch_sizes(max_batch: int) -> list[int]:
 def validate(loaded: LoadedModel, max_batch: int, context: int) -> int:
     """Raise BenchInputError for a sweep that cannot run; return the K/V bytes of the largest batch."""
     info = loaded.info
+    check_gpt2(info)
     whole("Batch size", max_batch, 1, MAX_BATCH)
     whole("Context length", context, 1, info.n_positions - 1)
     row = roofline.kv_row_bytes(info.n_layer, info.n_kv_heads, info.head_dim, 4)

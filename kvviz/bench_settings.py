@@ -37,8 +37,20 @@ def whole(name: str, value: object, lo: int, hi: int) -> int:
     return check_int_in_range(value, lo, hi, name, error=BenchInputError)
 
 
-def validate(settings: BenchSettings, n_positions: int) -> None:
+def check_gpt2(info) -> None:
+    """The timed engines (the flat engine, the batch sweep, the weight bytes) are written for GPT2LMHeadModel."""
+    kind = getattr(info, "model_type", "gpt2")
+    if kind != "gpt2":
+        raise BenchInputError(
+            f"The benchmark's engines are written for GPT-2 (the flat engine mirrors GPT2LMHeadModel); "
+            f"{getattr(info, 'label', 'this model')} is a {kind} model. Pick the bundled GPT-2, the GPT-2 shape "
+            "with random weights or a pretrained GPT-2.")
+
+
+def validate(settings: BenchSettings, n_positions: int, info=None) -> None:
     """Raise BenchInputError with a user-facing message when the settings cannot run on this model."""
+    if info is not None:
+        check_gpt2(info)
     whole("Prompt length", settings.prompt_len, 1, n_positions)
     whole("New tokens", settings.new_tokens, 1, n_positions)
     whole("Repeats", settings.repeats, 1, MAX_REPEATS)

@@ -62,7 +62,7 @@ def run(spec: str, settings: BenchSettings, thread_reason: str) -> BenchResult |
     from kvviz import bench  # torch: only now
 
     try:
-        bench.validate(settings, loaded.info.n_positions)
+        bench.validate(settings, loaded.info.n_positions, loaded.info)
     except BenchInputError as exc:
         st.error(str(exc))
         return None
