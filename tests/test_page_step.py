@@ -9,6 +9,8 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
 from kvviz import memory
+from kvviz.step_records import Sampling
+from kvviz.stepping import StepEngine
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -145,13 +147,26 @@ def test_bad_prompts_give_a_message_and_keep_the_page_alive(step_page):
     assert not at.exception
 
 
-def test_sampling_controls_change_the_engine(step_page):
+def test_sampling_controls_pick_the_seeded_tokens(step_page, bundled):
+    """Untick greedy, set a seed: the page continues exactly as an engine with that Sampling does."""
     at = step_page
     at.toggle(key="step_greedy").set_value(False).run()
+    at.number_input(key="step_seed").set_value(11).run()
     at.button(key="step_btn_prefill").click().run()
-    at.button(key="step_btn_next").click().run()
+    for _ in range(6):
+        at.button(key="step_btn_next").click().run()
     assert not at.exception
-    assert at.session_state["step_engine"].sampling.greedy is False
+    page_tokens = at.session_state["step_engine"].token_ids
+    engine = StepEngine(bundled, Sampling(greedy=False, temperature=1.0, top_k=40, seed=11))
+    engine.prefill("ROMEO:")
+    for _ in range(6):
+        engine.step()
+    assert page_tokens == engine.token_ids
+    greedy = StepEngine(bundled)
+    greedy.prefill("ROMEO:")
+    for _ in range(6):
+        greedy.step()
+    assert page_tokens != greedy.token_ids  # the toggle really switched greedy off
 
 
 def test_the_closed_uncached_section_costs_nothing_and_open_it_draws(fresh_streamlit_caches):
