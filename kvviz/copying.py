@@ -7,9 +7,9 @@ sequences (`repeat_share`) is built as
 
     [natural text, P tokens][span, L tokens][span][span]...   cut to n_positions tokens
 
-with L drawn uniformly in [MIN_SPAN, n_positions // 2] (so the span repeats at least once) and P in
-[0, n_positions - 2L]; the span is a random corpus span or, with probability RANDOM_SPAN_SHARE, uniformly
-random token ids. Random tokens cannot be predicted the first time, so their first copy is masked out of
+with L drawn uniformly in [MIN_SPAN, max_span] (max_span <= n_positions // 2: the span repeats at least once) and P in
+[0, n_positions - 2L]; the span is, with probability `random_span_share`, uniformly random token ids, else a
+random corpus span. Random tokens are what grows induction heads fastest: nothing but copying predicts them. Random tokens cannot be predicted the first time, so their first copy is masked out of
 the loss (label -100): the model is trained only to copy them, not to spread probability over noise.
 
 The measurement (`copying_accuracy`): held-out sequences whose second half repeats the first (L tokens,
@@ -25,21 +25,22 @@ from dataclasses import dataclass
 import torch
 
 MIN_SPAN = 8
-RANDOM_SPAN_SHARE = 0.5
 IGNORE_INDEX = -100  # transformers' loss ignores labels equal to this
 
 
 def repeat_batch(
-    ids: torch.Tensor, n_rows: int, n_positions: int, vocab_size: int, gen: torch.Generator
+    ids: torch.Tensor, n_rows: int, n_positions: int, vocab_size: int, gen: torch.Generator,
+    random_span_share: float = 0.5, max_span: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """n_rows sequences with a repeated span: (input_ids, labels), both (n_rows, n_positions)."""
     inputs, labels = [], []
     for _ in range(n_rows):
-        span_len = int(torch.randint(MIN_SPAN, n_positions // 2 + 1, (1,), generator=gen))
+        longest = min(max_span or n_positions // 2, n_positions // 2)
+        span_len = int(torch.randint(MIN_SPAN, longest + 1, (1,), generator=gen))
         prefix_len = int(torch.randint(0, n_positions - 2 * span_len + 1, (1,), generator=gen))
         prefix_start = int(torch.randint(0, len(ids) - prefix_len, (1,), generator=gen))
         prefix = ids[prefix_start : prefix_start + prefix_len]
-        random_span = bool(torch.rand((1,), generator=gen) < RANDOM_SPAN_SHARE)
+        random_span = bool(torch.rand((1,), generator=gen) < random_span_share)
         if random_span:
             span = torch.randint(1, vocab_size, (span_len,), generator=gen)  # id 0 is <|endoftext|>
         else:

@@ -1,9 +1,10 @@
-"""Load a GPT-2 model + tokenizer + a description of what was loaded.
+"""Load a model + tokenizer + a description of what was loaded.
 
 Three kinds of model, one loader (`load_model(spec)`):
 
     "bundled"            a model shipped in kvviz/assets (BUNDLED_MODELS; the default: a small GPT-2 trained by
-                         `python -m kvviz.train` on Tiny Shakespeare)
+                         `python -m kvviz train` on Tiny Shakespeare; "bundled-gqa": a small Llama with
+                         grouped-query attention, 8 query heads sharing 2 K/V heads, same corpus and tokenizer)
     "gpt2", "distilgpt2" pretrained GPT-2 weights by name, from the Hugging Face cache (or the hub, if online)
     "/path/to/folder"    a local folder holding config.json + model.safetensors + tokenizer files
     "random:gpt2"        a GPT-2 architecture with random weights (realistic sizes and timings, gibberish text)
@@ -38,6 +39,7 @@ if TYPE_CHECKING:  # imported for real inside the loaders (slow imports; see the
 
 ASSETS_DIR = Path(__file__).resolve().parent / "assets"
 BUNDLED = "bundled"
+BUNDLED_GQA = "bundled-gqa"
 RANDOM_PREFIX = "random:"
 LOAD_WAIT_S = 600.0  # the longest a load waits for another one to finish
 MESSAGE_CHARS = 300  # a failure message is one line, at most this long
@@ -57,7 +59,9 @@ class BundledSpec:
 # bundled_info() pick it up.
 BUNDLED_MODELS: dict[str, BundledSpec] = {
     BUNDLED: BundledSpec(BUNDLED, ASSETS_DIR / "bundled", "Bundled Tiny-Shakespeare GPT-2"),
+    BUNDLED_GQA: BundledSpec(BUNDLED_GQA, ASSETS_DIR / "bundled_gqa", "Bundled Tiny-Shakespeare Llama, GQA"),
 }
+MODEL_CLASSES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM"}  # model_type -> transformers class
 BUNDLED_DIR = BUNDLED_MODELS[BUNDLED].folder
 
 # Shapes of the public GPT-2 checkpoints (from their config.json on the Hugging Face hub), used for
@@ -86,7 +90,7 @@ class ModelInfo:
     label: str  # one line for the UI
     n_layer: int
     n_head: int
-    n_kv_heads: int  # GPT-2 is plain multi-head attention: one K/V head per query head
+    n_kv_heads: int  # K/V heads: = n_head for GPT-2's multi-head attention, fewer for GQA (num_key_value_heads)
     head_dim: int
     n_embd: int
     n_positions: int  # the context limit: GPT-2 has learned absolute positions 0..n_positions-1
@@ -95,49 +99,54 @@ class ModelInfo:
     dtype: str  # e.g. "float32"
     attn_implementation: str
     weights_are_random: bool
+    d_ff: int | None = None  # MLP inner width; None: GPT-2's 4 x n_embd
+    mlp_matrices: int = 2  # 2: GPT-2's fc -> GELU -> proj; 3: Llama's SwiGLU (gate, up, down)
+    model_type: str = "gpt2"
 
 
 @dataclass(frozen=True)
 class LoadedModel:
-    model: GPT2LMHeadModel  # shared across sessions: never mutate it, never leave hooks on it
+    model: GPT2LMHeadModel  # or a LlamaForCausalLM (bundled-gqa); shared across sessions: never mutate it, never leave hooks on it
     tokenizer: GPT2TokenizerFast
     info: ModelInfo
 
 
-def _describe(spec: str, kind: str, label: str, model: GPT2LMHeadModel) -> ModelInfo:
+def _shape(cfg: dict[str, Any]) -> dict[str, Any]:
+    """ModelInfo's shape fields from a config dict, GPT-2's names or Llama's (num_key_value_heads etc.)."""
+    if cfg.get("model_type") == "llama":
+        n_head, n_embd = cfg["num_attention_heads"], cfg["hidden_size"]
+        return dict(n_layer=cfg["num_hidden_layers"], n_head=n_head, n_kv_heads=cfg.get("num_key_value_heads") or n_head,
+                    head_dim=cfg.get("head_dim") or n_embd // n_head, n_embd=n_embd,
+                    n_positions=cfg["max_position_embeddings"], vocab_size=cfg["vocab_size"],
+                    d_ff=cfg["intermediate_size"], mlp_matrices=3, model_type="llama")
+    n_head, n_embd = cfg["n_head"], cfg["n_embd"]
+    return dict(n_layer=cfg["n_layer"], n_head=n_head, n_kv_heads=n_head, head_dim=n_embd // n_head, n_embd=n_embd,
+                n_positions=cfg["n_positions"], vocab_size=cfg["vocab_size"], d_ff=cfg.get("n_inner") or 4 * n_embd,
+                mlp_matrices=2, model_type="gpt2")
+
+
+def _describe(spec: str, kind: str, label: str, model: Any) -> ModelInfo:
     cfg = model.config
     return ModelInfo(
-        spec=spec,
-        kind=kind,
-        label=label,
-        n_layer=cfg.n_layer,
-        n_head=cfg.n_head,
-        n_kv_heads=cfg.n_head,
-        head_dim=cfg.n_embd // cfg.n_head,
-        n_embd=cfg.n_embd,
-        n_positions=cfg.n_positions,
-        vocab_size=cfg.vocab_size,
+        spec=spec, kind=kind, label=label, **_shape(cfg.to_dict()),
         n_params=sum(p.numel() for p in model.parameters()),
         dtype=str(next(model.parameters()).dtype).removeprefix("torch."),
-        attn_implementation=cfg._attn_implementation,
-        weights_are_random=(kind == "random"),
+        attn_implementation=cfg._attn_implementation, weights_are_random=(kind == "random"),
     )
 
 
 def _from_folder(folder: Path | str, attn_implementation: str, local_files_only: bool = True) -> tuple[Any, Any]:
     import torch
-    from transformers import GPT2LMHeadModel, GPT2TokenizerFast
+    import transformers
+    from transformers import GPT2TokenizerFast
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # a server's log is no place for a "Loading weights" bar per load
-    model = GPT2LMHeadModel.from_pretrained(
-        folder,
-        use_safetensors=True,
-        trust_remote_code=False,
-        local_files_only=local_files_only,
-        attn_implementation=attn_implementation,
-        dtype=torch.float32,
-    )
+    # config.json picks the class: llama only for a bundled model (load_cost admits GPT-2 folders only)
+    model_type = load_cost.read_config(Path(folder)).get("model_type") if Path(folder).is_dir() else "gpt2"
+    model_class = getattr(transformers, MODEL_CLASSES.get(model_type, MODEL_CLASSES["gpt2"]))
+    model = model_class.from_pretrained(folder, use_safetensors=True, trust_remote_code=False, dtype=torch.float32,
+                                        local_files_only=local_files_only, attn_implementation=attn_implementation)
     tokenizer = GPT2TokenizerFast.from_pretrained(folder, local_files_only=local_files_only)
     if not 1 < len(tokenizer) <= model.config.vocab_size:
         # transformers 5 builds an EMPTY tokenizer from a folder without tokenizer files, instead of failing
@@ -145,8 +154,10 @@ def _from_folder(folder: Path | str, attn_implementation: str, local_files_only:
     return model.eval(), tokenizer
 
 
-def _bundled_label(title: str, n_layer: int, n_head: int, head_dim: int, n_positions: int) -> str:
-    return f"{title} ({n_layer} layers x {n_head} heads, head_dim {head_dim}, {n_positions} positions)"
+def _bundled_label(title: str, shape: dict[str, Any]) -> str:
+    kv = f" sharing {shape['n_kv_heads']} K/V heads" if shape["n_kv_heads"] != shape["n_head"] else ""
+    return (f"{title} ({shape['n_layer']} layers x {shape['n_head']} heads{kv}, head_dim {shape['head_dim']}, "
+            f"{shape['n_positions']} positions)")
 
 
 @functools.lru_cache(maxsize=8)
@@ -155,15 +166,12 @@ def bundled_info(attn_implementation: str = "eager", name: str = BUNDLED) -> Mod
     (8-byte little-endian length, then JSON with each tensor's dtype and shape). Equal to
     load_bundled().info (tested)."""
     spec = BUNDLED_MODELS[name]
-    cfg = json.loads((spec.folder / "config.json").read_text(encoding="utf-8"))
+    shape = _shape(json.loads((spec.folder / "config.json").read_text(encoding="utf-8")))
     weights = spec.folder / load_cost.SAFETENSORS_FILE
     n_params = load_cost.stored_elements(weights)
     dtypes = {t["dtype"] for t in load_cost.safetensors_header(weights).values()}
-    n_layer, n_head, n_embd, n_positions = cfg["n_layer"], cfg["n_head"], cfg["n_embd"], cfg["n_positions"]
     return ModelInfo(
-        spec=name, kind="bundled", label=_bundled_label(spec.title, n_layer, n_head, n_embd // n_head, n_positions),
-        n_layer=n_layer, n_head=n_head, n_kv_heads=n_head, head_dim=n_embd // n_head, n_embd=n_embd,
-        n_positions=n_positions, vocab_size=cfg["vocab_size"], n_params=n_params,
+        spec=name, kind="bundled", label=_bundled_label(spec.title, shape), **shape, n_params=n_params,
         dtype="float32" if dtypes == {"F32"} else ",".join(sorted(dtypes)),
         attn_implementation=attn_implementation, weights_are_random=False,
     )
@@ -177,8 +185,7 @@ def load_bundled(attn_implementation: str = "eager", name: str = BUNDLED) -> Loa
             "`python -m kvviz.train --text ../shared/data/tinyshakespeare.txt`."
         )
     model, tokenizer = _from_folder(spec.folder, attn_implementation)
-    cfg = model.config
-    label = _bundled_label(spec.title, cfg.n_layer, cfg.n_head, cfg.n_embd // cfg.n_head, cfg.n_positions)
+    label = _bundled_label(spec.title, _shape(model.config.to_dict()))
     return LoadedModel(model, tokenizer, _describe(name, "bundled", label, model))
 
 

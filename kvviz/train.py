@@ -54,7 +54,11 @@ class Recipe:
     intermediate_size: int = 512  # gpt2: 4 x n_embd; llama: SwiGLU, 3 matrices of this width
     n_positions: int = 256
     dropout: float = 0.1
-    repeat_share: float = 0.25  # share of each batch's rows built with a repeated span (kvviz.copying)
+    repeat_share: float = 0.0  # share of each batch's rows built with a repeated span (kvviz.copying)
+    random_span_share: float = 0.5  # of those rows, the share whose span is random token ids (else corpus text)
+    max_span: int = 128  # longest repeated span (tokens); short spans = copies close together = faster induction
+    copy_warmup_steps: int = 0  # the first steps train on repeated spans only (a curriculum for induction heads)
+    stop_after_steps: int = 0  # > 0: stop there, the learning-rate schedule still planned for `steps`
     batch_size: int = 16
     steps: int = 3000
     learning_rate: float = 2e-3
@@ -96,7 +100,10 @@ def learning_rate_at(step: int, recipe: Recipe) -> float:
 
 def recipe_for(arch: str, **overrides: object) -> Recipe:
     if arch == "llama":
-        base = dict(n_head=8, n_kv_heads=2, intermediate_size=352, dropout=0.0)  # 352 ~ 8/3 x 128, as in Llama
+        # 352 ~ 8/3 x 128, as in Llama. The shipped run: half the rows repeat a span (half of those random
+        # tokens), a 3,000-step schedule stopped after 1,500 steps for time (see the README)
+        base = dict(n_head=8, n_kv_heads=2, intermediate_size=352, dropout=0.0, repeat_share=0.5,
+                    random_span_share=0.5, max_span=128, steps=3000, stop_after_steps=1500)
     elif arch == "gpt2":
         base = {}
     else:
@@ -121,16 +128,21 @@ def build_model(recipe: Recipe, vocab_size: int, eos_id: int) -> torch.nn.Module
     return LlamaForCausalLM(config)
 
 
-def random_batch(ids: torch.Tensor, recipe: Recipe, vocab_size: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def random_batch(
+    ids: torch.Tensor, recipe: Recipe, vocab_size: int, gen: torch.Generator, step: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(input_ids, labels), each (B, T): plain corpus windows, then round(B x repeat_share) rows with a
-    repeated span. The model shifts labels itself."""
-    n_repeat = round(recipe.batch_size * recipe.repeat_share)
+    repeated span (every row during the first copy_warmup_steps). The model shifts labels itself."""
+    share = 1.0 if step < recipe.copy_warmup_steps else recipe.repeat_share
+    n_repeat = round(recipe.batch_size * share)
     n_plain = recipe.batch_size - n_repeat
     starts = torch.randint(0, len(ids) - recipe.n_positions, (n_plain,), generator=gen)
-    plain = torch.stack([ids[s : s + recipe.n_positions] for s in starts.tolist()])
+    windows = [ids[s : s + recipe.n_positions] for s in starts.tolist()]
+    plain = torch.stack(windows) if windows else ids[:0].view(0, recipe.n_positions)
     if n_repeat == 0:
         return plain, plain
-    rep_inputs, rep_labels = copying.repeat_batch(ids, n_repeat, recipe.n_positions, vocab_size, gen)
+    rep_inputs, rep_labels = copying.repeat_batch(ids, n_repeat, recipe.n_positions, vocab_size, gen,
+                                                   recipe.random_span_share, recipe.max_span)
     return torch.cat([plain, rep_inputs]), torch.cat([plain, rep_labels])
 
 
@@ -191,7 +203,7 @@ def train(text_path: Path, out_dir: Path, recipe: Recipe, save_every: int = 0) -
     for step in range(recipe.steps):
         for group in optimizer.param_groups:
             group["lr"] = learning_rate_at(step, recipe)
-        batch, labels = random_batch(train_ids, recipe, vocab_size, gen)
+        batch, labels = random_batch(train_ids, recipe, vocab_size, gen, step)
         loss = model(input_ids=batch, labels=labels).loss
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -205,11 +217,13 @@ def train(text_path: Path, out_dir: Path, recipe: Recipe, save_every: int = 0) -
                 f"copy first/repeat {copy.first_half_top1:.2f}/{copy.repeated_half_top1:.2f}",
                 flush=True,
             )
+        if step + 1 == recipe.stop_after_steps:
+            break
         if save_every and (step + 1) % save_every == 0 and step + 1 < recipe.steps:
             write_outputs(model, tokenizer, out_dir, recipe, step + 1, time.perf_counter() - started, data)
             print(f"checkpoint after {step + 1} steps written to {out_dir}", flush=True)
 
-    return write_outputs(model, tokenizer, out_dir, recipe, recipe.steps, time.perf_counter() - started, data)
+    return write_outputs(model, tokenizer, out_dir, recipe, step + 1, time.perf_counter() - started, data)
 
 
 def write_outputs(model: torch.nn.Module, tokenizer: GPT2TokenizerFast, out_dir: Path, recipe: Recipe, steps_done: int,
@@ -226,7 +240,7 @@ def write_outputs(model: torch.nn.Module, tokenizer: GPT2TokenizerFast, out_dir:
     torch.set_rng_state(rng_state)
     report = {
         "recipe": asdict(recipe),
-        "steps_done": steps_done,  # < recipe.steps only for a checkpoint written by --save-every
+        "steps_done": steps_done,  # < recipe.steps for --stop-after-steps or a --save-every checkpoint
         "corpus": data["corpus"],
         "corpus_chars": data["corpus_chars"],
         "train_tokens": data["train_tokens"],
@@ -268,21 +282,27 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--text", type=Path, required=True, help="training corpus (UTF-8 text file)")
     parser.add_argument("--arch", choices=sorted(OUT_DIRS), default="gpt2", help="architecture (default gpt2)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: the arch's bundled folder)")
-    parser.add_argument("--steps", type=int, default=Recipe.steps)
-    parser.add_argument("--batch-size", type=int, default=Recipe.batch_size)
-    parser.add_argument("--repeat-share", type=float, default=Recipe.repeat_share,
-                        help="share of each batch's rows with a repeated span, 0..1 (default %(default)s)")
-    parser.add_argument("--seed", type=int, default=Recipe.seed)
+    parser.add_argument("--steps", type=int, help="optimizer steps (default: the arch's shipped recipe)")
+    parser.add_argument("--batch-size", type=int, help="rows of n_positions tokens per step")
+    parser.add_argument("--repeat-share", type=float, help="share of each batch's rows with a repeated span, 0..1")
+    parser.add_argument("--random-span-share", type=float, help="of the repeated rows, the share of random tokens")
+    parser.add_argument("--max-span", type=int, help="longest repeated span, tokens")
+    parser.add_argument("--copy-warmup-steps", type=int, help="first steps on repeated spans only")
+    parser.add_argument("--stop-after-steps", type=int, help="stop after this many steps (schedule planned for --steps)")
+    parser.add_argument("--seed", type=int)
     parser.add_argument("--save-every", type=int, default=0,
                         help="also write model + report every N steps (a checkpoint; its report says steps_done)")
-    parser.add_argument("--threads", type=int, default=Recipe.threads)
+    parser.add_argument("--threads", type=int)
     args = parser.parse_args(argv)
     if not args.text.is_file():
         parser.error(f"no such text file: {args.text}")
-    if not 0.0 <= args.repeat_share <= 1.0:
+    if args.repeat_share is not None and not 0.0 <= args.repeat_share <= 1.0:
         parser.error("--repeat-share must be between 0 and 1")
-    recipe = recipe_for(args.arch, steps=args.steps, batch_size=args.batch_size, repeat_share=args.repeat_share,
-                        seed=args.seed, threads=args.threads)
+    given = {"steps": args.steps, "batch_size": args.batch_size, "repeat_share": args.repeat_share, "seed": args.seed,
+             "threads": args.threads, "random_span_share": args.random_span_share,
+             "max_span": args.max_span, "copy_warmup_steps": args.copy_warmup_steps,
+             "stop_after_steps": args.stop_after_steps}
+    recipe = recipe_for(args.arch, **{k: v for k, v in given.items() if v is not None})
     report = train(args.text, args.out or OUT_DIRS[args.arch], recipe, save_every=args.save_every)
     print(json.dumps({k: report[k] for k in ("validation_loss", "copying", "parameters", "train_seconds")}))
     print(report["sample_greedy"])

@@ -156,8 +156,8 @@ def current_model(attn_implementation: str = "eager") -> models.LoadedModel:
 
 
 _KIND_KEY, _NAME_KEY, _ARCH_KEY, _SHARED_KEY = "app_model_kind", "app_model_name", "app_model_arch", "app_model_offered"
-_KINDS = {  # radio label -> kind (localhost mode)
-    "Bundled Tiny-Shakespeare GPT-2 (offline)": models.BUNDLED,
+_KINDS = {  # radio label -> kind (localhost mode); each bundled model is a kind of its own (its spec)
+    **{f"{b.title} (offline)": name for name, b in models.BUNDLED_MODELS.items()},
     "Pretrained GPT-2 (name or local folder)": "pretrained",
     "GPT-2 shape with random weights": "random",
 }
@@ -166,7 +166,7 @@ _KINDS = {  # radio label -> kind (localhost mode)
 def _kind_of(spec: str) -> str:
     if spec.startswith(models.RANDOM_PREFIX):
         return "random"
-    return models.BUNDLED if spec in models.BUNDLED_MODELS else "pretrained"
+    return spec if spec in models.BUNDLED_MODELS else "pretrained"
 
 
 def sidebar_model_picker() -> None:
@@ -227,8 +227,8 @@ def _local_picker() -> None:
 
 def _on_kind_change() -> None:
     kind = _KINDS[st.session_state[_KIND_KEY]]
-    if kind == models.BUNDLED:
-        _switch_to(models.BUNDLED, _KIND_KEY)
+    if kind in models.BUNDLED_MODELS:
+        _switch_to(kind, _KIND_KEY)
     elif kind == "random":
         _switch_to(models.RANDOM_PREFIX + st.session_state.get(_ARCH_KEY, "gpt2"), _KIND_KEY)
 

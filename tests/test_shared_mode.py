@@ -100,7 +100,8 @@ def test_shared_sidebar_offers_only_the_list_and_refuses_a_forged_folder(classro
     assert not at.exception
     assert not at.text_input and not at.selectbox and not at.button  # nothing free-form
     assert at.sidebar.radio(key="app_model_offered").options == [
-        "Bundled Tiny-Shakespeare GPT-2 (offline)", "listed (a folder on this server)", "notok (a folder on this server)", "GPT-2 XL",
+        "Bundled Tiny-Shakespeare GPT-2 (offline)", "Bundled Tiny-Shakespeare Llama, GQA (offline)",
+        "listed (a folder on this server)", "notok (a folder on this server)", "GPT-2 XL",
     ]
     assert at.session_state["model_spec"] == "bundled"
     assert _model_in_use(at).startswith("model in use: bundled")
