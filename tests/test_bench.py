@@ -261,3 +261,15 @@ def test_cli_text_report(capsys):
 def test_cli_bad_input(capsys, argv, rc, message):
     assert cli_bench.main(argv) == rc
     assert message in capsys.readouterr().err
+
+
+def test_a_non_gpt2_model_is_refused_with_a_message_before_anything_runs(bundled):
+    """The engines mirror GPT2LMHeadModel: a Llama-type model gets one clear line, not an AttributeError."""
+    import dataclasses
+
+    from kvviz.bench_settings import BenchInputError, BenchSettings, validate
+
+    llama_info = dataclasses.replace(bundled.info, model_type="llama", label="a Llama model")
+    with pytest.raises(BenchInputError, match="written for GPT-2.*llama model"):
+        validate(BenchSettings(prompt_len=4, new_tokens=4), llama_info.n_positions, llama_info)
+    validate(BenchSettings(prompt_len=4, new_tokens=4), bundled.info.n_positions, bundled.info)  # GPT-2 passes
