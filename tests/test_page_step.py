@@ -201,3 +201,21 @@ def test_sidebar_pretrained_lookup_offline_keeps_the_bundled_model_with_a_notice
     assert any("offline" in w.value and "gpt2-xl" in w.value for w in at.sidebar.warning)
     assert at.session_state["model_spec"] == "bundled"
     assert "Bundled Tiny-Shakespeare GPT-2" in at.sidebar.caption[0].value
+
+
+def test_the_stage_on_the_bundled_gqa_model_shows_the_group_mapping_and_measured_bytes(fresh_streamlit_caches):
+    from kvviz import models
+
+    at = AppTest.from_file(str(REPO / "pages" / "step_through.py"), default_timeout=APP_TIMEOUT_S)
+    at.session_state["model_spec"] = models.BUNDLED_GQA
+    at.run()
+    at.button(key="step_btn_prefill").click().run()
+    at.button(key="step_btn_next").click().run()
+    at.segmented_control(key="step_view").set_value("gqa").run()
+    assert not at.exception
+    info = at.session_state["step_engine"].loaded.info
+    assert (info.n_head, info.n_kv_heads) == (8, 2)
+    caption = next(c.value for c in at.caption if c.value.startswith("kv_head = q_head // 4"))
+    assert "kv 0 ← q 0, 1, 2, 3; kv 1 ← q 4, 5, 6, 7" in caption
+    real = at.session_state["step_engine"].cache_bytes
+    assert f"real tensors: {real:,} B (calculator: {real:,} B)" in caption and f"{4 * real:,} B, 4x more" in caption
