@@ -40,6 +40,7 @@ OUT_DIRS = {"gpt2": BUNDLED_DIR, "llama": ASSETS_DIR / "bundled_gqa"}
 END_OF_TEXT = "<|endoftext|>"
 COPY_SEQUENCES = 50  # held-out sequences whose second half repeats the first
 COPY_HALF_TOKENS = 100
+COPY_WARMUP_POSITIONS = 64  # row length in the copy warm-up (spans of 8..32 tokens)
 COPY_RANDOM_SEED = 2024  # the random-token copy test (kvviz.copying.random_repeats); not the training seed
 
 
@@ -132,9 +133,11 @@ def random_batch(
     ids: torch.Tensor, recipe: Recipe, vocab_size: int, gen: torch.Generator, step: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(input_ids, labels), each (B, T): plain corpus windows, then round(B x repeat_share) rows with a
-    repeated span (every row during the first copy_warmup_steps). The model shifts labels itself."""
-    share = 1.0 if step < recipe.copy_warmup_steps else recipe.repeat_share
-    n_repeat = round(recipe.batch_size * share)
+    repeated span; during the first copy_warmup_steps, rows of COPY_WARMUP_POSITIONS tokens, all repeated random
+    spans. The model shifts labels itself."""
+    if step < recipe.copy_warmup_steps:  # short rows of random spans only: cheap, and induction forms first
+        return copying.repeat_batch(ids, recipe.batch_size, COPY_WARMUP_POSITIONS, vocab_size, gen, 1.0)
+    n_repeat = round(recipe.batch_size * recipe.repeat_share)
     n_plain = recipe.batch_size - n_repeat
     starts = torch.randint(0, len(ids) - recipe.n_positions, (n_plain,), generator=gen)
     windows = [ids[s : s + recipe.n_positions] for s in starts.tolist()]
