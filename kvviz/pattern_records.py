@@ -55,7 +55,6 @@ class PatternRun:
     n_head: int
     n_kv_heads: int
     layers: tuple[LayerPatterns, ...]
-    forward_ms: float  # the uncached forward pass that produced the matrices (all layers)
 
     @property
     def seq_len(self) -> int:
