@@ -20,6 +20,12 @@ def bundled() -> LoadedModel:
     return load_model("bundled", attn_implementation="eager")
 
 
+@pytest.fixture(scope="session")
+def sdpa_model() -> LoadedModel:
+    """The bundled GPT-2 with SDPA attention, as the benchmark page loads it."""
+    return load_model("bundled", attn_implementation="sdpa")
+
+
 @pytest.fixture(autouse=False)
 def fresh_streamlit_caches():
     """Clear st.cache_* between AppTest runs so one test's cached state never leaks into another."""

@@ -18,15 +18,8 @@ import torch
 from kvviz import bench, bench_machine, bench_tables, cli_bench
 from kvviz.bench_records import LOSSY_MODES, MODES, REFERENCES, BenchSettings
 from kvviz.figures import bench as figs
-from kvviz.models import load_model
 
 TINY = BenchSettings(prompt_len=5, new_tokens=6, repeats=2, warmup=1, threads=1, include_generate_no_cache=True)
-
-
-@pytest.fixture(scope="module")
-def sdpa_model():
-    """The bundled model with SDPA attention, as the benchmark page loads it."""
-    return load_model("bundled", attn_implementation="sdpa")
 
 
 @pytest.fixture(scope="module")

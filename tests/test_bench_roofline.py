@@ -11,14 +11,8 @@ import pytest
 from kvviz import bench, bench_batch, bench_machine, bench_probes, bench_tables, cli_bench, roofline
 from kvviz.bench_records import BenchSettings
 from kvviz.figures import bench as figs
-from kvviz.models import load_model
 
 TINY = BenchSettings(prompt_len=5, new_tokens=6, repeats=2, warmup=0, threads=1, include_generate=False)
-
-
-@pytest.fixture(scope="module")
-def sdpa_model():
-    return load_model("bundled", attn_implementation="sdpa")
 
 
 @pytest.fixture(scope="module")
