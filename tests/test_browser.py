@@ -19,7 +19,11 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-dev-shm-usage"]
-PAGES = ["attention_ops", "memory_budget", "speedup", "internals_layout"]  # url paths st.navigation derives
+PAGES = [  # url paths st.navigation derives: every page of the app
+    "lesson", "attention_patterns", "attention_ops", "memory_budget", "speedup", "claims", "internals_layout",
+    "internals_prefix", "internals_crossattn", "internals_window", "internals_paging", "internals_quant",
+    "internals_speculative",
+]
 
 pytestmark = pytest.mark.browser
 
