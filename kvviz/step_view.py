@@ -81,6 +81,12 @@ def visible(token: str) -> str:
     return token.replace("\n", "↵").replace(" ", "·").replace("\t", "⇥")
 
 
+def kv_head_of(q_head: int, n_head: int, n_kv_heads: int) -> int:
+    """The K/V head a query head reads under grouped-query attention (as in Akunu: q_head // group, with
+    group = n_head // n_kv_heads query heads per K/V head); MHA is group 1, MQA one group of all heads."""
+    return q_head // (n_head // n_kv_heads)
+
+
 def _pass_counts(record: StepRecord, n_layer: int, n_head: int) -> tuple[int, int, int, int]:
     before = record.fed_positions[0]
     seq_len = before + record.n_fed
@@ -150,9 +156,8 @@ def build_snapshot(
     at = latest if at is None else max(0, min(int(at), latest))
     shown = records[: at + 1]
     record = shown[-1]
-    group = n_head // n_kv_heads
-    kv_head = q_head // group  # grouped-query attention (as in Akunu: kv_head = q_head // group)
-    group_heads = tuple(range(kv_head * group, (kv_head + 1) * group))
+    kv_head = kv_head_of(q_head, n_head, n_kv_heads)
+    group_heads = tuple(h for h in range(n_head) if kv_head_of(h, n_head, n_kv_heads) == kv_head)
     first_row = max(0, record.cache_len - max_rows)
     strip = token_strip(shown, prompt_len)
     cached = [t for t in strip if t.position is not None]
@@ -174,9 +179,9 @@ def build_snapshot(
 
 
 def group_mapping(n_head: int, n_kv_heads: int) -> list[tuple[int, tuple[int, ...]]]:
-    """[(kv_head, the query heads that read it)]: kv_head = q_head // (n_head // n_kv_heads)."""
-    group = n_head // n_kv_heads
-    return [(kv, tuple(range(kv * group, (kv + 1) * group))) for kv in range(n_kv_heads)]
+    """[(kv_head, the query heads that read it)], by kv_head_of."""
+    return [(kv, tuple(h for h in range(n_head) if kv_head_of(h, n_head, n_kv_heads) == kv))
+            for kv in range(n_kv_heads)]
 
 
 # ----- the token strip as HTML (explicit dark text on light chips: readable in light AND dark themes) -------

@@ -25,6 +25,10 @@ from kvviz import models, shared_mode
 if TYPE_CHECKING:
     from kvviz.stepping import StepEngine
 
+# hash_funcs for st.cache_data over a LoadedModel argument: a model is identified by what was asked for and how
+# its attention runs (the shared model object itself is not hashable content).
+MODEL_HASH = {models.LoadedModel: lambda loaded: (loaded.info.spec, loaded.info.attn_implementation)}
+
 _warm_up_started = threading.Event()
 # transformers resolves its classes lazily; two threads importing it at once (the warm-up thread and a page
 # loading a model) made `from transformers import GPT2LMHeadModel` fail. Both import under this lock.

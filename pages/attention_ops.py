@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from kvviz import links, ops, ops_summary, ui
-from kvviz.figures import memory as memory_figs
+from kvviz.figures import export_config
 from kvviz.figures import ops as figs
 from kvviz.presets import ops_presets
 
@@ -127,7 +127,7 @@ def counter() -> None:
 
     labels = ["Cumulative", "Ratio", "Per component", "Per pass", "The '500x' claim", "Why no Q cache?"]
     tabs = st.tabs(labels, key="ops_tab", bind="query-params")  # lazy: only the open tab runs
-    export = memory_figs.export_config
+    export = export_config
     if tabs[0].open or tabs[1].open:
         points = ops_summary.curve(shape, prompt_len, new_tokens, max_points=300, lm_head_all_positions=lm_all)
     if tabs[0].open:

@@ -7,11 +7,12 @@ import numpy as np
 import streamlit as st
 
 from kvviz import ui
-from kvviz.figures import PLOT_CONFIG
+from kvviz.figures import export_config
 from kvviz.figures import patterns as figs
 from kvviz.models import LoadedModel
 from kvviz.pattern_records import MAX_PATTERN_TOKENS, PROBE_HALF_TOKENS, PatternRun, head_labels, thresholds_text
 from kvviz.prompt_rules import PromptError, check_prompt
+from kvviz.step_view import kv_head_of
 
 PRESETS = {
     "Repeat a pattern": "one two three one two three one two",
@@ -19,10 +20,9 @@ PRESETS = {
     "First Citizen": "First Citizen:\nBefore we proceed any further, hear me speak.",
 }
 STEP_SEQUENCE = "The step page's sequence"
-MODEL_HASH = {LoadedModel: lambda loaded: (loaded.info.spec, loaded.info.attn_implementation)}
 
 
-@st.cache_data(show_spinner="Running the model once, without the cache...", max_entries=32, hash_funcs=MODEL_HASH)
+@st.cache_data(show_spinner="Running the model once, without the cache...", max_entries=32, hash_funcs=ui.MODEL_HASH)
 def pattern_run(loaded: LoadedModel, token_ids: tuple[int, ...]) -> PatternRun:
     from kvviz import patterns  # torch: imported only when the model runs
 
@@ -78,12 +78,12 @@ st.markdown(
        f"head *q* // {info.n_head // info.n_kv_heads}, so each matrix below is a query head's own pattern over the "
        "shared cached rows." if info.n_kv_heads != info.n_head else "")
 )
-st.plotly_chart(figs.gallery_figure(lp, info.n_kv_heads), config=PLOT_CONFIG, key="pat_gallery")
+st.plotly_chart(figs.gallery_figure(lp, info.n_kv_heads), config=export_config("attention_patterns"), key="pat_gallery")
 
 st.subheader("Named patterns in this layer")
 rows = [{
     "head": h,
-    "kv head": figs.kv_head_of(h, info.n_head, info.n_kv_heads),
+    "kv head": kv_head_of(h, info.n_head, info.n_kv_heads),
     "previous-token": round(float(lp.previous_token_score[h]), 3),
     "first-token": round(float(lp.first_token_score[h]), 3),
     "induction (probe)": round(float(lp.probe_induction_score[h]), 3),
@@ -99,4 +99,4 @@ st.caption(
 )
 
 st.subheader(f"Head {head}, large")
-st.plotly_chart(figs.head_figure(lp, head, run.tokens, info.n_kv_heads), config=PLOT_CONFIG, key="pat_head_fig")
+st.plotly_chart(figs.head_figure(lp, head, run.tokens, info.n_kv_heads), config=export_config("attention_patterns"), key="pat_head_fig")

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 import streamlit as st
 
-from kvviz.models import LoadedModel
+from kvviz import ui
 from kvviz.work_queue import QueueTimeout, shared_queue
 
 DEFAULT_PROMPT = "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun."
@@ -20,7 +20,7 @@ QUEUE_NAME = "benchmark"  # the speed-up benchmark's queue: timed work never ove
 QUEUE_WAIT_S = 120.0  # give up (with a message) rather than wait for ever behind other sessions
 
 # st.cache_data hashes a LoadedModel by the model it is (spec + attention), never by its weights.
-MODEL_HASH = {LoadedModel: lambda loaded: (loaded.info.spec, loaded.info.attn_implementation)}
+MODEL_HASH = ui.MODEL_HASH  # the internals pages' cached computations key a model like every other page
 
 T = TypeVar("T")
 

@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from kvviz import capacity, claims, config_import, hf_cache, links, memory, ui
-from kvviz.figures import memory as figs
+from kvviz.figures import export_config, memory as figs
 from kvviz.presets import GPUS, PRESETS, get_preset
 
 CUSTOM, DEFAULT_PRESET, CUSTOM_GPU = "custom", "llama-3-8b", "custom"
@@ -124,9 +124,9 @@ def memory_form() -> memory.KVConfig | None:
         return None
 
 
-@st.cache_data(hash_funcs={"kvviz.models.LoadedModel": lambda loaded: loaded.info.spec}, show_spinner=False)
+@st.cache_data(hash_funcs=ui.MODEL_HASH, show_spinner=False)
 def probe_reading(loaded: Any) -> tuple[int, int, str]:
-    """A short prefill's real cache, once per model for every session (hash_funcs: a model is its spec)."""
+    """A short prefill's real cache, once per model for every session (ui.MODEL_HASH: spec + attention)."""
     from kvviz.stepping import StepEngine  # the one torch import of this page, only when this tab opens
 
     probe = StepEngine(loaded)
@@ -194,7 +194,7 @@ def paged(cfg: memory.KVConfig, context: int, batch: int) -> None:
     view = capacity.paged_view(cfg, context, batch, block, max_len)
     st.markdown(f"{view.blocks_per_sequence:,} blocks per sequence; the last one wastes {view.waste_tokens_last_block} "
                 f"token slots. The flat buffer wastes {memory.format_bytes(view.flat_bytes - view.used_bytes)}.")
-    st.plotly_chart(figs.paged_figure(view), key="mem_chart_paged", config=figs.export_config("paged_vs_flat"))
+    st.plotly_chart(figs.paged_figure(view), key="mem_chart_paged", config=export_config("paged_vs_flat"))
 
 
 def textbook() -> None:
@@ -283,11 +283,11 @@ def calculator() -> None:
             horizon = max(context, *(get_preset(n).max_context for n in compare)) if compare else context
             st.plotly_chart(figs.size_vs_context_figure([cfg, *(get_preset(n).kv for n in compare)], horizon, batch,
                                                         mark_context=context), key="mem_chart_ctx",
-                            config=figs.export_config("kv_cache_vs_context"))
+                            config=export_config("kv_cache_vs_context"))
     if tabs[1].open:
         with tabs[1]:
             if len(set(b.layer_bytes)) > 1:
-                st.plotly_chart(figs.per_layer_figure(b), key="mem_chart_layers", config=figs.export_config("kv_per_layer"))
+                st.plotly_chart(figs.per_layer_figure(b), key="mem_chart_layers", config=export_config("kv_per_layer"))
             else:
                 st.info(f"All {cfg.n_layer} layers are alike: {memory.format_bytes(b.layer_bytes[0])} each.")
     for tab, draw in zip(tabs[2:4], (what_fits, paged)):

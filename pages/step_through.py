@@ -13,7 +13,7 @@ import urllib.parse
 import streamlit as st
 
 from kvviz import memory, step_view, ui
-from kvviz.figures import PLOT_CONFIG
+from kvviz.figures import export_config
 from kvviz.figures import step as figs
 from kvviz.step_records import ContextFullError, PromptError, Sampling
 
@@ -157,20 +157,20 @@ def _draw(snap: step_view.StageSnapshot, view: str) -> None:
         with left:
             sides = st.columns(2, gap="small")
             for side, cached in zip(sides, (True, False)):
-                side.plotly_chart(figs.race_figure(snap, cached, font_px, height_px=300), config=PLOT_CONFIG)
+                side.plotly_chart(figs.race_figure(snap, cached, font_px, height_px=300), config=export_config("kv_cache_stage"))
                 dots = c.this_dot_products_cached if cached else c.this_dot_products_uncached
                 rows = c.this_kv_rows_cached if cached else c.this_kv_rows_uncached
                 ms = f"{snap.step_ms:.1f} ms" if cached else _uncached_ms(snap)
                 side.markdown(f"**{'With' if cached else 'Without'} the cache**: {dots:,} dot products, "
                               f"{rows:,} K/V rows computed, {ms} measured")
     elif view == "gqa":
-        left.plotly_chart(figs.group_figure(snap, font_px, height_px=360), config=PLOT_CONFIG)
+        left.plotly_chart(figs.group_figure(snap, font_px, height_px=360), config=export_config("kv_cache_stage"))
         left.caption(_gqa_text(snap))
     else:
         above = (f" · {snap.first_row} older rows above not drawn (they got {snap.attention_above:.0%} "
                  "of the attention)") if snap.first_row else ""
         left.plotly_chart(figs.stage_figure(snap, font_px, height_px=360 if not present else 440),
-                          config=PLOT_CONFIG)
+                          config=export_config("kv_cache_stage"))
         left.caption(f"Rows = cache positions; the newest row is outlined{above}.")
     with right:
         m = st.columns(2, gap="small")
@@ -181,7 +181,7 @@ def _draw(snap: step_view.StageSnapshot, view: str) -> None:
         m[1].metric("Dots, uncached", f"{c.this_dot_products_uncached:,}",
                     help="the same step if the whole sequence were recomputed")
         st.plotly_chart(figs.next_token_bars([t.text for t in snap.top_k[:6]], [t.prob for t in snap.top_k[:6]],
-                                             snap.next_token_text, font_px, height_px=6 * (font_px + 12) + 80), config=PLOT_CONFIG)
+                                             snap.next_token_text, font_px, height_px=6 * (font_px + 12) + 80), config=export_config("kv_cache_stage"))
     st.caption(f"{snap.kind} step {snap.at} of {snap.latest}: fed {len(snap.new_rows) or snap.cache_len} token(s) "
                f"in {snap.step_ms:.1f} ms. Since the prefill: {c.total_dot_products_cached:,} dot products with the "
                f"cache vs {c.total_dot_products_uncached:,} without.")
@@ -271,4 +271,4 @@ if not present:
             )
             steps, with_cache, without_cache = step_view.cumulative_series(engine.records, info.n_layer, info.n_head)
             st.plotly_chart(figs.growth_chart(steps, with_cache, without_cache, "query-key dot products"),
-                            config=PLOT_CONFIG)
+                            config=export_config("kv_cache_stage"))

@@ -4,6 +4,9 @@ One module per page: step (step-through), ops (count the work), memory (memory b
 internals (cache internals).
 """
 
-# Plotly's own mode bar (client-side, works offline): a camera button saves the figure as a PNG at 3x scale,
-# sharp enough for a slide. Pages pass it as st.plotly_chart(fig, config=PLOT_CONFIG).
-PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 3}}
+
+
+def export_config(filename: str = "kvviz") -> dict:
+    """plotly config for st.plotly_chart(config=...): the mode bar's camera button saves a 2x PNG for slides,
+    drawn in the browser (works offline); no plotly logo."""
+    return {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2, "filename": filename}}

@@ -12,12 +12,6 @@ from kvviz.capacity import PagedView
 from kvviz.memory import KVBudget, KVConfig, binary_unit, kv_bytes, short_bytes
 
 
-def export_config(filename: str) -> dict:
-    """plotly config for st.plotly_chart(config=...): the mode bar's camera button saves a 2x PNG for slides,
-    drawn in the browser (works offline); no plotly logo."""
-    return {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2, "filename": filename}}
-
-
 def context_grid(max_context: int, points: int = 120) -> list[int]:
     """Evenly spread context lengths 0..max_context (always including both ends)."""
     points = max(2, min(points, max_context + 1))

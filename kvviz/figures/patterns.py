@@ -16,16 +16,11 @@ from plotly.subplots import make_subplots
 
 from kvviz.figures.step import NEW_ROW_COLOR, _fonts, _margins
 from kvviz.pattern_records import LayerPatterns, head_labels
-from kvviz.step_view import visible
+from kvviz.step_view import kv_head_of, visible
 
 COLOR_SCALE = "Viridis"  # reads on light and dark backgrounds
 GALLERY_COLUMNS = 4
 MAX_TICK_LABELS = 32  # token labels on the large view; more would overlap at 14 px
-
-
-def kv_head_of(q_head: int, n_head: int, n_kv_heads: int) -> int:
-    """The K/V head a query head reads under grouped-query attention: q_head // (n_head // n_kv_heads)."""
-    return q_head // (n_head // n_kv_heads)
 
 
 def _causal(matrix: np.ndarray) -> np.ndarray:
