@@ -8,6 +8,11 @@ more session keeps the "Measured speed-up" benchmark running.
     python bench/classroom_load.py --url http://127.0.0.1:8501 --sessions 10 --minutes 1
     python bench/classroom_load.py --url http://127.0.0.1:8500 --sessions 10 --minutes 1 \
         --rss-ports 8501,8502 --benchmark --json bench/results/classroom_10.json
+    python bench/classroom_load.py --client ws --url http://127.0.0.1:8501 --sessions 20 --minutes 1
+
+--client browser (default) drives headless Chromium: on a small machine its rendering competes with the server
+for the CPU. --client ws (bench/classroom_ws.py) speaks Streamlit's WebSocket protocol without a browser, as if
+every student's own device did the rendering; both make the same clicks and the same checks.
 
 Reports per-click settle time (median, p90, max), Streamlit errors, sessions that saw another session's
 tokens, empty or wrong strips, and the server processes' RSS before and after. Localhost only; hard caps:
@@ -29,7 +34,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from classroom_session import BUTTONS, SessionReport, run_load, session_prompt, timed_plan  # noqa: E402
+from classroom_session import BUTTONS, SessionReport, session_prompt, timed_plan  # noqa: E402
 
 MAX_SESSIONS, MAX_MINUTES = 60, 10
 
@@ -102,6 +107,8 @@ def main() -> None:
     ap.add_argument("--minutes", type=float, default=1.0, help="clicking time per session, after its prefill")
     ap.add_argument("--interval", type=float, default=2.0, help="seconds between a session's clicks")
     ap.add_argument("--back-every", type=int, default=6, help="every k-th click is Back (0: never)")
+    ap.add_argument("--client", choices=("browser", "ws"), default="browser",
+                    help="browser: headless Chromium pages; ws: Streamlit's WebSocket protocol, no rendering")
     ap.add_argument("--benchmark", action="store_true", help="one more session runs the speed-up benchmark")
     ap.add_argument("--rss-ports", default="", help="ports of the streamlit processes to measure (default: --url's)")
     ap.add_argument("--json", help="write the full report here")
@@ -116,11 +123,16 @@ def main() -> None:
     prompts = [session_prompt(i) for i in range(args.sessions)]
     load_before, rss_before, start = os.getloadavg(), rss_mib(ports), time.monotonic()
     plans = [timed_plan(60 * args.minutes, args.interval, args.back_every, rng) for _ in prompts]
+    if args.client == "ws":
+        from classroom_ws import run_load
+    else:
+        from classroom_session import run_load
     reports, bench_runs = asyncio.run(run_load(args.url.rstrip("/"), prompts, plans, ramp_s=min(args.interval, 5),
                                                benchmark=args.benchmark))
     time.sleep(2)  # closed sessions: let the server drop them
     result = {
-        "url": args.url, "sessions": args.sessions, "minutes": args.minutes, "interval_s": args.interval,
+        "url": args.url, "client": args.client, "sessions": args.sessions, "minutes": args.minutes,
+        "interval_s": args.interval,
         "benchmark_runs": bench_runs if args.benchmark else None, "wall_s": round(time.monotonic() - start, 1),
         "cpu_count": os.cpu_count(), "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
         "rss_mib_before": rss_before, "rss_mib_after": rss_mib(ports), **summarize(reports),

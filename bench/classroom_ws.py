@@ -1,0 +1,318 @@
+"""Protocol-level students for the classroom load test: Streamlit's own WebSocket protocol, no browser.
+
+The browser client (bench/classroom_session.py) spends most of a 2-core laptop's CPU on rendering Chromium
+pages, so with 20 of them it measures the load generator, not the server. A student here talks to the server
+exactly as Streamlit's frontend does, and renders nothing:
+
+- an HTTP GET of the page first (through nginx this sets the `kvviz_replica` cookie, sent on the upgrade);
+- WebSocket `/_stcore/stream` (subprotocol "streamlit"), binary protobufs both ways: every run is requested by
+  a BackMsg `rerun_script` (ClientState: page_name from the URL path on the first run, then the page's
+  page_script_hash; widget values and one-shot button triggers in WidgetStates; `fragment_id` when the widget
+  sits in an `st.fragment`; the hashes of cached messages, answered by `ref_hash` stubs as in the browser);
+- the server answers with ForwardMsgs: new_session (a run starts), deltas that create or replace the element
+  at `metadata.delta_path`, script_finished (elements the run did not touch are dropped, as the frontend does).
+
+After every click the student reads its "page" (the elements by path) the way ARM_JS reads the DOM: the
+"Cache length" metric and the `.kvviz-strip` chips, and the checks are classroom_session's own (_classify).
+Settle time: from sending the click's BackMsg to the first ForwardMsg after which the page shows the expected
+cache length and strip. The click's run must also finish before the next click.
+"""
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+import time
+import urllib.request
+from html.parser import HTMLParser
+from http.cookiejar import CookieJar
+from pathlib import Path
+from urllib.parse import urlparse
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from classroom_session import (BENCH_BUTTON, BUTTONS, PROMPT_LABEL, SETTLE_TIMEOUT_S, SessionReport,  # noqa: E402
+                               _classify, expected_prompt_strip)
+
+from streamlit.proto.Alert_pb2 import Alert  # noqa: E402
+from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
+from streamlit.proto.WidgetStates_pb2 import WidgetState  # noqa: E402
+
+IDLE_AFTER_RUN_S = 2.0  # a finished run that did not settle the click: wait this long for a follow-up run
+STEP_PAGE, BENCH_PAGE = "step_through", "speedup"
+
+
+class StripParser(HTMLParser):
+    """The first `.kvviz-strip`'s direct `span[data-pos]` children as [pos, text without <sub>] pairs."""
+
+    def __init__(self):
+        super().__init__()
+        self.depth, self.strip_depth, self.chip, self.in_sub, self.done = 0, None, None, 0, False
+        self.chips: list[list[str]] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs, self.depth = dict(attrs), self.depth + 1
+        if self.strip_depth is None and not self.done and "kvviz-strip" in (attrs.get("class") or "").split():
+            self.strip_depth = self.depth
+        elif tag == "span" and self.strip_depth == self.depth - 1 and "data-pos" in attrs:
+            self.chip = [attrs["data-pos"], ""]
+            self.chips.append(self.chip)
+        elif tag == "sub" and self.chip is not None:
+            self.in_sub += 1
+
+    def handle_endtag(self, tag):
+        if tag == "sub" and self.in_sub:
+            self.in_sub -= 1
+        elif tag == "span" and self.chip is not None and self.depth == (self.strip_depth or 0) + 1:
+            self.chip = None
+        if self.depth == self.strip_depth:
+            self.strip_depth, self.done = None, True
+        self.depth -= 1
+
+    def handle_data(self, data):
+        if self.chip is not None and not self.in_sub:
+            self.chip[1] += data
+
+
+class Page:
+    """What the browser would show: element per delta_path, dropped when a finished run did not touch it."""
+
+    def __init__(self):
+        self.elements: dict[tuple, tuple] = {}  # path -> (element type, element proto, fragment_id)
+        self.touched: set[tuple] = set()
+        self.run_fragments: set[str] = set()
+        self.page_hash, self.compile_errors, self._cached = "", 0, {}
+
+    def apply(self, msg: ForwardMsg) -> ForwardMsg:
+        if msg.HasField("ref_hash"):  # the server sent only the hash of a message we already hold
+            msg = self._cached[msg.ref_hash]
+        elif msg.metadata.cacheable and msg.hash:
+            self._cached[msg.hash] = msg
+        kind = msg.WhichOneof("type")
+        if kind == "new_session":
+            self.touched, self.run_fragments = set(), set()
+        elif kind == "navigation":
+            self.page_hash = msg.navigation.page_script_hash
+        elif kind == "delta":
+            path, delta = tuple(msg.metadata.delta_path), msg.delta
+            for i in range(1, len(path) + 1):
+                self.touched.add(path[:i])
+            if delta.fragment_id:
+                self.run_fragments.add(delta.fragment_id)
+            which = delta.WhichOneof("type")
+            if which == "new_element":
+                el = delta.new_element
+                self.elements[path] = (el.WhichOneof("type"), getattr(el, el.WhichOneof("type")), delta.fragment_id)
+            elif which == "add_block":
+                self.elements[path] = ("block", delta.add_block, delta.fragment_id)
+        elif kind == "script_finished" and msg.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+            whole = msg.script_finished != ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY
+            self.elements = {p: e for p, e in self.elements.items()
+                             if p in self.touched or not (whole or e[2] in self.run_fragments)}
+            self.compile_errors += msg.script_finished == ForwardMsg.FINISHED_WITH_COMPILE_ERROR
+        elif kind == "session_event" and msg.session_event.HasField("script_compilation_exception"):
+            self.compile_errors += 1
+        return msg
+
+    def find(self, kind: str, label: str):
+        """(widget id, fragment id) of the first element of this type and label, or None."""
+        for _, (k, el, frag) in sorted(self.elements.items()):
+            if k == kind and el.label == label:
+                return el.id, frag
+        return None
+
+    def state(self) -> dict:
+        """The same dict as classroom_session's kvvizState(): cache, strip, lastPos, errors."""
+        cache, strip, errors, texts = None, None, self.compile_errors, []
+        for _, (kind, el, _) in sorted(self.elements.items()):
+            if kind == "metric" and cache is None and el.label.strip().startswith("Cache length"):
+                digits = re.match(r"\s*(\d+)", el.body)
+                cache = int(digits.group(1)) if digits else None
+            elif kind == "markdown" and strip is None and "kvviz-strip" in el.body:
+                parser = StripParser()
+                parser.feed(el.body)
+                strip = parser.chips
+            if kind == "exception" or (kind == "alert" and el.format == Alert.ERROR):
+                errors += 1
+                texts.append(f"{el.type}: {el.message}" if kind == "exception" else el.body)
+        strip = strip or []
+        numbered = [int(pos) for pos, _ in strip if pos != "next"]
+        return {"cache": cache, "strip": strip, "lastPos": numbered[-1] if numbered else None, "errors": errors,
+                "error_texts": texts}
+
+
+class Student:
+    """One browser tab's worth of protocol: a WebSocket, the page it shows, and its widget values."""
+
+    def __init__(self, url: str, page_name: str):
+        self.url, self.page_name, self.page = url.rstrip("/"), page_name, Page()
+        self.values: dict[str, WidgetState] = {}  # widget id -> last value set (sent with every rerun)
+        self.replica_cookies: list[str] = []
+        self.ws = None
+
+    async def open(self) -> None:
+        jar = CookieJar()
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        await asyncio.to_thread(lambda: opener.open(f"{self.url}/{self.page_name}", timeout=SETTLE_TIMEOUT_S).read())
+        self.replica_cookies += [c.value for c in jar if c.name == "kvviz_replica"]
+        from websockets.asyncio.client import connect
+
+        host = urlparse(self.url).netloc
+        headers = {"Origin": f"http://{host}"}
+        if len(jar):
+            headers["Cookie"] = "; ".join(f"{c.name}={c.value}" for c in jar)
+        self.ws = await connect(f"ws://{host}/_stcore/stream", subprotocols=["streamlit"], max_size=None,
+                                additional_headers=headers, open_timeout=SETTLE_TIMEOUT_S, ping_timeout=None)
+        upgrade_cookie = re.search(r"kvviz_replica=(\d+)", self.ws.response.headers.get("Set-Cookie", ""))
+        if upgrade_cookie:
+            self.replica_cookies.append(upgrade_cookie.group(1))
+        await self.rerun()
+        if (await self.wait())[0] is None:
+            raise RuntimeError(f"/{self.page_name}: the first run did not finish")
+
+    async def close(self) -> None:
+        if self.ws is not None:
+            await self.ws.close()
+
+    async def rerun(self, trigger: str | None = None, fragment_id: str = "") -> None:
+        back = BackMsg()
+        rs = back.rerun_script
+        if self.page.page_hash:
+            rs.page_script_hash = self.page.page_hash
+        else:
+            rs.page_name = self.page_name  # first run: the page the URL path names
+        rs.widget_states.widgets.extend(self.values.values())
+        if trigger:
+            rs.widget_states.widgets.add(id=trigger, trigger_value=True)  # one-shot: never stored in self.values
+        rs.fragment_id = fragment_id
+        rs.cached_message_hashes.extend(self.page._cached)
+        rs.context_info.url = f"{self.url}/{self.page_name}"
+        await self.ws.send(back.SerializeToString())
+
+    async def wait(self, settled=None, timeout_s: float = SETTLE_TIMEOUT_S) -> tuple[float | None, float | None]:
+        """Read ForwardMsgs until the run this request started has finished (and `settled(state)` held once).
+
+        Returns (ms to the finished run, ms to the first message after which settled(state) held); either is
+        None when it did not happen within timeout_s (or IDLE_AFTER_RUN_S after an unsettled finished run)."""
+        t0 = time.perf_counter()
+        started, finished_ms, settle_ms = False, None, None
+        while True:
+            now_ms = (time.perf_counter() - t0) * 1000
+            if finished_ms is not None and (settle_ms is not None or settled is None):
+                return finished_ms, settle_ms
+            left_s = timeout_s - now_ms / 1000
+            if finished_ms is not None:
+                left_s = min(left_s, IDLE_AFTER_RUN_S - (now_ms - finished_ms) / 1000)
+            if left_s <= 0:
+                return finished_ms, settle_ms
+            try:
+                data = await asyncio.wait_for(self.ws.recv(), left_s)
+            except asyncio.TimeoutError:
+                continue
+            msg = ForwardMsg()
+            msg.ParseFromString(data)
+            msg = self.page.apply(msg)
+            kind = msg.WhichOneof("type")
+            if kind == "new_session":
+                started, finished_ms = True, None
+            elif kind == "script_finished" and started and msg.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+                finished_ms = (time.perf_counter() - t0) * 1000
+            elif kind == "page_not_found":
+                raise RuntimeError(f"page not found: /{self.page_name}")
+            if settled is not None and settle_ms is None and kind in ("delta", "script_finished") and settled(self.page.state()):
+                settle_ms = (time.perf_counter() - t0) * 1000
+
+    async def set_text(self, label: str, text: str) -> None:
+        """Type into the text area with this label and apply it (one rerun, of its fragment if it is in one)."""
+        found = self.page.find("text_area", label)
+        if found is None:
+            raise RuntimeError(f"no text area {label!r} on /{self.page_name}")
+        self.values[found[0]] = WidgetState(id=found[0], string_value=text)
+        await self.rerun(fragment_id=found[1])
+        await self.wait()
+
+    async def click(self, label: str, settled=None, timeout_s: float = SETTLE_TIMEOUT_S):
+        found = self.page.find("button", label)
+        if found is None:
+            raise RuntimeError(f"no button {label!r} on /{self.page_name}")
+        await self.rerun(trigger=found[0], fragment_id=found[1])
+        return await self.wait(settled, timeout_s)
+
+
+async def step_session(url: str, index: int, prompts: list[str], plan, report: SessionReport) -> None:
+    """One student, as classroom_session.step_session: prefill prompts[index], then follow `plan`."""
+    own = expected_prompt_strip(prompts[index])
+    others = [expected_prompt_strip(p) for i, p in enumerate(prompts) if i != index]
+    known = dict(enumerate(own))
+    student = Student(url, STEP_PAGE)
+    try:
+        await student.open()
+        await student.set_text(PROMPT_LABEL, prompts[index])
+
+        async def click(action: str, expect_cache: int) -> bool:
+            def settled(s):
+                return s["cache"] == expect_cache and s["lastPos"] == expect_cache - 1
+
+            _, settle_ms = await student.click(BUTTONS[action], settled)
+            state = student.page.state()
+            problem = _classify(state, expect_cache, known, others)
+            if settle_ms is None and (problem is None or (problem == "wrong" and state["cache"] != expect_cache)):
+                problem = "timeout"
+            report.clicks.append({"action": action, "settle_ms": settle_ms, "problem": problem})
+            if problem:
+                report.problems.append(f"{action} -> cache {expect_cache}: {problem} (saw cache {state['cache']}, "
+                                       f"{len(state['strip'])} strip tokens)"
+                                       + "".join(f"; {t[:200]!r}" for t in state["error_texts"]))
+            return state["cache"] == expect_cache
+
+        cache = len(own)
+        if not await click("prefill", cache):
+            return
+        async for action in plan:
+            if action == "back" and cache <= len(own):
+                action = "next"  # nothing to roll back yet
+            cache += 1 if action == "next" else -1
+            if not await click(action, cache):
+                return
+    finally:
+        report.replica_cookie += student.replica_cookies[:1] + student.replica_cookies[-1:]
+        await student.close()
+
+
+async def benchmark_session(url: str, done: asyncio.Event, runs: list[dict]) -> None:
+    """Keeps the speed-up page's benchmark (its defaults) running until the step sessions are done; a run
+    lasts from the click until its script run has finished."""
+    student = Student(url, BENCH_PAGE)
+    try:
+        await student.open()
+        while not done.is_set():
+            finished_ms, _ = await student.click(BENCH_BUTTON, timeout_s=600)
+            runs.append({"seconds": None if finished_ms is None else round(finished_ms / 1000, 2),
+                         "errors": student.page.state()["errors"]})
+            if finished_ms is None:
+                return
+    finally:
+        await student.close()
+
+
+async def run_load(url: str, prompts: list[str], plans: list, *, benchmark: bool = False,
+                   ramp_s: float = 0.0) -> tuple[list[SessionReport], list[dict]]:
+    """classroom_session.run_load's twin: one protocol-level session per plan; returns their reports."""
+    reports = [SessionReport(i, prompts[i]) for i in range(len(plans))]
+    bench_runs: list[dict] = []
+    done = asyncio.Event()
+
+    async def start_later(i: int):
+        await asyncio.sleep(ramp_s * i / max(1, len(plans)))
+        try:
+            await step_session(url, i, prompts, plans[i], reports[i])
+        except Exception as exc:  # a crashed session is a finding, not a crash of the whole run
+            reports[i].problems.append(f"session failed: {type(exc).__name__}: {(str(exc) or '-').splitlines()[0]}")
+            reports[i].clicks.append({"action": "session", "settle_ms": None, "problem": "error"})
+
+    async def all_sessions():
+        await asyncio.gather(*(start_later(i) for i in range(len(plans))))
+        done.set()
+
+    await asyncio.gather(all_sessions(), *([benchmark_session(url, done, bench_runs)] if benchmark else []))
+    return reports, bench_runs
