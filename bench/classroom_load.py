@@ -28,6 +28,7 @@ import random
 import re
 import statistics
 import sys
+import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -78,6 +79,58 @@ def rss_mib(ports: list[int]) -> dict[str, float | None]:
     return out
 
 
+def cpu_s(ports: list[int]) -> dict[str, float | None]:
+    """CPU time (user + system, all threads) each server process has used so far, seconds (/proc/<pid>/stat)."""
+    pids, tick = pids_listening(ports), os.sysconf("SC_CLK_TCK")
+    out: dict[str, float | None] = {}
+    for port in ports:
+        try:
+            fields = Path(f"/proc/{pids[port]}/stat").read_text().rsplit(")", 1)[1].split()
+            out[str(port)] = round((int(fields[11]) + int(fields[12])) / tick, 2)  # utime, stime
+        except (KeyError, OSError):
+            out[str(port)] = None
+    return out
+
+
+class TreeCpu:
+    """CPU seconds of this process and all its descendants (Chromium's processes too, which this process never
+    reaps), sampled from /proc every interval_s while running; a process that lives shorter is missed."""
+
+    def __init__(self, interval_s: float = 0.5):
+        self.seen: dict[int, float] = {}
+        self._stop, self._interval_s = threading.Event(), interval_s
+        self._sample()
+        self._base = dict(self.seen)  # what was used before the run (imports, the tokenizer)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        parent, cpu, tick = {}, {}, os.sysconf("SC_CLK_TCK")
+        for proc in Path("/proc").iterdir():
+            try:
+                fields = (proc / "stat").read_text().rsplit(")", 1)[1].split() if proc.name.isdigit() else None
+            except OSError:
+                continue
+            if fields:
+                parent[int(proc.name)], cpu[int(proc.name)] = int(fields[1]), (int(fields[11]) + int(fields[12])) / tick
+        for pid, used in cpu.items():
+            up = pid
+            while up > 1 and up != os.getpid():
+                up = parent.get(up, 0)
+            if up == os.getpid():
+                self.seen[pid] = max(used, self.seen.get(pid, 0.0))
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval_s):
+            self._sample()
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        return round(sum(used - self._base.get(pid, 0.0) for pid, used in self.seen.items()), 2)
+
+
 def _stats(values: list[float]) -> dict:
     if not values:
         return {"n": 0}
@@ -121,7 +174,8 @@ def main() -> None:
     ports = [int(p) for p in args.rss_ports.split(",") if p] or [target.port or 80]
     rng = random.Random(0)
     prompts = [session_prompt(i) for i in range(args.sessions)]
-    load_before, rss_before, start = os.getloadavg(), rss_mib(ports), time.monotonic()
+    load_before, rss_before, cpu_before, start = os.getloadavg(), rss_mib(ports), cpu_s(ports), time.monotonic()
+    client_cpu = TreeCpu()
     plans = [timed_plan(60 * args.minutes, args.interval, args.back_every, rng) for _ in prompts]
     if args.client == "ws":
         from classroom_ws import run_load
@@ -135,7 +189,12 @@ def main() -> None:
         "interval_s": args.interval,
         "benchmark_runs": bench_runs if args.benchmark else None, "wall_s": round(time.monotonic() - start, 1),
         "cpu_count": os.cpu_count(), "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
-        "rss_mib_before": rss_before, "rss_mib_after": rss_mib(ports), **summarize(reports),
+        "rss_mib_before": rss_before, "rss_mib_after": rss_mib(ports),
+        # CPU seconds over the run: each server process, and this load generator with its Chromium processes,
+        # to tell a busy server from a busy client.
+        "server_cpu_s": {p: None if c is None or cpu_before[p] is None else round(c - cpu_before[p], 2)
+                         for p, c in cpu_s(ports).items()},
+        "client_cpu_s": client_cpu.stop(), **summarize(reports),
         "problems": {r.index: r.problems for r in reports if r.problems},
     }
     if args.json:
