@@ -81,16 +81,18 @@ class Page:
         self.elements: dict[tuple, tuple] = {}  # path -> (element type, element proto, fragment_id)
         self.touched: set[tuple] = set()
         self.run_fragments: set[str] = set()
-        self.page_hash, self.compile_errors, self._cached = "", 0, {}
+        self.page_hash, self.compile_errors, self.runs, self.max_age = "", 0, 0, 2
+        self._cached: dict[str, tuple[ForwardMsg, int]] = {}  # hash -> (message, run it was last used in)
 
     def apply(self, msg: ForwardMsg) -> ForwardMsg:
         if msg.HasField("ref_hash"):  # the server sent only the hash of a message we already hold
-            msg = self._cached[msg.ref_hash]
-        elif msg.metadata.cacheable and msg.hash:
-            self._cached[msg.hash] = msg
+            msg = self._cached[msg.ref_hash][0]
+        if msg.metadata.cacheable and msg.hash:
+            self._cached[msg.hash] = (msg, self.runs)
         kind = msg.WhichOneof("type")
         if kind == "new_session":
-            self.touched, self.run_fragments = set(), set()
+            self.touched, self.run_fragments, self.compile_errors = set(), set(), 0
+            self.max_age = msg.new_session.config.max_cached_message_age or self.max_age
         elif kind == "navigation":
             self.page_hash = msg.navigation.page_script_hash
         elif kind == "delta":
@@ -110,6 +112,8 @@ class Page:
             self.elements = {p: e for p, e in self.elements.items()
                              if p in self.touched or not (whole or e[2] in self.run_fragments)}
             self.compile_errors += msg.script_finished == ForwardMsg.FINISHED_WITH_COMPILE_ERROR
+            self.runs += 1  # the frontend forgets cached messages unused for max_age runs: so do we
+            self._cached = {h: c for h, c in self._cached.items() if self.runs - c[1] <= self.max_age}
         elif kind == "session_event" and msg.session_event.HasField("script_compilation_exception"):
             self.compile_errors += 1
         return msg
@@ -163,7 +167,7 @@ class Student:
             headers["Cookie"] = "; ".join(f"{c.name}={c.value}" for c in jar)
         self.ws = await connect(f"ws://{host}/_stcore/stream", subprotocols=["streamlit"], max_size=None,
                                 additional_headers=headers, open_timeout=SETTLE_TIMEOUT_S, ping_timeout=None)
-        upgrade_cookie = re.search(r"kvviz_replica=(\d+)", self.ws.response.headers.get("Set-Cookie", ""))
+        upgrade_cookie = re.search(r"kvviz_replica=(\d+)", " ".join(self.ws.response.headers.get_all("Set-Cookie")))
         if upgrade_cookie:
             self.replica_cookies.append(upgrade_cookie.group(1))
         await self.rerun()
@@ -219,7 +223,8 @@ class Student:
                 finished_ms = (time.perf_counter() - t0) * 1000
             elif kind == "page_not_found":
                 raise RuntimeError(f"page not found: /{self.page_name}")
-            if settled is not None and settle_ms is None and kind in ("delta", "script_finished") and settled(self.page.state()):
+            if (settled is not None and settle_ms is None and kind in ("delta", "script_finished")
+                    and settled(self.page.state())):
                 settle_ms = (time.perf_counter() - t0) * 1000
 
     async def set_text(self, label: str, text: str) -> None:
