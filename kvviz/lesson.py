@@ -1,4 +1,4 @@
-"""The guided lesson: eleven short steps, each asks one question before it tells (torch-free, UI-free).
+"""The guided lesson: twelve short steps, each asks one question before it tells (torch-free, UI-free).
 
 Every answer is computed live: from the real model through the caller's StepEngine (passed in, so this
 module never imports torch), or from kvviz's own arithmetic (ops, memory, capacity, presets). A step's
@@ -11,10 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kvviz import capacity, memory, ops, ops_summary
+from kvviz import capacity, memory, ops, ops_summary, step_view
 from kvviz.presets import get_preset
 
 LESSON_PROMPT = "First Citizen:\nBefore we proceed any further, hear me speak."
+REPEAT_PROMPT = "one two three one two three one two"  # the step page's "Repeat a pattern" preset
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,34 @@ def _why_no_q(engine: Any) -> Question:
         f"{record.cache_len} keys) and averaged their values. Earlier queries are never used again: their work "
         "is done, so there is nothing to cache for Q.",
         choices=("Their Q, K and V", NO_Q, "Only their Q"))
+
+
+OTHER_ROW = "Another row"
+
+
+def _copying_head(engine: Any) -> Question:
+    """Old rows matter: the head that reads furthest back to copy, found and measured on the real model."""
+    _prefilled(engine, REPEAT_PROMPT)
+    record = engine.records[-1]
+    copy = step_view.copy_lookup(engine.records, 0, 0)
+    texts = record.fed_token_texts
+    rows = {copy.target_pos: f"the token after the previous {texts[copy.query_pos]!r}",
+            copy.prev_pos: f"the previous {texts[copy.query_pos]!r} itself",
+            copy.query_pos - 1: "the token just before the newest", 0: "the first token"}
+    label = {row: f"Row {row}: {texts[row]!r} ({why})" for row, why in rows.items()}
+    weights = record.attention[copy.best_layer, copy.best_head]  # that head's attention over every cached row
+    top_row = int(weights.argmax())
+    predicted = record.top_k[0]
+    return Question(
+        f"The prompt is `{REPEAT_PROMPT!r}`; the newest token is {texts[-1]!r} (row {copy.query_pos}). One head "
+        "of this model looks far back into the cache to continue the pattern. Which cached row gets most of "
+        "its attention?", label.get(top_row, OTHER_ROW),
+        f"Layer {copy.best_layer}, head {copy.best_head} puts **{copy.best_weight:.0%}** of its attention on row "
+        f"{copy.target_pos} ({texts[copy.target_pos]!r}), the token that followed the previous "
+        f"{texts[copy.query_pos]!r}; its largest weight is on row {top_row} ({weights[top_row]:.0%}). The model "
+        f"then predicts {predicted.text!r} ({predicted.prob:.0%}). An *induction head* copies this way, and it "
+        "is why old rows stay in the cache: any of them may be the one a later query needs.",
+        choices=tuple(label.values()) + ((OTHER_ROW,) if top_row not in label else ()))
 
 
 SAME = "The same token (equal up to float rounding)"
@@ -232,6 +261,8 @@ STEPS: tuple[LessonStep, ...] = (
                "token.", _rows_after_steps, "pages/step_through.py", "Step through"),
     LessonStep("Why there is no Q cache", "Attention compares the newest query with every key, then averages "
                "the values.", _why_no_q, "pages/step_through.py", "Step through"),
+    LessonStep("Old rows matter: copying", "A query can reach any cached row, however old.", _copying_head,
+               "pages/attention_patterns.py", "Attention patterns"),
     LessonStep("Cached equals uncached", "Caching skips recomputing rows that would come out the same.",
                _cached_equals_uncached, "pages/step_through.py", "Step through"),
     LessonStep("Counting one step", "A query-key dot product is one score q . k over head_dim numbers.",

@@ -74,6 +74,7 @@ class StageSnapshot:
     layer_keys: tuple[np.ndarray, ...] = field(default=(), repr=False)  # every layer's drawn K rows (race view)
     group_heads: tuple[int, ...] = ()  # the query heads that read kv_head (all of them share its K/V rows)
     group_attention: np.ndarray = field(default=None, repr=False)  # (len(group_heads), drawn rows)
+    copy: CopyLookup | None = None  # where an induction head would look for the newest token (copy_lookup)
 
 
 def visible(token: str) -> str:
@@ -175,6 +176,7 @@ def build_snapshot(
         step_ms=record.step_ms,
         layer_keys=tuple(_rows(shown, "new_keys", i, kv_head, first_row) for i in range(n_layer)) if all_layers else (),
         group_heads=group_heads, group_attention=record.attention[layer, list(group_heads), first_row:],
+        copy=copy_lookup(records, layer, q_head, at),
     )
 
 
@@ -182,6 +184,44 @@ def group_mapping(n_head: int, n_kv_heads: int) -> list[tuple[int, tuple[int, ..
     """[(kv_head, the query heads that read it)], by kv_head_of."""
     return [(kv, tuple(h for h in range(n_head) if kv_head_of(h, n_head, n_kv_heads) == kv))
             for kv in range(n_kv_heads)]
+
+
+@dataclass(frozen=True)
+class CopyLookup:
+    """Where an induction head would look: the newest token occurred before at prev_pos, so the token that
+    followed it (target_pos) is the copy candidate. best_* is the head, over every layer, that puts the
+    largest weight on target_pos; chosen_weight is the weight of the layer and head on the stage."""
+
+    query_pos: int
+    query_text: str
+    prev_pos: int
+    target_pos: int
+    target_text: str
+    best_layer: int
+    best_head: int
+    best_weight: float
+    chosen_weight: float
+
+
+def copy_lookup(records: Sequence[StepRecord], layer: int, q_head: int, at: int | None = None) -> CopyLookup | None:
+    """The copy candidate for the newest query of record `at` (default the newest), or None when its token has
+    not occurred before (or only just before it: then the "token after" is the query itself)."""
+    shown = records[: (len(records) if at is None else at + 1)]
+    ids = [t for r in shown for t in r.fed_token_ids]
+    texts = [t for r in shown for t in r.fed_token_texts]
+    query_pos = len(ids) - 1
+    earlier = [j for j in range(query_pos - 1) if ids[j] == ids[query_pos]]
+    if not earlier:
+        return None
+    prev_pos = earlier[-1]
+    target = prev_pos + 1
+    weights = shown[-1].attention[:, :, target]  # (layers, query heads)
+    best_layer, best_head = (int(i) for i in np.unravel_index(int(np.argmax(weights)), weights.shape))
+    return CopyLookup(
+        query_pos=query_pos, query_text=texts[query_pos], prev_pos=prev_pos, target_pos=target,
+        target_text=texts[target], best_layer=best_layer, best_head=best_head,
+        best_weight=float(weights[best_layer, best_head]), chosen_weight=float(weights[layer, q_head]),
+    )
 
 
 # ----- the token strip as HTML (explicit dark text on light chips: readable in light AND dark themes) -------
@@ -225,3 +265,16 @@ def strip_html(strip: Sequence[StripToken], max_tokens: int = 36, font_rem: floa
     )
     return (f'<div class="kvviz-strip" style="line-height:1.9">{"".join(spans)}</div>'
             f'<div style="margin-top:2px">{legend}</div>')
+
+
+def copy_sentence(copy: CopyLookup | None, strong: float = 0.3) -> str:
+    """One line for the stage: does a head read the row after the newest token's previous occurrence?"""
+    if copy is None:
+        return ""
+    where = (f"{visible(copy.query_text)!r} (row {copy.query_pos}) occurred before at row {copy.prev_pos}; the token "
+             f"after it, {visible(copy.target_text)!r} (row {copy.target_pos}), gets ")
+    if copy.best_weight >= strong:
+        return (where + f"{copy.best_weight:.0%} of layer {copy.best_layer} head {copy.best_head}'s attention "
+                f"(the head drawn: {copy.chosen_weight:.0%}): an induction head reads that old row to copy "
+                f"{visible(copy.target_text)!r}.")
+    return where + f"at most {copy.best_weight:.0%} of any head's attention: no head copies it here."

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import memory, ops, ops_summary, ui
+from kvviz import lesson, memory, ops, ops_summary, ui
 
 ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("kvviz: the KV cache, step by step")
@@ -26,7 +26,7 @@ st.info(
 )
 
 with st.container(border=True):
-    st.page_link("pages/lesson.py", label="**Start the lesson: the KV cache in eleven questions**",
+    st.page_link("pages/lesson.py", label=f"**Start the lesson: the KV cache in {len(lesson.STEPS)} questions**",
                  icon=":material/school:")
     st.caption("For a class: each step asks a question (how many rows? how many bytes?), takes the students' "
                "answer and checks it against the number computed live on the real model, then shows the "

@@ -1,4 +1,4 @@
-"""The guided lesson: eleven steps through the whole KV-cache story, each one asks before it tells.
+"""The guided lesson: a dozen steps through the whole KV-cache story, each one asks before it tells.
 
 Every answer is computed on the spot (kvviz.lesson) from the real model or kvviz's arithmetic; the student's
 answer is judged against it, then the arithmetic is shown. ?step=4 opens step 4.
@@ -12,7 +12,7 @@ from kvviz import lesson, ui
 N_STEPS = len(lesson.STEPS)
 
 ui.ensure_router()  # before anything is drawn: see its docstring
-st.title("Lesson: the KV cache in eleven questions")
+st.title(f"Lesson: the KV cache in {N_STEPS} questions")
 
 
 def _go(delta: int) -> None:

@@ -15,7 +15,7 @@ import streamlit as st
 from kvviz import memory, step_view, ui
 from kvviz.figures import export_config
 from kvviz.figures import step as figs
-from kvviz.step_records import ContextFullError, PromptError, Sampling
+from kvviz.step_records import DEFAULT_SAMPLING, ContextFullError, PromptError, Sampling
 
 PRESETS = {
     "ROMEO:": "ROMEO:",
@@ -26,6 +26,10 @@ PRESETS = {
 PLAY_DELAY_S = 0.15  # run_every interval; with the redraw and the round trip a step lands every ~0.4-0.5 s
 PLAY_MAX = 64
 PLAY_LEFT = "step_play_left"  # steps the running animation still has to take (0 = not playing)
+DEFAULT_TEMPERATURE = DEFAULT_SAMPLING.temperature
+GREEDY_HELP = ("Off by default: greedy always takes the single likeliest token, and on a model this small that "
+               "soon repeats a phrase forever (ROMEO: \"I'll tell thee, and I'll tell thee, and I'll tell thee\"). "
+               "The default draws from the 40 likeliest at temperature 0.8 with the seed below: same seed, same text.")
 VIEWS = {"one": "K, V, attention", "race": "Race: cache vs none", "gqa": "Query heads sharing K/V"}
 
 # Fit the stage in 1280x720: less padding above, metric values wrap instead of being cut to "12 to…",
@@ -60,10 +64,10 @@ info = loaded.info
 
 def _sampling() -> Sampling:
     s = st.session_state
-    if s.get("step_greedy", True):
+    if s.get("step_greedy", False):
         return Sampling()
-    return Sampling(greedy=False, temperature=float(s.get("step_temperature", 1.0)),
-                    top_k=int(s.get("step_top_k", 40)), seed=int(s.get("step_seed", 0)))
+    return Sampling(greedy=False, temperature=float(s.get("step_temperature", DEFAULT_TEMPERATURE)),
+                    top_k=int(s.get("step_top_k", DEFAULT_SAMPLING.top_k)), seed=int(s.get("step_seed", DEFAULT_SAMPLING.seed)))
 
 
 def _apply_link() -> None:
@@ -94,10 +98,10 @@ def _controls() -> dict[str, bool]:
     with row.popover("Prompt", icon=":material/edit:"):
         preset = st.selectbox("Classroom presets", list(PRESETS), key="step_preset")
         st.text_area("Prompt", value=PRESETS[preset], height=90, key=f"step_prompt_{preset}")
-        st.toggle("Greedy (always the most likely token)", value=True, key="step_greedy")
-        st.slider("Temperature", 0.1, 2.0, 1.0, 0.05, key="step_temperature")
-        st.number_input("Top-k (0 = off)", 0, 200, 40, key="step_top_k")
-        st.number_input("Seed", 0, 1_000_000, 0, key="step_seed")
+        st.toggle("Greedy (always the most likely token)", value=False, key="step_greedy", help=GREEDY_HELP)
+        st.slider("Temperature", 0.1, 2.0, DEFAULT_TEMPERATURE, 0.05, key="step_temperature")
+        st.number_input("Top-k (0 = off)", 0, 200, DEFAULT_SAMPLING.top_k, key="step_top_k")
+        st.number_input("Seed", 0, 1_000_000, DEFAULT_SAMPLING.seed, key="step_seed")
         st.number_input("Play N steps", 1, PLAY_MAX, 8, key="step_play_n")
     clicked = {
         "prefill": row.button("Prefill", key="step_btn_prefill", shortcut="P"),
@@ -171,7 +175,7 @@ def _draw(snap: step_view.StageSnapshot, view: str) -> None:
                  "of the attention)") if snap.first_row else ""
         left.plotly_chart(figs.stage_figure(snap, font_px, height_px=360 if not present else 440),
                           config=export_config("kv_cache_stage"))
-        left.caption(f"Rows = cache positions; the newest row is outlined{above}.")
+        left.caption(f"Rows = cache positions; the newest row is outlined{above}. {step_view.copy_sentence(snap.copy)}")
     with right:
         m = st.columns(2, gap="small")
         m[0].metric("Cache length", f"{snap.cache_len} tokens", help=f"at most {info.n_positions} positions")

@@ -1,0 +1,94 @@
+"""The step page's copy readout (step_view.copy_lookup) on the real bundled models: where an induction head
+would look for the newest token, and how much attention each head really puts there; and the page's default
+decoding (seeded sampling, kvviz.step_records.DEFAULT_SAMPLING) reads as text, not a loop."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kvviz import step_view
+from kvviz.models import load_model
+from kvviz.step_records import DEFAULT_SAMPLING, Sampling
+from kvviz.stepping import StepEngine
+
+REPEAT_PROMPT = "one two three one two three one two"  # the step page's "Repeat a pattern" preset
+
+
+@pytest.fixture(scope="module", params=["bundled", "bundled-gqa"])
+def loaded(request):
+    return load_model(request.param, attn_implementation="eager")
+
+
+def test_copy_lookup_points_at_the_token_after_the_previous_occurrence(loaded):
+    engine = StepEngine(loaded)
+    engine.prefill(REPEAT_PROMPT)
+    copy = step_view.copy_lookup(engine.records, layer=0, q_head=0)
+    ids = engine.token_ids
+    assert copy is not None and copy.query_pos == len(ids) - 1
+    assert ids[copy.prev_pos] == ids[-1] and ids[-1] not in ids[copy.prev_pos + 1 : -1]  # the latest earlier one
+    assert loaded.tokenizer.decode(ids[copy.target_pos]) == copy.target_text
+    weights = engine.records[-1].attention[:, :, copy.target_pos]  # (layers, heads), straight from the model
+    assert copy.best_weight == pytest.approx(float(weights.max()))
+    assert weights[copy.best_layer, copy.best_head] == pytest.approx(copy.best_weight)
+    assert copy.chosen_weight == pytest.approx(float(weights[0, 0]))
+    assert step_view.copy_sentence(copy).startswith(f"{step_view.visible(copy.query_text)!r} (row {copy.query_pos})")
+
+
+def test_no_copy_candidate_without_an_earlier_occurrence(loaded):
+    engine = StepEngine(loaded)
+    engine.prefill("ROMEO:")
+    ids = engine.token_ids
+    assert len(set(ids)) == len(ids)  # no token repeats in the prompt
+    assert step_view.copy_lookup(engine.records, 0, 0) is None
+    assert step_view.copy_sentence(None) == ""
+
+
+def test_the_snapshot_carries_the_copy_readout_of_the_step_it_shows(loaded):
+    engine = StepEngine(loaded)
+    engine.prefill(REPEAT_PROMPT)
+    engine.step()
+    snap = step_view.build_snapshot(engine.records, engine.prompt_len, loaded.info.n_layer, loaded.info.n_head,
+                                    loaded.info.n_kv_heads, layer=1, q_head=1, at=0)
+    assert snap.copy == step_view.copy_lookup(engine.records, 1, 1, at=0)
+
+
+def _has_threefold_loop(token_ids: list[int], longest: int = 12) -> bool:
+    """True when some run of 1..longest tokens occurs three times back to back."""
+    for n in range(1, longest + 1):
+        for i in range(len(token_ids) - 3 * n + 1):
+            a = token_ids[i : i + n]
+            if a == token_ids[i + n : i + 2 * n] == token_ids[i + 2 * n : i + 3 * n]:
+                return True
+    return False
+
+
+def test_loop_detector_finds_a_loop_and_passes_text():
+    assert _has_threefold_loop([5, 1, 2, 3, 1, 2, 3, 1, 2, 3, 9])
+    assert not _has_threefold_loop([5, 1, 2, 3, 1, 2, 3, 4, 1, 2, 3])
+
+
+@pytest.mark.parametrize("prompt", ["ROMEO:", "First Citizen:\nBefore we proceed any further, hear me speak."])
+def test_default_decoding_reads_as_text_over_30_tokens(loaded, prompt):
+    """The step page's default (seeded sampling) does not loop where greedy decoding on the same model may."""
+    engine = StepEngine(loaded, DEFAULT_SAMPLING)
+    engine.prefill(prompt)
+    for _ in range(30):
+        engine.step()
+    generated = engine.token_ids[engine.prompt_len :]
+    assert not _has_threefold_loop(generated), loaded.tokenizer.decode(generated)
+    assert DEFAULT_SAMPLING == Sampling(greedy=False, temperature=0.8, top_k=40, seed=0)
+    assert np.unique(generated).size > 10  # words, not one token over and over
+
+
+def test_the_lessons_copying_question_is_answered_by_the_live_model(loaded):
+    """The lesson's "which row does the copying head read?" step: its answer is the row the real head weighs most."""
+    from kvviz import lesson
+
+    engine = StepEngine(loaded)
+    question = lesson._copying_head(engine)
+    copy = step_view.copy_lookup(engine.records, 0, 0)
+    weights = engine.records[-1].attention[copy.best_layer, copy.best_head]
+    top_row = int(np.argmax(weights))
+    assert question.answer in question.choices
+    assert question.answer == lesson.OTHER_ROW or question.answer.startswith(f"Row {top_row}: ")
+    assert lesson.check(question, question.answer)
