@@ -1,21 +1,18 @@
 """Protocol-level students for the classroom load test: Streamlit's own WebSocket protocol, no browser.
 
-The browser client (bench/classroom_session.py) spends most of a 2-core laptop's CPU on rendering Chromium
-pages, so with 20 of them it measures the load generator, not the server. A student here talks to the server
-exactly as Streamlit's frontend does, and renders nothing:
+20 Chromium pages (classroom_session.py) make a 2-core laptop measure its load generator; these render nothing:
 
-- an HTTP GET of the page first (through nginx this sets the `kvviz_replica` cookie, sent on the upgrade);
-- WebSocket `/_stcore/stream` (subprotocol "streamlit"), binary protobufs both ways: every run is requested by
-  a BackMsg `rerun_script` (ClientState: page_name from the URL path on the first run, then the page's
-  page_script_hash; widget values and one-shot button triggers in WidgetStates; `fragment_id` when the widget
-  sits in an `st.fragment`; the hashes of cached messages, answered by `ref_hash` stubs as in the browser);
+- an HTTP GET of the page (nginx's `kvviz_replica` cookie, sent on the upgrade), then WebSocket `/_stcore/stream`
+  (subprotocol "streamlit"), binary protobufs both ways: every run is requested by a BackMsg `rerun_script`
+  (ClientState: page_name from the URL path on the first run, then the page's page_script_hash; widget values
+  and one-shot button triggers in WidgetStates; `fragment_id` when the widget sits in an `st.fragment`; the
+  hashes of cached messages, answered by `ref_hash` stubs as in the browser);
 - the server answers with ForwardMsgs: new_session (a run starts), deltas that create or replace the element
   at `metadata.delta_path`, script_finished (elements the run did not touch are dropped, as the frontend does).
 
-After every click the student reads its "page" (the elements by path) the way ARM_JS reads the DOM: the
-"Cache length" metric and the `.kvviz-strip` chips, and the checks are classroom_session's own (_classify).
-Settle time: from sending the click's BackMsg to the first ForwardMsg after which the page shows the expected
-cache length and strip. The click's run must also finish before the next click.
+After every click the student reads its "page" (elements by path) as ARM_JS reads the DOM: the "Cache length"
+metric and the `.kvviz-strip` chips, checked by classroom_session's own _classify. Settle time: from sending the
+click's BackMsg to the first ForwardMsg after which the page shows them; the run must finish before the next click.
 """
 from __future__ import annotations
 

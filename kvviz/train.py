@@ -25,7 +25,7 @@ import argparse
 import json
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -33,6 +33,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, 
 from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast, LlamaConfig, LlamaForCausalLM
 
 from kvviz import copying
+from kvviz.train_recipe import Recipe, learning_rate_at, recipe_for
 
 ASSETS_DIR = Path(__file__).resolve().parent / "assets"
 BUNDLED_DIR = ASSETS_DIR / "bundled"
@@ -40,35 +41,10 @@ OUT_DIRS = {"gpt2": BUNDLED_DIR, "llama": ASSETS_DIR / "bundled_gqa"}
 END_OF_TEXT = "<|endoftext|>"
 COPY_SEQUENCES = 50  # held-out sequences whose second half repeats the first
 COPY_HALF_TOKENS = 100
-COPY_WARMUP_POSITIONS = 64  # row length in the copy warm-up (spans of 8..32 tokens)
+COPY_WARMUP_POSITIONS = 64  # row length in the copy warm-up (spans of 8..32 tokens): short rows are cheap, and
+# the induction circuit forms in them within ~1,000 steps; the mixed full-length rows afterwards stretch it to
+# copies 128 tokens apart in a few hundred steps
 COPY_RANDOM_SEED = 2024  # the random-token copy test (kvviz.copying.random_repeats); not the training seed
-
-
-@dataclass(frozen=True)
-class Recipe:
-    arch: str = "gpt2"  # "gpt2" | "llama"
-    vocab_size: int = 2048
-    n_layer: int = 4
-    n_head: int = 4  # query heads; llama: 8
-    n_kv_heads: int = 4  # gpt2: = n_head (MHA); llama: 2 (GQA)
-    n_embd: int = 128
-    intermediate_size: int = 512  # gpt2: 4 x n_embd; llama: SwiGLU, 3 matrices of this width
-    n_positions: int = 256
-    dropout: float = 0.1
-    repeat_share: float = 0.0  # share of each batch's rows built with a repeated span (kvviz.copying)
-    random_span_share: float = 0.5  # of those rows, the share whose span is random token ids (else corpus text)
-    max_span: int = 128  # longest repeated span (tokens); short spans = copies close together = faster induction
-    copy_warmup_steps: int = 0  # the first steps train on repeated spans only (a curriculum for induction heads)
-    stop_after_steps: int = 0  # > 0: stop there, the learning-rate schedule still planned for `steps`
-    batch_size: int = 16
-    steps: int = 3000
-    learning_rate: float = 2e-3
-    min_learning_rate: float = 2e-4
-    warmup_steps: int = 100
-    weight_decay: float = 0.1
-    validation_fraction: float = 0.1
-    seed: int = 1337
-    threads: int = 2
 
 
 def train_tokenizer(text: str, vocab_size: int) -> GPT2TokenizerFast:
@@ -90,28 +66,6 @@ def train_tokenizer(text: str, vocab_size: int) -> GPT2TokenizerFast:
     )
 
 
-def learning_rate_at(step: int, recipe: Recipe) -> float:
-    """Linear warm-up, then cosine decay to min_learning_rate (as in nanoGPT)."""
-    if step < recipe.warmup_steps:
-        return recipe.learning_rate * (step + 1) / recipe.warmup_steps
-    progress = (step - recipe.warmup_steps) / max(1, recipe.steps - recipe.warmup_steps)
-    cosine = 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
-    return recipe.min_learning_rate + cosine * (recipe.learning_rate - recipe.min_learning_rate)
-
-
-def recipe_for(arch: str, **overrides: object) -> Recipe:
-    if arch == "llama":
-        # 352 ~ 8/3 x 128, as in Llama. The shipped run: half the rows repeat a span (half of those random
-        # tokens), a 3,000-step schedule stopped after 1,500 steps for time (see the README)
-        base = dict(n_head=8, n_kv_heads=2, intermediate_size=352, dropout=0.0, repeat_share=0.5,
-                    random_span_share=0.5, max_span=128, steps=3000, stop_after_steps=1500)
-    elif arch == "gpt2":
-        base = {}
-    else:
-        raise ValueError(f"unknown arch {arch!r}; choose gpt2 or llama")
-    return Recipe(arch=arch, **{**base, **overrides})
-
-
 def build_model(recipe: Recipe, vocab_size: int, eos_id: int) -> torch.nn.Module:
     if recipe.arch == "gpt2":
         config = GPT2Config(
@@ -119,7 +73,11 @@ def build_model(recipe: Recipe, vocab_size: int, eos_id: int) -> torch.nn.Module
             n_head=recipe.n_head, resid_pdrop=recipe.dropout, embd_pdrop=recipe.dropout, attn_pdrop=recipe.dropout,
             bos_token_id=eos_id, eos_token_id=eos_id,
         )
-        return GPT2LMHeadModel(config)
+        model = GPT2LMHeadModel(config)
+        if recipe.position_init == "sinusoid":
+            with torch.no_grad():
+                model.transformer.wpe.weight.copy_(sinusoid_positions(recipe.n_positions, recipe.n_embd))
+        return model
     config = LlamaConfig(
         vocab_size=vocab_size, hidden_size=recipe.n_embd, intermediate_size=recipe.intermediate_size,
         num_hidden_layers=recipe.n_layer, num_attention_heads=recipe.n_head, num_key_value_heads=recipe.n_kv_heads,
@@ -129,6 +87,21 @@ def build_model(recipe: Recipe, vocab_size: int, eos_id: int) -> torch.nn.Module
     return LlamaForCausalLM(config)
 
 
+SINUSOID_SCALE = 0.05  # the table's rows have norm 0.05 x sqrt(n_embd / 2) = 0.4, beside token embeddings of ~0.2
+
+
+def sinusoid_positions(n_positions: int, n_embd: int) -> torch.Tensor:
+    """The original Transformer's position table (Vaswani et al. 2017), scaled: a starting point for GPT-2's
+    learned positions in which "one position back" is a fixed rotation, so a previous-token head, the first half
+    of an induction head, is easy to learn. Training still updates it like any other weight."""
+    position = torch.arange(n_positions, dtype=torch.float32).unsqueeze(1)
+    frequency = torch.exp(torch.arange(0, n_embd, 2, dtype=torch.float32) * (-math.log(10000.0) / n_embd))
+    table = torch.zeros(n_positions, n_embd)
+    table[:, 0::2] = torch.sin(position * frequency)
+    table[:, 1::2] = torch.cos(position * frequency)
+    return table * SINUSOID_SCALE
+
+
 def random_batch(
     ids: torch.Tensor, recipe: Recipe, vocab_size: int, gen: torch.Generator, step: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -136,7 +109,7 @@ def random_batch(
     repeated span; during the first copy_warmup_steps, rows of COPY_WARMUP_POSITIONS tokens, all repeated random
     spans. The model shifts labels itself."""
     if step < recipe.copy_warmup_steps:  # short rows of random spans only: cheap, and induction forms first
-        return copying.repeat_batch(ids, recipe.batch_size, COPY_WARMUP_POSITIONS, vocab_size, gen, 1.0)
+        return copying.repeat_batch(ids, recipe.copy_warmup_batch_size, COPY_WARMUP_POSITIONS, vocab_size, gen, 1.0)
     n_repeat = round(recipe.batch_size * recipe.repeat_share)
     n_plain = recipe.batch_size - n_repeat
     starts = torch.randint(0, len(ids) - recipe.n_positions, (n_plain,), generator=gen)
@@ -147,6 +120,17 @@ def random_batch(
     rep_inputs, rep_labels = copying.repeat_batch(ids, n_repeat, recipe.n_positions, vocab_size, gen,
                                                    recipe.random_span_share, recipe.max_span)
     return torch.cat([plain, rep_inputs]), torch.cat([plain, rep_labels])
+
+
+def warmup_positions(batch: torch.Tensor, recipe: Recipe, gen: torch.Generator) -> torch.Tensor | None:
+    """Position ids for a warm-up batch: each short row starts at a random offset when recipe.warmup_anywhere.
+    Learned positions (GPT-2) are trained only where rows put them: rows always at 0..63 would leave the copy
+    circuit working only there, and the full-length rows after the warm-up would break it."""
+    if not recipe.warmup_anywhere:
+        return None
+    rows, length = batch.shape
+    offsets = torch.randint(0, recipe.n_positions - length + 1, (rows, 1), generator=gen)
+    return offsets + torch.arange(length)
 
 
 def bundled_tokenizer(train_text: str, vocab_size: int) -> GPT2TokenizerFast:
@@ -207,7 +191,8 @@ def train(text_path: Path, out_dir: Path, recipe: Recipe, save_every: int = 0) -
         for group in optimizer.param_groups:
             group["lr"] = learning_rate_at(step, recipe)
         batch, labels = random_batch(train_ids, recipe, vocab_size, gen, step)
-        loss = model(input_ids=batch, labels=labels).loss
+        positions = warmup_positions(batch, recipe, gen) if step < recipe.copy_warmup_steps else None
+        loss = model(input_ids=batch, labels=labels, position_ids=positions).loss
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -291,6 +276,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--random-span-share", type=float, help="of the repeated rows, the share of random tokens")
     parser.add_argument("--max-span", type=int, help="longest repeated span, tokens")
     parser.add_argument("--copy-warmup-steps", type=int, help="first steps on repeated spans only")
+    parser.add_argument("--position-init", choices=("normal", "sinusoid"), help="gpt2: start of the learned positions")
+    parser.add_argument("--weight-decay", type=float)
     parser.add_argument("--stop-after-steps", type=int, help="stop after this many steps (schedule planned for --steps)")
     parser.add_argument("--seed", type=int)
     parser.add_argument("--save-every", type=int, default=0,
@@ -304,7 +291,8 @@ def main(argv: list[str] | None = None) -> None:
     given = {"steps": args.steps, "batch_size": args.batch_size, "repeat_share": args.repeat_share, "seed": args.seed,
              "threads": args.threads, "random_span_share": args.random_span_share,
              "max_span": args.max_span, "copy_warmup_steps": args.copy_warmup_steps,
-             "stop_after_steps": args.stop_after_steps}
+             "stop_after_steps": args.stop_after_steps, "position_init": args.position_init,
+             "weight_decay": args.weight_decay}
     recipe = recipe_for(args.arch, **{k: v for k, v in given.items() if v is not None})
     report = train(args.text, args.out or OUT_DIRS[args.arch], recipe, save_every=args.save_every)
     print(json.dumps({k: report[k] for k in ("validation_loss", "copying", "parameters", "train_seconds")}))

@@ -28,8 +28,10 @@ PLAY_MAX = 64
 PLAY_LEFT = "step_play_left"  # steps the running animation still has to take (0 = not playing)
 DEFAULT_TEMPERATURE = DEFAULT_SAMPLING.temperature
 GREEDY_HELP = ("Off by default: greedy always takes the single likeliest token, and on a model this small that "
-               "soon repeats a phrase forever (ROMEO: \"I'll tell thee, and I'll tell thee, and I'll tell thee\"). "
-               "The default draws from the 40 likeliest at temperature 0.8 with the seed below: same seed, same text.")
+               "soon repeats a line forever (both bundled models' greedy samples loop within 80 tokens; their "
+               "induction heads, which copy what already stands in the context, make a loop stronger each time "
+               "round). The default draws from the 40 likeliest at temperature 0.8 with the seed below: same seed, "
+               "same text.")
 VIEWS = {"one": "K, V, attention", "race": "Race: cache vs none", "gqa": "Query heads sharing K/V"}
 
 # Fit the stage in 1280x720: less padding above, metric values wrap instead of being cut to "12 to…",

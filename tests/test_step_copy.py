@@ -92,3 +92,17 @@ def test_the_lessons_copying_question_is_answered_by_the_live_model(loaded):
     assert question.answer in question.choices
     assert question.answer == lesson.OTHER_ROW or question.answer.startswith(f"Row {top_row}: ")
     assert lesson.check(question, question.answer)
+
+
+@pytest.mark.parametrize("name", ["bundled", "bundled-gqa"])
+def test_greedy_decoding_loops_on_the_bundled_models_which_is_why_sampling_is_the_default(name):
+    """The reason the step page gives for its default: each model's greedy sample (training_report.json,
+    written by kvviz.train from the shipped weights) repeats itself, while the default decoding does not."""
+    import json
+
+    from kvviz import models
+
+    report = json.loads((models.BUNDLED_MODELS[name].folder / "training_report.json").read_text())
+    loaded = load_model(name, attn_implementation="eager")
+    greedy_ids = loaded.tokenizer(report["sample_greedy"]).input_ids
+    assert _has_threefold_loop(greedy_ids, longest=24)
