@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kvviz import ops
+from kvviz.pattern_records import INDUCTION_THRESHOLD
 from kvviz.step_records import StepRecord, TokenProb
 
 MAX_STAGE_ROWS = 40  # cache rows drawn on the stage; older rows are summarised as "k rows above"
@@ -267,7 +268,10 @@ def strip_html(strip: Sequence[StripToken], max_tokens: int = 36, font_rem: floa
             f'<div style="margin-top:2px">{legend}</div>')
 
 
-def copy_sentence(copy: CopyLookup | None, strong: float = 0.3) -> str:
+COPYING_WEIGHT = INDUCTION_THRESHOLD  # this much weight on the copy candidate: the head copies (patterns page's rule)
+
+
+def copy_sentence(copy: CopyLookup | None, strong: float = COPYING_WEIGHT) -> str:
     """One line for the stage: does a head read the row after the newest token's previous occurrence?"""
     if copy is None:
         return ""

@@ -211,6 +211,11 @@ def _uncached_ms(snap: step_view.StageSnapshot) -> str:
     return f"{engine.check_without_cache().uncached_ms:.1f} ms"
 
 
+def _show_head(layer: int, head: int) -> None:
+    """(Button callback, before the pickers are drawn.) Point the stage at this layer and query head."""
+    st.session_state["step_layer"], st.session_state["step_head"] = layer, head
+
+
 def _choice(row, label: str, n: int, key: str, prefix: str) -> int:
     """Layer / head picker: buttons for a few options (one click on a projector), a select box for many."""
     row.markdown(f"**{label}**")
@@ -238,8 +243,13 @@ def stage() -> None:
                                   label_visibility="collapsed") or "one"
     latest = len(engine.records) - 1
     at = latest if playing else min(st.session_state.get("step_history", latest), latest)
-    _draw(step_view.build_snapshot(engine.records, engine.prompt_len, info.n_layer, info.n_head, info.n_kv_heads,
-                                   layer, head, at=at, all_layers=view == "race"), view)
+    snap = step_view.build_snapshot(engine.records, engine.prompt_len, info.n_layer, info.n_head, info.n_kv_heads,
+                                    layer, head, at=at, all_layers=view == "race")
+    _draw(snap, view)
+    copy = snap.copy
+    if copy and copy.best_weight >= step_view.COPYING_WEIGHT and (copy.best_layer, copy.best_head) != (layer, head):
+        st.button(f"Show the copying head (layer {copy.best_layer}, head {copy.best_head})", key="step_show_copy",
+                  on_click=_show_head, args=(copy.best_layer, copy.best_head), icon=":material/content_copy:")
     if latest and not playing:
         st.slider("History: scrub back through the steps taken (redraws what was recorded; the cache is not "
                   "changed)", 0, latest, value=at, key="step_history", format="step %d")
@@ -259,8 +269,10 @@ if not present:
             "3. The token the model just chose (dashed chip) is not in the cache yet: the next step feeds it.\n"
             "4. **Back** crops the cache by one row, exactly as real engines roll back. The history slider only "
             "redraws an earlier step from what was recorded; it changes nothing.\n\n"
-            "Greedy decoding (the default) always takes the most likely token, so a small model soon repeats "
-            "itself; untick *Greedy* in *Prompt* for seeded sampling (the same seed and prompt give the same text)."
+            "5. When the newest token occurred before, the line under the figure names the head that reads the "
+            "row *after* that earlier occurrence (an induction head copying; try the *Repeat a pattern* preset).\n\n"
+            "Decoding is a seeded draw by default (the same seed and prompt give the same text): greedy decoding, "
+            "one toggle away in *Prompt*, always takes the most likely token, and a small model soon loops."
         )
     with st.expander("Without the cache: recompute everything, get the same answer", key="step_exp_uncached",
                      on_change="rerun") as uncached:

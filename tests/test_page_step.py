@@ -1,6 +1,7 @@
 """AppTest of the router (app.py) and the step-through page, on the real bundled model."""
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -9,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
 from kvviz import memory
-from kvviz.step_records import Sampling
+from kvviz.step_records import DEFAULT_SAMPLING
 from kvviz.stepping import StepEngine
 
 REPO = Path(__file__).resolve().parents[1]
@@ -148,25 +149,29 @@ def test_bad_prompts_give_a_message_and_keep_the_page_alive(step_page):
 
 
 def test_sampling_controls_pick_the_seeded_tokens(step_page, bundled):
-    """Untick greedy, set a seed: the page continues exactly as an engine with that Sampling does."""
+    """Sampling is the default; a seed picks the draw, and the Greedy toggle switches to argmax decoding: the page
+    continues exactly as an engine with that Sampling does."""
     at = step_page
-    at.toggle(key="step_greedy").set_value(False).run()
     at.number_input(key="step_seed").set_value(11).run()
     at.button(key="step_btn_prefill").click().run()
     for _ in range(6):
         at.button(key="step_btn_next").click().run()
     assert not at.exception
     page_tokens = at.session_state["step_engine"].token_ids
-    engine = StepEngine(bundled, Sampling(greedy=False, temperature=1.0, top_k=40, seed=11))
+    engine = StepEngine(bundled, dataclasses.replace(DEFAULT_SAMPLING, seed=11))
     engine.prefill("ROMEO:")
     for _ in range(6):
         engine.step()
     assert page_tokens == engine.token_ids
+    at.toggle(key="step_greedy").set_value(True).run()
+    at.button(key="step_btn_prefill").click().run()
+    for _ in range(6):
+        at.button(key="step_btn_next").click().run()
     greedy = StepEngine(bundled)
     greedy.prefill("ROMEO:")
     for _ in range(6):
         greedy.step()
-    assert page_tokens != greedy.token_ids  # the toggle really switched greedy off
+    assert at.session_state["step_engine"].token_ids == greedy.token_ids != page_tokens
 
 
 def test_the_closed_uncached_section_costs_nothing_and_open_it_draws(fresh_streamlit_caches):

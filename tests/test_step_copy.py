@@ -106,3 +106,30 @@ def test_greedy_decoding_loops_on_the_bundled_models_which_is_why_sampling_is_th
     loaded = load_model(name, attn_implementation="eager")
     greedy_ids = loaded.tokenizer(report["sample_greedy"]).input_ids
     assert _has_threefold_loop(greedy_ids, longest=24)
+
+
+@pytest.mark.parametrize("name", ["bundled", "bundled-gqa"])
+def test_step_page_names_the_copying_head_and_shows_it_on_request(fresh_streamlit_caches, name):
+    """"Repeat a pattern" on the step page: the caption names the head that reads the row after the previous
+    occurrence, and its button points the stage at that head."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import APP_TIMEOUT_S
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "step_through.py"),
+                           default_timeout=APP_TIMEOUT_S)
+    at.session_state["model_spec"] = name
+    at.run()
+    at.selectbox(key="step_preset").set_value("Repeat a pattern").run()
+    at.button(key="step_btn_prefill").click().run()
+    assert not at.exception
+    engine = StepEngine(load_model(name, attn_implementation="eager"))
+    engine.prefill(REPEAT_PROMPT)
+    copy = step_view.copy_lookup(engine.records, 0, 0)
+    assert copy.best_weight >= step_view.COPYING_WEIGHT  # the shipped model copies here
+    assert any(step_view.copy_sentence(copy).split(" (the head drawn")[0] in c.value for c in at.caption)
+    at.button(key="step_show_copy").click().run()
+    assert (at.session_state["step_layer"], at.session_state["step_head"]) == (copy.best_layer, copy.best_head)
+    assert not any(b.key == "step_show_copy" for b in at.button)  # the stage now draws that head
