@@ -15,7 +15,7 @@ from kvviz import capacity, memory, ops, ops_summary, step_view
 from kvviz.presets import get_preset
 
 LESSON_PROMPT = "First Citizen:\nBefore we proceed any further, hear me speak."
-REPEAT_PROMPT = "one two three one two three one two"  # the step page's "Repeat a pattern" preset
+REPEAT_PROMPT = step_view.REPEAT_PROMPT  # the step page's "Repeat a pattern" preset
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,10 @@ from kvviz import ops
 from kvviz.pattern_records import INDUCTION_THRESHOLD
 from kvviz.step_records import StepRecord, TokenProb
 
+# The "Repeat a pattern" preset: a five-word cycle, so the second copy is there to be copied. Both bundled models
+# continue it; the GPT-2 does not continue a three-word cycle ("one two three one two"): its training spans were
+# at least 8 tokens long (README: "The bundled model").
+REPEAT_PROMPT = "one two three four five one two three four five one two"
 MAX_STAGE_ROWS = 40  # cache rows drawn on the stage; older rows are summarised as "k rows above"
 
 

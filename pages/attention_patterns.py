@@ -12,10 +12,10 @@ from kvviz.figures import patterns as figs
 from kvviz.models import LoadedModel
 from kvviz.pattern_records import MAX_PATTERN_TOKENS, PROBE_HALF_TOKENS, PatternRun, head_labels, thresholds_text
 from kvviz.prompt_rules import PromptError, check_prompt
-from kvviz.step_view import kv_head_of
+from kvviz.step_view import REPEAT_PROMPT, kv_head_of
 
 PRESETS = {
-    "Repeat a pattern": "one two three one two three one two",
+    "Repeat a pattern": REPEAT_PROMPT,
     "A repeated line": "ROMEO:\nBut soft, what light through yonder window breaks?\nROMEO:\nBut soft, what light",
     "First Citizen": "First Citizen:\nBefore we proceed any further, hear me speak.",
 }

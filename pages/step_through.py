@@ -21,7 +21,7 @@ PRESETS = {
     "ROMEO:": "ROMEO:",
     "First Citizen": "First Citizen:\nBefore we proceed any further, hear me speak.",
     "To be, or not to be": "HAMLET:\nTo be, or not to be, that is the question:",
-    "Repeat a pattern": "one two three one two three one two",
+    "Repeat a pattern": step_view.REPEAT_PROMPT,
 }
 PLAY_DELAY_S = 0.15  # run_every interval; with the redraw and the round trip a step lands every ~0.4-0.5 s
 PLAY_MAX = 64

@@ -11,7 +11,7 @@ from kvviz.models import load_model
 from kvviz.step_records import DEFAULT_SAMPLING, Sampling
 from kvviz.stepping import StepEngine
 
-REPEAT_PROMPT = "one two three one two three one two"  # the step page's "Repeat a pattern" preset
+REPEAT_PROMPT = step_view.REPEAT_PROMPT  # the step page's "Repeat a pattern" preset
 
 
 @pytest.fixture(scope="module", params=["bundled", "bundled-gqa"])

@@ -1,0 +1,98 @@
+"""Both bundled models copy in context, recomputed from the shipped weights (a retrain that loses its induction
+heads fails here): the figures in each training_report.json are reproduced, and they clear thresholds set below
+the measured ones. Also the training mix itself (kvviz.copying.repeat_batch) and the "Repeat a pattern" preset."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from kvviz import copying, models, pattern_records, patterns, step_view, train
+from kvviz.stepping import StepEngine
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
+# Thresholds below the measured figures in the reports (README: "The bundled models"), not copies of them.
+MIN_HELD_OUT_REPEAT_TOP1 = 0.85  # top-1 on the repeated half of 50 held-out text spans
+MIN_RANDOM_REPEAT_TOP1 = 0.90  # top-1 on the repeated half of 50 seeded random-token spans
+# Validation loss: the issue asks <= 3.92 for the GPT-2 (its non-copying predecessor's 3.870 + 0.05); the shipped
+# copying GPT-2 reaches 3.989 and misses that (README: "The bundled model"); this guards against worse.
+MAX_VALIDATION_LOSS = {models.BUNDLED: 4.0, models.BUNDLED_GQA: 3.95}
+MODELS = [models.BUNDLED, models.BUNDLED_GQA]
+
+
+def _report(name: str) -> dict:
+    return json.loads((models.BUNDLED_MODELS[name].folder / "training_report.json").read_text())
+
+
+@pytest.fixture(scope="module", params=MODELS)
+def named(request) -> tuple[str, models.LoadedModel]:
+    return request.param, models.load_model(request.param, attn_implementation="eager")
+
+
+def test_random_token_copying_is_recomputed_and_clears_the_threshold(named):
+    name, loaded = named
+    measured = _report(name)["copying_random_tokens"]
+    sequences = copying.random_repeats(loaded.info.vocab_size, measured["sequences"], measured["half_tokens"],
+                                       measured["seed"])
+    result = copying.copying_accuracy(loaded.model, sequences)
+    assert result.first_half_top1 == pytest.approx(measured["first_half_top1"], abs=1e-3)
+    assert result.repeated_half_top1 == pytest.approx(measured["repeated_half_top1"], abs=1e-3)
+    assert result.first_half_top1 < 0.01  # random tokens: nothing but copying predicts them
+    assert result.repeated_half_top1 >= MIN_RANDOM_REPEAT_TOP1
+
+
+@pytest.mark.skipif(not CORPUS.is_file(), reason="Tiny Shakespeare is not beside the repo (../shared/data)")
+def test_held_out_text_copying_and_validation_loss_are_recomputed(named):
+    name, loaded = named
+    report = _report(name)
+    text = CORPUS.read_text(encoding="utf-8")
+    split_at = int(len(text) * (1 - report["recipe"]["validation_fraction"]))
+    val_ids = torch.tensor(loaded.tokenizer(text[split_at:]).input_ids)
+    measured = report["copying"]
+    sequences = copying.held_out_repeats(val_ids, measured["held_out_sequences"], measured["half_tokens"])
+    result = copying.copying_accuracy(loaded.model, sequences)
+    assert result.first_half_top1 == pytest.approx(measured["first_half_top1"], abs=1e-3)
+    assert result.repeated_half_top1 == pytest.approx(measured["repeated_half_top1"], abs=1e-3)
+    assert result.repeated_half_top1 >= MIN_HELD_OUT_REPEAT_TOP1 > result.first_half_top1 + 0.4
+    loss = train.validation_loss(loaded.model, val_ids, report["recipe"]["n_positions"])
+    assert loss == pytest.approx(report["validation_loss"], abs=1e-3)
+    assert loss <= MAX_VALIDATION_LOSS[name]
+
+
+def test_repeat_a_pattern_preset_continues_the_pattern(named):
+    """The step page's "Repeat a pattern" preset: greedy continues it, and the head that copies is there to see."""
+    _, loaded = named
+    engine = StepEngine(loaded)
+    engine.prefill(step_view.REPEAT_PROMPT)
+    for _ in range(6):  # " three", " four", " f", "ive", " one", ...
+        engine.step()
+    assert loaded.tokenizer.decode(engine.generated_ids()).startswith(" three four five one")
+
+
+def test_the_attention_patterns_page_finds_an_induction_head(named):
+    """The probe of the attention-patterns page labels at least one head 'induction' (computed, not typed)."""
+    _, loaded = named
+    scores = patterns._probe_scores(loaded)
+    assert max(float(s.max()) for s in scores) >= pattern_records.INDUCTION_THRESHOLD
+
+
+def test_repeat_rows_repeat_their_span_and_mask_the_first_copy_of_random_tokens():
+    ids = torch.arange(1000, 3000)  # stand-in corpus ids, distinct from the random range below 1000
+    gen = torch.Generator().manual_seed(0)
+    inputs, labels = copying.repeat_batch(ids, 64, 64, 1000, gen, random_span_share=0.5, max_span=24)
+    assert inputs.shape == labels.shape == (64, 64)
+    masked_rows = 0
+    for row, label in zip(inputs, labels):
+        masked = (label == copying.IGNORE_INDEX).nonzero().flatten()
+        if len(masked):  # a random span: its first copy (and only that) is left out of the loss
+            masked_rows += 1
+            start, span = int(masked[0]), len(masked)
+            assert copying.MIN_SPAN <= span <= 24 and masked.tolist() == list(range(start, start + span))
+            assert (row[start:start + span] < 1000).all()
+        else:
+            assert torch.equal(row, label)
+            span = next(n for n in range(copying.MIN_SPAN, 25) if torch.equal(row[-n:], row[-2 * n:-n]))
+        assert torch.equal(row[-span:], row[-2 * span:-span])  # the row ends in repeats of its span
+    assert 16 <= masked_rows <= 48  # about half the rows hold random spans
