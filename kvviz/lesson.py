@@ -123,7 +123,7 @@ def _copying_head(engine: Any) -> Question:
     rows = {copy.target_pos: f"the token after the previous {texts[copy.query_pos]!r}",
             copy.prev_pos: f"the previous {texts[copy.query_pos]!r} itself",
             copy.query_pos - 1: "the token just before the newest", 0: "the first token"}
-    label = {row: f"Row {row}: {texts[row]!r} ({why})" for row, why in rows.items()}
+    label = {row: f"Row {row}: {texts[row]!r} ({why})" for row, why in sorted(rows.items())}  # in row order
     weights = record.attention[copy.best_layer, copy.best_head]  # that head's attention over every cached row
     top_row = int(weights.argmax())
     predicted = record.top_k[0]
