@@ -69,7 +69,8 @@ def _sampling() -> Sampling:
     if s.get("step_greedy", False):
         return Sampling()
     return Sampling(greedy=False, temperature=float(s.get("step_temperature", DEFAULT_TEMPERATURE)),
-                    top_k=int(s.get("step_top_k", DEFAULT_SAMPLING.top_k)), seed=int(s.get("step_seed", DEFAULT_SAMPLING.seed)))
+                    top_k=int(s.get("step_top_k", DEFAULT_SAMPLING.top_k)),
+                    seed=int(s.get("step_seed", DEFAULT_SAMPLING.seed)))
 
 
 def _apply_link() -> None:
