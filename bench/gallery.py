@@ -15,12 +15,13 @@ import argparse
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the page imports kvviz
+sys.path.insert(0, str(REPO / "bench"))
+from script_timer import time_script_runs  # noqa: E402
 MAX_ROUNDS = 20
 
 
@@ -32,20 +33,9 @@ def main() -> None:
     if not 1 <= args.rounds <= MAX_ROUNDS:
         parser.error(f"--rounds must be 1..{MAX_ROUNDS}")
 
-    from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
     from streamlit.testing.v1 import AppTest
 
-    script_ms: list[float] = []
-    original_run_script = ScriptRunner._run_script
-
-    def timed_run_script(self, *a, **kw):
-        began = time.perf_counter()
-        try:
-            return original_run_script(self, *a, **kw)
-        finally:
-            script_ms.append((time.perf_counter() - began) * 1000)
-
-    ScriptRunner._run_script = timed_run_script
+    script_ms = time_script_runs()
     at = AppTest.from_file(str(REPO / "pages" / "attention_patterns.py"), default_timeout=300)
     at.session_state["model_spec"] = args.model
     at.run()

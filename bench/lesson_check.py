@@ -12,34 +12,24 @@ import argparse
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+from script_timer import time_script_runs  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
     from streamlit.testing.v1 import AppTest
 
     from kvviz import lesson
 
-    script_ms: list[float] = []
-    original = ScriptRunner._run_script
-
-    def timed(self, *a, **kw):
-        began = time.perf_counter()
-        try:
-            return original(self, *a, **kw)
-        finally:
-            script_ms.append((time.perf_counter() - began) * 1000)
-
-    ScriptRunner._run_script = timed
+    script_ms = time_script_runs()
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=300)
     at.run()
     at.switch_page("pages/lesson.py").run()
