@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kvviz import ops
-from kvviz.pattern_records import INDUCTION_THRESHOLD
+from kvviz.pattern_records import INDUCTION_THRESHOLD, induction_targets
 from kvviz.step_records import StepRecord, TokenProb
 
 # The "Repeat a pattern" preset: a five-word cycle, so the second copy is there to be copied. Both bundled models
@@ -210,16 +210,17 @@ class CopyLookup:
 
 def copy_lookup(records: Sequence[StepRecord], layer: int, q_head: int, at: int | None = None) -> CopyLookup | None:
     """The copy candidate for the newest query of record `at` (default the newest), or None when its token has
-    not occurred before (or only just before it: then the "token after" is the query itself)."""
+    not occurred before (or only just before it: then the "token after" is the query itself). The rule is the
+    attention-patterns page's induction rule (pattern_records.induction_targets), applied to the newest query."""
     shown = records[: (len(records) if at is None else at + 1)]
     ids = [t for r in shown for t in r.fed_token_ids]
     texts = [t for r in shown for t in r.fed_token_texts]
     query_pos = len(ids) - 1
-    earlier = [j for j in range(query_pos - 1) if ids[j] == ids[query_pos]]
-    if not earlier:
+    pairs = induction_targets(ids)
+    if not pairs or pairs[-1][0] != query_pos:
         return None
-    prev_pos = earlier[-1]
-    target = prev_pos + 1
+    target = pairs[-1][1]
+    prev_pos = target - 1
     weights = shown[-1].attention[:, :, target]  # (layers, query heads)
     best_layer, best_head = (int(i) for i in np.unravel_index(int(np.argmax(weights)), weights.shape))
     return CopyLookup(
