@@ -5,6 +5,7 @@ Modes (runners in kvviz.bench_runs, records in kvviz.bench_records):
     no_cache      every pass re-feeds the whole sequence (P, P+1, ..., P+N-1 tokens): the true baseline
     dynamic       transformers' DynamicCache (K/V grow by concatenation)
     static        transformers' StaticCache (K/V pre-allocated to P+N, written in place), a reference
+    static_compiled  the same with the decode passes through torch.compile (off by default: it compiles C++ first)
     preallocated  kvviz.engine_flat.FlatCacheGPT2, fp32 weights in the format measured fastest here
     int8          the same engine with int8 weights (lossy: reported as token agreement)
 
@@ -31,7 +32,7 @@ import transformers
 from kvviz import bench_machine, bench_probes, ops, ops_summary, roofline
 from kvviz.bench_records import MODE_LABELS, BenchResult, MachineInfo, ModeResult, RunTiming
 from kvviz.bench_settings import BenchInputError, BenchSettings, validate, whole  # noqa: F401 (re-exported)
-from kvviz.bench_runs import run_flat, run_generate, run_hf_cache, run_no_cache
+from kvviz.bench_runs import CompileUnavailable, compile_forward, run_flat, run_generate, run_hf_cache, run_no_cache
 from kvviz.engine_flat import FlatCacheGPT2
 from kvviz.models import LoadedModel
 from kvviz.weight_format import choose_engine
@@ -155,6 +156,16 @@ def _run(loaded: LoadedModel, settings: BenchSettings, threads: int, thread_reas
             layer.attn.c_attn.weight, layer.attn.c_proj.weight, layer.mlp.c_fc.weight, layer.mlp.c_proj.weight))
         fp32_matrix_bytes += 4 * model.lm_head.weight.numel()
         int8_bytes = roofline.weight_bytes_per_decode_token(model) - fp32_matrix_bytes + int8_engine.int8_weight_bytes()
+    compile_note = ""
+    if settings.include_compiled:
+        progress(0.045, "Compiling the StaticCache decode step with torch.compile (once, untimed)")
+        try:
+            compiled, compile_s = compile_forward(model, prompt, p + n)
+            runners["static_compiled"] = lambda tokens: run_hf_cache(
+                model, prompt, tokens, "static", decode_forward=compiled, cache_len=p + n)
+            compile_note = f"torch.compile took {compile_s:.1f} s (inductor, one graph for every decode pass)"
+        except CompileUnavailable as exc:
+            compile_note = f"StaticCache + torch.compile skipped: {exc}"
     if settings.include_generate:
         runners["generate_cache"] = lambda tokens: run_generate(model, prompt, tokens, use_cache=True)
         if settings.include_generate_no_cache:
@@ -211,4 +222,5 @@ def _run(loaded: LoadedModel, settings: BenchSettings, threads: int, thread_reas
                                            model.transformer.wte.weight.element_size()),
         weight_choice=choice,
         op_ratio=op_ratio_curve(shape, p, n),
+        compile_note=compile_note,
     )

@@ -23,17 +23,18 @@ from kvviz.bench_settings import BenchSettings
 from kvviz.ops import ModelShape
 
 MODES: tuple[str, ...] = ("no_cache", "dynamic", "static", "preallocated", "int8")
-REFERENCES: tuple[str, ...] = ("generate_cache", "generate_no_cache")
+REFERENCES: tuple[str, ...] = ("static_compiled", "generate_cache", "generate_no_cache")
 MODE_LABELS: dict[str, str] = {
     "no_cache": "No cache (recompute everything)",
     "dynamic": "DynamicCache (grows by concatenation)",
     "static": "StaticCache (transformers, pre-allocated)",
+    "static_compiled": "StaticCache + torch.compile (reference)",
     "preallocated": "Flat pre-allocated cache (kvviz.engine_flat)",
     "int8": "Flat cache, int8 weights (dynamic quantization)",
     "generate_cache": "model.generate(use_cache=True)",
     "generate_no_cache": "model.generate(use_cache=False)",
 }
-CACHED_MODES: tuple[str, ...] = ("dynamic", "static", "preallocated", "int8", "generate_cache")
+CACHED_MODES: tuple[str, ...] = ("dynamic", "static", "static_compiled", "preallocated", "int8", "generate_cache")
 LOSSY_MODES: tuple[str, ...] = ("int8",)  # may pick other tokens: reported as agreement, not as "match"
 ESTIMATOR = ("median over rounds of the time to generate the tokens (sum of the timed passes), "
              "no cache / this mode")
@@ -213,6 +214,7 @@ class BenchResult:
     kv_row_bytes: int  # K and V of one position in every layer
     weight_choice: FormatChoice
     op_ratio: tuple[tuple[int, float], ...] = field(repr=False)  # (k tokens generated, uncached/cached ops)
+    compile_note: str = ""  # how torch.compile went (seconds, or why the compiled mode was skipped); "" = not asked
 
     def mode(self, name: str) -> ModeResult:
         for result in self.modes:

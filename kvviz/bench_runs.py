@@ -4,13 +4,15 @@ Every runner computes logits for the last position only (as `generate` does), ti
 with time.perf_counter, and returns a RunTiming. Pass 1 is the prefill of the P prompt tokens.
 
     run_no_cache     every pass re-feeds the whole sequence: the true baseline
-    run_hf_cache     model(...) with transformers' DynamicCache or StaticCache, one token per pass
+    run_hf_cache     model(...) with transformers' DynamicCache or StaticCache, one token per pass (optionally
+                     through compile_forward: the decode passes of a StaticCache run through torch.compile)
     run_flat         kvviz.engine_flat.FlatCacheGPT2 (any weight format)
     run_generate     model.generate(use_cache=True/False), timed per token through a streamer
 """
 from __future__ import annotations
 
 import time
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -45,19 +47,46 @@ def run_no_cache(model: torch.nn.Module, prompt_ids: list[int], new_tokens: int)
     return RunTiming(pass_ms[0], tuple(pass_ms[1:]), total_ms, tuple(tokens), 0)
 
 
+class CompileUnavailable(RuntimeError):
+    """torch.compile cannot build the decode step here (no C++ compiler, an unsupported op): the message says why."""
+
+
+def compile_forward(model: torch.nn.Module, prompt_ids: list[int], cache_len: int) -> tuple[Callable[..., Any], float]:
+    """model.forward through torch.compile (inductor, static shapes), compiled now by one short StaticCache run.
+
+    With a StaticCache of one size (cache_len) every decode pass has the same shapes, so one graph serves them
+    all (no recompiles); the prefill keeps the eager forward (a second graph for the prompt's shape would only
+    add compile time). Returns (forward, seconds spent compiling); raises CompileUnavailable.
+    """
+    began = time.perf_counter()
+    forward = torch.compile(model.forward, dynamic=False)
+    try:
+        run_hf_cache(model, prompt_ids, 3, "static", decode_forward=forward, cache_len=cache_len)
+    except Exception as exc:  # inductor reports a missing compiler or op as many exception types
+        first_line = (str(exc).splitlines() or [""])[0]
+        raise CompileUnavailable(f"torch.compile failed here: {type(exc).__name__}: {first_line}") from exc
+    return forward, time.perf_counter() - began
+
+
 @torch.inference_mode()
-def run_hf_cache(model: torch.nn.Module, prompt_ids: list[int], new_tokens: int, kind: str) -> RunTiming:
-    """kind "dynamic": DynamicCache (grows by concatenation); "static": StaticCache sized to P + N."""
+def run_hf_cache(model: torch.nn.Module, prompt_ids: list[int], new_tokens: int, kind: str,
+                 decode_forward: Callable[..., Any] | None = None, cache_len: int | None = None) -> RunTiming:
+    """kind "dynamic": DynamicCache (grows by concatenation); "static": StaticCache sized to cache_len (P + N).
+
+    decode_forward: what runs the decode passes (default: the model itself; compile_forward's compiled one).
+    """
     began = time.perf_counter()
     if kind == "static":
-        cache = StaticCache(config=model.config, max_cache_len=len(prompt_ids) + new_tokens)
+        cache = StaticCache(config=model.config, max_cache_len=cache_len or len(prompt_ids) + new_tokens)
     else:
         cache = DynamicCache(config=model.config)
     feed = torch.tensor([prompt_ids])  # (1, P), then (1, 1)
     pass_ms, tokens = [], []
+    forward = model
     for _ in range(new_tokens):
         t0 = time.perf_counter()
-        out = model(input_ids=feed, past_key_values=cache, use_cache=True, logits_to_keep=1)
+        out = forward(input_ids=feed, past_key_values=cache, use_cache=True, logits_to_keep=1)
+        forward = decode_forward or model
         feed = out.logits[:, -1].argmax(dim=-1, keepdim=True)  # (1, 1): the next token to feed
         token = int(feed)
         pass_ms.append((time.perf_counter() - t0) * 1000.0)

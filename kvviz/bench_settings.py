@@ -29,6 +29,7 @@ class BenchSettings:
     include_generate_no_cache: bool = False  # and model.generate(use_cache=False) (as slow as no_cache)
     include_static: bool = True  # transformers' StaticCache, driven by the same loop as DynamicCache
     include_int8: bool = True  # the flat engine with int8 weights (a lossy weight-format lever)
+    include_compiled: bool = False  # StaticCache + torch.compile: a reference, off by default (compiles C++ first)
     weight_format: str = "auto"  # flat engine fp32 weights: "auto" (measure), "stored" or "onednn"
 
 

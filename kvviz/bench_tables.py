@@ -56,6 +56,7 @@ def to_dict(result: BenchResult) -> dict:
         "weight_format": {"chosen": result.weight_choice.chosen, "how": result.weight_choice.how,
                           "ms_by_format": dict(result.weight_choice.ms_by_format),
                           "margin": result.weight_choice.margin},
+        "compile_note": result.compile_note,
         "roofline": {
             "read_bytes_per_s_by_round": [b.bytes_per_s for b in result.read_bandwidth],
             "read_bytes_per_s": read.bytes_per_s,

@@ -40,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-prepack", action="store_true", help="same as --weight-format stored")
     parser.add_argument("--no-static", action="store_true", help="skip transformers' StaticCache mode")
     parser.add_argument("--no-int8", action="store_true", help="skip the int8-weight mode")
+    parser.add_argument("--compile", action="store_true",
+                        help="also time StaticCache with torch.compile (a reference; compiling takes 10-60 s first)")
     parser.add_argument("--json", action="store_true", help="print the full results as JSON")
     parser.add_argument("--csv", metavar="PATH", help="also write every timed pass to a CSV file")
     return parser
@@ -57,6 +59,7 @@ def format_report(result: BenchResult) -> str:
         f"{m.cpu}, {m.threads} threads ({m.thread_reason}), torch {m.torch_version}, {m.dtype}",
         f"load average before {m.load_before[0]:.2f}, after {m.load_after[0]:.2f} (1 min)",
         f"flat engine weights: {result.weight_choice.describe()}",
+        *([result.compile_note] if result.compile_note else []),
         f"speed-up estimator: {ESTIMATOR}",
         "",
         f"{'mode':<50} {'tok/s':>8} {'min-max':>15} {'decode tok/s':>13} {'x no cache':>11} {'tokens':>7}",
@@ -82,7 +85,8 @@ def format_report(result: BenchResult) -> str:
             lines.append(f"  {MODE_LABELS[name]:<50} {result.roofline_verdict(name).describe()}")
     if result.has("generate_cache"):
         lines += ["", "  ".join(f"{name} / generate(cache) = {result.speedup(name, over='generate_cache'):.3f}x"
-                                for name in ("dynamic", "static", "preallocated", "int8") if result.has(name))]
+                                for name in ("dynamic", "static", "static_compiled", "preallocated", "int8")
+                                if result.has(name))]
     lines.append(f"theoretical op ratio (no cache / cache) after {s.new_tokens} tokens: {result.op_ratio[-1][1]:.1f}x")
     return "\n".join(lines)
 
@@ -103,6 +107,7 @@ def main(argv: list[str]) -> int:
         include_generate_no_cache=not (args.no_generate or args.no_generate_uncached),
         include_static=not args.no_static,
         include_int8=not args.no_int8,
+        include_compiled=args.compile,
         weight_format="stored" if args.no_prepack else args.weight_format,
     )
     try:

@@ -29,7 +29,7 @@ def tiny_result(sdpa_model):
 
 # ----- correctness: caching changes speed, never tokens ------------------------------------------------------
 def test_every_exact_mode_generates_the_no_cache_tokens(tiny_result):
-    assert [m.mode for m in tiny_result.modes] == list(MODES + REFERENCES)
+    assert [m.mode for m in tiny_result.modes] == [m for m in MODES + REFERENCES if m != "static_compiled"]
     baseline = tiny_result.mode("no_cache").token_ids
     assert len(baseline) == TINY.new_tokens
     for mode in tiny_result.modes:
@@ -226,7 +226,7 @@ def test_cli_json(capsys):
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["tokens_match"] is True and out["machine"]["threads"] == 1
-    assert set(out["modes"]) == set(MODES + REFERENCES)
+    assert set(out["modes"]) == set(MODES + REFERENCES) - {"static_compiled"}  # --compile not passed
     pre = out["modes"]["preallocated"]
     assert len(pre["median_token_ms"]) == 4 and pre["speedup_over_no_cache"] > 0
     assert len(pre["roofline_fraction_by_round"]) == 1 and out["estimator"]
@@ -266,3 +266,20 @@ def test_a_non_gpt2_model_is_refused_with_a_message_before_anything_runs(bundled
     with pytest.raises(BenchInputError, match="written for GPT-2.*llama model"):
         validate(BenchSettings(prompt_len=4, new_tokens=4), llama_info.n_positions, llama_info)
     validate(BenchSettings(prompt_len=4, new_tokens=4), bundled.info.n_positions, bundled.info)  # GPT-2 passes
+
+
+# ----- the torch.compile reference (off by default) -------------------------------------------------------------
+def test_compiled_static_reference_picks_the_same_tokens_or_says_why_not(sdpa_model):
+    settings = BenchSettings(prompt_len=5, new_tokens=6, repeats=1, warmup=1, threads=1, include_generate=False,
+                             include_int8=False, include_compiled=True, weight_format="stored")
+    result = bench.run_benchmark(sdpa_model, settings)
+    if result.has("static_compiled"):  # a C++ compiler is here: one graph, timed, the no-cache tokens
+        assert result.compile_note.startswith("torch.compile took ")
+        assert result.tokens_match("static_compiled") and result.mode("static_compiled").is_reference
+        assert [m.mode for m in result.modes][-1] == "static_compiled"
+    else:  # no compiler: skipped with the reason, the other modes still ran
+        assert result.compile_note.startswith("StaticCache + torch.compile skipped: torch.compile failed here")
+        assert result.has("preallocated")
+    assert bench_tables.to_dict(result)["compile_note"] == result.compile_note
+    assert result.compile_note in cli_bench.format_report(result)
+    assert not BenchSettings().include_compiled  # a reference, never on unless asked

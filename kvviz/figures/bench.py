@@ -18,6 +18,7 @@ COLORS = {
     "no_cache": "#d62728",
     "dynamic": "#1f77b4",
     "static": "#17becf",
+    "static_compiled": "#bcbd22",
     "preallocated": "#2ca02c",
     "int8": "#8c564b",
     "generate_cache": "#9467bd",
