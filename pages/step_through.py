@@ -246,11 +246,14 @@ def stage() -> None:
     at = latest if playing else min(st.session_state.get("step_history", latest), latest)
     snap = step_view.build_snapshot(engine.records, engine.prompt_len, info.n_layer, info.n_head, info.n_kv_heads,
                                     layer, head, at=at, all_layers=view == "race")
-    _draw(snap, view)
     copy = snap.copy
     if copy and copy.best_weight >= step_view.COPYING_WEIGHT and (copy.best_layer, copy.best_head) != (layer, head):
-        st.button(f"Show the copying head (layer {copy.best_layer}, head {copy.best_head})", key="step_show_copy",
-                  on_click=_show_head, args=(copy.best_layer, copy.best_head), icon=":material/content_copy:")
+        # in the picker row, beside what it changes: above the fold on a 720-px projector
+        pick.button(f"Show the copying head (L{copy.best_layer} H{copy.best_head})", key="step_show_copy",
+                    on_click=_show_head, args=(copy.best_layer, copy.best_head), icon=":material/content_copy:",
+                    help=f"layer {copy.best_layer}, query head {copy.best_head}: the head that reads the row after "
+                         "the newest token's previous occurrence")
+    _draw(snap, view)
     if latest and not playing:
         st.slider("History: scrub back through the steps taken (redraws what was recorded; the cache is not "
                   "changed)", 0, latest, value=at, key="step_history", format="step %d")

@@ -51,11 +51,10 @@ def stage_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 420) -
     """K | V | attention, sharing one row axis: the new query reads every cached row, in one picture."""
     rows, head_dim = snap.keys.shape
     y = list(range(snap.first_row, snap.first_row + rows))
-    query = visible(snap.query_text)[:12]
     fig = make_subplots(
         rows=1, cols=3, shared_yaxes=True, column_widths=[0.37, 0.37, 0.26], horizontal_spacing=0.025,
         subplot_titles=(f"K · layer {snap.layer} · kv head {snap.kv_head}", f"V · layer {snap.layer}",
-                        f"attention of '{query}' (q head {snap.q_head})"),
+                        f"attention · q head {snap.q_head}"),  # the query is the outlined row: short, so it fits
     )
     for col, (name, data) in enumerate((("K", snap.keys), ("V", snap.values)), start=1):
         limit = float(np.abs(data).max()) or 1.0
@@ -136,12 +135,13 @@ def next_token_bars(texts: Sequence[str], probs: Sequence[float], chosen: str, f
     colors = [NEW_ROW_COLOR if t == chosen else "#868e96" for t in texts]
     fig = go.Figure(go.Bar(x=[round(p, 4) for p in probs][::-1], y=labels[::-1], orientation="h",
                            marker_color=colors[::-1], text=[f"{p:.3f}" for p in probs][::-1],
-                           textposition="outside", hovertemplate="%{y}: %{x:.4f}<extra></extra>"))
+                           textposition="outside", cliponaxis=False,  # a 0.9 bar's label may pass x = 1
+                           hovertemplate="%{y}: %{x:.4f}<extra></extra>"))
     top = max(probs) if probs else 1.0
     fig.update_yaxes(tickmode="array", tickvals=labels, ticktext=labels)  # every label, even at 18 px
     fig.update_layout(title={"text": "Next-token probabilities"},
                       xaxis={"range": [0, min(1.0, top * 1.35) or 1.0], "title": "probability"},
-                      height=height_px, margin=_margins(font_px))
+                      height=height_px, margin={**_margins(font_px), "r": 3 * font_px})  # room for that label
     fig.update_traces(textfont_size=font_px)
     return _fonts(fig, font_px)
 
