@@ -10,6 +10,8 @@ What it does, in interleaved rounds so both see the same machine:
   2. per round: `llama-bench -p 0 -n N -d P -t T -r 1` (tokens/s decoding N tokens after P in the cache; its
      cache is f16, llama-bench offers no f32 one: at P + N = 144 tokens that is 5.3 MB beside 499 MB of weights) and
      `python -m kvviz bench --model random:gpt2 --repeats 1` (every kvviz mode and model.generate);
+     and `bench/gemv_ceiling.py --rounds 5` (the tokens/s bound of torch's fastest fp32 kernel: one decode step's
+     49 matrices alone, nothing around them), so each round compares llama.cpp's whole step with torch's matrices;
   3. prints the median decode tokens/s of each engine and its ratio to generate(use_cache=True).
 
 llama.cpp is built from the sources inside the llama-cpp-python sdist (pip download llama-cpp-python --no-binary
@@ -67,6 +69,16 @@ def llama_bench_round(binary: Path, gguf: Path, prompt_len: int, new_tokens: int
     return float(next(r["avg_ts"] for r in rows if r["n_gen"] == new_tokens))
 
 
+def torch_ceiling_round(threads: int) -> dict[str, float]:
+    """{kernel: tokens/s bound} from bench/gemv_ceiling.py (5 interleaved rounds, best of each)."""
+    with tempfile.TemporaryDirectory(prefix="kvviz-ceiling-") as tmp:
+        out = Path(tmp) / "ceiling.json"
+        subprocess.run([sys.executable, str(REPO / "bench" / "gemv_ceiling.py"), "--threads", str(threads),
+                        "--rounds", "5", "--json", str(out)], check=True, capture_output=True, text=True, cwd=REPO)
+        data = json.loads(out.read_text())
+    return {name: k["tokens_per_s_bound"] for name, k in data["kernels"].items()}
+
+
 def kvviz_round(prompt_len: int, new_tokens: int, threads: int) -> dict[str, float]:
     """Median decode tokens/s per kvviz mode (one timed round)."""
     out = subprocess.run([sys.executable, "-m", "kvviz", "bench", "--model", "random:gpt2", "--prompt-len",
@@ -96,25 +108,34 @@ def main(argv: list[str] | None = None) -> int:
         write_model(model_dir)
         convert(args.llama_cpp, model_dir, gguf)
         load_before = os.getloadavg()[0]
-        llama, kvviz = [], []
+        llama, kvviz, ceiling = [], [], []
         for r in range(args.rounds):
             llama.append(llama_bench_round(binary, gguf, args.prompt_len, args.new_tokens, args.threads))
+            ceiling.append(torch_ceiling_round(args.threads))
             kvviz.append(kvviz_round(args.prompt_len, args.new_tokens, args.threads))
-            print(f"round {r + 1}: llama.cpp {llama[-1]:.1f} tok/s; kvviz "
+            best = max(ceiling[-1], key=ceiling[-1].get)
+            print(f"round {r + 1}: llama.cpp {llama[-1]:.1f} tok/s; torch's fastest fp32 kernel ({best}), matrices "
+                  f"alone: at most {ceiling[-1][best]:.1f}; kvviz "
                   + ", ".join(f"{k} {v:.1f}" for k, v in kvviz[-1].items()), file=sys.stderr, flush=True)
         load_after = os.getloadavg()[0]
     medians = {"llama.cpp fp32": statistics.median(llama)}
     for mode in kvviz[0]:
         medians[mode] = statistics.median(k[mode] for k in kvviz)
+    bounds = [max(c.values()) for c in ceiling]
+    medians["torch fp32 matrices alone (bound)"] = statistics.median(bounds)
     generate = medians.get("generate_cache")
     print(f"GPT-2 124M shape, random weights, fp32, P={args.prompt_len} N={args.new_tokens}, {args.threads} threads, "
           f"{args.rounds} interleaved rounds; load average {load_before:.2f} before, {load_after:.2f} after")
-    print(f"{'engine':<28} {'decode tok/s':>12} {'vs generate':>12}")
+    print(f"{'engine':<34} {'decode tok/s':>12} {'vs generate':>12}")
     for name, tps in sorted(medians.items(), key=lambda kv: -kv[1]):
         ratio = f"{tps / generate:.2f}x" if generate else "-"
-        print(f"{name:<28} {tps:12.1f} {ratio:>12}")
+        print(f"{name:<34} {tps:12.1f} {ratio:>12}")
+    beaten = sum(l > b for l, b in zip(llama, bounds))
+    print(f"llama.cpp's whole decode step beat torch's fastest fp32 kernel on the matrices alone in {beaten} of "
+          f"{args.rounds} rounds")
     if args.json:
-        args.json.write_text(json.dumps({"llama_cpp": llama, "kvviz": kvviz, "medians": medians,
+        args.json.write_text(json.dumps({"llama_cpp": llama, "kvviz": kvviz, "torch_kernel_bounds": ceiling,
+                                         "medians": medians,
                                          "threads": args.threads, "load_before": load_before,
                                          "load_after": load_after}, indent=2) + "\n")
     return 0

@@ -115,3 +115,29 @@ def test_batch_sweep_on_the_real_model(sdpa_model):
     with pytest.raises(bench.BenchInputError, match="between 1 and 64"):
         bench_batch.validate(sdpa_model, 65, 8)
     assert len(figs.batch_figure(sweep).data) >= 2
+
+
+def test_gemv_ceiling_times_every_kernel_on_the_real_matrices(tmp_path):
+    """bench/gemv_ceiling.py on the bundled GPT-2: every kernel computed the same products (it refuses otherwise),
+    the bytes are the model's decode matrices, and each bound is 1000 / its best step time."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    from kvviz.models import load_bundled
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "gemv_ceiling.py"
+    spec = importlib.util.spec_from_file_location("gemv_ceiling", path)
+    ceiling = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ceiling)
+    out = tmp_path / "ceiling.json"
+    assert ceiling.main(["--model", "bundled", "--threads", "1", "--rounds", "2", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    model = load_bundled("sdpa").model
+    cfg = model.config
+    matrix_weights = cfg.n_layer * (3 * cfg.n_embd ** 2 + cfg.n_embd ** 2 + 2 * 4 * cfg.n_embd ** 2) + cfg.vocab_size * cfg.n_embd
+    assert report["weight_bytes_per_step"] == 4 * matrix_weights
+    assert {"stored", "linear"} <= set(report["kernels"])
+    for k in report["kernels"].values():
+        assert k["tokens_per_s_bound"] == pytest.approx(1000.0 / k["best_ms"])
+        assert k["best_ms"] <= k["median_ms"]
