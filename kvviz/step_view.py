@@ -23,10 +23,11 @@ from kvviz import ops
 from kvviz.pattern_records import INDUCTION_THRESHOLD, induction_targets
 from kvviz.step_records import StepRecord, TokenProb
 
-# The "Repeat a pattern" preset: a five-word cycle, so the second copy is there to be copied. Both bundled models
-# continue it; the GPT-2 does not continue a three-word cycle ("one two three one two"): its training spans were
-# at least 8 tokens long (README: "The bundled model").
-REPEAT_PROMPT = "one two three four five one two three four five one two"
+# The "Repeat a pattern" preset: six arbitrary words (no prior knowledge predicts them), then the start of a second
+# copy: only copying from the cache continues it. Both bundled models do (greedy; tested). The GPT-2 does not
+# continue a counting cycle ("one two three four five one two"): its prior for what follows "two" wins
+# (README: "The bundled model").
+REPEAT_PROMPT = "red apple blue river green stone red apple blue river green"
 MAX_STAGE_ROWS = 40  # cache rows drawn on the stage; older rows are summarised as "k rows above"
 
 

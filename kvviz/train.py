@@ -33,7 +33,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, 
 from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast, LlamaConfig, LlamaForCausalLM
 
 from kvviz import copying
-from kvviz.train_recipe import Recipe, learning_rate_at, recipe_for
+from kvviz.train_recipe import Recipe, learning_rate_at, recipe_for, weight_decay_at
 
 ASSETS_DIR = Path(__file__).resolve().parent / "assets"
 BUNDLED_DIR = ASSETS_DIR / "bundled"
@@ -190,6 +190,7 @@ def train(text_path: Path, out_dir: Path, recipe: Recipe, save_every: int = 0) -
     for step in range(recipe.steps):
         for group in optimizer.param_groups:
             group["lr"] = learning_rate_at(step, recipe)
+        optimizer.param_groups[0]["weight_decay"] = weight_decay_at(step, recipe)  # group 0: the matrices
         batch, labels = random_batch(train_ids, recipe, vocab_size, gen, step)
         positions = warmup_positions(batch, recipe, gen) if step < recipe.copy_warmup_steps else None
         loss = model(input_ids=batch, labels=labels, position_ids=positions).loss
@@ -278,6 +279,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--copy-warmup-steps", type=int, help="first steps on repeated spans only")
     parser.add_argument("--position-init", choices=("normal", "sinusoid"), help="gpt2: start of the learned positions")
     parser.add_argument("--weight-decay", type=float)
+    parser.add_argument("--warmup-weight-decay", type=float, help="weight decay during the copy warm-up (default: the same)")
     parser.add_argument("--stop-after-steps", type=int, help="stop after this many steps (schedule planned for --steps)")
     parser.add_argument("--seed", type=int)
     parser.add_argument("--save-every", type=int, default=0,
@@ -292,7 +294,7 @@ def main(argv: list[str] | None = None) -> None:
              "threads": args.threads, "random_span_share": args.random_span_share,
              "max_span": args.max_span, "copy_warmup_steps": args.copy_warmup_steps,
              "stop_after_steps": args.stop_after_steps, "position_init": args.position_init,
-             "weight_decay": args.weight_decay}
+             "weight_decay": args.weight_decay, "warmup_weight_decay": args.warmup_weight_decay}
     recipe = recipe_for(args.arch, **{k: v for k, v in given.items() if v is not None})
     report = train(args.text, args.out or OUT_DIRS[args.arch], recipe, save_every=args.save_every)
     print(json.dumps({k: report[k] for k in ("validation_loss", "copying", "parameters", "train_seconds")}))

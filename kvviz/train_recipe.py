@@ -34,9 +34,17 @@ class Recipe:
     min_learning_rate: float = 2e-4
     warmup_steps: int = 100
     weight_decay: float = 0.1
+    warmup_weight_decay: float = -1.0  # during the copy warm-up; < 0: the same as weight_decay
     validation_fraction: float = 0.1
     seed: int = 1337
     threads: int = 1  # the shipped weights were trained with 1 (more threads round differently, same quality)
+
+
+def weight_decay_at(step: int, recipe: Recipe) -> float:
+    """Decay of the matrices at this step: the warm-up may use its own (decay slows the induction circuit's forming)."""
+    if step < recipe.copy_warmup_steps and recipe.warmup_weight_decay >= 0:
+        return recipe.warmup_weight_decay
+    return recipe.weight_decay
 
 
 def learning_rate_at(step: int, recipe: Recipe) -> float:
@@ -59,10 +67,12 @@ def recipe_for(arch: str, **overrides: object) -> Recipe:
         # Learned positions make the previous-token head slow to form: started as a sinusoid table and at lr
         # 3e-3, the induction circuit formed after ~1,100 warm-up steps in trials (not within 1,500 from
         # N(0, 0.02) positions or at 2e-3); warm-up rows sit anywhere in the 256 positions (warmup_positions).
-        # Then 6 of 16 rows repeat a span; no dropout (it breaks the circuit)
+        # Then 6 of 16 rows repeat a span; no dropout (it breaks the circuit). Weight decay 0.1 keeps the text loss
+        # within 0.01 of the non-copying model's (3.880 vs 3.870; 3.989 without): it delays the circuit to steps
+        # ~2,250-2,750 (after the warm-up) but the circuit still forms and copies 92.9% of held-out repeats
         base = dict(dropout=0.0, position_init="sinusoid", learning_rate=3e-3, min_learning_rate=3e-4,
                     repeat_share=0.375, random_span_share=0.3, max_span=128, copy_warmup_steps=2000, steps=5300,
-                    weight_decay=0.0, warmup_anywhere=True)
+                    weight_decay=0.1, warmup_anywhere=True)
     else:
         raise ValueError(f"unknown arch {arch!r}; choose gpt2 or llama")
     return Recipe(arch=arch, **{**base, **overrides})

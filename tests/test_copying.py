@@ -14,11 +14,11 @@ from kvviz.stepping import StepEngine
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
 # Thresholds below the measured figures in the reports (README: "The bundled models"), not copies of them.
-MIN_HELD_OUT_REPEAT_TOP1 = 0.85  # top-1 on the repeated half of 50 held-out text spans
+MIN_HELD_OUT_REPEAT_TOP1 = 0.90  # top-1 on the repeated half of 50 held-out text spans (the issue's target)
 MIN_RANDOM_REPEAT_TOP1 = 0.90  # top-1 on the repeated half of 50 seeded random-token spans
-# Validation loss: the issue asks <= 3.92 for the GPT-2 (its non-copying predecessor's 3.870 + 0.05); the shipped
-# copying GPT-2 reaches 3.989 and misses that (README: "The bundled model"); this guards against worse.
-MAX_VALIDATION_LOSS = {models.BUNDLED: 4.0, models.BUNDLED_GQA: 3.95}
+# Validation loss: at most 0.05 over the GPT-2's non-copying predecessor (3.870 + 0.05; the shipped one: 3.880);
+# the Llama's 3.916 (its predecessor: 3.795; half its rows copy) is guarded against getting worse
+MAX_VALIDATION_LOSS = {models.BUNDLED: 3.92, models.BUNDLED_GQA: 3.95}
 MODELS = [models.BUNDLED, models.BUNDLED_GQA]
 
 
@@ -66,9 +66,9 @@ def test_repeat_a_pattern_preset_continues_the_pattern(named):
     _, loaded = named
     engine = StepEngine(loaded)
     engine.prefill(step_view.REPEAT_PROMPT)
-    for _ in range(6):  # " three", " four", " f", "ive", " one", ...
+    for _ in range(8):  # " stone", " red", " apple" (several tokens), " blue", ...
         engine.step()
-    assert loaded.tokenizer.decode(engine.generated_ids()).startswith(" three four five one")
+    assert loaded.tokenizer.decode(engine.generated_ids()).startswith(" stone red apple blue")
 
 
 def test_the_attention_patterns_page_finds_an_induction_head(named):

@@ -11,6 +11,7 @@ import torch
 
 from kvviz import models
 from kvviz.stepping import StepEngine
+from kvviz.step_records import DEFAULT_SAMPLING
 
 
 def test_bundled_is_a_real_gpt2_with_a_byte_level_tokenizer(bundled):
@@ -32,15 +33,16 @@ def test_bundled_assets_are_safetensors_and_small():
 
 
 def test_bundled_model_writes_shakespeare_like_text(bundled):
-    """The trained model, not noise: its validation loss is far below a uniform guess, and greedy text
-    after a speaker name contains line breaks and real words from the vocabulary of the plays."""
+    """The trained model, not noise: its validation loss is far below a uniform guess, and text after a speaker name,
+    drawn with the step page's default decoding (seeded sampling: greedy loops, tests/test_step_copy.py), contains
+    line breaks and real words from the vocabulary of the plays."""
     report = json.loads((models.BUNDLED_DIR / "training_report.json").read_text())
     uniform_loss = torch.log(torch.tensor(float(bundled.info.vocab_size))).item()
     assert report["validation_loss"] < 0.7 * uniform_loss
     engine = StepEngine(bundled)
     engine.prefill("ROMEO:\n")
     for _ in range(60):
-        engine.step()
+        engine.step(DEFAULT_SAMPLING)
     text = bundled.tokenizer.decode(engine.token_ids)
     words = {w.strip(".,;:!?'").lower() for w in text.split()}
     assert "\n" in text[8:]

@@ -11,7 +11,7 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from kvviz import train
-from kvviz.train_recipe import learning_rate_at, recipe_for
+from kvviz.train_recipe import learning_rate_at, recipe_for, weight_decay_at
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -56,3 +56,11 @@ def test_learning_rate_warms_up_then_decays_to_the_floor():
     assert learning_rate_at(0, recipe) == pytest.approx(recipe.learning_rate / recipe.warmup_steps)
     assert learning_rate_at(recipe.warmup_steps, recipe) == pytest.approx(recipe.learning_rate)
     assert learning_rate_at(recipe.steps, recipe) == pytest.approx(recipe.min_learning_rate)
+
+
+def test_the_warm_up_may_have_its_own_weight_decay():
+    same = recipe_for("gpt2", weight_decay=0.1)
+    assert [weight_decay_at(s, same) for s in (0, same.copy_warmup_steps)] == [0.1, 0.1]
+    split = recipe_for("gpt2", weight_decay=0.1, warmup_weight_decay=0.0)
+    last_warmup = split.copy_warmup_steps - 1
+    assert [weight_decay_at(s, split) for s in (0, last_warmup, last_warmup + 1)] == [0.0, 0.0, 0.1]
