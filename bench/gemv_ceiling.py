@@ -36,6 +36,8 @@ def kernels(model) -> tuple[dict[str, list[Callable[[], object]]], int]:
     import torch
     import torch.nn.functional as F
 
+    from kvviz.engine_flat import KERNELS, FormatUnavailable, _onednn_pack
+
     mats = []
     for block in model.transformer.h:
         for conv in (block.attn.c_attn, block.attn.c_proj, block.mlp.c_fc, block.mlp.c_proj):
@@ -44,16 +46,15 @@ def kernels(model) -> tuple[dict[str, list[Callable[[], object]]], int]:
     weight_bytes = sum(w.numel() * w.element_size() for w, _ in mats)
     xs = [torch.randn(1, w.shape[0]) for w, _ in mats]
     out_in = [(w.t().contiguous(), b) for w, b in mats]
+    stored, onednn = KERNELS["stored"], KERNELS["onednn"]  # the flat engine's own two fp32 kernels
     calls: dict[str, list[Callable[[], object]]] = {
-        "stored": [lambda x=x, w=w, b=b: torch.mm(x, w) if b is None else torch.addmm(b, x, w)
-                   for x, (w, b) in zip(xs, mats)],
+        "stored": [lambda x=x, w=w, b=b: stored(x, w, b) for x, (w, b) in zip(xs, mats)],
         "linear": [lambda x=x, w=w, b=b: F.linear(x, w, b) for x, (w, b) in zip(xs, out_in)],
     }
     try:
-        packed = [(torch.ops.mkldnn._reorder_linear_weight(w, 1), b) for w, b in out_in]
-        calls["onednn"] = [lambda x=x, w=w, b=b: torch.ops.mkldnn._linear_pointwise(x, w, b, "none", [], "")
-                           for x, (w, b) in zip(xs, packed)]
-    except (AttributeError, RuntimeError) as exc:
+        packed = [(_onednn_pack(w, b), b) for w, b in mats]  # probed against MKL, as the engine packs
+        calls["onednn"] = [lambda x=x, w=w, b=b: onednn(x, w, b) for x, (w, b) in zip(xs, packed)]
+    except FormatUnavailable as exc:
         print(f"onednn packed linear unavailable: {exc}", file=sys.stderr)
     try:
         mkl = [(torch.ops.mkl._mkl_reorder_linear_weight(w, 1), w, b) for w, b in out_in]
