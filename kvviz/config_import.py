@@ -16,14 +16,28 @@ second KVConfig for the cross-attention cache (one K and V per encoder token per
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kvviz.memory import LIMITS, KVConfig, MemoryInputError, check_int, head_dim_from_hidden, resolve_dtype
+from kvviz.memory import (LIMITS, KVConfig, MemoryInputError, check_int, head_dim_from_hidden, resolve_dtype,
+                          short_repr)
 
 MAX_CONFIG_CHARS = 5_000_000  # a real config.json is a few KB; refuse megabytes of paste before parsing
+MAX_NAME_CHARS = 80  # `_name_or_path` as shown: a label, not a payload
+MAX_MESSAGE_CHARS = 300  # a quoted transformers message is cut here (its lists of every model type are not)
 _LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "num_decoder_layers", "decoder_layers",
                "encoder_layers")
+# Whole-number fields that size the cache, checked before any code reads them: (keys, largest value). Each must be
+# >= 1 where given: a head of 0 numbers or 0 heads caches nothing, and a 0 must not quietly become a default.
+_SHAPE_FIELDS: tuple[tuple[tuple[str, ...], int], ...] = (
+    (("num_attention_heads", "n_head", "num_heads", "decoder_attention_heads", "encoder_attention_heads"),
+     LIMITS["n_head"]),
+    (("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num"), LIMITS["n_kv_heads"]),
+    (("head_dim", "d_kv", "kv_channels", "qk_nope_head_dim", "v_head_dim"), LIMITS["head_dim"]),
+    (("qk_rope_head_dim",), LIMITS["mla_rope_dim"]),
+    (("kv_lora_rank",), LIMITS["mla_latent_rank"]),
+    (("hidden_size", "n_embd", "d_model"), 10**7),
+)
 
 
 @dataclass(frozen=True)
@@ -51,26 +65,85 @@ def load_json_object(text_or_dict: str | bytes | dict[str, Any]) -> dict[str, An
     except RecursionError:
         raise MemoryInputError("this JSON is nested too deeply to be a config.json") from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise MemoryInputError(f"this is not valid JSON ({exc}); paste the model's config.json") from None
+        if "digits" in str(exc) and "integer string conversion" in str(exc):  # Python's 4,300-digit guard
+            raise MemoryInputError("a number in this JSON has thousands of digits; no config.json field needs "
+                                   "that: correct the number") from None
+        raise MemoryInputError(f"this is not valid JSON ({one_line(str(exc))}); paste the model's config.json") from None
     if not isinstance(raw, dict):
         raise MemoryInputError("config.json must be a JSON object ({...}), not a list or a single value")
     return raw
 
 
+def one_line(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """A message as one line of at most `limit` characters: its lines joined, the end cut with an ellipsis."""
+    flat = " ".join(part.strip() for part in str(text).splitlines() if part.strip())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _shape_int(key: str, value: Any, lo: int, hi: int) -> int:
+    try:
+        return check_int(key, value, lo=lo, hi=hi)
+    except MemoryInputError:
+        raise MemoryInputError(f"{key} must be a whole number from {lo:,} to {hi:,}, not {short_repr(value)}: "
+                               "correct it, or remove the field") from None
+
+
 def _precheck(cfg: dict[str, Any]) -> None:
-    """Refuse values that would crash or hang transformers' config classes, before they see them."""
+    """Refuse values that would crash or hang transformers' config classes, or that would quietly become a default
+    (head_dim 0 read as "absent"), before anything reads them. One sentence each, naming the field."""
     for key in _LAYER_KEYS:
         if cfg.get(key) is not None:
-            check_int(key, cfg[key], hi=LIMITS["n_layer"])
+            _shape_int(key, cfg[key], 1, LIMITS["n_layer"])
+    for keys, hi in _SHAPE_FIELDS:
+        for key in keys:
+            if cfg.get(key) is not None:
+                _shape_int(key, cfg[key], 1, hi)
     if cfg.get("sliding_window_pattern") is not None:
-        check_int("sliding_window_pattern", cfg["sliding_window_pattern"], hi=LIMITS["n_layer"])
+        _shape_int("sliding_window_pattern", cfg["sliding_window_pattern"], 1, LIMITS["n_layer"])
     for key in ("sliding_window", "max_window_layers"):
         if cfg.get(key) is not None:
-            check_int(key, cfg[key], lo=0, hi=LIMITS["window"])
+            _shape_int(key, cfg[key], 0, LIMITS["window"])
     types = cfg.get("layer_types")
     if types is not None and (not isinstance(types, list) or len(types) > LIMITS["n_layer"]
                               or not all(isinstance(t, str) for t in types)):
         raise MemoryInputError("layer_types must be a list of strings such as \"sliding_attention\", one per layer")
+    if any(len(t) > 100 for t in types or ()):
+        raise MemoryInputError("layer_types entries are short names such as \"sliding_attention\" or "
+                               "\"full_attention\"; correct them")
+
+
+def _text_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """(the language model's fields, a note): `text_config` when it is an object; when it is anything else,
+    transformers' config classes without a text sub-config ignore it and read the top-level fields (so does kvviz,
+    and says so); those with one (LLaVA, Gemma 3) refuse it, and so does kvviz, in one sentence."""
+    text = raw.get("text_config")
+    if text is None:
+        return {}, None
+    if isinstance(text, dict):
+        sub_type = text.get("model_type")
+        if sub_type is not None and not (isinstance(sub_type, str) and _known_model_type(sub_type)):
+            raise MemoryInputError(f"text_config's model_type {short_repr(sub_type)} is not one the installed "
+                                   "transformers knows: use the language model's own type (e.g. llama, "
+                                   "gemma3_text), or remove it")
+        return text, None
+    model_type = raw.get("model_type")
+    if isinstance(model_type, str) and _known_model_type(model_type) and "text_config" in _sub_configs(model_type):
+        raise MemoryInputError(f"text_config must be a JSON object ({{...}}) holding the language model's fields, "
+                               f"not {short_repr(text)}: transformers' {model_type} config refuses it too")
+    return {}, (f"text_config {short_repr(text)} is not an object of fields: ignored, as transformers does; "
+                "the top-level fields were read")
+
+
+def _known_model_type(model_type: str) -> bool:
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING  # lazy: pulls in torch
+
+    return model_type in CONFIG_MAPPING
+
+
+def _sub_configs(model_type: str) -> dict[str, Any]:
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    return dict(getattr(CONFIG_MAPPING[model_type], "sub_configs", None) or {})
 
 
 def _transformers_config(raw: dict[str, Any]) -> Any | None:
@@ -89,30 +162,59 @@ def _transformers_config(raw: dict[str, Any]) -> Any | None:
         return CONFIG_MAPPING[model_type](**raw)
     except RecursionError:
         raise MemoryInputError("this config is nested too deeply") from None
-    except Exception as exc:  # transformers' validators raise many types; the user gets its first line
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise MemoryInputError(f"transformers' {model_type} config class refuses this config: {first}") from None
+    except Exception as exc:  # transformers' validators raise many types; the user gets its whole reason, one line
+        reason = one_line(str(exc)) or type(exc).__name__
+        raise MemoryInputError(f"transformers' {model_type} config class refuses this config: {reason}") from None
     finally:
         logging.set_verbosity(verbosity)
 
 
 def parse_hf_config(text_or_dict: str | bytes | dict[str, Any], dtype: str | None = None) -> ImportedConfig:
-    """Read the cache layout from a Hugging Face config.json (text, bytes or dict). Raises MemoryInputError."""
+    """Read the cache layout from a Hugging Face config.json (text, bytes or dict). Raises MemoryInputError only:
+    every refusal is one line that says what to change."""
     raw = load_json_object(text_or_dict)
-    text_raw = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else {}
-    if raw.get("text_config") is not None and not isinstance(raw["text_config"], dict):
-        raise MemoryInputError("text_config must be a JSON object ({...}) holding the language model's fields")
-    _precheck(raw)
-    _precheck(text_raw)
-    resolved = _transformers_config(raw)
-    if resolved is None:
-        return _parse_as_written(raw, text_raw, dtype)
     try:
-        return _parse_resolved(raw, text_raw, resolved, dtype)
+        return _parse(raw, dtype)
     except MemoryInputError:
         raise
-    except (TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:  # odd values transformers let through
-        raise MemoryInputError(f"cannot read this {raw['model_type']} config's attention layout ({exc})") from None
+    except RecursionError:
+        raise MemoryInputError("this config is nested too deeply") from None
+    except (TypeError, ValueError, AttributeError, KeyError, ZeroDivisionError, OverflowError) as exc:
+        # a value of a kind no check above foresaw: name the fault, never Python's own words
+        raise MemoryInputError(f"a field of this config has a value of the wrong kind ({type(exc).__name__}): check "
+                               "that layers, heads and head sizes are whole numbers") from None
+
+
+def _parse(raw: dict[str, Any], dtype: str | None) -> ImportedConfig:
+    text_raw, text_note = _text_config(raw)
+    _precheck(raw)
+    _precheck(text_raw)
+    if text_note is not None:  # transformers reads such a config from its top-level fields: hand it those
+        raw = {k: v for k, v in raw.items() if k != "text_config"}
+    resolved = _transformers_config(raw)
+    imported = (_parse_as_written(raw, text_raw, dtype) if resolved is None
+                else _parse_resolved(raw, text_raw, resolved, dtype))
+    if text_note is not None:
+        imported = replace(imported, missing=(*imported.missing, text_note))
+    max_ctx = imported.max_context
+    return replace(imported, used={k: _shown(v) for k, v in imported.used.items()},
+                   max_context=max_ctx if max_ctx is not None and 1 <= max_ctx <= LIMITS["context_len"] else None,
+                   extras={k: v for k, v in imported.extras.items() if 1 <= v <= 10**12})
+
+
+def _shown(value: Any) -> Any:
+    """A used field's value as the report may echo it: kept when short, else summarised (never a megabyte)."""
+    if value is None or isinstance(value, (bool, float)) or (isinstance(value, int) and value.bit_length() <= 96):
+        return value
+    return value if isinstance(value, str) and len(value) <= 60 else short_repr(value, 60)
+
+
+def display_name(raw: dict[str, Any], text_raw: dict[str, Any] | None = None) -> str:
+    """The config's label: `_name_or_path` (cut to MAX_NAME_CHARS), else its model_type."""
+    cfg = {**raw, **(text_raw or {})}
+    name = cfg.get("_name_or_path") or cfg.get("model_type") or "imported config"
+    name = str(name) if isinstance(name, str) else short_repr(name)
+    return name if len(name) <= MAX_NAME_CHARS else name[: MAX_NAME_CHARS - 1] + "…"
 
 
 # ----- through transformers' config class --------------------------------------------------------------------
@@ -166,7 +268,7 @@ def _parse_resolved(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, dty
     dt, dtype_note = _dtype(dtype, t, top, used, given_names)
     missing = [f"{k} = {v} (transformers' {type(t).__name__} default)" for k, v in defaults.items()]
     missing += [m for m in (derived_note, dtype_note, window_note) if m]
-    name = str(raw.get("_name_or_path") or raw.get("model_type"))
+    name = display_name(raw)
     config = KVConfig(n_layer, n_head, n_kv, head_dim, dt, mla_rank, mla_rope, window, per_global, name=name,
                       first_windowed_layer=first_windowed)
     cross = None
@@ -219,7 +321,7 @@ def _dtype(dtype: str | None, t: Any, top: Any, used: dict[str, Any], given: set
     try:
         return resolve_dtype(name).name, None
     except MemoryInputError:
-        return "bf16", f"dtype {name!r} is not a cache dtype kvviz knows (took bf16)"
+        return "bf16", f"dtype {short_repr(name)} is not a cache dtype kvviz knows (took bf16)"
 
 
 # ----- as written (no model_type transformers knows) ----------------------------------------------------------
@@ -284,13 +386,13 @@ def _parse_as_written(raw: dict[str, Any], text_raw: dict[str, Any], dtype: str 
     try:
         resolve_dtype(dt)
     except MemoryInputError:
-        missing.append(f"dtype {dt!r} is not a cache dtype kvviz knows (took bf16)")
+        missing.append(f"dtype {short_repr(dt)} is not a cache dtype kvviz knows (took bf16)")
         dt = "bf16"
     max_ctx = _first(cfg, _FIELDS["max_context"], used)
     extras = {k: v for k in ("d_ff", "vocab_size") if isinstance(v := _first(cfg, _FIELDS[k], used), int)}
     if isinstance(hidden, int):
         extras["n_embd"] = hidden
-    name = str(cfg.get("_name_or_path") or cfg.get("model_type") or "imported config")
+    name = display_name(raw, text_raw)
     config = KVConfig(n_layer, n_head, n_kv, head_dim, dt, mla_rank, mla_rope, window, per_global, name=name,
                       first_windowed_layer=first_windowed)
     notes = () if window is None else (

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from kvviz.memory import FP8_SCALE_BYTES_PER_LAYER, KVConfig, kv_bytes
+from kvviz.memory import FP8_SCALE_BYTES_PER_LAYER, KVConfig, MemoryInputError, kv_bytes
 
 
 def _pattern(types: list[str], n_layer: int) -> tuple[bool, int | None, int, str | None]:
@@ -66,12 +66,19 @@ def window_fields(t: Any, n_layer: int, take: Callable[..., Any]) -> tuple[int |
 def window_from_dict(cfg: dict[str, Any], used: dict[str, Any], missing: list[str]) -> tuple[int | None, int | None, int]:
     """(window, local_per_global, first_windowed_layer) from a config read as written (no transformers)."""
     window = cfg.get("sliding_window")
+    n_layer = next((cfg[k] for k in ("num_hidden_layers", "n_layer", "num_layers", "n_layers") if cfg.get(k)), 0)
+    types = cfg.get("layer_types")
+    if isinstance(types, list) and len(types) != n_layer:  # transformers' validate_layer_type refuses it too
+        raise MemoryInputError(f"layer_types has {len(types):,} entries for {n_layer:,} layers: give one per layer, "
+                               "or remove it")
+    if isinstance(types, list) and window is None and "sliding_attention" in types:
+        missing.append("layer_types names sliding layers but sliding_window is absent: every layer counted as "
+                       "full attention")
     if window is None or cfg.get("use_sliding_window") is False:
         if window is not None:
             used["use_sliding_window"] = False  # Qwen2 configs carry a window they do not use
         return None, None, 0
     used["sliding_window"] = window
-    n_layer = next((cfg[k] for k in ("num_hidden_layers", "n_layer", "num_layers", "n_layers") if cfg.get(k)), 0)
     if isinstance(cfg.get("layer_types"), list):
         used["layer_types"] = f"list of {len(cfg['layer_types'])}"
         any_sliding, per_global, first, note = _pattern(cfg["layer_types"], n_layer)

@@ -65,10 +65,22 @@ class MemoryInputError(ValueError):
     """An input the calculator cannot use; the message says what to change."""
 
 
+def short_repr(value: Any, limit: int = 40) -> str:
+    """The refused value as a message quotes it: ints with separators, anything else repr'd, never more than
+    `limit` characters (a megabyte string or a 5,000-digit number is summarised, not echoed)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value.bit_length() > 96:  # str() of a >4,300-digit int raises; nobody reads 30 digits anyway
+            return f"a number of about {int(value.bit_length() * 0.30103) + 1:,} digits"
+        text = f"{value:,}"
+    else:
+        text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit - 1]}… ({len(text):,} characters)"
+
+
 def resolve_dtype(name: str) -> CacheDType:
-    key = DTYPE_ALIASES.get(str(name).strip().lower(), str(name).strip().lower())
+    key = DTYPE_ALIASES.get(str(name).strip().lower()[:40], str(name).strip().lower()[:40])
     if key not in DTYPES:
-        raise MemoryInputError(f"unknown cache dtype {name!r}; choose one of {', '.join(DTYPES)}")
+        raise MemoryInputError(f"unknown cache dtype {short_repr(name)}; choose one of {', '.join(DTYPES)}")
     return DTYPES[key]
 
 
@@ -79,9 +91,9 @@ def check_int(name: str, value: Any, lo: int = 1, hi: int | None = None) -> int:
         if isinstance(value, float) and math.isfinite(value) and value.is_integer():
             value = int(value)
         else:
-            raise MemoryInputError(f"{name} must be a whole number, got {value!r}")
+            raise MemoryInputError(f"{name} must be a whole number, got {short_repr(value)}")
     if not lo <= value <= hi:
-        raise MemoryInputError(f"{name} must be between {lo:,} and {hi:,}, got {value:,}")
+        raise MemoryInputError(f"{name} must be between {lo:,} and {hi:,}, got {short_repr(value)}")
     return value
 
 
@@ -286,6 +298,60 @@ def budget(config: KVConfig, context_len: int, batch: int = 1) -> KVBudget:
         config, context_len, batch, config.bytes_per_token, per_layer, tokens, layer_bytes, sum(layer_bytes),
         tuple(warnings),
     )
+
+
+@dataclass(frozen=True)
+class EncoderDecoderBudget:
+    """An encoder-decoder model's whole cache, as transformers' EncoderDecoderCache holds it (T5, BART):
+
+        self-attention   the decoder's own tokens (context_len per sequence), grows one row per generated token
+        cross-attention  K and V of every encoder token in every decoder layer (encoder_len per sequence),
+                         computed once from the encoder output and then reused unchanged
+
+    encoder_len None: the encoder length is unknown, so `total_bytes` is the decoder's self-attention only and
+    `complete` is False (the result says so itself: `total_covers`)."""
+
+    self_attention: KVBudget
+    cross_attention: KVBudget | None  # None when encoder_len is None
+    cross_bytes_per_encoder_token: int  # all decoder layers, one sequence
+    encoder_len: int | None
+
+    @property
+    def complete(self) -> bool:
+        return self.cross_attention is not None
+
+    @property
+    def cross_bytes(self) -> int | None:
+        return None if self.cross_attention is None else self.cross_attention.total_bytes
+
+    @property
+    def total_bytes(self) -> int:
+        return self.self_attention.total_bytes + (self.cross_bytes or 0)
+
+    @property
+    def total_covers(self) -> str:
+        if self.complete:
+            return "decoder self-attention + cross-attention (the whole EncoderDecoderCache)"
+        return "decoder self-attention only: the encoder length is not given, so the cross-attention cache is not counted"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The self-attention budget's fields, then both parts and their sum (total_bytes = self + cross)."""
+        return {
+            **self.self_attention.as_dict(), "encoder_len": self.encoder_len,
+            "self_attention_bytes": self.self_attention.total_bytes, "cross_attention_bytes": self.cross_bytes,
+            "cross_attention_bytes_per_encoder_token": self.cross_bytes_per_encoder_token,
+            "total_bytes": self.total_bytes, "total_GiB": self.total_bytes / GIB, "total_GB": self.total_bytes / GB,
+            "total_covers": self.total_covers,
+        }
+
+
+def encoder_decoder_budget(config: KVConfig, cross: KVConfig, context_len: int, batch: int = 1,
+                           encoder_len: int | None = None) -> EncoderDecoderBudget:
+    """Self-attention at `context_len` decoder tokens plus cross-attention at `encoder_len` encoder tokens."""
+    self_part = budget(config, context_len, batch)
+    cross_part = None if encoder_len is None else budget(cross, check_int("encoder_len", encoder_len,
+                                                                           hi=LIMITS["context_len"]), batch)
+    return EncoderDecoderBudget(self_part, cross_part, cross.bytes_per_token, encoder_len)
 
 
 def kv_config_from_info(info: Any) -> KVConfig:
