@@ -156,6 +156,7 @@ def _transformers_config(raw: dict[str, Any]) -> Any | None:
 
     if model_type not in CONFIG_MAPPING:
         return None
+    _check_torch_dtype(raw)
     verbosity = logging.get_verbosity()
     logging.set_verbosity_error()
     try:
@@ -167,6 +168,20 @@ def _transformers_config(raw: dict[str, Any]) -> Any | None:
         raise MemoryInputError(f"transformers' {model_type} config class refuses this config: {reason}") from None
     finally:
         logging.set_verbosity(verbosity)
+
+
+def _check_torch_dtype(raw: dict[str, Any]) -> None:
+    """transformers' config classes look a dtype string up as `getattr(torch, name)`: refuse one that names no
+    torch dtype here, in a sentence, instead of quoting "module 'torch' has no attribute ..."."""
+    import torch
+
+    for cfg in (raw, raw.get("text_config") if isinstance(raw.get("text_config"), dict) else {}):
+        for key in ("torch_dtype", "dtype"):
+            value = cfg.get(key)
+            if isinstance(value, str) and not isinstance(getattr(torch, value, None) if value.isidentifier() else None,
+                                                         torch.dtype):
+                raise MemoryInputError(f"{key} {short_repr(value)} is not a torch dtype name (e.g. bfloat16, float16, "
+                                       "float32): correct it, or remove it (transformers then loads float32)")
 
 
 def parse_hf_config(text_or_dict: str | bytes | dict[str, Any], dtype: str | None = None) -> ImportedConfig:

@@ -74,7 +74,10 @@ def short_repr(value: Any, limit: int = 40) -> str:
         text = f"{value:,}"
     else:
         text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit - 1]}… ({len(text):,} characters)"
+    if len(text) <= limit:
+        return text
+    suffix = f"… ({len(text):,} characters)"
+    return text[: max(limit - len(suffix), 8)] + suffix
 
 
 def resolve_dtype(name: str) -> CacheDType:

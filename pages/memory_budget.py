@@ -5,6 +5,7 @@ The first view imports no torch: only the "The loaded model" tab runs the model,
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -26,8 +27,8 @@ def preset_values(name: str) -> dict[str, Any]:
     kv = p.kv
     return {"mem_layers": kv.n_layer, "mem_heads": kv.n_head, "mem_kv_heads": kv.n_kv_heads, "mem_head_dim": kv.head_dim,
             "mem_mla_rank": kv.mla_latent_rank, "mem_mla_rope": kv.mla_rope_dim, "mem_window": kv.window or 0,
-            "mem_local": kv.local_per_global or 0, "mem_dtype": kv.dtype, "mem_params": p.n_params, "mem_hidden": 0,
-            "mem_maxlen": p.max_context}
+            "mem_local": kv.local_per_global or 0, "mem_window_from": kv.first_windowed_layer, "mem_dtype": kv.dtype,
+            "mem_params": p.n_params, "mem_hidden": 0, "mem_maxlen": p.max_context}
 
 
 def defaults() -> dict[str, Any]:
@@ -44,6 +45,7 @@ def apply_preset() -> None:
     way to set a URL-bound widget; deleting the keys instead would let the page's first link win again)."""
     if st.session_state["mem_preset"] != CUSTOM:
         st.session_state.update(preset_values(st.session_state["mem_preset"]))
+        st.session_state.pop("mem_encdec", None)  # a preset is decoder-only: no cross-attention cache
 
 
 def apply_import() -> None:
@@ -54,22 +56,23 @@ def apply_import() -> None:
         if not text or not str(text).strip():
             raise memory.MemoryInputError("nothing to import: upload a config.json or paste its text")
         imported = config_import.parse_hf_config(text)
-    except memory.MemoryInputError as exc:
-        st.session_state["mem_import_report"] = ("error", str(exc))
+    except memory.MemoryInputError as exc:  # parse_hf_config raises nothing else: one line, the form untouched
+        st.session_state["mem_import_report"] = ("error", f"Not imported: {str(exc).rstrip('.')}.")
         return
     kv = imported.config
     st.session_state.update({
         "mem_preset": CUSTOM, "mem_layers": kv.n_layer, "mem_heads": kv.n_head, "mem_kv_heads": kv.n_kv_heads,
         "mem_head_dim": kv.head_dim, "mem_mla_rank": kv.mla_latent_rank, "mem_mla_rope": kv.mla_rope_dim,
-        "mem_window": kv.window or 0, "mem_local": kv.local_per_global or 0, "mem_dtype": kv.dtype, "mem_hidden": 0,
-        **({"mem_maxlen": min(imported.max_context, L["context_len"])} if imported.max_context else {}),
+        "mem_window": kv.window or 0, "mem_local": kv.local_per_global or 0,
+        "mem_window_from": kv.first_windowed_layer, "mem_dtype": kv.dtype, "mem_hidden": 0,
+        **({"mem_maxlen": imported.max_context} if imported.max_context else {}),
     })
     used = ", ".join(f"`{k}` = {v}" for k, v in imported.used.items())
-    extra = [*imported.notes, *([f"The form windows every layer; this config windows only layers "
-                                 f"{kv.first_windowed_layer} and up."] if kv.first_windowed_layer else [])]
-    st.session_state["mem_cross"] = imported.cross_attention  # encoder-decoder: counted apart, below the total
+    # encoder-decoder: its name; the cross-attention cache is then counted in the total once the encoder length is in
+    st.session_state["mem_encdec"] = kv.name if imported.cross_attention is not None else None
     st.session_state["mem_import_report"] = ("ok", f"Imported **{kv.name}**. Used: {used}. Missing: "
-                                                   f"{'; '.join(imported.missing) or 'nothing'}. {' '.join(extra)}")
+                                                   f"{'; '.join(imported.missing) or 'nothing'}. "
+                                                   f"{' '.join(imported.notes)}")
 
 
 def int_input(label: str, key: str, lo: int, hi: int, **kwargs: Any) -> int:
@@ -108,6 +111,10 @@ def memory_form() -> memory.KVConfig | None:
         window = int_input("Sliding window (0 = off)", "mem_window", 0, L["window"])
         local = int_input("Local layers per global (0 = all local)", "mem_local", 0, 10_000, disabled=window == 0,
                           help="Gemma 3: 5 (five 1024-token window layers, then one global layer)")
+        window_from = int_input("Full layers below the window", "mem_window_from", 0, L["n_layer"],
+                                disabled=window == 0 or local > 0,
+                                help="Qwen2's max_window_layers: layers 0 .. N-1 keep every token, layers N and up "
+                                     "slide (0 = every layer slides)")
     try:
         if hidden:
             head_dim = memory.head_dim_from_hidden(hidden, heads)
@@ -118,6 +125,7 @@ def memory_form() -> memory.KVConfig | None:
         return memory.KVConfig(
             layers, heads, kv_heads, head_dim, dtype, mla_rank, mla_rope if mla_rank else 0, window or None,
             (local or None) if window else None, quant_residual_tokens=residual,
+            first_windowed_layer=window_from if window and not local else 0,
             name=st.session_state["mem_preset"] if st.session_state["mem_preset"] != CUSTOM else "your config")
     except memory.MemoryInputError as exc:
         st.error(f"This layout cannot be computed: {exc}.")
@@ -222,6 +230,36 @@ def loaded_model() -> None:
         f"{tokens} tokens = {predicted:,} B; the tensors hold {real_bytes:,} B (from {source}).")
 
 
+def encoder_decoder_result(cfg: memory.KVConfig, b: memory.KVBudget, name: str) -> None:
+    """An imported encoder-decoder (T5, BART): the whole EncoderDecoderCache is self-attention (the decoder's
+    tokens) + cross-attention (K/V of every encoder token in each decoder layer, the same layout, no window).
+    Without an encoder length the total is the self-attention part, and its label says so."""
+    enc = st.number_input("Encoder length (tokens)", 1, L["context_len"], None, step=1, key="mem_encoder_len",
+                          placeholder="source tokens, e.g. 512",
+                          help=f"{name} is an encoder-decoder: each decoder layer also caches K and V of every "
+                               "encoder token (cross-attention), computed once from the encoder output")
+    cross = replace(cfg, window=None, local_per_global=None, first_windowed_layer=0, name=f"{cfg.name} cross-attention")
+    whole = memory.encoder_decoder_budget(cfg, cross, b.context_len, b.batch, None if enc is None else int(enc))
+    m = st.container(key="mem_metrics").columns(3)
+    show_bytes(f"Self-attention: {b.context_len:,} decoder tokens x batch {b.batch}", b.total_bytes, m[0],
+               help="grows by one row per generated token")
+    if whole.complete:
+        show_bytes(f"Cross-attention: {whole.encoder_len:,} encoder tokens x batch {b.batch}", whole.cross_bytes, m[1],
+                   help=f"{whole.cross_bytes_per_encoder_token:,} B per encoder token, computed once per input")
+        show_bytes("Total: self + cross-attention", whole.total_bytes, m[2],
+                   help="what transformers' EncoderDecoderCache holds")
+        st.markdown(f"**{cfg.attention_kind}, encoder-decoder** · self-attention "
+                    f"{memory.format_bytes(b.total_bytes)} + cross-attention {memory.format_bytes(whole.cross_bytes)}"
+                    f" = total {memory.format_bytes(whole.total_bytes)}")
+    else:
+        m[1].metric("Cross-attention", "not counted", help="enter the encoder length above")
+        show_bytes("Total: decoder self-attention only", whole.total_bytes, m[2],
+                   help="the cross-attention cache is missing until the encoder length is given")
+        st.markdown(f"**{cfg.attention_kind}, encoder-decoder** · total {memory.format_bytes(whole.total_bytes)} is "
+                    "the **decoder's self-attention only**: enter the encoder length to add the cross-attention "
+                    f"cache ({whole.cross_bytes_per_encoder_token:,} B per encoder token x batch {b.batch}).")
+
+
 @st.fragment
 def calculator() -> None:
     global DEFAULTS
@@ -259,22 +297,21 @@ def calculator() -> None:
     b = memory.budget(cfg, context, batch)
     for w in b.warnings:
         st.warning(w)
-    m = st.container(key="mem_metrics").columns(3)
-    show_bytes("Per token (all layers)", b.bytes_per_token, m[0], help="a token inside every window")
-    show_bytes("Per token, one layer", b.bytes_per_token_per_layer, m[1])
-    show_bytes(f"Total: {context:,} tokens x batch {batch}", b.total_bytes, m[2])
-    st.markdown(f"**{cfg.attention_kind}** · per token: {memory.format_bytes(b.bytes_per_token)} · "
-                f"total: {memory.format_bytes(b.total_bytes)}")
+    encdec = st.session_state.get("mem_encdec") if st.session_state["mem_preset"] == CUSTOM else None
+    if encdec is not None:
+        encoder_decoder_result(cfg, b, encdec)
+    else:
+        m = st.container(key="mem_metrics").columns(3)
+        show_bytes("Per token (all layers)", b.bytes_per_token, m[0], help="a token inside every window")
+        show_bytes("Per token, one layer", b.bytes_per_token_per_layer, m[1])
+        show_bytes(f"Total: {context:,} tokens x batch {batch}", b.total_bytes, m[2])
+        st.markdown(f"**{cfg.attention_kind}** · per token: {memory.format_bytes(b.bytes_per_token)} · "
+                    f"total: {memory.format_bytes(b.total_bytes)}")
     held = hf_cache.transformers_cache_bytes(cfg, context, batch)
     if cfg.window is not None and held != b.total_bytes:
         st.caption(f"transformers' DynamicCache holds {memory.format_bytes(held)} here: its sliding layers keep "
                    f"the last {cfg.window - 1:,} tokens (window - 1; the newest token is attended to before it is "
                    f"stored), kvviz counts {cfg.window:,}.")
-    cross = st.session_state.get("mem_cross") if st.session_state["mem_preset"] == CUSTOM else None
-    if cross is not None:  # the imported encoder-decoder's cross-attention cache: encoder tokens x its own rows
-        enc = int(st.number_input("Encoder length (tokens)", 1, L["context_len"], 512, key="mem_encoder_len"))
-        st.markdown(f"+ cross-attention cache: {enc:,} encoder tokens x batch {batch} = "
-                    f"{memory.format_bytes(memory.kv_bytes(cross, enc, batch))}, computed once from the encoder output")
 
     tabs = st.tabs(TABS, key="mem_tab", bind="query-params")  # lazy: only the open tab runs
     if tabs[0].open:

@@ -61,14 +61,54 @@ def test_windowed_preset_shows_transformers_figure_beside_kvviz():
     assert any(memory.format_bytes(held) in c.value and "4,095" in c.value for c in at.caption)
 
 
-def test_t5_import_asks_for_the_encoder_length_and_counts_the_cross_attention_cache():
-    """T5-3B: 24 decoder layers x 32 heads x d_kv 128, fp32 (no torch_dtype): the cross-attention cache holds
-    2 x 24 x 32 x 128 x 4 B = 786,432 B per encoder token, apart from the self-attention total."""
+T5_3B = {"model_type": "t5", "d_model": 1024, "d_kv": 128, "num_heads": 32, "num_layers": 24}  # google-t5/t5-3b
+QWEN2_WINDOWED = {"model_type": "qwen2", "hidden_size": 3584, "num_attention_heads": 28, "num_key_value_heads": 4,
+                  "num_hidden_layers": 28, "sliding_window": 4096, "use_sliding_window": True,
+                  "max_window_layers": 21, "torch_dtype": "bfloat16"}
+
+
+def markdown_text(at: AppTest) -> str:
+    return " ".join(m.value for m in at.markdown)
+
+
+def test_t5_total_is_self_plus_cross_attention_once_the_encoder_length_is_given():
+    """T5-3B: 24 decoder layers x 32 heads x d_kv 128, fp32 (no torch_dtype): 786,432 B per token in each of the
+    two caches. Before the encoder length is given the total says it is the self-attention only; after, the
+    total is both parts, each shown."""
+    from kvviz import memory
+
     at = AppTest.from_file(str(PAGE), default_timeout=APP_TIMEOUT_S)
     at.run()
-    import_config(at, json.dumps({"model_type": "t5", "d_model": 1024, "d_kv": 128, "num_heads": 32,
-                                  "num_layers": 24}))
-    per_encoder_token = 2 * 24 * 32 * 128 * 4
+    import_config(at, json.dumps(T5_3B))
+    per_token = 2 * 24 * 32 * 128 * 4
+    self_bytes = per_token * 4096  # the page's default context, batch 1
+    labels = [m.label for m in at.metric]
+    assert "Total: decoder self-attention only" in labels and "Cross-attention" in labels
+    assert "decoder's self-attention only" in markdown_text(at) and f"{per_token:,} B per encoder token" in \
+        markdown_text(at)
     at.number_input(key="mem_encoder_len").set_value(1000).run()
-    text = " ".join(m.value for m in at.markdown)
-    assert f"1,000 encoder tokens x batch 1 = {per_encoder_token * 1000:,} B" in text
+    at.number_input(key="mem_batch").set_value(2).run()
+    assert not at.exception
+    labels = [m.label for m in at.metric]
+    assert {"Total: self + cross-attention", "Cross-attention: 1,000 encoder tokens x batch 2",
+            "Self-attention: 4,096 decoder tokens x batch 2"} <= set(labels)
+    text = markdown_text(at)
+    total = 2 * self_bytes + 2 * per_token * 1000
+    assert f"cross-attention {memory.format_bytes(2 * per_token * 1000)} = total {memory.format_bytes(total)}" in text
+    at.selectbox(key="mem_preset").set_value("llama-3-8b").run()  # a preset is decoder-only: no cross part
+    assert "Total: self + cross-attention" not in [m.label for m in at.metric]
+
+
+def test_qwen2_import_windows_only_the_layers_from_max_window_layers():
+    """use_sliding_window with max_window_layers 21 of 28: layers 0-20 keep every token, 21-27 slide (what
+    transformers' Qwen2Config derives as layer_types); the form carries the boundary, the total follows it."""
+    from kvviz import config_import, memory
+
+    at = AppTest.from_file(str(PAGE), default_timeout=APP_TIMEOUT_S)
+    at.run()
+    import_config(at, json.dumps(QWEN2_WINDOWED))
+    assert at.number_input(key="mem_window_from").value == 21 and at.number_input(key="mem_window").value == 4096
+    at.number_input(key="mem_context").set_value(10_000).run()
+    expected = memory.kv_bytes(config_import.parse_hf_config(QWEN2_WINDOWED).config, 10_000)
+    assert expected == (21 * 10_000 + 7 * 4096) * 2 * 4 * 128 * 2
+    assert f"total: {memory.format_bytes(expected)}" in markdown_text(at)

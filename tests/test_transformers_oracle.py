@@ -307,3 +307,128 @@ def test_mla_cache_holds_the_compressed_latent_not_per_head_kv(name):
     layers = run_cache(model)
     assert {tuple(layer.keys.shape) for layer in layers} == {(1, 1, PROMPT + DECODE, 512)}
     assert {tuple(layer.values.shape) for layer in layers} == {(1, 1, PROMPT + DECODE, 64)}
+
+
+# ----- issue 25: the encoder-decoder total, Qwen2's max_window_layers, two config readings ---------------------
+@torch.no_grad()
+def run_encoder_decoder(model, batch: int, device: str, decoder_tokens: int, encoder_tokens: int, steps: int):
+    """Encode `encoder_tokens` per sequence, prefill `decoder_tokens`, then `steps` one-token decode passes, all at
+    `batch` sequences; yields (decoder tokens so far, bytes the EncoderDecoderCache holds) after each pass."""
+    enc_ids = (torch.arange(encoder_tokens * batch, device=device).reshape(batch, encoder_tokens) % 60) + 3
+    dec_ids = (torch.arange(decoder_tokens * batch, device=device).reshape(batch, decoder_tokens) % 60) + 3
+    enc = model.get_encoder()(input_ids=enc_ids)
+    cache = model(encoder_outputs=enc, decoder_input_ids=dec_ids, use_cache=True).past_key_values
+    yield decoder_tokens, cache_tensor_bytes(cache)
+    for step in range(steps):
+        token = torch.full((batch, 1), 3 + step, device=device)
+        cache = model(encoder_outputs=enc, decoder_input_ids=token, past_key_values=cache,
+                      use_cache=True).past_key_values
+        yield decoder_tokens + step + 1, cache_tensor_bytes(cache)
+
+
+@pytest.mark.parametrize("name", sorted(ENC_DEC))
+@pytest.mark.parametrize("batch", [1, 2])
+def test_encoder_decoder_total_is_the_whole_encoder_decoder_cache(name, batch, tmp_path, capsys):
+    """With the encoder length known, kvviz's total (library, and the CLI's --json total_bytes) is every byte
+    transformers' EncoderDecoderCache holds: self-attention + cross-attention, after the prefill and each step."""
+    from kvviz.cli_memory import main as memory_cli
+
+    cfg = shrunk(name)
+    imported = config_import.parse_hf_config(cfg)
+    model, _ = build(cfg, "cpu")
+    path = tmp_path / "config.json"
+    path.write_text(__import__("json").dumps(cfg))
+    for tokens, held in run_encoder_decoder(model, batch, "cpu", PROMPT, ENCODER, DECODE):
+        whole = memory.encoder_decoder_budget(imported.config, imported.cross_attention, tokens, batch, ENCODER)
+        assert whole.complete and whole.total_bytes == held, (name, batch, tokens)
+        assert whole.cross_bytes == batch * ENCODER * whole.cross_bytes_per_encoder_token  # the part that stays
+        assert memory_cli(["memory", "--config", str(path), "--context", str(tokens), "--batch", str(batch),
+                           "--encoder-len", str(ENCODER), "--json"][1:]) == 0
+        out = __import__("json").loads(capsys.readouterr().out)
+        assert out["total_bytes"] == out["self_attention_bytes"] + out["cross_attention_bytes"] == held
+    without = memory.encoder_decoder_budget(imported.config, imported.cross_attention, PROMPT, batch)
+    assert not without.complete and "self-attention only" in without.total_covers
+    assert without.total_bytes == memory.kv_bytes(imported.config, PROMPT, batch) < held
+
+
+def test_t5_3b_full_size_batch_2_on_the_meta_device():
+    """The issue's figure: T5-3B, batch 2, a 1,500-token source and 1,502 decoder tokens (prefill 1,500 + 2
+    steps): transformers' EncoderDecoderCache holds 4,721,737,728 B, and that is kvviz's total."""
+    cfg = PUBLISHED["t5-3b"][1]
+    imported = config_import.parse_hf_config(cfg)
+    model, _ = build(cfg, "meta")
+    *_, (tokens, held) = run_encoder_decoder(model, 2, "meta", 1500, 1500, 2)
+    whole = memory.encoder_decoder_budget(imported.config, imported.cross_attention, tokens, 2, 1500)
+    assert tokens == 1502 and held == whole.total_bytes == 4_721_737_728
+    assert whole.self_attention.total_bytes == 2_362_441_728  # what kvviz used to print as the whole total
+
+
+@pytest.mark.parametrize("max_window_layers", [0, 1, 2, 3, 4])
+def test_qwen2_sliding_window_follows_max_window_layers(max_window_layers):
+    """Qwen2.5 with use_sliding_window: transformers' Qwen2Config derives layer_types from max_window_layers
+    (layers at or above it slide); kvviz reads that list, so its layer pattern and transformers' real per-layer
+    cache lengths agree at every value, and the bytes differ only by the documented W - 1 convention."""
+    cfg = shrunk("qwen2.5-7b")
+    cfg.update(num_hidden_layers=4, use_sliding_window=True, sliding_window=4, max_window_layers=max_window_layers)
+    imported = config_import.parse_hf_config(cfg)
+    types = CONFIG_MAPPING["qwen2"](**cfg).layer_types
+    c = imported.config
+    assert ["full_attention" if c.layer_window(i) is None else "sliding_attention" for i in range(4)] == types
+    model, _ = build(cfg, "cpu")
+    layers = run_cache(model)
+    tokens = PROMPT + DECODE
+    assert [layer.keys.shape[-2] for layer in layers] == [tokens if t == "full_attention" else 3 for t in types]
+    held = sum(layer.keys.numel() * layer.keys.element_size() * 2 for layer in layers)
+    assert held == hf_cache.transformers_cache_bytes(imported, tokens)
+    n_sliding = types.count("sliding_attention")
+    assert memory.kv_bytes(c, tokens) == held + n_sliding * (4 - 3) * c.bytes_per_token_per_layer
+
+
+def _transformers_reads(cfg: dict, tmp_path) -> tuple[object | None, str | None]:
+    """(the config transformers' AutoConfig.from_pretrained reads from this config.json, or its refusal, whole)."""
+    import json
+
+    from transformers import AutoConfig
+
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    try:
+        return AutoConfig.from_pretrained(tmp_path), None
+    except Exception as exc:  # noqa: BLE001 -- whatever transformers refuses with, kvviz must quote it
+        return None, " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+
+
+@pytest.mark.parametrize("cfg", [
+    {"model_type": "llama", "num_hidden_layers": 32.0, "torch_dtype": "bfloat16"},
+    {"model_type": "llama", "num_hidden_layers": 4, "num_key_value_heads": 8, "text_config": "a string",
+     "torch_dtype": "bfloat16"},
+    {"model_type": "llava", "text_config": "a string"},
+    {"model_type": "qwen2", "num_hidden_layers": 2.0, "sliding_window": 4, "use_sliding_window": True},
+], ids=["float-layers", "llama-text-config-string", "llava-text-config-string", "qwen2-float-layers"])
+def test_kvviz_reads_what_transformers_reads_and_quotes_what_it_refuses(cfg, tmp_path):
+    """Where AutoConfig.from_pretrained reads a config, kvviz reads it too: the model transformers builds from it
+    (full size, meta device) holds exactly kvviz's bytes after a prefill. Where it refuses, kvviz refuses on one
+    line: transformers' whole reason (transformers 5.x's strict fields refuse 32.0), or, for a text sub-config
+    given as a string, kvviz's own sentence saying what to change."""
+    top, reason = _transformers_reads(cfg, tmp_path)
+    if top is not None:  # a llama's stray text_config string: AutoConfig keeps it as a plain attribute
+        imported = config_import.parse_hf_config(cfg)
+        # LlamaForCausalLM reads only top-level fields; its GenerationConfig step calls get_text_config(), which
+        # returns the string and trips on it, so the stray attribute is deleted before building (same layers)
+        del top.text_config
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(top, dtype=torch.bfloat16).eval()
+        with torch.no_grad():
+            cache = model(input_ids=torch.ones(1, PROMPT, dtype=torch.long, device="meta"),
+                          use_cache=True).past_key_values
+        assert cache_tensor_bytes(cache) == memory.kv_bytes(imported.config, PROMPT) > 0
+        assert imported.config.n_layer == 4 and imported.config.n_kv_heads == 8
+        assert any("text_config" in m and "ignored, as transformers does" in m for m in imported.missing)
+        return
+    with pytest.raises(memory.MemoryInputError) as info:
+        config_import.parse_hf_config(cfg)
+    message = str(info.value)
+    assert "\n" not in message and not message.endswith(":")
+    if isinstance(cfg.get("text_config"), str):
+        assert "text_config must be a JSON object" in message and "refuses it too" in message
+    else:
+        assert reason in message  # transformers' reason, whole, on one line
