@@ -29,7 +29,8 @@ class _Parser(argparse.ArgumentParser):
 def whole_number(text: str) -> int:
     """argparse type: a whole number, refused in one short sentence (never a 5,000-digit echo)."""
     if len(text.strip()) > 30 or not text.strip().lstrip("+-").isdigit():
-        raise argparse.ArgumentTypeError(f"must be a whole number of at most 30 digits, not {memory.short_repr(text)}")
+        raise argparse.ArgumentTypeError(f"invalid int value {memory.short_repr(text)}: give a whole number "
+                                         "(at most 30 digits)")
     return int(text)
 
 
@@ -70,9 +71,9 @@ def read_config_file(path: Path) -> str:
         with open(path, "rb") as f:
             data = f.read(limit + 1)
     except IsADirectoryError:
-        raise memory.MemoryInputError(f"{path} is a folder; give the config.json file inside it") from None
+        raise memory.MemoryInputError(f"cannot read {path}: it is a folder; give the config.json file inside it") from None
     except FileNotFoundError:
-        raise memory.MemoryInputError(f"{path} does not exist; give the path of a config.json") from None
+        raise memory.MemoryInputError(f"cannot read {path}: it does not exist; give the path of a config.json") from None
     except OSError as exc:
         raise memory.MemoryInputError(f"cannot read {path} ({exc.strerror or type(exc).__name__})") from None
     if len(data) > limit:

@@ -51,6 +51,13 @@ def window_fields(t: Any, n_layer: int, take: Callable[..., Any]) -> tuple[int |
     types = getattr(t, "layer_types", None)
     if isinstance(types, list):
         any_sliding, per_global, first, note = _pattern(types, n_layer)
+        if getattr(t, "use_sliding_window", False) is True and isinstance(getattr(t, "max_window_layers", None), int):
+            take("use_sliding_window", True)  # Qwen2: transformers derived layer_types from these two
+            take("max_window_layers", t.max_window_layers)
+            if not any_sliding:
+                note = ((note + "; ") if note else "") + (
+                    f"use_sliding_window is on, but max_window_layers ({t.max_window_layers:,}) is not below the "
+                    f"{n_layer:,} layers: transformers' layer_types has no sliding layer, so none slides")
         if not any_sliding or window is None:
             return None, None, 0, note
         n_sliding = sum(x == "sliding_attention" for x in types)

@@ -248,9 +248,8 @@ def encoder_decoder_result(cfg: memory.KVConfig, b: memory.KVBudget, name: str) 
                    help=f"{whole.cross_bytes_per_encoder_token:,} B per encoder token, computed once per input")
         show_bytes("Total: self + cross-attention", whole.total_bytes, m[2],
                    help="what transformers' EncoderDecoderCache holds")
-        st.markdown(f"**{cfg.attention_kind}, encoder-decoder** · self-attention "
-                    f"{memory.format_bytes(b.total_bytes)} + cross-attention {memory.format_bytes(whole.cross_bytes)}"
-                    f" = total {memory.format_bytes(whole.total_bytes)}")
+        st.markdown(f"**{cfg.attention_kind}, encoder-decoder** · self-attention {b.total_bytes:,} B + "
+                    f"cross-attention {whole.cross_bytes:,} B = **total {memory.format_bytes(whole.total_bytes)}**")
     else:
         m[1].metric("Cross-attention", "not counted", help="enter the encoder length above")
         show_bytes("Total: decoder self-attention only", whole.total_bytes, m[2],

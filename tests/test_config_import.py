@@ -62,6 +62,9 @@ def test_qwen2_max_window_layers_rule():
     on = config_import.parse_hf_config({**base, "use_sliding_window": True, "max_window_layers": 21})
     assert [on.config.layer_window(i) for i in (0, 20, 21, 27)] == [None, None, 4096, 4096]
     assert on.config.n_global_layers == 21
+    assert on.used["max_window_layers"] == 21 and on.used["layer_types"] == "7 sliding + 21 full of 28"
+    default = config_import.parse_hf_config({**base, "use_sliding_window": True})  # Qwen2Config's default: 28
+    assert default.config.window is None and any("none slides" in m for m in default.missing)
     assert memory.kv_bytes(on.config, 10_000) == (21 * 10_000 + 7 * 4096) * 2 * 4 * 128 * 2
     as_written = config_import.parse_hf_config({**base, "model_type": None, "use_sliding_window": True,
                                                 "max_window_layers": 21})  # same rule without transformers

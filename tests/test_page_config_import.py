@@ -94,7 +94,7 @@ def test_t5_total_is_self_plus_cross_attention_once_the_encoder_length_is_given(
             "Self-attention: 4,096 decoder tokens x batch 2"} <= set(labels)
     text = markdown_text(at)
     total = 2 * self_bytes + 2 * per_token * 1000
-    assert f"cross-attention {memory.format_bytes(2 * per_token * 1000)} = total {memory.format_bytes(total)}" in text
+    assert f"cross-attention {2 * per_token * 1000:,} B = **total {memory.format_bytes(total)}**" in text
     at.selectbox(key="mem_preset").set_value("llama-3-8b").run()  # a preset is decoder-only: no cross part
     assert "Total: self + cross-attention" not in [m.label for m in at.metric]
 
