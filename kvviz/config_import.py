@@ -10,6 +10,9 @@ copied table. The fields filled that way are listed in `ImportedConfig.defaults`
 so it is imported lazily, inside `_transformers_config`, only when a config is actually imported.
 
 Without a known `model_type` the fields are read as written (no defaults besides MHA and float32).
+Before anything reads them, the fields that size the cache are checked (`_precheck`): a 0, a string or a float
+where a whole number belongs is refused in one sentence naming the field, never turned into a default or a
+TypeError; where transformers' own class refuses, its whole reason is quoted on one line.
 Multimodal configs (Gemma 3, LLaVA) are read from their text model; encoder-decoder models (T5, BART) get a
 second KVConfig for the cross-attention cache (one K and V per encoder token per decoder layer).
 """
