@@ -1,7 +1,8 @@
 """kvviz's glossary: one definition per term, in the words every page and tooltip uses (no Streamlit, no torch).
 
-pages/glossary.py shows it, one anchored entry per term (?term=... highlights one); `help_text(term)` gives a
-tooltip the same words, ending with where the full entry lives, so a page's help= and the glossary never drift.
+pages/glossary.py shows it, one anchored entry per term (?term=... filters to it); `help_text(term)` gives a
+tooltip in the same words, so a page's help= and the glossary never drift; pages draw a term as a link to the
+glossary with that tooltip (`st.page_link("pages/glossary.py", query_params={"term": ...}, help=help_text(...))`).
 """
 from __future__ import annotations
 
@@ -106,4 +107,4 @@ def help_text(word: str) -> str:
     term = find(word)
     if term is None:
         raise KeyError(word)
-    return f"**{term.name}.** {term.definition}\n\nGlossary: /glossary#{term.anchor}"
+    return f"**{term.name}.** {term.definition}\n\n(From the Glossary page: click to open it.)"

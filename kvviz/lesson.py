@@ -83,6 +83,7 @@ class LessonStep:
     ask: Callable[[Any], Question]  # engine -> Question (the engine is a kvviz.stepping.StepEngine)
     page: str  # the full page for this idea
     page_label: str
+    terms: tuple[str, ...] = ()  # the glossary's words this step uses (kvviz.glossary names)
 
 
 def _in_base_units(question: Question, given: float, unit: str | None) -> float:
@@ -466,32 +467,35 @@ STEPS: tuple[LessonStep, ...] = (
     LessonStep("What K and V are", "Every head stores one K row and one V row of head_dim numbers per token.",
                "Every token gets a query, a key and a value vector in every head of every layer. The cache keeps "
                "the keys and values: one **row** per token, in every head of every layer.", _k_row,
-               "pages/step_through.py", "Step through"),
+               "pages/step_through.py", "Step through",
+               ("Query, key, value (Q, K, V)", "KV cache", "head_dim", "Attention head")),
     LessonStep("What the prefill stores", "Prefill fills the cache with one row per prompt token, in one pass.",
                "The model reads text as **tokens**: pieces of words, numbered by their **position** from 0. The "
                "**prefill** pass feeds the whole prompt at once and writes the keys and values of every prompt "
-               "token into the cache.", _prefill_rows, "pages/step_through.py", "Step through"),
+               "token into the cache.", _prefill_rows, "pages/step_through.py", "Step through",
+               ("Token", "Prefill", "KV cache")),
     LessonStep("What one step adds", "Each decode step feeds one token and adds one row to every layer.",
                "After the prefill, the model writes one token per **decode step**: it feeds only the newest "
                "token, and reads everything else from the cache.", _rows_after_steps, "pages/step_through.py",
-               "Step through"),
+               "Step through", ("Decode step", "KV cache")),
     LessonStep("What a step needs from the past", "A step needs the earlier K and V; old queries are never used "
                "again.", "In each head, attention scores the newest token's **query** against the **keys** of "
                "every token so far, its own included; the softmax of those scores weights an average of the "
-               "**values**.", _why_no_q, "pages/step_through.py", "Step through"),
+               "**values**.", _why_no_q, "pages/step_through.py", "Step through",
+               ("Query, key, value (Q, K, V)", "Causal mask")),
     LessonStep("Copying from far back", "Induction (copying) heads read rows far back: every old row may matter.",
                "Some heads **copy**. When the newest token appeared earlier in the text, an **induction head** "
                "finds that earlier occurrence and reads the token that came right *after* it, so the model can "
                "predict it again. Below, the prompt repeats a pattern; each token is shown with its position, "
                "which is also its row in the cache. (A word may be split into several tokens.)", _copying_head,
-               "pages/attention_patterns.py", "Attention patterns"),
+               "pages/attention_patterns.py", "Attention patterns", ("Induction head", "Token", "Attention head")),
     LessonStep("Does the cache change the answer?", "Cached and uncached runs give the same next token: the cache "
                "is exact.", "A cached step reuses rows computed earlier instead of computing them again.",
-               _cached_equals_uncached, "pages/step_through.py", "Step through"),
+               _cached_equals_uncached, "pages/step_through.py", "Step through", ("Causal mask", "KV cache")),
     LessonStep("Counting one step", "A cached step computes one row of query-key scores per head: its keys, its "
                "own included.", "A query-key **dot product** is one score q · k over head_dim numbers. Count "
                "them in the picture: each cell is one dot product of one head in one layer.", _dots_one_step,
-               "pages/attention_ops.py", "Count the work"),
+               "pages/attention_ops.py", "Count the work", ("Dot product", "Causal mask", "head_dim")),
     LessonStep("Adding up a whole generation", "Over a run, cached attention adds up to ~T²/2, uncached to ~T³/6: "
                "a saving of about T/3.",
                "Step 7 counted one pass. A whole run adds up every pass. Write **P** for the prompt's tokens, "
@@ -501,21 +505,22 @@ STEPS: tuple[LessonStep, ...] = (
                "1 + 2 + ... + T = **T(T+1)/2**;\n"
                "- **without it** the pass at length t recomputes the triangle t(t+1)/2, so the run adds "
                "1 + 3 + 6 + ... + T(T+1)/2 = **T(T+1)(T+2)/6**.", _quadratic,
-               "pages/attention_ops.py", "Count the work"),
+               "pages/attention_ops.py", "Count the work", ("Dot product", "Prefill", "Decode step")),
     LessonStep("What the cache costs in memory", "The cache costs 2 x layers x K/V heads x head_dim x bytes per "
                "number, for every token.", "The price of the cache: bytes that grow with every token. Every "
                "token stores a K row and a V row in every head of every layer.", _bytes_at_1000,
-               "pages/memory_budget.py", "Memory budget"),
+               "pages/memory_budget.py", "Memory budget", ("KV cache", "head_dim", "Bytes: GB and GiB")),
     LessonStep("Sharing K/V heads", "GQA and MQA shrink the cache by sharing K/V heads between query heads.",
                "Modern models let several query heads share one K/V head: **grouped-query attention** (GQA); "
                "with a single K/V head it is **multi-query attention** (MQA).", _gqa_saving,
-               "pages/memory_budget.py", "Memory budget"),
+               "pages/memory_budget.py", "Memory budget", ("MHA, GQA, MQA", "Attention head")),
     LessonStep("The measured speed-up", "Op counts are not time: a cached CPU step is dominated by fixed costs.",
                "Operation counts are not time. Here the model runs both ways on this machine.", _measured_speedup,
-               "pages/speedup.py", "Measured speed-up"),
+               "pages/speedup.py", "Measured speed-up", ("Overhead", "GEMV, GEMM", "Roofline")),
     LessonStep("What real engines do", "Serving engines store the cache in fixed-size blocks (paged attention).",
                "Serving many users turns the cache into a memory-management problem.", _paging,
-               "pages/memory_budget.py", "Memory budget"),
+               "pages/memory_budget.py", "Memory budget",
+               ("Paged blocks", "Sliding window", "Quantized cache", "Prefix caching")),
 )
 
 

@@ -23,7 +23,7 @@ PLAN_30: tuple[Block, ...] = (
           "Thinking the cache stores text or whole sentences: it stores vectors, one K and one V row per token "
           "per head per layer."),
     Block(12, "pages/lesson.py", "/lesson?step=1&lesson_class=true",
-          "Lesson steps 1-6 in class mode: the question large, the room answers aloud, one click (or R) reveals "
+          "Lesson steps 1-6 in class mode: the question large, the room answers aloud, one click (or A) reveals "
           "it with its figure.",
           "Step 2: how many rows after the prefill? Step 5: which row does the copying head read?",
           "Step 2: counting positions from 1 (the last position is one less than the number of tokens). Step 4: "
@@ -60,8 +60,8 @@ PLAN_45: tuple[Block, ...] = PLAN_30[:3] + (
 
 RUN_FOR_A_CLASS = (
     "**One laptop and a projector.** Run `.venv/bin/streamlit run app.py`, open the Lesson, turn on **Class mode** "
-    "(or open `/lesson?step=1&lesson_class=true`): large type, no typing, **Reveal** (or R) shows the answer and "
-    "its figure. Right/Left arrows move between steps. On the step page, Presenter mode (`?present=1`) hides the "
+    "(or open `/lesson?step=1&lesson_class=true`): large type, no typing, **Reveal the answer** (or A) shows the "
+    "answer and its figure. Right/Left arrows move between steps. On the step page, Presenter mode (`?present=1`) hides the "
     "sidebar.\n\n"
     "**Students on their own devices, one link.** Start one server for the room in shared mode and give students "
     "one address: `KVVIZ_SHARED=1 .venv/bin/streamlit run app.py --server.address 0.0.0.0` "

@@ -186,7 +186,9 @@ with st.expander("What you are seeing", expanded=False):
     st.markdown(
         "Generating N tokens after a P-token prompt takes N forward passes. **With the cache**, pass k feeds "
         "one token: its Q, K, V, its MLP, and one query against every cached key. **Without it**, pass k "
-        "recomputes everything for all P + k - 1 tokens, so the work grows with the square of the length.\n\n"
+        "recomputes everything for all P + k - 1 tokens: per pass, its attention grows with the square of the "
+        "length and its projections and MLP linearly; over a whole run, attention's total grows with the square of "
+        "the length with the cache and with its cube without.\n\n"
         "**Units.** 1 op = 1 multiply-add; **1 FLOP = half an op** (FLOPs = 2 x ops). One *attention dot "
         "product* is one query . key score over head_dim numbers (= head_dim ops). **Causal**: the query at "
         "position p scores keys 0..p; masked pairs are not counted. Only matrix multiplications are counted "

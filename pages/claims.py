@@ -31,8 +31,10 @@ st.markdown(
     "**What you are seeing.** Numbers and sentences about the KV cache that circulate in blog posts, "
     "calculators and explainers, each recomputed here with the same functions the rest of kvviz uses. "
     "A claim **holds**, is **wrong** (by the factor shown), or is **partly true**: right for one quantity, "
-    "wrong for the one it is usually read as. Each card links to the page where you can watch the numbers live."
+    "wrong for the one it is usually read as. Each card cites its public source (title, address, date) and links "
+    "to the page where you can watch the numbers live."
 )
+st.caption(claims.UNITS_RULE)
 summary = st.container()  # filled last, once the GPU-dependent verdict is known
 
 found = claims.fixed_claims()
@@ -40,7 +42,7 @@ for c in found:
     with st.container(border=True):
         card(c)
 with st.container(border=True):
-    gpu = st.selectbox("GPU for this claim (dense BF16 peak from its datasheet)", list(claims.GPU_COMPUTE),
+    gpu = st.selectbox(claims.GPU_LABEL, list(claims.GPU_COMPUTE),
                        index=list(claims.GPU_COMPUTE).index(claims.DEFAULT_GPU), key="claims_gpu",
                        bind="query-params")
     found.append(claims.prefill_claim(gpu))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import handout, lesson, ui
+from kvviz import glossary, handout, lesson, ui
 from kvviz.figures import export_config
 from kvviz.figures.lesson import lesson_figure
 
@@ -155,7 +155,7 @@ def class_box(number: int, question: lesson.Question, step: lesson.LessonStep, f
     if not st.session_state.get(reveal_key):
         row = st.container(horizontal=True)
         row.button("Reveal the answer", key=f"lesson_reveal_btn_{number}", type="primary",
-                   icon=":material/visibility:", shortcut="R",
+                   icon=":material/visibility:", shortcut="A",
                    on_click=lambda: st.session_state.update({reveal_key: True}))
         row.button("Hint", key=f"lesson_hint_btn_{number}", icon=":material/lightbulb:", shortcut="H",
                    on_click=lambda: st.session_state.update({f"lesson_class_hint_{number}": True}))
@@ -204,7 +204,7 @@ top.button("Next", key="lesson_next", on_click=_go, args=(1,), disabled=number =
            icon=":material/arrow_forward:", shortcut="Right", type="primary")
 class_mode = top.toggle("Class mode", key="lesson_class", bind="query-params",
                         help="For a projector: large type, no typing; the room answers aloud, then one click "
-                             "(or R) reveals the answer")
+                             "(or A) reveals the answer")
 font_px = 22 if class_mode else 16
 
 loaded = ui.current_model("eager")
@@ -225,6 +225,11 @@ step = lesson.STEPS[number - 1]
 st.progress(number / N_STEPS, text=f"Step {number} of {N_STEPS}: **{step.title}**")
 question = _question(number, loaded, engine)
 st.markdown(step.teach)
+words = st.container(horizontal=True, vertical_alignment="center", gap="small")
+words.caption("Words for this step:")
+for term in step.terms:  # each opens the glossary at that word; the tooltip is the glossary's own definition
+    words.page_link("pages/glossary.py", label=term, query_params={"term": term}, help=glossary.help_text(term),
+                    icon=":material/menu_book:")
 _figures(question, False, font_px, number)
 with st.container(border=True):
     if class_mode:
