@@ -70,8 +70,8 @@ _UNIT_BYTES = {"KB": (KIB, 10**3), "MB": (MIB, 10**6), "GB": (GIB, GB), "GiB": (
 UNITS_RULE = (
     "Units: a printed GB, MB or KB is read as decimal (10^9, 10^6, 10^3 bytes), GiB, MiB and KiB as binary (2^30, "
     "2^20, 2^10), unless the source defines its own unit (e.g. '8,388,608 bytes = 8 MB' makes its MB binary). "
-    "Where a figure matches only when its GB is read as GiB, the verdict says so; a 'wrong' figure's factor is "
-    "given for the reading the rule picks, with the other reading in brackets."
+    "Where a figure matches better with its GB read as GiB, the verdict says so ('correct if GB means binary "
+    "units'); a 'wrong' figure's factor is given for the reading the rule picks, with the other in brackets."
 )
 
 
@@ -95,7 +95,7 @@ def check_figure(fig: PublishedFigure, config: KVConfig, tolerance: float = 0.05
     )
     rule, other = printed_bytes(fig.claimed, fig.claimed_unit, fig.source_units)
     rule_error, other_error = abs(rule - actual) / actual, abs(other - actual) / actual
-    if rule_error <= tolerance:
+    if rule_error <= tolerance and rule_error <= other_error:
         return FigureCheck(fig, actual, "correct", arithmetic)
     if other_error <= tolerance:
         meaning = "binary" if fig.source_units != "binary" else "decimal"

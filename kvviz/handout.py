@@ -15,14 +15,15 @@ _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #111; background: #fff;
        max-width: 820px; margin: 0 auto; padding: 16px; line-height: 1.45; }
 h1 { font-size: 26px; margin: 0 0 4px 0; } h2 { font-size: 21px; margin: 0 0 6px 0; }
-.step { padding: 12px 0 20px 0; border-bottom: 1px solid #ccc; }
+.step { padding: 12px 0 20px 0; border-bottom: 1px solid #ccc; } .intro { border-bottom: 2px solid #111; }
 .question { border: 2px solid #1c7ed6; border-radius: 8px; padding: 8px 12px; margin: 8px 0; }
 .choices { margin: 4px 0 0 0; } .answer { border-left: 4px solid #2b8a3e; padding: 4px 12px; margin-top: 8px; }
 .caption { color: #555; font-size: 13px; } .hint { color: #444; font-style: italic; }
 .figure { page-break-inside: avoid; break-inside: avoid; }
 code { background: #f1f3f5; padding: 0 3px; border-radius: 3px; }
 @media print {
-  body { max-width: none; padding: 0; }
+  body { max-width: none; padding: 0; font-size: 13px; line-height: 1.35; }
+  h2 { font-size: 18px; } .step { padding: 0; } p { margin: 6px 0; }
   .step { page-break-after: always; break-after: page; border: none; }
   .no-print { display: none; }
 }
@@ -64,7 +65,8 @@ def handout_html(steps: Sequence[LessonStep], questions: Sequence[Question], mod
         figures = []
         for pic in q.pictures:
             fig = lesson_figure(pic, font_px=13)
-            fig.update_layout(template="plotly_white", width=760)
+            cap = 320 if len(q.pictures) == 1 else 250  # one printed page per step
+            fig.update_layout(template="plotly_white", width=760, height=min(fig.layout.height or cap, cap))
             div = fig.to_html(full_html=False, include_plotlyjs=True if plotly_js == "inline" else False,
                               config={"staticPlot": True, "displayModeBar": False})
             plotly_js = "done"
@@ -83,7 +85,7 @@ def handout_html(steps: Sequence[LessonStep], questions: Sequence[Question], mod
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>kvviz lesson handout: the KV cache in {len(steps)} questions</title><style>{_CSS}</style></head><body>"
-        f"<header class='step'><h1>The KV cache in {len(steps)} questions</h1>"
+        f"<header class='intro'><h1>The KV cache in {len(steps)} questions</h1>"
         f"<p>Handout from kvviz's lesson. Every number was computed for <b>{html.escape(model_label)}</b>, the model "
         "the lesson ran on (the measured step, 11, is this machine's timing when the lesson ran). One page per step: "
         "question, figure, hint, worked answer. Fold the answers under before handing it out, or print pages "

@@ -121,8 +121,9 @@ def _prefilled(engine: Any, prompt: str = LESSON_PROMPT) -> Any:
 
 
 def _step_link(prompt: str, steps: int) -> dict[str, str]:
-    """The step page's shared-link keys (pages/step_through.py replays ?prompt=...&steps=N)."""
-    return {"prompt": prompt, "steps": str(steps)}
+    """The step page's shared-link keys (pages/step_through.py replays ?prompt=...&steps=N once; greedy=1 makes it
+    pick the lesson's tokens, since the lesson's engine decodes greedily)."""
+    return {"prompt": prompt, "steps": str(steps), "greedy": "1"}
 
 
 # ----- 1-3: what the cache holds ------------------------------------------------------------------------------
@@ -146,7 +147,7 @@ def _k_row(engine: Any) -> Question:
         traps=((info.n_embd, "That is the whole hidden vector of a token; one head holds only its share of it."),
                (2 * row_len, "That counts a K row and a V row together; the question asks for one K row.")),
         picture=Picture("kv_rows", {"keys": keys.tolist(), "values": values.tolist(),
-                                    "rows": [f"{i}: {t!r}" for i, t in enumerate(texts)]},
+                                    "rows": texts},
                         f"Layer 0, head 0 of the real cache after the prompt {prompt!r}: one row per token, "
                         "one column per number (colour = the value)."),
         page_query=_step_link(prompt, 0))

@@ -54,7 +54,7 @@ PLAN_45: tuple[Block, ...] = PLAN_30[:3] + (
           "Llama-3-8B at its full context: GB vs GiB, what fits on a GPU, GQA's saving.",
           "At what context does the cache outweigh the model's own weights?",
           "Reading a GB figure as GiB (7% apart at this size)."),
-    Block(2, "pages/lesson.py", "/lesson?step=13", "The summary: the twelve ideas and the room's score.",
+    Block(2, "pages/lesson.py", "/lesson?step=End", "The summary: the twelve ideas and the room's score.",
           "Which idea surprised you?", "—"),
 )
 

@@ -3,7 +3,7 @@
 Every answer is computed on the spot (kvviz.lesson) from the real model or kvviz's arithmetic. Ask, then help,
 then tell: a first wrong answer gets a hint, a second (or "Show me") the worked answer. Class mode puts the
 question up in large type for a room to answer aloud, and one click reveals it. ?step=4 opens step 4,
-?step=13 the summary, ?lesson_class=true class mode. The handout (one printable page per step) downloads from
+?step=End the summary, ?lesson_class=true class mode. The handout (one printable page per step) downloads from
 the top of every step and from the summary.
 """
 from __future__ import annotations
@@ -181,8 +181,7 @@ def summary(loaded) -> None:
         q = st.session_state.get(f"lesson_q_{n}_{loaded.info.label}")
         rows.append({"step": n, "the idea": step.idea, "your answer": o.given or "—",
                      "result": o.result or "not answered", "computed answer": q.answer_text() if q else "—"})
-    st.dataframe(rows, hide_index=True, key="lesson_summary_table",
-                 column_config={"the idea": st.column_config.TextColumn(width="large")})
+    st.table(rows, hide_index=True)  # a static table: long ideas wrap instead of being cut
     row = st.container(horizontal=True)
     row.button("Start again", key="lesson_restart", on_click=_restart, icon=":material/restart_alt:", type="primary")
     row.page_link("pages/glossary.py", label="Glossary", icon=":material/menu_book:")

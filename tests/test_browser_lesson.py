@@ -7,6 +7,7 @@ test-artifacts/lesson/ (or $KVVIZ_ARTIFACTS) to be looked at.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,12 @@ CUT_JS = """(w) => {
 }"""
 
 
+def _settled(tab) -> None:
+    """The rerun finished and no element is left over from the previous step (Streamlit marks those stale)."""
+    _wait_idle(tab)
+    tab.wait_for_function("() => !document.querySelector('[data-stale=\"true\"]')", timeout=60_000)
+
+
 def _open(browser, url: str, scheme: str):
     context = browser.new_context(viewport={"width": 1280, "height": 720}, color_scheme=scheme, accept_downloads=True)
     tab = context.new_page()
@@ -50,21 +57,26 @@ def test_every_step_has_a_figure_and_nothing_is_cut_at_1280x720(app_url, scheme)
         tab = _open(browser, f"{app_url}/lesson?step=1", scheme)
         for number in range(1, N + 1):
             tab.get_by_text(f"Step {number} of {N}").first.wait_for()
-            _wait_idle(tab)
+            _settled(tab)
             tab.screenshot(path=str(ARTIFACTS / f"step{number:02d}_{scheme}_asked.png"))
             tab.get_by_role("button", name="Show me").click()
             tab.get_by_text("The computed answer is").first.wait_for()
-            _wait_idle(tab)
-            tab.wait_for_timeout(500)  # plotly draws after the element appears
-            assert tab.locator(".js-plotly-plot").count() >= 1, f"step {number}: no figure"
+            _settled(tab)
+            charts = tab.locator('[data-testid="stPlotlyChart"]')
+            charts.first.wait_for(timeout=60_000)  # every step has a figure once its answer is shown
+            charts.last.scroll_into_view_if_needed()
+            tab.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)  # drawn by plotly.js
+            tab.wait_for_timeout(300)
             _assert_no_errors(tab)
             assert tab.evaluate(CUT_JS, 1280) == [], f"step {number}: cut at 1280 px"
-            tab.screenshot(path=str(ARTIFACTS / f"step{number:02d}_{scheme}_shown.png"), full_page=True)
+            tab.screenshot(path=str(ARTIFACTS / f"step{number:02d}_{scheme}_figure.png"))  # as the room sees it
+            tab.locator('[data-testid="stMainBlockContainer"]').screenshot(
+                path=str(ARTIFACTS / f"step{number:02d}_{scheme}_whole.png"))
             tab.get_by_role("button", name="Next").click()
         tab.get_by_text("What you learned").wait_for()
         _wait_idle(tab)
         assert tab.evaluate(CUT_JS, 1280) == []
-        tab.screenshot(path=str(ARTIFACTS / f"end_{scheme}.png"), full_page=True)
+        tab.locator('[data-testid="stMainBlockContainer"]').screenshot(path=str(ARTIFACTS / f"end_{scheme}.png"))
         browser.close()
 
 
@@ -81,7 +93,8 @@ def test_class_mode_reveals_with_one_click_and_the_handout_downloads_and_renders
         tab.get_by_text("Answer:").first.wait_for()
         _wait_idle(tab)
         assert tab.evaluate(CUT_JS, 1280) == []
-        tab.screenshot(path=str(ARTIFACTS / "class_step07_revealed.png"), full_page=True)
+        tab.locator('[data-testid="stMainBlockContainer"]').screenshot(
+            path=str(ARTIFACTS / "class_step07_revealed.png"))
 
         tab.get_by_role("button", name="Handout").click()
         with tab.expect_download(timeout=300_000) as info:
@@ -96,5 +109,7 @@ def test_class_mode_reveals_with_one_click_and_the_handout_downloads_and_renders
         assert doc.locator("section.step .js-plotly-plot").count() >= N  # every step's figure drawn
         assert doc.locator(".answer").count() == N
         doc.screenshot(path=str(ARTIFACTS / "handout_top.png"))
-        doc.pdf(path=str(ARTIFACTS / "handout.pdf")) if hasattr(doc, "pdf") else None  # print rendering
+        pdf = doc.pdf()  # Chromium's own print rendering (Letter): one page per step, nothing spills over
+        (ARTIFACTS / "handout.pdf").write_bytes(pdf)
+        assert len(re.findall(rb"/Type\s*/Page[^s]", pdf)) == N
         browser.close()

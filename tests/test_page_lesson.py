@@ -125,7 +125,7 @@ def test_the_ending_scores_the_answers_and_starts_again(fresh_streamlit_caches, 
     at.run()
     assert not at.exception
     assert at.metric[0].value == f"1 of {N}" and at.metric[1].value == "1" and at.metric[2].value == "1"
-    table = at.dataframe[0].value
+    table = at.table[0].value
     assert list(table["result"][:3]) == ["not answered", "first try", "shown"]
     assert str(table["your answer"][1]) == f"{prompt_tokens:g}"
     at.button(key="lesson_restart").click().run()
@@ -183,3 +183,28 @@ def test_whole_run_notation_matches_the_numbers_shown(bundled):
     assert lesson.check(q, (t + 2) / 3) and lesson.check(q, t / 3)  # the derived rule is accepted
     assert not lesson.check(q, (t + 1) / 2)  # extrapolating the last step's ratio is not
     assert "last step" in lesson.hint(q, (t + 1) / 2)
+
+
+def test_full_page_links_carry_the_lessons_state(fresh_streamlit_caches, bundled):
+    """Step 5's link opens Attention patterns at the copying head the lesson names; step 2's opens the step page
+    replaying the lesson's own prompt."""
+    engine = StepEngine(bundled)
+    copying = lesson._copying_head(engine)
+    layer, head = copying.page_query["pat_layer"], copying.page_query["pat_head"]
+    assert f"Layer {layer}, head {head}" in copying.text
+    at = AppTest.from_file(str(REPO / "pages/attention_patterns.py"), default_timeout=APP_TIMEOUT_S)
+    for key, value in copying.page_query.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    assert at.session_state["pat_source"] == lesson.PATTERNS_PRESET
+    assert (str(at.session_state["pat_layer"]), str(at.session_state["pat_head"])) == (layer, head)
+
+    prefill = lesson._prefill_rows(engine)
+    at = AppTest.from_file(str(REPO / "pages/step_through.py"), default_timeout=APP_TIMEOUT_S)
+    for key, value in prefill.page_query.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    stage = at.session_state["step_engine"]
+    assert stage.prompt_text == lesson.LESSON_PROMPT and stage.cache_len == prefill.answer

@@ -44,13 +44,15 @@ def _kv_rows(d: dict[str, Any], font_px: int) -> go.Figure:
                                  hovertemplate="row %{y}, number %{x}: %{z:.3f}<extra></extra>"), 1, col)
         fig.update_xaxes(title_text="position in the row", row=1, col=col, showticklabels=False)
     rows = d["rows"]
-    fig.update_yaxes(tickmode="array", tickvals=list(range(len(rows))), ticktext=[token_label(r) for r in rows],
+    fig.update_yaxes(tickmode="array", tickvals=list(range(len(rows))),
+                     ticktext=[f"{i} {token_label(t)}" for i, t in enumerate(rows)],
                      autorange="reversed", row=1, col=1)
     return _layout(fig, font_px, 120 + 48 * len(rows))
 
 
-def _tokens(d: dict[str, Any], font_px: int, per_row: int = 9) -> go.Figure:
+def _tokens(d: dict[str, Any], font_px: int) -> go.Figure:
     texts, newest = d["texts"], d.get("newest")
+    per_row = 9 if len(texts) <= 18 else 11  # two rows for the lesson's prompts
     n_rows = -(-len(texts) // per_row)
     fig = go.Figure()
     shapes, notes = [], []
@@ -103,7 +105,8 @@ def _differences(d: dict[str, Any], font_px: int) -> go.Figure:
     names = ["K rows", "V rows", "logits", "top-2 logit gap"]
     values = [max(d[k], 1e-12) for k in ("key", "value", "logit")] + [d["gap"]]
     fig = go.Figure(go.Bar(y=names, x=values, orientation="h", marker_color=[BLUE, BLUE, BLUE, ORANGE],
-                           text=[f"{v:.1e}" for v in values], textposition="outside", cliponaxis=False))
+                           text=[f"{v:.1e}" if v < 0.01 else f"{v:.2f}" for v in values], textposition="outside",
+                           cliponaxis=False))
     fig.update_xaxes(type="log", title_text="largest difference, cached vs recomputed (log scale)",
                      range=[np.log10(min(values)) - 1, np.log10(max(values)) + 1.5], exponentformat="power")
     fig.update_yaxes(autorange="reversed")
@@ -120,8 +123,8 @@ def _triangle(d: dict[str, Any], font_px: int) -> go.Figure:
                                colorscale=[[0, "#a5c8ec"], [0.7, ORANGE], [1, "#8a2e00"]], zmin=0.35, zmax=1.3,
                                hovertemplate="query %{y} x key %{x}<extra></extra>"))
     fig.add_shape(type="rect", x0=-0.5, x1=seq - 0.5, y0=seq - 1.5, y1=seq - 0.5, line={"color": ORANGE, "width": 3})
-    fig.add_annotation(x=seq - 1, y=seq - 1, text="its own key", ax=-4 * font_px, ay=-3 * font_px, showarrow=True,
-                       arrowcolor=ORANGE, font={"color": ORANGE})
+    fig.add_annotation(x=seq - 1, y=seq - 1.5, text="its own key", ax=-2 * font_px, ay=-6 * font_px, showarrow=True,
+                       arrowcolor=ORANGE, arrowwidth=2, font={"color": ORANGE}, yanchor="bottom")
     step = max(1, seq // 8)
     fig.update_xaxes(title_text="key position", dtick=step, constrain="domain")
     fig.update_yaxes(title_text="query position", dtick=step, autorange="reversed", scaleanchor="x")
@@ -156,7 +159,7 @@ def _gqa(d: dict[str, Any], font_px: int) -> go.Figure:
     fig = go.Figure()
     shapes, notes = [], []
     for q in range(n_head):
-        x, y = q % per_row, -(q // per_row)
+        x, y = q % per_row, -2 * (q // per_row)  # two units per row: the K/V labels sit in between
         color = GQA_COLORS[(q // group) % len(GQA_COLORS)]
         shapes.append({"type": "rect", "x0": x - 0.42, "x1": x + 0.42, "y0": y - 0.4, "y1": y + 0.4,
                        "fillcolor": color, "line": {"width": 0}, "opacity": 0.85})
@@ -165,25 +168,26 @@ def _gqa(d: dict[str, Any], font_px: int) -> go.Figure:
     rows = -(-n_head // per_row)
     for kv in range(n_kv):
         x = (kv * group + (group - 1) / 2) % per_row
-        y = -((kv * group) // per_row) - 0.75
+        y = -2 * ((kv * group) // per_row) - 0.85
         notes.append({"x": x, "y": y, "text": f"K/V {kv}", "showarrow": False,
                       "font": {"color": GQA_COLORS[kv % len(GQA_COLORS)]}})
     fig.update_layout(shapes=shapes, annotations=notes)
     fig.update_xaxes(visible=False, range=[-0.6, per_row - 0.4])
-    fig.update_yaxes(visible=False, range=[-(rows - 1) - 1.1, 0.55])
-    return _layout(fig, font_px, 70 + rows * (3 * font_px + 40))
+    fig.update_yaxes(visible=False, range=[-2 * (rows - 1) - 1.2, 0.55])
+    return _layout(fig, font_px, 40 + rows * (4 * font_px + 44))
 
 
 def _timings(d: dict[str, Any], font_px: int) -> go.Figure:
     fig = go.Figure()
     for name, runs, color in (("cached step", d["cached"], ORANGE), ("uncached pass", d["uncached"], GREY)):
         median = runs[len(runs) // 2]
-        fig.add_trace(go.Bar(y=[name], x=[median], orientation="h", marker_color=color, opacity=0.55,
-                             text=[f"median {median:.2f} ms"], textposition="outside", cliponaxis=False))
-        fig.add_trace(go.Scatter(y=[name] * len(runs), x=runs, mode="markers", marker={"color": color, "size": 10},
+        label = f"{name}<br>median {median:.2f} ms"
+        fig.add_trace(go.Bar(y=[label], x=[median], orientation="h", marker_color=color, opacity=0.45))
+        fig.add_trace(go.Scatter(y=[label] * len(runs), x=runs, mode="markers",
+                                 marker={"color": color, "size": 11, "line": {"width": 1, "color": "white"}},
                                  hovertemplate="%{x:.2f} ms<extra></extra>"))
     top = max(d["uncached"] + d["cached"])
-    fig.update_xaxes(title_text="milliseconds per forward pass (each dot is one run)", range=[0, top * 1.45])
+    fig.update_xaxes(title_text="milliseconds per forward pass (each dot is one run)", range=[0, top * 1.1])
     return _layout(fig, font_px, 240)
 
 
