@@ -466,8 +466,9 @@ def _paging(engine: Any, tokens: int = 1000, block: int = 16) -> Question:
 
 STEPS: tuple[LessonStep, ...] = (
     LessonStep("What K and V are", "Every head stores one K row and one V row of head_dim numbers per token.",
-               "Every token gets a query, a key and a value vector in every head of every layer. The cache keeps "
-               "the keys and values: one **row** per token, in every head of every layer.", _k_row,
+               "Every token gets a query, a key and a value vector in every head of every layer. Each head works on "
+               "its own equal slice of the token's hidden vector, so the slices together make up the whole vector. "
+               "The cache keeps the keys and values: one **row** per token, in every head of every layer.", _k_row,
                "pages/step_through.py", "Step through",
                ("Query, key, value (Q, K, V)", "KV cache", "head_dim", "Attention head")),
     LessonStep("What the prefill stores", "Prefill fills the cache with one row per prompt token, in one pass.",
@@ -491,7 +492,9 @@ STEPS: tuple[LessonStep, ...] = (
                "which is also its row in the cache. (A word may be split into several tokens.)", _copying_head,
                "pages/attention_patterns.py", "Attention patterns", ("Induction head", "Token", "Attention head")),
     LessonStep("Does the cache change the answer?", "Cached and uncached runs give the same next token: the cache "
-               "is exact.", "A cached step reuses rows computed earlier instead of computing them again.",
+               "is exact.", "A cached step reuses rows computed earlier instead of computing them again. "
+               "An earlier token's K and V depend only on that token and the tokens before it (the **causal mask**: "
+               "no token looks ahead), so the text that comes later cannot change them.",
                _cached_equals_uncached, "pages/step_through.py", "Step through", ("Causal mask", "KV cache")),
     LessonStep("Counting one step", "A cached step computes one row of query-key scores per head: its keys, its "
                "own included.", "A query-key **dot product** is one score q · k over head_dim numbers. Count "
@@ -516,7 +519,10 @@ STEPS: tuple[LessonStep, ...] = (
                "with a single K/V head it is **multi-query attention** (MQA).", _gqa_saving,
                "pages/memory_budget.py", "Memory budget", ("MHA, GQA, MQA", "Attention head")),
     LessonStep("The measured speed-up", "Op counts are not time: a cached CPU step is dominated by fixed costs.",
-               "Operation counts are not time. Here the model runs both ways on this machine.", _measured_speedup,
+               "Operation counts are not time. A cached step multiplies every weight matrix by one "
+               "token's vector (a **GEMV**); an uncached pass multiplies it by all the tokens at once (a **GEMM**), "
+               "which reuses each weight it reads. Every pass also pays fixed costs, however few tokens it feeds. "
+               "Here the model runs both ways on this machine.", _measured_speedup,
                "pages/speedup.py", "Measured speed-up", ("Overhead", "GEMV, GEMM", "Roofline")),
     LessonStep("What real engines do", "Serving engines store the cache in fixed-size blocks (paged attention).",
                "Serving many users turns the cache into a memory-management problem.", _paging,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import claims, ui
+from kvviz import claims, glossary, ui
 
 ui.ensure_router()  # before anything is drawn: see its docstring
 COLORS = {"holds": "green", "wrong": "red", "partly true": "orange"}
@@ -34,7 +34,10 @@ st.markdown(
     "wrong for the one it is usually read as. Each card cites its public source (title, address, date) and links "
     "to the page where you can watch the numbers live."
 )
-st.caption(claims.UNITS_RULE)
+rule = st.container(horizontal=True, vertical_alignment="center")
+rule.caption(claims.UNITS_RULE)
+rule.page_link("pages/glossary.py", label="GB and GiB", icon=":material/menu_book:",
+               query_params={"term": "GiB"}, help=glossary.help_text("Bytes: GB and GiB"))
 summary = st.container()  # filled last, once the GPU-dependent verdict is known
 
 found = claims.fixed_claims()
