@@ -21,6 +21,8 @@ pages = [
     st.Page("pages/memory_budget.py", title="Memory budget", icon=":material/memory:"),
     st.Page("pages/speedup.py", title="Measured speed-up", icon=":material/timer:"),
     st.Page("pages/claims.py", title="Claims checked", icon=":material/fact_check:"),
+    st.Page("pages/glossary.py", title="Glossary", icon=":material/menu_book:"),
+    st.Page("pages/teachers.py", title="For teachers", icon=":material/co_present:"),
 ]
 internals = [  # the "Cache internals" section: one small page per idea
     st.Page("pages/internals_layout.py", title="Memory layout", icon=":material/grid_on:"),

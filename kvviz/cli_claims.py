@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps([c.as_dict() for c in found], indent=2))
         return 0
+    print(f"{claims.UNITS_RULE}\n")
     for c in found:
         print(f"[{c.verdict.upper()}] {c.quote}\n  source: {c.source}\n  {c.finding}")
         print("\n".join(f"    {line}" for line in c.arithmetic))

@@ -83,9 +83,9 @@ def claim_tab(shape: ops.ModelShape) -> None:
         f"**{run_without / run_with:,.1f}x** |\n"
         f"| the last step alone | N = {last_with:,} | N(N+1)/2 = {last_without:,} | (N+1)/2 = "
         f"**{last_without / last_with:,.1f}x** |\n\n"
-        f"So \"~500x\" is the last step's attention alone; over the whole run attention shrinks "
-        f"{run_without / run_with:,.0f}x, and the projections and MLP (N+1)/2 = "
-        f"{uncached.linear_ops / cached.linear_ops:,.1f}x. For this model, LM head on the last position only:")
+        f"So \"~500x\" holds for two quantities: the last step's attention and the projections + MLP summed "
+        f"over the whole run ((N+1)/2 = {uncached.linear_ops / cached.linear_ops:,.1f}x). Attention over the whole "
+        f"run shrinks only {run_without / run_with:,.0f}x. For this model, LM head on the last position only:")
     st.dataframe(pd.DataFrame([{"quantity": r.quantity, "without cache": f"{r.uncached:,}", "with cache": f"{r.cached:,}",
                                 "ratio": f"{r.ratio:,.1f}x", "~500x?": "yes" if r.holds else "no"}
                                for r in ops_summary.check_speedup_claim(shape, n)]), hide_index=True)
@@ -186,7 +186,9 @@ with st.expander("What you are seeing", expanded=False):
     st.markdown(
         "Generating N tokens after a P-token prompt takes N forward passes. **With the cache**, pass k feeds "
         "one token: its Q, K, V, its MLP, and one query against every cached key. **Without it**, pass k "
-        "recomputes everything for all P + k - 1 tokens, so the work grows with the square of the length.\n\n"
+        "recomputes everything for all P + k - 1 tokens: per pass, its attention grows with the square of the "
+        "length and its projections and MLP linearly; over a whole run, attention's total grows with the square of "
+        "the length with the cache and with its cube without.\n\n"
         "**Units.** 1 op = 1 multiply-add; **1 FLOP = half an op** (FLOPs = 2 x ops). One *attention dot "
         "product* is one query . key score over head_dim numbers (= head_dim ops). **Causal**: the query at "
         "position p scores keys 0..p; masked pairs are not counted. Only matrix multiplications are counted "

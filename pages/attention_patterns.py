@@ -48,10 +48,10 @@ engine = st.session_state.get(ui.STEP_ENGINE_KEY)
 step_ids = engine.token_ids if engine is not None and engine.loaded is loaded and engine.started else []
 sources = ([STEP_SEQUENCE] if 2 <= len(step_ids) <= MAX_PATTERN_TOKENS else []) + [*PRESETS, "Type a prompt"]
 c1, c2, c3 = st.columns([2, 1, 1])
-source = c1.selectbox("Sequence", sources, key="pat_source",
+source = c1.selectbox("Sequence", sources, key="pat_source", bind="query-params",
                       help=f"Up to {MAX_PATTERN_TOKENS} tokens, so every cell stays visible.")
-layer = c2.selectbox("Layer", list(range(info.n_layer)), key="pat_layer")
-head = c3.selectbox("Head to enlarge", list(range(info.n_head)), key="pat_head")
+layer = c2.selectbox("Layer", list(range(info.n_layer)), key="pat_layer", bind="query-params")
+head = c3.selectbox("Head to enlarge", list(range(info.n_head)), key="pat_head", bind="query-params")
 if source == STEP_SEQUENCE:
     token_ids = list(step_ids)
 else:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import claims, ui
+from kvviz import claims, glossary, ui
 
 ui.ensure_router()  # before anything is drawn: see its docstring
 COLORS = {"holds": "green", "wrong": "red", "partly true": "orange"}
@@ -31,8 +31,13 @@ st.markdown(
     "**What you are seeing.** Numbers and sentences about the KV cache that circulate in blog posts, "
     "calculators and explainers, each recomputed here with the same functions the rest of kvviz uses. "
     "A claim **holds**, is **wrong** (by the factor shown), or is **partly true**: right for one quantity, "
-    "wrong for the one it is usually read as. Each card links to the page where you can watch the numbers live."
+    "wrong for the one it is usually read as. Each card cites its public source (title, address, date) and links "
+    "to the page where you can watch the numbers live."
 )
+rule = st.container(horizontal=True, vertical_alignment="center")
+rule.caption(claims.UNITS_RULE)
+rule.page_link("pages/glossary.py", label="GB and GiB", icon=":material/menu_book:",
+               query_params={"term": "GiB"}, help=glossary.help_text("Bytes: GB and GiB"))
 summary = st.container()  # filled last, once the GPU-dependent verdict is known
 
 found = claims.fixed_claims()
@@ -40,7 +45,7 @@ for c in found:
     with st.container(border=True):
         card(c)
 with st.container(border=True):
-    gpu = st.selectbox("GPU for this claim (dense BF16 peak from its datasheet)", list(claims.GPU_COMPUTE),
+    gpu = st.selectbox(claims.GPU_LABEL, list(claims.GPU_COMPUTE),
                        index=list(claims.GPU_COMPUTE).index(claims.DEFAULT_GPU), key="claims_gpu",
                        bind="query-params")
     found.append(claims.prefill_claim(gpu))

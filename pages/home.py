@@ -9,7 +9,8 @@ ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("kvviz: the KV cache, step by step")
 st.markdown(
     "When a transformer writes text it produces **one token per forward pass**. In every layer, attention "
-    "compares the newest token's *query* with the *keys* of all earlier tokens and mixes their *values*. "
+    "compares the newest token's *query* with the *keys* of every token so far, its own included, and mixes "
+    "their *values*. "
     "Those keys and values do not change once computed, so inference engines keep them in memory: the "
     "**KV cache**. It turns each step's work from *recompute the whole sequence* into *compute one new row "
     "and read the rest*, at the price of memory that grows with every token."
@@ -28,9 +29,13 @@ st.info(
 with st.container(border=True):
     st.page_link("pages/lesson.py", label=f"**Start the lesson: the KV cache in {len(lesson.STEPS)} questions**",
                  icon=":material/school:")
-    st.caption("For a class: each step asks a question (how many rows? how many bytes?), takes the students' "
-               "answer and checks it against the number computed live on the real model, then shows the "
-               "arithmetic. Next/Back between steps; every step has its own link (?step=4).")
+    st.caption("Each step asks a question (how many rows? how many bytes?), gives a hint after a first wrong answer "
+               "and the worked answer after a second, with a figure computed live on the real model. It ends with "
+               "a summary and a score. For a class: *Class mode* puts the question up large and reveals it with "
+               "one click; a printable handout downloads from the lesson.")
+    row = st.container(horizontal=True)
+    row.page_link("pages/teachers.py", label="For teachers: 30- and 45-minute plans", icon=":material/co_present:")
+    row.page_link("pages/glossary.py", label="Glossary", icon=":material/menu_book:")
 
 shape = ops.ModelShape.from_info(info)
 st.subheader("The pages")
@@ -40,7 +45,9 @@ cards = [
      "one row, the new query's attention beside the rows it reads, the next-token probabilities; step back; "
      "race the cached step against full recomputation. Presenter mode for a projector."),
     ("pages/attention_ops.py", "Count the work",
-     "Exact operation counts with and without the cache. " + ops_summary.savings_sentence(shape, 16, 200)),
+     "Exact operation counts with and without the cache. " + ops_summary.savings_sentence(shape, 16, 200)
+     + " (Attention counted as the causal pairs L(L+1)/2 a query actually needs; eager attention computes the "
+       "full L x L square and masks the future half.)"),
     ("pages/memory_budget.py", "Memory budget",
      "KV-cache bytes for any model (MHA, GQA, MQA, MLA, sliding windows, quantized caches), what fits on a GPU, "
      "side-by-side what-ifs you can share as a link."),

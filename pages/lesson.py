@@ -1,73 +1,244 @@
-"""The guided lesson: a dozen steps through the whole KV-cache story, each one asks before it tells.
+"""The guided lesson: twelve steps through the whole KV-cache story, each asks before it tells, then an ending.
 
-Every answer is computed on the spot (kvviz.lesson) from the real model or kvviz's arithmetic; the student's
-answer is judged against it, then the arithmetic is shown. ?step=4 opens step 4.
+Every answer is computed on the spot (kvviz.lesson) from the real model or kvviz's arithmetic. Ask, then help,
+then tell: a first wrong answer gets a hint, a second (or "Show me") the worked answer. Class mode puts the
+question up in large type for a room to answer aloud, and one click reveals it. ?step=4 opens step 4,
+?step=End the summary, ?lesson_class=true class mode. The handout (one printable page per step) downloads from
+the top of every step and from the summary.
 """
 from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import lesson, ui
+from kvviz import glossary, handout, lesson, ui
+from kvviz.figures import export_config
+from kvviz.figures.lesson import lesson_figure
 
 N_STEPS = len(lesson.STEPS)
+END = N_STEPS + 1  # the summary page, after step 12
+OUTCOMES = "lesson_outcomes"  # {step number: lesson.Outcome}
 
 ui.ensure_router()  # before anything is drawn: see its docstring
-st.title(f"Lesson: the KV cache in {N_STEPS} questions")
 
 
 def _go(delta: int) -> None:
     """(Button callback.) Move to the previous or next step; the bound widget puts it in the URL."""
-    st.session_state["step"] = min(N_STEPS, max(1, (st.session_state.get("step") or 1) + delta))
+    st.session_state["step"] = min(END, max(1, (st.session_state.get("step") or 1) + delta))
 
 
-nav = st.container(horizontal=True, vertical_alignment="center")
-number = st.session_state.get("step") or 1
-nav.button("Back", key="lesson_back", on_click=_go, args=(-1,), disabled=number == 1,
-           icon=":material/arrow_back:", shortcut="Left")
-number = nav.segmented_control(
-    "Step", list(range(1, N_STEPS + 1)), default=None if "step" in st.session_state else 1, key="step",
-    bind="query-params", help="Jump to a step; the URL (?step=4) opens the same step", label_visibility="collapsed",
-) or 1
-nav.button("Next", key="lesson_next", on_click=_go, args=(1,), disabled=number == N_STEPS,
-           icon=":material/arrow_forward:", shortcut="Right", type="primary")
-step = lesson.STEPS[number - 1]
-st.progress(number / N_STEPS, text=f"Step {number} of {N_STEPS}: **{step.title}**")
+def _restart() -> None:
+    """(Button callback.) Start again: step 1, every answer and hint forgotten (the computed questions stay)."""
+    for key in [k for k in st.session_state if str(k).startswith(("lesson_tries_", "lesson_result_",
+                                                                   "lesson_answer_", "lesson_unit_",
+                                                                   "lesson_reveal_"))]:
+        del st.session_state[key]
+    st.session_state[OUTCOMES] = {}
+    st.session_state["step"] = 1
 
-loaded = ui.current_model("eager")
-engine = ui.step_engine(loaded, key="lesson_engine")
-asked_key = f"lesson_q_{number}_{loaded.info.label}"
-if asked_key not in st.session_state:  # compute the live answer once per step and model
-    with st.spinner("Running the model for this question..."):
-        st.session_state[asked_key] = step.ask(engine)
-question: lesson.Question = st.session_state[asked_key]
 
-st.markdown(step.teach)
-with st.container(border=True):
-    st.markdown(f"**Question.** {question.text}")
+def _record(number: int, result: str, given: str) -> None:
+    """Keep the first verdict a step earned (a later 'Show me' does not turn a right answer into 'shown')."""
+    outcomes = st.session_state.setdefault(OUTCOMES, {})
+    if number not in outcomes or outcomes[number].result == "":
+        outcomes[number] = lesson.Outcome(result, given)
+
+
+def _question(number: int, loaded, engine) -> lesson.Question:
+    """The live question of step `number`, computed once per step and model."""
+    key = f"lesson_q_{number}_{loaded.info.label}"
+    if key not in st.session_state:
+        with st.spinner("Running the model for this question..."):
+            st.session_state[key] = lesson.STEPS[number - 1].ask(engine)
+    return st.session_state[key]
+
+
+def _handout_maker(loaded, computed: dict[int, lesson.Question]):
+    """A callable for st.download_button: the questions this session has computed, the others computed with a
+    fresh engine of the same model (it runs on its own thread: no Streamlit calls inside)."""
+    def make() -> str:
+        from kvviz.stepping import StepEngine  # torch: only when the handout is built
+
+        engine = StepEngine(loaded)
+        questions = [computed.get(n) or s.ask(engine) for n, s in enumerate(lesson.STEPS, start=1)]
+        return handout.handout_html(lesson.STEPS, questions, _model_name(loaded))
+    return make
+
+
+def _model_name(loaded) -> str:
+    return loaded.info.label.split(" (")[0]  # the title, without the shape (step 1 asks for head_dim)
+
+
+def _computed(loaded) -> dict[int, lesson.Question]:
+    return {n: st.session_state[f"lesson_q_{n}_{loaded.info.label}"] for n in range(1, END)
+            if f"lesson_q_{n}_{loaded.info.label}" in st.session_state}
+
+
+def _figures(question: lesson.Question, after: bool, font_px: int, number: int) -> None:
+    for i, pic in enumerate(p for p in question.pictures if p.after == after):
+        st.plotly_chart(lesson_figure(pic, font_px), config=export_config(f"lesson_step_{number}"),
+                        key=f"lesson_fig_{number}_{int(after)}_{i}_{font_px}")
+        st.caption(pic.caption)
+
+
+def _answer_input(number: int, question: lesson.Question):
+    """The student's answer widget(s): a choice, a number, or a number and a byte unit. Returns (value, unit)."""
     if question.is_choice:
-        given = st.radio("Your answer", question.choices, index=None, key=f"lesson_answer_{number}")
-    else:
-        given = st.number_input(f"Your answer{f' ({question.unit})' if question.unit else ''}", value=None,
-                                min_value=0.0, step=1.0, format="%.10g", key=f"lesson_answer_{number}",
-                                width=260)
+        return st.radio("Your answer", question.choices, index=None, key=f"lesson_answer_{number}"), None
+    if question.unit == "bytes":
+        row = st.container(horizontal=True, vertical_alignment="bottom")
+        value = row.number_input("Your answer", value=None, min_value=0.0, step=1.0, format="%.10g",
+                                 key=f"lesson_answer_{number}", width=220)
+        unit = row.selectbox("Unit", list(lesson.BYTE_UNITS), index=0, key=f"lesson_unit_{number}", width=110,
+                             help="1 KB = 1,000 B, 1 MB = 10^6 B, 1 GB = 10^9 B; 1 KiB = 1,024 B, 1 MiB = 2^20 B, "
+                                  "1 GiB = 2^30 B")
+        return value, unit
+    label = "Your answer" + (" (how many times)" if question.unit == "x" else "")
+    return st.number_input(label, value=None, min_value=0.0, step=1.0, format="%.10g",
+                           key=f"lesson_answer_{number}", width=260), None
+
+
+def _worked(number: int, question: lesson.Question, step: lesson.LessonStep, font_px: int) -> None:
+    """The worked answer: the arithmetic, the figures that would have given it away, the full page's link."""
+    st.markdown(question.arithmetic)
+    _figures(question, True, font_px, number)
+    st.page_link(step.page, label=f"See it on the full page: {step.page_label}", icon=":material/open_in_new:",
+                 query_params=question.page_query or None)
+
+
+def student_box(number: int, question: lesson.Question, step: lesson.LessonStep, font_px: int) -> None:
+    """Ask, then help, then tell: first wrong answer -> hint; second wrong answer or Show me -> worked answer."""
+    tries_key, result_key = f"lesson_tries_{number}", f"lesson_result_{number}"
+    given, unit = _answer_input(number, question)
     row = st.container(horizontal=True)
     checked = row.button("Check", key=f"lesson_check_{number}", type="primary", disabled=given is None)
     shown = row.button("Show me", key=f"lesson_show_{number}")
+    written = "" if given is None else (str(given) if question.is_choice else f"{given:g}{' ' + unit if unit else ''}")
     if checked:
-        st.session_state[f"lesson_result_{number}"] = lesson.check(question, given)
-    if shown:
-        st.session_state[f"lesson_result_{number}"] = None
-    if f"lesson_result_{number}" in st.session_state:
-        result = st.session_state[f"lesson_result_{number}"]
-        answer = question.answer if question.is_choice else f"{question.answer:,}{' ' + question.unit if question.unit else ''}"
-        if result is True:
-            st.success(f"Right: **{answer}**.")
-        elif result is False:
-            st.error(f"Not quite. The computed answer is **{answer}**.")
+        if lesson.check(question, given, unit):
+            st.session_state[result_key] = "right"
+            _record(number, "first try" if not st.session_state.get(tries_key) else "after a hint", written)
         else:
-            st.info(f"The computed answer is **{answer}**.")
-        st.markdown(question.arithmetic)
-        st.page_link(step.page, label=f"See it on the full page: {step.page_label}", icon=":material/open_in_new:")
+            st.session_state[tries_key] = st.session_state.get(tries_key, 0) + 1
+            if st.session_state[tries_key] >= 2:
+                st.session_state[result_key] = "wrong-shown"
+                _record(number, "shown", written)
+            else:
+                st.session_state[result_key] = "hint"
+                st.session_state[f"lesson_hint_{number}"] = lesson.hint(question, given, unit)
+    if shown:
+        st.session_state[result_key] = "shown"
+        _record(number, "shown", written)
+    result = st.session_state.get(result_key)
+    if result == "hint":
+        st.warning(f"Not yet. {st.session_state[f'lesson_hint_{number}']} Try again, or press *Show me*.",
+                   icon=":material/lightbulb:")
+        return
+    if result is None:
+        return
+    if result == "right":
+        st.success(f"Right: **{question.answer_text()}**.")
+    elif result == "wrong-shown":
+        st.error(f"Not quite, again. The computed answer is **{question.answer_text()}**; here is how.")
+    else:
+        st.info(f"The computed answer is **{question.answer_text()}**.")
+    _worked(number, question, step, font_px)
 
-st.caption(f"Model for the live questions: {loaded.info.label}. Every number here is computed when the step "
-           "opens, from the real model or from kvviz's own arithmetic.")
+
+def class_box(number: int, question: lesson.Question, step: lesson.LessonStep, font_px: int) -> None:
+    """The projector: the question large, the choices lettered, nothing to type; one click reveals."""
+    st.markdown(f"### {question.text}")
+    if question.is_choice:
+        st.markdown("\n".join(f"### {chr(65 + i)}. {c}" for i, c in enumerate(question.choices)))
+    elif question.rel_tolerance and "within" not in question.text:
+        st.caption(f"Accepted within {question.rel_tolerance:.0%}.")
+    reveal_key = f"lesson_reveal_{number}"
+    if not st.session_state.get(reveal_key):
+        row = st.container(horizontal=True)
+        row.button("Reveal the answer", key=f"lesson_reveal_btn_{number}", type="primary",
+                   icon=":material/visibility:", shortcut="A",
+                   on_click=lambda: st.session_state.update({reveal_key: True}))
+        row.button("Hint", key=f"lesson_hint_btn_{number}", icon=":material/lightbulb:", shortcut="H",
+                   on_click=lambda: st.session_state.update({f"lesson_class_hint_{number}": True}))
+        if st.session_state.get(f"lesson_class_hint_{number}"):
+            st.warning(question.hint, icon=":material/lightbulb:")
+        return
+    st.success(f"### Answer: {question.answer_text()}")
+    _worked(number, question, step, font_px)
+
+
+def summary(loaded) -> None:
+    """The ending: the twelve ideas with the student's answers, a score, start again, the handout."""
+    outcomes: dict[int, lesson.Outcome] = st.session_state.get(OUTCOMES, {})
+    right, first = lesson.score(outcomes)
+    st.subheader("What you learned")
+    c = st.columns(3)
+    c[0].metric("Right", f"{right} of {N_STEPS}")
+    c[1].metric("Right at the first try", f"{first}")
+    c[2].metric("Answers shown", f"{sum(o.result == 'shown' for o in outcomes.values())}")
+    rows = []
+    for n, step in enumerate(lesson.STEPS, start=1):
+        o = outcomes.get(n, lesson.Outcome("", ""))
+        q = st.session_state.get(f"lesson_q_{n}_{loaded.info.label}")
+        rows.append({"step": n, "the idea": step.idea, "your answer": o.given or "—",
+                     "result": o.result or "not answered", "computed answer": q.answer_text() if q else "—"})
+    st.table(rows, hide_index=True)  # a static table: long ideas wrap instead of being cut
+    row = st.container(horizontal=True)
+    row.button("Start again", key="lesson_restart", on_click=_restart, icon=":material/restart_alt:", type="primary")
+    row.page_link("pages/glossary.py", label="Glossary", icon=":material/menu_book:")
+    row.page_link("pages/teachers.py", label="For teachers", icon=":material/co_present:")
+
+
+# ----- the page -----------------------------------------------------------------------------------------------
+st.title(f"Lesson: the KV cache in {N_STEPS} questions")
+top = st.container(horizontal=True, vertical_alignment="center")
+number = st.session_state.get("step") or 1
+top.button("Back", key="lesson_back", on_click=_go, args=(-1,), disabled=number == 1, icon=":material/arrow_back:",
+           shortcut="Left")
+number = top.segmented_control(
+    "Step", list(range(1, END + 1)), default=None if "step" in st.session_state else 1, key="step",
+    bind="query-params", format_func=lambda n: "End" if n == END else str(n),
+    help="Jump to a step; the URL (?step=4) opens the same step", label_visibility="collapsed",
+) or 1
+top.button("Next", key="lesson_next", on_click=_go, args=(1,), disabled=number == END,
+           icon=":material/arrow_forward:", shortcut="Right", type="primary")
+class_mode = top.toggle("Class mode", key="lesson_class", bind="query-params",
+                        help="For a projector: large type, no typing; the room answers aloud, then one click "
+                             "(or A) reveals the answer")
+font_px = 22 if class_mode else 16
+
+loaded = ui.current_model("eager")
+engine = ui.step_engine(loaded, key="lesson_engine")
+with top.popover("Handout", icon=":material/print:"):
+    st.markdown("One printable page per step: its question, figure and worked answer, with every number "
+                f"computed for **{_model_name(loaded)}**. Open the file in a browser and print it.")
+    st.download_button("Download the handout (HTML)", data=_handout_maker(loaded, _computed(loaded)),
+                       file_name="kvviz-lesson-handout.html", mime="text/html", key="lesson_handout",
+                       icon=":material/download:", on_click="ignore")
+
+if number == END:
+    st.progress(1.0, text="The end: your answers")
+    summary(loaded)
+    st.stop()
+
+step = lesson.STEPS[number - 1]
+st.progress(number / N_STEPS, text=f"Step {number} of {N_STEPS}: **{step.title}**")
+question = _question(number, loaded, engine)
+st.markdown(step.teach)
+words = st.container(horizontal=True, vertical_alignment="center", gap="small")
+words.caption("Words for this step:")
+for term in step.terms:  # each opens the glossary at that word; the tooltip is the glossary's own definition
+    words.page_link("pages/glossary.py", label=term, query_params={"term": term}, help=glossary.help_text(term),
+                    icon=":material/menu_book:")
+_figures(question, False, font_px, number)
+with st.container(border=True):
+    if class_mode:
+        class_box(number, question, step, font_px)
+    else:
+        st.markdown(f"**Question.** {question.text}")
+        student_box(number, question, step, font_px)
+
+foot = st.container(horizontal=True, vertical_alignment="center")
+foot.caption(f"Model for the live questions: {_model_name(loaded)}. "
+             "Every number here is computed when the step opens, from the real model or from kvviz's own "
+             "arithmetic. The words in bold are explained in the glossary.")
+foot.page_link("pages/glossary.py", label="Glossary", icon=":material/menu_book:")

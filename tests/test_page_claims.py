@@ -33,8 +33,10 @@ def test_claims_page_shows_every_claim_with_verdict_and_link():
     counts = {m.label: m.value for m in at.metric}
     assert counts == {v.capitalize(): str(sum(c.verdict == v for c in found)) for v in ("holds", "wrong", "partly true")}
     links = [e for e in at.main if type(e).__name__ == "UnknownElement" and e.type == "page_link"] or at.get("page_link")
-    assert len(links) == len(found)
-    assert any("2,147,483,648 B" in c.value for c in at.code)  # the 4 GB claim's arithmetic, exact
+    assert len(links) == len(found) + 1  # one "see it live" per claim, and the units rule's glossary entry
+    assert any("570,425,344 B" in c.value for c in at.code)  # the Gemma claim's arithmetic, exact
+    assert any(claims.UNITS_RULE == c.value for c in at.caption)  # the one units rule, stated
+    assert at.selectbox(key="claims_gpu").label == claims.GPU_LABEL and "FP16 on the T4" in claims.GPU_LABEL
 
 
 def test_gpu_choice_changes_the_prefill_verdict():

@@ -1,5 +1,6 @@
-"""AppTest of the guided lesson on the real bundled model: every step renders, answers are judged against
-the numbers computed live, and ?step=N deep links open step N."""
+"""AppTest of the guided lesson on the real bundled model: every step renders with its figure, answers are judged
+against the numbers computed live (first wrong answer -> a hint without the number, second -> the worked answer),
+byte answers in any unit, the ending's score, class mode's one-click reveal, and ?step=N deep links."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,13 +14,18 @@ from kvviz.presets import get_preset
 from kvviz.stepping import StepEngine
 
 REPO = Path(__file__).resolve().parents[1]
+N = len(lesson.STEPS)
+BYTES_STEP = 1 + [s.ask for s in lesson.STEPS].index(lesson._bytes_at_1000)
+DOTS_STEP = 1 + [s.ask for s in lesson.STEPS].index(lesson._dots_one_step)
 
 
-def _lesson(step: int | None = None) -> AppTest:
+def _lesson(step: int | None = None, class_mode: bool = False) -> AppTest:
     """The lesson through the router (its page links need st.navigation), optionally deep-linked."""
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=APP_TIMEOUT_S)
     if step is not None:
         at.query_params["step"] = str(step)
+    if class_mode:
+        at.query_params["lesson_class"] = "true"
     at.run()
     at.switch_page("pages/lesson.py").run()
     assert not at.exception
@@ -30,57 +36,109 @@ def _question(at: AppTest) -> str:
     return next(m.value for m in at.markdown if m.value.startswith("**Question.**"))
 
 
-def test_every_lesson_step_renders_and_next_back_walk_through_them(fresh_streamlit_caches):
+def _answer(at: AppTest, number: int, value, unit: str | None = None) -> AppTest:
+    widget = at.radio(key=f"lesson_answer_{number}") if isinstance(value, str) else at.number_input(
+        key=f"lesson_answer_{number}")
+    widget.set_value(value).run()
+    if unit is not None:
+        at.selectbox(key=f"lesson_unit_{number}").set_value(unit).run()
+    at.button(key=f"lesson_check_{number}").click().run()
+    assert not at.exception
+    return at
+
+
+def test_every_step_renders_with_a_figure_and_next_on_12_leads_to_the_ending(fresh_streamlit_caches):
     at = _lesson()
     seen = []
-    for number in range(1, len(lesson.STEPS) + 1):
+    for number in range(1, N + 1):
         assert at.session_state["step"] == number
-        assert f"Step {number} of {len(lesson.STEPS)}" in at.get("progress")[0].proto.text
+        assert f"Step {number} of {N}" in at.get("progress")[0].proto.text
         seen.append(_question(at))
-        at.button(key=f"lesson_show_{number}").click().run()  # reveal: answer, arithmetic, link
+        at.button(key=f"lesson_show_{number}").click().run()  # reveal: answer, arithmetic, figures, link
         assert not at.exception
         assert at.info and "computed answer" in at.info[0].value
-        if number < len(lesson.STEPS):
-            at.button(key="lesson_next").click().run()
-            assert not at.exception
-    assert len(set(seen)) == len(lesson.STEPS)  # every step asks its own question
+        assert at.get("plotly_chart"), f"step {number} shows no figure"
+        at.button(key="lesson_next").click().run()
+        assert not at.exception
+    assert len(set(seen)) == N  # every step asks its own question
+    assert at.session_state["step"] == N + 1  # Next on step 12 leads to the ending
+    assert any("What you learned" in h.value for h in at.subheader)
+    assert at.metric[0].value == f"0 of {N}"  # every answer was shown, none earned
     at.button(key="lesson_back").click().run()
-    assert at.session_state["step"] == len(lesson.STEPS) - 1
+    assert at.session_state["step"] == N
 
 
-def test_a_right_and_a_wrong_number_are_judged_against_the_live_model(fresh_streamlit_caches, bundled):
+def test_first_wrong_answer_gets_a_hint_without_the_number_second_the_worked_answer(fresh_streamlit_caches, bundled):
+    engine = StepEngine(bundled)
+    right = lesson._dots_one_step(engine).answer
+    info = bundled.info
+    forgot_own_key = info.n_layer * info.n_head * (engine.cache_len + 3)  # the predictable mistake: 320 here
+    at = _lesson(step=DOTS_STEP)
+    _answer(at, DOTS_STEP, forgot_own_key)
+    assert at.warning and not at.error and not at.success
+    hint = at.warning[0].value
+    assert "own key" in hint  # the targeted hint
+    assert f"{right}" not in hint and f"{right:,}" not in hint  # never the answer
+    assert not any(f"{right:,}" in m.value for m in at.markdown)  # the worked answer is not shown yet
+    _answer(at, DOTS_STEP, forgot_own_key + 1)  # a second wrong answer: the worked answer
+    assert at.error and f"**{right:,}**" in at.error[0].value
+    assert any(f"**{right:,}**" in m.value for m in at.markdown)  # the arithmetic
+    assert at.session_state["lesson_outcomes"][DOTS_STEP].result == "shown"
+
+
+def test_a_right_answer_after_a_hint_and_choices_are_judged(fresh_streamlit_caches, bundled):
     prompt_tokens = len(StepEngine(bundled).tokenize(lesson.LESSON_PROMPT))  # the real tokenizer decides
     at = _lesson(step=2)  # "after the prefill, how many rows does layer 0 hold?"
-    at.number_input(key="lesson_answer_2").set_value(prompt_tokens).run()
-    at.button(key="lesson_check_2").click().run()
+    _answer(at, 2, prompt_tokens - 1)  # counted positions from 1
+    assert at.warning and "Positions start at 0" in at.warning[0].value
+    _answer(at, 2, prompt_tokens)
     assert at.success and f"**{prompt_tokens}**" in at.success[0].value
-    at.number_input(key="lesson_answer_2").set_value(prompt_tokens + 1).run()
-    at.button(key="lesson_check_2").click().run()
-    assert at.error and not at.success
-    at = _lesson(step=3)  # after 10 more steps: prompt + 10 rows
-    at.number_input(key="lesson_answer_3").set_value(prompt_tokens + 10).run()
-    at.button(key="lesson_check_3").click().run()
-    assert at.success
-
-
-def test_a_choice_and_a_memory_answer_are_judged(fresh_streamlit_caches):
+    assert at.session_state["lesson_outcomes"][2].result == "after a hint"
     at = _lesson(step=4)  # why no Q cache
-    at.radio(key="lesson_answer_4").set_value(lesson.NO_Q).run()
-    at.button(key="lesson_check_4").click().run()
-    assert at.success
-    at.radio(key="lesson_answer_4").set_value("Their Q, K and V").run()
-    at.button(key="lesson_check_4").click().run()
-    assert at.error
+    _answer(at, 4, lesson.NO_Q)
+    assert at.success and at.session_state["lesson_outcomes"][4].result == "first try"
+
+
+def test_byte_answers_are_accepted_in_the_students_unit(fresh_streamlit_caches):
     exact = memory.kv_bytes(get_preset("gpt2").kv, 1000)  # 73,728,000 B: 2 x 12 x 12 x 64 x 4 x 1000
     assert exact == 2 * 12 * 12 * 64 * 4 * 1000
-    n = 1 + [s.ask for s in lesson.STEPS].index(lesson._bytes_at_1000)  # the memory step
-    at = _lesson(step=n)
-    at.number_input(key=f"lesson_answer_{n}").set_value(exact * 1.005).run()  # "within 1%"
-    at.button(key=f"lesson_check_{n}").click().run()
-    assert at.success
-    at.number_input(key=f"lesson_answer_{n}").set_value(exact // 2).run()  # the fp16 answer: wrong for fp32
-    at.button(key=f"lesson_check_{n}").click().run()
+    for value, unit in ((70.31, "MiB"), (73.7, "MB"), (exact, "B"), (0.0737, "GB"), (72000, "KiB")):
+        at = _lesson(step=BYTES_STEP)
+        _answer(at, BYTES_STEP, value, unit)
+        assert at.success, (value, unit)
+    at = _lesson(step=BYTES_STEP)
+    _answer(at, BYTES_STEP, 70.31, "MB")  # the MiB number read as decimal MB: 4.6% off, outside 1%
+    assert at.warning and not at.success
+    _answer(at, BYTES_STEP, exact / 2, "B")  # the fp16 (or K-only) answer: wrong for fp32
     assert at.error
+
+
+def test_the_ending_scores_the_answers_and_starts_again(fresh_streamlit_caches, bundled):
+    prompt_tokens = len(StepEngine(bundled).tokenize(lesson.LESSON_PROMPT))
+    at = _lesson(step=2)
+    _answer(at, 2, prompt_tokens)  # right at the first try
+    at.button(key="lesson_next").click().run()
+    _answer(at, 3, 1)  # wrong, then shown
+    at.button(key="lesson_show_3").click().run()
+    at.query_params["step"] = str(N + 1)
+    at.session_state["step"] = N + 1
+    at.run()
+    assert not at.exception
+    assert at.metric[0].value == f"1 of {N}" and at.metric[1].value == "1" and at.metric[2].value == "1"
+    table = at.table[0].value
+    assert list(table["result"][:3]) == ["not answered", "first try", "shown"]
+    assert str(table["your answer"][1]) == f"{prompt_tokens:g}"
+    at.button(key="lesson_restart").click().run()
+    assert at.session_state["step"] == 1 and at.session_state["lesson_outcomes"] == {}
+
+
+def test_class_mode_asks_without_typing_and_reveals_with_one_click(fresh_streamlit_caches):
+    at = _lesson(step=4, class_mode=True)
+    assert not at.radio and not at.number_input  # nothing to type
+    assert any(lesson.NO_Q in m.value for m in at.markdown)  # the choices are on the screen, lettered
+    assert not at.success
+    at.button(key="lesson_reveal_btn_4").click().run()
+    assert at.success and lesson.NO_Q in at.success[0].value
 
 
 @pytest.mark.parametrize("number", [1, 6, 12])
@@ -95,3 +153,58 @@ def test_check_judges_numbers_within_tolerance_and_choices_exactly():
     assert lesson.check(q, 60) and lesson.check(q, 90) and not lesson.check(q, 50) and not lesson.check(q, None)
     c = lesson.Question("?", "b", "", choices=("a", "b"))
     assert lesson.check(c, "b") and not lesson.check(c, "a")
+    b = lesson.Question("?", 73_728_000, "", rel_tolerance=0.01, unit="bytes")
+    assert lesson.check(b, 70.31, "MiB") and lesson.check(b, 73.7, "MB") and not lesson.check(b, 70.31, "MB")
+
+
+def test_no_title_footer_or_hint_gives_the_answer_away(bundled):
+    engine = StepEngine(bundled)
+    for number, step in enumerate(lesson.STEPS, start=1):
+        q = step.ask(engine)
+        numbers = [] if q.is_choice else [f"{q.answer:,}", f"{q.answer}"]
+        for text in (step.title, step.teach, q.hint, *(why for _, why in q.traps)):
+            assert not any(n in text for n in numbers), (number, text)
+        if q.is_choice:
+            assert q.answer not in step.title
+        for pic in q.pictures:  # a figure shown before the question must not carry the answer's number
+            assert pic.after or str(q.answer) not in pic.caption
+    assert str(bundled.info.head_dim) not in bundled.info.label.split(" (")[0]  # the footer shows the title only
+
+
+def test_whole_run_notation_matches_the_numbers_shown(bundled):
+    from kvviz import ops
+
+    q = lesson._quadratic(StepEngine(bundled))
+    shape = ops.ModelShape.from_info(bundled.info)
+    heads, t = shape.n_layer * shape.n_head, 16 + 200 - 1
+    cached, uncached = ops.generation_totals(shape, 16, 200)
+    assert cached.attention_dot_products == heads * t * (t + 1) // 2  # the formula the question states
+    assert f"{heads * t * (t + 1) // 2:,}" in q.arithmetic
+    assert lesson.check(q, (t + 2) / 3) and lesson.check(q, t / 3)  # the derived rule is accepted
+    assert not lesson.check(q, (t + 1) / 2)  # extrapolating the last step's ratio is not
+    assert "last step" in lesson.hint(q, (t + 1) / 2)
+
+
+def test_full_page_links_carry_the_lessons_state(fresh_streamlit_caches, bundled):
+    """Step 5's link opens Attention patterns at the copying head the lesson names; step 2's opens the step page
+    replaying the lesson's own prompt."""
+    engine = StepEngine(bundled)
+    copying = lesson._copying_head(engine)
+    layer, head = copying.page_query["pat_layer"], copying.page_query["pat_head"]
+    assert f"Layer {layer}, head {head}" in copying.text
+    at = AppTest.from_file(str(REPO / "pages/attention_patterns.py"), default_timeout=APP_TIMEOUT_S)
+    for key, value in copying.page_query.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    assert at.session_state["pat_source"] == lesson.PATTERNS_PRESET
+    assert (str(at.session_state["pat_layer"]), str(at.session_state["pat_head"])) == (layer, head)
+
+    prefill = lesson._prefill_rows(engine)
+    at = AppTest.from_file(str(REPO / "pages/step_through.py"), default_timeout=APP_TIMEOUT_S)
+    for key, value in prefill.page_query.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    stage = at.session_state["step_engine"]
+    assert stage.prompt_text == lesson.LESSON_PROMPT and stage.cache_len == prefill.answer

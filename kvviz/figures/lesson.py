@@ -1,0 +1,226 @@
+"""Figures for the guided lesson: one per step, drawn from the plain numbers a kvviz.lesson.Picture carries
+(measured on the live model or computed by kvviz's arithmetic). No Streamlit, no torch.
+
+`lesson_figure(picture, font_px)`: font_px 16 for a laptop, 22 for presenter-style large type; every text on the
+figure (ticks, labels, annotations) is drawn at that size, and each figure fits a 1280x720 screen's column.
+Colours read on light and dark backgrounds (and on paper: the handout draws them on white).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from kvviz.lesson import Picture
+
+ORANGE, BLUE, GREY, GREEN = "#e8590c", "#1c7ed6", "#868e96", "#2b8a3e"
+HEATMAP_SCALE = "RdBu_r"
+GQA_COLORS = ["#1c7ed6", "#e8590c", "#2b8a3e", "#ae3ec9", "#f59f00", "#0c8599", "#c92a2a", "#5c7cfa"]
+
+
+def token_label(text: str) -> str:
+    """A token as students can read it: a leading space as ·, a newline as ⏎."""
+    return text.replace("\n", "⏎").replace(" ", "·") or "∅"
+
+
+def _layout(fig: go.Figure, font_px: int, height_px: int) -> go.Figure:
+    fig.update_xaxes(tickfont_size=font_px, title_font_size=font_px, automargin=True)
+    fig.update_yaxes(tickfont_size=font_px, title_font_size=font_px, automargin=True)
+    fig.update_annotations(font_size=font_px)
+    fig.update_layout(font={"size": font_px}, hoverlabel={"font_size": font_px}, height=height_px,
+                      margin={"l": 10, "r": 10, "t": font_px + 16, "b": 10}, showlegend=False)
+    return fig
+
+
+def _kv_rows(d: dict[str, Any], font_px: int) -> go.Figure:
+    fig = make_subplots(1, 2, subplot_titles=("K rows (keys)", "V rows (values)"), horizontal_spacing=0.04,
+                        shared_yaxes=True)
+    for col, name in ((1, "keys"), (2, "values")):
+        z = np.array(d[name])
+        fig.add_trace(go.Heatmap(z=z, colorscale=HEATMAP_SCALE, zmid=0, showscale=False,
+                                 hovertemplate="row %{y}, number %{x}: %{z:.3f}<extra></extra>"), 1, col)
+        fig.update_xaxes(title_text="position in the row", row=1, col=col, showticklabels=False)
+    rows = d["rows"]
+    fig.update_yaxes(tickmode="array", tickvals=list(range(len(rows))),
+                     ticktext=[f"{i} {token_label(t)}" for i, t in enumerate(rows)],
+                     autorange="reversed", row=1, col=1)
+    return _layout(fig, font_px, 120 + 48 * len(rows))
+
+
+def _tokens(d: dict[str, Any], font_px: int) -> go.Figure:
+    texts, newest = d["texts"], d.get("newest")
+    per_row = 9 if len(texts) <= 18 else 11  # two rows for the lesson's prompts
+    n_rows = -(-len(texts) // per_row)
+    fig = go.Figure()
+    shapes, notes = [], []
+    for i, text in enumerate(texts):
+        x, y = i % per_row, -(i // per_row)
+        is_new = i == newest
+        shapes.append({"type": "rect", "x0": x - 0.46, "x1": x + 0.46, "y0": y - 0.3, "y1": y + 0.22,
+                       "line": {"color": ORANGE if is_new else BLUE, "width": 4 if is_new else 2},
+                       "fillcolor": "rgba(232,89,12,0.18)" if is_new else "rgba(28,126,214,0.12)"})
+        notes.append({"x": x, "y": y - 0.04, "text": token_label(text), "showarrow": False,
+                      "font": {"size": font_px + 2, **({"color": ORANGE} if is_new else {})}})
+        notes.append({"x": x, "y": y + 0.36, "text": f"<b>{i}</b>", "showarrow": False,
+                      "font": {"size": font_px, "color": GREY}})
+    fig.update_layout(shapes=shapes, annotations=notes)
+    fig.update_xaxes(visible=False, range=[-0.55, per_row - 0.45])
+    fig.update_yaxes(visible=False, range=[-(n_rows - 1) - 0.45, 0.6])
+    return _layout(fig, font_px, 40 + (2 * font_px + 44) * n_rows)
+
+
+def _rows_per_layer(d: dict[str, Any], font_px: int) -> go.Figure:
+    layers = [f"layer {i}" for i in range(len(d["before"]))]
+    fig = go.Figure([
+        go.Bar(x=layers, y=d["before"], name="after the prefill", marker_color=BLUE, text=d["before"],
+               textposition="inside"),
+        go.Bar(x=layers, y=d["after"], name=f"after {d['steps']} steps", marker_color=ORANGE, text=d["after"],
+               textposition="inside"),
+    ])
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(title_text="rows in the K cache")
+    _layout(fig, font_px, 300)
+    fig.update_layout(showlegend=True, legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0})
+    return fig
+
+
+def _attention_row(d: dict[str, Any], font_px: int) -> go.Figure:
+    weights, texts, mark = d["weights"], d["texts"], d.get("highlight")
+    colors = [ORANGE if i == mark else (GREEN if i == len(weights) - 1 else BLUE) for i in range(len(weights))]
+    labels = [f"{i} {token_label(t)}" for i, t in enumerate(texts)]
+    fig = go.Figure(go.Bar(x=list(range(len(weights))), y=weights, marker_color=colors,
+                           hovertemplate="row %{x}: %{y:.1%}<extra></extra>"))
+    stride = max(1, -(-len(labels) // 16))
+    keep = [i for i in range(len(labels)) if (len(labels) - 1 - i) % stride == 0 or i == mark]
+    fig.update_xaxes(tickmode="array", tickvals=keep, ticktext=[labels[i] for i in keep], tickangle=-60,
+                     title_text="cached row (position, token); green = the new token's own")
+    fig.update_yaxes(title_text="attention weight", tickformat=".0%", rangemode="tozero")
+    return _layout(fig, font_px, 340 + 2 * font_px)
+
+
+def _differences(d: dict[str, Any], font_px: int) -> go.Figure:
+    names = ["K rows", "V rows", "logits", "top-2 logit gap"]
+    values = [max(d[k], 1e-12) for k in ("key", "value", "logit")] + [d["gap"]]
+    fig = go.Figure(go.Bar(y=names, x=values, orientation="h", marker_color=[BLUE, BLUE, BLUE, ORANGE],
+                           text=[f"{v:.1e}" if v < 0.01 else f"{v:.2f}" for v in values], textposition="outside",
+                           cliponaxis=False))
+    fig.update_xaxes(type="log", title_text="largest difference, cached vs recomputed (log scale)",
+                     range=[np.log10(min(values)) - 1, np.log10(max(values)) + 1.5], exponentformat="power")
+    fig.update_yaxes(autorange="reversed")
+    return _layout(fig, font_px, 280)
+
+
+def _triangle(d: dict[str, Any], font_px: int) -> go.Figure:
+    seq = d["seq"]
+    z = np.full((seq, seq), np.nan)
+    for q in range(seq):
+        z[q, : q + 1] = 1.0 if q == seq - 1 else 0.35
+    z[seq - 1, seq - 1] = 1.3  # the new token's own key
+    fig = go.Figure(go.Heatmap(z=z, x=list(range(seq)), y=list(range(seq)), showscale=False, xgap=1, ygap=1,
+                               colorscale=[[0, "#a5c8ec"], [0.7, ORANGE], [1, "#8a2e00"]], zmin=0.35, zmax=1.3,
+                               hovertemplate="query %{y} x key %{x}<extra></extra>"))
+    fig.add_shape(type="rect", x0=-0.5, x1=seq - 0.5, y0=seq - 1.5, y1=seq - 0.5, line={"color": ORANGE, "width": 3})
+    fig.add_annotation(x=seq - 1, y=seq - 1.5, text="its own key", ax=-2 * font_px, ay=-6 * font_px, showarrow=True,
+                       arrowcolor=ORANGE, arrowwidth=2, font={"color": ORANGE}, yanchor="bottom")
+    step = max(1, seq // 8)
+    fig.update_xaxes(title_text="key position", dtick=step, constrain="domain")
+    fig.update_yaxes(title_text="query position", dtick=step, autorange="reversed", scaleanchor="x")
+    return _layout(fig, font_px, 400)
+
+
+def _per_step(d: dict[str, Any], font_px: int) -> go.Figure:
+    t = np.arange(1, d["t"] + 1)
+    fig = go.Figure([go.Bar(x=t, y=t * (t + 1) // 2, name="without the cache: t(t+1)/2", marker_color=GREY),
+                     go.Bar(x=t, y=t, name="with the cache: t", marker_color=ORANGE)])
+    fig.update_layout(barmode="overlay")
+    fig.update_xaxes(title_text="length t of the pass (tokens read)")
+    fig.update_yaxes(title_text="dot products per head")
+    _layout(fig, font_px, 320)
+    fig.update_layout(showlegend=True, legend={"x": 0.01, "y": 0.98})
+    return fig
+
+
+def _bytes(d: dict[str, Any], font_px: int) -> go.Figure:
+    mib = [b / 2**20 for b in d["bytes"]]
+    colors = [ORANGE if i == len(mib) - 1 else BLUE for i in range(len(mib))]
+    fig = go.Figure(go.Bar(x=[f"{n:,} tokens" for n in d["tokens"]], y=mib, marker_color=colors,
+                           text=[f"{v:.2f} MiB" for v in mib], textposition="outside", cliponaxis=False))
+    fig.update_yaxes(title_text="KV cache (MiB, 1 MiB = 2^20 B)", range=[0, max(mib) * 1.25])
+    return _layout(fig, font_px, 320)
+
+
+def _gqa(d: dict[str, Any], font_px: int) -> go.Figure:
+    n_head, n_kv = d["n_head"], d["n_kv_heads"]
+    group = n_head // n_kv
+    per_row = 16 if n_head > 16 else n_head
+    fig = go.Figure()
+    shapes, notes = [], []
+    for q in range(n_head):
+        x, y = q % per_row, -2 * (q // per_row)  # two units per row: the K/V labels sit in between
+        color = GQA_COLORS[(q // group) % len(GQA_COLORS)]
+        shapes.append({"type": "rect", "x0": x - 0.42, "x1": x + 0.42, "y0": y - 0.4, "y1": y + 0.4,
+                       "fillcolor": color, "line": {"width": 0}, "opacity": 0.85})
+        notes.append({"x": x, "y": y, "text": f"q{q}", "showarrow": False,
+                      "font": {"color": "white", "size": font_px - 2}})
+    rows = -(-n_head // per_row)
+    for kv in range(n_kv):
+        x = (kv * group + (group - 1) / 2) % per_row
+        y = -2 * ((kv * group) // per_row) - 0.85
+        notes.append({"x": x, "y": y, "text": f"K/V {kv}", "showarrow": False,
+                      "font": {"color": GQA_COLORS[kv % len(GQA_COLORS)]}})
+    fig.update_layout(shapes=shapes, annotations=notes)
+    fig.update_xaxes(visible=False, range=[-0.6, per_row - 0.4])
+    fig.update_yaxes(visible=False, range=[-2 * (rows - 1) - 1.2, 0.55])
+    return _layout(fig, font_px, 40 + rows * (4 * font_px + 44))
+
+
+def _timings(d: dict[str, Any], font_px: int) -> go.Figure:
+    fig = go.Figure()
+    for name, runs, color in (("cached step", d["cached"], ORANGE), ("uncached pass", d["uncached"], GREY)):
+        median = runs[len(runs) // 2]
+        label = f"{name}<br>median {median:.2f} ms"
+        fig.add_trace(go.Bar(y=[label], x=[median], orientation="h", marker_color=color, opacity=0.45))
+        fig.add_trace(go.Scatter(y=[label] * len(runs), x=runs, mode="markers",
+                                 marker={"color": color, "size": 11, "line": {"width": 1, "color": "white"}},
+                                 hovertemplate="%{x:.2f} ms<extra></extra>"))
+    top = max(d["uncached"] + d["cached"])
+    fig.update_xaxes(title_text="milliseconds per forward pass (each dot is one run)", range=[0, top * 1.1])
+    return _layout(fig, font_px, 240)
+
+
+def _blocks(d: dict[str, Any], font_px: int, per_row: int = 16) -> go.Figure:
+    blocks, block, tokens = d["blocks"], d["block"], d["tokens"]
+    rows = -(-blocks // per_row)
+    fig = go.Figure()
+    shapes = []
+    for b in range(blocks):
+        used = min(block, tokens - b * block)
+        x, y = b % per_row, -(b // per_row)
+        shapes.append({"type": "rect", "x0": x - 0.45, "x1": x + 0.45, "y0": y - 0.4, "y1": y + 0.4,
+                       "line": {"color": BLUE, "width": 1}})
+        shapes.append({"type": "rect", "x0": x - 0.45, "x1": x - 0.45 + 0.9 * used / block, "y0": y - 0.4,
+                       "y1": y + 0.4, "fillcolor": ORANGE if used < block else BLUE, "line": {"width": 0},
+                       "opacity": 0.8})
+    fig.update_layout(shapes=shapes)
+    last = blocks - 1
+    fig.add_annotation(x=last % per_row, y=-(last // per_row) - 0.4, text=f"last block: {tokens - last * block} of "
+                       f"{block} slots used", showarrow=True, ay=2 * font_px, ax=-3 * font_px, font={"color": ORANGE},
+                       arrowcolor=ORANGE)
+    fig.update_xaxes(visible=False, range=[-0.6, per_row - 0.4])
+    fig.update_yaxes(visible=False, range=[-(rows - 1) - 1.6, 0.55])
+    return _layout(fig, font_px, 60 + rows * (font_px + 26) + 3 * font_px)
+
+
+_DRAW: dict[str, Callable[[dict[str, Any], int], go.Figure]] = {
+    "kv_rows": _kv_rows, "tokens": _tokens, "rows_per_layer": _rows_per_layer, "attention_row": _attention_row,
+    "differences": _differences, "triangle": _triangle, "per_step": _per_step, "bytes": _bytes, "gqa": _gqa,
+    "timings": _timings, "blocks": _blocks,
+}
+
+
+def lesson_figure(picture: Picture, font_px: int = 16) -> go.Figure:
+    """The step's figure at font_px (16 laptop, 22 presenter-style large type)."""
+    return _DRAW[picture.kind](picture.data, font_px)

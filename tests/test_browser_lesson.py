@@ -1,0 +1,115 @@
+"""The lesson in a real browser (headless Debian Chromium) at 1280x720, light and dark: every step shows a figure
+(after "Show me" for the figures that would give the answer away), nothing is cut off horizontally (no page-wide
+scroll, every chart and button inside the 1280 px width), class mode's one-click reveal, and the handout downloads
+and renders (one section per step, its figures drawn by plotly.js). Screenshots of every step are saved under
+test-artifacts/lesson/ (or $KVVIZ_ARTIFACTS) to be looked at.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from kvviz import lesson
+from test_browser import CHROMIUM, CHROMIUM_ARGS, _assert_no_errors, _wait_idle, app_url  # noqa: F401
+
+pytestmark = pytest.mark.browser
+ARTIFACTS = Path(os.environ.get("KVVIZ_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts")) / "lesson"
+N = len(lesson.STEPS)
+
+# Elements wider than the viewport, or whose right edge lies past it (a chart, a button, a table, a text block).
+CUT_JS = """(w) => {
+  const out = [];
+  if (document.documentElement.scrollWidth > w + 1) out.push('page scrolls sideways: ' + document.documentElement.scrollWidth);
+  for (const e of document.querySelectorAll('.js-plotly-plot, [data-testid="stButton"], [data-testid="stMarkdownContainer"], [data-testid="stDataFrame"], [data-testid="stPageLink"]')) {
+    const r = e.getBoundingClientRect();
+    if (r.width > 0 && r.right > w + 1) out.push(e.className || e.dataset.testid);
+  }
+  return out;
+}"""
+
+
+def _settled(tab) -> None:
+    """The rerun finished and no element is left over from the previous step (Streamlit marks those stale)."""
+    _wait_idle(tab)
+    tab.wait_for_function("() => !document.querySelector('[data-stale=\"true\"]')", timeout=60_000)
+
+
+def _open(browser, url: str, scheme: str):
+    context = browser.new_context(viewport={"width": 1280, "height": 720}, color_scheme=scheme, accept_downloads=True)
+    tab = context.new_page()
+    tab.set_default_timeout(120_000)
+    tab.goto(url)
+    tab.wait_for_selector("h1")
+    _wait_idle(tab)
+    return tab
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_every_step_has_a_figure_and_nothing_is_cut_at_1280x720(app_url, scheme):  # noqa: F811
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        tab = _open(browser, f"{app_url}/lesson?step=1", scheme)
+        for number in range(1, N + 1):
+            tab.get_by_text(f"Step {number} of {N}").first.wait_for()
+            _settled(tab)
+            tab.screenshot(path=str(ARTIFACTS / f"step{number:02d}_{scheme}_asked.png"))
+            tab.get_by_role("button", name="Show me").click()
+            tab.get_by_text("The computed answer is").first.wait_for()
+            _settled(tab)
+            charts = tab.locator('[data-testid="stPlotlyChart"]')
+            charts.first.wait_for(timeout=60_000)  # every step has a figure once its answer is shown
+            charts.last.scroll_into_view_if_needed()
+            tab.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)  # drawn by plotly.js
+            tab.wait_for_timeout(300)
+            _assert_no_errors(tab)
+            assert tab.evaluate(CUT_JS, 1280) == [], f"step {number}: cut at 1280 px"
+            tab.screenshot(path=str(ARTIFACTS / f"step{number:02d}_{scheme}_figure.png"))  # as the room sees it
+            tab.locator('[data-testid="stMainBlockContainer"]').screenshot(
+                path=str(ARTIFACTS / f"step{number:02d}_{scheme}_whole.png"))
+            tab.get_by_role("button", name="Next").click()
+        tab.get_by_text("What you learned").wait_for()
+        _wait_idle(tab)
+        assert tab.evaluate(CUT_JS, 1280) == []
+        tab.locator('[data-testid="stMainBlockContainer"]').screenshot(path=str(ARTIFACTS / f"end_{scheme}.png"))
+        browser.close()
+
+
+def test_class_mode_reveals_with_one_click_and_the_handout_downloads_and_renders(app_url, tmp_path):  # noqa: F811
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        tab = _open(browser, f"{app_url}/lesson?step=7&lesson_class=true", "light")
+        assert tab.locator('[data-testid="stNumberInput"]').count() == 0  # nothing to type
+        tab.screenshot(path=str(ARTIFACTS / "class_step07_asked.png"))
+        tab.get_by_role("button", name="Reveal the answer").click()
+        tab.get_by_text("Answer:").first.wait_for()
+        _wait_idle(tab)
+        assert tab.evaluate(CUT_JS, 1280) == []
+        tab.locator('[data-testid="stMainBlockContainer"]').screenshot(
+            path=str(ARTIFACTS / "class_step07_revealed.png"))
+
+        tab.get_by_role("button", name="Handout").click()
+        with tab.expect_download(timeout=300_000) as info:
+            tab.get_by_role("button", name="Download the handout (HTML)").click()
+        saved = tmp_path / "handout.html"
+        info.value.save_as(saved)
+        doc = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+        doc.goto(saved.as_uri())
+        doc.wait_for_selector(".js-plotly-plot")
+        doc.wait_for_timeout(1000)
+        assert doc.locator("section.step").count() == N
+        assert doc.locator("section.step .js-plotly-plot").count() >= N  # every step's figure drawn
+        assert doc.locator(".answer").count() == N
+        doc.screenshot(path=str(ARTIFACTS / "handout_top.png"))
+        pdf = doc.pdf()  # Chromium's own print rendering (Letter): one page per step, nothing spills over
+        (ARTIFACTS / "handout.pdf").write_bytes(pdf)
+        assert len(re.findall(rb"/Type\s*/Page[^s]", pdf)) == N
+        browser.close()

@@ -1,0 +1,64 @@
+"""The glossary and the teacher's guide: every term the lesson uses is defined, the pages render and are in the
+navigation, filtering works, the plans add up to their minutes and open real pages, and the README's teacher
+section sits near the top and agrees with kvviz.teaching."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from conftest import APP_TIMEOUT_S
+from kvviz import glossary, lesson, teaching
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_term_the_lesson_uses_is_in_the_glossary_and_links_a_real_page():
+    for step in lesson.STEPS:
+        assert step.terms
+        for word in step.terms:
+            term = glossary.find(word)
+            assert term is not None, word
+            assert term.definition in glossary.help_text(word)
+    for term in glossary.TERMS:
+        assert not term.see or (ROOT / term.see).is_file(), term.see
+    names = [t.name for t in glossary.TERMS]
+    assert len(set(names)) == len(names)
+    for wanted in ("KV cache", "Prefill", "Decode step", "head_dim", "Induction head", "MHA, GQA, MQA", "MLA",
+                   "Dot product", "FLOP", "GEMV, GEMM", "Roofline", "Arithmetic intensity", "Paged blocks"):
+        assert wanted in names, wanted
+
+
+def test_glossary_page_is_in_the_navigation_and_filters(fresh_streamlit_caches):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT_S)
+    at.run()
+    at.switch_page("pages/glossary.py").run()
+    assert not at.exception and at.title[0].value == "Glossary"
+    assert [h.value for h in at.subheader] == [t.name for t in glossary.TERMS]
+    at.text_input(key="term").set_value("GQA").run()
+    expected = [t.name for t in glossary.TERMS if "gqa" in " ".join((t.name, t.definition, *t.also)).lower()]
+    assert "MHA, GQA, MQA" in expected and [h.value for h in at.subheader] == expected
+    at.text_input(key="term").set_value("zzzz").run()
+    assert not at.subheader and at.info
+
+
+def test_teachers_page_and_plans(fresh_streamlit_caches):
+    assert teaching.total_minutes(teaching.PLAN_30) == 30 and teaching.total_minutes(teaching.PLAN_45) == 45
+    for block in teaching.PLAN_30 + teaching.PLAN_45:
+        assert (ROOT / block.page).is_file() and block.show and block.ask and block.pitfall
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT_S)
+    at.run()
+    at.switch_page("pages/teachers.py").run()
+    assert not at.exception and at.title[0].value == "For teachers"
+    text = " ".join(m.value for m in at.markdown)
+    assert teaching.PLAN_45[3].show in text and "KVVIZ_SHARED=1" in text
+
+
+def test_readme_teacher_section_is_near_the_top():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    teachers, setup = readme.index("## For teachers"), readme.index("## Set-up")
+    assert teachers < setup and teachers < readme.index("## Teaching a large class")
+    section = readme[teachers:setup]
+    assert "30 minutes" in section and "45 minutes" in section and "lesson_class=true" in section
+    for block in teaching.PLAN_30 + teaching.PLAN_45:  # the full plans in the README are kvviz.teaching's
+        assert block.ask in section
