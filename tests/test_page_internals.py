@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
+from kvviz.bench_noise import Timing
 from kvviz.internals import records
 from kvviz.models import bundled_info
 
@@ -223,7 +224,8 @@ def test_a_timing_that_contradicts_the_lesson_is_labelled(monkeypatch):
     real = prefix.prefix_reuse
 
     def busy_machine(*args, **kwargs):  # the real run, with the timings a loaded machine once produced
-        return dataclasses.replace(real(*args, **kwargs), fresh_ms=9.0, reuse_ms=30.0, load_avg_1min=7.5)
+        return dataclasses.replace(real(*args, **kwargs), fresh=Timing((8.8, 9.0, 9.1), 7.5),
+                                   reuse=Timing((29.0, 30.0, 31.0), 7.5))
 
     monkeypatch.setattr(prefix, "prefix_reuse", busy_machine)
     at = _app("prefix")
@@ -234,4 +236,30 @@ def test_a_timing_that_contradicts_the_lesson_is_labelled(monkeypatch):
     quiet = _app("prefix")
     quiet.button(key="int_prefix_run").click().run()
     r = quiet.session_state["int_prefix_result"][1]
-    assert ("busy machine" in " ".join(w.value for w in quiet.warning)) == (r.reuse_ms >= r.fresh_ms)
+    assert ("busy machine" in " ".join(w.value for w in quiet.warning)) == r.timing_contradicts_lesson
+    # beyond the noise a winner is named with both medians; inside it, one sentence says so and crowns nobody
+    said = _texts(quiet) + " ".join(x.value for x in quiet.info) + " ".join(x.value for x in quiet.success)
+    assert ("inside the noise" in said) == r.timing.inside_noise
+    assert f"{r.reuse_ms:.1f} ms" in said and "load" in said
+
+
+def test_prefix_timing_inside_the_noise_crowns_nobody(monkeypatch):
+    """Overlapping repeats: the page says "inside the noise" in one sentence, with no faster/slower delta."""
+    import dataclasses
+
+    from kvviz.internals import prefix
+
+    real = prefix.prefix_reuse
+
+    def noisy(*args, **kwargs):
+        return dataclasses.replace(real(*args, **kwargs), fresh=Timing((9.0, 9.9, 12.0), 2.0),
+                                   reuse=Timing((8.8, 10.1, 11.0), 2.0))
+
+    monkeypatch.setattr(prefix, "prefix_reuse", noisy)
+    at = _app("prefix")
+    at.button(key="int_prefix_run").click().run()
+    infos = " ".join(x.value for x in at.info)
+    assert "inside the noise" in infos and "1-min load 2.00" in infos
+    assert not at.warning and not at.success
+    tile = next(m for m in at.metric if m.label.startswith("Prefill with reuse"))
+    assert tile.delta is None

@@ -8,6 +8,7 @@ from typing import Sequence
 
 import plotly.graph_objects as go
 
+from kvviz.figures import readable
 from kvviz.ops import COMPONENT_LABELS, COMPONENTS, FLOPS_PER_OP, PassCounts
 
 CACHED_COLOR, UNCACHED_COLOR = "#1f77b4", "#d62728"
@@ -22,10 +23,21 @@ Point = tuple[int, PassCounts, PassCounts]  # (passes so far, cached cumulative,
 
 
 def _readable_axes(fig: go.Figure) -> go.Figure:
-    """Ticks as 6x10^11, never plotly's default '600B' (billion? bytes?); hover shows the exact integer."""
+    """Ticks as 6x10^11, never plotly's default '600B' (billion? bytes?); hover shows the exact integer; every
+    text at least the shared minimum size. A log axis draws its powers of ten only (no stacked 2..9 labels)."""
     fig.update_yaxes(exponentformat="power", separatethousands=True)
+    if fig.layout.yaxis.type == "log":
+        fig.update_yaxes(dtick=1)
     fig.update_traces(hovertemplate="%{x:,}: %{y:,}<extra>%{fullData.name}</extra>")
-    return fig
+    return readable(fig)
+
+
+def _scale_title(unit: str, log_y: bool) -> str:
+    """The axis says when it is logarithmic: a 100x saving must never look like 3x unannounced."""
+    return f"{unit} (log scale)" if log_y else unit
+
+
+_LEGEND = dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom")  # above the plot, under the title
 
 
 def _unit(flops: bool) -> tuple[int, str]:
@@ -44,8 +56,8 @@ def cumulative_figure(points: Sequence[Point], quantity: str = "total", flops: b
                     line=dict(color=CACHED_COLOR))
     fig.update_layout(
         title=f"{label}: cumulative {unit}", xaxis_title="forward passes so far (= new tokens generated)",
-        yaxis_title=unit, yaxis_type="log" if log_y else "linear", legend=dict(orientation="h", y=-0.25),
-        margin=dict(t=50, b=10), height=380,
+        yaxis_title=_scale_title(unit, log_y), yaxis_type="log" if log_y else "linear", legend=_LEGEND,
+        margin=dict(t=90, b=10), height=400,
     )
     return _readable_axes(fig)
 
@@ -59,12 +71,12 @@ def ratio_figure(points: Sequence[Point]) -> go.Figure:
         fig.add_scatter(x=ks, y=[get(u) / get(c) for _, c, u in points], name=label)
     fig.update_layout(
         title="Without cache / with cache (cumulative)", xaxis_title="forward passes so far",
-        yaxis_title="times more work", legend=dict(orientation="h", y=-0.25), margin=dict(t=50, b=10), height=380,
+        yaxis_title="times more work", legend=_LEGEND, margin=dict(t=90, b=10), height=400,
     )
-    return fig
+    return readable(fig)
 
 
-def breakdown_figure(cached: PassCounts, uncached: PassCounts, flops: bool = False, log_y: bool = True) -> go.Figure:
+def breakdown_figure(cached: PassCounts, uncached: PassCounts, flops: bool = False, log_y: bool = False) -> go.Figure:
     """Per-component totals, side by side: where does the cache save work, and where does it save nothing?"""
     scale, unit = _unit(flops)
     labels = [COMPONENT_LABELS[c] for c in COMPONENTS]
@@ -74,9 +86,8 @@ def breakdown_figure(cached: PassCounts, uncached: PassCounts, flops: bool = Fal
     fig.add_bar(x=labels, y=[scale * cached.ops(c) for c in COMPONENTS], name="with KV cache",
                 marker_color=CACHED_COLOR)
     fig.update_layout(
-        barmode="group", title=f"Whole generation, per component ({unit})", yaxis_title=unit,
-        yaxis_type="log" if log_y else "linear", legend=dict(orientation="h", y=-0.3), margin=dict(t=50, b=10),
-        height=400,
+        barmode="group", title=f"Whole generation, per component ({unit})", yaxis_title=_scale_title(unit, log_y),
+        yaxis_type="log" if log_y else "linear", legend=_LEGEND, margin=dict(t=90, b=10), height=440,
     )
     return _readable_axes(fig)
 
@@ -88,6 +99,6 @@ def per_step_figure(indices: Sequence[int], cached: Sequence[PassCounts], uncach
     fig.add_bar(x=list(indices), y=[c.total_ops for c in cached], name="with KV cache", marker_color=CACHED_COLOR)
     fig.update_layout(
         barmode="group", title="Ops per forward pass (1 = the prefill)", xaxis_title="pass",
-        yaxis_title="ops (multiply-adds)", legend=dict(orientation="h", y=-0.25), margin=dict(t=50, b=10), height=340,
+        yaxis_title="ops (multiply-adds)", legend=_LEGEND, margin=dict(t=90, b=10), height=380,
     )
     return _readable_axes(fig)
