@@ -234,7 +234,7 @@ def test_figures(tiny_result):
         for axis in (fig.layout.xaxis, fig.layout.yaxis):
             assert axis.tickfont.size >= MIN_TICK_FONT_PX
             if axis.type == "log":
-                assert "log" in f"{axis.title.text} {fig.layout.title.text}" and axis.dtick == 1
+                assert "log" in f"{axis.title.text} {fig.layout.title.text}" and len(axis.tickvals) >= 2
 
 
 def test_cli_json(capsys):

@@ -9,7 +9,7 @@ import pytest
 
 from kvviz import ops, ops_summary
 from kvviz.bench_noise import Comparison, Timing, inside_noise, time_pair
-from kvviz.figures import MAX_LEGEND_ENTRIES, MIN_TICK_FONT_PX, legend_entries, readable
+from kvviz.figures import MAX_LEGEND_ENTRIES, MIN_TICK_FONT_PX, legend_entries, log_ticks, readable
 from kvviz.figures import memory as mem_figs
 from kvviz.figures import ops as ops_figs
 from kvviz.presets import get_preset
@@ -30,6 +30,7 @@ def _assert_readable(fig: go.Figure) -> None:
         if axis.type == "log":
             said = f"{axis.title.text or ''} {fig.layout.title.text or ''}".lower()
             assert "log" in said, (axis.plotly_name, said)
+            assert len(axis.tickvals) >= 2  # explicit 1-2-5 ticks, never plotly's stacked minor digits
 
 
 # ----- the shared noise rule ----------------------------------------------------------------------------------
@@ -121,6 +122,9 @@ def test_memory_lines_stop_at_each_models_maximum_context():
     mistral = lines[2]  # the windowed line plateaus at its window, clearly above zero
     assert min(mistral.y[1:]) > 0 and mistral.y[-1] == pytest.approx(max(mistral.y))
     assert fig.layout.xaxis.exponentformat == "none"  # "20,000", never "0.2x10^5"
+    dots = [t for t in fig.data if t.mode == "markers"]
+    assert [d.marker.color for d in dots] == [t.line.color for t in lines]  # each end dot in its line's colour
+    assert [d.x[0] for d in dots] == [p.max_context for p in presets]
     marker = fig.layout.shapes[0]
     assert marker.line.color not in (None, "black", "#000000")  # visible on a dark theme too
 
@@ -134,3 +138,11 @@ def test_memory_line_without_a_known_maximum_runs_to_the_horizon():
 def test_readable_raises_small_fonts_to_the_minimum():
     fig = readable(go.Figure(go.Scatter(x=[1, 2], y=[3, 4])), font_px=9)
     assert fig.layout.xaxis.tickfont.size == MIN_TICK_FONT_PX and fig.layout.yaxis.tickfont.size == MIN_TICK_FONT_PX
+
+
+def test_log_ticks_are_few_full_numbers():
+    narrow = log_ticks([5.2, 18.0])  # less than a decade: 1-2-5 ticks inside, not a lonely "10"
+    assert narrow["tickvals"] == [5.0, 10.0, 20.0] and narrow["ticktext"] == ["5", "10", "20"]
+    wide = log_ticks([0.03, 2e5])  # many decades: powers of ten only
+    assert wide["tickvals"] == [10.0**k for k in range(-1, 6)] and "100,000" in wide["ticktext"]
+    assert len(log_ticks([1.0, 1.2])["tickvals"]) == 2

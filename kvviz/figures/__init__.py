@@ -10,6 +10,9 @@ the browser test (tests/test_browser_charts.py) reads the rendered SVG to check 
 """
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
+
 import plotly.graph_objects as go
 
 MIN_TICK_FONT_PX = 14  # shared with the step page's figures and the browser test: never below this
@@ -31,6 +34,30 @@ def readable(fig: go.Figure, font_px: int = MIN_TICK_FONT_PX) -> go.Figure:
         if "colorbar" in trace:
             trace.update(colorbar_tickfont_size=font_px)
     return fig
+
+
+def top_legend(entries: int, title_px: int = 50, row_px: int = 24) -> tuple[dict, int]:
+    """(legend, top margin px): a legend between the title and the plot, two entries per row (long names would
+    otherwise wrap one per row into the title), and the top margin that holds the title and those rows."""
+    rows = max(1, -(-entries // 2))
+    legend = dict(orientation="h", x=0, xanchor="left", y=1.02, yanchor="bottom", entrywidth=0.5,
+                  entrywidthmode="fraction", traceorder="normal")  # "normal": legend groups share rows
+    return legend, title_px + row_px * rows
+
+
+def log_ticks(values: Iterable[float]) -> dict:
+    """Axis settings for a readable log axis over `values`: ticks at 1, 2, 5 x 10^k (powers of ten only past three
+    decades), printed in full ("0.05", "20", "1,000"): never plotly's stacked minor digits nor one lonely tick."""
+    positive = [float(v) for v in values if v is not None and v > 0 and math.isfinite(v)]
+    if not positive:
+        return {"type": "log"}
+    lo, hi = min(positive), max(positive)
+    first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    steps = (1,) if last - first > 3 else (1, 2, 5)
+    ticks = [m * 10.0**k for k in range(first, last + 1) for m in steps if lo / 1.5 <= m * 10.0**k <= hi * 1.5]
+    if len(ticks) < 2:  # less than a factor of 2 between lo and hi: label both ends
+        ticks = sorted({lo, hi})
+    return {"type": "log", "tickvals": ticks, "ticktext": [f"{t:,.6g}" for t in ticks]}
 
 
 def legend_entries(fig: go.Figure) -> int:

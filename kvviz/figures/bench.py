@@ -19,7 +19,7 @@ from plotly.subplots import make_subplots
 from kvviz import roofline
 from kvviz.bench_records import BenchResult
 from kvviz.bench_tables import pass_points
-from kvviz.figures import MAX_LEGEND_ENTRIES, readable
+from kvviz.figures import MAX_LEGEND_ENTRIES, legend_entries, log_ticks, readable, top_legend
 
 COLORS = {
     "no_cache": "#d62728",
@@ -33,6 +33,7 @@ COLORS = {
 }
 KIND_COLORS = {"prefill": "#ff7f0e", "uncached": "#d62728", "cached decode": "#2ca02c",
                "cached decode, int8 weights": "#8c564b"}
+KIND_NAMES = {"cached decode, int8 weights": "decode, int8"}  # legend names that fit half a chart
 # Legend names: short enough that four fit a half-width chart at 14 px (the table keeps the long labels).
 SHORT_LABELS = {
     "no_cache": "no cache",
@@ -51,15 +52,19 @@ ROOF_COLOR = "#7f7f7f"
 COMPUTE_COLOR = "#e377c2"  # readable on light and dark themes
 
 
+def _all(fig: go.Figure, axis: str) -> list[float]:
+    return [float(v) for t in fig.data if getattr(t, axis) is not None for v in getattr(t, axis)]
+
+
 def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, log_y: bool = False) -> go.Figure:
+    legend, top = top_legend(legend_entries(fig))
     fig.update_layout(
-        title=dict(text=title, y=0.98, yanchor="top"), xaxis_title=x_title,
+        title=dict(text=title, y=0.99, yanchor="top"), xaxis_title=x_title,
         yaxis_title=f"{y_title} (log scale)" if log_y else y_title, yaxis_type="log" if log_y else "linear",
-        legend=dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom"), margin=dict(t=100, b=10),
-        height=440,
+        legend=legend, margin=dict(t=top, b=10), height=380 + top,
     )
     if log_y:
-        fig.update_yaxes(dtick=1)  # 1, 10, 100: never the stacked 2..9 minor labels
+        fig.update_yaxes(**log_ticks(_all(fig, "y")))  # 1, 2, 5, 10 ...: never stacked minor digits
     return readable(fig)
 
 
@@ -82,8 +87,8 @@ def latency_figure(result: BenchResult, log_y: bool = True, modes: Sequence[str]
         token_ms = mode.median_token_ms
         fig.add_scatter(x=np.arange(1, len(token_ms) + 1), y=token_ms, name=SHORT_LABELS.get(name, mode.label),
                         mode="lines", line=_line(mode.mode, mode.is_reference))
-    return _layout(fig, "Latency per generated token (median over rounds)",
-                   "generated token (1 = prefill pass)", "milliseconds", log_y)
+    return _layout(fig, "Latency per token (median of rounds)", "generated token (1 = prefill pass)",
+                   "milliseconds", log_y)
 
 
 def cumulative_figure(result: BenchResult, modes: Sequence[str] | None = None) -> go.Figure:
@@ -94,7 +99,7 @@ def cumulative_figure(result: BenchResult, modes: Sequence[str] | None = None) -
         cumulative_s = mode.median_time_to_k_ms() / 1000.0
         fig.add_scatter(x=np.arange(1, len(cumulative_s) + 1), y=cumulative_s, name=SHORT_LABELS.get(name, mode.label),
                         mode="lines", line=_line(mode.mode, mode.is_reference))
-    return _layout(fig, "Time to generate k tokens (median over rounds)", "tokens generated", "seconds")
+    return _layout(fig, "Time to generate k tokens (median)", "tokens generated", "seconds")
 
 
 def speedup_figure(result: BenchResult, modes: Sequence[str] | None = None) -> go.Figure:
@@ -108,7 +113,7 @@ def speedup_figure(result: BenchResult, modes: Sequence[str] | None = None) -> g
     ks, ratios = zip(*result.op_ratio)
     fig.add_scatter(x=list(ks), y=list(ratios), name="op-count ratio (theory)", mode="lines",
                     line=dict(color=ROOF_COLOR, dash="dash", width=3))
-    return _layout(fig, "Speed-up over no cache vs generated length", "tokens generated", "times faster", log_y=True)
+    return _layout(fig, "Speed-up over no cache", "tokens generated", "times faster", log_y=True)
 
 
 def _roof_traces(fig: go.Figure, roofs: roofline.Roofs, lo: float, hi: float) -> None:
@@ -125,7 +130,7 @@ def _roof_traces(fig: go.Figure, roofs: roofline.Roofs, lo: float, hi: float) ->
                        text=f"memory roof: {roofs.bandwidth_bytes_per_s / 1e9:.1f} GB/s x intensity", showarrow=False,
                        textangle=-30, yshift=18, font=dict(color=ROOF_COLOR))
     fig.add_annotation(x=np.log10(hi), y=np.log10(roofs.peak_flops / 1e9), xref="x", yref="y", xanchor="right",
-                       yanchor="bottom", showarrow=False, font=dict(color=COMPUTE_COLOR),
+                       yanchor="top", showarrow=False, font=dict(color=COMPUTE_COLOR),
                        text=f"compute roof: {roofs.peak_flops / 1e9:.0f} GFLOP/s")
 
 
@@ -144,7 +149,7 @@ def roofline_figure(result: BenchResult) -> go.Figure:
         chosen = [p for p in points if p.kind == kind]
         if chosen:
             fig.add_scatter(x=[p.intensity for p in chosen], y=[p.achieved_flops / 1e9 for p in chosen],
-                            mode="markers", name=kind, text=[p.label for p in chosen],
+                            mode="markers", name=KIND_NAMES.get(kind, kind), text=[p.label for p in chosen],
                             marker=dict(color=color, size=12), hovertemplate="%{text}<br>%{x:.2f} FLOP/byte, "
                             "%{y:.1f} GFLOP/s<extra></extra>")
     verdict = result.roofline_verdict("preallocated")
@@ -153,12 +158,12 @@ def roofline_figure(result: BenchResult) -> go.Figure:
     above = sum(p.achieved_flops > roofs.attainable_flops(p.intensity) * 1.05 for p in points)
     if above:
         note += f"; {above} pass(es) above a roof"
+    legend, top = top_legend(legend_entries(fig))
     fig.update_layout(
-        title=dict(text=f"Roofline (log-log), {result.machine.threads} thread(s): {note}", y=0.98, yanchor="top"),
-        xaxis=dict(title="arithmetic intensity, FLOP per byte (log scale)", type="log", dtick=1),
-        yaxis=dict(title="GFLOP/s achieved (log scale)", type="log", dtick=1),
-        legend=dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom"), margin=dict(t=100, b=10),
-        height=460,
+        title=dict(text=f"Roofline (log-log), {result.machine.threads} thread(s): {note}", y=0.99, yanchor="top"),
+        xaxis=dict(title="arithmetic intensity, FLOP per byte (log scale)", **log_ticks(_all(fig, "x"))),
+        yaxis=dict(title="GFLOP/s achieved (log scale)", **log_ticks(_all(fig, "y"))),
+        legend=legend, margin=dict(t=top, b=10), height=400 + top,
     )
     return readable(fig)
 
@@ -184,11 +189,12 @@ def batch_figure(sweep: roofline.BatchSweep) -> go.Figure:
     fig.add_bar(x=batches, y=[p.step.kv_bytes / 1e6 for p in sweep.points], name="K/V (every sequence its own)",
                 marker_color="#d62728", row=1, col=2)
     fig.update_layout(barmode="stack", height=480, margin=dict(t=110, b=10),
-                      legend=dict(orientation="h", x=0, xanchor="left", y=1.08, yanchor="bottom"),
+                      legend=dict(orientation="h", x=0, xanchor="left", y=1.12, yanchor="bottom"),
                       title=dict(text=f"Batched decode at context {sweep.context}: K/V reads overtake the weights "
                                       f"from batch {sweep.kv_overtakes_at_batch}", y=0.98, yanchor="top"))
     fig.update_xaxes(type="log", tickvals=batches, title_text="batch (log scale)", row=1, col=1)
-    fig.update_yaxes(type="log", dtick=1, title_text="tokens/s, all sequences (log scale)", row=1, col=1)
+    fig.update_yaxes(**log_ticks([p.tokens_per_s for p in sweep.points] + memory_ceiling + compute_ceiling),
+                     title_text="tokens/s, all sequences (log scale)", row=1, col=1)
     fig.update_xaxes(type="category", title_text="batch", row=1, col=2)
     fig.update_yaxes(title_text="MB per step", row=1, col=2)
     return readable(fig)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from kvviz.figures import readable
+from kvviz.figures import log_ticks, readable
 from kvviz.internals.layout import LayoutBench
 from kvviz.internals.records import (CrossAttnRun, PagingPlan, PrefixReuse, PresetLayers, QuantReport,
                                     SchemeAgreement, SpecRun, WindowRun)
@@ -211,7 +211,8 @@ def quant_error_figure(reports: Sequence[QuantReport]) -> go.Figure:
             y += [la.key_rel_rms, la.value_rel_rms]
         fig.add_bar(x=x, y=y, name=r.scheme, marker_color=SCHEME_COLORS.get(r.scheme))
     fig.update_layout(barmode="group")
-    fig.update_yaxes(type="log", title="relative RMS error")
+    fig.update_yaxes(title="relative RMS error (log scale)",
+                     **log_ticks(v for r in reports for la in r.layers for v in (la.key_rel_rms, la.value_rel_rms)))
     return _layout(fig, "Reconstruction error ||x - x̂|| / ||x|| per layer", 340)
 
 

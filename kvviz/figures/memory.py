@@ -9,8 +9,11 @@ from typing import Sequence
 import plotly.graph_objects as go
 
 from kvviz.capacity import PagedView
-from kvviz.figures import MARKER_COLOR, readable
+from kvviz.figures import MARKER_COLOR, readable, top_legend
 from kvviz.memory import KVBudget, KVConfig, binary_unit, kv_bytes, short_bytes
+
+
+LINE_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")  # never the marker's orange
 
 
 def context_grid(max_context: int, points: int = 120) -> list[int]:
@@ -37,14 +40,15 @@ def size_vs_context_figure(
     lines = [[kv_bytes(cfg, x, batch) for x in grid] for cfg, grid in zip(configs, grids)]
     unit, size = binary_unit(max(max(line) for line in lines))  # GiB for Llama at 8k, KiB for a toy model
     fig = go.Figure()
-    for cfg, grid, line, limit in zip(configs, grids, lines, limits):
+    for i, (cfg, grid, line, limit) in enumerate(zip(configs, grids, lines, limits)):
         stop = f", max {limit:,}" if limit is not None else ""
-        trace = fig.add_scatter(x=grid, y=[b / size for b in line], name=f"{cfg.name} ({cfg.attention_kind}{stop})",
-                                customdata=line, mode="lines", line=dict(width=3),
-                                hovertemplate="%{x:,} tokens: %{customdata:,} B<extra></extra>").data[-1]
+        color = LINE_COLORS[i % len(LINE_COLORS)]
+        fig.add_scatter(x=grid, y=[b / size for b in line], name=f"{cfg.name} ({cfg.attention_kind}{stop})",
+                        customdata=line, mode="lines", line=dict(width=3, color=color), legendgroup=f"{i}",
+                        hovertemplate="%{x:,} tokens: %{customdata:,} B<extra></extra>")
         if limit is not None and limit <= max_context:  # the end of the model's context: a dot, same colour
             fig.add_scatter(x=[grid[-1]], y=[line[-1] / size], mode="markers", showlegend=False, hoverinfo="skip",
-                            marker=dict(size=10, color=trace.line.color), legendgroup=cfg.name)
+                            marker=dict(size=11, color=color), legendgroup=f"{i}")
     # Plain thousands ("20,000"): never "0.2x10^5" on a token axis.
     fig.update_xaxes(exponentformat="none", separatethousands=True, rangemode="tozero", range=[0, max_context * 1.02])
     fig.update_yaxes(exponentformat="none", separatethousands=True, rangemode="tozero")
@@ -53,11 +57,12 @@ def size_vs_context_figure(
                       annotation_text=f"{mark_context:,} tokens", annotation_font_color=MARKER_COLOR)
     if budget_bytes is not None and budget_bytes > 0:
         fig.add_hline(y=budget_bytes / size, line_dash="dash", line_color="gray", annotation_text="memory left for the cache")
+    legend, top = top_legend(len(configs))
     fig.update_layout(
-        title=f"KV cache size vs context (batch {batch}); each line stops at the model's maximum context",
+        title=dict(text=f"KV cache size vs context (batch {batch}): each line stops at its model's maximum context",
+                   y=0.99, yanchor="top"),
         xaxis_title="context length (tokens)", yaxis_title=f"{unit} ({size:,} bytes)" if size > 1 else "bytes",
-        legend=dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom"), margin=dict(t=110, b=10),
-        height=460,
+        legend=legend, margin=dict(t=top, b=10), height=400 + top,
     )
     return readable(fig)
 
