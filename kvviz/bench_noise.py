@@ -122,6 +122,10 @@ class Comparison:
 
     def sentence(self) -> str:
         """One sentence for a class: a winner only when the data names one."""
+        text = self._sentence()
+        return text[:1].upper() + text[1:]
+
+    def _sentence(self) -> str:
         load = load_label(self.load_1min)
         if self.inside_noise:
             return (f"{self.a_name} ({self.a.median_ms:.1f} ms) and {self.b_name} ({self.b.median_ms:.1f} ms) "

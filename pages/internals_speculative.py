@@ -45,9 +45,9 @@ explain(
 verifier = ui.current_info()
 other = OTHER_BUNDLED.get(verifier.spec)
 drafts = ([other] if other is not None else []) + [SELF]
-labels = {SELF: "the verifier itself, sampled at a temperature"}
+labels = {SELF: "itself, sampled (temperature)"}
 if other is not None:
-    labels[other] = f"{models.BUNDLED_MODELS[other].title} (greedy)"
+    labels[other] = f"{models.BUNDLED_MODELS[other].title.replace('Tiny-Shakespeare ', '')} (greedy)"  # fits its box
 prompt = st.text_area("Prompt", DEFAULT_PROMPT, key="int_spec_prompt", height=110)
 c0, c1, c2, c3 = st.columns([3, 2, 2, 2])
 draft_choice = c0.selectbox("Draft model", drafts, format_func=labels.__getitem__, key="int_spec_draft",
