@@ -33,8 +33,9 @@ def main() -> None:
     from kvviz import models
     from kvviz.bench_noise import load_label
     from kvviz.internals import prefix, speculative
-    from pages.internals_prefix import DEFAULT_A, DEFAULT_B
-    from pages.internals_speculative import DEFAULT_PROMPT
+    from kvviz.internals.records import PREFIX_DEFAULT_A as DEFAULT_A
+    from kvviz.internals.records import PREFIX_DEFAULT_B as DEFAULT_B
+    from kvviz.internals.records import SPEC_DEFAULT_PROMPT as DEFAULT_PROMPT
 
     torch.set_num_threads(args.threads)
     gpt2, llama = models.load_bundled(), models.load_bundled(name=models.BUNDLED_GQA)

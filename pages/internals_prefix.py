@@ -7,17 +7,12 @@ import streamlit as st
 
 from kvviz import ui
 from kvviz.figures import internals as fig
+from kvviz.internals.records import PREFIX_DEFAULT_A as DEFAULT_A
+from kvviz.internals.records import PREFIX_DEFAULT_B as DEFAULT_B
 from kvviz.internals.records import PREFIX_TIMING_REPEATS, PrefixError, PrefixReuse
 from pages.internals_shared import PLOT, explain, run_queued
 
 RESULT_KEY = "int_prefix_result"  # (inputs, PrefixReuse) of this session's last measurement
-# A long shared opening (like a system prompt every request starts with) and two different endings: the case
-# prefix caching is for. Shakespeare's Romeo and Juliet, the Prologue (public domain), as the bundled model knows it.
-SHARED_OPENING = ("Two households, both alike in dignity,\nIn fair Verona, where we lay our scene,\nFrom ancient "
-                  "grudge break to new mutiny,\nWhere civil blood makes civil hands unclean.\nFrom forth the fatal "
-                  "loins of these two foes\nA pair of star-cross'd lovers take their life;\n\n")
-DEFAULT_A = SHARED_OPENING + "ROMEO:\nBut soft, what light through yonder window breaks?"
-DEFAULT_B = SHARED_OPENING + "JULIET:\nO Romeo, Romeo! wherefore art thou Romeo?"
 
 ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Prefix reuse")

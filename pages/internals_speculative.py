@@ -6,16 +6,12 @@ import streamlit as st
 
 from kvviz import models, ui
 from kvviz.figures import internals as fig
+from kvviz.internals.records import SPEC_DEFAULT_PROMPT as DEFAULT_PROMPT
 from kvviz.internals.records import (SPEC_MAX_K, SPEC_MAX_NEW, SPEC_MAX_TEMPERATURE, SPEC_MIN_TEMPERATURE, SpecRun,
                                     SpeculativeError)
 from kvviz.models import LoadedModel
 from pages.internals_shared import MODEL_HASH, PLOT, explain
 
-# The default pairing and prompt were measured (greedy, k = 4, 24 tokens): with the bundled GPT-2 verifying and
-# the bundled GQA Llama drafting, this prompt accepts 64% of the drafts and needs 8 verifier passes for 24
-# tokens: the repeated line is accepted in runs of four, the invented line after it is where the two disagree
-# and rows are cropped. The same model sampled at 0.7 accepted 9% on "ROMEO: But soft, what light".
-DEFAULT_PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\n\nJULIET:\nBut soft,"
 # A draft shares the verifier's tokenizer: the two bundled models do (same BPE, 2,048 ids).
 OTHER_BUNDLED = {models.BUNDLED: models.BUNDLED_GQA, models.BUNDLED_GQA: models.BUNDLED}
 SELF = "self"

@@ -50,6 +50,19 @@ QUANT_MIN_GROUP = 4
 AGREEMENT_MAX_PROMPTS = 8
 AGREEMENT_MAX_TOKENS = 32  # per prompt
 AGREEMENT_MAX_PROMPT_TOKENS = 128  # prompts x tokens per prompt: ~640 one-token passes, a few seconds on 2 cores
+# Default prompts (the pages' and bench/timed_comparisons.py's).
+# A long shared opening (like a system prompt every request starts with) and two different endings: the case
+# prefix caching is for. Shakespeare's Romeo and Juliet, the Prologue (public domain), as the bundled model knows it.
+PREFIX_SHARED_OPENING = ("Two households, both alike in dignity,\nIn fair Verona, where we lay our scene,\nFrom "
+                         "ancient grudge break to new mutiny,\nWhere civil blood makes civil hands unclean.\nFrom "
+                         "forth the fatal loins of these two foes\nA pair of star-cross'd lovers take their life;\n\n")
+PREFIX_DEFAULT_A = PREFIX_SHARED_OPENING + "ROMEO:\nBut soft, what light through yonder window breaks?"
+PREFIX_DEFAULT_B = PREFIX_SHARED_OPENING + "JULIET:\nO Romeo, Romeo! wherefore art thou Romeo?"
+# The default pairing and prompt were measured (greedy, k = 4, 24 tokens): with the bundled GPT-2 verifying and
+# the bundled GQA Llama drafting, this prompt accepts 64% of the drafts and needs 8 verifier passes for 24
+# tokens: the repeated line is accepted in runs of four, the invented line after it is where the two disagree
+# and rows are cropped. The same model sampled at 0.7 accepted 9% on "ROMEO: But soft, what light".
+SPEC_DEFAULT_PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\n\nJULIET:\nBut soft,"
 SPEC_MAX_K = 8
 SPEC_MAX_NEW = 64
 SPEC_MIN_TEMPERATURE, SPEC_MAX_TEMPERATURE = 0.05, 5.0
