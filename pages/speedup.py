@@ -96,7 +96,7 @@ def speedup_metric(col, label: str, result: BenchResult, name: str, over: str = 
     """A speed-up tile: the estimator, and "inside the noise" instead of a winner where the rounds overlap."""
     c = versus(result, name, over)
     col.metric(label, f"{result.speedup(name, over):.2f}x", "inside the noise" if c.inside_noise else None,
-               delta_color="off", help=f"Speed-up: {ESTIMATOR}. {c.sentence()}")
+               delta_color="off", delta_arrow="off", help=f"Speed-up: {ESTIMATOR}. {c.sentence()}")
 
 
 def render_results(result: BenchResult) -> None:
