@@ -49,8 +49,10 @@ def size_vs_context_figure(
         if limit is not None and limit <= max_context:  # the end of the model's context: a dot, same colour
             fig.add_scatter(x=[grid[-1]], y=[line[-1] / size], mode="markers", showlegend=False, hoverinfo="skip",
                             marker=dict(size=11, color=color), legendgroup=f"{i}")
-    # Plain thousands ("20,000"): never "0.2x10^5" on a token axis.
-    fig.update_xaxes(exponentformat="none", separatethousands=True, rangemode="tozero", range=[0, max_context * 1.02])
+    # Plain thousands ("20,000"): never "0.2x10^5" on a token axis; past ten million tokens (a what-if, no model
+    # has that context) powers of ten, never plotly's default "600B" (billion? bytes?).
+    fig.update_xaxes(exponentformat="none" if max_context < 10**7 else "power", separatethousands=True,
+                     rangemode="tozero", range=[0, max_context * 1.02])
     fig.update_yaxes(exponentformat="none", separatethousands=True, rangemode="tozero")
     if mark_context is not None:
         fig.add_vline(x=mark_context, line_dash="dot", line_color=MARKER_COLOR, line_width=2,
