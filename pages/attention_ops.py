@@ -141,7 +141,7 @@ def counter() -> None:
             st.plotly_chart(figs.ratio_figure(points), key="ops_chart_ratio", config=export("ops_ratio"))
     if tabs[2].open:
         with tabs[2]:
-            st.plotly_chart(figs.breakdown_figure(cached, uncached, flops, log_y=True), key="ops_chart_parts",
+            st.plotly_chart(figs.breakdown_figure(cached, uncached, flops, log_y), key="ops_chart_parts",
                             config=export("ops_per_component"))
             st.dataframe(pd.DataFrame([{
                 "component": ops.COMPONENT_LABELS[k], f"with cache ({unit})": f"{scale * cached.ops(k):,}",

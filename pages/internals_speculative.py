@@ -4,44 +4,67 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import ui
+from kvviz import models, ui
 from kvviz.figures import internals as fig
+from kvviz.internals.records import SPEC_DEFAULT_PROMPT as DEFAULT_PROMPT
 from kvviz.internals.records import (SPEC_MAX_K, SPEC_MAX_NEW, SPEC_MAX_TEMPERATURE, SPEC_MIN_TEMPERATURE, SpecRun,
                                     SpeculativeError)
 from kvviz.models import LoadedModel
 from pages.internals_shared import MODEL_HASH, PLOT, explain
 
+# A draft shares the verifier's tokenizer: the two bundled models do (same BPE, 2,048 ids).
+OTHER_BUNDLED = {models.BUNDLED: models.BUNDLED_GQA, models.BUNDLED_GQA: models.BUNDLED}
+SELF = "self"
+
 
 @st.cache_data(show_spinner="Drafting and verifying...", max_entries=16, hash_funcs=MODEL_HASH)
-def spec_run(loaded: LoadedModel, prompt: str, n_new: int, k: int, temperature: float) -> SpecRun:
+def spec_run(loaded: LoadedModel, prompt: str, n_new: int, k: int, temperature: float | None,
+             draft: LoadedModel | None) -> SpecRun:
     """Deterministic (fixed seed, no timing): safe to share between sessions."""
     from kvviz.internals import speculative  # torch: imported only when the model runs
 
-    return speculative.speculative_decode(loaded, prompt, n_new, k, temperature)
+    return speculative.speculative_decode(loaded, prompt, n_new, k, temperature, draft=draft)
 
 
 ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Speculative decoding: rollback")
 explain(
-    "A draft proposes k tokens; the verifier (the model, greedy) checks all of them in ONE forward pass, which "
-    "appends k+1 rows to its cache. It keeps the proposals up to the first disagreement and the cache is "
-    "cropped back with `crop_cache`: the rejected rows are removed. Here the draft is the same model sampled at "
-    "a temperature (lower = more agreement). The output equals plain greedy decoding."
+    "A small **draft** model proposes k tokens; the **verifier** (the model in the sidebar, greedy) checks all "
+    "of them in ONE forward pass, which appends k+1 rows to its cache. It keeps the proposals up to the first "
+    "disagreement, and the cache is cropped back with `crop_cache`: the rejected rows are removed. The output "
+    "equals the verifier's plain greedy decoding, however bad the draft.\n\n"
+    "**What drives acceptance** is how often the draft's guess is the verifier's own choice. Text both models "
+    "can predict is accepted in long runs: here the line repeated from the prompt (both bundled models learned "
+    "to copy from their cache). New invention is where two small models disagree, and a draft sampled at a "
+    "higher temperature disagrees more. Every accepted run of k tokens saves k verifier passes."
 )
-prompt = st.text_area("Prompt", "ROMEO: But soft, what light", key="int_spec_prompt", height=70)
-c1, c2, c3 = st.columns(3)
+verifier = ui.current_info()
+other = OTHER_BUNDLED.get(verifier.spec)
+drafts = ([other] if other is not None else []) + [SELF]
+labels = {SELF: "itself, sampled (temperature)"}
+if other is not None:
+    labels[other] = f"{models.BUNDLED_MODELS[other].title.replace('Tiny-Shakespeare ', '')} (greedy)"  # fits its box
+prompt = st.text_area("Prompt", DEFAULT_PROMPT, key="int_spec_prompt", height=110)
+c0, c1, c2, c3 = st.columns([3, 2, 2, 2])
+draft_choice = c0.selectbox("Draft model", drafts, format_func=labels.__getitem__, key="int_spec_draft",
+                            help="A draft must share the verifier's tokenizer: the two bundled models do.")
 # Caps are checked by the library, not clamped by the widget: a value past the cap gets a message.
 k = c1.number_input(f"Draft length k (1..{SPEC_MAX_K})", min_value=1, value=4, key="int_spec_k")
-n_new = c2.number_input(f"Tokens to generate (1..{SPEC_MAX_NEW})", min_value=1, value=16, key="int_spec_n")
+n_new = c2.number_input(f"Tokens to generate (1..{SPEC_MAX_NEW})", min_value=1, value=24, key="int_spec_n")
 temp = c3.number_input(f"Draft temperature ({SPEC_MIN_TEMPERATURE}..{SPEC_MAX_TEMPERATURE:g})", value=0.7, step=0.05,
-                       key="int_spec_t")
+                       key="int_spec_t", disabled=draft_choice != SELF,
+                       help="Only for a sampled draft; the other bundled model drafts greedily.")
 try:
-    run = spec_run(ui.current_model(), prompt, int(n_new), int(k), float(temp))
-except SpeculativeError as exc:
+    draft = None if draft_choice == SELF else ui.cached_model(draft_choice)
+    run = spec_run(ui.current_model(), prompt, int(n_new), int(k), float(temp) if draft_choice == SELF else None,
+                   draft)
+except (SpeculativeError, models.ModelLoadError) as exc:
     st.error(str(exc))
     st.stop()
 m = st.columns(3)
-m[0].metric("Acceptance", f"{run.acceptance_rate:.0%}")
+m[0].metric("Acceptance", f"{run.acceptance_rate:.0%}",
+            help=f"{sum(r.accepted for r in run.rounds)} of {run.draft_passes} proposed tokens were the verifier's "
+                 "own greedy choice")
 m[1].metric(f"Verifier passes (plain greedy: {len(run.tokens)})", run.verifier_passes,
             help="plain greedy decoding needs one pass per generated token, the prefill included")
 m[2].metric("Cache vs fresh prefill", f"{run.cache_vs_fresh_max_abs_diff:.1e}")
@@ -50,6 +73,6 @@ st.dataframe([{
     "round": r.index, "proposed": " | ".join(repr(t)[1:-1] for t in r.proposed_text), "accepted": r.accepted,
     "rows before": r.cache_len_before, "after verify": r.cache_len_verified, "after crop": r.cache_len_after_crop,
 } for r in run.rounds], hide_index=True)
-st.caption(f"The draft made {run.draft_passes} passes of its own; {run.rows_cropped} verifier cache rows were "
-           "computed for rejected proposals and cropped away.")
+st.caption(f"Draft: {run.draft_label}. It made {run.draft_passes} passes of its own; {run.rows_cropped} verifier "
+           "cache rows were computed for rejected proposals and cropped away.")
 st.markdown(f"**Generated:** `{run.text!r}`")

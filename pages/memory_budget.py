@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from kvviz import capacity, claims, config_import, hf_cache, links, memory, ui
-from kvviz.figures import export_config, memory as figs
+from kvviz.figures import MAX_LEGEND_ENTRIES, export_config, memory as figs
 from kvviz.presets import GPUS, PRESETS, get_preset
 
 CUSTOM, DEFAULT_PRESET, CUSTOM_GPU = "custom", "llama-3-8b", "custom"
@@ -315,11 +315,15 @@ def calculator() -> None:
     tabs = st.tabs(TABS, key="mem_tab", bind="query-params")  # lazy: only the open tab runs
     if tabs[0].open:
         with tabs[0]:
-            compare = st.multiselect("Compare with", list(PRESETS), default=[], key="mem_compare", bind="query-params")
+            compare = st.multiselect("Compare with", list(PRESETS), default=[], key="mem_compare", bind="query-params",
+                                     max_selections=MAX_LEGEND_ENTRIES - 1)  # four lines at most: readable
+            compare = compare[: MAX_LEGEND_ENTRIES - 1]  # a shared link may carry more
             horizon = max(context, *(get_preset(n).max_context for n in compare)) if compare else context
-            st.plotly_chart(figs.size_vs_context_figure([cfg, *(get_preset(n).kv for n in compare)], horizon, batch,
-                                                        mark_context=context), key="mem_chart_ctx",
-                            config=export_config("kv_cache_vs_context"))
+            own_max = get_preset(preset).max_context if preset in PRESETS else None
+            st.plotly_chart(figs.size_vs_context_figure(
+                [cfg, *(get_preset(n).kv for n in compare)], horizon, batch, mark_context=context,
+                max_contexts=[own_max, *(get_preset(n).max_context for n in compare)]), key="mem_chart_ctx",
+                config=export_config("kv_cache_vs_context"))
     if tabs[1].open:
         with tabs[1]:
             if len(set(b.layer_bytes)) > 1:

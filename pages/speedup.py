@@ -10,9 +10,12 @@ import pandas as pd
 import streamlit as st
 
 from kvviz import bench_machine, bench_tables, models, ui
+from kvviz.bench_noise import Comparison, Timing, load_label
 from kvviz.bench_records import ESTIMATOR, BenchResult
 from kvviz.bench_settings import BenchInputError, BenchSettings, whole
+from kvviz.figures import MAX_LEGEND_ENTRIES
 from kvviz.figures import bench as figs
+from kvviz.presets import get_preset
 
 RESULT_KEY = "bench_result"  # this session's last finished benchmark (kept across reruns and errors)
 BATCH_KEY = "bench_batch_result"
@@ -79,6 +82,23 @@ def run(spec: str, settings: BenchSettings, thread_reason: str) -> BenchResult |
     return result
 
 
+def mode_timing(result: BenchResult, name: str) -> Timing:
+    """A mode's rounds as one Timing: the estimator's time (sum of the timed passes) of each round."""
+    return Timing(tuple(r.passes_ms for r in result.mode(name).runs), result.machine.load_after[0])
+
+
+def versus(result: BenchResult, name: str, over: str) -> Comparison:
+    return Comparison(figs.SHORT_LABELS[name], mode_timing(result, name), figs.SHORT_LABELS[over],
+                      mode_timing(result, over))
+
+
+def speedup_metric(col, label: str, result: BenchResult, name: str, over: str = "no_cache") -> None:
+    """A speed-up tile: the estimator, and "inside the noise" instead of a winner where the rounds overlap."""
+    c = versus(result, name, over)
+    col.metric(label, f"{result.speedup(name, over):.2f}x", "inside the noise" if c.inside_noise else None,
+               delta_color="off", delta_arrow="off", help=f"Speed-up: {ESTIMATOR}. {c.sentence()}")
+
+
 def render_results(result: BenchResult) -> None:
     s, m = result.settings, result.machine
     st.subheader("Results")
@@ -91,41 +111,53 @@ def render_results(result: BenchResult) -> None:
     if not result.all_tokens_match:
         st.warning("Some exact modes generated different tokens from the no-cache run (see the table).")
     verdict = result.roofline_verdict("preallocated")
-    cols = st.columns(4)
-    cols[0].metric("Flat cache vs no cache", f"{result.speedup('preallocated'):.2f}x", help=f"Speed-up: {ESTIMATOR}.")
-    if result.has("generate_cache"):
-        cols[1].metric("Flat cache vs generate(cache)", f"{result.speedup('preallocated', 'generate_cache'):.2f}x",
-                       help=f"DynamicCache loop vs generate(cache): {result.speedup('dynamic', 'generate_cache'):.2f}x")
+    # What students just learned first (transformers' DynamicCache vs no cache), kvviz's flat engine second.
+    cols = st.container(key="bench_metrics").columns(4)
+    speedup_metric(cols[0], "DynamicCache vs no cache", result, "dynamic")
+    speedup_metric(cols[1], "Flat cache vs no cache", result, "preallocated")
     choice = result.weight_choice
     cols[2].metric("Weight format (measured)", choice.chosen,
                    f"{choice.margin:.2f}x faster than the other" if choice.margin else choice.how, delta_color="off")
     cols[3].metric("Flat cache, share of read roofline",
                    verdict.label, help=verdict.describe())
+    st.caption("Each mode, the time for all tokens (median of the rounds, fastest-slowest): "
+               + "; ".join(f"{figs.SHORT_LABELS[n]} {mode_timing(result, n).label()}"
+                           for n in ("no_cache", "dynamic", "preallocated", "int8") if result.has(n))
+               + f" · {load_label(m.load_after[0])} after the run.")
     if verdict.disturbed:
         st.warning(f"This run was **disturbed**: {verdict.describe()}. Run it again when the machine is quieter.")
+    shown = [n for n in figs.HEADLINE_MODES if result.has(n)]
+    modes = st.multiselect(
+        f"Lines on the charts (at most {MAX_LEGEND_ENTRIES})", [x.mode for x in result.modes], default=shown,
+        format_func=lambda n: figs.SHORT_LABELS.get(n, n), max_selections=MAX_LEGEND_ENTRIES, key="bench_lines",
+        help="Every mode's numbers are in the table below; four lines keep a chart readable on a projector.")
     left, right = st.columns(2)
-    left.plotly_chart(figs.latency_figure(result), key="bench_fig_latency")
-    right.plotly_chart(figs.cumulative_figure(result), key="bench_fig_cumulative")
-    left.plotly_chart(figs.speedup_figure(result), key="bench_fig_speedup")
+    left.plotly_chart(figs.latency_figure(result, modes=modes), key="bench_fig_latency")
+    right.plotly_chart(figs.cumulative_figure(result, modes=modes), key="bench_fig_cumulative")
+    left.plotly_chart(figs.speedup_figure(result, modes=modes), key="bench_fig_speedup")
     right.plotly_chart(figs.roofline_figure(result), key="bench_fig_roofline")
     explain(result)
-    st.dataframe(pd.DataFrame(bench_tables.summary_rows(result)), hide_index=True, key="bench_table")
+    rows = bench_tables.summary_rows(result)
+    st.dataframe(pd.DataFrame(rows), hide_index=True, key="bench_table", column_config={  # never "spee..."
+        name: st.column_config.Column(width=max(90, 9 * len(name) + 24)) for name in rows[0] if name != "mode"})
     st.download_button("Download every timed pass (CSV)", bench_tables.per_token_csv(result),
                        file_name="kvviz_bench.csv", mime="text/csv", key="bench_download")
 
 
 def explain(result: BenchResult) -> None:
-    """The two paragraphs under the charts, every number from this run and the one named estimator."""
+    """The paragraphs under the charts, every number from this run and the one named estimator."""
     s = result.settings
     measured, op_ratio = result.speedup("preallocated"), result.op_ratio[-1][1]
     roof = result.roofline_tokens_per_s()
     st.markdown(
         f"**Why the measured speed-up ({measured:.1f}x) is far below the op-count ratio ({op_ratio:.1f}x).** "
         f"(Both after {s.new_tokens} tokens; speed-up = {ESTIMATOR}.) The op ratio counts multiply-adds. Without "
-        f"the cache, pass k multiplies every weight matrix by all {s.prompt_len}+k-1 token vectors at once (a GEMM): "
-        "each weight byte fetched is reused for many tokens, so the CPU runs near its arithmetic peak (the "
-        "right of the roofline). With the cache, pass k multiplies each matrix by one vector (a GEMV): every "
-        "weight byte is fetched for one multiply-add, so the CPU mostly waits for memory (the left). Reading "
+        f"the cache, pass k multiplies every weight matrix by all {s.prompt_len}+k-1 token vectors at once, a "
+        "**GEMM** (general matrix-matrix multiply): each weight byte fetched is reused for many tokens, so its "
+        "**arithmetic intensity** (FLOPs done per byte moved from memory) is high and the CPU runs near its "
+        "arithmetic peak (the right of the roofline). With the cache, pass k multiplies each matrix by one vector, "
+        "a **GEMV** (general matrix-vector multiply): every 4-byte weight is fetched for one multiply-add, about "
+        "0.5 FLOP per byte, so the CPU mostly waits for memory (the left). Reading "
         f"{result.weight_bytes_per_token / 1e6:.1f} MB of weights (+ {result.kv_bytes_per_token / 1e6:.2f} MB of "
         f"K/V) per token at {result.median_read_bytes_per_s / 1e9:.1f} GB/s (read probe) caps decoding at "
         f"{roof:.0f} tokens/s. On a tiny model the weights sit in the CPU caches and fixed per-layer overhead "
@@ -140,15 +172,46 @@ def explain(result: BenchResult) -> None:
                      f"{result.speedup('preallocated', 'static'):.2f}x")
     if result.weight_choice.margin:
         parts.append(f"the weight kernel alone: {result.weight_choice.describe()}")
-    if result.has("int8"):
-        parts.append(f"int8 weights read {result.bytes_per_token('int8') / 1e6:.0f} MB instead of "
-                     f"{result.bytes_per_token('preallocated') / 1e6:.0f} MB per token and run "
-                     f"{result.speedup('int8', 'preallocated'):.2f}x the fp32 flat engine, picking the no-cache "
-                     f"token {result.token_agreement('int8'):.0%} of the time")
     if parts:
         threads = result.machine.threads
         st.markdown(f"**Where the lead comes from (this run, {threads} thread{'s' if threads != 1 else ''}).** At these "
                     "lengths the cache layout buys little and the weight kernel decides: " + "; ".join(parts) + ".")
+    if result.has("int8"):
+        st.markdown(int8_note(result))
+
+
+def int8_note(result: BenchResult) -> str:
+    """Why int8 weights are slower or faster here, from this run's bytes, cache size and bandwidth."""
+    c = versus(result, "int8", "preallocated")
+    fp32_mb, int8_mb = result.bytes_per_token("preallocated") / 1e6, result.bytes_per_token("int8") / 1e6
+    bw = result.median_read_bytes_per_s
+    measured = (c.sentence() if c.inside_noise else
+                f"int8 ran {result.speedup('int8', 'preallocated'):.2f}x the fp32 flat engine ({c.sentence()})")
+    head = (f"**int8 weights.** Each decode token reads {int8_mb:.1f} MB instead of {fp32_mb:.1f} MB, and picks "
+            f"the no-cache token {result.token_agreement('int8'):.0%} of the time. {measured} ")
+    llc = result.machine.last_level_cache_bytes
+    if result.weights_fit_in_cache:
+        gpt2 = get_preset("gpt2").shape  # where int8 wins: weights that stream from DRAM
+        weights = (gpt2.qkv_ops_per_token + gpt2.out_proj_ops_per_token + gpt2.mlp_ops_per_token
+                   + gpt2.lm_head_ops_per_position)  # one weight per multiply-add of a decode step's matrices
+        return head + (
+            f"Here the fp32 weights fit in this CPU's {llc / 2**20:.0f} MiB last-level cache, so a decode step "
+            "does not wait for memory and reading 4x fewer bytes saves nothing, while dynamic quantization adds "
+            "work to every matrix call (quantize the activation vector, run the int8 kernel, convert the result "
+            "back to fp32): on matrices this small that costs more than it saves. int8 wins where the weights "
+            f"stream from memory: GPT-2 124M's matrices hold {weights:,} weights, {4 * weights / 1e6:.0f} MB in "
+            f"fp32 and {weights / 1e6:.0f} MB in int8, so at the {bw / 1e9:.1f} GB/s read here the memory roof "
+            f"allows {bw / (4 * weights):.0f} tokens/s in fp32 and {bw / weights:.0f} in int8. Choose the GPT-2 "
+            "124M shape above to measure it."
+        )
+    return head + (
+        f"Here the fp32 weights do not fit in the {llc / 2**20:.0f} MiB last-level cache: every decode step "
+        f"streams them from memory, so 4x fewer bytes raise the read roof from {bw / 1e6 / fp32_mb:.0f} to "
+        f"{bw / 1e6 / int8_mb:.0f} tokens/s at {bw / 1e9:.1f} GB/s; the extra work of quantizing each "
+        "activation vector is small beside the bytes saved." if llc else
+        f"Reading 4x fewer bytes raises the read roof from {bw / 1e6 / fp32_mb:.0f} to {bw / 1e6 / int8_mb:.0f} "
+        f"tokens/s at {bw / 1e9:.1f} GB/s."
+    )
 
 
 def batch_section(spec: str, threads: int) -> None:
@@ -197,6 +260,8 @@ def batch_section(spec: str, threads: int) -> None:
 
 ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Measured speed-up")
+st.html("<style>:is(.st-key-bench_metrics) :is([data-testid='stMetricValue'], [data-testid='stMetricLabel']) * "
+        "{white-space: normal !important; overflow: visible !important; text-overflow: clip !important}</style>")
 with st.expander("What you are seeing", expanded=False):
     st.markdown(
         "We time the **same greedy generation** several ways on this machine and check they pick the same tokens:\n"
@@ -208,9 +273,14 @@ with st.expander("What you are seeing", expanded=False):
         "5. **int8 weights**: the same engine with torch's dynamic quantization, 4x fewer weight bytes.\n\n"
         "Dotted lines are plain `model.generate(...)`. Token 1 is the **prefill** (the whole prompt in one pass). "
         f"Every speed-up on this page is one estimator: {ESTIMATOR}.\n\n"
-        "The **roofline** has two roofs measured here: peak FLOP/s (a large matmul) and read bandwidth (probed in "
-        "every round, beside the runs). Decode sits far left (memory-bound); prefill and uncached passes to the "
-        "right. If a round ever looks faster than memory allows, the run is marked **disturbed** instead."
+        "The **roofline** plots each pass at its **arithmetic intensity** (FLOPs done per byte moved from "
+        "memory) against the FLOP/s it reached, under two roofs measured here: peak FLOP/s (a large matmul) and "
+        "read bandwidth (probed in every round, beside the runs). A cached decode step is a **GEMV** (each "
+        "weight matrix times one vector: ~0.5 FLOP per fp32 weight byte) and sits far left, memory-bound; the "
+        "prefill and uncached passes are **GEMMs** (matrix times many token vectors, each weight reused) and sit "
+        "to the right. If a round ever looks faster than memory allows, the run is marked **disturbed** instead.\n\n"
+        "Every time shown is a median of the rounds with its fastest-slowest spread and the machine's load; "
+        "where two modes' rounds overlap, the page says **inside the noise** instead of naming a winner."
     )
 
 sidebar_spec = st.session_state.get(ui.MODEL_SPEC_KEY, models.BUNDLED)

@@ -209,15 +209,32 @@ def test_summary_and_csv(tiny_result):
 
 
 def test_figures(tiny_result):
-    n_modes = len(tiny_result.modes)
-    assert len(figs.latency_figure(tiny_result).data) == n_modes
-    assert len(figs.cumulative_figure(tiny_result).data) == n_modes
+    """Four lines at most per chart (the headline modes by default, the caller's choice otherwise), roofs
+    labelled on the chart, every log axis announced, ticks at the shared minimum size."""
+    from kvviz.figures import MAX_LEGEND_ENTRIES, MIN_TICK_FONT_PX, legend_entries
+
+    headline = [m for m in figs.HEADLINE_MODES if tiny_result.has(m)]
+    latency = figs.latency_figure(tiny_result)
+    assert [t.name for t in latency.data] == [figs.SHORT_LABELS[m] for m in headline]
+    assert len(figs.cumulative_figure(tiny_result).data) == len(headline)
+    picked = figs.latency_figure(tiny_result, modes=["no_cache", "generate_cache"])
+    assert [t.name for t in picked.data] == ["no cache", "generate(cache)"]
+    too_many = figs.cumulative_figure(tiny_result, modes=[m.mode for m in tiny_result.modes])
+    assert len(too_many.data) == MAX_LEGEND_ENTRIES
     speedup = figs.speedup_figure(tiny_result)
-    assert [t.name for t in speedup.data][-1].startswith("theory")
+    assert [t.name for t in speedup.data][-1].endswith("(theory)")
     roof = figs.roofline_figure(tiny_result)
     names = [t.name for t in roof.data]
-    assert any("memory roof" in n for n in names) and any("compute roof" in n for n in names)
+    assert "memory roof" in names and "compute roof" in names
+    notes = " ".join(a.text for a in roof.layout.annotations)
+    assert "memory roof" in notes and "compute roof" in notes  # labelled on the line, not in the legend
     assert sum(len(t.x) for t in roof.data if t.mode == "markers") == len(bench_tables.pass_points(tiny_result))
+    for fig in (latency, speedup, roof, too_many):
+        assert legend_entries(fig) <= MAX_LEGEND_ENTRIES
+        for axis in (fig.layout.xaxis, fig.layout.yaxis):
+            assert axis.tickfont.size >= MIN_TICK_FONT_PX
+            if axis.type == "log":
+                assert "log" in f"{axis.title.text} {fig.layout.title.text}" and len(axis.tickvals) >= 2
 
 
 def test_cli_json(capsys):

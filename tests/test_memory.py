@@ -290,4 +290,5 @@ def test_figures_pick_readable_units():
     assert small.layout.yaxis.title.text.startswith("KiB") and max(small.data[0].y) == 48  # 12 x 4 KiB
     huge = figs.size_vs_context_figure([get_preset("llama-3-8b").kv], 600 * 10**9)
     assert huge.layout.xaxis.exponentformat == "power"  # plotly's default would print "600B" tokens
+    assert small.layout.xaxis.exponentformat == "none"  # a real context reads "20,000", never "0.2x10^5"
     assert huge.data[0].customdata[-1] == memory.kv_bytes(get_preset("llama-3-8b").kv, 600 * 10**9)

@@ -269,4 +269,10 @@ def test_ops_figures_never_print_600B():
     points = ops_summary.curve(LLAMA3, 16, 1000, max_points=50)
     cached, uncached = ops.generation_totals(LLAMA3, 16, 1000)
     for fig in (figs.cumulative_figure(points), figs.breakdown_figure(cached, uncached, log_y=False)):
-        assert fig.layout.yaxis.exponentformat == "power"  # plotly's default "B" reads as bytes or billions
+        # plotly's default "B" reads as bytes or billions, "0.2x10^10" needs a superscript nobody reads at the back:
+        # the values are scaled by a named power of 1,000 and printed in full, the exact integer on hover
+        assert fig.layout.yaxis.exponentformat == "none"
+        word = fig.layout.yaxis.title.text.rsplit(", ", 1)[-1]
+        factor = dict((w, f) for f, w in figs.SCALE_WORDS)[word]
+        trace = fig.data[0]
+        assert [round(v * factor) for v in trace.y] == list(trace.customdata)

@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
+from kvviz.bench_noise import Timing
 from kvviz.internals import records
 from kvviz.models import bundled_info
 
@@ -110,6 +111,8 @@ def test_prefix_page_measures_on_request_and_reports_load():
 ])
 def test_bounded_inputs_reject_past_cap_values(page, key, value, message):
     at = _app(page)
+    if key == "int_spec_t":  # the temperature is for a sampled draft only
+        at.selectbox(key="int_spec_draft").set_value("self").run()
     at.number_input(key=key).set_value(value).run()
     errors = _errors(at)
     assert message in errors, errors
@@ -223,7 +226,8 @@ def test_a_timing_that_contradicts_the_lesson_is_labelled(monkeypatch):
     real = prefix.prefix_reuse
 
     def busy_machine(*args, **kwargs):  # the real run, with the timings a loaded machine once produced
-        return dataclasses.replace(real(*args, **kwargs), fresh_ms=9.0, reuse_ms=30.0, load_avg_1min=7.5)
+        return dataclasses.replace(real(*args, **kwargs), fresh=Timing((8.8, 9.0, 9.1), 7.5),
+                                   reuse=Timing((29.0, 30.0, 31.0), 7.5))
 
     monkeypatch.setattr(prefix, "prefix_reuse", busy_machine)
     at = _app("prefix")
@@ -234,4 +238,50 @@ def test_a_timing_that_contradicts_the_lesson_is_labelled(monkeypatch):
     quiet = _app("prefix")
     quiet.button(key="int_prefix_run").click().run()
     r = quiet.session_state["int_prefix_result"][1]
-    assert ("busy machine" in " ".join(w.value for w in quiet.warning)) == (r.reuse_ms >= r.fresh_ms)
+    assert ("busy machine" in " ".join(w.value for w in quiet.warning)) == r.timing_contradicts_lesson
+    # beyond the noise a winner is named with both medians; inside it, one sentence says so and crowns nobody
+    said = " ".join(x.value for x in [*quiet.info, *quiet.success])
+    assert ("inside the noise" in said) == r.timing.inside_noise
+    assert f"{r.reuse_ms:.1f} ms" in said and "load" in said
+
+
+def test_prefix_timing_inside_the_noise_crowns_nobody(monkeypatch):
+    """Overlapping repeats: the page says "inside the noise" in one sentence, with no faster/slower delta."""
+    import dataclasses
+
+    from kvviz.internals import prefix
+
+    real = prefix.prefix_reuse
+
+    def noisy(*args, **kwargs):
+        return dataclasses.replace(real(*args, **kwargs), fresh=Timing((9.0, 9.9, 12.0), 2.0),
+                                   reuse=Timing((8.8, 10.1, 11.0), 2.0))
+
+    monkeypatch.setattr(prefix, "prefix_reuse", noisy)
+    at = _app("prefix")
+    at.button(key="int_prefix_run").click().run()
+    infos = " ".join(x.value for x in at.info)
+    assert "inside the noise" in infos and "1-min load 2.00" in infos
+    assert not at.warning and not at.success
+    tile = next(m for m in at.metric if m.label.startswith("Prefill with reuse"))
+    assert not tile.delta
+
+
+def test_speculative_default_pairs_the_two_bundled_models():
+    """The default draft is the other bundled model (same tokenizer), greedy; its acceptance on the default
+    prompt is what the page shows, and the output equals the verifier's plain greedy decoding."""
+    from kvviz import models
+    from kvviz.internals import speculative
+    from greedy import generate_greedy
+
+    at = _app("speculative")
+    assert not at.exception and not _errors(at)
+    assert at.selectbox(key="int_spec_draft").value == models.BUNDLED_GQA
+    verifier, draft = models.load_bundled(), models.load_bundled(name=models.BUNDLED_GQA)
+    prompt = at.text_area(key="int_spec_prompt").value
+    result = speculative.speculative_decode(verifier, prompt, 24, 4, None, draft=draft)
+    assert {m.label: m.value for m in at.metric}["Acceptance"] == f"{result.acceptance_rate:.0%}"
+    assert result.acceptance_rate >= 0.5 and result.rows_cropped > 0  # shows both: accepted runs and a rollback
+    assert list(result.tokens) == generate_greedy(verifier, prompt, 24)[0]
+    at.selectbox(key="int_spec_draft").set_value("self").run()
+    assert not _errors(at) and "the verifier itself" in _texts(at)

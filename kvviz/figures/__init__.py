@@ -1,9 +1,73 @@
 """Pure figure builders: plain data in -> plotly go.Figure out. No Streamlit, no torch.
 
 One module per page: step (step-through), ops (count the work), memory (memory budget), bench (speed-up),
-internals (cache internals).
-"""
+internals (cache internals), patterns (attention patterns).
 
+Readable from the back of a room (issue 19): every chart's tick labels are at least MIN_TICK_FONT_PX at
+1280x720, a legend holds at most MAX_LEGEND_ENTRIES entries (the caller picks which lines; roofs and ceilings
+are labelled on the line instead), and a log axis is drawn only where its title or the chart's says "log",
+with `log_ticks()` (1, 2, 5 x 10^k in full). `readable()` applies the font sizes; the browser test
+(tests/test_browser_charts.py) reads the rendered SVG to check them on every page.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import plotly.graph_objects as go
+
+MIN_TICK_FONT_PX = 14  # shared with the step page's figures and the browser test: never below this
+MAX_LEGEND_ENTRIES = 4
+MARKER_COLOR = "#ff7f0e"  # a mid-tone orange: a dotted marker line reads on light and dark backgrounds
+
+
+def readable(fig: go.Figure, font_px: int = MIN_TICK_FONT_PX) -> go.Figure:
+    """Every text of the figure at font_px or more, set on each axis (Streamlit's plotly theme would otherwise
+    draw ticks at about 12 px): ticks, axis titles, legend, annotations (subplot titles included), colour bars."""
+    font_px = max(font_px, MIN_TICK_FONT_PX)
+    fig.update_xaxes(tickfont_size=font_px, title_font_size=font_px)
+    fig.update_yaxes(tickfont_size=font_px, title_font_size=font_px)
+    fig.update_annotations(font_size=font_px)
+    fig.update_layout(font={"size": font_px}, hoverlabel={"font_size": font_px}, legend_font_size=font_px,
+                      title_font_size=font_px + 2)
+    fig.update_coloraxes(colorbar_tickfont_size=font_px)
+    for trace in fig.data:  # a trace's own colour bar (heatmaps without a shared colour axis)
+        if "colorbar" in trace:
+            trace.update(colorbar_tickfont_size=font_px)
+    return fig
+
+
+def top_legend(entries: int, title_px: int = 50, row_px: int = 24) -> tuple[dict, int]:
+    """(legend, top margin px): a legend between the title and the plot, two entries per row (long names would
+    otherwise wrap one per row into the title), and the top margin that holds the title and those rows."""
+    rows = max(1, -(-entries // 2))
+    legend = dict(orientation="h", x=0, xanchor="left", y=1.02, yanchor="bottom", entrywidth=0.5,
+                  entrywidthmode="fraction", traceorder="normal")  # "normal": legend groups share rows
+    return legend, title_px + row_px * rows
+
+
+def log_ticks(values: Iterable[float]) -> dict:
+    """Axis settings for a readable log axis over `values`: ticks at 1, 2, 5 x 10^k (powers of ten only past three
+    decades), printed in full ("0.05", "20", "1,000"): never plotly's stacked minor digits nor one lonely tick."""
+    positive = [float(v) for v in values if v is not None and v > 0 and math.isfinite(v)]
+    if not positive:
+        return {"type": "log"}
+    lo, hi = min(positive), max(positive)
+    first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    steps = (1,) if last - first > 3 else (1, 2, 5)
+    ticks = [m * 10.0**k for k in range(first, last + 1) for m in steps if lo / 1.5 <= m * 10.0**k <= hi * 1.5]
+    if len(ticks) < 2:  # less than a factor of 2 between lo and hi: label both ends
+        ticks = sorted({lo, hi})
+    return {"type": "log", "tickvals": ticks, "ticktext": [f"{t:,.6g}" for t in ticks]}
+
+
+def legend_entries(fig: go.Figure) -> int:
+    """How many entries the figure's legend shows, as plotly draws it: every trace not marked showlegend=False,
+    and none at all for a single-trace figure unless the layout asks for a legend."""
+    shown = [t for t in fig.data if t.showlegend is not False]
+    if fig.layout.showlegend is False or (fig.layout.showlegend is None and len(fig.data) <= 1):
+        return 0
+    return len(shown)
 
 
 def export_config(filename: str = "kvviz") -> dict:

@@ -1,10 +1,16 @@
 """Figures for "Measured speed-up": per-token latency, cumulative time, speed-up vs length, the two-roof
 roofline with every measured pass, and batched decode.
 
+Readable from the back of a room: at most four legend entries per chart (the caller picks which modes are
+drawn, HEADLINE_MODES by default; roofs and ceilings are labelled on the line instead), short legend names,
+a log axis only where its title says "log scale", and log axes tick at powers of ten only.
+
 Input: kvviz.bench_records.BenchResult / kvviz.roofline.BatchSweep (plain numbers). Output: plotly figures.
 No Streamlit, no torch.
 """
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -13,6 +19,7 @@ from plotly.subplots import make_subplots
 from kvviz import roofline
 from kvviz.bench_records import BenchResult
 from kvviz.bench_tables import pass_points
+from kvviz.figures import MAX_LEGEND_ENTRIES, legend_entries, log_ticks, readable, top_legend
 
 COLORS = {
     "no_cache": "#d62728",
@@ -26,74 +33,113 @@ COLORS = {
 }
 KIND_COLORS = {"prefill": "#ff7f0e", "uncached": "#d62728", "cached decode": "#2ca02c",
                "cached decode, int8 weights": "#8c564b"}
+KIND_NAMES = {"cached decode, int8 weights": "decode, int8"}  # legend names that fit half a chart
+# Legend names: short enough that four fit a half-width chart at 14 px (the table keeps the long labels).
+SHORT_LABELS = {
+    "no_cache": "no cache",
+    "dynamic": "DynamicCache",
+    "static": "StaticCache",
+    "static_compiled": "StaticCache + compile",
+    "preallocated": "flat cache (fp32)",
+    "int8": "flat cache, int8 weights",
+    "generate_cache": "generate(cache)",
+    "generate_no_cache": "generate(no cache)",
+}
+# What students just learned first (no cache vs transformers' DynamicCache), then kvviz's flat engine and int8.
+HEADLINE_MODES: tuple[str, ...] = ("no_cache", "dynamic", "preallocated", "int8")
 REFERENCE_DASH = "dot"  # the model.generate references are drawn dotted
 ROOF_COLOR = "#7f7f7f"
 COMPUTE_COLOR = "#e377c2"  # readable on light and dark themes
 
 
+def _all(fig: go.Figure, axis: str) -> list[float]:
+    return [float(v) for t in fig.data if getattr(t, axis) is not None for v in getattr(t, axis)]
+
+
 def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, log_y: bool = False) -> go.Figure:
+    legend, top = top_legend(legend_entries(fig))
     fig.update_layout(
-        title=title, xaxis_title=x_title, yaxis_title=y_title, yaxis_type="log" if log_y else "linear",
-        legend=dict(orientation="h", y=-0.25), margin=dict(t=50, b=10), height=400,
+        title=dict(text=title, y=0.99, yanchor="top"), xaxis_title=x_title,
+        yaxis_title=f"{y_title} (log scale)" if log_y else y_title, yaxis_type="log" if log_y else "linear",
+        legend=legend, margin=dict(t=top, b=10), height=380 + top,
     )
-    return fig
+    if log_y:
+        fig.update_yaxes(**log_ticks(_all(fig, "y")))  # 1, 2, 5, 10 ...: never stacked minor digits
+    return readable(fig)
 
 
 def _line(mode: str, is_reference: bool) -> dict:
-    return dict(color=COLORS.get(mode, "#333333"), dash=REFERENCE_DASH if is_reference else "solid")
+    return dict(color=COLORS.get(mode, "#333333"), dash=REFERENCE_DASH if is_reference else "solid", width=3)
 
 
-def latency_figure(result: BenchResult, log_y: bool = True) -> go.Figure:
+def chosen_modes(result: BenchResult, modes: Sequence[str] | None = None, limit: int = MAX_LEGEND_ENTRIES) -> list[str]:
+    """The modes a chart draws: those asked for (HEADLINE_MODES by default) that the run has, at most `limit`."""
+    wanted = HEADLINE_MODES if modes is None else modes
+    return [m for m in wanted if result.has(m)][:limit]
+
+
+def latency_figure(result: BenchResult, log_y: bool = True, modes: Sequence[str] | None = None) -> go.Figure:
     """Median latency of the pass that picked each generated token: the cached lines stay flat, the uncached
     ones climb, because pass k re-processes all P + k - 1 tokens. Token 1 is the prefill of the prompt."""
     fig = go.Figure()
-    for mode in result.modes:
+    for name in chosen_modes(result, modes):
+        mode = result.mode(name)
         token_ms = mode.median_token_ms
-        fig.add_scatter(x=np.arange(1, len(token_ms) + 1), y=token_ms, name=mode.label, mode="lines",
-                        line=_line(mode.mode, mode.is_reference))
-    return _layout(fig, "Latency per generated token (median over rounds)",
-                   "generated token (1 = prefill pass)", "milliseconds", log_y)
+        fig.add_scatter(x=np.arange(1, len(token_ms) + 1), y=token_ms, name=SHORT_LABELS.get(name, mode.label),
+                        mode="lines", line=_line(mode.mode, mode.is_reference))
+    return _layout(fig, "Latency per token (median of rounds)", "generated token (1 = prefill pass)",
+                   "milliseconds", log_y)
 
 
-def cumulative_figure(result: BenchResult) -> go.Figure:
+def cumulative_figure(result: BenchResult, modes: Sequence[str] | None = None) -> go.Figure:
     """Time to have generated k tokens (the estimator's time): uncached latencies add up to a bending curve."""
     fig = go.Figure()
-    for mode in result.modes:
+    for name in chosen_modes(result, modes):
+        mode = result.mode(name)
         cumulative_s = mode.median_time_to_k_ms() / 1000.0
-        fig.add_scatter(x=np.arange(1, len(cumulative_s) + 1), y=cumulative_s, name=mode.label, mode="lines",
-                        line=_line(mode.mode, mode.is_reference))
-    return _layout(fig, "Time to generate k tokens (median over rounds)", "tokens generated", "seconds")
+        fig.add_scatter(x=np.arange(1, len(cumulative_s) + 1), y=cumulative_s, name=SHORT_LABELS.get(name, mode.label),
+                        mode="lines", line=_line(mode.mode, mode.is_reference))
+    return _layout(fig, "Time to generate k tokens (median)", "tokens generated", "seconds")
 
 
-def speedup_figure(result: BenchResult) -> go.Figure:
-    """The estimator after k tokens for each cached mode, against the op-count ratio."""
+def speedup_figure(result: BenchResult, modes: Sequence[str] | None = None) -> go.Figure:
+    """The estimator after k tokens for each cached mode drawn (at most three), against the op-count ratio."""
     fig = go.Figure()
-    for name in ("dynamic", "static", "preallocated", "int8", "generate_cache"):
-        if result.has(name):
-            speedup = result.speedup_by_length(name)
-            fig.add_scatter(x=np.arange(1, len(speedup) + 1), y=speedup, name=f"measured: {result.mode(name).label}",
-                            mode="lines", line=_line(name, result.mode(name).is_reference))
+    cached = [m for m in chosen_modes(result, modes) if m != "no_cache"][: MAX_LEGEND_ENTRIES - 1]
+    for name in cached:
+        speedup = result.speedup_by_length(name)
+        fig.add_scatter(x=np.arange(1, len(speedup) + 1), y=speedup, name=SHORT_LABELS.get(name, name),
+                        mode="lines", line=_line(name, result.mode(name).is_reference))
     ks, ratios = zip(*result.op_ratio)
-    fig.add_scatter(x=list(ks), y=list(ratios), name="theory: op-count ratio (no cache / cache)", mode="lines",
+    fig.add_scatter(x=list(ks), y=list(ratios), name="op-count ratio (theory)", mode="lines",
                     line=dict(color=ROOF_COLOR, dash="dash", width=3))
-    return _layout(fig, "Speed-up over no cache vs generated length", "tokens generated",
-                   "times faster (log scale)", log_y=True)
+    return _layout(fig, "Speed-up over no cache", "tokens generated", "times faster", log_y=True)
 
 
 def _roof_traces(fig: go.Figure, roofs: roofline.Roofs, lo: float, hi: float) -> None:
+    """The two roofs, labelled where they are drawn (not in the legend, which keeps the measured points)."""
     intensity = np.geomspace(lo, hi, 200)
     memory = roofs.bandwidth_bytes_per_s * intensity
-    fig.add_scatter(x=intensity, y=np.minimum(memory, roofs.peak_flops) / 1e9, mode="lines",
-                    name=f"memory roof: {roofs.bandwidth_bytes_per_s / 1e9:.1f} GB/s read x intensity",
-                    line=dict(color=ROOF_COLOR, width=3))
+    fig.add_scatter(x=intensity, y=np.minimum(memory, roofs.peak_flops) / 1e9, mode="lines", showlegend=False,
+                    name="memory roof", line=dict(color=ROOF_COLOR, width=3))
     ridge = roofs.ridge_flop_per_byte
-    fig.add_scatter(x=[ridge, hi], y=[roofs.peak_flops / 1e9] * 2, mode="lines",
-                    name=f"compute roof: {roofs.peak_flops / 1e9:.0f} GFLOP/s (large matmul)",
-                    line=dict(color=COMPUTE_COLOR, width=3))
+    fig.add_scatter(x=[ridge, hi], y=[roofs.peak_flops / 1e9] * 2, mode="lines", showlegend=False,
+                    name="compute roof", line=dict(color=COMPUTE_COLOR, width=3))
+    left = float(np.sqrt(lo * min(ridge, hi)))  # halfway up the slanted roof, on the log axis
+    fig.add_annotation(x=np.log10(left), y=np.log10(roofs.bandwidth_bytes_per_s * left / 1e9), xref="x", yref="y",
+                       text=f"memory roof: {roofs.bandwidth_bytes_per_s / 1e9:.1f} GB/s x intensity", showarrow=False,
+                       textangle=-30, yshift=18, font=dict(color=ROOF_COLOR))
+    fig.add_annotation(x=np.log10(hi), y=np.log10(roofs.peak_flops / 1e9), xref="x", yref="y", xanchor="right",
+                       yanchor="top", showarrow=False, font=dict(color=COMPUTE_COLOR),
+                       text=f"compute roof: {roofs.peak_flops / 1e9:.0f} GFLOP/s")
 
 
 def roofline_figure(result: BenchResult) -> go.Figure:
-    """Two roofs measured on this machine and every measured pass at its arithmetic intensity (log-log)."""
+    """Two roofs measured on this machine and every measured pass at its arithmetic intensity (log-log).
+
+    Arithmetic intensity = FLOPs a pass does / bytes it moves from memory: a one-token decode step (a GEMV:
+    matrix x one vector) does 2 FLOPs per 4-byte fp32 weight, about 0.5 FLOP/byte; a pass over many tokens
+    (a GEMM: matrix x matrix) reuses each weight for every token, so its intensity grows with the tokens."""
     roofs = roofline.Roofs(result.peak_flops, result.median_read_bytes_per_s)
     points = pass_points(result)
     intensities = [p.intensity for p in points] + [roofs.ridge_flop_per_byte]
@@ -103,8 +149,8 @@ def roofline_figure(result: BenchResult) -> go.Figure:
         chosen = [p for p in points if p.kind == kind]
         if chosen:
             fig.add_scatter(x=[p.intensity for p in chosen], y=[p.achieved_flops / 1e9 for p in chosen],
-                            mode="markers", name=f"measured: {kind}", text=[p.label for p in chosen],
-                            marker=dict(color=color, size=11), hovertemplate="%{text}<br>%{x:.2f} FLOP/byte, "
+                            mode="markers", name=KIND_NAMES.get(kind, kind), text=[p.label for p in chosen],
+                            marker=dict(color=color, size=12), hovertemplate="%{text}<br>%{x:.2f} FLOP/byte, "
                             "%{y:.1f} GFLOP/s<extra></extra>")
     verdict = result.roofline_verdict("preallocated")
     note = ("run disturbed: a round beat its own probe" if verdict.disturbed
@@ -112,13 +158,14 @@ def roofline_figure(result: BenchResult) -> go.Figure:
     above = sum(p.achieved_flops > roofs.attainable_flops(p.intensity) * 1.05 for p in points)
     if above:
         note += f"; {above} pass(es) above a roof"
+    legend, top = top_legend(legend_entries(fig))
     fig.update_layout(
-        title=f"Roofline, {result.machine.threads} thread(s): {note}",
-        xaxis=dict(title="arithmetic intensity (FLOP per byte moved from memory)", type="log"),
-        yaxis=dict(title="GFLOP/s achieved", type="log"),
-        legend=dict(orientation="h", y=-0.3), margin=dict(t=50, b=10), height=430,
+        title=dict(text=f"Roofline (log-log), {result.machine.threads} thread(s): {note}", y=0.99, yanchor="top"),
+        xaxis=dict(title="arithmetic intensity, FLOP per byte (log scale)", **log_ticks(_all(fig, "x"))),
+        yaxis=dict(title="GFLOP/s achieved (log scale)", **log_ticks(_all(fig, "y"))),
+        legend=legend, margin=dict(t=top, b=10), height=400 + top,
     )
-    return fig
+    return readable(fig)
 
 
 def batch_figure(sweep: roofline.BatchSweep) -> go.Figure:
@@ -131,19 +178,23 @@ def batch_figure(sweep: roofline.BatchSweep) -> go.Figure:
     compute_ceiling = [p.step.batch * roofs.peak_flops / p.step.flops for p in sweep.points]
     fig.add_scatter(x=batches, y=[p.tokens_per_s for p in sweep.points], mode="lines+markers", name="measured",
                     line=dict(color=COLORS["preallocated"], width=3), row=1, col=1)
-    fig.add_scatter(x=batches, y=memory_ceiling, mode="lines", name="memory ceiling (read bandwidth / bytes)",
-                    line=dict(color=ROOF_COLOR, dash="dash"), row=1, col=1)
-    fig.add_scatter(x=batches, y=compute_ceiling, mode="lines", name="compute ceiling (peak / FLOPs)",
-                    line=dict(color=COMPUTE_COLOR, dash="dash"), row=1, col=1)
+    fig.add_scatter(x=batches, y=memory_ceiling, mode="lines+text", name="memory ceiling", showlegend=False,
+                    text=[""] * (len(batches) - 1) + ["memory ceiling"], textposition="top left",
+                    textfont=dict(color=ROOF_COLOR), line=dict(color=ROOF_COLOR, dash="dash"), row=1, col=1)
+    fig.add_scatter(x=batches, y=compute_ceiling, mode="lines+text", name="compute ceiling", showlegend=False,
+                    text=[""] * (len(batches) - 1) + ["compute ceiling"], textposition="bottom left",
+                    textfont=dict(color=COMPUTE_COLOR), line=dict(color=COMPUTE_COLOR, dash="dash"), row=1, col=1)
     fig.add_bar(x=batches, y=[p.step.weight_bytes / 1e6 for p in sweep.points], name="weights (read once per step)",
                 marker_color="#1f77b4", row=1, col=2)
     fig.add_bar(x=batches, y=[p.step.kv_bytes / 1e6 for p in sweep.points], name="K/V (every sequence its own)",
                 marker_color="#d62728", row=1, col=2)
-    fig.update_layout(barmode="stack", height=420, margin=dict(t=60, b=10), legend=dict(orientation="h", y=-0.25),
-                      title=f"Batched decode at context {sweep.context}: K/V reads overtake the weights from batch "
-                            f"{sweep.kv_overtakes_at_batch}")
-    fig.update_xaxes(type="log", tickvals=batches, title_text="batch (sequences decoded together)", row=1, col=1)
-    fig.update_yaxes(type="log", title_text="tokens/s (all sequences)", row=1, col=1)
+    fig.update_layout(barmode="stack", height=480, margin=dict(t=110, b=10),
+                      legend=dict(orientation="h", x=0, xanchor="left", y=1.12, yanchor="bottom"),
+                      title=dict(text=f"Batched decode at context {sweep.context}: K/V reads overtake the weights "
+                                      f"from batch {sweep.kv_overtakes_at_batch}", y=0.98, yanchor="top"))
+    fig.update_xaxes(type="log", tickvals=batches, title_text="batch (log scale)", row=1, col=1)
+    fig.update_yaxes(**log_ticks([p.tokens_per_s for p in sweep.points] + memory_ceiling + compute_ceiling),
+                     title_text="tokens/s, all sequences (log scale)", row=1, col=1)
     fig.update_xaxes(type="category", title_text="batch", row=1, col=2)
     fig.update_yaxes(title_text="MB per step", row=1, col=2)
-    return fig
+    return readable(fig)

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from kvviz.figures import log_ticks, readable
 from kvviz.internals.layout import LayoutBench
 from kvviz.internals.records import (CrossAttnRun, PagingPlan, PrefixReuse, PresetLayers, QuantReport,
                                     SchemeAgreement, SpecRun, WindowRun)
@@ -27,7 +28,7 @@ def _layout(fig: go.Figure, title: str, height_px: int = 320) -> go.Figure:
     fig.update_layout(title=dict(text=title, y=0.98, yanchor="top"), height=height_px,
                       margin=dict(l=10, r=10, t=80, b=10),
                       legend=dict(orientation="h", x=0, xanchor="left", y=1.02, yanchor="bottom"))
-    return fig
+    return readable(fig)
 
 
 def layout_read_map(mask: np.ndarray, row_elems: int, elem_bytes: int, title: str, mark_offset_bytes: int | None = None,
@@ -110,14 +111,14 @@ def token_strip_figure(tokens: Sequence[str], n_reused: int, title: str, per_row
     ys = [i // per_row for i in range(len(tokens))]
     colors = [REUSED_COLOR if i < n_reused else COMPUTED_COLOR for i in range(len(tokens))]
     fig = go.Figure(go.Scatter(
-        x=xs, y=ys, mode="markers+text", text=[repr(t)[1:-1][:10] for t in tokens], textposition="middle center",
-        marker=dict(symbol="square", size=36, color=colors, opacity=0.35), textfont=dict(size=11),
+        x=xs, y=ys, mode="markers+text", text=[repr(t)[1:-1][:8] for t in tokens], textposition="middle center",
+        marker=dict(symbol="square", size=44, color=colors, opacity=0.35), textfont=dict(size=14),
         hovertext=[f"position {i}: {t!r} ({'reused' if i < n_reused else 'computed'})" for i, t in enumerate(tokens)],
         hoverinfo="text",
     ))
     fig.update_xaxes(visible=False, range=[-0.6, per_row - 0.4])
     fig.update_yaxes(visible=False, autorange="reversed")
-    return _layout(fig, title, 70 + 55 * (1 + (len(tokens) - 1) // per_row))
+    return _layout(fig, title, 90 + 55 * (1 + (len(tokens) - 1) // per_row))
 
 
 def cross_attention_figure(run: CrossAttnRun) -> go.Figure:
@@ -210,7 +211,8 @@ def quant_error_figure(reports: Sequence[QuantReport]) -> go.Figure:
             y += [la.key_rel_rms, la.value_rel_rms]
         fig.add_bar(x=x, y=y, name=r.scheme, marker_color=SCHEME_COLORS.get(r.scheme))
     fig.update_layout(barmode="group")
-    fig.update_yaxes(type="log", title="relative RMS error")
+    fig.update_yaxes(title="relative RMS error (log scale)",
+                     **log_ticks(v for r in reports for la in r.layers for v in (la.key_rel_rms, la.value_rel_rms)))
     return _layout(fig, "Reconstruction error ||x - x̂|| / ||x|| per layer", 340)
 
 

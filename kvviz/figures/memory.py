@@ -9,7 +9,11 @@ from typing import Sequence
 import plotly.graph_objects as go
 
 from kvviz.capacity import PagedView
+from kvviz.figures import MARKER_COLOR, readable, top_legend
 from kvviz.memory import KVBudget, KVConfig, binary_unit, kv_bytes, short_bytes
+
+
+LINE_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")  # never the marker's orange
 
 
 def context_grid(max_context: int, points: int = 120) -> list[int]:
@@ -20,27 +24,49 @@ def context_grid(max_context: int, points: int = 120) -> list[int]:
 
 def size_vs_context_figure(
     configs: Sequence[KVConfig], max_context: int, batch: int = 1, mark_context: int | None = None,
-    budget_bytes: int | None = None,
+    budget_bytes: int | None = None, max_contexts: Sequence[int | None] | None = None,
 ) -> go.Figure:
-    """One line per config: cache GiB against context length (windows show up as plateaus)."""
+    """One line per config: cache size against context length (windows show up as plateaus).
+
+    max_contexts: each config's own maximum context (None: unknown); its line stops there, marked with a dot,
+    because a model never holds more tokens than it was built for. The x axis runs to max_context.
+    """
+    limits = list(max_contexts) if max_contexts is not None else [None] * len(configs)
+    if len(limits) != len(configs):
+        raise ValueError("one maximum context per config")
     xs = context_grid(max_context)
-    lines = [[kv_bytes(cfg, x, batch) for x in xs] for cfg in configs]
+    ends = [max_context if limit is None else min(limit, max_context) for limit in limits]
+    grids = [[x for x in xs if x < end] + [end] for end in ends]  # every line ends exactly at its limit
+    lines = [[kv_bytes(cfg, x, batch) for x in grid] for cfg, grid in zip(configs, grids)]
     unit, size = binary_unit(max(max(line) for line in lines))  # GiB for Llama at 8k, KiB for a toy model
     fig = go.Figure()
-    for cfg, line in zip(configs, lines):
-        fig.add_scatter(x=xs, y=[b / size for b in line], name=f"{cfg.name} ({cfg.attention_kind}, {cfg.dtype})",
-                        customdata=line, hovertemplate="%{x:,} tokens: %{customdata:,} B<extra></extra>")
-    fig.update_xaxes(exponentformat="power", separatethousands=True)  # "6x10^11", never "600B" (tokens? bytes?)
-    fig.update_yaxes(exponentformat="power", separatethousands=True)
+    for i, (cfg, grid, line, limit) in enumerate(zip(configs, grids, lines, limits)):
+        stop = f", max {limit:,}" if limit is not None else ""
+        color = LINE_COLORS[i % len(LINE_COLORS)]
+        fig.add_scatter(x=grid, y=[b / size for b in line], name=f"{cfg.name} ({cfg.attention_kind}{stop})",
+                        customdata=line, mode="lines", line=dict(width=3, color=color), legendgroup=f"{i}",
+                        hovertemplate="%{x:,} tokens: %{customdata:,} B<extra></extra>")
+        if limit is not None and limit <= max_context:  # the end of the model's context: a dot, same colour
+            fig.add_scatter(x=[grid[-1]], y=[line[-1] / size], mode="markers", showlegend=False, hoverinfo="skip",
+                            marker=dict(size=11, color=color), legendgroup=f"{i}")
+    # Plain thousands ("20,000"): never "0.2x10^5" on a token axis; past ten million tokens (a what-if, no model
+    # has that context) powers of ten, never plotly's default "600B" (billion? bytes?).
+    fig.update_xaxes(exponentformat="none" if max_context < 10**7 else "power", separatethousands=True,
+                     rangemode="tozero", range=[0, max_context * 1.02])
+    fig.update_yaxes(exponentformat="none", separatethousands=True, rangemode="tozero")
     if mark_context is not None:
-        fig.add_vline(x=mark_context, line_dash="dot", annotation_text=f"{mark_context:,} tokens")
+        fig.add_vline(x=mark_context, line_dash="dot", line_color=MARKER_COLOR, line_width=2,
+                      annotation_text=f"{mark_context:,} tokens", annotation_font_color=MARKER_COLOR)
     if budget_bytes is not None and budget_bytes > 0:
         fig.add_hline(y=budget_bytes / size, line_dash="dash", line_color="gray", annotation_text="memory left for the cache")
+    legend, top = top_legend(len(configs))
     fig.update_layout(
-        title=f"KV cache size vs context (batch {batch})", xaxis_title="context length (tokens)",
-        yaxis_title=f"{unit} ({size:,} bytes)" if size > 1 else "bytes", legend=dict(orientation="h", y=-0.25), margin=dict(t=50, b=10), height=420,
+        title=dict(text=f"KV cache size vs context (batch {batch}): each line stops at its model's maximum context",
+                   y=0.99, yanchor="top"),
+        xaxis_title="context length (tokens)", yaxis_title=f"{unit} ({size:,} bytes)" if size > 1 else "bytes",
+        legend=legend, margin=dict(t=top, b=10), height=400 + top,
     )
-    return fig
+    return readable(fig)
 
 
 def per_layer_figure(budget: KVBudget) -> go.Figure:
@@ -58,7 +84,7 @@ def per_layer_figure(budget: KVBudget) -> go.Figure:
         yaxis_title=f"{unit} ({size:,} bytes)" if size > 1 else "bytes",
         margin=dict(t=50, b=10), height=320,
     )
-    return fig
+    return readable(fig)
 
 
 def paged_figure(view: PagedView) -> go.Figure:
@@ -67,7 +93,7 @@ def paged_figure(view: PagedView) -> go.Figure:
     values = [view.used_bytes, view.paged_bytes, view.flat_bytes]
     unit, size = binary_unit(max(values))
     fig = go.Figure(go.Bar(x=labels, y=[v / size for v in values], marker_color=["#2ca02c", "#1f77b4", "#d62728"],
-                           text=[short_bytes(v) for v in values], textposition="outside"))
+                           text=[short_bytes(v) for v in values], textposition="outside", cliponaxis=False))
     fig.update_layout(title="Paged blocks vs a flat buffer", yaxis_title=f"{unit} ({size:,} bytes)" if size > 1 else "bytes",
                       margin=dict(t=50, b=10), height=340)
-    return fig
+    return readable(fig)

@@ -8,6 +8,7 @@ from typing import Sequence
 
 import plotly.graph_objects as go
 
+from kvviz.figures import legend_entries, log_ticks, readable, top_legend
 from kvviz.ops import COMPONENT_LABELS, COMPONENTS, FLOPS_PER_OP, PassCounts
 
 CACHED_COLOR, UNCACHED_COLOR = "#1f77b4", "#d62728"
@@ -21,11 +22,33 @@ QUANTITIES = {
 Point = tuple[int, PassCounts, PassCounts]  # (passes so far, cached cumulative, uncached cumulative)
 
 
+SCALE_WORDS = ((10**12, "trillions"), (10**9, "billions"), (10**6, "millions"), (10**3, "thousands"))
+
+
 def _readable_axes(fig: go.Figure) -> go.Figure:
-    """Ticks as 6x10^11, never plotly's default '600B' (billion? bytes?); hover shows the exact integer."""
-    fig.update_yaxes(exponentformat="power", separatethousands=True)
-    fig.update_traces(hovertemplate="%{x:,}: %{y:,}<extra>%{fullData.name}</extra>")
-    return fig
+    """Counts drawn in plain words a room can read: the y values divided by a power of 1,000 named on the axis
+    ("ops (multiply-adds), billions": ticks 2, 4, 6 ... never "0.2x10^10" with a tiny superscript, never
+    plotly's '600B' (billion? bytes?)). Hover shows the exact integer. A log axis ticks at powers of ten only."""
+    peak = max((max(t.y) for t in fig.data if t.y is not None and len(t.y)), default=0)
+    factor, word = next(((f, w) for f, w in SCALE_WORDS if peak >= f), (1, ""))
+    for trace in fig.data:
+        exact = [int(v) for v in trace.y]
+        trace.update(y=[v / factor for v in exact], customdata=exact,
+                     hovertemplate="%{x:,}: %{customdata:,}<extra>%{fullData.name}</extra>")
+    if word:
+        fig.update_yaxes(title_text=f"{fig.layout.yaxis.title.text}, {word}")
+    fig.update_yaxes(exponentformat="none", separatethousands=True)
+    if fig.layout.yaxis.type == "log":
+        fig.update_yaxes(**log_ticks(v for t in fig.data for v in t.y))
+    legend, top = top_legend(legend_entries(fig))
+    fig.update_layout(legend=legend, margin_t=top, title_y=0.99, title_yanchor="top")
+    return readable(fig)
+
+
+def _scale_title(unit: str, log_y: bool) -> str:
+    """The axis says when it is logarithmic: a 100x saving must never look like 3x unannounced."""
+    return f"{unit} (log scale)" if log_y else unit
+
 
 
 def _unit(flops: bool) -> tuple[int, str]:
@@ -44,8 +67,8 @@ def cumulative_figure(points: Sequence[Point], quantity: str = "total", flops: b
                     line=dict(color=CACHED_COLOR))
     fig.update_layout(
         title=f"{label}: cumulative {unit}", xaxis_title="forward passes so far (= new tokens generated)",
-        yaxis_title=unit, yaxis_type="log" if log_y else "linear", legend=dict(orientation="h", y=-0.25),
-        margin=dict(t=50, b=10), height=380,
+        yaxis_title=_scale_title(unit, log_y), yaxis_type="log" if log_y else "linear",
+        margin=dict(t=90, b=10), height=400,
     )
     return _readable_axes(fig)
 
@@ -57,14 +80,16 @@ def ratio_figure(points: Sequence[Point]) -> go.Figure:
     for quantity in ("attention", "linear", "total"):
         label, get = QUANTITIES[quantity]
         fig.add_scatter(x=ks, y=[get(u) / get(c) for _, c, u in points], name=label)
+    legend, top = top_legend(legend_entries(fig))
     fig.update_layout(
-        title="Without cache / with cache (cumulative)", xaxis_title="forward passes so far",
-        yaxis_title="times more work", legend=dict(orientation="h", y=-0.25), margin=dict(t=50, b=10), height=380,
+        title=dict(text="Without cache / with cache (cumulative)", y=0.99, yanchor="top"),
+        xaxis_title="forward passes so far", yaxis_title="times more work", legend=legend, margin=dict(t=top, b=10),
+        height=400,
     )
-    return fig
+    return readable(fig)
 
 
-def breakdown_figure(cached: PassCounts, uncached: PassCounts, flops: bool = False, log_y: bool = True) -> go.Figure:
+def breakdown_figure(cached: PassCounts, uncached: PassCounts, flops: bool = False, log_y: bool = False) -> go.Figure:
     """Per-component totals, side by side: where does the cache save work, and where does it save nothing?"""
     scale, unit = _unit(flops)
     labels = [COMPONENT_LABELS[c] for c in COMPONENTS]
@@ -74,9 +99,8 @@ def breakdown_figure(cached: PassCounts, uncached: PassCounts, flops: bool = Fal
     fig.add_bar(x=labels, y=[scale * cached.ops(c) for c in COMPONENTS], name="with KV cache",
                 marker_color=CACHED_COLOR)
     fig.update_layout(
-        barmode="group", title=f"Whole generation, per component ({unit})", yaxis_title=unit,
-        yaxis_type="log" if log_y else "linear", legend=dict(orientation="h", y=-0.3), margin=dict(t=50, b=10),
-        height=400,
+        barmode="group", title=f"Whole generation, per component ({unit})", yaxis_title=_scale_title(unit, log_y),
+        yaxis_type="log" if log_y else "linear", margin=dict(t=90, b=10), height=440,
     )
     return _readable_axes(fig)
 
@@ -88,6 +112,6 @@ def per_step_figure(indices: Sequence[int], cached: Sequence[PassCounts], uncach
     fig.add_bar(x=list(indices), y=[c.total_ops for c in cached], name="with KV cache", marker_color=CACHED_COLOR)
     fig.update_layout(
         barmode="group", title="Ops per forward pass (1 = the prefill)", xaxis_title="pass",
-        yaxis_title="ops (multiply-adds)", legend=dict(orientation="h", y=-0.25), margin=dict(t=50, b=10), height=340,
+        yaxis_title="ops (multiply-adds)", margin=dict(t=90, b=10), height=380,
     )
     return _readable_axes(fig)

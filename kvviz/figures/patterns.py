@@ -14,13 +14,18 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from kvviz.figures.step import NEW_ROW_COLOR, _fonts, _margins
+from kvviz.figures import MIN_TICK_FONT_PX, readable
+from kvviz.figures.step import NEW_ROW_COLOR
 from kvviz.pattern_records import LayerPatterns, head_labels
 from kvviz.step_view import kv_head_of, visible
 
 COLOR_SCALE = "Viridis"  # reads on light and dark backgrounds
 GALLERY_COLUMNS = 4
 MAX_TICK_LABELS = 32  # token labels on the large view; more would overlap at 14 px
+
+
+def _margins(font_px: int) -> dict:
+    return {"l": 10, "r": 10, "t": 2 * font_px + 12, "b": 10}
 
 
 def _causal(matrix: np.ndarray) -> np.ndarray:
@@ -42,7 +47,7 @@ def _last_row_outline(fig: go.Figure, seq_len: int, row: int | None = None, col:
                   line={"color": NEW_ROW_COLOR, "width": 3}, row=row, col=col)
 
 
-def gallery_figure(layer: LayerPatterns, n_kv_heads: int, font_px: int = 14, cell_px: int = 230) -> go.Figure:
+def gallery_figure(layer: LayerPatterns, n_kv_heads: int, font_px: int = MIN_TICK_FONT_PX, cell_px: int = 230) -> go.Figure:
     """Every head of one layer, GALLERY_COLUMNS per row; the cached step's row outlined in each."""
     n_head, seq_len, _ = layer.attention.shape
     cols = min(GALLERY_COLUMNS, n_head)
@@ -64,7 +69,7 @@ def gallery_figure(layer: LayerPatterns, n_kv_heads: int, font_px: int = 14, cel
         coloraxis={"colorscale": COLOR_SCALE, "cmin": 0.0, "cmax": 1.0, "colorbar": {"title": {"text": "weight"}}},
         height=rows * cell_px + 2 * font_px + 20, margin=_margins(font_px),
     )
-    return _fonts(fig, font_px)
+    return readable(fig, font_px)
 
 
 def _token_ticks(tokens: Sequence[str]) -> dict:
@@ -73,7 +78,7 @@ def _token_ticks(tokens: Sequence[str]) -> dict:
     return {"tickmode": "array", "tickvals": keep, "ticktext": [f"{i} {visible(tokens[i])[:10]}" for i in keep]}
 
 
-def head_figure(layer: LayerPatterns, head: int, tokens: Sequence[str], n_kv_heads: int, font_px: int = 14,
+def head_figure(layer: LayerPatterns, head: int, tokens: Sequence[str], n_kv_heads: int, font_px: int = MIN_TICK_FONT_PX,
                 height_px: int = 640) -> go.Figure:
     """One head large: rows = queries, columns = keys, token text on both axes; the cached step's row outlined."""
     seq_len = layer.attention.shape[1]
@@ -89,4 +94,4 @@ def head_figure(layer: LayerPatterns, head: int, tokens: Sequence[str], n_kv_hea
     fig.update_yaxes(title_text="query position", autorange="reversed", **_token_ticks(tokens))
     fig.update_layout(title_text=f"layer {layer.layer} · {head_title(layer, head, n_kv_heads)}", height=height_px,
                       margin=_margins(font_px))
-    return _fonts(fig, font_px)
+    return readable(fig, font_px)

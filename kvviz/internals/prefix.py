@@ -11,13 +11,11 @@ BPE may split the same text differently once the following characters change.
 from __future__ import annotations
 
 import copy
-import os
-import time
 
-import numpy as np
 import torch
 from transformers import DynamicCache
 
+from kvviz.bench_noise import load_avg_1min, time_pair
 from kvviz.internals.records import PREFIX_TIMING_REPEATS as TIMING_REPEATS
 from kvviz.internals.records import PrefixError, PrefixReuse
 from kvviz.models import LoadedModel
@@ -41,23 +39,6 @@ def _tokenize(loaded: LoadedModel, prompt: str, name: str) -> list[int]:
     return check_prompt(loaded.tokenizer, prompt, loaded.info.n_positions, f"prompt {name}", error=PrefixError)
 
 
-def load_avg_1min() -> float:
-    """The machine's 1-minute load average at the time of a measurement (nan where the OS has none)."""
-    try:
-        return float(os.getloadavg()[0])
-    except (AttributeError, OSError):
-        return float("nan")
-
-
-def _median_ms(run, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        began = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - began)
-    return float(np.median(times) * 1000.0)
-
-
 @torch.inference_mode()
 def prefix_reuse(loaded: LoadedModel, prompt_a: str, prompt_b: str, repeats: int = TIMING_REPEATS) -> PrefixReuse:
     """Serve prompt B from prompt A's cache (crop to the shared prefix, prefill the rest) and check it."""
@@ -74,16 +55,20 @@ def prefix_reuse(loaded: LoadedModel, prompt_a: str, prompt_b: str, repeats: int
     reused_bytes = cache_bytes(cache_a)
     suffix = torch.tensor([ids_b[reused:]])  # (1, len(B) - reused)
 
-    def run_reuse():
-        cache = copy.deepcopy(cache_a)  # each timed run starts from the same cropped prefix
+    full = torch.tensor([ids_b])  # (1, len(B))
+
+    def run_reuse(cache):  # each timed run starts from its own copy of the cropped prefix, made untimed
         return model(input_ids=suffix, past_key_values=cache, use_cache=True)
 
-    def run_fresh():
-        return model(input_ids=torch.tensor([ids_b]), past_key_values=DynamicCache(config=model.config),
-                     use_cache=True)
+    def run_fresh(cache):  # the empty cache is made untimed too: both sides time the forward alone
+        return model(input_ids=full, past_key_values=cache, use_cache=True)
 
-    reuse_out, fresh_out = run_reuse(), run_fresh()  # also the warm-up
-    reuse_ms, fresh_ms = _median_ms(run_reuse, repeats), _median_ms(run_fresh, repeats)
+    def empty():
+        return DynamicCache(config=model.config)
+
+    reuse_out, fresh_out = run_reuse(copy.deepcopy(cache_a)), run_fresh(empty())
+    reuse_t, fresh_t = time_pair(run_reuse, run_fresh, repeats, prepare_a=lambda: copy.deepcopy(cache_a),
+                                 prepare_b=empty)
     logits_reuse, logits_fresh = reuse_out.logits[0, -1], fresh_out.logits[0, -1]
     kv_diff = max(
         max(float((a.keys - b.keys).abs().max()), float((a.values - b.values).abs().max()))
@@ -98,11 +83,9 @@ def prefix_reuse(loaded: LoadedModel, prompt_a: str, prompt_b: str, repeats: int
         new_tokens_computed=len(ids_b) - reused,
         tokens_saved=reused,
         reused_cache_bytes=reused_bytes,
-        fresh_ms=fresh_ms,
-        reuse_ms=reuse_ms,
+        fresh=fresh_t,
+        reuse=reuse_t,
         max_abs_logit_diff=float((logits_reuse - logits_fresh).abs().max()),
         max_abs_kv_diff=kv_diff,
         same_next_token=int(logits_reuse.argmax()) == int(logits_fresh.argmax()),
-        timing_repeats=repeats,
-        load_avg_1min=load_avg_1min(),
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvviz.bench_noise import Comparison, Timing
 from kvviz.prompt_rules import check_int_in_range
 
 
@@ -38,7 +39,7 @@ class SpeculativeError(ValueError):
 
 
 # ----- caps (bounded work: every page states them beside its inputs) -----------------------------------------
-PREFIX_TIMING_REPEATS = 5  # median of this many runs for each measured prefill
+PREFIX_TIMING_REPEATS = 9  # median of this many runs for each measured prefill (interleaved, 1 warm-up)
 CROSS_MAX_SOURCE_LEN = 64
 CROSS_MAX_STEPS = 48
 PAGING_MAX_BLOCK_SIZE = 256
@@ -49,6 +50,19 @@ QUANT_MIN_GROUP = 4
 AGREEMENT_MAX_PROMPTS = 8
 AGREEMENT_MAX_TOKENS = 32  # per prompt
 AGREEMENT_MAX_PROMPT_TOKENS = 128  # prompts x tokens per prompt: ~640 one-token passes, a few seconds on 2 cores
+# Default prompts (the pages' and bench/timed_comparisons.py's).
+# A long shared opening (like a system prompt every request starts with) and two different endings: the case
+# prefix caching is for. Shakespeare's Romeo and Juliet, the Prologue (public domain), as the bundled model knows it.
+PREFIX_SHARED_OPENING = ("Two households, both alike in dignity,\nIn fair Verona, where we lay our scene,\nFrom "
+                         "ancient grudge break to new mutiny,\nWhere civil blood makes civil hands unclean.\nFrom "
+                         "forth the fatal loins of these two foes\nA pair of star-cross'd lovers take their life;\n\n")
+PREFIX_DEFAULT_A = PREFIX_SHARED_OPENING + "ROMEO:\nBut soft, what light through yonder window breaks?"
+PREFIX_DEFAULT_B = PREFIX_SHARED_OPENING + "JULIET:\nO Romeo, Romeo! wherefore art thou Romeo?"
+# The default pairing and prompt were measured (greedy, k = 4, 24 tokens): with the bundled GPT-2 verifying and
+# the bundled GQA Llama drafting, this prompt accepts 64% of the drafts and needs 8 verifier passes for 24
+# tokens: the repeated line is accepted in runs of four, the invented line after it is where the two disagree
+# and rows are cropped. The same model sampled at 0.7 accepted 9% on "ROMEO: But soft, what light".
+SPEC_DEFAULT_PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\n\nJULIET:\nBut soft,"
 SPEC_MAX_K = 8
 SPEC_MAX_NEW = 64
 SPEC_MIN_TEMPERATURE, SPEC_MAX_TEMPERATURE = 0.05, 5.0
@@ -76,22 +90,40 @@ class PrefixReuse:
     new_tokens_computed: int  # len(B) - reused_len
     tokens_saved: int  # = reused_len
     reused_cache_bytes: int  # bytes of the kept rows, from the real tensors
-    fresh_ms: float  # median wall time: prefill all of B
-    reuse_ms: float  # median wall time: prefill only B's new tokens onto the cropped cache
+    fresh: Timing  # prefill all of B (repeats interleaved with `reuse`, see kvviz.bench_noise)
+    reuse: Timing  # prefill only B's new tokens onto a copy of the cropped cache (the copy is not timed)
     max_abs_logit_diff: float  # next-token logits, reuse vs fresh
     max_abs_kv_diff: float  # every K/V element of the final caches, reuse vs fresh
     same_next_token: bool
-    timing_repeats: int
-    load_avg_1min: float = float("nan")  # os.getloadavg()[0] when the timing ran (nan where unavailable)
+
+    @property
+    def fresh_ms(self) -> float:
+        return self.fresh.median_ms
+
+    @property
+    def reuse_ms(self) -> float:
+        return self.reuse.median_ms
+
+    @property
+    def timing_repeats(self) -> int:
+        return self.fresh.repeats
+
+    @property
+    def load_avg_1min(self) -> float:
+        return self.timing.load_1min
 
     @property
     def time_saved_ms(self) -> float:
         return self.fresh_ms - self.reuse_ms
 
     @property
+    def timing(self) -> Comparison:
+        return Comparison("reusing A's prefix", self.reuse, "a fresh prefill of B", self.fresh)
+
+    @property
     def timing_contradicts_lesson(self) -> bool:
-        """Reuse measured no faster than a fresh prefill although it computed fewer tokens: a busy machine."""
-        return self.tokens_saved > 0 and self.reuse_ms >= self.fresh_ms
+        """Reuse measured slower than a fresh prefill, beyond the noise, although it computed fewer tokens."""
+        return self.tokens_saved > 0 and self.timing.faster_name == "a fresh prefill of B"
 
 
 # ----- cross-attention ---------------------------------------------------------------------------------------
@@ -284,13 +316,14 @@ class SpecRound:
 class SpecRun:
     prompt_tokens: int
     k: int
-    draft_temperature: float
+    draft_temperature: float | None  # None: the draft picked its greedy (most likely) token
     rounds: tuple[SpecRound, ...]
     tokens: tuple[int, ...]  # generated tokens (the first comes from the prefill)
     text: str
     verifier_passes: int  # forward passes of the verifier, prefill included
     final_cache_len: int
     cache_vs_fresh_max_abs_diff: float  # the cropped cache vs a fresh prefill of the same tokens
+    draft_label: str = "the verifier itself"  # the model that proposed
 
     @property
     def draft_passes(self) -> int:

@@ -3,8 +3,8 @@ verifier's cache is cropped back to the accepted length (Leviathan et al. 2023, 
 
 One round, with the verifier's cache holding L rows and its chosen-but-unfed token `pending`:
 
-    draft     proposes d_1..d_k (here: the same bundled model, *sampled* at a temperature, so it sometimes
-              disagrees; a real draft is a smaller model)
+    draft     proposes d_1..d_k: another small model sharing the tokenizer (the two bundled models), greedy;
+              or the verifier itself *sampled* at a temperature, so it sometimes disagrees
     verify    feed [pending, d_1..d_k] in ONE pass            -> cache grows to L + k + 1 rows
               the verifier's greedy choice after each fed token: v_0..v_k
     accept    a = number of leading d_i with d_i == v_{i-1}
@@ -12,6 +12,10 @@ One round, with the verifier's cache holding L rows and its chosen-but-unfed tok
     emit      d_1..d_a, then v_a (the correction, or a bonus token when all k were accepted)
 
 With a greedy verifier the output is exactly the verifier's own greedy text, however bad the draft.
+
+What drives acceptance: how often the draft's guess is the verifier's greedy choice. Text both models can
+predict (a line repeated from the prompt: both bundled models learned to copy) is accepted in long runs; free
+invention (a new line of verse) is where two small models disagree, and a hotter sampled draft disagrees more.
 """
 from __future__ import annotations
 
@@ -28,29 +32,49 @@ from kvviz.stepping import crop_cache
 __all__ = ["MAX_K", "MAX_NEW", "SpecRound", "SpecRun", "SpeculativeError", "speculative_decode"]
 
 
+def same_tokenizer(a: LoadedModel, b: LoadedModel) -> bool:
+    """The two models map text to the same token ids (a draft must propose ids the verifier reads)."""
+    return a.tokenizer.get_vocab() == b.tokenizer.get_vocab() and a.model.config.vocab_size == b.model.config.vocab_size
+
+
 @torch.inference_mode()
-def _draft(loaded: LoadedModel, context: list[int], k: int, temperature: float, gen: torch.Generator) -> list[int]:
-    """k tokens sampled from the model at `temperature`, continuing `context` (its own cache, thrown away)."""
-    model = loaded.model
+def _draft(draft: LoadedModel, context: list[int], k: int, temperature: float | None,
+           gen: torch.Generator) -> list[int]:
+    """k tokens from the draft model continuing `context` (its own cache, thrown away): greedy when
+    temperature is None, else sampled at `temperature`."""
+    model = draft.model
     cache = DynamicCache(config=model.config)
     feed, out = context, []
     for _ in range(k):
         logits = model(input_ids=torch.tensor([feed]), past_key_values=cache, use_cache=True).logits[0, -1]
-        token = int(torch.multinomial(torch.softmax(logits / temperature, -1), 1, generator=gen))
+        if temperature is None:
+            token = int(logits.argmax())
+        else:
+            token = int(torch.multinomial(torch.softmax(logits / temperature, -1), 1, generator=gen))
         out.append(token)
         feed = [token]
     return out
 
 
 @torch.inference_mode()
-def speculative_decode(loaded: LoadedModel, prompt: str, n_new: int = 24, k: int = 4, draft_temperature: float = 1.0,
-                       seed: int = 0) -> SpecRun:
-    """Generate n_new tokens with a sampled draft and a greedy verifier over one real DynamicCache."""
+def speculative_decode(loaded: LoadedModel, prompt: str, n_new: int = 24, k: int = 4,
+                       draft_temperature: float | None = 1.0, seed: int = 0,
+                       draft: LoadedModel | None = None) -> SpecRun:
+    """Generate n_new tokens with a draft and a greedy verifier (`loaded`) over one real DynamicCache.
+
+    draft: the model that proposes (None: the verifier itself); draft_temperature: None for a greedy draft,
+    else the draft samples at this temperature.
+    """
     k = check_int_in_range(k, 1, MAX_K, "draft length k", error=SpeculativeError)
     n_new = check_int_in_range(n_new, 1, MAX_NEW, "tokens to generate", error=SpeculativeError)
-    draft_temperature = check_float_in_range(draft_temperature, SPEC_MIN_TEMPERATURE, SPEC_MAX_TEMPERATURE,
-                                             "draft temperature", error=SpeculativeError)
-    limit = loaded.info.n_positions
+    if draft_temperature is not None:
+        draft_temperature = check_float_in_range(draft_temperature, SPEC_MIN_TEMPERATURE, SPEC_MAX_TEMPERATURE,
+                                                 "draft temperature", error=SpeculativeError)
+    draft = loaded if draft is None else draft
+    if draft is not loaded and not same_tokenizer(loaded, draft):
+        raise SpeculativeError(f"{draft.info.label} and {loaded.info.label} use different tokenizers: a draft must "
+                               "propose token ids the verifier reads. Pick a draft with the same tokenizer.")
+    limit = min(loaded.info.n_positions, draft.info.n_positions)
     ids = check_prompt(loaded.tokenizer, prompt, limit, new_tokens=n_new, error=SpeculativeError)
     model = loaded.model
     gen = torch.Generator().manual_seed(seed)
@@ -61,7 +85,7 @@ def speculative_decode(loaded: LoadedModel, prompt: str, n_new: int = 24, k: int
     while len(tokens) < n_new:
         before = cache.get_seq_length()
         k_now = min(k, n_new - len(tokens), limit - before - 1)
-        proposed = _draft(loaded, ids + tokens, k_now, draft_temperature, gen)
+        proposed = _draft(draft, ids + tokens, k_now, draft_temperature, gen)
         out = model(input_ids=torch.tensor([[tokens[-1]] + proposed]), past_key_values=cache, use_cache=True)
         passes += 1
         choice = [int(t) for t in out.logits[0].argmax(-1)]  # v_0..v_k: greedy after each fed token
@@ -89,6 +113,7 @@ def speculative_decode(loaded: LoadedModel, prompt: str, n_new: int = 24, k: int
     )
     return SpecRun(
         prompt_tokens=len(ids), k=k, draft_temperature=draft_temperature, rounds=tuple(rounds), tokens=tuple(tokens),
+        draft_label=draft.info.label if draft is not loaded else "the verifier itself",
         text=loaded.tokenizer.decode(tokens), verifier_passes=passes, final_cache_len=cache.get_seq_length(),
         cache_vs_fresh_max_abs_diff=diff,
     )
