@@ -5,10 +5,11 @@ from __future__ import annotations
 import streamlit as st
 
 from kvviz import ui
+from kvviz.bench_noise import load_label
 from kvviz.figures import internals as fig
 from kvviz.internals import layout
 from kvviz.prompt_rules import check_int_in_range
-from pages.internals_shared import PLOT, explain, load_avg_text, run_queued
+from pages.internals_shared import PLOT, explain, run_queued
 
 ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Memory layout of the cache")
@@ -91,15 +92,29 @@ st.caption(
 )
 
 st.subheader("Reading one head: contiguous vs strided, measured here")
+st.caption(f"Each read is timed {layout.BENCH_REPEATS} times, taken in turn with the other, after one untimed "
+           "warm-up each; the page shows the median with the fastest and slowest run and the machine's load. When "
+           "the middle halves of the two sets of runs overlap, the difference is inside the noise and no side is "
+           "called faster.")
 if st.button("Measure the read on this machine", key="int_layout_measure"):
-    bench = run_queued("Timing the reads", lambda: layout.bench_head_read(16, 4096, 64))
+    bench = run_queued("Timing the reads", lambda: layout.bench_head_read(16, 4096, 64, layout.BENCH_REPEATS))
     if bench is not None:
-        st.session_state["int_layout_bench"] = (bench, load_avg_text())
-if "int_layout_bench" in st.session_state:  # per session: a timing is never shared with other users
-    bench, load = st.session_state["int_layout_bench"]
+        st.session_state["int_layout_bench"] = bench
+stored = st.session_state.get("int_layout_bench")  # per session: a timing is never shared with other users
+if isinstance(stored, layout.LayoutBench):
+    bench = stored
+    m = st.columns(3)
+    m[0].metric("Contiguous read (median)", f"{bench.contiguous_us:,.1f} µs", help=layout.us_label(bench.contiguous))
+    m[1].metric("Strided read (median)", f"{bench.strided_us:,.1f} µs", help=layout.us_label(bench.strided),
+                delta=None if bench.inside_noise else f"{bench.slowdown:.2f}x the contiguous time",
+                delta_color="inverse")
+    m[2].metric("Machine load (1 min)", f"{bench.load_1min:.2f}" if bench.load_1min == bench.load_1min else "unknown",
+                help=load_label(bench.load_1min))
+    (st.info if bench.inside_noise else st.success)(bench.sentence())
     st.plotly_chart(fig.layout_bench_figure(bench), **PLOT)
-    st.caption(f"numpy copy of one head's keys from a {bench.kv_heads} heads x {bench.seq_len} positions x "
-               f"{bench.head_dim} float32 buffer, median of {bench.repeats}: strided is {bench.slowdown:.2f}x the "
-               f"contiguous time on this machine now ({load}; a measurement: it varies with the CPU and its load).")
+    st.caption(f"numpy copy of one head's keys from a {bench.kv_heads} heads x {bench.seq_len:,} positions x "
+               f"{bench.head_dim} float32 buffer. Contiguous: {layout.us_label(bench.contiguous)}; strided: "
+               f"{layout.us_label(bench.strided)}; {load_label(bench.load_1min)} at the time. A measurement: it "
+               "varies with the CPU and its load.")
 else:
     st.caption("Press the button to time a contiguous (head-major) and a strided (position-major) read here.")

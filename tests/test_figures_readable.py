@@ -146,3 +146,51 @@ def test_log_ticks_are_few_full_numbers():
     wide = log_ticks([0.03, 2e5])  # many decades: powers of ten only
     assert wide["tickvals"] == [10.0**k for k in range(-1, 6)] and "100,000" in wide["ticktext"]
     assert len(log_ticks([1.0, 1.2])["tickvals"]) == 2
+
+
+# ----- cache internals: memory layout timing, quantized bytes ---------------------------------------------------
+def _layout_bench(contiguous_ms, strided_ms):
+    from kvviz.internals.layout import LayoutBench
+
+    return LayoutBench(16, 4096, 64, 4096 * 64 * 4, Timing(contiguous_ms, 1.2), Timing(strided_ms, 1.2))
+
+
+def test_layout_timing_chart_shows_the_spread_and_crowns_nobody_inside_the_noise():
+    from kvviz.figures import internals as int_figs
+
+    noisy = int_figs.layout_bench_figure(_layout_bench((0.09, 0.10, 0.13), (0.095, 0.11, 0.12)))
+    _assert_readable(noisy)
+    bar = noisy.data[0]
+    assert list(bar.y) == pytest.approx([100.0, 110.0])  # medians, in µs
+    assert bar.error_y.array is not None and bar.error_y.arrayminus is not None  # the middle half as a whisker
+    assert list(bar.error_y.array) == pytest.approx([15.0, 5.0]) and list(bar.error_y.arrayminus) == pytest.approx(
+        [5.0, 7.5])
+    assert "inside the noise" in noisy.layout.title.text and "x the" not in noisy.layout.title.text
+    apart = int_figs.layout_bench_figure(_layout_bench((0.049, 0.05, 0.051), (0.099, 0.1, 0.101)))
+    assert "strided 2.00x the contiguous time" in apart.layout.title.text
+
+
+def _quant_reports():
+    from kvviz.internals.records import LayerError, QuantReport
+
+    layers = (LayerError(0, 0.01, 0.02, 0.1, 0.2),)
+    fp32 = 2 * 12 * 24 * 64 * 4  # K+V, 12 layers, 1 head, 24 tokens, head_dim 64, float32: 147,456 B
+    return [QuantReport("fp16", 64, 24, fp32, fp32 // 2, fp32 // 2, 0, layers),
+            QuantReport("int8", 64, 24, fp32, fp32 // 4 + 4_608, fp32 // 4 + 4_608, 4_608, layers)]
+
+
+def test_quant_bytes_chart_reads_as_bytes_with_a_unit_not_si_k():
+    """120,000 bytes was drawn as plotly's "120k": the axis now counts KiB with thousands separators, and the
+    hover gives the exact bytes."""
+    from kvviz.figures import internals as int_figs
+
+    reports = _quant_reports()
+    fig = int_figs.quant_bytes_figure(reports)
+    _assert_readable(fig)
+    y = fig.layout.yaxis
+    assert y.exponentformat == "none" and y.separatethousands  # never "120k" (kilo what?)
+    assert y.title.text.startswith("KiB") and "1,024 B" in y.title.text
+    values, overhead = fig.data
+    assert values.y[0] == pytest.approx(144.0)  # 147,456 B = 144 KiB
+    assert list(values.customdata) == [147_456, 73_728, 36_864]  # exact bytes for the hover
+    assert list(overhead.customdata) == [0, 0, 4_608] and "%{customdata:,} B" in overhead.hovertemplate

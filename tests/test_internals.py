@@ -119,7 +119,33 @@ def test_bench_reads_the_same_head_two_ways():
     assert (bench.kv_heads, bench.seq_len, bench.head_dim, bench.repeats) == (4, 64, 8, 3)
     assert bench.bytes_read == contiguous.nbytes == 64 * 8 * 4
     assert bench.contiguous_us > 0 and bench.strided_us > 0
-    assert bench.slowdown == pytest.approx(bench.strided_us / bench.contiguous_us)
+    assert len(bench.contiguous.samples_ms) == len(bench.strided.samples_ms) == 3
+    assert bench.contiguous_us == pytest.approx(1000 * float(np.median(bench.contiguous.samples_ms)))
+    if bench.inside_noise:  # the one noise rule: no ratio is crowned inside the noise
+        assert bench.slowdown is None and "inside the noise" in bench.sentence()
+    else:
+        assert bench.slowdown == pytest.approx(bench.strided_us / bench.contiguous_us)
+
+
+def test_bench_interleaves_the_two_reads_and_applies_the_noise_rule():
+    """A fake clock: the reads are timed in turn (one warm-up each), medians and spread come from the repeats,
+    and overlapping middle halves give "inside the noise" with no faster side named."""
+    ticks = iter([0, 1, 0, 2, 0, 10, 0, 20, 0, 12, 0, 21, 0, 14, 0, 25])  # (start, stop) per run, seconds*1e-5
+
+    def clock():
+        return next(ticks) * 1e-5
+
+    bench = layout.bench_head_read(kv_heads=2, seq_len=8, head_dim=4, repeats=3, clock=clock)
+    assert bench.contiguous.samples_ms == pytest.approx((0.10, 0.12, 0.14))  # warm-ups (1, 2) dropped
+    assert bench.strided.samples_ms == pytest.approx((0.20, 0.21, 0.25))
+    assert (bench.contiguous_us, bench.strided_us) == pytest.approx((120.0, 210.0))
+    assert not bench.inside_noise and bench.slowdown == pytest.approx(1.75)
+    assert bench.sentence().startswith("The contiguous read took 120.0 µs, the strided read 210.0 µs: 1.75x faster")
+    assert layout.us_label(bench.strided) == "210.0 µs (median of 3, 200.0-250.0 µs)"
+    ticks = iter([0, 1, 0, 1, 0, 10, 0, 11, 0, 12, 0, 10, 0, 14, 0, 13])
+    noisy = layout.bench_head_read(kv_heads=2, seq_len=8, head_dim=4, repeats=3, clock=clock)
+    assert noisy.inside_noise and noisy.slowdown is None
+    assert "inside the noise" in noisy.sentence() and "faster" not in noisy.sentence()
 
 
 # ----- prefix reuse ------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from kvviz.byte_units import binary_unit
 from kvviz.figures import log_ticks, readable
 from kvviz.internals.layout import LayoutBench
 from kvviz.internals.records import (CrossAttnRun, PagingPlan, PrefixReuse, PresetLayers, QuantReport,
@@ -84,12 +85,29 @@ def append_copy_figure(seq_lens: Sequence[int], copied_bytes: dict[str, Sequence
 
 
 def layout_bench_figure(bench: LayoutBench) -> go.Figure:
+    """Median µs of each read, with a whisker over the middle half of its repeats (25th-75th percentile): the
+    range the noise rule compares (kvviz.bench_noise), so overlapping whiskers are "inside the noise". The
+    fastest and slowest repeat are in the hover (one preempted run would otherwise dwarf the bars). The title
+    names a faster side only when the repeats do."""
     labels = ["contiguous (head-major)", "strided (position-major)"]
-    values = [bench.contiguous_us, bench.strided_us]
-    fig = go.Figure(go.Bar(x=labels, y=values, marker_color=[REUSED_COLOR, COMPUTED_COLOR],
-                           text=[f"{v:,.1f} µs" for v in values], textposition="auto"))
-    fig.update_yaxes(title="median µs to read one head's keys")
-    return _layout(fig, f"Reading {bench.bytes_read / 2**20:.2f} MiB of one head's keys on this machine", 300)
+    timings = [bench.contiguous, bench.strided]
+    medians = [t.median_ms * 1000 for t in timings]
+    quartiles = [(q1 * 1000, q3 * 1000) for q1, q3 in (t.quartiles_ms for t in timings)]
+    fig = go.Figure(go.Bar(
+        x=labels, y=medians, marker_color=[REUSED_COLOR, COMPUTED_COLOR],
+        error_y=dict(type="data", symmetric=False, array=[q3 - m for (_, q3), m in zip(quartiles, medians)],
+                     arrayminus=[m - q1 for (q1, _), m in zip(quartiles, medians)], thickness=2, width=14,
+                     color="#7f7f7f"),
+        text=[f"{m:,.1f} µs" for m in medians], textposition="inside", insidetextanchor="start",
+        customdata=[[t.repeats, q1, q3, t.min_ms * 1000, t.max_ms * 1000] for t, (q1, q3) in zip(timings, quartiles)],
+        hovertemplate="%{x}: median %{y:,.1f} µs of %{customdata[0]} repeats; middle half %{customdata[1]:,.1f}-"
+                      "%{customdata[2]:,.1f} µs; fastest-slowest %{customdata[3]:,.1f}-%{customdata[4]:,.1f} µs"
+                      "<extra></extra>",
+    ))
+    fig.update_yaxes(title=f"µs, median of {bench.repeats} (whisker: middle half)", rangemode="tozero",
+                     separatethousands=True, exponentformat="none")
+    verdict = "inside the noise" if bench.inside_noise else f"strided {bench.slowdown:.2f}x the contiguous time"
+    return _layout(fig, f"Reading {bench.bytes_read / 2**20:.2f} MiB of one head's keys here: {verdict}", 320)
 
 
 def prefix_figure(result: PrefixReuse) -> go.Figure:
@@ -217,15 +235,22 @@ def quant_error_figure(reports: Sequence[QuantReport]) -> go.Figure:
 
 
 def quant_bytes_figure(reports: Sequence[QuantReport]) -> go.Figure:
-    fig = go.Figure()
+    """Stored bytes per format, in one binary unit picked for the largest bar (KiB for the bundled model), with
+    thousands separators, never plotly's SI "120k"; the hover gives the exact bytes."""
     fp32 = reports[0].fp32_bytes if reports else 0
     names = ["fp32"] + [r.scheme for r in reports]
-    fig.add_bar(x=names, y=[fp32] + [r.stored_bytes - r.overhead_bytes for r in reports], name="values",
-                marker_color=GLOBAL_COLOR)
-    fig.add_bar(x=names, y=[0] + [r.overhead_bytes for r in reports], name="scales + zero points",
-                marker_color=COMPUTED_COLOR)
+    values = [fp32] + [r.stored_bytes - r.overhead_bytes for r in reports]
+    overhead = [0] + [r.overhead_bytes for r in reports]
+    unit, size = binary_unit(max([fp32] + [r.stored_bytes for r in reports] + [1]))
+    fig = go.Figure()
+    for part, part_bytes, color in (("values", values, GLOBAL_COLOR),
+                                    ("scales + zero points", overhead, COMPUTED_COLOR)):
+        fig.add_bar(x=names, y=[b / size for b in part_bytes], name=part, marker_color=color, customdata=part_bytes,
+                    hovertemplate=f"%{{x}} {part}: %{{customdata:,}} B<extra></extra>")
     fig.update_layout(barmode="stack")
-    fig.update_yaxes(title="bytes of this prompt's cache")
+    fig.update_yaxes(title=f"{unit} of this prompt's cache (1 {unit} = {size:,} B)" if size > 1
+                     else "bytes of this prompt's cache", exponentformat="none", separatethousands=True,
+                     rangemode="tozero")
     return _layout(fig, "Bytes stored per format (fp32 = as computed)", 340)
 
 

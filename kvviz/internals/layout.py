@@ -21,14 +21,18 @@ Reading one head's keys for positions 0..seq_len-1: one contiguous run under hea
 it is exactly seq_len wide) ncnn's transposed; seq_len runs of head_dim elements under position_major.
 Appending one token: the pre-allocated layouts write one row and copy nothing; the exact-size layouts allocate a
 new buffer and copy every past row (an O(n) copy per step, O(n^2) bytes over a generation): `append_cost`.
-`bench_head_read` times a contiguous vs a strided read on this machine (a measurement, not a promise).
+`bench_head_read` times a contiguous vs a strided read on this machine (a measurement, not a promise), by the
+one noise rule of kvviz.bench_noise: interleaved repeats, medians with their spread and the load.
 """
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+
+from kvviz.bench_noise import Comparison, Timing, load_label, time_pair
 
 LAYOUTS: dict[str, str] = {
     "head_major": "[kv_heads, max_len, head_dim] pre-allocated (StaticCache, Akunu, flat engines)",
@@ -42,6 +46,7 @@ SHORT_NAMES: dict[str, str] = {
     "dynamic": "grown by torch.cat (DynamicCache)",
     "transposed": "rebuilt each step, transposed (ncnn)",
 }
+BENCH_REPEATS = 31  # repeats of each read per measurement (interleaved); about 20 ms in all for 1 MiB reads
 EXACT_SIZE = frozenset({"dynamic", "transposed"})  # the buffer is exactly seq_len long: appending copies it
 
 
@@ -229,19 +234,71 @@ def generation_copy_bytes(layout: str, shape: BufferShape, prompt_len: int, n_ne
 
 @dataclass(frozen=True)
 class LayoutBench:
-    """Median time to copy one head's keys out of a buffer laid out each way (numpy, this machine)."""
+    """Repeats of copying one head's keys out of a buffer laid out each way (numpy, this machine), taken in turn.
+
+    Reported by kvviz.bench_noise's rule: medians with the fastest and slowest repeat, the machine's load, and
+    "inside the noise" (no faster side named) when the middle halves of the two sets of repeats overlap.
+    """
 
     kv_heads: int
     seq_len: int
     head_dim: int
     bytes_read: int
-    contiguous_us: float  # head_major: one contiguous block
-    strided_us: float  # position_major: seq_len short runs, kv_heads*head_dim apart
-    repeats: int
+    contiguous: Timing  # head_major: one contiguous block
+    strided: Timing  # position_major: seq_len short runs, kv_heads*head_dim apart
 
     @property
-    def slowdown(self) -> float:
+    def repeats(self) -> int:
+        return self.contiguous.repeats
+
+    @property
+    def contiguous_us(self) -> float:
+        return self.contiguous.median_ms * 1000.0
+
+    @property
+    def strided_us(self) -> float:
+        return self.strided.median_ms * 1000.0
+
+    @property
+    def load_1min(self) -> float:
+        return self.comparison.load_1min
+
+    @property
+    def comparison(self) -> Comparison:
+        return Comparison("the contiguous read", self.contiguous, "the strided read", self.strided)
+
+    @property
+    def inside_noise(self) -> bool:
+        return self.comparison.inside_noise
+
+    @property
+    def slowdown(self) -> float | None:
+        """Strided median / contiguous median, or None when the difference is inside the noise (no winner)."""
+        if self.inside_noise:
+            return None
         return self.strided_us / self.contiguous_us if self.contiguous_us > 0 else float("nan")
+
+    def sentence(self) -> str:
+        """One sentence for a class, in microseconds (a read of one head takes well under a millisecond):
+        a faster side only when the repeats name one, else "inside the noise"."""
+        c, s = self.contiguous_us, self.strided_us
+        load = load_label(self.load_1min)
+        if self.inside_noise:
+            return (f"The contiguous read ({c:,.1f} µs) and the strided read ({s:,.1f} µs) are inside the noise: "
+                    f"the middle halves of their {self.contiguous.repeats} and {self.strided.repeats} repeats "
+                    f"overlap ({load}), so this machine cannot tell them apart at this size.")
+        comparison = self.comparison
+        if comparison.faster_name == "the contiguous read":
+            return (f"The contiguous read took {c:,.1f} µs, the strided read {s:,.1f} µs: "
+                    f"{comparison.ratio:.2f}x faster, beyond the spread of the repeats ({load}).")
+        return (f"The strided read took {s:,.1f} µs, the contiguous read {c:,.1f} µs: "
+                f"{comparison.ratio:.2f}x faster, beyond the spread of the repeats ({load}).")
+
+
+def us_label(timing: Timing) -> str:
+    """'112.4 µs (median of 15, 98.0-180.3 µs)': a Timing's label in microseconds."""
+    return (f"{timing.median_ms * 1000:,.1f} µs (median of {timing.repeats}, "
+            f"{timing.min_ms * 1000:,.1f}-{timing.max_ms * 1000:,.1f} µs)")
 
 
 def head_read_views(kv_heads: int, seq_len: int, head_dim: int) -> tuple[np.ndarray, np.ndarray]:
@@ -254,32 +311,20 @@ def head_read_views(kv_heads: int, seq_len: int, head_dim: int) -> tuple[np.ndar
     return head_major[head], position_major[:, head]
 
 
-def bench_head_read(kv_heads: int = 16, seq_len: int = 4096, head_dim: int = 64, repeats: int = 15) -> LayoutBench:
+def bench_head_read(kv_heads: int = 16, seq_len: int = 4096, head_dim: int = 64, repeats: int = BENCH_REPEATS,
+                    clock: Callable[[], float] = time.perf_counter) -> LayoutBench:
     """Time reading (copying) one head's keys: contiguous head_major vs strided position_major, float32.
 
-    Default buffers are 16 MiB each; 15 repeats take well under a second. Reported as medians.
+    The two reads are interleaved (contiguous, strided, contiguous, ...) after one untimed warm-up each
+    (kvviz.bench_noise.time_pair), so a load that comes and goes hits both alike. Default buffers are 16 MiB
+    each; BENCH_REPEATS of each take well under a second.
     """
     if not (1 <= kv_heads <= 64 and 1 <= seq_len <= 32768 and 1 <= head_dim <= 256 and 1 <= repeats <= 200):
-        raise LayoutError("benchmark sizes out of range: kv_heads 1..64, seq_len 1..32768, head_dim 1..256")
+        raise LayoutError("benchmark sizes out of range: kv_heads 1..64, seq_len 1..32768, head_dim 1..256, "
+                          "repeats 1..200")
     contiguous, strided = head_read_views(kv_heads, seq_len, head_dim)
     out = np.empty((seq_len, head_dim), dtype=np.float32)
-
-    def median_us(view: np.ndarray) -> float:
-        times = []
-        for _ in range(repeats):
-            began = time.perf_counter()
-            np.copyto(out, view)
-            times.append(time.perf_counter() - began)
-        return float(np.median(times) * 1e6)
-
-    median_us(contiguous)  # warm-up: page in the buffers
-    median_us(strided)
-    return LayoutBench(
-        kv_heads=kv_heads,
-        seq_len=seq_len,
-        head_dim=head_dim,
-        bytes_read=seq_len * head_dim * 4,
-        contiguous_us=median_us(contiguous),
-        strided_us=median_us(strided),
-        repeats=repeats,
-    )
+    contiguous_t, strided_t = time_pair(lambda: np.copyto(out, contiguous), lambda: np.copyto(out, strided),
+                                        repeats, clock=clock)
+    return LayoutBench(kv_heads=kv_heads, seq_len=seq_len, head_dim=head_dim, bytes_read=seq_len * head_dim * 4,
+                       contiguous=contiguous_t, strided=strided_t)
