@@ -247,7 +247,7 @@ def quant_bytes_figure(reports: Sequence[QuantReport]) -> go.Figure:
                                     ("scales + zero points", overhead, COMPUTED_COLOR)):
         fig.add_bar(x=names, y=[b / size for b in part_bytes], name=part, marker_color=color, customdata=part_bytes,
                     hovertemplate=f"%{{x}} {part}: %{{customdata:,}} B<extra></extra>")
-    fig.update_layout(barmode="stack")
+    fig.update_layout(barmode="stack", legend_traceorder="normal")  # "values" first, as the bars stack
     fig.update_yaxes(title=f"{unit} of this prompt's cache (1 {unit} = {size:,} B)" if size > 1
                      else "bytes of this prompt's cache", exponentformat="none", separatethousands=True,
                      rangemode="tozero")
