@@ -137,6 +137,26 @@ def ensure_router() -> None:
         st.rerun()
 
 
+def drop_refused_link_numbers(keys: list[str], notices_key: str) -> list[str]:
+    """Before a page's URL-bound number inputs are drawn: link values that are no whole number (inf, 1e309,
+    thousands of digits, words) are taken out of the URL and the page reruns once without them; returns the
+    notices saying what was ignored (shown once). Streamlit's number_input raises OverflowError on such a value
+    while it seeds itself from the URL (kvviz.query_values checks the text before any widget parses it)."""
+    from kvviz import query_values
+
+    refused = query_values.refused_link_numbers({k: st.query_params.get_all(k) for k in keys if k in st.query_params},
+                                                keys)
+    if refused:
+        for key in refused:
+            try:
+                del st.query_params[key]
+            except Exception:  # noqa: BLE001 - already bound by an earlier run: Streamlit keeps the widget's value
+                pass
+        st.session_state[notices_key] = [*st.session_state.get(notices_key, []), *refused.values()]
+        st.rerun()  # the rerun's link no longer holds them (st.query_params updates the run's query string)
+    return st.session_state.pop(notices_key, [])
+
+
 def warm_up_in_background(delay_s: float = 2.0) -> None:
     """Once per process: import the slow modules in a daemon thread (no Streamlit calls in it).
 

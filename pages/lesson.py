@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import lesson, ui
+from kvviz import lesson, query_values, ui
 
 N_STEPS = len(lesson.STEPS)
 
@@ -19,6 +19,13 @@ def _go(delta: int) -> None:
     """(Button callback.) Move to the previous or next step; the bound widget puts it in the URL."""
     st.session_state["step"] = min(N_STEPS, max(1, (st.session_state.get("step") or 1) + delta))
 
+
+# Link check (issue 23): the bound step control drops a bad ?step= silently; say so, once per session.
+if not st.session_state.get("lesson_link_checked"):
+    st.session_state["lesson_link_checked"] = True
+    if link_notice := query_values.refused_link_whole(st.query_params.get("step"), 1, N_STEPS, "step",
+                                                       "Opening step 1."):
+        st.warning(link_notice)
 
 nav = st.container(horizontal=True, vertical_alignment="center")
 number = st.session_state.get("step") or 1

@@ -12,7 +12,7 @@ import urllib.parse
 
 import streamlit as st
 
-from kvviz import memory, step_view, ui
+from kvviz import memory, query_values, step_view, ui
 from kvviz.figures import export_config
 from kvviz.figures import step as figs
 from kvviz.step_records import DEFAULT_SAMPLING, ContextFullError, PromptError, Sampling
@@ -80,9 +80,13 @@ def _apply_link() -> None:
     if prompt is None or st.session_state.get("step_link_done") == link:
         return
     st.session_state["step_link_done"] = link
+    refused = query_values.refused_link_whole(steps, 0, info.n_positions - 1, "steps", "Replaying the prompt only.")
+    if refused:  # never int(text) here: kvviz.query_values checks the link's text (issue 23)
+        st.warning(refused)
+    n_steps = 0 if refused else int(steps)
     try:
         engine.prefill(prompt, _sampling())
-        for _ in range(min(int(steps) if steps.isdecimal() and steps.isascii() else 0, info.n_positions - engine.cache_len)):
+        for _ in range(min(n_steps, info.n_positions - engine.cache_len)):
             engine.step()
     except (PromptError, ContextFullError) as exc:
         st.warning(f"The link's prompt could not be replayed: {exc}")
