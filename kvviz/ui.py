@@ -49,7 +49,8 @@ STEP_ENGINE_KEY = "step_engine"  # the user's stepping engine (its cache is per 
 
 @st.cache_resource(show_spinner="Loading the model...", max_entries=4)
 def _cached_load(
-    spec: str, source: str, attn_implementation: str, cap: models.LoadCap | None, allow_download: bool
+    spec: str, source: str, attn_implementation: str, cap: models.LoadCap | None, allow_download: bool,
+    label: str | None = None,
 ) -> models.LoadedModel:
     import dataclasses
 
@@ -63,10 +64,11 @@ def _cached_load(
     loaded = models.load_model(source, attn_implementation, cap=cap, allow_download=allow_download)
     _freeze_long_lived_objects()
     _loaded_keys.add((spec, attn_implementation))
-    if loaded.info.spec == spec:
+    if loaded.info.spec == spec and label is None:
         return loaded
-    # A teacher-listed folder: the session knows it by its offered name only, never by its server path.
-    return dataclasses.replace(loaded, info=dataclasses.replace(loaded.info, spec=spec))
+    # A teacher-listed model: the session knows it by its offered name and the teacher's label only, never by
+    # its server path or folder name.
+    return dataclasses.replace(loaded, info=dataclasses.replace(loaded.info, spec=spec, label=label or loaded.info.label))
 
 
 def _freeze_long_lived_objects() -> None:
@@ -111,7 +113,8 @@ def cached_model(spec: str, attn_implementation: str = "eager") -> models.Loaded
             "finishes: one load at a time keeps the server's memory safe.", icon=":material/hourglass_top:",
         )
     try:
-        return _cached_load(spec, source, attn_implementation, policy.cap, not policy.enabled)
+        return _cached_load(spec, source, attn_implementation, policy.cap, not policy.enabled,
+                            offered.label if offered is not None else None)
     except models.ModelLoadError as exc:
         raise models.ModelLoadError(policy.redact(str(exc))) from None
     finally:
