@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 SHOWN_CHARS = 40  # a refused value is quoted at most this long
 LINK_NUMBER_LIMIT = 10**15  # no bound widget accepts more; larger text is refused before any widget parses it
@@ -118,3 +118,23 @@ def refused_link_numbers(params: Mapping[str, Sequence[str] | str], keys: Iterab
         elif len(text.lstrip("+-").lstrip("0")) > len(str(limit)) or abs(int(text)) > limit:
             refused[key] = link_notice(key, text, f"it is far larger than this field allows (at most {limit:,}).")
     return refused
+
+
+def cli_whole(lo: int, hi: int) -> Callable[[str], int]:
+    """An argparse `type=` for a whole number in [lo, hi]: argparse prints our one sentence, never a traceback."""
+    import argparse
+
+    def parse(text: str) -> int:
+        return whole_number(text, lo, hi, "the value", error=argparse.ArgumentTypeError)
+
+    return parse
+
+
+def cli_number(lo: float, hi: float) -> Callable[[str], float]:
+    """An argparse `type=` for a finite number in [lo, hi] (refuses nan, inf, 1e999)."""
+    import argparse
+
+    def parse(text: str) -> float:
+        return finite_number(text, lo, hi, "the value", error=argparse.ArgumentTypeError)
+
+    return parse
