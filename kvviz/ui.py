@@ -261,7 +261,7 @@ def _local_picker() -> None:
     choice = _KINDS[st.radio("Which model", list(_KINDS), key=_KIND_KEY, on_change=_on_kind_change)]
     if choice == "pretrained":
         st.session_state.setdefault(_NAME_KEY, spec if kind == "pretrained" else "gpt2")
-        st.text_input("Name or folder", key=_NAME_KEY,
+        st.text_input("Name or folder", key=_NAME_KEY, max_chars=1000,
                       help="e.g. gpt2, distilgpt2, gpt2-medium (from the Hugging Face cache), or a local folder")
         st.button("Load", key="app_model_load", on_click=_on_load)
     elif choice == "random":

@@ -7,6 +7,7 @@ import streamlit as st
 from kvviz import ui
 from kvviz.figures import internals as fig
 from kvviz.internals.records import PREFIX_TIMING_REPEATS, PrefixError, PrefixReuse
+from kvviz.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from pages.internals_shared import DEFAULT_PROMPT, PLOT, explain, run_queued
 
 RESULT_KEY = "int_prefix_result"  # (inputs, PrefixReuse) of this session's last measurement
@@ -20,9 +21,11 @@ explain(
     "The times are measured on this machine when you press the button (medians of "
     f"{PREFIX_TIMING_REPEATS} runs), for you only: a busy machine can make them noisy, and the page says so."
 )
-a = st.text_area("Prompt A (cached first)", DEFAULT_PROMPT, key="int_prefix_a", height=70)
+a = st.text_area("Prompt A (cached first)", DEFAULT_PROMPT, key="int_prefix_a", height=70,
+                 max_chars=MAX_TEXT_CHARS, help=TEXT_CAP_HELP)
 b = st.text_area("Prompt B", DEFAULT_PROMPT.replace("It is the east, and Juliet is the sun.",
-                 "Arise, fair sun, and kill the envious moon."), key="int_prefix_b", height=70)
+                 "Arise, fair sun, and kill the envious moon."), key="int_prefix_b", height=70,
+                 max_chars=MAX_TEXT_CHARS, help=TEXT_CAP_HELP)
 inputs = (ui.current_info().spec, a, b)
 
 if st.button("Prefill both and compare", key="int_prefix_run", type="primary"):

@@ -9,6 +9,7 @@ from kvviz.figures import internals as fig
 from kvviz.internals.records import (SPEC_MAX_K, SPEC_MAX_NEW, SPEC_MAX_TEMPERATURE, SPEC_MIN_TEMPERATURE, SpecRun,
                                     SpeculativeError)
 from kvviz.models import LoadedModel
+from kvviz.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from pages.internals_shared import MODEL_HASH, PLOT, explain
 
 
@@ -28,7 +29,8 @@ explain(
     "cropped back with `crop_cache`: the rejected rows are removed. Here the draft is the same model sampled at "
     "a temperature (lower = more agreement). The output equals plain greedy decoding."
 )
-prompt = st.text_area("Prompt", "ROMEO: But soft, what light", key="int_spec_prompt", height=70)
+prompt = st.text_area("Prompt", "ROMEO: But soft, what light", key="int_spec_prompt", height=70, max_chars=MAX_TEXT_CHARS,
+                      help=TEXT_CAP_HELP)
 c1, c2, c3 = st.columns(3)
 # Caps are checked by the library, not clamped by the widget: a value past the cap gets a message.
 k = c1.number_input(f"Draft length k (1..{SPEC_MAX_K})", min_value=1, value=4, key="int_spec_k")

@@ -15,6 +15,7 @@ import streamlit as st
 from kvviz import memory, query_values, step_view, ui
 from kvviz.figures import export_config
 from kvviz.figures import step as figs
+from kvviz.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from kvviz.step_records import DEFAULT_SAMPLING, ContextFullError, PromptError, Sampling
 
 PRESETS = {
@@ -104,7 +105,8 @@ def _controls() -> dict[str, bool]:
     row = st.container(horizontal=True, vertical_alignment="bottom")
     with row.popover("Prompt", icon=":material/edit:"):
         preset = st.selectbox("Classroom presets", list(PRESETS), key="step_preset")
-        st.text_area("Prompt", value=PRESETS[preset], height=90, key=f"step_prompt_{preset}")
+        st.text_area("Prompt", value=PRESETS[preset], height=90, key=f"step_prompt_{preset}",
+                     max_chars=MAX_TEXT_CHARS, help=TEXT_CAP_HELP)
         st.toggle("Greedy (always the most likely token)", value=False, key="step_greedy", help=GREEDY_HELP)
         st.slider("Temperature", 0.1, 2.0, DEFAULT_TEMPERATURE, 0.05, key="step_temperature")
         st.number_input("Top-k (0 = off)", 0, 200, DEFAULT_SAMPLING.top_k, key="step_top_k")
