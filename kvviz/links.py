@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from kvviz.query_values import shown
+from kvviz.query_values import shown as quoted
 
 
 def shown_as_link(value: Any) -> list[str]:
@@ -25,5 +25,5 @@ def link_refusals(linked: Mapping[str, list[str]], now: Mapping[str, list[str]],
         value = shown.get(key)
         wanted = raw if isinstance(value, list) else raw[-1:]
         if list(now.get(key, [])) != list(raw) and shown_as_link(value) != wanted:
-            out.append(f"Ignored `{key}={shown(','.join(raw))}` from the link (not a valid value); using {shown(repr(value))}.")
+            out.append(f"Ignored `{key}={quoted(','.join(raw))}` from the link (not a valid value); using {quoted(repr(value))}.")
     return out
