@@ -144,10 +144,10 @@ def check_budget(settings: BenchSettings, shape, rates: PassRates, budget_s: flo
         return estimate
     fits = longest_within(settings, shape, rates, budget_s)
     uncached = [m for m, cached in modes_run(settings) if not cached]
-    hint = (f"at these settings at most {fits:,} new tokens fit" if fits >= 1 else
-            "even 1 new token does not fit at these settings")
-    slow = " or untick generate(use_cache=False)" if "generate_no_cache" in uncached else ""
+    hint = (f"At these settings at most {fits:,} new tokens fit" if fits >= 1 else
+            "Even 1 new token does not fit at these settings")
+    slow = ", or untick generate(use_cache=False)" if "generate_no_cache" in uncached else ""
     raise BenchInputError(
-        f"This run would take about {duration(estimate)} on this machine (estimated from two timed passes of this "
-        f"model; the uncached work grows with the square of the length), over this page's {budget_s:.0f} s "
-        f"budget: {hint}; ask for fewer new tokens, rounds or warm-ups{slow}.")
+        f"This run would take about {duration(estimate)} on this machine, over this page's {budget_s:.0f} s budget "
+        f"(estimated from two timed passes of this model; uncached work grows with the square of the length). "
+        f"{hint}; or ask for fewer rounds or warm-ups{slow}.")

@@ -159,4 +159,16 @@ def test_a_listed_unknown_random_shape_is_not_offered(tmp_path):
     assert [m.name for m in policy.offered] == ["random:gpt2"]
 
 
-INPUTS_TRIED = 3 * EXAMPLES + 5 + 2 + 4 + 1 + 1 + 3 + 1  # properties + the named cases above
+def test_back_right_after_reset_says_the_cache_is_empty(bundled):
+    from kvviz.stepping import StepEngine
+    from kvviz.step_records import PromptError
+
+    engine = StepEngine(bundled)
+    engine.prefill("ROMEO:")
+    engine.step()
+    engine.reset()
+    with pytest.raises(PromptError, match="the cache is empty"):
+        engine.back()
+
+
+INPUTS_TRIED = 3 * EXAMPLES + 5 + 2 + 4 + 1 + 1 + 3 + 1 + 1  # properties + the named cases
