@@ -45,7 +45,7 @@ def files(tmp_path_factory):
     return d
 
 
-@settings(max_examples=CLI_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=CLI_EXAMPLES, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(flag=st.sampled_from(["--steps", "--threads", "--batch-size", "--max-span", "--weight-decay",
                              "--random-span-share", "--repeat-share", "--copy-warmup-steps", "--seed"]),
        value=HOSTILE_NUMBER)
@@ -81,7 +81,7 @@ def test_train_refuses_an_output_it_cannot_write_before_training(files, out, wor
     assert rc == 2 and words in text and not (files / "missing").exists()
 
 
-@settings(max_examples=CLI_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=CLI_EXAMPLES, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(flag=st.sampled_from(["--prompt-len", "--new-tokens", "--repeats", "--warmup", "--threads"]),
        value=HOSTILE_NUMBER)
 def test_bench_refuses_hostile_numbers_in_one_message(flag, value, capsys):
@@ -89,7 +89,7 @@ def test_bench_refuses_hostile_numbers_in_one_message(flag, value, capsys):
     assert rc != 0 and text.strip()
 
 
-@settings(max_examples=CLI_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=CLI_EXAMPLES, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(flag=st.sampled_from(["--prompt-len", "--new-tokens", "--layers", "--heads"]), value=HOSTILE_NUMBER)
 def test_ops_refuses_hostile_numbers_in_one_message(flag, value, capsys):
     rc, text = _run(["ops", f"{flag}={value}"], capsys)

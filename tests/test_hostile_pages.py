@@ -17,7 +17,7 @@ LINK_EXAMPLES = 12  # per property: each example is a whole page run (seconds on
 HOSTILE = st.one_of(
     st.sampled_from(["inf", "-inf", "Infinity", "1e309", "nan", "-3", "1.5", "1e308", "9" * 5000, "abc", "",
                      "0x1f", "１２", "x" * 100_000]),
-    st.from_regex(r"-?[0-9]{17,5000}", fullmatch=True),
+    st.from_regex(r"-?[1-9][0-9]{16,5000}", fullmatch=True),
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
 )
 
@@ -38,8 +38,8 @@ def _notices(at: AppTest) -> list[str]:
     return [w.value for w in at.warning if w.value.startswith("Ignored `")]
 
 
-@settings(max_examples=LINK_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
-@given(values=st.dictionaries(st.sampled_from(["mem_layers", "mem_context", "mem_batch", "mem_heads", "mem_params"]),
+@settings(max_examples=LINK_EXAMPLES, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(values=st.dictionaries(st.sampled_from(["mem_layers", "mem_context", "mem_batch", "mem_heads", "mem_head_dim"]),
                               HOSTILE, min_size=1, max_size=3))
 def test_memory_page_refuses_overflowing_link_numbers(values):
     at = _run_with_link("memory_budget", values)
@@ -49,7 +49,7 @@ def test_memory_page_refuses_overflowing_link_numbers(values):
     assert at.number_input(key="mem_layers").value == 32  # llama-3-8b's default: the earlier state is kept
 
 
-@settings(max_examples=LINK_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=LINK_EXAMPLES, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(values=st.dictionaries(st.sampled_from(["ops_prompt", "ops_new", "ops_layers", "ops_vocab"]), HOSTILE,
                               min_size=1, max_size=3))
 def test_count_the_work_refuses_overflowing_link_numbers(values):
@@ -75,7 +75,7 @@ def test_count_the_work_per_pass_table_takes_a_huge_custom_shape():
     assert int(table["ops (no cache)"].iloc[-1].replace(",", "")) > 2**63  # exact, past int64, shown as text
 
 
-@settings(max_examples=LINK_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=LINK_EXAMPLES, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(steps=HOSTILE)
 def test_step_page_link_steps_are_checked_not_taken_as_zero(steps):
     at = _run_with_link("step_through", {"prompt": "ROMEO:", "steps": steps})

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import struct
 from pathlib import Path
 
@@ -34,7 +35,7 @@ def _one_sentence(message: str) -> None:
         assert raw not in message, message
 
 
-@settings(max_examples=EXAMPLES, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=True)
 @given(text=HOSTILE_TEXT, lo=st.integers(-1000, 1000), span=st.integers(0, 10**6))
 def test_whole_number_takes_exactly_digit_strings_in_range(text, lo, span):
     hi = lo + span
@@ -52,7 +53,7 @@ def test_whole_number_takes_exactly_digit_strings_in_range(text, lo, span):
         assert got == expected and lo <= got <= hi
 
 
-@settings(max_examples=EXAMPLES, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=True)
 @given(text=HOSTILE_TEXT)
 def test_finite_number_refuses_nan_inf_and_words_in_one_sentence(text):
     try:
@@ -63,7 +64,7 @@ def test_finite_number_refuses_nan_inf_and_words_in_one_sentence(text):
         assert math.isfinite(value) and 0.0 <= value <= 1.0
 
 
-@settings(max_examples=EXAMPLES, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=True)
 @given(values=st.dictionaries(st.sampled_from(["mem_layers", "mem_batch", "ops_prompt", "other"]),
                               st.lists(HOSTILE_TEXT, min_size=1, max_size=3), max_size=4))
 def test_link_numbers_refused_are_exactly_those_no_widget_may_parse(values):
@@ -73,9 +74,9 @@ def test_link_numbers_refused_are_exactly_those_no_widget_may_parse(values):
     for key, raw in values.items():
         if key not in keys:
             continue
-        ok = len(raw) == 1 and raw[0].strip().isascii() and raw[0].strip().lstrip("+-").isdigit() \
-            and raw[0].strip()[:1] in "+-0123456789" and abs(int(raw[0].strip()[:30])) <= 10**15 \
-            and len(raw[0].strip().lstrip("+-0")) <= 16
+        text = raw[0].strip()
+        ok = len(raw) == 1 and re.fullmatch(r"[+-]?[0-9]+", text) is not None \
+            and len(text.lstrip("+-0")) <= 16 and abs(int(text)) <= 10**15
         assert (key in refused) != ok, (key, raw, refused)
         if key in refused:
             assert refused[key].startswith(f"Ignored `{key}=") and len(refused[key]) < 240
