@@ -64,7 +64,8 @@ def run(spec: str, settings: BenchSettings, thread_reason: str) -> BenchResult |
     try:
         bench.validate(settings, loaded.info.n_positions, loaded.info)
         # Bound the work, not each knob: the estimate from two timed passes of this model (issue 23)
-        estimate_s = bench.refuse_over_budget(loaded, settings, PAGE_BUDGET_S)
+        with st.spinner("Estimating this run's cost from two timed passes of the model..."):
+            estimate_s = bench.refuse_over_budget(loaded, settings, PAGE_BUDGET_S)
     except BenchInputError as exc:
         st.error(str(exc))
         return None
