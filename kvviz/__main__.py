@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+
+from kvviz.query_values import shown
 
 COMMANDS = {
     "memory": ("kvviz.cli_memory", "KV-cache bytes for a model config (presets, config.json, --json)"),
@@ -29,12 +32,21 @@ def main(argv: list[str] | None = None) -> int:
     if command not in COMMANDS:
         print(f"kvviz: unknown command {command!r}\n\n{usage()}", file=sys.stderr)
         return 2
-    module = importlib.import_module(COMMANDS[command][0])
     try:
+        module = importlib.import_module(COMMANDS[command][0])
         return module.main(rest) or 0
     except BrokenPipeError:  # output piped into `head` and closed early: not an error worth a traceback
         sys.stderr.close()
         return 0
+    except KeyboardInterrupt:
+        print(f"kvviz {command}: interrupted.", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: a user never sees a traceback
+        if os.environ.get("KVVIZ_DEBUG"):
+            raise
+        print(f"kvviz {command}: failed ({type(exc).__name__}: {shown(exc, 160)}). This is a kvviz bug: please "
+              "report the command; KVVIZ_DEBUG=1 shows the traceback.", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+import threading
+import time
 from typing import Callable, Iterator
 
 import torch
@@ -31,7 +33,8 @@ import transformers
 
 from kvviz import bench_machine, bench_probes, ops, ops_summary, roofline
 from kvviz.bench_records import MODE_LABELS, BenchResult, MachineInfo, ModeResult, RunTiming
-from kvviz.bench_settings import BenchInputError, BenchSettings, validate, whole  # noqa: F401 (re-exported)
+from kvviz.bench_settings import (BenchInputError, BenchSettings, PassRates, check_budget,  # noqa: F401 (re-exported)
+                                  estimate_seconds, validate, whole)
 from kvviz.bench_runs import CompileUnavailable, compile_forward, run_flat, run_generate, run_hf_cache, run_no_cache
 from kvviz.engine_flat import FlatCacheGPT2
 from kvviz.models import LoadedModel
@@ -52,6 +55,79 @@ WaitFn = Callable[[int], None]  # called while waiting, with the number of runs 
 
 class BenchBusyError(RuntimeError):
     """The line ahead did not clear within the wait we were willing to make."""
+
+
+class BenchStopped(RuntimeError):
+    """The caller asked the run to stop (should_stop() returned True); nothing is returned."""
+
+
+CHECK_EVERY_S = 0.2  # how often a running benchmark re-reports its progress (and so can be stopped) mid-pass
+CALIBRATION_TOKENS = 32  # the longer of the two passes timed to estimate a run's cost
+RATES_FRESH_S = 300.0  # a measured PassRates is reused this long (same model, same threads)
+_rates: dict[tuple[str, str, int, int], tuple[float, PassRates]] = {}
+
+
+@torch.inference_mode()
+def pass_rates(loaded: LoadedModel, threads: int) -> PassRates:
+    """This machine's speed for this model: a 1-token and a 32-token uncached pass (median of 3 each), their
+    exact op counts (kvviz.ops) -> seconds per op and a fixed cost per pass. Reused for RATES_FRESH_S."""
+    key = (loaded.info.spec, loaded.info.attn_implementation, id(loaded.model), threads)
+    cached = _rates.get(key)
+    if cached is not None and time.monotonic() - cached[0] < RATES_FRESH_S:
+        return cached[1]
+    shape = ops.ModelShape.from_info(loaded.info)
+    long_len = max(2, min(CALIBRATION_TOKENS, loaded.info.n_positions))
+    timed = {}
+    with torch_threads(threads):
+        for length in (1, long_len):
+            ids = torch.zeros((1, length), dtype=torch.long)
+            loaded.model(input_ids=ids, use_cache=False, logits_to_keep=1)  # untimed warm-up
+            times = []
+            for _ in range(3):
+                began = time.perf_counter()
+                loaded.model(input_ids=ids, use_cache=False, logits_to_keep=1)
+                times.append(time.perf_counter() - began)
+            timed[length] = sorted(times)[1]
+    op = {n: ops.forward_pass_counts(shape, 0, n, False, lm_head_all_positions=False).total_ops for n in timed}
+    s_per_op = max((timed[long_len] - timed[1]) / (op[long_len] - op[1]), timed[long_len] / op[long_len] / 4, 1e-15)
+    rates = PassRates(overhead_s=max(timed[1] - op[1] * s_per_op, 0.0), s_per_op=s_per_op)
+    _rates[key] = (time.monotonic(), rates)
+    return rates
+
+
+def estimate(loaded: LoadedModel, settings: BenchSettings) -> float:
+    """Seconds this run should take here (kvviz.bench_settings.estimate_seconds over measured rates)."""
+    threads = settings.threads or bench_machine.default_thread_count()[0]
+    return estimate_seconds(settings, ops.ModelShape.from_info(loaded.info), pass_rates(loaded, threads))
+
+
+def refuse_over_budget(loaded: LoadedModel, settings: BenchSettings, budget_s: float) -> float:
+    """The estimate, or BenchInputError with the estimate and what would fit within budget_s."""
+    threads = settings.threads or bench_machine.default_thread_count()[0]
+    return check_budget(settings, ops.ModelShape.from_info(loaded.info), pass_rates(loaded, threads), budget_s)
+
+
+@contextlib.contextmanager
+def checks_inside_passes(model: torch.nn.Module, check: Callable[[], None]) -> Iterator[None]:
+    """Call check() before every transformer block of `model`, in this thread only, for the `with` body.
+
+    A long uncached pass (1,000 tokens through GPT-2 124M: seconds) can then be stopped mid-pass. The model is
+    shared by every session: the hooks act only in the thread that set them and are removed on the way out.
+    """
+    owner = threading.get_ident()
+
+    def hook(module, args):  # noqa: ANN001 - torch's forward pre-hook signature
+        if threading.get_ident() == owner:
+            check()
+
+    blocks = getattr(getattr(model, "transformer", None), "h", None) or getattr(getattr(model, "model", None),
+                                                                                 "layers", [])
+    handles = [block.register_forward_pre_hook(hook) for block in blocks]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
 
 
 # ----- one benchmark at a time: a first-come-first-served line (kvviz.work_queue) -------------------------
@@ -115,23 +191,41 @@ def op_ratio_curve(shape: ops.ModelShape, prompt_len: int, new_tokens: int) -> t
 # ----- the benchmark -------------------------------------------------------------------------------------
 def run_benchmark(loaded: LoadedModel, settings: BenchSettings, progress: ProgressFn | None = None,
                   lock_wait_s: float = LOCK_WAIT_S, on_wait: WaitFn | None = None,
-                  thread_reason: str | None = None) -> BenchResult:
+                  thread_reason: str | None = None, should_stop: Callable[[], bool] | None = None) -> BenchResult:
     """Run every mode side by side, after the benchmarks ahead in the line (waits up to lock_wait_s).
 
-    Raises BenchInputError for impossible settings, BenchBusyError if the wait times out. If interrupted
-    (Ctrl-C, a Streamlit rerun), the turn is released and the thread count restored; nothing is returned.
+    Raises BenchInputError for impossible settings, BenchBusyError if the wait times out, BenchStopped when
+    should_stop() turns True. progress() is called between passes and every CHECK_EVERY_S inside long passes
+    (before each transformer block), so whatever it raises (Streamlit's stop when the user presses Stop or the
+    session ends, Ctrl-C) ends the run within a fraction of a second: the turn is released and the thread
+    count restored; nothing is returned.
     """
     validate(settings, loaded.info.n_positions, loaded.info)
     if settings.threads is None:
         threads, thread_reason = bench_machine.default_thread_count()
     else:
         threads, thread_reason = settings.threads, thread_reason or "set for this run"
-    with hold_turn(on_wait, lock_wait_s), torch_threads(threads):
-        return _run(loaded, settings, threads, thread_reason, progress or (lambda fraction, message: None))
+    report = progress or (lambda fraction, message: None)
+    last = {"fraction": 0.0, "message": "Starting", "at": time.monotonic()}
+
+    def tracked(fraction: float, message: str) -> None:  # every report: remember it, then check for a stop
+        last.update(fraction=fraction, message=message, at=time.monotonic())
+        if should_stop is not None and should_stop():
+            raise BenchStopped("The benchmark was stopped; no results.")
+        report(fraction, message)
+
+    def check() -> None:  # inside a pass: re-report the last progress at most every CHECK_EVERY_S
+        if time.monotonic() - last["at"] >= CHECK_EVERY_S:
+            tracked(last["fraction"], last["message"])
+
+    inside = (contextlib.nullcontext() if settings.include_compiled  # hooks would break torch.compile's graph
+              else checks_inside_passes(loaded.model, check))
+    with hold_turn(on_wait, lock_wait_s), torch_threads(threads), inside:
+        return _run(loaded, settings, threads, thread_reason, tracked, check)
 
 
 def _run(loaded: LoadedModel, settings: BenchSettings, threads: int, thread_reason: str,
-         progress: ProgressFn) -> BenchResult:
+         progress: ProgressFn, check: Callable[[], None]) -> BenchResult:
     load_before = bench_machine.load_average()
     model, p, n = loaded.model, settings.prompt_len, settings.new_tokens
     prompt = prompt_token_ids(loaded, p)
@@ -146,12 +240,12 @@ def _run(loaded: LoadedModel, settings: BenchSettings, threads: int, thread_reas
     }
     if settings.include_static:
         runners["static"] = lambda tokens: run_hf_cache(model, prompt, tokens, "static")
-    runners["preallocated"] = lambda tokens: run_flat(engine, prompt, tokens)
+    runners["preallocated"] = lambda tokens: run_flat(engine, prompt, tokens, between_passes=check)
     int8_bytes = 0
     if settings.include_int8:
         progress(0.04, "Quantizing a copy of the weights to int8")
         int8_engine = FlatCacheGPT2(model, p + n, "int8")
-        runners["int8"] = lambda tokens: run_flat(int8_engine, prompt, tokens)
+        runners["int8"] = lambda tokens: run_flat(int8_engine, prompt, tokens, between_passes=check)
         fp32_matrix_bytes = sum(4 * m.numel() for layer in model.transformer.h for m in (
             layer.attn.c_attn.weight, layer.attn.c_proj.weight, layer.mlp.c_fc.weight, layer.mlp.c_proj.weight))
         fp32_matrix_bytes += 4 * model.lm_head.weight.numel()

@@ -180,11 +180,16 @@ class RooflineVerdict:
     @property
     def label(self) -> str:
         """Short form for a table cell or a metric."""
+        if not self.fractions:
+            return "no decode pass"
         if self.disturbed:
             return "disturbed"
         return "in cache" if self.fraction is None else f"{self.fraction:.0%}"
 
     def describe(self) -> str:
+        if not self.fractions:
+            return ("no decode pass was timed (1 new token is the prefill alone), so no roofline fraction; "
+                    "ask for 2 or more new tokens")
         if self.in_cache and self.fraction is None:
             return ("above the DRAM read roof in some round: the weights fit in the last-level cache, so "
                     "DRAM bandwidth is not this model's bound (no fraction is reported)")

@@ -96,12 +96,16 @@ def run_hf_cache(model: torch.nn.Module, prompt_ids: list[int], new_tokens: int,
 
 
 @torch.inference_mode()
-def run_flat(engine: FlatCacheGPT2, prompt_ids: list[int], new_tokens: int) -> RunTiming:
+def run_flat(engine: FlatCacheGPT2, prompt_ids: list[int], new_tokens: int,
+             between_passes: Callable[[], None] | None = None) -> RunTiming:
+    """between_passes(): called before each pass, untimed (the harness checks there whether to stop)."""
     began = time.perf_counter()
     engine.reset()
     feed = torch.tensor([prompt_ids])  # (1, P), then (1, 1)
     pass_ms, tokens = [], []
     for _ in range(new_tokens):
+        if between_passes is not None:
+            between_passes()
         t0 = time.perf_counter()
         logits = engine.forward(feed)  # (1, vocab)
         feed = logits.argmax(dim=-1, keepdim=True)  # (1, 1)

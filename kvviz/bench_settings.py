@@ -67,3 +67,87 @@ def validate(settings: BenchSettings, n_positions: int, info=None) -> None:
             f"model has only {n_positions} positions (GPT-2 cannot go past its learned positions). "
             f"Reduce them by {total - n_positions}."
         )
+
+
+# ----- what a run costs, before it runs ---------------------------------------------------------------------
+PAGE_BUDGET_S = 60.0  # the most work the speed-up page starts for one click (the CLI only states its estimate)
+ROUND_PROBES_S = 0.6  # the read-bandwidth and matmul probes beside each round (measured: 0.3-0.6 s on 2 cores)
+SETUP_S = 2.0  # copy-bandwidth probe, weight-format choice, int8 quantization (once per run)
+
+
+@dataclass(frozen=True)
+class PassRates:
+    """How fast this machine runs one model at one thread count, from two real timed passes (kvviz.bench)."""
+
+    overhead_s: float  # the fixed cost of one forward pass (Python, dispatch, one LM-head position)
+    s_per_op: float  # seconds per multiply-add beyond that (GEMM-like work: the uncached passes)
+
+
+def modes_run(settings: BenchSettings) -> tuple[tuple[str, bool], ...]:
+    """(mode, uses a cache) for every mode these settings run (the harness's list, kvviz.bench)."""
+    modes = [("no_cache", False), ("dynamic", True)]
+    modes += [("static", True)] if settings.include_static else []
+    modes += [("preallocated", True)] + ([("int8", True)] if settings.include_int8 else [])
+    modes += [("static_compiled", True)] if settings.include_compiled else []
+    if settings.include_generate:
+        modes += [("generate_cache", True)] + ([("generate_no_cache", False)] if settings.include_generate_no_cache
+                                               else [])
+    return tuple(modes)
+
+
+def estimate_seconds(settings: BenchSettings, shape, rates: PassRates, warmup_tokens: int = 8) -> float:
+    """Seconds the whole run should take here: every mode's warm-up and timed generations, from exact op counts
+    (kvviz.ops: an uncached generation's work grows with N^2, a cached one's with N) times the measured rates,
+    plus the probes. An estimate, stated as one: the flat engine runs faster than this model of it."""
+    from kvviz import ops  # torch-free
+
+    def generation_s(tokens: int, cached: bool) -> float:
+        with_cache, without = ops.generation_totals(shape, settings.prompt_len, tokens, lm_head_all_positions=False)
+        return tokens * rates.overhead_s + (with_cache if cached else without).total_ops * rates.s_per_op
+
+    warm = min(settings.new_tokens, warmup_tokens)
+    total = SETUP_S + settings.repeats * ROUND_PROBES_S
+    for _, cached in modes_run(settings):
+        total += settings.warmup * generation_s(warm, cached) + settings.repeats * generation_s(settings.new_tokens,
+                                                                                                  cached)
+    return total
+
+
+def longest_within(settings: BenchSettings, shape, rates: PassRates, budget_s: float) -> int:
+    """The most new tokens these settings can ask for within budget_s (0 if even one token is over it)."""
+    from dataclasses import replace
+
+    lo, hi = 0, settings.new_tokens
+    while lo < hi:  # the estimate grows with the new tokens: bisect
+        mid = (lo + hi + 1) // 2
+        if estimate_seconds(replace(settings, new_tokens=mid), shape, rates) <= budget_s:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def duration(seconds: float) -> str:
+    """'45 s', '4 min 10 s', '3 h 5 min' for a message."""
+    s = int(round(seconds))
+    if s < 120:
+        return f"{max(s, 1)} s"
+    if s < 2 * 3600:
+        return f"{s // 60} min {s % 60} s"
+    return f"{s // 3600} h {s % 3600 // 60} min"
+
+
+def check_budget(settings: BenchSettings, shape, rates: PassRates, budget_s: float = PAGE_BUDGET_S) -> float:
+    """The estimate, or BenchInputError saying how long the run would take and what fits within budget_s."""
+    estimate = estimate_seconds(settings, shape, rates)
+    if estimate <= budget_s:
+        return estimate
+    fits = longest_within(settings, shape, rates, budget_s)
+    uncached = [m for m, cached in modes_run(settings) if not cached]
+    hint = (f"At these settings at most {fits:,} new tokens fit" if fits >= 1 else
+            "Even 1 new token does not fit at these settings")
+    slow = ", or untick generate(use_cache=False)" if "generate_no_cache" in uncached else ""
+    raise BenchInputError(
+        f"This run would take about {duration(estimate)} on this machine, over this page's {budget_s:.0f} s budget "
+        f"(estimated from two timed passes of this model; uncached work grows with the square of the length). "
+        f"{hint}; or ask for fewer rounds or warm-ups{slow}.")

@@ -14,6 +14,7 @@ import json
 import sys
 
 from kvviz import bench, bench_tables
+from kvviz.bench_settings import duration
 from kvviz.bench_records import CACHED_MODES, ESTIMATOR, LOSSY_MODES, MODE_LABELS, BenchResult, BenchSettings
 from kvviz.models import ModelLoadError, load_model
 
@@ -113,6 +114,10 @@ def main(argv: list[str]) -> int:
     try:
         bench.validate(settings, n_positions=10**9)  # lengths and counts first: no model load for a typo
         loaded = load_model(args.model, attn_implementation=args.attn)
+        bench.validate(settings, loaded.info.n_positions, loaded.info)
+        # The CLI may run long on purpose, but says so first (issue 23): the same estimate as the page's bound
+        print(f"kvviz bench: this run should take about {duration(bench.estimate(loaded, settings))} here "
+              "(estimated from two timed passes of this model; Ctrl-C stops it).", file=sys.stderr, flush=True)
         result = bench.run_benchmark(loaded, settings, progress=None if args.json else _progress)
     except (bench.BenchInputError, bench.BenchBusyError) as exc:
         print(f"kvviz bench: {exc}", file=sys.stderr)

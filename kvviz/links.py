@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from kvviz.query_values import shown as quoted
+
 
 def shown_as_link(value: Any) -> list[str]:
     """How a widget value reads in a URL: True -> ['true'], 8192 -> ['8192'], ['a', 'b'] -> ['a', 'b']."""
@@ -23,5 +25,5 @@ def link_refusals(linked: Mapping[str, list[str]], now: Mapping[str, list[str]],
         value = shown.get(key)
         wanted = raw if isinstance(value, list) else raw[-1:]
         if list(now.get(key, [])) != list(raw) and shown_as_link(value) != wanted:
-            out.append(f"Ignored `{key}={','.join(raw)}` from the link (not a valid value); using {value!r}.")
+            out.append(f"Ignored `{key}={quoted(','.join(raw))}` from the link (not a valid value); using {quoted(repr(value))}.")
     return out

@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 FLOAT32_BYTES = 4  # kvviz loads every model in float32 (kvviz.models)
-MAX_HEADER_BYTES = 100_000_000  # the safetensors format's own limit on a header
+MAX_HEADER_BYTES = 8 * 2**20  # refused before reading: a GPT-2's header is 15-60 KB (the format allows 100 MB,
+# and an 85 MB header cost 8 s and ~1 GB to parse before it was refused)
+TORCH_DTYPES = ("float32", "float16", "bfloat16", "float64", "auto")  # config.json's torch_dtype / dtype values
 SAFETENSORS_FILE = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"  # sharded checkpoints: weight_map -> shard file names
 
@@ -76,9 +78,14 @@ def read_config(folder: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ValueError("the folder has no config.json: it is not a saved model folder")
     try:
+        if path.stat().st_size > MAX_HEADER_BYTES:
+            raise ValueError(f"its config.json is {path.stat().st_size:,} bytes: far too large for a model config")
         cfg = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"its config.json is not valid JSON ({exc.__class__.__name__})") from None
+    except ValueError as exc:  # Python's 4,300-digit limit on a number, or the size above
+        raise ValueError(str(exc) if "config.json" in str(exc) else
+                         "its config.json holds a number with thousands of digits") from None
     if not isinstance(cfg, dict):
         raise ValueError("its config.json is not a JSON object")
     return cfg
@@ -89,10 +96,23 @@ def params_from_config(cfg: dict[str, Any]) -> int:
     values = {key: cfg.get(key, default) for key, default in GPT2_CONFIG_DEFAULTS.items()}
     for key in ("n_layer", "n_embd", "n_positions", "vocab_size"):
         if not isinstance(values[key], int) or isinstance(values[key], bool) or values[key] <= 0:
-            raise ValueError(f"its config.json has no usable {key} (got {values[key]!r})")
+            raise ValueError(f"its config.json has no usable {key} (got {_short(values[key])})")
     if values["n_inner"] is not None and (not isinstance(values["n_inner"], int) or values["n_inner"] <= 0):
-        raise ValueError(f"its config.json has no usable n_inner (got {values['n_inner']!r})")
+        raise ValueError(f"its config.json has no usable n_inner (got {_short(values['n_inner'])})")
+    n_head = cfg.get("n_head", 12)
+    if not isinstance(n_head, int) or isinstance(n_head, bool) or n_head <= 0 or values["n_embd"] % n_head:
+        raise ValueError(f"its config.json needs n_head, a positive whole number dividing n_embd = "
+                         f"{values['n_embd']:,} (got {_short(n_head)})")
+    for key in ("torch_dtype", "dtype"):
+        if key in cfg and cfg[key] is not None and cfg[key] not in TORCH_DTYPES:
+            raise ValueError(f"its config.json gives {key} = {_short(cfg[key])}; use one of {', '.join(TORCH_DTYPES)}")
     return gpt2_param_count(**values)
+
+
+def _short(value: Any, max_chars: int = 40) -> str:
+    """A config value as a message quotes it, cut short (a 1 MB string is never echoed)."""
+    text = repr(value)
+    return text if len(text) <= max_chars else text[: max_chars - 3] + "..."
 
 
 def safetensors_files(folder: Path) -> list[Path]:
@@ -123,7 +143,8 @@ def safetensors_header(path: Path) -> dict[str, dict[str, Any]]:
             raise ValueError(f"{path.name} is too short to be a safetensors file")
         (header_len,) = struct.unpack("<Q", raw_len)
         if header_len > MAX_HEADER_BYTES:
-            raise ValueError(f"{path.name} declares a {header_len:,}-byte header: not a safetensors file")
+            raise ValueError(f"{path.name} declares a {header_len:,}-byte header, more than the "
+                             f"{MAX_HEADER_BYTES // 2**20} MiB kvviz reads (a GPT-2's is under 100 KB)")
         try:
             header = json.loads(fh.read(header_len))
             tensors = {name: t for name, t in header.items() if name != "__metadata__"}
@@ -150,10 +171,13 @@ def check_folder(folder: Path, cap: LoadCap | None) -> int:
     """
     cfg = read_config(folder)
     if cfg.get("model_type") != "gpt2":
-        raise ValueError(f"it is a {cfg.get('model_type')!r} model; kvviz steps through GPT-2 models")
+        raise ValueError(f"it is a {_short(cfg.get('model_type'))} model; kvviz steps through GPT-2 models")
+    from_config = params_from_config(cfg)  # checks the shape too: transformers would fail on it in raw words
     if cap is not None:
-        refuse_over_cap(params_from_config(cfg), cap, "its config.json")
+        refuse_over_cap(from_config, cap, "its config.json")
     stored = sum(stored_elements(path) for path in safetensors_files(folder))
+    if stored == 0:  # transformers would build a GPT-2 with random weights and call it loaded
+        raise ValueError("its safetensors file holds no tensors: there are no weights to load")
     if cap is not None:
         refuse_over_cap(stored, cap, "its safetensors header")
     return stored

@@ -221,6 +221,9 @@ def load_pretrained(
 ) -> LoadedModel:
     """Pretrained GPT-2 weights: a local folder, else the HF cache, else the hub (if allowed and answering)."""
     folder = Path(name).expanduser()
+    if looks_like_path(name) and not folder.is_dir():  # never suggest `hf download /some/path`
+        raise ModelLoadError(f"There is no model folder at {_shown(name)}: give a folder holding config.json, "
+                             "model.safetensors and the tokenizer files, or a model name such as gpt2.")
     if folder.is_dir():
         where, label = _shown(str(folder)), f"{folder.name} (local folder)"
     else:
@@ -249,6 +252,17 @@ def load_pretrained(
     return LoadedModel(model, tokenizer, _describe(name, "pretrained", label, model))
 
 
+def looks_like_path(spec: str) -> bool:
+    """A folder path rather than a hub name ("gpt2", "openai-community/gpt2" have at most one "/")."""
+    return spec.startswith(("/", "~", ".")) or "\\" in spec or spec.count("/") > 1
+
+
+# Python's own words for a failure say nothing to a student ("integer division or modulo by zero"):
+# these exception types get one plain sentence instead of their text.
+RAW_PYTHON_ERRORS = (ZeroDivisionError, AttributeError, TypeError, KeyError, IndexError, OverflowError,
+                     MemoryError, RecursionError, UnboundLocalError, NameError)
+
+
 def _shown(spec: str, max_chars: int = 80) -> str:
     """A spec as a message shows it: quoted unless it is a path, cut short if it is long."""
     text = spec if spec.startswith(("/", "~")) else repr(spec)
@@ -256,6 +270,9 @@ def _shown(spec: str, max_chars: int = 80) -> str:
 
 
 def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, RAW_PYTHON_ERRORS) or "set_int_max_str_digits" in str(exc):
+        return (f"its files do not describe a GPT-2 model transformers can build ({exc.__class__.__name__}); "
+                "check config.json against a working GPT-2 folder")
     text = " ".join(str(exc).split()) or exc.__class__.__name__
     text = text.rstrip(".")
     return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 3] + "..."

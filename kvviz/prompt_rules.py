@@ -16,6 +16,11 @@ import math
 from numbers import Integral, Real
 
 
+MAX_TEXT_CHARS = 20_000  # every text box's cap (st.text_area max_chars): a prompt fits 1,024 tokens in far less,
+# and a 50 MB paste would otherwise trip Streamlit's own message-size limit in an error box
+TEXT_CAP_HELP = f"At most {MAX_TEXT_CHARS:,} characters: a longer paste is cut there (the counter shows it)."
+
+
 class PromptError(ValueError):
     """The prompt cannot be used; the message tells the user what to change."""
 

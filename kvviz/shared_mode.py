@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from kvviz.load_cost import LoadCap
-from kvviz.models import BUNDLED_MODELS, RANDOM_PREFIX
+from kvviz.models import BUNDLED_MODELS, GPT2_SHAPES, RANDOM_PREFIX
 
 ENV_SWITCH = "KVVIZ_SHARED"
 ENV_CONFIG = "KVVIZ_SHARED_CONFIG"
@@ -158,6 +158,8 @@ def _entry(entry: Any, base: Path) -> OfferedModel | None:
         source = str((base / Path(source).expanduser()).resolve())
         name, label = Path(source).name, f"{Path(source).name} (a folder on this server)"
     elif source.startswith(RANDOM_PREFIX):
+        if source.removeprefix(RANDOM_PREFIX) not in GPT2_SHAPES:  # students could never load it: not offered
+            return None
         name, label = source, f"{source.removeprefix(RANDOM_PREFIX)} shape with random weights"
     else:
         name, label = source, f"{source} (pretrained weights)"

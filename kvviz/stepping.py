@@ -180,6 +180,8 @@ class StepEngine:
 
     def back(self) -> StepRecord:
         """Undo the last decode step: crop the cache by one row and re-pend the token it had fed."""
+        if not self.started:  # right after Reset nothing is cached, not even the prompt
+            raise PromptError("Nothing to roll back: the cache is empty. Prefill a prompt first.")
         if len(self.records) <= 1:
             raise PromptError("Nothing to roll back: only the prompt is cached. Use Reset to start over.")
         dropped = self.records.pop()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import math
 import time
 from dataclasses import asdict
@@ -32,7 +33,7 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast, LlamaConfig, LlamaForCausalLM
 
-from kvviz import copying
+from kvviz import copying, query_values
 from kvviz.train_recipe import Recipe, learning_rate_at, recipe_for, weight_decay_at
 
 ASSETS_DIR = Path(__file__).resolve().parent / "assets"
@@ -161,16 +162,52 @@ def sample_text(model: torch.nn.Module, tokenizer: GPT2TokenizerFast, prompt: st
     return tokenizer.decode(out[0])
 
 
+class TrainInputError(ValueError):
+    """The corpus or the output folder cannot be used; the message is one sentence saying what to change."""
+
+
+MIN_TEXT_CHARS = 10_000  # below this no tokenizer and no held-out split are worth training (Tiny Shakespeare: 1.1 M)
+
+
+def read_corpus(text_path: Path) -> str:
+    """The training text, or TrainInputError for a file that is not UTF-8 text or is too short."""
+    try:
+        text = text_path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise TrainInputError(f"{text_path.name} is not UTF-8 text; give a plain text file such as "
+                              "tinyshakespeare.txt.") from None
+    except OSError as exc:
+        raise TrainInputError(f"Cannot read {text_path.name}: {exc.strerror or exc.__class__.__name__}.") from None
+    if len(text.strip()) < MIN_TEXT_CHARS:
+        raise TrainInputError(f"{text_path.name} holds {len(text.strip()):,} characters; training needs at least "
+                              f"{MIN_TEXT_CHARS:,} (Tiny Shakespeare has 1.1 million).")
+    return text
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """Refuse, before any training, an output path that is a file or whose parent folder does not exist."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise TrainInputError(f"--out {out_dir} is an existing file, not a folder; give a folder path.")
+    if not out_dir.parent.is_dir():
+        raise TrainInputError(f"--out {out_dir}: the folder {out_dir.parent} does not exist; create it first.")
+
+
 def train(text_path: Path, out_dir: Path, recipe: Recipe, save_every: int = 0) -> dict:
+    check_out_dir(out_dir)
+    text = read_corpus(text_path)
     torch.manual_seed(recipe.seed)
     torch.set_num_threads(recipe.threads)
-    text = text_path.read_text(encoding="utf-8")
     split_at = int(len(text) * (1 - recipe.validation_fraction))
     train_text, val_text = text[:split_at], text[split_at:]
 
     tokenizer = bundled_tokenizer(train_text, recipe.vocab_size)
     train_ids = torch.tensor(tokenizer(train_text).input_ids, dtype=torch.long)
     val_ids = torch.tensor(tokenizer(val_text).input_ids, dtype=torch.long)
+    need = max(recipe.n_positions, COPY_HALF_TOKENS) + 1
+    if min(len(train_ids), len(val_ids)) <= need:
+        raise TrainInputError(f"{text_path.name} gives {len(train_ids):,} training and {len(val_ids):,} held-out "
+                              f"tokens; each part needs more than {need:,} (one row of the model's positions): "
+                              "give a longer text.")
     copy_set = copying.held_out_repeats(val_ids, COPY_SEQUENCES, COPY_HALF_TOKENS)
 
     vocab_size = len(tokenizer)
@@ -266,40 +303,55 @@ def write_outputs(model: torch.nn.Module, tokenizer: GPT2TokenizerFast, out_dir:
     return report
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> int:
+    whole, number = query_values.cli_whole, query_values.cli_number
+    parser = argparse.ArgumentParser(prog="python -m kvviz train", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--text", type=Path, required=True, help="training corpus (UTF-8 text file)")
     parser.add_argument("--arch", choices=sorted(OUT_DIRS), default="gpt2", help="architecture (default gpt2)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: the arch's bundled folder)")
-    parser.add_argument("--steps", type=int, help="optimizer steps (default: the arch's shipped recipe)")
-    parser.add_argument("--batch-size", type=int, help="rows of n_positions tokens per step")
-    parser.add_argument("--repeat-share", type=float, help="share of each batch's rows with a repeated span, 0..1")
-    parser.add_argument("--random-span-share", type=float, help="of the repeated rows, the share of random tokens")
-    parser.add_argument("--max-span", type=int, help="longest repeated span, tokens")
-    parser.add_argument("--copy-warmup-steps", type=int, help="first steps on repeated spans only")
+    parser.add_argument("--steps", type=whole(1, 10**7), help="optimizer steps (default: the arch's shipped recipe)")
+    parser.add_argument("--batch-size", type=whole(1, 4096), help="rows of n_positions tokens per step")
+    parser.add_argument("--repeat-share", type=number(0.0, 1.0), help="share of each batch's rows with a repeated span, 0..1")
+    parser.add_argument("--random-span-share", type=number(0.0, 1.0),
+                        help="of the repeated rows, the share of random tokens, 0..1")
+    parser.add_argument("--max-span", type=whole(copying.MIN_SPAN, 10**6), help="longest repeated span, tokens")
+    parser.add_argument("--copy-warmup-steps", type=whole(0, 10**7), help="first steps on repeated spans only")
     parser.add_argument("--position-init", choices=("normal", "sinusoid"), help="gpt2: start of the learned positions")
-    parser.add_argument("--weight-decay", type=float)
-    parser.add_argument("--warmup-weight-decay", type=float, help="weight decay during the copy warm-up (default: the same)")
-    parser.add_argument("--stop-after-steps", type=int, help="stop after this many steps (schedule planned for --steps)")
-    parser.add_argument("--seed", type=int)
-    parser.add_argument("--save-every", type=int, default=0,
+    parser.add_argument("--weight-decay", type=number(0.0, 10.0))
+    parser.add_argument("--warmup-weight-decay", type=number(-1.0, 10.0),
+                        help="weight decay during the copy warm-up (default, or < 0: the same)")
+    parser.add_argument("--stop-after-steps", type=whole(0, 10**7),
+                        help="stop after this many steps (schedule planned for --steps)")
+    parser.add_argument("--seed", type=whole(0, 2**63 - 1))
+    parser.add_argument("--save-every", type=whole(0, 10**7), default=0,
                         help="also write model + report every N steps (a checkpoint; its report says steps_done)")
-    parser.add_argument("--threads", type=int)
-    args = parser.parse_args(argv)
+    parser.add_argument("--threads", type=whole(1, 256))
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse printed its one-line message (or --help)
+        return int(exc.code or 0)
     if not args.text.is_file():
-        parser.error(f"no such text file: {args.text}")
-    if args.repeat_share is not None and not 0.0 <= args.repeat_share <= 1.0:
-        parser.error("--repeat-share must be between 0 and 1")
+        print(f"kvviz train: no such text file: {args.text}", file=sys.stderr)
+        return 2
     given = {"steps": args.steps, "batch_size": args.batch_size, "repeat_share": args.repeat_share, "seed": args.seed,
              "threads": args.threads, "random_span_share": args.random_span_share,
              "max_span": args.max_span, "copy_warmup_steps": args.copy_warmup_steps,
              "stop_after_steps": args.stop_after_steps, "position_init": args.position_init,
              "weight_decay": args.weight_decay, "warmup_weight_decay": args.warmup_weight_decay}
     recipe = recipe_for(args.arch, **{k: v for k, v in given.items() if v is not None})
-    report = train(args.text, args.out or OUT_DIRS[args.arch], recipe, save_every=args.save_every)
+    try:
+        report = train(args.text, args.out or OUT_DIRS[args.arch], recipe, save_every=args.save_every)
+    except TrainInputError as exc:
+        print(f"kvviz train: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("kvviz train: interrupted; the last checkpoint (if any) is what was written.", file=sys.stderr)
+        return 130
     print(json.dumps({k: report[k] for k in ("validation_loss", "copying", "parameters", "train_seconds")}))
     print(report["sample_greedy"])
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -49,7 +49,8 @@ STEP_ENGINE_KEY = "step_engine"  # the user's stepping engine (its cache is per 
 
 @st.cache_resource(show_spinner="Loading the model...", max_entries=4)
 def _cached_load(
-    spec: str, source: str, attn_implementation: str, cap: models.LoadCap | None, allow_download: bool
+    spec: str, source: str, attn_implementation: str, cap: models.LoadCap | None, allow_download: bool,
+    label: str | None = None,
 ) -> models.LoadedModel:
     import dataclasses
 
@@ -63,10 +64,11 @@ def _cached_load(
     loaded = models.load_model(source, attn_implementation, cap=cap, allow_download=allow_download)
     _freeze_long_lived_objects()
     _loaded_keys.add((spec, attn_implementation))
-    if loaded.info.spec == spec:
+    if loaded.info.spec == spec and label is None:
         return loaded
-    # A teacher-listed folder: the session knows it by its offered name only, never by its server path.
-    return dataclasses.replace(loaded, info=dataclasses.replace(loaded.info, spec=spec))
+    # A teacher-listed model: the session knows it by its offered name and the teacher's label only, never by
+    # its server path or folder name.
+    return dataclasses.replace(loaded, info=dataclasses.replace(loaded.info, spec=spec, label=label or loaded.info.label))
 
 
 def _freeze_long_lived_objects() -> None:
@@ -111,7 +113,8 @@ def cached_model(spec: str, attn_implementation: str = "eager") -> models.Loaded
             "finishes: one load at a time keeps the server's memory safe.", icon=":material/hourglass_top:",
         )
     try:
-        return _cached_load(spec, source, attn_implementation, policy.cap, not policy.enabled)
+        return _cached_load(spec, source, attn_implementation, policy.cap, not policy.enabled,
+                            offered.label if offered is not None else None)
     except models.ModelLoadError as exc:
         raise models.ModelLoadError(policy.redact(str(exc))) from None
     finally:
@@ -135,6 +138,26 @@ def ensure_router() -> None:
         _router_rerun_done.set()
         PagesManager.uses_pages_directory = False
         st.rerun()
+
+
+def drop_refused_link_numbers(keys: list[str], notices_key: str) -> list[str]:
+    """Before a page's URL-bound number inputs are drawn: link values that are no whole number (inf, 1e309,
+    thousands of digits, words) are taken out of the URL and the page reruns once without them; returns the
+    notices saying what was ignored (shown once). Streamlit's number_input raises OverflowError on such a value
+    while it seeds itself from the URL (kvviz.query_values checks the text before any widget parses it)."""
+    from kvviz import query_values
+
+    refused = query_values.refused_link_numbers({k: st.query_params.get_all(k) for k in keys if k in st.query_params},
+                                                keys)
+    if refused:
+        for key in refused:
+            try:
+                del st.query_params[key]
+            except Exception:  # noqa: BLE001 - already bound by an earlier run: Streamlit keeps the widget's value
+                pass
+        st.session_state[notices_key] = [*st.session_state.get(notices_key, []), *refused.values()]
+        st.rerun()  # the rerun's link no longer holds them (st.query_params updates the run's query string)
+    return st.session_state.pop(notices_key, [])
 
 
 def warm_up_in_background(delay_s: float = 2.0) -> None:
@@ -238,7 +261,7 @@ def _local_picker() -> None:
     choice = _KINDS[st.radio("Which model", list(_KINDS), key=_KIND_KEY, on_change=_on_kind_change)]
     if choice == "pretrained":
         st.session_state.setdefault(_NAME_KEY, spec if kind == "pretrained" else "gpt2")
-        st.text_input("Name or folder", key=_NAME_KEY,
+        st.text_input("Name or folder", key=_NAME_KEY, max_chars=1000,
                       help="e.g. gpt2, distilgpt2, gpt2-medium (from the Hugging Face cache), or a local folder")
         st.button("Load", key="app_model_load", on_click=_on_load)
     elif choice == "random":

@@ -94,6 +94,8 @@ def claim_tab(shape: ops.ModelShape) -> None:
 @st.fragment
 def counter() -> None:
     notices = st.container()
+    for message in ui.drop_refused_link_numbers(list(DEFAULTS), "ops_link_refused"):  # before any number input
+        notices.warning(message)
     first_run, st.session_state["ops_link_checked"] = not st.session_state.get("ops_link_checked"), True
     linked = {k: st.query_params.get_all(k) for k in st.query_params if k.startswith("ops_")} if first_run else {}
     c = st.columns([2, 1, 1, 2])
@@ -156,11 +158,13 @@ def counter() -> None:
             st.plotly_chart(figs.per_step_figure([s.index for s in steps], [s.cached for s in steps],
                                                  [s.uncached for s in steps]), key="ops_chart_steps",
                             config=export("ops_per_pass"))
+            # Exact counts reach the table as text: a custom shape's counts overflow int64 (Arrow's integers).
             st.dataframe(pd.DataFrame([{
-                "pass": s.index, "context after": s.context_len, "tokens fed (cache)": s.cached.tokens_fed,
-                "dot products (cache)": s.cached.attention_dot_products, "ops (cache)": s.cached.total_ops,
-                "tokens fed (no cache)": s.uncached.tokens_fed, "dot products (no cache)": s.uncached.attention_dot_products,
-                "ops (no cache)": s.uncached.total_ops} for s in steps]), hide_index=True)
+                "pass": s.index, "context after": f"{s.context_len:,}", "tokens fed (cache)": f"{s.cached.tokens_fed:,}",
+                "dot products (cache)": f"{s.cached.attention_dot_products:,}", "ops (cache)": f"{s.cached.total_ops:,}",
+                "tokens fed (no cache)": f"{s.uncached.tokens_fed:,}",
+                "dot products (no cache)": f"{s.uncached.attention_dot_products:,}",
+                "ops (no cache)": f"{s.uncached.total_ops:,}"} for s in steps]), hide_index=True)
             if shown < new_tokens:
                 st.caption(f"First {shown} passes shown; the totals above cover all {new_tokens:,}.")
     if tabs[4].open:

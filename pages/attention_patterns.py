@@ -11,7 +11,7 @@ from kvviz.figures import export_config
 from kvviz.figures import patterns as figs
 from kvviz.models import LoadedModel
 from kvviz.pattern_records import MAX_PATTERN_TOKENS, PROBE_HALF_TOKENS, PatternRun, head_labels, thresholds_text
-from kvviz.prompt_rules import PromptError, check_prompt
+from kvviz.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP, PromptError, check_prompt
 from kvviz.step_view import REPEAT_PROMPT, kv_head_of
 
 PRESETS = {
@@ -57,7 +57,8 @@ if source == STEP_SEQUENCE:
 else:
     text = PRESETS.get(source)
     if text is None:
-        text = st.text_area("Prompt", PRESETS["Repeat a pattern"], key="pat_prompt", height=70)
+        text = st.text_area("Prompt", PRESETS["Repeat a pattern"], key="pat_prompt", height=70,
+                            max_chars=MAX_TEXT_CHARS, help=TEXT_CAP_HELP)
     try:
         token_ids = check_prompt(loaded.tokenizer, text, MAX_PATTERN_TOKENS)
     except PromptError as exc:

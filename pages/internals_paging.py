@@ -8,6 +8,7 @@ from kvviz import ui
 from kvviz.figures import internals as fig
 from kvviz.internals.records import PAGING_MAX_BLOCK_SIZE, PAGING_MAX_NEW_TOKENS, PagedRun, PagingError
 from kvviz.models import LoadedModel
+from kvviz.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from pages.internals_shared import DEFAULT_PROMPT, MODEL_HASH, PLOT, explain
 
 
@@ -27,7 +28,8 @@ explain(
     "B sampled). The full blocks of their common prefix are stored once with reference count 2. Only each "
     "sequence's last block is partly empty, compared with reserving the maximum length up front."
 )
-prompt = st.text_area("Prompt", DEFAULT_PROMPT, key="int_paging_prompt", height=70)
+prompt = st.text_area("Prompt", DEFAULT_PROMPT, key="int_paging_prompt", height=70, max_chars=MAX_TEXT_CHARS,
+                      help=TEXT_CAP_HELP)
 c1, c2, c3 = st.columns(3)
 # Caps are checked by the library, not clamped by the widget: a value past the cap gets a message.
 block = c1.number_input(f"Block size (1..{PAGING_MAX_BLOCK_SIZE} tokens)", min_value=1, value=16, key="int_paging_block")

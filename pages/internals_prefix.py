@@ -10,6 +10,7 @@ from kvviz.figures import internals as fig
 from kvviz.internals.records import PREFIX_DEFAULT_A as DEFAULT_A
 from kvviz.internals.records import PREFIX_DEFAULT_B as DEFAULT_B
 from kvviz.internals.records import PREFIX_TIMING_REPEATS, PrefixError, PrefixReuse
+from kvviz.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from pages.internals_shared import PLOT, explain, run_queued
 
 RESULT_KEY = "int_prefix_result"  # (inputs, PrefixReuse) of this session's last measurement
@@ -27,8 +28,10 @@ explain(
     "Every forward pass also pays a fixed cost whatever its length (Python, one call per layer), so the time "
     "saved is smaller than the share of tokens saved."
 )
-a = st.text_area("Prompt A (cached first)", DEFAULT_A, key="int_prefix_a", height=120)
-b = st.text_area("Prompt B", DEFAULT_B, key="int_prefix_b", height=120)
+a = st.text_area("Prompt A (cached first)", DEFAULT_A, key="int_prefix_a", height=120, max_chars=MAX_TEXT_CHARS,
+                 help=TEXT_CAP_HELP)
+b = st.text_area("Prompt B", DEFAULT_B, key="int_prefix_b", height=120, max_chars=MAX_TEXT_CHARS,
+                 help=TEXT_CAP_HELP)
 inputs = (ui.current_info().spec, a, b)
 
 if st.button("Prefill both and compare", key="int_prefix_run", type="primary"):

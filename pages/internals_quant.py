@@ -9,7 +9,7 @@ from kvviz.figures import internals as fig
 from kvviz.internals.records import (AGREEMENT_MAX_PROMPT_TOKENS, AGREEMENT_MAX_PROMPTS, AGREEMENT_MAX_TOKENS,
                                     QuantError, QuantReport, SchemeAgreement, check_agreement_work)
 from kvviz.models import LoadedModel
-from kvviz.prompt_rules import check_int_in_range
+from kvviz.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP, check_int_in_range
 from pages.internals_shared import DEFAULT_PROMPT, MODEL_HASH, PLOT, explain, run_queued
 
 DEFAULT_AGREEMENT_PROMPTS = "ROMEO:\nJULIET: O Romeo, Romeo\nFirst Citizen:\nKING RICHARD II:\nMENENIUS: What work"
@@ -54,7 +54,8 @@ explain(
     "and we count how often it picks the full-precision token."
 )
 info = ui.current_info()
-prompt = st.text_area("Prompt", DEFAULT_PROMPT, key="int_quant_prompt", height=70)
+prompt = st.text_area("Prompt", DEFAULT_PROMPT, key="int_quant_prompt", height=70, max_chars=MAX_TEXT_CHARS,
+                      help=TEXT_CAP_HELP)
 c1, c2 = st.columns(2)
 # Caps are checked by the library, not clamped by the widget: a value past the cap gets a message.
 group = c1.number_input(f"Group size G (must divide head_dim = {info.head_dim})", min_value=1, value=info.head_dim,
@@ -83,7 +84,8 @@ st.subheader("Does generation change? Greedy agreement")
 st.caption(f"Bounded work: at most {AGREEMENT_MAX_PROMPTS} prompts, {AGREEMENT_MAX_TOKENS} tokens each, and "
            f"prompts x tokens at most {AGREEMENT_MAX_PROMPT_TOKENS}; one measurement at a time on this server.")
 prompts = st.text_area(f"Prompts for the agreement test (one per line, at most {AGREEMENT_MAX_PROMPTS})",
-                       DEFAULT_AGREEMENT_PROMPTS, key="int_quant_prompts", height=110)
+                       DEFAULT_AGREEMENT_PROMPTS, key="int_quant_prompts", height=110,
+                       max_chars=MAX_TEXT_CHARS, help=TEXT_CAP_HELP)
 n_new = st.number_input(f"Tokens per prompt (1..{AGREEMENT_MAX_TOKENS})", min_value=1, value=16, key="int_quant_n")
 lines = tuple(line for line in prompts.splitlines() if line.strip())
 if st.button("Measure greedy agreement", key="int_quant_run"):

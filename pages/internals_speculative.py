@@ -10,6 +10,7 @@ from kvviz.internals.records import SPEC_DEFAULT_PROMPT as DEFAULT_PROMPT
 from kvviz.internals.records import (SPEC_MAX_K, SPEC_MAX_NEW, SPEC_MAX_TEMPERATURE, SPEC_MIN_TEMPERATURE, SpecRun,
                                     SpeculativeError)
 from kvviz.models import LoadedModel
+from kvviz.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from pages.internals_shared import MODEL_HASH, PLOT, explain
 
 # A draft shares the verifier's tokenizer: the two bundled models do (same BPE, 2,048 ids).
@@ -44,7 +45,8 @@ drafts = ([other] if other is not None else []) + [SELF]
 labels = {SELF: "itself, sampled (temperature)"}
 if other is not None:
     labels[other] = f"{models.BUNDLED_MODELS[other].title.replace('Tiny-Shakespeare ', '')} (greedy)"  # fits its box
-prompt = st.text_area("Prompt", DEFAULT_PROMPT, key="int_spec_prompt", height=110)
+prompt = st.text_area("Prompt", DEFAULT_PROMPT, key="int_spec_prompt", height=110, max_chars=MAX_TEXT_CHARS,
+                      help=TEXT_CAP_HELP)
 c0, c1, c2, c3 = st.columns([3, 2, 2, 2])
 draft_choice = c0.selectbox("Draft model", drafts, format_func=labels.__getitem__, key="int_spec_draft",
                             help="A draft must share the verifier's tokenizer: the two bundled models do.")

@@ -9,7 +9,7 @@ from kvviz import memory, ui
 from kvviz.figures import internals as fig
 from kvviz.internals.records import PresetLayers, WindowError, WindowRun
 from kvviz.models import LoadedModel
-from kvviz.prompt_rules import check_int_in_range
+from kvviz.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP, check_int_in_range
 from pages.internals_shared import DEFAULT_PROMPT, MODEL_HASH, PLOT, explain
 
 PATTERNS = {"all local": None, "1 local : 1 global": 1, "3 local : 1 global": 3}
@@ -42,7 +42,8 @@ explain(
     "Per-layer sizes come from the memory calculator and match the real tensors."
 )
 info = ui.current_info()
-prompt = st.text_area("Prompt", DEFAULT_PROMPT, key="int_window_prompt", height=70)
+prompt = st.text_area("Prompt", DEFAULT_PROMPT, key="int_window_prompt", height=70, max_chars=MAX_TEXT_CHARS,
+                      help=TEXT_CAP_HELP)
 c1, c2 = st.columns(2)
 # Caps are checked by the library, not clamped by the widget: a value past the cap gets a message.
 w = c1.number_input(f"Window W (1..{info.n_positions} tokens)", min_value=1, value=8, key="int_window_w")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import glossary, handout, lesson, ui
+from kvviz import glossary, handout, lesson, query_values, ui
 from kvviz.figures import export_config
 from kvviz.figures.lesson import lesson_figure
 
@@ -191,6 +191,14 @@ def summary(loaded) -> None:
 # ----- the page -----------------------------------------------------------------------------------------------
 st.title(f"Lesson: the KV cache in {N_STEPS} questions")
 top = st.container(horizontal=True, vertical_alignment="center")
+# Link check (issue 23): the bound step control drops a bad ?step= silently; say so, once per session.
+if not st.session_state.get("lesson_link_checked"):
+    st.session_state["lesson_link_checked"] = True
+    raw_step = st.query_params.get("step")
+    if raw_step != "End" and (link_notice := query_values.refused_link_whole(
+            raw_step, 1, N_STEPS, "step", "Opening step 1 (or ?step=End for the summary).")):
+        st.warning(link_notice)
+
 number = st.session_state.get("step") or 1
 top.button("Back", key="lesson_back", on_click=_go, args=(-1,), disabled=number == 1, icon=":material/arrow_back:",
            shortcut="Left")

@@ -264,6 +264,9 @@ def calculator() -> None:
     global DEFAULTS
     DEFAULTS = defaults()
     notices = st.container()
+    for message in ui.drop_refused_link_numbers([k for k, v in DEFAULTS.items() if isinstance(v, int)],
+                                                "mem_link_refused"):  # before any number input reads the URL
+        notices.warning(message)
     first_run, st.session_state["mem_link_checked"] = not st.session_state.get("mem_link_checked"), True
     linked = {k: st.query_params.get_all(k) for k in st.query_params if k.startswith("mem_")} if first_run else {}
     top = st.columns([2, 3])
@@ -284,10 +287,8 @@ def calculator() -> None:
         context = int_input("Context length (tokens)", "mem_context", 1, L["context_len"])
     with c[1]:
         batch = int_input("Batch (sequences)", "mem_batch", 1, L["batch"])
-    now = {k: st.query_params.get_all(k) for k in linked}
-    for message in links.link_refusals(linked, now, st.session_state):
-        notices.warning(message)
     if cfg is None:
+        report_link(linked, notices)
         return
     preset = st.session_state["mem_preset"]
     if preset in PRESETS and context > (own := get_preset(preset).max_context):
@@ -340,6 +341,14 @@ def calculator() -> None:
     if tabs[5].open:
         with tabs[5]:
             loaded_model()
+    report_link(linked, notices)  # after the tabs: their widgets (mem_tab, mem_compare, mem_gpu) read the link too
+
+
+def report_link(linked: dict[str, list[str]], notices: Any) -> None:
+    """One notice per link value the page's widgets dropped or changed (kvviz.links)."""
+    now = {k: st.query_params.get_all(k) for k in linked}
+    for message in links.link_refusals(linked, now, st.session_state):
+        notices.warning(message)
 
 
 ui.ensure_router()  # before anything is drawn: see its docstring

@@ -12,7 +12,7 @@ import streamlit as st
 from kvviz import bench_machine, bench_tables, models, ui
 from kvviz.bench_noise import Comparison, Timing, load_label
 from kvviz.bench_records import ESTIMATOR, BenchResult
-from kvviz.bench_settings import BenchInputError, BenchSettings, whole
+from kvviz.bench_settings import PAGE_BUDGET_S, BenchInputError, BenchSettings, duration, whole
 from kvviz.figures import MAX_LEGEND_ENTRIES
 from kvviz.figures import bench as figs
 from kvviz.presets import get_preset
@@ -66,11 +66,17 @@ def run(spec: str, settings: BenchSettings, thread_reason: str) -> BenchResult |
 
     try:
         bench.validate(settings, loaded.info.n_positions, loaded.info)
+        # Bound the work, not each knob: the estimate from two timed passes of this model (issue 23)
+        with st.spinner("Estimating this run's cost from two timed passes of the model..."):
+            estimate_s = bench.refuse_over_budget(loaded, settings, PAGE_BUDGET_S)
     except BenchInputError as exc:
         st.error(str(exc))
         return None
     box = st.empty()
-    bar = st.progress(0.0, text="Waiting for the benchmark line...")
+    # Any click reruns the page, and the harness re-reports its progress inside long passes, so the run ends
+    # within a fraction of a second of a Stop (this button, Streamlit's own, or the tab being closed).
+    st.button("Stop", key="bench_stop", icon=":material/stop:", help="Stop the benchmark; earlier results are kept")
+    bar = st.progress(0.0, text=f"Waiting for the benchmark line... (this run: about {duration(estimate_s)})")
     try:
         result = bench.run_benchmark(loaded, settings, on_wait=queue_notice(box), thread_reason=thread_reason,
                                      progress=lambda f, text: (box.empty(), bar.progress(min(max(f, 0.0), 1.0), text)))
@@ -326,9 +332,17 @@ if submitted:
         if result is not None:
             st.session_state[RESULT_KEY] = result
 
+if st.session_state.get("bench_stop"):
+    st.info("The benchmark was stopped: nothing was measured. Earlier results are kept below.")
 result = st.session_state.get(RESULT_KEY)
 if result is None:
     st.info("Choose a model and lengths, then press **Run benchmark**. The bundled model finishes in seconds.")
 else:
-    render_results(result)
-    batch_section(result.model_spec, result.machine.threads)
+    try:
+        render_results(result)
+    except Exception as exc:  # noqa: BLE001 - a result that cannot be shown must not stick to every rerun
+        st.session_state.pop(RESULT_KEY, None)
+        st.error(f"This run's results could not be shown ({type(exc).__name__}); they were dropped. Run it again "
+                 "with other settings.")
+    else:
+        batch_section(result.model_spec, result.machine.threads)

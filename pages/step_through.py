@@ -12,9 +12,10 @@ import urllib.parse
 
 import streamlit as st
 
-from kvviz import memory, step_view, ui
+from kvviz import memory, query_values, step_view, ui
 from kvviz.figures import export_config
 from kvviz.figures import step as figs
+from kvviz.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from kvviz.step_records import DEFAULT_SAMPLING, ContextFullError, PromptError, Sampling
 
 PRESETS = {
@@ -80,9 +81,13 @@ def _apply_link() -> None:
     if prompt is None or st.session_state.get("step_link_done") == link:
         return
     st.session_state["step_link_done"] = link
+    refused = query_values.refused_link_whole(steps, 0, info.n_positions - 1, "steps", "Replaying the prompt only.")
+    if refused:  # never int(text) here: kvviz.query_values checks the link's text (issue 23)
+        st.warning(refused)
+    n_steps = 0 if refused else int(steps)
     try:
         engine.prefill(prompt, _sampling())
-        for _ in range(min(int(steps) if steps.isdecimal() and steps.isascii() else 0, info.n_positions - engine.cache_len)):
+        for _ in range(min(n_steps, info.n_positions - engine.cache_len)):
             engine.step()
     except (PromptError, ContextFullError) as exc:
         st.warning(f"The link's prompt could not be replayed: {exc}")
@@ -100,7 +105,8 @@ def _controls() -> dict[str, bool]:
     row = st.container(horizontal=True, vertical_alignment="bottom")
     with row.popover("Prompt", icon=":material/edit:"):
         preset = st.selectbox("Classroom presets", list(PRESETS), key="step_preset")
-        st.text_area("Prompt", value=PRESETS[preset], height=90, key=f"step_prompt_{preset}")
+        st.text_area("Prompt", value=PRESETS[preset], height=90, key=f"step_prompt_{preset}",
+                     max_chars=MAX_TEXT_CHARS, help=TEXT_CAP_HELP)
         st.toggle("Greedy (always the most likely token)", value=False, key="step_greedy", help=GREEDY_HELP)
         st.slider("Temperature", 0.1, 2.0, DEFAULT_TEMPERATURE, 0.05, key="step_temperature")
         st.number_input("Top-k (0 = off)", 0, 200, DEFAULT_SAMPLING.top_k, key="step_top_k")

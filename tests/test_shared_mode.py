@@ -119,7 +119,7 @@ def test_a_listed_folder_loads_under_its_name(classroom):
     assert not at.exception
     assert at.session_state["model_spec"] == "listed"
     assert _model_in_use(at) == f"model in use: listed ({models.bundled_info().n_params} parameters)"
-    assert "listed (local folder)" in at.sidebar.caption[-1].value
+    assert at.sidebar.caption[-1].value == "listed (a folder on this server)"  # the label offered, never the folder's
     assert str(classroom["listed"].parent) not in _texts(at)
 
 

@@ -154,6 +154,7 @@ def roofline_figure(result: BenchResult) -> go.Figure:
                             "%{y:.1f} GFLOP/s<extra></extra>")
     verdict = result.roofline_verdict("preallocated")
     note = ("run disturbed: a round beat its own probe" if verdict.disturbed
+            else "no decode pass" if not verdict.fractions
             else "weights in cache" if verdict.fraction is None else f"decode {verdict.fraction:.0%} of read roof")
     above = sum(p.achieved_flops > roofs.attainable_flops(p.intensity) * 1.05 for p in points)
     if above:

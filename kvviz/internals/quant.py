@@ -57,9 +57,11 @@ def transformers_residual_length() -> int:
 
 
 def check_scheme(scheme: str, head_dim: int, group_size: int) -> None:
+    """The format and the group size, checked for every format (the page passes one G to all of them): a G that
+    no format can use is refused here, once, in these words, not later by the calculator (kvviz.memory)."""
     if scheme not in SCHEMES:
         raise QuantError(f"unknown cache format {scheme!r}; choose one of {', '.join(SCHEMES)}")
-    if scheme in BITS and (group_size < MIN_GROUP or head_dim % group_size):
+    if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < MIN_GROUP or head_dim % group_size:
         allowed = [g for g in range(MIN_GROUP, head_dim + 1) if head_dim % g == 0]
         raise QuantError(f"group size must divide head_dim={head_dim} and be at least {MIN_GROUP}: one of {allowed} "
                          f"(got {group_size})")

@@ -1,0 +1,126 @@
+"""Work that never ends, bounded: the speed-up page estimates a run's cost from its settings and refuses what would
+pass its budget (with the estimate); a running benchmark stops within a fraction of a second; a result that cannot
+be shown never sticks to the session; 1 new token (no decode pass) is described, not a TypeError.
+
+Real bundled model, real timed passes (the estimate is checked for its shape, never for a speed)."""
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from streamlit.testing.v1 import AppTest
+
+from conftest import APP_TIMEOUT_S
+from kvviz import bench, ops
+from kvviz.bench_records import RooflineVerdict
+from kvviz.bench_settings import (PAGE_BUDGET_S, BenchInputError, BenchSettings, PassRates, check_budget,
+                                  estimate_seconds, longest_within)
+
+PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "speedup.py")
+GPT2_124M = ops.ModelShape(12, 12, 12, 64, 768, 3072, 50257, 2, "gpt2 shape")
+RATES = PassRates(overhead_s=0.01, s_per_op=1e-10)  # a plain laptop: 10 GMAC/s, 10 ms per pass
+ESTIMATE_EXAMPLES = 200
+
+
+@settings(max_examples=ESTIMATE_EXAMPLES, deadline=None, derandomize=True)
+@given(p=st.integers(1, 512), n=st.integers(1, 511), repeats=st.integers(1, 10), warmup=st.integers(0, 5),
+       uncached_generate=st.booleans())
+def test_the_estimate_grows_with_the_work_and_the_uncached_part_with_n_squared(p, n, repeats, warmup,
+                                                                              uncached_generate):
+    s = BenchSettings(prompt_len=p, new_tokens=n, repeats=repeats, warmup=warmup,
+                      include_generate_no_cache=uncached_generate)
+    est = estimate_seconds(s, GPT2_124M, RATES)
+    assert est > 0
+    assert estimate_seconds(dataclasses.replace(s, new_tokens=n + 1), GPT2_124M, RATES) > est
+    assert estimate_seconds(dataclasses.replace(s, repeats=repeats + 1), GPT2_124M, RATES) > est
+    fits = longest_within(s, GPT2_124M, RATES, PAGE_BUDGET_S)
+    assert fits <= n and (fits == 0 or estimate_seconds(dataclasses.replace(s, new_tokens=fits), GPT2_124M,
+                                                         RATES) <= PAGE_BUDGET_S)
+
+
+def test_uncached_cost_grows_with_the_square_of_the_length():
+    only_uncached = dict(include_static=False, include_int8=False, include_generate=False, repeats=1, warmup=0)
+    no_ops = PassRates(overhead_s=0.0, s_per_op=1e-10)
+    small = estimate_seconds(BenchSettings(prompt_len=1, new_tokens=400, **only_uncached), GPT2_124M, no_ops)
+    large = estimate_seconds(BenchSettings(prompt_len=1, new_tokens=800, **only_uncached), GPT2_124M, no_ops)
+    assert 2.5 < (large - 2.6) / (small - 2.6) < 4.5  # fixed probes (2.6 s) aside: well above linear
+
+
+def test_the_issue_run_is_refused_with_its_estimate():
+    """GPT-2 124M shape, prompt 1, 1,023 new tokens, 10 rounds, 5 warm-ups, generate(use_cache=False): hours."""
+    s = BenchSettings(prompt_len=1, new_tokens=1023, repeats=10, warmup=5, threads=8, include_generate_no_cache=True)
+    with pytest.raises(BenchInputError) as caught:
+        check_budget(s, GPT2_124M, RATES)
+    message = str(caught.value)
+    assert "would take about" in message and "60 s budget" in message and "new tokens fit" in message
+    assert "\n" not in message and len(message) < 400
+
+
+def test_a_real_runs_estimate_comes_from_real_passes(sdpa_model):
+    rates = bench.pass_rates(sdpa_model, 1)
+    assert rates.s_per_op > 0 and rates.overhead_s >= 0
+    small = bench.estimate(sdpa_model, BenchSettings(prompt_len=4, new_tokens=8, repeats=1, warmup=0, threads=1))
+    big = bench.estimate(sdpa_model, BenchSettings(prompt_len=1, new_tokens=255, repeats=10, warmup=5, threads=1,
+                                                   include_generate_no_cache=True))
+    assert small < PAGE_BUDGET_S < big
+
+
+def test_a_running_benchmark_stops_within_a_second(sdpa_model):
+    settings_ = BenchSettings(prompt_len=1, new_tokens=255, repeats=10, warmup=5, threads=1,
+                              include_generate_no_cache=True)  # minutes of work
+    asked = []
+
+    def should_stop() -> bool:
+        if not asked and time.monotonic() - started > 1.0:
+            asked.append(time.monotonic())
+        return bool(asked)
+
+    started = time.monotonic()
+    with pytest.raises(bench.BenchStopped):
+        bench.run_benchmark(sdpa_model, settings_, should_stop=should_stop)
+    assert time.monotonic() - asked[0] < 1.0
+    assert not bench.benchmark_busy()  # the line is free for the next student
+    assert all(not block._forward_pre_hooks for block in sdpa_model.model.transformer.h)  # nothing left on the model
+
+
+def test_one_new_token_is_described_not_a_type_error():
+    verdict = RooflineVerdict(fractions=(), disturbed=False, in_cache=False)
+    assert verdict.label == "no decode pass" and "no decode pass" in verdict.describe()
+
+
+@pytest.fixture()
+def page():
+    import streamlit as st
+
+    st.cache_resource.clear()
+    yield AppTest.from_file(PAGE, default_timeout=APP_TIMEOUT_S)
+    st.cache_resource.clear()
+
+
+def test_the_page_refuses_a_run_over_its_budget_and_keeps_earlier_results(page):
+    page.run()
+    page.session_state["bench_result"] = None
+    page.number_input(key="bench_prompt_len").set_value(1)
+    page.number_input(key="bench_new_tokens").set_value(255)
+    page.number_input(key="bench_repeats").set_value(10)
+    page.number_input(key="bench_warmup").set_value(5)
+    page.checkbox(key="bench_generate_no_cache").check()
+    page.button(key="bench_run").click().run()
+    assert not page.exception
+    assert any("would take about" in e.value and "60 s budget" in e.value for e in page.error)
+
+
+def test_a_result_that_cannot_be_shown_is_dropped_once(page):
+    page.run()
+    page.session_state["bench_result"] = "a broken result"  # what a failing render left behind
+    page.run()
+    assert not page.exception and any("could not be shown" in e.value for e in page.error)
+    page.run()
+    assert not page.exception and not page.error  # not stuck: the next rerun is clean
+
+
+INPUTS_TRIED = ESTIMATE_EXAMPLES + 2 + 1 + 2 + 1 + 1 + 1 + 1

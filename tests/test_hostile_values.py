@@ -1,0 +1,175 @@
+"""Hostile input, at the boundary where text becomes a number (kvviz.query_values) and where files become a model
+(kvviz.load_cost, kvviz.models, kvviz.shared_mode): every refusal is one short sentence, never Python's own words.
+
+Property-based: hypothesis throws arbitrary text, huge digit strings, floats written every way and unicode digits
+at each validator; the counts of inputs tried are in INPUTS_TRIED (the issue asks for them).
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import struct
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kvviz import load_cost, models, query_values, shared_mode
+from kvviz.query_values import QueryValueError
+
+EXAMPLES = 300  # per property below
+HOSTILE_TEXT = st.one_of(
+    st.text(max_size=60),
+    st.from_regex(r"[+-]?[0-9]{1,6000}", fullmatch=True),  # up to 6,000 digits: past Python's 4,300 limit
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.sampled_from(["inf", "-inf", "Infinity", "nan", "NaN", "1e308", "1e309", "-3", "1.5", "0x10", "１２",
+                     "٣", " 7 ", "", "+", "--1", "1_000", "9" * 5000, "x" * 1_000_000]),
+)
+
+
+def _one_sentence(message: str) -> None:
+    assert "\n" not in message and len(message) < 240, message
+    for raw in ("int_max_str_digits", "invalid literal", "could not convert", "Traceback", "OverflowError"):
+        assert raw not in message, message
+
+
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=True)
+@given(text=HOSTILE_TEXT, lo=st.integers(-1000, 1000), span=st.integers(0, 10**6))
+def test_whole_number_takes_exactly_digit_strings_in_range(text, lo, span):
+    hi = lo + span
+    stripped = text.strip()
+    expected = None
+    if stripped.isascii() and stripped.lstrip("+-").isdigit() and stripped.count("-") + stripped.count("+") <= 1 \
+            and stripped[:1] in "+-0123456789" and len(stripped.lstrip("+-0")) < 12:
+        expected = int(stripped)
+    try:
+        got = query_values.whole_number(text, lo, hi, "steps")
+    except QueryValueError as exc:
+        _one_sentence(str(exc))
+        assert expected is None or not lo <= expected <= hi
+    else:
+        assert got == expected and lo <= got <= hi
+
+
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=True)
+@given(text=HOSTILE_TEXT)
+def test_finite_number_refuses_nan_inf_and_words_in_one_sentence(text):
+    try:
+        value = query_values.finite_number(text, 0.0, 1.0, "--weight-decay")
+    except QueryValueError as exc:
+        _one_sentence(str(exc))
+    else:
+        assert math.isfinite(value) and 0.0 <= value <= 1.0
+
+
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=True)
+@given(values=st.dictionaries(st.sampled_from(["mem_layers", "mem_batch", "ops_prompt", "other"]),
+                              st.lists(HOSTILE_TEXT, min_size=1, max_size=3), max_size=4))
+def test_link_numbers_refused_are_exactly_those_no_widget_may_parse(values):
+    keys = ["mem_layers", "mem_batch", "ops_prompt"]
+    refused = query_values.refused_link_numbers(values, keys)
+    assert set(refused) <= set(keys) & set(values)
+    for key, raw in values.items():
+        if key not in keys:
+            continue
+        text = raw[0].strip()
+        ok = len(raw) == 1 and re.fullmatch(r"[+-]?[0-9]+", text) is not None \
+            and len(text.lstrip("+-0")) <= 16 and abs(int(text)) <= 10**15
+        assert (key in refused) != ok, (key, raw, refused)
+        if key in refused:
+            assert refused[key].startswith(f"Ignored `{key}=") and len(refused[key]) < 240
+
+
+def test_the_issue_values_each_get_a_notice():
+    for text in ("-3", "1.5", "nan", "1e308", "9" * 4400):
+        notice = query_values.refused_link_whole(text, 0, 255, "steps", "Replaying the prompt only.")
+        assert notice and notice.startswith("Ignored `steps=") and "Replaying" in notice and len(notice) < 200
+    assert query_values.refused_link_whole("12", 0, 255, "steps", "x") is None
+    assert query_values.refused_link_whole(None, 0, 255, "steps", "x") is None
+
+
+# ----- files that become a model -------------------------------------------------------------------------------
+def _write_safetensors(path: Path, header: dict, pad: int = 0) -> None:
+    raw = json.dumps(header).encode() + b" " * pad
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw)
+
+
+def _gpt2_folder(tmp_path: Path, **config) -> Path:
+    folder = tmp_path / "m"
+    folder.mkdir()
+    cfg = {"model_type": "gpt2", "n_layer": 1, "n_head": 2, "n_embd": 8, "n_positions": 16, "vocab_size": 10, **config}
+    (folder / "config.json").write_text(json.dumps(cfg))
+    return folder
+
+
+def test_a_safetensors_with_no_tensors_is_refused(tmp_path):
+    folder = _gpt2_folder(tmp_path)
+    _write_safetensors(folder / "model.safetensors", {"__metadata__": {"format": "pt"}})
+    with pytest.raises(ValueError, match="holds no tensors"):
+        load_cost.check_folder(folder, None)
+
+
+def test_a_huge_safetensors_header_is_refused_before_it_is_read(tmp_path):
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(struct.pack("<Q", 85_000_000) + b"{}")  # declares 85 MB, holds 2 bytes: never read
+    with pytest.raises(ValueError, match="more than the 8 MiB kvviz reads"):
+        load_cost.safetensors_header(path)
+
+
+@pytest.mark.parametrize("config, words", [
+    ({"n_head": 0}, "n_head, a positive whole number dividing n_embd"),
+    ({"n_head": 3}, "n_head, a positive whole number dividing n_embd"),
+    ({"torch_dtype": "bogus"}, "torch_dtype = 'bogus'"),
+    ({"n_layer": "x" * 1_000_000}, "no usable n_layer"),
+])
+def test_config_shapes_python_cannot_build_get_one_sentence(tmp_path, config, words):
+    folder = _gpt2_folder(tmp_path, **config)
+    _write_safetensors(folder / "model.safetensors", {"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})
+    with pytest.raises(ValueError) as caught:
+        load_cost.check_folder(folder, None)
+    assert words in str(caught.value) and len(str(caught.value)) < 200
+
+
+def test_a_config_with_a_5000_digit_number_gets_one_sentence(tmp_path):
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"model_type": "gpt2", "n_layer": ' + "9" * 5000 + "}")
+    with pytest.raises(ValueError, match="thousands of digits"):
+        load_cost.read_config(folder)
+
+
+def test_a_missing_folder_is_not_sent_to_hf_download():
+    with pytest.raises(models.ModelLoadError) as caught:
+        models.load_model("/nonexistent/model")
+    assert "hf download" not in str(caught.value) and "no model folder" in str(caught.value)
+
+
+def test_raw_python_errors_become_one_plain_sentence():
+    for exc in (ZeroDivisionError("integer division or modulo by zero"),
+                AttributeError("module 'torch' has no attribute 'bogus'"),
+                ValueError("Exceeds the limit (4300 digits); use sys.set_int_max_str_digits()")):
+        text = models._one_line(exc)
+        assert "modulo" not in text and "torch'" not in text and "set_int_max" not in text
+        assert text.startswith("its files do not describe a GPT-2 model")
+
+
+def test_a_listed_unknown_random_shape_is_not_offered(tmp_path):
+    policy = shared_mode.parse_policy({"models": ["random:bogus", "random:gpt2"]}, base=tmp_path)
+    assert [m.name for m in policy.offered] == ["random:gpt2"]
+
+
+def test_back_right_after_reset_says_the_cache_is_empty(bundled):
+    from kvviz.stepping import StepEngine
+    from kvviz.step_records import PromptError
+
+    engine = StepEngine(bundled)
+    engine.prefill("ROMEO:")
+    engine.step()
+    engine.reset()
+    with pytest.raises(PromptError, match="the cache is empty"):
+        engine.back()
+
+
+INPUTS_TRIED = 3 * EXAMPLES + 5 + 2 + 4 + 1 + 1 + 3 + 1 + 1  # properties + the named cases
