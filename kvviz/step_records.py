@@ -13,7 +13,7 @@ import numpy as np
 
 from kvviz.prompt_rules import PromptError
 
-__all__ = ["ContextFullError", "Equivalence", "PromptError", "RaceTiming", "Sampling", "StepRecord", "TokenProb", "draw_seed"]
+__all__ = ["ContextFullError", "Equivalence", "ParkedGeneration", "PromptError", "RaceTiming", "Sampling", "StepRecord", "TokenProb", "draw_seed"]
 
 
 class ContextFullError(ValueError):
@@ -162,3 +162,20 @@ class RaceTiming:
     def cached_faster(self) -> bool:
         """The verdict the race shows: the cached step won the paired comparison."""
         return self.paired_saving_ms > 0
+
+
+@dataclass(frozen=True)
+class ParkedGeneration:
+    """A generation put aside when its student switched to another model: enough to replay it exactly
+    (the same tokens fed in the same order) when they switch back. Plain values only: no model is held."""
+
+    spec: str  # the model it ran on
+    model_label: str
+    prompt_text: str
+    prompt_len: int
+    token_ids: tuple[int, ...]  # every token fed, prompt first
+    sampling: Sampling
+
+    @property
+    def steps(self) -> int:
+        return len(self.token_ids) - self.prompt_len

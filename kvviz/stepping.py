@@ -28,6 +28,7 @@ from kvviz.prompt_rules import check_prompt
 from kvviz.step_records import (  # noqa: F401  (re-exported: the records live in a torch-free module)
     ContextFullError,
     Equivalence,
+    ParkedGeneration,
     PromptError,
     RaceTiming,
     Sampling,
@@ -301,6 +302,22 @@ class StepEngine:
             scaled = torch.where(scaled < kth, torch.full_like(scaled, float("-inf")), scaled)
         gen = torch.Generator().manual_seed(draw_seed(s.seed, prefix))
         return int(torch.multinomial(torch.softmax(scaled, dim=-1), 1, generator=gen))
+
+    def parked(self) -> ParkedGeneration:
+        """This generation as plain values, to put aside while the student uses another model."""
+        return ParkedGeneration(spec=self.loaded.info.spec, model_label=self.loaded.info.label,
+                                prompt_text=self.prompt_text, prompt_len=self.prompt_len,
+                                token_ids=tuple(self.token_ids), sampling=self.sampling)
+
+    def restore(self, parked: ParkedGeneration) -> None:
+        """Replay a parked generation: prefill its prompt, then feed exactly the tokens it fed (not a new
+        draw), so the records, the cache and the pending token are what the student left."""
+        self.prefill(parked.prompt_text, parked.sampling)
+        for token_id in parked.token_ids[parked.prompt_len:]:
+            if self.at_context_limit:
+                break
+            self.pending_token_id = int(token_id)
+            self.step()
 
     def race(self, at: int | None = None, budget_s: float = RACE_BUDGET_S, on: LoadedModel | None = None) -> RaceTiming:
         """The step of record `at` (default the newest) timed with and without the cache (race_timing), on this

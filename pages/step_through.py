@@ -2,20 +2,23 @@
 
 One screen (1280x720 with the sidebar open) holds the token strip, the controls, the chosen head's K and V
 cache with the newest row outlined, and the newest query's attention drawn beside the very rows it weighs.
-Keyboard: P = Prefill, Right arrow or Space = Next token, Left arrow = Back. The stage is a fragment, so a
-click reruns only the stage; every figure is drawn from one StageSnapshot built from the step records.
+Keyboard: P = Prefill, Right arrow or Space = Next token, Left arrow = Back, Esc = stop Play, whatever has
+focus outside a text box (KEYS_JS). The stage is a fragment, so a click reruns only the stage; every figure is
+drawn from one StageSnapshot built from the step records. A link carries prompt, steps, sampling, layer, head,
+view and presenter mode (step_view.StageLink); it is replayed once, so the reader's own clicks keep their work.
 """
 from __future__ import annotations
 
 import dataclasses
+import html
 import urllib.parse
 
 import streamlit as st
 
-from kvviz import memory, step_view, ui
-from kvviz.figures import export_config
+from kvviz import memory, models, ops, step_view, ui
+from kvviz.bench_machine import usable_cores
 from kvviz.figures import step as figs
-from kvviz.step_records import DEFAULT_SAMPLING, ContextFullError, PromptError, Sampling
+from kvviz.step_records import DEFAULT_SAMPLING, ContextFullError, PromptError, RaceTiming, Sampling
 
 PRESETS = {
     "ROMEO:": "ROMEO:",
@@ -23,7 +26,8 @@ PRESETS = {
     "To be, or not to be": "HAMLET:\nTo be, or not to be, that is the question:",
     "Repeat a pattern": step_view.REPEAT_PROMPT,
 }
-PLAY_DELAY_S = 0.15  # run_every interval; with the redraw and the round trip a step lands every ~0.4-0.5 s
+PLAY_SPEEDS = {"slow": 1.0, "normal": 0.15, "fast": 0.05}  # run_every interval (s); a frame adds ~0.3 s of redraw
+PLAY_DELAY_S = PLAY_SPEEDS["normal"]  # "normal": with the redraw and the round trip a step lands every ~0.4-0.5 s
 PLAY_MAX = 64
 PLAY_LEFT = "step_play_left"  # steps the running animation still has to take (0 = not playing)
 DEFAULT_TEMPERATURE = DEFAULT_SAMPLING.temperature
@@ -33,6 +37,42 @@ GREEDY_HELP = ("Off by default: greedy always takes the single likeliest token, 
                "round). The default draws from the 40 likeliest at temperature 0.8 with the seed below: same seed, "
                "same text.")
 VIEWS = {"one": "K, V, attention", "race": "Race: cache vs none", "gqa": "Query heads sharing K/V"}
+RACE_SHAPE = models.RANDOM_PREFIX + "gpt2"  # the race at a size where the gap shows: GPT-2 124M, random weights
+RACE_SCALES = {"model": "this model", "gpt2": "GPT-2 124M shape"}
+CHART = figs.stage_config()
+DEFAULTS = {  # widgets are created without value=, so a link can set them before they are drawn
+    "step_greedy": False, "step_temperature": DEFAULT_TEMPERATURE, "step_top_k": DEFAULT_SAMPLING.top_k,
+    "step_seed": DEFAULT_SAMPLING.seed, "step_play_n": 8, "step_play_speed": "normal", "step_view": "one",
+    "step_race_scale": "model",
+}
+# The stage's shortcuts act on the stage whatever has focus, except a text box (and popovers / dialogs, whose
+# own keys stay theirs). Streamlit's shortcuts skip every <input>, radios included: after a click on the
+# sidebar's model radio, P did nothing and Right arrow moved the radio. This listener (capture phase, before
+# anyone else) clicks the stage's own button for the key when focus sits on such an element; on the page body
+# Streamlit's shortcut does it. Installed once per browser tab; inert on pages without the stage.
+KEYS_JS = """<script>
+(() => {
+  if (window.__kvvizStageKeys) return;
+  window.__kvvizStageKeys = true;
+  const buttons = {p: "step_btn_prefill", P: "step_btn_prefill", ArrowRight: "step_btn_next", " ": "step_btn_next",
+                   ArrowLeft: "step_btn_back", Escape: "step_btn_stop"};
+  const TEXT_TYPES = ["text", "number", "search", "email", "password", "url", "tel", "date", "time"];
+  window.addEventListener("keydown", (e) => {
+    const key = buttons[e.key];
+    const el = document.activeElement;
+    if (!key || e.ctrlKey || e.metaKey || e.altKey || !el || el === document.body) return;
+    if (el.isContentEditable || el.tagName === "TEXTAREA" || el.tagName === "SELECT") return;
+    if (el.tagName === "INPUT" && (TEXT_TYPES.includes(el.type) || el.getAttribute("role") === "combobox")) return;
+    if (el.closest('[role="dialog"], [data-testid="stPopoverBody"], [data-baseweb="popover"]')) return;
+    const button = document.querySelector(".st-key-" + key + " button");
+    if (!button) return;
+    e.preventDefault();
+    e.stopImmediatePropagation();
+    el.blur();
+    button.click();
+  }, true);
+})();
+</script>"""
 
 # Fit the stage in 1280x720: less padding above, metric values wrap instead of being cut to "12 to…",
 # the hidden second Next-token button exists only for its Space shortcut.
@@ -43,6 +83,7 @@ h1 {font-size: 1.6rem !important; padding: 0 0 0.2rem 0 !important}
 [data-testid="stMetricValue"] * {white-space: normal !important; overflow: visible !important; text-overflow: clip !important}
 [data-testid="stMetricLabel"] * {white-space: normal !important; overflow: visible !important; text-overflow: clip !important}
 .st-key-step_btn_next_space {display: none}
+.kvviz-readout {min-height: 2.9em; line-height: 1.4; margin: 0 0 0.3rem 0}
 </style>"""
 PRESENTER_CSS = """<style>
 html {font-size: 18px}
@@ -50,18 +91,11 @@ html {font-size: 18px}
 </style>"""
 
 ui.ensure_router()  # before anything is drawn: see its docstring
-if "step_present" not in st.session_state:  # ?present=1 opens the page in presenter mode
-    st.session_state["step_present"] = st.query_params.get("present", "0") in ("1", "true")
-title_row = st.columns([4, 1], vertical_alignment="bottom")
-title_row[0].title("Step through a generation")
-present = title_row[1].toggle("Presenter mode", key="step_present",
-                              help="Only the stage, larger type, no sidebar (also ?present=1 in the URL)")
-st.html(STAGE_CSS + (PRESENTER_CSS if present else ""))
-font_px = 18 if present else 14
-
 loaded = ui.current_model("eager")
 engine = ui.step_engine(loaded)
 info = loaded.info
+for _key, _value in DEFAULTS.items():
+    st.session_state.setdefault(_key, _value)
 
 
 def _sampling() -> Sampling:
@@ -73,39 +107,77 @@ def _sampling() -> Sampling:
                     seed=int(s.get("step_seed", DEFAULT_SAMPLING.seed)))
 
 
+def _views() -> list[str]:
+    return [v for v in VIEWS if v != "gqa" or info.n_kv_heads < info.n_head]  # GQA view for GQA models only
+
+
 def _apply_link() -> None:
-    """A shared link (?prompt=...&steps=N) replays that generation once per session: prefill + N steps."""
-    prompt, steps = st.query_params.get("prompt"), st.query_params.get("steps", "0")
-    link = (prompt, steps, str(st.query_params.to_dict()))
-    if prompt is None or st.session_state.get("step_link_done") == link:
+    """A shared link replays its generation once per session: its sampling goes into the Prompt widgets, then
+    prefill + N steps; view and presenter mode are set, layer and head come from the pickers' own URL keys.
+    Keyed on what the generation depends on only, so the reader's clicks (Next, a layer: the bound pickers
+    rewrite the URL) never replay it again and throw their work away."""
+    link = step_view.parse_link(st.query_params, info.n_positions, DEFAULT_TEMPERATURE, DEFAULT_SAMPLING.top_k,
+                                DEFAULT_SAMPLING.seed)
+    if link is None or st.session_state.get("step_link_done") == link.replay_key:
         return
-    st.session_state["step_link_done"] = link
+    s = st.session_state
+    s["step_link_done"] = link.replay_key
+    s["step_greedy"], s["step_temperature"], s["step_top_k"], s["step_seed"] = (
+        link.greedy, link.temperature, link.top_k, link.seed)
+    s["step_present"] = link.present or s.get("step_present", False)
+    s["step_view"] = link.view if link.view in _views() else "one"
+    preset = next((name for name, text in PRESETS.items() if text == link.prompt), s.get("step_preset", "ROMEO:"))
+    s["step_preset"], s[f"step_prompt_{preset}"] = preset, link.prompt
     try:
-        engine.prefill(prompt, _sampling())
-        for _ in range(min(int(steps) if steps.isdecimal() and steps.isascii() else 0, info.n_positions - engine.cache_len)):
+        engine.prefill(link.prompt, _sampling())
+        for _ in range(min(link.steps, info.n_positions - engine.cache_len)):
             engine.step()
     except (PromptError, ContextFullError) as exc:
-        st.warning(f"The link's prompt could not be replayed: {exc}")
+        s["step_link_warning"] = f"The link's prompt could not be replayed: {exc}"
 
 
 def _link() -> str:
-    params = {"prompt": engine.prompt_text, "steps": len(engine.records) - 1,
-              "step_layer": st.session_state.get("step_layer", 0), "step_head": st.session_state.get("step_head", 0)}
+    s, sampling = st.session_state, engine.sampling
+    link = step_view.StageLink(
+        prompt=engine.prompt_text, steps=len(engine.records) - 1, greedy=sampling.greedy,
+        temperature=sampling.temperature, top_k=sampling.top_k, seed=sampling.seed, view=s.get("step_view") or "one",
+        present=bool(s.get("step_present")), layer=int(s.get("step_layer") or 0), head=int(s.get("step_head") or 0))
     base = st.context.url.split("?")[0] if st.context.url else "/step_through"
-    return f"{base}?{urllib.parse.urlencode(params)}"
+    return f"{base}?{urllib.parse.urlencode(link.query())}"
+
+
+_apply_link()
+if "step_present" not in st.session_state:  # ?present=1 opens the page in presenter mode
+    st.session_state["step_present"] = step_view.url_flag(st.query_params.get("present"))
+title_row = st.columns([4, 1], vertical_alignment="bottom")
+title_row[0].title("Step through a generation")
+present = title_row[1].toggle("Presenter mode", key="step_present",
+                              help="Only the stage, larger type, no sidebar (also ?present=1 in the URL)")
+st.html(STAGE_CSS + (PRESENTER_CSS if present else ""))
+st.html(KEYS_JS, unsafe_allow_javascript=True)
+font_px = 18 if present else 14
+for _notice in (ui.engine_notice(), st.session_state.pop("step_link_warning", None)):
+    if _notice:
+        st.info(_notice, icon=":material/info:")
 
 
 def _controls() -> dict[str, bool]:
     """The control row. Shortcut hints are drawn on the buttons by Streamlit itself."""
     row = st.container(horizontal=True, vertical_alignment="bottom")
-    with row.popover("Prompt", icon=":material/edit:"):
-        preset = st.selectbox("Classroom presets", list(PRESETS), key="step_preset")
-        st.text_area("Prompt", value=PRESETS[preset], height=90, key=f"step_prompt_{preset}")
-        st.toggle("Greedy (always the most likely token)", value=False, key="step_greedy", help=GREEDY_HELP)
-        st.slider("Temperature", 0.1, 2.0, DEFAULT_TEMPERATURE, 0.05, key="step_temperature")
-        st.number_input("Top-k (0 = off)", 0, 200, DEFAULT_SAMPLING.top_k, key="step_top_k")
-        st.number_input("Seed", 0, 1_000_000, DEFAULT_SAMPLING.seed, key="step_seed")
-        st.number_input("Play N steps", 1, PLAY_MAX, 8, key="step_play_n")
+    with row.popover("Prompt", icon=":material/edit:"):  # two columns: it fits a 720-px-high projector
+        text, sampling = st.columns([3, 2], gap="medium")
+        preset = text.selectbox("Classroom presets", list(PRESETS), key="step_preset")
+        st.session_state.setdefault(f"step_prompt_{preset}", PRESETS[preset])
+        text.text_area("Prompt", height=110, key=f"step_prompt_{preset}",
+                       help="A new line is a token of its own: the strip shows it as ↵.")
+        play = text.columns(2)
+        play[0].number_input("Play N steps", 1, PLAY_MAX, key="step_play_n")
+        play[1].segmented_control("Play speed", list(PLAY_SPEEDS), key="step_play_speed",
+                                  help="slow ~1.3 s, normal ~0.45 s, fast ~0.35 s a step (plus the redraw)")
+        sampling.toggle("Greedy (always the most likely token)", key="step_greedy", help=GREEDY_HELP)
+        sampling.slider("Temperature", 0.1, 2.0, step=0.05, key="step_temperature")
+        sampling.number_input("Top-k (0 = off)", 0, 200, key="step_top_k")
+        sampling.number_input("Seed", 0, 1_000_000, key="step_seed")
     clicked = {
         "prefill": row.button("Prefill", key="step_btn_prefill", shortcut="P"),
         "back": row.button("Back", key="step_btn_back", shortcut="Left", icon=":material/arrow_back:"),
@@ -119,7 +191,8 @@ def _controls() -> dict[str, bool]:
     }
     if engine.started:
         with row.popover("Link", icon=":material/link:"):
-            st.caption("This state as a link (prompt, steps taken, layer, head):")
+            st.caption("This state as a link: prompt, steps taken, sampling (seed, temperature, top-k), layer, "
+                       "head, view and presenter mode. Opened elsewhere it replays the same generation.")
             st.code(_link(), language=None, wrap_lines=True)
     return clicked
 
@@ -155,43 +228,132 @@ def _play_tick() -> None:
         engine.step(_sampling())
 
 
-def _draw(snap: step_view.StageSnapshot, view: str) -> None:
+def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None) -> None:
     """Everything that changes per step (no widgets: the Play animation redraws this many times per run)."""
     st.markdown(step_view.strip_html(snap.strip, max_tokens=28, font_rem=1.1 if present else 0.9), unsafe_allow_html=True)
     left, right = st.columns([0.7, 0.3], gap="small")
     c = snap.counters
     if view == "race":
         with left:
-            sides = st.columns(2, gap="small")
-            for side, cached in zip(sides, (True, False)):
-                side.plotly_chart(figs.race_figure(snap, cached, font_px, height_px=300), config=export_config("kv_cache_stage"))
-                dots = c.this_dot_products_cached if cached else c.this_dot_products_uncached
-                rows = c.this_kv_rows_cached if cached else c.this_kv_rows_uncached
-                ms = f"{snap.step_ms:.1f} ms" if cached else _uncached_ms(snap)
-                side.markdown(f"**{'With' if cached else 'Without'} the cache**: {dots:,} dot products, "
-                              f"{rows:,} K/V rows computed, {ms} measured")
+            _race(snap, timing)
     elif view == "gqa":
-        left.plotly_chart(figs.group_figure(snap, font_px, height_px=360), config=export_config("kv_cache_stage"))
+        left.plotly_chart(figs.group_figure(snap, font_px, height_px=360), config=CHART)
         left.caption(_gqa_text(snap))
     else:
         above = (f" · {snap.first_row} older rows above not drawn (they got {snap.attention_above:.0%} "
                  "of the attention)") if snap.first_row else ""
-        left.plotly_chart(figs.stage_figure(snap, font_px, height_px=360 if not present else 440),
-                          config=export_config("kv_cache_stage"))
-        left.caption(f"Rows = cache positions; the newest row is outlined{above}. {step_view.copy_sentence(snap.copy)}")
+        left.plotly_chart(figs.stage_figure(snap, font_px, height_px=350 if not present else 420), config=CHART)
+        # the readout: large, and its room kept when there is nothing to say (no jump when it appears)
+        left.html(f'<div class="kvviz-readout" style="font-size:{1.2 if present else 1.0}rem">'
+                  f"{html.escape(step_view.copy_sentence(snap.copy))}</div>")
+        left.caption(f"Rows = cache positions; the newest row is outlined{above}.")
     with right:
         m = st.columns(2, gap="small")
         m[0].metric("Cache length", f"{snap.cache_len} tokens", help=f"at most {info.n_positions} positions")
         m[1].metric("Cache size", memory.short_bytes(snap.cache_bytes),
                     help=f"summed from the real K/V tensors: {memory.format_bytes(snap.cache_bytes)}")
-        m[0].metric("Dots, cached", f"{c.this_dot_products_cached:,}", help="query-key dot products this step")
-        m[1].metric("Dots, uncached", f"{c.this_dot_products_uncached:,}",
-                    help="the same step if the whole sequence were recomputed")
+        m[0].metric("This step: dots with cache", f"{c.this_dot_products_cached:,}",
+                    help="query-key dot products this step computes with the cache: the newest query only")
+        m[1].metric("This step: dots without", f"{c.this_dot_products_uncached:,}",
+                    help="the same step if the whole sequence were recomputed (causal pairs: "
+                         "L(L+1)/2 per head and layer)")
         st.plotly_chart(figs.next_token_bars([t.text for t in snap.top_k[:6]], [t.prob for t in snap.top_k[:6]],
-                                             snap.next_token_text, font_px, height_px=6 * (font_px + 12) + 80), config=export_config("kv_cache_stage"))
-    st.caption(f"{snap.kind} step {snap.at} of {snap.latest}: fed {len(snap.new_rows) or snap.cache_len} token(s) "
-               f"in {snap.step_ms:.1f} ms. Since the prefill: {c.total_dot_products_cached:,} dot products with the "
-               f"cache vs {c.total_dot_products_uncached:,} without.")
+                                             snap.next_token_text, font_px, height_px=6 * (font_px + 12) + 90),
+                        config=CHART)
+    st.caption(_step_line(snap))
+
+
+def _step_line(snap: step_view.StageSnapshot) -> str:
+    """Which pass is shown, its single measured time, the work since the prefill, and how it is counted."""
+    c, seq = snap.counters, snap.cache_len
+    if snap.kind == "prefill":
+        what = f"Prefill: fed the {seq} prompt tokens at once in {snap.step_ms:.1f} ms (one run)"
+    else:
+        history = f", the newest is step {snap.latest}" if snap.at < snap.latest else ""
+        what = f"Decode step {snap.at} of {snap.latest}{history}: fed 1 token in {snap.step_ms:.1f} ms (one run)"
+    eager = ops.attention_dot_products_dense(info.n_layer, info.n_head, 0, seq, cached=False)
+    return (f"{what}. Since the prefill: {c.total_dot_products_cached:,} dot products with the cache vs "
+            f"{c.total_dot_products_uncached:,} without. Counted as causal pairs: a query at position p scores keys "
+            f"0..p, so L(L+1)/2 per head and layer without the cache; eager attention scores all L x L "
+            f"({info.n_layer} x {info.n_head} x {seq}² = {eager:,} here) and masks the rest.")
+
+
+def _race_shape() -> models.LoadedModel | None:
+    """The race's model at the chosen scale: this one, or the GPT-2 124M shape (random weights: only the
+    timing matters) where the server offers it. None = this model."""
+    if st.session_state.get("step_race_scale") != "gpt2":
+        return None
+    try:
+        with st.spinner("Loading the GPT-2 124M shape (random weights) for the race..."):
+            return ui.cached_model(RACE_SHAPE, "eager")
+    except models.ModelLoadError as exc:
+        st.session_state["step_race_scale"] = "model"
+        st.warning(f"The GPT-2 124M shape is not available here ({exc}); racing on this model.")
+        return None
+
+
+def _race_timing(snap: step_view.StageSnapshot, playing: bool) -> RaceTiming | None:
+    """Time the shown step both ways (engine.race: repeats inside the click's budget), once per step and scale:
+    a layer or head click redraws without measuring again. None for the prefill, and while Play runs."""
+    if snap.kind == "prefill" or playing:
+        return None
+    shape = _race_shape()
+    key = (shape.info.spec if shape else info.spec, tuple(engine.token_ids[: snap.cache_len]))
+    cached = st.session_state.get("step_race_timing")
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    timing = engine.race(at=snap.at, on=shape)
+    st.session_state["step_race_timing"] = (key, timing)
+    return timing
+
+
+def _race(snap: step_view.StageSnapshot, timing: RaceTiming | None) -> None:
+    """Cached step vs full recomputation: what each computes (every layer's K rows), the exact counts, and the
+    clock as a fair statistic with the floor every forward stands on."""
+    c, seq = snap.counters, snap.cache_len
+    sides = st.columns(2, gap="small")
+    for side, cached in zip(sides, (True, False)):
+        side.plotly_chart(figs.race_figure(snap, cached, font_px, height_px=250), config=CHART)
+        dots = c.this_dot_products_cached if cached else c.this_dot_products_uncached
+        rows = c.this_kv_rows_cached if cached else c.this_kv_rows_uncached
+        side.markdown(f"**{'With' if cached else 'Without'} the cache**: {dots:,} dot products, "
+                      f"{rows:,} K/V rows computed")
+    if snap.kind == "prefill":
+        st.caption("The prefill computes every prompt row either way (nothing is cached yet): the race starts "
+                   "with the first Next token.")
+        return
+    if timing is None:
+        st.caption("The clock runs when the animation stops (timing every frame would slow it down).")
+        return
+    st.plotly_chart(figs.race_timing_figure(timing.cached_ms, timing.uncached_ms, timing.fixed_ms, font_px,
+                                            height_px=140 if not present else 160), config=CHART)
+    st.markdown(_race_verdict(timing))
+
+
+def _race_verdict(t: RaceTiming) -> str:
+    """One paragraph: the medians with their spread and the machine's load; 'inside the noise' when it is."""
+    big = st.session_state.get("step_race_scale") == "gpt2"
+    where = "the GPT-2 124M shape (random weights)" if big else "this model"
+    q = [t.quartiles(x) for x in (t.cached_ms, t.uncached_ms)]
+    clock = (f"On {where}, {t.repeats} repeats a side interleaved, 1-minute load {t.load_1min:.1f} on "
+             f"{usable_cores()} cores: with the cache **{t.cached_median_ms:.1f} ms** (middle half "
+             f"{q[0][0]:.1f}-{q[0][1]:.1f}), without **{t.uncached_median_ms:.1f} ms** ({q[1][0]:.1f}-{q[1][1]:.1f}). "
+             f"A 1-token forward with nothing cached takes {t.fixed_median_ms:.1f} ms here: the fixed cost every "
+             "forward pays (Python, the layer loop, the LM head), whatever the length. ")
+    if t.inside_noise:
+        hint = "" if big else " Race on the GPT-2 124M shape to see the gap."
+        return clock + (f"The difference is inside the noise: at this size both sides are mostly that fixed cost, "
+                        f"and the work the cache saves hides under it.{hint}")
+    if not t.cached_faster:
+        return clock + "Here the cached step measured slower: a burst of load, most likely; the next step re-measures."
+    big_dots = ""
+    if big:
+        n_layer, n_head = models.GPT2_SHAPES["gpt2"]["n_layer"], models.GPT2_SHAPES["gpt2"]["n_head"]
+        with_c = ops.attention_dot_products(n_layer, n_head, t.seq_len - 1, 1, cached=True)
+        without = ops.attention_dot_products(n_layer, n_head, t.seq_len - 1, 1, cached=False)
+        big_dots = f" (at this shape: {with_c:,} dot products vs {without:,})"
+    return clock + (f"The cache wins by {t.uncached_median_ms / t.cached_median_ms:.1f}x{big_dots}, and the gap "
+                    "grows with every token: the uncached side recomputes every row.")
 
 
 def _gqa_text(snap: step_view.StageSnapshot) -> str:
@@ -206,30 +368,32 @@ def _gqa_text(snap: step_view.StageSnapshot) -> str:
             f"{mha_bytes / max(snap.cache_bytes, 1):.0f}x more.")
 
 
-def _uncached_ms(snap: step_view.StageSnapshot) -> str:
-    if snap.at != snap.latest:
-        return "(time measured for the newest step only)"
-    return f"{engine.check_without_cache().uncached_ms:.1f} ms"
-
-
 def _show_head(layer: int, head: int) -> None:
     """(Button callback, before the pickers are drawn.) Point the stage at this layer and query head."""
     st.session_state["step_layer"], st.session_state["step_head"] = layer, head
 
 
 def _choice(row, label: str, n: int, key: str, prefix: str) -> int:
-    """Layer / head picker: buttons for a few options (one click on a projector), a select box for many."""
+    """Layer / head picker: buttons for a few options (one click on a projector), a select box for many. Bound to
+    the URL under its key, which writes the shown label (step_layer=L2): StageLink writes links the same way."""
     row.markdown(f"**{label}**")
+    label_of = lambda i: step_view.picker_label(prefix, i)  # noqa: E731
     if n <= 8:
-        return row.segmented_control(label, range(n), default=0, key=key, format_func=lambda i: f"{prefix}{i}",
+        return row.segmented_control(label, range(n), default=0, key=key, format_func=label_of,
                                      bind="query-params", label_visibility="collapsed") or 0
-    return row.selectbox(label, range(n), key=key, bind="query-params", label_visibility="collapsed", width=90)
+    return row.selectbox(label, range(n), key=key, format_func=label_of, bind="query-params",
+                         label_visibility="collapsed", width=90)
 
 
-@st.fragment(run_every=PLAY_DELAY_S if st.session_state.get(PLAY_LEFT, 0) > 0 else None)
+def _play_interval() -> float | None:
+    if st.session_state.get(PLAY_LEFT, 0) <= 0:
+        return None
+    return PLAY_SPEEDS.get(st.session_state.get("step_play_speed") or "normal", PLAY_DELAY_S)
+
+
+@st.fragment(run_every=_play_interval())
 def stage() -> None:
     playing = st.session_state.get(PLAY_LEFT, 0) > 0
-    _apply_link()
     _act(_controls())
     if playing != (st.session_state.get(PLAY_LEFT, 0) > 0):  # started or finished: switch run_every on/off
         st.rerun()
@@ -239,21 +403,32 @@ def stage() -> None:
     pick = st.container(horizontal=True, vertical_alignment="center")
     layer = _choice(pick, "Layer", info.n_layer, "step_layer", "L")
     head = _choice(pick, "Query head", info.n_head, "step_head", "H")
-    views = [v for v in VIEWS if v != "gqa" or info.n_kv_heads < info.n_head]  # GQA view for GQA models only
-    view = pick.segmented_control("View", views, default="one", key="step_view", format_func=VIEWS.get,
+    view = pick.segmented_control("View", _views(), key="step_view", format_func=VIEWS.get,
                                   label_visibility="collapsed") or "one"
     latest = len(engine.records) - 1
     at = latest if playing else min(st.session_state.get("step_history", latest), latest)
     snap = step_view.build_snapshot(engine.records, engine.prompt_len, info.n_layer, info.n_head, info.n_kv_heads,
                                     layer, head, at=at, all_layers=view == "race")
-    copy = snap.copy
-    if copy and copy.best_weight >= step_view.COPYING_WEIGHT and (copy.best_layer, copy.best_head) != (layer, head):
-        # in the picker row, beside what it changes: above the fold on a 720-px projector
-        pick.button(f"Show the copying head (L{copy.best_layer} H{copy.best_head})", key="step_show_copy",
-                    on_click=_show_head, args=(copy.best_layer, copy.best_head), icon=":material/content_copy:",
-                    help=f"layer {copy.best_layer}, query head {copy.best_head}: the head that reads the row after "
-                         "the newest token's previous occurrence")
-    _draw(snap, view)
+    if view == "race":
+        if ui.model_offered(RACE_SHAPE) and info.spec != RACE_SHAPE:
+            pick.segmented_control("Race on", list(RACE_SCALES), key="step_race_scale", format_func=RACE_SCALES.get,
+                                   label_visibility="collapsed",
+                                   help="The GPT-2 124M shape (random weights: only the clock matters) shows the "
+                                        "gap this small model hides; about 2 s a step, 0.5 GB loaded once")
+        else:
+            st.session_state["step_race_scale"] = "model"
+    else:
+        copy = snap.copy
+        found = copy is not None and copy.best_weight >= step_view.COPYING_WEIGHT
+        elsewhere = found and (copy.best_layer, copy.best_head) != (layer, head)
+        # always drawn (disabled when there is no copying head to show), so the row never jumps
+        pick.button(f"Show the copying head (L{copy.best_layer} H{copy.best_head})" if found else
+                    "Show the copying head", key="step_show_copy", disabled=not elsewhere,
+                    on_click=_show_head, args=(copy.best_layer, copy.best_head) if found else (layer, head),
+                    icon=":material/content_copy:",
+                    help="the head that reads the row after the newest token's previous occurrence (it appears "
+                         "when the newest token occurred before: try the Repeat a pattern preset)")
+    _draw(snap, view, _race_timing(snap, playing) if view == "race" else None)
     if latest and not playing:
         st.slider("History: scrub back through the steps taken (redraws what was recorded; the cache is not "
                   "changed)", 0, latest, value=at, key="step_history", format="step %d")
@@ -264,7 +439,7 @@ if not present:
     with st.expander("What you are seeing", expanded=False):
         st.markdown(
             "At every layer each token gets a **query**, a **key** and a **value** vector. A new token's query is "
-            "compared with the keys of *all* earlier tokens, and it averages their values. Those earlier keys and "
+            "compared with the keys of *all* earlier tokens and its own, and it averages their values. Those earlier keys and "
             "values never change, so the model stores them: the **KV cache**.\n\n"
             "1. **Prefill** feeds the whole prompt in one pass: every layer's cache gets one row per prompt token.\n"
             "2. Each **Next token** feeds only the newest token: every layer computes *one* new K row and *one* "
@@ -293,4 +468,4 @@ if not present:
             )
             steps, with_cache, without_cache = step_view.cumulative_series(engine.records, info.n_layer, info.n_head)
             st.plotly_chart(figs.growth_chart(steps, with_cache, without_cache, "query-key dot products"),
-                            config=export_config("kv_cache_stage"))
+                            config=CHART)

@@ -20,10 +20,18 @@ RECOMPUTED_COLOR = "#d62728"  # rows an uncached pass recomputes
 ATTENTION_COLOR = "#1c7ed6"
 HEATMAP_SCALE = "RdBu_r"
 MAX_TICK_LABELS = 20  # at most this many row labels, so 14 px text never overlaps
+MODEBAR_PX = 28  # plotly's mode bar (camera button) sits in the top 28 px: titles go below it
 
 
 def _margins(font_px: int) -> dict:
-    return {"l": 10, "r": 10, "t": 2 * font_px + 12, "b": 10}
+    return {"l": 10, "r": 10, "t": MODEBAR_PX + font_px + 8, "b": 10}
+
+
+def stage_config(filename: str = "kv_cache_stage") -> dict:
+    """plotly config for the stage's charts: the mode bar holds only the camera (a 2x PNG for slides), so it
+    is small, and the margins above keep every title clear of it."""
+    return {"displaylogo": False, "modeBarButtons": [["toImage"]],
+            "toImageButtonOptions": {"format": "png", "scale": 2, "filename": filename}}
 
 
 def _fonts(fig: go.Figure, font_px: int) -> go.Figure:
@@ -35,10 +43,23 @@ def _fonts(fig: go.Figure, font_px: int) -> go.Figure:
     return fig
 
 
-def _row_ticks(first_row: int, labels: Sequence[str]) -> dict:
+def _row_ticks(first_row: int, labels: Sequence[str], must: Sequence[int] = ()) -> dict:
+    """Row labels: every stride-th row counted from the newest (always labelled), plus the rows in `must`
+    (cache positions a sentence names, e.g. the copying head's row); a regular label too close to one of
+    those gives way, so 14 px labels never overlap."""
     stride = max(1, -(-len(labels) // MAX_TICK_LABELS))
-    keep = [i for i in range(len(labels)) if (len(labels) - 1 - i) % stride == 0]  # always label the newest
+    named = {p - first_row for p in must if 0 <= p - first_row < len(labels)}
+    keep = {i for i in range(len(labels)) if (len(labels) - 1 - i) % stride == 0}
+    keep = {i for i in keep if i == len(labels) - 1 or all(abs(i - m) >= stride for m in named)} | named
+    keep = sorted(keep)
     return {"tickmode": "array", "tickvals": [first_row + i for i in keep], "ticktext": [labels[i] for i in keep]}
+
+
+def _colorbar(x: float, y: float, font_px: int, title: str) -> dict:
+    """A short horizontal colour scale under a heatmap panel (x = its centre, y = its top, paper coordinates)."""
+    return {"orientation": "h", "x": x, "xanchor": "center", "y": y, "yanchor": "top", "len": 0.3,
+            "thickness": 10, "title": {"text": title, "side": "right", "font": {"size": font_px}},
+            "tickfont": {"size": font_px}, "nticks": 4}
 
 
 def _outline(fig: go.Figure, positions: Sequence[int], width: int, col: int, color: str, row: int = 1) -> None:
@@ -56,23 +77,27 @@ def stage_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 420) -
         subplot_titles=(f"K · layer {snap.layer} · kv head {snap.kv_head}", f"V · layer {snap.layer}",
                         f"attention · q head {snap.q_head}"),  # the query is the outlined row: short, so it fits
     )
-    for col, (name, data) in enumerate((("K", snap.keys), ("V", snap.values)), start=1):
+    margin = {**_margins(font_px), "b": 3 * font_px + 30}  # the head_dim title, then the colour scales
+    bar_y = -(font_px + 10) / max(height_px - margin["t"] - margin["b"], 1)  # just under the head_dim title
+    for col, (name, data, centre) in enumerate((("K", snap.keys, 0.16), ("V", snap.values, 0.54)), start=1):
         limit = float(np.abs(data).max()) or 1.0
         fig.add_trace(go.Heatmap(
             z=data.astype(np.float32), x=list(range(head_dim)), y=y, colorscale=HEATMAP_SCALE, zmin=-limit,
-            zmax=limit, showscale=False, name=name,
-            hovertemplate=f"{name}[position %{{y}}, dim %{{x}}] = %{{z:.3f}}<extra></extra>"), row=1, col=col)
+            zmax=limit, showscale=True, colorbar=_colorbar(centre, bar_y, font_px, name),
+            name=name, hovertemplate=f"{name}[position %{{y}}, dim %{{x}}] = %{{z:.3f}}<extra></extra>"),
+            row=1, col=col)
         _outline(fig, snap.new_rows, head_dim, col, NEW_ROW_COLOR)
     colors = [NEW_ROW_COLOR if p in snap.new_rows else ATTENTION_COLOR for p in y]
     fig.add_trace(go.Bar(x=np.round(snap.attention, 4), y=y, orientation="h", marker_color=colors,
                          hovertemplate="position %{y}: weight %{x:.3f}<extra></extra>", name="attention"),
                   row=1, col=3)
     top = float(snap.attention.max()) if rows else 1.0
-    fig.update_xaxes(range=[0, max(top * 1.1, 0.05)], title_text="weight", row=1, col=3)
-    fig.update_xaxes(title_text="head_dim", showticklabels=False, row=1, col=1)
-    fig.update_xaxes(title_text="head_dim", showticklabels=False, row=1, col=2)
-    fig.update_yaxes(autorange="reversed", **_row_ticks(snap.first_row, snap.row_labels), row=1, col=1)
-    fig.update_layout(height=height_px, margin=_margins(font_px), showlegend=False, bargap=0.1)
+    fig.update_xaxes(range=[0, max(top * 1.1, 0.05)], nticks=3, row=1, col=3)
+    fig.update_xaxes(title_text="head_dim", title_standoff=2, showticklabels=False, row=1, col=1)
+    fig.update_xaxes(title_text="head_dim", title_standoff=2, showticklabels=False, row=1, col=2)
+    named = (snap.copy.target_pos, snap.copy.prev_pos) if snap.copy is not None else ()
+    fig.update_yaxes(autorange="reversed", **_row_ticks(snap.first_row, snap.row_labels, named), row=1, col=1)
+    fig.update_layout(height=height_px, margin=margin, showlegend=False, bargap=0.1)
     return _fonts(fig, font_px)
 
 
@@ -124,6 +149,35 @@ def race_figure(snap: StageSnapshot, cached: bool, font_px: int = 14, height_px:
     fig.update_yaxes(showticklabels=True, title_text="position", row=1, col=1)
     fig.update_xaxes(showticklabels=False)
     fig.update_layout(height=height_px, margin=_margins(font_px), showlegend=False)
+    return _fonts(fig, font_px)
+
+
+def race_timing_figure(cached_ms: Sequence[float], uncached_ms: Sequence[float], fixed_ms: Sequence[float],
+                       font_px: int = 14, height_px: int = 150) -> go.Figure:
+    """The race's clock: each side's median (bar) with its middle half of repeats (whisker: 25th-75th
+    percentile), and the 1-token forward's median as a dashed line: the floor every forward stands on here."""
+    def stats(xs: Sequence[float]) -> tuple[float, float, float]:
+        q1, med, q3 = (float(v) for v in np.percentile(xs, [25, 50, 75]))
+        return med, med - q1, q3 - med
+
+    names = ["without the cache", "with the cache"]  # top to bottom: the slow side on top reads as a race
+    rows = [stats(uncached_ms), stats(cached_ms)]
+    fig = go.Figure(go.Bar(
+        x=[r[0] for r in rows], y=names, orientation="h", marker_color=[RECOMPUTED_COLOR, NEW_ROW_COLOR],
+        error_x={"type": "data", "symmetric": False, "array": [r[2] for r in rows],
+                 "arrayminus": [r[1] for r in rows], "thickness": 2, "width": 6},
+        text=[f"{r[0]:.1f} ms" for r in rows], textposition="inside", insidetextanchor="end", cliponaxis=False,
+        hovertemplate="%{y}: median %{x:.2f} ms<extra></extra>"))
+    fixed = float(np.median(fixed_ms))
+    fig.add_vline(x=fixed, line={"dash": "dash", "color": "#868e96", "width": 2})
+    fig.add_annotation(x=fixed, y=1.0, yref="paper", yanchor="bottom", showarrow=False, xanchor="left",
+                       text=f"1-token forward {fixed:.1f} ms")
+    top = max(max(r[0] + r[2] for r in rows), fixed)
+    fig.update_xaxes(range=[0, top * 1.15], title_text="ms (median; whisker: middle half of the repeats)",
+                     title_standoff=2, nticks=5)
+    fig.update_layout(height=height_px, margin={**_margins(font_px), "t": font_px + 12, "l": 10}, showlegend=False,
+                      bargap=0.3)
+    fig.update_traces(textfont_size=font_px)
     return _fonts(fig, font_px)
 
 
