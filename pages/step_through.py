@@ -36,7 +36,7 @@ GREEDY_HELP = ("Off by default: greedy always takes the single likeliest token, 
                "induction heads, which copy what already stands in the context, make a loop stronger each time "
                "round). The default draws from the 40 likeliest at temperature 0.8 with the seed below: same seed, "
                "same text.")
-VIEWS = {"one": "K, V, attention", "race": "Race: cache vs none", "gqa": "Query heads sharing K/V"}
+VIEWS = {"one": "K, V, attention", "race": "Race", "gqa": "GQA sharing"}
 RACE_SHAPE = models.RANDOM_PREFIX + "gpt2"  # the race at a size where the gap shows: GPT-2 124M, random weights
 RACE_SCALES = {"model": "this model", "gpt2": "GPT-2 124M shape"}
 CHART = figs.stage_config()
@@ -161,8 +161,9 @@ for _notice in (ui.engine_notice(), st.session_state.pop("step_link_warning", No
         st.info(_notice, icon=":material/info:")
 
 
-def _controls() -> dict[str, bool]:
-    """The control row. Shortcut hints are drawn on the buttons by Streamlit itself."""
+def _controls() -> tuple[dict[str, bool], st.delta_generator.DeltaGenerator | None]:
+    """The control row (the clicks, and the Link popover to fill once the pickers have run). Shortcut hints are
+    drawn on the buttons by Streamlit itself."""
     row = st.container(horizontal=True, vertical_alignment="bottom")
     with row.popover("Prompt", icon=":material/edit:"):  # two columns: it fits a 720-px-high projector
         text, sampling = st.columns([3, 2], gap="medium")
@@ -174,7 +175,7 @@ def _controls() -> dict[str, bool]:
         play[0].number_input("Play N steps", 1, PLAY_MAX, key="step_play_n")
         play[1].segmented_control("Play speed", list(PLAY_SPEEDS), key="step_play_speed",
                                   help="slow ~1.3 s, normal ~0.45 s, fast ~0.35 s a step (plus the redraw)")
-        sampling.toggle("Greedy (always the most likely token)", key="step_greedy", help=GREEDY_HELP)
+        sampling.toggle("Greedy decoding", key="step_greedy", help="Always the most likely token. " + GREEDY_HELP)
         sampling.slider("Temperature", 0.1, 2.0, step=0.05, key="step_temperature")
         sampling.number_input("Top-k (0 = off)", 0, 200, key="step_top_k")
         sampling.number_input("Seed", 0, 1_000_000, key="step_seed")
@@ -189,12 +190,8 @@ def _controls() -> dict[str, bool]:
         "stop": row.button("Stop", key="step_btn_stop", icon=":material/stop:", shortcut="Esc"),
         "reset": row.button("Reset", key="step_btn_reset"),
     }
-    if engine.started:
-        with row.popover("Link", icon=":material/link:"):
-            st.caption("This state as a link: prompt, steps taken, sampling (seed, temperature, top-k), layer, "
-                       "head, view and presenter mode. Opened elsewhere it replays the same generation.")
-            st.code(_link(), language=None, wrap_lines=True)
-    return clicked
+    # Filled in after the pickers have run (stage()), so the link names the layer and head on screen.
+    return clicked, row.popover("Link", icon=":material/link:") if engine.started else None
 
 
 def _act(clicked: dict[str, bool]) -> None:
@@ -242,10 +239,12 @@ def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None) -
     else:
         above = (f" · {snap.first_row} older rows above not drawn (they got {snap.attention_above:.0%} "
                  "of the attention)") if snap.first_row else ""
-        left.plotly_chart(figs.stage_figure(snap, font_px, height_px=350 if not present else 420), config=CHART)
-        # the readout: large, and its room kept when there is nothing to say (no jump when it appears)
-        left.html(f'<div class="kvviz-readout" style="font-size:{1.2 if present else 1.0}rem">'
-                  f"{html.escape(step_view.copy_sentence(snap.copy))}</div>")
+        # the readout first: large, above the fold, and its room kept when there is nothing to say (no jump)
+        readout = html.escape(step_view.copy_sentence(snap.copy)) or (
+            '<span style="opacity:0.6">When the newest token occurred before, this line names the head that reads '
+            "the row after that occurrence (an induction head copying).</span>")
+        left.html(f'<div class="kvviz-readout" style="font-size:{1.1 if present else 1.0}rem">{readout}</div>')
+        left.plotly_chart(figs.stage_figure(snap, font_px, height_px=330 if not present else 360), config=CHART)
         left.caption(f"Rows = cache positions; the newest row is outlined{above}.")
     with right:
         m = st.columns(2, gap="small")
@@ -257,9 +256,12 @@ def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None) -
         m[1].metric("This step: dots without", f"{c.this_dot_products_uncached:,}",
                     help="the same step if the whole sequence were recomputed (causal pairs: "
                          "L(L+1)/2 per head and layer)")
-        st.plotly_chart(figs.next_token_bars([t.text for t in snap.top_k[:6]], [t.prob for t in snap.top_k[:6]],
-                                             snap.next_token_text, font_px, height_px=6 * (font_px + 12) + 90),
-                        config=CHART)
+        if view == "race":
+            _race_side(snap, timing)
+        else:
+            st.plotly_chart(figs.next_token_bars([t.text for t in snap.top_k[:6]], [t.prob for t in snap.top_k[:6]],
+                                                 snap.next_token_text, font_px, height_px=6 * (font_px + 12) + 90),
+                            config=CHART)
     st.caption(_step_line(snap))
 
 
@@ -309,51 +311,57 @@ def _race_timing(snap: step_view.StageSnapshot, playing: bool) -> RaceTiming | N
 
 def _race(snap: step_view.StageSnapshot, timing: RaceTiming | None) -> None:
     """Cached step vs full recomputation: what each computes (every layer's K rows), the exact counts, and the
-    clock as a fair statistic with the floor every forward stands on."""
-    c, seq = snap.counters, snap.cache_len
+    clock as a fair statistic, drawn with the floor every forward stands on."""
+    c = snap.counters
     sides = st.columns(2, gap="small")
     for side, cached in zip(sides, (True, False)):
-        side.plotly_chart(figs.race_figure(snap, cached, font_px, height_px=250), config=CHART)
+        side.plotly_chart(figs.race_figure(snap, cached, font_px, height_px=190 if not present else 200),
+                          config=CHART)
         dots = c.this_dot_products_cached if cached else c.this_dot_products_uncached
         rows = c.this_kv_rows_cached if cached else c.this_kv_rows_uncached
-        side.markdown(f"**{'With' if cached else 'Without'} the cache**: {dots:,} dot products, "
-                      f"{rows:,} K/V rows computed")
+        side.markdown(f"**{'With' if cached else 'Without'} the cache**: {dots:,} dot products, {rows:,} K/V rows")
     if snap.kind == "prefill":
         st.caption("The prefill computes every prompt row either way (nothing is cached yet): the race starts "
                    "with the first Next token.")
-        return
-    if timing is None:
+    elif timing is None:
         st.caption("The clock runs when the animation stops (timing every frame would slow it down).")
-        return
-    st.plotly_chart(figs.race_timing_figure(timing.cached_ms, timing.uncached_ms, timing.fixed_ms, font_px,
-                                            height_px=140 if not present else 160), config=CHART)
-    st.markdown(_race_verdict(timing))
+    else:
+        st.plotly_chart(figs.race_timing_figure(timing.cached_ms, timing.uncached_ms, timing.fixed_ms, font_px,
+                                                height_px=120 if not present else 140), config=CHART)
+
+
+def _race_side(snap: step_view.StageSnapshot, timing: RaceTiming | None) -> None:
+    """Beside the race: which model the clock runs on, and the verdict in a few lines."""
+    if ui.model_offered(RACE_SHAPE) and info.spec != RACE_SHAPE:
+        st.segmented_control("Race on", list(RACE_SCALES), key="step_race_scale", format_func=RACE_SCALES.get,
+                             help="The GPT-2 124M shape (random weights: only the clock matters) shows the gap "
+                                  "this small model hides: about 2 s a step, 0.5 GB loaded once per server")
+    else:
+        st.session_state["step_race_scale"] = "model"
+    if timing is not None:
+        st.markdown(_race_verdict(timing))
 
 
 def _race_verdict(t: RaceTiming) -> str:
-    """One paragraph: the medians with their spread and the machine's load; 'inside the noise' when it is."""
+    """A few lines beside the clock (which draws the medians, their middle half and the 1-token floor): the
+    verdict, or 'inside the noise' when it is, and the machine's load."""
     big = st.session_state.get("step_race_scale") == "gpt2"
-    where = "the GPT-2 124M shape (random weights)" if big else "this model"
-    q = [t.quartiles(x) for x in (t.cached_ms, t.uncached_ms)]
-    clock = (f"On {where}, {t.repeats} repeats a side interleaved, 1-minute load {t.load_1min:.1f} on "
-             f"{usable_cores()} cores: with the cache **{t.cached_median_ms:.1f} ms** (middle half "
-             f"{q[0][0]:.1f}-{q[0][1]:.1f}), without **{t.uncached_median_ms:.1f} ms** ({q[1][0]:.1f}-{q[1][1]:.1f}). "
-             f"A 1-token forward with nothing cached takes {t.fixed_median_ms:.1f} ms here: the fixed cost every "
-             "forward pays (Python, the layer loop, the LM head), whatever the length. ")
+    how = (f"Medians of {t.repeats} repeats a side, interleaved; whiskers: the middle half. Load "
+           f"{t.load_1min:.1f} on {usable_cores()} cores.")
     if t.inside_noise:
-        hint = "" if big else " Race on the GPT-2 124M shape to see the gap."
-        return clock + (f"The difference is inside the noise: at this size both sides are mostly that fixed cost, "
-                        f"and the work the cache saves hides under it.{hint}")
+        hint = "" if big else " Try the GPT-2 124M shape."
+        return (f"**Inside the noise**: the middle halves overlap. At this size a forward is mostly its fixed cost "
+                f"(the dashed line: 1 token, nothing cached), which hides the saving.{hint} " + how)
     if not t.cached_faster:
-        return clock + "Here the cached step measured slower: a burst of load, most likely; the next step re-measures."
-    big_dots = ""
+        return "**The cached step measured slower** this time: a burst of load, most likely. " + how
+    extra = ""
     if big:
-        n_layer, n_head = models.GPT2_SHAPES["gpt2"]["n_layer"], models.GPT2_SHAPES["gpt2"]["n_head"]
-        with_c = ops.attention_dot_products(n_layer, n_head, t.seq_len - 1, 1, cached=True)
-        without = ops.attention_dot_products(n_layer, n_head, t.seq_len - 1, 1, cached=False)
-        big_dots = f" (at this shape: {with_c:,} dot products vs {without:,})"
-    return clock + (f"The cache wins by {t.uncached_median_ms / t.cached_median_ms:.1f}x{big_dots}, and the gap "
-                    "grows with every token: the uncached side recomputes every row.")
+        shape = models.GPT2_SHAPES["gpt2"]
+        with_c = ops.attention_dot_products(shape["n_layer"], shape["n_head"], t.seq_len - 1, 1, cached=True)
+        without = ops.attention_dot_products(shape["n_layer"], shape["n_head"], t.seq_len - 1, 1, cached=False)
+        extra = f" At this shape: {with_c:,} dot products vs {without:,}."
+    return (f"**{t.uncached_median_ms / t.cached_median_ms:.1f}x faster with the cache**.{extra} Both stand on the "
+            f"dashed line: a 1-token forward, {t.fixed_median_ms:.1f} ms here whatever the length. " + how)
 
 
 def _gqa_text(snap: step_view.StageSnapshot) -> str:
@@ -394,7 +402,8 @@ def _play_interval() -> float | None:
 @st.fragment(run_every=_play_interval())
 def stage() -> None:
     playing = st.session_state.get(PLAY_LEFT, 0) > 0
-    _act(_controls())
+    clicked, link_box = _controls()
+    _act(clicked)
     if playing != (st.session_state.get(PLAY_LEFT, 0) > 0):  # started or finished: switch run_every on/off
         st.rerun()
     if not engine.started:
@@ -409,25 +418,22 @@ def stage() -> None:
     at = latest if playing else min(st.session_state.get("step_history", latest), latest)
     snap = step_view.build_snapshot(engine.records, engine.prompt_len, info.n_layer, info.n_head, info.n_kv_heads,
                                     layer, head, at=at, all_layers=view == "race")
-    if view == "race":
-        if ui.model_offered(RACE_SHAPE) and info.spec != RACE_SHAPE:
-            pick.segmented_control("Race on", list(RACE_SCALES), key="step_race_scale", format_func=RACE_SCALES.get,
-                                   label_visibility="collapsed",
-                                   help="The GPT-2 124M shape (random weights: only the clock matters) shows the "
-                                        "gap this small model hides; about 2 s a step, 0.5 GB loaded once")
-        else:
-            st.session_state["step_race_scale"] = "model"
-    else:
+    if view != "race":
         copy = snap.copy
         found = copy is not None and copy.best_weight >= step_view.COPYING_WEIGHT
         elsewhere = found and (copy.best_layer, copy.best_head) != (layer, head)
         # always drawn (disabled when there is no copying head to show), so the row never jumps
-        pick.button(f"Show the copying head (L{copy.best_layer} H{copy.best_head})" if found else
-                    "Show the copying head", key="step_show_copy", disabled=not elsewhere,
+        pick.button(f"Copying head L{copy.best_layer} H{copy.best_head}" if found else "Copying head",
+                    key="step_show_copy", disabled=not elsewhere,
                     on_click=_show_head, args=(copy.best_layer, copy.best_head) if found else (layer, head),
                     icon=":material/content_copy:",
-                    help="the head that reads the row after the newest token's previous occurrence (it appears "
-                         "when the newest token occurred before: try the Repeat a pattern preset)")
+                    help="Show the head that reads the row after the newest token's previous occurrence (there is "
+                         "one when the newest token occurred before: try the Repeat a pattern preset)")
+    if link_box is not None:
+        with link_box:
+            st.caption("This state as a link: prompt, steps taken, sampling (seed, temperature, top-k), layer, "
+                       "head, view and presenter mode. Opened elsewhere it replays the same generation.")
+            st.code(_link(), language=None, wrap_lines=True)
     _draw(snap, view, _race_timing(snap, playing) if view == "race" else None)
     if latest and not playing:
         st.slider("History: scrub back through the steps taken (redraws what was recorded; the cache is not "

@@ -20,6 +20,7 @@ RECOMPUTED_COLOR = "#d62728"  # rows an uncached pass recomputes
 ATTENTION_COLOR = "#1c7ed6"
 HEATMAP_SCALE = "RdBu_r"
 MAX_TICK_LABELS = 20  # at most this many row labels, so 14 px text never overlaps
+CBAR_GAP = 0.075  # room between panels for a colour scale with its tick labels
 MODEBAR_PX = 28  # plotly's mode bar (camera button) sits in the top 28 px: titles go below it
 
 
@@ -55,11 +56,10 @@ def _row_ticks(first_row: int, labels: Sequence[str], must: Sequence[int] = ()) 
     return {"tickmode": "array", "tickvals": [first_row + i for i in keep], "ticktext": [labels[i] for i in keep]}
 
 
-def _colorbar(x: float, y: float, font_px: int, title: str) -> dict:
-    """A short horizontal colour scale under a heatmap panel (x = its centre, y = its top, paper coordinates)."""
-    return {"orientation": "h", "x": x, "xanchor": "center", "y": y, "yanchor": "top", "len": 0.3,
-            "thickness": 10, "title": {"text": title, "side": "right", "font": {"size": font_px}},
-            "tickfont": {"size": font_px}, "nticks": 4}
+def _colorbar(x: float, font_px: int) -> dict:
+    """A thin vertical colour scale just right of a heatmap panel (x = the panel's right edge, paper coordinates)."""
+    return {"x": x, "xanchor": "left", "xpad": 2, "y": 0.5, "len": 0.6, "thickness": 8, "outlinewidth": 0,
+            "tickfont": {"size": font_px}, "nticks": 4, "ticklen": 3}
 
 
 def _outline(fig: go.Figure, positions: Sequence[int], width: int, col: int, color: str, row: int = 1) -> None:
@@ -73,17 +73,17 @@ def stage_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 420) -
     rows, head_dim = snap.keys.shape
     y = list(range(snap.first_row, snap.first_row + rows))
     fig = make_subplots(
-        rows=1, cols=3, shared_yaxes=True, column_widths=[0.37, 0.37, 0.26], horizontal_spacing=0.025,
+        rows=1, cols=3, shared_yaxes=True, column_widths=[0.37, 0.37, 0.26], horizontal_spacing=CBAR_GAP,
         subplot_titles=(f"K · layer {snap.layer} · kv head {snap.kv_head}", f"V · layer {snap.layer}",
                         f"attention · q head {snap.q_head}"),  # the query is the outlined row: short, so it fits
     )
-    margin = {**_margins(font_px), "b": 3 * font_px + 30}  # the head_dim title, then the colour scales
-    bar_y = -(font_px + 10) / max(height_px - margin["t"] - margin["b"], 1)  # just under the head_dim title
-    for col, (name, data, centre) in enumerate((("K", snap.keys, 0.16), ("V", snap.values, 0.54)), start=1):
+    width = 1 - 2 * CBAR_GAP  # the panels' share of the plot width, split 0.37 : 0.37 : 0.26
+    edges = (0.37 * width, 0.74 * width + CBAR_GAP)  # right edges of the K and V panels
+    for col, (name, data, edge) in enumerate((("K", snap.keys, edges[0]), ("V", snap.values, edges[1])), start=1):
         limit = float(np.abs(data).max()) or 1.0
         fig.add_trace(go.Heatmap(
             z=data.astype(np.float32), x=list(range(head_dim)), y=y, colorscale=HEATMAP_SCALE, zmin=-limit,
-            zmax=limit, showscale=True, colorbar=_colorbar(centre, bar_y, font_px, name),
+            zmax=limit, showscale=True, colorbar=_colorbar(edge, font_px),
             name=name, hovertemplate=f"{name}[position %{{y}}, dim %{{x}}] = %{{z:.3f}}<extra></extra>"),
             row=1, col=col)
         _outline(fig, snap.new_rows, head_dim, col, NEW_ROW_COLOR)
@@ -97,7 +97,7 @@ def stage_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 420) -
     fig.update_xaxes(title_text="head_dim", title_standoff=2, showticklabels=False, row=1, col=2)
     named = (snap.copy.target_pos, snap.copy.prev_pos) if snap.copy is not None else ()
     fig.update_yaxes(autorange="reversed", **_row_ticks(snap.first_row, snap.row_labels, named), row=1, col=1)
-    fig.update_layout(height=height_px, margin=margin, showlegend=False, bargap=0.1)
+    fig.update_layout(height=height_px, margin=_margins(font_px), showlegend=False, bargap=0.1)
     return _fonts(fig, font_px)
 
 
@@ -153,7 +153,7 @@ def race_figure(snap: StageSnapshot, cached: bool, font_px: int = 14, height_px:
 
 
 def race_timing_figure(cached_ms: Sequence[float], uncached_ms: Sequence[float], fixed_ms: Sequence[float],
-                       font_px: int = 14, height_px: int = 150) -> go.Figure:
+                       font_px: int = 14, height_px: int = 120) -> go.Figure:
     """The race's clock: each side's median (bar) with its middle half of repeats (whisker: 25th-75th
     percentile), and the 1-token forward's median as a dashed line: the floor every forward stands on here."""
     def stats(xs: Sequence[float]) -> tuple[float, float, float]:
@@ -166,16 +166,15 @@ def race_timing_figure(cached_ms: Sequence[float], uncached_ms: Sequence[float],
         x=[r[0] for r in rows], y=names, orientation="h", marker_color=[RECOMPUTED_COLOR, NEW_ROW_COLOR],
         error_x={"type": "data", "symmetric": False, "array": [r[2] for r in rows],
                  "arrayminus": [r[1] for r in rows], "thickness": 2, "width": 6},
-        text=[f"{r[0]:.1f} ms" for r in rows], textposition="inside", insidetextanchor="end", cliponaxis=False,
+        text=[f"{r[0]:.1f} ms" for r in rows], textposition="inside", insidetextanchor="start", cliponaxis=False,
         hovertemplate="%{y}: median %{x:.2f} ms<extra></extra>"))
     fixed = float(np.median(fixed_ms))
     fig.add_vline(x=fixed, line={"dash": "dash", "color": "#868e96", "width": 2})
     fig.add_annotation(x=fixed, y=1.0, yref="paper", yanchor="bottom", showarrow=False, xanchor="left",
-                       text=f"1-token forward {fixed:.1f} ms")
+                       text=f"┆ 1-token forward: {fixed:.1f} ms")
     top = max(max(r[0] + r[2] for r in rows), fixed)
-    fig.update_xaxes(range=[0, top * 1.15], title_text="ms (median; whisker: middle half of the repeats)",
-                     title_standoff=2, nticks=5)
-    fig.update_layout(height=height_px, margin={**_margins(font_px), "t": font_px + 12, "l": 10}, showlegend=False,
+    fig.update_xaxes(range=[0, top * 1.15], nticks=5, ticksuffix=" ms")
+    fig.update_layout(height=height_px, margin={"l": 10, "r": 10, "t": font_px + 12, "b": 10}, showlegend=False,
                       bargap=0.3)
     fig.update_traces(textfont_size=font_px)
     return _fonts(fig, font_px)
