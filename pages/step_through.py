@@ -96,6 +96,9 @@ engine = ui.step_engine(loaded)
 info = loaded.info
 for _key, _value in DEFAULTS.items():
     st.session_state.setdefault(_key, _value)
+if st.session_state.get("step_engine_shown") is not engine:  # another model's generation: show its newest step
+    st.session_state["step_engine_shown"] = engine
+    st.session_state.pop("step_history", None)
 
 
 def _sampling() -> Sampling:
