@@ -200,9 +200,17 @@ def _controls() -> tuple[dict[str, bool], st.delta_generator.DeltaGenerator | No
 def _act(clicked: dict[str, bool]) -> None:
     """Apply the clicked action to this session's engine. Play only arms the animation (see _play_tick)."""
     prompt = st.session_state.get(f"step_prompt_{st.session_state.get('step_preset', 'ROMEO:')}", "ROMEO:")
+    was_playing = st.session_state.get(PLAY_LEFT, 0) > 0
     if any(clicked.values()):  # any click stops an animation; Play (re)starts one
         st.session_state.pop("step_history", None)  # after an action the stage shows the newest step
         st.session_state[PLAY_LEFT] = int(st.session_state.get("step_play_n", 8)) if clicked["play"] else 0
+    if clicked["stop"] and was_playing:
+        # Stop lands on the last frame drawn: a step whose frame the click cut short (Streamlit interrupts the
+        # running frame for the click) was never seen, so it is rolled back, exactly as Back does.
+        shown = st.session_state.get("step_play_shown", len(engine.records))
+        while len(engine.records) > max(shown, 1):
+            engine.back()
+        return
     try:
         if clicked["prefill"]:
             engine.prefill(prompt, _sampling())
@@ -438,6 +446,8 @@ def stage() -> None:
                        "head, view and presenter mode. Opened elsewhere it replays the same generation.")
             st.code(_link(), language=None, wrap_lines=True)
     _draw(snap, view, _race_timing(snap, playing) if view == "race" else None)
+    if playing:  # this frame is drawn whole: Stop may land on it (see _act)
+        st.session_state["step_play_shown"] = len(engine.records)
     if latest and not playing:
         st.slider("History: scrub back through the steps taken (redraws what was recorded; the cache is not "
                   "changed)", 0, latest, value=at, key="step_history", format="step %d")

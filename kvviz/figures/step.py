@@ -112,7 +112,8 @@ def group_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 360) -
                         subplot_titles=[f"K · kv head {snap.kv_head}"] + [f"q{h}" for h in snap.group_heads])
     limit = float(np.abs(snap.keys).max()) or 1.0
     fig.add_trace(go.Heatmap(z=snap.keys.astype(np.float32), y=y, colorscale=HEATMAP_SCALE, zmin=-limit, zmax=limit,
-                             showscale=False, hovertemplate="K[position %{y}, dim %{x}] = %{z:.3f}<extra></extra>"),
+                             showscale=True, colorbar={**_colorbar(1.0, font_px), "title": {"text": "K", "side": "top"}},
+                             hovertemplate="K[position %{y}, dim %{x}] = %{z:.3f}<extra></extra>"),
                   row=1, col=1)
     _outline(fig, snap.new_rows, head_dim, 1, NEW_ROW_COLOR)
     for i, head in enumerate(snap.group_heads):
@@ -123,7 +124,8 @@ def group_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 360) -
         fig.update_xaxes(range=[0, max(float(weights.max()) * 1.1, 0.05)], showticklabels=False, row=1, col=2 + i)
     fig.update_xaxes(showticklabels=False, title_text="head_dim", row=1, col=1)
     fig.update_yaxes(autorange="reversed", **_row_ticks(snap.first_row, snap.row_labels), row=1, col=1)
-    fig.update_layout(height=height_px, margin=_margins(font_px), showlegend=False, bargap=0.1)
+    fig.update_layout(height=height_px, margin={**_margins(font_px), "r": 3 * font_px + 10}, showlegend=False,
+                      bargap=0.1)  # right margin: the K colour scale
     return _fonts(fig, font_px)
 
 
