@@ -248,7 +248,7 @@ _ROLE_TITLE = {
 }
 
 
-def strip_html(strip: Sequence[StripToken], max_tokens: int = 36, font_rem: float = 1.0) -> str:
+def strip_html(strip: Sequence[StripToken], max_tokens: int = 36, font_rem: float = 1.0, legend: bool = True) -> str:
     """The token strip as HTML: the last max_tokens tokens as chips (text escaped, whitespace visible).
 
     Each chip carries data-pos (its cache position, or "next" for the pending token) so browser tests and
@@ -267,13 +267,13 @@ def strip_html(strip: Sequence[StripToken], max_tokens: int = 36, font_rem: floa
             f'<span data-pos="{where}" title="{where}: {_ROLE_TITLE[t.role]}" style="{_ROLE_STYLE[t.role]};{chip}">'
             f'<sub style="color:#555;font-size:0.7em">{where}</sub>{shown}</span>'
         )
-    legend = " ".join(
+    key = " ".join(
         f'<span style="{_ROLE_STYLE[r]};border-radius:4px;padding:0 4px;font-size:{0.8 * font_rem}rem">'
         f"{_ROLE_TITLE[r]}</span>"
         for r in ("prompt", "generated", "newest", "pending")
     )
     return (f'<div class="kvviz-strip" style="line-height:1.9">{"".join(spans)}</div>'
-            f'<div style="margin-top:2px">{legend}</div>')
+            + (f'<div style="margin-top:2px">{key}</div>' if legend else ""))
 
 
 COPYING_WEIGHT = INDUCTION_THRESHOLD  # this much weight on the copy candidate: the head copies (patterns page's rule)

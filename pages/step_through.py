@@ -238,7 +238,9 @@ def _play_tick() -> None:
 
 def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None) -> None:
     """Everything that changes per step (no widgets: the Play animation redraws this many times per run)."""
-    st.markdown(step_view.strip_html(snap.strip, max_tokens=28, font_rem=1.1 if present else 0.9), unsafe_allow_html=True)
+    # presenter mode: one line of chips and no colour key (the teacher names them), so the newest row stays in view
+    st.markdown(step_view.strip_html(snap.strip, max_tokens=16 if present else 28, font_rem=1.1 if present else 0.9,
+                                     legend=not present), unsafe_allow_html=True)
     left, right = st.columns([0.7, 0.3], gap="small")
     c = snap.counters
     if view == "race":
@@ -255,7 +257,7 @@ def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None) -
             '<span style="opacity:0.6">When the newest token occurred before, this line names the head that reads '
             "the row after that occurrence (an induction head copying).</span>")
         left.html(f'<div class="kvviz-readout" style="font-size:{1.1 if present else 1.0}rem">{readout}</div>')
-        left.plotly_chart(figs.stage_figure(snap, font_px, height_px=330 if not present else 360), config=CHART)
+        left.plotly_chart(figs.stage_figure(snap, font_px, height_px=330), config=CHART)
         left.caption(f"Rows = cache positions; the newest row is outlined{above}.")
     with right:
         m = st.columns(2, gap="small")

@@ -100,6 +100,12 @@ def test_a_link_restores_the_view_in_a_fresh_browser_and_survives_the_readers_cl
         assert tab.get_by_text(re.compile(r"^With the cache")).count() == 1  # the race view
         tab.get_by_role("radio", name="K, V, attention", exact=True).click()
         _wait_idle(tab)
+        tab.wait_for_timeout(800)
+        # presenter mode at 1280x720: the readout line and the newest K row are on screen
+        newest_row = tab.locator(".js-plotly-plot").first.locator(".shapelayer path").last
+        for what, loc in (("readout", tab.locator(".kvviz-readout")), ("newest K row", newest_row)):
+            box = loc.bounding_box()
+            assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= 721, f"{what} is off screen"
         for k in range(1, 5):
             tab.keyboard.press("ArrowRight")
             _wait_cache_len(tab, start + k)

@@ -157,3 +157,24 @@ def test_the_race_view_shows_the_clock_and_a_verdict(fresh_streamlit_caches):
     text = " ".join(m.value for m in at.markdown)
     assert "Medians of" in text and "repeats a side" in text and "Load " in text
     assert ("faster with the cache" in text) or ("Inside the noise" in text) or ("measured slower" in text)
+
+
+def test_stop_lands_on_the_last_frame_drawn(fresh_streamlit_caches):
+    """Esc / Stop during Play: a frame drawn whole stays; a step whose frame the click cut short (Streamlit
+    interrupts a running frame for the click) is rolled back, so the stage stops where the class saw it."""
+    at = _page()
+    at.button(key="step_btn_prefill").click().run()
+    at.button(key="step_btn_play").click().run()  # arms Play and draws its first frame
+    at.run()
+    engine = at.session_state["step_engine"]
+    drawn = len(engine.records)
+    assert at.session_state["step_play_left"] > 0 and at.session_state["step_play_shown"] == drawn
+    at.button(key="step_btn_stop").click().run()
+    assert len(engine.records) == drawn and at.session_state["step_play_left"] == 0
+    at.button(key="step_btn_play").click().run()
+    at.run()
+    drawn = len(engine.records)
+    engine.step()  # a frame's step taken, its drawing cut short by the click
+    at.button(key="step_btn_stop").click().run()
+    assert not at.exception
+    assert len(engine.records) == drawn and _cache_len(at) == engine.cache_len
