@@ -178,3 +178,31 @@ def test_stop_lands_on_the_last_frame_drawn(fresh_streamlit_caches):
     at.button(key="step_btn_stop").click().run()
     assert not at.exception
     assert len(engine.records) == drawn and _cache_len(at) == engine.cache_len
+
+
+def test_the_stage_charts_read_from_the_back_of_the_room(bundled):
+    """Every step-page chart: ticks and colour-scale ticks >= 14 px, at most four legend entries; the row the
+    copying readout names is labelled even when 21+ rows thin the labels out."""
+    from kvviz.figures import step as figs
+
+    engine = StepEngine(bundled)
+    engine.prefill(step_view.REPEAT_PROMPT + " stone red apple blue river green stone")  # 21+ rows, a copy
+    snap = step_view.build_snapshot(engine.records, engine.prompt_len, bundled.info.n_layer, bundled.info.n_head,
+                                    bundled.info.n_kv_heads, 0, 0, all_layers=True)
+    assert snap.copy is not None and snap.cache_len > 20
+    timing = engine.race(budget_s=0.0)
+    charts = [figs.stage_figure(snap), figs.group_figure(snap), figs.race_figure(snap, True),
+              figs.race_timing_figure(timing.cached_ms, timing.uncached_ms, timing.fixed_ms),
+              figs.next_token_bars(["a", "b"], [0.6, 0.4], "a"), figs.growth_chart([0, 1], [1, 2], [1, 3], "dots")]
+    for fig in charts:
+        layout = fig.to_plotly_json()["layout"]
+        for name, axis in layout.items():
+            if name.startswith(("xaxis", "yaxis")):
+                assert axis.get("tickfont", {}).get("size", 0) >= 14, name
+        for trace in fig.data:
+            bar = getattr(trace, "colorbar", None)
+            if getattr(trace, "showscale", False):
+                assert bar.tickfont.size >= 14
+        assert sum(1 for t in fig.data if t.showlegend is not False and layout.get("showlegend", True)) <= 4
+    y = charts[0].layout.yaxis
+    assert any(text.startswith(f"{snap.copy.target_pos}: ") for text in y.ticktext)

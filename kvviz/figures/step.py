@@ -95,7 +95,7 @@ def stage_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 420) -
     fig.update_xaxes(range=[0, max(top * 1.1, 0.05)], nticks=3, row=1, col=3)
     fig.update_xaxes(title_text="head_dim", title_standoff=2, showticklabels=False, row=1, col=1)
     fig.update_xaxes(title_text="head_dim", title_standoff=2, showticklabels=False, row=1, col=2)
-    named = (snap.copy.target_pos, snap.copy.prev_pos) if snap.copy is not None else ()
+    named = (snap.copy.target_pos,) if snap.copy is not None else ()  # the row the readout names
     fig.update_yaxes(autorange="reversed", **_row_ticks(snap.first_row, snap.row_labels, named), row=1, col=1)
     fig.update_layout(height=height_px, margin=_margins(font_px), showlegend=False, bargap=0.1)
     return _fonts(fig, font_px)
