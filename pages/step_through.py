@@ -348,7 +348,7 @@ def _race_side(snap: step_view.StageSnapshot, timing: RaceTiming | None) -> None
     if ui.model_offered(RACE_SHAPE) and info.spec != RACE_SHAPE:
         st.segmented_control("Race on", list(RACE_SCALES), key="step_race_scale", format_func=RACE_SCALES.get,
                              help="The GPT-2 124M shape (random weights: only the clock matters) shows the gap "
-                                  "this small model hides: about 2 s a step, 0.5 GB loaded once per server")
+                                  "this small model hides: a few seconds a step on 2 cores, 0.5 GB loaded once per server")
     else:
         st.session_state["step_race_scale"] = "model"
     if timing is not None:
@@ -469,7 +469,7 @@ if not present:
             "3. The token the model just chose (dashed chip) is not in the cache yet: the next step feeds it.\n"
             "4. **Back** crops the cache by one row, exactly as real engines roll back. The history slider only "
             "redraws an earlier step from what was recorded; it changes nothing.\n\n"
-            "5. When the newest token occurred before, the line under the figure names the head that reads the "
+            "5. When the newest token occurred before, the line above the figure names the head that reads the "
             "row *after* that earlier occurrence (an induction head copying; try the *Repeat a pattern* preset).\n\n"
             "Decoding is a seeded draw by default (the same seed and prompt give the same text): greedy decoding, "
             "one toggle away in *Prompt*, always takes the most likely token, and a small model soon loops."
