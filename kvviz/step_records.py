@@ -13,7 +13,7 @@ import numpy as np
 
 from kvviz.prompt_rules import PromptError
 
-__all__ = ["ContextFullError", "Equivalence", "PromptError", "Sampling", "StepRecord", "TokenProb", "draw_seed"]
+__all__ = ["ContextFullError", "Equivalence", "ParkedGeneration", "PromptError", "RaceTiming", "Sampling", "StepRecord", "TokenProb", "draw_seed"]
 
 
 class ContextFullError(ValueError):
@@ -101,3 +101,81 @@ class Equivalence:
     max_abs_value_diff: float
     recomputed_rows: int  # K/V rows per layer the uncached pass had to compute (all of them)
     uncached_ms: float  # wall time of that full forward (the "without cache" side of the race)
+
+
+@dataclass(frozen=True)
+class RaceTiming:
+    """One step timed both ways, each side a set of repeats (interleaved, so a burst of load hits both alike).
+
+    cached_ms: the step as the engine runs it (the newest token fed over the rows already cached);
+    uncached_ms: the same logits with no cache (a full forward over every token fed so far);
+    fixed_ms: a forward of one token with nothing cached, the fixed cost every forward pays on this machine
+    (Python, the layer loop, the weight reads of the LM head), whatever the sequence length.
+    """
+
+    seq_len: int  # tokens the uncached side feeds (= rows in the cache after the step)
+    cached_ms: tuple[float, ...]
+    uncached_ms: tuple[float, ...]
+    fixed_ms: tuple[float, ...]
+    model_label: str = ""
+    load_1min: float = 0.0  # the machine's 1-minute load average when measured
+
+    @staticmethod
+    def median(samples: tuple[float, ...]) -> float:
+        return float(np.median(samples)) if samples else float("nan")
+
+    @property
+    def cached_median_ms(self) -> float:
+        return self.median(self.cached_ms)
+
+    @property
+    def uncached_median_ms(self) -> float:
+        return self.median(self.uncached_ms)
+
+    @property
+    def fixed_median_ms(self) -> float:
+        return self.median(self.fixed_ms)
+
+    @property
+    def repeats(self) -> int:
+        return min(len(self.cached_ms), len(self.uncached_ms))
+
+    @staticmethod
+    def quartiles(samples: tuple[float, ...]) -> tuple[float, float]:
+        """(25th, 75th percentile): the spread shown beside a median."""
+        return (float(np.percentile(samples, 25)), float(np.percentile(samples, 75))) if samples else (0.0, 0.0)
+
+    @property
+    def inside_noise(self) -> bool:
+        """The two sides' interquartile ranges overlap: half the repeats of each side lie where the other's lie,
+        so the difference of the medians is not to be read as a winner."""
+        c, u = self.quartiles(self.cached_ms), self.quartiles(self.uncached_ms)
+        return c[1] >= u[0] and u[1] >= c[0]
+
+    @property
+    def paired_saving_ms(self) -> float:
+        """Median over repeats of (uncached - cached), each pair measured back to back: a burst of load that
+        slows one repeat slows its partner too, so this is steadier than the difference of the two medians."""
+        return float(np.median(np.subtract(self.uncached_ms[: self.repeats], self.cached_ms[: self.repeats])))
+
+    @property
+    def cached_faster(self) -> bool:
+        """The verdict the race shows: the cached step won the paired comparison."""
+        return self.paired_saving_ms > 0
+
+
+@dataclass(frozen=True)
+class ParkedGeneration:
+    """A generation put aside when its student switched to another model: enough to replay it exactly
+    (the same tokens fed in the same order) when they switch back. Plain values only: no model is held."""
+
+    spec: str  # the model it ran on
+    model_label: str
+    prompt_text: str
+    prompt_len: int
+    token_ids: tuple[int, ...]  # every token fed, prompt first
+    sampling: Sampling
+
+    @property
+    def steps(self) -> int:
+        return len(self.token_ids) - self.prompt_len

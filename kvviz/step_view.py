@@ -14,7 +14,9 @@ row of the sequence per layer without it.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+import math
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -246,7 +248,7 @@ _ROLE_TITLE = {
 }
 
 
-def strip_html(strip: Sequence[StripToken], max_tokens: int = 36, font_rem: float = 1.0) -> str:
+def strip_html(strip: Sequence[StripToken], max_tokens: int = 36, font_rem: float = 1.0, legend: bool = True) -> str:
     """The token strip as HTML: the last max_tokens tokens as chips (text escaped, whitespace visible).
 
     Each chip carries data-pos (its cache position, or "next" for the pending token) so browser tests and
@@ -265,13 +267,13 @@ def strip_html(strip: Sequence[StripToken], max_tokens: int = 36, font_rem: floa
             f'<span data-pos="{where}" title="{where}: {_ROLE_TITLE[t.role]}" style="{_ROLE_STYLE[t.role]};{chip}">'
             f'<sub style="color:#555;font-size:0.7em">{where}</sub>{shown}</span>'
         )
-    legend = " ".join(
+    key = " ".join(
         f'<span style="{_ROLE_STYLE[r]};border-radius:4px;padding:0 4px;font-size:{0.8 * font_rem}rem">'
         f"{_ROLE_TITLE[r]}</span>"
         for r in ("prompt", "generated", "newest", "pending")
     )
     return (f'<div class="kvviz-strip" style="line-height:1.9">{"".join(spans)}</div>'
-            f'<div style="margin-top:2px">{legend}</div>')
+            + (f'<div style="margin-top:2px">{key}</div>' if legend else ""))
 
 
 COPYING_WEIGHT = INDUCTION_THRESHOLD  # this much weight on the copy candidate: the head copies (patterns page's rule)
@@ -288,3 +290,87 @@ def copy_sentence(copy: CopyLookup | None, strong: float = COPYING_WEIGHT) -> st
                 f"(the head drawn: {copy.chosen_weight:.0%}): an induction head reads that old row to copy "
                 f"{visible(copy.target_text)!r}.")
     return where + f"at most {copy.best_weight:.0%} of any head's attention: no head copies it here."
+
+
+# ----- a link to the stage: what it carries, read defensively (a link is typed, pasted, truncated) ---------
+VIEW_NAMES = ("one", "race", "gqa")  # the stage's views, as a link names them (?view=race)
+
+
+def url_int(text: str | None, default: int, lo: int, hi: int) -> int:
+    """A link's integer, clamped to [lo, hi]: '12' -> 12, '-3' -> lo, a 40-digit string -> hi; anything that is
+    not a whole number ('1.5', 'nan', '', 'x') -> default. Never raises."""
+    match = re.fullmatch(r"\s*([+-]?)(\d+)\s*", text or "")
+    if not match:
+        return default
+    digits = match.group(2).lstrip("0") or "0"
+    value = int(digits) if len(digits) <= 18 else hi + 1  # a huge digit string is simply "more than hi"
+    return max(lo, min(hi, -value if match.group(1) == "-" else value))
+
+
+def url_float(text: str | None, default: float, lo: float, hi: float) -> float:
+    """A link's number, clamped to [lo, hi]; not a finite number -> default. Never raises."""
+    try:
+        value = float((text or "").strip()[:32])
+    except ValueError:
+        return default
+    return max(lo, min(hi, value)) if math.isfinite(value) else default
+
+
+def url_flag(text: str | None) -> bool:
+    return (text or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def picker_label(prefix: str, index: int) -> str:
+    """How the stage's layer / head pickers show an option, and so how their URL keys carry it (step_layer=L2):
+    the pickers are bound to the URL (bind="query-params"), which writes the shown label."""
+    return f"{prefix}{index}"
+
+
+@dataclass(frozen=True)
+class StageLink:
+    """Everything that defines the stage's view, as a link carries it."""
+
+    prompt: str
+    steps: int
+    greedy: bool
+    temperature: float
+    top_k: int
+    seed: int
+    view: str = "one"
+    present: bool = False
+    layer: int = 0
+    head: int = 0
+
+    def query(self) -> dict[str, str]:
+        """The link's query parameters. Layer and head use the pickers' own URL keys and labels."""
+        return {"prompt": self.prompt, "steps": str(self.steps), "greedy": "1" if self.greedy else "0",
+                "temperature": f"{self.temperature:g}", "top_k": str(self.top_k), "seed": str(self.seed),
+                "view": self.view, "present": "1" if self.present else "0",
+                "step_layer": picker_label("L", self.layer), "step_head": picker_label("H", self.head)}
+
+    @property
+    def replay_key(self) -> tuple:
+        """What the replay depends on (not layer, head, view: the reader's own clicks rewrite those in the URL)."""
+        return (self.prompt, self.steps, self.greedy, self.temperature, self.top_k, self.seed)
+
+
+def parse_link(query: Mapping[str, str], n_positions: int, default_temperature: float, default_top_k: int,
+               default_seed: int, max_seed: int = 1_000_000) -> StageLink | None:
+    """The link in a page's query parameters, or None without ?prompt=. Every value is clamped or defaulted."""
+    prompt = query.get("prompt")
+    if prompt is None:
+        return None
+    view = query.get("view", "one")
+
+    def picker(key: str, prefix: str) -> int:
+        text = query.get(key, "")
+        return url_int(text[len(prefix):] if text.startswith(prefix) else text, 0, 0, 10_000)
+
+    return StageLink(
+        prompt=prompt[:20_000], steps=url_int(query.get("steps"), 0, 0, n_positions),
+        greedy=url_flag(query.get("greedy")),
+        temperature=url_float(query.get("temperature"), default_temperature, 0.1, 2.0),
+        top_k=url_int(query.get("top_k"), default_top_k, 0, 200),
+        seed=url_int(query.get("seed"), default_seed, 0, max_seed),
+        view=view if view in VIEW_NAMES else "one", present=url_flag(query.get("present")),
+        layer=picker("step_layer", "L"), head=picker("step_head", "H"))

@@ -22,12 +22,15 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
+from kvviz.bench_machine import load_average
 from kvviz.models import LoadedModel
 from kvviz.prompt_rules import check_prompt
 from kvviz.step_records import (  # noqa: F401  (re-exported: the records live in a torch-free module)
     ContextFullError,
     Equivalence,
+    ParkedGeneration,
     PromptError,
+    RaceTiming,
     Sampling,
     StepRecord,
     TokenProb,
@@ -87,6 +90,61 @@ def cache_bytes(cache: DynamicCache) -> int:
             total += layer.keys.numel() * layer.keys.element_size()
             total += layer.values.numel() * layer.values.element_size()
     return total
+
+
+RACE_BUDGET_S = 0.15  # the race view's measuring time per click, at most (a quiet machine does 15 repeats in ~60 ms)
+RACE_MIN_REPEATS, RACE_MAX_REPEATS = 3, 15
+
+
+@torch.inference_mode()
+def race_timing(loaded: LoadedModel, token_ids: list[int], budget_s: float = RACE_BUDGET_S,
+                min_repeats: int = RACE_MIN_REPEATS, max_repeats: int = RACE_MAX_REPEATS) -> RaceTiming:
+    """Time the step that fed token_ids[-1] both ways, as a fair statistic: repeats of each side interleaved
+    (the order rotates, so a burst of load hits all three alike) until max_repeats, or until budget_s has passed
+    with at least min_repeats. Nobody's cache is touched: the cached side runs over a cache of its own, filled
+    (untimed) with token_ids[:-1] and cropped back after every repeat.
+
+    cached: 1 token over len-1 cached rows; uncached: all len tokens from scratch; fixed: 1 token, nothing
+    cached (what every forward costs here whatever the length: the floor under both sides).
+    """
+    if not token_ids:
+        raise PromptError("Prefill a prompt first.")
+    model = loaded.model
+    vocab = model.config.vocab_size
+    ids = [int(t) % vocab for t in token_ids]  # another model of the same tokenizer family: same ids
+    every, last, first = torch.tensor([ids]), torch.tensor([ids[-1:]]), torch.tensor([ids[:1]])
+    cache = DynamicCache(config=model.config)
+    if len(ids) > 1:
+        with MODEL_LOCK:
+            cache = model(input_ids=torch.tensor([ids[:-1]]), past_key_values=cache, use_cache=True).past_key_values
+    keep = len(ids) - 1
+
+    def timed(kind: str) -> float:
+        with MODEL_LOCK:
+            began = time.perf_counter()
+            if kind == "cached":
+                model(input_ids=last, past_key_values=cache if keep else None, use_cache=True)
+            elif kind == "uncached":
+                model(input_ids=every, use_cache=False)
+            else:
+                model(input_ids=first, use_cache=False)
+            ms = (time.perf_counter() - began) * 1000.0
+        if kind == "cached" and keep:
+            crop_cache(cache, keep)
+        return ms
+
+    samples: dict[str, list[float]] = {"cached": [], "uncached": [], "fixed": []}
+    orders = (("cached", "uncached", "fixed"), ("uncached", "fixed", "cached"), ("fixed", "cached", "uncached"))
+    for kind in ("cached", "fixed") if keep else orders[0]:  # warm-up (the untimed fill above warmed the long pass)
+        timed(kind)
+    deadline = time.perf_counter() + budget_s
+    for i in range(max_repeats):
+        if i >= min_repeats and time.perf_counter() > deadline:
+            break
+        for kind in orders[i % 3]:
+            samples[kind].append(timed(kind))
+    return RaceTiming(seq_len=len(ids), cached_ms=tuple(samples["cached"]), uncached_ms=tuple(samples["uncached"]),
+                      fixed_ms=tuple(samples["fixed"]), model_label=loaded.info.label, load_1min=load_average()[0])
 
 
 # One forward pass at a time per server, for every session's stepping engine (the step page, the lesson and
@@ -246,6 +304,30 @@ class StepEngine:
             scaled = torch.where(scaled < kth, torch.full_like(scaled, float("-inf")), scaled)
         gen = torch.Generator().manual_seed(draw_seed(s.seed, prefix))
         return int(torch.multinomial(torch.softmax(scaled, dim=-1), 1, generator=gen))
+
+    def parked(self) -> ParkedGeneration:
+        """This generation as plain values, to put aside while the student uses another model."""
+        return ParkedGeneration(spec=self.loaded.info.spec, model_label=self.loaded.info.label,
+                                prompt_text=self.prompt_text, prompt_len=self.prompt_len,
+                                token_ids=tuple(self.token_ids), sampling=self.sampling)
+
+    def restore(self, parked: ParkedGeneration) -> None:
+        """Replay a parked generation: prefill its prompt, then feed exactly the tokens it fed (not a new
+        draw), so the records, the cache and the pending token are what the student left."""
+        self.prefill(parked.prompt_text, parked.sampling)
+        for token_id in parked.token_ids[parked.prompt_len:]:
+            if self.at_context_limit:
+                break
+            self.pending_token_id = int(token_id)
+            self.step()
+
+    def race(self, at: int | None = None, budget_s: float = RACE_BUDGET_S, on: LoadedModel | None = None) -> RaceTiming:
+        """The step of record `at` (default the newest) timed with and without the cache (race_timing), on this
+        engine's model or `on` another of the same tokenizer (the race at a larger shape). Changes nothing."""
+        if not self.started:
+            raise PromptError("Prefill a prompt first.")
+        record = self.records[-1 if at is None else at]
+        return race_timing(on or self.loaded, self.token_ids[: record.cache_len], budget_s=budget_s)
 
     # ----- caching changes speed, not results ------------------------------------------------------------
     @torch.inference_mode()

@@ -187,9 +187,15 @@ def current_info() -> models.ModelInfo:
 
 
 def current_model(attn_implementation: str = "eager") -> models.LoadedModel:
-    """The model chosen in the sidebar. The one fallback: a session whose model cannot be had (refused in
-    shared mode, or evicted from the cache and now failing) goes back to the bundled model, with a notice."""
+    """The model chosen in the sidebar. A session keeps the model its generation runs on: when the shared cache
+    has dropped it (st.cache_resource keeps at most four models: five students on five models evict one), the
+    session's engine still holds it, and that very object serves the session on, with nothing reloaded or lost.
+    The one fallback: a session whose model cannot be had at all (refused in shared mode, or evicted and now
+    failing to load) goes back to the bundled model, with a notice; its generation is kept for its model."""
     spec = st.session_state.get(MODEL_SPEC_KEY, models.BUNDLED)
+    held = _held_model(spec, attn_implementation)
+    if held is not None:
+        return held
     try:
         return cached_model(spec, attn_implementation)
     except models.ModelLoadError as exc:
@@ -198,6 +204,20 @@ def current_model(attn_implementation: str = "eager") -> models.LoadedModel:
         st.session_state[MODEL_SPEC_KEY] = models.BUNDLED
         st.session_state[MODEL_NOTICE_KEY] = f"{exc} Back on the bundled model."
         return cached_model(models.BUNDLED, attn_implementation)
+
+
+ENGINE_KEYS = (STEP_ENGINE_KEY, "lesson_engine")  # the session's stepping engines (step page, lesson)
+
+
+def _held_model(spec: str, attn_implementation: str) -> models.LoadedModel | None:
+    """The model a started engine of this session runs on, if it is `spec` (and still offered)."""
+    for key in ENGINE_KEYS:
+        engine = st.session_state.get(key)
+        loaded = getattr(engine, "loaded", None)
+        if (loaded is not None and engine.started and loaded.info.spec == spec
+                and loaded.info.attn_implementation == attn_implementation and model_offered(spec)):
+            return loaded
+    return None
 
 
 _KIND_KEY, _NAME_KEY, _ARCH_KEY, _SHARED_KEY = "app_model_kind", "app_model_name", "app_model_arch", "app_model_offered"
@@ -303,12 +323,38 @@ def _switch_to(spec: str, widget_key: str | None = None) -> None:
 
 
 def step_engine(loaded: models.LoadedModel, key: str = STEP_ENGINE_KEY) -> StepEngine:
-    """This session's stepping engine, rebuilt (empty) whenever the model changes. The lesson keeps its own
-    (key="lesson_engine") so it never disturbs the step page's cache."""
+    """This session's stepping engine for `loaded`. One generation per model: switching the model parks the
+    generation on the old one (its prompt and tokens, no model held) and restores the new model's parked
+    generation, if any, by replaying exactly the tokens it fed; the page shows engine_notice(key) once. The
+    lesson keeps its own (key="lesson_engine") so it never disturbs the step page's cache."""
     from kvviz.stepping import StepEngine
 
     engine = st.session_state.get(key)
-    if engine is None or engine.loaded is not loaded:
-        engine = StepEngine(loaded)
-        st.session_state[key] = engine
+    if engine is not None and engine.loaded is loaded:
+        return engine
+    parked = st.session_state.setdefault(f"{key}_parked", {})
+    if engine is not None and engine.loaded.info.spec == loaded.info.spec:
+        if engine.started:  # the same model reloaded (another attention, or dropped and back): replay onto it
+            parked[loaded.info.spec] = engine.parked()
+    elif engine is not None and engine.started:
+        parked[engine.loaded.info.spec] = engine.parked()
+        st.session_state[f"{key}_notice"] = (
+            f"Your generation on {engine.loaded.info.label} ({len(engine.records) - 1} steps) is kept: choose "
+            "that model again in the sidebar to go on with it.")
+    engine = StepEngine(loaded)
+    back = parked.pop(loaded.info.spec, None)
+    if back is not None:
+        try:
+            engine.restore(back)
+            st.session_state[f"{key}_notice"] = (
+                f"Restored your generation on {loaded.info.label}: the prompt and {back.steps} steps, replayed.")
+        except ValueError as exc:  # PromptError / ContextFullError: say it, keep the page alive
+            engine.reset()
+            st.session_state[f"{key}_notice"] = f"Your earlier generation on this model could not be replayed: {exc}"
+    st.session_state[key] = engine
     return engine
+
+
+def engine_notice(key: str = STEP_ENGINE_KEY) -> str | None:
+    """The one-time line step_engine left for the page (a generation kept, restored, or not replayable)."""
+    return st.session_state.pop(f"{key}_notice", None)

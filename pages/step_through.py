@@ -2,21 +2,24 @@
 
 One screen (1280x720 with the sidebar open) holds the token strip, the controls, the chosen head's K and V
 cache with the newest row outlined, and the newest query's attention drawn beside the very rows it weighs.
-Keyboard: P = Prefill, Right arrow or Space = Next token, Left arrow = Back. The stage is a fragment, so a
-click reruns only the stage; every figure is drawn from one StageSnapshot built from the step records.
+Keyboard: P = Prefill, Right arrow or Space = Next token, Left arrow = Back, Esc = stop Play, whatever has
+focus outside a text box (KEYS_JS). The stage is a fragment, so a click reruns only the stage; every figure is
+drawn from one StageSnapshot built from the step records. A link carries prompt, steps, sampling, layer, head,
+view and presenter mode (step_view.StageLink); it is replayed once, so the reader's own clicks keep their work.
 """
 from __future__ import annotations
 
 import dataclasses
+import html
 import urllib.parse
 
 import streamlit as st
 
-from kvviz import memory, query_values, step_view, ui
-from kvviz.figures import export_config
+from kvviz import memory, models, ops, query_values, step_view, ui
+from kvviz.bench_machine import usable_cores
 from kvviz.figures import step as figs
 from kvviz.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
-from kvviz.step_records import DEFAULT_SAMPLING, ContextFullError, PromptError, Sampling
+from kvviz.step_records import DEFAULT_SAMPLING, ContextFullError, PromptError, RaceTiming, Sampling
 
 PRESETS = {
     "ROMEO:": "ROMEO:",
@@ -24,7 +27,8 @@ PRESETS = {
     "To be, or not to be": "HAMLET:\nTo be, or not to be, that is the question:",
     "Repeat a pattern": step_view.REPEAT_PROMPT,
 }
-PLAY_DELAY_S = 0.15  # run_every interval; with the redraw and the round trip a step lands every ~0.4-0.5 s
+PLAY_SPEEDS = {"slow": 1.0, "normal": 0.15, "fast": 0.05}  # run_every interval (s); a frame adds ~0.3 s of redraw
+PLAY_DELAY_S = PLAY_SPEEDS["normal"]  # "normal": with the redraw and the round trip a step lands every ~0.4-0.5 s
 PLAY_MAX = 64
 PLAY_LEFT = "step_play_left"  # steps the running animation still has to take (0 = not playing)
 DEFAULT_TEMPERATURE = DEFAULT_SAMPLING.temperature
@@ -33,7 +37,43 @@ GREEDY_HELP = ("Off by default: greedy always takes the single likeliest token, 
                "induction heads, which copy what already stands in the context, make a loop stronger each time "
                "round). The default draws from the 40 likeliest at temperature 0.8 with the seed below: same seed, "
                "same text.")
-VIEWS = {"one": "K, V, attention", "race": "Race: cache vs none", "gqa": "Query heads sharing K/V"}
+VIEWS = {"one": "K, V, attention", "race": "Race", "gqa": "GQA sharing"}
+RACE_SHAPE = models.RANDOM_PREFIX + "gpt2"  # the race at a size where the gap shows: GPT-2 124M, random weights
+RACE_SCALES = {"model": "this model", "gpt2": "GPT-2 124M shape"}
+CHART = figs.stage_config()
+DEFAULTS = {  # widgets are created without value=, so a link can set them before they are drawn
+    "step_greedy": False, "step_temperature": DEFAULT_TEMPERATURE, "step_top_k": DEFAULT_SAMPLING.top_k,
+    "step_seed": DEFAULT_SAMPLING.seed, "step_play_n": 8, "step_play_speed": "normal", "step_view": "one",
+    "step_race_scale": "model",
+}
+# The stage's shortcuts act on the stage whatever has focus, except a text box (and popovers / dialogs, whose
+# own keys stay theirs). Streamlit's shortcuts skip every <input>, radios included: after a click on the
+# sidebar's model radio, P did nothing and Right arrow moved the radio. This listener (capture phase, before
+# anyone else) clicks the stage's own button for the key when focus sits on such an element; on the page body
+# Streamlit's shortcut does it. Installed once per browser tab; inert on pages without the stage.
+KEYS_JS = """<script>
+(() => {
+  if (window.__kvvizStageKeys) return;
+  window.__kvvizStageKeys = true;
+  const buttons = {p: "step_btn_prefill", P: "step_btn_prefill", ArrowRight: "step_btn_next", " ": "step_btn_next",
+                   ArrowLeft: "step_btn_back", Escape: "step_btn_stop"};
+  const TEXT_TYPES = ["text", "number", "search", "email", "password", "url", "tel", "date", "time"];
+  window.addEventListener("keydown", (e) => {
+    const key = buttons[e.key];
+    const el = document.activeElement;
+    if (!key || e.ctrlKey || e.metaKey || e.altKey || !el || el === document.body) return;
+    if (el.isContentEditable || el.tagName === "TEXTAREA" || el.tagName === "SELECT") return;
+    if (el.tagName === "INPUT" && (TEXT_TYPES.includes(el.type) || el.getAttribute("role") === "combobox")) return;
+    if (el.closest('[role="dialog"], [data-testid="stPopoverBody"], [data-baseweb="popover"]')) return;
+    const button = document.querySelector(".st-key-" + key + " button");
+    if (!button) return;
+    e.preventDefault();
+    e.stopImmediatePropagation();
+    el.blur();
+    button.click();
+  }, true);
+})();
+</script>"""
 
 # Fit the stage in 1280x720: less padding above, metric values wrap instead of being cut to "12 to…",
 # the hidden second Next-token button exists only for its Space shortcut.
@@ -44,6 +84,7 @@ h1 {font-size: 1.6rem !important; padding: 0 0 0.2rem 0 !important}
 [data-testid="stMetricValue"] * {white-space: normal !important; overflow: visible !important; text-overflow: clip !important}
 [data-testid="stMetricLabel"] * {white-space: normal !important; overflow: visible !important; text-overflow: clip !important}
 .st-key-step_btn_next_space {display: none}
+.kvviz-readout {min-height: 2.9em; line-height: 1.4; margin: 0 0 0.3rem 0}
 </style>"""
 PRESENTER_CSS = """<style>
 html {font-size: 18px}
@@ -51,18 +92,14 @@ html {font-size: 18px}
 </style>"""
 
 ui.ensure_router()  # before anything is drawn: see its docstring
-if "step_present" not in st.session_state:  # ?present=1 opens the page in presenter mode
-    st.session_state["step_present"] = st.query_params.get("present", "0") in ("1", "true")
-title_row = st.columns([4, 1], vertical_alignment="bottom")
-title_row[0].title("Step through a generation")
-present = title_row[1].toggle("Presenter mode", key="step_present",
-                              help="Only the stage, larger type, no sidebar (also ?present=1 in the URL)")
-st.html(STAGE_CSS + (PRESENTER_CSS if present else ""))
-font_px = 18 if present else 14
-
 loaded = ui.current_model("eager")
 engine = ui.step_engine(loaded)
 info = loaded.info
+for _key, _value in DEFAULTS.items():
+    st.session_state.setdefault(_key, _value)
+if st.session_state.get("step_engine_shown") is not engine:  # another model's generation: show its newest step
+    st.session_state["step_engine_shown"] = engine
+    st.session_state.pop("step_history", None)
 
 
 def _sampling() -> Sampling:
@@ -74,44 +111,83 @@ def _sampling() -> Sampling:
                     seed=int(s.get("step_seed", DEFAULT_SAMPLING.seed)))
 
 
+def _views() -> list[str]:
+    return [v for v in VIEWS if v != "gqa" or info.n_kv_heads < info.n_head]  # GQA view for GQA models only
+
+
 def _apply_link() -> None:
-    """A shared link (?prompt=...&steps=N) replays that generation once per session: prefill + N steps."""
-    prompt, steps = st.query_params.get("prompt"), st.query_params.get("steps", "0")
-    link = (prompt, steps, str(st.query_params.to_dict()))
-    if prompt is None or st.session_state.get("step_link_done") == link:
+    """A shared link replays its generation once per session: its sampling goes into the Prompt widgets, then
+    prefill + N steps; view and presenter mode are set, layer and head come from the pickers' own URL keys.
+    Keyed on what the generation depends on only, so the reader's clicks (Next, a layer: the bound pickers
+    rewrite the URL) never replay it again and throw their work away."""
+    link = step_view.parse_link(st.query_params, info.n_positions, DEFAULT_TEMPERATURE, DEFAULT_SAMPLING.top_k,
+                                DEFAULT_SAMPLING.seed)
+    if link is None or st.session_state.get("step_link_done") == link.replay_key:
         return
-    st.session_state["step_link_done"] = link
-    refused = query_values.refused_link_whole(steps, 0, info.n_positions - 1, "steps", "Replaying the prompt only.")
-    if refused:  # never int(text) here: kvviz.query_values checks the link's text (issue 23)
+    s = st.session_state
+    s["step_link_done"] = link.replay_key
+    # never int(text) here: kvviz.query_values says what a bad steps= was and what is done instead (issue 23)
+    if refused := query_values.refused_link_whole(st.query_params.get("steps"), 0, info.n_positions - 1, "steps",
+                                                  "Replaying the prompt only."):
         st.warning(refused)
-    n_steps = 0 if refused else int(steps)
+        link = dataclasses.replace(link, steps=0)
+    s["step_greedy"], s["step_temperature"], s["step_top_k"], s["step_seed"] = (
+        link.greedy, link.temperature, link.top_k, link.seed)
+    s["step_present"] = link.present or s.get("step_present", False)
+    s["step_view"] = link.view if link.view in _views() else "one"
+    preset = next((name for name, text in PRESETS.items() if text == link.prompt), s.get("step_preset", "ROMEO:"))
+    s["step_preset"], s[f"step_prompt_{preset}"] = preset, link.prompt
     try:
-        engine.prefill(prompt, _sampling())
-        for _ in range(min(n_steps, info.n_positions - engine.cache_len)):
+        engine.prefill(link.prompt, _sampling())
+        for _ in range(min(link.steps, info.n_positions - engine.cache_len)):
             engine.step()
     except (PromptError, ContextFullError) as exc:
-        st.warning(f"The link's prompt could not be replayed: {exc}")
+        s["step_link_warning"] = f"The link's prompt could not be replayed: {exc}"
 
 
 def _link() -> str:
-    params = {"prompt": engine.prompt_text, "steps": len(engine.records) - 1,
-              "step_layer": st.session_state.get("step_layer", 0), "step_head": st.session_state.get("step_head", 0)}
+    s, sampling = st.session_state, engine.sampling
+    link = step_view.StageLink(
+        prompt=engine.prompt_text, steps=len(engine.records) - 1, greedy=sampling.greedy,
+        temperature=sampling.temperature, top_k=sampling.top_k, seed=sampling.seed, view=s.get("step_view") or "one",
+        present=bool(s.get("step_present")), layer=int(s.get("step_layer") or 0), head=int(s.get("step_head") or 0))
     base = st.context.url.split("?")[0] if st.context.url else "/step_through"
-    return f"{base}?{urllib.parse.urlencode(params)}"
+    return f"{base}?{urllib.parse.urlencode(link.query())}"
 
 
-def _controls() -> dict[str, bool]:
-    """The control row. Shortcut hints are drawn on the buttons by Streamlit itself."""
+_apply_link()
+if "step_present" not in st.session_state:  # ?present=1 opens the page in presenter mode
+    st.session_state["step_present"] = step_view.url_flag(st.query_params.get("present"))
+title_row = st.columns([4, 1], vertical_alignment="bottom")
+title_row[0].title("Step through a generation")
+present = title_row[1].toggle("Presenter mode", key="step_present",
+                              help="Only the stage, larger type, no sidebar (also ?present=1 in the URL)")
+st.html(STAGE_CSS + (PRESENTER_CSS if present else ""))
+st.html(KEYS_JS, unsafe_allow_javascript=True)
+font_px = 18 if present else 14
+for _notice in (ui.engine_notice(), st.session_state.pop("step_link_warning", None)):
+    if _notice:
+        st.info(_notice, icon=":material/info:")
+
+
+def _controls() -> tuple[dict[str, bool], st.delta_generator.DeltaGenerator | None]:
+    """The control row (the clicks, and the Link popover to fill once the pickers have run). Shortcut hints are
+    drawn on the buttons by Streamlit itself."""
     row = st.container(horizontal=True, vertical_alignment="bottom")
-    with row.popover("Prompt", icon=":material/edit:"):
-        preset = st.selectbox("Classroom presets", list(PRESETS), key="step_preset")
-        st.text_area("Prompt", value=PRESETS[preset], height=90, key=f"step_prompt_{preset}",
-                     max_chars=MAX_TEXT_CHARS, help=TEXT_CAP_HELP)
-        st.toggle("Greedy (always the most likely token)", value=False, key="step_greedy", help=GREEDY_HELP)
-        st.slider("Temperature", 0.1, 2.0, DEFAULT_TEMPERATURE, 0.05, key="step_temperature")
-        st.number_input("Top-k (0 = off)", 0, 200, DEFAULT_SAMPLING.top_k, key="step_top_k")
-        st.number_input("Seed", 0, 1_000_000, DEFAULT_SAMPLING.seed, key="step_seed")
-        st.number_input("Play N steps", 1, PLAY_MAX, 8, key="step_play_n")
+    with row.popover("Prompt", icon=":material/edit:"):  # two columns: it fits a 720-px-high projector
+        text, sampling = st.columns([3, 2], gap="medium")
+        preset = text.selectbox("Classroom presets", list(PRESETS), key="step_preset")
+        st.session_state.setdefault(f"step_prompt_{preset}", PRESETS[preset])
+        text.text_area("Prompt", height=110, key=f"step_prompt_{preset}", max_chars=MAX_TEXT_CHARS,
+                       help="A new line is a token of its own: the strip shows it as ↵. " + TEXT_CAP_HELP)
+        play = text.columns(2)
+        play[0].number_input("Play N steps", 1, PLAY_MAX, key="step_play_n")
+        play[1].segmented_control("Play speed", list(PLAY_SPEEDS), key="step_play_speed",
+                                  help="slow ~1.3 s, normal ~0.45 s, fast ~0.35 s a step (plus the redraw)")
+        sampling.toggle("Greedy decoding", key="step_greedy", help="Always the most likely token. " + GREEDY_HELP)
+        sampling.slider("Temperature", 0.1, 2.0, step=0.05, key="step_temperature")
+        sampling.number_input("Top-k (0 = off)", 0, 200, key="step_top_k")
+        sampling.number_input("Seed", 0, 1_000_000, key="step_seed")
     clicked = {
         "prefill": row.button("Prefill", key="step_btn_prefill", shortcut="P"),
         "back": row.button("Back", key="step_btn_back", shortcut="Left", icon=":material/arrow_back:"),
@@ -123,19 +199,24 @@ def _controls() -> dict[str, bool]:
         "stop": row.button("Stop", key="step_btn_stop", icon=":material/stop:", shortcut="Esc"),
         "reset": row.button("Reset", key="step_btn_reset"),
     }
-    if engine.started:
-        with row.popover("Link", icon=":material/link:"):
-            st.caption("This state as a link (prompt, steps taken, layer, head):")
-            st.code(_link(), language=None, wrap_lines=True)
-    return clicked
+    # Filled in after the pickers have run (stage()), so the link names the layer and head on screen.
+    return clicked, row.popover("Link", icon=":material/link:") if engine.started else None
 
 
 def _act(clicked: dict[str, bool]) -> None:
     """Apply the clicked action to this session's engine. Play only arms the animation (see _play_tick)."""
     prompt = st.session_state.get(f"step_prompt_{st.session_state.get('step_preset', 'ROMEO:')}", "ROMEO:")
+    was_playing = st.session_state.get(PLAY_LEFT, 0) > 0
     if any(clicked.values()):  # any click stops an animation; Play (re)starts one
         st.session_state.pop("step_history", None)  # after an action the stage shows the newest step
         st.session_state[PLAY_LEFT] = int(st.session_state.get("step_play_n", 8)) if clicked["play"] else 0
+    if clicked["stop"] and was_playing:
+        # Stop lands on the last frame drawn: a step whose frame the click cut short (Streamlit interrupts the
+        # running frame for the click) was never seen, so it is rolled back, exactly as Back does.
+        shown = st.session_state.get("step_play_shown", len(engine.records))
+        while len(engine.records) > max(shown, 1):
+            engine.back()
+        return
     try:
         if clicked["prefill"]:
             engine.prefill(prompt, _sampling())
@@ -161,43 +242,145 @@ def _play_tick() -> None:
         engine.step(_sampling())
 
 
-def _draw(snap: step_view.StageSnapshot, view: str) -> None:
+def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None) -> None:
     """Everything that changes per step (no widgets: the Play animation redraws this many times per run)."""
-    st.markdown(step_view.strip_html(snap.strip, max_tokens=28, font_rem=1.1 if present else 0.9), unsafe_allow_html=True)
+    # presenter mode: one line of chips and no colour key (the teacher names them), so the newest row stays in view
+    st.markdown(step_view.strip_html(snap.strip, max_tokens=16 if present else 28, font_rem=1.1 if present else 0.9,
+                                     legend=not present), unsafe_allow_html=True)
     left, right = st.columns([0.7, 0.3], gap="small")
     c = snap.counters
     if view == "race":
         with left:
-            sides = st.columns(2, gap="small")
-            for side, cached in zip(sides, (True, False)):
-                side.plotly_chart(figs.race_figure(snap, cached, font_px, height_px=300), config=export_config("kv_cache_stage"))
-                dots = c.this_dot_products_cached if cached else c.this_dot_products_uncached
-                rows = c.this_kv_rows_cached if cached else c.this_kv_rows_uncached
-                ms = f"{snap.step_ms:.1f} ms" if cached else _uncached_ms(snap)
-                side.markdown(f"**{'With' if cached else 'Without'} the cache**: {dots:,} dot products, "
-                              f"{rows:,} K/V rows computed, {ms} measured")
+            _race(snap, timing)
     elif view == "gqa":
-        left.plotly_chart(figs.group_figure(snap, font_px, height_px=360), config=export_config("kv_cache_stage"))
+        left.plotly_chart(figs.group_figure(snap, font_px, height_px=360), config=CHART)
         left.caption(_gqa_text(snap))
     else:
         above = (f" · {snap.first_row} older rows above not drawn (they got {snap.attention_above:.0%} "
                  "of the attention)") if snap.first_row else ""
-        left.plotly_chart(figs.stage_figure(snap, font_px, height_px=360 if not present else 440),
-                          config=export_config("kv_cache_stage"))
-        left.caption(f"Rows = cache positions; the newest row is outlined{above}. {step_view.copy_sentence(snap.copy)}")
+        # the readout first: large, above the fold, and its room kept when there is nothing to say (no jump)
+        readout = html.escape(step_view.copy_sentence(snap.copy)) or (
+            '<span style="opacity:0.6">When the newest token occurred before, this line names the head that reads '
+            "the row after that occurrence (an induction head copying).</span>")
+        left.html(f'<div class="kvviz-readout" style="font-size:{1.1 if present else 1.0}rem">{readout}</div>')
+        left.plotly_chart(figs.stage_figure(snap, font_px, height_px=330), config=CHART)
+        left.caption(f"Rows = cache positions; the newest row is outlined{above}.")
     with right:
         m = st.columns(2, gap="small")
         m[0].metric("Cache length", f"{snap.cache_len} tokens", help=f"at most {info.n_positions} positions")
         m[1].metric("Cache size", memory.short_bytes(snap.cache_bytes),
                     help=f"summed from the real K/V tensors: {memory.format_bytes(snap.cache_bytes)}")
-        m[0].metric("Dots, cached", f"{c.this_dot_products_cached:,}", help="query-key dot products this step")
-        m[1].metric("Dots, uncached", f"{c.this_dot_products_uncached:,}",
-                    help="the same step if the whole sequence were recomputed")
-        st.plotly_chart(figs.next_token_bars([t.text for t in snap.top_k[:6]], [t.prob for t in snap.top_k[:6]],
-                                             snap.next_token_text, font_px, height_px=6 * (font_px + 12) + 80), config=export_config("kv_cache_stage"))
-    st.caption(f"{snap.kind} step {snap.at} of {snap.latest}: fed {len(snap.new_rows) or snap.cache_len} token(s) "
-               f"in {snap.step_ms:.1f} ms. Since the prefill: {c.total_dot_products_cached:,} dot products with the "
-               f"cache vs {c.total_dot_products_uncached:,} without.")
+        m[0].metric("This step: dots with cache", f"{c.this_dot_products_cached:,}",
+                    help="query-key dot products this step computes with the cache: the newest query only")
+        m[1].metric("This step: dots without", f"{c.this_dot_products_uncached:,}",
+                    help="the same step if the whole sequence were recomputed (causal pairs: "
+                         "L(L+1)/2 per head and layer)")
+        if view == "race":
+            _race_side(snap, timing)
+        else:
+            st.plotly_chart(figs.next_token_bars([t.text for t in snap.top_k[:6]], [t.prob for t in snap.top_k[:6]],
+                                                 snap.next_token_text, font_px, height_px=6 * (font_px + 12) + 90),
+                            config=CHART)
+    st.caption(_step_line(snap))
+
+
+def _step_line(snap: step_view.StageSnapshot) -> str:
+    """Which pass is shown, its single measured time, the work since the prefill, and how it is counted."""
+    c, seq = snap.counters, snap.cache_len
+    if snap.kind == "prefill":
+        what = f"Prefill: fed the {seq} prompt tokens at once in {snap.step_ms:.1f} ms (one run)"
+    else:
+        history = f", the newest is step {snap.latest}" if snap.at < snap.latest else ""
+        what = f"Decode step {snap.at} of {snap.latest}{history}: fed 1 token in {snap.step_ms:.1f} ms (one run)"
+    eager = ops.attention_dot_products_dense(info.n_layer, info.n_head, 0, seq, cached=False)
+    return (f"{what}. Since the prefill: {c.total_dot_products_cached:,} dot products with the cache vs "
+            f"{c.total_dot_products_uncached:,} without. Counted as causal pairs: a query at position p scores keys "
+            f"0..p, so L(L+1)/2 per head and layer without the cache; eager attention scores all L x L "
+            f"({info.n_layer} x {info.n_head} x {seq}² = {eager:,} here) and masks the rest.")
+
+
+def _race_shape() -> models.LoadedModel | None:
+    """The race's model at the chosen scale: this one, or the GPT-2 124M shape (random weights: only the
+    timing matters) where the server offers it. None = this model."""
+    if st.session_state.get("step_race_scale") != "gpt2":
+        return None
+    try:
+        with st.spinner("Loading the GPT-2 124M shape (random weights) for the race..."):
+            return ui.cached_model(RACE_SHAPE, "eager")
+    except models.ModelLoadError as exc:
+        st.session_state["step_race_scale"] = "model"
+        st.warning(f"The GPT-2 124M shape is not available here ({exc}); racing on this model.")
+        return None
+
+
+def _race_timing(snap: step_view.StageSnapshot, playing: bool) -> RaceTiming | None:
+    """Time the shown step both ways (engine.race: repeats inside the click's budget), once per step and scale:
+    a layer or head click redraws without measuring again. None for the prefill, and while Play runs."""
+    if snap.kind == "prefill" or playing:
+        return None
+    shape = _race_shape()
+    key = (shape.info.spec if shape else info.spec, tuple(engine.token_ids[: snap.cache_len]))
+    cached = st.session_state.get("step_race_timing")
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    timing = engine.race(at=snap.at, on=shape)
+    st.session_state["step_race_timing"] = (key, timing)
+    return timing
+
+
+def _race(snap: step_view.StageSnapshot, timing: RaceTiming | None) -> None:
+    """Cached step vs full recomputation: what each computes (every layer's K rows), the exact counts, and the
+    clock as a fair statistic, drawn with the floor every forward stands on."""
+    c = snap.counters
+    sides = st.columns(2, gap="small")
+    for side, cached in zip(sides, (True, False)):
+        side.plotly_chart(figs.race_figure(snap, cached, font_px, height_px=190 if not present else 200),
+                          config=CHART)
+        dots = c.this_dot_products_cached if cached else c.this_dot_products_uncached
+        rows = c.this_kv_rows_cached if cached else c.this_kv_rows_uncached
+        side.markdown(f"**{'With' if cached else 'Without'} the cache**: {dots:,} dot products, {rows:,} K/V rows")
+    if snap.kind == "prefill":
+        st.caption("The prefill computes every prompt row either way (nothing is cached yet): the race starts "
+                   "with the first Next token.")
+    elif timing is None:
+        st.caption("The clock runs when the animation stops (timing every frame would slow it down).")
+    else:
+        st.plotly_chart(figs.race_timing_figure(timing.cached_ms, timing.uncached_ms, timing.fixed_ms, font_px,
+                                                height_px=120 if not present else 140), config=CHART)
+
+
+def _race_side(snap: step_view.StageSnapshot, timing: RaceTiming | None) -> None:
+    """Beside the race: which model the clock runs on, and the verdict in a few lines."""
+    if ui.model_offered(RACE_SHAPE) and info.spec != RACE_SHAPE:
+        st.segmented_control("Race on", list(RACE_SCALES), key="step_race_scale", format_func=RACE_SCALES.get,
+                             help="The GPT-2 124M shape (random weights: only the clock matters) shows the gap "
+                                  "this small model hides: a few seconds a step on 2 cores, 0.5 GB loaded once per server")
+    else:
+        st.session_state["step_race_scale"] = "model"
+    if timing is not None:
+        st.markdown(_race_verdict(timing))
+
+
+def _race_verdict(t: RaceTiming) -> str:
+    """A few lines beside the clock (which draws the medians, their middle half and the 1-token floor): the
+    verdict, or 'inside the noise' when it is, and the machine's load."""
+    big = st.session_state.get("step_race_scale") == "gpt2"
+    how = (f"Medians of {t.repeats} repeats a side, interleaved; whiskers: the middle half. Load "
+           f"{t.load_1min:.1f} on {usable_cores()} cores.")
+    if t.inside_noise:
+        hint = "" if big else " Try the GPT-2 124M shape."
+        return (f"**Inside the noise**: the middle halves overlap. At this size a forward is mostly its fixed cost "
+                f"(the dashed line: 1 token, nothing cached), which hides the saving.{hint} " + how)
+    if not t.cached_faster:
+        return "**The cached step measured slower** this time: a burst of load, most likely. " + how
+    extra = ""
+    if big:
+        shape = models.GPT2_SHAPES["gpt2"]
+        with_c = ops.attention_dot_products(shape["n_layer"], shape["n_head"], t.seq_len - 1, 1, cached=True)
+        without = ops.attention_dot_products(shape["n_layer"], shape["n_head"], t.seq_len - 1, 1, cached=False)
+        extra = f" At this shape: {with_c:,} dot products vs {without:,}."
+    return (f"**{t.uncached_median_ms / t.cached_median_ms:.1f}x faster with the cache**.{extra} Both stand on the "
+            f"dashed line: a 1-token forward, {t.fixed_median_ms:.1f} ms here whatever the length. " + how)
 
 
 def _gqa_text(snap: step_view.StageSnapshot) -> str:
@@ -212,31 +395,34 @@ def _gqa_text(snap: step_view.StageSnapshot) -> str:
             f"{mha_bytes / max(snap.cache_bytes, 1):.0f}x more.")
 
 
-def _uncached_ms(snap: step_view.StageSnapshot) -> str:
-    if snap.at != snap.latest:
-        return "(time measured for the newest step only)"
-    return f"{engine.check_without_cache().uncached_ms:.1f} ms"
-
-
 def _show_head(layer: int, head: int) -> None:
     """(Button callback, before the pickers are drawn.) Point the stage at this layer and query head."""
     st.session_state["step_layer"], st.session_state["step_head"] = layer, head
 
 
 def _choice(row, label: str, n: int, key: str, prefix: str) -> int:
-    """Layer / head picker: buttons for a few options (one click on a projector), a select box for many."""
+    """Layer / head picker: buttons for a few options (one click on a projector), a select box for many. Bound to
+    the URL under its key, which writes the shown label (step_layer=L2): StageLink writes links the same way."""
     row.markdown(f"**{label}**")
+    label_of = lambda i: step_view.picker_label(prefix, i)  # noqa: E731
     if n <= 8:
-        return row.segmented_control(label, range(n), default=0, key=key, format_func=lambda i: f"{prefix}{i}",
+        return row.segmented_control(label, range(n), default=0, key=key, format_func=label_of,
                                      bind="query-params", label_visibility="collapsed") or 0
-    return row.selectbox(label, range(n), key=key, bind="query-params", label_visibility="collapsed", width=90)
+    return row.selectbox(label, range(n), key=key, format_func=label_of, bind="query-params",
+                         label_visibility="collapsed", width=90)
 
 
-@st.fragment(run_every=PLAY_DELAY_S if st.session_state.get(PLAY_LEFT, 0) > 0 else None)
+def _play_interval() -> float | None:
+    if st.session_state.get(PLAY_LEFT, 0) <= 0:
+        return None
+    return PLAY_SPEEDS.get(st.session_state.get("step_play_speed") or "normal", PLAY_DELAY_S)
+
+
+@st.fragment(run_every=_play_interval())
 def stage() -> None:
     playing = st.session_state.get(PLAY_LEFT, 0) > 0
-    _apply_link()
-    _act(_controls())
+    clicked, link_box = _controls()
+    _act(clicked)
     if playing != (st.session_state.get(PLAY_LEFT, 0) > 0):  # started or finished: switch run_every on/off
         st.rerun()
     if not engine.started:
@@ -245,21 +431,31 @@ def stage() -> None:
     pick = st.container(horizontal=True, vertical_alignment="center")
     layer = _choice(pick, "Layer", info.n_layer, "step_layer", "L")
     head = _choice(pick, "Query head", info.n_head, "step_head", "H")
-    views = [v for v in VIEWS if v != "gqa" or info.n_kv_heads < info.n_head]  # GQA view for GQA models only
-    view = pick.segmented_control("View", views, default="one", key="step_view", format_func=VIEWS.get,
+    view = pick.segmented_control("View", _views(), key="step_view", format_func=VIEWS.get,
                                   label_visibility="collapsed") or "one"
     latest = len(engine.records) - 1
     at = latest if playing else min(st.session_state.get("step_history", latest), latest)
     snap = step_view.build_snapshot(engine.records, engine.prompt_len, info.n_layer, info.n_head, info.n_kv_heads,
                                     layer, head, at=at, all_layers=view == "race")
-    copy = snap.copy
-    if copy and copy.best_weight >= step_view.COPYING_WEIGHT and (copy.best_layer, copy.best_head) != (layer, head):
-        # in the picker row, beside what it changes: above the fold on a 720-px projector
-        pick.button(f"Show the copying head (L{copy.best_layer} H{copy.best_head})", key="step_show_copy",
-                    on_click=_show_head, args=(copy.best_layer, copy.best_head), icon=":material/content_copy:",
-                    help=f"layer {copy.best_layer}, query head {copy.best_head}: the head that reads the row after "
-                         "the newest token's previous occurrence")
-    _draw(snap, view)
+    if view != "race":
+        copy = snap.copy
+        found = copy is not None and copy.best_weight >= step_view.COPYING_WEIGHT
+        elsewhere = found and (copy.best_layer, copy.best_head) != (layer, head)
+        # always drawn (disabled when there is no copying head to show), so the row never jumps
+        pick.button(f"Copying head L{copy.best_layer} H{copy.best_head}" if found else "Copying head",
+                    key="step_show_copy", disabled=not elsewhere,
+                    on_click=_show_head, args=(copy.best_layer, copy.best_head) if found else (layer, head),
+                    icon=":material/content_copy:",
+                    help="Show the head that reads the row after the newest token's previous occurrence (there is "
+                         "one when the newest token occurred before: try the Repeat a pattern preset)")
+    if link_box is not None:
+        with link_box:
+            st.caption("This state as a link: prompt, steps taken, sampling (seed, temperature, top-k), layer, "
+                       "head, view and presenter mode. Opened elsewhere it replays the same generation.")
+            st.code(_link(), language=None, wrap_lines=True)
+    _draw(snap, view, _race_timing(snap, playing) if view == "race" else None)
+    if playing:  # this frame is drawn whole: Stop may land on it (see _act)
+        st.session_state["step_play_shown"] = len(engine.records)
     if latest and not playing:
         st.slider("History: scrub back through the steps taken (redraws what was recorded; the cache is not "
                   "changed)", 0, latest, value=at, key="step_history", format="step %d")
@@ -270,7 +466,7 @@ if not present:
     with st.expander("What you are seeing", expanded=False):
         st.markdown(
             "At every layer each token gets a **query**, a **key** and a **value** vector. A new token's query is "
-            "compared with the keys of *all* earlier tokens, and it averages their values. Those earlier keys and "
+            "compared with the keys of *all* earlier tokens and its own, and it averages their values. Those earlier keys and "
             "values never change, so the model stores them: the **KV cache**.\n\n"
             "1. **Prefill** feeds the whole prompt in one pass: every layer's cache gets one row per prompt token.\n"
             "2. Each **Next token** feeds only the newest token: every layer computes *one* new K row and *one* "
@@ -279,7 +475,7 @@ if not present:
             "3. The token the model just chose (dashed chip) is not in the cache yet: the next step feeds it.\n"
             "4. **Back** crops the cache by one row, exactly as real engines roll back. The history slider only "
             "redraws an earlier step from what was recorded; it changes nothing.\n\n"
-            "5. When the newest token occurred before, the line under the figure names the head that reads the "
+            "5. When the newest token occurred before, the line above the figure names the head that reads the "
             "row *after* that earlier occurrence (an induction head copying; try the *Repeat a pattern* preset).\n\n"
             "Decoding is a seeded draw by default (the same seed and prompt give the same text): greedy decoding, "
             "one toggle away in *Prompt*, always takes the most likely token, and a small model soon loops."
@@ -299,4 +495,4 @@ if not present:
             )
             steps, with_cache, without_cache = step_view.cumulative_series(engine.records, info.n_layer, info.n_head)
             st.plotly_chart(figs.growth_chart(steps, with_cache, without_cache, "query-key dot products"),
-                            config=export_config("kv_cache_stage"))
+                            config=CHART)

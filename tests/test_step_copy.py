@@ -3,6 +3,8 @@ would look for the newest token, and how much attention each head really puts th
 decoding (seeded sampling, kvviz.step_records.DEFAULT_SAMPLING) reads as text, not a loop."""
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pytest
 
@@ -129,7 +131,8 @@ def test_step_page_names_the_copying_head_and_shows_it_on_request(fresh_streamli
     engine.prefill(REPEAT_PROMPT)
     copy = step_view.copy_lookup(engine.records, 0, 0)
     assert copy.best_weight >= step_view.COPYING_WEIGHT  # the shipped model copies here
-    assert any(step_view.copy_sentence(copy).split(" (the head drawn")[0] in c.value for c in at.caption)
+    readout = " ".join(html.unescape(h.proto.body) for h in at.get("html"))  # the readout line above the figure
+    assert step_view.copy_sentence(copy).split(" (the head drawn")[0] in readout
     at.button(key="step_show_copy").click().run()
     assert (at.session_state["step_layer"], at.session_state["step_head"]) == (copy.best_layer, copy.best_head)
-    assert not any(b.key == "step_show_copy" for b in at.button)  # the stage now draws that head
+    assert at.button(key="step_show_copy").disabled  # the stage now draws that head (the button keeps its place)

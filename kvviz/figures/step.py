@@ -20,10 +20,19 @@ RECOMPUTED_COLOR = "#d62728"  # rows an uncached pass recomputes
 ATTENTION_COLOR = "#1c7ed6"
 HEATMAP_SCALE = "RdBu_r"
 MAX_TICK_LABELS = 20  # at most this many row labels, so 14 px text never overlaps
+CBAR_GAP = 0.075  # room between panels for a colour scale with its tick labels
+MODEBAR_PX = 28  # plotly's mode bar (camera button) sits in the top 28 px: titles go below it
 
 
 def _margins(font_px: int) -> dict:
-    return {"l": 10, "r": 10, "t": 2 * font_px + 12, "b": 10}
+    return {"l": 10, "r": 10, "t": MODEBAR_PX + font_px + 8, "b": 10}
+
+
+def stage_config(filename: str = "kv_cache_stage") -> dict:
+    """plotly config for the stage's charts: the mode bar holds only the camera (a 2x PNG for slides), so it
+    is small, and the margins above keep every title clear of it."""
+    return {"displaylogo": False, "modeBarButtons": [["toImage"]],
+            "toImageButtonOptions": {"format": "png", "scale": 2, "filename": filename}}
 
 
 def _fonts(fig: go.Figure, font_px: int) -> go.Figure:
@@ -35,10 +44,22 @@ def _fonts(fig: go.Figure, font_px: int) -> go.Figure:
     return fig
 
 
-def _row_ticks(first_row: int, labels: Sequence[str]) -> dict:
+def _row_ticks(first_row: int, labels: Sequence[str], must: Sequence[int] = ()) -> dict:
+    """Row labels: every stride-th row counted from the newest (always labelled), plus the rows in `must`
+    (cache positions a sentence names, e.g. the copying head's row); a regular label too close to one of
+    those gives way, so 14 px labels never overlap."""
     stride = max(1, -(-len(labels) // MAX_TICK_LABELS))
-    keep = [i for i in range(len(labels)) if (len(labels) - 1 - i) % stride == 0]  # always label the newest
+    named = {p - first_row for p in must if 0 <= p - first_row < len(labels)}
+    keep = {i for i in range(len(labels)) if (len(labels) - 1 - i) % stride == 0}
+    keep = {i for i in keep if i == len(labels) - 1 or all(abs(i - m) >= stride for m in named)} | named
+    keep = sorted(keep)
     return {"tickmode": "array", "tickvals": [first_row + i for i in keep], "ticktext": [labels[i] for i in keep]}
+
+
+def _colorbar(x: float, font_px: int) -> dict:
+    """A thin vertical colour scale just right of a heatmap panel (x = the panel's right edge, paper coordinates)."""
+    return {"x": x, "xanchor": "left", "xpad": 2, "y": 0.5, "len": 0.6, "thickness": 8, "outlinewidth": 0,
+            "tickfont": {"size": font_px}, "nticks": 4, "ticklen": 3}
 
 
 def _outline(fig: go.Figure, positions: Sequence[int], width: int, col: int, color: str, row: int = 1) -> None:
@@ -52,26 +73,30 @@ def stage_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 420) -
     rows, head_dim = snap.keys.shape
     y = list(range(snap.first_row, snap.first_row + rows))
     fig = make_subplots(
-        rows=1, cols=3, shared_yaxes=True, column_widths=[0.37, 0.37, 0.26], horizontal_spacing=0.025,
+        rows=1, cols=3, shared_yaxes=True, column_widths=[0.37, 0.37, 0.26], horizontal_spacing=CBAR_GAP,
         subplot_titles=(f"K · layer {snap.layer} · kv head {snap.kv_head}", f"V · layer {snap.layer}",
                         f"attention · q head {snap.q_head}"),  # the query is the outlined row: short, so it fits
     )
-    for col, (name, data) in enumerate((("K", snap.keys), ("V", snap.values)), start=1):
+    width = 1 - 2 * CBAR_GAP  # the panels' share of the plot width, split 0.37 : 0.37 : 0.26
+    edges = (0.37 * width, 0.74 * width + CBAR_GAP)  # right edges of the K and V panels
+    for col, (name, data, edge) in enumerate((("K", snap.keys, edges[0]), ("V", snap.values, edges[1])), start=1):
         limit = float(np.abs(data).max()) or 1.0
         fig.add_trace(go.Heatmap(
             z=data.astype(np.float32), x=list(range(head_dim)), y=y, colorscale=HEATMAP_SCALE, zmin=-limit,
-            zmax=limit, showscale=False, name=name,
-            hovertemplate=f"{name}[position %{{y}}, dim %{{x}}] = %{{z:.3f}}<extra></extra>"), row=1, col=col)
+            zmax=limit, showscale=True, colorbar=_colorbar(edge, font_px),
+            name=name, hovertemplate=f"{name}[position %{{y}}, dim %{{x}}] = %{{z:.3f}}<extra></extra>"),
+            row=1, col=col)
         _outline(fig, snap.new_rows, head_dim, col, NEW_ROW_COLOR)
     colors = [NEW_ROW_COLOR if p in snap.new_rows else ATTENTION_COLOR for p in y]
     fig.add_trace(go.Bar(x=np.round(snap.attention, 4), y=y, orientation="h", marker_color=colors,
                          hovertemplate="position %{y}: weight %{x:.3f}<extra></extra>", name="attention"),
                   row=1, col=3)
     top = float(snap.attention.max()) if rows else 1.0
-    fig.update_xaxes(range=[0, max(top * 1.1, 0.05)], title_text="weight", row=1, col=3)
-    fig.update_xaxes(title_text="head_dim", showticklabels=False, row=1, col=1)
-    fig.update_xaxes(title_text="head_dim", showticklabels=False, row=1, col=2)
-    fig.update_yaxes(autorange="reversed", **_row_ticks(snap.first_row, snap.row_labels), row=1, col=1)
+    fig.update_xaxes(range=[0, max(top * 1.1, 0.05)], nticks=3, row=1, col=3)
+    fig.update_xaxes(title_text="head_dim", title_standoff=2, showticklabels=False, row=1, col=1)
+    fig.update_xaxes(title_text="head_dim", title_standoff=2, showticklabels=False, row=1, col=2)
+    named = (snap.copy.target_pos,) if snap.copy is not None else ()  # the row the readout names
+    fig.update_yaxes(autorange="reversed", **_row_ticks(snap.first_row, snap.row_labels, named), row=1, col=1)
     fig.update_layout(height=height_px, margin=_margins(font_px), showlegend=False, bargap=0.1)
     return _fonts(fig, font_px)
 
@@ -87,7 +112,8 @@ def group_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 360) -
                         subplot_titles=[f"K · kv head {snap.kv_head}"] + [f"q{h}" for h in snap.group_heads])
     limit = float(np.abs(snap.keys).max()) or 1.0
     fig.add_trace(go.Heatmap(z=snap.keys.astype(np.float32), y=y, colorscale=HEATMAP_SCALE, zmin=-limit, zmax=limit,
-                             showscale=False, hovertemplate="K[position %{y}, dim %{x}] = %{z:.3f}<extra></extra>"),
+                             showscale=True, colorbar={**_colorbar(1.0, font_px), "title": {"text": "K", "side": "top"}},
+                             hovertemplate="K[position %{y}, dim %{x}] = %{z:.3f}<extra></extra>"),
                   row=1, col=1)
     _outline(fig, snap.new_rows, head_dim, 1, NEW_ROW_COLOR)
     for i, head in enumerate(snap.group_heads):
@@ -98,7 +124,8 @@ def group_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 360) -
         fig.update_xaxes(range=[0, max(float(weights.max()) * 1.1, 0.05)], showticklabels=False, row=1, col=2 + i)
     fig.update_xaxes(showticklabels=False, title_text="head_dim", row=1, col=1)
     fig.update_yaxes(autorange="reversed", **_row_ticks(snap.first_row, snap.row_labels), row=1, col=1)
-    fig.update_layout(height=height_px, margin=_margins(font_px), showlegend=False, bargap=0.1)
+    fig.update_layout(height=height_px, margin={**_margins(font_px), "r": 3 * font_px + 10}, showlegend=False,
+                      bargap=0.1)  # right margin: the K colour scale
     return _fonts(fig, font_px)
 
 
@@ -124,6 +151,34 @@ def race_figure(snap: StageSnapshot, cached: bool, font_px: int = 14, height_px:
     fig.update_yaxes(showticklabels=True, title_text="position", row=1, col=1)
     fig.update_xaxes(showticklabels=False)
     fig.update_layout(height=height_px, margin=_margins(font_px), showlegend=False)
+    return _fonts(fig, font_px)
+
+
+def race_timing_figure(cached_ms: Sequence[float], uncached_ms: Sequence[float], fixed_ms: Sequence[float],
+                       font_px: int = 14, height_px: int = 120) -> go.Figure:
+    """The race's clock: each side's median (bar) with its middle half of repeats (whisker: 25th-75th
+    percentile), and the 1-token forward's median as a dashed line: the floor every forward stands on here."""
+    def stats(xs: Sequence[float]) -> tuple[float, float, float]:
+        q1, med, q3 = (float(v) for v in np.percentile(xs, [25, 50, 75]))
+        return med, med - q1, q3 - med
+
+    names = ["without the cache", "with the cache"]  # top to bottom: the slow side on top reads as a race
+    rows = [stats(uncached_ms), stats(cached_ms)]
+    fig = go.Figure(go.Bar(
+        x=[r[0] for r in rows], y=names, orientation="h", marker_color=[RECOMPUTED_COLOR, NEW_ROW_COLOR],
+        error_x={"type": "data", "symmetric": False, "array": [r[2] for r in rows],
+                 "arrayminus": [r[1] for r in rows], "thickness": 2, "width": 6},
+        text=[f"{r[0]:.1f} ms" for r in rows], textposition="inside", insidetextanchor="start", cliponaxis=False,
+        hovertemplate="%{y}: median %{x:.2f} ms<extra></extra>"))
+    fixed = float(np.median(fixed_ms))
+    fig.add_vline(x=fixed, line={"dash": "dash", "color": "#868e96", "width": 2})
+    fig.add_annotation(x=fixed, y=1.0, yref="paper", yanchor="bottom", showarrow=False, xanchor="left",
+                       text=f"┆ 1-token forward: {fixed:.1f} ms")
+    top = max(max(r[0] + r[2] for r in rows), fixed)
+    fig.update_xaxes(range=[0, top * 1.15], nticks=5, ticksuffix=" ms")
+    fig.update_layout(height=height_px, margin={"l": 10, "r": 10, "t": font_px + 12, "b": 10}, showlegend=False,
+                      bargap=0.3)
+    fig.update_traces(textfont_size=font_px)
     return _fonts(fig, font_px)
 
 

@@ -1,0 +1,208 @@
+"""The stage keeps a class's work (issue #19 §2-§4): links restore the whole view and survive the reader's clicks,
+switching the model keeps one generation per model, a model dropped from the shared cache stays with the session
+using it, and the race view times the step as a fair statistic. AppTest on the real bundled models; the link
+parsing is checked on its own (a typed, pasted or truncated link never crashes the page)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from conftest import APP_TIMEOUT_S
+from kvviz import models, step_view
+from kvviz.step_records import DEFAULT_SAMPLING
+from kvviz.stepping import StepEngine
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _page(**query: str) -> AppTest:
+    at = AppTest.from_file(str(REPO / "pages" / "step_through.py"), default_timeout=APP_TIMEOUT_S)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    return at
+
+
+def _cache_len(at: AppTest) -> int:
+    return int(next(m.value for m in at.metric if m.label == "Cache length").split()[0])
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("12", 12), ("-3", 0), ("1.5", 5), ("nan", 5), ("9" * 40, 100), ("", 5), (None, 5), (" 7 ", 7), ("0007", 7),
+    ("1e3", 5), ("x", 5),
+])
+def test_link_integers_are_read_defensively(text, expected):
+    assert step_view.url_int(text, 5, 0, 100) == expected
+
+
+def test_a_link_round_trips_through_its_own_query():
+    link = step_view.StageLink(prompt="First Citizen:\nBefore we proceed", steps=4, greedy=False, temperature=0.65,
+                               top_k=12, seed=31, view="race", present=True, layer=2, head=3)
+    query = link.query()
+    assert query["step_layer"] == "L2" and query["step_head"] == "H3"  # the pickers' own URL keys and labels
+    assert step_view.parse_link(query, 256, 0.8, 40, 0) == link
+    hostile = {"prompt": "ROMEO:", "steps": "9" * 60, "temperature": "nan", "top_k": "-4", "seed": "1.5",
+               "view": "<script>", "step_layer": "L-1"}
+    parsed = step_view.parse_link(hostile, 256, 0.8, 40, 0)
+    assert (parsed.steps, parsed.temperature, parsed.top_k, parsed.seed, parsed.view) == (256, 0.8, 0, 0, "one")
+
+
+def test_a_link_restores_sampling_view_and_presenter_mode_and_replays_the_generation(fresh_streamlit_caches,
+                                                                                        bundled):
+    at = _page(prompt="JULIET:", steps="4", seed="7", temperature="0.9", top_k="20", greedy="0", view="race",
+               present="1", step_layer="L2", step_head="H3")
+    engine = at.session_state["step_engine"]
+    assert engine.prompt_text == "JULIET:" and len(engine.records) == 5
+    assert (at.session_state["step_seed"], at.session_state["step_temperature"], at.session_state["step_top_k"]) \
+        == (7, 0.9, 20)
+    assert at.session_state["step_view"] == "race" and at.toggle(key="step_present").value is True
+    reference = StepEngine(bundled, DEFAULT_SAMPLING.__class__(greedy=False, temperature=0.9, top_k=20, seed=7))
+    reference.prefill("JULIET:")
+    for _ in range(4):
+        reference.step()
+    assert engine.token_ids == reference.token_ids  # the same generation the sender saw
+    # the Link popover writes what the page reads: the same keys, the same labels
+    link = next(c.value for c in at.code if "prompt=JULIET" in c.value)
+    for part in ("steps=4", "seed=7", "temperature=0.9", "top_k=20", "view=race", "present=1"):
+        assert part in link
+
+
+def test_a_links_generation_survives_next_and_layer_clicks(fresh_streamlit_caches):
+    at = _page(prompt="ROMEO:", steps="3")
+    prompt_len = at.session_state["step_engine"].prompt_len
+    for _ in range(4):
+        at.button(key="step_btn_next").click().run()
+    at.query_params["step_layer"] = "L2"  # what the bound layer picker writes into the URL on a click
+    at.segmented_control(key="step_layer").set_value(2).run()
+    assert not at.exception
+    assert _cache_len(at) == prompt_len + 7
+    at.run()  # a full rerun with the link still in the URL replays nothing
+    assert _cache_len(at) == prompt_len + 7
+
+
+def test_switching_the_model_keeps_one_generation_per_model(fresh_streamlit_caches):
+    at = _page()
+    at.button(key="step_btn_prefill").click().run()
+    for _ in range(3):
+        at.button(key="step_btn_next").click().run()
+    tokens = list(at.session_state["step_engine"].token_ids)
+    at.session_state["model_spec"] = models.BUNDLED_GQA  # what the sidebar's model radio does
+    at.run()
+    assert not at.exception
+    assert any("is kept" in i.value for i in at.info)  # said, not silent
+    assert not at.session_state["step_engine"].started
+    at.button(key="step_btn_prefill").click().run()
+    at.button(key="step_btn_next").click().run()
+    gqa_tokens = list(at.session_state["step_engine"].token_ids)
+    at.session_state["model_spec"] = models.BUNDLED
+    at.run()
+    assert any("Restored your generation" in i.value for i in at.info)
+    assert at.session_state["step_engine"].token_ids == tokens and _cache_len(at) == len(tokens)
+    at.session_state["model_spec"] = models.BUNDLED_GQA
+    at.run()
+    assert at.session_state["step_engine"].token_ids == gqa_tokens
+
+
+def test_a_model_dropped_from_the_shared_cache_stays_with_the_session_using_it(fresh_streamlit_caches):
+    import streamlit as st
+
+    at = _page()
+    at.button(key="step_btn_prefill").click().run()
+    for _ in range(2):
+        at.button(key="step_btn_next").click().run()
+    engine = at.session_state["step_engine"]
+    length = engine.cache_len
+    st.cache_resource.clear()  # what a fifth student's model does to the least recently used one
+    at.run()  # the session's next full rerun
+    assert not at.exception
+    assert at.session_state["step_engine"] is engine and _cache_len(at) == length
+    at.button(key="step_btn_next").click().run()
+    assert _cache_len(at) == length + 1
+
+
+def test_parked_generation_replays_the_same_cache(bundled):
+    engine = StepEngine(bundled, DEFAULT_SAMPLING)
+    engine.prefill("ROMEO:")
+    for _ in range(5):
+        engine.step()
+    back = StepEngine(bundled)
+    back.restore(engine.parked())
+    assert back.token_ids == engine.token_ids and back.pending_token_id == engine.pending_token_id
+    assert len(back.records) == len(engine.records)
+    np.testing.assert_allclose(back.layer_keys(1), engine.layer_keys(1), atol=1e-5)
+
+
+def test_the_race_times_the_shown_step_both_ways_and_changes_nothing(bundled):
+    engine = StepEngine(bundled, DEFAULT_SAMPLING)
+    engine.prefill("ROMEO:")
+    for _ in range(6):
+        engine.step()
+    keys, length = engine.layer_keys(0).copy(), engine.cache_len
+    timing = engine.race(budget_s=0.05)
+    assert timing.seq_len == length and timing.repeats >= 3
+    assert len(timing.fixed_ms) == len(timing.cached_ms) == len(timing.uncached_ms)
+    assert all(x > 0 for x in timing.cached_ms + timing.uncached_ms + timing.fixed_ms)
+    assert engine.cache_len == length and (engine.layer_keys(0) == keys).all()  # nobody's cache touched
+    earlier = engine.race(at=2, budget_s=0.0)
+    assert earlier.seq_len == engine.records[2].cache_len and earlier.repeats == 3
+
+
+def test_the_race_view_shows_the_clock_and_a_verdict(fresh_streamlit_caches):
+    at = _page(prompt="ROMEO:", steps="6", view="race")
+    assert len(at.get("plotly_chart")) == 3  # both sides, and the clock
+    text = " ".join(m.value for m in at.markdown)
+    assert "Medians of" in text and "repeats a side" in text and "Load " in text
+    assert ("faster with the cache" in text) or ("Inside the noise" in text) or ("measured slower" in text)
+
+
+def test_stop_lands_on_the_last_frame_drawn(fresh_streamlit_caches):
+    """Esc / Stop during Play: a frame drawn whole stays; a step whose frame the click cut short (Streamlit
+    interrupts a running frame for the click) is rolled back, so the stage stops where the class saw it."""
+    at = _page()
+    at.button(key="step_btn_prefill").click().run()
+    at.button(key="step_btn_play").click().run()  # arms Play and draws its first frame
+    at.run()
+    engine = at.session_state["step_engine"]
+    drawn = len(engine.records)
+    assert at.session_state["step_play_left"] > 0 and at.session_state["step_play_shown"] == drawn
+    at.button(key="step_btn_stop").click().run()
+    assert len(engine.records) == drawn and at.session_state["step_play_left"] == 0
+    at.button(key="step_btn_play").click().run()
+    at.run()
+    drawn = len(engine.records)
+    engine.step()  # a frame's step taken, its drawing cut short by the click
+    at.button(key="step_btn_stop").click().run()
+    assert not at.exception
+    assert len(engine.records) == drawn and _cache_len(at) == engine.cache_len
+
+
+def test_the_stage_charts_read_from_the_back_of_the_room(bundled):
+    """Every step-page chart: ticks and colour-scale ticks >= 14 px, at most four legend entries; the row the
+    copying readout names is labelled even when 21+ rows thin the labels out."""
+    from kvviz.figures import step as figs
+
+    engine = StepEngine(bundled)
+    engine.prefill(step_view.REPEAT_PROMPT + " stone red apple blue river green stone")  # 21+ rows, a copy
+    snap = step_view.build_snapshot(engine.records, engine.prompt_len, bundled.info.n_layer, bundled.info.n_head,
+                                    bundled.info.n_kv_heads, 0, 0, all_layers=True)
+    assert snap.copy is not None and snap.cache_len > 20
+    timing = engine.race(budget_s=0.0)
+    charts = [figs.stage_figure(snap), figs.group_figure(snap), figs.race_figure(snap, True),
+              figs.race_timing_figure(timing.cached_ms, timing.uncached_ms, timing.fixed_ms),
+              figs.next_token_bars(["a", "b"], [0.6, 0.4], "a"), figs.growth_chart([0, 1], [1, 2], [1, 3], "dots")]
+    for fig in charts:
+        layout = fig.to_plotly_json()["layout"]
+        for name, axis in layout.items():
+            if name.startswith(("xaxis", "yaxis")):
+                assert axis.get("tickfont", {}).get("size", 0) >= 14, name
+        for trace in fig.data:
+            bar = getattr(trace, "colorbar", None)
+            if getattr(trace, "showscale", False):
+                assert bar.tickfont.size >= 14
+        assert sum(1 for t in fig.data if t.showlegend is not False and layout.get("showlegend", True)) <= 4
+    y = charts[0].layout.yaxis
+    assert any(text.startswith(f"{snap.copy.target_pos}: ") for text in y.ticktext)
