@@ -36,7 +36,7 @@ def kernels(model) -> tuple[dict[str, list[Callable[[], object]]], int]:
     import torch
     import torch.nn.functional as F
 
-    from kvviz.engine_flat import KERNELS, FormatUnavailable, _onednn_pack
+    from kvviz.speedup.flat_engine import KERNELS, FormatUnavailable, onednn_pack
 
     mats = []
     for block in model.transformer.h:
@@ -52,7 +52,7 @@ def kernels(model) -> tuple[dict[str, list[Callable[[], object]]], int]:
         "linear": [lambda x=x, w=w, b=b: F.linear(x, w, b) for x, (w, b) in zip(xs, out_in)],
     }
     try:
-        packed = [(_onednn_pack(w, b), b) for w, b in mats]  # probed against MKL, as the engine packs
+        packed = [(onednn_pack(w, b), b) for w, b in mats]  # probed against MKL, as the engine packs
         calls["onednn"] = [lambda x=x, w=w, b=b: onednn(x, w, b) for x, (w, b) in zip(xs, packed)]
     except FormatUnavailable as exc:
         print(f"onednn packed linear unavailable: {exc}", file=sys.stderr)
@@ -83,14 +83,14 @@ def main(argv: list[str]) -> int:
     sys.path.insert(0, str(REPO))
     import torch
 
-    from kvviz import bench_machine, bench_probes
-    from kvviz.models import load_model
+    from kvviz.speedup import machine, probes
+    from kvviz.model.loading import load_model
 
     torch.set_num_threads(args.threads)
     model = load_model(args.model, attn_implementation="sdpa").model
     calls, weight_bytes = kernels(model)
-    probe = bench_probes.ReadProbe()
-    load_before = bench_machine.load_average()[0]
+    probe = probes.ReadProbe()
+    load_before = machine.load_average()[0]
     ms: dict[str, list[float]] = {name: [] for name in calls}
     read_gbs: list[float] = []
     with torch.inference_mode():
@@ -106,9 +106,9 @@ def main(argv: list[str]) -> int:
                 ms[name].append((time.perf_counter() - began) * 1000.0)
     read = statistics.median(read_gbs)
     report = {
-        "model": args.model, "cpu": bench_machine.cpu_name(), "threads": args.threads, "rounds": args.rounds,
+        "model": args.model, "cpu": machine.cpu_name(), "threads": args.threads, "rounds": args.rounds,
         "torch": torch.__version__, "weight_bytes_per_step": weight_bytes,
-        "load_before": load_before, "load_after": bench_machine.load_average()[0],
+        "load_before": load_before, "load_after": machine.load_average()[0],
         "read_probe_gb_s_median": read, "read_probe_gb_s_by_round": read_gbs,
         "read_roofline_tokens_per_s": read * 1e9 / weight_bytes,
         "kernels": {name: {"best_ms": min(v), "median_ms": statistics.median(v),

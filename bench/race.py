@@ -7,7 +7,7 @@ Prefills the "ROMEO:" prompt on the real model (one torch thread, as the app's s
 cache holds --rows rows, starts --busy busy-loop processes (each keeps one core at 100%, as a class clicking on
 the same server does), then for --steps consecutive Next-token steps times the step both ways:
 
-  race    what the race view shows: kvviz.stepping.race_timing, cached / uncached / 1-token repeats interleaved
+  race    what the race view shows: kvviz.step.engine.race_timing, cached / uncached / 1-token repeats interleaved
           inside the click's budget (--budget seconds), medians compared
   single  what the page showed before: the step's own single wall time vs one uncached forward
 
@@ -46,10 +46,10 @@ def main() -> None:
 
     import torch
 
-    from kvviz.bench_machine import load_average, usable_cores
-    from kvviz.models import load_model
-    from kvviz.step_records import DEFAULT_SAMPLING
-    from kvviz.stepping import RACE_BUDGET_S, StepEngine
+    from kvviz.speedup.machine import load_average, usable_cores
+    from kvviz.model.loading import load_model
+    from kvviz.step.records import DEFAULT_SAMPLING
+    from kvviz.step.engine import RACE_BUDGET_S, StepEngine
 
     torch.set_num_threads(1)
     budget = RACE_BUDGET_S if args.budget is None else args.budget

@@ -2,7 +2,7 @@
 
 1. Prefix reuse vs a fresh prefill of B, the page's default prompts, `--tries` times in a row: each try is
    what one press of the page's button measures (kvviz.internals.prefix.prefix_reuse: interleaved repeats,
-   medians, the kvviz.bench_noise rule). Prints per try the medians, the spread and the verdict, then how many
+   medians, the kvviz.speedup.noise rule). Prints per try the medians, the spread and the verdict, then how many
    tries named reuse faster, how many were inside the noise and how many (wrongly) named a fresh prefill faster.
 2. Speculative decoding: acceptance and verifier passes for candidate draft/verifier pairings on the page's
    default prompt and two others (deterministic: no timing).
@@ -30,15 +30,15 @@ def main() -> None:
 
     import torch
 
-    from kvviz import models
-    from kvviz.bench_noise import load_label
+    from kvviz.model import loading
+    from kvviz.speedup.noise import load_label
     from kvviz.internals import prefix, speculative
     from kvviz.internals.records import PREFIX_DEFAULT_A as DEFAULT_A
     from kvviz.internals.records import PREFIX_DEFAULT_B as DEFAULT_B
     from kvviz.internals.records import SPEC_DEFAULT_PROMPT as DEFAULT_PROMPT
 
     torch.set_num_threads(args.threads)
-    gpt2, llama = models.load_bundled(), models.load_bundled(name=models.BUNDLED_GQA)
+    gpt2, llama = loading.load_bundled(), loading.load_bundled(name=loading.BUNDLED_GQA)
 
     print(f"Prefix reuse, page defaults, bundled GPT-2, {args.threads} thread(s), {prefix.TIMING_REPEATS} repeats")
     verdicts = []

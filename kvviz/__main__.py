@@ -5,14 +5,14 @@ import importlib
 import os
 import sys
 
-from kvviz.query_values import shown
+from kvviz.inputs.query_values import shown
 
 COMMANDS = {
-    "memory": ("kvviz.cli_memory", "KV-cache bytes for a model config (presets, config.json, --json)"),
-    "claims": ("kvviz.cli_claims", "published KV-cache figures and popular sentences, checked (--json)"),
-    "ops": ("kvviz.cli_ops", "attention/projection/MLP op counts with vs without cache (--json)"),
-    "bench": ("kvviz.cli_bench", "measured speed-up: no cache vs transformers caches vs flat cache, int8 (--json)"),
-    "train": ("kvviz.train", "re-train the bundled Tiny-Shakespeare GPT-2"),
+    "memory": ("kvviz.cli.memory", "KV-cache bytes for a model config (presets, config.json, --json)"),
+    "claims": ("kvviz.cli.claims", "published KV-cache figures and popular sentences, checked (--json)"),
+    "ops": ("kvviz.cli.ops", "attention/projection/MLP op counts with vs without cache (--json)"),
+    "bench": ("kvviz.cli.bench", "measured speed-up: no cache vs transformers caches vs flat cache, int8 (--json)"),
+    "train": ("kvviz.training.train", "re-train the bundled Tiny-Shakespeare GPT-2"),
 }
 
 

@@ -2,7 +2,7 @@
 
 Each claim carries its source (title, URL, date: a claim without a checkable public source is not shown), the
 arithmetic (computed here by kvviz's own functions: memory.kv_bytes,
-ops.generation_totals, ops_summary.check_speedup_claim, ...; never typed in), a verdict and the page where a student
+ops.generation_totals, ops.check_speedup_claim, ...; never typed in), a verdict and the page where a student
 sees it live. Verdicts: "holds", "wrong" (by how much), or "partly true" (true only for the quantity named).
 `python -m kvviz claims [--json]` prints them; pages/claims.py shows them; tests/test_claims.py pins the numbers.
 Pure Python: no torch, no Streamlit.
@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kvviz import ops, ops_summary
+from kvviz import ops
 from kvviz.memory import GB, GIB, KIB, MIB, KVConfig, format_bytes, kv_bytes
-from kvviz.presets import get_preset
+from kvviz.memory.presets import get_preset
 
 PAGE_MEMORY = ("pages/memory_budget.py", "Memory budget")
 PAGE_OPS = ("pages/attention_ops.py", "Count the work")
@@ -39,12 +39,12 @@ class Claim:
                 "page": self.page[0], "page_query": self.page_query}
 
 
-# ----- published KV-cache sizes (moved here from kvviz.memory / kvviz.presets) --------------------------------
+# ----- published KV-cache sizes (moved here from kvviz.memory / kvviz.memory.presets) --------------------------------
 @dataclass(frozen=True)
 class PublishedFigure:
     """A KV-cache size as printed somewhere, and the config it is about."""
 
-    model: str  # a preset name (kvviz.presets)
+    model: str  # a preset name (kvviz.memory.presets)
     context_len: int
     batch: int
     dtype: str

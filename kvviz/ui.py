@@ -3,8 +3,8 @@
 Everything else in kvviz is UI-free. Models are loaded once per process with `st.cache_resource` and
 shared by every session, so they are never mutated here; per-user state lives in `st.session_state`.
 Every model a page gets goes through `cached_model`, which applies the shared-server policy
-(kvviz.shared_mode: only offered models, a cap per load, no server paths in messages) and shows a wait
-message while another session's load runs (one load at a time per server, kvviz.models).
+(kvviz.model.shared_mode: only offered models, a cap per load, no server paths in messages) and shows a wait
+message while another session's load runs (one load at a time per server, kvviz.model.loading).
 
 Start-up: importing torch + transformers costs seconds on a 2-core laptop. The first page (home) needs
 only `current_info()`, which reads the bundled model's description from disk, so it renders at once while
@@ -17,29 +17,29 @@ import gc
 import importlib
 import threading
 import time
+import uuid
 from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from kvviz import models, shared_mode
+from kvviz.model import loading, shared_mode
 
 if TYPE_CHECKING:
-    from kvviz.stepping import StepEngine
+    from kvviz.step.engine import StepEngine
 
 # hash_funcs for st.cache_data over a LoadedModel argument: a model is identified by what was asked for and how
 # its attention runs (the shared model object itself is not hashable content).
-MODEL_HASH = {models.LoadedModel: lambda loaded: (loaded.info.spec, loaded.info.attn_implementation)}
+MODEL_HASH = {loading.LoadedModel: lambda loaded: (loaded.info.spec, loaded.info.attn_implementation)}
 
 _warm_up_started = threading.Event()
 # transformers resolves its classes lazily; two threads importing it at once (the warm-up thread and a page
 # loading a model) made `from transformers import GPT2LMHeadModel` fail. Both import under this lock.
 _IMPORT_LOCK = threading.Lock()
-_router_rerun_done = threading.Event()
 
 # Interactive pages run one tiny forward pass per click, and Streamlit serves each session in its own thread.
 # Intra-op parallelism only adds hand-off cost there: on a 2-core machine with other work running, a decode
 # step of the bundled model took 1.1 ms with 1 torch thread and 124 ms with 2 (median of 40 steps).
-# The benchmark harness (kvviz.bench) sets its own thread count for its runs, under its lock.
+# The benchmark harness (kvviz.speedup.harness) sets its own thread count for its runs, under its lock.
 INTERACTIVE_TORCH_THREADS = 1
 
 MODEL_SPEC_KEY = "model_spec"  # the model every page uses, chosen in the sidebar (app.py)
@@ -49,9 +49,9 @@ STEP_ENGINE_KEY = "step_engine"  # the user's stepping engine (its cache is per 
 
 @st.cache_resource(show_spinner="Loading the model...", max_entries=4)
 def _cached_load(
-    spec: str, source: str, attn_implementation: str, cap: models.LoadCap | None, allow_download: bool,
+    spec: str, source: str, attn_implementation: str, cap: loading.LoadCap | None, allow_download: bool,
     label: str | None = None,
-) -> models.LoadedModel:
+) -> loading.LoadedModel:
     import dataclasses
 
     with _IMPORT_LOCK:
@@ -61,7 +61,7 @@ def _cached_load(
         import pandas  # noqa: F401  (plotly in another session saw a half-imported pandas: import it whole here)
 
     torch.set_num_threads(INTERACTIVE_TORCH_THREADS)
-    loaded = models.load_model(source, attn_implementation, cap=cap, allow_download=allow_download)
+    loaded = loading.load_model(source, attn_implementation, cap=cap, allow_download=allow_download)
     _freeze_long_lived_objects()
     _loaded_keys.add((spec, attn_implementation))
     if loaded.info.spec == spec and label is None:
@@ -91,21 +91,21 @@ def model_offered(spec: str) -> bool:
     """Whether this server would load `spec` at all: always on localhost; in shared mode only the bundled
     and the teacher's listed models (a page can hide the others from its own menus)."""
     policy = shared_mode.current_policy()
-    return not policy.enabled or spec in models.BUNDLED_MODELS or policy.find(spec) is not None
+    return not policy.enabled or spec in loading.BUNDLED_MODELS or policy.find(spec) is not None
 
 
-def cached_model(spec: str, attn_implementation: str = "eager") -> models.LoadedModel:
-    """The model for `spec`, shared across sessions (never mutate it). Raises models.ModelLoadError.
+def cached_model(spec: str, attn_implementation: str = "eager") -> loading.LoadedModel:
+    """The model for `spec`, shared across sessions (never mutate it). Raises loading.ModelLoadError.
 
     In shared mode only the bundled and the teacher's listed models are loaded, under the cap, with no
     download, and the error message never names a server path, whatever the caller passes.
     """
     policy = shared_mode.current_policy()
     if not model_offered(spec):
-        raise models.ModelLoadError(shared_mode.NOT_OFFERED)
+        raise loading.ModelLoadError(shared_mode.NOT_OFFERED)
     offered = policy.find(spec) if policy.enabled else None
     source = offered.source if offered is not None else spec
-    busy_s = models.load_busy_for_s()
+    busy_s = loading.load_busy_for_s()
     waiting = None
     if busy_s is not None and (spec, attn_implementation) not in _loaded_keys:
         waiting = st.info(
@@ -115,27 +115,30 @@ def cached_model(spec: str, attn_implementation: str = "eager") -> models.Loaded
     try:
         return _cached_load(spec, source, attn_implementation, policy.cap, not policy.enabled,
                             offered.label if offered is not None else None)
-    except models.ModelLoadError as exc:
-        raise models.ModelLoadError(policy.redact(str(exc))) from None
+    except loading.ModelLoadError as exc:
+        raise loading.ModelLoadError(policy.redact(str(exc))) from None
     finally:
         if waiting is not None:
             waiting.empty()
 
 
-def ensure_router() -> None:
+def _route_deep_links_through_app() -> None:
     """Make app.py the router from the very first run of a fresh server, even on a deep link.
 
-    Streamlit quirk (1.67): a fresh server sees the `pages/` folder and runs its first script run in the
-    legacy multipage mode (the "pages/ directory" sidebar, no app.py). Only a call to `st.navigation` clears
-    that flag, so a first visit straight to /step_through would render without the router and its model
-    picker. Every page calls this first: it clears the class flag and reruns, and the rerun goes through
-    app.py's `st.navigation` to the page the URL asked for. Once per process: Streamlit's AppTest resets the
-    flag before every run, and rerunning each time there would swallow the button click being tested.
+    Streamlit 1.67 quirk (upstream: streamlit/streamlit#10276, whose review notes that with a `pages` folder and
+    st.navigation a direct URL "sometimes completely switches back to MPAv1"; also #9624): a fresh server sees the
+    `pages/` folder and runs its first script run in the legacy multipage mode, which executes the deep-linked page
+    file by itself, without app.py and its model picker. Only a call to `st.navigation` clears that class flag.
+    Every page imports kvviz.ui before it draws anything, so this one place, run when the module is first imported
+    (once per process), clears the flag and reruns; the rerun goes through app.py's `st.navigation` to the page
+    the URL asked for. The rerun interrupts this import; the next run imports the module again, flag cleared.
+    Once per process also suits AppTest, which resets the flag before every run: rerunning each time there would
+    swallow the button click being tested. PagesManager is Streamlit's private class: this is the one place kvviz
+    touches it.
     """
     from streamlit.runtime.pages_manager import PagesManager
 
-    if PagesManager.uses_pages_directory and not _router_rerun_done.is_set():
-        _router_rerun_done.set()
+    if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
         st.rerun()
 
@@ -144,8 +147,8 @@ def drop_refused_link_numbers(keys: list[str], notices_key: str) -> list[str]:
     """Before a page's URL-bound number inputs are drawn: link values that are no whole number (inf, 1e309,
     thousands of digits, words) are taken out of the URL and the page reruns once without them; returns the
     notices saying what was ignored (shown once). Streamlit's number_input raises OverflowError on such a value
-    while it seeds itself from the URL (kvviz.query_values checks the text before any widget parses it)."""
-    from kvviz import query_values
+    while it seeds itself from the URL (kvviz.inputs.query_values checks the text before any widget parses it)."""
+    from kvviz.inputs import query_values
 
     refused = query_values.refused_link_numbers({k: st.query_params.get_all(k) for k in keys if k in st.query_params},
                                                 keys)
@@ -173,43 +176,43 @@ def warm_up_in_background(delay_s: float = 2.0) -> None:
     def _import() -> None:
         time.sleep(delay_s)
         with _IMPORT_LOCK:
-            for name in ("torch", "transformers", "pandas", "kvviz.stepping"):
+            for name in ("torch", "transformers", "pandas", "kvviz.step.engine"):
                 importlib.import_module(name)
         _freeze_long_lived_objects()
 
     threading.Thread(target=_import, name="kvviz-warm-up", daemon=True).start()
 
 
-def current_info() -> models.ModelInfo:
+def current_info() -> loading.ModelInfo:
     """Description of the sidebar's model; for a bundled model read from disk without importing torch."""
-    spec = st.session_state.get(MODEL_SPEC_KEY, models.BUNDLED)
-    return models.bundled_info(name=spec) if spec in models.BUNDLED_MODELS else current_model().info
+    spec = st.session_state.get(MODEL_SPEC_KEY, loading.BUNDLED)
+    return loading.bundled_info(name=spec) if spec in loading.BUNDLED_MODELS else current_model().info
 
 
-def current_model(attn_implementation: str = "eager") -> models.LoadedModel:
+def current_model(attn_implementation: str = "eager") -> loading.LoadedModel:
     """The model chosen in the sidebar. A session keeps the model its generation runs on: when the shared cache
     has dropped it (st.cache_resource keeps at most four models: five students on five models evict one), the
     session's engine still holds it, and that very object serves the session on, with nothing reloaded or lost.
     The one fallback: a session whose model cannot be had at all (refused in shared mode, or evicted and now
     failing to load) goes back to the bundled model, with a notice; its generation is kept for its model."""
-    spec = st.session_state.get(MODEL_SPEC_KEY, models.BUNDLED)
+    spec = st.session_state.get(MODEL_SPEC_KEY, loading.BUNDLED)
     held = _held_model(spec, attn_implementation)
     if held is not None:
         return held
     try:
         return cached_model(spec, attn_implementation)
-    except models.ModelLoadError as exc:
-        if spec == models.BUNDLED:
+    except loading.ModelLoadError as exc:
+        if spec == loading.BUNDLED:
             raise
-        st.session_state[MODEL_SPEC_KEY] = models.BUNDLED
+        st.session_state[MODEL_SPEC_KEY] = loading.BUNDLED
         st.session_state[MODEL_NOTICE_KEY] = f"{exc} Back on the bundled model."
-        return cached_model(models.BUNDLED, attn_implementation)
+        return cached_model(loading.BUNDLED, attn_implementation)
 
 
 ENGINE_KEYS = (STEP_ENGINE_KEY, "lesson_engine")  # the session's stepping engines (step page, lesson)
 
 
-def _held_model(spec: str, attn_implementation: str) -> models.LoadedModel | None:
+def _held_model(spec: str, attn_implementation: str) -> loading.LoadedModel | None:
     """The model a started engine of this session runs on, if it is `spec` (and still offered)."""
     for key in ENGINE_KEYS:
         engine = st.session_state.get(key)
@@ -222,16 +225,47 @@ def _held_model(spec: str, attn_implementation: str) -> models.LoadedModel | Non
 
 _KIND_KEY, _NAME_KEY, _ARCH_KEY, _SHARED_KEY = "app_model_kind", "app_model_name", "app_model_arch", "app_model_offered"
 _KINDS = {  # radio label -> kind (localhost mode); each bundled model is a kind of its own (its spec)
-    **{f"{b.title} (offline)": name for name, b in models.BUNDLED_MODELS.items()},
+    **{f"{b.title} (offline)": name for name, b in loading.BUNDLED_MODELS.items()},
     "Pretrained GPT-2 (name or local folder)": "pretrained",
     "GPT-2 shape with random weights": "random",
 }
 
 
 def _kind_of(spec: str) -> str:
-    if spec.startswith(models.RANDOM_PREFIX):
+    if spec.startswith(loading.RANDOM_PREFIX):
         return "random"
-    return spec if spec in models.BUNDLED_MODELS else "pretrained"
+    return spec if spec in loading.BUNDLED_MODELS else "pretrained"
+
+
+SESSION_SEEN_WINDOW_S = 300  # a session that ran no script for 5 minutes is not counted as active
+_SEEN_LOCK = threading.Lock()
+
+
+@st.cache_resource(show_spinner=False)
+def _sessions_last_seen() -> dict[str, float]:
+    """{session id: time.monotonic() of its last run}, one dict per server process."""
+    return {}
+
+
+def note_session_active() -> None:
+    """Stamp this session as active (app.py calls it on every run). Public API only: a random id kept in the
+    session's own state, instead of Streamlit's private session manager."""
+    session_id = st.session_state.setdefault("kvviz_session_id", uuid.uuid4().hex)
+    now = time.monotonic()
+    seen = _sessions_last_seen()
+    with _SEEN_LOCK:
+        seen[session_id] = now
+        for stale in [k for k, t in seen.items() if now - t > SESSION_SEEN_WINDOW_S]:
+            del seen[stale]
+
+
+def other_active_sessions() -> int:
+    """Other browser sessions that ran a script on this server in the last SESSION_SEEN_WINDOW_S seconds."""
+    note_session_active()
+    now = time.monotonic()
+    with _SEEN_LOCK:
+        return sum(1 for k, t in _sessions_last_seen().items()
+                   if k != st.session_state["kvviz_session_id"] and now - t <= SESSION_SEEN_WINDOW_S)
 
 
 def sidebar_model_picker() -> None:
@@ -240,11 +274,12 @@ def sidebar_model_picker() -> None:
 
     Switching happens in widget callbacks: a load that fails leaves the previous model in place, and
     the widget is put back to it, with a one-line notice."""
-    st.session_state.setdefault(MODEL_SPEC_KEY, models.BUNDLED)
+    note_session_active()
+    st.session_state.setdefault(MODEL_SPEC_KEY, loading.BUNDLED)
     policy = shared_mode.current_policy()
     spec = st.session_state[MODEL_SPEC_KEY]
     if not model_offered(spec):
-        st.session_state[MODEL_SPEC_KEY] = models.BUNDLED  # a forged or stale value: refuse it, load nothing
+        st.session_state[MODEL_SPEC_KEY] = loading.BUNDLED  # a forged or stale value: refuse it, load nothing
         st.session_state[MODEL_NOTICE_KEY] = shared_mode.NOT_OFFERED
     with st.sidebar:
         st.markdown("### Model")
@@ -260,7 +295,7 @@ def sidebar_model_picker() -> None:
 
 
 def _shared_picker(policy: shared_mode.SharedPolicy) -> None:
-    labels = {name: f"{spec.title} (offline)" for name, spec in models.BUNDLED_MODELS.items()}
+    labels = {name: f"{spec.title} (offline)" for name, spec in loading.BUNDLED_MODELS.items()}
     labels |= {m.name: m.label for m in policy.offered}
     if st.session_state.get(_SHARED_KEY) not in labels:  # first run, or a forged value: show the real model
         st.session_state[_SHARED_KEY] = st.session_state[MODEL_SPEC_KEY]
@@ -277,7 +312,7 @@ def _local_picker() -> None:
     ):  # keep the radio on the model in use (a fallback may have changed it); "pretrained" may wait for Load
         st.session_state[_KIND_KEY] = next(label for label, k in _KINDS.items() if k == kind)
     if kind == "random":
-        st.session_state[_ARCH_KEY] = spec.removeprefix(models.RANDOM_PREFIX)
+        st.session_state[_ARCH_KEY] = spec.removeprefix(loading.RANDOM_PREFIX)
     choice = _KINDS[st.radio("Which model", list(_KINDS), key=_KIND_KEY, on_change=_on_kind_change)]
     if choice == "pretrained":
         st.session_state.setdefault(_NAME_KEY, spec if kind == "pretrained" else "gpt2")
@@ -286,16 +321,16 @@ def _local_picker() -> None:
         st.button("Load", key="app_model_load", on_click=_on_load)
     elif choice == "random":
         st.session_state.setdefault(_ARCH_KEY, "gpt2")
-        st.selectbox("Architecture", list(models.GPT2_SHAPES), key=_ARCH_KEY,
-                     on_change=lambda: _switch_to(models.RANDOM_PREFIX + st.session_state[_ARCH_KEY], _ARCH_KEY))
+        st.selectbox("Architecture", list(loading.GPT2_SHAPES), key=_ARCH_KEY,
+                     on_change=lambda: _switch_to(loading.RANDOM_PREFIX + st.session_state[_ARCH_KEY], _ARCH_KEY))
 
 
 def _on_kind_change() -> None:
     kind = _KINDS[st.session_state[_KIND_KEY]]
-    if kind in models.BUNDLED_MODELS:
+    if kind in loading.BUNDLED_MODELS:
         _switch_to(kind, _KIND_KEY)
     elif kind == "random":
-        _switch_to(models.RANDOM_PREFIX + st.session_state.get(_ARCH_KEY, "gpt2"), _KIND_KEY)
+        _switch_to(loading.RANDOM_PREFIX + st.session_state.get(_ARCH_KEY, "gpt2"), _KIND_KEY)
 
 
 def _on_load() -> None:
@@ -307,27 +342,27 @@ def _on_load() -> None:
 def _switch_to(spec: str, widget_key: str | None = None) -> None:
     """(A widget callback.) Make `spec` the session's model; if it cannot be loaded, keep the previous
     model, put the widget back, and leave a one-line notice."""
-    previous = st.session_state.get(MODEL_SPEC_KEY, models.BUNDLED)
+    previous = st.session_state.get(MODEL_SPEC_KEY, loading.BUNDLED)
     try:
         cached_model(spec)
-    except models.ModelLoadError as exc:
+    except loading.ModelLoadError as exc:
         st.session_state[MODEL_NOTICE_KEY] = str(exc)
         if widget_key == _SHARED_KEY:
             st.session_state[_SHARED_KEY] = previous
         elif widget_key == _ARCH_KEY and _kind_of(previous) == "random":
-            st.session_state[_ARCH_KEY] = previous.removeprefix(models.RANDOM_PREFIX)
+            st.session_state[_ARCH_KEY] = previous.removeprefix(loading.RANDOM_PREFIX)
         elif widget_key is not None:
             st.session_state[_KIND_KEY] = next(label for label, k in _KINDS.items() if k == _kind_of(previous))
         return
     st.session_state[MODEL_SPEC_KEY] = spec
 
 
-def step_engine(loaded: models.LoadedModel, key: str = STEP_ENGINE_KEY) -> StepEngine:
+def step_engine(loaded: loading.LoadedModel, key: str = STEP_ENGINE_KEY) -> StepEngine:
     """This session's stepping engine for `loaded`. One generation per model: switching the model parks the
     generation on the old one (its prompt and tokens, no model held) and restores the new model's parked
     generation, if any, by replaying exactly the tokens it fed; the page shows engine_notice(key) once. The
     lesson keeps its own (key="lesson_engine") so it never disturbs the step page's cache."""
-    from kvviz.stepping import StepEngine
+    from kvviz.step.engine import StepEngine
 
     engine = st.session_state.get(key)
     if engine is not None and engine.loaded is loaded:
@@ -358,3 +393,6 @@ def step_engine(loaded: models.LoadedModel, key: str = STEP_ENGINE_KEY) -> StepE
 def engine_notice(key: str = STEP_ENGINE_KEY) -> str | None:
     """The one-time line step_engine left for the page (a generation kept, restored, or not replayable)."""
     return st.session_state.pop(f"{key}_notice", None)
+
+
+_route_deep_links_through_app()  # last: see its docstring (a rerun here leaves the module unimported)

@@ -10,10 +10,11 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from kvviz import links, ops, ops_summary, ui
+from kvviz.inputs import links
+from kvviz import ops, ui
 from kvviz.figures import export_config
 from kvviz.figures import ops as figs
-from kvviz.presets import ops_presets
+from kvviz.memory.presets import ops_presets
 
 LOADED, CUSTOM = "loaded model (sidebar)", "custom"
 CLAIM_TOKENS = 1000
@@ -88,7 +89,7 @@ def claim_tab(shape: ops.ModelShape) -> None:
         f"run shrinks only {run_without / run_with:,.0f}x. For this model, LM head on the last position only:")
     st.dataframe(pd.DataFrame([{"quantity": r.quantity, "without cache": f"{r.uncached:,}", "with cache": f"{r.cached:,}",
                                 "ratio": f"{r.ratio:,.1f}x", "~500x?": "yes" if r.holds else "no"}
-                               for r in ops_summary.check_speedup_claim(shape, n)]), hide_index=True)
+                               for r in ops.check_speedup_claim(shape, n)]), hide_index=True)
 
 
 @st.fragment
@@ -125,13 +126,13 @@ def counter() -> None:
     m[0].metric(f"With KV cache ({unit})", big_number(scale * cached.total_ops), help=f"{scale * cached.total_ops:,}")
     m[1].metric(f"Without cache ({unit})", big_number(scale * uncached.total_ops), help=f"{scale * uncached.total_ops:,}")
     m[2].metric("Without / with", f"{uncached.total_ops / cached.total_ops:,.1f}x")
-    st.markdown(ops_summary.savings_sentence(shape, prompt_len, new_tokens, lm_head_all_positions=lm_all))
+    st.markdown(ops.savings_sentence(shape, prompt_len, new_tokens, lm_head_all_positions=lm_all))
 
     labels = ["Cumulative", "Ratio", "Per component", "Per pass", "The '500x' claim", "Why no Q cache?"]
     tabs = st.tabs(labels, key="ops_tab", bind="query-params")  # lazy: only the open tab runs
     export = export_config
     if tabs[0].open or tabs[1].open:
-        points = ops_summary.curve(shape, prompt_len, new_tokens, max_points=300, lm_head_all_positions=lm_all)
+        points = ops.curve(shape, prompt_len, new_tokens, max_points=300, lm_head_all_positions=lm_all)
     if tabs[0].open:
         with tabs[0]:
             quantity = st.selectbox("Quantity", list(figs.QUANTITIES), index=0, key="ops_quantity", bind="query-params",
@@ -180,7 +181,6 @@ def counter() -> None:
                 "and one new K and V row per K/V head per layer for the token it feeds.")
 
 
-ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Count the work")
 # Metric values wrap ("245.3 / million") instead of being cut to "245.3 mil…" at 1024 px wide.
 st.html("<style>:is(.st-key-ops_metrics) :is([data-testid='stMetricValue'], "

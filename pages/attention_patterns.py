@@ -9,10 +9,10 @@ import streamlit as st
 from kvviz import ui
 from kvviz.figures import export_config
 from kvviz.figures import patterns as figs
-from kvviz.models import LoadedModel
-from kvviz.pattern_records import MAX_PATTERN_TOKENS, PROBE_HALF_TOKENS, PatternRun, head_labels, thresholds_text
-from kvviz.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP, PromptError, check_prompt
-from kvviz.step_view import REPEAT_PROMPT, kv_head_of
+from kvviz.model.loading import LoadedModel
+from kvviz.step.pattern_records import MAX_PATTERN_TOKENS, PROBE_HALF_TOKENS, PatternRun, head_labels, thresholds_text
+from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP, PromptError, check_prompt
+from kvviz.step.view import REPEAT_PROMPT, kv_head_of
 
 PRESETS = {
     "Repeat a pattern": REPEAT_PROMPT,
@@ -24,12 +24,11 @@ STEP_SEQUENCE = "The step page's sequence"
 
 @st.cache_data(show_spinner="Running the model once, without the cache...", max_entries=32, hash_funcs=ui.MODEL_HASH)
 def pattern_run(loaded: LoadedModel, token_ids: tuple[int, ...]) -> PatternRun:
-    from kvviz import patterns  # torch: imported only when the model runs
+    from kvviz.step import patterns  # torch: imported only when the model runs
 
     return patterns.pattern_run(loaded, list(token_ids))
 
 
-ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Attention patterns")
 with st.expander("What you are seeing", expanded=True):
     st.markdown(

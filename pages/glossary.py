@@ -1,4 +1,4 @@
-"""Glossary: every term kvviz uses, defined once (kvviz.glossary), with the page where it is live.
+"""Glossary: every term kvviz uses, defined once (kvviz.teaching.glossary), with the page where it is live.
 
 ?term=head_dim opens with that term's entry expanded at the top; the search box filters the list.
 """
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import glossary, ui
+from kvviz.teaching.guide.guide import glossary
+from kvviz import ui
 
-ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Glossary")
 st.markdown("**What you are seeing.** Every word kvviz's pages, tooltips and lesson use, defined once, in the "
             "same words everywhere. Each entry links to the page where you can watch it on the real model.")

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import lesson, memory, ops, ops_summary, ui
+from kvviz.teaching.guide.guide import lesson
+from kvviz import memory, ops, ui
 
-ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("kvviz: the KV cache, step by step")
 st.markdown(
     "When a transformer writes text it produces **one token per forward pass**. In every layer, attention "
@@ -45,7 +45,7 @@ cards = [
      "one row, the new query's attention beside the rows it reads, the next-token probabilities; step back; "
      "race the cached step against full recomputation. Presenter mode for a projector."),
     ("pages/attention_ops.py", "Count the work",
-     "Exact operation counts with and without the cache. " + ops_summary.savings_sentence(shape, 16, 200)
+     "Exact operation counts with and without the cache. " + ops.savings_sentence(shape, 16, 200)
      + " (Attention counted as the causal pairs L(L+1)/2 a query actually needs; eager attention computes the "
        "full L x L square and masks the future half.)"),
     ("pages/memory_budget.py", "Memory budget",
@@ -64,5 +64,5 @@ for path, title, blurb in cards:
     with st.container(border=True):
         st.page_link(path, label=f"**{title}**")
         st.caption(blurb)
-st.caption("Everything runs offline on a CPU. The bundled model was trained by `python -m kvviz.train` on "
+st.caption("Everything runs offline on a CPU. The bundled model was trained by `python -m kvviz.training.train` on "
            "public-domain Shakespeare; pretrained GPT-2 weights are used when you have them locally.")

@@ -18,7 +18,6 @@ def cross_run(source_len: int, n_steps: int) -> CrossAttnRun:
     return crossattn.run_cross_attention(source_len, n_steps)
 
 
-ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Cross-attention cache")
 explain(
     "An encoder-decoder model (translation, summarisation) has two caches per decoder layer. The "

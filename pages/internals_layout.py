@@ -5,13 +5,12 @@ from __future__ import annotations
 import streamlit as st
 
 from kvviz import ui
-from kvviz.bench_noise import load_label
+from kvviz.speedup.noise import load_label
 from kvviz.figures import internals as fig
 from kvviz.internals import layout
-from kvviz.prompt_rules import check_int_in_range
+from kvviz.inputs.prompt_rules import check_int_in_range
 from pages.internals_shared import PLOT, explain, run_queued
 
-ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Memory layout of the cache")
 explain(
     "A layer's keys are one block of memory; the **layout** decides where element (head, position, dim) lands. "

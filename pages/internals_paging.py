@@ -7,8 +7,8 @@ import streamlit as st
 from kvviz import ui
 from kvviz.figures import internals as fig
 from kvviz.internals.records import PAGING_MAX_BLOCK_SIZE, PAGING_MAX_NEW_TOKENS, PagedRun, PagingError
-from kvviz.models import LoadedModel
-from kvviz.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
+from kvviz.model.loading import LoadedModel
+from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from pages.internals_shared import DEFAULT_PROMPT, MODEL_HASH, PLOT, explain
 
 
@@ -20,7 +20,6 @@ def paged_run(loaded: LoadedModel, prompt: str, n_a: int, n_b: int, block: int) 
     return paging.paged_generation(loaded, prompt, n_a, n_b, block)
 
 
-ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Paged blocks")
 explain(
     "vLLM-style paging: the cache is a pool of fixed-size blocks; each sequence has a block table mapping its "

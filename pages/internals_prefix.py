@@ -10,12 +10,11 @@ from kvviz.figures import internals as fig
 from kvviz.internals.records import PREFIX_DEFAULT_A as DEFAULT_A
 from kvviz.internals.records import PREFIX_DEFAULT_B as DEFAULT_B
 from kvviz.internals.records import PREFIX_TIMING_REPEATS, PrefixError, PrefixReuse
-from kvviz.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
+from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from pages.internals_shared import PLOT, explain, run_queued
 
 RESULT_KEY = "int_prefix_result"  # (inputs, PrefixReuse) of this session's last measurement
 
-ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Prefix reuse")
 explain(
     "Prompt A is prefilled; then its cache is rolled back (cropped) to the tokens it shares with prompt B, and "

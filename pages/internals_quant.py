@@ -8,8 +8,8 @@ from kvviz import memory, ui
 from kvviz.figures import internals as fig
 from kvviz.internals.records import (AGREEMENT_MAX_PROMPT_TOKENS, AGREEMENT_MAX_PROMPTS, AGREEMENT_MAX_TOKENS,
                                     QuantError, QuantReport, SchemeAgreement, check_agreement_work)
-from kvviz.models import LoadedModel
-from kvviz.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP, check_int_in_range
+from kvviz.model.loading import LoadedModel
+from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP, check_int_in_range
 from pages.internals_shared import DEFAULT_PROMPT, MODEL_HASH, PLOT, explain, run_queued
 
 DEFAULT_AGREEMENT_PROMPTS = "ROMEO:\nJULIET: O Romeo, Romeo\nFirst Citizen:\nKING RICHARD II:\nMENENIUS: What work"
@@ -36,7 +36,6 @@ def agreement(loaded: LoadedModel, prompts: tuple[str, ...], n_new: int, group: 
     return quant.greedy_agreement(loaded, list(prompts), n_new, quant.SCHEMES, group)
 
 
-ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Quantized caches")
 residual_length = transformers_residual_length()
 explain(

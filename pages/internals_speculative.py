@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import models, ui
+from kvviz.model import loading
+from kvviz import ui
 from kvviz.figures import internals as fig
 from kvviz.internals.records import SPEC_DEFAULT_PROMPT as DEFAULT_PROMPT
 from kvviz.internals.records import (SPEC_MAX_K, SPEC_MAX_NEW, SPEC_MAX_TEMPERATURE, SPEC_MIN_TEMPERATURE, SpecRun,
                                     SpeculativeError)
-from kvviz.models import LoadedModel
-from kvviz.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
+from kvviz.model.loading import LoadedModel
+from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from pages.internals_shared import MODEL_HASH, PLOT, explain
 
 # A draft shares the verifier's tokenizer: the two bundled models do (same BPE, 2,048 ids).
-OTHER_BUNDLED = {models.BUNDLED: models.BUNDLED_GQA, models.BUNDLED_GQA: models.BUNDLED}
+OTHER_BUNDLED = {loading.BUNDLED: loading.BUNDLED_GQA, loading.BUNDLED_GQA: loading.BUNDLED}
 SELF = "self"
 
 
@@ -27,7 +28,6 @@ def spec_run(loaded: LoadedModel, prompt: str, n_new: int, k: int, temperature: 
     return speculative.speculative_decode(loaded, prompt, n_new, k, temperature, draft=draft)
 
 
-ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Speculative decoding: rollback")
 explain(
     "A small **draft** model proposes k tokens; the **verifier** (the model in the sidebar, greedy) checks all "
@@ -44,7 +44,7 @@ other = OTHER_BUNDLED.get(verifier.spec)
 drafts = ([other] if other is not None else []) + [SELF]
 labels = {SELF: "itself, sampled (temperature)"}
 if other is not None:
-    labels[other] = f"{models.BUNDLED_MODELS[other].title.replace('Tiny-Shakespeare ', '')} (greedy)"  # fits its box
+    labels[other] = f"{loading.BUNDLED_MODELS[other].title.replace('Tiny-Shakespeare ', '')} (greedy)"  # fits its box
 prompt = st.text_area("Prompt", DEFAULT_PROMPT, key="int_spec_prompt", height=110, max_chars=MAX_TEXT_CHARS,
                       help=TEXT_CAP_HELP)
 c0, c1, c2, c3 = st.columns([3, 2, 2, 2])
@@ -60,7 +60,7 @@ try:
     draft = None if draft_choice == SELF else ui.cached_model(draft_choice)
     run = spec_run(ui.current_model(), prompt, int(n_new), int(k), float(temp) if draft_choice == SELF else None,
                    draft)
-except (SpeculativeError, models.ModelLoadError) as exc:
+except (SpeculativeError, loading.ModelLoadError) as exc:
     st.error(str(exc))
     st.stop()
 m = st.columns(3)

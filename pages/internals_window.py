@@ -8,8 +8,8 @@ import streamlit as st
 from kvviz import memory, ui
 from kvviz.figures import internals as fig
 from kvviz.internals.records import PresetLayers, WindowError, WindowRun
-from kvviz.models import LoadedModel
-from kvviz.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP, check_int_in_range
+from kvviz.model.loading import LoadedModel
+from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP, check_int_in_range
 from pages.internals_shared import DEFAULT_PROMPT, MODEL_HASH, PLOT, explain
 
 PATTERNS = {"all local": None, "1 local : 1 global": 1, "3 local : 1 global": 3}
@@ -32,7 +32,6 @@ def gemma_layers(context_len: int) -> PresetLayers:
     return window.preset_layers("gemma-3-4b", context_len)
 
 
-ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Sliding windows")
 explain(
     "A sliding-window layer keeps only the last W rows: older rows are evicted and that layer can no longer "

@@ -1,6 +1,6 @@
 """The guided lesson: twelve steps through the whole KV-cache story, each asks before it tells, then an ending.
 
-Every answer is computed on the spot (kvviz.lesson) from the real model or kvviz's arithmetic. Ask, then help,
+Every answer is computed on the spot (kvviz.teaching.lesson) from the real model or kvviz's arithmetic. Ask, then help,
 then tell: a first wrong answer gets a hint, a second (or "Show me") the worked answer. Class mode puts the
 question up in large type for a room to answer aloud, and one click reveals it. ?step=4 opens step 4,
 ?step=End the summary, ?lesson_class=true class mode. The handout (one printable page per step) downloads from
@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import glossary, handout, lesson, query_values, ui
+from kvviz.teaching.guide.guide import glossary, handout, lesson
+from kvviz.inputs import query_values
+from kvviz import ui
 from kvviz.figures import export_config
 from kvviz.figures.lesson import lesson_figure
 
@@ -18,7 +20,6 @@ N_STEPS = len(lesson.STEPS)
 END = N_STEPS + 1  # the summary page, after step 12
 OUTCOMES = "lesson_outcomes"  # {step number: lesson.Outcome}
 
-ui.ensure_router()  # before anything is drawn: see its docstring
 
 
 def _go(delta: int) -> None:
@@ -56,7 +57,7 @@ def _handout_maker(loaded, computed: dict[int, lesson.Question]):
     """A callable for st.download_button: the questions this session has computed, the others computed with a
     fresh engine of the same model (it runs on its own thread: no Streamlit calls inside)."""
     def make() -> str:
-        from kvviz.stepping import StepEngine  # torch: only when the handout is built
+        from kvviz.step.engine import StepEngine  # torch: only when the handout is built
 
         engine = StepEngine(loaded)
         questions = [computed.get(n) or s.ask(engine) for n, s in enumerate(lesson.STEPS, start=1)]

@@ -11,9 +11,11 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from kvviz import capacity, claims, config_import, hf_cache, links, memory, ui
+from kvviz.memory import capacity, config_import, hf_cache
+from kvviz import claims, memory, ui
+from kvviz.inputs import links
 from kvviz.figures import MAX_LEGEND_ENTRIES, export_config, memory as figs
-from kvviz.presets import GPUS, PRESETS, get_preset
+from kvviz.memory.presets import GPUS, PRESETS, get_preset
 
 CONFIG_PASTE_CHARS = 200_000  # caps the paste box before Streamlit's 25 MB message limit can trip on it
 
@@ -137,7 +139,7 @@ def memory_form() -> memory.KVConfig | None:
 @st.cache_data(hash_funcs=ui.MODEL_HASH, show_spinner=False)
 def probe_reading(loaded: Any) -> tuple[int, int, str]:
     """A short prefill's real cache, once per model for every session (ui.MODEL_HASH: spec + attention)."""
-    from kvviz.stepping import StepEngine  # the one torch import of this page, only when this tab opens
+    from kvviz.step.engine import StepEngine  # the one torch import of this page, only when this tab opens
 
     probe = StepEngine(loaded)
     probe.prefill(PROBE_PROMPT)
@@ -348,13 +350,12 @@ def calculator() -> None:
 
 
 def report_link(linked: dict[str, list[str]], notices: Any) -> None:
-    """One notice per link value the page's widgets dropped or changed (kvviz.links)."""
+    """One notice per link value the page's widgets dropped or changed (kvviz.inputs.links)."""
     now = {k: st.query_params.get_all(k) for k in linked}
     for message in links.link_refusals(linked, now, st.session_state):
         notices.warning(message)
 
 
-ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Memory budget")
 st.html("<style>:is([class*='st-key-mem_metrics']) :is([data-testid='stMetricValue'], "
         "[data-testid='stMetricLabel']) * "

@@ -2,40 +2,32 @@
 cache, timed side by side on this machine; the roofline it runs under; batched decode.
 
 Results live in this session only (never cached across sessions: another user's timings are not yours).
-The harness (kvviz.bench, which imports torch) is imported only when a run is asked for.
+The harness (kvviz.speedup.harness, which imports torch) is imported only when a run is asked for.
 """
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from kvviz import bench_machine, bench_tables, models, ui
-from kvviz.bench_noise import Comparison, Timing, load_label
-from kvviz.bench_records import ESTIMATOR, BenchResult
-from kvviz.bench_settings import PAGE_BUDGET_S, BenchInputError, BenchSettings, duration, whole
+from kvviz.speedup import machine, tables
+from kvviz.model import loading
+from kvviz import ui
+from kvviz.speedup.noise import Comparison, Timing, load_label
+from kvviz.speedup.records import ESTIMATOR, BenchResult
+from kvviz.speedup.settings import PAGE_BUDGET_S, BenchInputError, BenchSettings, duration, whole
 from kvviz.figures import MAX_LEGEND_ENTRIES
 from kvviz.figures import bench as figs
-from kvviz.presets import get_preset
+from kvviz.memory.presets import get_preset
 
 RESULT_KEY = "bench_result"  # this session's last finished benchmark (kept across reruns and errors)
 BATCH_KEY = "bench_batch_result"
 PAGE_MAX_REPEATS = 10
 PAGE_MAX_WARMUP = 5
 MODEL_CHOICES = {
-    models.BUNDLED: "Bundled Tiny-Shakespeare GPT-2 (tiny: overhead-bound)",
+    loading.BUNDLED: "Bundled Tiny-Shakespeare GPT-2 (tiny: overhead-bound)",
     "random:gpt2": "GPT-2 124M shape, random weights (realistic size and timings)",
     "gpt2": "Pretrained GPT-2 124M (needs it in the local Hugging Face cache)",
 }
-
-
-def other_sessions() -> int:
-    """Other browser sessions on this server (0 where Streamlit's runtime cannot tell, e.g. in AppTest)."""
-    try:
-        from streamlit import runtime
-
-        return max(0, runtime.get_instance()._session_mgr.num_active_sessions() - 1)  # no public API in 1.67
-    except Exception:  # noqa: BLE001 - not running under a server
-        return 0
 
 
 def model_choice(default_spec: str) -> str:
@@ -59,16 +51,16 @@ def run(spec: str, settings: BenchSettings, thread_reason: str) -> BenchResult |
     """Load, wait for the line, run with a progress bar; a one-line message (and None) instead of a traceback."""
     try:
         loaded = ui.cached_model(spec, "sdpa")
-    except models.ModelLoadError as exc:
+    except loading.ModelLoadError as exc:
         st.warning(f"{exc} Choose another model; earlier results are kept below.")
         return None
-    from kvviz import bench  # torch: only now
+    from kvviz.speedup import harness  # torch: only now
 
     try:
-        bench.validate(settings, loaded.info.n_positions, loaded.info)
+        harness.validate(settings, loaded.info.n_positions, loaded.info)
         # Bound the work, not each knob: the estimate from two timed passes of this model (issue 23)
         with st.spinner("Estimating this run's cost from two timed passes of the model..."):
-            estimate_s = bench.refuse_over_budget(loaded, settings, PAGE_BUDGET_S)
+            estimate_s = harness.refuse_over_budget(loaded, settings, PAGE_BUDGET_S)
     except BenchInputError as exc:
         st.error(str(exc))
         return None
@@ -78,9 +70,9 @@ def run(spec: str, settings: BenchSettings, thread_reason: str) -> BenchResult |
     st.button("Stop", key="bench_stop", icon=":material/stop:", help="Stop the benchmark; earlier results are kept")
     bar = st.progress(0.0, text=f"Waiting for the benchmark line... (this run: about {duration(estimate_s)})")
     try:
-        result = bench.run_benchmark(loaded, settings, on_wait=queue_notice(box), thread_reason=thread_reason,
+        result = harness.run_benchmark(loaded, settings, on_wait=queue_notice(box), thread_reason=thread_reason,
                                      progress=lambda f, text: (box.empty(), bar.progress(min(max(f, 0.0), 1.0), text)))
-    except bench.BenchBusyError as exc:
+    except harness.BenchBusyError as exc:
         st.warning(str(exc))
         return None
     finally:
@@ -143,10 +135,10 @@ def render_results(result: BenchResult) -> None:
     left.plotly_chart(figs.speedup_figure(result, modes=modes), key="bench_fig_speedup")
     right.plotly_chart(figs.roofline_figure(result), key="bench_fig_roofline")
     explain(result)
-    rows = bench_tables.summary_rows(result)
+    rows = tables.summary_rows(result)
     st.dataframe(pd.DataFrame(rows), hide_index=True, key="bench_table", column_config={  # never "spee..."
         name: st.column_config.Column(width=max(90, 9 * len(name) + 24)) for name in rows[0] if name != "mode"})
-    st.download_button("Download every timed pass (CSV)", bench_tables.per_token_csv(result),
+    st.download_button("Download every timed pass (CSV)", tables.per_token_csv(result),
                        file_name="kvviz_bench.csv", mime="text/csv", key="bench_download")
 
 
@@ -232,18 +224,18 @@ def batch_section(spec: str, threads: int) -> None:
     if measure:
         try:
             loaded = ui.cached_model(spec, "sdpa")
-        except models.ModelLoadError as exc:
+        except loading.ModelLoadError as exc:
             st.warning(f"{exc} Choose another model.")
             return
-        from kvviz import bench, bench_batch
+        from kvviz.speedup import harness, batch
 
         box, bar = st.empty(), st.progress(0.0, text="Waiting for the benchmark line...")
         try:
-            bench_batch.validate(loaded, int(max_batch), int(context))
-            st.session_state[BATCH_KEY] = bench_batch.run_batch_sweep(
+            batch.validate(loaded, int(max_batch), int(context))
+            st.session_state[BATCH_KEY] = batch.run_batch_sweep(
                 loaded, int(max_batch), int(context), threads, on_wait=queue_notice(box),
                 progress=lambda f, text: (box.empty(), bar.progress(min(max(f, 0.0), 1.0), text)))
-        except (BenchInputError, bench.BenchBusyError) as exc:
+        except (BenchInputError, harness.BenchBusyError) as exc:
             st.error(str(exc))
         finally:
             bar.empty()
@@ -264,7 +256,6 @@ def batch_section(spec: str, threads: int) -> None:
         )
 
 
-ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Measured speed-up")
 st.html("<style>:is(.st-key-bench_metrics) :is([data-testid='stMetricValue'], [data-testid='stMetricLabel']) * "
         "{white-space: normal !important; overflow: visible !important; text-overflow: clip !important}</style>")
@@ -274,7 +265,7 @@ with st.expander("What you are seeing", expanded=False):
         "1. **No cache**: every step feeds the whole text again and recomputes every key and value.\n"
         "2. **DynamicCache**: transformers' default; each step feeds one token and *appends* its K/V rows.\n"
         "3. **StaticCache**: transformers' pre-allocated cache, written in place.\n"
-        "4. **Flat pre-allocated cache** (`kvviz/engine_flat.py`, short enough to read): one buffer for all "
+        "4. **Flat pre-allocated cache** (`kvviz/speedup/flat_engine.py`, short enough to read): one buffer for all "
         "layers, a lean loop, and the weight format **measured** fastest on this CPU at the start of the run.\n"
         "5. **int8 weights**: the same engine with torch's dynamic quantization, 4x fewer weight bytes.\n\n"
         "Dotted lines are plain `model.generate(...)`. Token 1 is the **prefill** (the whole prompt in one pass). "
@@ -289,8 +280,8 @@ with st.expander("What you are seeing", expanded=False):
         "where two modes' rounds overlap, the page says **inside the noise** instead of naming a winner."
     )
 
-sidebar_spec = st.session_state.get(ui.MODEL_SPEC_KEY, models.BUNDLED)
-auto_threads, auto_reason = bench_machine.default_thread_count(other_sessions())
+sidebar_spec = st.session_state.get(ui.MODEL_SPEC_KEY, loading.BUNDLED)
+auto_threads, auto_reason = machine.default_thread_count(ui.other_active_sessions())
 with st.form("bench_form"):
     spec = model_choice(sidebar_spec)
     c1, c2, c3 = st.columns(3)
@@ -303,7 +294,7 @@ with st.form("bench_form"):
         a1, a2 = st.columns(2)
         threads = a1.number_input("Torch threads", min_value=1, value=None, key="bench_threads",
                                   placeholder=f"auto ({auto_threads})",
-                                  help=f"Empty: {auto_reason}. At most {bench_machine.MAX_THREADS}.")
+                                  help=f"Empty: {auto_reason}. At most {machine.MAX_THREADS}.")
         warmup = a2.number_input("Warm-up runs", min_value=0, value=1, key="bench_warmup",
                                  help=f"At most {PAGE_MAX_WARMUP}.")
         include_generate = st.checkbox("Also time model.generate(use_cache=True)", True, key="bench_generate")
@@ -319,7 +310,7 @@ if submitted:
         whole("Rounds", int(repeats), 1, PAGE_MAX_REPEATS)
         whole("Warm-up runs", int(warmup), 0, PAGE_MAX_WARMUP)
         if threads is not None:
-            whole("Torch threads", int(threads), 1, bench_machine.MAX_THREADS)
+            whole("Torch threads", int(threads), 1, machine.MAX_THREADS)
     except BenchInputError as exc:
         st.error(str(exc))
     else:

@@ -15,11 +15,14 @@ import urllib.parse
 
 import streamlit as st
 
-from kvviz import memory, models, ops, query_values, step_view, ui
-from kvviz.bench_machine import usable_cores
+from kvviz import memory, ops, ui
+from kvviz.inputs import query_values
+from kvviz.model import loading
+from kvviz.step import view as step_view
+from kvviz.speedup.machine import usable_cores
 from kvviz.figures import step as figs
-from kvviz.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
-from kvviz.step_records import DEFAULT_SAMPLING, ContextFullError, PromptError, RaceTiming, Sampling
+from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
+from kvviz.step.records import DEFAULT_SAMPLING, ContextFullError, PromptError, RaceTiming, Sampling
 
 PRESETS = {
     "ROMEO:": "ROMEO:",
@@ -38,7 +41,7 @@ GREEDY_HELP = ("Off by default: greedy always takes the single likeliest token, 
                "round). The default draws from the 40 likeliest at temperature 0.8 with the seed below: same seed, "
                "same text.")
 VIEWS = {"one": "K, V, attention", "race": "Race", "gqa": "GQA sharing"}
-RACE_SHAPE = models.RANDOM_PREFIX + "gpt2"  # the race at a size where the gap shows: GPT-2 124M, random weights
+RACE_SHAPE = loading.RANDOM_PREFIX + "gpt2"  # the race at a size where the gap shows: GPT-2 124M, random weights
 RACE_SCALES = {"model": "this model", "gpt2": "GPT-2 124M shape"}
 CHART = figs.stage_config()
 DEFAULTS = {  # widgets are created without value=, so a link can set them before they are drawn
@@ -91,7 +94,6 @@ html {font-size: 18px}
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"] {display: none}
 </style>"""
 
-ui.ensure_router()  # before anything is drawn: see its docstring
 loaded = ui.current_model("eager")
 engine = ui.step_engine(loaded)
 info = loaded.info
@@ -126,7 +128,7 @@ def _apply_link() -> None:
         return
     s = st.session_state
     s["step_link_done"] = link.replay_key
-    # never int(text) here: kvviz.query_values says what a bad steps= was and what is done instead (issue 23)
+    # never int(text) here: kvviz.inputs.query_values says what a bad steps= was and what is done instead (issue 23)
     if refused := query_values.refused_link_whole(st.query_params.get("steps"), 0, info.n_positions - 1, "steps",
                                                   "Replaying the prompt only."):
         st.warning(refused)
@@ -299,7 +301,7 @@ def _step_line(snap: step_view.StageSnapshot) -> str:
             f"({info.n_layer} x {info.n_head} x {seq}² = {eager:,} here) and masks the rest.")
 
 
-def _race_shape() -> models.LoadedModel | None:
+def _race_shape() -> loading.LoadedModel | None:
     """The race's model at the chosen scale: this one, or the GPT-2 124M shape (random weights: only the
     timing matters) where the server offers it. None = this model."""
     if st.session_state.get("step_race_scale") != "gpt2":
@@ -307,7 +309,7 @@ def _race_shape() -> models.LoadedModel | None:
     try:
         with st.spinner("Loading the GPT-2 124M shape (random weights) for the race..."):
             return ui.cached_model(RACE_SHAPE, "eager")
-    except models.ModelLoadError as exc:
+    except loading.ModelLoadError as exc:
         st.session_state["step_race_scale"] = "model"
         st.warning(f"The GPT-2 124M shape is not available here ({exc}); racing on this model.")
         return None
@@ -375,7 +377,7 @@ def _race_verdict(t: RaceTiming) -> str:
         return "**The cached step measured slower** this time: a burst of load, most likely. " + how
     extra = ""
     if big:
-        shape = models.GPT2_SHAPES["gpt2"]
+        shape = loading.GPT2_SHAPES["gpt2"]
         with_c = ops.attention_dot_products(shape["n_layer"], shape["n_head"], t.seq_len - 1, 1, cached=True)
         without = ops.attention_dot_products(shape["n_layer"], shape["n_head"], t.seq_len - 1, 1, cached=False)
         extra = f" At this shape: {with_c:,} dot products vs {without:,}."

@@ -9,7 +9,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from kvviz.models import LoadedModel, load_model  # noqa: E402
+from kvviz.model.loading import LoadedModel, load_model  # noqa: E402
 
 APP_TIMEOUT_S = 120  # AppTest default_timeout: generous, the CI machine has 2 shared cores
 

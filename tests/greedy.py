@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from kvviz.models import LoadedModel
-from kvviz.stepping import StepEngine
+from kvviz.model.loading import LoadedModel
+from kvviz.step.engine import StepEngine
 
 
 def generate_greedy(loaded: LoadedModel, prompt: str, n_new: int) -> tuple[list[int], list[np.ndarray]]:

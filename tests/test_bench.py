@@ -1,4 +1,4 @@
-"""kvviz.bench (harness), its records, tables, probes, batch sweep, CLI and figures on the real bundled GPT-2.
+"""kvviz.speedup.harness (harness), its records, tables, probes, batch sweep, CLI and figures on the real bundled GPT-2.
 
 Invariants only (they hold for any weights and any machine): every exact mode picks the no-cache tokens, the
 records have the right shapes and byte counts, one estimator gives every speed-up, each round's roofline
@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 import torch
 
-from kvviz import bench, bench_machine, bench_tables, cli_bench
-from kvviz.bench_records import LOSSY_MODES, MODES, REFERENCES, BenchSettings
+from kvviz.speedup import harness, machine, tables
+from kvviz.cli import bench as cli_bench
+from kvviz.speedup.records import LOSSY_MODES, MODES, REFERENCES, BenchSettings
 from kvviz.figures import bench as figs
 
 TINY = BenchSettings(prompt_len=5, new_tokens=6, repeats=2, warmup=1, threads=1, include_generate_no_cache=True)
@@ -24,7 +25,7 @@ TINY = BenchSettings(prompt_len=5, new_tokens=6, repeats=2, warmup=1, threads=1,
 
 @pytest.fixture(scope="module")
 def tiny_result(sdpa_model):
-    return bench.run_benchmark(sdpa_model, TINY)
+    return harness.run_benchmark(sdpa_model, TINY)
 
 
 # ----- correctness: caching changes speed, never tokens ------------------------------------------------------
@@ -106,10 +107,10 @@ def test_line_serializes_two_concurrent_runs(sdpa_model):
     def worker(name: str) -> None:
         def progress(fraction: float, text: str) -> None:
             spans[name].append(time.perf_counter())
-            busy_seen.append(bench.benchmark_busy())
+            busy_seen.append(harness.benchmark_busy())
 
         try:
-            bench.run_benchmark(sdpa_model, settings, progress=progress)
+            harness.run_benchmark(sdpa_model, settings, progress=progress)
         except BaseException as exc:  # surfaced by the assertion below
             errors.append(exc)
 
@@ -122,7 +123,7 @@ def test_line_serializes_two_concurrent_runs(sdpa_model):
     first, second = sorted(spans.values(), key=min)
     assert max(first) <= min(second)  # no overlap: one after the other
     assert all(busy_seen)
-    assert not bench.benchmark_busy() and bench.busy_for_s() is None and bench.waiting_count() == 0
+    assert not harness.benchmark_busy() and harness.busy_for_s() is None and harness.waiting_count() == 0
     assert torch.get_num_threads() == threads_before
 
 
@@ -130,7 +131,7 @@ def test_queue_position_is_reported_and_a_timeout_is_clear(sdpa_model):
     holding, release = threading.Event(), threading.Event()
 
     def holder() -> None:
-        with bench.hold_turn():
+        with harness.hold_turn():
             holding.set()
             release.wait(30)
 
@@ -138,13 +139,13 @@ def test_queue_position_is_reported_and_a_timeout_is_clear(sdpa_model):
     thread.start()
     assert holding.wait(30)
     ahead: list[int] = []
-    with pytest.raises(bench.BenchBusyError, match="busy"):
-        bench.run_benchmark(sdpa_model, TINY, lock_wait_s=1.2, on_wait=ahead.append)
+    with pytest.raises(harness.BenchBusyError, match="busy"):
+        harness.run_benchmark(sdpa_model, TINY, lock_wait_s=1.2, on_wait=ahead.append)
     assert ahead and set(ahead) == {1}  # one run ahead: the holder's
-    assert bench.waiting_count() == 1  # the timed-out caller left the line
+    assert harness.waiting_count() == 1  # the timed-out caller left the line
     release.set()
     thread.join(30)
-    assert bench.waiting_count() == 0 and not bench.benchmark_busy()
+    assert harness.waiting_count() == 0 and not harness.benchmark_busy()
 
 
 def test_interrupted_run_releases_its_turn_and_restores_threads(sdpa_model):
@@ -157,8 +158,8 @@ def test_interrupted_run_releases_its_turn_and_restores_threads(sdpa_model):
     settings = BenchSettings(prompt_len=3, new_tokens=3, repeats=1, warmup=0,
                              threads=max(1, threads_before - 1) if threads_before > 1 else 2)
     with pytest.raises(KeyboardInterrupt):
-        bench.run_benchmark(sdpa_model, settings, progress=interrupt)
-    assert not bench.benchmark_busy() and bench.waiting_count() == 0
+        harness.run_benchmark(sdpa_model, settings, progress=interrupt)
+    assert not harness.benchmark_busy() and harness.waiting_count() == 0
     assert torch.get_num_threads() == threads_before
 
 
@@ -176,25 +177,25 @@ def test_interrupted_run_releases_its_turn_and_restores_threads(sdpa_model):
     ],
 )
 def test_validate_rejects_bad_settings(settings, message):
-    with pytest.raises(bench.BenchInputError, match=message):
-        bench.validate(settings, n_positions=256)
+    with pytest.raises(harness.BenchInputError, match=message):
+        harness.validate(settings, n_positions=256)
 
 
 def test_default_thread_count_follows_free_cores_and_other_sessions():
-    cores = bench_machine.usable_cores()
-    assert bench_machine.default_thread_count(load_1min=0.0)[0] == cores
-    threads, why = bench_machine.default_thread_count(load_1min=1000.0)
+    cores = machine.usable_cores()
+    assert machine.default_thread_count(load_1min=0.0)[0] == cores
+    threads, why = machine.default_thread_count(load_1min=1000.0)
     assert threads == 1 and "free" in why
-    threads, why = bench_machine.default_thread_count(other_sessions=2, load_1min=0.0)
+    threads, why = machine.default_thread_count(other_sessions=2, load_1min=0.0)
     assert threads == max(1, cores - 1) if cores > 1 else threads == 1
     if cores > 1:
         assert "2 other session(s)" in why
-    assert bench_machine._parse_size("32768K") == 32 * 2**20 and bench_machine._parse_size("bad") is None
+    assert machine._parse_size("32768K") == 32 * 2**20 and machine._parse_size("bad") is None
 
 
 # ----- tables, CSV, figures, CLI ---------------------------------------------------------------------------
 def test_summary_and_csv(tiny_result):
-    rows = bench_tables.summary_rows(tiny_result)
+    rows = tables.summary_rows(tiny_result)
     assert [r["mode"] for r in rows] == [m.label for m in tiny_result.modes]
     assert [r["tokens match no cache"] for r in rows] == [
         f"{tiny_result.token_agreement('int8'):.0%}" if m.mode == "int8" else "yes" for m in tiny_result.modes]
@@ -202,7 +203,7 @@ def test_summary_and_csv(tiny_result):
     import pyarrow as pa
 
     pa.Table.from_pandas(pd.DataFrame(rows))  # one type per column: what st.dataframe needs
-    lines = bench_tables.per_token_csv(tiny_result).strip().splitlines()
+    lines = tables.per_token_csv(tiny_result).strip().splitlines()
     assert lines[0].startswith("model,mode,repeat,token_index")
     assert len(lines) == 1 + len(tiny_result.modes) * TINY.repeats * TINY.new_tokens
     assert lines[1].split(",")[4:6] == ["prefill", str(TINY.prompt_len)]
@@ -228,7 +229,7 @@ def test_figures(tiny_result):
     assert "memory roof" in names and "compute roof" in names
     notes = " ".join(a.text for a in roof.layout.annotations)
     assert "memory roof" in notes and "compute roof" in notes  # labelled on the line, not in the legend
-    assert sum(len(t.x) for t in roof.data if t.mode == "markers") == len(bench_tables.pass_points(tiny_result))
+    assert sum(len(t.x) for t in roof.data if t.mode == "markers") == len(tables.pass_points(tiny_result))
     for fig in (latency, speedup, roof, too_many):
         assert legend_entries(fig) <= MAX_LEGEND_ENTRIES
         for axis in (fig.layout.xaxis, fig.layout.yaxis):
@@ -277,7 +278,7 @@ def test_a_non_gpt2_model_is_refused_with_a_message_before_anything_runs(bundled
     """The engines mirror GPT2LMHeadModel: a Llama-type model gets one clear line, not an AttributeError."""
     import dataclasses
 
-    from kvviz.bench_settings import BenchInputError, BenchSettings, validate
+    from kvviz.speedup.settings import BenchInputError, BenchSettings, validate
 
     llama_info = dataclasses.replace(bundled.info, model_type="llama", label="a Llama model")
     with pytest.raises(BenchInputError, match="written for GPT-2.*llama model"):
@@ -289,7 +290,7 @@ def test_a_non_gpt2_model_is_refused_with_a_message_before_anything_runs(bundled
 def test_compiled_static_reference_picks_the_same_tokens_or_says_why_not(sdpa_model):
     settings = BenchSettings(prompt_len=5, new_tokens=6, repeats=1, warmup=1, threads=1, include_generate=False,
                              include_int8=False, include_compiled=True, weight_format="stored")
-    result = bench.run_benchmark(sdpa_model, settings)
+    result = harness.run_benchmark(sdpa_model, settings)
     if result.has("static_compiled"):  # a C++ compiler is here: one graph, timed, the no-cache tokens
         assert result.compile_note.startswith("torch.compile took ")
         assert result.tokens_match("static_compiled") and result.mode("static_compiled").is_reference
@@ -297,6 +298,6 @@ def test_compiled_static_reference_picks_the_same_tokens_or_says_why_not(sdpa_mo
     else:  # no compiler: skipped with the reason, the other modes still ran
         assert result.compile_note.startswith("StaticCache + torch.compile skipped: torch.compile failed here")
         assert result.has("preallocated")
-    assert bench_tables.to_dict(result)["compile_note"] == result.compile_note
+    assert tables.to_dict(result)["compile_note"] == result.compile_note
     assert result.compile_note in cli_bench.format_report(result)
     assert not BenchSettings().include_compiled  # a reference, never on unless asked

@@ -1,4 +1,4 @@
-"""The roofline side of kvviz.bench on the real bundled GPT-2: exact bytes, per-round fractions from each
+"""The roofline side of kvviz.speedup.harness on the real bundled GPT-2: exact bytes, per-round fractions from each
 round's own probe, disturbed runs flagged (never shown above 100%), weights in cache, pass points on the two
 roofs, the probes themselves, and the batched-decode sweep. No timing is asserted.
 """
@@ -8,8 +8,9 @@ import dataclasses
 
 import pytest
 
-from kvviz import bench, bench_batch, bench_machine, bench_probes, bench_tables, cli_bench, roofline
-from kvviz.bench_records import BenchSettings
+from kvviz.speedup import harness, batch, machine, probes, tables, roofline
+from kvviz.cli import bench as cli_bench
+from kvviz.speedup.records import BenchSettings
 from kvviz.figures import bench as figs
 
 TINY = BenchSettings(prompt_len=5, new_tokens=6, repeats=2, warmup=0, threads=1, include_generate=False)
@@ -17,7 +18,7 @@ TINY = BenchSettings(prompt_len=5, new_tokens=6, repeats=2, warmup=0, threads=1,
 
 @pytest.fixture(scope="module")
 def tiny_result(sdpa_model):
-    return bench.run_benchmark(sdpa_model, TINY)
+    return harness.run_benchmark(sdpa_model, TINY)
 
 
 # ----- roofline --------------------------------------------------------------------------------------------
@@ -30,7 +31,7 @@ def test_roofline_bytes_and_per_round_fractions(sdpa_model, tiny_result):
     assert tiny_result.kv_bytes_per_token == sum(brute) // len(brute)
     assert 0 < tiny_result.int8_weight_bytes_per_token < tiny_result.weight_bytes_per_token
     assert len(tiny_result.read_bandwidth) == TINY.repeats  # one probe per round
-    llc = bench_machine.last_level_cache_bytes()
+    llc = machine.last_level_cache_bytes()
     assert all(b.buffer_bytes >= 4 * (llc or 0) and b.bytes_per_s > 0 for b in tiny_result.read_bandwidth)
     runs = tiny_result.mode("preallocated").runs
     verdict = tiny_result.roofline_verdict("preallocated")
@@ -50,9 +51,9 @@ def test_disturbed_run_is_flagged_and_never_shows_over_100_percent(tiny_result):
     verdict = disturbed.roofline_verdict("preallocated")
     assert verdict.disturbed and verdict.fraction is None and max(verdict.fractions) > 1
     assert "disturbed" in verdict.describe() and "%" not in verdict.describe()
-    row = next(r for r in bench_tables.summary_rows(disturbed) if r["mode"] == disturbed.mode("preallocated").label)
+    row = next(r for r in tables.summary_rows(disturbed) if r["mode"] == disturbed.mode("preallocated").label)
     assert row["read roofline"] == "disturbed"
-    assert bench_tables.to_dict(disturbed)["modes"]["preallocated"]["roofline_fraction"] is None
+    assert tables.to_dict(disturbed)["modes"]["preallocated"]["roofline_fraction"] is None
     report = cli_bench.format_report(disturbed)
     line = [ln for ln in report.splitlines() if ln.strip().startswith("Flat pre-allocated")][-1]  # roofline part
     assert "disturbed" in line and "%" not in line
@@ -72,7 +73,7 @@ def test_weights_in_cache_are_never_shown_above_the_dram_roof(tiny_result):
 
 
 def test_pass_points_sit_where_the_physics_says(tiny_result):
-    points = bench_tables.pass_points(tiny_result)
+    points = tables.pass_points(tiny_result)
     kinds = {p.kind for p in points}
     assert {"prefill", "uncached", "cached decode"} <= kinds
     decode = [p for p in points if p.kind == "cached decode"]
@@ -82,16 +83,16 @@ def test_pass_points_sit_where_the_physics_says(tiny_result):
 
 
 def test_probes():
-    probe = bench_probes.ReadProbe(buffer_bytes=4 * 2**20)
+    probe = probes.ReadProbe(buffer_bytes=4 * 2**20)
     bandwidth = probe.measure(repeats=3)
     assert 0 < bandwidth.bytes_per_s <= bandwidth.best_bytes_per_s and bandwidth.repeats == 3
     assert bandwidth.method == roofline.READ_METHOD
-    assert bench_probes.measure_copy_bandwidth(4 * 2**20, repeats=2).method == roofline.COPY_METHOD
-    assert bench_probes.measure_peak_flops(size=64, repeats=3) > 0
+    assert probes.measure_copy_bandwidth(4 * 2**20, repeats=2).method == roofline.COPY_METHOD
+    assert probes.measure_peak_flops(size=64, repeats=3) > 0
     with pytest.raises(ValueError):
-        bench_probes.ReadProbe(buffer_bytes=1024)
-    llc = bench_machine.last_level_cache_bytes()
-    assert bench_probes.read_buffer_bytes() >= (4 * llc if llc else 64 * 2**20)
+        probes.ReadProbe(buffer_bytes=1024)
+    llc = machine.last_level_cache_bytes()
+    assert probes.read_buffer_bytes() >= (4 * llc if llc else 64 * 2**20)
 
 
 def test_roofs_and_batch_arithmetic():
@@ -105,15 +106,15 @@ def test_roofs_and_batch_arithmetic():
 
 # ----- batch sweep -----------------------------------------------------------------------------------------
 def test_batch_sweep_on_the_real_model(sdpa_model):
-    sweep = bench_batch.run_batch_sweep(sdpa_model, max_batch=4, context=8, threads=1)
+    sweep = batch.run_batch_sweep(sdpa_model, max_batch=4, context=8, threads=1)
     assert [p.step.batch for p in sweep.points] == [1, 2, 4]
     for point in sweep.points:
         assert point.step.kv_bytes == point.step.batch * 9 * sweep.row_bytes and point.tokens_per_s > 0
     intensities = [p.step.intensity for p in sweep.points]
     assert intensities == sorted(intensities)  # weights shared by the batch: intensity grows with it
-    assert bench_batch.batch_sizes(64) == [1, 2, 4, 8, 16, 32, 64] and bench_batch.batch_sizes(5) == [1, 2, 4, 5]
-    with pytest.raises(bench.BenchInputError, match="between 1 and 64"):
-        bench_batch.validate(sdpa_model, 65, 8)
+    assert batch.batch_sizes(64) == [1, 2, 4, 8, 16, 32, 64] and batch.batch_sizes(5) == [1, 2, 4, 5]
+    with pytest.raises(harness.BenchInputError, match="between 1 and 64"):
+        batch.validate(sdpa_model, 65, 8)
     assert len(figs.batch_figure(sweep).data) >= 2
 
 
@@ -124,7 +125,7 @@ def test_gemv_ceiling_times_every_kernel_on_the_real_matrices(tmp_path):
     import json
     from pathlib import Path
 
-    from kvviz.models import load_bundled
+    from kvviz.model.loading import load_bundled
 
     path = Path(__file__).resolve().parents[1] / "bench" / "gemv_ceiling.py"
     spec = importlib.util.spec_from_file_location("gemv_ceiling", path)

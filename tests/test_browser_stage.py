@@ -62,7 +62,7 @@ def test_the_stage_fits_a_projector_and_follows_the_keyboard(app_url, scheme):  
         _wait_idle(tab)
         tab.get_by_role("button", name=re.compile("^Prefill")).wait_for()
         # The module's server is fresh and this deep link is its first page: the router (app.py) must still
-        # run it, with the sidebar's model picker (ui.ensure_router works around Streamlit's pages/ detection).
+        # run it, with the sidebar's model picker (kvviz.ui works around Streamlit's pages/ detection when first imported).
         assert tab.locator('[data-testid="stSidebar"]').get_by_text("Which model").count() == 1
         tab.screenshot(path=str(ARTIFACTS / f"stage_{scheme}_before.png"))
         tab.keyboard.press("p")  # P = Prefill

@@ -128,14 +128,14 @@ def test_two_sessions_with_five_models_in_use_neither_loses_its_generation(app_u
     from playwright.sync_api import sync_playwright
     from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast
 
-    from kvviz import models
+    from kvviz.model import loading
 
     folders = []
     for i in range(3):  # three real (tiny, random) GPT-2 folders, saved as a user would have them
         torch.manual_seed(i)
         folder = tmp_path / f"tiny{i}"
         GPT2LMHeadModel(GPT2Config(n_layer=2, n_head=2, n_embd=64, n_positions=128)).save_pretrained(folder)
-        GPT2TokenizerFast.from_pretrained(models.BUNDLED_DIR).save_pretrained(folder)
+        GPT2TokenizerFast.from_pretrained(loading.BUNDLED_DIR).save_pretrained(folder)
         folders.append(str(folder))
     with sync_playwright() as pw:
         browser = _browser(pw)

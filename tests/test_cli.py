@@ -13,7 +13,7 @@ import pytest
 
 from kvviz import ops
 from kvviz.__main__ import main as kvviz_main
-from kvviz.presets import PRESETS
+from kvviz.memory.presets import PRESETS
 
 REPO = Path(__file__).resolve().parents[1]
 

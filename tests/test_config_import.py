@@ -1,4 +1,4 @@
-"""kvviz.config_import + kvviz.hf_cache: what is read from a config.json, what comes from transformers' defaults
+"""kvviz.memory.config_import + kvviz.memory.hf_cache: what is read from a config.json, what comes from transformers' defaults
 (and is said to), and the one-line refusals. The byte-level agreement with real caches is in
 tests/test_transformers_oracle.py; these are the fast checks of the import itself."""
 from __future__ import annotations
@@ -10,7 +10,8 @@ from dataclasses import replace
 
 import pytest
 
-from kvviz import config_import, hf_cache, memory
+from kvviz.memory import config_import, hf_cache
+from kvviz import memory
 from kvviz.memory import KVConfig, MemoryInputError
 
 GEMMA3_4B = {  # google/gemma-3-4b-pt config.json, text part as published (heads, head size, pattern: defaults)
@@ -124,12 +125,12 @@ def test_cli_exit_2_one_line_no_traceback(tmp_path, payload):
 
 
 def test_importing_the_module_does_not_import_torch():
-    code = "import sys, kvviz.config_import, kvviz.hf_cache; print('torch' in sys.modules)"
+    code = "import sys, kvviz.memory.config_import, kvviz.memory.hf_cache; print('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
 
 
 def test_transformers_figure_for_a_windowed_preset_is_one_token_less_per_sliding_layer():
-    from kvviz.presets import get_preset
+    from kvviz.memory.presets import get_preset
 
     mistral = get_preset("mistral-7b").kv  # every layer slides, window 4096
     per_layer_token = 2 * 8 * 128 * 2

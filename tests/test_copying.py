@@ -1,6 +1,6 @@
 """Both bundled models copy in context, recomputed from the shipped weights (a retrain that loses its induction
 heads fails here): the figures in each training_report.json are reproduced, and they clear thresholds set below
-the measured ones. Also the training mix itself (kvviz.copying.repeat_batch) and the "Repeat a pattern" preset."""
+the measured ones. Also the training mix itself (kvviz.training.copying.repeat_batch) and the "Repeat a pattern" preset."""
 from __future__ import annotations
 
 import json
@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from kvviz import copying, models, pattern_records, patterns, step_view, train
-from kvviz.stepping import StepEngine
+from kvviz.training import copying, train
+from kvviz.model import loading
+from kvviz.step import pattern_records, patterns, view
+from kvviz.step.engine import StepEngine
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
 # Thresholds below the measured figures in the reports (README: "The bundled models"), not copies of them.
@@ -18,17 +20,17 @@ MIN_HELD_OUT_REPEAT_TOP1 = 0.90  # top-1 on the repeated half of 50 held-out tex
 MIN_RANDOM_REPEAT_TOP1 = 0.90  # top-1 on the repeated half of 50 seeded random-token spans
 # Validation loss: at most 0.05 over the GPT-2's non-copying predecessor (3.870 + 0.05; the shipped one: 3.880);
 # the Llama's 3.916 (its predecessor: 3.795; half its rows copy) is guarded against getting worse
-MAX_VALIDATION_LOSS = {models.BUNDLED: 3.92, models.BUNDLED_GQA: 3.95}
-MODELS = [models.BUNDLED, models.BUNDLED_GQA]
+MAX_VALIDATION_LOSS = {loading.BUNDLED: 3.92, loading.BUNDLED_GQA: 3.95}
+MODELS = [loading.BUNDLED, loading.BUNDLED_GQA]
 
 
 def _report(name: str) -> dict:
-    return json.loads((models.BUNDLED_MODELS[name].folder / "training_report.json").read_text())
+    return json.loads((loading.BUNDLED_MODELS[name].folder / "training_report.json").read_text())
 
 
 @pytest.fixture(scope="module", params=MODELS)
-def named(request) -> tuple[str, models.LoadedModel]:
-    return request.param, models.load_model(request.param, attn_implementation="eager")
+def named(request) -> tuple[str, loading.LoadedModel]:
+    return request.param, loading.load_model(request.param, attn_implementation="eager")
 
 
 def test_random_token_copying_is_recomputed_and_clears_the_threshold(named):
@@ -65,7 +67,7 @@ def test_repeat_a_pattern_preset_continues_the_pattern(named):
     """The step page's "Repeat a pattern" preset: greedy continues it, and the head that copies is there to see."""
     _, loaded = named
     engine = StepEngine(loaded)
-    engine.prefill(step_view.REPEAT_PROMPT)
+    engine.prefill(view.REPEAT_PROMPT)
     for _ in range(8):  # " stone", " red", " apple" (several tokens), " blue", ...
         engine.step()
     assert loaded.tokenizer.decode(engine.generated_ids()).startswith(" stone red apple blue")

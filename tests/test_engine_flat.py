@@ -1,4 +1,4 @@
-"""kvviz.engine_flat and kvviz.weight_format on the real bundled GPT-2, transformers' caches as the oracle.
+"""kvviz.speedup.flat_engine and kvviz.speedup.weight_format on the real bundled GPT-2, transformers' caches as the oracle.
 
 The flat engine computes the model's own logits and K/V in every fp32 format; int8 stays within a stated
 tolerance and its token agreement is reported; the format chooser measures real kernels and keeps the faster,
@@ -10,8 +10,8 @@ import pytest
 import torch
 from transformers import DynamicCache
 
-from kvviz import bench, engine_flat, weight_format
-from kvviz.models import load_model
+from kvviz.speedup import harness, flat_engine, weight_format
+from kvviz.model.loading import load_model
 
 INT8_LOGIT_ATOL = 0.5  # int8 weights on the bundled model: max |logit difference| seen ~0.1
 
@@ -21,10 +21,10 @@ def loaded():
     return load_model("bundled", attn_implementation="sdpa")
 
 
-def _compare_with_dynamic_cache(loaded, fmt: str, atol: float) -> tuple[engine_flat.FlatCacheGPT2, DynamicCache, int]:
+def _compare_with_dynamic_cache(loaded, fmt: str, atol: float) -> tuple[flat_engine.FlatCacheGPT2, DynamicCache, int]:
     model = loaded.model
-    prompt = bench.prompt_token_ids(loaded, 7)
-    engine = engine_flat.FlatCacheGPT2(model, max_len=12, weight_format=fmt)
+    prompt = harness.prompt_token_ids(loaded, 7)
+    engine = flat_engine.FlatCacheGPT2(model, max_len=12, weight_format=fmt)
     cache = DynamicCache(config=model.config)
     agree = 0
     with torch.inference_mode():
@@ -43,7 +43,7 @@ def _compare_with_dynamic_cache(loaded, fmt: str, atol: float) -> tuple[engine_f
 def test_fp32_formats_match_model_logits_and_cache(loaded, fmt):
     try:
         engine, cache, agree = _compare_with_dynamic_cache(loaded, fmt, atol=1e-4)
-    except engine_flat.FormatUnavailable as exc:
+    except flat_engine.FormatUnavailable as exc:
         pytest.skip(f"this torch build has no {fmt}: {exc}")
     assert agree == 4
     assert engine.length == cache.get_seq_length() == 11
@@ -68,8 +68,8 @@ def test_int8_within_stated_tolerance(loaded):
 def test_batched_forward_equals_one_sequence_at_a_time(loaded):
     model = loaded.model
     prompts = torch.tensor([[5, 6, 7, 8], [9, 10, 11, 12], [1, 2, 3, 4]])
-    batched = engine_flat.FlatCacheGPT2(model, max_len=6, batch=3)
-    single = engine_flat.FlatCacheGPT2(model, max_len=6)
+    batched = flat_engine.FlatCacheGPT2(model, max_len=6, batch=3)
+    single = flat_engine.FlatCacheGPT2(model, max_len=6)
     with torch.inference_mode():
         out = batched.forward(prompts)
         nxt = batched.forward(out.argmax(-1, keepdim=True))
@@ -85,7 +85,7 @@ def test_model_is_left_untouched(loaded):
     model = loaded.model
     before = {name: p.clone() for name, p in model.named_parameters()}
     for fmt in ("stored", "int8"):
-        engine_flat.FlatCacheGPT2(model, max_len=4, weight_format=fmt)
+        flat_engine.FlatCacheGPT2(model, max_len=4, weight_format=fmt)
     assert all(torch.equal(before[name], p) for name, p in model.named_parameters())
     assert all(not m._forward_hooks and not m._forward_pre_hooks for m in model.modules())
     assert model.lm_head.weight is model.transformer.wte.weight
@@ -118,8 +118,8 @@ def test_broken_private_onednn_op_falls_back_to_stored(loaded, monkeypatch):
     def changed_signature(x, packed, bias):
         return torch.ops.mkldnn._linear_pointwise(x, packed)  # the private op no longer takes these arguments
 
-    monkeypatch.setattr(engine_flat, "_onednn_linear", changed_signature)
-    with pytest.raises(engine_flat.FormatUnavailable):
-        engine_flat.FlatCacheGPT2(loaded.model, max_len=4, weight_format="onednn")
+    monkeypatch.setattr(flat_engine, "_onednn_linear", changed_signature)
+    with pytest.raises(flat_engine.FormatUnavailable):
+        flat_engine.FlatCacheGPT2(loaded.model, max_len=4, weight_format="onednn")
     engine, choice = weight_format.choose_engine(loaded.model, max_len=4)
     assert engine.weight_format == choice.chosen == "stored" and "only usable" in choice.how

@@ -1,18 +1,18 @@
 """Charts readable from the back of a room (issue 19 §6), checked on the figure objects: every tick font at least
 the shared minimum, at most four legend entries, a log axis only where the chart says "log", memory lines that
 stop at each model's maximum context, no "0.2x10^5" token axis. And the one "inside the noise" rule
-(kvviz.bench_noise) every timed comparison uses. Fast, torch-free; the browser test checks the rendered SVG."""
+(kvviz.speedup.noise) every timed comparison uses. Fast, torch-free; the browser test checks the rendered SVG."""
 from __future__ import annotations
 
 import plotly.graph_objects as go
 import pytest
 
-from kvviz import ops, ops_summary
-from kvviz.bench_noise import Comparison, Timing, inside_noise, time_pair
+from kvviz import ops
+from kvviz.speedup.noise import Comparison, Timing, inside_noise, time_pair
 from kvviz.figures import MAX_LEGEND_ENTRIES, MIN_TICK_FONT_PX, legend_entries, log_ticks, readable
 from kvviz.figures import memory as mem_figs
 from kvviz.figures import ops as ops_figs
-from kvviz.presets import get_preset
+from kvviz.memory.presets import get_preset
 
 
 def _axes(fig: go.Figure) -> list:
@@ -84,7 +84,7 @@ SHAPE = get_preset("gpt2").shape
 
 def _ops_figures(log_y: bool) -> list[go.Figure]:
     cached, uncached = ops.generation_totals(SHAPE, 16, 64)
-    points = ops_summary.curve(SHAPE, 16, 64, max_points=50)
+    points = ops.curve(SHAPE, 16, 64, max_points=50)
     steps = list(ops.generation_steps(SHAPE, 16, 8))
     return [ops_figs.cumulative_figure(points, "total", False, log_y), ops_figs.ratio_figure(points),
             ops_figs.breakdown_figure(cached, uncached, False, log_y),

@@ -1,6 +1,6 @@
 """The glossary and the teacher's guide: every term the lesson uses is defined, the pages render and are in the
 navigation, filtering works, the plans add up to their minutes and open real pages, and the README's teacher
-section sits near the top and agrees with kvviz.teaching."""
+section sits near the top and agrees with kvviz.teaching.guide.guide."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,7 +8,7 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
-from kvviz import glossary, lesson, teaching
+from kvviz.teaching.guide.guide import glossary, lesson, guide
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,15 +43,15 @@ def test_glossary_page_is_in_the_navigation_and_filters(fresh_streamlit_caches):
 
 
 def test_teachers_page_and_plans(fresh_streamlit_caches):
-    assert teaching.total_minutes(teaching.PLAN_30) == 30 and teaching.total_minutes(teaching.PLAN_45) == 45
-    for block in teaching.PLAN_30 + teaching.PLAN_45:
+    assert guide.total_minutes(guide.PLAN_30) == 30 and guide.total_minutes(guide.PLAN_45) == 45
+    for block in guide.PLAN_30 + guide.PLAN_45:
         assert (ROOT / block.page).is_file() and block.show and block.ask and block.pitfall
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT_S)
     at.run()
     at.switch_page("pages/teachers.py").run()
     assert not at.exception and at.title[0].value == "For teachers"
     text = " ".join(m.value for m in at.markdown)
-    assert teaching.PLAN_45[3].show in text and "KVVIZ_SHARED=1" in text
+    assert guide.PLAN_45[3].show in text and "KVVIZ_SHARED=1" in text
 
 
 def test_readme_teacher_section_is_near_the_top():
@@ -60,5 +60,5 @@ def test_readme_teacher_section_is_near_the_top():
     assert teachers < setup and teachers < readme.index("## Teaching a large class")
     section = readme[teachers:setup]
     assert "30 minutes" in section and "45 minutes" in section and "lesson_class=true" in section
-    for block in teaching.PLAN_30 + teaching.PLAN_45:  # the full plans in the README are kvviz.teaching's
+    for block in guide.PLAN_30 + guide.PLAN_45:  # the full plans in the README are kvviz.teaching.guide.guide's
         assert block.ask in section

@@ -9,16 +9,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kvviz import memory, models, ops
-from kvviz.stepping import StepEngine
+from kvviz import memory, ops
+from kvviz.model import loading
+from kvviz.step.engine import StepEngine
 from greedy import generate_greedy, generate_greedy_uncached
 from test_stepping import PROMPTS
 
 
 
 @pytest.fixture(scope="module")
-def gqa() -> models.LoadedModel:
-    return models.load_model(models.BUNDLED_GQA)
+def gqa() -> loading.LoadedModel:
+    return loading.load_model(loading.BUNDLED_GQA)
 
 
 def test_gqa_model_loads_offline_as_a_llama_with_two_kv_heads(gqa, bundled):
@@ -30,7 +31,7 @@ def test_gqa_model_loads_offline_as_a_llama_with_two_kv_heads(gqa, bundled):
     assert info.n_kv_heads == gqa.model.config.num_key_value_heads
     assert info.model_type == "llama" and info.mlp_matrices == 3 and info.d_ff == gqa.model.config.intermediate_size
     assert info.n_params == sum(p.numel() for p in gqa.model.parameters())
-    assert models.bundled_info(name=models.BUNDLED_GQA) == info  # the torch-free description agrees
+    assert loading.bundled_info(name=loading.BUNDLED_GQA) == info  # the torch-free description agrees
     assert "2 K/V heads" in info.label
     text = "ROMEO:\nBut soft! 🙂"
     assert gqa.tokenizer(text).input_ids == bundled.tokenizer(text).input_ids  # one tokenizer for both models
@@ -38,7 +39,7 @@ def test_gqa_model_loads_offline_as_a_llama_with_two_kv_heads(gqa, bundled):
 
 def test_both_bundled_models_are_safetensors_and_together_small():
     total = 0
-    for spec in models.BUNDLED_MODELS.values():
+    for spec in loading.BUNDLED_MODELS.values():
         files = {p.name: p.stat().st_size for p in spec.folder.iterdir()}
         assert "model.safetensors" in files and not any(n.endswith((".bin", ".pt", ".pkl")) for n in files)
         total += sum(files.values())
@@ -96,7 +97,7 @@ def _page(name: str, spec: str, query: dict[str, str] | None = None):
 
 
 def test_step_page_on_the_gqa_model_shows_the_group_mapping_and_the_bytes():
-    at = _page("step_through", models.BUNDLED_GQA)
+    at = _page("step_through", loading.BUNDLED_GQA)
     assert not at.exception
     at.button(key="step_btn_prefill").click().run()
     at.button(key="step_btn_next").click().run()
@@ -109,13 +110,13 @@ def test_step_page_on_the_gqa_model_shows_the_group_mapping_and_the_bytes():
 
 
 def test_memory_page_loaded_model_view_reads_two_kv_heads():
-    at = _page("memory_budget", models.BUNDLED_GQA, {"mem_tab": "The loaded model"})
+    at = _page("memory_budget", loading.BUNDLED_GQA, {"mem_tab": "The loaded model"})
     assert not at.exception and at.success, at.exception
     assert "x 2 heads x 16 x 4 B" in at.success[-1].value  # the K/V head count read from the model
 
 
 def test_count_the_work_page_counts_the_gqa_model():
-    at = _page("attention_ops", models.BUNDLED_GQA)
+    at = _page("attention_ops", loading.BUNDLED_GQA)
     assert not at.exception and not at.error, at.exception
 
 
@@ -134,7 +135,7 @@ def test_sidebar_offers_the_gqa_model_beside_the_default_gpt2():
     radio = at.sidebar.radio(key="app_model_kind")
     assert radio.value == "Bundled Tiny-Shakespeare GPT-2 (offline)"  # still the default
     radio.set_value("Bundled Tiny-Shakespeare Llama, GQA (offline)").run()
-    assert not at.exception and at.session_state["model_spec"] == models.BUNDLED_GQA
+    assert not at.exception and at.session_state["model_spec"] == loading.BUNDLED_GQA
     assert "sharing 2 K/V heads" in at.sidebar.caption[0].value
     at.sidebar.radio(key="app_model_kind").set_value("Bundled Tiny-Shakespeare GPT-2 (offline)").run()
-    assert at.session_state["model_spec"] == models.BUNDLED
+    assert at.session_state["model_spec"] == loading.BUNDLED

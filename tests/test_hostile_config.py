@@ -2,7 +2,7 @@
 to change; no exception, no traceback, the earlier state kept.
 
 Three surfaces, each with hand-picked cases from the issue and property-based ones (hypothesis):
-  the library   kvviz.config_import.parse_hf_config: returns a config or raises MemoryInputError, nothing else
+  the library   kvviz.memory.config_import.parse_hf_config: returns a config or raises MemoryInputError, nothing else
   the CLI       python -m kvviz memory --config FILE [...]: exit 0 with a table, or exit 2 with one stderr line
   the page      the Memory budget page's "Import a Hugging Face config.json" (AppTest): one message, and on a
                 refusal the form keeps the values it had
@@ -20,8 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kvviz import config_import, memory
-from kvviz.cli_memory import main as memory_cli
+from kvviz.memory import config_import
+from kvviz import memory
+from kvviz.cli.memory import main as memory_cli
 from kvviz.memory import MemoryInputError
 
 ROOT = Path(__file__).resolve().parents[1]

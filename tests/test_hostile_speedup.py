@@ -15,9 +15,10 @@ from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
-from kvviz import bench, ops
-from kvviz.bench_records import RooflineVerdict
-from kvviz.bench_settings import (PAGE_BUDGET_S, BenchInputError, BenchSettings, PassRates, check_budget,
+from kvviz.speedup import harness
+from kvviz import ops
+from kvviz.speedup.records import RooflineVerdict
+from kvviz.speedup.settings import (PAGE_BUDGET_S, BenchInputError, BenchSettings, PassRates, check_budget,
                                   estimate_seconds, longest_within)
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "speedup.py")
@@ -61,10 +62,10 @@ def test_the_issue_run_is_refused_with_its_estimate():
 
 
 def test_a_real_runs_estimate_comes_from_real_passes(sdpa_model):
-    rates = bench.pass_rates(sdpa_model, 1)
+    rates = harness.pass_rates(sdpa_model, 1)
     assert rates.s_per_op > 0 and rates.overhead_s >= 0
-    small = bench.estimate(sdpa_model, BenchSettings(prompt_len=4, new_tokens=8, repeats=1, warmup=0, threads=1))
-    big = bench.estimate(sdpa_model, BenchSettings(prompt_len=1, new_tokens=255, repeats=10, warmup=5, threads=1,
+    small = harness.estimate(sdpa_model, BenchSettings(prompt_len=4, new_tokens=8, repeats=1, warmup=0, threads=1))
+    big = harness.estimate(sdpa_model, BenchSettings(prompt_len=1, new_tokens=255, repeats=10, warmup=5, threads=1,
                                                    include_generate_no_cache=True))
     assert small < PAGE_BUDGET_S < big
 
@@ -80,10 +81,10 @@ def test_a_running_benchmark_stops_within_a_second(sdpa_model):
         return bool(asked)
 
     started = time.monotonic()
-    with pytest.raises(bench.BenchStopped):
-        bench.run_benchmark(sdpa_model, settings_, should_stop=should_stop)
+    with pytest.raises(harness.BenchStopped):
+        harness.run_benchmark(sdpa_model, settings_, should_stop=should_stop)
     assert time.monotonic() - asked[0] < 1.0
-    assert not bench.benchmark_busy()  # the line is free for the next student
+    assert not harness.benchmark_busy()  # the line is free for the next student
     assert all(not block._forward_pre_hooks for block in sdpa_model.model.transformer.h)  # nothing left on the model
 
 

@@ -1,5 +1,5 @@
-"""Hostile input, at the boundary where text becomes a number (kvviz.query_values) and where files become a model
-(kvviz.load_cost, kvviz.models, kvviz.shared_mode): every refusal is one short sentence, never Python's own words.
+"""Hostile input, at the boundary where text becomes a number (kvviz.inputs.query_values) and where files become a model
+(kvviz.model.load_cost, kvviz.model.loading, kvviz.model.shared_mode): every refusal is one short sentence, never Python's own words.
 
 Property-based: hypothesis throws arbitrary text, huge digit strings, floats written every way and unicode digits
 at each validator; the counts of inputs tried are in INPUTS_TRIED (the issue asks for them).
@@ -16,8 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvviz import load_cost, models, query_values, shared_mode
-from kvviz.query_values import QueryValueError
+from kvviz.model import load_cost, loading, shared_mode
+from kvviz.inputs import query_values
+from kvviz.inputs.query_values import QueryValueError
 
 EXAMPLES = 300  # per property below
 HOSTILE_TEXT = st.one_of(
@@ -141,8 +142,8 @@ def test_a_config_with_a_5000_digit_number_gets_one_sentence(tmp_path):
 
 
 def test_a_missing_folder_is_not_sent_to_hf_download():
-    with pytest.raises(models.ModelLoadError) as caught:
-        models.load_model("/nonexistent/model")
+    with pytest.raises(loading.ModelLoadError) as caught:
+        loading.load_model("/nonexistent/model")
     assert "hf download" not in str(caught.value) and "no model folder" in str(caught.value)
 
 
@@ -150,7 +151,7 @@ def test_raw_python_errors_become_one_plain_sentence():
     for exc in (ZeroDivisionError("integer division or modulo by zero"),
                 AttributeError("module 'torch' has no attribute 'bogus'"),
                 ValueError("Exceeds the limit (4300 digits); use sys.set_int_max_str_digits()")):
-        text = models._one_line(exc)
+        text = loading._one_line(exc)
         assert "modulo" not in text and "torch'" not in text and "set_int_max" not in text
         assert text.startswith("its files do not describe a GPT-2 model")
 
@@ -161,8 +162,8 @@ def test_a_listed_unknown_random_shape_is_not_offered(tmp_path):
 
 
 def test_back_right_after_reset_says_the_cache_is_empty(bundled):
-    from kvviz.stepping import StepEngine
-    from kvviz.step_records import PromptError
+    from kvviz.step.engine import StepEngine
+    from kvviz.step.records import PromptError
 
     engine = StepEngine(bundled)
     engine.prefill("ROMEO:")

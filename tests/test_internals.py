@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from kvviz import capacity, memory
+from kvviz.memory import capacity
+from kvviz import memory
 from kvviz.internals import crossattn, layout, paging, prefix, window
 
 PROMPT = "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun."

@@ -1,4 +1,4 @@
-"""kvviz.memory and kvviz.presets: golden values, exact scaling, config import, what-fits, and the real cache."""
+"""kvviz.memory and kvviz.memory.presets: golden values, exact scaling, config import, what-fits, and the real cache."""
 from __future__ import annotations
 
 import json
@@ -9,11 +9,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvviz import capacity, config_import, memory
+from kvviz.memory import capacity, config_import
+from kvviz import memory
 from kvviz.memory import GIB, KVConfig, MemoryInputError
 from kvviz.claims import PUBLISHED_FIGURES, check_figure
-from kvviz.presets import GPUS, PRESETS, get_preset
-from kvviz.stepping import StepEngine
+from kvviz.memory.presets import GPUS, PRESETS, get_preset
+from kvviz.step.engine import StepEngine
 
 
 # ----- golden values you can check by hand -------------------------------------------------------------------
@@ -276,10 +277,10 @@ def test_gpu_presets_say_marketed_or_usable():
 
 
 def test_gpt2_shapes_have_one_source():
-    from kvviz import models
-    from kvviz.presets import gpt2_shapes
+    from kvviz.model import loading
+    from kvviz.memory.presets import gpt2_shapes
 
-    assert gpt2_shapes() == models.GPT2_SHAPES  # models should read presets.gpt2_shapes(); equal until it does
+    assert gpt2_shapes() == loading.GPT2_SHAPES  # models should read presets.gpt2_shapes(); equal until it does
 
 
 def test_figures_pick_readable_units():

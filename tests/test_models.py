@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from kvviz import models
-from kvviz.stepping import StepEngine
-from kvviz.step_records import DEFAULT_SAMPLING
+from kvviz.model import loading
+from kvviz.step.engine import StepEngine
+from kvviz.step.records import DEFAULT_SAMPLING
 
 
 def test_bundled_is_a_real_gpt2_with_a_byte_level_tokenizer(bundled):
@@ -27,7 +27,7 @@ def test_bundled_is_a_real_gpt2_with_a_byte_level_tokenizer(bundled):
 
 
 def test_bundled_assets_are_safetensors_and_small():
-    files = {p.name: p.stat().st_size for p in models.BUNDLED_DIR.iterdir()}
+    files = {p.name: p.stat().st_size for p in loading.BUNDLED_DIR.iterdir()}
     assert "model.safetensors" in files and not any(n.endswith((".bin", ".pt", ".pkl")) for n in files)
     assert sum(files.values()) < 15 * 2**20
 
@@ -36,7 +36,7 @@ def test_bundled_model_writes_shakespeare_like_text(bundled):
     """The trained model, not noise: its validation loss is far below a uniform guess, and text after a speaker name,
     drawn with the step page's default decoding (seeded sampling: greedy loops, tests/test_step_copy.py), contains
     line breaks and real words from the vocabulary of the plays."""
-    report = json.loads((models.BUNDLED_DIR / "training_report.json").read_text())
+    report = json.loads((loading.BUNDLED_DIR / "training_report.json").read_text())
     uniform_loss = torch.log(torch.tensor(float(bundled.info.vocab_size))).item()
     assert report["validation_loss"] < 0.7 * uniform_loss
     engine = StepEngine(bundled)
@@ -50,7 +50,7 @@ def test_bundled_model_writes_shakespeare_like_text(bundled):
 
 
 def test_random_architecture_has_the_real_gpt2_shape():
-    loaded = models.load_model("random:distilgpt2", attn_implementation="sdpa")
+    loaded = loading.load_model("random:distilgpt2", attn_implementation="sdpa")
     info = loaded.info
     assert info.weights_are_random and "RANDOM" in info.label
     assert (info.n_layer, info.n_head, info.head_dim, info.n_positions) == (6, 12, 64, 1024)
@@ -58,14 +58,14 @@ def test_random_architecture_has_the_real_gpt2_shape():
 
 
 def test_unknown_random_architecture_is_a_clear_error():
-    with pytest.raises(models.ModelLoadError, match="Unknown GPT-2 architecture"):
-        models.load_model("random:gpt5")
+    with pytest.raises(loading.ModelLoadError, match="Unknown GPT-2 architecture"):
+        loading.load_model("random:gpt5")
 
 
 def test_pretrained_lookup_fails_fast_offline_with_a_one_line_message():
     began = time.perf_counter()
-    with pytest.raises(models.ModelLoadError) as caught:
-        models.load_model("gpt2-medium")
+    with pytest.raises(loading.ModelLoadError) as caught:
+        loading.load_model("gpt2-medium")
     assert time.perf_counter() - began < 10
     message = str(caught.value)
     assert "offline" in message and "gpt2-medium" in message and "\n" not in message
@@ -74,19 +74,19 @@ def test_pretrained_lookup_fails_fast_offline_with_a_one_line_message():
 def test_local_folder_is_loaded_and_bad_folders_are_explained(tmp_path, bundled):
     bundled.model.save_pretrained(tmp_path / "copy")
     bundled.tokenizer.save_pretrained(tmp_path / "copy")
-    loaded = models.load_model(str(tmp_path / "copy"))
+    loaded = loading.load_model(str(tmp_path / "copy"))
     assert loaded.info.kind == "pretrained" and loaded.info.n_params == bundled.info.n_params
-    with pytest.raises(models.ModelLoadError, match="no config.json"):
-        models.load_model(str(tmp_path))
+    with pytest.raises(loading.ModelLoadError, match="no config.json"):
+        loading.load_model(str(tmp_path))
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "config.json").write_text("{not json")
-    with pytest.raises(models.ModelLoadError):
-        models.load_model(str(tmp_path / "broken"))
+    with pytest.raises(loading.ModelLoadError):
+        loading.load_model(str(tmp_path / "broken"))
 
 
 def test_bundled_info_from_disk_equals_the_loaded_models_info(bundled):
     """The home page describes the model without importing torch; the description must be the real one."""
-    assert models.bundled_info("eager") == bundled.info
+    assert loading.bundled_info("eager") == bundled.info
 
 
 def test_pretrained_name_is_found_in_the_hugging_face_cache(tmp_path):
@@ -99,19 +99,19 @@ def test_pretrained_name_is_found_in_the_hugging_face_cache(tmp_path):
     import sys
 
     snapshot = tmp_path / "models--gpt2" / "snapshots" / "0123abcd"
-    shutil.copytree(models.BUNDLED_DIR, snapshot)
+    shutil.copytree(loading.BUNDLED_DIR, snapshot)
     (tmp_path / "models--gpt2" / "refs").mkdir()
     (tmp_path / "models--gpt2" / "refs" / "main").write_text("0123abcd")
-    code = "from kvviz.models import load_model; i = load_model('gpt2').info; print(i.kind, i.spec, i.n_params)"
+    code = "from kvviz.model.loading import load_model; i = load_model('gpt2').info; print(i.kind, i.spec, i.n_params)"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-        env={**os.environ, "HF_HUB_CACHE": str(tmp_path), "HF_HUB_OFFLINE": "1"}, cwd=models.BUNDLED_DIR.parents[2],
+        env={**os.environ, "HF_HUB_CACHE": str(tmp_path), "HF_HUB_OFFLINE": "1"}, cwd=loading.BUNDLED_DIR.parents[2],
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["pretrained", "gpt2", str(models.bundled_info().n_params)]
+    assert out.stdout.split() == ["pretrained", "gpt2", str(loading.bundled_info().n_params)]
 
 
-# --- What a load may cost (kvviz.load_cost), the missing-tokenizer folder, one load at a time ---------------
+# --- What a load may cost (kvviz.model.load_cost), the missing-tokenizer folder, one load at a time ---------------
 
 
 def _copy_of_bundled(folder: Path, with_tokenizer: bool = True) -> Path:
@@ -121,7 +121,7 @@ def _copy_of_bundled(folder: Path, with_tokenizer: bool = True) -> Path:
     folder.mkdir(parents=True)
     names = ["config.json", "model.safetensors"] + (["tokenizer.json", "tokenizer_config.json"] if with_tokenizer else [])
     for name in names:
-        shutil.copy(models.BUNDLED_DIR / name, folder / name)
+        shutil.copy(loading.BUNDLED_DIR / name, folder / name)
     return folder
 
 
@@ -129,9 +129,9 @@ def test_gpt2_param_count_equals_real_models_of_several_shapes(bundled):
     """The closed form, against transformers' own GPT2LMHeadModel (tied, untied, with n_inner)."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from kvviz import load_cost
+    from kvviz.model import load_cost
 
-    cfg = json.loads((models.BUNDLED_DIR / "config.json").read_text())
+    cfg = json.loads((loading.BUNDLED_DIR / "config.json").read_text())
     assert load_cost.params_from_config(cfg) == bundled.info.n_params
     for extra in ({"tie_word_embeddings": False}, {"n_inner": 40}):
         config = GPT2Config(n_layer=3, n_head=2, n_embd=16, n_positions=32, vocab_size=97, **extra)
@@ -145,13 +145,13 @@ def test_cap_refuses_an_oversize_config_before_reading_weights(tmp_path):
     from transformers import GPT2Config
 
     folder = tmp_path / "gpt2-xl-config-only"
-    GPT2Config(**models.GPT2_SHAPES["gpt2-xl"]).save_pretrained(folder)
+    GPT2Config(**loading.GPT2_SHAPES["gpt2-xl"]).save_pretrained(folder)
     assert sorted(p.name for p in folder.iterdir()) == ["config.json"]
-    cap = models.LoadCap(200_000_000)
-    with pytest.raises(models.ModelLoadError, match=r"too large.*config\.json says 1,557,611,200 parameters"):
-        models.load_model(str(folder), cap=cap)
-    with pytest.raises(models.ModelLoadError, match="no model.safetensors"):  # without a cap: the real problem
-        models.load_model(str(folder))
+    cap = loading.LoadCap(200_000_000)
+    with pytest.raises(loading.ModelLoadError, match=r"too large.*config\.json says 1,557,611,200 parameters"):
+        loading.load_model(str(folder), cap=cap)
+    with pytest.raises(loading.ModelLoadError, match="no model.safetensors"):  # without a cap: the real problem
+        loading.load_model(str(folder))
 
 
 def test_cap_reads_the_safetensors_header_not_the_weights(tmp_path):
@@ -161,45 +161,45 @@ def test_cap_reads_the_safetensors_header_not_the_weights(tmp_path):
     header = json.dumps({"wte.weight": {"dtype": "F32", "shape": [300_000, 1000], "data_offsets": [0, 1_200_000_000]}})
     raw = header.encode()
     (folder / "model.safetensors").write_bytes(len(raw).to_bytes(8, "little") + raw)
-    with pytest.raises(models.ModelLoadError, match=r"safetensors header says 300,000,000 parameters.*at most 200,000,000"):
-        models.load_model(str(folder), cap=models.LoadCap(200_000_000))
+    with pytest.raises(loading.ModelLoadError, match=r"safetensors header says 300,000,000 parameters.*at most 200,000,000"):
+        loading.load_model(str(folder), cap=loading.LoadCap(200_000_000))
     fits = _copy_of_bundled(tmp_path / "fits")
-    n_params = models.bundled_info().n_params
-    assert models.load_model(str(fits), cap=models.LoadCap(n_params)).info.n_params == n_params
-    with pytest.raises(models.ModelLoadError, match="too large"):
-        models.load_model(str(fits), cap=models.LoadCap(n_params - 1))
+    n_params = loading.bundled_info().n_params
+    assert loading.load_model(str(fits), cap=loading.LoadCap(n_params)).info.n_params == n_params
+    with pytest.raises(loading.ModelLoadError, match="too large"):
+        loading.load_model(str(fits), cap=loading.LoadCap(n_params - 1))
 
 
 def test_cap_refuses_a_random_shape_before_building_it():
     began = time.perf_counter()
-    with pytest.raises(models.ModelLoadError, match=r"gpt2-xl shape says 1,557,611,200 parameters"):
-        models.load_model("random:gpt2-xl", cap=models.LoadCap(200_000_000))
+    with pytest.raises(loading.ModelLoadError, match=r"gpt2-xl shape says 1,557,611,200 parameters"):
+        loading.load_model("random:gpt2-xl", cap=loading.LoadCap(200_000_000))
     assert time.perf_counter() - began < 1  # building 1.5 B random parameters takes minutes; nothing was built
 
 
 def test_folder_without_tokenizer_files_is_a_one_line_error(tmp_path):
     """transformers 5 would build an EMPTY tokenizer from such a folder and the app would fail later."""
     folder = _copy_of_bundled(tmp_path / "no-tokenizer", with_tokenizer=False)
-    with pytest.raises(models.ModelLoadError, match="no tokenizer files") as caught:
-        models.load_model(str(folder))
+    with pytest.raises(loading.ModelLoadError, match="no tokenizer files") as caught:
+        loading.load_model(str(folder))
     assert "\n" not in str(caught.value)
 
 
 def test_one_load_at_a_time_the_second_waits_for_the_first():
     """A random 124M-parameter GPT-2 takes seconds to build; a bundled load started meanwhile (0.1 s on
     its own) returns only after it, and the busy time is reported while it runs."""
-    assert models.load_busy_for_s() is None
+    assert loading.load_busy_for_s() is None
     first_done: list[float] = []
-    first = threading.Thread(target=lambda: (models.load_model("random:gpt2"), first_done.append(time.perf_counter())))
+    first = threading.Thread(target=lambda: (loading.load_model("random:gpt2"), first_done.append(time.perf_counter())))
     first.start()
-    while models.load_busy_for_s() is None and first.is_alive():
+    while loading.load_busy_for_s() is None and first.is_alive():
         time.sleep(0.001)
-    assert models.load_busy_for_s() is not None and not first_done
-    models.load_model("bundled")
+    assert loading.load_busy_for_s() is not None and not first_done
+    loading.load_model("bundled")
     second_done = time.perf_counter()
     first.join()
     assert first_done and first_done[0] <= second_done
-    assert models.load_busy_for_s() is None
+    assert loading.load_busy_for_s() is None
 
 
 @pytest.mark.parametrize(("content", "reason"), [
@@ -211,6 +211,6 @@ def test_one_load_at_a_time_the_second_waits_for_the_first():
 def test_corrupt_safetensors_headers_are_one_line_errors_even_without_a_cap(tmp_path, content, reason):
     folder = _copy_of_bundled(tmp_path / "corrupt")
     (folder / "model.safetensors").write_bytes(content)
-    with pytest.raises(models.ModelLoadError, match=reason) as caught:
-        models.load_model(str(folder))
+    with pytest.raises(loading.ModelLoadError, match=reason) as caught:
+        loading.load_model(str(folder))
     assert "\n" not in str(caught.value)

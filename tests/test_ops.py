@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from kvviz import ops, ops_summary
-from kvviz.presets import PRESETS
+from kvviz import ops
+from kvviz.memory.presets import PRESETS
 
 GPT2 = PRESETS["gpt2"].shape
 LLAMA3 = PRESETS["llama-3-8b"].shape
@@ -113,7 +113,7 @@ def test_cache_saves_quadratic_attention_and_linear_rest():
 
 
 def test_speedup_claim_holds_only_for_some_readings():
-    rows = {r.quantity: r for r in ops_summary.check_speedup_claim(GPT2, 1000)}
+    rows = {r.quantity: r for r in ops.check_speedup_claim(GPT2, 1000)}
     assert rows["Attention (QK^T + AV), the last step alone"].ratio == pytest.approx(500.5)
     assert rows["Attention (QK^T + AV), the last step alone"].holds
     assert rows["Projections + MLP, the whole generation"].ratio == pytest.approx(500.5)
@@ -122,7 +122,7 @@ def test_speedup_claim_holds_only_for_some_readings():
 
 
 def test_curve_is_sampled_from_closed_form():
-    pts = ops_summary.curve(GPT2, 8, 100_000, max_points=50)
+    pts = ops.curve(GPT2, 8, 100_000, max_points=50)
     assert len(pts) <= 50 and pts[0][0] == 1 and pts[-1][0] == 100_000
     assert pts[-1][1:] == ops.generation_totals(GPT2, 8, 100_000)
 
@@ -238,7 +238,7 @@ def test_counts_equal_the_matmuls_the_real_model_executes(bundled, logits_to_kee
 def test_savings_sentence_at_the_page_defaults(bundled):
     shape = ops.ModelShape.from_info(bundled.info)
     cached, uncached = ops.generation_totals(shape, 16, 200, lm_head_all_positions=False)
-    text = ops_summary.savings_sentence(shape, 16, 200)
+    text = ops.savings_sentence(shape, 16, 200)
     mlp = uncached.mlp / cached.mlp
     assert f"{mlp:,.1f}x less work in the Q/K/V and output projections and the MLP" in text
     assert f"{mlp:.1f}" == "107.4"  # issue 11: the home card said these "are not saved at all"
@@ -246,7 +246,7 @@ def test_savings_sentence_at_the_page_defaults(bundled):
     assert f"{uncached.attention_ops / cached.attention_ops:,.1f}x less work in attention" in text
     assert "the same work in the LM head" in text and cached.lm_head == uncached.lm_head
     assert text.endswith(f"{uncached.total_ops / cached.total_ops:,.1f}x less in total.")
-    every = ops_summary.savings_sentence(shape, 16, 200, lm_head_all_positions=True)
+    every = ops.savings_sentence(shape, 16, 200, lm_head_all_positions=True)
     assert "same work" not in every and f"{mlp:,.1f}x less work in the LM head" in every
 
 
@@ -266,7 +266,7 @@ def test_whole_run_attention_laws():
 def test_ops_figures_never_print_600B():
     from kvviz.figures import ops as figs
 
-    points = ops_summary.curve(LLAMA3, 16, 1000, max_points=50)
+    points = ops.curve(LLAMA3, 16, 1000, max_points=50)
     cached, uncached = ops.generation_totals(LLAMA3, 16, 1000)
     for fig in (figs.cumulative_figure(points), figs.breakdown_figure(cached, uncached, log_y=False)):
         # plotly's default "B" reads as bytes or billions, "0.2x10^10" needs a superscript nobody reads at the back:

@@ -48,8 +48,9 @@ def test_falcon_40b_note_and_hostile_input_on_the_page():
 
 
 def test_windowed_preset_shows_transformers_figure_beside_kvviz():
-    from kvviz import hf_cache, memory
-    from kvviz.presets import get_preset
+    from kvviz.memory import hf_cache
+    from kvviz import memory
+    from kvviz.memory.presets import get_preset
 
     at = AppTest.from_file(str(PAGE), default_timeout=APP_TIMEOUT_S)
     at.query_params["mem_preset"] = "mistral-7b"
@@ -102,7 +103,8 @@ def test_t5_total_is_self_plus_cross_attention_once_the_encoder_length_is_given(
 def test_qwen2_import_windows_only_the_layers_from_max_window_layers():
     """use_sliding_window with max_window_layers 21 of 28: layers 0-20 keep every token, 21-27 slide (what
     transformers' Qwen2Config derives as layer_types); the form carries the boundary, the total follows it."""
-    from kvviz import config_import, memory
+    from kvviz.memory import config_import
+    from kvviz import memory
 
     at = AppTest.from_file(str(PAGE), default_timeout=APP_TIMEOUT_S)
     at.run()

@@ -9,9 +9,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
-from kvviz.bench_noise import Timing
+from kvviz.speedup.noise import Timing
 from kvviz.internals import layout, records
-from kvviz.models import bundled_info
+from kvviz.model.loading import bundled_info
 
 INFO = bundled_info()  # the pages run on the bundled model in these tests
 
@@ -311,14 +311,14 @@ def test_prefix_timing_inside_the_noise_crowns_nobody(monkeypatch):
 def test_speculative_default_pairs_the_two_bundled_models():
     """The default draft is the other bundled model (same tokenizer), greedy; its acceptance on the default
     prompt is what the page shows, and the output equals the verifier's plain greedy decoding."""
-    from kvviz import models
+    from kvviz.model import loading
     from kvviz.internals import speculative
     from greedy import generate_greedy
 
     at = _app("speculative")
     assert not at.exception and not _errors(at)
-    assert at.selectbox(key="int_spec_draft").value == models.BUNDLED_GQA
-    verifier, draft = models.load_bundled(), models.load_bundled(name=models.BUNDLED_GQA)
+    assert at.selectbox(key="int_spec_draft").value == loading.BUNDLED_GQA
+    verifier, draft = loading.load_bundled(), loading.load_bundled(name=loading.BUNDLED_GQA)
     prompt = at.text_area(key="int_spec_prompt").value
     result = speculative.speculative_decode(verifier, prompt, 24, 4, None, draft=draft)
     assert {m.label: m.value for m in at.metric}["Acceptance"] == f"{result.acceptance_rate:.0%}"

@@ -9,9 +9,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
-from kvviz import lesson, memory
-from kvviz.presets import get_preset
-from kvviz.stepping import StepEngine
+from kvviz.teaching.guide.guide import lesson
+from kvviz import memory
+from kvviz.memory.presets import get_preset
+from kvviz.step.engine import StepEngine
 
 REPO = Path(__file__).resolve().parents[1]
 N = len(lesson.STEPS)

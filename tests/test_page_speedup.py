@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
-from kvviz.bench_records import ESTIMATOR, BenchResult
+from kvviz.speedup.records import ESTIMATOR, BenchResult
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "speedup.py")
 RESULT_KEY = "bench_result"

@@ -10,8 +10,8 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
 from kvviz import memory
-from kvviz.step_records import DEFAULT_SAMPLING
-from kvviz.stepping import StepEngine
+from kvviz.step.records import DEFAULT_SAMPLING
+from kvviz.step.engine import StepEngine
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -25,7 +25,7 @@ def _cache_len(at: AppTest) -> int:
 
 
 def _total_dot_products(at: AppTest) -> int:
-    """Cumulative dot products with the cache, from the stage's caption (computed by kvviz.step_view)."""
+    """Cumulative dot products with the cache, from the stage's caption (computed by kvviz.step.view)."""
     text = " ".join(c.value for c in at.caption)
     return int(re.search(r"Since the prefill: ([\d,]+) dot products with the cache", text).group(1).replace(",", ""))
 
@@ -209,10 +209,10 @@ def test_sidebar_pretrained_lookup_offline_keeps_the_bundled_model_with_a_notice
 
 
 def test_the_stage_on_the_bundled_gqa_model_shows_the_group_mapping_and_measured_bytes(fresh_streamlit_caches):
-    from kvviz import models
+    from kvviz.model import loading
 
     at = AppTest.from_file(str(REPO / "pages" / "step_through.py"), default_timeout=APP_TIMEOUT_S)
-    at.session_state["model_spec"] = models.BUNDLED_GQA
+    at.session_state["model_spec"] = loading.BUNDLED_GQA
     at.run()
     at.button(key="step_btn_prefill").click().run()
     at.button(key="step_btn_next").click().run()

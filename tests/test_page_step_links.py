@@ -11,9 +11,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
-from kvviz import models, step_view
-from kvviz.step_records import DEFAULT_SAMPLING
-from kvviz.stepping import StepEngine
+from kvviz.model import loading
+from kvviz.step import view
+from kvviz.step.records import DEFAULT_SAMPLING
+from kvviz.step.engine import StepEngine
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -36,18 +37,18 @@ def _cache_len(at: AppTest) -> int:
     ("1e3", 5), ("x", 5),
 ])
 def test_link_integers_are_read_defensively(text, expected):
-    assert step_view.url_int(text, 5, 0, 100) == expected
+    assert view.url_int(text, 5, 0, 100) == expected
 
 
 def test_a_link_round_trips_through_its_own_query():
-    link = step_view.StageLink(prompt="First Citizen:\nBefore we proceed", steps=4, greedy=False, temperature=0.65,
+    link = view.StageLink(prompt="First Citizen:\nBefore we proceed", steps=4, greedy=False, temperature=0.65,
                                top_k=12, seed=31, view="race", present=True, layer=2, head=3)
     query = link.query()
     assert query["step_layer"] == "L2" and query["step_head"] == "H3"  # the pickers' own URL keys and labels
-    assert step_view.parse_link(query, 256, 0.8, 40, 0) == link
+    assert view.parse_link(query, 256, 0.8, 40, 0) == link
     hostile = {"prompt": "ROMEO:", "steps": "9" * 60, "temperature": "nan", "top_k": "-4", "seed": "1.5",
                "view": "<script>", "step_layer": "L-1"}
-    parsed = step_view.parse_link(hostile, 256, 0.8, 40, 0)
+    parsed = view.parse_link(hostile, 256, 0.8, 40, 0)
     assert (parsed.steps, parsed.temperature, parsed.top_k, parsed.seed, parsed.view) == (256, 0.8, 0, 0, "one")
 
 
@@ -90,7 +91,7 @@ def test_switching_the_model_keeps_one_generation_per_model(fresh_streamlit_cach
     for _ in range(3):
         at.button(key="step_btn_next").click().run()
     tokens = list(at.session_state["step_engine"].token_ids)
-    at.session_state["model_spec"] = models.BUNDLED_GQA  # what the sidebar's model radio does
+    at.session_state["model_spec"] = loading.BUNDLED_GQA  # what the sidebar's model radio does
     at.run()
     assert not at.exception
     assert any("is kept" in i.value for i in at.info)  # said, not silent
@@ -98,11 +99,11 @@ def test_switching_the_model_keeps_one_generation_per_model(fresh_streamlit_cach
     at.button(key="step_btn_prefill").click().run()
     at.button(key="step_btn_next").click().run()
     gqa_tokens = list(at.session_state["step_engine"].token_ids)
-    at.session_state["model_spec"] = models.BUNDLED
+    at.session_state["model_spec"] = loading.BUNDLED
     at.run()
     assert any("Restored your generation" in i.value for i in at.info)
     assert at.session_state["step_engine"].token_ids == tokens and _cache_len(at) == len(tokens)
-    at.session_state["model_spec"] = models.BUNDLED_GQA
+    at.session_state["model_spec"] = loading.BUNDLED_GQA
     at.run()
     assert at.session_state["step_engine"].token_ids == gqa_tokens
 
@@ -186,8 +187,8 @@ def test_the_stage_charts_read_from_the_back_of_the_room(bundled):
     from kvviz.figures import step as figs
 
     engine = StepEngine(bundled)
-    engine.prefill(step_view.REPEAT_PROMPT + " stone red apple blue river green stone")  # 21+ rows, a copy
-    snap = step_view.build_snapshot(engine.records, engine.prompt_len, bundled.info.n_layer, bundled.info.n_head,
+    engine.prefill(view.REPEAT_PROMPT + " stone red apple blue river green stone")  # 21+ rows, a copy
+    snap = view.build_snapshot(engine.records, engine.prompt_len, bundled.info.n_layer, bundled.info.n_head,
                                     bundled.info.n_kv_heads, 0, 0, all_layers=True)
     assert snap.copy is not None and snap.cache_len > 20
     timing = engine.race(budget_s=0.0)

@@ -10,9 +10,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
-from kvviz import memory, ops, ops_summary
-from kvviz.models import load_model
-from kvviz.presets import get_preset
+from kvviz import memory, ops
+from kvviz.model.loading import load_model
+from kvviz.memory.presets import get_preset
 
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
 PAGES = Path(__file__).resolve().parents[1] / "pages"
@@ -173,7 +173,7 @@ def test_memory_page_explains_what_does_not_fit():
 
 
 def test_link_refusals_name_only_what_streamlit_dropped_or_changed():
-    from kvviz.links import link_refusals
+    from kvviz.inputs.links import link_refusals
 
     linked = {"mem_layers": ["nan"], "mem_batch": ["8"], "mem_gpu": ["NVIDIA H100 80GB"], "mem_context": ["7.5"],
               "mem_compare": ["gpt2", "nope"], "ops_flops": ["true"]}
@@ -191,7 +191,7 @@ def test_pages_show_the_savings_sentence_and_the_quantized_residual():
     at = page("attention_ops")
     at.run()
     shape = ops.ModelShape.from_info(load_model("bundled").info)
-    assert any(m.value == ops_summary.savings_sentence(shape, 16, 200) for m in at.markdown)
+    assert any(m.value == ops.savings_sentence(shape, 16, 200) for m in at.markdown)
     at = page("memory_budget")
     at.run()
     at.selectbox(key="mem_dtype").set_value("int4").run()

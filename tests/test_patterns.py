@@ -9,10 +9,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
-from kvviz import models, patterns
-from kvviz import pattern_records as pr
+from kvviz.model import loading
+from kvviz.step import patterns
+from kvviz.step import pattern_records as pr
 from kvviz.figures import patterns as figs
-from kvviz.stepping import StepEngine
+from kvviz.step.engine import StepEngine
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "attention_patterns.py")
 
@@ -69,9 +70,9 @@ def test_uncached_triangle_last_row_is_the_cached_steps_row(bundled):
         np.testing.assert_allclose(a[:, -1, :], record.attention[layer.layer], atol=1e-5)
 
 
-@pytest.mark.parametrize("spec", list(models.BUNDLED_MODELS))
+@pytest.mark.parametrize("spec", list(loading.BUNDLED_MODELS))
 def test_both_bundled_models_give_one_matrix_per_query_head(spec):
-    loaded = models.load_model(spec)
+    loaded = loading.load_model(spec)
     ids = loaded.tokenizer("ROMEO:\nBut soft, what light").input_ids
     run = patterns.pattern_run(loaded, ids)
     assert run.n_head == loaded.info.n_head and run.n_kv_heads == loaded.info.n_kv_heads
@@ -102,9 +103,9 @@ def _page(spec: str) -> AppTest:
     return at.run()
 
 
-@pytest.mark.parametrize("spec", list(models.BUNDLED_MODELS))
+@pytest.mark.parametrize("spec", list(loading.BUNDLED_MODELS))
 def test_page_renders_every_layer_of_both_bundled_models(spec):
-    info = models.bundled_info(name=spec)
+    info = loading.bundled_info(name=spec)
     at = _page(spec)
     assert not at.exception and not at.error, at.exception
     assert at.title[0].value == "Attention patterns"
@@ -120,7 +121,7 @@ def test_page_renders_every_layer_of_both_bundled_models(spec):
 
 
 def test_page_refuses_an_empty_prompt_with_one_line():
-    at = _page(models.BUNDLED)
+    at = _page(loading.BUNDLED)
     at.selectbox(key="pat_source").set_value("Type a prompt").run()
     at.text_area(key="pat_prompt").set_value("   ").run()
     assert not at.exception

@@ -1,4 +1,4 @@
-"""The one prompt rule and the bounded-number validators (kvviz/prompt_rules.py), with the bundled tokenizer."""
+"""The one prompt rule and the bounded-number validators (kvviz/inputs/prompt_rules.py), with the bundled tokenizer."""
 from __future__ import annotations
 
 import math
@@ -8,11 +8,11 @@ import sys
 import numpy as np
 import pytest
 
-from kvviz.prompt_rules import PromptError, check_float_in_range, check_int_in_range, check_prompt
+from kvviz.inputs.prompt_rules import PromptError, check_float_in_range, check_int_in_range, check_prompt
 
 
 def test_prompt_rules_does_not_import_torch():
-    code = "import sys, kvviz.prompt_rules; print('torch' in sys.modules, 'transformers' in sys.modules)"
+    code = "import sys, kvviz.inputs.prompt_rules; print('torch' in sys.modules, 'transformers' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
 

@@ -1,4 +1,4 @@
-"""Shared-server mode (kvviz.shared_mode, applied by kvviz.ui): what a student's browser may make the server load.
+"""Shared-server mode (kvviz.model.shared_mode, applied by kvviz.ui): what a student's browser may make the server load.
 
 Real folders built in tmp_path from the bundled model's own files; the real sidebar picker in AppTest.
 """
@@ -11,14 +11,14 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
-from kvviz import models, shared_mode
+from kvviz.model import loading, shared_mode
 
 
 def _model_folder(folder: Path, with_tokenizer: bool = True) -> Path:
     folder.mkdir(parents=True)
     names = ["config.json", "model.safetensors"] + (["tokenizer.json", "tokenizer_config.json"] if with_tokenizer else [])
     for name in names:
-        shutil.copy(models.BUNDLED_DIR / name, folder / name)
+        shutil.copy(loading.BUNDLED_DIR / name, folder / name)
     return folder
 
 
@@ -45,7 +45,7 @@ def classroom(tmp_path, monkeypatch, fresh_streamlit_caches) -> dict[str, Path]:
         "unlisted": _model_folder(tmp_path / "private" / "unlisted"),
         "huge": tmp_path / "models" / "huge",
     }
-    GPT2Config(**models.GPT2_SHAPES["gpt2-xl"]).save_pretrained(folders["huge"])
+    GPT2Config(**loading.GPT2_SHAPES["gpt2-xl"]).save_pretrained(folders["huge"])
     config = tmp_path / "kvviz_shared.toml"
     config.write_text(
         "max_params = 200_000_000\n"
@@ -69,7 +69,7 @@ def _model_in_use(at: AppTest) -> str:
 
 def test_the_teachers_file_is_read_into_names_students_may_see(classroom):
     policy = shared_mode.current_policy()
-    assert policy.enabled and policy.cap == models.LoadCap(200_000_000)
+    assert policy.enabled and policy.cap == loading.LoadCap(200_000_000)
     assert [(m.name, m.label) for m in policy.offered] == [
         ("listed", "listed (a folder on this server)"), ("notok", "notok (a folder on this server)"), ("big", "GPT-2 XL"),
     ]
@@ -89,7 +89,7 @@ def test_off_by_default_and_bad_entries_are_skipped(tmp_path, monkeypatch):
         base=tmp_path,
     )
     assert [m.name for m in policy.offered] == ["gpt2", "random:gpt2"]
-    assert policy.cap == models.LoadCap(shared_mode.DEFAULT_MAX_PARAMS)
+    assert policy.cap == loading.LoadCap(shared_mode.DEFAULT_MAX_PARAMS)
 
 
 def test_shared_sidebar_offers_only_the_list_and_refuses_a_forged_folder(classroom):
@@ -109,7 +109,7 @@ def test_shared_sidebar_offers_only_the_list_and_refuses_a_forged_folder(classro
     assert any("at most 200,000,000 parameters" in c.value for c in at.sidebar.caption)  # the cap is stated
     assert str(classroom["unlisted"].parent.parent) not in _texts(at)
     # The same folder is a valid model: on localhost (shared mode off) it loads. The refusal was the policy.
-    assert models.load_model(str(classroom["unlisted"])).info.n_params == models.bundled_info().n_params
+    assert loading.load_model(str(classroom["unlisted"])).info.n_params == loading.bundled_info().n_params
 
 
 def test_a_listed_folder_loads_under_its_name(classroom):
@@ -118,7 +118,7 @@ def test_a_listed_folder_loads_under_its_name(classroom):
     at.sidebar.radio(key="app_model_offered").set_value("listed").run()
     assert not at.exception
     assert at.session_state["model_spec"] == "listed"
-    assert _model_in_use(at) == f"model in use: listed ({models.bundled_info().n_params} parameters)"
+    assert _model_in_use(at) == f"model in use: listed ({loading.bundled_info().n_params} parameters)"
     assert at.sidebar.caption[-1].value == "listed (a folder on this server)"  # the label offered, never the folder's
     assert str(classroom["listed"].parent) not in _texts(at)
 
@@ -146,12 +146,13 @@ def _speedup_style_page() -> None:
 
     import streamlit as st
 
-    from kvviz import models, ui
+    from kvviz.model import loading
+    from kvviz import ui
 
     for spec in ("random:gpt2", "gpt2", os.environ["KVVIZ_TEST_FOLDER"]):
         try:
             ui.cached_model(spec)
-        except models.ModelLoadError as exc:
+        except loading.ModelLoadError as exc:
             st.warning(f"{spec[:7]}: {exc}")
 
 

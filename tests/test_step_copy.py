@@ -1,6 +1,6 @@
-"""The step page's copy readout (step_view.copy_lookup) on the real bundled models: where an induction head
+"""The step page's copy readout (view.copy_lookup) on the real bundled models: where an induction head
 would look for the newest token, and how much attention each head really puts there; and the page's default
-decoding (seeded sampling, kvviz.step_records.DEFAULT_SAMPLING) reads as text, not a loop."""
+decoding (seeded sampling, kvviz.step.records.DEFAULT_SAMPLING) reads as text, not a loop."""
 from __future__ import annotations
 
 import html
@@ -8,12 +8,12 @@ import html
 import numpy as np
 import pytest
 
-from kvviz import step_view
-from kvviz.models import load_model
-from kvviz.step_records import DEFAULT_SAMPLING, Sampling
-from kvviz.stepping import StepEngine
+from kvviz.step import view
+from kvviz.model.loading import load_model
+from kvviz.step.records import DEFAULT_SAMPLING, Sampling
+from kvviz.step.engine import StepEngine
 
-REPEAT_PROMPT = step_view.REPEAT_PROMPT  # the step page's "Repeat a pattern" preset
+REPEAT_PROMPT = view.REPEAT_PROMPT  # the step page's "Repeat a pattern" preset
 
 
 @pytest.fixture(scope="module", params=["bundled", "bundled-gqa"])
@@ -24,7 +24,7 @@ def loaded(request):
 def test_copy_lookup_points_at_the_token_after_the_previous_occurrence(loaded):
     engine = StepEngine(loaded)
     engine.prefill(REPEAT_PROMPT)
-    copy = step_view.copy_lookup(engine.records, layer=0, q_head=0)
+    copy = view.copy_lookup(engine.records, layer=0, q_head=0)
     ids = engine.token_ids
     assert copy is not None and copy.query_pos == len(ids) - 1
     assert ids[copy.prev_pos] == ids[-1] and ids[-1] not in ids[copy.prev_pos + 1 : -1]  # the latest earlier one
@@ -33,7 +33,7 @@ def test_copy_lookup_points_at_the_token_after_the_previous_occurrence(loaded):
     assert copy.best_weight == pytest.approx(float(weights.max()))
     assert weights[copy.best_layer, copy.best_head] == pytest.approx(copy.best_weight)
     assert copy.chosen_weight == pytest.approx(float(weights[0, 0]))
-    assert step_view.copy_sentence(copy).startswith(f"{step_view.visible(copy.query_text)!r} (row {copy.query_pos})")
+    assert view.copy_sentence(copy).startswith(f"{view.visible(copy.query_text)!r} (row {copy.query_pos})")
 
 
 def test_no_copy_candidate_without_an_earlier_occurrence(loaded):
@@ -41,17 +41,17 @@ def test_no_copy_candidate_without_an_earlier_occurrence(loaded):
     engine.prefill("ROMEO:")
     ids = engine.token_ids
     assert len(set(ids)) == len(ids)  # no token repeats in the prompt
-    assert step_view.copy_lookup(engine.records, 0, 0) is None
-    assert step_view.copy_sentence(None) == ""
+    assert view.copy_lookup(engine.records, 0, 0) is None
+    assert view.copy_sentence(None) == ""
 
 
 def test_the_snapshot_carries_the_copy_readout_of_the_step_it_shows(loaded):
     engine = StepEngine(loaded)
     engine.prefill(REPEAT_PROMPT)
     engine.step()
-    snap = step_view.build_snapshot(engine.records, engine.prompt_len, loaded.info.n_layer, loaded.info.n_head,
+    snap = view.build_snapshot(engine.records, engine.prompt_len, loaded.info.n_layer, loaded.info.n_head,
                                     loaded.info.n_kv_heads, layer=1, q_head=1, at=0)
-    assert snap.copy == step_view.copy_lookup(engine.records, 1, 1, at=0)
+    assert snap.copy == view.copy_lookup(engine.records, 1, 1, at=0)
 
 
 def _has_threefold_loop(token_ids: list[int], longest: int = 12) -> bool:
@@ -84,11 +84,11 @@ def test_default_decoding_reads_as_text_over_30_tokens(loaded, prompt):
 
 def test_the_lessons_copying_question_is_answered_by_the_live_model(loaded):
     """The lesson's "which row does the copying head read?" step: its answer is the row the real head weighs most."""
-    from kvviz import lesson
+    from kvviz.teaching.guide.guide import lesson
 
     engine = StepEngine(loaded)
     question = lesson._copying_head(engine)
-    copy = step_view.copy_lookup(engine.records, 0, 0)
+    copy = view.copy_lookup(engine.records, 0, 0)
     weights = engine.records[-1].attention[copy.best_layer, copy.best_head]
     top_row = int(np.argmax(weights))
     assert question.answer in question.choices
@@ -99,12 +99,12 @@ def test_the_lessons_copying_question_is_answered_by_the_live_model(loaded):
 @pytest.mark.parametrize("name", ["bundled", "bundled-gqa"])
 def test_greedy_decoding_loops_on_the_bundled_models_which_is_why_sampling_is_the_default(name):
     """The reason the step page gives for its default: each model's greedy sample (training_report.json,
-    written by kvviz.train from the shipped weights) repeats itself, while the default decoding does not."""
+    written by kvviz.training.train from the shipped weights) repeats itself, while the default decoding does not."""
     import json
 
-    from kvviz import models
+    from kvviz.model import loading
 
-    report = json.loads((models.BUNDLED_MODELS[name].folder / "training_report.json").read_text())
+    report = json.loads((loading.BUNDLED_MODELS[name].folder / "training_report.json").read_text())
     loaded = load_model(name, attn_implementation="eager")
     greedy_ids = loaded.tokenizer(report["sample_greedy"]).input_ids
     assert _has_threefold_loop(greedy_ids, longest=24)
@@ -129,10 +129,10 @@ def test_step_page_names_the_copying_head_and_shows_it_on_request(fresh_streamli
     assert not at.exception
     engine = StepEngine(load_model(name, attn_implementation="eager"))
     engine.prefill(REPEAT_PROMPT)
-    copy = step_view.copy_lookup(engine.records, 0, 0)
-    assert copy.best_weight >= step_view.COPYING_WEIGHT  # the shipped model copies here
+    copy = view.copy_lookup(engine.records, 0, 0)
+    assert copy.best_weight >= view.COPYING_WEIGHT  # the shipped model copies here
     readout = " ".join(html.unescape(h.proto.body) for h in at.get("html"))  # the readout line above the figure
-    assert step_view.copy_sentence(copy).split(" (the head drawn")[0] in readout
+    assert view.copy_sentence(copy).split(" (the head drawn")[0] in readout
     at.button(key="step_show_copy").click().run()
     assert (at.session_state["step_layer"], at.session_state["step_head"]) == (copy.best_layer, copy.best_head)
     assert at.button(key="step_show_copy").disabled  # the stage now draws that head (the button keeps its place)

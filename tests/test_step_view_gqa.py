@@ -10,10 +10,11 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from kvviz import memory, step_view
+from kvviz import memory
+from kvviz.step import view
 from kvviz.figures import step as figs
-from kvviz.models import LoadedModel, ModelInfo
-from kvviz.stepping import StepEngine
+from kvviz.model.loading import LoadedModel, ModelInfo
+from kvviz.step.engine import StepEngine
 
 
 @pytest.fixture(scope="module")
@@ -31,9 +32,9 @@ def gqa(bundled) -> LoadedModel:
 
 
 def test_group_mapping_follows_kv_head_equals_q_head_floor_div_group():
-    assert step_view.group_mapping(8, 2) == [(0, (0, 1, 2, 3)), (1, (4, 5, 6, 7))]
-    assert step_view.group_mapping(4, 4) == [(0, (0,)), (1, (1,)), (2, (2,)), (3, (3,))]  # MHA: groups of one
-    assert step_view.group_mapping(8, 1) == [(0, tuple(range(8)))]  # MQA
+    assert view.group_mapping(8, 2) == [(0, (0, 1, 2, 3)), (1, (4, 5, 6, 7))]
+    assert view.group_mapping(4, 4) == [(0, (0,)), (1, (1,)), (2, (2,)), (3, (3,))]  # MHA: groups of one
+    assert view.group_mapping(8, 1) == [(0, tuple(range(8)))]  # MQA
 
 
 def test_snapshot_of_a_gqa_model_reads_one_kv_head_for_a_group_of_queries(gqa):
@@ -42,7 +43,7 @@ def test_snapshot_of_a_gqa_model_reads_one_kv_head_for_a_group_of_queries(gqa):
     for _ in range(5):
         engine.step()
     info = gqa.info
-    snap = step_view.build_snapshot(engine.records, engine.prompt_len, info.n_layer, info.n_head, info.n_kv_heads,
+    snap = view.build_snapshot(engine.records, engine.prompt_len, info.n_layer, info.n_head, info.n_kv_heads,
                                     layer=1, q_head=6)
     assert snap.kv_head == 1 and snap.group_heads == (4, 5, 6, 7)
     np.testing.assert_array_equal(snap.keys, engine.layer_keys(1)[1])  # the shared K/V head's rows, all of them

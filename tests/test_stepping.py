@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from kvviz.stepping import (
+from kvviz.step.engine import (
     ContextFullError,
     PromptError,
     Sampling,

@@ -10,8 +10,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from kvviz import train
-from kvviz.train_recipe import learning_rate_at, recipe_for, weight_decay_at
+from kvviz.training import train
+from kvviz.training.recipes import learning_rate_at, recipe_for, weight_decay_at
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -9,7 +9,7 @@ hub repo named beside it; no network) is
        pattern survives; every field that sizes the cache unchanged): prefill + decode steps.
 The bytes of the tensors the real cache holds (cache.layers[i].keys / .values; the quantized tensors and their
 scales for the fp8 cache) must equal kvviz's figure, or differ by exactly the documented convention counted in
-kvviz.hf_cache (sliding layers keep W - 1 tokens; Falcon-40B caches K/V broadcast to every query head).
+kvviz.memory.hf_cache (sliding layers keep W - 1 tokens; Falcon-40B caches K/V broadcast to every query head).
 """
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ transformers = pytest.importorskip("transformers")
 from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, QuantizedCache  # noqa: E402
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING  # noqa: E402
 
-from kvviz import config_import, hf_cache, memory  # noqa: E402
+from kvviz.memory import config_import, hf_cache  # noqa: E402
+from kvviz import memory
 
 HUB = "https://huggingface.co/{}/blob/main/config.json"
 
@@ -188,7 +189,7 @@ def run(model, enc_dec: bool, device: str, cache=None, steps: int = DECODE) -> t
 
 
 def expected(imported, tokens: int) -> tuple[int, int]:
-    """(kvviz's figure, transformers' figure per kvviz.hf_cache) after `tokens` tokens."""
+    """(kvviz's figure, transformers' figure per kvviz.memory.hf_cache) after `tokens` tokens."""
     return (hf_cache.kvviz_total_bytes(imported, tokens, encoder_len=ENCODER),
             hf_cache.transformers_cache_bytes(imported, tokens, encoder_len=ENCODER))
 
@@ -331,7 +332,7 @@ def run_encoder_decoder(model, batch: int, device: str, decoder_tokens: int, enc
 def test_encoder_decoder_total_is_the_whole_encoder_decoder_cache(name, batch, tmp_path, capsys):
     """With the encoder length known, kvviz's total (library, and the CLI's --json total_bytes) is every byte
     transformers' EncoderDecoderCache holds: self-attention + cross-attention, after the prefill and each step."""
-    from kvviz.cli_memory import main as memory_cli
+    from kvviz.cli.memory import main as memory_cli
 
     cfg = shrunk(name)
     imported = config_import.parse_hf_config(cfg)

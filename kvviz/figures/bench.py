@@ -5,7 +5,7 @@ Readable from the back of a room: at most four legend entries per chart (the cal
 drawn, HEADLINE_MODES by default; roofs and ceilings are labelled on the line instead), short legend names,
 a log axis only where its title says "log scale", and log axes tick at powers of ten only.
 
-Input: kvviz.bench_records.BenchResult / kvviz.roofline.BatchSweep (plain numbers). Output: plotly figures.
+Input: kvviz.speedup.records.BenchResult / kvviz.speedup.roofline.BatchSweep (plain numbers). Output: plotly figures.
 No Streamlit, no torch.
 """
 from __future__ import annotations
@@ -16,9 +16,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from kvviz import roofline
-from kvviz.bench_records import BenchResult
-from kvviz.bench_tables import pass_points
+from kvviz.speedup import roofline
+from kvviz.speedup.records import BenchResult
+from kvviz.speedup.tables import pass_points
 from kvviz.figures import MAX_LEGEND_ENTRIES, legend_entries, log_ticks, readable, top_legend
 
 COLORS = {

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from kvviz.byte_units import binary_unit
+from kvviz.memory.units import binary_unit
 from kvviz.figures import log_ticks, readable
 from kvviz.internals.layout import LayoutBench
 from kvviz.internals.records import (CrossAttnRun, PagingPlan, PrefixReuse, PresetLayers, QuantReport,
@@ -86,7 +86,7 @@ def append_copy_figure(seq_lens: Sequence[int], copied_bytes: dict[str, Sequence
 
 def layout_bench_figure(bench: LayoutBench) -> go.Figure:
     """Median µs of each read, with a whisker over the middle half of its repeats (25th-75th percentile): the
-    range the noise rule compares (kvviz.bench_noise), so overlapping whiskers are "inside the noise". The
+    range the noise rule compares (kvviz.speedup.noise), so overlapping whiskers are "inside the noise". The
     fastest and slowest repeat are in the hover (one preempted run would otherwise dwarf the bars). The title
     names a faster side only when the repeats do."""
     labels = ["contiguous (head-major)", "strided (position-major)"]

@@ -1,4 +1,4 @@
-"""Figures for the guided lesson: one per step, drawn from the plain numbers a kvviz.lesson.Picture carries
+"""Figures for the guided lesson: one per step, drawn from the plain numbers a kvviz.teaching.lesson.Picture carries
 (measured on the live model or computed by kvviz's arithmetic). No Streamlit, no torch.
 
 `lesson_figure(picture, font_px)`: font_px 16 for a laptop, 22 for presenter-style large type; every text on the
@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from kvviz.lesson import Picture
+from kvviz.teaching.lesson import Picture
 
 ORANGE, BLUE, GREY, GREEN = "#e8590c", "#1c7ed6", "#868e96", "#2b8a3e"
 HEATMAP_SCALE = "RdBu_r"

@@ -8,7 +8,7 @@ from typing import Sequence
 
 import plotly.graph_objects as go
 
-from kvviz.capacity import PagedView
+from kvviz.memory.capacity import PagedView
 from kvviz.figures import MARKER_COLOR, readable, top_legend
 from kvviz.memory import KVBudget, KVConfig, binary_unit, kv_bytes, short_bytes
 

@@ -16,8 +16,8 @@ from plotly.subplots import make_subplots
 
 from kvviz.figures import MIN_TICK_FONT_PX, readable
 from kvviz.figures.step import NEW_ROW_COLOR
-from kvviz.pattern_records import LayerPatterns, head_labels
-from kvviz.step_view import kv_head_of, visible
+from kvviz.step.pattern_records import LayerPatterns, head_labels
+from kvviz.step.view import kv_head_of, visible
 
 COLOR_SCALE = "Viridis"  # reads on light and dark backgrounds
 GALLERY_COLUMNS = 4

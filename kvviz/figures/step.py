@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from kvviz.step_view import StageSnapshot, visible
+from kvviz.step.view import StageSnapshot, visible
 
 NEW_ROW_COLOR = "#e8590c"  # the row(s) appended by the latest pass
 RECOMPUTED_COLOR = "#d62728"  # rows an uncached pass recomputes

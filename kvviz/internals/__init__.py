@@ -12,5 +12,5 @@
                  error, capped greedy agreement
     speculative  draft, verify, and crop the verifier's cache to the accepted length
 
-Everything here is UI-free (no streamlit). Prompts are checked by kvviz.prompt_rules (refused, never truncated).
+Everything here is UI-free (no streamlit). Prompts are checked by kvviz.inputs.prompt_rules (refused, never truncated).
 """

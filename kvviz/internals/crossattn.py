@@ -18,7 +18,7 @@ from transformers import BartConfig, BartForConditionalGeneration, DynamicCache,
 from kvviz.internals.records import CROSS_MAX_SOURCE_LEN as MAX_SOURCE_LEN
 from kvviz.internals.records import CROSS_MAX_STEPS as MAX_STEPS
 from kvviz.internals.records import CrossAttnError, CrossAttnRun, CrossStep
-from kvviz.prompt_rules import check_int_in_range
+from kvviz.inputs.prompt_rules import check_int_in_range
 
 __all__ = ["MAX_SOURCE_LEN", "MAX_STEPS", "CrossAttnError", "CrossAttnRun", "CrossStep", "build_tiny_bart",
            "run_cross_attention", "tiny_bart_config"]

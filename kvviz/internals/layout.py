@@ -3,7 +3,7 @@ and what appending one token costs. Four real designs (row-major, C order; embed
 
     head_major       [kv_heads, max_len, head_dim]  PRE-ALLOCATED for max_len positions, written in place:
                                                     transformers' StaticCache, flat engines (Akunu's KV-cache
-                                                    chapter; kvviz's own bench engine, kvviz/bench.py)
+                                                    chapter; kvviz's own bench engine, kvviz/speedup/harness.py)
     position_major   [max_len, kv_heads, head_dim]  PRE-ALLOCATED, one row of every head per position: llama.cpp's
                                                     K cache (ggml_new_tensor_3d(type_k, n_embd_k_gqa, kv_size, ...))
     dynamic          [kv_heads, seq_len, head_dim]  EXACTLY seq_len long, grown by torch.cat each step:
@@ -22,7 +22,7 @@ it is exactly seq_len wide) ncnn's transposed; seq_len runs of head_dim elements
 Appending one token: the pre-allocated layouts write one row and copy nothing; the exact-size layouts allocate a
 new buffer and copy every past row (an O(n) copy per step, O(n^2) bytes over a generation): `append_cost`.
 `bench_head_read` times a contiguous vs a strided read on this machine (a measurement, not a promise), by the
-one noise rule of kvviz.bench_noise: interleaved repeats, medians with their spread and the load.
+one noise rule of kvviz.speedup.noise: interleaved repeats, medians with their spread and the load.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kvviz.bench_noise import Comparison, Timing, load_label, time_pair
+from kvviz.speedup.noise import Comparison, Timing, load_label, time_pair
 
 LAYOUTS: dict[str, str] = {
     "head_major": "[kv_heads, max_len, head_dim] pre-allocated (StaticCache, Akunu, flat engines)",
@@ -236,7 +236,7 @@ def generation_copy_bytes(layout: str, shape: BufferShape, prompt_len: int, n_ne
 class LayoutBench:
     """Repeats of copying one head's keys out of a buffer laid out each way (numpy, this machine), taken in turn.
 
-    Reported by kvviz.bench_noise's rule: medians with the fastest and slowest repeat, the machine's load, and
+    Reported by kvviz.speedup.noise's rule: medians with the fastest and slowest repeat, the machine's load, and
     "inside the noise" (no faster side named) when the middle halves of the two sets of repeats overlap.
     """
 
@@ -316,7 +316,7 @@ def bench_head_read(kv_heads: int = 16, seq_len: int = 4096, head_dim: int = 64,
     """Time reading (copying) one head's keys: contiguous head_major vs strided position_major, float32.
 
     The two reads are interleaved (contiguous, strided, contiguous, ...) after one untimed warm-up each
-    (kvviz.bench_noise.time_pair), so a load that comes and goes hits both alike. Default buffers are 16 MiB
+    (kvviz.speedup.noise.time_pair), so a load that comes and goes hits both alike. Default buffers are 16 MiB
     each; BENCH_REPEATS of each take well under a second.
     """
     if not (1 <= kv_heads <= 64 and 1 <= seq_len <= 32768 and 1 <= head_dim <= 256 and 1 <= repeats <= 200):

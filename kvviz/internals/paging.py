@@ -19,9 +19,9 @@ from kvviz.internals.prefix import shared_prefix_len
 from kvviz.internals.records import PAGING_MAX_BLOCK_SIZE as MAX_BLOCK_SIZE
 from kvviz.internals.records import PAGING_MAX_NEW_TOKENS as MAX_NEW_TOKENS
 from kvviz.internals.records import BlockTable, PagedRun, PagingError, PagingPlan
-from kvviz.models import LoadedModel
-from kvviz.prompt_rules import check_int_in_range, check_prompt
-from kvviz.stepping import Sampling, StepEngine
+from kvviz.model.loading import LoadedModel
+from kvviz.inputs.prompt_rules import check_int_in_range, check_prompt
+from kvviz.step.engine import Sampling, StepEngine
 
 __all__ = ["MAX_BLOCK_SIZE", "MAX_NEW_TOKENS", "BlockTable", "PagedRun", "PagingError", "PagingPlan", "block_table",
            "paged_generation", "plan_two_sequences"]

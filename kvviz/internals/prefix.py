@@ -15,12 +15,12 @@ import copy
 import torch
 from transformers import DynamicCache
 
-from kvviz.bench_noise import load_avg_1min, time_pair
+from kvviz.speedup.noise import load_avg_1min, time_pair
 from kvviz.internals.records import PREFIX_TIMING_REPEATS as TIMING_REPEATS
 from kvviz.internals.records import PrefixError, PrefixReuse
-from kvviz.models import LoadedModel
-from kvviz.prompt_rules import check_int_in_range, check_prompt
-from kvviz.stepping import cache_bytes, crop_cache
+from kvviz.model.loading import LoadedModel
+from kvviz.inputs.prompt_rules import check_int_in_range, check_prompt
+from kvviz.step.engine import cache_bytes, crop_cache
 
 __all__ = ["PrefixError", "PrefixReuse", "TIMING_REPEATS", "load_avg_1min", "prefix_reuse", "shared_prefix_len"]
 

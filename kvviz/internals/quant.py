@@ -37,8 +37,8 @@ from kvviz import memory
 from kvviz.internals.records import LayerError, QuantError, QuantReport, SchemeAgreement, check_agreement_work
 from kvviz.internals.records import QUANT_MIN_GROUP as MIN_GROUP
 from kvviz.internals.records import QUANT_SCHEMES as SCHEMES
-from kvviz.models import LoadedModel
-from kvviz.prompt_rules import check_int_in_range, check_prompt
+from kvviz.model.loading import LoadedModel
+from kvviz.inputs.prompt_rules import check_int_in_range, check_prompt
 
 __all__ = ["MIN_GROUP", "SCHEMES", "LayerError", "QuantError", "QuantReport", "Quantized", "SchemeAgreement",
            "check_agreement_work", "dequantize", "error_bound", "greedy_agreement", "prompt_cache", "quant_report",

@@ -3,14 +3,14 @@
 The modules that run the model (prefix, crossattn, window, paging, quant, speculative) import torch; pages and
 figures import only this module (and the numpy-only `layout`), so drawing a result never loads torch.
 Records are frozen dataclasses of plain Python numbers, strings and tuples. Caps are the bounds every page
-states next to its inputs and every function enforces (kvviz.prompt_rules words the messages).
+states next to its inputs and every function enforces (kvviz.inputs.prompt_rules words the messages).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvviz.bench_noise import Comparison, Timing
-from kvviz.prompt_rules import check_int_in_range
+from kvviz.speedup.noise import Comparison, Timing
+from kvviz.inputs.prompt_rules import check_int_in_range
 
 
 # ----- errors (ValueError subclasses: the message says what to change) ------------------------------------------
@@ -90,7 +90,7 @@ class PrefixReuse:
     new_tokens_computed: int  # len(B) - reused_len
     tokens_saved: int  # = reused_len
     reused_cache_bytes: int  # bytes of the kept rows, from the real tensors
-    fresh: Timing  # prefill all of B (repeats interleaved with `reuse`, see kvviz.bench_noise)
+    fresh: Timing  # prefill all of B (repeats interleaved with `reuse`, see kvviz.speedup.noise)
     reuse: Timing  # prefill only B's new tokens onto a copy of the cropped cache (the copy is not timed)
     max_abs_logit_diff: float  # next-token logits, reuse vs fresh
     max_abs_kv_diff: float  # every K/V element of the final caches, reuse vs fresh

@@ -25,9 +25,9 @@ from transformers import DynamicCache
 from kvviz.internals.records import SPEC_MAX_K as MAX_K
 from kvviz.internals.records import SPEC_MAX_NEW as MAX_NEW
 from kvviz.internals.records import SPEC_MAX_TEMPERATURE, SPEC_MIN_TEMPERATURE, SpecRound, SpecRun, SpeculativeError
-from kvviz.models import LoadedModel
-from kvviz.prompt_rules import check_float_in_range, check_int_in_range, check_prompt
-from kvviz.stepping import crop_cache
+from kvviz.model.loading import LoadedModel
+from kvviz.inputs.prompt_rules import check_float_in_range, check_int_in_range, check_prompt
+from kvviz.step.engine import crop_cache
 
 __all__ = ["MAX_K", "MAX_NEW", "SpecRound", "SpecRun", "SpeculativeError", "speculative_decode"]
 

@@ -17,8 +17,8 @@ from transformers import DynamicCache
 
 from kvviz import memory
 from kvviz.internals.records import LayerWindow, PresetLayers, WindowError, WindowRun, WindowState
-from kvviz.models import LoadedModel
-from kvviz.prompt_rules import check_int_in_range, check_prompt
+from kvviz.model.loading import LoadedModel
+from kvviz.inputs.prompt_rules import check_int_in_range, check_prompt
 
 __all__ = ["LayerWindow", "PresetLayers", "WindowError", "WindowRun", "WindowState", "layer_config",
            "preset_layers", "visibility", "window_on_model", "window_state"]
@@ -97,7 +97,7 @@ def preset_layers(preset_name: str = "gemma-3-4b", context_len: int = 32768) -> 
     """e.g. Gemma 3 4B: 34 layers, 5 local (1024-token window) : 1 global, bf16."""
     from dataclasses import replace
 
-    from kvviz.presets import get_preset
+    from kvviz.memory.presets import get_preset
 
     context_len = check_int_in_range(context_len, 1, 2**24, "context length (tokens)", error=WindowError)
     config = get_preset(preset_name).kv

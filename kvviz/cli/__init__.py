@@ -1,0 +1,1 @@
+"""`python -m kvviz <command>`: one module per subcommand."""

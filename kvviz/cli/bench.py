@@ -1,0 +1,139 @@
+"""`python -m kvviz bench`: measure no cache vs transformers' caches vs the flat pre-allocated engine here.
+
+    python -m kvviz bench --model random:gpt2 --prompt-len 16 --new-tokens 128 --repeats 5 --json
+
+prints, per mode, the median tokens/s (with min-max), the speed-up over no cache (one estimator, named in the
+output), whether the tokens matched the no-cache run (agreement for int8), the weight format the flat engine
+measured fastest, and each cached mode's share of the read-bandwidth roofline (or "disturbed").
+The same harness (kvviz.speedup.harness) drives the "Measured speed-up" page, so these are the app's numbers.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from kvviz.speedup import harness, tables
+from kvviz.speedup.settings import duration
+from kvviz.speedup.records import CACHED_MODES, ESTIMATOR, LOSSY_MODES, MODE_LABELS, BenchResult, BenchSettings
+from kvviz.model.loading import ModelLoadError, load_model
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m kvviz bench",
+        description="Time the same greedy generation with no cache, DynamicCache, StaticCache, the flat pre-allocated "
+                    "engine (fp32 in the format measured fastest, and int8) and model.generate.",
+    )
+    parser.add_argument("--model", default="bundled", help="bundled (default), random:gpt2, gpt2, or a folder")
+    parser.add_argument("--prompt-len", type=int, default=16, help="prompt tokens P (default 16)")
+    parser.add_argument("--new-tokens", type=int, default=64, help="generated tokens N (default 64)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed rounds; medians are reported (default 3)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed warm-up runs per mode (default 1)")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: the free cores from the load average, at most 8)")
+    parser.add_argument("--attn", default="sdpa", choices=("sdpa", "eager"), help="attention kernel (default sdpa)")
+    parser.add_argument("--no-generate", action="store_true", help="skip the model.generate reference runs")
+    parser.add_argument(
+        "--no-generate-uncached", action="store_true", help="keep generate(use_cache=True), skip use_cache=False"
+    )
+    parser.add_argument("--weight-format", default="auto", choices=("auto", "stored", "onednn"),
+                        help="flat engine fp32 weights: auto measures both here and keeps the faster (default)")
+    parser.add_argument("--no-prepack", action="store_true", help="same as --weight-format stored")
+    parser.add_argument("--no-static", action="store_true", help="skip transformers' StaticCache mode")
+    parser.add_argument("--no-int8", action="store_true", help="skip the int8-weight mode")
+    parser.add_argument("--compile", action="store_true",
+                        help="also time StaticCache with torch.compile (a reference; compiling takes 10-60 s first)")
+    parser.add_argument("--json", action="store_true", help="print the full results as JSON")
+    parser.add_argument("--csv", metavar="PATH", help="also write every timed pass to a CSV file")
+    return parser
+
+
+def _progress(fraction: float, message: str) -> None:
+    print(f"[{fraction * 100:5.1f}%] {message}", file=sys.stderr, flush=True)
+
+
+def format_report(result: BenchResult) -> str:
+    s, m = result.settings, result.machine
+    lines = [
+        f"model: {result.model_label}",
+        f"prompt {s.prompt_len} tokens, {s.new_tokens} new tokens, {s.repeats} rounds (+{s.warmup} warm-up); "
+        f"{m.cpu}, {m.threads} threads ({m.thread_reason}), torch {m.torch_version}, {m.dtype}",
+        f"load average before {m.load_before[0]:.2f}, after {m.load_after[0]:.2f} (1 min)",
+        f"flat engine weights: {result.weight_choice.describe()}",
+        *([result.compile_note] if result.compile_note else []),
+        f"speed-up estimator: {ESTIMATOR}",
+        "",
+        f"{'mode':<50} {'tok/s':>8} {'min-max':>15} {'decode tok/s':>13} {'x no cache':>11} {'tokens':>7}",
+    ]
+    for mode in result.modes:
+        tps = mode.tokens_per_s
+        same = (f"{result.token_agreement(mode.mode):.0%}" if mode.mode in LOSSY_MODES
+                else "same" if result.tokens_match(mode.mode) else "DIFFER")
+        lines.append(
+            f"{mode.label:<50} {mode.median_tokens_per_s:8.2f} {f'{tps.min():.2f}-{tps.max():.2f}':>15} "
+            f"{mode.median_decode_tokens_per_s:13.2f} {result.speedup(mode.mode):11.2f} {same:>7}"
+        )
+    reads = ", ".join(f"{b.bytes_per_s / 1e9:.1f}" for b in result.read_bandwidth)
+    lines += [
+        "",
+        f"read bandwidth by round (GB/s): {reads}; copy (read + write, once): "
+        f"{result.copy_bandwidth.bytes_per_s / 1e9:.1f} GB/s; peak matmul {result.peak_flops / 1e9:.0f} GFLOP/s",
+        f"bytes read per decode token: {result.bytes_per_token('preallocated') / 1e6:.1f} MB fp32 -> read roofline "
+        f"{result.roofline_tokens_per_s():.1f} tokens/s",
+    ]
+    for name in CACHED_MODES:
+        if result.has(name):
+            lines.append(f"  {MODE_LABELS[name]:<50} {result.roofline_verdict(name).describe()}")
+    if result.has("generate_cache"):
+        lines += ["", "  ".join(f"{name} / generate(cache) = {result.speedup(name, over='generate_cache'):.3f}x"
+                                for name in ("dynamic", "static", "static_compiled", "preallocated", "int8")
+                                if result.has(name))]
+    lines.append(f"theoretical op ratio (no cache / cache) after {s.new_tokens} tokens: {result.op_ratio[-1][1]:.1f}x")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed its one-line message
+        return int(exc.code or 0)
+    settings = BenchSettings(
+        prompt_len=args.prompt_len,
+        new_tokens=args.new_tokens,
+        repeats=args.repeats,
+        warmup=args.warmup,
+        threads=args.threads,
+        include_generate=not args.no_generate,
+        include_generate_no_cache=not (args.no_generate or args.no_generate_uncached),
+        include_static=not args.no_static,
+        include_int8=not args.no_int8,
+        include_compiled=args.compile,
+        weight_format="stored" if args.no_prepack else args.weight_format,
+    )
+    try:
+        harness.validate(settings, n_positions=10**9)  # lengths and counts first: no model load for a typo
+        loaded = load_model(args.model, attn_implementation=args.attn)
+        harness.validate(settings, loaded.info.n_positions, loaded.info)
+        # The CLI may run long on purpose, but says so first (issue 23): the same estimate as the page's bound
+        print(f"kvviz bench: this run should take about {duration(harness.estimate(loaded, settings))} here "
+              "(estimated from two timed passes of this model; Ctrl-C stops it).", file=sys.stderr, flush=True)
+        result = harness.run_benchmark(loaded, settings, progress=None if args.json else _progress)
+    except (harness.BenchInputError, harness.BenchBusyError) as exc:
+        print(f"kvviz bench: {exc}", file=sys.stderr)
+        return 2
+    except ModelLoadError as exc:
+        print(f"kvviz bench: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("kvviz bench: interrupted; no results.", file=sys.stderr)
+        return 130
+    if args.csv:
+        try:
+            with open(args.csv, "w", encoding="utf-8", newline="") as fh:
+                fh.write(tables.per_token_csv(result))
+        except OSError as exc:
+            print(f"kvviz bench: cannot write {args.csv}: {exc}", file=sys.stderr)
+            return 1
+    print(json.dumps(tables.to_dict(result), indent=2) if args.json else format_report(result))
+    return 0

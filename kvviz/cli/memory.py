@@ -1,0 +1,192 @@
+"""`python -m kvviz memory`: KV-cache bytes for a preset, explicit numbers or a config.json.
+
+    python -m kvviz memory --preset llama-3-8b --context 4096 --json
+    python -m kvviz memory --layers 12 --heads 12 --kv-heads 12 --head-dim 64 --dtype fp32 --context 1024
+    python -m kvviz memory --config path/to/config.json --context 32768 --batch 8
+    python -m kvviz memory --list-presets
+
+Bad input ends with one line on stderr and exit status 2, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from kvviz.memory import config_import
+from kvviz import memory
+from kvviz.memory.presets import PRESETS, get_preset
+
+DEFAULT_CONTEXT = 4096
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, no usage dump, never a 5,000-digit argument echoed
+        raise memory.MemoryInputError(config_import.one_line(message, 200))
+
+
+def whole_number(text: str) -> int:
+    """argparse type: a whole number, refused in one short sentence (never a 5,000-digit echo)."""
+    if len(text.strip()) > 30 or not text.strip().lstrip("+-").isdigit():
+        raise argparse.ArgumentTypeError(f"invalid int value {memory.short_repr(text)}: give a whole number "
+                                         "(at most 30 digits)")
+    return int(text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m kvviz memory", description="KV-cache bytes, exact (1 GiB = 2^30 B, 1 GB = 10^9 B).")
+    src = p.add_argument_group("the model (one of: --preset, --config, or explicit numbers)")
+    src.add_argument("--preset", help="a preset name (see --list-presets)")
+    src.add_argument("--config", type=Path, help="a Hugging Face config.json")
+    src.add_argument("--layers", type=whole_number)
+    src.add_argument("--heads", type=whole_number, help="query heads")
+    src.add_argument("--kv-heads", type=whole_number, help="K/V heads (default: = heads, i.e. MHA)")
+    src.add_argument("--head-dim", type=whole_number)
+    src.add_argument("--hidden", type=whole_number, help="hidden size; head dim = hidden / heads when --head-dim is absent")
+    att = p.add_argument_group("attention kind")
+    att.add_argument("--mla-rank", type=whole_number, help="MLA latent rank (kv_lora_rank), e.g. 512")
+    att.add_argument("--mla-rope-dim", type=whole_number, help="MLA decoupled RoPE key dim (qk_rope_head_dim), e.g. 64")
+    att.add_argument("--window", type=whole_number, help="sliding window (tokens) of local layers")
+    att.add_argument("--local-per-global", type=whole_number, help="hybrid: N local layers per global layer (e.g. 5)")
+    p.add_argument("--context", type=whole_number, help=f"tokens per sequence (default: {DEFAULT_CONTEXT})")
+    p.add_argument("--batch", type=whole_number, default=1, help="sequences (default 1)")
+    p.add_argument("--encoder-len", type=whole_number, help="encoder-decoder --config (T5, BART): encoder tokens, for the "
+                   "cross-attention cache")
+    p.add_argument("--dtype", help=f"cache dtype: {', '.join(memory.DTYPES)} (default: the model's, else bf16)")
+    p.add_argument("--quant-group", type=whole_number, default=memory.DEFAULT_QUANT_GROUP, help="int8/int4 group size")
+    p.add_argument("--quant-residual", type=whole_number, default=0,
+                   help="int8/int4: transformers' QuantizedCache full-precision window, residual_length (default 0 = "
+                        f"off; transformers' own default: {memory.transformers_quantized_defaults().get('residual_length')})")
+    p.add_argument("--list-presets", action="store_true", help="list presets with their sources and exit")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    return p
+
+
+def read_config_file(path: Path) -> str:
+    """The file's text, read no further than MAX_CONFIG_CHARS (+1 to know it is longer): /dev/zero or a stray
+    multi-gigabyte file is refused after 5 MB, not after filling the memory."""
+    limit = config_import.MAX_CONFIG_CHARS
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except IsADirectoryError:
+        raise memory.MemoryInputError(f"cannot read {path}: it is a folder; give the config.json file inside it") from None
+    except FileNotFoundError:
+        raise memory.MemoryInputError(f"cannot read {path}: it does not exist; give the path of a config.json") from None
+    except OSError as exc:
+        raise memory.MemoryInputError(f"cannot read {path} ({exc.strerror or type(exc).__name__})") from None
+    if len(data) > limit:
+        raise memory.MemoryInputError(f"{path} is longer than {limit:,} bytes; a config.json is a few thousand")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise memory.MemoryInputError(f"{path} is not UTF-8 text; give the model's config.json") from None
+
+
+def config_from_args(args: argparse.Namespace) -> tuple[memory.KVConfig, list[str], memory.KVConfig | None]:
+    """The KVConfig the arguments describe, notes about where it came from, and the cross-attention cache's
+    layout (encoder-decoder --config only, else None)."""
+    notes: list[str] = []
+    cross = None
+    explicit = any(v is not None for v in (args.layers, args.heads, args.kv_heads, args.head_dim, args.hidden))
+    if sum([args.preset is not None, args.config is not None, explicit]) != 1:
+        raise memory.MemoryInputError(
+            "give exactly one model: --preset NAME, --config PATH, or --layers/--heads/--head-dim (see --help)"
+        )
+    if args.preset is not None:
+        preset = get_preset(args.preset)
+        cfg = preset.kv
+        notes.append(f"{preset.name}: {preset.source} ({preset.paper})")
+    elif args.config is not None:
+        imported = config_import.parse_hf_config(read_config_file(args.config))
+        cfg, cross = imported.config, imported.cross_attention
+        notes.append("used from config.json: " + ", ".join(f"{k}={v}" for k, v in imported.used.items()))
+        notes += [f"missing: {m}" for m in imported.missing] + list(imported.notes)
+    else:
+        if args.layers is None or args.heads is None:
+            raise memory.MemoryInputError("explicit numbers need at least --layers and --heads (and --head-dim or --hidden)")
+        head_dim = args.head_dim
+        if head_dim is None:
+            if args.hidden is None:
+                raise memory.MemoryInputError("give --head-dim, or --hidden to derive it as hidden / heads")
+            head_dim = memory.head_dim_from_hidden(args.hidden, args.heads)
+        elif args.hidden is not None and args.hidden != head_dim * args.heads:
+            raise memory.MemoryInputError(
+                f"--head-dim {head_dim} x --heads {args.heads} = {head_dim * args.heads}, not --hidden {args.hidden}; "
+                "drop one of them (some models do use head_dim x heads != hidden: then omit --hidden)"
+            )
+        cfg = memory.KVConfig(args.layers, args.heads, args.kv_heads or args.heads, head_dim)
+    if args.encoder_len is not None and cross is None:
+        raise memory.MemoryInputError("--encoder-len needs an encoder-decoder --config (T5, BART)")
+    changes = {}
+    if args.dtype is not None:
+        changes["dtype"] = args.dtype
+    if args.mla_rank is not None or args.mla_rope_dim is not None:
+        changes.update(mla_latent_rank=args.mla_rank or 0, mla_rope_dim=args.mla_rope_dim or 0)
+    if args.window is not None:
+        changes["window"] = args.window
+    if args.local_per_global is not None:
+        changes["local_per_global"] = args.local_per_global
+    changes["quant_group_size"] = args.quant_group
+    changes["quant_residual_tokens"] = args.quant_residual
+    if cross is not None:  # same number format as the self-attention cache; no window: every encoder token stays
+        cross = replace(cross, **{k: v for k, v in changes.items() if k not in ("window", "local_per_global")})
+    return replace(cfg, **changes), notes, cross
+
+
+def render_table(b: memory.KVBudget | memory.EncoderDecoderBudget, notes: list[str]) -> str:
+    s = b.self_attention if isinstance(b, memory.EncoderDecoderBudget) else b
+    c = s.config
+    lines = [
+        f"model        {c.name}  ({c.attention_kind}, {c.n_layer} layers, {c.n_head} query heads, "
+        f"{c.n_kv_heads} KV heads, head_dim {c.head_dim}, {c.dtype})",
+        f"per token    {memory.format_bytes(s.bytes_per_token)}  (all layers)",
+        f"per layer    {s.bytes_per_token_per_layer:,} B per token",
+        f"context      {s.context_len:,} tokens x batch {s.batch}",
+    ]
+    if isinstance(b, memory.EncoderDecoderBudget):
+        lines.append(f"self-attn    {memory.format_bytes(s.total_bytes)}  (decoder: {s.context_len:,} tokens x "
+                     f"batch {s.batch})")
+        if b.complete:
+            lines.append(f"cross-attn   {memory.format_bytes(b.cross_bytes)}  ({b.encoder_len:,} encoder tokens x "
+                         f"batch {s.batch}, {b.cross_bytes_per_encoder_token:,} B each)")
+            lines.append(f"total        {memory.format_bytes(b.total_bytes)}  (self-attention + cross-attention)")
+        else:
+            lines.append(f"cross-attn   not counted: give --encoder-len ({b.cross_bytes_per_encoder_token:,} B per "
+                         f"encoder token x batch {s.batch})")
+            lines.append(f"total        {memory.format_bytes(b.total_bytes)}  (decoder self-attention only)")
+    else:
+        lines.append(f"total        {memory.format_bytes(b.total_bytes)}")
+    lines += [f"note         {n}" for n in notes]
+    lines += [f"warning      {w}" for w in s.warnings]
+    return "\n".join(lines)
+
+
+def list_presets() -> str:
+    rows = [f"{'name':<16} {'attention':<34} {'B/token':>10}  source"]
+    for p in PRESETS.values():
+        rows.append(f"{p.name:<16} {p.kv.attention_kind:<34} {p.kv.bytes_per_token:>10,}  {p.source}")
+    return "\n".join(rows)
+
+
+def main(argv: list[str]) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        if args.list_presets:
+            print(list_presets())
+            return 0
+        cfg, notes, cross = config_from_args(args)
+        context = memory.check_int("context_len", DEFAULT_CONTEXT if args.context is None else args.context, lo=1)
+        result: memory.KVBudget | memory.EncoderDecoderBudget = (
+            memory.budget(cfg, context, args.batch) if cross is None
+            else memory.encoder_decoder_budget(cfg, cross, context, args.batch, args.encoder_len))
+    except memory.MemoryInputError as exc:
+        print(f"kvviz memory: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({**result.as_dict(), "notes": notes}, indent=2))
+    else:
+        print(render_table(result, notes))
+    return 0

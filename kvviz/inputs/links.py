@@ -1,0 +1,29 @@
+"""Shareable links: say which of a link's values a page could not use.
+
+Pages bind their widgets to the URL with Streamlit's `bind="query-params"`, which drops an invalid value (or
+clamps it) silently. A page notes the link's values before its widgets run and passes them here afterwards,
+with what the URL holds now and what the widgets show, to tell the user in one line per value. UI-free.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from kvviz.inputs.query_values import shown as quoted
+
+
+def shown_as_link(value: Any) -> list[str]:
+    """How a widget value reads in a URL: True -> ['true'], 8192 -> ['8192'], ['a', 'b'] -> ['a', 'b']."""
+    items = value if isinstance(value, list) else [value]
+    return [str(v).lower() if isinstance(v, bool) else str(v) for v in items]
+
+
+def link_refusals(linked: Mapping[str, list[str]], now: Mapping[str, list[str]], shown: Mapping[str, Any]) -> list[str]:
+    """Messages for link values the page dropped or changed: linked = the URL's values before the widgets ran,
+    now = after (Streamlit removed or corrected what it refused), shown = the values the widgets hold."""
+    out = []
+    for key, raw in linked.items():
+        value = shown.get(key)
+        wanted = raw if isinstance(value, list) else raw[-1:]
+        if list(now.get(key, [])) != list(raw) and shown_as_link(value) != wanted:
+            out.append(f"Ignored `{key}={quoted(','.join(raw))}` from the link (not a valid value); using {quoted(repr(value))}.")
+    return out

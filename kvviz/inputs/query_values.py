@@ -1,0 +1,140 @@
+"""Text that becomes a number: a link's query parameters and a command line's values, checked at that boundary.
+
+One validator per kind of value, each refusing with one short sentence that says what to change. Nothing is
+silently taken as 0, clamped or echoed at length (a 1 MB value is shown cut to a few dozen characters), and no
+text ever reaches `int()` or `float()` unchecked, so Python's own limits (4,300 digits, inf, nan) never surface:
+
+    whole_number("12", 0, 255, "steps")        -> 12
+    whole_number("1e308", 0, 255, "steps")     -> QueryValueError("steps must be a whole number from 0 to 255 ...")
+    finite_number("nan", 0.0, 1.0, "share")    -> QueryValueError(...)
+    refused_link_numbers({"mem_layers": ["inf"]}, ["mem_layers"]) -> {"mem_layers": "Ignored `mem_layers=inf` ..."}
+
+Pages whose widgets are bound to the URL (`bind="query-params"`) run `refused_link_numbers` on the link before
+the widgets read it: Streamlit's number_input raises OverflowError on `inf` or `1e309` while it seeds itself
+from the URL. UI-free and torch-free.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+SHOWN_CHARS = 40  # a refused value is quoted at most this long
+LINK_NUMBER_LIMIT = 10**15  # no bound widget accepts more; larger text is refused before any widget parses it
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?")
+
+
+class QueryValueError(ValueError):
+    """A value given as text cannot be used; the message is one sentence saying what to give instead."""
+
+
+def shown(text: object, max_chars: int = SHOWN_CHARS) -> str:
+    """A value as a message quotes it: on one line, cut short with '...' when long."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= max_chars else flat[: max_chars - 3] + "..."
+
+
+def whole_number(text: object, lo: int, hi: int, name: str, *, error: type[ValueError] = QueryValueError) -> int:
+    """`text` (digits, an optional sign, surrounding spaces) as an int in [lo, hi], else `error` naming `name`.
+
+    The digit count is checked before `int()`, so 5,000 digits are refused as too large, not by Python's limit.
+    """
+    value = str(text).strip() if isinstance(text, (str, int)) and not isinstance(text, bool) else None
+    if value is None or not value.isascii() or not _WHOLE.fullmatch(value):
+        raise error(f"{name} must be a whole number from {lo:,} to {hi:,} (got {shown(text)!r}).")
+    digits = value.lstrip("+-").lstrip("0")
+    if len(digits) > len(str(max(abs(lo), abs(hi)))):
+        raise error(f"{name} must be from {lo:,} to {hi:,} (got a {len(digits):,}-digit number).")
+    number = int(value)
+    if not lo <= number <= hi:
+        raise error(f"{name} must be from {lo:,} to {hi:,} (got {shown(number)}).")
+    return number
+
+
+def finite_number(text: object, lo: float, hi: float, name: str, *, error: type[ValueError] = QueryValueError) -> float:
+    """`text` (a decimal number such as 0.1, 1e-3) as a finite float in [lo, hi]; refuses nan, inf and 1e999."""
+    if isinstance(text, bool):
+        raise error(f"{name} must be a number from {lo:g} to {hi:g} (got {shown(text)!r}).")
+    if isinstance(text, (int, float)):
+        value = float(text) if not isinstance(text, int) or abs(text) < 10**300 else math.inf
+    else:
+        raw = str(text).strip()
+        if not raw.isascii() or len(raw) > 64 or not _DECIMAL.fullmatch(raw):
+            raise error(f"{name} must be a number from {lo:g} to {hi:g} (got {shown(text)!r}).")
+        value = float(raw)
+    if not math.isfinite(value) or not lo <= value <= hi:
+        raise error(f"{name} must be a finite number from {lo:g} to {hi:g} (got {shown(text)}).")
+    return value
+
+
+def choice(text: object, choices: Sequence[str], name: str, *, error: type[ValueError] = QueryValueError) -> str:
+    """`text` if it is one of `choices`, else `error` listing them (at most 12 shown)."""
+    if isinstance(text, str) and text in choices:
+        return text
+    listed = ", ".join(choices[:12]) + (f" (and {len(choices) - 12} more)" if len(choices) > 12 else "")
+    raise error(f"{name} must be one of {listed} (got {shown(text)!r}).")
+
+
+def link_notice(key: str, raw: object, reason: str) -> str:
+    """One line for a link value the page ignored: what was ignored and why."""
+    return f"Ignored `{key}={shown(raw)}` from the link: {reason}"
+
+
+def refused_link_whole(raw: str | None, lo: int, hi: int, name: str, instead: str) -> str | None:
+    """None if a link's `name=raw` is a whole number in [lo, hi] (or absent), else the notice saying it was
+    ignored and what the page does `instead` (one sentence, e.g. "Opening step 1.")."""
+    if raw is None:
+        return None
+    try:
+        whole_number(raw, lo, hi, name)
+    except QueryValueError as exc:
+        return link_notice(name, raw, f"{exc} {instead}")
+    return None
+
+
+def refused_link_numbers(params: Mapping[str, Sequence[str] | str], keys: Iterable[str],
+                         limit: int = LINK_NUMBER_LIMIT) -> dict[str, str]:
+    """{key: notice} for each of `keys` in a link whose value is not a whole number within +-limit.
+
+    Ranges narrower than that are the widgets' own (Streamlit resets an out-of-range link value to the default
+    and kvviz.inputs.links reports it); this check stops only what must never reach a widget: inf, nan, 1e309,
+    thousands of digits, words, and repeated values of a single-value parameter.
+    """
+    refused = {}
+    for key in keys:
+        if key not in params:
+            continue
+        values = params[key]
+        values = [values] if isinstance(values, str) else list(values)
+        if len(values) > 1:
+            refused[key] = link_notice(key, ",".join(values), "a number field takes one value.")
+            continue
+        if not values:
+            continue
+        text = str(values[0]).strip()
+        if not text.isascii() or not _WHOLE.fullmatch(text):
+            refused[key] = link_notice(key, text, "it is not a whole number written in digits.")
+        elif len(text.lstrip("+-").lstrip("0")) > len(str(limit)) or abs(int(text)) > limit:
+            refused[key] = link_notice(key, text, f"it is far larger than this field allows (at most {limit:,}).")
+    return refused
+
+
+def cli_whole(lo: int, hi: int) -> Callable[[str], int]:
+    """An argparse `type=` for a whole number in [lo, hi]: argparse prints our one sentence, never a traceback."""
+    import argparse
+
+    def parse(text: str) -> int:
+        return whole_number(text, lo, hi, "the value", error=argparse.ArgumentTypeError)
+
+    return parse
+
+
+def cli_number(lo: float, hi: float) -> Callable[[str], float]:
+    """An argparse `type=` for a finite number in [lo, hi] (refuses nan, inf, 1e999)."""
+    import argparse
+
+    def parse(text: str) -> float:
+        return finite_number(text, lo, hi, "the value", error=argparse.ArgumentTypeError)
+
+    return parse

@@ -1,0 +1,373 @@
+"""KV-cache byte arithmetic: exact integer bytes for any attention layout, and the one byte formatter.
+
+What fits on a GPU and paged allocation live in kvviz.memory.capacity; config.json import in kvviz.memory.config_import.
+
+What one layer stores for one token (elements; bytes = elements x dtype bits / 8, plus quantization overhead):
+
+    MHA / GQA / MQA   K and V, one head_dim vector per K/V head:  2 * n_kv_heads * head_dim
+                      (MHA: n_kv_heads = n_head; GQA: fewer; MQA: 1)  -- Ainslie et al. 2023, arXiv:2305.13245
+    MLA               one compressed latent + one shared RoPE key:   kv_lora_rank + qk_rope_head_dim
+                      (DeepSeek-V2/V3 cache c_KV and k_R, not per-head K/V)    -- arXiv:2405.04434, 2412.19437
+    sliding window    a local layer keeps only the last `window` tokens (Mistral 7B's rolling buffer,
+                      arXiv:2310.06825); hybrids interleave local and global layers (Gemma 3: 5 local : 1 global)
+
+Total bytes = batch x sum over layers of (tokens that layer holds) x (bytes per token in that layer).
+Everything is a Python int, exact at any size; limits below refuse absurd inputs with a clear message.
+
+Cache number formats (fp32 ... int4, quantization overhead, QuantizedCache's residual window, fp8 scales) are
+described in kvviz.memory.dtypes. Byte units and the one formatter (format_bytes, short_bytes) live in kvviz.memory.units and are re-exported.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvviz.memory.dtypes import (  # re-exported: memory.DTYPES etc. are the calculator's public names
+    DEFAULT_QUANT_GROUP as DEFAULT_QUANT_GROUP,
+    DTYPE_ALIASES as DTYPE_ALIASES,
+    DTYPES as DTYPES,
+    FP8_SCALE_BYTES_PER_LAYER as FP8_SCALE_BYTES_PER_LAYER,
+    QUANT_OVERHEAD_BYTES_PER_GROUP as QUANT_OVERHEAD_BYTES_PER_GROUP,
+    CacheDType as CacheDType,
+    transformers_quantized_defaults as transformers_quantized_defaults,
+)
+
+from kvviz.memory.units import (  # re-exported: memory.format_bytes is the calculator's public formatter
+    GB as GB,
+    GIB as GIB,
+    KIB as KIB,
+    MIB as MIB,
+    TIB as TIB,
+    binary_unit as binary_unit,
+    decimal_bytes as decimal_bytes,
+    format_bytes as format_bytes,
+    short_bytes as short_bytes,
+)
+
+# Bounds: generous for any real model, small enough to catch typos (an extra zero is fine, six are not).
+LIMITS: dict[str, int] = {
+    "n_layer": 10_000,
+    "n_head": 100_000,
+    "n_kv_heads": 100_000,
+    "head_dim": 100_000,
+    "mla_latent_rank": 1_000_000,
+    "mla_rope_dim": 100_000,
+    "window": 2**40,
+    "context_len": 2**40,  # ~1.1 trillion tokens
+    "batch": 2**24,
+    "quant_group_size": 2**20,
+    "quant_residual_tokens": 2**20,
+}
+
+
+class MemoryInputError(ValueError):
+    """An input the calculator cannot use; the message says what to change."""
+
+
+def short_repr(value: Any, limit: int = 40) -> str:
+    """The refused value as a message quotes it: ints with separators, anything else repr'd, never more than
+    `limit` characters (a megabyte string or a 5,000-digit number is summarised, not echoed)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value.bit_length() > 96:  # str() of a >4,300-digit int raises; nobody reads 30 digits anyway
+            return f"a number of about {int(value.bit_length() * 0.30103) + 1:,} digits"
+        text = f"{value:,}"
+    else:
+        text = repr(value)
+    if len(text) <= limit:
+        return text
+    suffix = f"… ({len(text):,} characters)"
+    return text[: max(limit - len(suffix), 8)] + suffix
+
+
+def resolve_dtype(name: str) -> CacheDType:
+    key = DTYPE_ALIASES.get(str(name).strip().lower()[:40], str(name).strip().lower()[:40])
+    if key not in DTYPES:
+        raise MemoryInputError(f"unknown cache dtype {short_repr(name)}; choose one of {', '.join(DTYPES)}")
+    return DTYPES[key]
+
+
+def check_int(name: str, value: Any, lo: int = 1, hi: int | None = None) -> int:
+    """A whole number within [lo, hi]; rejects bools, floats (incl. NaN/inf), strings, with a plain message."""
+    hi = LIMITS.get(name, 2**62) if hi is None else hi
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            value = int(value)
+        else:
+            raise MemoryInputError(f"{name} must be a whole number, got {short_repr(value)}")
+    if not lo <= value <= hi:
+        raise MemoryInputError(f"{name} must be between {lo:,} and {hi:,}, got {short_repr(value)}")
+    return value
+
+
+def head_dim_from_hidden(hidden_size: int, n_head: int) -> int:
+    """head_dim = hidden_size / n_head, refusing a hidden size the heads do not split evenly."""
+    check_int("hidden_size", hidden_size, hi=10**7)
+    check_int("n_head", n_head)
+    if hidden_size % n_head:
+        raise MemoryInputError(
+            f"hidden size {hidden_size} is not a multiple of {n_head} heads; give head_dim explicitly "
+            "(some models, e.g. Gemma, use a head_dim that is not hidden_size / n_head)"
+        )
+    return hidden_size // n_head
+
+
+@dataclass(frozen=True)
+class KVConfig:
+    """The attention layout that decides the cache size. Validated on construction."""
+
+    n_layer: int
+    n_head: int  # query heads (do not change the cache size; checked against n_kv_heads)
+    n_kv_heads: int
+    head_dim: int
+    dtype: str = "fp16"
+    mla_latent_rank: int = 0  # > 0 means MLA: cache kv_lora_rank + rope numbers per token per layer
+    mla_rope_dim: int = 0
+    window: int | None = None  # sliding window in tokens for local layers; None = every layer global
+    local_per_global: int | None = None  # hybrid: N local layers then 1 global, repeating; None = all local
+    quant_group_size: int = DEFAULT_QUANT_GROUP
+    name: str = "custom"
+    quant_residual_tokens: int = 0  # quantized dtypes: transformers' residual_length (0 = no full-precision window)
+    first_windowed_layer: int = 0  # Qwen2 `max_window_layers`: layers below this index are global
+
+    def __post_init__(self) -> None:
+        for f in ("n_layer", "n_head", "n_kv_heads", "head_dim"):
+            object.__setattr__(self, f, check_int(f, getattr(self, f)))
+        object.__setattr__(self, "dtype", resolve_dtype(self.dtype).name)
+        if self.n_kv_heads > self.n_head or self.n_head % self.n_kv_heads:
+            raise MemoryInputError(
+                f"KV heads ({self.n_kv_heads}) must divide query heads ({self.n_head}): in GQA each K/V head "
+                "serves an equal group of query heads (MHA: equal; MQA: 1)"
+            )
+        check_int("mla_latent_rank", self.mla_latent_rank, lo=0)
+        check_int("mla_rope_dim", self.mla_rope_dim, lo=0)
+        if self.mla_rope_dim and not self.mla_latent_rank:
+            raise MemoryInputError("an MLA RoPE dimension needs a latent rank (kv_lora_rank) > 0")
+        if self.window is not None:
+            check_int("window", self.window)
+        if self.local_per_global is not None:
+            check_int("local_per_global", self.local_per_global, lo=0, hi=10_000)
+            if self.window is None:
+                raise MemoryInputError("a local:global layer pattern needs a sliding window size")
+        check_int("first_windowed_layer", self.first_windowed_layer, lo=0, hi=LIMITS["n_layer"])
+        if self.first_windowed_layer and (self.window is None or self.local_per_global is not None):
+            raise MemoryInputError("first_windowed_layer needs a sliding window on every layer from that index on")
+        check_int("quant_group_size", self.quant_group_size)
+        check_int("quant_residual_tokens", self.quant_residual_tokens, lo=0)
+
+    @property
+    def is_mla(self) -> bool:
+        return self.mla_latent_rank > 0
+
+    @property
+    def attention_kind(self) -> str:
+        if self.is_mla:
+            kind = "MLA"
+        elif self.n_kv_heads == self.n_head:
+            kind = "MHA"
+        elif self.n_kv_heads == 1:
+            kind = "MQA"
+        else:
+            kind = "GQA"
+        if self.window is not None:
+            kind += (f" + sliding window from layer {self.first_windowed_layer}" if self.first_windowed_layer
+                     else " + sliding window") if self.local_per_global is None else (
+                f" + hybrid {self.local_per_global} local : 1 global"
+            )
+        return kind
+
+    def layer_window(self, layer: int) -> int | None:
+        """Tokens layer `layer` (0-based) keeps at most; None = all of them (a global layer).
+
+        The hybrid pattern follows Gemma 2/3: layer i is global when (i + 1) % (N + 1) == 0.
+        """
+        if self.window is None:
+            return None
+        if self.local_per_global is None:
+            return None if layer < self.first_windowed_layer else self.window
+        return None if (layer + 1) % (self.local_per_global + 1) == 0 else self.window
+
+    @property
+    def n_global_layers(self) -> int:
+        """Layers that keep every token: all without a window, none for pure sliding window, else every (N+1)-th."""
+        if self.window is None:
+            return self.n_layer
+        if self.local_per_global is None:
+            return min(self.first_windowed_layer, self.n_layer)
+        return self.n_layer // (self.local_per_global + 1)
+
+    @property
+    def vectors_per_token_per_layer(self) -> tuple[int, int]:
+        """(how many vectors, numbers in each) one layer stores per token: 2 * n_kv_heads of head_dim, or one
+        MLA latent of kv_lora_rank + rope numbers."""
+        if self.is_mla:
+            return 1, self.mla_latent_rank + self.mla_rope_dim
+        return 2 * self.n_kv_heads, self.head_dim
+
+    @property
+    def bytes_per_token_per_layer(self) -> int:
+        """Exact bytes one layer stores for one token, quantization overhead included."""
+        dt = DTYPES[self.dtype]
+        count, length = self.vectors_per_token_per_layer
+        per_vector = -(-length * dt.bits // 8)  # packed, rounded up to whole bytes per vector
+        if dt.quantized:
+            per_vector += -(-length // self.quant_group_size) * QUANT_OVERHEAD_BYTES_PER_GROUP
+        return count * per_vector
+
+    @property
+    def bytes_per_token(self) -> int:
+        """Bytes one token costs across all layers while it is inside every window (the headline number)."""
+        return self.n_layer * self.bytes_per_token_per_layer
+
+    def tokens_held(self, layer: int, context_len: int) -> int:
+        w = self.layer_window(layer)
+        return context_len if w is None else min(context_len, w)
+
+    def residual_tokens(self, tokens: int) -> int:
+        """Rows a quantized layer holding `tokens` keeps in full precision at peak (0 unless quantized)."""
+        if not DTYPES[self.dtype].quantized or self.quant_residual_tokens == 0:
+            return 0
+        return min(tokens, self.quant_residual_tokens - 1)
+
+    def layer_bytes_for(self, tokens: int) -> int:
+        """Exact bytes one layer holds for `tokens` tokens of one sequence (residual window included)."""
+        residual = self.residual_tokens(tokens)
+        full_precision = self.vectors_per_token_per_layer[0] * self.vectors_per_token_per_layer[1] * 2  # 16-bit
+        return (tokens - residual) * self.bytes_per_token_per_layer + residual * full_precision
+
+
+def kv_bytes(config: KVConfig, context_len: int, batch: int = 1) -> int:
+    """Exact bytes of the whole KV cache for `batch` sequences of `context_len` tokens."""
+    context_len = check_int("context_len", context_len, lo=0)
+    batch = check_int("batch", batch)
+    n_global = config.n_global_layers
+    local_tokens = 0 if config.window is None else min(context_len, config.window)
+    per_sequence = n_global * config.layer_bytes_for(context_len)  # O(1), any depth
+    if config.n_layer > n_global:
+        per_sequence += (config.n_layer - n_global) * config.layer_bytes_for(local_tokens)
+    return batch * per_sequence + fp8_scale_bytes(config, context_len)
+
+
+def fp8_scale_bytes(config: KVConfig, context_len: int) -> int:
+    """fp8: the per-layer float32 scales of keys and values (one pair per layer for the whole batch)."""
+    return config.n_layer * FP8_SCALE_BYTES_PER_LAYER if config.dtype == "fp8" and context_len else 0
+
+
+@dataclass(frozen=True)
+class KVBudget:
+    """The cache of one config at one length and batch, per layer and in total (bytes, exact)."""
+
+    config: KVConfig
+    context_len: int
+    batch: int
+    bytes_per_token: int  # all layers, a token inside every window
+    bytes_per_token_per_layer: int
+    layer_tokens: tuple[int, ...]  # tokens each layer holds (per sequence)
+    layer_bytes: tuple[int, ...]  # bytes each layer holds, whole batch
+    total_bytes: int
+    warnings: tuple[str, ...] = field(default=())
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON: the layout, the inputs, exact bytes (and GiB / GB for reading)."""
+        c = self.config
+        quantized = DTYPES[c.dtype].quantized
+        layout = ("n_layer", "n_head", "n_kv_heads", "head_dim", "mla_latent_rank", "mla_rope_dim", "window",
+                  "local_per_global", "dtype")
+        return {
+            "name": c.name, "attention": c.attention_kind, **{f: getattr(c, f) for f in layout},
+            "quant_group_size": c.quant_group_size if quantized else None,
+            "quant_residual_tokens": c.quant_residual_tokens if quantized else None,
+            "context": self.context_len, "batch": self.batch, "bytes_per_token": self.bytes_per_token,
+            "bytes_per_token_per_layer": self.bytes_per_token_per_layer, "layer_bytes": list(self.layer_bytes),
+            "total_bytes": self.total_bytes, "total_GiB": self.total_bytes / GIB, "total_GB": self.total_bytes / GB,
+            "warnings": list(self.warnings),
+        }
+
+
+def budget(config: KVConfig, context_len: int, batch: int = 1) -> KVBudget:
+    context_len = check_int("context_len", context_len, lo=0)
+    batch = check_int("batch", batch)
+    warnings = []
+    if config.window is not None and config.window >= context_len:
+        warnings.append(
+            f"The sliding window ({config.window:,} tokens) is not smaller than the context ({context_len:,}): "
+            "at this length it saves nothing; every layer holds every token."
+        )
+    per_layer = config.bytes_per_token_per_layer
+    tokens = tuple(config.tokens_held(i, context_len) for i in range(config.n_layer))
+    scales = FP8_SCALE_BYTES_PER_LAYER if config.dtype == "fp8" and context_len else 0
+    layer_bytes = tuple(batch * config.layer_bytes_for(t) + scales for t in tokens)
+    return KVBudget(
+        config, context_len, batch, config.bytes_per_token, per_layer, tokens, layer_bytes, sum(layer_bytes),
+        tuple(warnings),
+    )
+
+
+@dataclass(frozen=True)
+class EncoderDecoderBudget:
+    """An encoder-decoder model's whole cache, as transformers' EncoderDecoderCache holds it (T5, BART):
+
+        self-attention   the decoder's own tokens (context_len per sequence), grows one row per generated token
+        cross-attention  K and V of every encoder token in every decoder layer (encoder_len per sequence),
+                         computed once from the encoder output and then reused unchanged
+
+    encoder_len None: the encoder length is unknown, so `total_bytes` is the decoder's self-attention only and
+    `complete` is False (the result says so itself: `total_covers`)."""
+
+    self_attention: KVBudget
+    cross_attention: KVBudget | None  # None when encoder_len is None
+    cross_bytes_per_encoder_token: int  # all decoder layers, one sequence
+    encoder_len: int | None
+
+    @property
+    def complete(self) -> bool:
+        return self.cross_attention is not None
+
+    @property
+    def cross_bytes(self) -> int | None:
+        return None if self.cross_attention is None else self.cross_attention.total_bytes
+
+    @property
+    def total_bytes(self) -> int:
+        return self.self_attention.total_bytes + (self.cross_bytes or 0)
+
+    @property
+    def total_covers(self) -> str:
+        if self.complete:
+            return "decoder self-attention + cross-attention (the whole EncoderDecoderCache)"
+        return "decoder self-attention only: the encoder length is not given, so the cross-attention cache is not counted"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The self-attention budget's fields, then both parts and their sum (total_bytes = self + cross)."""
+        return {
+            **self.self_attention.as_dict(), "encoder_len": self.encoder_len,
+            "self_attention_bytes": self.self_attention.total_bytes, "cross_attention_bytes": self.cross_bytes,
+            "cross_attention_bytes_per_encoder_token": self.cross_bytes_per_encoder_token,
+            "total_bytes": self.total_bytes, "total_GiB": self.total_bytes / GIB, "total_GB": self.total_bytes / GB,
+            "total_covers": self.total_covers,
+        }
+
+
+def encoder_decoder_budget(config: KVConfig, cross: KVConfig, context_len: int, batch: int = 1,
+                           encoder_len: int | None = None) -> EncoderDecoderBudget:
+    """Self-attention at `context_len` decoder tokens plus cross-attention at `encoder_len` encoder tokens."""
+    self_part = budget(config, context_len, batch)
+    cross_part = None if encoder_len is None else budget(cross, check_int("encoder_len", encoder_len,
+                                                                           hi=LIMITS["context_len"]), batch)
+    return EncoderDecoderBudget(self_part, cross_part, cross.bytes_per_token, encoder_len)
+
+
+def kv_config_from_info(info: Any) -> KVConfig:
+    """The cache layout of a loaded kvviz model (GPT-2, MHA) in the dtype it runs in (fp32 on CPU)."""
+    return KVConfig(
+        n_layer=info.n_layer, n_head=info.n_head, n_kv_heads=info.n_kv_heads, head_dim=info.head_dim,
+        dtype=resolve_dtype(info.dtype).name, name=getattr(info, "label", "loaded model"),
+    )
+
+
+def predicted_cache_bytes(info: Any, seq_len: int, batch: int = 1) -> int:
+    """What the loaded GPT-2's DynamicCache should hold after seq_len tokens: 2 * L * H * D * seq_len * 4 (fp32).
+
+    The stepping engine's `cache_bytes` sums the real tensors; the two must agree exactly.
+    """
+    return kv_bytes(kv_config_from_info(info), seq_len, batch)

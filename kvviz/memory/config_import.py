@@ -1,0 +1,419 @@
+"""Hugging Face config.json import: read a model's cache layout the way transformers itself would build it.
+
+`parse_hf_config` returns a kvviz.memory.KVConfig plus the fields it used, the ones it filled in, and notes.
+
+When the config names a `model_type` that the installed transformers knows, the config is handed to that
+architecture's own config class (`CONFIG_MAPPING[model_type](**config)`, what `AutoConfig` does), so every
+field the file leaves out takes transformers' default for that architecture, and derived fields (Gemma 3's
+5 local : 1 global `layer_types`, Qwen2's `max_window_layers` rule) come from transformers' own code, not a
+copied table. The fields filled that way are listed in `ImportedConfig.defaults`. transformers pulls in torch,
+so it is imported lazily, inside `_transformers_config`, only when a config is actually imported.
+
+Without a known `model_type` the fields are read as written (no defaults besides MHA and float32).
+Before anything reads them, the fields that size the cache are checked (`_precheck`): a 0, a string or a float
+where a whole number belongs is refused in one sentence naming the field, never turned into a default or a
+TypeError; where transformers' own class refuses, its whole reason is quoted on one line.
+Multimodal configs (Gemma 3, LLaVA) are read from their text model; encoder-decoder models (T5, BART) get a
+second KVConfig for the cross-attention cache (one K and V per encoder token per decoder layer).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from kvviz.memory import (LIMITS, KVConfig, MemoryInputError, check_int, head_dim_from_hidden, resolve_dtype,
+                          short_repr)
+
+MAX_CONFIG_CHARS = 5_000_000  # a real config.json is a few KB; refuse megabytes of paste before parsing
+MAX_NAME_CHARS = 80  # `_name_or_path` as shown: a label, not a payload
+MAX_MESSAGE_CHARS = 300  # a quoted transformers message is cut here (its lists of every model type are not)
+_LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "num_decoder_layers", "decoder_layers",
+               "encoder_layers")
+# Whole-number fields that size the cache, checked before any code reads them: (keys, largest value). Each must be
+# >= 1 where given: a head of 0 numbers or 0 heads caches nothing, and a 0 must not quietly become a default.
+_SHAPE_FIELDS: tuple[tuple[tuple[str, ...], int], ...] = (
+    (("num_attention_heads", "n_head", "num_heads", "decoder_attention_heads", "encoder_attention_heads"),
+     LIMITS["n_head"]),
+    (("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num"), LIMITS["n_kv_heads"]),
+    (("head_dim", "d_kv", "kv_channels", "qk_nope_head_dim", "v_head_dim"), LIMITS["head_dim"]),
+    (("qk_rope_head_dim",), LIMITS["mla_rope_dim"]),
+    (("kv_lora_rank",), LIMITS["mla_latent_rank"]),
+    (("hidden_size", "n_embd", "d_model"), 10**7),
+)
+
+
+@dataclass(frozen=True)
+class ImportedConfig:
+    config: KVConfig  # the decoder's self-attention cache (the whole cache of a decoder-only model)
+    used: dict[str, Any]  # config.json field -> value, for every field that fed the calculator
+    missing: tuple[str, ...]  # what was not in the file and what was taken instead (defaults included)
+    max_context: int | None
+    extras: dict[str, int]  # n_embd, d_ff, vocab_size when known (for op counts)
+    defaults: dict[str, Any] = field(default_factory=dict)  # field -> value taken from transformers' defaults
+    notes: tuple[str, ...] = ()  # where transformers' own cache differs from the figure kvviz shows, and why
+    cross_attention: KVConfig | None = None  # encoder-decoder: cache of encoder K/V, one row per encoder token
+    transformers_kv_heads: int | None = None  # heads transformers' DynamicCache stores, if not config.n_kv_heads
+    transformers_class: str | None = None  # the config class that resolved the fields, e.g. "Gemma3TextConfig"
+
+
+def load_json_object(text_or_dict: str | bytes | dict[str, Any]) -> dict[str, Any]:
+    """The config as a dict; one clear MemoryInputError for anything else (bad JSON, too deep, too big)."""
+    if isinstance(text_or_dict, dict):
+        return text_or_dict
+    if len(text_or_dict) > MAX_CONFIG_CHARS:
+        raise MemoryInputError(f"this is {len(text_or_dict):,} characters; a config.json is a few thousand")
+    try:
+        raw = json.loads(text_or_dict)
+    except RecursionError:
+        raise MemoryInputError("this JSON is nested too deeply to be a config.json") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        if "digits" in str(exc) and "integer string conversion" in str(exc):  # Python's 4,300-digit guard
+            raise MemoryInputError("a number in this JSON has thousands of digits; no config.json field needs "
+                                   "that: correct the number") from None
+        raise MemoryInputError(f"this is not valid JSON ({one_line(str(exc))}); paste the model's config.json") from None
+    if not isinstance(raw, dict):
+        raise MemoryInputError("config.json must be a JSON object ({...}), not a list or a single value")
+    return raw
+
+
+def one_line(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """A message as one line of at most `limit` characters: its lines joined, the end cut with an ellipsis."""
+    flat = " ".join(part.strip() for part in str(text).splitlines() if part.strip())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _shape_int(key: str, value: Any, lo: int, hi: int) -> int:
+    try:
+        return check_int(key, value, lo=lo, hi=hi)
+    except MemoryInputError:
+        raise MemoryInputError(f"{key} must be a whole number from {lo:,} to {hi:,}, not {short_repr(value)}: "
+                               "correct it, or remove the field") from None
+
+
+def _precheck(cfg: dict[str, Any]) -> None:
+    """Refuse values that would crash or hang transformers' config classes, or that would quietly become a default
+    (head_dim 0 read as "absent"), before anything reads them. One sentence each, naming the field."""
+    for key in _LAYER_KEYS:
+        if cfg.get(key) is not None:
+            _shape_int(key, cfg[key], 1, LIMITS["n_layer"])
+    for keys, hi in _SHAPE_FIELDS:
+        for key in keys:
+            if cfg.get(key) is not None:
+                _shape_int(key, cfg[key], 1, hi)
+    if cfg.get("sliding_window_pattern") is not None:
+        _shape_int("sliding_window_pattern", cfg["sliding_window_pattern"], 1, LIMITS["n_layer"])
+    for key in ("sliding_window", "max_window_layers"):
+        if cfg.get(key) is not None:
+            _shape_int(key, cfg[key], 0, LIMITS["window"])
+    types = cfg.get("layer_types")
+    if types is not None and (not isinstance(types, list) or len(types) > LIMITS["n_layer"]
+                              or not all(isinstance(t, str) for t in types)):
+        raise MemoryInputError("layer_types must be a list of strings such as \"sliding_attention\", one per layer")
+    if any(len(t) > 100 for t in types or ()):
+        raise MemoryInputError("layer_types entries are short names such as \"sliding_attention\" or "
+                               "\"full_attention\"; correct them")
+
+
+def _text_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """(the language model's fields, a note): `text_config` when it is an object; when it is anything else,
+    transformers' config classes without a text sub-config ignore it and read the top-level fields (so does kvviz,
+    and says so); those with one (LLaVA, Gemma 3) refuse it, and so does kvviz, in one sentence."""
+    text = raw.get("text_config")
+    if text is None:
+        return {}, None
+    if isinstance(text, dict):
+        sub_type = text.get("model_type")
+        if sub_type is not None and not (isinstance(sub_type, str) and _known_model_type(sub_type)):
+            raise MemoryInputError(f"text_config's model_type {short_repr(sub_type)} is not one the installed "
+                                   "transformers knows: use the language model's own type (e.g. llama, "
+                                   "gemma3_text), or remove it")
+        return text, None
+    model_type = raw.get("model_type")
+    if isinstance(model_type, str) and _known_model_type(model_type) and "text_config" in _sub_configs(model_type):
+        raise MemoryInputError(f"text_config must be a JSON object ({{...}}) holding the language model's fields, "
+                               f"not {short_repr(text)}: transformers' {model_type} config refuses it too")
+    return {}, (f"text_config {short_repr(text)} is not an object of fields: ignored, as transformers does; "
+                "the top-level fields were read")
+
+
+def _known_model_type(model_type: str) -> bool:
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING  # lazy: pulls in torch
+
+    return model_type in CONFIG_MAPPING
+
+
+def _sub_configs(model_type: str) -> dict[str, Any]:
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    return dict(getattr(CONFIG_MAPPING[model_type], "sub_configs", None) or {})
+
+
+def _transformers_config(raw: dict[str, Any]) -> Any | None:
+    """transformers' own config object for this config.json, or None when its model_type is unknown/absent."""
+    model_type = raw.get("model_type")
+    if not isinstance(model_type, str):
+        return None
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING  # lazy: pulls in torch
+    from transformers.utils import logging
+
+    if model_type not in CONFIG_MAPPING:
+        return None
+    _check_torch_dtype(raw)
+    verbosity = logging.get_verbosity()
+    logging.set_verbosity_error()
+    try:
+        return CONFIG_MAPPING[model_type](**raw)
+    except RecursionError:
+        raise MemoryInputError("this config is nested too deeply") from None
+    except Exception as exc:  # transformers' validators raise many types; the user gets its whole reason, one line
+        reason = one_line(str(exc)) or type(exc).__name__
+        raise MemoryInputError(f"transformers' {model_type} config class refuses this config: {reason}") from None
+    finally:
+        logging.set_verbosity(verbosity)
+
+
+def _check_torch_dtype(raw: dict[str, Any]) -> None:
+    """transformers' config classes look a dtype string up as `getattr(torch, name)`: refuse one that names no
+    torch dtype here, in a sentence, instead of quoting "module 'torch' has no attribute ..."."""
+    import torch
+
+    for cfg in (raw, raw.get("text_config") if isinstance(raw.get("text_config"), dict) else {}):
+        for key in ("torch_dtype", "dtype"):
+            value = cfg.get(key)
+            if isinstance(value, str) and not isinstance(getattr(torch, value, None) if value.isidentifier() else None,
+                                                         torch.dtype):
+                raise MemoryInputError(f"{key} {short_repr(value)} is not a torch dtype name (e.g. bfloat16, float16, "
+                                       "float32): correct it, or remove it (transformers then loads float32)")
+
+
+def parse_hf_config(text_or_dict: str | bytes | dict[str, Any], dtype: str | None = None) -> ImportedConfig:
+    """Read the cache layout from a Hugging Face config.json (text, bytes or dict). Raises MemoryInputError only:
+    every refusal is one line that says what to change."""
+    raw = load_json_object(text_or_dict)
+    try:
+        return _parse(raw, dtype)
+    except MemoryInputError:
+        raise
+    except RecursionError:
+        raise MemoryInputError("this config is nested too deeply") from None
+    except (TypeError, ValueError, AttributeError, KeyError, ZeroDivisionError, OverflowError) as exc:
+        # a value of a kind no check above foresaw: name the fault, never Python's own words
+        raise MemoryInputError(f"a field of this config has a value of the wrong kind ({type(exc).__name__}): check "
+                               "that layers, heads and head sizes are whole numbers") from None
+
+
+def _parse(raw: dict[str, Any], dtype: str | None) -> ImportedConfig:
+    text_raw, text_note = _text_config(raw)
+    _precheck(raw)
+    _precheck(text_raw)
+    if text_note is not None:  # transformers reads such a config from its top-level fields: hand it those
+        raw = {k: v for k, v in raw.items() if k != "text_config"}
+    resolved = _transformers_config(raw)
+    imported = (_parse_as_written(raw, text_raw, dtype) if resolved is None
+                else _parse_resolved(raw, text_raw, resolved, dtype))
+    if text_note is not None:
+        imported = replace(imported, missing=(*imported.missing, text_note))
+    max_ctx = imported.max_context
+    return replace(imported, used={k: _shown(v) for k, v in imported.used.items()},
+                   max_context=max_ctx if max_ctx is not None and 1 <= max_ctx <= LIMITS["context_len"] else None,
+                   extras={k: v for k, v in imported.extras.items() if 1 <= v <= 10**12})
+
+
+def _shown(value: Any) -> Any:
+    """A used field's value as the report may echo it: kept when short, else summarised (never a megabyte)."""
+    if value is None or isinstance(value, (bool, float)) or (isinstance(value, int) and value.bit_length() <= 96):
+        return value
+    return value if isinstance(value, str) and len(value) <= 60 else short_repr(value, 60)
+
+
+def display_name(raw: dict[str, Any], text_raw: dict[str, Any] | None = None) -> str:
+    """The config's label: `_name_or_path` (cut to MAX_NAME_CHARS), else its model_type."""
+    cfg = {**raw, **(text_raw or {})}
+    name = cfg.get("_name_or_path") or cfg.get("model_type") or "imported config"
+    name = str(name) if isinstance(name, str) else short_repr(name)
+    return name if len(name) <= MAX_NAME_CHARS else name[: MAX_NAME_CHARS - 1] + "…"
+
+
+# ----- through transformers' config class --------------------------------------------------------------------
+def _parse_resolved(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, dtype: str | None) -> ImportedConfig:
+    from kvviz.memory.hf_cache import falcon_notes, kv_heads_transformers_stores, window_fields
+
+    enc_dec = bool(getattr(top, "is_encoder_decoder", False)) and (
+        hasattr(top, "num_decoder_layers") or hasattr(top, "decoder_layers"))
+    t = top if enc_dec else top.get_text_config(decoder=True)  # (BART's decoder view resets to defaults)
+    given = {**raw, **text_raw} if text_raw else dict(raw)
+    aliases = {alias: name for alias, name in type(t).attribute_map.items()}
+    given_names = set(given) | {aliases.get(k, k) for k in given} | {a for a, n in aliases.items() if n in given}
+    used: dict[str, Any] = {"model_type": raw.get("model_type")}
+    if text_raw:
+        used["text_config"] = "(the language model's fields were read from here)"
+    defaults: dict[str, Any] = {}
+
+    def take(name: str, value: Any, *sources: str) -> Any:
+        (used if {name, *sources} & given_names else defaults)[name] = value
+        return value
+
+    if enc_dec:
+        layers_name = "num_decoder_layers" if hasattr(t, "num_decoder_layers") else "decoder_layers"
+        heads_name = "decoder_attention_heads" if hasattr(t, "decoder_attention_heads") else "num_attention_heads"
+    else:
+        layers_name, heads_name = "num_hidden_layers", "num_attention_heads"
+    if getattr(t, layers_name, None) is None or getattr(t, heads_name, None) is None:
+        raise MemoryInputError(f"transformers' {type(t).__name__} has no {layers_name} / {heads_name}: not an "
+                               "attention model whose KV cache kvviz can count")
+    n_layer = take(layers_name, check_int(layers_name, getattr(t, layers_name), hi=LIMITS["n_layer"]))
+    n_head = take(heads_name, check_int("n_head", getattr(t, heads_name)))
+    n_kv = kv_heads(t, n_head, take)
+    derived_note = None
+    mla_rank = getattr(t, "kv_lora_rank", None) or 0
+    mla_rope = (getattr(t, "qk_rope_head_dim", None) or 0) if mla_rank else 0
+    hidden = getattr(t, "hidden_size", None)
+    if mla_rank:  # MLA caches a latent: no head size is needed or shown besides the query/key head size
+        take("kv_lora_rank", mla_rank)
+        take("qk_rope_head_dim", mla_rope)
+        head_dim = (getattr(t, "qk_nope_head_dim", 0) or 0) + mla_rope
+    elif getattr(t, "head_dim", None):
+        derived = isinstance(hidden, int) and hidden % n_head == 0 and t.head_dim == hidden // n_head
+        if "head_dim" in given_names or not derived:
+            head_dim = take("head_dim", t.head_dim)
+        else:
+            head_dim = t.head_dim
+            derived_note = f"head_dim (took hidden_size / num_attention_heads = {head_dim})"
+    else:
+        head_dim = head_dim_from_hidden(check_int("hidden_size", hidden, hi=10**7), check_int("n_head", n_head))
+    window, per_global, first_windowed, window_note = window_fields(t, n_layer, take)
+    dt, dtype_note = _dtype(dtype, t, top, used, given_names)
+    missing = [f"{k} = {v} (transformers' {type(t).__name__} default)" for k, v in defaults.items()]
+    missing += [m for m in (derived_note, dtype_note, window_note) if m]
+    name = display_name(raw)
+    config = KVConfig(n_layer, n_head, n_kv, head_dim, dt, mla_rank, mla_rope, window, per_global, name=name,
+                      first_windowed_layer=first_windowed)
+    cross = None
+    notes: list[str] = []
+    if enc_dec:
+        cross = KVConfig(n_layer, n_head, n_kv, head_dim, dt, name=f"{name} cross-attention")
+        notes.append(f"Encoder-decoder: besides the self-attention cache above, each of the {n_layer} decoder "
+                     "layers caches K and V of every encoder token for cross-attention (encoder length x "
+                     f"{n_layer} layers x {n_kv} heads x {head_dim} x 2 numbers), computed once per input.")
+    stored = kv_heads_transformers_stores(t, n_kv)
+    notes += falcon_notes(t, n_kv, stored)
+    if window is not None:
+        notes.append(f"transformers' sliding layers keep the last {window - 1:,} tokens (window - 1), kvviz counts "
+                     f"{window:,}: the token being added is attended to without being stored yet.")
+    max_ctx = getattr(t, "max_position_embeddings", None)
+    extras = {k: v for k, v in (("n_embd", hidden), ("d_ff", _d_ff(t, hidden)), ("vocab_size",
+              getattr(t, "vocab_size", None))) if isinstance(v, int)}
+    return ImportedConfig(config, used, tuple(missing), max_ctx if isinstance(max_ctx, int) else None, extras,
+                          defaults, tuple(notes), cross, stored if stored != n_kv else None, type(t).__name__)
+
+
+def kv_heads(t: Any, n_head: int, take: Any) -> int:
+    """K/V heads of the GQA layout (what a serving engine stores); MQA for `multi_query` models."""
+    if getattr(t, "model_type", None) == "falcon":
+        if t.new_decoder_architecture:
+            return take("num_kv_heads", t.num_kv_heads)
+        return take("multi_query", 1) if t.multi_query else take("num_kv_heads", t.num_kv_heads or n_head)
+    if getattr(t, "multi_query", False):
+        return take("multi_query", 1)
+    value = getattr(t, "num_key_value_heads", None)
+    return take("num_key_value_heads", value) if value else n_head
+
+
+def _d_ff(t: Any, hidden: Any) -> Any:
+    for name in ("intermediate_size", "n_inner", "ffn_dim", "d_ff", "decoder_ffn_dim", "ffn_hidden_size"):
+        if isinstance(getattr(t, name, None), int):
+            return getattr(t, name)
+    return 4 * hidden if getattr(t, "model_type", None) == "gpt2" and isinstance(hidden, int) else None
+
+
+def _dtype(dtype: str | None, t: Any, top: Any, used: dict[str, Any], given: set[str]) -> tuple[str, str | None]:
+    """The cache dtype: the one asked for, else the config's, else float32 (what transformers loads then)."""
+    if dtype is not None:
+        return resolve_dtype(dtype).name, None
+    found = getattr(t, "dtype", None) or getattr(top, "dtype", None)
+    if found is None:
+        return "fp32", "torch_dtype absent: transformers loads such a model in float32, so kvviz counts fp32"
+    name = str(found).removeprefix("torch.")
+    used["torch_dtype"] = name
+    try:
+        return resolve_dtype(name).name, None
+    except MemoryInputError:
+        return "bf16", f"dtype {short_repr(name)} is not a cache dtype kvviz knows (took bf16)"
+
+
+# ----- as written (no model_type transformers knows) ----------------------------------------------------------
+_FIELDS = {
+    "n_layer": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+    "n_head": ("num_attention_heads", "n_head", "num_heads"),
+    "n_kv_heads": ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num"),
+    "head_dim": ("head_dim", "kv_channels", "d_kv"),
+    "hidden": ("hidden_size", "n_embd", "d_model", "dim"),
+    "max_context": ("max_position_embeddings", "n_positions", "n_ctx", "max_sequence_length", "seq_length"),
+    "d_ff": ("intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size"),
+    "vocab_size": ("vocab_size", "padded_vocab_size"),
+}
+
+
+def _first(cfg: dict[str, Any], names: tuple[str, ...], used: dict[str, Any]) -> Any:
+    for n in names:
+        if cfg.get(n) is not None:
+            used[n] = cfg[n]
+            return cfg[n]
+    return None
+
+
+def _parse_as_written(raw: dict[str, Any], text_raw: dict[str, Any], dtype: str | None) -> ImportedConfig:
+    from kvviz.memory.hf_cache import window_from_dict
+
+    cfg = {**raw, **text_raw}
+    used: dict[str, Any] = {}
+    missing = ["model_type absent or unknown to the installed transformers: fields read as written, no defaults"]
+    if raw.get("is_encoder_decoder"):
+        raise MemoryInputError("an encoder-decoder config needs its model_type (e.g. t5, bart) to be read")
+    n_layer = _first(cfg, _FIELDS["n_layer"], used)
+    n_head = _first(cfg, _FIELDS["n_head"], used)
+    if n_layer is None or n_head is None:
+        raise MemoryInputError(
+            "this JSON does not look like a transformer config.json: it has no number of layers "
+            "(num_hidden_layers / n_layer) or no number of attention heads (num_attention_heads / n_head)"
+        )
+    n_kv = _first(cfg, _FIELDS["n_kv_heads"], used)
+    if n_kv is None and cfg.get("multi_query"):
+        used["multi_query"] = n_kv = 1
+    if n_kv is None:
+        missing.append("num_key_value_heads (took n_head: plain multi-head attention)")
+        n_kv = n_head
+    mla_rank = cfg.get("kv_lora_rank") or 0
+    mla_rope = (cfg.get("qk_rope_head_dim") or 0) if mla_rank else 0
+    head_dim = _first(cfg, _FIELDS["head_dim"], used)
+    hidden = _first(cfg, _FIELDS["hidden"], used)
+    if mla_rank:
+        used["kv_lora_rank"], used["qk_rope_head_dim"] = mla_rank, mla_rope
+        head_dim = head_dim or (cfg.get("qk_nope_head_dim") or 0) + mla_rope or 1
+    elif head_dim is None:
+        if hidden is None:
+            raise MemoryInputError("config.json has neither head_dim nor hidden_size, so the head size is unknown")
+        missing.append("head_dim (took hidden_size / num_attention_heads)")
+        head_dim = head_dim_from_hidden(check_int("hidden_size", hidden, hi=10**7), check_int("n_head", n_head))
+    window, per_global, first_windowed = window_from_dict(cfg, used, missing)
+    dt = dtype or _first(cfg, ("torch_dtype", "dtype"), used)
+    if dt is None:
+        missing.append("torch_dtype absent: transformers loads such a model in float32, so kvviz counts fp32")
+        dt = "fp32"
+    try:
+        resolve_dtype(dt)
+    except MemoryInputError:
+        missing.append(f"dtype {short_repr(dt)} is not a cache dtype kvviz knows (took bf16)")
+        dt = "bf16"
+    max_ctx = _first(cfg, _FIELDS["max_context"], used)
+    extras = {k: v for k in ("d_ff", "vocab_size") if isinstance(v := _first(cfg, _FIELDS[k], used), int)}
+    if isinstance(hidden, int):
+        extras["n_embd"] = hidden
+    name = display_name(raw, text_raw)
+    config = KVConfig(n_layer, n_head, n_kv, head_dim, dt, mla_rank, mla_rope, window, per_global, name=name,
+                      first_windowed_layer=first_windowed)
+    notes = () if window is None else (
+        f"transformers' sliding layers keep the last {window - 1:,} tokens (window - 1); kvviz counts {window:,}.",)
+    return ImportedConfig(config, used, tuple(missing), max_ctx if isinstance(max_ctx, int) else None, extras,
+                          notes=notes)

@@ -1,0 +1,191 @@
+"""What one model load would cost, read from config.json and the safetensors headers BEFORE any weights.
+
+A shared classroom server caps each load (kvviz.model.shared_mode): a student must not be able to make the
+teacher's machine read gpt2-xl into memory for everyone. The cap is checked twice, both times without
+reading a single weight byte:
+
+1. config.json: a GPT-2's parameter count follows from its shape (`gpt2_param_count`, exact for the
+   tied-embedding GPT2LMHeadModel that kvviz loads);
+2. the safetensors headers: each file starts with an 8-byte little-endian length and a JSON table of every
+   tensor's dtype and shape, so the stored element count is exact even if config.json lies.
+
+The loader keeps every weight in float32, so the memory a load takes is 4 bytes per parameter.
+UI-free and torch-free.
+"""
+from __future__ import annotations
+
+import json
+import math
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+FLOAT32_BYTES = 4  # kvviz loads every model in float32 (kvviz.model.loading)
+MAX_HEADER_BYTES = 8 * 2**20  # refused before reading: a GPT-2's header is 15-60 KB (the format allows 100 MB,
+# and an 85 MB header cost 8 s and ~1 GB to parse before it was refused)
+TORCH_DTYPES = ("float32", "float16", "bfloat16", "float64", "auto")  # config.json's torch_dtype / dtype values
+SAFETENSORS_FILE = "model.safetensors"
+SAFETENSORS_INDEX = "model.safetensors.index.json"  # sharded checkpoints: weight_map -> shard file names
+
+# GPT2Config's defaults (the 124M gpt2 shape): a config.json may leave any of them out.
+GPT2_CONFIG_DEFAULTS: dict[str, Any] = {
+    "n_layer": 12, "n_embd": 768, "n_positions": 1024, "vocab_size": 50257, "n_inner": None,
+    "tie_word_embeddings": True,
+}
+
+
+class LoadTooLarge(ValueError):
+    """The load would exceed the cap; the message states the cost and the cap."""
+
+
+@dataclass(frozen=True)
+class LoadCap:
+    """The most one load may cost on this server."""
+
+    max_params: int
+
+    @property
+    def max_float32_bytes(self) -> int:
+        return self.max_params * FLOAT32_BYTES
+
+    def describe(self) -> str:
+        """One line for the UI and the README, e.g. '200,000,000 parameters (0.75 GiB of float32 weights)'."""
+        return f"{self.max_params:,} parameters ({self.max_float32_bytes / 2**30:.2f} GiB of float32 weights)"
+
+
+def gpt2_param_count(
+    n_layer: int, n_embd: int, n_positions: int, vocab_size: int, n_inner: int | None = None,
+    tie_word_embeddings: bool = True,
+) -> int:
+    """Parameters of a GPT2LMHeadModel: token + position embeddings, n_layer blocks, final LayerNorm.
+
+    One block: ln_1 (2d), c_attn (d x 3d + 3d), attn c_proj (d x d + d), ln_2 (2d), c_fc (d x inner + inner),
+    mlp c_proj (inner x d + d), with inner = 4d unless n_inner says otherwise. The LM head shares the token
+    embedding's matrix when tied (GPT-2's checkpoints are).
+    """
+    d = n_embd
+    inner = n_inner or 4 * d
+    per_block = 2 * d + (3 * d * d + 3 * d) + (d * d + d) + 2 * d + (d * inner + inner) + (inner * d + d)
+    embeddings = vocab_size * d + n_positions * d
+    lm_head = 0 if tie_word_embeddings else vocab_size * d
+    return embeddings + n_layer * per_block + 2 * d + lm_head
+
+
+def read_config(folder: Path) -> dict[str, Any]:
+    """config.json as a dict; ValueError with a plain message when it is missing or not a JSON object."""
+    path = folder / "config.json"
+    if not path.is_file():
+        raise ValueError("the folder has no config.json: it is not a saved model folder")
+    try:
+        if path.stat().st_size > MAX_HEADER_BYTES:
+            raise ValueError(f"its config.json is {path.stat().st_size:,} bytes: far too large for a model config")
+        cfg = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"its config.json is not valid JSON ({exc.__class__.__name__})") from None
+    except ValueError as exc:  # Python's 4,300-digit limit on a number, or the size above
+        raise ValueError(str(exc) if "config.json" in str(exc) else
+                         "its config.json holds a number with thousands of digits") from None
+    if not isinstance(cfg, dict):
+        raise ValueError("its config.json is not a JSON object")
+    return cfg
+
+
+def params_from_config(cfg: dict[str, Any]) -> int:
+    """A GPT-2 config's parameter count (missing keys take GPT2Config's defaults)."""
+    values = {key: cfg.get(key, default) for key, default in GPT2_CONFIG_DEFAULTS.items()}
+    for key in ("n_layer", "n_embd", "n_positions", "vocab_size"):
+        if not isinstance(values[key], int) or isinstance(values[key], bool) or values[key] <= 0:
+            raise ValueError(f"its config.json has no usable {key} (got {_short(values[key])})")
+    if values["n_inner"] is not None and (not isinstance(values["n_inner"], int) or values["n_inner"] <= 0):
+        raise ValueError(f"its config.json has no usable n_inner (got {_short(values['n_inner'])})")
+    n_head = cfg.get("n_head", 12)
+    if not isinstance(n_head, int) or isinstance(n_head, bool) or n_head <= 0 or values["n_embd"] % n_head:
+        raise ValueError(f"its config.json needs n_head, a positive whole number dividing n_embd = "
+                         f"{values['n_embd']:,} (got {_short(n_head)})")
+    for key in ("torch_dtype", "dtype"):
+        if key in cfg and cfg[key] is not None and cfg[key] not in TORCH_DTYPES:
+            raise ValueError(f"its config.json gives {key} = {_short(cfg[key])}; use one of {', '.join(TORCH_DTYPES)}")
+    return gpt2_param_count(**values)
+
+
+def _short(value: Any, max_chars: int = 40) -> str:
+    """A config value as a message quotes it, cut short (a 1 MB string is never echoed)."""
+    text = repr(value)
+    return text if len(text) <= max_chars else text[: max_chars - 3] + "..."
+
+
+def safetensors_files(folder: Path) -> list[Path]:
+    """The weight files transformers would read: model.safetensors, or the shards an index names."""
+    if (folder / SAFETENSORS_FILE).is_file():
+        return [folder / SAFETENSORS_FILE]
+    index = folder / SAFETENSORS_INDEX
+    if not index.is_file():
+        raise ValueError("the folder has no model.safetensors (kvviz loads safetensors weights only)")
+    try:
+        weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+        names = sorted(set(weight_map.values()))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError):
+        raise ValueError(f"its {SAFETENSORS_INDEX} is not a valid index") from None
+    files = []
+    for name in names:
+        if not isinstance(name, str) or Path(name).name != name or not (folder / name).is_file():
+            raise ValueError(f"its {SAFETENSORS_INDEX} names a shard that is not a file in the folder")
+        files.append(folder / name)
+    return files
+
+
+def safetensors_header(path: Path) -> dict[str, dict[str, Any]]:
+    """A safetensors file's tensor table ({name: {"dtype", "shape", ...}}), read from its header alone."""
+    with open(path, "rb") as fh:
+        raw_len = fh.read(8)
+        if len(raw_len) != 8:
+            raise ValueError(f"{path.name} is too short to be a safetensors file")
+        (header_len,) = struct.unpack("<Q", raw_len)
+        if header_len > MAX_HEADER_BYTES:
+            raise ValueError(f"{path.name} declares a {header_len:,}-byte header, more than the "
+                             f"{MAX_HEADER_BYTES // 2**20} MiB kvviz reads (a GPT-2's is under 100 KB)")
+        try:
+            header = json.loads(fh.read(header_len))
+            tensors = {name: t for name, t in header.items() if name != "__metadata__"}
+        except (UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+            raise ValueError(f"{path.name} has no valid safetensors header") from None
+    for t in tensors.values():
+        shape = t.get("shape") if isinstance(t, dict) else None
+        if not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
+            raise ValueError(f"{path.name} has a tensor with an invalid shape")
+    return tensors
+
+
+def stored_elements(path: Path) -> int:
+    """Tensor elements stored in one safetensors file, from its header alone (no tensor data is read)."""
+    return sum(math.prod(t["shape"]) for t in safetensors_header(path).values())
+
+
+def check_folder(folder: Path, cap: LoadCap | None) -> int:
+    """Refuse (LoadTooLarge) a model folder over the cap; returns the stored element count.
+
+    Order matters: config.json first, so an over-size config is refused even where no weights are present;
+    then the safetensors headers (exact, and a check on config.json). Raises ValueError for a folder that
+    is not a GPT-2 safetensors model.
+    """
+    cfg = read_config(folder)
+    if cfg.get("model_type") != "gpt2":
+        raise ValueError(f"it is a {_short(cfg.get('model_type'))} model; kvviz steps through GPT-2 models")
+    from_config = params_from_config(cfg)  # checks the shape too: transformers would fail on it in raw words
+    if cap is not None:
+        refuse_over_cap(from_config, cap, "its config.json")
+    stored = sum(stored_elements(path) for path in safetensors_files(folder))
+    if stored == 0:  # transformers would build a GPT-2 with random weights and call it loaded
+        raise ValueError("its safetensors file holds no tensors: there are no weights to load")
+    if cap is not None:
+        refuse_over_cap(stored, cap, "its safetensors header")
+    return stored
+
+
+def refuse_over_cap(n_params: int, cap: LoadCap, where: str) -> None:
+    if n_params > cap.max_params:
+        raise LoadTooLarge(
+            f"the model is too large for this server: {where} says {n_params:,} parameters "
+            f"({n_params * FLOAT32_BYTES / 2**30:.2f} GiB as float32); one load may take at most {cap.describe()}"
+        )

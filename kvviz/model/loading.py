@@ -1,0 +1,317 @@
+"""Load a model + tokenizer + a description of what was loaded.
+
+Three kinds of model, one loader (`load_model(spec)`):
+
+    "bundled"            a model shipped in kvviz/assets (BUNDLED_MODELS; the default: a small GPT-2 trained by
+                         `python -m kvviz train` on Tiny Shakespeare; "bundled-gqa": a small Llama with
+                         grouped-query attention, 8 query heads sharing 2 K/V heads, same corpus and tokenizer)
+    "gpt2", "distilgpt2" pretrained GPT-2 weights by name, from the Hugging Face cache (or the hub, if online)
+    "/path/to/folder"    a local folder holding config.json + model.safetensors + tokenizer files
+    "random:gpt2"        a GPT-2 architecture with random weights (realistic sizes and timings, gibberish text)
+
+Start-up: torch and transformers take seconds to import, so they are imported inside the loaders, and
+`bundled_info()` describes a bundled model from its config.json and safetensors header alone. The app's
+first page renders from that while the real import runs in a background thread (kvviz.ui).
+
+Safety: safetensors only (`use_safetensors=True`), never `trust_remote_code`. The hub is never waited on:
+if the name is not in the local cache we probe the hub with a 2-second TCP connect and give up with a
+clear message when it is unreachable, instead of transformers' 30 s of retries (kvviz.model.hub). A shared classroom server
+(kvviz.model.shared_mode) passes a cap, checked from config.json and the safetensors headers before any weight
+is read (kvviz.model.load_cost), and forbids downloads. One load runs at a time per process; every failure is a
+ModelLoadError with a one-line message.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kvviz.model import load_cost
+from kvviz.model.hub import cached_snapshot, hub_reachable
+from kvviz.model.load_cost import LoadCap
+
+if TYPE_CHECKING:  # imported for real inside the loaders (slow imports; see the module docstring)
+    from transformers import GPT2LMHeadModel, GPT2TokenizerFast
+
+ASSETS_DIR = Path(__file__).resolve().parents[1] / "assets"
+BUNDLED = "bundled"
+BUNDLED_GQA = "bundled-gqa"
+RANDOM_PREFIX = "random:"
+LOAD_WAIT_S = 600.0  # the longest a load waits for another one to finish
+MESSAGE_CHARS = 300  # a failure message is one line, at most this long
+TOKENIZER_FILES = (("tokenizer.json",), ("vocab.json", "merges.txt"))  # either set loads GPT2TokenizerFast
+
+
+@dataclass(frozen=True)
+class BundledSpec:
+    """A model shipped with kvviz: offered offline, in every mode, without a cap."""
+
+    name: str  # the spec that selects it, e.g. "bundled"
+    folder: Path
+    title: str  # the label's start; the shape is appended from config.json
+
+
+# Add a bundled model here (its folder under kvviz/assets/): the sidebar, the shared-mode list and
+# bundled_info() pick it up.
+BUNDLED_MODELS: dict[str, BundledSpec] = {
+    BUNDLED: BundledSpec(BUNDLED, ASSETS_DIR / "bundled", "Bundled Tiny-Shakespeare GPT-2"),
+    BUNDLED_GQA: BundledSpec(BUNDLED_GQA, ASSETS_DIR / "bundled_gqa", "Bundled Tiny-Shakespeare Llama, GQA"),
+}
+MODEL_CLASSES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM"}  # model_type -> transformers class
+BUNDLED_DIR = BUNDLED_MODELS[BUNDLED].folder
+
+# Shapes of the public GPT-2 checkpoints (from their config.json on the Hugging Face hub), used for
+# random-weight architectures. n_positions is 1024 for all of them.
+GPT2_SHAPES: dict[str, dict[str, int]] = {
+    "distilgpt2": {"n_layer": 6, "n_head": 12, "n_embd": 768},
+    "gpt2": {"n_layer": 12, "n_head": 12, "n_embd": 768},
+    "gpt2-medium": {"n_layer": 24, "n_head": 16, "n_embd": 1024},
+    "gpt2-large": {"n_layer": 36, "n_head": 20, "n_embd": 1280},
+    "gpt2-xl": {"n_layer": 48, "n_head": 25, "n_embd": 1600},
+}
+GPT2_N_POSITIONS = 1024
+GPT2_VOCAB_SIZE = 50257
+
+
+class ModelLoadError(RuntimeError):
+    """The model could not be loaded; the message says why and what to do, in plain words."""
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What was loaded, in numbers a student can check against the cache tensors."""
+
+    spec: str  # what the caller asked for, e.g. "bundled", "gpt2", "random:gpt2"
+    kind: str  # "bundled" | "pretrained" | "random"
+    label: str  # one line for the UI
+    n_layer: int
+    n_head: int
+    n_kv_heads: int  # K/V heads: = n_head for GPT-2's multi-head attention, fewer for GQA (num_key_value_heads)
+    head_dim: int
+    n_embd: int
+    n_positions: int  # the context limit: GPT-2 has learned absolute positions 0..n_positions-1
+    vocab_size: int
+    n_params: int
+    dtype: str  # e.g. "float32"
+    attn_implementation: str
+    weights_are_random: bool
+    d_ff: int | None = None  # MLP inner width; None: GPT-2's 4 x n_embd
+    mlp_matrices: int = 2  # 2: GPT-2's fc -> GELU -> proj; 3: Llama's SwiGLU (gate, up, down)
+    model_type: str = "gpt2"
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    model: GPT2LMHeadModel  # or a LlamaForCausalLM (bundled-gqa); shared across sessions: never mutate it, never leave hooks on it
+    tokenizer: GPT2TokenizerFast
+    info: ModelInfo
+
+
+def _shape(cfg: dict[str, Any]) -> dict[str, Any]:
+    """ModelInfo's shape fields from a config dict, GPT-2's names or Llama's (num_key_value_heads etc.)."""
+    if cfg.get("model_type") == "llama":
+        n_head, n_embd = cfg["num_attention_heads"], cfg["hidden_size"]
+        return dict(n_layer=cfg["num_hidden_layers"], n_head=n_head, n_kv_heads=cfg.get("num_key_value_heads") or n_head,
+                    head_dim=cfg.get("head_dim") or n_embd // n_head, n_embd=n_embd,
+                    n_positions=cfg["max_position_embeddings"], vocab_size=cfg["vocab_size"],
+                    d_ff=cfg["intermediate_size"], mlp_matrices=3, model_type="llama")
+    n_head, n_embd = cfg["n_head"], cfg["n_embd"]
+    return dict(n_layer=cfg["n_layer"], n_head=n_head, n_kv_heads=n_head, head_dim=n_embd // n_head, n_embd=n_embd,
+                n_positions=cfg["n_positions"], vocab_size=cfg["vocab_size"], d_ff=cfg.get("n_inner") or 4 * n_embd,
+                mlp_matrices=2, model_type="gpt2")
+
+
+def _describe(spec: str, kind: str, label: str, model: Any) -> ModelInfo:
+    cfg = model.config
+    return ModelInfo(
+        spec=spec, kind=kind, label=label, **_shape(cfg.to_dict()),
+        n_params=sum(p.numel() for p in model.parameters()),
+        dtype=str(next(model.parameters()).dtype).removeprefix("torch."),
+        attn_implementation=cfg._attn_implementation, weights_are_random=(kind == "random"),
+    )
+
+
+def _from_folder(folder: Path | str, attn_implementation: str, local_files_only: bool = True) -> tuple[Any, Any]:
+    import torch
+    import transformers
+    from transformers import GPT2TokenizerFast
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # a server's log is no place for a "Loading weights" bar per load
+    # config.json picks the class: llama only for a bundled model (load_cost admits GPT-2 folders only)
+    model_type = load_cost.read_config(Path(folder)).get("model_type") if Path(folder).is_dir() else "gpt2"
+    model_class = getattr(transformers, MODEL_CLASSES.get(model_type, MODEL_CLASSES["gpt2"]))
+    model = model_class.from_pretrained(folder, use_safetensors=True, trust_remote_code=False, dtype=torch.float32,
+                                        local_files_only=local_files_only, attn_implementation=attn_implementation)
+    tokenizer = GPT2TokenizerFast.from_pretrained(folder, local_files_only=local_files_only)
+    if not 1 < len(tokenizer) <= model.config.vocab_size:
+        # transformers 5 builds an EMPTY tokenizer from a folder without tokenizer files, instead of failing
+        raise ValueError(f"its tokenizer has {len(tokenizer)} tokens for a model of {model.config.vocab_size}")
+    return model.eval(), tokenizer
+
+
+def _bundled_label(title: str, shape: dict[str, Any]) -> str:
+    kv = f" sharing {shape['n_kv_heads']} K/V heads" if shape["n_kv_heads"] != shape["n_head"] else ""
+    return (f"{title} ({shape['n_layer']} layers x {shape['n_head']} heads{kv}, head_dim {shape['head_dim']}, "
+            f"{shape['n_positions']} positions)")
+
+
+@functools.lru_cache(maxsize=8)
+def bundled_info(attn_implementation: str = "eager", name: str = BUNDLED) -> ModelInfo:
+    """A bundled model's ModelInfo without importing torch: config.json plus the safetensors header
+    (8-byte little-endian length, then JSON with each tensor's dtype and shape). Equal to
+    load_bundled().info (tested)."""
+    spec = BUNDLED_MODELS[name]
+    shape = _shape(json.loads((spec.folder / "config.json").read_text(encoding="utf-8")))
+    weights = spec.folder / load_cost.SAFETENSORS_FILE
+    n_params = load_cost.stored_elements(weights)
+    dtypes = {t["dtype"] for t in load_cost.safetensors_header(weights).values()}
+    return ModelInfo(
+        spec=name, kind="bundled", label=_bundled_label(spec.title, shape), **shape, n_params=n_params,
+        dtype="float32" if dtypes == {"F32"} else ",".join(sorted(dtypes)),
+        attn_implementation=attn_implementation, weights_are_random=False,
+    )
+
+
+def load_bundled(attn_implementation: str = "eager", name: str = BUNDLED) -> LoadedModel:
+    spec = BUNDLED_MODELS[name]
+    if not (spec.folder / "model.safetensors").is_file():
+        raise ModelLoadError(
+            f"The bundled model is missing from {spec.folder}. Re-create it with "
+            "`python -m kvviz.training.train --text ../shared/data/tinyshakespeare.txt`."
+        )
+    model, tokenizer = _from_folder(spec.folder, attn_implementation)
+    label = _bundled_label(spec.title, _shape(model.config.to_dict()))
+    return LoadedModel(model, tokenizer, _describe(name, "bundled", label, model))
+
+
+def load_random(arch: str, attn_implementation: str = "eager", seed: int = 0, cap: LoadCap | None = None) -> LoadedModel:
+    """A GPT-2 architecture with random weights. Timings and cache sizes are real; the text is not."""
+    if arch not in GPT2_SHAPES:
+        raise ModelLoadError(f"Unknown GPT-2 architecture {_shown(arch)}; choose one of {', '.join(GPT2_SHAPES)}.")
+    shape = GPT2_SHAPES[arch]
+    if cap is not None:
+        n_params = load_cost.gpt2_param_count(shape["n_layer"], shape["n_embd"], GPT2_N_POSITIONS, GPT2_VOCAB_SIZE)
+        load_cost.refuse_over_cap(n_params, cap, f"the {arch} shape")
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast
+
+    torch.manual_seed(seed)
+    model = GPT2LMHeadModel(GPT2Config(**shape, n_positions=GPT2_N_POSITIONS, vocab_size=GPT2_VOCAB_SIZE))
+    model.set_attn_implementation(attn_implementation)
+    # Any GPT-2 byte-level tokenizer yields ids < 50257; the bundled one is always at hand offline.
+    tokenizer = GPT2TokenizerFast.from_pretrained(BUNDLED_DIR, local_files_only=True)
+    label = f"{arch} shape with RANDOM weights (real sizes and timings; the text is gibberish)"
+    return LoadedModel(model.eval(), tokenizer, _describe(RANDOM_PREFIX + arch, "random", label, model))
+
+
+def _check_local(folder: Path, cap: LoadCap | None) -> None:
+    """Everything that can be refused without reading a weight: config, cap, weight headers, tokenizer files."""
+    load_cost.check_folder(folder, cap)
+    if not any(all((folder / f).is_file() for f in group) for group in TOKENIZER_FILES):
+        raise ValueError("the folder has no tokenizer files (tokenizer.json, or vocab.json + merges.txt)")
+
+
+def load_pretrained(
+    name: str, attn_implementation: str = "eager", cap: LoadCap | None = None, allow_download: bool = True
+) -> LoadedModel:
+    """Pretrained GPT-2 weights: a local folder, else the HF cache, else the hub (if allowed and answering)."""
+    folder = Path(name).expanduser()
+    if looks_like_path(name) and not folder.is_dir():  # never suggest `hf download /some/path`
+        raise ModelLoadError(f"There is no model folder at {_shown(name)}: give a folder holding config.json, "
+                             "model.safetensors and the tokenizer files, or a model name such as gpt2.")
+    if folder.is_dir():
+        where, label = _shown(str(folder)), f"{folder.name} (local folder)"
+    else:
+        where, label, folder = _shown(name), f"{name} (pretrained weights)", cached_snapshot(name)
+    if folder is not None:
+        try:
+            _check_local(folder, cap)
+            model, tokenizer = _from_folder(folder, attn_implementation)
+        except Exception as exc:  # noqa: BLE001 - any loader failure becomes one line for the user
+            raise ModelLoadError(f"Could not load {where}: {_one_line(exc)}.") from exc
+        return LoadedModel(model, tokenizer, _describe(name, "pretrained", label, model))
+    if not allow_download:
+        raise ModelLoadError(f"{_shown(name)} is not in this server's Hugging Face cache, and this server downloads nothing.")
+    if not hub_reachable():
+        raise ModelLoadError(
+            f"{_shown(name)} is not in the local Hugging Face cache and the hub is unreachable (offline). "
+            "Staying on the current model. To use it, download it once on a connected machine "
+            "(e.g. `hf download " + name + "`) or pass a local folder."
+        )
+    try:
+        model, tokenizer = _from_folder(name, attn_implementation, local_files_only=False)
+        if model.config.model_type != "gpt2":
+            raise ValueError(f"it is a {model.config.model_type!r} model; kvviz steps through GPT-2 models")
+    except Exception as exc:  # noqa: BLE001
+        raise ModelLoadError(f"Could not download {_shown(name)} as a GPT-2 safetensors model: {_one_line(exc)}.") from exc
+    return LoadedModel(model, tokenizer, _describe(name, "pretrained", label, model))
+
+
+def looks_like_path(spec: str) -> bool:
+    """A folder path rather than a hub name ("gpt2", "openai-community/gpt2" have at most one "/")."""
+    return spec.startswith(("/", "~", ".")) or "\\" in spec or spec.count("/") > 1
+
+
+# Python's own words for a failure say nothing to a student ("integer division or modulo by zero"):
+# these exception types get one plain sentence instead of their text.
+RAW_PYTHON_ERRORS = (ZeroDivisionError, AttributeError, TypeError, KeyError, IndexError, OverflowError,
+                     MemoryError, RecursionError, UnboundLocalError, NameError)
+
+
+def _shown(spec: str, max_chars: int = 80) -> str:
+    """A spec as a message shows it: quoted unless it is a path, cut short if it is long."""
+    text = spec if spec.startswith(("/", "~")) else repr(spec)
+    return text if len(text) <= max_chars else text[: max_chars - 3] + "..."
+
+
+def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, RAW_PYTHON_ERRORS) or "set_int_max_str_digits" in str(exc):
+        return (f"its files do not describe a GPT-2 model transformers can build ({exc.__class__.__name__}); "
+                "check config.json against a working GPT-2 folder")
+    text = " ".join(str(exc).split()) or exc.__class__.__name__
+    text = text.rstrip(".")
+    return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 3] + "..."
+
+
+_LOAD_LOCK = threading.Lock()
+_load_started_at: list[float] = []  # perf_counter() of the load in progress (empty when idle)
+
+
+def load_busy_for_s() -> float | None:
+    """Seconds the load in progress has been running, or None when no load is running in this process."""
+    started = list(_load_started_at)
+    return time.perf_counter() - started[0] if started else None
+
+
+def load_model(
+    spec: str = BUNDLED, attn_implementation: str = "eager", cap: LoadCap | None = None, allow_download: bool = True
+) -> LoadedModel:
+    """The one entry point. `spec`: a bundled name, a pretrained name or folder, or "random:<arch>".
+
+    attn_implementation: "eager" lets the stepping engine read attention weights; "sdpa" is faster for
+    benchmarks. cap: refuse models over it before reading weights (bundled models are exempt). One load
+    runs at a time per process; the others wait (load_busy_for_s() says for how long). Raises
+    ModelLoadError with a one-line message (never a transformers traceback) when the model cannot be loaded.
+    """
+    spec = (spec or BUNDLED).strip()
+    if not _LOAD_LOCK.acquire(timeout=LOAD_WAIT_S):
+        raise ModelLoadError("Another model load has been running for a long time; try again later.")
+    _load_started_at.append(time.perf_counter())
+    try:
+        if spec in BUNDLED_MODELS:
+            return load_bundled(attn_implementation, spec)
+        if spec.startswith(RANDOM_PREFIX):
+            return load_random(spec.removeprefix(RANDOM_PREFIX), attn_implementation, cap=cap)
+        return load_pretrained(spec, attn_implementation, cap=cap, allow_download=allow_download)
+    except ModelLoadError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - e.g. out of memory while building a random model
+        raise ModelLoadError(f"Could not load {_shown(spec)}: {_one_line(exc)}.") from exc
+    finally:
+        _load_started_at.clear()
+        _LOAD_LOCK.release()

@@ -1,0 +1,91 @@
+"""Batched cached decode: tokens/s at a few batch sizes, and where decode stops being memory-bound.
+
+One decode step of a batch of B sequences multiplies every weight matrix by B vectors at once: the weights
+are read once for the whole batch, so FLOPs per weight byte grow ~B x, and tokens/s grows almost for free
+until the matmuls reach the compute roof. Each sequence still reads its own cached K/V rows, so the K/V
+bytes grow with B x context: past kvviz.speedup.roofline.kv_overtakes_weights_batch they are most of what a step
+reads. That is why serving engines care so much about the cache.
+
+The cache is filled by setting its length, not by prefilling B x context tokens (minutes on a laptop):
+attention's time depends on how many rows it reads, not on their values. Every step is timed at the same
+context (the cache length is reset before each step). Runs in the benchmark line (kvviz.speedup.harness.hold_turn).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from kvviz.speedup import probes, roofline
+from kvviz import ops
+from kvviz.speedup.harness import ProgressFn, WaitFn, hold_turn, torch_threads
+from kvviz.speedup.settings import BenchInputError, check_gpt2, whole
+from kvviz.speedup.flat_engine import FlatCacheGPT2
+from kvviz.model.loading import LoadedModel
+
+MAX_BATCH = 64
+MAX_CACHE_BYTES = 2**30  # the K/V buffers of the largest batch; beyond this a shared laptop starts swapping
+STEPS = 5
+
+
+def batch_sizes(max_batch: int) -> list[int]:
+    """1, 2, 4, ... up to max_batch, and max_batch itself."""
+    sizes = [1]
+    while sizes[-1] * 2 <= max_batch:
+        sizes.append(sizes[-1] * 2)
+    return sizes if sizes[-1] == max_batch else sizes + [max_batch]
+
+
+def validate(loaded: LoadedModel, max_batch: int, context: int) -> int:
+    """Raise BenchInputError for a sweep that cannot run; return the K/V bytes of the largest batch."""
+    info = loaded.info
+    check_gpt2(info)
+    whole("Batch size", max_batch, 1, MAX_BATCH)
+    whole("Context length", context, 1, info.n_positions - 1)
+    row = roofline.kv_row_bytes(info.n_layer, info.n_kv_heads, info.head_dim, 4)
+    cache_bytes = max_batch * (context + 1) * row
+    if cache_bytes > MAX_CACHE_BYTES:
+        raise BenchInputError(
+            f"Batch {max_batch} x {context + 1} positions needs {cache_bytes / 2**30:.2f} GiB of K/V buffers; "
+            f"the cap is {MAX_CACHE_BYTES / 2**30:.0f} GiB. Lower the batch or the context.")
+    return cache_bytes
+
+
+@torch.inference_mode()
+def time_decode_step(engine: FlatCacheGPT2, context: int, steps: int = STEPS) -> float:
+    """Median ms of one decode step of the whole batch at a fixed context (one untimed step first)."""
+    tokens = torch.zeros((engine.batch, 1), dtype=torch.long)
+    times = []
+    for i in range(steps + 1):
+        engine.length = context  # `context` rows count as cached; the step writes row `context`
+        began = time.perf_counter()
+        engine.forward(tokens)
+        if i:
+            times.append((time.perf_counter() - began) * 1000.0)
+    return float(np.median(times))
+
+
+def run_batch_sweep(loaded: LoadedModel, max_batch: int, context: int, threads: int, weight_format: str = "stored",
+                    progress: ProgressFn | None = None, on_wait: WaitFn | None = None) -> roofline.BatchSweep:
+    """Decode tokens/s at batch 1, 2, 4, ... max_batch, each sequence attending over `context` rows."""
+    validate(loaded, max_batch, context)
+    whole("Threads", threads, 1, 256)
+    progress = progress or (lambda fraction, message: None)
+    model, info = loaded.model, loaded.info
+    shape = ops.ModelShape.from_info(info)
+    weights = roofline.weight_bytes_per_decode_token(model)
+    row = roofline.kv_row_bytes(info.n_layer, info.n_kv_heads, info.head_dim, model.transformer.wte.weight.element_size())
+    sizes = batch_sizes(max_batch)
+    with hold_turn(on_wait), torch_threads(threads):
+        progress(0.0, "Probing peak FLOP/s and read bandwidth")
+        roofs = roofline.Roofs(probes.measure_peak_flops(), probes.ReadProbe().measure().bytes_per_s)
+        points = []
+        for i, batch in enumerate(sizes):
+            progress((i + 1) / (len(sizes) + 1), f"Batch {batch}: timing {STEPS} decode steps at context {context}")
+            engine = FlatCacheGPT2(model, context + 1, weight_format, batch=batch)
+            step = roofline.batch_step(shape, batch, context + 1, weights, row)
+            points.append(roofline.BatchPoint(step, time_decode_step(engine, context)))
+            del engine
+        progress(1.0, "Done")
+    return roofline.BatchSweep(info.label, context, threads, weight_format, tuple(points), roofs, row)

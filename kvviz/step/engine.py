@@ -1,0 +1,358 @@
+"""The stepping engine: prefill a prompt, then decode one token at a time over transformers' own DynamicCache.
+
+The loop a real inference engine runs, slowed down so a student can watch it:
+
+    prefill:  feed the P prompt tokens at once  -> cache holds P rows per layer; logits pick token t_P
+    step k:   feed only the newest token          -> cache gains 1 row per layer; logits pick the next token
+
+The token chosen by a forward pass is not in the cache yet: its K/V row is computed (and appended) by the
+*next* pass. The engine keeps it as `pending_token_id` and every StepRecord says which token was fed.
+
+Each pass returns a plain, frozen StepRecord (kvviz.step.records: numpy arrays and text, no torch) so pages
+can draw without touching the model. Rollback (`back`) crops the cache exactly as prefix caching and speculative decoding do
+in real engines: `crop_cache(cache, n)` keeps positions 0..n-1.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+import time
+
+import numpy as np
+import torch
+from transformers import DynamicCache
+
+from kvviz.speedup.machine import load_average
+from kvviz.model.loading import LoadedModel
+from kvviz.inputs.prompt_rules import check_prompt
+from kvviz.step.records import (  # noqa: F401  (re-exported: the records live in a torch-free module)
+    ContextFullError,
+    Equivalence,
+    ParkedGeneration,
+    PromptError,
+    RaceTiming,
+    Sampling,
+    StepRecord,
+    TokenProb,
+    draw_seed,
+)
+
+TOP_K_SHOWN = 10  # next-token candidates kept in each record
+
+
+def token_text(tokenizer, token_id: int) -> str:
+    """Readable text of one token. A byte-level token can be part of a multi-byte character (emoji,
+    non-Latin script); decoding it alone gives U+FFFD, so show its raw bytes instead, e.g. <F0 9F>.
+    A token that decodes to nothing at all is shown by its id, e.g. <id 50256>."""
+    text = tokenizer.decode([token_id])
+    if text == "":  # a special or unused token (common in random-weight models): show its id, never nothing
+        return f"<id {token_id}>"
+    if "\ufffd" in text:
+        raw = tokenizer.convert_ids_to_tokens(token_id)
+        byte_decoder = getattr(tokenizer, "byte_decoder", None) or _gpt2_byte_decoder()
+        data = bytes(byte_decoder[c] for c in raw if c in byte_decoder)
+        return "<" + " ".join(f"{b:02X}" for b in data) + ">"
+    return text
+
+
+@functools.lru_cache(maxsize=1)
+def _gpt2_byte_decoder() -> dict[str, int]:
+    """GPT-2's byte <-> printable-character table (bytes_to_unicode), inverted."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+    printable += list(range(ord("®"), ord("ÿ") + 1))
+    chars, n = printable[:], 0
+    for b in range(256):
+        if b not in printable:
+            printable.append(b)
+            chars.append(256 + n)
+            n += 1
+    return {chr(c): b for b, c in zip(printable, chars)}
+
+
+def crop_cache(cache: DynamicCache, keep_len: int) -> None:
+    """Roll the cache back to its first keep_len positions, in place.
+
+    transformers 5.x: `DynamicCache.crop(-n)` removes the last n tokens (a positive argument, the old
+    "final length" form, is refused). This wrapper keeps the readable "keep this many" form.
+    """
+    remove = cache.get_seq_length() - keep_len
+    if remove < 0 or keep_len < 0:
+        raise ValueError(f"cannot crop a cache of {cache.get_seq_length()} tokens to {keep_len}")
+    if remove:
+        cache.crop(-remove)
+
+
+def cache_bytes(cache: DynamicCache) -> int:
+    """Bytes held by every layer's K and V tensors (numel x element size), read from the tensors themselves."""
+    total = 0
+    for layer in cache.layers:
+        if getattr(layer, "keys", None) is not None and layer.keys.numel():
+            total += layer.keys.numel() * layer.keys.element_size()
+            total += layer.values.numel() * layer.values.element_size()
+    return total
+
+
+RACE_BUDGET_S = 0.15  # the race view's measuring time per click, at most (a quiet machine does 15 repeats in ~60 ms)
+RACE_MIN_REPEATS, RACE_MAX_REPEATS = 3, 15
+
+
+@torch.inference_mode()
+def race_timing(loaded: LoadedModel, token_ids: list[int], budget_s: float = RACE_BUDGET_S,
+                min_repeats: int = RACE_MIN_REPEATS, max_repeats: int = RACE_MAX_REPEATS) -> RaceTiming:
+    """Time the step that fed token_ids[-1] both ways, as a fair statistic: repeats of each side interleaved
+    (the order rotates, so a burst of load hits all three alike) until max_repeats, or until budget_s has passed
+    with at least min_repeats. Nobody's cache is touched: the cached side runs over a cache of its own, filled
+    (untimed) with token_ids[:-1] and cropped back after every repeat.
+
+    cached: 1 token over len-1 cached rows; uncached: all len tokens from scratch; fixed: 1 token, nothing
+    cached (what every forward costs here whatever the length: the floor under both sides).
+    """
+    if not token_ids:
+        raise PromptError("Prefill a prompt first.")
+    model = loaded.model
+    vocab = model.config.vocab_size
+    ids = [int(t) % vocab for t in token_ids]  # another model of the same tokenizer family: same ids
+    every, last, first = torch.tensor([ids]), torch.tensor([ids[-1:]]), torch.tensor([ids[:1]])
+    cache = DynamicCache(config=model.config)
+    if len(ids) > 1:
+        with MODEL_LOCK:
+            cache = model(input_ids=torch.tensor([ids[:-1]]), past_key_values=cache, use_cache=True).past_key_values
+    keep = len(ids) - 1
+
+    def timed(kind: str) -> float:
+        with MODEL_LOCK:
+            began = time.perf_counter()
+            if kind == "cached":
+                model(input_ids=last, past_key_values=cache if keep else None, use_cache=True)
+            elif kind == "uncached":
+                model(input_ids=every, use_cache=False)
+            else:
+                model(input_ids=first, use_cache=False)
+            ms = (time.perf_counter() - began) * 1000.0
+        if kind == "cached" and keep:
+            crop_cache(cache, keep)
+        return ms
+
+    samples: dict[str, list[float]] = {"cached": [], "uncached": [], "fixed": []}
+    orders = (("cached", "uncached", "fixed"), ("uncached", "fixed", "cached"), ("fixed", "cached", "uncached"))
+    for kind in ("cached", "fixed") if keep else orders[0]:  # warm-up (the untimed fill above warmed the long pass)
+        timed(kind)
+    deadline = time.perf_counter() + budget_s
+    for i in range(max_repeats):
+        if i >= min_repeats and time.perf_counter() > deadline:
+            break
+        for kind in orders[i % 3]:
+            samples[kind].append(timed(kind))
+    return RaceTiming(seq_len=len(ids), cached_ms=tuple(samples["cached"]), uncached_ms=tuple(samples["uncached"]),
+                      fixed_ms=tuple(samples["fixed"]), model_label=loaded.info.label, load_1min=load_average()[0])
+
+
+# One forward pass at a time per server, for every session's stepping engine (the step page, the lesson and
+# the attention patterns; the timed internals measurements and the benchmark queue in kvviz.work_queue instead). Streamlit serves each session in its own
+# thread; torch releases the GIL inside its kernels, so the cheap Python work of other sessions (building
+# records, figures) runs beside a forward pass while forward passes themselves never pile up on the cores.
+MODEL_LOCK = threading.Lock()
+
+
+class StepEngine:
+    """Per-user stepping state over a shared (never mutated) model. Not thread-safe: one per session."""
+
+    def __init__(self, loaded: LoadedModel, sampling: Sampling | None = None) -> None:
+        if loaded.model.config._attn_implementation != "eager":
+            raise ValueError("The stepping engine needs eager attention to read attention weights.")
+        self.loaded = loaded
+        self.sampling = sampling or Sampling()
+        self.reset()
+
+    # ----- state -------------------------------------------------------------------------------------
+    def reset(self) -> None:
+        self.cache: DynamicCache | None = None
+        self.token_ids: list[int] = []  # every token fed into the cache, in position order
+        self.prompt_len = 0
+        self.prompt_text = ""  # the prompt as typed (for a shareable link to this state)
+        self.records: list[StepRecord] = []
+        self.pending_token_id: int | None = None  # chosen, not yet fed
+
+    @property
+    def n_positions(self) -> int:
+        return self.loaded.info.n_positions
+
+    @property
+    def cache_len(self) -> int:
+        return 0 if self.cache is None else self.cache.get_seq_length()
+
+    @property
+    def cache_bytes(self) -> int:
+        return 0 if self.cache is None else cache_bytes(self.cache)
+
+    @property
+    def started(self) -> bool:
+        return bool(self.records)
+
+    @property
+    def at_context_limit(self) -> bool:
+        return self.cache_len >= self.n_positions
+
+    def layer_keys(self, layer: int) -> np.ndarray:
+        """(kv_heads, cache_len, head_dim) keys of one layer, batch 0."""
+        return self.cache.layers[layer].keys[0].detach().float().numpy()
+
+    def layer_values(self, layer: int) -> np.ndarray:
+        return self.cache.layers[layer].values[0].detach().float().numpy()
+
+    def generated_ids(self) -> list[int]:
+        """Generated tokens already fed to the cache (excludes the prompt and the pending token)."""
+        return self.token_ids[self.prompt_len :]
+
+    # ----- actions -----------------------------------------------------------------------------------
+    def tokenize(self, prompt: str) -> list[int]:
+        """Token ids of the prompt, or PromptError when it is empty or longer than the model's positions."""
+        return check_prompt(self.loaded.tokenizer, prompt, self.n_positions)
+
+    def prefill(self, prompt: str, sampling: Sampling | None = None) -> StepRecord:
+        """Start over with `prompt`: one forward pass over all its tokens fills the cache."""
+        ids = self.tokenize(prompt)
+        self.sampling = sampling or self.sampling
+        self.reset()
+        self.cache = DynamicCache(config=self.loaded.model.config)
+        record = self._forward(ids, kind="prefill")
+        self.prompt_len = len(ids)
+        self.prompt_text = prompt
+        return record
+
+    def step(self, sampling: Sampling | None = None) -> StepRecord:
+        """Feed the pending token: the cache grows by exactly one row per layer.
+
+        `sampling` (optional) changes how the token *after* this one is chosen; earlier tokens stay as they are.
+        """
+        self.sampling = sampling or self.sampling
+        if not self.started:
+            raise PromptError("Prefill a prompt first: the cache is empty.")
+        if self.at_context_limit:
+            raise ContextFullError(
+                f"The cache holds {self.cache_len} tokens, all {self.n_positions} positions this model "
+                "learned. GPT-2 has absolute position embeddings, so it cannot go further: step back, or "
+                "reset with a shorter prompt."
+            )
+        return self._forward([self.pending_token_id], kind="decode")
+
+    def back(self) -> StepRecord:
+        """Undo the last decode step: crop the cache by one row and re-pend the token it had fed."""
+        if not self.started:  # right after Reset nothing is cached, not even the prompt
+            raise PromptError("Nothing to roll back: the cache is empty. Prefill a prompt first.")
+        if len(self.records) <= 1:
+            raise PromptError("Nothing to roll back: only the prompt is cached. Use Reset to start over.")
+        dropped = self.records.pop()
+        crop_cache(self.cache, self.cache_len - dropped.n_fed)
+        del self.token_ids[-dropped.n_fed :]
+        self.pending_token_id = dropped.fed_token_ids[0]
+        return self.records[-1]
+
+    # ----- the forward pass ----------------------------------------------------------------------------
+    @torch.inference_mode()
+    def _forward(self, ids: list[int], kind: str) -> StepRecord:
+        start = self.cache_len
+        input_ids = torch.tensor([ids], dtype=torch.long)  # (1, N)
+        with MODEL_LOCK:
+            began = time.perf_counter()
+            out = self.loaded.model(
+                input_ids=input_ids, past_key_values=self.cache, use_cache=True, output_attentions=True
+            )
+            step_ms = (time.perf_counter() - began) * 1000.0
+        self.cache = out.past_key_values
+        logits = out.logits[0, -1].float()  # (vocab,)
+        next_id = self._choose(logits, prefix=self.token_ids + list(ids))
+        n_new = len(ids)
+        new_keys = np.stack([layer.keys[0, :, start:].float().numpy() for layer in self.cache.layers])
+        new_values = np.stack([layer.values[0, :, start:].float().numpy() for layer in self.cache.layers])
+        attention = np.stack([a[0, :, -1, :].float().numpy() for a in out.attentions])  # (L, n_head, S)
+        probs = torch.softmax(logits, dim=-1)
+        top = torch.topk(probs, k=min(TOP_K_SHOWN, probs.numel()))
+        tok = self.loaded.tokenizer
+        record = StepRecord(
+            index=len(self.records),
+            kind=kind,
+            fed_token_ids=tuple(ids),
+            fed_token_texts=tuple(token_text(tok, int(i)) for i in ids),
+            fed_positions=tuple(range(start, start + n_new)),
+            new_keys=new_keys,
+            new_values=new_values,
+            attention=attention,
+            next_logits=logits.numpy().copy(),
+            top_k=tuple(
+                TokenProb(int(i), token_text(tok, int(i)), float(p)) for p, i in zip(top.values, top.indices)
+            ),
+            next_token_id=next_id,
+            next_token_text=token_text(tok, next_id),
+            cache_len=self.cache_len,
+            cache_bytes=cache_bytes(self.cache),
+            step_ms=step_ms,
+        )
+        self.token_ids.extend(ids)
+        self.records.append(record)
+        self.pending_token_id = next_id
+        return record
+
+    def _choose(self, logits: torch.Tensor, prefix: list[int]) -> int:
+        """Pick the next token. prefix = every token fed so far (the chosen one goes at len(prefix))."""
+        s = self.sampling
+        if s.greedy:
+            return int(torch.argmax(logits))
+        scaled = logits / s.temperature
+        if s.top_k:
+            kth = torch.topk(scaled, k=min(s.top_k, scaled.numel())).values[-1]
+            scaled = torch.where(scaled < kth, torch.full_like(scaled, float("-inf")), scaled)
+        gen = torch.Generator().manual_seed(draw_seed(s.seed, prefix))
+        return int(torch.multinomial(torch.softmax(scaled, dim=-1), 1, generator=gen))
+
+    def parked(self) -> ParkedGeneration:
+        """This generation as plain values, to put aside while the student uses another model."""
+        return ParkedGeneration(spec=self.loaded.info.spec, model_label=self.loaded.info.label,
+                                prompt_text=self.prompt_text, prompt_len=self.prompt_len,
+                                token_ids=tuple(self.token_ids), sampling=self.sampling)
+
+    def restore(self, parked: ParkedGeneration) -> None:
+        """Replay a parked generation: prefill its prompt, then feed exactly the tokens it fed (not a new
+        draw), so the records, the cache and the pending token are what the student left."""
+        self.prefill(parked.prompt_text, parked.sampling)
+        for token_id in parked.token_ids[parked.prompt_len:]:
+            if self.at_context_limit:
+                break
+            self.pending_token_id = int(token_id)
+            self.step()
+
+    def race(self, at: int | None = None, budget_s: float = RACE_BUDGET_S, on: LoadedModel | None = None) -> RaceTiming:
+        """The step of record `at` (default the newest) timed with and without the cache (race_timing), on this
+        engine's model or `on` another of the same tokenizer (the race at a larger shape). Changes nothing."""
+        if not self.started:
+            raise PromptError("Prefill a prompt first.")
+        record = self.records[-1 if at is None else at]
+        return race_timing(on or self.loaded, self.token_ids[: record.cache_len], budget_s=budget_s)
+
+    # ----- caching changes speed, not results ------------------------------------------------------------
+    @torch.inference_mode()
+    def check_without_cache(self) -> Equivalence:
+        """Recompute the latest step with no cache: one full forward over every token fed so far."""
+        if not self.started:
+            raise PromptError("Prefill a prompt first.")
+        with MODEL_LOCK:
+            began = time.perf_counter()
+            full = self.loaded.model(input_ids=torch.tensor([self.token_ids]), use_cache=True)
+            uncached_ms = (time.perf_counter() - began) * 1000.0
+        fresh = full.past_key_values  # K/V for every position, recomputed from scratch
+        last = self.records[-1]
+        logits = full.logits[0, -1].float().numpy()
+        key_diff = max(
+            float((a.keys - b.keys).abs().max()) for a, b in zip(fresh.layers, self.cache.layers)
+        )
+        value_diff = max(
+            float((a.values - b.values).abs().max()) for a, b in zip(fresh.layers, self.cache.layers)
+        )
+        return Equivalence(
+            max_abs_logit_diff=float(np.abs(logits - last.next_logits).max()),
+            same_next_token=int(np.argmax(logits)) == int(np.argmax(last.next_logits)),
+            max_abs_key_diff=key_diff,
+            max_abs_value_diff=value_diff,
+            recomputed_rows=len(self.token_ids),
+            uncached_ms=uncached_ms,
+        )

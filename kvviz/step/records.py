@@ -1,0 +1,181 @@
+"""Torch-free records of the stepping engine: what one forward pass produced, as plain numpy and text.
+
+kvviz.step.engine (which runs the model) creates them; pages, figures and kvviz.step.view read them without
+importing torch. Shapes use L = n_layer, H = key/value heads, Hq = query heads, D = head_dim,
+N = tokens fed in the pass, S = cache length after it.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kvviz.inputs.prompt_rules import PromptError
+
+__all__ = ["ContextFullError", "Equivalence", "ParkedGeneration", "PromptError", "RaceTiming", "Sampling", "StepRecord", "TokenProb", "draw_seed"]
+
+
+class ContextFullError(ValueError):
+    """The model has no learned position left for another token."""
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Greedy (argmax) by default. With greedy=False: temperature, then top-k, then a seeded draw.
+
+    The draw for the token at position p is seeded by `draw_seed(seed, tokens before p)`: it depends on the
+    seed AND on every token fed so far, so "ROMEO:" and "JULIET:" continue differently with the same seed,
+    while stepping back and stepping again replays the same token (rollback stays exact).
+    """
+
+    greedy: bool = True
+    temperature: float = 1.0
+    top_k: int = 0  # 0 = no top-k filter
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not (0.05 <= self.temperature <= 5.0):
+            raise ValueError("temperature must be between 0.05 and 5.0")
+        if self.top_k < 0:
+            raise ValueError("top_k must be 0 (off) or a positive number of candidates")
+
+
+# The step page's default decoding. Greedy is one toggle away, but it is not the default: a model this small
+# puts its highest probability on continuing a phrase it has just produced, so greedy decoding, which can never
+# pick anything else, locks into a loop (both bundled models' greedy samples in their training_report.json loop
+# within 80 tokens); induction heads, which copy what already stands in the context, make that loop stronger.
+# A seeded draw at temperature 0.8 from the 40 likeliest tokens leaves the loop and stays reproducible.
+DEFAULT_SAMPLING = Sampling(greedy=False, temperature=0.8, top_k=40, seed=0)
+
+
+def draw_seed(seed: int, token_ids: list[int] | tuple[int, ...]) -> int:
+    """A 63-bit generator seed from the user's seed and the exact token prefix (stable across processes)."""
+    digest = hashlib.blake2b(repr((int(seed), tuple(int(t) for t in token_ids))).encode(), digest_size=8)
+    return int.from_bytes(digest.digest(), "little") >> 1
+
+
+@dataclass(frozen=True)
+class TokenProb:
+    token_id: int
+    text: str
+    prob: float
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One forward pass, everything a page draws: the K/V rows it appended and the newest query's attention.
+
+    The cache after pass k is exactly the concatenation of new_keys/new_values of records 0..k, so a page can
+    redraw any earlier step (the history slider) from the records alone, without recomputing anything.
+    """
+
+    index: int  # 0 = prefill, k = k-th decode step
+    kind: str  # "prefill" | "decode"
+    fed_token_ids: tuple[int, ...]  # the N tokens fed in this pass
+    fed_token_texts: tuple[str, ...]  # their readable text (token_text)
+    fed_positions: tuple[int, ...]  # their positions (their rows in the cache)
+    new_keys: np.ndarray = field(repr=False)  # (L, H, N, D): the rows this pass appended to the cache
+    new_values: np.ndarray = field(repr=False)  # (L, H, N, D)
+    attention: np.ndarray = field(repr=False)  # (L, Hq, S): the last fed token's query over all cached rows
+    next_logits: np.ndarray = field(repr=False)  # (vocab,): logits for the token after the last fed one
+    top_k: tuple[TokenProb, ...]  # most likely next tokens, softmax at temperature 1
+    next_token_id: int  # the token chosen from next_logits (fed by the next pass)
+    next_token_text: str
+    cache_len: int  # rows per layer after this pass (= S)
+    cache_bytes: int  # bytes of all K and V tensors after this pass, summed from the real tensors
+    step_ms: float  # wall time of the forward pass
+
+    @property
+    def n_fed(self) -> int:
+        return len(self.fed_token_ids)
+
+
+@dataclass(frozen=True)
+class Equivalence:
+    """The same step recomputed without a cache: a full forward over every token fed so far."""
+
+    max_abs_logit_diff: float
+    same_next_token: bool
+    max_abs_key_diff: float  # between the incremental cache and K recomputed from scratch
+    max_abs_value_diff: float
+    recomputed_rows: int  # K/V rows per layer the uncached pass had to compute (all of them)
+    uncached_ms: float  # wall time of that full forward (the "without cache" side of the race)
+
+
+@dataclass(frozen=True)
+class RaceTiming:
+    """One step timed both ways, each side a set of repeats (interleaved, so a burst of load hits both alike).
+
+    cached_ms: the step as the engine runs it (the newest token fed over the rows already cached);
+    uncached_ms: the same logits with no cache (a full forward over every token fed so far);
+    fixed_ms: a forward of one token with nothing cached, the fixed cost every forward pays on this machine
+    (Python, the layer loop, the weight reads of the LM head), whatever the sequence length.
+    """
+
+    seq_len: int  # tokens the uncached side feeds (= rows in the cache after the step)
+    cached_ms: tuple[float, ...]
+    uncached_ms: tuple[float, ...]
+    fixed_ms: tuple[float, ...]
+    model_label: str = ""
+    load_1min: float = 0.0  # the machine's 1-minute load average when measured
+
+    @staticmethod
+    def median(samples: tuple[float, ...]) -> float:
+        return float(np.median(samples)) if samples else float("nan")
+
+    @property
+    def cached_median_ms(self) -> float:
+        return self.median(self.cached_ms)
+
+    @property
+    def uncached_median_ms(self) -> float:
+        return self.median(self.uncached_ms)
+
+    @property
+    def fixed_median_ms(self) -> float:
+        return self.median(self.fixed_ms)
+
+    @property
+    def repeats(self) -> int:
+        return min(len(self.cached_ms), len(self.uncached_ms))
+
+    @staticmethod
+    def quartiles(samples: tuple[float, ...]) -> tuple[float, float]:
+        """(25th, 75th percentile): the spread shown beside a median."""
+        return (float(np.percentile(samples, 25)), float(np.percentile(samples, 75))) if samples else (0.0, 0.0)
+
+    @property
+    def inside_noise(self) -> bool:
+        """The two sides' interquartile ranges overlap: half the repeats of each side lie where the other's lie,
+        so the difference of the medians is not to be read as a winner."""
+        c, u = self.quartiles(self.cached_ms), self.quartiles(self.uncached_ms)
+        return c[1] >= u[0] and u[1] >= c[0]
+
+    @property
+    def paired_saving_ms(self) -> float:
+        """Median over repeats of (uncached - cached), each pair measured back to back: a burst of load that
+        slows one repeat slows its partner too, so this is steadier than the difference of the two medians."""
+        return float(np.median(np.subtract(self.uncached_ms[: self.repeats], self.cached_ms[: self.repeats])))
+
+    @property
+    def cached_faster(self) -> bool:
+        """The verdict the race shows: the cached step won the paired comparison."""
+        return self.paired_saving_ms > 0
+
+
+@dataclass(frozen=True)
+class ParkedGeneration:
+    """A generation put aside when its student switched to another model: enough to replay it exactly
+    (the same tokens fed in the same order) when they switch back. Plain values only: no model is held."""
+
+    spec: str  # the model it ran on
+    model_label: str
+    prompt_text: str
+    prompt_len: int
+    token_ids: tuple[int, ...]  # every token fed, prompt first
+    sampling: Sampling
+
+    @property
+    def steps(self) -> int:
+        return len(self.token_ids) - self.prompt_len

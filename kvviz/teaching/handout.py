@@ -1,0 +1,94 @@
+"""The lesson's printable handout: one HTML file, one printed page per step (its question, its figure, the worked
+answer), every number computed for the model the lesson ran on. Self-contained (plotly.js inlined once, so it
+opens offline) and printable (print CSS: a page break after each step, no screen chrome). No Streamlit, no torch.
+"""
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+
+from kvviz.figures.lesson import lesson_figure
+from kvviz.teaching.lesson import LessonStep, Question
+
+_CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #111; background: #fff;
+       max-width: 820px; margin: 0 auto; padding: 16px; line-height: 1.45; }
+h1 { font-size: 26px; margin: 0 0 4px 0; } h2 { font-size: 21px; margin: 0 0 6px 0; }
+.step { padding: 12px 0 20px 0; border-bottom: 1px solid #ccc; } .intro { border-bottom: 2px solid #111; }
+.question { border: 2px solid #1c7ed6; border-radius: 8px; padding: 8px 12px; margin: 8px 0; }
+.choices { margin: 4px 0 0 0; } .answer { border-left: 4px solid #2b8a3e; padding: 4px 12px; margin-top: 8px; }
+.caption { color: #555; font-size: 13px; } .hint { color: #444; font-style: italic; }
+.figure { page-break-inside: avoid; break-inside: avoid; }
+code { background: #f1f3f5; padding: 0 3px; border-radius: 3px; }
+@media print {
+  body { max-width: none; padding: 0; font-size: 13px; line-height: 1.35; }
+  h2 { font-size: 18px; } .step { padding: 0; } p { margin: 6px 0; }
+  .step { page-break-after: always; break-after: page; border: none; }
+  .no-print { display: none; }
+}
+"""
+
+
+def markdown_html(text: str) -> str:
+    """The lesson's small markdown subset as HTML: **bold**, *italic*, `code`, '- ' lists, paragraphs."""
+    out, items = [], []
+    for block in text.split("\n\n"):
+        lines = block.split("\n")
+        if all(line.startswith("- ") for line in lines if line.strip()):
+            items = "".join(f"<li>{_inline(line[2:])}</li>" for line in lines if line.strip())
+            out.append(f"<ul>{items}</ul>")
+        else:
+            out.append(f"<p>{_inline(' '.join(lines))}</p>")
+    return "".join(out)
+
+
+def _inline(text: str) -> str:
+    parts = re.split(r"(`[^`]*`)", text)
+    done = []
+    for part in parts:
+        if part.startswith("`") and part.endswith("`") and len(part) > 1:
+            done.append(f"<code>{html.escape(part[1:-1])}</code>")
+            continue
+        part = html.escape(part, quote=False)
+        part = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", part)
+        part = re.sub(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])", r"<i>\1</i>", part)
+        done.append(part)
+    return "".join(done)
+
+
+def handout_html(steps: Sequence[LessonStep], questions: Sequence[Question], model_label: str) -> str:
+    """One page per step, in order: title, what to look at, the question (and its choices), the figure(s), the
+    hint and the worked answer."""
+    pages, plotly_js = [], "inline"
+    for number, (step, q) in enumerate(zip(steps, questions), start=1):
+        figures = []
+        for pic in q.pictures:
+            fig = lesson_figure(pic, font_px=13)
+            cap = 320 if len(q.pictures) == 1 else 250  # one printed page per step
+            fig.update_layout(template="plotly_white", width=760, height=min(fig.layout.height or cap, cap))
+            div = fig.to_html(full_html=False, include_plotlyjs=True if plotly_js == "inline" else False,
+                              config={"staticPlot": True, "displayModeBar": False})
+            plotly_js = "done"
+            figures.append(f'<div class="figure">{div}<div class="caption">{html.escape(pic.caption)}</div></div>')
+        choices = ("<ol class='choices' type='A'>" + "".join(f"<li>{html.escape(c)}</li>" for c in q.choices)
+                   + "</ol>") if q.is_choice else ""
+        tolerance = f" (accepted within {q.rel_tolerance:.0%})" if q.rel_tolerance and "within" not in q.text else ""
+        pages.append(
+            f'<section class="step" id="step-{number}"><h2>Step {number}. {html.escape(step.title)}</h2>'
+            f"{markdown_html(step.teach)}"
+            f'<div class="question"><b>Question.</b> {_inline(q.text)}{tolerance}{choices}</div>'
+            f"{''.join(figures)}"
+            f'<p class="hint">Hint: {_inline(q.hint)}</p>'
+            f'<div class="answer"><b>Answer: {html.escape(q.answer_text())}.</b> {markdown_html(q.arithmetic)}</div>'
+            f"<p class='caption'>On screen: kvviz, page “{html.escape(step.page_label)}”.</p></section>")
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<title>kvviz lesson handout: the KV cache in {len(steps)} questions</title><style>{_CSS}</style></head><body>"
+        f"<header class='intro'><h1>The KV cache in {len(steps)} questions</h1>"
+        f"<p>Handout from kvviz's lesson. Every number was computed for <b>{html.escape(model_label)}</b>, the model "
+        "the lesson ran on (the measured step, 11, is this machine's timing when the lesson ran). One page per step: "
+        "question, figure, hint, worked answer. Fold the answers under before handing it out, or print pages "
+        "without them as a worksheet.</p><p class='no-print'>Print with your browser (Ctrl+P / Cmd+P): one page per "
+        "step.</p></header>"
+        + "".join(pages) + "</body></html>")
