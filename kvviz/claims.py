@@ -13,7 +13,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kvviz import ops
-from kvviz.memory import GB, GIB, KIB, MIB, KVConfig, format_bytes, kv_bytes
+from kvviz.memory import KVConfig, kv_bytes
+from kvviz.memory.units import GB, GIB, KIB, MIB, format_bytes
 from kvviz.memory.presets import get_preset
 
 PAGE_MEMORY = ("pages/memory_budget.py", "Memory budget")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import ui
+from kvviz import ui  # noqa: F401 - importing kvviz.ui routes a deep link through app.py
 from kvviz.figures import internals as fig
 from kvviz.internals.records import CROSS_MAX_SOURCE_LEN, CROSS_MAX_STEPS, CrossAttnError, CrossAttnRun
 from pages.internals_shared import PLOT, explain

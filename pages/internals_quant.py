@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import memory, ui
+from kvviz import ui
+from kvviz.memory import dtypes
 from kvviz.figures import internals as fig
 from kvviz.internals.records import (AGREEMENT_MAX_PROMPT_TOKENS, AGREEMENT_MAX_PROMPTS, AGREEMENT_MAX_TOKENS,
                                     QuantError, QuantReport, SchemeAgreement, check_agreement_work)
@@ -18,7 +19,7 @@ AGREEMENT_KEY = "int_quant_agreement"  # (inputs, results) of this session's las
 
 def transformers_residual_length() -> int:
     """QuantizedCache's `residual_length` default, read from transformers' source without importing torch."""
-    return int(memory.transformers_quantized_defaults().get("residual_length", 128))
+    return int(dtypes.transformers_quantized_defaults().get("residual_length", 128))
 
 
 @st.cache_data(show_spinner="Quantizing the real cache...", max_entries=16, hash_funcs=MODEL_HASH)

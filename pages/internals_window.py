@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from kvviz import memory, ui
+from kvviz import ui
+from kvviz.memory import units
 from kvviz.figures import internals as fig
 from kvviz.internals.records import PresetLayers, WindowError, WindowRun
 from kvviz.model.loading import LoadedModel
@@ -78,5 +79,5 @@ except ValueError as exc:
     st.error(str(exc))
     st.stop()
 st.plotly_chart(fig.preset_layers_figure(p), **PLOT)
-st.caption(f"Gemma 3 4B, one sequence: {memory.format_bytes(p.total_bytes)} with its 5:1 pattern vs "
-           f"{memory.format_bytes(p.all_global_bytes)} if every layer were global.")
+st.caption(f"Gemma 3 4B, one sequence: {units.format_bytes(p.total_bytes)} with its 5:1 pattern vs "
+           f"{units.format_bytes(p.all_global_bytes)} if every layer were global.")

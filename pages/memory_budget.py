@@ -13,6 +13,8 @@ import streamlit as st
 
 from kvviz.memory import capacity, config_import, hf_cache
 from kvviz import claims, memory, ui
+from kvviz.memory import dtypes
+from kvviz.memory import units
 from kvviz.inputs import links
 from kvviz.figures import MAX_LEGEND_ENTRIES, export_config, memory as figs
 from kvviz.memory.presets import GPUS, PRESETS, get_preset
@@ -22,7 +24,7 @@ CONFIG_PASTE_CHARS = 200_000  # caps the paste box before Streamlit's 25 MB mess
 CUSTOM, DEFAULT_PRESET, CUSTOM_GPU = "custom", "llama-3-8b", "custom"
 PROBE_PROMPT = "ROMEO: What light through yonder window breaks?"
 L = memory.LIMITS
-RESIDUAL_DEFAULT = memory.transformers_quantized_defaults().get("residual_length", 0)
+RESIDUAL_DEFAULT = dtypes.transformers_quantized_defaults().get("residual_length", 0)
 TABS = ["Size vs context", "Per layer", "What fits", "Paged vs flat", "Textbook figures", "The loaded model"]
 
 
@@ -86,7 +88,7 @@ def int_input(label: str, key: str, lo: int, hi: int, **kwargs: Any) -> int:
 
 
 def show_bytes(label: str, n_bytes: int, col: Any, help: str | None = None) -> None:
-    col.metric(label, memory.short_bytes(n_bytes), help=(help + "\n\n" if help else "") + memory.format_bytes(n_bytes))
+    col.metric(label, units.short_bytes(n_bytes), help=(help + "\n\n" if help else "") + units.format_bytes(n_bytes))
 
 
 def memory_form() -> memory.KVConfig | None:
@@ -96,14 +98,14 @@ def memory_form() -> memory.KVConfig | None:
         layers = int_input("Layers", "mem_layers", 1, L["n_layer"])
         hidden = int_input("Hidden size (0 = give head dim)", "mem_hidden", 0, 10**7,
                            help="if set, head dim = hidden size / query heads")
-        dtype = st.selectbox("Cache dtype", list(memory.DTYPES), index=list(memory.DTYPES).index(DEFAULTS["mem_dtype"]),
+        dtype = st.selectbox("Cache dtype", list(dtypes.DTYPES), index=list(dtypes.DTYPES).index(DEFAULTS["mem_dtype"]),
                              key="mem_dtype", bind="query-params",
-                             help="\n".join(f"- {d}: {t.note}" for d, t in memory.DTYPES.items()))
+                             help="\n".join(f"- {d}: {t.note}" for d, t in dtypes.DTYPES.items()))
     with c[1]:
         heads = int_input("Query heads", "mem_heads", 1, L["n_head"])
         kv_heads = int_input("KV heads", "mem_kv_heads", 1, L["n_kv_heads"], help="= query heads: MHA; 1: MQA; between: GQA")
         residual = int_input("Full-precision residual (tokens)", "mem_residual", 0, L["quant_residual_tokens"],
-                             disabled=not memory.DTYPES[dtype].quantized,
+                             disabled=not dtypes.DTYPES[dtype].quantized,
                              help="transformers' QuantizedCache keeps the newest tokens unquantized (`residual_length`, "
                                   f"default {RESIDUAL_DEFAULT} read from its QuantizedLayer); 0 = off")
     with c[2]:
@@ -122,8 +124,8 @@ def memory_form() -> memory.KVConfig | None:
     try:
         if hidden:
             head_dim = memory.head_dim_from_hidden(hidden, heads)
-        if memory.DTYPES[dtype].quantized:
-            st.caption(f"{dtype}: an fp16 scale + fp16 zero point per {memory.DEFAULT_QUANT_GROUP} numbers. transformers "
+        if dtypes.DTYPES[dtype].quantized:
+            st.caption(f"{dtype}: an fp16 scale + fp16 zero point per {dtypes.DEFAULT_QUANT_GROUP} numbers. transformers "
                        "groups keys and values per channel; KIVI groups keys per channel, values per token (same bytes). "
                        f"Residual: at peak {max(residual - 1, 0):,} newest tokens per layer are held at 16 bits.")
         return memory.KVConfig(
@@ -161,25 +163,25 @@ def what_fits(cfg: memory.KVConfig, context: int, batch: int) -> None:
                          bind="query-params")
     with g[1]:
         params = int_input("Model parameters", "mem_params", 0, 10**14)
-    wdt = g[2].selectbox("Weight dtype", list(memory.DTYPES), index=list(memory.DTYPES).index("bf16"),
+    wdt = g[2].selectbox("Weight dtype", list(dtypes.DTYPES), index=list(dtypes.DTYPES).index("bf16"),
                          key="mem_weight_dtype", bind="query-params")
     with g[3]:
         reserve = int_input("Reserve (MiB)", "mem_reserve_mib", 0, 10**9, help="activations, CUDA context...")
     if gpu == CUSTOM_GPU:
-        gpu_bytes = int_input("Custom memory (GiB)", "mem_gpu_gib", 1, 1_000_000) * memory.GIB
+        gpu_bytes = int_input("Custom memory (GiB)", "mem_gpu_gib", 1, 1_000_000) * units.GIB
     else:
         gpu_bytes = GPUS[gpu].memory_bytes
         st.caption(f"{GPUS[gpu].capacity_note} [Vendor page]({GPUS[gpu].source}).")
-    weights = -(-params * memory.DTYPES[wdt].bits // 8)
-    fit = capacity.what_fits(cfg, gpu_bytes, weights, reserve * memory.MIB, batch, context)
+    weights = -(-params * dtypes.DTYPES[wdt].bits // 8)
+    fit = capacity.what_fits(cfg, gpu_bytes, weights, reserve * units.MIB, batch, context)
     if fit.free_bytes <= 0:
-        need = -(-(weights + reserve * memory.MIB) // gpu_bytes)
-        st.error(f"The weights alone ({memory.format_bytes(weights)}) plus the {reserve:,} MiB reserve do not fit in "
-                 f"{memory.short_bytes(gpu_bytes)}: nothing is left for the cache, so no context and no batch fits. "
+        need = -(-(weights + reserve * units.MIB) // gpu_bytes)
+        st.error(f"The weights alone ({units.format_bytes(weights)}) plus the {reserve:,} MiB reserve do not fit in "
+                 f"{units.short_bytes(gpu_bytes)}: nothing is left for the cache, so no context and no batch fits. "
                  f"Splitting the weights needs at least {need:,} such GPUs, or fewer bits per weight.")
         return
-    st.markdown(f"GPU {memory.format_bytes(gpu_bytes)} - weights {memory.format_bytes(weights)} - reserve "
-                f"{reserve:,} MiB = **{memory.format_bytes(fit.free_bytes)}** for the cache.")
+    st.markdown(f"GPU {units.format_bytes(gpu_bytes)} - weights {units.format_bytes(weights)} - reserve "
+                f"{reserve:,} MiB = **{units.format_bytes(fit.free_bytes)}** for the cache.")
     f = st.container(key="mem_metrics_fit").columns(2)
     if fit.context_capped:
         f[0].metric(f"Longest context, batch {batch}", "unbounded")
@@ -205,7 +207,7 @@ def paged(cfg: memory.KVConfig, context: int, batch: int) -> None:
         max_len = context
     view = capacity.paged_view(cfg, context, batch, block, max_len)
     st.markdown(f"{view.blocks_per_sequence:,} blocks per sequence; the last one wastes {view.waste_tokens_last_block} "
-                f"token slots. The flat buffer wastes {memory.format_bytes(view.flat_bytes - view.used_bytes)}.")
+                f"token slots. The flat buffer wastes {units.format_bytes(view.flat_bytes - view.used_bytes)}.")
     st.plotly_chart(figs.paged_figure(view), key="mem_chart_paged", config=export_config("paged_vs_flat"))
 
 
@@ -213,13 +215,13 @@ def textbook() -> None:
     checks = claims.published_figure_checks()
     st.dataframe(pd.DataFrame([{
         "model": c.figure.model, "tokens": f"{c.figure.context_len:,}", "dtype": c.figure.dtype,
-        "printed": f"{c.figure.claimed:g} {c.figure.claimed_unit}", "exact": memory.format_bytes(c.actual_bytes),
+        "printed": f"{c.figure.claimed:g} {c.figure.claimed_unit}", "exact": units.format_bytes(c.actual_bytes),
         "verdict": c.verdict, "why": c.explanation, "source": c.figure.where} for c in checks]), hide_index=True,
         column_config={"source": st.column_config.LinkColumn("source")})  # the Claims page shows every claim
     real = get_preset("llama-3-8b").kv
     mha = memory.kv_bytes(memory.KVConfig(real.n_layer, real.n_head, real.n_head, real.head_dim, real.dtype), 4096)
     st.caption(f"Forgetting GQA (Llama-3-8B with {real.n_head} KV heads instead of {real.n_kv_heads}) gives "
-               f"{memory.format_bytes(mha)} at 4,096 tokens: {mha / memory.kv_bytes(real, 4096):g}x the real cache.")
+               f"{units.format_bytes(mha)} at 4,096 tokens: {mha / memory.kv_bytes(real, 4096):g}x the real cache.")
 
 
 def loaded_model() -> None:
@@ -253,12 +255,12 @@ def encoder_decoder_result(cfg: memory.KVConfig, b: memory.KVBudget, name: str) 
         show_bytes("Total: self + cross-attention", whole.total_bytes, m[2],
                    help="what transformers' EncoderDecoderCache holds")
         st.markdown(f"**{cfg.attention_kind}, encoder-decoder** · self-attention {b.total_bytes:,} B + "
-                    f"cross-attention {whole.cross_bytes:,} B = **total {memory.format_bytes(whole.total_bytes)}**")
+                    f"cross-attention {whole.cross_bytes:,} B = **total {units.format_bytes(whole.total_bytes)}**")
     else:
         m[1].metric("Cross-attention", "not counted", help="enter the encoder length above")
         show_bytes("Total: decoder self-attention only", whole.total_bytes, m[2],
                    help="the cross-attention cache is missing until the encoder length is given")
-        st.markdown(f"**{cfg.attention_kind}, encoder-decoder** · total {memory.format_bytes(whole.total_bytes)} is "
+        st.markdown(f"**{cfg.attention_kind}, encoder-decoder** · total {units.format_bytes(whole.total_bytes)} is "
                     "the **decoder's self-attention only**: enter the encoder length to add the cross-attention "
                     f"cache ({whole.cross_bytes_per_encoder_token:,} B per encoder token x batch {b.batch}).")
 
@@ -310,11 +312,11 @@ def calculator() -> None:
         show_bytes("Per token (all layers)", b.bytes_per_token, m[0], help="a token inside every window")
         show_bytes("Per token, one layer", b.bytes_per_token_per_layer, m[1])
         show_bytes(f"Total: {context:,} tokens x batch {batch}", b.total_bytes, m[2])
-        st.markdown(f"**{cfg.attention_kind}** · per token: {memory.format_bytes(b.bytes_per_token)} · "
-                    f"total: {memory.format_bytes(b.total_bytes)}")
+        st.markdown(f"**{cfg.attention_kind}** · per token: {units.format_bytes(b.bytes_per_token)} · "
+                    f"total: {units.format_bytes(b.total_bytes)}")
     held = hf_cache.transformers_cache_bytes(cfg, context, batch)
     if cfg.window is not None and held != b.total_bytes:
-        st.caption(f"transformers' DynamicCache holds {memory.format_bytes(held)} here: its sliding layers keep "
+        st.caption(f"transformers' DynamicCache holds {units.format_bytes(held)} here: its sliding layers keep "
                    f"the last {cfg.window - 1:,} tokens (window - 1; the newest token is attended to before it is "
                    f"stored), kvviz counts {cfg.window:,}.")
 
@@ -335,7 +337,7 @@ def calculator() -> None:
             if len(set(b.layer_bytes)) > 1:
                 st.plotly_chart(figs.per_layer_figure(b), key="mem_chart_layers", config=export_config("kv_per_layer"))
             else:
-                st.info(f"All {cfg.n_layer} layers are alike: {memory.format_bytes(b.layer_bytes[0])} each.")
+                st.info(f"All {cfg.n_layer} layers are alike: {units.format_bytes(b.layer_bytes[0])} each.")
     for tab, draw in zip(tabs[2:4], (what_fits, paged)):
         if tab.open:
             with tab:

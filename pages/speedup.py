@@ -14,7 +14,7 @@ from kvviz.model import loading
 from kvviz import ui
 from kvviz.speedup.noise import Comparison, Timing, load_label
 from kvviz.speedup.records import ESTIMATOR, BenchResult
-from kvviz.speedup.settings import PAGE_BUDGET_S, BenchInputError, BenchSettings, duration, whole
+from kvviz.speedup.settings import PAGE_BUDGET_S, BenchInputError, BenchSettings, duration, validate, whole
 from kvviz.figures import MAX_LEGEND_ENTRIES
 from kvviz.figures import bench as figs
 from kvviz.memory.presets import get_preset
@@ -57,7 +57,7 @@ def run(spec: str, settings: BenchSettings, thread_reason: str) -> BenchResult |
     from kvviz.speedup import harness  # torch: only now
 
     try:
-        harness.validate(settings, loaded.info.n_positions, loaded.info)
+        validate(settings, loaded.info.n_positions, loaded.info)
         # Bound the work, not each knob: the estimate from two timed passes of this model (issue 23)
         with st.spinner("Estimating this run's cost from two timed passes of the model..."):
             estimate_s = harness.refuse_over_budget(loaded, settings, PAGE_BUDGET_S)

@@ -16,6 +16,7 @@ import urllib.parse
 import streamlit as st
 
 from kvviz import memory, ops, ui
+from kvviz.memory import units
 from kvviz.inputs import query_values
 from kvviz.model import loading
 from kvviz.step import view as step_view
@@ -270,8 +271,8 @@ def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None) -
     with right:
         m = st.columns(2, gap="small")
         m[0].metric("Cache length", f"{snap.cache_len} tokens", help=f"at most {info.n_positions} positions")
-        m[1].metric("Cache size", memory.short_bytes(snap.cache_bytes),
-                    help=f"summed from the real K/V tensors: {memory.format_bytes(snap.cache_bytes)}")
+        m[1].metric("Cache size", units.short_bytes(snap.cache_bytes),
+                    help=f"summed from the real K/V tensors: {units.format_bytes(snap.cache_bytes)}")
         m[0].metric("This step: dots with cache", f"{c.this_dot_products_cached:,}",
                     help="query-key dot products this step computes with the cache: the newest query only")
         m[1].metric("This step: dots without", f"{c.this_dot_products_uncached:,}",

@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from kvviz.teaching.guide.guide import guide
-from kvviz import ui
+from kvviz import ui  # noqa: F401 - importing kvviz.ui routes a deep link through app.py
 
 st.title("For teachers")
 st.markdown("**What you are seeing.** Two lesson plans built from kvviz's pages (which page, in which order, what "

@@ -18,6 +18,7 @@ import torch
 from kvviz.speedup import harness, machine, tables
 from kvviz.cli import bench as cli_bench
 from kvviz.speedup.records import LOSSY_MODES, MODES, REFERENCES, BenchSettings
+from kvviz.speedup.settings import BenchInputError, validate
 from kvviz.figures import bench as figs
 
 TINY = BenchSettings(prompt_len=5, new_tokens=6, repeats=2, warmup=1, threads=1, include_generate_no_cache=True)
@@ -177,8 +178,8 @@ def test_interrupted_run_releases_its_turn_and_restores_threads(sdpa_model):
     ],
 )
 def test_validate_rejects_bad_settings(settings, message):
-    with pytest.raises(harness.BenchInputError, match=message):
-        harness.validate(settings, n_positions=256)
+    with pytest.raises(BenchInputError, match=message):
+        validate(settings, n_positions=256)
 
 
 def test_default_thread_count_follows_free_cores_and_other_sessions():

@@ -9,6 +9,7 @@ import dataclasses
 import pytest
 
 from kvviz.speedup import harness, batch, machine, probes, tables, roofline
+from kvviz.speedup.settings import BenchInputError
 from kvviz.cli import bench as cli_bench
 from kvviz.speedup.records import BenchSettings
 from kvviz.figures import bench as figs
@@ -113,7 +114,7 @@ def test_batch_sweep_on_the_real_model(sdpa_model):
     intensities = [p.step.intensity for p in sweep.points]
     assert intensities == sorted(intensities)  # weights shared by the batch: intensity grows with it
     assert batch.batch_sizes(64) == [1, 2, 4, 8, 16, 32, 64] and batch.batch_sizes(5) == [1, 2, 4, 5]
-    with pytest.raises(harness.BenchInputError, match="between 1 and 64"):
+    with pytest.raises(BenchInputError, match="between 1 and 64"):
         batch.validate(sdpa_model, 65, 8)
     assert len(figs.batch_figure(sweep).data) >= 2
 

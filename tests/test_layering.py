@@ -69,3 +69,13 @@ def _all_imports(path: Path) -> list[str]:
         elif isinstance(node, ast.ImportFrom) and node.module:
             names.append(node.module)
     return names
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "pages").glob("*.py")), ids=lambda p: p.name)
+def test_every_page_imports_kvviz_ui_first_thing(path):
+    """A fresh server's first run of a deep link executes the page file alone (Streamlit's legacy pages/ mode);
+    importing kvviz.ui is what reroutes it through app.py (kvviz.ui._route_deep_links_through_app). So every
+    page, even one that uses nothing else from ui, imports it at top level."""
+    if path.name == "internals_shared.py":  # a helper of the internals pages, not a page
+        return
+    assert "kvviz.ui" in _top_level_imports(path), f"{path.name} must import kvviz.ui at top level"

@@ -11,7 +11,10 @@ from hypothesis import strategies as st
 
 from kvviz.memory import capacity, config_import
 from kvviz import memory
-from kvviz.memory import GIB, KVConfig, MemoryInputError
+from kvviz.memory import dtypes
+from kvviz.memory import units
+from kvviz.memory import KVConfig, MemoryInputError
+from kvviz.memory.units import GIB
 from kvviz.claims import PUBLISHED_FIGURES, check_figure
 from kvviz.memory.presets import GPUS, PRESETS, get_preset
 from kvviz.step.engine import StepEngine
@@ -59,7 +62,7 @@ configs = st.builds(
     n_head=st.just(64),
     n_kv_heads=st.sampled_from([1, 2, 8, 64]),
     head_dim=st.integers(1, 512),
-    dtype=st.sampled_from([d for d in memory.DTYPES if d != "fp8"]),  # fp8 adds 8 B/layer once per batch:
+    dtype=st.sampled_from([d for d in dtypes.DTYPES if d != "fp8"]),  # fp8 adds 8 B/layer once per batch:
     window=st.one_of(st.none(), st.integers(1, 10_000)),  # tests/test_config_import.py pins it
 )
 
@@ -218,8 +221,8 @@ def test_published_figures_are_checked_with_arithmetic():
 
 
 def test_format_bytes_is_unambiguous():
-    assert memory.format_bytes(536_870_912) == "536,870,912 B = 512 MiB = 0.5369 GB"
-    assert memory.format_bytes(73_728) == "73,728 B = 72 KiB = 73.73 kB"  # issue 8: never "7.373e-05 GB"
+    assert units.format_bytes(536_870_912) == "536,870,912 B = 512 MiB = 0.5369 GB"
+    assert units.format_bytes(73_728) == "73,728 B = 72 KiB = 73.73 kB"  # issue 8: never "7.373e-05 GB"
 
 
 # ----- the calculator == the real cache tensors -----------------------------------------------------------------
@@ -239,9 +242,9 @@ def test_predicted_bytes_equal_the_real_dynamic_cache(bundled):
 
 def test_format_bytes_never_uses_scientific_notation():
     for n in (1, 999, 1024, 73_728, 10**6, 5 * 10**6, 10**7, 536_870_912, 2**40, 2**60, 2**62):
-        text = memory.format_bytes(n)
+        text = units.format_bytes(n)
         assert "e-" not in text and "e+" not in text, text
-    assert memory.format_bytes(2**62).endswith("= 4 EiB = 4,612 PB")
+    assert units.format_bytes(2**62).endswith("= 4 EiB = 4,612 PB")
 
 
 def test_residual_window_default_is_read_from_transformers():
@@ -251,7 +254,7 @@ def test_residual_window_default_is_read_from_transformers():
 
     real = {k: p.default for k, p in inspect.signature(QuantizedLayer.__init__).parameters.items()
             if p.default is not inspect.Parameter.empty}
-    assert memory.transformers_quantized_defaults() == real
+    assert dtypes.transformers_quantized_defaults() == real
     assert real["residual_length"] > 1
 
 

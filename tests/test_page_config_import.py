@@ -48,8 +48,7 @@ def test_falcon_40b_note_and_hostile_input_on_the_page():
 
 
 def test_windowed_preset_shows_transformers_figure_beside_kvviz():
-    from kvviz.memory import hf_cache
-    from kvviz import memory
+    from kvviz.memory import hf_cache, units
     from kvviz.memory.presets import get_preset
 
     at = AppTest.from_file(str(PAGE), default_timeout=APP_TIMEOUT_S)
@@ -59,7 +58,7 @@ def test_windowed_preset_shows_transformers_figure_beside_kvviz():
     assert not at.exception
     held = hf_cache.transformers_cache_bytes(get_preset("mistral-7b").kv, 10_000)
     assert held == 32 * 4095 * 2 * 8 * 128 * 2
-    assert any(memory.format_bytes(held) in c.value and "4,095" in c.value for c in at.caption)
+    assert any(units.format_bytes(held) in c.value and "4,095" in c.value for c in at.caption)
 
 
 T5_3B = {"model_type": "t5", "d_model": 1024, "d_kv": 128, "num_heads": 32, "num_layers": 24}  # google-t5/t5-3b
@@ -76,7 +75,7 @@ def test_t5_total_is_self_plus_cross_attention_once_the_encoder_length_is_given(
     """T5-3B: 24 decoder layers x 32 heads x d_kv 128, fp32 (no torch_dtype): 786,432 B per token in each of the
     two caches. Before the encoder length is given the total says it is the self-attention only; after, the
     total is both parts, each shown."""
-    from kvviz import memory
+    from kvviz.memory import units
 
     at = AppTest.from_file(str(PAGE), default_timeout=APP_TIMEOUT_S)
     at.run()
@@ -95,7 +94,7 @@ def test_t5_total_is_self_plus_cross_attention_once_the_encoder_length_is_given(
             "Self-attention: 4,096 decoder tokens x batch 2"} <= set(labels)
     text = markdown_text(at)
     total = 2 * self_bytes + 2 * per_token * 1000
-    assert f"cross-attention {2 * per_token * 1000:,} B = **total {memory.format_bytes(total)}**" in text
+    assert f"cross-attention {2 * per_token * 1000:,} B = **total {units.format_bytes(total)}**" in text
     at.selectbox(key="mem_preset").set_value("llama-3-8b").run()  # a preset is decoder-only: no cross part
     assert "Total: self + cross-attention" not in [m.label for m in at.metric]
 
@@ -103,7 +102,7 @@ def test_t5_total_is_self_plus_cross_attention_once_the_encoder_length_is_given(
 def test_qwen2_import_windows_only_the_layers_from_max_window_layers():
     """use_sliding_window with max_window_layers 21 of 28: layers 0-20 keep every token, 21-27 slide (what
     transformers' Qwen2Config derives as layer_types); the form carries the boundary, the total follows it."""
-    from kvviz.memory import config_import
+    from kvviz.memory import config_import, units
     from kvviz import memory
 
     at = AppTest.from_file(str(PAGE), default_timeout=APP_TIMEOUT_S)
@@ -113,4 +112,4 @@ def test_qwen2_import_windows_only_the_layers_from_max_window_layers():
     at.number_input(key="mem_context").set_value(10_000).run()
     expected = memory.kv_bytes(config_import.parse_hf_config(QWEN2_WINDOWED).config, 10_000)
     assert expected == (21 * 10_000 + 7 * 4096) * 2 * 4 * 128 * 2
-    assert f"total: {memory.format_bytes(expected)}" in markdown_text(at)
+    assert f"total: {units.format_bytes(expected)}" in markdown_text(at)

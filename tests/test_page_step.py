@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
-from kvviz import memory
+from kvviz.memory import units
 from kvviz.step.records import DEFAULT_SAMPLING
 from kvviz.step.engine import StepEngine
 
@@ -79,7 +79,7 @@ def test_cache_size_metric_matches_the_shape_arithmetic(step_page, bundled):
     info = bundled.info
     expected = 2 * info.n_layer * info.n_kv_heads * _cache_len(at) * info.head_dim * 4
     size = next(m for m in at.metric if m.label == "Cache size")
-    assert size.value == memory.short_bytes(expected)
+    assert size.value == units.short_bytes(expected)
     assert f"{expected:,} B" in size.help
 
 

@@ -11,6 +11,8 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
 from kvviz import memory, ops
+from kvviz.memory import dtypes
+from kvviz.memory import units
 from kvviz.model.loading import load_model
 from kvviz.memory.presets import get_preset
 
@@ -103,7 +105,7 @@ def test_memory_page_imports_a_config_json():
     at.text_area(key="mem_paste").set_value(json.dumps(cfg)).run()
     at.button(key="mem_import").click().run()
     assert not at.exception and "Imported" in at.success[0].value and "head_dim" in at.success[0].value
-    assert metrics(at)["Per token (all layers)"] == memory.short_bytes(get_preset("qwen2.5-7b").kv.bytes_per_token)
+    assert metrics(at)["Per token (all layers)"] == units.short_bytes(get_preset("qwen2.5-7b").kv.bytes_per_token)
     assert at.query_params["mem_layers"] == "28" and at.query_params["mem_kv_heads"] == "4"  # the link carries it
     at.text_area(key="mem_paste").set_value('{"recipe": "pancakes"}').run()
     at.button(key="mem_import").click().run()
@@ -195,12 +197,12 @@ def test_pages_show_the_savings_sentence_and_the_quantized_residual():
     at = page("memory_budget")
     at.run()
     at.selectbox(key="mem_dtype").set_value("int4").run()
-    residual = memory.transformers_quantized_defaults()["residual_length"]
+    residual = dtypes.transformers_quantized_defaults()["residual_length"]
     assert at.number_input(key="mem_residual").value == residual and not at.number_input(key="mem_residual").disabled
     llama = get_preset("llama-3-8b").kv
     with_window = memory.kv_bytes(replace(llama, dtype="int4", quant_residual_tokens=residual), 4096)
     assert with_window > memory.kv_bytes(replace(llama, dtype="int4"), 4096)
-    assert metrics(at)["Total: 4,096 tokens x batch 1"] == memory.short_bytes(with_window)
+    assert metrics(at)["Total: 4,096 tokens x batch 1"] == units.short_bytes(with_window)
     at.number_input(key="mem_residual").set_value(0).run()
-    assert metrics(at)["Total: 4,096 tokens x batch 1"] == memory.short_bytes(
+    assert metrics(at)["Total: 4,096 tokens x batch 1"] == units.short_bytes(
         memory.kv_bytes(replace(llama, dtype="int4"), 4096))

@@ -5,15 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from kvviz.step.engine import (
-    ContextFullError,
-    PromptError,
-    Sampling,
-    StepEngine,
-    cache_bytes,
-    crop_cache,
-    token_text,
-)
+from kvviz.step.engine import StepEngine, cache_bytes, crop_cache, token_text
+from kvviz.step.records import ContextFullError, PromptError, Sampling
 from greedy import generate_greedy, generate_greedy_uncached
 
 # 20+ prompts of different lengths, scripts and styles: Shakespeare, modern English, code, numbers, non-Latin.

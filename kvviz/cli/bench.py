@@ -14,7 +14,7 @@ import json
 import sys
 
 from kvviz.speedup import harness, tables
-from kvviz.speedup.settings import duration
+from kvviz.speedup.settings import BenchInputError, duration, validate
 from kvviz.speedup.records import CACHED_MODES, ESTIMATOR, LOSSY_MODES, MODE_LABELS, BenchResult, BenchSettings
 from kvviz.model.loading import ModelLoadError, load_model
 
@@ -112,14 +112,14 @@ def main(argv: list[str]) -> int:
         weight_format="stored" if args.no_prepack else args.weight_format,
     )
     try:
-        harness.validate(settings, n_positions=10**9)  # lengths and counts first: no model load for a typo
+        validate(settings, n_positions=10**9)  # lengths and counts first: no model load for a typo
         loaded = load_model(args.model, attn_implementation=args.attn)
-        harness.validate(settings, loaded.info.n_positions, loaded.info)
+        validate(settings, loaded.info.n_positions, loaded.info)
         # The CLI may run long on purpose, but says so first (issue 23): the same estimate as the page's bound
         print(f"kvviz bench: this run should take about {duration(harness.estimate(loaded, settings))} here "
               "(estimated from two timed passes of this model; Ctrl-C stops it).", file=sys.stderr, flush=True)
         result = harness.run_benchmark(loaded, settings, progress=None if args.json else _progress)
-    except (harness.BenchInputError, harness.BenchBusyError) as exc:
+    except (BenchInputError, harness.BenchBusyError) as exc:
         print(f"kvviz bench: {exc}", file=sys.stderr)
         return 2
     except ModelLoadError as exc:

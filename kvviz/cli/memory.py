@@ -17,6 +17,8 @@ from pathlib import Path
 
 from kvviz.memory import config_import
 from kvviz import memory
+from kvviz.memory import dtypes
+from kvviz.memory import units
 from kvviz.memory.presets import PRESETS, get_preset
 
 DEFAULT_CONTEXT = 4096
@@ -54,11 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=whole_number, default=1, help="sequences (default 1)")
     p.add_argument("--encoder-len", type=whole_number, help="encoder-decoder --config (T5, BART): encoder tokens, for the "
                    "cross-attention cache")
-    p.add_argument("--dtype", help=f"cache dtype: {', '.join(memory.DTYPES)} (default: the model's, else bf16)")
-    p.add_argument("--quant-group", type=whole_number, default=memory.DEFAULT_QUANT_GROUP, help="int8/int4 group size")
+    p.add_argument("--dtype", help=f"cache dtype: {', '.join(dtypes.DTYPES)} (default: the model's, else bf16)")
+    p.add_argument("--quant-group", type=whole_number, default=dtypes.DEFAULT_QUANT_GROUP, help="int8/int4 group size")
     p.add_argument("--quant-residual", type=whole_number, default=0,
                    help="int8/int4: transformers' QuantizedCache full-precision window, residual_length (default 0 = "
-                        f"off; transformers' own default: {memory.transformers_quantized_defaults().get('residual_length')})")
+                        f"off; transformers' own default: {dtypes.transformers_quantized_defaults().get('residual_length')})")
     p.add_argument("--list-presets", action="store_true", help="list presets with their sources and exit")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     return p
@@ -142,23 +144,23 @@ def render_table(b: memory.KVBudget | memory.EncoderDecoderBudget, notes: list[s
     lines = [
         f"model        {c.name}  ({c.attention_kind}, {c.n_layer} layers, {c.n_head} query heads, "
         f"{c.n_kv_heads} KV heads, head_dim {c.head_dim}, {c.dtype})",
-        f"per token    {memory.format_bytes(s.bytes_per_token)}  (all layers)",
+        f"per token    {units.format_bytes(s.bytes_per_token)}  (all layers)",
         f"per layer    {s.bytes_per_token_per_layer:,} B per token",
         f"context      {s.context_len:,} tokens x batch {s.batch}",
     ]
     if isinstance(b, memory.EncoderDecoderBudget):
-        lines.append(f"self-attn    {memory.format_bytes(s.total_bytes)}  (decoder: {s.context_len:,} tokens x "
+        lines.append(f"self-attn    {units.format_bytes(s.total_bytes)}  (decoder: {s.context_len:,} tokens x "
                      f"batch {s.batch})")
         if b.complete:
-            lines.append(f"cross-attn   {memory.format_bytes(b.cross_bytes)}  ({b.encoder_len:,} encoder tokens x "
+            lines.append(f"cross-attn   {units.format_bytes(b.cross_bytes)}  ({b.encoder_len:,} encoder tokens x "
                          f"batch {s.batch}, {b.cross_bytes_per_encoder_token:,} B each)")
-            lines.append(f"total        {memory.format_bytes(b.total_bytes)}  (self-attention + cross-attention)")
+            lines.append(f"total        {units.format_bytes(b.total_bytes)}  (self-attention + cross-attention)")
         else:
             lines.append(f"cross-attn   not counted: give --encoder-len ({b.cross_bytes_per_encoder_token:,} B per "
                          f"encoder token x batch {s.batch})")
-            lines.append(f"total        {memory.format_bytes(b.total_bytes)}  (decoder self-attention only)")
+            lines.append(f"total        {units.format_bytes(b.total_bytes)}  (decoder self-attention only)")
     else:
-        lines.append(f"total        {memory.format_bytes(b.total_bytes)}")
+        lines.append(f"total        {units.format_bytes(b.total_bytes)}")
     lines += [f"note         {n}" for n in notes]
     lines += [f"warning      {w}" for w in s.warnings]
     return "\n".join(lines)

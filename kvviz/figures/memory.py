@@ -10,7 +10,8 @@ import plotly.graph_objects as go
 
 from kvviz.memory.capacity import PagedView
 from kvviz.figures import MARKER_COLOR, readable, top_legend
-from kvviz.memory import KVBudget, KVConfig, binary_unit, kv_bytes, short_bytes
+from kvviz.memory import KVBudget, KVConfig, kv_bytes
+from kvviz.memory.units import binary_unit, short_bytes
 
 
 LINE_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")  # never the marker's orange

@@ -21,7 +21,8 @@ from kvviz.internals.records import PAGING_MAX_NEW_TOKENS as MAX_NEW_TOKENS
 from kvviz.internals.records import BlockTable, PagedRun, PagingError, PagingPlan
 from kvviz.model.loading import LoadedModel
 from kvviz.inputs.prompt_rules import check_int_in_range, check_prompt
-from kvviz.step.engine import Sampling, StepEngine
+from kvviz.step.engine import StepEngine
+from kvviz.step.records import Sampling
 
 __all__ = ["MAX_BLOCK_SIZE", "MAX_NEW_TOKENS", "BlockTable", "PagedRun", "PagingError", "PagingPlan", "block_table",
            "paged_generation", "plan_two_sequences"]

@@ -34,6 +34,7 @@ import torch
 from transformers import DynamicCache
 
 from kvviz import memory
+from kvviz.memory import dtypes
 from kvviz.internals.records import LayerError, QuantError, QuantReport, SchemeAgreement, check_agreement_work
 from kvviz.internals.records import QUANT_MIN_GROUP as MIN_GROUP
 from kvviz.internals.records import QUANT_SCHEMES as SCHEMES
@@ -173,7 +174,7 @@ def quant_report(loaded: LoadedModel, prompt: str, scheme: str, group_size: int 
             errs.append((float(diff.norm() / x.float().norm()), float(diff.abs().max())))
         if scheme in BITS:
             n_groups = 2 * layer.keys[:, :, :split].numel() // group_size
-            overhead += n_groups * memory.QUANT_OVERHEAD_BYTES_PER_GROUP
+            overhead += n_groups * dtypes.QUANT_OVERHEAD_BYTES_PER_GROUP
         layers.append(LayerError(i, errs[0][0], errs[1][0], errs[0][1], errs[1][1]))
     stored += residual_bytes
     config = memory.KVConfig(info.n_layer, info.n_head, info.n_kv_heads, info.head_dim, dtype=scheme,

@@ -15,7 +15,7 @@ Total bytes = batch x sum over layers of (tokens that layer holds) x (bytes per 
 Everything is a Python int, exact at any size; limits below refuse absurd inputs with a clear message.
 
 Cache number formats (fp32 ... int4, quantization overhead, QuantizedCache's residual window, fp8 scales) are
-described in kvviz.memory.dtypes. Byte units and the one formatter (format_bytes, short_bytes) live in kvviz.memory.units and are re-exported.
+described in kvviz.memory.dtypes. Byte units and the one formatter (format_bytes, short_bytes) live in kvviz.memory.units.
 """
 from __future__ import annotations
 
@@ -23,27 +23,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvviz.memory.dtypes import (  # re-exported: memory.DTYPES etc. are the calculator's public names
-    DEFAULT_QUANT_GROUP as DEFAULT_QUANT_GROUP,
-    DTYPE_ALIASES as DTYPE_ALIASES,
-    DTYPES as DTYPES,
-    FP8_SCALE_BYTES_PER_LAYER as FP8_SCALE_BYTES_PER_LAYER,
-    QUANT_OVERHEAD_BYTES_PER_GROUP as QUANT_OVERHEAD_BYTES_PER_GROUP,
-    CacheDType as CacheDType,
-    transformers_quantized_defaults as transformers_quantized_defaults,
-)
-
-from kvviz.memory.units import (  # re-exported: memory.format_bytes is the calculator's public formatter
-    GB as GB,
-    GIB as GIB,
-    KIB as KIB,
-    MIB as MIB,
-    TIB as TIB,
-    binary_unit as binary_unit,
-    decimal_bytes as decimal_bytes,
-    format_bytes as format_bytes,
-    short_bytes as short_bytes,
-)
+from kvviz.memory.dtypes import DEFAULT_QUANT_GROUP, DTYPE_ALIASES, DTYPES, FP8_SCALE_BYTES_PER_LAYER, QUANT_OVERHEAD_BYTES_PER_GROUP, CacheDType
+from kvviz.memory.units import GB, GIB
 
 # Bounds: generous for any real model, small enough to catch typos (an extra zero is fine, six are not).
 LIMITS: dict[str, int] = {

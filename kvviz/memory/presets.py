@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvviz.memory import GIB, MIB, KVConfig, MemoryInputError
+from kvviz.memory import KVConfig, MemoryInputError
+from kvviz.memory.units import GIB, MIB
 from kvviz.ops import ModelShape
 
 HF = "https://huggingface.co/{}/blob/main/config.json"

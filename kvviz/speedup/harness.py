@@ -34,8 +34,7 @@ import transformers
 from kvviz.speedup import machine, probes, roofline
 from kvviz import ops
 from kvviz.speedup.records import MODE_LABELS, BenchResult, MachineInfo, ModeResult, RunTiming
-from kvviz.speedup.settings import (BenchInputError, BenchSettings, PassRates, check_budget,  # noqa: F401 (re-exported)
-                                  estimate_seconds, validate, whole)
+from kvviz.speedup.settings import BenchSettings, PassRates, check_budget, estimate_seconds, validate
 from kvviz.speedup.runs import CompileUnavailable, compile_forward, run_flat, run_generate, run_hf_cache, run_no_cache
 from kvviz.speedup.flat_engine import FlatCacheGPT2
 from kvviz.model.loading import LoadedModel

@@ -25,7 +25,7 @@ from transformers import DynamicCache
 from kvviz.speedup.machine import load_average
 from kvviz.model.loading import LoadedModel
 from kvviz.inputs.prompt_rules import check_prompt
-from kvviz.step.records import (  # noqa: F401  (re-exported: the records live in a torch-free module)
+from kvviz.step.records import (
     ContextFullError,
     Equivalence,
     ParkedGeneration,

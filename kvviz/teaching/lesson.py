@@ -21,6 +21,7 @@ import numpy as np
 
 from kvviz.memory import capacity
 from kvviz import memory, ops
+from kvviz.memory import units
 from kvviz.step import view as step_view
 from kvviz.memory.units import GB, GIB, KIB, MIB
 from kvviz.memory.presets import get_preset
@@ -72,7 +73,7 @@ class Question:
         if self.is_choice:
             return str(self.answer)
         if self.unit == "bytes":
-            return memory.format_bytes(int(self.answer))
+            return units.format_bytes(int(self.answer))
         value = f"{self.answer:,}" if isinstance(self.answer, int) else f"{self.answer:,.1f}"
         return f"{value}{'x' if self.unit == 'x' else ''}"
 
@@ -373,7 +374,7 @@ def _bytes_at_1000(engine: Any) -> Question:
         "number). How big is its KV cache at 1000 tokens, batch 1? Give a number and pick its unit (accepted "
         "within 1%; 1 KB = 1,000 B, 1 KiB = 1,024 B).", total,
         f"2 (K and V) x {kv.n_layer} layers x {kv.n_kv_heads} heads x {kv.head_dim} dims x 4 bytes = "
-        f"{per_token:,} bytes per token; x 1000 tokens = **{memory.format_bytes(total)}**.",
+        f"{per_token:,} bytes per token; x 1000 tokens = **{units.format_bytes(total)}**.",
         rel_tolerance=0.01, unit="bytes",
         hint="Multiply: 2 (K and V) x layers x heads x head_dim x bytes per number, then x tokens.",
         traps=((total // 2, "Off by a factor of two: did you count both K and V, and 4 bytes for each float32 "
@@ -394,8 +395,8 @@ def _gqa_saving(engine: Any) -> Question:
     return Question(
         f"Llama-3-8B has {gqa.n_head} query heads that share **{gqa.n_kv_heads} K/V heads** (grouped-query "
         f"attention). How many times smaller is its cache than with {gqa.n_head} K/V heads (full MHA)?", saving,
-        f"At its full context of {context:,} tokens: MHA {memory.short_bytes(memory.kv_bytes(mha, context))} vs "
-        f"GQA {memory.short_bytes(memory.kv_bytes(gqa, context))}: {gqa.n_head} / {gqa.n_kv_heads} = **{saving}x**. "
+        f"At its full context of {context:,} tokens: MHA {units.short_bytes(memory.kv_bytes(mha, context))} vs "
+        f"GQA {units.short_bytes(memory.kv_bytes(gqa, context))}: {gqa.n_head} / {gqa.n_kv_heads} = **{saving}x**. "
         "Each group of query heads reads the same cached K/V rows; MQA (1 K/V head) goes all the way.",
         hint="The cache stores K and V per K/V head, not per query head: compare the two numbers of K/V heads.",
         traps=((gqa.n_head, "That is the number of query heads; the cache's size depends on K/V heads only."),),
@@ -453,8 +454,8 @@ def _paging(engine: Any, tokens: int = 1000, block: int = 16) -> Question:
         f"sequence grows. How many blocks does a {tokens:,}-token sequence need?", blocks,
         f"ceil({tokens:,} / {block}) = **{blocks}** blocks; the last one has {view.waste_tokens_last_block} empty "
         f"slots. For Llama-3-8B a flat buffer pre-allocated for 8,192 tokens reserves "
-        f"{memory.short_bytes(view.flat_bytes)} where {memory.short_bytes(view.used_bytes)} are used; paging "
-        f"reserves {memory.short_bytes(view.paged_bytes)}. Other levers: sliding windows keep only the last W "
+        f"{units.short_bytes(view.flat_bytes)} where {units.short_bytes(view.used_bytes)} are used; paging "
+        f"reserves {units.short_bytes(view.paged_bytes)}. Other levers: sliding windows keep only the last W "
         "tokens, quantized caches store K/V in 8 or 4 bits, and prefix caching shares the rows of a common system "
         "prompt.",
         hint=f"Divide the tokens by the block size. A partly filled block still has to be allocated.",
