@@ -27,7 +27,7 @@ def main() -> None:
     args = parser.parse_args()
     from streamlit.testing.v1 import AppTest
 
-    from kvviz.teaching.guide.guide import lesson
+    from kvviz.teaching import lesson
 
     script_ms = time_script_runs()
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=300)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from kvviz import claims, ui  # noqa: F401 - importing kvviz.ui routes a deep link through app.py
-from kvviz.teaching.guide.guide import glossary
+from kvviz.teaching import glossary
 
 COLORS = {"holds": "green", "wrong": "red", "partly true": "orange"}
 ICONS = {"holds": ":material/check_circle:", "wrong": ":material/cancel:", "partly true": ":material/rule:"}

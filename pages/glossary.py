@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz.teaching.guide.guide import glossary
+from kvviz.teaching import glossary
 from kvviz import ui  # noqa: F401 - importing kvviz.ui routes a deep link through app.py
 
 st.title("Glossary")

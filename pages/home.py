@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz.teaching.guide.guide import lesson
+from kvviz.teaching import lesson
 from kvviz import memory, ops, ui
 
 st.title("kvviz: the KV cache, step by step")

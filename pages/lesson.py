@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz.teaching.guide.guide import glossary, handout, lesson
+from kvviz.teaching import glossary, handout, lesson
 from kvviz.inputs import query_values
 from kvviz import ui
 from kvviz.figures import export_config

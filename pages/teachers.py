@@ -1,9 +1,9 @@
-"""For teachers: a 30-minute and a 45-minute plan, and how to run kvviz for a class (kvviz.teaching.guide.guide)."""
+"""For teachers: a 30-minute and a 45-minute plan, and how to run kvviz for a class (kvviz.teaching.guide)."""
 from __future__ import annotations
 
 import streamlit as st
 
-from kvviz.teaching.guide.guide import guide
+from kvviz.teaching import guide
 from kvviz import ui  # noqa: F401 - importing kvviz.ui routes a deep link through app.py
 
 st.title("For teachers")

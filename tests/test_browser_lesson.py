@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kvviz.teaching.guide.guide import lesson
+from kvviz.teaching import lesson
 from test_browser import CHROMIUM, CHROMIUM_ARGS, _assert_no_errors, _wait_idle, app_url  # noqa: F401
 
 pytestmark = pytest.mark.browser

@@ -1,6 +1,6 @@
 """The glossary and the teacher's guide: every term the lesson uses is defined, the pages render and are in the
 navigation, filtering works, the plans add up to their minutes and open real pages, and the README's teacher
-section sits near the top and agrees with kvviz.teaching.guide.guide."""
+section sits near the top and agrees with kvviz.teaching.guide."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,7 +8,7 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
-from kvviz.teaching.guide.guide import glossary, lesson, guide
+from kvviz.teaching import glossary, lesson, guide
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -60,5 +60,5 @@ def test_readme_teacher_section_is_near_the_top():
     assert teachers < setup and teachers < readme.index("## Teaching a large class")
     section = readme[teachers:setup]
     assert "30 minutes" in section and "45 minutes" in section and "lesson_class=true" in section
-    for block in guide.PLAN_30 + guide.PLAN_45:  # the full plans in the README are kvviz.teaching.guide.guide's
+    for block in guide.PLAN_30 + guide.PLAN_45:  # the full plans in the README are kvviz.teaching.guide's
         assert block.ask in section

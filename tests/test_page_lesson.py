@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
-from kvviz.teaching.guide.guide import lesson
+from kvviz.teaching import lesson
 from kvviz import memory
 from kvviz.memory.presets import get_preset
 from kvviz.step.engine import StepEngine

@@ -84,7 +84,7 @@ def test_default_decoding_reads_as_text_over_30_tokens(loaded, prompt):
 
 def test_the_lessons_copying_question_is_answered_by_the_live_model(loaded):
     """The lesson's "which row does the copying head read?" step: its answer is the row the real head weighs most."""
-    from kvviz.teaching.guide.guide import lesson
+    from kvviz.teaching import lesson
 
     engine = StepEngine(loaded)
     question = lesson._copying_head(engine)
