@@ -5,6 +5,7 @@ import streamlit as st
 
 from kvviz import ui
 
+ui.ensure_router()  # a fresh server's first run would otherwise ignore st.navigation below
 st.set_page_config(
     page_title="kvviz: the KV cache, step by step", page_icon=":material/view_timeline:", layout="wide"
 )

@@ -35,6 +35,7 @@ _warm_up_started = threading.Event()
 # transformers resolves its classes lazily; two threads importing it at once (the warm-up thread and a page
 # loading a model) made `from transformers import GPT2LMHeadModel` fail. Both import under this lock.
 _IMPORT_LOCK = threading.Lock()
+_router_rerun_done = threading.Event()
 
 # Interactive pages run one tiny forward pass per click, and Streamlit serves each session in its own thread.
 # Intra-op parallelism only adds hand-off cost there: on a 2-core machine with other work running, a decode
@@ -122,23 +123,25 @@ def cached_model(spec: str, attn_implementation: str = "eager") -> loading.Loade
             waiting.empty()
 
 
-def _route_deep_links_through_app() -> None:
+def ensure_router() -> None:
     """Make app.py the router from the very first run of a fresh server, even on a deep link.
 
-    Streamlit 1.67 quirk (upstream: streamlit/streamlit#10276, whose review notes that with a `pages` folder and
-    st.navigation a direct URL "sometimes completely switches back to MPAv1"; also #9624): a fresh server sees the
-    `pages/` folder and runs its first script run in the legacy multipage mode, which executes the deep-linked page
-    file by itself, without app.py and its model picker. Only a call to `st.navigation` clears that class flag.
-    Every page imports kvviz.ui before it draws anything, so this one place, run when the module is first imported
-    (once per process), clears the flag and reruns; the rerun goes through app.py's `st.navigation` to the page
-    the URL asked for. The rerun interrupts this import; the next run imports the module again, flag cleared.
-    Once per process also suits AppTest, which resets the flag before every run: rerunning each time there would
-    swallow the button click being tested. PagesManager is Streamlit's private class: this is the one place kvviz
-    touches it.
+    Streamlit 1.67 quirk, no supported route around it (upstream: streamlit/streamlit#10276, whose review notes
+    that with a `pages` folder and st.navigation a direct URL "sometimes completely switches back to MPAv1"; and
+    #9624): a fresh server sees the `pages/` folder and runs its first script run in the legacy multipage mode,
+    which executes the deep-linked page file by itself, without app.py and its model picker. Only a call to
+    `st.navigation` clears that class flag. Every page calls this first: it clears the flag and reruns, and the
+    rerun goes through app.py's `st.navigation` to the page the URL asked for. Once per process: AppTest resets
+    the flag before every run, and rerunning each time there would swallow the button click being tested.
+    Tried and dropped: doing this once when kvviz.ui is first imported. The rerun then interrupts an import,
+    and a second session importing kvviz.ui at that moment fails ("cannot import name 'ui'"; three WebSocket
+    students on a fresh server, tests/test_classroom_ws.py). PagesManager is Streamlit's private class: this is
+    the one place kvviz touches it.
     """
     from streamlit.runtime.pages_manager import PagesManager
 
-    if PagesManager.uses_pages_directory:
+    if PagesManager.uses_pages_directory and not _router_rerun_done.is_set():
+        _router_rerun_done.set()
         PagesManager.uses_pages_directory = False
         st.rerun()
 
@@ -393,6 +396,3 @@ def step_engine(loaded: loading.LoadedModel, key: str = STEP_ENGINE_KEY) -> Step
 def engine_notice(key: str = STEP_ENGINE_KEY) -> str | None:
     """The one-time line step_engine left for the page (a generation kept, restored, or not replayable)."""
     return st.session_state.pop(f"{key}_notice", None)
-
-
-_route_deep_links_through_app()  # last: see its docstring (a rerun here leaves the module unimported)

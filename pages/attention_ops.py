@@ -181,6 +181,7 @@ def counter() -> None:
                 "and one new K and V row per K/V head per layer for the token it feeds.")
 
 
+ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Count the work")
 # Metric values wrap ("245.3 / million") instead of being cut to "245.3 mil…" at 1024 px wide.
 st.html("<style>:is(.st-key-ops_metrics) :is([data-testid='stMetricValue'], "

@@ -29,6 +29,7 @@ def pattern_run(loaded: LoadedModel, token_ids: tuple[int, ...]) -> PatternRun:
     return patterns.pattern_run(loaded, list(token_ids))
 
 
+ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Attention patterns")
 with st.expander("What you are seeing", expanded=True):
     st.markdown(

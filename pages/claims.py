@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import claims, ui  # noqa: F401 - importing kvviz.ui routes a deep link through app.py
+from kvviz import claims, ui
 from kvviz.teaching import glossary
 
+ui.ensure_router()  # before anything is drawn: see its docstring
 COLORS = {"holds": "green", "wrong": "red", "partly true": "orange"}
 ICONS = {"holds": ":material/check_circle:", "wrong": ":material/cancel:", "partly true": ":material/rule:"}
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 import streamlit as st
 
 from kvviz.teaching import glossary
-from kvviz import ui  # noqa: F401 - importing kvviz.ui routes a deep link through app.py
+from kvviz import ui
 
+ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Glossary")
 st.markdown("**What you are seeing.** Every word kvviz's pages, tooltips and lesson use, defined once, in the "
             "same words everywhere. Each entry links to the page where you can watch it on the real model.")

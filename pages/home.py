@@ -6,6 +6,7 @@ import streamlit as st
 from kvviz.teaching import lesson
 from kvviz import memory, ops, ui
 
+ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("kvviz: the KV cache, step by step")
 st.markdown(
     "When a transformer writes text it produces **one token per forward pass**. In every layer, attention "

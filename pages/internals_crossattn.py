@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import ui  # noqa: F401 - importing kvviz.ui routes a deep link through app.py
+from kvviz import ui
 from kvviz.figures import internals as fig
 from kvviz.internals.records import CROSS_MAX_SOURCE_LEN, CROSS_MAX_STEPS, CrossAttnError, CrossAttnRun
 from pages.internals_shared import PLOT, explain
@@ -18,6 +18,7 @@ def cross_run(source_len: int, n_steps: int) -> CrossAttnRun:
     return crossattn.run_cross_attention(source_len, n_steps)
 
 
+ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Cross-attention cache")
 explain(
     "An encoder-decoder model (translation, summarisation) has two caches per decoder layer. The "

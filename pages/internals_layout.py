@@ -11,6 +11,7 @@ from kvviz.internals import layout
 from kvviz.inputs.prompt_rules import check_int_in_range
 from pages.internals_shared import PLOT, explain, run_queued
 
+ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Memory layout of the cache")
 explain(
     "A layer's keys are one block of memory; the **layout** decides where element (head, position, dim) lands. "

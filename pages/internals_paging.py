@@ -20,6 +20,7 @@ def paged_run(loaded: LoadedModel, prompt: str, n_a: int, n_b: int, block: int) 
     return paging.paged_generation(loaded, prompt, n_a, n_b, block)
 
 
+ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Paged blocks")
 explain(
     "vLLM-style paging: the cache is a pool of fixed-size blocks; each sequence has a block table mapping its "

@@ -15,6 +15,7 @@ from pages.internals_shared import PLOT, explain, run_queued
 
 RESULT_KEY = "int_prefix_result"  # (inputs, PrefixReuse) of this session's last measurement
 
+ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Prefix reuse")
 explain(
     "Prompt A is prefilled; then its cache is rolled back (cropped) to the tokens it shares with prompt B, and "

@@ -37,6 +37,7 @@ def agreement(loaded: LoadedModel, prompts: tuple[str, ...], n_new: int, group: 
     return quant.greedy_agreement(loaded, list(prompts), n_new, quant.SCHEMES, group)
 
 
+ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Quantized caches")
 residual_length = transformers_residual_length()
 explain(

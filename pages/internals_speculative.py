@@ -28,6 +28,7 @@ def spec_run(loaded: LoadedModel, prompt: str, n_new: int, k: int, temperature: 
     return speculative.speculative_decode(loaded, prompt, n_new, k, temperature, draft=draft)
 
 
+ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Speculative decoding: rollback")
 explain(
     "A small **draft** model proposes k tokens; the **verifier** (the model in the sidebar, greedy) checks all "

@@ -33,6 +33,7 @@ def gemma_layers(context_len: int) -> PresetLayers:
     return window.preset_layers("gemma-3-4b", context_len)
 
 
+ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Sliding windows")
 explain(
     "A sliding-window layer keeps only the last W rows: older rows are evicted and that layer can no longer "

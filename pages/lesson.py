@@ -22,6 +22,9 @@ OUTCOMES = "lesson_outcomes"  # {step number: lesson.Outcome}
 
 
 
+ui.ensure_router()  # before anything is drawn: see its docstring
+
+
 def _go(delta: int) -> None:
     """(Button callback.) Move to the previous or next step; the bound widget puts it in the URL."""
     st.session_state["step"] = min(END, max(1, (st.session_state.get("step") or 1) + delta))

@@ -358,6 +358,7 @@ def report_link(linked: dict[str, list[str]], notices: Any) -> None:
         notices.warning(message)
 
 
+ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Memory budget")
 st.html("<style>:is([class*='st-key-mem_metrics']) :is([data-testid='stMetricValue'], "
         "[data-testid='stMetricLabel']) * "

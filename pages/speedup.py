@@ -256,6 +256,7 @@ def batch_section(spec: str, threads: int) -> None:
         )
 
 
+ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Measured speed-up")
 st.html("<style>:is(.st-key-bench_metrics) :is([data-testid='stMetricValue'], [data-testid='stMetricLabel']) * "
         "{white-space: normal !important; overflow: visible !important; text-overflow: clip !important}</style>")

@@ -95,6 +95,7 @@ html {font-size: 18px}
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"] {display: none}
 </style>"""
 
+ui.ensure_router()  # before anything is drawn: see its docstring
 loaded = ui.current_model("eager")
 engine = ui.step_engine(loaded)
 info = loaded.info

@@ -4,8 +4,9 @@ from __future__ import annotations
 import streamlit as st
 
 from kvviz.teaching import guide
-from kvviz import ui  # noqa: F401 - importing kvviz.ui routes a deep link through app.py
+from kvviz import ui
 
+ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("For teachers")
 st.markdown("**What you are seeing.** Two lesson plans built from kvviz's pages (which page, in which order, what "
             "to show, what to ask the room, where students usually go wrong) and how to run it for a class. "

@@ -90,7 +90,12 @@ def test_step_page_link_with_good_steps_replays_them():
 
 @pytest.mark.parametrize("step", ["0", "13", "abc", "9" * 5000])
 def test_lesson_link_step_out_of_range_is_named(step):
-    at = _run_with_link("lesson", {"step": step})
+    """Through the router (app.py), as a browser opens /lesson?step=...: the lesson's page links need it."""
+    at = AppTest.from_file(str(PAGES.parent / "app.py"), default_timeout=APP_TIMEOUT_S)
+    at.query_params["step"] = step
+    at.switch_page("pages/lesson.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
     notices = _notices(at)
     assert len(notices) == 1 and "Opening step 1" in notices[0]
 
