@@ -19,8 +19,6 @@ from kvviz.inputs import links
 from kvviz.figures import MAX_LEGEND_ENTRIES, export_config, memory as figs
 from kvviz.memory.presets import GPUS, PRESETS, get_preset
 
-CONFIG_PASTE_CHARS = 200_000  # caps the paste box before Streamlit's 25 MB message limit can trip on it
-
 CUSTOM, DEFAULT_PRESET, CUSTOM_GPU = "custom", "llama-3-8b", "custom"
 PROBE_PROMPT = "ROMEO: What light through yonder window breaks?"
 L = memory.LIMITS
@@ -283,8 +281,9 @@ def calculator() -> None:
         top[1].caption(f"Source: [{p.source}]({p.source}) · {p.paper}" + (f" · {p.note}" if p.note else ""))
     with st.expander("Import a Hugging Face config.json"):
         st.file_uploader("Upload config.json", type=["json"], key="mem_upload")
-        st.text_area("...or paste it", key="mem_paste", height=100, max_chars=CONFIG_PASTE_CHARS,
-                     help=f"At most {CONFIG_PASTE_CHARS:,} characters: a real config.json is a few KB.")
+        # The import's own cap, applied by the box itself: a 50 MB paste never reaches Streamlit's 25 MB limit.
+        st.text_area("...or paste it", key="mem_paste", height=100, max_chars=config_import.MAX_CONFIG_CHARS,
+                     help=f"At most {config_import.MAX_CONFIG_CHARS:,} characters: a real config.json is a few KB.")
         st.button("Use this config.json", key="mem_import", on_click=apply_import)
         if report := st.session_state.get("mem_import_report"):  # (kind, text) from apply_import
             (st.success if report[0] == "ok" else st.error)(report[1])
