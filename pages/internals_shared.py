@@ -5,7 +5,6 @@ Torch-free at import: the pages import torch-running modules only inside their c
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -29,15 +28,6 @@ def explain(text: str, expanded: bool = True) -> None:
     """The page's "What you are seeing" box, written for a student."""
     with st.expander("What you are seeing", expanded=expanded):
         st.markdown(text)
-
-
-def load_avg_text() -> str:
-    """The machine's load right now, for labelling measurements ("1-min load 1.7 on 2 cores")."""
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return "machine load unknown"
-    return f"1-min load average {load:.2f} on {os.cpu_count()} cores"
 
 
 def run_queued(what: str, job: Callable[[], T]) -> T | None:

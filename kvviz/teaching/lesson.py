@@ -12,19 +12,18 @@ the mistake is predictable, e.g. forgetting that the new token scores its own ke
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from kvviz.memory import capacity
 from kvviz import memory, ops
-from kvviz.memory import units
-from kvviz.step import view as step_view
-from kvviz.memory.units import GB, GIB, KIB, MIB
+from kvviz.memory import capacity, units
 from kvviz.memory.presets import get_preset
+from kvviz.memory.units import GB, GIB, KIB, MIB
+from kvviz.speedup.noise import load_avg_1min
+from kvviz.step import view as step_view
 
 LESSON_PROMPT = "First Citizen:\nBefore we proceed any further, hear me speak."
 REPEAT_PROMPT = step_view.REPEAT_PROMPT  # the step page's "Repeat a pattern" preset
@@ -419,7 +418,7 @@ def _measured_speedup(engine: Any, steps: int = 24, repeats: int = 5) -> Questio
     cached = sorted(r.step_ms for r in engine.records[-9:])  # the last 9 decode steps
     uncached = sorted(engine.check_without_cache().uncached_ms for _ in range(repeats))
     cached_ms, uncached_ms = cached[len(cached) // 2], uncached[len(uncached) // 2]
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    load = load_avg_1min()
     shape = ops.ModelShape.from_info(engine.loaded.info)
     before = record.fed_positions[0]
     op_ratio = (ops.forward_pass_counts(shape, before, 1, cached=False).total_ops
