@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
+from kvviz import i18n
+from kvviz.i18n import _
 from kvviz.model import loading, shared_mode
 
 if TYPE_CHECKING:
@@ -144,6 +146,66 @@ def ensure_router() -> None:
         _router_rerun_done.set()
         PagesManager.uses_pages_directory = False
         st.rerun()
+    apply_language()
+
+
+# The interface language. LANGUAGE_KEY holds the session's language, decided at the top of every run (app.py and
+# every page call ensure_router first); kvviz.i18n reads it through the resolver below, so fragment reruns and
+# widget callbacks, which run without the page's top, translate the same way.
+LANGUAGE_KEY = "kvviz_language"
+_LANGUAGE_PICKER_KEY = "app_language"
+
+
+def _session_language() -> str | None:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx  # public re-export, used to test for a session
+
+    if get_script_run_ctx(suppress_warning=True) is None:  # a worker thread or the CLI: no session to ask
+        return None
+    try:
+        return st.session_state.get(LANGUAGE_KEY)
+    except Exception:  # noqa: BLE001 - a session being torn down: fall back to English rather than fail a string
+        return None
+
+
+i18n.set_resolver(_session_language)
+
+
+def apply_language() -> str:
+    """Decide this run's language: `?lang=` when it names one (a shared link), else the session's earlier
+    choice, else the browser's (st.context.locale: zh-CN gets Chinese, any other English). The URL then carries
+    the language, so a link copied from the address bar opens the same way for the reader (and the pages'
+    URL-bound pickers, whose link values are their labels, read in the language they were written in). A `?lang=`
+    value that names no language (unknown, empty, huge) is dropped from the URL, silently."""
+    linked = st.query_params.get_all(i18n.QUERY_PARAM)
+    chosen = i18n.normalize(linked[-1]) if linked else None
+    if chosen is None:
+        chosen = st.session_state.get(LANGUAGE_KEY) or i18n.from_browser(_browser_locale())
+    st.session_state[LANGUAGE_KEY] = chosen
+    if linked != [chosen]:
+        st.query_params[i18n.QUERY_PARAM] = chosen
+    return chosen
+
+
+def _browser_locale() -> str | None:
+    try:
+        return st.context.locale
+    except Exception:  # noqa: BLE001 - no browser context (AppTest, a bare run): no preference
+        return None
+
+
+def sidebar_language_switch() -> None:
+    """Sidebar: English / 简体中文, each named in its own language. The choice is kept for the session and in
+    the URL (?lang=), and every page redraws in it at once."""
+    st.session_state[_LANGUAGE_PICKER_KEY] = i18n.current()
+
+    def _on_change() -> None:
+        st.session_state[LANGUAGE_KEY] = st.session_state[_LANGUAGE_PICKER_KEY]
+        st.query_params[i18n.QUERY_PARAM] = st.session_state[LANGUAGE_KEY]
+
+    st.sidebar.segmented_control(
+        "Language / 语言", list(i18n.LANGUAGES), format_func=i18n.LANGUAGES.__getitem__, key=_LANGUAGE_PICKER_KEY,
+        on_change=_on_change, selection_mode="single", required=True,
+    )
 
 
 def drop_refused_link_numbers(keys: list[str], notices_key: str) -> list[str]:

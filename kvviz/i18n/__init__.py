@@ -1,0 +1,161 @@
+"""The interface language: English (the source strings) or Simplified Chinese (a gettext catalog).
+
+Every user-facing string in kvviz goes through `_()` (or `ngettext` for a count, or `N_()` to mark a constant
+defined at import time and translated where it is shown). The catalog is one standard gettext `.po` file per
+language, `kvviz/i18n/locale/<ll_CC>/LC_MESSAGES/kvviz.po`, read once per process and compiled in memory with
+Babel into the standard library's `gettext.GNUTranslations` (no compiled `.mo` kept in git to go stale).
+A message the catalog lacks shows its English source, never a key or an empty label.
+
+Which language a call uses: inside `with language(code):` that one; otherwise what the registered resolver says
+(kvviz.ui registers one that reads the Streamlit session's choice, so fragments and callbacks agree with the
+page); otherwise English. The CLI never sets a language: it stays English. UI-free: no Streamlit import here.
+
+Names stay as they are in both languages (GPT-2, Llama, DynamicCache, head_dim, config.json, units), and numbers
+are formatted by the same Python format specs in both (the format spec sits in the message: `{n:,}`).
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import gettext as _gettext
+import io
+import re
+from pathlib import Path
+from typing import Callable, Iterator
+
+ENGLISH = "en"
+CHINESE = "zh-CN"
+LANGUAGES: dict[str, str] = {ENGLISH: "English", CHINESE: "简体中文"}  # code (as in ?lang=) -> its own name
+DEFAULT_LANGUAGE = ENGLISH
+QUERY_PARAM = "lang"
+
+LOCALE_DIR = Path(__file__).with_name("locale")
+DOMAIN = "kvviz"
+_CATALOG_DIRS = {CHINESE: "zh_CN"}  # gettext's directory names (ll_CC); English is the source, no catalog
+
+# A language code longer than this is no language tag (BCP 47 tags in practice stay under 35 characters).
+_MAX_CODE_CHARS = 35
+_SIMPLIFIED_REGIONS = {"cn", "sg", "my"}  # zh-CN, zh-SG, zh-MY write simplified characters
+_TRADITIONAL = {"tw", "hk", "mo", "hant"}
+
+_forced: contextvars.ContextVar[str | None] = contextvars.ContextVar("kvviz_language", default=None)
+_resolver: Callable[[], str | None] | None = None
+
+
+def normalize(code: object) -> str | None:
+    """A language code from a URL, a browser or a user -> "en", "zh-CN", or None when it is neither.
+
+    "zh-CN", "zh_cn", "zh", "zh-Hans", "zh-Hans-CN", "zh-SG" -> "zh-CN"; "en", "en-US", "en_GB" -> "en";
+    Traditional Chinese (zh-TW, zh-HK, zh-Hant) and every other language -> None (the caller falls back).
+    Never raises: a huge, empty or hostile value is simply None."""
+    if not isinstance(code, str) or not code or len(code) > _MAX_CODE_CHARS:
+        return None
+    parts = [p for p in re.split(r"[-_]", code.strip().lower()) if p]
+    if not parts or not all(p.isascii() and p.isalnum() for p in parts):
+        return None
+    if parts[0] == "en":
+        return ENGLISH
+    if parts[0] == "zh" and not _TRADITIONAL.intersection(parts[1:]):
+        if len(parts) == 1 or "hans" in parts[1:] or _SIMPLIFIED_REGIONS.intersection(parts[1:]):
+            return CHINESE
+    return None
+
+
+def from_browser(locale: str | None) -> str:
+    """The language a browser's locale (Streamlit's st.context.locale, e.g. "zh-CN") gets: Chinese for
+    Simplified Chinese, English for everything else (and when the browser says nothing)."""
+    return normalize(locale) or DEFAULT_LANGUAGE
+
+
+def set_resolver(resolver: Callable[[], str | None] | None) -> None:
+    """Register where the current language comes from when no `language()` block is active (kvviz.ui: the
+    Streamlit session). The resolver must be cheap, never raise, and return None outside a session."""
+    global _resolver
+    _resolver = resolver
+
+
+def current() -> str:
+    """The language `_()` translates into now."""
+    forced = _forced.get()
+    if forced is not None:
+        return forced
+    if _resolver is not None:
+        chosen = _resolver()
+        if chosen in LANGUAGES:
+            return chosen
+    return DEFAULT_LANGUAGE
+
+
+@contextlib.contextmanager
+def language(code: str) -> Iterator[None]:
+    """Translate into `code` inside the block (tests, handouts made for a language)."""
+    if code not in LANGUAGES:
+        raise ValueError(f"unknown language {code!r}; expected one of {sorted(LANGUAGES)}")
+    token = _forced.set(code)
+    try:
+        yield
+    finally:
+        _forced.reset(token)
+
+
+def catalog_path(code: str) -> Path:
+    return LOCALE_DIR / _CATALOG_DIRS[code] / "LC_MESSAGES" / f"{DOMAIN}.po"
+
+
+@functools.cache
+def translations(code: str) -> _gettext.NullTranslations:
+    """The compiled catalog for a language (English: the identity). Read once per process."""
+    if code not in _CATALOG_DIRS:
+        return _gettext.NullTranslations()
+    from babel.messages import mofile, pofile
+
+    paths = [catalog_path(code)]
+    parts_dir = LOCALE_DIR.parent / "parts"  # work in progress, folded into the one catalog before it lands
+    paths += sorted(parts_dir.glob("*.po")) if parts_dir.is_dir() else []
+    merged = None
+    for path in paths:
+        if not path.is_file():
+            continue
+        with path.open("rb") as fh:
+            catalog = pofile.read_po(fh, locale=_CATALOG_DIRS[code])
+        if merged is None:
+            merged = catalog
+            continue
+        for message in catalog:
+            existing = merged.get(message.id, message.context)
+            if message.id and is_translated(message) and (existing is None or not is_translated(existing)):
+                merged[message.id] = message
+    if merged is None:
+        return _gettext.NullTranslations()
+    buffer = io.BytesIO()
+    mofile.write_mo(buffer, merged)  # fuzzy entries are left out: they show English until reviewed
+    buffer.seek(0)
+    return _gettext.GNUTranslations(buffer)
+
+
+def is_translated(message) -> bool:
+    """A Babel catalog message with every form translated (a plural message has one string per form)."""
+    strings = message.string if isinstance(message.string, (tuple, list)) else (message.string,)
+    return bool(strings) and all(strings) and not message.fuzzy
+
+
+def _(message: str) -> str:
+    """`message` in the current language (its English source when the catalog has no translation)."""
+    if not message:
+        return message
+    return translations(current()).gettext(message)
+
+
+gettext = _
+
+
+def ngettext(singular: str, plural: str, n: int) -> str:
+    """The singular or plural form for a count n, in the current language (Chinese has one form)."""
+    return translations(current()).ngettext(singular, plural, n)
+
+
+def N_(message: str) -> str:
+    """Mark a string for the catalog without translating it now (a constant defined at import time); translate
+    it with `_()` where it is shown."""
+    return message

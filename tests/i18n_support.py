@@ -1,0 +1,83 @@
+"""Find English left on a page drawn in Chinese: the text a student sees, gathered from an AppTest run.
+
+`page_texts(at)` collects every string an element carries (markdown, captions, labels, help tooltips, options,
+tab and expander labels, table headers, metric labels, and each plotly chart's titles, axis titles, legend
+names, hover templates, tick labels and annotations). `english_leftovers(texts)` returns the runs of four or
+more English words that remain once names, code and units are set aside.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Iterable
+
+from google.protobuf.json_format import MessageToDict
+
+# Proto fields that carry no text for a reader (ids, keys, styling, data).
+_SKIP_KEYS = {"id", "formId", "key", "queryParamKey", "icon", "type", "format", "data", "arrowData", "styler",
+              "uuid", "theme", "css", "color", "width", "height", "scrolling", "url", "src", "deltaPath",
+              "fragmentId", "spec", "config", "selectionMode", "value", "default", "styles", "bodyText"}
+# Plotly JSON keys whose strings a reader sees.
+_PLOTLY_TEXT_KEYS = {"text", "name", "hovertemplate", "ticktext", "title", "legendgrouptitle", "texttemplate"}
+
+# A run of 4+ English words (letters, apostrophes, hyphens), separated by spaces or light punctuation.
+_ENGLISH_RUN = re.compile(r"[A-Za-z][A-Za-z'’-]+(?:[ ,;:]+[A-Za-z][A-Za-z'’-]*){3,}")
+_CODE = re.compile(r"`[^`]*`|```.*?```|<code>.*?</code>", re.S)
+_URL = re.compile(r"\]\([^)]*\)|https?://\S+|\b[\w./-]+\.(?:py|json|safetensors|md|txt)\b")
+_TAG = re.compile(r"<[^<>]*>|&[a-z]+;")
+
+
+def _strings(value, key: str = "") -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            if k not in _SKIP_KEYS:
+                yield from _strings(v, k)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v, key)
+
+
+def _plotly_strings(value, visible: bool = False) -> Iterable[str]:
+    if isinstance(value, str):
+        if visible:
+            yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _plotly_strings(v, visible or k in _PLOTLY_TEXT_KEYS)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _plotly_strings(v, visible)
+
+
+def page_texts(at) -> list[str]:
+    """Every reader-visible string of an AppTest run's elements, main area and sidebar."""
+    texts: list[str] = []
+
+    def walk(node) -> None:
+        proto = getattr(node, "proto", None)
+        if proto is not None and not hasattr(node, "children"):
+            as_dict = MessageToDict(proto)
+            texts.extend(_strings(as_dict))
+            spec = as_dict.get("spec") or as_dict.get("plotlyChart", {}).get("spec")
+            if spec:
+                texts.extend(_plotly_strings(json.loads(spec)))
+        for child in getattr(node, "children", {}).values():
+            walk(child)
+
+    walk(at._tree)  # noqa: SLF001 - AppTest exposes its element tree only here
+    return [t for t in texts if t.strip()]
+
+
+def english_leftovers(texts: Iterable[str], allowed: Iterable[str] = ()) -> list[str]:
+    """Runs of 4+ English words left in `texts`, code spans, links, tags and `allowed` phrases (the model's own
+    English output, names) removed first."""
+    allowed = sorted({a for a in allowed if a}, key=len, reverse=True)
+    found = []
+    for text in texts:
+        for phrase in allowed:
+            text = text.replace(phrase, " ")
+        text = _TAG.sub(" ", _URL.sub(" ", _CODE.sub(" ", text)))
+        found += [m.group(0) for m in _ENGLISH_RUN.finditer(text)]
+    return found
