@@ -196,7 +196,8 @@ def _browser_locale() -> str | None:
 def sidebar_language_switch() -> None:
     """Sidebar: English / 简体中文, each named in its own language. The choice is kept for the session and in
     the URL (?lang=), and every page redraws in it at once."""
-    st.session_state[_LANGUAGE_PICKER_KEY] = i18n.current()
+    if st.session_state.get(_LANGUAGE_PICKER_KEY) != i18n.current():  # a link or the browser decided it
+        st.session_state[_LANGUAGE_PICKER_KEY] = i18n.current()
 
     def _on_change() -> None:
         st.session_state[LANGUAGE_KEY] = st.session_state[_LANGUAGE_PICKER_KEY]

@@ -4,11 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ] || [ ! -x /usr/sbin/nginx ] || ! command -v curl >/dev/null; then
-  # The browser test drives Debian's Chromium; never a downloaded browser.
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ] || [ ! -x /usr/sbin/nginx ] || ! command -v curl >/dev/null \
+   || [ ! -d /usr/share/fonts/opentype/noto ]; then
+  # The browser test drives Debian's Chromium; never a downloaded browser. fonts-noto-cjk: Chinese pages draw
+  # characters, not boxes.
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver nginx curl >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver nginx curl fonts-noto-cjk fontconfig >/dev/null
 fi
 
 python3 -m venv .venv

@@ -1,0 +1,102 @@
+"""The app in a zh-CN browser (issue 22), in headless Chromium at 1280x720, light and dark.
+
+A browser whose language is zh-CN gets Chinese without asking (Streamlit's st.context.locale), and the URL then
+says so (?lang=zh-CN); an en-US browser gets English; ?lang=en in a zh-CN browser gives English back. Every page
+in Chinese: no English sentence in what the page shows (the page's innerText, scanned as the AppTest check does),
+nothing wider than the window, every button's label inside its button. Screenshots of every page, light and
+dark, go to $KVVIZ_SCREENSHOTS (default /tmp/kvviz_zh) to be looked at; the CJK font comes from Debian's
+fonts-noto-cjk (tests/install_and_run.sh installs it), and without it Chromium draws boxes.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from i18n_support import english_leftovers
+from test_browser import CHROMIUM, CHROMIUM_ARGS, PAGES, _assert_no_errors, _wait_idle, app_url  # noqa: F401
+from test_i18n import ALLOWED
+
+pytestmark = pytest.mark.browser
+WIDTH, HEIGHT = 1280, 720
+SHOTS = Path(os.environ.get("KVVIZ_SCREENSHOTS", "/tmp/kvviz_zh"))
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+# Wider than the window, or a button whose label does not fit inside it.
+READ_OVERFLOW = """() => ({
+    page: document.documentElement.scrollWidth - window.innerWidth,
+    buttons: [...document.querySelectorAll('button')]
+        .filter(b => b.offsetParent !== null && b.innerText.trim() && b.scrollWidth > b.clientWidth + 2)
+        .map(b => b.innerText.trim()),
+})"""
+
+
+def test_a_cjk_font_is_installed_for_chromium():
+    assert shutil.which("fc-list"), "fontconfig is missing"
+    fonts = subprocess.run(["fc-list", ":lang=zh-cn", "family"], capture_output=True, text=True).stdout
+    assert fonts.strip(), "no font covers zh-CN: install Debian's fonts-noto-cjk (tests/install_and_run.sh does)"
+
+
+def _open(browser, url: str, locale: str, scheme: str = "light"):
+    context = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT}, locale=locale, color_scheme=scheme)
+    tab = context.new_page()
+    tab.goto(url)
+    tab.wait_for_selector('[data-testid="stSidebar"]', timeout=120_000)
+    _wait_idle(tab)
+    return context, tab
+
+
+def test_the_browser_language_decides_and_lang_overrides(app_url):  # noqa: F811
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        context, tab = _open(browser, app_url, "zh-CN")
+        assert "lang=zh-CN" in tab.url
+        assert "从这里开始" in tab.locator('[data-testid="stSidebarNav"]').inner_text()
+        context.close()
+        context, tab = _open(browser, app_url + "/?lang=en", "zh-CN")
+        assert "Start here" in tab.locator('[data-testid="stSidebarNav"]').inner_text()
+        context.close()
+        context, tab = _open(browser, app_url, "en-US")
+        assert "lang=en" in tab.url and "Start here" in tab.inner_text("body")
+        # The switch: one click, every label follows, and the URL carries it.
+        tab.get_by_role("button", name="简体中文").click()
+        _wait_idle(tab)
+        assert "lang=zh-CN" in tab.url and "从这里开始" in tab.inner_text("body")
+        tab.goto(app_url + "/memory_budget")  # a page switch keeps the session's language
+        _wait_idle(tab)
+        assert "lang=zh-CN" in tab.url
+        context.close()
+        browser.close()
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_every_page_in_chinese_at_1280x720(app_url, scheme):  # noqa: F811
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    problems = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        context, tab = _open(browser, app_url + "/?lang=zh-CN", "zh-CN", scheme)
+        for path in ["", "glossary", "teachers", "step_through", *PAGES]:
+            tab.goto(f"{app_url}/{path}?lang=zh-CN")
+            tab.wait_for_selector('[data-testid="stSidebar"]', timeout=120_000)
+            _wait_idle(tab)
+            tab.wait_for_timeout(500)
+            _assert_no_errors(tab)
+            tab.screenshot(path=str(SHOTS / f"{path or 'home'}_{scheme}.png"))
+            text = tab.inner_text("body")
+            assert CJK.search(text), path
+            left = english_leftovers(text.splitlines(), ALLOWED)
+            overflow = tab.evaluate(READ_OVERFLOW)
+            if left or overflow["page"] > 0 or overflow["buttons"]:
+                problems.append((path, left[:5], overflow))
+        context.close()
+        browser.close()
+    assert not problems, problems
