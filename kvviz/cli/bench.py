@@ -1,11 +1,16 @@
 """`python -m kvviz bench`: measure no cache vs transformers' caches vs the flat pre-allocated engine here.
 
     python -m kvviz bench --model random:gpt2 --prompt-len 16 --new-tokens 128 --repeats 5 --json
+    python -m kvviz bench --device cuda --dtype float16 --model random:gpt2 --compile --sweep
 
 prints, per mode, the median tokens/s (with min-max), the speed-up over no cache (one estimator, named in the
 output), whether the tokens matched the no-cache run (agreement for int8), the weight format the flat engine
 measured fastest, and each cached mode's share of the read-bandwidth roofline (or "disturbed").
 The same harness (kvviz.speedup.harness) drives the "Measured speed-up" page, so these are the app's numbers.
+
+`--device cuda|mps` (or `--sweep`, on any device) runs the device report instead (kvviz.speedup.accelerator):
+the modes that make sense on that device, its measured read and matmul roofs, and the cached decode step
+against the uncached pass across 128 ... 8192 cached tokens. A device that is not here: one line, exit 2.
 """
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ import argparse
 import json
 import sys
 
+from kvviz.speedup import device as devices
 from kvviz.speedup import harness, tables
 from kvviz.speedup.settings import BenchInputError, duration, validate
 from kvviz.speedup.records import CACHED_MODES, ESTIMATOR, LOSSY_MODES, MODE_LABELS, BenchResult, BenchSettings
@@ -43,6 +49,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-int8", action="store_true", help="skip the int8-weight mode")
     parser.add_argument("--compile", action="store_true",
                         help="also time StaticCache with torch.compile (a reference; compiling takes 10-60 s first)")
+    parser.add_argument("--device", default="cpu", choices=devices.DEVICES,
+                        help="where to run (default cpu); cuda or mps runs the device report")
+    parser.add_argument("--dtype", default=None, choices=tuple(devices.DTYPES),
+                        help="weights and cache dtype for the device report (default float16 on a GPU, float32 on the CPU)")
+    parser.add_argument("--sweep", action="store_true",
+                        help="run the device report (on --device, the CPU included) with its context sweep")
+    parser.add_argument("--no-sweep", action="store_true", help="device report without the context sweep")
     parser.add_argument("--json", action="store_true", help="print the full results as JSON")
     parser.add_argument("--csv", metavar="PATH", help="also write every timed pass to a CSV file")
     return parser
@@ -98,6 +111,8 @@ def main(argv: list[str]) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed its one-line message
         return int(exc.code or 0)
+    if args.device != "cpu" or args.sweep:
+        return _device_report(args)
     settings = BenchSettings(
         prompt_len=args.prompt_len,
         new_tokens=args.new_tokens,
@@ -136,4 +151,42 @@ def main(argv: list[str]) -> int:
             print(f"kvviz bench: cannot write {args.csv}: {exc}", file=sys.stderr)
             return 1
     print(json.dumps(tables.to_dict(result), indent=2) if args.json else format_report(result))
+    return 0
+
+
+def _device_report(args: argparse.Namespace) -> int:
+    """The device report (kvviz.speedup.accelerator): refusals first, in one line each, before any model load."""
+    from kvviz.speedup import accelerator
+    from kvviz.speedup.settings import whole
+
+    dtype = args.dtype or ("float32" if args.device == "cpu" else "float16")
+    reason = devices.unavailable_reason(args.device) or devices.dtype_problem(args.device, dtype)
+    if reason:
+        print(f"kvviz bench: {reason}", file=sys.stderr)
+        return 2
+    try:
+        prompt_len = whole("prompt length", args.prompt_len, 1, 8192)
+        new_tokens = whole("new tokens", args.new_tokens, 2, 8192)
+        repeats = whole("repeats", args.repeats, 1, 100)
+        warmup = whole("warm-up runs", args.warmup, 0, 10)
+        loaded = load_model(args.model, attn_implementation=args.attn)
+        if prompt_len + new_tokens > loaded.info.n_positions:
+            raise BenchInputError(f"prompt + new tokens ({prompt_len + new_tokens}) is more than the model's "
+                                  f"{loaded.info.n_positions} positions")
+        prompt_ids = harness.prompt_token_ids(loaded, prompt_len)
+        result = accelerator.run_device_benchmark(
+            loaded.model, loaded.info.label, prompt_ids, new_tokens, args.device, dtype, repeats=repeats,
+            warmup=warmup, compile_step=args.compile, sweep=not args.no_sweep,
+            progress=None if args.json else (lambda message: print(f"[{args.device}] {message}", file=sys.stderr,
+                                                                    flush=True)))
+    except (BenchInputError, ValueError, devices.DeviceUnavailable) as exc:
+        print(f"kvviz bench: {exc}", file=sys.stderr)
+        return 2
+    except ModelLoadError as exc:
+        print(f"kvviz bench: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("kvviz bench: interrupted; no results.", file=sys.stderr)
+        return 130
+    print(json.dumps(result.to_dict(), indent=2) if args.json else accelerator.format_report(result))
     return 0

@@ -1,7 +1,9 @@
 """One timed greedy generation of N tokens per mode: the runners the harness (kvviz.speedup.harness) interleaves.
 
 Every runner computes logits for the last position only (as `generate` does), times each forward pass
-with time.perf_counter, and returns a RunTiming. Pass 1 is the prefill of the P prompt tokens.
+with time.perf_counter, and returns a RunTiming. Pass 1 is the prefill of the P prompt tokens. The runners work
+on whatever device the model sits on (its tensors are made there) and synchronise it around every timed pass
+(kvviz.speedup.device): on a GPU a forward returns when its kernels are queued, not done.
 
     run_no_cache     every pass re-feeds the whole sequence: the true baseline
     run_hf_cache     model(...) with transformers' DynamicCache or StaticCache, one token per pass (optionally
@@ -19,6 +21,7 @@ import torch
 from transformers import DynamicCache, GenerationConfig, StaticCache
 from transformers.generation.streamers import BaseStreamer
 
+from kvviz.speedup.device import synchronize
 from kvviz.speedup.records import RunTiming
 from kvviz.speedup.flat_engine import FlatCacheGPT2
 
@@ -31,15 +34,18 @@ def hf_cache_bytes(cache) -> int:
 
 @torch.inference_mode()
 def run_no_cache(model: torch.nn.Module, prompt_ids: list[int], new_tokens: int) -> RunTiming:
+    device = model.device
+    synchronize(device)
     began = time.perf_counter()
     p = len(prompt_ids)
-    ids = torch.zeros((1, p + new_tokens), dtype=torch.long)  # (1, P+N): filled as tokens are picked
-    ids[0, :p] = torch.tensor(prompt_ids)
+    ids = torch.zeros((1, p + new_tokens), dtype=torch.long, device=device)  # (1, P+N): filled as tokens are picked
+    ids[0, :p] = torch.tensor(prompt_ids, device=device)
     pass_ms, tokens = [], []
     for k in range(new_tokens):
+        synchronize(device)
         t0 = time.perf_counter()
         out = model(input_ids=ids[:, : p + k], use_cache=False, logits_to_keep=1)
-        token = int(out.logits[0, -1].argmax())
+        token = int(out.logits[0, -1].argmax())  # reading the token waits for the pass on any device
         pass_ms.append((time.perf_counter() - t0) * 1000.0)
         tokens.append(token)
         ids[0, p + k] = token
@@ -51,15 +57,17 @@ class CompileUnavailable(RuntimeError):
     """torch.compile cannot build the decode step here (no C++ compiler, an unsupported op): the message says why."""
 
 
-def compile_forward(model: torch.nn.Module, prompt_ids: list[int], cache_len: int) -> tuple[Callable[..., Any], float]:
+def compile_forward(model: torch.nn.Module, prompt_ids: list[int], cache_len: int,
+                    mode: str | None = None) -> tuple[Callable[..., Any], float]:
     """model.forward through torch.compile (inductor, static shapes), compiled now by one short StaticCache run.
 
     With a StaticCache of one size (cache_len) every decode pass has the same shapes, so one graph serves them
     all (no recompiles); the prefill keeps the eager forward (a second graph for the prompt's shape would only
-    add compile time). Returns (forward, seconds spent compiling); raises CompileUnavailable.
+    add compile time). mode: torch.compile's mode ("reduce-overhead" on CUDA replays the step as a CUDA graph,
+    one launch instead of hundreds). Returns (forward, seconds spent compiling); raises CompileUnavailable.
     """
     began = time.perf_counter()
-    forward = torch.compile(model.forward, dynamic=False)
+    forward = torch.compile(model.forward, dynamic=False, mode=mode)
     try:
         run_hf_cache(model, prompt_ids, 3, "static", decode_forward=forward, cache_len=cache_len)
     except Exception as exc:  # inductor reports a missing compiler or op as many exception types
@@ -80,10 +88,12 @@ def run_hf_cache(model: torch.nn.Module, prompt_ids: list[int], new_tokens: int,
         cache = StaticCache(config=model.config, max_cache_len=cache_len or len(prompt_ids) + new_tokens)
     else:
         cache = DynamicCache(config=model.config)
-    feed = torch.tensor([prompt_ids])  # (1, P), then (1, 1)
+    device = model.device
+    feed = torch.tensor([prompt_ids], device=device)  # (1, P), then (1, 1)
     pass_ms, tokens = [], []
     forward = model
     for _ in range(new_tokens):
+        synchronize(device)
         t0 = time.perf_counter()
         out = forward(input_ids=feed, past_key_values=cache, use_cache=True, logits_to_keep=1)
         forward = decode_forward or model
@@ -123,6 +133,7 @@ class _TimingStreamer(BaseStreamer):
         self.stamps: list[float] = []
 
     def put(self, value: torch.Tensor) -> None:
+        synchronize(value.device)  # the token is known only when the pass that picked it has finished
         self.stamps.append(time.perf_counter())
 
     def end(self) -> None:
@@ -139,8 +150,9 @@ def run_generate(model: torch.nn.Module, prompt_ids: list[int], new_tokens: int,
         eos_token_id=None,
         pad_token_id=model.config.eos_token_id if model.config.eos_token_id is not None else 0,
     )
-    input_ids = torch.tensor([prompt_ids])
+    input_ids = torch.tensor([prompt_ids], device=model.device)
     streamer = _TimingStreamer()
+    synchronize(model.device)
     began = time.perf_counter()
     out = model.generate(
         input_ids, attention_mask=torch.ones_like(input_ids), generation_config=config, streamer=streamer

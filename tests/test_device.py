@@ -1,0 +1,119 @@
+"""The speed-up on an accelerator (issue 24): the device choice, its refusals, and the device report.
+
+Tests that need a GPU skip with the one line kvviz prints without it; every other runs on the CPU with the real
+bundled model through the same code a GPU runs (the runners make their tensors on the model's device and
+synchronise it around every timed pass).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from kvviz.speedup import accelerator, device
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kvviz", "bench", *args], capture_output=True, text=True,
+                          timeout=600, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+
+
+@pytest.mark.parametrize("name, probe", [("cuda", torch.cuda.is_available), ("mps", torch.backends.mps.is_available)])
+def test_a_missing_device_is_one_clear_line_and_a_non_zero_exit(name, probe):
+    if probe():
+        pytest.skip(f"{name} is here")
+    reason = device.unavailable_reason(name)
+    assert reason and "is_available() is False" in reason and "\n" not in reason
+    assert name not in device.available()
+    with pytest.raises(device.DeviceUnavailable, match="is_available"):
+        device.require(name)
+    done = _cli("--device", name)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.strip() == f"kvviz bench: {reason}"
+
+
+def test_unknown_device_and_senseless_dtype_are_refused_before_any_work():
+    assert device.unavailable_reason("tpu").startswith("Unknown device")
+    assert "float32" in device.dtype_problem("cpu", "float16")
+    assert device.dtype_problem("cpu", "int3").startswith("Unknown dtype")
+    done = _cli("--device", "cpu", "--dtype", "bfloat16", "--sweep")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "float32" in done.stderr
+    done = _cli("--device", "tpu")
+    assert done.returncode == 2 and "invalid choice" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_cpu_is_always_offered_first():
+    assert device.available()[0] == "cpu"
+    device.synchronize("cpu")  # a no-op, never an error
+
+
+def test_clock_times_real_work():
+    clock = device.Clock("cpu")
+    with clock:
+        torch.ones(512, 512) @ torch.ones(512, 512)
+    assert 0 < clock.ms < 60_000
+
+
+@pytest.fixture(scope="module")
+def cpu_report(bundled):
+    from kvviz.speedup import harness
+
+    prompt_ids = harness.prompt_token_ids(bundled, 6)
+    before = {k: v.clone() for k, v in bundled.model.state_dict().items()}
+    result = accelerator.run_device_benchmark(bundled.model, bundled.info.label, prompt_ids, 5, "cpu", "float32",
+                                              repeats=2, warmup=1, sweep_contexts_=(32, 64, 4096))
+    after = bundled.model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)  # the shared model is never touched
+    assert next(bundled.model.parameters()).device.type == "cpu"
+    return result
+
+
+def test_device_report_runs_every_device_mode_and_the_tokens_agree(cpu_report):
+    names = [m.mode for m in cpu_report.modes]
+    assert names == ["no_cache", "dynamic", "static", "generate_cache"]
+    assert "static_compiled" in cpu_report.skipped  # not asked for: said, not silently left out
+    for name in names:
+        assert cpu_report.tokens_match(name), name
+        assert len(cpu_report.mode(name).rounds) == 2
+        assert 0 < cpu_report.roof_fraction(name) <= 1.0
+    assert cpu_report.speedup("no_cache") == pytest.approx(1.0)
+
+
+def test_device_report_names_the_device_and_serialises(cpu_report):
+    as_json = json.loads(json.dumps(cpu_report.to_dict()))
+    assert as_json["device"]["kind"] == "cpu" and as_json["device"]["dtype"] == "float32"
+    assert as_json["device"]["torch_version"] == torch.__version__
+    assert "torch threads" in as_json["device"]["runtime"]
+    assert as_json["roofs"]["read_bytes_per_s"] > 0 and as_json["roofs"]["peak_flops"] > 0
+    text = accelerator.format_report(cpu_report)
+    assert "device: cpu:" in text and "context sweep" in text
+
+
+def test_sweep_is_bounded_by_the_models_positions_and_counts_bytes_exactly(cpu_report, bundled):
+    n_positions = bundled.info.n_positions
+    contexts = [p.context for p in cpu_report.sweep]
+    assert contexts == [32, 64, n_positions - 1]  # 4096 is past the model's positions: said in a note
+    assert any("4096 tokens: past the model's" in note for note in cpu_report.sweep_notes)
+    config = bundled.model.config
+    row = 2 * config.n_layer * config.n_embd * 4  # K and V, every layer, float32
+    for point in cpu_report.sweep:
+        assert point.kv_bytes_read == point.context * row
+        assert point.bytes_read == cpu_report.weight_bytes + point.kv_bytes_read
+        assert len(point.cached_step_ms) == 9 and len(point.uncached_ms) == 3
+        assert 0 < point.roof_fraction <= 1.0 and point.bound in {"overhead", "bandwidth"}
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason=device.unavailable_reason("cuda") or "")
+def test_cuda_report_float32_tokens_agree(bundled):  # pragma: no cover - runs only where a GPU is lent
+    from kvviz.speedup import harness
+
+    result = accelerator.run_device_benchmark(bundled.model, bundled.info.label,
+                                              harness.prompt_token_ids(bundled, 8), 8, "cuda", "float32",
+                                              repeats=2, sweep_contexts_=(128,))
+    assert result.device.kind == "cuda" and result.device.runtime.startswith("CUDA")
+    assert set(result.skipped) >= {"preallocated", "int8"}
+    assert all(result.tokens_match(m.mode) for m in result.modes)
