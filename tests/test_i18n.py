@@ -76,13 +76,40 @@ def test_every_marked_string_is_in_the_catalog_and_translated():
     assert catalog.problems(held) == []
 
 
-def test_catalog_uses_the_glossary_terms():
-    """The term table is the glossary's Chinese column: the catalog's translation of each glossary name is it."""
+def test_glossary_has_a_chinese_column_and_the_catalog_follows_it():
+    """The term table is the glossary's Chinese column (Term.zh); where the catalog translates a glossary name on
+    its own (a label, a heading) it uses that term."""
     from kvviz.teaching import glossary
 
-    with i18n.language(i18n.CHINESE):
-        for term in glossary.TERMS:
-            assert term.zh and CJK.search(term.zh) or term.zh == term.name, term
+    held = catalog.read(i18n.catalog_path(i18n.CHINESE))
+    for term in glossary.TERMS:
+        assert term.zh and CJK.search(term.zh) or term.zh == term.name, term
+        entry = held.get(term.name)
+        if entry is not None and entry.string:
+            assert term.zh.split("（")[0].split(" (")[0] in entry.string, (term.name, term.zh, entry.string)
+
+
+# The field's Chinese terms (the two Chinese source texts' words): wherever a message says the English term,
+# its translation says the Chinese one. Code spans and quoted titles are set aside.
+KEY_TERMS = {
+    r"\bKV[- ]cache": "KV 缓存", r"\bprefill": "预填充", r"\bautoregressive": "自回归",
+    r"\bdot products?\b": "点积", r"\bGPU memory\b": "显存", r"\bsliding window": "滑动窗口",
+    r"\bspeculative decoding": "推测解码", r"\bquantiz": "量化", r"\binside the noise\b": "噪声",
+}
+
+
+def test_key_terms_are_translated_the_same_way_everywhere():
+    held = catalog.read(i18n.catalog_path(i18n.CHINESE))
+    off = []
+    for message in held:
+        if not message.id or not message.string:
+            continue
+        source = re.sub(r"""`[^`]*`|"[^"]*"|'[^']*'""", " ", message.id if isinstance(message.id, str) else message.id[0])
+        string = message.string if isinstance(message.string, str) else message.string[0]
+        for pattern, chinese in KEY_TERMS.items():
+            if re.search(pattern, source, re.I) and chinese not in string:
+                off.append((chinese, source[:70], string[:70]))
+    assert not off, f"{len(off)} messages translate a key term otherwise, e.g. {off[:6]}"
 
 
 def _run(page: str, **query) -> AppTest:
