@@ -37,6 +37,6 @@ for tab, plan in zip(st.tabs(list(plans), key="teach_plan"), plans.values()):
                 line.markdown(_("**{minutes} min** · open").format(minutes=row["minutes"]), width="content")
                 line.page_link(block.page, label=f"`{row['open']}`", query_params=query, width="content")
                 st.markdown(_("**Show.** {show}  \n**Ask.** {ask}  \n**Where students go wrong.** {pitfall}").format(
-                    show=_(row["show"]), ask=_(row["ask"]), pitfall=_(row["where students go wrong"])))
+                    show=_(block.show), ask=_(block.ask), pitfall=_(block.pitfall)))
 st.subheader(_("Running it for a class"))
 st.markdown(_(guide.RUN_FOR_A_CLASS))
