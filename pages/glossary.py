@@ -30,7 +30,7 @@ for term in shown:
             same = term.zh.lower() == term.name.lower()
             st.subheader(term.zh if same else f"{term.zh} :gray[{term.name}]", anchor=term.anchor)
         else:  # the English term, its Chinese name beside it
-            head = st.container(horizontal=True, vertical_alignment="center", gap="medium")
+            head = st.container(horizontal=True, vertical_alignment="center", gap="small")
             head.subheader(term.name, anchor=term.anchor, width="content")
             head.markdown(f":gray-badge[中文] {term.zh}", width="content")
         if term.also:
