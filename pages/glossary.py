@@ -1,31 +1,49 @@
 """Glossary: every term kvviz uses, defined once (kvviz.teaching.glossary), with the page where it is live.
 
-?term=head_dim opens with that term's entry expanded at the top; the search box filters the list.
+?term=head_dim filters the list to that term; the search box matches English and Chinese names and definitions.
+In English each entry shows its Chinese name beside it (中文); in Chinese each entry is titled by its Chinese name
+with the English one beside it. The whole term table (entries and the rest of the terminology) sits in an expander.
 """
 from __future__ import annotations
 
 import streamlit as st
 
+from kvviz import i18n, ui
+from kvviz.i18n import _
 from kvviz.teaching import glossary
-from kvviz import ui
 
 ui.ensure_router()  # before anything is drawn: see its docstring
-st.title("Glossary")
-st.markdown("**What you are seeing.** Every word kvviz's pages, tooltips and lesson use, defined once, in the "
-            "same words everywhere. Each entry links to the page where you can watch it on the real model.")
-wanted = st.text_input("Find a term", key="term", bind="query-params", placeholder="e.g. prefill, GQA, head_dim",
-                       width=360)
-needle = (wanted or "").strip().lower()
-shown = [t for t in glossary.TERMS
-         if not needle or needle in t.name.lower() or needle in t.definition.lower()
-         or any(needle in a.lower() for a in t.also)]
+chinese = i18n.current() == i18n.CHINESE
+st.title(_("Glossary"))
+st.markdown(_("**What you are seeing.** Every word kvviz's pages, tooltips and lesson use, defined once, in the "
+              "same words everywhere. Each entry links to the page where you can watch it on the real model."))
+wanted = st.text_input(_("Find a term"), key="term", bind="query-params",
+                       placeholder=_("e.g. prefill, GQA, head_dim"), width=360)
+needle = (wanted or "").strip()
+shown = [t for t in glossary.TERMS if glossary.matches(t, needle)]
 if not shown:
-    st.info(f"No term matches {wanted!r}. Clear the box to see all {len(glossary.TERMS)}.")
+    st.info(_("No term matches {wanted!r}. Clear the box to see all {n}.").format(wanted=wanted,
+                                                                                 n=len(glossary.TERMS)))
 for term in shown:
     with st.container(border=True, key=f"term_{term.anchor}"):
-        st.subheader(term.name, anchor=term.anchor)
+        if chinese:  # titled by the Chinese term, the English name beside it
+            same = term.zh.lower() == term.name.lower()
+            st.subheader(term.zh if same else f"{term.zh} :gray[{term.name}]", anchor=term.anchor)
+        else:  # the English term, its Chinese name beside it
+            head = st.container(horizontal=True, vertical_alignment="center", gap="small")
+            head.subheader(term.name, anchor=term.anchor, width="content")
+            head.markdown(f":gray-badge[中文] {term.zh}", width="content")
         if term.also:
-            st.caption(f"Also: {', '.join(term.also)}")
-        st.markdown(term.definition)
+            st.caption(_("Also: {names}").format(names=", ".join(term.also)))
+        st.markdown(glossary.definition_text(term))
         if term.see:
-            st.page_link(term.see, label="See it live", icon=":material/arrow_forward:")
+            st.page_link(term.see, label=_("See it live"), icon=":material/arrow_forward:",
+                         query_params={i18n.QUERY_PARAM: i18n.current()})
+
+with st.expander(_("The term table: English and 中文")):
+    st.caption(_("The Chinese interface uses these words everywhere: the glossary's entries first, then the rest "
+                 "of the terminology."))
+    english, kind = _("English"), _("Kind")
+    rows = [{english: t.name, "中文": t.zh, kind: _("glossary entry")} for t in glossary.TERMS]
+    rows += [{english: en, "中文": zh, kind: _("terminology")} for en, zh in glossary.VOCABULARY.items()]
+    st.dataframe(rows, hide_index=True, width="stretch", height=360)

@@ -3,67 +3,73 @@ from __future__ import annotations
 
 import streamlit as st
 
+from kvviz import i18n, memory, ops, ui
+from kvviz.i18n import _
 from kvviz.teaching import lesson
-from kvviz import memory, ops, ui
 
 ui.ensure_router()  # before anything is drawn: see its docstring
-st.title("kvviz: the KV cache, step by step")
-st.markdown(
+lang = {i18n.QUERY_PARAM: i18n.current()}  # every link the page makes keeps the language
+st.title(_("kvviz: the KV cache, step by step"))
+st.markdown(_(
     "When a transformer writes text it produces **one token per forward pass**. In every layer, attention "
     "compares the newest token's *query* with the *keys* of every token so far, its own included, and mixes "
     "their *values*. "
     "Those keys and values do not change once computed, so inference engines keep them in memory: the "
     "**KV cache**. It turns each step's work from *recompute the whole sequence* into *compute one new row "
     "and read the rest*, at the price of memory that grows with every token."
-)
+))
 
 info = ui.current_info()  # no torch import needed: the first page renders fast
 bytes_per_token = memory.predicted_cache_bytes(info, 1)  # K and V of one token, every layer, fp32
-st.info(
-    f"**Model loaded:** {info.label}.\n\n"
-    f"Its cache stores, per token: 2 (K and V) x {info.n_layer} layers x {info.n_kv_heads} heads x "
-    f"{info.head_dim} dims x 4 bytes (float32) = **{bytes_per_token:,} bytes**; "
-    f"at its full context of {info.n_positions} tokens that is {bytes_per_token * info.n_positions:,} bytes "
-    f"({bytes_per_token * info.n_positions / 2**20:.2f} MiB)."
-)
+full_context = bytes_per_token * info.n_positions
+st.info(_(
+    "**Model loaded:** {label}.\n\n"
+    "Its cache stores, per token: 2 (K and V) x {layers} layers x {heads} heads x "
+    "{head_dim} dims x 4 bytes (float32) = **{bytes_per_token:,} bytes**; "
+    "at its full context of {positions} tokens that is {full_context:,} bytes "
+    "({full_mib:.2f} MiB)."
+).format(label=info.label, layers=info.n_layer, heads=info.n_kv_heads, head_dim=info.head_dim,
+         bytes_per_token=bytes_per_token, positions=info.n_positions, full_context=full_context,
+         full_mib=full_context / 2**20))
 
 with st.container(border=True):
-    st.page_link("pages/lesson.py", label=f"**Start the lesson: the KV cache in {len(lesson.STEPS)} questions**",
-                 icon=":material/school:")
-    st.caption("Each step asks a question (how many rows? how many bytes?), gives a hint after a first wrong answer "
+    st.page_link("pages/lesson.py", label=_("**Start the lesson: the KV cache in {n} questions**").format(n=len(lesson.STEPS)),
+                 icon=":material/school:", query_params=lang)
+    st.caption(_("Each step asks a question (how many rows? how many bytes?), gives a hint after a first wrong answer "
                "and the worked answer after a second, with a figure computed live on the real model. It ends with "
                "a summary and a score. For a class: *Class mode* puts the question up large and reveals it with "
-               "one click; a printable handout downloads from the lesson.")
+               "one click; a printable handout downloads from the lesson."))
     row = st.container(horizontal=True)
-    row.page_link("pages/teachers.py", label="For teachers: 30- and 45-minute plans", icon=":material/co_present:")
-    row.page_link("pages/glossary.py", label="Glossary", icon=":material/menu_book:")
+    row.page_link("pages/teachers.py", label=_("For teachers: 30- and 45-minute plans"), icon=":material/co_present:",
+                 query_params=lang)
+    row.page_link("pages/glossary.py", label=_("Glossary"), icon=":material/menu_book:", query_params=lang)
 
 shape = ops.ModelShape.from_info(info)
-st.subheader("The pages")
+st.subheader(_("The pages"))
 cards = [
-    ("pages/step_through.py", "Step through generation",
-     "Prefill a prompt, then one token per click (or the Right arrow). Watch every layer's K and V cache grow by "
-     "one row, the new query's attention beside the rows it reads, the next-token probabilities; step back; "
-     "race the cached step against full recomputation. Presenter mode for a projector."),
-    ("pages/attention_ops.py", "Count the work",
-     "Exact operation counts with and without the cache. " + ops.savings_sentence(shape, 16, 200)
-     + " (Attention counted as the causal pairs L(L+1)/2 a query actually needs; eager attention computes the "
-       "full L x L square and masks the future half.)"),
-    ("pages/memory_budget.py", "Memory budget",
-     "KV-cache bytes for any model (MHA, GQA, MQA, MLA, sliding windows, quantized caches), what fits on a GPU, "
-     "side-by-side what-ifs you can share as a link."),
-    ("pages/speedup.py", "Measured speed-up",
-     "Time a real generation without cache, with transformers' growing cache and with a pre-allocated one, "
-     "on this machine; compare with the roofline."),
-    ("pages/claims.py", "Claims checked",
-     "Published KV-cache figures and popular sentences, each with its source, the arithmetic and a verdict."),
-    ("pages/internals_layout.py", "Cache internals",
-     "Memory layouts, prefix reuse, cross-attention, sliding windows, paged blocks, quantized caches and "
-     "speculative decoding's rollback, one page each, on the real model."),
+    ("pages/step_through.py", _("Step through generation"),
+     _("Prefill a prompt, then one token per click (or the Right arrow). Watch every layer's K and V cache grow by "
+       "one row, the new query's attention beside the rows it reads, the next-token probabilities; step back; "
+       "race the cached step against full recomputation. Presenter mode for a projector.")),
+    ("pages/attention_ops.py", _("Count the work"),
+     _("Exact operation counts with and without the cache. {savings} (Attention counted as the causal pairs "
+       "L(L+1)/2 a query actually needs; eager attention computes the full L x L square and masks the future "
+       "half.)").format(savings=ops.savings_sentence(shape, 16, 200))),
+    ("pages/memory_budget.py", _("Memory budget"),
+     _("KV-cache bytes for any model (MHA, GQA, MQA, MLA, sliding windows, quantized caches), what fits on a GPU, "
+       "side-by-side what-ifs you can share as a link.")),
+    ("pages/speedup.py", _("Measured speed-up"),
+     _("Time a real generation without cache, with transformers' growing cache and with a pre-allocated one, "
+       "on this machine; compare with the roofline.")),
+    ("pages/claims.py", _("Claims checked"),
+     _("Published KV-cache figures and popular sentences, each with its source, the arithmetic and a verdict.")),
+    ("pages/internals_layout.py", _("Cache internals"),
+     _("Memory layouts, prefix reuse, cross-attention, sliding windows, paged blocks, quantized caches and "
+       "speculative decoding's rollback, one page each, on the real model.")),
 ]
 for path, title, blurb in cards:
     with st.container(border=True):
-        st.page_link(path, label=f"**{title}**")
+        st.page_link(path, label=f"**{title}**", query_params=lang)
         st.caption(blurb)
-st.caption("Everything runs offline on a CPU. The bundled model was trained by `python -m kvviz.training.train` on "
-           "public-domain Shakespeare; pretrained GPT-2 weights are used when you have them locally.")
+st.caption(_("Everything runs offline on a CPU. The bundled model was trained by `python -m kvviz.training.train` "
+             "on public-domain Shakespeare; pretrained GPT-2 weights are used when you have them locally."))

@@ -1,29 +1,42 @@
 """For teachers: a 30-minute and a 45-minute plan, and how to run kvviz for a class (kvviz.teaching.guide)."""
 from __future__ import annotations
 
+from urllib.parse import parse_qsl, urlsplit
+
 import streamlit as st
 
+from kvviz import i18n, ui
+from kvviz.i18n import _, ngettext
 from kvviz.teaching import guide
-from kvviz import ui
 
 ui.ensure_router()  # before anything is drawn: see its docstring
-st.title("For teachers")
-st.markdown("**What you are seeing.** Two lesson plans built from kvviz's pages (which page, in which order, what "
-            "to show, what to ask the room, where students usually go wrong) and how to run it for a class. "
-            "Every link opens the page at the state the plan needs.")
+lang = {i18n.QUERY_PARAM: i18n.current()}  # every link the page makes keeps the language
+st.title(_("For teachers"))
+st.markdown(_("**What you are seeing.** Two lesson plans built from kvviz's pages (which page, in which order, what "
+              "to show, what to ask the room, where students usually go wrong) and how to run it for a class. "
+              "Every link opens the page at the state the plan needs."))
 row = st.container(horizontal=True)
-row.page_link("pages/lesson.py", label="Open the lesson in class mode", icon=":material/school:",
-              query_params={"step": "1", "lesson_class": "true"})
-row.page_link("pages/glossary.py", label="Glossary", icon=":material/menu_book:")
+row.page_link("pages/lesson.py", label=_("Open the lesson in class mode"), icon=":material/school:",
+              query_params={"step": "1", "lesson_class": "true", **lang})
+row.page_link("pages/glossary.py", label=_("Glossary"), icon=":material/menu_book:", query_params=lang)
 
-plans = {f"{guide.total_minutes(guide.PLAN_30)} minutes": guide.PLAN_30,
-         f"{guide.total_minutes(guide.PLAN_45)} minutes": guide.PLAN_45}
+
+def minutes_label(plan: tuple[guide.Block, ...]) -> str:
+    total = guide.total_minutes(plan)
+    return ngettext("{n} minute", "{n} minutes", total).format(n=total)
+
+
+plans = {minutes_label(guide.PLAN_30): guide.PLAN_30, minutes_label(guide.PLAN_45): guide.PLAN_45}
 for tab, plan in zip(st.tabs(list(plans), key="teach_plan"), plans.values()):
     with tab:
-        for n, row in enumerate(guide.plan_rows(plan)):
+        for block, row in zip(plan, guide.plan_rows(plan)):
             with st.container(border=True):
-                st.markdown(f"**{row['minutes']} min** · open `{row['open']}`")
-                st.markdown(f"**Show.** {row['show']}  \n**Ask.** {row['ask']}  \n"
-                            f"**Where students go wrong.** {row['where students go wrong']}")
-st.subheader("Running it for a class")
-st.markdown(guide.RUN_FOR_A_CLASS)
+                link = urlsplit(row["open"])
+                query = {**dict(parse_qsl(link.query)), **lang}
+                line = st.container(horizontal=True, vertical_alignment="center")
+                line.markdown(_("**{minutes} min** · open").format(minutes=row["minutes"]), width="content")
+                line.page_link(block.page, label=f"`{row['open']}`", query_params=query, width="content")
+                st.markdown(_("**Show.** {show}  \n**Ask.** {ask}  \n**Where students go wrong.** {pitfall}").format(
+                    show=_(block.show), ask=_(block.ask), pitfall=_(block.pitfall)))
+st.subheader(_("Running it for a class"))
+st.markdown(_(guide.RUN_FOR_A_CLASS))

@@ -3,16 +3,27 @@
 pages/glossary.py shows it, one anchored entry per term (?term=... filters to it); `help_text(term)` gives a
 tooltip in the same words, so a page's help= and the glossary never drift; pages draw a term as a link to the
 glossary with that tooltip (`st.page_link("pages/glossary.py", query_params={"term": ...}, help=help_text(...))`).
+
+The glossary is also kvviz's one English-Chinese term table (issue #22): each Term carries its Chinese name (`zh`),
+the word every Chinese page, tooltip and catalog entry uses for it; VOCABULARY holds the rest of the translation's
+terminology (words with no entry of their own). tests/test_glossary_teachers.py checks the two agree. A Term's
+`name` stays English (the key pages link with, `?term=`); its definition is marked for the catalog (N_) and
+translated where it is shown (`definition_text`, `help_text`), in the session's language.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+from kvviz import i18n
+from kvviz.i18n import N_, _
 
 
 @dataclass(frozen=True)
 class Term:
-    name: str
-    definition: str  # markdown, a few sentences for a student
+    name: str  # English, the key (?term=, lesson steps)
+    zh: str  # its Chinese name, as every Chinese page writes it (the term table's Chinese column)
+    definition: str  # markdown, a few sentences for a student (English source; N_-marked, shown through _())
     see: str = ""  # the kvviz page where it is live (a pages/*.py path), "" if none
     also: tuple[str, ...] = ()  # other names for the same idea (searchable)
 
@@ -22,89 +33,170 @@ class Term:
 
 
 TERMS: tuple[Term, ...] = (
-    Term("Token", "A piece of text the model reads as one unit: a word, part of a word, or punctuation. GPT-2's "
+    Term("Token", "token",
+         N_("A piece of text the model reads as one unit: a word, part of a word, or punctuation. GPT-2's "
          "tokenizer often splits a rare word (' green' may become ' gre' + 'en') and a space belongs to the token "
-         "after it. Each token has a **position**, counted from 0.", "pages/step_through.py"),
-    Term("Query, key, value (Q, K, V)", "In every head of every layer, each token's hidden vector is projected into "
+         "after it. Each token has a **position**, counted from 0."), "pages/step_through.py"),
+    Term("Query, key, value (Q, K, V)", "查询 (Q)、键 (K)、值 (V)",
+         N_("In every head of every layer, each token's hidden vector is projected into "
          "three vectors of head_dim numbers. The newest token's **query** is scored against the **keys** of every "
-         "token so far (its own included); the softmax of the scores weights an average of their **values**.",
+         "token so far (its own included); the softmax of the scores weights an average of their **values**."),
          "pages/step_through.py", ("Q", "K", "V")),
-    Term("Attention head", "One of several attention computations that run side by side in a layer, each with its "
+    Term("Attention head", "注意力头",
+         N_("One of several attention computations that run side by side in a layer, each with its "
          "own Q, K, V projections of head_dim numbers. Heads learn different jobs (previous-token, first-token, "
-         "induction).", "pages/attention_patterns.py"),
-    Term("head_dim", "The length of one head's query, key and value vectors: the hidden size divided by the number "
-         "of query heads (768 / 12 = 64 in GPT-2 small). One cached K row of one head holds head_dim numbers.",
+         "induction)."), "pages/attention_patterns.py"),
+    Term("head_dim", "head_dim（每个头的维度）",
+         N_("The length of one head's query, key and value vectors: the hidden size divided by the number "
+         "of query heads (768 / 12 = 64 in GPT-2 small). One cached K row of one head holds head_dim numbers."),
          "pages/step_through.py"),
-    Term("KV cache", "The keys and values of every token processed so far, kept in memory for every layer and K/V "
+    Term("KV cache", "KV 缓存",
+         N_("The keys and values of every token processed so far, kept in memory for every layer and K/V "
          "head, so that each new token computes only its own row instead of recomputing all of them. Shape per "
          "layer: [batch, kv_heads, seq_len, head_dim]. It is exact: a cached run gives the same tokens as an "
-         "uncached one.", "pages/step_through.py", ("past_key_values", "DynamicCache")),
-    Term("Prefill", "The first forward pass: the whole prompt at once. It writes one K row and one V row per prompt "
-         "token into every layer's cache, and predicts the first new token.", "pages/step_through.py"),
-    Term("Decode step", "Each later forward pass: it feeds only the newest token, appends its K and V row to every "
-         "layer's cache and reads all the cached rows to predict the next token.", "pages/step_through.py",
-         ("Next token",)),
-    Term("Dot product", "One attention score q · k: multiply a query and a key number by number and add up the "
+         "uncached one."), "pages/step_through.py", ("past_key_values", "DynamicCache")),
+    Term("Prefill", "预填充",
+         N_("The first forward pass: the whole prompt at once. It writes one K row and one V row per prompt "
+         "token into every layer's cache, and predicts the first new token."), "pages/step_through.py"),
+    Term("Decode step", "解码步",
+         N_("Each later forward pass: it feeds only the newest token, appends its K and V row to every "
+         "layer's cache and reads all the cached rows to predict the next token."), "pages/step_through.py"),
+    Term("Dot product", "点积",
+         N_("One attention score q · k: multiply a query and a key number by number and add up the "
          "head_dim products. A cached step computes one row of them per head (one per key, its own included); "
          "an uncached step recomputes the whole triangle. kvviz counts the causal pairs L(L+1)/2; eager attention "
-         "computes all L x L and masks the future ones.", "pages/attention_ops.py", ("QK^T",)),
-    Term("Causal mask", "A token may attend only to itself and earlier tokens, never to later ones: the attention "
-         "matrix is a triangle. This is why earlier K and V never change, and why caching them is exact.",
+         "computes all L x L and masks the future ones."), "pages/attention_ops.py", ("QK^T",)),
+    Term("Causal mask", "因果掩码",
+         N_("A token may attend only to itself and earlier tokens, never to later ones: the attention "
+         "matrix is a triangle. This is why earlier K and V never change, and why caching them is exact."),
          "pages/attention_patterns.py"),
-    Term("Induction head", "A head that copies: when the newest token appeared earlier, it attends to the token that "
+    Term("Induction head", "归纳头",
+         N_("A head that copies: when the newest token appeared earlier, it attends to the token that "
          "came right *after* that earlier occurrence, so the model can predict it again. It is why any old row "
-         "of the cache may matter.", "pages/attention_patterns.py", ("copying head",)),
-    Term("MHA, GQA, MQA", "Multi-head attention (MHA) gives every query head its own K/V head. Grouped-query "
+         "of the cache may matter."), "pages/attention_patterns.py", ("copying head",)),
+    Term("MHA, GQA, MQA", "多头注意力 (MHA)、分组查询注意力 (GQA)、多查询注意力 (MQA)",
+         N_("Multi-head attention (MHA) gives every query head its own K/V head. Grouped-query "
          "attention (GQA) lets a group of query heads share one K/V head (Llama-3-8B: 32 query heads, 8 K/V "
          "heads), shrinking the cache by the group size. Multi-query attention (MQA) shares a single K/V head "
-         "among all of them.", "pages/memory_budget.py", ("grouped-query attention", "multi-query attention")),
-    Term("MLA", "Multi-head latent attention (DeepSeek-V2/V3): the cache stores one small compressed latent vector "
+         "among all of them."), "pages/memory_budget.py", ("grouped-query attention", "multi-query attention")),
+    Term("MLA", "多头潜在注意力 (MLA)",
+         N_("Multi-head latent attention (DeepSeek-V2/V3): the cache stores one small compressed latent vector "
          "per token and layer (plus a small shared positional key) instead of full K and V per head; the heads' "
-         "keys and values are rebuilt from it.", "pages/memory_budget.py"),
-    Term("FLOP", "One floating-point operation. A multiply-add counts as 2 FLOP; kvviz's op counts count it as one "
-         "op (so FLOP = 2 x ops). FLOP/s (FLOPS) is a rate: how many per second a chip can do at its peak.",
+         "keys and values are rebuilt from it."), "pages/memory_budget.py"),
+    Term("FLOP", "FLOP（浮点运算）",
+         N_("One floating-point operation. A multiply-add counts as 2 FLOP; kvviz's op counts count it as one "
+         "op (so FLOP = 2 x ops). FLOP/s (FLOPS) is a rate: how many per second a chip can do at its peak."),
          "pages/attention_ops.py", ("FLOPS", "FLOP/s")),
-    Term("GEMV, GEMM", "General matrix-vector multiply (GEMV) and matrix-matrix multiply (GEMM). A cached decode step "
+    Term("GEMV, GEMM", "矩阵-向量乘法 (GEMV)、矩阵乘法 (GEMM)",
+         N_("General matrix-vector multiply (GEMV) and matrix-matrix multiply (GEMM). A cached decode step "
          "multiplies each weight matrix by one token's vector: GEMVs, which read every weight for very little "
          "arithmetic. An uncached pass or a prefill multiplies by many tokens at once: GEMMs, which reuse each "
-         "weight many times.", "pages/speedup.py"),
-    Term("Arithmetic intensity", "FLOP done per byte read from memory. A GEMV does about 2 FLOP per weight read "
-         "(low intensity: memory-bound); a GEMM over n tokens about 2n (high: compute-bound).", "pages/speedup.py"),
-    Term("Roofline", "A chart of a chip's two ceilings: FLOP/s is capped by the compute peak, and by memory bandwidth "
+         "weight many times."), "pages/speedup.py"),
+    Term("Arithmetic intensity", "算术强度",
+         N_("FLOP done per byte read from memory. A GEMV does about 2 FLOP per weight read "
+         "(low intensity: memory-bound); a GEMM over n tokens about 2n (high: compute-bound)."), "pages/speedup.py"),
+    Term("Roofline", "Roofline 模型",
+         N_("A chart of a chip's two ceilings: FLOP/s is capped by the compute peak, and by memory bandwidth "
          "x arithmetic intensity. Low-intensity work (a decode step) sits under the sloped memory roof, "
-         "high-intensity work (prefill) under the flat compute roof.", "pages/speedup.py"),
-    Term("Overhead", "Time a step pays whatever its size: Python, PyTorch's per-operator dispatch, and on a GPU the "
+         "high-intensity work (prefill) under the flat compute roof."), "pages/speedup.py"),
+    Term("Overhead", "固定开销",
+         N_("Time a step pays whatever its size: Python, PyTorch's per-operator dispatch, and on a GPU the "
          "CPU's time to launch each kernel. For a small model a cached step is mostly overhead, so it is far "
-         "less than the op ratio faster.", "pages/speedup.py"),
-    Term("Paged blocks", "How serving engines (vLLM's PagedAttention) store the cache: fixed-size blocks of, say, 16 "
+         "less than the op ratio faster."), "pages/speedup.py"),
+    Term("Paged blocks", "分页块",
+         N_("How serving engines (vLLM's PagedAttention) store the cache: fixed-size blocks of, say, 16 "
          "tokens, allocated as a sequence grows and shared between sequences with a common prefix, instead of "
-         "one buffer pre-allocated for the maximum length.", "pages/internals_paging.py",
+         "one buffer pre-allocated for the maximum length."), "pages/internals_paging.py",
          ("PagedAttention", "block table")),
-    Term("Sliding window", "A layer that attends only to the last W tokens, so its cache stops growing at W rows "
-         "(Mistral; Gemma's local layers).", "pages/internals_window.py"),
-    Term("Quantized cache", "Storing K and V in 8 or 4 bits instead of 16 or 32, with a scale per group of numbers: "
-         "2 to 8x less memory for a small error in attention.", "pages/internals_quant.py"),
-    Term("Prefix caching", "Reusing the cached rows of a shared beginning (a system prompt) across requests, so only "
-         "the new part is prefilled.", "pages/internals_prefix.py"),
-    Term("Bytes: GB and GiB", "kvviz's one rule: GB, MB, KB are decimal (10^9, 10^6, 10^3 bytes); GiB, MiB, KiB are "
+    Term("Sliding window", "滑动窗口",
+         N_("A layer that attends only to the last W tokens, so its cache stops growing at W rows "
+         "(Mistral; Gemma's local layers)."), "pages/internals_window.py"),
+    Term("Quantized cache", "量化缓存",
+         N_("Storing K and V in 8 or 4 bits instead of 16 or 32, with a scale per group of numbers: "
+         "2 to 8x less memory for a small error in attention."), "pages/internals_quant.py"),
+    Term("Prefix caching", "前缀复用（前缀缓存）",
+         N_("Reusing the cached rows of a shared beginning (a system prompt) across requests, so only "
+         "the new part is prefilled."), "pages/internals_prefix.py",
+         ("prefix reuse",)),
+    Term("Bytes: GB and GiB", "字节：GB 与 GiB",
+         N_("kvviz's one rule: GB, MB, KB are decimal (10^9, 10^6, 10^3 bytes); GiB, MiB, KiB are "
          "binary (2^30, 2^20, 2^10). A figure printed as 'GB' is read as decimal first; when only the binary "
-         "reading matches, kvviz says so.", "pages/memory_budget.py", ("GiB", "MiB", "GB", "MB")),
+         "reading matches, kvviz says so."), "pages/memory_budget.py", ("GiB", "MiB", "GB", "MB")),
 )
 BY_NAME = {t.name: t for t in TERMS}
 
+# The rest of the translation's terminology (issue #22's term table, words without a glossary entry of their own):
+# English -> Chinese, used everywhere in the catalog. Where a word is also a Term's name (or one of its parts or
+# other names), the Term's `zh` agrees with it (tests/test_glossary_teachers.py).
+VOCABULARY: dict[str, str] = {
+    "KV cache": "KV 缓存", "token": "token", "tokenizer": "分词器", "prompt": "提示词", "prefill": "预填充 (prefill)",
+    "decode": "解码", "decode step": "解码步", "autoregressive": "自回归", "generation": "生成", "step": "步",
+    "attention": "注意力", "attention head": "注意力头", "attention weights": "注意力权重", "score": "分数",
+    "query": "查询 (Q)", "key": "键 (K)", "value": "值 (V)", "layer": "层", "head": "头", "K/V head": "KV 头",
+    "matrix multiplication": "矩阵乘法", "matrix-vector": "矩阵-向量乘法", "dot product": "点积",
+    "GPU memory": "显存", "memory (RAM)": "内存", "context length": "上下文长度", "context window": "上下文窗口",
+    "sequence": "序列", "position": "位置", "embedding": "嵌入", "hidden state": "隐藏状态", "logits": "logits",
+    "probability": "概率", "next token": "下一个 token", "greedy": "贪心", "sampling": "采样", "temperature": "温度",
+    "top-k": "top-k", "rollback": "回滚", "step back": "后退一步", "projection": "投影", "MLP": "MLP（前馈层）",
+    "speed-up": "加速比", "throughput": "吞吐量", "latency": "延迟", "benchmark": "基准测试", "batch": "批",
+    "batch size": "批大小", "bandwidth": "带宽", "memory-bound": "访存受限", "compute-bound": "计算受限",
+    "roofline": "Roofline 模型", "sliding window": "滑动窗口", "quantization": "量化", "paged": "分页", "block": "块",
+    "prefix reuse": "前缀复用", "speculative decoding": "推测解码", "draft model": "草稿模型",
+    "acceptance rate": "接受率", "cross-attention": "交叉注意力", "encoder": "编码器", "decoder": "解码器",
+    "MHA": "多头注意力 (MHA)", "GQA": "分组查询注意力 (GQA)", "MQA": "多查询注意力 (MQA)",
+    "MLA": "多头潜在注意力 (MLA)", "inside the noise": "在噪声范围内", "median": "中位数", "spread": "波动范围",
+    "interquartile range": "四分位距", "load (average)": "负载", "lesson": "课程", "hint": "提示",
+    "worked answer": "详解", "teacher": "老师", "student": "学生", "presenter mode": "演示模式", "glossary": "术语表",
+    "claim": "说法", "verdict": "结论", "bundled model": "内置模型", "weights": "权重", "parameters": "参数",
+    "dtype": "dtype（数据类型）", "What you are seeing": "你看到的是什么", "cached": "使用缓存",
+    "uncached": "不使用缓存", "recompute": "重新计算", "flat engine": "扁平引擎", "row": "行", "column": "列",
+}
+
+
+def english_names(term: Term) -> list[str]:
+    """Every English name a term goes by: its name, the parts of a combined name ("MHA, GQA, MQA" -> MHA, GQA,
+    MQA; a parenthesis aside), and its other names."""
+    bare = re.sub(r"\s*\([^)]*\)", "", term.name)
+    parts = [p.strip() for p in bare.split(",")] if "," in bare else []
+    return [term.name, *parts, *term.also]
+
 
 def find(word: str) -> Term | None:
-    """The term named `word` (or one of its other names), case-insensitive."""
-    w = word.lower()
+    """The term named `word` (or one of its other names, English or Chinese), case-insensitive."""
+    w = word.strip().lower()
     for t in TERMS:
-        if w == t.name.lower() or w in (a.lower() for a in t.also):
+        if w == t.name.lower() or w == t.zh.lower() or w in (a.lower() for a in t.also):
             return t
     return None
 
 
+def display_name(term: Term) -> str:
+    """The term's name in the current language: English "KV cache"; Chinese "KV 缓存 (KV cache)" (the English
+    name beside it, unless the two are the same word)."""
+    if i18n.current() != i18n.CHINESE:
+        return term.name
+    return term.zh if term.zh.lower() == term.name.lower() else f"{term.zh} ({term.name})"
+
+
+def definition_text(term: Term) -> str:
+    """The term's definition in the current language."""
+    return _(term.definition)
+
+
+def matches(term: Term, needle: str) -> bool:
+    """Whether a search box's text finds this term: its English or Chinese name, its other names, or its
+    definition (in English, and in the current language)."""
+    n = needle.strip().lower()
+    if not n:
+        return True
+    haystack = (term.name, term.zh, term.definition, definition_text(term), *term.also)
+    return any(n in h.lower() for h in haystack)
+
+
 def help_text(word: str) -> str:
-    """A tooltip in the glossary's words, ending with where the full entry lives."""
+    """A tooltip in the glossary's words, in the current language, ending with where the full entry lives."""
     term = find(word)
     if term is None:
         raise KeyError(word)
-    return f"**{term.name}.** {term.definition}\n\n(From the Glossary page: click to open it.)"
+    return _("**{name}.** {definition}\n\n(From the Glossary page: click to open it.)").format(
+        name=display_name(term), definition=definition_text(term))

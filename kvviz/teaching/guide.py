@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvviz.i18n import N_
+
 
 @dataclass(frozen=True)
 class Block:
@@ -18,47 +20,47 @@ class Block:
 
 
 PLAN_30: tuple[Block, ...] = (
-    Block(3, "pages/home.py", "/", "The one-paragraph story: one token per pass, keys and values kept.",
-          "What would a model recompute, without the cache, to write the next word?",
-          "Thinking the cache stores text or whole sentences: it stores vectors, one K and one V row per token "
-          "per head per layer."),
+    Block(3, "pages/home.py", "/", N_("The one-paragraph story: one token per pass, keys and values kept."),
+          N_("What would a model recompute, without the cache, to write the next word?"),
+          N_("Thinking the cache stores text or whole sentences: it stores vectors, one K and one V row per token "
+          "per head per layer.")),
     Block(12, "pages/lesson.py", "/lesson?step=1&lesson_class=true",
-          "Lesson steps 1-6 in class mode: the question large, the room answers aloud, one click (or A) reveals "
-          "it with its figure.",
-          "Step 2: how many rows after the prefill? Step 5: which row does the copying head read?",
-          "Step 2: counting positions from 1 (the last position is one less than the number of tokens). Step 4: "
-          "thinking Q is cached too. Step 5: choosing the earlier copy of the token instead of the token after it."),
+          N_("Lesson steps 1-6 in class mode: the question large, the room answers aloud, one click (or A) reveals "
+          "it with its figure."),
+          N_("Step 2: how many rows after the prefill? Step 5: which row does the copying head read?"),
+          N_("Step 2: counting positions from 1 (the last position is one less than the number of tokens). Step 4: "
+          "thinking Q is cached too. Step 5: choosing the earlier copy of the token instead of the token after it.")),
     Block(8, "pages/step_through.py", "/step_through?prompt=ROMEO:&steps=0",
-          "Presenter mode: Prefill (P), then Next token (Right arrow) a few times: one new row per layer, the "
-          "new query's attention beside the rows it reads.",
-          "Before each click: how many rows will layer 0 hold now?",
-          "Expecting the timing of one cached step to beat the uncached one every time: at this model's size "
-          "one step is mostly fixed overhead (lesson step 11)."),
+          N_("Presenter mode: Prefill (P), then Next token (Right arrow) a few times: one new row per layer, the "
+          "new query's attention beside the rows it reads."),
+          N_("Before each click: how many rows will layer 0 hold now?"),
+          N_("Expecting the timing of one cached step to beat the uncached one every time: at this model's size "
+          "one step is mostly fixed overhead (lesson step 11).")),
     Block(7, "pages/lesson.py", "/lesson?step=7&lesson_class=true",
-          "Lesson steps 7-9: one step's dot products, the whole-run sum, the bytes at 1000 tokens.",
-          "Step 7: how many dot products does one cached step compute?",
-          "Step 7: forgetting that the new token scores its own key (the diagonal cell). Step 8: using the last "
-          "step's ratio for the whole run. Step 9: mixing MB and MiB, or forgetting the 2 for K and V."),
+          N_("Lesson steps 7-9: one step's dot products, the whole-run sum, the bytes at 1000 tokens."),
+          N_("Step 7: how many dot products does one cached step compute?"),
+          N_("Step 7: forgetting that the new token scores its own key (the diagonal cell). Step 8: using the last "
+          "step's ratio for the whole run. Step 9: mixing MB and MiB, or forgetting the 2 for K and V.")),
 )
 
 PLAN_45: tuple[Block, ...] = PLAN_30[:3] + (
     Block(5, "pages/attention_patterns.py", "/attention_patterns",
-          "Repeat a pattern: the induction head's stripe one column right of the diagonal of repeats.",
-          "Which head copies? Which old row does it read?",
-          "Reading the diagonal as 'the head looks at itself': the stripe is offset by one, the token after."),
+          N_("Repeat a pattern: the induction head's stripe one column right of the diagonal of repeats."),
+          N_("Which head copies? Which old row does it read?"),
+          N_("Reading the diagonal as 'the head looks at itself': the stripe is offset by one, the token after.")),
     Block(10, "pages/lesson.py", "/lesson?step=7&lesson_class=true",
-          "Lesson steps 7-12: counting, the whole-run sum, bytes, GQA, measured time, paged blocks.",
-          "Step 10: how much smaller is Llama-3-8B's cache with 8 K/V heads instead of 32?",
-          "Step 8: the last step's saving is not the run's. Step 11: expecting time to follow op counts."),
+          N_("Lesson steps 7-12: counting, the whole-run sum, bytes, GQA, measured time, paged blocks."),
+          N_("Step 10: how much smaller is Llama-3-8B's cache with 8 K/V heads instead of 32?"),
+          N_("Step 8: the last step's saving is not the run's. Step 11: expecting time to follow op counts.")),
     Block(5, "pages/memory_budget.py", "/memory_budget?mem_preset=llama-3-8b",
-          "Llama-3-8B at its full context: GB vs GiB, what fits on a GPU, GQA's saving.",
-          "At what context does the cache outweigh the model's own weights?",
-          "Reading a GB figure as GiB (7% apart at this size)."),
-    Block(2, "pages/lesson.py", "/lesson?step=End", "The summary: the twelve ideas and the room's score.",
-          "Which idea surprised you?", "—"),
+          N_("Llama-3-8B at its full context: GB vs GiB, what fits on a GPU, GQA's saving."),
+          N_("At what context does the cache outweigh the model's own weights?"),
+          N_("Reading a GB figure as GiB (7% apart at this size).")),
+    Block(2, "pages/lesson.py", "/lesson?step=End", N_("The summary: the twelve ideas and the room's score."),
+          N_("Which idea surprised you?"), N_("—")),
 )
 
-RUN_FOR_A_CLASS = (
+RUN_FOR_A_CLASS = N_(
     "**One laptop and a projector.** Run `.venv/bin/streamlit run app.py`, open the Lesson, turn on **Class mode** "
     "(or open `/lesson?step=1&lesson_class=true`): large type, no typing, **Reveal the answer** (or A) shows the "
     "answer and its figure. Right/Left arrows move between steps. On the step page, Presenter mode (`?present=1`) hides the "

@@ -1,0 +1,131 @@
+"""The glossary as the one English-Chinese term table (issue #22): every Term has its Chinese name, the Term names
+and the rest of the terminology (glossary.VOCABULARY) agree, tooltips follow the session's language, and the
+glossary, teacher's guide and home page at ?lang=zh-CN leave no English sentence (names, code and the model's
+label aside); ?lang=en gives English back."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from conftest import APP_TIMEOUT_S
+from i18n_support import english_leftovers, page_texts
+from kvviz import i18n, ops
+from kvviz.model import loading
+from kvviz.teaching import glossary
+
+ROOT = Path(__file__).resolve().parents[1]
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_ASIDE = re.compile(r"\s*[(（][^)）]*[)）]")  # "预填充 (prefill)", "MLP（前馈层）": the parenthesis is an aside
+
+
+def _bare(zh: str) -> str:
+    return _ASIDE.sub("", zh).strip()
+
+
+def test_every_term_has_a_chinese_name():
+    for term in glossary.TERMS:
+        assert term.zh.strip(), term.name
+        assert term.zh == term.zh.strip() and "\n" not in term.zh
+        # Chinese, or a name kept as it is (token, head_dim, FLOP: the table keeps them)
+        assert _CJK.search(term.zh) or term.zh.lower() == term.name.lower(), term.name
+    names = [t.zh for t in glossary.TERMS]
+    assert len(set(names)) == len(names)
+    assert all(v.strip() for v in glossary.VOCABULARY.values())
+
+
+def test_term_names_and_the_terminology_agree():
+    vocabulary = {k.lower(): v for k, v in glossary.VOCABULARY.items()}
+    checked = []
+    for term in glossary.TERMS:
+        parts = [_bare(p) for p in term.zh.split("、")]  # a combined entry lists its names with 、
+        for english in glossary.english_names(term):
+            wanted = vocabulary.get(english.lower())
+            if wanted is not None:
+                assert _bare(wanted) in parts, (term.name, english, wanted, term.zh)
+                checked.append(english)
+    # The overlap is real: names both define, checked one by one (not a vacuous loop).
+    for english in ("KV cache", "token", "Prefill", "Decode step", "Dot product", "Attention head", "Query", "key",
+                    "value", "MHA", "GQA", "MQA", "MLA", "Roofline", "Sliding window", "prefix reuse"):
+        assert english.lower() in (c.lower() for c in checked), english
+
+
+def test_help_text_and_search_follow_the_language():
+    kv = glossary.find("KV cache")
+    english = glossary.help_text("KV cache")
+    assert english.startswith("**KV cache.**") and kv.definition in english
+    with i18n.language(i18n.CHINESE):
+        chinese = glossary.help_text("KV cache")
+        assert chinese.startswith("**KV 缓存 (KV cache)**") and kv.definition not in chinese
+        assert glossary.definition_text(kv) in chinese and _CJK.search(glossary.definition_text(kv))
+        assert not english_leftovers([chinese])
+        for term in glossary.TERMS:  # every definition translated: no English sentence left in any tooltip
+            assert not english_leftovers([glossary.help_text(term.name)], allowed=[term.name]), term.name
+        assert glossary.matches(glossary.find("Prefill"), "预填充")
+        assert glossary.matches(kv, "缓存") and not glossary.matches(kv, "归纳")
+    assert glossary.find("预填充") is glossary.find("Prefill")
+    assert glossary.matches(glossary.find("Prefill"), "预填充")  # Chinese names are searchable in English too
+
+
+def _page(page: str, lang: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT_S)
+    at.query_params[i18n.QUERY_PARAM] = lang
+    at.run()
+    at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _allowed_names() -> list[str]:
+    return [n for t in glossary.TERMS for n in (t.name, *t.also)] + list(glossary.VOCABULARY)
+
+
+def test_glossary_page_in_chinese(fresh_streamlit_caches):
+    at = _page("pages/glossary.py", i18n.CHINESE)
+    assert at.title[0].value == "术语表"
+    headers = [h.value for h in at.subheader]
+    assert len(headers) == len(glossary.TERMS)
+    for header, term in zip(headers, glossary.TERMS):  # titled by the Chinese term, the English name beside it
+        assert header.startswith(term.zh) and (term.name in header or term.zh.lower() == term.name.lower())
+    left = english_leftovers(page_texts(at), allowed=_allowed_names())
+    assert not left, left
+    at.text_input(key="term").set_value("预填充").run()
+    shown = [h.value for h in at.subheader]
+    with i18n.language(i18n.CHINESE):  # the Chinese name, and Chinese definitions that use it
+        expected = [t for t in glossary.TERMS if "预填充" in t.zh or "预填充" in glossary.definition_text(t)]
+    assert shown[0] == f"{glossary.find('Prefill').zh} :gray[Prefill]" and len(shown) == len(expected) > 1
+    at.text_input(key="term").set_value("zzzz").run()
+    assert not at.subheader and "没有" in at.info[0].value
+
+
+def test_glossary_page_in_english_shows_the_chinese_column(fresh_streamlit_caches):
+    at = _page("pages/glossary.py", i18n.ENGLISH)
+    assert at.title[0].value == "Glossary"
+    assert [h.value for h in at.subheader] == [t.name for t in glossary.TERMS]
+    text = " ".join(m.value for m in at.markdown)
+    assert all(f"中文] {t.zh}" in text for t in glossary.TERMS)
+    assert len(english_leftovers(page_texts(at), allowed=_allowed_names())) > 20  # the scan sees English
+
+
+def test_teachers_page_in_chinese(fresh_streamlit_caches):
+    at = _page("pages/teachers.py", i18n.CHINESE)
+    assert at.title[0].value == "教师指南"
+    left = english_leftovers(page_texts(at), allowed=_allowed_names())
+    assert not left, left
+    links = [p for p in at.get("page_link")]
+    assert links and all(f"{i18n.QUERY_PARAM}=zh-CN" in p.proto.query_string for p in links), \
+        [p.proto.query_string for p in links]
+    assert _page("pages/teachers.py", i18n.ENGLISH).title[0].value == "For teachers"
+
+
+def test_home_page_in_chinese(fresh_streamlit_caches):
+    at = _page("pages/home.py", i18n.CHINESE)
+    assert at.title[0].value == "kvviz：一步一步看懂 KV 缓存"
+    info = loading.bundled_info()
+    with i18n.language(i18n.CHINESE):  # strings another slice owns: allowed only while they are still English
+        outside = [info.label, ops.savings_sentence(ops.ModelShape.from_info(info), 16, 200)]
+    left = english_leftovers(page_texts(at), allowed=outside)
+    assert not left, left
+    assert f"{info.n_positions}" in at.info[0].value and "字节" in at.info[0].value
+    assert _page("pages/home.py", i18n.ENGLISH).title[0].value == "kvviz: the KV cache, step by step"
