@@ -158,3 +158,13 @@ def test_the_text_cap_help_names_the_real_cap():
     assert f"At most {prompt_rules.MAX_TEXT_CHARS:,} characters:" in prompt_rules.TEXT_CAP_HELP
     with i18n.language(CHINESE):
         assert f"最多 {prompt_rules.MAX_TEXT_CHARS:,} 个字符" in i18n._(prompt_rules.TEXT_CAP_HELP)
+
+
+def test_a_server_path_is_redacted_from_a_chinese_message_and_the_reason_kept():
+    """Chinese puts full-width punctuation right after a path, with no space: the path ends there, the reason stays."""
+    policy = shared_mode.SharedPolicy(enabled=True)
+    with i18n.language(CHINESE):
+        assert policy.redact("无法加载 /srv/secret/x：该文件夹中没有分词器文件（tokenizer.json，或 vocab.json + merges.txt）。") == (
+            "无法加载 一个服务器文件夹：该文件夹中没有分词器文件（tokenizer.json，或 vocab.json + merges.txt）。")
+        assert policy.redact("位于/srv/secret/x，无法读取") == "位于一个服务器文件夹，无法读取"
+    assert policy.redact("Could not load /srv/secret/x: no K/V heads.") == "Could not load a server folder: no K/V heads."

@@ -45,8 +45,11 @@ MAX_NAME_CHARS = 80
 NOT_OFFERED = N_("That model is not offered on this shared server; choose one from the sidebar's list.")  # show _()
 
 _LOG = logging.getLogger(__name__)
-# An absolute POSIX path ("/srv/x", "~/x") or a Windows one ("C:\x"), not the "/" inside "K/V" or a URL.
-_ABS_PATH = re.compile(r"(?<![\w.:/~])(?:~|[A-Za-z]:\\|/)[^\s'\"`,;()]*")
+# An absolute POSIX path ("/srv/x", "~/x") or a Windows one ("C:\x"), not the "/" inside "K/V" or a URL. It ends at a
+# space, a quote or punctuation: ASCII (a colon too, so "Could not load /srv/x: ..." keeps its colon) or the full-width
+# kind a Chinese message puts right after it with no space ("无法加载 /srv/x：..."); a Chinese character just before
+# it does not hide it ("位于/srv/x").
+_ABS_PATH = re.compile(r"(?<![A-Za-z0-9_.:/~])(?:~|[A-Za-z]:\\|/)[^\s'\"`,;:()：，。；（）、]*")
 
 
 @dataclass(frozen=True)
