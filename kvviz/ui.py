@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from kvviz import i18n
-from kvviz.i18n import _
+from kvviz.i18n import N_, _, ngettext
 from kvviz.model import loading, shared_mode
 
 if TYPE_CHECKING:
@@ -50,10 +50,10 @@ MODEL_NOTICE_KEY = "model_notice"
 STEP_ENGINE_KEY = "step_engine"  # the user's stepping engine (its cache is per user; the model is shared)
 
 
-@st.cache_resource(show_spinner="Loading the model...", max_entries=4)
+@st.cache_resource(show_spinner=False, max_entries=4)  # the spinner's text is the session's language: cached_model
 def _cached_load(
     spec: str, source: str, attn_implementation: str, cap: loading.LoadCap | None, allow_download: bool,
-    label: str | None = None,
+    offered: shared_mode.OfferedModel | None = None,
 ) -> loading.LoadedModel:
     import dataclasses
 
@@ -67,11 +67,14 @@ def _cached_load(
     loaded = loading.load_model(source, attn_implementation, cap=cap, allow_download=allow_download)
     _freeze_long_lived_objects()
     _loaded_keys.add((spec, attn_implementation))
-    if loaded.info.spec == spec and label is None:
+    if loaded.info.spec == spec and offered is None:
         return loaded
     # A teacher-listed model: the session knows it by its offered name and the teacher's label only, never by
     # its server path or folder name.
-    return dataclasses.replace(loaded, info=dataclasses.replace(loaded.info, spec=spec, label=label or loaded.info.label))
+    if offered is None:
+        return dataclasses.replace(loaded, info=dataclasses.replace(loaded.info, spec=spec))
+    return dataclasses.replace(loaded, info=dataclasses.replace(
+        loaded.info, spec=spec, label=offered.label, label_msg=offered.label_msg, label_fields=offered.label_fields))
 
 
 def _freeze_long_lived_objects() -> None:
@@ -105,19 +108,20 @@ def cached_model(spec: str, attn_implementation: str = "eager") -> loading.Loade
     """
     policy = shared_mode.current_policy()
     if not model_offered(spec):
-        raise loading.ModelLoadError(shared_mode.NOT_OFFERED)
+        raise loading.ModelLoadError(_(shared_mode.NOT_OFFERED))
     offered = policy.find(spec) if policy.enabled else None
     source = offered.source if offered is not None else spec
     busy_s = loading.load_busy_for_s()
     waiting = None
     if busy_s is not None and (spec, attn_implementation) not in _loaded_keys:
         waiting = st.info(
-            f"Another model is loading on this server (for {busy_s:.0f} s). Yours starts as soon as it "
-            "finishes: one load at a time keeps the server's memory safe.", icon=":material/hourglass_top:",
+            _("Another model is loading on this server (for {seconds:.0f} s). Yours starts as soon as it "
+              "finishes: one load at a time keeps the server's memory safe.").format(seconds=busy_s),
+            icon=":material/hourglass_top:",
         )
     try:
-        return _cached_load(spec, source, attn_implementation, policy.cap, not policy.enabled,
-                            offered.label if offered is not None else None)
+        with st.spinner(_("Loading the model...")):  # shown only past half a second: a cached model shows nothing
+            return _cached_load(spec, source, attn_implementation, policy.cap, not policy.enabled, offered)
     except loading.ModelLoadError as exc:
         raise loading.ModelLoadError(policy.redact(str(exc))) from None
     finally:
@@ -271,7 +275,7 @@ def current_model(attn_implementation: str = "eager") -> loading.LoadedModel:
         if spec == loading.BUNDLED:
             raise
         st.session_state[MODEL_SPEC_KEY] = loading.BUNDLED
-        st.session_state[MODEL_NOTICE_KEY] = f"{exc} Back on the bundled model."
+        st.session_state[MODEL_NOTICE_KEY] = _("{error} Back on the bundled model.").format(error=exc)
         return cached_model(loading.BUNDLED, attn_implementation)
 
 
@@ -290,11 +294,22 @@ def _held_model(spec: str, attn_implementation: str) -> loading.LoadedModel | No
 
 
 _KIND_KEY, _NAME_KEY, _ARCH_KEY, _SHARED_KEY = "app_model_kind", "app_model_name", "app_model_arch", "app_model_offered"
-_KINDS = {  # radio label -> kind (localhost mode); each bundled model is a kind of its own (its spec)
+_KINDS = {  # radio option (its English label, the same in every language) -> kind (localhost mode); each bundled
+    # model is a kind of its own (its spec). The radio shows _kind_label(option).
     **{f"{b.title} (offline)": name for name, b in loading.BUNDLED_MODELS.items()},
-    "Pretrained GPT-2 (name or local folder)": "pretrained",
-    "GPT-2 shape with random weights": "random",
+    N_("Pretrained GPT-2 (name or local folder)"): "pretrained",
+    N_("GPT-2 shape with random weights"): "random",
 }
+
+
+def _bundled_option(title: str) -> str:
+    """A bundled model's name in a model picker, in the interface language."""
+    return _("{title} (offline)").format(title=_(title))
+
+
+def _kind_label(option: str) -> str:
+    kind = _KINDS[option]
+    return _bundled_option(loading.BUNDLED_MODELS[kind].title) if kind in loading.BUNDLED_MODELS else _(option)
 
 
 def _kind_of(spec: str) -> str:
@@ -346,9 +361,9 @@ def sidebar_model_picker() -> None:
     spec = st.session_state[MODEL_SPEC_KEY]
     if not model_offered(spec):
         st.session_state[MODEL_SPEC_KEY] = loading.BUNDLED  # a forged or stale value: refuse it, load nothing
-        st.session_state[MODEL_NOTICE_KEY] = shared_mode.NOT_OFFERED
+        st.session_state[MODEL_NOTICE_KEY] = _(shared_mode.NOT_OFFERED)
     with st.sidebar:
-        st.markdown("### Model")
+        st.markdown("### " + _("Model"))
         if policy.enabled:
             _shared_picker(policy)
         else:
@@ -357,17 +372,18 @@ def sidebar_model_picker() -> None:
         notice = st.session_state.pop(MODEL_NOTICE_KEY, None)
         if notice:
             st.warning(notice, icon=":material/info:")
-        st.caption(info.label)
+        st.caption(info.shown_label())
 
 
 def _shared_picker(policy: shared_mode.SharedPolicy) -> None:
-    labels = {name: f"{spec.title} (offline)" for name, spec in loading.BUNDLED_MODELS.items()}
-    labels |= {m.name: m.label for m in policy.offered}
+    labels = {name: _bundled_option(spec.title) for name, spec in loading.BUNDLED_MODELS.items()}
+    labels |= {m.name: m.shown_label() for m in policy.offered}
     if st.session_state.get(_SHARED_KEY) not in labels:  # first run, or a forged value: show the real model
         st.session_state[_SHARED_KEY] = st.session_state[MODEL_SPEC_KEY]
-    st.radio("Which model", list(labels), format_func=labels.__getitem__, key=_SHARED_KEY,
+    st.radio(_("Which model"), list(labels), format_func=labels.__getitem__, key=_SHARED_KEY,
              on_change=lambda: _switch_to(st.session_state[_SHARED_KEY], _SHARED_KEY))
-    st.caption(f"Shared server: the teacher chose these models. One load at a time, at most {policy.cap.describe()}.")
+    st.caption(_("Shared server: the teacher chose these models. One load at a time, at most {cap}.").format(
+        cap=policy.cap.describe()))
 
 
 def _local_picker() -> None:
@@ -379,15 +395,16 @@ def _local_picker() -> None:
         st.session_state[_KIND_KEY] = next(label for label, k in _KINDS.items() if k == kind)
     if kind == "random":
         st.session_state[_ARCH_KEY] = spec.removeprefix(loading.RANDOM_PREFIX)
-    choice = _KINDS[st.radio("Which model", list(_KINDS), key=_KIND_KEY, on_change=_on_kind_change)]
+    choice = _KINDS[st.radio(_("Which model"), list(_KINDS), format_func=_kind_label, key=_KIND_KEY,
+                             on_change=_on_kind_change)]
     if choice == "pretrained":
         st.session_state.setdefault(_NAME_KEY, spec if kind == "pretrained" else "gpt2")
-        st.text_input("Name or folder", key=_NAME_KEY, max_chars=1000,
-                      help="e.g. gpt2, distilgpt2, gpt2-medium (from the Hugging Face cache), or a local folder")
-        st.button("Load", key="app_model_load", on_click=_on_load)
+        st.text_input(_("Name or folder"), key=_NAME_KEY, max_chars=1000,
+                      help=_("e.g. gpt2, distilgpt2, gpt2-medium (from the Hugging Face cache), or a local folder"))
+        st.button(_("Load"), key="app_model_load", on_click=_on_load)
     elif choice == "random":
         st.session_state.setdefault(_ARCH_KEY, "gpt2")
-        st.selectbox("Architecture", list(loading.GPT2_SHAPES), key=_ARCH_KEY,
+        st.selectbox(_("Architecture"), list(loading.GPT2_SHAPES), key=_ARCH_KEY,
                      on_change=lambda: _switch_to(loading.RANDOM_PREFIX + st.session_state[_ARCH_KEY], _ARCH_KEY))
 
 
@@ -439,19 +456,24 @@ def step_engine(loaded: loading.LoadedModel, key: str = STEP_ENGINE_KEY) -> Step
             parked[loaded.info.spec] = engine.parked()
     elif engine is not None and engine.started:
         parked[engine.loaded.info.spec] = engine.parked()
-        st.session_state[f"{key}_notice"] = (
-            f"Your generation on {engine.loaded.info.label} ({len(engine.records) - 1} steps) is kept: choose "
-            "that model again in the sidebar to go on with it.")
+        steps = len(engine.records) - 1
+        st.session_state[f"{key}_notice"] = ngettext(
+            "Your generation on {model} ({n} step) is kept: choose that model again in the sidebar to go on with it.",
+            "Your generation on {model} ({n} steps) is kept: choose that model again in the sidebar to go on with it.",
+            steps).format(model=engine.loaded.info.shown_label(), n=steps)
     engine = StepEngine(loaded)
     back = parked.pop(loaded.info.spec, None)
     if back is not None:
         try:
             engine.restore(back)
-            st.session_state[f"{key}_notice"] = (
-                f"Restored your generation on {loaded.info.label}: the prompt and {back.steps} steps, replayed.")
+            st.session_state[f"{key}_notice"] = ngettext(
+                "Restored your generation on {model}: the prompt and {n} step, replayed.",
+                "Restored your generation on {model}: the prompt and {n} steps, replayed.",
+                back.steps).format(model=loaded.info.shown_label(), n=back.steps)
         except ValueError as exc:  # PromptError / ContextFullError: say it, keep the page alive
             engine.reset()
-            st.session_state[f"{key}_notice"] = f"Your earlier generation on this model could not be replayed: {exc}"
+            st.session_state[f"{key}_notice"] = _("Your earlier generation on this model could not be replayed: "
+                                                  "{error}").format(error=exc)
     st.session_state[key] = engine
     return engine
 

@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from kvviz.i18n import _, ngettext
+
 
 class QueueTimeout(RuntimeError):
     """Waited longer than the caller allowed; the message says how many jobs were still ahead."""
@@ -85,8 +87,10 @@ class WorkQueue:
                     ahead = self._live_between(self._serving, ticket)
                     remaining = None if deadline is None else deadline - time.monotonic()
                     if remaining is not None and remaining <= 0:
-                        raise QueueTimeout(f"{self.name}: still {ahead} job(s) ahead after {timeout_s:.0f} s; "
-                                           "try again in a moment.")
+                        raise QueueTimeout(ngettext(  # the queue's name is shown through _(): N_() it where named
+                            "{queue}: still {n} job ahead after {seconds:.0f} s; try again in a moment.",
+                            "{queue}: still {n} jobs ahead after {seconds:.0f} s; try again in a moment.",
+                            ahead).format(queue=_(self.name), n=ahead, seconds=timeout_s))
                     self._cond.wait(self.poll_s if remaining is None else min(self.poll_s, remaining))
                     if self._serving == ticket:
                         self._started_at = time.monotonic()

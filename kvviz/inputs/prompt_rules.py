@@ -15,10 +15,13 @@ from __future__ import annotations
 import math
 from numbers import Integral, Real
 
+from kvviz.i18n import N_, _
 
 MAX_TEXT_CHARS = 20_000  # every text box's cap (st.text_area max_chars): a prompt fits 1,024 tokens in far less,
 # and a 50 MB paste would otherwise trip Streamlit's own message-size limit in an error box
-TEXT_CAP_HELP = f"At most {MAX_TEXT_CHARS:,} characters: a longer paste is cut there (the counter shows it)."
+# A help tooltip: show it with _(TEXT_CAP_HELP). Its number is MAX_TEXT_CHARS, written out so that the catalog has the
+# message whole (tests/test_prompt_rules.py checks that the two agree).
+TEXT_CAP_HELP = N_("At most 20,000 characters: a longer paste is cut there (the counter shows it).")
 
 
 class PromptError(ValueError):
@@ -31,19 +34,23 @@ def check_prompt(tokenizer, text: str | None, max_tokens: int, what: str = "prom
 
     max_tokens: the model's positions (its context limit). new_tokens: positions the caller will still
     generate after the prompt, so the prompt may use at most max_tokens - new_tokens of them.
+    what: the input's name in the message, in English (shown through _(): a caller marks its own with N_()).
     """
+    shown_what = _(what)
     if text is not None and not isinstance(text, str):
-        raise error(f"The {what} must be text (got {type(text).__name__}).")
+        raise error(_("The {what} must be text (got {type}).").format(what=shown_what, type=type(text).__name__))
     if text is None or not text.strip():
-        raise error(f"The {what} is empty (or only spaces and line breaks): type a few words, for example ROMEO:")
+        raise error(_("The {what} is empty (or only spaces and line breaks): type a few words, for example ROMEO:").format(
+            what=shown_what))
     ids = list(tokenizer(text).input_ids)
     room = max_tokens - new_tokens
     if len(ids) > room:
-        extra = f" minus the {new_tokens} tokens still to generate" if new_tokens else ""
-        raise error(
-            f"The {what} is {len(ids)} tokens, but this model has only {max_tokens} positions (its context limit)"
-            f"{extra}. Shorten it by at least {len(ids) - room} tokens."
-        )
+        fields = dict(what=shown_what, n=len(ids), positions=max_tokens, new=new_tokens, cut=len(ids) - room)
+        if new_tokens:
+            raise error(_("The {what} is {n} tokens, but this model has only {positions} positions (its context limit) "
+                          "minus the {new} tokens still to generate. Shorten it by at least {cut} tokens.").format(**fields))
+        raise error(_("The {what} is {n} tokens, but this model has only {positions} positions (its context limit). "
+                      "Shorten it by at least {cut} tokens.").format(**fields))
     return ids
 
 
@@ -51,20 +58,22 @@ def check_int_in_range(value, lo: int, hi: int, name: str, *, error: type[ValueE
     """`value` as an int if it is a whole number in [lo, hi]; otherwise `error` naming `name` and the range.
 
     Accepts Python/numpy integers and floats that are whole (3.0); refuses bools, NaN, 2.5 and text.
+    `name` is English, shown through _() (a caller marks its own with N_()).
     """
-    if isinstance(value, bool) or not isinstance(value, Real):
-        raise error(f"{name} must be a whole number between {lo:,} and {hi:,} (got {value!r})")
-    if not isinstance(value, Integral):
-        if not math.isfinite(value) or not float(value).is_integer():
-            raise error(f"{name} must be a whole number between {lo:,} and {hi:,} (got {value!r})")
+    if isinstance(value, bool) or not isinstance(value, Real) or (
+            not isinstance(value, Integral) and (not math.isfinite(value) or not float(value).is_integer())):
+        raise error(_("{name} must be a whole number between {lo:,} and {hi:,} (got {value!r})").format(
+            name=_(name), lo=lo, hi=hi, value=value))
     number = int(value)
     if not lo <= number <= hi:
-        raise error(f"{name} must be between {lo:,} and {hi:,} (got {number:,})")
+        raise error(_("{name} must be between {lo:,} and {hi:,} (got {value:,})").format(
+            name=_(name), lo=lo, hi=hi, value=number))
     return number
 
 
 def check_float_in_range(value, lo: float, hi: float, name: str, *, error: type[ValueError] = ValueError) -> float:
     """`value` as a float if it is a finite number in [lo, hi]; otherwise `error` naming `name` and the range."""
     if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value) or not lo <= value <= hi:
-        raise error(f"{name} must be between {lo:g} and {hi:g} (got {value!r})")
+        raise error(_("{name} must be between {lo:g} and {hi:g} (got {value!r})").format(
+            name=_(name), lo=lo, hi=hi, value=value))
     return float(value)

@@ -19,6 +19,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from kvviz.i18n import _
 SHOWN_CHARS = 40  # a refused value is quoted at most this long
 LINK_NUMBER_LIMIT = 10**15  # no bound widget accepts more; larger text is refused before any widget parses it
 _WHOLE = re.compile(r"[+-]?[0-9]+")
@@ -42,29 +43,35 @@ def whole_number(text: object, lo: int, hi: int, name: str, *, error: type[Value
     """
     value = str(text).strip() if isinstance(text, (str, int)) and not isinstance(text, bool) else None
     if value is None or not value.isascii() or not _WHOLE.fullmatch(value):
-        raise error(f"{name} must be a whole number from {lo:,} to {hi:,} (got {shown(text)!r}).")
+        raise error(_("{name} must be a whole number from {lo:,} to {hi:,} (got {value!r}).").format(
+            name=_(name), lo=lo, hi=hi, value=shown(text)))
     digits = value.lstrip("+-").lstrip("0")
     if len(digits) > len(str(max(abs(lo), abs(hi)))):
-        raise error(f"{name} must be from {lo:,} to {hi:,} (got a {len(digits):,}-digit number).")
+        raise error(_("{name} must be from {lo:,} to {hi:,} (got a {digits:,}-digit number).").format(
+            name=_(name), lo=lo, hi=hi, digits=len(digits)))
     number = int(value)
     if not lo <= number <= hi:
-        raise error(f"{name} must be from {lo:,} to {hi:,} (got {shown(number)}).")
+        raise error(_("{name} must be from {lo:,} to {hi:,} (got {value}).").format(
+            name=_(name), lo=lo, hi=hi, value=shown(number)))
     return number
 
 
 def finite_number(text: object, lo: float, hi: float, name: str, *, error: type[ValueError] = QueryValueError) -> float:
     """`text` (a decimal number such as 0.1, 1e-3) as a finite float in [lo, hi]; refuses nan, inf and 1e999."""
     if isinstance(text, bool):
-        raise error(f"{name} must be a number from {lo:g} to {hi:g} (got {shown(text)!r}).")
+        raise error(_("{name} must be a number from {lo:g} to {hi:g} (got {value!r}).").format(
+            name=_(name), lo=lo, hi=hi, value=shown(text)))
     if isinstance(text, (int, float)):
         value = float(text) if not isinstance(text, int) or abs(text) < 10**300 else math.inf
     else:
         raw = str(text).strip()
         if not raw.isascii() or len(raw) > 64 or not _DECIMAL.fullmatch(raw):
-            raise error(f"{name} must be a number from {lo:g} to {hi:g} (got {shown(text)!r}).")
+            raise error(_("{name} must be a number from {lo:g} to {hi:g} (got {value!r}).").format(
+                name=_(name), lo=lo, hi=hi, value=shown(text)))
         value = float(raw)
     if not math.isfinite(value) or not lo <= value <= hi:
-        raise error(f"{name} must be a finite number from {lo:g} to {hi:g} (got {shown(text)}).")
+        raise error(_("{name} must be a finite number from {lo:g} to {hi:g} (got {value}).").format(
+            name=_(name), lo=lo, hi=hi, value=shown(text)))
     return value
 
 
@@ -72,13 +79,15 @@ def choice(text: object, choices: Sequence[str], name: str, *, error: type[Value
     """`text` if it is one of `choices`, else `error` listing them (at most 12 shown)."""
     if isinstance(text, str) and text in choices:
         return text
-    listed = ", ".join(choices[:12]) + (f" (and {len(choices) - 12} more)" if len(choices) > 12 else "")
-    raise error(f"{name} must be one of {listed} (got {shown(text)!r}).")
+    fields = dict(name=_(name), listed=", ".join(choices[:12]), more=len(choices) - 12, value=shown(text))
+    if len(choices) > 12:
+        raise error(_("{name} must be one of {listed} (and {more} more) (got {value!r}).").format(**fields))
+    raise error(_("{name} must be one of {listed} (got {value!r}).").format(**fields))
 
 
 def link_notice(key: str, raw: object, reason: str) -> str:
     """One line for a link value the page ignored: what was ignored and why."""
-    return f"Ignored `{key}={shown(raw)}` from the link: {reason}"
+    return _("Ignored `{key}={value}` from the link: {reason}").format(key=key, value=shown(raw), reason=reason)
 
 
 def refused_link_whole(raw: str | None, lo: int, hi: int, name: str, instead: str) -> str | None:
@@ -89,7 +98,7 @@ def refused_link_whole(raw: str | None, lo: int, hi: int, name: str, instead: st
     try:
         whole_number(raw, lo, hi, name)
     except QueryValueError as exc:
-        return link_notice(name, raw, f"{exc} {instead}")
+        return link_notice(name, raw, f"{exc} {instead}")  # two sentences, each in the interface language
     return None
 
 
@@ -108,15 +117,16 @@ def refused_link_numbers(params: Mapping[str, Sequence[str] | str], keys: Iterab
         values = params[key]
         values = [values] if isinstance(values, str) else list(values)
         if len(values) > 1:
-            refused[key] = link_notice(key, ",".join(values), "a number field takes one value.")
+            refused[key] = link_notice(key, ",".join(values), _("a number field takes one value."))
             continue
         if not values:
             continue
         text = str(values[0]).strip()
         if not text.isascii() or not _WHOLE.fullmatch(text):
-            refused[key] = link_notice(key, text, "it is not a whole number written in digits.")
+            refused[key] = link_notice(key, text, _("it is not a whole number written in digits."))
         elif len(text.lstrip("+-").lstrip("0")) > len(str(limit)) or abs(int(text)) > limit:
-            refused[key] = link_notice(key, text, f"it is far larger than this field allows (at most {limit:,}).")
+            refused[key] = link_notice(key, text, _("it is far larger than this field allows (at most {limit:,}).").format(
+                limit=limit))
     return refused
 
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kvviz.i18n import _
+
 FLOAT32_BYTES = 4  # kvviz loads every model in float32 (kvviz.model.loading)
 MAX_HEADER_BYTES = 8 * 2**20  # refused before reading: a GPT-2's header is 15-60 KB (the format allows 100 MB,
 # and an 85 MB header cost 8 s and ~1 GB to parse before it was refused)
@@ -51,7 +53,8 @@ class LoadCap:
 
     def describe(self) -> str:
         """One line for the UI and the README, e.g. '200,000,000 parameters (0.75 GiB of float32 weights)'."""
-        return f"{self.max_params:,} parameters ({self.max_float32_bytes / 2**30:.2f} GiB of float32 weights)"
+        return _("{params:,} parameters ({gib:.2f} GiB of float32 weights)").format(
+            params=self.max_params, gib=self.max_float32_bytes / 2**30)
 
 
 def gpt2_param_count(
@@ -76,18 +79,19 @@ def read_config(folder: Path) -> dict[str, Any]:
     """config.json as a dict; ValueError with a plain message when it is missing or not a JSON object."""
     path = folder / "config.json"
     if not path.is_file():
-        raise ValueError("the folder has no config.json: it is not a saved model folder")
+        raise ValueError(_("the folder has no config.json: it is not a saved model folder"))
     try:
         if path.stat().st_size > MAX_HEADER_BYTES:
-            raise ValueError(f"its config.json is {path.stat().st_size:,} bytes: far too large for a model config")
+            raise ValueError(_("its config.json is {size:,} bytes: far too large for a model config").format(
+                size=path.stat().st_size))
         cfg = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"its config.json is not valid JSON ({exc.__class__.__name__})") from None
-    except ValueError as exc:  # Python's 4,300-digit limit on a number, or the size above
+        raise ValueError(_("its config.json is not valid JSON ({error})").format(error=exc.__class__.__name__)) from None
+    except ValueError as exc:  # Python's 4,300-digit limit on a number, or the size above (which names config.json)
         raise ValueError(str(exc) if "config.json" in str(exc) else
-                         "its config.json holds a number with thousands of digits") from None
+                         _("its config.json holds a number with thousands of digits")) from None
     if not isinstance(cfg, dict):
-        raise ValueError("its config.json is not a JSON object")
+        raise ValueError(_("its config.json is not a JSON object"))
     return cfg
 
 
@@ -96,16 +100,19 @@ def params_from_config(cfg: dict[str, Any]) -> int:
     values = {key: cfg.get(key, default) for key, default in GPT2_CONFIG_DEFAULTS.items()}
     for key in ("n_layer", "n_embd", "n_positions", "vocab_size"):
         if not isinstance(values[key], int) or isinstance(values[key], bool) or values[key] <= 0:
-            raise ValueError(f"its config.json has no usable {key} (got {_short(values[key])})")
+            raise ValueError(_("its config.json has no usable {key} (got {value})").format(
+                key=key, value=_short(values[key])))
     if values["n_inner"] is not None and (not isinstance(values["n_inner"], int) or values["n_inner"] <= 0):
-        raise ValueError(f"its config.json has no usable n_inner (got {_short(values['n_inner'])})")
+        raise ValueError(_("its config.json has no usable {key} (got {value})").format(
+            key="n_inner", value=_short(values["n_inner"])))
     n_head = cfg.get("n_head", 12)
     if not isinstance(n_head, int) or isinstance(n_head, bool) or n_head <= 0 or values["n_embd"] % n_head:
-        raise ValueError(f"its config.json needs n_head, a positive whole number dividing n_embd = "
-                         f"{values['n_embd']:,} (got {_short(n_head)})")
+        raise ValueError(_("its config.json needs n_head, a positive whole number dividing n_embd = {n_embd:,} "
+                           "(got {value})").format(n_embd=values["n_embd"], value=_short(n_head)))
     for key in ("torch_dtype", "dtype"):
         if key in cfg and cfg[key] is not None and cfg[key] not in TORCH_DTYPES:
-            raise ValueError(f"its config.json gives {key} = {_short(cfg[key])}; use one of {', '.join(TORCH_DTYPES)}")
+            raise ValueError(_("its config.json gives {key} = {value}; use one of {choices}").format(
+                key=key, value=_short(cfg[key]), choices=", ".join(TORCH_DTYPES)))
     return gpt2_param_count(**values)
 
 
@@ -121,16 +128,17 @@ def safetensors_files(folder: Path) -> list[Path]:
         return [folder / SAFETENSORS_FILE]
     index = folder / SAFETENSORS_INDEX
     if not index.is_file():
-        raise ValueError("the folder has no model.safetensors (kvviz loads safetensors weights only)")
+        raise ValueError(_("the folder has no model.safetensors (kvviz loads safetensors weights only)"))
     try:
         weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
         names = sorted(set(weight_map.values()))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError):
-        raise ValueError(f"its {SAFETENSORS_INDEX} is not a valid index") from None
+        raise ValueError(_("its {index} is not a valid index").format(index=SAFETENSORS_INDEX)) from None
     files = []
     for name in names:
         if not isinstance(name, str) or Path(name).name != name or not (folder / name).is_file():
-            raise ValueError(f"its {SAFETENSORS_INDEX} names a shard that is not a file in the folder")
+            raise ValueError(_("its {index} names a shard that is not a file in the folder").format(
+                index=SAFETENSORS_INDEX))
         files.append(folder / name)
     return files
 
@@ -140,20 +148,21 @@ def safetensors_header(path: Path) -> dict[str, dict[str, Any]]:
     with open(path, "rb") as fh:
         raw_len = fh.read(8)
         if len(raw_len) != 8:
-            raise ValueError(f"{path.name} is too short to be a safetensors file")
+            raise ValueError(_("{file} is too short to be a safetensors file").format(file=path.name))
         (header_len,) = struct.unpack("<Q", raw_len)
         if header_len > MAX_HEADER_BYTES:
-            raise ValueError(f"{path.name} declares a {header_len:,}-byte header, more than the "
-                             f"{MAX_HEADER_BYTES // 2**20} MiB kvviz reads (a GPT-2's is under 100 KB)")
+            raise ValueError(_("{file} declares a {size:,}-byte header, more than the {limit_mib} MiB kvviz reads "
+                               "(a GPT-2's is under 100 KB)").format(file=path.name, size=header_len,
+                                                                    limit_mib=MAX_HEADER_BYTES // 2**20))
         try:
             header = json.loads(fh.read(header_len))
             tensors = {name: t for name, t in header.items() if name != "__metadata__"}
         except (UnicodeDecodeError, json.JSONDecodeError, AttributeError):
-            raise ValueError(f"{path.name} has no valid safetensors header") from None
+            raise ValueError(_("{file} has no valid safetensors header").format(file=path.name)) from None
     for t in tensors.values():
         shape = t.get("shape") if isinstance(t, dict) else None
         if not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
-            raise ValueError(f"{path.name} has a tensor with an invalid shape")
+            raise ValueError(_("{file} has a tensor with an invalid shape").format(file=path.name))
     return tensors
 
 
@@ -171,21 +180,22 @@ def check_folder(folder: Path, cap: LoadCap | None) -> int:
     """
     cfg = read_config(folder)
     if cfg.get("model_type") != "gpt2":
-        raise ValueError(f"it is a {_short(cfg.get('model_type'))} model; kvviz steps through GPT-2 models")
+        raise ValueError(_("it is a {model_type} model; kvviz steps through GPT-2 models").format(
+            model_type=_short(cfg.get("model_type"))))
     from_config = params_from_config(cfg)  # checks the shape too: transformers would fail on it in raw words
     if cap is not None:
-        refuse_over_cap(from_config, cap, "its config.json")
+        refuse_over_cap(from_config, cap, _("its config.json"))
     stored = sum(stored_elements(path) for path in safetensors_files(folder))
     if stored == 0:  # transformers would build a GPT-2 with random weights and call it loaded
-        raise ValueError("its safetensors file holds no tensors: there are no weights to load")
+        raise ValueError(_("its safetensors file holds no tensors: there are no weights to load"))
     if cap is not None:
-        refuse_over_cap(stored, cap, "its safetensors header")
+        refuse_over_cap(stored, cap, _("its safetensors header"))
     return stored
 
 
 def refuse_over_cap(n_params: int, cap: LoadCap, where: str) -> None:
     if n_params > cap.max_params:
-        raise LoadTooLarge(
-            f"the model is too large for this server: {where} says {n_params:,} parameters "
-            f"({n_params * FLOAT32_BYTES / 2**30:.2f} GiB as float32); one load may take at most {cap.describe()}"
-        )
+        raise LoadTooLarge(_(
+            "the model is too large for this server: {where} says {params:,} parameters ({gib:.2f} GiB as "
+            "float32); one load may take at most {cap}"
+        ).format(where=where, params=n_params, gib=n_params * FLOAT32_BYTES / 2**30, cap=cap.describe()))

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kvviz.i18n import N_, _
 from kvviz.model import load_cost
 from kvviz.model.hub import cached_snapshot, hub_reachable
 from kvviz.model.load_cost import LoadCap
@@ -58,8 +59,8 @@ class BundledSpec:
 # Add a bundled model here (its folder under kvviz/assets/): the sidebar, the shared-mode list and
 # bundled_info() pick it up.
 BUNDLED_MODELS: dict[str, BundledSpec] = {
-    BUNDLED: BundledSpec(BUNDLED, ASSETS_DIR / "bundled", "Bundled Tiny-Shakespeare GPT-2"),
-    BUNDLED_GQA: BundledSpec(BUNDLED_GQA, ASSETS_DIR / "bundled_gqa", "Bundled Tiny-Shakespeare Llama, GQA"),
+    BUNDLED: BundledSpec(BUNDLED, ASSETS_DIR / "bundled", N_("Bundled Tiny-Shakespeare GPT-2")),
+    BUNDLED_GQA: BundledSpec(BUNDLED_GQA, ASSETS_DIR / "bundled_gqa", N_("Bundled Tiny-Shakespeare Llama, GQA")),
 }
 MODEL_CLASSES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM"}  # model_type -> transformers class
 BUNDLED_DIR = BUNDLED_MODELS[BUNDLED].folder
@@ -87,7 +88,7 @@ class ModelInfo:
 
     spec: str  # what the caller asked for, e.g. "bundled", "gpt2", "random:gpt2"
     kind: str  # "bundled" | "pretrained" | "random"
-    label: str  # one line for the UI
+    label: str  # one line, in English (the CLI, records, keys); a page shows shown_label()
     n_layer: int
     n_head: int
     n_kv_heads: int  # K/V heads: = n_head for GPT-2's multi-head attention, fewer for GQA (num_key_value_heads)
@@ -102,6 +103,27 @@ class ModelInfo:
     d_ff: int | None = None  # MLP inner width; None: GPT-2's 4 x n_embd
     mlp_matrices: int = 2  # 2: GPT-2's fc -> GELU -> proj; 3: Llama's SwiGLU (gate, up, down)
     model_type: str = "gpt2"
+    # The label's English message (marked N_) and its fields, so a page can show it in the session's language;
+    # "" for a label given as it is (a teacher's own). A field named "title" is itself a message.
+    label_msg: str = ""
+    label_fields: tuple[tuple[str, Any], ...] = ()
+
+    def shown_label(self) -> str:
+        """The label in the interface language (kvviz.i18n)."""
+        return shown_label(self.label, self.label_msg, self.label_fields)
+
+
+def shown_label(label: str, label_msg: str, label_fields: tuple[tuple[str, Any], ...]) -> str:
+    """A label kept as (English text, message, fields), in the current language."""
+    if not label_msg:
+        return label
+    fields = {key: _(value) if key == "title" else value for key, value in label_fields}
+    return _(label_msg).format(**fields)
+
+
+def _label(message: str, **fields: Any) -> dict[str, Any]:
+    """ModelInfo's label fields for a label built from `message` (N_-marked): the English text and its parts."""
+    return dict(label=message.format(**fields), label_msg=message, label_fields=tuple(fields.items()))
 
 
 @dataclass(frozen=True)
@@ -125,10 +147,10 @@ def _shape(cfg: dict[str, Any]) -> dict[str, Any]:
                 mlp_matrices=2, model_type="gpt2")
 
 
-def _describe(spec: str, kind: str, label: str, model: Any) -> ModelInfo:
+def _describe(spec: str, kind: str, label: dict[str, Any], model: Any) -> ModelInfo:
     cfg = model.config
     return ModelInfo(
-        spec=spec, kind=kind, label=label, **_shape(cfg.to_dict()),
+        spec=spec, kind=kind, **label, **_shape(cfg.to_dict()),
         n_params=sum(p.numel() for p in model.parameters()),
         dtype=str(next(model.parameters()).dtype).removeprefix("torch."),
         attn_implementation=cfg._attn_implementation, weights_are_random=(kind == "random"),
@@ -150,14 +172,19 @@ def _from_folder(folder: Path | str, attn_implementation: str, local_files_only:
     tokenizer = GPT2TokenizerFast.from_pretrained(folder, local_files_only=local_files_only)
     if not 1 < len(tokenizer) <= model.config.vocab_size:
         # transformers 5 builds an EMPTY tokenizer from a folder without tokenizer files, instead of failing
-        raise ValueError(f"its tokenizer has {len(tokenizer)} tokens for a model of {model.config.vocab_size}")
+        raise ValueError(_("its tokenizer has {n_tokens} tokens for a model of {vocab_size}").format(
+            n_tokens=len(tokenizer), vocab_size=model.config.vocab_size))
     return model.eval(), tokenizer
 
 
-def _bundled_label(title: str, shape: dict[str, Any]) -> str:
-    kv = f" sharing {shape['n_kv_heads']} K/V heads" if shape["n_kv_heads"] != shape["n_head"] else ""
-    return (f"{title} ({shape['n_layer']} layers x {shape['n_head']} heads{kv}, head_dim {shape['head_dim']}, "
-            f"{shape['n_positions']} positions)")
+def _bundled_label(title: str, shape: dict[str, Any]) -> dict[str, Any]:
+    fields = dict(title=title, n_layer=shape["n_layer"], n_head=shape["n_head"], head_dim=shape["head_dim"],
+                  n_positions=shape["n_positions"])
+    if shape["n_kv_heads"] != shape["n_head"]:
+        return _label(N_("{title} ({n_layer} layers x {n_head} heads sharing {n_kv_heads} K/V heads, head_dim "
+                         "{head_dim}, {n_positions} positions)"), **fields, n_kv_heads=shape["n_kv_heads"])
+    return _label(N_("{title} ({n_layer} layers x {n_head} heads, head_dim {head_dim}, {n_positions} positions)"),
+                  **fields)
 
 
 @functools.lru_cache(maxsize=8)
@@ -171,7 +198,7 @@ def bundled_info(attn_implementation: str = "eager", name: str = BUNDLED) -> Mod
     n_params = load_cost.stored_elements(weights)
     dtypes = {t["dtype"] for t in load_cost.safetensors_header(weights).values()}
     return ModelInfo(
-        spec=name, kind="bundled", label=_bundled_label(spec.title, shape), **shape, n_params=n_params,
+        spec=name, kind="bundled", **_bundled_label(spec.title, shape), **shape, n_params=n_params,
         dtype="float32" if dtypes == {"F32"} else ",".join(sorted(dtypes)),
         attn_implementation=attn_implementation, weights_are_random=False,
     )
@@ -180,10 +207,10 @@ def bundled_info(attn_implementation: str = "eager", name: str = BUNDLED) -> Mod
 def load_bundled(attn_implementation: str = "eager", name: str = BUNDLED) -> LoadedModel:
     spec = BUNDLED_MODELS[name]
     if not (spec.folder / "model.safetensors").is_file():
-        raise ModelLoadError(
-            f"The bundled model is missing from {spec.folder}. Re-create it with "
+        raise ModelLoadError(_(
+            "The bundled model is missing from {folder}. Re-create it with "
             "`python -m kvviz.training.train --text ../shared/data/tinyshakespeare.txt`."
-        )
+        ).format(folder=spec.folder))
     model, tokenizer = _from_folder(spec.folder, attn_implementation)
     label = _bundled_label(spec.title, _shape(model.config.to_dict()))
     return LoadedModel(model, tokenizer, _describe(name, "bundled", label, model))
@@ -192,11 +219,12 @@ def load_bundled(attn_implementation: str = "eager", name: str = BUNDLED) -> Loa
 def load_random(arch: str, attn_implementation: str = "eager", seed: int = 0, cap: LoadCap | None = None) -> LoadedModel:
     """A GPT-2 architecture with random weights. Timings and cache sizes are real; the text is not."""
     if arch not in GPT2_SHAPES:
-        raise ModelLoadError(f"Unknown GPT-2 architecture {_shown(arch)}; choose one of {', '.join(GPT2_SHAPES)}.")
+        raise ModelLoadError(_("Unknown GPT-2 architecture {arch}; choose one of {choices}.").format(
+            arch=_shown(arch), choices=", ".join(GPT2_SHAPES)))
     shape = GPT2_SHAPES[arch]
     if cap is not None:
         n_params = load_cost.gpt2_param_count(shape["n_layer"], shape["n_embd"], GPT2_N_POSITIONS, GPT2_VOCAB_SIZE)
-        load_cost.refuse_over_cap(n_params, cap, f"the {arch} shape")
+        load_cost.refuse_over_cap(n_params, cap, _("the {arch} shape").format(arch=arch))
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast
 
@@ -205,7 +233,7 @@ def load_random(arch: str, attn_implementation: str = "eager", seed: int = 0, ca
     model.set_attn_implementation(attn_implementation)
     # Any GPT-2 byte-level tokenizer yields ids < 50257; the bundled one is always at hand offline.
     tokenizer = GPT2TokenizerFast.from_pretrained(BUNDLED_DIR, local_files_only=True)
-    label = f"{arch} shape with RANDOM weights (real sizes and timings; the text is gibberish)"
+    label = _label(N_("{arch} shape with RANDOM weights (real sizes and timings; the text is gibberish)"), arch=arch)
     return LoadedModel(model.eval(), tokenizer, _describe(RANDOM_PREFIX + arch, "random", label, model))
 
 
@@ -213,7 +241,7 @@ def _check_local(folder: Path, cap: LoadCap | None) -> None:
     """Everything that can be refused without reading a weight: config, cap, weight headers, tokenizer files."""
     load_cost.check_folder(folder, cap)
     if not any(all((folder / f).is_file() for f in group) for group in TOKENIZER_FILES):
-        raise ValueError("the folder has no tokenizer files (tokenizer.json, or vocab.json + merges.txt)")
+        raise ValueError(_("the folder has no tokenizer files (tokenizer.json, or vocab.json + merges.txt)"))
 
 
 def load_pretrained(
@@ -222,33 +250,37 @@ def load_pretrained(
     """Pretrained GPT-2 weights: a local folder, else the HF cache, else the hub (if allowed and answering)."""
     folder = Path(name).expanduser()
     if looks_like_path(name) and not folder.is_dir():  # never suggest `hf download /some/path`
-        raise ModelLoadError(f"There is no model folder at {_shown(name)}: give a folder holding config.json, "
-                             "model.safetensors and the tokenizer files, or a model name such as gpt2.")
+        raise ModelLoadError(_("There is no model folder at {path}: give a folder holding config.json, "
+                               "model.safetensors and the tokenizer files, or a model name such as gpt2.").format(
+                                   path=_shown(name)))
     if folder.is_dir():
-        where, label = _shown(str(folder)), f"{folder.name} (local folder)"
+        where, label = _shown(str(folder)), _label(N_("{name} (local folder)"), name=folder.name)
     else:
-        where, label, folder = _shown(name), f"{name} (pretrained weights)", cached_snapshot(name)
+        where, label, folder = _shown(name), _label(N_("{name} (pretrained weights)"), name=name), cached_snapshot(name)
     if folder is not None:
         try:
             _check_local(folder, cap)
             model, tokenizer = _from_folder(folder, attn_implementation)
         except Exception as exc:  # noqa: BLE001 - any loader failure becomes one line for the user
-            raise ModelLoadError(f"Could not load {where}: {_one_line(exc)}.") from exc
+            raise ModelLoadError(_("Could not load {model}: {reason}.").format(model=where, reason=_one_line(exc))) from exc
         return LoadedModel(model, tokenizer, _describe(name, "pretrained", label, model))
     if not allow_download:
-        raise ModelLoadError(f"{_shown(name)} is not in this server's Hugging Face cache, and this server downloads nothing.")
+        raise ModelLoadError(_("{model} is not in this server's Hugging Face cache, and this server downloads "
+                               "nothing.").format(model=_shown(name)))
     if not hub_reachable():
-        raise ModelLoadError(
-            f"{_shown(name)} is not in the local Hugging Face cache and the hub is unreachable (offline). "
+        raise ModelLoadError(_(
+            "{model} is not in the local Hugging Face cache and the hub is unreachable (offline). "
             "Staying on the current model. To use it, download it once on a connected machine "
-            "(e.g. `hf download " + name + "`) or pass a local folder."
-        )
+            "(e.g. `hf download {name}`) or pass a local folder."
+        ).format(model=_shown(name), name=name))
     try:
         model, tokenizer = _from_folder(name, attn_implementation, local_files_only=False)
         if model.config.model_type != "gpt2":
-            raise ValueError(f"it is a {model.config.model_type!r} model; kvviz steps through GPT-2 models")
+            raise ValueError(_("it is a {model_type} model; kvviz steps through GPT-2 models").format(
+                model_type=repr(model.config.model_type)))
     except Exception as exc:  # noqa: BLE001
-        raise ModelLoadError(f"Could not download {_shown(name)} as a GPT-2 safetensors model: {_one_line(exc)}.") from exc
+        raise ModelLoadError(_("Could not download {model} as a GPT-2 safetensors model: {reason}.").format(
+            model=_shown(name), reason=_one_line(exc))) from exc
     return LoadedModel(model, tokenizer, _describe(name, "pretrained", label, model))
 
 
@@ -271,8 +303,8 @@ def _shown(spec: str, max_chars: int = 80) -> str:
 
 def _one_line(exc: BaseException) -> str:
     if isinstance(exc, RAW_PYTHON_ERRORS) or "set_int_max_str_digits" in str(exc):
-        return (f"its files do not describe a GPT-2 model transformers can build ({exc.__class__.__name__}); "
-                "check config.json against a working GPT-2 folder")
+        return _("its files do not describe a GPT-2 model transformers can build ({error}); "
+                 "check config.json against a working GPT-2 folder").format(error=exc.__class__.__name__)
     text = " ".join(str(exc).split()) or exc.__class__.__name__
     text = text.rstrip(".")
     return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 3] + "..."
@@ -300,7 +332,7 @@ def load_model(
     """
     spec = (spec or BUNDLED).strip()
     if not _LOAD_LOCK.acquire(timeout=LOAD_WAIT_S):
-        raise ModelLoadError("Another model load has been running for a long time; try again later.")
+        raise ModelLoadError(_("Another model load has been running for a long time; try again later."))
     _load_started_at.append(time.perf_counter())
     try:
         if spec in BUNDLED_MODELS:
@@ -311,7 +343,7 @@ def load_model(
     except ModelLoadError:
         raise
     except Exception as exc:  # noqa: BLE001 - e.g. out of memory while building a random model
-        raise ModelLoadError(f"Could not load {_shown(spec)}: {_one_line(exc)}.") from exc
+        raise ModelLoadError(_("Could not load {model}: {reason}.").format(model=_shown(spec), reason=_one_line(exc))) from exc
     finally:
         _load_started_at.clear()
         _LOAD_LOCK.release()

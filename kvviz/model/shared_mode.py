@@ -33,19 +33,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kvviz.i18n import N_, _
 from kvviz.model.load_cost import LoadCap
-from kvviz.model.loading import BUNDLED_MODELS, GPT2_SHAPES, RANDOM_PREFIX
+from kvviz.model.loading import BUNDLED_MODELS, GPT2_SHAPES, RANDOM_PREFIX, shown_label
 
 ENV_SWITCH = "KVVIZ_SHARED"
 ENV_CONFIG = "KVVIZ_SHARED_CONFIG"
 DEFAULT_CONFIG = Path(".streamlit") / "kvviz_shared.toml"
 DEFAULT_MAX_PARAMS = 200_000_000  # GPT-2 124M fits; gpt2-medium (355M) and larger need the teacher's say-so
 MAX_NAME_CHARS = 80
-NOT_OFFERED = "That model is not offered on this shared server; choose one from the sidebar's list."
+NOT_OFFERED = N_("That model is not offered on this shared server; choose one from the sidebar's list.")  # show _()
 
 _LOG = logging.getLogger(__name__)
-# An absolute POSIX path ("/srv/x", "~/x") or a Windows one ("C:\x"), not the "/" inside "K/V" or a URL.
-_ABS_PATH = re.compile(r"(?<![\w.:/~])(?:~|[A-Za-z]:\\|/)[^\s'\"`,;()]*")
+# An absolute POSIX path ("/srv/x", "~/x") or a Windows one ("C:\x"), not the "/" inside "K/V" or a URL. It ends at a
+# space, a quote or punctuation: ASCII (a colon too, so "Could not load /srv/x: ..." keeps its colon) or the full-width
+# kind a Chinese message puts right after it with no space ("无法加载 /srv/x：..."); a Chinese character just before
+# it does not hide it ("位于/srv/x").
+_ABS_PATH = re.compile(r"(?<![A-Za-z0-9_.:/~])(?:~|[A-Za-z]:\\|/)[^\s'\"`,;:()：，。；（）、]*")
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,12 @@ class OfferedModel:
 
     name: str
     source: str  # a hub name, "random:<arch>", or an absolute folder path
-    label: str
+    label: str  # in English; shown_label() in the interface language
+    label_msg: str = ""  # the label's message (N_) when kvviz wrote it; "" for the teacher's own words
+    label_fields: tuple[tuple[str, str], ...] = ()
+
+    def shown_label(self) -> str:
+        return shown_label(self.label, self.label_msg, self.label_fields)
 
 
 @dataclass(frozen=True)
@@ -74,7 +83,7 @@ class SharedPolicy:
         for model in sorted(self.offered, key=lambda m: -len(m.source)):
             if _ABS_PATH.fullmatch(model.source):
                 message = message.replace(model.source, model.name)
-        return _ABS_PATH.sub("a server folder", message)
+        return _ABS_PATH.sub(_("a server folder"), message)
 
 
 LOCAL = SharedPolicy(enabled=False)
@@ -156,18 +165,21 @@ def _entry(entry: Any, base: Path) -> OfferedModel | None:
     source = entry["source"].strip()
     if _looks_like_folder(source):
         source = str((base / Path(source).expanduser()).resolve())
-        name, label = Path(source).name, f"{Path(source).name} (a folder on this server)"
+        name, message, fields = Path(source).name, N_("{name} (a folder on this server)"), {"name": Path(source).name}
     elif source.startswith(RANDOM_PREFIX):
         if source.removeprefix(RANDOM_PREFIX) not in GPT2_SHAPES:  # students could never load it: not offered
             return None
-        name, label = source, f"{source.removeprefix(RANDOM_PREFIX)} shape with random weights"
+        arch = source.removeprefix(RANDOM_PREFIX)
+        name, message, fields = source, N_("{arch} shape with random weights"), {"arch": arch}
     else:
-        name, label = source, f"{source} (pretrained weights)"
+        name, message, fields = source, N_("{name} (pretrained weights)"), {"name": source}
     name = entry.get("name", name)
-    label = entry.get("label", label)
+    label = entry.get("label", message.format(**fields))
     if not isinstance(name, str) or not isinstance(label, str):
         return None
     name, label = name.strip(), label.strip()
     if not name or len(name) > MAX_NAME_CHARS or _ABS_PATH.match(name) or name in BUNDLED_MODELS:
         return None
-    return OfferedModel(name=name, source=source, label=label or name)
+    if "label" in entry or not label:  # the teacher's own words are shown as they are
+        return OfferedModel(name=name, source=source, label=label or name)
+    return OfferedModel(name=name, source=source, label=label, label_msg=message, label_fields=tuple(fields.items()))
