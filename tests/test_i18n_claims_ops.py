@@ -107,7 +107,7 @@ def test_count_the_work_custom_shape_error_and_savings_sentence_in_chinese():
     shape = ops.ModelShape.from_info(loading.bundled_info())
     with i18n.language(i18n.CHINESE):
         sentence = ops.savings_sentence(shape, 16, 200)
-    assert any(m.value == sentence for m in at.markdown) and "KV 缓存使" in sentence
+    assert any(m.value == sentence for m in at.markdown) and "使用 KV 缓存后" in sentence
 
 
 def test_claims_links_open_count_the_work_in_chinese_on_the_claims_tab():
