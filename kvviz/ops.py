@@ -33,15 +33,17 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Iterator
 
+from kvviz.i18n import N_, _, ngettext
+
 COMPONENTS: tuple[str, ...] = ("qkv_proj", "attn_scores", "attn_values", "out_proj", "mlp", "lm_head")
 COMPONENT_LABELS: dict[str, str] = {
-    "qkv_proj": "Q/K/V projections",
-    "attn_scores": "Attention scores QK^T",
-    "attn_values": "Weighted sum AV",
-    "out_proj": "Output projection",
-    "mlp": "MLP",
-    "lm_head": "LM head (logits)",
-}
+    "qkv_proj": N_("Q/K/V projections"),
+    "attn_scores": N_("Attention scores QK^T"),
+    "attn_values": N_("Weighted sum AV"),
+    "out_proj": N_("Output projection"),
+    "mlp": N_("MLP"),
+    "lm_head": N_("LM head (logits)"),
+}  # English labels (the CLI prints them); a page shows _(COMPONENT_LABELS[k])
 FLOPS_PER_OP = 2  # one multiply-add = 2 floating-point operations
 MAX_TOKENS = 10**9  # refuse absurd lengths instead of building billion-entry step lists
 
@@ -52,9 +54,10 @@ class OpsInputError(ValueError):
 
 def _positive_int(name: str, value: Any, upper: int = 10**12) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise OpsInputError(f"{name} must be a whole number, got {value!r}")
+        raise OpsInputError(_("{name} must be a whole number, got {value}").format(name=name, value=repr(value)))
     if not 1 <= value <= upper:
-        raise OpsInputError(f"{name} must be between 1 and {upper:,}, got {value:,}")
+        raise OpsInputError(_("{name} must be between 1 and {upper:,}, got {value:,}").format(
+            name=name, upper=upper, value=value))
     return value
 
 
@@ -76,12 +79,11 @@ class ModelShape:
         for field_name in ("n_layer", "n_head", "n_kv_heads", "head_dim", "n_embd", "d_ff", "vocab_size"):
             _positive_int(field_name, getattr(self, field_name))
         if self.mlp_matrices not in (2, 3):
-            raise OpsInputError("mlp_matrices must be 2 (plain MLP) or 3 (gated MLP such as SwiGLU)")
+            raise OpsInputError(_("mlp_matrices must be 2 (plain MLP) or 3 (gated MLP such as SwiGLU)"))
         if self.n_head % self.n_kv_heads:
-            raise OpsInputError(
-                f"n_kv_heads ({self.n_kv_heads}) must divide n_head ({self.n_head}): each K/V head serves "
-                "a whole group of query heads"
-            )
+            raise OpsInputError(_(
+                "n_kv_heads ({n_kv_heads}) must divide n_head ({n_head}): each K/V head serves "
+                "a whole group of query heads").format(n_kv_heads=self.n_kv_heads, n_head=self.n_head))
 
     @classmethod
     def from_info(cls, info: Any) -> ModelShape:
@@ -143,9 +145,10 @@ def attention_dot_products_dense(n_layer: int, n_head: int, cached_len_before: i
 
 def _lengths(cached_len_before: Any, n_new: Any) -> tuple[int, int]:
     if isinstance(cached_len_before, bool) or not isinstance(cached_len_before, int):
-        raise OpsInputError(f"cached_len_before must be a whole number, got {cached_len_before!r}")
+        raise OpsInputError(_("cached_len_before must be a whole number, got {value}").format(
+            value=repr(cached_len_before)))
     if not 0 <= cached_len_before <= MAX_TOKENS:
-        raise OpsInputError(f"cached_len_before must be between 0 and {MAX_TOKENS:,}")
+        raise OpsInputError(_("cached_len_before must be between 0 and {upper:,}").format(upper=MAX_TOKENS))
     _positive_int("n_new", n_new, MAX_TOKENS)
     return cached_len_before, n_new
 
@@ -338,13 +341,13 @@ def check_speedup_claim(
     last = forward_pass_counts(shape, n_tokens - 1, 1, True, lm_head_all_positions=False)
     last_u = forward_pass_counts(shape, n_tokens - 1, 1, False, lm_head_all_positions=False)
     cached, uncached = generation_totals(shape, 1, n_tokens, lm_head_all_positions=False)
-    rows = [
-        ("Attention (QK^T + AV), the last step alone", last_u.attention_ops, last.attention_ops),
-        ("Projections + MLP, the last step alone", last_u.linear_ops, last.linear_ops),
-        ("All ops, the last step alone", last_u.total_ops, last.total_ops),
-        ("Attention (QK^T + AV), the whole generation", uncached.attention_ops, cached.attention_ops),
-        ("Projections + MLP, the whole generation", uncached.linear_ops, cached.linear_ops),
-        ("All ops, the whole generation", uncached.total_ops, cached.total_ops),
+    rows = [  # quantity: a stable English key (tests, CLI); a page shows _(row.quantity)
+        (N_("Attention (QK^T + AV), the last step alone"), last_u.attention_ops, last.attention_ops),
+        (N_("Projections + MLP, the last step alone"), last_u.linear_ops, last.linear_ops),
+        (N_("All ops, the last step alone"), last_u.total_ops, last.total_ops),
+        (N_("Attention (QK^T + AV), the whole generation"), uncached.attention_ops, cached.attention_ops),
+        (N_("Projections + MLP, the whole generation"), uncached.linear_ops, cached.linear_ops),
+        (N_("All ops, the whole generation"), uncached.total_ops, cached.total_ops),
     ]
     out = []
     for quantity, u, c in rows:
@@ -354,10 +357,15 @@ def check_speedup_claim(
 
 
 # ----- what the cache saves, in words derived from the counts ------------------------------------------------
-SUMMARY_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("the Q/K/V and output projections and the MLP", ("qkv_proj", "out_proj", "mlp")),
-    ("attention (QK^T and AV)", ("attn_scores", "attn_values")),
-    ("the LM head", ("lm_head",)),
+# Per group of components: (the clause when the cache saves nothing, the clause with its factor, components).
+# Whole clauses, each a message of its own, fill the one sentence's slots (a translator reorders them freely).
+SUMMARY_GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    (N_("the same work in the Q/K/V and output projections and the MLP"),
+     N_("{factor:,.1f}x less work in the Q/K/V and output projections and the MLP"), ("qkv_proj", "out_proj", "mlp")),
+    (N_("the same work in attention (QK^T and AV)"), N_("{factor:,.1f}x less work in attention (QK^T and AV)"),
+     ("attn_scores", "attn_values")),
+    (N_("the same work in the LM head (only the last position's logits are computed either way)"),
+     N_("{factor:,.1f}x less work in the LM head"), ("lm_head",)),
 )
 
 
@@ -369,20 +377,20 @@ def savings_sentence(
     e.g. (bundled model, P=16, N=200) "Generating 200 tokens after a 16-token prompt, the KV cache does 107.4x less
     work in the Q/K/V and output projections and the MLP, 72.3x less work in attention (QK^T and AV), and the same
     work in the LM head (only the last position's logits are computed either way): 81.3x less in total."
+    In the current language (kvviz.i18n; English outside a page).
     """
     cached, uncached = generation_totals(shape, prompt_len, new_tokens, lm_head_all_positions=lm_head_all_positions)
     parts = []
-    for words, components in SUMMARY_GROUPS:
+    for same, less, components in SUMMARY_GROUPS:
         c, u = sum(cached.ops(k) for k in components), sum(uncached.ops(k) for k in components)
-        if c == u:
-            why = " (only the last position's logits are computed either way)" if components == ("lm_head",) else ""
-            parts.append(f"the same work in {words}{why}")
-        else:
-            parts.append(f"{u / c:,.1f}x less work in {words}")
-    listed = ", ".join(parts[:-1]) + f", and {parts[-1]}"
+        parts.append(_(same) if c == u else _(less).format(factor=u / c))
     total = uncached.total_ops / cached.total_ops
-    return (f"Generating {new_tokens:,} tokens after a {prompt_len:,}-token prompt, the KV cache does {listed}: "
-            f"{total:,.1f}x less in total.")
+    return ngettext(
+        "Generating {n:,} token after a {p:,}-token prompt, the KV cache does {first}, {second}, and {third}: "
+        "{total:,.1f}x less in total.",
+        "Generating {n:,} tokens after a {p:,}-token prompt, the KV cache does {first}, {second}, and {third}: "
+        "{total:,.1f}x less in total.", new_tokens).format(n=new_tokens, p=prompt_len, first=parts[0], second=parts[1],
+                                                            third=parts[2], total=total)
 
 
 def curve(

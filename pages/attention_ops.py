@@ -12,17 +12,27 @@ import streamlit as st
 
 from kvviz.inputs import links
 from kvviz import ops, ui
+from kvviz.i18n import N_, _
 from kvviz.figures import export_config
 from kvviz.figures import ops as figs
 from kvviz.memory.presets import ops_presets
 
-LOADED, CUSTOM = "loaded model (sidebar)", "custom"
+LOADED, CUSTOM = "loaded model (sidebar)", "custom"  # option values (stable); shown as _(MODEL_LABELS[v])
+MODEL_LABELS = {LOADED: N_("loaded model (sidebar)"), CUSTOM: N_("custom")}
 CLAIM_TOKENS = 1000
 DEFAULTS: dict[str, Any] = {  # the numbers' defaults; selectors default to their first option
     "ops_prompt": 16, "ops_new": 200, "ops_layers": 12, "ops_heads": 12, "ops_kv_heads": 12, "ops_head_dim": 64,
     "ops_hidden": 768, "ops_dff": 3072, "ops_vocab": 50257,
 }
-LM_CAPTIONS = {"last": "last position (generate)", "all": "every position (model(ids))"}
+LM_LABELS = {"last": N_("last"), "all": N_("all")}  # option values -> their labels (an English URL says last / all)
+LM_CAPTIONS = {"last": N_("last position (generate)"), "all": N_("every position (model(ids))")}
+SCALE_WORDS = ((10**18, N_("{value:,.4g} quintillion")), (10**15, N_("{value:,.4g} quadrillion")),
+               (10**12, N_("{value:,.4g} trillion")), (10**9, N_("{value:,.4g} billion")),
+               (10**6, N_("{value:,.4g} million")))
+TAB_LABELS = (N_("Cumulative"), N_("Ratio"), N_("Per component"), N_("Per pass"), N_("The '500x' claim"),
+              N_("Why no Q cache?"))
+# The popular figure, as the Chinese visualiser page prints it; a translation quotes that page's own words.
+CLAIM_QUOTE = N_("with a KV cache, generating {n} tokens takes ~500x fewer computations.")
 
 
 def int_input(label: str, key: str, lo: int, hi: int) -> int:
@@ -33,10 +43,9 @@ def int_input(label: str, key: str, lo: int, hi: int) -> int:
 
 def big_number(n: int) -> str:
     """'245.3 million' style for metric tiles (the exact integer goes in the tooltip)."""
-    for size, word in ((10**18, "quintillion"), (10**15, "quadrillion"), (10**12, "trillion"), (10**9, "billion"),
-                       (10**6, "million")):
+    for size, words in SCALE_WORDS:
         if abs(n) >= size:
-            return f"{n / size:,.4g} {word}"
+            return _(words).format(value=n / size)
     return f"{n:,}"
 
 
@@ -48,22 +57,25 @@ def chosen_shape() -> tuple[ops.ModelShape | None, int | None]:
         return ops.ModelShape.from_info(info), info.n_positions
     if choice != CUSTOM:
         preset = ops_presets()[choice]
-        st.caption(f"Source: [{preset.source}]({preset.source}) · {preset.paper}")
+        st.caption(_("Source: [{url}]({url}) · {paper}").format(url=preset.source, paper=preset.paper))
         return preset.shape, preset.max_context
     c = st.columns(4)
     with c[0]:
-        layers, heads = int_input("Layers", "ops_layers", 1, 10_000), int_input("Query heads", "ops_heads", 1, 100_000)
+        layers = int_input(_("Layers"), "ops_layers", 1, 10_000)
+        heads = int_input(_("Query heads"), "ops_heads", 1, 100_000)
     with c[1]:
-        kv, head_dim = int_input("KV heads", "ops_kv_heads", 1, 100_000), int_input("Head dim", "ops_head_dim", 1, 100_000)
+        kv = int_input(_("KV heads"), "ops_kv_heads", 1, 100_000)
+        head_dim = int_input(_("Head dim"), "ops_head_dim", 1, 100_000)
     with c[2]:
-        hidden, d_ff = int_input("Hidden size", "ops_hidden", 1, 10**6), int_input("MLP width", "ops_dff", 1, 10**7)
+        hidden = int_input(_("Hidden size"), "ops_hidden", 1, 10**6)
+        d_ff = int_input(_("MLP width"), "ops_dff", 1, 10**7)
     with c[3]:
-        vocab = int_input("Vocabulary", "ops_vocab", 1, 10**7)
-        gated = st.checkbox("Gated MLP (SwiGLU: 3 matrices)", value=False, key="ops_gated", bind="query-params")
+        vocab = int_input(_("Vocabulary"), "ops_vocab", 1, 10**7)
+        gated = st.checkbox(_("Gated MLP (SwiGLU: 3 matrices)"), value=False, key="ops_gated", bind="query-params")
     try:
         return ops.ModelShape(layers, heads, kv, head_dim, hidden, d_ff, vocab, 3 if gated else 2, "custom"), None
     except ops.OpsInputError as exc:
-        st.error(f"This shape cannot be counted: {exc}.")
+        st.error(_("This shape cannot be counted: {reason}.").format(reason=exc))
         return None, None
 
 
@@ -74,21 +86,26 @@ def claim_tab(shape: ops.ModelShape) -> None:
     run_with, run_without = cached.attention_dot_products // heads, uncached.attention_dot_products // heads
     last_with = ops.forward_pass_counts(shape, n - 1, 1, True).attention_dot_products // heads
     last_without = ops.forward_pass_counts(shape, n - 1, 1, False).attention_dot_products // heads
-    st.markdown(
-        f"**Claim:** *with a KV cache, generating {n:,} tokens takes ~500x fewer computations.*\n\n"
+    st.markdown(_("**Claim:** *{quote}*").format(quote=_(CLAIM_QUOTE).format(n=n)))
+    st.markdown(_(
         "**The correction.** With the cache, attention is still **O(n) per step** (the new query reads every cached "
         "key) and so **O(n²) over a generation**; without it, **O(n²) per step** and **O(n³) in total**. "
-        f"Counted per head, {n:,} passes from a 1-token prompt (QK^T dot products):\n\n"
-        f"| | with cache | without | ratio |\n|---|---:|---:|---:|\n"
-        f"| whole run | N(N+1)/2 = {run_with:,} | N(N+1)(N+2)/6 = {run_without:,} | (N+2)/3 = "
-        f"**{run_without / run_with:,.1f}x** |\n"
-        f"| the last step alone | N = {last_with:,} | N(N+1)/2 = {last_without:,} | (N+1)/2 = "
-        f"**{last_without / last_with:,.1f}x** |\n\n"
-        f"So \"~500x\" holds for two quantities: the last step's attention and the projections + MLP summed "
-        f"over the whole run ((N+1)/2 = {uncached.linear_ops / cached.linear_ops:,.1f}x). Attention over the whole "
-        f"run shrinks only {run_without / run_with:,.0f}x. For this model, LM head on the last position only:")
-    st.dataframe(pd.DataFrame([{"quantity": r.quantity, "without cache": f"{r.uncached:,}", "with cache": f"{r.cached:,}",
-                                "ratio": f"{r.ratio:,.1f}x", "~500x?": "yes" if r.holds else "no"}
+        "Counted per head, {n:,} passes from a 1-token prompt (QK^T dot products):").format(n=n))
+    rows = [("", _("with cache"), _("without"), _("ratio")), ("---", "---:", "---:", "---:"),
+            (_("whole run"), f"N(N+1)/2 = {run_with:,}", f"N(N+1)(N+2)/6 = {run_without:,}",
+             f"(N+2)/3 = **{run_without / run_with:,.1f}x**"),
+            (_("the last step alone"), f"N = {last_with:,}", f"N(N+1)/2 = {last_without:,}",
+             f"(N+1)/2 = **{last_without / last_with:,.1f}x**")]
+    st.markdown("\n".join("| " + " | ".join(cells) + " |" for cells in rows))
+    st.markdown(_(
+        "So \"~500x\" holds for two quantities: the last step's attention and the projections + MLP summed "
+        "over the whole run ((N+1)/2 = {linear:,.1f}x). Attention over the whole run shrinks only {whole:,.0f}x. "
+        "For this model, LM head on the last position only:").format(
+            linear=uncached.linear_ops / cached.linear_ops, whole=run_without / run_with))
+    yes, no = _("yes"), _("no")
+    st.dataframe(pd.DataFrame([{_("quantity"): _(r.quantity), _("without cache"): f"{r.uncached:,}",
+                                _("with cache"): f"{r.cached:,}", _("ratio"): f"{r.ratio:,.1f}x",
+                                "~500x?": yes if r.holds else no}
                                for r in ops.check_speedup_claim(shape, n)]), hide_index=True)
 
 
@@ -100,43 +117,48 @@ def counter() -> None:
     first_run, st.session_state["ops_link_checked"] = not st.session_state.get("ops_link_checked"), True
     linked = {k: st.query_params.get_all(k) for k in st.query_params if k.startswith("ops_")} if first_run else {}
     c = st.columns([2, 1, 1, 2])
-    c[0].selectbox("Model", [LOADED, *ops_presets(), CUSTOM], index=0, key="ops_model", bind="query-params")
+    c[0].selectbox(_("Model"), [LOADED, *ops_presets(), CUSTOM], index=0, key="ops_model", bind="query-params",
+                   format_func=lambda v: _(MODEL_LABELS[v]) if v in MODEL_LABELS else v)
     with c[1]:
-        prompt_len = int_input("Prompt tokens P", "ops_prompt", 1, 10**6)
+        prompt_len = int_input(_("Prompt tokens P"), "ops_prompt", 1, 10**6)
     with c[2]:
-        new_tokens = int_input("New tokens N", "ops_new", 1, 10**6)
-    lm = c[3].radio("Logits computed for", list(LM_CAPTIONS), index=0, key="ops_lm", horizontal=True, bind="query-params",
-               captions=list(LM_CAPTIONS.values()))
+        new_tokens = int_input(_("New tokens N"), "ops_new", 1, 10**6)
+    lm = c[3].radio(_("Logits computed for"), list(LM_CAPTIONS), index=0, key="ops_lm", horizontal=True,
+                    bind="query-params", format_func=lambda v: _(LM_LABELS[v]),
+                    captions=[_(caption) for caption in LM_CAPTIONS.values()])
     shape, limit = chosen_shape()
     t = st.columns(3)
-    flops = t[0].toggle("Show FLOPs (2 per op)", value=False, key="ops_flops", bind="query-params")
-    log_y = t[1].toggle("Log scale", value=False, key="ops_log", bind="query-params")
+    flops = t[0].toggle(_("Show FLOPs (2 per op)"), value=False, key="ops_flops", bind="query-params")
+    log_y = t[1].toggle(_("Log scale"), value=False, key="ops_log", bind="query-params")
     now = {k: st.query_params.get_all(k) for k in linked}
     for message in links.link_refusals(linked, now, st.session_state):
         notices.warning(message)
     if shape is None:
         return
     if limit is not None and prompt_len + new_tokens - 1 > limit:
-        st.warning(f"P + N - 1 = {prompt_len + new_tokens - 1:,} tokens exceeds this model's context limit of "
-                   f"{limit:,}; the counts are still exact arithmetic, but the model could not run that far.")
+        st.warning(_("P + N - 1 = {tokens:,} tokens exceeds this model's context limit of {limit:,}; the counts are "
+                     "still exact arithmetic, but the model could not run that far.").format(
+                         tokens=prompt_len + new_tokens - 1, limit=limit))
     lm_all = lm == "all"
     cached, uncached = ops.generation_totals(shape, prompt_len, new_tokens, lm_head_all_positions=lm_all)
-    scale, unit = (ops.FLOPS_PER_OP, "FLOPs") if flops else (1, "ops")
+    scale, unit = (ops.FLOPS_PER_OP, "FLOPs") if flops else (1, _("ops"))
     m = st.container(key="ops_metrics").columns(3)
-    m[0].metric(f"With KV cache ({unit})", big_number(scale * cached.total_ops), help=f"{scale * cached.total_ops:,}")
-    m[1].metric(f"Without cache ({unit})", big_number(scale * uncached.total_ops), help=f"{scale * uncached.total_ops:,}")
-    m[2].metric("Without / with", f"{uncached.total_ops / cached.total_ops:,.1f}x")
+    m[0].metric(_("With KV cache ({unit})").format(unit=unit), big_number(scale * cached.total_ops),
+                help=f"{scale * cached.total_ops:,}")
+    m[1].metric(_("Without cache ({unit})").format(unit=unit), big_number(scale * uncached.total_ops),
+                help=f"{scale * uncached.total_ops:,}")
+    m[2].metric(_("Without / with"), f"{uncached.total_ops / cached.total_ops:,.1f}x")
     st.markdown(ops.savings_sentence(shape, prompt_len, new_tokens, lm_head_all_positions=lm_all))
 
-    labels = ["Cumulative", "Ratio", "Per component", "Per pass", "The '500x' claim", "Why no Q cache?"]
+    labels = [_(label) for label in TAB_LABELS]
     tabs = st.tabs(labels, key="ops_tab", bind="query-params")  # lazy: only the open tab runs
     export = export_config
     if tabs[0].open or tabs[1].open:
         points = ops.curve(shape, prompt_len, new_tokens, max_points=300, lm_head_all_positions=lm_all)
     if tabs[0].open:
         with tabs[0]:
-            quantity = st.selectbox("Quantity", list(figs.QUANTITIES), index=0, key="ops_quantity", bind="query-params",
-                                    format_func=lambda q: figs.QUANTITIES[q][0])
+            quantity = st.selectbox(_("Quantity"), list(figs.QUANTITIES), index=0, key="ops_quantity",
+                                    bind="query-params", format_func=lambda q: _(figs.QUANTITIES[q][0]))
             st.plotly_chart(figs.cumulative_figure(points, quantity, flops, log_y), key="ops_chart_cum",
                             config=export("cumulative_ops"))
     if tabs[1].open:
@@ -147,11 +169,14 @@ def counter() -> None:
             st.plotly_chart(figs.breakdown_figure(cached, uncached, flops, log_y), key="ops_chart_parts",
                             config=export("ops_per_component"))
             st.dataframe(pd.DataFrame([{
-                "component": ops.COMPONENT_LABELS[k], f"with cache ({unit})": f"{scale * cached.ops(k):,}",
-                f"without ({unit})": f"{scale * uncached.ops(k):,}", "saved": f"{scale * (uncached.ops(k) - cached.ops(k)):,}",
-                "without / with": f"{uncached.ops(k) / cached.ops(k):,.1f}x"} for k in ops.COMPONENTS]), hide_index=True)
-            st.markdown(f"Attention dot products: **{cached.attention_dot_products:,}** with the cache, "
-                        f"**{uncached.attention_dot_products:,}** without.")
+                _("component"): _(ops.COMPONENT_LABELS[k]),
+                _("with cache ({unit})").format(unit=unit): f"{scale * cached.ops(k):,}",
+                _("without ({unit})").format(unit=unit): f"{scale * uncached.ops(k):,}",
+                _("saved"): f"{scale * (uncached.ops(k) - cached.ops(k)):,}",
+                _("without / with"): f"{uncached.ops(k) / cached.ops(k):,.1f}x"} for k in ops.COMPONENTS]),
+                hide_index=True)
+            st.markdown(_("Attention dot products: **{cached:,}** with the cache, **{uncached:,}** without.").format(
+                cached=cached.attention_dot_products, uncached=uncached.attention_dot_products))
     if tabs[3].open:
         with tabs[3]:
             shown = min(new_tokens, 64)
@@ -161,34 +186,38 @@ def counter() -> None:
                             config=export("ops_per_pass"))
             # Exact counts reach the table as text: a custom shape's counts overflow int64 (Arrow's integers).
             st.dataframe(pd.DataFrame([{
-                "pass": s.index, "context after": f"{s.context_len:,}", "tokens fed (cache)": f"{s.cached.tokens_fed:,}",
-                "dot products (cache)": f"{s.cached.attention_dot_products:,}", "ops (cache)": f"{s.cached.total_ops:,}",
-                "tokens fed (no cache)": f"{s.uncached.tokens_fed:,}",
-                "dot products (no cache)": f"{s.uncached.attention_dot_products:,}",
-                "ops (no cache)": f"{s.uncached.total_ops:,}"} for s in steps]), hide_index=True)
+                _("pass"): s.index, _("context after"): f"{s.context_len:,}",
+                _("tokens fed (cache)"): f"{s.cached.tokens_fed:,}",
+                _("dot products (cache)"): f"{s.cached.attention_dot_products:,}",
+                _("ops (cache)"): f"{s.cached.total_ops:,}",
+                _("tokens fed (no cache)"): f"{s.uncached.tokens_fed:,}",
+                _("dot products (no cache)"): f"{s.uncached.attention_dot_products:,}",
+                _("ops (no cache)"): f"{s.uncached.total_ops:,}"} for s in steps]), hide_index=True)
             if shown < new_tokens:
-                st.caption(f"First {shown} passes shown; the totals above cover all {new_tokens:,}.")
+                st.caption(_("First {shown} passes shown; the totals above cover all {total:,}.").format(
+                    shown=shown, total=new_tokens))
     if tabs[4].open:
         with tabs[4]:
             claim_tab(shape)
     if tabs[5].open:
         with tabs[5]:
-            st.markdown(
+            st.markdown(_(
                 "A query is used once: by its own token, at its own step, to read the past. No later token ever "
                 "needs an old query. Keys and values are the opposite: every future query reads all of them. So "
                 "the cache keeps K and V and throws Q away. With the cache, a decode pass computes exactly "
-                f"**one** query per head per layer ({shape.n_layer * shape.n_head:,} queries for this model), "
-                "and one new K and V row per K/V head per layer for the token it feeds.")
+                "**one** query per head per layer ({queries:,} queries for this model), "
+                "and one new K and V row per K/V head per layer for the token it feeds.").format(
+                    queries=shape.n_layer * shape.n_head))
 
 
 ui.ensure_router()  # before anything is drawn: see its docstring
-st.title("Count the work")
+st.title(_("Count the work"))
 # Metric values wrap ("245.3 / million") instead of being cut to "245.3 mil…" at 1024 px wide.
 st.html("<style>:is(.st-key-ops_metrics) :is([data-testid='stMetricValue'], "
         "[data-testid='stMetricLabel']) * "
         "{white-space: normal !important; overflow: visible !important; text-overflow: clip !important}</style>")
-with st.expander("What you are seeing", expanded=False):
-    st.markdown(
+with st.expander(_("What you are seeing"), expanded=False):
+    st.markdown(_(
         "Generating N tokens after a P-token prompt takes N forward passes. **With the cache**, pass k feeds "
         "one token: its Q, K, V, its MLP, and one query against every cached key. **Without it**, pass k "
         "recomputes everything for all P + k - 1 tokens: per pass, its attention grows with the square of the "
@@ -198,5 +227,5 @@ with st.expander("What you are seeing", expanded=False):
         "product* is one query . key score over head_dim numbers (= head_dim ops). **Causal**: the query at "
         "position p scores keys 0..p; masked pairs are not counted. Only matrix multiplications are counted "
         "(layer norms, softmax, GELU and biases are small and elementwise). Pass 1 is the prefill."
-    )
+    ))
 counter()

@@ -7,38 +7,49 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import claims, ui
+from kvviz import claims, i18n, ui
+from kvviz.i18n import N_, _
 from kvviz.teaching import glossary
 
 ui.ensure_router()  # before anything is drawn: see its docstring
 COLORS = {"holds": "green", "wrong": "red", "partly true": "orange"}
 ICONS = {"holds": ":material/check_circle:", "wrong": ":material/cancel:", "partly true": ":material/rule:"}
+TITLES = {"holds": N_("Holds"), "wrong": N_("Wrong"), "partly true": N_("Partly true")}  # the summary tiles
+# Link values that are a target page's displayed labels (its tabs): they are shown, so they are translated.
+LABEL_KEYS = {"mem_tab", "ops_tab"}
+
+
+def link_query(c: claims.Claim) -> dict[str, str]:
+    """The "see it live" link's URL state, in the reader's language (a tab is named by its displayed label)."""
+    query = {k: _(v) if k in LABEL_KEYS else v for k, v in c.page_query.items()}
+    return {**query, i18n.QUERY_PARAM: i18n.current()}
 
 
 def card(c: claims.Claim) -> None:
     """One claim: verdict badge, the quote, the finding, the arithmetic, the source and a link to see it live."""
-    st.badge(c.verdict, icon=ICONS[c.verdict], color=COLORS[c.verdict])
+    st.badge(_(claims.VERDICT_LABELS[c.verdict]), icon=ICONS[c.verdict], color=COLORS[c.verdict])
     st.markdown(f"**“{c.quote}”**")
     st.markdown(c.finding)
-    with st.expander("The arithmetic"):
+    with st.expander(_("The arithmetic")):
         st.code("\n".join(c.arithmetic), language=None, wrap_lines=True)
-    st.caption(f"Source: {c.source}")
-    st.page_link(c.page[0], label=f"See it live: {c.page[1]}", icon=":material/arrow_forward:",
-                 query_params=c.page_query or None)
+    st.caption(_("Source: {source}").format(source=c.source))
+    st.page_link(c.page[0], label=_("See it live: {page}").format(page=_(c.page[1])), icon=":material/arrow_forward:",
+                 query_params=link_query(c))
 
 
-st.title("Claims checked")
-st.markdown(
+st.title(_("Claims checked"))
+st.markdown(_(
     "**What you are seeing.** Numbers and sentences about the KV cache that circulate in blog posts, "
     "calculators and explainers, each recomputed here with the same functions the rest of kvviz uses. "
     "A claim **holds**, is **wrong** (by the factor shown), or is **partly true**: right for one quantity, "
     "wrong for the one it is usually read as. Each card cites its public source (title, address, date) and links "
     "to the page where you can watch the numbers live."
-)
+))
 rule = st.container(horizontal=True, vertical_alignment="center")
-rule.caption(claims.UNITS_RULE)
-rule.page_link("pages/glossary.py", label="GB and GiB", icon=":material/menu_book:",
-               query_params={"term": "GiB"}, help=glossary.help_text("Bytes: GB and GiB"))
+rule.caption(_(claims.UNITS_RULE))
+rule.page_link("pages/glossary.py", label=_("GB and GiB"), icon=":material/menu_book:",
+               query_params={"term": "GiB", i18n.QUERY_PARAM: i18n.current()},
+               help=glossary.help_text("Bytes: GB and GiB"))
 summary = st.container()  # filled last, once the GPU-dependent verdict is known
 
 found = claims.fixed_claims()
@@ -46,7 +57,7 @@ for c in found:
     with st.container(border=True):
         card(c)
 with st.container(border=True):
-    gpu = st.selectbox(claims.GPU_LABEL, list(claims.GPU_COMPUTE),
+    gpu = st.selectbox(_(claims.GPU_LABEL), list(claims.GPU_COMPUTE),
                        index=list(claims.GPU_COMPUTE).index(claims.DEFAULT_GPU), key="claims_gpu",
                        bind="query-params")
     found.append(claims.prefill_claim(gpu))
@@ -54,4 +65,4 @@ with st.container(border=True):
 
 with summary:
     for col, verdict in zip(st.columns(3), COLORS):
-        col.metric(verdict.capitalize(), sum(c.verdict == verdict for c in found))
+        col.metric(_(TITLES[verdict]), sum(c.verdict == verdict for c in found))

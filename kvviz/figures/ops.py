@@ -8,21 +8,22 @@ from typing import Sequence
 
 import plotly.graph_objects as go
 
+from kvviz.i18n import N_, _
 from kvviz.figures import legend_entries, log_ticks, readable, top_legend
 from kvviz.ops import COMPONENT_LABELS, COMPONENTS, FLOPS_PER_OP, PassCounts
 
 CACHED_COLOR, UNCACHED_COLOR = "#1f77b4", "#d62728"
-QUANTITIES = {
-    "total": ("All matmul work", lambda c: c.total_ops),
-    "attention": ("Attention (QK^T + AV)", lambda c: c.attention_ops),
-    "linear": ("Projections + MLP", lambda c: c.linear_ops),
+QUANTITIES = {  # key -> (English label, marked for the catalog: show it as _(label); the value it draws)
+    "total": (N_("All matmul work"), lambda c: c.total_ops),
+    "attention": (N_("Attention (QK^T + AV)"), lambda c: c.attention_ops),
+    "linear": (N_("Projections + MLP"), lambda c: c.linear_ops),
     **{k: (COMPONENT_LABELS[k], (lambda k: lambda c: c.ops(k))(k)) for k in COMPONENTS},
 }
 
 Point = tuple[int, PassCounts, PassCounts]  # (passes so far, cached cumulative, uncached cumulative)
 
 
-SCALE_WORDS = ((10**12, "trillions"), (10**9, "billions"), (10**6, "millions"), (10**3, "thousands"))
+SCALE_WORDS = ((10**12, N_("trillions")), (10**9, N_("billions")), (10**6, N_("millions")), (10**3, N_("thousands")))
 
 
 def _readable_axes(fig: go.Figure) -> go.Figure:
@@ -36,7 +37,7 @@ def _readable_axes(fig: go.Figure) -> go.Figure:
         trace.update(y=[v / factor for v in exact], customdata=exact,
                      hovertemplate="%{x:,}: %{customdata:,}<extra>%{fullData.name}</extra>")
     if word:
-        fig.update_yaxes(title_text=f"{fig.layout.yaxis.title.text}, {word}")
+        fig.update_yaxes(title_text=_("{title}, {scale}").format(title=fig.layout.yaxis.title.text, scale=_(word)))
     fig.update_yaxes(exponentformat="none", separatethousands=True)
     if fig.layout.yaxis.type == "log":
         fig.update_yaxes(**log_ticks(v for t in fig.data for v in t.y))
@@ -47,26 +48,28 @@ def _readable_axes(fig: go.Figure) -> go.Figure:
 
 def _scale_title(unit: str, log_y: bool) -> str:
     """The axis says when it is logarithmic: a 100x saving must never look like 3x unannounced."""
-    return f"{unit} (log scale)" if log_y else unit
+    return _("{unit} (log scale)").format(unit=unit) if log_y else unit
 
 
 
 def _unit(flops: bool) -> tuple[int, str]:
-    return (FLOPS_PER_OP, "FLOPs") if flops else (1, "ops (multiply-adds)")
+    return (FLOPS_PER_OP, "FLOPs") if flops else (1, _("ops (multiply-adds)"))
 
 
 def cumulative_figure(points: Sequence[Point], quantity: str = "total", flops: bool = False, log_y: bool = False) -> go.Figure:
     """Running totals as the generation grows: the cached line grows ~linearly, the uncached one faster."""
     label, get = QUANTITIES[quantity]
+    label = _(label)
     scale, unit = _unit(flops)
-    ks = [k for k, _, _ in points]
+    ks = [k for k, _c, _u in points]
     fig = go.Figure()
-    fig.add_scatter(x=ks, y=[scale * get(u) for _, _, u in points], name="without cache (recompute all)",
+    fig.add_scatter(x=ks, y=[scale * get(u) for _k, _c, u in points], name=_("without cache (recompute all)"),
                     line=dict(color=UNCACHED_COLOR))
-    fig.add_scatter(x=ks, y=[scale * get(c) for _, c, _ in points], name="with KV cache",
+    fig.add_scatter(x=ks, y=[scale * get(c) for _k, c, _u in points], name=_("with KV cache"),
                     line=dict(color=CACHED_COLOR))
     fig.update_layout(
-        title=f"{label}: cumulative {unit}", xaxis_title="forward passes so far (= new tokens generated)",
+        title=_("{label}: cumulative {unit}").format(label=label, unit=unit),
+        xaxis_title=_("forward passes so far (= new tokens generated)"),
         yaxis_title=_scale_title(unit, log_y), yaxis_type="log" if log_y else "linear",
         margin=dict(t=90, b=10), height=400,
     )
@@ -75,15 +78,15 @@ def cumulative_figure(points: Sequence[Point], quantity: str = "total", flops: b
 
 def ratio_figure(points: Sequence[Point]) -> go.Figure:
     """How many times more work without the cache, cumulative, for attention, projections+MLP and the total."""
-    ks = [k for k, _, _ in points]
+    ks = [k for k, _c, _u in points]
     fig = go.Figure()
     for quantity in ("attention", "linear", "total"):
         label, get = QUANTITIES[quantity]
-        fig.add_scatter(x=ks, y=[get(u) / get(c) for _, c, u in points], name=label)
+        fig.add_scatter(x=ks, y=[get(u) / get(c) for _k, c, u in points], name=_(label))
     legend, top = top_legend(legend_entries(fig))
     fig.update_layout(
-        title=dict(text="Without cache / with cache (cumulative)", y=0.99, yanchor="top"),
-        xaxis_title="forward passes so far", yaxis_title="times more work", legend=legend, margin=dict(t=top, b=10),
+        title=dict(text=_("Without cache / with cache (cumulative)"), y=0.99, yanchor="top"),
+        xaxis_title=_("forward passes so far"), yaxis_title=_("times more work"), legend=legend, margin=dict(t=top, b=10),
         height=400,
     )
     return readable(fig)
@@ -92,14 +95,14 @@ def ratio_figure(points: Sequence[Point]) -> go.Figure:
 def breakdown_figure(cached: PassCounts, uncached: PassCounts, flops: bool = False, log_y: bool = False) -> go.Figure:
     """Per-component totals, side by side: where does the cache save work, and where does it save nothing?"""
     scale, unit = _unit(flops)
-    labels = [COMPONENT_LABELS[c] for c in COMPONENTS]
+    labels = [_(COMPONENT_LABELS[c]) for c in COMPONENTS]
     fig = go.Figure()
-    fig.add_bar(x=labels, y=[scale * uncached.ops(c) for c in COMPONENTS], name="without cache",
+    fig.add_bar(x=labels, y=[scale * uncached.ops(c) for c in COMPONENTS], name=_("without cache"),
                 marker_color=UNCACHED_COLOR)
-    fig.add_bar(x=labels, y=[scale * cached.ops(c) for c in COMPONENTS], name="with KV cache",
+    fig.add_bar(x=labels, y=[scale * cached.ops(c) for c in COMPONENTS], name=_("with KV cache"),
                 marker_color=CACHED_COLOR)
     fig.update_layout(
-        barmode="group", title=f"Whole generation, per component ({unit})", yaxis_title=_scale_title(unit, log_y),
+        barmode="group", title=_("Whole generation, per component ({unit})").format(unit=unit), yaxis_title=_scale_title(unit, log_y),
         yaxis_type="log" if log_y else "linear", margin=dict(t=90, b=10), height=440,
     )
     return _readable_axes(fig)
@@ -108,10 +111,10 @@ def breakdown_figure(cached: PassCounts, uncached: PassCounts, flops: bool = Fal
 def per_step_figure(indices: Sequence[int], cached: Sequence[PassCounts], uncached: Sequence[PassCounts]) -> go.Figure:
     """Ops of each single forward pass (not cumulative): flat with the cache, growing without it."""
     fig = go.Figure()
-    fig.add_bar(x=list(indices), y=[u.total_ops for u in uncached], name="without cache", marker_color=UNCACHED_COLOR)
-    fig.add_bar(x=list(indices), y=[c.total_ops for c in cached], name="with KV cache", marker_color=CACHED_COLOR)
+    fig.add_bar(x=list(indices), y=[u.total_ops for u in uncached], name=_("without cache"), marker_color=UNCACHED_COLOR)
+    fig.add_bar(x=list(indices), y=[c.total_ops for c in cached], name=_("with KV cache"), marker_color=CACHED_COLOR)
     fig.update_layout(
-        barmode="group", title="Ops per forward pass (1 = the prefill)", xaxis_title="pass",
-        yaxis_title="ops (multiply-adds)", margin=dict(t=90, b=10), height=380,
+        barmode="group", title=_("Ops per forward pass (1 = the prefill)"), xaxis_title=_("pass"),
+        yaxis_title=_("ops (multiply-adds)"), margin=dict(t=90, b=10), height=380,
     )
     return _readable_axes(fig)
