@@ -12,8 +12,9 @@ import streamlit as st
 from kvviz.speedup import machine, tables
 from kvviz.model import loading
 from kvviz import ui
-from kvviz.speedup.noise import Comparison, Timing, load_label
-from kvviz.speedup.records import ESTIMATOR, BenchResult
+from kvviz.speedup.noise import Comparison, Timing, load_avg_1min, load_label
+from kvviz.i18n import N_
+from kvviz.speedup.records import ESTIMATOR, MODE_LABELS, BenchResult
 from kvviz.speedup.settings import PAGE_BUDGET_S, BenchInputError, BenchSettings, duration, validate, whole
 from kvviz.figures import MAX_LEGEND_ENTRIES
 from kvviz.figures import bench as figs
@@ -21,6 +22,8 @@ from kvviz.memory.presets import get_preset
 
 RESULT_KEY = "bench_result"  # this session's last finished benchmark (kept across reruns and errors)
 BATCH_KEY = "bench_batch_result"
+DEVICE_KEY = "bench_device_result"
+DEVICE_SWEEP_BUDGET_S = 20.0  # the page's sweep stops adding contexts past this (the CLI's is 60 s)
 PAGE_MAX_REPEATS = 10
 PAGE_MAX_WARMUP = 5
 MODEL_CHOICES = {
@@ -256,6 +259,99 @@ def batch_section(spec: str, threads: int) -> None:
         )
 
 
+@st.cache_resource(show_spinner=False)
+def offered_devices() -> tuple[list[str], str | None]:
+    """The devices this machine can time on (cpu first), and why a GPU is not among them (once per process)."""
+    from kvviz.speedup import device as devices  # torch: only when this section is drawn
+
+    offered = devices.available()
+    return offered, None if len(offered) > 1 else "cuda"
+
+
+BOUND_LABELS = {"overhead": N_("launch overhead"), "bandwidth": N_("reading bytes")}
+
+
+def device_section(spec: str) -> None:
+    """The context sweep on a device (kvviz.speedup.accelerator): the cached step against the uncached pass as
+    the cache grows, on the CPU or a GPU this machine has (only the devices found are offered)."""
+    from kvviz.i18n import _
+
+    st.subheader(_("As the context grows: one cached step against one uncached pass"))
+    st.caption(_("At short context a decode step is bound by launch overhead (its time barely moves with the "
+                 "context); at long context reading the cache dominates and the step grows with it. The uncached "
+                 "pass over the same tokens is cheap until it is not. Each point: the median of 9 cached steps and "
+                 "3 uncached passes, interleaved, on a private copy of the model."))
+    offered, missing = offered_devices()
+    with st.form("bench_device_form"):
+        if len(offered) > 1:
+            c1, c2 = st.columns(2)
+            where = c1.selectbox(_("Device"), offered, key="bench_device")
+            dtype = c2.selectbox(_("Weights and cache dtype"), ["float16", "bfloat16", "float32"], key="bench_device_dtype",
+                                 help=_("A GPU runs float16 or bfloat16; on the CPU only float32 makes sense."))
+        else:
+            from kvviz.speedup import device as devices
+
+            where, dtype = "cpu", "float32"
+            st.caption(_("On this machine's CPU, float32. {reason}").format(reason=devices.unavailable_reason(missing)))
+        measure = st.form_submit_button(_("Measure the context sweep"), key="bench_device_run")
+    if measure:
+        try:
+            loaded = ui.cached_model(spec, "sdpa")
+        except loading.ModelLoadError as exc:
+            st.warning(_("{error} Choose another model.").format(error=exc))
+            return
+        from kvviz.speedup import accelerator, harness
+        from kvviz.speedup import device as devices
+
+        problem = devices.unavailable_reason(where) or devices.dtype_problem(where, dtype)
+        if problem:
+            st.error(problem)
+            return
+        box = st.empty()
+        try:
+            with harness.hold_turn(on_wait=queue_notice(box)), st.spinner(_("Measuring on {device}...").format(device=where)):
+                box.empty()
+                load_before = load_avg_1min()
+                st.session_state[DEVICE_KEY] = (accelerator.run_device_benchmark(
+                    loaded.model, loaded.info.label, harness.prompt_token_ids(loaded, 16), 16, where, dtype,
+                    repeats=3, warmup=1, sweep_budget_s=DEVICE_SWEEP_BUDGET_S), load_before)
+        except (harness.BenchBusyError, devices.DeviceUnavailable, ValueError) as exc:
+            st.error(str(exc))
+    if st.session_state.get(DEVICE_KEY) is None:
+        return
+    result, load_before = st.session_state[DEVICE_KEY]
+    from kvviz.figures.device import context_sweep_figure
+    from kvviz.figures import export_config
+
+    st.caption(_("Measured on {device}; {model}; machine load {load}.").format(
+        device=result.device.describe(), model=result.model_label, load=load_label(load_before)))
+    if result.sweep:
+        st.plotly_chart(context_sweep_figure(result.sweep, result.device.kind), key="bench_fig_device_sweep",
+                        config=export_config("kvviz_context_sweep"))
+        st.dataframe(pd.DataFrame([{
+            _("cached tokens"): p.context,
+            _("cached step, ms"): round(p.cached_ms, 3),
+            _("uncached pass, ms"): round(p.uncached_median_ms, 3),
+            _("uncached / cached"): round(p.ratio, 1),
+            _("cache's share of bytes read"): f"{p.kv_bytes_read / p.bytes_read:.0%}",
+            _("of the read roof"): f"{p.roof_fraction:.0%}" + ("*" if p.beats_roof else ""),
+            _("bound by"): _(BOUND_LABELS[p.bound]),
+        } for p in result.sweep]), hide_index=True, key="bench_device_sweep_table")
+        if any(p.beats_roof for p in result.sweep):
+            st.caption(_("* moved more bytes per second than the read probe measured (caches helped): shown as 100%."))
+    for note in result.sweep_notes:
+        st.caption(_("Left out: {note}").format(note=note))
+    st.dataframe(pd.DataFrame([{
+        _("mode"): _(m.label),
+        _("decode tokens/s (median)"): round(sorted(m.decode_tokens_per_s)[len(m.decode_tokens_per_s) // 2], 1),
+        _("x no cache"): round(result.speedup(m.mode), 2),
+        _("of the read roof"): f"{result.roof_fraction(m.mode):.0%}",
+        _("same tokens as no cache"): _("yes") if result.tokens_match(m.mode) else _("no"),
+    } for m in result.modes]), hide_index=True, key="bench_device_modes_table")
+    for name, reason in result.skipped.items():
+        st.caption(_("Not run: {mode}: {reason}").format(mode=_(MODE_LABELS.get(name, name)), reason=_(reason)))
+
+
 ui.ensure_router()  # before anything is drawn: see its docstring
 st.title("Measured speed-up")
 st.html("<style>:is(.st-key-bench_metrics) :is([data-testid='stMetricValue'], [data-testid='stMetricLabel']) * "
@@ -338,3 +434,5 @@ else:
                  "with other settings.")
     else:
         batch_section(result.model_spec, result.machine.threads)
+
+device_section(st.session_state.get("bench_model", sidebar_spec))

@@ -117,3 +117,29 @@ def test_cuda_report_float32_tokens_agree(bundled):  # pragma: no cover - runs o
     assert result.device.kind == "cuda" and result.device.runtime.startswith("CUDA")
     assert set(result.skipped) >= {"preallocated", "int8"}
     assert all(result.tokens_match(m.mode) for m in result.modes)
+
+
+def test_speedup_page_offers_only_the_devices_found_and_draws_the_sweep(fresh_streamlit_caches):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import APP_TIMEOUT_S
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "speedup.py"),
+                           default_timeout=APP_TIMEOUT_S * 3)
+    at.run()
+    assert not at.exception
+    devices_offered = device.available()
+    assert bool([s for s in at.selectbox if s.key == "bench_device"]) == (len(devices_offered) > 1)
+    if len(devices_offered) == 1:  # no GPU: the page says why in one line, and offers nothing to pick
+        assert any("is_available() is False" in c.value for c in at.caption)
+    at.button(key="bench_device_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    tables = [d.value for d in at.dataframe]
+    sweep = next(t for t in tables if "cached tokens" in t.columns)
+    assert list(sweep["cached tokens"]) == [32, 64, 128, 255]  # the bundled model's 256 positions bound it
+    assert set(sweep["bound by"]) <= {"launch overhead", "reading bytes"}
+    modes = next(t for t in tables if "same tokens as no cache" in t.columns)
+    assert list(modes["same tokens as no cache"]) == ["yes"] * len(modes)
+    assert len(at.get("plotly_chart")) >= 1

@@ -28,14 +28,15 @@ from typing import Callable
 import torch
 from transformers import DynamicCache
 
+from kvviz.i18n import N_, _
 from kvviz.speedup import device as devices
 from kvviz.speedup import probes, roofline, runs
 from kvviz.speedup.records import MODE_LABELS, RunTiming
 
 DEVICE_MODES: tuple[str, ...] = ("no_cache", "dynamic", "static", "static_compiled", "generate_cache")
-CPU_ONLY_MODES: dict[str, str] = {
-    "preallocated": "the flat engine's fp32 path is oneDNN's CPU matmul (torch.ops.mkldnn): a CPU-only kernel",
-    "int8": "int8 dynamic quantization (torch.ao.quantization.quantize_dynamic) runs on the CPU only",
+CPU_ONLY_MODES: dict[str, str] = {  # translated where shown (N_): the CLI prints the English
+    "preallocated": N_("the flat engine's fp32 path is oneDNN's CPU matmul (torch.ops.mkldnn): a CPU-only kernel"),
+    "int8": N_("int8 dynamic quantization (torch.ao.quantization.quantize_dynamic) runs on the CPU only"),
 }
 SWEEP_CONTEXTS: tuple[int, ...] = (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
 SWEEP_BUDGET_S = 60.0  # the whole sweep; the longest contexts are left out (and said) beyond it
@@ -229,7 +230,7 @@ def run_modes(model: torch.nn.Module, prompt_ids: list[int], new_tokens: int, re
         except runs.CompileUnavailable as exc:
             skipped["static_compiled"] = str(exc)
     else:
-        skipped["static_compiled"] = "not asked for (--compile): compiling takes 10-60 s first"
+        skipped["static_compiled"] = N_("not asked for: compiling takes 10-60 s first (the CLI's --compile)")
     order = [m for m in DEVICE_MODES if m in runners]
     for name in order:
         for _ in range(warmup):
@@ -257,12 +258,14 @@ def sweep_contexts(model: torch.nn.Module, contexts: tuple[int, ...] = SWEEP_CON
         contexts = tuple(sorted({*(c for c in contexts if c < longest), longest, *(c for c in contexts if c > longest)}))
     for context in contexts:
         if context + 1 > n_positions:
-            notes.append(f"{context} tokens: past the model's {n_positions} positions")
+            notes.append(_("{context} tokens: past the model's {n_positions} positions").format(
+                context=context, n_positions=n_positions))
             continue
         # the cache, plus the uncached pass's activations (hidden states and one layer's attention scores)
         need = context * row + (context + 1) * (model.config.n_embd * 8 + model.config.n_head * (context + 1)) * element
         if free is not None and need > SWEEP_MEMORY_SHARE * free:
-            notes.append(f"{context} tokens: needs ~{need / 2**30:.1f} GiB, over half of the free memory")
+            notes.append(_("{context} tokens: needs ~{gib:.1f} GiB, over half of the free memory").format(
+                context=context, gib=need / 2**30))
             continue
         kept.append(context)
     return kept, notes
@@ -283,7 +286,8 @@ def context_sweep(model: torch.nn.Module, roofs: DeviceRoofs, contexts: tuple[in
     clock = devices.Clock(device)
     for context in kept:
         if spent_s > budget_s:
-            notes.append(f"{context} tokens: the sweep's {budget_s:.0f} s budget is spent")
+            notes.append(_("{context} tokens: the sweep's {budget_s:.0f} s budget is spent").format(
+                context=context, budget_s=budget_s))
             continue
         if progress:
             progress(f"context sweep: {context} cached tokens")
@@ -315,7 +319,8 @@ def context_sweep(model: torch.nn.Module, roofs: DeviceRoofs, contexts: tuple[in
 def run_device_benchmark(model: torch.nn.Module, model_label: str, prompt_ids: list[int], new_tokens: int,
                          device: str, dtype: str, repeats: int = 3, warmup: int = 1, compile_step: bool = False,
                          sweep: bool = True, sweep_contexts_: tuple[int, ...] = SWEEP_CONTEXTS,
-                         progress: ProgressFn | None = None) -> DeviceBenchResult:
+                         sweep_budget_s: float = SWEEP_BUDGET_S, progress: ProgressFn | None = None
+                         ) -> DeviceBenchResult:
     """The whole device report. Raises DeviceUnavailable (no such device here) or ValueError (a dtype that
     makes no sense there), before any work."""
     devices.require(device)
@@ -328,8 +333,9 @@ def run_device_benchmark(model: torch.nn.Module, model_label: str, prompt_ids: l
     try:
         roofs = measure_roofs(device, dtype)
         modes, skipped = run_modes(twin, prompt_ids, new_tokens, repeats, warmup, compile_step, progress)
-        points, notes = (context_sweep(twin, roofs, sweep_contexts_, progress=progress) if sweep
-                         else ([], ["not asked for"]))
+        points, notes = (context_sweep(twin, roofs, sweep_contexts_, budget_s=sweep_budget_s,
+                                                progress=progress) if sweep
+                         else ([], [_("not asked for")]))
         return DeviceBenchResult(
             devices.describe(device, dtype), model_label, len(prompt_ids), new_tokens, repeats, tuple(modes),
             skipped, roofs, roofline.weight_bytes_per_decode_token(twin), _kv_row_bytes(twin), tuple(points),

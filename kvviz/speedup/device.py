@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from kvviz.i18n import _
+
 DEVICES = ("cpu", "cuda", "mps")
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -33,13 +35,15 @@ def unavailable_reason(device: str) -> str | None:
     if device == "cuda":
         if torch.cuda.is_available():
             return None
-        build = "" if torch.version.cuda else f" (this torch, {torch.__version__}, is built without CUDA)"
-        return f"No CUDA device here: torch.cuda.is_available() is False{build}."
+        if torch.version.cuda:
+            return _("No CUDA device here: torch.cuda.is_available() is False.")
+        return _("No CUDA device here: torch.cuda.is_available() is False (this torch, {version}, is built "
+                 "without CUDA).").format(version=torch.__version__)
     if device == "mps":
         if torch.backends.mps.is_available():
             return None
-        return "No Apple GPU here: torch.backends.mps.is_available() is False."
-    return f"Unknown device {device[:40]!r}: choose one of {', '.join(DEVICES)}."
+        return _("No Apple GPU here: torch.backends.mps.is_available() is False.")
+    return _("Unknown device {device!r}: choose one of {devices}.").format(device=device[:40], devices=", ".join(DEVICES))
 
 
 def available() -> list[str]:
@@ -57,12 +61,12 @@ def require(device: str) -> torch.device:
 def dtype_problem(device: str, dtype: str) -> str | None:
     """None when `dtype` weights and cache make sense on `device`, else why not (one line)."""
     if dtype not in DTYPES:
-        return f"Unknown dtype {dtype[:40]!r}: choose one of {', '.join(DTYPES)}."
+        return _("Unknown dtype {dtype!r}: choose one of {dtypes}.").format(dtype=dtype[:40], dtypes=", ".join(DTYPES))
     if device == "cpu" and dtype != "float32":
-        return (f"{dtype} on the CPU: its matmuls run through slow conversion paths here, so the timing would "
-                "teach the wrong lesson; use float32 on the CPU.")
+        return _("{dtype} on the CPU: its matmuls run through slow conversion paths here, so the timing would "
+                 "teach the wrong lesson; use float32 on the CPU.").format(dtype=dtype)
     if device == "cuda" and dtype == "bfloat16" and not torch.cuda.is_bf16_supported():
-        return "bfloat16 is not supported by this CUDA device (torch.cuda.is_bf16_supported() is False)."
+        return _("bfloat16 is not supported by this CUDA device (torch.cuda.is_bf16_supported() is False).")
     return None
 
 
