@@ -7,6 +7,7 @@
     python -m kvviz.i18n.catalog part NAME TRANSLATIONS.json SRC ...
                                                    # kvviz/i18n/parts/NAME.po: SRC's strings, msgstr from the JSON
                                                    # ({"English msgid": "中文", ...}; a plural: keyed by singular)
+    python -m kvviz.i18n.catalog fill TRANSLATIONS.json  # translate the catalog's untranslated entries from a map
 
 Strings are marked in the source with `_()`, `N_()` and `ngettext()` (kvviz.i18n); Babel's Python extractor
 finds them. The CLI (kvviz/cli, kvviz/__main__.py) and the training script stay English and are not extracted.
@@ -132,6 +133,27 @@ def part(name: str, translations_json: Path, sources: list[Path]) -> list[str]:
     return missing
 
 
+def fill(translations_json: Path, code: str = i18n.CHINESE) -> list[str]:
+    """Translate the catalog's untranslated entries from a JSON map; returns the msgids still untranslated."""
+    import json
+
+    table = json.loads(translations_json.read_text(encoding="utf-8"))
+    path = i18n.catalog_path(code)
+    catalog = read(path)
+    left = []
+    for message in catalog:
+        if not message.id or i18n.is_translated(message):
+            continue
+        key = message.id[0] if isinstance(message.id, tuple) else message.id
+        if key in table:
+            message.string = (table[key],) if isinstance(message.id, tuple) else table[key]
+            message.flags.discard("fuzzy")
+        else:
+            left.append(key)
+    write(catalog, path)
+    return left
+
+
 def main(argv: list[str]) -> int:
     command, *args = argv or ["check"]
     if command == "extract":
@@ -150,6 +172,10 @@ def main(argv: list[str]) -> int:
         print(f"kvviz/i18n/parts/{name}.po written; {len(missing)} strings without a translation"
               + "".join(f"\n  {m[:100]!r}" for m in missing))
         return 1 if missing else 0
+    if command == "fill":
+        left = fill(Path(args[0]))
+        print(f"{len(left)} entries still untranslated" + "".join(f"\n  {m[:100]!r}" for m in left))
+        return 1 if left else 0
     if command == "check":
         paths = [Path(a) for a in args] or [i18n.catalog_path(i18n.CHINESE)]
         found = [f"{p}: {line}" for p in paths for line in problems(read(p))]
