@@ -227,7 +227,8 @@ if not st.session_state.get("lesson_link_checked"):
     raw_step = st.query_params.get("step")
     end_labels = lesson.translations(END_LABEL)  # "End" in any language opens the summary
     if raw_step in end_labels and raw_step != _(END_LABEL):
-        st.query_params["step"] = _(END_LABEL)  # the bound control reads its label in this language
+        st.query_params["step"] = _(END_LABEL)  # the bound control reads its label in this language: from the
+        st.rerun()  # next run's URL (st.query_params updates it; this run's control was seeded from the old one)
     elif raw_step not in end_labels and (link_notice := query_values.refused_link_whole(
             raw_step, 1, N_STEPS, "step", _("Opening step 1 (or ?step=End for the summary)."))):
         st.warning(link_notice)
