@@ -5,11 +5,16 @@ then tell: a first wrong answer gets a hint, a second (or "Show me") the worked 
 question up in large type for a room to answer aloud, and one click reveals it. ?step=4 opens step 4,
 ?step=End the summary, ?lesson_class=true class mode. The handout (one printable page per step) downloads from
 the top of every step and from the summary.
+
+Language (kvviz.i18n): every text is shown in the session's language. A question is computed in the language current
+when its step opens and kept per language; the handout is written in the language of the session that asks for it.
 """
 from __future__ import annotations
 
 import streamlit as st
 
+from kvviz import i18n
+from kvviz.i18n import N_, _
 from kvviz.teaching import glossary, handout, lesson
 from kvviz.inputs import query_values
 from kvviz import ui
@@ -19,6 +24,7 @@ from kvviz.figures.lesson import lesson_figure
 N_STEPS = len(lesson.STEPS)
 END = N_STEPS + 1  # the summary page, after step 12
 OUTCOMES = "lesson_outcomes"  # {step number: lesson.Outcome}
+END_LABEL = N_("End")  # the summary's place in the step control (and ?step=End in an English link)
 
 
 
@@ -47,24 +53,33 @@ def _record(number: int, result: str, given: str) -> None:
         outcomes[number] = lesson.Outcome(result, given)
 
 
+def _question_key(number: int, loaded, lang: str | None = None) -> str:
+    """A question is kept per step, model and language (its text is written when it is asked)."""
+    return f"lesson_q_{number}_{loaded.info.label}_{lang or i18n.current()}"
+
+
 def _question(number: int, loaded, engine) -> lesson.Question:
-    """The live question of step `number`, computed once per step and model."""
-    key = f"lesson_q_{number}_{loaded.info.label}"
+    """The live question of step `number`, computed once per step, model and language."""
+    key = _question_key(number, loaded)
     if key not in st.session_state:
-        with st.spinner("Running the model for this question..."):
+        with st.spinner(_("Running the model for this question...")):
             st.session_state[key] = lesson.STEPS[number - 1].ask(engine)
     return st.session_state[key]
 
 
 def _handout_maker(loaded, computed: dict[int, lesson.Question]):
     """A callable for st.download_button: the questions this session has computed, the others computed with a
-    fresh engine of the same model (it runs on its own thread: no Streamlit calls inside)."""
+    fresh engine of the same model (it runs on its own thread: no Streamlit calls inside, so the session's language
+    is read here and set there)."""
+    lang = i18n.current()
+
     def make() -> str:
         from kvviz.step.engine import StepEngine  # torch: only when the handout is built
 
-        engine = StepEngine(loaded)
-        questions = [computed.get(n) or s.ask(engine) for n, s in enumerate(lesson.STEPS, start=1)]
-        return handout.handout_html(lesson.STEPS, questions, _model_name(loaded))
+        with i18n.language(lang):
+            engine = StepEngine(loaded)
+            questions = [computed.get(n) or s.ask(engine) for n, s in enumerate(lesson.STEPS, start=1)]
+            return handout.handout_html(lesson.STEPS, questions, _model_name(loaded))
     return make
 
 
@@ -73,30 +88,37 @@ def _model_name(loaded) -> str:
 
 
 def _computed(loaded) -> dict[int, lesson.Question]:
-    return {n: st.session_state[f"lesson_q_{n}_{loaded.info.label}"] for n in range(1, END)
-            if f"lesson_q_{n}_{loaded.info.label}" in st.session_state}
+    return {n: st.session_state[_question_key(n, loaded)] for n in range(1, END)
+            if _question_key(n, loaded) in st.session_state}
+
+
+def _term_label(term: str) -> str:
+    """A glossary word as the glossary names it in the current language. (glossary.display_name comes with the
+    glossary's translation, issue #22; until it is there, the English name.)"""
+    display_name, found = getattr(glossary, "display_name", None), glossary.find(term)
+    return display_name(found) if display_name and found else term
 
 
 def _figures(question: lesson.Question, after: bool, font_px: int, number: int) -> None:
     for i, pic in enumerate(p for p in question.pictures if p.after == after):
         st.plotly_chart(lesson_figure(pic, font_px), config=export_config(f"lesson_step_{number}"),
                         key=f"lesson_fig_{number}_{int(after)}_{i}_{font_px}")
-        st.caption(pic.caption)
+        st.caption(pic.caption)  # written in the question's language when it was asked
 
 
 def _answer_input(number: int, question: lesson.Question):
     """The student's answer widget(s): a choice, a number, or a number and a byte unit. Returns (value, unit)."""
     if question.is_choice:
-        return st.radio("Your answer", question.choices, index=None, key=f"lesson_answer_{number}"), None
+        return st.radio(_("Your answer"), question.choices, index=None, key=f"lesson_answer_{number}"), None
     if question.unit == "bytes":
         row = st.container(horizontal=True, vertical_alignment="bottom")
-        value = row.number_input("Your answer", value=None, min_value=0.0, step=1.0, format="%.10g",
+        value = row.number_input(_("Your answer"), value=None, min_value=0.0, step=1.0, format="%.10g",
                                  key=f"lesson_answer_{number}", width=220)
-        unit = row.selectbox("Unit", list(lesson.BYTE_UNITS), index=0, key=f"lesson_unit_{number}", width=110,
-                             help="1 KB = 1,000 B, 1 MB = 10^6 B, 1 GB = 10^9 B; 1 KiB = 1,024 B, 1 MiB = 2^20 B, "
-                                  "1 GiB = 2^30 B")
+        unit = row.selectbox(_("Unit"), list(lesson.BYTE_UNITS), index=0, key=f"lesson_unit_{number}", width=110,
+                             help=_("1 KB = 1,000 B, 1 MB = 10^6 B, 1 GB = 10^9 B; 1 KiB = 1,024 B, 1 MiB = 2^20 B, "
+                                    "1 GiB = 2^30 B"))
         return value, unit
-    label = "Your answer" + (" (how many times)" if question.unit == "x" else "")
+    label = _("Your answer (how many times)") if question.unit == "x" else _("Your answer")
     return st.number_input(label, value=None, min_value=0.0, step=1.0, format="%.10g",
                            key=f"lesson_answer_{number}", width=260), None
 
@@ -105,8 +127,8 @@ def _worked(number: int, question: lesson.Question, step: lesson.LessonStep, fon
     """The worked answer: the arithmetic, the figures that would have given it away, the full page's link."""
     st.markdown(question.arithmetic)
     _figures(question, True, font_px, number)
-    st.page_link(step.page, label=f"See it on the full page: {step.page_label}", icon=":material/open_in_new:",
-                 query_params=question.page_query or None)
+    st.page_link(step.page, label=_("See it on the full page: {page}").format(page=_(step.page_label)),
+                 icon=":material/open_in_new:", query_params={**question.page_query, i18n.QUERY_PARAM: i18n.current()})
 
 
 def student_box(number: int, question: lesson.Question, step: lesson.LessonStep, font_px: int) -> None:
@@ -114,8 +136,8 @@ def student_box(number: int, question: lesson.Question, step: lesson.LessonStep,
     tries_key, result_key = f"lesson_tries_{number}", f"lesson_result_{number}"
     given, unit = _answer_input(number, question)
     row = st.container(horizontal=True)
-    checked = row.button("Check", key=f"lesson_check_{number}", type="primary", disabled=given is None)
-    shown = row.button("Show me", key=f"lesson_show_{number}")
+    checked = row.button(_("Check"), key=f"lesson_check_{number}", type="primary", disabled=given is None)
+    shown = row.button(_("Show me"), key=f"lesson_show_{number}")
     written = "" if given is None else (str(given) if question.is_choice else f"{given:g}{' ' + unit if unit else ''}")
     if checked:
         if lesson.check(question, given, unit):
@@ -134,17 +156,18 @@ def student_box(number: int, question: lesson.Question, step: lesson.LessonStep,
         _record(number, "shown", written)
     result = st.session_state.get(result_key)
     if result == "hint":
-        st.warning(f"Not yet. {st.session_state[f'lesson_hint_{number}']} Try again, or press *Show me*.",
-                   icon=":material/lightbulb:")
+        st.warning(_("Not yet. {hint} Try again, or press *Show me*.").format(
+            hint=st.session_state[f"lesson_hint_{number}"]), icon=":material/lightbulb:")
         return
     if result is None:
         return
     if result == "right":
-        st.success(f"Right: **{question.answer_text()}**.")
+        st.success(_("Right: **{answer}**.").format(answer=question.answer_text()))
     elif result == "wrong-shown":
-        st.error(f"Not quite, again. The computed answer is **{question.answer_text()}**; here is how.")
+        st.error(_("Not quite, again. The computed answer is **{answer}**; here is how.").format(
+            answer=question.answer_text()))
     else:
-        st.info(f"The computed answer is **{question.answer_text()}**.")
+        st.info(_("The computed answer is **{answer}**.").format(answer=question.answer_text()))
     _worked(number, question, step, font_px)
 
 
@@ -153,20 +176,20 @@ def class_box(number: int, question: lesson.Question, step: lesson.LessonStep, f
     st.markdown(f"### {question.text}")
     if question.is_choice:
         st.markdown("\n".join(f"### {chr(65 + i)}. {c}" for i, c in enumerate(question.choices)))
-    elif question.rel_tolerance and "within" not in question.text:
-        st.caption(f"Accepted within {question.rel_tolerance:.0%}.")
+    elif question.rel_tolerance and not question.states_tolerance:
+        st.caption(_("Accepted within {tolerance:.0%}.").format(tolerance=question.rel_tolerance))
     reveal_key = f"lesson_reveal_{number}"
     if not st.session_state.get(reveal_key):
         row = st.container(horizontal=True)
-        row.button("Reveal the answer", key=f"lesson_reveal_btn_{number}", type="primary",
+        row.button(_("Reveal the answer"), key=f"lesson_reveal_btn_{number}", type="primary",
                    icon=":material/visibility:", shortcut="A",
                    on_click=lambda: st.session_state.update({reveal_key: True}))
-        row.button("Hint", key=f"lesson_hint_btn_{number}", icon=":material/lightbulb:", shortcut="H",
+        row.button(_("Hint"), key=f"lesson_hint_btn_{number}", icon=":material/lightbulb:", shortcut="H",
                    on_click=lambda: st.session_state.update({f"lesson_class_hint_{number}": True}))
         if st.session_state.get(f"lesson_class_hint_{number}"):
             st.warning(question.hint, icon=":material/lightbulb:")
         return
-    st.success(f"### Answer: {question.answer_text()}")
+    st.success(_("### Answer: {answer}").format(answer=question.answer_text()))
     _worked(number, question, step, font_px)
 
 
@@ -174,83 +197,94 @@ def summary(loaded) -> None:
     """The ending: the twelve ideas with the student's answers, a score, start again, the handout."""
     outcomes: dict[int, lesson.Outcome] = st.session_state.get(OUTCOMES, {})
     right, first = lesson.score(outcomes)
-    st.subheader("What you learned")
+    st.subheader(_("What you learned"))
     c = st.columns(3)
-    c[0].metric("Right", f"{right} of {N_STEPS}")
-    c[1].metric("Right at the first try", f"{first}")
-    c[2].metric("Answers shown", f"{sum(o.result == 'shown' for o in outcomes.values())}")
+    c[0].metric(_("Right"), _("{right} of {n}").format(right=right, n=N_STEPS))
+    c[1].metric(_("Right at the first try"), f"{first}")
+    c[2].metric(_("Answers shown"), f"{sum(o.result == 'shown' for o in outcomes.values())}")
     rows = []
     for n, step in enumerate(lesson.STEPS, start=1):
         o = outcomes.get(n, lesson.Outcome("", ""))
-        q = st.session_state.get(f"lesson_q_{n}_{loaded.info.label}")
-        rows.append({"step": n, "the idea": step.idea, "your answer": o.given or "—",
-                     "result": o.result or "not answered", "computed answer": q.answer_text() if q else "—"})
+        q = st.session_state.get(_question_key(n, loaded))
+        rows.append({_("step"): n, _("the idea"): _(step.idea), _("your answer"): o.given or "—",
+                     _("result"): lesson.result_label(o.result), _("computed answer"): q.answer_text() if q else "—"})
     st.table(rows, hide_index=True)  # a static table: long ideas wrap instead of being cut
     row = st.container(horizontal=True)
-    row.button("Start again", key="lesson_restart", on_click=_restart, icon=":material/restart_alt:", type="primary")
-    row.page_link("pages/glossary.py", label="Glossary", icon=":material/menu_book:")
-    row.page_link("pages/teachers.py", label="For teachers", icon=":material/co_present:")
+    row.button(_("Start again"), key="lesson_restart", on_click=_restart, icon=":material/restart_alt:",
+               type="primary")
+    row.page_link("pages/glossary.py", label=_("Glossary"), icon=":material/menu_book:",
+                  query_params={i18n.QUERY_PARAM: i18n.current()})
+    row.page_link("pages/teachers.py", label=_("For teachers"), icon=":material/co_present:",
+                  query_params={i18n.QUERY_PARAM: i18n.current()})
 
 
 # ----- the page -----------------------------------------------------------------------------------------------
-st.title(f"Lesson: the KV cache in {N_STEPS} questions")
+st.title(_("Lesson: the KV cache in {n} questions").format(n=N_STEPS))
 top = st.container(horizontal=True, vertical_alignment="center")
 # Link check (issue 23): the bound step control drops a bad ?step= silently; say so, once per session.
 if not st.session_state.get("lesson_link_checked"):
     st.session_state["lesson_link_checked"] = True
     raw_step = st.query_params.get("step")
-    if raw_step != "End" and (link_notice := query_values.refused_link_whole(
-            raw_step, 1, N_STEPS, "step", "Opening step 1 (or ?step=End for the summary).")):
+    end_labels = lesson.translations(END_LABEL)  # "End" in any language opens the summary
+    if raw_step in end_labels and raw_step != _(END_LABEL):
+        st.query_params["step"] = _(END_LABEL)  # the bound control reads its label in this language: from the
+        st.rerun()  # next run's URL (st.query_params updates it; this run's control was seeded from the old one)
+    elif raw_step not in end_labels and (link_notice := query_values.refused_link_whole(
+            raw_step, 1, N_STEPS, "step", _("Opening step 1 (or ?step=End for the summary)."))):
         st.warning(link_notice)
 
 number = st.session_state.get("step") or 1
-top.button("Back", key="lesson_back", on_click=_go, args=(-1,), disabled=number == 1, icon=":material/arrow_back:",
+top.button(_("Back"), key="lesson_back", on_click=_go, args=(-1,), disabled=number == 1, icon=":material/arrow_back:",
            shortcut="Left")
 number = top.segmented_control(
-    "Step", list(range(1, END + 1)), default=None if "step" in st.session_state else 1, key="step",
-    bind="query-params", format_func=lambda n: "End" if n == END else str(n),
-    help="Jump to a step; the URL (?step=4) opens the same step", label_visibility="collapsed",
+    _("Step"), list(range(1, END + 1)), default=None if "step" in st.session_state else 1, key="step",
+    bind="query-params", format_func=lambda n: _(END_LABEL) if n == END else str(n),
+    help=_("Jump to a step; the URL (?step=4) opens the same step"), label_visibility="collapsed",
 ) or 1
-top.button("Next", key="lesson_next", on_click=_go, args=(1,), disabled=number == END,
+top.button(_("Next"), key="lesson_next", on_click=_go, args=(1,), disabled=number == END,
            icon=":material/arrow_forward:", shortcut="Right", type="primary")
-class_mode = top.toggle("Class mode", key="lesson_class", bind="query-params",
-                        help="For a projector: large type, no typing; the room answers aloud, then one click "
-                             "(or A) reveals the answer")
+class_mode = top.toggle(_("Class mode"), key="lesson_class", bind="query-params",
+                        help=_("For a projector: large type, no typing; the room answers aloud, then one click "
+                               "(or A) reveals the answer"))
 font_px = 22 if class_mode else 16
 
 loaded = ui.current_model("eager")
 engine = ui.step_engine(loaded, key="lesson_engine")
-with top.popover("Handout", icon=":material/print:"):
-    st.markdown("One printable page per step: its question, figure and worked answer, with every number "
-                f"computed for **{_model_name(loaded)}**. Open the file in a browser and print it.")
-    st.download_button("Download the handout (HTML)", data=_handout_maker(loaded, _computed(loaded)),
+with top.popover(_("Handout"), icon=":material/print:"):
+    st.markdown(_("One printable page per step: its question, figure and worked answer, with every number "
+                  "computed for **{model}**. Open the file in a browser and print it.").format(
+        model=_model_name(loaded)))
+    st.download_button(_("Download the handout (HTML)"), data=_handout_maker(loaded, _computed(loaded)),
                        file_name="kvviz-lesson-handout.html", mime="text/html", key="lesson_handout",
                        icon=":material/download:", on_click="ignore")
 
 if number == END:
-    st.progress(1.0, text="The end: your answers")
+    st.progress(1.0, text=_("The end: your answers"))
     summary(loaded)
     st.stop()
 
 step = lesson.STEPS[number - 1]
-st.progress(number / N_STEPS, text=f"Step {number} of {N_STEPS}: **{step.title}**")
+st.progress(number / N_STEPS, text=_("Step {number} of {n}: **{title}**").format(number=number, n=N_STEPS,
+                                                                                  title=_(step.title)))
 question = _question(number, loaded, engine)
-st.markdown(step.teach)
+st.markdown(_(step.teach))
 words = st.container(horizontal=True, vertical_alignment="center", gap="small")
-words.caption("Words for this step:")
+words.caption(_("Words for this step:"))
 for term in step.terms:  # each opens the glossary at that word; the tooltip is the glossary's own definition
-    words.page_link("pages/glossary.py", label=term, query_params={"term": term}, help=glossary.help_text(term),
+    words.page_link("pages/glossary.py", label=_term_label(term), query_params={"term": term, i18n.QUERY_PARAM: i18n.current()},
+                    help=glossary.help_text(term),
                     icon=":material/menu_book:")
 _figures(question, False, font_px, number)
 with st.container(border=True):
     if class_mode:
         class_box(number, question, step, font_px)
     else:
-        st.markdown(f"**Question.** {question.text}")
+        st.markdown(_("**Question.** {question}").format(question=question.text))
         student_box(number, question, step, font_px)
 
 foot = st.container(horizontal=True, vertical_alignment="center")
-foot.caption(f"Model for the live questions: {_model_name(loaded)}. "
-             "Every number here is computed when the step opens, from the real model or from kvviz's own "
-             "arithmetic. The words in bold are explained in the glossary.")
-foot.page_link("pages/glossary.py", label="Glossary", icon=":material/menu_book:")
+foot.caption(_("Model for the live questions: {model}. Every number here is computed when the step opens, from the "
+               "real model or from kvviz's own arithmetic. The words in bold are explained in the glossary.").format(
+    model=_model_name(loaded)))
+foot.page_link("pages/glossary.py", label=_("Glossary"), icon=":material/menu_book:",
+               query_params={i18n.QUERY_PARAM: i18n.current()})

@@ -3,7 +3,8 @@
 
 `lesson_figure(picture, font_px)`: font_px 16 for a laptop, 22 for presenter-style large type; every text on the
 figure (ticks, labels, annotations) is drawn at that size, and each figure fits a 1280x720 screen's column.
-Colours read on light and dark backgrounds (and on paper: the handout draws them on white).
+Colours read on light and dark backgrounds (and on paper: the handout draws them on white). Every text is drawn in
+the current language (kvviz.i18n); numbers keep the same format in both.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from kvviz.i18n import _
 from kvviz.teaching.lesson import Picture
 
 ORANGE, BLUE, GREY, GREEN = "#e8590c", "#1c7ed6", "#868e96", "#2b8a3e"
@@ -36,13 +38,13 @@ def _layout(fig: go.Figure, font_px: int, height_px: int) -> go.Figure:
 
 
 def _kv_rows(d: dict[str, Any], font_px: int) -> go.Figure:
-    fig = make_subplots(1, 2, subplot_titles=("K rows (keys)", "V rows (values)"), horizontal_spacing=0.04,
+    fig = make_subplots(1, 2, subplot_titles=(_("K rows (keys)"), _("V rows (values)")), horizontal_spacing=0.04,
                         shared_yaxes=True)
     for col, name in ((1, "keys"), (2, "values")):
         z = np.array(d[name])
         fig.add_trace(go.Heatmap(z=z, colorscale=HEATMAP_SCALE, zmid=0, showscale=False,
-                                 hovertemplate="row %{y}, number %{x}: %{z:.3f}<extra></extra>"), 1, col)
-        fig.update_xaxes(title_text="position in the row", row=1, col=col, showticklabels=False)
+                                 hovertemplate=_("row %{y}, number %{x}: %{z:.3f}<extra></extra>")), 1, col)
+        fig.update_xaxes(title_text=_("position in the row"), row=1, col=col, showticklabels=False)
     rows = d["rows"]
     fig.update_yaxes(tickmode="array", tickvals=list(range(len(rows))),
                      ticktext=[f"{i} {token_label(t)}" for i, t in enumerate(rows)],
@@ -73,15 +75,16 @@ def _tokens(d: dict[str, Any], font_px: int) -> go.Figure:
 
 
 def _rows_per_layer(d: dict[str, Any], font_px: int) -> go.Figure:
-    layers = [f"layer {i}" for i in range(len(d["before"]))]
+    layers = [_("layer {i}").format(i=i) for i in range(len(d["before"]))]
     fig = go.Figure([
-        go.Bar(x=layers, y=d["before"], name="after the prefill", marker_color=BLUE, text=d["before"],
+        go.Bar(x=layers, y=d["before"], name=_("after the prefill"), marker_color=BLUE, text=d["before"],
                textposition="inside"),
-        go.Bar(x=layers, y=d["after"], name=f"after {d['steps']} steps", marker_color=ORANGE, text=d["after"],
+        go.Bar(x=layers, y=d["after"], name=_("after {steps} steps").format(steps=d["steps"]), marker_color=ORANGE,
+               text=d["after"],
                textposition="inside"),
     ])
     fig.update_layout(barmode="group")
-    fig.update_yaxes(title_text="rows in the K cache")
+    fig.update_yaxes(title_text=_("rows in the K cache"))
     _layout(fig, font_px, 300)
     fig.update_layout(showlegend=True, legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0})
     return fig
@@ -92,22 +95,22 @@ def _attention_row(d: dict[str, Any], font_px: int) -> go.Figure:
     colors = [ORANGE if i == mark else (GREEN if i == len(weights) - 1 else BLUE) for i in range(len(weights))]
     labels = [f"{i} {token_label(t)}" for i, t in enumerate(texts)]
     fig = go.Figure(go.Bar(x=list(range(len(weights))), y=weights, marker_color=colors,
-                           hovertemplate="row %{x}: %{y:.1%}<extra></extra>"))
+                           hovertemplate=_("row %{x}: %{y:.1%}<extra></extra>")))
     stride = max(1, -(-len(labels) // 16))
     keep = [i for i in range(len(labels)) if (len(labels) - 1 - i) % stride == 0 or i == mark]
     fig.update_xaxes(tickmode="array", tickvals=keep, ticktext=[labels[i] for i in keep], tickangle=-60,
-                     title_text="cached row (position, token); green = the new token's own")
-    fig.update_yaxes(title_text="attention weight", tickformat=".0%", rangemode="tozero")
+                     title_text=_("cached row (position, token); green = the new token's own"))
+    fig.update_yaxes(title_text=_("attention weight"), tickformat=".0%", rangemode="tozero")
     return _layout(fig, font_px, 340 + 2 * font_px)
 
 
 def _differences(d: dict[str, Any], font_px: int) -> go.Figure:
-    names = ["K rows", "V rows", "logits", "top-2 logit gap"]
+    names = [_("K rows"), _("V rows"), _("logits"), _("top-2 logit gap")]
     values = [max(d[k], 1e-12) for k in ("key", "value", "logit")] + [d["gap"]]
     fig = go.Figure(go.Bar(y=names, x=values, orientation="h", marker_color=[BLUE, BLUE, BLUE, ORANGE],
                            text=[f"{v:.1e}" if v < 0.01 else f"{v:.2f}" for v in values], textposition="outside",
                            cliponaxis=False))
-    fig.update_xaxes(type="log", title_text="largest difference, cached vs recomputed (log scale)",
+    fig.update_xaxes(type="log", title_text=_("largest difference, cached vs recomputed (log scale)"),
                      range=[np.log10(min(values)) - 1, np.log10(max(values)) + 1.5], exponentformat="power")
     fig.update_yaxes(autorange="reversed")
     return _layout(fig, font_px, 280)
@@ -121,23 +124,23 @@ def _triangle(d: dict[str, Any], font_px: int) -> go.Figure:
     z[seq - 1, seq - 1] = 1.3  # the new token's own key
     fig = go.Figure(go.Heatmap(z=z, x=list(range(seq)), y=list(range(seq)), showscale=False, xgap=1, ygap=1,
                                colorscale=[[0, "#a5c8ec"], [0.7, ORANGE], [1, "#8a2e00"]], zmin=0.35, zmax=1.3,
-                               hovertemplate="query %{y} x key %{x}<extra></extra>"))
+                               hovertemplate=_("query %{y} x key %{x}<extra></extra>")))
     fig.add_shape(type="rect", x0=-0.5, x1=seq - 0.5, y0=seq - 1.5, y1=seq - 0.5, line={"color": ORANGE, "width": 3})
-    fig.add_annotation(x=seq - 1, y=seq - 1.5, text="its own key", ax=-2 * font_px, ay=-6 * font_px, showarrow=True,
+    fig.add_annotation(x=seq - 1, y=seq - 1.5, text=_("its own key"), ax=-2 * font_px, ay=-6 * font_px, showarrow=True,
                        arrowcolor=ORANGE, arrowwidth=2, font={"color": ORANGE}, yanchor="bottom")
     step = max(1, seq // 8)
-    fig.update_xaxes(title_text="key position", dtick=step, constrain="domain")
-    fig.update_yaxes(title_text="query position", dtick=step, autorange="reversed", scaleanchor="x")
+    fig.update_xaxes(title_text=_("key position"), dtick=step, constrain="domain")
+    fig.update_yaxes(title_text=_("query position"), dtick=step, autorange="reversed", scaleanchor="x")
     return _layout(fig, font_px, 400)
 
 
 def _per_step(d: dict[str, Any], font_px: int) -> go.Figure:
     t = np.arange(1, d["t"] + 1)
-    fig = go.Figure([go.Bar(x=t, y=t * (t + 1) // 2, name="without the cache: t(t+1)/2", marker_color=GREY),
-                     go.Bar(x=t, y=t, name="with the cache: t", marker_color=ORANGE)])
+    fig = go.Figure([go.Bar(x=t, y=t * (t + 1) // 2, name=_("without the cache: t(t+1)/2"), marker_color=GREY),
+                     go.Bar(x=t, y=t, name=_("with the cache: t"), marker_color=ORANGE)])
     fig.update_layout(barmode="overlay")
-    fig.update_xaxes(title_text="length t of the pass (tokens read)")
-    fig.update_yaxes(title_text="dot products per head")
+    fig.update_xaxes(title_text=_("length t of the pass (tokens read)"))
+    fig.update_yaxes(title_text=_("dot products per head"))
     _layout(fig, font_px, 320)
     fig.update_layout(showlegend=True, legend={"x": 0.01, "y": 0.98})
     return fig
@@ -146,9 +149,9 @@ def _per_step(d: dict[str, Any], font_px: int) -> go.Figure:
 def _bytes(d: dict[str, Any], font_px: int) -> go.Figure:
     mib = [b / 2**20 for b in d["bytes"]]
     colors = [ORANGE if i == len(mib) - 1 else BLUE for i in range(len(mib))]
-    fig = go.Figure(go.Bar(x=[f"{n:,} tokens" for n in d["tokens"]], y=mib, marker_color=colors,
+    fig = go.Figure(go.Bar(x=[_("{n:,} tokens").format(n=n) for n in d["tokens"]], y=mib, marker_color=colors,
                            text=[f"{v:.2f} MiB" for v in mib], textposition="outside", cliponaxis=False))
-    fig.update_yaxes(title_text="KV cache (MiB, 1 MiB = 2^20 B)", range=[0, max(mib) * 1.25])
+    fig.update_yaxes(title_text=_("KV cache (MiB, 1 MiB = 2^20 B)"), range=[0, max(mib) * 1.25])
     return _layout(fig, font_px, 320)
 
 
@@ -179,15 +182,15 @@ def _gqa(d: dict[str, Any], font_px: int) -> go.Figure:
 
 def _timings(d: dict[str, Any], font_px: int) -> go.Figure:
     fig = go.Figure()
-    for name, runs, color in (("cached step", d["cached"], ORANGE), ("uncached pass", d["uncached"], GREY)):
+    for name, runs, color in ((_("cached step"), d["cached"], ORANGE), (_("uncached pass"), d["uncached"], GREY)):
         median = runs[len(runs) // 2]
-        label = f"{name}<br>median {median:.2f} ms"
+        label = _("{name}<br>median {median:.2f} ms").format(name=name, median=median)
         fig.add_trace(go.Bar(y=[label], x=[median], orientation="h", marker_color=color, opacity=0.45))
         fig.add_trace(go.Scatter(y=[label] * len(runs), x=runs, mode="markers",
                                  marker={"color": color, "size": 11, "line": {"width": 1, "color": "white"}},
                                  hovertemplate="%{x:.2f} ms<extra></extra>"))
     top = max(d["uncached"] + d["cached"])
-    fig.update_xaxes(title_text="milliseconds per forward pass (each dot is one run)", range=[0, top * 1.1])
+    fig.update_xaxes(title_text=_("milliseconds per forward pass (each dot is one run)"), range=[0, top * 1.1])
     return _layout(fig, font_px, 240)
 
 
@@ -206,9 +209,9 @@ def _blocks(d: dict[str, Any], font_px: int, per_row: int = 16) -> go.Figure:
                        "opacity": 0.8})
     fig.update_layout(shapes=shapes)
     last = blocks - 1
-    fig.add_annotation(x=last % per_row, y=-(last // per_row) - 0.4, text=f"last block: {tokens - last * block} of "
-                       f"{block} slots used", showarrow=True, ay=2 * font_px, ax=-3 * font_px, font={"color": ORANGE},
-                       arrowcolor=ORANGE)
+    note = _("last block: {used} of {block} slots used").format(used=tokens - last * block, block=block)
+    fig.add_annotation(x=last % per_row, y=-(last // per_row) - 0.4, text=note, showarrow=True, ay=2 * font_px,
+                       ax=-3 * font_px, font={"color": ORANGE}, arrowcolor=ORANGE)
     fig.update_xaxes(visible=False, range=[-0.6, per_row - 0.4])
     fig.update_yaxes(visible=False, range=[-(rows - 1) - 1.6, 0.55])
     return _layout(fig, font_px, 60 + rows * (font_px + 26) + 3 * font_px)

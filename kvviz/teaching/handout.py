@@ -1,6 +1,8 @@
 """The lesson's printable handout: one HTML file, one printed page per step (its question, its figure, the worked
 answer), every number computed for the model the lesson ran on. Self-contained (plotly.js inlined once, so it
 opens offline) and printable (print CSS: a page break after each step, no screen chrome). No Streamlit, no torch.
+Written in the current language (kvviz.i18n: the caller wraps it in `i18n.language(code)` when it runs off the
+session's thread); the questions come in the language they were asked in.
 """
 from __future__ import annotations
 
@@ -8,11 +10,14 @@ import html
 import re
 from collections.abc import Sequence
 
+from kvviz import i18n
 from kvviz.figures.lesson import lesson_figure
+from kvviz.i18n import _
 from kvviz.teaching.lesson import LessonStep, Question
 
 _CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #111; background: #fff;
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans CJK SC", "PingFang SC", "Microsoft YaHei",
+       sans-serif; color: #111; background: #fff;
        max-width: 820px; margin: 0 auto; padding: 16px; line-height: 1.45; }
 h1 { font-size: 26px; margin: 0 0 4px 0; } h2 { font-size: 21px; margin: 0 0 6px 0; }
 .step { padding: 12px 0 20px 0; border-bottom: 1px solid #ccc; } .intro { border-bottom: 2px solid #111; }
@@ -73,22 +78,32 @@ def handout_html(steps: Sequence[LessonStep], questions: Sequence[Question], mod
             figures.append(f'<div class="figure">{div}<div class="caption">{html.escape(pic.caption)}</div></div>')
         choices = ("<ol class='choices' type='A'>" + "".join(f"<li>{html.escape(c)}</li>" for c in q.choices)
                    + "</ol>") if q.is_choice else ""
-        tolerance = f" (accepted within {q.rel_tolerance:.0%})" if q.rel_tolerance and "within" not in q.text else ""
+        tolerance = (_(" (accepted within {tolerance:.0%})").format(tolerance=q.rel_tolerance)
+                     if q.rel_tolerance and not q.states_tolerance else "")
+        heading = _("Step {number}. {title}").format(number=number, title=_(step.title))
+        question = _("<b>Question.</b> {question}").format(question=_inline(q.text) + tolerance)
+        answer = _("<b>Answer: {answer}.</b> {arithmetic}").format(answer=html.escape(q.answer_text()),
+                                                                   arithmetic=markdown_html(q.arithmetic))
+        hint = _("Hint: {hint}").format(hint=_inline(q.hint))
+        on_screen = _("On screen: kvviz, page “{page}”.").format(page=_(step.page_label))
         pages.append(
-            f'<section class="step" id="step-{number}"><h2>Step {number}. {html.escape(step.title)}</h2>'
-            f"{markdown_html(step.teach)}"
-            f'<div class="question"><b>Question.</b> {_inline(q.text)}{tolerance}{choices}</div>'
+            f'<section class="step" id="step-{number}"><h2>{html.escape(heading)}</h2>'
+            f"{markdown_html(_(step.teach))}"
+            f'<div class="question">{question}{choices}</div>'
             f"{''.join(figures)}"
-            f'<p class="hint">Hint: {_inline(q.hint)}</p>'
-            f'<div class="answer"><b>Answer: {html.escape(q.answer_text())}.</b> {markdown_html(q.arithmetic)}</div>'
-            f"<p class='caption'>On screen: kvviz, page “{html.escape(step.page_label)}”.</p></section>")
+            f'<p class="hint">{hint}</p>'
+            f'<div class="answer">{answer}</div>'
+            f"<p class='caption'>{html.escape(on_screen)}</p></section>")
+    title = _("The KV cache in {n} questions").format(n=len(steps))
+    intro = _("Handout from kvviz's lesson. Every number was computed for <b>{model}</b>, the model the lesson ran on "
+              "(the measured step, 11, is this machine's timing when the lesson ran). One page per step: question, "
+              "figure, hint, worked answer. Fold the answers under before handing it out, or print pages without "
+              "them as a worksheet.").format(model=html.escape(model_label))
+    doc_title = _("kvviz lesson handout: {title}").format(title=title)
+    print_note = _("Print with your browser (Ctrl+P / Cmd+P): one page per step.")
     return (
-        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-        f"<title>kvviz lesson handout: the KV cache in {len(steps)} questions</title><style>{_CSS}</style></head><body>"
-        f"<header class='intro'><h1>The KV cache in {len(steps)} questions</h1>"
-        f"<p>Handout from kvviz's lesson. Every number was computed for <b>{html.escape(model_label)}</b>, the model "
-        "the lesson ran on (the measured step, 11, is this machine's timing when the lesson ran). One page per step: "
-        "question, figure, hint, worked answer. Fold the answers under before handing it out, or print pages "
-        "without them as a worksheet.</p><p class='no-print'>Print with your browser (Ctrl+P / Cmd+P): one page per "
-        "step.</p></header>"
-        + "".join(pages) + "</body></html>")
+        f"<!DOCTYPE html><html lang='{i18n.current()}'><head><meta charset='utf-8'>"
+        f"<title>{html.escape(doc_title)}</title><style>{_CSS}</style>"
+        f"</head><body><header class='intro'><h1>{html.escape(title)}</h1><p>{intro}</p>"
+        f"<p class='no-print'>{html.escape(print_note)}</p>"
+        "</header>" + "".join(pages) + "</body></html>")

@@ -9,6 +9,10 @@ kvviz.figures.lesson to draw), hints for a first wrong answer and the worked ans
 Ask, then help, then tell: a first wrong answer gets a hint that never contains the answer (targeted where
 the mistake is predictable, e.g. forgetting that the new token scores its own key); a second wrong answer, or
 "Show me", gets the worked answer. Byte answers take a unit (B, KiB/MiB/GiB, KB/MB/GB) and a stated tolerance.
+
+Language: a Question is built in the language current when `ask` runs (its text, choices and answer), so the page
+keeps one per language. The steps' own texts (title, idea, teach, page_label) are marked with N_() and translated
+where they are shown; a choice answer given in the other language is still recognised (`check`).
 """
 from __future__ import annotations
 
@@ -18,16 +22,20 @@ from typing import Any
 
 import numpy as np
 
-from kvviz import memory, ops
+from kvviz import i18n, memory, ops
+from kvviz.i18n import N_, _
 from kvviz.memory import capacity, units
 from kvviz.memory.presets import get_preset
 from kvviz.memory.units import GB, GIB, KIB, MIB
 from kvviz.speedup.noise import load_avg_1min
 from kvviz.step import view as step_view
 
+# The model's own input: English on purpose (the bundled models write English), never translated.
 LESSON_PROMPT = "First Citizen:\nBefore we proceed any further, hear me speak."
 REPEAT_PROMPT = step_view.REPEAT_PROMPT  # the step page's "Repeat a pattern" preset
-PATTERNS_PRESET = "Repeat a pattern"  # its name in the Attention patterns page's sequence picker
+# A link value (not shown here): its name in the Attention patterns page's sequence picker, whose URL-bound value is
+# its label in the link's language (the link gives _(PATTERNS_PRESET): that page's own translation, if any).
+PATTERNS_PRESET = "Repeat a pattern"
 
 # Units a byte answer may be given in: decimal (SI) and binary (IEC), 1 GiB = 2^30 bytes, 1 GB = 10^9 bytes.
 BYTE_UNITS: dict[str, int] = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": GB, "KiB": KIB, "MiB": MIB, "GiB": GIB}
@@ -51,6 +59,7 @@ class Question:
     arithmetic: str  # markdown: the worked answer, shown after a second wrong answer or "Show me"
     choices: tuple[str, ...] = ()  # empty = a number question
     rel_tolerance: float = 0.0  # accepted relative error (stated in the question when not zero)
+    states_tolerance: bool = False  # the text itself says "accepted within ..." (else the page adds it)
     unit: str = ""  # "bytes": the answer is in bytes and the student picks a unit (BYTE_UNITS); else a label
     hint: str = ""  # the first wrong answer's hint: never contains the answer
     # (a wrong answer it catches, its targeted hint): numbers match within rel_tolerance (at least 0.5%)
@@ -68,7 +77,8 @@ class Question:
         return ((self.picture,) if self.picture else ()) + self.extra_pictures
 
     def answer_text(self) -> str:
-        """The answer as the worked answer states it (bytes in all three forms)."""
+        """The answer as the worked answer states it (bytes in all three forms; numbers and units are the same in
+        every language)."""
         if self.is_choice:
             return str(self.answer)
         if self.unit == "bytes":
@@ -79,12 +89,14 @@ class Question:
 
 @dataclass(frozen=True)
 class LessonStep:
+    """A step's texts are English msgids marked with N_(): show them with _()."""
+
     title: str  # never gives the answer away
     idea: str  # the one idea this step teaches, for the ending's summary (shown after the lesson)
     teach: str  # shown before the question: what to look at
     ask: Callable[[Any], Question]  # engine -> Question (the engine is a kvviz.step.engine.StepEngine)
     page: str  # the full page for this idea
-    page_label: str
+    page_label: str  # the full page's title (marked N_)
     terms: tuple[str, ...] = ()  # the glossary's words this step uses (kvviz.teaching.glossary names)
 
 
@@ -96,19 +108,37 @@ def _close(question: Question, value: float, target: float) -> bool:
     return abs(value - target) <= question.rel_tolerance * abs(target) + 1e-9
 
 
+def translations(text: str) -> set[str]:
+    """`text` and its translation in every language (a msgid and its Chinese form)."""
+    out = {text}
+    for code in i18n.LANGUAGES:
+        with i18n.language(code):
+            out.add(_(text))
+    return out
+
+
+def same_choice(given: str, answer: str) -> bool:
+    """A choice equals the answer in either language: the English msgid or its translation. (A choice built
+    from a template, like a row label, is compared as it is: a Question asks in one language.)"""
+    if given == answer:
+        return True
+    return bool(translations(given) & translations(answer))
+
+
 def check(question: Question, given: int | float | str | None, unit: str | None = None) -> bool:
-    """True when `given` (in `unit`, for byte answers) is the computed answer, within rel_tolerance."""
+    """True when `given` (in `unit`, for byte answers) is the computed answer, within rel_tolerance. A choice
+    may be given in either language (its English text or its Chinese translation)."""
     if given is None:
         return False
     if question.is_choice:
-        return given == question.answer
+        return isinstance(given, str) and same_choice(given, str(question.answer))
     return _close(question, _in_base_units(question, float(given), unit), float(question.answer))
 
 
 def hint(question: Question, given: int | float | str | None, unit: str | None = None) -> str:
     """The hint for a first wrong answer: the targeted one when `given` is a predictable mistake."""
     for trap, why in question.traps:
-        if question.is_choice and given == trap:
+        if question.is_choice and isinstance(given, str) and isinstance(trap, str) and same_choice(given, trap):
             return why
         if not question.is_choice and given is not None and not isinstance(trap, str):
             value = _in_base_units(question, float(given), unit)
@@ -137,21 +167,22 @@ def _k_row(engine: Any) -> Question:
     row_len = int(keys.shape[-1])
     texts = list(engine.records[-1].fed_token_texts)
     return Question(
-        f"In this model ({info.n_layer} layers, {info.n_head} query heads, {info.n_kv_heads} K/V heads, "
-        f"hidden size {info.n_embd}), how many numbers does **one K row of one head** hold?",
+        _("In this model ({n_layer} layers, {n_head} query heads, {n_kv_heads} K/V heads, hidden size {n_embd}), "
+          "how many numbers does **one K row of one head** hold?").format(
+            n_layer=info.n_layer, n_head=info.n_head, n_kv_heads=info.n_kv_heads, n_embd=info.n_embd),
         row_len,
-        f"The hidden vector of {info.n_embd} numbers is split evenly between the {info.n_head} query heads: "
-        f"{info.n_embd} / {info.n_head} = **{row_len}** numbers per head, the `head_dim`. Read from the real cache "
-        f"tensor of shape `{tuple(engine.cache.layers[0].keys.shape)}` = [batch, kv_heads, seq_len, head_dim]. "
-        "The V row has the same length.",
-        hint=f"Each head works on an equal share of the hidden vector. Divide the hidden size by the number of "
-             "query heads.",
-        traps=((info.n_embd, "That is the whole hidden vector of a token; one head holds only its share of it."),
-               (2 * row_len, "That counts a K row and a V row together; the question asks for one K row.")),
+        _("The hidden vector of {n_embd} numbers is split evenly between the {n_head} query heads: "
+          "{n_embd} / {n_head} = **{row_len}** numbers per head, the `head_dim`. Read from the real cache "
+          "tensor of shape `{shape}` = [batch, kv_heads, seq_len, head_dim]. The V row has the same length.").format(
+            n_embd=info.n_embd, n_head=info.n_head, row_len=row_len, shape=tuple(engine.cache.layers[0].keys.shape)),
+        hint=_("Each head works on an equal share of the hidden vector. Divide the hidden size by the number of "
+               "query heads."),
+        traps=((info.n_embd, _("That is the whole hidden vector of a token; one head holds only its share of it.")),
+               (2 * row_len, _("That counts a K row and a V row together; the question asks for one K row."))),
         picture=Picture("kv_rows", {"keys": keys.tolist(), "values": values.tolist(),
                                     "rows": texts},
-                        f"Layer 0, head 0 of the real cache after the prompt {prompt!r}: one row per token, "
-                        "one column per number (colour = the value)."),
+                        _("Layer 0, head 0 of the real cache after the prompt {prompt}: one row per token, "
+                          "one column per number (colour = the value).").format(prompt=repr(prompt))),
         page_query=_step_link(prompt, 0))
 
 
@@ -165,17 +196,17 @@ def _prefill_rows(engine: Any) -> Question:
     rows = engine.cache_len
     texts = list(record.fed_token_texts)
     return Question(
-        f"The prompt above is **{len(ids)} tokens**, fed in one prefill pass. After the prefill, how many rows "
-        "does layer 0's K cache hold?", rows,
-        f"Prefill runs all {len(ids)} prompt tokens through the model in one pass and stores one K row and one V "
-        f"row per token in every layer: the real cache holds **{rows}** rows, numbered 0 to {rows - 1} like the "
-        "positions in the strip.",
-        hint="The prefill stores one K row for every token it feeds. Count the boxes in the strip.",
-        traps=((rows - 1, "Positions start at 0, so the last position number is one less than the number of "
-                          "tokens. How many boxes are there?"),
-               (2 * rows, "K and V are two separate caches; the question asks for the rows of the K cache.")),
-        picture=_token_strip(texts, "The prompt as the model sees it: one box per token, its position above it. "
-                                    "A space belongs to the token after it (shown as ·), a newline as ⏎.",
+        _("The prompt above is **{n} tokens**, fed in one prefill pass. After the prefill, how many rows "
+          "does layer 0's K cache hold?").format(n=len(ids)), rows,
+        _("Prefill runs all {n} prompt tokens through the model in one pass and stores one K row and one V "
+          "row per token in every layer: the real cache holds **{rows}** rows, numbered 0 to {last} like the "
+          "positions in the strip.").format(n=len(ids), rows=rows, last=rows - 1),
+        hint=_("The prefill stores one K row for every token it feeds. Count the boxes in the strip."),
+        traps=((rows - 1, _("Positions start at 0, so the last position number is one less than the number of "
+                            "tokens. How many boxes are there?")),
+               (2 * rows, _("K and V are two separate caches; the question asks for the rows of the K cache."))),
+        picture=_token_strip(texts, _("The prompt as the model sees it: one box per token, its position above it. "
+                                      "A space belongs to the token after it (shown as ·), a newline as ⏎."),
                              after=False),
         page_query=_step_link(LESSON_PROMPT, 0))
 
@@ -184,29 +215,32 @@ def _rows_after_steps(engine: Any, steps: int = 10, layer: int = 2) -> Question:
     _prefilled(engine)
     n_layer = engine.loaded.info.n_layer
     before = [int(engine.layer_keys(i).shape[1]) for i in range(n_layer)]
-    for _ in range(steps):
+    for _step in range(steps):
         engine.step()
     after = [int(engine.layer_keys(i).shape[1]) for i in range(n_layer)]
     layer = min(layer, n_layer - 1)
     prompt_rows = before[layer]
     rows = after[layer]
     return Question(
-        f"After the prefill of {prompt_rows} tokens the model takes **{steps} Next-token steps**. "
-        f"How many rows will layer {layer} hold?", rows,
-        f"Each step feeds one token and appends one K row and one V row in *every* layer: "
-        f"{prompt_rows} + {steps} = **{rows}** (measured on the real cache, in each of the {n_layer} layers).",
-        hint="Each Next-token step feeds one token, and every layer stores a row for it. The prompt's rows stay.",
-        traps=((prompt_rows, "The steps do add rows: each one feeds a token, and that token's K and V are "
-                             "stored."),
-               (steps, "The prompt's rows are still in the cache: the steps add to them."),
-               (prompt_rows + steps * n_layer, "Each step adds one row to each layer; the question asks about "
-                                               "one layer.")),
+        _("After the prefill of {prompt_rows} tokens the model takes **{steps} Next-token steps**. "
+          "How many rows will layer {layer} hold?").format(prompt_rows=prompt_rows, steps=steps, layer=layer), rows,
+        _("Each step feeds one token and appends one K row and one V row in *every* layer: "
+          "{prompt_rows} + {steps} = **{rows}** (measured on the real cache, in each of the {n_layer} "
+          "layers).").format(prompt_rows=prompt_rows, steps=steps, rows=rows, n_layer=n_layer),
+        hint=_("Each Next-token step feeds one token, and every layer stores a row for it. The prompt's rows "
+               "stay."),
+        traps=((prompt_rows, _("The steps do add rows: each one feeds a token, and that token's K and V are "
+                               "stored.")),
+               (steps, _("The prompt's rows are still in the cache: the steps add to them.")),
+               (prompt_rows + steps * n_layer, _("Each step adds one row to each layer; the question asks about "
+                                                 "one layer."))),
         picture=Picture("rows_per_layer", {"before": before, "after": after, "steps": steps},
-                        "Rows in every layer's K cache, measured after the prefill and after the steps."),
+                        _("Rows in every layer's K cache, measured after the prefill and after the steps.")),
         page_query=_step_link(LESSON_PROMPT, steps))
 
 
-NO_Q = "Their K and V (not their Q)"
+NO_Q = N_("Their K and V (not their Q)")
+ALL_QKV, ONLY_Q = N_("Their Q, K and V"), N_("Only their Q")
 
 
 def _why_no_q(engine: Any) -> Question:
@@ -216,25 +250,30 @@ def _why_no_q(engine: Any) -> Question:
     texts = [t for r in engine.records for t in r.fed_token_texts]
     weights = record.attention[info.n_layer - 1].mean(axis=0)  # last layer, averaged over its query heads
     return Question(
-        "To produce the next token, which vectors of the *earlier* tokens does a step need?",
-        NO_Q,
-        f"The step fed **{record.n_fed}** token and computed its Q, K and V. Its one query was compared with all "
-        f"**{record.cache_len}** keys, its own included (attention shape per layer: {info.n_head} heads x 1 query "
-        f"x {record.cache_len} keys), and the weights averaged the values. Earlier queries are never used again: "
-        "their work is done, so there is nothing to cache for Q.",
-        choices=("Their Q, K and V", NO_Q, "Only their Q"),
-        hint="Look at what the new token's query is compared with, and what the weights then average.",
-        traps=(("Their Q, K and V", "Once an earlier token's query has produced its output, is it ever used again "
-                                    "by a later step?"),
-               ("Only their Q", "The new token brings its own query. What does it compare that query with?")),
+        _("To produce the next token, which vectors of the *earlier* tokens does a step need?"),
+        _(NO_Q),
+        _("The step fed **{n_fed}** token and computed its Q, K and V. Its one query was compared with all "
+          "**{keys}** keys, its own included (attention shape per layer: {n_head} heads x 1 query x {keys} keys), "
+          "and the weights averaged the values. Earlier queries are never used again: their work is done, so "
+          "there is nothing to cache for Q.").format(n_fed=record.n_fed, keys=record.cache_len, n_head=info.n_head),
+        choices=(_(ALL_QKV), _(NO_Q), _(ONLY_Q)),
+        hint=_("Look at what the new token's query is compared with, and what the weights then average."),
+        traps=((_(ALL_QKV), _("Once an earlier token's query has produced its output, is it ever used again by a "
+                              "later step?")),
+               (_(ONLY_Q), _("The new token brings its own query. What does it compare that query with?"))),
         picture=Picture("attention_row", {"weights": weights.tolist(), "texts": texts, "highlight": None},
-                        f"The new token's attention over every cached row (last layer, mean of its {info.n_head} "
-                        "query heads): one weight per earlier key, its own included."),
+                        _("The new token's attention over every cached row (last layer, mean of its {n_head} "
+                          "query heads): one weight per earlier key, its own included.").format(n_head=info.n_head)),
         page_query=_step_link(LESSON_PROMPT, 1))
 
 
 # ----- 5-6: old rows matter, and the cache changes nothing -------------------------------------------------------
-OTHER_ROW = "Another row"
+OTHER_ROW = N_("Another row")
+
+
+def row_label(row: int, token: str) -> str:
+    """A copying-question choice: a cached row and its token ("Row 7: ' the'")."""
+    return _("Row {row}: {token}").format(row=row, token=repr(token))
 
 
 def _copying_head(engine: Any) -> Question:
@@ -245,61 +284,69 @@ def _copying_head(engine: Any) -> Question:
     texts = list(record.fed_token_texts)
     newest = copy.query_pos
     rows = {copy.target_pos: "", copy.prev_pos: "", newest - 1: "", 0: ""}
-    label = {row: f"Row {row}: {texts[row]!r}" for row in sorted(rows)}  # in row order: no giveaway
+    label = {row: row_label(row, texts[row]) for row in sorted(rows)}  # in row order: no giveaway
     weights = record.attention[copy.best_layer, copy.best_head]  # that head's attention over every cached row
     top_row = int(weights.argmax())
     predicted = record.top_k[0]
-    wrong_prev = (f"Row {copy.prev_pos} holds the earlier copy of {texts[newest]!r} itself. The head uses it to "
-                  "find its place, then reads one row further on: what came next last time?")
+    wrong_prev = _("Row {row} holds the earlier copy of {token} itself. The head uses it to find its place, then "
+                   "reads one row further on: what came next last time?").format(row=copy.prev_pos,
+                                                                               token=repr(texts[newest]))
     return Question(
-        f"The newest token is {texts[newest]!r} at row {newest}. Layer {copy.best_layer}, head {copy.best_head} is "
-        "this model's copying head. Which cached row gets most of its attention?",
-        label.get(top_row, OTHER_ROW),
-        f"Layer {copy.best_layer}, head {copy.best_head} puts **{copy.best_weight:.0%}** of its attention on row "
-        f"{copy.target_pos} ({texts[copy.target_pos]!r}), the token that followed the previous "
-        f"{texts[newest]!r} (row {copy.prev_pos}); its largest weight is on row {top_row} "
-        f"({weights[top_row]:.0%}). The model then predicts {predicted.text!r} ({predicted.prob:.0%}). This is "
-        "why old rows stay in the cache: any of them may be the one a later query needs.",
-        choices=tuple(label.values()) + ((OTHER_ROW,) if top_row not in label else ()),
-        hint=f"Find the earlier {texts[newest]!r} in the strip. A copying head reads the token that came right "
-             "*after* it.",
+        _("The newest token is {token} at row {row}. Layer {layer}, head {head} is this model's copying head. "
+          "Which cached row gets most of its attention?").format(token=repr(texts[newest]), row=newest,
+                                                                 layer=copy.best_layer, head=copy.best_head),
+        label.get(top_row, _(OTHER_ROW)),
+        _("Layer {layer}, head {head} puts **{weight:.0%}** of its attention on row {target} ({target_token}), the "
+          "token that followed the previous {token} (row {prev}); its largest weight is on row {top} "
+          "({top_weight:.0%}). The model then predicts {predicted} ({prob:.0%}). This is why old rows stay in the "
+          "cache: any of them may be the one a later query needs.").format(
+            layer=copy.best_layer, head=copy.best_head, weight=copy.best_weight, target=copy.target_pos,
+            target_token=repr(texts[copy.target_pos]), token=repr(texts[newest]), prev=copy.prev_pos, top=top_row,
+            top_weight=weights[top_row], predicted=repr(predicted.text), prob=predicted.prob),
+        choices=tuple(label.values()) + ((_(OTHER_ROW),) if top_row not in label else ()),
+        hint=_("Find the earlier {token} in the strip. A copying head reads the token that came right *after* "
+               "it.").format(token=repr(texts[newest])),
         traps=((label.get(copy.prev_pos), wrong_prev),
-               (label.get(newest - 1), "That is the token just before the newest one: a previous-token head "
-                                       "reads it. A copying head looks much further back."),
-               (label.get(0), "Some heads park on the first token when they have nothing to do; a copying head "
-                              "has work here.")),
-        picture=_token_strip(texts, "The prompt's tokens with their positions (= their rows in the cache); the "
-                                    "newest token is outlined.", newest=newest, after=False),
+               (label.get(newest - 1), _("That is the token just before the newest one: a previous-token head "
+                                         "reads it. A copying head looks much further back.")),
+               (label.get(0), _("Some heads park on the first token when they have nothing to do; a copying head "
+                                "has work here."))),
+        picture=_token_strip(texts, _("The prompt's tokens with their positions (= their rows in the cache); the "
+                                      "newest token is outlined."), newest=newest, after=False),
         extra_pictures=(Picture("attention_row", {"weights": weights.tolist(), "texts": texts,
                                                   "highlight": copy.target_pos},
-                                f"Layer {copy.best_layer}, head {copy.best_head}: the newest query's attention over "
-                                "every cached row, measured on the real model."),),
-        page_query={"pat_source": PATTERNS_PRESET, "pat_layer": str(copy.best_layer),
+                                _("Layer {layer}, head {head}: the newest query's attention over every cached row, "
+                                  "measured on the real model.").format(layer=copy.best_layer,
+                                                                        head=copy.best_head)),),
+        page_query={"pat_source": _(PATTERNS_PRESET), "pat_layer": str(copy.best_layer),
                     "pat_head": str(copy.best_head)})
 
 
-SAME = "The same token (equal up to float rounding)"
+SAME = N_("The same token (equal up to float rounding)")
+DIFFERENT = N_("A different token: the cache approximates")
 
 
 def _cached_equals_uncached(engine: Any) -> Question:
     _prefilled(engine)
-    for _ in range(5):
+    for _step in range(5):
         engine.step()
     check_ = engine.check_without_cache()
     logits = np.sort(engine.records[-1].next_logits)
     gap = float(logits[-1] - logits[-2])
     return Question(
-        "If we recompute the whole sequence without the cache, will the next token be different?", SAME,
-        f"Recomputed from scratch: max |logit difference| = {check_.max_abs_logit_diff:.1e}, while the top two "
-        f"logits are {gap:.2f} apart; same next token: **{'yes' if check_.same_next_token else 'no'}**. The "
-        "cache is an optimisation, not an approximation: the cached rows are exactly what a recomputation "
-        "would produce, because a token only attends to tokens before it.",
-        choices=("A different token: the cache approximates", SAME),
-        hint="Does anything that comes later change an earlier token's K and V? A token only attends to the past.",
+        _("If we recompute the whole sequence without the cache, will the next token be different?"), _(SAME),
+        _("Recomputed from scratch: max |logit difference| = {diff:.1e}, while the top two logits are {gap:.2f} "
+          "apart; same next token: **{same}**. The cache is an optimisation, not an approximation: the cached rows "
+          "are exactly what a recomputation would produce, because a token only attends to tokens before "
+          "it.").format(diff=check_.max_abs_logit_diff, gap=gap,
+                        same=_("yes") if check_.same_next_token else _("no")),
+        choices=(_(DIFFERENT), _(SAME)),
+        hint=_("Does anything that comes later change an earlier token's K and V? A token only attends to the "
+               "past."),
         picture=Picture("differences", {"key": check_.max_abs_key_diff, "value": check_.max_abs_value_diff,
                                         "logit": check_.max_abs_logit_diff, "gap": gap},
-                        "Largest difference between the cached run and a full recomputation, against the gap "
-                        "between the top two logits that decides the token (log scale)."),
+                        _("Largest difference between the cached run and a full recomputation, against the gap "
+                          "between the top two logits that decides the token (log scale).")),
         page_query=_step_link(LESSON_PROMPT, 5))
 
 
@@ -312,24 +359,27 @@ def _dots_one_step(engine: Any) -> Question:
     seq = before + 1
     heads = info.n_layer * info.n_head
     return Question(
-        f"The cache holds {before} tokens; the next step adds one more. With the cache, how many query-key dot "
-        f"products does that step compute over all {info.n_layer} layers x {info.n_head} heads?", cached,
-        f"One new query per head scores all {seq} keys, its own included: {info.n_layer} x {info.n_head} x {seq} = "
-        f"**{cached:,}**. Without the cache every one of the {seq} queries is recomputed: {info.n_layer} x "
-        f"{info.n_head} x {seq} x {seq + 1} / 2 = {uncached:,}, {uncached / cached:.1f}x more. (kvviz counts the "
-        f"{seq * (seq + 1) // 2:,} causal pairs per head; eager attention computes all {seq} x {seq} = "
-        f"{seq * seq:,} and then masks the future ones.)",
-        hint="One row of the triangle per head, in every layer: (keys in that row) x layers x heads.",
-        traps=((heads * before, "Does the new token's query score its own key too? Look at the diagonal cell of "
-                                "the outlined row."),
-               (uncached, "That is the whole triangle, what a step without the cache computes. With the cache only "
-                          "the newest row is computed."),
-               (seq, "That is one head of one layer: every head of every layer does the same."),
-               (before, "That is one head of one layer, and it misses the new token's own key.")),
-        picture=Picture("triangle", {"seq": seq}, f"Query-key pairs of one head at {seq} tokens: rows are "
+        _("The cache holds {before} tokens; the next step adds one more. With the cache, how many query-key dot "
+          "products does that step compute over all {n_layer} layers x {n_head} heads?").format(
+            before=before, n_layer=info.n_layer, n_head=info.n_head), cached,
+        _("One new query per head scores all {seq} keys, its own included: {n_layer} x {n_head} x {seq} = "
+          "**{cached:,}**. Without the cache every one of the {seq} queries is recomputed: {n_layer} x "
+          "{n_head} x {seq} x {seq_plus_1} / 2 = {uncached:,}, {ratio:.1f}x more. (kvviz counts the "
+          "{pairs:,} causal pairs per head; eager attention computes all {seq} x {seq} = {square:,} and then "
+          "masks the future ones.)").format(
+            seq=seq, n_layer=info.n_layer, n_head=info.n_head, cached=cached, seq_plus_1=seq + 1,
+            uncached=uncached, ratio=uncached / cached, pairs=seq * (seq + 1) // 2, square=seq * seq),
+        hint=_("One row of the triangle per head, in every layer: (keys in that row) x layers x heads."),
+        traps=((heads * before, _("Does the new token's query score its own key too? Look at the diagonal cell of "
+                                  "the outlined row.")),
+               (uncached, _("That is the whole triangle, what a step without the cache computes. With the cache "
+                            "only the newest row is computed.")),
+               (seq, _("That is one head of one layer: every head of every layer does the same.")),
+               (before, _("That is one head of one layer, and it misses the new token's own key."))),
+        picture=Picture("triangle", {"seq": seq}, _("Query-key pairs of one head at {seq} tokens: rows are "
                         "queries, columns keys; a query sees only keys at or before its own position. The "
                         "outlined row is the one a cached step computes; the uncached step computes the whole "
-                        "triangle.", after=False),
+                        "triangle.").format(seq=seq), after=False),
         page_query={"ops_prompt": str(before), "ops_new": "1"})
 
 
@@ -342,23 +392,24 @@ def _quadratic(engine: Any, prompt_len: int = 16, new_tokens: int = 200) -> Ques
     last_step = (t + 1) / 2
     demo = 20
     return Question(
-        f"Generating **N = {new_tokens}** tokens after a **P = {prompt_len}**-token prompt, so T = P + N - 1 = "
-        f"{t} positions: **about how many times more** attention dot products does the whole run take without "
-        "the cache than with it? (accepted within 25%)", round(ratio, 1),
-        f"With the cache: {heads} heads x T(T+1)/2 = {heads} x {t} x {t + 1} / 2 = "
-        f"**{cached.attention_dot_products:,}**. Without it: the sum of the triangles, "
-        f"{uncached.attention_dot_products:,} (about {heads} x T^3/6). Ratio **{ratio:.1f}x**, about (T+2)/3. "
-        f"The last step alone saves (T+1)/2 = {last_step:.0f}x, but the early steps save much less, so the "
-        "whole run saves about a third of T, not half.",
-        rel_tolerance=0.25, unit="x",
-        hint="Divide the two sums: T(T+1)(T+2)/6 over T(T+1)/2. Most factors cancel.",
-        traps=((last_step, "That is the saving of the last step only. The early steps, at short lengths, save "
-                           "much less: divide the two whole-run sums instead."),
-               (new_tokens / 2, "Use T, every position the run reads (prompt included), not only the new tokens; "
-                                "and compare the sums, not the last step.")),
-        picture=Picture("per_step", {"t": demo}, f"Dot products of each pass for one head, T = {demo} shown: "
-                        "with the cache a pass at length t computes t (one row), without it t(t+1)/2 (a "
-                        "triangle). A whole run adds up all the bars.", after=False),
+        _("Generating **N = {new}** tokens after a **P = {prompt}**-token prompt, so T = P + N - 1 = {t} positions: "
+          "**about how many times more** attention dot products does the whole run take without the cache than "
+          "with it? (accepted within 25%)").format(new=new_tokens, prompt=prompt_len, t=t), round(ratio, 1),
+        _("With the cache: {heads} heads x T(T+1)/2 = {heads} x {t} x {t_plus_1} / 2 = **{cached:,}**. Without it: "
+          "the sum of the triangles, {uncached:,} (about {heads} x T^3/6). Ratio **{ratio:.1f}x**, about (T+2)/3. "
+          "The last step alone saves (T+1)/2 = {last:.0f}x, but the early steps save much less, so the whole run "
+          "saves about a third of T, not half.").format(
+            heads=heads, t=t, t_plus_1=t + 1, cached=cached.attention_dot_products,
+            uncached=uncached.attention_dot_products, ratio=ratio, last=last_step),
+        rel_tolerance=0.25, states_tolerance=True, unit="x",
+        hint=_("Divide the two sums: T(T+1)(T+2)/6 over T(T+1)/2. Most factors cancel."),
+        traps=((last_step, _("That is the saving of the last step only. The early steps, at short lengths, save "
+                             "much less: divide the two whole-run sums instead.")),
+               (new_tokens / 2, _("Use T, every position the run reads (prompt included), not only the new "
+                                  "tokens; and compare the sums, not the last step."))),
+        picture=Picture("per_step", {"t": demo}, _("Dot products of each pass for one head, T = {t} shown: with "
+                        "the cache a pass at length t computes t (one row), without it t(t+1)/2 (a triangle). A "
+                        "whole run adds up all the bars.").format(t=demo), after=False),
         page_query={"ops_prompt": str(prompt_len), "ops_new": str(new_tokens)})
 
 
@@ -369,19 +420,23 @@ def _bytes_at_1000(engine: Any) -> Question:
     total = memory.kv_bytes(kv, 1000)
     points = [0, 250, 500, 750, 1000]
     return Question(
-        f"GPT-2 small: {kv.n_layer} layers, {kv.n_kv_heads} heads, head_dim {kv.head_dim}, float32 (4 bytes per "
-        "number). How big is its KV cache at 1000 tokens, batch 1? Give a number and pick its unit (accepted "
-        "within 1%; 1 KB = 1,000 B, 1 KiB = 1,024 B).", total,
-        f"2 (K and V) x {kv.n_layer} layers x {kv.n_kv_heads} heads x {kv.head_dim} dims x 4 bytes = "
-        f"{per_token:,} bytes per token; x 1000 tokens = **{units.format_bytes(total)}**.",
-        rel_tolerance=0.01, unit="bytes",
-        hint="Multiply: 2 (K and V) x layers x heads x head_dim x bytes per number, then x tokens.",
-        traps=((total // 2, "Off by a factor of two: did you count both K and V, and 4 bytes for each float32 "
-                            "number?"),
-               (total // 1000, "That is one token; the question asks for 1000."),
-               (total // 4, "Each float32 number takes 4 bytes, not 1.")),
+        _("GPT-2 small: {n_layer} layers, {n_kv_heads} heads, head_dim {head_dim}, float32 (4 bytes per number). "
+          "How big is its KV cache at 1000 tokens, batch 1? Give a number and pick its unit (accepted within 1%; "
+          "1 KB = 1,000 B, 1 KiB = 1,024 B).").format(n_layer=kv.n_layer, n_kv_heads=kv.n_kv_heads,
+                                                       head_dim=kv.head_dim), total,
+        _("2 (K and V) x {n_layer} layers x {n_kv_heads} heads x {head_dim} dims x 4 bytes = {per_token:,} bytes "
+          "per token; x 1000 tokens = **{total}**.").format(n_layer=kv.n_layer, n_kv_heads=kv.n_kv_heads,
+                                                           head_dim=kv.head_dim, per_token=per_token,
+                                                           total=units.format_bytes(total)),
+        rel_tolerance=0.01, states_tolerance=True, unit="bytes",
+        hint=_("Multiply: 2 (K and V) x layers x heads x head_dim x bytes per number, then x tokens."),
+        traps=((total // 2, _("Off by a factor of two: did you count both K and V, and 4 bytes for each float32 "
+                              "number?")),
+               (total // 1000, _("That is one token; the question asks for 1000.")),
+               (total // 4, _("Each float32 number takes 4 bytes, not 1."))),
         picture=Picture("bytes", {"tokens": points, "bytes": [memory.kv_bytes(kv, n) for n in points]},
-                        "GPT-2 small's KV cache (float32, batch 1): it grows by the same bytes with every token."),
+                        _("GPT-2 small's KV cache (float32, batch 1): it grows by the same bytes with every "
+                          "token.")),
         page_query={"mem_preset": "gpt2", "mem_context": "1000"})
 
 
@@ -392,31 +447,34 @@ def _gqa_saving(engine: Any) -> Question:
     context = preset.max_context
     saving = memory.kv_bytes(mha, context) // memory.kv_bytes(gqa, context)
     return Question(
-        f"Llama-3-8B has {gqa.n_head} query heads that share **{gqa.n_kv_heads} K/V heads** (grouped-query "
-        f"attention). How many times smaller is its cache than with {gqa.n_head} K/V heads (full MHA)?", saving,
-        f"At its full context of {context:,} tokens: MHA {units.short_bytes(memory.kv_bytes(mha, context))} vs "
-        f"GQA {units.short_bytes(memory.kv_bytes(gqa, context))}: {gqa.n_head} / {gqa.n_kv_heads} = **{saving}x**. "
-        "Each group of query heads reads the same cached K/V rows; MQA (1 K/V head) goes all the way.",
-        hint="The cache stores K and V per K/V head, not per query head: compare the two numbers of K/V heads.",
-        traps=((gqa.n_head, "That is the number of query heads; the cache's size depends on K/V heads only."),),
+        _("Llama-3-8B has {n_head} query heads that share **{n_kv_heads} K/V heads** (grouped-query attention). "
+          "How many times smaller is its cache than with {n_head} K/V heads (full MHA)?").format(
+            n_head=gqa.n_head, n_kv_heads=gqa.n_kv_heads), saving,
+        _("At its full context of {context:,} tokens: MHA {mha} vs GQA {gqa}: {n_head} / {n_kv_heads} = "
+          "**{saving}x**. Each group of query heads reads the same cached K/V rows; MQA (1 K/V head) goes all the "
+          "way.").format(context=context, mha=units.short_bytes(memory.kv_bytes(mha, context)),
+                         gqa=units.short_bytes(memory.kv_bytes(gqa, context)), n_head=gqa.n_head,
+                         n_kv_heads=gqa.n_kv_heads, saving=saving),
+        hint=_("The cache stores K and V per K/V head, not per query head: compare the two numbers of K/V heads."),
+        traps=((gqa.n_head, _("That is the number of query heads; the cache's size depends on K/V heads only.")),),
         picture=Picture("gqa", {"n_head": gqa.n_head, "n_kv_heads": gqa.n_kv_heads},
-                        f"Llama-3-8B's {gqa.n_head} query heads, coloured by the K/V head whose cached rows they "
-                        "read."),
+                        _("Llama-3-8B's {n_head} query heads, coloured by the K/V head whose cached rows they "
+                          "read.").format(n_head=gqa.n_head)),
         page_query={"mem_preset": "llama-3-8b"})
 
 
 # ----- 11-12: time, and serving -----------------------------------------------------------------------------------
-BELOW = "Well below the op ratio"
-ABOUT, ABOVE = "About the op ratio", "Above the op ratio"
+BELOW = N_("Well below the op ratio")
+ABOUT, ABOVE = N_("About the op ratio"), N_("Above the op ratio")
 
 
 def _measured_speedup(engine: Any, steps: int = 24, repeats: int = 5) -> Question:
     _prefilled(engine)
-    for _ in range(steps):
+    for _step in range(steps):
         engine.step()
     record = engine.records[-1]
     cached = sorted(r.step_ms for r in engine.records[-9:])  # the last 9 decode steps
-    uncached = sorted(engine.check_without_cache().uncached_ms for _ in range(repeats))
+    uncached = sorted(engine.check_without_cache().uncached_ms for _repeat in range(repeats))
     cached_ms, uncached_ms = cached[len(cached) // 2], uncached[len(uncached) // 2]
     load = load_avg_1min()
     shape = ops.ModelShape.from_info(engine.loaded.info)
@@ -427,21 +485,26 @@ def _measured_speedup(engine: Any, steps: int = 24, repeats: int = 5) -> Questio
     # the right answer is what this machine measured, not what the lesson expects
     answer = BELOW if measured < 0.5 * op_ratio else (ABOVE if measured > 1.5 * op_ratio else ABOUT)
     return Question(
-        f"At {record.cache_len} tokens, a step without the cache does **{op_ratio:.0f}x** the operations of a "
-        "cached step. On this CPU, will the measured time ratio be about that, well below it, or above it?",
-        answer,
-        f"Just measured on the real model: cached step median {cached_ms:.2f} ms (range {cached[0]:.2f} to "
-        f"{cached[-1]:.2f}, {len(cached)} steps), uncached pass median {uncached_ms:.2f} ms (range "
-        f"{uncached[0]:.2f} to {uncached[-1]:.2f}, {len(uncached)} repeats), machine load {load:.1f}: "
-        f"**{measured:.1f}x**, against an op ratio of {op_ratio:.0f}x. A cached step is a handful of tiny "
-        "matrix-vector products: fixed costs dominate it (Python and PyTorch's per-operator dispatch, reading "
-        "every weight from memory once), while the uncached pass batches its extra work into efficient "
-        "matrix-matrix products. The *Measured speed-up* page shows this with a roofline.",
-        choices=(ABOUT, BELOW, ABOVE),
-        hint="Arithmetic is not the only cost of a step. What does every forward pass pay, however few tokens "
-             "it feeds?",
+        _("At {tokens} tokens, a step without the cache does **{op_ratio:.0f}x** the operations of a cached step. "
+          "On this CPU, will the measured time ratio be about that, well below it, or above it?").format(
+            tokens=record.cache_len, op_ratio=op_ratio),
+        _(answer),
+        _("Just measured on the real model: cached step median {cached_ms:.2f} ms (range {cached_lo:.2f} to "
+          "{cached_hi:.2f}, {cached_n} steps), uncached pass median {uncached_ms:.2f} ms (range {uncached_lo:.2f} "
+          "to {uncached_hi:.2f}, {uncached_n} repeats), machine load {load:.1f}: **{measured:.1f}x**, against an "
+          "op ratio of {op_ratio:.0f}x. A cached step is a handful of tiny matrix-vector products: fixed costs "
+          "dominate it (Python and PyTorch's per-operator dispatch, reading every weight from memory once), while "
+          "the uncached pass batches its extra work into efficient matrix-matrix products. The *Measured "
+          "speed-up* page shows this with a roofline.").format(
+            cached_ms=cached_ms, cached_lo=cached[0], cached_hi=cached[-1], cached_n=len(cached),
+            uncached_ms=uncached_ms, uncached_lo=uncached[0], uncached_hi=uncached[-1], uncached_n=len(uncached),
+            load=load, measured=measured, op_ratio=op_ratio),
+        choices=(_(ABOUT), _(BELOW), _(ABOVE)),
+        hint=_("Arithmetic is not the only cost of a step. What does every forward pass pay, however few tokens "
+               "it feeds?"),
         picture=Picture("timings", {"cached": cached, "uncached": uncached, "op_ratio": op_ratio, "load": load},
-                        f"Measured on this machine (load {load:.1f}): each dot is one run, the bar the median."),
+                        _("Measured on this machine (load {load:.1f}): each dot is one run, the bar the "
+                          "median.").format(load=load)),
         page_query={})
 
 
@@ -449,86 +512,93 @@ def _paging(engine: Any, tokens: int = 1000, block: int = 16) -> Question:
     view = capacity.paged_view(get_preset("llama-3-8b").kv, tokens, 1, block, 8192)
     blocks = view.blocks_per_sequence
     return Question(
-        f"Real engines (vLLM's PagedAttention) store the cache in blocks of {block} tokens, allocated as the "
-        f"sequence grows. How many blocks does a {tokens:,}-token sequence need?", blocks,
-        f"ceil({tokens:,} / {block}) = **{blocks}** blocks; the last one has {view.waste_tokens_last_block} empty "
-        f"slots. For Llama-3-8B a flat buffer pre-allocated for 8,192 tokens reserves "
-        f"{units.short_bytes(view.flat_bytes)} where {units.short_bytes(view.used_bytes)} are used; paging "
-        f"reserves {units.short_bytes(view.paged_bytes)}. Other levers: sliding windows keep only the last W "
-        "tokens, quantized caches store K/V in 8 or 4 bits, and prefix caching shares the rows of a common system "
-        "prompt.",
-        hint=f"Divide the tokens by the block size. A partly filled block still has to be allocated.",
-        traps=((tokens // block, "The last block is only partly filled, but it still has to be allocated: round "
-                                 "up."),),
+        _("Real engines (vLLM's PagedAttention) store the cache in blocks of {block} tokens, allocated as the "
+          "sequence grows. How many blocks does a {tokens:,}-token sequence need?").format(block=block,
+                                                                                          tokens=tokens), blocks,
+        _("ceil({tokens:,} / {block}) = **{blocks}** blocks; the last one has {empty} empty slots. For Llama-3-8B a "
+          "flat buffer pre-allocated for 8,192 tokens reserves {flat} where {used} are used; paging reserves "
+          "{paged}. Other levers: sliding windows keep only the last W tokens, quantized caches store K/V in 8 or "
+          "4 bits, and prefix caching shares the rows of a common system prompt.").format(
+            tokens=tokens, block=block, blocks=blocks, empty=view.waste_tokens_last_block,
+            flat=units.short_bytes(view.flat_bytes), used=units.short_bytes(view.used_bytes),
+            paged=units.short_bytes(view.paged_bytes)),
+        hint=_("Divide the tokens by the block size. A partly filled block still has to be allocated."),
+        traps=((tokens // block, _("The last block is only partly filled, but it still has to be allocated: round "
+                                   "up.")),),
         picture=Picture("blocks", {"blocks": blocks, "block": block, "tokens": tokens},
-                        f"The sequence's {tokens:,} tokens in blocks of {block}: every block full except the "
-                        "last."),
+                        _("The sequence's {tokens:,} tokens in blocks of {block}: every block full except the "
+                          "last.").format(tokens=tokens, block=block)),
         page_query={"mem_preset": "llama-3-8b", "mem_context": str(tokens)})
 
 
 STEPS: tuple[LessonStep, ...] = (
-    LessonStep("What K and V are", "Every head stores one K row and one V row of head_dim numbers per token.",
-               "Every token gets a query, a key and a value vector in every head of every layer. Each head works on "
+    LessonStep(N_("What K and V are"), N_("Every head stores one K row and one V row of head_dim numbers per token."),
+               N_("Every token gets a query, a key and a value vector in every head of every layer. Each head works on "
                "its own equal slice of the token's hidden vector, so the slices together make up the whole vector. "
-               "The cache keeps the keys and values: one **row** per token, in every head of every layer.", _k_row,
-               "pages/step_through.py", "Step through",
+               "The cache keeps the keys and values: one **row** per token, in every head of every layer."), _k_row,
+               "pages/step_through.py", N_("Step through"),
                ("Query, key, value (Q, K, V)", "KV cache", "head_dim", "Attention head")),
-    LessonStep("What the prefill stores", "Prefill fills the cache with one row per prompt token, in one pass.",
-               "The model reads text as **tokens**: pieces of words, numbered by their **position** from 0. The "
+    LessonStep(N_("What the prefill stores"), N_("Prefill fills the cache with one row per prompt token, in one pass."),
+               N_("The model reads text as **tokens**: pieces of words, numbered by their **position** from 0. The "
                "**prefill** pass feeds the whole prompt at once and writes the keys and values of every prompt "
-               "token into the cache.", _prefill_rows, "pages/step_through.py", "Step through",
+               "token into the cache."), _prefill_rows, "pages/step_through.py", N_("Step through"),
                ("Token", "Prefill", "KV cache")),
-    LessonStep("What one step adds", "Each decode step feeds one token and adds one row to every layer.",
-               "After the prefill, the model writes one token per **decode step**: it feeds only the newest "
-               "token, and reads everything else from the cache.", _rows_after_steps, "pages/step_through.py",
-               "Step through", ("Decode step", "KV cache")),
-    LessonStep("What a step needs from the past", "A step needs the earlier K and V; old queries are never used "
-               "again.", "In each head, attention scores the newest token's **query** against the **keys** of "
+    LessonStep(N_("What one step adds"), N_("Each decode step feeds one token and adds one row to every layer."),
+               N_("After the prefill, the model writes one token per **decode step**: it feeds only the newest "
+               "token, and reads everything else from the cache."), _rows_after_steps, "pages/step_through.py",
+               N_("Step through"), ("Decode step", "KV cache")),
+    LessonStep(N_("What a step needs from the past"), N_("A step needs the earlier K and V; old queries are never used "
+               "again."), N_("In each head, attention scores the newest token's **query** against the **keys** of "
                "every token so far, its own included; the softmax of those scores weights an average of the "
-               "**values**.", _why_no_q, "pages/step_through.py", "Step through",
+               "**values**."), _why_no_q, "pages/step_through.py", N_("Step through"),
                ("Query, key, value (Q, K, V)", "Causal mask")),
-    LessonStep("Copying from far back", "Induction (copying) heads read rows far back: every old row may matter.",
-               "Some heads **copy**. When the newest token appeared earlier in the text, an **induction head** "
+    LessonStep(N_("Copying from far back"),
+               N_("Induction (copying) heads read rows far back: every old row may matter."),
+               N_("Some heads **copy**. When the newest token appeared earlier in the text, an **induction head** "
                "finds that earlier occurrence and reads the token that came right *after* it, so the model can "
                "predict it again. Below, the prompt repeats a pattern; each token is shown with its position, "
-               "which is also its row in the cache. (A word may be split into several tokens.)", _copying_head,
-               "pages/attention_patterns.py", "Attention patterns", ("Induction head", "Token", "Attention head")),
-    LessonStep("Does the cache change the answer?", "Cached and uncached runs give the same next token: the cache "
-               "is exact.", "A cached step reuses rows computed earlier instead of computing them again. "
+               "which is also its row in the cache. (A word may be split into several tokens.)"), _copying_head,
+               "pages/attention_patterns.py", N_("Attention patterns"), ("Induction head", "Token", "Attention head")),
+    LessonStep(N_("Does the cache change the answer?"),
+               N_("Cached and uncached runs give the same next token: the cache "
+               "is exact."), N_("A cached step reuses rows computed earlier instead of computing them again. "
                "An earlier token's K and V depend only on that token and the tokens before it (the **causal mask**: "
-               "no token looks ahead), so the text that comes later cannot change them.",
-               _cached_equals_uncached, "pages/step_through.py", "Step through", ("Causal mask", "KV cache")),
-    LessonStep("Counting one step", "A cached step computes one row of query-key scores per head: its keys, its "
-               "own included.", "A query-key **dot product** is one score q · k over head_dim numbers. Count "
-               "them in the picture: each cell is one dot product of one head in one layer.", _dots_one_step,
-               "pages/attention_ops.py", "Count the work", ("Dot product", "Causal mask", "head_dim")),
-    LessonStep("Adding up a whole generation", "Over a run, cached attention adds up to ~T²/2, uncached to ~T³/6: "
-               "a saving of about T/3.",
-               "Step 7 counted one pass. A whole run adds up every pass. Write **P** for the prompt's tokens, "
+               "no token looks ahead), so the text that comes later cannot change them."),
+               _cached_equals_uncached, "pages/step_through.py", N_("Step through"), ("Causal mask", "KV cache")),
+    LessonStep(N_("Counting one step"), N_("A cached step computes one row of query-key scores per head: its keys, its "
+               "own included."), N_("A query-key **dot product** is one score q · k over head_dim numbers. Count "
+               "them in the picture: each cell is one dot product of one head in one layer."), _dots_one_step,
+               "pages/attention_ops.py", N_("Count the work"), ("Dot product", "Causal mask", "head_dim")),
+    LessonStep(N_("Adding up a whole generation"),
+               N_("Over a run, cached attention adds up to ~T²/2, uncached to ~T³/6: "
+               "a saving of about T/3."),
+               N_("Step 7 counted one pass. A whole run adds up every pass. Write **P** for the prompt's tokens, "
                "**N** for the new tokens, and **T = P + N - 1** for the positions the last pass reads (the last "
                "new token is never fed back). Counting the prefill's triangle as its rows, per head:\n\n"
                "- **with the cache** the pass at length t computes one row of t dot products, so the run adds "
                "1 + 2 + ... + T = **T(T+1)/2**;\n"
                "- **without it** the pass at length t recomputes the triangle t(t+1)/2, so the run adds "
-               "1 + 3 + 6 + ... + T(T+1)/2 = **T(T+1)(T+2)/6**.", _quadratic,
-               "pages/attention_ops.py", "Count the work", ("Dot product", "Prefill", "Decode step")),
-    LessonStep("What the cache costs in memory", "The cache costs 2 x layers x K/V heads x head_dim x bytes per "
-               "number, for every token.", "The price of the cache: bytes that grow with every token. Every "
-               "token stores a K row and a V row in every head of every layer.", _bytes_at_1000,
-               "pages/memory_budget.py", "Memory budget", ("KV cache", "head_dim", "Bytes: GB and GiB")),
-    LessonStep("Sharing K/V heads", "GQA and MQA shrink the cache by sharing K/V heads between query heads.",
-               "Modern models let several query heads share one K/V head: **grouped-query attention** (GQA); "
-               "with a single K/V head it is **multi-query attention** (MQA).", _gqa_saving,
-               "pages/memory_budget.py", "Memory budget", ("MHA, GQA, MQA", "Attention head")),
-    LessonStep("The measured speed-up", "Op counts are not time: a cached CPU step is dominated by fixed costs.",
-               "Operation counts are not time. A cached step multiplies every weight matrix by one "
+               "1 + 3 + 6 + ... + T(T+1)/2 = **T(T+1)(T+2)/6**."), _quadratic,
+               "pages/attention_ops.py", N_("Count the work"), ("Dot product", "Prefill", "Decode step")),
+    LessonStep(N_("What the cache costs in memory"), N_("The cache costs 2 x layers x K/V heads x head_dim x bytes per "
+               "number, for every token."), N_("The price of the cache: bytes that grow with every token. Every "
+               "token stores a K row and a V row in every head of every layer."), _bytes_at_1000,
+               "pages/memory_budget.py", N_("Memory budget"), ("KV cache", "head_dim", "Bytes: GB and GiB")),
+    LessonStep(N_("Sharing K/V heads"), N_("GQA and MQA shrink the cache by sharing K/V heads between query heads."),
+               N_("Modern models let several query heads share one K/V head: **grouped-query attention** (GQA); "
+               "with a single K/V head it is **multi-query attention** (MQA)."), _gqa_saving,
+               "pages/memory_budget.py", N_("Memory budget"), ("MHA, GQA, MQA", "Attention head")),
+    LessonStep(N_("The measured speed-up"),
+               N_("Op counts are not time: a cached CPU step is dominated by fixed costs."),
+               N_("Operation counts are not time. A cached step multiplies every weight matrix by one "
                "token's vector (a **GEMV**); an uncached pass multiplies it by all the tokens at once (a **GEMM**), "
                "which reuses each weight it reads. Every pass also pays fixed costs, however few tokens it feeds. "
-               "Here the model runs both ways on this machine.", _measured_speedup,
-               "pages/speedup.py", "Measured speed-up", ("Overhead", "GEMV, GEMM", "Roofline")),
-    LessonStep("What real engines do", "Serving engines store the cache in fixed-size blocks (paged attention).",
-               "Serving many users turns the cache into a memory-management problem.", _paging,
-               "pages/memory_budget.py", "Memory budget",
+               "Here the model runs both ways on this machine."), _measured_speedup,
+               "pages/speedup.py", N_("Measured speed-up"), ("Overhead", "GEMV, GEMM", "Roofline")),
+    LessonStep(N_("What real engines do"),
+               N_("Serving engines store the cache in fixed-size blocks (paged attention)."),
+               N_("Serving many users turns the cache into a memory-management problem."), _paging,
+               "pages/memory_budget.py", N_("Memory budget"),
                ("Paged blocks", "Sliding window", "Quantized cache", "Prefix caching")),
 )
 
@@ -537,8 +607,17 @@ STEPS: tuple[LessonStep, ...] = (
 class Outcome:
     """How one step went: 'first try', 'after a hint', 'shown' (worked answer given), or '' (not attempted)."""
 
-    result: str
+    result: str  # a stable value (one of RESULTS' keys); show it with result_label()
     given: str  # the student's last answer, as they wrote it ("" when none)
+
+
+RESULTS = {"first try": N_("first try"), "after a hint": N_("after a hint"), "shown": N_("shown"),
+           "": N_("not answered")}
+
+
+def result_label(result: str) -> str:
+    """An Outcome's result as the summary shows it, in the current language."""
+    return _(RESULTS.get(result, result))
 
 
 def score(outcomes: dict[int, Outcome]) -> tuple[int, int]:

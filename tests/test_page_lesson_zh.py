@@ -1,0 +1,115 @@
+"""The lesson in Simplified Chinese (issue #22), on the real bundled model: at ?lang=zh-CN its steps, hints, worked
+answers, class mode, summary and handout read in Chinese (no English sentence left but names and the model's own
+text), numbers are judged exactly as in English, a choice is accepted in either language, ?step=End still opens
+the summary, and the lesson's own links carry the language."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import parse_qs
+
+from streamlit.testing.v1 import AppTest
+
+from conftest import APP_TIMEOUT_S
+from i18n_support import english_leftovers, page_texts
+from kvviz import i18n
+from kvviz.i18n import _
+from kvviz.step.engine import StepEngine
+from kvviz.teaching import glossary, handout, lesson
+
+REPO = Path(__file__).resolve().parents[1]
+CJK = re.compile(r"[\u4e00-\u9fff]")
+ZH = {i18n.QUERY_PARAM: i18n.CHINESE}
+
+
+def _lesson_zh(step: int | str, class_mode: bool = False) -> AppTest:
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=APP_TIMEOUT_S)
+    at.query_params[i18n.QUERY_PARAM] = i18n.CHINESE
+    at.query_params["step"] = str(step)
+    if class_mode:
+        at.query_params["lesson_class"] = "true"
+    at.run()
+    at.switch_page("pages/lesson.py").run()
+    assert not at.exception
+    return at
+
+
+def _leftovers(at: AppTest, number: int | None = None) -> list[str]:
+    """English runs on the page, the glossary's own tooltips aside (the glossary translates those: its slice)."""
+    with i18n.language(i18n.CHINESE):
+        tooltips = {glossary.help_text(t) for t in lesson.STEPS[number - 1].terms} if number else set()
+    return english_leftovers([t for t in page_texts(at) if t not in tooltips],
+                             allowed=[t.name for t in glossary.TERMS])  # a term's English name may stand beside it
+
+
+def _page_links(at: AppTest) -> list:
+    return [e.proto for e in at.get("page_link")]
+
+
+def test_steps_show_chinese_with_their_worked_answers(fresh_streamlit_caches):
+    for number in (1, 5, 9):  # a number, a choice built from the model's tokens, a byte answer with a unit
+        at = _lesson_zh(number)
+        progress = at.get("progress")[0].proto.text
+        with i18n.language(i18n.CHINESE):
+            title = _(lesson.STEPS[number - 1].title)
+        assert title in progress and CJK.search(title) and f"第 {number} 步" in progress
+        at.button(key=f"lesson_show_{number}").click().run()  # the worked answer and its figures
+        assert not at.exception
+        assert at.info and at.info[0].value.startswith("计算出的答案是")
+        assert not _leftovers(at, number), (number, _leftovers(at, number))
+        link = next(p for p in _page_links(at) if p.label.startswith("在完整页面中查看"))
+        assert parse_qs(link.query_string)[i18n.QUERY_PARAM] == [i18n.CHINESE]  # the full page opens in Chinese
+        assert all(parse_qs(p.query_string).get(i18n.QUERY_PARAM) == [i18n.CHINESE] for p in _page_links(at))
+
+
+def test_a_hint_and_a_right_number_in_chinese(fresh_streamlit_caches, bundled):
+    prompt_tokens = len(StepEngine(bundled).tokenize(lesson.LESSON_PROMPT))
+    at = _lesson_zh(2)
+    at.number_input(key="lesson_answer_2").set_value(prompt_tokens - 1).run()  # counted positions from 1
+    at.button(key="lesson_check_2").click().run()
+    hint = at.warning[0].value
+    assert "位置从 0 开始" in hint and not english_leftovers([hint])
+    at.number_input(key="lesson_answer_2").set_value(prompt_tokens).run()  # judged exactly as in English
+    at.button(key="lesson_check_2").click().run()
+    assert at.success and at.success[0].value == f"正确：**{prompt_tokens}**。"
+
+
+def test_a_choice_is_chinese_and_accepted_in_either_language(fresh_streamlit_caches, bundled):
+    at = _lesson_zh(4)
+    with i18n.language(i18n.CHINESE):
+        chinese = _(lesson.NO_Q)
+    assert chinese != lesson.NO_Q and chinese in at.radio(key="lesson_answer_4").options
+    at.radio(key="lesson_answer_4").set_value(chinese).run()
+    at.button(key="lesson_check_4").click().run()
+    assert at.success and chinese in at.success[0].value
+    assert at.session_state["lesson_outcomes"][4].result == "first try"
+    with i18n.language(i18n.CHINESE):
+        question = lesson._why_no_q(StepEngine(bundled))
+    assert question.answer == chinese and CJK.search(question.arithmetic)
+    assert lesson.check(question, lesson.NO_Q) and lesson.check(question, chinese)  # the English words count too
+    assert not lesson.check(question, lesson.ONLY_Q)
+    assert CJK.search(lesson.hint(question, lesson.ONLY_Q))  # the targeted hint, found from the English choice
+
+
+def test_class_mode_and_the_summary_in_chinese(fresh_streamlit_caches):
+    at = _lesson_zh(4, class_mode=True)
+    at.button(key="lesson_reveal_btn_4").click().run()
+    assert at.success and at.success[0].value.startswith("### 答案：")
+    assert not _leftovers(at, 4)
+    at = _lesson_zh("End")  # an English ?step=End link still opens the summary
+    assert at.session_state["step"] == len(lesson.STEPS) + 1
+    assert at.subheader[0].value == "你学到了什么" and at.metric[0].value == f"0 / {len(lesson.STEPS)}"
+    table = at.table[0].value
+    assert list(table.columns)[:2] == ["步", "要点"] and set(table["结果"]) == {"未作答"}
+    assert not _leftovers(at)
+
+
+def test_the_handout_in_chinese(bundled):
+    engine = StepEngine(bundled)
+    with i18n.language(i18n.CHINESE):
+        steps = lesson.STEPS[:2]
+        doc = handout.handout_html(steps, [s.ask(engine) for s in steps], "GPT-2")
+    assert "<html lang='zh-CN'>" in doc and "第 1 步" in doc and "提示：" in doc and "<b>答案：" in doc
+    body = re.sub(r"<script.*?</script>|<div class=\"plotly-graph-div\".*?</div>", " ", doc, flags=re.S)
+    text = [t for t in re.sub(r"<[^>]+>", "\n", body[body.index("<body>"):]).split("\n") if t.strip()]
+    assert not english_leftovers(text)
