@@ -67,13 +67,10 @@ def apply_import() -> None:
     """on_click of "Use this config.json": parse the upload or the pasted text into the form."""
     upload = st.session_state.get("mem_upload")
     text = upload.getvalue() if upload is not None else st.session_state.get("mem_paste", "")
-    try:
-        if not text or not str(text).strip():
-            raise memory.MemoryInputError(_("nothing to import: upload a config.json or paste its text"))
-        imported = config_import.parse_hf_config(text)
-    except memory.MemoryInputError as exc:  # parse_hf_config raises nothing else: one line, the form untouched
-        st.session_state["mem_import_report"] = ("error", _("Not imported: {reason}.").format(
-            reason=str(exc).rstrip(".。")))
+    imported, report = read_config(text)
+    # the report, its language and the text it was read from (import_report reads it again in another language)
+    st.session_state["mem_import_report"] = (*report, i18n.current(), text)
+    if imported is None:  # refused: the form untouched
         return
     kv = imported.config
     st.session_state.update({
@@ -83,12 +80,34 @@ def apply_import() -> None:
         "mem_window_from": kv.first_windowed_layer, "mem_dtype": kv.dtype, "mem_hidden": 0,
         **({"mem_maxlen": imported.max_context} if imported.max_context else {}),
     })
-    used = ", ".join(f"`{k}` = {v}" for k, v in imported.used.items())
     # encoder-decoder: its name; the cross-attention cache is then counted in the total once the encoder length is in
     st.session_state["mem_encdec"] = kv.name if imported.cross_attention is not None else None
-    st.session_state["mem_import_report"] = ("ok", _("Imported **{name}**. Used: {used}. Missing: {missing}. "
-                                                     "{notes}").format(
-        name=kv.name, used=used, missing="; ".join(imported.missing) or _("nothing"), notes=" ".join(imported.notes)))
+
+
+def read_config(text: str | bytes) -> tuple[config_import.ImportedConfig | None, tuple[str, str]]:
+    """(the import or None, (kind, one-paragraph report in the current language)) for a config.json's text."""
+    try:
+        if not text or not str(text).strip():
+            raise memory.MemoryInputError(_("nothing to import: upload a config.json or paste its text"))
+        imported = config_import.parse_hf_config(text)
+    except memory.MemoryInputError as exc:  # parse_hf_config raises nothing else: one line
+        return None, ("error", _("Not imported: {reason}.").format(reason=str(exc).rstrip(".。")))
+    used = ", ".join(f"`{k}` = {v}" for k, v in imported.used.items())
+    return imported, ("ok", _("Imported **{name}**. Used: {used}. Missing: {missing}. {notes}").format(
+        name=imported.config.name, used=used, missing="; ".join(imported.missing) or _("nothing"),
+        notes=" ".join(imported.notes)))
+
+
+def import_report() -> tuple[str, str] | None:
+    """The last import's (kind, text); read again from the same text when the language changed since."""
+    report = st.session_state.get("mem_import_report")
+    if report is None:
+        return None
+    kind, message, lang, source = report
+    if lang != i18n.current():
+        kind, message = read_config(source)[1]
+        st.session_state["mem_import_report"] = (kind, message, i18n.current(), source)
+    return kind, message
 
 
 def int_input(label: str, key: str, lo: int, hi: int, **kwargs: Any) -> int:
@@ -319,7 +338,7 @@ def calculator() -> None:
                      help=_("At most {n:,} characters: a real config.json is a few KB.").format(
                          n=config_import.MAX_CONFIG_CHARS))
         st.button(_("Use this config.json"), key="mem_import", on_click=apply_import)
-        if report := st.session_state.get("mem_import_report"):  # (kind, text) from apply_import
+        if report := import_report():  # (kind, text) from apply_import
             (st.success if report[0] == "ok" else st.error)(report[1])
     cfg = memory_form()
     c = st.columns(2)

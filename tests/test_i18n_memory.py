@@ -81,6 +81,13 @@ def test_config_import_error_and_report_in_chinese():
     assert report.startswith("已导入 **") and "（transformers 的 Gemma3TextConfig 默认值）" in report
     assert "共 34 层：29 层滑动窗口 + 5 层完整注意力" in report and "保留最后 1,023 个 token" in report
     assert_all_chinese(at)
+    at.query_params[i18n.QUERY_PARAM] = i18n.ENGLISH  # the switch: the report is read again, in English
+    with i18n.language(i18n.CHINESE):  # the browser sends back the labels it showed, Chinese ones
+        at.run()
+    assert not at.exception and at.selectbox(key="mem_preset").value == "custom"  # the picker kept its choice
+    assert at.number_input(key="mem_layers").value == 34
+    assert at.success[0].value.startswith("Imported **") and "layer_types = 29 sliding + 5 full of 34" in \
+        at.success[0].value
 
 
 def test_the_link_carries_the_language_and_english_comes_back():
