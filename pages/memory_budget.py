@@ -12,7 +12,8 @@ import pandas as pd
 import streamlit as st
 
 from kvviz.memory import capacity, config_import, hf_cache
-from kvviz import claims, memory, ui
+from kvviz import claims, i18n, memory, ui
+from kvviz.i18n import N_, _, ngettext
 from kvviz.memory import dtypes
 from kvviz.memory import units
 from kvviz.inputs import links
@@ -23,7 +24,17 @@ CUSTOM, DEFAULT_PRESET, CUSTOM_GPU = "custom", "llama-3-8b", "custom"
 PROBE_PROMPT = "ROMEO: What light through yonder window breaks?"
 L = memory.LIMITS
 RESIDUAL_DEFAULT = dtypes.transformers_quantized_defaults().get("residual_length", 0)
-TABS = ["Size vs context", "Per layer", "What fits", "Paged vs flat", "Textbook figures", "The loaded model"]
+TABS = [N_("Size vs context"), N_("Per layer"), N_("What fits"), N_("Paged vs flat"), N_("Textbook figures"),
+        N_("The loaded model")]
+
+
+def custom_label(value: str) -> str:
+    """Display label of a picker option: "custom" in the reader's language, names as they are."""
+    return _("custom") if value == CUSTOM else value
+
+
+def tokens_text(n: int) -> str:
+    return ngettext("{n:,} token", "{n:,} tokens", n).format(n=n)
 
 
 def preset_values(name: str) -> dict[str, Any]:
@@ -56,12 +67,10 @@ def apply_import() -> None:
     """on_click of "Use this config.json": parse the upload or the pasted text into the form."""
     upload = st.session_state.get("mem_upload")
     text = upload.getvalue() if upload is not None else st.session_state.get("mem_paste", "")
-    try:
-        if not text or not str(text).strip():
-            raise memory.MemoryInputError("nothing to import: upload a config.json or paste its text")
-        imported = config_import.parse_hf_config(text)
-    except memory.MemoryInputError as exc:  # parse_hf_config raises nothing else: one line, the form untouched
-        st.session_state["mem_import_report"] = ("error", f"Not imported: {str(exc).rstrip('.')}.")
+    imported, report = read_config(text)
+    # the report, its language and the text it was read from (import_report reads it again in another language)
+    st.session_state["mem_import_report"] = (*report, i18n.current(), text)
+    if imported is None:  # refused: the form untouched
         return
     kv = imported.config
     st.session_state.update({
@@ -71,12 +80,34 @@ def apply_import() -> None:
         "mem_window_from": kv.first_windowed_layer, "mem_dtype": kv.dtype, "mem_hidden": 0,
         **({"mem_maxlen": imported.max_context} if imported.max_context else {}),
     })
-    used = ", ".join(f"`{k}` = {v}" for k, v in imported.used.items())
     # encoder-decoder: its name; the cross-attention cache is then counted in the total once the encoder length is in
     st.session_state["mem_encdec"] = kv.name if imported.cross_attention is not None else None
-    st.session_state["mem_import_report"] = ("ok", f"Imported **{kv.name}**. Used: {used}. Missing: "
-                                                   f"{'; '.join(imported.missing) or 'nothing'}. "
-                                                   f"{' '.join(imported.notes)}")
+
+
+def read_config(text: str | bytes) -> tuple[config_import.ImportedConfig | None, tuple[str, str]]:
+    """(the import or None, (kind, one-paragraph report in the current language)) for a config.json's text."""
+    try:
+        if not text or not str(text).strip():
+            raise memory.MemoryInputError(_("nothing to import: upload a config.json or paste its text"))
+        imported = config_import.parse_hf_config(text)
+    except memory.MemoryInputError as exc:  # parse_hf_config raises nothing else: one line
+        return None, ("error", _("Not imported: {reason}.").format(reason=str(exc).rstrip(".。")))
+    used = ", ".join(f"`{k}` = {v}" for k, v in imported.used.items())
+    return imported, ("ok", _("Imported **{name}**. Used: {used}. Missing: {missing}. {notes}").format(
+        name=imported.config.name, used=used, missing="; ".join(imported.missing) or _("nothing"),
+        notes=" ".join(imported.notes)))
+
+
+def import_report() -> tuple[str, str] | None:
+    """The last import's (kind, text); read again from the same text when the language changed since."""
+    report = st.session_state.get("mem_import_report")
+    if report is None:
+        return None
+    kind, message, lang, source = report
+    if lang != i18n.current():
+        kind, message = read_config(source)[1]
+        st.session_state["mem_import_report"] = (kind, message, i18n.current(), source)
+    return kind, message
 
 
 def int_input(label: str, key: str, lo: int, hi: int, **kwargs: Any) -> int:
@@ -93,57 +124,61 @@ def memory_form() -> memory.KVConfig | None:
     """The layout inputs; returns the config, or None after showing why it is invalid."""
     c = st.columns(4)
     with c[0]:
-        layers = int_input("Layers", "mem_layers", 1, L["n_layer"])
-        hidden = int_input("Hidden size (0 = give head dim)", "mem_hidden", 0, 10**7,
-                           help="if set, head dim = hidden size / query heads")
-        dtype = st.selectbox("Cache dtype", list(dtypes.DTYPES), index=list(dtypes.DTYPES).index(DEFAULTS["mem_dtype"]),
-                             key="mem_dtype", bind="query-params",
-                             help="\n".join(f"- {d}: {t.note}" for d, t in dtypes.DTYPES.items()))
+        layers = int_input(_("Layers"), "mem_layers", 1, L["n_layer"])
+        hidden = int_input(_("Hidden size (0 = give head dim)"), "mem_hidden", 0, 10**7,
+                           help=_("if set, head dim = hidden size / query heads"))
+        dtype = st.selectbox(_("Cache dtype"), list(dtypes.DTYPES),
+                             index=list(dtypes.DTYPES).index(DEFAULTS["mem_dtype"]), key="mem_dtype",
+                             bind="query-params", help="\n".join(f"- {d}: {_(t.note)}" for d, t in dtypes.DTYPES.items()))
     with c[1]:
-        heads = int_input("Query heads", "mem_heads", 1, L["n_head"])
-        kv_heads = int_input("KV heads", "mem_kv_heads", 1, L["n_kv_heads"], help="= query heads: MHA; 1: MQA; between: GQA")
-        residual = int_input("Full-precision residual (tokens)", "mem_residual", 0, L["quant_residual_tokens"],
+        heads = int_input(_("Query heads"), "mem_heads", 1, L["n_head"])
+        kv_heads = int_input(_("KV heads"), "mem_kv_heads", 1, L["n_kv_heads"],
+                             help=_("= query heads: MHA; 1: MQA; between: GQA"))
+        residual = int_input(_("Full-precision residual (tokens)"), "mem_residual", 0, L["quant_residual_tokens"],
                              disabled=not dtypes.DTYPES[dtype].quantized,
-                             help="transformers' QuantizedCache keeps the newest tokens unquantized (`residual_length`, "
-                                  f"default {RESIDUAL_DEFAULT} read from its QuantizedLayer); 0 = off")
+                             help=_("transformers' QuantizedCache keeps the newest tokens unquantized "
+                                    "(`residual_length`, default {n} read from its QuantizedLayer); 0 = off").format(
+                                        n=RESIDUAL_DEFAULT))
     with c[2]:
-        head_dim = int_input("Head dim", "mem_head_dim", 1, L["head_dim"], disabled=hidden > 0)
-        mla_rank = int_input("MLA latent rank (0 = off)", "mem_mla_rank", 0, L["mla_latent_rank"],
-                             help="DeepSeek's kv_lora_rank: the cache holds this latent instead of per-head K and V")
-        mla_rope = int_input("MLA RoPE key dim", "mem_mla_rope", 0, L["mla_rope_dim"], disabled=mla_rank == 0)
+        head_dim = int_input(_("Head dim"), "mem_head_dim", 1, L["head_dim"], disabled=hidden > 0)
+        mla_rank = int_input(_("MLA latent rank (0 = off)"), "mem_mla_rank", 0, L["mla_latent_rank"],
+                             help=_("DeepSeek's kv_lora_rank: the cache holds this latent instead of per-head K and V"))
+        mla_rope = int_input(_("MLA RoPE key dim"), "mem_mla_rope", 0, L["mla_rope_dim"], disabled=mla_rank == 0)
     with c[3]:
-        window = int_input("Sliding window (0 = off)", "mem_window", 0, L["window"])
-        local = int_input("Local layers per global (0 = all local)", "mem_local", 0, 10_000, disabled=window == 0,
-                          help="Gemma 3: 5 (five 1024-token window layers, then one global layer)")
-        window_from = int_input("Full layers below the window", "mem_window_from", 0, L["n_layer"],
+        window = int_input(_("Sliding window (0 = off)"), "mem_window", 0, L["window"])
+        local = int_input(_("Local layers per global (0 = all local)"), "mem_local", 0, 10_000, disabled=window == 0,
+                          help=_("Gemma 3: 5 (five 1024-token window layers, then one global layer)"))
+        window_from = int_input(_("Full layers below the window"), "mem_window_from", 0, L["n_layer"],
                                 disabled=window == 0 or local > 0,
-                                help="Qwen2's max_window_layers: layers 0 .. N-1 keep every token, layers N and up "
-                                     "slide (0 = every layer slides)")
+                                help=_("Qwen2's max_window_layers: layers 0 .. N-1 keep every token, layers N and up "
+                                       "slide (0 = every layer slides)"))
     try:
         if hidden:
             head_dim = memory.head_dim_from_hidden(hidden, heads)
         if dtypes.DTYPES[dtype].quantized:
-            st.caption(f"{dtype}: an fp16 scale + fp16 zero point per {dtypes.DEFAULT_QUANT_GROUP} numbers. transformers "
-                       "groups keys and values per channel; KIVI groups keys per channel, values per token (same bytes). "
-                       f"Residual: at peak {max(residual - 1, 0):,} newest tokens per layer are held at 16 bits.")
+            st.caption(_("{dtype}: an fp16 scale + fp16 zero point per {group} numbers. transformers groups keys and "
+                         "values per channel; KIVI groups keys per channel, values per token (same bytes). "
+                         "Residual: at peak {n:,} newest tokens per layer are held at 16 bits.").format(
+                           dtype=dtype, group=dtypes.DEFAULT_QUANT_GROUP, n=max(residual - 1, 0)))
         return memory.KVConfig(
             layers, heads, kv_heads, head_dim, dtype, mla_rank, mla_rope if mla_rank else 0, window or None,
             (local or None) if window else None, quant_residual_tokens=residual,
             first_windowed_layer=window_from if window and not local else 0,
-            name=st.session_state["mem_preset"] if st.session_state["mem_preset"] != CUSTOM else "your config")
+            name=st.session_state["mem_preset"] if st.session_state["mem_preset"] != CUSTOM else _("your config"))
     except memory.MemoryInputError as exc:
-        st.error(f"This layout cannot be computed: {exc}.")
+        st.error(_("This layout cannot be computed: {reason}.").format(reason=str(exc).rstrip(".。")))
         return None
 
 
 @st.cache_data(hash_funcs=ui.MODEL_HASH, show_spinner=False)
-def probe_reading(loaded: Any) -> tuple[int, int, str]:
-    """A short prefill's real cache, once per model for every session (ui.MODEL_HASH: spec + attention)."""
+def probe_reading(loaded: Any) -> tuple[int, int]:
+    """A short prefill's real cache (tokens, bytes), once per model for every session (ui.MODEL_HASH: spec +
+    attention). Numbers only: the words are the page's, in the reader's language."""
     from kvviz.step.engine import StepEngine  # the one torch import of this page, only when this tab opens
 
     probe = StepEngine(loaded)
     probe.prefill(PROBE_PROMPT)
-    return probe.cache_len, probe.cache_bytes, f"a prefill of {PROBE_PROMPT!r}"
+    return probe.cache_len, probe.cache_bytes
 
 
 def real_cache_reading() -> tuple[int, int, str]:
@@ -151,75 +186,84 @@ def real_cache_reading() -> tuple[int, int, str]:
     loaded = ui.current_model("eager")
     engine = st.session_state.get(ui.STEP_ENGINE_KEY)
     if engine is not None and engine.loaded is loaded and engine.started:
-        return engine.cache_len, engine.cache_bytes, "your step-through session"
-    return probe_reading(loaded)
+        return engine.cache_len, engine.cache_bytes, _("your step-through session")
+    return (*probe_reading(loaded), _("a prefill of {prompt}").format(prompt=repr(PROBE_PROMPT)))
 
 
 def what_fits(cfg: memory.KVConfig, context: int, batch: int) -> None:
     g = st.columns(4)
     gpu = g[0].selectbox("GPU", [*GPUS, CUSTOM_GPU], index=list(GPUS).index("NVIDIA A100 80GB"), key="mem_gpu",
-                         bind="query-params")
+                         format_func=custom_label, bind="query-params")
     with g[1]:
-        params = int_input("Model parameters", "mem_params", 0, 10**14)
-    wdt = g[2].selectbox("Weight dtype", list(dtypes.DTYPES), index=list(dtypes.DTYPES).index("bf16"),
+        params = int_input(_("Model parameters"), "mem_params", 0, 10**14)
+    wdt = g[2].selectbox(_("Weight dtype"), list(dtypes.DTYPES), index=list(dtypes.DTYPES).index("bf16"),
                          key="mem_weight_dtype", bind="query-params")
     with g[3]:
-        reserve = int_input("Reserve (MiB)", "mem_reserve_mib", 0, 10**9, help="activations, CUDA context...")
+        reserve = int_input(_("Reserve (MiB)"), "mem_reserve_mib", 0, 10**9, help=_("activations, CUDA context..."))
     if gpu == CUSTOM_GPU:
-        gpu_bytes = int_input("Custom memory (GiB)", "mem_gpu_gib", 1, 1_000_000) * units.GIB
+        gpu_bytes = int_input(_("Custom memory (GiB)"), "mem_gpu_gib", 1, 1_000_000) * units.GIB
     else:
         gpu_bytes = GPUS[gpu].memory_bytes
-        st.caption(f"{GPUS[gpu].capacity_note} [Vendor page]({GPUS[gpu].source}).")
+        st.caption(_("{note} [Vendor page]({url}).").format(note=GPUS[gpu].capacity_note, url=GPUS[gpu].source))
     weights = -(-params * dtypes.DTYPES[wdt].bits // 8)
     fit = capacity.what_fits(cfg, gpu_bytes, weights, reserve * units.MIB, batch, context)
     if fit.free_bytes <= 0:
         need = -(-(weights + reserve * units.MIB) // gpu_bytes)
-        st.error(f"The weights alone ({units.format_bytes(weights)}) plus the {reserve:,} MiB reserve do not fit in "
-                 f"{units.short_bytes(gpu_bytes)}: nothing is left for the cache, so no context and no batch fits. "
-                 f"Splitting the weights needs at least {need:,} such GPUs, or fewer bits per weight.")
+        st.error(_("The weights alone ({weights}) plus the {reserve:,} MiB reserve do not fit in {gpu}: nothing is "
+                   "left for the cache, so no context and no batch fits. Splitting the weights needs at least "
+                   "{need:,} such GPUs, or fewer bits per weight.").format(
+                     weights=units.format_bytes(weights), reserve=reserve, gpu=units.short_bytes(gpu_bytes), need=need))
         return
-    st.markdown(f"GPU {units.format_bytes(gpu_bytes)} - weights {units.format_bytes(weights)} - reserve "
-                f"{reserve:,} MiB = **{units.format_bytes(fit.free_bytes)}** for the cache.")
+    st.markdown(_("GPU {gpu} - weights {weights} - reserve {reserve:,} MiB = **{free}** for the cache.").format(
+        gpu=units.format_bytes(gpu_bytes), weights=units.format_bytes(weights), reserve=reserve,
+        free=units.format_bytes(fit.free_bytes)))
     f = st.container(key="mem_metrics_fit").columns(2)
+    longest = _("Longest context, batch {batch}").format(batch=batch)
     if fit.context_capped:
-        f[0].metric(f"Longest context, batch {batch}", "unbounded")
-        st.info("Unbounded by the cache: every layer is windowed, so only the window is stored and the cache stops "
-                "growing; the model's own context limit is what bounds the length.")
+        f[0].metric(longest, _("unbounded"))
+        st.info(_("Unbounded by the cache: every layer is windowed, so only the window is stored and the cache stops "
+                  "growing; the model's own context limit is what bounds the length."))
     else:
-        f[0].metric(f"Longest context, batch {batch}", f"{fit.max_context:,} tokens")
-    f[1].metric(f"Largest batch at {context:,} tokens", f"{fit.max_batch:,}")
+        f[0].metric(longest, tokens_text(fit.max_context))
+    f[1].metric(_("Largest batch at {n:,} tokens").format(n=context), f"{fit.max_batch:,}")
     preset = st.session_state["mem_preset"]
     if preset in PRESETS and not fit.context_capped and fit.max_context > get_preset(preset).max_context:
-        st.caption(f"Memory allows more than {preset}'s context window of {get_preset(preset).max_context:,} tokens.")
+        st.caption(_("Memory allows more than {preset}'s context window of {n:,} tokens.").format(
+            preset=preset, n=get_preset(preset).max_context))
 
 
 def paged(cfg: memory.KVConfig, context: int, batch: int) -> None:
     p = st.columns(2)
     with p[0]:
-        block = int_input("Block size (tokens)", "mem_block", 1, 4096)
+        block = int_input(_("Block size (tokens)"), "mem_block", 1, 4096)
     with p[1]:
-        max_len = int_input("Flat buffer: pre-allocated length", "mem_maxlen", 1, L["context_len"])
+        max_len = int_input(_("Flat buffer: pre-allocated length"), "mem_maxlen", 1, L["context_len"])
     if max_len < context:
-        st.warning(f"The flat buffer ({max_len:,} tokens) is shorter than the context ({context:,}): a flat cache that "
-                   f"size cannot hold this sequence. Drawn with the flat buffer at exactly {context:,} tokens instead.")
+        st.warning(_("The flat buffer ({max_len:,} tokens) is shorter than the context ({context:,}): a flat cache that "
+                     "size cannot hold this sequence. Drawn with the flat buffer at exactly {context:,} tokens "
+                     "instead.").format(max_len=max_len, context=context))
         max_len = context
     view = capacity.paged_view(cfg, context, batch, block, max_len)
-    st.markdown(f"{view.blocks_per_sequence:,} blocks per sequence; the last one wastes {view.waste_tokens_last_block} "
-                f"token slots. The flat buffer wastes {units.format_bytes(view.flat_bytes - view.used_bytes)}.")
+    st.markdown(_("{blocks:,} blocks per sequence; the last one wastes {waste} token slots. The flat buffer wastes "
+                  "{flat_waste}.").format(blocks=view.blocks_per_sequence, waste=view.waste_tokens_last_block,
+                                          flat_waste=units.format_bytes(view.flat_bytes - view.used_bytes)))
     st.plotly_chart(figs.paged_figure(view), key="mem_chart_paged", config=export_config("paged_vs_flat"))
 
 
 def textbook() -> None:
     checks = claims.published_figure_checks()
-    st.dataframe(pd.DataFrame([{
-        "model": c.figure.model, "tokens": f"{c.figure.context_len:,}", "dtype": c.figure.dtype,
-        "printed": f"{c.figure.claimed:g} {c.figure.claimed_unit}", "exact": units.format_bytes(c.actual_bytes),
-        "verdict": c.verdict, "why": c.explanation, "source": c.figure.where} for c in checks]), hide_index=True,
-        column_config={"source": st.column_config.LinkColumn("source")})  # the Claims page shows every claim
+    source = _("source")
+    st.dataframe(pd.DataFrame([{  # verdict and arithmetic: kvviz.claims' words (translated there, where marked)
+        _("model"): c.figure.model, _("tokens"): f"{c.figure.context_len:,}", "dtype": c.figure.dtype,
+        _("printed"): f"{c.figure.claimed:g} {c.figure.claimed_unit}", _("exact"): units.format_bytes(c.actual_bytes),
+        _("verdict"): _(c.verdict), _("why"): c.explanation, source: c.figure.where} for c in checks]),
+        hide_index=True, column_config={source: st.column_config.LinkColumn(source)})  # the Claims page: every claim
     real = get_preset("llama-3-8b").kv
     mha = memory.kv_bytes(memory.KVConfig(real.n_layer, real.n_head, real.n_head, real.head_dim, real.dtype), 4096)
-    st.caption(f"Forgetting GQA (Llama-3-8B with {real.n_head} KV heads instead of {real.n_kv_heads}) gives "
-               f"{units.format_bytes(mha)} at 4,096 tokens: {mha / memory.kv_bytes(real, 4096):g}x the real cache.")
+    st.caption(_("Forgetting GQA (Llama-3-8B with {heads} KV heads instead of {kv}) gives {bytes_} at 4,096 tokens: "
+                 "{factor:g}x the real cache.").format(heads=real.n_head, kv=real.n_kv_heads,
+                                                        bytes_=units.format_bytes(mha),
+                                                        factor=mha / memory.kv_bytes(real, 4096)))
 
 
 def loaded_model() -> None:
@@ -227,40 +271,47 @@ def loaded_model() -> None:
     info = ui.current_model("eager").info
     predicted = memory.predicted_cache_bytes(info, tokens)
     r = st.container(key="mem_metrics_real").columns(2)
-    show_bytes(f"Calculator at {tokens} tokens (fp32)", predicted, r[0])
-    show_bytes("Real DynamicCache tensors", real_bytes, r[1], help=f"from {source}")
+    show_bytes(_("Calculator at {n} tokens (fp32)").format(n=tokens), predicted, r[0])
+    show_bytes(_("Real DynamicCache tensors"), real_bytes, r[1], help=_("from {source}").format(source=source))
     (st.success if predicted == real_bytes else st.error)(
-        f"{info.label}: 2 x {info.n_layer} layers x {info.n_kv_heads} heads x {info.head_dim} x 4 B x "
-        f"{tokens} tokens = {predicted:,} B; the tensors hold {real_bytes:,} B (from {source}).")
+        _("{model}: 2 x {layers} layers x {heads} heads x {head_dim} x 4 B x {n} tokens = {predicted:,} B; the "
+          "tensors hold {real:,} B (from {source}).").format(
+            model=info.label, layers=info.n_layer, heads=info.n_kv_heads, head_dim=info.head_dim, n=tokens,
+            predicted=predicted, real=real_bytes, source=source))
 
 
 def encoder_decoder_result(cfg: memory.KVConfig, b: memory.KVBudget, name: str) -> None:
     """An imported encoder-decoder (T5, BART): the whole EncoderDecoderCache is self-attention (the decoder's
     tokens) + cross-attention (K/V of every encoder token in each decoder layer, the same layout, no window).
     Without an encoder length the total is the self-attention part, and its label says so."""
-    enc = st.number_input("Encoder length (tokens)", 1, L["context_len"], None, step=1, key="mem_encoder_len",
-                          placeholder="source tokens, e.g. 512",
-                          help=f"{name} is an encoder-decoder: each decoder layer also caches K and V of every "
-                               "encoder token (cross-attention), computed once from the encoder output")
+    enc = st.number_input(_("Encoder length (tokens)"), 1, L["context_len"], None, step=1, key="mem_encoder_len",
+                          placeholder=_("source tokens, e.g. 512"),
+                          help=_("{name} is an encoder-decoder: each decoder layer also caches K and V of every "
+                                 "encoder token (cross-attention), computed once from the encoder output").format(
+                                   name=name))
     cross = replace(cfg, window=None, local_per_global=None, first_windowed_layer=0, name=f"{cfg.name} cross-attention")
     whole = memory.encoder_decoder_budget(cfg, cross, b.context_len, b.batch, None if enc is None else int(enc))
     m = st.container(key="mem_metrics").columns(3)
-    show_bytes(f"Self-attention: {b.context_len:,} decoder tokens x batch {b.batch}", b.total_bytes, m[0],
-               help="grows by one row per generated token")
+    show_bytes(_("Self-attention: {n:,} decoder tokens x batch {batch}").format(n=b.context_len, batch=b.batch),
+               b.total_bytes, m[0], help=_("grows by one row per generated token"))
     if whole.complete:
-        show_bytes(f"Cross-attention: {whole.encoder_len:,} encoder tokens x batch {b.batch}", whole.cross_bytes, m[1],
-                   help=f"{whole.cross_bytes_per_encoder_token:,} B per encoder token, computed once per input")
-        show_bytes("Total: self + cross-attention", whole.total_bytes, m[2],
-                   help="what transformers' EncoderDecoderCache holds")
-        st.markdown(f"**{cfg.attention_kind}, encoder-decoder** · self-attention {b.total_bytes:,} B + "
-                    f"cross-attention {whole.cross_bytes:,} B = **total {units.format_bytes(whole.total_bytes)}**")
+        show_bytes(_("Cross-attention: {n:,} encoder tokens x batch {batch}").format(n=whole.encoder_len,
+                                                                                    batch=b.batch),
+                   whole.cross_bytes, m[1], help=_("{n:,} B per encoder token, computed once per input").format(
+                       n=whole.cross_bytes_per_encoder_token))
+        show_bytes(_("Total: self + cross-attention"), whole.total_bytes, m[2],
+                   help=_("what transformers' EncoderDecoderCache holds"))
+        st.markdown(_("**{kind}, encoder-decoder** · self-attention {self_:,} B + cross-attention {cross:,} B = "
+                      "**total {total}**").format(kind=cfg.attention_kind, self_=b.total_bytes, cross=whole.cross_bytes,
+                                                  total=units.format_bytes(whole.total_bytes)))
     else:
-        m[1].metric("Cross-attention", "not counted", help="enter the encoder length above")
-        show_bytes("Total: decoder self-attention only", whole.total_bytes, m[2],
-                   help="the cross-attention cache is missing until the encoder length is given")
-        st.markdown(f"**{cfg.attention_kind}, encoder-decoder** · total {units.format_bytes(whole.total_bytes)} is "
-                    "the **decoder's self-attention only**: enter the encoder length to add the cross-attention "
-                    f"cache ({whole.cross_bytes_per_encoder_token:,} B per encoder token x batch {b.batch}).")
+        m[1].metric(_("Cross-attention"), _("not counted"), help=_("enter the encoder length above"))
+        show_bytes(_("Total: decoder self-attention only"), whole.total_bytes, m[2],
+                   help=_("the cross-attention cache is missing until the encoder length is given"))
+        st.markdown(_("**{kind}, encoder-decoder** · total {total} is the **decoder's self-attention only**: enter the "
+                      "encoder length to add the cross-attention cache ({n:,} B per encoder token x batch "
+                      "{batch}).").format(kind=cfg.attention_kind, total=units.format_bytes(whole.total_bytes),
+                                          n=whole.cross_bytes_per_encoder_token, batch=b.batch))
 
 
 @st.fragment
@@ -274,32 +325,35 @@ def calculator() -> None:
     first_run, st.session_state["mem_link_checked"] = not st.session_state.get("mem_link_checked"), True
     linked = {k: st.query_params.get_all(k) for k in st.query_params if k.startswith("mem_")} if first_run else {}
     top = st.columns([2, 3])
-    top[0].selectbox("Preset", [CUSTOM, *PRESETS], index=1 + list(PRESETS).index(DEFAULT_PRESET), key="mem_preset",
-                     on_change=apply_preset, bind="query-params")
+    top[0].selectbox(_("Preset"), [CUSTOM, *PRESETS], index=1 + list(PRESETS).index(DEFAULT_PRESET), key="mem_preset",
+                     format_func=custom_label, on_change=apply_preset, bind="query-params")
     if st.session_state["mem_preset"] != CUSTOM:
         p = get_preset(st.session_state["mem_preset"])
-        top[1].caption(f"Source: [{p.source}]({p.source}) · {p.paper}" + (f" · {p.note}" if p.note else ""))
-    with st.expander("Import a Hugging Face config.json"):
-        st.file_uploader("Upload config.json", type=["json"], key="mem_upload")
+        top[1].caption(_("Source: [{url}]({url}) · {paper}").format(url=p.source, paper=p.paper)
+                       + (f" · {_(p.note)}" if p.note else ""))
+    with st.expander(_("Import a Hugging Face config.json")):
+        st.file_uploader(_("Upload config.json"), type=["json"], key="mem_upload")
         # The import's own cap, applied by the box itself: a 50 MB paste never reaches Streamlit's 25 MB limit.
-        st.text_area("...or paste it", key="mem_paste", height=100, max_chars=config_import.MAX_CONFIG_CHARS,
-                     help=f"At most {config_import.MAX_CONFIG_CHARS:,} characters: a real config.json is a few KB.")
-        st.button("Use this config.json", key="mem_import", on_click=apply_import)
-        if report := st.session_state.get("mem_import_report"):  # (kind, text) from apply_import
+        st.text_area(_("...or paste it"), key="mem_paste", height=100, max_chars=config_import.MAX_CONFIG_CHARS,
+                     help=_("At most {n:,} characters: a real config.json is a few KB.").format(
+                         n=config_import.MAX_CONFIG_CHARS))
+        st.button(_("Use this config.json"), key="mem_import", on_click=apply_import)
+        if report := import_report():  # (kind, text) from apply_import
             (st.success if report[0] == "ok" else st.error)(report[1])
     cfg = memory_form()
     c = st.columns(2)
     with c[0]:
-        context = int_input("Context length (tokens)", "mem_context", 1, L["context_len"])
+        context = int_input(_("Context length (tokens)"), "mem_context", 1, L["context_len"])
     with c[1]:
-        batch = int_input("Batch (sequences)", "mem_batch", 1, L["batch"])
+        batch = int_input(_("Batch (sequences)"), "mem_batch", 1, L["batch"])
     if cfg is None:
         report_link(linked, notices)
         return
     preset = st.session_state["mem_preset"]
     if preset in PRESETS and context > (own := get_preset(preset).max_context):
-        notices.warning(f"{context:,} tokens exceeds {preset}'s own context window of {own:,} tokens: the bytes are "
-                        "exact arithmetic, but the model was not trained to run that long.")
+        notices.warning(_("{n:,} tokens exceeds {preset}'s own context window of {own:,} tokens: the bytes are "
+                          "exact arithmetic, but the model was not trained to run that long.").format(
+                            n=context, preset=preset, own=own))
     b = memory.budget(cfg, context, batch)
     for w in b.warnings:
         st.warning(w)
@@ -308,21 +362,23 @@ def calculator() -> None:
         encoder_decoder_result(cfg, b, encdec)
     else:
         m = st.container(key="mem_metrics").columns(3)
-        show_bytes("Per token (all layers)", b.bytes_per_token, m[0], help="a token inside every window")
-        show_bytes("Per token, one layer", b.bytes_per_token_per_layer, m[1])
-        show_bytes(f"Total: {context:,} tokens x batch {batch}", b.total_bytes, m[2])
-        st.markdown(f"**{cfg.attention_kind}** · per token: {units.format_bytes(b.bytes_per_token)} · "
-                    f"total: {units.format_bytes(b.total_bytes)}")
+        show_bytes(_("Per token (all layers)"), b.bytes_per_token, m[0], help=_("a token inside every window"))
+        show_bytes(_("Per token, one layer"), b.bytes_per_token_per_layer, m[1])
+        show_bytes(_("Total: {n:,} tokens x batch {batch}").format(n=context, batch=batch), b.total_bytes, m[2])
+        st.markdown(_("**{kind}** · per token: {per_token} · total: {total}").format(
+            kind=cfg.attention_kind, per_token=units.format_bytes(b.bytes_per_token),
+            total=units.format_bytes(b.total_bytes)))
     held = hf_cache.transformers_cache_bytes(cfg, context, batch)
     if cfg.window is not None and held != b.total_bytes:
-        st.caption(f"transformers' DynamicCache holds {units.format_bytes(held)} here: its sliding layers keep "
-                   f"the last {cfg.window - 1:,} tokens (window - 1; the newest token is attended to before it is "
-                   f"stored), kvviz counts {cfg.window:,}.")
+        st.caption(_("transformers' DynamicCache holds {held} here: its sliding layers keep the last {kept:,} tokens "
+                     "(window - 1; the newest token is attended to before it is stored), kvviz counts "
+                     "{window:,}.").format(held=units.format_bytes(held), kept=cfg.window - 1, window=cfg.window))
 
-    tabs = st.tabs(TABS, key="mem_tab", bind="query-params")  # lazy: only the open tab runs
+    # lazy: only the open tab runs. The URL keeps the tab's label, in the link's language (it carries lang=).
+    tabs = st.tabs([_(t) for t in TABS], key="mem_tab", bind="query-params")
     if tabs[0].open:
         with tabs[0]:
-            compare = st.multiselect("Compare with", list(PRESETS), default=[], key="mem_compare", bind="query-params",
+            compare = st.multiselect(_("Compare with"), list(PRESETS), default=[], key="mem_compare", bind="query-params",
                                      max_selections=MAX_LEGEND_ENTRIES - 1)  # four lines at most: readable
             compare = compare[: MAX_LEGEND_ENTRIES - 1]  # a shared link may carry more
             horizon = max(context, *(get_preset(n).max_context for n in compare)) if compare else context
@@ -336,7 +392,8 @@ def calculator() -> None:
             if len(set(b.layer_bytes)) > 1:
                 st.plotly_chart(figs.per_layer_figure(b), key="mem_chart_layers", config=export_config("kv_per_layer"))
             else:
-                st.info(f"All {cfg.n_layer} layers are alike: {units.format_bytes(b.layer_bytes[0])} each.")
+                st.info(_("All {n} layers are alike: {bytes_} each.").format(
+                    n=cfg.n_layer, bytes_=units.format_bytes(b.layer_bytes[0])))
     for tab, draw in zip(tabs[2:4], (what_fits, paged)):
         if tab.open:
             with tab:
@@ -358,18 +415,18 @@ def report_link(linked: dict[str, list[str]], notices: Any) -> None:
 
 
 ui.ensure_router()  # before anything is drawn: see its docstring
-st.title("Memory budget")
+st.title(_("Memory budget"))
 st.html("<style>:is([class*='st-key-mem_metrics']) :is([data-testid='stMetricValue'], "
         "[data-testid='stMetricLabel']) * "
         "{white-space: normal !important; overflow: visible !important; text-overflow: clip !important}</style>")  # wrap, never "12.2…"
-with st.expander("What you are seeing", expanded=False):
-    st.markdown(
+with st.expander(_("What you are seeing"), expanded=False):
+    st.markdown(_(
         "Every layer keeps, for every token, one **key** and one **value** vector per K/V head. So the cache "
         "costs `2 x layers x KV heads x head dim x bytes per number` **per token**, times the context length, "
         "times the batch. GQA/MQA shrink it by sharing K/V heads between query heads, MLA stores one small "
         "latent instead, a sliding window stops local layers from growing past the window.\n\n"
         "Bytes are exact integers; **1 GiB = 2^30 bytes**, **1 GB = 10^9 bytes**. The address bar keeps your "
-        "inputs: copy it to share this exact comparison."
-    )
+        "inputs (and the language): copy it to share this exact comparison."
+    ))
 DEFAULTS: dict[str, Any] = {}
 calculator()

@@ -8,6 +8,7 @@ from typing import Sequence
 
 import plotly.graph_objects as go
 
+from kvviz.i18n import _
 from kvviz.memory.capacity import PagedView
 from kvviz.figures import MARKER_COLOR, readable, top_legend
 from kvviz.memory import KVBudget, KVConfig, kv_bytes
@@ -15,6 +16,11 @@ from kvviz.memory.units import binary_unit, short_bytes
 
 
 LINE_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")  # never the marker's orange
+
+
+def _bytes_axis(unit: str, size: int) -> str:
+    """A byte axis' title: "GiB (1,073,741,824 bytes)", or "bytes" below 1 KiB."""
+    return _("{unit} ({size:,} bytes)").format(unit=unit, size=size) if size > 1 else _("bytes")
 
 
 def context_grid(max_context: int, points: int = 120) -> list[int]:
@@ -42,11 +48,12 @@ def size_vs_context_figure(
     unit, size = binary_unit(max(max(line) for line in lines))  # GiB for Llama at 8k, KiB for a toy model
     fig = go.Figure()
     for i, (cfg, grid, line, limit) in enumerate(zip(configs, grids, lines, limits)):
-        stop = f", max {limit:,}" if limit is not None else ""
+        name = (_("{name} ({kind}, max {limit:,})").format(name=cfg.name, kind=cfg.attention_kind, limit=limit)
+                if limit is not None else "{name} ({kind})".format(name=cfg.name, kind=cfg.attention_kind))
         color = LINE_COLORS[i % len(LINE_COLORS)]
-        fig.add_scatter(x=grid, y=[b / size for b in line], name=f"{cfg.name} ({cfg.attention_kind}{stop})",
+        fig.add_scatter(x=grid, y=[b / size for b in line], name=name,
                         customdata=line, mode="lines", line=dict(width=3, color=color), legendgroup=f"{i}",
-                        hovertemplate="%{x:,} tokens: %{customdata:,} B<extra></extra>")
+                        hovertemplate=_("%{x:,} tokens: %{customdata:,} B<extra></extra>"))
         if limit is not None and limit <= max_context:  # the end of the model's context: a dot, same colour
             fig.add_scatter(x=[grid[-1]], y=[line[-1] / size], mode="markers", showlegend=False, hoverinfo="skip",
                             marker=dict(size=11, color=color), legendgroup=f"{i}")
@@ -57,14 +64,14 @@ def size_vs_context_figure(
     fig.update_yaxes(exponentformat="none", separatethousands=True, rangemode="tozero")
     if mark_context is not None:
         fig.add_vline(x=mark_context, line_dash="dot", line_color=MARKER_COLOR, line_width=2,
-                      annotation_text=f"{mark_context:,} tokens", annotation_font_color=MARKER_COLOR)
+                      annotation_text=_("{n:,} tokens").format(n=mark_context), annotation_font_color=MARKER_COLOR)
     if budget_bytes is not None and budget_bytes > 0:
-        fig.add_hline(y=budget_bytes / size, line_dash="dash", line_color="gray", annotation_text="memory left for the cache")
+        fig.add_hline(y=budget_bytes / size, line_dash="dash", line_color="gray", annotation_text=_("memory left for the cache"))
     legend, top = top_legend(len(configs))
     fig.update_layout(
-        title=dict(text=f"KV cache size vs context (batch {batch}): each line stops at its model's maximum context",
-                   y=0.99, yanchor="top"),
-        xaxis_title="context length (tokens)", yaxis_title=f"{unit} ({size:,} bytes)" if size > 1 else "bytes",
+        title=dict(text=_("KV cache size vs context (batch {batch}): each line stops at its model's maximum "
+                          "context").format(batch=batch), y=0.99, yanchor="top"),
+        xaxis_title=_("context length (tokens)"), yaxis_title=_bytes_axis(unit, size),
         legend=legend, margin=dict(t=top, b=10), height=400 + top,
     )
     return readable(fig)
@@ -78,11 +85,11 @@ def per_layer_figure(budget: KVBudget) -> go.Figure:
     fig = go.Figure(go.Bar(
         x=layers, y=[b / size for b in budget.layer_bytes], marker_color=colors,
         customdata=list(zip(budget.layer_tokens, budget.layer_bytes)),
-        hovertemplate="layer %{x}: %{customdata[1]:,} B, %{customdata[0]:,} tokens<extra></extra>",
+        hovertemplate=_("layer %{x}: %{customdata[1]:,} B, %{customdata[0]:,} tokens<extra></extra>"),
     ))
     fig.update_layout(
-        title="Per layer (blue: global, orange: sliding window)", xaxis_title="layer",
-        yaxis_title=f"{unit} ({size:,} bytes)" if size > 1 else "bytes",
+        title=_("Per layer (blue: global, orange: sliding window)"), xaxis_title=_("layer"),
+        yaxis_title=_bytes_axis(unit, size),
         margin=dict(t=50, b=10), height=320,
     )
     return readable(fig)
@@ -90,11 +97,12 @@ def per_layer_figure(budget: KVBudget) -> go.Figure:
 
 def paged_figure(view: PagedView) -> go.Figure:
     """Used bytes, paged allocation (rounded up to blocks) and flat pre-allocation of the maximum length."""
-    labels = ["tokens actually held", f"paged: blocks of {view.block_tokens}", "flat: pre-allocated max length"]
+    labels = [_("tokens actually held"), _("paged: blocks of {n}").format(n=view.block_tokens),
+              _("flat: pre-allocated max length")]
     values = [view.used_bytes, view.paged_bytes, view.flat_bytes]
     unit, size = binary_unit(max(values))
     fig = go.Figure(go.Bar(x=labels, y=[v / size for v in values], marker_color=["#2ca02c", "#1f77b4", "#d62728"],
                            text=[short_bytes(v) for v in values], textposition="outside", cliponaxis=False))
-    fig.update_layout(title="Paged blocks vs a flat buffer", yaxis_title=f"{unit} ({size:,} bytes)" if size > 1 else "bytes",
+    fig.update_layout(title=_("Paged blocks vs a flat buffer"), yaxis_title=_bytes_axis(unit, size),
                       margin=dict(t=50, b=10), height=340)
     return readable(fig)

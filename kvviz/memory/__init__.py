@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvviz.memory.dtypes import DEFAULT_QUANT_GROUP, DTYPE_ALIASES, DTYPES, FP8_SCALE_BYTES_PER_LAYER, QUANT_OVERHEAD_BYTES_PER_GROUP, CacheDType
+from kvviz.i18n import _
 from kvviz.memory.units import GB, GIB
 
 # Bounds: generous for any real model, small enough to catch typos (an extra zero is fine, six are not).
@@ -51,20 +52,21 @@ def short_repr(value: Any, limit: int = 40) -> str:
     `limit` characters (a megabyte string or a 5,000-digit number is summarised, not echoed)."""
     if isinstance(value, int) and not isinstance(value, bool):
         if value.bit_length() > 96:  # str() of a >4,300-digit int raises; nobody reads 30 digits anyway
-            return f"a number of about {int(value.bit_length() * 0.30103) + 1:,} digits"
+            return _("a number of about {n:,} digits").format(n=int(value.bit_length() * 0.30103) + 1)
         text = f"{value:,}"
     else:
         text = repr(value)
     if len(text) <= limit:
         return text
-    suffix = f"… ({len(text):,} characters)"
+    suffix = _("… ({n:,} characters)").format(n=len(text))
     return text[: max(limit - len(suffix), 8)] + suffix
 
 
 def resolve_dtype(name: str) -> CacheDType:
     key = DTYPE_ALIASES.get(str(name).strip().lower()[:40], str(name).strip().lower()[:40])
     if key not in DTYPES:
-        raise MemoryInputError(f"unknown cache dtype {short_repr(name)}; choose one of {', '.join(DTYPES)}")
+        raise MemoryInputError(_("unknown cache dtype {value}; choose one of {choices}").format(
+            value=short_repr(name), choices=", ".join(DTYPES)))
     return DTYPES[key]
 
 
@@ -75,9 +77,10 @@ def check_int(name: str, value: Any, lo: int = 1, hi: int | None = None) -> int:
         if isinstance(value, float) and math.isfinite(value) and value.is_integer():
             value = int(value)
         else:
-            raise MemoryInputError(f"{name} must be a whole number, got {short_repr(value)}")
+            raise MemoryInputError(_("{name} must be a whole number, got {value}").format(name=name, value=short_repr(value)))
     if not lo <= value <= hi:
-        raise MemoryInputError(f"{name} must be between {lo:,} and {hi:,}, got {short_repr(value)}")
+        raise MemoryInputError(_("{name} must be between {lo:,} and {hi:,}, got {value}").format(
+            name=name, lo=lo, hi=hi, value=short_repr(value)))
     return value
 
 
@@ -87,9 +90,9 @@ def head_dim_from_hidden(hidden_size: int, n_head: int) -> int:
     check_int("n_head", n_head)
     if hidden_size % n_head:
         raise MemoryInputError(
-            f"hidden size {hidden_size} is not a multiple of {n_head} heads; give head_dim explicitly "
-            "(some models, e.g. Gemma, use a head_dim that is not hidden_size / n_head)"
-        )
+            _("hidden size {hidden} is not a multiple of {heads} heads; give head_dim explicitly "
+              "(some models, e.g. Gemma, use a head_dim that is not hidden_size / n_head)").format(
+                hidden=hidden_size, heads=n_head))
     return hidden_size // n_head
 
 
@@ -117,22 +120,22 @@ class KVConfig:
         object.__setattr__(self, "dtype", resolve_dtype(self.dtype).name)
         if self.n_kv_heads > self.n_head or self.n_head % self.n_kv_heads:
             raise MemoryInputError(
-                f"KV heads ({self.n_kv_heads}) must divide query heads ({self.n_head}): in GQA each K/V head "
-                "serves an equal group of query heads (MHA: equal; MQA: 1)"
+                _("KV heads ({kv}) must divide query heads ({heads}): in GQA each K/V head "
+                  "serves an equal group of query heads (MHA: equal; MQA: 1)").format(kv=self.n_kv_heads, heads=self.n_head)
             )
         check_int("mla_latent_rank", self.mla_latent_rank, lo=0)
         check_int("mla_rope_dim", self.mla_rope_dim, lo=0)
         if self.mla_rope_dim and not self.mla_latent_rank:
-            raise MemoryInputError("an MLA RoPE dimension needs a latent rank (kv_lora_rank) > 0")
+            raise MemoryInputError(_("an MLA RoPE dimension needs a latent rank (kv_lora_rank) > 0"))
         if self.window is not None:
             check_int("window", self.window)
         if self.local_per_global is not None:
             check_int("local_per_global", self.local_per_global, lo=0, hi=10_000)
             if self.window is None:
-                raise MemoryInputError("a local:global layer pattern needs a sliding window size")
+                raise MemoryInputError(_("a local:global layer pattern needs a sliding window size"))
         check_int("first_windowed_layer", self.first_windowed_layer, lo=0, hi=LIMITS["n_layer"])
         if self.first_windowed_layer and (self.window is None or self.local_per_global is not None):
-            raise MemoryInputError("first_windowed_layer needs a sliding window on every layer from that index on")
+            raise MemoryInputError(_("first_windowed_layer needs a sliding window on every layer from that index on"))
         check_int("quant_group_size", self.quant_group_size)
         check_int("quant_residual_tokens", self.quant_residual_tokens, lo=0)
 
@@ -151,9 +154,9 @@ class KVConfig:
         else:
             kind = "GQA"
         if self.window is not None:
-            kind += (f" + sliding window from layer {self.first_windowed_layer}" if self.first_windowed_layer
-                     else " + sliding window") if self.local_per_global is None else (
-                f" + hybrid {self.local_per_global} local : 1 global"
+            kind += (_(" + sliding window from layer {layer}").format(layer=self.first_windowed_layer)
+                     if self.first_windowed_layer else _(" + sliding window")) if self.local_per_global is None else (
+                _(" + hybrid {n} local : 1 global").format(n=self.local_per_global)
             )
         return kind
 
@@ -271,8 +274,9 @@ def budget(config: KVConfig, context_len: int, batch: int = 1) -> KVBudget:
     warnings = []
     if config.window is not None and config.window >= context_len:
         warnings.append(
-            f"The sliding window ({config.window:,} tokens) is not smaller than the context ({context_len:,}): "
-            "at this length it saves nothing; every layer holds every token."
+            _("The sliding window ({window:,} tokens) is not smaller than the context ({context:,}): "
+              "at this length it saves nothing; every layer holds every token.").format(
+                window=config.window, context=context_len)
         )
     per_layer = config.bytes_per_token_per_layer
     tokens = tuple(config.tokens_held(i, context_len) for i in range(config.n_layer))
@@ -315,8 +319,9 @@ class EncoderDecoderBudget:
     @property
     def total_covers(self) -> str:
         if self.complete:
-            return "decoder self-attention + cross-attention (the whole EncoderDecoderCache)"
-        return "decoder self-attention only: the encoder length is not given, so the cross-attention cache is not counted"
+            return _("decoder self-attention + cross-attention (the whole EncoderDecoderCache)")
+        return _("decoder self-attention only: the encoder length is not given, so the cross-attention cache is not "
+                 "counted")
 
     def as_dict(self) -> dict[str, Any]:
         """The self-attention budget's fields, then both parts and their sum (total_bytes = self + cross)."""

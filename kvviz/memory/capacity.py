@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from kvviz.i18n import _
 from kvviz.memory import LIMITS, KVConfig, MemoryInputError, check_int, kv_bytes
 
 
@@ -74,7 +75,8 @@ def paged_view(config: KVConfig, context_len: int, batch: int, block_tokens: int
     check_int("context_len", context_len)
     check_int("max_len", max_len, hi=LIMITS["context_len"])
     if max_len < context_len:
-        raise MemoryInputError(f"the pre-allocated length ({max_len:,}) is shorter than the context ({context_len:,})")
+        raise MemoryInputError(_("the pre-allocated length ({max_len:,}) is shorter than the context ({context:,})").format(
+            max_len=max_len, context=context_len))
     blocks = -(-context_len // block_tokens)
     full = replace(config, window=None, local_per_global=None)
     return PagedView(

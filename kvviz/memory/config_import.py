@@ -22,6 +22,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kvviz.i18n import _
 from kvviz.memory import (LIMITS, KVConfig, MemoryInputError, check_int, head_dim_from_hidden, resolve_dtype,
                           short_repr)
 
@@ -62,18 +63,19 @@ def load_json_object(text_or_dict: str | bytes | dict[str, Any]) -> dict[str, An
     if isinstance(text_or_dict, dict):
         return text_or_dict
     if len(text_or_dict) > MAX_CONFIG_CHARS:
-        raise MemoryInputError(f"this is {len(text_or_dict):,} characters; a config.json is a few thousand")
+        raise MemoryInputError(_("this is {n:,} characters; a config.json is a few thousand").format(n=len(text_or_dict)))
     try:
         raw = json.loads(text_or_dict)
     except RecursionError:
-        raise MemoryInputError("this JSON is nested too deeply to be a config.json") from None
+        raise MemoryInputError(_("this JSON is nested too deeply to be a config.json")) from None
     except (ValueError, UnicodeDecodeError) as exc:
         if "digits" in str(exc) and "integer string conversion" in str(exc):  # Python's 4,300-digit guard
-            raise MemoryInputError("a number in this JSON has thousands of digits; no config.json field needs "
-                                   "that: correct the number") from None
-        raise MemoryInputError(f"this is not valid JSON ({one_line(str(exc))}); paste the model's config.json") from None
+            raise MemoryInputError(_("a number in this JSON has thousands of digits; no config.json field needs "
+                                     "that: correct the number")) from None
+        raise MemoryInputError(_("this is not valid JSON ({reason}); paste the model's config.json").format(
+            reason=one_line(str(exc)))) from None
     if not isinstance(raw, dict):
-        raise MemoryInputError("config.json must be a JSON object ({...}), not a list or a single value")
+        raise MemoryInputError(_("config.json must be a JSON object ({...}), not a list or a single value"))
     return raw
 
 
@@ -87,8 +89,9 @@ def _shape_int(key: str, value: Any, lo: int, hi: int) -> int:
     try:
         return check_int(key, value, lo=lo, hi=hi)
     except MemoryInputError:
-        raise MemoryInputError(f"{key} must be a whole number from {lo:,} to {hi:,}, not {short_repr(value)}: "
-                               "correct it, or remove the field") from None
+        raise MemoryInputError(_("{key} must be a whole number from {lo:,} to {hi:,}, not {value}: "
+                                 "correct it, or remove the field").format(key=key, lo=lo, hi=hi,
+                                                                          value=short_repr(value))) from None
 
 
 def _precheck(cfg: dict[str, Any]) -> None:
@@ -109,10 +112,10 @@ def _precheck(cfg: dict[str, Any]) -> None:
     types = cfg.get("layer_types")
     if types is not None and (not isinstance(types, list) or len(types) > LIMITS["n_layer"]
                               or not all(isinstance(t, str) for t in types)):
-        raise MemoryInputError("layer_types must be a list of strings such as \"sliding_attention\", one per layer")
+        raise MemoryInputError(_("layer_types must be a list of strings such as \"sliding_attention\", one per layer"))
     if any(len(t) > 100 for t in types or ()):
-        raise MemoryInputError("layer_types entries are short names such as \"sliding_attention\" or "
-                               "\"full_attention\"; correct them")
+        raise MemoryInputError(_("layer_types entries are short names such as \"sliding_attention\" or "
+                                 "\"full_attention\"; correct them"))
 
 
 def _text_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
@@ -125,16 +128,17 @@ def _text_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     if isinstance(text, dict):
         sub_type = text.get("model_type")
         if sub_type is not None and not (isinstance(sub_type, str) and _known_model_type(sub_type)):
-            raise MemoryInputError(f"text_config's model_type {short_repr(sub_type)} is not one the installed "
-                                   "transformers knows: use the language model's own type (e.g. llama, "
-                                   "gemma3_text), or remove it")
+            raise MemoryInputError(_("text_config's model_type {value} is not one the installed "
+                                     "transformers knows: use the language model's own type (e.g. llama, "
+                                     "gemma3_text), or remove it").format(value=short_repr(sub_type)))
         return text, None
     model_type = raw.get("model_type")
     if isinstance(model_type, str) and _known_model_type(model_type) and "text_config" in _sub_configs(model_type):
-        raise MemoryInputError(f"text_config must be a JSON object ({{...}}) holding the language model's fields, "
-                               f"not {short_repr(text)}: transformers' {model_type} config refuses it too")
-    return {}, (f"text_config {short_repr(text)} is not an object of fields: ignored, as transformers does; "
-                "the top-level fields were read")
+        raise MemoryInputError(_("text_config must be a JSON object ({{...}}) holding the language model's fields, "
+                                 "not {value}: transformers' {model_type} config refuses it too").format(
+                                     value=short_repr(text), model_type=model_type))
+    return {}, _("text_config {value} is not an object of fields: ignored, as transformers does; "
+                 "the top-level fields were read").format(value=short_repr(text))
 
 
 def _known_model_type(model_type: str) -> bool:
@@ -165,10 +169,11 @@ def _transformers_config(raw: dict[str, Any]) -> Any | None:
     try:
         return CONFIG_MAPPING[model_type](**raw)
     except RecursionError:
-        raise MemoryInputError("this config is nested too deeply") from None
+        raise MemoryInputError(_("this config is nested too deeply")) from None
     except Exception as exc:  # transformers' validators raise many types; the user gets its whole reason, one line
         reason = one_line(str(exc)) or type(exc).__name__
-        raise MemoryInputError(f"transformers' {model_type} config class refuses this config: {reason}") from None
+        raise MemoryInputError(_("transformers' {model_type} config class refuses this config: {reason}").format(
+            model_type=model_type, reason=reason)) from None
     finally:
         logging.set_verbosity(verbosity)
 
@@ -183,8 +188,9 @@ def _check_torch_dtype(raw: dict[str, Any]) -> None:
             value = cfg.get(key)
             if isinstance(value, str) and not isinstance(getattr(torch, value, None) if value.isidentifier() else None,
                                                          torch.dtype):
-                raise MemoryInputError(f"{key} {short_repr(value)} is not a torch dtype name (e.g. bfloat16, float16, "
-                                       "float32): correct it, or remove it (transformers then loads float32)")
+                raise MemoryInputError(_("{key} {value} is not a torch dtype name (e.g. bfloat16, float16, "
+                                         "float32): correct it, or remove it (transformers then loads float32)").format(
+                                             key=key, value=short_repr(value)))
 
 
 def parse_hf_config(text_or_dict: str | bytes | dict[str, Any], dtype: str | None = None) -> ImportedConfig:
@@ -196,11 +202,12 @@ def parse_hf_config(text_or_dict: str | bytes | dict[str, Any], dtype: str | Non
     except MemoryInputError:
         raise
     except RecursionError:
-        raise MemoryInputError("this config is nested too deeply") from None
+        raise MemoryInputError(_("this config is nested too deeply")) from None
     except (TypeError, ValueError, AttributeError, KeyError, ZeroDivisionError, OverflowError) as exc:
         # a value of a kind no check above foresaw: name the fault, never Python's own words
-        raise MemoryInputError(f"a field of this config has a value of the wrong kind ({type(exc).__name__}): check "
-                               "that layers, heads and head sizes are whole numbers") from None
+        raise MemoryInputError(_("a field of this config has a value of the wrong kind ({kind}): check "
+                                 "that layers, heads and head sizes are whole numbers").format(
+                                     kind=type(exc).__name__)) from None
 
 
 def _parse(raw: dict[str, Any], dtype: str | None) -> ImportedConfig:
@@ -230,7 +237,7 @@ def _shown(value: Any) -> Any:
 def display_name(raw: dict[str, Any], text_raw: dict[str, Any] | None = None) -> str:
     """The config's label: `_name_or_path` (cut to MAX_NAME_CHARS), else its model_type."""
     cfg = {**raw, **(text_raw or {})}
-    name = cfg.get("_name_or_path") or cfg.get("model_type") or "imported config"
+    name = cfg.get("_name_or_path") or cfg.get("model_type") or _("imported config")
     name = str(name) if isinstance(name, str) else short_repr(name)
     return name if len(name) <= MAX_NAME_CHARS else name[: MAX_NAME_CHARS - 1] + "…"
 
@@ -247,7 +254,7 @@ def _parse_resolved(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, dty
     given_names = set(given) | {aliases.get(k, k) for k in given} | {a for a, n in aliases.items() if n in given}
     used: dict[str, Any] = {"model_type": raw.get("model_type")}
     if text_raw:
-        used["text_config"] = "(the language model's fields were read from here)"
+        used["text_config"] = _("(the language model's fields were read from here)")
     defaults: dict[str, Any] = {}
 
     def take(name: str, value: Any, *sources: str) -> Any:
@@ -260,8 +267,9 @@ def _parse_resolved(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, dty
     else:
         layers_name, heads_name = "num_hidden_layers", "num_attention_heads"
     if getattr(t, layers_name, None) is None or getattr(t, heads_name, None) is None:
-        raise MemoryInputError(f"transformers' {type(t).__name__} has no {layers_name} / {heads_name}: not an "
-                               "attention model whose KV cache kvviz can count")
+        raise MemoryInputError(_("transformers' {cls} has no {layers} / {heads}: not an "
+                                 "attention model whose KV cache kvviz can count").format(
+                                     cls=type(t).__name__, layers=layers_name, heads=heads_name))
     n_layer = take(layers_name, check_int(layers_name, getattr(t, layers_name), hi=LIMITS["n_layer"]))
     n_head = take(heads_name, check_int("n_head", getattr(t, heads_name)))
     n_kv = kv_heads(t, n_head, take)
@@ -279,12 +287,13 @@ def _parse_resolved(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, dty
             head_dim = take("head_dim", t.head_dim)
         else:
             head_dim = t.head_dim
-            derived_note = f"head_dim (took hidden_size / num_attention_heads = {head_dim})"
+            derived_note = _("head_dim (took hidden_size / num_attention_heads = {n})").format(n=head_dim)
     else:
         head_dim = head_dim_from_hidden(check_int("hidden_size", hidden, hi=10**7), check_int("n_head", n_head))
     window, per_global, first_windowed, window_note = window_fields(t, n_layer, take)
     dt, dtype_note = _dtype(dtype, t, top, used, given_names)
-    missing = [f"{k} = {v} (transformers' {type(t).__name__} default)" for k, v in defaults.items()]
+    missing = [_("{field} = {value} (transformers' {cls} default)").format(field=k, value=v, cls=type(t).__name__)
+               for k, v in defaults.items()]
     missing += [m for m in (derived_note, dtype_note, window_note) if m]
     name = display_name(raw)
     config = KVConfig(n_layer, n_head, n_kv, head_dim, dt, mla_rank, mla_rope, window, per_global, name=name,
@@ -293,14 +302,16 @@ def _parse_resolved(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, dty
     notes: list[str] = []
     if enc_dec:
         cross = KVConfig(n_layer, n_head, n_kv, head_dim, dt, name=f"{name} cross-attention")
-        notes.append(f"Encoder-decoder: besides the self-attention cache above, each of the {n_layer} decoder "
-                     "layers caches K and V of every encoder token for cross-attention (encoder length x "
-                     f"{n_layer} layers x {n_kv} heads x {head_dim} x 2 numbers), computed once per input.")
+        notes.append(_("Encoder-decoder: besides the self-attention cache above, each of the {layers} decoder "
+                       "layers caches K and V of every encoder token for cross-attention (encoder length x "
+                       "{layers} layers x {heads} heads x {head_dim} x 2 numbers), computed once per input.").format(
+                           layers=n_layer, heads=n_kv, head_dim=head_dim))
     stored = kv_heads_transformers_stores(t, n_kv)
     notes += falcon_notes(t, n_kv, stored)
     if window is not None:
-        notes.append(f"transformers' sliding layers keep the last {window - 1:,} tokens (window - 1), kvviz counts "
-                     f"{window:,}: the token being added is attended to without being stored yet.")
+        notes.append(_("transformers' sliding layers keep the last {kept:,} tokens (window - 1), kvviz counts "
+                       "{window:,}: the token being added is attended to without being stored yet.").format(
+                           kept=window - 1, window=window))
     max_ctx = getattr(t, "max_position_embeddings", None)
     extras = {k: v for k, v in (("n_embd", hidden), ("d_ff", _d_ff(t, hidden)), ("vocab_size",
               getattr(t, "vocab_size", None))) if isinstance(v, int)}
@@ -333,13 +344,13 @@ def _dtype(dtype: str | None, t: Any, top: Any, used: dict[str, Any], given: set
         return resolve_dtype(dtype).name, None
     found = getattr(t, "dtype", None) or getattr(top, "dtype", None)
     if found is None:
-        return "fp32", "torch_dtype absent: transformers loads such a model in float32, so kvviz counts fp32"
+        return "fp32", _("torch_dtype absent: transformers loads such a model in float32, so kvviz counts fp32")
     name = str(found).removeprefix("torch.")
     used["torch_dtype"] = name
     try:
         return resolve_dtype(name).name, None
     except MemoryInputError:
-        return "bf16", f"dtype {short_repr(name)} is not a cache dtype kvviz knows (took bf16)"
+        return "bf16", _("dtype {value} is not a cache dtype kvviz knows (took bf16)").format(value=short_repr(name))
 
 
 # ----- as written (no model_type transformers knows) ----------------------------------------------------------
@@ -368,21 +379,21 @@ def _parse_as_written(raw: dict[str, Any], text_raw: dict[str, Any], dtype: str 
 
     cfg = {**raw, **text_raw}
     used: dict[str, Any] = {}
-    missing = ["model_type absent or unknown to the installed transformers: fields read as written, no defaults"]
+    missing = [_("model_type absent or unknown to the installed transformers: fields read as written, no defaults")]
     if raw.get("is_encoder_decoder"):
-        raise MemoryInputError("an encoder-decoder config needs its model_type (e.g. t5, bart) to be read")
+        raise MemoryInputError(_("an encoder-decoder config needs its model_type (e.g. t5, bart) to be read"))
     n_layer = _first(cfg, _FIELDS["n_layer"], used)
     n_head = _first(cfg, _FIELDS["n_head"], used)
     if n_layer is None or n_head is None:
-        raise MemoryInputError(
+        raise MemoryInputError(_(
             "this JSON does not look like a transformer config.json: it has no number of layers "
             "(num_hidden_layers / n_layer) or no number of attention heads (num_attention_heads / n_head)"
-        )
+        ))
     n_kv = _first(cfg, _FIELDS["n_kv_heads"], used)
     if n_kv is None and cfg.get("multi_query"):
         used["multi_query"] = n_kv = 1
     if n_kv is None:
-        missing.append("num_key_value_heads (took n_head: plain multi-head attention)")
+        missing.append(_("num_key_value_heads (took n_head: plain multi-head attention)"))
         n_kv = n_head
     mla_rank = cfg.get("kv_lora_rank") or 0
     mla_rope = (cfg.get("qk_rope_head_dim") or 0) if mla_rank else 0
@@ -393,18 +404,18 @@ def _parse_as_written(raw: dict[str, Any], text_raw: dict[str, Any], dtype: str 
         head_dim = head_dim or (cfg.get("qk_nope_head_dim") or 0) + mla_rope or 1
     elif head_dim is None:
         if hidden is None:
-            raise MemoryInputError("config.json has neither head_dim nor hidden_size, so the head size is unknown")
-        missing.append("head_dim (took hidden_size / num_attention_heads)")
+            raise MemoryInputError(_("config.json has neither head_dim nor hidden_size, so the head size is unknown"))
+        missing.append(_("head_dim (took hidden_size / num_attention_heads)"))
         head_dim = head_dim_from_hidden(check_int("hidden_size", hidden, hi=10**7), check_int("n_head", n_head))
     window, per_global, first_windowed = window_from_dict(cfg, used, missing)
     dt = dtype or _first(cfg, ("torch_dtype", "dtype"), used)
     if dt is None:
-        missing.append("torch_dtype absent: transformers loads such a model in float32, so kvviz counts fp32")
+        missing.append(_("torch_dtype absent: transformers loads such a model in float32, so kvviz counts fp32"))
         dt = "fp32"
     try:
         resolve_dtype(dt)
     except MemoryInputError:
-        missing.append(f"dtype {short_repr(dt)} is not a cache dtype kvviz knows (took bf16)")
+        missing.append(_("dtype {value} is not a cache dtype kvviz knows (took bf16)").format(value=short_repr(dt)))
         dt = "bf16"
     max_ctx = _first(cfg, _FIELDS["max_context"], used)
     extras = {k: v for k in ("d_ff", "vocab_size") if isinstance(v := _first(cfg, _FIELDS[k], used), int)}
@@ -414,6 +425,7 @@ def _parse_as_written(raw: dict[str, Any], text_raw: dict[str, Any], dtype: str 
     config = KVConfig(n_layer, n_head, n_kv, head_dim, dt, mla_rank, mla_rope, window, per_global, name=name,
                       first_windowed_layer=first_windowed)
     notes = () if window is None else (
-        f"transformers' sliding layers keep the last {window - 1:,} tokens (window - 1); kvviz counts {window:,}.",)
+        _("transformers' sliding layers keep the last {kept:,} tokens (window - 1); kvviz counts {window:,}.").format(
+            kept=window - 1, window=window),)
     return ImportedConfig(config, used, tuple(missing), max_ctx if isinstance(max_ctx, int) else None, extras,
                           notes=notes)

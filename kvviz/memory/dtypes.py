@@ -18,6 +18,8 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
+from kvviz.i18n import N_
+
 
 @dataclass(frozen=True)
 class CacheDType:
@@ -28,12 +30,12 @@ class CacheDType:
 
 
 DTYPES: dict[str, CacheDType] = {
-    "fp32": CacheDType("fp32", 32, False, "32-bit float, 4 bytes (what kvviz's GPT-2 runs in on CPU)"),
-    "fp16": CacheDType("fp16", 16, False, "16-bit float, 2 bytes"),
-    "bf16": CacheDType("bf16", 16, False, "bfloat16, 2 bytes (what most open models ship in)"),
-    "fp8": CacheDType("fp8", 8, False, "8-bit float (E4M3), 1 byte; + two fp32 scales per layer (8 B)"),
-    "int8": CacheDType("int8", 8, True, "8-bit integers + fp16 scale and zero point per group"),
-    "int4": CacheDType("int4", 4, True, "4-bit integers packed 2 per byte + fp16 scale and zero point per group"),
+    "fp32": CacheDType("fp32", 32, False, N_("32-bit float, 4 bytes (what kvviz's GPT-2 runs in on CPU)")),
+    "fp16": CacheDType("fp16", 16, False, N_("16-bit float, 2 bytes")),
+    "bf16": CacheDType("bf16", 16, False, N_("bfloat16, 2 bytes (what most open models ship in)")),
+    "fp8": CacheDType("fp8", 8, False, N_("8-bit float (E4M3), 1 byte; + two fp32 scales per layer (8 B)")),
+    "int8": CacheDType("int8", 8, True, N_("8-bit integers + fp16 scale and zero point per group")),
+    "int4": CacheDType("int4", 4, True, N_("4-bit integers packed 2 per byte + fp16 scale and zero point per group")),
 }
 FP8_SCALE_BYTES_PER_LAYER = 2 * 4  # Fp8QuantizedLayer: one float32 scale for K, one for V, per layer
 QUANT_OVERHEAD_BYTES_PER_GROUP = 4  # fp16 scale (2 bytes) + fp16 zero point (2 bytes)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from kvviz.i18n import _
 from kvviz.memory import FP8_SCALE_BYTES_PER_LAYER, KVConfig, MemoryInputError, kv_bytes
 
 
@@ -28,8 +29,8 @@ def _pattern(types: list[str], n_layer: int) -> tuple[bool, int | None, int, str
     """(any sliding, local_per_global, first_windowed_layer, note) from a list of layer types."""
     sliding = [t == "sliding_attention" for t in types[:n_layer]]
     other = sorted({t for t in types if t not in ("sliding_attention", "full_attention")})
-    note = (f"layer types {', '.join(other)} are counted as full attention (kvviz models only full and sliding "
-            "layers)") if other else None
+    note = _("layer types {types} are counted as full attention (kvviz models only full and sliding "
+             "layers)").format(types=", ".join(other)) if other else None
     if not any(sliding):
         return False, None, 0, note
     if all(sliding):
@@ -41,7 +42,7 @@ def _pattern(types: list[str], n_layer: int) -> tuple[bool, int | None, int, str
     probe = KVConfig(1, 1, 1, 1, window=1, local_per_global=per_global)
     if sliding != [probe.layer_window(i) is not None for i in range(len(sliding))]:
         note = ((note + "; ") if note else "") + (
-            f"layer_types is not a regular {per_global} local : 1 global pattern (counted as if it were)")
+            _("layer_types is not a regular {n} local : 1 global pattern (counted as if it were)").format(n=per_global))
     return True, per_global, 0, note
 
 
@@ -56,13 +57,15 @@ def window_fields(t: Any, n_layer: int, take: Callable[..., Any]) -> tuple[int |
             take("max_window_layers", t.max_window_layers)
             if not any_sliding:
                 note = ((note + "; ") if note else "") + (
-                    f"use_sliding_window is on, but max_window_layers ({t.max_window_layers:,}) is not below the "
-                    f"{n_layer:,} layers: transformers' layer_types has no sliding layer, so none slides")
+                    _("use_sliding_window is on, but max_window_layers ({max_window_layers:,}) is not below the "
+                      "{layers:,} layers: transformers' layer_types has no sliding layer, so none slides").format(
+                          max_window_layers=t.max_window_layers, layers=n_layer))
         if not any_sliding or window is None:
             return None, None, 0, note
         n_sliding = sum(x == "sliding_attention" for x in types)
         take("sliding_window", window)
-        take("layer_types", f"{n_sliding} sliding + {len(types) - n_sliding} full of {len(types)}",
+        take("layer_types", _("{sliding} sliding + {full} full of {n}").format(
+            sliding=n_sliding, full=len(types) - n_sliding, n=len(types)),
              "sliding_window_pattern", "max_window_layers")
         return window, per_global, first, note
     if window and getattr(t, "use_sliding_window", True):
@@ -76,18 +79,18 @@ def window_from_dict(cfg: dict[str, Any], used: dict[str, Any], missing: list[st
     n_layer = next((cfg[k] for k in ("num_hidden_layers", "n_layer", "num_layers", "n_layers") if cfg.get(k)), 0)
     types = cfg.get("layer_types")
     if isinstance(types, list) and len(types) != n_layer:  # transformers' validate_layer_type refuses it too
-        raise MemoryInputError(f"layer_types has {len(types):,} entries for {n_layer:,} layers: give one per layer, "
-                               "or remove it")
+        raise MemoryInputError(_("layer_types has {n:,} entries for {layers:,} layers: give one per layer, "
+                                 "or remove it").format(n=len(types), layers=n_layer))
     if isinstance(types, list) and window is None and "sliding_attention" in types:
-        missing.append("layer_types names sliding layers but sliding_window is absent: every layer counted as "
-                       "full attention")
+        missing.append(_("layer_types names sliding layers but sliding_window is absent: every layer counted as "
+                         "full attention"))
     if window is None or cfg.get("use_sliding_window") is False:
         if window is not None:
             used["use_sliding_window"] = False  # Qwen2 configs carry a window they do not use
         return None, None, 0
     used["sliding_window"] = window
     if isinstance(cfg.get("layer_types"), list):
-        used["layer_types"] = f"list of {len(cfg['layer_types'])}"
+        used["layer_types"] = _("list of {n}").format(n=len(cfg["layer_types"]))
         any_sliding, per_global, first, note = _pattern(cfg["layer_types"], n_layer)
         if note:
             missing.append(note)
@@ -111,9 +114,10 @@ def kv_heads_transformers_stores(t: Any, n_kv_heads: int) -> int:
 def falcon_notes(t: Any, n_kv_heads: int, stored_heads: int) -> list[str]:
     if stored_heads == n_kv_heads:
         return []
-    return [f"Falcon new_decoder_architecture: transformers caches K/V already broadcast to all {stored_heads} "
-            f"query heads, {stored_heads // n_kv_heads}x the GQA figure of {n_kv_heads} K/V heads shown here; "
-            "serving engines (vLLM, TGI) store the GQA figure."]
+    return [_("Falcon new_decoder_architecture: transformers caches K/V already broadcast to all {stored} "
+              "query heads, {factor}x the GQA figure of {kv} K/V heads shown here; "
+              "serving engines (vLLM, TGI) store the GQA figure.").format(
+                  stored=stored_heads, factor=stored_heads // n_kv_heads, kv=n_kv_heads)]
 
 
 def kvviz_total_bytes(imported: Any, context_len: int, batch: int = 1, encoder_len: int = 0) -> int:

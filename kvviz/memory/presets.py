@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvviz.i18n import N_, _
 from kvviz.memory import KVConfig, MemoryInputError
 from kvviz.memory.units import GIB, MIB
 from kvviz.ops import ModelShape
@@ -51,7 +52,7 @@ _LLAMA3 = "Llama Team 2024, The Llama 3 Herd of Models, arXiv:2407.21783"
 PRESETS: dict[str, Preset] = {p.name: p for p in [
     _p("distilgpt2", "distilbert/distilgpt2", "Sanh et al. 2019, DistilBERT (distilled GPT-2), arXiv:1910.01108",
        layers=6, heads=12, kv=12, head_dim=64, n_params=81_912_576, ctx=1024, dtype="fp32", hidden=768, d_ff=3072,
-       vocab=50257, mlp=2, note="GPT-2 small with 6 of its 12 layers (124,439,808 - 6 x 7,087,872 parameters)"),
+       vocab=50257, mlp=2, note=N_("GPT-2 small with 6 of its 12 layers (124,439,808 - 6 x 7,087,872 parameters)")),
     _p("gpt2", "openai-community/gpt2", _GPT2, layers=12, heads=12, kv=12, head_dim=64, n_params=124_439_808,
        ctx=1024, dtype="fp32", hidden=768, d_ff=3072, vocab=50257, mlp=2),
     _p("gpt2-medium", "openai-community/gpt2-medium", _GPT2, layers=24, heads=16, kv=16, head_dim=64,
@@ -64,7 +65,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in [
        head_dim=128, n_params=12_853_473_280, ctx=2048, dtype="fp16", hidden=5120, d_ff=20480, vocab=50272, mlp=2),
     _p("falcon-7b", "tiiuae/falcon-7b", "Almazrouei et al. 2023, The Falcon Series, arXiv:2311.16867",
        layers=32, heads=71, kv=1, head_dim=64, n_params=6_921_720_704, ctx=2048, hidden=4544, d_ff=18176,
-       vocab=65024, mlp=2, note="multi-query attention: one K/V head shared by all 71 query heads"),
+       vocab=65024, mlp=2, note=N_("multi-query attention: one K/V head shared by all 71 query heads")),
     _p("llama-2-7b", "meta-llama/Llama-2-7b-hf", _LLAMA2, layers=32, heads=32, kv=32, head_dim=128,
        n_params=6_738_415_616, ctx=4096, dtype="fp16", hidden=4096, d_ff=11008, vocab=32000),
     _p("llama-2-13b", "meta-llama/Llama-2-13b-hf", _LLAMA2, layers=40, heads=40, kv=40, head_dim=128,
@@ -77,28 +78,28 @@ PRESETS: dict[str, Preset] = {p.name: p for p in [
        n_params=70_553_706_496, ctx=8192, hidden=8192, d_ff=28672, vocab=128256),
     _p("llama-3.1-70b", "meta-llama/Llama-3.1-70B", _LLAMA3, layers=80, heads=64, kv=8, head_dim=128,
        n_params=70_553_706_496, ctx=131072, hidden=8192, d_ff=28672, vocab=128256,
-       note="same layout as Llama-3-70B; 128K context"),
+       note=N_("same layout as Llama-3-70B; 128K context")),
     _p("llama-3.1-405b", "meta-llama/Llama-3.1-405B", _LLAMA3, layers=126, heads=128, kv=8, head_dim=128,
        n_params=405_853_388_800, ctx=131072, hidden=16384, d_ff=53248, vocab=128256),
     _p("mistral-7b", "mistralai/Mistral-7B-v0.1", "Jiang et al. 2023, Mistral 7B, arXiv:2310.06825",
        layers=32, heads=32, kv=8, head_dim=128, n_params=7_241_732_096, ctx=32768, hidden=4096, d_ff=14336,
-       vocab=32000, window=4096, note="v0.1: sliding window of 4096 tokens on every layer (rolling buffer cache)"),
+       vocab=32000, window=4096, note=N_("v0.1: sliding window of 4096 tokens on every layer (rolling buffer cache)")),
     _p("mixtral-8x7b", "mistralai/Mixtral-8x7B-v0.1", "Jiang et al. 2024, Mixtral of Experts, arXiv:2401.04088",
        layers=32, heads=32, kv=8, head_dim=128, n_params=46_702_792_704, ctx=32768,
-       note="mixture of experts: the MLP differs, the attention and its cache are Mistral's (no window)"),
+       note=N_("mixture of experts: the MLP differs, the attention and its cache are Mistral's (no window)")),
     _p("qwen2.5-7b", "Qwen/Qwen2.5-7B", "Qwen Team 2024, Qwen2.5 Technical Report, arXiv:2412.15115",
        layers=28, heads=28, kv=4, head_dim=128, n_params=7_615_616_512, ctx=131072, hidden=3584, d_ff=18944,
-       vocab=152064, note="GQA with 7 query heads per K/V head; config has use_sliding_window: false"),
+       vocab=152064, note=N_("GQA with 7 query heads per K/V head; config has use_sliding_window: false")),
     _p("gemma-2-9b", "google/gemma-2-9b", "Gemma Team 2024, Gemma 2, arXiv:2408.00118", layers=42, heads=16,
        kv=8, head_dim=256, n_params=9_241_705_984, ctx=8192, hidden=3584, d_ff=14336, vocab=256000,
-       window=4096, local_per_global=1, note="local (4096-token window) and global layers alternate 1:1"),
+       window=4096, local_per_global=1, note=N_("local (4096-token window) and global layers alternate 1:1")),
     _p("gemma-3-4b", "google/gemma-3-4b-pt", "Gemma Team 2025, Gemma 3 Technical Report, arXiv:2503.19786",
        layers=34, heads=8, kv=4, head_dim=256, n_params=4_300_079_472, ctx=131072, hidden=2560, d_ff=10240,
        vocab=262208, window=1024, local_per_global=5,
-       note="5 local layers (1024-token window) per global layer; text_config of the multimodal config"),
+       note=N_("5 local layers (1024-token window) per global layer; text_config of the multimodal config")),
     _p("deepseek-v3", "deepseek-ai/DeepSeek-V3", "DeepSeek-AI 2024, DeepSeek-V3 Technical Report, arXiv:2412.19437",
        layers=61, heads=128, kv=128, head_dim=192, n_params=671_000_000_000, ctx=163840, mla=(512, 64),
-       note="MLA: caches a 512-number latent + a 64-number RoPE key per token per layer, for all 128 heads"),
+       note=N_("MLA: caches a 512-number latent + a 64-number RoPE key per token per layer, for all 128 heads")),
 ]}
 
 
@@ -133,10 +134,12 @@ class GPU:
     def capacity_note(self) -> str:
         gib = self.memory_bytes / GIB
         if self.driver_reported:
-            return (f"{self.name}: marketed {self.marketed}; the driver reports {self.memory_bytes // MIB:,} MiB = "
-                    f"{gib:.2f} GiB usable (nvidia-smi memory.total), used here.")
-        return (f"{self.name}: marketed {self.marketed}, taken here as {gib:g} GiB; the driver reports somewhat "
-                "less (the H100 and H200 entries use the driver's own figure).")
+            return _("{name}: marketed {marketed}; the driver reports {mib:,} MiB = "
+                     "{gib:.2f} GiB usable (nvidia-smi memory.total), used here.").format(
+                         name=self.name, marketed=self.marketed, mib=self.memory_bytes // MIB, gib=gib)
+        return _("{name}: marketed {marketed}, taken here as {gib:g} GiB; the driver reports somewhat "
+                 "less (the H100 and H200 entries use the driver's own figure).").format(
+                     name=self.name, marketed=self.marketed, gib=gib)
 
 
 GPUS: dict[str, GPU] = {g.name: g for g in [
