@@ -15,7 +15,8 @@ from kvviz.model import loading
 from kvviz import ui
 from kvviz.speedup.noise import Comparison, Timing, load_label
 from kvviz.speedup.records import ESTIMATOR, BenchResult
-from kvviz.speedup.settings import PAGE_BUDGET_S, BenchInputError, BenchSettings, duration, validate, whole
+from kvviz.speedup.settings import (PAGE_BUDGET_S, WEIGHT_FORMAT_CHOICES, BenchInputError, BenchSettings, duration,
+                                   validate, whole)
 from kvviz.figures import MAX_LEGEND_ENTRIES
 from kvviz.figures import bench as figs
 from kvviz.memory.presets import get_preset
@@ -29,7 +30,6 @@ MODEL_CHOICES = {
     "random:gpt2": N_("GPT-2 124M shape, random weights (realistic size and timings)"),
     "gpt2": N_("Pretrained GPT-2 124M (needs it in the local Hugging Face cache)"),
 }
-WEIGHT_FORMAT_LABELS = {"auto": N_("auto"), "stored": "stored", "onednn": "onednn"}  # stored, onednn: kernel names
 MODE_ORDER = ("no_cache", "dynamic", "preallocated", "int8")  # the modes of the timing caption
 
 
@@ -338,9 +338,8 @@ with st.form("bench_form"):
         include_generate = st.checkbox(_("Also time model.generate(use_cache=True)"), True, key="bench_generate")
         include_generate_no_cache = st.checkbox(_("... and model.generate(use_cache=False) (slow)"), False,
                                                 key="bench_generate_no_cache")
-        weight_format = st.radio(_("Flat engine weights"), list(WEIGHT_FORMAT_LABELS), horizontal=True,
-                                 format_func=lambda v: _(WEIGHT_FORMAT_LABELS[v]), key="bench_weight_format",
-                                 help=_("auto: measure both here and keep the faster."))
+        weight_format = st.radio(_("Flat engine weights"), WEIGHT_FORMAT_CHOICES, horizontal=True,  # setting values
+                                 key="bench_weight_format", help=_("auto: measure both here and keep the faster."))
     submitted = st.form_submit_button(_("Run benchmark"), type="primary", key="bench_run")
 st.caption(_("Defaults: the bundled model takes about 10 s on a busy 2-core laptop, the GPT-2 124M shape about a "
              "minute."))
