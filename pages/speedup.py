@@ -9,13 +9,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from kvviz.i18n import N_, _, ngettext
 from kvviz.speedup import machine, tables
 from kvviz.model import loading
 from kvviz import ui
 from kvviz.speedup.noise import Comparison, Timing, load_avg_1min, load_label
-from kvviz.i18n import N_
 from kvviz.speedup.records import ESTIMATOR, MODE_LABELS, BenchResult
-from kvviz.speedup.settings import PAGE_BUDGET_S, BenchInputError, BenchSettings, duration, validate, whole
+from kvviz.speedup.settings import (PAGE_BUDGET_S, WEIGHT_FORMAT_CHOICES, BenchInputError, BenchSettings, duration,
+                                   validate, whole)
 from kvviz.figures import MAX_LEGEND_ENTRIES
 from kvviz.figures import bench as figs
 from kvviz.memory.presets import get_preset
@@ -27,27 +28,29 @@ DEVICE_SWEEP_BUDGET_S = 20.0  # the page's sweep stops adding contexts past this
 PAGE_MAX_REPEATS = 10
 PAGE_MAX_WARMUP = 5
 MODEL_CHOICES = {
-    loading.BUNDLED: "Bundled Tiny-Shakespeare GPT-2 (tiny: overhead-bound)",
-    "random:gpt2": "GPT-2 124M shape, random weights (realistic size and timings)",
-    "gpt2": "Pretrained GPT-2 124M (needs it in the local Hugging Face cache)",
+    loading.BUNDLED: N_("Bundled Tiny-Shakespeare GPT-2 (tiny: overhead-bound)"),
+    "random:gpt2": N_("GPT-2 124M shape, random weights (realistic size and timings)"),
+    "gpt2": N_("Pretrained GPT-2 124M (needs it in the local Hugging Face cache)"),
 }
+MODE_ORDER = ("no_cache", "dynamic", "preallocated", "int8")  # the modes of the timing caption
 
 
 def model_choice(default_spec: str) -> str:
-    choices = dict(MODEL_CHOICES)
+    choices = {spec: _(label) for spec, label in MODEL_CHOICES.items()}
     if default_spec not in choices:
-        choices[default_spec] = f"{default_spec} (the sidebar's model)"
+        choices[default_spec] = _("{spec} (the sidebar's model)").format(spec=default_spec)
     specs = list(choices)
     return st.selectbox(
-        "Model", specs, index=specs.index(default_spec), format_func=choices.__getitem__, key="bench_model",
-        help="Timings depend on the shapes, not on the weight values: random weights time like real ones.",
+        _("Model"), specs, index=specs.index(default_spec), format_func=choices.__getitem__, key="bench_model",
+        help=_("Timings depend on the shapes, not on the weight values: random weights time like real ones."),
     )
 
 
 def queue_notice(box):
     return lambda ahead: box.info(
-        f"The benchmark is busy: {ahead} ahead of you. Yours starts as soon as they finish: two benchmarks "
-        "sharing the same CPU cores would both measure nonsense.", icon=":material/hourglass_top:")
+        _("The benchmark is busy: {ahead} ahead of you. Yours starts as soon as they finish: two benchmarks "
+          "sharing the same CPU cores would both measure nonsense.").format(ahead=ahead),
+        icon=":material/hourglass_top:")
 
 
 def run(spec: str, settings: BenchSettings, thread_reason: str) -> BenchResult | None:
@@ -55,14 +58,14 @@ def run(spec: str, settings: BenchSettings, thread_reason: str) -> BenchResult |
     try:
         loaded = ui.cached_model(spec, "sdpa")
     except loading.ModelLoadError as exc:
-        st.warning(f"{exc} Choose another model; earlier results are kept below.")
+        st.warning(_("{error} Choose another model; earlier results are kept below.").format(error=exc))
         return None
     from kvviz.speedup import harness  # torch: only now
 
     try:
         validate(settings, loaded.info.n_positions, loaded.info)
         # Bound the work, not each knob: the estimate from two timed passes of this model (issue 23)
-        with st.spinner("Estimating this run's cost from two timed passes of the model..."):
+        with st.spinner(_("Estimating this run's cost from two timed passes of the model...")):
             estimate_s = harness.refuse_over_budget(loaded, settings, PAGE_BUDGET_S)
     except BenchInputError as exc:
         st.error(str(exc))
@@ -70,8 +73,10 @@ def run(spec: str, settings: BenchSettings, thread_reason: str) -> BenchResult |
     box = st.empty()
     # Any click reruns the page, and the harness re-reports its progress inside long passes, so the run ends
     # within a fraction of a second of a Stop (this button, Streamlit's own, or the tab being closed).
-    st.button("Stop", key="bench_stop", icon=":material/stop:", help="Stop the benchmark; earlier results are kept")
-    bar = st.progress(0.0, text=f"Waiting for the benchmark line... (this run: about {duration(estimate_s)})")
+    st.button(_("Stop"), key="bench_stop", icon=":material/stop:",
+              help=_("Stop the benchmark; earlier results are kept"))
+    bar = st.progress(0.0, text=_("Waiting for the benchmark line... (this run: about {duration})").format(
+        duration=duration(estimate_s)))
     try:
         result = harness.run_benchmark(loaded, settings, on_wait=queue_notice(box), thread_reason=thread_reason,
                                      progress=lambda f, text: (box.empty(), bar.progress(min(max(f, 0.0), 1.0), text)))
@@ -89,49 +94,54 @@ def mode_timing(result: BenchResult, name: str) -> Timing:
 
 
 def versus(result: BenchResult, name: str, over: str) -> Comparison:
-    return Comparison(figs.SHORT_LABELS[name], mode_timing(result, name), figs.SHORT_LABELS[over],
+    return Comparison(figs.short_label(name), mode_timing(result, name), figs.short_label(over),
                       mode_timing(result, over))
 
 
 def speedup_metric(col, label: str, result: BenchResult, name: str, over: str = "no_cache") -> None:
     """A speed-up tile: the estimator, and "inside the noise" instead of a winner where the rounds overlap."""
     c = versus(result, name, over)
-    col.metric(label, f"{result.speedup(name, over):.2f}x", "inside the noise" if c.inside_noise else None,
-               delta_color="off", delta_arrow="off", help=f"Speed-up: {ESTIMATOR}. {c.sentence()}")
+    col.metric(label, f"{result.speedup(name, over):.2f}x", _("inside the noise") if c.inside_noise else None,
+               delta_color="off", delta_arrow="off",
+               help=_("Speed-up: {estimator}. {verdict}").format(estimator=_(ESTIMATOR), verdict=c.sentence()))
 
 
 def render_results(result: BenchResult) -> None:
     s, m = result.settings, result.machine
-    st.subheader("Results")
-    st.caption(
-        f"{result.model_label} · prompt {s.prompt_len} tokens, {s.new_tokens} new tokens, median of {s.repeats} "
-        f"rounds (+{s.warmup} warm-up) · {m.cpu}, {m.physical_cores} cores, **{m.threads} torch threads: "
-        f"{m.thread_reason}** · load {m.load_before[0]:.2f} before, {m.load_after[0]:.2f} after · torch "
-        f"{m.torch_version}, transformers {m.transformers_version} · {m.dtype}, {m.attn_implementation}"
-    )
+    st.subheader(_("Results"))
+    st.caption(_(
+        "{model} · prompt {prompt} tokens, {new} new tokens, median of {repeats} rounds (+{warmup} warm-up) · "
+        "{cpu}, {cores} cores, **{threads} torch threads: {reason}** · load {load_before:.2f} before, "
+        "{load_after:.2f} after · torch {torch}, transformers {transformers} · {dtype}, {attn}").format(
+        model=result.model_label, prompt=s.prompt_len, new=s.new_tokens, repeats=s.repeats, warmup=s.warmup,
+        cpu=m.cpu, cores=m.physical_cores, threads=m.threads, reason=_(m.thread_reason),
+        load_before=m.load_before[0], load_after=m.load_after[0], torch=m.torch_version,
+        transformers=m.transformers_version, dtype=m.dtype, attn=m.attn_implementation))
     if not result.all_tokens_match:
-        st.warning("Some exact modes generated different tokens from the no-cache run (see the table).")
+        st.warning(_("Some exact modes generated different tokens from the no-cache run (see the table)."))
     verdict = result.roofline_verdict("preallocated")
     # What students just learned first (transformers' DynamicCache vs no cache), kvviz's flat engine second.
     cols = st.container(key="bench_metrics").columns(4)
-    speedup_metric(cols[0], "DynamicCache vs no cache", result, "dynamic")
-    speedup_metric(cols[1], "Flat cache vs no cache", result, "preallocated")
+    speedup_metric(cols[0], _("DynamicCache vs no cache"), result, "dynamic")
+    speedup_metric(cols[1], _("Flat cache vs no cache"), result, "preallocated")
     choice = result.weight_choice
-    cols[2].metric("Weight format (measured)", choice.chosen,
-                   f"{choice.margin:.2f}x faster than the other" if choice.margin else choice.how, delta_color="off")
-    cols[3].metric("Flat cache, share of read roofline",
+    cols[2].metric(_("Weight format (measured)"), choice.chosen,
+                   _("{margin:.2f}x faster than the other").format(margin=choice.margin) if choice.margin
+                   else _(choice.how), delta_color="off")
+    cols[3].metric(_("Flat cache, share of read roofline"),
                    verdict.label, help=verdict.describe())
-    st.caption("Each mode, the time for all tokens (median of the rounds, fastest-slowest): "
-               + "; ".join(f"{figs.SHORT_LABELS[n]} {mode_timing(result, n).label()}"
-                           for n in ("no_cache", "dynamic", "preallocated", "int8") if result.has(n))
-               + f" · {load_label(m.load_after[0])} after the run.")
+    timings = [(figs.short_label(n), mode_timing(result, n).label()) for n in MODE_ORDER if result.has(n)]
+    st.caption(_("Each mode, the time for all tokens (median of the rounds, fastest-slowest): {timings} · {load} "
+                 "after the run.").format(timings=list_sep().join(f"{name} {t}" for name, t in timings),
+                                         load=load_label(m.load_after[0])))
     if verdict.disturbed:
-        st.warning(f"This run was **disturbed**: {verdict.describe()}. Run it again when the machine is quieter.")
+        st.warning(_("This run was **disturbed**: {why}. Run it again when the machine is quieter.").format(
+            why=verdict.describe()))
     shown = [n for n in figs.HEADLINE_MODES if result.has(n)]
     modes = st.multiselect(
-        f"Lines on the charts (at most {MAX_LEGEND_ENTRIES})", [x.mode for x in result.modes], default=shown,
-        format_func=lambda n: figs.SHORT_LABELS.get(n, n), max_selections=MAX_LEGEND_ENTRIES, key="bench_lines",
-        help="Every mode's numbers are in the table below; four lines keep a chart readable on a projector.")
+        _("Lines on the charts (at most {n})").format(n=MAX_LEGEND_ENTRIES), [x.mode for x in result.modes],
+        default=shown, format_func=figs.short_label, max_selections=MAX_LEGEND_ENTRIES, key="bench_lines",
+        help=_("Every mode's numbers are in the table below; four lines keep a chart readable on a projector."))
     left, right = st.columns(2)
     left.plotly_chart(figs.latency_figure(result, modes=modes), key="bench_fig_latency")
     right.plotly_chart(figs.cumulative_figure(result, modes=modes), key="bench_fig_cumulative")
@@ -140,8 +150,8 @@ def render_results(result: BenchResult) -> None:
     explain(result)
     rows = tables.summary_rows(result)
     st.dataframe(pd.DataFrame(rows), hide_index=True, key="bench_table", column_config={  # never "spee..."
-        name: st.column_config.Column(width=max(90, 9 * len(name) + 24)) for name in rows[0] if name != "mode"})
-    st.download_button("Download every timed pass (CSV)", tables.per_token_csv(result),
+        name: st.column_config.Column(width=max(90, 9 * text_width(name) + 24)) for name in list(rows[0])[1:]})
+    st.download_button(_("Download every timed pass (CSV)"), tables.per_token_csv(result),
                        file_name="kvviz_bench.csv", mime="text/csv", key="bench_download")
 
 
@@ -150,33 +160,38 @@ def explain(result: BenchResult) -> None:
     s = result.settings
     measured, op_ratio = result.speedup("preallocated"), result.op_ratio[-1][1]
     roof = result.roofline_tokens_per_s()
-    st.markdown(
-        f"**Why the measured speed-up ({measured:.1f}x) is far below the op-count ratio ({op_ratio:.1f}x).** "
-        f"(Both after {s.new_tokens} tokens; speed-up = {ESTIMATOR}.) The op ratio counts multiply-adds. Without "
-        f"the cache, pass k multiplies every weight matrix by all {s.prompt_len}+k-1 token vectors at once, a "
+    st.markdown(_(
+        "**Why the measured speed-up ({measured:.1f}x) is far below the op-count ratio ({op_ratio:.1f}x).** "
+        "(Both after {new} tokens; speed-up = {estimator}.) The op ratio counts multiply-adds. Without "
+        "the cache, pass k multiplies every weight matrix by all {prompt}+k-1 token vectors at once, a "
         "**GEMM** (general matrix-matrix multiply): each weight byte fetched is reused for many tokens, so its "
         "**arithmetic intensity** (FLOPs done per byte moved from memory) is high and the CPU runs near its "
         "arithmetic peak (the right of the roofline). With the cache, pass k multiplies each matrix by one vector, "
         "a **GEMV** (general matrix-vector multiply): every 4-byte weight is fetched for one multiply-add, about "
         "0.5 FLOP per byte, so the CPU mostly waits for memory (the left). Reading "
-        f"{result.weight_bytes_per_token / 1e6:.1f} MB of weights (+ {result.kv_bytes_per_token / 1e6:.2f} MB of "
-        f"K/V) per token at {result.median_read_bytes_per_s / 1e9:.1f} GB/s (read probe) caps decoding at "
-        f"{roof:.0f} tokens/s. On a tiny model the weights sit in the CPU caches and fixed per-layer overhead "
-        "(Python, dispatch) dominates, which hurts the one-token passes most."
-    )
+        "{weight_mb:.1f} MB of weights (+ {kv_mb:.2f} MB of K/V) per token at {gb_s:.1f} GB/s (read probe) caps "
+        "decoding at {roof:.0f} tokens/s. On a tiny model the weights sit in the CPU caches and fixed per-layer "
+        "overhead (Python, dispatch) dominates, which hurts the one-token passes most.").format(
+        measured=measured, op_ratio=op_ratio, new=s.new_tokens, estimator=_(ESTIMATOR), prompt=s.prompt_len,
+        weight_mb=result.weight_bytes_per_token / 1e6, kv_mb=result.kv_bytes_per_token / 1e6,
+        gb_s=result.median_read_bytes_per_s / 1e9, roof=roof))
     parts = []
     if result.has("static"):
-        parts.append(f"pre-allocating the cache inside transformers (StaticCache vs DynamicCache) gives "
-                     f"{result.speedup('static', 'dynamic'):.2f}x")
-    if result.has("static"):
-        parts.append(f"the flat engine over StaticCache (no mask or cache bookkeeping, weights {result.weight_choice.chosen}) "
-                     f"{result.speedup('preallocated', 'static'):.2f}x")
+        parts.append(_("pre-allocating the cache inside transformers (StaticCache vs DynamicCache) gives "
+                       "{ratio:.2f}x").format(ratio=result.speedup("static", "dynamic")))
+        parts.append(_("the flat engine over StaticCache (no mask or cache bookkeeping, weights {format}) "
+                       "{ratio:.2f}x").format(format=result.weight_choice.chosen,
+                                              ratio=result.speedup("preallocated", "static")))
     if result.weight_choice.margin:
-        parts.append(f"the weight kernel alone: {result.weight_choice.describe()}")
+        parts.append(_("the weight kernel alone: {kernel}").format(kernel=result.weight_choice.describe()))
     if parts:
         threads = result.machine.threads
-        st.markdown(f"**Where the lead comes from (this run, {threads} thread{'s' if threads != 1 else ''}).** At these "
-                    "lengths the cache layout buys little and the weight kernel decides: " + "; ".join(parts) + ".")
+        st.markdown(ngettext(
+            "**Where the lead comes from (this run, {threads} thread).** At these lengths the cache layout buys "
+            "little and the weight kernel decides: {parts}.",
+            "**Where the lead comes from (this run, {threads} threads).** At these lengths the cache layout buys "
+            "little and the weight kernel decides: {parts}.", threads).format(threads=threads,
+                                                                             parts=list_sep().join(parts)))
     if result.has("int8"):
         st.markdown(int8_note(result))
 
@@ -187,52 +202,68 @@ def int8_note(result: BenchResult) -> str:
     fp32_mb, int8_mb = result.bytes_per_token("preallocated") / 1e6, result.bytes_per_token("int8") / 1e6
     bw = result.median_read_bytes_per_s
     measured = (c.sentence() if c.inside_noise else
-                f"int8 ran {result.speedup('int8', 'preallocated'):.2f}x the fp32 flat engine ({c.sentence()})")
-    head = (f"**int8 weights.** Each decode token reads {int8_mb:.1f} MB instead of {fp32_mb:.1f} MB, and picks "
-            f"the no-cache token {result.token_agreement('int8'):.0%} of the time. {measured} ")
+                _("int8 ran {ratio:.2f}x the fp32 flat engine ({verdict})").format(
+                    ratio=result.speedup("int8", "preallocated"), verdict=c.sentence()))
+    head = _("**int8 weights.** Each decode token reads {int8_mb:.1f} MB instead of {fp32_mb:.1f} MB, and picks "
+             "the no-cache token {agreement:.0%} of the time. {measured}").format(
+        int8_mb=int8_mb, fp32_mb=fp32_mb, agreement=result.token_agreement("int8"), measured=measured)
     llc = result.machine.last_level_cache_bytes
     if result.weights_fit_in_cache:
         gpt2 = get_preset("gpt2").shape  # where int8 wins: weights that stream from DRAM
         weights = (gpt2.qkv_ops_per_token + gpt2.out_proj_ops_per_token + gpt2.mlp_ops_per_token
                    + gpt2.lm_head_ops_per_position)  # one weight per multiply-add of a decode step's matrices
-        return head + (
-            f"Here the fp32 weights fit in this CPU's {llc / 2**20:.0f} MiB last-level cache, so a decode step "
+        return head + " " + _(
+            "Here the fp32 weights fit in this CPU's {llc_mib:.0f} MiB last-level cache, so a decode step "
             "does not wait for memory and reading 4x fewer bytes saves nothing, while dynamic quantization adds "
             "work to every matrix call (quantize the activation vector, run the int8 kernel, convert the result "
             "back to fp32): on matrices this small that costs more than it saves. int8 wins where the weights "
-            f"stream from memory: GPT-2 124M's matrices hold {weights:,} weights, {4 * weights / 1e6:.0f} MB in "
-            f"fp32 and {weights / 1e6:.0f} MB in int8, so at the {bw / 1e9:.1f} GB/s read here the memory roof "
-            f"allows {bw / (4 * weights):.0f} tokens/s in fp32 and {bw / weights:.0f} in int8. Choose the GPT-2 "
-            "124M shape above to measure it."
-        )
-    return head + (
-        f"Here the fp32 weights do not fit in the {llc / 2**20:.0f} MiB last-level cache: every decode step "
-        f"streams them from memory, so 4x fewer bytes raise the read roof from {bw / 1e6 / fp32_mb:.0f} to "
-        f"{bw / 1e6 / int8_mb:.0f} tokens/s at {bw / 1e9:.1f} GB/s; the extra work of quantizing each "
-        "activation vector is small beside the bytes saved." if llc else
-        f"Reading 4x fewer bytes raises the read roof from {bw / 1e6 / fp32_mb:.0f} to {bw / 1e6 / int8_mb:.0f} "
-        f"tokens/s at {bw / 1e9:.1f} GB/s."
-    )
+            "stream from memory: GPT-2 124M's matrices hold {weights:,} weights, {fp32_total:.0f} MB in "
+            "fp32 and {int8_total:.0f} MB in int8, so at the {gb_s:.1f} GB/s read here the memory roof "
+            "allows {fp32_roof:.0f} tokens/s in fp32 and {int8_roof:.0f} in int8. Choose the GPT-2 "
+            "124M shape above to measure it.").format(
+            llc_mib=llc / 2**20, weights=weights, fp32_total=4 * weights / 1e6, int8_total=weights / 1e6,
+            gb_s=bw / 1e9, fp32_roof=bw / (4 * weights), int8_roof=bw / weights)
+    if llc:
+        return head + " " + _(
+            "Here the fp32 weights do not fit in the {llc_mib:.0f} MiB last-level cache: every decode step "
+            "streams them from memory, so 4x fewer bytes raise the read roof from {fp32_roof:.0f} to "
+            "{int8_roof:.0f} tokens/s at {gb_s:.1f} GB/s; the extra work of quantizing each "
+            "activation vector is small beside the bytes saved.").format(
+            llc_mib=llc / 2**20, fp32_roof=bw / 1e6 / fp32_mb, int8_roof=bw / 1e6 / int8_mb, gb_s=bw / 1e9)
+    return head + " " + _("Reading 4x fewer bytes raises the read roof from {fp32_roof:.0f} to {int8_roof:.0f} "
+                          "tokens/s at {gb_s:.1f} GB/s.").format(fp32_roof=bw / 1e6 / fp32_mb,
+                                                                int8_roof=bw / 1e6 / int8_mb, gb_s=bw / 1e9)
+
+
+def list_sep() -> str:
+    """The separator between the items of a list inside one sentence ("; ", in Chinese a full-width one)."""
+    return _("; ")
+
+
+def text_width(text: str) -> int:
+    """A header's width in Latin characters: a CJK character takes about two."""
+    return sum(2 if ord(ch) >= 0x2E80 else 1 for ch in text)
 
 
 def batch_section(spec: str, threads: int) -> None:
-    st.subheader("Batched decode: when does the cache, not the weights, fill the memory bus?")
+    st.subheader(_("Batched decode: when does the cache, not the weights, fill the memory bus?"))
     with st.form("bench_batch_form"):
         c1, c2 = st.columns(2)
-        max_batch = c1.slider("Largest batch", 1, 64, 16, key="bench_batch_max",
-                              help="Measured at 1, 2, 4, ... up to this. Capped at 64.")
-        context = c2.number_input("Context (cached tokens per sequence)", min_value=1, value=128, key="bench_batch_ctx",
-                                  help="At most the model's positions - 1; K/V buffers capped at 1 GiB.")
-        measure = st.form_submit_button("Measure batched decode", key="bench_batch_run")
+        max_batch = c1.slider(_("Largest batch"), 1, 64, 16, key="bench_batch_max",
+                              help=_("Measured at 1, 2, 4, ... up to this. Capped at 64."))
+        context = c2.number_input(_("Context (cached tokens per sequence)"), min_value=1, value=128,
+                                  key="bench_batch_ctx",
+                                  help=_("At most the model's positions - 1; K/V buffers capped at 1 GiB."))
+        measure = st.form_submit_button(_("Measure batched decode"), key="bench_batch_run")
     if measure:
         try:
             loaded = ui.cached_model(spec, "sdpa")
         except loading.ModelLoadError as exc:
-            st.warning(f"{exc} Choose another model.")
+            st.warning(_("{error} Choose another model.").format(error=exc))
             return
         from kvviz.speedup import harness, batch
 
-        box, bar = st.empty(), st.progress(0.0, text="Waiting for the benchmark line...")
+        box, bar = st.empty(), st.progress(0.0, text=_("Waiting for the benchmark line..."))
         try:
             batch.validate(loaded, int(max_batch), int(context))
             st.session_state[BATCH_KEY] = batch.run_batch_sweep(
@@ -247,16 +278,19 @@ def batch_section(spec: str, threads: int) -> None:
         st.plotly_chart(figs.batch_figure(sweep), key="bench_fig_batch")
         first, last = sweep.points[0], sweep.points[-1]
         ridge = sweep.roofs.ridge_flop_per_byte
-        st.markdown(
-            f"One decode step reads the {first.step.weight_bytes / 1e6:.1f} MB of weights once for the whole batch, "
-            f"so its intensity grows from {first.step.intensity:.2f} FLOP/byte at batch 1 to "
-            f"{last.step.intensity:.2f} at batch {last.step.batch} (this machine's ridge point: {ridge:.1f}); "
-            f"tokens/s went from {first.tokens_per_s:.0f} to {last.tokens_per_s:.0f} "
-            f"({last.tokens_per_s / first.tokens_per_s:.1f}x for {last.step.batch}x the sequences). Each sequence "
-            f"still reads its own {sweep.context} cached rows: from batch {sweep.kv_overtakes_at_batch} on, K/V "
-            f"bytes exceed the weight bytes. {sweep.model_label}, {sweep.threads} threads, weights "
-            f"{sweep.weight_format}."
-        )
+        st.markdown(_(
+            "One decode step reads the {weight_mb:.1f} MB of weights once for the whole batch, so its intensity "
+            "grows from {first_intensity:.2f} FLOP/byte at batch 1 to {last_intensity:.2f} at batch {last_batch} "
+            "(this machine's ridge point: {ridge:.1f}); tokens/s went from {first_tps:.0f} to {last_tps:.0f} "
+            "({gain:.1f}x for {last_batch}x the sequences). Each sequence still reads its own {context} cached "
+            "rows: from batch {overtake} on, K/V bytes exceed the weight bytes. {model}, {threads} threads, "
+            "weights {format}.").format(
+            weight_mb=first.step.weight_bytes / 1e6, first_intensity=first.step.intensity,
+            last_intensity=last.step.intensity, last_batch=last.step.batch, ridge=ridge,
+            first_tps=first.tokens_per_s, last_tps=last.tokens_per_s,
+            gain=last.tokens_per_s / first.tokens_per_s, context=sweep.context,
+            overtake=sweep.kv_overtakes_at_batch, model=sweep.model_label, threads=sweep.threads,
+            format=sweep.weight_format))
 
 
 @st.cache_resource(show_spinner=False)
@@ -274,7 +308,6 @@ BOUND_LABELS = {"overhead": N_("launch overhead"), "bandwidth": N_("reading byte
 def device_section(spec: str) -> None:
     """The context sweep on a device (kvviz.speedup.accelerator): the cached step against the uncached pass as
     the cache grows, on the CPU or a GPU this machine has (only the devices found are offered)."""
-    from kvviz.i18n import _
 
     st.subheader(_("As the context grows: one cached step against one uncached pass"))
     st.caption(_("At short context a decode step is bound by launch overhead (its time barely moves with the "
@@ -353,11 +386,11 @@ def device_section(spec: str) -> None:
 
 
 ui.ensure_router()  # before anything is drawn: see its docstring
-st.title("Measured speed-up")
+st.title(_("Measured speed-up"))
 st.html("<style>:is(.st-key-bench_metrics) :is([data-testid='stMetricValue'], [data-testid='stMetricLabel']) * "
         "{white-space: normal !important; overflow: visible !important; text-overflow: clip !important}</style>")
-with st.expander("What you are seeing", expanded=False):
-    st.markdown(
+with st.expander(_("What you are seeing"), expanded=False):
+    st.markdown(_(
         "We time the **same greedy generation** several ways on this machine and check they pick the same tokens:\n"
         "1. **No cache**: every step feeds the whole text again and recomputes every key and value.\n"
         "2. **DynamicCache**: transformers' default; each step feeds one token and *appends* its K/V rows.\n"
@@ -366,7 +399,7 @@ with st.expander("What you are seeing", expanded=False):
         "layers, a lean loop, and the weight format **measured** fastest on this CPU at the start of the run.\n"
         "5. **int8 weights**: the same engine with torch's dynamic quantization, 4x fewer weight bytes.\n\n"
         "Dotted lines are plain `model.generate(...)`. Token 1 is the **prefill** (the whole prompt in one pass). "
-        f"Every speed-up on this page is one estimator: {ESTIMATOR}.\n\n"
+        "Every speed-up on this page is one estimator: {estimator}.\n\n"
         "The **roofline** plots each pass at its **arithmetic intensity** (FLOPs done per byte moved from "
         "memory) against the FLOP/s it reached, under two roofs measured here: peak FLOP/s (a large matmul) and "
         "read bandwidth (probed in every round, beside the runs). A cached decode step is a **GEMV** (each "
@@ -375,39 +408,42 @@ with st.expander("What you are seeing", expanded=False):
         "to the right. If a round ever looks faster than memory allows, the run is marked **disturbed** instead.\n\n"
         "Every time shown is a median of the rounds with its fastest-slowest spread and the machine's load; "
         "where two modes' rounds overlap, the page says **inside the noise** instead of naming a winner."
-    )
+    ).format(estimator=_(ESTIMATOR)))
 
 sidebar_spec = st.session_state.get(ui.MODEL_SPEC_KEY, loading.BUNDLED)
 auto_threads, auto_reason = machine.default_thread_count(ui.other_active_sessions())
 with st.form("bench_form"):
     spec = model_choice(sidebar_spec)
     c1, c2, c3 = st.columns(3)
-    prompt_len = c1.number_input("Prompt tokens", min_value=1, value=16, key="bench_prompt_len",
-                                 help="Prompt + new tokens must fit the model's positions (256 bundled, 1024 GPT-2).")
-    new_tokens = c2.number_input("New tokens", min_value=1, value=64, key="bench_new_tokens")
-    repeats = c3.number_input("Rounds", min_value=1, value=3, key="bench_repeats",
-                              help=f"Medians over rounds; at most {PAGE_MAX_REPEATS}.")
-    with st.expander("Advanced"):
+    prompt_len = c1.number_input(_("Prompt tokens"), min_value=1, value=16, key="bench_prompt_len",
+                                 help=_("Prompt + new tokens must fit the model's positions (256 bundled, 1024 "
+                                        "GPT-2)."))
+    new_tokens = c2.number_input(_("New tokens"), min_value=1, value=64, key="bench_new_tokens")
+    repeats = c3.number_input(_("Rounds"), min_value=1, value=3, key="bench_repeats",
+                              help=_("Medians over rounds; at most {n}.").format(n=PAGE_MAX_REPEATS))
+    with st.expander(_("Advanced")):
         a1, a2 = st.columns(2)
-        threads = a1.number_input("Torch threads", min_value=1, value=None, key="bench_threads",
-                                  placeholder=f"auto ({auto_threads})",
-                                  help=f"Empty: {auto_reason}. At most {machine.MAX_THREADS}.")
-        warmup = a2.number_input("Warm-up runs", min_value=0, value=1, key="bench_warmup",
-                                 help=f"At most {PAGE_MAX_WARMUP}.")
-        include_generate = st.checkbox("Also time model.generate(use_cache=True)", True, key="bench_generate")
-        include_generate_no_cache = st.checkbox("... and model.generate(use_cache=False) (slow)", False,
+        threads = a1.number_input(_("Torch threads"), min_value=1, value=None, key="bench_threads",
+                                  placeholder=_("auto ({threads})").format(threads=auto_threads),
+                                  help=_("Empty: {reason}. At most {n}.").format(reason=auto_reason,
+                                                                                 n=machine.MAX_THREADS))
+        warmup = a2.number_input(_("Warm-up runs"), min_value=0, value=1, key="bench_warmup",
+                                 help=_("At most {n}.").format(n=PAGE_MAX_WARMUP))
+        include_generate = st.checkbox(_("Also time model.generate(use_cache=True)"), True, key="bench_generate")
+        include_generate_no_cache = st.checkbox(_("... and model.generate(use_cache=False) (slow)"), False,
                                                 key="bench_generate_no_cache")
-        weight_format = st.radio("Flat engine weights", ["auto", "stored", "onednn"], horizontal=True,
-                                 key="bench_weight_format", help="auto: measure both here and keep the faster.")
-    submitted = st.form_submit_button("Run benchmark", type="primary", key="bench_run")
-st.caption("Defaults: the bundled model takes about 10 s on a busy 2-core laptop, the GPT-2 124M shape about a minute.")
+        weight_format = st.radio(_("Flat engine weights"), WEIGHT_FORMAT_CHOICES, horizontal=True,  # setting values
+                                 key="bench_weight_format", help=_("auto: measure both here and keep the faster."))
+    submitted = st.form_submit_button(_("Run benchmark"), type="primary", key="bench_run")
+st.caption(_("Defaults: the bundled model takes about 10 s on a busy 2-core laptop, the GPT-2 124M shape about a "
+             "minute."))
 
 if submitted:
     try:
-        whole("Rounds", int(repeats), 1, PAGE_MAX_REPEATS)
-        whole("Warm-up runs", int(warmup), 0, PAGE_MAX_WARMUP)
+        whole(_("Rounds"), int(repeats), 1, PAGE_MAX_REPEATS)
+        whole(_("Warm-up runs"), int(warmup), 0, PAGE_MAX_WARMUP)
         if threads is not None:
-            whole("Torch threads", int(threads), 1, machine.MAX_THREADS)
+            whole(_("Torch threads"), int(threads), 1, machine.MAX_THREADS)
     except BenchInputError as exc:
         st.error(str(exc))
     else:
@@ -416,22 +452,22 @@ if submitted:
             threads=auto_threads if threads is None else int(threads), include_generate=include_generate,
             include_generate_no_cache=include_generate_no_cache, weight_format=weight_format,
         )
-        result = run(spec, settings, auto_reason if threads is None else "set by you")
+        result = run(spec, settings, auto_reason if threads is None else N_("set by you"))  # shown through _()
         if result is not None:
             st.session_state[RESULT_KEY] = result
 
 if st.session_state.get("bench_stop"):
-    st.info("The benchmark was stopped: nothing was measured. Earlier results are kept below.")
+    st.info(_("The benchmark was stopped: nothing was measured. Earlier results are kept below."))
 result = st.session_state.get(RESULT_KEY)
 if result is None:
-    st.info("Choose a model and lengths, then press **Run benchmark**. The bundled model finishes in seconds.")
+    st.info(_("Choose a model and lengths, then press **Run benchmark**. The bundled model finishes in seconds."))
 else:
     try:
         render_results(result)
     except Exception as exc:  # noqa: BLE001 - a result that cannot be shown must not stick to every rerun
         st.session_state.pop(RESULT_KEY, None)
-        st.error(f"This run's results could not be shown ({type(exc).__name__}); they were dropped. Run it again "
-                 "with other settings.")
+        st.error(_("This run's results could not be shown ({error}); they were dropped. Run it again with other "
+                   "settings.").format(error=type(exc).__name__))
     else:
         batch_section(result.model_spec, result.machine.threads)
 

@@ -90,12 +90,14 @@ def test_glossary_page_in_chinese(fresh_streamlit_caches):
         assert header.startswith(term.zh) and (term.name in header or term.zh.lower() == term.name.lower())
     left = english_leftovers(page_texts(at), allowed=_allowed_names())
     assert not left, left
-    at.text_input(key="term").set_value("预填充").run()
+    with i18n.language(i18n.CHINESE):  # AppTest re-reads the sidebar radio's (Chinese) labels in this thread
+        at.text_input(key="term").set_value("预填充").run()
     shown = [h.value for h in at.subheader]
     with i18n.language(i18n.CHINESE):  # the Chinese name, and Chinese definitions that use it
         expected = [t for t in glossary.TERMS if "预填充" in t.zh or "预填充" in glossary.definition_text(t)]
     assert shown[0] == f"{glossary.find('Prefill').zh} :gray[Prefill]" and len(shown) == len(expected) > 1
-    at.text_input(key="term").set_value("zzzz").run()
+    with i18n.language(i18n.CHINESE):
+        at.text_input(key="term").set_value("zzzz").run()
     assert not at.subheader and "没有" in at.info[0].value
 
 

@@ -17,6 +17,7 @@ import time
 import numpy as np
 import torch
 
+from kvviz.i18n import gettext
 from kvviz.speedup import probes, roofline
 from kvviz import ops
 from kvviz.speedup.harness import ProgressFn, WaitFn, hold_turn, torch_threads
@@ -41,14 +42,15 @@ def validate(loaded: LoadedModel, max_batch: int, context: int) -> int:
     """Raise BenchInputError for a sweep that cannot run; return the K/V bytes of the largest batch."""
     info = loaded.info
     check_gpt2(info)
-    whole("Batch size", max_batch, 1, MAX_BATCH)
-    whole("Context length", context, 1, info.n_positions - 1)
+    whole(gettext("Batch size"), max_batch, 1, MAX_BATCH)
+    whole(gettext("Context length"), context, 1, info.n_positions - 1)
     row = roofline.kv_row_bytes(info.n_layer, info.n_kv_heads, info.head_dim, 4)
     cache_bytes = max_batch * (context + 1) * row
     if cache_bytes > MAX_CACHE_BYTES:
-        raise BenchInputError(
-            f"Batch {max_batch} x {context + 1} positions needs {cache_bytes / 2**30:.2f} GiB of K/V buffers; "
-            f"the cap is {MAX_CACHE_BYTES / 2**30:.0f} GiB. Lower the batch or the context.")
+        raise BenchInputError(gettext(
+            "Batch {batch} x {positions} positions needs {gib:.2f} GiB of K/V buffers; the cap is {cap:.0f} GiB. "
+            "Lower the batch or the context.").format(batch=max_batch, positions=context + 1,
+                                                       gib=cache_bytes / 2**30, cap=MAX_CACHE_BYTES / 2**30))
     return cache_bytes
 
 
@@ -70,7 +72,7 @@ def run_batch_sweep(loaded: LoadedModel, max_batch: int, context: int, threads: 
                     progress: ProgressFn | None = None, on_wait: WaitFn | None = None) -> roofline.BatchSweep:
     """Decode tokens/s at batch 1, 2, 4, ... max_batch, each sequence attending over `context` rows."""
     validate(loaded, max_batch, context)
-    whole("Threads", threads, 1, 256)
+    whole(gettext("Threads"), threads, 1, 256)
     progress = progress or (lambda fraction, message: None)
     model, info = loaded.model, loaded.info
     shape = ops.ModelShape.from_info(info)
@@ -78,14 +80,15 @@ def run_batch_sweep(loaded: LoadedModel, max_batch: int, context: int, threads: 
     row = roofline.kv_row_bytes(info.n_layer, info.n_kv_heads, info.head_dim, model.transformer.wte.weight.element_size())
     sizes = batch_sizes(max_batch)
     with hold_turn(on_wait), torch_threads(threads):
-        progress(0.0, "Probing peak FLOP/s and read bandwidth")
+        progress(0.0, gettext("Probing peak FLOP/s and read bandwidth"))
         roofs = roofline.Roofs(probes.measure_peak_flops(), probes.ReadProbe().measure().bytes_per_s)
         points = []
         for i, batch in enumerate(sizes):
-            progress((i + 1) / (len(sizes) + 1), f"Batch {batch}: timing {STEPS} decode steps at context {context}")
+            progress((i + 1) / (len(sizes) + 1), gettext("Batch {batch}: timing {steps} decode steps at context "
+                                                         "{context}").format(batch=batch, steps=STEPS, context=context))
             engine = FlatCacheGPT2(model, context + 1, weight_format, batch=batch)
             step = roofline.batch_step(shape, batch, context + 1, weights, row)
             points.append(roofline.BatchPoint(step, time_decode_step(engine, context)))
             del engine
-        progress(1.0, "Done")
+        progress(1.0, gettext("Done"))
     return roofline.BatchSweep(info.label, context, threads, weight_format, tuple(points), roofs, row)

@@ -31,6 +31,7 @@ from typing import Callable, Iterator
 import torch
 import transformers
 
+from kvviz.i18n import N_, gettext
 from kvviz.speedup import machine, probes, roofline
 from kvviz import ops
 from kvviz.speedup.records import MODE_LABELS, BenchResult, MachineInfo, ModeResult, RunTiming
@@ -160,7 +161,7 @@ def hold_turn(on_wait: WaitFn | None = None, wait_s: float = LOCK_WAIT_S) -> Ite
         with QUEUE.turn(timeout_s=wait_s, on_wait=on_wait):
             yield
     except QueueTimeout as exc:
-        raise BenchBusyError(f"The benchmark is busy: {exc}") from exc
+        raise BenchBusyError(gettext("The benchmark is busy: {reason}").format(reason=exc)) from exc
 
 
 @contextlib.contextmanager
@@ -204,9 +205,9 @@ def run_benchmark(loaded: LoadedModel, settings: BenchSettings, progress: Progre
     if settings.threads is None:
         threads, thread_reason = machine.default_thread_count()
     else:
-        threads, thread_reason = settings.threads, thread_reason or "set for this run"
+        threads, thread_reason = settings.threads, thread_reason or N_("set for this run")
     report = progress or (lambda fraction, message: None)
-    last = {"fraction": 0.0, "message": "Starting", "at": time.monotonic()}
+    last = {"fraction": 0.0, "message": gettext("Starting"), "at": time.monotonic()}
 
     def tracked(fraction: float, message: str) -> None:  # every report: remember it, then check for a stop
         last.update(fraction=fraction, message=message, at=time.monotonic())
@@ -229,10 +230,10 @@ def _run(loaded: LoadedModel, settings: BenchSettings, threads: int, thread_reas
     load_before = machine.load_average()
     model, p, n = loaded.model, settings.prompt_len, settings.new_tokens
     prompt = prompt_token_ids(loaded, p)
-    progress(0.0, "Probing the machine: read and copy bandwidth")
+    progress(0.0, gettext("Probing the machine: read and copy bandwidth"))
     probe = probes.ReadProbe()
     copy_bandwidth = probes.measure_copy_bandwidth()
-    progress(0.02, "Choosing the weight format by measuring both on this CPU")
+    progress(0.02, gettext("Choosing the weight format by measuring both on this CPU"))
     engine, choice = choose_engine(model, p + n, settings.weight_format)
     runners: dict[str, Callable[[int], RunTiming]] = {
         "no_cache": lambda tokens: run_no_cache(model, prompt, tokens),
@@ -243,7 +244,7 @@ def _run(loaded: LoadedModel, settings: BenchSettings, threads: int, thread_reas
     runners["preallocated"] = lambda tokens: run_flat(engine, prompt, tokens, between_passes=check)
     int8_bytes = 0
     if settings.include_int8:
-        progress(0.04, "Quantizing a copy of the weights to int8")
+        progress(0.04, gettext("Quantizing a copy of the weights to int8"))
         int8_engine = FlatCacheGPT2(model, p + n, "int8")
         runners["int8"] = lambda tokens: run_flat(int8_engine, prompt, tokens, between_passes=check)
         fp32_matrix_bytes = sum(4 * m.numel() for layer in model.transformer.h for m in (
@@ -252,7 +253,7 @@ def _run(loaded: LoadedModel, settings: BenchSettings, threads: int, thread_reas
         int8_bytes = roofline.weight_bytes_per_decode_token(model) - fp32_matrix_bytes + int8_engine.int8_weight_bytes()
     compile_note = ""
     if settings.include_compiled:
-        progress(0.045, "Compiling the StaticCache decode step with torch.compile (once, untimed)")
+        progress(0.045, gettext("Compiling the StaticCache decode step with torch.compile (once, untimed)"))
         try:
             compiled, compile_s = compile_forward(model, prompt, p + n)
             runners["static_compiled"] = lambda tokens: run_hf_cache(
@@ -273,7 +274,8 @@ def _run(loaded: LoadedModel, settings: BenchSettings, threads: int, thread_reas
     done, start = 0.0, 0.05
     for _ in range(settings.warmup):
         for mode, run in runners.items():
-            progress(start + (1 - start) * done / total, f"Warm-up: {MODE_LABELS[mode]}")
+            progress(start + (1 - start) * done / total,
+                     gettext("Warm-up: {mode}").format(mode=gettext(MODE_LABELS[mode])))
             run(warm_tokens)
             done += cost(mode, warm_tokens)
     timings: dict[str, list[RunTiming]] = {mode: [] for mode in runners}
@@ -283,11 +285,12 @@ def _run(loaded: LoadedModel, settings: BenchSettings, threads: int, thread_reas
             if mode == "dynamic":  # the cached modes follow: probe the two roofs right beside them
                 read_probes.append(probe.measure(PROBE_REPEATS))
                 peak_flops.append(probes.measure_peak_flops(repeats=PROBE_REPEATS))
-            progress(start + (1 - start) * done / total, f"Round {repeat + 1}/{settings.repeats}: {MODE_LABELS[mode]}")
+            progress(start + (1 - start) * done / total, gettext("Round {round}/{rounds}: {mode}").format(
+                round=repeat + 1, rounds=settings.repeats, mode=gettext(MODE_LABELS[mode])))
             timings[mode].append(run(n))
             done += cost(mode, n)
     del probe, engine
-    progress(1.0, "Done")
+    progress(1.0, gettext("Done"))
     info = loaded.info
     shape = ops.ModelShape.from_info(info)
     return BenchResult(

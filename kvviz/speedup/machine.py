@@ -10,6 +10,8 @@ import platform
 from importlib import metadata
 from pathlib import Path
 
+from kvviz.i18n import _
+
 MAX_THREADS = 8  # beyond this, small GEMVs gain nothing and a shared server loses everything
 SYSFS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
 
@@ -64,10 +66,11 @@ def default_thread_count(other_sessions: int = 0, load_1min: float | None = None
     cores = usable_cores()
     threads = free_cores(load_1min)
     load = load_average()[0] if load_1min is None else load_1min
-    why = f"{threads} of {cores} cores free (1-min load {load:.2f})"
+    why = _("{threads} of {cores} cores free (1-min load {load:.2f})").format(threads=threads, cores=cores, load=load)
     if other_sessions > 0 and threads >= cores and cores > 1:
         threads = cores - 1
-        why = f"{threads} of {cores} cores: {other_sessions} other session(s) are using this server"
+        why = _("{threads} of {cores} cores: {others} other session(s) are using this server").format(
+            threads=threads, cores=cores, others=other_sessions)
     return threads, why
 
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kvviz.i18n import _, ngettext
+
 
 def load_avg_1min() -> float:
     """The machine's 1-minute load average now (nan where the OS has none)."""
@@ -35,8 +37,9 @@ def load_label(load_1min: float, cores: int | None = None) -> str:
     """'1-min load 1.70 on 2 cores': what to print beside every timing."""
     cores = os.cpu_count() if cores is None else cores
     if load_1min != load_1min:  # nan
-        return "machine load unknown"
-    return f"1-min load {load_1min:.2f} on {cores} core{'s' if cores != 1 else ''}"
+        return _("machine load unknown")
+    return ngettext("1-min load {load:.2f} on {cores} core", "1-min load {load:.2f} on {cores} cores",
+                    cores).format(load=load_1min, cores=cores)
 
 
 @dataclass(frozen=True)
@@ -78,8 +81,9 @@ class Timing:
 
     def label(self, digits: int = 1) -> str:
         """'9.9 ms (median of 7, 8.8-12.1 ms)'."""
-        return (f"{self.median_ms:.{digits}f} ms (median of {self.repeats}, "
-                f"{self.min_ms:.{digits}f}-{self.max_ms:.{digits}f} ms)")
+        median, fastest, slowest = (f"{x:.{digits}f}" for x in (self.median_ms, self.min_ms, self.max_ms))
+        return _("{median} ms (median of {repeats}, {fastest}-{slowest} ms)").format(
+            median=median, repeats=self.repeats, fastest=fastest, slowest=slowest)
 
 
 def inside_noise(a: Timing, b: Timing) -> bool:
@@ -128,13 +132,16 @@ class Comparison:
     def _sentence(self) -> str:
         load = load_label(self.load_1min)
         if self.inside_noise:
-            return (f"{self.a_name} ({self.a.median_ms:.1f} ms) and {self.b_name} ({self.b.median_ms:.1f} ms) "
-                    f"are inside the noise: the middle halves of their {self.a.repeats} and {self.b.repeats} "
-                    f"repeats overlap ({load}), so this machine cannot tell them apart at this size.")
+            return _("{a} ({a_ms:.1f} ms) and {b} ({b_ms:.1f} ms) are inside the noise: the middle halves of their "
+                     "{a_repeats} and {b_repeats} repeats overlap ({load}), so this machine cannot tell them apart "
+                     "at this size.").format(a=self.a_name, a_ms=self.a.median_ms, b=self.b_name,
+                                             b_ms=self.b.median_ms, a_repeats=self.a.repeats,
+                                             b_repeats=self.b.repeats, load=load)
         fast, slow = (self.a, self.b) if self.a.median_ms < self.b.median_ms else (self.b, self.a)
         fast_name, slow_name = (self.a_name, self.b_name) if fast is self.a else (self.b_name, self.a_name)
-        return (f"{fast_name} took {fast.median_ms:.1f} ms, {slow_name} {slow.median_ms:.1f} ms: "
-                f"{self.ratio:.2f}x faster, beyond the spread of the repeats ({load}).")
+        return _("{fast} took {fast_ms:.1f} ms, {slow} {slow_ms:.1f} ms: {ratio:.2f}x faster, beyond the spread "
+                 "of the repeats ({load}).").format(fast=fast_name, fast_ms=fast.median_ms, slow=slow_name,
+                                                    slow_ms=slow.median_ms, ratio=self.ratio, load=load)
 
 
 def time_pair(run_a: Callable[[], object], run_b: Callable[[], object], repeats: int,
@@ -156,7 +163,7 @@ def time_pair(run_a: Callable[[], object], run_b: Callable[[], object], repeats:
 
     once(run_a, prepare_a), once(run_b, prepare_b)  # warm-up: allocator, caches, lazy init
     a_ms, b_ms = [], []
-    for _ in range(repeats):
+    for _repeat in range(repeats):
         a_ms.append(once(run_a, prepare_a))
         b_ms.append(once(run_b, prepare_b))
     load = load_avg_1min()

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kvviz.i18n import N_, _, ngettext
 from kvviz.speedup import roofline
 from kvviz.speedup.settings import BenchSettings
 from kvviz.ops import ModelShape
@@ -25,19 +26,20 @@ from kvviz.ops import ModelShape
 MODES: tuple[str, ...] = ("no_cache", "dynamic", "static", "preallocated", "int8")
 REFERENCES: tuple[str, ...] = ("static_compiled", "generate_cache", "generate_no_cache")
 MODE_LABELS: dict[str, str] = {
-    "no_cache": "No cache (recompute everything)",
-    "dynamic": "DynamicCache (grows by concatenation)",
-    "static": "StaticCache (transformers, pre-allocated)",
-    "static_compiled": "StaticCache + torch.compile (reference)",
-    "preallocated": "Flat pre-allocated cache (kvviz.speedup.flat_engine)",
-    "int8": "Flat cache, int8 weights (dynamic quantization)",
+    "no_cache": N_("No cache (recompute everything)"),
+    "dynamic": N_("DynamicCache (grows by concatenation)"),
+    "static": N_("StaticCache (transformers, pre-allocated)"),
+    "static_compiled": N_("StaticCache + torch.compile (reference)"),
+    "preallocated": N_("Flat pre-allocated cache (kvviz.speedup.flat_engine)"),
+    "int8": N_("Flat cache, int8 weights (dynamic quantization)"),
     "generate_cache": "model.generate(use_cache=True)",
     "generate_no_cache": "model.generate(use_cache=False)",
 }
 CACHED_MODES: tuple[str, ...] = ("dynamic", "static", "static_compiled", "preallocated", "int8", "generate_cache")
 LOSSY_MODES: tuple[str, ...] = ("int8",)  # may pick other tokens: reported as agreement, not as "match"
-ESTIMATOR = ("median over rounds of the time to generate the tokens (sum of the timed passes), "
-             "no cache / this mode")
+# Module constants are marked N_() (the language is per session): show them through _() (kvviz.i18n).
+ESTIMATOR = N_("median over rounds of the time to generate the tokens (sum of the timed passes), "
+               "no cache / this mode")
 
 
 @dataclass(frozen=True)
@@ -144,7 +146,7 @@ class FormatChoice:
 
     chosen: str  # "stored" (MKL on the model's own layout) or "onednn" (packed copies)
     ms_by_format: tuple[tuple[str, float], ...]  # best-of-rounds ms of one decode step's matrices, per candidate
-    how: str  # "measured", "forced by the settings", or why a candidate could not run
+    how: str  # "measured", "forced by the settings", or why a candidate could not run (shown through _())
 
     @property
     def margin(self) -> float | None:
@@ -156,10 +158,13 @@ class FormatChoice:
 
     def describe(self) -> str:
         times = ", ".join(f"{name} {ms:.2f} ms" for name, ms in self.ms_by_format)
-        margin = self.margin
-        faster = f", {margin:.2f}x faster" if margin is not None else ""
-        return f"{self.chosen} ({self.how}{faster}; one decode step: {times})" if times else (
-            f"{self.chosen} ({self.how})")
+        margin, how = self.margin, _(self.how)
+        if not times:
+            return f"{self.chosen} ({how})"
+        if margin is None:
+            return _("{chosen} ({how}; one decode step: {times})").format(chosen=self.chosen, how=how, times=times)
+        return _("{chosen} ({how}, {margin:.2f}x faster; one decode step: {times})").format(
+            chosen=self.chosen, how=how, margin=margin, times=times)
 
 
 @dataclass(frozen=True)
@@ -181,24 +186,30 @@ class RooflineVerdict:
     def label(self) -> str:
         """Short form for a table cell or a metric."""
         if not self.fractions:
-            return "no decode pass"
+            return _("no decode pass")
         if self.disturbed:
-            return "disturbed"
-        return "in cache" if self.fraction is None else f"{self.fraction:.0%}"
+            return _("disturbed")
+        return _("in cache") if self.fraction is None else f"{self.fraction:.0%}"
 
     def describe(self) -> str:
         if not self.fractions:
-            return ("no decode pass was timed (1 new token is the prefill alone), so no roofline fraction; "
-                    "ask for 2 or more new tokens")
+            return _("no decode pass was timed (1 new token is the prefill alone), so no roofline fraction; "
+                     "ask for 2 or more new tokens")
         if self.in_cache and self.fraction is None:
-            return ("above the DRAM read roof in some round: the weights fit in the last-level cache, so "
-                    "DRAM bandwidth is not this model's bound (no fraction is reported)")
+            return _("above the DRAM read roof in some round: the weights fit in the last-level cache, so "
+                     "DRAM bandwidth is not this model's bound (no fraction is reported)")
         if self.disturbed:
             over = sum(f > 1.0 for f in self.fractions)
-            return (f"disturbed: {over} of {len(self.fractions)} rounds moved more bytes/s than the bandwidth "
-                    "probed beside them (other work on the machine); no roofline fraction is reported")
-        cache = " (the weights fit in the last-level cache)" if self.in_cache else ""
-        return f"{self.fraction:.0%} of the read roofline (median of {len(self.fractions)} rounds){cache}"
+            return ngettext("disturbed: {over} of {rounds} round moved more bytes/s than the bandwidth probed beside "
+                            "it (other work on the machine); no roofline fraction is reported",
+                            "disturbed: {over} of {rounds} rounds moved more bytes/s than the bandwidth probed "
+                            "beside them (other work on the machine); no roofline fraction is reported",
+                            len(self.fractions)).format(over=over, rounds=len(self.fractions))
+        if self.in_cache:
+            return _("{fraction:.0%} of the read roofline (median of {rounds} rounds) (the weights fit in the "
+                     "last-level cache)").format(fraction=self.fraction, rounds=len(self.fractions))
+        return _("{fraction:.0%} of the read roofline (median of {rounds} rounds)").format(
+            fraction=self.fraction, rounds=len(self.fractions))
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvviz.i18n import _
 from kvviz.inputs.prompt_rules import check_int_in_range
 
 MAX_REPEATS = 50
@@ -42,31 +43,32 @@ def check_gpt2(info) -> None:
     """The timed engines (the flat engine, the batch sweep, the weight bytes) are written for GPT2LMHeadModel."""
     kind = getattr(info, "model_type", "gpt2")
     if kind != "gpt2":
-        raise BenchInputError(
-            f"The benchmark's engines are written for GPT-2 (the flat engine mirrors GPT2LMHeadModel); "
-            f"{getattr(info, 'label', 'this model')} is a {kind} model. Pick the bundled GPT-2, the GPT-2 shape "
-            "with random weights or a pretrained GPT-2.")
+        raise BenchInputError(_(
+            "The benchmark's engines are written for GPT-2 (the flat engine mirrors GPT2LMHeadModel); "
+            "{model} is a {kind} model. Pick the bundled GPT-2, the GPT-2 shape with random weights or a "
+            "pretrained GPT-2.").format(model=getattr(info, "label", None) or _("this model"), kind=kind))
 
 
 def validate(settings: BenchSettings, n_positions: int, info=None) -> None:
     """Raise BenchInputError with a user-facing message when the settings cannot run on this model."""
     if info is not None:
         check_gpt2(info)
-    whole("Prompt length", settings.prompt_len, 1, n_positions)
-    whole("New tokens", settings.new_tokens, 1, n_positions)
-    whole("Repeats", settings.repeats, 1, MAX_REPEATS)
-    whole("Warm-up runs", settings.warmup, 0, MAX_WARMUP)
+    whole(_("Prompt length"), settings.prompt_len, 1, n_positions)
+    whole(_("New tokens"), settings.new_tokens, 1, n_positions)
+    whole(_("Repeats"), settings.repeats, 1, MAX_REPEATS)
+    whole(_("Warm-up runs"), settings.warmup, 0, MAX_WARMUP)
     if settings.threads is not None:
-        whole("Threads", settings.threads, 1, MAX_THREADS_INPUT)
+        whole(_("Threads"), settings.threads, 1, MAX_THREADS_INPUT)
     if settings.weight_format not in WEIGHT_FORMAT_CHOICES:
-        raise BenchInputError(f"Weight format must be auto, stored or onednn, got {settings.weight_format!r}.")
+        raise BenchInputError(_("Weight format must be auto, stored or onednn, got {value!r}.").format(
+            value=settings.weight_format))
     total = settings.prompt_len + settings.new_tokens
     if total > n_positions:
-        raise BenchInputError(
-            f"Prompt ({settings.prompt_len}) + new tokens ({settings.new_tokens}) = {total} tokens, but this "
-            f"model has only {n_positions} positions (GPT-2 cannot go past its learned positions). "
-            f"Reduce them by {total - n_positions}."
-        )
+        raise BenchInputError(_(
+            "Prompt ({prompt}) + new tokens ({new}) = {total} tokens, but this model has only {positions} "
+            "positions (GPT-2 cannot go past its learned positions). Reduce them by {excess}.").format(
+            prompt=settings.prompt_len, new=settings.new_tokens, total=total, positions=n_positions,
+            excess=total - n_positions))
 
 
 # ----- what a run costs, before it runs ---------------------------------------------------------------------
@@ -107,7 +109,7 @@ def estimate_seconds(settings: BenchSettings, shape, rates: PassRates, warmup_to
 
     warm = min(settings.new_tokens, warmup_tokens)
     total = SETUP_S + settings.repeats * ROUND_PROBES_S
-    for _, cached in modes_run(settings):
+    for _mode, cached in modes_run(settings):
         total += settings.warmup * generation_s(warm, cached) + settings.repeats * generation_s(settings.new_tokens,
                                                                                                   cached)
     return total
@@ -144,10 +146,16 @@ def check_budget(settings: BenchSettings, shape, rates: PassRates, budget_s: flo
         return estimate
     fits = longest_within(settings, shape, rates, budget_s)
     uncached = [m for m, cached in modes_run(settings) if not cached]
-    hint = (f"At these settings at most {fits:,} new tokens fit" if fits >= 1 else
-            "Even 1 new token does not fit at these settings")
-    slow = ", or untick generate(use_cache=False)" if "generate_no_cache" in uncached else ""
-    raise BenchInputError(
-        f"This run would take about {duration(estimate)} on this machine, over this page's {budget_s:.0f} s budget "
-        f"(estimated from two timed passes of this model; uncached work grows with the square of the length). "
-        f"{hint}; or ask for fewer rounds or warm-ups{slow}.")
+    if fits < 1:
+        hint = (_("Even 1 new token does not fit at these settings; or ask for fewer rounds or warm-ups, or untick "
+                  "generate(use_cache=False).") if "generate_no_cache" in uncached else
+                _("Even 1 new token does not fit at these settings; or ask for fewer rounds or warm-ups."))
+    else:
+        hint = (_("At these settings at most {fits:,} new tokens fit; or ask for fewer rounds or warm-ups, or "
+                  "untick generate(use_cache=False).") if "generate_no_cache" in uncached else
+                _("At these settings at most {fits:,} new tokens fit; or ask for fewer rounds or warm-ups.")
+                ).format(fits=fits)
+    raise BenchInputError(_(
+        "This run would take about {estimate} on this machine, over this page's {budget:.0f} s budget "
+        "(estimated from two timed passes of this model; uncached work grows with the square of the length). "
+        "{hint}").format(estimate=duration(estimate), budget=budget_s, hint=hint))

@@ -7,6 +7,7 @@ import csv
 import io
 from dataclasses import asdict
 
+from kvviz.i18n import _
 from kvviz.speedup import roofline
 from kvviz.speedup.records import CACHED_MODES, ESTIMATOR, LOSSY_MODES, BenchResult
 
@@ -78,26 +79,27 @@ def to_dict(result: BenchResult) -> dict:
 
 
 def summary_rows(result: BenchResult) -> list[dict[str, object]]:
-    """One row per mode: the numbers behind the charts, rounded for display."""
+    """One row per mode: the numbers behind the charts, rounded for display (headers in the current language;
+    the first column is the mode)."""
     rows = []
     for m in result.modes:
         verdict = result.roofline_verdict(m.mode) if m.mode in CACHED_MODES else None
         row: dict[str, object] = {
-            "mode": m.label,
-            "tokens/s (median)": round(m.median_tokens_per_s, 2),
-            "tokens/s min": round(float(m.tokens_per_s.min()), 2),
-            "tokens/s max": round(float(m.tokens_per_s.max()), 2),
-            "decode tokens/s": round(m.median_decode_tokens_per_s, 2),
-            "prefill ms": round(m.median_prefill_ms, 2),
-            "speed-up vs no cache": round(result.speedup(m.mode), 2),
-            "tokens match no cache": f"{result.token_agreement(m.mode):.0%}" if m.mode in LOSSY_MODES
-            else "yes" if result.tokens_match(m.mode) else "NO",
-            "MB read / decode token": round(result.bytes_per_token(m.mode) / 1e6, 1) if verdict else None,
-            "read roofline": verdict.label if verdict and verdict.fractions else None,
-            "peak cache KiB": None if m.peak_cache_bytes is None else round(m.peak_cache_bytes / 2**10, 1),
+            _("mode"): _(m.label),
+            _("tokens/s (median)"): round(m.median_tokens_per_s, 2),
+            _("tokens/s min"): round(float(m.tokens_per_s.min()), 2),
+            _("tokens/s max"): round(float(m.tokens_per_s.max()), 2),
+            _("decode tokens/s"): round(m.median_decode_tokens_per_s, 2),
+            _("prefill ms"): round(m.median_prefill_ms, 2),
+            _("speed-up vs no cache"): round(result.speedup(m.mode), 2),
+            _("tokens match no cache"): f"{result.token_agreement(m.mode):.0%}" if m.mode in LOSSY_MODES
+            else _("yes") if result.tokens_match(m.mode) else _("NO"),
+            _("MB read / decode token"): round(result.bytes_per_token(m.mode) / 1e6, 1) if verdict else None,
+            _("read roofline"): verdict.label if verdict and verdict.fractions else None,
+            _("peak cache KiB"): None if m.peak_cache_bytes is None else round(m.peak_cache_bytes / 2**10, 1),
         }
         if result.has("generate_cache"):
-            row["x generate(cache)"] = round(result.speedup(m.mode, over="generate_cache"), 3)
+            row[_("x generate(cache)")] = round(result.speedup(m.mode, over="generate_cache"), 3)
         rows.append(row)
     return rows
 
@@ -123,16 +125,20 @@ def pass_points(result: BenchResult) -> list[roofline.PassPoint]:
     row = result.kv_row_bytes
     weights = result.weight_bytes_per_token
     flat = result.mode("preallocated").median_token_ms
-    points = [roofline.pass_point(f"prefill ({p} tokens)", "prefill", shape, 0, p, True, weights, row, flat[0])]
+    # Labels (hover text) in the current language; kinds stay English keys (kvviz.figures.bench names them).
+    points = [roofline.pass_point(_("prefill ({tokens} tokens)").format(tokens=p), "prefill", shape, 0, p, True,
+                                  weights, row, flat[0])]
     ks = sorted({k for k in (2, (n + 1) // 2, n) if 2 <= k <= n})
     uncached = result.mode("no_cache").median_token_ms
     for k in ks:
-        points.append(roofline.pass_point(f"uncached pass {k} ({p + k - 1} tokens)", "uncached", shape, p + k - 2,
-                                          1, False, weights, row, uncached[k - 1]))
-    for name, kind in (("preallocated", "cached decode"), ("int8", "cached decode, int8 weights")):
+        points.append(roofline.pass_point(_("uncached pass {k} ({tokens} tokens)").format(k=k, tokens=p + k - 1),
+                                          "uncached", shape, p + k - 2, 1, False, weights, row, uncached[k - 1]))
+    steps = {"preallocated": ("cached decode", _("cached decode, step {k}")),
+             "int8": ("cached decode, int8 weights", _("cached decode, int8 weights, step {k}"))}
+    for name, (kind, label) in steps.items():
         if result.has(name):
             ms = result.mode(name).median_token_ms
             w = result.int8_weight_bytes_per_token if name == "int8" else weights
-            points += [roofline.pass_point(f"{kind}, step {k}", kind, shape, p + k - 2, 1, True, w, row, ms[k - 1])
+            points += [roofline.pass_point(label.format(k=k), kind, shape, p + k - 2, 1, True, w, row, ms[k - 1])
                        for k in ks]
     return points

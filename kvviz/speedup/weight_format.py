@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import torch
 
+from kvviz.i18n import N_, gettext
 from kvviz.speedup.records import FormatChoice
 from kvviz.speedup.flat_engine import FlatCacheGPT2, FormatUnavailable
 
@@ -21,7 +22,7 @@ CANDIDATES: tuple[str, ...] = ("stored", "onednn")
 
 
 def pick_fastest(candidates: dict[str, Callable[[], Any]], rounds: int = CHOOSER_ROUNDS,
-                 how: str = "measured") -> FormatChoice:
+                 how: str = N_("measured")) -> FormatChoice:
     """Time every candidate once per round, interleaved (one warm-up call each first); keep the fastest.
 
     Each candidate's figure is its best round (as `timeit` reports): other work on the machine only ever adds
@@ -68,14 +69,15 @@ def choose_engine(model: torch.nn.Module, max_len: int, weight_format: str = "au
                   rounds: int = CHOOSER_ROUNDS) -> tuple[FlatCacheGPT2, FormatChoice]:
     """The flat fp32 engine in the faster format ("auto"), or in the one asked for; with the evidence."""
     if weight_format in CANDIDATES:
-        return FlatCacheGPT2(model, max_len, weight_format), FormatChoice(weight_format, (), "forced by the settings")
+        forced = FormatChoice(weight_format, (), N_("forced by the settings"))
+        return FlatCacheGPT2(model, max_len, weight_format), forced
     if weight_format != "auto":
         raise ValueError(f"weight_format must be 'auto' or one of {CANDIDATES}, got {weight_format!r}")
     stored = FlatCacheGPT2(model, max_len, "stored")  # views of the model's weights: no copy
     try:
         packed = FlatCacheGPT2(model, max_len, "onednn")
     except FormatUnavailable as exc:
-        return stored, FormatChoice("stored", (), f"the only usable format: {exc}")
+        return stored, FormatChoice("stored", (), gettext("the only usable format: {error}").format(error=exc))
     choice = pick_fastest({"stored": decode_matrices_work(stored), "onednn": decode_matrices_work(packed)}, rounds)
     if choice.chosen == "stored":
         del packed  # the packed copies go now, not at the end of the benchmark
