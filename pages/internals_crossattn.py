@@ -5,12 +5,13 @@ from __future__ import annotations
 import streamlit as st
 
 from kvviz import ui
+from kvviz.i18n import _, ngettext
 from kvviz.figures import internals as fig
 from kvviz.internals.records import CROSS_MAX_SOURCE_LEN, CROSS_MAX_STEPS, CrossAttnError, CrossAttnRun
 from pages.internals_shared import PLOT, explain
 
 
-@st.cache_data(show_spinner="Building a tiny BART and decoding...", max_entries=16)
+@st.cache_data(show_spinner=False, max_entries=16)  # the spinner is at the call, in the page's language
 def cross_run(source_len: int, n_steps: int) -> CrossAttnRun:
     """Deterministic (fixed seed, no timing): safe to share between sessions."""
     from kvviz.internals import crossattn  # torch: imported only when the model runs
@@ -19,29 +20,34 @@ def cross_run(source_len: int, n_steps: int) -> CrossAttnRun:
 
 
 ui.ensure_router()  # before anything is drawn: see its docstring
-st.title("Cross-attention cache")
-explain(
+st.title(_("Cross-attention cache"))
+explain(_(
     "An encoder-decoder model (translation, summarisation) has two caches per decoder layer. The "
     "**self-attention** cache holds the decoder's own tokens and grows by one row per step. The "
     "**cross-attention** cache holds K/V of the encoder's output: computed at the first step, then reused "
     "unchanged. This is a tiny BART built here with **random weights** (2+2 layers, d_model 32), fed token ids "
     "directly; transformers' own `EncoderDecoderCache` holds both caches."
-)
+))
 c1, c2 = st.columns(2)
 # Caps are checked by the library, not clamped by the widget: a value past the cap gets a message.
-src = c1.number_input(f"Source tokens (1..{CROSS_MAX_SOURCE_LEN})", min_value=1, value=12, key="int_cross_src")
-steps = c2.number_input(f"Decoder steps (1..{CROSS_MAX_STEPS})", min_value=1, value=8, key="int_cross_steps")
+src = c1.number_input(_("Source tokens (1..{top})").format(top=CROSS_MAX_SOURCE_LEN), min_value=1, value=12, key="int_cross_src")
+steps = c2.number_input(_("Decoder steps (1..{top})").format(top=CROSS_MAX_STEPS), min_value=1, value=8, key="int_cross_steps")
 try:
-    run = cross_run(int(src), int(steps))
+    with st.spinner(_("Building a tiny BART and decoding...")):
+        run = cross_run(int(src), int(steps))
 except CrossAttnError as exc:
     st.error(str(exc))
     st.stop()
-st.caption(f"Tiny BART with RANDOM weights, built here in milliseconds: {run.n_layer} decoder layers x "
-           f"{run.n_heads} heads x head_dim {run.head_dim}, float32; the encoder ran {run.encoder_passes} time "
-           "for all the steps. The text is meaningless; the cache mechanics are real.")
+st.caption(ngettext("Tiny BART with RANDOM weights, built here in milliseconds: {layers} decoder layers x {heads} "
+                    "heads x head_dim {head_dim}, float32; the encoder ran {n} time for all the steps. The text is "
+                    "meaningless; the cache mechanics are real.",
+                    "Tiny BART with RANDOM weights, built here in milliseconds: {layers} decoder layers x {heads} "
+                    "heads x head_dim {head_dim}, float32; the encoder ran {n} times for all the steps. The text is "
+                    "meaningless; the cache mechanics are real.", run.encoder_passes).format(
+    layers=run.n_layer, heads=run.n_heads, head_dim=run.head_dim, n=run.encoder_passes))
 st.plotly_chart(fig.cross_attention_figure(run), **PLOT)
 st.dataframe([{
-    "step": s.step, "self rows": s.self_rows, "self bytes": s.self_bytes, "cross rows": s.cross_rows,
-    "cross bytes": s.cross_bytes, "cross K/V equal to step 0": s.cross_equal_to_first,
-    "cross same memory": s.cross_same_storage, "old self rows unchanged": s.self_prefix_equal,
+    _("step"): s.step, _("self rows"): s.self_rows, _("self bytes"): s.self_bytes, _("cross rows"): s.cross_rows,
+    _("cross bytes"): s.cross_bytes, _("cross K/V equal to step 0"): s.cross_equal_to_first,
+    _("cross same memory"): s.cross_same_storage, _("old self rows unchanged"): s.self_prefix_equal,
 } for s in run.steps], hide_index=True)

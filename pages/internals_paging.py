@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from kvviz import ui
+from kvviz.i18n import _
 from kvviz.figures import internals as fig
 from kvviz.internals.records import PAGING_MAX_BLOCK_SIZE, PAGING_MAX_NEW_TOKENS, PagedRun, PagingError
 from kvviz.model.loading import LoadedModel
@@ -12,7 +13,7 @@ from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from pages.internals_shared import DEFAULT_PROMPT, MODEL_HASH, PLOT, explain
 
 
-@st.cache_data(show_spinner="Generating two sequences...", max_entries=16, hash_funcs=MODEL_HASH)
+@st.cache_data(show_spinner=False, max_entries=16, hash_funcs=MODEL_HASH)  # spinner at the call, translated
 def paged_run(loaded: LoadedModel, prompt: str, n_a: int, n_b: int, block: int) -> PagedRun:
     """Deterministic (fixed seed, no timing): safe to share between sessions."""
     from kvviz.internals import paging  # torch: imported only when the model runs
@@ -21,35 +22,38 @@ def paged_run(loaded: LoadedModel, prompt: str, n_a: int, n_b: int, block: int) 
 
 
 ui.ensure_router()  # before anything is drawn: see its docstring
-st.title("Paged blocks")
-explain(
+st.title(_("Paged blocks"))
+explain(_(
     "vLLM-style paging: the cache is a pool of fixed-size blocks; each sequence has a block table mapping its "
     "logical blocks to physical ones. Here the real model generates two continuations of one prompt (A greedy, "
     "B sampled). The full blocks of their common prefix are stored once with reference count 2. Only each "
     "sequence's last block is partly empty, compared with reserving the maximum length up front."
-)
-prompt = st.text_area("Prompt", DEFAULT_PROMPT, key="int_paging_prompt", height=70, max_chars=MAX_TEXT_CHARS,
-                      help=TEXT_CAP_HELP)
+))
+prompt = st.text_area(_("Prompt"), DEFAULT_PROMPT, key="int_paging_prompt", height=70, max_chars=MAX_TEXT_CHARS,
+                      help=_(TEXT_CAP_HELP))
 c1, c2, c3 = st.columns(3)
 # Caps are checked by the library, not clamped by the widget: a value past the cap gets a message.
-block = c1.number_input(f"Block size (1..{PAGING_MAX_BLOCK_SIZE} tokens)", min_value=1, value=16, key="int_paging_block")
-n_a = c2.number_input(f"New tokens, A (0..{PAGING_MAX_NEW_TOKENS})", min_value=0, value=20, key="int_paging_na")
-n_b = c3.number_input(f"New tokens, B (0..{PAGING_MAX_NEW_TOKENS})", min_value=0, value=12, key="int_paging_nb")
+block = c1.number_input(_("Block size (1..{top} tokens)").format(top=PAGING_MAX_BLOCK_SIZE), min_value=1, value=16,
+                        key="int_paging_block")
+n_a = c2.number_input(_("New tokens, A (0..{top})").format(top=PAGING_MAX_NEW_TOKENS), min_value=0, value=20, key="int_paging_na")
+n_b = c3.number_input(_("New tokens, B (0..{top})").format(top=PAGING_MAX_NEW_TOKENS), min_value=0, value=12, key="int_paging_nb")
 try:
-    run = paged_run(ui.current_model(), prompt, int(n_a), int(n_b), int(block))
+    with st.spinner(_("Generating two sequences...")):
+        run = paged_run(ui.current_model(), prompt, int(n_a), int(n_b), int(block))
 except PagingError as exc:
     st.error(str(exc))
     st.stop()
 p = run.plan
 m = st.columns(4)
-m[0].metric("Lengths A / B", f"{p.seq_lens[0]} / {p.seq_lens[1]}")
-m[1].metric("Physical blocks", p.physical_blocks, help=f"shared: {p.shared_blocks}")
-m[2].metric("Slots allocated, unused", f"{p.waste_bytes // p.bytes_per_token}")
-m[3].metric("Paged / pre-allocated bytes", f"{p.paged_bytes / p.preallocated_bytes:.0%}")
+m[0].metric(_("Lengths A / B"), f"{p.seq_lens[0]} / {p.seq_lens[1]}")
+m[1].metric(_("Physical blocks"), p.physical_blocks, help=_("shared: {n}").format(n=p.shared_blocks))
+m[2].metric(_("Slots allocated, unused"), f"{p.waste_bytes // p.bytes_per_token}")
+m[3].metric(_("Paged / pre-allocated bytes"), f"{p.paged_bytes / p.preallocated_bytes:.0%}")
 st.plotly_chart(fig.paging_blocks_figure(p), **PLOT)
 st.plotly_chart(fig.paging_bytes_figure(p), **PLOT)
-st.caption(f"Block tables A {list(p.tables[0])}, B {list(p.tables[1])}; refcounts {list(p.refcounts)}. "
-           f"{p.bytes_per_token:,} bytes per token (from the real cache); pre-allocation reserves {p.max_len} "
-           f"positions per sequence. Reading both caches back through their block tables reproduces them exactly "
-           f"(max difference {run.gather_max_abs_diff:.1e}).")
-st.markdown(f"**A:** `{run.texts[0]!r}`  \n**B:** `{run.texts[1]!r}`")
+st.caption(_("Block tables A {table_a}, B {table_b}; refcounts {refcounts}. {bytes_:,} bytes per token (from the real "
+             "cache); pre-allocation reserves {max_len} positions per sequence. Reading both caches back through "
+             "their block tables reproduces them exactly (max difference {diff:.1e}).").format(
+    table_a=list(p.tables[0]), table_b=list(p.tables[1]), refcounts=list(p.refcounts), bytes_=p.bytes_per_token,
+    max_len=p.max_len, diff=run.gather_max_abs_diff))
+st.markdown(f"**A:** `{run.texts[0]!r}`  \n**B:** `{run.texts[1]!r}`")  # the model's own (English) text

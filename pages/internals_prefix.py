@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from kvviz import ui
+from kvviz.i18n import _
 from kvviz.figures import internals as fig
 from kvviz.internals.records import PREFIX_DEFAULT_A as DEFAULT_A
 from kvviz.internals.records import PREFIX_DEFAULT_B as DEFAULT_B
@@ -16,25 +17,25 @@ from pages.internals_shared import PLOT, explain, run_queued
 RESULT_KEY = "int_prefix_result"  # (inputs, PrefixReuse) of this session's last measurement
 
 ui.ensure_router()  # before anything is drawn: see its docstring
-st.title("Prefix reuse")
-explain(
+st.title(_("Prefix reuse"))
+explain(_(
     "Prompt A is prefilled; then its cache is rolled back (cropped) to the tokens it shares with prompt B, and "
     "only B's remaining tokens are fed. Because attention is causal, the kept rows are exactly what B would "
     "have computed: the logits match a fresh prefill of B. Sharing is counted in *tokens*, not characters.\n\n"
     "The default prompts share a long opening, as every request to a chat server shares its system prompt: "
     "that is where prefix caching pays. The times are measured on this machine when you press the button: "
-    f"{PREFIX_TIMING_REPEATS} runs of each, taken in turn, and the median with the fastest and slowest run, "
+    "{repeats} runs of each, taken in turn, and the median with the fastest and slowest run, "
     "for you only. When the two sets of runs overlap, the page says the difference is inside the noise. "
     "Every forward pass also pays a fixed cost whatever its length (Python, one call per layer), so the time "
     "saved is smaller than the share of tokens saved."
-)
-a = st.text_area("Prompt A (cached first)", DEFAULT_A, key="int_prefix_a", height=120, max_chars=MAX_TEXT_CHARS,
-                 help=TEXT_CAP_HELP)
-b = st.text_area("Prompt B", DEFAULT_B, key="int_prefix_b", height=120, max_chars=MAX_TEXT_CHARS,
-                 help=TEXT_CAP_HELP)
+).format(repeats=PREFIX_TIMING_REPEATS))
+a = st.text_area(_("Prompt A (cached first)"), DEFAULT_A, key="int_prefix_a", height=120, max_chars=MAX_TEXT_CHARS,
+                 help=_(TEXT_CAP_HELP))
+b = st.text_area(_("Prompt B"), DEFAULT_B, key="int_prefix_b", height=120, max_chars=MAX_TEXT_CHARS,
+                 help=_(TEXT_CAP_HELP))
 inputs = (ui.current_info().spec, a, b)
 
-if st.button("Prefill both and compare", key="int_prefix_run", type="primary"):
+if st.button(_("Prefill both and compare"), key="int_prefix_run", type="primary"):
     loaded = ui.current_model()
 
     def measure() -> PrefixReuse:
@@ -43,7 +44,7 @@ if st.button("Prefill both and compare", key="int_prefix_run", type="primary"):
         return prefix.prefix_reuse(loaded, a, b)
 
     try:
-        result = run_queued("Prefilling both prompts", measure)
+        result = run_queued(_("Prefilling both prompts"), measure)
     except PrefixError as exc:
         st.error(str(exc))
         result = None
@@ -52,36 +53,38 @@ if st.button("Prefill both and compare", key="int_prefix_run", type="primary"):
 
 stored = st.session_state.get(RESULT_KEY)
 if stored is None:
-    st.info("Press **Prefill both and compare** to run both prompts through the model.")
+    st.info(_("Press **Prefill both and compare** to run both prompts through the model."))
     st.stop()
 stored_inputs, r = stored
 if stored_inputs != inputs:
-    st.caption("The prompts changed since this measurement: press the button again to measure the new ones.")
+    st.caption(_("The prompts changed since this measurement: press the button again to measure the new ones."))
 if r.shared_len == 0:
-    st.warning("The prompts share no leading token, so nothing can be reused. Start both the same way.")
+    st.warning(_("The prompts share no leading token, so nothing can be reused. Start both the same way."))
 t = r.timing
 m = st.columns(4)
-m[0].metric("Shared tokens", r.shared_len)
-m[1].metric("Tokens computed", r.new_tokens_computed, delta=-r.tokens_saved, delta_color="inverse")
-m[2].metric("Prefill with reuse (median)", f"{r.reuse_ms:.1f} ms",
-            delta=None if t.inside_noise else f"{-r.time_saved_ms:.1f} ms vs fresh", delta_color="inverse",
-            help=f"With reuse: {r.reuse.label()}. Fresh: {r.fresh.label()}.")
-m[3].metric("Max |logit diff| vs fresh", f"{r.max_abs_logit_diff:.2e}")
+m[0].metric(_("Shared tokens"), r.shared_len)
+m[1].metric(_("Tokens computed"), r.new_tokens_computed, delta=-r.tokens_saved, delta_color="inverse")
+m[2].metric(_("Prefill with reuse (median)"), f"{r.reuse_ms:.1f} ms",
+            delta=None if t.inside_noise else _("{ms:.1f} ms vs fresh").format(ms=-r.time_saved_ms),
+            delta_color="inverse",
+            help=_("With reuse: {reuse}. Fresh: {fresh}.").format(reuse=r.reuse.label(), fresh=r.fresh.label()))
+m[3].metric(_("Max |logit diff| vs fresh"), f"{r.max_abs_logit_diff:.2e}")
 if r.timing_contradicts_lesson:
-    st.warning(
-        f"Measured on a busy machine: reuse took {r.reuse_ms:.1f} ms, a fresh prefill {r.fresh_ms:.1f} ms, although "
-        f"reuse computed {r.tokens_saved} fewer tokens (1-min load average {r.load_avg_1min:.2f} at the time). "
-        "Other work on the CPU distorted the timing; the token counts above are exact. Measure again when it is "
-        "quieter."
-    )
-elif t.inside_noise:
-    st.info(t.sentence() + (" The token counts above are exact." if r.tokens_saved else ""))
+    st.warning(_(
+        "Measured on a busy machine: reuse took {reuse_ms:.1f} ms, a fresh prefill {fresh_ms:.1f} ms, although "
+        "reuse computed {saved} fewer tokens (1-min load average {load:.2f} at the time). Other work on the CPU "
+        "distorted the timing; the token counts above are exact. Measure again when it is quieter."
+    ).format(reuse_ms=r.reuse_ms, fresh_ms=r.fresh_ms, saved=r.tokens_saved, load=r.load_avg_1min))
+elif t.inside_noise:  # the verdict's wording is the noise rule's (kvviz.speedup.noise), in the current language
+    st.info(_("{verdict} The token counts above are exact.").format(verdict=r.timing_sentence()) if r.tokens_saved
+            else r.timing_sentence())
 else:
-    st.success(t.sentence())
-st.plotly_chart(fig.token_strip_figure(r.tokens_b, r.reused_len, "Prompt B: green rows reused from A's cache, "
-                                       "orange rows computed now"), **PLOT)
+    st.success(r.timing_sentence())
+st.plotly_chart(fig.token_strip_figure(r.tokens_b, r.reused_len, _("Prompt B: green rows reused from A's cache, "
+                                                                     "orange rows computed now")), **PLOT)
 st.plotly_chart(fig.prefix_figure(r), **PLOT)
-st.caption(f"Fresh prefill of B: {r.fresh.label()}; reuse: {r.reuse.label()} (wall-clock on this machine, runs "
-           f"taken in turn after one warm-up each, 1-min load average {r.load_avg_1min:.2f} then). Reused rows: "
-           f"{r.reused_cache_bytes:,} bytes. Same next token: {r.same_next_token}. Largest K/V difference: "
-           f"{r.max_abs_kv_diff:.2e}.")
+st.caption(_("Fresh prefill of B: {fresh}; reuse: {reuse} (wall-clock on this machine, runs taken in turn after one "
+             "warm-up each, 1-min load average {load:.2f} then). Reused rows: {bytes_:,} bytes. Same next token: "
+             "{same}. Largest K/V difference: {diff:.2e}.").format(
+    fresh=r.fresh.label(), reuse=r.reuse.label(), load=r.load_avg_1min, bytes_=r.reused_cache_bytes,
+    same=_("yes") if r.same_next_token else _("no"), diff=r.max_abs_kv_diff))

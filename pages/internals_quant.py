@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from kvviz import ui
+from kvviz.i18n import _
 from kvviz.memory import dtypes
 from kvviz.figures import internals as fig
 from kvviz.internals.records import (AGREEMENT_MAX_PROMPT_TOKENS, AGREEMENT_MAX_PROMPTS, AGREEMENT_MAX_TOKENS,
@@ -22,7 +23,7 @@ def transformers_residual_length() -> int:
     return int(dtypes.transformers_quantized_defaults().get("residual_length", 128))
 
 
-@st.cache_data(show_spinner="Quantizing the real cache...", max_entries=16, hash_funcs=MODEL_HASH)
+@st.cache_data(show_spinner=False, max_entries=16, hash_funcs=MODEL_HASH)  # spinner at the call, translated
 def reports(loaded: LoadedModel, prompt: str, group: int, residual_rows: int) -> list[QuantReport]:
     """Deterministic (no timing): safe to share between sessions."""
     from kvviz.internals import quant
@@ -38,9 +39,9 @@ def agreement(loaded: LoadedModel, prompts: tuple[str, ...], n_new: int, group: 
 
 
 ui.ensure_router()  # before anything is drawn: see its docstring
-st.title("Quantized caches")
+st.title(_("Quantized caches"))
 residual_length = transformers_residual_length()
-explain(
+explain(_(
     "The real cache of your prompt is stored in fp16, bf16, int8 and int4 and read back. int8/int4 use "
     "asymmetric round-to-nearest with an **fp16 scale and fp16 zero point per group** of G consecutive channels "
     "of one token's K or V head vector (4 bytes per group), int4 packed two per byte; the error per element is "
@@ -48,52 +49,58 @@ explain(
     "**Per token or per channel?** kvviz groups *per token*, for keys and values alike. KIVI (arXiv:2402.02750) "
     "quantizes **keys per channel** (a group runs along positions, because key outliers sit in fixed channels) "
     "and values per token. transformers' `QuantizedCache` keeps the newest tokens in full precision: a "
-    f"**residual window** of `residual_length` = {residual_length} rows (its default, read from transformers). "
-    f"After t decode steps it holds t mod {residual_length} full-precision rows, then quantizes them all at once; "
+    "**residual window** of `residual_length` = {residual} rows (its default, read from transformers). "
+    "After t decode steps it holds t mod {residual} full-precision rows, then quantizes them all at once; "
     "right after a prefill it holds none. Set how many newest rows stay in full precision to see what they cost.\n\n"
     "Then the model generates greedily with each format (every new K/V row quantized as it enters the cache) "
     "and we count how often it picks the full-precision token."
-)
+).format(residual=residual_length))
 info = ui.current_info()
-prompt = st.text_area("Prompt", DEFAULT_PROMPT, key="int_quant_prompt", height=70, max_chars=MAX_TEXT_CHARS,
-                      help=TEXT_CAP_HELP)
+prompt = st.text_area(_("Prompt"), DEFAULT_PROMPT, key="int_quant_prompt", height=70, max_chars=MAX_TEXT_CHARS,
+                      help=_(TEXT_CAP_HELP))
 c1, c2 = st.columns(2)
 # Caps are checked by the library, not clamped by the widget: a value past the cap gets a message.
-group = c1.number_input(f"Group size G (must divide head_dim = {info.head_dim})", min_value=1, value=info.head_dim,
+group = c1.number_input(_("Group size G (must divide head_dim = {head_dim})").format(head_dim=info.head_dim), min_value=1, value=info.head_dim,
                         key="int_quant_group")
-residual = c2.number_input(f"Newest rows kept in full precision (0..{residual_length - 1}: the residual window)",
+residual = c2.number_input(_("Newest rows kept in full precision (0..{top}: the residual window)").format(
+                               top=residual_length - 1),
                            min_value=0, value=0, key="int_quant_residual")
 try:
-    residual = check_int_in_range(residual, 0, residual_length - 1, "full-precision residual rows", error=QuantError)
-    rows = reports(ui.current_model(), prompt, int(group), residual)
+    residual = check_int_in_range(residual, 0, residual_length - 1, _("full-precision residual rows"),
+                                  error=QuantError)
+    with st.spinner(_("Quantizing the real cache...")):
+        rows = reports(ui.current_model(), prompt, int(group), residual)
 except QuantError as exc:
     st.error(str(exc))
     st.stop()
 st.dataframe([{
-    "format": r.scheme, "bytes": r.stored_bytes, "of which scales+zeros": r.overhead_bytes,
-    "of which full-precision residual": r.residual_bytes, "vs fp32": f"{r.stored_bytes / r.fp32_bytes:.1%}",
-    "calculator bytes": r.calculator_bytes,
-    "worst layer K error": f"{max(la.key_rel_rms for la in r.layers):.2e}",
-    "worst layer V error": f"{max(la.value_rel_rms for la in r.layers):.2e}",
+    _("format"): r.scheme, _("bytes"): r.stored_bytes, _("of which scales+zeros"): r.overhead_bytes,
+    _("of which full-precision residual"): r.residual_bytes, _("vs fp32"): f"{r.stored_bytes / r.fp32_bytes:.1%}",
+    _("calculator bytes"): r.calculator_bytes,
+    _("worst layer K error"): f"{max(la.key_rel_rms for la in r.layers):.2e}",
+    _("worst layer V error"): f"{max(la.value_rel_rms for la in r.layers):.2e}",
 } for r in rows], hide_index=True)
-st.caption(f"{rows[0].seq_len} cached tokens; {rows[0].residual_rows} newest rows per layer left in full precision.")
+st.caption(_("{n} cached tokens; {residual} newest rows per layer left in full precision.").format(
+    n=rows[0].seq_len, residual=rows[0].residual_rows))
 c1, c2 = st.columns(2)
 c1.plotly_chart(fig.quant_bytes_figure(rows), **PLOT)
 c2.plotly_chart(fig.quant_error_figure(rows), **PLOT)
 
-st.subheader("Does generation change? Greedy agreement")
-st.caption(f"Bounded work: at most {AGREEMENT_MAX_PROMPTS} prompts, {AGREEMENT_MAX_TOKENS} tokens each, and "
-           f"prompts x tokens at most {AGREEMENT_MAX_PROMPT_TOKENS}; one measurement at a time on this server.")
-prompts = st.text_area(f"Prompts for the agreement test (one per line, at most {AGREEMENT_MAX_PROMPTS})",
+st.subheader(_("Does generation change? Greedy agreement"))
+st.caption(_("Bounded work: at most {prompts} prompts, {tokens} tokens each, and prompts x tokens at most {total}; "
+             "one measurement at a time on this server.").format(
+    prompts=AGREEMENT_MAX_PROMPTS, tokens=AGREEMENT_MAX_TOKENS, total=AGREEMENT_MAX_PROMPT_TOKENS))
+prompts = st.text_area(_("Prompts for the agreement test (one per line, at most {n})").format(n=AGREEMENT_MAX_PROMPTS),
                        DEFAULT_AGREEMENT_PROMPTS, key="int_quant_prompts", height=110,
-                       max_chars=MAX_TEXT_CHARS, help=TEXT_CAP_HELP)
-n_new = st.number_input(f"Tokens per prompt (1..{AGREEMENT_MAX_TOKENS})", min_value=1, value=16, key="int_quant_n")
+                       max_chars=MAX_TEXT_CHARS, help=_(TEXT_CAP_HELP))
+n_new = st.number_input(_("Tokens per prompt (1..{top})").format(top=AGREEMENT_MAX_TOKENS), min_value=1, value=16,
+                        key="int_quant_n")
 lines = tuple(line for line in prompts.splitlines() if line.strip())
-if st.button("Measure greedy agreement", key="int_quant_run"):
+if st.button(_("Measure greedy agreement"), key="int_quant_run"):
     try:
         check_agreement_work(len(lines), int(n_new))  # refuse past-cap work before queueing for it
         loaded = ui.current_model()
-        results = run_queued("Generating with each cache format",
+        results = run_queued(_("Generating with each cache format"),
                              lambda: agreement(loaded, lines, int(n_new), int(group)))
     except QuantError as exc:
         st.error(str(exc))
@@ -104,6 +111,8 @@ stored = st.session_state.get(AGREEMENT_KEY)
 if stored is not None:
     (done_lines, done_n, done_group), results = stored
     st.plotly_chart(fig.quant_agreement_figure(results), **PLOT)
-    st.caption("; ".join(f"{r.scheme}: {r.identical_prompts}/{len(done_lines)} prompts identical" for r in results)
-               + f" over {done_n} tokens each, group size {done_group} (teacher-forced: both runs see the "
-               "full-precision tokens).")
+    st.caption(_("{per_format} over {n} tokens each, group size {group} (teacher-forced: both runs see the "
+                 "full-precision tokens).").format(
+        per_format=_("; ").join(_("{format}: {same}/{total} prompts identical").format(
+            format=r.scheme, same=r.identical_prompts, total=len(done_lines)) for r in results),
+        n=done_n, group=done_group))

@@ -11,6 +11,7 @@ from typing import TypeVar
 import streamlit as st
 
 from kvviz import ui
+from kvviz.i18n import _
 from kvviz.work_queue import QueueTimeout, shared_queue
 
 DEFAULT_PROMPT = "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun."
@@ -26,28 +27,33 @@ T = TypeVar("T")
 
 def explain(text: str, expanded: bool = True) -> None:
     """The page's "What you are seeing" box, written for a student."""
-    with st.expander("What you are seeing", expanded=expanded):
+    with st.expander(_("What you are seeing"), expanded=expanded):
         st.markdown(text)
 
 
 def run_queued(what: str, job: Callable[[], T]) -> T | None:
     """Run `job` when this server's internals queue gets to it; meanwhile show how many jobs are ahead.
 
+    what: the work, already translated (it is the spinner's text and part of the waiting message).
+
     Returns None (after showing a message) if the wait runs past QUEUE_WAIT_S.
     """
     queue = shared_queue(QUEUE_NAME)
     box = st.empty()
+    seen: list[int] = []  # the last queue position reported, for the give-up message
 
     def waiting(ahead: int) -> None:
-        box.info(f"Another session is measuring on this server: {ahead} job(s) ahead of you. {what} starts "
-                 "when they finish (one measurement at a time keeps the timings honest).")
+        seen[:] = [ahead]
+        box.info(_("Another session is measuring on this server: {ahead} job(s) ahead of you. {what} starts when "
+                   "they finish (one measurement at a time keeps the timings honest).").format(ahead=ahead, what=what))
 
     try:
         with queue.turn(timeout_s=QUEUE_WAIT_S, on_wait=waiting):
             box.empty()
-            with st.spinner(f"{what}..."):
+            with st.spinner(_("{what}...").format(what=what)):
                 return job()
     except QueueTimeout as exc:
         box.empty()
-        st.error(str(exc))
+        st.error(_("Still {ahead} job(s) ahead after {seconds:.0f} s of waiting: try again in a moment.").format(
+            ahead=seen[0], seconds=QUEUE_WAIT_S) if seen else str(exc))
         return None

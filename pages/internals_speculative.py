@@ -6,6 +6,7 @@ import streamlit as st
 
 from kvviz.model import loading
 from kvviz import ui
+from kvviz.i18n import _
 from kvviz.figures import internals as fig
 from kvviz.internals.records import SPEC_DEFAULT_PROMPT as DEFAULT_PROMPT
 from kvviz.internals.records import (SPEC_MAX_K, SPEC_MAX_NEW, SPEC_MAX_TEMPERATURE, SPEC_MIN_TEMPERATURE, SpecRun,
@@ -19,7 +20,7 @@ OTHER_BUNDLED = {loading.BUNDLED: loading.BUNDLED_GQA, loading.BUNDLED_GQA: load
 SELF = "self"
 
 
-@st.cache_data(show_spinner="Drafting and verifying...", max_entries=16, hash_funcs=MODEL_HASH)
+@st.cache_data(show_spinner=False, max_entries=16, hash_funcs=MODEL_HASH)  # spinner at the call, translated
 def spec_run(loaded: LoadedModel, prompt: str, n_new: int, k: int, temperature: float | None,
              draft: LoadedModel | None) -> SpecRun:
     """Deterministic (fixed seed, no timing): safe to share between sessions."""
@@ -29,8 +30,8 @@ def spec_run(loaded: LoadedModel, prompt: str, n_new: int, k: int, temperature: 
 
 
 ui.ensure_router()  # before anything is drawn: see its docstring
-st.title("Speculative decoding: rollback")
-explain(
+st.title(_("Speculative decoding: rollback"))
+explain(_(
     "A small **draft** model proposes k tokens; the **verifier** (the model in the sidebar, greedy) checks all "
     "of them in ONE forward pass, which appends k+1 rows to its cache. It keeps the proposals up to the first "
     "disagreement, and the cache is cropped back with `crop_cache`: the rejected rows are removed. The output "
@@ -39,43 +40,48 @@ explain(
     "can predict is accepted in long runs: here the line repeated from the prompt (both bundled models learned "
     "to copy from their cache). New invention is where two small models disagree, and a draft sampled at a "
     "higher temperature disagrees more. Every accepted run of k tokens saves k verifier passes."
-)
+))
 verifier = ui.current_info()
 other = OTHER_BUNDLED.get(verifier.spec)
 drafts = ([other] if other is not None else []) + [SELF]
-labels = {SELF: "itself, sampled (temperature)"}
-if other is not None:
-    labels[other] = f"{loading.BUNDLED_MODELS[other].title.replace('Tiny-Shakespeare ', '')} (greedy)"  # fits its box
-prompt = st.text_area("Prompt", DEFAULT_PROMPT, key="int_spec_prompt", height=110, max_chars=MAX_TEXT_CHARS,
-                      help=TEXT_CAP_HELP)
+labels = {SELF: _("itself, sampled (temperature)")}
+if other is not None:  # the model's name, shortened to fit its box
+    title = _(loading.BUNDLED_MODELS[other].title).replace("Tiny-Shakespeare ", "")
+    labels[other] = _("{model} (greedy)").format(model=title)
+prompt = st.text_area(_("Prompt"), DEFAULT_PROMPT, key="int_spec_prompt", height=110, max_chars=MAX_TEXT_CHARS,
+                      help=_(TEXT_CAP_HELP))
 c0, c1, c2, c3 = st.columns([3, 2, 2, 2])
-draft_choice = c0.selectbox("Draft model", drafts, format_func=labels.__getitem__, key="int_spec_draft",
-                            help="A draft must share the verifier's tokenizer: the two bundled models do.")
+draft_choice = c0.selectbox(_("Draft model"), drafts, format_func=labels.__getitem__, key="int_spec_draft",
+                            help=_("A draft must share the verifier's tokenizer: the two bundled models do."))
 # Caps are checked by the library, not clamped by the widget: a value past the cap gets a message.
-k = c1.number_input(f"Draft length k (1..{SPEC_MAX_K})", min_value=1, value=4, key="int_spec_k")
-n_new = c2.number_input(f"Tokens to generate (1..{SPEC_MAX_NEW})", min_value=1, value=24, key="int_spec_n")
-temp = c3.number_input(f"Draft temperature ({SPEC_MIN_TEMPERATURE}..{SPEC_MAX_TEMPERATURE:g})", value=0.7, step=0.05,
+k = c1.number_input(_("Draft length k (1..{top})").format(top=SPEC_MAX_K), min_value=1, value=4, key="int_spec_k")
+n_new = c2.number_input(_("Tokens to generate (1..{top})").format(top=SPEC_MAX_NEW), min_value=1, value=24, key="int_spec_n")
+temp = c3.number_input(_("Draft temperature ({low}..{high:g})").format(low=SPEC_MIN_TEMPERATURE, high=SPEC_MAX_TEMPERATURE),
+                       value=0.7, step=0.05,
                        key="int_spec_t", disabled=draft_choice != SELF,
-                       help="Only for a sampled draft; the other bundled model drafts greedily.")
+                       help=_("Only for a sampled draft; the other bundled model drafts greedily."))
 try:
     draft = None if draft_choice == SELF else ui.cached_model(draft_choice)
-    run = spec_run(ui.current_model(), prompt, int(n_new), int(k), float(temp) if draft_choice == SELF else None,
-                   draft)
+    with st.spinner(_("Drafting and verifying...")):
+        run = spec_run(ui.current_model(), prompt, int(n_new), int(k), float(temp) if draft_choice == SELF else None,
+                       draft)
 except (SpeculativeError, loading.ModelLoadError) as exc:
     st.error(str(exc))
     st.stop()
 m = st.columns(3)
-m[0].metric("Acceptance", f"{run.acceptance_rate:.0%}",
-            help=f"{sum(r.accepted for r in run.rounds)} of {run.draft_passes} proposed tokens were the verifier's "
-                 "own greedy choice")
-m[1].metric(f"Verifier passes (plain greedy: {len(run.tokens)})", run.verifier_passes,
-            help="plain greedy decoding needs one pass per generated token, the prefill included")
-m[2].metric("Cache vs fresh prefill", f"{run.cache_vs_fresh_max_abs_diff:.1e}")
+m[0].metric(_("Acceptance"), f"{run.acceptance_rate:.0%}",
+            help=_("{accepted} of {proposed} proposed tokens were the verifier's own greedy choice").format(
+                accepted=sum(r.accepted for r in run.rounds), proposed=run.draft_passes))
+m[1].metric(_("Verifier passes (plain greedy: {n})").format(n=len(run.tokens)), run.verifier_passes,
+            help=_("plain greedy decoding needs one pass per generated token, the prefill included"))
+m[2].metric(_("Cache vs fresh prefill"), f"{run.cache_vs_fresh_max_abs_diff:.1e}")
 st.plotly_chart(fig.speculative_figure(run), **PLOT)
 st.dataframe([{
-    "round": r.index, "proposed": " | ".join(repr(t)[1:-1] for t in r.proposed_text), "accepted": r.accepted,
-    "rows before": r.cache_len_before, "after verify": r.cache_len_verified, "after crop": r.cache_len_after_crop,
+    _("round"): r.index, _("proposed"): " | ".join(repr(t)[1:-1] for t in r.proposed_text), _("accepted"): r.accepted,
+    _("rows before"): r.cache_len_before, _("after verify"): r.cache_len_verified,
+    _("after crop"): r.cache_len_after_crop,
 } for r in run.rounds], hide_index=True)
-st.caption(f"Draft: {run.draft_label}. It made {run.draft_passes} passes of its own; {run.rows_cropped} verifier "
-           "cache rows were computed for rejected proposals and cropped away.")
-st.markdown(f"**Generated:** `{run.text!r}`")
+st.caption(_("Draft: {draft}. It made {passes} passes of its own; {cropped} verifier cache rows were computed for "
+             "rejected proposals and cropped away.").format(draft=_(run.draft_label), passes=run.draft_passes,
+                                                            cropped=run.rows_cropped))
+st.markdown(_("**Generated:** `{text}`").format(text=repr(run.text)))  # the model's own (English) text

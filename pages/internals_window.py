@@ -6,6 +6,7 @@ import numpy as np
 import streamlit as st
 
 from kvviz import ui
+from kvviz.i18n import N_, _
 from kvviz.memory import units
 from kvviz.figures import internals as fig
 from kvviz.internals.records import PresetLayers, WindowError, WindowRun
@@ -13,11 +14,13 @@ from kvviz.model.loading import LoadedModel
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP, check_int_in_range
 from pages.internals_shared import DEFAULT_PROMPT, MODEL_HASH, PLOT, explain
 
-PATTERNS = {"all local": None, "1 local : 1 global": 1, "3 local : 1 global": 3}
+PATTERNS = {"all local": None, "1 local : 1 global": 1, "3 local : 1 global": 3}  # option (English) -> local per global
+PATTERN_LABELS = {"all local": N_("all local"), "1 local : 1 global": N_("1 local : 1 global"),
+                  "3 local : 1 global": N_("3 local : 1 global")}
 GEMMA_MAX_CONTEXT = 131072
 
 
-@st.cache_data(show_spinner="Running the model on the prompt...", max_entries=16, hash_funcs=MODEL_HASH)
+@st.cache_data(show_spinner=False, max_entries=16, hash_funcs=MODEL_HASH)  # spinner at the call, translated
 def window_run(loaded: LoadedModel, prompt: str, w: int, local_per_global: int | None) -> tuple[WindowRun, np.ndarray]:
     """The run and the last 48 tokens' visibility mask. Deterministic (no timing): safe to share."""
     from kvviz.internals import window  # torch: imported only when the model runs
@@ -34,51 +37,55 @@ def gemma_layers(context_len: int) -> PresetLayers:
 
 
 ui.ensure_router()  # before anything is drawn: see its docstring
-st.title("Sliding windows")
-explain(
+st.title(_("Sliding windows"))
+explain(_(
     "A sliding-window layer keeps only the last W rows: older rows are evicted and that layer can no longer "
     "attend to them, so its cache stops growing at W rows. Hybrid models mix local and global layers (Gemma 3: "
     "5 local, then 1 global). Below, the real model runs with full attention on your prompt; we apply the window "
     "to its real cache and measure how much attention the last token paid to rows a window would have evicted. "
     "Per-layer sizes come from the memory calculator and match the real tensors."
-)
+))
 info = ui.current_info()
-prompt = st.text_area("Prompt", DEFAULT_PROMPT, key="int_window_prompt", height=70, max_chars=MAX_TEXT_CHARS,
-                      help=TEXT_CAP_HELP)
+prompt = st.text_area(_("Prompt"), DEFAULT_PROMPT, key="int_window_prompt", height=70, max_chars=MAX_TEXT_CHARS,
+                      help=_(TEXT_CAP_HELP))
 c1, c2 = st.columns(2)
 # Caps are checked by the library, not clamped by the widget: a value past the cap gets a message.
-w = c1.number_input(f"Window W (1..{info.n_positions} tokens)", min_value=1, value=8, key="int_window_w")
-pattern = c2.selectbox("Layer pattern", list(PATTERNS), key="int_window_pattern")
+w = c1.number_input(_("Window W (1..{top} tokens)").format(top=info.n_positions), min_value=1, value=8, key="int_window_w")
+pattern = c2.selectbox(_("Layer pattern"), list(PATTERNS), format_func=lambda v: _(PATTERN_LABELS[v]),
+                       key="int_window_pattern")
 try:
-    run, visible = window_run(ui.current_model(), prompt, int(w), PATTERNS[pattern])
+    with st.spinner(_("Running the model on the prompt...")):
+        run, visible = window_run(ui.current_model(), prompt, int(w), PATTERNS[pattern])
 except WindowError as exc:
     st.error(str(exc))
     st.stop()
 s = run.state
 if s.rows_evicted == 0:
-    st.warning(f"The prompt has {s.seq_len} tokens, not more than W = {s.window}: nothing is evicted yet. "
-               "Lower W or lengthen the prompt.")
+    st.warning(_("The prompt has {n} tokens, not more than W = {w}: nothing is evicted yet. Lower W or lengthen "
+                 "the prompt.").format(n=s.seq_len, w=s.window))
 m = st.columns(3)
-m[0].metric("Rows a local layer keeps", f"{s.rows_kept} of {s.seq_len}")
-m[1].metric("Cache bytes kept", f"{run.bytes_kept:,}", delta=f"{run.bytes_kept - run.bytes_full:,}",
+m[0].metric(_("Rows a local layer keeps"), _("{kept} of {n}").format(kept=s.rows_kept, n=s.seq_len))
+m[1].metric(_("Cache bytes kept"), f"{run.bytes_kept:,}", delta=f"{run.bytes_kept - run.bytes_full:,}",
             delta_color="inverse")
 lost = [la.attention_lost for la in run.layers if la.kind == "local"]
-m[2].metric("Attention on evicted rows (local layers)", f"{np.mean(lost):.0%}" if lost else "n/a")
+m[2].metric(_("Attention on evicted rows (local layers)"), f"{np.mean(lost):.0%}" if lost else _("n/a"))
 if run.evicted_tokens:
-    st.markdown("**Evicted (no longer visible to local layers):** `" + "".join(run.evicted_tokens) + "`")
+    st.markdown(_("**Evicted (no longer visible to local layers):** `{tokens}`").format(
+        tokens="".join(run.evicted_tokens)))
 st.plotly_chart(fig.window_mask_figure(visible, run.tokens[: len(visible)],
-                                       f"Local layer: which rows each query sees (W = {w}, first {len(visible)} tokens)"), **PLOT)
+                                       _("Local layer: which rows each query sees (W = {w}, first {n} tokens)").format(
+                                           w=w, n=len(visible))), **PLOT)
 st.plotly_chart(fig.window_layers_figure(run), **PLOT)
-st.caption("Calculator bytes per layer: " + ", ".join(f"{la.calculator_bytes:,}" for la in run.layers)
-           + " (kvviz.memory.budget) = bytes of the kept slices of the real tensors.")
+st.caption(_("Calculator bytes per layer: {bytes_} (kvviz.memory.budget) = bytes of the kept slices of the real "
+             "tensors.").format(bytes_=", ".join(f"{la.calculator_bytes:,}" for la in run.layers)))
 
-ctx = st.number_input(f"Gemma 3 4B context (1..{GEMMA_MAX_CONTEXT:,} tokens)", min_value=1, value=32768,
+ctx = st.number_input(_("Gemma 3 4B context (1..{top:,} tokens)").format(top=GEMMA_MAX_CONTEXT), min_value=1, value=32768,
                       key="int_window_gemma_ctx")
 try:
-    p = gemma_layers(check_int_in_range(ctx, 1, GEMMA_MAX_CONTEXT, "Gemma 3 4B context (tokens)"))
+    p = gemma_layers(check_int_in_range(ctx, 1, GEMMA_MAX_CONTEXT, _("Gemma 3 4B context (tokens)")))
 except ValueError as exc:
     st.error(str(exc))
     st.stop()
 st.plotly_chart(fig.preset_layers_figure(p), **PLOT)
-st.caption(f"Gemma 3 4B, one sequence: {units.format_bytes(p.total_bytes)} with its 5:1 pattern vs "
-           f"{units.format_bytes(p.all_global_bytes)} if every layer were global.")
+st.caption(_("Gemma 3 4B, one sequence: {hybrid} with its 5:1 pattern vs {all_global} if every layer were "
+             "global.").format(hybrid=units.format_bytes(p.total_bytes), all_global=units.format_bytes(p.all_global_bytes)))

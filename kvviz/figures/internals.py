@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from kvviz.i18n import N_, _
 from kvviz.memory.units import binary_unit
 from kvviz.figures import log_ticks, readable
 from kvviz.internals.layout import LayoutBench
@@ -22,6 +23,12 @@ REJECTED_COLOR = "#d62728"  # computed, then thrown away
 GLOBAL_COLOR = "#1f77b4"
 LOCAL_COLOR = "#9467bd"
 SCHEME_COLORS = {"fp16": "#1f77b4", "bf16": "#17becf", "int8": "#ff7f0e", "int4": "#d62728"}
+LAYER_KINDS = {"local": N_("local"), "global": N_("global")}  # a layer's kind (records keep the English key)
+
+
+def kind_label(kind: str) -> str:
+    """A layer kind ("local" / "global") in the current language."""
+    return _(LAYER_KINDS[kind]) if kind in LAYER_KINDS else kind
 
 
 def _layout(fig: go.Figure, title: str, height_px: int = 320) -> go.Figure:
@@ -53,15 +60,17 @@ def layout_read_map(mask: np.ndarray, row_elems: int, elem_bytes: int, title: st
     offsets = np.arange(rows.size).reshape(rows.shape) * bin_elems * elem_bytes
     fig = go.Figure(go.Heatmap(
         z=rows, zmin=0, zmax=1, colorscale=[[0, "#f2f2f2"], [1, "#08306b"]], showscale=False,
-        hovertemplate="byte offset %{customdata:,}<extra></extra>", customdata=offsets,
+        hovertemplate=_("byte offset %{customdata:,}<extra></extra>"), customdata=offsets,
     ))
     if mark_offset_bytes is not None:
         cell = mark_offset_bytes // elem_bytes // bin_elems
-        fig.add_scatter(x=[cell % cells_per_row], y=[cell // cells_per_row], mode="markers", name="the element",
+        fig.add_scatter(x=[cell % cells_per_row], y=[cell // cells_per_row], mode="markers", name=_("the element"),
                         marker=dict(symbol="x", size=12, color=REJECTED_COLOR), showlegend=False,
-                        hovertemplate=f"the element: byte offset {mark_offset_bytes:,}<extra></extra>")
-    fig.update_yaxes(autorange="reversed", title=f"row ({row_elems * elem_bytes:,} bytes each)")
-    fig.update_xaxes(title="element within the row" if bin_elems == 1 else f"groups of {bin_elems} elements")
+                        hovertemplate=_("the element: byte offset {offset:,}<extra></extra>").format(
+                            offset=mark_offset_bytes))
+    fig.update_yaxes(autorange="reversed", title=_("row ({n:,} bytes each)").format(n=row_elems * elem_bytes))
+    fig.update_xaxes(title=_("element within the row") if bin_elems == 1
+                     else _("groups of {n} elements").format(n=bin_elems))
     return _layout(fig, title, 300)
 
 
@@ -76,8 +85,8 @@ def append_copy_figure(seq_lens: Sequence[int], copied_bytes: dict[str, Sequence
     for i, (label, copied) in enumerate(copied_bytes.items()):
         fig.add_scatter(x=list(seq_lens), y=[c + row_bytes for c in copied], mode="lines", name=label,
                         line=dict(color=palette[i % len(palette)], dash="dot" if i % 2 else "solid", width=3 - i % 2))
-    fig.update_xaxes(title="tokens already cached (n)")
-    fig.update_yaxes(title="bytes per appended token", rangemode="tozero")
+    fig.update_xaxes(title=_("tokens already cached (n)"))
+    fig.update_yaxes(title=_("bytes per appended token"), rangemode="tozero")
     _layout(fig, title, 340)
     fig.update_layout(legend=dict(orientation="v", x=0.01, y=0.98, xanchor="left", yanchor="top",
                                   bgcolor="rgba(128,128,128,0.12)"))
@@ -89,7 +98,7 @@ def layout_bench_figure(bench: LayoutBench) -> go.Figure:
     range the noise rule compares (kvviz.speedup.noise), so overlapping whiskers are "inside the noise". The
     fastest and slowest repeat are in the hover (one preempted run would otherwise dwarf the bars). The title
     names a faster side only when the repeats do."""
-    labels = ["contiguous (head-major)", "strided (position-major)"]
+    labels = [_("contiguous (head-major)"), _("strided (position-major)")]
     timings = [bench.contiguous, bench.strided]
     medians = [t.median_ms * 1000 for t in timings]
     quartiles = [(q1 * 1000, q3 * 1000) for q1, q3 in (t.quartiles_ms for t in timings)]
@@ -98,29 +107,33 @@ def layout_bench_figure(bench: LayoutBench) -> go.Figure:
         error_y=dict(type="data", symmetric=False, array=[q3 - m for (_, q3), m in zip(quartiles, medians)],
                      arrayminus=[m - q1 for (q1, _), m in zip(quartiles, medians)], thickness=2, width=14,
                      color="#7f7f7f"),
-        text=[f"{m:,.1f} µs" for m in medians], textposition="inside", insidetextanchor="start",
+        text=[_("{us:,.1f} µs").format(us=m) for m in medians], textposition="inside", insidetextanchor="start",
         customdata=[[t.repeats, q1, q3, t.min_ms * 1000, t.max_ms * 1000] for t, (q1, q3) in zip(timings, quartiles)],
-        hovertemplate="%{x}: median %{y:,.1f} µs of %{customdata[0]} repeats; middle half %{customdata[1]:,.1f}-"
-                      "%{customdata[2]:,.1f} µs; fastest-slowest %{customdata[3]:,.1f}-%{customdata[4]:,.1f} µs"
-                      "<extra></extra>",
+        hovertemplate=_("%{x}: median %{y:,.1f} µs of %{customdata[0]} repeats; middle half %{customdata[1]:,.1f}-"
+                        "%{customdata[2]:,.1f} µs; fastest-slowest %{customdata[3]:,.1f}-%{customdata[4]:,.1f} µs"
+                        "<extra></extra>"),
     ))
-    fig.update_yaxes(title=f"µs, median of {bench.repeats} (whisker: middle half)", rangemode="tozero",
+    fig.update_yaxes(title=_("µs, median of {n} (whisker: middle half)").format(n=bench.repeats), rangemode="tozero",
                      separatethousands=True, exponentformat="none")
-    verdict = "inside the noise" if bench.inside_noise else f"strided {bench.slowdown:.2f}x the contiguous time"
-    return _layout(fig, f"Reading {bench.bytes_read / 2**20:.2f} MiB of one head's keys here: {verdict}", 320)
+    mib = bench.bytes_read / 2**20
+    title = (_("Reading {mib:.2f} MiB of one head's keys here: inside the noise").format(mib=mib) if bench.inside_noise
+             else _("Reading {mib:.2f} MiB of one head's keys here: strided {ratio:.2f}x the contiguous time").format(
+                 mib=mib, ratio=bench.slowdown))
+    return _layout(fig, title, 320)
 
 
 def prefix_figure(result: PrefixReuse) -> go.Figure:
     """Tokens computed by a fresh prefill of B vs by reuse of A's cropped cache."""
     n_b = len(result.tokens_b)
     fig = go.Figure()
-    fig.add_bar(y=["fresh prefill of B", "reuse A's prefix"], x=[0, result.reused_len], orientation="h",
-                name="rows reused from A's cache", marker_color=REUSED_COLOR)
-    fig.add_bar(y=["fresh prefill of B", "reuse A's prefix"], x=[n_b, result.new_tokens_computed], orientation="h",
-                name="rows computed now", marker_color=COMPUTED_COLOR)
+    bars = [_("fresh prefill of B"), _("reuse A's prefix")]
+    fig.add_bar(y=bars, x=[0, result.reused_len], orientation="h",
+                name=_("rows reused from A's cache"), marker_color=REUSED_COLOR)
+    fig.add_bar(y=bars, x=[n_b, result.new_tokens_computed], orientation="h",
+                name=_("rows computed now"), marker_color=COMPUTED_COLOR)
     fig.update_layout(barmode="stack")
-    fig.update_xaxes(title="tokens of prompt B")
-    return _layout(fig, f"{result.tokens_saved} of {n_b} tokens served from the cache", 240)
+    fig.update_xaxes(title=_("tokens of prompt B"))
+    return _layout(fig, _("{saved} of {n} tokens served from the cache").format(saved=result.tokens_saved, n=n_b), 240)
 
 
 def token_strip_figure(tokens: Sequence[str], n_reused: int, title: str, per_row: int = 12) -> go.Figure:
@@ -131,7 +144,8 @@ def token_strip_figure(tokens: Sequence[str], n_reused: int, title: str, per_row
     fig = go.Figure(go.Scatter(
         x=xs, y=ys, mode="markers+text", text=[repr(t)[1:-1][:8] for t in tokens], textposition="middle center",
         marker=dict(symbol="square", size=44, color=colors, opacity=0.35), textfont=dict(size=14),
-        hovertext=[f"position {i}: {t!r} ({'reused' if i < n_reused else 'computed'})" for i, t in enumerate(tokens)],
+        hovertext=[(_("position {i}: {token} (reused)") if i < n_reused else _("position {i}: {token} (computed)"))
+                   .format(i=i, token=repr(t)) for i, t in enumerate(tokens)],
         hoverinfo="text",
     ))
     fig.update_xaxes(visible=False, range=[-0.6, per_row - 0.4])
@@ -142,13 +156,13 @@ def token_strip_figure(tokens: Sequence[str], n_reused: int, title: str, per_row
 def cross_attention_figure(run: CrossAttnRun) -> go.Figure:
     steps = [s.step for s in run.steps]
     fig = go.Figure()
-    fig.add_scatter(x=steps, y=[s.self_bytes for s in run.steps], mode="lines+markers", name="self-attention cache",
+    fig.add_scatter(x=steps, y=[s.self_bytes for s in run.steps], mode="lines+markers", name=_("self-attention cache"),
                     line_color=COMPUTED_COLOR)
     fig.add_scatter(x=steps, y=[s.cross_bytes for s in run.steps], mode="lines+markers",
-                    name="cross-attention cache", line_color=GLOBAL_COLOR)
-    fig.update_xaxes(title="decoder step", dtick=1)
-    fig.update_yaxes(title="bytes (all decoder layers, K+V)", rangemode="tozero")
-    return _layout(fig, "Self-attention grows each step; cross-attention is computed once", 320)
+                    name=_("cross-attention cache"), line_color=GLOBAL_COLOR)
+    fig.update_xaxes(title=_("decoder step"), dtick=1)
+    fig.update_yaxes(title=_("bytes (all decoder layers, K+V)"), rangemode="tozero")
+    return _layout(fig, _("Self-attention grows each step; cross-attention is computed once"), 320)
 
 
 def window_mask_figure(visible: np.ndarray, tokens: Sequence[str], title: str) -> go.Figure:
@@ -156,68 +170,71 @@ def window_mask_figure(visible: np.ndarray, tokens: Sequence[str], title: str) -
     labels = [f"{i}: {t!r}"[:18] for i, t in enumerate(tokens)]
     fig = go.Figure(go.Heatmap(z=visible.astype(np.int8), x=labels, y=labels, showscale=False,
                                colorscale=[[0, "#f2f2f2"], [1, GLOBAL_COLOR]],
-                               hovertemplate="query %{y}<br>key %{x}<extra></extra>"))
-    fig.update_yaxes(autorange="reversed", title="query (the token attending)", showticklabels=len(tokens) <= 40)
-    fig.update_xaxes(title="key (a cached row)", showticklabels=len(tokens) <= 40)
+                               hovertemplate=_("query %{y}<br>key %{x}<extra></extra>")))
+    fig.update_yaxes(autorange="reversed", title=_("query (the token attending)"), showticklabels=len(tokens) <= 40)
+    fig.update_xaxes(title=_("key (a cached row)"), showticklabels=len(tokens) <= 40)
     return _layout(fig, title, 420)
 
 
 def window_layers_figure(run: WindowRun) -> go.Figure:
-    names = [f"layer {la.layer} ({la.kind})" for la in run.layers]
+    names = [_("layer {layer} ({kind})").format(layer=la.layer, kind=kind_label(la.kind)) for la in run.layers]
     fig = go.Figure()
-    fig.add_bar(x=names, y=[la.bytes_kept for la in run.layers], name="kept (window / global)",
+    fig.add_bar(x=names, y=[la.bytes_kept for la in run.layers], name=_("kept (window / global)"),
                 marker_color=[LOCAL_COLOR if la.kind == "local" else GLOBAL_COLOR for la in run.layers])
-    fig.add_bar(x=names, y=[la.bytes_full - la.bytes_kept for la in run.layers], name="evicted",
+    fig.add_bar(x=names, y=[la.bytes_full - la.bytes_kept for la in run.layers], name=_("evicted"),
                 marker_color=WASTE_COLOR)
     fig.update_layout(barmode="stack")
-    fig.update_yaxes(title="bytes (K+V) of the real cache")
-    return _layout(fig, "Per-layer cache: what each layer keeps", 320)
+    fig.update_yaxes(title=_("bytes (K+V) of the real cache"))
+    return _layout(fig, _("Per-layer cache: what each layer keeps"), 320)
 
 
 def preset_layers_figure(preset: PresetLayers) -> go.Figure:
     fig = go.Figure(go.Bar(
         x=list(range(len(preset.layer_bytes))), y=[b / 2**20 for b in preset.layer_bytes],
         marker_color=[LOCAL_COLOR if k == "local" else GLOBAL_COLOR for k in preset.layer_kinds],
-        hovertext=list(preset.layer_kinds),
+        hovertext=[kind_label(k) for k in preset.layer_kinds],
     ))
-    fig.update_xaxes(title="layer (purple = local window, blue = global)")
-    fig.update_yaxes(title="MiB per sequence")
-    return _layout(fig, f"{preset.name} at {preset.context_len:,} tokens, per layer (memory calculator)", 300)
+    fig.update_xaxes(title=_("layer (purple = local window, blue = global)"))
+    fig.update_yaxes(title=_("MiB per sequence"))
+    return _layout(fig, _("{name} at {n:,} tokens, per layer (memory calculator)").format(name=preset.name,
+                                                                                        n=preset.context_len), 300)
 
 
 def paging_blocks_figure(plan: PagingPlan) -> go.Figure:
     """Each sequence's logical blocks left to right, labelled with their physical block id and refcount."""
     fig = go.Figure()
-    names = ["sequence A", "sequence B"]
+    names = [_("sequence A"), _("sequence B")]
+    unused = _("allocated, unused")
     shown: set[str] = set()
     for seq, (name, table, length) in enumerate(zip(names, plan.tables, plan.seq_lens)):
         for logical, phys in enumerate(table):
             used = min(plan.block_size, length - logical * plan.block_size)
             shared = plan.refcounts[phys] > 1
-            label = "shared block (ref 2)" if shared else "own block (ref 1)"
+            label = _("shared block (ref 2)") if shared else _("own block (ref 1)")
             for part, width, color in ((label, used, REUSED_COLOR if shared else COMPUTED_COLOR),
-                                       ("allocated, unused", plan.block_size - used, WASTE_COLOR)):
+                                       (unused, plan.block_size - used, WASTE_COLOR)):
                 if width <= 0:
                     continue
                 fig.add_bar(y=[name], x=[width], orientation="h", marker_color=color, name=part,
                             marker_line=dict(color="white", width=1), showlegend=part not in shown,
-                            text=[f"#{phys}" if part != "allocated, unused" else ""], textposition="inside",
-                            hovertemplate=f"{name} logical block {logical} -> physical #{phys}, "
-                                          f"refcount {plan.refcounts[phys]}<extra>{part}</extra>")
+                            text=[f"#{phys}" if part != unused else ""], textposition="inside",
+                            hovertemplate=_("{sequence} logical block {logical} -> physical #{phys}, refcount "
+                                            "{refcount}<extra>{part}</extra>").format(
+                                sequence=name, logical=logical, phys=phys, refcount=plan.refcounts[phys], part=part))
                 shown.add(part)
     fig.update_layout(barmode="stack")
-    fig.update_xaxes(title=f"token slots (blocks of {plan.block_size})")
+    fig.update_xaxes(title=_("token slots (blocks of {n})").format(n=plan.block_size))
     fig.update_yaxes(autorange="reversed")
-    return _layout(fig, "Block tables: logical blocks -> physical blocks (#id)", 260)
+    return _layout(fig, _("Block tables: logical blocks -> physical blocks (#id)"), 260)
 
 
 def paging_bytes_figure(plan: PagingPlan) -> go.Figure:
-    labels = ["pre-allocate max length", "paged, no sharing", "paged + shared prefix", "rows holding data"]
+    labels = [_("pre-allocate max length"), _("paged, no sharing"), _("paged + shared prefix"), _("rows holding data")]
     values = [plan.preallocated_bytes, plan.unshared_paged_bytes, plan.paged_bytes, plan.used_bytes]
     fig = go.Figure(go.Bar(x=labels, y=[v / 2**10 for v in values], text=[f"{v / 2**10:,.0f} KiB" for v in values],
                            textposition="auto", marker_color=[WASTE_COLOR, COMPUTED_COLOR, REUSED_COLOR, GLOBAL_COLOR]))
-    fig.update_yaxes(title="KiB for both sequences")
-    return _layout(fig, "Memory for the two sequences", 300)
+    fig.update_yaxes(title=_("KiB for both sequences"))
+    return _layout(fig, _("Memory for the two sequences"), 300)
 
 
 def quant_error_figure(reports: Sequence[QuantReport]) -> go.Figure:
@@ -229,9 +246,9 @@ def quant_error_figure(reports: Sequence[QuantReport]) -> go.Figure:
             y += [la.key_rel_rms, la.value_rel_rms]
         fig.add_bar(x=x, y=y, name=r.scheme, marker_color=SCHEME_COLORS.get(r.scheme))
     fig.update_layout(barmode="group")
-    fig.update_yaxes(title="relative RMS error (log scale)",
+    fig.update_yaxes(title=_("relative RMS error (log scale)"),
                      **log_ticks(v for r in reports for la in r.layers for v in (la.key_rel_rms, la.value_rel_rms)))
-    return _layout(fig, "Reconstruction error ||x - x̂|| / ||x|| per layer", 340)
+    return _layout(fig, _("Reconstruction error ||x - x̂|| / ||x|| per layer"), 340)
 
 
 def quant_bytes_figure(reports: Sequence[QuantReport]) -> go.Figure:
@@ -243,36 +260,37 @@ def quant_bytes_figure(reports: Sequence[QuantReport]) -> go.Figure:
     overhead = [0] + [r.overhead_bytes for r in reports]
     unit, size = binary_unit(max([fp32] + [r.stored_bytes for r in reports] + [1]))
     fig = go.Figure()
-    for part, part_bytes, color in (("values", values, GLOBAL_COLOR),
-                                    ("scales + zero points", overhead, COMPUTED_COLOR)):
+    for part, part_bytes, color in ((_("values"), values, GLOBAL_COLOR),
+                                    (_("scales + zero points"), overhead, COMPUTED_COLOR)):
         fig.add_bar(x=names, y=[b / size for b in part_bytes], name=part, marker_color=color, customdata=part_bytes,
-                    hovertemplate=f"%{{x}} {part}: %{{customdata:,}} B<extra></extra>")
+                    meta=part, hovertemplate="%{x} %{meta}: %{customdata:,} B<extra></extra>")
     fig.update_layout(barmode="stack", legend_traceorder="normal")  # "values" first, as the bars stack
-    fig.update_yaxes(title=f"{unit} of this prompt's cache (1 {unit} = {size:,} B)" if size > 1
-                     else "bytes of this prompt's cache", exponentformat="none", separatethousands=True,
+    fig.update_yaxes(title=_("{unit} of this prompt's cache (1 {unit} = {size:,} B)").format(unit=unit, size=size)
+                     if size > 1 else _("bytes of this prompt's cache"), exponentformat="none", separatethousands=True,
                      rangemode="tozero")
-    return _layout(fig, "Bytes stored per format (fp32 = as computed)", 340)
+    return _layout(fig, _("Bytes stored per format (fp32 = as computed)"), 340)
 
 
 def quant_agreement_figure(results: Sequence[SchemeAgreement]) -> go.Figure:
     fig = go.Figure(go.Bar(x=[r.scheme for r in results], y=[100 * r.agreement for r in results],
                            marker_color=[SCHEME_COLORS.get(r.scheme) for r in results],
                            text=[f"{r.same_token_steps}/{r.steps}" for r in results], textposition="auto"))
-    fig.update_yaxes(title="% of steps with the same greedy token", range=[0, 105])
-    return _layout(fig, "Greedy agreement with the full-precision cache (measured)", 300)
+    fig.update_yaxes(title=_("% of steps with the same greedy token"), range=[0, 105])
+    return _layout(fig, _("Greedy agreement with the full-precision cache (measured)"), 300)
 
 
 def speculative_figure(run: SpecRun) -> go.Figure:
     idx = [r.index for r in run.rounds]
     fig = go.Figure()
-    fig.add_bar(x=idx, y=[r.accepted for r in run.rounds], name="draft tokens accepted", marker_color=REUSED_COLOR)
-    fig.add_bar(x=idx, y=[r.rejected for r in run.rounds], name="rejected: rows cropped", marker_color=REJECTED_COLOR)
-    fig.add_scatter(x=idx, y=[r.cache_len_verified for r in run.rounds], name="cache rows after verify",
+    fig.add_bar(x=idx, y=[r.accepted for r in run.rounds], name=_("draft tokens accepted"), marker_color=REUSED_COLOR)
+    fig.add_bar(x=idx, y=[r.rejected for r in run.rounds], name=_("rejected: rows cropped"), marker_color=REJECTED_COLOR)
+    fig.add_scatter(x=idx, y=[r.cache_len_verified for r in run.rounds], name=_("cache rows after verify"),
                     yaxis="y2", mode="lines+markers", line_color=WASTE_COLOR)
-    fig.add_scatter(x=idx, y=[r.cache_len_after_crop for r in run.rounds], name="cache rows after crop",
+    fig.add_scatter(x=idx, y=[r.cache_len_after_crop for r in run.rounds], name=_("cache rows after crop"),
                     yaxis="y2", mode="lines+markers", line_color=GLOBAL_COLOR)
-    fig.update_layout(barmode="stack", yaxis2=dict(overlaying="y", side="right", title="cache rows",
+    fig.update_layout(barmode="stack", yaxis2=dict(overlaying="y", side="right", title=_("cache rows"),
                                                    rangemode="tozero", tickformat="d"))
-    fig.update_xaxes(title="round", dtick=1)
-    fig.update_layout(yaxis=dict(title="draft tokens", tickformat="d"))  # update_yaxes would also hit yaxis2
-    return _layout(fig, f"Speculative rounds: k = {run.k}, acceptance {run.acceptance_rate:.0%}", 340)
+    fig.update_xaxes(title=_("round"), dtick=1)
+    fig.update_layout(yaxis=dict(title=_("draft tokens"), tickformat="d"))  # update_yaxes would also hit yaxis2
+    return _layout(fig, _("Speculative rounds: k = {k}, acceptance {rate:.0%}").format(k=run.k, rate=run.acceptance_rate),
+                   340)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import torch
 from transformers import BartConfig, BartForConditionalGeneration, DynamicCache, EncoderDecoderCache
 
+from kvviz.i18n import _
 from kvviz.internals.records import CROSS_MAX_SOURCE_LEN as MAX_SOURCE_LEN
 from kvviz.internals.records import CROSS_MAX_STEPS as MAX_STEPS
 from kvviz.internals.records import CrossAttnError, CrossAttnRun, CrossStep
@@ -48,8 +49,8 @@ def _bytes(cache: DynamicCache) -> int:
 @torch.inference_mode()
 def run_cross_attention(source_len: int = 12, n_steps: int = 8, seed: int = 0) -> CrossAttnRun:
     """Encode a random source once, then decode greedily step by step, inspecting both caches each step."""
-    source_len = check_int_in_range(source_len, 1, MAX_SOURCE_LEN, "source length (tokens)", error=CrossAttnError)
-    n_steps = check_int_in_range(n_steps, 1, MAX_STEPS, "decode steps", error=CrossAttnError)
+    source_len = check_int_in_range(source_len, 1, MAX_SOURCE_LEN, _("source length (tokens)"), error=CrossAttnError)
+    n_steps = check_int_in_range(n_steps, 1, MAX_STEPS, _("decode steps"), error=CrossAttnError)
     model = build_tiny_bart(seed)
     cfg = model.config
     gen = torch.Generator().manual_seed(seed)

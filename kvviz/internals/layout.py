@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kvviz.i18n import N_, _
 from kvviz.speedup.noise import Comparison, Timing, load_label, time_pair
 
 LAYOUTS: dict[str, str] = {
@@ -40,14 +41,19 @@ LAYOUTS: dict[str, str] = {
     "dynamic": "[kv_heads, seq_len, head_dim] grown by torch.cat (transformers' DynamicCache)",
     "transposed": "[embed_dim, seq_len] rebuilt each step (ncnn's MultiHeadAttention)",
 }
-SHORT_NAMES: dict[str, str] = {
-    "head_major": "pre-allocated, head-major (StaticCache, Akunu)",
-    "position_major": "pre-allocated, position-major (llama.cpp K)",
-    "dynamic": "grown by torch.cat (DynamicCache)",
-    "transposed": "rebuilt each step, transposed (ncnn)",
+SHORT_NAMES: dict[str, str] = {  # English (marked for the catalog): show with short_name() / _()
+    "head_major": N_("pre-allocated, head-major (StaticCache, Akunu)"),
+    "position_major": N_("pre-allocated, position-major (llama.cpp K)"),
+    "dynamic": N_("grown by torch.cat (DynamicCache)"),
+    "transposed": N_("rebuilt each step, transposed (ncnn)"),
 }
 BENCH_REPEATS = 31  # repeats of each read per measurement (interleaved); about 20 ms in all for 1 MiB reads
 EXACT_SIZE = frozenset({"dynamic", "transposed"})  # the buffer is exactly seq_len long: appending copies it
+
+
+def short_name(layout: str) -> str:
+    """A layout's short label in the current language (the selectbox's and the chart legend's)."""
+    return _(SHORT_NAMES[layout])
 
 
 class LayoutError(ValueError):
@@ -284,21 +290,22 @@ class LayoutBench:
         c, s = self.contiguous_us, self.strided_us
         load = load_label(self.load_1min)
         if self.inside_noise:
-            return (f"The contiguous read ({c:,.1f} µs) and the strided read ({s:,.1f} µs) are inside the noise: "
-                    f"the middle halves of their {self.contiguous.repeats} and {self.strided.repeats} repeats "
-                    f"overlap ({load}), so this machine cannot tell them apart at this size.")
+            return _("The contiguous read ({c:,.1f} µs) and the strided read ({s:,.1f} µs) are inside the noise: "
+                     "the middle halves of their {n_c} and {n_s} repeats overlap ({load}), so this machine cannot "
+                     "tell them apart at this size.").format(c=c, s=s, n_c=self.contiguous.repeats,
+                                                            n_s=self.strided.repeats, load=load)
         comparison = self.comparison
         if comparison.faster_name == "the contiguous read":
-            return (f"The contiguous read took {c:,.1f} µs, the strided read {s:,.1f} µs: "
-                    f"{comparison.ratio:.2f}x faster, beyond the spread of the repeats ({load}).")
-        return (f"The strided read took {s:,.1f} µs, the contiguous read {c:,.1f} µs: "
-                f"{comparison.ratio:.2f}x faster, beyond the spread of the repeats ({load}).")
+            return _("The contiguous read took {c:,.1f} µs, the strided read {s:,.1f} µs: {ratio:.2f}x faster, "
+                     "beyond the spread of the repeats ({load}).").format(c=c, s=s, ratio=comparison.ratio, load=load)
+        return _("The strided read took {s:,.1f} µs, the contiguous read {c:,.1f} µs: {ratio:.2f}x faster, "
+                 "beyond the spread of the repeats ({load}).").format(c=c, s=s, ratio=comparison.ratio, load=load)
 
 
 def us_label(timing: Timing) -> str:
     """'112.4 µs (median of 15, 98.0-180.3 µs)': a Timing's label in microseconds."""
-    return (f"{timing.median_ms * 1000:,.1f} µs (median of {timing.repeats}, "
-            f"{timing.min_ms * 1000:,.1f}-{timing.max_ms * 1000:,.1f} µs)")
+    return _("{median:,.1f} µs (median of {n}, {lo:,.1f}-{hi:,.1f} µs)").format(
+        median=timing.median_ms * 1000, n=timing.repeats, lo=timing.min_ms * 1000, hi=timing.max_ms * 1000)
 
 
 def head_read_views(kv_heads: int, seq_len: int, head_dim: int) -> tuple[np.ndarray, np.ndarray]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import torch
 
+from kvviz.i18n import _
 from kvviz.internals.prefix import shared_prefix_len
 from kvviz.internals.records import PAGING_MAX_BLOCK_SIZE as MAX_BLOCK_SIZE
 from kvviz.internals.records import PAGING_MAX_NEW_TOKENS as MAX_NEW_TOKENS
@@ -29,9 +30,9 @@ __all__ = ["MAX_BLOCK_SIZE", "MAX_NEW_TOKENS", "BlockTable", "PagedRun", "Paging
 
 
 def block_table(seq_len: int, block_size: int) -> BlockTable:
-    block_size = check_int_in_range(block_size, 1, MAX_BLOCK_SIZE, "block size (tokens)", error=PagingError)
+    block_size = check_int_in_range(block_size, 1, MAX_BLOCK_SIZE, _("block size (tokens)"), error=PagingError)
     if seq_len < 0:
-        raise PagingError(f"sequence length must be 0 or more (got {seq_len})")
+        raise PagingError(_("sequence length must be 0 or more (got {n})").format(n=seq_len))
     n_blocks = -(-seq_len // block_size)
     return BlockTable(seq_len, block_size, n_blocks, seq_len - (n_blocks - 1) * block_size if n_blocks else 0,
                       n_blocks * block_size - seq_len)
@@ -85,17 +86,19 @@ def paged_generation(loaded: LoadedModel, prompt: str, n_new_a: int = 20, n_new_
                      max_len: int | None = None, seed: int = 1) -> PagedRun:
     """Generate two continuations of `prompt` with the real model and page their real caches."""
     max_len = loaded.info.n_positions if max_len is None else max_len
-    for name, n in (("tokens for sequence A", n_new_a), ("tokens for sequence B", n_new_b)):
+    for name, n in ((_("tokens for sequence A"), n_new_a), (_("tokens for sequence B"), n_new_b)):
         check_int_in_range(n, 0, MAX_NEW_TOKENS, name, error=PagingError)
     block_table(1, block_size)  # validates the block size before any model work
     if not 1 <= max_len <= loaded.info.n_positions:
-        raise PagingError(f"max length must be between 1 and the model's {loaded.info.n_positions} positions")
+        raise PagingError(_("max length must be between 1 and the model's {n} positions").format(
+            n=loaded.info.n_positions))
     check_prompt(loaded.tokenizer, prompt, loaded.info.n_positions, error=PagingError)
     eng_a = _generate(loaded, prompt, n_new_a, Sampling())
     eng_b = _generate(loaded, prompt, n_new_b, Sampling(greedy=False, temperature=1.0, seed=seed))
     if max_len < max(eng_a.cache_len, eng_b.cache_len):
-        raise PagingError(f"max length ({max_len}) is shorter than the generated sequences "
-                          f"({max(eng_a.cache_len, eng_b.cache_len)} tokens): raise it or generate fewer tokens")
+        raise PagingError(_("max length ({max_len}) is shorter than the generated sequences ({n} tokens): raise it "
+                            "or generate fewer tokens").format(max_len=max_len,
+                                                               n=max(eng_a.cache_len, eng_b.cache_len)))
     shared = shared_prefix_len(eng_a.token_ids, eng_b.token_ids)
     bytes_per_token = eng_a.cache_bytes // eng_a.cache_len
     plan = plan_two_sequences(eng_a.cache_len, eng_b.cache_len, shared, block_size, max_len, bytes_per_token)

@@ -15,6 +15,7 @@ import copy
 import torch
 from transformers import DynamicCache
 
+from kvviz.i18n import _
 from kvviz.speedup.noise import load_avg_1min, time_pair
 from kvviz.internals.records import PREFIX_TIMING_REPEATS as TIMING_REPEATS
 from kvviz.internals.records import PrefixError, PrefixReuse
@@ -36,13 +37,14 @@ def shared_prefix_len(ids_a: list[int], ids_b: list[int]) -> int:
 
 
 def _tokenize(loaded: LoadedModel, prompt: str, name: str) -> list[int]:
-    return check_prompt(loaded.tokenizer, prompt, loaded.info.n_positions, f"prompt {name}", error=PrefixError)
+    return check_prompt(loaded.tokenizer, prompt, loaded.info.n_positions, _("prompt {name}").format(name=name),
+                        error=PrefixError)
 
 
 @torch.inference_mode()
 def prefix_reuse(loaded: LoadedModel, prompt_a: str, prompt_b: str, repeats: int = TIMING_REPEATS) -> PrefixReuse:
     """Serve prompt B from prompt A's cache (crop to the shared prefix, prefill the rest) and check it."""
-    repeats = check_int_in_range(repeats, 1, 50, "timing repeats", error=PrefixError)
+    repeats = check_int_in_range(repeats, 1, 50, _("timing repeats"), error=PrefixError)
     model = loaded.model
     ids_a, ids_b = _tokenize(loaded, prompt_a, "A"), _tokenize(loaded, prompt_b, "B")
     shared = shared_prefix_len(ids_a, ids_b)

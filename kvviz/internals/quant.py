@@ -33,6 +33,7 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
+from kvviz.i18n import _
 from kvviz import memory
 from kvviz.memory import dtypes
 from kvviz.internals.records import LayerError, QuantError, QuantReport, SchemeAgreement, check_agreement_work
@@ -64,8 +65,9 @@ def check_scheme(scheme: str, head_dim: int, group_size: int) -> None:
         raise QuantError(f"unknown cache format {scheme!r}; choose one of {', '.join(SCHEMES)}")
     if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < MIN_GROUP or head_dim % group_size:
         allowed = [g for g in range(MIN_GROUP, head_dim + 1) if head_dim % g == 0]
-        raise QuantError(f"group size must divide head_dim={head_dim} and be at least {MIN_GROUP}: one of {allowed} "
-                         f"(got {group_size})")
+        raise QuantError(_("group size must divide head_dim={head_dim} and be at least {min_group}: one of {allowed} "
+                           "(got {got})").format(head_dim=head_dim, min_group=MIN_GROUP, allowed=allowed,
+                                                 got=group_size))
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,7 @@ def quant_report(loaded: LoadedModel, prompt: str, scheme: str, group_size: int 
     """`scheme` applied to the real cache of `prompt`; the newest `residual_rows` rows stay full precision."""
     info = loaded.info
     check_scheme(scheme, info.head_dim, group_size)
-    residual_rows = check_int_in_range(residual_rows, 0, info.n_positions, "full-precision residual rows",
+    residual_rows = check_int_in_range(residual_rows, 0, info.n_positions, _("full-precision residual rows"),
                                        error=QuantError)
     cache = prompt_cache(loaded, prompt)
     seq_len = cache.get_seq_length()
@@ -218,11 +220,11 @@ def greedy_agreement(loaded: LoadedModel, prompts: list[str], n_new: int = 16, s
     """For each format: how often greedy decoding over a quantized cache picks the full-precision token."""
     prompts = [p for p in prompts if p and p.strip()]
     if not prompts:
-        raise QuantError("Give at least one non-empty prompt (one per line).")
+        raise QuantError(_("Give at least one non-empty prompt (one per line)."))
     check_agreement_work(len(prompts), n_new)
     for scheme in schemes:
         check_scheme(scheme, loaded.info.head_dim, group_size)
-    prompt_ids = [check_prompt(loaded.tokenizer, p, loaded.info.n_positions, f"prompt on line {i + 1}",
+    prompt_ids = [check_prompt(loaded.tokenizer, p, loaded.info.n_positions, _("prompt on line {n}").format(n=i + 1),
                                new_tokens=n_new, error=QuantError) for i, p in enumerate(prompts)]
     baselines = [_run(loaded, ids, n_new, None, group_size, None) for ids in prompt_ids]
     results = []

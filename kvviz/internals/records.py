@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvviz.i18n import N_, _
 from kvviz.speedup.noise import Comparison, Timing
 from kvviz.inputs.prompt_rules import check_int_in_range
 
@@ -66,16 +67,21 @@ SPEC_DEFAULT_PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks
 SPEC_MAX_K = 8
 SPEC_MAX_NEW = 64
 SPEC_MIN_TEMPERATURE, SPEC_MAX_TEMPERATURE = 0.05, 5.0
+# Names in records stay English (code compares them); marked for the catalog, translated where shown.
+PREFIX_REUSE_NAME = N_("reusing A's prefix")
+PREFIX_FRESH_NAME = N_("a fresh prefill of B")
+SPEC_SELF_DRAFT = N_("the verifier itself")
 
 
 def check_agreement_work(n_prompts: int, n_new: int) -> None:
     """Refuse a greedy-agreement run past its caps (prompts, tokens per prompt, and their product)."""
-    n_prompts = check_int_in_range(n_prompts, 1, AGREEMENT_MAX_PROMPTS, "number of prompts (one per line)",
+    n_prompts = check_int_in_range(n_prompts, 1, AGREEMENT_MAX_PROMPTS, _("number of prompts (one per line)"),
                                    error=QuantError)
-    n_new = check_int_in_range(n_new, 1, AGREEMENT_MAX_TOKENS, "tokens per prompt", error=QuantError)
+    n_new = check_int_in_range(n_new, 1, AGREEMENT_MAX_TOKENS, _("tokens per prompt"), error=QuantError)
     if n_prompts * n_new > AGREEMENT_MAX_PROMPT_TOKENS:
-        raise QuantError(f"{n_prompts} prompts x {n_new} tokens = {n_prompts * n_new} generated tokens; the cap is "
-                         f"{AGREEMENT_MAX_PROMPT_TOKENS} (prompts x tokens). Use fewer prompts or fewer tokens.")
+        raise QuantError(_("{prompts} prompts x {tokens} tokens = {total} generated tokens; the cap is {cap} (prompts "
+                           "x tokens). Use fewer prompts or fewer tokens.").format(
+            prompts=n_prompts, tokens=n_new, total=n_prompts * n_new, cap=AGREEMENT_MAX_PROMPT_TOKENS))
 
 
 # ----- prefix reuse ------------------------------------------------------------------------------------------
@@ -118,12 +124,16 @@ class PrefixReuse:
 
     @property
     def timing(self) -> Comparison:
-        return Comparison("reusing A's prefix", self.reuse, "a fresh prefill of B", self.fresh)
+        return Comparison(PREFIX_REUSE_NAME, self.reuse, PREFIX_FRESH_NAME, self.fresh)
+
+    def timing_sentence(self) -> str:
+        """The noise rule's sentence (kvviz.speedup.noise) about the two prefills, in the current language."""
+        return Comparison(_(PREFIX_REUSE_NAME), self.reuse, _(PREFIX_FRESH_NAME), self.fresh).sentence()
 
     @property
     def timing_contradicts_lesson(self) -> bool:
         """Reuse measured slower than a fresh prefill, beyond the noise, although it computed fewer tokens."""
-        return self.tokens_saved > 0 and self.timing.faster_name == "a fresh prefill of B"
+        return self.tokens_saved > 0 and self.timing.faster_name == PREFIX_FRESH_NAME
 
 
 # ----- cross-attention ---------------------------------------------------------------------------------------
@@ -323,7 +333,7 @@ class SpecRun:
     verifier_passes: int  # forward passes of the verifier, prefill included
     final_cache_len: int
     cache_vs_fresh_max_abs_diff: float  # the cropped cache vs a fresh prefill of the same tokens
-    draft_label: str = "the verifier itself"  # the model that proposed
+    draft_label: str = SPEC_SELF_DRAFT  # the model that proposed (English: translate where shown)
 
     @property
     def draft_passes(self) -> int:

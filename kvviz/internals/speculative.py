@@ -22,9 +22,11 @@ from __future__ import annotations
 import torch
 from transformers import DynamicCache
 
+from kvviz.i18n import _
 from kvviz.internals.records import SPEC_MAX_K as MAX_K
 from kvviz.internals.records import SPEC_MAX_NEW as MAX_NEW
-from kvviz.internals.records import SPEC_MAX_TEMPERATURE, SPEC_MIN_TEMPERATURE, SpecRound, SpecRun, SpeculativeError
+from kvviz.internals.records import (SPEC_MAX_TEMPERATURE, SPEC_MIN_TEMPERATURE, SPEC_SELF_DRAFT, SpecRound, SpecRun,
+                                    SpeculativeError)
 from kvviz.model.loading import LoadedModel
 from kvviz.inputs.prompt_rules import check_float_in_range, check_int_in_range, check_prompt
 from kvviz.step.engine import crop_cache
@@ -65,15 +67,16 @@ def speculative_decode(loaded: LoadedModel, prompt: str, n_new: int = 24, k: int
     draft: the model that proposes (None: the verifier itself); draft_temperature: None for a greedy draft,
     else the draft samples at this temperature.
     """
-    k = check_int_in_range(k, 1, MAX_K, "draft length k", error=SpeculativeError)
-    n_new = check_int_in_range(n_new, 1, MAX_NEW, "tokens to generate", error=SpeculativeError)
+    k = check_int_in_range(k, 1, MAX_K, _("draft length k"), error=SpeculativeError)
+    n_new = check_int_in_range(n_new, 1, MAX_NEW, _("tokens to generate"), error=SpeculativeError)
     if draft_temperature is not None:
         draft_temperature = check_float_in_range(draft_temperature, SPEC_MIN_TEMPERATURE, SPEC_MAX_TEMPERATURE,
-                                                 "draft temperature", error=SpeculativeError)
+                                                 _("draft temperature"), error=SpeculativeError)
     draft = loaded if draft is None else draft
     if draft is not loaded and not same_tokenizer(loaded, draft):
-        raise SpeculativeError(f"{draft.info.label} and {loaded.info.label} use different tokenizers: a draft must "
-                               "propose token ids the verifier reads. Pick a draft with the same tokenizer.")
+        raise SpeculativeError(_("{draft} and {verifier} use different tokenizers: a draft must propose token ids "
+                                 "the verifier reads. Pick a draft with the same tokenizer.").format(
+            draft=draft.info.label, verifier=loaded.info.label))
     limit = min(loaded.info.n_positions, draft.info.n_positions)
     ids = check_prompt(loaded.tokenizer, prompt, limit, new_tokens=n_new, error=SpeculativeError)
     model = loaded.model
@@ -113,7 +116,7 @@ def speculative_decode(loaded: LoadedModel, prompt: str, n_new: int = 24, k: int
     )
     return SpecRun(
         prompt_tokens=len(ids), k=k, draft_temperature=draft_temperature, rounds=tuple(rounds), tokens=tuple(tokens),
-        draft_label=draft.info.label if draft is not loaded else "the verifier itself",
+        draft_label=draft.info.label if draft is not loaded else SPEC_SELF_DRAFT,
         text=loaded.tokenizer.decode(tokens), verifier_passes=passes, final_cache_len=cache.get_seq_length(),
         cache_vs_fresh_max_abs_diff=diff,
     )

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
+from kvviz.i18n import _
 from kvviz import memory
 from kvviz.internals.records import LayerWindow, PresetLayers, WindowError, WindowRun, WindowState
 from kvviz.model.loading import LoadedModel
@@ -26,9 +27,9 @@ __all__ = ["LayerWindow", "PresetLayers", "WindowError", "WindowRun", "WindowSta
 
 def window_state(seq_len: int, window: int) -> WindowState:
     if seq_len < 0:
-        raise WindowError(f"sequence length must be 0 or more (got {seq_len})")
+        raise WindowError(_("sequence length must be 0 or more (got {n})").format(n=seq_len))
     if window < 1:
-        raise WindowError(f"the window must be at least 1 token (got {window})")
+        raise WindowError(_("the window must be at least 1 token (got {n})").format(n=window))
     kept = min(seq_len, window)
     return WindowState(seq_len, window, seq_len - kept, kept, seq_len - kept)
 
@@ -45,9 +46,9 @@ def visibility(seq_len: int, window: int | None) -> np.ndarray:
 
 def layer_config(loaded: LoadedModel, window: int, local_per_global: int | None) -> memory.KVConfig:
     """The loaded model's cache layout with a sliding window (and hybrid pattern) added, as the calculator sees it."""
-    window = check_int_in_range(window, 1, loaded.info.n_positions, "the window (tokens)", error=WindowError)
+    window = check_int_in_range(window, 1, loaded.info.n_positions, _("the window (tokens)"), error=WindowError)
     if local_per_global is not None:
-        local_per_global = check_int_in_range(local_per_global, 0, 64, "local layers per global layer",
+        local_per_global = check_int_in_range(local_per_global, 0, 64, _("local layers per global layer"),
                                               error=WindowError)
     base = memory.kv_config_from_info(loaded.info)
     return memory.KVConfig(
@@ -99,7 +100,7 @@ def preset_layers(preset_name: str = "gemma-3-4b", context_len: int = 32768) -> 
 
     from kvviz.memory.presets import get_preset
 
-    context_len = check_int_in_range(context_len, 1, 2**24, "context length (tokens)", error=WindowError)
+    context_len = check_int_in_range(context_len, 1, 2**24, _("context length (tokens)"), error=WindowError)
     config = get_preset(preset_name).kv
     b = memory.budget(config, context_len)
     full = memory.kv_bytes(replace(config, window=None, local_per_global=None), context_len)
