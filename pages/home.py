@@ -28,7 +28,7 @@ st.info(_(
     "{head_dim} dims x 4 bytes (float32) = **{bytes_per_token:,} bytes**; "
     "at its full context of {positions} tokens that is {full_context:,} bytes "
     "({full_mib:.2f} MiB)."
-).format(label=info.label, layers=info.n_layer, heads=info.n_kv_heads, head_dim=info.head_dim,
+).format(label=info.shown_label(), layers=info.n_layer, heads=info.n_kv_heads, head_dim=info.head_dim,
          bytes_per_token=bytes_per_token, positions=info.n_positions, full_context=full_context,
          full_mib=full_context / 2**20))
 

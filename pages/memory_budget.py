@@ -256,7 +256,7 @@ def textbook() -> None:
     st.dataframe(pd.DataFrame([{  # verdict and arithmetic: kvviz.claims' words (translated there, where marked)
         _("model"): c.figure.model, _("tokens"): f"{c.figure.context_len:,}", "dtype": c.figure.dtype,
         _("printed"): f"{c.figure.claimed:g} {c.figure.claimed_unit}", _("exact"): units.format_bytes(c.actual_bytes),
-        _("verdict"): _(c.verdict), _("why"): c.explanation, source: c.figure.where} for c in checks]),
+        _("verdict"): c.verdict_text, _("why"): c.explanation, source: c.figure.where} for c in checks]),
         hide_index=True, column_config={source: st.column_config.LinkColumn(source)})  # the Claims page: every claim
     real = get_preset("llama-3-8b").kv
     mha = memory.kv_bytes(memory.KVConfig(real.n_layer, real.n_head, real.n_head, real.head_dim, real.dtype), 4096)
@@ -276,7 +276,7 @@ def loaded_model() -> None:
     (st.success if predicted == real_bytes else st.error)(
         _("{model}: 2 x {layers} layers x {heads} heads x {head_dim} x 4 B x {n} tokens = {predicted:,} B; the "
           "tensors hold {real:,} B (from {source}).").format(
-            model=info.label, layers=info.n_layer, heads=info.n_kv_heads, head_dim=info.head_dim, n=tokens,
+            model=info.shown_label(), layers=info.n_layer, heads=info.n_kv_heads, head_dim=info.head_dim, n=tokens,
             predicted=predicted, real=real_bytes, source=source))
 
 

@@ -76,7 +76,7 @@ def speculative_decode(loaded: LoadedModel, prompt: str, n_new: int = 24, k: int
     if draft is not loaded and not same_tokenizer(loaded, draft):
         raise SpeculativeError(_("{draft} and {verifier} use different tokenizers: a draft must propose token ids "
                                  "the verifier reads. Pick a draft with the same tokenizer.").format(
-            draft=draft.info.label, verifier=loaded.info.label))
+            draft=draft.info.shown_label(), verifier=loaded.info.shown_label()))
     limit = min(loaded.info.n_positions, draft.info.n_positions)
     ids = check_prompt(loaded.tokenizer, prompt, limit, new_tokens=n_new, error=SpeculativeError)
     model = loaded.model

@@ -108,9 +108,23 @@ class ModelInfo:
     label_msg: str = ""
     label_fields: tuple[tuple[str, Any], ...] = ()
 
+    def __post_init__(self) -> None:
+        _LABELS[self.label] = (self.label_msg, self.label_fields)
+
     def shown_label(self) -> str:
         """The label in the interface language (kvviz.i18n)."""
         return shown_label(self.label, self.label_msg, self.label_fields)
+
+
+# English label -> its message and fields, for every model described in this process: records keep the English
+# label (the CLI, JSON, keys), and a page shows it in the reader's language with label_in_language().
+_LABELS: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {}
+
+
+def label_in_language(label: str) -> str:
+    """A model label a record kept (English), in the interface language; a label never seen here, as it is."""
+    msg, fields = _LABELS.get(label, ("", ()))
+    return shown_label(label, msg, fields)
 
 
 def shown_label(label: str, label_msg: str, label_fields: tuple[tuple[str, Any], ...]) -> str:
