@@ -105,6 +105,7 @@ def test_a_chinese_prompt_prefills_and_steps_and_the_strip_names_its_characters(
     for character in "你好，世界":
         assert f"→{character}</b>" in strip or f">{character}<" in strip, character
     assert "\ufffd" not in strip  # no replacement characters (mojibake)
+    assert '<span data-pos="next" title="下一个: ' in strip and ">下一个</sub>" in strip  # the pending chip, named
 
 
 def test_the_link_carries_the_language_and_reopens_in_it(fresh_streamlit_caches):

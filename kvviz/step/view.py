@@ -306,10 +306,11 @@ def strip_html(strip: Sequence[StripToken], max_tokens: int = 36, font_rem: floa
                                           if character else _("part of a UTF-8 character (a byte-level token)")))
             if character:
                 shown += f'<b style="font-family:sans-serif">→{html.escape(visible(character))}</b>'
+        label = html.escape(_("next")) if t.position is None else where  # data-pos stays "next" (tests read it)
         spans.append(
-            f'<span data-pos="{where}" title="{where}: {title}" '
+            f'<span data-pos="{where}" title="{label}: {title}" '
             f'style="{_ROLE_STYLE[t.role]};{chip}">'
-            f'<sub style="color:#555;font-size:0.7em">{where}</sub>{shown}</span>'
+            f'<sub style="color:#555;font-size:0.7em">{label}</sub>{shown}</span>'
         )
     key = " ".join(
         f'<span style="{_ROLE_STYLE[r]};border-radius:4px;padding:0 4px;font-size:{0.8 * font_rem}rem">'
