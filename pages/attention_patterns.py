@@ -7,6 +7,7 @@ import numpy as np
 import streamlit as st
 
 from kvviz import ui
+from kvviz.i18n import N_, _
 from kvviz.figures import export_config
 from kvviz.figures import patterns as figs
 from kvviz.model.loading import LoadedModel
@@ -14,15 +15,16 @@ from kvviz.step.pattern_records import MAX_PATTERN_TOKENS, PROBE_HALF_TOKENS, Pa
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP, PromptError, check_prompt
 from kvviz.step.view import REPEAT_PROMPT, kv_head_of
 
-PRESETS = {
-    "Repeat a pattern": REPEAT_PROMPT,
-    "A repeated line": "ROMEO:\nBut soft, what light through yonder window breaks?\nROMEO:\nBut soft, what light",
-    "First Citizen": "First Citizen:\nBefore we proceed any further, hear me speak.",
+PRESETS = {  # name (a stable value, also the lesson's; shown through _()) -> prompt
+    N_("Repeat a pattern"): REPEAT_PROMPT,
+    N_("A repeated line"): "ROMEO:\nBut soft, what light through yonder window breaks?\nROMEO:\nBut soft, what light",
+    N_("First Citizen"): "First Citizen:\nBefore we proceed any further, hear me speak.",
 }
-STEP_SEQUENCE = "The step page's sequence"
+STEP_SEQUENCE = N_("The step page's sequence")
+TYPE_A_PROMPT = N_("Type a prompt")
 
 
-@st.cache_data(show_spinner="Running the model once, without the cache...", max_entries=32, hash_funcs=ui.MODEL_HASH)
+@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=ui.MODEL_HASH)  # the spinner: at the call (translated)
 def pattern_run(loaded: LoadedModel, token_ids: tuple[int, ...]) -> PatternRun:
     from kvviz.step import patterns  # torch: imported only when the model runs
 
@@ -30,9 +32,9 @@ def pattern_run(loaded: LoadedModel, token_ids: tuple[int, ...]) -> PatternRun:
 
 
 ui.ensure_router()  # before anything is drawn: see its docstring
-st.title("Attention patterns")
-with st.expander("What you are seeing", expanded=True):
-    st.markdown(
+st.title(_("Attention patterns"))
+with st.expander(_("What you are seeing"), expanded=True):
+    st.markdown(_(
         "Each square is one attention head of the chosen layer: row *i* is what the token at position *i* "
         "attends to, column *j* the earlier token it reads (only *j* ≤ *i*: the model cannot look ahead, so each "
         "matrix is a triangle). The outlined **last row** is the only row a **cached** decode step computes: the "
@@ -40,64 +42,71 @@ with st.expander("What you are seeing", expanded=True):
         "same row. Heads differ: some look one token back (*previous-token*), some park on the first token "
         "(*first-token*), and an *induction* head looks at the token that came **after** the previous occurrence "
         "of the current token, which is how a model copies a pattern it has seen in its context."
-    )
+    ))
 
 loaded = ui.current_model("eager")
 info = loaded.info
 engine = st.session_state.get(ui.STEP_ENGINE_KEY)
 step_ids = engine.token_ids if engine is not None and engine.loaded is loaded and engine.started else []
-sources = ([STEP_SEQUENCE] if 2 <= len(step_ids) <= MAX_PATTERN_TOKENS else []) + [*PRESETS, "Type a prompt"]
+sources = ([STEP_SEQUENCE] if 2 <= len(step_ids) <= MAX_PATTERN_TOKENS else []) + [*PRESETS, TYPE_A_PROMPT]
 c1, c2, c3 = st.columns([2, 1, 1])
-source = c1.selectbox("Sequence", sources, key="pat_source", bind="query-params",
-                      help=f"Up to {MAX_PATTERN_TOKENS} tokens, so every cell stays visible.")
-layer = c2.selectbox("Layer", list(range(info.n_layer)), key="pat_layer", bind="query-params")
-head = c3.selectbox("Head to enlarge", list(range(info.n_head)), key="pat_head", bind="query-params")
+source = c1.selectbox(_("Sequence"), sources, key="pat_source", bind="query-params", format_func=_,
+                      help=_("Up to {n} tokens, so every cell stays visible.").format(n=MAX_PATTERN_TOKENS))
+layer = c2.selectbox(_("Layer"), list(range(info.n_layer)), key="pat_layer", bind="query-params")
+head = c3.selectbox(_("Head to enlarge"), list(range(info.n_head)), key="pat_head", bind="query-params")
 if source == STEP_SEQUENCE:
     token_ids = list(step_ids)
 else:
     text = PRESETS.get(source)
     if text is None:
-        text = st.text_area("Prompt", PRESETS["Repeat a pattern"], key="pat_prompt", height=70,
-                            max_chars=MAX_TEXT_CHARS, help=TEXT_CAP_HELP)
+        text = st.text_area(_("Prompt"), PRESETS["Repeat a pattern"], key="pat_prompt", height=70,
+                            max_chars=MAX_TEXT_CHARS, help=_(TEXT_CAP_HELP))
     try:
-        token_ids = check_prompt(loaded.tokenizer, text, MAX_PATTERN_TOKENS)
+        token_ids = check_prompt(loaded.tokenizer, text, info.n_positions)
     except PromptError as exc:
-        st.error(str(exc).replace("positions (its context limit)", "positions on this page"))
+        st.error(str(exc))
+        st.stop()
+    if len(token_ids) > MAX_PATTERN_TOKENS:
+        st.error(_("The prompt is {n} tokens, but this page draws at most {max} positions. Shorten it by at least "
+                   "{extra} tokens.").format(n=len(token_ids), max=MAX_PATTERN_TOKENS,
+                                             extra=len(token_ids) - MAX_PATTERN_TOKENS))
         st.stop()
 if len(token_ids) < 2:
-    st.error("One token has no pattern to show: type at least two tokens.")
+    st.error(_("One token has no pattern to show: type at least two tokens."))
     st.stop()
 
-run = pattern_run(loaded, tuple(token_ids))
+with st.spinner(_("Running the model once, without the cache...")):
+    run = pattern_run(loaded, tuple(token_ids))
 lp = run.layers[layer]
 t = run.seq_len
 st.markdown(
-    f"**{t} tokens.** A cached step computes **{t}** attention weights per head (the outlined row); an uncached step "
-    f"recomputes all **{t * (t + 1) // 2:,}** of the triangle, for each of the **{info.n_head}** heads of each of the "
-    f"**{info.n_layer}** layers."
-    + (f" This model has **{info.n_kv_heads} K/V heads** for {info.n_head} query heads: query head *q* reads K/V "
-       f"head *q* // {info.n_head // info.n_kv_heads}, so each matrix below is a query head's own pattern over the "
-       "shared cached rows." if info.n_kv_heads != info.n_head else "")
+    _("**{t} tokens.** A cached step computes **{t}** attention weights per head (the outlined row); an uncached "
+      "step recomputes all **{triangle:,}** of the triangle, for each of the **{heads}** heads of each of the "
+      "**{layers}** layers.").format(t=t, triangle=t * (t + 1) // 2, heads=info.n_head, layers=info.n_layer)
+    + (" " + _("This model has **{kv_heads} K/V heads** for {heads} query heads: query head *q* reads K/V head *q* "
+               "// {group}, so each matrix below is a query head's own pattern over the shared cached rows.").format(
+        kv_heads=info.n_kv_heads, heads=info.n_head, group=info.n_head // info.n_kv_heads)
+       if info.n_kv_heads != info.n_head else "")
 )
 st.plotly_chart(figs.gallery_figure(lp, info.n_kv_heads), config=export_config("attention_patterns"), key="pat_gallery")
 
-st.subheader("Named patterns in this layer")
+st.subheader(_("Named patterns in this layer"))
 rows = [{
-    "head": h,
-    "kv head": kv_head_of(h, info.n_head, info.n_kv_heads),
-    "previous-token": round(float(lp.previous_token_score[h]), 3),
-    "first-token": round(float(lp.first_token_score[h]), 3),
-    "induction (probe)": round(float(lp.probe_induction_score[h]), 3),
-    "induction (this sequence)": None if np.isnan(lp.induction_score[h]) else round(float(lp.induction_score[h]), 3),
-    "pattern": ", ".join(head_labels(lp, h)) or "—",
+    _("head"): h,
+    _("kv head"): kv_head_of(h, info.n_head, info.n_kv_heads),
+    _("previous-token"): round(float(lp.previous_token_score[h]), 3),
+    _("first-token"): round(float(lp.first_token_score[h]), 3),
+    _("induction (probe)"): round(float(lp.probe_induction_score[h]), 3),
+    _("induction (this sequence)"): None if np.isnan(lp.induction_score[h]) else round(float(lp.induction_score[h]), 3),
+    _("pattern"): _(", ").join(_(label) for label in head_labels(lp, h)) or "—",
 } for h in range(info.n_head)]
 st.dataframe(rows, hide_index=True, key="pat_scores")
-st.caption(
+st.caption(_(
     "Scores are means of attention weights: previous-token = weight on position i-1; first-token = weight on "
     "position 0 (both over queries i ≥ 1); induction = weight on the token after the previous occurrence of the "
-    f"current token, on a probe of {PROBE_HALF_TOKENS} seeded random tokens repeated once (and on this sequence "
-    f"where a token repeats). A head is named when its score reaches: {thresholds_text()}."
-)
+    "current token, on a probe of {probe} seeded random tokens repeated once (and on this sequence where a token "
+    "repeats). A head is named when its score reaches: {thresholds}.").format(probe=PROBE_HALF_TOKENS,
+                                                                           thresholds=thresholds_text()))
 
-st.subheader(f"Head {head}, large")
+st.subheader(_("Head {head}, large").format(head=head))
 st.plotly_chart(figs.head_figure(lp, head, run.tokens, info.n_kv_heads), config=export_config("attention_patterns"), key="pat_head_fig")

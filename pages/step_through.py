@@ -15,7 +15,8 @@ import urllib.parse
 
 import streamlit as st
 
-from kvviz import memory, ops, ui
+from kvviz import i18n, memory, ops, ui
+from kvviz.i18n import N_, _, ngettext
 from kvviz.memory import units
 from kvviz.inputs import query_values
 from kvviz.model import loading
@@ -25,25 +26,29 @@ from kvviz.figures import step as figs
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from kvviz.step.records import DEFAULT_SAMPLING, ContextFullError, PromptError, RaceTiming, Sampling
 
-PRESETS = {
+PRESETS = {  # name (a stable key, shown through _()) -> prompt
     "ROMEO:": "ROMEO:",
-    "First Citizen": "First Citizen:\nBefore we proceed any further, hear me speak.",
-    "To be, or not to be": "HAMLET:\nTo be, or not to be, that is the question:",
-    "Repeat a pattern": step_view.REPEAT_PROMPT,
+    N_("First Citizen"): "First Citizen:\nBefore we proceed any further, hear me speak.",
+    N_("To be, or not to be"): "HAMLET:\nTo be, or not to be, that is the question:",
+    N_("Repeat a pattern"): step_view.REPEAT_PROMPT,
 }
-PLAY_SPEEDS = {"slow": 1.0, "normal": 0.15, "fast": 0.05}  # run_every interval (s); a frame adds ~0.3 s of redraw
+PLAY_SPEEDS = {"slow": 1.0, "normal": 0.15, "fast": 0.05}
+PLAY_SPEED_LABELS = {"slow": N_("slow"), "normal": N_("normal"), "fast": N_("fast")}  # run_every interval (s); a frame adds ~0.3 s of redraw
 PLAY_DELAY_S = PLAY_SPEEDS["normal"]  # "normal": with the redraw and the round trip a step lands every ~0.4-0.5 s
 PLAY_MAX = 64
 PLAY_LEFT = "step_play_left"  # steps the running animation still has to take (0 = not playing)
 DEFAULT_TEMPERATURE = DEFAULT_SAMPLING.temperature
-GREEDY_HELP = ("Off by default: greedy always takes the single likeliest token, and on a model this small that "
+GREEDY_HELP = N_("Off by default: greedy always takes the single likeliest token, and on a model this small that "
                "soon repeats a line forever (both bundled models' greedy samples loop within 80 tokens; their "
                "induction heads, which copy what already stands in the context, make a loop stronger each time "
                "round). The default draws from the 40 likeliest at temperature 0.8 with the seed below: same seed, "
                "same text.")
-VIEWS = {"one": "K, V, attention", "race": "Race", "gqa": "GQA sharing"}
+VIEWS = {"one": N_("K, V, attention"), "race": N_("Race"), "gqa": N_("GQA sharing")}
+# Said beside the token strip when the interface is not English: the bundled models only ever write English.
+ENGLISH_MODELS = N_("The bundled models were trained on English text (Shakespeare): they write English, whatever "
+                    "the interface language.")
 RACE_SHAPE = loading.RANDOM_PREFIX + "gpt2"  # the race at a size where the gap shows: GPT-2 124M, random weights
-RACE_SCALES = {"model": "this model", "gpt2": "GPT-2 124M shape"}
+RACE_SCALES = {"model": N_("this model"), "gpt2": N_("GPT-2 124M shape")}
 CHART = figs.stage_config()
 DEFAULTS = {  # widgets are created without value=, so a link can set them before they are drawn
     "step_greedy": False, "step_temperature": DEFAULT_TEMPERATURE, "step_top_k": DEFAULT_SAMPLING.top_k,
@@ -132,7 +137,7 @@ def _apply_link() -> None:
     s["step_link_done"] = link.replay_key
     # never int(text) here: kvviz.inputs.query_values says what a bad steps= was and what is done instead (issue 23)
     if refused := query_values.refused_link_whole(st.query_params.get("steps"), 0, info.n_positions - 1, "steps",
-                                                  "Replaying the prompt only."):
+                                                  _("Replaying the prompt only.")):
         st.warning(refused)
         link = dataclasses.replace(link, steps=0)
     s["step_greedy"], s["step_temperature"], s["step_top_k"], s["step_seed"] = (
@@ -143,10 +148,10 @@ def _apply_link() -> None:
     s["step_preset"], s[f"step_prompt_{preset}"] = preset, link.prompt
     try:
         engine.prefill(link.prompt, _sampling())
-        for _ in range(min(link.steps, info.n_positions - engine.cache_len)):
+        for _step in range(min(link.steps, info.n_positions - engine.cache_len)):
             engine.step()
     except (PromptError, ContextFullError) as exc:
-        s["step_link_warning"] = f"The link's prompt could not be replayed: {exc}"
+        s["step_link_warning"] = _("The link's prompt could not be replayed: {error}").format(error=exc)
 
 
 def _link() -> str:
@@ -156,16 +161,17 @@ def _link() -> str:
         temperature=sampling.temperature, top_k=sampling.top_k, seed=sampling.seed, view=s.get("step_view") or "one",
         present=bool(s.get("step_present")), layer=int(s.get("step_layer") or 0), head=int(s.get("step_head") or 0))
     base = st.context.url.split("?")[0] if st.context.url else "/step_through"
-    return f"{base}?{urllib.parse.urlencode(link.query())}"
+    # the link opens in the language it was made in (?lang=), as every link the app builds does
+    return f"{base}?{urllib.parse.urlencode({**link.query(), i18n.QUERY_PARAM: i18n.current()})}"
 
 
 _apply_link()
 if "step_present" not in st.session_state:  # ?present=1 opens the page in presenter mode
     st.session_state["step_present"] = step_view.url_flag(st.query_params.get("present"))
 title_row = st.columns([4, 1], vertical_alignment="bottom")
-title_row[0].title("Step through a generation")
-present = title_row[1].toggle("Presenter mode", key="step_present",
-                              help="Only the stage, larger type, no sidebar (also ?present=1 in the URL)")
+title_row[0].title(_("Step through a generation"))
+present = title_row[1].toggle(_("Presenter mode"), key="step_present",
+                              help=_("Only the stage, larger type, no sidebar (also ?present=1 in the URL)"))
 st.html(STAGE_CSS + (PRESENTER_CSS if present else ""))
 st.html(KEYS_JS, unsafe_allow_javascript=True)
 font_px = 18 if present else 14
@@ -178,33 +184,43 @@ def _controls() -> tuple[dict[str, bool], st.delta_generator.DeltaGenerator | No
     """The control row (the clicks, and the Link popover to fill once the pickers have run). Shortcut hints are
     drawn on the buttons by Streamlit itself."""
     row = st.container(horizontal=True, vertical_alignment="bottom")
-    with row.popover("Prompt", icon=":material/edit:"):  # two columns: it fits a 720-px-high projector
+    # Buttons are found by their keys (.st-key-step_btn_*: KEYS_JS, tests), never by their labels, which are
+    # translated.
+    with row.popover(_("Prompt"), icon=":material/edit:"):  # two columns: it fits a 720-px-high projector
         text, sampling = st.columns([3, 2], gap="medium")
-        preset = text.selectbox("Classroom presets", list(PRESETS), key="step_preset")
+        preset = text.selectbox(_("Classroom presets"), list(PRESETS), key="step_preset", format_func=_)
         st.session_state.setdefault(f"step_prompt_{preset}", PRESETS[preset])
-        text.text_area("Prompt", height=110, key=f"step_prompt_{preset}", max_chars=MAX_TEXT_CHARS,
-                       help="A new line is a token of its own: the strip shows it as ↵. " + TEXT_CAP_HELP)
+        text.text_area(_("Prompt"), height=110, key=f"step_prompt_{preset}", max_chars=MAX_TEXT_CHARS,
+                       help=_("A new line is a token of its own: the strip shows it as ↵. {cap}").format(
+                           cap=_(TEXT_CAP_HELP)))
+        if i18n.current() != i18n.ENGLISH:  # the interface is translated, the model's text is not
+            text.caption(_("{models} A prompt may mix in other characters: the tokenizer is byte-level, so a "
+                           "character it never saw whole is split into byte tokens (shown in hex, e.g. `<E4>`)."
+                           ).format(models=_(ENGLISH_MODELS)))
         play = text.columns(2)
-        play[0].number_input("Play N steps", 1, PLAY_MAX, key="step_play_n")
-        play[1].segmented_control("Play speed", list(PLAY_SPEEDS), key="step_play_speed",
-                                  help="slow ~1.3 s, normal ~0.45 s, fast ~0.35 s a step (plus the redraw)")
-        sampling.toggle("Greedy decoding", key="step_greedy", help="Always the most likely token. " + GREEDY_HELP)
-        sampling.slider("Temperature", 0.1, 2.0, step=0.05, key="step_temperature")
-        sampling.number_input("Top-k (0 = off)", 0, 200, key="step_top_k")
-        sampling.number_input("Seed", 0, 1_000_000, key="step_seed")
+        play[0].number_input(_("Play N steps"), 1, PLAY_MAX, key="step_play_n")
+        play[1].segmented_control(_("Play speed"), list(PLAY_SPEEDS), key="step_play_speed",
+                                  format_func=lambda v: _(PLAY_SPEED_LABELS[v]),
+                                  help=_("slow ~1.3 s, normal ~0.45 s, fast ~0.35 s a step (plus the redraw)"))
+        sampling.toggle(_("Greedy decoding"), key="step_greedy",
+                        help=_("Always the most likely token. {why}").format(why=_(GREEDY_HELP)))
+        sampling.slider(_("Temperature"), 0.1, 2.0, step=0.05, key="step_temperature")
+        sampling.number_input(_("Top-k (0 = off)"), 0, 200, key="step_top_k")
+        sampling.number_input(_("Seed"), 0, 1_000_000, key="step_seed")
     clicked = {
-        "prefill": row.button("Prefill", key="step_btn_prefill", shortcut="P"),
-        "back": row.button("Back", key="step_btn_back", shortcut="Left", icon=":material/arrow_back:"),
-        "next": row.button("Next token", key="step_btn_next", shortcut="Right", type="primary",
+        "prefill": row.button(_("Prefill"), key="step_btn_prefill", shortcut="P"),
+        "back": row.button(_("Back"), key="step_btn_back", shortcut="Left", icon=":material/arrow_back:"),
+        "next": row.button(_("Next token"), key="step_btn_next", shortcut="Right", type="primary",
                            icon=":material/arrow_forward:"),
-        "next_space": row.button("Next (Space)", key="step_btn_next_space", shortcut="Space"),  # hidden by CSS
-        "play": row.button(f"Play {st.session_state.get('step_play_n', 8)}", key="step_btn_play",
-                           icon=":material/play_arrow:", help="Animate N steps (N under Prompt); Stop or any click stops it"),
-        "stop": row.button("Stop", key="step_btn_stop", icon=":material/stop:", shortcut="Esc"),
-        "reset": row.button("Reset", key="step_btn_reset"),
+        "next_space": row.button(_("Next (Space)"), key="step_btn_next_space", shortcut="Space"),  # hidden by CSS
+        "play": row.button(_("Play {n}").format(n=st.session_state.get("step_play_n", 8)), key="step_btn_play",
+                           icon=":material/play_arrow:",
+                           help=_("Animate N steps (N under Prompt); Stop or any click stops it")),
+        "stop": row.button(_("Stop"), key="step_btn_stop", icon=":material/stop:", shortcut="Esc"),
+        "reset": row.button(_("Reset"), key="step_btn_reset"),
     }
     # Filled in after the pickers have run (stage()), so the link names the layer and head on screen.
-    return clicked, row.popover("Link", icon=":material/link:") if engine.started else None
+    return clicked, row.popover(_("Link"), icon=":material/link:") if engine.started else None
 
 
 def _act(clicked: dict[str, bool]) -> None:
@@ -249,8 +265,9 @@ def _play_tick() -> None:
 def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None) -> None:
     """Everything that changes per step (no widgets: the Play animation redraws this many times per run)."""
     # presenter mode: one line of chips and no colour key (the teacher names them), so the newest row stays in view
+    note = _(ENGLISH_MODELS) if i18n.current() != i18n.ENGLISH else ""
     st.markdown(step_view.strip_html(snap.strip, max_tokens=16 if present else 28, font_rem=1.1 if present else 0.9,
-                                     legend=not present), unsafe_allow_html=True)
+                                     legend=not present, note=note), unsafe_allow_html=True)
     left, right = st.columns([0.7, 0.3], gap="small")
     c = snap.counters
     if view == "race":
@@ -260,25 +277,28 @@ def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None) -
         left.plotly_chart(figs.group_figure(snap, font_px, height_px=360), config=CHART)
         left.caption(_gqa_text(snap))
     else:
-        above = (f" · {snap.first_row} older rows above not drawn (they got {snap.attention_above:.0%} "
-                 "of the attention)") if snap.first_row else ""
+        above = _("Rows = cache positions; the newest row is outlined · {n} older rows above not drawn (they got "
+                  "{share:.0%} of the attention).").format(n=snap.first_row, share=snap.attention_above)
         # the readout first: large, above the fold, and its room kept when there is nothing to say (no jump)
         readout = html.escape(step_view.copy_sentence(snap.copy)) or (
-            '<span style="opacity:0.6">When the newest token occurred before, this line names the head that reads '
-            "the row after that occurrence (an induction head copying).</span>")
+            '<span style="opacity:0.6">{}</span>'.format(html.escape(_(
+                "When the newest token occurred before, this line names the head that reads the row after that "
+                "occurrence (an induction head copying)."))))
         left.html(f'<div class="kvviz-readout" style="font-size:{1.1 if present else 1.0}rem">{readout}</div>')
         left.plotly_chart(figs.stage_figure(snap, font_px, height_px=330), config=CHART)
-        left.caption(f"Rows = cache positions; the newest row is outlined{above}.")
+        left.caption(above if snap.first_row else _("Rows = cache positions; the newest row is outlined."))
     with right:
         m = st.columns(2, gap="small")
-        m[0].metric("Cache length", f"{snap.cache_len} tokens", help=f"at most {info.n_positions} positions")
-        m[1].metric("Cache size", units.short_bytes(snap.cache_bytes),
-                    help=f"summed from the real K/V tensors: {units.format_bytes(snap.cache_bytes)}")
-        m[0].metric("This step: dots with cache", f"{c.this_dot_products_cached:,}",
-                    help="query-key dot products this step computes with the cache: the newest query only")
-        m[1].metric("This step: dots without", f"{c.this_dot_products_uncached:,}",
-                    help="the same step if the whole sequence were recomputed (causal pairs: "
-                         "L(L+1)/2 per head and layer)")
+        m[0].metric(_("Cache length"), ngettext("{n} token", "{n} tokens", snap.cache_len).format(n=snap.cache_len),
+                    help=_("at most {n} positions").format(n=info.n_positions))
+        m[1].metric(_("Cache size"), units.short_bytes(snap.cache_bytes),
+                    help=_("summed from the real K/V tensors: {bytes}").format(
+                        bytes=units.format_bytes(snap.cache_bytes)))
+        m[0].metric(_("This step: dots with cache"), f"{c.this_dot_products_cached:,}",
+                    help=_("query-key dot products this step computes with the cache: the newest query only"))
+        m[1].metric(_("This step: dots without"), f"{c.this_dot_products_uncached:,}",
+                    help=_("the same step if the whole sequence were recomputed (causal pairs: "
+                           "L(L+1)/2 per head and layer)"))
         if view == "race":
             _race_side(snap, timing)
         else:
@@ -292,15 +312,20 @@ def _step_line(snap: step_view.StageSnapshot) -> str:
     """Which pass is shown, its single measured time, the work since the prefill, and how it is counted."""
     c, seq = snap.counters, snap.cache_len
     if snap.kind == "prefill":
-        what = f"Prefill: fed the {seq} prompt tokens at once in {snap.step_ms:.1f} ms (one run)"
+        what = _("Prefill: fed the {n} prompt tokens at once in {ms:.1f} ms (one run).").format(n=seq, ms=snap.step_ms)
+    elif snap.at < snap.latest:
+        what = _("Decode step {at} of {latest}, the newest is step {latest}: fed 1 token in {ms:.1f} ms (one run)."
+                 ).format(at=snap.at, latest=snap.latest, ms=snap.step_ms)
     else:
-        history = f", the newest is step {snap.latest}" if snap.at < snap.latest else ""
-        what = f"Decode step {snap.at} of {snap.latest}{history}: fed 1 token in {snap.step_ms:.1f} ms (one run)"
+        what = _("Decode step {at} of {latest}: fed 1 token in {ms:.1f} ms (one run).").format(
+            at=snap.at, latest=snap.latest, ms=snap.step_ms)
     eager = ops.attention_dot_products_dense(info.n_layer, info.n_head, 0, seq, cached=False)
-    return (f"{what}. Since the prefill: {c.total_dot_products_cached:,} dot products with the cache vs "
-            f"{c.total_dot_products_uncached:,} without. Counted as causal pairs: a query at position p scores keys "
-            f"0..p, so L(L+1)/2 per head and layer without the cache; eager attention scores all L x L "
-            f"({info.n_layer} x {info.n_head} x {seq}² = {eager:,} here) and masks the rest.")
+    return what + " " + _(
+        "Since the prefill: {cached:,} dot products with the cache vs {uncached:,} without. Counted as causal "
+        "pairs: a query at position p scores keys 0..p, so L(L+1)/2 per head and layer without the cache; eager "
+        "attention scores all L x L ({layers} x {heads} x {seq}² = {eager:,} here) and masks the rest.").format(
+        cached=c.total_dot_products_cached, uncached=c.total_dot_products_uncached, layers=info.n_layer,
+        heads=info.n_head, seq=seq, eager=eager)
 
 
 def _race_shape() -> loading.LoadedModel | None:
@@ -309,11 +334,11 @@ def _race_shape() -> loading.LoadedModel | None:
     if st.session_state.get("step_race_scale") != "gpt2":
         return None
     try:
-        with st.spinner("Loading the GPT-2 124M shape (random weights) for the race..."):
+        with st.spinner(_("Loading the GPT-2 124M shape (random weights) for the race...")):
             return ui.cached_model(RACE_SHAPE, "eager")
     except loading.ModelLoadError as exc:
         st.session_state["step_race_scale"] = "model"
-        st.warning(f"The GPT-2 124M shape is not available here ({exc}); racing on this model.")
+        st.warning(_("The GPT-2 124M shape is not available here ({error}); racing on this model.").format(error=exc))
         return None
 
 
@@ -342,12 +367,13 @@ def _race(snap: step_view.StageSnapshot, timing: RaceTiming | None) -> None:
                           config=CHART)
         dots = c.this_dot_products_cached if cached else c.this_dot_products_uncached
         rows = c.this_kv_rows_cached if cached else c.this_kv_rows_uncached
-        side.markdown(f"**{'With' if cached else 'Without'} the cache**: {dots:,} dot products, {rows:,} K/V rows")
+        side.markdown((_("**With the cache**: {dots:,} dot products, {rows:,} K/V rows") if cached else
+                       _("**Without the cache**: {dots:,} dot products, {rows:,} K/V rows")).format(dots=dots, rows=rows))
     if snap.kind == "prefill":
-        st.caption("The prefill computes every prompt row either way (nothing is cached yet): the race starts "
-                   "with the first Next token.")
+        st.caption(_("The prefill computes every prompt row either way (nothing is cached yet): the race starts "
+                     "with the first Next token."))
     elif timing is None:
-        st.caption("The clock runs when the animation stops (timing every frame would slow it down).")
+        st.caption(_("The clock runs when the animation stops (timing every frame would slow it down)."))
     else:
         st.plotly_chart(figs.race_timing_figure(timing.cached_ms, timing.uncached_ms, timing.fixed_ms, font_px,
                                                 height_px=120 if not present else 140), config=CHART)
@@ -356,9 +382,11 @@ def _race(snap: step_view.StageSnapshot, timing: RaceTiming | None) -> None:
 def _race_side(snap: step_view.StageSnapshot, timing: RaceTiming | None) -> None:
     """Beside the race: which model the clock runs on, and the verdict in a few lines."""
     if ui.model_offered(RACE_SHAPE) and info.spec != RACE_SHAPE:
-        st.segmented_control("Race on", list(RACE_SCALES), key="step_race_scale", format_func=RACE_SCALES.get,
-                             help="The GPT-2 124M shape (random weights: only the clock matters) shows the gap "
-                                  "this small model hides: a few seconds a step on 2 cores, 0.5 GB loaded once per server")
+        st.segmented_control(_("Race on"), list(RACE_SCALES), key="step_race_scale",
+                             format_func=lambda v: _(RACE_SCALES[v]),
+                             help=_("The GPT-2 124M shape (random weights: only the clock matters) shows the gap "
+                                    "this small model hides: a few seconds a step on 2 cores, 0.5 GB loaded once "
+                                    "per server"))
     else:
         st.session_state["step_race_scale"] = "model"
     if timing is not None:
@@ -369,22 +397,24 @@ def _race_verdict(t: RaceTiming) -> str:
     """A few lines beside the clock (which draws the medians, their middle half and the 1-token floor): the
     verdict, or 'inside the noise' when it is, and the machine's load."""
     big = st.session_state.get("step_race_scale") == "gpt2"
-    how = (f"Medians of {t.repeats} repeats a side, interleaved; whiskers: the middle half. Load "
-           f"{t.load_1min:.1f} on {usable_cores()} cores.")
+    how = _("Medians of {repeats} repeats a side, interleaved; whiskers: the middle half. Load {load:.1f} on "
+            "{cores} cores.").format(repeats=t.repeats, load=t.load_1min, cores=usable_cores())
     if t.inside_noise:
-        hint = "" if big else " Try the GPT-2 124M shape."
-        return (f"**Inside the noise**: the middle halves overlap. At this size a forward is mostly its fixed cost "
-                f"(the dashed line: 1 token, nothing cached), which hides the saving.{hint} " + how)
+        noise = _("**Inside the noise**: the middle halves overlap. At this size a forward is mostly its fixed cost "
+                  "(the dashed line: 1 token, nothing cached), which hides the saving.")
+        return " ".join([noise] + ([] if big else [_("Try the GPT-2 124M shape.")]) + [how])
     if not t.cached_faster:
-        return "**The cached step measured slower** this time: a burst of load, most likely. " + how
+        return _("**The cached step measured slower** this time: a burst of load, most likely.") + " " + how
     extra = ""
     if big:
         shape = loading.GPT2_SHAPES["gpt2"]
         with_c = ops.attention_dot_products(shape["n_layer"], shape["n_head"], t.seq_len - 1, 1, cached=True)
         without = ops.attention_dot_products(shape["n_layer"], shape["n_head"], t.seq_len - 1, 1, cached=False)
-        extra = f" At this shape: {with_c:,} dot products vs {without:,}."
-    return (f"**{t.uncached_median_ms / t.cached_median_ms:.1f}x faster with the cache**.{extra} Both stand on the "
-            f"dashed line: a 1-token forward, {t.fixed_median_ms:.1f} ms here whatever the length. " + how)
+        extra = " " + _("At this shape: {cached:,} dot products vs {uncached:,}.").format(cached=with_c, uncached=without)
+    faster = _("**{x:.1f}x faster with the cache**.").format(x=t.uncached_median_ms / t.cached_median_ms)
+    floor = _("Both stand on the dashed line: a 1-token forward, {ms:.1f} ms here whatever the length.").format(
+        ms=t.fixed_median_ms)
+    return f"{faster}{extra} {floor} {how}"
 
 
 def _gqa_text(snap: step_view.StageSnapshot) -> str:
@@ -393,10 +423,11 @@ def _gqa_text(snap: step_view.StageSnapshot) -> str:
                        for kv, qs in step_view.group_mapping(info.n_head, info.n_kv_heads))
     gqa = memory.kv_config_from_info(info)
     mha_bytes = memory.kv_bytes(dataclasses.replace(gqa, n_kv_heads=info.n_head), snap.cache_len)
-    return (f"kv_head = q_head // {info.n_head // info.n_kv_heads}: {groups}. Cache measured from the real tensors: "
-            f"{snap.cache_bytes:,} B (calculator: {memory.kv_bytes(gqa, snap.cache_len):,} B); with full MHA "
-            f"({info.n_head} K/V heads) the same model would hold {mha_bytes:,} B, "
-            f"{mha_bytes / max(snap.cache_bytes, 1):.0f}x more.")
+    return (f"kv_head = q_head // {info.n_head // info.n_kv_heads}: {groups}. " + _(
+        "Cache measured from the real tensors: {measured:,} B (calculator: {calculated:,} B); with full MHA "
+        "({heads} K/V heads) the same model would hold {mha:,} B, {ratio:.0f}x more.").format(
+        measured=snap.cache_bytes, calculated=memory.kv_bytes(gqa, snap.cache_len), heads=info.n_head,
+        mha=mha_bytes, ratio=mha_bytes / max(snap.cache_bytes, 1)))
 
 
 def _show_head(layer: int, head: int) -> None:
@@ -430,12 +461,12 @@ def stage() -> None:
     if playing != (st.session_state.get(PLAY_LEFT, 0) > 0):  # started or finished: switch run_every on/off
         st.rerun()
     if not engine.started:
-        st.info(f"Press **Prefill** (or the P key) to feed the prompt. Model: {info.label}.")
+        st.info(_("Press **Prefill** (or the P key) to feed the prompt. Model: {model}.").format(model=info.label))
         return
     pick = st.container(horizontal=True, vertical_alignment="center")
-    layer = _choice(pick, "Layer", info.n_layer, "step_layer", "L")
-    head = _choice(pick, "Query head", info.n_head, "step_head", "H")
-    view = pick.segmented_control("View", _views(), key="step_view", format_func=VIEWS.get,
+    layer = _choice(pick, _("Layer"), info.n_layer, "step_layer", "L")
+    head = _choice(pick, _("Query head"), info.n_head, "step_head", "H")
+    view = pick.segmented_control(_("View"), _views(), key="step_view", format_func=lambda v: _(VIEWS[v]),
                                   label_visibility="collapsed") or "one"
     latest = len(engine.records) - 1
     at = latest if playing else min(st.session_state.get("step_history", latest), latest)
@@ -446,29 +477,30 @@ def stage() -> None:
         found = copy is not None and copy.best_weight >= step_view.COPYING_WEIGHT
         elsewhere = found and (copy.best_layer, copy.best_head) != (layer, head)
         # always drawn (disabled when there is no copying head to show), so the row never jumps
-        pick.button(f"Copying head L{copy.best_layer} H{copy.best_head}" if found else "Copying head",
+        pick.button(_("Copying head L{layer} H{head}").format(layer=copy.best_layer, head=copy.best_head)
+                    if found else _("Copying head"),
                     key="step_show_copy", disabled=not elsewhere,
                     on_click=_show_head, args=(copy.best_layer, copy.best_head) if found else (layer, head),
                     icon=":material/content_copy:",
-                    help="Show the head that reads the row after the newest token's previous occurrence (there is "
-                         "one when the newest token occurred before: try the Repeat a pattern preset)")
+                    help=_("Show the head that reads the row after the newest token's previous occurrence (there "
+                           "is one when the newest token occurred before: try the Repeat a pattern preset)"))
     if link_box is not None:
         with link_box:
-            st.caption("This state as a link: prompt, steps taken, sampling (seed, temperature, top-k), layer, "
-                       "head, view and presenter mode. Opened elsewhere it replays the same generation.")
+            st.caption(_("This state as a link: prompt, steps taken, sampling (seed, temperature, top-k), layer, "
+                         "head, view, presenter mode and language. Opened elsewhere it replays the same generation."))
             st.code(_link(), language=None, wrap_lines=True)
     _draw(snap, view, _race_timing(snap, playing) if view == "race" else None)
     if playing:  # this frame is drawn whole: Stop may land on it (see _act)
         st.session_state["step_play_shown"] = len(engine.records)
     if latest and not playing:
-        st.slider("History: scrub back through the steps taken (redraws what was recorded; the cache is not "
-                  "changed)", 0, latest, value=at, key="step_history", format="step %d")
+        st.slider(_("History: scrub back through the steps taken (redraws what was recorded; the cache is not "
+                    "changed)"), 0, latest, value=at, key="step_history", format=_("step %d"))
 
 
 stage()
 if not present:
-    with st.expander("What you are seeing", expanded=False):
-        st.markdown(
+    with st.expander(_("What you are seeing"), expanded=False):
+        st.markdown(_(
             "At every layer each token gets a **query**, a **key** and a **value** vector. A new token's query is "
             "compared with the keys of *all* earlier tokens and its own, and it averages their values. Those earlier keys and "
             "values never change, so the model stores them: the **KV cache**.\n\n"
@@ -483,20 +515,22 @@ if not present:
             "row *after* that earlier occurrence (an induction head copying; try the *Repeat a pattern* preset).\n\n"
             "Decoding is a seeded draw by default (the same seed and prompt give the same text): greedy decoding, "
             "one toggle away in *Prompt*, always takes the most likely token, and a small model soon loops."
-        )
-    with st.expander("Without the cache: recompute everything, get the same answer", key="step_exp_uncached",
+        ))
+    with st.expander(_("Without the cache: recompute everything, get the same answer"), key="step_exp_uncached",
                      on_change="rerun") as uncached:
         if uncached.open and engine.started:
             check = engine.check_without_cache()
-            st.markdown(
-                f"An uncached step feeds all **{check.recomputed_rows}** tokens again and recomputes every K and V "
-                f"row in all {info.n_layer} layers ({check.uncached_ms:.1f} ms here), just to get the last "
-                f"position's logits.\n\n- max |logit difference| cached vs recomputed: "
-                f"**{check.max_abs_logit_diff:.1e}**\n- max |K difference| {check.max_abs_key_diff:.1e}, "
-                f"max |V difference| {check.max_abs_value_diff:.1e}\n- same next token: "
-                f"**{'yes' if check.same_next_token else 'no'}**\n\nThe differences are float32 rounding "
-                "(summation order), not a different result: caching changes speed, not answers."
-            )
+            st.markdown(_(
+                "An uncached step feeds all **{rows}** tokens again and recomputes every K and V row in all "
+                "{layers} layers ({ms:.1f} ms here), just to get the last position's logits.\n\n"
+                "- max |logit difference| cached vs recomputed: **{logit:.1e}**\n"
+                "- max |K difference| {key:.1e}, max |V difference| {value:.1e}\n"
+                "- same next token: **{same}**\n\n"
+                "The differences are float32 rounding (summation order), not a different result: caching changes "
+                "speed, not answers.").format(
+                rows=check.recomputed_rows, layers=info.n_layer, ms=check.uncached_ms,
+                logit=check.max_abs_logit_diff, key=check.max_abs_key_diff, value=check.max_abs_value_diff,
+                same=_("yes") if check.same_next_token else _("no")))
             steps, with_cache, without_cache = step_view.cumulative_series(engine.records, info.n_layer, info.n_head)
-            st.plotly_chart(figs.growth_chart(steps, with_cache, without_cache, "query-key dot products"),
+            st.plotly_chart(figs.growth_chart(steps, with_cache, without_cache, _("query-key dot products")),
                             config=CHART)

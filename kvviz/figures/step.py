@@ -13,6 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from kvviz.i18n import _
 from kvviz.step.view import StageSnapshot, visible
 
 NEW_ROW_COLOR = "#e8590c"  # the row(s) appended by the latest pass
@@ -74,8 +75,9 @@ def stage_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 420) -
     y = list(range(snap.first_row, snap.first_row + rows))
     fig = make_subplots(
         rows=1, cols=3, shared_yaxes=True, column_widths=[0.37, 0.37, 0.26], horizontal_spacing=CBAR_GAP,
-        subplot_titles=(f"K · layer {snap.layer} · kv head {snap.kv_head}", f"V · layer {snap.layer}",
-                        f"attention · q head {snap.q_head}"),  # the query is the outlined row: short, so it fits
+        subplot_titles=(_("K · layer {layer} · kv head {kv_head}").format(layer=snap.layer, kv_head=snap.kv_head),
+                        _("V · layer {layer}").format(layer=snap.layer),
+                        _("attention · q head {head}").format(head=snap.q_head)),  # short, so it fits
     )
     width = 1 - 2 * CBAR_GAP  # the panels' share of the plot width, split 0.37 : 0.37 : 0.26
     edges = (0.37 * width, 0.74 * width + CBAR_GAP)  # right edges of the K and V panels
@@ -84,12 +86,13 @@ def stage_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 420) -
         fig.add_trace(go.Heatmap(
             z=data.astype(np.float32), x=list(range(head_dim)), y=y, colorscale=HEATMAP_SCALE, zmin=-limit,
             zmax=limit, showscale=True, colorbar=_colorbar(edge, font_px),
-            name=name, hovertemplate=f"{name}[position %{{y}}, dim %{{x}}] = %{{z:.3f}}<extra></extra>"),
+            name=name, hovertemplate=_("{name}[position %{{y}}, dim %{{x}}] = %{{z:.3f}}<extra></extra>").format(
+                name=name)),
             row=1, col=col)
         _outline(fig, snap.new_rows, head_dim, col, NEW_ROW_COLOR)
     colors = [NEW_ROW_COLOR if p in snap.new_rows else ATTENTION_COLOR for p in y]
     fig.add_trace(go.Bar(x=np.round(snap.attention, 4), y=y, orientation="h", marker_color=colors,
-                         hovertemplate="position %{y}: weight %{x:.3f}<extra></extra>", name="attention"),
+                         hovertemplate=_("position %{y}: weight %{x:.3f}<extra></extra>"), name=_("attention")),
                   row=1, col=3)
     top = float(snap.attention.max()) if rows else 1.0
     fig.update_xaxes(range=[0, max(top * 1.1, 0.05)], nticks=3, row=1, col=3)
@@ -109,17 +112,20 @@ def group_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 360) -
     n = len(snap.group_heads)
     fig = make_subplots(rows=1, cols=1 + n, shared_yaxes=True, horizontal_spacing=0.02,
                         column_widths=[0.34] + [0.66 / n] * n,
-                        subplot_titles=[f"K · kv head {snap.kv_head}"] + [f"q{h}" for h in snap.group_heads])
+                        subplot_titles=[_("K · kv head {kv_head}").format(kv_head=snap.kv_head)]
+                        + [f"q{h}" for h in snap.group_heads])
     limit = float(np.abs(snap.keys).max()) or 1.0
     fig.add_trace(go.Heatmap(z=snap.keys.astype(np.float32), y=y, colorscale=HEATMAP_SCALE, zmin=-limit, zmax=limit,
                              showscale=True, colorbar={**_colorbar(1.0, font_px), "title": {"text": "K", "side": "top"}},
-                             hovertemplate="K[position %{y}, dim %{x}] = %{z:.3f}<extra></extra>"),
+                             hovertemplate=_("{name}[position %{{y}}, dim %{{x}}] = %{{z:.3f}}<extra></extra>").format(
+                                 name="K")),
                   row=1, col=1)
     _outline(fig, snap.new_rows, head_dim, 1, NEW_ROW_COLOR)
     for i, head in enumerate(snap.group_heads):
         weights = snap.group_attention[i]
         fig.add_trace(go.Bar(x=np.round(weights, 4), y=y, orientation="h", marker_color=ATTENTION_COLOR,
-                             hovertemplate=f"q head {head}, position %{{y}}: %{{x:.3f}}<extra></extra>"),
+                             hovertemplate=_("q head {head}, position %{{y}}: %{{x:.3f}}<extra></extra>").format(
+                                 head=head)),
                       row=1, col=2 + i)
         fig.update_xaxes(range=[0, max(float(weights.max()) * 1.1, 0.05)], showticklabels=False, row=1, col=2 + i)
     fig.update_xaxes(showticklabels=False, title_text="head_dim", row=1, col=1)
@@ -134,12 +140,13 @@ def race_figure(snap: StageSnapshot, cached: bool, font_px: int = 14, height_px:
     cached=False: every row of every layer is recomputed (all outlined red)."""
     n_layer = len(snap.layer_keys)
     fig = make_subplots(rows=1, cols=n_layer, shared_yaxes=True, horizontal_spacing=0.015,
-                        subplot_titles=[f"layer {i}" for i in range(n_layer)])
+                        subplot_titles=[_("layer {layer}").format(layer=i) for i in range(n_layer)])
     for layer, rows in enumerate(snap.layer_keys):
         limit = float(np.abs(rows).max()) or 1.0
         y = list(range(snap.first_row, snap.first_row + rows.shape[0]))
         fig.add_trace(go.Heatmap(z=rows.astype(np.float32), y=y, colorscale=HEATMAP_SCALE, zmin=-limit, zmax=limit,
-                                 showscale=False, hovertemplate=f"layer {layer}, position %{{y}}<extra></extra>"),
+                                 showscale=False,
+                                 hovertemplate=_("layer {layer}, position %{{y}}<extra></extra>").format(layer=layer)),
                       row=1, col=layer + 1)
         if cached:
             _outline(fig, snap.new_rows or y, rows.shape[1], layer + 1, NEW_ROW_COLOR)
@@ -148,7 +155,7 @@ def race_figure(snap: StageSnapshot, cached: bool, font_px: int = 14, height_px:
                           line={"color": RECOMPUTED_COLOR, "width": 4}, fillcolor=RECOMPUTED_COLOR, opacity=0.35,
                           row=1, col=layer + 1)
     fig.update_yaxes(autorange="reversed", showticklabels=False)
-    fig.update_yaxes(showticklabels=True, title_text="position", row=1, col=1)
+    fig.update_yaxes(showticklabels=True, title_text=_("position"), row=1, col=1)
     fig.update_xaxes(showticklabels=False)
     fig.update_layout(height=height_px, margin=_margins(font_px), showlegend=False)
     return _fonts(fig, font_px)
@@ -162,18 +169,18 @@ def race_timing_figure(cached_ms: Sequence[float], uncached_ms: Sequence[float],
         q1, med, q3 = (float(v) for v in np.percentile(xs, [25, 50, 75]))
         return med, med - q1, q3 - med
 
-    names = ["without the cache", "with the cache"]  # top to bottom: the slow side on top reads as a race
+    names = [_("without the cache"), _("with the cache")]  # top to bottom: the slow side on top reads as a race
     rows = [stats(uncached_ms), stats(cached_ms)]
     fig = go.Figure(go.Bar(
         x=[r[0] for r in rows], y=names, orientation="h", marker_color=[RECOMPUTED_COLOR, NEW_ROW_COLOR],
         error_x={"type": "data", "symmetric": False, "array": [r[2] for r in rows],
                  "arrayminus": [r[1] for r in rows], "thickness": 2, "width": 6},
         text=[f"{r[0]:.1f} ms" for r in rows], textposition="inside", insidetextanchor="start", cliponaxis=False,
-        hovertemplate="%{y}: median %{x:.2f} ms<extra></extra>"))
+        hovertemplate=_("%{y}: median %{x:.2f} ms<extra></extra>")))
     fixed = float(np.median(fixed_ms))
     fig.add_vline(x=fixed, line={"dash": "dash", "color": "#868e96", "width": 2})
     fig.add_annotation(x=fixed, y=1.0, yref="paper", yanchor="bottom", showarrow=False, xanchor="left",
-                       text=f"┆ 1-token forward: {fixed:.1f} ms")
+                       text=_("┆ 1-token forward: {ms:.1f} ms").format(ms=fixed))
     top = max(max(r[0] + r[2] for r in rows), fixed)
     fig.update_xaxes(range=[0, top * 1.15], nticks=5, ticksuffix=" ms")
     fig.update_layout(height=height_px, margin={"l": 10, "r": 10, "t": font_px + 12, "b": 10}, showlegend=False,
@@ -194,8 +201,8 @@ def next_token_bars(texts: Sequence[str], probs: Sequence[float], chosen: str, f
                            hovertemplate="%{y}: %{x:.4f}<extra></extra>"))
     top = max(probs) if probs else 1.0
     fig.update_yaxes(tickmode="array", tickvals=labels, ticktext=labels)  # every label, even at 18 px
-    fig.update_layout(title={"text": "Next-token probabilities"},
-                      xaxis={"range": [0, min(1.0, top * 1.35) or 1.0], "title": "probability"},
+    fig.update_layout(title={"text": _("Next-token probabilities")},
+                      xaxis={"range": [0, min(1.0, top * 1.35) or 1.0], "title": _("probability")},
                       height=height_px, margin={**_margins(font_px), "r": 3 * font_px})  # room for that label
     fig.update_traces(textfont_size=font_px)
     return _fonts(fig, font_px)
@@ -205,8 +212,9 @@ def growth_chart(steps: Sequence[int], with_cache: Sequence[int], without_cache:
                  font_px: int = 14) -> go.Figure:
     """Cumulative work with vs without cache, step by step."""
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=list(steps), y=list(with_cache), mode="lines+markers", name="with KV cache"))
-    fig.add_trace(go.Scatter(x=list(steps), y=list(without_cache), mode="lines+markers", name="without cache"))
-    fig.update_layout(title=f"Cumulative {what}", xaxis_title="step (0 = prefill)", yaxis_title=what, height=300,
+    fig.add_trace(go.Scatter(x=list(steps), y=list(with_cache), mode="lines+markers", name=_("with KV cache")))
+    fig.add_trace(go.Scatter(x=list(steps), y=list(without_cache), mode="lines+markers", name=_("without cache")))
+    fig.update_layout(title=_("Cumulative {what}").format(what=what), xaxis_title=_("step (0 = prefill)"),
+                      yaxis_title=what, height=300,
                       margin=_margins(font_px))
     return _fonts(fig, font_px)

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
+from kvviz.i18n import _
 from kvviz.speedup.machine import load_average
 from kvviz.model.loading import LoadedModel
 from kvviz.inputs.prompt_rules import check_prompt
@@ -108,7 +109,7 @@ def race_timing(loaded: LoadedModel, token_ids: list[int], budget_s: float = RAC
     cached (what every forward costs here whatever the length: the floor under both sides).
     """
     if not token_ids:
-        raise PromptError("Prefill a prompt first.")
+        raise PromptError(_("Prefill a prompt first."))
     model = loaded.model
     vocab = model.config.vocab_size
     ids = [int(t) % vocab for t in token_ids]  # another model of the same tokenizer family: same ids
@@ -227,21 +228,20 @@ class StepEngine:
         """
         self.sampling = sampling or self.sampling
         if not self.started:
-            raise PromptError("Prefill a prompt first: the cache is empty.")
+            raise PromptError(_("Prefill a prompt first: the cache is empty."))
         if self.at_context_limit:
-            raise ContextFullError(
-                f"The cache holds {self.cache_len} tokens, all {self.n_positions} positions this model "
-                "learned. GPT-2 has absolute position embeddings, so it cannot go further: step back, or "
-                "reset with a shorter prompt."
-            )
+            raise ContextFullError(_(
+                "The cache holds {n} tokens, all {positions} positions this model learned. GPT-2 has absolute "
+                "position embeddings, so it cannot go further: step back, or reset with a shorter prompt."
+            ).format(n=self.cache_len, positions=self.n_positions))
         return self._forward([self.pending_token_id], kind="decode")
 
     def back(self) -> StepRecord:
         """Undo the last decode step: crop the cache by one row and re-pend the token it had fed."""
         if not self.started:  # right after Reset nothing is cached, not even the prompt
-            raise PromptError("Nothing to roll back: the cache is empty. Prefill a prompt first.")
+            raise PromptError(_("Nothing to roll back: the cache is empty. Prefill a prompt first."))
         if len(self.records) <= 1:
-            raise PromptError("Nothing to roll back: only the prompt is cached. Use Reset to start over.")
+            raise PromptError(_("Nothing to roll back: only the prompt is cached. Use Reset to start over."))
         dropped = self.records.pop()
         crop_cache(self.cache, self.cache_len - dropped.n_fed)
         del self.token_ids[-dropped.n_fed :]
@@ -325,7 +325,7 @@ class StepEngine:
         """The step of record `at` (default the newest) timed with and without the cache (race_timing), on this
         engine's model or `on` another of the same tokenizer (the race at a larger shape). Changes nothing."""
         if not self.started:
-            raise PromptError("Prefill a prompt first.")
+            raise PromptError(_("Prefill a prompt first."))
         record = self.records[-1 if at is None else at]
         return race_timing(on or self.loaded, self.token_ids[: record.cache_len], budget_s=budget_s)
 
@@ -334,7 +334,7 @@ class StepEngine:
     def check_without_cache(self) -> Equivalence:
         """Recompute the latest step with no cache: one full forward over every token fed so far."""
         if not self.started:
-            raise PromptError("Prefill a prompt first.")
+            raise PromptError(_("Prefill a prompt first."))
         with MODEL_LOCK:
             began = time.perf_counter()
             full = self.loaded.model(input_ids=torch.tensor([self.token_ids]), use_cache=True)

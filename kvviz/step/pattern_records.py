@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kvviz.i18n import N_, _
+
 PREVIOUS_TOKEN_THRESHOLD = 0.5
 FIRST_TOKEN_THRESHOLD = 0.5
 INDUCTION_THRESHOLD = 0.3
@@ -105,17 +107,19 @@ def probe_token_ids(vocab_size: int, half_tokens: int = PROBE_HALF_TOKENS, seed:
 
 
 def head_labels(layer: LayerPatterns, head: int) -> list[str]:
-    """The names of the patterns this head shows (scores at or above their thresholds)."""
+    """The names of the patterns this head shows (scores at or above their thresholds), in English: stable
+    values, translated with `_()` where they are shown."""
     labels = []
     if layer.previous_token_score[head] >= PREVIOUS_TOKEN_THRESHOLD:
-        labels.append("previous-token")
+        labels.append(N_("previous-token"))
     if layer.first_token_score[head] >= FIRST_TOKEN_THRESHOLD:
-        labels.append("first-token")
+        labels.append(N_("first-token"))
     if layer.probe_induction_score[head] >= INDUCTION_THRESHOLD:
-        labels.append("induction")
+        labels.append(N_("induction"))
     return labels
 
 
 def thresholds_text() -> str:
-    return (f"previous-token >= {PREVIOUS_TOKEN_THRESHOLD}, first-token >= {FIRST_TOKEN_THRESHOLD}, "
-            f"induction (probe) >= {INDUCTION_THRESHOLD}")
+    """The thresholds that name a head, in the current language."""
+    return _("previous-token >= {previous}, first-token >= {first}, induction (probe) >= {induction}").format(
+        previous=PREVIOUS_TOKEN_THRESHOLD, first=FIRST_TOKEN_THRESHOLD, induction=INDUCTION_THRESHOLD)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kvviz import ops
+from kvviz.i18n import N_, _
 from kvviz.step.pattern_records import INDUCTION_THRESHOLD, induction_targets
 from kvviz.step.records import StepRecord, TokenProb
 
@@ -125,7 +126,7 @@ def cumulative_series(records: Sequence[StepRecord], n_layer: int, n_head: int) 
     steps, with_cache, without_cache = [], [], []
     total_c = total_u = 0
     for r in records:
-        c, u, _, _ = _pass_counts(r, n_layer, n_head)
+        c, u = _pass_counts(r, n_layer, n_head)[:2]
         total_c, total_u = total_c + c, total_u + u
         steps.append(r.index)
         with_cache.append(total_c)
@@ -240,16 +241,50 @@ _ROLE_STYLE = {
     "newest": "background:#ffd699;border:2px solid #e8590c;color:#331600;font-weight:bold",
     "pending": "background:#fff4e6;border:2px dashed #e8590c;color:#8a3300;font-weight:bold",
 }
-_ROLE_TITLE = {
-    "prompt": "prompt (cached)",
-    "generated": "generated (cached)",
-    "newest": "just fed: its K/V row was appended",
-    "pending": "chosen, NOT cached yet",
+_ROLE_TITLE = {  # translated where drawn (the language is per session)
+    "prompt": N_("prompt (cached)"),
+    "generated": N_("generated (cached)"),
+    "newest": N_("just fed: its K/V row was appended"),
+    "pending": N_("chosen, NOT cached yet"),
 }
 
 
-def strip_html(strip: Sequence[StripToken], max_tokens: int = 36, font_rem: float = 1.0, legend: bool = True) -> str:
+_BYTES_TOKEN = re.compile(r"<([0-9A-F]{2}(?: [0-9A-F]{2})*)>")  # engine.token_text's form for a partial character
+
+
+def byte_characters(texts: Sequence[str]) -> list[str]:
+    """For each token text, the character(s) it completes: a byte-level tokenizer splits a character it never
+    saw whole (Chinese, emoji) into byte tokens, shown as hex (<E4>, <BD>, <A0>); the token whose byte completes
+    a UTF-8 character gets that character ("你"), the others "" (a run of bytes decoded in order)."""
+    out, pending = [], b""
+    for text in texts:
+        match = _BYTES_TOKEN.fullmatch(text)
+        if not match:
+            out.append("")
+            pending = b""
+            continue
+        pending += bytes.fromhex(match.group(1))
+        while pending and (0x80 <= pending[0] <= 0xBF or pending[0] >= 0xF8):  # no character starts with it
+            pending = pending[1:]
+        done = ""
+        for cut in range(len(pending), 0, -1):  # the longest prefix that decodes whole
+            try:
+                done = pending[:cut].decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            pending = pending[cut:]
+            break
+        else:
+            if len(pending) >= 4:  # no UTF-8 character is longer: these bytes make none
+                pending = b""
+        out.append(done)
+    return out
+
+
+def strip_html(strip: Sequence[StripToken], max_tokens: int = 36, font_rem: float = 1.0, legend: bool = True,
+               note: str = "") -> str:
     """The token strip as HTML: the last max_tokens tokens as chips (text escaped, whitespace visible).
+    `note`: a short remark drawn after the colour key, on its line (only with the legend).
 
     Each chip carries data-pos (its cache position, or "next" for the pending token) so browser tests and
     the classroom load test can read the strip; the container has the class kvviz-strip.
@@ -259,19 +294,31 @@ def strip_html(strip: Sequence[StripToken], max_tokens: int = 36, font_rem: floa
             f"font-size:{font_rem}rem")
     spans = []
     if hidden:
-        spans.append(f'<span style="{chip};color:#777;border:1px dotted #999">⋯ {hidden} earlier</span>')
-    for t in strip[hidden:]:
+        earlier = html.escape(_("⋯ {n} earlier").format(n=hidden))
+        spans.append(f'<span style="{chip};color:#777;border:1px dotted #999">{earlier}</span>')
+    characters = byte_characters([t.text for t in strip])
+    for t, character in zip(strip[hidden:], characters[hidden:]):
         shown = html.escape(visible(t.text)) or "&nbsp;"
         where = "next" if t.position is None else str(t.position)
+        title = html.escape(_(_ROLE_TITLE[t.role]))
+        if _BYTES_TOKEN.fullmatch(t.text):  # part of a character: say so, and name it where it completes
+            title += html.escape(" · " + (_("its byte completes the UTF-8 character {char}").format(char=character)
+                                          if character else _("part of a UTF-8 character (a byte-level token)")))
+            if character:
+                shown += f'<b style="font-family:sans-serif">→{html.escape(visible(character))}</b>'
+        label = html.escape(_("next")) if t.position is None else where  # data-pos stays "next" (tests read it)
         spans.append(
-            f'<span data-pos="{where}" title="{where}: {_ROLE_TITLE[t.role]}" style="{_ROLE_STYLE[t.role]};{chip}">'
-            f'<sub style="color:#555;font-size:0.7em">{where}</sub>{shown}</span>'
+            f'<span data-pos="{where}" title="{label}: {title}" '
+            f'style="{_ROLE_STYLE[t.role]};{chip}">'
+            f'<sub style="color:#555;font-size:0.7em">{label}</sub>{shown}</span>'
         )
     key = " ".join(
         f'<span style="{_ROLE_STYLE[r]};border-radius:4px;padding:0 4px;font-size:{0.8 * font_rem}rem">'
-        f"{_ROLE_TITLE[r]}</span>"
+        f"{html.escape(_(_ROLE_TITLE[r]))}</span>"
         for r in ("prompt", "generated", "newest", "pending")
     )
+    if note:
+        key += f' <span style="opacity:0.75;font-size:{0.8 * font_rem}rem">{html.escape(note)}</span>'
     return (f'<div class="kvviz-strip" style="line-height:1.9">{"".join(spans)}</div>'
             + (f'<div style="margin-top:2px">{key}</div>' if legend else ""))
 
@@ -283,13 +330,15 @@ def copy_sentence(copy: CopyLookup | None, strong: float = COPYING_WEIGHT) -> st
     """One line for the stage: does a head read the row after the newest token's previous occurrence?"""
     if copy is None:
         return ""
-    where = (f"{visible(copy.query_text)!r} (row {copy.query_pos}) occurred before at row {copy.prev_pos}; the token "
-             f"after it, {visible(copy.target_text)!r} (row {copy.target_pos}), gets ")
+    fields = dict(query=repr(visible(copy.query_text)), query_row=copy.query_pos, prev_row=copy.prev_pos,
+                  target=repr(visible(copy.target_text)), target_row=copy.target_pos, weight=copy.best_weight)
     if copy.best_weight >= strong:
-        return (where + f"{copy.best_weight:.0%} of layer {copy.best_layer} head {copy.best_head}'s attention "
-                f"(the head drawn: {copy.chosen_weight:.0%}): an induction head reads that old row to copy "
-                f"{visible(copy.target_text)!r}.")
-    return where + f"at most {copy.best_weight:.0%} of any head's attention: no head copies it here."
+        return _("{query} (row {query_row}) occurred before at row {prev_row}; the token after it, {target} (row "
+                 "{target_row}), gets {weight:.0%} of layer {layer} head {head}'s attention (the head drawn: "
+                 "{chosen:.0%}): an induction head reads that old row to copy {target}.").format(
+            layer=copy.best_layer, head=copy.best_head, chosen=copy.chosen_weight, **fields)
+    return _("{query} (row {query_row}) occurred before at row {prev_row}; the token after it, {target} (row "
+             "{target_row}), gets at most {weight:.0%} of any head's attention: no head copies it here.").format(**fields)
 
 
 # ----- a link to the stage: what it carries, read defensively (a link is typed, pasted, truncated) ---------
