@@ -4,6 +4,7 @@ steps (the tokenizer is byte-level: the strip names the characters its byte toke
 language, and the keyboard shortcuts find the stage's buttons by key, never by their (translated) labels."""
 from __future__ import annotations
 
+import ast
 import re
 import urllib.parse
 from pathlib import Path
@@ -15,6 +16,7 @@ from i18n_support import english_leftovers, page_texts
 from kvviz import i18n
 from kvviz.inputs.prompt_rules import TEXT_CAP_HELP
 from kvviz.step.engine import token_text
+from kvviz.step.view import byte_characters
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE = str(REPO / "pages" / "step_through.py")
@@ -46,7 +48,7 @@ def _model_text(at: AppTest) -> set[str]:
 def _presets() -> list[str]:
     source = (REPO / "pages" / "step_through.py").read_text(encoding="utf-8")
     block = source[source.index("PRESETS = {"): source.index("}", source.index("PRESETS = {"))]
-    return [eval(s) for s in re.findall(r'"(?:[^"\\]|\\.)*"', block)]  # noqa: S307 - our own string literals
+    return [ast.literal_eval(s) for s in re.findall(r'"(?:[^"\\]|\\.)*"', block)]
 
 
 def test_the_stage_in_chinese_leaves_no_english_sentence(fresh_streamlit_caches):
@@ -130,3 +132,9 @@ def test_the_keyboard_finds_the_stage_buttons_by_key_not_by_label(fresh_streamli
     for key in keys:  # each key names a button on the Chinese page, whatever its label says
         button = at.button(key=key)
         assert button.label and button.label.isascii() is False, (key, button.label)
+
+
+def test_byte_tokens_name_the_character_they_complete():
+    # 你 = E4 BD A0, 😀 = F0 9F 98 80 (two 2-byte tokens); a run cut at its start (A0) or by a whole token resets
+    texts = ["<A0>", "<E4>", "<BD>", "<A0>", "<F0 9F>", "<98 80>", "<E4>", "hi", "<BD>"]
+    assert byte_characters(texts) == ["", "", "", "你", "", "😀", "", "", ""]
