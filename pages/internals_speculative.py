@@ -82,6 +82,6 @@ st.dataframe([{
     _("after crop"): r.cache_len_after_crop,
 } for r in run.rounds], hide_index=True)
 st.caption(_("Draft: {draft}. It made {passes} passes of its own; {cropped} verifier cache rows were computed for "
-             "rejected proposals and cropped away.").format(draft=_(run.draft_label), passes=run.draft_passes,
+             "rejected proposals and cropped away.").format(draft=loading.label_in_language(_(run.draft_label)), passes=run.draft_passes,
                                                             cropped=run.rows_cropped))
 st.markdown(_("**Generated:** `{text}`").format(text=repr(run.text)))  # the model's own (English) text

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from kvviz.figures import MIN_TICK_FONT_PX, readable
+from kvviz.i18n import _
 from kvviz.figures.step import NEW_ROW_COLOR
 from kvviz.step.pattern_records import LayerPatterns, head_labels
 from kvviz.step.view import kv_head_of, visible
@@ -36,9 +37,10 @@ def _causal(matrix: np.ndarray) -> np.ndarray:
 
 
 def head_title(layer: LayerPatterns, head: int, n_kv_heads: int) -> str:
-    kv = f" · kv {kv_head_of(head, layer.n_head, n_kv_heads)}" if n_kv_heads != layer.n_head else ""
-    labels = head_labels(layer, head)
-    return f"head {head}{kv}" + (f" · {', '.join(labels)}" if labels else "")
+    kv = (" · " + _("KV head {kv}").format(kv=kv_head_of(head, layer.n_head, n_kv_heads))
+          if n_kv_heads != layer.n_head else "")
+    labels = [_(label) for label in head_labels(layer, head)]
+    return _("head {head}").format(head=head) + kv + (" · " + _(", ").join(labels) if labels else "")
 
 
 def _last_row_outline(fig: go.Figure, seq_len: int, row: int | None = None, col: int | None = None) -> None:
@@ -49,7 +51,7 @@ def _last_row_outline(fig: go.Figure, seq_len: int, row: int | None = None, col:
 
 def gallery_figure(layer: LayerPatterns, n_kv_heads: int, font_px: int = MIN_TICK_FONT_PX, cell_px: int = 230) -> go.Figure:
     """Every head of one layer, GALLERY_COLUMNS per row; the cached step's row outlined in each."""
-    n_head, seq_len, _ = layer.attention.shape
+    n_head, seq_len, _keys = layer.attention.shape
     cols = min(GALLERY_COLUMNS, n_head)
     rows = -(-n_head // cols)
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=[head_title(layer, h, n_kv_heads) for h in range(n_head)],
@@ -58,7 +60,9 @@ def gallery_figure(layer: LayerPatterns, n_kv_heads: int, font_px: int = MIN_TIC
         r, c = h // cols + 1, h % cols + 1
         fig.add_trace(go.Heatmap(
             z=_causal(layer.attention[h]), coloraxis="coloraxis",
-            hovertemplate=f"head {h}: query %{{y}} -> key %{{x}}: %{{z:.3f}}<extra></extra>"), row=r, col=c)
+            # str.replace, not format: plotly's own %{y} fields share the braces
+            hovertemplate=_("head {head}: query %{y} -> key %{x}: %{z:.3f}<extra></extra>").replace("{head}", str(h))),
+            row=r, col=c)
         _last_row_outline(fig, seq_len, r, c)
     fig.update_xaxes(showticklabels=False, constrain="domain")
     fig.update_yaxes(showticklabels=False, autorange="reversed", scaleanchor="x", constrain="domain")
@@ -66,7 +70,7 @@ def gallery_figure(layer: LayerPatterns, n_kv_heads: int, font_px: int = MIN_TIC
         suffix = "" if h == 0 else str(h + 1)
         fig.update_layout({f"yaxis{suffix}": {"scaleanchor": f"x{suffix}"}})
     fig.update_layout(
-        coloraxis={"colorscale": COLOR_SCALE, "cmin": 0.0, "cmax": 1.0, "colorbar": {"title": {"text": "weight"}}},
+        coloraxis={"colorscale": COLOR_SCALE, "cmin": 0.0, "cmax": 1.0, "colorbar": {"title": {"text": _("weight")}}},
         height=rows * cell_px + 2 * font_px + 20, margin=_margins(font_px),
     )
     return readable(fig, font_px)
@@ -86,12 +90,14 @@ def head_figure(layer: LayerPatterns, head: int, tokens: Sequence[str], n_kv_hea
     fig = go.Figure(go.Heatmap(
         z=_causal(layer.attention[head]), colorscale=COLOR_SCALE, zmin=0.0, zmax=1.0,
         customdata=np.array([[f"{text[i]!r} -> {text[j]!r}" for j in range(seq_len)] for i in range(seq_len)]),
-        hovertemplate="query %{y} -> key %{x} (%{customdata}): %{z:.3f}<extra></extra>",
-        colorbar={"title": {"text": "weight"}},
+        hovertemplate=_("query %{y} -> key %{x} (%{customdata}): %{z:.3f}<extra></extra>"),
+        colorbar={"title": {"text": _("weight")}},
     ))
     _last_row_outline(fig, seq_len)
-    fig.update_xaxes(title_text="key position (what is read from the cache)", tickangle=-60, **_token_ticks(tokens))
-    fig.update_yaxes(title_text="query position", autorange="reversed", **_token_ticks(tokens))
-    fig.update_layout(title_text=f"layer {layer.layer} · {head_title(layer, head, n_kv_heads)}", height=height_px,
+    fig.update_xaxes(title_text=_("key position (what is read from the cache)"), tickangle=-60, **_token_ticks(tokens))
+    fig.update_yaxes(title_text=_("query position"), autorange="reversed", **_token_ticks(tokens))
+    fig.update_layout(title_text=_("layer {layer} · {head}").format(layer=layer.layer,
+                                                                     head=head_title(layer, head, n_kv_heads)),
+                      height=height_px,
                       margin=_margins(font_px))
     return readable(fig, font_px)

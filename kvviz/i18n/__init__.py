@@ -110,26 +110,13 @@ def translations(code: str) -> _gettext.NullTranslations:
         return _gettext.NullTranslations()
     from babel.messages import mofile, pofile
 
-    paths = [catalog_path(code)]
-    parts_dir = LOCALE_DIR.parent / "parts"  # work in progress, folded into the one catalog before it lands
-    paths += sorted(parts_dir.glob("*.po")) if parts_dir.is_dir() else []
-    merged = None
-    for path in paths:
-        if not path.is_file():
-            continue
-        with path.open("rb") as fh:
-            catalog = pofile.read_po(fh, locale=_CATALOG_DIRS[code])
-        if merged is None:
-            merged = catalog
-            continue
-        for message in catalog:
-            existing = merged.get(message.id, message.context)
-            if message.id and is_translated(message) and (existing is None or not is_translated(existing)):
-                merged[message.id] = message
-    if merged is None:
+    path = catalog_path(code)
+    if not path.is_file():
         return _gettext.NullTranslations()
+    with path.open("rb") as fh:
+        catalog = pofile.read_po(fh, locale=_CATALOG_DIRS[code])
     buffer = io.BytesIO()
-    mofile.write_mo(buffer, merged)  # fuzzy entries are left out: they show English until reviewed
+    mofile.write_mo(buffer, catalog)  # fuzzy entries are left out: they show English until reviewed
     buffer.seek(0)
     return _gettext.GNUTranslations(buffer)
 

@@ -4,10 +4,8 @@
     python -m kvviz.i18n.catalog check             # every entry translated, placeholders and tags kept
     python -m kvviz.i18n.catalog check FILE.po ... # the same for some .po files
     python -m kvviz.i18n.catalog extract [SRC ...] # print the template (.pot) of some sources (default: all)
-    python -m kvviz.i18n.catalog part NAME TRANSLATIONS.json SRC ...
-                                                   # kvviz/i18n/parts/NAME.po: SRC's strings, msgstr from the JSON
-                                                   # ({"English msgid": "中文", ...}; a plural: keyed by singular)
-    python -m kvviz.i18n.catalog fill TRANSLATIONS.json  # translate the catalog's untranslated entries from a map
+    python -m kvviz.i18n.catalog fill TRANSLATIONS.json  # translate the catalog's untranslated entries from a
+                                                   # JSON map ({"English msgid": "中文", ...}; a plural: by singular)
 
 Strings are marked in the source with `_()`, `N_()` and `ngettext()` (kvviz.i18n); Babel's Python extractor
 finds them. The CLI (kvviz/cli, kvviz/__main__.py) and the training script stay English and are not extracted.
@@ -94,15 +92,9 @@ def write(catalog: Catalog, path: Path) -> None:
 
 def update(code: str = i18n.CHINESE) -> Catalog:
     """Bring a language's catalog in line with the sources: new strings added (untranslated), strings no longer
-    in the source dropped, translations kept; work-in-progress parts (kvviz/i18n/parts/*.po) folded in."""
+    in the source dropped, translations kept."""
     path = i18n.catalog_path(code)
     catalog = read(path) if path.is_file() else Catalog(locale=path.parts[-3], project="kvviz")
-    parts_dir = i18n.LOCALE_DIR.parent / "parts"
-    for part in sorted(parts_dir.glob("*.po")) if parts_dir.is_dir() else []:
-        for message in read(part):
-            existing = catalog.get(message.id, message.context)
-            if message.id and i18n.is_translated(message) and (existing is None or not i18n.is_translated(existing)):
-                catalog[message.id] = message
     catalog.update(extract(), no_fuzzy_matching=True, update_header_comment=False)
     catalog.obsolete.clear()
     catalog.fuzzy = False
@@ -110,27 +102,6 @@ def update(code: str = i18n.CHINESE) -> Catalog:
     catalog.header_comment = "# Simplified Chinese messages for kvviz. Terms follow the glossary's Chinese column."
     write(catalog, path)
     return catalog
-
-
-def part(name: str, translations_json: Path, sources: list[Path]) -> list[str]:
-    """Write kvviz/i18n/parts/<name>.po: every string marked in `sources`, translated from the JSON map;
-    returns the source strings the map lacks."""
-    import json
-
-    table = json.loads(translations_json.read_text(encoding="utf-8"))
-    catalog = Catalog(locale="zh_CN", project="kvviz", fuzzy=False)
-    missing = []
-    for message in extract(sources):
-        if not message.id:
-            continue
-        key = message.id[0] if isinstance(message.id, tuple) else message.id
-        text = table.get(key)
-        if text is None:
-            missing.append(key)
-        string = ((text or ""),) if isinstance(message.id, tuple) else (text or "")
-        catalog.add(message.id, string, message.locations)
-    write(catalog, i18n.LOCALE_DIR.parent / "parts" / f"{name}.po")
-    return missing
 
 
 def fill(translations_json: Path, code: str = i18n.CHINESE) -> list[str]:
@@ -166,12 +137,6 @@ def main(argv: list[str]) -> int:
         print(f"{i18n.catalog_path(i18n.CHINESE).relative_to(REPO)}: {len(catalog)} messages, "
               f"{sum(1 for m in catalog if m.id and not i18n.is_translated(m))} untranslated")
         return 0
-    if command == "part":
-        name, table, *sources = args
-        missing = part(name, Path(table), [Path(a) for a in sources])
-        print(f"kvviz/i18n/parts/{name}.po written; {len(missing)} strings without a translation"
-              + "".join(f"\n  {m[:100]!r}" for m in missing))
-        return 1 if missing else 0
     if command == "fill":
         left = fill(Path(args[0]))
         print(f"{len(left)} entries still untranslated" + "".join(f"\n  {m[:100]!r}" for m in left))
