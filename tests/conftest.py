@@ -36,3 +36,28 @@ def fresh_streamlit_caches():
     yield
     st.cache_data.clear()
     st.cache_resource.clear()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def apptest_reads_labels_in_the_sessions_language():
+    """AppTest re-reads every radio's and selectbox's labels (their format_func) in the test's own thread before
+    each run, to send the widgets' values back; a browser sends back what it was shown. With the labels translated
+    (kvviz.i18n), that thread must translate into the session's language, as the run that drew them did: the
+    test side of AppTest only, the app under test is untouched."""
+    from streamlit.testing.v1 import AppTest
+
+    from kvviz import i18n
+    from kvviz.ui import LANGUAGE_KEY
+
+    original = AppTest.run
+
+    def run(self, *, timeout=None):
+        language = self.session_state[LANGUAGE_KEY] if LANGUAGE_KEY in self.session_state else None
+        if language not in i18n.LANGUAGES:
+            return original(self, timeout=timeout)
+        with i18n.language(language):
+            return original(self, timeout=timeout)
+
+    AppTest.run = run
+    yield
+    AppTest.run = original

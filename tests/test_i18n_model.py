@@ -143,7 +143,7 @@ def test_messages_keep_their_numbers_and_names_in_both_languages():
             query_values.whole_number("1e309", 0, 1_023, "steps")
         assert str(err.value) == "steps 必须是 0 到 1,023 之间的整数（得到的是 '1e309'）。"
         notice = query_values.refused_link_whole("abc", 1, 12, "step", "Opening step 1.")
-        assert notice.startswith("已忽略链接中的 `step=abc`：step 必须是 1 到 12 之间的整数")
+        assert notice.startswith("已忽略链接中的 `step=abc`：步 必须是 1 到 12 之间的整数")  # the name translated too
         label = loading.bundled_info(name=loading.BUNDLED_GQA).shown_label()
         assert label.startswith("内置 Tiny-Shakespeare Llama，GQA（") and "个 KV 头" in label
     with i18n.language(ENGLISH):
