@@ -93,10 +93,9 @@ def _computed(loaded) -> dict[int, lesson.Question]:
 
 
 def _term_label(term: str) -> str:
-    """A glossary word as the glossary names it in the current language. (glossary.display_name comes with the
-    glossary's translation, issue #22; until it is there, the English name.)"""
-    display_name, found = getattr(glossary, "display_name", None), glossary.find(term)
-    return display_name(found) if display_name and found else term
+    """A glossary word as the glossary names it in the current language."""
+    found = glossary.find(term)
+    return glossary.display_name(found) if found else term
 
 
 def _figures(question: lesson.Question, after: bool, font_px: int, number: int) -> None:
