@@ -84,7 +84,8 @@ def _handout_maker(loaded, computed: dict[int, lesson.Question]):
 
 
 def _model_name(loaded) -> str:
-    return loaded.info.label.split(" (")[0]  # the title, without the shape (step 1 asks for head_dim)
+    # the title, without the shape (step 1 asks for head_dim): before " (" or, in Chinese, "（"
+    return loaded.info.shown_label().split(" (")[0].split("（")[0]
 
 
 def _computed(loaded) -> dict[int, lesson.Question]:

@@ -461,7 +461,7 @@ def stage() -> None:
     if playing != (st.session_state.get(PLAY_LEFT, 0) > 0):  # started or finished: switch run_every on/off
         st.rerun()
     if not engine.started:
-        st.info(_("Press **Prefill** (or the P key) to feed the prompt. Model: {model}.").format(model=info.label))
+        st.info(_("Press **Prefill** (or the P key) to feed the prompt. Model: {model}.").format(model=info.shown_label()))
         return
     pick = st.container(horizontal=True, vertical_alignment="center")
     layer = _choice(pick, _("Layer"), info.n_layer, "step_layer", "L")
