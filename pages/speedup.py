@@ -6,6 +6,8 @@ The harness (kvviz.speedup.harness, which imports torch) is imported only when a
 """
 from __future__ import annotations
 
+import sys
+
 import pandas as pd
 import streamlit as st
 
@@ -294,12 +296,20 @@ def batch_section(spec: str, threads: int) -> None:
 
 
 @st.cache_resource(show_spinner=False)
-def offered_devices() -> tuple[list[str], str | None]:
-    """The devices this machine can time on (cpu first), and why a GPU is not among them (once per process)."""
-    from kvviz.speedup import device as devices  # torch: only when this section is drawn
+def _probe_devices() -> tuple[list[str], str | None]:
+    from kvviz.speedup import device as devices
 
     offered = devices.available()
-    return offered, None if len(offered) > 1 else "cuda"
+    return offered, None if len(offered) > 1 else devices.unavailable_reason("cuda")
+
+
+def offered_devices() -> tuple[list[str], str | None]:
+    """The devices this machine can time on (cpu first), and why no GPU is among them (probed once per process).
+    Never imports torch for a first render: until it is imported (the app's warm-up thread does within seconds,
+    any run does), only the CPU is offered and nothing is said about GPUs."""
+    if "torch" not in sys.modules:
+        return ["cpu"], None
+    return _probe_devices()
 
 
 BOUND_LABELS = {"overhead": N_("launch overhead"), "bandwidth": N_("reading bytes")}
@@ -314,7 +324,7 @@ def device_section(spec: str) -> None:
                  "context); at long context reading the cache dominates and the step grows with it. The uncached "
                  "pass over the same tokens is cheap until it is not. Each point: the median of 9 cached steps and "
                  "3 uncached passes, interleaved, on a private copy of the model."))
-    offered, missing = offered_devices()
+    offered, no_gpu_reason = offered_devices()
     with st.form("bench_device_form"):
         if len(offered) > 1:
             c1, c2 = st.columns(2)
@@ -322,10 +332,8 @@ def device_section(spec: str) -> None:
             dtype = c2.selectbox(_("Weights and cache dtype"), ["float16", "bfloat16", "float32"], key="bench_device_dtype",
                                  help=_("A GPU runs float16 or bfloat16; on the CPU only float32 makes sense."))
         else:
-            from kvviz.speedup import device as devices
-
             where, dtype = "cpu", "float32"
-            st.caption(_("On this machine's CPU, float32. {reason}").format(reason=devices.unavailable_reason(missing)))
+            st.caption(_("On this machine's CPU, float32. {reason}").format(reason=no_gpu_reason or ""))
         measure = st.form_submit_button(_("Measure the context sweep"), key="bench_device_run")
     if measure:
         try:

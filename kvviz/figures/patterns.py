@@ -37,7 +37,7 @@ def _causal(matrix: np.ndarray) -> np.ndarray:
 
 
 def head_title(layer: LayerPatterns, head: int, n_kv_heads: int) -> str:
-    kv = (" · " + _("KV head {kv}").format(kv=kv_head_of(head, layer.n_head, n_kv_heads))
+    kv = (" · " + _("kv {kv}").format(kv=kv_head_of(head, layer.n_head, n_kv_heads))
           if n_kv_heads != layer.n_head else "")
     labels = [_(label) for label in head_labels(layer, head)]
     return _("head {head}").format(head=head) + kv + (" · " + _(", ").join(labels) if labels else "")
