@@ -312,7 +312,8 @@ def offered_devices() -> tuple[list[str], str | None]:
     return _probe_devices()
 
 
-BOUND_LABELS = {"overhead": N_("launch overhead"), "bandwidth": N_("reading bytes")}
+BOUND_LABELS = {"overhead": N_("launch overhead"), "weights": N_("reading the weights"),
+                "cache": N_("reading the cache"), "mixed": N_("neither dominates")}
 
 
 def device_section(spec: str) -> None:
@@ -320,10 +321,13 @@ def device_section(spec: str) -> None:
     the cache grows, on the CPU or a GPU this machine has (only the devices found are offered)."""
 
     st.subheader(_("As the context grows: one cached step against one uncached pass"))
-    st.caption(_("At short context a decode step is bound by launch overhead (its time barely moves with the "
-                 "context); at long context reading the cache dominates and the step grows with it. The uncached "
-                 "pass over the same tokens is cheap until it is not. Each point: the median of 9 cached steps and "
-                 "3 uncached passes, interleaved, on a private copy of the model."))
+    st.caption(_("At short context a decode step is bound by launch overhead (on a GPU) or by reading the weights "
+                 "(on a CPU): its time barely moves with the context. At long context reading the cache dominates "
+                 "and the step grows with it. The uncached pass over the same tokens is cheap until it is not. Each "
+                 "point: the median of 9 cached steps and 3 uncached passes, interleaved, on a private copy of the "
+                 "model. \"Bound by\": reading the step's bytes at the measured roof would take under 15% of it "
+                 "(launch overhead), a third or more (the weights or the cache, whichever is most of the bytes), "
+                 "or between (neither dominates)."))
     offered, no_gpu_reason = offered_devices()
     with st.form("bench_device_form"):
         if len(offered) > 1:

@@ -104,7 +104,7 @@ def test_sweep_is_bounded_by_the_models_positions_and_counts_bytes_exactly(cpu_r
         assert point.kv_bytes_read == point.context * row
         assert point.bytes_read == cpu_report.weight_bytes + point.kv_bytes_read
         assert len(point.cached_step_ms) == 9 and len(point.uncached_ms) == 3
-        assert 0 < point.roof_fraction <= 1.0 and point.bound in {"overhead", "bandwidth"}
+        assert 0 < point.roof_fraction <= 1.0 and point.bound in {"overhead", "weights", "cache", "mixed"}
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason=device.unavailable_reason("cuda") or "")
@@ -139,7 +139,22 @@ def test_speedup_page_offers_only_the_devices_found_and_draws_the_sweep(fresh_st
     tables = [d.value for d in at.dataframe]
     sweep = next(t for t in tables if "cached tokens" in t.columns)
     assert list(sweep["cached tokens"]) == [32, 64, 128, 255]  # the bundled model's 256 positions bound it
-    assert set(sweep["bound by"]) <= {"launch overhead", "reading bytes"}
+    assert set(sweep["bound by"]) <= {"launch overhead", "reading the weights", "reading the cache",
+                                          "neither dominates"}
     modes = next(t for t in tables if "same tokens as no cache" in t.columns)
     assert list(modes["same tokens as no cache"]) == ["yes"] * len(modes)
     assert len(at.get("plotly_chart")) >= 1
+
+
+def test_bound_by_names_what_sets_the_steps_pace():
+    """Pure arithmetic on the read roof: 1 GB/s roof, so 1 ms reads 1 MB."""
+    def point(step_ms: float, weight_bytes: int, kv_bytes: int) -> accelerator.SweepPoint:
+        return accelerator.SweepPoint(64, (step_ms,), (10 * step_ms,), weight_bytes + kv_bytes, kv_bytes, 1e9)
+
+    assert point(10.0, 1_000_000, 100_000).bound == "overhead"  # 1.1 ms of reading in a 10 ms step
+    assert point(10.0, 2_000_000, 500_000).bound == "mixed"  # 2.5 ms of 10: neither dominates
+    assert point(10.0, 3_000_000, 600_000).bound == "weights"  # 3.6 ms of reading, mostly weights
+    assert point(10.0, 1_000_000, 3_000_000).bound == "cache"  # 4 ms of reading, three quarters of it the cache
+    fast = point(1.0, 2_000_000, 0)  # 2 MB in 1 ms beats a 1 GB/s roof: shown as 100%, flagged
+    assert fast.roof_fraction == 1.0 and fast.beats_roof
+    assert point(10.0, 1_000_000, 0).ratio == pytest.approx(10.0)

@@ -3,7 +3,7 @@ over the same tokens, as the cache grows.
 
 Both axes are log scale (their titles say so): the uncached pass grows with the context (and faster, once its
 attention is quadratic), while the cached step stays flat where launch overhead bounds it and rises once reading
-the cache dominates. The first context bound by reading bytes is marked on the chart.
+the cache dominates. The first context whose step is bound by reading the cache is marked on the chart.
 
 Input: the sweep's points (context, medians, bound), plain numbers. Output: a plotly figure. No Streamlit, no torch.
 """
@@ -36,7 +36,7 @@ def context_sweep_figure(points: Sequence[Any], device_label: str) -> go.Figure:
     fig.add_trace(go.Scatter(
         x=contexts, y=cached, mode="lines+markers", name=_("cached step"), line={"color": CACHED_COLOR},
         hovertemplate=_("%{x} cached tokens: one cached decode step takes %{y:.3f} ms<extra></extra>")))
-    first_bandwidth = next((p for p in points if p.bound == "bandwidth"), None)
+    first_bandwidth = next((p for p in points if p.bound == "cache"), None)
     if first_bandwidth is not None:
         fig.add_vline(x=first_bandwidth.context, line={"color": MARKER_COLOR, "dash": "dot", "width": 2})
         fig.add_annotation(x=first_bandwidth.context, y=1, yref="paper", xanchor="left", yanchor="top",

@@ -41,6 +41,13 @@ CPU_ONLY_MODES: dict[str, str] = {  # translated where shown (N_): the CLI print
 SWEEP_CONTEXTS: tuple[int, ...] = (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
 SWEEP_BUDGET_S = 60.0  # the whole sweep; the longest contexts are left out (and said) beyond it
 SWEEP_MEMORY_SHARE = 0.5  # a context whose cache + uncached pass would need more of the free memory is skipped
+# What bounds a step, from the share of it that reading its bytes at the measured read roof would take: under
+# OVERHEAD_SHARE the bytes are not what it waits for (launches, Python, small ops); at BYTES_SHARE or more they
+# are: a forward's GEMVs stream at about half the probe's best (one sum over one contiguous buffer; 34-52% on the
+# 2-core CPU here, `python -m kvviz bench --sweep --model random:gpt2`), so a third already means memory sets the
+# pace. Between the two, neither dominates and the report says so rather than crown one.
+OVERHEAD_SHARE = 0.15
+BYTES_SHARE = 1 / 3
 ProgressFn = Callable[[str], None]
 
 
@@ -105,9 +112,14 @@ class SweepPoint:
 
     @property
     def bound(self) -> str:
-        """"overhead" while reading the bytes at the roof would take under half the step, else "bandwidth"."""
-        at_roof_ms = self.bytes_read / self.read_roof_bytes_per_s * 1000.0
-        return "bandwidth" if at_roof_ms >= 0.5 * self.cached_ms else "overhead"
+        """What sets the step's pace: "overhead", "weights" or "cache" (whichever is most of the bytes read), or
+        "mixed" when reading them at the roof would take between OVERHEAD_SHARE and BYTES_SHARE of the step."""
+        share = self.bytes_read / self.read_roof_bytes_per_s * 1000.0 / self.cached_ms
+        if share < OVERHEAD_SHARE:
+            return "overhead"
+        if share < BYTES_SHARE:
+            return "mixed"
+        return "cache" if 2 * self.kv_bytes_read >= self.bytes_read else "weights"
 
 
 @dataclasses.dataclass(frozen=True)
