@@ -48,6 +48,15 @@ def model_choice(default_spec: str) -> str:
     )
 
 
+def model_or_warning(spec: str) -> loading.LoadedModel | None:
+    """The model a section measures, or None with a one-line warning (the section's earlier results stay)."""
+    try:
+        return ui.cached_model(spec, "sdpa")
+    except loading.ModelLoadError as exc:
+        st.warning(_("{error} Choose another model.").format(error=exc))
+        return None
+
+
 def queue_notice(box):
     return lambda ahead: box.info(
         _("The benchmark is busy: {ahead} ahead of you. Yours starts as soon as they finish: two benchmarks "
@@ -258,10 +267,8 @@ def batch_section(spec: str, threads: int) -> None:
                                   help=_("At most the model's positions - 1; K/V buffers capped at 1 GiB."))
         measure = st.form_submit_button(_("Measure batched decode"), key="bench_batch_run")
     if measure:
-        try:
-            loaded = ui.cached_model(spec, "sdpa")
-        except loading.ModelLoadError as exc:
-            st.warning(_("{error} Choose another model.").format(error=exc))
+        loaded = model_or_warning(spec)
+        if loaded is None:
             return
         from kvviz.speedup import harness, batch
 
@@ -340,10 +347,8 @@ def device_section(spec: str) -> None:
             st.caption(_("On this machine's CPU, float32. {reason}").format(reason=no_gpu_reason or ""))
         measure = st.form_submit_button(_("Measure the context sweep"), key="bench_device_run")
     if measure:
-        try:
-            loaded = ui.cached_model(spec, "sdpa")
-        except loading.ModelLoadError as exc:
-            st.warning(_("{error} Choose another model.").format(error=exc))
+        loaded = model_or_warning(spec)
+        if loaded is None:
             return
         from kvviz.speedup import accelerator, harness
         from kvviz.speedup import device as devices
@@ -358,7 +363,7 @@ def device_section(spec: str) -> None:
                 box.empty()
                 load_before = load_avg_1min()
                 st.session_state[DEVICE_KEY] = (accelerator.run_device_benchmark(
-                    loaded.model, loaded.info.label, harness.prompt_token_ids(loaded, 16), 16, where, dtype,
+                    loaded, harness.prompt_token_ids(loaded, 16), 16, where, dtype,
                     repeats=3, warmup=1, sweep_budget_s=DEVICE_SWEEP_BUDGET_S), load_before)
         except (harness.BenchBusyError, devices.DeviceUnavailable, ValueError) as exc:
             st.error(str(exc))

@@ -64,7 +64,7 @@ def cpu_report(bundled):
 
     prompt_ids = harness.prompt_token_ids(bundled, 6)
     before = {k: v.clone() for k, v in bundled.model.state_dict().items()}
-    result = accelerator.run_device_benchmark(bundled.model, bundled.info.label, prompt_ids, 5, "cpu", "float32",
+    result = accelerator.run_device_benchmark(bundled, prompt_ids, 5, "cpu", "float32",
                                               repeats=2, warmup=1, sweep_contexts_=(32, 64, 4096))
     after = bundled.model.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)  # the shared model is never touched
@@ -111,7 +111,7 @@ def test_sweep_is_bounded_by_the_models_positions_and_counts_bytes_exactly(cpu_r
 def test_cuda_report_float32_tokens_agree(bundled):  # pragma: no cover - runs only where a GPU is lent
     from kvviz.speedup import harness
 
-    result = accelerator.run_device_benchmark(bundled.model, bundled.info.label,
+    result = accelerator.run_device_benchmark(bundled,
                                               harness.prompt_token_ids(bundled, 8), 8, "cuda", "float32",
                                               repeats=2, sweep_contexts_=(128,))
     assert result.device.kind == "cuda" and result.device.runtime.startswith("CUDA")
@@ -158,3 +158,11 @@ def test_bound_by_names_what_sets_the_steps_pace():
     fast = point(1.0, 2_000_000, 0)  # 2 MB in 1 ms beats a 1 GB/s roof: shown as 100%, flagged
     assert fast.roof_fraction == 1.0 and fast.beats_roof
     assert point(10.0, 1_000_000, 0).ratio == pytest.approx(10.0)
+
+
+def test_device_report_refuses_a_model_its_byte_counts_do_not_describe():
+    """The weight bytes per step are read off GPT2LMHeadModel: the bundled Llama is refused in one line, as the CPU
+    benchmark refuses it, not failed on halfway."""
+    done = _cli("--sweep", "--model", "bundled-gqa", "--prompt-len", "4", "--new-tokens", "4", "--repeats", "1")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "written for GPT-2" in done.stderr and "llama" in done.stderr

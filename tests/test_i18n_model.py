@@ -6,7 +6,6 @@ a radio's value run inside `i18n.language(...)` so the test thread formats the o
 """
 from __future__ import annotations
 
-import shutil
 import types
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
 from i18n_support import english_leftovers, page_texts
+from test_shared_mode import _model_folder
 from kvviz import i18n
 from kvviz.i18n import CHINESE, ENGLISH
 from kvviz.inputs import prompt_rules, query_values
@@ -36,14 +36,6 @@ def _picker_and_page() -> None:
     ui.apply_language()
     ui.sidebar_model_picker()
     st.markdown(f"model in use: {ui.current_model().info.spec}")
-
-
-def _model_folder(folder: Path, with_tokenizer: bool = True) -> Path:
-    folder.mkdir(parents=True)
-    names = ["config.json", "model.safetensors"] + (["tokenizer.json", "tokenizer_config.json"] if with_tokenizer else [])
-    for name in names:
-        shutil.copy(loading.BUNDLED_DIR / name, folder / name)
-    return folder
 
 
 def test_the_sidebar_through_the_router_in_chinese_and_in_english(fresh_streamlit_caches):

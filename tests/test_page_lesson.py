@@ -20,9 +20,11 @@ BYTES_STEP = 1 + [s.ask for s in lesson.STEPS].index(lesson._bytes_at_1000)
 DOTS_STEP = 1 + [s.ask for s in lesson.STEPS].index(lesson._dots_one_step)
 
 
-def _lesson(step: int | None = None, class_mode: bool = False) -> AppTest:
+def _lesson(step: int | str | None = None, class_mode: bool = False, lang: str | None = None) -> AppTest:
     """The lesson through the router (its page links need st.navigation), optionally deep-linked."""
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=APP_TIMEOUT_S)
+    if lang is not None:
+        at.query_params["lang"] = lang
     if step is not None:
         at.query_params["step"] = str(step)
     if class_mode:

@@ -5,33 +5,23 @@ the summary, and the lesson's own links carry the language."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from urllib.parse import parse_qs
 
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
 from i18n_support import english_leftovers, page_texts
+from test_page_lesson import _lesson
 from kvviz import i18n
 from kvviz.i18n import _
 from kvviz.step.engine import StepEngine
 from kvviz.teaching import glossary, handout, lesson
 
-REPO = Path(__file__).resolve().parents[1]
 CJK = re.compile(r"[\u4e00-\u9fff]")
 ZH = {i18n.QUERY_PARAM: i18n.CHINESE}
 
 
 def _lesson_zh(step: int | str, class_mode: bool = False) -> AppTest:
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=APP_TIMEOUT_S)
-    at.query_params[i18n.QUERY_PARAM] = i18n.CHINESE
-    at.query_params["step"] = str(step)
-    if class_mode:
-        at.query_params["lesson_class"] = "true"
-    at.run()
-    at.switch_page("pages/lesson.py").run()
-    assert not at.exception
-    return at
+    return _lesson(step, class_mode, lang=i18n.CHINESE)
 
 
 def _leftovers(at: AppTest, number: int | None = None) -> list[str]:

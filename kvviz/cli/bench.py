@@ -17,12 +17,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Callable, TypeVar
 
 from kvviz.speedup import device as devices
 from kvviz.speedup import harness, tables
 from kvviz.speedup.settings import BenchInputError, duration, validate
 from kvviz.speedup.records import CACHED_MODES, ESTIMATOR, LOSSY_MODES, MODE_LABELS, BenchResult, BenchSettings
 from kvviz.model.loading import ModelLoadError, load_model
+
+T = TypeVar("T")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -105,6 +108,22 @@ def format_report(result: BenchResult) -> str:
     return "\n".join(lines)
 
 
+def _in_one_line(work: Callable[[], T], refused: tuple[type[Exception], ...]) -> tuple[T | None, int]:
+    """(work(), 0), or (None, exit code) with one line on stderr: a refused input 2, a model that cannot load 1,
+    Ctrl-C 130. Both reports (the CPU benchmark, the device report) end this way."""
+    try:
+        return work(), 0
+    except refused as exc:
+        print(f"kvviz bench: {exc}", file=sys.stderr)
+        return None, 2
+    except ModelLoadError as exc:
+        print(f"kvviz bench: {exc}", file=sys.stderr)
+        return None, 1
+    except KeyboardInterrupt:
+        print("kvviz bench: interrupted; no results.", file=sys.stderr)
+        return None, 130
+
+
 def main(argv: list[str]) -> int:
     parser = build_parser()
     try:
@@ -126,23 +145,18 @@ def main(argv: list[str]) -> int:
         include_compiled=args.compile,
         weight_format="stored" if args.no_prepack else args.weight_format,
     )
-    try:
+    def work() -> BenchResult:
         validate(settings, n_positions=10**9)  # lengths and counts first: no model load for a typo
         loaded = load_model(args.model, attn_implementation=args.attn)
         validate(settings, loaded.info.n_positions, loaded.info)
         # The CLI may run long on purpose, but says so first (issue 23): the same estimate as the page's bound
         print(f"kvviz bench: this run should take about {duration(harness.estimate(loaded, settings))} here "
               "(estimated from two timed passes of this model; Ctrl-C stops it).", file=sys.stderr, flush=True)
-        result = harness.run_benchmark(loaded, settings, progress=None if args.json else _progress)
-    except (BenchInputError, harness.BenchBusyError) as exc:
-        print(f"kvviz bench: {exc}", file=sys.stderr)
-        return 2
-    except ModelLoadError as exc:
-        print(f"kvviz bench: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("kvviz bench: interrupted; no results.", file=sys.stderr)
-        return 130
+        return harness.run_benchmark(loaded, settings, progress=None if args.json else _progress)
+
+    result, code = _in_one_line(work, refused=(BenchInputError, harness.BenchBusyError))
+    if result is None:
+        return code
     if args.csv:
         try:
             with open(args.csv, "w", encoding="utf-8", newline="") as fh:
@@ -164,7 +178,8 @@ def _device_report(args: argparse.Namespace) -> int:
     if reason:
         print(f"kvviz bench: {reason}", file=sys.stderr)
         return 2
-    try:
+
+    def work() -> accelerator.DeviceBenchResult:
         prompt_len = whole("prompt length", args.prompt_len, 1, 8192)
         new_tokens = whole("new tokens", args.new_tokens, 2, 8192)
         repeats = whole("repeats", args.repeats, 1, 100)
@@ -173,20 +188,14 @@ def _device_report(args: argparse.Namespace) -> int:
         if prompt_len + new_tokens > loaded.info.n_positions:
             raise BenchInputError(f"prompt + new tokens ({prompt_len + new_tokens}) is more than the model's "
                                   f"{loaded.info.n_positions} positions")
-        prompt_ids = harness.prompt_token_ids(loaded, prompt_len)
-        result = accelerator.run_device_benchmark(
-            loaded.model, loaded.info.label, prompt_ids, new_tokens, args.device, dtype, repeats=repeats,
+        return accelerator.run_device_benchmark(
+            loaded, harness.prompt_token_ids(loaded, prompt_len), new_tokens, args.device, dtype, repeats=repeats,
             warmup=warmup, compile_step=args.compile, sweep=not args.no_sweep,
             progress=None if args.json else (lambda message: print(f"[{args.device}] {message}", file=sys.stderr,
                                                                     flush=True)))
-    except (BenchInputError, ValueError, devices.DeviceUnavailable) as exc:
-        print(f"kvviz bench: {exc}", file=sys.stderr)
-        return 2
-    except ModelLoadError as exc:
-        print(f"kvviz bench: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("kvviz bench: interrupted; no results.", file=sys.stderr)
-        return 130
+
+    result, code = _in_one_line(work, refused=(BenchInputError, ValueError, devices.DeviceUnavailable))
+    if result is None:
+        return code
     print(json.dumps(result.to_dict(), indent=2) if args.json else accelerator.format_report(result))
     return 0

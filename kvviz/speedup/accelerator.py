@@ -31,7 +31,9 @@ from transformers import DynamicCache
 from kvviz.i18n import N_, _
 from kvviz.speedup import device as devices
 from kvviz.speedup import probes, roofline, runs
+from kvviz.model.loading import LoadedModel
 from kvviz.speedup.records import MODE_LABELS, RunTiming
+from kvviz.speedup.settings import check_gpt2
 
 DEVICE_MODES: tuple[str, ...] = ("no_cache", "dynamic", "static", "static_compiled", "generate_cache")
 CPU_ONLY_MODES: dict[str, str] = {  # translated where shown (N_): the CLI prints the English
@@ -215,13 +217,6 @@ def measure_roofs(device: str, dtype: str, repeats: int = 5) -> DeviceRoofs:
     return DeviceRoofs(max(rates), 2 * size**3 / min(times), buffer_bytes, size)
 
 
-def _kv_row_bytes(model: torch.nn.Module) -> int:
-    config = model.config
-    n_kv = getattr(config, "num_key_value_heads", None) or config.n_head
-    head_dim = config.n_embd // config.n_head
-    return roofline.kv_row_bytes(config.n_layer, n_kv, head_dim, next(model.parameters()).element_size())
-
-
 def run_modes(model: torch.nn.Module, prompt_ids: list[int], new_tokens: int, repeats: int, warmup: int,
               compile_step: bool, progress: ProgressFn | None = None) -> tuple[list[DeviceMode], dict[str, str]]:
     """Every device mode on the same prompt: warm-up runs, then `repeats` rounds with the order rotating."""
@@ -257,12 +252,13 @@ def run_modes(model: torch.nn.Module, prompt_ids: list[int], new_tokens: int, re
     return [DeviceMode(n, MODE_LABELS[n], tuple(timings[n])) for n in order], skipped
 
 
-def sweep_contexts(model: torch.nn.Module, contexts: tuple[int, ...] = SWEEP_CONTEXTS) -> tuple[list[int], list[str]]:
-    """The contexts the sweep can take here, and a note for each one left out (positions, memory)."""
+def sweep_contexts(model: torch.nn.Module, row_bytes: int, contexts: tuple[int, ...] = SWEEP_CONTEXTS
+                   ) -> tuple[list[int], list[str]]:
+    """The contexts the sweep can take here, and a note for each one left out (positions, memory).
+    row_bytes: one token's K and V in every layer, in the model's dtype."""
     device = model.device.type
     n_positions = model.config.n_positions
     free = devices.free_memory_bytes(device)
-    row = _kv_row_bytes(model)
     element = next(model.parameters()).element_size()
     kept, notes = [], []
     longest = n_positions - 1  # the model's last position: the longest context a step can be timed at
@@ -274,7 +270,7 @@ def sweep_contexts(model: torch.nn.Module, contexts: tuple[int, ...] = SWEEP_CON
                 context=context, n_positions=n_positions))
             continue
         # the cache, plus the uncached pass's activations (hidden states and one layer's attention scores)
-        need = context * row + (context + 1) * (model.config.n_embd * 8 + model.config.n_head * (context + 1)) * element
+        need = context * row_bytes + (context + 1) * (model.config.n_embd * 8 + model.config.n_head * (context + 1)) * element
         if free is not None and need > SWEEP_MEMORY_SHARE * free:
             notes.append(_("{context} tokens: needs ~{gib:.1f} GiB, over half of the free memory").format(
                 context=context, gib=need / 2**30))
@@ -284,15 +280,15 @@ def sweep_contexts(model: torch.nn.Module, contexts: tuple[int, ...] = SWEEP_CON
 
 
 @torch.inference_mode()
-def context_sweep(model: torch.nn.Module, roofs: DeviceRoofs, contexts: tuple[int, ...] = SWEEP_CONTEXTS,
-                  steps: int = 9, uncached_repeats: int = 3, budget_s: float = SWEEP_BUDGET_S,
-                  progress: ProgressFn | None = None) -> tuple[list[SweepPoint], list[str]]:
+def context_sweep(model: torch.nn.Module, roofs: DeviceRoofs, weight_bytes: int, row_bytes: int,
+                  contexts: tuple[int, ...] = SWEEP_CONTEXTS, steps: int = 9, uncached_repeats: int = 3,
+                  budget_s: float = SWEEP_BUDGET_S, progress: ProgressFn | None = None
+                  ) -> tuple[list[SweepPoint], list[str]]:
     """Per context: `steps` cached decode steps (each on a cache of exactly `context` rows: the step's row is
-    cropped off again) interleaved with uncached passes over the same context + 1 tokens."""
+    cropped off again) interleaved with uncached passes over the same context + 1 tokens. weight_bytes and
+    row_bytes: what one cached step reads of the weights, and one token's K and V (the report's own figures)."""
     device = model.device
-    kept, notes = sweep_contexts(model, contexts)
-    weight_bytes = roofline.weight_bytes_per_decode_token(model)
-    row = _kv_row_bytes(model)
+    kept, notes = sweep_contexts(model, row_bytes, contexts)
     generator = torch.Generator().manual_seed(0)
     spent_s, points = 0.0, []
     clock = devices.Clock(device)
@@ -323,35 +319,39 @@ def context_sweep(model: torch.nn.Module, roofs: DeviceRoofs, contexts: tuple[in
                 uncached.append(clock.ms)
             spent_s += (cached[-1] + (uncached[-1] if uncached else 0.0)) / 1000.0
         del cache
-        points.append(SweepPoint(context, tuple(cached), tuple(uncached), weight_bytes + context * row,
-                                 context * row, roofs.read_bytes_per_s))
+        points.append(SweepPoint(context, tuple(cached), tuple(uncached), weight_bytes + context * row_bytes,
+                                 context * row_bytes, roofs.read_bytes_per_s))
     return points, notes
 
 
-def run_device_benchmark(model: torch.nn.Module, model_label: str, prompt_ids: list[int], new_tokens: int,
-                         device: str, dtype: str, repeats: int = 3, warmup: int = 1, compile_step: bool = False,
+def run_device_benchmark(loaded: LoadedModel, prompt_ids: list[int], new_tokens: int, device: str, dtype: str, repeats: int = 3, warmup: int = 1, compile_step: bool = False,
                          sweep: bool = True, sweep_contexts_: tuple[int, ...] = SWEEP_CONTEXTS,
                          sweep_budget_s: float = SWEEP_BUDGET_S, progress: ProgressFn | None = None
                          ) -> DeviceBenchResult:
     """The whole device report. Raises DeviceUnavailable (no such device here) or ValueError (a dtype that
-    makes no sense there), before any work."""
+    makes no sense there; BenchInputError, a ValueError, for a model the GPT-2 byte counts do not describe),
+    before any work."""
     devices.require(device)
     problem = devices.dtype_problem(device, dtype)
     if problem:
         raise ValueError(problem)
+    check_gpt2(loaded.info)  # weight_bytes_per_decode_token reads GPT2LMHeadModel's embedding tables
     if repeats < 1 or warmup < 0 or new_tokens < 2 or not prompt_ids:
         raise ValueError("at least one round, two new tokens and one prompt token")
-    twin = on_device(model, device, dtype)
+    twin = on_device(loaded.model, device, dtype)
     try:
+        info = loaded.info
+        weight_bytes = roofline.weight_bytes_per_decode_token(twin)
+        row_bytes = roofline.kv_row_bytes(info.n_layer, info.n_kv_heads, info.head_dim,
+                                          next(twin.parameters()).element_size())
         roofs = measure_roofs(device, dtype)
         modes, skipped = run_modes(twin, prompt_ids, new_tokens, repeats, warmup, compile_step, progress)
-        points, notes = (context_sweep(twin, roofs, sweep_contexts_, budget_s=sweep_budget_s,
-                                                progress=progress) if sweep
+        points, notes = (context_sweep(twin, roofs, weight_bytes, row_bytes, sweep_contexts_,
+                                       budget_s=sweep_budget_s, progress=progress) if sweep
                          else ([], [_("not asked for")]))
         return DeviceBenchResult(
-            devices.describe(device, dtype), model_label, len(prompt_ids), new_tokens, repeats, tuple(modes),
-            skipped, roofs, roofline.weight_bytes_per_decode_token(twin), _kv_row_bytes(twin), tuple(points),
-            tuple(notes))
+            devices.describe(device, dtype), info.label, len(prompt_ids), new_tokens, repeats, tuple(modes),
+            skipped, roofs, weight_bytes, row_bytes, tuple(points), tuple(notes))
     finally:
         del twin
         if device == "cuda":
