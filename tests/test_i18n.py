@@ -123,9 +123,7 @@ def _run(page: str, **query) -> AppTest:
         at.query_params[key] = value
     at.run()
     if page != "app.py":
-        # AppTest re-reads the sidebar radio's labels in this thread between runs: in the page's language
-        with i18n.language(i18n.normalize(query.get("lang")) or i18n.ENGLISH):
-            at.switch_page(page).run()
+        at.switch_page(page).run()  # (conftest: AppTest's side re-reads translated labels in the session's language)
     assert not at.exception, [e.value for e in at.exception]
     return at
 

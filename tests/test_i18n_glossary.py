@@ -5,17 +5,15 @@ label aside); ?lang=en gives English back."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
+from test_i18n import _run
 from i18n_support import english_leftovers, page_texts
 from kvviz import i18n, ops
 from kvviz.model import loading
 from kvviz.teaching import glossary
 
-ROOT = Path(__file__).resolve().parents[1]
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _ASIDE = re.compile(r"\s*[(（][^)）]*[)）]")  # "预填充 (prefill)", "MLP（前馈层）": the parenthesis is an aside
 
@@ -69,12 +67,7 @@ def test_help_text_and_search_follow_the_language():
 
 
 def _page(page: str, lang: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT_S)
-    at.query_params[i18n.QUERY_PARAM] = lang
-    at.run()
-    at.switch_page(page).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return _run(page, lang=lang)
 
 
 def _allowed_names() -> list[str]:
@@ -90,14 +83,12 @@ def test_glossary_page_in_chinese(fresh_streamlit_caches):
         assert header.startswith(term.zh) and (term.name in header or term.zh.lower() == term.name.lower())
     left = english_leftovers(page_texts(at), allowed=_allowed_names())
     assert not left, left
-    with i18n.language(i18n.CHINESE):  # AppTest re-reads the sidebar radio's (Chinese) labels in this thread
-        at.text_input(key="term").set_value("预填充").run()
+    at.text_input(key="term").set_value("预填充").run()
     shown = [h.value for h in at.subheader]
     with i18n.language(i18n.CHINESE):  # the Chinese name, and Chinese definitions that use it
         expected = [t for t in glossary.TERMS if "预填充" in t.zh or "预填充" in glossary.definition_text(t)]
     assert shown[0] == f"{glossary.find('Prefill').zh} :gray[Prefill]" and len(shown) == len(expected) > 1
-    with i18n.language(i18n.CHINESE):
-        at.text_input(key="term").set_value("zzzz").run()
+    at.text_input(key="term").set_value("zzzz").run()
     assert not at.subheader and "没有" in at.info[0].value
 
 
