@@ -72,10 +72,10 @@ def test_config_import_error_and_report_in_chinese():
     at.text_area(key="mem_paste").set_value("[1, 2]").run()
     at.button(key="mem_import").click().run()
     assert not at.exception and len(at.error) == 1
-    assert at.error[0].value == "未导入：config.json 必须是一个 JSON 对象（{...}），而不是列表或单个值。"
+    assert shown(at.error[0].value) == "未导入：config.json 必须是一个 JSON 对象（{...}），而不是列表或单个值。"
     at.text_area(key="mem_paste").set_value('{"model_type": "gemma3_text", "sliding_window_pattern": "abc"}').run()
     at.button(key="mem_import").click().run()
-    assert at.error[0].value.startswith("未导入：sliding_window_pattern 必须是 1 到 ")
+    assert shown(at.error[0].value).startswith("未导入：sliding_window_pattern 必须是 1 到 ")
     at.text_area(key="mem_paste").set_value(json.dumps(GEMMA3_4B)).run()
     at.button(key="mem_import").click().run()
     report = shown(at.success[0].value)

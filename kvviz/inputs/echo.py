@@ -14,11 +14,12 @@ All three put the text on one line (runs of whitespace become one space), show c
 and cut it at `limit` characters, saying how many were cut: a 100 KB value is never echoed whole.
 
 How `literal` stops each construct (Streamlit 1.67's markdown: react-markdown, GFM, remark-math, directives):
-every ASCII punctuation character gets a backslash (CommonMark's escape: links, images, emphasis, code, HTML,
-entities, `$` maths, `:name[...]` directives, tables, lists and headings all need one). Streamlit then rewrites
+every ASCII punctuation character that can start or end a construct gets a backslash (CommonMark's escape:
+links, images, emphasis, code, HTML, entities, `$` maths, `:name[...]` directives, tables, lists and headings all
+need one; only `, ; ? % ' " /` are left as they are). Streamlit then rewrites
 the *parsed* text once more: `:smile:` emoji, `:streamlit:` (an image), `:material_x:` icons, bare URLs and
 e-mail addresses (GFM autolinks), and ` -> `, ` -- `, ` >= ` into arrows and dashes. Escapes are gone by then, so
-an invisible WORD JOINER (U+2060) is put after each `:` and `@`, inside `www.` and between the characters of
+an invisible WORD JOINER (U+2060) is put after a `:` or `@` that a word or `/` follows, inside `www.` and between the characters of
 those arrows: none of the patterns can form, and the reader sees the text as it was written.
 UI-free and torch-free.
 """
@@ -31,8 +32,12 @@ from kvviz.i18n import _
 
 DEFAULT_LIMIT = 80  # characters of untrusted text a sentence echoes; a notice names a value, it is no payload
 JOINER = "\u2060"  # WORD JOINER: zero width, no line break; splits a pattern without changing what is read
-_PUNCTUATION = frozenset(string.punctuation)  # CommonMark: any ASCII punctuation character may be escaped
-_AFTER_JOINER = frozenset(":@")  # shortcodes (:smile:, :streamlit:, :material_x:), http://, e-mail autolinks
+# CommonMark lets any ASCII punctuation be escaped; these few start nothing in Streamlit's markdown, so a sentence
+# quoted whole (a refusal naming its value) keeps them plain: "1,000", "it's", "a/b", "50%", "why?"
+_INERT = frozenset(",;?%'\"/")
+_PUNCTUATION = frozenset(string.punctuation) - _INERT
+# a `:` or `@` that could begin a shortcode (:smile:, :streamlit:, :material_x:), http://, or an e-mail autolink
+_JOIN_AFTER = re.compile(r"(?<=[:@])(?=[A-Za-z0-9_+\-/])")
 _WWW = re.compile("(www)(?=\\.)", re.IGNORECASE)  # GFM's `www.` autolink
 _ARROW = re.compile(r"[-<>~](?=[-<>=])")  # ->, <-, <->, --, >=, <=, ~=: Streamlit's typographic replacements
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # left after whitespace is flattened: \x00, \x07, \x1b ...
@@ -80,9 +85,5 @@ def code(value: object, limit: int | None = DEFAULT_LIMIT) -> str:
 def _escape(text: str) -> str:
     text = _WWW.sub("\\1" + JOINER, text)
     text = _ARROW.sub(lambda m: m.group() + JOINER, text)
-    out = []
-    for ch in text:
-        out.append("\\" + ch if ch in _PUNCTUATION else ch)
-        if ch in _AFTER_JOINER:
-            out.append(JOINER)
-    return "".join(out)
+    text = _JOIN_AFTER.sub(JOINER, text)
+    return "".join("\\" + ch if ch in _PUNCTUATION else ch for ch in text)
