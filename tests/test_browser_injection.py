@@ -1,0 +1,96 @@
+"""A shared link cannot put someone else's image, link, colour or formula on a classmate's screen (issue 30 item 4).
+
+Real Chromium against `streamlit run app.py`: the glossary opened with a hostile ?term= (an image, a phishing
+link, a formula, a colour, an icon, a bare URL; then 1,800 formulas), and the Memory budget page opened with link
+values that close their notice's code span with a backtick. Every network request the page makes is recorded:
+none may leave 127.0.0.1, no <a>, <img>, KaTeX, coloured span or icon may come from the input, and the input must
+be on the screen as the characters it was typed with.
+"""
+from __future__ import annotations
+
+from urllib.parse import quote, urlparse
+
+import pytest
+
+from test_browser import CHROMIUM, CHROMIUM_ARGS, app_url  # noqa: F401
+
+pytestmark = pytest.mark.browser
+EVIL = "evil.example"
+TERM = (f"![p](http://{EVIL}/t.png) [Log in again here](http://{EVIL}/phish)")  # the issue's term
+EXTRAS = f" $x^2$ :red[red] :material/lock: http://{EVIL}/bare"
+LINK_VALUES = {"mem_layers": f"1`![p](//{EVIL}/s.png)`", "mem_dtype": f"x`![q](http://{EVIL}/q.png)`"}
+# what the input may not become, inside the page's markdown (the app's own links and icons are elsewhere)
+INJECTED = (f"a[href*='{EVIL}'], img[src*='{EVIL}'], [data-testid='stMarkdownContainer'] img, "
+            "[data-testid='stAlert'] .katex, [data-testid='stAlert'] [role='img'], "
+            "[data-testid='stAlert'] .stMarkdownColoredText, [data-testid='stAlert'] a")
+
+
+def _settle(tab) -> None:
+    tab.wait_for_timeout(300)
+    tab.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=120_000)
+
+
+def _alert_texts(tab, starting: str) -> list[str]:
+    texts = tab.eval_on_selector_all('[data-testid="stAlert"]', "els => els.map(e => e.innerText)")
+    return [t.replace("\u2060", "").strip() for t in texts if t.strip().startswith(starting)]
+
+
+@pytest.fixture(scope="module")
+def browser_context():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        requests: list[str] = []
+        context.on("request", lambda request: requests.append(request.url))
+        tab = context.new_page()
+        tab.set_default_timeout(120_000)
+        yield tab, requests
+        browser.close()
+
+
+def _no_request_left(requests: list[str]) -> None:
+    outside = [u for u in requests if urlparse(u).scheme not in ("data", "blob", "about")
+               and urlparse(u).hostname != "127.0.0.1"]
+    assert not outside, outside
+
+
+def test_the_glossary_shows_a_hostile_term_as_text(app_url, browser_context):  # noqa: F811
+    tab, requests = browser_context
+    term = TERM + EXTRAS
+    tab.goto(f"{app_url}/glossary?term={quote(term)}")
+    tab.get_by_text("No term matches").first.wait_for()
+    _settle(tab)
+    assert tab.locator(INJECTED).count() == 0, tab.locator(INJECTED).evaluate_all("els => els.map(e => e.outerHTML)")
+    assert _alert_texts(tab, "No term matches") == [f"No term matches {term}. Clear the box to see all "
+                                                    f"{_count_terms()}."]
+    formulas = " ".join(["$x$"] * 1800)  # 8 s of KaTeX on main; now 80 characters of text
+    tab.goto(f"{app_url}/glossary?term={quote(formulas)}")
+    tab.get_by_text("No term matches").first.wait_for()
+    _settle(tab)
+    assert tab.locator(".katex").count() == 0
+    [box] = _alert_texts(tab, "No term matches")
+    assert f"… (cut {len(formulas) - 80:,} of {len(formulas):,} characters)" in box and len(box) < 300
+    _no_request_left(requests)
+
+
+def test_link_notices_keep_a_backtick_breaking_value_as_text(app_url, browser_context):  # noqa: F811
+    tab, requests = browser_context
+    query = "&".join(f"{k}={quote(v)}" for k, v in LINK_VALUES.items())
+    tab.goto(f"{app_url}/memory_budget?{query}")
+    tab.get_by_text("Ignored mem_dtype=").first.wait_for()
+    tab.get_by_text("Ignored mem_layers=").first.wait_for()
+    _settle(tab)
+    assert tab.locator(INJECTED).count() == 0, tab.locator(INJECTED).evaluate_all("els => els.map(e => e.outerHTML)")
+    notices = _alert_texts(tab, "Ignored ")
+    for key, value in LINK_VALUES.items():
+        assert any(n.startswith(f"Ignored {key}={value} from the link") for n in notices), notices
+    _no_request_left(requests)
+    assert requests  # the recorder saw the page's own traffic
+
+
+def _count_terms() -> int:
+    from kvviz.teaching import glossary
+
+    return len(glossary.TERMS)
