@@ -17,7 +17,7 @@ from test_browser import CHROMIUM, CHROMIUM_ARGS, app_url  # noqa: F401
 pytestmark = pytest.mark.browser
 EVIL = "evil.example"
 TERM = (f"![p](http://{EVIL}/t.png) [Log in again here](http://{EVIL}/phish)")  # the term
-EXTRAS = f" $x^2$ :red[red] :material/lock: http://{EVIL}/bare"
+EXTRAS = "$x^2$ :red[red] :material/lock: :streamlit: http://e.x/b a@e.x a -> b"
 LINK_VALUES = {"mem_layers": f"1`![p](//{EVIL}/s.png)`", "mem_dtype": f"x`![q](http://{EVIL}/q.png)`"}
 # what the input may not become, inside the page's markdown (the app's own links and icons are elsewhere)
 INJECTED = (f"a[href*='{EVIL}'], img[src*='{EVIL}'], [data-testid='stMarkdownContainer'] img, "
@@ -50,21 +50,27 @@ def browser_context():
         browser.close()
 
 
+# The app's own favicon: st.set_page_config(page_icon=":material/view_timeline:") makes Streamlit fetch the icon's
+# SVG from Google Fonts. Not from any input (and failing offline is harmless); the one request allowed outside.
+APP_ICON = "https://fonts.gstatic.com/s/i/short-term/release/materialsymbolsrounded/view_timeline/"
+
+
 def _no_request_left(requests: list[str]) -> None:
     outside = [u for u in requests if urlparse(u).scheme not in ("data", "blob", "about")
-               and urlparse(u).hostname != "127.0.0.1"]
+               and urlparse(u).hostname != "127.0.0.1" and not u.startswith(APP_ICON)]
     assert not outside, outside
 
 
 def test_the_glossary_shows_a_hostile_term_as_text(app_url, browser_context):  # noqa: F811
     tab, requests = browser_context
-    term = TERM + EXTRAS
-    tab.goto(f"{app_url}/glossary?term={quote(term)}")
-    tab.get_by_text("No term matches").first.wait_for()
-    _settle(tab)
-    assert tab.locator(INJECTED).count() == 0, tab.locator(INJECTED).evaluate_all("els => els.map(e => e.outerHTML)")
-    assert _alert_texts(tab, "No term matches") == [f"No term matches {term}. Clear the box to see all "
-                                                    f"{_count_terms()}."]
+    for term in (TERM, EXTRAS):  # each under the 80 characters shown whole
+        tab.goto(f"{app_url}/glossary?term={quote(term)}")
+        tab.get_by_text("No term matches").first.wait_for()
+        _settle(tab)
+        injected = tab.locator(INJECTED)
+        assert injected.count() == 0, injected.evaluate_all("els => els.map(e => e.outerHTML)")
+        assert _alert_texts(tab, "No term matches") == [f"No term matches {term}. Clear the box to see all "
+                                                        f"{_count_terms()}."]
     formulas = " ".join(["$x$"] * 1800)  # 8 s of KaTeX on main; now 80 characters of text
     tab.goto(f"{app_url}/glossary?term={quote(formulas)}")
     tab.get_by_text("No term matches").first.wait_for()
