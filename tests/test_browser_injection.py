@@ -8,6 +8,7 @@ be on the screen as the characters it was typed with.
 """
 from __future__ import annotations
 
+import json
 from urllib.parse import quote, urlparse
 
 import pytest
@@ -94,6 +95,27 @@ def test_link_notices_keep_a_backtick_breaking_value_as_text(app_url, browser_co
         assert any(n.startswith(f"Ignored {key}={value} from the link") for n in notices), notices
     _no_request_left(requests)
     assert requests  # the recorder saw the page's own traffic
+
+
+def test_a_config_files_name_is_shown_as_text(app_url, browser_context):  # noqa: F811
+    tab, requests = browser_context
+    name = f":streamlit: http://e.x/b a@e.x www.e.x -> $x$ :red[r] ![p](//{EVIL}/n.png)"  # < 80: shown whole
+    config = {"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64,
+              "_name_or_path": name}
+    tab.goto(f"{app_url}/memory_budget")
+    tab.get_by_text("Import a Hugging Face config.json").first.click()
+    box = tab.get_by_role("textbox", name="...or paste it")
+    box.fill(json.dumps(config))
+    box.press("Control+Enter")  # commit the text area's value before the click reads it
+    _settle(tab)
+    tab.get_by_role("button", name="Use this config.json").click()
+    tab.get_by_text("Imported ").first.wait_for()
+    _settle(tab)
+    injected = tab.locator(INJECTED)
+    assert injected.count() == 0, injected.evaluate_all("els => els.map(e => e.outerHTML)")
+    [report] = _alert_texts(tab, "Imported ")
+    assert report.startswith(f"Imported {name}. Used: model_type = llama"), report
+    _no_request_left(requests)
 
 
 def _count_terms() -> int:

@@ -6,7 +6,7 @@ fetch someone else's image, `[Log in again](http://host)` is a link, a backtick 
 `$...$` is typeset by KaTeX, `:red[...]` colours, `:material/lock:` draws an icon, and a bare `http://host`
 becomes a link. Every echo of untrusted text goes through this module (one home for the rule):
 
-    literal("![p](//h/t.png)")   -> r"\\!\\[p\\]\\(\\/\\/h\\/t\\.png\\)"     reads  ![p](//h/t.png)  on the page
+    literal("![p](//h/t.png)")   -> r"\\!\\[p\\]\\(//h/t\\.png\\)"     reads  ![p](//h/t.png)  on the page
     code("steps=`x`")            -> "`` steps=`x` ``"                         a code span no backtick can close
     cut("a" * 100_000)           -> "aaa…a… (cut 99,920 of 100,000 characters)"  for st.text / st.code
 
@@ -16,11 +16,12 @@ and cut it at `limit` characters, saying how many were cut: a 100 KB value is ne
 How `literal` stops each construct (Streamlit 1.67's markdown: react-markdown, GFM, remark-math, directives):
 every ASCII punctuation character that can start or end a construct gets a backslash (CommonMark's escape:
 links, images, emphasis, code, HTML, entities, `$` maths, `:name[...]` directives, tables, lists and headings all
-need one; only `, ; ? % ' " /` are left as they are). Streamlit then rewrites
-the *parsed* text once more: `:smile:` emoji, `:streamlit:` (an image), `:material_x:` icons, bare URLs and
-e-mail addresses (GFM autolinks), and ` -> `, ` -- `, ` >= ` into arrows and dashes. Escapes are gone by then, so
-an invisible WORD JOINER (U+2060) is put after a `:` or `@` that a word or `/` follows, inside `www.` and between the characters of
-those arrows: none of the patterns can form, and the reader sees the text as it was written.
+need one; only `, ; ? % ' " /` are left as they are). Streamlit then rewrites the *parsed* text once more:
+`:smile:` emoji, `:streamlit:` (an image), `:material_x:` icons, bare URLs and e-mail addresses (GFM autolinks),
+and ` -> `, ` -- `, ` >= ` into arrows and dashes. Escapes are gone by then, so an invisible WORD JOINER (U+2060)
+goes after a `:` or `@` that a word or `/` follows, inside `www.` and between the characters of those arrows:
+none of the patterns can form, and the reader sees the text as it was written (checked in Chromium by
+tests/test_browser_injection.py; plain backslash escapes still let `http://x`, `:streamlit:` and `->` through).
 UI-free and torch-free.
 """
 from __future__ import annotations
