@@ -86,8 +86,8 @@ def test_long_text_is_cut_and_says_how_much():
     for markdown in (echo.literal(value), echo.code(value)):
         assert shown(markdown).endswith(f"… (cut {total - echo.DEFAULT_LIMIT:,} of {total:,} characters)")
         assert len(markdown) < 4 * echo.DEFAULT_LIMIT
-    assert echo.cut("a" * 100_000) == "a" * 80 + "… (cut 99,920 of 100,000 characters)"
-    assert echo.cut("short") == "short" and echo.literal("plain words", None) == "plain words"
+    assert shown(echo.literal("a" * 100_000)) == "a" * 80 + "… (cut 99,920 of 100,000 characters)"
+    assert echo.literal("plain words, it's 50%", None) == "plain words, it's 50%"
 
 
 def test_link_notices_keep_the_value_inside_their_code_span():

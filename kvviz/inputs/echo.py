@@ -8,9 +8,9 @@ becomes a link. Every echo of untrusted text goes through this module (one home 
 
     literal("![p](//h/t.png)")   -> r"\\!\\[p\\]\\(//h/t\\.png\\)"     reads  ![p](//h/t.png)  on the page
     code("steps=`x`")            -> "`` steps=`x` ``"                         a code span no backtick can close
-    cut("a" * 100_000)           -> "aaa…a… (cut 99,920 of 100,000 characters)"  for st.text / st.code
+    literal("a" * 100_000)       -> "aaa…a… \\(cut 99,920 of 100,000 characters\\)"
 
-All three put the text on one line (runs of whitespace become one space), show control characters as `\\x1b`,
+Both put the text on one line (runs of whitespace become one space), show control characters as `\\x1b`,
 and cut it at `limit` characters, saying how many were cut: a 100 KB value is never echoed whole.
 
 How `literal` stops each construct (Streamlit 1.67's markdown: react-markdown, GFM, remark-math, directives):
@@ -55,12 +55,6 @@ def _split(value: object, limit: int | None) -> tuple[str, str]:
     if limit is None or len(text) <= limit:
         return text, ""
     return text[:limit], _("… (cut {cut:,} of {total:,} characters)").format(cut=len(text) - limit, total=len(text))
-
-
-def cut(value: object, limit: int | None = DEFAULT_LIMIT) -> str:
-    """`value` on one line, at most `limit` characters, with how much was cut: for st.text, st.code, a table."""
-    kept, note = _split(value, limit)
-    return kept + note
 
 
 def literal(value: object, limit: int | None = DEFAULT_LIMIT) -> str:
