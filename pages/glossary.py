@@ -10,6 +10,7 @@ import streamlit as st
 
 from kvviz import i18n, ui
 from kvviz.i18n import _
+from kvviz.inputs import echo
 from kvviz.teaching import glossary
 
 ui.ensure_router()  # before anything is drawn: see its docstring
@@ -22,8 +23,8 @@ wanted = st.text_input(_("Find a term"), key="term", bind="query-params",
 needle = (wanted or "").strip()
 shown = [t for t in glossary.TERMS if glossary.matches(t, needle)]
 if not shown:
-    st.info(_("No term matches {wanted!r}. Clear the box to see all {n}.").format(wanted=wanted,
-                                                                                 n=len(glossary.TERMS)))
+    st.info(_("No term matches {wanted}. Clear the box to see all {n}.").format(wanted=echo.code(needle),
+                                                                               n=len(glossary.TERMS)))
 for term in shown:
     with st.container(border=True, key=f"term_{term.anchor}"):
         if chinese:  # titled by the Chinese term, the English name beside it

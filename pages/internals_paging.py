@@ -9,6 +9,7 @@ from kvviz.i18n import _
 from kvviz.figures import internals as fig
 from kvviz.internals.records import PAGING_MAX_BLOCK_SIZE, PAGING_MAX_NEW_TOKENS, PagedRun, PagingError
 from kvviz.model.loading import LoadedModel
+from kvviz.inputs import echo
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from pages.internals_shared import DEFAULT_PROMPT, MODEL_HASH, PLOT, explain
 
@@ -56,4 +57,4 @@ st.caption(_("Block tables A {table_a}, B {table_b}; refcounts {refcounts}. {byt
              "their block tables reproduces them exactly (max difference {diff:.1e}).").format(
     table_a=list(p.tables[0]), table_b=list(p.tables[1]), refcounts=list(p.refcounts), bytes_=p.bytes_per_token,
     max_len=p.max_len, diff=run.gather_max_abs_diff))
-st.markdown(f"**A:** `{run.texts[0]!r}`  \n**B:** `{run.texts[1]!r}`")  # the model's own (English) text
+st.markdown(f"**A:** {echo.code(repr(run.texts[0]), None)}  \n**B:** {echo.code(repr(run.texts[1]), None)}")

@@ -12,6 +12,7 @@ from kvviz.internals.records import SPEC_DEFAULT_PROMPT as DEFAULT_PROMPT
 from kvviz.internals.records import (SPEC_MAX_K, SPEC_MAX_NEW, SPEC_MAX_TEMPERATURE, SPEC_MIN_TEMPERATURE, SpecRun,
                                     SpeculativeError)
 from kvviz.model.loading import LoadedModel
+from kvviz.inputs import echo
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from pages.internals_shared import MODEL_HASH, PLOT, explain
 
@@ -84,4 +85,4 @@ st.dataframe([{
 st.caption(_("Draft: {draft}. It made {passes} passes of its own; {cropped} verifier cache rows were computed for "
              "rejected proposals and cropped away.").format(draft=loading.label_in_language(_(run.draft_label)), passes=run.draft_passes,
                                                             cropped=run.rows_cropped))
-st.markdown(_("**Generated:** `{text}`").format(text=repr(run.text)))  # the model's own (English) text
+st.markdown(_("**Generated:** {text}").format(text=echo.code(repr(run.text), None)))  # the prompt + the model's text

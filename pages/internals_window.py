@@ -11,6 +11,7 @@ from kvviz.memory import units
 from kvviz.figures import internals as fig
 from kvviz.internals.records import PresetLayers, WindowError, WindowRun
 from kvviz.model.loading import LoadedModel
+from kvviz.inputs import echo
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP, check_int_in_range
 from pages.internals_shared import DEFAULT_PROMPT, MODEL_HASH, PLOT, explain
 
@@ -70,8 +71,8 @@ m[1].metric(_("Cache bytes kept"), f"{run.bytes_kept:,}", delta=f"{run.bytes_kep
 lost = [la.attention_lost for la in run.layers if la.kind == "local"]
 m[2].metric(_("Attention on evicted rows (local layers)"), f"{np.mean(lost):.0%}" if lost else _("n/a"))
 if run.evicted_tokens:
-    st.markdown(_("**Evicted (no longer visible to local layers):** `{tokens}`").format(
-        tokens="".join(run.evicted_tokens)))
+    st.markdown(_("**Evicted (no longer visible to local layers):** {tokens}").format(
+        tokens=echo.code("".join(run.evicted_tokens), None)))  # the prompt's own words: a code span they cannot close
 st.plotly_chart(fig.window_mask_figure(visible, run.tokens[: len(visible)],
                                        _("Local layer: which rows each query sees (W = {w}, first {n} tokens)").format(
                                            w=w, n=len(visible))), **PLOT)

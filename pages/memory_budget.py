@@ -16,7 +16,7 @@ from kvviz import claims, i18n, memory, ui
 from kvviz.i18n import N_, _, ngettext
 from kvviz.memory import dtypes
 from kvviz.memory import units
-from kvviz.inputs import links
+from kvviz.inputs import echo, links
 from kvviz.figures import MAX_LEGEND_ENTRIES, export_config, memory as figs
 from kvviz.memory.presets import GPUS, PRESETS, get_preset
 
@@ -91,11 +91,12 @@ def read_config(text: str | bytes) -> tuple[config_import.ImportedConfig | None,
             raise memory.MemoryInputError(_("nothing to import: upload a config.json or paste its text"))
         imported = config_import.parse_hf_config(text)
     except memory.MemoryInputError as exc:  # parse_hf_config raises nothing else: one line
-        return None, ("error", _("Not imported: {reason}.").format(reason=str(exc).rstrip(".。")))
-    used = ", ".join(f"`{k}` = {v}" for k, v in imported.used.items())
+        return None, ("error", _("Not imported: {reason}.").format(reason=echo.literal(str(exc).rstrip(".。"), None)))
+    used = ", ".join(f"{echo.code(k)} = {echo.literal(v)}" for k, v in imported.used.items())  # the file's words: text
     return imported, ("ok", _("Imported **{name}**. Used: {used}. Missing: {missing}. {notes}").format(
-        name=imported.config.name, used=used, missing="; ".join(imported.missing) or _("nothing"),
-        notes=" ".join(imported.notes)))
+        name=echo.literal(imported.config.name), used=used,
+        missing="; ".join(echo.literal(m, None) for m in imported.missing) or _("nothing"),
+        notes=" ".join(echo.literal(n, None) for n in imported.notes)))
 
 
 def import_report() -> tuple[str, str] | None:
@@ -288,7 +289,7 @@ def encoder_decoder_result(cfg: memory.KVConfig, b: memory.KVBudget, name: str) 
                           placeholder=_("source tokens, e.g. 512"),
                           help=_("{name} is an encoder-decoder: each decoder layer also caches K and V of every "
                                  "encoder token (cross-attention), computed once from the encoder output").format(
-                                   name=name))
+                                   name=echo.literal(name)))
     cross = replace(cfg, window=None, local_per_global=None, first_windowed_layer=0, name=f"{cfg.name} cross-attention")
     whole = memory.encoder_decoder_budget(cfg, cross, b.context_len, b.batch, None if enc is None else int(enc))
     m = st.container(key="mem_metrics").columns(3)

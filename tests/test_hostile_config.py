@@ -24,6 +24,7 @@ from kvviz.memory import config_import
 from kvviz import memory
 from kvviz.cli.memory import main as memory_cli
 from kvviz.memory import MemoryInputError
+from markdown_text import shown
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_MESSAGE = 400  # characters: one sentence, with at most a quoted reason from transformers
@@ -290,7 +291,7 @@ def test_page_import_any_config_one_message_and_the_form_kept_on_refusal():
         messages = [e.value for e in at.error] + [s.value for s in at.success]
         assert len(messages) == 1, messages  # one message: the import's report
         if expected == "refused":
-            assert at.error[0].value == f"Not imported: {result.rstrip('.')}." and form() == before
+            assert shown(at.error[0].value) == f"Not imported: {result.rstrip('.')}." and form() == before
         else:
             kv = result.config
             assert "Imported" in at.success[0].value

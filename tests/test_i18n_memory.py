@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
 from i18n_support import english_leftovers, page_texts
+from markdown_text import shown
 from kvviz import claims, i18n
 from kvviz.memory.presets import PRESETS
 from test_config_import import GEMMA3_4B
@@ -71,14 +72,14 @@ def test_config_import_error_and_report_in_chinese():
     at.text_area(key="mem_paste").set_value("[1, 2]").run()
     at.button(key="mem_import").click().run()
     assert not at.exception and len(at.error) == 1
-    assert at.error[0].value == "未导入：config.json 必须是一个 JSON 对象（{...}），而不是列表或单个值。"
+    assert shown(at.error[0].value) == "未导入：config.json 必须是一个 JSON 对象（{...}），而不是列表或单个值。"
     at.text_area(key="mem_paste").set_value('{"model_type": "gemma3_text", "sliding_window_pattern": "abc"}').run()
     at.button(key="mem_import").click().run()
-    assert at.error[0].value.startswith("未导入：sliding_window_pattern 必须是 1 到 ")
+    assert shown(at.error[0].value).startswith("未导入：sliding_window_pattern 必须是 1 到 ")
     at.text_area(key="mem_paste").set_value(json.dumps(GEMMA3_4B)).run()
     at.button(key="mem_import").click().run()
-    report = at.success[0].value
-    assert report.startswith("已导入 **") and "（transformers 的 Gemma3TextConfig 默认值）" in report
+    report = shown(at.success[0].value)
+    assert report.startswith("已导入 ") and "（transformers 的 Gemma3TextConfig 默认值）" in report
     assert "共 34 层：29 层滑动窗口 + 5 层完整注意力" in report and "保留最后 1,023 个 token" in report
     assert_all_chinese(at)
     at.query_params[i18n.QUERY_PARAM] = i18n.ENGLISH  # the switch: the report is read again, in English
@@ -87,7 +88,7 @@ def test_config_import_error_and_report_in_chinese():
     assert not at.exception and at.selectbox(key="mem_preset").value == "custom"  # the picker kept its choice
     assert at.number_input(key="mem_layers").value == 34
     assert at.success[0].value.startswith("Imported **") and "layer_types = 29 sliding + 5 full of 34" in \
-        at.success[0].value
+        shown(at.success[0].value)
 
 
 def test_the_link_carries_the_language_and_english_comes_back():

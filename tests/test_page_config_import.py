@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
 from test_config_import import GEMMA3_4B
+from markdown_text import shown
 
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
 PAGE = Path(__file__).resolve().parents[1] / "pages" / "memory_budget.py"
@@ -26,7 +27,7 @@ def test_gemma3_import_fills_the_form_and_names_the_defaults():
     at = AppTest.from_file(str(PAGE), default_timeout=APP_TIMEOUT_S)
     at.run()
     import_config(at, json.dumps(GEMMA3_4B))
-    report = at.success[0].value
+    report = shown(at.success[0].value)  # the words a reader sees (the file's values are escaped markdown)
     assert "num_key_value_heads = 4 (transformers' Gemma3TextConfig default)" in report
     assert "layer_types = 29 sliding + 5 full of 34" in report and "keep the last 1,023 tokens" in report
     values = {k: at.number_input(key=k).value for k in ("mem_layers", "mem_heads", "mem_kv_heads", "mem_head_dim",
@@ -41,7 +42,7 @@ def test_falcon_40b_note_and_hostile_input_on_the_page():
     import_config(at, json.dumps({"model_type": "falcon", "hidden_size": 8192, "num_attention_heads": 128,
                                   "num_kv_heads": 8, "num_hidden_layers": 60, "new_decoder_architecture": True,
                                   "torch_dtype": "bfloat16"}))
-    assert "16x the GQA figure" in at.success[0].value
+    assert "16x the GQA figure" in shown(at.success[0].value)
     for hostile in ('{"model_type": "gemma3_text", "sliding_window_pattern": "abc"}', "[" * 100_000 + "]" * 100_000):
         import_config(at, hostile)
         assert len(at.error) == 1 and "\n" not in at.error[0].value

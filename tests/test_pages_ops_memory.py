@@ -15,6 +15,7 @@ from kvviz.memory import dtypes
 from kvviz.memory import units
 from kvviz.model.loading import load_model
 from kvviz.memory.presets import get_preset
+from markdown_text import shown
 
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
 PAGES = Path(__file__).resolve().parents[1] / "pages"
@@ -104,7 +105,7 @@ def test_memory_page_imports_a_config_json():
            "torch_dtype": "bfloat16", "max_position_embeddings": 32768}
     at.text_area(key="mem_paste").set_value(json.dumps(cfg)).run()
     at.button(key="mem_import").click().run()
-    assert not at.exception and "Imported" in at.success[0].value and "head_dim" in at.success[0].value
+    assert not at.exception and "Imported" in at.success[0].value and "head_dim" in shown(at.success[0].value)
     assert metrics(at)["Per token (all layers)"] == units.short_bytes(get_preset("qwen2.5-7b").kv.bytes_per_token)
     assert at.query_params["mem_layers"] == "28" and at.query_params["mem_kv_heads"] == "4"  # the link carries it
     at.text_area(key="mem_paste").set_value('{"recipe": "pancakes"}').run()

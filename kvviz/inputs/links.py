@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from kvviz.i18n import _
+from kvviz.inputs import echo
 from kvviz.inputs.query_values import shown as quoted
 
 
@@ -26,6 +27,6 @@ def link_refusals(linked: Mapping[str, list[str]], now: Mapping[str, list[str]],
         value = shown.get(key)
         wanted = raw if isinstance(value, list) else raw[-1:]
         if list(now.get(key, [])) != list(raw) and shown_as_link(value) != wanted:
-            out.append(_("Ignored `{key}={value}` from the link (not a valid value); using {used}.").format(
-                key=key, value=quoted(",".join(raw)), used=quoted(repr(value))))
+            out.append(_("Ignored {setting} from the link (not a valid value); using {used}.").format(
+                setting=echo.code(f"{key}={quoted(','.join(raw))}"), used=echo.literal(quoted(repr(value)))))
     return out

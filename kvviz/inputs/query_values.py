@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from kvviz.i18n import _
+from kvviz.inputs import echo
 SHOWN_CHARS = 40  # a refused value is quoted at most this long
 LINK_NUMBER_LIMIT = 10**15  # no bound widget accepts more; larger text is refused before any widget parses it
 _WHOLE = re.compile(r"[+-]?[0-9]+")
@@ -87,7 +88,8 @@ def choice(text: object, choices: Sequence[str], name: str, *, error: type[Value
 
 def link_notice(key: str, raw: object, reason: str) -> str:
     """One line for a link value the page ignored: what was ignored and why."""
-    return _("Ignored `{key}={value}` from the link: {reason}").format(key=key, value=shown(raw), reason=reason)
+    return _("Ignored {setting} from the link: {reason}").format(setting=echo.code(f"{key}={shown(raw)}"),
+                                                                 reason=echo.literal(reason, None))
 
 
 def refused_link_whole(raw: str | None, lo: int, hi: int, name: str, instead: str) -> str | None:

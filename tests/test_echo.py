@@ -1,0 +1,156 @@
+"""Untrusted text echoed on a page is shown as text (kvviz.inputs.echo), and the pages echo it that way.
+
+Property tests (derandomised) parse the helper's output with markdown-it-py, the CommonMark grammar under
+Streamlit's react-markdown: `literal` must parse to text nodes only, reading exactly the input (on one line), and
+that text must hold none of the patterns Streamlit rewrites in parsed text (emoji and icon shortcodes, GFM
+autolinks, arrows); `code` must parse to one code span holding exactly the input. The pages are then run in
+AppTest with the issue's hostile values: the glossary's ?term=, a link value with a backtick, a config.json whose
+name and fields are markdown. The real-browser check is tests/test_browser_injection.py.
+"""
+from __future__ import annotations
+
+import json
+import re
+import string
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
+from streamlit.testing.v1 import AppTest
+
+from conftest import APP_TIMEOUT_S
+from kvviz.inputs import echo, links, query_values
+from markdown_text import shown
+
+PAGES = Path(__file__).resolve().parents[1] / "pages"
+MD = MarkdownIt("commonmark")
+HOSTILE_PIECES = [
+    "![p](http://evil.example/t.png)", "[Log in again here](http://evil.example/phish)", "`", "``", "$x^2$", "$$y$$",
+    ":red[red]", ":blue-background[b]", ":material/lock:", ":smile:", ":streamlit:", ":+1:", "http://evil.example/a",
+    "www.evil.example", "a@evil.example", "<img src=x onerror=alert(1)>", "&lt;", "&#65;", "# h", "- item", "1. one",
+    "> q", "| a | b |", "**b**", "_i_", "~~s~~", "~t~", "[^1]", "\\", "\\$", " -> ", " -- ", " >= ", " <-> ", "\n",
+    "\t", "\x1b]0;PWNED\x07", "\x00", "中文", "ROMEO:", ":help[tip]", ":color[x]{foreground=red}", "<http://e.x>",
+]
+HOSTILE_TEXT = st.one_of(
+    st.lists(st.sampled_from(HOSTILE_PIECES), max_size=8).map("".join),
+    st.text(alphabet=st.sampled_from(string.printable + "中文…\u2028\x85"), max_size=120),
+    st.text(max_size=60),
+)
+# What Streamlit rewrites in parsed text (its markdown bundle and remark-emoji / mdast-util-gfm-autolink-literal)
+STREAMLIT_TEXT_PATTERNS = [
+    re.compile(r":[\w+-][\w_+-]*:"),  # emoji shortcodes, :streamlit: (an image), :material_x: icons
+    re.compile(r"(https?://|www(?=\.))", re.IGNORECASE),  # GFM literal autolinks
+    re.compile(r"[-.\w+]+@[-\w]+(?:\.[-\w]+)+"),  # e-mail autolinks
+    re.compile(r"(^|\s)(<->|->|<-|--|>=|<=|~=)(\s|$)"),  # typographic arrows and dashes
+]
+
+
+def one_line(value: str) -> str:
+    return re.sub(r"[\x00-\x1f\x7f-\x9f]", lambda m: f"\\x{ord(m.group()):02x}", " ".join(value.split()))
+
+
+def inline_tokens(markdown: str) -> list:
+    tokens = MD.parse(markdown)
+    return [child for t in tokens if t.type == "inline" for child in t.children]
+
+
+@settings(max_examples=400, derandomize=True, deadline=None, database=None)
+@given(HOSTILE_TEXT)
+def test_literal_parses_to_the_same_text_and_nothing_else(value):
+    markdown = echo.literal(value, None)
+    children = inline_tokens(markdown)
+    assert all(c.type == "text" for c in children), [(c.type, c.content) for c in children]
+    text = "".join(c.content for c in children)
+    assert text.replace(echo.JOINER, "") == one_line(value)
+    for pattern in STREAMLIT_TEXT_PATTERNS:
+        assert not pattern.search(text), (pattern.pattern, text)
+    # every active ASCII punctuation character is escaped, so no extension (maths, directives, tables) can start
+    assert not set(re.sub(r"\\.", "", markdown)) & (set(string.punctuation) - set(",;?%'\"/")), markdown
+    assert ":material/" not in markdown  # Streamlit rewrites this before parsing, escapes or not
+
+
+@settings(max_examples=400, derandomize=True, deadline=None, database=None)
+@given(HOSTILE_TEXT.filter(lambda v: one_line(v) != ""))
+def test_code_is_one_code_span_holding_the_text(value):
+    markdown = echo.code(value, None)
+    children = inline_tokens(markdown)
+    assert [c.type for c in children] == ["code_inline"], [(c.type, c.content) for c in children]
+    assert children[0].content.replace(echo.JOINER, "") == one_line(value)
+    assert ":material/" not in markdown
+
+
+def test_long_text_is_cut_and_says_how_much():
+    value = "$x$ " * 1800 + "![p](http://evil.example/t.png)"
+    total = len(one_line(value))
+    for markdown in (echo.literal(value), echo.code(value)):
+        assert shown(markdown).endswith(f"… (cut {total - echo.DEFAULT_LIMIT:,} of {total:,} characters)")
+        assert len(markdown) < 4 * echo.DEFAULT_LIMIT
+    assert shown(echo.literal("a" * 100_000)) == "a" * 80 + "… (cut 99,920 of 100,000 characters)"
+    assert echo.literal("plain words, it's 50%", None) == "plain words, it's 50%"
+
+
+def test_link_notices_keep_the_value_inside_their_code_span():
+    value = "`![p](//evil.example/s.png)`"
+    notice = query_values.refused_link_whole(value, 0, 255, "steps", "Replaying the prompt only.")
+    children = inline_tokens(notice)
+    assert [c.type for c in children if c.type != "text"] == ["code_inline"]
+    assert children[1].content == f"steps={value}"
+    assert f"(got '{value}')" in shown(notice)  # the reason quotes it too: as text (no image, no link token)
+    assert shown(notice).startswith(f"Ignored steps={value} from the link: steps must be a whole number")
+    [refusal] = links.link_refusals({"mem_dtype": [value]}, {}, {"mem_dtype": "fp16"})
+    assert [c.content for c in inline_tokens(refusal) if c.type == "code_inline"] == [f"mem_dtype={value}"]
+
+
+# ----- the pages ---------------------------------------------------------------------------------------------
+HOSTILE_TERM = "![p](http://evil.example/t.png) [Log in](http://e.example/x) $x^2$ :red[x]"  # < 80: shown whole
+
+
+def _page(name: str, **link: str) -> AppTest:
+    at = AppTest.from_file(str(PAGES / f"{name}.py"), default_timeout=APP_TIMEOUT_S)
+    at.query_params.update(link)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_the_glossary_echoes_a_hostile_term_as_text():
+    at = _page("glossary", term=HOSTILE_TERM)
+    [box] = at.info
+    spans = [c for c in inline_tokens(box.value) if c.type == "code_inline"]
+    assert [c.content for c in spans] == [HOSTILE_TERM]
+    assert shown(box.value).startswith(f"No term matches {HOSTILE_TERM}. Clear the box")
+    huge = _page("glossary", term="$x$ " * 1800)
+    total = len(("$x$ " * 1800).strip())
+    assert f"(cut {total - echo.DEFAULT_LIMIT:,} of {total:,} characters)" in shown(huge.info[0].value)
+    assert len(huge.info[0].value) < 400
+
+
+def test_the_memory_import_report_shows_the_files_words_as_text():
+    at = _page("memory_budget")
+    config = {"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64,
+              "_name_or_path": "![p](http://evil.example/n.png) [x](http://evil.example/)",
+              "torch_dtype": "float16"}
+    at.text_area(key="mem_paste").set_value(json.dumps(config))
+    at.button(key="mem_import").click().run()
+    assert not at.exception
+    report = at.success[0].value
+    children = inline_tokens(report)
+    assert {c.type for c in children} <= {"text", "code_inline", "strong_open", "strong_close"}, children
+    assert f"Imported {config['_name_or_path']}." in shown(report)
+    refused = {"model_type": "llama", "num_hidden_layers": "`![p](http://evil.example/r.png)` $y$"}
+    at.text_area(key="mem_paste").set_value(json.dumps(refused))
+    at.button(key="mem_import").click().run()
+    error = at.error[0].value
+    assert {c.type for c in inline_tokens(error)} == {"text"} and "![p](http://evil.example/r.png)" in shown(error)
+
+
+@settings(max_examples=6, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@given(st.sampled_from(["mem_layers", "mem_context", "mem_gpu_gib"]), st.sampled_from(HOSTILE_PIECES[:6]))
+def test_memory_link_notices_hold_a_backtick_breaking_value(key, piece):
+    at = _page("memory_budget", **{key: f"1`{piece}`"})
+    notices = [w.value for w in at.warning if shown(w.value).startswith("Ignored ")]
+    assert len(notices) == 1
+    children = inline_tokens(notices[0])
+    assert [c.content for c in children if c.type == "code_inline"] == [f"{key}={query_values.shown(f'1`{piece}`')}"]
+    assert {c.type for c in children} == {"text", "code_inline"}
