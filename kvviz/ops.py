@@ -60,8 +60,11 @@ def _positive_int(name: str, value: Any, upper: int = 10**12) -> int:
         if refused.kind != "out_of_range":
             raise OpsInputError(_("{name} must be a whole number, got {value}").format(
                 name=name, value=shown(repr(value)))) from None
+        if refused.number is None:  # thousands of digits: counted, never str()'d
+            raise OpsInputError(_("{name} must be from {lo:,} to {hi:,} (got a {digits:,}-digit number).").format(
+                name=name, lo=1, hi=upper, digits=refused.digits)) from None
         raise OpsInputError(_("{name} must be between 1 and {upper:,}, got {value:,}").format(
-            name=name, upper=upper, value=refused.number if refused.number is not None else value)) from None
+            name=name, upper=upper, value=refused.number)) from None
 
 
 @dataclass(frozen=True)

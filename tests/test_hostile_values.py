@@ -21,12 +21,14 @@ from kvviz.inputs import query_values
 from kvviz.inputs.query_values import QueryValueError
 
 EXAMPLES = 300  # per property below
+PADDED = "0" * 5000 + "1"  # issue 30: the digit count saw "1", int() saw 5,001 characters (Python's 4,300 limit)
 HOSTILE_TEXT = st.one_of(
     st.text(max_size=60),
     st.from_regex(r"[+-]?[0-9]{1,6000}", fullmatch=True),  # up to 6,000 digits: past Python's 4,300 limit
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.sampled_from(["inf", "-inf", "Infinity", "nan", "NaN", "1e308", "1e309", "-3", "1.5", "0x10", "１２",
-                     "٣", " 7 ", "", "+", "--1", "1_000", "9" * 5000, "x" * 1_000_000]),
+                     "٣", " 7 ", "", "+", "--1", "1_000", "9" * 5000, "x" * 1_000_000, PADDED, "-" + PADDED]),
+    st.tuples(st.integers(0, 6000), st.integers(0, 10**6)).map(lambda t: "0" * t[0] + str(t[1])),  # zero-padded
 )
 
 
@@ -43,8 +45,9 @@ def test_whole_number_takes_exactly_digit_strings_in_range(text, lo, span):
     stripped = text.strip()
     expected = None
     if stripped.isascii() and stripped.lstrip("+-").isdigit() and stripped.count("-") + stripped.count("+") <= 1 \
-            and stripped[:1] in "+-0123456789" and len(stripped.lstrip("+-0")) < 12:
-        expected = int(stripped)
+            and stripped[:1] in "+-0123456789" and len(stripped.lstrip("+-0")) < 12 \
+            and len(stripped) <= query_values.MAX_NUMBER_CHARS:
+        expected = int(stripped.lstrip("+-").lstrip("0") or "0") * (-1 if stripped[0] == "-" else 1)
     try:
         got = query_values.whole_number(text, lo, hi, "steps")
     except QueryValueError as exc:
@@ -77,7 +80,7 @@ def test_link_numbers_refused_are_exactly_those_no_widget_may_parse(values):
             continue
         text = raw[0].strip()
         ok = len(raw) == 1 and re.fullmatch(r"[+-]?[0-9]+", text) is not None \
-            and len(text.lstrip("+-0")) <= 16 and abs(int(text)) <= 10**15
+            and len(text) <= query_values.MAX_NUMBER_CHARS and abs(int(text)) <= 10**15
         assert (key in refused) != ok, (key, raw, refused)
         if key in refused:
             assert refused[key].startswith(f"Ignored `{key}=") and len(refused[key]) < 240
@@ -89,6 +92,61 @@ def test_the_issue_values_each_get_a_notice():
         assert notice and notice.startswith("Ignored `steps=") and "Replaying" in notice and len(notice) < 200
     assert query_values.refused_link_whole("12", 0, 255, "steps", "x") is None
     assert query_values.refused_link_whole(None, 0, 255, "steps", "x") is None
+
+
+# ----- one reader of a bounded whole number (issue 30 item 2) --------------------------------------------------
+@pytest.mark.parametrize("text", [PADDED, "-" + PADDED, "+" + PADDED, " " + PADDED + " ", "0" * 65 + "7"])
+def test_every_reader_of_a_whole_number_refuses_zero_padding_past_its_length_cap(text):
+    """Each used to raise ValueError (Exceeds the limit (4300 digits)) or take the text: the check counted the
+    digits after the zeros, then int() converted the whole string."""
+    from kvviz.inputs.prompt_rules import check_int_in_range
+    from kvviz.step import view
+
+    with pytest.raises(QueryValueError) as caught:
+        query_values.whole_number(text, 0, 255, "steps")
+    _one_sentence(str(caught.value))
+    assert "at most 64 characters" in str(caught.value)
+    notice = query_values.refused_link_whole(text, 1, 12, "step", "Opening step 1.")
+    assert notice and "Opening step 1." in notice and len(notice) < 240
+    refused = query_values.refused_link_numbers({"mem_layers": [text]}, ["mem_layers"])
+    assert "64" in refused["mem_layers"] and len(refused["mem_layers"]) < 240
+    assert view.url_int(text, 5, 0, 100) == 5  # the stage's links read it too (clamped, never raised)
+    with pytest.raises(QueryValueError):
+        query_values.whole_number(text, 1, 10, "--steps")
+    with pytest.raises(ValueError, match="whole number"):
+        check_int_in_range(text, 0, 10, "block size")  # a widget reader takes numbers, never text
+
+
+@pytest.mark.parametrize("text, expected", [("0" * 63 + "7", 7), ("-0", 0), (" +007 ", 7), ("0", 0)])
+def test_zero_padding_within_the_cap_reads_as_its_number(text, expected):
+    assert query_values.bounded_int(text, -10, 10) == expected
+    assert query_values.whole_number(text, -10, 10, "steps") == expected
+
+
+@pytest.mark.parametrize("text", ["٣", "３２", "1_6", "𝟙", "1e3", "0x10", "1.0", "\x1b[2J5", "5\n6", "\u202e12", "$1$"])
+def test_only_ascii_digits_are_a_whole_number_for_every_reader(text):
+    """int() takes '٣', '３２' and '1_6'; kvviz does not, anywhere (the CLI used to, the app did not)."""
+    from kvviz.step import view
+
+    with pytest.raises(query_values.WholeNumberRefused):
+        query_values.bounded_int(text, -100, 100)
+    assert view.url_int(text, 5, 0, 100) == 5
+    assert "mem_layers" in query_values.refused_link_numbers({"mem_layers": [text]}, ["mem_layers"])
+
+
+def test_number_readers_agree_on_huge_python_ints():
+    """A 5,000-digit int (not text) is refused in one sentence by each widget/record reader, never str()'d whole."""
+    from kvviz import memory, ops
+    from kvviz.inputs.prompt_rules import check_int_in_range
+
+    huge = 10**5000
+    for check in (lambda: check_int_in_range(huge, 0, 10, "block size"),
+                  lambda: memory.check_int("n_layer", huge),
+                  lambda: ops.ModelShape(huge, 1, 1, 1, 1, 1, 1),
+                  lambda: query_values.whole_number(huge, 0, 10, "steps")):
+        with pytest.raises(ValueError) as caught:
+            check()
+        assert len(str(caught.value)) < 240 and "4300" not in str(caught.value)
 
 
 # ----- files that become a model -------------------------------------------------------------------------------
@@ -173,4 +231,4 @@ def test_back_right_after_reset_says_the_cache_is_empty(bundled):
         engine.back()
 
 
-INPUTS_TRIED = 3 * EXAMPLES + 5 + 2 + 4 + 1 + 1 + 3 + 1 + 1  # properties + the named cases
+INPUTS_TRIED = 3 * EXAMPLES + 5 + 2 + 4 + 1 + 1 + 3 + 1 + 1 + 5 + 4 + 11 + 4  # properties + the named cases

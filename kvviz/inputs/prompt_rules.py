@@ -67,8 +67,11 @@ def check_int_in_range(value, lo: int, hi: int, name: str, *, error: type[ValueE
         if refused.kind != "out_of_range":
             raise error(_("{name} must be a whole number between {lo:,} and {hi:,} (got {value!r})").format(
                 name=_(name), lo=lo, hi=hi, value=shown(value))) from None
+        if refused.number is None:  # thousands of digits: counted, never str()'d
+            raise error(_("{name} must be from {lo:,} to {hi:,} (got a {digits:,}-digit number).").format(
+                name=_(name), lo=lo, hi=hi, digits=refused.digits)) from None
         raise error(_("{name} must be between {lo:,} and {hi:,} (got {value:,})").format(
-            name=_(name), lo=lo, hi=hi, value=refused.number if refused.number is not None else value)) from None
+            name=_(name), lo=lo, hi=hi, value=refused.number)) from None
 
 
 def check_float_in_range(value, lo: float, hi: float, name: str, *, error: type[ValueError] = ValueError) -> float:
