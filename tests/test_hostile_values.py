@@ -149,6 +149,80 @@ def test_number_readers_agree_on_huge_python_ints():
         assert len(str(caught.value)) < 240 and "4300" not in str(caught.value)
 
 
+# ----- every link key that takes a number, through the router, as a browser opens the page ----------------------
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _bound_int_keys(page: str, prefix: str) -> list[str]:
+    """The page's URL-bound number inputs, read from its source (a key added later is covered too)."""
+    return sorted(set(re.findall(rf'int_input\([^\n]*?"({prefix}_\w+)"', (REPO / "pages" / f"{page}.py").read_text())))
+
+
+# page -> (the numeric link keys it reads, the link's other values it needs)
+NUMBER_LINK_KEYS = {
+    "step_through": (["steps", "top_k", "seed", "temperature", "step_layer", "step_head"], {"prompt": "ROMEO:"}),
+    "lesson": (["step"], {}),
+    "memory_budget": (_bound_int_keys("memory_budget", "mem"), {}),
+    "attention_ops": (_bound_int_keys("attention_ops", "ops"), {"ops_model": "custom"}),
+}
+HOSTILE_LINK_VALUES = [  # the issue's classes: padded digits, huge lengths, non-ASCII digits, markup, control characters
+    PADDED, "-" + PADDED, "0" * 63 + "7", "0" * 64 + "7", "9" * 5000, "1" * 100_000, "٣", "３２", "1_6", "𝟙",
+    "1e309", "nan", "-inf", "![p](http://127.0.0.1:9/x.png)", "$\\frac{1}{0}$", "`5`", "**5**", "\x1b]0;PWNED\x07",
+    "\x00", "5\n6", "\u202e12", "",
+]
+LINKS_PER_PAGE = 4  # AppTest runs: each link sets every numeric key of the page at once, to a seeded draw
+
+
+def _open_through_router(page: str, link: dict[str, str]):
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import APP_TIMEOUT_S
+
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=APP_TIMEOUT_S)
+    at.query_params.update(link)
+    at.switch_page(f"pages/{page}.py")
+    at.run()
+    return at
+
+
+def test_every_number_link_key_is_found():
+    assert {"mem_layers", "mem_context", "mem_window", "mem_local", "mem_hidden", "mem_gpu_gib"} <= set(
+        NUMBER_LINK_KEYS["memory_budget"][0])
+    assert {"ops_prompt", "ops_new", "ops_layers"} <= set(NUMBER_LINK_KEYS["attention_ops"][0])
+
+
+@pytest.mark.parametrize("page", sorted(NUMBER_LINK_KEYS))
+def test_a_zero_padded_number_in_every_key_of_a_page_is_one_notice_each(page):
+    """Issue 30 item 2: "0" * 5000 + "1" in any whole-number link value raised ValueError (4300 digits) on these
+    pages; Memory budget and Count the work on every rerun until the URL was edited."""
+    keys, extra = NUMBER_LINK_KEYS[page]
+    at = _open_through_router(page, {**extra, **{key: PADDED for key in keys}})
+    assert not at.exception, [e.value for e in at.exception][:1]
+    notices = [w.value for w in at.warning if w.value.startswith("Ignored `")]
+    named = {n.split("=")[0].removeprefix("Ignored `") for n in notices}
+    if page in ("memory_budget", "attention_ops"):
+        assert named == set(keys) and all("64" in n for n in notices)
+    else:  # the stage and the lesson name their step count; the stage's other numbers fall back to defaults
+        assert named == {"step" if page == "lesson" else "steps"}
+    assert all(len(n) < 240 for n in notices)
+    at.run()  # and the rerun (which used to crash again) is clean
+    assert not at.exception
+
+
+@pytest.mark.parametrize("page", sorted(NUMBER_LINK_KEYS))
+def test_hostile_values_in_every_number_link_key_never_reach_the_page_as_an_exception(page):
+    """Derandomised: LINKS_PER_PAGE links per page, each key drawn from HOSTILE_LINK_VALUES with a fixed seed."""
+    import random
+
+    keys, extra = NUMBER_LINK_KEYS[page]
+    draw = random.Random(f"issue-30-{page}")
+    for _ in range(LINKS_PER_PAGE):
+        link = {**extra, **{key: draw.choice(HOSTILE_LINK_VALUES) for key in keys}}
+        at = _open_through_router(page, link)
+        assert not at.exception, (link, [e.value for e in at.exception][:1])
+        assert not any(e.value.startswith("Traceback") for e in at.error)
+
+
 # ----- files that become a model -------------------------------------------------------------------------------
 def _write_safetensors(path: Path, header: dict, pad: int = 0) -> None:
     raw = json.dumps(header).encode() + b" " * pad
@@ -231,4 +305,4 @@ def test_back_right_after_reset_says_the_cache_is_empty(bundled):
         engine.back()
 
 
-INPUTS_TRIED = 3 * EXAMPLES + 5 + 2 + 4 + 1 + 1 + 3 + 1 + 1 + 5 + 4 + 11 + 4  # properties + the named cases
+INPUTS_TRIED = 3 * EXAMPLES + 5 + 2 + 4 + 1 + 1 + 3 + 1 + 1 + 5 + 4 + 11 + 4 + len(NUMBER_LINK_KEYS) * (1 + LINKS_PER_PAGE)  # properties + the named cases (links)
