@@ -163,11 +163,13 @@ def test_an_undecodable_argument_is_shown_not_crashed_on():
 
 
 @pytest.mark.parametrize("csv, words", [("folder", "is a folder"), ("missing/passes.csv", "does not exist"),
-                                        ("/sys/kernel/kvviz.csv", "cannot write there")])
+                                        ("/sys/kernel/kvviz.csv", "cannot write there"),
+                                        ("fifo", "cannot write there")])  # a FIFO nobody reads: refused, not waited on
 def test_bench_refuses_an_unwritable_csv_before_the_run(tmp_path, csv, words):
     """bench --csv <folder> ran the whole benchmark, then failed and printed nothing. The model named here does not
     exist: the refusal comes before any model load."""
     (tmp_path / "folder").mkdir()
+    os.mkfifo(tmp_path / "fifo")
     target = csv if csv.startswith("/") else str(tmp_path / csv)
     done = _cli("bench", "--model", "/nonexistent/model", "--csv", target, timeout=120)
     assert done.returncode == 2 and words in done.stderr and "no model folder" not in done.stderr, done.stderr[-500:]

@@ -92,9 +92,8 @@ def output_problem(path: Path, *, folder: bool) -> str | None:
                 made = path
             with tempfile.TemporaryFile(dir=path):
                 pass
-        elif path.exists():
-            with open(path, "ab"):
-                pass
+        elif path.exists():  # non-blocking: a FIFO nobody reads is refused (ENXIO), not waited on
+            os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK))
         else:
             with open(path, "xb"):
                 made = path
