@@ -4,6 +4,8 @@ One validator per kind of value, each refusing with one short sentence that says
 silently taken as 0, clamped or echoed at length (a 1 MB value is shown cut to a few dozen characters), and no
 text ever reaches `int()` or `float()` unchecked, so Python's own limits (4,300 digits, inf, nan) never surface:
 
+    bounded_int("007", 0, 255)                 -> 7 (the one reader: every whole number kvviz takes goes through it)
+    bounded_int("0" * 5000 + "1", 0, 255)      -> WholeNumberRefused("too_long"): at most MAX_NUMBER_CHARS characters
     whole_number("12", 0, 255, "steps")        -> 12
     whole_number("1e308", 0, 255, "steps")     -> QueryValueError("steps must be a whole number from 0 to 255 ...")
     finite_number("nan", 0.0, 1.0, "share")    -> QueryValueError(...)
