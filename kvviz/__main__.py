@@ -5,7 +5,7 @@ import importlib
 import os
 import sys
 
-from kvviz.inputs.query_values import shown
+from kvviz.cli import one_line, say
 
 COMMANDS = {
     "memory": ("kvviz.cli.memory", "KV-cache bytes for a model config (presets, config.json, --json)"),
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     command, rest = argv[0], argv[1:]
     if command not in COMMANDS:
-        print(f"kvviz: unknown command {command!r}\n\n{usage()}", file=sys.stderr)
+        say(f"kvviz: unknown command {one_line(repr(command), 60)}\n\n{usage()}", file=sys.stderr)
         return 2
     try:
         module = importlib.import_module(COMMANDS[command][0])
@@ -39,13 +39,13 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.close()
         return 0
     except KeyboardInterrupt:
-        print(f"kvviz {command}: interrupted.", file=sys.stderr)
+        say(f"kvviz {command}: interrupted.", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - the last line of defence: a user never sees a traceback
         if os.environ.get("KVVIZ_DEBUG"):
             raise
-        print(f"kvviz {command}: failed ({type(exc).__name__}: {shown(exc, 160)}). This is a kvviz bug: please "
-              "report the command; KVVIZ_DEBUG=1 shows the traceback.", file=sys.stderr)
+        say(f"kvviz {command}: failed ({type(exc).__name__}: {one_line(exc, 160)}). This is a kvviz bug: please "
+            "report the command; KVVIZ_DEBUG=1 shows the traceback.", file=sys.stderr)
         return 1
 
 

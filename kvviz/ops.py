@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Iterator
 
 from kvviz.i18n import N_, _, ngettext
+from kvviz.inputs.query_values import WholeNumberRefused, bounded_int, shown
 
 COMPONENTS: tuple[str, ...] = ("qkv_proj", "attn_scores", "attn_values", "out_proj", "mlp", "lm_head")
 COMPONENT_LABELS: dict[str, str] = {
@@ -53,12 +54,17 @@ class OpsInputError(ValueError):
 
 
 def _positive_int(name: str, value: Any, upper: int = 10**12) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise OpsInputError(_("{name} must be a whole number, got {value}").format(name=name, value=repr(value)))
-    if not 1 <= value <= upper:
+    try:
+        return bounded_int(value, 1, upper, text=False)  # the one reader of a bounded whole number (kvviz.inputs)
+    except WholeNumberRefused as refused:
+        if refused.kind != "out_of_range":
+            raise OpsInputError(_("{name} must be a whole number, got {value}").format(
+                name=name, value=shown(repr(value)))) from None
+        if refused.number is None:  # thousands of digits: counted, never str()'d
+            raise OpsInputError(_("{name} must be from {lo:,} to {hi:,} (got a {digits:,}-digit number).").format(
+                name=name, lo=1, hi=upper, digits=refused.digits)) from None
         raise OpsInputError(_("{name} must be between 1 and {upper:,}, got {value:,}").format(
-            name=name, upper=upper, value=value))
-    return value
+            name=name, upper=upper, value=refused.number)) from None
 
 
 @dataclass(frozen=True)

@@ -267,7 +267,7 @@ def test_cli_text_report(capsys):
         (["--new-tokens", "0"], 2, "New tokens must be between 1"),
         (["--prompt-len", "200", "--new-tokens", "100"], 2, "only 256 positions"),
         (["--model", "/nonexistent/kvviz-model"], 1, "kvviz bench:"),
-        (["--repeats", "many"], 2, "invalid int value"),
+        (["--repeats", "many"], 2, "must be a whole number"),  # the app's parser (kvviz.cli.whole)
     ],
 )
 def test_cli_bad_input(capsys, argv, rc, message):

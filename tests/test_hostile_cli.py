@@ -5,6 +5,7 @@ Most cases run in-process through kvviz.__main__.main (argparse and validators s
 a few run as real subprocesses, as a user types them. The inputs tried are counted in INPUTS_TRIED."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -130,4 +131,121 @@ def test_train_steps_zero_as_a_user_types_it():
     assert done.returncode == 2 and "Traceback" not in done.stderr and "--steps" in done.stderr
 
 
-INPUTS_TRIED = 4 * CLI_EXAMPLES + 8 + 3 + 2 + 1 + len(COMMANDS) + 1 + 2
+# ----- issue 30, items 5, 6, 7 and 9: the real CLI in a subprocess, as a user types it ---------------------------
+ESCAPES = "\u001b]0;PWNED\u0007\u001b[2J"
+PADDED = "0" * 5000 + "1"
+
+
+def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "kvviz", *args], capture_output=True, text=True, timeout=timeout,
+                          cwd=ROOT, env=env)
+
+
+def test_memory_shows_a_configs_terminal_escapes_as_text(tmp_path):
+    """A config.json whose fields hold ESC ] 0 ; ... BEL set the terminal's title and ESC [2J cleared the screen."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "llama", "_name_or_path": ESCAPES, "num_hidden_layers": 2,
+                                "num_attention_heads": 4, "hidden_size": 64, "architectures": [ESCAPES]}))
+    for extra in ([], ["--dtype", ESCAPES], ["--preset", ESCAPES], ["--json"]):
+        done = _cli("memory", "--config", str(path), *extra) if "--preset" not in extra else _cli("memory", *extra)
+        text = done.stdout + done.stderr
+        assert "\x1b" not in text and "\x07" not in text, (extra, text[-500:])
+        assert done.returncode in (0, 2) and "Traceback" not in text
+    shown = _cli("memory", "--config", str(path)).stdout
+    assert "\\x1b]0;PWNED\\x07\\x1b[2J" in shown  # visible, so the reader sees what the file holds
+
+
+def test_an_undecodable_argument_is_shown_not_crashed_on():
+    done = subprocess.run([sys.executable, "-m", "kvviz", "memory", "--preset", b"\xff\x1b[2J".decode("utf-8", "surrogateescape")],
+                          capture_output=True, timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 2 and b"\x1b" not in done.stderr and b"Traceback" not in done.stderr, done.stderr[-500:]
+
+
+@pytest.mark.parametrize("csv, words", [("folder", "is a folder"), ("missing/passes.csv", "does not exist"),
+                                        ("/sys/kernel/kvviz.csv", "cannot write there"),
+                                        ("fifo", "cannot write there")])  # a FIFO nobody reads: refused, not waited on
+def test_bench_refuses_an_unwritable_csv_before_the_run(tmp_path, csv, words):
+    """bench --csv <folder> ran the whole benchmark, then failed and printed nothing. The model named here does not
+    exist: the refusal comes before any model load."""
+    (tmp_path / "folder").mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    target = csv if csv.startswith("/") else str(tmp_path / csv)
+    done = _cli("bench", "--model", "/nonexistent/model", "--csv", target, timeout=120)
+    assert done.returncode == 2 and words in done.stderr and "no model folder" not in done.stderr, done.stderr[-500:]
+    assert not (tmp_path / "missing").exists()
+
+
+def test_bench_csv_on_a_full_disk_still_prints_the_report():
+    """/dev/full takes the open and refuses the write: the report is printed first, the CSV failure after it."""
+    done = _cli("bench", "--csv", "/dev/full", "--new-tokens", "1", "--repeats", "1", "--warmup", "0",
+                "--no-generate", "--no-int8", "--no-static")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "speed-up estimator" in done.stdout and "theoretical op ratio" in done.stdout
+    assert "the CSV was not written" in done.stderr and "/dev/full" in done.stderr
+
+
+def test_train_refuses_an_unwritable_out_before_training(tmp_path):
+    """train --out /sys/kernel trained to the end, then "PermissionError ... This is a kvviz bug"."""
+    done = _cli("train", "--text", str(CORPUS), "--out", "/sys/kernel/kvviz-model", "--steps", "1", timeout=300)
+    assert done.returncode == 2 and "cannot write there" in done.stderr and "kvviz bug" not in done.stderr, \
+        done.stderr[-500:]
+    assert "step" not in done.stdout  # nothing trained
+    probe_dir = tmp_path / "out"
+    assert cli_output_problem(probe_dir) is None and not probe_dir.exists()  # a probe leaves nothing behind
+
+
+def cli_output_problem(path: Path) -> str | None:
+    from kvviz.cli import output_problem
+
+    return output_problem(path, folder=True)
+
+
+def test_memory_config_from_a_fifo_is_refused_not_waited_on(tmp_path):
+    """memory --config <a FIFO with no writer> blocked forever in open()."""
+    fifo = tmp_path / "config.json"
+    os.mkfifo(fifo)
+    done = _cli("memory", "--config", str(fifo), timeout=60)
+    assert done.returncode == 2 and "not a regular file" in done.stderr and done.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["memory", "--layers", "2", "--heads", "32", "--head-dim", "8", "--kv-heads", "0"], "--kv-heads"),
+    (["ops", "--layers", "2", "--heads", "2", "--head-dim", "4", "--hidden", "8", "--vocab", "9", "--d-ff", "0"],
+     "--d-ff"),
+    (["memory", "--layers", "٣", "--heads", "4", "--head-dim", "8"], "--layers"),
+    (["memory", "--preset", "gpt2", "--context", "３２"], "--context"),
+    (["ops", "--preset", "gpt2", "--new-tokens", "1_6"], "--new-tokens"),
+    (["bench", "--model", "/nonexistent/model", "--repeats", "٣"], "--repeats"),
+    (["train", "--text", str(CORPUS), "--steps", "1_6"], "--steps"),
+])
+def test_the_cli_refuses_what_the_app_refuses(argv, flag):
+    """memory --kv-heads 0 silently meant 32 K/V heads, ops --d-ff 0 became 4 x hidden, and int() took '٣', '３２',
+    '1_6': the CLI reads numbers with the app's parser and the page's limits."""
+    done = _cli(*argv, timeout=120)
+    assert done.returncode == 2 and flag in done.stderr and "must be" in done.stderr, done.stderr[-500:]
+    assert "Traceback" not in done.stderr and not done.stdout
+
+
+@pytest.mark.parametrize("command, argv", [
+    ("memory", ["--layers", "9" * 5000]), ("ops", ["--layers", "9" * 5000]), ("bench", ["--repeats", "9" * 5000]),
+    ("train", ["--text", str(CORPUS), "--steps", "9" * 5000]), ("claims", ["--gpu", "9" * 5000]),
+    ("memory", ["--bogus", "9" * 5000]), ("bench", ["9" * 5000]), ("train", ["--text", str(CORPUS), "9" * 5000]),
+    ("train", ["--text", str(CORPUS), "--steps", PADDED]), ("ops", ["--prompt-len", PADDED]),
+])
+def test_a_5000_digit_argument_is_cut_and_the_message_kept(command, argv):
+    """A 5,000-digit argument was echoed whole after the usage text; train printed "invalid parse value"."""
+    done = _cli(command, *argv, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "9" * 300 not in done.stderr and "0" * 300 not in done.stderr
+    assert max(len(line) for line in done.stderr.splitlines()) <= 260, done.stderr[-600:]
+    assert "invalid parse value" not in done.stderr and "invalid int value" not in done.stderr
+
+
+def test_memory_help_names_the_dtype_it_uses():
+    done = _cli("memory", "--help", timeout=60)
+    used = _cli("memory", "--layers", "2", "--heads", "2", "--head-dim", "4", timeout=60).stdout.splitlines()[0]
+    assert used.rstrip().endswith("fp16)") and "else fp16" in " ".join(done.stdout.split())
+
+
+INPUTS_TRIED = 4 * CLI_EXAMPLES + 8 + 3 + 2 + 1 + len(COMMANDS) + 1 + 2 + 4 + 1 + 3 + 1 + 1 + 1 + 7 + 10 + 1

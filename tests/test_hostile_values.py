@@ -21,12 +21,14 @@ from kvviz.inputs import query_values
 from kvviz.inputs.query_values import QueryValueError
 
 EXAMPLES = 300  # per property below
+PADDED = "0" * 5000 + "1"  # issue 30: the digit count saw "1", int() saw 5,001 characters (Python's 4,300 limit)
 HOSTILE_TEXT = st.one_of(
     st.text(max_size=60),
     st.from_regex(r"[+-]?[0-9]{1,6000}", fullmatch=True),  # up to 6,000 digits: past Python's 4,300 limit
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.sampled_from(["inf", "-inf", "Infinity", "nan", "NaN", "1e308", "1e309", "-3", "1.5", "0x10", "１２",
-                     "٣", " 7 ", "", "+", "--1", "1_000", "9" * 5000, "x" * 1_000_000]),
+                     "٣", " 7 ", "", "+", "--1", "1_000", "9" * 5000, "x" * 1_000_000, PADDED, "-" + PADDED]),
+    st.tuples(st.integers(0, 6000), st.integers(0, 10**6)).map(lambda t: "0" * t[0] + str(t[1])),  # zero-padded
 )
 
 
@@ -43,8 +45,9 @@ def test_whole_number_takes_exactly_digit_strings_in_range(text, lo, span):
     stripped = text.strip()
     expected = None
     if stripped.isascii() and stripped.lstrip("+-").isdigit() and stripped.count("-") + stripped.count("+") <= 1 \
-            and stripped[:1] in "+-0123456789" and len(stripped.lstrip("+-0")) < 12:
-        expected = int(stripped)
+            and stripped[:1] in "+-0123456789" and len(stripped.lstrip("+-0")) < 12 \
+            and len(stripped) <= query_values.MAX_NUMBER_CHARS:
+        expected = int(stripped.lstrip("+-").lstrip("0") or "0") * (-1 if stripped[0] == "-" else 1)
     try:
         got = query_values.whole_number(text, lo, hi, "steps")
     except QueryValueError as exc:
@@ -77,7 +80,7 @@ def test_link_numbers_refused_are_exactly_those_no_widget_may_parse(values):
             continue
         text = raw[0].strip()
         ok = len(raw) == 1 and re.fullmatch(r"[+-]?[0-9]+", text) is not None \
-            and len(text.lstrip("+-0")) <= 16 and abs(int(text)) <= 10**15
+            and len(text) <= query_values.MAX_NUMBER_CHARS and abs(int(text)) <= 10**15
         assert (key in refused) != ok, (key, raw, refused)
         if key in refused:
             assert refused[key].startswith(f"Ignored `{key}=") and len(refused[key]) < 240
@@ -89,6 +92,135 @@ def test_the_issue_values_each_get_a_notice():
         assert notice and notice.startswith("Ignored `steps=") and "Replaying" in notice and len(notice) < 200
     assert query_values.refused_link_whole("12", 0, 255, "steps", "x") is None
     assert query_values.refused_link_whole(None, 0, 255, "steps", "x") is None
+
+
+# ----- one reader of a bounded whole number (issue 30 item 2) --------------------------------------------------
+@pytest.mark.parametrize("text", [PADDED, "-" + PADDED, "+" + PADDED, " " + PADDED + " ", "0" * 65 + "7"])
+def test_every_reader_of_a_whole_number_refuses_zero_padding_past_its_length_cap(text):
+    """Each used to raise ValueError (Exceeds the limit (4300 digits)) or take the text: the check counted the
+    digits after the zeros, then int() converted the whole string."""
+    from kvviz.inputs.prompt_rules import check_int_in_range
+    from kvviz.step import view
+
+    with pytest.raises(QueryValueError) as caught:
+        query_values.whole_number(text, 0, 255, "steps")
+    _one_sentence(str(caught.value))
+    assert "at most 64 characters" in str(caught.value)
+    notice = query_values.refused_link_whole(text, 1, 12, "step", "Opening step 1.")
+    assert notice and "Opening step 1." in notice and len(notice) < 240
+    refused = query_values.refused_link_numbers({"mem_layers": [text]}, ["mem_layers"])
+    assert "64" in refused["mem_layers"] and len(refused["mem_layers"]) < 240
+    assert view.url_int(text, 5, 0, 100) == 5  # the stage's links read it too (clamped, never raised)
+    with pytest.raises(QueryValueError):
+        query_values.whole_number(text, 1, 10, "--steps")
+    with pytest.raises(ValueError, match="whole number"):
+        check_int_in_range(text, 0, 10, "block size")  # a widget reader takes numbers, never text
+
+
+@pytest.mark.parametrize("text, expected", [("0" * 63 + "7", 7), ("-0", 0), (" +007 ", 7), ("0", 0)])
+def test_zero_padding_within_the_cap_reads_as_its_number(text, expected):
+    assert query_values.bounded_int(text, -10, 10) == expected
+    assert query_values.whole_number(text, -10, 10, "steps") == expected
+
+
+@pytest.mark.parametrize("text", ["٣", "３２", "1_6", "𝟙", "1e3", "0x10", "1.0", "\x1b[2J5", "5\n6", "\u202e12", "$1$"])
+def test_only_ascii_digits_are_a_whole_number_for_every_reader(text):
+    """int() takes '٣', '３２' and '1_6'; kvviz does not, anywhere (the CLI used to, the app did not)."""
+    from kvviz.step import view
+
+    with pytest.raises(query_values.WholeNumberRefused):
+        query_values.bounded_int(text, -100, 100)
+    assert view.url_int(text, 5, 0, 100) == 5
+    assert "mem_layers" in query_values.refused_link_numbers({"mem_layers": [text]}, ["mem_layers"])
+
+
+def test_number_readers_agree_on_huge_python_ints():
+    """A 5,000-digit int (not text) is refused in one sentence by each widget/record reader, never str()'d whole."""
+    from kvviz import memory, ops
+    from kvviz.inputs.prompt_rules import check_int_in_range
+
+    huge = 10**5000
+    for check in (lambda: check_int_in_range(huge, 0, 10, "block size"),
+                  lambda: memory.check_int("n_layer", huge),
+                  lambda: ops.ModelShape(huge, 1, 1, 1, 1, 1, 1),
+                  lambda: query_values.whole_number(huge, 0, 10, "steps")):
+        with pytest.raises(ValueError) as caught:
+            check()
+        assert len(str(caught.value)) < 240 and "4300" not in str(caught.value)
+
+
+# ----- every link key that takes a number, through the router, as a browser opens the page ----------------------
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _bound_int_keys(page: str, prefix: str) -> list[str]:
+    """The page's URL-bound number inputs, read from its source (a key added later is covered too)."""
+    return sorted(set(re.findall(rf'int_input\([^\n]*?"({prefix}_\w+)"', (REPO / "pages" / f"{page}.py").read_text())))
+
+
+# page -> (the numeric link keys it reads, the link's other values it needs)
+NUMBER_LINK_KEYS = {
+    "step_through": (["steps", "top_k", "seed", "temperature", "step_layer", "step_head"], {"prompt": "ROMEO:"}),
+    "lesson": (["step"], {}),
+    "memory_budget": (_bound_int_keys("memory_budget", "mem"), {}),
+    "attention_ops": (_bound_int_keys("attention_ops", "ops"), {"ops_model": "custom"}),
+}
+HOSTILE_LINK_VALUES = [  # the issue's classes: padded digits, huge lengths, non-ASCII digits, markup, control characters
+    PADDED, "-" + PADDED, "0" * 63 + "7", "0" * 64 + "7", "9" * 5000, "1" * 100_000, "٣", "３２", "1_6", "𝟙",
+    "1e309", "nan", "-inf", "![p](http://127.0.0.1:9/x.png)", "$\\frac{1}{0}$", "`5`", "**5**", "\x1b]0;PWNED\x07",
+    "\x00", "5\n6", "\u202e12", "",
+]
+LINKS_PER_PAGE = 4  # AppTest runs: each link sets every numeric key of the page at once, to a seeded draw
+
+
+def _open_through_router(page: str, link: dict[str, str]):
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import APP_TIMEOUT_S
+
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=APP_TIMEOUT_S)
+    at.query_params.update(link)
+    at.switch_page(f"pages/{page}.py")
+    at.run()
+    return at
+
+
+def test_every_number_link_key_is_found():
+    assert {"mem_layers", "mem_context", "mem_window", "mem_local", "mem_hidden", "mem_gpu_gib"} <= set(
+        NUMBER_LINK_KEYS["memory_budget"][0])
+    assert {"ops_prompt", "ops_new", "ops_layers"} <= set(NUMBER_LINK_KEYS["attention_ops"][0])
+
+
+@pytest.mark.parametrize("page", sorted(NUMBER_LINK_KEYS))
+def test_a_zero_padded_number_in_every_key_of_a_page_is_one_notice_each(page):
+    """Issue 30 item 2: "0" * 5000 + "1" in any whole-number link value raised ValueError (4300 digits) on these
+    pages; Memory budget and Count the work on every rerun until the URL was edited."""
+    keys, extra = NUMBER_LINK_KEYS[page]
+    at = _open_through_router(page, {**extra, **{key: PADDED for key in keys}})
+    assert not at.exception, [e.value for e in at.exception][:1]
+    notices = [w.value for w in at.warning if w.value.startswith("Ignored `")]
+    named = {n.split("=")[0].removeprefix("Ignored `") for n in notices}
+    if page in ("memory_budget", "attention_ops"):
+        assert named == set(keys) and all("64" in n for n in notices)
+    else:  # the stage and the lesson name their step count; the stage's other numbers fall back to defaults
+        assert named == {"step" if page == "lesson" else "steps"}
+    assert all(len(n) < 240 for n in notices)
+    at.run()  # and the rerun (which used to crash again) is clean
+    assert not at.exception
+
+
+@pytest.mark.parametrize("page", sorted(NUMBER_LINK_KEYS))
+def test_hostile_values_in_every_number_link_key_never_reach_the_page_as_an_exception(page):
+    """Derandomised: LINKS_PER_PAGE links per page, each key drawn from HOSTILE_LINK_VALUES with a fixed seed."""
+    import random
+
+    keys, extra = NUMBER_LINK_KEYS[page]
+    draw = random.Random(f"issue-30-{page}")
+    for _ in range(LINKS_PER_PAGE):
+        link = {**extra, **{key: draw.choice(HOSTILE_LINK_VALUES) for key in keys}}
+        at = _open_through_router(page, link)
+        assert not at.exception, (link, [e.value for e in at.exception][:1])
+        assert not any(e.value.startswith("Traceback") for e in at.error)
 
 
 # ----- files that become a model -------------------------------------------------------------------------------
@@ -173,4 +305,4 @@ def test_back_right_after_reset_says_the_cache_is_empty(bundled):
         engine.back()
 
 
-INPUTS_TRIED = 3 * EXAMPLES + 5 + 2 + 4 + 1 + 1 + 3 + 1 + 1  # properties + the named cases
+INPUTS_TRIED = 3 * EXAMPLES + 5 + 2 + 4 + 1 + 1 + 3 + 1 + 1 + 5 + 4 + 11 + 4 + len(NUMBER_LINK_KEYS) * (1 + LINKS_PER_PAGE)  # properties + the named cases (links)

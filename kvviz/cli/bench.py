@@ -17,8 +17,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Callable, TypeVar
 
+from kvviz.cli import Parser, one_line, output_problem, say, whole
 from kvviz.speedup import device as devices
 from kvviz.speedup import harness, tables
 from kvviz.speedup.settings import BenchInputError, duration, validate
@@ -26,20 +28,23 @@ from kvviz.speedup.records import CACHED_MODES, ESTIMATOR, LOSSY_MODES, MODE_LAB
 from kvviz.model.loading import ModelLoadError, load_model
 
 T = TypeVar("T")
+# The app's parser of a whole number ('٣', '1_6', 5,000 digits refused in one line); the ranges are the page's,
+# which depend on the model (its positions), checked by kvviz.speedup.settings.validate as on the speed-up page.
+ANY_WHOLE = whole(0, 10**6)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m kvviz bench",
         description="Time the same greedy generation with no cache, DynamicCache, StaticCache, the flat pre-allocated "
                     "engine (fp32 in the format measured fastest, and int8) and model.generate.",
     )
     parser.add_argument("--model", default="bundled", help="bundled (default), random:gpt2, gpt2, or a folder")
-    parser.add_argument("--prompt-len", type=int, default=16, help="prompt tokens P (default 16)")
-    parser.add_argument("--new-tokens", type=int, default=64, help="generated tokens N (default 64)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed rounds; medians are reported (default 3)")
-    parser.add_argument("--warmup", type=int, default=1, help="untimed warm-up runs per mode (default 1)")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: the free cores from the load average, at most 8)")
+    parser.add_argument("--prompt-len", type=ANY_WHOLE, default=16, help="prompt tokens P (default 16)")
+    parser.add_argument("--new-tokens", type=ANY_WHOLE, default=64, help="generated tokens N (default 64)")
+    parser.add_argument("--repeats", type=ANY_WHOLE, default=3, help="timed rounds; medians are reported (default 3)")
+    parser.add_argument("--warmup", type=ANY_WHOLE, default=1, help="untimed warm-up runs per mode (default 1)")
+    parser.add_argument("--threads", type=ANY_WHOLE, default=None, help="torch threads (default: the free cores from the load average, at most 8)")
     parser.add_argument("--attn", default="sdpa", choices=("sdpa", "eager"), help="attention kernel (default sdpa)")
     parser.add_argument("--no-generate", action="store_true", help="skip the model.generate reference runs")
     parser.add_argument(
@@ -114,13 +119,13 @@ def _in_one_line(work: Callable[[], T], refused: tuple[type[Exception], ...]) ->
     try:
         return work(), 0
     except refused as exc:
-        print(f"kvviz bench: {exc}", file=sys.stderr)
+        say(f"kvviz bench: {one_line(exc, 2000)}", file=sys.stderr)
         return None, 2
     except ModelLoadError as exc:
-        print(f"kvviz bench: {exc}", file=sys.stderr)
+        say(f"kvviz bench: {one_line(exc, 2000)}", file=sys.stderr)
         return None, 1
     except KeyboardInterrupt:
-        print("kvviz bench: interrupted; no results.", file=sys.stderr)
+        say("kvviz bench: interrupted; no results.", file=sys.stderr)
         return None, 130
 
 
@@ -132,6 +137,9 @@ def main(argv: list[str]) -> int:
         return int(exc.code or 0)
     if args.device != "cpu" or args.sweep:
         return _device_report(args)
+    if args.csv and (problem := output_problem(Path(args.csv), folder=False)):  # before the run, not after it
+        say(f"kvviz bench: {problem}", file=sys.stderr)
+        return 2
     settings = BenchSettings(
         prompt_len=args.prompt_len,
         new_tokens=args.new_tokens,
@@ -150,21 +158,22 @@ def main(argv: list[str]) -> int:
         loaded = load_model(args.model, attn_implementation=args.attn)
         validate(settings, loaded.info.n_positions, loaded.info)
         # The CLI may run long on purpose, but says so first (issue 23): the same estimate as the page's bound
-        print(f"kvviz bench: this run should take about {duration(harness.estimate(loaded, settings))} here "
+        say(f"kvviz bench: this run should take about {duration(harness.estimate(loaded, settings))} here "
               "(estimated from two timed passes of this model; Ctrl-C stops it).", file=sys.stderr, flush=True)
         return harness.run_benchmark(loaded, settings, progress=None if args.json else _progress)
 
     result, code = _in_one_line(work, refused=(BenchInputError, harness.BenchBusyError))
     if result is None:
         return code
-    if args.csv:
+    say(json.dumps(tables.to_dict(result), indent=2) if args.json else format_report(result), flush=True)
+    if args.csv:  # after the report: a disk that fills up (/dev/full) loses the CSV, never the measured results
         try:
             with open(args.csv, "w", encoding="utf-8", newline="") as fh:
                 fh.write(tables.per_token_csv(result))
         except OSError as exc:
-            print(f"kvviz bench: cannot write {args.csv}: {exc}", file=sys.stderr)
+            say(f"kvviz bench: the report above is complete, but the CSV was not written: cannot write {args.csv} "
+                f"({exc.strerror or type(exc).__name__})", file=sys.stderr)
             return 1
-    print(json.dumps(tables.to_dict(result), indent=2) if args.json else format_report(result))
     return 0
 
 
@@ -176,7 +185,7 @@ def _device_report(args: argparse.Namespace) -> int:
     dtype = args.dtype or ("float32" if args.device == "cpu" else "float16")
     reason = devices.unavailable_reason(args.device) or devices.dtype_problem(args.device, dtype)
     if reason:
-        print(f"kvviz bench: {reason}", file=sys.stderr)
+        say(f"kvviz bench: {reason}", file=sys.stderr)
         return 2
 
     def work() -> accelerator.DeviceBenchResult:
@@ -191,11 +200,11 @@ def _device_report(args: argparse.Namespace) -> int:
         return accelerator.run_device_benchmark(
             loaded, harness.prompt_token_ids(loaded, prompt_len), new_tokens, args.device, dtype, repeats=repeats,
             warmup=warmup, compile_step=args.compile, sweep=not args.no_sweep,
-            progress=None if args.json else (lambda message: print(f"[{args.device}] {message}", file=sys.stderr,
-                                                                    flush=True)))
+            progress=None if args.json else (lambda message: say(f"[{args.device}] {message}", file=sys.stderr,
+                                                                  flush=True)))
 
     result, code = _in_one_line(work, refused=(BenchInputError, ValueError, devices.DeviceUnavailable))
     if result is None:
         return code
-    print(json.dumps(result.to_dict(), indent=2) if args.json else accelerator.format_report(result))
+    say(json.dumps(result.to_dict(), indent=2) if args.json else accelerator.format_report(result))
     return 0

@@ -13,6 +13,7 @@ import json
 import sys
 
 from kvviz import claims
+from kvviz.cli import one_line, say
 
 
 class _ArgError(ValueError):
@@ -35,9 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.gpu not in claims.GPU_COMPUTE:
-            raise _ArgError(f"unknown GPU {args.gpu!r}; choose one of: {', '.join(claims.GPU_COMPUTE)}")
+            raise _ArgError(f"unknown GPU {one_line(repr(args.gpu), 60)}; choose one of: {', '.join(claims.GPU_COMPUTE)}")
     except _ArgError as exc:
-        print(f"kvviz claims: {exc}", file=sys.stderr)
+        say(f"kvviz claims: {one_line(exc, 2000)}", file=sys.stderr)
         return 2
     found = claims.all_claims(args.gpu)
     if args.json:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
+from kvviz.cli import ReadRefused, one_line, printable, read_regular_file, say, whole
 from kvviz.memory import config_import
 from kvviz import memory
 from kvviz.memory import dtypes
@@ -22,19 +23,13 @@ from kvviz.memory import units
 from kvviz.memory.presets import PRESETS, get_preset
 
 DEFAULT_CONTEXT = 4096
+DEFAULT_DTYPE = next(f.default for f in fields(memory.KVConfig) if f.name == "dtype")  # what explicit numbers use
+L = memory.LIMITS  # the memory page's limits: the same numbers are refused here and there
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, no usage dump, never a 5,000-digit argument echoed
-        raise memory.MemoryInputError(config_import.one_line(message, 200))
-
-
-def whole_number(text: str) -> int:
-    """argparse type: a whole number, refused in one short sentence (never a 5,000-digit echo)."""
-    if len(text.strip()) > 30 or not text.strip().lstrip("+-").isdigit():
-        raise argparse.ArgumentTypeError(f"invalid int value {memory.short_repr(text)}: give a whole number "
-                                         "(at most 30 digits)")
-    return int(text)
+        raise memory.MemoryInputError(one_line(message))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,23 +37,23 @@ def build_parser() -> argparse.ArgumentParser:
     src = p.add_argument_group("the model (one of: --preset, --config, or explicit numbers)")
     src.add_argument("--preset", help="a preset name (see --list-presets)")
     src.add_argument("--config", type=Path, help="a Hugging Face config.json")
-    src.add_argument("--layers", type=whole_number)
-    src.add_argument("--heads", type=whole_number, help="query heads")
-    src.add_argument("--kv-heads", type=whole_number, help="K/V heads (default: = heads, i.e. MHA)")
-    src.add_argument("--head-dim", type=whole_number)
-    src.add_argument("--hidden", type=whole_number, help="hidden size; head dim = hidden / heads when --head-dim is absent")
+    src.add_argument("--layers", type=whole(1, L["n_layer"]))
+    src.add_argument("--heads", type=whole(1, L["n_head"]), help="query heads")
+    src.add_argument("--kv-heads", type=whole(1, L["n_kv_heads"]), help="K/V heads (default: = heads, i.e. MHA)")
+    src.add_argument("--head-dim", type=whole(1, L["head_dim"]))
+    src.add_argument("--hidden", type=whole(1, 10**7), help="hidden size; head dim = hidden / heads when --head-dim is absent")
     att = p.add_argument_group("attention kind")
-    att.add_argument("--mla-rank", type=whole_number, help="MLA latent rank (kv_lora_rank), e.g. 512")
-    att.add_argument("--mla-rope-dim", type=whole_number, help="MLA decoupled RoPE key dim (qk_rope_head_dim), e.g. 64")
-    att.add_argument("--window", type=whole_number, help="sliding window (tokens) of local layers")
-    att.add_argument("--local-per-global", type=whole_number, help="hybrid: N local layers per global layer (e.g. 5)")
-    p.add_argument("--context", type=whole_number, help=f"tokens per sequence (default: {DEFAULT_CONTEXT})")
-    p.add_argument("--batch", type=whole_number, default=1, help="sequences (default 1)")
-    p.add_argument("--encoder-len", type=whole_number, help="encoder-decoder --config (T5, BART): encoder tokens, for the "
+    att.add_argument("--mla-rank", type=whole(0, L["mla_latent_rank"]), help="MLA latent rank (kv_lora_rank), e.g. 512")
+    att.add_argument("--mla-rope-dim", type=whole(0, L["mla_rope_dim"]), help="MLA decoupled RoPE key dim (qk_rope_head_dim), e.g. 64")
+    att.add_argument("--window", type=whole(0, L["window"]), help="sliding window (tokens) of local layers")
+    att.add_argument("--local-per-global", type=whole(0, 10_000), help="hybrid: N local layers per global layer (e.g. 5)")
+    p.add_argument("--context", type=whole(1, L["context_len"]), help=f"tokens per sequence (default: {DEFAULT_CONTEXT})")
+    p.add_argument("--batch", type=whole(1, L["batch"]), default=1, help="sequences (default 1)")
+    p.add_argument("--encoder-len", type=whole(1, L["context_len"]), help="encoder-decoder --config (T5, BART): encoder tokens, for the "
                    "cross-attention cache")
-    p.add_argument("--dtype", help=f"cache dtype: {', '.join(dtypes.DTYPES)} (default: the model's, else bf16)")
-    p.add_argument("--quant-group", type=whole_number, default=dtypes.DEFAULT_QUANT_GROUP, help="int8/int4 group size")
-    p.add_argument("--quant-residual", type=whole_number, default=0,
+    p.add_argument("--dtype", help=f"cache dtype: {', '.join(dtypes.DTYPES)} (default: the model's, else {DEFAULT_DTYPE})")
+    p.add_argument("--quant-group", type=whole(1, L["quant_group_size"]), default=dtypes.DEFAULT_QUANT_GROUP, help="int8/int4 group size")
+    p.add_argument("--quant-residual", type=whole(0, L["quant_residual_tokens"]), default=0,
                    help="int8/int4: transformers' QuantizedCache full-precision window, residual_length (default 0 = "
                         f"off; transformers' own default: {dtypes.transformers_quantized_defaults().get('residual_length')})")
     p.add_argument("--list-presets", action="store_true", help="list presets with their sources and exit")
@@ -70,15 +65,10 @@ def read_config_file(path: Path) -> str:
     """The file's text, read no further than MAX_CONFIG_CHARS (+1 to know it is longer): /dev/zero or a stray
     multi-gigabyte file is refused after 5 MB, not after filling the memory."""
     limit = config_import.MAX_CONFIG_CHARS
-    try:
-        with open(path, "rb") as f:
-            data = f.read(limit + 1)
-    except IsADirectoryError:
-        raise memory.MemoryInputError(f"cannot read {path}: it is a folder; give the config.json file inside it") from None
-    except FileNotFoundError:
-        raise memory.MemoryInputError(f"cannot read {path}: it does not exist; give the path of a config.json") from None
-    except OSError as exc:
-        raise memory.MemoryInputError(f"cannot read {path} ({exc.strerror or type(exc).__name__})") from None
+    try:  # a regular file only (a FIFO with no writer would wait forever), with a time bound
+        data = read_regular_file(path, limit)
+    except ReadRefused as exc:
+        raise memory.MemoryInputError(str(exc)) from None
     if len(data) > limit:
         raise memory.MemoryInputError(f"{path} is longer than {limit:,} bytes; a config.json is a few thousand")
     try:
@@ -119,7 +109,7 @@ def config_from_args(args: argparse.Namespace) -> tuple[memory.KVConfig, list[st
                 f"--head-dim {head_dim} x --heads {args.heads} = {head_dim * args.heads}, not --hidden {args.hidden}; "
                 "drop one of them (some models do use head_dim x heads != hidden: then omit --hidden)"
             )
-        cfg = memory.KVConfig(args.layers, args.heads, args.kv_heads or args.heads, head_dim)
+        cfg = memory.KVConfig(args.layers, args.heads, args.heads if args.kv_heads is None else args.kv_heads, head_dim)
     if args.encoder_len is not None and cross is None:
         raise memory.MemoryInputError("--encoder-len needs an encoder-decoder --config (T5, BART)")
     changes = {}
@@ -142,7 +132,7 @@ def render_table(b: memory.KVBudget | memory.EncoderDecoderBudget, notes: list[s
     s = b.self_attention if isinstance(b, memory.EncoderDecoderBudget) else b
     c = s.config
     lines = [
-        f"model        {c.name}  ({c.attention_kind}, {c.n_layer} layers, {c.n_head} query heads, "
+        f"model        {printable(c.name, keep_newlines=False)}  ({c.attention_kind}, {c.n_layer} layers, {c.n_head} query heads, "
         f"{c.n_kv_heads} KV heads, head_dim {c.head_dim}, {c.dtype})",
         f"per token    {units.format_bytes(s.bytes_per_token)}  (all layers)",
         f"per layer    {s.bytes_per_token_per_layer:,} B per token",
@@ -177,7 +167,7 @@ def main(argv: list[str]) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.list_presets:
-            print(list_presets())
+            say(list_presets())
             return 0
         cfg, notes, cross = config_from_args(args)
         context = memory.check_int("context_len", DEFAULT_CONTEXT if args.context is None else args.context, lo=1)
@@ -185,10 +175,10 @@ def main(argv: list[str]) -> int:
             memory.budget(cfg, context, args.batch) if cross is None
             else memory.encoder_decoder_budget(cfg, cross, context, args.batch, args.encoder_len))
     except memory.MemoryInputError as exc:
-        print(f"kvviz memory: {exc}", file=sys.stderr)
+        say(f"kvviz memory: {one_line(exc, 2000)}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps({**result.as_dict(), "notes": notes}, indent=2))
+        say(json.dumps({**result.as_dict(), "notes": notes}, indent=2))
     else:
-        print(render_table(result, notes))
+        say(render_table(result, notes))
     return 0

@@ -13,28 +13,30 @@ import json
 import sys
 
 from kvviz import ops
+from kvviz.cli import one_line, say, whole
 from kvviz.memory import MemoryInputError
 from kvviz.memory.presets import get_preset, ops_presets
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
-        raise ops.OpsInputError(message)
+    def error(self, message: str) -> None:  # one line, never a 5,000-digit argument echoed whole
+        raise ops.OpsInputError(one_line(message))
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m kvviz ops", description="Op counts with vs without the KV cache (1 op = 1 multiply-add).")
+    # Whole numbers within the Count-the-work page's own limits (pages/attention_ops.py), read by the app's parser
     p.add_argument("--preset", help=f"one of: {', '.join(ops_presets())}")
-    p.add_argument("--layers", type=int)
-    p.add_argument("--heads", type=int)
-    p.add_argument("--kv-heads", type=int)
-    p.add_argument("--head-dim", type=int)
-    p.add_argument("--hidden", type=int)
-    p.add_argument("--d-ff", type=int, help="MLP inner width (default 4 x hidden)")
-    p.add_argument("--vocab", type=int)
+    p.add_argument("--layers", type=whole(1, 10_000))
+    p.add_argument("--heads", type=whole(1, 100_000))
+    p.add_argument("--kv-heads", type=whole(1, 100_000))
+    p.add_argument("--head-dim", type=whole(1, 100_000))
+    p.add_argument("--hidden", type=whole(1, 10**6))
+    p.add_argument("--d-ff", type=whole(1, 10**7), help="MLP inner width (default 4 x hidden)")
+    p.add_argument("--vocab", type=whole(1, 10**7))
     p.add_argument("--gated-mlp", action="store_true", help="3 MLP matrices (SwiGLU) instead of GPT-2's 2")
-    p.add_argument("--prompt-len", type=int, default=16, help="P prompt tokens (default 16)")
-    p.add_argument("--new-tokens", type=int, default=100, help="N generated tokens (default 100)")
+    p.add_argument("--prompt-len", type=whole(1, 10**6), default=16, help="P prompt tokens (default 16)")
+    p.add_argument("--new-tokens", type=whole(1, 10**6), default=100, help="N generated tokens (default 100)")
     p.add_argument(
         "--lm-head", choices=("last", "all"), default="last",
         help="logits for the last position only (generate(), default) or every position fed (plain model(ids))",
@@ -57,8 +59,9 @@ def shape_from_args(args: argparse.Namespace) -> ops.ModelShape:
     if any(v is None for v in explicit):
         raise ops.OpsInputError("give --preset NAME, or all of --layers --heads --head-dim --hidden --vocab")
     return ops.ModelShape(
-        n_layer=args.layers, n_head=args.heads, n_kv_heads=args.kv_heads or args.heads, head_dim=args.head_dim,
-        n_embd=args.hidden, d_ff=args.d_ff or 4 * args.hidden, vocab_size=args.vocab,
+        n_layer=args.layers, n_head=args.heads, n_kv_heads=args.heads if args.kv_heads is None else args.kv_heads,
+        head_dim=args.head_dim, n_embd=args.hidden, d_ff=4 * args.hidden if args.d_ff is None else args.d_ff,
+        vocab_size=args.vocab,
         mlp_matrices=3 if args.gated_mlp else 2,
     )
 
@@ -87,7 +90,7 @@ def main(argv: list[str]) -> int:
         shape = shape_from_args(args)
         result = report(shape, args.prompt_len, args.new_tokens, args.lm_head == "all")
     except (ops.OpsInputError, MemoryInputError) as exc:
-        print(f"kvviz ops: {exc}", file=sys.stderr)
+        say(f"kvviz ops: {one_line(exc, 2000)}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(result, indent=2))

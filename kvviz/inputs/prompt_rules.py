@@ -13,9 +13,10 @@ can keep catching the error of the module it calls.
 from __future__ import annotations
 
 import math
-from numbers import Integral, Real
+from numbers import Real
 
 from kvviz.i18n import N_, _
+from kvviz.inputs.query_values import WholeNumberRefused, bounded_int, shown
 
 MAX_TEXT_CHARS = 20_000  # every text box's cap (st.text_area max_chars): a prompt fits 1,024 tokens in far less,
 # and a 50 MB paste would otherwise trip Streamlit's own message-size limit in an error box
@@ -60,15 +61,17 @@ def check_int_in_range(value, lo: int, hi: int, name: str, *, error: type[ValueE
     Accepts Python/numpy integers and floats that are whole (3.0); refuses bools, NaN, 2.5 and text.
     `name` is English, shown through _() (a caller marks its own with N_()).
     """
-    if isinstance(value, bool) or not isinstance(value, Real) or (
-            not isinstance(value, Integral) and (not math.isfinite(value) or not float(value).is_integer())):
-        raise error(_("{name} must be a whole number between {lo:,} and {hi:,} (got {value!r})").format(
-            name=_(name), lo=lo, hi=hi, value=value))
-    number = int(value)
-    if not lo <= number <= hi:
+    try:
+        return bounded_int(value, lo, hi, text=False, whole_floats=True)  # the one reader (query_values)
+    except WholeNumberRefused as refused:
+        if refused.kind != "out_of_range":
+            raise error(_("{name} must be a whole number between {lo:,} and {hi:,} (got {value!r})").format(
+                name=_(name), lo=lo, hi=hi, value=shown(value))) from None
+        if refused.number is None:  # thousands of digits: counted, never str()'d
+            raise error(_("{name} must be from {lo:,} to {hi:,} (got a {digits:,}-digit number).").format(
+                name=_(name), lo=lo, hi=hi, digits=refused.digits)) from None
         raise error(_("{name} must be between {lo:,} and {hi:,} (got {value:,})").format(
-            name=_(name), lo=lo, hi=hi, value=number))
-    return number
+            name=_(name), lo=lo, hi=hi, value=refused.number)) from None
 
 
 def check_float_in_range(value, lo: float, hi: float, name: str, *, error: type[ValueError] = ValueError) -> float:

@@ -4,6 +4,8 @@ One validator per kind of value, each refusing with one short sentence that says
 silently taken as 0, clamped or echoed at length (a 1 MB value is shown cut to a few dozen characters), and no
 text ever reaches `int()` or `float()` unchecked, so Python's own limits (4,300 digits, inf, nan) never surface:
 
+    bounded_int("007", 0, 255)                 -> 7 (the one reader: every whole number kvviz takes goes through it)
+    bounded_int("0" * 5000 + "1", 0, 255)      -> WholeNumberRefused("too_long"): at most MAX_NUMBER_CHARS characters
     whole_number("12", 0, 255, "steps")        -> 12
     whole_number("1e308", 0, 255, "steps")     -> QueryValueError("steps must be a whole number from 0 to 255 ...")
     finite_number("nan", 0.0, 1.0, "share")    -> QueryValueError(...)
@@ -18,12 +20,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from numbers import Integral, Real
 
 from kvviz.i18n import _
 from kvviz.inputs import echo
 SHOWN_CHARS = 40  # a refused value is quoted at most this long
 LINK_NUMBER_LIMIT = 10**15  # no bound widget accepts more; larger text is refused before any widget parses it
-_WHOLE = re.compile(r"[+-]?[0-9]+")
+MAX_NUMBER_CHARS = 64  # a whole number written longer than this (zero-padded) is refused before anything converts it
+_WHOLE = re.compile(r"([+-]?)([0-9]+)")  # [0-9], not \d: '٣' and '３２' are digits to \d and to int()
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?")
 
 
@@ -37,24 +41,88 @@ def shown(text: object, max_chars: int = SHOWN_CHARS) -> str:
     return flat if len(flat) <= max_chars else flat[: max_chars - 3] + "..."
 
 
-def whole_number(text: object, lo: int, hi: int, name: str, *, error: type[ValueError] = QueryValueError) -> int:
-    """`text` (digits, an optional sign, surrounding spaces) as an int in [lo, hi], else `error` naming `name`.
+class WholeNumberRefused(QueryValueError):
+    """bounded_int's refusal, with what kind it is, so that each reader can word it (or clamp) its own way.
 
-    The digit count is checked before `int()`, so 5,000 digits are refused as too large, not by Python's limit.
+    kind: "not_whole" (not digits, a float, a bool), "too_long" (zero-padded past MAX_NUMBER_CHARS characters),
+    "out_of_range" (number: the int it writes, or None when it has more digits than any bound; sign: -1 or 1).
     """
-    value = str(text).strip() if isinstance(text, (str, int)) and not isinstance(text, bool) else None
-    if value is None or not value.isascii() or not _WHOLE.fullmatch(value):
-        raise error(_("{name} must be a whole number from {lo:,} to {hi:,} (got {value!r}).").format(
-            name=_(name), lo=lo, hi=hi, value=shown(text)))
-    digits = value.lstrip("+-").lstrip("0")
-    if len(digits) > len(str(max(abs(lo), abs(hi)))):
-        raise error(_("{name} must be from {lo:,} to {hi:,} (got a {digits:,}-digit number).").format(
-            name=_(name), lo=lo, hi=hi, digits=len(digits)))
-    number = int(value)
+
+    def __init__(self, kind: str, *, number: int | None = None, sign: int = 1, digits: int = 0, chars: int = 0):
+        super().__init__(kind)
+        self.kind, self.number, self.sign, self.digits, self.chars = kind, number, sign, digits, chars
+
+
+def bounded_int(value: object, lo: int, hi: int, *, text: bool = True, whole_floats: bool = False) -> int:
+    """The one reader of a bounded whole number in kvviz (links, command lines, widgets, records): `value` as an int
+    in [lo, hi], else WholeNumberRefused.
+
+    Text (when text=True): ASCII digits with one optional sign and surrounding spaces, nothing else (no '٣', '３２',
+    '1_6', '1e3'). The conversion is checked on what it converts: leading zeros are stripped first, a number with
+    more significant digits than the bounds is refused before int() sees it, and text longer than
+    MAX_NUMBER_CHARS is refused whole, so Python's 4,300-digit limit can never be reached.
+    Python and numpy integers are taken (never bools); whole floats such as 3.0 only with whole_floats=True.
+    """
+    if isinstance(value, bool):
+        raise WholeNumberRefused("not_whole")
+    if isinstance(value, Integral):
+        number = int(value)
+    elif isinstance(value, Real) and not isinstance(value, Integral):
+        if not (whole_floats and math.isfinite(value) and float(value).is_integer()):
+            raise WholeNumberRefused("not_whole")
+        number = int(value)
+    elif text and isinstance(value, str):
+        written = value.strip()
+        match = _WHOLE.fullmatch(written)
+        if match is None:
+            raise WholeNumberRefused("not_whole")
+        sign = -1 if match.group(1) == "-" else 1
+        digits = match.group(2).lstrip("0") or "0"
+        if len(digits) > max(len(str(abs(lo))), len(str(abs(hi)))):
+            raise WholeNumberRefused("out_of_range", sign=sign, digits=len(digits), chars=len(written))
+        if len(written) > MAX_NUMBER_CHARS:
+            raise WholeNumberRefused("too_long", chars=len(written))
+        number = sign * int(digits)
+    else:
+        raise WholeNumberRefused("not_whole")
     if not lo <= number <= hi:
-        raise error(_("{name} must be from {lo:,} to {hi:,} (got {value}).").format(
-            name=_(name), lo=lo, hi=hi, value=shown(number)))
+        huge = number.bit_length() > 200  # never str() it: past 4,300 digits that raises; nobody reads 60 digits
+        raise WholeNumberRefused("out_of_range", number=None if huge else number, sign=-1 if number < 0 else 1,
+                                 digits=int(number.bit_length() * 0.30103) + 1 if huge else len(str(abs(number))))
     return number
+
+
+def clamped_int(text: object, default: int, lo: int, hi: int) -> int:
+    """bounded_int's reading, clamped: a number past a bound is that bound, anything else (words, '1.5', a
+    zero-padded text longer than MAX_NUMBER_CHARS) is `default`. Never raises."""
+    try:
+        return bounded_int(text, lo, hi)
+    except WholeNumberRefused as refused:
+        if refused.kind != "out_of_range":
+            return default
+        return lo if refused.sign < 0 else hi
+
+
+def whole_number(text: object, lo: int, hi: int, name: str, *, error: type[ValueError] = QueryValueError) -> int:
+    """`text` (digits, an optional sign, surrounding spaces) as an int in [lo, hi], else `error` naming `name`:
+    bounded_int's reading, refused in one sentence (5,000 digits are too large, never Python's limit)."""
+    try:
+        return bounded_int(text, lo, hi)
+    except WholeNumberRefused as refused:
+        if refused.kind == "too_long":
+            message = _("{name} must be a whole number from {lo:,} to {hi:,} written in at most {most} characters "
+                        "(got {chars:,}).").format(name=_(name), lo=lo, hi=hi, most=MAX_NUMBER_CHARS,
+                                                   chars=refused.chars)
+        elif refused.kind == "out_of_range" and refused.number is None:
+            message = _("{name} must be from {lo:,} to {hi:,} (got a {digits:,}-digit number).").format(
+                name=_(name), lo=lo, hi=hi, digits=refused.digits)
+        elif refused.kind == "out_of_range":
+            message = _("{name} must be from {lo:,} to {hi:,} (got {value}).").format(
+                name=_(name), lo=lo, hi=hi, value=shown(refused.number))
+        else:
+            message = _("{name} must be a whole number from {lo:,} to {hi:,} (got {value!r}).").format(
+                name=_(name), lo=lo, hi=hi, value=shown(text))
+        raise error(message) from None
 
 
 def finite_number(text: object, lo: float, hi: float, name: str, *, error: type[ValueError] = QueryValueError) -> float:
@@ -124,11 +192,18 @@ def refused_link_numbers(params: Mapping[str, Sequence[str] | str], keys: Iterab
         if not values:
             continue
         text = str(values[0]).strip()
-        if not text.isascii() or not _WHOLE.fullmatch(text):
-            refused[key] = link_notice(key, text, _("it is not a whole number written in digits."))
-        elif len(text.lstrip("+-").lstrip("0")) > len(str(limit)) or abs(int(text)) > limit:
-            refused[key] = link_notice(key, text, _("it is far larger than this field allows (at most {limit:,}).").format(
-                limit=limit))
+        try:
+            bounded_int(text, -limit, limit)
+        except WholeNumberRefused as refused_number:
+            if refused_number.kind == "not_whole":
+                refused[key] = link_notice(key, text, _("it is not a whole number written in digits."))
+            elif refused_number.kind == "too_long":
+                refused[key] = link_notice(key, text, _(
+                    "it is {chars:,} characters long; a number field takes at most {most}.").format(
+                    chars=refused_number.chars, most=MAX_NUMBER_CHARS))
+            else:
+                refused[key] = link_notice(key, text, _(
+                    "it is far larger than this field allows (at most {limit:,}).").format(limit=limit))
     return refused
 
 

@@ -19,12 +19,12 @@ described in kvviz.memory.dtypes. Byte units and the one formatter (format_bytes
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from kvviz.memory.dtypes import DEFAULT_QUANT_GROUP, DTYPE_ALIASES, DTYPES, FP8_SCALE_BYTES_PER_LAYER, QUANT_OVERHEAD_BYTES_PER_GROUP, CacheDType
 from kvviz.i18n import _
+from kvviz.inputs.query_values import WholeNumberRefused, bounded_int
 from kvviz.memory.units import GB, GIB
 
 # Bounds: generous for any real model, small enough to catch typos (an extra zero is fine, six are not).
@@ -73,15 +73,14 @@ def resolve_dtype(name: str) -> CacheDType:
 def check_int(name: str, value: Any, lo: int = 1, hi: int | None = None) -> int:
     """A whole number within [lo, hi]; rejects bools, floats (incl. NaN/inf), strings, with a plain message."""
     hi = LIMITS.get(name, 2**62) if hi is None else hi
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-            value = int(value)
-        else:
-            raise MemoryInputError(_("{name} must be a whole number, got {value}").format(name=name, value=short_repr(value)))
-    if not lo <= value <= hi:
+    try:
+        return bounded_int(value, lo, hi, text=False, whole_floats=True)  # the one reader (kvviz.inputs)
+    except WholeNumberRefused as refused:
+        if refused.kind != "out_of_range":
+            raise MemoryInputError(_("{name} must be a whole number, got {value}").format(
+                name=name, value=short_repr(value))) from None
         raise MemoryInputError(_("{name} must be between {lo:,} and {hi:,}, got {value}").format(
-            name=name, lo=lo, hi=hi, value=short_repr(value)))
-    return value
+            name=name, lo=lo, hi=hi, value=short_repr(int(value)))) from None
 
 
 def head_dim_from_hidden(hidden_size: int, n_head: int) -> int:

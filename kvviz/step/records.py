@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kvviz.inputs.prompt_rules import PromptError
+from kvviz.inputs.prompt_rules import PromptError, check_int_in_range
 
 __all__ = ["ContextFullError", "Equivalence", "ParkedGeneration", "PromptError", "RaceTiming", "Sampling", "StepRecord", "TokenProb", "draw_seed"]
 
@@ -37,8 +37,7 @@ class Sampling:
     def __post_init__(self) -> None:
         if not (0.05 <= self.temperature <= 5.0):
             raise ValueError("temperature must be between 0.05 and 5.0")
-        if self.top_k < 0:
-            raise ValueError("top_k must be 0 (off) or a positive number of candidates")
+        check_int_in_range(self.top_k, 0, 2**31, "top_k")  # 0 = off; the one reader of a whole number (kvviz.inputs)
 
 
 # The step page's default decoding. Greedy is one toggle away, but it is not the default: a model this small

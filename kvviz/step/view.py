@@ -23,6 +23,7 @@ import numpy as np
 
 from kvviz import ops
 from kvviz.i18n import N_, _
+from kvviz.inputs import query_values
 from kvviz.step.pattern_records import INDUCTION_THRESHOLD, induction_targets
 from kvviz.step.records import StepRecord, TokenProb
 
@@ -348,12 +349,7 @@ VIEW_NAMES = ("one", "race", "gqa")  # the stage's views, as a link names them (
 def url_int(text: str | None, default: int, lo: int, hi: int) -> int:
     """A link's integer, clamped to [lo, hi]: '12' -> 12, '-3' -> lo, a 40-digit string -> hi; anything that is
     not a whole number ('1.5', 'nan', '', 'x') -> default. Never raises."""
-    match = re.fullmatch(r"\s*([+-]?)(\d+)\s*", text or "")
-    if not match:
-        return default
-    digits = match.group(2).lstrip("0") or "0"
-    value = int(digits) if len(digits) <= 18 else hi + 1  # a huge digit string is simply "more than hi"
-    return max(lo, min(hi, -value if match.group(1) == "-" else value))
+    return query_values.clamped_int(text, default, lo, hi)  # the one reader of a whole number (kvviz.inputs)
 
 
 def url_float(text: str | None, default: float, lo: float, hi: float) -> float:

@@ -33,6 +33,7 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast, LlamaConfig, LlamaForCausalLM
 
+from kvviz.cli import Parser, one_line, output_problem, say
 from kvviz.training import copying
 from kvviz.inputs import query_values
 from kvviz.training.recipes import Recipe, learning_rate_at, recipe_for, weight_decay_at
@@ -186,11 +187,10 @@ def read_corpus(text_path: Path) -> str:
 
 
 def check_out_dir(out_dir: Path) -> None:
-    """Refuse, before any training, an output path that is a file or whose parent folder does not exist."""
-    if out_dir.exists() and not out_dir.is_dir():
-        raise TrainInputError(f"--out {out_dir} is an existing file, not a folder; give a folder path.")
-    if not out_dir.parent.is_dir():
-        raise TrainInputError(f"--out {out_dir}: the folder {out_dir.parent} does not exist; create it first.")
+    """Refuse, before any training, an output path that is a file, whose parent folder does not exist, or where
+    nothing can be written (/sys/kernel, a read-only disk: tried with a probe file, kvviz.cli.output_problem)."""
+    if problem := output_problem(out_dir, folder=True):
+        raise TrainInputError(problem)
 
 
 def train(text_path: Path, out_dir: Path, recipe: Recipe, save_every: int = 0) -> dict:
@@ -306,7 +306,7 @@ def write_outputs(model: torch.nn.Module, tokenizer: GPT2TokenizerFast, out_dir:
 
 def main(argv: list[str] | None = None) -> int:
     whole, number = query_values.cli_whole, query_values.cli_number
-    parser = argparse.ArgumentParser(prog="python -m kvviz train", description=__doc__,
+    parser = Parser(prog="python -m kvviz train", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--text", type=Path, required=True, help="training corpus (UTF-8 text file)")
     parser.add_argument("--arch", choices=sorted(OUT_DIRS), default="gpt2", help="architecture (default gpt2)")
@@ -333,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # argparse printed its one-line message (or --help)
         return int(exc.code or 0)
     if not args.text.is_file():
-        print(f"kvviz train: no such text file: {args.text}", file=sys.stderr)
+        say(f"kvviz train: no such text file: {one_line(args.text)}", file=sys.stderr)
         return 2
     given = {"steps": args.steps, "batch_size": args.batch_size, "repeat_share": args.repeat_share, "seed": args.seed,
              "threads": args.threads, "random_span_share": args.random_span_share,
@@ -344,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         report = train(args.text, args.out or OUT_DIRS[args.arch], recipe, save_every=args.save_every)
     except TrainInputError as exc:
-        print(f"kvviz train: {exc}", file=sys.stderr)
+        say(f"kvviz train: {one_line(exc, 2000)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("kvviz train: interrupted; the last checkpoint (if any) is what was written.", file=sys.stderr)
