@@ -19,8 +19,8 @@ second KVConfig for the cross-attention cache (one K and V per encoder token per
 A 100-byte config can make transformers allocate gigabytes: `num_labels` becomes an `id2label` dict with one entry
 per label, and the config classes build lists and loop over their layer counts. So before transformers sees the
 dict (`bound_allocations`, recursively through every nested sub-config): nesting at most MAX_NESTING levels, every
-whole number within int64, label counts at most MAX_LABELS in all, every layer/block/stage count at most
-LIMITS["n_layer"]. And the construction itself runs in a forked child process (Linux) with its own address-space
+whole number within int64, at most MAX_ENTRIES entries in any object or list, label counts at most MAX_LABELS in
+all, every layer/block/stage count at most LIMITS["n_layer"]. And the construction itself runs in a forked child process (Linux) with its own address-space
 limit (BUILD_MEMORY_BYTES above what the process already maps) and time limit (BUILD_SECONDS): whatever a config
 class does with a value no check above foresaw, the server keeps its memory and the import is refused in one line.
 
@@ -49,6 +49,7 @@ MAX_NAME_CHARS = 80  # `_name_or_path` as shown: a label, not a payload
 MAX_MESSAGE_CHARS = 300  # a quoted transformers message is cut here (its lists of every model type are not)
 MAX_NESTING = 32  # objects/lists inside each other: a real config.json nests 4 or 5 levels
 MAX_LABELS = 100_000  # class labels in the whole config (num_labels, id2label, label2id): ImageNet-22k has 21,843
+MAX_ENTRIES = 10_000  # fields in one object / entries in one list (id2label aside): a real one has a few hundred
 MAX_INT = 2**63 - 1  # no config field is larger than an int64; a bigger number only costs time
 BUILD_MEMORY_BYTES = 512 * 2**20  # transformers' config construction: address space above what the process maps
 BUILD_SECONDS = 15.0  # ... and wall time (a real config takes milliseconds; the margin is for a loaded 2-core CPU)
@@ -153,15 +154,26 @@ def _path(path: tuple[Any, ...]) -> str:
 
 
 def _walk(raw: Any) -> Any:
-    """(path, value, depth) of every value in the config, depth first, without recursion."""
-    stack: list[tuple[tuple[Any, ...], Any, int]] = [((), raw, 0)]
+    """(path, value, depth) of every value in the config, depth first, without recursion; memory grows with the
+    depth only (a million-entry list is read one entry at a time)."""
+    yield (), raw, 0
+    end = object()
+    stack = [((), _entries(raw))]
     while stack:
-        path, value, depth = stack.pop()
-        yield path, value, depth
-        if isinstance(value, dict):
-            stack.extend(((*path, k), v, depth + 1) for k, v in value.items())
-        elif isinstance(value, list):
-            stack.extend(((*path, i), v, depth + 1) for i, v in enumerate(value))
+        path, entries = stack[-1]
+        entry = next(entries, end)
+        if entry is end:
+            stack.pop()
+            continue
+        key, value = entry
+        here = (*path, key)
+        yield here, value, len(here)
+        if isinstance(value, (dict, list)):
+            stack.append((here, _entries(value)))
+
+
+def _entries(value: Any) -> Any:
+    return iter(value.items()) if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else iter(())
 
 
 def bound_nesting(raw: dict[str, Any]) -> None:
@@ -184,6 +196,10 @@ def bound_allocations(raw: dict[str, Any]) -> None:
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
             raise MemoryInputError(_("{path} = {value} is larger than any config.json field can be (at most "
                                      "2^63 - 1): correct it").format(path=_path(path), value=short_repr(value)))
+        if isinstance(value, (dict, list)) and len(value) > MAX_ENTRIES and key not in ("id2label", "label2id"):
+            raise MemoryInputError(_("{path} holds {n:,} entries; an object or list in a config.json holds a few "
+                                     "hundred (kvviz reads at most {max:,}): correct it").format(
+                                         path=_path(path), n=len(value), max=MAX_ENTRIES))
         if key == "num_labels" and value is not None:
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_LABELS:
                 raise MemoryInputError(_("{path} = {value}: transformers builds a table with one entry per class "
@@ -191,8 +207,20 @@ def bound_allocations(raw: dict[str, Any]) -> None:
                                          "labels: remove the field").format(path=_path(path), value=short_repr(value),
                                                                             max=MAX_LABELS))
             labels += value
-        elif key in ("id2label", "label2id") and isinstance(value, (dict, list)):
+        elif key in ("id2label", "label2id") and value is not None:
+            if not isinstance(value, dict) or key == "id2label" and not all(
+                    isinstance(k, int) or isinstance(k, str) and k.isascii() and k.isdigit() and len(k) <= 9
+                    for k in value):
+                raise MemoryInputError(_("{path} must be an object of class labels (id2label: {{\"0\": \"LABEL_0\"}}); "
+                                         "labels do not change the KV cache: correct it, or remove it").format(
+                                             path=_path(path)))
             labels += len(value)
+        elif key == "per_layer_config" and value is not None and not (isinstance(value, dict) and all(
+                isinstance(k, str) and k.isascii() and k.isdigit() and len(k) <= 5 and isinstance(v, dict)
+                for k, v in value.items())):
+            raise MemoryInputError(_("{path} must be an object from layer numbers to the fields that differ in that "
+                                     "layer, e.g. {{\"5\": {{\"head_dim\": 512}}}}: correct it, or remove it").format(
+                                         path=_path(path)))
         elif key is not None and _COUNT_KEY.search(key) and isinstance(value, int) and not isinstance(value, bool) \
                 and value > LIMITS["n_layer"]:
             raise MemoryInputError(_("{path} = {value}: transformers builds a list with one entry per layer (or block) "
@@ -526,21 +554,22 @@ def uniform_layers(t: Any) -> Any:
     if not getattr(t, "is_heterogeneous", False):
         return t
     n_layer = check_int("num_hidden_layers", t.num_hidden_layers, hi=LIMITS["n_layer"])
-    layers = [t.per_layer_config[i] for i in range(n_layer)]  # shallow copies, each with its layer's values
     types = getattr(t, "layer_types", None)
     sliding = [i for i in range(n_layer) if isinstance(types, list) and i < len(types)
                and types[i] == "sliding_attention"]
-    first = sliding[0] if sliding else 0
-    view = layers[first]
+    sliding_set = set(sliding)
+    attrs = sorted(t.per_layer_attributes or ())
+    seen: dict[str, list[Any]] = {attr: [] for attr in attrs}
+    for i in range(n_layer):  # one layer's copy at a time (a copy holds every field of the config)
+        layer = t.per_layer_config[i]
+        for attr in attrs:
+            value = getattr(layer, attr, None)
+            if (attr != "sliding_window" or not sliding or i in sliding_set) and value not in seen[attr]:
+                seen[attr].append(value)
+    view = t.per_layer_config[sliding[0] if sliding else 0]
     differ: list[str] = []
-    for attr in sorted(t.per_layer_attributes or ()):
-        over = sliding if attr == "sliding_window" and sliding else range(n_layer)
-        values: list[Any] = []
-        for i in over:
-            value = getattr(layers[i], attr, None)
-            if value not in values:
-                values.append(value)
-        if len(values) == 1:
+    for attr, values in seen.items():
+        if len(values) <= 1:
             continue
         if attr in _KV_SHAPE_ATTRS:
             differ.append(f"{attr} " + "/".join(short_repr(v, 20) for v in values[:4]))
