@@ -337,7 +337,12 @@ def _build_bounded(cls: Any, raw: dict[str, Any]) -> tuple[str, Any]:
     if not (sys.platform.startswith("linux") and hasattr(os, "fork")) or vm_size is None:
         return _construct(cls, raw)
     read_fd, write_fd = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:  # no process to spare (EAGAIN, ENOMEM): in-process, bounded by the checks before it
+        os.close(read_fd)
+        os.close(write_fd)
+        return _construct(cls, raw)
     if pid == 0:  # the child: never returns into the caller's code
         status = 1
         try:
@@ -366,10 +371,12 @@ def _build_bounded(cls: Any, raw: dict[str, Any]) -> tuple[str, Any]:
     os.close(write_fd)
     chunks: list[bytes] = []
     deadline = time.monotonic() + BUILD_SECONDS
+    poller = select.poll()  # not select(): a server with many sockets has descriptors past FD_SETSIZE
+    poller.register(read_fd, select.POLLIN | select.POLLHUP)
     try:
         while True:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([read_fd], [], [], left)[0]:
+            if left <= 0 or not poller.poll(left * 1000):
                 return "time", None
             chunk = os.read(read_fd, 1 << 20)
             if not chunk:
