@@ -447,3 +447,33 @@ def test_hostile_field_values_are_read_or_refused_with_bounded_memory():
           f"one line; peak memory grew by {peak} MiB")
     assert tried["refused"] >= 100 and tried["read"] >= 1
     assert peak < RSS_BOUND_MIB, peak
+
+
+@pytest.mark.usefixtures("fresh_streamlit_caches")
+def test_page_refuses_a_label_table_config_without_the_servers_memory_growing():
+    """The Memory budget page (AppTest runs it in this process, as the server would): the issue's config, with 3e6
+    labels (~550 MiB of dict before the fix, enough to fail the bound without straining a shared machine), is
+    refused in one message; the process's peak memory grows by less than RSS_BOUND_MIB meanwhile."""
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import APP_TIMEOUT_S
+
+    at = AppTest.from_file(str(ROOT / "pages" / "memory_budget.py"), default_timeout=APP_TIMEOUT_S)
+    at.run()
+    at.text_area(key="mem_paste").set_value(json.dumps(_TINY_LLAMA)).run()
+    at.button(key="mem_import").click().run()  # warm: transformers, torch and the llama config module imported
+    assert at.success and not at.error
+    layers_before = at.number_input(key="mem_layers").value
+    at.text_area(key="mem_paste").set_value(json.dumps({**_TINY_LLAMA, "num_hidden_layers": 5,
+                                                        "num_labels": 3_000_000})).run()
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
+    rss_before = _status_mib("VmRSS")
+    at.button(key="mem_import").click().run()
+    peak_growth = _status_mib("VmHWM") - rss_before
+    print(f"\npage import of 3e6 labels: RSS before {rss_before} MiB, peak growth {peak_growth} MiB")
+    assert not at.exception and [e.value for e in at.error] == [
+        "Not imported: num_labels = 3,000,000: transformers builds a table with one entry per class label, and "
+        "labels do not change the KV cache; kvviz reads at most 100,000 labels: remove the field."]
+    assert at.number_input(key="mem_layers").value == layers_before  # the form kept
+    assert peak_growth < RSS_BOUND_MIB, peak_growth
