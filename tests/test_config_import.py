@@ -256,3 +256,16 @@ def test_gemma4_default_refusal_names_what_its_cache_really_holds():
     assert "head_dim 256/512" in str(info.value) and "Gemma4TextConfig" in str(info.value)
     *_, (_tokens, layers) = _run_cache({**GEMMA4_SMALL, "global_head_dim": 512}, "cpu", steps=0)
     assert {layer.keys.shape[-1] for layer in layers} == {256, 512}
+
+
+def test_gemma3n_kv_shared_layers_add_nothing_to_the_cache():
+    """Gemma 3n has the same `num_kv_shared_layers` (15 of 35 by default): its last layers reuse K/V and hold no
+    cache in transformers. kvviz used to count every layer; it now counts the ones transformers' cache fills."""
+    cfg = {"model_type": "gemma3n_text", "hidden_size": 64, "intermediate_size": 32, "vocab_size": 64,
+           "vocab_size_per_layer_input": 64, "hidden_size_per_layer_input": 8, "num_hidden_layers": 10,
+           "sliding_window": 4, "num_kv_shared_layers": 4, "laurel_rank": 4, "torch_dtype": "bfloat16"}
+    imported = config_import.parse_hf_config(cfg)
+    assert imported.config.n_layer == 6 and any("num_kv_shared_layers = 4" in m for m in imported.missing)
+    for tokens, layers in _run_cache(cfg, "cpu", steps=DECODE):
+        assert _cache_bytes(layers) == hf_cache.transformers_cache_bytes(imported, tokens), tokens
+    assert [layer.keys is None for layer in layers] == [False] * 6 + [True] * 4

@@ -346,8 +346,8 @@ for name, cfg in json.loads(sys.argv[1]).items():
     except BaseException as exc:
         outcome = "escaped: " + type(exc).__name__
     after = status()
-    out[name] = {"outcome": outcome, "rss_before_mib": before["VmRSS"], "peak_growth_mib": after["VmHWM"] - before["VmRSS"],
-                 "rss_growth_mib": after["VmRSS"] - before["VmRSS"]}
+    out[name] = {"outcome": outcome, "rss_before_mib": before["VmRSS"],
+                 "peak_growth_mib": after["VmHWM"] - before["VmRSS"], "rss_growth_mib": after["VmRSS"] - before["VmRSS"]}
 print(json.dumps(out))
 """
 

@@ -20,9 +20,10 @@ A 100-byte config can make transformers allocate gigabytes: `num_labels` becomes
 per label, and the config classes build lists and loop over their layer counts. So before transformers sees the
 dict (`bound_allocations`, recursively through every nested sub-config): nesting at most MAX_NESTING levels, every
 whole number within int64, at most MAX_ENTRIES entries in any object or list, label counts at most MAX_LABELS in
-all, every layer/block/stage count at most LIMITS["n_layer"]. And the construction itself runs in a forked child process (Linux) with its own address-space
-limit (BUILD_MEMORY_BYTES above what the process already maps) and time limit (BUILD_SECONDS): whatever a config
-class does with a value no check above foresaw, the server keeps its memory and the import is refused in one line.
+all, every layer/block/stage count at most LIMITS["n_layer"]. And the construction itself runs in a forked child
+process (Linux) with its own address-space limit (BUILD_MEMORY_BYTES above what the process already maps) and time
+limit (BUILD_SECONDS): whatever a config class does with a value no check above foresaw, the server keeps its
+memory and the import is refused in one line.
 
 Heterogeneous configs (Gemma 4, Dots3, NeoMME...: transformers' `per_layer_config`) are read layer by layer, as
 transformers defines them (`config.per_layer_config[i]`): where every cached layer has one K/V shape kvviz counts
@@ -280,8 +281,9 @@ def _transformers_config(raw: dict[str, Any]) -> Any | None:
     _check_torch_dtype(raw)
     cls = CONFIG_MAPPING[model_type]
     for value in raw.values():  # import the sub-configs' modules here, once, not in every child
-        if isinstance(value, dict) and isinstance(value.get("model_type"), str) and value["model_type"] in CONFIG_MAPPING:
-            CONFIG_MAPPING[value["model_type"]]
+        sub_type = value.get("model_type") if isinstance(value, dict) else None
+        if isinstance(sub_type, str) and sub_type in CONFIG_MAPPING:
+            CONFIG_MAPPING[sub_type]
     verbosity = logging.get_verbosity()
     logging.set_verbosity_error()
     try:
