@@ -175,3 +175,97 @@ def test_cli_encoder_len_counts_the_t5_cross_attention_cache(tmp_path, capsys):
     assert f"{2 * 512 * 24 * 32 * 128 * 2 * 4:,} B" in out  # cross-attention: fp32, d_kv = 128
     assert main(["memory", "--preset", "gpt2", "--encoder-len", "5"]) == 2
     assert "needs an encoder-decoder" in capsys.readouterr().err
+
+
+# ----- issue 30 item 3: heterogeneous configs (transformers' per_layer_config: Gemma 4 and its kin) ---------------
+HETEROGENEOUS_TYPES = ["gemma4", "gemma4_text", "gemma4_unified", "gemma4_unified_text", "gemma4_unified_assistant",
+                       "diffusion_gemma", "diffusion_gemma_text", "dots3_note", "dots3_note_text", "embedding_gemma2",
+                       "embedding_gemma2_text", "neomme"]
+# Gemma 4's text model at the size of its defaults, with the full-attention layers' head size (global_head_dim,
+# 512 by default) set equal to the sliding layers' 256: every layer then caches one shape, which kvviz counts
+GEMMA4_UNIFORM = {"model_type": "gemma4_text", "global_head_dim": 256, "torch_dtype": "bfloat16"}
+GEMMA4_SMALL = {**GEMMA4_UNIFORM, "hidden_size": 64, "intermediate_size": 32, "vocab_size": 64,
+                "vocab_size_per_layer_input": 64, "hidden_size_per_layer_input": 8, "num_hidden_layers": 12,
+                "sliding_window": 4}
+PROMPT, DECODE = 6, 3
+
+
+@pytest.mark.parametrize("model_type", HETEROGENEOUS_TYPES)
+def test_every_per_layer_config_model_type_is_read_or_refused_in_one_line(model_type):
+    """{"model_type": "gemma4"} and the 11 others used to raise transformers' AmbiguousGlobalPerLayerAttributeError
+    out of kvviz ("This is a kvviz bug" in the CLI, Streamlit's error box on the page). Each is now read layer by
+    layer; where its layers cache different shapes the one line names the fields and their values."""
+    try:
+        imported = config_import.parse_hf_config({"model_type": model_type})
+    except MemoryInputError as exc:
+        message = str(exc)
+        assert "\n" not in message and len(message) < 400
+        assert "different K/V shapes" in message or "no KV cache of its own" in message, message
+        return
+    assert memory.kv_bytes(imported.config, 100) > 0
+
+
+def _cache_bytes(layers) -> int:
+    return sum(t.numel() * t.element_size() for layer in layers for t in (layer.keys, layer.values)
+               if t is not None and hasattr(t, "numel"))
+
+
+def _run_cache(cfg: dict, device: str, steps: int):
+    """transformers' own model for this config (Gemma4ForCausalLM) on `device`: prefill PROMPT tokens, then `steps`
+    decode passes; the cache's layers after each pass."""
+    torch = pytest.importorskip("torch")
+    from transformers import AutoModelForCausalLM
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    config = CONFIG_MAPPING[cfg["model_type"]](**cfg)
+    with torch.device(device):
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16).eval()
+    with torch.no_grad():
+        cache = model(input_ids=torch.arange(1, PROMPT + 1, device=device)[None], use_cache=True).past_key_values
+        yield PROMPT, cache.layers
+        for step in range(steps):
+            token = torch.full((1, 1), 3 + step, device=device)
+            cache = model(input_ids=token, past_key_values=cache, use_cache=True).past_key_values
+            yield PROMPT + step + 1, cache.layers
+
+
+@pytest.mark.parametrize("cfg, device", [
+    (GEMMA4_UNIFORM, "meta"),  # full size: 30 layers, 5 sliding : 1 full, window 512, 4 K/V heads x 256
+    (GEMMA4_SMALL, "cpu"),  # window 4 < prompt: the W - 1 convention shows
+    ({**GEMMA4_SMALL, "num_kv_shared_layers": 4}, "cpu"),  # the last 4 layers reuse K/V: 8 layers cache
+    ({**GEMMA4_SMALL, "attention_k_eq_v": True}, "cpu"),  # V from the K projection, still stored as its own tensor
+], ids=["gemma4-full-size-meta", "gemma4-small-cpu", "gemma4-kv-shared-cpu", "gemma4-k-eq-v-cpu"])
+def test_gemma4_bytes_equal_transformers_cache(cfg, device):
+    """kvviz's figure for a Gemma 4 text config whose layers cache one shape equals the bytes transformers' own
+    cache holds after the prefill and each decode step (up to the documented W - 1 of sliding layers)."""
+    imported = config_import.parse_hf_config(cfg)
+    assert imported.transformers_class == "Gemma4TextConfig" and imported.config.head_dim == 256
+    for tokens, layers in _run_cache(cfg, device, steps=1 if device == "meta" else DECODE):
+        assert _cache_bytes(layers) == hf_cache.transformers_cache_bytes(imported, tokens), tokens
+    if cfg.get("num_kv_shared_layers"):
+        assert imported.config.n_layer == 8 and any("num_kv_shared_layers = 4" in m for m in imported.missing)
+        assert [layer.keys is None for layer in layers] == [False] * 8 + [True] * 4
+
+
+def test_gemma4_default_refusal_names_what_its_cache_really_holds():
+    """The refusal is the truth about transformers' cache: Gemma 4's full-attention layers hold 512-number heads,
+    its sliding layers 256, one shape kvviz's calculator cannot hold."""
+    with pytest.raises(MemoryInputError) as info:
+        config_import.parse_hf_config({**GEMMA4_SMALL, "global_head_dim": 512})
+    assert "head_dim 256/512" in str(info.value) and "Gemma4TextConfig" in str(info.value)
+    *_, (_tokens, layers) = _run_cache({**GEMMA4_SMALL, "global_head_dim": 512}, "cpu", steps=0)
+    assert {layer.keys.shape[-1] for layer in layers} == {256, 512}
+
+
+def test_gemma3n_kv_shared_layers_add_nothing_to_the_cache():
+    """Gemma 3n has the same `num_kv_shared_layers` (15 of 35 by default): its last layers reuse K/V and hold no
+    cache in transformers. kvviz used to count every layer; it now counts the ones transformers' cache fills."""
+    cfg = {"model_type": "gemma3n_text", "hidden_size": 64, "intermediate_size": 32, "vocab_size": 64,
+           "vocab_size_per_layer_input": 64, "hidden_size_per_layer_input": 8, "num_hidden_layers": 10,
+           "sliding_window": 4, "num_kv_shared_layers": 4, "laurel_rank": 4, "torch_dtype": "bfloat16"}
+    imported = config_import.parse_hf_config(cfg)
+    assert imported.config.n_layer == 6 and any("num_kv_shared_layers = 4" in m for m in imported.missing)
+    for tokens, layers in _run_cache(cfg, "cpu", steps=DECODE):
+        assert _cache_bytes(layers) == hf_cache.transformers_cache_bytes(imported, tokens), tokens
+    assert [layer.keys is None for layer in layers] == [False] * 6 + [True] * 4

@@ -304,3 +304,177 @@ def test_page_import_any_config_one_message_and_the_form_kept_on_refusal():
     print(f"\nconfig import (page): {sum(tried.values())} inputs tried: {tried['read']} read, "
           f"{tried['refused']} refused with one message and the form kept")
     assert tried["refused"] >= len(hostile)
+
+
+# ----- issue 30: a 100-byte config must not take the server's memory ---------------------------------------------
+RSS_BOUND_MIB = 64  # what an import may add to the process's peak memory while it is refused (the 30-M-label dict
+#                     transformers would build is ~5 GiB; the one-billion-label one ~180 GB)
+_TINY_LLAMA = {"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64}
+ALLOCATING = {  # name: (config.json, what the refusal says)
+    "llama 3e7 labels": ({**_TINY_LLAMA, "num_labels": 30_000_000}, "num_labels = 30,000,000"),
+    "llava text_config 3e7 labels": ({"model_type": "llava", "text_config": {**_TINY_LLAMA, "num_labels": 30_000_000}},
+                                     "text_config.num_labels = 30,000,000"),
+    "t5 3e7 labels": ({"model_type": "t5", "num_layers": 2, "num_heads": 4, "d_model": 64, "d_kv": 16,
+                       "num_labels": 30_000_000}, "num_labels = 30,000,000"),
+    "llama 1e9 labels": ({**_TINY_LLAMA, "num_labels": 1_000_000_000}, "num_labels = 1,000,000,000"),
+    "gemma3 vision_config layers": ({"model_type": "gemma3", "vision_config": {"num_hidden_layers": 10**9}},
+                                    "vision_config.num_hidden_layers = 1,000,000,000"),
+    # a count inside a list that gpt_neo's config class loops over: no name-based check knows it; the bounded
+    # child process does (its address space is capped, the server's memory is untouched)
+    "gpt_neo attention_types count": ({"model_type": "gpt_neo", "num_layers": 2,
+                                       "attention_types": [[["global", "local"], 200_000_000]]}, "MiB of memory"),
+}
+_MEASURE = r"""
+import json, resource, sys
+def status():
+    with open("/proc/self/status") as fh:
+        return {l.split(":")[0]: int(l.split()[1]) // 1024 for l in fh if l.startswith(("VmRSS", "VmHWM", "VmSize"))}
+from kvviz.memory import config_import, MemoryInputError
+config_import.parse_hf_config({"model_type": "llama"})  # transformers and torch imported, warm
+# a guard for the machine, not the bound under test: without the fix the import would take every GiB there is
+limit = (status()["VmSize"] + 3072) * 2**20
+resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
+out = {}
+for name, cfg in json.loads(sys.argv[1]).items():
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")  # the peak (VmHWM) restarts from here
+    before = status()
+    try:
+        config_import.parse_hf_config(cfg)
+        outcome = "read"
+    except MemoryInputError as exc:
+        outcome = str(exc)
+    except BaseException as exc:
+        outcome = "escaped: " + type(exc).__name__
+    after = status()
+    out[name] = {"outcome": outcome, "rss_before_mib": before["VmRSS"],
+                 "peak_growth_mib": after["VmHWM"] - before["VmRSS"], "rss_growth_mib": after["VmRSS"] - before["VmRSS"]}
+print(json.dumps(out))
+"""
+
+
+def test_allocating_configs_are_refused_within_a_memory_bound():
+    """The issue's 100-byte configs (num_labels in a llama, in a LLaVA text_config, in a t5; 1e9 labels; a layer
+    count in a vision sub-config; a count inside gpt_neo's attention_types list) are refused in one line, and the
+    importing process's peak memory (VmHWM, /proc/self/status) grows by less than RSS_BOUND_MIB while they are.
+    Measured in a fresh process: the peak is that process's own, not what earlier tests left."""
+    run = subprocess.run([sys.executable, "-c", _MEASURE, json.dumps({k: v[0] for k, v in ALLOCATING.items()})],
+                         capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert run.returncode == 0, run.stderr[-2000:]
+    measured = json.loads(run.stdout.strip().splitlines()[-1])
+    for name, (_cfg, says) in ALLOCATING.items():
+        m = measured[name]
+        print(f"\n{name}: {m}")
+        assert says in m["outcome"], (name, m["outcome"])
+        assert_one_line(m["outcome"])
+        assert m["peak_growth_mib"] < RSS_BOUND_MIB and m["rss_growth_mib"] < RSS_BOUND_MIB, (name, m)
+
+
+def test_a_config_build_past_its_time_limit_is_refused_and_the_process_goes_on(monkeypatch):
+    """The bounded child is killed past BUILD_SECONDS and the import refused in one line; the next import works."""
+    monkeypatch.setattr(config_import, "BUILD_SECONDS", 0.0)
+    outcome, message = parse_outcome(json.dumps(_TINY_LLAMA))
+    assert outcome == "refused" and "took more than 0 s" in message
+    monkeypatch.undo()
+    assert parse_outcome(json.dumps(_TINY_LLAMA))[0] == "read"
+
+
+def _status_mib(field: str) -> int:
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) // 1024 for line in fh if line.startswith(field + ":"))
+
+
+HOSTILE_FIELDS = [*FIELDS, "num_labels", "id2label", "label2id", "attention_types", "depths", "num_mtp_layers",
+                  "first_k_dense_replace", "per_layer_config", "vision_config", "audio_config", "num_kv_shared_layers",
+                  "global_head_dim", "num_global_key_value_heads", "rope_parameters", "eos_token_id"]
+HOSTILE_TYPES = ["llama", "llava", "t5", "gemma4", "gemma4_text", "neomme", "dots3_note", "gpt_neo", "gemma3",
+                 "qwen2", "deepseek_v3", None]
+
+
+def _nested(depth: int) -> dict:
+    value: dict = {}
+    for _ in range(depth):
+        value = {"text_config": value, "num_hidden_layers": 2}
+    return value
+
+
+hostile_values = st.one_of(
+    st.sampled_from([10**9, 3 * 10**7, 2**63, 2**64, -(2**63) - 1, 10**100, 10**4000, 0, -1]),  # huge ints
+    st.integers(0, 4000).map(lambda n: "0" * n + "1"),  # zero-padded digit strings
+    st.integers(1, 60).map(_nested),  # nested dicts, past MAX_NESTING
+    st.sampled_from(["x" * 1_000_000, "\x1b]0;PWNED\x07\x1b[2J", "\u202eevil", "\x00" * 1000, "𝟘" * 10_000]),
+    st.sampled_from([[0] * 1_000_000, ["sliding_attention"] * 500_000, [[["global"], 10**8]], [10**9] * 3]),
+    st.sampled_from([{str(i): f"L{i}" for i in range(200_000)}, {"0" * 5000 + "1": "x"}, {"5": {"head_dim": 512}}]),
+)
+
+
+def test_hostile_field_values_are_read_or_refused_with_bounded_memory():
+    """Property (derandomised): any known model type, any hostile value in any field (allocating ones included):
+    parse_hf_config returns or raises MemoryInputError in one line, nothing else, and the process's peak memory
+    stays within a bound while it does."""
+    tried: Counter = Counter()
+    for model_type in HOSTILE_TYPES:  # transformers, torch and each config module imported before measuring
+        try:
+            config_import.parse_hf_config({"model_type": model_type, "text_config": {"model_type": "llama"}})
+        except MemoryInputError:
+            pass
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pytest.skip("this kernel does not let a process reset its peak memory (/proc/self/clear_refs)")
+    rss_before = _status_mib("VmRSS")
+
+    @settings(max_examples=250, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(st.sampled_from(HOSTILE_TYPES), st.dictionaries(st.sampled_from(HOSTILE_FIELDS), hostile_values,
+                                                           min_size=1, max_size=3), st.booleans())
+    def check(model_type, fields, nest) -> None:
+        cfg = {**({} if model_type is None else {"model_type": model_type}), **_TINY_LLAMA, **fields}
+        if model_type is None:
+            del cfg["model_type"]
+        if nest:  # the same fields inside a LLaVA's text_config
+            cfg = {"model_type": "llava", "text_config": {**cfg, "model_type": "llama"}}
+        try:
+            config_import.parse_hf_config(cfg)
+            tried["read"] += 1
+        except MemoryInputError as exc:
+            assert_one_line(str(exc))
+            tried["refused"] += 1
+
+    check()
+    peak = _status_mib("VmHWM") - rss_before
+    print(f"\nhostile field values: {sum(tried.values())} configs: {tried['read']} read, {tried['refused']} refused in "
+          f"one line; peak memory grew by {peak} MiB")
+    assert tried["refused"] >= 100 and tried["read"] >= 1
+    assert peak < RSS_BOUND_MIB, peak
+
+
+@pytest.mark.usefixtures("fresh_streamlit_caches")
+def test_page_refuses_a_label_table_config_without_the_servers_memory_growing():
+    """The Memory budget page (AppTest runs it in this process, as the server would): the issue's config, with 3e6
+    labels (~550 MiB of dict before the fix, enough to fail the bound without straining a shared machine), is
+    refused in one message; the process's peak memory grows by less than RSS_BOUND_MIB meanwhile."""
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import APP_TIMEOUT_S
+
+    at = AppTest.from_file(str(ROOT / "pages" / "memory_budget.py"), default_timeout=APP_TIMEOUT_S)
+    at.run()
+    at.text_area(key="mem_paste").set_value(json.dumps(_TINY_LLAMA)).run()
+    at.button(key="mem_import").click().run()  # warm: transformers, torch and the llama config module imported
+    assert at.success and not at.error
+    layers_before = at.number_input(key="mem_layers").value
+    at.text_area(key="mem_paste").set_value(json.dumps({**_TINY_LLAMA, "num_hidden_layers": 5,
+                                                        "num_labels": 3_000_000})).run()
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
+    rss_before = _status_mib("VmRSS")
+    at.button(key="mem_import").click().run()
+    peak_growth = _status_mib("VmHWM") - rss_before
+    print(f"\npage import of 3e6 labels: RSS before {rss_before} MiB, peak growth {peak_growth} MiB")
+    assert not at.exception and [e.value for e in at.error] == [
+        "Not imported: num_labels = 3,000,000: transformers builds a table with one entry per class label, and "
+        "labels do not change the KV cache; kvviz reads at most 100,000 labels: remove the field."]
+    assert at.number_input(key="mem_layers").value == layers_before  # the form kept
+    assert peak_growth < RSS_BOUND_MIB, peak_growth

@@ -15,10 +15,29 @@ where a whole number belongs is refused in one sentence naming the field, never 
 TypeError; where transformers' own class refuses, its whole reason is quoted on one line.
 Multimodal configs (Gemma 3, LLaVA) are read from their text model; encoder-decoder models (T5, BART) get a
 second KVConfig for the cross-attention cache (one K and V per encoder token per decoder layer).
+
+A 100-byte config can make transformers allocate gigabytes: `num_labels` becomes an `id2label` dict with one entry
+per label, and the config classes build lists and loop over their layer counts. So before transformers sees the
+dict (`bound_allocations`, recursively through every nested sub-config): nesting at most MAX_NESTING levels, every
+whole number within int64, at most MAX_ENTRIES entries in any object or list, label counts at most MAX_LABELS in
+all, every layer/block/stage count at most LIMITS["n_layer"]. And the construction itself runs in a forked child
+process (Linux) with its own address-space limit (BUILD_MEMORY_BYTES above what the process already maps) and time
+limit (BUILD_SECONDS): whatever a config class does with a value no check above foresaw, the server keeps its
+memory and the import is refused in one line.
+
+Heterogeneous configs (Gemma 4, Dots3, NeoMME...: transformers' `per_layer_config`) are read layer by layer, as
+transformers defines them (`config.per_layer_config[i]`): where every cached layer has one K/V shape kvviz counts
+it; where the shapes differ (Gemma 4's full-attention layers: head_dim 512 against 256) it refuses in one line.
 """
 from __future__ import annotations
 
 import json
+import os
+import pickle
+import re
+import select
+import sys
+import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -29,6 +48,15 @@ from kvviz.memory import (LIMITS, KVConfig, MemoryInputError, check_int, head_di
 MAX_CONFIG_CHARS = 5_000_000  # a real config.json is a few KB; refuse megabytes of paste before parsing
 MAX_NAME_CHARS = 80  # `_name_or_path` as shown: a label, not a payload
 MAX_MESSAGE_CHARS = 300  # a quoted transformers message is cut here (its lists of every model type are not)
+MAX_NESTING = 32  # objects/lists inside each other: a real config.json nests 4 or 5 levels
+MAX_LABELS = 100_000  # class labels in the whole config (num_labels, id2label, label2id): ImageNet-22k has 21,843
+MAX_ENTRIES = 10_000  # fields in one object / entries in one list (id2label aside): a real one has a few hundred
+MAX_INT = 2**63 - 1  # no config field is larger than an int64; a bigger number only costs time
+BUILD_MEMORY_BYTES = 512 * 2**20  # transformers' config construction: address space above what the process maps
+BUILD_SECONDS = 15.0  # ... and wall time (a real config takes milliseconds; the margin is for a loaded 2-core CPU)
+# Counts that transformers' config classes loop over or multiply a list by (`range(self.num_hidden_layers)`,
+# `["dense"] * n_dense`, `first_k_dense_replace`, `num_mtp_layers`, `num_residual_layers`...), at any depth
+_COUNT_KEY = re.compile(r"(^|_)(layers?|blocks?|stages?|depth|cycles|replace)$")
 _LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "num_decoder_layers", "decoder_layers",
                "encoder_layers")
 # Whole-number fields that size the cache, checked before any code reads them: (keys, largest value). Each must be
@@ -118,6 +146,93 @@ def _precheck(cfg: dict[str, Any]) -> None:
                                  "\"full_attention\"; correct them"))
 
 
+def _path(path: tuple[Any, ...]) -> str:
+    """A field's place in the config as a message names it: text_config.num_labels, attention_types[0][1]."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + short_repr(part, 40).strip("'")
+    return out or _("the config")
+
+
+def _walk(raw: Any) -> Any:
+    """(path, value, depth) of every value in the config, depth first, without recursion; memory grows with the
+    depth only (a million-entry list is read one entry at a time)."""
+    yield (), raw, 0
+    end = object()
+    stack = [((), _entries(raw))]
+    while stack:
+        path, entries = stack[-1]
+        entry = next(entries, end)
+        if entry is end:
+            stack.pop()
+            continue
+        key, value = entry
+        here = (*path, key)
+        yield here, value, len(here)
+        if isinstance(value, (dict, list)):
+            stack.append((here, _entries(value)))
+
+
+def _entries(value: Any) -> Any:
+    return iter(value.items()) if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else iter(())
+
+
+def bound_nesting(raw: dict[str, Any]) -> None:
+    """Refuse objects and lists nested more than MAX_NESTING deep (transformers deep-copies and recurses)."""
+    for path, _value, depth in _walk(raw):
+        if depth > MAX_NESTING:
+            raise MemoryInputError(_("this config nests objects and lists more than {max} levels deep (at {path}); "
+                                     "a config.json nests a few: correct it").format(max=MAX_NESTING,
+                                                                                    path=_path(path[:3]) + "…"))
+
+
+def bound_allocations(raw: dict[str, Any]) -> None:
+    """Refuse, before transformers sees the dict, every value that would make it allocate in proportion to the value:
+    label counts (`num_labels` -> an id2label dict with one entry per label; given id2label / label2id tables),
+    counts it loops over (layers, blocks, stages, first_k_dense_replace ... at any depth), and whole numbers
+    beyond int64 anywhere. One sentence, naming the field by its path."""
+    labels = 0
+    for path, value, _depth in _walk(raw):
+        key = path[-1] if path and isinstance(path[-1], str) else None
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+            raise MemoryInputError(_("{path} = {value} is larger than any config.json field can be (at most "
+                                     "2^63 - 1): correct it").format(path=_path(path), value=short_repr(value)))
+        if isinstance(value, (dict, list)) and len(value) > MAX_ENTRIES and key not in ("id2label", "label2id"):
+            raise MemoryInputError(_("{path} holds {n:,} entries; an object or list in a config.json holds a few "
+                                     "hundred (kvviz reads at most {max:,}): correct it").format(
+                                         path=_path(path), n=len(value), max=MAX_ENTRIES))
+        if key == "num_labels" and value is not None:
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_LABELS:
+                raise MemoryInputError(_("{path} = {value}: transformers builds a table with one entry per class "
+                                         "label, and labels do not change the KV cache; kvviz reads at most {max:,} "
+                                         "labels: remove the field").format(path=_path(path), value=short_repr(value),
+                                                                            max=MAX_LABELS))
+            labels += value
+        elif key in ("id2label", "label2id") and value is not None:
+            if not isinstance(value, dict) or key == "id2label" and not all(
+                    isinstance(k, int) or isinstance(k, str) and k.isascii() and k.isdigit() and len(k) <= 9
+                    for k in value):
+                raise MemoryInputError(_("{path} must be an object of class labels (id2label: {{\"0\": \"LABEL_0\"}}); "
+                                         "labels do not change the KV cache: correct it, or remove it").format(
+                                             path=_path(path)))
+            labels += len(value)
+        elif key == "per_layer_config" and value is not None and not (isinstance(value, dict) and all(
+                isinstance(k, str) and k.isascii() and k.isdigit() and len(k) <= 5 and isinstance(v, dict)
+                for k, v in value.items())):
+            raise MemoryInputError(_("{path} must be an object from layer numbers to the fields that differ in that "
+                                     "layer, e.g. {{\"5\": {{\"head_dim\": 512}}}}: correct it, or remove it").format(
+                                         path=_path(path)))
+        elif key is not None and _COUNT_KEY.search(key) and isinstance(value, int) and not isinstance(value, bool) \
+                and value > LIMITS["n_layer"]:
+            raise MemoryInputError(_("{path} = {value}: transformers builds a list with one entry per layer (or block) "
+                                     "it counts; kvviz reads at most {max:,}: correct it").format(
+                                         path=_path(path), value=short_repr(value), max=LIMITS["n_layer"]))
+        if labels > MAX_LABELS:
+            raise MemoryInputError(_("this config asks for more than {max:,} class labels in all (num_labels, "
+                                     "id2label, label2id); labels do not change the KV cache: remove them").format(
+                                         max=MAX_LABELS))
+
+
 def _text_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     """(the language model's fields, a note): `text_config` when it is an object; when it is anything else,
     transformers' config classes without a text sub-config ignore it and read the top-level fields (so does kvviz,
@@ -164,18 +279,126 @@ def _transformers_config(raw: dict[str, Any]) -> Any | None:
     if model_type not in CONFIG_MAPPING:
         return None
     _check_torch_dtype(raw)
+    cls = CONFIG_MAPPING[model_type]
+    for value in raw.values():  # import the sub-configs' modules here, once, not in every child
+        sub_type = value.get("model_type") if isinstance(value, dict) else None
+        if isinstance(sub_type, str) and sub_type in CONFIG_MAPPING:
+            CONFIG_MAPPING[sub_type]
     verbosity = logging.get_verbosity()
     logging.set_verbosity_error()
     try:
-        return CONFIG_MAPPING[model_type](**raw)
-    except RecursionError:
-        raise MemoryInputError(_("this config is nested too deeply")) from None
-    except Exception as exc:  # transformers' validators raise many types; the user gets its whole reason, one line
-        reason = one_line(str(exc)) or type(exc).__name__
-        raise MemoryInputError(_("transformers' {model_type} config class refuses this config: {reason}").format(
-            model_type=model_type, reason=reason)) from None
+        outcome = _build_bounded(cls, raw)
     finally:
         logging.set_verbosity(verbosity)
+    kind, payload = outcome
+    if kind == "ok":
+        return payload
+    if kind == "deep":
+        raise MemoryInputError(_("this config is nested too deeply"))
+    if kind == "memory":
+        raise MemoryInputError(_("building transformers' {model_type} config from this file needed more than "
+                                 "{mib:,} MiB of memory; a real config needs a few: check its counts and lists").format(
+                                     model_type=model_type, mib=BUILD_MEMORY_BYTES // 2**20))
+    if kind == "time":
+        raise MemoryInputError(_("building transformers' {model_type} config from this file took more than {s:g} s "
+                                 "(a real config takes milliseconds): check its counts and lists").format(
+                                     model_type=model_type, s=BUILD_SECONDS))
+    # transformers' validators raise many types; the user gets its whole reason, one line
+    raise MemoryInputError(_("transformers' {model_type} config class refuses this config: {reason}").format(
+        model_type=model_type, reason=payload))
+
+
+def _construct(cls: Any, raw: dict[str, Any]) -> tuple[str, Any]:
+    """("ok", config) | ("deep", None) | ("memory", None) | ("error", transformers' reason on one line)."""
+    try:
+        return "ok", cls(**raw)
+    except RecursionError:
+        return "deep", None
+    except MemoryError:
+        return "memory", None
+    except Exception as exc:  # noqa: BLE001 -- transformers' validators raise many types
+        return "error", one_line(str(exc)) or type(exc).__name__
+
+
+def _vm_size_bytes() -> int | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            return next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmSize:"))
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
+def _build_bounded(cls: Any, raw: dict[str, Any]) -> tuple[str, Any]:
+    """transformers' config construction with a memory and time bound of its own.
+
+    On Linux it runs in a forked child: the child caps its address space at what the process maps now plus
+    BUILD_MEMORY_BYTES, builds the config, and sends it back pickled; the parent waits at most BUILD_SECONDS and
+    kills the child past that. A Streamlit server shared by a class keeps its memory and its other sessions'
+    time, whatever the config class does. Elsewhere (no fork) it runs in-process, bounded by the checks before it."""
+    vm_size = _vm_size_bytes()
+    if not (sys.platform.startswith("linux") and hasattr(os, "fork")) or vm_size is None:
+        return _construct(cls, raw)
+    read_fd, write_fd = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:  # no process to spare (EAGAIN, ENOMEM): in-process, bounded by the checks before it
+        os.close(read_fd)
+        os.close(write_fd)
+        return _construct(cls, raw)
+    if pid == 0:  # the child: never returns into the caller's code
+        status = 1
+        try:
+            import gc
+            import resource
+
+            os.close(read_fd)
+            gc.disable()  # a collection would touch (and copy) every page shared with the parent
+            limit = vm_size + BUILD_MEMORY_BYTES
+            _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+            resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard),
+                                                    hard))
+            outcome = _construct(cls, raw)
+            try:
+                data = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
+            except MemoryError:
+                data = pickle.dumps(("memory", None))
+            except Exception as exc:  # noqa: BLE001 -- an attribute transformers set that cannot be pickled
+                data = pickle.dumps(("error", one_line(str(exc)) or type(exc).__name__))
+            view = memoryview(data)
+            while view:
+                view = view[os.write(write_fd, view):]
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_fd)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + BUILD_SECONDS
+    poller = select.poll()  # not select(): a server with many sockets has descriptors past FD_SETSIZE
+    poller.register(read_fd, select.POLLIN | select.POLLHUP)
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not poller.poll(left * 1000):
+                return "time", None
+            chunk = os.read(read_fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if len(chunks) > BUILD_MEMORY_BYTES >> 20:  # more pickle than the child could hold
+                return "memory", None
+    finally:
+        os.close(read_fd)
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+        os.waitpid(pid, 0)
+    if not chunks:  # killed (out of memory before it could answer) or crashed
+        return "memory", None
+    try:
+        return pickle.loads(b"".join(chunks))
+    except Exception:  # noqa: BLE001 -- a truncated answer: the child died while writing
+        return "memory", None
 
 
 def _check_torch_dtype(raw: dict[str, Any]) -> None:
@@ -211,9 +434,11 @@ def parse_hf_config(text_or_dict: str | bytes | dict[str, Any], dtype: str | Non
 
 
 def _parse(raw: dict[str, Any], dtype: str | None) -> ImportedConfig:
+    bound_nesting(raw)
     text_raw, text_note = _text_config(raw)
     _precheck(raw)
     _precheck(text_raw)
+    bound_allocations(raw)
     if text_note is not None:  # transformers reads such a config from its top-level fields: hand it those
         raw = {k: v for k, v in raw.items() if k != "text_config"}
     resolved = _transformers_config(raw)
@@ -249,6 +474,7 @@ def _parse_resolved(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, dty
     enc_dec = bool(getattr(top, "is_encoder_decoder", False)) and (
         hasattr(top, "num_decoder_layers") or hasattr(top, "decoder_layers"))
     t = top if enc_dec else top.get_text_config(decoder=True)  # (BART's decoder view resets to defaults)
+    t = uniform_layers(t)
     given = {**raw, **text_raw} if text_raw else dict(raw)
     aliases = {alias: name for alias, name in type(t).attribute_map.items()}
     given_names = set(given) | {aliases.get(k, k) for k in given} | {a for a, n in aliases.items() if n in given}
@@ -290,11 +516,14 @@ def _parse_resolved(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, dty
             derived_note = _("head_dim (took hidden_size / num_attention_heads = {n})").format(n=head_dim)
     else:
         head_dim = head_dim_from_hidden(check_int("hidden_size", hidden, hi=10**7), check_int("n_head", n_head))
+    n_layer, shared_note = _cached_layers(t, n_layer)
     window, per_global, first_windowed, window_note = window_fields(t, n_layer, take)
     dt, dtype_note = _dtype(dtype, t, top, used, given_names)
     missing = [_("{field} = {value} (transformers' {cls} default)").format(field=k, value=v, cls=type(t).__name__)
                for k, v in defaults.items()]
     missing += [m for m in (derived_note, dtype_note, window_note) if m]
+    if shared_note:
+        missing.append(shared_note)
     name = display_name(raw)
     config = KVConfig(n_layer, n_head, n_kv, head_dim, dt, mla_rank, mla_rope, window, per_global, name=name,
                       first_windowed_layer=first_windowed)
@@ -317,6 +546,74 @@ def _parse_resolved(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, dty
               getattr(t, "vocab_size", None))) if isinstance(v, int)}
     return ImportedConfig(config, used, tuple(missing), max_ctx if isinstance(max_ctx, int) else None, extras,
                           defaults, tuple(notes), cross, stored if stored != n_kv else None, type(t).__name__)
+
+
+# What shapes a layer's K/V cache: these must be one value across the layers that hold a cache.
+_KV_SHAPE_ATTRS = ("num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "hidden_size",
+                   "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "sliding_window",
+                   "attention_chunk_size", "multi_query", "num_kv_heads", "layer_types")
+
+
+def uniform_layers(t: Any) -> Any:
+    """A heterogeneous transformers config (`per_layer_config`: Gemma 4, Dots3, NeoMME ...) as one homogeneous layer
+    config, read as transformers defines it (`t.per_layer_config[i]`, each layer's own values), when every layer that
+    holds a cache has the same K/V shape; one sentence naming the fields that differ otherwise. A field that does not
+    shape the cache and differs (an MLP width) is left out (None). `sliding_window` is compared across the sliding
+    layers only: a full-attention layer's window is never used."""
+    if not getattr(t, "is_heterogeneous", False):
+        return t
+    n_layer = check_int("num_hidden_layers", t.num_hidden_layers, hi=LIMITS["n_layer"])
+    types = getattr(t, "layer_types", None)
+    sliding = [i for i in range(n_layer) if isinstance(types, list) and i < len(types)
+               and types[i] == "sliding_attention"]
+    sliding_set = set(sliding)
+    attrs = sorted(t.per_layer_attributes or ())
+    seen: dict[str, list[Any]] = {attr: [] for attr in attrs}
+    for i in range(n_layer):  # one layer's copy at a time (a copy holds every field of the config)
+        layer = t.per_layer_config[i]
+        for attr in attrs:
+            value = getattr(layer, attr, None)
+            if (attr != "sliding_window" or not sliding or i in sliding_set) and value not in seen[attr]:
+                seen[attr].append(value)
+    view = t.per_layer_config[sliding[0] if sliding else 0]
+    differ: list[str] = []
+    for attr, values in seen.items():
+        if len(values) <= 1:
+            continue
+        if attr in _KV_SHAPE_ATTRS:
+            differ.append(f"{attr} " + "/".join(short_repr(v, 20) for v in values[:4]))
+        else:
+            setattr(view, attr, None)
+    if differ:
+        raise MemoryInputError(_("transformers' {cls} gives its layers different K/V shapes ({fields}, in "
+                                 "per_layer_config); kvviz counts one shape for every layer, so it cannot count this "
+                                 "model yet").format(cls=type(t).__name__, fields="; ".join(differ)))
+    return view
+
+
+def _cached_layers(t: Any, n_layer: int) -> tuple[int, str | None]:
+    """(layers holding a cache of their own, note): Gemma 4's last `num_kv_shared_layers` layers reuse an earlier
+    layer's K/V (transformers' `kv_sharing_modes`: "reuse"), so they add nothing to the cache."""
+    shared = getattr(t, "num_kv_shared_layers", None)
+    if not shared or not hasattr(type(t), "kv_sharing_modes"):
+        return n_layer, None
+    shared = check_int("num_kv_shared_layers", shared, lo=0, hi=LIMITS["n_layer"])
+    if shared >= n_layer:
+        raise MemoryInputError(_("num_kv_shared_layers = {shared:,} of {layers:,} layers: every layer reuses K/V "
+                                 "computed elsewhere (an assistant model that reads its target model's cache), so "
+                                 "it has no KV cache of its own to count").format(shared=shared, layers=n_layer))
+    try:
+        modes = t.kv_sharing_modes
+    except (ValueError, TypeError, IndexError) as exc:
+        raise MemoryInputError(_("transformers' {cls} refuses this layer sharing: {reason}").format(
+            cls=type(t).__name__, reason=one_line(str(exc)))) from None
+    cached = sum(mode != "reuse" for mode in modes)
+    if list(modes[cached:]) != ["reuse"] * (n_layer - cached):  # the shared layers are the last ones
+        raise MemoryInputError(_("transformers' {cls} shares K/V between layers in a pattern kvviz cannot count "
+                                 "(num_kv_shared_layers)").format(cls=type(t).__name__))
+    return cached, _("num_kv_shared_layers = {shared:,}: the last {shared:,} of {layers:,} layers reuse an earlier "
+                     "layer's K/V, so {cached:,} layers hold a cache (counted as the layers)").format(
+                         shared=shared, layers=n_layer, cached=cached)
 
 
 def kv_heads(t: Any, n_head: int, take: Any) -> int:
