@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from kvviz.model import load_cost, loading, shared_mode
 from kvviz.inputs import query_values
 from kvviz.inputs.query_values import QueryValueError
+from markdown_text import shown
 
 EXAMPLES = 300  # per property below
 PADDED = "0" * 5000 + "1"  # issue 30: the digit count saw "1", int() saw 5,001 characters (Python's 4,300 limit)
@@ -107,7 +108,7 @@ def test_every_reader_of_a_whole_number_refuses_zero_padding_past_its_length_cap
     _one_sentence(str(caught.value))
     assert "at most 64 characters" in str(caught.value)
     notice = query_values.refused_link_whole(text, 1, 12, "step", "Opening step 1.")
-    assert notice and "Opening step 1." in notice and len(notice) < 240
+    assert notice and "Opening step 1." in shown(notice) and len(notice) < 240
     refused = query_values.refused_link_numbers({"mem_layers": [text]}, ["mem_layers"])
     assert "64" in refused["mem_layers"] and len(refused["mem_layers"]) < 240
     assert view.url_int(text, 5, 0, 100) == 5  # the stage's links read it too (clamped, never raised)
