@@ -61,13 +61,26 @@ def test_the_issue_run_is_refused_with_its_estimate():
     assert "\n" not in message and len(message) < 400
 
 
-def test_a_real_runs_estimate_comes_from_real_passes(sdpa_model):
-    rates = harness.pass_rates(sdpa_model, 1)
+def test_a_real_runs_estimate_comes_from_real_passes(sdpa_model, monkeypatch):
+    """The estimate is the settings' arithmetic over rates measured from real passes of the model; the budget
+    check is tested with injected rates (an estimate built from timed passes moves with the machine's load)."""
+    rates = harness.pass_rates(sdpa_model, 1)  # real passes: positive rates, whatever the load
     assert rates.s_per_op > 0 and rates.overhead_s >= 0
-    small = harness.estimate(sdpa_model, BenchSettings(prompt_len=4, new_tokens=8, repeats=1, warmup=0, threads=1))
-    big = harness.estimate(sdpa_model, BenchSettings(prompt_len=1, new_tokens=255, repeats=10, warmup=5, threads=1,
-                                                   include_generate_no_cache=True))
+    small_run = BenchSettings(prompt_len=4, new_tokens=8, repeats=1, warmup=0, threads=1)
+    big_run = BenchSettings(prompt_len=1, new_tokens=255, repeats=10, warmup=5, threads=1,
+                            include_generate_no_cache=True)
+    shape = ops.ModelShape.from_info(sdpa_model.info)
+    assert harness.estimate(sdpa_model, small_run) == estimate_seconds(small_run, shape, rates)  # from those passes
+    laptop = PassRates(overhead_s=0.002, s_per_op=1e-10)  # the bundled model on a plain laptop: 2 ms a pass
+    asked = []
+    monkeypatch.setattr(harness, "pass_rates", lambda loaded, threads: asked.append((loaded, threads)) or laptop)
+    small, big = harness.estimate(sdpa_model, small_run), harness.estimate(sdpa_model, big_run)
+    assert asked == [(sdpa_model, 1), (sdpa_model, 1)]  # this model's rates, at the run's thread count
+    assert small == estimate_seconds(small_run, shape, laptop) and big == estimate_seconds(big_run, shape, laptop)
     assert small < PAGE_BUDGET_S < big
+    with pytest.raises(BenchInputError):
+        harness.refuse_over_budget(sdpa_model, big_run, PAGE_BUDGET_S)
+    assert harness.refuse_over_budget(sdpa_model, small_run, PAGE_BUDGET_S) == small
 
 
 def test_a_running_benchmark_stops_within_a_second(sdpa_model):
