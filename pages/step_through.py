@@ -52,6 +52,7 @@ ENGLISH_MODELS = N_("The bundled models were trained on English text (Shakespear
 RACE_SHAPE = loading.RANDOM_PREFIX + "gpt2"  # the race at a size where the gap shows: GPT-2 124M, random weights
 RACE_SCALES = {"model": N_("this model"), "gpt2": N_("GPT-2 124M shape")}
 RACE_CHECK_EVERY_S = 0.2  # while the race measures, its status line is rewritten (a point to end it) this often
+RACE_STATUS_AFTER_S = 0.4  # ... and says "Timing..." once the race has taken this long (the 124M shape, not a quick one)
 CHART = figs.stage_config()
 DEFAULTS = {  # widgets are created without value=, so a link can set them before they are drawn
     "step_greedy": False, "step_temperature": DEFAULT_TEMPERATURE, "step_top_k": DEFAULT_SAMPLING.top_k,
@@ -348,9 +349,10 @@ def _race_shape() -> loading.LoadedModel | None:
 def _race_timing(snap: step_view.StageSnapshot, playing: bool) -> RaceTiming | None:
     """Time the shown step both ways (engine.race: repeats inside the click's budget, or one where one costs
     more), once per step and scale: a layer or head click redraws without measuring again. None for the prefill,
-    and while Play runs. While it measures, a line says so: that write is also where Streamlit ends the race
-    when a newer run or a closed tab asks it to (checked before every transformer block, as the speed-up page's
-    runs are)."""
+    and while Play runs. While it measures, its status line is rewritten (empty, then "Timing..." after
+    RACE_STATUS_AFTER_S): that write is where Streamlit ends the race when a full rerun or a closed tab asks it
+    to (checked before every transformer block, as the speed-up page's runs are). A click on the stage's own
+    buttons is a fragment rerun, which Streamlit queues behind this one: it waits for the bounded race."""
     if snap.kind == "prefill" or playing:
         return None
     status = st.empty()  # drawn on every race run, so the layout never jumps between measuring and redrawing
@@ -360,12 +362,16 @@ def _race_timing(snap: step_view.StageSnapshot, playing: bool) -> RaceTiming | N
     if cached is not None and cached[0] == key:
         return cached[1]
     model = (shape or loaded).info.shown_label()
-    said = {"at": 0.0}
+    began, said = time.monotonic(), {"at": 0.0}
 
-    def check() -> None:
-        if time.monotonic() - said["at"] >= RACE_CHECK_EVERY_S:
-            said["at"] = time.monotonic()
-            status.caption(_("Timing this step with and without the cache on {model}...").format(model=model))
+    def check() -> None:  # an empty write is a point to stop too: a short race never flashes a line
+        now = time.monotonic()
+        if now - said["at"] >= RACE_CHECK_EVERY_S:
+            said["at"] = now
+            if now - began < RACE_STATUS_AFTER_S:
+                status.empty()
+            else:
+                status.caption(_("Timing this step with and without the cache on {model}...").format(model=model))
 
     try:
         timing = engine.race(at=snap.at, on=shape, check=check)
