@@ -24,6 +24,7 @@ from kvviz.speedup.settings import (PAGE_BUDGET_S, BenchInputError, BenchSetting
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "speedup.py")
 GPT2_124M = ops.ModelShape(12, 12, 12, 64, 768, 3072, 50257, 2, "gpt2 shape")
 RATES = PassRates(overhead_s=0.01, s_per_op=1e-10)  # a plain laptop: 10 GMAC/s, 10 ms per pass
+LAPTOP_RATES = PassRates(overhead_s=0.002, s_per_op=1e-10)  # the bundled model on a plain laptop: 2 ms a pass
 ESTIMATE_EXAMPLES = 200
 
 
@@ -71,8 +72,7 @@ def test_a_real_runs_estimate_comes_from_real_passes(sdpa_model, monkeypatch):
                             include_generate_no_cache=True)
     shape = ops.ModelShape.from_info(sdpa_model.info)
     assert harness.estimate(sdpa_model, small_run) == estimate_seconds(small_run, shape, rates)  # from those passes
-    laptop = PassRates(overhead_s=0.002, s_per_op=1e-10)  # the bundled model on a plain laptop: 2 ms a pass
-    asked = []
+    laptop, asked = LAPTOP_RATES, []
     monkeypatch.setattr(harness, "pass_rates", lambda loaded, threads: asked.append((loaded, threads)) or laptop)
     small, big = harness.estimate(sdpa_model, small_run), harness.estimate(sdpa_model, big_run)
     assert asked == [(sdpa_model, 1), (sdpa_model, 1)]  # this model's rates, at the run's thread count
@@ -115,7 +115,9 @@ def page():
     st.cache_resource.clear()
 
 
-def test_the_page_refuses_a_run_over_its_budget_and_keeps_earlier_results(page):
+def test_the_page_refuses_a_run_over_its_budget_and_keeps_earlier_results(page, monkeypatch):
+    # injected rates: the page's own estimate, timed on a loaded machine, put this run under the budget (and ran it)
+    monkeypatch.setattr(harness, "pass_rates", lambda loaded, threads: LAPTOP_RATES)
     page.run()
     page.session_state["bench_result"] = None
     page.number_input(key="bench_prompt_len").set_value(1)
