@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import time
 import urllib.parse
 
 import streamlit as st
@@ -24,7 +25,8 @@ from kvviz.step import view as step_view
 from kvviz.speedup.machine import usable_cores
 from kvviz.figures import step as figs
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
-from kvviz.step.records import DEFAULT_SAMPLING, ContextFullError, PromptError, RaceTiming, Sampling
+from kvviz.step.records import (DEFAULT_SAMPLING, RACE_BUDGET_S, ContextFullError, PromptError, RaceTiming,
+                                Sampling)
 
 PRESETS = {  # name (a stable key, shown through _()) -> prompt
     "ROMEO:": "ROMEO:",
@@ -49,6 +51,8 @@ ENGLISH_MODELS = N_("The bundled models were trained on English text (Shakespear
                     "the interface language.")
 RACE_SHAPE = loading.RANDOM_PREFIX + "gpt2"  # the race at a size where the gap shows: GPT-2 124M, random weights
 RACE_SCALES = {"model": N_("this model"), "gpt2": N_("GPT-2 124M shape")}
+RACE_CHECK_EVERY_S = 0.2  # while the race measures, its status line is rewritten (a point to end it) this often
+RACE_STATUS_AFTER_S = 0.4  # ... and says "Timing..." once the race has taken this long (the 124M shape, not a quick one)
 CHART = figs.stage_config()
 DEFAULTS = {  # widgets are created without value=, so a link can set them before they are drawn
     "step_greedy": False, "step_temperature": DEFAULT_TEMPERATURE, "step_top_k": DEFAULT_SAMPLING.top_k,
@@ -343,24 +347,56 @@ def _race_shape() -> loading.LoadedModel | None:
 
 
 def _race_timing(snap: step_view.StageSnapshot, playing: bool) -> RaceTiming | None:
-    """Time the shown step both ways (engine.race: repeats inside the click's budget), once per step and scale:
-    a layer or head click redraws without measuring again. None for the prefill, and while Play runs."""
+    """Time the shown step both ways (engine.race: repeats inside the click's budget, or one where one costs
+    more), once per step and scale: a layer or head click redraws without measuring again. None for the prefill,
+    and while Play runs. While it measures, its status line is rewritten (empty, then "Timing..." after
+    RACE_STATUS_AFTER_S): that write is where Streamlit ends the race when a full rerun or a closed tab asks it
+    to (checked before every transformer block, as the speed-up page's runs are). A click on the stage's own
+    buttons is a fragment rerun, which Streamlit queues behind this one: it waits for the bounded race."""
     if snap.kind == "prefill" or playing:
         return None
+    status = st.empty()  # drawn on every race run, so the layout never jumps between measuring and redrawing
     shape = _race_shape()
     key = (shape.info.spec if shape else info.spec, tuple(engine.token_ids[: snap.cache_len]))
     cached = st.session_state.get("step_race_timing")
     if cached is not None and cached[0] == key:
         return cached[1]
-    timing = engine.race(at=snap.at, on=shape)
+    model = (shape or loaded).info.shown_label()
+    began, said = time.monotonic(), {"at": 0.0}
+
+    def check() -> None:  # an empty write is a point to stop too: a short race never flashes a line
+        now = time.monotonic()
+        if now - said["at"] >= RACE_CHECK_EVERY_S:
+            said["at"] = now
+            if now - began < RACE_STATUS_AFTER_S:
+                status.empty()
+            else:
+                status.caption(_("Timing this step with and without the cache on {model}...").format(model=model))
+
+    try:
+        timing = engine.race(at=snap.at, on=shape, check=check)
+    finally:
+        status.empty()
     st.session_state["step_race_timing"] = (key, timing)
     return timing
+
+
+def _race_models(timing: RaceTiming | None) -> tuple[str, str] | None:
+    """(the model drawn and counted, the model the clock ran on), in the reader's language, when they differ
+    (the GPT-2 124M shape races this model's tokens): each part of the race view then says which it shows."""
+    if timing is None or timing.model_label == info.label:
+        return None
+    return info.shown_label(), loading.label_in_language(timing.model_label)
 
 
 def _race(snap: step_view.StageSnapshot, timing: RaceTiming | None) -> None:
     """Cached step vs full recomputation: what each computes (every layer's K rows), the exact counts, and the
     clock as a fair statistic, drawn with the floor every forward stands on."""
     c = snap.counters
+    models = _race_models(timing)
+    if models is not None:
+        st.caption(_("K caches and counts below: {model}, the model generating. The clock under them: {race}, fed "
+                     "the same {n} tokens.").format(model=models[0], race=models[1], n=timing.seq_len))
     sides = st.columns(2, gap="small")
     for side, cached in zip(sides, (True, False)):
         side.plotly_chart(figs.race_figure(snap, cached, font_px, height_px=190 if not present else 200),
@@ -377,6 +413,8 @@ def _race(snap: step_view.StageSnapshot, timing: RaceTiming | None) -> None:
     else:
         st.plotly_chart(figs.race_timing_figure(timing.cached_ms, timing.uncached_ms, timing.fixed_ms, font_px,
                                                 height_px=120 if not present else 140), config=CHART)
+        if models is not None:
+            st.caption(_("Clock: {race}.").format(race=models[1]))
 
 
 def _race_side(snap: step_view.StageSnapshot, timing: RaceTiming | None) -> None:
@@ -389,22 +427,53 @@ def _race_side(snap: step_view.StageSnapshot, timing: RaceTiming | None) -> None
                                     "per server"))
     else:
         st.session_state["step_race_scale"] = "model"
+    models = _race_models(timing)
+    if models is not None:
+        st.caption(_("The tiles above count {model}; the clock and the verdict below time {race}.").format(
+            model=models[0], race=models[1]))
     if timing is not None:
         st.markdown(_race_verdict(timing))
 
 
+def _floor_sentence(t: RaceTiming) -> str:
+    """What the chart shows about the dashed line, computed from the medians: a side whose median came in under
+    the 1-token forward's is never said to stand on it."""
+    below = t.below_floor
+    if not below:
+        return _("Both stand on the dashed line: a 1-token forward with nothing cached, {ms:.1f} ms here whatever "
+                 "the length (its median, timed between the sides).").format(ms=t.fixed_median_ms)
+    if below == ("cached",):
+        return _("The cached step's median ({side:.1f} ms) came in under the dashed line, a 1-token forward with "
+                 "nothing cached ({ms:.1f} ms): it does that forward's work and more, so the gap is noise; at this "
+                 "size a cached step costs about a forward's fixed cost.").format(
+            side=t.cached_median_ms, ms=t.fixed_median_ms)
+    if below == ("uncached",):
+        return _("The uncached step's median ({side:.1f} ms) came in under the dashed line, a 1-token forward with "
+                 "nothing cached ({ms:.1f} ms): it does that forward's work and more, so the gap is noise.").format(
+            side=t.uncached_median_ms, ms=t.fixed_median_ms)
+    return _("Both medians came in under the dashed line, a 1-token forward with nothing cached ({ms:.1f} ms): "
+             "each side does that forward's work and more, so the gaps are noise; at this size every forward "
+             "costs about its fixed cost.").format(ms=t.fixed_median_ms)
+
+
 def _race_verdict(t: RaceTiming) -> str:
     """A few lines beside the clock (which draws the medians, their middle half and the 1-token floor): the
-    verdict, or 'inside the noise' when it is, and the machine's load."""
+    verdict, or 'inside the noise' when it is, and the machine's load; one repeat a side is said as such."""
     big = st.session_state.get("step_race_scale") == "gpt2"
-    how = _("Medians of {repeats} repeats a side, interleaved; whiskers: the middle half. Load {load:.1f} on "
-            "{cores} cores.").format(repeats=t.repeats, load=t.load_1min, cores=usable_cores())
+    if t.single_repeat:
+        how = _("One repeat a side: a repeat costs more than the click's {budget:.2f} s, so the click measures "
+                "once and there is no spread to show. Load {load:.1f} on {cores} cores.").format(
+            budget=RACE_BUDGET_S, load=t.load_1min, cores=usable_cores())
+    else:
+        how = _("Medians of {repeats} repeats a side, interleaved; whiskers: the middle half. Load {load:.1f} on "
+                "{cores} cores.").format(repeats=t.repeats, load=t.load_1min, cores=usable_cores())
     if t.inside_noise:
         noise = _("**Inside the noise**: the middle halves overlap. At this size a forward is mostly its fixed cost "
                   "(the dashed line: 1 token, nothing cached), which hides the saving.")
         return " ".join([noise] + ([] if big else [_("Try the GPT-2 124M shape.")]) + [how])
     if not t.cached_faster:
-        return _("**The cached step measured slower** this time: a burst of load, most likely.") + " " + how
+        return " ".join([_("**The cached step measured slower** this time: a burst of load, most likely."),
+                         _floor_sentence(t), how])
     extra = ""
     if big:
         shape = loading.GPT2_SHAPES["gpt2"]
@@ -412,9 +481,7 @@ def _race_verdict(t: RaceTiming) -> str:
         without = ops.attention_dot_products(shape["n_layer"], shape["n_head"], t.seq_len - 1, 1, cached=False)
         extra = " " + _("At this shape: {cached:,} dot products vs {uncached:,}.").format(cached=with_c, uncached=without)
     faster = _("**{x:.1f}x faster with the cache**.").format(x=t.uncached_median_ms / t.cached_median_ms)
-    floor = _("Both stand on the dashed line: a 1-token forward, {ms:.1f} ms here whatever the length.").format(
-        ms=t.fixed_median_ms)
-    return f"{faster}{extra} {floor} {how}"
+    return f"{faster}{extra} {_floor_sentence(t)} {how}"
 
 
 def _gqa_text(snap: step_view.StageSnapshot) -> str:

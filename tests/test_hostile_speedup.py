@@ -24,6 +24,7 @@ from kvviz.speedup.settings import (PAGE_BUDGET_S, BenchInputError, BenchSetting
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "speedup.py")
 GPT2_124M = ops.ModelShape(12, 12, 12, 64, 768, 3072, 50257, 2, "gpt2 shape")
 RATES = PassRates(overhead_s=0.01, s_per_op=1e-10)  # a plain laptop: 10 GMAC/s, 10 ms per pass
+LAPTOP_RATES = PassRates(overhead_s=0.002, s_per_op=1e-10)  # the bundled model on a plain laptop: 2 ms a pass
 ESTIMATE_EXAMPLES = 200
 
 
@@ -61,13 +62,25 @@ def test_the_issue_run_is_refused_with_its_estimate():
     assert "\n" not in message and len(message) < 400
 
 
-def test_a_real_runs_estimate_comes_from_real_passes(sdpa_model):
-    rates = harness.pass_rates(sdpa_model, 1)
+def test_a_real_runs_estimate_comes_from_real_passes(sdpa_model, monkeypatch):
+    """The estimate is the settings' arithmetic over rates measured from real passes of the model; the budget
+    check is tested with injected rates (an estimate built from timed passes moves with the machine's load)."""
+    rates = harness.pass_rates(sdpa_model, 1)  # real passes: positive rates, whatever the load
     assert rates.s_per_op > 0 and rates.overhead_s >= 0
-    small = harness.estimate(sdpa_model, BenchSettings(prompt_len=4, new_tokens=8, repeats=1, warmup=0, threads=1))
-    big = harness.estimate(sdpa_model, BenchSettings(prompt_len=1, new_tokens=255, repeats=10, warmup=5, threads=1,
-                                                   include_generate_no_cache=True))
+    small_run = BenchSettings(prompt_len=4, new_tokens=8, repeats=1, warmup=0, threads=1)
+    big_run = BenchSettings(prompt_len=1, new_tokens=255, repeats=10, warmup=5, threads=1,
+                            include_generate_no_cache=True)
+    shape = ops.ModelShape.from_info(sdpa_model.info)
+    assert harness.estimate(sdpa_model, small_run) == estimate_seconds(small_run, shape, rates)  # from those passes
+    laptop, asked = LAPTOP_RATES, []
+    monkeypatch.setattr(harness, "pass_rates", lambda loaded, threads: asked.append((loaded, threads)) or laptop)
+    small, big = harness.estimate(sdpa_model, small_run), harness.estimate(sdpa_model, big_run)
+    assert asked == [(sdpa_model, 1), (sdpa_model, 1)]  # this model's rates, at the run's thread count
+    assert small == estimate_seconds(small_run, shape, laptop) and big == estimate_seconds(big_run, shape, laptop)
     assert small < PAGE_BUDGET_S < big
+    with pytest.raises(BenchInputError):
+        harness.refuse_over_budget(sdpa_model, big_run, PAGE_BUDGET_S)
+    assert harness.refuse_over_budget(sdpa_model, small_run, PAGE_BUDGET_S) == small
 
 
 def test_a_running_benchmark_stops_within_a_second(sdpa_model):
@@ -102,7 +115,9 @@ def page():
     st.cache_resource.clear()
 
 
-def test_the_page_refuses_a_run_over_its_budget_and_keeps_earlier_results(page):
+def test_the_page_refuses_a_run_over_its_budget_and_keeps_earlier_results(page, monkeypatch):
+    # injected rates: the page's own estimate, timed on a loaded machine, put this run under the budget (and ran it)
+    monkeypatch.setattr(harness, "pass_rates", lambda loaded, threads: LAPTOP_RATES)
     page.run()
     page.session_state["bench_result"] = None
     page.number_input(key="bench_prompt_len").set_value(1)

@@ -144,12 +144,12 @@ def test_the_race_times_the_shown_step_both_ways_and_changes_nothing(bundled):
         engine.step()
     keys, length = engine.layer_keys(0).copy(), engine.cache_len
     timing = engine.race(budget_s=0.05)
-    assert timing.seq_len == length and timing.repeats >= 3
+    assert timing.seq_len == length and timing.repeats >= 1
     assert len(timing.fixed_ms) == len(timing.cached_ms) == len(timing.uncached_ms)
     assert all(x > 0 for x in timing.cached_ms + timing.uncached_ms + timing.fixed_ms)
     assert engine.cache_len == length and (engine.layer_keys(0) == keys).all()  # nobody's cache touched
-    earlier = engine.race(at=2, budget_s=0.0)
-    assert earlier.seq_len == engine.records[2].cache_len and earlier.repeats == 3
+    earlier = engine.race(at=2, budget_s=0.0)  # no budget: one repeat a side (tests/test_race.py: the bound)
+    assert earlier.seq_len == engine.records[2].cache_len and earlier.repeats == 1
 
 
 def test_the_race_view_shows_the_clock_and_a_verdict(fresh_streamlit_caches):

@@ -164,24 +164,33 @@ def race_figure(snap: StageSnapshot, cached: bool, font_px: int = 14, height_px:
 def race_timing_figure(cached_ms: Sequence[float], uncached_ms: Sequence[float], fixed_ms: Sequence[float],
                        font_px: int = 14, height_px: int = 120) -> go.Figure:
     """The race's clock: each side's median (bar) with its middle half of repeats (whisker: 25th-75th
-    percentile), and the 1-token forward's median as a dashed line: the floor every forward stands on here."""
+    percentile), and the 1-token forward, timed between them the same way, as the same statistic: its median a
+    dashed line, its middle half a grey band (the floor every forward stands on here). One repeat a side has no
+    spread: no whiskers, and the chart says so."""
     def stats(xs: Sequence[float]) -> tuple[float, float, float]:
         q1, med, q3 = (float(v) for v in np.percentile(xs, [25, 50, 75]))
         return med, med - q1, q3 - med
 
     names = [_("without the cache"), _("with the cache")]  # top to bottom: the slow side on top reads as a race
     rows = [stats(uncached_ms), stats(cached_ms)]
+    single = min(len(cached_ms), len(uncached_ms)) < 2
     fig = go.Figure(go.Bar(
         x=[r[0] for r in rows], y=names, orientation="h", marker_color=[RECOMPUTED_COLOR, NEW_ROW_COLOR],
         error_x={"type": "data", "symmetric": False, "array": [r[2] for r in rows],
-                 "arrayminus": [r[1] for r in rows], "thickness": 2, "width": 6},
+                 "arrayminus": [r[1] for r in rows], "thickness": 2, "width": 6, "visible": not single},
         text=[f"{r[0]:.1f} ms" for r in rows], textposition="inside", insidetextanchor="start", cliponaxis=False,
         hovertemplate=_("%{y}: median %{x:.2f} ms<extra></extra>")))
-    fixed = float(np.median(fixed_ms))
+    fixed, fixed_below, fixed_above = stats(fixed_ms)
+    if fixed_below + fixed_above > 0:  # the floor's middle half, as the whiskers show the sides'
+        fig.add_vrect(x0=fixed - fixed_below, x1=fixed + fixed_above, fillcolor="#868e96", opacity=0.2, line_width=0,
+                      layer="below")
     fig.add_vline(x=fixed, line={"dash": "dash", "color": "#868e96", "width": 2})
     fig.add_annotation(x=fixed, y=1.0, yref="paper", yanchor="bottom", showarrow=False, xanchor="left",
-                       text=_("┆ 1-token forward: {ms:.1f} ms").format(ms=fixed))
-    top = max(max(r[0] + r[2] for r in rows), fixed)
+                       text=_("┆ 1-token forward, median: {ms:.1f} ms").format(ms=fixed))
+    if single:  # bottom right: beside the short cached bar, clear of the floor's label above the plot
+        fig.add_annotation(x=1.0, xref="paper", y=0.0, yref="paper", yanchor="bottom", xanchor="right",
+                           showarrow=False, text=_("one repeat: no spread"))
+    top = max(max(r[0] + r[2] for r in rows), fixed + fixed_above)
     fig.update_xaxes(range=[0, top * 1.15], nticks=5, ticksuffix=" ms")
     fig.update_layout(height=height_px, margin={"l": 10, "r": 10, "t": font_px + 12, "b": 10}, showlegend=False,
                       bargap=0.3)

@@ -14,15 +14,18 @@ in real engines: `crop_cache(cache, n)` keeps positions 0..n-1.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
 import torch
 from transformers import DynamicCache
 
 from kvviz.i18n import _
+from kvviz.speedup.harness import checks_inside_passes
 from kvviz.speedup.machine import load_average
 from kvviz.model.loading import LoadedModel
 from kvviz.inputs.prompt_rules import check_prompt
@@ -31,6 +34,7 @@ from kvviz.step.records import (
     Equivalence,
     ParkedGeneration,
     PromptError,
+    RACE_BUDGET_S,
     RaceTiming,
     Sampling,
     StepRecord,
@@ -93,19 +97,29 @@ def cache_bytes(cache: DynamicCache) -> int:
     return total
 
 
-RACE_BUDGET_S = 0.15  # the race view's measuring time per click, at most (a quiet machine does 15 repeats in ~60 ms)
-RACE_MIN_REPEATS, RACE_MAX_REPEATS = 3, 15
+RACE_MAX_REPEATS = 15  # a quiet machine does 15 repeats of the bundled model in ~60 ms
 
 
 @torch.inference_mode()
 def race_timing(loaded: LoadedModel, token_ids: list[int], budget_s: float = RACE_BUDGET_S,
-                min_repeats: int = RACE_MIN_REPEATS, max_repeats: int = RACE_MAX_REPEATS) -> RaceTiming:
-    """Time the step that fed token_ids[-1] both ways, as a fair statistic: repeats of each side interleaved
-    (the order rotates, so a burst of load hits all three alike) until max_repeats, or until budget_s has passed
-    with at least min_repeats. Nobody's cache is touched: the cached side runs over a cache of its own, filled
-    (untimed) with token_ids[:-1] and cropped back after every repeat.
+                max_repeats: int = RACE_MAX_REPEATS, check: Callable[[], None] | None = None,
+                clock: Callable[[], float] = time.perf_counter) -> RaceTiming:
+    """Time the step that fed token_ids[-1] both ways, as a fair statistic: repeats of the three passes
+    interleaved (the order rotates, so a burst of load hits all three alike), each pass run the same way (one
+    forward over a DynamicCache, so no side pays a code path the others skip).
 
-    cached: 1 token over len-1 cached rows; uncached: all len tokens from scratch; fixed: 1 token, nothing
+    The click's work is bounded: the first repeat always runs; another starts only while it is expected (from
+    the last repeat's cost) to end within budget_s of the start, up to max_repeats. Where one repeat costs more
+    than the budget (the GPT-2 124M shape at a long context) the click does exactly one repeat and one long
+    pass: the uncached side's first pass, nothing cached, also fills the cached side's cache (its rows, cropped
+    by one). Nobody else's cache is touched.
+
+    check() (optional) is called between passes and before every transformer block (the speed-up harness's
+    checks_inside_passes, this thread only): whatever it raises (Streamlit's rerun or stop, when a newer run
+    or a closed tab ends this one) ends the race within one block; nothing is returned. clock: seconds, for
+    the passes and the budget (tests inject one).
+
+    cached: 1 token over len-1 cached rows; uncached: all len tokens, nothing cached; fixed: 1 token, nothing
     cached (what every forward costs here whatever the length: the floor under both sides).
     """
     if not token_ids:
@@ -113,39 +127,47 @@ def race_timing(loaded: LoadedModel, token_ids: list[int], budget_s: float = RAC
     model = loaded.model
     vocab = model.config.vocab_size
     ids = [int(t) % vocab for t in token_ids]  # another model of the same tokenizer family: same ids
-    every, last, first = torch.tensor([ids]), torch.tensor([ids[-1:]]), torch.tensor([ids[:1]])
-    cache = DynamicCache(config=model.config)
-    if len(ids) > 1:
-        with MODEL_LOCK:
-            cache = model(input_ids=torch.tensor([ids[:-1]]), past_key_values=cache, use_cache=True).past_key_values
+    feed = {"uncached": torch.tensor([ids]), "cached": torch.tensor([ids[-1:]]), "fixed": torch.tensor([ids[:1]])}
     keep = len(ids) - 1
+    cache: DynamicCache | None = None  # the cached side's: filled by the first uncached pass
+    between = check or (lambda: None)
 
-    def timed(kind: str) -> float:
+    def timed(kind: str) -> tuple[float, DynamicCache]:  # (seconds, the pass's cache)
+        between()
+        past = cache if kind == "cached" else DynamicCache(config=model.config)
         with MODEL_LOCK:
-            began = time.perf_counter()
-            if kind == "cached":
-                model(input_ids=last, past_key_values=cache if keep else None, use_cache=True)
-            elif kind == "uncached":
-                model(input_ids=every, use_cache=False)
-            else:
-                model(input_ids=first, use_cache=False)
-            ms = (time.perf_counter() - began) * 1000.0
-        if kind == "cached" and keep:
+            began = clock()
+            out = model(input_ids=feed[kind], past_key_values=past, use_cache=True)
+            s = clock() - began
+        if kind == "cached":
             crop_cache(cache, keep)
-        return ms
+        return s, out.past_key_values
 
     samples: dict[str, list[float]] = {"cached": [], "uncached": [], "fixed": []}
-    orders = (("cached", "uncached", "fixed"), ("uncached", "fixed", "cached"), ("fixed", "cached", "uncached"))
-    for kind in ("cached", "fixed") if keep else orders[0]:  # warm-up (the untimed fill above warmed the long pass)
-        timed(kind)
-    deadline = time.perf_counter() + budget_s
-    for i in range(max_repeats):
-        if i >= min_repeats and time.perf_counter() > deadline:
-            break
-        for kind in orders[i % 3]:
-            samples[kind].append(timed(kind))
-    return RaceTiming(seq_len=len(ids), cached_ms=tuple(samples["cached"]), uncached_ms=tuple(samples["uncached"]),
-                      fixed_ms=tuple(samples["fixed"]), model_label=loaded.info.label, load_1min=load_average()[0])
+    orders = (("uncached", "cached", "fixed"), ("cached", "fixed", "uncached"), ("fixed", "uncached", "cached"))
+    inside = checks_inside_passes(model, check) if check is not None else contextlib.nullcontext()
+    with inside:
+        started = clock()
+        timed("fixed")  # warm-up (untimed)
+        uncached_s, filled = timed("uncached")
+        samples["uncached"].append(uncached_s)
+        cache = filled
+        crop_cache(cache, keep)  # the cached side's cache: every row but the last, as the engine had it
+        if keep:
+            timed("cached")  # warm-up (untimed)
+        for kind in orders[0][1:]:
+            samples[kind].append(timed(kind)[0])
+        repeat_s = sum(xs[0] for xs in samples.values())  # the first repeat's cost, its warm-ups left out
+        for i in range(1, max_repeats):
+            began = clock()
+            if began + repeat_s > started + budget_s:  # the next repeat would end past the budget
+                break
+            for kind in orders[i % 3]:
+                samples[kind].append(timed(kind)[0])
+            repeat_s = clock() - began
+    ms = {kind: tuple(1000.0 * s for s in xs) for kind, xs in samples.items()}
+    return RaceTiming(seq_len=len(ids), cached_ms=ms["cached"], uncached_ms=ms["uncached"], fixed_ms=ms["fixed"],
+                      model_label=loaded.info.label, load_1min=load_average()[0])
 
 
 # One forward pass at a time per server, for every session's stepping engine (the step page, the lesson and
@@ -321,13 +343,16 @@ class StepEngine:
             self.pending_token_id = int(token_id)
             self.step()
 
-    def race(self, at: int | None = None, budget_s: float = RACE_BUDGET_S, on: LoadedModel | None = None) -> RaceTiming:
-        """The step of record `at` (default the newest) timed with and without the cache (race_timing), on this
-        engine's model or `on` another of the same tokenizer (the race at a larger shape). Changes nothing."""
+    def race(self, at: int | None = None, budget_s: float = RACE_BUDGET_S, on: LoadedModel | None = None,
+             check: Callable[[], None] | None = None) -> RaceTiming:
+        """The step of record `at` (default the newest) timed with and without the cache (race_timing: bounded
+        to budget_s or one repeat, ended by whatever check() raises), on this engine's model or `on` another of
+        the same tokenizer (the race at a larger shape). Changes nothing."""
         if not self.started:
             raise PromptError(_("Prefill a prompt first."))
         record = self.records[-1 if at is None else at]
-        return race_timing(on or self.loaded, self.token_ids[: record.cache_len], budget_s=budget_s)
+        return race_timing(on or self.loaded, self.token_ids[: record.cache_len], budget_s=budget_s,
+                           check=check)
 
     # ----- caching changes speed, not results ------------------------------------------------------------
     @torch.inference_mode()

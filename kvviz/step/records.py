@@ -13,7 +13,7 @@ import numpy as np
 
 from kvviz.inputs.prompt_rules import PromptError, check_int_in_range
 
-__all__ = ["ContextFullError", "Equivalence", "ParkedGeneration", "PromptError", "RaceTiming", "Sampling", "StepRecord", "TokenProb", "draw_seed"]
+__all__ = ["ContextFullError", "Equivalence", "ParkedGeneration", "PromptError", "RACE_BUDGET_S", "RaceTiming", "Sampling", "StepRecord", "TokenProb", "draw_seed"]
 
 
 class ContextFullError(ValueError):
@@ -102,9 +102,15 @@ class Equivalence:
     uncached_ms: float  # wall time of that full forward (the "without cache" side of the race)
 
 
+# The race view's measuring time per click (kvviz.step.engine.race_timing), or one repeat of each side where one
+# repeat costs more (the GPT-2 124M shape at a long context: one long pass). Here, torch-free, so a page can say it.
+RACE_BUDGET_S = 0.15
+
+
 @dataclass(frozen=True)
 class RaceTiming:
-    """One step timed both ways, each side a set of repeats (interleaved, so a burst of load hits both alike).
+    """One step timed both ways, each side a set of repeats (interleaved, so a burst of load hits both alike;
+    one repeat where a repeat costs more than the click's budget).
 
     cached_ms: the step as the engine runs it (the newest token fed over the rows already cached);
     uncached_ms: the same logits with no cache (a full forward over every token fed so far);
@@ -147,9 +153,24 @@ class RaceTiming:
     @property
     def inside_noise(self) -> bool:
         """The two sides' interquartile ranges overlap: half the repeats of each side lie where the other's lie,
-        so the difference of the medians is not to be read as a winner."""
+        so the difference of the medians is not to be read as a winner. (One repeat a side has no range: see
+        single_repeat.)"""
         c, u = self.quartiles(self.cached_ms), self.quartiles(self.uncached_ms)
         return c[1] >= u[0] and u[1] >= c[0]
+
+    @property
+    def single_repeat(self) -> bool:
+        """One repeat a side (one repeat cost more than the click's budget): no spread to judge the noise by."""
+        return self.repeats < 2
+
+    @property
+    def below_floor(self) -> tuple[str, ...]:
+        """The sides ("cached", "uncached") whose median came in under the 1-token forward's median. Each side
+        does that forward's work and more, so such a gap is noise; a caption must never say that side stands on
+        the floor (the chart would contradict it)."""
+        floor = self.fixed_median_ms
+        return tuple(side for side, median in (("cached", self.cached_median_ms), ("uncached", self.uncached_median_ms))
+                     if median < floor)
 
     @property
     def paired_saving_ms(self) -> float:

@@ -1,0 +1,86 @@
+"""The race view in a real browser (issue 30 item 8, issue 29 item 6): on the GPT-2 124M shape each part says
+which model it shows, and closing the tab while the race measures ends it within a pass: the server stops
+spending CPU on it. Headless Debian Chromium at 1280x720 against `streamlit run app.py`.
+
+The comparison is the server process's own CPU seconds, one race left to finish against one whose tab was
+closed, in the same test: never a time against a fixed number."""
+from __future__ import annotations
+
+import os
+import re
+import time
+
+import pytest
+
+from test_browser import CHROMIUM, CHROMIUM_ARGS, _assert_no_errors, _wait_idle, app_url  # noqa: F401
+
+pytestmark = pytest.mark.browser
+STATUS = "Timing this step with and without the cache on"
+
+
+def _server_cpu_s(port: int) -> float:
+    """CPU seconds (user + system) of the process listening on `port`: the Streamlit server under test."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if b"streamlit" in b" ".join(cmd) and str(port).encode() in cmd:
+            fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    raise LookupError(f"no streamlit server on port {port}")
+
+
+def _settled_cpu_s(port: int, flat_s: float = 1.5, at_most_s: float = 120.0) -> float:
+    """The server's CPU seconds once they have stopped growing for flat_s (a race still running keeps them
+    growing until it ends, however loaded the machine)."""
+    last, since, deadline = _server_cpu_s(port), time.monotonic(), time.monotonic() + at_most_s
+    while time.monotonic() < deadline:
+        time.sleep(0.25)
+        now = _server_cpu_s(port)
+        if now > last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= flat_s:
+            break
+    return last
+
+
+def _race_page(browser, url: str):
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    tab = context.new_page()
+    tab.set_default_timeout(240_000)
+    tab.goto(f"{url}/step_through?prompt=ROMEO:&steps=240&view=race&seed=3")  # 241 cached rows: a long pass
+    tab.wait_for_selector(".kvviz-strip")
+    _wait_idle(tab)
+    tab.get_by_role("radio", name="GPT-2 124M shape", exact=True).click()
+    tab.get_by_text("The tiles above count").wait_for()
+    _wait_idle(tab)
+    return context, tab
+
+
+def test_the_124m_race_names_its_models_and_a_closed_tab_ends_it(app_url):  # noqa: F811
+    from playwright.sync_api import sync_playwright
+
+    port = int(app_url.rsplit(":", 1)[1])
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        context, tab = _race_page(browser, app_url)
+        text = tab.locator("body").inner_text()
+        assert re.search(r"K caches and counts below: .+, the model generating\. The clock under them: gpt2 shape", text)
+        assert re.search(r"The tiles above count .+; the clock and the verdict below time gpt2 shape", text)
+        _assert_no_errors(tab)
+        # a race left to finish: the CPU it costs
+        tab.get_by_role("button", name=re.compile("^Next token")).click()
+        tab.get_by_text(STATUS).wait_for()
+        began = _server_cpu_s(port)
+        tab.get_by_text(STATUS).wait_for(state="detached")
+        finished_race_s = _server_cpu_s(port) - began
+        _wait_idle(tab)
+        # the same race, its tab closed while it measures
+        tab.get_by_role("button", name=re.compile("^Next token")).click()
+        tab.get_by_text(STATUS).wait_for()
+        began = _server_cpu_s(port)
+        context.close()
+        after_close_s = _settled_cpu_s(port) - began
+        browser.close()
+    assert after_close_s < finished_race_s / 2, (after_close_s, finished_race_s)
