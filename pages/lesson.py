@@ -27,12 +27,14 @@ N_STEPS = len(lesson.STEPS)
 END = N_STEPS + 1  # the summary page, after step 12
 OUTCOMES = "lesson_outcomes"  # {step number: lesson.Outcome}
 END_LABEL = N_("End")  # the summary's place in the step control (and ?step=End in an English link)
+URL_STEP = "lesson_url_step"  # the step this session last wrote into the URL (_step_to_url)
 SCORE_PARAM = "lesson_score"  # the outcomes in the URL: one letter per step (lesson.encode_outcomes)
 REVEAL_KEY, RIGHT_KEY, WRONG_KEY = "V", "Y", "N"  # class mode's keys: none of them reads as a choice's letter A-D
 CLASS_CSS = """<style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"] {display: none}
 [data-testid="stMainBlockContainer"] {padding-top: 2.2rem; padding-bottom: 2rem}
 [data-testid="stMainBlockContainer"] h1 {font-size: 1.5rem; padding: 0 0 0.25rem 0}
+.st-key-lesson_choices h3 {padding: 0.1rem 0}
 </style>"""  # class mode: no sidebar, a small title, so the question and its answer stay above the fold
 
 
@@ -40,20 +42,37 @@ CLASS_CSS = """<style>
 ui.ensure_router()  # before anything is drawn: see its docstring
 
 
-def _linked_step() -> int:
-    """The step this run shows before the step control is drawn: the control's value, else the link's ?step= (a deep
-    link's first run: Back and its Left key must work at once), else 1."""
-    if st.session_state.get("step"):
-        return int(st.session_state["step"])
+def _url_step() -> int | None:
+    """The step the URL names (?step=4, ?step=End in any language), or None."""
     raw = st.query_params.get("step")
     if raw in lesson.translations(END_LABEL):
         return END
-    return int(raw) if raw and raw.isdigit() and 1 <= int(raw) <= N_STEPS else 1
+    return int(raw) if raw and raw.isdigit() and 1 <= int(raw) <= N_STEPS else None
+
+
+def _sync_step_with_url() -> None:
+    """Before the step control is drawn: a URL that differs from the one this session last wrote (a link, a reload,
+    the browser's Back or Forward) sets the step, so Back and its Left key work on a deep link's first run and the
+    browser's Back returns to the previous step."""
+    url, written = _url_step(), st.session_state.get(URL_STEP)
+    if url is not None and url != written:
+        st.session_state["step"] = url
+    elif not st.session_state.get("step"):
+        st.session_state["step"] = written or 1
+
+
+def _step_to_url(number: int) -> None:
+    """The step shown into the URL. Written by the page (not bound to the control, which replaces the URL in place):
+    each move is a browser history entry, so the browser's Back goes to the step before."""
+    st.session_state[URL_STEP] = number
+    label = _(END_LABEL) if number == END else str(number)
+    if st.query_params.get("step") != label:
+        st.query_params["step"] = label
 
 
 def _go(delta: int) -> None:
     """(Button callback.) Move to the previous or next step; the bound widget puts it in the URL."""
-    st.session_state["step"] = min(END, max(1, _linked_step() + delta))
+    st.session_state["step"] = min(END, max(1, (st.session_state.get("step") or 1) + delta))
 
 
 def _restart() -> None:
@@ -222,11 +241,13 @@ def class_box(number: int, question: lesson.Question, step: lesson.LessonStep, f
     teacher marks the room right (Y) or wrong (N) and the ending scores the room."""
     st.markdown(f"### {question.text}")
     if question.is_choice:
-        st.markdown("\n".join(f"### {chr(65 + i)}. {c}" for i, c in enumerate(question.choices)))
+        st.container(key="lesson_choices").markdown(
+            "\n".join(f"### {chr(65 + i)}. {c}" for i, c in enumerate(question.choices)))
     elif question.rel_tolerance and not question.states_tolerance:
         st.caption(_("Accepted within {tolerance:.0%}.").format(tolerance=question.rel_tolerance))
     reveal_key = f"lesson_reveal_{number}"
-    if not st.session_state.get(reveal_key) and number not in _outcomes():
+    revealed = bool(st.session_state.get(reveal_key)) or number in _outcomes()
+    if not revealed:
         row = st.container(horizontal=True)
         row.button(_("Reveal the answer"), key=f"lesson_reveal_btn_{number}", type="primary",
                    icon=":material/visibility:", shortcut=REVEAL_KEY,
@@ -235,21 +256,23 @@ def class_box(number: int, question: lesson.Question, step: lesson.LessonStep, f
                    on_click=lambda: st.session_state.update({f"lesson_class_hint_{number}": True}))
         if st.session_state.get(f"lesson_class_hint_{number}"):
             st.warning(question.hint, icon=":material/lightbulb:")
-        return
-    st.success(_("### Answer: {answer}").format(answer=question.answer_text()))
-    outcome = _outcomes().get(number)
-    if outcome is None:
-        row = st.container(horizontal=True, vertical_alignment="center", key=f"lesson_mark_{number}")
-        row.markdown(_("**Did the room get it?**"))
-        row.button(_("The room got it"), key=f"lesson_room_right_{number}", icon=":material/check:",
-                   shortcut=RIGHT_KEY, on_click=_mark_room, args=(number, True, question.answer_text()))
-        row.button(_("The room missed it"), key=f"lesson_room_wrong_{number}", icon=":material/close:",
-                   shortcut=WRONG_KEY, on_click=_mark_room, args=(number, False, question.answer_text()))
     else:
-        right = outcome.result in ("first try", "after a hint")
-        st.caption(_("Marked for the room: {result}. The ending counts the room's score.").format(
-            result=lesson.result_label(outcome.result) if right else _("missed (answer shown)")))
-    _worked(number, question, step, font_px)
+        st.success(_("### Answer: {answer}").format(answer=question.answer_text()))
+        outcome = _outcomes().get(number)
+        if outcome is None:
+            row = st.container(horizontal=True, vertical_alignment="center", key=f"lesson_mark_{number}")
+            row.markdown(_("**Did the room get it?**"))
+            row.button(_("The room got it"), key=f"lesson_room_right_{number}", icon=":material/check:",
+                       shortcut=RIGHT_KEY, on_click=_mark_room, args=(number, True, question.answer_text()))
+            row.button(_("The room missed it"), key=f"lesson_room_wrong_{number}", icon=":material/close:",
+                       shortcut=WRONG_KEY, on_click=_mark_room, args=(number, False, question.answer_text()))
+        else:
+            right = outcome.result in ("first try", "after a hint")
+            st.caption(_("Marked for the room: {result}. The ending counts the room's score.").format(
+                result=lesson.result_label(outcome.result) if right else _("missed (answer shown)")))
+    _figures(question, False, font_px, number)  # the figure the question is about, under it
+    if revealed:
+        _worked(number, question, step, font_px)
 
 
 def summary(loaded) -> None:
@@ -283,26 +306,23 @@ if (st.session_state["lesson_class"] if "lesson_class" in st.session_state
     st.html(CLASS_CSS)  # before the title: class mode's chrome is small from the first frame
 st.title(_("Lesson: the KV cache in {n} questions").format(n=N_STEPS))
 top = st.container(horizontal=True, vertical_alignment="center")
-# Link check (issue 23): the bound step control drops a bad ?step= silently; say so, once per session.
+# Link check (issue 23): a bad ?step= opens step 1; say so, once per session.
 if not st.session_state.get("lesson_link_checked"):
     st.session_state["lesson_link_checked"] = True
     raw_step = st.query_params.get("step")
-    end_labels = lesson.translations(END_LABEL)  # "End" in any language opens the summary
-    if raw_step in end_labels and raw_step != _(END_LABEL):
-        st.query_params["step"] = _(END_LABEL)  # the bound control reads its label in this language: from the
-        st.rerun()  # next run's URL (st.query_params updates it; this run's control was seeded from the old one)
-    elif raw_step not in end_labels and (link_notice := query_values.refused_link_whole(
+    if raw_step not in lesson.translations(END_LABEL) and (link_notice := query_values.refused_link_whole(
             raw_step, 1, N_STEPS, "step", _("Opening step 1 (or ?step=End for the summary)."))):
         st.warning(link_notice)
 
-number = _linked_step()
+_sync_step_with_url()
+number = st.session_state["step"]
 top.button(_("Back"), key="lesson_back", on_click=_go, args=(-1,), disabled=number == 1, icon=":material/arrow_back:",
            shortcut="Left")
 number = top.segmented_control(
-    _("Step"), list(range(1, END + 1)), default=None if "step" in st.session_state else 1, key="step",
-    bind="query-params", format_func=lambda n: _(END_LABEL) if n == END else str(n),
+    _("Step"), list(range(1, END + 1)), key="step", format_func=lambda n: _(END_LABEL) if n == END else str(n),
     help=_("Jump to a step; the URL (?step=4) opens the same step"), label_visibility="collapsed",
-) or 1
+) or number  # clicking the step shown deselects it: stay there
+_step_to_url(number)
 top.button(_("Next"), key="lesson_next", on_click=_go, args=(1,), disabled=number == END,
            icon=":material/arrow_forward:", shortcut="Right", type="primary")
 class_mode = top.toggle(_("Class mode"), key="lesson_class", bind="query-params",
@@ -335,18 +355,26 @@ step = lesson.STEPS[number - 1]
 st.progress(number / N_STEPS, text=_("Step {number} of {n}: **{title}**").format(number=number, n=N_STEPS,
                                                                                   title=_(step.title)))
 question = _question(number, loaded, engine)
-st.markdown(_(step.teach))
-words = st.container(horizontal=True, vertical_alignment="center", gap="small")
-words.caption(_("Words for this step:"))
-for term in step.terms:  # each opens the glossary at that word; the tooltip is the glossary's own definition
-    words.page_link("pages/glossary.py", label=_term_label(term), query_params={"term": term, i18n.QUERY_PARAM: i18n.current()},
-                    help=glossary.help_text(term),
-                    icon=":material/menu_book:")
-_figures(question, False, font_px, number)
-with st.container(border=True):
-    if class_mode:
+
+
+def _teach() -> None:
+    st.markdown(_(step.teach))
+    words = st.container(horizontal=True, vertical_alignment="center", gap="small")
+    words.caption(_("Words for this step:"))
+    for term in step.terms:  # each opens the glossary at that word; the tooltip is the glossary's own definition
+        words.page_link("pages/glossary.py", label=_term_label(term),
+                        query_params={"term": term, i18n.QUERY_PARAM: i18n.current()},
+                        help=glossary.help_text(term), icon=":material/menu_book:")
+
+
+if class_mode:  # the projector: the question and its answer first, above the fold; the figure under them
+    with st.container(border=True):
         class_box(number, question, step, font_px)
-    else:
+    _teach()
+else:
+    _teach()
+    _figures(question, False, font_px, number)
+    with st.container(border=True):
         st.markdown(_("**Question.** {question}").format(question=question.text))
         student_box(number, question, step, font_px)
 

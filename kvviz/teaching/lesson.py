@@ -197,7 +197,7 @@ def _prefill_rows(engine: Any) -> Question:
     rows = engine.cache_len
     texts = list(record.fed_token_texts)
     return Question(
-        _("The prompt above is **{n} tokens**, fed in one prefill pass. After the prefill, how many rows "
+        _("The prompt shown here is **{n} tokens**, fed in one prefill pass. After the prefill, how many rows "
           "does layer 0's K cache hold?").format(n=len(ids)), rows,
         _("Prefill runs all {n} prompt tokens through the model in one pass and stores one K row and one V "
           "row per token in every layer: the real cache holds **{rows}** rows, numbered 0 to {last} like the "
