@@ -29,7 +29,8 @@ OUTCOMES = "lesson_outcomes"  # {step number: lesson.Outcome}
 END_LABEL = N_("End")  # the summary's place in the step control (and ?step=End in an English link)
 URL_STEP = "lesson_url_step"  # the step this session last wrote into the URL (_step_to_url)
 SCORE_PARAM = "lesson_score"  # the outcomes in the URL: one letter per step (lesson.encode_outcomes)
-SCORE_WRITTEN = "lesson_url_score"  # the score this session last wrote into the URL
+SCORE_WRITTEN = "lesson_url_score"  # the score this session last wrote into the URL (or last read from it)
+SCORE_HOLD = "lesson_score_hold"  # this run writes no score (the URL came without one: _outcomes)
 REVEAL_KEY, RIGHT_KEY, WRONG_KEY = "V", "Y", "N"  # class mode's keys: none of them reads as a choice's letter A-D
 CLASS_CSS = """<style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"] {display: none}
@@ -89,21 +90,27 @@ def _restart() -> None:
 
 
 def _outcomes() -> dict[int, lesson.Outcome]:
-    """This session's outcomes. A score in the URL that this session did not write (a link, a reload, the browser's
-    Back or Forward) wins: a reload keeps the score, and Back after a mark takes that mark back, as the URL then
-    says (the answers as written are kept where the result is the same)."""
+    """This session's outcomes. A score in the URL that this session did not write (a reload, a link that carries
+    one, the browser's Back or Forward) wins: a reload keeps the score, and Back after a mark takes that mark back.
+    A URL without a score (a plan's link, Back to before the first mark) keeps the session's, and this run writes
+    none (writing it would push a history entry and undo the browser's Back)."""
     url = st.query_params.get(SCORE_PARAM) or ""
     if OUTCOMES not in st.session_state or url != st.session_state.get(SCORE_WRITTEN, ""):
         old = st.session_state.get(OUTCOMES, {})
-        st.session_state[OUTCOMES] = {n: old[n] if n in old and old[n].result == o.result else o
-                                      for n, o in lesson.decode_outcomes(url, N_STEPS).items()}
+        if url or OUTCOMES not in st.session_state:
+            st.session_state[OUTCOMES] = {n: old[n] if n in old and old[n].result == o.result else o
+                                          for n, o in lesson.decode_outcomes(url, N_STEPS).items()}
+        else:
+            st.session_state[SCORE_HOLD] = True
         st.session_state[SCORE_WRITTEN] = url
     return st.session_state[OUTCOMES]
 
 
 def _score_to_url() -> None:
-    """Write the outcomes into the URL (only when they changed: an unchanged URL adds no history entry)."""
+    """Write the outcomes into the URL when they differ from it (an unchanged URL adds no history entry)."""
     code = lesson.encode_outcomes(_outcomes(), N_STEPS)
+    if st.session_state.pop(SCORE_HOLD, False):
+        return
     code = code if code.strip("-") else ""
     st.session_state[SCORE_WRITTEN] = code
     if code and st.query_params.get(SCORE_PARAM) != code:
