@@ -190,14 +190,33 @@ def test_class_mode_keys_fit_url_back_and_reload(app_url):  # noqa: F811
 
 
 def test_memory_links_keep_every_tabs_inputs(app_url):  # noqa: F811
-    """Item 10 (memory): switching tabs kept only the open tab's inputs in the URL."""
+    """Item 10 (memory): an input set in one tab (the GPU, the block size) stayed in the URL only while its tab was
+    open; a copied link then lost it."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        tab = _open(browser, f"{app_url}/memory_budget?mem_compare=gpt2&mem_gpu=NVIDIA+H100+80GB&mem_block=32", "light")
+        tab = _open(browser, f"{app_url}/memory_budget", "light")
         _settled(tab)
-        for name in ("What fits", "Paged vs flat", "Textbook figures", "Size vs context"):
+        tab.locator(".st-key-mem_compare").click()
+        tab.get_by_role("option", name="gpt2", exact=True).click()
+        tab.wait_for_function("() => location.search.includes('mem_compare=gpt2')")
+        tab.keyboard.press("Escape")
+        _settled(tab)
+        tab.get_by_role("tab", name="What fits").click()
+        _settled(tab)
+        tab.locator(".st-key-mem_gpu").click()
+        tab.get_by_role("option", name="NVIDIA H100 80GB").click()
+        tab.wait_for_function("() => location.search.includes('mem_gpu=')")
+        _settled(tab)
+        tab.get_by_role("tab", name="Paged vs flat").click()
+        _settled(tab)
+        block = tab.locator(".st-key-mem_block input")
+        block.fill("32")
+        block.press("Enter")
+        tab.wait_for_function("() => location.search.includes('mem_block=32')")
+        _settled(tab)
+        for name in ("Size vs context", "Textbook figures", "What fits", "Paged vs flat"):
             tab.get_by_role("tab", name=name).click()
             _settled(tab)
             tab.wait_for_timeout(500)
