@@ -68,8 +68,8 @@ def size_vs_context_figure(
                       annotation_text=_("{n:,} tokens").format(n=mark_context), annotation_font_color=MARKER_COLOR,
                       annotation_position="top left" if mark_context > max_context / 2 else "top right")
     if budget_bytes is not None and budget_bytes > 0:
-        fig.add_hline(y=budget_bytes / size, line_dash="dash", line_color="gray", annotation_text=_("memory left for the cache"),
-                      annotation_position="top left")
+        fig.add_hline(y=budget_bytes / size, line_dash="dash", line_color="gray",
+                      annotation_text=_("memory left for the cache"), annotation_position="top left")
     legend, top = top_legend(len(configs))
     fig.update_layout(
         title=dict(text=_("KV cache size vs context (batch {batch}): each line stops at its model's maximum "
