@@ -1,7 +1,8 @@
 """Memory budget: exact KV-cache bytes for any model layout, what fits on a GPU, and textbook figures checked.
 
 Every input is a widget bound to the URL (`bind="query-params"`), so the address bar is a shareable what-if.
-The first view imports no torch: only the "The loaded model" tab runs the model, and tabs render lazily.
+The first view imports no torch: only the "The loaded model" tab runs the model. The four calculator tabs always run
+(their inputs stay in the URL whichever tab is open); the textbook and loaded-model tabs render only when open.
 """
 from __future__ import annotations
 
