@@ -11,7 +11,8 @@ from kvviz.i18n import N_, _
 from kvviz.figures import export_config
 from kvviz.figures import patterns as figs
 from kvviz.model.loading import LoadedModel
-from kvviz.step.pattern_records import MAX_PATTERN_TOKENS, PROBE_HALF_TOKENS, PatternRun, head_labels, thresholds_text
+from kvviz.step.pattern_records import (MAX_PATTERN_TOKENS, PROBE_HALF_TOKENS, PatternRun, head_labels,
+                                       strongest_induction_head, thresholds_text)
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP, PromptError, check_prompt
 from kvviz.step.view import REPEAT_PROMPT, kv_head_of
 
@@ -91,16 +92,34 @@ st.markdown(
 st.plotly_chart(figs.gallery_figure(lp, info.n_kv_heads), config=export_config("attention_patterns"), key="pat_gallery")
 
 st.subheader(_("Named patterns in this layer"))
+strongest = strongest_induction_head(lp)
+
+
+def _score(value: float) -> str:
+    return "—" if np.isnan(value) else f"{float(value):.3f}"  # NaN: no token of this sequence repeats
+
+
+def _pattern(h: int) -> str:
+    names = [_(label) for label in head_labels(lp, h)]
+    if h == strongest:
+        names.append(_("copies most here"))
+    return _(", ").join(names) or "—"
+
+
 rows = [{
     _("head"): h,
     _("kv head"): kv_head_of(h, info.n_head, info.n_kv_heads),
-    _("previous-token"): round(float(lp.previous_token_score[h]), 3),
-    _("first-token"): round(float(lp.first_token_score[h]), 3),
-    _("induction (probe)"): round(float(lp.probe_induction_score[h]), 3),
-    _("induction (this sequence)"): None if np.isnan(lp.induction_score[h]) else round(float(lp.induction_score[h]), 3),
-    _("pattern"): _(", ").join(_(label) for label in head_labels(lp, h)) or "—",
+    _("previous-token"): _score(lp.previous_token_score[h]),
+    _("first-token"): _score(lp.first_token_score[h]),
+    _("induction (probe)"): _score(lp.probe_induction_score[h]),
+    _("induction (this sequence)"): _score(lp.induction_score[h]),
+    _("pattern"): _pattern(h),
 } for h in range(info.n_head)]
-st.dataframe(rows, hide_index=True, key="pat_scores")
+st.table(rows, hide_index=True)  # a static table: a long pattern name wraps instead of being cut
+if strongest is not None:
+    st.caption(_("Several heads of this layer may be induction heads (each copies on the probe); on this sequence "
+                 "head {head} copies most (induction {score:.3f}): on the *Repeat a pattern* prompt it is the copying "
+                 "head the lesson asks about.").format(head=strongest, score=float(lp.induction_score[strongest])))
 st.caption(_(
     "Scores are means of attention weights: previous-token = weight on position i-1; first-token = weight on "
     "position 0 (both over queries i ≥ 1); induction = weight on the token after the previous occurrence of the "

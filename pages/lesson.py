@@ -2,8 +2,10 @@
 
 Every answer is computed on the spot (kvviz.teaching.lesson) from the real model or kvviz's arithmetic. Ask, then help,
 then tell: a first wrong answer gets a hint, a second (or "Show me") the worked answer. Class mode puts the
-question up in large type for a room to answer aloud, and one click reveals it. ?step=4 opens step 4,
-?step=End the summary, ?lesson_class=true class mode. The handout (one printable page per step) downloads from
+question up in large type for a room to answer aloud; one click (or V) reveals it, then the teacher marks the
+room right (Y) or wrong (N), and the ending scores the room. ?step=4 opens step 4, ?step=End the summary,
+?lesson_class=true class mode; the score rides in the URL too (?lesson_score=, one letter per step), so a reload
+keeps it. The handout (one printable page per step) downloads from
 the top of every step and from the summary.
 
 Language (kvviz.i18n): every text is shown in the session's language. A question is computed in the language current
@@ -25,10 +27,49 @@ N_STEPS = len(lesson.STEPS)
 END = N_STEPS + 1  # the summary page, after step 12
 OUTCOMES = "lesson_outcomes"  # {step number: lesson.Outcome}
 END_LABEL = N_("End")  # the summary's place in the step control (and ?step=End in an English link)
+URL_STEP = "lesson_url_step"  # the step this session last wrote into the URL (_step_to_url)
+SCORE_PARAM = "lesson_score"  # the outcomes in the URL: one letter per step (lesson.encode_outcomes)
+SCORE_WRITTEN = "lesson_url_score"  # the score this session last wrote into the URL (or last read from it)
+SCORE_HOLD = "lesson_score_hold"  # this run writes no score (the URL came without one: _outcomes)
+REVEAL_KEY, RIGHT_KEY, WRONG_KEY = "V", "Y", "N"  # class mode's keys: none of them reads as a choice's letter A-D
+CLASS_CSS = """<style>
+[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"] {display: none}
+[data-testid="stMainBlockContainer"] {padding-top: 2.2rem; padding-bottom: 2rem}
+[data-testid="stMainBlockContainer"] h1 {font-size: 1.5rem; padding: 0 0 0.25rem 0}
+.st-key-lesson_choices h3 {padding: 0.1rem 0}
+</style>"""  # class mode: no sidebar, a small title, so the question and its answer stay above the fold
 
 
 
 ui.ensure_router()  # before anything is drawn: see its docstring
+
+
+def _url_step() -> int | None:
+    """The step the URL names (?step=4, ?step=End in any language), or None."""
+    raw = st.query_params.get("step")
+    if raw in lesson.translations(END_LABEL):
+        return END
+    return int(raw) if raw and raw.isdigit() and 1 <= int(raw) <= N_STEPS else None
+
+
+def _sync_step_with_url() -> None:
+    """Before the step control is drawn: a URL that differs from the one this session last wrote (a link, a reload,
+    the browser's Back or Forward) sets the step, so Back and its Left key work on a deep link's first run and the
+    browser's Back returns to the previous step."""
+    url, written = _url_step(), st.session_state.get(URL_STEP)
+    if url is not None and url != written:
+        st.session_state["step"] = url
+    elif not st.session_state.get("step"):
+        st.session_state["step"] = written or 1
+
+
+def _step_to_url(number: int) -> None:
+    """The step shown into the URL. Written by the page (not bound to the control, which replaces the URL in place):
+    each move is a browser history entry, so the browser's Back goes to the step before."""
+    st.session_state[URL_STEP] = number
+    label = _(END_LABEL) if number == END else str(number)
+    if st.query_params.get("step") != label:
+        st.query_params["step"] = label
 
 
 def _go(delta: int) -> None:
@@ -44,11 +85,43 @@ def _restart() -> None:
         del st.session_state[key]
     st.session_state[OUTCOMES] = {}
     st.session_state["step"] = 1
+    st.query_params.pop(SCORE_PARAM, None)
+    st.session_state[SCORE_WRITTEN] = ""
+
+
+def _outcomes() -> dict[int, lesson.Outcome]:
+    """This session's outcomes. A score in the URL that this session did not write (a reload, a link that carries
+    one, the browser's Back or Forward) wins: a reload keeps the score, and Back after a mark takes that mark back.
+    A URL without a score (a plan's link, Back to before the first mark) keeps the session's, and this run writes
+    none (writing it would push a history entry and undo the browser's Back)."""
+    url = st.query_params.get(SCORE_PARAM) or ""
+    if OUTCOMES not in st.session_state or url != st.session_state.get(SCORE_WRITTEN, ""):
+        old = st.session_state.get(OUTCOMES, {})
+        if url or OUTCOMES not in st.session_state:
+            st.session_state[OUTCOMES] = {n: old[n] if n in old and old[n].result == o.result else o
+                                          for n, o in lesson.decode_outcomes(url, N_STEPS).items()}
+        else:
+            st.session_state[SCORE_HOLD] = True
+        st.session_state[SCORE_WRITTEN] = url
+    return st.session_state[OUTCOMES]
+
+
+def _score_to_url() -> None:
+    """Write the outcomes into the URL when they differ from it (an unchanged URL adds no history entry)."""
+    code = lesson.encode_outcomes(_outcomes(), N_STEPS)
+    if st.session_state.pop(SCORE_HOLD, False):
+        return
+    code = code if code.strip("-") else ""
+    st.session_state[SCORE_WRITTEN] = code
+    if code and st.query_params.get(SCORE_PARAM) != code:
+        st.query_params[SCORE_PARAM] = code
+    elif not code and SCORE_PARAM in st.query_params:
+        del st.query_params[SCORE_PARAM]
 
 
 def _record(number: int, result: str, given: str) -> None:
     """Keep the first verdict a step earned (a later 'Show me' does not turn a right answer into 'shown')."""
-    outcomes = st.session_state.setdefault(OUTCOMES, {})
+    outcomes = _outcomes()
     if number not in outcomes or outcomes[number].result == "":
         outcomes[number] = lesson.Outcome(result, given)
 
@@ -67,7 +140,7 @@ def _question(number: int, loaded, engine) -> lesson.Question:
     return st.session_state[key]
 
 
-def _handout_maker(loaded, computed: dict[int, lesson.Question]):
+def _handout_maker(loaded, computed: dict[int, lesson.Question], worksheet: bool = False):
     """A callable for st.download_button: the questions this session has computed, the others computed with a
     fresh engine of the same model (it runs on its own thread: no Streamlit calls inside, so the session's language
     is read here and set there)."""
@@ -79,7 +152,7 @@ def _handout_maker(loaded, computed: dict[int, lesson.Question]):
         with i18n.language(lang):
             engine = StepEngine(loaded)
             questions = [computed.get(n) or s.ask(engine) for n, s in enumerate(lesson.STEPS, start=1)]
-            return handout.handout_html(lesson.STEPS, questions, _model_name(loaded))
+            return handout.handout_html(lesson.STEPS, questions, _model_name(loaded), worksheet=worksheet)
     return make
 
 
@@ -171,31 +244,56 @@ def student_box(number: int, question: lesson.Question, step: lesson.LessonStep,
     _worked(number, question, step, font_px)
 
 
+def _mark_room(number: int, right: bool, answer: str) -> None:
+    """(Button callback.) The teacher marks the room's answer: right (at the first try, or after the hint if it was
+    shown) or wrong (the answer was shown). A step counts once, as for a student."""
+    hinted = st.session_state.get(f"lesson_class_hint_{number}")
+    result = ("after a hint" if hinted else "first try") if right else "shown"
+    _record(number, result, _("the room: {answer}").format(answer=answer) if right else _("the room"))
+
+
 def class_box(number: int, question: lesson.Question, step: lesson.LessonStep, font_px: int) -> None:
-    """The projector: the question large, the choices lettered, nothing to type; one click reveals."""
+    """The projector: the question large, the choices lettered, nothing to type; one click (or V) reveals, then the
+    teacher marks the room right (Y) or wrong (N) and the ending scores the room."""
     st.markdown(f"### {question.text}")
     if question.is_choice:
-        st.markdown("\n".join(f"### {chr(65 + i)}. {c}" for i, c in enumerate(question.choices)))
+        st.container(key="lesson_choices").markdown(
+            "\n".join(f"### {chr(65 + i)}. {c}" for i, c in enumerate(question.choices)))
     elif question.rel_tolerance and not question.states_tolerance:
         st.caption(_("Accepted within {tolerance:.0%}.").format(tolerance=question.rel_tolerance))
     reveal_key = f"lesson_reveal_{number}"
-    if not st.session_state.get(reveal_key):
+    revealed = bool(st.session_state.get(reveal_key)) or number in _outcomes()
+    if not revealed:
         row = st.container(horizontal=True)
         row.button(_("Reveal the answer"), key=f"lesson_reveal_btn_{number}", type="primary",
-                   icon=":material/visibility:", shortcut="A",
+                   icon=":material/visibility:", shortcut=REVEAL_KEY,
                    on_click=lambda: st.session_state.update({reveal_key: True}))
         row.button(_("Hint"), key=f"lesson_hint_btn_{number}", icon=":material/lightbulb:", shortcut="H",
                    on_click=lambda: st.session_state.update({f"lesson_class_hint_{number}": True}))
         if st.session_state.get(f"lesson_class_hint_{number}"):
             st.warning(question.hint, icon=":material/lightbulb:")
-        return
-    st.success(_("### Answer: {answer}").format(answer=question.answer_text()))
-    _worked(number, question, step, font_px)
+    else:
+        st.success(_("### Answer: {answer}").format(answer=question.answer_text()))
+        outcome = _outcomes().get(number)
+        if outcome is None:
+            row = st.container(horizontal=True, vertical_alignment="center", key=f"lesson_mark_{number}")
+            row.markdown(_("**Did the room get it?**"))
+            row.button(_("The room got it"), key=f"lesson_room_right_{number}", icon=":material/check:",
+                       shortcut=RIGHT_KEY, on_click=_mark_room, args=(number, True, question.answer_text()))
+            row.button(_("The room missed it"), key=f"lesson_room_wrong_{number}", icon=":material/close:",
+                       shortcut=WRONG_KEY, on_click=_mark_room, args=(number, False, question.answer_text()))
+        else:
+            right = outcome.result in ("first try", "after a hint")
+            st.caption(_("Marked for the room: {result}. The ending counts the room's score.").format(
+                result=lesson.result_label(outcome.result) if right else _("missed (answer shown)")))
+    _figures(question, False, font_px, number)  # the figure the question is about, under it
+    if revealed:
+        _worked(number, question, step, font_px)
 
 
 def summary(loaded) -> None:
     """The ending: the twelve ideas with the student's answers, a score, start again, the handout."""
-    outcomes: dict[int, lesson.Outcome] = st.session_state.get(OUTCOMES, {})
+    outcomes = _outcomes()
     right, first = lesson.score(outcomes)
     st.subheader(_("What you learned"))
     c = st.columns(3)
@@ -219,33 +317,33 @@ def summary(loaded) -> None:
 
 
 # ----- the page -----------------------------------------------------------------------------------------------
+if (st.session_state["lesson_class"] if "lesson_class" in st.session_state
+        else st.query_params.get("lesson_class") == "true"):
+    st.html(CLASS_CSS)  # before the title: class mode's chrome is small from the first frame
 st.title(_("Lesson: the KV cache in {n} questions").format(n=N_STEPS))
 top = st.container(horizontal=True, vertical_alignment="center")
-# Link check (issue 23): the bound step control drops a bad ?step= silently; say so, once per session.
+# Link check (issue 23): a bad ?step= opens step 1; say so, once per session.
 if not st.session_state.get("lesson_link_checked"):
     st.session_state["lesson_link_checked"] = True
     raw_step = st.query_params.get("step")
-    end_labels = lesson.translations(END_LABEL)  # "End" in any language opens the summary
-    if raw_step in end_labels and raw_step != _(END_LABEL):
-        st.query_params["step"] = _(END_LABEL)  # the bound control reads its label in this language: from the
-        st.rerun()  # next run's URL (st.query_params updates it; this run's control was seeded from the old one)
-    elif raw_step not in end_labels and (link_notice := query_values.refused_link_whole(
+    if raw_step not in lesson.translations(END_LABEL) and (link_notice := query_values.refused_link_whole(
             raw_step, 1, N_STEPS, "step", _("Opening step 1 (or ?step=End for the summary)."))):
         st.warning(link_notice)
 
-number = st.session_state.get("step") or 1
+_sync_step_with_url()
+number = st.session_state["step"]
 top.button(_("Back"), key="lesson_back", on_click=_go, args=(-1,), disabled=number == 1, icon=":material/arrow_back:",
            shortcut="Left")
 number = top.segmented_control(
-    _("Step"), list(range(1, END + 1)), default=None if "step" in st.session_state else 1, key="step",
-    bind="query-params", format_func=lambda n: _(END_LABEL) if n == END else str(n),
+    _("Step"), list(range(1, END + 1)), key="step", format_func=lambda n: _(END_LABEL) if n == END else str(n),
     help=_("Jump to a step; the URL (?step=4) opens the same step"), label_visibility="collapsed",
-) or 1
+) or number  # clicking the step shown deselects it: stay there
+_step_to_url(number)
 top.button(_("Next"), key="lesson_next", on_click=_go, args=(1,), disabled=number == END,
            icon=":material/arrow_forward:", shortcut="Right", type="primary")
 class_mode = top.toggle(_("Class mode"), key="lesson_class", bind="query-params",
                         help=_("For a projector: large type, no typing; the room answers aloud, then one click "
-                               "(or A) reveals the answer"))
+                               "(or V) reveals the answer, then Y or N marks the room right or wrong: the ending scores the room"))
 font_px = 22 if class_mode else 16
 
 loaded = ui.current_model("eager")
@@ -257,28 +355,42 @@ with top.popover(_("Handout"), icon=":material/print:"):
     st.download_button(_("Download the handout (HTML)"), data=_handout_maker(loaded, _computed(loaded)),
                        file_name="kvviz-lesson-handout.html", mime="text/html", key="lesson_handout",
                        icon=":material/download:", on_click="ignore")
+    st.download_button(_("Download the worksheet, without answers (HTML)"),
+                       data=_handout_maker(loaded, _computed(loaded), worksheet=True),
+                       file_name="kvviz-lesson-worksheet.html", mime="text/html", key="lesson_worksheet",
+                       icon=":material/edit_note:", on_click="ignore")
 
+_outcomes()  # a reload's score, read from the URL before anything records
 if number == END:
     st.progress(1.0, text=_("The end: your answers"))
     summary(loaded)
+    _score_to_url()
     st.stop()
 
 step = lesson.STEPS[number - 1]
 st.progress(number / N_STEPS, text=_("Step {number} of {n}: **{title}**").format(number=number, n=N_STEPS,
                                                                                   title=_(step.title)))
 question = _question(number, loaded, engine)
-st.markdown(_(step.teach))
-words = st.container(horizontal=True, vertical_alignment="center", gap="small")
-words.caption(_("Words for this step:"))
-for term in step.terms:  # each opens the glossary at that word; the tooltip is the glossary's own definition
-    words.page_link("pages/glossary.py", label=_term_label(term), query_params={"term": term, i18n.QUERY_PARAM: i18n.current()},
-                    help=glossary.help_text(term),
-                    icon=":material/menu_book:")
-_figures(question, False, font_px, number)
-with st.container(border=True):
-    if class_mode:
+
+
+def _teach() -> None:
+    st.markdown(_(step.teach))
+    words = st.container(horizontal=True, vertical_alignment="center", gap="small")
+    words.caption(_("Words for this step:"))
+    for term in step.terms:  # each opens the glossary at that word; the tooltip is the glossary's own definition
+        words.page_link("pages/glossary.py", label=_term_label(term),
+                        query_params={"term": term, i18n.QUERY_PARAM: i18n.current()},
+                        help=glossary.help_text(term), icon=":material/menu_book:")
+
+
+if class_mode:  # the projector: the question and its answer first, above the fold; the figure under them
+    with st.container(border=True):
         class_box(number, question, step, font_px)
-    else:
+    _teach()
+else:
+    _teach()
+    _figures(question, False, font_px, number)
+    with st.container(border=True):
         st.markdown(_("**Question.** {question}").format(question=question.text))
         student_box(number, question, step, font_px)
 
@@ -288,3 +400,4 @@ foot.caption(_("Model for the live questions: {model}. Every number here is comp
     model=_model_name(loaded)))
 foot.page_link("pages/glossary.py", label=_("Glossary"), icon=":material/menu_book:",
                query_params={i18n.QUERY_PARAM: i18n.current()})
+_score_to_url()

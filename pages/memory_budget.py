@@ -1,7 +1,8 @@
 """Memory budget: exact KV-cache bytes for any model layout, what fits on a GPU, and textbook figures checked.
 
 Every input is a widget bound to the URL (`bind="query-params"`), so the address bar is a shareable what-if.
-The first view imports no torch: only the "The loaded model" tab runs the model, and tabs render lazily.
+The first view imports no torch: only the "The loaded model" tab runs the model. The four calculator tabs always run
+(their inputs stay in the URL whichever tab is open); the textbook and loaded-model tabs render only when open.
 """
 from __future__ import annotations
 
@@ -227,10 +228,43 @@ def what_fits(cfg: memory.KVConfig, context: int, batch: int) -> None:
     else:
         f[0].metric(longest, tokens_text(fit.max_context))
     f[1].metric(_("Largest batch at {n:,} tokens").format(n=context), f"{fit.max_batch:,}")
+    need = memory.kv_bytes(cfg, context, batch)
+    if need > fit.free_bytes:  # the batch asked for does not fit: say so, with the numbers
+        st.error(_("**Does not fit:** batch {batch} at {n:,} tokens needs {need} of cache, {over} more than the {free} "
+                   "left for it. The largest batch that fits at this context is {max_batch:,}.").format(
+                     batch=batch, n=context, need=units.format_bytes(need), over=units.format_bytes(need - fit.free_bytes),
+                     free=units.format_bytes(fit.free_bytes), max_batch=fit.max_batch))
+    crossover(cfg, batch, weights, wdt, params)
     preset = st.session_state["mem_preset"]
     if preset in PRESETS and not fit.context_capped and fit.max_context > get_preset(preset).max_context:
         st.caption(_("Memory allows more than {preset}'s context window of {n:,} tokens.").format(
             preset=preset, n=get_preset(preset).max_context))
+
+
+def crossover(cfg: memory.KVConfig, batch: int, weights: int, weight_dtype: str, params: int) -> None:
+    """The context at which the cache outweighs the weights: the first length whose cache at this batch is larger
+    than the weights' bytes (integer-exact: capacity.max_context's binary search over kv_bytes, plus one)."""
+    if weights <= 0:
+        return
+    fits_under = capacity.max_context(cfg, batch, weights)  # the longest context whose cache <= the weights
+    preset = st.session_state["mem_preset"]
+    own = get_preset(preset).max_context if preset in PRESETS else None
+    if fits_under >= L["context_len"]:
+        text = _("**The cache never outweighs the weights** ({weights}: {params:,} parameters in {dtype}) at batch "
+                 "{batch} up to {cap:,} tokens.").format(weights=units.format_bytes(weights), params=params,
+                                                          dtype=weight_dtype, batch=batch, cap=L["context_len"])
+    else:
+        at = fits_under + 1
+        text = _("**The cache outweighs the weights from {at:,} tokens** at batch {batch}: there its {cache} pass the "
+                 "{weights} of {params:,} parameters in {dtype}.").format(
+                   at=at, batch=batch, cache=units.format_bytes(memory.kv_bytes(cfg, at, batch)),
+                   weights=units.format_bytes(weights), params=params, dtype=weight_dtype)
+        if own is not None:
+            text += " " + (_("That is past {preset}'s own context window of {own:,} tokens: at batch {batch} its "
+                             "weights dominate every context it can run.") if at > own else
+                           _("That is within {preset}'s own context window of {own:,} tokens.")).format(
+                preset=preset, own=own, batch=batch)
+    st.markdown(text)
 
 
 def paged(cfg: memory.KVConfig, context: int, batch: int) -> None:
@@ -375,30 +409,29 @@ def calculator() -> None:
                      "(window - 1; the newest token is attended to before it is stored), kvviz counts "
                      "{window:,}.").format(held=units.format_bytes(held), kept=cfg.window - 1, window=cfg.window))
 
-    # lazy: only the open tab runs. The URL keeps the tab's label, in the link's language (it carries lang=).
+    # The URL keeps the tab's label, in the link's language (it carries lang=). The first four tabs always run (their
+    # inputs live in the URL: a closed tab's widgets would drop theirs from a copied link, issue 29); the textbook
+    # and the loaded model's tabs run only when open (the last imports torch).
     tabs = st.tabs([_(t) for t in TABS], key="mem_tab", bind="query-params")
-    if tabs[0].open:
-        with tabs[0]:
-            compare = st.multiselect(_("Compare with"), list(PRESETS), default=[], key="mem_compare", bind="query-params",
-                                     max_selections=MAX_LEGEND_ENTRIES - 1)  # four lines at most: readable
-            compare = compare[: MAX_LEGEND_ENTRIES - 1]  # a shared link may carry more
-            horizon = max(context, *(get_preset(n).max_context for n in compare)) if compare else context
-            own_max = get_preset(preset).max_context if preset in PRESETS else None
-            st.plotly_chart(figs.size_vs_context_figure(
-                [cfg, *(get_preset(n).kv for n in compare)], horizon, batch, mark_context=context,
-                max_contexts=[own_max, *(get_preset(n).max_context for n in compare)]), key="mem_chart_ctx",
-                config=export_config("kv_cache_vs_context"))
-    if tabs[1].open:
-        with tabs[1]:
-            if len(set(b.layer_bytes)) > 1:
-                st.plotly_chart(figs.per_layer_figure(b), key="mem_chart_layers", config=export_config("kv_per_layer"))
-            else:
-                st.info(_("All {n} layers are alike: {bytes_} each.").format(
-                    n=cfg.n_layer, bytes_=units.format_bytes(b.layer_bytes[0])))
+    with tabs[0]:
+        compare = st.multiselect(_("Compare with"), list(PRESETS), default=[], key="mem_compare", bind="query-params",
+                                 max_selections=MAX_LEGEND_ENTRIES - 1)  # four lines at most: readable
+        compare = compare[: MAX_LEGEND_ENTRIES - 1]  # a shared link may carry more
+        horizon = max(context, *(get_preset(n).max_context for n in compare)) if compare else context
+        own_max = get_preset(preset).max_context if preset in PRESETS else None
+        st.plotly_chart(figs.size_vs_context_figure(
+            [cfg, *(get_preset(n).kv for n in compare)], horizon, batch, mark_context=context,
+            max_contexts=[own_max, *(get_preset(n).max_context for n in compare)]), key="mem_chart_ctx",
+            config=export_config("kv_cache_vs_context"))
+    with tabs[1]:
+        if len(set(b.layer_bytes)) > 1:
+            st.plotly_chart(figs.per_layer_figure(b), key="mem_chart_layers", config=export_config("kv_per_layer"))
+        else:
+            st.info(_("All {n} layers are alike: {bytes_} each.").format(
+                n=cfg.n_layer, bytes_=units.format_bytes(b.layer_bytes[0])))
     for tab, draw in zip(tabs[2:4], (what_fits, paged)):
-        if tab.open:
-            with tab:
-                draw(cfg, context, batch)
+        with tab:
+            draw(cfg, context, batch)
     if tabs[4].open:
         with tabs[4]:
             textbook()

@@ -32,7 +32,8 @@ for tab, plan in zip(st.tabs(list(plans), key="teach_plan"), plans.values()):
         for block, row in zip(plan, guide.plan_rows(plan)):
             with st.container(border=True):
                 link = urlsplit(row["open"])
-                query = {**dict(parse_qsl(link.query)), **lang}
+                # a value that is a page's label (a preset, a tab) goes in the reader's language, as that page writes it
+                query = {**{k: _(v) if k in guide.LABEL_LINK_KEYS else v for k, v in parse_qsl(link.query)}, **lang}
                 line = st.container(horizontal=True, vertical_alignment="center")
                 line.markdown(_("**{minutes} min** · open").format(minutes=row["minutes"]), width="content")
                 line.page_link(block.page, label=f"`{row['open']}`", query_params=query, width="content")

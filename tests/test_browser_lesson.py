@@ -113,3 +113,113 @@ def test_class_mode_reveals_with_one_click_and_the_handout_downloads_and_renders
         (ARTIFACTS / "handout.pdf").write_bytes(pdf)
         assert len(re.findall(rb"/Type\s*/Page[^s]", pdf)) == N
         browser.close()
+
+
+# ----- issue 29: the lesson and the plans in a teacher's hands (Chromium, 1280x720) ------------------------------
+def _step_shown(tab) -> str:
+    return tab.locator('[data-testid="stProgress"]').first.inner_text()
+
+
+def _in_view(tab, selector: str) -> bool:
+    box = tab.locator(selector).first.bounding_box()
+    return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 720
+
+
+def _class_step(tab, number: int, room_right: bool) -> None:
+    """One class-mode step as a teacher runs it: V reveals, Y or N marks the room; question and answer in view."""
+    tab.get_by_text(f"Step {number} of {N}").first.wait_for()
+    _settled(tab)
+    assert _in_view(tab, f".st-key-lesson_reveal_btn_{number}"), f"step {number}: the question's buttons below 720"
+    tab.keyboard.press("v")
+    tab.locator(f".st-key-lesson_room_right_{number}").wait_for()
+    _settled(tab)
+    assert _in_view(tab, '[data-testid="stAlertContentSuccess"]') and _in_view(tab, f".st-key-lesson_mark_{number}")
+    tab.keyboard.press("y" if room_right else "n")
+    tab.get_by_text("Marked for the room").first.wait_for()
+    _settled(tab)
+
+
+def test_class_mode_keys_fit_url_back_and_reload(app_url):  # noqa: F811
+    """Items 7, 9, 10, 11: a deep link's Left works at once; class mode hides the sidebar and keeps each question and
+    its answer above the fold at 1280x720; V/Y/N score the room; browser Back returns to the step before; a reload
+    keeps the score."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        tab = _open(browser, f"{app_url}/lesson?step=7&lesson_class=true", "light")
+        tab.get_by_text(f"Step 7 of {N}").first.wait_for()
+        _settled(tab)
+        assert tab.locator(".st-key-lesson_back button").is_enabled()  # not greyed on a deep link's first run
+        assert not tab.locator('[data-testid="stSidebar"]').is_visible()  # class mode: no sidebar
+        tab.keyboard.press("ArrowLeft")  # works before any other move
+        tab.get_by_text(f"Step 6 of {N}").first.wait_for()
+        tab.goto(f"{app_url}/lesson?step=1&lesson_class=true")
+        for number in (1, 2, 5, 7, 8):  # the steps whose question or answer was below the fold
+            if number != 1:
+                tab.locator(".st-key-step").get_by_text(str(number), exact=True).click()
+            _class_step(tab, number, room_right=number != 2)
+            tab.screenshot(path=str(ARTIFACTS / f"class_step{number:02d}_marked.png"))
+        assert "lesson_score=" in tab.url
+        tab.go_back()  # the browser's Back after a mark: the mark is taken back (the URL before it)
+        tab.locator(".st-key-lesson_room_right_8").wait_for()
+        assert f"Step 8 of {N}" in _step_shown(tab)
+        tab.go_back()  # and then the step before (7, as marked), never step 1
+        tab.get_by_text(f"Step 7 of {N}").first.wait_for()
+        tab.get_by_text("Marked for the room").first.wait_for()
+        tab.reload()
+        tab.get_by_text(f"Step 7 of {N}").first.wait_for()
+        _settled(tab)
+        assert tab.get_by_text("Marked for the room").count() > 0  # the reload kept the room's mark
+        tab.locator(".st-key-step").get_by_text("End", exact=True).click()
+        tab.get_by_text("What you learned").wait_for()
+        _settled(tab)
+        assert "3 of 12" in tab.locator('[data-testid="stMetric"]').first.inner_text()  # 1, 5, 7 (2 missed)
+        tab.screenshot(path=str(ARTIFACTS / "class_end_after_reload.png"))
+        # 150% zoom (a 853x480 CSS viewport): the question itself is still on screen
+        zoomed = browser.new_context(viewport={"width": 853, "height": 480}, device_scale_factor=1.5).new_page()
+        zoomed.set_default_timeout(120_000)
+        zoomed.goto(f"{app_url}/lesson?step=5&lesson_class=true")
+        zoomed.get_by_text(f"Step 5 of {N}").first.wait_for()
+        _settled(zoomed)
+        question = zoomed.locator("h3", has_text="copying head").first.bounding_box()
+        assert question is not None and question["y"] + question["height"] <= 480
+        zoomed.screenshot(path=str(ARTIFACTS / "class_step05_zoom150.png"))
+        browser.close()
+
+
+def test_memory_links_keep_every_tabs_inputs(app_url):  # noqa: F811
+    """Item 10 (memory): an input set in one tab (the GPU, the block size) stayed in the URL only while its tab was
+    open; a copied link then lost it."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        tab = _open(browser, f"{app_url}/memory_budget", "light")
+        _settled(tab)
+        tab.locator(".st-key-mem_compare").click()
+        tab.get_by_role("option", name="gpt2", exact=True).click()
+        tab.wait_for_function("() => location.search.includes('mem_compare=gpt2')")
+        tab.keyboard.press("Escape")
+        _settled(tab)
+        tab.get_by_role("tab", name="What fits").click()
+        _settled(tab)
+        tab.locator(".st-key-mem_gpu").click()
+        tab.get_by_role("option", name="NVIDIA H100 80GB").click()
+        tab.wait_for_function("() => location.search.includes('mem_gpu=')")
+        _settled(tab)
+        tab.get_by_role("tab", name="Paged vs flat").click()
+        _settled(tab)
+        block = tab.locator(".st-key-mem_block input")
+        block.fill("32")
+        block.press("Enter")
+        tab.wait_for_function("() => location.search.includes('mem_block=32')")
+        _settled(tab)
+        for name in ("Size vs context", "Textbook figures", "What fits", "Paged vs flat"):
+            tab.get_by_role("tab", name=name).click()
+            _settled(tab)
+            tab.wait_for_timeout(500)
+            for kept in ("mem_compare=gpt2", "mem_gpu=NVIDIA", "mem_block=32"):
+                assert kept in tab.url, (name, kept, tab.url)
+        browser.close()

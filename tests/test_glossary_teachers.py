@@ -62,3 +62,71 @@ def test_readme_teacher_section_is_near_the_top():
     assert "30 minutes" in section and "45 minutes" in section and "lesson_class=true" in section
     for block in guide.PLAN_30 + guide.PLAN_45:  # the full plans in the README are kvviz.teaching.guide's
         assert block.ask in section
+
+
+def test_a_terms_link_lands_on_its_entry(fresh_streamlit_caches):
+    """Issue 29: the lesson's glossary link for head_dim opened a search where the entry came third."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT_S)
+    at.query_params["term"] = "head_dim"
+    at.run()
+    at.switch_page("pages/glossary.py").run()
+    assert [h.value for h in at.subheader] == ["head_dim"]
+
+
+def test_the_readme_holds_both_plans_exactly():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert guide.readme_tables() in readme
+
+
+def _open_link(link: str) -> AppTest:
+    """Open a plan's link as a browser would: the router with the link's query, then the page it names."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    parts = urlsplit(link)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT_S)
+    for key, value in parse_qsl(parts.query):
+        at.query_params[key] = value
+    at.run()
+    path = parts.path.strip("/")
+    if path:
+        at.switch_page(f"pages/{path}.py").run()
+    assert not at.exception, link
+    return at
+
+
+def test_every_plan_link_opens_the_state_its_row_describes(fresh_streamlit_caches):
+    """Issue 29: each link of both plans opens what its row says (the browser rehearsal clicks them too)."""
+    from kvviz.memory.presets import get_preset
+    from kvviz import memory
+
+    seen = set()
+    for block in guide.PLAN_30 + guide.PLAN_45:
+        if block.link in seen:
+            continue
+        seen.add(block.link)
+        at = _open_link(block.link)
+        if block.page == "pages/lesson.py":
+            step = dict(p.split("=") for p in block.link.split("?")[1].split("&"))["step"]
+            number = len(lesson.STEPS) + 1 if step == "End" else int(step)
+            assert at.session_state["step"] == number
+            if number <= len(lesson.STEPS):
+                assert at.toggle(key="lesson_class").value is True and not at.number_input  # class mode
+                assert not at.button(key="lesson_back").proto.disabled or number == 1
+            else:
+                assert at.table and at.metric[0].label == "Right"
+        elif block.page == "pages/step_through.py":
+            assert at.toggle(key="step_present").value is True  # presenter mode
+            engine = at.session_state["step_engine"] if "step_engine" in at.session_state else None
+            assert engine is None or not engine.started  # nothing prefilled: P shows the prefill
+        elif block.page == "pages/attention_patterns.py":
+            assert (at.selectbox(key="pat_source").value, at.selectbox(key="pat_layer").value,
+                    at.selectbox(key="pat_head").value) == ("Repeat a pattern", 3, 1)
+            table = at.table[0].value
+            assert "copies most here" in table["pattern"][1]  # head 1: the lesson's copying head
+        elif block.page == "pages/memory_budget.py":
+            assert at.number_input(key="mem_context").value == 8192 == get_preset("llama-3-8b").max_context
+            weights = get_preset("llama-3-8b").n_params * 2
+            crossing = weights // memory.kv_bytes(get_preset("llama-3-8b").kv, 1) + 1
+            assert any(f"outweighs the weights from {crossing:,} tokens" in m.value for m in at.markdown)
+        else:
+            assert block.page == "pages/home.py" and at.title

@@ -113,7 +113,7 @@ def test_page_renders_every_layer_of_both_bundled_models(spec):
         at.selectbox(key="pat_layer").set_value(layer).run()
         assert not at.exception and not at.error, (layer, at.exception)
         assert len(at.get("plotly_chart")) == 2  # the gallery and the large head
-        table = at.dataframe[0].value
+        table = at.table[0].value
         assert list(table["head"]) == list(range(info.n_head))
         assert list(table["kv head"]) == [h // (info.n_head // info.n_kv_heads) for h in range(info.n_head)]
     text = " ".join(m.value for m in at.markdown)

@@ -96,8 +96,12 @@ def _attention_row(d: dict[str, Any], font_px: int) -> go.Figure:
     labels = [f"{i} {token_label(t)}" for i, t in enumerate(texts)]
     fig = go.Figure(go.Bar(x=list(range(len(weights))), y=weights, marker_color=colors,
                            hovertemplate=_("row %{x}: %{y:.1%}<extra></extra>")))
-    stride = max(1, -(-len(labels) // 16))
-    keep = [i for i in range(len(labels)) if (len(labels) - 1 - i) % stride == 0 or i == mark]
+    # every bar named up to 40 rows (a skipped label made the tallest bar read as its neighbour's); past that every
+    # n-th, and always the tallest bar, the marked one and the new token's own
+    stride = max(1, -(-len(labels) // 40))
+    tallest = int(np.argmax(weights)) if len(weights) else 0
+    keep = [i for i in range(len(labels))
+            if (len(labels) - 1 - i) % stride == 0 or i in (mark, tallest, len(labels) - 1)]
     fig.update_xaxes(tickmode="array", tickvals=keep, ticktext=[labels[i] for i in keep], tickangle=-60,
                      title_text=_("cached row (position, token); green = the new token's own"))
     fig.update_yaxes(title_text=_("attention weight"), tickformat=".0%", rangemode="tozero")
@@ -129,8 +133,11 @@ def _triangle(d: dict[str, Any], font_px: int) -> go.Figure:
     fig.add_annotation(x=seq - 1, y=seq - 1.5, text=_("its own key"), ax=-2 * font_px, ay=-6 * font_px, showarrow=True,
                        arrowcolor=ORANGE, arrowwidth=2, font={"color": ORANGE}, yanchor="bottom")
     step = max(1, seq // 8)
-    fig.update_xaxes(title_text=_("key position"), dtick=step, constrain="domain")
-    fig.update_yaxes(title_text=_("query position"), dtick=step, autorange="reversed", scaleanchor="x")
+    # square cells in any frame (the handout's is wide and short): both axes hold exactly the seq positions and give
+    # up domain, never range, so the y axis never runs past the last row
+    fig.update_xaxes(title_text=_("key position"), dtick=step, constrain="domain", range=[-0.5, seq - 0.5])
+    fig.update_yaxes(title_text=_("query position"), dtick=step, range=[seq - 0.5, -0.5], scaleanchor="x",
+                     constrain="domain")
     return _layout(fig, font_px, 400)
 
 

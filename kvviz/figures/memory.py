@@ -62,11 +62,14 @@ def size_vs_context_figure(
     fig.update_xaxes(exponentformat="none" if max_context < 10**7 else "power", separatethousands=True,
                      rangemode="tozero", range=[0, max_context * 1.02])
     fig.update_yaxes(exponentformat="none", separatethousands=True, rangemode="tozero")
+    # labels on the inner side of their lines: a label right of a line at the axis' end was cut at the chart's edge
     if mark_context is not None:
         fig.add_vline(x=mark_context, line_dash="dot", line_color=MARKER_COLOR, line_width=2,
-                      annotation_text=_("{n:,} tokens").format(n=mark_context), annotation_font_color=MARKER_COLOR)
+                      annotation_text=_("{n:,} tokens").format(n=mark_context), annotation_font_color=MARKER_COLOR,
+                      annotation_position="top left" if mark_context > max_context / 2 else "top right")
     if budget_bytes is not None and budget_bytes > 0:
-        fig.add_hline(y=budget_bytes / size, line_dash="dash", line_color="gray", annotation_text=_("memory left for the cache"))
+        fig.add_hline(y=budget_bytes / size, line_dash="dash", line_color="gray",
+                      annotation_text=_("memory left for the cache"), annotation_position="top left")
     legend, top = top_legend(len(configs))
     fig.update_layout(
         title=dict(text=_("KV cache size vs context (batch {batch}): each line stops at its model's maximum "

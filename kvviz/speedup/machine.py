@@ -66,7 +66,12 @@ def default_thread_count(other_sessions: int = 0, load_1min: float | None = None
     cores = usable_cores()
     threads = free_cores(load_1min)
     load = load_average()[0] if load_1min is None else load_1min
-    why = _("{threads} of {cores} cores free (1-min load {load:.2f})").format(threads=threads, cores=cores, load=load)
+    if cores - int(round(load)) >= 1:
+        why = _("{threads} of {cores} cores free (1-min load {load:.2f})").format(threads=threads, cores=cores,
+                                                                                 load=load)
+    else:  # free_cores' floor of 1 is not a free core: say the machine is busy
+        why = _("no core free: 1-min load {load:.2f} on {cores} cores, so {threads} thread, the least a run can "
+                "use (its times include the waiting)").format(threads=threads, cores=cores, load=load)
     if other_sessions > 0 and threads >= cores and cores > 1:
         threads = cores - 1
         why = _("{threads} of {cores} cores: {others} other session(s) are using this server").format(

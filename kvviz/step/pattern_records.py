@@ -119,6 +119,16 @@ def head_labels(layer: LayerPatterns, head: int) -> list[str]:
     return labels
 
 
+def strongest_induction_head(layer: LayerPatterns) -> int | None:
+    """The head that copies most on the sequence shown: among the heads named induction (on the probe), the one with
+    the highest induction score on this sequence. None when no head is named induction or no token repeats. On the
+    lesson's repeat prompt this is the head the lesson calls the copying head (a layer may hold several induction
+    heads: they all copy on the probe, one copies most here)."""
+    named = [h for h in range(layer.n_head) if layer.probe_induction_score[h] >= INDUCTION_THRESHOLD
+             and not np.isnan(layer.induction_score[h])]
+    return max(named, key=lambda h: float(layer.induction_score[h])) if named else None
+
+
 def thresholds_text() -> str:
     """The thresholds that name a head, in the current language."""
     return _("previous-token >= {previous}, first-token >= {first}, induction (probe) >= {induction}").format(

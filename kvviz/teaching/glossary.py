@@ -185,10 +185,13 @@ def definition_text(term: Term) -> str:
 
 def matches(term: Term, needle: str) -> bool:
     """Whether a search box's text finds this term: its English or Chinese name, its other names, or its
-    definition (in English, and in the current language)."""
+    definition (in English, and in the current language). A text that is exactly a term's English name (the lesson's
+    links, ?term=head_dim) finds that term only: the link lands on its entry, not on a list where it comes third."""
     n = needle.strip().lower()
     if not n:
         return True
+    if any(n == t.name.lower() for t in TERMS):  # the English name a link carries (a Chinese search still lists)
+        return n == term.name.lower()
     haystack = (term.name, term.zh, term.definition, definition_text(term), *term.also)
     return any(n in h.lower() for h in haystack)
 

@@ -9,6 +9,9 @@ from dataclasses import dataclass
 from kvviz.i18n import N_
 
 
+LABEL_LINK_KEYS = ("pat_source", "mem_tab")  # link values that are a page's English label (translated in a link)
+
+
 @dataclass(frozen=True)
 class Block:
     minutes: int
@@ -25,55 +28,73 @@ PLAN_30: tuple[Block, ...] = (
           N_("Thinking the cache stores text or whole sentences: it stores vectors, one K and one V row per token "
           "per head per layer.")),
     Block(12, "pages/lesson.py", "/lesson?step=1&lesson_class=true",
-          N_("Lesson steps 1-6 in class mode: the question large, the room answers aloud, one click (or A) reveals "
-          "it with its figure."),
+          N_("Lesson steps 1-6 in class mode: the question large, the room answers aloud, one click (or V) reveals "
+          "it with its figure, then Y or N marks the room right or wrong (the summary counts the room's score)."),
           N_("Step 2: how many rows after the prefill? Step 5: which row does the copying head read?"),
           N_("Step 2: counting positions from 1 (the last position is one less than the number of tokens). Step 4: "
           "thinking Q is cached too. Step 5: choosing the earlier copy of the token instead of the token after it.")),
-    Block(8, "pages/step_through.py", "/step_through?prompt=ROMEO:&steps=0",
-          N_("Presenter mode: Prefill (P), then Next token (Right arrow) a few times: one new row per layer, the "
-          "new query's attention beside the rows it reads."),
+    Block(8, "pages/step_through.py", "/step_through?present=1",
+          N_("Presenter mode, the cache still empty: Prefill (P) the ROMEO: prompt, then Next token (Right arrow) a "
+          "few times: one new row per layer, the new query's attention beside the rows it reads."),
           N_("Before each click: how many rows will layer 0 hold now?"),
           N_("Expecting the timing of one cached step to beat the uncached one every time: at this model's size "
           "one step is mostly fixed overhead (lesson step 11).")),
     Block(7, "pages/lesson.py", "/lesson?step=7&lesson_class=true",
-          N_("Lesson steps 7-9: one step's dot products, the whole-run sum, the bytes at 1000 tokens."),
+          N_("Lesson steps 7-9 in class mode: one step's dot products, the whole-run sum, the bytes at 1000 tokens; "
+          "reveal (V), then mark the room (Y or N)."),
           N_("Step 7: how many dot products does one cached step compute?"),
           N_("Step 7: forgetting that the new token scores its own key (the diagonal cell). Step 8: using the last "
           "step's ratio for the whole run. Step 9: mixing MB and MiB, or forgetting the 2 for K and V.")),
 )
 
 PLAN_45: tuple[Block, ...] = PLAN_30[:3] + (
-    Block(5, "pages/attention_patterns.py", "/attention_patterns",
-          N_("Repeat a pattern: the induction head's stripe one column right of the diagonal of repeats."),
+    Block(5, "pages/attention_patterns.py", "/attention_patterns?pat_source=Repeat+a+pattern&pat_layer=3&pat_head=1",
+          N_("Repeat a pattern, layer 3, head 1 (the lesson's copying head, the strongest induction head on this "
+          "sequence): its stripe one column right of the diagonal of repeats."),
           N_("Which head copies? Which old row does it read?"),
           N_("Reading the diagonal as 'the head looks at itself': the stripe is offset by one, the token after.")),
     Block(10, "pages/lesson.py", "/lesson?step=7&lesson_class=true",
           N_("Lesson steps 7-12: counting, the whole-run sum, bytes, GQA, measured time, paged blocks."),
           N_("Step 10: how much smaller is Llama-3-8B's cache with 8 K/V heads instead of 32?"),
           N_("Step 8: the last step's saving is not the run's. Step 11: expecting time to follow op counts.")),
-    Block(5, "pages/memory_budget.py", "/memory_budget?mem_preset=llama-3-8b",
-          N_("Llama-3-8B at its full context: GB vs GiB, what fits on a GPU, GQA's saving."),
+    Block(5, "pages/memory_budget.py", "/memory_budget?mem_preset=llama-3-8b&mem_context=8192&mem_tab=What+fits",
+          N_("Llama-3-8B at its full context (8,192 tokens), on What fits: GB vs GiB, what fits on a GPU, and the "
+          "context at which the cache outweighs the weights."),
           N_("At what context does the cache outweigh the model's own weights?"),
-          N_("Reading a GB figure as GiB (7% apart at this size).")),
+          N_("Reading a GB figure as GiB (7% apart at this size); expecting the cache to pass the weights within "
+          "the model's own context window (at batch 1 it takes far longer: the page computes where).")),
     Block(2, "pages/lesson.py", "/lesson?step=End", N_("The summary: the twelve ideas and the room's score."),
           N_("Which idea surprised you?"), N_("—")),
 )
 
 RUN_FOR_A_CLASS = N_(
     "**One laptop and a projector.** Run `.venv/bin/streamlit run app.py`, open the Lesson, turn on **Class mode** "
-    "(or open `/lesson?step=1&lesson_class=true`): large type, no typing, **Reveal the answer** (or A) shows the "
-    "answer and its figure. Right/Left arrows move between steps. On the step page, Presenter mode (`?present=1`) hides the "
-    "sidebar.\n\n"
+    "(or open `/lesson?step=1&lesson_class=true`): no sidebar, large type, no typing, **Reveal the answer** (or V) "
+    "shows the answer and its figure, then **The room got it** (Y) or **The room missed it** (N) scores the room: "
+    "the summary shows the room's score. Right/Left arrows move between steps. On the step page, Presenter mode "
+    "(`?present=1`) hides the sidebar.\n\n"
     "**Students on their own devices, one link.** Start one server for the room in shared mode and give students "
     "one address: `KVVIZ_SHARED=1 .venv/bin/streamlit run app.py --server.address 0.0.0.0` "
     "(or `deploy/run_class.sh` for one process per core behind nginx). Each student's lesson, answers and cache "
     "are their own session; the link `/lesson?step=1` starts them at step 1. Shared mode offers only the models "
     "you list, so no browser can make the server load anything else.\n\n"
     "**The handout.** From the lesson's **Handout** button: one printable page per step with the question, the "
-    "figure and the worked answer, computed for the model the lesson ran on. Print it from the browser; fold the "
-    "answers under for a worksheet."
+    "figure and the worked answer, computed for the model the lesson ran on, and beside it the worksheet: the "
+    "same pages without hints or answers. Print them from the browser."
 )
+
+
+def readme_tables() -> str:
+    """Both plans as the README's markdown tables (tests/test_glossary_teachers.py checks the README holds exactly
+    this text)."""
+    out = []
+    for plan in (PLAN_30, PLAN_45):
+        out += [f"**{total_minutes(plan)} minutes**", "", "| min | open | show | ask | where students go wrong |",
+                "|---|---|---|---|---|"]
+        out += [f"| {r['minutes']} | `{r['open']}` | {r['show']} | {r['ask']} | {r['where students go wrong']} |"
+                for r in plan_rows(plan)]
+        out.append("")
+    return "\n".join(out)
 
 
 def plan_rows(plan: tuple[Block, ...]) -> list[dict[str, str]]:

@@ -23,7 +23,7 @@ h1 { font-size: 26px; margin: 0 0 4px 0; } h2 { font-size: 21px; margin: 0 0 6px
 .step { padding: 12px 0 20px 0; border-bottom: 1px solid #ccc; } .intro { border-bottom: 2px solid #111; }
 .question { border: 2px solid #1c7ed6; border-radius: 8px; padding: 8px 12px; margin: 8px 0; }
 .choices { margin: 4px 0 0 0; } .answer { border-left: 4px solid #2b8a3e; padding: 4px 12px; margin-top: 8px; }
-.caption { color: #555; font-size: 13px; } .hint { color: #444; font-style: italic; }
+.caption { color: #555; font-size: 13px; } .work { min-height: 120px; border: 1px dashed #aaa; margin-top: 8px; } .hint { color: #444; font-style: italic; }
 .figure { page-break-inside: avoid; break-inside: avoid; }
 code { background: #f1f3f5; padding: 0 3px; border-radius: 3px; }
 @media print {
@@ -62,15 +62,18 @@ def _inline(text: str) -> str:
     return "".join(done)
 
 
-def handout_html(steps: Sequence[LessonStep], questions: Sequence[Question], model_label: str) -> str:
+def handout_html(steps: Sequence[LessonStep], questions: Sequence[Question], model_label: str,
+                 worksheet: bool = False) -> str:
     """One page per step, in order: title, what to look at, the question (and its choices), the figure(s), the
-    hint and the worked answer."""
+    hint and the worked answer. The worksheet is the same pages without the hint, the answer and the figures that
+    would give the answer away (those shown only after the answer in the lesson)."""
     pages, plotly_js = [], "inline"
     for number, (step, q) in enumerate(zip(steps, questions), start=1):
         figures = []
-        for pic in q.pictures:
+        pictures = [pic for pic in q.pictures if not (worksheet and pic.after)]
+        for pic in pictures:
             fig = lesson_figure(pic, font_px=13)
-            cap = 320 if len(q.pictures) == 1 else 250  # one printed page per step
+            cap = 320 if len(pictures) == 1 else 250  # one printed page per step
             fig.update_layout(template="plotly_white", width=760, height=min(fig.layout.height or cap, cap))
             div = fig.to_html(full_html=False, include_plotlyjs=True if plotly_js == "inline" else False,
                               config={"staticPlot": True, "displayModeBar": False})
@@ -91,14 +94,20 @@ def handout_html(steps: Sequence[LessonStep], questions: Sequence[Question], mod
             f"{markdown_html(_(step.teach))}"
             f'<div class="question">{question}{choices}</div>'
             f"{''.join(figures)}"
-            f'<p class="hint">{hint}</p>'
-            f'<div class="answer">{answer}</div>'
-            f"<p class='caption'>{html.escape(on_screen)}</p></section>")
+            + ("<div class='work'></div>" if worksheet  # room to write the answer
+               else f'<p class="hint">{hint}</p><div class="answer">{answer}</div>')
+            + f"<p class='caption'>{html.escape(on_screen)}</p></section>")
     title = _("The KV cache in {n} questions").format(n=len(steps))
-    intro = _("Handout from kvviz's lesson. Every number was computed for <b>{model}</b>, the model the lesson ran on "
-              "(the measured step, 11, is this machine's timing when the lesson ran). One page per step: question, "
-              "figure, hint, worked answer. Fold the answers under before handing it out, or print pages without "
-              "them as a worksheet.").format(model=html.escape(model_label))
+    if worksheet:
+        title = _("The KV cache in {n} questions: worksheet").format(n=len(steps))
+        intro = _("Worksheet from kvviz's lesson: the handout's pages without hints or answers, for students to "
+                  "write on. Every number was computed for <b>{model}</b>, the model the lesson ran on. The handout "
+                  "with the worked answers downloads from the same button.").format(model=html.escape(model_label))
+    else:
+        intro = _("Handout from kvviz's lesson. Every number was computed for <b>{model}</b>, the model the lesson ran "
+                  "on (the measured step, 11, is this machine's timing when the lesson ran). One page per step: "
+                  "question, figure, hint, worked answer. For students, download the worksheet from the same "
+                  "button: the same pages without hints or answers.").format(model=html.escape(model_label))
     doc_title = _("kvviz lesson handout: {title}").format(title=title)
     print_note = _("Print with your browser (Ctrl+P / Cmd+P): one page per step.")
     return (

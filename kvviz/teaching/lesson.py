@@ -39,6 +39,7 @@ PATTERNS_PRESET = "Repeat a pattern"
 
 # Units a byte answer may be given in: decimal (SI) and binary (IEC), 1 GiB = 2^30 bytes, 1 GB = 10^9 bytes.
 BYTE_UNITS: dict[str, int] = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": GB, "KiB": KIB, "MiB": MIB, "GiB": GIB}
+SI_IEC = (("KB", "KiB"), ("MB", "MiB"), ("GB", "GiB"))  # the pairs students mix up
 
 
 @dataclass(frozen=True)
@@ -196,7 +197,7 @@ def _prefill_rows(engine: Any) -> Question:
     rows = engine.cache_len
     texts = list(record.fed_token_texts)
     return Question(
-        _("The prompt above is **{n} tokens**, fed in one prefill pass. After the prefill, how many rows "
+        _("The prompt shown here is **{n} tokens**, fed in one prefill pass. After the prefill, how many rows "
           "does layer 0's K cache hold?").format(n=len(ids)), rows,
         _("Prefill runs all {n} prompt tokens through the model in one pass and stores one K row and one V "
           "row per token in every layer: the real cache holds **{rows}** rows, numbered 0 to {last} like the "
@@ -419,6 +420,8 @@ def _bytes_at_1000(engine: Any) -> Question:
     kv, per_token = preset.kv, preset.kv.bytes_per_token
     total = memory.kv_bytes(kv, 1000)
     points = [0, 250, 500, 750, 1000]
+    mixed = _("The digits are right but the unit is not: MB counts 10^6 bytes, MiB 2^20 bytes, and the "
+              "same for KB/KiB and GB/GiB. Pick the unit that matches the way you divided.")
     return Question(
         _("GPT-2 small: {n_layer} layers, {n_kv_heads} heads, head_dim {head_dim}, float32 (4 bytes per number). "
           "How big is its KV cache at 1000 tokens, batch 1? Give a number and pick its unit (accepted within 1%; "
@@ -433,7 +436,10 @@ def _bytes_at_1000(engine: Any) -> Question:
         traps=((total // 2, _("Off by a factor of two: did you count both K and V, and 4 bytes for each float32 "
                               "number?")),
                (total // 1000, _("That is one token; the question asks for 1000.")),
-               (total // 4, _("Each float32 number takes 4 bytes, not 1."))),
+               (total // 4, _("Each float32 number takes 4 bytes, not 1.")),
+               # the MB/MiB slip, both ways (and KB/KiB, GB/GiB): the right digits under the other unit's name
+               *((total * BYTE_UNITS[binary] // BYTE_UNITS[decimal], mixed) for decimal, binary in SI_IEC),
+               *((total * BYTE_UNITS[decimal] // BYTE_UNITS[binary], mixed) for decimal, binary in SI_IEC)),
         picture=Picture("bytes", {"tokens": points, "bytes": [memory.kv_bytes(kv, n) for n in points]},
                         _("GPT-2 small's KV cache (float32, batch 1): it grows by the same bytes with every "
                           "token.")),
@@ -613,6 +619,21 @@ class Outcome:
 
 RESULTS = {"first try": N_("first try"), "after a hint": N_("after a hint"), "shown": N_("shown"),
            "": N_("not answered")}
+
+
+_CODES = {"first try": "f", "after a hint": "h", "shown": "s"}  # one letter per step in the URL; "-" = not answered
+
+
+def encode_outcomes(outcomes: dict[int, Outcome], n_steps: int) -> str:
+    """The outcomes as one letter per step ("fh-s..."): what a reload needs to keep the score (the answers as
+    written are not kept: the summary then shows the result without them)."""
+    return "".join(_CODES.get(outcomes[n].result, "-") if n in outcomes else "-" for n in range(1, n_steps + 1))
+
+
+def decode_outcomes(code: str | None, n_steps: int) -> dict[int, Outcome]:
+    """encode_outcomes' inverse; anything else in a link (a letter it never writes, too long) counts as not answered."""
+    results = {v: k for k, v in _CODES.items()}
+    return {n: Outcome(results[c], "") for n, c in enumerate((code or "")[:n_steps], start=1) if c in results}
 
 
 def result_label(result: str) -> str:

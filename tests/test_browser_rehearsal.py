@@ -1,0 +1,144 @@
+"""Issue 29: a scripted rehearsal of both teaching plans in Chromium at 1280x720. From the For teachers page, every
+block's link is clicked (one session per plan, as a teacher's browser keeps one), the state its row describes is
+checked, and each action the row names is done: class mode's reveal (V) and the room's mark (Y/N) with Right to go
+on, Prefill (P) then Next token (Right) on the step page, the attention patterns' head, the memory page's answer,
+the summary's room score. Back to the For teachers page through the browser's history (same session). Screenshots
+under test-artifacts/rehearsal/.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from kvviz import memory
+from kvviz.memory.presets import get_preset
+from kvviz.teaching import guide, lesson
+from test_browser import CHROMIUM, CHROMIUM_ARGS, _assert_no_errors, _cache_length, _wait_idle, app_url  # noqa: F401
+
+pytestmark = pytest.mark.browser
+ARTIFACTS = Path(os.environ.get("KVVIZ_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts")) / "rehearsal"
+N = len(lesson.STEPS)
+MISSED = {2}  # the room misses step 2 (the plan's pitfall: counting positions from 1)
+
+
+def _settled(tab) -> None:
+    _wait_idle(tab)
+    tab.wait_for_function("() => !document.querySelector('[data-stale=\"true\"]')", timeout=120_000)
+
+
+def _lesson_block(tab, first: int, last: int) -> None:
+    """Class mode from `first` to `last`: V reveals, Y/N marks the room, Right goes on."""
+    for number in range(first, last + 1):
+        tab.get_by_text(f"Step {number} of {N}").first.wait_for()
+        _settled(tab)
+        assert tab.locator(".st-key-lesson_class input").is_checked()  # class mode
+        assert tab.locator('[data-testid="stNumberInput"]').count() == 0  # nothing to type
+        tab.keyboard.press("v")
+        tab.locator(f".st-key-lesson_mark_{number}").wait_for()
+        tab.keyboard.press("n" if number in MISSED else "y")
+        tab.get_by_text("Marked for the room").first.wait_for()
+        _settled(tab)
+        _assert_no_errors(tab)
+        if number < last:
+            tab.keyboard.press("ArrowRight")
+
+
+def _check_block(tab, block: guide.Block, plan: str, index: int, done: set[int]) -> None:
+    """The state the row describes, and the actions it names."""
+    shot = str(ARTIFACTS / f"{plan}_{index}_{block.page.split('/')[-1][:-3]}.png")
+    if block.page == "pages/home.py":
+        tab.wait_for_selector("h1")
+        _settled(tab)
+    elif block.page == "pages/lesson.py" and "step=End" in block.link:
+        tab.get_by_text("What you learned").wait_for()
+        _settled(tab)
+        right = len(done - MISSED)
+        assert f"{right} of {N}" in tab.locator('[data-testid="stMetric"]').first.inner_text()  # the room's score
+        table = tab.locator('[data-testid="stTable"]').inner_text()
+        assert table.count("not answered") == N - len(done)
+    elif block.page == "pages/lesson.py":
+        first = int(re.search(r"step=(\d+)", block.link).group(1))
+        last = {1: 6, 7: 9 if plan == "30" else 12}[first]
+        tab.get_by_text(f"Step {first} of {N}").first.wait_for()
+        assert not tab.locator('[data-testid="stSidebar"]').is_visible()  # class mode hides the sidebar
+        _lesson_block(tab, first, last)
+        done.update(range(first, last + 1))
+    elif block.page == "pages/step_through.py":
+        tab.locator(".st-key-step_btn_prefill").wait_for()
+        _settled(tab)
+        assert tab.locator(".st-key-step_present input").is_checked()  # presenter mode
+        assert not tab.locator('[data-testid="stSidebar"]').is_visible()
+        assert tab.locator('[data-testid="stMetric"]', has_text="Cache length").count() == 0  # empty: P shows it all
+        tab.keyboard.press("p")
+        tab.locator('[data-testid="stMetric"]', has_text="Cache length").wait_for()
+        _settled(tab)
+        start = _cache_length(tab)
+        assert start >= 2
+        for k in (1, 2):
+            tab.keyboard.press("ArrowRight")
+            tab.wait_for_function("""(n) => [...document.querySelectorAll('[data-testid="stMetricValue"]')]
+                                              .some(e => e.innerText.startsWith(n + ' tokens'))""", arg=start + k)
+        _settled(tab)
+    elif block.page == "pages/attention_patterns.py":
+        tab.get_by_text("Named patterns in this layer").wait_for()
+        _settled(tab)
+        shown = {key: tab.locator(f".st-key-{key}").evaluate(
+            "e => (e.innerText + ' ' + [...e.querySelectorAll('input')].map(i => i.value).join(' ')).trim()")
+            for key in ("pat_source", "pat_layer", "pat_head")}
+        assert "Repeat a pattern" in shown["pat_source"], shown
+        assert re.search(r"\b3$", shown["pat_layer"]) and re.search(r"\b1$", shown["pat_head"]), shown
+        rows = tab.locator('[data-testid="stTable"] tbody tr')
+        assert "copies most here" in rows.nth(1).inner_text()  # head 1: the lesson's copying head
+        assert "None" not in tab.locator('[data-testid="stTable"]').inner_text()
+        tab.get_by_text("Head 1, large").wait_for()
+    elif block.page == "pages/memory_budget.py":
+        tab.get_by_text("The cache outweighs the weights from").wait_for()
+        _settled(tab)
+        llama = get_preset("llama-3-8b")
+        crossing = llama.n_params * 2 // memory.kv_bytes(llama.kv, 1) + 1
+        assert f"{crossing:,} tokens" in tab.get_by_text("The cache outweighs the weights from").inner_text()
+        assert tab.locator('[data-testid="stMetric"]', has_text="Total: 8,192 tokens").count() == 1
+        assert tab.get_by_role("tab", name="What fits").get_attribute("aria-selected") == "true"
+    else:
+        raise AssertionError(block.page)
+    _assert_no_errors(tab)
+    tab.screenshot(path=shot)
+
+
+def _rehearse(browser, url: str, plan_name: str, plan: tuple[guide.Block, ...]) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 720}, color_scheme="light")
+    tab = context.new_page()
+    tab.set_default_timeout(180_000)
+    tab.goto(f"{url}/teachers")
+    tab.get_by_text("Running it for a class").wait_for()
+    done: set[int] = set()
+    for index, block in enumerate(plan):
+        tab.get_by_text("Running it for a class").wait_for()
+        _settled(tab)
+        tab.get_by_role("tab", name=f"{plan_name} minutes").click()
+        at_teachers = tab.evaluate("navigation.currentEntry.index")
+        panel = tab.locator('[role="tabpanel"]:visible')
+        links = panel.locator('[data-testid="stPageLink"] a')
+        assert links.count() == len(plan)
+        link = links.nth(index)
+        assert link.inner_text().strip() == block.link  # the row's link, as printed
+        link.click()
+        _check_block(tab, block, plan_name, index, done)
+        back = tab.evaluate("navigation.currentEntry.index") - at_teachers  # the entries the block pushed
+        tab.evaluate(f"history.go(-{back})")  # the same session: back to For teachers
+    context.close()
+
+
+@pytest.mark.parametrize("plan_name", ["30", "45"])
+def test_the_teaching_plan_rehearsed_link_by_link(app_url, plan_name):  # noqa: F811
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    plan = guide.PLAN_30 if plan_name == "30" else guide.PLAN_45
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        _rehearse(browser, app_url, plan_name, plan)
+        browser.close()

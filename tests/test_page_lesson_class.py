@@ -1,0 +1,115 @@
+"""Issue 29, the lesson in a teacher's hands (AppTest and the records, the browser parts are in
+test_browser_lesson.py): class mode scores the room (V reveals, Y/N mark; no key reads as a choice's letter), the
+score rides in the URL so a reload keeps it, a deep link's Back works on its first run, step 9's MB/MiB slip gets the
+targeted hint, step 4's chart names every bar, step 7's triangle never runs past its rows, and the worksheet exists."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from conftest import APP_TIMEOUT_S
+from kvviz.figures.lesson import lesson_figure
+from kvviz.step.engine import StepEngine
+from kvviz.teaching import handout, lesson
+
+REPO = Path(__file__).resolve().parents[1]
+N = len(lesson.STEPS)
+BYTES_STEP = 1 + [s.ask for s in lesson.STEPS].index(lesson._bytes_at_1000)
+DOTS_STEP = 1 + [s.ask for s in lesson.STEPS].index(lesson._dots_one_step)
+WHY_NO_Q_STEP = 1 + [s.ask for s in lesson.STEPS].index(lesson._why_no_q)
+
+
+def _open(**params: str) -> AppTest:
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=APP_TIMEOUT_S)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    at.switch_page("pages/lesson.py").run()
+    assert not at.exception
+    return at
+
+
+def _shortcuts(at: AppTest) -> set[str]:
+    return {b.proto.shortcut.upper() for b in at.button if b.proto.shortcut}
+
+
+def test_class_mode_scores_the_room_with_keys_that_are_not_answer_letters(fresh_streamlit_caches):
+    at = _open(step="1", lesson_class="true")
+    letters = {chr(65 + i) for i in range(6)}  # A-F: a choice's letter
+    for number, right in ((1, True), (2, False), (3, True)):
+        reveal = at.button(key=f"lesson_reveal_btn_{number}")
+        assert reveal.proto.shortcut.upper() not in letters
+        if number == 3:
+            at.button(key="lesson_hint_btn_3").click().run()  # the room needed the hint
+        reveal.click().run()
+        assert at.success
+        assert not (_shortcuts(at) & letters), _shortcuts(at)
+        at.button(key=f"lesson_room_{'right' if right else 'wrong'}_{number}").click().run()
+        assert not at.exception and at.caption and "Marked for the room" in " ".join(c.value for c in at.caption)
+        at.button(key="lesson_next").click().run()
+    outcomes = at.session_state["lesson_outcomes"]
+    assert [outcomes[n].result for n in (1, 2, 3)] == ["first try", "shown", "after a hint"]
+    at.query_params["step"] = "End"
+    at.session_state["step"] = N + 1
+    at.run()
+    assert at.metric[0].value == f"2 of {N}" and at.metric[1].value == "1"
+    table = at.table[0].value
+    assert list(table["result"][:4]) == ["first try", "shown", "after a hint", "not answered"]
+
+
+def test_the_score_rides_in_the_url_and_a_reload_keeps_it(fresh_streamlit_caches, bundled):
+    prompt_tokens = len(StepEngine(bundled).tokenize(lesson.LESSON_PROMPT))
+    at = _open(step="2")
+    at.number_input(key="lesson_answer_2").set_value(prompt_tokens).run()
+    at.button(key="lesson_check_2").click().run()
+    code = at.query_params["lesson_score"]
+    code = code[0] if isinstance(code, list) else code
+    assert code == "-f" + "-" * (N - 2)
+    # a reload: a new session opened at the same URL
+    again = _open(step="End", lesson_score=code)
+    assert again.metric[0].value == f"1 of {N}" and again.metric[1].value == "1"
+    assert lesson.decode_outcomes("fhsx" + "-" * 20, N) == {1: lesson.Outcome("first try", ""),
+                                                            2: lesson.Outcome("after a hint", ""),
+                                                            3: lesson.Outcome("shown", "")}
+
+
+def test_a_deep_links_back_button_works_on_its_first_run(fresh_streamlit_caches):
+    at = _open(step="7", lesson_class="true")
+    back = at.button(key="lesson_back")
+    assert not back.proto.disabled
+    back.click().run()
+    assert at.session_state["step"] == 6
+
+
+def test_the_mb_mib_slip_gets_the_targeted_hint(bundled):
+    q = lesson._bytes_at_1000(StepEngine(bundled))
+    mib, mb = lesson.BYTE_UNITS["MiB"], lesson.BYTE_UNITS["MB"]
+    for value, unit in ((q.answer / mb, "MiB"), (q.answer / mib, "MB")):
+        assert not lesson.check(q, value, unit)
+        assert "MiB" in lesson.hint(q, value, unit) and lesson.hint(q, value, unit) != q.hint
+
+
+def test_step_4_names_every_bar_and_step_7_stays_within_its_rows(bundled):
+    q = lesson._why_no_q(StepEngine(bundled))
+    fig = lesson_figure(q.picture)
+    weights = q.picture.data["weights"]
+    assert list(fig.layout.xaxis.tickvals) == list(range(len(weights)))  # the tallest bar is named as its own
+    tri = lesson_figure(lesson._dots_one_step(StepEngine(bundled)).picture)
+    seq = lesson._dots_one_step(StepEngine(bundled)).picture.data["seq"]
+    assert sorted(tri.layout.yaxis.range) == [-0.5, seq - 0.5] and tri.layout.yaxis.constrain == "domain"
+
+
+def test_the_worksheet_exists_without_answers(bundled):
+    engine = StepEngine(bundled)
+    steps = lesson.STEPS[:5]
+    questions = [s.ask(engine) for s in steps]
+    sheet = handout.handout_html(steps, questions, "GPT-2", worksheet=True)
+    full = handout.handout_html(steps, questions, "GPT-2")
+    assert "worksheet" in full.split("<section")[0].lower() and "worksheet" in sheet.lower()
+    assert 'class="answer"' not in sheet and 'class="hint"' not in sheet and sheet.count("<section") == 5
+    assert full.count('class="answer"') == 5
+    body = re.sub(r"<script.*?</script>", "", sheet, flags=re.S)
+    for q in questions:  # no worked answer leaks into the worksheet
+        assert re.sub(r"[*`]", "", q.arithmetic)[:40] not in body
