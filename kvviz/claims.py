@@ -257,7 +257,7 @@ def _gemma3_claims() -> list[Claim]:
 # kvviz grew from four texts (../shared/sources/); two of them print a KV-cache size. Their words are quoted as
 # written (Chinese), with a translation beside them outside Chinese; the sizes are computed by memory.kv_bytes.
 _ZHIHU_URL = "https://www.zhihu.com/question/596900067/answer/3040011798"
-_GPT3 = "Brown et al. 2020, Language Models are Few-Shot Learners, arXiv:2005.14165, Table 2.1"
+GPT3_PAPER = "Brown et al. 2020, Language Models are Few-Shot Learners, arXiv:2005.14165, Table 2.1"
 ZHIHU_QUOTE = ("以GPT3-175B为例，假设以 float16 来保存 KV cache，senquence长度为100，batchsize=1，则 KV cache占用显存为 "
                "2×100×12288×96×2 Byte= 472MB。")
 ZHIHU_TRANSLATION = ("Take GPT3-175B as an example: storing the KV cache in float16, with a sequence length of 100 and "
@@ -283,14 +283,14 @@ def _seed_claims() -> list[Claim]:
     zhihu = Claim(
         "seed-zhihu-gpt3-472mb", quoted(ZHIHU_QUOTE, ZHIHU_TRANSLATION),
         _("Zhihu answer on the KV cache (title and date not recorded in kvviz's copy), {url}; GPT-3's shape: "
-          "{paper}").format(url=_ZHIHU_URL, paper=_GPT3),
+          "{paper}").format(url=_ZHIHU_URL, paper=GPT3_PAPER),
         "holds" if zhihu_holds else "wrong",
         _("right: 2 x 100 x 12,288 x 96 x 2 B = {exact:,} B, which is 472 MB in decimal megabytes ({mib:.0f} MiB); "
           "12,288 is GPT-3's hidden size, 96 heads x head_dim 128, so the formula counts every head's K and "
           "V.").format(exact=gpt3_bytes, mib=gpt3_bytes / MIB),
         (_("GPT-3 175B: {layers} layers, {heads} KV heads x head_dim {head_dim} = hidden size {hidden:,} ({paper})").format(
             layers=gpt3.n_layer, heads=gpt3.n_kv_heads, head_dim=gpt3.head_dim, hidden=gpt3.n_kv_heads * gpt3.head_dim,
-            paper=_GPT3),
+            paper=GPT3_PAPER),
          _("{layers} layers x {per_token:,} B/token/layer (fp16) x 100 tokens x batch 1 = {total}").format(
              layers=gpt3.n_layer, per_token=gpt3.bytes_per_token_per_layer, total=format_bytes(gpt3_bytes)),
          _("printed 472 MB = {rule:,.0f} B (decimal, UNITS_RULE): {factor:.4f} of the exact size ({other:.4f} "
