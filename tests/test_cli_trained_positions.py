@@ -24,3 +24,19 @@ def test_memory_cli_is_quiet_within_the_trained_positions(capsys):
     assert past_trained_positions("llama-3-8b", 8192) is None and past_trained_positions("no-such-model", 10**6) is None
     assert main(["memory", "--preset", "llama-3-8b", "--context", "8192"]) == 0
     assert "not trained to run that long" not in capsys.readouterr().out
+
+
+def test_memory_page_warns_with_the_same_words(fresh_streamlit_caches):
+    """The page's warning is the CLI's: one rule, one sentence."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import APP_TIMEOUT_S
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "memory_budget.py"),
+                           default_timeout=APP_TIMEOUT_S)
+    at.query_params.update({"mem_preset": "llama-3-8b", "mem_context": "131072"})
+    at.run()
+    assert not at.exception
+    assert past_trained_positions("llama-3-8b", 131072) in [w.value for w in at.warning]
