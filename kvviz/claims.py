@@ -42,9 +42,11 @@ class Claim:
     numbers: dict[str, Any] = field(default_factory=dict)  # the exact figures (tests pin them)
     page: tuple[str, str] = PAGE_MEMORY  # (page file, label) where it is live
     page_query: dict[str, str] = field(default_factory=dict)  # that page's URL widget state showing this claim
+    translation: str = ""  # a quote in another language than the reader's: its translation, shown beside it
 
     def as_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "quote": self.quote, "source": self.source, "verdict": self.verdict,
+        return {"key": self.key, "quote": self.quote, "translation": self.translation, "source": self.source,
+                "verdict": self.verdict,
                 "finding": self.finding, "arithmetic": list(self.arithmetic), "numbers": self.numbers,
                 "page": self.page[0], "page_query": self.page_query}
 
@@ -267,11 +269,9 @@ VISUALISER_QUOTE = "例:32层 × 4096长度 × 4096维 × 2 × 2B ≈ 4GB/样本
 VISUALISER_TRANSLATION = "e.g. 32 layers × 4096 length × 4096 dims × 2 × 2B ≈ 4GB per sample"
 
 
-def quoted(original: str, translation: str) -> str:
-    """A source's Chinese words as written; outside Chinese, the translation beside them."""
-    if i18n.current() == i18n.CHINESE:
-        return original
-    return _("{original} (translation: {translation})").format(original=original, translation=translation)
+def translated(translation: str) -> str:
+    """The translation shown beside a Chinese source's words: none for a reader of Chinese."""
+    return "" if i18n.current() == i18n.CHINESE else translation
 
 
 def _seed_claims() -> list[Claim]:
@@ -281,7 +281,7 @@ def _seed_claims() -> list[Claim]:
     zhihu_rule, zhihu_other = printed_bytes(472, "MB")
     zhihu_holds = abs(zhihu_rule - gpt3_bytes) / gpt3_bytes <= 0.05
     zhihu = Claim(
-        "seed-zhihu-gpt3-472mb", quoted(ZHIHU_QUOTE, ZHIHU_TRANSLATION),
+        "seed-zhihu-gpt3-472mb", ZHIHU_QUOTE,
         _("Zhihu answer on the KV cache (title and date not recorded in kvviz's copy), {url}; GPT-3's shape: "
           "{paper}").format(url=_ZHIHU_URL, paper=GPT3_PAPER),
         "holds" if zhihu_holds else "wrong",
@@ -296,13 +296,13 @@ def _seed_claims() -> list[Claim]:
          _("printed 472 MB = {rule:,.0f} B (decimal, UNITS_RULE): {factor:.4f} of the exact size ({other:.4f} "
            "with MB read as MiB)").format(rule=zhihu_rule, factor=zhihu_rule / gpt3_bytes,
                                           other=zhihu_other / gpt3_bytes)),
-        {"exact_bytes": gpt3_bytes, "printed_MB": 472}, PAGE_MEMORY,
+        {"exact_bytes": gpt3_bytes, "printed_MB": 472}, PAGE_MEMORY, translation=translated(ZHIHU_TRANSLATION),
     )
     example = KVConfig(32, 32, 32, 128, "fp16", name="32 x 4096")  # 4,096 dims = 32 heads x 128, MHA
     example_bytes = kv_bytes(example, 4096)
     rule, other = printed_bytes(4, "GB")
     visualiser = Claim(
-        "seed-visualiser-4gb", quoted(VISUALISER_QUOTE, VISUALISER_TRANSLATION),
+        "seed-visualiser-4gb", VISUALISER_QUOTE,
         _("the interactive page '{title}' (address not recorded; undated; read November 2026)").format(
             title=VISUALISER_TITLE),
         "wrong" if min(abs(rule - example_bytes), abs(other - example_bytes)) / example_bytes > 0.05 else "holds",
@@ -316,6 +316,7 @@ def _seed_claims() -> list[Claim]:
              total=format_bytes(kv_bytes(replace(get_preset("llama-2-7b").kv, dtype="fp16"), 4096)))),
         {"exact_bytes": example_bytes, "printed_GB": 4}, PAGE_MEMORY,
         {"mem_preset": "llama-2-7b", "mem_context": "4096", "mem_dtype": "fp16"},
+        translation=translated(VISUALISER_TRANSLATION),
     )
     return [zhihu, visualiser]
 

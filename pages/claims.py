@@ -31,6 +31,8 @@ def card(c: claims.Claim) -> None:
     """One claim: verdict badge, the quote, the finding, the arithmetic, the source and a link to see it live."""
     st.badge(_(claims.VERDICT_LABELS[c.verdict]), icon=ICONS[c.verdict], color=COLORS[c.verdict])
     st.markdown(f"**“{c.quote}”**")
+    if c.translation:  # the original words stay as written; the translation beside them, outside the quotes
+        st.markdown(_("Translation: {translation}").format(translation=c.translation))
     st.markdown(c.finding)
     with st.expander(_("The arithmetic")):
         st.code("\n".join(c.arithmetic), language=None, wrap_lines=True)

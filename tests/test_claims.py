@@ -140,10 +140,11 @@ def test_seeds_own_figures_with_their_sources_and_verdicts(capsys):
     English), cited (the interactive page by title, its address said to be unrecorded), and checked exactly."""
     zhihu, page = BY_KEY["seed-zhihu-gpt3-472mb"], BY_KEY["seed-visualiser-4gb"]
     assert zhihu.numbers["exact_bytes"] == 2 * 100 * 12288 * 96 * 2 == 471_859_200 and zhihu.verdict == "holds"
-    assert "2×100×12288×96×2 Byte= 472MB" in zhihu.quote and "(translation: " in zhihu.quote
+    assert zhihu.quote == claims.ZHIHU_QUOTE and "2×100×12288×96×2 Byte= 472MB" in zhihu.quote  # as written
+    assert zhihu.translation == claims.ZHIHU_TRANSLATION and "472MB of GPU memory" in zhihu.translation
     assert "https://www.zhihu.com/question/596900067/answer/3040011798" in zhihu.source
     assert page.numbers["exact_bytes"] == 32 * 4096 * 4096 * 2 * 2 == 2 * 2**30 and page.verdict == "wrong"
-    assert "32层 × 4096长度 × 4096维 × 2 × 2B ≈ 4GB/样本" in page.quote and "(translation: " in page.quote
+    assert page.quote == "例:32层 × 4096长度 × 4096维 × 2 × 2B ≈ 4GB/样本" and "4GB per sample" in page.translation
     assert "'KV Cache 原理'" in page.source and "address not recorded" in page.source
     assert "1.86x" in page.finding and "2x if GB means GiB" in page.finding
     from pathlib import Path  # the quotes are the sources' own words
@@ -155,6 +156,7 @@ def test_seeds_own_figures_with_their_sources_and_verdicts(capsys):
     data = {c["key"]: c for c in json.loads(capsys.readouterr().out)}
     assert data["seed-zhihu-gpt3-472mb"]["verdict"] == "holds" and data["seed-visualiser-4gb"]["verdict"] == "wrong"
     assert data["seed-zhihu-gpt3-472mb"]["numbers"]["exact_bytes"] == 471_859_200
+    assert data["seed-zhihu-gpt3-472mb"]["translation"] == claims.ZHIHU_TRANSLATION
     assert data["seed-visualiser-4gb"]["numbers"]["exact_bytes"] == 2_147_483_648
 
 

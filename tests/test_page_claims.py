@@ -60,7 +60,9 @@ def test_seed_figures_lead_the_page_with_their_sources():
     at = claims_page()
     texts = [m.value for m in at.markdown]
     first = next(i for i, t in enumerate(texts) if "472MB" in t)
-    assert "(translation: " in texts[first] and any("4GB/样本" in t for t in texts[first:first + 4])
+    assert texts[first] == f"**“{claims.ZHIHU_QUOTE}”**"  # the words as written, nothing inside the quotes added
+    assert texts[first + 1] == f"Translation: {claims.ZHIHU_TRANSLATION}"  # the translation beside them
+    assert any("4GB/样本" in t for t in texts[first:first + 6])
     captions = " ".join(c.value for c in at.caption)
     assert "https://www.zhihu.com/question/596900067/answer/3040011798" in captions
     assert "'KV Cache 原理' (address not recorded" in captions

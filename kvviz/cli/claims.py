@@ -46,7 +46,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"{claims.UNITS_RULE}\n")
     for c in found:
-        print(f"[{c.verdict.upper()}] {c.quote}\n  source: {c.source}\n  {c.finding}")
+        print(f"[{c.verdict.upper()}] {c.quote}")
+        if c.translation:
+            print(f"  translation: {c.translation}")
+        print(f"  source: {c.source}\n  {c.finding}")
         print("\n".join(f"    {line}" for line in c.arithmetic))
         print(f"  see it live: {c.page[1]} ({c.page[0]})\n")
     return 0
