@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.gpu not in claims.GPU_COMPUTE:
-            raise _ArgError(f"unknown GPU {one_line(repr(args.gpu), 60)}; choose one of: {', '.join(claims.GPU_COMPUTE)}")
+            raise _ArgError(f"unknown GPU {one_line(repr(args.gpu), 40)}; choose one of: {', '.join(claims.GPU_COMPUTE)}")
     except _ArgError as exc:
         say(f"kvviz claims: {one_line(exc, 2000)}", file=sys.stderr)
         return 2
