@@ -12,9 +12,11 @@ from kvviz.i18n import N_, _
 from kvviz.teaching import glossary
 
 ui.ensure_router()  # before anything is drawn: see its docstring
-COLORS = {"holds": "green", "wrong": "red", "partly true": "orange"}
-ICONS = {"holds": ":material/check_circle:", "wrong": ":material/cancel:", "partly true": ":material/rule:"}
-TITLES = {"holds": N_("Holds"), "wrong": N_("Wrong"), "partly true": N_("Partly true")}  # the summary tiles
+COLORS = {"holds": "green", "wrong": "red", "partly true": "orange", "cannot be judged": "gray"}
+ICONS = {"holds": ":material/check_circle:", "wrong": ":material/cancel:", "partly true": ":material/rule:",
+         "cannot be judged": ":material/help:"}
+TITLES = {"holds": N_("Holds"), "wrong": N_("Wrong"), "partly true": N_("Partly true"),
+          "cannot be judged": N_("Cannot be judged")}  # the summary tiles
 # Link values that are a target page's displayed labels (its tabs): they are shown, so they are translated.
 LABEL_KEYS = {"mem_tab", "ops_tab"}
 
@@ -29,6 +31,8 @@ def card(c: claims.Claim) -> None:
     """One claim: verdict badge, the quote, the finding, the arithmetic, the source and a link to see it live."""
     st.badge(_(claims.VERDICT_LABELS[c.verdict]), icon=ICONS[c.verdict], color=COLORS[c.verdict])
     st.markdown(f"**“{c.quote}”**")
+    if c.translation:  # the original words stay as written; the translation beside them, outside the quotes
+        st.markdown(_("Translation: {translation}").format(translation=c.translation))
     st.markdown(c.finding)
     with st.expander(_("The arithmetic")):
         st.code("\n".join(c.arithmetic), language=None, wrap_lines=True)
@@ -41,9 +45,10 @@ st.title(_("Claims checked"))
 st.markdown(_(
     "**What you are seeing.** Numbers and sentences about the KV cache that circulate in blog posts, "
     "calculators and explainers, each recomputed here with the same functions the rest of kvviz uses. "
-    "A claim **holds**, is **wrong** (by the factor shown), or is **partly true**: right for one quantity, "
-    "wrong for the one it is usually read as. Each card cites its public source (title, address, date) and links "
-    "to the page where you can watch the numbers live."
+    "A claim **holds**, is **wrong** (by the factor shown), is **partly true**: right for one quantity, "
+    "wrong for the one it is usually read as, or **cannot be judged** from figures kvviz can cite. Each card cites "
+    "its source (title, address and date, or says which of them is not recorded) and links to the page where you "
+    "can watch the numbers live. The first two are the figures in the texts kvviz grew from."
 ))
 rule = st.container(horizontal=True, vertical_alignment="center")
 rule.caption(_(claims.UNITS_RULE))
@@ -64,5 +69,5 @@ with st.container(border=True):
     card(found[-1])
 
 with summary:
-    for col, verdict in zip(st.columns(3), COLORS):
+    for col, verdict in zip(st.columns(len(COLORS)), COLORS):
         col.metric(_(TITLES[verdict]), sum(c.verdict == verdict for c in found))

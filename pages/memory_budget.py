@@ -19,7 +19,7 @@ from kvviz.memory import dtypes
 from kvviz.memory import units
 from kvviz.inputs import echo, links
 from kvviz.figures import MAX_LEGEND_ENTRIES, export_config, memory as figs
-from kvviz.memory.presets import GPUS, PRESETS, get_preset
+from kvviz.memory.presets import GPUS, PRESETS, get_preset, past_trained_positions
 
 CUSTOM, DEFAULT_PRESET, CUSTOM_GPU = "custom", "llama-3-8b", "custom"
 PROBE_PROMPT = "ROMEO: What light through yonder window breaks?"
@@ -385,10 +385,8 @@ def calculator() -> None:
         report_link(linked, notices)
         return
     preset = st.session_state["mem_preset"]
-    if preset in PRESETS and context > (own := get_preset(preset).max_context):
-        notices.warning(_("{n:,} tokens exceeds {preset}'s own context window of {own:,} tokens: the bytes are "
-                          "exact arithmetic, but the model was not trained to run that long.").format(
-                            n=context, preset=preset, own=own))
+    if (too_long := past_trained_positions(preset, context)) is not None:
+        notices.warning(too_long)
     b = memory.budget(cfg, context, batch)
     for w in b.warnings:
         st.warning(w)

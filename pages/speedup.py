@@ -319,22 +319,19 @@ def offered_devices() -> tuple[list[str], str | None]:
     return _probe_devices()
 
 
-BOUND_LABELS = {"overhead": N_("launch overhead"), "weights": N_("reading the weights"),
-                "cache": N_("reading the cache"), "mixed": N_("neither dominates")}
-
-
 def device_section(spec: str) -> None:
     """The context sweep on a device (kvviz.speedup.accelerator): the cached step against the uncached pass as
     the cache grows, on the CPU or a GPU this machine has (only the devices found are offered)."""
 
     st.subheader(_("As the context grows: one cached step against one uncached pass"))
-    st.caption(_("At short context a decode step is bound by launch overhead (on a GPU) or by reading the weights "
-                 "(on a CPU): its time barely moves with the context. At long context reading the cache dominates "
-                 "and the step grows with it. The uncached pass over the same tokens is cheap until it is not. Each "
-                 "point: the median of 9 cached steps and 3 uncached passes, interleaved, on a private copy of the "
-                 "model. \"Bound by\": reading the step's bytes at the measured roof would take under 15% of it "
-                 "(launch overhead), a third or more (the weights or the cache, whichever is most of the bytes), "
-                 "or between (neither dominates)."))
+    st.caption(_("At short context most of a decode step's time is not explained by reading its bytes (on a GPU: "
+                 "launching kernels; on a CPU: Python, small ops, other processes): its time barely moves with the "
+                 "context. At long context reading the cache dominates and the step grows with it. The uncached pass "
+                 "over the same tokens is cheap until it is not. Each point: the median of 9 cached steps and 3 "
+                 "uncached passes, interleaved, on a private copy of the model. \"Bound by\" is named only when the "
+                 "step's whole slowest-fastest range of the read roof falls in one zone: under 15% (time not "
+                 "explained by reading bytes), a third or more (reading the weights or the cache, whichever is most "
+                 "of the bytes), or between (neither dominates); otherwise \"unclear within the spread\"."))
     offered, no_gpu_reason = offered_devices()
     with st.form("bench_device_form"):
         if len(offered) > 1:
@@ -371,6 +368,7 @@ def device_section(spec: str) -> None:
         return
     result, load_before = st.session_state[DEVICE_KEY]
     from kvviz.figures.device import context_sweep_figure
+    from kvviz.speedup.accelerator import BOUND_NAMES
     from kvviz.figures import export_config
 
     st.caption(_("Measured on {device}; {model}; machine load {load}.").format(
@@ -385,7 +383,8 @@ def device_section(spec: str) -> None:
             _("uncached / cached"): round(p.ratio, 1),
             _("cache's share of bytes read"): f"{p.kv_bytes_read / p.bytes_read:.0%}",
             _("of the read roof"): f"{p.roof_fraction:.0%}" + ("*" if p.beats_roof else ""),
-            _("bound by"): _(BOUND_LABELS[p.bound]),
+            _("read roof, slowest-fastest"): "{:.0%}-{:.0%}".format(*(min(1.0, x) for x in p.read_share_range)),
+            _("bound by"): _(BOUND_NAMES[p.bound]),
         } for p in result.sweep]), hide_index=True, key="bench_device_sweep_table")
         if any(p.beats_roof for p in result.sweep):
             st.caption(_("* moved more bytes per second than the read probe measured (caches helped): shown as 100%."))

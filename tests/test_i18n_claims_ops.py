@@ -18,7 +18,7 @@ from kvviz.teaching import glossary
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
 ROOT = Path(__file__).resolve().parents[1]
 # Names that stay as published: the English sources' article titles, the presets' paper names.
-NAMES = [*claims.SOURCE_TITLES]
+NAMES = [*claims.SOURCE_TITLES, *claims.PUBLISHED_SOURCE_TITLES.values(), claims.GPT3_PAPER]
 
 
 def claims_page(lang: str) -> AppTest:
@@ -58,13 +58,19 @@ def test_claims_page_in_chinese_has_no_english_sentence_and_the_same_numbers():
     counts = {m.label: m.value for m in at.metric}
     assert counts == {"成立": str(sum(c.verdict == "holds" for c in found)),
                       "错误": str(sum(c.verdict == "wrong" for c in found)),
-                      "部分正确": str(sum(c.verdict == "partly true" for c in found))}
+                      "部分正确": str(sum(c.verdict == "partly true" for c in found)),
+                      "无法判定": str(sum(c.verdict == "cannot be judged" for c in found))}
+    # the seeds' Chinese words as written, with no translation back into Chinese beside them
+    seeds = {c.key: c for c in found}
+    assert seeds["seed-zhihu-gpt3-472mb"].quote == claims.ZHIHU_QUOTE
+    assert seeds["seed-visualiser-4gb"].quote == claims.VISUALISER_QUOTE
+    assert "是它的 1.86 倍" in seeds["seed-visualiser-4gb"].finding
     assert at.selectbox(key="claims_gpu").label.startswith("这条说法所用的 GPU")
     at.selectbox(key="claims_gpu").set_value("NVIDIA T4").run()
     with i18n.language(i18n.CHINESE):
         t4 = claims.all_claims("NVIDIA T4")[-1]
     assert not at.exception and t4.verdict == "wrong" and any(t4.finding == m.value for m in at.markdown)
-    assert "节省的时间比说法大" in t4.finding and "4.57x" in t4.finding
+    assert "节省的时间都比说法中的多" in t4.finding and "4.57 倍" in t4.finding and "4.57x" not in t4.finding
 
 
 def test_claims_in_english_are_unchanged_by_the_catalog():
@@ -73,7 +79,9 @@ def test_claims_in_english_are_unchanged_by_the_catalog():
     with i18n.language(i18n.CHINESE):
         zh = claims.all_claims()
     assert [c.numbers for c in en] == [c.numbers for c in zh] and [c.verdict for c in en] == [c.verdict for c in zh]
-    assert en[0].finding != zh[0].finding and "the chapter's MB is binary" in en[0].finding
+    gemma_en, gemma_zh = (next(c for c in cs if c.key == "gemma3-896mb") for cs in (en, zh))
+    assert gemma_en.finding != gemma_zh.finding and "the chapter's MB is binary" in gemma_en.finding
+    assert en[0].translation and zh[0].translation == "" and en[0].quote == zh[0].quote  # only where one is needed
     at = claims_page(i18n.ENGLISH)
     assert at.title[0].value == "Claims checked"
     assert any(m.label == "Holds" for m in at.metric)

@@ -31,7 +31,7 @@ def test_claims_page_shows_every_claim_with_verdict_and_link():
     for c in found:
         assert c.quote in texts and c.finding in texts
     counts = {m.label: m.value for m in at.metric}
-    assert counts == {v.capitalize(): str(sum(c.verdict == v for c in found)) for v in ("holds", "wrong", "partly true")}
+    assert counts == {v.capitalize(): str(sum(c.verdict == v for c in found)) for v in claims.VERDICT_LABELS}
     links = [e for e in at.main if type(e).__name__ == "UnknownElement" and e.type == "page_link"] or at.get("page_link")
     assert len(links) == len(found) + 1  # one "see it live" per claim, and the units rule's glossary entry
     assert any("570,425,344 B" in c.value for c in at.code)  # the Gemma claim's arithmetic, exact
@@ -40,14 +40,34 @@ def test_claims_page_shows_every_claim_with_verdict_and_link():
 
 
 def test_gpu_choice_changes_the_prefill_verdict():
+    """The prefill claim is judged on the Apple GPU its source is about (wrong at any utilization); on an H100 it
+    cannot be judged without an assumed utilization, and the card says the H100 is not the source's hardware."""
     at = claims_page()
     prefill = next(c for c in claims.all_claims() if c.key == "system-prompt-prefill")
-    assert prefill.verdict == "holds" and any(prefill.finding == m.value for m in at.markdown)
-    at.selectbox(key="claims_gpu").set_value("NVIDIA T4").run()
+    assert prefill.verdict == "wrong" and "Apple M1 Ultra" in prefill.finding
+    assert any(prefill.finding == m.value for m in at.markdown)
+    at.selectbox(key="claims_gpu").set_value("NVIDIA H100 SXM").run()
     assert not at.exception
-    t4 = claims.all_claims("NVIDIA T4")[-1]
-    assert t4.verdict == "wrong" and any(t4.finding == m.value for m in at.markdown)
-    assert "NVIDIA T4" in t4.finding
+    h100 = claims.all_claims("NVIDIA H100 SXM")[-1]
+    assert h100.verdict == "cannot be judged" and any(h100.finding == m.value for m in at.markdown)
+    assert "not the hardware it describes" in h100.finding
+    assert {m.label: m.value for m in at.metric}["Cannot be judged"] == "1"
+
+
+def test_seed_figures_lead_the_page_with_their_sources():
+    """Issue 31 items 9 and 15: the seeds' own figures are the first cards (quote as written, translation beside
+    it), and the published-figures card names each source by title."""
+    at = claims_page()
+    texts = [m.value for m in at.markdown]
+    first = next(i for i, t in enumerate(texts) if "472MB" in t)
+    assert texts[first] == f"**“{claims.ZHIHU_QUOTE}”**"  # the words as written, nothing inside the quotes added
+    assert texts[first + 1] == f"Translation: {claims.ZHIHU_TRANSLATION}"  # the translation beside them
+    assert any("4GB/样本" in t for t in texts[first:first + 6])
+    captions = " ".join(c.value for c in at.caption)
+    assert "https://www.zhihu.com/question/596900067/answer/3040011798" in captions
+    assert "'KV Cache 原理' (address not recorded" in captions
+    for title in claims.PUBLISHED_SOURCE_TITLES.values():
+        assert f"'{title}'" in captions
 
 
 @pytest.mark.parametrize("claim", [c for c in claims.all_claims() if c.page_query], ids=lambda c: c.key)

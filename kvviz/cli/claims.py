@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.gpu not in claims.GPU_COMPUTE:
-            raise _ArgError(f"unknown GPU {one_line(repr(args.gpu), 60)}; choose one of: {', '.join(claims.GPU_COMPUTE)}")
+            raise _ArgError(f"unknown GPU {one_line(repr(args.gpu), 40)}; choose one of: {', '.join(claims.GPU_COMPUTE)}")
     except _ArgError as exc:
         say(f"kvviz claims: {one_line(exc, 2000)}", file=sys.stderr)
         return 2
@@ -46,7 +46,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"{claims.UNITS_RULE}\n")
     for c in found:
-        print(f"[{c.verdict.upper()}] {c.quote}\n  source: {c.source}\n  {c.finding}")
+        print(f"[{c.verdict.upper()}] {c.quote}")
+        if c.translation:
+            print(f"  translation: {c.translation}")
+        print(f"  source: {c.source}\n  {c.finding}")
         print("\n".join(f"    {line}" for line in c.arithmetic))
         print(f"  see it live: {c.page[1]} ({c.page[0]})\n")
     return 0

@@ -20,7 +20,7 @@ from kvviz.memory import config_import
 from kvviz import memory
 from kvviz.memory import dtypes
 from kvviz.memory import units
-from kvviz.memory.presets import PRESETS, get_preset
+from kvviz.memory.presets import PRESETS, get_preset, past_trained_positions
 
 DEFAULT_CONTEXT = 4096
 DEFAULT_DTYPE = next(f.default for f in fields(memory.KVConfig) if f.name == "dtype")  # what explicit numbers use
@@ -128,7 +128,10 @@ def config_from_args(args: argparse.Namespace) -> tuple[memory.KVConfig, list[st
     return replace(cfg, **changes), notes, cross
 
 
-def render_table(b: memory.KVBudget | memory.EncoderDecoderBudget, notes: list[str]) -> str:
+def render_table(b: memory.KVBudget | memory.EncoderDecoderBudget, notes: list[str],
+                 warnings: list[str] | None = None) -> str:
+    """The budget as aligned lines; `warnings` (e.g. a context past the preset's trained positions) go first
+    among the warning lines."""
     s = b.self_attention if isinstance(b, memory.EncoderDecoderBudget) else b
     c = s.config
     lines = [
@@ -152,7 +155,7 @@ def render_table(b: memory.KVBudget | memory.EncoderDecoderBudget, notes: list[s
     else:
         lines.append(f"total        {units.format_bytes(b.total_bytes)}")
     lines += [f"note         {n}" for n in notes]
-    lines += [f"warning      {w}" for w in s.warnings]
+    lines += [f"warning      {w}" for w in [*(warnings or []), *s.warnings]]
     return "\n".join(lines)
 
 
@@ -177,8 +180,11 @@ def main(argv: list[str]) -> int:
     except memory.MemoryInputError as exc:
         say(f"kvviz memory: {one_line(exc, 2000)}", file=sys.stderr)
         return 2
+    too_long = past_trained_positions(args.preset, context) if args.preset is not None else None
     if args.json:
-        say(json.dumps({**result.as_dict(), "notes": notes}, indent=2))
+        found = result.as_dict()
+        say(json.dumps({**found, "notes": notes,
+                        **({"warnings": [too_long, *found.get("warnings", [])]} if too_long else {})}, indent=2))
     else:
-        say(render_table(result, notes))
+        say(render_table(result, notes, [too_long] if too_long else []))
     return 0

@@ -2,8 +2,9 @@
 over the same tokens, as the cache grows.
 
 Both axes are log scale (their titles say so): the uncached pass grows with the context (and faster, once its
-attention is quadratic), while the cached step stays flat where launch overhead bounds it and rises once reading
-the cache dominates. The first context whose step is bound by reading the cache is marked on the chart.
+attention is quadratic), while the cached step stays flat where reading bytes explains little of its time and rises
+once reading the cache dominates. The first context whose step is bound by reading the cache across its whole
+spread of repeats (SweepPoint.bound) is marked on the chart.
 
 Input: the sweep's points (context, medians, bound), plain numbers. Output: a plotly figure. No Streamlit, no torch.
 """

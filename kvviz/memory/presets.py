@@ -110,6 +110,18 @@ def get_preset(name: str) -> Preset:
     return PRESETS[key]
 
 
+def past_trained_positions(name: str, context: int) -> str | None:
+    """The one rule for a context longer than a preset's trained positions (the memory page and `python -m kvviz
+    memory` both say it): None when `name` is no preset or `context` is within its max_context, else the warning,
+    in the current language."""
+    preset = PRESETS.get(name.strip().lower())
+    if preset is None or context <= preset.max_context:
+        return None
+    return _("{n:,} tokens exceeds {preset}'s own context window of {own:,} tokens: the bytes are exact arithmetic, "
+             "but the model was not trained to run that long.").format(n=context, preset=preset.name,
+                                                                      own=preset.max_context)
+
+
 def ops_presets() -> dict[str, Preset]:
     """Presets whose op counts kvviz.ops can give (dense models with a known MLP)."""
     return {name: p for name, p in PRESETS.items() if p.shape is not None}

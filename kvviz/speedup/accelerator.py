@@ -11,8 +11,9 @@ dynamic quantization. A GPU teaches a different lesson, and this module measures
               of the read roof (never shown above 100%: a step that beats the probe is flagged as such).
     sweep     the cached decode step at 128 ... 8192 cached tokens (bounded by the device's memory, the
               model's positions and a time budget) beside the uncached pass over the same tokens: at short
-              context the step is bound by launch overhead (flat in the context), at long context by reading
-              the cache (growing with it), and the uncached pass is cheap until it is not.
+              context the step's time is mostly not explained by reading bytes (flat in the context), at long
+              context reading the cache sets it (growing with it), and the uncached pass is cheap until it is
+              not. A bound is named only where the spread of the repeats leaves no doubt (SweepPoint.bound).
 
 All timings synchronise the device (kvviz.speedup.device.Clock) and take a warm-up first; the rounds interleave
 the modes (order rotating) and report medians with their fastest-slowest spread. Runs on a private copy of the
@@ -43,13 +44,24 @@ CPU_ONLY_MODES: dict[str, str] = {  # translated where shown (N_): the CLI print
 SWEEP_CONTEXTS: tuple[int, ...] = (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
 SWEEP_BUDGET_S = 60.0  # the whole sweep; the longest contexts are left out (and said) beyond it
 SWEEP_MEMORY_SHARE = 0.5  # a context whose cache + uncached pass would need more of the free memory is skipped
-# What bounds a step, from the share of it that reading its bytes at the measured read roof would take: under
-# OVERHEAD_SHARE the bytes are not what it waits for (launches, Python, small ops); at BYTES_SHARE or more they
-# are: a forward's GEMVs stream at about half the probe's best (one sum over one contiguous buffer; 34-52% on the
-# 2-core CPU here, `python -m kvviz bench --sweep --model random:gpt2`), so a third already means memory sets the
-# pace. Between the two, neither dominates and the report says so rather than crown one.
-OVERHEAD_SHARE = 0.15
+# What bounds a step, from the share of it that reading its bytes at the measured read roof would take (the step's
+# fraction of the read roof): under UNEXPLAINED_SHARE the bytes explain little of the step's time (on a GPU: kernel
+# launches, Python, small ops; on a CPU there are no launches, and time lost to other processes lands here too);
+# at BYTES_SHARE or more they are what it waits for: a forward's GEMVs stream at about half the probe's best (one
+# sum over one contiguous buffer; 34-52% on the 2-core CPU here, `python -m kvviz bench --sweep --model
+# random:gpt2`), so a third already means memory sets the pace. Between the two, neither dominates. The share
+# moves between repeats (27-52% run to run on that CPU: the 1/3 line sits inside it), so a bound is named only
+# when the whole fastest-slowest range of the share falls in one zone; otherwise the point is "unclear".
+UNEXPLAINED_SHARE = 0.15
 BYTES_SHARE = 1 / 3
+# What each bound is called (English, marked N_(): show _(name)); the CLI prints these, the page translates them.
+BOUND_NAMES: dict[str, str] = {
+    "unexplained": N_("below 15% of the read roof: time not explained by reading bytes"),
+    "mixed": N_("neither dominates"),
+    "weights": N_("reading the weights"),
+    "cache": N_("reading the cache"),
+    "unclear": N_("unclear within the spread"),
+}
 ProgressFn = Callable[[str], None]
 
 
@@ -112,16 +124,30 @@ class SweepPoint:
     def beats_roof(self) -> bool:
         return self.bytes_read / (self.cached_ms / 1000.0) > self.read_roof_bytes_per_s
 
+    def read_share(self, step_ms: float) -> float:
+        """The share of a `step_ms` step that reading its bytes at the read roof would take (uncapped)."""
+        return self.bytes_read / self.read_roof_bytes_per_s * 1000.0 / step_ms
+
     @property
-    def bound(self) -> str:
-        """What sets the step's pace: "overhead", "weights" or "cache" (whichever is most of the bytes read), or
-        "mixed" when reading them at the roof would take between OVERHEAD_SHARE and BYTES_SHARE of the step."""
-        share = self.bytes_read / self.read_roof_bytes_per_s * 1000.0 / self.cached_ms
-        if share < OVERHEAD_SHARE:
-            return "overhead"
+    def read_share_range(self) -> tuple[float, float]:
+        """(slowest repeat, fastest repeat): the spread of the read share across the repeats."""
+        return self.read_share(max(self.cached_step_ms)), self.read_share(min(self.cached_step_ms))
+
+    def _zone(self, share: float) -> str:
+        if share < UNEXPLAINED_SHARE:
+            return "unexplained"
         if share < BYTES_SHARE:
             return "mixed"
         return "cache" if 2 * self.kv_bytes_read >= self.bytes_read else "weights"
+
+    @property
+    def bound(self) -> str:
+        """What sets the step's pace, named only when the whole fastest-slowest range of the read share falls in
+        one zone: "unexplained" (under UNEXPLAINED_SHARE of the read roof: time not explained by reading bytes),
+        "mixed" (between UNEXPLAINED_SHARE and BYTES_SHARE: neither dominates), "weights" or "cache" (BYTES_SHARE
+        or more; whichever is most of the bytes read); "unclear" when the range crosses a zone's edge."""
+        slowest, fastest = (self._zone(share) for share in self.read_share_range)
+        return slowest if slowest == fastest else "unclear"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,7 +202,8 @@ class DeviceBenchResult:
             "sweep": [{"context": p.context, "cached_step_ms": list(p.cached_step_ms),
                        "uncached_ms": list(p.uncached_ms), "ratio": p.ratio, "bytes_read": p.bytes_read,
                        "kv_bytes_read": p.kv_bytes_read, "read_roof_fraction": p.roof_fraction,
-                       "beats_roof": p.beats_roof, "bound": p.bound} for p in self.sweep],
+                       "beats_roof": p.beats_roof, "read_share_slowest_fastest": list(p.read_share_range),
+                       "bound": p.bound} for p in self.sweep],
             "sweep_notes": list(self.sweep_notes),
         }
 
@@ -382,11 +409,16 @@ def format_report(result: DeviceBenchResult) -> str:
     if result.sweep:
         lines += ["", "context sweep: one cached decode step vs one uncached pass over the same tokens (medians)",
                   f"{'cached':>8} {'step ms':>9} {'uncached ms':>12} {'ratio':>7} {'cache share':>12} "
-                  f"{'read roof':>10}  bound by"]
+                  f"{'read roof':>10} {'slowest-fastest':>16}  bound by"]
         for p in result.sweep:
             share = p.kv_bytes_read / p.bytes_read
+            slowest, fastest = (min(1.0, x) for x in p.read_share_range)  # shown as the read roof is: at most 100%
             lines.append(f"{p.context:8d} {p.cached_ms:9.3f} {p.uncached_median_ms:12.3f} {p.ratio:7.1f} "
-                         f"{share:12.0%} {p.roof_fraction:10.0%}{'*' if p.beats_roof else ' '} {p.bound}")
+                         f"{share:12.0%} {p.roof_fraction:10.0%}{'*' if p.beats_roof else ' '}"
+                         f"{f'{slowest:.0%}-{fastest:.0%}':>16}  {BOUND_NAMES[p.bound]}")
+        lines.append("bound by: named only when the whole slowest-fastest range of the read-roof share falls in one "
+                     "zone (under 15%: time not explained by reading bytes; 15% to a third: neither dominates; a "
+                     "third or more: reading the weights or the cache)")
         if any(p.beats_roof for p in result.sweep):
             lines.append("* moved more bytes per second than the read probe measured (caches helped): shown as 100%")
     lines += [f"sweep: {note}" for note in result.sweep_notes]
