@@ -167,18 +167,29 @@ def _k_row(engine: Any) -> Question:
     keys, values = engine.layer_keys(0)[0], engine.layer_values(0)[0]  # head 0: (seq_len, head_dim)
     row_len = int(keys.shape[-1])
     texts = list(engine.records[-1].fed_token_texts)
+    if row_len * info.n_head == info.n_embd:
+        convention = _("This model, like most, sets head_dim = hidden size / query heads = {n_embd} / {n_head} = "
+                       "**{row_len}** numbers per head (a convention: some models choose another head_dim).").format(
+            n_embd=info.n_embd, n_head=info.n_head, row_len=row_len)
+    else:
+        convention = _("This model's config sets head_dim = **{row_len}**, not hidden size / query heads "
+                       "({n_embd} / {n_head}): that split is only a convention.").format(
+            n_embd=info.n_embd, n_head=info.n_head, row_len=row_len)
     return Question(
         _("In this model ({n_layer} layers, {n_head} query heads, {n_kv_heads} K/V heads, hidden size {n_embd}), "
           "how many numbers does **one K row of one head** hold?").format(
             n_layer=info.n_layer, n_head=info.n_head, n_kv_heads=info.n_kv_heads, n_embd=info.n_embd),
         row_len,
-        _("The hidden vector of {n_embd} numbers is split evenly between the {n_head} query heads: "
-          "{n_embd} / {n_head} = **{row_len}** numbers per head, the `head_dim`. Read from the real cache "
-          "tensor of shape `{shape}` = [batch, kv_heads, seq_len, head_dim]. The V row has the same length.").format(
-            n_embd=info.n_embd, n_head=info.n_head, row_len=row_len, shape=tuple(engine.cache.layers[0].keys.shape)),
-        hint=_("Each head works on an equal share of the hidden vector. Divide the hidden size by the number of "
-               "query heads."),
-        traps=((info.n_embd, _("That is the whole hidden vector of a token; one head holds only its share of it.")),
+        _("The K projection reads the token's whole hidden vector of {n_embd} numbers; its output is split into "
+          "the {n_kv_heads} K/V heads. {convention} So one layer stores {n_kv_heads} x {row_len} = {k_numbers} K "
+          "numbers per token. Read from the real cache tensor of shape `{shape}` = [batch, kv_heads, seq_len, head_dim]. The V row has the same "
+          "length.").format(
+            n_embd=info.n_embd, n_kv_heads=info.n_kv_heads, convention=convention, row_len=row_len,
+            k_numbers=info.n_kv_heads * row_len, shape=tuple(engine.cache.layers[0].keys.shape)),
+        hint=_("Every head's projection reads the whole hidden vector; what is split into heads is the projection's "
+               "output, head_dim numbers per head. Most models set head_dim = hidden size / number of query heads."),
+        traps=((info.n_embd, _("That is the whole hidden vector, which every head's projection reads; one head's K "
+                               "row is only that head's part of the projection's output.")),
                (2 * row_len, _("That counts a K row and a V row together; the question asks for one K row."))),
         picture=Picture("kv_rows", {"keys": keys.tolist(), "values": values.tolist(),
                                     "rows": texts},
@@ -390,6 +401,10 @@ def _quadratic(engine: Any, prompt_len: int = 16, new_tokens: int = 200) -> Ques
     ratio = uncached.attention_dot_products / cached.attention_dot_products
     heads = shape.n_layer * shape.n_head
     t = prompt_len + new_tokens - 1  # positions the last pass sees (the last new token is never fed back)
+    p = prompt_len
+    # the uncached run: the prefill's one triangle, then a triangle per later pass (the sum of triangles 1..T less
+    # the triangles 1..P-1 the prefill never computes on its own)
+    all_triangles, skipped = t * (t + 1) * (t + 2) // 6, (p - 1) * p * (p + 1) // 6
     last_step = (t + 1) / 2
     demo = 20
     return Question(
@@ -397,11 +412,12 @@ def _quadratic(engine: Any, prompt_len: int = 16, new_tokens: int = 200) -> Ques
           "**about how many times more** attention dot products does the whole run take without the cache than "
           "with it? (accepted within 25%)").format(new=new_tokens, prompt=prompt_len, t=t), round(ratio, 1),
         _("With the cache: {heads} heads x T(T+1)/2 = {heads} x {t} x {t_plus_1} / 2 = **{cached:,}**. Without it: "
-          "the sum of the triangles, {uncached:,} (about {heads} x T^3/6). Ratio **{ratio:.1f}x**, about (T+2)/3. "
+          "{heads} heads x (T(T+1)(T+2)/6 - (P-1)P(P+1)/6) = {heads} x ({all_triangles:,} - {skipped:,}) = "
+          "**{uncached:,}** (about {heads} x T^3/6). Ratio **{ratio:.1f}x**, about (T+2)/3. "
           "The last step alone saves (T+1)/2 = {last:.0f}x, but the early steps save much less, so the whole run "
           "saves about a third of T, not half.").format(
-            heads=heads, t=t, t_plus_1=t + 1, cached=cached.attention_dot_products,
-            uncached=uncached.attention_dot_products, ratio=ratio, last=last_step),
+            heads=heads, t=t, t_plus_1=t + 1, cached=cached.attention_dot_products, all_triangles=all_triangles,
+            skipped=skipped, uncached=uncached.attention_dot_products, ratio=ratio, last=last_step),
         rel_tolerance=0.25, states_tolerance=True, unit="x",
         hint=_("Divide the two sums: T(T+1)(T+2)/6 over T(T+1)/2. Most factors cancel."),
         traps=((last_step, _("That is the saving of the last step only. The early steps, at short lengths, save "
@@ -538,10 +554,13 @@ def _paging(engine: Any, tokens: int = 1000, block: int = 16) -> Question:
 
 
 STEPS: tuple[LessonStep, ...] = (
-    LessonStep(N_("What K and V are"), N_("Every head stores one K row and one V row of head_dim numbers per token."),
-               N_("Every token gets a query, a key and a value vector in every head of every layer. Each head works on "
-               "its own equal slice of the token's hidden vector, so the slices together make up the whole vector. "
-               "The cache keeps the keys and values: one **row** per token, in every head of every layer."), _k_row,
+    LessonStep(N_("What K and V are"),
+               N_("Every K/V head stores one K row and one V row of head_dim numbers per token."),
+               N_("In every layer, each token's whole hidden vector is projected into a query for every query head "
+               "and a key and a value for every K/V head (with grouped-query attention several query heads share "
+               "one K/V head). Every projection reads the whole hidden vector; its output is split into heads of "
+               "head_dim numbers. The cache keeps the keys and values: one **row** per token, in every K/V head of "
+               "every layer."), _k_row,
                "pages/step_through.py", N_("Step through"),
                ("Query, key, value (Q, K, V)", "KV cache", "head_dim", "Attention head")),
     LessonStep(N_("What the prefill stores"), N_("Prefill fills the cache with one row per prompt token, in one pass."),
@@ -580,11 +599,14 @@ STEPS: tuple[LessonStep, ...] = (
                "a saving of about T/3."),
                N_("Step 7 counted one pass. A whole run adds up every pass. Write **P** for the prompt's tokens, "
                "**N** for the new tokens, and **T = P + N - 1** for the positions the last pass reads (the last "
-               "new token is never fed back). Counting the prefill's triangle as its rows, per head:\n\n"
-               "- **with the cache** the pass at length t computes one row of t dot products, so the run adds "
-               "1 + 2 + ... + T = **T(T+1)/2**;\n"
-               "- **without it** the pass at length t recomputes the triangle t(t+1)/2, so the run adds "
-               "1 + 3 + 6 + ... + T(T+1)/2 = **T(T+1)(T+2)/6**."), _quadratic,
+               "new token is never fed back). The prefill is one pass that computes its whole triangle, "
+               "P(P+1)/2 dot products per head. Per head:\n\n"
+               "- **with the cache** the prefill's triangle is its rows 1 + 2 + ... + P, and each later pass at "
+               "length t computes one row of t dot products, so the run adds 1 + 2 + ... + T = **T(T+1)/2**;\n"
+               "- **without it** each later pass at length t recomputes the triangle t(t+1)/2, so the run adds "
+               "P(P+1)/2 + (P+1)(P+2)/2 + ... + T(T+1)/2: the sum of all the triangles 1 + 3 + 6 + ... + T(T+1)/2 "
+               "= T(T+1)(T+2)/6, less the (P-1)P(P+1)/6 of the triangles below P that the prefill never computes "
+               "on their own: **T(T+1)(T+2)/6 - (P-1)P(P+1)/6**."), _quadratic,
                "pages/attention_ops.py", N_("Count the work"), ("Dot product", "Prefill", "Decode step")),
     LessonStep(N_("What the cache costs in memory"), N_("The cache costs 2 x layers x K/V heads x head_dim x bytes per "
                "number, for every token."), N_("The price of the cache: bytes that grow with every token. Every "
