@@ -38,6 +38,8 @@ REPEAT_PROMPT = step_view.REPEAT_PROMPT  # the step page's "Repeat a pattern" pr
 PATTERNS_PRESET = "Repeat a pattern"
 
 # Units a byte answer may be given in: decimal (SI) and binary (IEC), 1 GiB = 2^30 bytes, 1 GB = 10^9 bytes.
+# The published models some steps compute with (kvviz.memory.presets), by their names as a reader knows them.
+PRESET_MODELS = {"gpt2": "GPT-2 small", "llama-3-8b": "Llama-3-8B"}
 BYTE_UNITS: dict[str, int] = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": GB, "KiB": KIB, "MiB": MIB, "GiB": GIB}
 SI_IEC = (("KB", "KiB"), ("MB", "MiB"), ("GB", "GiB"))  # the pairs students mix up
 
@@ -68,6 +70,7 @@ class Question:
     picture: Picture | None = None
     extra_pictures: tuple[Picture, ...] = ()  # e.g. step 5: the tokens before, the head's attention after
     page_query: dict[str, str] = field(default_factory=dict)  # "See it on the full page" link's URL state
+    model: str = ""  # the published model whose preset the step computes with ("" = the model the lesson runs on)
 
     @property
     def is_choice(self) -> bool:
@@ -459,7 +462,7 @@ def _bytes_at_1000(engine: Any) -> Question:
         picture=Picture("bytes", {"tokens": points, "bytes": [memory.kv_bytes(kv, n) for n in points]},
                         _("GPT-2 small's KV cache (float32, batch 1): it grows by the same bytes with every "
                           "token.")),
-        page_query={"mem_preset": "gpt2", "mem_context": "1000"})
+        page_query={"mem_preset": "gpt2", "mem_context": "1000"}, model=PRESET_MODELS["gpt2"])
 
 
 def _gqa_saving(engine: Any) -> Question:
@@ -482,7 +485,7 @@ def _gqa_saving(engine: Any) -> Question:
         picture=Picture("gqa", {"n_head": gqa.n_head, "n_kv_heads": gqa.n_kv_heads},
                         _("Llama-3-8B's {n_head} query heads, coloured by the K/V head whose cached rows they "
                           "read.").format(n_head=gqa.n_head)),
-        page_query={"mem_preset": "llama-3-8b"})
+        page_query={"mem_preset": "llama-3-8b"}, model=PRESET_MODELS["llama-3-8b"])
 
 
 # ----- 11-12: time, and serving -----------------------------------------------------------------------------------
@@ -550,7 +553,7 @@ def _paging(engine: Any, tokens: int = 1000, block: int = 16) -> Question:
         picture=Picture("blocks", {"blocks": blocks, "block": block, "tokens": tokens},
                         _("The sequence's {tokens:,} tokens in blocks of {block}: every block full except the "
                           "last.").format(tokens=tokens, block=block)),
-        page_query={"mem_preset": "llama-3-8b", "mem_context": str(tokens)})
+        page_query={"mem_preset": "llama-3-8b", "mem_context": str(tokens)}, model=PRESET_MODELS["llama-3-8b"])
 
 
 STEPS: tuple[LessonStep, ...] = (
