@@ -243,3 +243,31 @@ def test_step_8_formula_and_total_agree(bundled):
     assert formula == uncached.attention_dot_products
     assert f"**{formula:,}**" in q.arithmetic
     assert "T(T+1)(T+2)/6 - (P-1)P(P+1)/6" in lesson.STEPS[7].teach and "(P-1)P(P+1)/6" in q.arithmetic
+
+
+def test_step_11_times_both_sides_interleaved_with_the_races_noise_rule(bundled):
+    """Item 2: step 11 uses the race's interleaved repeats (kvviz.step.engine.race_timing), medians with their
+    interquartile ranges, and says whether the difference is inside the noise."""
+    engine = StepEngine(bundled)
+    races = []
+    real_race = engine.race
+
+    def recorded(*args, **kwargs):
+        races.append(real_race(*args, **kwargs))
+        return races[-1]
+
+    engine.race = recorded
+    q = lesson._measured_speedup(engine, steps=4, budget_s=0.5)
+    (race,) = races
+    assert "interleaved" in q.arithmetic
+    assert f"cached step median {race.cached_median_ms:.2f} ms" in q.arithmetic
+    assert f"uncached pass median {race.uncached_median_ms:.2f} ms" in q.arithmetic
+    c_lo, c_hi = race.quartiles(race.cached_ms)
+    assert f"interquartile range {c_lo:.2f} to {c_hi:.2f}" in q.arithmetic
+    if race.single_repeat:
+        assert "no spread to judge the noise by" in q.arithmetic
+    elif race.inside_noise:
+        assert "inside the noise" in q.arithmetic
+    else:
+        assert "larger than the noise" in q.arithmetic
+    assert sorted(q.picture.data["cached"]) == sorted(race.cached_ms)

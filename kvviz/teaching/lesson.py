@@ -23,11 +23,10 @@ from typing import Any
 import numpy as np
 
 from kvviz import i18n, memory, ops
-from kvviz.i18n import N_, _
+from kvviz.i18n import N_, _, ngettext
 from kvviz.memory import capacity, units
 from kvviz.memory.presets import get_preset
 from kvviz.memory.units import GB, GIB, KIB, MIB
-from kvviz.speedup.noise import load_avg_1min
 from kvviz.step import view as step_view
 
 # The model's own input: English on purpose (the bundled models write English), never translated.
@@ -493,43 +492,57 @@ BELOW = N_("Well below the op ratio")
 ABOUT, ABOVE = N_("About the op ratio"), N_("Above the op ratio")
 
 
-def _measured_speedup(engine: Any, steps: int = 24, repeats: int = 5) -> Question:
+def _measured_speedup(engine: Any, steps: int = 24, budget_s: float = 2.0) -> Question:
+    """The newest step timed both ways by the race (kvviz.step.engine.race_timing): repeats of the cached step and
+    the uncached pass interleaved, so a burst of load hits both alike; medians with their interquartile ranges,
+    and the race's "inside the noise" rule (the two ranges overlap: no winner to read)."""
     _prefilled(engine)
     for _step in range(steps):
         engine.step()
     record = engine.records[-1]
-    cached = sorted(r.step_ms for r in engine.records[-9:])  # the last 9 decode steps
-    uncached = sorted(engine.check_without_cache().uncached_ms for _repeat in range(repeats))
-    cached_ms, uncached_ms = cached[len(cached) // 2], uncached[len(uncached) // 2]
-    load = load_avg_1min()
+    race = engine.race(budget_s=budget_s)  # the lesson waits longer than a click: more repeats, a real spread
+    cached, uncached = sorted(race.cached_ms), sorted(race.uncached_ms)
+    cached_ms, uncached_ms = race.cached_median_ms, race.uncached_median_ms
+    (c_lo, c_hi), (u_lo, u_hi) = race.quartiles(race.cached_ms), race.quartiles(race.uncached_ms)
+    load = race.load_1min
     shape = ops.ModelShape.from_info(engine.loaded.info)
     before = record.fed_positions[0]
     op_ratio = (ops.forward_pass_counts(shape, before, 1, cached=False).total_ops
                 / ops.forward_pass_counts(shape, before, 1, cached=True).total_ops)
     measured = uncached_ms / max(cached_ms, 1e-6)
-    # the right answer is what this machine measured, not what the lesson expects
-    answer = BELOW if measured < 0.5 * op_ratio else (ABOVE if measured > 1.5 * op_ratio else ABOUT)
+    # the ratio's spread from the quartiles: the answer is what this machine measured, judged with its noise
+    ratio_lo, ratio_hi = u_lo / max(c_hi, 1e-6), u_hi / max(c_lo, 1e-6)
+    answer = BELOW if ratio_hi < 0.5 * op_ratio else (ABOVE if ratio_lo > 1.5 * op_ratio else ABOUT)
+    if race.single_repeat:
+        noise = _("One repeat a side (a repeat cost more than the time budget): there is no spread to judge the "
+                  "noise by.")
+    elif race.inside_noise:
+        noise = _("The two ranges overlap: the difference between the medians is inside the noise, so this run "
+                  "cannot say which side is faster, only how far both are from the op ratio.")
+    else:
+        noise = _("The two ranges do not overlap: the difference is larger than the noise.")
     return Question(
         _("At {tokens} tokens, a step without the cache does **{op_ratio:.0f}x** the operations of a cached step. "
           "On this CPU, will the measured time ratio be about that, well below it, or above it?").format(
             tokens=record.cache_len, op_ratio=op_ratio),
         _(answer),
-        _("Just measured on the real model: cached step median {cached_ms:.2f} ms (range {cached_lo:.2f} to "
-          "{cached_hi:.2f}, {cached_n} steps), uncached pass median {uncached_ms:.2f} ms (range {uncached_lo:.2f} "
-          "to {uncached_hi:.2f}, {uncached_n} repeats), machine load {load:.1f}: **{measured:.1f}x**, against an "
-          "op ratio of {op_ratio:.0f}x. A cached step is a handful of tiny matrix-vector products: fixed costs "
-          "dominate it (Python and PyTorch's per-operator dispatch, reading every weight from memory once), while "
-          "the uncached pass batches its extra work into efficient matrix-matrix products. The *Measured "
-          "speed-up* page shows this with a roofline.").format(
-            cached_ms=cached_ms, cached_lo=cached[0], cached_hi=cached[-1], cached_n=len(cached),
-            uncached_ms=uncached_ms, uncached_lo=uncached[0], uncached_hi=uncached[-1], uncached_n=len(uncached),
-            load=load, measured=measured, op_ratio=op_ratio),
+        _("Just measured on the real model, the two runs interleaved ({repeats}, alternating, so a burst of load "
+          "hits both alike; machine load {load:.1f}): cached step median {cached_ms:.2f} ms (interquartile "
+          "range {cached_lo:.2f} to {cached_hi:.2f}), uncached pass median {uncached_ms:.2f} ms ({uncached_lo:.2f} "
+          "to {uncached_hi:.2f}). Ratio of the medians **{measured:.1f}x** (from the quartiles, between "
+          "{ratio_lo:.1f}x and {ratio_hi:.1f}x), against an op ratio of {op_ratio:.0f}x. {noise} A cached step is a "
+          "handful of tiny matrix-vector products: fixed costs dominate it (Python and PyTorch's per-operator "
+          "dispatch, reading every weight from memory once), while the uncached pass batches its extra work into "
+          "efficient matrix-matrix products. The *Measured speed-up* page shows this with a roofline.").format(
+            repeats=ngettext("{n} repeat", "{n} repeats", race.repeats).format(n=race.repeats), load=load, cached_ms=cached_ms, cached_lo=c_lo, cached_hi=c_hi,
+            uncached_ms=uncached_ms, uncached_lo=u_lo, uncached_hi=u_hi, measured=measured, ratio_lo=ratio_lo,
+            ratio_hi=ratio_hi, op_ratio=op_ratio, noise=noise),
         choices=(_(ABOUT), _(BELOW), _(ABOVE)),
         hint=_("Arithmetic is not the only cost of a step. What does every forward pass pay, however few tokens "
                "it feeds?"),
         picture=Picture("timings", {"cached": cached, "uncached": uncached, "op_ratio": op_ratio, "load": load},
-                        _("Measured on this machine (load {load:.1f}): each dot is one run, the bar the "
-                          "median.").format(load=load)),
+                        _("Measured on this machine (load {load:.1f}), the two runs interleaved: each dot is one "
+                          "run, the bar the median.").format(load=load)),
         page_query={})
 
 
