@@ -131,3 +131,23 @@ def test_the_handout_names_the_model_each_step_used(bundled):
     for n, page in enumerate(pages, start=1):
         named = preset_steps.get(n, "Bundled GPT-2")
         assert f"Computed for {named}" in page, n
+
+
+def test_each_steps_preset_is_the_model_its_question_uses(bundled):
+    """Item 8: a step's declared preset is the model its question computes with (the lesson page's handout note
+    lists them)."""
+    engine = StepEngine(bundled)
+    for step in lesson.STEPS:
+        if step.ask is lesson._measured_speedup:
+            continue  # times the lesson's own model
+        assert step.ask(engine).model == lesson.PRESET_MODELS.get(step.preset, ""), step.title
+    assert lesson.preset_steps_text() == "step 9: GPT-2 small; step 10: Llama-3-8B; step 12: Llama-3-8B"
+
+
+def test_the_handout_popover_names_the_preset_steps(fresh_streamlit_caches):
+    """Item 8 on the page: the handout's note no longer says every number is the lesson's model's."""
+    at = _open(step="1")
+    text = " ".join(m.value for m in at.markdown)
+    assert "except where a step uses a published model's preset (step 9: GPT-2 small; step 10: Llama-3-8B; " \
+           "step 12: Llama-3-8B)" in text
+    assert "with every number computed for" not in text

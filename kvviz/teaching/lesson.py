@@ -101,6 +101,7 @@ class LessonStep:
     page: str  # the full page for this idea
     page_label: str  # the full page's title (marked N_)
     terms: tuple[str, ...] = ()  # the glossary's words this step uses (kvviz.teaching.glossary names)
+    preset: str = ""  # the published model's preset it computes with (a PRESET_MODELS key); "" = the lesson's model
 
 
 def _in_base_units(question: Question, given: float, unit: str | None) -> float:
@@ -627,11 +628,11 @@ STEPS: tuple[LessonStep, ...] = (
     LessonStep(N_("What the cache costs in memory"), N_("The cache costs 2 x layers x K/V heads x head_dim x bytes per "
                "number, for every token."), N_("The price of the cache: bytes that grow with every token. Every "
                "token stores a K row and a V row in every head of every layer."), _bytes_at_1000,
-               "pages/memory_budget.py", N_("Memory budget"), ("KV cache", "head_dim", "Bytes: GB and GiB")),
+               "pages/memory_budget.py", N_("Memory budget"), ("KV cache", "head_dim", "Bytes: GB and GiB"), "gpt2"),
     LessonStep(N_("Sharing K/V heads"), N_("GQA and MQA shrink the cache by sharing K/V heads between query heads."),
                N_("Modern models let several query heads share one K/V head: **grouped-query attention** (GQA); "
                "with a single K/V head it is **multi-query attention** (MQA)."), _gqa_saving,
-               "pages/memory_budget.py", N_("Memory budget"), ("MHA, GQA, MQA", "Attention head")),
+               "pages/memory_budget.py", N_("Memory budget"), ("MHA, GQA, MQA", "Attention head"), "llama-3-8b"),
     LessonStep(N_("The measured speed-up"),
                N_("Op counts are not time: a cached CPU step is dominated by fixed costs."),
                N_("Operation counts are not time. A cached step multiplies every weight matrix by one "
@@ -643,8 +644,18 @@ STEPS: tuple[LessonStep, ...] = (
                N_("Serving engines store the cache in fixed-size blocks (paged attention)."),
                N_("Serving many users turns the cache into a memory-management problem."), _paging,
                "pages/memory_budget.py", N_("Memory budget"),
-               ("Paged blocks", "Sliding window", "Quantized cache", "Prefix caching")),
+               ("Paged blocks", "Sliding window", "Quantized cache", "Prefix caching"), "llama-3-8b"),
 )
+
+
+def preset_steps(steps: tuple[LessonStep, ...] = STEPS) -> list[tuple[int, str]]:
+    """(step number, model name) of the steps that compute with a published model's preset, not the lesson's."""
+    return [(n, PRESET_MODELS[s.preset]) for n, s in enumerate(steps, start=1) if s.preset]
+
+
+def preset_steps_text(steps: tuple[LessonStep, ...] = STEPS) -> str:
+    """"step 9: GPT-2 small; step 10: Llama-3-8B; ...", in the current language."""
+    return "; ".join(_("step {number}: {model}").format(number=n, model=m) for n, m in preset_steps(steps))
 
 
 @dataclass(frozen=True)
