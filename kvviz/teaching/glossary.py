@@ -107,7 +107,8 @@ TERMS: tuple[Term, ...] = (
     Term("Arithmetic intensity", "算术强度",
          N_("FLOP done per byte read from memory. A GEMV does about 2 FLOP per weight it reads, so per byte "
          "that is 2 / (bytes per weight): {fp32_intensity} FLOP/byte in fp32, {fp16_intensity} in fp16 (low "
-         "intensity: memory-bound); a GEMM over n tokens does about 2n FLOP per weight (high: compute-bound)."), "pages/speedup.py"),
+         "intensity: memory-bound); a GEMM over n tokens does about 2n FLOP per weight (high: compute-bound)."),
+         "pages/speedup.py"),
     Term("Roofline", "Roofline 模型",
          N_("A chart of a chip's two ceilings: FLOP/s is capped by the compute peak, and by memory bandwidth "
          "x arithmetic intensity. Low-intensity work (a decode step) sits under the sloped memory roof, "

@@ -185,7 +185,8 @@ def _k_row(engine: Any) -> Question:
         row_len,
         _("The K projection reads the token's whole hidden vector of {n_embd} numbers; its output is split into "
           "the {n_kv_heads} K/V heads. {convention} So one layer stores {n_kv_heads} x {row_len} = {k_numbers} K "
-          "numbers per token. Read from the real cache tensor of shape `{shape}` = [batch, kv_heads, seq_len, head_dim]. The V row has the same "
+          "numbers per token. Read from the real cache tensor of shape `{shape}` = [batch, kv_heads, seq_len, "
+          "head_dim]. The V row has the same "
           "length.").format(
             n_embd=info.n_embd, n_kv_heads=info.n_kv_heads, convention=convention, row_len=row_len,
             k_numbers=info.n_kv_heads * row_len, shape=tuple(engine.cache.layers[0].keys.shape)),
@@ -535,7 +536,8 @@ def _measured_speedup(engine: Any, steps: int = 24, budget_s: float = 2.0) -> Qu
           "handful of tiny matrix-vector products: fixed costs dominate it (Python and PyTorch's per-operator "
           "dispatch, reading every weight from memory once), while the uncached pass batches its extra work into "
           "efficient matrix-matrix products. The *Measured speed-up* page shows this with a roofline.").format(
-            repeats=ngettext("{n} repeat", "{n} repeats", race.repeats).format(n=race.repeats), load=load, cached_ms=cached_ms, cached_lo=c_lo, cached_hi=c_hi,
+            repeats=ngettext("{n} repeat", "{n} repeats", race.repeats).format(n=race.repeats), load=load,
+            cached_ms=cached_ms, cached_lo=c_lo, cached_hi=c_hi,
             uncached_ms=uncached_ms, uncached_lo=u_lo, uncached_hi=u_hi, measured=measured, ratio_lo=ratio_lo,
             ratio_hi=ratio_hi, op_ratio=op_ratio, noise=noise),
         choices=(_(ABOUT), _(BELOW), _(ABOVE)),
