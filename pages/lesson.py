@@ -349,9 +349,9 @@ font_px = 22 if class_mode else 16
 loaded = ui.current_model("eager")
 engine = ui.step_engine(loaded, key="lesson_engine")
 with top.popover(_("Handout"), icon=":material/print:"):
-    st.markdown(_("One printable page per step: its question, figure and worked answer, with every number "
-                  "computed for **{model}**. Open the file in a browser and print it.").format(
-        model=_model_name(loaded)))
+    st.markdown(_("One printable page per step: its question, figure and worked answer, with the numbers computed "
+                  "for **{model}**, except where a step uses a published model's preset ({others}). Open the file "
+                  "in a browser and print it.").format(model=_model_name(loaded), others=lesson.preset_steps_text()))
     st.download_button(_("Download the handout (HTML)"), data=_handout_maker(loaded, _computed(loaded)),
                        file_name="kvviz-lesson-handout.html", mime="text/html", key="lesson_handout",
                        icon=":material/download:", on_click="ignore")

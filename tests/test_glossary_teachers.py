@@ -19,7 +19,7 @@ def test_every_term_the_lesson_uses_is_in_the_glossary_and_links_a_real_page():
         for word in step.terms:
             term = glossary.find(word)
             assert term is not None, word
-            assert term.definition in glossary.help_text(word)
+            assert glossary.definition_text(term) in glossary.help_text(word)
     for term in glossary.TERMS:
         assert not term.see or (ROOT / term.see).is_file(), term.see
     names = [t.name for t in glossary.TERMS]
@@ -130,3 +130,85 @@ def test_every_plan_link_opens_the_state_its_row_describes(fresh_streamlit_cache
             assert any(f"outweighs the weights from {crossing:,} tokens" in m.value for m in at.markdown)
         else:
             assert block.page == "pages/home.py" and at.title
+
+
+# ----- issue 31: every sentence as right as the numbers -----------------------------------------------------------
+def _text(name: str) -> str:
+    return glossary.definition_text(glossary.BY_NAME[name])
+
+
+def test_heads_read_the_whole_hidden_vector_and_gqa_shares_k_v():
+    """Item 3: a head's projection reads the whole hidden vector (its output is split into heads), and with GQA
+    query heads share K/V heads: no 'slice'/'share' of the hidden vector, no K and V 'in every head'."""
+    for term in glossary.TERMS:
+        text = glossary.definition_text(term).lower()
+        assert "slice" not in text and "own q, k, v" not in text, term.name
+    assert "whole hidden vector" in _text("Query, key, value (Q, K, V)")
+    assert "K/V head" in _text("Query, key, value (Q, K, V)")
+    head = _text("Attention head")
+    assert "whole hidden vector" in head and "share one K/V head" in head
+
+
+def test_head_dim_is_a_convention_with_the_gemma_counterexamples():
+    """Item 4: hidden / heads is a convention; Gemma-2-9B and Gemma-3-4B break it (figures from the presets)."""
+    from kvviz.memory.presets import get_preset
+
+    text = _text("head_dim")
+    assert "convention" in text
+    for name in ("gemma-2-9b", "gemma-3-4b"):
+        shape = get_preset(name).shape
+        assert shape.n_embd // shape.n_head != shape.head_dim
+        assert f"{shape.n_embd:,} / {shape.n_head} = {shape.n_embd // shape.n_head} but head_dim {shape.head_dim}" in text
+
+
+def test_token_example_names_the_tokenizer_that_splits_it():
+    """Item 5: ' green' -> ' gre' + 'en' is the bundled 2,048-token tokenizer, not GPT-2's."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(ROOT / "kvviz" / "assets" / "bundled" / "tokenizer.json"))
+    pieces = " + ".join(repr(tok.decode([i])) for i in tok.encode(" green").ids)
+    text = _text("Token")
+    assert f"bundled model, with its own {tok.get_vocab_size():,}-token vocabulary, reads ' green' as {pieces}" in text
+    assert "GPT-2's tokenizer often splits" not in text
+
+
+def test_arithmetic_intensity_is_per_byte():
+    """Item 10: 2 FLOP per weight is 0.5 FLOP per byte in fp32 (4 bytes per weight)."""
+    text = _text("Arithmetic intensity")
+    assert "2 FLOP per weight" in text and f"{2 / 4:g} FLOP/byte in fp32" in text
+
+
+def test_sliding_window_keeps_w_minus_1_as_transformers_does():
+    """Item 11: the installed transformers keeps the last sliding_window - 1 tokens."""
+    import importlib.util
+
+    source = (Path(importlib.util.find_spec("transformers").origin).parent / "cache_utils.py").read_text()
+    assert "self.sliding_window + 1 :" in source  # keys[:, :, -W + 1:]: W - 1 rows kept
+    text = _text("Sliding window")
+    assert "keeps W - 1 rows" in text and "stops growing at W rows" not in text
+
+
+def test_quantized_cache_saving_is_computed_with_its_scales():
+    """Item 12: with an fp16 scale and zero point per group of 64, int8 vs fp16 and int4 vs fp32 (from kvviz's
+    own byte count), and the residual window noted."""
+    from kvviz import memory
+    from kvviz.memory.presets import get_preset
+
+    kv = get_preset("llama-3-8b").kv  # head_dim 128
+    ratio = {d: memory.kv_bytes(memory.KVConfig(kv.n_layer, kv.n_head, kv.n_kv_heads, kv.head_dim, d), 1000)
+             for d in ("fp32", "fp16", "int8", "int4")}
+    text = _text("Quantized cache")
+    assert f"{ratio['fp16'] / ratio['int8']:.2f} to {ratio['fp32'] / ratio['int4']:.1f} times smaller" in text
+    assert "2 to 8x" not in text and "unquantized" in text
+
+
+def test_static_cache_and_speculative_decoding_have_entries_found_in_both_languages():
+    """Item 14 (glossary half): StaticCache and speculative decoding, found by the words readers type."""
+    from kvviz import i18n
+
+    static, spec = glossary.find("StaticCache"), glossary.find("speculative decoding")
+    assert static is not None and spec is not None
+    assert glossary.find("静态缓存") is static and glossary.find("投机解码") is spec
+    assert spec.zh == glossary.VOCABULARY["speculative decoding"]
+    with i18n.language(i18n.CHINESE):
+        assert [t for t in glossary.TERMS if glossary.matches(t, "投机解码")] == [spec]

@@ -211,3 +211,63 @@ def test_full_page_links_carry_the_lessons_state(fresh_streamlit_caches, bundled
     assert not at.exception
     stage = at.session_state["step_engine"]
     assert stage.prompt_text == lesson.LESSON_PROMPT and stage.cache_len == prefill.answer
+
+
+# ----- issue 31: the lesson's sentences as right as its numbers -----------------------------------------------------
+def test_step_1_teaches_projections_of_the_whole_vector_and_k_v_heads():
+    """Item 3: no 'equal slice' of the hidden vector; on the GQA model one layer's K per token is
+    n_kv_heads x head_dim (2 x 16 = 32), not a share of the hidden size."""
+    from kvviz.model.loading import load_model
+
+    first = lesson.STEPS[0]
+    assert "slice" not in first.teach and "whole hidden vector" in first.teach and "K/V head" in first.teach
+    assert "in every head of every layer" not in first.teach
+    gqa = load_model("bundled-gqa")
+    q = lesson._k_row(StepEngine(gqa))
+    info = gqa.info
+    assert info.n_kv_heads < info.n_head
+    assert f"{info.n_kv_heads} x {q.answer} = {info.n_kv_heads * q.answer} K numbers per token" in q.arithmetic
+    assert "split evenly between" not in q.arithmetic and "share" not in q.hint
+
+
+def test_step_8_formula_and_total_agree(bundled):
+    """Item 6: the uncached total printed is the formula the step teaches (the prefill is one triangle)."""
+    from kvviz import ops
+
+    q = lesson._quadratic(StepEngine(bundled))
+    shape = ops.ModelShape.from_info(bundled.info)
+    p, t = 16, 16 + 200 - 1
+    heads = shape.n_layer * shape.n_head
+    _, uncached = ops.generation_totals(shape, p, 200)
+    formula = heads * (t * (t + 1) * (t + 2) // 6 - (p - 1) * p * (p + 1) // 6)
+    assert formula == uncached.attention_dot_products
+    assert f"**{formula:,}**" in q.arithmetic
+    assert "T(T+1)(T+2)/6 - (P-1)P(P+1)/6" in lesson.STEPS[7].teach and "(P-1)P(P+1)/6" in q.arithmetic
+
+
+def test_step_11_times_both_sides_interleaved_with_the_races_noise_rule(bundled):
+    """Item 2: step 11 uses the race's interleaved repeats (kvviz.step.engine.race_timing), medians with their
+    interquartile ranges, and says whether the difference is inside the noise."""
+    engine = StepEngine(bundled)
+    races = []
+    real_race = engine.race
+
+    def recorded(*args, **kwargs):
+        races.append(real_race(*args, **kwargs))
+        return races[-1]
+
+    engine.race = recorded
+    q = lesson._measured_speedup(engine, steps=4, budget_s=0.5)
+    (race,) = races
+    assert "interleaved" in q.arithmetic
+    assert f"cached step median {race.cached_median_ms:.2f} ms" in q.arithmetic
+    assert f"uncached pass median {race.uncached_median_ms:.2f} ms" in q.arithmetic
+    c_lo, c_hi = race.quartiles(race.cached_ms)
+    assert f"interquartile range {c_lo:.2f} to {c_hi:.2f}" in q.arithmetic
+    if race.single_repeat:
+        assert "no spread to judge the noise by" in q.arithmetic
+    elif race.inside_noise:
+        assert "inside the noise" in q.arithmetic
+    else:
+        assert "larger than the noise" in q.arithmetic
+    assert sorted(q.picture.data["cached"]) == sorted(race.cached_ms)

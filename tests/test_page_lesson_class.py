@@ -113,3 +113,41 @@ def test_the_worksheet_exists_without_answers(bundled):
     body = re.sub(r"<script.*?</script>", "", sheet, flags=re.S)
     for q in questions:  # no worked answer leaks into the worksheet
         assert re.sub(r"[*`]", "", q.arithmetic)[:40] not in body
+
+
+def test_the_handout_names_the_model_each_step_used(bundled):
+    """Issue 31 item 8: steps 9, 10 and 12 compute with the GPT-2 small and Llama-3-8B presets, not the lesson's
+    model: the intro says so and each page names its model."""
+    engine = StepEngine(bundled)
+    questions = [s.ask(engine) for s in lesson.STEPS]
+    doc = handout.handout_html(lesson.STEPS, questions, "Bundled GPT-2")
+    intro = doc.split("<section")[0]
+    assert "Every number was computed for" not in intro
+    preset_steps = {n: q.model for n, q in enumerate(questions, start=1) if q.model}
+    assert preset_steps == {9: "GPT-2 small", 10: "Llama-3-8B", 12: "Llama-3-8B"}
+    for n, model in preset_steps.items():
+        assert f"step {n}: {model}" in intro
+    pages = doc.split("<section")[1:]
+    for n, page in enumerate(pages, start=1):
+        named = preset_steps.get(n, "Bundled GPT-2")
+        assert f"Computed for {named}" in page, n
+
+
+def test_each_steps_preset_is_the_model_its_question_uses(bundled):
+    """Item 8: a step's declared preset is the model its question computes with (the lesson page's handout note
+    lists them)."""
+    engine = StepEngine(bundled)
+    for step in lesson.STEPS:
+        if step.ask is lesson._measured_speedup:
+            continue  # times the lesson's own model
+        assert step.ask(engine).model == lesson.PRESET_MODELS.get(step.preset, ""), step.title
+    assert lesson.preset_steps_text() == "step 9: GPT-2 small; step 10: Llama-3-8B; step 12: Llama-3-8B"
+
+
+def test_the_handout_popover_names_the_preset_steps(fresh_streamlit_caches):
+    """Item 8 on the page: the handout's note no longer says every number is the lesson's model's."""
+    at = _open(step="1")
+    text = " ".join(m.value for m in at.markdown)
+    assert "except where a step uses a published model's preset (step 9: GPT-2 small; step 10: Llama-3-8B; " \
+           "step 12: Llama-3-8B)" in text
+    assert "with every number computed for" not in text

@@ -12,8 +12,11 @@ translated where it is shown (`definition_text`, `help_text`), in the session's 
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from kvviz import i18n
 from kvviz.i18n import N_, _
@@ -34,21 +37,30 @@ class Term:
 
 TERMS: tuple[Term, ...] = (
     Term("Token", "token",
-         N_("A piece of text the model reads as one unit: a word, part of a word, or punctuation. GPT-2's "
-         "tokenizer often splits a rare word (' green' may become ' gre' + 'en') and a space belongs to the token "
-         "after it. Each token has a **position**, counted from 0."), "pages/step_through.py"),
+         N_("A piece of text the model reads as one unit: a word, part of a word, or punctuation. A tokenizer "
+         "splits a word it has no token for: kvviz's bundled model, with its own {bundled_vocab:,}-token "
+         "vocabulary, reads ' green' as {bundled_green} ({bundled_green_n} tokens), while GPT-2's "
+         "{gpt2_vocab:,}-token vocabulary has many more whole words. A space belongs to the token after it. Each "
+         "token has a **position**, counted from 0."), "pages/step_through.py"),
     Term("Query, key, value (Q, K, V)", "查询 (Q)、键 (K)、值 (V)",
-         N_("In every head of every layer, each token's hidden vector is projected into "
-         "three vectors of head_dim numbers. The newest token's **query** is scored against the **keys** of every "
+         N_("In every layer, each token's whole hidden vector is projected into a **query** for every query "
+         "head and a **key** and a **value** for every K/V head, each of head_dim numbers (with grouped-query "
+         "attention several query heads share one K/V head). The newest token's **query** is scored against the **keys** of every "
          "token so far (its own included); the softmax of the scores weights an average of their **values**."),
          "pages/step_through.py", ("Q", "K", "V")),
     Term("Attention head", "注意力头",
-         N_("One of several attention computations that run side by side in a layer, each with its "
-         "own Q, K, V projections of head_dim numbers. Heads learn different jobs (previous-token, first-token, "
+         N_("One of several attention computations that run side by side in a layer, each with its own "
+         "query of head_dim numbers. In multi-head attention each head also has its own key and value; with GQA "
+         "or MQA several query heads share one K/V head's keys and values. Every head's projection reads the "
+         "token's whole hidden vector: the projection's output is split into heads, not the hidden vector. Heads "
+         "learn different jobs (previous-token, first-token, "
          "induction)."), "pages/attention_patterns.py"),
     Term("head_dim", "head_dim（每个头的维度）",
-         N_("The length of one head's query, key and value vectors: the hidden size divided by the number "
-         "of query heads (768 / 12 = 64 in GPT-2 small). One cached K row of one head holds head_dim numbers."),
+         N_("The length of one head's query, key and value vectors, a number the model's config sets. Most "
+         "models choose hidden size / query heads (768 / 12 = 64 in GPT-2 small), but that is a convention, not "
+         "the definition: Gemma-2-9B has {gemma2_hidden:,} / {gemma2_heads} = {gemma2_split} but head_dim "
+         "{gemma2_head_dim}, Gemma-3-4B {gemma3_hidden:,} / {gemma3_heads} = {gemma3_split} but head_dim "
+         "{gemma3_head_dim}. One cached K row of one head holds head_dim numbers."),
          "pages/step_through.py"),
     Term("KV cache", "KV 缓存",
          N_("The keys and values of every token processed so far, kept in memory for every layer and K/V "
@@ -93,8 +105,10 @@ TERMS: tuple[Term, ...] = (
          "arithmetic. An uncached pass or a prefill multiplies by many tokens at once: GEMMs, which reuse each "
          "weight many times."), "pages/speedup.py"),
     Term("Arithmetic intensity", "算术强度",
-         N_("FLOP done per byte read from memory. A GEMV does about 2 FLOP per weight read "
-         "(low intensity: memory-bound); a GEMM over n tokens about 2n (high: compute-bound)."), "pages/speedup.py"),
+         N_("FLOP done per byte read from memory. A GEMV does about 2 FLOP per weight it reads, so per byte "
+         "that is 2 / (bytes per weight): {fp32_intensity} FLOP/byte in fp32, {fp16_intensity} in fp16 (low "
+         "intensity: memory-bound); a GEMM over n tokens does about 2n FLOP per weight (high: compute-bound)."),
+         "pages/speedup.py"),
     Term("Roofline", "Roofline 模型",
          N_("A chart of a chip's two ceilings: FLOP/s is capped by the compute peak, and by memory bandwidth "
          "x arithmetic intensity. Low-intensity work (a decode step) sits under the sloped memory roof, "
@@ -109,11 +123,26 @@ TERMS: tuple[Term, ...] = (
          "one buffer pre-allocated for the maximum length."), "pages/internals_paging.py",
          ("PagedAttention", "block table")),
     Term("Sliding window", "滑动窗口",
-         N_("A layer that attends only to the last W tokens, so its cache stops growing at W rows "
-         "(Mistral; Gemma's local layers)."), "pages/internals_window.py"),
+         N_("A layer that attends only to the last W tokens (Mistral; Gemma's local layers), so its cache "
+         "stops growing. transformers keeps W - 1 rows between steps (the newest token is attended to before it "
+         "is stored); kvviz's memory figures count W."), "pages/internals_window.py"),
     Term("Quantized cache", "量化缓存",
-         N_("Storing K and V in 8 or 4 bits instead of 16 or 32, with a scale per group of numbers: "
-         "2 to 8x less memory for a small error in attention."), "pages/internals_quant.py"),
+         N_("Storing K and V in 8 or 4 bits instead of 16 or 32, with an fp16 scale and zero point per group "
+         "of {group} numbers, for a small error in attention. Counting those, int8 takes {int8_fp16:.0%} of "
+         "fp16's bytes and int4 {int4_fp32:.1%} of fp32's (a cache {int8_fp16_x:.2f} to {int4_fp32_x:.1f} times "
+         "smaller); the recent tokens transformers keeps unquantized (up to {residual} of them) shrink the saving "
+         "further."), "pages/internals_quant.py"),
+    Term("StaticCache", "静态缓存 (StaticCache)",
+         N_("transformers' cache that allocates K and V for a fixed maximum length up front (one buffer per "
+         "layer, filled as tokens arrive) instead of growing like DynamicCache. Its shape never changes, so the "
+         "forward pass can be compiled (torch.compile); the price is the memory of the full length from the first "
+         "token."), "pages/memory_budget.py", ("static cache", "静态缓存")),
+    Term("Speculative decoding", "推测解码",
+         N_("A small **draft model** proposes several tokens; the large model checks them all in one forward "
+         "pass (like a short prefill over its KV cache) and keeps the longest run it agrees with, plus one token "
+         "of its own. With greedy decoding the output is the large model's own (with sampling, the same "
+         "distribution); rejected tokens' rows are dropped from the "
+         "cache (a rollback)."), "", ("assisted generation", "投机解码")),
     Term("Prefix caching", "前缀复用（前缀缓存）",
          N_("Reusing the cached rows of a shared beginning (a system prompt) across requests, so only "
          "the new part is prefilled."), "pages/internals_prefix.py",
@@ -178,9 +207,43 @@ def display_name(term: Term) -> str:
     return term.zh if term.zh.lower() == term.name.lower() else f"{term.zh} ({term.name})"
 
 
+BUNDLED_TOKENIZER = Path(__file__).resolve().parents[1] / "assets" / "bundled" / "tokenizer.json"
+
+
+@functools.lru_cache(maxsize=1)
+def figures() -> dict[str, Any]:
+    """The numbers the definitions quote, computed from kvviz's own sources (the bundled tokenizer, the presets,
+    the cache byte count, the installed transformers' QuantizedLayer defaults), never typed into a sentence."""
+    from tokenizers import Tokenizer  # the bundled tokenizer (no torch, no transformers)
+
+    from kvviz.memory import KVConfig
+    from kvviz.memory.dtypes import DEFAULT_QUANT_GROUP, DTYPES, transformers_quantized_defaults
+    from kvviz.memory.presets import get_preset
+
+    tok = Tokenizer.from_file(str(BUNDLED_TOKENIZER))
+    green = [tok.decode([i]) for i in tok.encode(" green").ids]
+    gemma2, gemma3 = get_preset("gemma-2-9b").shape, get_preset("gemma-3-4b").shape
+
+    def per_layer(dtype: str) -> int:  # one token, one layer, one K/V head of head_dim 128
+        return KVConfig(1, 1, 1, 128, dtype, quant_group_size=DEFAULT_QUANT_GROUP).bytes_per_token_per_layer
+
+    residual = transformers_quantized_defaults().get("residual_length", 0)
+    return {
+        "bundled_vocab": tok.get_vocab_size(), "bundled_green": " + ".join(repr(t) for t in green),
+        "bundled_green_n": len(green), "gpt2_vocab": get_preset("gpt2").shape.vocab_size,
+        "gemma2_hidden": gemma2.n_embd, "gemma2_heads": gemma2.n_head, "gemma2_split": gemma2.n_embd // gemma2.n_head,
+        "gemma2_head_dim": gemma2.head_dim, "gemma3_hidden": gemma3.n_embd, "gemma3_heads": gemma3.n_head,
+        "gemma3_split": gemma3.n_embd // gemma3.n_head, "gemma3_head_dim": gemma3.head_dim,
+        "fp32_intensity": f"{2 / (DTYPES['fp32'].bits / 8):g}", "fp16_intensity": f"{2 / (DTYPES['fp16'].bits / 8):g}",
+        "group": DEFAULT_QUANT_GROUP, "int8_fp16": per_layer("int8") / per_layer("fp16"),
+        "int4_fp32": per_layer("int4") / per_layer("fp32"), "int8_fp16_x": per_layer("fp16") / per_layer("int8"),
+        "int4_fp32_x": per_layer("fp32") / per_layer("int4"), "residual": max(residual - 1, 0),
+    }
+
+
 def definition_text(term: Term) -> str:
-    """The term's definition in the current language."""
-    return _(term.definition)
+    """The term's definition in the current language, its computed numbers filled in (figures())."""
+    return _(term.definition).format(**figures())
 
 
 def matches(term: Term, needle: str) -> bool:

@@ -89,6 +89,8 @@ def handout_html(steps: Sequence[LessonStep], questions: Sequence[Question], mod
                                                                    arithmetic=markdown_html(q.arithmetic))
         hint = _("Hint: {hint}").format(hint=_inline(q.hint))
         on_screen = _("On screen: kvviz, page “{page}”.").format(page=_(step.page_label))
+        used = (_("Computed for {model} (a published model's preset), not the lesson's model.").format(model=q.model)
+                if q.model else _("Computed for {model}, the model the lesson ran on.").format(model=model_label))
         pages.append(
             f'<section class="step" id="step-{number}"><h2>{html.escape(heading)}</h2>'
             f"{markdown_html(_(step.teach))}"
@@ -96,18 +98,27 @@ def handout_html(steps: Sequence[LessonStep], questions: Sequence[Question], mod
             f"{''.join(figures)}"
             + ("<div class='work'></div>" if worksheet  # room to write the answer
                else f'<p class="hint">{hint}</p><div class="answer">{answer}</div>')
-            + f"<p class='caption'>{html.escape(on_screen)}</p></section>")
+            + f"<p class='caption'>{html.escape(used)} {html.escape(on_screen)}</p></section>")
     title = _("The KV cache in {n} questions").format(n=len(steps))
+    preset_steps = [(n, q.model) for n, q in enumerate(questions, start=1) if q.model]
+    others = "; ".join(_("step {number}: {model}").format(number=n, model=m) for n, m in preset_steps)
+    model = html.escape(model_label)
+    if preset_steps:
+        computed = _("The numbers were computed for <b>{model}</b>, the model the lesson ran on, except where a step "
+                     "uses a published model's preset ({others}); each page names its model.").format(
+            model=model, others=html.escape(others))
+    else:
+        computed = _("Every number was computed for <b>{model}</b>, the model the lesson ran on.").format(model=model)
     if worksheet:
         title = _("The KV cache in {n} questions: worksheet").format(n=len(steps))
         intro = _("Worksheet from kvviz's lesson: the handout's pages without hints or answers, for students to "
-                  "write on. Every number was computed for <b>{model}</b>, the model the lesson ran on. The handout "
-                  "with the worked answers downloads from the same button.").format(model=html.escape(model_label))
+                  "write on. {computed} The handout with the worked answers downloads from the same "
+                  "button.").format(computed=computed)
     else:
-        intro = _("Handout from kvviz's lesson. Every number was computed for <b>{model}</b>, the model the lesson ran "
-                  "on (the measured step, 11, is this machine's timing when the lesson ran). One page per step: "
-                  "question, figure, hint, worked answer. For students, download the worksheet from the same "
-                  "button: the same pages without hints or answers.").format(model=html.escape(model_label))
+        intro = _("Handout from kvviz's lesson. {computed} The measured step, 11, is this machine's timing when the "
+                  "lesson ran. One page per step: question, figure, hint, worked answer. For students, download the "
+                  "worksheet from the same button: the same pages without hints or answers.").format(
+            computed=computed)
     doc_title = _("kvviz lesson handout: {title}").format(title=title)
     print_note = _("Print with your browser (Ctrl+P / Cmd+P): one page per step.")
     return (

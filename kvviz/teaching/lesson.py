@@ -23,11 +23,10 @@ from typing import Any
 import numpy as np
 
 from kvviz import i18n, memory, ops
-from kvviz.i18n import N_, _
+from kvviz.i18n import N_, _, ngettext
 from kvviz.memory import capacity, units
 from kvviz.memory.presets import get_preset
 from kvviz.memory.units import GB, GIB, KIB, MIB
-from kvviz.speedup.noise import load_avg_1min
 from kvviz.step import view as step_view
 
 # The model's own input: English on purpose (the bundled models write English), never translated.
@@ -38,6 +37,8 @@ REPEAT_PROMPT = step_view.REPEAT_PROMPT  # the step page's "Repeat a pattern" pr
 PATTERNS_PRESET = "Repeat a pattern"
 
 # Units a byte answer may be given in: decimal (SI) and binary (IEC), 1 GiB = 2^30 bytes, 1 GB = 10^9 bytes.
+# The published models some steps compute with (kvviz.memory.presets), by their names as a reader knows them.
+PRESET_MODELS = {"gpt2": "GPT-2 small", "llama-3-8b": "Llama-3-8B"}
 BYTE_UNITS: dict[str, int] = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": GB, "KiB": KIB, "MiB": MIB, "GiB": GIB}
 SI_IEC = (("KB", "KiB"), ("MB", "MiB"), ("GB", "GiB"))  # the pairs students mix up
 
@@ -68,6 +69,7 @@ class Question:
     picture: Picture | None = None
     extra_pictures: tuple[Picture, ...] = ()  # e.g. step 5: the tokens before, the head's attention after
     page_query: dict[str, str] = field(default_factory=dict)  # "See it on the full page" link's URL state
+    model: str = ""  # the published model whose preset the step computes with ("" = the model the lesson runs on)
 
     @property
     def is_choice(self) -> bool:
@@ -99,6 +101,7 @@ class LessonStep:
     page: str  # the full page for this idea
     page_label: str  # the full page's title (marked N_)
     terms: tuple[str, ...] = ()  # the glossary's words this step uses (kvviz.teaching.glossary names)
+    preset: str = ""  # the published model's preset it computes with (a PRESET_MODELS key); "" = the lesson's model
 
 
 def _in_base_units(question: Question, given: float, unit: str | None) -> float:
@@ -167,18 +170,30 @@ def _k_row(engine: Any) -> Question:
     keys, values = engine.layer_keys(0)[0], engine.layer_values(0)[0]  # head 0: (seq_len, head_dim)
     row_len = int(keys.shape[-1])
     texts = list(engine.records[-1].fed_token_texts)
+    if row_len * info.n_head == info.n_embd:
+        convention = _("This model, like most, sets head_dim = hidden size / query heads = {n_embd} / {n_head} = "
+                       "**{row_len}** numbers per head (a convention: some models choose another head_dim).").format(
+            n_embd=info.n_embd, n_head=info.n_head, row_len=row_len)
+    else:
+        convention = _("This model's config sets head_dim = **{row_len}**, not hidden size / query heads "
+                       "({n_embd} / {n_head}): that split is only a convention.").format(
+            n_embd=info.n_embd, n_head=info.n_head, row_len=row_len)
     return Question(
         _("In this model ({n_layer} layers, {n_head} query heads, {n_kv_heads} K/V heads, hidden size {n_embd}), "
           "how many numbers does **one K row of one head** hold?").format(
             n_layer=info.n_layer, n_head=info.n_head, n_kv_heads=info.n_kv_heads, n_embd=info.n_embd),
         row_len,
-        _("The hidden vector of {n_embd} numbers is split evenly between the {n_head} query heads: "
-          "{n_embd} / {n_head} = **{row_len}** numbers per head, the `head_dim`. Read from the real cache "
-          "tensor of shape `{shape}` = [batch, kv_heads, seq_len, head_dim]. The V row has the same length.").format(
-            n_embd=info.n_embd, n_head=info.n_head, row_len=row_len, shape=tuple(engine.cache.layers[0].keys.shape)),
-        hint=_("Each head works on an equal share of the hidden vector. Divide the hidden size by the number of "
-               "query heads."),
-        traps=((info.n_embd, _("That is the whole hidden vector of a token; one head holds only its share of it.")),
+        _("The K projection reads the token's whole hidden vector of {n_embd} numbers; its output is split into "
+          "the {n_kv_heads} K/V heads. {convention} So one layer stores {n_kv_heads} x {row_len} = {k_numbers} K "
+          "numbers per token. Read from the real cache tensor of shape `{shape}` = [batch, kv_heads, seq_len, "
+          "head_dim]. The V row has the same "
+          "length.").format(
+            n_embd=info.n_embd, n_kv_heads=info.n_kv_heads, convention=convention, row_len=row_len,
+            k_numbers=info.n_kv_heads * row_len, shape=tuple(engine.cache.layers[0].keys.shape)),
+        hint=_("Every head's projection reads the whole hidden vector; what is split into heads is the projection's "
+               "output, head_dim numbers per head. Most models set head_dim = hidden size / number of query heads."),
+        traps=((info.n_embd, _("That is the whole hidden vector, which every head's projection reads; one head's K "
+                               "row is only that head's part of the projection's output.")),
                (2 * row_len, _("That counts a K row and a V row together; the question asks for one K row."))),
         picture=Picture("kv_rows", {"keys": keys.tolist(), "values": values.tolist(),
                                     "rows": texts},
@@ -390,6 +405,10 @@ def _quadratic(engine: Any, prompt_len: int = 16, new_tokens: int = 200) -> Ques
     ratio = uncached.attention_dot_products / cached.attention_dot_products
     heads = shape.n_layer * shape.n_head
     t = prompt_len + new_tokens - 1  # positions the last pass sees (the last new token is never fed back)
+    p = prompt_len
+    # the uncached run: the prefill's one triangle, then a triangle per later pass (the sum of triangles 1..T less
+    # the triangles 1..P-1 the prefill never computes on its own)
+    all_triangles, skipped = t * (t + 1) * (t + 2) // 6, (p - 1) * p * (p + 1) // 6
     last_step = (t + 1) / 2
     demo = 20
     return Question(
@@ -397,11 +416,12 @@ def _quadratic(engine: Any, prompt_len: int = 16, new_tokens: int = 200) -> Ques
           "**about how many times more** attention dot products does the whole run take without the cache than "
           "with it? (accepted within 25%)").format(new=new_tokens, prompt=prompt_len, t=t), round(ratio, 1),
         _("With the cache: {heads} heads x T(T+1)/2 = {heads} x {t} x {t_plus_1} / 2 = **{cached:,}**. Without it: "
-          "the sum of the triangles, {uncached:,} (about {heads} x T^3/6). Ratio **{ratio:.1f}x**, about (T+2)/3. "
+          "{heads} heads x (T(T+1)(T+2)/6 - (P-1)P(P+1)/6) = {heads} x ({all_triangles:,} - {skipped:,}) = "
+          "**{uncached:,}** (about {heads} x T^3/6). Ratio **{ratio:.1f}x**, about (T+2)/3. "
           "The last step alone saves (T+1)/2 = {last:.0f}x, but the early steps save much less, so the whole run "
           "saves about a third of T, not half.").format(
-            heads=heads, t=t, t_plus_1=t + 1, cached=cached.attention_dot_products,
-            uncached=uncached.attention_dot_products, ratio=ratio, last=last_step),
+            heads=heads, t=t, t_plus_1=t + 1, cached=cached.attention_dot_products, all_triangles=all_triangles,
+            skipped=skipped, uncached=uncached.attention_dot_products, ratio=ratio, last=last_step),
         rel_tolerance=0.25, states_tolerance=True, unit="x",
         hint=_("Divide the two sums: T(T+1)(T+2)/6 over T(T+1)/2. Most factors cancel."),
         traps=((last_step, _("That is the saving of the last step only. The early steps, at short lengths, save "
@@ -443,7 +463,7 @@ def _bytes_at_1000(engine: Any) -> Question:
         picture=Picture("bytes", {"tokens": points, "bytes": [memory.kv_bytes(kv, n) for n in points]},
                         _("GPT-2 small's KV cache (float32, batch 1): it grows by the same bytes with every "
                           "token.")),
-        page_query={"mem_preset": "gpt2", "mem_context": "1000"})
+        page_query={"mem_preset": "gpt2", "mem_context": "1000"}, model=PRESET_MODELS["gpt2"])
 
 
 def _gqa_saving(engine: Any) -> Question:
@@ -466,7 +486,7 @@ def _gqa_saving(engine: Any) -> Question:
         picture=Picture("gqa", {"n_head": gqa.n_head, "n_kv_heads": gqa.n_kv_heads},
                         _("Llama-3-8B's {n_head} query heads, coloured by the K/V head whose cached rows they "
                           "read.").format(n_head=gqa.n_head)),
-        page_query={"mem_preset": "llama-3-8b"})
+        page_query={"mem_preset": "llama-3-8b"}, model=PRESET_MODELS["llama-3-8b"])
 
 
 # ----- 11-12: time, and serving -----------------------------------------------------------------------------------
@@ -474,43 +494,58 @@ BELOW = N_("Well below the op ratio")
 ABOUT, ABOVE = N_("About the op ratio"), N_("Above the op ratio")
 
 
-def _measured_speedup(engine: Any, steps: int = 24, repeats: int = 5) -> Question:
+def _measured_speedup(engine: Any, steps: int = 24, budget_s: float = 2.0) -> Question:
+    """The newest step timed both ways by the race (kvviz.step.engine.race_timing): repeats of the cached step and
+    the uncached pass interleaved, so a burst of load hits both alike; medians with their interquartile ranges,
+    and the race's "inside the noise" rule (the two ranges overlap: no winner to read)."""
     _prefilled(engine)
     for _step in range(steps):
         engine.step()
     record = engine.records[-1]
-    cached = sorted(r.step_ms for r in engine.records[-9:])  # the last 9 decode steps
-    uncached = sorted(engine.check_without_cache().uncached_ms for _repeat in range(repeats))
-    cached_ms, uncached_ms = cached[len(cached) // 2], uncached[len(uncached) // 2]
-    load = load_avg_1min()
+    race = engine.race(budget_s=budget_s)  # the lesson waits longer than a click: more repeats, a real spread
+    cached, uncached = sorted(race.cached_ms), sorted(race.uncached_ms)
+    cached_ms, uncached_ms = race.cached_median_ms, race.uncached_median_ms
+    (c_lo, c_hi), (u_lo, u_hi) = race.quartiles(race.cached_ms), race.quartiles(race.uncached_ms)
+    load = race.load_1min
     shape = ops.ModelShape.from_info(engine.loaded.info)
     before = record.fed_positions[0]
     op_ratio = (ops.forward_pass_counts(shape, before, 1, cached=False).total_ops
                 / ops.forward_pass_counts(shape, before, 1, cached=True).total_ops)
     measured = uncached_ms / max(cached_ms, 1e-6)
-    # the right answer is what this machine measured, not what the lesson expects
-    answer = BELOW if measured < 0.5 * op_ratio else (ABOVE if measured > 1.5 * op_ratio else ABOUT)
+    # the ratio's spread from the quartiles: the answer is what this machine measured, judged with its noise
+    ratio_lo, ratio_hi = u_lo / max(c_hi, 1e-6), u_hi / max(c_lo, 1e-6)
+    answer = BELOW if ratio_hi < 0.5 * op_ratio else (ABOVE if ratio_lo > 1.5 * op_ratio else ABOUT)
+    if race.single_repeat:
+        noise = _("One repeat a side (a repeat cost more than the time budget): there is no spread to judge the "
+                  "noise by.")
+    elif race.inside_noise:
+        noise = _("The two ranges overlap: the difference between the medians is inside the noise, so this run "
+                  "cannot say which side is faster, only how far both are from the op ratio.")
+    else:
+        noise = _("The two ranges do not overlap: the difference is larger than the noise.")
     return Question(
         _("At {tokens} tokens, a step without the cache does **{op_ratio:.0f}x** the operations of a cached step. "
           "On this CPU, will the measured time ratio be about that, well below it, or above it?").format(
             tokens=record.cache_len, op_ratio=op_ratio),
         _(answer),
-        _("Just measured on the real model: cached step median {cached_ms:.2f} ms (range {cached_lo:.2f} to "
-          "{cached_hi:.2f}, {cached_n} steps), uncached pass median {uncached_ms:.2f} ms (range {uncached_lo:.2f} "
-          "to {uncached_hi:.2f}, {uncached_n} repeats), machine load {load:.1f}: **{measured:.1f}x**, against an "
-          "op ratio of {op_ratio:.0f}x. A cached step is a handful of tiny matrix-vector products: fixed costs "
-          "dominate it (Python and PyTorch's per-operator dispatch, reading every weight from memory once), while "
-          "the uncached pass batches its extra work into efficient matrix-matrix products. The *Measured "
-          "speed-up* page shows this with a roofline.").format(
-            cached_ms=cached_ms, cached_lo=cached[0], cached_hi=cached[-1], cached_n=len(cached),
-            uncached_ms=uncached_ms, uncached_lo=uncached[0], uncached_hi=uncached[-1], uncached_n=len(uncached),
-            load=load, measured=measured, op_ratio=op_ratio),
+        _("Just measured on the real model, the two runs interleaved ({repeats}, alternating, so a burst of load "
+          "hits both alike; machine load {load:.1f}): cached step median {cached_ms:.2f} ms (interquartile "
+          "range {cached_lo:.2f} to {cached_hi:.2f}), uncached pass median {uncached_ms:.2f} ms ({uncached_lo:.2f} "
+          "to {uncached_hi:.2f}). Ratio of the medians **{measured:.1f}x** (from the quartiles, between "
+          "{ratio_lo:.1f}x and {ratio_hi:.1f}x), against an op ratio of {op_ratio:.0f}x. {noise} A cached step is a "
+          "handful of tiny matrix-vector products: fixed costs dominate it (Python and PyTorch's per-operator "
+          "dispatch, reading every weight from memory once), while the uncached pass batches its extra work into "
+          "efficient matrix-matrix products. The *Measured speed-up* page shows this with a roofline.").format(
+            repeats=ngettext("{n} repeat", "{n} repeats", race.repeats).format(n=race.repeats), load=load,
+            cached_ms=cached_ms, cached_lo=c_lo, cached_hi=c_hi,
+            uncached_ms=uncached_ms, uncached_lo=u_lo, uncached_hi=u_hi, measured=measured, ratio_lo=ratio_lo,
+            ratio_hi=ratio_hi, op_ratio=op_ratio, noise=noise),
         choices=(_(ABOUT), _(BELOW), _(ABOVE)),
         hint=_("Arithmetic is not the only cost of a step. What does every forward pass pay, however few tokens "
                "it feeds?"),
         picture=Picture("timings", {"cached": cached, "uncached": uncached, "op_ratio": op_ratio, "load": load},
-                        _("Measured on this machine (load {load:.1f}): each dot is one run, the bar the "
-                          "median.").format(load=load)),
+                        _("Measured on this machine (load {load:.1f}), the two runs interleaved: each dot is one "
+                          "run, the bar the median.").format(load=load)),
         page_query={})
 
 
@@ -534,14 +569,17 @@ def _paging(engine: Any, tokens: int = 1000, block: int = 16) -> Question:
         picture=Picture("blocks", {"blocks": blocks, "block": block, "tokens": tokens},
                         _("The sequence's {tokens:,} tokens in blocks of {block}: every block full except the "
                           "last.").format(tokens=tokens, block=block)),
-        page_query={"mem_preset": "llama-3-8b", "mem_context": str(tokens)})
+        page_query={"mem_preset": "llama-3-8b", "mem_context": str(tokens)}, model=PRESET_MODELS["llama-3-8b"])
 
 
 STEPS: tuple[LessonStep, ...] = (
-    LessonStep(N_("What K and V are"), N_("Every head stores one K row and one V row of head_dim numbers per token."),
-               N_("Every token gets a query, a key and a value vector in every head of every layer. Each head works on "
-               "its own equal slice of the token's hidden vector, so the slices together make up the whole vector. "
-               "The cache keeps the keys and values: one **row** per token, in every head of every layer."), _k_row,
+    LessonStep(N_("What K and V are"),
+               N_("Every K/V head stores one K row and one V row of head_dim numbers per token."),
+               N_("In every layer, each token's whole hidden vector is projected into a query for every query head "
+               "and a key and a value for every K/V head (with grouped-query attention several query heads share "
+               "one K/V head). Every projection reads the whole hidden vector; its output is split into heads of "
+               "head_dim numbers. The cache keeps the keys and values: one **row** per token, in every K/V head of "
+               "every layer."), _k_row,
                "pages/step_through.py", N_("Step through"),
                ("Query, key, value (Q, K, V)", "KV cache", "head_dim", "Attention head")),
     LessonStep(N_("What the prefill stores"), N_("Prefill fills the cache with one row per prompt token, in one pass."),
@@ -580,20 +618,23 @@ STEPS: tuple[LessonStep, ...] = (
                "a saving of about T/3."),
                N_("Step 7 counted one pass. A whole run adds up every pass. Write **P** for the prompt's tokens, "
                "**N** for the new tokens, and **T = P + N - 1** for the positions the last pass reads (the last "
-               "new token is never fed back). Counting the prefill's triangle as its rows, per head:\n\n"
-               "- **with the cache** the pass at length t computes one row of t dot products, so the run adds "
-               "1 + 2 + ... + T = **T(T+1)/2**;\n"
-               "- **without it** the pass at length t recomputes the triangle t(t+1)/2, so the run adds "
-               "1 + 3 + 6 + ... + T(T+1)/2 = **T(T+1)(T+2)/6**."), _quadratic,
+               "new token is never fed back). The prefill is one pass that computes its whole triangle, "
+               "P(P+1)/2 dot products per head. Per head:\n\n"
+               "- **with the cache** the prefill's triangle is its rows 1 + 2 + ... + P, and each later pass at "
+               "length t computes one row of t dot products, so the run adds 1 + 2 + ... + T = **T(T+1)/2**;\n"
+               "- **without it** each later pass at length t recomputes the triangle t(t+1)/2, so the run adds "
+               "P(P+1)/2 + (P+1)(P+2)/2 + ... + T(T+1)/2: the sum of all the triangles 1 + 3 + 6 + ... + T(T+1)/2 "
+               "= T(T+1)(T+2)/6, less the (P-1)P(P+1)/6 of the triangles below P that the prefill never computes "
+               "on their own: **T(T+1)(T+2)/6 - (P-1)P(P+1)/6**."), _quadratic,
                "pages/attention_ops.py", N_("Count the work"), ("Dot product", "Prefill", "Decode step")),
     LessonStep(N_("What the cache costs in memory"), N_("The cache costs 2 x layers x K/V heads x head_dim x bytes per "
                "number, for every token."), N_("The price of the cache: bytes that grow with every token. Every "
                "token stores a K row and a V row in every head of every layer."), _bytes_at_1000,
-               "pages/memory_budget.py", N_("Memory budget"), ("KV cache", "head_dim", "Bytes: GB and GiB")),
+               "pages/memory_budget.py", N_("Memory budget"), ("KV cache", "head_dim", "Bytes: GB and GiB"), "gpt2"),
     LessonStep(N_("Sharing K/V heads"), N_("GQA and MQA shrink the cache by sharing K/V heads between query heads."),
                N_("Modern models let several query heads share one K/V head: **grouped-query attention** (GQA); "
                "with a single K/V head it is **multi-query attention** (MQA)."), _gqa_saving,
-               "pages/memory_budget.py", N_("Memory budget"), ("MHA, GQA, MQA", "Attention head")),
+               "pages/memory_budget.py", N_("Memory budget"), ("MHA, GQA, MQA", "Attention head"), "llama-3-8b"),
     LessonStep(N_("The measured speed-up"),
                N_("Op counts are not time: a cached CPU step is dominated by fixed costs."),
                N_("Operation counts are not time. A cached step multiplies every weight matrix by one "
@@ -605,8 +646,18 @@ STEPS: tuple[LessonStep, ...] = (
                N_("Serving engines store the cache in fixed-size blocks (paged attention)."),
                N_("Serving many users turns the cache into a memory-management problem."), _paging,
                "pages/memory_budget.py", N_("Memory budget"),
-               ("Paged blocks", "Sliding window", "Quantized cache", "Prefix caching")),
+               ("Paged blocks", "Sliding window", "Quantized cache", "Prefix caching"), "llama-3-8b"),
 )
+
+
+def preset_steps(steps: tuple[LessonStep, ...] = STEPS) -> list[tuple[int, str]]:
+    """(step number, model name) of the steps that compute with a published model's preset, not the lesson's."""
+    return [(n, PRESET_MODELS[s.preset]) for n, s in enumerate(steps, start=1) if s.preset]
+
+
+def preset_steps_text(steps: tuple[LessonStep, ...] = STEPS) -> str:
+    """"step 9: GPT-2 small; step 10: Llama-3-8B; ...", in the current language."""
+    return "; ".join(_("step {number}: {model}").format(number=n, model=m) for n, m in preset_steps(steps))
 
 
 @dataclass(frozen=True)
