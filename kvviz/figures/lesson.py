@@ -190,7 +190,7 @@ def _gqa(d: dict[str, Any], font_px: int) -> go.Figure:
 def _timings(d: dict[str, Any], font_px: int) -> go.Figure:
     fig = go.Figure()
     for name, runs, color in ((_("cached step"), d["cached"], ORANGE), (_("uncached pass"), d["uncached"], GREY)):
-        median = runs[len(runs) // 2]
+        median = float(np.median(runs))  # the statistic the text uses (an even count: the middle two averaged)
         label = _("{name}<br>median {median:.2f} ms").format(name=name, median=median)
         fig.add_trace(go.Bar(y=[label], x=[median], orientation="h", marker_color=color, opacity=0.45))
         fig.add_trace(go.Scatter(y=[label] * len(runs), x=runs, mode="markers",
