@@ -37,7 +37,6 @@ _warm_up_started = threading.Event()
 # transformers resolves its classes lazily; two threads importing it at once (the warm-up thread and a page
 # loading a model) made `from transformers import GPT2LMHeadModel` fail. Both import under this lock.
 _IMPORT_LOCK = threading.Lock()
-_router_rerun_done = threading.Event()
 
 # Interactive pages run one tiny forward pass per click, and Streamlit serves each session in its own thread.
 # Intra-op parallelism only adds hand-off cost there: on a 2-core machine with other work running, a decode
@@ -46,6 +45,8 @@ _router_rerun_done = threading.Event()
 INTERACTIVE_TORCH_THREADS = 1
 
 MODEL_SPEC_KEY = "model_spec"  # the model every page uses, chosen in the sidebar (app.py)
+MODEL_QUERY_PARAM = "model"  # a link's model: its spec (bundled name, offered name, hub name, random:shape)
+_MODEL_LINK_MAX_CHARS = 1000
 MODEL_NOTICE_KEY = "model_notice"
 STEP_ENGINE_KEY = "step_engine"  # the user's stepping engine (its cache is per user; the model is shared)
 
@@ -129,28 +130,58 @@ def cached_model(spec: str, attn_implementation: str = "eager") -> loading.Loade
             waiting.empty()
 
 
-def ensure_router() -> None:
-    """Make app.py the router from the very first run of a fresh server, even on a deep link.
+def ensure_router(*, router: bool = False) -> None:
+    """Make app.py the router from the very first run of a fresh server, even on a deep link; set the language.
 
-    Streamlit 1.67 quirk, no supported route around it (upstream: streamlit/streamlit#10276, whose review notes
-    that with a `pages` folder and st.navigation a direct URL "sometimes completely switches back to MPAv1"; and
-    #9624): a fresh server sees the `pages/` folder and runs its first script run in the legacy multipage mode,
-    which executes the deep-linked page file by itself, without app.py and its model picker. Only a call to
-    `st.navigation` clears that class flag. Every page calls this first: it clears the flag and reruns, and the
-    rerun goes through app.py's `st.navigation` to the page the URL asked for. Once per process: AppTest resets
-    the flag before every run, and rerunning each time there would swallow the button click being tested.
-    Tried and dropped: doing this once when kvviz.ui is first imported. The rerun then interrupts an import,
-    and a second session importing kvviz.ui at that moment fails ("cannot import name 'ui'"; three WebSocket
-    students on a fresh server, tests/test_classroom_ws.py). PagesManager is Streamlit's private class: this is
-    the one place kvviz touches it.
+    Streamlit 1.67 (upstream: streamlit/streamlit#10276, #9624): a fresh process sees the `pages/` folder and sets
+    the class flag `PagesManager.uses_pages_directory`; the script runner then runs that first session's first run
+    in the legacy multipage mode (`_mpa_v1`): it sends the client a page list of every file in pages/ plus the
+    main script ("app", "internals shared": what a class saw flash in the sidebar) and executes the deep-linked page
+    file by itself, without app.py. Only a call to `st.navigation` clears the flag. The old workaround cleared it
+    and called st.rerun(): the client was told the run had finished (the main area blank, the legacy list shown)
+    and the page came only with the rerun, seconds later on a busy laptop (issue 29). Now, with the legacy list
+    hidden (`client.showSidebarNavigation = false` in .streamlit/config.toml; app.py draws the navigation itself),
+    a page file run alone runs app.py in place, inside this same run: app.py's `st.navigation` routes to the page
+    the URL asked for and draws it, and st.stop() ends the outer copy. One run, no rerun, no blank page.
+    app.py passes router=True (it is the router: clearing the flag is enough). PagesManager is Streamlit's
+    private class: this is the one place kvviz touches it.
     """
     from streamlit.runtime.pages_manager import PagesManager
 
-    if PagesManager.uses_pages_directory and not _router_rerun_done.is_set():
-        _router_rerun_done.set()
-        PagesManager.uses_pages_directory = False
-        st.rerun()
+    PagesManager.uses_pages_directory = False
+    if not router and _in_a_legacy_run():
+        _run_router_in_place()
+        st.stop()
     apply_language()
+
+
+def _in_a_legacy_run() -> bool:
+    """Whether this run was routed by the legacy pages/ mode: its page registry lists the main script itself
+    (st.navigation's registry never does). Read per run, not from the class flag: two first visitors on a fresh
+    server may both start in legacy mode before either clears the flag."""
+    import os
+
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    if ctx is None:
+        return False
+    main = os.path.realpath(ctx.pages_manager.main_script_path)
+    return any("url_pathname" in page and os.path.realpath(page.get("script_path") or "") == main
+               for page in ctx.pages_manager.get_pages().values())
+
+
+def _run_router_in_place() -> None:
+    """Execute the main script (app.py) inside the current run, as Streamlit's own Page.run executes a page."""
+    import types
+
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    main = ctx.pages_manager.main_script_path
+    module = types.ModuleType("__main__")
+    module.__dict__["__file__"] = str(main)
+    exec(ctx.pages_manager.get_page_script_byte_code(str(main)), module.__dict__)  # noqa: S102
 
 
 # The interface language. LANGUAGE_KEY holds the session's language, decided at the top of every run (app.py and
@@ -211,6 +242,23 @@ def sidebar_language_switch() -> None:
         "Language / 语言", list(i18n.LANGUAGES), format_func=i18n.LANGUAGES.__getitem__, key=_LANGUAGE_PICKER_KEY,
         on_change=_on_change, selection_mode="single", required=True,
     )
+
+
+def link_params() -> dict[str, str]:
+    """What every link kvviz builds carries: the language and the model (see add_model_to_link)."""
+    return add_model_to_link({i18n.QUERY_PARAM: i18n.current()})
+
+
+def sidebar_navigation(sections: dict[str, list]) -> None:
+    """Sidebar: a link to every page, under its section's header (the pages st.navigation routes to). Drawn by
+    kvviz, not by Streamlit's navigation widget, so that the language switch sits above it (issue 29), and so that
+    Streamlit's own list, hidden by client.showSidebarNavigation = false, never shows the legacy pages/ files."""
+    nav = st.sidebar.container(key="kvviz_nav")
+    for header, pages in sections.items():
+        if header:
+            nav.caption(header)
+        for page in pages:
+            nav.page_link(page, query_params=link_params())
 
 
 def drop_refused_link_numbers(keys: list[str], notices_key: str) -> list[str]:
@@ -293,7 +341,27 @@ def _held_model(spec: str, attn_implementation: str) -> loading.LoadedModel | No
     return None
 
 
-_KIND_KEY, _NAME_KEY, _ARCH_KEY, _SHARED_KEY = "app_model_kind", "app_model_name", "app_model_arch", "app_model_offered"
+_NAME_KEY, _ARCH_KEY = "app_model_name", "app_model_arch"
+
+
+def _kind_key() -> str:
+    """The model radio's widget key, one per language. Streamlit keeps a radio's value as the label it showed
+    (its formatted option): after a language switch the browser sends back the other language's label, which no
+    option has, and the radio fell back to its first option or handed that label to the callback (issue 29:
+    KeyError '内置 Tiny-Shakespeare GPT-2（离线）'). A fresh key per language starts from the session's model."""
+    return _per_language("app_model_kind")
+
+
+def _shared_key() -> str:
+    """The shared-mode model radio's widget key, one per language (see _kind_key)."""
+    return _per_language("app_model_offered")
+
+
+def _per_language(key: str) -> str:
+    language = i18n.current()
+    return key if language == i18n.DEFAULT_LANGUAGE else f"{key}_{language}"
+
+
 _KINDS = {  # radio option (its English label, the same in every language) -> kind (localhost mode); each bundled
     # model is a kind of its own (its spec). The radio shows _kind_label(option).
     **{f"{b.title} (offline)": name for name, b in loading.BUNDLED_MODELS.items()},
@@ -349,6 +417,36 @@ def other_active_sessions() -> int:
                    if k != st.session_state["kvviz_session_id"] and now - t <= SESSION_SEEN_WINDOW_S)
 
 
+def add_model_to_link(params: dict[str, str]) -> dict[str, str]:
+    """`params` with the session's model added (?model=<spec>): every link kvviz builds calls this, so a student
+    opening a teacher's link gets the teacher's model (issue 29); the sidebar applies it (apply_linked_model)."""
+    return {**params, MODEL_QUERY_PARAM: st.session_state.get(MODEL_SPEC_KEY, loading.BUNDLED)}
+
+
+def _apply_linked_model() -> None:
+    """(Before the picker is drawn.) A link's ?model= becomes the session's model when it differs; a model this
+    server does not offer, or one that fails to load, is refused with one line and the current model kept. The
+    address bar then carries the session's model, as it carries the language."""
+    linked = st.query_params.get_all(MODEL_QUERY_PARAM)
+    spec = st.session_state[MODEL_SPEC_KEY]
+    if linked and linked[-1] != spec:
+        wanted = linked[-1].strip()
+        if not wanted or len(wanted) > _MODEL_LINK_MAX_CHARS or not model_offered(wanted):
+            st.session_state[MODEL_NOTICE_KEY] = _(LINKED_MODEL_REFUSED).format(model=current_info().shown_label())
+        else:
+            _switch_to(wanted)
+            if st.session_state[MODEL_SPEC_KEY] != wanted:  # it failed to load: _switch_to left its reason
+                st.session_state[MODEL_NOTICE_KEY] = _("{error} The link's model was not loaded: you stay on "
+                                                       "{model}.").format(error=st.session_state.get(MODEL_NOTICE_KEY, ""),
+                                                                         model=current_info().shown_label())
+        spec = st.session_state[MODEL_SPEC_KEY]
+    if linked != [spec] and (linked or spec != loading.BUNDLED):
+        st.query_params[MODEL_QUERY_PARAM] = spec
+
+
+LINKED_MODEL_REFUSED = N_("The link's model is not offered on this server: you stay on {model}.")
+
+
 def sidebar_model_picker() -> None:
     """Sidebar: choose the model every page uses. Localhost: bundled / any pretrained name or folder / a
     random-weights shape. Shared mode: a list of the offered models, and nothing free-form.
@@ -362,6 +460,7 @@ def sidebar_model_picker() -> None:
     if not model_offered(spec):
         st.session_state[MODEL_SPEC_KEY] = loading.BUNDLED  # a forged or stale value: refuse it, load nothing
         st.session_state[MODEL_NOTICE_KEY] = _(shared_mode.NOT_OFFERED)
+    _apply_linked_model()
     with st.sidebar:
         st.markdown("### " + _("Model"))
         if policy.enabled:
@@ -378,10 +477,10 @@ def sidebar_model_picker() -> None:
 def _shared_picker(policy: shared_mode.SharedPolicy) -> None:
     labels = {name: _bundled_option(spec.title) for name, spec in loading.BUNDLED_MODELS.items()}
     labels |= {m.name: m.shown_label() for m in policy.offered}
-    if st.session_state.get(_SHARED_KEY) not in labels:  # first run, or a forged value: show the real model
-        st.session_state[_SHARED_KEY] = st.session_state[MODEL_SPEC_KEY]
-    st.radio(_("Which model"), list(labels), format_func=labels.__getitem__, key=_SHARED_KEY,
-             on_change=lambda: _switch_to(st.session_state[_SHARED_KEY], _SHARED_KEY))
+    if st.session_state.get(_shared_key()) not in labels:  # first run, or a forged value: show the real model
+        st.session_state[_shared_key()] = st.session_state[MODEL_SPEC_KEY]
+    st.radio(_("Which model"), list(labels), format_func=labels.__getitem__, key=_shared_key(),
+             on_change=lambda: _switch_to(st.session_state[_shared_key()], _shared_key()))
     st.caption(_("Shared server: the teacher chose these models. One load at a time, at most {cap}.").format(
         cap=policy.cap.describe()))
 
@@ -389,13 +488,13 @@ def _shared_picker(policy: shared_mode.SharedPolicy) -> None:
 def _local_picker() -> None:
     spec = st.session_state[MODEL_SPEC_KEY]
     kind = _kind_of(spec)
-    if st.session_state.get(_KIND_KEY) not in _KINDS or (
-        _KINDS[st.session_state[_KIND_KEY]] != "pretrained" and _KINDS[st.session_state[_KIND_KEY]] != kind
+    if st.session_state.get(_kind_key()) not in _KINDS or (
+        _KINDS[st.session_state[_kind_key()]] != "pretrained" and _KINDS[st.session_state[_kind_key()]] != kind
     ):  # keep the radio on the model in use (a fallback may have changed it); "pretrained" may wait for Load
-        st.session_state[_KIND_KEY] = next(label for label, k in _KINDS.items() if k == kind)
+        st.session_state[_kind_key()] = next(label for label, k in _KINDS.items() if k == kind)
     if kind == "random":
         st.session_state[_ARCH_KEY] = spec.removeprefix(loading.RANDOM_PREFIX)
-    choice = _KINDS[st.radio(_("Which model"), list(_KINDS), format_func=_kind_label, key=_KIND_KEY,
+    choice = _KINDS[st.radio(_("Which model"), list(_KINDS), format_func=_kind_label, key=_kind_key(),
                              on_change=_on_kind_change)]
     if choice == "pretrained":
         st.session_state.setdefault(_NAME_KEY, spec if kind == "pretrained" else "gpt2")
@@ -409,11 +508,11 @@ def _local_picker() -> None:
 
 
 def _on_kind_change() -> None:
-    kind = _KINDS[st.session_state[_KIND_KEY]]
+    kind = _KINDS[st.session_state[_kind_key()]]
     if kind in loading.BUNDLED_MODELS:
-        _switch_to(kind, _KIND_KEY)
+        _switch_to(kind, _kind_key())
     elif kind == "random":
-        _switch_to(loading.RANDOM_PREFIX + st.session_state.get(_ARCH_KEY, "gpt2"), _KIND_KEY)
+        _switch_to(loading.RANDOM_PREFIX + st.session_state.get(_ARCH_KEY, "gpt2"), _kind_key())
 
 
 def _on_load() -> None:
@@ -430,14 +529,16 @@ def _switch_to(spec: str, widget_key: str | None = None) -> None:
         cached_model(spec)
     except loading.ModelLoadError as exc:
         st.session_state[MODEL_NOTICE_KEY] = str(exc)
-        if widget_key == _SHARED_KEY:
-            st.session_state[_SHARED_KEY] = previous
+        if widget_key == _shared_key():
+            st.session_state[_shared_key()] = previous
         elif widget_key == _ARCH_KEY and _kind_of(previous) == "random":
             st.session_state[_ARCH_KEY] = previous.removeprefix(loading.RANDOM_PREFIX)
         elif widget_key is not None:
-            st.session_state[_KIND_KEY] = next(label for label, k in _KINDS.items() if k == _kind_of(previous))
+            st.session_state[_kind_key()] = next(label for label, k in _KINDS.items() if k == _kind_of(previous))
         return
     st.session_state[MODEL_SPEC_KEY] = spec
+    if MODEL_QUERY_PARAM in st.query_params or spec != loading.BUNDLED:
+        st.query_params[MODEL_QUERY_PARAM] = spec  # the address bar follows, so the link never switches back
 
 
 def step_engine(loaded: loading.LoadedModel, key: str = STEP_ENGINE_KEY) -> StepEngine:

@@ -13,12 +13,15 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from i18n_support import english_leftovers
-from test_browser import CHROMIUM, CHROMIUM_ARGS, PAGES, _assert_no_errors, _wait_idle, app_url  # noqa: F401
+from test_browser import (  # noqa: F401
+    CHROMIUM, CHROMIUM_ARGS, PAGES, _assert_no_errors, _wait_idle, app_url, busy_core, fresh_server,
+)
 from test_i18n import ALLOWED
 
 pytestmark = pytest.mark.browser
@@ -115,3 +118,67 @@ def test_every_page_in_chinese_at_1280x720(app_url, scheme):  # noqa: F811
         context.close()
         browser.close()
     assert not problems, problems
+
+
+# Sampled from the first load on: the script state Streamlit's client shows, the sidebar's navigation links, the
+# main area's text.
+FIRST_VISIT_SAMPLE = """() => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    const main = document.querySelector('[data-testid="stMain"]');
+    const side = document.querySelector('[data-testid="stSidebar"]');
+    return {
+        state: app ? app.getAttribute('data-test-script-state') : null,
+        links: side ? [...side.querySelectorAll('a')].map(a => a.innerText.trim()) : [],
+        title: main ? [...main.querySelectorAll('h1')].map(h => h.innerText.trim()).join(' ') : '',
+        main: main ? main.innerText.trim().length : 0,
+    };
+}"""
+# Streamlit's legacy pages/ list names the files: the router "app" and the helper "internals shared".
+LEGACY_NAMES = {"app", "internals shared", "attention ops", "internals layout"}
+
+
+def first_visit_samples(url: str, locale: str, every_s: float = 0.3, after_s: float = 2.0) -> list[dict]:
+    """Open `url` as a fresh server's first visitor and sample the page every `every_s` from the first load until
+    the page has drawn its title with the run finished, and `after_s` more."""
+    from playwright.sync_api import sync_playwright
+
+    samples = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        context = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT}, locale=locale)
+        tab = context.new_page()
+        tab.goto(url, wait_until="commit")
+        start, done_at = time.monotonic(), None
+        while time.monotonic() - start < 150 and (done_at is None or time.monotonic() - done_at < after_s):
+            try:
+                sample = tab.evaluate(FIRST_VISIT_SAMPLE)
+            except Exception:  # noqa: BLE001 - the document is still being replaced on the first load
+                sample = None
+            if sample is not None:
+                sample["t"] = round(time.monotonic() - start, 2)
+                samples.append(sample)
+                if done_at is None and sample["state"] == "notRunning" and sample["title"]:
+                    done_at = time.monotonic()
+            tab.wait_for_timeout(int(every_s * 1000))
+        context.close()
+        browser.close()
+    return samples
+
+
+def flashes(samples: list[dict]) -> list[dict]:
+    """The samples a class must never see: Streamlit's legacy page list, or a finished run with no page drawn."""
+    return [s for s in samples
+            if LEGACY_NAMES & {link.lower() for link in s["links"]}
+            or (s["state"] == "notRunning" and not s["title"])]
+
+
+@pytest.mark.parametrize("locale", ["en-US", "zh-CN"])
+def test_a_fresh_servers_first_visitor_on_a_deep_link_sees_the_page_and_nothing_else(locale):
+    """Issue 29, item 1: on a fresh server with a busy core, the first visitor of /attention_ops sees neither
+    Streamlit's legacy page list nor a finished run with an empty page, in either language."""
+    with busy_core(), fresh_server() as url:
+        samples = first_visit_samples(f"{url}/attention_ops", locale)
+    assert samples and samples[-1]["title"], samples[-3:]
+    assert not flashes(samples), flashes(samples)[:3]
+    expected = "计算量统计" if locale == "zh-CN" else "Count the work"
+    assert any(expected in link for link in samples[-1]["links"]), samples[-1]["links"]
