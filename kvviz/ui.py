@@ -181,7 +181,10 @@ def _run_router_in_place() -> None:
     main = ctx.pages_manager.main_script_path
     module = types.ModuleType("__main__")
     module.__dict__["__file__"] = str(main)
-    exec(ctx.pages_manager.get_page_script_byte_code(str(main)), module.__dict__)  # noqa: S102
+    # Under the main script's hash, as a normal run executes app.py: widget ids depend on it, and the sidebar's
+    # widgets drawn here must be the same widgets in every later run (else the model radio forgot its choice).
+    with ctx.run_with_active_hash(ctx.pages_manager.main_script_hash):
+        exec(ctx.pages_manager.get_page_script_byte_code(str(main)), module.__dict__)  # noqa: S102
 
 
 # The interface language. LANGUAGE_KEY holds the session's language, decided at the top of every run (app.py and
@@ -228,6 +231,33 @@ def _browser_locale() -> str | None:
         return None
 
 
+# Widgets whose value Streamlit keeps as the label it showed (radio, selectbox, multiselect, segmented control,
+# pills, select slider: the formatted option), so a translated format_func makes that value language-bound.
+_LABEL_VALUED = ("string_value", "string_array_value")
+
+
+def keep_choices_across_languages() -> None:
+    """(In the language switch's callback, before the language changes.) Every keyed widget that keeps its value
+    as a shown label gets its value written back as the option itself, read while the previous run's labels still
+    decode it. Without this the browser sends back the old language's label, which no option has in the new one:
+    the widget fell back to its first option or handed the label on (issue 29: KeyError '内置 Tiny-Shakespeare
+    GPT-2（离线）' in the model radio's callback, '已加载的模型（侧边栏）' on the ops page, the lesson's "End").
+    Written back, each widget's state holds its language-free option and the browser is sent the new label.
+    Which widgets: read from Streamlit's widget metadata (private; buttons and uploaders must not be written)."""
+    from streamlit.runtime.state import get_session_state
+
+    try:
+        state = get_session_state()._state  # SessionState behind st.session_state's proxy
+        kinds = {key: state._new_widget_state.widget_metadata[wid].value_type
+                 for key in list(st.session_state.keys())
+                 if (wid := state._key_id_mapper.get_id_from_key(key)) in state._new_widget_state.widget_metadata}
+    except (AttributeError, KeyError):  # another Streamlit: nothing kept, nothing broken
+        return
+    for key, kind in kinds.items():
+        if kind in _LABEL_VALUED:
+            st.session_state[key] = st.session_state[key]
+
+
 def sidebar_language_switch() -> None:
     """Sidebar: English / 简体中文, each named in its own language. The choice is kept for the session and in
     the URL (?lang=), and every page redraws in it at once."""
@@ -235,6 +265,7 @@ def sidebar_language_switch() -> None:
         st.session_state[_LANGUAGE_PICKER_KEY] = i18n.current()
 
     def _on_change() -> None:
+        keep_choices_across_languages()
         st.session_state[LANGUAGE_KEY] = st.session_state[_LANGUAGE_PICKER_KEY]
         st.query_params[i18n.QUERY_PARAM] = st.session_state[LANGUAGE_KEY]
 
@@ -341,27 +372,7 @@ def _held_model(spec: str, attn_implementation: str) -> loading.LoadedModel | No
     return None
 
 
-_NAME_KEY, _ARCH_KEY = "app_model_name", "app_model_arch"
-
-
-def _kind_key() -> str:
-    """The model radio's widget key, one per language. Streamlit keeps a radio's value as the label it showed
-    (its formatted option): after a language switch the browser sends back the other language's label, which no
-    option has, and the radio fell back to its first option or handed that label to the callback (issue 29:
-    KeyError '内置 Tiny-Shakespeare GPT-2（离线）'). A fresh key per language starts from the session's model."""
-    return _per_language("app_model_kind")
-
-
-def _shared_key() -> str:
-    """The shared-mode model radio's widget key, one per language (see _kind_key)."""
-    return _per_language("app_model_offered")
-
-
-def _per_language(key: str) -> str:
-    language = i18n.current()
-    return key if language == i18n.DEFAULT_LANGUAGE else f"{key}_{language}"
-
-
+_KIND_KEY, _NAME_KEY, _ARCH_KEY, _SHARED_KEY = "app_model_kind", "app_model_name", "app_model_arch", "app_model_offered"
 _KINDS = {  # radio option (its English label, the same in every language) -> kind (localhost mode); each bundled
     # model is a kind of its own (its spec). The radio shows _kind_label(option).
     **{f"{b.title} (offline)": name for name, b in loading.BUNDLED_MODELS.items()},
@@ -477,10 +488,10 @@ def sidebar_model_picker() -> None:
 def _shared_picker(policy: shared_mode.SharedPolicy) -> None:
     labels = {name: _bundled_option(spec.title) for name, spec in loading.BUNDLED_MODELS.items()}
     labels |= {m.name: m.shown_label() for m in policy.offered}
-    if st.session_state.get(_shared_key()) not in labels:  # first run, or a forged value: show the real model
-        st.session_state[_shared_key()] = st.session_state[MODEL_SPEC_KEY]
-    st.radio(_("Which model"), list(labels), format_func=labels.__getitem__, key=_shared_key(),
-             on_change=lambda: _switch_to(st.session_state[_shared_key()], _shared_key()))
+    if st.session_state.get(_SHARED_KEY) not in labels:  # first run, or a forged value: show the real model
+        st.session_state[_SHARED_KEY] = st.session_state[MODEL_SPEC_KEY]
+    st.radio(_("Which model"), list(labels), format_func=labels.__getitem__, key=_SHARED_KEY,
+             on_change=lambda: _switch_to(st.session_state[_SHARED_KEY], _SHARED_KEY))
     st.caption(_("Shared server: the teacher chose these models. One load at a time, at most {cap}.").format(
         cap=policy.cap.describe()))
 
@@ -488,13 +499,13 @@ def _shared_picker(policy: shared_mode.SharedPolicy) -> None:
 def _local_picker() -> None:
     spec = st.session_state[MODEL_SPEC_KEY]
     kind = _kind_of(spec)
-    if st.session_state.get(_kind_key()) not in _KINDS or (
-        _KINDS[st.session_state[_kind_key()]] != "pretrained" and _KINDS[st.session_state[_kind_key()]] != kind
+    if st.session_state.get(_KIND_KEY) not in _KINDS or (
+        _KINDS[st.session_state[_KIND_KEY]] != "pretrained" and _KINDS[st.session_state[_KIND_KEY]] != kind
     ):  # keep the radio on the model in use (a fallback may have changed it); "pretrained" may wait for Load
-        st.session_state[_kind_key()] = next(label for label, k in _KINDS.items() if k == kind)
+        st.session_state[_KIND_KEY] = next(label for label, k in _KINDS.items() if k == kind)
     if kind == "random":
         st.session_state[_ARCH_KEY] = spec.removeprefix(loading.RANDOM_PREFIX)
-    choice = _KINDS[st.radio(_("Which model"), list(_KINDS), format_func=_kind_label, key=_kind_key(),
+    choice = _KINDS[st.radio(_("Which model"), list(_KINDS), format_func=_kind_label, key=_KIND_KEY,
                              on_change=_on_kind_change)]
     if choice == "pretrained":
         st.session_state.setdefault(_NAME_KEY, spec if kind == "pretrained" else "gpt2")
@@ -508,11 +519,13 @@ def _local_picker() -> None:
 
 
 def _on_kind_change() -> None:
-    kind = _KINDS[st.session_state[_kind_key()]]
+    kind = _KINDS.get(st.session_state[_KIND_KEY])
+    if kind is None:  # never expected (see keep_choices_across_languages): keep the model, redraw the radio
+        return
     if kind in loading.BUNDLED_MODELS:
-        _switch_to(kind, _kind_key())
+        _switch_to(kind, _KIND_KEY)
     elif kind == "random":
-        _switch_to(loading.RANDOM_PREFIX + st.session_state.get(_ARCH_KEY, "gpt2"), _kind_key())
+        _switch_to(loading.RANDOM_PREFIX + st.session_state.get(_ARCH_KEY, "gpt2"), _KIND_KEY)
 
 
 def _on_load() -> None:
@@ -529,12 +542,12 @@ def _switch_to(spec: str, widget_key: str | None = None) -> None:
         cached_model(spec)
     except loading.ModelLoadError as exc:
         st.session_state[MODEL_NOTICE_KEY] = str(exc)
-        if widget_key == _shared_key():
-            st.session_state[_shared_key()] = previous
+        if widget_key == _SHARED_KEY:
+            st.session_state[_SHARED_KEY] = previous
         elif widget_key == _ARCH_KEY and _kind_of(previous) == "random":
             st.session_state[_ARCH_KEY] = previous.removeprefix(loading.RANDOM_PREFIX)
         elif widget_key is not None:
-            st.session_state[_kind_key()] = next(label for label, k in _KINDS.items() if k == _kind_of(previous))
+            st.session_state[_KIND_KEY] = next(label for label, k in _KINDS.items() if k == _kind_of(previous))
         return
     st.session_state[MODEL_SPEC_KEY] = spec
     if MODEL_QUERY_PARAM in st.query_params or spec != loading.BUNDLED:

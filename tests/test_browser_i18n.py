@@ -28,6 +28,7 @@ pytestmark = pytest.mark.browser
 WIDTH, HEIGHT = 1280, 720
 SHOTS = Path(os.environ.get("KVVIZ_SCREENSHOTS", "/tmp/kvviz_zh"))
 CJK = re.compile(r"[\u4e00-\u9fff]")
+NAV = ".st-key-kvviz_nav"  # the sidebar's page links (ui.sidebar_navigation)
 
 # What a reader reads as the page's own words: every text node outside code (the model's English output and the
 # prompts are shown as code or typed into text boxes), scripts and styles.
@@ -69,24 +70,28 @@ def _open(browser, url: str, locale: str, scheme: str = "light"):
 
 
 def test_the_browser_language_decides_and_lang_overrides(app_url):  # noqa: F811
+    """The first visitor of this module's fresh server, with a busy core (issue 29: it read the sidebar during the
+    first-visit flash)."""
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as pw:
+    with busy_core(), sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         context, tab = _open(browser, app_url, "zh-CN")
         assert "lang=zh-CN" in tab.url
-        assert "从这里开始" in tab.locator('[data-testid="stSidebarNav"]').inner_text()
+        assert "从这里开始" in tab.locator(NAV).inner_text()
         context.close()
         context, tab = _open(browser, app_url + "/?lang=en", "zh-CN")
-        assert "Start here" in tab.locator('[data-testid="stSidebarNav"]').inner_text()
+        assert "Start here" in tab.locator(NAV).inner_text()
         context.close()
         context, tab = _open(browser, app_url, "en-US")
         assert "lang=en" in tab.url and "Start here" in tab.inner_text("body")
         # The switch: one click, every label follows, and the URL carries it.
         tab.locator('[data-testid="stSidebar"]').get_by_text("简体中文", exact=True).click()
+        tab.wait_for_function("() => document.body.innerText.includes('从这里开始')", timeout=120_000)
         _wait_idle(tab)
         assert "lang=zh-CN" in tab.url and "从这里开始" in tab.inner_text("body")
-        tab.locator('[data-testid="stSidebarNav"]').get_by_text("显存预算").click()  # a page switch keeps it
+        tab.locator(NAV).get_by_text("显存预算").click()  # a page switch keeps it
+        tab.wait_for_url("**/memory_budget**", timeout=120_000)
         _wait_idle(tab)
         assert "memory_budget" in tab.url and "lang=zh-CN" in tab.url
         context.close()
@@ -182,3 +187,72 @@ def test_a_fresh_servers_first_visitor_on_a_deep_link_sees_the_page_and_nothing_
     assert not flashes(samples), flashes(samples)[:3]
     expected = "计算量统计" if locale == "zh-CN" else "Count the work"
     assert any(expected in link for link in samples[-1]["links"]), samples[-1]["links"]
+
+
+def _sidebar(tab):
+    return tab.locator('[data-testid="stSidebar"]')
+
+
+CHECKED_MODEL = """() => [...document.querySelectorAll('[data-testid="stSidebar"] [role="radiogroup"] label')]
+    .filter(l => l.querySelector('input:checked')).map(l => l.innerText.trim())"""
+
+
+def _wait_checked_model(tab, expected: str) -> None:
+    """The sidebar model radio shows `expected` checked, and only it (Streamlit draws each option as a label
+    holding an input); fails with what it shows after a generous wait."""
+    try:
+        tab.wait_for_function(f"() => JSON.stringify(({CHECKED_MODEL})()) === JSON.stringify([{expected!r}])",
+                              timeout=30_000)
+        tab.wait_for_timeout(1500)  # and it stays so (it used to flip back after the next run)
+    except Exception:  # noqa: BLE001 - report what is shown instead of a timeout
+        pass
+    assert tab.evaluate(CHECKED_MODEL) == [expected]
+
+
+def _switch_language(tab, name: str) -> None:
+    _sidebar(tab).get_by_text(name, exact=True).click()
+    tab.wait_for_function("(n) => document.querySelector('[data-testid=\"stSidebar\"]').innerText.includes(n)",
+                          arg={"English": "Which model", "简体中文": "选择模型"}[name], timeout=120_000)
+    _wait_idle(tab)
+
+
+def test_the_language_round_trip_keeps_the_page_and_the_model():
+    """Issue 29, item 2: a fresh server's first visitor, zh-CN browser, on the counting page with the GQA model:
+    English, 简体中文, English. Never an error box (the model radio's and the page's own translated pickers used
+    to raise KeyError), the model radio shows the model in use in each language, and the model stays GQA."""
+    from playwright.sync_api import sync_playwright
+
+    with fresh_server() as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        context, tab = _open(browser, url + "/attention_ops", "zh-CN")
+        _wait_checked_model(tab, "内置 Tiny-Shakespeare GPT-2（离线）")
+        _sidebar(tab).get_by_text("内置 Tiny-Shakespeare Llama，GQA（离线）", exact=True).click()
+        tab.wait_for_function("() => location.search.includes('model=bundled-gqa')", timeout=120_000)
+        _wait_idle(tab)
+        _wait_checked_model(tab, "内置 Tiny-Shakespeare Llama，GQA（离线）")
+        for name, expected in [("English", "Bundled Tiny-Shakespeare Llama, GQA (offline)"),
+                               ("简体中文", "内置 Tiny-Shakespeare Llama，GQA（离线）"),
+                               ("English", "Bundled Tiny-Shakespeare Llama, GQA (offline)")]:
+            _switch_language(tab, name)
+            _assert_no_errors(tab)
+            _wait_checked_model(tab, expected)
+            assert "model=bundled-gqa" in tab.url, tab.url
+        context.close()
+        browser.close()
+
+
+def test_the_language_switch_is_at_the_top_of_the_sidebar_at_1280x720(app_url):  # noqa: F811
+    """Issue 29, item 12 (last point): the switch is in view at 720 px, above the page links, in both languages."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        for locale, first_page in [("en-US", "Lesson"), ("zh-CN", "课程")]:
+            context, tab = _open(browser, app_url + "/memory_budget", locale)
+            switch = _sidebar(tab).get_by_text("简体中文", exact=True).bounding_box()
+            link = _sidebar(tab).get_by_role("link", name=first_page).bounding_box()
+            assert switch is not None and link is not None
+            assert 0 <= switch["y"] and switch["y"] + switch["height"] <= HEIGHT, switch
+            assert switch["y"] < link["y"], (switch, link)
+            context.close()
+        browser.close()
