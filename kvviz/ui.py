@@ -231,11 +231,6 @@ def _browser_locale() -> str | None:
         return None
 
 
-# Widgets whose value Streamlit keeps as the label it showed (radio, selectbox, multiselect, segmented control,
-# pills, select slider: the formatted option), so a translated format_func makes that value language-bound.
-_LABEL_VALUED = ("string_value", "string_array_value")
-
-
 def keep_choices_across_languages() -> None:
     """(In the language switch's callback, before the language changes.) Every keyed widget that keeps its value
     as a shown label gets its value written back as the option itself, read while the previous run's labels still
@@ -243,19 +238,21 @@ def keep_choices_across_languages() -> None:
     the widget fell back to its first option or handed the label on (issue 29: KeyError '内置 Tiny-Shakespeare
     GPT-2（离线）' in the model radio's callback, '已加载的模型（侧边栏）' on the ops page, the lesson's "End").
     Written back, each widget's state holds its language-free option and the browser is sent the new label.
-    Which widgets: read from Streamlit's widget metadata (private; buttons and uploaders must not be written)."""
+    Which widgets: those whose value decoder is an options widget's (radio, selectbox, multiselect, segmented
+    control, pills, select slider), read from Streamlit's widget metadata (private: a button, an uploader, a data
+    editor or a chart selection must never be written)."""
     from streamlit.runtime.state import get_session_state
 
     try:
         state = get_session_state()._state  # SessionState behind st.session_state's proxy
-        kinds = {key: state._new_widget_state.widget_metadata[wid].value_type
-                 for key in list(st.session_state.keys())
-                 if (wid := state._key_id_mapper.get_id_from_key(key)) in state._new_widget_state.widget_metadata}
+        metadata = state._new_widget_state.widget_metadata
+        keys = [key for key in list(st.session_state.keys())
+                if (wid := state._key_id_mapper.get_id_from_key(key)) in metadata
+                and hasattr(getattr(metadata[wid].deserializer, "__self__", None), "format_func")]
     except (AttributeError, KeyError):  # another Streamlit: nothing kept, nothing broken
         return
-    for key, kind in kinds.items():
-        if kind in _LABEL_VALUED:
-            st.session_state[key] = st.session_state[key]
+    for key in keys:
+        st.session_state[key] = st.session_state[key]
 
 
 def sidebar_language_switch() -> None:

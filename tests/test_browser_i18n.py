@@ -256,3 +256,38 @@ def test_the_language_switch_is_at_the_top_of_the_sidebar_at_1280x720(app_url): 
             assert switch["y"] < link["y"], (switch, link)
             context.close()
         browser.close()
+
+
+def _summary_row(tab, step: int) -> list[str]:
+    return tab.evaluate("""(n) => {
+        const row = [...document.querySelectorAll('[data-testid="stMain"] table tbody tr')]
+            .find(r => r.cells[0] && r.cells[0].innerText.trim() === String(n));
+        return row ? [...row.cells].map(c => c.innerText.trim()) : [];
+    }""", step)
+
+
+def test_the_lessons_ending_keeps_what_was_computed_in_the_other_language(app_url):  # noqa: F811
+    """Issue 29, item 2: step 2 asked in English, the ending opened in 简体中文 (and back in English on the ending):
+    the computed answer is in the table each time, and the ending stays the ending."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        context, tab = _open(browser, app_url + "/lesson?step=2", "en-US")
+        tab.wait_for_selector('[data-testid="stMain"] :is([data-testid="stTextInput"], [data-testid="stNumberInput"], '
+                              '[data-testid="stRadio"])', timeout=120_000)  # step 2's question is up
+        _wait_idle(tab)
+        _switch_language(tab, "简体中文")
+        tab.locator('[data-testid="stMain"] [data-testid="stButtonGroup"]').get_by_text("结束", exact=True).click()
+        tab.wait_for_selector('[data-testid="stMain"] table', timeout=120_000)
+        _wait_idle(tab)
+        row = _summary_row(tab, 2)
+        assert row and row[-1] != "—", row
+        _switch_language(tab, "English")
+        tab.wait_for_function("() => document.querySelector('[data-testid=\"stMain\"]').innerText"
+                              ".includes('What you learned')", timeout=120_000)
+        _assert_no_errors(tab)
+        again = _summary_row(tab, 2)
+        assert again and again[-1] == row[-1], (again, row)
+        context.close()
+        browser.close()
