@@ -6,7 +6,7 @@ import streamlit as st
 from kvviz import ui
 from kvviz.i18n import _
 
-ui.ensure_router(router=True)  # a fresh server's first run is Streamlit's legacy pages/ mode: see its docstring
+ui.ensure_router()  # a fresh server's first run is Streamlit's legacy pages/ mode: see its docstring
 st.set_page_config(
     page_title=_("kvviz: the KV cache, step by step"), page_icon=":material/view_timeline:", layout="wide"
 )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import sys
 import threading
 import time
 import uuid
@@ -130,7 +131,7 @@ def cached_model(spec: str, attn_implementation: str = "eager") -> loading.Loade
             waiting.empty()
 
 
-def ensure_router(*, router: bool = False) -> None:
+def ensure_router() -> None:
     """Make app.py the router from the very first run of a fresh server, even on a deep link; set the language.
 
     Streamlit 1.67 (upstream: streamlit/streamlit#10276, #9624): a fresh process sees the `pages/` folder and sets
@@ -143,22 +144,24 @@ def ensure_router(*, router: bool = False) -> None:
     hidden (`client.showSidebarNavigation = false` in .streamlit/config.toml; app.py draws the navigation itself),
     a page file run alone runs app.py in place, inside this same run: app.py's `st.navigation` routes to the page
     the URL asked for and draws it, and st.stop() ends the outer copy. One run, no rerun, no blank page.
-    app.py passes router=True (it is the router: clearing the flag is enough). PagesManager is Streamlit's
-    private class: this is the one place kvviz touches it.
+    Called from app.py (the router itself, run as the legacy main page by AppTest), clearing the flag is enough.
+    PagesManager and the script context's page registry are Streamlit's private API: this is the one place kvviz
+    touches them.
     """
     from streamlit.runtime.pages_manager import PagesManager
 
     PagesManager.uses_pages_directory = False
-    if not router and _in_a_legacy_run():
+    caller = sys._getframe(1).f_globals.get("__file__")  # app.py is the router itself: clearing the flag is enough
+    if _in_a_legacy_run(caller):
         _run_router_in_place()
         st.stop()
     apply_language()
 
 
-def _in_a_legacy_run() -> bool:
-    """Whether this run was routed by the legacy pages/ mode: its page registry lists the main script itself
-    (st.navigation's registry never does). Read per run, not from the class flag: two first visitors on a fresh
-    server may both start in legacy mode before either clears the flag."""
+def _in_a_legacy_run(caller: str | None) -> bool:
+    """Whether `caller`, a page file, runs by itself, routed by the legacy pages/ mode: the run's page registry lists
+    the main script (st.navigation's registry never does). Read per run, not from the class flag: two first
+    visitors on a fresh server may both start in legacy mode before either clears the flag."""
     import os
 
     from streamlit.runtime.scriptrunner import get_script_run_ctx
@@ -167,6 +170,8 @@ def _in_a_legacy_run() -> bool:
     if ctx is None:
         return False
     main = os.path.realpath(ctx.pages_manager.main_script_path)
+    if caller is None or os.path.realpath(caller) == main:
+        return False
     return any("url_pathname" in page and os.path.realpath(page.get("script_path") or "") == main
                for page in ctx.pages_manager.get_pages().values())
 
