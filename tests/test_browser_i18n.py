@@ -65,6 +65,7 @@ def _open(browser, url: str, locale: str, scheme: str = "light"):
     tab = context.new_page()
     tab.goto(url)
     tab.wait_for_selector('[data-testid="stSidebar"]', timeout=120_000)
+    tab.wait_for_selector(f"{NAV} a", timeout=120_000)  # the links' component loads on its first use
     _wait_idle(tab)
     return context, tab
 
