@@ -240,8 +240,8 @@ def keep_choices_across_languages() -> None:
     """(In the language switch's callback, before the language changes.) Every keyed widget that keeps its value
     as a shown label gets its value written back as the option itself, read while the previous run's labels still
     decode it. Without this the browser sends back the old language's label, which no option has in the new one:
-    the widget fell back to its first option or handed the label on (issue 29: KeyError '内置 Tiny-Shakespeare
-    GPT-2（离线）' in the model radio's callback, '已加载的模型（侧边栏）' on the ops page, the lesson's "End").
+    the widget fell back to its first option or handed the label on (issue 29: KeyError on the model radio's
+    Chinese label in its callback, and on the ops page's "loaded model" label; the lesson's "End").
     Written back, each widget's state holds its language-free option and the browser is sent the new label.
     Which widgets: those whose value decoder is an options widget's (radio, selectbox, multiselect, segmented
     control, pills, select slider), read from Streamlit's widget metadata (private: a button, an uploader, a data
@@ -449,9 +449,9 @@ def _apply_linked_model() -> None:
         else:
             _switch_to(wanted)
             if st.session_state[MODEL_SPEC_KEY] != wanted:  # it failed to load: _switch_to left its reason
+                reason = st.session_state.get(MODEL_NOTICE_KEY, "")
                 st.session_state[MODEL_NOTICE_KEY] = _("{error} The link's model was not loaded: you stay on "
-                                                       "{model}.").format(error=st.session_state.get(MODEL_NOTICE_KEY, ""),
-                                                                         model=current_info().shown_label())
+                                                       "{model}.").format(error=reason, model=current_info().shown_label())
         spec = st.session_state[MODEL_SPEC_KEY]
     if linked != [spec] and (linked or spec != loading.BUNDLED):
         st.query_params[MODEL_QUERY_PARAM] = spec
