@@ -447,11 +447,7 @@ def _apply_linked_model() -> None:
         if not wanted or len(wanted) > _MODEL_LINK_MAX_CHARS or not model_offered(wanted):
             st.session_state[MODEL_NOTICE_KEY] = _(LINKED_MODEL_REFUSED).format(model=current_info().shown_label())
         else:
-            _switch_to(wanted)
-            if st.session_state[MODEL_SPEC_KEY] != wanted:  # it failed to load: _switch_to left its reason
-                reason = st.session_state.get(MODEL_NOTICE_KEY, "")
-                st.session_state[MODEL_NOTICE_KEY] = _("{error} The link's model was not loaded: you stay on "
-                                                       "{model}.").format(error=reason, model=current_info().shown_label())
+            _switch_to(wanted)  # a load that fails leaves its one line (the reason; the model in use stays)
         spec = st.session_state[MODEL_SPEC_KEY]
     if linked != [spec] and (linked or spec != loading.BUNDLED):
         st.query_params[MODEL_QUERY_PARAM] = spec

@@ -60,7 +60,7 @@ def test_a_shared_link_opens_on_the_teachers_model_and_an_unknown_one_is_refused
         student.wait_for_selector('[data-testid="stSidebar"] [data-testid="stAlert"]')
         _wait_model(student, "内置 Tiny-Shakespeare GPT-2（离线）")
         notices = student.locator('[data-testid="stSidebar"] [data-testid="stAlert"]').all_inner_texts()
-        assert len(notices) == 1 and "链接指定的模型未能加载" in notices[0], notices
+        assert len(notices) == 1 and "no-such-model-xyz" in notices[0] and "继续使用当前模型" in notices[0], notices
         assert "model=bundled&" in student.url + "&"  # the address bar says what is in use
         _assert_no_errors(student)
         student_context.close()
