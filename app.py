@@ -6,13 +6,12 @@ import streamlit as st
 from kvviz import ui
 from kvviz.i18n import _
 
-ui.ensure_router()  # a fresh server's first run would otherwise ignore st.navigation below; sets the language
+ui.ensure_router()  # a fresh server's first run is Streamlit's legacy pages/ mode: see its docstring
 st.set_page_config(
     page_title=_("kvviz: the KV cache, step by step"), page_icon=":material/view_timeline:", layout="wide"
 )
 
-ui.sidebar_language_switch()
-ui.sidebar_model_picker()
+ui.sidebar_language_switch()  # first in the sidebar, above the navigation: a teacher finds it without scrolling
 
 pages = [
     st.Page("pages/lesson.py", title=_("Lesson"), icon=":material/school:"),
@@ -35,5 +34,10 @@ internals = [  # the "Cache internals" section: one small page per idea
     st.Page("pages/internals_quant.py", title=_("Quantized caches"), icon=":material/compress:"),
     st.Page("pages/internals_speculative.py", title=_("Speculative rollback"), icon=":material/undo:"),
 ]
-st.navigation({"": pages, _("Cache internals"): internals}, expanded=True).run()
+sections = {"": pages, _("Cache internals"): internals}
+ui.sidebar_navigation(sections)
+ui.sidebar_model_picker()
+# The navigation is drawn by ui.sidebar_navigation (below the language switch); Streamlit's own list stays hidden
+# (client.showSidebarNavigation = false), which also hides the legacy pages/ list of a fresh server's first run.
+st.navigation(sections, position="hidden").run()
 ui.warm_up_in_background()  # torch + transformers import while the user reads the first page

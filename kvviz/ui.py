@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import sys
 import threading
 import time
 import uuid
@@ -37,7 +38,6 @@ _warm_up_started = threading.Event()
 # transformers resolves its classes lazily; two threads importing it at once (the warm-up thread and a page
 # loading a model) made `from transformers import GPT2LMHeadModel` fail. Both import under this lock.
 _IMPORT_LOCK = threading.Lock()
-_router_rerun_done = threading.Event()
 
 # Interactive pages run one tiny forward pass per click, and Streamlit serves each session in its own thread.
 # Intra-op parallelism only adds hand-off cost there: on a 2-core machine with other work running, a decode
@@ -46,6 +46,8 @@ _router_rerun_done = threading.Event()
 INTERACTIVE_TORCH_THREADS = 1
 
 MODEL_SPEC_KEY = "model_spec"  # the model every page uses, chosen in the sidebar (app.py)
+MODEL_QUERY_PARAM = "model"  # a link's model: its spec (bundled name, offered name, hub name, random:shape)
+_MODEL_LINK_MAX_CHARS = 1000
 MODEL_NOTICE_KEY = "model_notice"
 STEP_ENGINE_KEY = "step_engine"  # the user's stepping engine (its cache is per user; the model is shared)
 
@@ -130,27 +132,64 @@ def cached_model(spec: str, attn_implementation: str = "eager") -> loading.Loade
 
 
 def ensure_router() -> None:
-    """Make app.py the router from the very first run of a fresh server, even on a deep link.
+    """Make app.py the router from the very first run of a fresh server, even on a deep link; set the language.
 
-    Streamlit 1.67 quirk, no supported route around it (upstream: streamlit/streamlit#10276, whose review notes
-    that with a `pages` folder and st.navigation a direct URL "sometimes completely switches back to MPAv1"; and
-    #9624): a fresh server sees the `pages/` folder and runs its first script run in the legacy multipage mode,
-    which executes the deep-linked page file by itself, without app.py and its model picker. Only a call to
-    `st.navigation` clears that class flag. Every page calls this first: it clears the flag and reruns, and the
-    rerun goes through app.py's `st.navigation` to the page the URL asked for. Once per process: AppTest resets
-    the flag before every run, and rerunning each time there would swallow the button click being tested.
-    Tried and dropped: doing this once when kvviz.ui is first imported. The rerun then interrupts an import,
-    and a second session importing kvviz.ui at that moment fails ("cannot import name 'ui'"; three WebSocket
-    students on a fresh server, tests/test_classroom_ws.py). PagesManager is Streamlit's private class: this is
-    the one place kvviz touches it.
+    Streamlit 1.67 (upstream: streamlit/streamlit#10276, #9624): a fresh process sees the `pages/` folder and sets
+    the class flag `PagesManager.uses_pages_directory`; the script runner then runs that first session's first run
+    in the legacy multipage mode (`_mpa_v1`): it sends the client a page list of every file in pages/ plus the
+    main script ("app", "internals shared": what a class saw flash in the sidebar) and executes the deep-linked page
+    file by itself, without app.py. Only a call to `st.navigation` clears the flag. The old workaround cleared it
+    and called st.rerun(): the client was told the run had finished (the main area blank, the legacy list shown)
+    and the page came only with the rerun, seconds later on a busy laptop (issue 29). Now, with the legacy list
+    hidden (`client.showSidebarNavigation = false` in .streamlit/config.toml; app.py draws the navigation itself),
+    a page file run alone runs app.py in place, inside this same run: app.py's `st.navigation` routes to the page
+    the URL asked for and draws it, and st.stop() ends the outer copy. One run, no rerun, no blank page.
+    Called from app.py (the router itself, run as the legacy main page by AppTest), clearing the flag is enough.
+    PagesManager and the script context's page registry are Streamlit's private API: this is the one place kvviz
+    touches them.
     """
     from streamlit.runtime.pages_manager import PagesManager
 
-    if PagesManager.uses_pages_directory and not _router_rerun_done.is_set():
-        _router_rerun_done.set()
-        PagesManager.uses_pages_directory = False
-        st.rerun()
+    PagesManager.uses_pages_directory = False
+    caller = sys._getframe(1).f_globals.get("__file__")  # app.py is the router itself: clearing the flag is enough
+    if _in_a_legacy_run(caller):
+        _run_router_in_place()
+        st.stop()
     apply_language()
+
+
+def _in_a_legacy_run(caller: str | None) -> bool:
+    """Whether `caller`, a page file, runs by itself, routed by the legacy pages/ mode: the run's page registry lists
+    the main script (st.navigation's registry never does). Read per run, not from the class flag: two first
+    visitors on a fresh server may both start in legacy mode before either clears the flag."""
+    import os
+
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    if ctx is None:
+        return False
+    main = os.path.realpath(ctx.pages_manager.main_script_path)
+    if caller is None or os.path.realpath(caller) == main:
+        return False
+    return any("url_pathname" in page and os.path.realpath(page.get("script_path") or "") == main
+               for page in ctx.pages_manager.get_pages().values())
+
+
+def _run_router_in_place() -> None:
+    """Execute the main script (app.py) inside the current run, as Streamlit's own Page.run executes a page."""
+    import types
+
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    main = ctx.pages_manager.main_script_path
+    module = types.ModuleType("__main__")
+    module.__dict__["__file__"] = str(main)
+    # Under the main script's hash, as a normal run executes app.py: widget ids depend on it, and the sidebar's
+    # widgets drawn here must be the same widgets in every later run (else the model radio forgot its choice).
+    with ctx.run_with_active_hash(ctx.pages_manager.main_script_hash):
+        exec(ctx.pages_manager.get_page_script_byte_code(str(main)), module.__dict__)  # noqa: S102
 
 
 # The interface language. LANGUAGE_KEY holds the session's language, decided at the top of every run (app.py and
@@ -197,6 +236,30 @@ def _browser_locale() -> str | None:
         return None
 
 
+def keep_choices_across_languages() -> None:
+    """(In the language switch's callback, before the language changes.) Every keyed widget that keeps its value
+    as a shown label gets its value written back as the option itself, read while the previous run's labels still
+    decode it. Without this the browser sends back the old language's label, which no option has in the new one:
+    the widget fell back to its first option or handed the label on (issue 29: KeyError on the model radio's
+    Chinese label in its callback, and on the ops page's "loaded model" label; the lesson's "End").
+    Written back, each widget's state holds its language-free option and the browser is sent the new label.
+    Which widgets: those whose value decoder is an options widget's (radio, selectbox, multiselect, segmented
+    control, pills, select slider), read from Streamlit's widget metadata (private: a button, an uploader, a data
+    editor or a chart selection must never be written)."""
+    from streamlit.runtime.state import get_session_state
+
+    try:
+        state = get_session_state()._state  # SessionState behind st.session_state's proxy
+        metadata = state._new_widget_state.widget_metadata
+        keys = [key for key in list(st.session_state.keys())
+                if (wid := state._key_id_mapper.get_id_from_key(key)) in metadata
+                and hasattr(getattr(metadata[wid].deserializer, "__self__", None), "format_func")]
+    except (AttributeError, KeyError):  # another Streamlit: nothing kept, nothing broken
+        return
+    for key in keys:
+        st.session_state[key] = st.session_state[key]
+
+
 def sidebar_language_switch() -> None:
     """Sidebar: English / 简体中文, each named in its own language. The choice is kept for the session and in
     the URL (?lang=), and every page redraws in it at once."""
@@ -204,6 +267,7 @@ def sidebar_language_switch() -> None:
         st.session_state[_LANGUAGE_PICKER_KEY] = i18n.current()
 
     def _on_change() -> None:
+        keep_choices_across_languages()
         st.session_state[LANGUAGE_KEY] = st.session_state[_LANGUAGE_PICKER_KEY]
         st.query_params[i18n.QUERY_PARAM] = st.session_state[LANGUAGE_KEY]
 
@@ -211,6 +275,23 @@ def sidebar_language_switch() -> None:
         "Language / 语言", list(i18n.LANGUAGES), format_func=i18n.LANGUAGES.__getitem__, key=_LANGUAGE_PICKER_KEY,
         on_change=_on_change, selection_mode="single", required=True,
     )
+
+
+def link_params() -> dict[str, str]:
+    """What every link kvviz builds carries: the language and the model (see add_model_to_link)."""
+    return add_model_to_link({i18n.QUERY_PARAM: i18n.current()})
+
+
+def sidebar_navigation(sections: dict[str, list]) -> None:
+    """Sidebar: a link to every page, under its section's header (the pages st.navigation routes to). Drawn by
+    kvviz, not by Streamlit's navigation widget, so that the language switch sits above it (issue 29), and so that
+    Streamlit's own list, hidden by client.showSidebarNavigation = false, never shows the legacy pages/ files."""
+    nav = st.sidebar.container(key="kvviz_nav")
+    for header, pages in sections.items():
+        if header:
+            nav.caption(header)
+        for page in pages:
+            nav.page_link(page, query_params=link_params())
 
 
 def drop_refused_link_numbers(keys: list[str], notices_key: str) -> list[str]:
@@ -349,6 +430,32 @@ def other_active_sessions() -> int:
                    if k != st.session_state["kvviz_session_id"] and now - t <= SESSION_SEEN_WINDOW_S)
 
 
+def add_model_to_link(params: dict[str, str]) -> dict[str, str]:
+    """`params` with the session's model added (?model=<spec>): every link kvviz builds calls this, so a student
+    opening a teacher's link gets the teacher's model (issue 29); the sidebar applies it (apply_linked_model)."""
+    return {**params, MODEL_QUERY_PARAM: st.session_state.get(MODEL_SPEC_KEY, loading.BUNDLED)}
+
+
+def _apply_linked_model() -> None:
+    """(Before the picker is drawn.) A link's ?model= becomes the session's model when it differs; a model this
+    server does not offer, or one that fails to load, is refused with one line and the current model kept. The
+    address bar then carries the session's model, as it carries the language."""
+    linked = st.query_params.get_all(MODEL_QUERY_PARAM)
+    spec = st.session_state[MODEL_SPEC_KEY]
+    if linked and linked[-1] != spec:
+        wanted = linked[-1].strip()
+        if not wanted or len(wanted) > _MODEL_LINK_MAX_CHARS or not model_offered(wanted):
+            st.session_state[MODEL_NOTICE_KEY] = _(LINKED_MODEL_REFUSED).format(model=current_info().shown_label())
+        else:
+            _switch_to(wanted)  # a load that fails leaves its one line (the reason; the model in use stays)
+        spec = st.session_state[MODEL_SPEC_KEY]
+    if linked != [spec] and (linked or spec != loading.BUNDLED):
+        st.query_params[MODEL_QUERY_PARAM] = spec
+
+
+LINKED_MODEL_REFUSED = N_("The link's model is not offered on this server: you stay on {model}.")
+
+
 def sidebar_model_picker() -> None:
     """Sidebar: choose the model every page uses. Localhost: bundled / any pretrained name or folder / a
     random-weights shape. Shared mode: a list of the offered models, and nothing free-form.
@@ -362,6 +469,7 @@ def sidebar_model_picker() -> None:
     if not model_offered(spec):
         st.session_state[MODEL_SPEC_KEY] = loading.BUNDLED  # a forged or stale value: refuse it, load nothing
         st.session_state[MODEL_NOTICE_KEY] = _(shared_mode.NOT_OFFERED)
+    _apply_linked_model()
     with st.sidebar:
         st.markdown("### " + _("Model"))
         if policy.enabled:
@@ -409,7 +517,9 @@ def _local_picker() -> None:
 
 
 def _on_kind_change() -> None:
-    kind = _KINDS[st.session_state[_KIND_KEY]]
+    kind = _KINDS.get(st.session_state[_KIND_KEY])
+    if kind is None:  # never expected (see keep_choices_across_languages): keep the model, redraw the radio
+        return
     if kind in loading.BUNDLED_MODELS:
         _switch_to(kind, _KIND_KEY)
     elif kind == "random":
@@ -438,6 +548,8 @@ def _switch_to(spec: str, widget_key: str | None = None) -> None:
             st.session_state[_KIND_KEY] = next(label for label, k in _KINDS.items() if k == _kind_of(previous))
         return
     st.session_state[MODEL_SPEC_KEY] = spec
+    if MODEL_QUERY_PARAM in st.query_params or spec != loading.BUNDLED:
+        st.query_params[MODEL_QUERY_PARAM] = spec  # the address bar follows, so the link never switches back
 
 
 def step_engine(loaded: loading.LoadedModel, key: str = STEP_ENGINE_KEY) -> StepEngine:

@@ -303,7 +303,8 @@ def summary(loaded) -> None:
     rows = []
     for n, step in enumerate(lesson.STEPS, start=1):
         o = outcomes.get(n, lesson.Outcome("", ""))
-        q = st.session_state.get(_question_key(n, loaded))
+        q = next((st.session_state[k] for lang in (i18n.current(), *i18n.LANGUAGES)  # asked in either language:
+                  if (k := _question_key(n, loaded, lang)) in st.session_state), None)  # the same computed answer
         rows.append({_("step"): n, _("the idea"): _(step.idea), _("your answer"): o.given or "—",
                      _("result"): lesson.result_label(o.result), _("computed answer"): q.answer_text() if q else "—"})
     st.table(rows, hide_index=True)  # a static table: long ideas wrap instead of being cut

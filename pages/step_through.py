@@ -166,7 +166,7 @@ def _link() -> str:
         present=bool(s.get("step_present")), layer=int(s.get("step_layer") or 0), head=int(s.get("step_head") or 0))
     base = st.context.url.split("?")[0] if st.context.url else "/step_through"
     # the link opens in the language it was made in (?lang=), as every link the app builds does
-    return f"{base}?{urllib.parse.urlencode({**link.query(), i18n.QUERY_PARAM: i18n.current()})}"
+    return f"{base}?{urllib.parse.urlencode(ui.add_model_to_link({**link.query(), i18n.QUERY_PARAM: i18n.current()}))}"
 
 
 _apply_link()

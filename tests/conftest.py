@@ -58,6 +58,20 @@ def apptest_reads_labels_in_the_sessions_language():
         with i18n.language(language):
             return original(self, timeout=timeout)
 
+    from streamlit.testing.v1.element_tree import ElementTree
+
+    original_tree_run = ElementTree.run
+
+    def tree_run(self, *, timeout=None):  # widget.set_value(...).run() reads the widgets' labels here, not in run
+        at = self._runner
+        language = at.session_state[LANGUAGE_KEY] if at is not None and LANGUAGE_KEY in at.session_state else None
+        if language not in i18n.LANGUAGES:
+            return original_tree_run(self, timeout=timeout)
+        with i18n.language(language):
+            return original_tree_run(self, timeout=timeout)
+
     AppTest.run = run
+    ElementTree.run = tree_run
     yield
     AppTest.run = original
+    ElementTree.run = original_tree_run

@@ -5,6 +5,7 @@ that no error or exception is on the page. Then visits every other page and chec
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
@@ -34,12 +35,28 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def app_url():
+def require_chromium() -> None:
     if not Path(CHROMIUM).exists():
         if os.environ.get("KVVIZ_REQUIRE_BROWSER"):
             pytest.fail(f"{CHROMIUM} is missing but KVVIZ_REQUIRE_BROWSER is set")
         pytest.skip(f"{CHROMIUM} not installed (apt-get install chromium chromium-driver)")
+
+
+@contextlib.contextmanager
+def busy_core():
+    """One core kept busy, as on a laptop serving a class (a spinning Python process)."""
+    spinner = subprocess.Popen([sys.executable, "-c", "while 1: pass"])
+    try:
+        yield
+    finally:
+        spinner.kill()
+        spinner.wait(timeout=20)
+
+
+@contextlib.contextmanager
+def fresh_server():
+    """A new `streamlit run app.py` process (nothing run yet: a fresh server's first visitor); yields its URL."""
+    require_chromium()
     port = _free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     server = subprocess.Popen(
@@ -58,9 +75,17 @@ def app_url():
     else:
         server.kill()
         pytest.fail("streamlit did not start: " + (server.stdout.read() if server.stdout else ""))
-    yield url
-    server.terminate()
-    server.wait(timeout=20)
+    try:
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    with fresh_server() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -137,7 +137,7 @@ def test_the_ending_scores_the_answers_and_starts_again(fresh_streamlit_caches, 
 
 def test_class_mode_asks_without_typing_and_reveals_with_one_click(fresh_streamlit_caches):
     at = _lesson(step=4, class_mode=True)
-    assert not at.radio and not at.number_input  # nothing to type
+    assert not at.main.radio and not at.main.number_input  # nothing to type (the sidebar has the model radio)
     assert any(lesson.NO_Q in m.value for m in at.markdown)  # the choices are on the screen, lettered
     assert not at.success
     at.button(key="lesson_reveal_btn_4").click().run()

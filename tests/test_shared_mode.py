@@ -11,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
+from kvviz import ui
 from kvviz.model import loading, shared_mode
 
 
@@ -110,6 +111,26 @@ def test_shared_sidebar_offers_only_the_list_and_refuses_a_forged_folder(classro
     assert str(classroom["unlisted"].parent.parent) not in _texts(at)
     # The same folder is a valid model: on localhost (shared mode off) it loads. The refusal was the policy.
     assert loading.load_model(str(classroom["unlisted"])).info.n_params == loading.bundled_info().n_params
+
+
+def test_a_links_model_is_applied_when_offered_and_refused_in_one_line_when_not(classroom):
+    """Issue 29, item 5: ?model= in a link picks the sidebar's model; a model the server does not offer (here a
+    real, loadable but unlisted folder) is refused with one line, the current model kept, the URL put right."""
+    at = AppTest.from_function(_picker_and_page, default_timeout=APP_TIMEOUT_S)
+    at.query_params["model"] = "listed"
+    at.run()
+    assert not at.exception
+    assert at.session_state["model_spec"] == "listed" and at.query_params["model"] == "listed"
+    assert at.sidebar.radio(key="app_model_offered").value == "listed"
+
+    at = AppTest.from_function(_picker_and_page, default_timeout=APP_TIMEOUT_S)
+    at.query_params["model"] = str(classroom["unlisted"])
+    at.run()
+    assert not at.exception
+    assert at.session_state["model_spec"] == "bundled" and at.query_params["model"] == "bundled"
+    warnings = [w.value for w in at.sidebar.warning]
+    assert warnings == [ui.LINKED_MODEL_REFUSED.format(model=loading.bundled_info().shown_label())], warnings
+    assert str(classroom["unlisted"].parent.parent) not in _texts(at)
 
 
 def test_a_listed_folder_loads_under_its_name(classroom):
