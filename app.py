@@ -7,8 +7,10 @@ from kvviz import ui
 from kvviz.i18n import _
 
 ui.ensure_router()  # a fresh server's first run is Streamlit's legacy pages/ mode: see its docstring
+# An emoji favicon: Streamlit draws it as a data: SVG. A ":material/...:" icon is fetched from fonts.gstatic.com,
+# which an offline classroom cannot reach and a privacy-minded one should not call.
 st.set_page_config(
-    page_title=_("kvviz: the KV cache, step by step"), page_icon=":material/view_timeline:", layout="wide"
+    page_title=_("kvviz: the KV cache, step by step"), page_icon="🔑", layout="wide"
 )
 
 ui.sidebar_language_switch()  # first in the sidebar, above the navigation: a teacher finds it without scrolling

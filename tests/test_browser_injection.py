@@ -51,14 +51,9 @@ def browser_context():
         browser.close()
 
 
-# The app's own favicon: st.set_page_config(page_icon=":material/view_timeline:") makes Streamlit fetch the icon's
-# SVG from Google Fonts. Not from any input (and failing offline is harmless); the one request allowed outside.
-APP_ICON = "https://fonts.gstatic.com/s/i/short-term/release/materialsymbolsrounded/view_timeline/"
-
-
 def _no_request_left(requests: list[str]) -> None:
     outside = [u for u in requests if urlparse(u).scheme not in ("data", "blob", "about")
-               and urlparse(u).hostname != "127.0.0.1" and not u.startswith(APP_ICON)]
+               and urlparse(u).hostname != "127.0.0.1"]
     assert not outside, outside
 
 
