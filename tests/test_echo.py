@@ -9,6 +9,7 @@ name and fields are markdown. The real-browser check is tests/test_browser_injec
 """
 from __future__ import annotations
 
+import html
 import json
 import re
 import string
@@ -154,3 +155,23 @@ def test_memory_link_notices_hold_a_backtick_breaking_value(key, piece):
     children = inline_tokens(notices[0])
     assert [c.content for c in children if c.type == "code_inline"] == [f"{key}={query_values.shown(f'1`{piece}`')}"]
     assert {c.type for c in children} == {"text", "code_inline"}
+
+
+def test_a_model_names_load_message_keeps_the_name_in_its_code_span(monkeypatch):
+    """The sidebar's model box and a link's ?model= reach the loader's messages: the name is a code span there,
+    so a backtick, a link or an image in it is shown as text (the message's own code spans stay code)."""
+    import pytest
+
+    from kvviz.model import loading
+
+    monkeypatch.setattr(loading, "cached_snapshot", lambda name: None)
+    monkeypatch.setattr(loading, "hub_reachable", lambda: False)  # offline, as on our machines
+    for hostile, words in (("x`![p](t.png)` [Log in](phish) $x$ :red[y]", "hf download x`"),  # a hub name
+                           ("x`![p](http://host/t.png)` [Log in](http://host/phish)", "no model folder")):  # a path
+        with pytest.raises(loading.ModelLoadError) as caught:
+            loading.load_pretrained(hostile)
+        message = str(caught.value)
+        rendered = MarkdownIt("commonmark").render(message)
+        assert "<img" not in rendered and "<a " not in rendered
+        assert hostile in [html.unescape(span) for span in re.findall(r"<code>([^<]*)</code>", rendered)]
+        assert hostile in shown(message) and words in shown(message)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kvviz.i18n import N_, _
+from kvviz.inputs import echo
 from kvviz.model import load_cost
 from kvviz.model.hub import cached_snapshot, hub_reachable
 from kvviz.model.load_cost import LoadCap
@@ -285,8 +286,8 @@ def load_pretrained(
         raise ModelLoadError(_(
             "{model} is not in the local Hugging Face cache and the hub is unreachable (offline). "
             "Staying on the current model. To use it, download it once on a connected machine "
-            "(e.g. `hf download {name}`) or pass a local folder."
-        ).format(model=_shown(name), name=name))
+            "(e.g. {command}) or pass a local folder."
+        ).format(model=_shown(name), command=echo.code(f"hf download {name}", 120)))
     try:
         model, tokenizer = _from_folder(name, attn_implementation, local_files_only=False)
         if model.config.model_type != "gpt2":
@@ -310,9 +311,9 @@ RAW_PYTHON_ERRORS = (ZeroDivisionError, AttributeError, TypeError, KeyError, Ind
 
 
 def _shown(spec: str, max_chars: int = 80) -> str:
-    """A spec as a message shows it: quoted unless it is a path, cut short if it is long."""
-    text = spec if spec.startswith(("/", "~")) else repr(spec)
-    return text if len(text) <= max_chars else text[: max_chars - 3] + "..."
+    """A spec as a message shows it: a code span no character of it can break out of (a name typed in the sidebar
+    or carried by a link's ?model= is echoed, never read as markdown), cut short if it is long."""
+    return echo.code(spec, max_chars)
 
 
 def _one_line(exc: BaseException) -> str:
