@@ -49,7 +49,10 @@ def _url_step() -> int | None:
     raw = st.query_params.get("step")
     if raw in lesson.translations(END_LABEL):
         return END
-    return int(raw) if raw and raw.isdigit() and 1 <= int(raw) <= N_STEPS else None
+    try:
+        return query_values.bounded_int(raw, 1, N_STEPS) if raw else None
+    except query_values.WholeNumberRefused:  # the link's notice says why (below); the session's step stays
+        return None
 
 
 def _sync_step_with_url() -> None:

@@ -99,7 +99,7 @@ def test_ops_refuses_hostile_numbers_in_one_message(flag, value, capsys):
 
 def test_bench_names_a_missing_folder_without_suggesting_hf_download(capsys):
     rc, text = _run(["bench", "--model", "/nonexistent"], capsys)
-    assert rc == 1 and "no model folder at /nonexistent" in text and "hf download" not in text
+    assert rc == 1 and "no model folder at `/nonexistent`" in text and "hf download" not in text
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
