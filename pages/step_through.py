@@ -2,10 +2,12 @@
 
 One screen (1280x720 with the sidebar open) holds the token strip, the controls, the chosen head's K and V
 cache with the newest row outlined, and the newest query's attention drawn beside the very rows it weighs.
-Keyboard: P = Prefill, Right arrow or Space = Next token, Left arrow = Back, Esc = stop Play, whatever has
-focus outside a text box (KEYS_JS). The stage is a fragment, so a click reruns only the stage; every figure is
-drawn from one StageSnapshot built from the step records. A link carries prompt, steps, sampling, layer, head,
-view and presenter mode (step_view.StageLink); it is replayed once, so the reader's own clicks keep their work.
+Keyboard: P = Prefill, Right arrow or Space = Next token, Left arrow = Back, Esc = stop Play at the frame on
+screen, whatever has focus outside a text box and the history slider; presses are queued in the browser and
+taken one at a time, none dropped (KEYS_JS). The stage is a fragment, so a click reruns only the stage; every
+figure is drawn from one StageSnapshot built from the step records. A link carries prompt, steps, sampling,
+layer, head, view and presenter mode (step_view.StageLink); it is replayed once, so the reader's own clicks keep
+their work, and the address bar always holds it (_sync_url), so a reload replays to the same step.
 """
 from __future__ import annotations
 
