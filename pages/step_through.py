@@ -162,8 +162,10 @@ h1 {font-size: 1.6rem !important; padding: 0 0 0.2rem 0 !important}
 [data-testid="stMetricLabel"] * {white-space: normal !important; overflow: visible !important; text-overflow: clip !important}
 .st-key-step_btn_next_space {display: none}
 .kvviz-readout {min-height: 2.9em; line-height: 1.4; margin: 0 0 0.3rem 0}
+[data-testid="stMainBlockContainer"] .stElementContainer:has(script) {display: none}
 @media (max-height: 560px) {
-  [data-testid="stMainBlockContainer"] {padding-top: 0.4rem}
+  html {font-size: 14px !important}
+  [data-testid="stMainBlockContainer"] {padding-top: 0}
   h1 {display: none}
   [data-testid="stMainBlockContainer"] button {min-height: 2rem; padding-top: 0.1rem; padding-bottom: 0.1rem}
   [data-testid="stMainBlockContainer"] kbd, [data-testid="stMainBlockContainer"] button [data-testid="stShortcut"] {display: none}

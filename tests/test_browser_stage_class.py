@@ -7,7 +7,8 @@
   and Esc stops Play at the frame on screen;
 - a reload mid-class replays the stage to the same step, layer included (the address bar keeps the link);
 - the stage (controls, figure with the newest row, history slider) fits 1280x720 on both bundled models, with
-  the sidebar and in presenter mode, light and dark; at 150% zoom (853x480) the stage figure starts on screen.
+  the sidebar and in presenter mode, light and dark; at 150% zoom (853x480) the stage figure starts on screen,
+  and presenting, its newest row is in view.
 Screenshots go to test-artifacts/ (or $KVVIZ_ARTIFACTS).
 """
 from __future__ import annotations
@@ -281,6 +282,9 @@ def test_at_150_percent_zoom_the_stage_figure_starts_on_screen(app_url):  # noqa
             _idle(tab)
             tab.wait_for_timeout(800)
             tab.screenshot(path=str(ARTIFACTS / f"stage_class_zoom150_present{present}.png"))
-            box = tab.locator(".js-plotly-plot").first.bounding_box()
+            figure = tab.locator(".js-plotly-plot").first
+            box = figure.bounding_box()
             assert box is not None and box["y"] + 60 < 480, f"the stage figure is off screen (present={present})"
+            if present == "1":  # presenting, the newest row too
+                assert _inside(figure.locator(".shapelayer path").last.bounding_box(), 853, 480)
             browser.close()
