@@ -146,21 +146,11 @@ def test_arrow_keys_on_the_history_slider_scrub_it_and_never_crop_the_cache(app_
         browser.close()
 
 
-def test_on_a_busy_core_every_press_is_taken_and_esc_stops_at_the_frame_shown(app_url, busy_core):  # noqa: F811
+def test_on_a_busy_core_every_press_is_taken_even_after_a_sidebar_click(app_url, busy_core):  # noqa: F811
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
         browser, tab = _open(pw, f"{app_url}/step_through")
-        # Esc's frame on screen, read by a listener installed before the page's own
-        tab.context.add_init_script("""window.addEventListener('keydown', (e) => {
-            if (e.key !== 'Escape') return;
-            const pos = [...document.querySelectorAll('.kvviz-strip span[data-pos]')].map(s => s.dataset.pos)
-                .filter(p => p !== 'next').map(Number);
-            window.__shownAtEsc = Math.max(...pos) + 1;
-        }, true);""")
-        tab.reload()
-        tab.wait_for_selector("h1", state="attached")
-        _idle(tab)
         start = _prefill(tab)
         sidebar = tab.locator('[data-testid="stSidebar"]')
         sidebar.locator("label").filter(has_text="Tiny-Shakespeare GPT-2").first.click()  # focus on the radio
@@ -185,16 +175,38 @@ def test_on_a_busy_core_every_press_is_taken_and_esc_stops_at_the_frame_shown(ap
         _idle(tab)
         tab.wait_for_timeout(1500)
         assert _cache_length(tab) == start + 22
-        tab.locator(".st-key-step_btn_play button").first.click()  # Play 8
-        _wait_cache_len(tab, start + 25)
-        tab.keyboard.press("Escape")
-        tab.wait_for_function("() => window.__shownAtEsc !== undefined")
-        shown = tab.evaluate("window.__shownAtEsc")
-        tab.wait_for_timeout(1000)
+        browser.close()
+
+
+def test_on_a_busy_core_esc_stops_play_at_the_frame_on_screen(app_url, busy_core):  # noqa: F811
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser, tab = _open(pw, f"{app_url}/step_through")
+        # the frame on screen when Esc is pressed, read by a listener installed before the page's own
+        tab.context.add_init_script("""window.addEventListener('keydown', (e) => {
+            if (e.key !== 'Escape') return;
+            const pos = [...document.querySelectorAll('.kvviz-strip span[data-pos]')].map(s => s.dataset.pos)
+                .filter(p => p !== 'next').map(Number);
+            window.__shownAtEsc = Math.max(...pos) + 1;
+        }, true);""")
+        tab.reload()
+        tab.wait_for_selector("h1", state="attached")
         _idle(tab)
-        tab.wait_for_timeout(1500)
-        _idle(tab)
-        assert _cache_length(tab) == shown  # stopped at the frame on screen when Esc was pressed
+        start = _prefill(tab)
+        for attempt in range(2):
+            tab.locator(".st-key-step_btn_play button").first.click()  # Play 8
+            _wait_cache_len(tab, start + 3)
+            tab.keyboard.press("Escape")
+            tab.wait_for_function("() => window.__shownAtEsc !== undefined")
+            shown = tab.evaluate("window.__shownAtEsc")
+            tab.wait_for_timeout(1000)
+            _idle(tab)
+            tab.wait_for_timeout(1500)
+            _idle(tab)
+            assert _cache_length(tab) == shown, f"Esc {attempt + 1}"  # stopped at the frame on screen
+            start = shown
+            tab.evaluate("delete window.__shownAtEsc")
         browser.close()
 
 
