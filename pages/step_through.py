@@ -65,10 +65,12 @@ DEFAULTS = {  # widgets are created without value=, so a link can set them befor
 # the previous one was acted on (the stage echoes a count of the clicks it acted on, .kvviz-stage-state), so fast
 # presses on a busy machine are all taken in order, never merged or dropped, and a badge says how many wait.
 # Esc clears the queue and stops Play at the frame on screen: the server may have drawn a step or two the
-# browser has not shown yet, and those are taken back. Streamlit's own Left/Right shortcuts listen on document
-# (bubbling): a press on the focused history slider is handled by the slider inside the app's root, and a body
-# listener keeps it from going further. Installed once per browser tab; inert off the stage. (No comments inside
-# the script: the translation tests read every text the page holds.)
+# browser has not shown yet, and those are taken back; a frame on screen the server's Stop rolled back is taken
+# again (the draw is seeded by seed and prefix: the same token); a Stop click lost in a redraw is sent again.
+# Streamlit's own Left/Right shortcuts listen on document (bubbling): a press on the focused history slider is
+# handled by the slider inside the app's root, and a body listener keeps it from going further. Installed once
+# per browser tab; inert off the stage. (No comments inside the script: the translation tests read every text
+# the page holds.)
 KEYS_JS = """<script>
 (() => {
   if (window.__kvvizStage) return;
@@ -77,8 +79,10 @@ KEYS_JS = """<script>
                    ArrowLeft: "step_btn_back"};
   const SLIDER_KEYS = ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"];
   const TEXT_TYPES = ["text", "number", "search", "email", "password", "url", "tel", "date", "time"];
-  const state = () => document.querySelector(".kvviz-stage-state");
-  const num = (name) => { const e = state(); return e ? Number(e.dataset[name]) : null; };
+  const num = (name) => {
+    const all = [...document.querySelectorAll(".kvviz-stage-state")].map(e => Number(e.dataset[name]));
+    return all.length ? Math.max(...all) : null;
+  };
   const running = () => !!document.querySelector('[data-testid="stStatusWidget"]');
   const inSlider = (el) => !!(el && el.closest && el.closest('[data-testid="stSlider"], [role="slider"]'));
   const textBox = (el) => el && (el.isContentEditable || el.tagName === "TEXTAREA" || el.tagName === "SELECT" ||
@@ -110,8 +114,14 @@ KEYS_JS = """<script>
     const before = num("acted"), t0 = Date.now();
     button.click();
     S.taken += 1;
+    let clicks = 1;
     const wait = () => {
       const now = num("acted");
+      if (key === "step_btn_stop" && now === before && Date.now() - t0 > 3000 * clicks && clicks < 5) {
+        const again = document.querySelector(".st-key-" + key + " button");
+        if (again) again.click();
+        clicks += 1;
+      }
       if ((now !== null && now !== before && !running()) || Date.now() - t0 > 60000) {
         S.busy = false;
         if (item.then) item.then();
@@ -127,8 +137,11 @@ KEYS_JS = """<script>
     const playing = num("playing") === 1, shown = num("records");
     S.queue.push({key: "step_btn_stop", then: () => {
       const now = num("records");
-      if (playing && shown !== null && now !== null)
+      S.lastStop = {playing: playing, shown: shown, now: now};
+      if (playing && shown !== null && now !== null) {
         for (let i = now; i > Math.max(shown, 1); i--) S.queue.push({key: "step_btn_back"});
+        for (let i = now; i < shown; i++) S.queue.push({key: "step_btn_next"});
+      }
     }});
     pump();
   };
@@ -362,7 +375,7 @@ def _act(clicked: dict[str, bool]) -> None:
         st.session_state.pop("step_history", None)  # after an action the stage shows the newest step
         st.session_state[PLAY_LEFT] = int(st.session_state.get("step_play_n", 8)) if clicked["play"] else 0
     if clicked["stop"] and was_playing:
-        # Stop lands on the last frame drawn: a step whose frame the click cut short (Streamlit interrupts the
+        # Stop lands on the last frame sent (its strip out, _draw): a step whose frame the click cut short (Streamlit interrupts the
         # running frame for the click) was never seen, so it is rolled back, exactly as Back does.
         shown = st.session_state.get("step_play_shown", len(engine.records))
         while len(engine.records) > max(shown, 1):
@@ -406,6 +419,9 @@ def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None,
     Returns the slot above the tiles where stage() puts the history slider."""
     # presenter mode: one line of chips and no colour key (the teacher names them), so the newest row stays in view
     note = _(ENGLISH_MODELS) if i18n.current() != i18n.ENGLISH else ""
+    if playing:  # this frame's strip goes out next (Streamlit interrupts a run for a click only inside its calls,
+        # after sending: set first, so the browser never shows a frame Stop would roll back): Stop may land here
+        st.session_state["step_play_shown"] = len(engine.records)
     st.markdown(step_view.strip_html(snap.strip, max_tokens=16 if present else 28, font_rem=1.1 if present else 0.9,
                                      legend=not present, note=note) + _state_html(playing), unsafe_allow_html=True)
     left, right = st.columns([0.7, 0.3], gap="small")
@@ -638,8 +654,6 @@ def stage() -> None:
                          "head, view, presenter mode and language. Opened elsewhere it replays the same generation."))
             st.code(_link(), language=None, wrap_lines=True)
     history = _draw(snap, view, _race_timing(snap, playing) if view == "race" else None, playing)
-    if playing:  # this frame is drawn whole: Stop may land on it (see _act)
-        st.session_state["step_play_shown"] = len(engine.records)
     if latest and not playing:  # beside the tiles, so it is above the fold at 1280x720
         history.slider(_("History (the cache is not changed)"), 0, latest, value=at, key="step_history",
                        format=_("step %d"),

@@ -204,7 +204,8 @@ def test_on_a_busy_core_esc_stops_play_at_the_frame_on_screen(app_url, busy_core
             _idle(tab)
             tab.wait_for_timeout(1500)
             _idle(tab)
-            assert _cache_length(tab) == shown, f"Esc {attempt + 1}"  # stopped at the frame on screen
+            assert _cache_length(tab) == shown, (  # stopped at the frame on screen
+                f"Esc {attempt + 1}: {tab.evaluate('window.__kvvizStage.lastStop')}")
             start = shown
             tab.evaluate("delete window.__shownAtEsc")
         browser.close()
