@@ -66,7 +66,8 @@ DEFAULTS = {  # widgets are created without value=, so a link can set them befor
 # presses on a busy machine are all taken in order, never merged or dropped, and a badge says how many wait.
 # Esc clears the queue and stops Play at the frame on screen: the server may have drawn a step or two the
 # browser has not shown yet, and those are taken back; a frame on screen the server's Stop rolled back is taken
-# again (the draw is seeded by seed and prefix: the same token); a Stop click lost in a redraw is sent again.
+# again (the draw is seeded by seed and prefix: the same token); a Stop click lost in a redraw (two whole frames
+# drawn after it, nothing acted on) is sent again.
 # Streamlit's own Left/Right shortcuts listen on document (bubbling): a press on the focused history slider is
 # handled by the slider inside the app's root, and a body listener keeps it from going further. Installed once
 # per browser tab; inert off the stage. (No comments inside the script: the translation tests read every text
@@ -112,15 +113,15 @@ KEYS_JS = """<script>
     if (!button || button.disabled) { S.queue = []; badge(); return; }
     S.busy = true;
     const before = num("acted"), t0 = Date.now();
+    let frames = num("records");
     button.click();
     S.taken += 1;
-    let clicks = 1;
     const wait = () => {
       const now = num("acted");
-      if (key === "step_btn_stop" && now === before && Date.now() - t0 > 3000 * clicks && clicks < 5) {
+      if (key === "step_btn_stop" && now === before && num("playing") === 1 && num("records") >= frames + 2) {
         const again = document.querySelector(".st-key-" + key + " button");
         if (again) again.click();
-        clicks += 1;
+        frames = num("records");
       }
       if ((now !== null && now !== before && !running()) || Date.now() - t0 > 60000) {
         S.busy = false;

@@ -42,7 +42,8 @@ def _idle(tab) -> None:
     """The script has finished and the stage's key queue is empty."""
     tab.wait_for_timeout(400)
     tab.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=TIMEOUT_MS)
-    tab.wait_for_function("() => !document.getElementById('kvviz-stage-busy')", timeout=TIMEOUT_MS)
+    tab.wait_for_function("() => !document.getElementById('kvviz-stage-busy') && !(window.__kvvizStage || {}).busy",
+                          timeout=TIMEOUT_MS)
     tab.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=TIMEOUT_MS)
 
 
