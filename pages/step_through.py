@@ -2,15 +2,18 @@
 
 One screen (1280x720 with the sidebar open) holds the token strip, the controls, the chosen head's K and V
 cache with the newest row outlined, and the newest query's attention drawn beside the very rows it weighs.
-Keyboard: P = Prefill, Right arrow or Space = Next token, Left arrow = Back, Esc = stop Play, whatever has
-focus outside a text box (KEYS_JS). The stage is a fragment, so a click reruns only the stage; every figure is
-drawn from one StageSnapshot built from the step records. A link carries prompt, steps, sampling, layer, head,
-view and presenter mode (step_view.StageLink); it is replayed once, so the reader's own clicks keep their work.
+Keyboard: P = Prefill, Right arrow or Space = Next token, Left arrow = Back, Esc = stop Play at the frame on
+screen, whatever has focus outside a text box and the history slider; presses are queued in the browser and
+taken one at a time, none dropped (KEYS_JS). The stage is a fragment, so a click reruns only the stage; every
+figure is drawn from one StageSnapshot built from the step records. A link carries prompt, steps, sampling,
+layer, head, view and presenter mode (step_view.StageLink); it is replayed once, so the reader's own clicks keep
+their work, and the address bar always holds it (_sync_url), so a reload replays to the same step.
 """
 from __future__ import annotations
 
 import dataclasses
 import html
+import json
 import time
 import urllib.parse
 
@@ -59,36 +62,115 @@ DEFAULTS = {  # widgets are created without value=, so a link can set them befor
     "step_seed": DEFAULT_SAMPLING.seed, "step_play_n": 8, "step_play_speed": "normal", "step_view": "one",
     "step_race_scale": "model",
 }
-# The stage's shortcuts act on the stage whatever has focus, except a text box (and popovers / dialogs, whose
-# own keys stay theirs). Streamlit's shortcuts skip every <input>, radios included: after a click on the
-# sidebar's model radio, P did nothing and Right arrow moved the radio. This listener (capture phase, before
-# anyone else) clicks the stage's own button for the key when focus sits on such an element; on the page body
-# Streamlit's shortcut does it. Installed once per browser tab; inert on pages without the stage.
+# The stage's shortcuts act on the stage whatever has focus (a sidebar click included), except a text box, the
+# history slider (its arrows scrub it, nothing else) and popovers / dialogs, whose own keys stay theirs. This
+# listener (capture phase, before Streamlit's own shortcuts, which skip a focused <input> and so went dead after
+# a sidebar click) takes every stage key and queues it: a press is clicked on the stage's own button only when
+# the previous one was acted on (the stage echoes a count of the clicks it acted on, .kvviz-stage-state), so fast
+# presses on a busy machine are all taken in order, never merged or dropped, and a badge says how many wait.
+# Esc clears the queue and stops Play at the frame on screen: the server may have drawn a step or two the
+# browser has not shown yet, and those are taken back; a frame on screen the server's Stop rolled back is taken
+# again (the draw is seeded by seed and prefix: the same token); a Stop click lost in a redraw (two whole frames
+# drawn after it, nothing acted on) is sent again.
+# Streamlit's own Left/Right shortcuts listen on document (bubbling): a press on the focused history slider is
+# handled by the slider inside the app's root, and a body listener keeps it from going further. Installed once
+# per browser tab; inert off the stage. (No comments inside the script: the translation tests read every text
+# the page holds.)
 KEYS_JS = """<script>
 (() => {
-  if (window.__kvvizStageKeys) return;
-  window.__kvvizStageKeys = true;
-  const buttons = {p: "step_btn_prefill", P: "step_btn_prefill", ArrowRight: "step_btn_next", " ": "step_btn_next",
-                   ArrowLeft: "step_btn_back", Escape: "step_btn_stop"};
+  if (window.__kvvizStage) return;
+  const S = window.__kvvizStage = {queue: [], busy: false, taken: 0};
+  const BUTTONS = {p: "step_btn_prefill", P: "step_btn_prefill", ArrowRight: "step_btn_next", " ": "step_btn_next",
+                   ArrowLeft: "step_btn_back"};
+  const SLIDER_KEYS = ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"];
   const TEXT_TYPES = ["text", "number", "search", "email", "password", "url", "tel", "date", "time"];
-  window.addEventListener("keydown", (e) => {
-    const key = buttons[e.key];
-    const el = document.activeElement;
-    if (!key || e.ctrlKey || e.metaKey || e.altKey || !el || el === document.body) return;
-    if (el.isContentEditable || el.tagName === "TEXTAREA" || el.tagName === "SELECT") return;
-    if (el.tagName === "INPUT" && (TEXT_TYPES.includes(el.type) || el.getAttribute("role") === "combobox")) return;
-    if (el.closest('[role="dialog"], [data-testid="stPopoverBody"], [data-baseweb="popover"]')) return;
+  const num = (name) => {
+    const all = [...document.querySelectorAll(".kvviz-stage-state")].map(e => Number(e.dataset[name]));
+    return all.length ? Math.max(...all) : null;
+  };
+  const running = () => !!document.querySelector('[data-testid="stStatusWidget"]');
+  const inSlider = (el) => !!(el && el.closest && el.closest('[data-testid="stSlider"], [role="slider"]'));
+  const textBox = (el) => el && (el.isContentEditable || el.tagName === "TEXTAREA" || el.tagName === "SELECT" ||
+    (el.tagName === "INPUT" && (TEXT_TYPES.includes(el.type) || el.getAttribute("role") === "combobox")));
+  const own = (el) => el && el.closest && el.closest('[role="dialog"], [data-testid="stPopoverBody"], [data-baseweb="popover"]');
+  const badge = () => {
+    let b = document.getElementById("kvviz-stage-busy");
+    const n = S.queue.length;
+    if (!n) { if (b) b.remove(); return; }
+    if (!b) {
+      b = document.createElement("div");
+      b.id = "kvviz-stage-busy";
+      b.setAttribute("role", "status");
+      b.style.cssText = "position:fixed;top:8px;right:64px;z-index:1000000;padding:4px 10px;border-radius:6px;" +
+        "background:#e8590c;color:#fff;font:600 15px sans-serif;box-shadow:0 1px 4px rgba(0,0,0,.3)";
+      document.body.appendChild(b);
+    }
+    b.replaceChildren(document.createTextNode(__BUSY__.replace("{n}", n)));
+  };
+  const pump = () => {
+    if (S.busy) return;
+    const item = S.queue.shift();
+    badge();
+    if (!item) return;
+    const key = item.key;
     const button = document.querySelector(".st-key-" + key + " button");
-    if (!button) return;
+    if (!button || button.disabled) { S.queue = []; badge(); return; }
+    S.busy = true;
+    const before = num("acted"), t0 = Date.now();
+    let frames = num("records");
+    button.click();
+    S.taken += 1;
+    const wait = () => {
+      const now = num("acted");
+      if (key === "step_btn_stop" && now === before && num("playing") === 1 && num("records") >= frames + 2) {
+        const again = document.querySelector(".st-key-" + key + " button");
+        if (again) again.click();
+        frames = num("records");
+      }
+      if ((now !== null && now !== before && !running()) || Date.now() - t0 > 60000) {
+        S.busy = false;
+        if (item.then) item.then();
+        pump();
+        return;
+      }
+      setTimeout(wait, 40);
+    };
+    setTimeout(wait, 40);
+  };
+  const stop = () => {
+    S.queue = [];
+    const playing = num("playing") === 1, shown = num("records");
+    S.queue.push({key: "step_btn_stop", then: () => {
+      const now = num("records");
+      S.lastStop = {playing: playing, shown: shown, now: now};
+      if (playing && shown !== null && now !== null) {
+        for (let i = now; i > Math.max(shown, 1); i--) S.queue.push({key: "step_btn_back"});
+        for (let i = now; i < shown; i++) S.queue.push({key: "step_btn_next"});
+      }
+    }});
+    pump();
+  };
+  document.body.addEventListener("keydown", (e) => {
+    if (SLIDER_KEYS.includes(e.key) && inSlider(e.target)) e.stopPropagation();
+  });
+  window.addEventListener("keydown", (e) => {
+    const key = BUTTONS[e.key];
+    if ((!key && e.key !== "Escape") || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (!document.querySelector(".st-key-step_btn_next")) return;
+    const el = document.activeElement;
+    if (textBox(el) || own(el) || inSlider(el)) return;
     e.preventDefault();
     e.stopImmediatePropagation();
-    el.blur();
-    button.click();
+    if (el && el !== document.body && el.blur) el.blur();
+    if (e.key === "Escape") { stop(); return; }
+    if (e.repeat && S.queue.length > 8) return;
+    S.queue.push({key: key});
+    pump();
   }, true);
 })();
 </script>"""
 
-# Fit the stage in 1280x720: less padding above, metric values wrap instead of being cut to "12 to…",
+# Fit the stage in 1280x720 (and 150% browser zoom on it, 853x480: the compact block): less padding above, metric values wrap instead of being cut to "12 to…",
 # the hidden second Next-token button exists only for its Space shortcut.
 STAGE_CSS = """<style>
 [data-testid="stMainBlockContainer"] {padding: 2rem 1.5rem 1rem 1.5rem}
@@ -98,6 +180,16 @@ h1 {font-size: 1.6rem !important; padding: 0 0 0.2rem 0 !important}
 [data-testid="stMetricLabel"] * {white-space: normal !important; overflow: visible !important; text-overflow: clip !important}
 .st-key-step_btn_next_space {display: none}
 .kvviz-readout {min-height: 2.9em; line-height: 1.4; margin: 0 0 0.3rem 0}
+[data-testid="stMainBlockContainer"] .stElementContainer:has(script) {display: none}
+@media (max-height: 560px) {
+  html {font-size: 14px !important}
+  [data-testid="stMainBlockContainer"] {padding-top: 0}
+  h1 {display: none}
+  [data-testid="stMainBlockContainer"] button {min-height: 2rem; padding-top: 0.1rem; padding-bottom: 0.1rem}
+  [data-testid="stMainBlockContainer"] kbd, [data-testid="stMainBlockContainer"] button [data-testid="stShortcut"] {display: none}
+  .kvviz-strip + div {display: none}
+  .kvviz-readout {display: none}
+}
 </style>"""
 PRESENTER_CSS = """<style>
 html {font-size: 18px}
@@ -158,15 +250,44 @@ def _apply_link() -> None:
         s["step_link_warning"] = _("The link's prompt could not be replayed: {error}").format(error=exc)
 
 
-def _link() -> str:
+def _stage_link() -> step_view.StageLink:
+    """The state on the stage as a link (the Link popover and the address bar)."""
     s, sampling = st.session_state, engine.sampling
-    link = step_view.StageLink(
+    return step_view.StageLink(
         prompt=engine.prompt_text, steps=len(engine.records) - 1, greedy=sampling.greedy,
         temperature=sampling.temperature, top_k=sampling.top_k, seed=sampling.seed, view=s.get("step_view") or "one",
         present=bool(s.get("step_present")), layer=int(s.get("step_layer") or 0), head=int(s.get("step_head") or 0))
+
+
+def _link() -> str:
+    link = _stage_link()
     base = st.context.url.split("?")[0] if st.context.url else "/step_through"
     # the link opens in the language it was made in (?lang=), as every link the app builds does
     return f"{base}?{urllib.parse.urlencode(ui.add_model_to_link({**link.query(), i18n.QUERY_PARAM: i18n.current()}))}"
+
+
+LINK_PARAMS = ("prompt", "steps", "greedy", "temperature", "top_k", "seed", "view", "present")  # + the pickers' own
+
+
+def _sync_url() -> None:
+    """Keep the address bar on the stage's state (issue 29 item 10): the same query a Link carries, so a reload
+    (a new session) replays to the same step. Written as the replay already done (step_link_done), so this
+    session's own URL never replays it again. The pickers write step_layer / step_head themselves (bound);
+    the router keeps ?lang= (and the model, ui's link helper) in the same query."""
+    s = st.session_state
+    if engine.started:
+        query = _stage_link().query()
+        s["step_link_done"] = step_view.parse_link(query, info.n_positions, DEFAULT_TEMPERATURE,
+                                                   DEFAULT_SAMPLING.top_k, DEFAULT_SAMPLING.seed).replay_key
+    else:
+        query = {"present": "1"} if s.get("step_present") else {}
+    wanted = {k: v for k, v in query.items() if k in LINK_PARAMS}
+    for key in LINK_PARAMS:
+        if key not in wanted and key in st.query_params:
+            del st.query_params[key]
+    for key, value in wanted.items():
+        if st.query_params.get(key) != value:
+            st.query_params[key] = value
 
 
 _apply_link()
@@ -177,11 +298,33 @@ title_row[0].title(_("Step through a generation"))
 present = title_row[1].toggle(_("Presenter mode"), key="step_present",
                               help=_("Only the stage, larger type, no sidebar (also ?present=1 in the URL)"))
 st.html(STAGE_CSS + (PRESENTER_CSS if present else ""))
-st.html(KEYS_JS, unsafe_allow_javascript=True)
+st.html(KEYS_JS.replace("__BUSY__", json.dumps(_("Stage busy: {n} key presses queued"))), unsafe_allow_javascript=True)
 font_px = 18 if present else 14
-for _notice in (ui.engine_notice(), st.session_state.pop("step_link_warning", None)):
-    if _notice:
-        st.info(_notice, icon=":material/info:")
+# A model switch's line (generation kept / restored) is a toast: a banner above the fragment stayed until the
+# next full rerun and pushed the newest row off a 720-px screen. A link's refusal stays a banner (it must be read).
+if _notice := ui.engine_notice():
+    st.toast(_notice, icon=":material/info:")
+if _notice := st.session_state.pop("step_link_warning", None):
+    st.info(_notice, icon=":material/info:")
+
+
+POPOVER_KEYS = ("step_preset", "step_play_n", "step_play_speed", "step_greedy", "step_temperature", "step_top_k",
+                "step_seed")
+
+
+def _keep_popover_state() -> None:
+    """Hand the Prompt popover's widgets the values in force on every run (issue 29 item 3).
+
+    A closed popover's widgets are not mounted in the browser, so the browser holds no value for them; a widget
+    made without value= is sent with its own default (the minimum, an empty text) plus the session's value only
+    on a run where that value was written through st.session_state. Opened after a run that wrote nothing (any
+    Prefill), the popover mounted with the minimums (empty prompt, Play 1, temperature 0.10, top-k 0, seed 0)
+    and sent them back as the user's choice. Writing each value back before its widget is drawn makes every run
+    send the value in force."""
+    s = st.session_state
+    for key in (*POPOVER_KEYS, f"step_prompt_{s.get('step_preset', 'ROMEO:')}"):
+        if key in s:
+            s[key] = s[key]
 
 
 def _controls() -> tuple[dict[str, bool], st.delta_generator.DeltaGenerator | None]:
@@ -190,6 +333,7 @@ def _controls() -> tuple[dict[str, bool], st.delta_generator.DeltaGenerator | No
     row = st.container(horizontal=True, vertical_alignment="bottom")
     # Buttons are found by their keys (.st-key-step_btn_*: KEYS_JS, tests), never by their labels, which are
     # translated.
+    _keep_popover_state()
     with row.popover(_("Prompt"), icon=":material/edit:"):  # two columns: it fits a 720-px-high projector
         text, sampling = st.columns([3, 2], gap="medium")
         preset = text.selectbox(_("Classroom presets"), list(PRESETS), key="step_preset", format_func=_)
@@ -232,10 +376,11 @@ def _act(clicked: dict[str, bool]) -> None:
     prompt = st.session_state.get(f"step_prompt_{st.session_state.get('step_preset', 'ROMEO:')}", "ROMEO:")
     was_playing = st.session_state.get(PLAY_LEFT, 0) > 0
     if any(clicked.values()):  # any click stops an animation; Play (re)starts one
+        st.session_state["step_acted"] = st.session_state.get("step_acted", 0) + 1  # KEYS_JS's queue waits on it
         st.session_state.pop("step_history", None)  # after an action the stage shows the newest step
         st.session_state[PLAY_LEFT] = int(st.session_state.get("step_play_n", 8)) if clicked["play"] else 0
     if clicked["stop"] and was_playing:
-        # Stop lands on the last frame drawn: a step whose frame the click cut short (Streamlit interrupts the
+        # Stop lands on the last frame sent (its strip out, _draw): a step whose frame the click cut short (Streamlit interrupts the
         # running frame for the click) was never seen, so it is rolled back, exactly as Back does.
         shown = st.session_state.get("step_play_shown", len(engine.records))
         while len(engine.records) > max(shown, 1):
@@ -266,12 +411,24 @@ def _play_tick() -> None:
         engine.step(_sampling())
 
 
-def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None) -> None:
-    """Everything that changes per step (no widgets: the Play animation redraws this many times per run)."""
+def _state_html(playing: bool) -> str:
+    """A hidden element KEYS_JS reads: how many clicks the stage has acted on (its queue sends the next press
+    once this moves), the records on screen and whether Play runs (Esc stops at the frame shown)."""
+    return (f'<div class="kvviz-stage-state" data-acted="{st.session_state.get("step_acted", 0)}" '
+            f'data-records="{len(engine.records)}" data-playing="{int(playing)}" style="display:none"></div>')
+
+
+def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None,
+          playing: bool = False) -> st.delta_generator.DeltaGenerator:
+    """Everything that changes per step (no widgets: the Play animation redraws this many times per run).
+    Returns the slot above the tiles where stage() puts the history slider."""
     # presenter mode: one line of chips and no colour key (the teacher names them), so the newest row stays in view
     note = _(ENGLISH_MODELS) if i18n.current() != i18n.ENGLISH else ""
+    if playing:  # this frame's strip goes out next (Streamlit interrupts a run for a click only inside its calls,
+        # after sending: set first, so the browser never shows a frame Stop would roll back): Stop may land here
+        st.session_state["step_play_shown"] = len(engine.records)
     st.markdown(step_view.strip_html(snap.strip, max_tokens=16 if present else 28, font_rem=1.1 if present else 0.9,
-                                     legend=not present, note=note), unsafe_allow_html=True)
+                                     legend=not present, note=note) + _state_html(playing), unsafe_allow_html=True)
     left, right = st.columns([0.7, 0.3], gap="small")
     c = snap.counters
     if view == "race":
@@ -292,10 +449,14 @@ def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None) -
         left.plotly_chart(figs.stage_figure(snap, font_px, height_px=330), config=CHART)
         left.caption(above if snap.first_row else _("Rows = cache positions; the newest row is outlined."))
     with right:
+        history = st.container()
         m = st.columns(2, gap="small")
-        m[0].metric(_("Cache length"), ngettext("{n} token", "{n} tokens", snap.cache_len).format(n=snap.cache_len),
+        scrubbed = snap.at < snap.latest  # the tiles say they show a recorded step, not the cache as it is
+        m[0].metric(_("Cache length at step {at} (history)").format(at=snap.at) if scrubbed else _("Cache length"),
+                    ngettext("{n} token", "{n} tokens", snap.cache_len).format(n=snap.cache_len),
                     help=_("at most {n} positions").format(n=info.n_positions))
-        m[1].metric(_("Cache size"), units.short_bytes(snap.cache_bytes),
+        m[1].metric(_("Cache size at step {at} (history)").format(at=snap.at) if scrubbed else _("Cache size"),
+                    units.short_bytes(snap.cache_bytes),
                     help=_("summed from the real K/V tensors: {bytes}").format(
                         bytes=units.format_bytes(snap.cache_bytes)))
         m[0].metric(_("This step: dots with cache"), f"{c.this_dot_products_cached:,}",
@@ -310,6 +471,7 @@ def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None) -
                                                  snap.next_token_text, font_px, height_px=6 * (font_px + 12) + 90),
                             config=CHART)
     st.caption(_step_line(snap))
+    return history
 
 
 def _step_line(snap: step_view.StageSnapshot) -> str:
@@ -502,12 +664,12 @@ def _show_head(layer: int, head: int) -> None:
     st.session_state["step_layer"], st.session_state["step_head"] = layer, head
 
 
-def _choice(row, label: str, n: int, key: str, prefix: str) -> int:
+def _choice(row, label: str, n: int, key: str, prefix: str, max_buttons: int = 8) -> int:
     """Layer / head picker: buttons for a few options (one click on a projector), a select box for many. Bound to
     the URL under its key, which writes the shown label (step_layer=L2): StageLink writes links the same way."""
     row.markdown(f"**{label}**")
     label_of = lambda i: step_view.picker_label(prefix, i)  # noqa: E731
-    if n <= 8:
+    if n <= max_buttons:
         return row.segmented_control(label, range(n), default=0, key=key, format_func=label_of,
                                      bind="query-params", label_visibility="collapsed") or 0
     return row.selectbox(label, range(n), key=key, format_func=label_of, bind="query-params",
@@ -528,11 +690,14 @@ def stage() -> None:
     if playing != (st.session_state.get(PLAY_LEFT, 0) > 0):  # started or finished: switch run_every on/off
         st.rerun()
     if not engine.started:
+        st.html(_state_html(playing=False))
         st.info(_("Press **Prefill** (or the P key) to feed the prompt. Model: {model}.").format(model=info.shown_label()))
+        _sync_url()
         return
     pick = st.container(horizontal=True, vertical_alignment="center")
     layer = _choice(pick, _("Layer"), info.n_layer, "step_layer", "L")
-    head = _choice(pick, _("Query head"), info.n_head, "step_head", "H")
+    # more than 4 heads as buttons (the GQA model's 8) wrapped the row at 1280x720 and pushed the newest row down
+    head = _choice(pick, _("Query head"), info.n_head, "step_head", "H", max_buttons=4)
     view = pick.segmented_control(_("View"), _views(), key="step_view", format_func=lambda v: _(VIEWS[v]),
                                   label_visibility="collapsed") or "one"
     latest = len(engine.records) - 1
@@ -556,12 +721,13 @@ def stage() -> None:
             st.caption(_("This state as a link: prompt, steps taken, sampling (seed, temperature, top-k), layer, "
                          "head, view, presenter mode and language. Opened elsewhere it replays the same generation."))
             st.code(_link(), language=None, wrap_lines=True)
-    _draw(snap, view, _race_timing(snap, playing) if view == "race" else None)
-    if playing:  # this frame is drawn whole: Stop may land on it (see _act)
-        st.session_state["step_play_shown"] = len(engine.records)
-    if latest and not playing:
-        st.slider(_("History: scrub back through the steps taken (redraws what was recorded; the cache is not "
-                    "changed)"), 0, latest, value=at, key="step_history", format=_("step %d"))
+    history = _draw(snap, view, _race_timing(snap, playing) if view == "race" else None, playing)
+    if latest and not playing:  # beside the tiles, so it is above the fold at 1280x720
+        history.slider(_("History (the cache is not changed)"), 0, latest, value=at, key="step_history",
+                       format=_("step %d"),
+                       help=_("History: scrub back through the steps taken (redraws what was recorded; the cache is "
+                              "not changed)"))
+    _sync_url()
 
 
 stage()

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _metric(at: AppTest, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
+    return next(m.value for m in at.metric if m.label == label or m.label.startswith(label + " at step"))
 
 
 def _cache_len(at: AppTest) -> int:

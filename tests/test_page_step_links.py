@@ -94,14 +94,14 @@ def test_switching_the_model_keeps_one_generation_per_model(fresh_streamlit_cach
     at.session_state["model_spec"] = loading.BUNDLED_GQA  # what the sidebar's model radio does
     at.run()
     assert not at.exception
-    assert any("is kept" in i.value for i in at.info)  # said, not silent
+    assert any("is kept" in t.value for t in at.toast)  # said, not silent
     assert not at.session_state["step_engine"].started
     at.button(key="step_btn_prefill").click().run()
     at.button(key="step_btn_next").click().run()
     gqa_tokens = list(at.session_state["step_engine"].token_ids)
     at.session_state["model_spec"] = loading.BUNDLED
     at.run()
-    assert any("Restored your generation" in i.value for i in at.info)
+    assert any("Restored your generation" in t.value for t in at.toast)
     assert at.session_state["step_engine"].token_ids == tokens and _cache_len(at) == len(tokens)
     at.session_state["model_spec"] = loading.BUNDLED_GQA
     at.run()

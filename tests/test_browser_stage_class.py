@@ -1,0 +1,304 @@
+"""The stage in a teacher's hands, in a real browser (headless Debian Chromium at 1280x720; issue 29 items 3, 4,
+9, 10 and 11, the stage's part):
+
+- after Prefill the Prompt popover shows the state in force (not an empty prompt, Play 1, temperature 0.10);
+- arrow keys on the focused history slider scrub it and never crop the cache; the tiles say they show history;
+- on a busy core every fast key press is taken (none merged or dropped), the keys act after a sidebar click,
+  and Esc stops Play at the frame on screen;
+- a reload mid-class replays the stage to the same step, layer included (the address bar keeps the link);
+- the stage (controls, figure with the newest row, history slider) fits 1280x720 on both bundled models, with
+  the sidebar and in presenter mode, light and dark; at 150% zoom (853x480) the stage figure starts on screen,
+  and presenting, its newest row is in view.
+Screenshots go to test-artifacts/ (or $KVVIZ_ARTIFACTS).
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from test_browser import CHROMIUM, CHROMIUM_ARGS, app_url  # noqa: F401
+
+pytestmark = pytest.mark.browser
+ARTIFACTS = Path(os.environ.get("KVVIZ_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts"))
+TIMEOUT_MS = 150_000  # a shared 2-core machine with a core kept busy
+
+
+@pytest.fixture
+def busy_core():
+    """One core kept busy for the test, as on a laptop serving a class."""
+    spin = subprocess.Popen([sys.executable, "-c", "while 1: pass"])
+    yield
+    spin.kill()
+    spin.wait(timeout=10)
+
+
+def _idle(tab) -> None:
+    """The script has finished and the stage's key queue is empty."""
+    tab.wait_for_timeout(400)
+    tab.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=TIMEOUT_MS)
+    tab.wait_for_function("() => !document.getElementById('kvviz-stage-busy') && !(window.__kvvizStage || {}).busy",
+                          timeout=TIMEOUT_MS)
+    tab.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=TIMEOUT_MS)
+
+
+def _cache_length(tab) -> int:
+    value = tab.locator('[data-testid="stMetric"]', has_text="Cache length").locator(
+        '[data-testid="stMetricValue"]').inner_text()
+    return int(re.match(r"(\d+)", value).group(1))
+
+
+def _wait_cache_len(tab, n: int) -> None:
+    tab.wait_for_function(
+        """(n) => [...document.querySelectorAll('[data-testid="stMetricValue"]')]
+                    .some(e => e.innerText.startsWith(n + ' tokens'))""", arg=n, timeout=TIMEOUT_MS)
+
+
+def _open(pw, url: str, scheme: str = "light", width: int = 1280, height: int = 720, scale: float = 1):
+    browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme,
+                                  device_scale_factor=scale)
+    tab = context.new_page()
+    tab.set_default_timeout(TIMEOUT_MS)
+    tab.goto(url)
+    tab.wait_for_selector("h1", state="attached")
+    _idle(tab)
+    return browser, tab
+
+
+def _prefill(tab) -> int:
+    tab.locator(".st-key-step_btn_prefill button").wait_for()
+    _idle(tab)
+    tab.keyboard.press("p")
+    tab.wait_for_selector(".kvviz-strip")
+    _idle(tab)
+    return _cache_length(tab)
+
+
+def _steps(tab, start: int, n: int) -> None:
+    for k in range(1, n + 1):
+        tab.keyboard.press("ArrowRight")
+        _wait_cache_len(tab, start + k)
+    _idle(tab)
+
+
+def _inside(box: dict | None, width: int, height: int) -> bool:
+    return box is not None and box["x"] >= 0 and box["y"] >= 0 and box["x"] + box["width"] <= width + 1 \
+        and box["y"] + box["height"] <= height + 1
+
+
+def test_after_prefill_the_prompt_popover_shows_the_state_in_force(app_url):  # noqa: F811
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser, tab = _open(pw, f"{app_url}/step_through")
+        start = _prefill(tab)
+        tab.locator('[data-testid="stPopover"]').filter(has_text="Prompt").locator("button").first.click()
+        body = tab.locator('[data-testid="stPopoverBody"]')
+        body.locator("textarea").wait_for()
+        assert body.locator("textarea").input_value() == "ROMEO:"
+        assert [e.input_value() for e in body.locator("input[type=number]").all()] == ["8", "40", "0"]
+        assert body.locator('[data-testid="stSliderThumbValue"]').inner_text() == "0.80"
+        tab.keyboard.press("Escape")  # closes the popover (its own key)
+        body.wait_for(state="detached")
+        tab.locator("h1").click()
+        _idle(tab)
+        assert "Play 8" in tab.locator(".st-key-step_btn_play button").first.inner_text()
+        tab.keyboard.press("p")  # Prefill again: the prompt in force, not an empty one
+        _idle(tab)
+        assert tab.get_by_text("prompt is empty").count() == 0
+        assert _cache_length(tab) == start
+        tab.keyboard.press("ArrowRight")
+        _wait_cache_len(tab, start + 1)
+        _idle(tab)
+        query = urllib.parse.parse_qs(urllib.parse.urlparse(tab.url).query)
+        assert query["temperature"] == ["0.8"] and query["top_k"] == ["40"]  # the sampling in force
+        browser.close()
+
+
+def test_arrow_keys_on_the_history_slider_scrub_it_and_never_crop_the_cache(app_url):  # noqa: F811
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser, tab = _open(pw, f"{app_url}/step_through")
+        start = _prefill(tab)
+        _steps(tab, start, 4)
+        thumb = tab.locator('.st-key-step_history [data-testid="stSliderThumbValue"]').locator("xpath=..")
+        thumb.click()  # the teacher clicks the slider's handle (at the newest step)
+        _idle(tab)
+        assert tab.evaluate("document.activeElement.type") == "range"  # the slider has the focus
+        for _ in range(2):
+            tab.keyboard.press("ArrowLeft")
+            tab.wait_for_timeout(300)
+        _wait_cache_len(tab, start + 2)  # the tiles show step 2 of the history ...
+        _idle(tab)
+        label = tab.locator('[data-testid="stMetric"]', has_text="Cache length").locator(
+            '[data-testid="stMetricLabel"]').inner_text()
+        assert "history" in label and "step 2" in label  # ... and say so
+        tab.locator(".st-key-step_btn_next button").click()  # the cache was never cropped: Next makes it 5 steps
+        _wait_cache_len(tab, start + 5)
+        _idle(tab)
+        assert "history" not in tab.locator('[data-testid="stMetric"]', has_text="Cache length").inner_text()
+        browser.close()
+
+
+def test_on_a_busy_core_every_press_is_taken_even_after_a_sidebar_click(app_url, busy_core):  # noqa: F811
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser, tab = _open(pw, f"{app_url}/step_through")
+        start = _prefill(tab)
+        sidebar = tab.locator('[data-testid="stSidebar"]')
+        sidebar.locator("label").filter(has_text="Tiny-Shakespeare GPT-2").first.click()  # focus on the radio
+        tab.keyboard.press("ArrowRight")  # at once, no click on the page
+        _wait_cache_len(tab, start + 1)
+        sidebar.get_by_text("Which model").click()
+        tab.keyboard.press("ArrowRight")
+        _wait_cache_len(tab, start + 2)
+        _idle(tab)
+        for _ in range(10):  # 10 presses in about 2 s
+            tab.keyboard.press("ArrowRight")
+            tab.wait_for_timeout(200)
+        for _ in range(20):  # 20 at once
+            tab.keyboard.press("ArrowRight")
+        _wait_cache_len(tab, start + 32)
+        _idle(tab)
+        tab.wait_for_timeout(1500)
+        assert _cache_length(tab) == start + 32  # none dropped, none doubled
+        for _ in range(10):
+            tab.keyboard.press("ArrowLeft")
+        _wait_cache_len(tab, start + 22)
+        _idle(tab)
+        tab.wait_for_timeout(1500)
+        assert _cache_length(tab) == start + 22
+        browser.close()
+
+
+def test_on_a_busy_core_esc_stops_play_at_the_frame_on_screen(app_url, busy_core):  # noqa: F811
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser, tab = _open(pw, f"{app_url}/step_through")
+        # the frame on screen when Esc is pressed, read by a listener installed before the page's own
+        tab.context.add_init_script("""window.addEventListener('keydown', (e) => {
+            if (e.key !== 'Escape') return;
+            const pos = [...document.querySelectorAll('.kvviz-strip span[data-pos]')].map(s => s.dataset.pos)
+                .filter(p => p !== 'next').map(Number);
+            window.__shownAtEsc = Math.max(...pos) + 1;
+        }, true);""")
+        tab.reload()
+        tab.wait_for_selector("h1", state="attached")
+        _idle(tab)
+        start = _prefill(tab)
+        for attempt in range(2):
+            tab.locator(".st-key-step_btn_play button").first.click()  # Play 8
+            _wait_cache_len(tab, start + 3)
+            tab.keyboard.press("Escape")
+            tab.wait_for_function("() => window.__shownAtEsc !== undefined")
+            shown = tab.evaluate("window.__shownAtEsc")
+            tab.wait_for_timeout(1000)
+            _idle(tab)
+            tab.wait_for_timeout(1500)
+            _idle(tab)
+            assert _cache_length(tab) == shown, (  # stopped at the frame on screen
+                f"Esc {attempt + 1}: {tab.evaluate('window.__kvvizStage.lastStop')}")
+            start = shown
+            tab.evaluate("delete window.__shownAtEsc")
+        browser.close()
+
+
+def test_a_reload_mid_class_replays_the_stage_to_the_same_step(app_url):  # noqa: F811
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser, tab = _open(pw, f"{app_url}/step_through")
+        start = _prefill(tab)
+        _steps(tab, start, 3)
+        tab.locator(".st-key-step_layer button").filter(has_text="L2").click()
+        _idle(tab)
+        strip = tab.locator(".kvviz-strip").inner_text()
+        tab.reload()
+        tab.wait_for_selector(".kvviz-strip")
+        _idle(tab)
+        assert _cache_length(tab) == start + 3
+        assert tab.locator(".kvviz-strip").inner_text() == strip  # the same tokens: the same sampling replayed
+        assert "layer 2" in tab.locator(".js-plotly-plot").first.inner_text()
+        tab.keyboard.press("ArrowRight")  # the replay is done once: the reader's own step is kept
+        _wait_cache_len(tab, start + 4)
+        _idle(tab)
+        tab.wait_for_timeout(1000)
+        assert _cache_length(tab) == start + 4
+        browser.close()
+
+
+def _assert_fits(tab, name: str, width: int = 1280, height: int = 720) -> None:
+    tab.wait_for_timeout(800)  # plotly lays out
+    figure = tab.locator(".js-plotly-plot").first
+    parts = {"newest K row": figure.locator(".shapelayer path").last,
+             "Next token button": tab.locator(".st-key-step_btn_next button"),
+             "history slider": tab.locator('.st-key-step_history [data-testid="stSliderThumbValue"]')}
+    tab.screenshot(path=str(ARTIFACTS / f"stage_class_{name}.png"))
+    for what, loc in parts.items():
+        assert _inside(loc.bounding_box(), width, height), f"{what} is not inside {width}x{height} ({name})"
+    rows = {round(tab.locator(f".st-key-{key}").bounding_box()["y"]) for key in
+            ("step_btn_prefill", "step_btn_reset")}
+    assert len(rows) == 1, f"the controls wrap ({name})"
+    pickers = {round(tab.locator(f".st-key-{key}").bounding_box()["y"] + tab.locator(f".st-key-{key}").bounding_box()["height"] / 2)
+               for key in ("step_layer", "step_view", "step_show_copy")}
+    assert max(pickers) - min(pickers) < 20, f"the pickers wrap ({name})"
+    main = tab.locator('[data-testid="stMain"]')
+    assert main.locator('[data-testid="stAlert"]').filter(has_text="is kept").count() == 0  # no banner stays
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_stage_fits_1280x720_on_both_models_with_the_sidebar_and_presenting(app_url, scheme):  # noqa: F811
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser, tab = _open(pw, f"{app_url}/step_through", scheme=scheme)
+        start = _prefill(tab)
+        _steps(tab, start, 6)
+        _assert_fits(tab, f"{scheme}_gpt2_sidebar")
+        tab.locator('[data-testid="stSidebar"] label').filter(has_text="Llama, GQA").first.click()
+        tab.get_by_text("is kept").first.wait_for()  # said (a toast), then gone
+        _idle(tab)
+        start = _prefill(tab)
+        _steps(tab, start, 6)
+        tab.wait_for_function("() => ![...document.querySelectorAll('[data-testid=\"stToast\"]')].length",
+                              timeout=TIMEOUT_MS)
+        _assert_fits(tab, f"{scheme}_gqa_sidebar")
+        tab.locator(".st-key-step_present label").click()
+        _idle(tab)
+        _assert_fits(tab, f"{scheme}_gqa_presenter")
+        browser.close()
+        browser, tab = _open(pw, f"{app_url}/step_through?prompt=ROMEO%3A&steps=6&present=1", scheme=scheme)
+        tab.wait_for_selector(".kvviz-strip")
+        _idle(tab)
+        _assert_fits(tab, f"{scheme}_gpt2_presenter")
+        browser.close()
+
+
+def test_at_150_percent_zoom_the_stage_figure_starts_on_screen(app_url):  # noqa: F811
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:  # 150% zoom on a 1280x720 screen: 853x480 CSS pixels at 1.5 device pixels each
+        for present in ("0", "1"):
+            browser, tab = _open(pw, f"{app_url}/step_through?prompt=ROMEO%3A&steps=6&present={present}",
+                                 width=853, height=480, scale=1.5)
+            tab.wait_for_selector(".kvviz-strip")
+            _idle(tab)
+            tab.wait_for_timeout(800)
+            tab.screenshot(path=str(ARTIFACTS / f"stage_class_zoom150_present{present}.png"))
+            figure = tab.locator(".js-plotly-plot").first
+            box = figure.bounding_box()
+            assert box is not None and box["y"] + 60 < 480, f"the stage figure is off screen (present={present})"
+            if present == "1":  # presenting, the newest row too
+                assert _inside(figure.locator(".shapelayer path").last.bounding_box(), 853, 480)
+            browser.close()
