@@ -23,7 +23,7 @@ _PLOTLY_TEXT_KEYS = {"text", "name", "hovertemplate", "ticktext", "title", "lege
 # A run of 4+ English words (letters, apostrophes, hyphens), separated by spaces or light punctuation.
 _ENGLISH_RUN = re.compile(r"[A-Za-z][A-Za-z'’-]+(?:[ ,;:]+[A-Za-z][A-Za-z'’-]*){3,}")
 # Code, and titles quoted in Chinese quotation marks (an English article's title is its name: “Fast Generation ...”).
-_CODE = re.compile(r"`[^`]*`|```.*?```|<code>.*?</code>|“[^”]*”", re.S)
+_CODE = re.compile(r"`[^`]*`|```.*?```|<code>.*?</code>|<script\b.*?</script>|<style\b.*?</style>|“[^”]*”", re.S)
 _URL = re.compile(r"\]\([^)]*\)|https?://\S+|\b[\w./-]+\.(?:py|json|safetensors|md|txt)\b")
 _TAG = re.compile(r"<[^<>]*>|&[a-z]+;")
 
