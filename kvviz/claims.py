@@ -210,7 +210,7 @@ def _gemma3_claims() -> list[Claim]:
     """The Akunu chapter's KV-size table. The chapter defines its MB as binary ('8,388,608 bytes = 8 MB'), so under
     UNITS_RULE its MB and GB are read as MiB and GiB."""
     gemma = get_preset("gemma-3-4b").kv
-    all_global = replace(gemma, window=None, local_per_global=None)
+    all_global = gemma.all_global()
     flat, hybrid = kv_bytes(all_global, 4096), kv_bytes(gemma, 4096)
     wrong = Claim(
         "gemma3-896mb", _("Gemma 3-4B | 34 layers | 4 KV heads | head_dim 256 | 4096 | 896 MB"), _akunu(), "wrong",

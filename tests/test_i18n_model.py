@@ -81,7 +81,7 @@ def test_a_failed_load_is_told_in_chinese_and_the_model_stays(tmp_path, monkeypa
         at.sidebar.button(key="app_model_load").click().run()
     assert not at.exception
     warning = at.sidebar.warning[0].value
-    assert warning == f"无法加载 {bad}：该文件夹中没有分词器文件（tokenizer.json，或 vocab.json + merges.txt）。"
+    assert warning == f"无法加载 `{bad}`：该文件夹中没有分词器文件（tokenizer.json，或 vocab.json + merges.txt）。"
     assert at.session_state["model_spec"] == loading.BUNDLED
     with i18n.language(CHINESE):
         at.sidebar.radio(key="app_model_kind").set_value("GPT-2 shape with random weights").run()
@@ -110,7 +110,7 @@ def test_shared_mode_in_chinese_lists_refuses_and_caps(tmp_path, monkeypatch, fr
     assert not at.exception
     n_params = load_cost.gpt2_param_count(48, 1600, loading.GPT2_N_POSITIONS, loading.GPT2_VOCAB_SIZE)
     assert at.sidebar.warning[0].value == (
-        f"无法加载 'random:gpt2-xl'：模型对这台服务器来说太大：根据 gpt2-xl 结构，它有 {n_params:,} 个参数"
+        f"无法加载 `random:gpt2-xl`：模型对这台服务器来说太大：根据 gpt2-xl 结构，它有 {n_params:,} 个参数"
         f"（按 float32 计 {n_params * 4 / 2**30:.2f} GiB）；每次加载最多 200,000,000 个参数（float32 权重 0.75 GiB）。")
     assert at.session_state["model_spec"] == loading.BUNDLED and str(tmp_path) not in "".join(_sidebar_texts(at))
 

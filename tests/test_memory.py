@@ -296,3 +296,14 @@ def test_figures_pick_readable_units():
     assert huge.layout.xaxis.exponentformat == "power"  # plotly's default would print "600B" tokens
     assert small.layout.xaxis.exponentformat == "none"  # a real context reads "20,000", never "0.2x10^5"
     assert huge.data[0].customdata[-1] == memory.kv_bytes(get_preset("llama-3-8b").kv, 600 * 10**9)
+
+
+def test_paged_view_of_a_qwen2_style_window_counts_every_layer_global():
+    """Paged blocks assume every layer global: a Qwen2 config (global below max_window_layers, windowed above) is
+    drawn without its window, never refused (the memory page crashed on it once all its tabs ran)."""
+    from kvviz.memory import KVConfig, capacity, kv_bytes
+
+    qwen2 = KVConfig(n_layer=28, n_head=28, n_kv_heads=4, head_dim=128, dtype="bf16", window=4096, first_windowed_layer=21)
+    view = capacity.paged_view(qwen2, 8192, 1, 16, 8192)
+    assert qwen2.all_global() == KVConfig(n_layer=28, n_head=28, n_kv_heads=4, head_dim=128, dtype="bf16")
+    assert view.used_bytes == kv_bytes(qwen2.all_global(), 8192) == 28 * 2 * 4 * 128 * 2 * 8192

@@ -77,6 +77,9 @@ def test_each_see_it_live_link_opens_its_page_in_the_claims_state(claim):
     for key, value in claim.page_query.items():
         at.query_params[key] = value
     at.run()
-    assert not at.exception and not at.warning and not at.error, claim.key
+    # no refusal of the link (a page's own verdicts may stand: the memory page's What fits tab, which always runs,
+    # says in an error box when a model's weights do not fit the GPU at all)
+    refusals = [m.value for m in [*at.warning, *at.error] if "from the link" in m.value]
+    assert not at.exception and not refusals, (claim.key, refusals)
     for key, value in claim.page_query.items():  # tabs included: an unknown tab label falls back silently
         assert str(at.session_state[key]) == value, (claim.key, key)

@@ -154,7 +154,7 @@ def test_a_failing_listed_model_is_one_line_and_the_previous_model_stays(classro
     at.sidebar.radio(key="app_model_offered").set_value(choice).run()
     assert not at.exception
     warning = next(w.value for w in at.sidebar.warning)
-    assert reason in warning and "\n" not in warning and f"Could not load {choice}:" in warning
+    assert reason in warning and "\n" not in warning and f"Could not load `{choice}`:" in warning
     assert "/" not in warning.replace("K/V", "")  # no server path, not even the tmp folder's
     assert at.session_state["model_spec"] == "bundled"
     assert at.sidebar.radio(key="app_model_offered").value == "bundled"  # the picker is put back

@@ -96,13 +96,11 @@ def window_on_model(loaded: LoadedModel, prompt: str, window: int, local_per_glo
 
 def preset_layers(preset_name: str = "gemma-3-4b", context_len: int = 32768) -> PresetLayers:
     """e.g. Gemma 3 4B: 34 layers, 5 local (1024-token window) : 1 global, bf16."""
-    from dataclasses import replace
-
     from kvviz.memory.presets import get_preset
 
     context_len = check_int_in_range(context_len, 1, 2**24, _("context length (tokens)"), error=WindowError)
     config = get_preset(preset_name).kv
     b = memory.budget(config, context_len)
-    full = memory.kv_bytes(replace(config, window=None, local_per_global=None), context_len)
+    full = memory.kv_bytes(config.all_global(), context_len)
     kinds = tuple("global" if config.layer_window(i) is None else "local" for i in range(config.n_layer))
     return PresetLayers(preset_name, context_len, kinds, b.layer_bytes, b.total_bytes, full)

@@ -19,7 +19,7 @@ described in kvviz.memory.dtypes. Byte units and the one formatter (format_bytes
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kvviz.memory.dtypes import DEFAULT_QUANT_GROUP, DTYPE_ALIASES, DTYPES, FP8_SCALE_BYTES_PER_LAYER, QUANT_OVERHEAD_BYTES_PER_GROUP, CacheDType
@@ -169,6 +169,11 @@ class KVConfig:
         if self.local_per_global is None:
             return None if layer < self.first_windowed_layer else self.window
         return None if (layer + 1) % (self.local_per_global + 1) == 0 else self.window
+
+    def all_global(self) -> KVConfig:
+        """The same model with every layer global (no sliding window, no local:global pattern, no Qwen2-style
+        first windowed layer): what the cache would hold without windows."""
+        return replace(self, window=None, local_per_global=None, first_windowed_layer=0)
 
     @property
     def n_global_layers(self) -> int:

@@ -5,7 +5,7 @@ longest context that fits is found by binary search, exact to the token.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from kvviz.i18n import _
 from kvviz.memory import LIMITS, KVConfig, MemoryInputError, check_int, kv_bytes
@@ -78,7 +78,7 @@ def paged_view(config: KVConfig, context_len: int, batch: int, block_tokens: int
         raise MemoryInputError(_("the pre-allocated length ({max_len:,}) is shorter than the context ({context:,})").format(
             max_len=max_len, context=context_len))
     blocks = -(-context_len // block_tokens)
-    full = replace(config, window=None, local_per_global=None)
+    full = config.all_global()
     return PagedView(
         block_tokens=block_tokens,
         blocks_per_sequence=blocks,
