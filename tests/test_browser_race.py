@@ -1,9 +1,10 @@
 """The race view in a real browser (issue 30 item 8, issue 29 item 6): on the GPT-2 124M shape each part says
-which model it shows, and closing the tab while the race measures ends it within a pass: the server stops
-spending CPU on it. Headless Debian Chromium at 1280x720 against `streamlit run app.py`.
+which model it shows, and a tab closed while the race measures leaves the server racing for the next student.
+Headless Debian Chromium at 1280x720 against `streamlit run app.py`.
 
-The comparison is the server process's own CPU seconds, one race left to finish against one whose tab was
-closed, in the same test: never a time against a fixed number."""
+No time is compared here (a loaded machine decides those): test_race.py checks with an injected check that a
+closed session's race stops inside its pass; this test checks that after a tab closes mid-race the server races
+for the next student, with no lock or hook left behind."""
 from __future__ import annotations
 
 import os
@@ -58,7 +59,7 @@ def _race_page(browser, url: str):
     return context, tab
 
 
-def test_the_124m_race_names_its_models_and_a_closed_tab_ends_it(app_url):  # noqa: F811
+def test_the_124m_race_names_its_models_and_a_closed_tab_leaves_the_server_racing(app_url):  # noqa: F811
     from playwright.sync_api import sync_playwright
 
     port = int(app_url.rsplit(":", 1)[1])
@@ -69,18 +70,18 @@ def test_the_124m_race_names_its_models_and_a_closed_tab_ends_it(app_url):  # no
         assert re.search(r"K caches and counts below: .+, the model generating\. The clock under them: gpt2 shape", text)
         assert re.search(r"The tiles above count .+; the clock and the verdict below time gpt2 shape", text)
         _assert_no_errors(tab)
-        # a race left to finish: the CPU it costs
+        # the race, its tab closed while it measures: the session's race ends (test_race.py checks the pass is cut
+        # short, with an injected check); here, the server is left able to race for the next student
         tab.get_by_role("button", name=re.compile("^Next token")).click()
         tab.get_by_text(STATUS).wait_for()
-        began = _server_cpu_s(port)
-        tab.get_by_text(STATUS).wait_for(state="detached")
-        finished_race_s = _server_cpu_s(port) - began
-        _wait_idle(tab)
-        # the same race, its tab closed while it measures
-        tab.get_by_role("button", name=re.compile("^Next token")).click()
-        tab.get_by_text(STATUS).wait_for()
-        began = _server_cpu_s(port)
         context.close()
-        after_close_s = _settled_cpu_s(port) - began
+        _settled_cpu_s(port)
+        context, tab = _race_page(browser, app_url)
+        tab.get_by_role("button", name=re.compile("^Next token")).click()
+        tab.get_by_text(STATUS).wait_for()
+        tab.get_by_text(STATUS).wait_for(state="detached")
+        _wait_idle(tab)
+        _assert_no_errors(tab)
+        assert re.search(r"The tiles above count .+; the clock and the verdict below time gpt2 shape",
+                         tab.locator("body").inner_text())
         browser.close()
-    assert after_close_s < finished_race_s / 2, (after_close_s, finished_race_s)
