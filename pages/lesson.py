@@ -13,6 +13,8 @@ when its step opens and kept per language; the handout is written in the languag
 """
 from __future__ import annotations
 
+import json
+
 import streamlit as st
 
 from kvviz import i18n
@@ -38,6 +40,91 @@ CLASS_CSS = """<style>
 [data-testid="stMainBlockContainer"] h1 {font-size: 1.5rem; padding: 0 0 0.25rem 0}
 .st-key-lesson_choices h3 {padding: 0.1rem 0}
 </style>"""  # class mode: no sidebar, a small title, so the question and its answer stay above the fold
+# The lesson's keys (V, H, Y, N, Left, Right) are queued in the browser like the stage's: Streamlit's own shortcut
+# is lost when it is pressed while a rerun redraws its button (a busy laptop: V's rerun is still drawing when the
+# teacher presses Y). This listener (capture phase, before Streamlit's shortcuts) queues every lesson key and clicks
+# the key's button only when no run is going, once the button is on the page, and the next press only after the
+# page has run again for this one (.kvviz-lesson-state counts the runs), so presses are taken in order; a badge
+# says how many wait. A key with no button while the page is idle does nothing (as before); a queued key whose
+# button does not come within 20 s is dropped and the badge says so. Text boxes and
+# popovers keep their own keys. (No comments inside the script: the translation tests read every text the page holds.)
+LESSON_KEYS_JS = """<script>
+(() => {
+  if (window.__kvvizLesson) return;
+  const L = window.__kvvizLesson = {queue: [], busy: false, taken: 0, dropped: 0};
+  const BUTTONS = {v: "lesson_reveal_btn_", h: "lesson_hint_btn_", y: "lesson_room_right_", n: "lesson_room_wrong_",
+                   ArrowLeft: "lesson_back", ArrowRight: "lesson_next"};
+  const TEXT_TYPES = ["text", "number", "search", "email", "password", "url", "tel", "date", "time"];
+  const runs = () => {
+    const all = [...document.querySelectorAll(".kvviz-lesson-state")].map(e => Number(e.dataset.runs));
+    return all.length ? Math.max(...all) : null;
+  };
+  const running = () => !!document.querySelector('[data-testid="stStatusWidget"]');
+  const textBox = (el) => el && (el.isContentEditable || el.tagName === "TEXTAREA" || el.tagName === "SELECT" ||
+    (el.tagName === "INPUT" && (TEXT_TYPES.includes(el.type) || el.getAttribute("role") === "combobox")));
+  const own = (el) => el && el.closest && el.closest('[role="dialog"], [data-testid="stPopoverBody"], [data-baseweb="popover"]');
+  const find = (prefix) => document.querySelector('[class*="st-key-' + prefix + '"] button');
+  const badge = (text) => {
+    let b = document.getElementById("kvviz-lesson-busy");
+    if (!text) { if (b) b.remove(); return; }
+    if (!b) {
+      b = document.createElement("div");
+      b.id = "kvviz-lesson-busy";
+      b.setAttribute("role", "status");
+      b.style.cssText = "position:fixed;top:8px;right:64px;z-index:1000000;padding:4px 10px;border-radius:6px;" +
+        "background:#e8590c;color:#fff;font:600 15px sans-serif;box-shadow:0 1px 4px rgba(0,0,0,.3)";
+      document.body.appendChild(b);
+    }
+    b.replaceChildren(document.createTextNode(text));
+  };
+  const show = () => badge(L.queue.length ? __BUSY__.replace("{n}", L.queue.length) : "");
+  const pump = () => {
+    if (L.busy || !L.queue.length) { if (!L.busy) show(); return; }
+    L.busy = true;
+    show();
+    const item = L.queue[0], t0 = Date.now();
+    const ready = () => {
+      const button = find(BUTTONS[item.key]);
+      if (!running() && button && !button.disabled) {
+        L.queue.shift();
+        const before = runs();
+        button.click();
+        L.taken += 1;
+        const t1 = Date.now();
+        const done = () => {
+          if ((runs() !== before && !running()) || Date.now() - t1 > 60000) { L.busy = false; pump(); return; }
+          setTimeout(done, 40);
+        };
+        setTimeout(done, 40);
+      } else if (Date.now() - t0 > 20000) {
+        L.queue.shift();
+        L.dropped += 1;
+        L.busy = false;
+        badge(__DROPPED__);
+        setTimeout(pump, 3000);
+      } else {
+        setTimeout(ready, 60);
+      }
+    };
+    ready();
+  };
+  window.addEventListener("keydown", (e) => {
+    const key = BUTTONS[e.key] ? e.key : BUTTONS[e.key.toLowerCase()] && e.key.length === 1 ? e.key.toLowerCase() : null;
+    if (!key || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (!document.querySelector(".st-key-lesson_next")) return;
+    const el = document.activeElement;
+    if (textBox(el) || own(el)) return;
+    const button = find(BUTTONS[key]);
+    if (!running() && !L.busy && !L.queue.length && (!button || button.disabled)) return;
+    e.preventDefault();
+    e.stopImmediatePropagation();
+    if (el && el !== document.body && el.blur) el.blur();
+    if (e.repeat && L.queue.length > 8) return;
+    L.queue.push({key: key});
+    pump();
+  }, true);
+})();
+</script>"""
 
 
 
@@ -325,6 +412,11 @@ if (st.session_state["lesson_class"] if "lesson_class" in st.session_state
         else st.query_params.get("lesson_class") == "true"):
     st.html(CLASS_CSS)  # before the title: class mode's chrome is small from the first frame
 st.title(_("Lesson: the KV cache in {n} questions").format(n=N_STEPS))
+st.session_state["lesson_runs"] = st.session_state.get("lesson_runs", 0) + 1  # LESSON_KEYS_JS waits on it
+st.html(LESSON_KEYS_JS.replace("__BUSY__", json.dumps(_("Lesson busy: {n} key presses queued")))
+        .replace("__DROPPED__", json.dumps(_("A key press was dropped: its button did not appear"))),
+        unsafe_allow_javascript=True)
+st.html(f'<div class="kvviz-lesson-state" data-runs="{st.session_state["lesson_runs"]}" style="display:none"></div>')
 top = st.container(horizontal=True, vertical_alignment="center")
 # Link check (issue 23): a bad ?step= opens step 1; say so, once per session.
 if not st.session_state.get("lesson_link_checked"):

@@ -71,7 +71,8 @@ DEFAULTS = {  # widgets are created without value=, so a link can set them befor
 # Esc clears the queue and stops Play at the frame on screen: the server may have drawn a step or two the
 # browser has not shown yet, and those are taken back; a frame on screen the server's Stop rolled back is taken
 # again (the draw is seeded by seed and prefix: the same token); a Stop click lost in a redraw (two whole frames
-# drawn after it, nothing acted on) is sent again.
+# drawn after it, nothing acted on) is sent again. A click on a stage button while the queue works (Play clicked
+# while Esc's corrections still run) joins the queue behind them instead of being undone by them.
 # Streamlit's own Left/Right shortcuts listen on document (bubbling): a press on the focused history slider is
 # handled by the slider inside the app's root, and a body listener keeps it from going further. Installed once
 # per browser tab; inert off the stage. (No comments inside the script: the translation tests read every text
@@ -153,6 +154,17 @@ KEYS_JS = """<script>
   document.body.addEventListener("keydown", (e) => {
     if (SLIDER_KEYS.includes(e.key) && inSlider(e.target)) e.stopPropagation();
   });
+  window.addEventListener("click", (e) => {
+    if (!e.isTrusted || (!S.busy && !S.queue.length)) return;
+    const holder = e.target.closest && e.target.closest('[class*="st-key-step_btn_"]');
+    const key = holder && [...holder.classList].find(c => c.startsWith("st-key-step_btn_"));
+    if (!key) return;
+    e.preventDefault();
+    e.stopImmediatePropagation();
+    if (key === "st-key-step_btn_stop") { stop(); return; }
+    S.queue.push({key: key.slice(7)});
+    pump();
+  }, true);
   window.addEventListener("keydown", (e) => {
     const key = BUTTONS[e.key];
     if ((!key && e.key !== "Escape") || e.ctrlKey || e.metaKey || e.altKey) return;

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kvviz.teaching import lesson
-from test_browser import CHROMIUM, CHROMIUM_ARGS, _assert_no_errors, _wait_idle, app_url  # noqa: F401
+from test_browser import CHROMIUM, CHROMIUM_ARGS, _assert_no_errors, _wait_idle, app_url, busy_core  # noqa: F401
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = Path(os.environ.get("KVVIZ_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts")) / "lesson"
@@ -186,6 +186,34 @@ def test_class_mode_keys_fit_url_back_and_reload(app_url):  # noqa: F811
         question = zoomed.locator("h3", has_text="copying head").first.bounding_box()
         assert question is not None and question["y"] + question["height"] <= 480
         zoomed.screenshot(path=str(ARTIFACTS / "class_step05_zoom150.png"))
+        browser.close()
+
+
+def test_class_mode_keys_pressed_during_reruns_are_all_taken_in_order(app_url):  # noqa: F811
+    """Item 9 (lesson): on a busy laptop the teacher presses V, Y, Right, V, N, Right without waiting. Streamlit's
+    own shortcuts lost a key pressed while a rerun redrew its button (a rehearsal under load lost a Y); the page's
+    key queue takes every press in order: step 3 marked right, step 4 missed, step 5 on screen."""
+    from playwright.sync_api import sync_playwright
+
+    with busy_core(), sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        tab = _open(browser, f"{app_url}/lesson?step=3&lesson_class=true", "light")
+        tab.get_by_text(f"Step 3 of {N}").first.wait_for()
+        _settled(tab)
+        for key in ("v", "y", "ArrowRight", "v", "n", "ArrowRight"):
+            tab.keyboard.press(key)
+            tab.wait_for_timeout(60)
+        tab.wait_for_function("() => window.__kvvizLesson && window.__kvvizLesson.taken === 6 && "
+                              "!window.__kvvizLesson.busy && !window.__kvvizLesson.queue.length", timeout=180_000)
+        tab.get_by_text(f"Step 5 of {N}").first.wait_for()
+        _settled(tab)
+        assert tab.evaluate("window.__kvvizLesson.dropped") == 0
+        tab.locator(".st-key-step").get_by_text("End", exact=True).click()
+        tab.get_by_text("What you learned").wait_for()
+        _settled(tab)
+        assert "1 of 12" in tab.locator('[data-testid="stMetric"]').first.inner_text()  # step 3 right, step 4 missed
+        table = tab.locator('[data-testid="stTable"]').inner_text()
+        assert table.count("not answered") == N - 2
         browser.close()
 
 
