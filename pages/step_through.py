@@ -473,7 +473,7 @@ def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None,
                         bytes=units.format_bytes(snap.cache_bytes)))
         m[0].metric(_("This step: dots with cache"), f"{c.this_dot_products_cached:,}",
                     help=_("query-key dot products this step computes with the cache: the newest query only"))
-        m[1].metric(_("This step: dots without"), f"{c.this_dot_products_uncached:,}",
+        m[1].metric(_("This step: dots without cache"), f"{c.this_dot_products_uncached:,}",
                     help=_("the same step if the whole sequence were recomputed (causal pairs: "
                            "L(L+1)/2 per head and layer)"))
         if view == "race":
@@ -499,7 +499,8 @@ def _step_line(snap: step_view.StageSnapshot) -> str:
             at=snap.at, latest=snap.latest, ms=snap.step_ms)
     eager = ops.attention_dot_products_dense(info.n_layer, info.n_head, 0, seq, cached=False)
     return what + " " + _(
-        "Since the prefill: {cached:,} dot products with the cache vs {uncached:,} without. Counted as causal "
+        "All passes so far, the prefill included: {cached:,} dot products with the cache vs {uncached:,} if every "
+        "step recomputed the whole sequence. Counted as causal "
         "pairs: a query at position p scores keys 0..p, so L(L+1)/2 per head and layer without the cache; eager "
         "attention scores all L x L ({layers} x {heads} x {seq}² = {eager:,} here) and masks the rest.").format(
         cached=c.total_dot_products_cached, uncached=c.total_dot_products_uncached, layers=info.n_layer,
@@ -576,9 +577,13 @@ def _race(snap: step_view.StageSnapshot, timing: RaceTiming | None) -> None:
         side.plotly_chart(figs.race_figure(snap, cached, font_px, height_px=190 if not present else 200),
                           config=CHART)
         dots = c.this_dot_products_cached if cached else c.this_dot_products_uncached
-        rows = c.this_kv_rows_cached if cached else c.this_kv_rows_uncached
-        side.markdown((_("**With the cache**: {dots:,} dot products, {rows:,} K/V rows") if cached else
-                       _("**Without the cache**: {dots:,} dot products, {rows:,} K/V rows")).format(dots=dots, rows=rows))
+        # K/V computed per token and layer, all heads at once: not "rows", which the stage and the lesson keep for one
+        # head's row at one cache position
+        tokens = (c.this_kv_rows_cached if cached else c.this_kv_rows_uncached) // info.n_layer
+        fed = ngettext("K and V of {n:,} token in each of {layers} layers", "K and V of {n:,} tokens in each of {layers} layers",
+                       tokens).format(n=tokens, layers=info.n_layer)
+        side.markdown((_("**With the cache**, this step: {dots:,} dot products; {fed}") if cached else
+                       _("**Without the cache**, this step: {dots:,} dot products; {fed}")).format(dots=dots, fed=fed))
     if snap.kind == "prefill":
         st.caption(_("The prefill computes every prompt row either way (nothing is cached yet): the race starts "
                      "with the first Next token."))
