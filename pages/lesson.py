@@ -209,11 +209,11 @@ def _score_to_url() -> None:
         del st.query_params[SCORE_PARAM]
 
 
-def _record(number: int, result: str, given: str) -> None:
+def _record(number: int, result: str, given: str, choice: int | None = None, room: bool = False) -> None:
     """Keep the first verdict a step earned (a later 'Show me' does not turn a right answer into 'shown')."""
     outcomes = _outcomes()
     if number not in outcomes or outcomes[number].result == "":
-        outcomes[number] = lesson.Outcome(result, given)
+        outcomes[number] = lesson.Outcome(result, given, choice, room)
 
 
 def _question_key(number: int, loaded, lang: str | None = None) -> str:
@@ -302,21 +302,22 @@ def student_box(number: int, question: lesson.Question, step: lesson.LessonStep,
     checked = row.button(_("Check"), key=f"lesson_check_{number}", type="primary", disabled=given is None)
     shown = row.button(_("Show me"), key=f"lesson_show_{number}")
     written = "" if given is None else (str(given) if question.is_choice else f"{given:g}{' ' + unit if unit else ''}")
+    choice = question.choices.index(given) if question.is_choice and given in question.choices else None
     if checked:
         if lesson.check(question, given, unit):
             st.session_state[result_key] = "right"
-            _record(number, "first try" if not st.session_state.get(tries_key) else "after a hint", written)
+            _record(number, "first try" if not st.session_state.get(tries_key) else "after a hint", written, choice)
         else:
             st.session_state[tries_key] = st.session_state.get(tries_key, 0) + 1
             if st.session_state[tries_key] >= 2:
                 st.session_state[result_key] = "wrong-shown"
-                _record(number, "shown", written)
+                _record(number, "shown", written, choice)
             else:
                 st.session_state[result_key] = "hint"
                 st.session_state[f"lesson_hint_{number}"] = lesson.hint(question, given, unit)
     if shown:
         st.session_state[result_key] = "shown"
-        _record(number, "shown", written)
+        _record(number, "shown", written, choice)
     result = st.session_state.get(result_key)
     if result == "hint":
         st.warning(_("Not yet. {hint} Try again, or press *Show me*.").format(
@@ -339,7 +340,7 @@ def _mark_room(number: int, right: bool, answer: str) -> None:
     shown) or wrong (the answer was shown). A step counts once, as for a student."""
     hinted = st.session_state.get(f"lesson_class_hint_{number}")
     result = ("after a hint" if hinted else "first try") if right else "shown"
-    _record(number, result, _("the room: {answer}").format(answer=answer) if right else _("the room"))
+    _record(number, result, _("the room: {answer}").format(answer=answer) if right else _("the room"), room=True)
 
 
 def class_box(number: int, question: lesson.Question, step: lesson.LessonStep, font_px: int) -> None:
@@ -393,9 +394,11 @@ def summary(loaded) -> None:
     rows = []
     for n, step in enumerate(lesson.STEPS, start=1):
         o = outcomes.get(n, lesson.Outcome("", ""))
+        if o.choice is not None or o.room:  # a choice's text is shown in the reader's language: ask it in this one
+            _question(n, loaded, engine)
         q = next((st.session_state[k] for lang in (i18n.current(), *i18n.LANGUAGES)  # asked in either language:
                   if (k := _question_key(n, loaded, lang)) in st.session_state), None)  # the same computed answer
-        rows.append({_("step"): n, _("the idea"): _(step.idea), _("your answer"): o.given or "—",
+        rows.append({_("step"): n, _("the idea"): _(step.idea), _("your answer"): o.shown(q),
                      _("result"): lesson.result_label(o.result), _("computed answer"): q.answer_text() if q else "—"})
     st.table(rows, hide_index=True)  # a static table: long ideas wrap instead of being cut
     row = st.container(horizontal=True)

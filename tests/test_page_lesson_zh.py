@@ -81,6 +81,22 @@ def test_a_choice_is_chinese_and_accepted_in_either_language(fresh_streamlit_cac
     assert CJK.search(lesson.hint(question, lesson.ONLY_Q))  # the targeted hint, found from the English choice
 
 
+def test_the_summary_shows_a_choice_in_the_readers_language(fresh_streamlit_caches, bundled):
+    """Issue 29: a choice answered in Chinese, then the page switched to English: the ending showed the Chinese
+    choice text under English headings. The answer is kept as the choice itself and shown in the reader's language."""
+    at = _lesson_zh(4)
+    with i18n.language(i18n.CHINESE):
+        chinese = _(lesson.NO_Q)
+    at.radio(key="lesson_answer_4").set_value(chinese).run()
+    at.button(key="lesson_check_4").click().run()
+    at.sidebar.segmented_control(key="app_language").set_value(i18n.ENGLISH).run()
+    at.segmented_control(key="step").set_value(len(lesson.STEPS) + 1).run()
+    assert not at.exception
+    table = at.table[0].value
+    assert table.loc[table["step"] == 4, "your answer"].iloc[0] == lesson.NO_Q  # English, as the page now reads
+    assert table.loc[table["step"] == 4, "result"].iloc[0] == "first try"
+
+
 def test_class_mode_and_the_summary_in_chinese(fresh_streamlit_caches):
     at = _lesson_zh(4, class_mode=True)
     at.button(key="lesson_reveal_btn_4").click().run()

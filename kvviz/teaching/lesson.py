@@ -666,6 +666,18 @@ class Outcome:
 
     result: str  # a stable value (one of RESULTS' keys); show it with result_label()
     given: str  # the student's last answer, as they wrote it ("" when none)
+    choice: int | None = None  # a multiple-choice answer's index: shown in the reader's language, not the one answered in
+    room: bool = False  # marked by the teacher for the room (class mode)
+
+    def shown(self, question: "Question | None") -> str:
+        """The answer as the summary shows it, in the current language where the question is known."""
+        if self.room:
+            right = self.result in ("first try", "after a hint")
+            return (_("the room: {answer}").format(answer=question.answer_text()) if right and question else
+                    _("the room"))
+        if self.choice is not None and question is not None and self.choice < len(question.choices):
+            return question.choices[self.choice]
+        return self.given or "—"
 
 
 RESULTS = {"first try": N_("first try"), "after a hint": N_("after a hint"), "shown": N_("shown"),
