@@ -74,7 +74,10 @@ DEFAULTS = {  # widgets are created without value=, so a link can set them befor
 # drawn after it, nothing acted on) is sent again. A click on a stage button while the queue works (Play clicked
 # while Esc's corrections still run) joins the queue behind them instead of being undone by them.
 # Streamlit's own Left/Right shortcuts listen on document (bubbling): a press on the focused history slider is
-# handled by the slider inside the app's root, and a body listener keeps it from going further. Installed once
+# handled by the slider inside the app's root, and a body listener keeps it from going further. The stage writes
+# its state into the address bar at every step (a reload replays it), and Streamlit pushes a browser history entry
+# per query change: on the stage a change of the query alone replaces the entry instead, so the browser's Back
+# leaves the page (as a teacher expects) instead of replaying the stage one step earlier. Installed once
 # per browser tab; inert off the stage. (No comments inside the script: the translation tests read every text
 # the page holds.)
 KEYS_JS = """<script>
@@ -150,6 +153,13 @@ KEYS_JS = """<script>
       }
     }});
     pump();
+  };
+  const push = history.pushState.bind(history);
+  history.pushState = (state, title, url) => {
+    let same = false;
+    try { same = !!url && !!document.querySelector(".st-key-step_btn_next") &&
+                 new URL(url, location.href).pathname === location.pathname; } catch (err) { same = false; }
+    return same ? history.replaceState(state, title, url) : push(state, title, url);
   };
   document.body.addEventListener("keydown", (e) => {
     if (SLIDER_KEYS.includes(e.key) && inSlider(e.target)) e.stopPropagation();

@@ -236,6 +236,28 @@ def test_a_reload_mid_class_replays_the_stage_to_the_same_step(app_url):  # noqa
         browser.close()
 
 
+def test_browser_back_leaves_the_stage_instead_of_replaying_it(app_url):  # noqa: F811
+    """Every step writes the stage into the address bar (a reload needs it); each write was a browser history entry,
+    so Back replayed the stage one step earlier, three Backs for three steps. Back now leaves the page."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser, tab = _open(pw, f"{app_url}/teachers")
+        tab.get_by_text("Running it for a class").wait_for()
+        _idle(tab)
+        tab.locator('[data-testid="stSidebar"] a[href*="step_through"]').first.click()  # as a teacher goes there
+        tab.wait_for_selector(".st-key-step_btn_prefill")
+        _idle(tab)
+        entries = tab.evaluate("history.length")
+        start = _prefill(tab)
+        _steps(tab, start, 3)
+        assert "steps=3" in tab.url  # the address bar keeps the state a reload needs ...
+        assert tab.evaluate("history.length") == entries  # ... without a history entry per step
+        tab.go_back()
+        tab.get_by_text("Running it for a class").wait_for()
+        browser.close()
+
+
 def _assert_fits(tab, name: str, width: int = 1280, height: int = 720) -> None:
     tab.wait_for_timeout(800)  # plotly lays out
     figure = tab.locator(".js-plotly-plot").first
