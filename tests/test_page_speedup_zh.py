@@ -44,7 +44,7 @@ def app():
 def test_form_is_chinese_before_any_run(app):
     assert not app.exception
     assert app.title[0].value == _zh("Measured speed-up") != "Measured speed-up"
-    assert app.expander[0].label == "你看到的是什么"
+    assert app.expander[0].label == "怎么看这张图"
     assert app.button(key="bench_run").label == "运行基准测试"
     assert english_leftovers(page_texts(app)) == []
 

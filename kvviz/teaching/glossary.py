@@ -177,7 +177,7 @@ VOCABULARY: dict[str, str] = {
     "interquartile range": "四分位距", "load (average)": "负载", "lesson": "课程", "hint": "提示",
     "worked answer": "详解", "teacher": "老师", "student": "学生", "presenter mode": "演示模式", "glossary": "术语表",
     "claim": "说法", "verdict": "结论", "bundled model": "内置模型", "weights": "权重", "parameters": "参数",
-    "dtype": "dtype（数据类型）", "What you are seeing": "你看到的是什么", "cached": "使用缓存",
+    "dtype": "dtype（数据类型）", "What you are seeing": "怎么看这张图", "cached": "使用缓存",
     "uncached": "不使用缓存", "recompute": "重新计算", "flat engine": "扁平引擎", "row": "行", "column": "列",
 }
 
