@@ -164,7 +164,7 @@ def test_one_rendering_per_key_term(pattern):
 # Names a Chinese page keeps as written (code, units, acronyms), ordinary English words with other senses on a page
 # ("a config key", "a field's value"), and other names that are related ideas rather than synonyms.
 KEPT_AS_WRITTEN = re.compile(r"^(?:[A-Z][a-z]+[A-Z]\w*|\w*[_^]\w*|[KMG]i?B|[A-Z]{1,4}(?:, [A-Z]{1,4})*|FLOPS?|FLOP/s)$")
-NOT_THE_TERM = {"query", "key", "value", "block table", "paging", "dispatch", "draft model", "int8", "int4",
+NOT_THE_TERM = {"query", "key", "value", "block table", "paging", "dispatch", "int8", "int4",
                 "attention score", "local attention", "fixed cost"}
 # The word also names a nearby idea: the read roof (a bandwidth roof, 读带宽上限) is not the roofline chart.
 NOT_WHEN = {"Roofline": re.compile(r"read roofline|roofline (?:fraction|verdict)", re.I)}
@@ -203,7 +203,7 @@ def test_each_glossary_term_has_one_chinese_rendering_in_the_catalog():
     ("前缀缓存", "Prefix caching"), ("prefix cache", "Prefix caching"), ("滑窗", "Sliding window"),
     ("隐藏维度", "head_dim"), ("前向传播", "Prefill"), ("多头注意力", "MHA, GQA, MQA"), ("分组查询注意力", "MHA, GQA, MQA"),
     ("Q", "Query, key, value (Q, K, V)"), ("查询", "Query, key, value (Q, K, V)"), ("解码", "Decode step"),
-    ("屋顶线", "Roofline"), ("静态缓存", "StaticCache"), ("草稿模型", "Speculative decoding"),
+    ("屋顶线", "Roofline"), ("静态缓存", "StaticCache"), ("speculative sampling", "Speculative decoding"),
 ])
 def test_glossary_search_finds_what_readers_type(typed, wanted):
     for language in (i18n.ENGLISH, i18n.CHINESE):

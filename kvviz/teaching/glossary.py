@@ -148,8 +148,7 @@ TERMS: tuple[Term, ...] = (
          "pass (like a short prefill over its KV cache) and keeps the longest run it agrees with, plus one token "
          "of its own. With greedy decoding the output is the large model's own (with sampling, the same "
          "distribution); rejected tokens' rows are dropped from the "
-         "cache (a rollback)."), "", ("assisted generation", "投机解码", "speculative sampling", "draft model",
-                                                 "草稿模型")),
+         "cache (a rollback)."), "", ("assisted generation", "投机解码", "speculative sampling")),
     Term("Prefix caching", "前缀复用（前缀缓存）",
          N_("Reusing the cached rows of a shared beginning (a system prompt) across requests, so only "
          "the new part is prefilled."), "pages/internals_prefix.py",
