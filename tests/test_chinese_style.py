@@ -213,3 +213,36 @@ def test_glossary_search_finds_what_readers_type(typed, wanted):
     if typed in ("KV Cache", "kv-cache", "KV缓存", "键值缓存", "复制头", "投机解码", "前缀缓存", "prefix cache", "滑窗",
                  "静态缓存"):
         assert glossary.find(typed) is glossary.BY_NAME[wanted], typed
+
+
+def test_english_claims_keep_their_words_and_get_a_translation_beside_them(fresh_streamlit_caches):
+    """A fact-checking page quotes a source as written: in Chinese an English quote stays English inside the
+    quotation marks, with the translation beside it (译文：…); kvviz's own verdicts say ratios in 倍."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import APP_TIMEOUT_S
+    from kvviz import claims
+
+    english = {c.key: c for c in claims.all_claims()}
+    with i18n.language(i18n.CHINESE):
+        chinese = claims.all_claims()
+    verbatim = {"gemma3-896mb", "total-work-o-n", "system-prompt-prefill"}  # English sources' own words
+    for c in chinese:
+        if c.key in verbatim:
+            assert c.quote == english[c.key].quote and not _chinese(c.quote), c.key
+            assert _chinese(c.translation) and c.translation != c.quote, c.key
+            assert english[c.key].translation == "", c.key  # an English reader reads the words themselves
+        assert not RATIO_SUFFIX.search(c.finding), (c.key, c.finding)
+    only_q = english["only-own-q"]  # a Chinese source: its words in the quote in English too, translation beside
+    assert _chinese(only_q.quote) and only_q.translation.startswith("Decode: each new token computes only Q")
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=APP_TIMEOUT_S)
+    at.query_params[i18n.QUERY_PARAM] = i18n.CHINESE
+    at.run()
+    at.switch_page("pages/claims.py").run()
+    texts = [m.value for m in at.markdown]
+    for c in chinese:
+        if c.key in verbatim:
+            at_quote = texts.index(f"**“{c.quote}”**")
+            assert texts[at_quote + 1] == f"译文：{c.translation}", c.key
