@@ -246,3 +246,29 @@ def test_english_claims_keep_their_words_and_get_a_translation_beside_them(fresh
         if c.key in verbatim:
             at_quote = texts.index(f"**“{c.quote}”**")
             assert texts[at_quote + 1] == f"译文：{c.translation}", c.key
+
+
+def test_no_internal_identifier_stands_alone_on_screen(fresh_streamlit_caches):
+    """'stored 0.17 ms, onednn 0.38 ms' and a chart titled 'head_major': a reader gets a human name (the setting's
+    value beside it where a control offers it)."""
+    import json
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import APP_TIMEOUT_S
+    from kvviz.speedup.records import FormatChoice, format_name
+
+    choice = FormatChoice("stored", (("stored", 0.17), ("onednn", 0.38)), "measured")
+    with i18n.language(i18n.CHINESE):
+        text = choice.describe()
+        assert format_name("onednn") == "oneDNN 预打包副本（onednn）" and "速度是另一种的 2.24 倍" in text
+    assert not re.search(r"(?<![(（])\b(?:stored|onednn)\b(?![)）])", text), text
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "internals_layout.py"),
+                           default_timeout=APP_TIMEOUT_S)
+    at.query_params[i18n.QUERY_PARAM] = i18n.CHINESE
+    at.run()
+    assert not at.exception
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert titles and not any(re.search(r"head_major|position_major", t) for t in titles), titles
+    assert any("预分配，头优先" in t for t in titles), titles
