@@ -77,6 +77,11 @@ def test_no_half_width_period_after_a_chinese_title():
     """'第 1 步. 标题': a Chinese heading takes a full-width colon (or none), never an English period."""
     found = [zh for _en, zh in _messages() if re.search(r"[\u4e00-\u9fff][.,;!?](?:\s|$)", _prose(zh))]
     assert not found, found[:5]
+    # nor a stray space between two Chinese characters, nor a half-width , ; : inside a Chinese sentence
+    stray = re.compile(r"[\u4e00-\u9fff] +[\u4e00-\u9fff]|[\u4e00-\u9fff][,;:](?=[\s\u4e00-\u9fff])"
+                       r"|[,;:](?=[\u4e00-\u9fff])")
+    found = [zh for _en, zh in _messages() if stray.search(_prose(zh))]
+    assert not found, found[:5]
     with i18n.language(i18n.CHINESE):
         assert i18n._("Step {number}. {title}").format(number=1, title="缓存") == "第 1 步：缓存"
 
