@@ -40,9 +40,9 @@ def _messages() -> list[tuple[str, str]]:
 
 
 def _prose(text: str) -> str:
-    """The text a reader reads as prose: code spans, placeholders' format specs kept, quoted titles removed."""
-    text = re.sub(r"`[^`]*`", " ", text)
-    return re.sub(r"“[^”]*”|「[^」]*」", " ", text)
+    """The text a reader reads as prose: code spans and quoted titles stand in as a Latin word."""
+    text = re.sub(r"`[^`]*`", "CODE", text)
+    return re.sub(r"“[^”]*”|「[^」]*」", "QUOTE", text)
 
 
 def _chinese(text: str) -> bool:
