@@ -172,7 +172,7 @@ VOCABULARY: dict[str, str] = {
     "GPU memory": "显存", "memory (RAM)": "内存", "context length": "上下文长度", "context window": "上下文窗口",
     "sequence": "序列", "position": "位置", "embedding": "嵌入", "hidden state": "隐藏状态", "logits": "logits",
     "probability": "概率", "next token": "下一个 token", "greedy": "贪心", "sampling": "采样", "temperature": "温度",
-    "top-k": "top-k", "rollback": "回滚", "step back": "后退一步", "projection": "投影", "MLP": "MLP（前馈层）",
+    "top-k": "top-k", "rollback": "回滚", "step back": "退回上一步", "projection": "投影", "MLP": "MLP（前馈层）",
     "speed-up": "加速比", "throughput": "吞吐量", "latency": "延迟", "benchmark": "基准测试", "batch": "批",
     "batch size": "批大小", "bandwidth": "带宽", "memory-bound": "访存受限", "compute-bound": "计算受限",
     "roofline": "Roofline 模型", "sliding window": "滑动窗口", "quantization": "量化", "paged": "分页", "block": "块",
