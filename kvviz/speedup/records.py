@@ -165,9 +165,12 @@ class FormatChoice:
             return None
         return max(times.values()) / times[self.chosen]
 
-    def describe(self) -> str:
-        times = _(", ").join(f"{format_name(name)} {ms:.2f} ms" for name, ms in self.ms_by_format)
-        margin, how, chosen = self.margin, _(self.how), format_name(self.chosen)
+    def describe(self, plain: bool = False) -> str:
+        """The choice and its times; a page names each format (format_name), `plain` keeps the setting values
+        (the CLI, whose --weight-format flag takes them)."""
+        name = (lambda code: code) if plain else format_name
+        times = _(", ").join(f"{name(code)} {ms:.2f} ms" for code, ms in self.ms_by_format)
+        margin, how, chosen = self.margin, _(self.how), name(self.chosen)
         if not times:
             return f"{chosen} ({how})"
         if margin is None:
