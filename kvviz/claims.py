@@ -181,13 +181,18 @@ def _figures_claim() -> Claim:
         _published_sources(), "wrong" if wrong else "holds",
         _("{wrong} of {total} figures are wrong (all Llama-3-70B rows of the dev.to calculator, {factors} too large; "
           "{binary} if GB means GiB); the others hold (some only with GB read as GiB).").format(
-              wrong=len(wrong), total=len(checks), factors=" / ".join(f"{f:.3g}x" for f in factors),
-              binary=" / ".join(f"{f:g}x" for f in binary)),
+              wrong=len(wrong), total=len(checks), factors=" / ".join(_("{factor:.3g}x").format(factor=f) for f in factors),
+              binary=" / ".join(_("{factor:g}x").format(factor=f) for f in binary)),
         tuple(_("{quote}: {verdict}. {explanation}").format(quote=_(c.figure.quote), verdict=c.verdict_text,
                                                              explanation=c.explanation) for c in checks),
         {f"{c.figure.model}@{c.figure.context_len}": c.actual_bytes for c in checks}, PAGE_MEMORY,
         {"mem_tab": "Textbook figures"},
     )
+
+
+GEMMA3_ROW = N_("Gemma 3-4B | 34 layers | 4 KV heads | head_dim 256 | 4096 | 896 MB")  # the chapter's table row
+TOTAL_ON_QUOTE = N_("KV cache: reduces time complexity from O(n²) to O(n) for generating n tokens")
+PREFILL_QUOTE = N_("For a 2048-token system prompt, that can save 50-100ms of prefill time on each request")
 
 
 # ----- memory claims ------------------------------------------------------------------------------------------
@@ -213,7 +218,7 @@ def _gemma3_claims() -> list[Claim]:
     all_global = gemma.all_global()
     flat, hybrid = kv_bytes(all_global, 4096), kv_bytes(gemma, 4096)
     wrong = Claim(
-        "gemma3-896mb", _("Gemma 3-4B | 34 layers | 4 KV heads | head_dim 256 | 4096 | 896 MB"), _akunu(), "wrong",
+        "gemma3-896mb", GEMMA3_ROW, _akunu(), "wrong",
         _("the chapter's MB is binary (it writes 8,388,608 bytes = 8 MB), so 896 MB = 896 MiB: {vs_flat:.3g}x "
           "the {flat_mib:g} MiB even an all-global cache takes, {vs_hybrid:.3g}x the {hybrid_mib:g} MiB "
           "with Gemma 3's real 5 local (window {window}) : 1 global layers.").format(
@@ -228,6 +233,7 @@ def _gemma3_claims() -> list[Claim]:
                              window=gemma.window, total=format_bytes(hybrid))),
         {"all_global_bytes": flat, "hybrid_bytes": hybrid}, PAGE_MEMORY,
         {"mem_preset": "gemma-3-4b", "mem_context": "4096", "mem_tab": "Per layer"},
+        translation=translation_beside(GEMMA3_ROW),
     )
     llama70 = get_preset("llama-3-70b").kv
     # (the row as the chapter prints it, kvviz's config for it, tokens, printed MiB)
@@ -267,6 +273,12 @@ ZHIHU_TRANSLATION = ("Take GPT3-175B as an example: storing the KV cache in floa
 VISUALISER_TITLE = "KV Cache 原理"  # the interactive page's title, as published
 VISUALISER_QUOTE = "例:32层 × 4096长度 × 4096维 × 2 × 2B ≈ 4GB/样本"
 VISUALISER_TRANSLATION = "e.g. 32 layers × 4096 length × 4096 dims × 2 × 2B ≈ 4GB per sample"
+
+
+def translation_beside(english: str) -> str:
+    """An English source's words stay the card's quote as published; a reader of Chinese gets the catalog's
+    translation beside them (译文), never a translation inside the quotation marks. `english` is marked N_()."""
+    return _(english) if i18n.current() == i18n.CHINESE else ""
 
 
 def translated(translation: str) -> str:
@@ -334,8 +346,8 @@ def _only_q_claim() -> Claim:
     q_only = s.n_layer * s.n_embd * s.n_head * s.head_dim
     original = "Decode 阶段每个新 token 只算 Q,K/V 从 Cache 读"  # the source's own words (Chinese)
     return Claim(
-        # English: a translation of the source's words; Chinese: the words as written (the catalog gives them).
-        "only-own-q", _("Decode: each new token computes only Q; K/V are read from the cache"),
+        # The source's words as written (Chinese); outside Chinese, a translation beside them.
+        "only-own-q", original,
         _undated(_("Jimmy Song, AI handbook, 'KV 缓存' (KV cache): '{quote}'").format(quote=original),
                  "https://jimmysong.io/book/ai-handbook/fundamentals/kv-cache"), "wrong",
         _("the new token computes its own Q, K and V (K and V are appended to the cache): "
@@ -344,6 +356,7 @@ def _only_q_claim() -> Claim:
             ops=step.qkv_proj),
          _("Q alone: 12 x 768 x 768 = {ops:,} ops").format(ops=q_only)),
         {"qkv_ops": step.qkv_proj, "q_only_ops": q_only}, PAGE_STEP,
+        translation=translated(_("Decode: each new token computes only Q; K/V are read from the cache")),
     )
 
 
@@ -353,7 +366,7 @@ def _total_on_claim(n: int = 1000) -> Claim:
     heads = s.n_layer * s.n_head
     per_head_c, per_head_u = cached.attention_dot_products // heads, uncached.attention_dot_products // heads
     return Claim(
-        "total-work-o-n", _("KV cache: reduces time complexity from O(n²) to O(n) for generating n tokens"),
+        "total-work-o-n", TOTAL_ON_QUOTE,
         _undated(_("Zack Hubert, '{title}'").format(title=SOURCE_TITLES[1]), "https://zhubert.com/transformer/kv-cache/"),
         "partly true",
         _("true only for the projections and MLP (one token per step, n in total); attention is O(n) per step and "
@@ -364,6 +377,7 @@ def _total_on_claim(n: int = 1000) -> Claim:
              dots=per_head_u, ratio=per_head_u / per_head_c)),
         {"cached_dots_per_head": per_head_c, "uncached_dots_per_head": per_head_u}, PAGE_OPS,
         {"ops_model": "gpt2", "ops_prompt": "1", "ops_new": "1000", "ops_tab": "Per component"},
+        translation=translation_beside(TOTAL_ON_QUOTE),
     )
 
 
@@ -463,8 +477,7 @@ def prefill_claim(gpu: str = DEFAULT_GPU, prompt: int = 2048) -> Claim:
             name=fastest_apple.name, ms=exact / fastest_apple.peak_flops * 1000),
     ]
     return Claim(
-        "system-prompt-prefill", _("For a 2048-token system prompt, that can save 50-100ms of prefill time on each "
-                                   "request"), _akunu(), verdict,
+        "system-prompt-prefill", PREFILL_QUOTE, _akunu(), verdict,
         _("for an 8B model (the chapter's running example, LLaMA 3-8B) on the {gpu} the prefill takes at least "
           "{ms:,.0f} ms (100% of its {precision} peak): {how}").format(
               gpu=g.name, ms=ms, precision=g.precision, how=how) + hardware,
@@ -472,6 +485,7 @@ def prefill_claim(gpu: str = DEFAULT_GPU, prompt: int = 2048) -> Claim:
         {"rule_flops": rule, "exact_flops": exact, "ms_at_peak": round(ms, 3), "gpu": g.name,
          "peak_flops": g.peak_flops, "bandwidth_bytes_per_s": g.bandwidth_bytes_per_s}, PAGE_OPS,
         {"ops_model": "llama-3-8b", "ops_prompt": str(prompt), "ops_new": "1", "ops_tab": "Per component"},
+        translation=translation_beside(PREFILL_QUOTE),
     )
 
 

@@ -81,7 +81,7 @@ m[3].metric(_("Copied per new token"), f"{cost.copied_bytes:,} B",
 mask = layout.head_read_mask(name, shape, int(head), int(seq_len))
 row = layout.picture_row_elems(name, shape, int(seq_len))
 st.plotly_chart(fig.layout_read_map(mask, row, 4, _("Layer {layer} buffer, {name}: what head {head} reads (dark); "
-                                                     "the element above (red x)").format(layer=layer, name=name,
+                                                     "the element above (red x)").format(layer=layer, name=layout.short_name(name),
                                                                                           head=head), offset), **PLOT)
 
 st.subheader(_("The price of appending: copy or write in place"))

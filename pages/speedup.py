@@ -16,7 +16,7 @@ from kvviz.speedup import machine, tables
 from kvviz.model import loading
 from kvviz import ui
 from kvviz.speedup.noise import Comparison, Timing, load_avg_1min, load_label
-from kvviz.speedup.records import ESTIMATOR, MODE_LABELS, BenchResult
+from kvviz.speedup.records import ESTIMATOR, MODE_LABELS, BenchResult, format_name
 from kvviz.speedup.settings import (PAGE_BUDGET_S, WEIGHT_FORMAT_CHOICES, BenchInputError, BenchSettings, duration,
                                    validate, whole)
 from kvviz.figures import MAX_LEGEND_ENTRIES
@@ -136,7 +136,7 @@ def render_results(result: BenchResult) -> None:
     speedup_metric(cols[0], _("DynamicCache vs no cache"), result, "dynamic")
     speedup_metric(cols[1], _("Flat cache vs no cache"), result, "preallocated")
     choice = result.weight_choice
-    cols[2].metric(_("Weight format (measured)"), choice.chosen,
+    cols[2].metric(_("Weight format (measured)"), format_name(choice.chosen),
                    _("{margin:.2f}x faster than the other").format(margin=choice.margin) if choice.margin
                    else _(choice.how), delta_color="off")
     cols[3].metric(_("Flat cache, share of read roofline"),
@@ -191,7 +191,7 @@ def explain(result: BenchResult) -> None:
         parts.append(_("pre-allocating the cache inside transformers (StaticCache vs DynamicCache) gives "
                        "{ratio:.2f}x").format(ratio=result.speedup("static", "dynamic")))
         parts.append(_("the flat engine over StaticCache (no mask or cache bookkeeping, weights {format}) "
-                       "{ratio:.2f}x").format(format=result.weight_choice.chosen,
+                       "{ratio:.2f}x").format(format=format_name(result.weight_choice.chosen),
                                               ratio=result.speedup("preallocated", "static")))
     if result.weight_choice.margin:
         parts.append(_("the weight kernel alone: {kernel}").format(kernel=result.weight_choice.describe()))
@@ -299,7 +299,7 @@ def batch_section(spec: str, threads: int) -> None:
             first_tps=first.tokens_per_s, last_tps=last.tokens_per_s,
             gain=last.tokens_per_s / first.tokens_per_s, context=sweep.context,
             overtake=sweep.kv_overtakes_at_batch, model=loading.label_in_language(sweep.model_label), threads=sweep.threads,
-            format=sweep.weight_format))
+            format=format_name(sweep.weight_format)))
 
 
 @st.cache_resource(show_spinner=False)

@@ -63,7 +63,7 @@ def test_every_internals_page_speaks_chinese_and_english_comes_back(name):
     at = _app(name, i18n.CHINESE)
     assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
     assert at.title[0].value == TITLES[name][1]
-    assert at.expander[0].label == "你看到的是什么"
+    assert at.expander[0].label == "怎么看这张图"
     assert _leftovers(at) == []
     if name != "prefix":  # the prefix page draws its charts only after a measurement (below)
         assert at.get("plotly_chart")

@@ -45,7 +45,7 @@ def test_steps_show_chinese_with_their_worked_answers(fresh_streamlit_caches):
         assert title in progress and CJK.search(title) and f"第 {number} 步" in progress
         at.button(key=f"lesson_show_{number}").click().run()  # the worked answer and its figures
         assert not at.exception
-        assert at.info and at.info[0].value.startswith("计算出的答案是")
+        assert at.info and at.info[0].value.startswith("正确答案是")
         assert not _leftovers(at, number), (number, _leftovers(at, number))
         link = next(p for p in _page_links(at) if p.label.startswith("在完整页面中查看"))
         assert parse_qs(link.query_string)[i18n.QUERY_PARAM] == [i18n.CHINESE]  # the full page opens in Chinese

@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
-from kvviz.speedup.records import ESTIMATOR, BenchResult
+from kvviz.speedup.records import ESTIMATOR, BenchResult, format_name
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "speedup.py")
 RESULT_KEY = "bench_result"
@@ -55,7 +55,8 @@ def test_tiny_benchmark_end_to_end_shows_charts(app):
     assert len(app.get("plotly_chart")) == 4
     metrics = {m.label: m.value for m in app.metric}
     assert metrics["Flat cache vs no cache"] == f"{result.speedup('preallocated'):.2f}x"
-    assert metrics["Weight format (measured)"] == result.weight_choice.chosen
+    assert metrics["Weight format (measured)"] == format_name(result.weight_choice.chosen)  # a human name
+    assert f"({result.weight_choice.chosen})" in metrics["Weight format (measured)"]  # and the setting's value
     roof = metrics["Flat cache, share of read roofline"]
     assert roof == "disturbed" or roof.endswith("%")
     table = app.dataframe[0].value

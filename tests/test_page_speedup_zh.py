@@ -44,7 +44,7 @@ def app():
 def test_form_is_chinese_before_any_run(app):
     assert not app.exception
     assert app.title[0].value == _zh("Measured speed-up") != "Measured speed-up"
-    assert app.expander[0].label == "你看到的是什么"
+    assert app.expander[0].label == "怎么看这张图"
     assert app.button(key="bench_run").label == "运行基准测试"
     assert english_leftovers(page_texts(app)) == []
 
@@ -72,7 +72,7 @@ def test_tiny_run_and_batch_sweep_leave_no_english_sentence(app):
     metrics = {m.label: m.value for m in app.metric}
     assert metrics["扁平缓存相对不使用缓存"] == f"{result.speedup('preallocated'):.2f}x"
     why = next(m.value for m in app.markdown if "远低于运算量之比" in m.value)
-    assert f"（{result.speedup('preallocated'):.1f}x）" in why and _zh(ESTIMATOR) in why
+    assert f"（{result.speedup('preallocated'):.1f} 倍）" in why and _zh(ESTIMATOR) in why
     assert any("**int8 权重**。" in m.value for m in app.markdown)
     # CommonMark leaves "**" after full-width punctuation and before a character unclosed: bold must end before it
     assert not [m.value for m in app.markdown if re.search(r"[。：；，）]\*\*[^\s\W]", m.value)]

@@ -80,7 +80,7 @@ def format_report(result: BenchResult) -> str:
         f"prompt {s.prompt_len} tokens, {s.new_tokens} new tokens, {s.repeats} rounds (+{s.warmup} warm-up); "
         f"{m.cpu}, {m.threads} threads ({m.thread_reason}), torch {m.torch_version}, {m.dtype}",
         f"load average before {m.load_before[0]:.2f}, after {m.load_after[0]:.2f} (1 min)",
-        f"flat engine weights: {result.weight_choice.describe()}",
+        f"flat engine weights: {result.weight_choice.describe(plain=True)}",
         *([result.compile_note] if result.compile_note else []),
         f"speed-up estimator: {ESTIMATOR}",
         "",

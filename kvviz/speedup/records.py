@@ -140,6 +140,15 @@ class MachineInfo:
     attn_implementation: str
 
 
+# The flat engine's weight formats by a human name (the setting's own value in brackets: the radio offers it).
+FORMAT_NAMES = {"stored": N_("MKL on the model's layout"), "onednn": N_("oneDNN-packed copies")}
+
+
+def format_name(code: str) -> str:
+    """A weight format as a reader sees it: 'MKL on the model's layout (stored)', in the current language."""
+    return _("{name} ({code})").format(name=_(FORMAT_NAMES[code]), code=code) if code in FORMAT_NAMES else code
+
+
 @dataclass(frozen=True)
 class FormatChoice:
     """How the flat engine's fp32 weights were held, and the measurement that decided it."""
@@ -156,15 +165,18 @@ class FormatChoice:
             return None
         return max(times.values()) / times[self.chosen]
 
-    def describe(self) -> str:
-        times = ", ".join(f"{name} {ms:.2f} ms" for name, ms in self.ms_by_format)
-        margin, how = self.margin, _(self.how)
+    def describe(self, plain: bool = False) -> str:
+        """The choice and its times; a page names each format (format_name), `plain` keeps the setting values
+        (the CLI, whose --weight-format flag takes them)."""
+        name = (lambda code: code) if plain else format_name
+        times = _(", ").join(f"{name(code)} {ms:.2f} ms" for code, ms in self.ms_by_format)
+        margin, how, chosen = self.margin, _(self.how), name(self.chosen)
         if not times:
-            return f"{self.chosen} ({how})"
+            return f"{chosen} ({how})"
         if margin is None:
-            return _("{chosen} ({how}; one decode step: {times})").format(chosen=self.chosen, how=how, times=times)
+            return _("{chosen} ({how}; one decode step: {times})").format(chosen=chosen, how=how, times=times)
         return _("{chosen} ({how}, {margin:.2f}x faster; one decode step: {times})").format(
-            chosen=self.chosen, how=how, margin=margin, times=times)
+            chosen=chosen, how=how, margin=margin, times=times)
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ TERMS: tuple[Term, ...] = (
          "head and a **key** and a **value** for every K/V head, each of head_dim numbers (with grouped-query "
          "attention several query heads share one K/V head). The newest token's **query** is scored against the **keys** of every "
          "token so far (its own included); the softmax of the scores weights an average of their **values**."),
-         "pages/step_through.py", ("Q", "K", "V")),
+         "pages/step_through.py", ("Q", "K", "V", "query", "key", "value", "查询", "键", "值")),
     Term("Attention head", "注意力头",
          N_("One of several attention computations that run side by side in a layer, each with its own "
          "query of head_dim numbers. In multi-head attention each head also has its own key and value; with GQA "
@@ -66,7 +66,7 @@ TERMS: tuple[Term, ...] = (
          N_("The keys and values of every token processed so far, kept in memory for every layer and K/V "
          "head, so that each new token computes only its own row instead of recomputing all of them. Shape per "
          "layer: [batch, kv_heads, seq_len, head_dim]. It is exact: a cached run gives the same tokens as an "
-         "uncached one."), "pages/step_through.py", ("past_key_values", "DynamicCache")),
+         "uncached one."), "pages/step_through.py", ("past_key_values", "DynamicCache", "key-value cache", "键值缓存")),
     Term("Prefill", "预填充",
          N_("The first forward pass: the whole prompt at once. It writes one K row and one V row per prompt "
          "token into every layer's cache, and predicts the first new token."), "pages/step_through.py"),
@@ -77,20 +77,22 @@ TERMS: tuple[Term, ...] = (
          N_("One attention score q · k: multiply a query and a key number by number and add up the "
          "head_dim products. A cached step computes one row of them per head (one per key, its own included); "
          "an uncached step recomputes the whole triangle. kvviz counts the causal pairs L(L+1)/2; eager attention "
-         "computes all L x L and masks the future ones."), "pages/attention_ops.py", ("QK^T",)),
+         "computes all L x L and masks the future ones."), "pages/attention_ops.py", ("QK^T", "attention score", "注意力分数")),
     Term("Causal mask", "因果掩码",
          N_("A token may attend only to itself and earlier tokens, never to later ones: the attention "
          "matrix is a triangle. This is why earlier K and V never change, and why caching them is exact."),
          "pages/attention_patterns.py"),
-    Term("Induction head", "归纳头",
+    Term("Induction head", "归纳头（复制头）",
          N_("A head that copies: when the newest token appeared earlier, it attends to the token that "
          "came right *after* that earlier occurrence, so the model can predict it again. It is why any old row "
-         "of the cache may matter."), "pages/attention_patterns.py", ("copying head",)),
+         "of the cache may matter."), "pages/attention_patterns.py", ("copying head", "复制头", "copy head")),
     Term("MHA, GQA, MQA", "多头注意力 (MHA)、分组查询注意力 (GQA)、多查询注意力 (MQA)",
          N_("Multi-head attention (MHA) gives every query head its own K/V head. Grouped-query "
          "attention (GQA) lets a group of query heads share one K/V head (Llama-3-8B: 32 query heads, 8 K/V "
          "heads), shrinking the cache by the group size. Multi-query attention (MQA) shares a single K/V head "
-         "among all of them."), "pages/memory_budget.py", ("grouped-query attention", "multi-query attention")),
+         "among all of them."), "pages/memory_budget.py", ("grouped-query attention", "multi-query attention",
+                                                        "multi-head attention", "多头注意力", "分组查询注意力",
+                                                        "多查询注意力")),
     Term("MLA", "多头潜在注意力 (MLA)",
          N_("Multi-head latent attention (DeepSeek-V2/V3): the cache stores one small compressed latent vector "
          "per token and layer (plus a small shared positional key) instead of full K and V per head; the heads' "
@@ -112,26 +114,30 @@ TERMS: tuple[Term, ...] = (
     Term("Roofline", "Roofline 模型",
          N_("A chart of a chip's two ceilings: FLOP/s is capped by the compute peak, and by memory bandwidth "
          "x arithmetic intensity. Low-intensity work (a decode step) sits under the sloped memory roof, "
-         "high-intensity work (prefill) under the flat compute roof."), "pages/speedup.py"),
+         "high-intensity work (prefill) under the flat compute roof."), "pages/speedup.py",
+         ("roofline model", "屋顶线", "屋顶模型", "带宽上限", "算力上限")),
     Term("Overhead", "固定开销",
          N_("Time a step pays whatever its size: Python, PyTorch's per-operator dispatch, and on a GPU the "
          "CPU's time to launch each kernel. For a small model a cached step is mostly overhead, so it is far "
-         "less than the op ratio faster."), "pages/speedup.py"),
+         "less than the op ratio faster."), "pages/speedup.py",
+         ("fixed cost", "开销", "dispatch")),
     Term("Paged blocks", "分页块",
          N_("How serving engines (vLLM's PagedAttention) store the cache: fixed-size blocks of, say, 16 "
          "tokens, allocated as a sequence grows and shared between sequences with a common prefix, instead of "
          "one buffer pre-allocated for the maximum length."), "pages/internals_paging.py",
-         ("PagedAttention", "block table")),
+         ("PagedAttention", "block table", "paging", "分页注意力", "块表")),
     Term("Sliding window", "滑动窗口",
          N_("A layer that attends only to the last W tokens (Mistral; Gemma's local layers), so its cache "
          "stops growing. transformers keeps W - 1 rows between steps (the newest token is attended to before it "
-         "is stored); kvviz's memory figures count W."), "pages/internals_window.py"),
+         "is stored); kvviz's memory figures count W."), "pages/internals_window.py",
+         ("sliding window attention", "SWA", "滑窗", "local attention", "局部注意力")),
     Term("Quantized cache", "量化缓存",
          N_("Storing K and V in 8 or 4 bits instead of 16 or 32, with an fp16 scale and zero point per group "
          "of {group} numbers, for a small error in attention. Counting those, int8 takes {int8_fp16:.0%} of "
          "fp16's bytes and int4 {int4_fp32:.1%} of fp32's (a cache {int8_fp16_x:.2f} to {int4_fp32_x:.1f} times "
          "smaller); the recent tokens transformers keeps unquantized (up to {residual} of them) shrink the saving "
-         "further."), "pages/internals_quant.py"),
+         "further."), "pages/internals_quant.py",
+         ("KV cache quantization", "int8", "int4", "KV 量化", "缓存量化")),
     Term("StaticCache", "静态缓存 (StaticCache)",
          N_("transformers' cache that allocates K and V for a fixed maximum length up front (one buffer per "
          "layer, filled as tokens arrive) instead of growing like DynamicCache. Its shape never changes, so the "
@@ -142,11 +148,11 @@ TERMS: tuple[Term, ...] = (
          "pass (like a short prefill over its KV cache) and keeps the longest run it agrees with, plus one token "
          "of its own. With greedy decoding the output is the large model's own (with sampling, the same "
          "distribution); rejected tokens' rows are dropped from the "
-         "cache (a rollback)."), "", ("assisted generation", "投机解码")),
+         "cache (a rollback)."), "", ("assisted generation", "投机解码", "speculative sampling")),
     Term("Prefix caching", "前缀复用（前缀缓存）",
          N_("Reusing the cached rows of a shared beginning (a system prompt) across requests, so only "
          "the new part is prefilled."), "pages/internals_prefix.py",
-         ("prefix reuse",)),
+         ("prefix reuse", "prefix cache", "prompt caching", "前缀缓存", "前缀复用", "RadixAttention")),
     Term("Bytes: GB and GiB", "字节：GB 与 GiB",
          N_("kvviz's one rule: GB, MB, KB are decimal (10^9, 10^6, 10^3 bytes); GiB, MiB, KiB are "
          "binary (2^30, 2^20, 2^10). A figure printed as 'GB' is read as decimal first; when only the binary "
@@ -166,7 +172,7 @@ VOCABULARY: dict[str, str] = {
     "GPU memory": "显存", "memory (RAM)": "内存", "context length": "上下文长度", "context window": "上下文窗口",
     "sequence": "序列", "position": "位置", "embedding": "嵌入", "hidden state": "隐藏状态", "logits": "logits",
     "probability": "概率", "next token": "下一个 token", "greedy": "贪心", "sampling": "采样", "temperature": "温度",
-    "top-k": "top-k", "rollback": "回滚", "step back": "后退一步", "projection": "投影", "MLP": "MLP（前馈层）",
+    "top-k": "top-k", "rollback": "回滚", "step back": "退回上一步", "projection": "投影", "MLP": "MLP（前馈层）",
     "speed-up": "加速比", "throughput": "吞吐量", "latency": "延迟", "benchmark": "基准测试", "batch": "批",
     "batch size": "批大小", "bandwidth": "带宽", "memory-bound": "访存受限", "compute-bound": "计算受限",
     "roofline": "Roofline 模型", "sliding window": "滑动窗口", "quantization": "量化", "paged": "分页", "block": "块",
@@ -177,7 +183,7 @@ VOCABULARY: dict[str, str] = {
     "interquartile range": "四分位距", "load (average)": "负载", "lesson": "课程", "hint": "提示",
     "worked answer": "详解", "teacher": "老师", "student": "学生", "presenter mode": "演示模式", "glossary": "术语表",
     "claim": "说法", "verdict": "结论", "bundled model": "内置模型", "weights": "权重", "parameters": "参数",
-    "dtype": "dtype（数据类型）", "What you are seeing": "你看到的是什么", "cached": "使用缓存",
+    "dtype": "dtype（数据类型）", "What you are seeing": "怎么看这张图", "cached": "使用缓存",
     "uncached": "不使用缓存", "recompute": "重新计算", "flat engine": "扁平引擎", "row": "行", "column": "列",
 }
 
@@ -190,11 +196,29 @@ def english_names(term: Term) -> list[str]:
     return [term.name, *parts, *term.also]
 
 
+def _norm(text: str) -> str:
+    """What a reader's typing and a name share: case, spaces, hyphens and underscores aside ("KV-Cache",
+    "kv cache" and "KV缓存" are one name)."""
+    return re.sub(r"[\s\-_]+", "", text.strip().lower())
+
+
+def _chinese_names(term: Term) -> list[str]:
+    """A term's Chinese names: "前缀复用（前缀缓存）" -> 前缀复用, 前缀缓存; "查询 (Q)、键 (K)、值 (V)" -> 查询, 键, 值."""
+    names = []
+    for part in term.zh.split("、"):
+        names.append(re.sub(r"\s*[(（][^)）]*[)）]", "", part).strip())
+        names += [a.strip() for a in re.findall(r"[(（]([^)）]*)[)）]", part)]
+    return [n for n in names if n]
+
+
 def find(word: str) -> Term | None:
-    """The term named `word` (or one of its other names, English or Chinese), case-insensitive."""
-    w = word.strip().lower()
+    """The term named `word` (its English or Chinese name, or one of its other names), case, spaces and hyphens
+    aside."""
+    w = _norm(word)
+    if not w:
+        return None
     for t in TERMS:
-        if w == t.name.lower() or w == t.zh.lower() or w in (a.lower() for a in t.also):
+        if w in (_norm(n) for n in (t.name, t.zh, *_chinese_names(t), *t.also)):
             return t
     return None
 
@@ -255,8 +279,13 @@ def matches(term: Term, needle: str) -> bool:
         return True
     if any(n == t.name.lower() for t in TERMS):  # the English name a link carries (a Chinese search still lists)
         return n == term.name.lower()
-    haystack = (term.name, term.zh, term.definition, definition_text(term), *term.also)
-    return any(n in h.lower() for h in haystack)
+    named = find(needle)
+    if named is not None and named is term:  # a name or alias typed as readers write it (KV Cache, 复制头)
+        return True
+    with i18n.language(i18n.CHINESE):  # a Chinese word finds its term whichever language the page is in
+        chinese = definition_text(term)
+    haystack = (term.name, term.zh, term.definition, definition_text(term), chinese, *term.also)
+    return any(n in h.lower() or _norm(needle) in _norm(h) for h in haystack)
 
 
 def help_text(word: str) -> str:

@@ -57,7 +57,9 @@ def _inline(text: str) -> str:
             continue
         part = html.escape(part, quote=False)
         part = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", part)
-        part = re.sub(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])", r"<i>\1</i>", part)
+        # Not `\w` around the stars: it matches CJK, so "在*每一*层" printed its asterisks. Only a Latin letter or
+        # digit beside a star (a*b*c, 2*3) keeps it literal.
+        part = re.sub(r"(?<![A-Za-z0-9_*])\*(?!\s)(.+?)(?<!\s)\*(?![A-Za-z0-9_*])", r"<i>\1</i>", part)
         done.append(part)
     return "".join(done)
 

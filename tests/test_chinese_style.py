@@ -1,0 +1,279 @@
+"""Chinese that reads native (issue #31): the catalog check of the issue's "Done when", message by message.
+
+- no "Nx" / "N×" ratio suffix in Chinese prose, and none of the ambiguous 倍 phrasings ("小多少倍", "少读 4 倍",
+  "节省 T/3 倍", "快 N 倍", "多出 …x"): a ratio reads 是…的 N 倍 or 减少到 1/N;
+- no half-width period after a Chinese step title ("第 1 步. "), no calques the reviewer flagged;
+- no markdown *italics* around Chinese (they print as asterisks or look wrong on CJK), and the handout renders a
+  starred Chinese word as italics, never as literal asterisks;
+- one Chinese rendering per glossary term (and per term of the issue's list) wherever the English term appears;
+- the glossary search finds what readers type (KV Cache, 复制头, 投机解码, 前缀缓存, the lesson's own words).
+Quotes of the seeds, shown as their authors wrote them, are set aside.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from kvviz import i18n
+from kvviz.i18n import catalog
+from kvviz.teaching import glossary, handout, lesson
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+# A seed quoted as its author wrote it (the Chinese visualiser's "加速比约 500x"): not our prose.
+QUOTED_AS_WRITTEN = {"with a KV cache, generating {n} tokens takes ~500x fewer computations."}
+
+
+def _messages() -> list[tuple[str, str]]:
+    """(English msgid, Chinese msgstr) for every translated message (each plural form too)."""
+    held = catalog.read(i18n.catalog_path(i18n.CHINESE))
+    out = []
+    for m in held:
+        if not m.id or not m.string:
+            continue
+        ids = m.id if isinstance(m.id, tuple) else (m.id,)
+        strings = m.string if isinstance(m.string, tuple) else (m.string,)
+        if ids[0] in QUOTED_AS_WRITTEN:
+            continue
+        out += [(ids[0], s) for s in strings if s]
+    return out
+
+
+def _prose(text: str) -> str:
+    """The text a reader reads as prose: code spans and quoted titles stand in as a Latin word."""
+    text = re.sub(r"`[^`]*`", "CODE", text)
+    return re.sub(r"“[^”]*”|「[^」]*」", "QUOTE", text)
+
+
+def _chinese(text: str) -> bool:
+    return bool(CJK.search(text))
+
+
+# A number or a placeholder with x/× glued on ("11.0x", "{ratio:.2f}x", "4×"): an English ratio suffix.
+RATIO_SUFFIX = re.compile(r"(?:\d|\})[x×](?![\w{(])")
+AMBIGUOUS_BEI = re.compile(r"小多少倍|小\s*[\d{][^。；，]{0,16}倍|少读\s*[\d{]|节省[^。；]{0,12}倍|快\s*[\d{][^。；，]{0,16}倍"
+                           r"|多出\s*[\d{][^。；]{0,16}(?:倍|x)")
+
+
+def test_no_english_ratio_suffix_in_chinese_prose():
+    found = [(en[:60], zh[:80]) for en, zh in _messages() if _chinese(zh) and RATIO_SUFFIX.search(_prose(zh))]
+    assert not found, f"{len(found)} messages write a ratio as 'Nx' in Chinese, e.g. {found[:5]}"
+
+
+def test_no_ambiguous_bei():
+    found = [(en[:60], zh[:80]) for en, zh in _messages() if AMBIGUOUS_BEI.search(_prose(zh))]
+    assert not found, f"{len(found)} messages say 小/少/快/节省/多出 … 倍, e.g. {found[:5]}"
+
+
+def test_regexes_catch_what_they_name():
+    assert RATIO_SUFFIX.search("多出 {ratio:.1f}x。") and RATIO_SUFFIX.search("吞吐量为 11.0x")
+    assert not RATIO_SUFFIX.search("{n_layer} x {n_head} = 12") and not RATIO_SUFFIX.search("0x10 地址 2 × 3")
+    for bad in ("它的缓存小多少倍？", "少读 4 倍字节", "约节省 T/3 倍", "快 {ratio:.2f} 倍", "多出 {ratio:.1f}x"):
+        assert AMBIGUOUS_BEI.search(bad), bad
+    assert not AMBIGUOUS_BEI.search("后者是前者的 {ratio:.1f} 倍") and not AMBIGUOUS_BEI.search("减少到 1/4")
+
+
+def test_no_half_width_period_after_a_chinese_title():
+    """'第 1 步. 标题': a Chinese heading takes a full-width colon (or none), never an English period."""
+    found = [zh for _en, zh in _messages() if re.search(r"[\u4e00-\u9fff][.,;!?](?:\s|$)", _prose(zh))]
+    assert not found, found[:5]
+    # nor a stray space between two Chinese characters, nor a half-width , ; : inside a Chinese sentence
+    stray = re.compile(r"[\u4e00-\u9fff] +[\u4e00-\u9fff]|[\u4e00-\u9fff][,;:](?=[\s\u4e00-\u9fff])"
+                       r"|[,;:](?=[\u4e00-\u9fff])")
+    found = [zh for _en, zh in _messages() if stray.search(_prose(zh))]
+    assert not found, found[:5]
+    with i18n.language(i18n.CHINESE):
+        assert i18n._("Step {number}. {title}").format(number=1, title="缓存") == "第 1 步：缓存"
+
+
+# The reviewer's calques: each has a native rendering now.
+CALQUES = ("你看到的是什么", "站在虚线上", "对比赛跑", "恰好大小", "缓存簿记", "测量上下文扫描", "计算出的答案是",
+           "窗口下方的完整层数", "权重在缓存中", "连 1 个新 token 都放不下")
+
+
+def test_no_flagged_calque():
+    found = [(c, zh[:60]) for _en, zh in _messages() for c in CALQUES if c in zh]
+    assert not found, found
+    assert all(c not in v for c in CALQUES for v in glossary.VOCABULARY.values())
+
+
+_BOLD = re.compile(r"\*\*.+?\*\*", re.S)
+_ITALIC = re.compile(r"(?<!\*)\*(?![*\s])([^*\n]+?)(?<![*\s])\*(?!\*)")
+
+
+def test_no_markdown_italics_around_chinese():
+    found = []
+    for en, zh in _messages():
+        for run in _ITALIC.findall(_BOLD.sub(" ", re.sub(r"`[^`]*`", " ", zh))):
+            if _chinese(run):
+                found.append((run, en[:50]))
+    assert not found, f"{len(found)} Chinese runs in *italics*: {found[:6]}"
+
+
+@pytest.mark.parametrize("text, html", [
+    ("在*每一*层追加", "<p>在<i>每一</i>层追加</p>"),
+    ("紧跟在它*后面*的 token", "<p>紧跟在它<i>后面</i>的 token</p>"),
+    ("in *every* layer", "<p>in <i>every</i> layer</p>"),
+    ("a*b*c and 2 * 3", "<p>a*b*c and 2 * 3</p>"),  # Latin letters beside the stars: not emphasis
+    ("**粗体**与*斜体*", "<p><b>粗体</b>与<i>斜体</i></p>"),
+])
+def test_handout_italics_never_print_asterisks_beside_chinese(text, html):
+    assert handout.markdown_html(text) == html
+
+
+def test_the_chinese_handout_prints_no_asterisk(bundled):
+    from kvviz.step.engine import StepEngine
+
+    engine = StepEngine(bundled)
+    with i18n.language(i18n.CHINESE):
+        steps = lesson.STEPS[:3]
+        doc = handout.handout_html(steps, [s.ask(engine) for s in steps], "GPT-2")
+    body = re.sub(r"<script.*?</script>|<div class=\"plotly-graph-div\".*?</div>|<style.*?</style>", " ", doc,
+                  flags=re.S)
+    text = re.sub(r"<[^>]+>", " ", body[body.index("<body>"):])
+    assert "*" not in text and "第 1 步：" in text
+
+
+# One Chinese rendering per concept: the English term (a regex over the msgid, code spans and quotes aside) ->
+# the Chinese every message that says it uses, and the variants it replaced (none may appear anywhere).
+TERMS = {
+    r"\bhidden size\b": ("隐藏维度", ("隐藏层宽度", "隐藏层维度", "隐藏大小")),
+    r"\bforward pass": ("前向传播", ("前向计算", "正向传播", "前向过程")),
+    r"\bcompute (?:roof|ceiling)": ("算力上限", ("计算屋顶", "计算上限")),
+    r"\bmemory (?:roof|ceiling)": ("内存带宽上限", ("访存屋顶", "内存上限")),
+    r"\bread roof(?!line)": ("读带宽上限", ("读上限",)),
+    r"\bGPT-2 124M shape": ("GPT-2 124M 结构", ("124M 规模", "124M 形状")),
+    r"\blog scale": ("对数刻度", ("对数坐标", "对数尺度")),
+    r"\bRepeat a pattern\b": ("重复一个模式", ("重复模式",)),
+    r"^Back$": ("上一步", ("后退",)),
+    r"\bGPU memory\b": ("显存", ("GPU 内存",)),
+}
+
+
+def _english(en: str) -> str:
+    return re.sub(r"""`[^`]*`|"[^"]*"|'[^']*'""", " ", en)
+
+
+@pytest.mark.parametrize("pattern", list(TERMS))
+def test_one_rendering_per_key_term(pattern):
+    chinese, variants = TERMS[pattern]
+    off = [(en[:60], zh[:60]) for en, zh in _messages()
+           if re.search(pattern, _english(en), re.I) and chinese not in zh]
+    assert not off, f"{pattern!r} is not {chinese} in {off[:5]}"
+    used = [(v, zh[:60]) for _en, zh in _messages() for v in variants if v in zh]
+    used += [(v, zh) for zh in (*glossary.VOCABULARY.values(), *(t.zh for t in glossary.TERMS)) for v in variants
+             if v in zh]
+    assert not used, used[:5]
+
+
+# Names a Chinese page keeps as written (code, units, acronyms), ordinary English words with other senses on a page
+# ("a config key", "a field's value"), and other names that are related ideas rather than synonyms.
+KEPT_AS_WRITTEN = re.compile(r"^(?:[A-Z][a-z]+[A-Z]\w*|\w*[_^]\w*|[KMG]i?B|[A-Z]{1,4}(?:, [A-Z]{1,4})*|FLOPS?|FLOP/s)$")
+NOT_THE_TERM = {"query", "key", "value", "block table", "paging", "dispatch", "int8", "int4",
+                "attention score", "local attention", "fixed cost"}
+# The word also names a nearby idea: the read roof (a bandwidth roof, 读带宽上限) is not the roofline chart.
+NOT_WHEN = {"Roofline": re.compile(r"read roofline|roofline (?:fraction|verdict)", re.I)}
+
+
+def test_each_glossary_term_has_one_chinese_rendering_in_the_catalog():
+    """Wherever a message names a glossary term (its English name, a part of a combined name, or an English
+    synonym among its other names), the translation writes one of the term's Chinese names as the term table lists
+    them (Term.zh, "归纳头（复制头）": 归纳头 or 复制头); one word per concept across the glossary, the catalog and the
+    pages. A term kept in Latin letters ("Roofline 模型") is rendered by that name."""
+    off, checked = [], 0
+    for term in glossary.TERMS:
+        if term.zh.lower() == term.name.lower():  # kept as it is (token, head_dim, FLOP): nothing to render
+            continue
+        chinese = glossary._chinese_names(term)
+        chinese += [c.split()[0] for c in chinese if c.split()[0].isascii() and len(c.split()) > 1]  # Roofline 模型
+        for name in glossary.english_names(term):
+            if not name.isascii() or KEPT_AS_WRITTEN.match(name) or name.lower() in NOT_THE_TERM:
+                continue
+            pattern = re.compile(r"(?<![\w-])" + re.escape(name) + r"s?(?![\w-])", re.I)
+            for en, zh in _messages():
+                english = _english(en)
+                if term.name in NOT_WHEN:
+                    english = NOT_WHEN[term.name].sub(" ", english)
+                if pattern.search(english):
+                    checked += 1
+                    if not any(c in zh for c in chinese):
+                        off.append((term.name, name, en[:50], zh[:50]))
+    assert checked > 100  # the check is real: many messages name a glossary term
+    assert not off, f"{len(off)} messages render a glossary term otherwise, e.g. {off[:6]}"
+
+
+@pytest.mark.parametrize("typed, wanted", [
+    ("KV Cache", "KV cache"), ("kv-cache", "KV cache"), ("KV缓存", "KV cache"), ("键值缓存", "KV cache"),
+    ("复制头", "Induction head"), ("归纳头", "Induction head"), ("投机解码", "Speculative decoding"),
+    ("前缀缓存", "Prefix caching"), ("prefix cache", "Prefix caching"), ("滑窗", "Sliding window"),
+    ("隐藏维度", "head_dim"), ("前向传播", "Prefill"), ("多头注意力", "MHA, GQA, MQA"), ("分组查询注意力", "MHA, GQA, MQA"),
+    ("Q", "Query, key, value (Q, K, V)"), ("查询", "Query, key, value (Q, K, V)"), ("解码", "Decode step"),
+    ("屋顶线", "Roofline"), ("静态缓存", "StaticCache"), ("speculative sampling", "Speculative decoding"),
+])
+def test_glossary_search_finds_what_readers_type(typed, wanted):
+    for language in (i18n.ENGLISH, i18n.CHINESE):
+        with i18n.language(language):
+            found = [t.name for t in glossary.TERMS if glossary.matches(t, typed)]
+        assert wanted in found, (typed, language, found)
+    if typed in ("KV Cache", "kv-cache", "KV缓存", "键值缓存", "复制头", "投机解码", "前缀缓存", "prefix cache", "滑窗",
+                 "静态缓存"):
+        assert glossary.find(typed) is glossary.BY_NAME[wanted], typed
+
+
+def test_english_claims_keep_their_words_and_get_a_translation_beside_them(fresh_streamlit_caches):
+    """A fact-checking page quotes a source as written: in Chinese an English quote stays English inside the
+    quotation marks, with the translation beside it (译文：…); kvviz's own verdicts say ratios in 倍."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import APP_TIMEOUT_S
+    from kvviz import claims
+
+    english = {c.key: c for c in claims.all_claims()}
+    with i18n.language(i18n.CHINESE):
+        chinese = claims.all_claims()
+    verbatim = {"gemma3-896mb", "total-work-o-n", "system-prompt-prefill"}  # English sources' own words
+    for c in chinese:
+        if c.key in verbatim:
+            assert c.quote == english[c.key].quote and not _chinese(c.quote), c.key
+            assert _chinese(c.translation) and c.translation != c.quote, c.key
+            assert english[c.key].translation == "", c.key  # an English reader reads the words themselves
+        assert not RATIO_SUFFIX.search(c.finding), (c.key, c.finding)
+    only_q = english["only-own-q"]  # a Chinese source: its words in the quote in English too, translation beside
+    assert _chinese(only_q.quote) and only_q.translation.startswith("Decode: each new token computes only Q")
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=APP_TIMEOUT_S)
+    at.query_params[i18n.QUERY_PARAM] = i18n.CHINESE
+    at.run()
+    at.switch_page("pages/claims.py").run()
+    texts = [m.value for m in at.markdown]
+    for c in chinese:
+        if c.key in verbatim:
+            at_quote = texts.index(f"**“{c.quote}”**")
+            assert texts[at_quote + 1] == f"译文：{c.translation}", c.key
+
+
+def test_no_internal_identifier_stands_alone_on_screen(fresh_streamlit_caches):
+    """'stored 0.17 ms, onednn 0.38 ms' and a chart titled 'head_major': a reader gets a human name (the setting's
+    value beside it where a control offers it)."""
+    import json
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import APP_TIMEOUT_S
+    from kvviz.speedup.records import FormatChoice, format_name
+
+    choice = FormatChoice("stored", (("stored", 0.17), ("onednn", 0.38)), "measured")
+    with i18n.language(i18n.CHINESE):
+        text = choice.describe()
+        assert format_name("onednn") == "oneDNN 预打包副本（onednn）" and "速度是另一种的 2.24 倍" in text
+    assert not re.search(r"(?<![(（])\b(?:stored|onednn)\b(?![)）])", text), text
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "internals_layout.py"),
+                           default_timeout=APP_TIMEOUT_S)
+    at.query_params[i18n.QUERY_PARAM] = i18n.CHINESE
+    at.run()
+    assert not at.exception
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert titles and not any(re.search(r"head_major|position_major", t) for t in titles), titles
+    assert any("预分配，头优先" in t for t in titles), titles
