@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import json
 import sys
 import threading
 import time
@@ -275,6 +276,23 @@ def sidebar_language_switch() -> None:
         "Language / 语言", list(i18n.LANGUAGES), format_func=i18n.LANGUAGES.__getitem__, key=_LANGUAGE_PICKER_KEY,
         on_change=_on_change, selection_mode="single", required=True,
     )
+    set_document_language()
+
+
+# Streamlit's index.html says <html lang="en"> whatever the page's language (streamlit#15726); a screen reader
+# then reads a Chinese page with English rules, and WCAG 3.1.1 asks for the page's own language. This script,
+# drawn once per run beside the language switch, sets it; it runs again whenever the language changes (its text
+# changes). Its container is hidden, so it takes no room in the sidebar.
+_DOCUMENT_LANGUAGE_KEY = "kvviz_document_language"
+_DOCUMENT_LANGUAGE_JS = "<script>document.documentElement.lang = __LANG__;</script>"
+
+
+def set_document_language() -> None:
+    """<html lang> follows the interface language: "zh-CN" on a Chinese page, "en" on an English one."""
+    st.html(f"<style>.st-key-{_DOCUMENT_LANGUAGE_KEY}, :has(> .st-key-{_DOCUMENT_LANGUAGE_KEY}) "
+            "{ display: none; }</style>")  # the container and its layout wrapper: no gap left in the sidebar
+    st.sidebar.container(key=_DOCUMENT_LANGUAGE_KEY).html(
+        _DOCUMENT_LANGUAGE_JS.replace("__LANG__", json.dumps(i18n.current())), unsafe_allow_javascript=True)
 
 
 def link_params() -> dict[str, str]:

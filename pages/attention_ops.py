@@ -12,7 +12,7 @@ import streamlit as st
 
 from kvviz.inputs import links
 from kvviz import ops, ui
-from kvviz.i18n import N_, _
+from kvviz.i18n import N_, _, numbers
 from kvviz.figures import export_config
 from kvviz.figures import ops as figs
 from kvviz.memory.presets import ops_presets
@@ -26,9 +26,6 @@ DEFAULTS: dict[str, Any] = {  # the numbers' defaults; selectors default to thei
 }
 LM_LABELS = {"last": N_("last"), "all": N_("all")}  # option values -> their labels (an English URL says last / all)
 LM_CAPTIONS = {"last": N_("last position (generate)"), "all": N_("every position (model(ids))")}
-SCALE_WORDS = ((10**18, N_("{value:,.4g} quintillion")), (10**15, N_("{value:,.4g} quadrillion")),
-               (10**12, N_("{value:,.4g} trillion")), (10**9, N_("{value:,.4g} billion")),
-               (10**6, N_("{value:,.4g} million")))
 TAB_LABELS = (N_("Cumulative"), N_("Ratio"), N_("Per component"), N_("Per pass"), N_("The '500x' claim"),
               N_("Why no Q cache?"))
 # The popular figure, as the Chinese visualiser page prints it; a translation quotes that page's own words.
@@ -42,11 +39,8 @@ def int_input(label: str, key: str, lo: int, hi: int) -> int:
 
 
 def big_number(n: int) -> str:
-    """'245.3 million' style for metric tiles (the exact integer goes in the tooltip)."""
-    for size, words in SCALE_WORDS:
-        if abs(n) >= size:
-            return _(words).format(value=n / size)
-    return f"{n:,}"
+    """'245.3 million' / '2.453 亿' for metric tiles from a million on (the exact integer goes in the tooltip)."""
+    return numbers.count_in_words(n, scale_from=10**6)
 
 
 def chosen_shape() -> tuple[ops.ModelShape | None, int | None]:

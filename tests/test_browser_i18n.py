@@ -292,3 +292,21 @@ def test_the_lessons_ending_keeps_what_was_computed_in_the_other_language(app_ur
             assert again and again[-1] == row[-1], (name, again, row)
         context.close()
         browser.close()
+
+
+def test_html_lang_follows_the_pages_language(app_url):  # noqa: F811
+    """Issue 31 (WCAG 3.1.1): Streamlit writes <html lang="en"> on every page; a Chinese page says zh, and the
+    switch to English says en again."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        context, tab = _open(browser, app_url + "/attention_ops?lang=zh-CN", "zh-CN")
+        tab.wait_for_function("() => document.documentElement.lang.startsWith('zh')", timeout=60_000)
+        _switch_language(tab, "English")
+        tab.wait_for_function("() => document.documentElement.lang === 'en'", timeout=60_000)
+        _switch_language(tab, "简体中文")
+        tab.wait_for_function("() => document.documentElement.lang === 'zh-CN'", timeout=60_000)
+        assert tab.locator(".st-key-kvviz_document_language").bounding_box() is None  # hidden: takes no room
+        context.close()
+        browser.close()

@@ -265,6 +265,7 @@ def test_whole_run_attention_laws():
 
 def test_ops_figures_never_print_600B():
     from kvviz.figures import ops as figs
+    from kvviz.i18n import numbers
 
     points = ops.curve(LLAMA3, 16, 1000, max_points=50)
     cached, uncached = ops.generation_totals(LLAMA3, 16, 1000)
@@ -273,6 +274,6 @@ def test_ops_figures_never_print_600B():
         # the values are scaled by a named power of 1,000 and printed in full, the exact integer on hover
         assert fig.layout.yaxis.exponentformat == "none"
         word = fig.layout.yaxis.title.text.rsplit(", ", 1)[-1]
-        factor = dict((w, f) for f, w in figs.SCALE_WORDS)[word]
+        factor = {s.unit: s.divisor for s in numbers.scales("en")}[word]
         trace = fig.data[0]
         assert [round(v * factor) for v in trace.y] == list(trace.customdata)

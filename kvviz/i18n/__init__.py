@@ -11,7 +11,9 @@ Which language a call uses: inside `with language(code):` that one; otherwise wh
 page); otherwise English. The CLI never sets a language: it stays English. UI-free: no Streamlit import here.
 
 Names stay as they are in both languages (GPT-2, Llama, DynamicCache, head_dim, config.json, units), and numbers
-are formatted by the same Python format specs in both (the format spec sits in the message: `{n:,}`).
+are formatted by the same Python format specs in both (the format spec sits in the message: `{n:,}`), except a
+large count said with a scale word: kvviz.i18n.numbers writes it in the language's own words (245.3 million;
+2.453 亿, never 245.3 百万).
 """
 from __future__ import annotations
 
