@@ -28,6 +28,7 @@ from kvviz.memory import capacity, units
 from kvviz.memory.presets import get_preset
 from kvviz.memory.units import GB, GIB, KIB, MIB
 from kvviz.measure.timing import quartiles
+from kvviz.figures.lesson import Picture
 from kvviz.step import view as step_view
 
 # The model's own input: English on purpose (the bundled models write English), never translated.
@@ -42,17 +43,6 @@ PATTERNS_PRESET = "Repeat a pattern"
 PRESET_MODELS = {"gpt2": "GPT-2 small", "llama-3-8b": "Llama-3-8B"}
 BYTE_UNITS: dict[str, int] = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": GB, "KiB": KIB, "MiB": MIB, "GiB": GIB}
 SI_IEC = (("KB", "KiB"), ("MB", "MiB"), ("GB", "GiB"))  # the pairs students mix up
-
-
-@dataclass(frozen=True)
-class Picture:
-    """One figure for a step, as plain numbers (kvviz.figures.lesson draws it). `after`: shown with the worked
-    answer, because it would give the answer away; otherwise shown with the teaching, before the question."""
-
-    kind: str
-    data: dict[str, Any]
-    caption: str
-    after: bool = True
 
 
 @dataclass(frozen=True)
