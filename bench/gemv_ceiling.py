@@ -83,6 +83,7 @@ def main(argv: list[str]) -> int:
     sys.path.insert(0, str(REPO))
     import torch
 
+    from kvviz.measure.load import load_average
     from kvviz.speedup import machine, probes
     from kvviz.model.loading import load_model
 
@@ -90,7 +91,7 @@ def main(argv: list[str]) -> int:
     model = load_model(args.model, attn_implementation="sdpa").model
     calls, weight_bytes = kernels(model)
     probe = probes.ReadProbe()
-    load_before = machine.load_average()[0]
+    load_before = load_average()[0]
     ms: dict[str, list[float]] = {name: [] for name in calls}
     read_gbs: list[float] = []
     with torch.inference_mode():
@@ -108,7 +109,7 @@ def main(argv: list[str]) -> int:
     report = {
         "model": args.model, "cpu": machine.cpu_name(), "threads": args.threads, "rounds": args.rounds,
         "torch": torch.__version__, "weight_bytes_per_step": weight_bytes,
-        "load_before": load_before, "load_after": machine.load_average()[0],
+        "load_before": load_before, "load_after": load_average()[0],
         "read_probe_gb_s_median": read, "read_probe_gb_s_by_round": read_gbs,
         "read_roofline_tokens_per_s": read * 1e9 / weight_bytes,
         "kernels": {name: {"best_ms": min(v), "median_ms": statistics.median(v),

@@ -46,7 +46,8 @@ def main() -> None:
 
     import torch
 
-    from kvviz.speedup.machine import load_average, usable_cores
+    from kvviz.measure.cores import usable_cores
+    from kvviz.measure.load import load_average
     from kvviz.model.loading import load_model
     from kvviz.step.records import DEFAULT_SAMPLING
     from kvviz.step.engine import RACE_BUDGET_S, StepEngine

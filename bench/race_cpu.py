@@ -32,7 +32,7 @@ def main() -> None:
     import torch
 
     from kvviz.model.loading import load_model
-    from kvviz.speedup.machine import load_average
+    from kvviz.measure.load import load_average
     from kvviz.step.engine import StepEngine
     from kvviz.step.records import DEFAULT_SAMPLING
 

@@ -2,7 +2,7 @@
 
 1. Prefix reuse vs a fresh prefill of B, the page's default prompts, `--tries` times in a row: each try is
    what one press of the page's button measures (kvviz.internals.prefix.prefix_reuse: interleaved repeats,
-   medians, the kvviz.speedup.noise rule). Prints per try the medians, the spread and the verdict, then how many
+   medians, the kvviz.measure.timing rule). Prints per try the medians, the spread and the verdict, then how many
    tries named reuse faster, how many were inside the noise and how many (wrongly) named a fresh prefill faster.
 2. Speculative decoding: acceptance and verifier passes for candidate draft/verifier pairings on the page's
    default prompt and two others (deterministic: no timing).
@@ -31,7 +31,7 @@ def main() -> None:
     import torch
 
     from kvviz.model import loading
-    from kvviz.speedup.noise import load_label
+    from kvviz.measure.load import load_label
     from kvviz.internals import prefix, speculative
     from kvviz.internals.records import PREFIX_DEFAULT_A as DEFAULT_A
     from kvviz.internals.records import PREFIX_DEFAULT_B as DEFAULT_B

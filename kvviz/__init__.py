@@ -7,7 +7,8 @@ One package per idea the app teaches, bottom to top:
                 each step; the stage's view-model; full attention patterns
   ops           exact operation / FLOP counts with vs without the cache (pure integers), and what they mean
   memory/       KV-cache bytes, dtypes, units, published presets, HF config.json import, what fits
-  speedup/      cached vs uncached timing; the flat pre-allocated-cache engine; the roofline; "inside the noise"
+  measure/      the floor every timing stands on: cores, load, median and spread, "inside the noise", interleaving
+  speedup/      cached vs uncached timing; the flat pre-allocated-cache engine; the roofline
   internals/    cache layouts, prefix reuse, windows, paging, quantization, speculative decoding
   teaching/     the guided lesson, its handout, the glossary, the teacher's guide; claims: published figures checked
   inputs/       where a user's text becomes a value (links, prompts, numbers)

@@ -6,7 +6,7 @@ import streamlit as st
 
 from kvviz import ui
 from kvviz.i18n import _
-from kvviz.speedup.noise import load_label
+from kvviz.measure.load import load_label
 from kvviz.figures import internals as fig
 from kvviz.internals import layout
 from kvviz.inputs.prompt_rules import check_int_in_range

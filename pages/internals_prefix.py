@@ -75,7 +75,7 @@ if r.timing_contradicts_lesson:
         "reuse computed {saved} fewer tokens (1-min load average {load:.2f} at the time). Other work on the CPU "
         "distorted the timing; the token counts above are exact. Measure again when it is quieter."
     ).format(reuse_ms=r.reuse_ms, fresh_ms=r.fresh_ms, saved=r.tokens_saved, load=r.load_avg_1min))
-elif t.inside_noise:  # the verdict's wording is the noise rule's (kvviz.speedup.noise), in the current language
+elif t.inside_noise:  # the verdict's wording is the noise rule's (kvviz.measure.timing), in the current language
     st.info(_("{verdict} The token counts above are exact.").format(verdict=r.timing_sentence()) if r.tokens_saved
             else r.timing_sentence())
 else:

@@ -15,7 +15,8 @@ from kvviz.i18n import N_, _, ngettext
 from kvviz.speedup import machine, tables
 from kvviz.model import loading
 from kvviz import ui
-from kvviz.speedup.noise import Comparison, Timing, load_avg_1min, load_label
+from kvviz.measure.load import load_avg_1min, load_label
+from kvviz.measure.timing import Comparison, Timing
 from kvviz.speedup.records import ESTIMATOR, MODE_LABELS, BenchResult, format_name
 from kvviz.speedup.settings import (PAGE_BUDGET_S, WEIGHT_FORMAT_CHOICES, BenchInputError, BenchSettings, duration,
                                    validate, whole)

@@ -25,7 +25,7 @@ from kvviz.memory import units
 from kvviz.inputs import query_values
 from kvviz.model import loading
 from kvviz.step import view as step_view
-from kvviz.speedup.machine import usable_cores
+from kvviz.measure.cores import usable_cores
 from kvviz.figures import step as figs
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from kvviz.step.records import (DEFAULT_SAMPLING, RACE_BUDGET_S, ContextFullError, PromptError, RaceTiming,

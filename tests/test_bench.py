@@ -183,7 +183,7 @@ def test_validate_rejects_bad_settings(settings, message):
 
 
 def test_default_thread_count_follows_free_cores_and_other_sessions():
-    cores = machine.usable_cores()
+    cores = machine.max_threads()
     assert machine.default_thread_count(load_1min=0.0)[0] == cores
     threads, why = machine.default_thread_count(load_1min=1000.0)
     assert threads == 1 and "free" in why

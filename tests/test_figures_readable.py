@@ -1,14 +1,15 @@
 """Charts readable from the back of a room (issue 19 §6), checked on the figure objects: every tick font at least
 the shared minimum, at most four legend entries, a log axis only where the chart says "log", memory lines that
 stop at each model's maximum context, no "0.2x10^5" token axis. And the one "inside the noise" rule
-(kvviz.speedup.noise) every timed comparison uses. Fast, torch-free; the browser test checks the rendered SVG."""
+(kvviz.measure.timing) every timed comparison uses. Fast, torch-free; the browser test checks the rendered SVG."""
 from __future__ import annotations
 
 import plotly.graph_objects as go
 import pytest
 
 from kvviz import ops
-from kvviz.speedup.noise import Comparison, Timing, inside_noise, time_pair
+from kvviz.measure.repeats import time_pair
+from kvviz.measure.timing import Comparison, Timing, inside_noise
 from kvviz.figures import MAX_LEGEND_ENTRIES, MIN_TICK_FONT_PX, legend_entries, log_ticks, readable
 from kvviz.figures import memory as mem_figs
 from kvviz.figures import ops as ops_figs

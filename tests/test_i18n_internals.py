@@ -14,7 +14,7 @@ from i18n_support import english_leftovers, page_texts
 from kvviz import i18n
 from kvviz.inputs.prompt_rules import TEXT_CAP_HELP
 from kvviz.internals import layout
-from kvviz.speedup.noise import Timing
+from kvviz.measure.timing import Timing
 
 PAGES_DIR = Path(__file__).resolve().parents[1] / "pages"
 TITLES = {  # page -> (English title, Chinese title)
@@ -91,7 +91,7 @@ def test_layout_measurement_and_its_verdict_in_chinese(monkeypatch):
 
 
 def test_prefix_measurement_in_chinese_shows_the_noise_rules_verdict(monkeypatch):
-    """The prefix page's verdict is kvviz.speedup.noise's sentence (translated in that slice), naming the two
+    """The prefix page's verdict is kvviz.measure.timing's sentence (translated in that slice), naming the two
     prefills in Chinese; everything else the measurement adds is Chinese."""
     from kvviz.internals import prefix
 
@@ -108,7 +108,7 @@ def test_prefix_measurement_in_chinese_shows_the_noise_rules_verdict(monkeypatch
     verdict = " ".join(x.value for x in at.info)
     assert "复用 A 的前缀" in verdict and "重新预填充 B" in verdict and "上面的 token 数是精确的" in verdict
     assert "共享的 token" in [m.label for m in at.metric] and at.get("plotly_chart")
-    # The verdict's own wording belongs to kvviz.speedup.noise (checked in its slice); the rest is checked here.
+    # The verdict's own wording belongs to kvviz.measure.timing (checked in its slice); the rest is checked here.
     assert _leftovers(at, allowed=[x.value for x in at.info]) == []
 
 

@@ -4,6 +4,7 @@
 - No page and no figure module imports torch or transformers, directly or through what it imports at its top
   level (a fresh interpreter imports exactly those modules and then looks in sys.modules). Pages that run a
   model get it through kvviz.ui, which imports torch inside functions, when the model is first needed.
+- No import cycle between kvviz's packages (its first-level subpackages), and kvviz.measure imports only i18n.
 """
 from __future__ import annotations
 
@@ -82,3 +83,46 @@ def test_every_page_calls_the_router_workaround_before_it_draws(path):
             if not isinstance(n, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign))
             and not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
     assert body and ast.unparse(body[0]) == "ui.ensure_router()", f"{path.name}: first statement {ast.unparse(body[0])!r}"
+
+
+def _package_imports() -> dict[str, dict[str, list[str]]]:
+    """package -> {package it imports -> the files that do}, for kvviz's first-level subpackages; every import
+    counts, a function's lazy one too (a cycle through one is still a cycle a reader must untangle)."""
+    packages = {p.name for p in (REPO / "kvviz").iterdir() if (p / "__init__.py").exists()}
+    graph: dict[str, dict[str, list[str]]] = {name: {} for name in packages}
+    for path in (REPO / "kvviz").rglob("*.py"):
+        parts = path.relative_to(REPO / "kvviz").parts
+        if len(parts) < 2 or parts[0] not in packages:
+            continue
+        for name in _all_imports(path) + _imported_submodules(path):
+            dotted = name.split(".")
+            if dotted[0] == "kvviz" and len(dotted) > 1 and dotted[1] in packages and dotted[1] != parts[0]:
+                graph[parts[0]].setdefault(dotted[1], []).append(str(path.relative_to(REPO)))
+    return graph
+
+
+def _imported_submodules(path: Path) -> list[str]:
+    """`from kvviz import memory` imports the package kvviz.memory: name it."""
+    return [f"{node.module}.{a.name}" for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.ImportFrom) and node.module == "kvviz" for a in node.names]
+
+
+def test_no_import_cycle_between_kvviz_packages():
+    graph = _package_imports()
+    assert "measure" in graph and graph["measure"].keys() <= {"i18n"}, graph["measure"]  # the floor stands alone
+    state: dict[str, str] = {}
+
+    def visit(package: str, path: list[str]) -> None:
+        state[package] = "open"
+        for imported in sorted(graph[package]):
+            if state.get(imported) == "open":
+                cycle = path[path.index(imported):] + [imported]
+                steps = [f"{a} -> {b} ({', '.join(sorted(set(graph[a][b])))})" for a, b in zip(cycle, cycle[1:])]
+                pytest.fail("import cycle between kvviz packages: " + "; ".join(steps))
+            if imported not in state:
+                visit(imported, path + [imported])
+        state[package] = "done"
+
+    for package in sorted(graph):
+        if package not in state:
+            visit(package, [package])

@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
-from kvviz.speedup.noise import Timing
+from kvviz.measure.timing import Timing
 from kvviz.internals import layout, records
 from kvviz.model.loading import bundled_info
 

@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 from conftest import APP_TIMEOUT_S
 from kvviz.teaching import lesson
 from kvviz import memory
+from kvviz.measure.timing import quartiles
 from kvviz.memory.presets import get_preset
 from kvviz.step.engine import StepEngine
 
@@ -262,7 +263,7 @@ def test_step_11_times_both_sides_interleaved_with_the_races_noise_rule(bundled)
     assert "interleaved" in q.arithmetic
     assert f"cached step median {race.cached_median_ms:.2f} ms" in q.arithmetic
     assert f"uncached pass median {race.uncached_median_ms:.2f} ms" in q.arithmetic
-    c_lo, c_hi = race.quartiles(race.cached_ms)
+    c_lo, c_hi = quartiles(race.cached_ms)
     assert f"interquartile range {c_lo:.2f} to {c_hi:.2f}" in q.arithmetic
     if race.single_repeat:
         assert "no spread to judge the noise by" in q.arithmetic

@@ -156,7 +156,7 @@ def test_the_handout_popover_names_the_preset_steps(fresh_streamlit_caches):
 def test_the_timing_figures_median_is_the_texts_median_for_an_even_count():
     """Step 11's chart labels each bar with the median its text states: with four repeats that is the mean of the
     middle two (np.median, as the race's RaceTiming computes it), not the upper middle sample."""
-    from kvviz.teaching.lesson import Picture
+    from kvviz.figures.lesson import Picture
 
     cached, uncached = [4.0, 1.0, 3.0, 2.0], [9.0, 5.0, 8.0, 6.0]
     fig = lesson_figure(Picture("timings", {"cached": cached, "uncached": uncached, "op_ratio": 3.0, "load": 1.0}, ""))

@@ -6,7 +6,7 @@ from kvviz.speedup import machine
 
 
 def test_a_busy_machine_is_not_said_to_have_a_free_core():
-    cores = machine.usable_cores()
+    cores = machine.max_threads()
     threads, why = machine.default_thread_count(0, load_1min=cores + 4.8)
     assert threads == 1 and "free" in why and "no core free" in why and f"{cores + 4.8:.2f}" in why
     threads, why = machine.default_thread_count(0, load_1min=0.0)

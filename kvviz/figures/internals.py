@@ -95,7 +95,7 @@ def append_copy_figure(seq_lens: Sequence[int], copied_bytes: dict[str, Sequence
 
 def layout_bench_figure(bench: LayoutBench) -> go.Figure:
     """Median µs of each read, with a whisker over the middle half of its repeats (25th-75th percentile): the
-    range the noise rule compares (kvviz.speedup.noise), so overlapping whiskers are "inside the noise". The
+    range the noise rule compares (kvviz.measure.timing), so overlapping whiskers are "inside the noise". The
     fastest and slowest repeat are in the hover (one preempted run would otherwise dwarf the bars). The title
     names a faster side only when the repeats do."""
     labels = [_("contiguous (head-major)"), _("strided (position-major)")]

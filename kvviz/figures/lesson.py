@@ -1,5 +1,7 @@
-"""Figures for the guided lesson: one per step, drawn from the plain numbers a kvviz.teaching.lesson.Picture carries
-(measured on the live model or computed by kvviz's arithmetic). No Streamlit, no torch.
+"""Figures for the guided lesson: one per step, drawn from the plain numbers a Picture carries (measured on the
+live model or computed by kvviz's arithmetic by kvviz.teaching.lesson, which builds them). No Streamlit, no torch.
+Picture, the record both sides share, lives here: the lesson and its handout import the figures, never the
+reverse (tests/test_layering.py checks there is no import cycle between kvviz's packages).
 
 `lesson_figure(picture, font_px)`: font_px 16 for a laptop, 22 for presenter-style large type; every text on the
 figure (ticks, labels, annotations) is drawn at that size, and each figure fits a 1280x720 screen's column.
@@ -9,6 +11,7 @@ the current language (kvviz.i18n); numbers keep the same format in both.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -16,7 +19,20 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from kvviz.i18n import _
-from kvviz.teaching.lesson import Picture
+from kvviz.measure.timing import median
+
+
+@dataclass(frozen=True)
+class Picture:
+    """One figure for a step, as plain numbers (kvviz.teaching.lesson builds it, lesson_figure draws it). `after`:
+    shown with the worked answer, because it would give the answer away; otherwise shown with the teaching,
+    before the question."""
+
+    kind: str
+    data: dict[str, Any]
+    caption: str
+    after: bool = True
+
 
 ORANGE, BLUE, GREY, GREEN = "#e8590c", "#1c7ed6", "#868e96", "#2b8a3e"
 HEATMAP_SCALE = "RdBu_r"
@@ -190,9 +206,9 @@ def _gqa(d: dict[str, Any], font_px: int) -> go.Figure:
 def _timings(d: dict[str, Any], font_px: int) -> go.Figure:
     fig = go.Figure()
     for name, runs, color in ((_("cached step"), d["cached"], ORANGE), (_("uncached pass"), d["uncached"], GREY)):
-        median = float(np.median(runs))  # the statistic the text uses (an even count: the middle two averaged)
-        label = _("{name}<br>median {median:.2f} ms").format(name=name, median=median)
-        fig.add_trace(go.Bar(y=[label], x=[median], orientation="h", marker_color=color, opacity=0.45))
+        middle = median(runs)  # the text's statistic (kvviz.measure.timing: an even count averages the middle two)
+        label = _("{name}<br>median {median:.2f} ms").format(name=name, median=middle)
+        fig.add_trace(go.Bar(y=[label], x=[middle], orientation="h", marker_color=color, opacity=0.45))
         fig.add_trace(go.Scatter(y=[label] * len(runs), x=runs, mode="markers",
                                  marker={"color": color, "size": 11, "line": {"width": 1, "color": "white"}},
                                  hovertemplate="%{x:.2f} ms<extra></extra>"))

@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from kvviz.i18n import _
+from kvviz.measure.timing import median, quartiles
 from kvviz.step.view import StageSnapshot, visible
 
 NEW_ROW_COLOR = "#e8590c"  # the row(s) appended by the latest pass
@@ -167,8 +168,8 @@ def race_timing_figure(cached_ms: Sequence[float], uncached_ms: Sequence[float],
     percentile), and the 1-token forward, timed between them the same way, as the same statistic: its median a
     dashed line, its middle half a grey band (the floor every forward stands on here). One repeat a side has no
     spread: no whiskers, and the chart says so."""
-    def stats(xs: Sequence[float]) -> tuple[float, float, float]:
-        q1, med, q3 = (float(v) for v in np.percentile(xs, [25, 50, 75]))
+    def stats(xs: Sequence[float]) -> tuple[float, float, float]:  # kvviz.measure.timing's statistic
+        (q1, q3), med = quartiles(xs), median(xs)
         return med, med - q1, q3 - med
 
     names = [_("without the cache"), _("with the cache")]  # top to bottom: the slow side on top reads as a race

@@ -22,7 +22,7 @@ it is exactly seq_len wide) ncnn's transposed; seq_len runs of head_dim elements
 Appending one token: the pre-allocated layouts write one row and copy nothing; the exact-size layouts allocate a
 new buffer and copy every past row (an O(n) copy per step, O(n^2) bytes over a generation): `append_cost`.
 `bench_head_read` times a contiguous vs a strided read on this machine (a measurement, not a promise), by the
-one noise rule of kvviz.speedup.noise: interleaved repeats, medians with their spread and the load.
+one noise rule of kvviz.measure: interleaved repeats, medians with their spread and the load.
 """
 from __future__ import annotations
 
@@ -33,7 +33,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from kvviz.i18n import N_, _
-from kvviz.speedup.noise import Comparison, Timing, load_label, time_pair
+from kvviz.measure.load import load_label
+from kvviz.measure.repeats import time_pair
+from kvviz.measure.timing import Comparison, Timing
 
 LAYOUTS: dict[str, str] = {
     "head_major": "[kv_heads, max_len, head_dim] pre-allocated (StaticCache, Akunu, flat engines)",
@@ -242,7 +244,7 @@ def generation_copy_bytes(layout: str, shape: BufferShape, prompt_len: int, n_ne
 class LayoutBench:
     """Repeats of copying one head's keys out of a buffer laid out each way (numpy, this machine), taken in turn.
 
-    Reported by kvviz.speedup.noise's rule: medians with the fastest and slowest repeat, the machine's load, and
+    Reported by kvviz.measure.timing's rule: medians with the fastest and slowest repeat, the machine's load, and
     "inside the noise" (no faster side named) when the middle halves of the two sets of repeats overlap.
     """
 
@@ -323,7 +325,7 @@ def bench_head_read(kv_heads: int = 16, seq_len: int = 4096, head_dim: int = 64,
     """Time reading (copying) one head's keys: contiguous head_major vs strided position_major, float32.
 
     The two reads are interleaved (contiguous, strided, contiguous, ...) after one untimed warm-up each
-    (kvviz.speedup.noise.time_pair), so a load that comes and goes hits both alike. Default buffers are 16 MiB
+    (kvviz.measure.repeats.time_pair), so a load that comes and goes hits both alike. Default buffers are 16 MiB
     each; BENCH_REPEATS of each take well under a second.
     """
     if not (1 <= kv_heads <= 64 and 1 <= seq_len <= 32768 and 1 <= head_dim <= 256 and 1 <= repeats <= 200):

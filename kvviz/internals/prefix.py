@@ -16,14 +16,14 @@ import torch
 from transformers import DynamicCache
 
 from kvviz.i18n import _
-from kvviz.speedup.noise import load_avg_1min, time_pair
+from kvviz.measure.repeats import time_pair
 from kvviz.internals.records import PREFIX_TIMING_REPEATS as TIMING_REPEATS
 from kvviz.internals.records import PrefixError, PrefixReuse
 from kvviz.model.loading import LoadedModel
 from kvviz.inputs.prompt_rules import check_int_in_range, check_prompt
 from kvviz.step.engine import cache_bytes, crop_cache
 
-__all__ = ["PrefixError", "PrefixReuse", "TIMING_REPEATS", "load_avg_1min", "prefix_reuse", "shared_prefix_len"]
+__all__ = ["PrefixError", "PrefixReuse", "TIMING_REPEATS", "prefix_reuse", "shared_prefix_len"]
 
 
 def shared_prefix_len(ids_a: list[int], ids_b: list[int]) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvviz.i18n import N_, _
-from kvviz.speedup.noise import Comparison, Timing
+from kvviz.measure.timing import Comparison, Timing
 from kvviz.inputs.prompt_rules import check_int_in_range
 
 
@@ -96,7 +96,7 @@ class PrefixReuse:
     new_tokens_computed: int  # len(B) - reused_len
     tokens_saved: int  # = reused_len
     reused_cache_bytes: int  # bytes of the kept rows, from the real tensors
-    fresh: Timing  # prefill all of B (repeats interleaved with `reuse`, see kvviz.speedup.noise)
+    fresh: Timing  # prefill all of B (repeats interleaved with `reuse`, see kvviz.measure.repeats)
     reuse: Timing  # prefill only B's new tokens onto a copy of the cropped cache (the copy is not timed)
     max_abs_logit_diff: float  # next-token logits, reuse vs fresh
     max_abs_kv_diff: float  # every K/V element of the final caches, reuse vs fresh
@@ -127,7 +127,7 @@ class PrefixReuse:
         return Comparison(PREFIX_REUSE_NAME, self.reuse, PREFIX_FRESH_NAME, self.fresh)
 
     def timing_sentence(self) -> str:
-        """The noise rule's sentence (kvviz.speedup.noise) about the two prefills, in the current language."""
+        """The noise rule's sentence (kvviz.measure.timing) about the two prefills, in the current language."""
         return Comparison(_(PREFIX_REUSE_NAME), self.reuse, _(PREFIX_FRESH_NAME), self.fresh).sentence()
 
     @property

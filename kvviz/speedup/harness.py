@@ -22,7 +22,6 @@ kvviz.work_queue) makes the others wait and tells them how many runs are ahead o
 from __future__ import annotations
 
 import contextlib
-import os
 import platform
 import threading
 import time
@@ -32,6 +31,8 @@ import torch
 import transformers
 
 from kvviz.i18n import N_, gettext
+from kvviz.measure.cores import logical_cpus, physical_cores
+from kvviz.measure.load import load_average
 from kvviz.speedup import machine, probes, roofline
 from kvviz import ops
 from kvviz.speedup.records import MODE_LABELS, BenchResult, MachineInfo, ModeResult, RunTiming
@@ -227,7 +228,7 @@ def run_benchmark(loaded: LoadedModel, settings: BenchSettings, progress: Progre
 
 def _run(loaded: LoadedModel, settings: BenchSettings, threads: int, thread_reason: str,
          progress: ProgressFn, check: Callable[[], None]) -> BenchResult:
-    load_before = machine.load_average()
+    load_before = load_average()
     model, p, n = loaded.model, settings.prompt_len, settings.new_tokens
     prompt = prompt_token_ids(loaded, p)
     progress(0.0, gettext("Probing the machine: read and copy bandwidth"))
@@ -301,10 +302,10 @@ def _run(loaded: LoadedModel, settings: BenchSettings, threads: int, thread_reas
         prompt_ids=tuple(prompt),
         modes=tuple(ModeResult(mode, MODE_LABELS[mode], tuple(runs)) for mode, runs in timings.items()),
         machine=MachineInfo(
-            cpu=machine.cpu_name(), logical_cpus=os.cpu_count() or 1,
-            physical_cores=machine.physical_cores(), threads=threads, thread_reason=thread_reason,
+            cpu=machine.cpu_name(), logical_cpus=logical_cpus(),
+            physical_cores=physical_cores(), threads=threads, thread_reason=thread_reason,
             last_level_cache_bytes=machine.last_level_cache_bytes(), load_before=load_before,
-            load_after=machine.load_average(), torch_version=torch.__version__,
+            load_after=load_average(), torch_version=torch.__version__,
             transformers_version=transformers.__version__, python_version=platform.python_version(),
             dtype=info.dtype, attn_implementation=info.attn_implementation,
         ),

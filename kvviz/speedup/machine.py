@@ -1,60 +1,33 @@
-"""The machine a benchmark runs on: CPU name, cores, last-level cache, load, and how many threads to use.
+"""The machine a benchmark runs on: CPU name, last-level cache, and how many threads to use.
 
-Torch-free (versions are read from the installed packages' metadata), so the speed-up page can show the
+Cores and load are measurement's floor (kvviz.measure.cores, kvviz.measure.load): counted and read there, used
+here. Torch-free (versions are read from the installed packages' metadata), so the speed-up page can show the
 default thread count without importing torch.
 """
 from __future__ import annotations
 
-import os
 import platform
 from importlib import metadata
 from pathlib import Path
 
 from kvviz.i18n import _
+from kvviz.measure.cores import usable_cores
+from kvviz.measure.load import load_avg_1min, load_known
 
 MAX_THREADS = 8  # beyond this, small GEMVs gain nothing and a shared server loses everything
 SYSFS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
 
 
-def physical_cores() -> int:
-    """Distinct (socket, core) pairs in /proc/cpuinfo, else the logical CPU count."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            pairs, socket = set(), "0"
-            for line in fh:
-                key, _, value = line.partition(":")
-                key = key.strip()
-                if key == "physical id":
-                    socket = value.strip()
-                elif key == "core id":
-                    pairs.add((socket, value.strip()))
-        if pairs:
-            return len(pairs)
-    except OSError:
-        pass
-    return os.cpu_count() or 1
-
-
-def usable_cores() -> int:
-    """Physical cores this process may run on (affinity), capped at MAX_THREADS."""
-    try:
-        allowed = len(os.sched_getaffinity(0))
-    except AttributeError:
-        allowed = os.cpu_count() or 1
-    return max(1, min(physical_cores(), allowed, MAX_THREADS))
-
-
-def load_average() -> tuple[float, float, float]:
-    try:
-        return os.getloadavg()
-    except OSError:
-        return (0.0, 0.0, 0.0)
+def max_threads() -> int:
+    """The most torch threads a benchmark uses here: the usable cores (kvviz.measure.cores), at most MAX_THREADS."""
+    return min(usable_cores(), MAX_THREADS)
 
 
 def free_cores(load_1min: float | None = None) -> int:
-    """Usable cores not already busy: cores - the 1-minute load average (rounded), at least 1."""
-    load = load_average()[0] if load_1min is None else load_1min
-    return max(1, usable_cores() - int(round(load)))
+    """Thread-usable cores (max_threads) not already busy: those - the 1-minute load average (rounded), at
+    least 1. An unknown load (nan) counts no core busy."""
+    load = load_avg_1min() if load_1min is None else load_1min
+    return max(1, max_threads() - (int(round(load)) if load_known(load) else 0))
 
 
 def default_thread_count(other_sessions: int = 0, load_1min: float | None = None) -> tuple[int, str]:
@@ -63,10 +36,12 @@ def default_thread_count(other_sessions: int = 0, load_1min: float | None = None
     Hyper-threads only fight over the same FMA units, and a benchmark that takes every core of a shared
     machine measures its neighbours as much as itself.
     """
-    cores = usable_cores()
-    threads = free_cores(load_1min)
-    load = load_average()[0] if load_1min is None else load_1min
-    if cores - int(round(load)) >= 1:
+    cores = max_threads()
+    load = load_avg_1min() if load_1min is None else load_1min
+    threads = free_cores(load)
+    if not load_known(load):  # no load average on this OS: every core counted free, and said unknown
+        why = _("machine load unknown")
+    elif cores - int(round(load)) >= 1:
         why = _("{threads} of {cores} cores free (1-min load {load:.2f})").format(threads=threads, cores=cores,
                                                                                  load=load)
     else:  # free_cores' floor of 1 is not a free core: say the machine is busy

@@ -131,7 +131,7 @@ class MachineInfo:
     threads: int  # torch intra-op threads used for the run
     thread_reason: str  # why this many (free cores from the load average, other sessions, the user)
     last_level_cache_bytes: int | None
-    load_before: tuple[float, float, float]  # os.getloadavg() at the start and the end of the run
+    load_before: tuple[float, float, float]  # kvviz.measure.load.load_average(), run start/end (nan: unknown)
     load_after: tuple[float, float, float]
     torch_version: str
     transformers_version: str

@@ -25,8 +25,9 @@ import torch
 from transformers import DynamicCache
 
 from kvviz.i18n import _
+from kvviz.measure.load import load_avg_1min
+from kvviz.measure.repeats import interleaved_repeats
 from kvviz.speedup.harness import checks_inside_passes
-from kvviz.speedup.machine import load_average
 from kvviz.model.loading import LoadedModel
 from kvviz.inputs.prompt_rules import check_prompt
 from kvviz.step.records import (
@@ -105,8 +106,8 @@ def race_timing(loaded: LoadedModel, token_ids: list[int], budget_s: float = RAC
                 max_repeats: int = RACE_MAX_REPEATS, check: Callable[[], None] | None = None,
                 clock: Callable[[], float] = time.perf_counter) -> RaceTiming:
     """Time the step that fed token_ids[-1] both ways, as a fair statistic: repeats of the three passes
-    interleaved (the order rotates, so a burst of load hits all three alike), each pass run the same way (one
-    forward over a DynamicCache, so no side pays a code path the others skip).
+    interleaved (kvviz.measure.repeats: the order rotates, so a burst of load hits all three alike), each pass
+    run the same way (one forward over a DynamicCache, so no side pays a code path the others skip).
 
     The click's work is bounded: the first repeat always runs; another starts only while it is expected (from
     the last repeat's cost) to end within budget_s of the start, up to max_repeats. Where one repeat costs more
@@ -143,31 +144,34 @@ def race_timing(loaded: LoadedModel, token_ids: list[int], budget_s: float = RAC
             crop_cache(cache, keep)
         return s, out.past_key_values
 
-    samples: dict[str, list[float]] = {"cached": [], "uncached": [], "fixed": []}
+    def uncached() -> float:  # the first one also fills the cached side's cache
+        nonlocal cache
+        s, filled = timed("uncached")
+        if cache is None:
+            cache = filled
+            crop_cache(cache, keep)  # the cached side's cache: every row but the last, as the engine had it
+        return s
+
+    def cached() -> float:  # the first one after an untimed warm-up (outside the first repeat's cost)
+        nonlocal cached_warm
+        if not cached_warm:
+            cached_warm = True
+            if keep:
+                timed("cached")
+        return timed("cached")[0]
+
+    cached_warm = False
+    passes = {"uncached": uncached, "cached": cached, "fixed": lambda: timed("fixed")[0]}
+    # the order rotates (kvviz.measure.repeats), so no pass always runs right after another; the first repeat
+    # starts with the uncached pass, which fills the cached side's cache
     orders = (("uncached", "cached", "fixed"), ("cached", "fixed", "uncached"), ("fixed", "uncached", "cached"))
     inside = checks_inside_passes(model, check) if check is not None else contextlib.nullcontext()
     with inside:
-        started = clock()
-        timed("fixed")  # warm-up (untimed)
-        uncached_s, filled = timed("uncached")
-        samples["uncached"].append(uncached_s)
-        cache = filled
-        crop_cache(cache, keep)  # the cached side's cache: every row but the last, as the engine had it
-        if keep:
-            timed("cached")  # warm-up (untimed)
-        for kind in orders[0][1:]:
-            samples[kind].append(timed(kind)[0])
-        repeat_s = sum(xs[0] for xs in samples.values())  # the first repeat's cost, its warm-ups left out
-        for i in range(1, max_repeats):
-            began = clock()
-            if began + repeat_s > started + budget_s:  # the next repeat would end past the budget
-                break
-            for kind in orders[i % 3]:
-                samples[kind].append(timed(kind)[0])
-            repeat_s = clock() - began
-    ms = {kind: tuple(1000.0 * s for s in xs) for kind, xs in samples.items()}
+        seconds = interleaved_repeats(passes, max(1, max_repeats), orders=orders, budget_s=budget_s,
+                                      warm_up=lambda: timed("fixed"), clock=clock)
+    ms = {kind: tuple(1000.0 * s for s in xs) for kind, xs in seconds.items()}
     return RaceTiming(seq_len=len(ids), cached_ms=ms["cached"], uncached_ms=ms["uncached"], fixed_ms=ms["fixed"],
-                      model_label=loaded.info.label, load_1min=load_average()[0])
+                      model_label=loaded.info.label, load_1min=load_avg_1min())
 
 
 # One forward pass at a time per server, for every session's stepping engine (the step page, the lesson and

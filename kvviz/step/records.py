@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kvviz.inputs.prompt_rules import PromptError, check_int_in_range
+from kvviz.measure.timing import median, middle_halves_overlap
 
 __all__ = ["ContextFullError", "Equivalence", "ParkedGeneration", "PromptError", "RACE_BUDGET_S", "RaceTiming", "Sampling", "StepRecord", "TokenProb", "draw_seed"]
 
@@ -123,40 +124,30 @@ class RaceTiming:
     uncached_ms: tuple[float, ...]
     fixed_ms: tuple[float, ...]
     model_label: str = ""
-    load_1min: float = 0.0  # the machine's 1-minute load average when measured
-
-    @staticmethod
-    def median(samples: tuple[float, ...]) -> float:
-        return float(np.median(samples)) if samples else float("nan")
+    load_1min: float = float("nan")  # the machine's 1-minute load average when measured (kvviz.measure.load)
 
     @property
     def cached_median_ms(self) -> float:
-        return self.median(self.cached_ms)
+        return median(self.cached_ms)
 
     @property
     def uncached_median_ms(self) -> float:
-        return self.median(self.uncached_ms)
+        return median(self.uncached_ms)
 
     @property
     def fixed_median_ms(self) -> float:
-        return self.median(self.fixed_ms)
+        return median(self.fixed_ms)
 
     @property
     def repeats(self) -> int:
         return min(len(self.cached_ms), len(self.uncached_ms))
 
-    @staticmethod
-    def quartiles(samples: tuple[float, ...]) -> tuple[float, float]:
-        """(25th, 75th percentile): the spread shown beside a median."""
-        return (float(np.percentile(samples, 25)), float(np.percentile(samples, 75))) if samples else (0.0, 0.0)
-
     @property
     def inside_noise(self) -> bool:
-        """The two sides' interquartile ranges overlap: half the repeats of each side lie where the other's lie,
-        so the difference of the medians is not to be read as a winner. (One repeat a side has no range: see
-        single_repeat.)"""
-        c, u = self.quartiles(self.cached_ms), self.quartiles(self.uncached_ms)
-        return c[1] >= u[0] and u[1] >= c[0]
+        """The two sides' interquartile ranges overlap (kvviz.measure.timing's one rule): half the repeats of
+        each side lie where the other's lie, so the difference of the medians is not to be read as a winner.
+        (One repeat a side has no range: see single_repeat.)"""
+        return middle_halves_overlap(self.cached_ms, self.uncached_ms)
 
     @property
     def single_repeat(self) -> bool:
@@ -176,7 +167,7 @@ class RaceTiming:
     def paired_saving_ms(self) -> float:
         """Median over repeats of (uncached - cached), each pair measured back to back: a burst of load that
         slows one repeat slows its partner too, so this is steadier than the difference of the two medians."""
-        return float(np.median(np.subtract(self.uncached_ms[: self.repeats], self.cached_ms[: self.repeats])))
+        return median(np.subtract(self.uncached_ms[: self.repeats], self.cached_ms[: self.repeats]))
 
     @property
     def cached_faster(self) -> bool:

@@ -27,6 +27,8 @@ from kvviz.i18n import N_, _, ngettext
 from kvviz.memory import capacity, units
 from kvviz.memory.presets import get_preset
 from kvviz.memory.units import GB, GIB, KIB, MIB
+from kvviz.measure.timing import quartiles
+from kvviz.figures.lesson import Picture
 from kvviz.step import view as step_view
 
 # The model's own input: English on purpose (the bundled models write English), never translated.
@@ -41,17 +43,6 @@ PATTERNS_PRESET = "Repeat a pattern"
 PRESET_MODELS = {"gpt2": "GPT-2 small", "llama-3-8b": "Llama-3-8B"}
 BYTE_UNITS: dict[str, int] = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": GB, "KiB": KIB, "MiB": MIB, "GiB": GIB}
 SI_IEC = (("KB", "KiB"), ("MB", "MiB"), ("GB", "GiB"))  # the pairs students mix up
-
-
-@dataclass(frozen=True)
-class Picture:
-    """One figure for a step, as plain numbers (kvviz.figures.lesson draws it). `after`: shown with the worked
-    answer, because it would give the answer away; otherwise shown with the teaching, before the question."""
-
-    kind: str
-    data: dict[str, Any]
-    caption: str
-    after: bool = True
 
 
 @dataclass(frozen=True)
@@ -505,7 +496,7 @@ def _measured_speedup(engine: Any, steps: int = 24, budget_s: float = 2.0) -> Qu
     race = engine.race(budget_s=budget_s)  # the lesson waits longer than a click: more repeats, a real spread
     cached, uncached = sorted(race.cached_ms), sorted(race.uncached_ms)
     cached_ms, uncached_ms = race.cached_median_ms, race.uncached_median_ms
-    (c_lo, c_hi), (u_lo, u_hi) = race.quartiles(race.cached_ms), race.quartiles(race.uncached_ms)
+    (c_lo, c_hi), (u_lo, u_hi) = quartiles(race.cached_ms), quartiles(race.uncached_ms)
     load = race.load_1min
     shape = ops.ModelShape.from_info(engine.loaded.info)
     before = record.fed_positions[0]

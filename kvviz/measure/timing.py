@@ -1,8 +1,8 @@
-"""Is a measured difference real, or inside the noise? One rule for every timed comparison shown to a class.
+"""Is a measured difference real, or inside the noise? One statistic and one rule for every timed comparison.
 
 A timing shown to a class is the median of several repeats, with its spread (the fastest and the slowest
-repeat) and the machine's 1-minute load average at the time. Two timings are called different only when the
-middle halves of their repeats do not overlap:
+repeat, and the middle half: 25th to 75th percentile) and the machine's 1-minute load average at the time.
+Two timings are called different only when the middle halves of their repeats do not overlap:
 
     inside the noise  <=>  [q1_a, q3_a] and [q1_b, q3_b] overlap   (q1, q3: 25th and 75th percentiles)
 
@@ -10,41 +10,46 @@ The interquartile range ignores one preempted repeat (a busy core stretches a si
 half), yet it is wide when the machine is noisy, so a small gap on a busy machine is not crowned a winner.
 Where the rule says "inside the noise", a page says so in one sentence instead of naming a faster side.
 
-`time_pair` interleaves the two sides (a, b, a, b, ...): a load that comes and goes hits both alike.
-Torch-free: the pages, figures and the internals modules all use it.
+`median`, `quartiles` and `middle_halves_overlap` work on plain samples (the race's records and figures keep
+tuples); `Timing` and `Comparison` wrap them for a named pair. Torch-free.
 """
 from __future__ import annotations
 
-import os
-import time
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from kvviz.i18n import _, ngettext
+from kvviz.i18n import _
+from kvviz.measure.load import load_known, load_label
+
+__all__ = ["Comparison", "Timing", "inside_noise", "median", "middle_halves_overlap", "quartiles"]
 
 
-def load_avg_1min() -> float:
-    """The machine's 1-minute load average now (nan where the OS has none)."""
-    try:
-        return float(os.getloadavg()[0])
-    except (AttributeError, OSError):
-        return float("nan")
+def median(samples: Sequence[float]) -> float:
+    """The median of the repeats (an even count: the middle two averaged); nan with no samples."""
+    return float(np.median(samples)) if len(samples) else float("nan")
 
 
-def load_label(load_1min: float, cores: int | None = None) -> str:
-    """'1-min load 1.70 on 2 cores': what to print beside every timing."""
-    cores = os.cpu_count() if cores is None else cores
-    if load_1min != load_1min:  # nan
-        return _("machine load unknown")
-    return ngettext("1-min load {load:.2f} on {cores} core", "1-min load {load:.2f} on {cores} cores",
-                    cores).format(load=load_1min, cores=cores)
+def quartiles(samples: Sequence[float]) -> tuple[float, float]:
+    """(25th, 75th percentile): the middle half of the repeats, the spread shown beside a median and the range
+    the noise rule compares. (0.0, 0.0) with no samples, as the race has always drawn an empty side."""
+    if not len(samples):
+        return 0.0, 0.0
+    q1, q3 = np.percentile(samples, [25, 75])
+    return float(q1), float(q3)
+
+
+def middle_halves_overlap(a: Sequence[float], b: Sequence[float]) -> bool:
+    """The rule: the middle halves of two sets of repeats overlap, so the data cannot say which is faster."""
+    a1, a3 = quartiles(a)
+    b1, b3 = quartiles(b)
+    return a1 <= b3 and b1 <= a3
 
 
 @dataclass(frozen=True)
 class Timing:
-    """Repeats of one measured thing, in milliseconds, and the load when they ran."""
+    """Repeats of one measured thing, in milliseconds, and the load when they ran (nan: unknown)."""
 
     samples_ms: tuple[float, ...]
     load_1min: float = float("nan")
@@ -59,7 +64,7 @@ class Timing:
 
     @property
     def median_ms(self) -> float:
-        return float(np.median(self.samples_ms))
+        return median(self.samples_ms)
 
     @property
     def min_ms(self) -> float:
@@ -71,8 +76,7 @@ class Timing:
 
     @property
     def quartiles_ms(self) -> tuple[float, float]:
-        q1, q3 = np.percentile(self.samples_ms, [25, 75])
-        return float(q1), float(q3)
+        return quartiles(self.samples_ms)
 
     @property
     def spread_pct(self) -> float:
@@ -81,16 +85,14 @@ class Timing:
 
     def label(self, digits: int = 1) -> str:
         """'9.9 ms (median of 7, 8.8-12.1 ms)'."""
-        median, fastest, slowest = (f"{x:.{digits}f}" for x in (self.median_ms, self.min_ms, self.max_ms))
+        median_, fastest, slowest = (f"{x:.{digits}f}" for x in (self.median_ms, self.min_ms, self.max_ms))
         return _("{median} ms (median of {repeats}, {fastest}-{slowest} ms)").format(
-            median=median, repeats=self.repeats, fastest=fastest, slowest=slowest)
+            median=median_, repeats=self.repeats, fastest=fastest, slowest=slowest)
 
 
 def inside_noise(a: Timing, b: Timing) -> bool:
     """The middle halves of the two sets of repeats overlap: the data cannot say which side is faster."""
-    a1, a3 = a.quartiles_ms
-    b1, b3 = b.quartiles_ms
-    return a1 <= b3 and b1 <= a3
+    return middle_halves_overlap(a.samples_ms, b.samples_ms)
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,7 @@ class Comparison:
 
     @property
     def load_1min(self) -> float:
-        loads = [x for x in (self.a.load_1min, self.b.load_1min) if x == x]  # nan != nan
+        loads = [x for x in (self.a.load_1min, self.b.load_1min) if load_known(x)]
         return max(loads) if loads else float("nan")
 
     def sentence(self) -> str:
@@ -142,29 +144,3 @@ class Comparison:
         return _("{fast} took {fast_ms:.1f} ms, {slow} {slow_ms:.1f} ms: {ratio:.2f}x faster, beyond the spread "
                  "of the repeats ({load}).").format(fast=fast_name, fast_ms=fast.median_ms, slow=slow_name,
                                                     slow_ms=slow.median_ms, ratio=self.ratio, load=load)
-
-
-def time_pair(run_a: Callable[[], object], run_b: Callable[[], object], repeats: int,
-              prepare_a: Callable[[], object] | None = None, prepare_b: Callable[[], object] | None = None,
-              clock: Callable[[], float] = time.perf_counter) -> tuple[Timing, Timing]:
-    """Time run_a and run_b `repeats` times each, interleaved (a, b, a, b, ...), after one untimed warm-up each.
-
-    prepare_x(): untimed set-up before each run (e.g. a fresh copy of a cache); its result is passed to run_x
-    when given, so the set-up never lands inside the timer.
-    """
-    if repeats < 1:
-        raise ValueError("repeats must be at least 1")
-
-    def once(run, prepare) -> float:
-        arg = prepare() if prepare is not None else None
-        began = clock()
-        run(arg) if prepare is not None else run()
-        return (clock() - began) * 1000.0
-
-    once(run_a, prepare_a), once(run_b, prepare_b)  # warm-up: allocator, caches, lazy init
-    a_ms, b_ms = [], []
-    for _repeat in range(repeats):
-        a_ms.append(once(run_a, prepare_a))
-        b_ms.append(once(run_b, prepare_b))
-    load = load_avg_1min()
-    return Timing(tuple(a_ms), load), Timing(tuple(b_ms), load)
