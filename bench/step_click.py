@@ -3,8 +3,9 @@
     python bench/step_click.py [--clicks 30] [--model bundled] [--view one|race] [--open-sections]
 
 Runs the real page in Streamlit's AppTest (in-process: the same script run a server does for a click, minus
-the websocket), prefills, then clicks Next token repeatedly. Two clocks per click:
+the websocket), prefills, then clicks Next token repeatedly. Three clocks per click:
   server  the script run itself, timed around Streamlit's ScriptRunner._run_script (what a server spends)
+  CPU     the CPU time of that run on its thread (issue 33's per-click cost: the machine's load does not enter)
   round   click + rerun + AppTest's own polling and element parsing, as seen by the caller (an upper bound)
 Then Play: the server time of one animation frame (the fragment's run_every rerun that takes one step); the
 browser shows a frame every max(PLAY_DELAY_S, frame time), so frames/s <= 1 / max(0.35 s, frame time).
@@ -38,7 +39,8 @@ def main() -> None:
 
     from streamlit.testing.v1 import AppTest
 
-    script_ms = time_script_runs()
+    cpu_ms: list[float] = []
+    script_ms = time_script_runs(cpu_ms)
 
     at = AppTest.from_file(str(REPO / "pages" / "step_through.py"), default_timeout=300)
     at.session_state["model_spec"] = args.model
@@ -51,13 +53,14 @@ def main() -> None:
         at.button(key="step_btn_next").click().run()
     round_ms: list[float] = []
     script_ms.clear()
+    cpu_ms.clear()
     for _ in range(args.clicks):
         began = time.perf_counter()
         at.button(key="step_btn_next").click().run()
         round_ms.append((time.perf_counter() - began) * 1000)
         if at.exception or at.warning:  # context full or an error: stop timing
             break
-    click_ms = list(script_ms)
+    click_ms, click_cpu_ms = list(script_ms), list(cpu_ms)
     at.button(key="step_btn_reset").click().run()
     at.button(key="step_btn_prefill").click().run()
     at.button(key="step_btn_play").click().run()
@@ -71,7 +74,8 @@ def main() -> None:
     print(f"model={args.model} clicks={len(round_ms)} cache_len_end={cache_len} view={args.view} "
           f"open_sections={args.open_sections} torch_threads={torch.get_num_threads()} "
           f"loadavg={os.getloadavg()[0]:.2f} cores={os.cpu_count()}")
-    for name, values in (("server (script run)", click_ms), ("round trip in AppTest", round_ms),
+    for name, values in (("server (script run)", click_ms), ("server CPU (script thread)", click_cpu_ms),
+                         ("round trip in AppTest", round_ms),
                          ("Play frame, server", frame_ms)):
         print(f"next-token click, {name}: median {statistics.median(values):.1f} ms "
               f"(min {min(values):.1f}, max {max(values):.1f})")

@@ -7,6 +7,8 @@ row stays on screen. Text is at least 14 px for a projector; colours read on lig
 """
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Sequence
 
 import numpy as np
@@ -46,6 +48,52 @@ def _fonts(fig: go.Figure, font_px: int) -> go.Figure:
     return fig
 
 
+# The per-click figures (the stage, the next-token bars) are built as plain dicts and validated once, in
+# go.Figure(dict): plotly's make_subplots and update_* calls validate every change against the template-laden
+# layout, which cost ~35 ms of server CPU per click on one core (issue 33), most of a click's cost. The layout
+# geometry still comes from make_subplots (axis domains, anchors, title positions), computed once per shape.
+@functools.lru_cache(maxsize=32)
+def _grid_json(cols: int, widths: tuple[float, ...] | None, spacing: float) -> str:
+    fig = make_subplots(rows=1, cols=cols, shared_yaxes=True, column_widths=list(widths) if widths else None,
+                        horizontal_spacing=spacing, subplot_titles=["·"] * cols)
+    layout = fig.to_dict()["layout"]
+    layout.pop("template", None)
+    return json.dumps(layout)
+
+
+def _panels(titles: Sequence[str], widths: tuple[float, ...] | None, spacing: float) -> dict:
+    """A fresh layout dict: one row of len(titles) panels sharing the row axis, as make_subplots lays it out."""
+    layout = json.loads(_grid_json(len(titles), widths, spacing))
+    for note, title in zip(layout["annotations"], titles):
+        note["text"] = title
+    return layout
+
+
+def _axis(letter: str, col: int) -> str:
+    """A trace's or shape's axis reference for panel `col` (1-based): x, x2, x3..."""
+    return letter if col == 1 else f"{letter}{col}"
+
+
+def _fonts_dict(layout: dict, font_px: int) -> dict:
+    """_fonts on a layout dict: every axis, annotation, the hover label and the title at font_px."""
+    for key, axis in layout.items():
+        if key.startswith(("xaxis", "yaxis")):
+            axis.setdefault("tickfont", {})["size"] = font_px
+            axis.setdefault("title", {}).setdefault("font", {})["size"] = font_px
+    for note in layout.get("annotations", []):
+        note.setdefault("font", {})["size"] = font_px
+    layout.setdefault("font", {})["size"] = font_px
+    layout.setdefault("hoverlabel", {}).setdefault("font", {})["size"] = font_px
+    layout.setdefault("title", {}).setdefault("font", {})["size"] = font_px + 2
+    return layout
+
+
+def _outline_shapes(positions: Sequence[int], width: int, col: int, color: str) -> list[dict]:
+    return [{"type": "rect", "x0": -0.5, "x1": width - 0.5, "y0": pos - 0.5, "y1": pos + 0.5,
+             "line": {"color": color, "width": 3}, "xref": _axis("x", col), "yref": _axis("y", col)}
+            for pos in positions]
+
+
 def _row_ticks(first_row: int, labels: Sequence[str], must: Sequence[int] = ()) -> dict:
     """Row labels: every stride-th row counted from the newest (always labelled), plus the rows in `must`
     (cache positions a sentence names, e.g. the copying head's row); a regular label too close to one of
@@ -64,45 +112,37 @@ def _colorbar(x: float, font_px: int) -> dict:
             "tickfont": {"size": font_px}, "nticks": 4, "ticklen": 3}
 
 
-def _outline(fig: go.Figure, positions: Sequence[int], width: int, col: int, color: str, row: int = 1) -> None:
-    for pos in positions:
-        fig.add_shape(type="rect", x0=-0.5, x1=width - 0.5, y0=pos - 0.5, y1=pos + 0.5,
-                      line={"color": color, "width": 3}, row=row, col=col)
-
-
 def stage_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 420) -> go.Figure:
     """K | V | attention, sharing one row axis: the new query reads every cached row, in one picture."""
     rows, head_dim = snap.keys.shape
     y = list(range(snap.first_row, snap.first_row + rows))
-    fig = make_subplots(
-        rows=1, cols=3, shared_yaxes=True, column_widths=[0.37, 0.37, 0.26], horizontal_spacing=CBAR_GAP,
-        subplot_titles=(_("K · layer {layer} · kv head {kv_head}").format(layer=snap.layer, kv_head=snap.kv_head),
-                        _("V · layer {layer}").format(layer=snap.layer),
-                        _("attention · q head {head}").format(head=snap.q_head)),  # short, so it fits
-    )
+    layout = _panels((_("K · layer {layer} · kv head {kv_head}").format(layer=snap.layer, kv_head=snap.kv_head),
+                      _("V · layer {layer}").format(layer=snap.layer),
+                      _("attention · q head {head}").format(head=snap.q_head)),  # short, so it fits
+                     (0.37, 0.37, 0.26), CBAR_GAP)
     width = 1 - 2 * CBAR_GAP  # the panels' share of the plot width, split 0.37 : 0.37 : 0.26
     edges = (0.37 * width, 0.74 * width + CBAR_GAP)  # right edges of the K and V panels
-    for col, (name, data, edge) in enumerate((("K", snap.keys, edges[0]), ("V", snap.values, edges[1])), start=1):
-        limit = float(np.abs(data).max()) or 1.0
-        fig.add_trace(go.Heatmap(
-            z=data.astype(np.float32), x=list(range(head_dim)), y=y, colorscale=HEATMAP_SCALE, zmin=-limit,
-            zmax=limit, showscale=True, colorbar=_colorbar(edge, font_px),
-            name=name, hovertemplate=_("{name}[position %{{y}}, dim %{{x}}] = %{{z:.3f}}<extra></extra>").format(
-                name=name)),
-            row=1, col=col)
-        _outline(fig, snap.new_rows, head_dim, col, NEW_ROW_COLOR)
+    data, shapes = [], []
+    for col, (name, values, edge) in enumerate((("K", snap.keys, edges[0]), ("V", snap.values, edges[1])), start=1):
+        limit = float(np.abs(values).max()) or 1.0
+        data.append({"type": "heatmap", "z": values.astype(np.float32), "x": list(range(head_dim)), "y": y,
+                     "colorscale": HEATMAP_SCALE, "zmin": -limit, "zmax": limit, "showscale": True,
+                     "colorbar": _colorbar(edge, font_px), "name": name,
+                     "hovertemplate": _("{name}[position %{{y}}, dim %{{x}}] = %{{z:.3f}}<extra></extra>").format(
+                         name=name), "xaxis": _axis("x", col), "yaxis": _axis("y", col)})
+        shapes += _outline_shapes(snap.new_rows, head_dim, col, NEW_ROW_COLOR)
     colors = [NEW_ROW_COLOR if p in snap.new_rows else ATTENTION_COLOR for p in y]
-    fig.add_trace(go.Bar(x=np.round(snap.attention, 4), y=y, orientation="h", marker_color=colors,
-                         hovertemplate=_("position %{y}: weight %{x:.3f}<extra></extra>"), name=_("attention")),
-                  row=1, col=3)
+    data.append({"type": "bar", "x": np.round(snap.attention, 4), "y": y, "orientation": "h",
+                 "marker": {"color": colors}, "hovertemplate": _("position %{y}: weight %{x:.3f}<extra></extra>"),
+                 "name": _("attention"), "xaxis": "x3", "yaxis": "y3"})
     top = float(snap.attention.max()) if rows else 1.0
-    fig.update_xaxes(range=[0, max(top * 1.1, 0.05)], nticks=3, row=1, col=3)
-    fig.update_xaxes(title_text="head_dim", title_standoff=2, showticklabels=False, row=1, col=1)
-    fig.update_xaxes(title_text="head_dim", title_standoff=2, showticklabels=False, row=1, col=2)
+    layout["xaxis3"].update(range=[0, max(top * 1.1, 0.05)], nticks=3)
+    for key in ("xaxis", "xaxis2"):
+        layout[key].update(title={"text": "head_dim", "standoff": 2}, showticklabels=False)
     named = (snap.copy.target_pos,) if snap.copy is not None else ()  # the row the readout names
-    fig.update_yaxes(autorange="reversed", **_row_ticks(snap.first_row, snap.row_labels, named), row=1, col=1)
-    fig.update_layout(height=height_px, margin=_margins(font_px), showlegend=False, bargap=0.1)
-    return _fonts(fig, font_px)
+    layout["yaxis"].update(autorange="reversed", **_row_ticks(snap.first_row, snap.row_labels, named))
+    layout.update(height=height_px, margin=_margins(font_px), showlegend=False, bargap=0.1, shapes=shapes)
+    return go.Figure({"data": data, "layout": _fonts_dict(layout, font_px)})
 
 
 def group_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 360) -> go.Figure:
@@ -111,55 +151,56 @@ def group_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 360) -
     rows, head_dim = snap.keys.shape
     y = list(range(snap.first_row, snap.first_row + rows))
     n = len(snap.group_heads)
-    fig = make_subplots(rows=1, cols=1 + n, shared_yaxes=True, horizontal_spacing=0.02,
-                        column_widths=[0.34] + [0.66 / n] * n,
-                        subplot_titles=[_("K · kv head {kv_head}").format(kv_head=snap.kv_head)]
-                        + [f"q{h}" for h in snap.group_heads])
+    layout = _panels([_("K · kv head {kv_head}").format(kv_head=snap.kv_head)] + [f"q{h}" for h in snap.group_heads],
+                     (0.34, *[0.66 / n] * n), 0.02)
     limit = float(np.abs(snap.keys).max()) or 1.0
-    fig.add_trace(go.Heatmap(z=snap.keys.astype(np.float32), y=y, colorscale=HEATMAP_SCALE, zmin=-limit, zmax=limit,
-                             showscale=True, colorbar={**_colorbar(1.0, font_px), "title": {"text": "K", "side": "top"}},
-                             hovertemplate=_("{name}[position %{{y}}, dim %{{x}}] = %{{z:.3f}}<extra></extra>").format(
-                                 name="K")),
-                  row=1, col=1)
-    _outline(fig, snap.new_rows, head_dim, 1, NEW_ROW_COLOR)
+    data = [{"type": "heatmap", "z": snap.keys.astype(np.float32), "y": y, "colorscale": HEATMAP_SCALE,
+             "zmin": -limit, "zmax": limit, "showscale": True,
+             "colorbar": {**_colorbar(1.0, font_px), "title": {"text": "K", "side": "top"}},
+             "hovertemplate": _("{name}[position %{{y}}, dim %{{x}}] = %{{z:.3f}}<extra></extra>").format(name="K"),
+             "xaxis": "x", "yaxis": "y"}]
     for i, head in enumerate(snap.group_heads):
         weights = snap.group_attention[i]
-        fig.add_trace(go.Bar(x=np.round(weights, 4), y=y, orientation="h", marker_color=ATTENTION_COLOR,
-                             hovertemplate=_("q head {head}, position %{{y}}: %{{x:.3f}}<extra></extra>").format(
-                                 head=head)),
-                      row=1, col=2 + i)
-        fig.update_xaxes(range=[0, max(float(weights.max()) * 1.1, 0.05)], showticklabels=False, row=1, col=2 + i)
-    fig.update_xaxes(showticklabels=False, title_text="head_dim", row=1, col=1)
-    fig.update_yaxes(autorange="reversed", **_row_ticks(snap.first_row, snap.row_labels), row=1, col=1)
-    fig.update_layout(height=height_px, margin={**_margins(font_px), "r": 3 * font_px + 10}, showlegend=False,
-                      bargap=0.1)  # right margin: the K colour scale
-    return _fonts(fig, font_px)
+        data.append({"type": "bar", "x": np.round(weights, 4), "y": y, "orientation": "h",
+                     "marker": {"color": ATTENTION_COLOR},
+                     "hovertemplate": _("q head {head}, position %{{y}}: %{{x:.3f}}<extra></extra>").format(head=head),
+                     "xaxis": _axis("x", 2 + i), "yaxis": _axis("y", 2 + i)})
+        layout[f"xaxis{2 + i}"].update(range=[0, max(float(weights.max()) * 1.1, 0.05)], showticklabels=False)
+    layout["xaxis"].update(showticklabels=False, title={"text": "head_dim"})
+    layout["yaxis"].update(autorange="reversed", **_row_ticks(snap.first_row, snap.row_labels))
+    layout.update(height=height_px, margin={**_margins(font_px), "r": 3 * font_px + 10}, showlegend=False,
+                  bargap=0.1, shapes=_outline_shapes(snap.new_rows, head_dim, 1, NEW_ROW_COLOR))  # r: the colour scale
+    return go.Figure({"data": data, "layout": _fonts_dict(layout, font_px)})
 
 
 def race_figure(snap: StageSnapshot, cached: bool, font_px: int = 14, height_px: int = 300) -> go.Figure:
     """Every layer's K cache of one head. cached=True: one new row per layer is computed (outlined orange);
     cached=False: every row of every layer is recomputed (all outlined red)."""
     n_layer = len(snap.layer_keys)
-    fig = make_subplots(rows=1, cols=n_layer, shared_yaxes=True, horizontal_spacing=0.015,
-                        subplot_titles=[_("layer {layer}").format(layer=i) for i in range(n_layer)])
+    layout = _panels([_("layer {layer}").format(layer=i) for i in range(n_layer)], None, 0.015)
+    data, shapes = [], []
     for layer, rows in enumerate(snap.layer_keys):
         limit = float(np.abs(rows).max()) or 1.0
         y = list(range(snap.first_row, snap.first_row + rows.shape[0]))
-        fig.add_trace(go.Heatmap(z=rows.astype(np.float32), y=y, colorscale=HEATMAP_SCALE, zmin=-limit, zmax=limit,
-                                 showscale=False,
-                                 hovertemplate=_("layer {layer}, position %{{y}}<extra></extra>").format(layer=layer)),
-                      row=1, col=layer + 1)
+        col = layer + 1
+        data.append({"type": "heatmap", "z": rows.astype(np.float32), "y": y, "colorscale": HEATMAP_SCALE,
+                     "zmin": -limit, "zmax": limit, "showscale": False,
+                     "hovertemplate": _("layer {layer}, position %{{y}}<extra></extra>").format(layer=layer),
+                     "xaxis": _axis("x", col), "yaxis": _axis("y", col)})
         if cached:
-            _outline(fig, snap.new_rows or y, rows.shape[1], layer + 1, NEW_ROW_COLOR)
+            shapes += _outline_shapes(snap.new_rows or y, rows.shape[1], col, NEW_ROW_COLOR)
         else:  # the whole block is recomputed: a red veil over every row
-            fig.add_shape(type="rect", x0=-0.5, x1=rows.shape[1] - 0.5, y0=y[0] - 0.5, y1=y[-1] + 0.5,
-                          line={"color": RECOMPUTED_COLOR, "width": 4}, fillcolor=RECOMPUTED_COLOR, opacity=0.35,
-                          row=1, col=layer + 1)
-    fig.update_yaxes(autorange="reversed", showticklabels=False)
-    fig.update_yaxes(showticklabels=True, title_text=_("position"), row=1, col=1)
-    fig.update_xaxes(showticklabels=False)
-    fig.update_layout(height=height_px, margin=_margins(font_px), showlegend=False)
-    return _fonts(fig, font_px)
+            shapes.append({"type": "rect", "x0": -0.5, "x1": rows.shape[1] - 0.5, "y0": y[0] - 0.5, "y1": y[-1] + 0.5,
+                           "line": {"color": RECOMPUTED_COLOR, "width": 4}, "fillcolor": RECOMPUTED_COLOR,
+                           "opacity": 0.35, "xref": _axis("x", col), "yref": _axis("y", col)})
+    for key, axis in layout.items():
+        if key.startswith("yaxis"):
+            axis.update(autorange="reversed", showticklabels=False)
+        elif key.startswith("xaxis"):
+            axis["showticklabels"] = False
+    layout["yaxis"].update(showticklabels=True, title={"text": _("position")})
+    layout.update(height=height_px, margin=_margins(font_px), showlegend=False, shapes=shapes)
+    return go.Figure({"data": data, "layout": _fonts_dict(layout, font_px)})
 
 
 def race_timing_figure(cached_ms: Sequence[float], uncached_ms: Sequence[float], fixed_ms: Sequence[float],
@@ -205,17 +246,16 @@ def next_token_bars(texts: Sequence[str], probs: Sequence[float], chosen: str, f
     largest probability, so a near-uniform random model's tiny bars are still visible (never an empty chart)."""
     labels = [f"'{visible(t)[:14]}'" for t in texts]
     colors = [NEW_ROW_COLOR if t == chosen else "#868e96" for t in texts]
-    fig = go.Figure(go.Bar(x=[round(p, 4) for p in probs][::-1], y=labels[::-1], orientation="h",
-                           marker_color=colors[::-1], text=[f"{p:.3f}" for p in probs][::-1],
-                           textposition="outside", cliponaxis=False,  # a 0.9 bar's label may pass x = 1
-                           hovertemplate="%{y}: %{x:.4f}<extra></extra>"))
     top = max(probs) if probs else 1.0
-    fig.update_yaxes(tickmode="array", tickvals=labels, ticktext=labels)  # every label, even at 18 px
-    fig.update_layout(title={"text": _("Next-token probabilities")},
-                      xaxis={"range": [0, min(1.0, top * 1.35) or 1.0], "title": _("probability")},
-                      height=height_px, margin={**_margins(font_px), "r": 3 * font_px})  # room for that label
-    fig.update_traces(textfont_size=font_px)
-    return _fonts(fig, font_px)
+    bar = {"type": "bar", "x": [round(p, 4) for p in probs][::-1], "y": labels[::-1], "orientation": "h",
+           "marker": {"color": colors[::-1]}, "text": [f"{p:.3f}" for p in probs][::-1],
+           "textposition": "outside", "cliponaxis": False,  # a 0.9 bar's label may pass x = 1
+           "hovertemplate": "%{y}: %{x:.4f}<extra></extra>", "textfont": {"size": font_px}}
+    layout = {"yaxis": {"tickmode": "array", "tickvals": labels, "ticktext": labels},  # every label, even at 18 px
+              "title": {"text": _("Next-token probabilities")},
+              "xaxis": {"range": [0, min(1.0, top * 1.35) or 1.0], "title": {"text": _("probability")}},
+              "height": height_px, "margin": {**_margins(font_px), "r": 3 * font_px}}  # room for that label
+    return go.Figure({"data": [bar], "layout": _fonts_dict(layout, font_px)})
 
 
 def growth_chart(steps: Sequence[int], with_cache: Sequence[int], without_cache: Sequence[int], what: str,
