@@ -1,0 +1,67 @@
+"""Issue 33: the stage's per-click figures are built as plain dicts and validated once (plotly's make_subplots and
+update_* calls cost ~35 ms of server CPU a click). The oracle is plotly's own subplot API: the same stage picture
+built with make_subplots and update_* must serialise to exactly the same JSON, so the fast build draws the same
+figure (axis domains, anchors, titles, shapes, fonts, colour scales)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+from plotly.subplots import make_subplots
+
+from kvviz.figures import step as figs
+from kvviz.step import view as step_view
+from kvviz.step.engine import StepEngine
+
+
+def _by_plotly_api(snap: step_view.StageSnapshot, font_px: int, height_px: int) -> go.Figure:
+    """stage_figure written with plotly's figure API (what the page drew before issue 33)."""
+    rows, head_dim = snap.keys.shape
+    y = list(range(snap.first_row, snap.first_row + rows))
+    fig = make_subplots(rows=1, cols=3, shared_yaxes=True, column_widths=[0.37, 0.37, 0.26],
+                        horizontal_spacing=figs.CBAR_GAP,
+                        subplot_titles=(f"K · layer {snap.layer} · kv head {snap.kv_head}", f"V · layer {snap.layer}",
+                                        f"attention · q head {snap.q_head}"))
+    width = 1 - 2 * figs.CBAR_GAP
+    edges = (0.37 * width, 0.74 * width + figs.CBAR_GAP)
+    for col, (name, data, edge) in enumerate((("K", snap.keys, edges[0]), ("V", snap.values, edges[1])), start=1):
+        limit = float(np.abs(data).max()) or 1.0
+        fig.add_trace(go.Heatmap(z=data.astype(np.float32), x=list(range(head_dim)), y=y,
+                                 colorscale=figs.HEATMAP_SCALE, zmin=-limit, zmax=limit, showscale=True,
+                                 colorbar=figs._colorbar(edge, font_px), name=name,
+                                 hovertemplate=f"{name}[position %{{y}}, dim %{{x}}] = %{{z:.3f}}<extra></extra>"),
+                      row=1, col=col)
+        for pos in snap.new_rows:
+            fig.add_shape(type="rect", x0=-0.5, x1=head_dim - 0.5, y0=pos - 0.5, y1=pos + 0.5,
+                          line={"color": figs.NEW_ROW_COLOR, "width": 3}, row=1, col=col)
+    colors = [figs.NEW_ROW_COLOR if p in snap.new_rows else figs.ATTENTION_COLOR for p in y]
+    fig.add_trace(go.Bar(x=np.round(snap.attention, 4), y=y, orientation="h", marker_color=colors,
+                         hovertemplate="position %{y}: weight %{x:.3f}<extra></extra>", name="attention"),
+                  row=1, col=3)
+    fig.update_xaxes(range=[0, max(float(snap.attention.max()) * 1.1, 0.05)], nticks=3, row=1, col=3)
+    for col in (1, 2):
+        fig.update_xaxes(title_text="head_dim", title_standoff=2, showticklabels=False, row=1, col=col)
+    named = (snap.copy.target_pos,) if snap.copy is not None else ()
+    fig.update_yaxes(autorange="reversed", **figs._row_ticks(snap.first_row, snap.row_labels, named), row=1, col=1)
+    fig.update_layout(height=height_px, margin=figs._margins(font_px), showlegend=False, bargap=0.1)
+    fig.update_xaxes(tickfont_size=font_px, title_font_size=font_px)
+    fig.update_yaxes(tickfont_size=font_px, title_font_size=font_px)
+    fig.update_annotations(font_size=font_px)
+    fig.update_layout(font={"size": font_px}, hoverlabel={"font_size": font_px}, title_font_size=font_px + 2)
+    return fig
+
+
+def test_the_stage_figure_is_plotlys_subplot_figure(bundled):
+    engine = StepEngine(bundled)
+    engine.prefill("ROMEO: the king")
+    for _ in range(3):
+        engine.step()
+    info = bundled.info
+    for layer, head, font_px in ((0, 0, 14), (info.n_layer - 1, info.n_head - 1, 18)):
+        snap = step_view.build_snapshot(engine.records, engine.prompt_len, info.n_layer, info.n_head,
+                                        info.n_kv_heads, layer, head)
+        fast = json.loads(pio.to_json(figs.stage_figure(snap, font_px, 330)))
+        assert fast == json.loads(pio.to_json(_by_plotly_api(snap, font_px, 330)))
+        assert fast["layout"]["shapes"] and fast["layout"]["annotations"][0]["font"]["size"] == font_px
