@@ -14,8 +14,9 @@ more session keeps the "Measured speed-up" benchmark running.
 for the CPU. --client ws (bench/classroom_ws.py) speaks Streamlit's WebSocket protocol without a browser, as if
 every student's own device did the rendering; both make the same clicks and the same checks.
 
-Reports per-click settle time (median, p90, max), Streamlit errors, sessions that saw another session's
-tokens, empty or wrong strips, and the server processes' RSS before and after. Localhost only; hard caps:
+Reports per-click settle time (median, p90, max), the server's CPU per click (server CPU seconds / clicks),
+Streamlit errors, sessions that saw another session's tokens, empty or wrong strips, and the server processes'
+RSS before and after. Localhost only; hard caps:
 MAX_SESSIONS sessions, MAX_MINUTES minutes of clicking, at most one click per 0.5 s per session.
 """
 from __future__ import annotations
@@ -197,6 +198,11 @@ def main() -> None:
         "client_cpu_s": client_cpu.stop(), **summarize(reports),
         "problems": {r.index: r.problems for r in reports if r.problems},
     }
+    # Issue 33's measure: the servers' CPU over the run divided by the clicks they served (prefills included),
+    # so the machine's load and the clients' own CPU do not enter.
+    used = [c for c in result["server_cpu_s"].values() if c is not None]
+    served = result["clicks"] + args.sessions  # every session's prefill is a click too
+    result["server_cpu_ms_per_click"] = round(1000 * sum(used) / served, 1) if used and served else None
     if args.json:
         Path(args.json).write_text(json.dumps({**result, "session_reports": [asdict(r) for r in reports]}, indent=1))
     json.dump(result, sys.stdout, indent=1)
