@@ -21,6 +21,25 @@ from kvviz.inputs import echo, links
 from kvviz.figures import MAX_LEGEND_ENTRIES, export_config, memory as figs
 from kvviz.memory.presets import GPUS, PRESETS, get_preset, past_trained_positions
 
+# A link that names a tab (For teachers' plan opens "What fits" for its question) lands on that tab: the model's
+# inputs fill a 1280x720 screen, so the tab and its answer (the context where the cache outweighs the weights) were
+# below the fold. Once per session; tried again until the tab bar is at the top (while the tab's content is still
+# being drawn, the page is too short to scroll that far), for 15 s at most.
+SCROLL_TO_TABS_JS = """<script>
+(() => {
+  const t0 = Date.now();
+  const go = () => {
+    const tabs = document.querySelector(".st-key-mem_tab");
+    if (tabs) {
+      tabs.scrollIntoView({block: "start"});
+      if (Math.abs(tabs.getBoundingClientRect().top) < 8) return;
+    }
+    if (Date.now() - t0 < 15000) setTimeout(go, 200);
+  };
+  setTimeout(go, 150);
+})();
+</script>"""
+
 CUSTOM, DEFAULT_PRESET, CUSTOM_GPU = "custom", "llama-3-8b", "custom"
 PROBE_PROMPT = "ROMEO: What light through yonder window breaks?"
 L = memory.LIMITS
@@ -411,6 +430,9 @@ def calculator() -> None:
     # inputs live in the URL: a closed tab's widgets would drop theirs from a copied link, issue 29); the textbook
     # and the loaded model's tabs run only when open (the last imports torch).
     tabs = st.tabs([_(t) for t in TABS], key="mem_tab", bind="query-params")
+    if "mem_tab" in st.query_params and not st.session_state.get("mem_link_scrolled"):
+        st.session_state["mem_link_scrolled"] = True
+        st.html(SCROLL_TO_TABS_JS, unsafe_allow_javascript=True)
     with tabs[0]:
         compare = st.multiselect(_("Compare with"), list(PRESETS), default=[], key="mem_compare", bind="query-params",
                                  max_selections=MAX_LEGEND_ENTRIES - 1)  # four lines at most: readable

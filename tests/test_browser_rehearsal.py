@@ -100,12 +100,38 @@ def _check_block(tab, block: guide.Block, plan: str, index: int, done: set[int])
         llama = get_preset("llama-3-8b")
         crossing = llama.n_params * 2 // memory.kv_bytes(llama.kv, 1) + 1
         assert f"{crossing:,} tokens" in tab.get_by_text("The cache outweighs the weights from").inner_text()
+        _answer_in_view(tab)
         assert tab.locator('[data-testid="stMetric"]', has_text="Total: 8,192 tokens").count() == 1
         assert tab.get_by_role("tab", name="What fits").get_attribute("aria-selected") == "true"
     else:
         raise AssertionError(block.page)
     _assert_no_errors(tab)
     tab.screenshot(path=shot)
+
+
+def _answer_in_view(tab) -> None:
+    """The memory block's answer (where the cache outweighs the weights) on screen at 1280x720."""
+    tab.wait_for_function("""() => { const e = [...document.querySelectorAll('[data-testid="stMarkdownContainer"]')]
+        .find(e => e.innerText.startsWith('The cache outweighs the weights from'));
+        const r = e && e.getBoundingClientRect(); return !!r && r.top >= 0 && r.bottom <= innerHeight; }""",
+                          timeout=30_000)
+
+
+def test_the_memory_link_opened_in_a_fresh_browser_shows_its_answer(app_url):  # noqa: F811
+    """The plan's memory link, shared and opened in a fresh browser at 1280x720: the model's inputs fill the
+    screen, so the What fits tab and the answer were below the fold; the link lands on the tab."""
+    from playwright.sync_api import sync_playwright
+
+    link = next(b.link for b in guide.PLAN_45 if b.page == "pages/memory_budget.py")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        tab = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+        tab.set_default_timeout(120_000)
+        tab.goto(f"{app_url}{link}")
+        tab.get_by_text("The cache outweighs the weights from").wait_for(state="attached")
+        _answer_in_view(tab)
+        tab.screenshot(path=str(ARTIFACTS / "memory_link_fresh_browser.png"))
+        browser.close()
 
 
 def _rehearse(browser, url: str, plan_name: str, plan: tuple[guide.Block, ...]) -> None:
