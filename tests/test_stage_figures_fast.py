@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.subplots import make_subplots
@@ -65,3 +66,41 @@ def test_the_stage_figure_is_plotlys_subplot_figure(bundled):
         fast = json.loads(pio.to_json(figs.stage_figure(snap, font_px, 330)))
         assert fast == json.loads(pio.to_json(_by_plotly_api(snap, font_px, 330)))
         assert fast["layout"]["shapes"] and fast["layout"]["annotations"][0]["font"]["size"] == font_px
+
+
+@pytest.fixture(scope="module")
+def bundled_gqa():
+    from kvviz.model import loading
+
+    return loading.load_bundled(name=loading.BUNDLED_GQA)
+
+
+def test_every_per_click_figure_is_a_valid_plotly_figure(bundled_gqa):
+    """The per-click figures skip plotly's validation when built (figs._prebuilt): here each spec goes through
+    it. Validation raises on a property plotly does not know and coerces a value it would change; the JSON a
+    validating build sends must equal the JSON the page sends (Streamlit serialises the figure unvalidated)."""
+    engine = StepEngine(bundled_gqa)
+    engine.prefill("ROMEO: the king")
+    for _ in range(3):
+        engine.step()
+    info = bundled_gqa.info
+    snap = step_view.build_snapshot(engine.records, engine.prompt_len, info.n_layer, info.n_head, info.n_kv_heads,
+                                    1, 1, all_layers=True)
+    built = {
+        "stage": figs.stage_figure(snap, 18, 330),
+        "gqa": figs.group_figure(snap, 14, 360),
+        "race cached": figs.race_figure(snap, True, 14),
+        "race uncached": figs.race_figure(snap, False, 14),
+        "bars": figs.next_token_bars([t.text for t in snap.top_k[:6]], [t.prob for t in snap.top_k[:6]],
+                                     snap.next_token_text, 14, 200),
+    }
+    for name, fig in built.items():
+        sent = json.loads(pio.to_json(fig, validate=False))
+        assert sent == json.loads(pio.to_json(go.Figure(fig.to_dict()), validate=True)), name
+        assert sent["data"], name
+    try:  # the check has teeth: a misspelt property is refused by the validating build
+        go.Figure({"data": [{"type": "bar", "colour": "red"}]})
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("plotly accepted an unknown property")

@@ -48,10 +48,13 @@ def _fonts(fig: go.Figure, font_px: int) -> go.Figure:
     return fig
 
 
-# The per-click figures (the stage, the next-token bars) are built as plain dicts and validated once, in
-# go.Figure(dict): plotly's make_subplots and update_* calls validate every change against the template-laden
-# layout, which cost ~35 ms of server CPU per click on one core (issue 33), most of a click's cost. The layout
-# geometry still comes from make_subplots (axis domains, anchors, title positions), computed once per shape.
+# The per-click figures (the stage, the next-token bars, the GQA and race views) are built as plain dicts:
+# plotly's make_subplots and update_* calls validate every change against the template-laden layout, which cost
+# ~35 ms of server CPU per click on one core (issue 33), most of a click's cost. The layout geometry still comes
+# from make_subplots (axis domains, anchors, title positions), computed once per shape. Validating the finished
+# dict (go.Figure(spec)) was still 80% of what was left (stage 8.4 -> 1.9 ms without it), so the figure wraps the
+# spec unvalidated (_prebuilt); tests/test_stage_figures_fast.py validates every one of these specs instead, and
+# checks they serialise exactly as plotly's own subplot API builds them.
 @functools.lru_cache(maxsize=32)
 def _grid_json(cols: int, widths: tuple[float, ...] | None, spacing: float) -> str:
     fig = make_subplots(rows=1, cols=cols, shared_yaxes=True, column_widths=list(widths) if widths else None,
@@ -67,6 +70,19 @@ def _panels(titles: Sequence[str], widths: tuple[float, ...] | None, spacing: fl
     for note, title in zip(layout["annotations"], titles):
         note["text"] = title
     return layout
+
+
+@functools.cache
+def _colorscale(name: str) -> tuple[tuple[float, str], ...]:
+    """A named colour scale as plotly's validator spells it out. The browser's plotly.js knows no "_r" (reversed)
+    names: an unvalidated spec must carry the stops themselves."""
+    return go.Heatmap(colorscale=name).colorscale
+
+
+def _prebuilt(spec: dict) -> go.Figure:
+    """A figure around a spec this module built, without plotly's per-property validation (`_validate=False`,
+    plotly's own switch for trusted input): see the note above; the tests validate the same specs."""
+    return go.Figure(spec, _validate=False)
 
 
 def _axis(letter: str, col: int) -> str:
@@ -126,7 +142,7 @@ def stage_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 420) -
     for col, (name, values, edge) in enumerate((("K", snap.keys, edges[0]), ("V", snap.values, edges[1])), start=1):
         limit = float(np.abs(values).max()) or 1.0
         data.append({"type": "heatmap", "z": values.astype(np.float32), "x": list(range(head_dim)), "y": y,
-                     "colorscale": HEATMAP_SCALE, "zmin": -limit, "zmax": limit, "showscale": True,
+                     "colorscale": _colorscale(HEATMAP_SCALE), "zmin": -limit, "zmax": limit, "showscale": True,
                      "colorbar": _colorbar(edge, font_px), "name": name,
                      "hovertemplate": _("{name}[position %{{y}}, dim %{{x}}] = %{{z:.3f}}<extra></extra>").format(
                          name=name), "xaxis": _axis("x", col), "yaxis": _axis("y", col)})
@@ -142,7 +158,7 @@ def stage_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 420) -
     named = (snap.copy.target_pos,) if snap.copy is not None else ()  # the row the readout names
     layout["yaxis"].update(autorange="reversed", **_row_ticks(snap.first_row, snap.row_labels, named))
     layout.update(height=height_px, margin=_margins(font_px), showlegend=False, bargap=0.1, shapes=shapes)
-    return go.Figure({"data": data, "layout": _fonts_dict(layout, font_px)})
+    return _prebuilt({"data": data, "layout": _fonts_dict(layout, font_px)})
 
 
 def group_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 360) -> go.Figure:
@@ -154,7 +170,7 @@ def group_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 360) -
     layout = _panels([_("K · kv head {kv_head}").format(kv_head=snap.kv_head)] + [f"q{h}" for h in snap.group_heads],
                      (0.34, *[0.66 / n] * n), 0.02)
     limit = float(np.abs(snap.keys).max()) or 1.0
-    data = [{"type": "heatmap", "z": snap.keys.astype(np.float32), "y": y, "colorscale": HEATMAP_SCALE,
+    data = [{"type": "heatmap", "z": snap.keys.astype(np.float32), "y": y, "colorscale": _colorscale(HEATMAP_SCALE),
              "zmin": -limit, "zmax": limit, "showscale": True,
              "colorbar": {**_colorbar(1.0, font_px), "title": {"text": "K", "side": "top"}},
              "hovertemplate": _("{name}[position %{{y}}, dim %{{x}}] = %{{z:.3f}}<extra></extra>").format(name="K"),
@@ -170,7 +186,7 @@ def group_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 360) -
     layout["yaxis"].update(autorange="reversed", **_row_ticks(snap.first_row, snap.row_labels))
     layout.update(height=height_px, margin={**_margins(font_px), "r": 3 * font_px + 10}, showlegend=False,
                   bargap=0.1, shapes=_outline_shapes(snap.new_rows, head_dim, 1, NEW_ROW_COLOR))  # r: the colour scale
-    return go.Figure({"data": data, "layout": _fonts_dict(layout, font_px)})
+    return _prebuilt({"data": data, "layout": _fonts_dict(layout, font_px)})
 
 
 def race_figure(snap: StageSnapshot, cached: bool, font_px: int = 14, height_px: int = 300) -> go.Figure:
@@ -183,7 +199,7 @@ def race_figure(snap: StageSnapshot, cached: bool, font_px: int = 14, height_px:
         limit = float(np.abs(rows).max()) or 1.0
         y = list(range(snap.first_row, snap.first_row + rows.shape[0]))
         col = layer + 1
-        data.append({"type": "heatmap", "z": rows.astype(np.float32), "y": y, "colorscale": HEATMAP_SCALE,
+        data.append({"type": "heatmap", "z": rows.astype(np.float32), "y": y, "colorscale": _colorscale(HEATMAP_SCALE),
                      "zmin": -limit, "zmax": limit, "showscale": False,
                      "hovertemplate": _("layer {layer}, position %{{y}}<extra></extra>").format(layer=layer),
                      "xaxis": _axis("x", col), "yaxis": _axis("y", col)})
@@ -200,7 +216,7 @@ def race_figure(snap: StageSnapshot, cached: bool, font_px: int = 14, height_px:
             axis["showticklabels"] = False
     layout["yaxis"].update(showticklabels=True, title={"text": _("position")})
     layout.update(height=height_px, margin=_margins(font_px), showlegend=False, shapes=shapes)
-    return go.Figure({"data": data, "layout": _fonts_dict(layout, font_px)})
+    return _prebuilt({"data": data, "layout": _fonts_dict(layout, font_px)})
 
 
 def race_timing_figure(cached_ms: Sequence[float], uncached_ms: Sequence[float], fixed_ms: Sequence[float],
@@ -255,7 +271,7 @@ def next_token_bars(texts: Sequence[str], probs: Sequence[float], chosen: str, f
               "title": {"text": _("Next-token probabilities")},
               "xaxis": {"range": [0, min(1.0, top * 1.35) or 1.0], "title": {"text": _("probability")}},
               "height": height_px, "margin": {**_margins(font_px), "r": 3 * font_px}}  # room for that label
-    return go.Figure({"data": [bar], "layout": _fonts_dict(layout, font_px)})
+    return _prebuilt({"data": [bar], "layout": _fonts_dict(layout, font_px)})
 
 
 def growth_chart(steps: Sequence[int], with_cache: Sequence[int], without_cache: Sequence[int], what: str,
