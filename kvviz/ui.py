@@ -83,12 +83,13 @@ def _cached_load(
 def _freeze_long_lived_objects() -> None:
     """Move every object alive now (torch, transformers, the loaded models) out of the garbage collector's view.
 
-    Streamlit runs a full gc.collect() after every script run, fragment runs included (runner.postScriptGC).
-    With torch and transformers loaded that walk cost ~0.3 s of CPU per Next-token click: 0.43 s per click in
-    all, 0.065 s with these objects frozen (one session, 20 clicks; see README "Teaching a large class" for
-    20 sessions). Frozen objects are still freed by reference counting; only cycles among them are never
-    collected: modules live as long as the process anyway, and a model dropped from st.cache_resource keeps at
-    most its cyclic part. The per-run collection of everything each run creates stays on."""
+    Streamlit runs a full gc.collect() after every script run by default, fragment runs included
+    (runner.postScriptGC). With torch and transformers loaded that walk cost ~0.3 s of CPU per Next-token click:
+    0.43 s per click in all, 0.065 s with these objects frozen (one session, 20 clicks). kvviz now also turns that
+    per-run collection off (.streamlit/config.toml); Python's own generational collector still runs, and its
+    full collections skip what is frozen here. Frozen objects are still freed by reference counting; only cycles
+    among them are never collected: modules live as long as the process anyway, and a model dropped from
+    st.cache_resource keeps at most its cyclic part."""
     gc.collect()
     gc.freeze()
 
