@@ -9,10 +9,13 @@ more session keeps the "Measured speed-up" benchmark running.
     python bench/classroom_load.py --url http://127.0.0.1:8500 --sessions 10 --minutes 1 \
         --rss-ports 8501,8502 --benchmark --json bench/results/classroom_10.json
     python bench/classroom_load.py --client ws --url http://127.0.0.1:8501 --sessions 20 --minutes 1
+    python bench/classroom_load.py --client ws --browsers 1 --url http://127.0.0.1:8501 --sessions 20 --minutes 1
 
 --client browser (default) drives headless Chromium: on a small machine its rendering competes with the server
 for the CPU. --client ws (bench/classroom_ws.py) speaks Streamlit's WebSocket protocol without a browser, as if
-every student's own device did the rendering; both make the same clicks and the same checks.
+every student's own device did the rendering; both make the same clicks and the same checks. --browsers K
+with --client ws makes K of the sessions real Chromium pages among the ws students, each kind's settle times
+reported apart (settle_next_browser, settle_next_ws).
 
 Reports per-click settle time (median, p90, max), the server's CPU per click (server CPU seconds / clicks),
 Streamlit errors, sessions that saw another session's tokens, empty or wrong strips, and the server processes'
@@ -154,6 +157,28 @@ def summarize(reports: list[SessionReport]) -> dict:
     }
 
 
+async def _drive(args, prompts: list[str], plans: list) -> tuple[list[SessionReport], list[dict], set[int]]:
+    """Run the class: every session by one kind of client, or (--browsers K) sessions 0..K-1 in Chromium and
+    the rest over the WebSocket protocol, side by side against the same server. Returns the reports, the
+    benchmark's runs and the indices the browser drove."""
+    url, ramp_s = args.url.rstrip("/"), min(args.interval, 5)
+    if args.client == "browser":
+        from classroom_session import run_load
+        reports, runs = await run_load(url, prompts, plans, ramp_s=ramp_s, benchmark=args.benchmark)
+        return reports, runs, set(range(len(plans)))
+    from classroom_ws import run_load
+    if not args.browsers:
+        reports, runs = await run_load(url, prompts, plans, ramp_s=ramp_s, benchmark=args.benchmark)
+        return reports, runs, set()
+    from classroom_session import run_load as browser_load
+    browser_ids = list(range(args.browsers))
+    (b_reports, _), (w_reports, runs) = await asyncio.gather(
+        browser_load(url, prompts, plans, ramp_s=ramp_s, sessions=browser_ids),
+        run_load(url, prompts, plans, ramp_s=ramp_s, benchmark=args.benchmark,
+                 sessions=list(range(args.browsers, len(plans)))))
+    return sorted(b_reports + w_reports, key=lambda r: r.index), runs, set(browser_ids)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--url", required=True, help="one streamlit process or the nginx front, on localhost")
@@ -163,6 +188,9 @@ def main() -> None:
     ap.add_argument("--back-every", type=int, default=6, help="every k-th click is Back (0: never)")
     ap.add_argument("--client", choices=("browser", "ws"), default="browser",
                     help="browser: headless Chromium pages; ws: Streamlit's WebSocket protocol, no rendering")
+    ap.add_argument("--browsers", type=int, default=0,
+                    help="with --client ws: this many of the sessions are real Chromium pages instead (issue 33's "
+                         "'one Chromium student among the ws students'); the report gives each kind's settle times")
     ap.add_argument("--benchmark", action="store_true", help="one more session runs the speed-up benchmark")
     ap.add_argument("--rss-ports", default="", help="ports of the streamlit processes to measure (default: --url's)")
     ap.add_argument("--json", help="write the full report here")
@@ -172,18 +200,15 @@ def main() -> None:
         ap.error("localhost only")
     if not 1 <= args.sessions <= MAX_SESSIONS or not 0 < args.minutes <= MAX_MINUTES or args.interval < 0.5:
         ap.error(f"caps: 1..{MAX_SESSIONS} sessions, at most {MAX_MINUTES} minutes, interval >= 0.5 s")
+    if not 0 <= args.browsers <= args.sessions or (args.browsers and args.client != "ws"):
+        ap.error("--browsers K: 0..--sessions, with --client ws (the rest of the class)")
     ports = [int(p) for p in args.rss_ports.split(",") if p] or [target.port or 80]
     rng = random.Random(0)
     prompts = [session_prompt(i) for i in range(args.sessions)]
     load_before, rss_before, cpu_before, start = os.getloadavg(), rss_mib(ports), cpu_s(ports), time.monotonic()
     client_cpu = TreeCpu()
     plans = [timed_plan(60 * args.minutes, args.interval, args.back_every, rng) for _ in prompts]
-    if args.client == "ws":
-        from classroom_ws import run_load
-    else:
-        from classroom_session import run_load
-    reports, bench_runs = asyncio.run(run_load(args.url.rstrip("/"), prompts, plans, ramp_s=min(args.interval, 5),
-                                               benchmark=args.benchmark))
+    reports, bench_runs, browser_ids = asyncio.run(_drive(args, prompts, plans))
     time.sleep(2)  # closed sessions: let the server drop them
     result = {
         "url": args.url, "client": args.client, "sessions": args.sessions, "minutes": args.minutes,
@@ -196,6 +221,10 @@ def main() -> None:
         "server_cpu_s": {p: None if c is None or cpu_before[p] is None else round(c - cpu_before[p], 2)
                          for p, c in cpu_s(ports).items()},
         "client_cpu_s": client_cpu.stop(), **summarize(reports),
+        **({"browsers": args.browsers,
+            "settle_next_browser": summarize([r for r in reports if r.index in browser_ids])["settle_next"],
+            "settle_next_ws": summarize([r for r in reports if r.index not in browser_ids])["settle_next"]}
+           if args.browsers else {}),
         "problems": {r.index: r.problems for r in reports if r.problems},
     }
     # Issue 33's measure: the servers' CPU over the run divided by the clicks they served (prefills included),

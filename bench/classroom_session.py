@@ -241,15 +241,16 @@ async def benchmark_session(browser, url: str, done: asyncio.Event, runs: list[d
 
 
 async def run_load(url: str, prompts: list[str], plans: list, *, benchmark: bool = False,
-                   ramp_s: float = 0.0) -> tuple[list[SessionReport], list[dict]]:
+                   ramp_s: float = 0.0, sessions: list[int] | None = None) -> tuple[list[SessionReport], list[dict]]:
     """Drive one session per plan (prompts[i] for session i) in one headless Chromium; returns their reports."""
     from playwright.async_api import async_playwright
 
-    reports = [SessionReport(i, prompts[i]) for i in range(len(plans))]
+    sessions = list(range(len(plans))) if sessions is None else sessions  # which of the class this client drives
+    reports = {i: SessionReport(i, prompts[i]) for i in sessions}
     bench_runs: list[dict] = []
 
     async def start_later(i: int):
-        await asyncio.sleep(ramp_s * i / max(1, len(plans)))
+        await asyncio.sleep(ramp_s * i / max(1, len(plans)))  # the whole class's ramp, whoever drives i
         try:
             await step_session(browser, url, i, prompts, plans[i], reports[i])
         except Exception as exc:  # a crashed session is a finding, not a crash of the whole run
@@ -261,9 +262,9 @@ async def run_load(url: str, prompts: list[str], plans: list, *, benchmark: bool
         done = asyncio.Event()
 
         async def all_sessions():
-            await asyncio.gather(*(start_later(i) for i in range(len(plans))))
+            await asyncio.gather(*(start_later(i) for i in sessions))
             done.set()
 
         await asyncio.gather(all_sessions(), *([benchmark_session(browser, url, done, bench_runs)] if benchmark else []))
         await browser.close()
-    return reports, bench_runs
+    return list(reports.values()), bench_runs

@@ -298,14 +298,15 @@ async def benchmark_session(url: str, done: asyncio.Event, runs: list[dict]) -> 
 
 
 async def run_load(url: str, prompts: list[str], plans: list, *, benchmark: bool = False,
-                   ramp_s: float = 0.0) -> tuple[list[SessionReport], list[dict]]:
+                   ramp_s: float = 0.0, sessions: list[int] | None = None) -> tuple[list[SessionReport], list[dict]]:
     """classroom_session.run_load's twin: one protocol-level session per plan; returns their reports."""
-    reports = [SessionReport(i, prompts[i]) for i in range(len(plans))]
+    sessions = list(range(len(plans))) if sessions is None else sessions  # which of the class this client drives
+    reports = {i: SessionReport(i, prompts[i]) for i in sessions}
     bench_runs: list[dict] = []
     done = asyncio.Event()
 
     async def start_later(i: int):
-        await asyncio.sleep(ramp_s * i / max(1, len(plans)))
+        await asyncio.sleep(ramp_s * i / max(1, len(plans)))  # the whole class's ramp, whoever drives i
         try:
             await step_session(url, i, prompts, plans[i], reports[i])
         except Exception as exc:  # a crashed session is a finding, not a crash of the whole run
@@ -313,8 +314,8 @@ async def run_load(url: str, prompts: list[str], plans: list, *, benchmark: bool
             reports[i].clicks.append({"action": "session", "settle_ms": None, "problem": "error"})
 
     async def all_sessions():
-        await asyncio.gather(*(start_later(i) for i in range(len(plans))))
+        await asyncio.gather(*(start_later(i) for i in sessions))
         done.set()
 
     await asyncio.gather(all_sessions(), *([benchmark_session(url, done, bench_runs)] if benchmark else []))
-    return reports, bench_runs
+    return list(reports.values()), bench_runs
