@@ -729,8 +729,7 @@ def stage() -> None:
                                   label_visibility="collapsed") or "one"
     latest = len(engine.records) - 1
     at = latest if playing else min(st.session_state.get("step_history", latest), latest)
-    snap = step_view.build_snapshot(engine.records, engine.prompt_len, info.n_layer, info.n_head, info.n_kv_heads,
-                                    layer, head, at=at, all_layers=view == "race")
+    snap = engine.snapshot(layer, head, at=at, all_layers=view == "race")
     if view != "race":
         copy = snap.copy
         found = copy is not None and copy.best_weight >= step_view.COPYING_WEIGHT

@@ -188,8 +188,7 @@ def test_the_stage_charts_read_from_the_back_of_the_room(bundled):
 
     engine = StepEngine(bundled)
     engine.prefill(view.REPEAT_PROMPT + " stone red apple blue river green stone")  # 21+ rows, a copy
-    snap = view.build_snapshot(engine.records, engine.prompt_len, bundled.info.n_layer, bundled.info.n_head,
-                                    bundled.info.n_kv_heads, 0, 0, all_layers=True)
+    snap = engine.snapshot(0, 0, all_layers=True)
     assert snap.copy is not None and snap.cache_len > 20
     timing = engine.race(budget_s=0.0)
     charts = [figs.stage_figure(snap), figs.group_figure(snap), figs.race_figure(snap, True),

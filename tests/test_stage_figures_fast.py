@@ -61,8 +61,7 @@ def test_the_stage_figure_is_plotlys_subplot_figure(bundled):
         engine.step()
     info = bundled.info
     for layer, head, font_px in ((0, 0, 14), (info.n_layer - 1, info.n_head - 1, 18)):
-        snap = step_view.build_snapshot(engine.records, engine.prompt_len, info.n_layer, info.n_head,
-                                        info.n_kv_heads, layer, head)
+        snap = engine.snapshot(layer, head)
         fast = json.loads(pio.to_json(figs.stage_figure(snap, font_px, 330)))
         assert fast == json.loads(pio.to_json(_by_plotly_api(snap, font_px, 330)))
         assert fast["layout"]["shapes"] and fast["layout"]["annotations"][0]["font"]["size"] == font_px
@@ -83,9 +82,7 @@ def test_every_per_click_figure_is_a_valid_plotly_figure(bundled_gqa):
     engine.prefill("ROMEO: the king")
     for _ in range(3):
         engine.step()
-    info = bundled_gqa.info
-    snap = step_view.build_snapshot(engine.records, engine.prompt_len, info.n_layer, info.n_head, info.n_kv_heads,
-                                    1, 1, all_layers=True)
+    snap = engine.snapshot(1, 1, all_layers=True)
     built = {
         "stage": figs.stage_figure(snap, 18, 330),
         "gqa": figs.group_figure(snap, 14, 360),

@@ -49,8 +49,7 @@ def test_the_snapshot_carries_the_copy_readout_of_the_step_it_shows(loaded):
     engine = StepEngine(loaded)
     engine.prefill(REPEAT_PROMPT)
     engine.step()
-    snap = view.build_snapshot(engine.records, engine.prompt_len, loaded.info.n_layer, loaded.info.n_head,
-                                    loaded.info.n_kv_heads, layer=1, q_head=1, at=0)
+    snap = engine.snapshot(layer=1, q_head=1, at=0)
     assert snap.copy == view.copy_lookup(engine.records, 1, 1, at=0)
 
 

@@ -43,8 +43,7 @@ def test_snapshot_of_a_gqa_model_reads_one_kv_head_for_a_group_of_queries(gqa):
     for _ in range(5):
         engine.step()
     info = gqa.info
-    snap = view.build_snapshot(engine.records, engine.prompt_len, info.n_layer, info.n_head, info.n_kv_heads,
-                                    layer=1, q_head=6)
+    snap = engine.snapshot(layer=1, q_head=6)
     assert snap.kv_head == 1 and snap.group_heads == (4, 5, 6, 7)
     np.testing.assert_array_equal(snap.keys, engine.layer_keys(1)[1])  # the shared K/V head's rows, all of them
     assert snap.group_attention.shape == (4, engine.cache_len)

@@ -30,6 +30,7 @@ from kvviz.measure.repeats import interleaved_repeats
 from kvviz.speedup.harness import checks_inside_passes
 from kvviz.model.loading import LoadedModel
 from kvviz.inputs.prompt_rules import check_prompt
+from kvviz.step.view import StageSnapshot, build_snapshot
 from kvviz.step.records import (
     ContextFullError,
     Equivalence,
@@ -226,6 +227,13 @@ class StepEngine:
 
     def layer_values(self, layer: int) -> np.ndarray:
         return self.cache.layers[layer].values[0].detach().float().numpy()
+
+    def snapshot(self, layer: int, q_head: int, at: int | None = None, all_layers: bool = False) -> StageSnapshot:
+        """What the stage shows after record `at` (default: the newest) for one layer and query head: the page
+        asks the engine, which knows its model's shape, instead of passing the dimensions back down."""
+        info = self.loaded.info
+        return build_snapshot(self.records, self.prompt_len, info.n_layer, info.n_head, info.n_kv_heads, layer,
+                              q_head, at=at, all_layers=all_layers)
 
     def generated_ids(self) -> list[int]:
         """Generated tokens already fed to the cache (excludes the prompt and the pending token)."""
