@@ -28,8 +28,8 @@ from kvviz.step import view as step_view
 from kvviz.measure.cores import usable_cores
 from kvviz.figures import step as figs
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
-from kvviz.step.records import (DEFAULT_SAMPLING, RACE_BUDGET_S, ContextFullError, PromptError, RaceTiming,
-                                Sampling)
+from kvviz.step.records import (DEFAULT_SAMPLING, RACE_BUDGET_S, SEED_MAX, TEMPERATURE_MAX, TEMPERATURE_MIN, TOP_K_MAX,
+                                ContextFullError, PromptError, RaceTiming, Sampling)
 
 PRESETS = {  # name (a stable key, shown through _()) -> prompt
     "ROMEO:": "ROMEO:",
@@ -247,8 +247,7 @@ def _apply_link() -> None:
     prefill + N steps; view and presenter mode are set, layer and head come from the pickers' own URL keys.
     Keyed on what the generation depends on only, so the reader's clicks (Next, a layer: the bound pickers
     rewrite the URL) never replay it again and throw their work away."""
-    link = step_view.parse_link(st.query_params, info.n_positions, DEFAULT_TEMPERATURE, DEFAULT_SAMPLING.top_k,
-                                DEFAULT_SAMPLING.seed)
+    link = step_view.parse_link(st.query_params, info.n_positions)
     if link is None or st.session_state.get("step_link_done") == link.replay_key:
         return
     s = st.session_state
@@ -299,8 +298,7 @@ def _sync_url() -> None:
     s = st.session_state
     if engine.started:
         query = _stage_link().query()
-        s["step_link_done"] = step_view.parse_link(query, info.n_positions, DEFAULT_TEMPERATURE,
-                                                   DEFAULT_SAMPLING.top_k, DEFAULT_SAMPLING.seed).replay_key
+        s["step_link_done"] = step_view.parse_link(query, info.n_positions).replay_key
     else:
         query = {"present": "1"} if s.get("step_present") else {}
     wanted = {k: v for k, v in query.items() if k in LINK_PARAMS}
@@ -374,9 +372,9 @@ def _controls() -> tuple[dict[str, bool], st.delta_generator.DeltaGenerator | No
                                   help=_("slow ~1.3 s, normal ~0.45 s, fast ~0.35 s a step (plus the redraw)"))
         sampling.toggle(_("Greedy decoding"), key="step_greedy",
                         help=_("Always the most likely token. {why}").format(why=_(GREEDY_HELP)))
-        sampling.slider(_("Temperature"), 0.1, 2.0, step=0.05, key="step_temperature")
-        sampling.number_input(_("Top-k (0 = off)"), 0, 200, key="step_top_k")
-        sampling.number_input(_("Seed"), 0, 1_000_000, key="step_seed")
+        sampling.slider(_("Temperature"), TEMPERATURE_MIN, TEMPERATURE_MAX, step=0.05, key="step_temperature")
+        sampling.number_input(_("Top-k (0 = off)"), 0, TOP_K_MAX, key="step_top_k")
+        sampling.number_input(_("Seed"), 0, SEED_MAX, key="step_seed")
     clicked = {
         "prefill": row.button(_("Prefill"), key="step_btn_prefill", shortcut="P"),
         "back": row.button(_("Back"), key="step_btn_back", shortcut="Left", icon=":material/arrow_back:"),

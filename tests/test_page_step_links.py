@@ -45,11 +45,32 @@ def test_a_link_round_trips_through_its_own_query():
                                top_k=12, seed=31, view="race", present=True, layer=2, head=3)
     query = link.query()
     assert query["step_layer"] == "L2" and query["step_head"] == "H3"  # the pickers' own URL keys and labels
-    assert view.parse_link(query, 256, 0.8, 40, 0) == link
+    assert view.parse_link(query, 256) == link
     hostile = {"prompt": "ROMEO:", "steps": "9" * 60, "temperature": "nan", "top_k": "-4", "seed": "1.5",
                "view": "<script>", "step_layer": "L-1"}
-    parsed = view.parse_link(hostile, 256, 0.8, 40, 0)
+    parsed = view.parse_link(hostile, 256)
     assert (parsed.steps, parsed.temperature, parsed.top_k, parsed.seed, parsed.view) == (256, 0.8, 0, 0, "one")
+
+
+def test_the_sampling_limits_live_in_one_place_the_widget_the_link_and_the_record():
+    """One home per rule (issue 32): the link clamps to the limits the record accepts, and the Prompt popover's
+    widgets offer exactly that range (before, the record took 0.05-5.0 and any top-k, the page 0.1-2.0 and 200)."""
+    from kvviz.step.records import SEED_MAX, TEMPERATURE_MAX, TEMPERATURE_MIN, TOP_K_MAX, Sampling
+
+    high = view.parse_link({"prompt": "x", "temperature": "9", "top_k": "99999", "seed": "9" * 9}, 256)
+    low = view.parse_link({"prompt": "x", "temperature": "0.001"}, 256)
+    assert (high.temperature, high.top_k, high.seed, low.temperature) == (TEMPERATURE_MAX, TOP_K_MAX, SEED_MAX,
+                                                                         TEMPERATURE_MIN)
+    for link in (high, low):  # whatever a link says, the record takes it
+        Sampling(greedy=False, temperature=link.temperature, top_k=link.top_k, seed=link.seed)
+    for wrong in ({"temperature": TEMPERATURE_MAX + 0.01}, {"temperature": TEMPERATURE_MIN / 2},
+                  {"top_k": TOP_K_MAX + 1}, {"seed": SEED_MAX + 1}):
+        with pytest.raises(ValueError):
+            Sampling(greedy=False, **wrong)
+    at = _page()
+    slider = at.slider(key="step_temperature")
+    assert (slider.min, slider.max) == (TEMPERATURE_MIN, TEMPERATURE_MAX)
+    assert at.number_input(key="step_top_k").max == TOP_K_MAX and at.number_input(key="step_seed").max == SEED_MAX
 
 
 def test_a_link_restores_sampling_view_and_presenter_mode_and_replays_the_generation(fresh_streamlit_caches,

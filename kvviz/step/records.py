@@ -14,11 +14,18 @@ import numpy as np
 from kvviz.inputs.prompt_rules import PromptError, check_int_in_range
 from kvviz.measure.timing import median, middle_halves_overlap
 
-__all__ = ["ContextFullError", "Equivalence", "ParkedGeneration", "PromptError", "RACE_BUDGET_S", "RaceTiming", "Sampling", "StepRecord", "TokenProb", "draw_seed"]
+__all__ = ["ContextFullError", "Equivalence", "ParkedGeneration", "PromptError", "RACE_BUDGET_S", "RaceTiming", "SEED_MAX",
+           "Sampling", "StepRecord", "TEMPERATURE_MAX", "TEMPERATURE_MIN", "TOP_K_MAX", "TokenProb", "draw_seed"]
 
 
 class ContextFullError(ValueError):
     """The model has no learned position left for another token."""
+
+
+# The sampling limits, in one place: the Prompt popover's widgets, a link's values and the record all use them.
+TEMPERATURE_MIN, TEMPERATURE_MAX = 0.1, 2.0  # below 0.1 the draw is greedy in all but name; above 2 it is noise
+TOP_K_MAX = 200  # 0 = off; the bars show the top 6, and 200 already keeps every token a small model rates
+SEED_MAX = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -36,9 +43,10 @@ class Sampling:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if not (0.05 <= self.temperature <= 5.0):
-            raise ValueError("temperature must be between 0.05 and 5.0")
-        check_int_in_range(self.top_k, 0, 2**31, "top_k")  # 0 = off; the one reader of a whole number (kvviz.inputs)
+        if not (TEMPERATURE_MIN <= self.temperature <= TEMPERATURE_MAX):
+            raise ValueError(f"temperature must be between {TEMPERATURE_MIN} and {TEMPERATURE_MAX}")
+        check_int_in_range(self.top_k, 0, TOP_K_MAX, "top_k")  # 0 = off; the one reader of a whole number (kvviz.inputs)
+        check_int_in_range(self.seed, 0, SEED_MAX, "seed")
 
 
 # The step page's default decoding. Greedy is one toggle away, but it is not the default: a model this small

@@ -25,7 +25,9 @@ from kvviz import ops
 from kvviz.i18n import N_, _
 from kvviz.inputs import query_values
 from kvviz.step.pattern_records import INDUCTION_THRESHOLD, induction_targets
-from kvviz.step.records import StepRecord, TokenProb
+from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS
+from kvviz.step.records import (DEFAULT_SAMPLING, SEED_MAX, TEMPERATURE_MAX, TEMPERATURE_MIN, TOP_K_MAX, Sampling,
+                                StepRecord, TokenProb)
 
 # The "Repeat a pattern" preset: six arbitrary words (no prior knowledge predicts them), then the start of a second
 # copy: only copying from the cache continues it. Both bundled models do (greedy; tested). The GPT-2 does not
@@ -399,9 +401,9 @@ class StageLink:
         return (self.prompt, self.steps, self.greedy, self.temperature, self.top_k, self.seed)
 
 
-def parse_link(query: Mapping[str, str], n_positions: int, default_temperature: float, default_top_k: int,
-               default_seed: int, max_seed: int = 1_000_000) -> StageLink | None:
-    """The link in a page's query parameters, or None without ?prompt=. Every value is clamped or defaulted."""
+def parse_link(query: Mapping[str, str], n_positions: int, default: Sampling = DEFAULT_SAMPLING) -> StageLink | None:
+    """The link in a page's query parameters, or None without ?prompt=. Every value is clamped to the sampling
+    limits (kvviz.step.records) or, when it is not a number, taken from `default`."""
     prompt = query.get("prompt")
     if prompt is None:
         return None
@@ -412,10 +414,10 @@ def parse_link(query: Mapping[str, str], n_positions: int, default_temperature: 
         return url_int(text[len(prefix):] if text.startswith(prefix) else text, 0, 0, 10_000)
 
     return StageLink(
-        prompt=prompt[:20_000], steps=url_int(query.get("steps"), 0, 0, n_positions),
+        prompt=prompt[:MAX_TEXT_CHARS], steps=url_int(query.get("steps"), 0, 0, n_positions),
         greedy=url_flag(query.get("greedy")),
-        temperature=url_float(query.get("temperature"), default_temperature, 0.1, 2.0),
-        top_k=url_int(query.get("top_k"), default_top_k, 0, 200),
-        seed=url_int(query.get("seed"), default_seed, 0, max_seed),
+        temperature=url_float(query.get("temperature"), default.temperature, TEMPERATURE_MIN, TEMPERATURE_MAX),
+        top_k=url_int(query.get("top_k"), default.top_k, 0, TOP_K_MAX),
+        seed=url_int(query.get("seed"), default.seed, 0, SEED_MAX),
         view=view if view in VIEW_NAMES else "one", present=url_flag(query.get("present")),
         layer=picker("step_layer", "L"), head=picker("step_head", "H"))
