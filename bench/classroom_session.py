@@ -32,7 +32,7 @@ LINES = ["what is a cache?", "why keep the keys?", "O Romeo, Romeo!", "to be, or
 BUTTONS = {"prefill": "Prefill", "next": "Next token", "back": "Back"}  # buttons also show an icon and a key hint
 PROMPT_LABEL = "Prompt"  # the text area; it may sit in a popover whose button says "Prompt"
 # kvvizState(): what a session sees now. The strip is `.kvviz-strip > span[data-pos]` (data-pos = position or
-# "next"); older markup (kvviz/step_view.strip_html) puts "<pos>: ..." in each span's title. <sub> holds labels.
+# "next"); older markup (kvviz/step/strip.py) puts "<pos>: ..." in each span's title. <sub> holds labels.
 STATE_JS = r"""
 window.kvvizState = () => {
   const metric = [...document.querySelectorAll('[data-testid="stMetric"]')]

@@ -6,7 +6,7 @@ Keyboard: P = Prefill, Right arrow or Space = Next token, Left arrow = Back, Esc
 screen, whatever has focus outside a text box and the history slider; presses are queued in the browser and
 taken one at a time, none dropped (KEYS_JS). The stage is a fragment, so a click reruns only the stage; every
 figure is drawn from one StageSnapshot built from the step records. A link carries prompt, steps, sampling,
-layer, head, view and presenter mode (step_view.StageLink); it is replayed once, so the reader's own clicks keep
+layer, head, view and presenter mode (stage_link.StageLink); it is replayed once, so the reader's own clicks keep
 their work, and the address bar always holds it (_sync_url), so a reload replays to the same step.
 """
 from __future__ import annotations
@@ -24,6 +24,8 @@ from kvviz.i18n import N_, _, ngettext
 from kvviz.memory import units
 from kvviz.inputs import query_values
 from kvviz.model import loading
+from kvviz.step import link as stage_link
+from kvviz.step import strip
 from kvviz.step import view as step_view
 from kvviz.measure.cores import usable_cores
 from kvviz.figures import step as figs
@@ -247,7 +249,7 @@ def _apply_link() -> None:
     prefill + N steps; view and presenter mode are set, layer and head come from the pickers' own URL keys.
     Keyed on what the generation depends on only, so the reader's clicks (Next, a layer: the bound pickers
     rewrite the URL) never replay it again and throw their work away."""
-    link = step_view.parse_link(st.query_params, info.n_positions)
+    link = stage_link.parse_link(st.query_params, info.n_positions)
     if link is None or st.session_state.get("step_link_done") == link.replay_key:
         return
     s = st.session_state
@@ -271,10 +273,10 @@ def _apply_link() -> None:
         s["step_link_warning"] = _("The link's prompt could not be replayed: {error}").format(error=exc)
 
 
-def _stage_link() -> step_view.StageLink:
+def _stage_link() -> stage_link.StageLink:
     """The state on the stage as a link (the Link popover and the address bar)."""
     s, sampling = st.session_state, engine.sampling
-    return step_view.StageLink(
+    return stage_link.StageLink(
         prompt=engine.prompt_text, steps=len(engine.records) - 1, greedy=sampling.greedy,
         temperature=sampling.temperature, top_k=sampling.top_k, seed=sampling.seed, view=s.get("step_view") or "one",
         present=bool(s.get("step_present")), layer=int(s.get("step_layer") or 0), head=int(s.get("step_head") or 0))
@@ -298,7 +300,7 @@ def _sync_url() -> None:
     s = st.session_state
     if engine.started:
         query = _stage_link().query()
-        s["step_link_done"] = step_view.parse_link(query, info.n_positions).replay_key
+        s["step_link_done"] = stage_link.parse_link(query, info.n_positions).replay_key
     else:
         query = {"present": "1"} if s.get("step_present") else {}
     wanted = {k: v for k, v in query.items() if k in LINK_PARAMS}
@@ -312,7 +314,7 @@ def _sync_url() -> None:
 
 _apply_link()
 if "step_present" not in st.session_state:  # ?present=1 opens the page in presenter mode
-    st.session_state["step_present"] = step_view.url_flag(st.query_params.get("present"))
+    st.session_state["step_present"] = stage_link.url_flag(st.query_params.get("present"))
 title_row = st.columns([4, 1], vertical_alignment="bottom")
 title_row[0].title(_("Step through a generation"))
 present = title_row[1].toggle(_("Presenter mode"), key="step_present",
@@ -447,7 +449,7 @@ def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None,
     if playing:  # this frame's strip goes out next (Streamlit interrupts a run for a click only inside its calls,
         # after sending: set first, so the browser never shows a frame Stop would roll back): Stop may land here
         st.session_state["step_play_shown"] = len(engine.records)
-    st.markdown(step_view.strip_html(snap.strip, max_tokens=16 if present else 28, font_rem=1.1 if present else 0.9,
+    st.markdown(strip.strip_html(snap.strip, max_tokens=16 if present else 28, font_rem=1.1 if present else 0.9,
                                      legend=not present, note=note) + _state_html(playing), unsafe_allow_html=True)
     left, right = st.columns([0.7, 0.3], gap="small")
     c = snap.counters
@@ -693,7 +695,7 @@ def _choice(row, label: str, n: int, key: str, prefix: str, max_buttons: int = 8
     """Layer / head picker: buttons for a few options (one click on a projector), a select box for many. Bound to
     the URL under its key, which writes the shown label (step_layer=L2): StageLink writes links the same way."""
     row.markdown(f"**{label}**")
-    label_of = lambda i: step_view.picker_label(prefix, i)  # noqa: E731
+    label_of = lambda i: stage_link.picker_label(prefix, i)  # noqa: E731
     if n <= max_buttons:
         return row.segmented_control(label, range(n), default=0, key=key, format_func=label_of,
                                      bind="query-params", label_visibility="collapsed") or 0

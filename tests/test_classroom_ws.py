@@ -3,7 +3,7 @@
 Three students speak Streamlit's WebSocket protocol to one `streamlit run app.py`: each sets its own prompt,
 prefills, clicks Next token / Back, and after every click its "Cache length" and token strip (read from the
 deltas it received) must be its own, never empty, with no error on the page and a recorded settle time. The
-strip reader is checked on the app's own markup (kvviz.step.view.strip_html), and one student typing another's
+strip reader is checked on the app's own markup (kvviz.step.strip.strip_html), and one student typing another's
 prompt must be flagged as "foreign" by the same check. No timing is asserted: timing lives in the benchmark.
 """
 from __future__ import annotations
@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 from streamlit.proto.Markdown_pb2 import Markdown
 
-from kvviz.step.view import StripToken, strip_html
+from kvviz.step.strip import strip_html
+from kvviz.step.view import StripToken
 
 REPO = Path(__file__).resolve().parents[1]
 PORT = 8612  # the port this test was given; a free one when it is taken

@@ -101,7 +101,7 @@ def test_every_reader_of_a_whole_number_refuses_zero_padding_past_its_length_cap
     """Each used to raise ValueError (Exceeds the limit (4300 digits)) or take the text: the check counted the
     digits after the zeros, then int() converted the whole string."""
     from kvviz.inputs.prompt_rules import check_int_in_range
-    from kvviz.step import view
+    from kvviz.step import link as stage_link
 
     with pytest.raises(QueryValueError) as caught:
         query_values.whole_number(text, 0, 255, "steps")
@@ -111,7 +111,7 @@ def test_every_reader_of_a_whole_number_refuses_zero_padding_past_its_length_cap
     assert notice and "Opening step 1." in shown(notice) and len(notice) < 240
     refused = query_values.refused_link_numbers({"mem_layers": [text]}, ["mem_layers"])
     assert "64" in refused["mem_layers"] and len(refused["mem_layers"]) < 240
-    assert view.url_int(text, 5, 0, 100) == 5  # the stage's links read it too (clamped, never raised)
+    assert stage_link.url_int(text, 5, 0, 100) == 5  # the stage's links read it too (clamped, never raised)
     with pytest.raises(QueryValueError):
         query_values.whole_number(text, 1, 10, "--steps")
     with pytest.raises(ValueError, match="whole number"):
@@ -127,11 +127,11 @@ def test_zero_padding_within_the_cap_reads_as_its_number(text, expected):
 @pytest.mark.parametrize("text", ["٣", "３２", "1_6", "𝟙", "1e3", "0x10", "1.0", "\x1b[2J5", "5\n6", "\u202e12", "$1$"])
 def test_only_ascii_digits_are_a_whole_number_for_every_reader(text):
     """int() takes '٣', '３２' and '1_6'; kvviz does not, anywhere (the CLI used to, the app did not)."""
-    from kvviz.step import view
+    from kvviz.step import link as stage_link
 
     with pytest.raises(query_values.WholeNumberRefused):
         query_values.bounded_int(text, -100, 100)
-    assert view.url_int(text, 5, 0, 100) == 5
+    assert stage_link.url_int(text, 5, 0, 100) == 5
     assert "mem_layers" in query_values.refused_link_numbers({"mem_layers": [text]}, ["mem_layers"])
 
 

@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
 from kvviz.model import loading
+from kvviz.step import link as stage_link
 from kvviz.step import view
 from kvviz.step.records import DEFAULT_SAMPLING
 from kvviz.step.engine import StepEngine
@@ -37,18 +38,18 @@ def _cache_len(at: AppTest) -> int:
     ("1e3", 5), ("x", 5),
 ])
 def test_link_integers_are_read_defensively(text, expected):
-    assert view.url_int(text, 5, 0, 100) == expected
+    assert stage_link.url_int(text, 5, 0, 100) == expected
 
 
 def test_a_link_round_trips_through_its_own_query():
-    link = view.StageLink(prompt="First Citizen:\nBefore we proceed", steps=4, greedy=False, temperature=0.65,
+    link = stage_link.StageLink(prompt="First Citizen:\nBefore we proceed", steps=4, greedy=False, temperature=0.65,
                                top_k=12, seed=31, view="race", present=True, layer=2, head=3)
     query = link.query()
     assert query["step_layer"] == "L2" and query["step_head"] == "H3"  # the pickers' own URL keys and labels
-    assert view.parse_link(query, 256) == link
+    assert stage_link.parse_link(query, 256) == link
     hostile = {"prompt": "ROMEO:", "steps": "9" * 60, "temperature": "nan", "top_k": "-4", "seed": "1.5",
                "view": "<script>", "step_layer": "L-1"}
-    parsed = view.parse_link(hostile, 256)
+    parsed = stage_link.parse_link(hostile, 256)
     assert (parsed.steps, parsed.temperature, parsed.top_k, parsed.seed, parsed.view) == (256, 0.8, 0, 0, "one")
 
 
@@ -57,8 +58,8 @@ def test_the_sampling_limits_live_in_one_place_the_widget_the_link_and_the_recor
     widgets offer exactly that range (before, the record took 0.05-5.0 and any top-k, the page 0.1-2.0 and 200)."""
     from kvviz.step.records import SEED_MAX, TEMPERATURE_MAX, TEMPERATURE_MIN, TOP_K_MAX, Sampling
 
-    high = view.parse_link({"prompt": "x", "temperature": "9", "top_k": "99999", "seed": "9" * 9}, 256)
-    low = view.parse_link({"prompt": "x", "temperature": "0.001"}, 256)
+    high = stage_link.parse_link({"prompt": "x", "temperature": "9", "top_k": "99999", "seed": "9" * 9}, 256)
+    low = stage_link.parse_link({"prompt": "x", "temperature": "0.001"}, 256)
     assert (high.temperature, high.top_k, high.seed, low.temperature) == (TEMPERATURE_MAX, TOP_K_MAX, SEED_MAX,
                                                                          TEMPERATURE_MIN)
     for link in (high, low):  # whatever a link says, the record takes it

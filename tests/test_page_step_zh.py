@@ -16,7 +16,7 @@ from i18n_support import english_leftovers, page_texts
 from kvviz import i18n
 from kvviz.inputs.prompt_rules import TEXT_CAP_HELP
 from kvviz.step.engine import token_text
-from kvviz.step.view import byte_characters
+from kvviz.step.strip import byte_characters
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE = str(REPO / "pages" / "step_through.py")

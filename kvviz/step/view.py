@@ -2,7 +2,7 @@
 
 `build_snapshot` turns the records of a session into one frozen StageSnapshot: the token strip, the chosen
 head's K and V cache rows, the newest query's attention over those same rows, the next-token candidates and
-the work counters. Because the cache after pass k is the concatenation of the rows appended by passes 0..k,
+the work counters (the token strip is drawn by kvviz.step.strip, a link to the stage read by kvviz.step.link). Because the cache after pass k is the concatenation of the rows appended by passes 0..k,
 a snapshot of any earlier step (the history slider) is rebuilt from the records without recomputing anything.
 
 Counting conventions come from kvviz.ops: one "attention dot product" is one query-key score q.k of length
@@ -13,21 +13,15 @@ row of the sequence per layer without it.
 """
 from __future__ import annotations
 
-import html
-import math
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from kvviz import ops
-from kvviz.i18n import N_, _
-from kvviz.inputs import query_values
+from kvviz.i18n import _
 from kvviz.step.pattern_records import INDUCTION_THRESHOLD, induction_targets
-from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS
-from kvviz.step.records import (DEFAULT_SAMPLING, SEED_MAX, TEMPERATURE_MAX, TEMPERATURE_MIN, TOP_K_MAX, Sampling,
-                                StepRecord, TokenProb)
+from kvviz.step.records import StepRecord, TokenProb
 
 # The "Repeat a pattern" preset: six arbitrary words (no prior knowledge predicts them), then the start of a second
 # copy: only copying from the cache continues it. Both bundled models do (greedy; tested). The GPT-2 does not
@@ -237,95 +231,6 @@ def copy_lookup(records: Sequence[StepRecord], layer: int, q_head: int, at: int 
     )
 
 
-# ----- the token strip as HTML (explicit dark text on light chips: readable in light AND dark themes) -------
-_ROLE_STYLE = {
-    "prompt": "background:#cfe2f6;border:1px solid #6fa8dc;color:#0b1f33",
-    "generated": "background:#cdeccd;border:1px solid #6bbf6b;color:#0b2a0b",
-    "newest": "background:#ffd699;border:2px solid #e8590c;color:#331600;font-weight:bold",
-    "pending": "background:#fff4e6;border:2px dashed #e8590c;color:#8a3300;font-weight:bold",
-}
-_ROLE_TITLE = {  # translated where drawn (the language is per session)
-    "prompt": N_("prompt (cached)"),
-    "generated": N_("generated (cached)"),
-    "newest": N_("just fed: its K/V row was appended"),
-    "pending": N_("chosen, NOT cached yet"),
-}
-
-
-_BYTES_TOKEN = re.compile(r"<([0-9A-F]{2}(?: [0-9A-F]{2})*)>")  # engine.token_text's form for a partial character
-
-
-def byte_characters(texts: Sequence[str]) -> list[str]:
-    """For each token text, the character(s) it completes: a byte-level tokenizer splits a character it never
-    saw whole (Chinese, emoji) into byte tokens, shown as hex (<E4>, <BD>, <A0>); the token whose byte completes
-    a UTF-8 character gets that character ("你"), the others "" (a run of bytes decoded in order)."""
-    out, pending = [], b""
-    for text in texts:
-        match = _BYTES_TOKEN.fullmatch(text)
-        if not match:
-            out.append("")
-            pending = b""
-            continue
-        pending += bytes.fromhex(match.group(1))
-        while pending and (0x80 <= pending[0] <= 0xBF or pending[0] >= 0xF8):  # no character starts with it
-            pending = pending[1:]
-        done = ""
-        for cut in range(len(pending), 0, -1):  # the longest prefix that decodes whole
-            try:
-                done = pending[:cut].decode("utf-8")
-            except UnicodeDecodeError:
-                continue
-            pending = pending[cut:]
-            break
-        else:
-            if len(pending) >= 4:  # no UTF-8 character is longer: these bytes make none
-                pending = b""
-        out.append(done)
-    return out
-
-
-def strip_html(strip: Sequence[StripToken], max_tokens: int = 36, font_rem: float = 1.0, legend: bool = True,
-               note: str = "") -> str:
-    """The token strip as HTML: the last max_tokens tokens as chips (text escaped, whitespace visible).
-    `note`: a short remark drawn after the colour key, on its line (only with the legend).
-
-    Each chip carries data-pos (its cache position, or "next" for the pending token) so browser tests and
-    the classroom load test can read the strip; the container has the class kvviz-strip.
-    """
-    hidden = max(0, len(strip) - max_tokens)
-    chip = (f"border-radius:4px;padding:1px 4px;margin:1px;display:inline-block;font-family:monospace;"
-            f"font-size:{font_rem}rem")
-    spans = []
-    if hidden:
-        earlier = html.escape(_("⋯ {n} earlier").format(n=hidden))
-        spans.append(f'<span style="{chip};color:#777;border:1px dotted #999">{earlier}</span>')
-    characters = byte_characters([t.text for t in strip])
-    for t, character in zip(strip[hidden:], characters[hidden:]):
-        shown = html.escape(visible(t.text)) or "&nbsp;"
-        where = "next" if t.position is None else str(t.position)
-        title = html.escape(_(_ROLE_TITLE[t.role]))
-        if _BYTES_TOKEN.fullmatch(t.text):  # part of a character: say so, and name it where it completes
-            title += html.escape(" · " + (_("its byte completes the UTF-8 character {char}").format(char=character)
-                                          if character else _("part of a UTF-8 character (a byte-level token)")))
-            if character:
-                shown += f'<b style="font-family:sans-serif">→{html.escape(visible(character))}</b>'
-        label = html.escape(_("next")) if t.position is None else where  # data-pos stays "next" (tests read it)
-        spans.append(
-            f'<span data-pos="{where}" title="{label}: {title}" '
-            f'style="{_ROLE_STYLE[t.role]};{chip}">'
-            f'<sub style="color:#555;font-size:0.7em">{label}</sub>{shown}</span>'
-        )
-    key = " ".join(
-        f'<span style="{_ROLE_STYLE[r]};border-radius:4px;padding:0 4px;font-size:{0.8 * font_rem}rem">'
-        f"{html.escape(_(_ROLE_TITLE[r]))}</span>"
-        for r in ("prompt", "generated", "newest", "pending")
-    )
-    if note:
-        key += f' <span style="opacity:0.75;font-size:{0.8 * font_rem}rem">{html.escape(note)}</span>'
-    return (f'<div class="kvviz-strip" style="line-height:1.9">{"".join(spans)}</div>'
-            + (f'<div style="margin-top:2px">{key}</div>' if legend else ""))
-
-
 COPYING_WEIGHT = INDUCTION_THRESHOLD  # this much weight on the copy candidate: the head copies (patterns page's rule)
 
 
@@ -342,82 +247,3 @@ def copy_sentence(copy: CopyLookup | None, strong: float = COPYING_WEIGHT) -> st
             layer=copy.best_layer, head=copy.best_head, chosen=copy.chosen_weight, **fields)
     return _("{query} (row {query_row}) occurred before at row {prev_row}; the token after it, {target} (row "
              "{target_row}), gets at most {weight:.0%} of any head's attention: no head copies it here.").format(**fields)
-
-
-# ----- a link to the stage: what it carries, read defensively (a link is typed, pasted, truncated) ---------
-VIEW_NAMES = ("one", "race", "gqa")  # the stage's views, as a link names them (?view=race)
-
-
-def url_int(text: str | None, default: int, lo: int, hi: int) -> int:
-    """A link's integer, clamped to [lo, hi]: '12' -> 12, '-3' -> lo, a 40-digit string -> hi; anything that is
-    not a whole number ('1.5', 'nan', '', 'x') -> default. Never raises."""
-    return query_values.clamped_int(text, default, lo, hi)  # the one reader of a whole number (kvviz.inputs)
-
-
-def url_float(text: str | None, default: float, lo: float, hi: float) -> float:
-    """A link's number, clamped to [lo, hi]; not a finite number -> default. Never raises."""
-    try:
-        value = float((text or "").strip()[:32])
-    except ValueError:
-        return default
-    return max(lo, min(hi, value)) if math.isfinite(value) else default
-
-
-def url_flag(text: str | None) -> bool:
-    return (text or "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def picker_label(prefix: str, index: int) -> str:
-    """How the stage's layer / head pickers show an option, and so how their URL keys carry it (step_layer=L2):
-    the pickers are bound to the URL (bind="query-params"), which writes the shown label."""
-    return f"{prefix}{index}"
-
-
-@dataclass(frozen=True)
-class StageLink:
-    """Everything that defines the stage's view, as a link carries it."""
-
-    prompt: str
-    steps: int
-    greedy: bool
-    temperature: float
-    top_k: int
-    seed: int
-    view: str = "one"
-    present: bool = False
-    layer: int = 0
-    head: int = 0
-
-    def query(self) -> dict[str, str]:
-        """The link's query parameters. Layer and head use the pickers' own URL keys and labels."""
-        return {"prompt": self.prompt, "steps": str(self.steps), "greedy": "1" if self.greedy else "0",
-                "temperature": f"{self.temperature:g}", "top_k": str(self.top_k), "seed": str(self.seed),
-                "view": self.view, "present": "1" if self.present else "0",
-                "step_layer": picker_label("L", self.layer), "step_head": picker_label("H", self.head)}
-
-    @property
-    def replay_key(self) -> tuple:
-        """What the replay depends on (not layer, head, view: the reader's own clicks rewrite those in the URL)."""
-        return (self.prompt, self.steps, self.greedy, self.temperature, self.top_k, self.seed)
-
-
-def parse_link(query: Mapping[str, str], n_positions: int, default: Sampling = DEFAULT_SAMPLING) -> StageLink | None:
-    """The link in a page's query parameters, or None without ?prompt=. Every value is clamped to the sampling
-    limits (kvviz.step.records) or, when it is not a number, taken from `default`."""
-    prompt = query.get("prompt")
-    if prompt is None:
-        return None
-    view = query.get("view", "one")
-
-    def picker(key: str, prefix: str) -> int:
-        text = query.get(key, "")
-        return url_int(text[len(prefix):] if text.startswith(prefix) else text, 0, 0, 10_000)
-
-    return StageLink(
-        prompt=prompt[:MAX_TEXT_CHARS], steps=url_int(query.get("steps"), 0, 0, n_positions),
-        greedy=url_flag(query.get("greedy")),
-        temperature=url_float(query.get("temperature"), default.temperature, TEMPERATURE_MIN, TEMPERATURE_MAX),
-        top_k=url_int(query.get("top_k"), default.top_k, 0, TOP_K_MAX),
-        seed=url_int(query.get("seed"), default.seed, 0, SEED_MAX),
-        view=view if view in VIEW_NAMES else "one", present=url_flag(query.get("present")),
-        layer=picker("step_layer", "L"), head=picker("step_head", "H"))

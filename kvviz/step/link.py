@@ -1,0 +1,90 @@
+"""A link to the step-through stage: what it carries (prompt, steps, sampling, layer, head, view, presenter
+mode), written to and read from a page's query parameters. Read defensively: a link is typed, pasted, truncated;
+every value is clamped to the limits the widgets and the records use, or defaulted. Torch-free and UI-free."""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from kvviz.inputs import query_values
+from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS
+from kvviz.step.records import DEFAULT_SAMPLING, SEED_MAX, TEMPERATURE_MAX, TEMPERATURE_MIN, TOP_K_MAX, Sampling
+
+# ----- a link to the stage: what it carries, read defensively (a link is typed, pasted, truncated) ---------
+VIEW_NAMES = ("one", "race", "gqa")  # the stage's views, as a link names them (?view=race)
+
+
+def url_int(text: str | None, default: int, lo: int, hi: int) -> int:
+    """A link's integer, clamped to [lo, hi]: '12' -> 12, '-3' -> lo, a 40-digit string -> hi; anything that is
+    not a whole number ('1.5', 'nan', '', 'x') -> default. Never raises."""
+    return query_values.clamped_int(text, default, lo, hi)  # the one reader of a whole number (kvviz.inputs)
+
+
+def url_float(text: str | None, default: float, lo: float, hi: float) -> float:
+    """A link's number, clamped to [lo, hi]; not a finite number -> default. Never raises."""
+    try:
+        value = float((text or "").strip()[:32])
+    except ValueError:
+        return default
+    return max(lo, min(hi, value)) if math.isfinite(value) else default
+
+
+def url_flag(text: str | None) -> bool:
+    return (text or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def picker_label(prefix: str, index: int) -> str:
+    """How the stage's layer / head pickers show an option, and so how their URL keys carry it (step_layer=L2):
+    the pickers are bound to the URL (bind="query-params"), which writes the shown label."""
+    return f"{prefix}{index}"
+
+
+@dataclass(frozen=True)
+class StageLink:
+    """Everything that defines the stage's view, as a link carries it."""
+
+    prompt: str
+    steps: int
+    greedy: bool
+    temperature: float
+    top_k: int
+    seed: int
+    view: str = "one"
+    present: bool = False
+    layer: int = 0
+    head: int = 0
+
+    def query(self) -> dict[str, str]:
+        """The link's query parameters. Layer and head use the pickers' own URL keys and labels."""
+        return {"prompt": self.prompt, "steps": str(self.steps), "greedy": "1" if self.greedy else "0",
+                "temperature": f"{self.temperature:g}", "top_k": str(self.top_k), "seed": str(self.seed),
+                "view": self.view, "present": "1" if self.present else "0",
+                "step_layer": picker_label("L", self.layer), "step_head": picker_label("H", self.head)}
+
+    @property
+    def replay_key(self) -> tuple:
+        """What the replay depends on (not layer, head, view: the reader's own clicks rewrite those in the URL)."""
+        return (self.prompt, self.steps, self.greedy, self.temperature, self.top_k, self.seed)
+
+
+def parse_link(query: Mapping[str, str], n_positions: int, default: Sampling = DEFAULT_SAMPLING) -> StageLink | None:
+    """The link in a page's query parameters, or None without ?prompt=. Every value is clamped to the sampling
+    limits (kvviz.step.records) or, when it is not a number, taken from `default`."""
+    prompt = query.get("prompt")
+    if prompt is None:
+        return None
+    view = query.get("view", "one")
+
+    def picker(key: str, prefix: str) -> int:
+        text = query.get(key, "")
+        return url_int(text[len(prefix):] if text.startswith(prefix) else text, 0, 0, 10_000)
+
+    return StageLink(
+        prompt=prompt[:MAX_TEXT_CHARS], steps=url_int(query.get("steps"), 0, 0, n_positions),
+        greedy=url_flag(query.get("greedy")),
+        temperature=url_float(query.get("temperature"), default.temperature, TEMPERATURE_MIN, TEMPERATURE_MAX),
+        top_k=url_int(query.get("top_k"), default.top_k, 0, TOP_K_MAX),
+        seed=url_int(query.get("seed"), default.seed, 0, SEED_MAX),
+        view=view if view in VIEW_NAMES else "one", present=url_flag(query.get("present")),
+        layer=picker("step_layer", "L"), head=picker("step_head", "H"))
