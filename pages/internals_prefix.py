@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from kvviz.measure.load import load_number
 from kvviz import ui
 from kvviz.i18n import _
 from kvviz.figures import internals as fig
@@ -72,9 +73,9 @@ m[3].metric(_("Max |logit diff| vs fresh"), f"{r.max_abs_logit_diff:.2e}")
 if r.timing_contradicts_lesson:
     st.warning(_(
         "Measured on a busy machine: reuse took {reuse_ms:.1f} ms, a fresh prefill {fresh_ms:.1f} ms, although "
-        "reuse computed {saved} fewer tokens (1-min load average {load:.2f} at the time). Other work on the CPU "
+        "reuse computed {saved} fewer tokens (1-min load average {load} at the time). Other work on the CPU "
         "distorted the timing; the token counts above are exact. Measure again when it is quieter."
-    ).format(reuse_ms=r.reuse_ms, fresh_ms=r.fresh_ms, saved=r.tokens_saved, load=r.load_avg_1min))
+    ).format(reuse_ms=r.reuse_ms, fresh_ms=r.fresh_ms, saved=r.tokens_saved, load=load_number(r.load_avg_1min)))
 elif t.inside_noise:  # the verdict's wording is the noise rule's (kvviz.measure.timing), in the current language
     st.info(_("{verdict} The token counts above are exact.").format(verdict=r.timing_sentence()) if r.tokens_saved
             else r.timing_sentence())
@@ -84,7 +85,7 @@ st.plotly_chart(fig.token_strip_figure(r.tokens_b, r.reused_len, _("Prompt B: gr
                                                                      "orange rows computed now")), **PLOT)
 st.plotly_chart(fig.prefix_figure(r), **PLOT)
 st.caption(_("Fresh prefill of B: {fresh}; reuse: {reuse} (wall-clock on this machine, runs taken in turn after one "
-             "warm-up each, 1-min load average {load:.2f} then). Reused rows: {bytes_:,} bytes. Same next token: "
+             "warm-up each, 1-min load average {load} then). Reused rows: {bytes_:,} bytes. Same next token: "
              "{same}. Largest K/V difference: {diff:.2e}.").format(
-    fresh=r.fresh.label(), reuse=r.reuse.label(), load=r.load_avg_1min, bytes_=r.reused_cache_bytes,
+    fresh=r.fresh.label(), reuse=r.reuse.label(), load=load_number(r.load_avg_1min), bytes_=r.reused_cache_bytes,
     same=_("yes") if r.same_next_token else _("no"), diff=r.max_abs_kv_diff))

@@ -15,7 +15,7 @@ from kvviz.i18n import N_, _, ngettext
 from kvviz.speedup import machine, tables
 from kvviz.model import loading
 from kvviz import ui
-from kvviz.measure.load import load_avg_1min, load_label
+from kvviz.measure.load import load_avg_1min, load_label, load_number
 from kvviz.measure.timing import Comparison, Timing
 from kvviz.speedup.records import ESTIMATOR, MODE_LABELS, BenchResult, format_name
 from kvviz.speedup.settings import (PAGE_BUDGET_S, WEIGHT_FORMAT_CHOICES, BenchInputError, BenchSettings, duration,
@@ -123,11 +123,11 @@ def render_results(result: BenchResult) -> None:
     st.subheader(_("Results"))
     st.caption(_(
         "{model} · prompt {prompt} tokens, {new} new tokens, median of {repeats} rounds (+{warmup} warm-up) · "
-        "{cpu}, {cores} cores, **{threads} torch threads: {reason}** · load {load_before:.2f} before, "
-        "{load_after:.2f} after · torch {torch}, transformers {transformers} · {dtype}, {attn}").format(
+        "{cpu}, {cores} cores, **{threads} torch threads: {reason}** · load {load_before} before, "
+        "{load_after} after · torch {torch}, transformers {transformers} · {dtype}, {attn}").format(
         model=loading.label_in_language(result.model_label), prompt=s.prompt_len, new=s.new_tokens, repeats=s.repeats, warmup=s.warmup,
         cpu=m.cpu, cores=m.physical_cores, threads=m.threads, reason=_(m.thread_reason),
-        load_before=m.load_before[0], load_after=m.load_after[0], torch=m.torch_version,
+        load_before=load_number(m.load_before[0]), load_after=load_number(m.load_after[0]), torch=m.torch_version,
         transformers=m.transformers_version, dtype=m.dtype, attn=m.attn_implementation))
     if not result.all_tokens_match:
         st.warning(_("Some exact modes generated different tokens from the no-cache run (see the table)."))

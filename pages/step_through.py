@@ -27,7 +27,7 @@ from kvviz.model import loading
 from kvviz.step import link as stage_link
 from kvviz.step import strip
 from kvviz.step import view as step_view
-from kvviz.measure.cores import usable_cores
+from kvviz.measure.load import load_label
 from kvviz.figures import step as figs
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from kvviz.step.records import (DEFAULT_SAMPLING, RACE_BUDGET_S, SEED_MAX, TEMPERATURE_MAX, TEMPERATURE_MIN, TOP_K_MAX,
@@ -651,11 +651,10 @@ def _race_verdict(t: RaceTiming) -> str:
     big = st.session_state.get("step_race_scale") == "gpt2"
     if t.single_repeat:
         how = _("One repeat a side: a repeat costs more than the click's {budget:.2f} s, so the click measures "
-                "once and there is no spread to show. Load {load:.1f} on {cores} cores.").format(
-            budget=RACE_BUDGET_S, load=t.load_1min, cores=usable_cores())
+                "once and there is no spread to show. {load}.").format(budget=RACE_BUDGET_S, load=load_label(t.load_1min))
     else:
-        how = _("Medians of {repeats} repeats a side, interleaved; whiskers: the middle half. Load {load:.1f} on "
-                "{cores} cores.").format(repeats=t.repeats, load=t.load_1min, cores=usable_cores())
+        how = _("Medians of {repeats} repeats a side, interleaved; whiskers: the middle half. {load}.").format(
+            repeats=t.repeats, load=load_label(t.load_1min))
     if t.inside_noise:
         noise = _("**Inside the noise**: the middle halves overlap. At this size a forward is mostly its fixed cost "
                   "(the dashed line: 1 token, nothing cached), which hides the saving.")

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import math
 import os
 import random
@@ -76,6 +77,32 @@ def test_no_module_outside_the_floor_writes_its_own(rule):
     offenders = [f"{p.relative_to(REPO)}:{n}" for p in _sources_outside_the_floor()
                  for n, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
     assert offenders == [], f"{rule} outside kvviz/measure: {offenders}"
+
+
+# A load printed by hand ("{load:.1f}") showed "nan" where the OS has no load average: every sentence that names
+# the load goes through load_label or load_number.
+HAND_FORMATTED_LOAD = re.compile(r"\{load(?:_before|_after|_avg_1min|_1min)?:\.\d+f\}")
+
+
+GUARDED = {"kvviz/speedup/machine.py"}  # default_thread_count says "machine load unknown" before these sentences
+
+
+def test_no_sentence_formats_the_load_by_hand():
+    offenders = [f"{p.relative_to(REPO)}:{n}" for p in _sources_outside_the_floor()
+                 if str(p.relative_to(REPO)) not in GUARDED
+                 for n, line in enumerate(p.read_text().splitlines(), 1) if HAND_FORMATTED_LOAD.search(line)]
+    assert offenders == [], offenders
+    assert HAND_FORMATTED_LOAD.search('"Load {load:.1f} on"') and HAND_FORMATTED_LOAD.search("{load_before:.2f}")
+
+
+def test_an_unknown_load_prints_as_unknown_never_nan():
+    from kvviz.speedup import tables
+
+    assert load.load_number(float("nan")) == "unknown" and load.load_number(1.704) == "1.70"
+    assert load.load_number(1.75, 1) == "1.8" or load.load_number(1.75, 1) == "1.7"  # Python's rounding, one digit
+    # the CLI's --json: a nan load (or spread) is null, never NaN, which is not JSON
+    safe = tables.json_safe({"machine": {"load_before": (float("nan"), 1.0, float("inf"))}, "n": [float("nan")]})
+    assert json.dumps(safe, allow_nan=False) == '{"machine": {"load_before": [null, 1.0, null]}, "n": [null]}'
 
 
 # ----- the load reader: one behaviour where the OS has none -----------------------------------------------------

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Callable, TypeVar
 
+from kvviz.measure.load import load_number
 from kvviz.cli import Parser, one_line, output_problem, say, whole
 from kvviz.speedup import device as devices
 from kvviz.speedup import harness, tables
@@ -79,7 +80,7 @@ def format_report(result: BenchResult) -> str:
         f"model: {result.model_label}",
         f"prompt {s.prompt_len} tokens, {s.new_tokens} new tokens, {s.repeats} rounds (+{s.warmup} warm-up); "
         f"{m.cpu}, {m.threads} threads ({m.thread_reason}), torch {m.torch_version}, {m.dtype}",
-        f"load average before {m.load_before[0]:.2f}, after {m.load_after[0]:.2f} (1 min)",
+        f"load average before {load_number(m.load_before[0])}, after {load_number(m.load_after[0])} (1 min)",
         f"flat engine weights: {result.weight_choice.describe(plain=True)}",
         *([result.compile_note] if result.compile_note else []),
         f"speed-up estimator: {ESTIMATOR}",
@@ -165,7 +166,9 @@ def main(argv: list[str]) -> int:
     result, code = _in_one_line(work, refused=(BenchInputError, harness.BenchBusyError))
     if result is None:
         return code
-    say(json.dumps(tables.to_dict(result), indent=2) if args.json else format_report(result), flush=True)
+    # allow_nan=False: an unknown load (nan) must not print as NaN, which is not JSON; tables.to_dict writes null
+    say(json.dumps(tables.to_dict(result), indent=2, allow_nan=False) if args.json else format_report(result),
+        flush=True)
     if args.csv:  # after the report: a disk that fills up (/dev/full) loses the CSV, never the measured results
         try:
             with open(args.csv, "w", encoding="utf-8", newline="") as fh:

@@ -12,7 +12,7 @@ import os
 from kvviz.i18n import _, ngettext
 from kvviz.measure.cores import usable_cores
 
-__all__ = ["load_average", "load_avg_1min", "load_known", "load_label"]
+__all__ = ["load_average", "load_avg_1min", "load_known", "load_label", "load_number"]
 
 UNKNOWN = (float("nan"),) * 3
 
@@ -34,6 +34,11 @@ def load_avg_1min() -> float:
 def load_known(load_1min: float) -> bool:
     """False for the reader's "unknown" (nan)."""
     return not math.isnan(load_1min)
+
+
+def load_number(load_1min: float, digits: int = 2) -> str:
+    """The load as a sentence prints it ("1.70"), or "unknown": never "nan" on a page."""
+    return f"{load_1min:.{digits}f}" if load_known(load_1min) else _("unknown")
 
 
 def load_label(load_1min: float, cores: int | None = None) -> str:

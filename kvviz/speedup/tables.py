@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from dataclasses import asdict
 
 from kvviz.i18n import _
@@ -23,8 +24,23 @@ def roofline_row(result: BenchResult, name: str) -> dict[str, object]:
     }
 
 
+def json_safe(value: object) -> object:
+    """nan / inf (an unknown load, an empty spread) as null: JSON has no NaN, and a strict reader refuses it."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
 def to_dict(result: BenchResult) -> dict:
-    """Plain JSON-ready numbers (the CLI's --json output)."""
+    """Plain JSON-ready numbers (the CLI's --json output); a number that is not finite is null."""
+    return json_safe(_to_dict(result))
+
+
+def _to_dict(result: BenchResult) -> dict:
     modes = {}
     for m in result.modes:
         entry: dict[str, object] = {

@@ -27,6 +27,7 @@ from kvviz.i18n import N_, _, ngettext
 from kvviz.memory import capacity, units
 from kvviz.memory.presets import get_preset
 from kvviz.memory.units import GB, GIB, KIB, MIB
+from kvviz.measure.load import load_number
 from kvviz.measure.timing import quartiles
 from kvviz.figures.lesson import Picture
 from kvviz.step import view as step_view
@@ -520,14 +521,14 @@ def _measured_speedup(engine: Any, steps: int = 24, budget_s: float = 2.0) -> Qu
             tokens=record.cache_len, op_ratio=op_ratio),
         _(answer),
         _("Just measured on the real model, the two runs interleaved ({repeats}, alternating, so a burst of load "
-          "hits both alike; machine load {load:.1f}): cached step median {cached_ms:.2f} ms (interquartile "
+          "hits both alike; machine load {load}): cached step median {cached_ms:.2f} ms (interquartile "
           "range {cached_lo:.2f} to {cached_hi:.2f}), uncached pass median {uncached_ms:.2f} ms ({uncached_lo:.2f} "
           "to {uncached_hi:.2f}). Ratio of the medians **{measured:.1f}x** (from the quartiles, between "
           "{ratio_lo:.1f}x and {ratio_hi:.1f}x), against an op ratio of {op_ratio:.0f}x. {noise} A cached step is a "
           "handful of tiny matrix-vector products: fixed costs dominate it (Python and PyTorch's per-operator "
           "dispatch, reading every weight from memory once), while the uncached pass batches its extra work into "
           "efficient matrix-matrix products. The *Measured speed-up* page shows this with a roofline.").format(
-            repeats=ngettext("{n} repeat", "{n} repeats", race.repeats).format(n=race.repeats), load=load,
+            repeats=ngettext("{n} repeat", "{n} repeats", race.repeats).format(n=race.repeats), load=load_number(load, 1),
             cached_ms=cached_ms, cached_lo=c_lo, cached_hi=c_hi,
             uncached_ms=uncached_ms, uncached_lo=u_lo, uncached_hi=u_hi, measured=measured, ratio_lo=ratio_lo,
             ratio_hi=ratio_hi, op_ratio=op_ratio, noise=noise),
@@ -535,8 +536,8 @@ def _measured_speedup(engine: Any, steps: int = 24, budget_s: float = 2.0) -> Qu
         hint=_("Arithmetic is not the only cost of a step. What does every forward pass pay, however few tokens "
                "it feeds?"),
         picture=Picture("timings", {"cached": cached, "uncached": uncached, "op_ratio": op_ratio, "load": load},
-                        _("Measured on this machine (load {load:.1f}), the two runs interleaved: each dot is one "
-                          "run, the bar the median.").format(load=load)),
+                        _("Measured on this machine (load {load}), the two runs interleaved: each dot is one "
+                          "run, the bar the median.").format(load=load_number(load, 1))),
         page_query={})
 
 
