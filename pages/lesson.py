@@ -45,8 +45,10 @@ CLASS_CSS = """<style>
 # teacher presses Y). This listener (capture phase, before Streamlit's shortcuts) queues every lesson key and clicks
 # the key's button only when no run is going, once the button is on the page, and the next press only after the
 # page has run again for this one (.kvviz-lesson-state counts the runs), so presses are taken in order; a badge
-# says how many wait. A key with no button while the page is idle does nothing (as before); a queued key whose
-# button does not come within 20 s is dropped and the badge says so. Text boxes and
+# says how many wait. A key with no button while the page is idle does nothing (as before), queued or not: a queued
+# key whose button is still missing once the page has been idle for 0.4 s (a second V after the answer is shown) is
+# dropped at once, so the keys behind it are not held; one whose button does not come within 20 s while the page
+# keeps running is dropped and the badge says so. Text boxes and
 # popovers keep their own keys. (No comments inside the script: the translation tests read every text the page holds.)
 LESSON_KEYS_JS = """<script>
 (() => {
@@ -83,9 +85,16 @@ LESSON_KEYS_JS = """<script>
     L.busy = true;
     show();
     const item = L.queue[0], t0 = Date.now();
+    let idleSince = null;
     const ready = () => {
       const button = find(BUTTONS[item.key]);
-      if (!running() && button && !button.disabled) {
+      const idle = !running();
+      idleSince = idle ? (idleSince === null ? Date.now() : idleSince) : null;
+      if (idle && (!button || button.disabled) && Date.now() - idleSince > 400) {
+        L.queue.shift();
+        L.busy = false;
+        pump();
+      } else if (idle && button && !button.disabled) {
         L.queue.shift();
         const before = runs();
         button.click();
@@ -109,6 +118,7 @@ LESSON_KEYS_JS = """<script>
     ready();
   };
   window.addEventListener("keydown", (e) => {
+    if (typeof e.key !== "string") return;
     const key = BUTTONS[e.key] ? e.key : BUTTONS[e.key.toLowerCase()] && e.key.length === 1 ? e.key.toLowerCase() : null;
     if (!key || e.ctrlKey || e.metaKey || e.altKey) return;
     if (!document.querySelector(".st-key-lesson_next")) return;

@@ -74,7 +74,10 @@ DEFAULTS = {  # widgets are created without value=, so a link can set them befor
 # browser has not shown yet, and those are taken back; a frame on screen the server's Stop rolled back is taken
 # again (the draw is seeded by seed and prefix: the same token); a Stop click lost in a redraw (two whole frames
 # drawn after it, nothing acted on) is sent again. A click on a stage button while the queue works (Play clicked
-# while Esc's corrections still run) joins the queue behind them instead of being undone by them.
+# while Esc's Stop or its corrections still run) joins the queue behind them instead of being undone by them: the
+# corrections go to the front of the queue. A press the stage never acted on (a click lost in a redraw: the page
+# idle for 5 s, the count unchanged) is given up, so one lost click never holds the queue for long (it held it
+# 60 s); leaving the stage empties it.
 # Streamlit's own Left/Right shortcuts listen on document (bubbling): a press on the focused history slider is
 # handled by the slider inside the app's root, and a body listener keeps it from going further. The stage writes
 # its state into the address bar at every step (a reload replays it), and Streamlit pushes a browser history entry
@@ -122,8 +125,9 @@ KEYS_JS = """<script>
     const button = document.querySelector(".st-key-" + key + " button");
     if (!button || button.disabled) { S.queue = []; badge(); return; }
     S.busy = true;
-    const before = num("acted"), t0 = Date.now();
-    let frames = num("records");
+    const before = num("acted");
+    const t0 = Date.now();
+    let frames = num("records"), idleSince = null;
     button.click();
     S.taken += 1;
     const wait = () => {
@@ -133,7 +137,10 @@ KEYS_JS = """<script>
         if (again) again.click();
         frames = num("records");
       }
-      if ((now !== null && now !== before && !running()) || Date.now() - t0 > 60000) {
+      const idle = !running();
+      idleSince = idle ? (idleSince === null ? Date.now() : idleSince) : null;
+      if ((now !== null && now !== before && !running()) || Date.now() - t0 > 60000 ||
+          (idle && now === before && Date.now() - idleSince > 5000) || !document.querySelector(".st-key-step_btn_next")) {
         S.busy = false;
         if (item.then) item.then();
         pump();
@@ -150,8 +157,10 @@ KEYS_JS = """<script>
       const now = num("records");
       S.lastStop = {playing: playing, shown: shown, now: now};
       if (playing && shown !== null && now !== null) {
-        for (let i = now; i > Math.max(shown, 1); i--) S.queue.push({key: "step_btn_back"});
-        for (let i = now; i < shown; i++) S.queue.push({key: "step_btn_next"});
+        const fix = [];
+        for (let i = now; i > Math.max(shown, 1); i--) fix.push({key: "step_btn_back"});
+        for (let i = now; i < shown; i++) fix.push({key: "step_btn_next"});
+        S.queue.unshift(...fix);
       }
     }});
     pump();
@@ -178,6 +187,7 @@ KEYS_JS = """<script>
     pump();
   }, true);
   window.addEventListener("keydown", (e) => {
+    if (typeof e.key !== "string") return;
     const key = BUTTONS[e.key];
     if ((!key && e.key !== "Escape") || e.ctrlKey || e.metaKey || e.altKey) return;
     if (!document.querySelector(".st-key-step_btn_next")) return;

@@ -4,7 +4,7 @@
 - after Prefill the Prompt popover shows the state in force (not an empty prompt, Play 1, temperature 0.10);
 - arrow keys on the focused history slider scrub it and never crop the cache; the tiles say they show history;
 - on a busy core every fast key press is taken (none merged or dropped), the keys act after a sidebar click,
-  and Esc stops Play at the frame on screen;
+  and Esc stops Play at the frame on screen; Play clicked while Esc still stops plays from that frame;
 - a reload mid-class replays the stage to the same step, layer included (the address bar keeps the link);
 - the stage (controls, figure with the newest row, history slider) fits 1280x720 on both bundled models, with
   the sidebar and in presenter mode, light and dark; at 150% zoom (853x480) the stage figure starts on screen,
@@ -36,6 +36,15 @@ def busy_core():
     yield
     spin.kill()
     spin.wait(timeout=10)
+
+
+# The cache length on screen when Esc is pressed, read by a listener installed before the page's own.
+SHOWN_AT_ESC = """window.addEventListener('keydown', (e) => {
+    if (e.key !== 'Escape') return;
+    const pos = [...document.querySelectorAll('.kvviz-strip span[data-pos]')].map(s => s.dataset.pos)
+        .filter(p => p !== 'next').map(Number);
+    window.__shownAtEsc = Math.max(...pos) + 1;
+}, true);"""
 
 
 def _idle(tab) -> None:
@@ -184,13 +193,7 @@ def test_on_a_busy_core_esc_stops_play_at_the_frame_on_screen(app_url, busy_core
 
     with sync_playwright() as pw:
         browser, tab = _open(pw, f"{app_url}/step_through")
-        # the frame on screen when Esc is pressed, read by a listener installed before the page's own
-        tab.context.add_init_script("""window.addEventListener('keydown', (e) => {
-            if (e.key !== 'Escape') return;
-            const pos = [...document.querySelectorAll('.kvviz-strip span[data-pos]')].map(s => s.dataset.pos)
-                .filter(p => p !== 'next').map(Number);
-            window.__shownAtEsc = Math.max(...pos) + 1;
-        }, true);""")
+        tab.context.add_init_script(SHOWN_AT_ESC)
         tab.reload()
         tab.wait_for_selector("h1", state="attached")
         _idle(tab)
@@ -209,6 +212,33 @@ def test_on_a_busy_core_esc_stops_play_at_the_frame_on_screen(app_url, busy_core
                 f"Esc {attempt + 1}: {tab.evaluate('window.__kvvizStage.lastStop')}")
             start = shown
             tab.evaluate("delete window.__shownAtEsc")
+        browser.close()
+
+
+def test_play_clicked_while_esc_still_stops_plays_from_the_frame_on_screen(app_url):  # noqa: F811
+    """Esc, then Play at once (the teacher restarts the animation): Esc's Stop and its corrections run first, then
+    Play joins the queue behind them and plays its N steps from the frame Esc kept (its corrections were queued
+    behind Play and stopped it)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser, tab = _open(pw, f"{app_url}/step_through")
+        tab.context.add_init_script(SHOWN_AT_ESC)
+        tab.reload()
+        tab.wait_for_selector("h1", state="attached")
+        _idle(tab)
+        start = _prefill(tab)
+        play = tab.locator(".st-key-step_btn_play button").first
+        play.click()  # Play 8
+        _wait_cache_len(tab, start + 3)
+        tab.keyboard.press("Escape")
+        play.click()  # at once: the Stop is still in the queue or running
+        tab.wait_for_function("() => window.__shownAtEsc !== undefined")
+        stopped_at = tab.evaluate("window.__shownAtEsc")
+        _wait_cache_len(tab, stopped_at + 8)  # the whole of Play 8, from the frame Esc kept
+        tab.wait_for_timeout(1500)
+        _idle(tab)
+        assert _cache_length(tab) == stopped_at + 8, tab.evaluate("window.__kvvizStage.lastStop")
         browser.close()
 
 
