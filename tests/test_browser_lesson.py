@@ -23,7 +23,9 @@ N = len(lesson.STEPS)
 CUT_JS = """(w) => {
   const out = [];
   if (document.documentElement.scrollWidth > w + 1) out.push('page scrolls sideways: ' + document.documentElement.scrollWidth);
-  for (const e of document.querySelectorAll('.js-plotly-plot, [data-testid="stButton"], [data-testid="stMarkdownContainer"], [data-testid="stDataFrame"], [data-testid="stPageLink"]')) {
+  const shown = '.js-plotly-plot, [data-testid="stButton"], [data-testid="stMarkdownContainer"], '
+    + '[data-testid="stDataFrame"], [data-testid="stPageLink"]';
+  for (const e of document.querySelectorAll(shown)) {
     const r = e.getBoundingClientRect();
     if (r.width > 0 && r.right > w + 1) out.push(e.className || e.dataset.testid);
   }

@@ -306,4 +306,5 @@ def test_back_right_after_reset_says_the_cache_is_empty(bundled):
         engine.back()
 
 
-INPUTS_TRIED = 3 * EXAMPLES + 5 + 2 + 4 + 1 + 1 + 3 + 1 + 1 + 5 + 4 + 11 + 4 + len(NUMBER_LINK_KEYS) * (1 + LINKS_PER_PAGE)  # properties + the named cases (links)
+# properties + the named cases (links)
+INPUTS_TRIED = 3 * EXAMPLES + 5 + 2 + 4 + 1 + 1 + 3 + 1 + 1 + 5 + 4 + 11 + 4 + len(NUMBER_LINK_KEYS) * (1 + LINKS_PER_PAGE)

@@ -24,7 +24,7 @@ from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, QuantizedC
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING  # noqa: E402
 
 from kvviz.memory import config_import, hf_cache  # noqa: E402
-from kvviz import memory
+from kvviz import memory  # noqa: E402
 
 HUB = "https://huggingface.co/{}/blob/main/config.json"
 
