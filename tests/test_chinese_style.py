@@ -18,6 +18,7 @@ import pytest
 from kvviz import i18n
 from kvviz.i18n import catalog
 from kvviz.teaching import glossary, handout, lesson
+from support.library import english_names, term_named
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 # A seed quoted as its author wrote it (the Chinese visualiser's "加速比约 500x"): not our prose.
@@ -186,7 +187,7 @@ def test_each_glossary_term_has_one_chinese_rendering_in_the_catalog():
             continue
         chinese = glossary._chinese_names(term)
         chinese += [c.split()[0] for c in chinese if c.split()[0].isascii() and len(c.split()) > 1]  # Roofline 模型
-        for name in glossary.english_names(term):
+        for name in english_names(term):
             if not name.isascii() or KEPT_AS_WRITTEN.match(name) or name.lower() in NOT_THE_TERM:
                 continue
             pattern = re.compile(r"(?<![\w-])" + re.escape(name) + r"s?(?![\w-])", re.I)
@@ -217,7 +218,7 @@ def test_glossary_search_finds_what_readers_type(typed, wanted):
         assert wanted in found, (typed, language, found)
     if typed in ("KV Cache", "kv-cache", "KV缓存", "键值缓存", "复制头", "投机解码", "前缀缓存", "prefix cache", "滑窗",
                  "静态缓存"):
-        assert glossary.find(typed) is glossary.BY_NAME[wanted], typed
+        assert glossary.find(typed) is term_named(wanted), typed
 
 
 def test_english_claims_keep_their_words_and_get_a_translation_beside_them(fresh_streamlit_caches):

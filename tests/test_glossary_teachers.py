@@ -8,9 +8,15 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
+from kvviz import teaching
 from kvviz.teaching import glossary, lesson, guide
+from support.library import term_named
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_step_count_the_home_page_names_is_the_lessons():
+    assert teaching.LESSON_STEPS == len(lesson.STEPS)
 
 
 def test_every_term_the_lesson_uses_is_in_the_glossary_and_links_a_real_page():
@@ -134,7 +140,7 @@ def test_every_plan_link_opens_the_state_its_row_describes(fresh_streamlit_cache
 
 # ----- issue 31: every sentence as right as the numbers -----------------------------------------------------------
 def _text(name: str) -> str:
-    return glossary.definition_text(glossary.BY_NAME[name])
+    return glossary.definition_text(term_named(name))
 
 
 def test_heads_read_the_whole_hidden_vector_and_gqa_shares_k_v():

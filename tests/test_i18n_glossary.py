@@ -13,6 +13,7 @@ from i18n_support import english_leftovers, page_texts
 from kvviz import i18n, ops
 from kvviz.model import loading
 from kvviz.teaching import glossary
+from support.library import english_names
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _ASIDE = re.compile(r"\s*[(（][^)）]*[)）]")  # "预填充 (prefill)", "MLP（前馈层）": the parenthesis is an aside
@@ -38,7 +39,7 @@ def test_term_names_and_the_terminology_agree():
     checked = []
     for term in glossary.TERMS:
         parts = [_bare(p) for p in term.zh.split("、")]  # a combined entry lists its names with 、
-        for english in glossary.english_names(term):
+        for english in english_names(term):
             wanted = vocabulary.get(english.lower())
             if wanted is not None:
                 assert _bare(wanted) in parts, (term.name, english, wanted, term.zh)

@@ -136,21 +136,6 @@ def checks_inside_passes(model: torch.nn.Module, check: Callable[[], None]) -> I
 QUEUE = shared_queue("benchmark")  # the same line for every session of this server process
 
 
-def benchmark_busy() -> bool:
-    """True while some benchmark (any session, any thread of this process) is running."""
-    return QUEUE.state().busy
-
-
-def busy_for_s() -> float | None:
-    return QUEUE.state().running_for_s
-
-
-def waiting_count() -> int:
-    """Benchmarks in the line, the running one included."""
-    state = QUEUE.state()
-    return state.waiting + int(state.busy)
-
-
 @contextlib.contextmanager
 def hold_turn(on_wait: WaitFn | None = None, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
     """Wait for this caller's turn (on_wait(runs ahead) is called while waiting), run the block, leave.
