@@ -7,21 +7,19 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
+from support.pages import PAGES_DIR, app_test
 from kvviz.speedup import harness
 from kvviz import ops
 from kvviz.speedup.records import RooflineVerdict
 from kvviz.speedup.settings import (PAGE_BUDGET_S, BenchInputError, BenchSettings, PassRates, check_budget,
                                   estimate_seconds, longest_within)
 
-PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "speedup.py")
+PAGE = str(PAGES_DIR / "speedup.py")
 GPT2_124M = ops.ModelShape(12, 12, 12, 64, 768, 3072, 50257, 2, "gpt2 shape")
 RATES = PassRates(overhead_s=0.01, s_per_op=1e-10)  # a plain laptop: 10 GMAC/s, 10 ms per pass
 LAPTOP_RATES = PassRates(overhead_s=0.002, s_per_op=1e-10)  # the bundled model on a plain laptop: 2 ms a pass
@@ -111,7 +109,7 @@ def page():
     import streamlit as st
 
     st.cache_resource.clear()
-    yield AppTest.from_file(PAGE, default_timeout=APP_TIMEOUT_S)
+    yield app_test(PAGE)
     st.cache_resource.clear()
 
 

@@ -8,8 +8,8 @@ import re
 
 from streamlit.testing.v1 import AppTest
 
-from test_i18n import _run
-from i18n_support import english_leftovers, page_texts
+from support.pages import open_page
+from support.i18n_text import english_leftovers, page_texts
 from kvviz import i18n, ops
 from kvviz.model import loading
 from kvviz.teaching import glossary
@@ -68,7 +68,7 @@ def test_help_text_and_search_follow_the_language():
 
 
 def _page(page: str, lang: str) -> AppTest:
-    return _run(page, lang=lang)
+    return open_page(page, lang=lang, router=True)
 
 
 def _allowed_names() -> list[str]:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from support.pages import REPO
+
 HEAVY = ("torch", "transformers")
 
 
