@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from kvviz.speedup import harness, machine, tables
+from kvviz.work_queue import timed_work_queue
 from kvviz.cli import bench as cli_bench
 from kvviz.speedup.records import LOSSY_MODES, MODES, REFERENCES, BenchSettings
 from kvviz.speedup.settings import BenchInputError, validate
@@ -24,7 +25,7 @@ from kvviz.figures import bench as figs
 
 def in_line() -> int:
     """Benchmarks in this server's line, the running one included."""
-    state = harness.QUEUE.state()
+    state = timed_work_queue().state()
     return state.waiting + int(state.busy)
 
 
@@ -115,7 +116,7 @@ def test_line_serializes_two_concurrent_runs(sdpa_model):
     def worker(name: str) -> None:
         def progress(fraction: float, text: str) -> None:
             spans[name].append(time.perf_counter())
-            busy_seen.append(harness.QUEUE.state().busy)
+            busy_seen.append(timed_work_queue().state().busy)
 
         try:
             harness.run_benchmark(sdpa_model, settings, progress=progress)
@@ -131,7 +132,7 @@ def test_line_serializes_two_concurrent_runs(sdpa_model):
     first, second = sorted(spans.values(), key=min)
     assert max(first) <= min(second)  # no overlap: one after the other
     assert all(busy_seen)
-    assert not harness.QUEUE.state().busy and harness.QUEUE.state().running_for_s is None and in_line() == 0
+    assert not timed_work_queue().state().busy and timed_work_queue().state().running_for_s is None and in_line() == 0
     assert torch.get_num_threads() == threads_before
 
 
@@ -153,7 +154,7 @@ def test_queue_position_is_reported_and_a_timeout_is_clear(sdpa_model):
     assert in_line() == 1  # the timed-out caller left the line
     release.set()
     thread.join(30)
-    assert in_line() == 0 and not harness.QUEUE.state().busy
+    assert in_line() == 0 and not timed_work_queue().state().busy
 
 
 def test_interrupted_run_releases_its_turn_and_restores_threads(sdpa_model):
@@ -167,7 +168,7 @@ def test_interrupted_run_releases_its_turn_and_restores_threads(sdpa_model):
                              threads=max(1, threads_before - 1) if threads_before > 1 else 2)
     with pytest.raises(KeyboardInterrupt):
         harness.run_benchmark(sdpa_model, settings, progress=interrupt)
-    assert not harness.QUEUE.state().busy and in_line() == 0
+    assert not timed_work_queue().state().busy and in_line() == 0
     assert torch.get_num_threads() == threads_before
 
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from support.pages import PAGES_DIR, app_test
 from kvviz.speedup import harness
+from kvviz.work_queue import timed_work_queue
 from kvviz import ops
 from kvviz.speedup.records import RooflineVerdict
 from kvviz.speedup.settings import (PAGE_BUDGET_S, BenchInputError, BenchSettings, PassRates, check_budget,
@@ -95,7 +96,7 @@ def test_a_running_benchmark_stops_within_a_second(sdpa_model):
     with pytest.raises(harness.BenchStopped):
         harness.run_benchmark(sdpa_model, settings_, should_stop=should_stop)
     assert time.monotonic() - asked[0] < 1.0
-    assert not harness.QUEUE.state().busy  # the line is free for the next student
+    assert not timed_work_queue().state().busy  # the line is free for the next student
     assert all(not block._forward_pre_hooks for block in sdpa_model.model.transformer.h)  # nothing left on the model
 
 

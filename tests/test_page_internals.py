@@ -229,14 +229,14 @@ def test_measurements_wait_their_turn_and_say_so(monkeypatch):
     """While another session's measurement holds the server's queue, a new one waits and is told why."""
     import threading
 
-    from kvviz.work_queue import shared_queue
+    from kvviz.work_queue import timed_work_queue
     from pages import internals_shared
 
     monkeypatch.setattr(internals_shared, "QUEUE_WAIT_S", 1.0)
     holding, release = threading.Event(), threading.Event()
 
     def other_session() -> None:
-        with shared_queue(internals_shared.QUEUE_NAME).turn():
+        with timed_work_queue().turn():
             holding.set()
             release.wait(30)
 

@@ -41,7 +41,7 @@ from kvviz.speedup.runs import CompileUnavailable, compile_forward, run_flat, ru
 from kvviz.speedup.flat_engine import FlatCacheGPT2
 from kvviz.model.loading import LoadedModel
 from kvviz.speedup.weight_format import choose_engine
-from kvviz.work_queue import QueueTimeout, shared_queue
+from kvviz.work_queue import QueueTimeout, timed_work_queue
 
 WARMUP_TOKENS = 8
 LOCK_WAIT_S = 600.0
@@ -132,10 +132,7 @@ def checks_inside_passes(model: torch.nn.Module, check: Callable[[], None]) -> I
             handle.remove()
 
 
-# ----- one benchmark at a time: a first-come-first-served line (kvviz.work_queue) -------------------------
-QUEUE = shared_queue("benchmark")  # the same line for every session of this server process
-
-
+# ----- one benchmark at a time: the server's first-come-first-served line for timed work (kvviz.work_queue) ---
 @contextlib.contextmanager
 def hold_turn(on_wait: WaitFn | None = None, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
     """Wait for this caller's turn (on_wait(runs ahead) is called while waiting), run the block, leave.
@@ -144,7 +141,7 @@ def hold_turn(on_wait: WaitFn | None = None, wait_s: float = LOCK_WAIT_S) -> Ite
     page never blocks the ones behind it.
     """
     try:
-        with QUEUE.turn(timeout_s=wait_s, on_wait=on_wait):
+        with timed_work_queue().turn(timeout_s=wait_s, on_wait=on_wait):
             yield
     except QueueTimeout as exc:
         raise BenchBusyError(gettext("The benchmark is busy: {reason}").format(reason=exc)) from exc
