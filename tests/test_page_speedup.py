@@ -4,12 +4,11 @@ message that keeps the earlier results; the batched-decode sweep; results kept p
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.pages import APP_TIMEOUT_S, PAGES_DIR, app_test
+from support.pages import APP_TIMEOUT_S, PAGES_DIR, REPO, app_test
 from kvviz.speedup.records import ESTIMATOR, BenchResult, format_name
 
 PAGE = str(PAGES_DIR / "speedup.py")
@@ -137,6 +136,6 @@ def test_page_renders_without_importing_torch():
             f"at = AppTest.from_file({PAGE!r}, default_timeout=60).run(); "
             "assert not at.exception, at.exception; "
             "assert 'torch' not in sys.modules and 'transformers' not in sys.modules, 'torch imported'")
-    done = subprocess.run([sys.executable, "-c", code], cwd=Path(PAGE).parents[1], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                           timeout=APP_TIMEOUT_S)
     assert done.returncode == 0, done.stderr[-2000:]
