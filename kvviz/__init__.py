@@ -10,8 +10,10 @@ One package per idea the app teaches, bottom to top:
   measure/      the floor every timing stands on: cores, load, median and spread, "inside the noise", interleaving
   speedup/      cached vs uncached timing; the flat pre-allocated-cache engine; the roofline
   internals/    cache layouts, prefix reuse, windows, paging, quantization, speculative decoding
-  teaching/     the guided lesson, its handout, the glossary, the teacher's guide; claims: published figures checked
+  teaching/     the guided lesson, its handout, the glossary, the teacher's guide
+  claims        published KV-cache figures and popular sentences, checked against kvviz's own arithmetic
   inputs/       where a user's text becomes a value (links, prompts, numbers)
+  work_queue    one long timed job at a time per server process, first come first served
   training/     the training script, its recipes, the copying data
   cli/          `python -m kvviz <command>`
   figures/      plotly figures from plain records (no Streamlit)

@@ -429,8 +429,9 @@ def _sessions_last_seen() -> dict[str, float]:
 
 
 def note_session_active() -> None:
-    """Stamp this session as active (app.py calls it on every run). Public API only: a random id kept in the
-    session's own state, instead of Streamlit's private session manager."""
+    """Stamp this session as active (called by sidebar_model_picker, which app.py draws on every run, and by
+    other_active_sessions). Public API only: a random id kept in the session's own state, instead of Streamlit's
+    private session manager."""
     session_id = st.session_state.setdefault("kvviz_session_id", uuid.uuid4().hex)
     now = time.monotonic()
     seen = _sessions_last_seen()

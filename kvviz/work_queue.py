@@ -5,6 +5,7 @@ measurements, a benchmark and an agreement run) share the same cores, take twice
 A `WorkQueue` hands out tickets; each job waits for its turn and can show where it stands meanwhile:
 
     queue = shared_queue("cache internals")          # the same object in every session of this process
+                                                     # (timed work stands in one line: timed_work_queue())
     with queue.turn(timeout_s=120, on_wait=lambda ahead: box.info(f"busy: {ahead} ahead of you")):
         result = long_job()
 
@@ -118,3 +119,12 @@ def shared_queue(name: str) -> WorkQueue:
         if name not in _QUEUES:
             _QUEUES[name] = WorkQueue(name)
         return _QUEUES[name]
+
+
+TIMED_WORK = "benchmark"  # the line's name, shown in its busy message
+
+
+def timed_work_queue() -> WorkQueue:
+    """The one line every timed job of this server process stands in (the speed-up benchmark, the cache-internals
+    measurements): one timing at a time keeps the timings honest. Created on first use, never at import."""
+    return shared_queue(TIMED_WORK)

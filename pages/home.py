@@ -5,7 +5,7 @@ import streamlit as st
 
 from kvviz import i18n, memory, ops, ui
 from kvviz.i18n import _
-from kvviz.teaching import lesson
+from kvviz.teaching import LESSON_STEPS
 
 ui.ensure_router()  # before anything is drawn: see its docstring
 lang = {i18n.QUERY_PARAM: i18n.current()}  # every link the page makes keeps the language
@@ -33,7 +33,7 @@ st.info(_(
          full_mib=full_context / 2**20))
 
 with st.container(border=True):
-    st.page_link("pages/lesson.py", label=_("**Start the lesson: the KV cache in {n} questions**").format(n=len(lesson.STEPS)),
+    st.page_link("pages/lesson.py", label=_("**Start the lesson: the KV cache in {n} questions**").format(n=LESSON_STEPS),
                  icon=":material/school:", query_params=lang)
     st.caption(_("Each step asks a question (how many rows? how many bytes?), gives a hint after a first wrong answer "
                "and the worked answer after a second, with a figure computed live on the real model. It ends with "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from kvviz import ui
-from kvviz.i18n import _
+from kvviz.i18n import _, list_sep
 from kvviz.memory import dtypes
 from kvviz.figures import internals as fig
 from kvviz.internals.records import (AGREEMENT_MAX_PROMPT_TOKENS, AGREEMENT_MAX_PROMPTS, AGREEMENT_MAX_TOKENS,
@@ -113,6 +113,6 @@ if stored is not None:
     st.plotly_chart(fig.quant_agreement_figure(results), **PLOT)
     st.caption(_("{per_format} over {n} tokens each, group size {group} (teacher-forced: both runs see the "
                  "full-precision tokens).").format(
-        per_format=_("; ").join(_("{format}: {same}/{total} prompts identical").format(
+        per_format=list_sep().join(_("{format}: {same}/{total} prompts identical").format(
             format=r.scheme, same=r.identical_prompts, total=len(done_lines)) for r in results),
         n=done_n, group=done_group))

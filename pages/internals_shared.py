@@ -12,11 +12,10 @@ import streamlit as st
 
 from kvviz import ui
 from kvviz.i18n import _
-from kvviz.work_queue import QueueTimeout, shared_queue
+from kvviz.work_queue import QueueTimeout, timed_work_queue
 
 DEFAULT_PROMPT = "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun."
 PLOT = {"width": "stretch"}
-QUEUE_NAME = "benchmark"  # the speed-up benchmark's queue: timed work never overlaps on one server
 QUEUE_WAIT_S = 120.0  # give up (with a message) rather than wait for ever behind other sessions
 
 # st.cache_data hashes a LoadedModel by the model it is (spec + attention), never by its weights.
@@ -38,7 +37,7 @@ def run_queued(what: str, job: Callable[[], T]) -> T | None:
 
     Returns None (after showing a message) if the wait runs past QUEUE_WAIT_S.
     """
-    queue = shared_queue(QUEUE_NAME)
+    queue = timed_work_queue()  # the speed-up benchmark's line too: timed work never overlaps on one server
     box = st.empty()
     seen: list[int] = []  # the last queue position reported, for the give-up message
 

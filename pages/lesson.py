@@ -257,8 +257,7 @@ def _handout_maker(loaded, computed: dict[int, lesson.Question], worksheet: bool
 
 
 def _model_name(loaded) -> str:
-    # the title, without the shape (step 1 asks for head_dim): before " (" or, in Chinese, "（"
-    return loaded.info.shown_label().split(" (")[0].split("（")[0]
+    return i18n.without_aside(loaded.info.shown_label())  # the title, without the shape (step 1 asks for head_dim)
 
 
 def _computed(loaded) -> dict[int, lesson.Question]:

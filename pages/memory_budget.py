@@ -111,7 +111,7 @@ def read_config(text: str | bytes) -> tuple[config_import.ImportedConfig | None,
             raise memory.MemoryInputError(_("nothing to import: upload a config.json or paste its text"))
         imported = config_import.parse_hf_config(text)
     except memory.MemoryInputError as exc:  # parse_hf_config raises nothing else: one line
-        return None, ("error", _("Not imported: {reason}.").format(reason=echo.literal(str(exc).rstrip(".。"), None)))
+        return None, ("error", _("Not imported: {reason}.").format(reason=echo.literal(i18n.as_clause(str(exc)), None)))
     used = ", ".join(f"{echo.code(k)} = {echo.literal(v)}" for k, v in imported.used.items())  # the file's words: text
     return imported, ("ok", _("Imported **{name}**. Used: {used}. Missing: {missing}. {notes}").format(
         name=echo.literal(imported.config.name), used=used,
@@ -187,7 +187,7 @@ def memory_form() -> memory.KVConfig | None:
             first_windowed_layer=window_from if window and not local else 0,
             name=st.session_state["mem_preset"] if st.session_state["mem_preset"] != CUSTOM else _("your config"))
     except memory.MemoryInputError as exc:
-        st.error(_("This layout cannot be computed: {reason}.").format(reason=str(exc).rstrip(".。")))
+        st.error(_("This layout cannot be computed: {reason}.").format(reason=i18n.as_clause(str(exc))))
         return None
 
 

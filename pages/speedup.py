@@ -11,7 +11,7 @@ import sys
 import pandas as pd
 import streamlit as st
 
-from kvviz.i18n import N_, _, ngettext
+from kvviz.i18n import N_, _, list_sep, ngettext, text_width
 from kvviz.speedup import machine, tables
 from kvviz.model import loading
 from kvviz import ui
@@ -245,16 +245,6 @@ def int8_note(result: BenchResult) -> str:
     return head + " " + _("Reading 4x fewer bytes raises the read roof from {fp32_roof:.0f} to {int8_roof:.0f} "
                           "tokens/s at {gb_s:.1f} GB/s.").format(fp32_roof=bw / 1e6 / fp32_mb,
                                                                 int8_roof=bw / 1e6 / int8_mb, gb_s=bw / 1e9)
-
-
-def list_sep() -> str:
-    """The separator between the items of a list inside one sentence ("; ", in Chinese a full-width one)."""
-    return _("; ")
-
-
-def text_width(text: str) -> int:
-    """A header's width in Latin characters: a CJK character takes about two."""
-    return sum(2 if ord(ch) >= 0x2E80 else 1 for ch in text)
 
 
 def batch_section(spec: str, threads: int) -> None:

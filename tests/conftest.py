@@ -1,4 +1,6 @@
-"""Shared fixtures. The real bundled model is loaded once per test session (no stubs, no network)."""
+"""Shared fixtures: the real bundled model, loaded once per test session (no stubs, no network); a fresh server and
+a headless Chromium tab for the browser tests. Helpers (open a page, start a server, read a browser page) live in
+tests/support/; test modules import them from there, never from this file or from each other."""
 from __future__ import annotations
 
 import os
@@ -10,8 +12,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from kvviz.model.loading import LoadedModel, load_model  # noqa: E402
-
-APP_TIMEOUT_S = 120  # AppTest default_timeout: generous, the CI machine has 2 shared cores
+from support.browser import CHROMIUM, CHROMIUM_ARGS, fresh_server  # noqa: E402
+from support.pages import APP_TIMEOUT_S  # noqa: E402, F401 - the name tests once imported from here
 
 
 @pytest.fixture(scope="session")
@@ -24,6 +26,26 @@ def bundled() -> LoadedModel:
 def sdpa_model() -> LoadedModel:
     """The bundled GPT-2 with SDPA attention, as the benchmark page loads it."""
     return load_model("bundled", attn_implementation="sdpa")
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    """One fresh `streamlit run app.py` per test module (skips without Chromium); its URL."""
+    with fresh_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def page(app_url):
+    """A headless Chromium tab (1400x1000) on the module's server, shared by the module's tests."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        tab = browser.new_page(viewport={"width": 1400, "height": 1000})
+        tab.set_default_timeout(90_000)
+        yield tab
+        browser.close()
 
 
 @pytest.fixture(autouse=False)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install everything the test suite needs on a fresh Debian machine, then run the whole suite.
+# Install everything the test suite needs on a fresh Debian machine, lint, then run the whole suite.
 # This is the README's test command and what CI runs (.ci/run). Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,4 +18,5 @@ python3 -m venv .venv
 
 export KVVIZ_REQUIRE_BROWSER=1  # here Chromium is installed: the browser test must run, not skip
 export HF_HUB_OFFLINE=1         # tests never touch the network
+.venv/bin/ruff check .         # lint first (pyproject.toml: pyflakes, pycodestyle): a lint error fails CI
 exec .venv/bin/python -m pytest "$@"

@@ -16,10 +16,18 @@ import pytest
 import torch
 
 from kvviz.speedup import harness, machine, tables
+from kvviz.work_queue import timed_work_queue
 from kvviz.cli import bench as cli_bench
 from kvviz.speedup.records import LOSSY_MODES, MODES, REFERENCES, BenchSettings
 from kvviz.speedup.settings import BenchInputError, validate
 from kvviz.figures import bench as figs
+
+
+def in_line() -> int:
+    """Benchmarks in this server's line, the running one included."""
+    state = timed_work_queue().state()
+    return state.waiting + int(state.busy)
+
 
 TINY = BenchSettings(prompt_len=5, new_tokens=6, repeats=2, warmup=1, threads=1, include_generate_no_cache=True)
 
@@ -108,7 +116,7 @@ def test_line_serializes_two_concurrent_runs(sdpa_model):
     def worker(name: str) -> None:
         def progress(fraction: float, text: str) -> None:
             spans[name].append(time.perf_counter())
-            busy_seen.append(harness.benchmark_busy())
+            busy_seen.append(timed_work_queue().state().busy)
 
         try:
             harness.run_benchmark(sdpa_model, settings, progress=progress)
@@ -124,7 +132,7 @@ def test_line_serializes_two_concurrent_runs(sdpa_model):
     first, second = sorted(spans.values(), key=min)
     assert max(first) <= min(second)  # no overlap: one after the other
     assert all(busy_seen)
-    assert not harness.benchmark_busy() and harness.busy_for_s() is None and harness.waiting_count() == 0
+    assert not timed_work_queue().state().busy and timed_work_queue().state().running_for_s is None and in_line() == 0
     assert torch.get_num_threads() == threads_before
 
 
@@ -143,10 +151,10 @@ def test_queue_position_is_reported_and_a_timeout_is_clear(sdpa_model):
     with pytest.raises(harness.BenchBusyError, match="busy"):
         harness.run_benchmark(sdpa_model, TINY, lock_wait_s=1.2, on_wait=ahead.append)
     assert ahead and set(ahead) == {1}  # one run ahead: the holder's
-    assert harness.waiting_count() == 1  # the timed-out caller left the line
+    assert in_line() == 1  # the timed-out caller left the line
     release.set()
     thread.join(30)
-    assert harness.waiting_count() == 0 and not harness.benchmark_busy()
+    assert in_line() == 0 and not timed_work_queue().state().busy
 
 
 def test_interrupted_run_releases_its_turn_and_restores_threads(sdpa_model):
@@ -160,7 +168,7 @@ def test_interrupted_run_releases_its_turn_and_restores_threads(sdpa_model):
                              threads=max(1, threads_before - 1) if threads_before > 1 else 2)
     with pytest.raises(KeyboardInterrupt):
         harness.run_benchmark(sdpa_model, settings, progress=interrupt)
-    assert not harness.benchmark_busy() and harness.waiting_count() == 0
+    assert not timed_work_queue().state().busy and in_line() == 0
     assert torch.get_num_threads() == threads_before
 
 

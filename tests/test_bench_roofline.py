@@ -13,6 +13,7 @@ from kvviz.speedup.settings import BenchInputError
 from kvviz.cli import bench as cli_bench
 from kvviz.speedup.records import BenchSettings
 from kvviz.figures import bench as figs
+from support.pages import REPO
 
 TINY = BenchSettings(prompt_len=5, new_tokens=6, repeats=2, warmup=0, threads=1, include_generate=False)
 
@@ -124,11 +125,10 @@ def test_gemv_ceiling_times_every_kernel_on_the_real_matrices(tmp_path):
     the bytes are the model's decode matrices, and each bound is 1000 / its best step time."""
     import importlib.util
     import json
-    from pathlib import Path
 
     from kvviz.model.loading import load_bundled
 
-    path = Path(__file__).resolve().parents[1] / "bench" / "gemv_ceiling.py"
+    path = REPO / "bench" / "gemv_ceiling.py"
     spec = importlib.util.spec_from_file_location("gemv_ceiling", path)
     ceiling = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ceiling)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from kvviz.figures import MAX_LEGEND_ENTRIES, MIN_TICK_FONT_PX
-from test_browser import CHROMIUM, CHROMIUM_ARGS, PAGES, _assert_no_errors, _wait_idle, app_url  # noqa: F401
+from support.browser import CHROMIUM, CHROMIUM_ARGS, PAGES, assert_no_errors, wait_idle
 
 pytestmark = pytest.mark.browser
 WIDTH, HEIGHT = 1280, 720
@@ -48,7 +48,7 @@ def _prepare(tab, path: str) -> None:
         tab.get_by_label(label, exact=True).fill(value)
     for name in BUTTONS.get(path, []):
         tab.get_by_role("button", name=name).first.click()
-        _wait_idle(tab)
+        wait_idle(tab)
 
 
 # Pages and tabs that must draw at least one chart (on load, or after the button above): the check saw real charts.
@@ -71,7 +71,7 @@ def _check_charts(tab, where: str, must_draw: bool) -> int:
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_every_chart_is_readable_at_1280x720(app_url, scheme):  # noqa: F811
+def test_every_chart_is_readable_at_1280x720(app_url, scheme):
     from playwright.sync_api import sync_playwright
 
     drawn = {}
@@ -83,14 +83,14 @@ def test_every_chart_is_readable_at_1280x720(app_url, scheme):  # noqa: F811
             for path in ["", *PAGES]:
                 tab.goto(f"{app_url}/{path}")
                 tab.wait_for_selector("h1")
-                _wait_idle(tab)
+                wait_idle(tab)
                 _prepare(tab, path)
                 drawn[path] = _check_charts(tab, path or "home", path in MUST_DRAW)
                 for name in TABS.get(path, []):
                     tab.get_by_role("tab", name=name).click()
-                    _wait_idle(tab)
+                    wait_idle(tab)
                     drawn[f"{path}/{name}"] = _check_charts(tab, f"{path}, tab {name}", f"{path}/{name}" in MUST_DRAW)
-                _assert_no_errors(tab)
+                assert_no_errors(tab)
         finally:
             browser.close()
     assert all(drawn[path] > 0 for path in MUST_DRAW), drawn

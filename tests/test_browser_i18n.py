@@ -18,11 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from i18n_support import english_leftovers
-from test_browser import (  # noqa: F401
-    CHROMIUM, CHROMIUM_ARGS, PAGES, _assert_no_errors, _wait_idle, app_url, busy_core, fresh_server,
-)
-from test_i18n import ALLOWED
+from support.browser import CHROMIUM, CHROMIUM_ARGS, PAGES, assert_no_errors, busy_core, fresh_server, wait_idle
+from support.i18n_text import ALLOWED, english_leftovers
 
 pytestmark = pytest.mark.browser
 WIDTH, HEIGHT = 1280, 720
@@ -66,11 +63,11 @@ def _open(browser, url: str, locale: str, scheme: str = "light"):
     tab.goto(url)
     tab.wait_for_selector('[data-testid="stSidebar"]', timeout=120_000)
     tab.wait_for_selector(f"{NAV} a", timeout=120_000)  # the links' component loads on its first use
-    _wait_idle(tab)
+    wait_idle(tab)
     return context, tab
 
 
-def test_the_browser_language_decides_and_lang_overrides(app_url):  # noqa: F811
+def test_the_browser_language_decides_and_lang_overrides(app_url):
     """The first visitor of this module's fresh server, with a busy core (issue 29: it read the sidebar during the
     first-visit flash)."""
     from playwright.sync_api import sync_playwright
@@ -89,18 +86,18 @@ def test_the_browser_language_decides_and_lang_overrides(app_url):  # noqa: F811
         # The switch: one click, every label follows, and the URL carries it.
         tab.locator('[data-testid="stSidebar"]').get_by_text("简体中文", exact=True).click()
         tab.wait_for_function("() => document.body.innerText.includes('从这里开始')", timeout=120_000)
-        _wait_idle(tab)
+        wait_idle(tab)
         assert "lang=zh-CN" in tab.url and "从这里开始" in tab.inner_text("body")
         tab.locator(NAV).get_by_text("显存预算").click()  # a page switch keeps it
         tab.wait_for_url("**/memory_budget**", timeout=120_000)
-        _wait_idle(tab)
+        wait_idle(tab)
         assert "memory_budget" in tab.url and "lang=zh-CN" in tab.url
         context.close()
         browser.close()
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_every_page_in_chinese_at_1280x720(app_url, scheme):  # noqa: F811
+def test_every_page_in_chinese_at_1280x720(app_url, scheme):
     from playwright.sync_api import sync_playwright
 
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -111,9 +108,9 @@ def test_every_page_in_chinese_at_1280x720(app_url, scheme):  # noqa: F811
         for path in ["", "glossary", "teachers", "step_through", *PAGES]:
             tab.goto(f"{app_url}/{path}?lang=zh-CN")
             tab.wait_for_selector('[data-testid="stSidebar"]', timeout=120_000)
-            _wait_idle(tab)
+            wait_idle(tab)
             tab.wait_for_timeout(500)
-            _assert_no_errors(tab)
+            assert_no_errors(tab)
             tab.screenshot(path=str(SHOTS / f"{path or 'home'}_{scheme}.png"))
             text = tab.inner_text("body")
             assert CJK.search(text), path
@@ -214,7 +211,7 @@ def _switch_language(tab, name: str) -> None:
     _sidebar(tab).get_by_text(name, exact=True).click()
     tab.wait_for_function("(n) => document.querySelector('[data-testid=\"stSidebar\"]').innerText.includes(n)",
                           arg={"English": "Which model", "简体中文": "选择模型"}[name], timeout=120_000)
-    _wait_idle(tab)
+    wait_idle(tab)
 
 
 def test_the_language_round_trip_keeps_the_page_and_the_model():
@@ -229,20 +226,20 @@ def test_the_language_round_trip_keeps_the_page_and_the_model():
         _wait_checked_model(tab, "内置 Tiny-Shakespeare GPT-2（离线）")
         _sidebar(tab).get_by_text("内置 Tiny-Shakespeare Llama，GQA（离线）", exact=True).click()
         tab.wait_for_function("() => location.search.includes('model=bundled-gqa')", timeout=120_000)
-        _wait_idle(tab)
+        wait_idle(tab)
         _wait_checked_model(tab, "内置 Tiny-Shakespeare Llama，GQA（离线）")
         for name, expected in [("English", "Bundled Tiny-Shakespeare Llama, GQA (offline)"),
                                ("简体中文", "内置 Tiny-Shakespeare Llama，GQA（离线）"),
                                ("English", "Bundled Tiny-Shakespeare Llama, GQA (offline)")]:
             _switch_language(tab, name)
-            _assert_no_errors(tab)
+            assert_no_errors(tab)
             _wait_checked_model(tab, expected)
             assert "model=bundled-gqa" in tab.url, tab.url
         context.close()
         browser.close()
 
 
-def test_the_language_switch_is_at_the_top_of_the_sidebar_at_1280x720(app_url):  # noqa: F811
+def test_the_language_switch_is_at_the_top_of_the_sidebar_at_1280x720(app_url):
     """Issue 29, item 12 (last point): the switch is in view at 720 px, above the page links, in both languages."""
     from playwright.sync_api import sync_playwright
 
@@ -267,7 +264,7 @@ def _summary_row(tab, step: int) -> list[str]:
     }""", step)
 
 
-def test_the_lessons_ending_keeps_what_was_computed_in_the_other_language(app_url):  # noqa: F811
+def test_the_lessons_ending_keeps_what_was_computed_in_the_other_language(app_url):
     """Issue 29, item 2: step 2 asked in English, the ending reached in English, then 简体中文 and back: the ending
     stays the ending and the computed answer stays in its table in each language."""
     from playwright.sync_api import sync_playwright
@@ -277,24 +274,24 @@ def test_the_lessons_ending_keeps_what_was_computed_in_the_other_language(app_ur
         context, tab = _open(browser, app_url + "/lesson?step=2", "en-US")
         tab.wait_for_selector('[data-testid="stMain"] :is([data-testid="stTextInput"], [data-testid="stNumberInput"], '
                               '[data-testid="stRadio"])', timeout=120_000)  # step 2's question is up
-        _wait_idle(tab)
+        wait_idle(tab)
         tab.locator('[data-testid="stMain"] [data-testid="stButtonGroup"]').get_by_text("End", exact=True).click()
         tab.wait_for_selector('[data-testid="stMain"] table', timeout=120_000)
-        _wait_idle(tab)
+        wait_idle(tab)
         row = _summary_row(tab, 2)
         assert row and row[-1] != "—", row
         for name, heading in [("简体中文", "你学到了什么"), ("English", "What you learned")]:
             _switch_language(tab, name)
             tab.wait_for_function("(h) => document.querySelector('[data-testid=\"stMain\"]').innerText.includes(h)",
                                   arg=heading, timeout=120_000)
-            _assert_no_errors(tab)
+            assert_no_errors(tab)
             again = _summary_row(tab, 2)
             assert again and again[-1] == row[-1], (name, again, row)
         context.close()
         browser.close()
 
 
-def test_html_lang_follows_the_pages_language(app_url):  # noqa: F811
+def test_html_lang_follows_the_pages_language(app_url):
     """Issue 31 (WCAG 3.1.1): Streamlit writes <html lang="en"> on every page; a Chinese page says zh, and the
     switch to English says en again."""
     from playwright.sync_api import sync_playwright

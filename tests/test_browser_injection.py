@@ -13,7 +13,7 @@ from urllib.parse import quote, urlparse
 
 import pytest
 
-from test_browser import CHROMIUM, CHROMIUM_ARGS, app_url  # noqa: F401
+from support.browser import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = pytest.mark.browser
 EVIL = "evil.example"
@@ -57,7 +57,7 @@ def _no_request_left(requests: list[str]) -> None:
     assert not outside, outside
 
 
-def test_the_glossary_shows_a_hostile_term_as_text(app_url, browser_context):  # noqa: F811
+def test_the_glossary_shows_a_hostile_term_as_text(app_url, browser_context):
     tab, requests = browser_context
     for term in (TERM, EXTRAS):  # each under the 80 characters shown whole
         tab.goto(f"{app_url}/glossary?term={quote(term)}")
@@ -77,7 +77,7 @@ def test_the_glossary_shows_a_hostile_term_as_text(app_url, browser_context):  #
     _no_request_left(requests)
 
 
-def test_link_notices_keep_a_backtick_breaking_value_as_text(app_url, browser_context):  # noqa: F811
+def test_link_notices_keep_a_backtick_breaking_value_as_text(app_url, browser_context):
     tab, requests = browser_context
     query = "&".join(f"{k}={quote(v)}" for k, v in LINK_VALUES.items())
     tab.goto(f"{app_url}/memory_budget?{query}")
@@ -92,7 +92,7 @@ def test_link_notices_keep_a_backtick_breaking_value_as_text(app_url, browser_co
     assert requests  # the recorder saw the page's own traffic
 
 
-def test_a_config_files_name_is_shown_as_text(app_url, browser_context):  # noqa: F811
+def test_a_config_files_name_is_shown_as_text(app_url, browser_context):
     tab, requests = browser_context
     name = f":streamlit: http://e.x/b a@e.x www.e.x -> $x$ :red[r] ![p](//{EVIL}/n.png)"  # < 80: shown whole
     config = {"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64,

@@ -13,17 +13,20 @@ from pathlib import Path
 import pytest
 
 from kvviz.teaching import lesson
-from test_browser import CHROMIUM, CHROMIUM_ARGS, _assert_no_errors, _wait_idle, app_url, busy_core  # noqa: F401
+from support.browser import CHROMIUM, CHROMIUM_ARGS, assert_no_errors, busy_core, wait_idle
+from support.pages import REPO
 
 pytestmark = pytest.mark.browser
-ARTIFACTS = Path(os.environ.get("KVVIZ_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts")) / "lesson"
+ARTIFACTS = Path(os.environ.get("KVVIZ_ARTIFACTS", REPO / "test-artifacts")) / "lesson"
 N = len(lesson.STEPS)
 
 # Elements wider than the viewport, or whose right edge lies past it (a chart, a button, a table, a text block).
 CUT_JS = """(w) => {
   const out = [];
   if (document.documentElement.scrollWidth > w + 1) out.push('page scrolls sideways: ' + document.documentElement.scrollWidth);
-  for (const e of document.querySelectorAll('.js-plotly-plot, [data-testid="stButton"], [data-testid="stMarkdownContainer"], [data-testid="stDataFrame"], [data-testid="stPageLink"]')) {
+  const shown = '.js-plotly-plot, [data-testid="stButton"], [data-testid="stMarkdownContainer"], '
+    + '[data-testid="stDataFrame"], [data-testid="stPageLink"]';
+  for (const e of document.querySelectorAll(shown)) {
     const r = e.getBoundingClientRect();
     if (r.width > 0 && r.right > w + 1) out.push(e.className || e.dataset.testid);
   }
@@ -33,7 +36,7 @@ CUT_JS = """(w) => {
 
 def _settled(tab) -> None:
     """The rerun finished and no element is left over from the previous step (Streamlit marks those stale)."""
-    _wait_idle(tab)
+    wait_idle(tab)
     tab.wait_for_function("() => !document.querySelector('[data-stale=\"true\"]')", timeout=60_000)
 
 
@@ -43,12 +46,12 @@ def _open(browser, url: str, scheme: str):
     tab.set_default_timeout(120_000)
     tab.goto(url)
     tab.wait_for_selector("h1")
-    _wait_idle(tab)
+    wait_idle(tab)
     return tab
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_every_step_has_a_figure_and_nothing_is_cut_at_1280x720(app_url, scheme):  # noqa: F811
+def test_every_step_has_a_figure_and_nothing_is_cut_at_1280x720(app_url, scheme):
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -67,20 +70,20 @@ def test_every_step_has_a_figure_and_nothing_is_cut_at_1280x720(app_url, scheme)
             charts.last.scroll_into_view_if_needed()
             tab.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)  # drawn by plotly.js
             tab.wait_for_timeout(300)
-            _assert_no_errors(tab)
+            assert_no_errors(tab)
             assert tab.evaluate(CUT_JS, 1280) == [], f"step {number}: cut at 1280 px"
             tab.screenshot(path=str(ARTIFACTS / f"step{number:02d}_{scheme}_figure.png"))  # as the room sees it
             tab.locator('[data-testid="stMainBlockContainer"]').screenshot(
                 path=str(ARTIFACTS / f"step{number:02d}_{scheme}_whole.png"))
             tab.get_by_role("button", name="Next").click()
         tab.get_by_text("What you learned").wait_for()
-        _wait_idle(tab)
+        wait_idle(tab)
         assert tab.evaluate(CUT_JS, 1280) == []
         tab.locator('[data-testid="stMainBlockContainer"]').screenshot(path=str(ARTIFACTS / f"end_{scheme}.png"))
         browser.close()
 
 
-def test_class_mode_reveals_with_one_click_and_the_handout_downloads_and_renders(app_url, tmp_path):  # noqa: F811
+def test_class_mode_reveals_with_one_click_and_the_handout_downloads_and_renders(app_url, tmp_path):
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -91,7 +94,7 @@ def test_class_mode_reveals_with_one_click_and_the_handout_downloads_and_renders
         tab.screenshot(path=str(ARTIFACTS / "class_step07_asked.png"))
         tab.get_by_role("button", name="Reveal the answer").click()
         tab.get_by_text("Answer:").first.wait_for()
-        _wait_idle(tab)
+        wait_idle(tab)
         assert tab.evaluate(CUT_JS, 1280) == []
         tab.locator('[data-testid="stMainBlockContainer"]').screenshot(
             path=str(ARTIFACTS / "class_step07_revealed.png"))
@@ -139,7 +142,7 @@ def _class_step(tab, number: int, room_right: bool) -> None:
     _settled(tab)
 
 
-def test_class_mode_keys_fit_url_back_and_reload(app_url):  # noqa: F811
+def test_class_mode_keys_fit_url_back_and_reload(app_url):
     """Items 7, 9, 10, 11: a deep link's Left works at once; class mode hides the sidebar and keeps each question and
     its answer above the fold at 1280x720; V/Y/N score the room; browser Back returns to the step before; a reload
     keeps the score."""
@@ -189,7 +192,7 @@ def test_class_mode_keys_fit_url_back_and_reload(app_url):  # noqa: F811
         browser.close()
 
 
-def test_class_mode_keys_pressed_during_reruns_are_all_taken_in_order(app_url):  # noqa: F811
+def test_class_mode_keys_pressed_during_reruns_are_all_taken_in_order(app_url):
     """Item 9 (lesson): on a busy laptop the teacher presses V, Y, Right, V, N, Right without waiting. Streamlit's
     own shortcuts lost a key pressed while a rerun redrew its button (a rehearsal under load lost a Y); the page's
     key queue takes every press in order: step 3 marked right, step 4 missed, step 5 on screen."""
@@ -217,7 +220,7 @@ def test_class_mode_keys_pressed_during_reruns_are_all_taken_in_order(app_url): 
         browser.close()
 
 
-def test_memory_links_keep_every_tabs_inputs(app_url):  # noqa: F811
+def test_memory_links_keep_every_tabs_inputs(app_url):
     """Item 10 (memory): an input set in one tab (the GPU, the block size) stayed in the URL only while its tab was
     open; a copied link then lost it."""
     from playwright.sync_api import sync_playwright

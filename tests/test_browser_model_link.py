@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from test_browser import CHROMIUM, CHROMIUM_ARGS, _assert_no_errors, _wait_idle, app_url  # noqa: F401
+from support.browser import CHROMIUM, CHROMIUM_ARGS, assert_no_errors, wait_idle
 
 pytestmark = pytest.mark.browser
 WIDTH, HEIGHT = 1280, 720
@@ -24,10 +24,10 @@ def _tab(browser, locale: str):
 
 def _wait_model(tab, label: str) -> None:
     tab.wait_for_function(f"() => JSON.stringify(({CHECKED_MODEL})()) === JSON.stringify([{label!r}])")
-    _wait_idle(tab)
+    wait_idle(tab)
 
 
-def test_a_shared_link_opens_on_the_teachers_model_and_an_unknown_one_is_refused(app_url):  # noqa: F811
+def test_a_shared_link_opens_on_the_teachers_model_and_an_unknown_one_is_refused(app_url):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
@@ -40,7 +40,7 @@ def test_a_shared_link_opens_on_the_teachers_model_and_an_unknown_one_is_refused
         _wait_model(teacher, "Bundled Tiny-Shakespeare Llama, GQA (offline)")
         teacher.get_by_role("button", name="Prefill").click()
         teacher.wait_for_selector('[data-testid="stMetric"]')
-        _wait_idle(teacher)
+        wait_idle(teacher)
         teacher.get_by_role("button", name="Next token").click()  # (the Link popover is drawn once a run has begun)
         teacher.get_by_role("button", name=re.compile(r"\bLink\b")).click()
         link = teacher.locator('[data-testid="stPopoverBody"] code').inner_text().strip()
@@ -50,7 +50,7 @@ def test_a_shared_link_opens_on_the_teachers_model_and_an_unknown_one_is_refused
         student_context, student = _tab(browser, "zh-CN")
         student.goto(link)  # the link opens in the language it was made in (?lang=en), on its model
         _wait_model(student, "Bundled Tiny-Shakespeare Llama, GQA (offline)")
-        _assert_no_errors(student)
+        assert_no_errors(student)
         assert "model=bundled-gqa" in student.url
         assert student.locator('[data-testid="stSidebar"] [data-testid="stAlert"]').count() == 0
 
@@ -62,6 +62,6 @@ def test_a_shared_link_opens_on_the_teachers_model_and_an_unknown_one_is_refused
         notices = student.locator('[data-testid="stSidebar"] [data-testid="stAlert"]').all_inner_texts()
         assert len(notices) == 1 and "no-such-model-xyz" in notices[0] and "继续使用当前模型" in notices[0], notices
         assert "model=bundled&" in student.url + "&"  # the address bar says what is in use
-        _assert_no_errors(student)
+        assert_no_errors(student)
         student_context.close()
         browser.close()

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from test_browser import CHROMIUM, CHROMIUM_ARGS, _assert_no_errors, _wait_idle, app_url  # noqa: F401
+from support.browser import CHROMIUM, CHROMIUM_ARGS, assert_no_errors, wait_idle
 
 pytestmark = pytest.mark.browser
 STATUS = "Timing this step with and without the cache on"
@@ -52,14 +52,14 @@ def _race_page(browser, url: str):
     tab.set_default_timeout(240_000)
     tab.goto(f"{url}/step_through?prompt=ROMEO:&steps=240&view=race&seed=3")  # 241 cached rows: a long pass
     tab.wait_for_selector(".kvviz-strip")
-    _wait_idle(tab)
+    wait_idle(tab)
     tab.get_by_role("radio", name="GPT-2 124M shape", exact=True).click()
     tab.get_by_text("The tiles above count").wait_for()
-    _wait_idle(tab)
+    wait_idle(tab)
     return context, tab
 
 
-def test_the_124m_race_names_its_models_and_a_closed_tab_leaves_the_server_racing(app_url):  # noqa: F811
+def test_the_124m_race_names_its_models_and_a_closed_tab_leaves_the_server_racing(app_url):
     from playwright.sync_api import sync_playwright
 
     port = int(app_url.rsplit(":", 1)[1])
@@ -69,7 +69,7 @@ def test_the_124m_race_names_its_models_and_a_closed_tab_leaves_the_server_racin
         text = tab.locator("body").inner_text()
         assert re.search(r"K caches and counts below: .+, the model generating\. The clock under them: gpt2 shape", text)
         assert re.search(r"The tiles above count .+; the clock and the verdict below time gpt2 shape", text)
-        _assert_no_errors(tab)
+        assert_no_errors(tab)
         # the race, its tab closed while it measures: the session's race ends (test_race.py checks the pass is cut
         # short, with an injected check); here, the server is left able to race for the next student
         tab.get_by_role("button", name=re.compile("^Next token")).click()
@@ -80,8 +80,8 @@ def test_the_124m_race_names_its_models_and_a_closed_tab_leaves_the_server_racin
         tab.get_by_role("button", name=re.compile("^Next token")).click()
         tab.get_by_text(STATUS).wait_for()
         tab.get_by_text(STATUS).wait_for(state="detached")
-        _wait_idle(tab)
-        _assert_no_errors(tab)
+        wait_idle(tab)
+        assert_no_errors(tab)
         assert re.search(r"The tiles above count .+; the clock and the verdict below time gpt2 shape",
                          tab.locator("body").inner_text())
         browser.close()

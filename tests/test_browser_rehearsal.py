@@ -16,16 +16,17 @@ import pytest
 from kvviz import memory
 from kvviz.memory.presets import get_preset
 from kvviz.teaching import guide, lesson
-from test_browser import CHROMIUM, CHROMIUM_ARGS, _assert_no_errors, _cache_length, _wait_idle, app_url  # noqa: F401
+from support.browser import CHROMIUM, CHROMIUM_ARGS, assert_no_errors, cache_length, wait_idle
+from support.pages import REPO
 
 pytestmark = pytest.mark.browser
-ARTIFACTS = Path(os.environ.get("KVVIZ_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts")) / "rehearsal"
+ARTIFACTS = Path(os.environ.get("KVVIZ_ARTIFACTS", REPO / "test-artifacts")) / "rehearsal"
 N = len(lesson.STEPS)
 MISSED = {2}  # the room misses step 2 (the plan's pitfall: counting positions from 1)
 
 
 def _settled(tab) -> None:
-    _wait_idle(tab)
+    wait_idle(tab)
     tab.wait_for_function("() => !document.querySelector('[data-stale=\"true\"]')", timeout=120_000)
 
 
@@ -41,7 +42,7 @@ def _lesson_block(tab, first: int, last: int) -> None:
         tab.keyboard.press("n" if number in MISSED else "y")
         tab.get_by_text("Marked for the room").first.wait_for()
         _settled(tab)
-        _assert_no_errors(tab)
+        assert_no_errors(tab)
         if number < last:
             tab.keyboard.press("ArrowRight")
 
@@ -75,7 +76,7 @@ def _check_block(tab, block: guide.Block, plan: str, index: int, done: set[int])
         tab.keyboard.press("p")
         tab.locator('[data-testid="stMetric"]', has_text="Cache length").wait_for()
         _settled(tab)
-        start = _cache_length(tab)
+        start = cache_length(tab)
         assert start >= 2
         for k in (1, 2):
             tab.keyboard.press("ArrowRight")
@@ -105,7 +106,7 @@ def _check_block(tab, block: guide.Block, plan: str, index: int, done: set[int])
         assert tab.get_by_role("tab", name="What fits").get_attribute("aria-selected") == "true"
     else:
         raise AssertionError(block.page)
-    _assert_no_errors(tab)
+    assert_no_errors(tab)
     tab.screenshot(path=shot)
 
 
@@ -117,7 +118,7 @@ def _answer_in_view(tab) -> None:
                           timeout=30_000)
 
 
-def test_the_memory_link_opened_in_a_fresh_browser_shows_its_answer(app_url):  # noqa: F811
+def test_the_memory_link_opened_in_a_fresh_browser_shows_its_answer(app_url):
     """The plan's memory link, shared and opened in a fresh browser at 1280x720: the model's inputs fill the
     screen, so the What fits tab and the answer were below the fold; the link lands on the tab."""
     from playwright.sync_api import sync_playwright
@@ -159,7 +160,7 @@ def _rehearse(browser, url: str, plan_name: str, plan: tuple[guide.Block, ...]) 
 
 
 @pytest.mark.parametrize("plan_name", ["30", "45"])
-def test_the_teaching_plan_rehearsed_link_by_link(app_url, plan_name):  # noqa: F811
+def test_the_teaching_plan_rehearsed_link_by_link(app_url, plan_name):
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from test_browser import CHROMIUM, CHROMIUM_ARGS, _assert_no_errors, _cache_length, _wait_idle, app_url  # noqa: F401
+from support.browser import (
+    CHROMIUM, CHROMIUM_ARGS, assert_no_errors as _assert_no_errors, cache_length as _cache_length, wait_idle as _wait_idle,
+)
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = Path(os.environ.get("KVVIZ_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts"))

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from test_browser import CHROMIUM, CHROMIUM_ARGS, app_url  # noqa: F401
+from support.browser import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = Path(os.environ.get("KVVIZ_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts"))

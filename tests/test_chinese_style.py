@@ -18,6 +18,8 @@ import pytest
 from kvviz import i18n
 from kvviz.i18n import catalog
 from kvviz.teaching import glossary, handout, lesson
+from support.library import english_names, term_named
+from support.pages import app_test
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 # A seed quoted as its author wrote it (the Chinese visualiser's "加速比约 500x"): not our prose.
@@ -186,7 +188,7 @@ def test_each_glossary_term_has_one_chinese_rendering_in_the_catalog():
             continue
         chinese = glossary._chinese_names(term)
         chinese += [c.split()[0] for c in chinese if c.split()[0].isascii() and len(c.split()) > 1]  # Roofline 模型
-        for name in glossary.english_names(term):
+        for name in english_names(term):
             if not name.isascii() or KEPT_AS_WRITTEN.match(name) or name.lower() in NOT_THE_TERM:
                 continue
             pattern = re.compile(r"(?<![\w-])" + re.escape(name) + r"s?(?![\w-])", re.I)
@@ -217,17 +219,13 @@ def test_glossary_search_finds_what_readers_type(typed, wanted):
         assert wanted in found, (typed, language, found)
     if typed in ("KV Cache", "kv-cache", "KV缓存", "键值缓存", "复制头", "投机解码", "前缀缓存", "prefix cache", "滑窗",
                  "静态缓存"):
-        assert glossary.find(typed) is glossary.BY_NAME[wanted], typed
+        assert glossary.find(typed) is term_named(wanted), typed
 
 
 def test_english_claims_keep_their_words_and_get_a_translation_beside_them(fresh_streamlit_caches):
     """A fact-checking page quotes a source as written: in Chinese an English quote stays English inside the
     quotation marks, with the translation beside it (译文：…); kvviz's own verdicts say ratios in 倍."""
-    from pathlib import Path
 
-    from streamlit.testing.v1 import AppTest
-
-    from conftest import APP_TIMEOUT_S
     from kvviz import claims
 
     english = {c.key: c for c in claims.all_claims()}
@@ -242,7 +240,7 @@ def test_english_claims_keep_their_words_and_get_a_translation_beside_them(fresh
         assert not RATIO_SUFFIX.search(c.finding), (c.key, c.finding)
     only_q = english["only-own-q"]  # a Chinese source: its words in the quote in English too, translation beside
     assert _chinese(only_q.quote) and only_q.translation.startswith("Decode: each new token computes only Q")
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=APP_TIMEOUT_S)
+    at = app_test("app.py")
     at.query_params[i18n.QUERY_PARAM] = i18n.CHINESE
     at.run()
     at.switch_page("pages/claims.py").run()
@@ -257,11 +255,7 @@ def test_no_internal_identifier_stands_alone_on_screen(fresh_streamlit_caches):
     """'stored 0.17 ms, onednn 0.38 ms' and a chart titled 'head_major': a reader gets a human name (the setting's
     value beside it where a control offers it)."""
     import json
-    from pathlib import Path
 
-    from streamlit.testing.v1 import AppTest
-
-    from conftest import APP_TIMEOUT_S
     from kvviz.speedup.records import FormatChoice, format_name
 
     choice = FormatChoice("stored", (("stored", 0.17), ("onednn", 0.38)), "measured")
@@ -269,8 +263,7 @@ def test_no_internal_identifier_stands_alone_on_screen(fresh_streamlit_caches):
         text = choice.describe()
         assert format_name("onednn") == "oneDNN 预打包副本（onednn）" and "速度是另一种的 2.24 倍" in text
     assert not re.search(r"(?<![(（])\b(?:stored|onednn)\b(?![)）])", text), text
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "internals_layout.py"),
-                           default_timeout=APP_TIMEOUT_S)
+    at = app_test("pages/internals_layout.py")
     at.query_params[i18n.QUERY_PARAM] = i18n.CHINESE
     at.run()
     assert not at.exception

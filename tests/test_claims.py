@@ -8,18 +8,16 @@ import pytest
 
 from kvviz import claims
 from kvviz.__main__ import main
+from support.pages import REPO
 
 BY_KEY = {c.key: c for c in claims.all_claims()}
 
 
 def test_every_claim_is_complete_and_links_to_a_real_page():
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1]
     assert len(BY_KEY) == 8
     for c in BY_KEY.values():
         assert c.verdict in claims.VERDICT_LABELS and c.source and c.arithmetic and c.numbers
-        assert (root / c.page[0]).is_file(), c.page
+        assert (REPO / c.page[0]).is_file(), c.page
         # every card cites a checkable public source, or names it by title and says the address is not recorded
         assert "https://" in c.source or "address not recorded" in c.source, c.key
         assert "kvviz issue" not in c.source and "popular" not in c.source and "common" not in c.source, c.key

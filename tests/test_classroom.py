@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from test_browser import CHROMIUM, app_url  # noqa: F401  (app_url: one `streamlit run` when nginx is absent)
+from support.browser import CHROMIUM, require
+from support.pages import REPO
+from support.server import free_port_block, port_free
 
-REPO = Path(__file__).resolve().parents[1]
 NGINX = "/usr/sbin/nginx"
 _spec = importlib.util.spec_from_file_location("classroom_session", REPO / "bench/classroom_session.py")
 driver = sys.modules.setdefault("classroom_session", importlib.util.module_from_spec(_spec))
@@ -32,35 +31,12 @@ _spec.loader.exec_module(driver)
 pytestmark = pytest.mark.browser
 
 
-def _require(path: str, package: str) -> None:
-    if not Path(path).exists():
-        if os.environ.get("KVVIZ_REQUIRE_BROWSER"):  # tests/install_and_run.sh installed it: it must be there
-            pytest.fail(f"{path} is missing but KVVIZ_REQUIRE_BROWSER is set")
-        pytest.skip(f"{path} not installed (apt-get install {package})")
-
-
-def _free_port_block(n: int) -> int:
-    """A base port with base .. base+n-1 all free (run_class.sh puts nginx on base, replicas after it)."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + n < 65536 and all(_port_free(base + i) for i in range(n)):
-            return base
-    raise RuntimeError("no block of free ports")
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) != 0
-
-
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory):
     """deploy/run_class.sh -n 2 on free ports; yields the front URL, the replica ports and the runtime dir."""
-    _require(CHROMIUM, "chromium")
-    _require(NGINX, "nginx")
-    base, run_dir = _free_port_block(3), tmp_path_factory.mktemp("class")
+    require(CHROMIUM, "chromium")
+    require(NGINX, "nginx")
+    base, run_dir = free_port_block(3), tmp_path_factory.mktemp("class")
     launcher = subprocess.Popen(
         ["bash", "deploy/run_class.sh", "-n", "2", "-p", str(base), "--listen", "127.0.0.1", "--run-dir", str(run_dir)],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
@@ -74,7 +50,7 @@ def deployment(tmp_path_factory):
     yield {"front": f"http://127.0.0.1:{base}", "replica_ports": [base + 1, base + 2], "run_dir": run_dir}
     launcher.send_signal(signal.SIGINT)  # what Ctrl-C sends: nginx and both replicas must go
     assert launcher.wait(timeout=30) == 130
-    assert all(_port_free(base + i) for i in range(3)), "a replica or nginx outlived Ctrl-C"
+    assert all(port_free(base + i) for i in range(3)), "a replica or nginx outlived Ctrl-C"
 
 
 @pytest.fixture(scope="module")

@@ -10,21 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import os
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 from streamlit.proto.Markdown_pb2 import Markdown
 
 from kvviz.step.strip import strip_html
 from kvviz.step.view import StripToken
+from support.pages import REPO
+from support.server import free_port, port_free, streamlit_server
 
-REPO = Path(__file__).resolve().parents[1]
 PORT = 8612  # the port this test was given; a free one when it is taken
 _spec = importlib.util.spec_from_file_location("classroom_ws", REPO / "bench/classroom_ws.py")
 ws_client = sys.modules.setdefault("classroom_ws", importlib.util.module_from_spec(_spec))
@@ -32,37 +27,11 @@ _spec.loader.exec_module(ws_client)
 session = sys.modules["classroom_session"]  # imported by classroom_ws: the browser client's own checks
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        if s.connect_ex(("127.0.0.1", PORT)) != 0:
-            return PORT
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server_url():
-    port = _port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true",
-         "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-        cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True,
-    )
-    url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 90
-    while True:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                break
-        except OSError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                server.kill()
-                pytest.fail("streamlit did not start: " + server.stdout.read())
-            time.sleep(0.5)
-    yield url
-    server.terminate()
-    server.wait(timeout=20)
+    port = PORT if port_free(PORT) else free_port()
+    with streamlit_server(port, ["--server.fileWatcherType", "none"]) as url:
+        yield url
 
 
 def test_strip_reader_reads_the_apps_markup():

@@ -7,15 +7,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from kvviz import ops
 from kvviz.__main__ import main as kvviz_main
 from kvviz.memory.presets import PRESETS
-
-REPO = Path(__file__).resolve().parents[1]
+from support.pages import REPO
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

@@ -6,6 +6,7 @@ import json
 
 from kvviz.__main__ import main
 from kvviz.memory.presets import get_preset, past_trained_positions
+from support.pages import app_test
 
 
 def test_memory_cli_warns_past_the_trained_positions(capsys):
@@ -28,14 +29,8 @@ def test_memory_cli_is_quiet_within_the_trained_positions(capsys):
 
 def test_memory_page_warns_with_the_same_words(fresh_streamlit_caches):
     """The page's warning is the CLI's: one rule, one sentence."""
-    from pathlib import Path
 
-    from streamlit.testing.v1 import AppTest
-
-    from conftest import APP_TIMEOUT_S
-
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "memory_budget.py"),
-                           default_timeout=APP_TIMEOUT_S)
+    at = app_test("pages/memory_budget.py")
     at.query_params.update({"mem_preset": "llama-3-8b", "mem_context": "131072"})
     at.run()
     assert not at.exception

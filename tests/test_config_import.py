@@ -13,11 +13,9 @@ import pytest
 from kvviz.memory import config_import, hf_cache
 from kvviz import memory
 from kvviz.memory import KVConfig, MemoryInputError
+from support.library import kvviz_total_bytes
+from support.models import GEMMA3_4B
 
-GEMMA3_4B = {  # google/gemma-3-4b-pt config.json, text part as published (heads, head size, pattern: defaults)
-    "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3", "torch_dtype": "bfloat16",
-    "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
-                    "num_hidden_layers": 34, "sliding_window": 1024}}
 LLAVA_15 = {  # llava-hf/llava-1.5-7b-hf config.json: the Vicuna text model is all Llama defaults
     "model_type": "llava", "torch_dtype": "float16", "vocab_size": 32064,
     "text_config": {"_name_or_path": "lmsys/vicuna-7b-v1.5", "model_type": "llama", "max_position_embeddings": 4096,
@@ -89,7 +87,7 @@ def test_falcon_new_decoder_architecture_note_and_t5_cross_attention():
     bart = config_import.parse_hf_config({"model_type": "bart", "d_model": 1024, "decoder_layers": 12,
                                           "decoder_attention_heads": 16})
     assert bart.cross_attention is not None and bart.config.head_dim == 64
-    assert hf_cache.kvviz_total_bytes(bart, 100, encoder_len=300) == (100 + 300) * 12 * 2 * 16 * 64 * 4
+    assert kvviz_total_bytes(bart, 100, encoder_len=300) == (100 + 300) * 12 * 2 * 16 * 64 * 4
 
 
 def test_fp8_counts_two_fp32_scales_per_layer_once_per_batch():

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from kvviz.speedup import accelerator, device
+from support.pages import app_test
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -120,14 +121,9 @@ def test_cuda_report_float32_tokens_agree(bundled):  # pragma: no cover - runs o
 
 
 def test_speedup_page_offers_only_the_devices_found_and_draws_the_sweep(fresh_streamlit_caches):
-    from pathlib import Path
+    from support.pages import APP_TIMEOUT_S
 
-    from streamlit.testing.v1 import AppTest
-
-    from conftest import APP_TIMEOUT_S
-
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "speedup.py"),
-                           default_timeout=APP_TIMEOUT_S * 3)
+    at = app_test("pages/speedup.py", timeout=APP_TIMEOUT_S * 3)
     at.run()
     assert not at.exception
     devices_offered = device.available()

@@ -13,18 +13,16 @@ import html
 import json
 import re
 import string
-from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
+from support.pages import open_page
 from kvviz.inputs import echo, links, query_values
-from markdown_text import shown
+from support.markdown_text import shown
 
-PAGES = Path(__file__).resolve().parents[1] / "pages"
 MD = MarkdownIt("commonmark")
 HOSTILE_PIECES = [
     "![p](http://evil.example/t.png)", "[Log in again here](http://evil.example/phish)", "`", "``", "$x^2$", "$$y$$",
@@ -108,11 +106,7 @@ HOSTILE_TERM = "![p](http://evil.example/t.png) [Log in](http://e.example/x) $x^
 
 
 def _page(name: str, **link: str) -> AppTest:
-    at = AppTest.from_file(str(PAGES / f"{name}.py"), default_timeout=APP_TIMEOUT_S)
-    at.query_params.update(link)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_page(f"pages/{name}.py", query=link)
 
 
 def test_the_glossary_echoes_a_hostile_term_as_text():

@@ -7,10 +7,14 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
+from support.pages import REPO, app_test, open_page
+from kvviz import teaching
 from kvviz.teaching import glossary, lesson, guide
+from support.library import term_named
 
-ROOT = Path(__file__).resolve().parents[1]
+
+def test_the_step_count_the_home_page_names_is_the_lessons():
+    assert teaching.LESSON_STEPS == len(lesson.STEPS)
 
 
 def test_every_term_the_lesson_uses_is_in_the_glossary_and_links_a_real_page():
@@ -21,7 +25,7 @@ def test_every_term_the_lesson_uses_is_in_the_glossary_and_links_a_real_page():
             assert term is not None, word
             assert glossary.definition_text(term) in glossary.help_text(word)
     for term in glossary.TERMS:
-        assert not term.see or (ROOT / term.see).is_file(), term.see
+        assert not term.see or (REPO / term.see).is_file(), term.see
     names = [t.name for t in glossary.TERMS]
     assert len(set(names)) == len(names)
     for wanted in ("KV cache", "Prefill", "Decode step", "head_dim", "Induction head", "MHA, GQA, MQA", "MLA",
@@ -30,7 +34,7 @@ def test_every_term_the_lesson_uses_is_in_the_glossary_and_links_a_real_page():
 
 
 def test_glossary_page_is_in_the_navigation_and_filters(fresh_streamlit_caches):
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT_S)
+    at = app_test("app.py")
     at.run()
     at.switch_page("pages/glossary.py").run()
     assert not at.exception and at.title[0].value == "Glossary"
@@ -45,8 +49,8 @@ def test_glossary_page_is_in_the_navigation_and_filters(fresh_streamlit_caches):
 def test_teachers_page_and_plans(fresh_streamlit_caches):
     assert guide.total_minutes(guide.PLAN_30) == 30 and guide.total_minutes(guide.PLAN_45) == 45
     for block in guide.PLAN_30 + guide.PLAN_45:
-        assert (ROOT / block.page).is_file() and block.show and block.ask and block.pitfall
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT_S)
+        assert (REPO / block.page).is_file() and block.show and block.ask and block.pitfall
+    at = app_test("app.py")
     at.run()
     at.switch_page("pages/teachers.py").run()
     assert not at.exception and at.title[0].value == "For teachers"
@@ -55,7 +59,7 @@ def test_teachers_page_and_plans(fresh_streamlit_caches):
 
 
 def test_readme_teacher_section_is_near_the_top():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
     teachers, setup = readme.index("## For teachers"), readme.index("## Set-up")
     assert teachers < setup and teachers < readme.index("## Teaching a large class")
     section = readme[teachers:setup]
@@ -66,7 +70,7 @@ def test_readme_teacher_section_is_near_the_top():
 
 def test_a_terms_link_lands_on_its_entry(fresh_streamlit_caches):
     """Issue 29: the lesson's glossary link for head_dim opened a search where the entry came third."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT_S)
+    at = app_test("app.py")
     at.query_params["term"] = "head_dim"
     at.run()
     at.switch_page("pages/glossary.py").run()
@@ -74,7 +78,7 @@ def test_a_terms_link_lands_on_its_entry(fresh_streamlit_caches):
 
 
 def test_the_readme_holds_both_plans_exactly():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert guide.readme_tables() in readme
 
 
@@ -83,13 +87,9 @@ def _open_link(link: str) -> AppTest:
     from urllib.parse import parse_qsl, urlsplit
 
     parts = urlsplit(link)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT_S)
-    for key, value in parse_qsl(parts.query):
-        at.query_params[key] = value
-    at.run()
     path = parts.path.strip("/")
-    if path:
-        at.switch_page(f"pages/{path}.py").run()
+    at = open_page(f"pages/{path}.py" if path else "app.py", query=dict(parse_qsl(parts.query)), router=True,
+                   check=False)
     assert not at.exception, link
     return at
 
@@ -134,7 +134,7 @@ def test_every_plan_link_opens_the_state_its_row_describes(fresh_streamlit_cache
 
 # ----- issue 31: every sentence as right as the numbers -----------------------------------------------------------
 def _text(name: str) -> str:
-    return glossary.definition_text(glossary.BY_NAME[name])
+    return glossary.definition_text(term_named(name))
 
 
 def test_heads_read_the_whole_hidden_vector_and_gqa_shares_k_v():
@@ -165,7 +165,7 @@ def test_token_example_names_the_tokenizer_that_splits_it():
     """Item 5: ' green' -> ' gre' + 'en' is the bundled 2,048-token tokenizer, not GPT-2's."""
     from tokenizers import Tokenizer
 
-    tok = Tokenizer.from_file(str(ROOT / "kvviz" / "assets" / "bundled" / "tokenizer.json"))
+    tok = Tokenizer.from_file(str(REPO / "kvviz" / "assets" / "bundled" / "tokenizer.json"))
     pieces = " + ".join(repr(tok.decode([i])) for i in tok.encode(" green").ids)
     text = _text("Token")
     assert f"bundled model, with its own {tok.get_vocab_size():,}-token vocabulary, reads ' green' as {pieces}" in text

@@ -4,7 +4,6 @@ recomputation, and its real cache bytes equal the memory calculator. (Its copyin
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,9 +11,8 @@ import pytest
 from kvviz import memory, ops
 from kvviz.model import loading
 from kvviz.step.engine import StepEngine
-from greedy import generate_greedy, generate_greedy_uncached
-from test_stepping import PROMPTS
-
+from support.greedy import PROMPTS, generate_greedy, generate_greedy_uncached
+from support.pages import app_test
 
 
 @pytest.fixture(scope="module")
@@ -84,13 +82,9 @@ def test_real_cache_bytes_equal_the_calculator_and_a_quarter_of_mha(gqa):
 
 def _page(name: str, spec: str, query: dict[str, str] | None = None):
     import streamlit as st
-    from streamlit.testing.v1 import AppTest
-
-    from conftest import APP_TIMEOUT_S
 
     st.cache_data.clear()
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / f"{name}.py"),
-                           default_timeout=APP_TIMEOUT_S)
+    at = app_test(f"pages/{name}.py")
     at.session_state["model_spec"] = spec
     at.query_params.update(query or {})
     return at.run()
@@ -129,7 +123,7 @@ def _sidebar_only() -> None:
 def test_sidebar_offers_the_gqa_model_beside_the_default_gpt2():
     from streamlit.testing.v1 import AppTest
 
-    from conftest import APP_TIMEOUT_S
+    from support.pages import APP_TIMEOUT_S
 
     at = AppTest.from_function(_sidebar_only, default_timeout=APP_TIMEOUT_S).run()
     radio = at.sidebar.radio(key="app_model_kind")

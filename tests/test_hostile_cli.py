@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kvviz.__main__ import COMMANDS, main
+from support.pages import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path("/work/shared/data/tinyshakespeare.txt")
 CLI_EXAMPLES = 60  # per property
 HOSTILE_NUMBER = st.one_of(
@@ -113,9 +113,9 @@ def test_an_unknown_command_is_named(capsys):
 
 
 def _subprocess(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
     return subprocess.run([sys.executable, "-m", "kvviz", *args], capture_output=True, text=True, timeout=600,
-                          cwd=ROOT, env=env)
+                          cwd=REPO, env=env)
 
 
 def test_bench_with_one_new_token_reports_and_states_its_estimate_first():
@@ -137,9 +137,9 @@ PADDED = "0" * 5000 + "1"
 
 
 def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
     return subprocess.run([sys.executable, "-m", "kvviz", *args], capture_output=True, text=True, timeout=timeout,
-                          cwd=ROOT, env=env)
+                          cwd=REPO, env=env)
 
 
 def test_memory_shows_a_configs_terminal_escapes_as_text(tmp_path):
@@ -158,7 +158,7 @@ def test_memory_shows_a_configs_terminal_escapes_as_text(tmp_path):
 
 def test_an_undecodable_argument_is_shown_not_crashed_on():
     done = subprocess.run([sys.executable, "-m", "kvviz", "memory", "--preset", b"\xff\x1b[2J".decode("utf-8", "surrogateescape")],
-                          capture_output=True, timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                          capture_output=True, timeout=120, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 2 and b"\x1b" not in done.stderr and b"Traceback" not in done.stderr, done.stderr[-500:]
 
 

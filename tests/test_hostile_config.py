@@ -24,9 +24,9 @@ from kvviz.memory import config_import
 from kvviz import memory
 from kvviz.cli.memory import main as memory_cli
 from kvviz.memory import MemoryInputError
-from markdown_text import shown
+from support.markdown_text import shown
+from support.pages import REPO, app_test
 
-ROOT = Path(__file__).resolve().parents[1]
 MAX_MESSAGE = 400  # characters: one sentence, with at most a quoted reason from transformers
 
 # ----- what a hostile student types -------------------------------------------------------------------------
@@ -204,7 +204,7 @@ def test_cli_refuses_dev_zero_after_a_capped_read_and_the_mla_file_in_one_line()
             path = Path(tempfile.mkdtemp()) / "config.json"
             path.write_text(json.dumps({"model_type": "deepseek_v3", "qk_rope_head_dim": "x"}))
         run = subprocess.run([sys.executable, "-m", "kvviz", "memory", "--config", str(path)], capture_output=True,
-                             text=True, timeout=120, cwd=ROOT)
+                             text=True, timeout=120, cwd=REPO)
         assert run.returncode == 2 and run.stderr.count("\n") == 1 and says in run.stderr, run.stderr[-500:]
 
 
@@ -257,11 +257,7 @@ FORM = ("mem_layers", "mem_heads", "mem_kv_heads", "mem_head_dim", "mem_mla_rank
 
 @pytest.mark.usefixtures("fresh_streamlit_caches")
 def test_page_import_any_config_one_message_and_the_form_kept_on_refusal():
-    from streamlit.testing.v1 import AppTest
-
-    from conftest import APP_TIMEOUT_S
-
-    at = AppTest.from_file(str(ROOT / "pages" / "memory_budget.py"), default_timeout=APP_TIMEOUT_S)
+    at = app_test("pages/memory_budget.py")
     at.run()
     tried: Counter = Counter()
 
@@ -359,7 +355,7 @@ def test_allocating_configs_are_refused_within_a_memory_bound():
     importing process's peak memory (VmHWM, /proc/self/status) grows by less than RSS_BOUND_MIB while they are.
     Measured in a fresh process: the peak is that process's own, not what earlier tests left."""
     run = subprocess.run([sys.executable, "-c", _MEASURE, json.dumps({k: v[0] for k, v in ALLOCATING.items()})],
-                         capture_output=True, text=True, timeout=600, cwd=ROOT)
+                         capture_output=True, text=True, timeout=600, cwd=REPO)
     assert run.returncode == 0, run.stderr[-2000:]
     measured = json.loads(run.stdout.strip().splitlines()[-1])
     for name, (_cfg, says) in ALLOCATING.items():
@@ -455,11 +451,8 @@ def test_page_refuses_a_label_table_config_without_the_servers_memory_growing():
     """The Memory budget page (AppTest runs it in this process, as the server would): the issue's config, with 3e6
     labels (~550 MiB of dict before the fix, enough to fail the bound without straining a shared machine), is
     refused in one message; the process's peak memory grows by less than RSS_BOUND_MIB meanwhile."""
-    from streamlit.testing.v1 import AppTest
 
-    from conftest import APP_TIMEOUT_S
-
-    at = AppTest.from_file(str(ROOT / "pages" / "memory_budget.py"), default_timeout=APP_TIMEOUT_S)
+    at = app_test("pages/memory_budget.py")
     at.run()
     at.text_area(key="mem_paste").set_value(json.dumps(_TINY_LLAMA)).run()
     at.button(key="mem_import").click().run()  # warm: transformers, torch and the llama config module imported

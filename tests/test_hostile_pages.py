@@ -3,16 +3,13 @@ earlier (default) state kept. Property-based on the pages whose widgets read the
 with a link full of junk. The count of inputs tried is INPUTS_TRIED at the bottom."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
+from support.pages import PAGES_DIR, app_test, open_page
 
-PAGES = Path(__file__).resolve().parents[1] / "pages"
 LINK_EXAMPLES = 12  # per property: each example is a whole page run (seconds on a 2-core machine)
 HOSTILE = st.one_of(
     st.sampled_from(["inf", "-inf", "Infinity", "1e309", "nan", "-3", "1.5", "1e308", "9" * 5000, "abc", "",
@@ -23,15 +20,11 @@ HOSTILE = st.one_of(
 
 
 def page(name: str) -> AppTest:
-    return AppTest.from_file(str(PAGES / f"{name}.py"), default_timeout=APP_TIMEOUT_S)
+    return app_test(f"pages/{name}.py")
 
 
 def _run_with_link(name: str, link: dict[str, str]) -> AppTest:
-    at = page(name)
-    at.query_params.update(link)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_page(f"pages/{name}.py", query=link)
 
 
 def _notices(at: AppTest) -> list[str]:
@@ -91,7 +84,7 @@ def test_step_page_link_with_good_steps_replays_them():
 @pytest.mark.parametrize("step", ["0", "13", "abc", "9" * 5000])
 def test_lesson_link_step_out_of_range_is_named(step):
     """Through the router (app.py), as a browser opens /lesson?step=...: the lesson's page links need it."""
-    at = AppTest.from_file(str(PAGES.parent / "app.py"), default_timeout=APP_TIMEOUT_S)
+    at = app_test("app.py")
     at.query_params["step"] = step
     at.switch_page("pages/lesson.py")
     at.run()
@@ -110,13 +103,13 @@ def test_quant_page_group_size_past_a_million_is_a_message():
 
 JUNK_LINK = {"steps": "1e309", "step": "-inf", "mem_layers": "inf", "ops_prompt": "9" * 5000, "prompt": "x" * 50_000,
              "present": "nan", "bench_new_tokens": "1e309", "int_quant_group": "inf", "nonsense": "\x00"}
-EVERY_PAGE = sorted(p.stem for p in PAGES.glob("*.py") if p.stem != "internals_shared")
+EVERY_PAGE = sorted(p.stem for p in PAGES_DIR.glob("*.py") if p.stem != "internals_shared")
 
 
 @pytest.mark.parametrize("name", EVERY_PAGE)
 def test_every_page_opens_with_a_junk_link(name):
     """Through the router (app.py), as a browser opens /<page>?<junk>: pages with page links need it."""
-    at = AppTest.from_file(str(PAGES.parent / "app.py"), default_timeout=APP_TIMEOUT_S)
+    at = app_test("app.py")
     at.query_params.update(JUNK_LINK)
     at.switch_page(f"pages/{name}.py")
     at.run()

@@ -7,21 +7,20 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
+from support.pages import PAGES_DIR, app_test
 from kvviz.speedup import harness
+from kvviz.work_queue import timed_work_queue
 from kvviz import ops
 from kvviz.speedup.records import RooflineVerdict
 from kvviz.speedup.settings import (PAGE_BUDGET_S, BenchInputError, BenchSettings, PassRates, check_budget,
                                   estimate_seconds, longest_within)
 
-PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "speedup.py")
+PAGE = str(PAGES_DIR / "speedup.py")
 GPT2_124M = ops.ModelShape(12, 12, 12, 64, 768, 3072, 50257, 2, "gpt2 shape")
 RATES = PassRates(overhead_s=0.01, s_per_op=1e-10)  # a plain laptop: 10 GMAC/s, 10 ms per pass
 LAPTOP_RATES = PassRates(overhead_s=0.002, s_per_op=1e-10)  # the bundled model on a plain laptop: 2 ms a pass
@@ -97,7 +96,7 @@ def test_a_running_benchmark_stops_within_a_second(sdpa_model):
     with pytest.raises(harness.BenchStopped):
         harness.run_benchmark(sdpa_model, settings_, should_stop=should_stop)
     assert time.monotonic() - asked[0] < 1.0
-    assert not harness.benchmark_busy()  # the line is free for the next student
+    assert not timed_work_queue().state().busy  # the line is free for the next student
     assert all(not block._forward_pre_hooks for block in sdpa_model.model.transformer.h)  # nothing left on the model
 
 
@@ -111,7 +110,7 @@ def page():
     import streamlit as st
 
     st.cache_resource.clear()
-    yield AppTest.from_file(PAGE, default_timeout=APP_TIMEOUT_S)
+    yield app_test(PAGE)
     st.cache_resource.clear()
 
 

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from kvviz.model import load_cost, loading, shared_mode
 from kvviz.inputs import query_values
 from kvviz.inputs.query_values import QueryValueError
-from markdown_text import shown
+from support.markdown_text import shown
+from support.pages import REPO, app_test
 
 EXAMPLES = 300  # per property below
 PADDED = "0" * 5000 + "1"  # issue 30: the digit count saw "1", int() saw 5,001 characters (Python's 4,300 limit)
@@ -151,7 +152,6 @@ def test_number_readers_agree_on_huge_python_ints():
 
 
 # ----- every link key that takes a number, through the router, as a browser opens the page ----------------------
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _bound_int_keys(page: str, prefix: str) -> list[str]:
@@ -175,11 +175,7 @@ LINKS_PER_PAGE = 4  # AppTest runs: each link sets every numeric key of the page
 
 
 def _open_through_router(page: str, link: dict[str, str]):
-    from streamlit.testing.v1 import AppTest
-
-    from conftest import APP_TIMEOUT_S
-
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=APP_TIMEOUT_S)
+    at = app_test("app.py")
     at.query_params.update(link)
     at.switch_page(f"pages/{page}.py")
     at.run()
@@ -306,4 +302,5 @@ def test_back_right_after_reset_says_the_cache_is_empty(bundled):
         engine.back()
 
 
-INPUTS_TRIED = 3 * EXAMPLES + 5 + 2 + 4 + 1 + 1 + 3 + 1 + 1 + 5 + 4 + 11 + 4 + len(NUMBER_LINK_KEYS) * (1 + LINKS_PER_PAGE)  # properties + the named cases (links)
+# properties + the named cases (links)
+INPUTS_TRIED = 3 * EXAMPLES + 5 + 2 + 4 + 1 + 1 + 3 + 1 + 1 + 5 + 4 + 11 + 4 + len(NUMBER_LINK_KEYS) * (1 + LINKS_PER_PAGE)

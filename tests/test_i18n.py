@@ -7,17 +7,15 @@ names, code and the model's own English output are allowed.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
-from i18n_support import english_leftovers, page_texts
+from support.pages import REPO, open_page
+from support.i18n_text import ALLOWED, english_leftovers, page_texts
 from kvviz import i18n
 from kvviz.i18n import _, catalog, ngettext
 
-REPO = Path(__file__).resolve().parents[1]
 PAGES = sorted(p.name for p in (REPO / "pages").glob("*.py") if p.name != "internals_shared.py")
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -118,26 +116,7 @@ def test_key_terms_are_translated_the_same_way_everywhere():
 
 def _run(page: str, **query) -> AppTest:
     """The page as a user reaches it: through app.py's router (sidebar, navigation, page links)."""
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=APP_TIMEOUT_S)
-    for key, value in query.items():
-        at.query_params[key] = value
-    at.run()
-    if page != "app.py":
-        at.switch_page(page).run()  # (conftest: AppTest's side re-reads translated labels in the session's language)
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def _glossary_names() -> tuple[str, ...]:
-    from kvviz.teaching import glossary
-
-    return tuple(n for t in glossary.TERMS for n in (t.name, *t.also))
-
-
-# Names may stay English on a Chinese page: the glossary's English names beside their Chinese ones, cited papers'
-# titles, and the bundled model's own words.
-ALLOWED = ("Transformer Explainer", "Hugging Face", "Attention Is All You Need", "Shakespeare",
-           "The Llama 3 Herd of Models", "Language Models are Few-Shot Learners", *_glossary_names())
+    return open_page(page, query=query, router=True)
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -3,41 +3,28 @@
 are quoted as written, and `?lang=en` still gives English. Real counts, real claims: nothing mocked."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
-from i18n_support import english_leftovers, page_texts
+from support.pages import open_page
+from support.i18n_text import english_leftovers, page_texts
 from kvviz import claims, i18n, ops
 from kvviz.memory.presets import get_preset
 from kvviz.model import loading
 from kvviz.teaching import glossary
 
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
-ROOT = Path(__file__).resolve().parents[1]
 # Names that stay as published: the English sources' article titles, the presets' paper names.
 NAMES = [*claims.SOURCE_TITLES, *claims.PUBLISHED_SOURCE_TITLES.values(), claims.GPT3_PAPER]
 
 
 def claims_page(lang: str) -> AppTest:
     """Through app.py, so the page links resolve."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT_S)
-    at.query_params[i18n.QUERY_PARAM] = lang
-    at.run()
-    at.switch_page("pages/claims.py")
-    at.run()
-    assert not at.exception
-    return at
+    return open_page("pages/claims.py", lang=lang, router=True)
 
 
 def ops_page(lang: str, **query: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "pages" / "attention_ops.py"), default_timeout=APP_TIMEOUT_S)
-    at.query_params.update({i18n.QUERY_PARAM: lang, **query})
-    at.run()
-    assert not at.exception
-    return at
+    return open_page("pages/attention_ops.py", lang=lang, query=query)
 
 
 def test_claims_page_in_chinese_has_no_english_sentence_and_the_same_numbers():

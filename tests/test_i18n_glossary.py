@@ -8,11 +8,12 @@ import re
 
 from streamlit.testing.v1 import AppTest
 
-from test_i18n import _run
-from i18n_support import english_leftovers, page_texts
+from support.pages import open_page
+from support.i18n_text import english_leftovers, page_texts
 from kvviz import i18n, ops
 from kvviz.model import loading
 from kvviz.teaching import glossary
+from support.library import english_names
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _ASIDE = re.compile(r"\s*[(（][^)）]*[)）]")  # "预填充 (prefill)", "MLP（前馈层）": the parenthesis is an aside
@@ -38,7 +39,7 @@ def test_term_names_and_the_terminology_agree():
     checked = []
     for term in glossary.TERMS:
         parts = [_bare(p) for p in term.zh.split("、")]  # a combined entry lists its names with 、
-        for english in glossary.english_names(term):
+        for english in english_names(term):
             wanted = vocabulary.get(english.lower())
             if wanted is not None:
                 assert _bare(wanted) in parts, (term.name, english, wanted, term.zh)
@@ -67,7 +68,7 @@ def test_help_text_and_search_follow_the_language():
 
 
 def _page(page: str, lang: str) -> AppTest:
-    return _run(page, lang=lang)
+    return open_page(page, lang=lang, router=True)
 
 
 def _allowed_names() -> list[str]:

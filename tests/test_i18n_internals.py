@@ -4,19 +4,17 @@ and the model's own English output aside); ?lang=en gives the English pages back
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
-from i18n_support import english_leftovers, page_texts
+from support.pages import app_test
+from support.i18n_text import english_leftovers, page_texts
 from kvviz import i18n
 from kvviz.inputs.prompt_rules import TEXT_CAP_HELP
 from kvviz.internals import layout
 from kvviz.measure.timing import Timing
 
-PAGES_DIR = Path(__file__).resolve().parents[1] / "pages"
 TITLES = {  # page -> (English title, Chinese title)
     "layout": ("Memory layout of the cache", "缓存的内存布局"),
     "prefix": ("Prefix reuse", "前缀复用"),
@@ -42,7 +40,7 @@ def _app(name: str, lang: str) -> AppTest:
     import streamlit as st
 
     st.cache_data.clear()  # a cached run from the other language must not hide a missing translation
-    at = AppTest.from_file(str(PAGES_DIR / f"internals_{name}.py"), default_timeout=APP_TIMEOUT_S)
+    at = app_test(f"pages/internals_{name}.py")
     at.query_params[i18n.QUERY_PARAM] = lang
     return _run(at.run, lang)
 

@@ -7,20 +7,19 @@ from __future__ import annotations
 import ast
 import json
 import re
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
-from i18n_support import english_leftovers, page_texts
-from markdown_text import shown
+from support.pages import PAGES_DIR, app_test, open_page
+from support.i18n_text import english_leftovers, page_texts
+from support.markdown_text import shown
 from kvviz import claims, i18n
 from kvviz.memory.presets import PRESETS
-from test_config_import import GEMMA3_4B
+from support.models import GEMMA3_4B
 
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
-PAGE = Path(__file__).resolve().parents[1] / "pages" / "memory_budget.py"
+PAGE = PAGES_DIR / "memory_budget.py"
 CJK = re.compile(r"[\u4e00-\u9fff]")
 # Names that stay as they are: the presets' paper titles (citations), and kvviz.claims' own verdicts and arithmetic
 # on the "Textbook figures" tab (claims' slice of the translation; listed here so this test checks this page's words).
@@ -32,11 +31,7 @@ ALLOWED = [PROBE_PROMPT, *(p.paper for p in PRESETS.values())] + [
 
 
 def chinese_page(**query: str) -> AppTest:
-    at = AppTest.from_file(str(PAGE), default_timeout=APP_TIMEOUT_S)
-    at.query_params.update({i18n.QUERY_PARAM: i18n.CHINESE, **query})
-    at.run()
-    assert not at.exception
-    return at
+    return open_page(PAGE, lang=i18n.CHINESE, query=query)
 
 
 def assert_all_chinese(at: AppTest) -> None:
@@ -98,14 +93,14 @@ def test_the_link_carries_the_language_and_english_comes_back():
     shared = {k: at.query_params[k] for k in at.query_params}
     assert shared[i18n.QUERY_PARAM] == i18n.CHINESE and shared["mem_layers"] == "34"
     assert shared["mem_preset"] == "自定义"  # a picker's link value is the label shown, read in the link's language
-    again = AppTest.from_file(str(PAGE), default_timeout=APP_TIMEOUT_S)  # a reader opening the copied link
+    again = app_test(PAGE)  # a reader opening the copied link
     again.query_params.update(shared)
     with i18n.language(i18n.CHINESE):  # AppTest formats pickers' values in the test's thread, which has no session
         again.run()
     assert not again.exception and not again.warning  # every link value read back, nothing refused
     assert again.title[0].value == "显存预算" and again.number_input(key="mem_layers").value == 34
     assert again.selectbox(key="mem_preset").value == "custom"
-    english = AppTest.from_file(str(PAGE), default_timeout=APP_TIMEOUT_S)
+    english = app_test(PAGE)
     english.query_params[i18n.QUERY_PARAM] = i18n.ENGLISH
     english.run()
     assert english.title[0].value == "Memory budget"

@@ -7,20 +7,17 @@ a radio's value run inside `i18n.language(...)` so the test thread formats the o
 from __future__ import annotations
 
 import types
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
-from i18n_support import english_leftovers, page_texts
-from test_shared_mode import _model_folder
+from support.pages import APP_TIMEOUT_S, app_test
+from support.i18n_text import english_leftovers, page_texts
+from support.models import model_folder
 from kvviz import i18n
 from kvviz.i18n import CHINESE, ENGLISH
 from kvviz.inputs import prompt_rules, query_values
 from kvviz.model import load_cost, loading, shared_mode
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _sidebar_texts(at: AppTest) -> list[str]:
@@ -41,7 +38,7 @@ def _picker_and_page() -> None:
 def test_the_sidebar_through_the_router_in_chinese_and_in_english(fresh_streamlit_caches):
     shown = {}
     for lang in (CHINESE, ENGLISH):
-        at = AppTest.from_file(str(REPO / "app.py"), default_timeout=APP_TIMEOUT_S)
+        at = app_test("app.py")
         at.query_params[i18n.QUERY_PARAM] = lang
         at.run()
         assert not at.exception, [e.value for e in at.exception]
@@ -68,7 +65,7 @@ def test_the_sidebar_through_the_router_in_chinese_and_in_english(fresh_streamli
 
 def test_a_failed_load_is_told_in_chinese_and_the_model_stays(tmp_path, monkeypatch, fresh_streamlit_caches):
     monkeypatch.delenv(shared_mode.ENV_SWITCH, raising=False)
-    bad = _model_folder(tmp_path / "bad", with_tokenizer=False)
+    bad = model_folder(tmp_path / "bad", with_tokenizer=False)
     at = AppTest.from_function(_picker_and_page, default_timeout=APP_TIMEOUT_S)
     at.query_params[i18n.QUERY_PARAM] = CHINESE
     at.run()
@@ -89,7 +86,7 @@ def test_a_failed_load_is_told_in_chinese_and_the_model_stays(tmp_path, monkeypa
 
 
 def test_shared_mode_in_chinese_lists_refuses_and_caps(tmp_path, monkeypatch, fresh_streamlit_caches):
-    listed = _model_folder(tmp_path / "models" / "listed")
+    listed = model_folder(tmp_path / "models" / "listed")
     config = tmp_path / "kvviz_shared.toml"
     config.write_text(f'max_params = 200_000_000\nmodels = ["{listed}", "random:gpt2-xl", '
                       '{ name = "ours", source = "random:distilgpt2", label = "Our class GPT-2" }]\n')
@@ -117,7 +114,7 @@ def test_shared_mode_in_chinese_lists_refuses_and_caps(tmp_path, monkeypatch, fr
 
 def test_a_hostile_link_number_is_named_in_chinese():
     """Through the router, as a browser opens /attention_ops?ops_layers=inf&lang=zh-CN."""
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=APP_TIMEOUT_S)
+    at = app_test("app.py")
     at.query_params.update({"ops_layers": "inf", "ops_heads": "9" * 5000, i18n.QUERY_PARAM: CHINESE})
     at.switch_page("pages/attention_ops.py")
     at.run()

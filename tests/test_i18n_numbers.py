@@ -5,19 +5,16 @@ the tooltip. Real counts (kvviz.ops), the real catalog, the page through AppTest
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
+from support.pages import app_test
 from kvviz import i18n, ops
 from kvviz.figures import ops as figs
 from kvviz.i18n import catalog, numbers
 from kvviz.memory.presets import get_preset
 from kvviz.model import loading
 
-ROOT = Path(__file__).resolve().parents[1]
 EN, ZH = i18n.ENGLISH, i18n.CHINESE
 
 
@@ -82,7 +79,7 @@ def test_an_ops_chart_in_chinese_counts_in_yi_or_wan_and_hovers_the_exact_count(
 
 
 def test_the_ops_page_tiles_in_chinese_say_yi_and_keep_the_exact_count():
-    at = AppTest.from_file(str(ROOT / "pages" / "attention_ops.py"), default_timeout=APP_TIMEOUT_S)
+    at = app_test("pages/attention_ops.py")
     at.query_params.update({i18n.QUERY_PARAM: ZH, "ops_model": "llama-3-8b", "ops_prompt": "1", "ops_new": "1000"})
     at.run()
     assert not at.exception

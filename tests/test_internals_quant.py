@@ -8,9 +8,10 @@ import pytest
 import torch
 
 from kvviz.internals import paging, quant, records, speculative, window
-from greedy import generate_greedy
+from support.greedy import generate_greedy
 
 PROMPT = "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun."
+
 
 # ----- quantization ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("bits", [8, 4])

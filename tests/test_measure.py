@@ -26,8 +26,8 @@ from kvviz.measure.repeats import interleaved_repeats
 from kvviz.measure.timing import Timing, inside_noise, median, quartiles
 from kvviz.speedup import machine
 from kvviz.step.records import RaceTiming
+from support.pages import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 MEASURE = REPO / "kvviz" / "measure"
 
 

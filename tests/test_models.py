@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import torch
@@ -12,6 +11,7 @@ import torch
 from kvviz.model import loading
 from kvviz.step.engine import StepEngine
 from kvviz.step.records import DEFAULT_SAMPLING
+from support.models import model_folder
 
 
 def test_bundled_is_a_real_gpt2_with_a_byte_level_tokenizer(bundled):
@@ -114,17 +114,6 @@ def test_pretrained_name_is_found_in_the_hugging_face_cache(tmp_path):
 # --- What a load may cost (kvviz.model.load_cost), the missing-tokenizer folder, one load at a time ---------------
 
 
-def _copy_of_bundled(folder: Path, with_tokenizer: bool = True) -> Path:
-    """A real model folder made of the bundled model's own files (config + safetensors [+ tokenizer])."""
-    import shutil
-
-    folder.mkdir(parents=True)
-    names = ["config.json", "model.safetensors"] + (["tokenizer.json", "tokenizer_config.json"] if with_tokenizer else [])
-    for name in names:
-        shutil.copy(loading.BUNDLED_DIR / name, folder / name)
-    return folder
-
-
 def test_gpt2_param_count_equals_real_models_of_several_shapes(bundled):
     """The closed form, against transformers' own GPT2LMHeadModel (tied, untied, with n_inner)."""
     from transformers import GPT2Config, GPT2LMHeadModel
@@ -157,13 +146,13 @@ def test_cap_refuses_an_oversize_config_before_reading_weights(tmp_path):
 def test_cap_reads_the_safetensors_header_not_the_weights(tmp_path):
     """A small config whose safetensors header claims a 300M-element tensor and holds no data: refused
     by the header's count, and the cap is stated; the bundled copy itself loads under a cap it fits."""
-    folder = _copy_of_bundled(tmp_path / "lying")
+    folder = model_folder(tmp_path / "lying")
     header = json.dumps({"wte.weight": {"dtype": "F32", "shape": [300_000, 1000], "data_offsets": [0, 1_200_000_000]}})
     raw = header.encode()
     (folder / "model.safetensors").write_bytes(len(raw).to_bytes(8, "little") + raw)
     with pytest.raises(loading.ModelLoadError, match=r"safetensors header says 300,000,000 parameters.*at most 200,000,000"):
         loading.load_model(str(folder), cap=loading.LoadCap(200_000_000))
-    fits = _copy_of_bundled(tmp_path / "fits")
+    fits = model_folder(tmp_path / "fits")
     n_params = loading.bundled_info().n_params
     assert loading.load_model(str(fits), cap=loading.LoadCap(n_params)).info.n_params == n_params
     with pytest.raises(loading.ModelLoadError, match="too large"):
@@ -179,7 +168,7 @@ def test_cap_refuses_a_random_shape_before_building_it():
 
 def test_folder_without_tokenizer_files_is_a_one_line_error(tmp_path):
     """transformers 5 would build an EMPTY tokenizer from such a folder and the app would fail later."""
-    folder = _copy_of_bundled(tmp_path / "no-tokenizer", with_tokenizer=False)
+    folder = model_folder(tmp_path / "no-tokenizer", with_tokenizer=False)
     with pytest.raises(loading.ModelLoadError, match="no tokenizer files") as caught:
         loading.load_model(str(folder))
     assert "\n" not in str(caught.value)
@@ -209,7 +198,7 @@ def test_one_load_at_a_time_the_second_waits_for_the_first():
     ((41).to_bytes(8, "little") + b'{"w": {"dtype": "F32", "shape": [-1, 2]}}', "invalid shape"),
 ])
 def test_corrupt_safetensors_headers_are_one_line_errors_even_without_a_cap(tmp_path, content, reason):
-    folder = _copy_of_bundled(tmp_path / "corrupt")
+    folder = model_folder(tmp_path / "corrupt")
     (folder / "model.safetensors").write_bytes(content)
     with pytest.raises(loading.ModelLoadError, match=reason) as caught:
         loading.load_model(str(folder))

@@ -2,20 +2,17 @@
 and the GPU picker changes the prefill claim's verdict. Rendered through app.py so the page links resolve."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
+from support.pages import app_test
 from kvviz import claims
 
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def claims_page() -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT_S)
+    at = app_test("app.py")
     at.run()
     at.switch_page("pages/claims.py")
     at.run()
@@ -73,7 +70,7 @@ def test_seed_figures_lead_the_page_with_their_sources():
 @pytest.mark.parametrize("claim", [c for c in claims.all_claims() if c.page_query], ids=lambda c: c.key)
 def test_each_see_it_live_link_opens_its_page_in_the_claims_state(claim):
     """The link's URL state is accepted by the target page (no refusal notice) and sets its widgets."""
-    at = AppTest.from_file(str(ROOT / claim.page[0]), default_timeout=APP_TIMEOUT_S)
+    at = app_test(claim.page[0])
     for key, value in claim.page_query.items():
         at.query_params[key] = value
     at.run()

@@ -4,17 +4,16 @@ hostile input is one error line, never an exception."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
-from test_config_import import GEMMA3_4B
-from markdown_text import shown
+from support.pages import PAGES_DIR, app_test
+from support.models import GEMMA3_4B
+from support.markdown_text import shown
 
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
-PAGE = Path(__file__).resolve().parents[1] / "pages" / "memory_budget.py"
+PAGE = PAGES_DIR / "memory_budget.py"
 
 
 def import_config(at: AppTest, text: str) -> None:
@@ -24,7 +23,7 @@ def import_config(at: AppTest, text: str) -> None:
 
 
 def test_gemma3_import_fills_the_form_and_names_the_defaults():
-    at = AppTest.from_file(str(PAGE), default_timeout=APP_TIMEOUT_S)
+    at = app_test(PAGE)
     at.run()
     import_config(at, json.dumps(GEMMA3_4B))
     report = shown(at.success[0].value)  # the words a reader sees (the file's values are escaped markdown)
@@ -37,7 +36,7 @@ def test_gemma3_import_fills_the_form_and_names_the_defaults():
 
 
 def test_falcon_40b_note_and_hostile_input_on_the_page():
-    at = AppTest.from_file(str(PAGE), default_timeout=APP_TIMEOUT_S)
+    at = app_test(PAGE)
     at.run()
     import_config(at, json.dumps({"model_type": "falcon", "hidden_size": 8192, "num_attention_heads": 128,
                                   "num_kv_heads": 8, "num_hidden_layers": 60, "new_decoder_architecture": True,
@@ -52,7 +51,7 @@ def test_windowed_preset_shows_transformers_figure_beside_kvviz():
     from kvviz.memory import hf_cache, units
     from kvviz.memory.presets import get_preset
 
-    at = AppTest.from_file(str(PAGE), default_timeout=APP_TIMEOUT_S)
+    at = app_test(PAGE)
     at.query_params["mem_preset"] = "mistral-7b"
     at.query_params["mem_context"] = "10000"
     at.run()
@@ -78,7 +77,7 @@ def test_t5_total_is_self_plus_cross_attention_once_the_encoder_length_is_given(
     total is both parts, each shown."""
     from kvviz.memory import units
 
-    at = AppTest.from_file(str(PAGE), default_timeout=APP_TIMEOUT_S)
+    at = app_test(PAGE)
     at.run()
     import_config(at, json.dumps(T5_3B))
     per_token = 2 * 24 * 32 * 128 * 4
@@ -106,7 +105,7 @@ def test_qwen2_import_windows_only_the_layers_from_max_window_layers():
     from kvviz.memory import config_import, units
     from kvviz import memory
 
-    at = AppTest.from_file(str(PAGE), default_timeout=APP_TIMEOUT_S)
+    at = app_test(PAGE)
     at.run()
     import_config(at, json.dumps(QWEN2_WINDOWED))
     assert at.number_input(key="mem_window_from").value == 21 and at.number_input(key="mem_window").value == 4096

@@ -3,19 +3,16 @@ widgets change what is shown; every bounded input rejects a value past its cap w
 exception; timings are per session (never served from a cross-session cache)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
+from support.pages import PAGES_DIR, app_test
 from kvviz.measure.timing import Timing
 from kvviz.internals import layout, records
 from kvviz.model.loading import bundled_info
 
 INFO = bundled_info()  # the pages run on the bundled model in these tests
 
-PAGES_DIR = Path(__file__).resolve().parents[1] / "pages"
 PAGES = {
     "layout": "Memory layout of the cache", "prefix": "Prefix reuse", "crossattn": "Cross-attention cache",
     "window": "Sliding windows", "paging": "Paged blocks", "quant": "Quantized caches",
@@ -27,7 +24,7 @@ def _app(name: str) -> AppTest:
     import streamlit as st
 
     st.cache_data.clear()
-    return AppTest.from_file(str(PAGES_DIR / f"internals_{name}.py"), default_timeout=APP_TIMEOUT_S).run()
+    return app_test(f"pages/internals_{name}.py").run()
 
 
 def _texts(at: AppTest) -> str:
@@ -232,14 +229,14 @@ def test_measurements_wait_their_turn_and_say_so(monkeypatch):
     """While another session's measurement holds the server's queue, a new one waits and is told why."""
     import threading
 
-    from kvviz.work_queue import shared_queue
+    from kvviz.work_queue import timed_work_queue
     from pages import internals_shared
 
     monkeypatch.setattr(internals_shared, "QUEUE_WAIT_S", 1.0)
     holding, release = threading.Event(), threading.Event()
 
     def other_session() -> None:
-        with shared_queue(internals_shared.QUEUE_NAME).turn():
+        with timed_work_queue().turn():
             holding.set()
             release.wait(30)
 
@@ -313,7 +310,7 @@ def test_speculative_default_pairs_the_two_bundled_models():
     prompt is what the page shows, and the output equals the verifier's plain greedy decoding."""
     from kvviz.model import loading
     from kvviz.internals import speculative
-    from greedy import generate_greedy
+    from support.greedy import generate_greedy
 
     at = _app("speculative")
     assert not at.exception and not _errors(at)

@@ -3,19 +3,16 @@ against the numbers computed live (first wrong answer -> a hint without the numb
 byte answers in any unit, the ending's score, class mode's one-click reveal, and ?step=N deep links."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
+from support.pages import app_test, open_page
 from kvviz.teaching import lesson
 from kvviz import memory
 from kvviz.measure.timing import quartiles
 from kvviz.memory.presets import get_preset
 from kvviz.step.engine import StepEngine
 
-REPO = Path(__file__).resolve().parents[1]
 N = len(lesson.STEPS)
 BYTES_STEP = 1 + [s.ask for s in lesson.STEPS].index(lesson._bytes_at_1000)
 DOTS_STEP = 1 + [s.ask for s in lesson.STEPS].index(lesson._dots_one_step)
@@ -23,17 +20,10 @@ DOTS_STEP = 1 + [s.ask for s in lesson.STEPS].index(lesson._dots_one_step)
 
 def _lesson(step: int | str | None = None, class_mode: bool = False, lang: str | None = None) -> AppTest:
     """The lesson through the router (its page links need st.navigation), optionally deep-linked."""
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=APP_TIMEOUT_S)
-    if lang is not None:
-        at.query_params["lang"] = lang
-    if step is not None:
-        at.query_params["step"] = str(step)
+    query = {} if step is None else {"step": str(step)}
     if class_mode:
-        at.query_params["lesson_class"] = "true"
-    at.run()
-    at.switch_page("pages/lesson.py").run()
-    assert not at.exception
-    return at
+        query["lesson_class"] = "true"
+    return open_page("pages/lesson.py", lang=lang, query=query, router=True)
 
 
 def _question(at: AppTest) -> str:
@@ -196,7 +186,7 @@ def test_full_page_links_carry_the_lessons_state(fresh_streamlit_caches, bundled
     copying = lesson._copying_head(engine)
     layer, head = copying.page_query["pat_layer"], copying.page_query["pat_head"]
     assert f"Layer {layer}, head {head}" in copying.text
-    at = AppTest.from_file(str(REPO / "pages/attention_patterns.py"), default_timeout=APP_TIMEOUT_S)
+    at = app_test("pages/attention_patterns.py")
     for key, value in copying.page_query.items():
         at.query_params[key] = value
     at.run()
@@ -205,7 +195,7 @@ def test_full_page_links_carry_the_lessons_state(fresh_streamlit_caches, bundled
     assert (str(at.session_state["pat_layer"]), str(at.session_state["pat_head"])) == (layer, head)
 
     prefill = lesson._prefill_rows(engine)
-    at = AppTest.from_file(str(REPO / "pages/step_through.py"), default_timeout=APP_TIMEOUT_S)
+    at = app_test("pages/step_through.py")
     for key, value in prefill.page_query.items():
         at.query_params[key] = value
     at.run()

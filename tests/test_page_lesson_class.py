@@ -5,16 +5,14 @@ targeted hint, step 4's chart names every bar, step 7's triangle never runs past
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
+from support.pages import open_page
 from kvviz.figures.lesson import lesson_figure
 from kvviz.step.engine import StepEngine
 from kvviz.teaching import handout, lesson
 
-REPO = Path(__file__).resolve().parents[1]
 N = len(lesson.STEPS)
 BYTES_STEP = 1 + [s.ask for s in lesson.STEPS].index(lesson._bytes_at_1000)
 DOTS_STEP = 1 + [s.ask for s in lesson.STEPS].index(lesson._dots_one_step)
@@ -22,13 +20,7 @@ WHY_NO_Q_STEP = 1 + [s.ask for s in lesson.STEPS].index(lesson._why_no_q)
 
 
 def _open(**params: str) -> AppTest:
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=APP_TIMEOUT_S)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
-    at.switch_page("pages/lesson.py").run()
-    assert not at.exception
-    return at
+    return open_page("pages/lesson.py", query=params, router=True)
 
 
 def _shortcuts(at: AppTest) -> set[str]:

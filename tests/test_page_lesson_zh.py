@@ -9,8 +9,8 @@ from urllib.parse import parse_qs
 
 from streamlit.testing.v1 import AppTest
 
-from i18n_support import english_leftovers, page_texts
-from test_page_lesson import _lesson
+from support.pages import open_page
+from support.i18n_text import english_leftovers, page_texts
 from kvviz import i18n
 from kvviz.i18n import _
 from kvviz.step.engine import StepEngine
@@ -21,7 +21,9 @@ ZH = {i18n.QUERY_PARAM: i18n.CHINESE}
 
 
 def _lesson_zh(step: int | str, class_mode: bool = False) -> AppTest:
-    return _lesson(step, class_mode, lang=i18n.CHINESE)
+    """The lesson in Chinese through the router, deep-linked to `step`."""
+    query = {"step": str(step), **({"lesson_class": "true"} if class_mode else {})}
+    return open_page("pages/lesson.py", lang=i18n.CHINESE, query=query, router=True)
 
 
 def _leftovers(at: AppTest, number: int | None = None) -> list[str]:

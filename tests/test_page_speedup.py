@@ -4,15 +4,14 @@ message that keeps the earlier results; the batched-decode sweep; results kept p
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
+from support.pages import APP_TIMEOUT_S, PAGES_DIR, REPO, app_test
 from kvviz.speedup.records import ESTIMATOR, BenchResult, format_name
 
-PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "speedup.py")
+PAGE = str(PAGES_DIR / "speedup.py")
 RESULT_KEY = "bench_result"
 
 
@@ -21,7 +20,7 @@ def app():
     import streamlit as st
 
     st.cache_resource.clear()
-    at = AppTest.from_file(PAGE, default_timeout=APP_TIMEOUT_S).run()
+    at = app_test(PAGE).run()
     yield at
     st.cache_resource.clear()
 
@@ -111,7 +110,7 @@ def test_batched_decode_sweep(app):
 
 def test_results_are_per_session():
     """A second session (a fresh AppTest) sees no timings: nothing is shared through st.cache_data."""
-    other = AppTest.from_file(PAGE, default_timeout=APP_TIMEOUT_S).run()
+    other = app_test(PAGE).run()
     assert RESULT_KEY not in other.session_state and not other.get("plotly_chart")
 
 
@@ -137,6 +136,6 @@ def test_page_renders_without_importing_torch():
             f"at = AppTest.from_file({PAGE!r}, default_timeout=60).run(); "
             "assert not at.exception, at.exception; "
             "assert 'torch' not in sys.modules and 'transformers' not in sys.modules, 'torch imported'")
-    done = subprocess.run([sys.executable, "-c", code], cwd=Path(PAGE).parents[1], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                           timeout=APP_TIMEOUT_S)
     assert done.returncode == 0, done.stderr[-2000:]

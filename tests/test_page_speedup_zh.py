@@ -5,17 +5,15 @@ sentence, and the numbers are formatted exactly as in English."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
-from i18n_support import english_leftovers, page_texts
+from support.pages import PAGES_DIR, app_test
+from support.i18n_text import english_leftovers, page_texts
 from kvviz import i18n
 from kvviz.speedup.records import ESTIMATOR, BenchResult
 
-PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "speedup.py")
+PAGE = str(PAGES_DIR / "speedup.py")
 
 
 def _zh(message: str) -> str:
@@ -34,7 +32,7 @@ def app():
     import streamlit as st
 
     st.cache_resource.clear()
-    at = AppTest.from_file(PAGE, default_timeout=APP_TIMEOUT_S)
+    at = app_test(PAGE)
     at.query_params[i18n.QUERY_PARAM] = i18n.CHINESE
     at.run()
     yield at

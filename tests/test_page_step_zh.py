@@ -12,7 +12,7 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from conftest import APP_TIMEOUT_S
-from i18n_support import english_leftovers, page_texts
+from support.i18n_text import english_leftovers, page_texts
 from kvviz import i18n
 from kvviz.inputs.prompt_rules import TEXT_CAP_HELP
 from kvviz.step.engine import token_text

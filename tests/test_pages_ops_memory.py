@@ -4,25 +4,23 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
+from support.pages import PAGES_DIR, app_test
 from kvviz import memory, ops
 from kvviz.memory import dtypes
 from kvviz.memory import units
 from kvviz.model.loading import load_model
 from kvviz.memory.presets import get_preset
-from markdown_text import shown
+from support.markdown_text import shown
 
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
-PAGES = Path(__file__).resolve().parents[1] / "pages"
 
 
 def page(name: str) -> AppTest:
-    return AppTest.from_file(str(PAGES / f"{name}.py"), default_timeout=APP_TIMEOUT_S)
+    return app_test(f"pages/{name}.py")
 
 
 def open_tab(at: AppTest, key: str, label: str) -> None:
@@ -149,7 +147,7 @@ def test_first_views_import_no_torch():
 
     code = ("import sys; from streamlit.testing.v1 import AppTest\n"
             "for name in ('attention_ops', 'memory_budget'):\n"
-            f"    at = AppTest.from_file({str(PAGES)!r} + '/' + name + '.py', default_timeout=120); at.run()\n"
+            f"    at = AppTest.from_file({str(PAGES_DIR)!r} + '/' + name + '.py', default_timeout=120); at.run()\n"
             "    assert not at.exception and at.metric, name\n"
             "print('torch' in sys.modules, 'transformers' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)

@@ -2,20 +2,18 @@
 last row is exactly the row a cached step computes), the figures, and the page on both bundled models."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
+from support.pages import PAGES_DIR, app_test
 from kvviz.model import loading
 from kvviz.step import patterns
 from kvviz.step import pattern_records as pr
 from kvviz.figures import patterns as figs
 from kvviz.step.engine import StepEngine
 
-PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "attention_patterns.py")
+PAGE = str(PAGES_DIR / "attention_patterns.py")
 
 
 def _shift_matrix(seq_len: int) -> np.ndarray:
@@ -98,7 +96,7 @@ def _page(spec: str) -> AppTest:
     import streamlit as st
 
     st.cache_data.clear()
-    at = AppTest.from_file(PAGE, default_timeout=APP_TIMEOUT_S)
+    at = app_test(PAGE)
     at.session_state["model_spec"] = spec
     return at.run()
 

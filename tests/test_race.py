@@ -8,17 +8,15 @@ forward pre-hook advances it by a pass's cost at stated rates, so the arithmetic
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
+from support.pages import app_test
 from kvviz.step import engine as step_engine
 from kvviz.step.engine import MODEL_LOCK, StepEngine, race_timing
 from kvviz.step.records import RACE_BUDGET_S, RaceTiming
 
-REPO = Path(__file__).resolve().parents[1]
 GPT2_124M_RATES = (0.070, 0.008)  # s per pass, s per token fed: README's GPT-2 124M shape on one thread (70 ms floor, 330 ms at 32 tokens)
 
 
@@ -139,7 +137,7 @@ def test_below_floor_names_the_sides_under_the_one_token_forward():
 
 
 def _race_page() -> AppTest:
-    at = AppTest.from_file(str(REPO / "pages" / "step_through.py"), default_timeout=APP_TIMEOUT_S)
+    at = app_test("pages/step_through.py")
     at.run()
     at.button(key="step_btn_prefill").click().run()
     at.button(key="step_btn_next").click().run()

@@ -4,23 +4,15 @@ Real folders built in tmp_path from the bundled model's own files; the real side
 """
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
+from support.pages import APP_TIMEOUT_S
 from kvviz import ui
 from kvviz.model import loading, shared_mode
-
-
-def _model_folder(folder: Path, with_tokenizer: bool = True) -> Path:
-    folder.mkdir(parents=True)
-    names = ["config.json", "model.safetensors"] + (["tokenizer.json", "tokenizer_config.json"] if with_tokenizer else [])
-    for name in names:
-        shutil.copy(loading.BUNDLED_DIR / name, folder / name)
-    return folder
+from support.models import model_folder
 
 
 def _picker_and_page() -> None:
@@ -41,9 +33,9 @@ def classroom(tmp_path, monkeypatch, fresh_streamlit_caches) -> dict[str, Path]:
     from transformers import GPT2Config
 
     folders = {
-        "listed": _model_folder(tmp_path / "models" / "listed"),
-        "notok": _model_folder(tmp_path / "models" / "notok", with_tokenizer=False),
-        "unlisted": _model_folder(tmp_path / "private" / "unlisted"),
+        "listed": model_folder(tmp_path / "models" / "listed"),
+        "notok": model_folder(tmp_path / "models" / "notok", with_tokenizer=False),
+        "unlisted": model_folder(tmp_path / "private" / "unlisted"),
         "huge": tmp_path / "models" / "huge",
     }
     GPT2Config(**loading.GPT2_SHAPES["gpt2-xl"]).save_pretrained(folders["huge"])
@@ -190,8 +182,8 @@ def test_localhost_a_failed_load_keeps_the_previous_model_not_just_the_bundled_o
     """Shared mode off: free-form names and folders are offered; after a good folder, a folder without
     tokenizer files gives one line and the good folder stays in use."""
     monkeypatch.delenv(shared_mode.ENV_SWITCH, raising=False)
-    good = _model_folder(tmp_path / "good")
-    bad = _model_folder(tmp_path / "bad", with_tokenizer=False)
+    good = model_folder(tmp_path / "good")
+    bad = model_folder(tmp_path / "bad", with_tokenizer=False)
     at = AppTest.from_function(_picker_and_page, default_timeout=APP_TIMEOUT_S)
     at.run()
     at.sidebar.radio(key="app_model_kind").set_value("Pretrained GPT-2 (name or local folder)").run()

@@ -12,6 +12,7 @@ from kvviz.step import view
 from kvviz.model.loading import load_model
 from kvviz.step.records import DEFAULT_SAMPLING, Sampling
 from kvviz.step.engine import StepEngine
+from support.pages import app_test
 
 REPEAT_PROMPT = view.REPEAT_PROMPT  # the step page's "Repeat a pattern" preset
 
@@ -113,14 +114,8 @@ def test_greedy_decoding_loops_on_the_bundled_models_which_is_why_sampling_is_th
 def test_step_page_names_the_copying_head_and_shows_it_on_request(fresh_streamlit_caches, name):
     """"Repeat a pattern" on the step page: the caption names the head that reads the row after the previous
     occurrence, and its button points the stage at that head."""
-    from pathlib import Path
 
-    from streamlit.testing.v1 import AppTest
-
-    from conftest import APP_TIMEOUT_S
-
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "step_through.py"),
-                           default_timeout=APP_TIMEOUT_S)
+    at = app_test("pages/step_through.py")
     at.session_state["model_spec"] = name
     at.run()
     at.selectbox(key="step_preset").set_value("Repeat a pattern").run()

@@ -7,17 +7,7 @@ import torch
 
 from kvviz.step.engine import StepEngine, cache_bytes, crop_cache, token_text
 from kvviz.step.records import ContextFullError, PromptError, Sampling
-from greedy import generate_greedy, generate_greedy_uncached
-
-# 20+ prompts of different lengths, scripts and styles: Shakespeare, modern English, code, numbers, non-Latin.
-PROMPTS = [
-    "ROMEO:", "JULIET:\nO Romeo, Romeo!", "First Citizen:\nBefore we proceed any further, hear me speak.",
-    "KING RICHARD III:\nNow is the winter", "To be, or not to be", "What light through yonder window breaks?", "A.",
-    "MENENIUS:\nThere was a time when all the body's members", "A", "the the the the the",
-    "one two three one two three", "def f(x): return x + 1", "1 2 3 4 5 6 7 8 9", "Hello, world!",
-    "Ça va? Très bien.", "Привет, мир", "こんにちは", "emoji 🙂 test", "CORIOLANUS:\nYou common cry of curs!",
-    "Good morrow, cousin.", "LADY MACBETH:\nOut, damned spot!", "    indented text",
-]
+from support.greedy import PROMPTS, generate_greedy, generate_greedy_uncached
 
 
 def test_prefill_fills_one_row_per_prompt_token_in_every_layer(bundled):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pytest
 import torch
@@ -12,8 +11,7 @@ from transformers import AutoModelForCausalLM
 
 from kvviz.training import train
 from kvviz.training.recipes import learning_rate_at, recipe_for, weight_decay_at
-
-REPO = Path(__file__).resolve().parents[1]
+from support.pages import REPO
 
 
 @pytest.mark.parametrize("arch", ["gpt2", "llama"])

@@ -24,7 +24,8 @@ from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, QuantizedC
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING  # noqa: E402
 
 from kvviz.memory import config_import, hf_cache  # noqa: E402
-from kvviz import memory
+from kvviz import memory  # noqa: E402
+from support.library import kvviz_total_bytes  # noqa: E402
 
 HUB = "https://huggingface.co/{}/blob/main/config.json"
 
@@ -190,7 +191,7 @@ def run(model, enc_dec: bool, device: str, cache=None, steps: int = DECODE) -> t
 
 def expected(imported, tokens: int) -> tuple[int, int]:
     """(kvviz's figure, transformers' figure per kvviz.memory.hf_cache) after `tokens` tokens."""
-    return (hf_cache.kvviz_total_bytes(imported, tokens, encoder_len=ENCODER),
+    return (kvviz_total_bytes(imported, tokens, encoder_len=ENCODER),
             hf_cache.transformers_cache_bytes(imported, tokens, encoder_len=ENCODER))
 
 
@@ -281,7 +282,7 @@ def test_encoder_decoder_counts_cross_attention_and_t5_d_kv():
     assert (c.n_layer, c.n_kv_heads, c.head_dim, c.dtype) == (24, 32, 128, "fp32")
     assert memory.kv_bytes(cross, 512) == 512 * 24 * 32 * 128 * 2 * 4
     old_figure = 24 * 32 * (1024 // 32) * 2 * 2 * 512  # hidden/heads head size, bf16, no cross-attention
-    assert hf_cache.kvviz_total_bytes(imported, 512, encoder_len=512) == 16 * old_figure
+    assert kvviz_total_bytes(imported, 512, encoder_len=512) == 16 * old_figure
 
 
 @pytest.mark.parametrize("text", [

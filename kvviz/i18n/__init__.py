@@ -13,7 +13,8 @@ page); otherwise English. The CLI never sets a language: it stays English. UI-fr
 Names stay as they are in both languages (GPT-2, Llama, DynamicCache, head_dim, config.json, units), and numbers
 are formatted by the same Python format specs in both (the format spec sits in the message: `{n:,}`), except a
 large count said with a scale word: kvviz.i18n.numbers writes it in the language's own words (245.3 million;
-2.453 亿, never 245.3 百万).
+2.453 亿, never 245.3 百万). A text's shape in either language (a list's separator, a width, a sentence set
+inside another, a label without its aside) is written once, at the bottom of this module.
 """
 from __future__ import annotations
 
@@ -148,3 +149,25 @@ def N_(message: str) -> str:
     """Mark a string for the catalog without translating it now (a constant defined at import time); translate
     it with `_()` where it is shown."""
     return message
+
+
+# ----- a text's shape in either language: the one home of each rule (pages call these, never re-spell them) -----
+def list_sep() -> str:
+    """The separator between the items of a list inside one sentence ("; ", in Chinese a full-width one)."""
+    return _("; ")
+
+
+def text_width(text: str) -> int:
+    """A text's width in Latin characters: a CJK character takes about two."""
+    return sum(2 if ord(ch) >= 0x2E80 else 1 for ch in text)
+
+
+def as_clause(sentence: str) -> str:
+    """A sentence set inside another ("Not imported: {reason}."): its own final full stop dropped, English "." or
+    Chinese "。"."""
+    return sentence.rstrip(".。")
+
+
+def without_aside(label: str) -> str:
+    """A label without its parenthesised aside: the text before " (" or, in Chinese, before "（"."""
+    return label.split(" (")[0].split("（")[0]

@@ -74,7 +74,7 @@ def plan_two_sequences(len_a: int, len_b: int, shared_prefix_len: int, block_siz
 def _generate(loaded: LoadedModel, prompt: str, n_new: int, sampling: Sampling) -> StepEngine:
     engine = StepEngine(loaded, sampling)
     engine.prefill(prompt)
-    for _ in range(n_new):
+    for _step in range(n_new):
         if engine.at_context_limit:
             break
         engine.step()

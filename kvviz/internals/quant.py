@@ -48,7 +48,6 @@ __all__ = ["MIN_GROUP", "SCHEMES", "LayerError", "QuantError", "QuantReport", "Q
 
 BITS = {"int8": 8, "int4": 4}
 FP16_MAX = 65504.0  # largest finite float16: scale and zero point are stored in fp16
-KVVIZ_GROUPING = "per token: groups of G consecutive channels of one token's K or V head vector"
 
 
 def transformers_residual_length() -> int:

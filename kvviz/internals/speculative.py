@@ -47,7 +47,7 @@ def _draft(draft: LoadedModel, context: list[int], k: int, temperature: float | 
     model = draft.model
     cache = DynamicCache(config=model.config)
     feed, out = context, []
-    for _ in range(k):
+    for _draft in range(k):
         logits = model(input_ids=torch.tensor([feed]), past_key_values=cache, use_cache=True).logits[0, -1]
         if temperature is None:
             token = int(logits.argmax())

@@ -120,14 +120,6 @@ def falcon_notes(t: Any, n_kv_heads: int, stored_heads: int) -> list[str]:
                   stored=stored_heads, factor=stored_heads // n_kv_heads, kv=n_kv_heads)]
 
 
-def kvviz_total_bytes(imported: Any, context_len: int, batch: int = 1, encoder_len: int = 0) -> int:
-    """kvviz's figure for an imported config: self-attention cache + cross-attention cache (encoder-decoder)."""
-    total = kv_bytes(imported.config, context_len, batch)
-    if getattr(imported, "cross_attention", None) is not None:
-        total += kv_bytes(imported.cross_attention, encoder_len, batch)
-    return total
-
-
 def transformers_cache_bytes(
     imported: Any, context_len: int, batch: int = 1, encoder_len: int = 0, fp8_cache: bool = False
 ) -> int:

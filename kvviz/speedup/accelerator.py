@@ -227,7 +227,7 @@ def measure_roofs(device: str, dtype: str, repeats: int = 5) -> DeviceRoofs:
     clock = devices.Clock(device)
     buffer.sum()  # warm-up: the kernel, not the data (the buffer is far larger than any cache)
     rates = []
-    for _ in range(repeats):
+    for _repeat in range(repeats):
         with clock:
             buffer.sum()
         rates.append(buffer_bytes / (clock.ms / 1000.0))
@@ -237,7 +237,7 @@ def measure_roofs(device: str, dtype: str, repeats: int = 5) -> DeviceRoofs:
     b = torch.randn(size, size, device=device, dtype=devices.DTYPES[dtype])
     torch.mm(a, b)  # warm-up (and cuBLAS's heuristics)
     times = []
-    for _ in range(repeats):
+    for _repeat in range(repeats):
         with clock:
             torch.mm(a, b)
         times.append(clock.ms / 1000.0)
@@ -267,7 +267,7 @@ def run_modes(model: torch.nn.Module, prompt_ids: list[int], new_tokens: int, re
         skipped["static_compiled"] = N_("not asked for: compiling takes 10-60 s first (the CLI's --compile)")
     order = [m for m in DEVICE_MODES if m in runners]
     for name in order:
-        for _ in range(warmup):
+        for _warmup in range(warmup):
             runners[name]()
     timings: dict[str, list[RunTiming]] = {name: [] for name in order}
     for round_index in range(repeats):
@@ -351,7 +351,8 @@ def context_sweep(model: torch.nn.Module, roofs: DeviceRoofs, weight_bytes: int,
     return points, notes
 
 
-def run_device_benchmark(loaded: LoadedModel, prompt_ids: list[int], new_tokens: int, device: str, dtype: str, repeats: int = 3, warmup: int = 1, compile_step: bool = False,
+def run_device_benchmark(loaded: LoadedModel, prompt_ids: list[int], new_tokens: int, device: str, dtype: str,
+                         repeats: int = 3, warmup: int = 1, compile_step: bool = False,
                          sweep: bool = True, sweep_contexts_: tuple[int, ...] = SWEEP_CONTEXTS,
                          sweep_budget_s: float = SWEEP_BUDGET_S, progress: ProgressFn | None = None
                          ) -> DeviceBenchResult:

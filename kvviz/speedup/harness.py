@@ -41,7 +41,7 @@ from kvviz.speedup.runs import CompileUnavailable, compile_forward, run_flat, ru
 from kvviz.speedup.flat_engine import FlatCacheGPT2
 from kvviz.model.loading import LoadedModel
 from kvviz.speedup.weight_format import choose_engine
-from kvviz.work_queue import QueueTimeout, shared_queue
+from kvviz.work_queue import QueueTimeout, timed_work_queue
 
 WARMUP_TOKENS = 8
 LOCK_WAIT_S = 600.0
@@ -132,25 +132,7 @@ def checks_inside_passes(model: torch.nn.Module, check: Callable[[], None]) -> I
             handle.remove()
 
 
-# ----- one benchmark at a time: a first-come-first-served line (kvviz.work_queue) -------------------------
-QUEUE = shared_queue("benchmark")  # the same line for every session of this server process
-
-
-def benchmark_busy() -> bool:
-    """True while some benchmark (any session, any thread of this process) is running."""
-    return QUEUE.state().busy
-
-
-def busy_for_s() -> float | None:
-    return QUEUE.state().running_for_s
-
-
-def waiting_count() -> int:
-    """Benchmarks in the line, the running one included."""
-    state = QUEUE.state()
-    return state.waiting + int(state.busy)
-
-
+# ----- one benchmark at a time: the server's first-come-first-served line for timed work (kvviz.work_queue) ---
 @contextlib.contextmanager
 def hold_turn(on_wait: WaitFn | None = None, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
     """Wait for this caller's turn (on_wait(runs ahead) is called while waiting), run the block, leave.
@@ -159,7 +141,7 @@ def hold_turn(on_wait: WaitFn | None = None, wait_s: float = LOCK_WAIT_S) -> Ite
     page never blocks the ones behind it.
     """
     try:
-        with QUEUE.turn(timeout_s=wait_s, on_wait=on_wait):
+        with timed_work_queue().turn(timeout_s=wait_s, on_wait=on_wait):
             yield
     except QueueTimeout as exc:
         raise BenchBusyError(gettext("The benchmark is busy: {reason}").format(reason=exc)) from exc
@@ -242,7 +224,8 @@ def _run(loaded: LoadedModel, settings: BenchSettings, threads: int, thread_reas
     }
     if settings.include_static:
         runners["static"] = lambda tokens: run_hf_cache(model, prompt, tokens, "static")
-    runners["preallocated"] = lambda tokens: run_flat(engine, prompt, tokens, between_passes=check)
+    # F821: `del engine` below frees the flat cache once the rounds are over; this runner never runs after it.
+    runners["preallocated"] = lambda tokens: run_flat(engine, prompt, tokens, between_passes=check)  # noqa: F821
     int8_bytes = 0
     if settings.include_int8:
         progress(0.04, gettext("Quantizing a copy of the weights to int8"))

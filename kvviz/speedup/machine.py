@@ -7,7 +7,6 @@ default thread count without importing torch.
 from __future__ import annotations
 
 import platform
-from importlib import metadata
 from pathlib import Path
 
 from kvviz.i18n import _
@@ -89,10 +88,3 @@ def last_level_cache_bytes() -> int | None:
     except (OSError, ValueError):
         return None
     return None if best is None else best[1]
-
-
-def package_version(name: str) -> str:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return "not installed"

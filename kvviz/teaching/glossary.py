@@ -158,7 +158,6 @@ TERMS: tuple[Term, ...] = (
          "binary (2^30, 2^20, 2^10). A figure printed as 'GB' is read as decimal first; when only the binary "
          "reading matches, kvviz says so."), "pages/memory_budget.py", ("GiB", "MiB", "GB", "MB")),
 )
-BY_NAME = {t.name: t for t in TERMS}
 
 # The rest of the translation's terminology (issue #22's term table, words without a glossary entry of their own):
 # English -> Chinese, used everywhere in the catalog. Where a word is also a Term's name (or one of its parts or
@@ -186,14 +185,6 @@ VOCABULARY: dict[str, str] = {
     "dtype": "dtype（数据类型）", "What you are seeing": "怎么看这张图", "cached": "使用缓存",
     "uncached": "不使用缓存", "recompute": "重新计算", "flat engine": "扁平引擎", "row": "行", "column": "列",
 }
-
-
-def english_names(term: Term) -> list[str]:
-    """Every English name a term goes by: its name, the parts of a combined name ("MHA, GQA, MQA" -> MHA, GQA,
-    MQA; a parenthesis aside), and its other names."""
-    bare = re.sub(r"\s*\([^)]*\)", "", term.name)
-    parts = [p.strip() for p in bare.split(",")] if "," in bare else []
-    return [term.name, *parts, *term.also]
 
 
 def _norm(text: str) -> str:

@@ -9,8 +9,9 @@ sequences (`repeat_share`) is built as
 
 with L drawn uniformly in [MIN_SPAN, max_span] (max_span <= n_positions // 2: the span repeats at least once) and P in
 [0, n_positions - 2L]; the span is, with probability `random_span_share`, uniformly random token ids, else a
-random corpus span. Random tokens are what grows induction heads fastest: nothing but copying predicts them. Random tokens cannot be predicted the first time, so their first copy is masked out of
-the loss (label -100): the model is trained only to copy them, not to spread probability over noise.
+random corpus span. Random tokens are what grows induction heads fastest: nothing but copying predicts them.
+Random tokens cannot be predicted the first time, so their first copy is masked out of the loss (label -100): the
+model is trained only to copy them, not to spread probability over noise.
 
 The measurement (`copying_accuracy`): held-out sequences whose second half repeats the first (L tokens,
 then the same L tokens); top-1 accuracy of the next-token prediction over the repeated half (targets at

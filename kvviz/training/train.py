@@ -152,7 +152,7 @@ def validation_loss(model: torch.nn.Module, val_ids: torch.Tensor, block: int) -
     losses = [model(input_ids=w, labels=w).loss.item() for w in windows.split(32)]
     sizes = [len(w) for w in windows.split(32)]
     model.train()
-    return sum(l * s for l, s in zip(losses, sizes)) / sum(sizes)
+    return sum(loss * size for loss, size in zip(losses, sizes)) / sum(sizes)
 
 
 def sample_text(model: torch.nn.Module, tokenizer: GPT2TokenizerFast, prompt: str, n_tokens: int) -> str:

@@ -3,7 +3,7 @@
 `page_texts(at)` collects every string an element carries (markdown, captions, labels, help tooltips, options,
 tab and expander labels, table headers, metric labels, and each plotly chart's titles, axis titles, legend
 names, hover templates, tick labels and annotations). `english_leftovers(texts)` returns the runs of four or
-more English words that remain once names, code and units are set aside.
+more English words that remain once names, code and units are set aside; ALLOWED: the names that may stay English.
 """
 from __future__ import annotations
 
@@ -82,3 +82,15 @@ def english_leftovers(texts: Iterable[str], allowed: Iterable[str] = ()) -> list
         text = _TAG.sub(" ", _URL.sub(" ", _CODE.sub(" ", text)))
         found += [m.group(0) for m in _ENGLISH_RUN.finditer(text)]
     return found
+
+
+def _glossary_names() -> tuple[str, ...]:
+    from kvviz.teaching import glossary
+
+    return tuple(n for t in glossary.TERMS for n in (t.name, *t.also))
+
+
+# Names may stay English on a Chinese page: the glossary's English names beside their Chinese ones, cited papers'
+# titles, and the bundled model's own words.
+ALLOWED = ("Transformer Explainer", "Hugging Face", "Attention Is All You Need", "Shakespeare",
+           "The Llama 3 Herd of Models", "Language Models are Few-Shot Learners", *_glossary_names())

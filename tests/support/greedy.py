@@ -1,4 +1,5 @@
-"""Test-only generation helpers: greedy tokens with the stepping engine (cached) and with full recomputation."""
+"""Greedy generation, the tests' oracle: tokens with the stepping engine (cached) and with full recomputation; the
+prompts the model tests run them on."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,6 +7,16 @@ import torch
 
 from kvviz.model.loading import LoadedModel
 from kvviz.step.engine import StepEngine
+
+# 20+ prompts of different lengths, scripts and styles: Shakespeare, modern English, code, numbers, non-Latin.
+PROMPTS = [
+    "ROMEO:", "JULIET:\nO Romeo, Romeo!", "First Citizen:\nBefore we proceed any further, hear me speak.",
+    "KING RICHARD III:\nNow is the winter", "To be, or not to be", "What light through yonder window breaks?", "A.",
+    "MENENIUS:\nThere was a time when all the body's members", "A", "the the the the the",
+    "one two three one two three", "def f(x): return x + 1", "1 2 3 4 5 6 7 8 9", "Hello, world!",
+    "Ça va? Très bien.", "Привет, мир", "こんにちは", "emoji 🙂 test", "CORIOLANUS:\nYou common cry of curs!",
+    "Good morrow, cousin.", "LADY MACBETH:\nOut, damned spot!", "    indented text",
+]
 
 
 def generate_greedy(loaded: LoadedModel, prompt: str, n_new: int) -> tuple[list[int], list[np.ndarray]]:

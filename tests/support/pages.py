@@ -1,0 +1,40 @@
+"""Open a page the way a test needs it: a page file by itself, or through app.py's router as a browser opens a
+link; in a language; with a link's query. The one repository root every test uses."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from kvviz import i18n
+
+REPO = Path(__file__).resolve().parents[2]
+PAGES_DIR = REPO / "pages"
+APP_TIMEOUT_S = 120  # AppTest default_timeout: generous, the CI machine has 2 shared cores
+
+
+def app_test(page: str | Path = "app.py", *, lang: str | None = None, query: Mapping[str, str] | None = None,
+             timeout: float = APP_TIMEOUT_S) -> AppTest:
+    """`page` ("app.py", "pages/memory_budget.py", relative to the repository, or a whole path) as an AppTest, not
+    run yet; its link carries the language (?lang=) first, then `query`."""
+    at = AppTest.from_file(str(REPO / page), default_timeout=timeout)
+    if lang is not None:
+        at.query_params[i18n.QUERY_PARAM] = lang
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
+    return at
+
+
+def open_page(page: str | Path = "app.py", *, lang: str | None = None, query: Mapping[str, str] | None = None,
+              router: bool = False, timeout: float = APP_TIMEOUT_S, check: bool = True) -> AppTest:
+    """`page` run once, in `lang` with `query` in its link. router=True opens it as a browser opens
+    /<page>?<query>: app.py runs with the link, then switches to the page (page links need st.navigation).
+    check: no exception on the page."""
+    at = app_test("app.py" if router else page, lang=lang, query=query, timeout=timeout)
+    at.run()
+    if router and str(page) != "app.py":
+        at.switch_page(str(page)).run()  # (conftest: AppTest's side re-reads translated labels in the session's language)
+    if check:
+        assert not at.exception, [e.value for e in at.exception]
+    return at

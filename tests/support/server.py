@@ -1,0 +1,67 @@
+"""Start the app: free ports, and the one `streamlit run app.py` launcher every server test uses."""
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+
+import pytest
+
+from support.pages import REPO
+
+START_TIMEOUT_S = 90
+
+
+def free_port() -> int:
+    """A port nothing listens on now (the OS picks it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_free(port: int) -> bool:
+    """Nothing answers on `port`."""
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def free_port_block(n: int) -> int:
+    """A base port with base .. base+n-1 all free (deploy/run_class.sh puts nginx on base, replicas after it)."""
+    for _ in range(50):
+        base = free_port()
+        if base + n < 65536 and all(port_free(base + i) for i in range(n)):
+            return base
+    raise RuntimeError("no block of free ports")
+
+
+@contextlib.contextmanager
+def streamlit_server(port: int | None = None, extra_args: Sequence[str] = ()) -> Iterator[str]:
+    """A new `streamlit run app.py` process (nothing run yet: a fresh server's first visitor) on `port` (a free one
+    when None), offline; yields its URL once /_stcore/health answers, and stops it after."""
+    port = free_port() if port is None else port
+    server = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+         "--server.headless", "true", "--browser.gatherUsageStats", "false", *extra_args],
+        cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + START_TIMEOUT_S
+    while True:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                break
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                pytest.fail("streamlit did not start: " + (server.stdout.read() if server.stdout else ""))
+            time.sleep(0.5)
+    try:
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
