@@ -2,7 +2,8 @@
 
 `build_snapshot` turns the records of a session into one frozen StageSnapshot: the token strip, the chosen
 head's K and V cache rows, the newest query's attention over those same rows, the next-token candidates and
-the work counters (the token strip is drawn by kvviz.step.strip, a link to the stage read by kvviz.step.link). Because the cache after pass k is the concatenation of the rows appended by passes 0..k,
+the work counters (the token strip is drawn by kvviz.step.strip, a link to the stage read by kvviz.step.link).
+Because the cache after pass k is the concatenation of the rows appended by passes 0..k,
 a snapshot of any earlier step (the history slider) is rebuilt from the records without recomputing anything.
 
 Counting conventions come from kvviz.ops: one "attention dot product" is one query-key score q.k of length
