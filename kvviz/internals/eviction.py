@@ -57,8 +57,8 @@ from kvviz.step.engine import MODEL_LOCK, token_text
 from kvviz.training.copying import held_out_repeats
 
 __all__ = ["EVICT_KEEP_PERCENTS", "EVICT_POLICIES", "EvictionError", "EvictSettings", "Prefill", "cache_nbytes",
-           "copy_sequences", "eviction_grid", "keep_order", "keep_rows", "loss_passages", "policy_points",
-           "prefill", "prune", "quant_points", "sweep", "text_ids"]
+           "SweepTexts", "continue_from", "copy_correct", "copy_sequences", "eviction_grid", "keep_order", "keep_rows", "loss_passages", "measure_policy",
+           "measure_quantized", "policy_points", "prefill", "prune", "quant_points", "sweep", "sweep_of", "text_ids"]
 
 Progress = Callable[[float, str], None]
 
@@ -192,7 +192,7 @@ def loss_passages(ids: torch.Tensor, settings: EvictSettings) -> torch.Tensor:
 
 
 # ----- the measures -------------------------------------------------------------------------------------------
-def _copy_correct(loaded: LoadedModel, cache: DynamicCache, sequences: torch.Tensor) -> tuple[int, int]:
+def copy_correct(loaded: LoadedModel, cache: DynamicCache, sequences: torch.Tensor) -> tuple[int, int]:
     """Feed the span again after the (pruned) cache of its first copy; count top-1 hits on targets L+1..2L-1."""
     half = sequences.shape[1] // 2
     logits = continue_from(loaded, cache, sequences[:, half:], half)  # (B, L, vocab)
@@ -207,7 +207,7 @@ def _loss(loaded: LoadedModel, cache: DynamicCache, passages: torch.Tensor, cont
     return float(F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(), targets.reshape(-1)))
 
 
-class _Texts:
+class SweepTexts:
     """The two prefills every point of a sweep starts from (computed once per model, text and settings)."""
 
     def __init__(self, loaded: LoadedModel, text: str | None, settings: EvictSettings):
@@ -225,7 +225,7 @@ class _Texts:
                                self.passages, settings.context_tokens)
 
 
-def policy_points(loaded: LoadedModel, texts: _Texts, policy: str,
+def policy_points(loaded: LoadedModel, texts: SweepTexts, policy: str,
                   keep_percents: tuple[int, ...] = EVICT_KEEP_PERCENTS) -> list[EvictionPoint]:
     """One policy at every budget (the full cache: once, at 100%)."""
     settings = texts.settings
@@ -236,7 +236,7 @@ def policy_points(loaded: LoadedModel, texts: _Texts, policy: str,
         rows = rows_for_budget(keep, texts.copy.seq_len)
         cache = prune(texts.copy, keep_rows(copy_order, rows))
         kept_bytes = cache_nbytes(cache) // settings.n_spans  # counted before the repeat appends its rows
-        correct, total = _copy_correct(loaded, cache, texts.sequences)
+        correct, total = copy_correct(loaded, cache, texts.sequences)
         context_rows = rows_for_budget(keep, settings.context_tokens)
         loss = _loss(loaded, prune(texts.context, keep_rows(context_order, context_rows)), texts.passages,
                      settings.context_tokens)
@@ -259,7 +259,7 @@ def _quantized_cache(pre: Prefill, scheme: str, group_size: int) -> tuple[Dynami
     return cache, stored
 
 
-def quant_points(loaded: LoadedModel, texts: _Texts, schemes: tuple[str, ...] = EVICT_QUANT_SCHEMES,
+def quant_points(loaded: LoadedModel, texts: SweepTexts, schemes: tuple[str, ...] = EVICT_QUANT_SCHEMES,
                  group_size: int | None = None) -> list[EvictionPoint]:
     """The quantized formats on the same axis: every row kept, at the bytes quant.round_trip stores."""
     group = loaded.info.head_dim if group_size is None else group_size
@@ -267,7 +267,7 @@ def quant_points(loaded: LoadedModel, texts: _Texts, schemes: tuple[str, ...] = 
     for scheme in schemes:
         quant.check_scheme(scheme, loaded.info.head_dim, group)
         cache, stored = _quantized_cache(texts.copy, scheme, group)
-        correct, total = _copy_correct(loaded, cache, texts.sequences)
+        correct, total = copy_correct(loaded, cache, texts.sequences)
         context_cache, _stored = _quantized_cache(texts.context, scheme, group)
         loss = _loss(loaded, context_cache, texts.passages, texts.settings.context_tokens)
         points.append(EvictionPoint(scheme, "quantized", 100, texts.copy.seq_len, texts.copy.seq_len,
@@ -283,7 +283,7 @@ def sweep(loaded: LoadedModel, text: str | None = None, settings: EvictSettings 
     called before each policy (a page's progress bar; a Streamlit rerun stops the run there)."""
     for policy in policies:
         check_policy(policy)
-    texts = _Texts(loaded, text, settings)
+    texts = SweepTexts(loaded, text, settings)
     points: list[EvictionPoint] = []
     steps = len(policies) + (1 if schemes else 0)
     for n, policy in enumerate(policies):
@@ -297,6 +297,26 @@ def sweep(loaded: LoadedModel, text: str | None = None, settings: EvictSettings 
     if progress:
         progress(1.0, "")
     return EvictionSweep(loaded.info.label, texts.settings, tuple(points), loaded.info.head_dim, texts.n_tokens)
+
+
+def measure_policy(loaded: LoadedModel, policy: str, text: str | None = None,
+                   settings: EvictSettings = EvictSettings()) -> tuple[EvictionPoint, ...]:
+    """One policy's line of the sweep (a page caches and shows progress per line)."""
+    check_policy(policy)
+    return tuple(policy_points(loaded, SweepTexts(loaded, text, settings), policy))
+
+
+def measure_quantized(loaded: LoadedModel, text: str | None = None,
+                      settings: EvictSettings = EvictSettings()) -> tuple[EvictionPoint, ...]:
+    """The quantized formats' points of the sweep."""
+    return tuple(quant_points(loaded, SweepTexts(loaded, text, settings)))
+
+
+def sweep_of(loaded: LoadedModel, points: tuple[EvictionPoint, ...], text: str | None = None,
+             settings: EvictSettings = EvictSettings()) -> EvictionSweep:
+    """The sweep record of points measured line by line (measure_policy, measure_quantized)."""
+    return EvictionSweep(loaded.info.label, settings.checked(loaded.info.n_positions), tuple(points),
+                         loaded.info.head_dim, len(text_ids(loaded, text)))
 
 
 def eviction_grid(loaded: LoadedModel, policy: str, keep_percent: int, text: str | None = None,

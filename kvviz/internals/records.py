@@ -531,26 +531,34 @@ def eviction_takeaways(sweep: EvictionSweep, hold_within: float = 0.05) -> list[
 
     hold_within: a policy "holds up" at a budget while its copy accuracy is within this of the full cache's."""
     full = sweep.point("full", 100)
+    evicting = EVICT_POLICIES[1:]
     lines = []
-    holds = []
-    for policy in EVICT_POLICIES[1:]:
-        ok = [p.keep_percent for p in sweep.curve(policy)
-              if p.copy_accuracy >= full.copy_accuracy - hold_within]
-        smallest = min(ok) if ok else None
-        holds.append((smallest if smallest is not None else 101, policy))
-        if smallest is None or smallest == 100:
-            lines.append(_("{policy}: copying drops more than {pp:.0f} points as soon as any row is evicted.").format(
-                policy=policy_label(policy), pp=100 * hold_within))
-        else:
-            lines.append(_("{policy}: copying stays within {pp:.0f} points of the full cache down to {keep}% of "
-                           "the bytes ({acc:.0%} there; {low:.0%} at {lowest}%).").format(
-                policy=policy_label(policy), pp=100 * hold_within, keep=smallest,
-                acc=sweep.point(policy, smallest).copy_accuracy,
-                low=sweep.point(policy, min(EVICT_KEEP_PERCENTS)).copy_accuracy, lowest=min(EVICT_KEEP_PERCENTS)))
+    holds = [(min((p.keep_percent for p in sweep.curve(policy)
+                   if p.keep_percent < 100 and p.copy_accuracy >= full.copy_accuracy - hold_within), default=101),
+              policy) for policy in evicting]
     best_keep, best = min(holds)
     if best_keep <= 100:
-        lines.insert(0, _("Best here: {policy} holds copying down to {keep}% of the bytes.").format(
-            policy=policy_label(best), keep=best_keep))
+        lines.append(_("Copying holds (within {pp:.0f} points of the full cache's {acc:.0%}) down to {keep}% of the "
+                       "bytes with {policy}.").format(pp=100 * hold_within, acc=full.copy_accuracy, keep=best_keep,
+                                                      policy=policy_label(best)))
+    else:
+        lines.append(_("No policy keeps copying within {pp:.0f} points of the full cache's {acc:.0%} once rows are "
+                       "evicted: the repeat needs the rows of the whole first copy, and every policy throws some "
+                       "of them away.").format(pp=100 * hold_within, acc=full.copy_accuracy))
+    random_line = {p.keep_percent: p for p in sweep.curve("random")}
+    for keep in (50, 25, 10):
+        if keep not in random_line:
+            continue
+        at = [sweep.point(policy, keep) for policy in evicting if policy != "random"]
+        top = max(at, key=lambda p: p.copy_accuracy)
+        lowest_loss = min(at, key=lambda p: p.loss_change_nats)
+        worst_loss = max(at, key=lambda p: p.loss_change_nats)
+        lines.append(_("At {keep}%: best copying {policy} {acc:.0%} (the random control {rand:.0%}); loss change from "
+                       "{low:+.3f} nats ({low_policy}) to {high:+.3f} ({high_policy}).").format(
+            keep=keep, policy=policy_label(top.policy), acc=top.copy_accuracy,
+            rand=random_line[keep].copy_accuracy, low=lowest_loss.loss_change_nats,
+            low_policy=policy_label(lowest_loss.policy), high=worst_loss.loss_change_nats,
+            high_policy=policy_label(worst_loss.policy)))
     for q in sweep.quantized:
         # the evicting policies' best copy accuracy at the largest budget that fits in the format's bytes
         fits = [p for p in sweep.points if p.kind == "eviction" and p.policy != "full"
