@@ -23,7 +23,7 @@ SOURCES = (
     ("H2O", "Zhang et al. 2023", "https://arxiv.org/abs/2306.14048"),
     ("TOVA", "Oren et al. 2024", "https://arxiv.org/abs/2401.06104"),
     ("SnapKV", "Li et al. 2024", "https://arxiv.org/abs/2404.14469"),
-    ("Key norm", "Devoto et al. 2024", "https://arxiv.org/abs/2406.11430"),
+    ("Knorm", "Devoto et al. 2024", "https://arxiv.org/abs/2406.11430"),
 )
 
 
@@ -132,8 +132,8 @@ st.caption(_("Bounded work: {policies} policies x {budgets} budgets x 2 measures
                                  formats=len(EVICT_QUANT_SCHEMES), spans=settings.n_spans, half=settings.half_tokens,
                                  passages=settings.n_passages, context=settings.context_tokens,
                                  cont=settings.continuation_tokens))
-st.button(_("Stop"), key="evict_stop", icon=":material/stop:", help=_("Stop the sweep; run it again by changing "
-                                                                          "nothing and reloading the page"))
+st.button(_("Stop"), key="evict_stop", icon=":material/stop:", help=_("Stop the sweep; the lines measured so far stay "
+                                                                          "cached, and the next run goes on from them"))
 try:
     sweep = run_queued(_("Measuring every policy at every budget"), lambda: measure_sweep(loaded, text, settings))
 except EvictionError as exc:
