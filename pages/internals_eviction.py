@@ -9,7 +9,7 @@ from kvviz import ui
 from kvviz.figures import MAX_LEGEND_ENTRIES
 from kvviz.figures import eviction as fig
 from kvviz.i18n import _
-from kvviz.inputs.echo import literal
+from kvviz.inputs.echo import code
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from kvviz.internals.records import (EVICT_KEEP_PERCENTS, EVICT_POLICIES, EVICT_POLICY_RULES, EVICT_QUANT_SCHEMES,
                                     EvictionError, EvictionGrid, EvictionPoint, EvictSettings, eviction_takeaways,
@@ -121,7 +121,7 @@ m2.metric(_("KV bytes kept (one span)"), f"{kept_bytes:,} B", f"{kept_bytes / fu
 m3.metric(_("KV bytes evicted"), f"{full_bytes - kept_bytes:,} B")
 st.plotly_chart(fig.grid_figure(shown), **PLOT)
 st.caption(_("The first copy-test span, {n} tokens: {text}").format(
-    n=len(shown.tokens), text=literal("".join(shown.tokens), limit=600)))
+    n=len(shown.tokens), text=code("".join(shown.tokens), limit=600)))
 st.plotly_chart(fig.layer_bytes_figure(shown), **PLOT)
 
 st.subheader(_("Quality vs bytes kept: every policy, every budget"))
