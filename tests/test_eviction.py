@@ -224,3 +224,21 @@ def test_takeaways_are_computed_from_the_sweep(loaded):
     recent5 = sweep.point("recent", 5)
     assert any(f"copies {recent5.copy_accuracy:.0%} with loss change {recent5.loss_change_nats:+.3f}" in line
                for line in lines)
+
+
+def test_cli_prints_the_page_numbers_and_refuses_bad_values_in_one_line(loaded, capsys):
+    from kvviz.cli import evict
+
+    assert evict.main(["--model", loaded.info.spec, "--policy", "snapkv", "--keep", "0.35", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    page = ev.measure_policy(loaded, "snapkv", None, SETTINGS, (35,))[0]  # what the page's cached line holds
+    got = out["points"][1]
+    assert (got["policy"], got["keep_percent"], got["kv_bytes_kept"], got["copy_correct"]) == \
+        ("snapkv", 35, page.kv_bytes_kept, page.copy_correct)
+    assert got["loss_change_nats"] == pytest.approx(page.loss_change_nats, abs=1e-9)
+    assert out["points"][0]["policy"] == "full" and out["points"][0]["kv_bytes_kept"] == page.kv_bytes_full
+    for bad in (["--keep", "0"], ["--keep", "1.5"], ["--keep", "0.355"], ["--keep", "x" * 5000],
+                ["--policy", "lru"], ["--sinks", "-1"], ["--model", "gpt2"]):
+        assert evict.main(bad) == 2, bad
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("kvviz evict:") and len(err) < 400, err

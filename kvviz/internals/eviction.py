@@ -300,10 +300,11 @@ def sweep(loaded: LoadedModel, text: str | None = None, settings: EvictSettings 
 
 
 def measure_policy(loaded: LoadedModel, policy: str, text: str | None = None,
-                   settings: EvictSettings = EvictSettings()) -> tuple[EvictionPoint, ...]:
+                   settings: EvictSettings = EvictSettings(),
+                   keep_percents: tuple[int, ...] = EVICT_KEEP_PERCENTS) -> tuple[EvictionPoint, ...]:
     """One policy's line of the sweep (a page caches and shows progress per line)."""
     check_policy(policy)
-    return tuple(policy_points(loaded, SweepTexts(loaded, text, settings), policy))
+    return tuple(policy_points(loaded, SweepTexts(loaded, text, settings), policy, keep_percents))
 
 
 def measure_quantized(loaded: LoadedModel, text: str | None = None,
