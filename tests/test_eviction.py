@@ -242,3 +242,16 @@ def test_cli_prints_the_page_numbers_and_refuses_bad_values_in_one_line(loaded, 
         assert evict.main(bad) == 2, bad
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and err.startswith("kvviz evict:") and len(err) < 400, err
+
+
+def test_the_readme_tables_reproduce_from_the_command_beside_them(loaded):
+    """README "What to forget": each model's policy x budget table is what `bench/eviction_sweep.py --table`
+    (and `python -m kvviz evict --sweep`) prints now: the sweep is deterministic."""
+    from kvviz.cli.evict import table
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### What to forget"):]
+    heading = "GPT-2 (`bundled`):" if loaded.info.spec == loading.BUNDLED else "GQA Llama (`bundled-gqa`"
+    rows = section[section.index(heading):].split("\n\n")[1].splitlines()[2:]
+    printed = table(list(ev.sweep(loaded).points)).splitlines()[1:]
+    assert [r.strip("| ").split(" | ") for r in rows] == [line.split() for line in printed]
