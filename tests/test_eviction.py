@@ -127,6 +127,8 @@ def test_h2o_keeps_the_highest_accumulated_attention_rows(loaded, span_prefill):
 def test_copy_test_at_100_percent_is_the_copying_accuracy_for_the_same_text(loaded):
     settings = records.EvictSettings(n_spans=8)
     texts = ev.SweepTexts(loaded, None, settings)
+    ids = ev.text_ids(loaded, None)  # the same rows as the training package's held-out copying measurement
+    assert torch.equal(texts.sequences, copying.held_out_repeats(ids, settings.n_spans, settings.half_tokens))
     point = ev.policy_points(loaded, texts, "full")[0]
     result = copying.copying_accuracy(loaded.model, texts.sequences)
     assert point.copy_total == settings.n_spans * (settings.half_tokens - 1)

@@ -54,7 +54,6 @@ from kvviz.internals.records import (EVICT_KEEP_PERCENTS, EVICT_POLICIES, EVICT_
                                     LayerKept, check_keep_percent, check_policy, held_out_text, rows_for_budget)
 from kvviz.model.loading import LoadedModel
 from kvviz.step.engine import MODEL_LOCK, token_text
-from kvviz.training.copying import held_out_repeats
 
 __all__ = ["EVICT_KEEP_PERCENTS", "EVICT_POLICIES", "EvictionError", "EvictSettings", "Prefill", "cache_nbytes",
            "SweepTexts", "continue_from", "copy_correct", "copy_sequences", "eviction_grid", "keep_order", "keep_rows", "loss_passages", "measure_policy",
@@ -175,20 +174,27 @@ def _need(ids: torch.Tensor, tokens: int, what: str) -> None:
                               "lower the setting.").format(n=len(ids), what=what, need=tokens))
 
 
+def _evenly_spaced_starts(n_tokens: int, length: int, n: int) -> list[int]:
+    """n start offsets of `length`-token windows, evenly spaced over n_tokens (first at 0, last at the end)."""
+    last = n_tokens - length
+    return [round(i * last / max(1, n - 1)) for i in range(n)]
+
+
 def copy_sequences(ids: torch.Tensor, settings: EvictSettings) -> torch.Tensor:
-    """(n_spans, 2L): held-out spans at evenly spaced offsets, each followed by itself (the training package's
-    own held_out_repeats: the same rows copying_accuracy scores)."""
+    """(n_spans, 2L): held-out spans at evenly spaced offsets, each followed by itself: the rows
+    kvviz.training.copying.held_out_repeats cuts for copying_accuracy (tests/test_eviction.py checks they are
+    equal; not imported from there, because kvviz.training sits above the CLI and kvviz.cli imports this module)."""
     _need(ids, settings.half_tokens, _("the copy test"))
-    return held_out_repeats(ids, settings.n_spans, settings.half_tokens)
+    half = settings.half_tokens
+    spans = torch.stack([ids[s:s + half] for s in _evenly_spaced_starts(len(ids), half, settings.n_spans)])
+    return torch.cat([spans, spans], dim=1)
 
 
 def loss_passages(ids: torch.Tensor, settings: EvictSettings) -> torch.Tensor:
     """(n_passages, context + continuation) at evenly spaced offsets of the text."""
     length = settings.context_tokens + settings.continuation_tokens
     _need(ids, length, _("the loss measure"))
-    last = len(ids) - length
-    n = settings.n_passages
-    return torch.stack([ids[s:s + length] for s in (round(i * last / max(1, n - 1)) for i in range(n))])
+    return torch.stack([ids[s:s + length] for s in _evenly_spaced_starts(len(ids), length, settings.n_passages)])
 
 
 # ----- the measures -------------------------------------------------------------------------------------------
