@@ -13,7 +13,7 @@ from kvviz.inputs.echo import code
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from kvviz.internals.records import (EVICT_KEEP_PERCENTS, EVICT_POLICIES, EVICT_POLICY_RULES, EVICT_QUANT_SCHEMES,
                                     EvictionError, EvictionGrid, EvictionPoint, EvictSettings, eviction_takeaways,
-                                    held_out_text, policy_label)
+                                    held_out_text, policy_label, policy_short)
 from kvviz.model.loading import LoadedModel
 from pages.internals_shared import MODEL_HASH, PLOT, explain, run_queued
 
@@ -144,9 +144,9 @@ if sweep is None:
 drawn = st.multiselect(_("Policies drawn (at most {n}: the full cache and the quantized formats are always "
                          "there)").format(n=MAX_LEGEND_ENTRIES), EVICT_POLICIES[1:], default=list(DEFAULT_DRAWN),
                        max_selections=MAX_LEGEND_ENTRIES, format_func=policy_label, key="evict_drawn")
-c1, c2 = st.columns(2)
-c1.plotly_chart(fig.quality_figure(sweep, drawn, "copy"), **PLOT)
-c2.plotly_chart(fig.quality_figure(sweep, drawn, "loss"), **PLOT)
+st.plotly_chart(fig.quality_figure(sweep, drawn, "copy"), **PLOT)
+st.caption(_("The copy test needs the rows of the whole first copy: the induction heads look the next token up there."))
+st.plotly_chart(fig.quality_figure(sweep, drawn, "loss"), **PLOT)
 full = sweep.point("full", 100)
 st.caption(_("Full cache: copy test {acc:.1%} ({right}/{total} predictions), loss {loss:.3f} nats/token. A model "
              "this small leans on local context for ordinary text, so the loss mostly shows what the newest and "
@@ -158,7 +158,7 @@ st.markdown("\n".join(f"- {line}" for line in eviction_takeaways(sweep)))
 
 with st.expander(_("Every measured point")):
     st.dataframe([{
-        _("policy or format"): policy_label(p.policy), _("budget %"): p.keep_percent,
+        _("policy or format"): policy_short(p.policy), _("budget %"): p.keep_percent,
         _("rows kept"): p.rows_kept, _("KV bytes kept"): p.kv_bytes_kept,
         _("% of bytes"): round(100 * p.bytes_fraction, 1), _("copy accuracy %"): round(100 * p.copy_accuracy, 1),
         _("loss change (nats)"): round(p.loss_change_nats, 4),

@@ -221,7 +221,7 @@ def test_takeaways_are_computed_from_the_sweep(loaded):
     assert any("int8" in line for line in lines)
     at25 = [sweep.point(policy, 25) for policy in records.EVICT_POLICIES[2:]]  # every policy but the control
     best = max(at25, key=lambda p: p.copy_accuracy)
-    assert any(line.startswith(f"At 25%: best copying {records.policy_label(best.policy)} {best.copy_accuracy:.0%}")
+    assert any(line.startswith(f"At 25%: best copying {records.policy_short(best.policy)} {best.copy_accuracy:.0%}")
                for line in lines)
     recent5 = sweep.point("recent", 5)
     assert any(f"copies {recent5.copy_accuracy:.0%} with loss change {recent5.loss_change_nats:+.3f}" in line

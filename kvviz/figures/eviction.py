@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from kvviz.figures import MARKER_COLOR, MAX_LEGEND_ENTRIES, readable
 from kvviz.i18n import _
-from kvviz.internals.records import EvictionGrid, EvictionPoint, EvictionSweep, policy_label
+from kvviz.internals.records import EvictionGrid, EvictionPoint, EvictionSweep, policy_label, policy_short
 from kvviz.memory.units import binary_unit
 
 POLICY_COLORS = {"random": "#7f7f7f", "recent": "#9467bd", "streaming": "#1f77b4", "h2o": "#d62728",
@@ -43,10 +43,10 @@ def quality_figure(sweep: EvictionSweep, policies: Sequence[str], metric: str = 
     for policy in list(policies)[:MAX_LEGEND_ENTRIES]:
         curve = sorted(sweep.curve(policy), key=lambda p: p.kv_bytes_kept)
         fig.add_scatter(x=[100 * p.bytes_fraction for p in curve], y=[_value(p, metric) for p in curve],
-                        mode="lines+markers", name=policy_label(policy),
+                        mode="lines+markers", name=policy_short(policy),
                         line=dict(color=POLICY_COLORS.get(policy), width=3),
                         customdata=[[p.keep_percent, p.rows_kept, p.kv_bytes_kept] for p in curve],
-                        hovertemplate=(policy_label(policy) + ": %{customdata[0]}% · %{customdata[1]} "
+                        hovertemplate=(policy_short(policy) + ": %{customdata[0]}% · %{customdata[1]} "
                                        + _("rows") + " · %{customdata[2]:,} B · %{y:.3f}<extra></extra>"))
     quantized = sweep.quantized
     fig.add_scatter(x=[100 * q.bytes_fraction for q in quantized], y=[_value(q, metric) for q in quantized],
@@ -59,11 +59,11 @@ def quality_figure(sweep: EvictionSweep, policies: Sequence[str], metric: str = 
                   annotation_text=_("full cache"), annotation_position="bottom left")
     fig.update_xaxes(title=_("% of the full cache's KV bytes kept (measured)"), range=[0, 104], ticksuffix="%")
     if metric == "copy":
-        fig.update_yaxes(title=_("copy-test accuracy (%)"), range=[0, 104])
-        title = _("Copying after eviction: the induction heads need the evicted rows")
+        fig.update_yaxes(title=_("copy-test accuracy (%)"), range=[0, 112])  # room for the formats' labels
+        title = _("Copy test vs bytes kept")
     else:
         fig.update_yaxes(title=_("change in next-token loss (nats/token)"), zeroline=True)
-        title = _("Next-token loss on ordinary text: this small model leans on local context")
+        title = _("Loss change vs bytes kept (ordinary text)")
     return _layout(fig, title, 420)
 
 
@@ -107,6 +107,6 @@ def layer_bytes_figure(grid: EvictionGrid) -> go.Figure:
                 hovertemplate=_("layer") + " %{x}: %{customdata:,} B<extra></extra>")
     fig.update_layout(barmode="stack", legend_traceorder="normal")
     fig.update_xaxes(title=_("layer"), type="category")
-    fig.update_yaxes(title=_("{unit} of one span's cache (1 {unit} = {size:,} B)").format(unit=unit, size=size)
-                     if size > 1 else _("bytes of one span's cache"), rangemode="tozero")
+    fig.update_yaxes(title=_("{unit}, one span (1 {unit} = {size:,} B)").format(unit=unit, size=size)
+                     if size > 1 else _("bytes, one span"), rangemode="tozero")
     return _layout(fig, _("Bytes and rows per layer"), 340)

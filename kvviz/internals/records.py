@@ -367,6 +367,10 @@ EVICT_POLICY_LABELS = {
     "snapkv": N_("SnapKV (observation window)"),
     "key_norm": N_("key norm (smallest kept)"),
 }
+# Short names, for chart legends and sentences (the papers' names stay as written).
+EVICT_POLICY_SHORT = {"full": N_("full cache"), "random": N_("random"), "recent": N_("recent window"),
+                      "streaming": "StreamingLLM", "h2o": "H2O", "tova": "TOVA", "snapkv": "SnapKV",
+                      "key_norm": N_("key norm")}
 # What each policy keeps, and where its choice differs (per layer, per KV head): shown beside the grid.
 EVICT_POLICY_RULES = {
     "full": N_("Keeps every row: the reference every other line is measured against."),
@@ -521,8 +525,14 @@ class EvictionSweep:
 
 
 def policy_label(policy: str) -> str:
-    """A policy's (or a quantized format's) name in the interface language."""
+    """A policy's (or a quantized format's) name in the interface language, with what it scores."""
     return _(EVICT_POLICY_LABELS[policy]) if policy in EVICT_POLICY_LABELS else policy
+
+
+def policy_short(policy: str) -> str:
+    """A policy's (or a quantized format's) short name, for legends and sentences."""
+    name = EVICT_POLICY_SHORT.get(policy, policy)
+    return _(name) if name in ("full cache", "random", "recent window", "key norm") else name
 
 
 def eviction_takeaways(sweep: EvictionSweep, hold_within: float = 0.05) -> list[str]:
@@ -540,7 +550,7 @@ def eviction_takeaways(sweep: EvictionSweep, hold_within: float = 0.05) -> list[
     if best_keep <= 100:
         lines.append(_("Copying holds (within {pp:.0f} points of the full cache's {acc:.0%}) down to {keep}% of the "
                        "bytes with {policy}.").format(pp=100 * hold_within, acc=full.copy_accuracy, keep=best_keep,
-                                                      policy=policy_label(best)))
+                                                      policy=policy_short(best)))
     else:
         lines.append(_("No policy keeps copying within {pp:.0f} points of the full cache's {acc:.0%} once rows are "
                        "evicted: the repeat needs the rows of the whole first copy, and every policy throws some "
@@ -555,10 +565,10 @@ def eviction_takeaways(sweep: EvictionSweep, hold_within: float = 0.05) -> list[
         worst_loss = max(at, key=lambda p: p.loss_change_nats)
         lines.append(_("At {keep}%: best copying {policy} {acc:.0%} (the random control {rand:.0%}); loss change from "
                        "{low:+.3f} nats ({low_policy}) to {high:+.3f} ({high_policy}).").format(
-            keep=keep, policy=policy_label(top.policy), acc=top.copy_accuracy,
+            keep=keep, policy=policy_short(top.policy), acc=top.copy_accuracy,
             rand=random_line[keep].copy_accuracy, low=lowest_loss.loss_change_nats,
-            low_policy=policy_label(lowest_loss.policy), high=worst_loss.loss_change_nats,
-            high_policy=policy_label(worst_loss.policy)))
+            low_policy=policy_short(lowest_loss.policy), high=worst_loss.loss_change_nats,
+            high_policy=policy_short(worst_loss.policy)))
     for q in sweep.quantized:
         # the evicting policies' best copy accuracy at the largest budget that fits in the format's bytes
         fits = [p for p in sweep.points if p.kind == "eviction" and p.policy != "full"
@@ -570,10 +580,10 @@ def eviction_takeaways(sweep: EvictionSweep, hold_within: float = 0.05) -> list[
                    _("a tie") if abs(q.copy_accuracy - rival.copy_accuracy) <= 1e-12 else _("evicting wins"))
         lines.append(_("{format} ({share:.0%} of the bytes) copies {q_acc:.0%}; the best eviction in no more "
                        "bytes, {policy} at {keep}%, copies {e_acc:.0%}: {verdict}.").format(
-            format=q.policy, share=q.bytes_fraction, q_acc=q.copy_accuracy, policy=policy_label(rival.policy),
+            format=q.policy, share=q.bytes_fraction, q_acc=q.copy_accuracy, policy=policy_short(rival.policy),
             keep=rival.keep_percent, e_acc=rival.copy_accuracy, verdict=verdict))
     s = sweep.settings.sink_tokens
-    for keep in sorted(EVICT_KEEP_PERCENTS)[:3]:  # the smallest budgets: where the sinks can matter
+    for keep in (75, 25, 5):  # a large, a middle and the smallest budget
         without, with_ = sweep.point("recent", keep), sweep.point("streaming", keep)
         lines.append(_("Sinks at {keep}%: the window alone (S = 0) copies {a0:.0%} with loss change {l0:+.3f} "
                        "nats; with the first S = {s} rows kept, {a1:.0%} and {l1:+.3f} nats.").format(
