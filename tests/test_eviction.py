@@ -13,6 +13,7 @@ import torch
 
 from kvviz.internals import eviction as ev
 from kvviz.internals import records
+from kvviz.memory.dtypes import FP8_SCALE_BYTES_PER_LAYER
 from kvviz.model import loading
 from kvviz.training import copying
 
@@ -83,6 +84,10 @@ def test_quantized_points_report_quant_round_trip_bytes(loaded):
                    for layer in texts.copy.cache.layers for x in (layer.keys, layer.values))
         assert point.kv_bytes_kept * settings.n_spans == want
         assert point.kv_bytes_kept < point.kv_bytes_full
+    fp8 = ev.quant_points(loaded, texts, ("fp8",))[0]  # transformers' QuantizedCache(backend="fp8"), one sequence
+    info = loaded.info
+    assert fp8.kv_bytes_kept == info.n_layer * (2 * info.n_kv_heads * settings.half_tokens * info.head_dim * 1
+                                                + FP8_SCALE_BYTES_PER_LAYER)
 
 
 @pytest.mark.parametrize("keep", [50, 25, 10])

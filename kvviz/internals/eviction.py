@@ -265,12 +265,50 @@ def _quantized_cache(pre: Prefill, scheme: str, group_size: int) -> tuple[Dynami
     return cache, stored
 
 
+def _fp8_run(loaded: LoadedModel, prefix: torch.Tensor, feed: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """transformers' own QuantizedCache(backend="fp8") (Fp8QuantizedLayer, no extra package): prefill `prefix`
+    (1, P) into it, then feed `feed` (1, N). Returns the feed's logits (1, N, vocab) and the bytes the cache held
+    after the prefill: 1 byte per number + one float32 scale for K and one for V per layer, read from its tensors.
+    One sequence per cache: the scale is per tensor, so a batch would share one scale between sequences."""
+    from transformers import QuantizedCache
+
+    cache = QuantizedCache(backend="fp8", config=loaded.model.config)
+    with MODEL_LOCK, torch.inference_mode():
+        loaded.model(input_ids=prefix, past_key_values=cache, use_cache=True)
+        stored = sum(t.nbytes for layer in cache.layers
+                     for t in (*layer._quantized_keys, *layer._quantized_values))  # (fp8 tensor, fp32 scale) x 2
+        logits = loaded.model(input_ids=feed, past_key_values=cache, use_cache=True).logits
+    return logits, stored
+
+
+def _fp8_point(loaded: LoadedModel, texts: SweepTexts) -> EvictionPoint:
+    """The fp8 format, measured sequence by sequence through transformers' QuantizedCache."""
+    half, context = texts.settings.half_tokens, texts.settings.context_tokens
+    correct = total = 0
+    stored = None
+    for row in texts.sequences:
+        logits, stored = _fp8_run(loaded, row[None, :half], row[None, half:])
+        right = logits[0, :-1].argmax(-1) == row[half + 1:]
+        correct, total = correct + int(right.sum()), total + right.numel()
+    losses = []
+    for row in texts.passages:
+        logits, _bytes = _fp8_run(loaded, row[None, :context], row[None, context:])
+        losses.append(F.cross_entropy(logits[0, :-1].float(), row[context + 1:], reduction="sum"))
+    loss = float(torch.stack(losses).sum()) / (len(texts.passages) * (texts.passages.shape[1] - context - 1))
+    return EvictionPoint("fp8", "quantized", 100, half, half, stored, texts.full_bytes, correct, total, loss,
+                         texts.loss_full)
+
+
 def quant_points(loaded: LoadedModel, texts: SweepTexts, schemes: tuple[str, ...] = EVICT_QUANT_SCHEMES,
                  group_size: int | None = None) -> list[EvictionPoint]:
-    """The quantized formats on the same axis: every row kept, at the bytes quant.round_trip stores."""
+    """The quantized formats on the same axis: every row kept, at the bytes they store (fp16/int8/int4:
+    quant.round_trip's; fp8: transformers' QuantizedCache(backend="fp8"))."""
     group = loaded.info.head_dim if group_size is None else group_size
     points = []
     for scheme in schemes:
+        if scheme == "fp8":
+            points.append(_fp8_point(loaded, texts))
+            continue
         quant.check_scheme(scheme, loaded.info.head_dim, group)
         cache, stored = _quantized_cache(texts.copy, scheme, group)
         correct, total = copy_correct(loaded, cache, texts.sequences)
