@@ -309,7 +309,7 @@ def quant_points(loaded: LoadedModel, texts: SweepTexts, schemes: tuple[str, ...
         if scheme == "fp8":
             points.append(_fp8_point(loaded, texts))
             continue
-        quant.check_scheme(scheme, loaded.info.head_dim, group)
+        quant.check_scheme(scheme, loaded.info.head_dim, group, schemes=(*quant.SCHEMES, "int2"))
         cache, stored = _quantized_cache(texts.copy, scheme, group)
         correct, total = copy_correct(loaded, cache, texts.sequences)
         context_cache, _stored = _quantized_cache(texts.context, scheme, group)

@@ -391,7 +391,7 @@ EVICT_POLICY_RULES = {
                    "al. 2024, arXiv:2406.11430): chosen per layer and per KV head, without reading any attention."),
 }
 EVICT_KEEP_PERCENTS = (100, 75, 50, 35, 25, 15, 10, 5)  # the sweep's budgets: % of KV bytes kept
-EVICT_QUANT_SCHEMES = ("fp16", "fp8", "int8", "int4")  # compression points on the same axis (kvviz.internals.quant;
+EVICT_QUANT_SCHEMES = ("fp16", "fp8", "int8", "int4", "int2")  # compression points on the same axis (kvviz.internals.quant;
 # fp8: transformers' own QuantizedCache(backend="fp8"))
 EVICT_MAX_SPANS = 16  # copy-test spans (one batch)
 EVICT_MAX_PASSAGES = 8  # loss passages (one batch)
