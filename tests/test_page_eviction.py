@@ -88,3 +88,20 @@ def test_a_value_past_a_cap_gets_a_message(fresh_streamlit_caches):
     at = at.text_area(key="evict_text").set_value("ROMEO: hi").run()
     at = at.number_input(key="evict_sinks").set_value(records.EvictSettings().sink_tokens).run()
     assert not at.exception and "tokens" in " ".join(e.value for e in at.error)
+
+
+def test_page_on_the_gqa_llama_counts_its_two_kv_heads(fresh_streamlit_caches):
+    """The sidebar's second bundled model: 4 layers x 2 KV heads x head_dim 16, so 25% of a 64-token span is
+    16 rows and 2 x 4 x 2 x 16 x 16 x 4 = 16,384 bytes; the grid draws one row per layer and KV head."""
+    import streamlit as st
+
+    from kvviz.ui import MODEL_SPEC_KEY
+
+    st.cache_data.clear()
+    at = AppTest.from_file(str(PAGE), default_timeout=APP_TIMEOUT_S)
+    at.session_state[MODEL_SPEC_KEY] = "bundled-gqa"
+    at.run()
+    assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
+    assert _metrics(at)["KV bytes kept (one span)"] == "16,384 B"
+    grid = at.get("plotly_chart")[0].proto.spec
+    assert grid.count("KV head") >= 8 and "KV head 2" not in grid

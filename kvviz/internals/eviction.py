@@ -101,7 +101,7 @@ def _scores(policy: str, pre: Prefill, layer: int, settings: EvictSettings) -> t
     position = torch.arange(s, dtype=torch.float64).expand(b, hkv, s)
     if policy in ("full", "recent"):
         return position.clone()  # newest first
-    if policy == "streaming":
+    if policy == "streaming":  # a budget below S rows keeps only the first rows (no window left)
         return position + (position < settings.sink_tokens) * s  # the sinks outrank every window row
     if policy == "random":
         gen = torch.Generator().manual_seed(settings.seed * 1009 + layer)  # a different draw per layer
