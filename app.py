@@ -35,6 +35,7 @@ internals = [  # the "Cache internals" section: one small page per idea
     st.Page("pages/internals_paging.py", title=_("Paged blocks"), icon=":material/view_module:"),
     st.Page("pages/internals_quant.py", title=_("Quantized caches"), icon=":material/compress:"),
     st.Page("pages/internals_speculative.py", title=_("Speculative rollback"), icon=":material/undo:"),
+    st.Page("pages/internals_eviction.py", title=_("What to forget"), icon=":material/delete_sweep:"),
 ]
 sections = {"": pages, _("Cache internals"): internals}
 ui.sidebar_navigation(sections)

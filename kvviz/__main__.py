@@ -1,4 +1,4 @@
-"""`python -m kvviz <command> ...`: memory, ops, bench, train. Each command lives in its own module."""
+"""`python -m kvviz <command> ...`: memory, claims, ops, bench, evict, train. Each command lives in its own module."""
 from __future__ import annotations
 
 import importlib
@@ -12,6 +12,7 @@ COMMANDS = {
     "claims": ("kvviz.cli.claims", "published KV-cache figures and popular sentences, checked (--json)"),
     "ops": ("kvviz.cli.ops", "attention/projection/MLP op counts with vs without cache (--json)"),
     "bench": ("kvviz.cli.bench", "measured speed-up: no cache vs transformers caches vs flat cache, int8 (--json)"),
+    "evict": ("kvviz.cli.evict", "KV-cache eviction policies on a bundled model: bytes, copy test, loss (--json)"),
     "train": ("kvviz.training.train", "re-train the bundled Tiny-Shakespeare GPT-2"),
 }
 

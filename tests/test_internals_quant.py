@@ -179,3 +179,15 @@ def test_speculative_bad_input(bundled):
         speculative.speculative_decode(bundled, " ")
     with pytest.raises(speculative.SpeculativeError, match="positions"):
         speculative.speculative_decode(bundled, "a " * 250, n_new=20)
+
+
+def test_int2_packs_four_per_byte_within_its_bound_and_stays_off_the_quant_page():
+    """int2 (the eviction lab's equal-bytes point) packs four values per byte and round-trips within scale/2;
+    the Quantized caches page's formats (quant.SCHEMES) still refuse it."""
+    x = torch.randn(2, 3, 7, 32, generator=torch.Generator().manual_seed(0))
+    qt = quant.quantize(x, 2, 8)
+    assert qt.packed.shape == (2, 3, 7, 8) and qt.stored_bytes == 2 * 3 * 7 * (8 + 4 * 4)
+    assert ((quant.dequantize(qt) - x).abs() <= quant.error_bound(qt) + 1e-5).all()
+    _, stored = quant.round_trip(x, "int2", 8)
+    assert stored == qt.stored_bytes
+    assert "int2" not in quant.SCHEMES

@@ -11,6 +11,9 @@
     quant        int8 / int4 / fp16 / bf16 caches: bytes (with QuantizedCache's residual window), reconstruction
                  error, capped greedy agreement
     speculative  draft, verify, and crop the verifier's cache to the accepted length
+    eviction     what to forget: eight policies prune the real DynamicCache after a prefill (bytes from the pruned
+                 tensors), decoding goes on at the continued positions; copy test and loss change, with the
+                 quantized formats on the same bytes axis
 
 Everything here is UI-free (no streamlit). Prompts are checked by kvviz.inputs.prompt_rules (refused, never truncated).
 """

@@ -9,7 +9,8 @@ stores an fp16 scale and an fp16 zero point (4 bytes per group, as `kvviz.memory
 
 Rounding zero down and scale up keeps every x inside [zero, zero + (2^bits - 1) * scale], so the
 round-trip error is at most scale / 2 per element (plus float32 rounding). int4 values are packed two per
-byte. fp16 / bf16 are plain casts (no scales).
+byte, int2 four per byte. fp16 / bf16 are plain casts (no scales). int2 is not one of SCHEMES (the Quantized caches
+page's formats): the eviction lab (kvviz.internals.eviction) puts it on its equal-bytes axis, via round_trip.
 
 `greedy_agreement` measures the effect on generation: the real model generates greedily; the same run is
 repeated with every new K/V row quantized-then-dequantized as it enters the cache (the prefill pass itself
@@ -46,7 +47,7 @@ __all__ = ["MIN_GROUP", "SCHEMES", "LayerError", "QuantError", "QuantReport", "Q
            "check_agreement_work", "dequantize", "error_bound", "greedy_agreement", "prompt_cache", "quant_report",
            "quantize", "round_trip", "transformers_residual_length"]
 
-BITS = {"int8": 8, "int4": 4}
+BITS = {"int8": 8, "int4": 4, "int2": 2}
 FP16_MAX = 65504.0  # largest finite float16: scale and zero point are stored in fp16
 
 
@@ -57,11 +58,11 @@ def transformers_residual_length() -> int:
     return int(inspect.signature(QuantizedLayer.__init__).parameters["residual_length"].default)
 
 
-def check_scheme(scheme: str, head_dim: int, group_size: int) -> None:
+def check_scheme(scheme: str, head_dim: int, group_size: int, schemes: tuple[str, ...] = SCHEMES) -> None:
     """The format and the group size, checked for every format (the page passes one G to all of them): a G that
     no format can use is refused here, once, in these words, not later by the calculator (kvviz.memory)."""
-    if scheme not in SCHEMES:
-        raise QuantError(f"unknown cache format {scheme!r}; choose one of {', '.join(SCHEMES)}")
+    if scheme not in schemes:
+        raise QuantError(f"unknown cache format {scheme!r}; choose one of {', '.join(schemes)}")
     if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < MIN_GROUP or head_dim % group_size:
         allowed = [g for g in range(MIN_GROUP, head_dim + 1) if head_dim % g == 0]
         raise QuantError(_("group size must divide head_dim={head_dim} and be at least {min_group}: one of {allowed} "
@@ -73,7 +74,7 @@ def check_scheme(scheme: str, head_dim: int, group_size: int) -> None:
 class Quantized:
     """One tensor (..., head_dim) in int8/int4 with per-group fp16 scale and zero point."""
 
-    packed: torch.Tensor  # uint8 (..., head_dim) for int8, (..., head_dim // 2) for int4
+    packed: torch.Tensor  # uint8 (..., head_dim) for int8, (..., head_dim // 2) for int4, (..., head_dim // 4) int2
     scale: torch.Tensor  # float16 (..., n_groups)
     zero: torch.Tensor  # float16 (..., n_groups)
     bits: int
@@ -94,11 +95,13 @@ def _round_fp16(x: torch.Tensor, up: bool) -> torch.Tensor:
 
 def quantize(x: torch.Tensor, bits: int, group_size: int) -> Quantized:
     """x: float (..., head_dim) -> integers + per-group fp16 scale/zero."""
-    if bits not in (4, 8):
-        raise QuantError(f"bit width must be 8 or 4 (got {bits})")
+    if bits not in (2, 4, 8):
+        raise QuantError(f"bit width must be 8, 4 or 2 (got {bits})")
     head_dim = x.shape[-1]
     if group_size < 1 or head_dim % group_size:
         raise QuantError(f"group size {group_size} does not divide head_dim {head_dim}")
+    if head_dim % (8 // bits):
+        raise QuantError(f"head_dim {head_dim} must be a multiple of {8 // bits} to pack {bits}-bit values")
     if not torch.isfinite(x).all() or float(x.abs().max()) > FP16_MAX:
         raise QuantError(f"values must be finite and within ±{FP16_MAX:g}: the fp16 scale and zero point cannot hold them")
     levels = 2**bits - 1
@@ -110,6 +113,8 @@ def quantize(x: torch.Tensor, bits: int, group_size: int) -> Quantized:
     q = q.reshape(x.shape)
     if bits == 4:
         q = q[..., 0::2] | (q[..., 1::2] << 4)  # two 4-bit values per byte
+    elif bits == 2:
+        q = q[..., 0::4] | (q[..., 1::4] << 2) | (q[..., 2::4] << 4) | (q[..., 3::4] << 6)  # four per byte
     return Quantized(q, scale, zero, bits, group_size)
 
 
@@ -117,6 +122,8 @@ def dequantize(qt: Quantized) -> torch.Tensor:
     q = qt.packed
     if qt.bits == 4:
         q = torch.stack((q & 0x0F, q >> 4), dim=-1).reshape(*q.shape[:-1], q.shape[-1] * 2)
+    elif qt.bits == 2:
+        q = torch.stack([(q >> shift) & 0x03 for shift in (0, 2, 4, 6)], dim=-1).reshape(*q.shape[:-1], q.shape[-1] * 4)
     head_dim = q.shape[-1]
     g = q.float().reshape(*q.shape[:-1], head_dim // qt.group_size, qt.group_size)
     x = qt.zero.float()[..., None] + g * qt.scale.float()[..., None]

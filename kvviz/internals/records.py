@@ -8,6 +8,7 @@ states next to its inputs and every function enforces (kvviz.inputs.prompt_rules
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from kvviz.i18n import N_, _
 from kvviz.measure.timing import Comparison, Timing
@@ -347,3 +348,246 @@ class SpecRun:
     def acceptance_rate(self) -> float:
         proposed = sum(len(r.proposed) for r in self.rounds)
         return sum(r.accepted for r in self.rounds) / proposed if proposed else float("nan")
+
+
+# ----- eviction: what to forget -------------------------------------------------------------------------------
+class EvictionError(ValueError):
+    """A policy, budget or text the eviction lab cannot use; the message says what is allowed."""
+
+
+# The policies, in the order the page lists them. Names are the CLI's words; labels are shown through _().
+EVICT_POLICIES = ("full", "random", "recent", "streaming", "h2o", "tova", "snapkv", "key_norm")
+EVICT_POLICY_LABELS = {
+    "full": N_("full cache"),
+    "random": N_("random (control)"),
+    "recent": N_("recent window"),
+    "streaming": N_("StreamingLLM (sinks + window)"),
+    "h2o": N_("H2O (accumulated attention)"),
+    "tova": N_("TOVA (newest query's attention)"),
+    "snapkv": N_("SnapKV (observation window)"),
+    "key_norm": N_("key norm (smallest kept)"),
+}
+# Short names, for chart legends and sentences (the papers' names stay as written).
+EVICT_POLICY_SHORT = {"full": N_("full cache"), "random": N_("random"), "recent": N_("recent window"),
+                      "streaming": "StreamingLLM", "h2o": "H2O", "tova": "TOVA", "snapkv": "SnapKV",
+                      "key_norm": N_("key norm")}
+# What each policy keeps, and where its choice differs (per layer, per KV head): shown beside the grid.
+EVICT_POLICY_RULES = {
+    "full": N_("Keeps every row: the reference every other line is measured against."),
+    "random": N_("Keeps a seeded random set of rows, drawn anew for every layer and KV head: the control a "
+                 "policy must beat to show it knows anything."),
+    "recent": N_("Keeps the last W rows; the same rows in every layer and head (StreamingLLM with S = 0)."),
+    "streaming": N_("Keeps the first S rows (the attention sinks) and the last W - S; the same rows in every layer "
+                    "and head."),
+    "h2o": N_("Keeps the rows that received the most attention, summed over every query of the prefill and over "
+              "the query heads that share a KV head: chosen per layer and per KV head. (The H2O paper also keeps a "
+              "recent window; this line is its heavy-hitter half alone.)"),
+    "tova": N_("Keeps the rows the newest query attends to most, averaged over all heads of a layer: one choice "
+               "per layer, shared by its KV heads (as the TOVA paper does)."),
+    "snapkv": N_("Scores rows by the attention of the last {window} queries (the observation window), smoothed "
+                 "over 5 neighbouring positions; the window itself is always kept: chosen per layer and per KV "
+                 "head."),
+    "key_norm": N_("Keeps the keys with the smallest L2 norm (low-norm keys tend to draw high attention, Devoto et "
+                   "al. 2024, arXiv:2406.11430): chosen per layer and per KV head, without reading any attention."),
+}
+EVICT_KEEP_PERCENTS = (100, 75, 50, 35, 25, 15, 10, 5)  # the sweep's budgets: % of KV bytes kept
+EVICT_QUANT_SCHEMES = ("fp16", "fp8", "int8", "int4", "int2")  # compression points on the same axis (kvviz.internals.quant;
+# fp8: transformers' own QuantizedCache(backend="fp8"))
+EVICT_MAX_SPANS = 16  # copy-test spans (one batch)
+EVICT_MAX_PASSAGES = 8  # loss passages (one batch)
+EVICT_MIN_SPAN_TOKENS = 8
+EVICT_SNAP_POOL = 5  # SnapKV's smoothing kernel (positions), as in the paper's code and kvpress
+HELD_OUT_TEXT_PATH = Path(__file__).resolve().parents[1] / "assets" / "held_out_shakespeare.txt"
+
+
+def held_out_text() -> str:
+    """A passage of Tiny Shakespeare's validation split (the last 10%, which neither bundled model trained on):
+    the copy test's and the loss's default text. The Taming of the Shrew, public domain."""
+    return HELD_OUT_TEXT_PATH.read_text(encoding="utf-8")
+
+
+def check_keep_percent(value) -> int:
+    """A budget: a whole percent of the KV bytes to keep, 1..100."""
+    return check_int_in_range(value, 1, 100, N_("percent of KV bytes kept"), error=EvictionError)
+
+
+def check_policy(policy: str) -> str:
+    if policy not in EVICT_POLICIES:
+        raise EvictionError(_("unknown eviction policy {policy!r}; choose one of {names}").format(
+            policy=str(policy)[:40], names=", ".join(EVICT_POLICIES)))
+    return policy
+
+
+def rows_for_budget(keep_percent: int, seq_len: int) -> int:
+    """Rows kept per layer and KV head: floor(seq_len x percent / 100), at least 1 (integer-exact, never over the
+    budget). Every head keeps the same count, so the pruned tensors stay rectangular [B, Hkv, rows, D]."""
+    return max(1, seq_len * keep_percent // 100)
+
+
+@dataclass(frozen=True)
+class EvictSettings:
+    """What one sweep measures. Spans and passages are cut from the text at evenly spaced offsets (nothing drawn
+    at random), like kvviz.training.copying.held_out_repeats."""
+
+    half_tokens: int = 64  # copy test: a span of this many tokens, prefilled, pruned, then fed again
+    n_spans: int = 8
+    context_tokens: int = 160  # loss: this much context is prefilled and pruned ...
+    continuation_tokens: int = 48  # ... then the next tokens are fed and their next-token loss measured
+    n_passages: int = 4
+    sink_tokens: int = 4  # StreamingLLM's S
+    snap_window: int = 8  # SnapKV's observation window (last queries of the prefill)
+    seed: int = 0  # the random control's generator
+
+    def checked(self, n_positions: int) -> EvictSettings:
+        """Every field in its range for a model with n_positions positions (one message naming the field)."""
+        e = EvictionError
+        half = check_int_in_range(self.half_tokens, EVICT_MIN_SPAN_TOKENS, n_positions // 2,
+                                  N_("copy-test span (tokens)"), error=e)
+        spans = check_int_in_range(self.n_spans, 1, EVICT_MAX_SPANS, N_("copy-test spans"), error=e)
+        context = check_int_in_range(self.context_tokens, EVICT_MIN_SPAN_TOKENS, n_positions - 2,
+                                     N_("loss context (tokens)"), error=e)
+        cont = check_int_in_range(self.continuation_tokens, 2, n_positions - context,
+                                  N_("loss continuation (tokens)"), error=e)
+        passages = check_int_in_range(self.n_passages, 1, EVICT_MAX_PASSAGES, N_("loss passages"), error=e)
+        sinks = check_int_in_range(self.sink_tokens, 0, 64, N_("sink tokens S"), error=e)
+        window = check_int_in_range(self.snap_window, 1, 64, N_("SnapKV observation window"), error=e)
+        seed = check_int_in_range(self.seed, 0, 2**31 - 1, N_("random seed"), error=e)
+        return EvictSettings(half, spans, context, cont, passages, sinks, window, seed)
+
+
+@dataclass(frozen=True)
+class EvictionPoint:
+    """One policy (or quantized format) at one budget: its real bytes and both quality measures."""
+
+    policy: str  # an EVICT_POLICIES name, or a quantized format ("int8", ...)
+    kind: str  # "eviction" | "quantized"
+    keep_percent: int  # the budget asked for (100 for a quantized format: it keeps every row)
+    rows_kept: int  # per layer and KV head, after the prefill of a copy-test span
+    rows_full: int
+    kv_bytes_kept: int  # nbytes of the pruned (or quantized) tensors of ONE sequence's cache, all layers, K and V
+    kv_bytes_full: int  # ... of the full float32 cache
+    copy_correct: int  # next-token predictions right on the repeated span (all spans)
+    copy_total: int
+    loss_nats: float  # mean next-token loss on the continuations (nats/token)
+    loss_full_nats: float  # ... with the full cache
+
+    @property
+    def bytes_fraction(self) -> float:
+        return self.kv_bytes_kept / self.kv_bytes_full
+
+    @property
+    def copy_accuracy(self) -> float:
+        return self.copy_correct / self.copy_total if self.copy_total else float("nan")
+
+    @property
+    def loss_change_nats(self) -> float:
+        return self.loss_nats - self.loss_full_nats
+
+
+@dataclass(frozen=True)
+class LayerKept:
+    """Which positions one layer keeps, per KV head, for the first copy-test span."""
+
+    layer: int
+    kept: tuple[tuple[bool, ...], ...]  # [Hkv][S]: True = the row is kept
+    rows_kept: int  # per KV head
+    kv_bytes_kept: int  # this layer's pruned K and V nbytes (one sequence)
+    kv_bytes_full: int
+
+
+@dataclass(frozen=True)
+class EvictionGrid:
+    """The token grid: one policy at one budget on the first copy-test span."""
+
+    policy: str
+    keep_percent: int
+    tokens: tuple[str, ...]  # the span, one entry per position
+    sink_tokens: int  # StreamingLLM's S (marked on the grid for the streaming policy)
+    layers: tuple[LayerKept, ...]
+
+
+@dataclass(frozen=True)
+class EvictionSweep:
+    model_label: str
+    settings: EvictSettings
+    points: tuple[EvictionPoint, ...]  # every policy x every budget, then the quantized formats
+    group_size: int  # the quantized formats' group (= head_dim: one group per token's head vector)
+    text_tokens: int
+
+    def curve(self, policy: str) -> tuple[EvictionPoint, ...]:
+        return tuple(p for p in self.points if p.policy == policy and p.kind == "eviction")
+
+    def point(self, policy: str, keep_percent: int) -> EvictionPoint:
+        return next(p for p in self.points if p.policy == policy and p.keep_percent == keep_percent)
+
+    @property
+    def quantized(self) -> tuple[EvictionPoint, ...]:
+        return tuple(p for p in self.points if p.kind == "quantized")
+
+
+def policy_label(policy: str) -> str:
+    """A policy's (or a quantized format's) name in the interface language, with what it scores."""
+    return _(EVICT_POLICY_LABELS[policy]) if policy in EVICT_POLICY_LABELS else policy
+
+
+def policy_short(policy: str) -> str:
+    """A policy's (or a quantized format's) short name, for legends and sentences."""
+    name = EVICT_POLICY_SHORT.get(policy, policy)
+    return _(name) if name in ("full cache", "random", "recent window", "key norm") else name
+
+
+def eviction_takeaways(sweep: EvictionSweep, hold_within: float = 0.05) -> list[str]:
+    """What a class takes away, computed from the sweep (never typed in): which policies hold up at which
+    budget, where quantizing beats evicting at equal bytes, and what the sink rows are worth.
+
+    hold_within: a policy "holds up" at a budget while its copy accuracy is within this of the full cache's."""
+    full = sweep.point("full", 100)
+    evicting = EVICT_POLICIES[1:]
+    lines = []
+    holds = [(min((p.keep_percent for p in sweep.curve(policy)
+                   if p.keep_percent < 100 and p.copy_accuracy >= full.copy_accuracy - hold_within), default=101),
+              policy) for policy in evicting]
+    best_keep, best = min(holds)
+    if best_keep <= 100:
+        lines.append(_("Copying holds (within {pp:.0f} points of the full cache's {acc:.0%}) down to {keep}% of the "
+                       "bytes with {policy}.").format(pp=100 * hold_within, acc=full.copy_accuracy, keep=best_keep,
+                                                      policy=policy_short(best)))
+    else:
+        lines.append(_("No policy keeps copying within {pp:.0f} points of the full cache's {acc:.0%} once rows are "
+                       "evicted: the repeat needs the rows of the whole first copy, and every policy throws some "
+                       "of them away.").format(pp=100 * hold_within, acc=full.copy_accuracy))
+    random_line = {p.keep_percent: p for p in sweep.curve("random")}
+    for keep in (50, 25, 10):
+        if keep not in random_line:
+            continue
+        at = [sweep.point(policy, keep) for policy in evicting if policy != "random"]
+        top = max(at, key=lambda p: p.copy_accuracy)
+        lowest_loss = min(at, key=lambda p: p.loss_change_nats)
+        worst_loss = max(at, key=lambda p: p.loss_change_nats)
+        lines.append(_("At {keep}%: best copying {policy} {acc:.0%} (the random control {rand:.0%}); loss change from "
+                       "{low:+.3f} nats ({low_policy}) to {high:+.3f} ({high_policy}).").format(
+            keep=keep, policy=policy_short(top.policy), acc=top.copy_accuracy,
+            rand=random_line[keep].copy_accuracy, low=lowest_loss.loss_change_nats,
+            low_policy=policy_short(lowest_loss.policy), high=worst_loss.loss_change_nats,
+            high_policy=policy_short(worst_loss.policy)))
+    for q in sweep.quantized:
+        # the evicting policies' best copy accuracy at the largest budget that fits in the format's bytes
+        fits = [p for p in sweep.points if p.kind == "eviction" and p.policy != "full"
+                and p.kv_bytes_kept <= q.kv_bytes_kept]
+        if not fits:
+            continue
+        rival = max(fits, key=lambda p: (p.copy_accuracy, -p.kv_bytes_kept))
+        verdict = (_("quantizing wins") if q.copy_accuracy > rival.copy_accuracy + 1e-12 else
+                   _("a tie") if abs(q.copy_accuracy - rival.copy_accuracy) <= 1e-12 else _("evicting wins"))
+        lines.append(_("{format} ({share:.0%} of the bytes) copies {q_acc:.0%}; the best eviction in no more "
+                       "bytes, {policy} at {keep}%, copies {e_acc:.0%}: {verdict}.").format(
+            format=q.policy, share=q.bytes_fraction, q_acc=q.copy_accuracy, policy=policy_short(rival.policy),
+            keep=rival.keep_percent, e_acc=rival.copy_accuracy, verdict=verdict))
+    s = sweep.settings.sink_tokens
+    for keep in (75, 25, 5):  # a large, a middle and the smallest budget
+        without, with_ = sweep.point("recent", keep), sweep.point("streaming", keep)
+        lines.append(_("Sinks at {keep}%: the window alone (S = 0) copies {a0:.0%} with loss change {l0:+.3f} "
+                       "nats; with the first S = {s} rows kept, {a1:.0%} and {l1:+.3f} nats.").format(
+            keep=keep, a0=without.copy_accuracy, l0=without.loss_change_nats, s=s, a1=with_.copy_accuracy,
+            l1=with_.loss_change_nats))
+    return lines

@@ -138,6 +138,22 @@ TERMS: tuple[Term, ...] = (
          "smaller); the recent tokens transformers keeps unquantized (up to {residual} of them) shrink the saving "
          "further."), "pages/internals_quant.py",
          ("KV cache quantization", "int8", "int4", "KV 量化", "缓存量化")),
+    Term("Eviction", "驱逐",
+         N_("Throwing rows out of the KV cache to keep it within a budget: the model then attends only to the rows "
+         "left. A policy decides which rows go: the oldest (a sliding window), all but the first few and the newest "
+         "(StreamingLLM), or those that drew the least attention (H2O, TOVA, SnapKV). The bytes shrink only when "
+         "the rows leave the tensors; masking them saves nothing."), "pages/internals_eviction.py",
+         ("KV cache eviction", "cache eviction", "token eviction", "KV 驱逐", "缓存驱逐")),
+    Term("Attention sink", "注意力汇聚",
+         N_("The first tokens of a sequence, which many heads attend to heavily whatever they say: softmax must put "
+         "its weight somewhere, and the first rows, seen by every query, become the place. StreamingLLM keeps them "
+         "(S = 4) when it evicts, because a window that drops them changes every head's attention."),
+         "pages/internals_eviction.py", ("attention sinks", "sink token", "sink tokens", "StreamingLLM")),
+    Term("Heavy hitter", "重要 token (heavy hitter)",
+         N_("A cached row that receives a large share of the attention summed over the queries so far. H2O "
+         "keeps the heavy hitters (and a recent window) when it evicts; accumulated attention favours early rows, "
+         "which more queries have seen."), "pages/internals_eviction.py",
+         ("heavy hitters", "heavy-hitter oracle")),
     Term("StaticCache", "静态缓存 (StaticCache)",
          N_("transformers' cache that allocates K and V for a fixed maximum length up front (one buffer per "
          "layer, filled as tokens arrive) instead of growing like DynamicCache. Its shape never changes, so the "
@@ -184,6 +200,7 @@ VOCABULARY: dict[str, str] = {
     "claim": "说法", "verdict": "结论", "bundled model": "内置模型", "weights": "权重", "parameters": "参数",
     "dtype": "dtype（数据类型）", "What you are seeing": "怎么看这张图", "cached": "使用缓存",
     "uncached": "不使用缓存", "recompute": "重新计算", "flat engine": "扁平引擎", "row": "行", "column": "列",
+    "eviction": "驱逐", "evict": "驱逐", "budget": "预算", "copy test": "复制测试",
 }
 
 

@@ -19,7 +19,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 PAGES = [  # url paths st.navigation derives: every page of the app
     "lesson", "attention_patterns", "attention_ops", "memory_budget", "speedup", "claims", "internals_layout",
     "internals_prefix", "internals_crossattn", "internals_window", "internals_paging", "internals_quant",
-    "internals_speculative",
+    "internals_speculative", "internals_eviction",
 ]
 
 

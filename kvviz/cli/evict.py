@@ -1,0 +1,113 @@
+"""`python -m kvviz evict`: KV-cache eviction on a bundled model, measured as the eviction page measures it.
+
+    python -m kvviz evict --model bundled --policy streaming --keep 0.5        # one policy at one budget
+    python -m kvviz evict --model bundled-gqa --sweep                          # every policy x every budget
+    python -m kvviz evict --policy h2o --keep 0.25 --sinks 0 --json            # JSON (exact integer bytes)
+
+The numbers are the page's (kvviz.internals.eviction, the same default held-out text and settings): rows kept
+per layer and KV head, KV bytes kept (the pruned tensors' nbytes, one sequence), copy-test accuracy on the
+repeated span, and the change in next-token loss against the full cache. Bad input ends with one line on
+stderr and exit status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import sys
+
+from kvviz.cli import one_line, say, whole
+from kvviz.internals.records import (EVICT_KEEP_PERCENTS, EVICT_POLICIES, EvictionError, EvictionPoint,
+                                    EvictSettings)
+from kvviz.model.loading import BUNDLED, BUNDLED_GQA
+
+
+class _ArgError(ValueError):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, never a 5,000-digit argument echoed whole
+        raise _ArgError(message)
+
+
+def keep_fraction(text: str) -> int:
+    """--keep: a fraction of the KV bytes in (0, 1], a whole percent (0.35, not 0.355) -> the percent."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--keep must be a fraction such as 0.5 (got {one_line(repr(text), 40)})")
+    percent = round(value * 100) if math.isfinite(value) else 0
+    if not math.isfinite(value) or abs(value * 100 - percent) > 1e-9 or not 1 <= percent <= 100:
+        raise argparse.ArgumentTypeError(f"--keep must be a fraction of the KV bytes from 0.01 to 1 in steps of "
+                                         f"0.01 (got {one_line(repr(text), 40)})")
+    return percent
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m kvviz evict", description="KV-cache eviction on a bundled model, measured.")
+    p.add_argument("--model", choices=(BUNDLED, BUNDLED_GQA), default=BUNDLED)
+    p.add_argument("--policy", choices=EVICT_POLICIES, default="streaming")
+    p.add_argument("--keep", type=keep_fraction, default=50, help="fraction of the KV bytes kept (default 0.5)")
+    p.add_argument("--sinks", type=whole(0, 64), default=EvictSettings().sink_tokens,
+                   help="StreamingLLM's sink tokens S (default 4)")
+    p.add_argument("--sweep", action="store_true", help="every policy at every budget, and the quantized formats")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    return p
+
+
+def as_dict(p: EvictionPoint) -> dict:
+    return {**dataclasses.asdict(p), "bytes_fraction": p.bytes_fraction, "copy_accuracy": p.copy_accuracy,
+            "loss_change_nats": p.loss_change_nats}
+
+
+def table(points: list[EvictionPoint]) -> str:
+    lines = [f"{'policy':<10} {'budget':>6} {'rows':>9} {'KV bytes kept':>14} {'of full':>8} {'copy acc':>9} "
+             f"{'loss change':>12}"]
+    for p in points:
+        budget = f"{p.keep_percent}%" if p.kind == "eviction" else "-"
+        lines.append(f"{p.policy:<10} {budget:>6} {p.rows_kept:>4}/{p.rows_full:<4} {p.kv_bytes_kept:>14,} "
+                     f"{p.bytes_fraction:>8.1%} {p.copy_accuracy:>9.1%} {p.loss_change_nats:>+12.4f}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except _ArgError as exc:
+        say(f"kvviz evict: {one_line(exc)}", file=sys.stderr)
+        return 2
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import torch  # only now: --help and bad values answer without loading torch
+
+    from kvviz.internals import eviction
+    from kvviz.model.loading import load_model
+
+    torch.set_num_threads(min(2, torch.get_num_threads()))
+    loaded = load_model(args.model, attn_implementation="eager")
+    settings = EvictSettings(sink_tokens=args.sinks)
+    try:
+        if args.sweep:
+            sweep = eviction.sweep(loaded, None, settings)
+            points = list(sweep.points)
+        else:
+            points = list(eviction.measure_policy(loaded, "full", None, settings))
+            if args.policy != "full":
+                points += eviction.measure_policy(loaded, args.policy, None, settings, (args.keep,))
+    except EvictionError as exc:
+        say(f"kvviz evict: {one_line(exc)}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({"model": loaded.info.label, "settings": dataclasses.asdict(settings.checked(
+            loaded.info.n_positions)), "points": [as_dict(p) for p in points]}, indent=2))
+        return 0
+    s = settings.checked(loaded.info.n_positions)
+    say(f"{loaded.info.label}: copy test on {s.n_spans} held-out spans of {s.half_tokens} tokens (prefill, prune, "
+        f"feed again); loss on {s.n_passages} passages of {s.context_tokens} + {s.continuation_tokens} tokens; "
+        f"StreamingLLM S = {s.sink_tokens}. KV bytes: one sequence's pruned tensors (float32).")
+    say(table(points))
+    if not args.sweep and args.keep not in EVICT_KEEP_PERCENTS:
+        say(f"({args.keep}% is not one of the page's budgets {', '.join(map(str, EVICT_KEEP_PERCENTS))}.)")
+    return 0

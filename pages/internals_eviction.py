@@ -1,0 +1,172 @@
+"""Cache internals 8: what to forget. Eviction policies pruning the real cache after a prefill, and quantized
+formats, compared at the bytes they really keep: the token grid of one policy and budget, quality vs bytes for
+every policy (the copy test and the loss change), and what a class takes away, computed from the sweep."""
+from __future__ import annotations
+
+import streamlit as st
+
+from kvviz import ui
+from kvviz.figures import MAX_LEGEND_ENTRIES
+from kvviz.figures import eviction as fig
+from kvviz.i18n import _
+from kvviz.inputs.echo import code
+from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
+from kvviz.internals.records import (EVICT_KEEP_PERCENTS, EVICT_POLICIES, EVICT_POLICY_RULES, EVICT_QUANT_SCHEMES,
+                                    EvictionError, EvictionGrid, EvictionPoint, EvictSettings, eviction_takeaways,
+                                    held_out_text, policy_label, policy_short)
+from kvviz.model.loading import LoadedModel
+from pages.internals_shared import MODEL_HASH, PLOT, explain, run_queued
+
+DEFAULT_DRAWN = ("recent", "streaming", "h2o", "snapkv")
+SOURCES = (
+    ("StreamingLLM", "Xiao et al. 2023", "https://arxiv.org/abs/2309.17453"),
+    ("H2O", "Zhang et al. 2023", "https://arxiv.org/abs/2306.14048"),
+    ("TOVA", "Oren et al. 2024", "https://arxiv.org/abs/2401.06104"),
+    ("SnapKV", "Li et al. 2024", "https://arxiv.org/abs/2404.14469"),
+    ("Knorm", "Devoto et al. 2024", "https://arxiv.org/abs/2406.11430"),
+)
+
+
+@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=MODEL_HASH)  # deterministic: safe to share
+def grid(loaded: LoadedModel, policy: str, keep: int, text: str, settings: EvictSettings) -> EvictionGrid:
+    from kvviz.internals import eviction
+
+    return eviction.eviction_grid(loaded, policy, keep, text, settings)
+
+
+@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=MODEL_HASH)  # per model, text and settings
+def policy_line(loaded: LoadedModel, policy: str, text: str, settings: EvictSettings) -> tuple[EvictionPoint, ...]:
+    from kvviz.internals import eviction
+
+    return eviction.measure_policy(loaded, policy, text, settings)
+
+
+@st.cache_data(show_spinner=False, max_entries=8, hash_funcs=MODEL_HASH)
+def quantized_points(loaded: LoadedModel, text: str, settings: EvictSettings) -> tuple[EvictionPoint, ...]:
+    from kvviz.internals import eviction
+
+    return eviction.measure_quantized(loaded, text, settings)
+
+
+def measure_sweep(loaded: LoadedModel, text: str, settings: EvictSettings):
+    """Every policy x every budget, line by line (each line cached), with a progress bar; a click on Stop (or any
+    widget) reruns the page, and Streamlit stops this run at the next progress update."""
+    from kvviz.internals import eviction
+
+    steps = len(EVICT_POLICIES) + 1
+    bar = st.progress(0.0, text=_("Measuring every policy at every budget..."))
+    points: list[EvictionPoint] = []
+    try:
+        for n, policy in enumerate(EVICT_POLICIES):
+            bar.progress(n / steps, text=_("Measuring {policy} ({n} of {total})...").format(
+                policy=policy_label(policy), n=n + 1, total=steps))
+            points += policy_line(loaded, policy, text, settings)
+        bar.progress(len(EVICT_POLICIES) / steps, text=_("Measuring the quantized formats ({n} of {total})...").format(
+            n=steps, total=steps))
+        points += quantized_points(loaded, text, settings)
+        return eviction.sweep_of(loaded, tuple(points), text, settings)
+    finally:
+        bar.empty()
+
+
+ui.ensure_router()  # before anything is drawn: see its docstring
+st.title(_("What to forget: eviction and compression"))
+explain(_(
+    "Once the cache is too big, an engine must keep less. **Eviction** throws rows away (a row is one position's "
+    "K and V in one layer and KV head); **compression** keeps every row in fewer bits. Here both run on the real "
+    "cache of the model in the sidebar.\n\n"
+    "1. The model prefills a span of held-out Shakespeare (text it never trained on).\n"
+    "2. A **policy** scores the rows of transformers' own `DynamicCache` and keeps the best ones, the same number "
+    "in every layer and KV head, so the bytes really shrink: the **budget** is the share of the cache's bytes "
+    "kept, counted from the pruned tensors.\n"
+    "3. The model reads the span **again** from the pruned cache. Its copying heads (induction heads) predict "
+    "each next token of the repeat by finding it in the first copy: the **copy test** counts how often they "
+    "still can. Beside it, the change in next-token loss on ordinary text.\n\n"
+    "New tokens keep the positions they would have had without eviction: token S of the text is at position S "
+    "even when fewer than S rows are left. The kept rows still carry their original positions, so restarting "
+    "the count would put two tokens at one position.\n\n"
+    "The grid below shows what one policy keeps at one budget; the charts show every policy at every budget, "
+    "and the quantized formats (the Quantized caches page's arithmetic) at their real bytes."))
+
+info = ui.current_info()
+c1, c2, c3 = st.columns([2, 2, 1])
+policy = c1.selectbox(_("Policy"), EVICT_POLICIES, index=EVICT_POLICIES.index("streaming"), key="evict_policy",
+                      format_func=policy_label)
+keep = c2.select_slider(_("Budget: % of the KV bytes kept"), options=sorted(EVICT_KEEP_PERCENTS), value=25,
+                        key="evict_keep")
+sinks = c3.number_input(_("Sink tokens S"), min_value=0, value=EvictSettings().sink_tokens, key="evict_sinks",
+                        help=_("StreamingLLM keeps the first S rows (the attention sinks) and fills the rest of the "
+                               "budget with the newest rows. S = 0 is the plain recent window."))
+with st.expander(_("The text (held-out Shakespeare by default)")):
+    text = st.text_area(_("Text for the copy test and the loss"), held_out_text(), key="evict_text", height=160,
+                        max_chars=MAX_TEXT_CHARS, help=_(TEXT_CAP_HELP))
+settings = EvictSettings(sink_tokens=sinks)
+try:
+    settings = settings.checked(info.n_positions)
+    loaded = ui.current_model()
+    with st.spinner(_("Pruning the real cache...")):
+        shown = grid(loaded, policy, keep, text, settings)
+except EvictionError as exc:
+    st.error(str(exc))
+    st.stop()
+
+st.subheader(_("What {policy} keeps at {keep}%").format(policy=policy_label(policy), keep=shown.keep_percent))
+st.markdown(_(EVICT_POLICY_RULES[policy]).format(window=settings.snap_window))
+kept_bytes = sum(layer.kv_bytes_kept for layer in shown.layers)
+full_bytes = sum(layer.kv_bytes_full for layer in shown.layers)
+m1, m2, m3 = st.columns(3)
+m1.metric(_("rows kept per layer and KV head"), f"{shown.layers[0].rows_kept} / {len(shown.tokens)}")
+m2.metric(_("KV bytes kept (one span)"), f"{kept_bytes:,} B", f"{kept_bytes / full_bytes:.1%}", delta_color="off",
+          delta_arrow="off")
+m3.metric(_("KV bytes evicted"), f"{full_bytes - kept_bytes:,} B")
+st.plotly_chart(fig.grid_figure(shown), **PLOT)
+st.caption(_("The first copy-test span, {n} tokens: {text}").format(
+    n=len(shown.tokens), text=code("".join(shown.tokens), limit=600)))
+st.plotly_chart(fig.layer_bytes_figure(shown), **PLOT)
+
+st.subheader(_("Quality vs bytes kept: every policy, every budget"))
+st.caption(_("Bounded work: {policies} policies x {budgets} budgets x 2 measures, plus {formats} quantized formats; "
+             "{spans} spans of {half} tokens for the copy test, {passages} passages of {context} + {cont} tokens "
+             "for the loss. One measurement at a time on this server; results are kept per model, text and "
+             "settings.").format(policies=len(EVICT_POLICIES) - 1, budgets=len(EVICT_KEEP_PERCENTS),
+                                 formats=len(EVICT_QUANT_SCHEMES), spans=settings.n_spans, half=settings.half_tokens,
+                                 passages=settings.n_passages, context=settings.context_tokens,
+                                 cont=settings.continuation_tokens))
+st.button(_("Stop"), key="evict_stop", icon=":material/stop:", help=_("Stop the sweep; the lines measured so far stay "
+                                                                          "cached, and the next run goes on from them"))
+try:
+    sweep = run_queued(_("Measuring every policy at every budget"), lambda: measure_sweep(loaded, text, settings))
+except EvictionError as exc:
+    st.error(str(exc))
+    st.stop()
+if sweep is None:
+    st.stop()
+drawn = st.multiselect(_("Policies drawn (at most {n}: the full cache and the quantized formats are always "
+                         "there)").format(n=MAX_LEGEND_ENTRIES), EVICT_POLICIES[1:], default=list(DEFAULT_DRAWN),
+                       max_selections=MAX_LEGEND_ENTRIES, format_func=policy_label, key="evict_drawn")
+st.plotly_chart(fig.quality_figure(sweep, drawn, "copy"), **PLOT)
+st.caption(_("The copy test needs the rows of the whole first copy: the induction heads look the next token up there."))
+st.plotly_chart(fig.quality_figure(sweep, drawn, "loss"), **PLOT)
+full = sweep.point("full", 100)
+st.caption(_("Full cache: copy test {acc:.1%} ({right}/{total} predictions), loss {loss:.3f} nats/token. A model "
+             "this small leans on local context for ordinary text, so the loss mostly shows what the newest and "
+             "the first rows are worth; the copy test shows what the rows in between are worth.").format(
+    acc=full.copy_accuracy, right=full.copy_correct, total=full.copy_total, loss=full.loss_full_nats))
+
+st.subheader(_("What a class takes away (computed from the sweep above)"))
+st.markdown("\n".join(f"- {line}" for line in eviction_takeaways(sweep)))
+
+with st.expander(_("Every measured point")):
+    st.dataframe([{
+        _("policy or format"): policy_short(p.policy), _("budget %"): p.keep_percent,
+        _("rows kept"): p.rows_kept, _("KV bytes kept"): p.kv_bytes_kept,
+        _("% of bytes"): round(100 * p.bytes_fraction, 1), _("copy accuracy %"): round(100 * p.copy_accuracy, 1),
+        _("loss change (nats)"): round(p.loss_change_nats, 4),
+    } for p in sweep.points], hide_index=True)
+
+st.subheader(_("Sources"))
+st.markdown("\n".join(f"- {name} ({who}): [{url.rsplit('/', 1)[-1]}]({url})" for name, who, url in SOURCES) + "\n" + _(
+    "- NVIDIA's kvpress is the reference implementation of these policies (its \"presses\"). kvviz writes the "
+    "scorers on the cache tensors itself: kvpress 0.5.5 pins transformers < 5.3 and does not take GPT-2.\n"
+    "- transformers 5 removed `SinkCache` (StreamingLLM's cache); here the sinks are kept by pruning a "
+    "`DynamicCache`."))

@@ -1,0 +1,264 @@
+"""The eviction lab (kvviz.internals.eviction) on both real bundled models: 100% kept is the full cache exactly,
+bytes are the pruned tensors' own, StreamingLLM and H2O keep the rows they promise (H2O against a separate numpy
+computation from an uncached pass), the copy test at 100% is the training package's copying accuracy, and decoding
+after pruning runs at the continued positions."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from kvviz.internals import eviction as ev
+from kvviz.internals import records
+from kvviz.memory.dtypes import FP8_SCALE_BYTES_PER_LAYER
+from kvviz.model import loading
+from kvviz.training import copying
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
+SETTINGS = records.EvictSettings()
+
+
+@pytest.fixture(scope="module", params=[loading.BUNDLED, loading.BUNDLED_GQA])
+def loaded(request) -> loading.LoadedModel:
+    torch.set_num_threads(1)  # a shared 2-core machine
+    return loading.load_model(request.param, attn_implementation="eager")
+
+
+@pytest.fixture(scope="module")
+def span_prefill(loaded) -> tuple[torch.Tensor, ev.Prefill]:
+    ids = ev.text_ids(loaded, None)
+    sequences = ev.copy_sequences(ids, SETTINGS)[:3]  # (3, 2L)
+    return sequences, ev.prefill(loaded, sequences[:, :SETTINGS.half_tokens])
+
+
+def _fresh_cache(loaded, prefix: torch.Tensor):
+    from transformers import DynamicCache
+
+    with torch.inference_mode():
+        return loaded.model(input_ids=prefix, past_key_values=DynamicCache(config=loaded.model.config),
+                            use_cache=True).past_key_values
+
+
+@pytest.mark.parametrize("policy", records.EVICT_POLICIES)
+def test_every_policy_at_100_percent_reproduces_the_full_cache_logits_exactly(loaded, span_prefill, policy):
+    sequences, pre = span_prefill
+    half = SETTINGS.half_tokens
+    order = ev.keep_order(policy, pre, SETTINGS)
+    rows = records.rows_for_budget(100, pre.seq_len)
+    assert rows == half
+    pruned = ev.prune(pre, ev.keep_rows(order, rows))
+    got = ev.continue_from(loaded, pruned, sequences[:, half:], half)
+    with torch.inference_mode():  # the unpruned cache of a fresh prefill, transformers' own default positions
+        want = loaded.model(input_ids=sequences[:, half:], past_key_values=_fresh_cache(loaded, sequences[:, :half]),
+                            use_cache=True).logits
+    assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("keep", [75, 35, 5])
+def test_bytes_reported_are_the_pruned_tensors_nbytes(loaded, keep):
+    settings = records.EvictSettings(n_spans=2)
+    texts = ev.SweepTexts(loaded, None, settings)
+    point = ev.policy_points(loaded, texts, "h2o", (keep,))[0]
+    info = loaded.info
+    rows = records.rows_for_budget(keep, settings.half_tokens)
+    pruned = ev.prune(texts.copy, ev.keep_rows(ev.keep_order("h2o", texts.copy, settings), rows))
+    for layer in pruned.layers:
+        assert tuple(layer.keys.shape) == tuple(layer.values.shape) == (2, info.n_kv_heads, rows, info.head_dim)
+    assert point.rows_kept == rows
+    assert point.kv_bytes_kept * settings.n_spans == ev.cache_nbytes(pruned)
+    # and by hand: 2 (K, V) x layers x KV heads x rows x head_dim x 4 bytes (float32), one sequence
+    assert point.kv_bytes_kept == 2 * info.n_layer * info.n_kv_heads * rows * info.head_dim * 4
+    assert point.kv_bytes_full == 2 * info.n_layer * info.n_kv_heads * settings.half_tokens * info.head_dim * 4
+
+
+def test_quantized_points_report_quant_round_trip_bytes(loaded):
+    from kvviz.internals import quant
+
+    settings = records.EvictSettings(n_spans=2)
+    texts = ev.SweepTexts(loaded, None, settings)
+    for point in ev.quant_points(loaded, texts, ("int8", "int4")):
+        want = sum(quant.round_trip(x, point.policy, loaded.info.head_dim)[1]
+                   for layer in texts.copy.cache.layers for x in (layer.keys, layer.values))
+        assert point.kv_bytes_kept * settings.n_spans == want
+        assert point.kv_bytes_kept < point.kv_bytes_full
+    fp8 = ev.quant_points(loaded, texts, ("fp8",))[0]  # transformers' QuantizedCache(backend="fp8"), one sequence
+    info = loaded.info
+    assert fp8.kv_bytes_kept == info.n_layer * (2 * info.n_kv_heads * settings.half_tokens * info.head_dim * 1
+                                                + FP8_SCALE_BYTES_PER_LAYER)
+
+
+@pytest.mark.parametrize("keep", [50, 25, 10])
+def test_streaming_llm_keeps_exactly_the_first_s_and_the_last_w(loaded, span_prefill, keep):
+    _, pre = span_prefill
+    rows = records.rows_for_budget(keep, pre.seq_len)
+    kept = ev.keep_rows(ev.keep_order("streaming", pre, SETTINGS), rows)
+    s = SETTINGS.sink_tokens
+    want = list(range(s)) + list(range(pre.seq_len - (rows - s), pre.seq_len))
+    for idx in kept:
+        for row in idx.reshape(-1, rows).tolist():
+            assert row == want
+    recent = ev.keep_rows(ev.keep_order("recent", pre, SETTINGS), rows)
+    assert recent[0][0, 0].tolist() == list(range(pre.seq_len - rows, pre.seq_len))
+
+
+def test_h2o_keeps_the_highest_accumulated_attention_rows(loaded, span_prefill):
+    """Against a direct computation: an uncached pass's attention weights, summed by numpy loops."""
+    sequences, pre = span_prefill
+    prefix = sequences[:, :SETTINGS.half_tokens]
+    with torch.inference_mode():
+        attentions = loaded.model(input_ids=prefix, use_cache=False, output_attentions=True).attentions
+    rows = records.rows_for_budget(25, pre.seq_len)
+    kept = ev.keep_rows(ev.keep_order("h2o", pre, SETTINGS), rows)
+    info = loaded.info
+    group = info.n_head // info.n_kv_heads
+    for layer, a in enumerate(attentions):
+        a = a.double().numpy()  # (B, Hq, S, S)
+        for b in range(a.shape[0]):
+            for kv in range(info.n_kv_heads):
+                received = np.zeros(pre.seq_len)
+                for h in range(kv * group, (kv + 1) * group):
+                    for q in range(pre.seq_len):
+                        received += a[b, h, q] / group
+                top = set(np.argsort(-received, kind="stable")[:rows].tolist())
+                got = set(kept[layer][b, kv].tolist())
+                if got != top:  # only a tie at the boundary may differ
+                    boundary = np.sort(received)[::-1][rows - 1]
+                    assert all(abs(received[p] - boundary) < 1e-9 for p in got ^ top)
+
+
+def test_copy_test_at_100_percent_is_the_copying_accuracy_for_the_same_text(loaded):
+    settings = records.EvictSettings(n_spans=8)
+    texts = ev.SweepTexts(loaded, None, settings)
+    ids = ev.text_ids(loaded, None)  # the same rows as the training package's held-out copying measurement
+    assert torch.equal(texts.sequences, copying.held_out_repeats(ids, settings.n_spans, settings.half_tokens))
+    point = ev.policy_points(loaded, texts, "full")[0]
+    result = copying.copying_accuracy(loaded.model, texts.sequences)
+    assert point.copy_total == settings.n_spans * (settings.half_tokens - 1)
+    assert point.copy_correct == round(result.repeated_half_top1 * point.copy_total)
+    assert point.copy_accuracy == pytest.approx(result.repeated_half_top1, abs=1e-6)
+
+
+@pytest.mark.skipif(not CORPUS.is_file(), reason="Tiny Shakespeare is not beside the repo (../shared/data)")
+def test_copy_test_at_100_percent_reproduces_the_training_report(loaded):
+    """The held-out figure README and the attention-patterns page's model card quote (training_report.json)."""
+    report = json.loads((loading.BUNDLED_MODELS[loaded.info.spec].folder / "training_report.json").read_text())
+    text = CORPUS.read_text(encoding="utf-8")
+    val_ids = torch.tensor(loaded.tokenizer(text[int(len(text) * (1 - report["recipe"]["validation_fraction"])):])
+                           .input_ids)
+    measured = report["copying"]
+    sequences = copying.held_out_repeats(val_ids, measured["held_out_sequences"], measured["half_tokens"])
+    half = measured["half_tokens"]
+    pre = ev.prefill(loaded, sequences[:, :half])
+    cache = ev.prune(pre, ev.keep_rows(ev.keep_order("full", pre, SETTINGS), half))
+    correct, total = ev.copy_correct(loaded, cache, sequences)
+    assert correct / total == pytest.approx(measured["repeated_half_top1"], abs=1e-3)
+
+
+def _position_recorder(loaded, seen: list):
+    """A hook on the module that reads the positions: GPT-2's wpe, the Llama's rotary embedding."""
+    model = loaded.model
+    if hasattr(model, "transformer"):
+        return model.transformer.wpe.register_forward_pre_hook(lambda m, args: seen.append(args[0].clone()))
+    return model.model.rotary_emb.register_forward_pre_hook(
+        lambda m, args, kwargs: seen.append((kwargs.get("position_ids", args[1] if len(args) > 1 else None)).clone()),
+        with_kwargs=True)
+
+
+def test_decoding_after_pruning_runs_at_the_continued_positions(loaded, span_prefill):
+    sequences, pre = span_prefill
+    half = SETTINGS.half_tokens
+    rows = records.rows_for_budget(25, half)
+    kept = ev.keep_rows(ev.keep_order("streaming", pre, SETTINGS), rows)
+    cache = ev.prune(pre, kept)
+    seen: list[torch.Tensor] = []
+    hook = _position_recorder(loaded, seen)
+    try:
+        logits = ev.continue_from(loaded, cache, sequences[:, half:half + 1], half)
+        token = logits[:, -1].argmax(-1, keepdim=True)
+        for step in range(1, 4):  # greedy decoding goes on, one token at a time
+            logits = ev.continue_from(loaded, cache, token, half + step)
+            token = logits[:, -1].argmax(-1, keepdim=True)
+    finally:
+        hook.remove()
+    assert [p[0].tolist() for p in seen] == [[half], [half + 1], [half + 2], [half + 3]]
+    assert cache.get_seq_length() == rows + 4  # the pruned rows + the four decoded ones
+    # the positions matter: restarting at the pruned length (transformers' default) gives other logits
+    again = ev.prune(pre, kept)
+    continued = ev.continue_from(loaded, again, sequences[:, half:half + 8], half)
+    with torch.inference_mode():
+        default = loaded.model(input_ids=sequences[:, half:half + 8], past_key_values=ev.prune(pre, kept),
+                               use_cache=True).logits
+    assert not torch.allclose(continued, default, atol=1e-4)
+
+
+def test_bad_policy_budget_and_text_are_refused_with_a_message(loaded):
+    with pytest.raises(records.EvictionError, match="unknown eviction policy"):
+        ev.eviction_grid(loaded, "lru", 50)
+    with pytest.raises(records.EvictionError, match="percent"):
+        ev.eviction_grid(loaded, "recent", 0)
+    with pytest.raises(records.EvictionError, match="tokens"):
+        ev.sweep(loaded, "ROMEO: hi", policies=("recent",), schemes=())
+    with pytest.raises(records.EvictionError, match="span"):
+        ev.sweep(loaded, None, records.EvictSettings(half_tokens=10_000), policies=("recent",), schemes=())
+
+
+def test_grid_marks_the_kept_rows_per_layer_and_kv_head(loaded):
+    grid = ev.eviction_grid(loaded, "h2o", 25)
+    info = loaded.info
+    assert len(grid.tokens) == SETTINGS.half_tokens and len(grid.layers) == info.n_layer
+    rows = records.rows_for_budget(25, SETTINGS.half_tokens)
+    for layer in grid.layers:
+        assert len(layer.kept) == info.n_kv_heads
+        assert all(sum(head) == rows for head in layer.kept)
+        assert layer.kv_bytes_kept == 2 * info.n_kv_heads * rows * info.head_dim * 4
+    streaming = ev.eviction_grid(loaded, "streaming", 25)
+    assert all(head[:SETTINGS.sink_tokens] == (True,) * SETTINGS.sink_tokens
+               for layer in streaming.layers for head in layer.kept)
+
+
+def test_takeaways_are_computed_from_the_sweep(loaded):
+    sweep = ev.sweep(loaded, None, records.EvictSettings(n_spans=2, n_passages=2))
+    lines = records.eviction_takeaways(sweep)
+    assert any("S = 0" in line for line in lines)
+    assert any("int8" in line for line in lines)
+    at25 = [sweep.point(policy, 25) for policy in records.EVICT_POLICIES[2:]]  # every policy but the control
+    best = max(at25, key=lambda p: p.copy_accuracy)
+    assert any(line.startswith(f"At 25%: best copying {records.policy_short(best.policy)} {best.copy_accuracy:.0%}")
+               for line in lines)
+    recent5 = sweep.point("recent", 5)
+    assert any(f"copies {recent5.copy_accuracy:.0%} with loss change {recent5.loss_change_nats:+.3f}" in line
+               for line in lines)
+
+
+def test_cli_prints_the_page_numbers_and_refuses_bad_values_in_one_line(loaded, capsys):
+    from kvviz.cli import evict
+
+    assert evict.main(["--model", loaded.info.spec, "--policy", "snapkv", "--keep", "0.35", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    page = ev.measure_policy(loaded, "snapkv", None, SETTINGS, (35,))[0]  # what the page's cached line holds
+    got = out["points"][1]
+    assert (got["policy"], got["keep_percent"], got["kv_bytes_kept"], got["copy_correct"]) == \
+        ("snapkv", 35, page.kv_bytes_kept, page.copy_correct)
+    assert got["loss_change_nats"] == pytest.approx(page.loss_change_nats, abs=1e-9)
+    assert out["points"][0]["policy"] == "full" and out["points"][0]["kv_bytes_kept"] == page.kv_bytes_full
+    for bad in (["--keep", "0"], ["--keep", "1.5"], ["--keep", "0.355"], ["--keep", "x" * 5000],
+                ["--policy", "lru"], ["--sinks", "-1"], ["--model", "gpt2"]):
+        assert evict.main(bad) == 2, bad
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("kvviz evict:") and len(err) < 400, err
+
+
+def test_the_readme_tables_reproduce_from_the_command_beside_them(loaded):
+    """README "What to forget": each model's policy x budget table is what `bench/eviction_sweep.py --table`
+    (and `python -m kvviz evict --sweep`) prints now: the sweep is deterministic."""
+    from kvviz.cli.evict import table
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### What to forget"):]
+    heading = "GPT-2 (`bundled`):" if loaded.info.spec == loading.BUNDLED else "GQA Llama (`bundled-gqa`"
+    rows = section[section.index(heading):].split("\n\n")[1].splitlines()[2:]
+    printed = table(list(ev.sweep(loaded).points)).splitlines()[1:]
+    assert [r.strip("| ").split(" | ") for r in rows] == [line.split() for line in printed]

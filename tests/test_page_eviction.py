@@ -1,0 +1,107 @@
+"""AppTest of the eviction page (Cache internals: What to forget) on the real bundled model: it renders in English
+and in Chinese with its explanation, grid, curves and computed takeaways; changing the policy, the budget and S
+changes what is shown; a value past a cap gets a message, never an exception."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from conftest import APP_TIMEOUT_S
+from i18n_support import english_leftovers, page_texts
+from kvviz import i18n
+from kvviz.internals import records
+
+PAGE = Path(__file__).resolve().parents[1] / "pages" / "internals_eviction.py"
+
+
+def _app(lang: str = i18n.ENGLISH) -> AppTest:
+    import streamlit as st
+
+    st.cache_data.clear()
+    at = AppTest.from_file(str(PAGE), default_timeout=APP_TIMEOUT_S)
+    at.query_params[i18n.QUERY_PARAM] = lang
+    with i18n.language(lang):
+        return at.run()
+
+
+def _run(action, lang: str = i18n.ENGLISH) -> AppTest:
+    with i18n.language(lang):
+        return action()
+
+
+def _metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def _markdown(at: AppTest) -> str:
+    return " ".join(m.value for m in at.markdown)
+
+
+def test_page_renders_and_policy_budget_and_sinks_change_what_is_shown(fresh_streamlit_caches):
+    at = _app()
+    assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
+    assert at.title[0].value == "What to forget: eviction and compression"
+    assert at.expander[0].label == "What you are seeing"
+    assert len(at.get("plotly_chart")) == 4  # grid, bytes per layer, copy curve, loss curve
+    text = _markdown(at)
+    assert "S = 0" in text and "int8" in text and "2309.17453" in text
+    assert "2306.14048" in text and "2401.06104" in text and "2404.14469" in text and "kvpress" in text
+    first = _metrics(at)
+    assert first["rows kept per layer and KV head"] == "16 / 64"  # StreamingLLM at 25% of a 64-token span
+    rule_streaming = _markdown(at)
+
+    at = at.select_slider(key="evict_keep").set_value(50).run()
+    assert not at.exception and _metrics(at)["rows kept per layer and KV head"] == "32 / 64"
+    # GPT-2 bundled: 2 (K, V) x 4 layers x 4 heads x 32 rows x 32 (head_dim) x 4 bytes: half of 262,144 B
+    assert _metrics(at)["KV bytes kept (one span)"] == "131,072 B"
+
+    at = at.selectbox(key="evict_policy").set_value("h2o").run()
+    assert not at.exception and _markdown(at) != rule_streaming
+    assert at.subheader[0].value == "What H2O (accumulated attention) keeps at 50%"
+
+    at = at.selectbox(key="evict_policy").set_value("streaming").run()
+    grid_before = at.get("plotly_chart")[0].proto.spec
+    at = at.number_input(key="evict_sinks").set_value(0).run()
+    assert not at.exception and not at.error
+    assert at.get("plotly_chart")[0].proto.spec != grid_before  # no sink rows drawn any more
+    assert "S = 0" in _markdown(at)
+
+
+def test_page_speaks_chinese(fresh_streamlit_caches):
+    at = _app(i18n.CHINESE)
+    assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
+    assert at.title[0].value == "该忘掉什么：驱逐与压缩"
+    assert at.expander[0].label == "怎么看这张图"
+    assert "注意力汇聚" in _markdown(at)
+    from kvviz.teaching import glossary
+
+    allowed = ["Shakespeare", *(n for t in glossary.TERMS for n in (t.name, *t.also))]
+    assert english_leftovers(page_texts(at), allowed) == []
+
+
+def test_a_value_past_a_cap_gets_a_message(fresh_streamlit_caches):
+    at = _app()
+    at = at.number_input(key="evict_sinks").set_value(10_000).run()
+    assert not at.exception
+    assert "sink tokens S" in " ".join(e.value for e in at.error)
+    at = at.text_area(key="evict_text").set_value("ROMEO: hi").run()
+    at = at.number_input(key="evict_sinks").set_value(records.EvictSettings().sink_tokens).run()
+    assert not at.exception and "tokens" in " ".join(e.value for e in at.error)
+
+
+def test_page_on_the_gqa_llama_counts_its_two_kv_heads(fresh_streamlit_caches):
+    """The sidebar's second bundled model: 4 layers x 2 KV heads x head_dim 16, so 25% of a 64-token span is
+    16 rows and 2 x 4 x 2 x 16 x 16 x 4 = 16,384 bytes; the grid draws one row per layer and KV head."""
+    import streamlit as st
+
+    from kvviz.ui import MODEL_SPEC_KEY
+
+    st.cache_data.clear()
+    at = AppTest.from_file(str(PAGE), default_timeout=APP_TIMEOUT_S)
+    at.session_state[MODEL_SPEC_KEY] = "bundled-gqa"
+    at.run()
+    assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
+    assert _metrics(at)["KV bytes kept (one span)"] == "16,384 B"
+    grid = at.get("plotly_chart")[0].proto.spec
+    assert grid.count("KV head") >= 8 and "KV head 2" not in grid
