@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import platform
-import threading
 import time
 from typing import Callable, Iterator
 
@@ -33,6 +32,7 @@ import transformers
 from kvviz.i18n import N_, gettext
 from kvviz.measure.cores import logical_cpus, physical_cores
 from kvviz.measure.load import load_average
+from kvviz.model.interrupt import checks_inside_passes
 from kvviz.speedup import machine, probes, roofline
 from kvviz import ops
 from kvviz.speedup.records import MODE_LABELS, BenchResult, MachineInfo, ModeResult, RunTiming
@@ -107,29 +107,6 @@ def refuse_over_budget(loaded: LoadedModel, settings: BenchSettings, budget_s: f
     """The estimate, or BenchInputError with the estimate and what would fit within budget_s."""
     threads = settings.threads or machine.default_thread_count()[0]
     return check_budget(settings, ops.ModelShape.from_info(loaded.info), pass_rates(loaded, threads), budget_s)
-
-
-@contextlib.contextmanager
-def checks_inside_passes(model: torch.nn.Module, check: Callable[[], None]) -> Iterator[None]:
-    """Call check() before every transformer block of `model`, in this thread only, for the `with` body.
-
-    A long uncached pass (1,000 tokens through GPT-2 124M: seconds) can then be stopped mid-pass. The model is
-    shared by every session: the hooks act only in the thread that set them and are removed on the way out.
-    """
-    owner = threading.get_ident()
-
-    def hook(module, args):  # noqa: ANN001 - torch's forward pre-hook signature
-        if threading.get_ident() == owner:
-            check()
-
-    blocks = getattr(getattr(model, "transformer", None), "h", None) or getattr(getattr(model, "model", None),
-                                                                                 "layers", [])
-    handles = [block.register_forward_pre_hook(hook) for block in blocks]
-    try:
-        yield
-    finally:
-        for handle in handles:
-            handle.remove()
 
 
 # ----- one benchmark at a time: the server's first-come-first-served line for timed work (kvviz.work_queue) ---

@@ -27,7 +27,7 @@ from transformers import DynamicCache
 from kvviz.i18n import _
 from kvviz.measure.load import load_avg_1min
 from kvviz.measure.repeats import interleaved_repeats
-from kvviz.speedup.harness import checks_inside_passes
+from kvviz.model.interrupt import checks_inside_passes
 from kvviz.model.loading import LoadedModel
 from kvviz.inputs.prompt_rules import check_prompt
 from kvviz.step.view import StageSnapshot, build_snapshot
