@@ -260,9 +260,9 @@ def _apply_link() -> None:
     Keyed on what the generation depends on only, so the reader's clicks (Next, a layer: the bound pickers
     rewrite the URL) never replay it again and throw their work away."""
     link = stage_link.parse_link(st.query_params, info.n_positions)
-    if link is None or st.session_state.get("step_link_done") == link.replay_key:
-        return
     s = st.session_state
+    if link is None or s.get("step_link_done") == link.replay_key or link.replay_key in s.get(OWN_LINKS, ()):
+        return
     s["step_link_done"] = link.replay_key
     # never int(text) here: kvviz.inputs.query_values says what a bad steps= was and what is done instead (issue 23)
     if refused := query_values.refused_link_whole(st.query_params.get("steps"), 0, info.n_positions - 1, "steps",
@@ -300,6 +300,11 @@ def _link() -> str:
 
 
 LINK_PARAMS = ("prompt", "steps", "greedy", "temperature", "top_k", "seed", "view", "present")  # + the pickers' own
+# The links this session wrote into its own address bar (their replay keys, the newest OWN_LINKS_KEPT). A full rerun
+# can arrive with the address bar a step behind (Play's last frame asks for a full rerun before the browser has
+# applied the frame's URL): that URL is this session's own past state, never a link to replay (it cropped Play 8
+# to 7 steps).
+OWN_LINKS, OWN_LINKS_KEPT = "step_own_links", 256
 
 
 def _sync_url() -> None:
@@ -310,7 +315,12 @@ def _sync_url() -> None:
     s = st.session_state
     if engine.started:
         query = _stage_link().query()
-        s["step_link_done"] = stage_link.parse_link(query, info.n_positions).replay_key
+        key = stage_link.parse_link(query, info.n_positions).replay_key
+        s["step_link_done"] = key
+        own = s.setdefault(OWN_LINKS, [])
+        if key not in own:
+            own.append(key)
+            del own[:-OWN_LINKS_KEPT]
     else:
         query = {"present": "1"} if s.get("step_present") else {}
     wanted = {k: v for k, v in query.items() if k in LINK_PARAMS}

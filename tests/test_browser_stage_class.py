@@ -216,9 +216,10 @@ def test_on_a_busy_core_esc_stops_play_at_the_frame_on_screen(app_url, busy_core
 
 
 def test_play_clicked_while_esc_still_stops_plays_from_the_frame_on_screen(app_url):  # noqa: F811
-    """Esc, then Play at once (the teacher restarts the animation): Esc's Stop and its corrections run first, then
-    Play joins the queue behind them and plays its N steps from the frame Esc kept (its corrections were queued
-    behind Play and stopped it)."""
+    """Play 8 takes exactly 8 steps (its last frame's full rerun arrived with the address bar a step behind and
+    replayed it, cropping one step). Then Esc, and Play at once (the teacher restarts the animation): Esc's Stop
+    and its corrections run first, then Play joins the queue behind them and plays its 8 steps from the frame Esc
+    kept (its corrections were queued behind Play and stopped it)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
@@ -229,7 +230,13 @@ def test_play_clicked_while_esc_still_stops_plays_from_the_frame_on_screen(app_u
         _idle(tab)
         start = _prefill(tab)
         play = tab.locator(".st-key-step_btn_play button").first
-        play.click()  # Play 8
+        play.click()  # Play 8, to its end
+        _wait_cache_len(tab, start + 8)
+        tab.wait_for_timeout(1500)
+        _idle(tab)
+        assert _cache_length(tab) == start + 8
+        start += 8
+        play.click()  # Play 8 again, stopped after 3
         _wait_cache_len(tab, start + 3)
         tab.keyboard.press("Escape")
         play.click()  # at once: the Stop is still in the queue or running
