@@ -7,8 +7,8 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
-from i18n_support import english_leftovers, page_texts
+from support.pages import APP_TIMEOUT_S
+from support.i18n_text import english_leftovers, page_texts
 from kvviz import i18n
 from kvviz.internals import records
 
