@@ -59,15 +59,15 @@ nginx_pid=""
 stop_all() {
   trap - INT TERM EXIT
   echo "run_class.sh: stopping nginx and ${#pids[@]} replicas" >&2
-  [ -n "$nginx_pid" ] && kill -TERM "$nginx_pid" 2>/dev/null || true
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for _ in $(seq 50); do  # up to 10 s for a clean exit, then force
-    alive=0
-    for pid in "$nginx_pid" "${pids[@]}"; do [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && alive=1; done
-    [ "$alive" = 0 ] && break
-    sleep 0.2
-  done
-  for pid in "$nginx_pid" "${pids[@]}"; do [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null || true; done
+  local all=()
+  for pid in "$nginx_pid" "${pids[@]}"; do [ -n "$pid" ] && all+=("$pid"); done
+  [ ${#all[@]} -gt 0 ] && kill -TERM "${all[@]}" 2>/dev/null
+  # Up to 10 s for a clean exit, then force. `wait` on the children reaps each as it exits (a poll with kill -0 saw
+  # exited-but-unreaped children as alive and ran its whole loop, 50 sleeps that took 30 s on a loaded machine).
+  ( sleep 10; kill -KILL "${all[@]}" 2>/dev/null ) >/dev/null 2>&1 &
+  local killer=$!
+  [ ${#all[@]} -gt 0 ] && wait "${all[@]}" 2>/dev/null
+  kill "$killer" 2>/dev/null
   wait 2>/dev/null || true
 }
 trap 'stop_all; exit 130' INT

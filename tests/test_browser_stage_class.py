@@ -111,6 +111,7 @@ def test_after_prefill_the_prompt_popover_shows_the_state_in_force(app_url):  # 
         body = tab.locator('[data-testid="stPopoverBody"]')
         body.locator("textarea").wait_for()
         assert body.locator("textarea").input_value() == "ROMEO:"
+        body.locator("input[type=number]").nth(2).wait_for()  # drawn just after the text box on a busy machine
         assert [e.input_value() for e in body.locator("input[type=number]").all()] == ["8", "40", "0"]
         assert body.locator('[data-testid="stSliderThumbValue"]').inner_text() == "0.80"
         tab.keyboard.press("Escape")  # closes the popover (its own key)

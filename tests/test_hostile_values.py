@@ -85,7 +85,8 @@ def test_link_numbers_refused_are_exactly_those_no_widget_may_parse(values):
             and len(text) <= query_values.MAX_NUMBER_CHARS and abs(int(text)) <= 10**15
         assert (key in refused) != ok, (key, raw, refused)
         if key in refused:
-            assert refused[key].startswith(f"Ignored `{key}=") and len(refused[key]) < 240
+            # the value is echoed in a code span: a backtick in it makes the span's fence two backticks (`` a`b ``)
+            assert re.match(rf"Ignored (`+) ?{re.escape(key)}=", refused[key]) and len(refused[key]) < 240
 
 
 def test_the_issue_values_each_get_a_notice():
