@@ -46,9 +46,10 @@ CLASS_CSS = """<style>
 # the key's button only when no run is going, once the button is on the page, and the next press only after the
 # page has run again for this one (.kvviz-lesson-state counts the runs), so presses are taken in order; a badge
 # says how many wait. A key with no button while the page is idle does nothing (as before), queued or not: a queued
-# key whose button is still missing once the page has been idle for 0.4 s (a second V after the answer is shown) is
-# dropped at once, so the keys behind it are not held; one whose button does not come within 20 s while the page
-# keeps running is dropped and the badge says so. Text boxes and
+# key whose button is still missing once the page has been idle for 2.5 s (a second V after the answer is shown) is
+# dropped, so the keys behind it are not held for 20 s (Streamlit shows its running indicator only some way into a
+# run, so a shorter wait dropped a Y pressed just after V while V's rerun was still drawing the Y button); one whose
+# button does not come within 20 s while the page keeps running is dropped and the badge says so. Text boxes and
 # popovers keep their own keys. (No comments inside the script: the translation tests read every text the page holds.)
 LESSON_KEYS_JS = """<script>
 (() => {
@@ -90,7 +91,7 @@ LESSON_KEYS_JS = """<script>
       const button = find(BUTTONS[item.key]);
       const idle = !running();
       idleSince = idle ? (idleSince === null ? Date.now() : idleSince) : null;
-      if (idle && (!button || button.disabled) && Date.now() - idleSince > 400) {
+      if (idle && (!button || button.disabled) && Date.now() - idleSince > 2500) {
         L.queue.shift();
         L.busy = false;
         pump();
