@@ -47,6 +47,16 @@ SHOWN_AT_ESC = """window.addEventListener('keydown', (e) => {
 }, true);"""
 
 
+def _prefilled_watching_esc(pw, app_url: str):
+    """The stage, prefilled, with SHOWN_AT_ESC installed before the page's own listener: (browser, tab, cache length)."""
+    browser, tab = _open(pw, f"{app_url}/step_through")
+    tab.context.add_init_script(SHOWN_AT_ESC)
+    tab.reload()
+    tab.wait_for_selector("h1", state="attached")
+    _idle(tab)
+    return browser, tab, _prefill(tab)
+
+
 def _idle(tab) -> None:
     """The script has finished and the stage's key queue is empty."""
     tab.wait_for_timeout(400)
@@ -193,12 +203,7 @@ def test_on_a_busy_core_esc_stops_play_at_the_frame_on_screen(app_url, busy_core
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        browser, tab = _open(pw, f"{app_url}/step_through")
-        tab.context.add_init_script(SHOWN_AT_ESC)
-        tab.reload()
-        tab.wait_for_selector("h1", state="attached")
-        _idle(tab)
-        start = _prefill(tab)
+        browser, tab, start = _prefilled_watching_esc(pw, app_url)
         for attempt in range(2):
             tab.locator(".st-key-step_btn_play button").first.click()  # Play 8
             _wait_cache_len(tab, start + 3)
@@ -224,12 +229,7 @@ def test_play_clicked_while_esc_still_stops_plays_from_the_frame_on_screen(app_u
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        browser, tab = _open(pw, f"{app_url}/step_through")
-        tab.context.add_init_script(SHOWN_AT_ESC)
-        tab.reload()
-        tab.wait_for_selector("h1", state="attached")
-        _idle(tab)
-        start = _prefill(tab)
+        browser, tab, start = _prefilled_watching_esc(pw, app_url)
         play = tab.locator(".st-key-step_btn_play button").first
         play.click()  # Play 8, to its end
         _wait_cache_len(tab, start + 8)
