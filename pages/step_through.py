@@ -73,7 +73,12 @@ DEFAULTS = {  # widgets are created without value=, so a link can set them befor
 # Esc clears the queue and stops Play at the frame on screen: the server may have drawn a step or two the
 # browser has not shown yet, and those are taken back; a frame on screen the server's Stop rolled back is taken
 # again (the draw is seeded by seed and prefix: the same token); a Stop click lost in a redraw (two whole frames
-# drawn after it, nothing acted on) is sent again. A click on a stage button while the queue works (Play clicked
+# drawn after it, nothing acted on) is sent again. Stop is done when the page shows Play stopped and has acted on
+# every Stop sent (or has sat idle a second: a lost one); each correction is done when the page shows the number
+# of records it aims at, not when the count of clicks moves, which a second Stop (sent while the browser was
+# only drawing frames behind the server) moved as well: the next correction was then clicked into a run that
+# had not taken the previous one, and Streamlit merged the two clicks (one Back lost, a queued Play started a
+# step early: a CI failure). A click on a stage button while the queue works (Play clicked
 # while Esc's Stop or its corrections still run) joins the queue behind them instead of being undone by them: the
 # corrections go to the front of the queue. A press the stage never acted on (a click lost in a redraw: the page
 # idle for 5 s, the count unchanged) is given up, so one lost click never holds the queue for long (it held it
@@ -127,20 +132,32 @@ KEYS_JS = """<script>
     S.busy = true;
     const before = num("acted");
     const t0 = Date.now();
-    let frames = num("records"), idleSince = null;
+    let frames = num("records"), idleSince = null, clicks = 1;
     button.click();
     S.taken += 1;
     const wait = () => {
       const now = num("acted");
       if (key === "step_btn_stop" && now === before && num("playing") === 1 && num("records") >= frames + 2) {
         const again = document.querySelector(".st-key-" + key + " button");
-        if (again) again.click();
+        if (again) { again.click(); clicks += 1; }
         frames = num("records");
       }
       const idle = !running();
       idleSince = idle ? (idleSince === null ? Date.now() : idleSince) : null;
-      if ((now !== null && now !== before && !running()) || Date.now() - t0 > 60000 ||
-          (idle && now === before && Date.now() - idleSince > 5000) || !document.querySelector(".st-key-step_btn_next")) {
+      const idleFor = idle ? Date.now() - idleSince : 0;
+      let done, moved;
+      if (item.records !== undefined) {
+        moved = num("records") === item.records;
+        done = moved && idle;
+      } else if (key === "step_btn_stop") {
+        moved = now !== null && now !== before;
+        done = idle && num("playing") !== 1 && ((moved && now - before >= clicks) || idleFor > 1000);
+      } else {
+        moved = now !== null && now !== before;
+        done = moved && idle;
+      }
+      if (done || Date.now() - t0 > 60000 || (!moved && idleFor > 5000) ||
+          !document.querySelector(".st-key-step_btn_next")) {
         S.busy = false;
         if (item.then) item.then();
         pump();
@@ -158,8 +175,8 @@ KEYS_JS = """<script>
       S.lastStop = {playing: playing, shown: shown, now: now};
       if (playing && shown !== null && now !== null) {
         const fix = [];
-        for (let i = now; i > Math.max(shown, 1); i--) fix.push({key: "step_btn_back"});
-        for (let i = now; i < shown; i++) fix.push({key: "step_btn_next"});
+        for (let i = now; i > Math.max(shown, 1); i--) fix.push({key: "step_btn_back", records: i - 1});
+        for (let i = now; i < shown; i++) fix.push({key: "step_btn_next", records: i + 1});
         S.queue.unshift(...fix);
       }
     }});

@@ -86,9 +86,7 @@ def _check_block(tab, block: guide.Block, plan: str, index: int, done: set[int])
     elif block.page == "pages/attention_patterns.py":
         tab.get_by_text("Named patterns in this layer").wait_for()
         _settled(tab)
-        shown = {key: tab.locator(f".st-key-{key}").evaluate(
-            "e => (e.innerText + ' ' + [...e.querySelectorAll('input')].map(i => i.value).join(' ')).trim()")
-            for key in ("pat_source", "pat_layer", "pat_head")}
+        shown = _pickers_shown(tab, ("pat_source", "pat_layer", "pat_head"), "Repeat a pattern")
         assert "Repeat a pattern" in shown["pat_source"], shown
         assert re.search(r"\b3$", shown["pat_layer"]) and re.search(r"\b1$", shown["pat_head"]), shown
         rows = tab.locator('[data-testid="stTable"] tbody tr')
@@ -108,6 +106,23 @@ def _check_block(tab, block: guide.Block, plan: str, index: int, done: set[int])
         raise AssertionError(block.page)
     assert_no_errors(tab)
     tab.screenshot(path=shot)
+
+
+PICKER_TEXT = "e => (e.innerText + ' ' + [...e.querySelectorAll('input')].map(i => i.value).join(' ')).trim()"
+
+
+def _pickers_shown(tab, keys: tuple[str, ...], first_shows: str) -> dict[str, str]:
+    """What each keyed picker shows (its label and value), read once the first shows `first_shows` or after 30 s:
+    a finished run's elements are drawn by the browser after the run, and a picker can be read between its
+    mounting and its value (seen once in CI: an empty first picker beside filled ones)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        tab.wait_for_function(f"""(text) => {{ const e = document.querySelector('.st-key-{keys[0]}');
+            return !!e && ({PICKER_TEXT})(e).includes(text); }}""", arg=first_shows, timeout=30_000)
+    except PlaywrightTimeout:
+        pass  # the caller's assertion says what is shown
+    return {key: tab.locator(f".st-key-{key}").evaluate(PICKER_TEXT) for key in keys}
 
 
 def _answer_in_view(tab) -> None:

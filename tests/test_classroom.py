@@ -37,19 +37,21 @@ def deployment(tmp_path_factory):
     require(CHROMIUM, "chromium")
     require(NGINX, "nginx")
     base, run_dir = free_port_block(3), tmp_path_factory.mktemp("class")
+    log = (run_dir.parent / "launcher.log").open("w")  # a file, not a pipe nobody reads (its 64 KiB can fill)
     launcher = subprocess.Popen(
         ["bash", "deploy/run_class.sh", "-n", "2", "-p", str(base), "--listen", "127.0.0.1", "--run-dir", str(run_dir)],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        cwd=REPO, stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )
     deadline = time.monotonic() + 150
     while not (run_dir / "ready").exists():
         if launcher.poll() is not None or time.monotonic() > deadline:
             launcher.kill()
-            pytest.fail("deploy/run_class.sh did not start:\n" + launcher.stdout.read())
+            pytest.fail("deploy/run_class.sh did not start:\n" + Path(log.name).read_text(errors="replace"))
         time.sleep(0.5)
     yield {"front": f"http://127.0.0.1:{base}", "replica_ports": [base + 1, base + 2], "run_dir": run_dir}
     launcher.send_signal(signal.SIGINT)  # what Ctrl-C sends: nginx and both replicas must go
     assert launcher.wait(timeout=30) == 130
+    log.close()
     assert all(port_free(base + i) for i in range(3)), "a replica or nginx outlived Ctrl-C"
 
 

@@ -6,9 +6,11 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import pytest
 
@@ -44,24 +46,33 @@ def streamlit_server(port: int | None = None, extra_args: Sequence[str] = ()) ->
     """A new `streamlit run app.py` process (nothing run yet: a fresh server's first visitor) on `port` (a free one
     when None), offline; yields its URL once /_stcore/health answers, and stops it after."""
     port = free_port() if port is None else port
+    # The server's log goes to a file, never to a pipe nobody reads: a server that lives through a test module
+    # fills a pipe's 64 KiB, and its next log line then blocks the thread writing it (its event loop included).
+    log = tempfile.NamedTemporaryFile("w+", prefix=f"kvviz-server-{port}-", suffix=".log", delete=False)
     server = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
          "--server.headless", "true", "--browser.gatherUsageStats", "false", *extra_args],
-        cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True,
+        cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdout=log, stderr=subprocess.STDOUT, text=True,
     )
     url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + START_TIMEOUT_S
-    while True:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                break
-        except OSError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                server.kill()
-                pytest.fail("streamlit did not start: " + (server.stdout.read() if server.stdout else ""))
-            time.sleep(0.5)
     try:
+        while True:
+            try:
+                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                    break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    server.kill()
+                    pytest.fail("streamlit did not start: " + Path(log.name).read_text(errors="replace")[-4000:])
+                time.sleep(0.5)
         yield url
     finally:
         server.terminate()
-        server.wait(timeout=20)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=20)
+        log.close()
+        if not os.environ.get("KVVIZ_KEEP_SERVER_LOGS"):  # set it to read a server's log after a failure
+            Path(log.name).unlink(missing_ok=True)
