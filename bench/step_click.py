@@ -27,6 +27,9 @@ sys.path.insert(0, str(REPO))  # the page imports kvviz
 sys.path.insert(0, str(REPO / "bench"))
 from script_timer import time_script_runs  # noqa: E402
 
+from kvviz.measure.cores import usable_cores  # noqa: E402
+from kvviz.measure.load import load_avg_1min, load_label  # noqa: E402
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -73,7 +76,7 @@ def main() -> None:
     cache_len = next(m.value for m in at.metric if m.label == "Cache length")
     print(f"model={args.model} clicks={len(round_ms)} cache_len_end={cache_len} view={args.view} "
           f"open_sections={args.open_sections} torch_threads={torch.get_num_threads()} "
-          f"loadavg={os.getloadavg()[0]:.2f} cores={os.cpu_count()}")
+          f"{load_label(load_avg_1min(), usable_cores())}")
     for name, values in (("server (script run)", click_ms), ("server CPU (script thread)", click_cpu_ms),
                          ("round trip in AppTest", round_ms),
                          ("Play frame, server", frame_ms)):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from streamlit.testing.v1 import AppTest
 
 from support.pages import REPO, app_test, open_page
@@ -212,3 +214,13 @@ def test_static_cache_and_speculative_decoding_have_entries_found_in_both_langua
     assert spec.zh == glossary.VOCABULARY["speculative decoding"]
     with i18n.language(i18n.CHINESE):
         assert [t for t in glossary.TERMS if glossary.matches(t, "投机解码")] == [spec]
+@pytest.mark.parametrize("typed", ["-", "_", " - ", "--_"])
+def test_a_search_of_hyphens_or_underscores_alone_matches_as_typed_not_everything(typed):
+    """Names are compared with hyphens and underscores aside ("KV-Cache" finds "KV cache"); a needle of those
+    alone squeezed to nothing, which every term contains: the glossary listed every term for "-"."""
+
+    found = [t.name for t in glossary.TERMS if glossary.matches(t, typed)]
+    expected = [t.name for t in glossary.TERMS if any(typed.strip() in h.lower() for h in (
+        t.name, t.zh, t.definition, glossary.definition_text(t), *t.also))]
+    assert len(found) < len(glossary.TERMS)
+    assert set(expected) <= set(found)

@@ -293,7 +293,8 @@ def matches(term: Term, needle: str) -> bool:
     with i18n.language(i18n.CHINESE):  # a Chinese word finds its term whichever language the page is in
         chinese = definition_text(term)
     haystack = (term.name, term.zh, term.definition, definition_text(term), chinese, *term.also)
-    return any(n in h.lower() or _norm(needle) in _norm(h) for h in haystack)
+    squeezed = _norm(needle)  # empty for a needle of hyphens and underscores alone: that matches as typed only
+    return any(n in h.lower() or (squeezed and squeezed in _norm(h)) for h in haystack)
 
 
 def help_text(word: str) -> str:
