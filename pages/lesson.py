@@ -33,6 +33,7 @@ URL_STEP = "lesson_url_step"  # the step this session last wrote into the URL (_
 SCORE_PARAM = "lesson_score"  # the outcomes in the URL: one letter per step (lesson.encode_outcomes)
 SCORE_WRITTEN = "lesson_url_score"  # the score this session last wrote into the URL (or last read from it)
 SCORE_HOLD = "lesson_score_hold"  # this run writes no score (the URL came without one: _outcomes)
+CLICKED = "lesson_clicked"  # this run comes from a click on this page (_clicked): the URL it carries may lag
 REVEAL_KEY, RIGHT_KEY, WRONG_KEY = "V", "Y", "N"  # class mode's keys: none of them reads as a choice's letter A-D
 CLASS_CSS = """<style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"] {display: none}
@@ -44,7 +45,8 @@ CLASS_CSS = """<style>
 # is lost when it is pressed while a rerun redraws its button (a busy laptop: V's rerun is still drawing when the
 # teacher presses Y). This listener (capture phase, before Streamlit's shortcuts) queues every lesson key and clicks
 # the key's button only when no run is going, once the button is on the page, and the next press only after the
-# page has run again for this one (.kvviz-lesson-state counts the runs), so presses are taken in order; a badge
+# page has run again for this one (.kvviz-lesson-state counts the runs; it is written at the run's end, after the
+# score's URL, and is missing while a run is drawing), so presses are taken in order; a badge
 # says how many wait. A key with no button while the page is idle does nothing (as before), queued or not: a queued
 # key whose button is still missing once the page has been idle for 2.5 s (a second V after the answer is shown) is
 # dropped, so the keys behind it are not held for 20 s (Streamlit shows its running indicator only some way into a
@@ -102,7 +104,8 @@ LESSON_KEYS_JS = """<script>
         L.taken += 1;
         const t1 = Date.now();
         const done = () => {
-          if ((runs() !== before && !running()) || Date.now() - t1 > 60000) { L.busy = false; pump(); return; }
+          const now = runs();
+          if ((now !== null && now !== before && !running()) || Date.now() - t1 > 60000) { L.busy = false; pump(); return; }
           setTimeout(done, 40);
         };
         setTimeout(done, 40);
@@ -158,7 +161,7 @@ def _sync_step_with_url() -> None:
     the browser's Back or Forward) sets the step, so Back and its Left key work on a deep link's first run and the
     browser's Back returns to the previous step."""
     url, written = _url_step(), st.session_state.get(URL_STEP)
-    if url is not None and url != written:
+    if url is not None and url != written and not st.session_state.get(CLICKED):
         st.session_state["step"] = url
     elif not st.session_state.get("step"):
         st.session_state["step"] = written or 1
@@ -173,13 +176,24 @@ def _step_to_url(number: int) -> None:
         st.query_params["step"] = label
 
 
+def _clicked() -> None:
+    """(Callback of every control that moves the step or marks a score.) A rerun carries the URL as the browser has
+    it when the click is sent, and the browser takes the previous run's URL write only at that run's end: a Next
+    clicked (or queued) just after a mark carries the URL from before the mark. Such a run keeps the session's step
+    and score; only a run no click started (the browser's Back or Forward, a link, a reload) reads them from the URL.
+    """
+    st.session_state[CLICKED] = True
+
+
 def _go(delta: int) -> None:
     """(Button callback.) Move to the previous or next step; the bound widget puts it in the URL."""
+    _clicked()
     st.session_state["step"] = min(END, max(1, (st.session_state.get("step") or 1) + delta))
 
 
 def _restart() -> None:
     """(Button callback.) Start again: step 1, every answer and hint forgotten (the computed questions stay)."""
+    _clicked()
     for key in [k for k in st.session_state if str(k).startswith(("lesson_tries_", "lesson_result_",
                                                                    "lesson_answer_", "lesson_unit_",
                                                                    "lesson_reveal_"))]:
@@ -196,7 +210,8 @@ def _outcomes() -> dict[int, lesson.Outcome]:
     A URL without a score (a plan's link, Back to before the first mark) keeps the session's, and this run writes
     none (writing it would push a history entry and undo the browser's Back)."""
     url = st.query_params.get(SCORE_PARAM) or ""
-    if OUTCOMES not in st.session_state or url != st.session_state.get(SCORE_WRITTEN, ""):
+    if OUTCOMES not in st.session_state or (url != st.session_state.get(SCORE_WRITTEN, "")
+                                            and not st.session_state.get(CLICKED)):
         old = st.session_state.get(OUTCOMES, {})
         if url or OUTCOMES not in st.session_state:
             st.session_state[OUTCOMES] = {n: old[n] if n in old and old[n].result == o.result else o
@@ -225,6 +240,15 @@ def _record(number: int, result: str, given: str, choice: int | None = None, roo
     outcomes = _outcomes()
     if number not in outcomes or outcomes[number].result == "":
         outcomes[number] = lesson.Outcome(result, given, choice, room)
+
+
+def _finish() -> None:
+    """The run's last writes: the score into the URL, then the run's count for LESSON_KEYS_JS, which presses the
+    next queued key only once the count has changed, so never before the browser holds this run's URL."""
+    _score_to_url()
+    st.session_state.pop(CLICKED, None)
+    run_marker.html(f'<div class="kvviz-lesson-state" data-runs="{st.session_state["lesson_runs"]}" '
+                    'style="display:none"></div>')
 
 
 def _question_key(number: int, loaded, lang: str | None = None) -> str:
@@ -309,8 +333,9 @@ def student_box(number: int, question: lesson.Question, step: lesson.LessonStep,
     tries_key, result_key = f"lesson_tries_{number}", f"lesson_result_{number}"
     given, unit = _answer_input(number, question)
     row = st.container(horizontal=True)
-    checked = row.button(_("Check"), key=f"lesson_check_{number}", type="primary", disabled=given is None)
-    shown = row.button(_("Show me"), key=f"lesson_show_{number}")
+    checked = row.button(_("Check"), key=f"lesson_check_{number}", type="primary", disabled=given is None,
+                         on_click=_clicked)
+    shown = row.button(_("Show me"), key=f"lesson_show_{number}", on_click=_clicked)
     written = "" if given is None else (str(given) if question.is_choice else f"{given:g}{' ' + unit if unit else ''}")
     choice = question.choices.index(given) if question.is_choice and given in question.choices else None
     if checked:
@@ -348,6 +373,7 @@ def student_box(number: int, question: lesson.Question, step: lesson.LessonStep,
 def _mark_room(number: int, right: bool, answer: str) -> None:
     """(Button callback.) The teacher marks the room's answer: right (at the first try, or after the hint if it was
     shown) or wrong (the answer was shown). A step counts once, as for a student."""
+    _clicked()
     hinted = st.session_state.get(f"lesson_class_hint_{number}")
     result = ("after a hint" if hinted else "first try") if right else "shown"
     _record(number, result, _("the room: {answer}").format(answer=answer) if right else _("the room"), room=True)
@@ -429,7 +455,7 @@ st.session_state["lesson_runs"] = st.session_state.get("lesson_runs", 0) + 1  # 
 st.html(LESSON_KEYS_JS.replace("__BUSY__", json.dumps(_("Lesson busy: {n} key presses queued")))
         .replace("__DROPPED__", json.dumps(_("A key press was dropped: its button did not appear"))),
         unsafe_allow_javascript=True)
-st.html(f'<div class="kvviz-lesson-state" data-runs="{st.session_state["lesson_runs"]}" style="display:none"></div>')
+run_marker = st.empty()  # filled by _finish, at the run's end: LESSON_KEYS_JS presses the next key after it
 top = st.container(horizontal=True, vertical_alignment="center")
 # Link check (issue 23): a bad ?step= opens step 1; say so, once per session.
 if not st.session_state.get("lesson_link_checked"):
@@ -445,7 +471,7 @@ top.button(_("Back"), key="lesson_back", on_click=_go, args=(-1,), disabled=numb
            shortcut="Left")
 number = top.segmented_control(
     _("Step"), list(range(1, END + 1)), key="step", format_func=lambda n: _(END_LABEL) if n == END else str(n),
-    help=_("Jump to a step; the URL (?step=4) opens the same step"), label_visibility="collapsed",
+    help=_("Jump to a step; the URL (?step=4) opens the same step"), label_visibility="collapsed", on_change=_clicked,
 ) or number  # clicking the step shown deselects it: stay there
 _step_to_url(number)
 top.button(_("Next"), key="lesson_next", on_click=_go, args=(1,), disabled=number == END,
@@ -473,7 +499,7 @@ _outcomes()  # a reload's score, read from the URL before anything records
 if number == END:
     st.progress(1.0, text=_("The end: your answers"))
     summary(loaded)
-    _score_to_url()
+    _finish()
     st.stop()
 
 step = lesson.STEPS[number - 1]
@@ -509,4 +535,4 @@ foot.caption(_("Model for the live questions: {model}. Every number here is comp
     model=_model_name(loaded)))
 foot.page_link("pages/glossary.py", label=_("Glossary"), icon=":material/menu_book:",
                query_params={i18n.QUERY_PARAM: i18n.current()})
-_score_to_url()
+_finish()

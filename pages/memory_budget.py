@@ -23,12 +23,19 @@ from kvviz.memory.presets import GPUS, PRESETS, get_preset, past_trained_positio
 
 # A link that names a tab (For teachers' plan opens "What fits" for its question) lands on that tab: the model's
 # inputs fill a 1280x720 screen, so the tab and its answer (the context where the cache outweighs the weights) were
-# below the fold. Once per session; tried again until the tab bar is at the top (while the tab's content is still
-# being drawn, the page is too short to scroll that far), for 15 s at most.
+# below the fold. Only on the page's first run after it is opened (a click on a tab is not a link), tried again until
+# the tab bar is at the top (while the tab's content is still being drawn, the page is too short to scroll that far),
+# for 15 s at most, and never after the reader's own wheel, key, touch or click (scrolling under an open picker
+# closed its list).
 SCROLL_TO_TABS_JS = """<script>
 (() => {
   const t0 = Date.now();
+  let theirs = false;
+  for (const kind of ["wheel", "keydown", "pointerdown", "touchstart"]) {
+    window.addEventListener(kind, () => { theirs = true; }, {capture: true, once: true, passive: true});
+  }
   const go = () => {
+    if (theirs) return;
     const tabs = document.querySelector(".st-key-mem_tab");
     if (tabs) {
       tabs.scrollIntoView({block: "start"});
@@ -429,9 +436,9 @@ def calculator() -> None:
     # The URL keeps the tab's label, in the link's language (it carries lang=). The first four tabs always run (their
     # inputs live in the URL: a closed tab's widgets would drop theirs from a copied link, issue 29); the textbook
     # and the loaded model's tabs run only when open (the last imports torch).
+    opened = "mem_tab" not in st.session_state  # the tabs' state is dropped when the reader leaves the page
     tabs = st.tabs([_(t) for t in TABS], key="mem_tab", bind="query-params")
-    if "mem_tab" in st.query_params and not st.session_state.get("mem_link_scrolled"):
-        st.session_state["mem_link_scrolled"] = True
+    if opened and "mem_tab" in st.query_params:
         st.html(SCROLL_TO_TABS_JS, unsafe_allow_javascript=True)
     with tabs[0]:
         compare = st.multiselect(_("Compare with"), list(PRESETS), default=[], key="mem_compare", bind="query-params",

@@ -225,6 +225,26 @@ def test_the_plans_memory_link_answers_when_the_cache_outweighs_the_weights():
     assert f"outweighs the weights from {at_tokens:,} tokens" in said and "past llama-3-8b's own context" in said
 
 
+def test_only_a_link_that_names_a_tab_scrolls_to_it():
+    """The scroll to the tab bar is for a link that opens the page on a tab; it ran after an ordinary tab click too
+    (and for 15 s, scrolling under the GPU picker the reader had opened: its list closed, a flaky browser test)."""
+    def scrolls(at: AppTest) -> bool:
+        return any("scrollIntoView" in h.proto.body for h in at.get("html"))
+
+    at = page("memory_budget")
+    at.run()
+    assert not scrolls(at)
+    at.query_params["mem_tab"] = "What fits"  # a click on a tab: the browser's URL names it, the page was open
+    open_tab(at, "mem_tab", "What fits")
+    assert not scrolls(at)
+    linked = page("memory_budget")
+    linked.query_params["mem_tab"] = "What fits"
+    linked.run()
+    assert scrolls(linked)
+    linked.run()
+    assert not scrolls(linked)
+
+
 def test_a_batch_that_does_not_fit_says_so():
     at = page("memory_budget")
     at.query_params.update({"mem_preset": "llama-3-8b", "mem_context": "8192", "mem_batch": "500",
