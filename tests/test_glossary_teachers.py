@@ -211,7 +211,6 @@ def test_static_cache_and_speculative_decoding_have_entries_found_in_both_langua
     static, spec = glossary.find("StaticCache"), glossary.find("speculative decoding")
     assert static is not None and spec is not None
     assert glossary.find("静态缓存") is static and glossary.find("投机解码") is spec
-    assert spec.zh == glossary.VOCABULARY["speculative decoding"]
     with i18n.language(i18n.CHINESE):
         assert [t for t in glossary.TERMS if glossary.matches(t, "投机解码")] == [spec]
 @pytest.mark.parametrize("typed", ["-", "_", " - ", "--_"])

@@ -6,7 +6,7 @@ glossary with that tooltip (`st.page_link("pages/glossary.py", query_params={"te
 
 The glossary is also kvviz's one English-Chinese term table (issue #22): each Term carries its Chinese name (`zh`),
 the word every Chinese page, tooltip and catalog entry uses for it; VOCABULARY holds the rest of the translation's
-terminology (words with no entry of their own). tests/test_glossary_teachers.py checks the two agree. A Term's
+terminology (words with no entry of their own): a word is in one or the other, never both. A Term's
 `name` stays English (the key pages link with, `?term=`); its definition is marked for the catalog (N_) and
 translated where it is shown (`definition_text`, `help_text`), in the session's language.
 """
@@ -176,31 +176,24 @@ TERMS: tuple[Term, ...] = (
 )
 
 # The rest of the translation's terminology (issue #22's term table, words without a glossary entry of their own):
-# English -> Chinese, used everywhere in the catalog. Where a word is also a Term's name (or one of its parts or
-# other names), the Term's `zh` agrees with it (tests/test_glossary_teachers.py).
+# English -> Chinese, used everywhere in the catalog. A word that is a Term's name (or one of its parts or other
+# names) is written in its Term only, one home (tests/test_i18n_glossary.py).
 VOCABULARY: dict[str, str] = {
-    "KV cache": "KV 缓存", "token": "token", "tokenizer": "分词器", "prompt": "提示词", "prefill": "预填充 (prefill)",
-    "decode": "解码", "decode step": "解码步", "autoregressive": "自回归", "generation": "生成", "step": "步",
-    "attention": "注意力", "attention head": "注意力头", "attention weights": "注意力权重", "score": "分数",
-    "query": "查询 (Q)", "key": "键 (K)", "value": "值 (V)", "layer": "层", "head": "头", "K/V head": "KV 头",
-    "matrix multiplication": "矩阵乘法", "matrix-vector": "矩阵-向量乘法", "dot product": "点积",
-    "GPU memory": "显存", "memory (RAM)": "内存", "context length": "上下文长度", "context window": "上下文窗口",
-    "sequence": "序列", "position": "位置", "embedding": "嵌入", "hidden state": "隐藏状态", "logits": "logits",
-    "probability": "概率", "next token": "下一个 token", "greedy": "贪心", "sampling": "采样", "temperature": "温度",
-    "top-k": "top-k", "rollback": "回滚", "step back": "退回上一步", "projection": "投影", "MLP": "MLP（前馈层）",
-    "speed-up": "加速比", "throughput": "吞吐量", "latency": "延迟", "benchmark": "基准测试", "batch": "批",
-    "batch size": "批大小", "bandwidth": "带宽", "memory-bound": "访存受限", "compute-bound": "计算受限",
-    "roofline": "Roofline 模型", "sliding window": "滑动窗口", "quantization": "量化", "paged": "分页", "block": "块",
-    "prefix reuse": "前缀复用", "speculative decoding": "推测解码", "draft model": "草稿模型",
-    "acceptance rate": "接受率", "cross-attention": "交叉注意力", "encoder": "编码器", "decoder": "解码器",
-    "MHA": "多头注意力 (MHA)", "GQA": "分组查询注意力 (GQA)", "MQA": "多查询注意力 (MQA)",
-    "MLA": "多头潜在注意力 (MLA)", "inside the noise": "在噪声范围内", "median": "中位数", "spread": "波动范围",
-    "interquartile range": "四分位距", "load (average)": "负载", "lesson": "课程", "hint": "提示",
-    "worked answer": "详解", "teacher": "老师", "student": "学生", "presenter mode": "演示模式", "glossary": "术语表",
-    "claim": "说法", "verdict": "结论", "bundled model": "内置模型", "weights": "权重", "parameters": "参数",
-    "dtype": "dtype（数据类型）", "What you are seeing": "怎么看这张图", "cached": "使用缓存",
-    "uncached": "不使用缓存", "recompute": "重新计算", "flat engine": "扁平引擎", "row": "行", "column": "列",
-    "eviction": "驱逐", "evict": "驱逐", "budget": "预算", "copy test": "复制测试",
+    "tokenizer": "分词器", "prompt": "提示词", "decode": "解码", "autoregressive": "自回归", "generation": "生成", "step": "步",
+    "attention": "注意力", "attention weights": "注意力权重", "score": "分数", "layer": "层", "head": "头", "K/V head": "KV 头",
+    "matrix multiplication": "矩阵乘法", "matrix-vector": "矩阵-向量乘法", "GPU memory": "显存", "memory (RAM)": "内存",
+    "context length": "上下文长度", "context window": "上下文窗口", "sequence": "序列", "position": "位置", "embedding": "嵌入",
+    "hidden state": "隐藏状态", "logits": "logits", "probability": "概率", "next token": "下一个 token", "greedy": "贪心",
+    "sampling": "采样", "temperature": "温度", "top-k": "top-k", "rollback": "回滚", "step back": "退回上一步", "projection": "投影",
+    "MLP": "MLP（前馈层）", "speed-up": "加速比", "throughput": "吞吐量", "latency": "延迟", "benchmark": "基准测试", "batch": "批",
+    "batch size": "批大小", "bandwidth": "带宽", "memory-bound": "访存受限", "compute-bound": "计算受限", "quantization": "量化",
+    "paged": "分页", "block": "块", "draft model": "草稿模型", "acceptance rate": "接受率", "cross-attention": "交叉注意力",
+    "encoder": "编码器", "decoder": "解码器", "inside the noise": "在噪声范围内", "median": "中位数", "spread": "波动范围",
+    "interquartile range": "四分位距", "load (average)": "负载", "lesson": "课程", "hint": "提示", "worked answer": "详解",
+    "teacher": "老师", "student": "学生", "presenter mode": "演示模式", "glossary": "术语表", "claim": "说法", "verdict": "结论",
+    "bundled model": "内置模型", "weights": "权重", "parameters": "参数", "dtype": "dtype（数据类型）",
+    "What you are seeing": "怎么看这张图", "cached": "使用缓存", "uncached": "不使用缓存", "recompute": "重新计算", "flat engine": "扁平引擎",
+    "row": "行", "column": "列", "evict": "驱逐", "budget": "预算", "copy test": "复制测试",
 }
 
 
