@@ -77,7 +77,7 @@ def _cached_load(
     if offered is None:
         return dataclasses.replace(loaded, info=dataclasses.replace(loaded.info, spec=spec))
     return dataclasses.replace(loaded, info=dataclasses.replace(
-        loaded.info, spec=spec, label=offered.label, label_msg=offered.label_msg, label_fields=offered.label_fields))
+        loaded.info, spec=spec, label=offered.label, label_text=offered.label_text))
 
 
 def _freeze_long_lived_objects() -> None:
@@ -195,8 +195,9 @@ def _run_router_in_place() -> None:
 
 
 # The interface language. LANGUAGE_KEY holds the session's language, decided at the top of every run (app.py and
-# every page call ensure_router first); kvviz.i18n reads it through the resolver below, so fragment reruns and
-# widget callbacks, which run without the page's top, translate the same way.
+# every page call ensure_router first); kvviz.i18n reads it through _session_language, which apply_language installs
+# (not an import of this module), so fragment reruns and widget callbacks, which run without the page's top,
+# translate the same way.
 LANGUAGE_KEY = "kvviz_language"
 _LANGUAGE_PICKER_KEY = "app_language"
 
@@ -212,8 +213,6 @@ def _session_language() -> str | None:
         return None
 
 
-i18n.set_resolver(_session_language)
-
 
 def apply_language() -> str:
     """Decide this run's language: `?lang=` when it names one (a shared link), else the session's earlier
@@ -221,6 +220,7 @@ def apply_language() -> str:
     the language, so a link copied from the address bar opens the same way for the reader (and the pages'
     URL-bound pickers, whose link values are their labels, read in the language they were written in). A `?lang=`
     value that names no language (unknown, empty, huge) is dropped from the URL, silently."""
+    i18n.set_resolver(_session_language)  # the same function every run: later calls change nothing
     linked = st.query_params.get_all(i18n.QUERY_PARAM)
     chosen = i18n.normalize(linked[-1]) if linked else None
     if chosen is None:

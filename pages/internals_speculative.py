@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from kvviz.model import loading
-from kvviz import ui
+from kvviz import i18n, ui
 from kvviz.i18n import _
 from kvviz.figures import internals as fig
 from kvviz.internals.records import SPEC_DEFAULT_PROMPT as DEFAULT_PROMPT
@@ -83,6 +83,6 @@ st.dataframe([{
     _("after crop"): r.cache_len_after_crop,
 } for r in run.rounds], hide_index=True)
 st.caption(_("Draft: {draft}. It made {passes} passes of its own; {cropped} verifier cache rows were computed for "
-             "rejected proposals and cropped away.").format(draft=loading.label_in_language(_(run.draft_label)), passes=run.draft_passes,
+             "rejected proposals and cropped away.").format(draft=i18n.shown_english(run.draft_label), passes=run.draft_passes,
                                                             cropped=run.rows_cropped))
 st.markdown(_("**Generated:** {text}").format(text=echo.code(repr(run.text), None)))  # the prompt + the model's text

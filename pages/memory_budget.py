@@ -139,8 +139,8 @@ def import_report() -> tuple[str, str] | None:
 
 
 def int_input(label: str, key: str, lo: int, hi: int, **kwargs: Any) -> int:
-    """A bounded whole-number input whose value lives in the URL."""
-    return int(st.number_input(label, min_value=lo, max_value=hi, value=DEFAULTS[key], step=1, key=key,
+    """A bounded whole-number input whose value lives in the URL; its default is the chosen preset's."""
+    return int(st.number_input(label, min_value=lo, max_value=hi, value=defaults()[key], step=1, key=key,
                                bind="query-params", **kwargs))
 
 
@@ -156,7 +156,7 @@ def memory_form() -> memory.KVConfig | None:
         hidden = int_input(_("Hidden size (0 = give head dim)"), "mem_hidden", 0, 10**7,
                            help=_("if set, head dim = hidden size / query heads"))
         dtype = st.selectbox(_("Cache dtype"), list(dtypes.DTYPES),
-                             index=list(dtypes.DTYPES).index(DEFAULTS["mem_dtype"]), key="mem_dtype",
+                             index=list(dtypes.DTYPES).index(defaults()["mem_dtype"]), key="mem_dtype",
                              bind="query-params", help="\n".join(f"- {d}: {_(t.note)}" for d, t in dtypes.DTYPES.items()))
     with c[1]:
         heads = int_input(_("Query heads"), "mem_heads", 1, L["n_head"])
@@ -377,10 +377,8 @@ def encoder_decoder_result(cfg: memory.KVConfig, b: memory.KVBudget, name: str) 
 
 @st.fragment
 def calculator() -> None:
-    global DEFAULTS
-    DEFAULTS = defaults()
     notices = st.container()
-    for message in ui.drop_refused_link_numbers([k for k, v in DEFAULTS.items() if isinstance(v, int)],
+    for message in ui.drop_refused_link_numbers([k for k, v in defaults().items() if isinstance(v, int)],
                                                 "mem_link_refused"):  # before any number input reads the URL
         notices.warning(message)
     first_run, st.session_state["mem_link_checked"] = not st.session_state.get("mem_link_checked"), True
@@ -489,5 +487,4 @@ with st.expander(_("What you are seeing"), expanded=False):
         "Bytes are exact integers; **1 GiB = 2^30 bytes**, **1 GB = 10^9 bytes**. The address bar keeps your "
         "inputs (and the language): copy it to share this exact comparison."
     ))
-DEFAULTS: dict[str, Any] = {}
 calculator()

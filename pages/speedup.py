@@ -14,7 +14,7 @@ import streamlit as st
 from kvviz.i18n import N_, _, list_sep, ngettext, text_width
 from kvviz.speedup import machine, tables
 from kvviz.model import loading
-from kvviz import ui
+from kvviz import i18n, ui
 from kvviz.measure.load import load_avg_1min, load_label, load_number
 from kvviz.measure.timing import Comparison, Timing
 from kvviz.speedup.records import ESTIMATOR, MODE_LABELS, BenchResult, format_name
@@ -125,7 +125,7 @@ def render_results(result: BenchResult) -> None:
         "{model} · prompt {prompt} tokens, {new} new tokens, median of {repeats} rounds (+{warmup} warm-up) · "
         "{cpu}, {cores} cores, **{threads} torch threads: {reason}** · load {load_before} before, "
         "{load_after} after · torch {torch}, transformers {transformers} · {dtype}, {attn}").format(
-        model=loading.label_in_language(result.model_label), prompt=s.prompt_len, new=s.new_tokens, repeats=s.repeats, warmup=s.warmup,
+        model=i18n.shown_english(result.model_label), prompt=s.prompt_len, new=s.new_tokens, repeats=s.repeats, warmup=s.warmup,
         cpu=m.cpu, cores=m.physical_cores, threads=m.threads, reason=_(m.thread_reason),
         load_before=load_number(m.load_before[0]), load_after=load_number(m.load_after[0]), torch=m.torch_version,
         transformers=m.transformers_version, dtype=m.dtype, attn=m.attn_implementation))
@@ -289,7 +289,7 @@ def batch_section(spec: str, threads: int) -> None:
             last_intensity=last.step.intensity, last_batch=last.step.batch, ridge=ridge,
             first_tps=first.tokens_per_s, last_tps=last.tokens_per_s,
             gain=last.tokens_per_s / first.tokens_per_s, context=sweep.context,
-            overtake=sweep.kv_overtakes_at_batch, model=loading.label_in_language(sweep.model_label), threads=sweep.threads,
+            overtake=sweep.kv_overtakes_at_batch, model=i18n.shown_english(sweep.model_label), threads=sweep.threads,
             format=format_name(sweep.weight_format)))
 
 
@@ -363,7 +363,7 @@ def device_section(spec: str) -> None:
     from kvviz.figures import export_config
 
     st.caption(_("Measured on {device}; {model}; machine load {load}.").format(
-        device=result.device.describe(), model=loading.label_in_language(result.model_label), load=load_label(load_before)))
+        device=result.device.describe(), model=i18n.shown_english(result.model_label), load=load_label(load_before)))
     if result.sweep:
         st.plotly_chart(context_sweep_figure(result.sweep, result.device.kind), key="bench_fig_device_sweep",
                         config=export_config("kvviz_context_sweep"))

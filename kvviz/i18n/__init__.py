@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import functools
 import gettext as _gettext
 import io
 import re
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 ENGLISH = "en"
 CHINESE = "zh-CN"
@@ -149,6 +150,43 @@ def N_(message: str) -> str:
     """Mark a string for the catalog without translating it now (a constant defined at import time); translate
     it with `_()` where it is shown."""
     return message
+
+
+@dataclasses.dataclass(frozen=True)
+class Message:
+    """A text made now and shown later, in the language of whoever reads it: a message marked N_ and its fields'
+    values (a field that is itself a Message is shown in the same language). Records, keys and the CLI keep
+    `english`; a page shows `shown()`, or `shown_english(text)` for a text a record kept in English. kvviz's one
+    lazy translatable text (a model's label, a listed model's)."""
+
+    msg: str
+    fields: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def of(cls, msg: str, **fields: Any) -> "Message":
+        """A message with its fields, remembered by its English text for shown_english."""
+        text = cls(msg, tuple(fields.items()))
+        _MADE.setdefault(text.english, text)
+        return text
+
+    def shown(self) -> str:
+        """The text in the current language."""
+        return _(self.msg).format(**{k: v.shown() if isinstance(v, Message) else v for k, v in self.fields})
+
+    @property
+    def english(self) -> str:
+        with language(ENGLISH):
+            return self.shown()
+
+
+_MADE: dict[str, Message] = {}  # English text -> the Message this process made it from (Message.of)
+
+
+def shown_english(text: str) -> str:
+    """A text a record kept in English (a race's, a benchmark's or a draft's model label), in the current language:
+    translated when this process made it with Message.of, else as it is (a teacher's own label, an old record)."""
+    made = _MADE.get(text)
+    return made.shown() if made else _(text)
 
 
 # ----- a text's shape in either language: the one home of each rule (pages call these, never re-spell them) -----

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kvviz import i18n
 from kvviz.i18n import N_, _
 from kvviz.inputs import echo
 from kvviz.model import load_cost
@@ -104,41 +105,19 @@ class ModelInfo:
     d_ff: int | None = None  # MLP inner width; None: GPT-2's 4 x n_embd
     mlp_matrices: int = 2  # 2: GPT-2's fc -> GELU -> proj; 3: Llama's SwiGLU (gate, up, down)
     model_type: str = "gpt2"
-    # The label's English message (marked N_) and its fields, so a page can show it in the session's language;
-    # "" for a label given as it is (a teacher's own). A field named "title" is itself a message.
-    label_msg: str = ""
-    label_fields: tuple[tuple[str, Any], ...] = ()
-
-    def __post_init__(self) -> None:
-        _LABELS[self.label] = (self.label_msg, self.label_fields)
+    # The label as kvviz wrote it, to be shown in the session's language; None for a label given as it is (a
+    # teacher's own words).
+    label_text: i18n.Message | None = None
 
     def shown_label(self) -> str:
         """The label in the interface language (kvviz.i18n)."""
-        return shown_label(self.label, self.label_msg, self.label_fields)
-
-
-# English label -> its message and fields, for every model described in this process: records keep the English
-# label (the CLI, JSON, keys), and a page shows it in the reader's language with label_in_language().
-_LABELS: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {}
-
-
-def label_in_language(label: str) -> str:
-    """A model label a record kept (English), in the interface language; a label never seen here, as it is."""
-    msg, fields = _LABELS.get(label, ("", ()))
-    return shown_label(label, msg, fields)
-
-
-def shown_label(label: str, label_msg: str, label_fields: tuple[tuple[str, Any], ...]) -> str:
-    """A label kept as (English text, message, fields), in the current language."""
-    if not label_msg:
-        return label
-    fields = {key: _(value) if key == "title" else value for key, value in label_fields}
-    return _(label_msg).format(**fields)
+        return self.label_text.shown() if self.label_text else self.label
 
 
 def _label(message: str, **fields: Any) -> dict[str, Any]:
-    """ModelInfo's label fields for a label built from `message` (N_-marked): the English text and its parts."""
-    return dict(label=message.format(**fields), label_msg=message, label_fields=tuple(fields.items()))
+    """ModelInfo's label fields for a label built from `message` (N_-marked): the English text and the text."""
+    text = i18n.Message.of(message, **fields)
+    return dict(label=text.english, label_text=text)
 
 
 @dataclass(frozen=True)
@@ -193,8 +172,8 @@ def _from_folder(folder: Path | str, attn_implementation: str, local_files_only:
 
 
 def _bundled_label(title: str, shape: dict[str, Any]) -> dict[str, Any]:
-    fields = dict(title=title, n_layer=shape["n_layer"], n_head=shape["n_head"], head_dim=shape["head_dim"],
-                  n_positions=shape["n_positions"])
+    fields = dict(title=i18n.Message(title), n_layer=shape["n_layer"], n_head=shape["n_head"],
+                  head_dim=shape["head_dim"], n_positions=shape["n_positions"])
     if shape["n_kv_heads"] != shape["n_head"]:
         return _label(N_("{title} ({n_layer} layers x {n_head} heads sharing {n_kv_heads} K/V heads, head_dim "
                          "{head_dim}, {n_positions} positions)"), **fields, n_kv_heads=shape["n_kv_heads"])

@@ -33,9 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kvviz import i18n
 from kvviz.i18n import N_, _
 from kvviz.model.load_cost import LoadCap
-from kvviz.model.loading import BUNDLED_MODELS, GPT2_SHAPES, RANDOM_PREFIX, shown_label
+from kvviz.model.loading import BUNDLED_MODELS, GPT2_SHAPES, RANDOM_PREFIX
 
 ENV_SWITCH = "KVVIZ_SHARED"
 ENV_CONFIG = "KVVIZ_SHARED_CONFIG"
@@ -59,11 +60,10 @@ class OfferedModel:
     name: str
     source: str  # a hub name, "random:<arch>", or an absolute folder path
     label: str  # in English; shown_label() in the interface language
-    label_msg: str = ""  # the label's message (N_) when kvviz wrote it; "" for the teacher's own words
-    label_fields: tuple[tuple[str, str], ...] = ()
+    label_text: i18n.Message | None = None  # the label as kvviz wrote it; None for the teacher's own words
 
     def shown_label(self) -> str:
-        return shown_label(self.label, self.label_msg, self.label_fields)
+        return self.label_text.shown() if self.label_text else self.label
 
 
 @dataclass(frozen=True)
@@ -165,16 +165,17 @@ def _entry(entry: Any, base: Path) -> OfferedModel | None:
     source = entry["source"].strip()
     if _looks_like_folder(source):
         source = str((base / Path(source).expanduser()).resolve())
-        name, message, fields = Path(source).name, N_("{name} (a folder on this server)"), {"name": Path(source).name}
+        name = Path(source).name
+        text = i18n.Message.of(N_("{name} (a folder on this server)"), name=name)
     elif source.startswith(RANDOM_PREFIX):
         if source.removeprefix(RANDOM_PREFIX) not in GPT2_SHAPES:  # students could never load it: not offered
             return None
         arch = source.removeprefix(RANDOM_PREFIX)
-        name, message, fields = source, N_("{arch} shape with random weights"), {"arch": arch}
+        name, text = source, i18n.Message.of(N_("{arch} shape with random weights"), arch=arch)
     else:
-        name, message, fields = source, N_("{name} (pretrained weights)"), {"name": source}
+        name, text = source, i18n.Message.of(N_("{name} (pretrained weights)"), name=source)
     name = entry.get("name", name)
-    label = entry.get("label", message.format(**fields))
+    label = entry.get("label", text.english)
     if not isinstance(name, str) or not isinstance(label, str):
         return None
     name, label = name.strip(), label.strip()
@@ -182,4 +183,4 @@ def _entry(entry: Any, base: Path) -> OfferedModel | None:
         return None
     if "label" in entry or not label:  # the teacher's own words are shown as they are
         return OfferedModel(name=name, source=source, label=label or name)
-    return OfferedModel(name=name, source=source, label=label, label_msg=message, label_fields=tuple(fields.items()))
+    return OfferedModel(name=name, source=source, label=label, label_text=text)

@@ -661,11 +661,15 @@ class Outcome:
     choice: int | None = None  # a multiple-choice answer's index: shown in the reader's language, not the one answered in
     room: bool = False  # marked by the teacher for the room (class mode)
 
+    @property
+    def right(self) -> bool:
+        """Counts as right: at the first try or after a hint (a shown answer does not)."""
+        return self.result in ("first try", "after a hint")
+
     def shown(self, question: "Question | None") -> str:
         """The answer as the summary shows it, in the current language where the question is known."""
         if self.room:
-            right = self.result in ("first try", "after a hint")
-            return (_("the room: {answer}").format(answer=question.answer_text()) if right and question else
+            return (_("the room: {answer}").format(answer=question.answer_text()) if self.right and question else
                     _("the room"))
         if self.choice is not None and question is not None and self.choice < len(question.choices):
             return question.choices[self.choice]
@@ -698,6 +702,6 @@ def result_label(result: str) -> str:
 
 def score(outcomes: dict[int, Outcome]) -> tuple[int, int]:
     """(right, right at the first try) over the steps answered: a step counts once."""
-    right = sum(o.result in ("first try", "after a hint") for o in outcomes.values())
+    right = sum(o.right for o in outcomes.values())
     first = sum(o.result == "first try" for o in outcomes.values())
     return right, first
