@@ -13,12 +13,12 @@ when its step opens and kept per language; the handout is written in the languag
 """
 from __future__ import annotations
 
-import json
+import html
 
 import streamlit as st
 
 from kvviz import i18n
-from kvviz.i18n import N_, _
+from kvviz.i18n import N_, _, ngettext
 from kvviz.teaching import glossary, handout, lesson
 from kvviz.inputs import query_values
 from kvviz import ui
@@ -82,7 +82,15 @@ LESSON_KEYS_JS = """<script>
     }
     b.replaceChildren(document.createTextNode(text));
   };
-  const show = () => badge(L.queue.length ? __BUSY__.replace("{n}", L.queue.length) : "");
+  const words = () => {
+    const state = document.querySelector(".kvviz-lesson-state");
+    if (state) L.words = {one: state.dataset.busyOne, many: state.dataset.busyMany, dropped: state.dataset.dropped};
+    return L.words || {one: "", many: "", dropped: ""};
+  };
+  const show = () => {
+    const n = L.queue.length;
+    badge(n ? words()[n === 1 ? "one" : "many"].replace("{n}", n) : "");
+  };
   const pump = () => {
     if (L.busy || !L.queue.length) { if (!L.busy) show(); return; }
     L.busy = true;
@@ -113,7 +121,7 @@ LESSON_KEYS_JS = """<script>
         L.queue.shift();
         L.dropped += 1;
         L.busy = false;
-        badge(__DROPPED__);
+        badge(words().dropped);
         setTimeout(pump, 3000);
       } else {
         setTimeout(ready, 60);
@@ -247,8 +255,11 @@ def _finish() -> None:
     next queued key only once the count has changed, so never before the browser holds this run's URL."""
     _score_to_url()
     st.session_state.pop(CLICKED, None)
+    one, many = (html.escape(ngettext("Lesson busy: {n} key press queued", "Lesson busy: {n} key presses queued", n))
+                 for n in (1, 2))  # the badge's words in this run's language: the script is installed once per tab
+    dropped = html.escape(_("A key press was dropped: its button did not appear"))
     run_marker.html(f'<div class="kvviz-lesson-state" data-runs="{st.session_state["lesson_runs"]}" '
-                    'style="display:none"></div>')
+                    f'data-busy-one="{one}" data-busy-many="{many}" data-dropped="{dropped}" style="display:none"></div>')
 
 
 def _question_key(number: int, loaded, lang: str | None = None) -> str:
@@ -410,9 +421,8 @@ def class_box(number: int, question: lesson.Question, step: lesson.LessonStep, f
             row.button(_("The room missed it"), key=f"lesson_room_wrong_{number}", icon=":material/close:",
                        shortcut=WRONG_KEY, on_click=_mark_room, args=(number, False, question.answer_text()))
         else:
-            right = outcome.result in ("first try", "after a hint")
             st.caption(_("Marked for the room: {result}. The ending counts the room's score.").format(
-                result=lesson.result_label(outcome.result) if right else _("missed (answer shown)")))
+                result=lesson.result_label(outcome.result) if outcome.right else _("missed (answer shown)")))
     _figures(question, False, font_px, number)  # the figure the question is about, under it
     if revealed:
         _worked(number, question, step, font_px)
@@ -452,9 +462,7 @@ if (st.session_state["lesson_class"] if "lesson_class" in st.session_state
     st.html(CLASS_CSS)  # before the title: class mode's chrome is small from the first frame
 st.title(_("Lesson: the KV cache in {n} questions").format(n=N_STEPS))
 st.session_state["lesson_runs"] = st.session_state.get("lesson_runs", 0) + 1  # LESSON_KEYS_JS waits on it
-st.html(LESSON_KEYS_JS.replace("__BUSY__", json.dumps(_("Lesson busy: {n} key presses queued")))
-        .replace("__DROPPED__", json.dumps(_("A key press was dropped: its button did not appear"))),
-        unsafe_allow_javascript=True)
+st.html(LESSON_KEYS_JS, unsafe_allow_javascript=True)
 run_marker = st.empty()  # filled by _finish, at the run's end: LESSON_KEYS_JS presses the next key after it
 top = st.container(horizontal=True, vertical_alignment="center")
 # Link check (issue 23): a bad ?step= opens step 1; say so, once per session.

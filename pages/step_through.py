@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import html
-import json
 import time
 import urllib.parse
 
@@ -119,7 +118,9 @@ KEYS_JS = """<script>
         "background:#e8590c;color:#fff;font:600 15px sans-serif;box-shadow:0 1px 4px rgba(0,0,0,.3)";
       document.body.appendChild(b);
     }
-    b.replaceChildren(document.createTextNode(__BUSY__.replace("{n}", n)));
+    const state = document.querySelector(".kvviz-stage-state");
+    if (state) S.words = [state.dataset.busyOne, state.dataset.busyMany];
+    b.replaceChildren(document.createTextNode((S.words || ["", ""])[n === 1 ? 0 : 1].replace("{n}", n)));
   };
   const pump = () => {
     if (S.busy) return;
@@ -278,9 +279,9 @@ def _apply_link() -> None:
     rewrite the URL) never replay it again and throw their work away."""
     link = stage_link.parse_link(st.query_params, info.n_positions)
     s = st.session_state
-    if link is None or s.get("step_link_done") == link.replay_key or link.replay_key in s.get(OWN_LINKS, ()):
+    if link is None or link.replay_key in s.get(OWN_LINKS, ()):
         return
-    s["step_link_done"] = link.replay_key
+    _own_link(link.replay_key)
     # never int(text) here: kvviz.inputs.query_values says what a bad steps= was and what is done instead (issue 23)
     if refused := query_values.refused_link_whole(st.query_params.get("steps"), 0, info.n_positions - 1, "steps",
                                                   _("Replaying the prompt only.")):
@@ -317,27 +318,29 @@ def _link() -> str:
 
 
 LINK_PARAMS = ("prompt", "steps", "greedy", "temperature", "top_k", "seed", "view", "present")  # + the pickers' own
-# The links this session wrote into its own address bar (their replay keys, the newest OWN_LINKS_KEPT). A full rerun
-# can arrive with the address bar a step behind (Play's last frame asks for a full rerun before the browser has
-# applied the frame's URL): that URL is this session's own past state, never a link to replay (it cropped Play 8
-# to 7 steps).
+# The links this session replayed or wrote into its own address bar (their replay keys, the newest OWN_LINKS_KEPT):
+# never replayed (again). A full rerun can arrive with the address bar a step behind (Play's last frame asks for a
+# full rerun before the browser has applied the frame's URL): that URL is this session's own past state, never a
+# link to replay (it cropped Play 8 to 7 steps).
 OWN_LINKS, OWN_LINKS_KEPT = "step_own_links", 256
+
+
+def _own_link(key: tuple) -> None:
+    own = st.session_state.setdefault(OWN_LINKS, [])
+    if key not in own:
+        own.append(key)
+        del own[:-OWN_LINKS_KEPT]
 
 
 def _sync_url() -> None:
     """Keep the address bar on the stage's state (issue 29 item 10): the same query a Link carries, so a reload
-    (a new session) replays to the same step. Written as the replay already done (step_link_done), so this
-    session's own URL never replays it again. The pickers write step_layer / step_head themselves (bound);
+    (a new session) replays to the same step. Written as this session's own (OWN_LINKS), so this session's own URL
+    never replays it again. The pickers write step_layer / step_head themselves (bound);
     the router keeps ?lang= (and the model, ui's link helper) in the same query."""
     s = st.session_state
     if engine.started:
         query = _stage_link().query()
-        key = stage_link.parse_link(query, info.n_positions).replay_key
-        s["step_link_done"] = key
-        own = s.setdefault(OWN_LINKS, [])
-        if key not in own:
-            own.append(key)
-            del own[:-OWN_LINKS_KEPT]
+        _own_link(stage_link.parse_link(query, info.n_positions).replay_key)
     else:
         query = {"present": "1"} if s.get("step_present") else {}
     wanted = {k: v for k, v in query.items() if k in LINK_PARAMS}
@@ -357,7 +360,7 @@ title_row[0].title(_("Step through a generation"))
 present = title_row[1].toggle(_("Presenter mode"), key="step_present",
                               help=_("Only the stage, larger type, no sidebar (also ?present=1 in the URL)"))
 st.html(STAGE_CSS + (PRESENTER_CSS if present else ""))
-st.html(KEYS_JS.replace("__BUSY__", json.dumps(_("Stage busy: {n} key presses queued"))), unsafe_allow_javascript=True)
+st.html(KEYS_JS, unsafe_allow_javascript=True)
 font_px = 18 if present else 14
 # A model switch's line (generation kept / restored) is a toast: a banner above the fragment stayed until the
 # next full rerun and pushed the newest row off a 720-px screen. A link's refusal stays a banner (it must be read).
@@ -472,9 +475,13 @@ def _play_tick() -> None:
 
 def _state_html(playing: bool) -> str:
     """A hidden element KEYS_JS reads: how many clicks the stage has acted on (its queue sends the next press
-    once this moves), the records on screen and whether Play runs (Esc stops at the frame shown)."""
+    once this moves), the records on screen, whether Play runs (Esc stops at the frame shown), and the busy badge's
+    words in this run's language (the script is installed once per tab: a language switch changes only these)."""
+    one, many = (html.escape(ngettext("Stage busy: {n} key press queued", "Stage busy: {n} key presses queued", n))
+                 for n in (1, 2))
     return (f'<div class="kvviz-stage-state" data-acted="{st.session_state.get("step_acted", 0)}" '
-            f'data-records="{len(engine.records)}" data-playing="{int(playing)}" style="display:none"></div>')
+            f'data-records="{len(engine.records)}" data-playing="{int(playing)}" data-busy-one="{one}" '
+            f'data-busy-many="{many}" style="display:none"></div>')
 
 
 def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None,
@@ -608,7 +615,7 @@ def _race_models(timing: RaceTiming | None) -> tuple[str, str] | None:
     (the GPT-2 124M shape races this model's tokens): each part of the race view then says which it shows."""
     if timing is None or timing.model_label == info.label:
         return None
-    return info.shown_label(), loading.label_in_language(timing.model_label)
+    return info.shown_label(), i18n.shown_english(timing.model_label)
 
 
 def _race(snap: step_view.StageSnapshot, timing: RaceTiming | None) -> None:
