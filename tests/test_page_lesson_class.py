@@ -9,6 +9,7 @@ import re
 from streamlit.testing.v1 import AppTest
 
 from support.pages import open_page
+from kvviz import i18n
 from kvviz.figures.lesson import lesson_figure
 from kvviz.step.engine import StepEngine
 from kvviz.teaching import handout, lesson
@@ -179,3 +180,17 @@ def test_the_timing_figures_median_is_the_texts_median_for_an_even_count():
     bars = [trace for trace in fig.data if trace.type == "bar"]
     assert [bar.x[0] for bar in bars] == [2.5, 7.0]
     assert "median 2.50 ms" in bars[0].y[0] and "median 7.00 ms" in bars[1].y[0]
+
+
+def test_the_key_queues_badge_speaks_the_runs_language_and_counts_one_press_in_the_singular(fresh_streamlit_caches):
+    """The key queue's script is installed once per tab; its badge's words come from the state element every run
+    writes, so a language switch changes them (the badge kept the tab's first language) and one press is 'key
+    press' (it said '1 key presses')."""
+    def state(at: AppTest) -> str:
+        return next(h.proto.body for h in at.get("html") if h.proto.body.startswith("<div class=\"kvviz-lesson-state"))
+
+    english = state(_open(step="2"))
+    assert 'data-busy-one="Lesson busy: {n} key press queued"' in english
+    assert 'data-busy-many="Lesson busy: {n} key presses queued"' in english
+    chinese = state(open_page("pages/lesson.py", lang=i18n.CHINESE, query={"step": "2"}, router=True))
+    assert 'data-busy-one="课程忙：已排队 {n} 次按键"' in chinese and "Lesson busy" not in chinese
