@@ -288,10 +288,27 @@ _DOCUMENT_LANGUAGE_KEY = "kvviz_document_language"
 _DOCUMENT_LANGUAGE_JS = "<script>document.documentElement.lang = __LANG__;</script>"
 
 
+# Text readable at WCAG AA's 4.5:1 in both themes (issue 35; tests/test_browser_axe.py). Streamlit draws captions,
+# radio captions and a button's shortcut hint at 60% opacity of the text colour (3.88:1 on white): kvviz puts
+# essential text there (sources, the counting convention, model names), so 80% (about 7:1 on white, 10:1 on the
+# dark theme). A selected segment (the language switch, the lesson's step) and a slider's value were drawn in the
+# primary red on its 10% tint (4.23:1; 3.25:1 dark): the text colour instead, the selection still shown by its
+# tint, its border and a heavier weight, never by colour alone. A page's sections are st.header (h2, under the
+# page's h1 title: headings in order), drawn at st.subheader's size as before.
+READABLE_CSS = """<style>
+[data-testid="stCaptionContainer"], kbd[aria-label^="Shortcut"] { opacity: 0.8 !important; }
+button[data-selected="true"][data-variant] { color: inherit !important; font-weight: 600; }
+[data-testid="stSliderThumbValue"] { color: inherit !important; }
+[data-testid="stMain"] h2 { font-size: 1.75rem !important; }
+</style>"""
+
+
 def set_document_language() -> None:
-    """<html lang> follows the interface language: "zh-CN" on a Chinese page, "en" on an English one."""
+    """<html lang> follows the interface language: "zh-CN" on a Chinese page, "en" on an English one. (With the
+    style that keeps text readable, READABLE_CSS: both belong to every page, drawn once per run.)"""
     st.html(f"<style>.st-key-{_DOCUMENT_LANGUAGE_KEY}, :has(> .st-key-{_DOCUMENT_LANGUAGE_KEY}) "
             "{ display: none; }</style>")  # the container and its layout wrapper: no gap left in the sidebar
+    st.html(READABLE_CSS)
     st.sidebar.container(key=_DOCUMENT_LANGUAGE_KEY).html(
         _DOCUMENT_LANGUAGE_JS.replace("__LANG__", json.dumps(i18n.current())), unsafe_allow_javascript=True)
 

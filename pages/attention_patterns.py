@@ -91,7 +91,7 @@ st.markdown(
 )
 st.plotly_chart(figs.gallery_figure(lp, info.n_kv_heads), config=export_config("attention_patterns"), key="pat_gallery")
 
-st.subheader(_("Named patterns in this layer"))
+st.header(_("Named patterns in this layer"))
 strongest = strongest_induction_head(lp)
 
 
@@ -127,5 +127,5 @@ st.caption(_(
     "repeats). A head is named when its score reaches: {thresholds}.").format(probe=PROBE_HALF_TOKENS,
                                                                            thresholds=thresholds_text()))
 
-st.subheader(_("Head {head}, large").format(head=head))
+st.header(_("Head {head}, large").format(head=head))
 st.plotly_chart(figs.head_figure(lp, head, run.tokens, info.n_kv_heads), config=export_config("attention_patterns"), key="pat_head_fig")

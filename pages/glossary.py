@@ -29,10 +29,10 @@ for term in shown:
     with st.container(border=True, key=f"term_{term.anchor}"):
         if chinese:  # titled by the Chinese term, the English name beside it
             same = term.zh.lower() == term.name.lower()
-            st.subheader(term.zh if same else f"{term.zh} :gray[{term.name}]", anchor=term.anchor)
+            st.header(term.zh if same else f"{term.zh} :gray[{term.name}]", anchor=term.anchor)
         else:  # the English term, its Chinese name beside it
             head = st.container(horizontal=True, vertical_alignment="center", gap="small")
-            head.subheader(term.name, anchor=term.anchor, width="content")
+            head.header(term.name, anchor=term.anchor, width="content")
             head.markdown(f":gray-badge[中文] {term.zh}", width="content")
         if term.also:
             st.caption(_("Also: {names}").format(names=", ".join(term.also)))

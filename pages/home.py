@@ -45,7 +45,7 @@ with st.container(border=True):
     row.page_link("pages/glossary.py", label=_("Glossary"), icon=":material/menu_book:", query_params=lang)
 
 shape = ops.ModelShape.from_info(info)
-st.subheader(_("The pages"))
+st.header(_("The pages"))
 cards = [
     ("pages/step_through.py", _("Step through generation"),
      _("Prefill a prompt, then one token per click (or the Right arrow). Watch every layer's K and V cache grow by "

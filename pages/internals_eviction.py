@@ -110,7 +110,7 @@ except EvictionError as exc:
     st.error(str(exc))
     st.stop()
 
-st.subheader(_("What {policy} keeps at {keep}%").format(policy=policy_label(policy), keep=shown.keep_percent))
+st.header(_("What {policy} keeps at {keep}%").format(policy=policy_label(policy), keep=shown.keep_percent))
 st.markdown(_(EVICT_POLICY_RULES[policy]).format(window=settings.snap_window))
 kept_bytes = sum(layer.kv_bytes_kept for layer in shown.layers)
 full_bytes = sum(layer.kv_bytes_full for layer in shown.layers)
@@ -124,7 +124,7 @@ st.caption(_("The first copy-test span, {n} tokens: {text}").format(
     n=len(shown.tokens), text=code("".join(shown.tokens), limit=600)))
 st.plotly_chart(fig.layer_bytes_figure(shown), **PLOT)
 
-st.subheader(_("Quality vs bytes kept: every policy, every budget"))
+st.header(_("Quality vs bytes kept: every policy, every budget"))
 st.caption(_("Bounded work: {policies} policies x {budgets} budgets x 2 measures, plus {formats} quantized formats; "
              "{spans} spans of {half} tokens for the copy test, {passages} passages of {context} + {cont} tokens "
              "for the loss. One measurement at a time on this server; results are kept per model, text and "
@@ -153,7 +153,7 @@ st.caption(_("Full cache: copy test {acc:.1%} ({right}/{total} predictions), los
              "the first rows are worth; the copy test shows what the rows in between are worth.").format(
     acc=full.copy_accuracy, right=full.copy_correct, total=full.copy_total, loss=full.loss_full_nats))
 
-st.subheader(_("What a class takes away (computed from the sweep above)"))
+st.header(_("What a class takes away (computed from the sweep above)"))
 st.markdown("\n".join(f"- {line}" for line in eviction_takeaways(sweep)))
 
 with st.expander(_("Every measured point")):
@@ -164,7 +164,7 @@ with st.expander(_("Every measured point")):
         _("loss change (nats)"): round(p.loss_change_nats, 4),
     } for p in sweep.points], hide_index=True)
 
-st.subheader(_("Sources"))
+st.header(_("Sources"))
 st.markdown("\n".join(f"- {name} ({who}): [{url.rsplit('/', 1)[-1]}]({url})" for name, who, url in SOURCES) + "\n" + _(
     "- NVIDIA's kvpress is the reference implementation of these policies (its \"presses\"). kvviz writes the "
     "scorers on the cache tensors itself: kvpress 0.5.5 pins transformers < 5.3 and does not take GPT-2.\n"

@@ -84,7 +84,7 @@ st.plotly_chart(fig.layout_read_map(mask, row, 4, _("Layer {layer} buffer, {name
                                                      "the element above (red x)").format(layer=layer, name=layout.short_name(name),
                                                                                           head=head), offset), **PLOT)
 
-st.subheader(_("The price of appending: copy or write in place"))
+st.header(_("The price of appending: copy or write in place"))
 lens = list(range(0, info.n_positions, max(1, info.n_positions // 64)))
 copied = {layout.short_name(k): [layout.append_cost(k, shape, n).copied_bytes for n in lens] for k in layout.LAYOUTS}
 st.plotly_chart(fig.append_copy_figure(lens, copied, cost.written_bytes, _("Bytes moved to append one token (one "
@@ -97,7 +97,7 @@ st.caption(_(
 ).format(n=total_new, copied=layout.generation_copy_bytes("transposed", shape, 1, total_new),
          written=total_new * cost.written_bytes))
 
-st.subheader(_("Reading one head: contiguous vs strided, measured here"))
+st.header(_("Reading one head: contiguous vs strided, measured here"))
 st.caption(_("Each read is timed {n} times, taken in turn with the other, after one untimed warm-up each; the "
              "page shows the median with the fastest and slowest run and the machine's load. When the middle halves "
              "of the two sets of runs overlap, the difference is inside the noise and no side is called "

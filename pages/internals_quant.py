@@ -86,7 +86,7 @@ c1, c2 = st.columns(2)
 c1.plotly_chart(fig.quant_bytes_figure(rows), **PLOT)
 c2.plotly_chart(fig.quant_error_figure(rows), **PLOT)
 
-st.subheader(_("Does generation change? Greedy agreement"))
+st.header(_("Does generation change? Greedy agreement"))
 st.caption(_("Bounded work: at most {prompts} prompts, {tokens} tokens each, and prompts x tokens at most {total}; "
              "one measurement at a time on this server.").format(
     prompts=AGREEMENT_MAX_PROMPTS, tokens=AGREEMENT_MAX_TOKENS, total=AGREEMENT_MAX_PROMPT_TOKENS))

@@ -432,7 +432,7 @@ def summary(loaded) -> None:
     """The ending: the twelve ideas with the student's answers, a score, start again, the handout."""
     outcomes = _outcomes()
     right, first = lesson.score(outcomes)
-    st.subheader(_("What you learned"))
+    st.header(_("What you learned"))
     c = st.columns(3)
     c[0].metric(_("Right"), _("{right} of {n}").format(right=right, n=N_STEPS))
     c[1].metric(_("Right at the first try"), f"{first}")

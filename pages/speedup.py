@@ -120,7 +120,7 @@ def speedup_metric(col, label: str, result: BenchResult, name: str, over: str = 
 
 def render_results(result: BenchResult) -> None:
     s, m = result.settings, result.machine
-    st.subheader(_("Results"))
+    st.header(_("Results"))
     st.caption(_(
         "{model} · prompt {prompt} tokens, {new} new tokens, median of {repeats} rounds (+{warmup} warm-up) · "
         "{cpu}, {cores} cores, **{threads} torch threads: {reason}** · load {load_before} before, "
@@ -248,7 +248,7 @@ def int8_note(result: BenchResult) -> str:
 
 
 def batch_section(spec: str, threads: int) -> None:
-    st.subheader(_("Batched decode: when does the cache, not the weights, fill the memory bus?"))
+    st.header(_("Batched decode: when does the cache, not the weights, fill the memory bus?"))
     with st.form("bench_batch_form"):
         c1, c2 = st.columns(2)
         max_batch = c1.slider(_("Largest batch"), 1, 64, 16, key="bench_batch_max",
@@ -314,7 +314,7 @@ def device_section(spec: str) -> None:
     """The context sweep on a device (kvviz.speedup.accelerator): the cached step against the uncached pass as
     the cache grows, on the CPU or a GPU this machine has (only the devices found are offered)."""
 
-    st.subheader(_("As the context grows: one cached step against one uncached pass"))
+    st.header(_("As the context grows: one cached step against one uncached pass"))
     st.caption(_("At short context most of a decode step's time is not explained by reading its bytes (on a GPU: "
                  "launching kernels; on a CPU: Python, small ops, other processes): its time barely moves with the "
                  "context. At long context reading the cache dominates and the step grows with it. The uncached pass "

@@ -39,5 +39,5 @@ for tab, plan in zip(st.tabs(list(plans), key="teach_plan"), plans.values()):
                 line.page_link(block.page, label=f"`{row['open']}`", query_params=query, width="content")
                 st.markdown(_("**Show.** {show}  \n**Ask.** {ask}  \n**Where students go wrong.** {pitfall}").format(
                     show=_(block.show), ask=_(block.ask), pitfall=_(block.pitfall)))
-st.subheader(_("Running it for a class"))
+st.header(_("Running it for a class"))
 st.markdown(_(guide.RUN_FOR_A_CLASS))

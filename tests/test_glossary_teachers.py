@@ -40,12 +40,12 @@ def test_glossary_page_is_in_the_navigation_and_filters(fresh_streamlit_caches):
     at.run()
     at.switch_page("pages/glossary.py").run()
     assert not at.exception and at.title[0].value == "Glossary"
-    assert [h.value for h in at.subheader] == [t.name for t in glossary.TERMS]
+    assert [h.value for h in at.header] == [t.name for t in glossary.TERMS]
     at.text_input(key="term").set_value("GQA").run()
     expected = [t.name for t in glossary.TERMS if "gqa" in " ".join((t.name, t.definition, *t.also)).lower()]
-    assert "MHA, GQA, MQA" in expected and [h.value for h in at.subheader] == expected
+    assert "MHA, GQA, MQA" in expected and [h.value for h in at.header] == expected
     at.text_input(key="term").set_value("zzzz").run()
-    assert not at.subheader and at.info
+    assert not at.header and at.info
 
 
 def test_teachers_page_and_plans(fresh_streamlit_caches):
@@ -76,7 +76,7 @@ def test_a_terms_link_lands_on_its_entry(fresh_streamlit_caches):
     at.query_params["term"] = "head_dim"
     at.run()
     at.switch_page("pages/glossary.py").run()
-    assert [h.value for h in at.subheader] == ["head_dim"]
+    assert [h.value for h in at.header] == ["head_dim"]
 
 
 def test_the_readme_holds_both_plans_exactly():

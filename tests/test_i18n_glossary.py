@@ -66,25 +66,25 @@ def _allowed_names() -> list[str]:
 def test_glossary_page_in_chinese(fresh_streamlit_caches):
     at = _page("pages/glossary.py", i18n.CHINESE)
     assert at.title[0].value == "术语表"
-    headers = [h.value for h in at.subheader]
+    headers = [h.value for h in at.header]
     assert len(headers) == len(glossary.TERMS)
     for header, term in zip(headers, glossary.TERMS):  # titled by the Chinese term, the English name beside it
         assert header.startswith(term.zh) and (term.name in header or term.zh.lower() == term.name.lower())
     left = english_leftovers(page_texts(at), allowed=_allowed_names())
     assert not left, left
     at.text_input(key="term").set_value("预填充").run()
-    shown = [h.value for h in at.subheader]
+    shown = [h.value for h in at.header]
     with i18n.language(i18n.CHINESE):  # the Chinese name, and Chinese definitions that use it
         expected = [t for t in glossary.TERMS if "预填充" in t.zh or "预填充" in glossary.definition_text(t)]
     assert shown[0] == f"{glossary.find('Prefill').zh} :gray[Prefill]" and len(shown) == len(expected) > 1
     at.text_input(key="term").set_value("zzzz").run()
-    assert not at.subheader and "没有" in at.info[0].value
+    assert not at.header and "没有" in at.info[0].value
 
 
 def test_glossary_page_in_english_shows_the_chinese_column(fresh_streamlit_caches):
     at = _page("pages/glossary.py", i18n.ENGLISH)
     assert at.title[0].value == "Glossary"
-    assert [h.value for h in at.subheader] == [t.name for t in glossary.TERMS]
+    assert [h.value for h in at.header] == [t.name for t in glossary.TERMS]
     text = " ".join(m.value for m in at.markdown)
     assert all(f"中文] {t.zh}" in text for t in glossary.TERMS)
     assert len(english_leftovers(page_texts(at), allowed=_allowed_names())) > 20  # the scan sees English

@@ -58,7 +58,7 @@ def test_page_renders_and_policy_budget_and_sinks_change_what_is_shown(fresh_str
 
     at = at.selectbox(key="evict_policy").set_value("h2o").run()
     assert not at.exception and _markdown(at) != rule_streaming
-    assert at.subheader[0].value == "What H2O (accumulated attention) keeps at 50%"
+    assert at.header[0].value == "What H2O (accumulated attention) keeps at 50%"
 
     at = at.selectbox(key="evict_policy").set_value("streaming").run()
     grid_before = at.get("plotly_chart")[0].proto.spec

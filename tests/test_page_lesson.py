@@ -56,7 +56,7 @@ def test_every_step_renders_with_a_figure_and_next_on_12_leads_to_the_ending(fre
         assert not at.exception
     assert len(set(seen)) == N  # every step asks its own question
     assert at.session_state["step"] == N + 1  # Next on step 12 leads to the ending
-    assert any("What you learned" in h.value for h in at.subheader)
+    assert any("What you learned" in h.value for h in at.header)
     assert at.metric[0].value == f"0 of {N}"  # every answer was shown, none earned
     at.button(key="lesson_back").click().run()
     assert at.session_state["step"] == N

@@ -106,7 +106,7 @@ def test_class_mode_and_the_summary_in_chinese(fresh_streamlit_caches):
     assert not _leftovers(at, 4)
     at = _lesson_zh("End")  # an English ?step=End link still opens the summary
     assert at.session_state["step"] == len(lesson.STEPS) + 1
-    assert at.subheader[0].value == "你学到了什么" and at.metric[0].value == f"0 / {len(lesson.STEPS)}"
+    assert at.header[0].value == "你学到了什么" and at.metric[0].value == f"0 / {len(lesson.STEPS)}"
     table = at.table[0].value
     assert list(table.columns)[:2] == ["步", "要点"] and set(table["结果"]) == {"未作答"}
     assert not _leftovers(at)
