@@ -484,6 +484,11 @@ def _state_html(playing: bool) -> str:
             f'data-busy-many="{many}" style="display:none"></div>')
 
 
+# Visually hidden, read by a screen reader (the usual "sr-only" rules): a chart's data as text.
+SCREEN_READER_ONLY = ("position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;"
+                      "clip:rect(0,0,0,0);white-space:nowrap;border:0")
+
+
 def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None,
           playing: bool = False) -> st.delta_generator.DeltaGenerator:
     """Everything that changes per step (no widgets: the Play animation redraws this many times per run).
@@ -511,7 +516,9 @@ def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None,
             '<span style="opacity:0.6">{}</span>'.format(html.escape(_(
                 "When the newest token occurred before, this line names the head that reads the row after that "
                 "occurrence (an induction head copying)."))))
-        left.html(f'<div class="kvviz-readout" style="font-size:{1.1 if present else 1.0}rem">{readout}</div>')
+        chart_text = html.escape(figs.stage_figure_text(snap))  # the chart for a screen reader, visually hidden
+        left.html(f'<div class="kvviz-readout" style="font-size:{1.1 if present else 1.0}rem">{readout}'
+                  f'<span class="kvviz-chart-text" style="{SCREEN_READER_ONLY}">{chart_text}</span></div>')
         left.plotly_chart(figs.stage_figure(snap, font_px, height_px=330), config=CHART)
         left.caption(above if snap.first_row else _("Rows = cache positions; the newest row is outlined."))
     with right:

@@ -233,3 +233,28 @@ def test_the_stage_on_the_bundled_gqa_model_shows_the_group_mapping_and_measured
     assert "kv 0 ← q 0, 1, 2, 3; kv 1 ← q 4, 5, 6, 7" in caption
     real = at.session_state["step_engine"].cache_bytes
     assert f"real tensors: {real:,} B (calculator: {real:,} B)" in caption and f"{4 * real:,} B, 4x more" in caption
+
+
+def test_the_stage_chart_carries_its_data_as_text_for_a_screen_reader(step_page, bundled):
+    """Issue 35: the K | V | attention chart's data as a visually hidden sentence beside it, computed from the same
+    snapshot: the rows drawn, their width, the newest row, and where the newest query puts most of its weight."""
+    from kvviz.figures import step as figs
+
+    at = step_page
+    at.button(key="step_btn_prefill").click().run()
+    at.button(key="step_btn_next").click().run()
+    text = next(h.proto.body for h in at.get("html") if "kvviz-chart-text" in h.proto.body)
+    n = _cache_len(at)
+    assert f"K and V each hold {n} rows of {bundled.info.head_dim} numbers, positions 0 to {n - 1}" in text
+    assert "position:absolute" in text and "clip:rect(0,0,0,0)" in text  # hidden from sight, not from a reader
+
+    engine = StepEngine(bundled)  # the sentence's numbers are the snapshot's own, including past the drawn rows
+    engine.prefill("ROMEO: " + "the king is dead and " * 8)
+    for _step in range(3):
+        engine.step()
+    snap = engine.snapshot(1, 2)
+    said = figs.stage_figure_text(snap)
+    peak = snap.first_row + int(snap.attention.argmax())
+    assert snap.first_row > 0 and f"{snap.first_row} older rows are not drawn" in said
+    assert f"{snap.attention.max():.2f}, on position {peak} (" in said
+    assert f"the newest row is position {engine.cache_len - 1} (" in said

@@ -161,6 +161,30 @@ def stage_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 420) -
     return _prebuilt({"data": data, "layout": _fonts_dict(layout, font_px)})
 
 
+def stage_figure_text(snap: StageSnapshot) -> str:
+    """stage_figure's data as a sentence, for a reader who cannot see the chart (a screen reader reads it; issue 35):
+    which K/V rows are drawn and their size, the newest row, and where this head's query puts most of its weight."""
+    rows, head_dim = snap.keys.shape
+    last = snap.first_row + rows - 1
+    peak = snap.first_row + int(np.argmax(snap.attention))
+    tokens = {t.position: t.text for t in snap.strip if t.position is not None}
+
+    def row(position: int) -> str:
+        token = tokens.get(position, "")
+        return _("position {position} (“{token}”)").format(position=position, token=token.strip() or visible(token))
+
+    text = _("Chart: layer {layer}, K/V head {kv_head}, read by query head {q_head}. K and V each hold {rows} rows "
+             "of {head_dim} numbers, positions {first} to {last}; the newest row is {newest}. The query of the "
+             "newest token puts its largest attention weight, {weight:.2f}, on {peak}.").format(
+        layer=snap.layer, kv_head=snap.kv_head, q_head=snap.q_head, rows=rows, head_dim=head_dim,
+        first=snap.first_row, last=last, newest=row(last), weight=float(snap.attention[peak - snap.first_row]),
+        peak=row(peak))
+    if snap.first_row:
+        text += " " + _("{n} older rows are not drawn; they got {share:.0%} of the attention.").format(
+            n=snap.first_row, share=snap.attention_above)
+    return text
+
+
 def group_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 360) -> go.Figure:
     """Grouped-query attention: one K/V head's cached rows, and beside them the attention of every query head
     that reads them (same row axis): several queries, one cache."""
