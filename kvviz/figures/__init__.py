@@ -19,6 +19,11 @@ import plotly.graph_objects as go
 MIN_TICK_FONT_PX = 14  # shared with the step page's figures and the browser test: never below this
 MAX_LEGEND_ENTRIES = 4
 MARKER_COLOR = "#ff7f0e"  # a mid-tone orange: a dotted marker line reads on light and dark backgrounds
+# Okabe and Ito's palette (2008), the one home of the categorical colours whose difference carries a meaning (cached
+# or not, reused or computed, global or local): they stay apart under protanopia, deuteranopia and tritanopia, as
+# tests/test_figures_colour_vision.py simulates (tab10's green and red did not, under deuteranopia: ΔE 7), and read on
+# light and dark themes. The names are what captions call them ("green rows reused", "blue = global").
+BLUE, VERMILLION, GREEN, ORANGE, SKY, PURPLE = "#0072B2", "#D55E00", "#009E73", "#E69F00", "#56B4E9", "#CC79A7"
 
 
 def readable(fig: go.Figure, font_px: int = MIN_TICK_FONT_PX) -> go.Figure:

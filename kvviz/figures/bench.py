@@ -20,7 +20,7 @@ from kvviz.i18n import N_, _
 from kvviz.speedup import roofline
 from kvviz.speedup.records import BenchResult
 from kvviz.speedup.tables import pass_points
-from kvviz.figures import MAX_LEGEND_ENTRIES, legend_entries, log_ticks, readable, top_legend
+from kvviz.figures import BLUE, MAX_LEGEND_ENTRIES, ORANGE, SKY, VERMILLION, legend_entries, log_ticks, readable, top_legend
 
 COLORS = {
     "no_cache": "#d62728",
@@ -32,8 +32,8 @@ COLORS = {
     "generate_cache": "#9467bd",
     "generate_no_cache": "#ff7f0e",
 }
-KIND_COLORS = {"prefill": "#ff7f0e", "uncached": "#d62728", "cached decode": "#2ca02c",
-               "cached decode, int8 weights": "#8c564b"}
+KIND_COLORS = {"prefill": ORANGE, "uncached": VERMILLION, "cached decode": BLUE,
+               "cached decode, int8 weights": SKY}
 KIND_NAMES = {"prefill": N_("prefill"), "uncached": N_("uncached"), "cached decode": N_("cached decode"),
               "cached decode, int8 weights": N_("decode, int8")}  # legend names that fit half a chart
 # Legend names: short enough that four fit a half-width chart at 14 px (the table keeps the long labels).
@@ -200,9 +200,9 @@ def batch_figure(sweep: roofline.BatchSweep) -> go.Figure:
                     text=[""] * (len(batches) - 1) + [compute_name], textposition="bottom left",
                     textfont=dict(color=COMPUTE_COLOR), line=dict(color=COMPUTE_COLOR, dash="dash"), row=1, col=1)
     fig.add_bar(x=batches, y=[p.step.weight_bytes / 1e6 for p in sweep.points], name=_("weights (read once per step)"),
-                marker_color="#1f77b4", row=1, col=2)
+                marker_color=BLUE, row=1, col=2)
     fig.add_bar(x=batches, y=[p.step.kv_bytes / 1e6 for p in sweep.points], name=_("K/V (every sequence its own)"),
-                marker_color="#d62728", row=1, col=2)
+                marker_color=VERMILLION, row=1, col=2)
     fig.update_layout(barmode="stack", height=480, margin=dict(t=110, b=10),
                       legend=dict(orientation="h", x=0, xanchor="left", y=1.12, yanchor="bottom"),
                       title=dict(text=_("Batched decode at context {context}: K/V reads overtake the weights "

@@ -15,11 +15,11 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from kvviz.figures import MARKER_COLOR, log_ticks, readable, top_legend
+from kvviz.figures import BLUE, MARKER_COLOR, VERMILLION, log_ticks, readable, top_legend
 from kvviz.i18n import _
 
-CACHED_COLOR = "#2ca02c"
-UNCACHED_COLOR = "#d62728"
+CACHED_COLOR = BLUE
+UNCACHED_COLOR = VERMILLION
 
 
 def context_sweep_figure(points: Sequence[Any], device_label: str) -> go.Figure:

@@ -11,15 +11,15 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from kvviz.figures import MARKER_COLOR, MAX_LEGEND_ENTRIES, readable
+from kvviz.figures import BLUE, MARKER_COLOR, MAX_LEGEND_ENTRIES, ORANGE, readable
 from kvviz.i18n import _
 from kvviz.internals.records import EvictionGrid, EvictionPoint, EvictionSweep, policy_label, policy_short
 from kvviz.memory.units import binary_unit
 
 POLICY_COLORS = {"random": "#7f7f7f", "recent": "#9467bd", "streaming": "#1f77b4", "h2o": "#d62728",
                  "tova": "#8c564b", "snapkv": "#2ca02c", "key_norm": "#e377c2"}
-QUANT_COLOR = "#ff7f0e"
-KEPT_COLOR, EVICTED_COLOR, SINK_COLOR = "#1f77b4", "#e8e8e8", "#ff7f0e"
+QUANT_COLOR = ORANGE
+KEPT_COLOR, EVICTED_COLOR, SINK_COLOR = BLUE, "#e8e8e8", ORANGE
 METRICS = ("copy", "loss")
 
 

@@ -11,18 +11,18 @@ import plotly.graph_objects as go
 
 from kvviz.i18n import N_, _
 from kvviz.memory.units import binary_unit
-from kvviz.figures import log_ticks, readable
+from kvviz.figures import BLUE, GREEN, ORANGE, PURPLE, SKY, VERMILLION, log_ticks, readable
 from kvviz.internals.layout import LayoutBench
 from kvviz.internals.records import (CrossAttnRun, PagingPlan, PrefixReuse, PresetLayers, QuantReport,
                                     SchemeAgreement, SpecRun, WindowRun)
 
-REUSED_COLOR = "#2ca02c"  # rows taken from a cache / shared / accepted
-COMPUTED_COLOR = "#ff7f0e"  # rows computed now
+REUSED_COLOR = GREEN  # rows taken from a cache / shared / accepted
+COMPUTED_COLOR = ORANGE  # rows computed now
 WASTE_COLOR = "#c7c7c7"  # allocated, unused
-REJECTED_COLOR = "#d62728"  # computed, then thrown away
-GLOBAL_COLOR = "#1f77b4"
-LOCAL_COLOR = "#9467bd"
-SCHEME_COLORS = {"fp16": "#1f77b4", "bf16": "#17becf", "int8": "#ff7f0e", "int4": "#d62728"}
+REJECTED_COLOR = VERMILLION  # computed, then thrown away
+GLOBAL_COLOR = BLUE
+LOCAL_COLOR = PURPLE
+SCHEME_COLORS = {"fp16": BLUE, "bf16": SKY, "int8": ORANGE, "int4": VERMILLION}
 LAYER_KINDS = {"local": N_("local"), "global": N_("global")}  # a layer's kind (records keep the English key)
 
 

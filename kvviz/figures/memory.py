@@ -10,12 +10,12 @@ import plotly.graph_objects as go
 
 from kvviz.i18n import _
 from kvviz.memory.capacity import PagedView
-from kvviz.figures import MARKER_COLOR, readable, top_legend
+from kvviz.figures import BLUE, GREEN, MARKER_COLOR, ORANGE, PURPLE, VERMILLION, readable, top_legend
 from kvviz.memory import KVBudget, KVConfig, kv_bytes
 from kvviz.memory.units import binary_unit, short_bytes
 
 
-LINE_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")  # never the marker's orange
+LINE_COLORS = (BLUE, VERMILLION, GREEN, PURPLE)  # never the marker's orange
 
 
 def _bytes_axis(unit: str, size: int) -> str:
@@ -83,7 +83,7 @@ def size_vs_context_figure(
 def per_layer_figure(budget: KVBudget) -> go.Figure:
     """Bytes each layer holds: equal bars for plain attention, short and tall bars for local/global hybrids."""
     layers = list(range(len(budget.layer_bytes)))
-    colors = ["#1f77b4" if budget.config.layer_window(i) is None else "#ff7f0e" for i in layers]
+    colors = [BLUE if budget.config.layer_window(i) is None else ORANGE for i in layers]
     unit, size = binary_unit(max(budget.layer_bytes))
     fig = go.Figure(go.Bar(
         x=layers, y=[b / size for b in budget.layer_bytes], marker_color=colors,
@@ -104,7 +104,7 @@ def paged_figure(view: PagedView) -> go.Figure:
               _("flat: pre-allocated max length")]
     values = [view.used_bytes, view.paged_bytes, view.flat_bytes]
     unit, size = binary_unit(max(values))
-    fig = go.Figure(go.Bar(x=labels, y=[v / size for v in values], marker_color=["#2ca02c", "#1f77b4", "#d62728"],
+    fig = go.Figure(go.Bar(x=labels, y=[v / size for v in values], marker_color=[GREEN, BLUE, VERMILLION],
                            text=[short_bytes(v) for v in values], textposition="outside", cliponaxis=False))
     fig.update_layout(title=_("Paged blocks vs a flat buffer"), yaxis_title=_bytes_axis(unit, size),
                       margin=dict(t=50, b=10), height=340)

@@ -9,10 +9,10 @@ from typing import Sequence
 import plotly.graph_objects as go
 
 from kvviz.i18n import N_, _, numbers
-from kvviz.figures import legend_entries, log_ticks, readable, top_legend
+from kvviz.figures import BLUE, VERMILLION, legend_entries, log_ticks, readable, top_legend
 from kvviz.ops import COMPONENT_LABELS, COMPONENTS, FLOPS_PER_OP, PassCounts
 
-CACHED_COLOR, UNCACHED_COLOR = "#1f77b4", "#d62728"
+CACHED_COLOR, UNCACHED_COLOR = BLUE, VERMILLION
 QUANTITIES = {  # key -> (English label, marked for the catalog: show it as _(label); the value it draws)
     "total": (N_("All matmul work"), lambda c: c.total_ops),
     "attention": (N_("Attention (QK^T + AV)"), lambda c: c.attention_ops),
