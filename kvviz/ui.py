@@ -213,7 +213,6 @@ def _session_language() -> str | None:
         return None
 
 
-
 def apply_language() -> str:
     """Decide this run's language: `?lang=` when it names one (a shared link), else the session's earlier
     choice, else the browser's (st.context.locale: zh-CN gets Chinese, any other English). The URL then carries
