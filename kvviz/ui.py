@@ -293,12 +293,14 @@ _DOCUMENT_LANGUAGE_JS = "<script>document.documentElement.lang = __LANG__;</scri
 # dark theme). A selected segment (the language switch, the lesson's step) and a slider's value were drawn in the
 # primary red on its 10% tint (4.23:1; 3.25:1 dark): the text colour instead, the selection still shown by its
 # tint, its border and a heavier weight, never by colour alone. A page's sections are st.header (h2, under the
-# page's h1 title: headings in order), drawn at st.subheader's size as before.
+# page's h1 title: headings in order), drawn at st.subheader's size as before. A link reached with Tab (the sidebar's
+# pages, every page link) showed its focus only as a 15% grey tint: it gets an outline in the text's colour.
 READABLE_CSS = """<style>
 [data-testid="stCaptionContainer"], kbd[aria-label^="Shortcut"] { opacity: 0.8 !important; }
 button[data-selected="true"][data-variant] { color: inherit !important; font-weight: 600; }
 [data-testid="stSliderThumbValue"] { color: inherit !important; }
 [data-testid="stMain"] h2 { font-size: 1.75rem !important; }
+a:focus-visible { outline: 2px solid currentColor !important; outline-offset: 1px; }
 </style>"""
 
 
