@@ -14,6 +14,7 @@ them for real (waiting for that thread's import, if it is still running, through
 from __future__ import annotations
 
 import gc
+import html
 import importlib
 import json
 import sys
@@ -294,14 +295,36 @@ _DOCUMENT_LANGUAGE_JS = "<script>document.documentElement.lang = __LANG__;</scri
 # primary red on its 10% tint (4.23:1; 3.25:1 dark): the text colour instead, the selection still shown by its
 # tint, its border and a heavier weight, never by colour alone. A page's sections are st.header (h2, under the
 # page's h1 title: headings in order), drawn at st.subheader's size as before. A link reached with Tab (the sidebar's
-# pages, every page link) showed its focus only as a 15% grey tint: it gets an outline in the text's colour.
+# pages, every page link) showed its focus only as a 15% grey tint: it gets an outline in the text's colour. A chart's
+# text for a screen reader drawn as an element of its own (screen_reader_text) is out of the flow: no gap on screen.
 READABLE_CSS = """<style>
 [data-testid="stCaptionContainer"], kbd[aria-label^="Shortcut"] { opacity: 0.8 !important; }
 button[data-selected="true"][data-variant] { color: inherit !important; font-weight: 600; }
 [data-testid="stSliderThumbValue"] { color: inherit !important; }
 [data-testid="stMain"] h2 { font-size: 1.75rem !important; }
 a:focus-visible { outline: 2px solid currentColor !important; outline-offset: 1px; }
+[data-testid="stElementContainer"]:has(.kvviz-sr-only) { position: absolute !important; width: 1px !important;
+  min-width: 0 !important; height: 1px !important; padding: 0 !important; margin: -1px !important;
+  overflow: hidden !important; clip: rect(0,0,0,0) !important; }
 </style>"""
+
+
+# Visually hidden, read by a screen reader (the usual "sr-only" rules): a chart's data as text (issue 35).
+SCREEN_READER_ONLY = ("position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;"
+                      "clip:rect(0,0,0,0);white-space:nowrap;border:0")
+
+
+def screen_reader_span(text: str) -> str:
+    """`text` (escaped) in a visually hidden span: a screen reader reads it, the eye does not see it. A chart's data
+    as a sentence (kvviz.figures' *_figure_text), put inside an element already drawn beside the chart (the stage's
+    readout)."""
+    return f'<span class="kvviz-chart-text" style="{SCREEN_READER_ONLY}">{html.escape(text)}</span>'
+
+
+def screen_reader_text(text: str, where=None) -> None:
+    """screen_reader_span as an element of its own, drawn in `where` (a column or container; the page when None)
+    right after its chart. READABLE_CSS takes that element out of the page's flow, so it leaves no gap either."""
+    (st if where is None else where).html(f'<div class="kvviz-sr-only">{screen_reader_span(text)}</div>')
 
 
 def set_document_language() -> None:

@@ -347,9 +347,9 @@ def _sync_url() -> None:
     for key in LINK_PARAMS:
         if key not in wanted and key in st.query_params:
             del st.query_params[key]
-    for key, value in wanted.items():
-        if st.query_params.get(key) != value:
-            st.query_params[key] = value
+    changed = {key: value for key, value in wanted.items() if st.query_params.get(key) != value}
+    if changed:  # one message to the browser, not one per key
+        st.query_params.update(changed)
 
 
 _apply_link()
@@ -484,11 +484,6 @@ def _state_html(playing: bool) -> str:
             f'data-busy-many="{many}" style="display:none"></div>')
 
 
-# Visually hidden, read by a screen reader (the usual "sr-only" rules): a chart's data as text.
-SCREEN_READER_ONLY = ("position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;"
-                      "clip:rect(0,0,0,0);white-space:nowrap;border:0")
-
-
 def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None,
           playing: bool = False) -> st.delta_generator.DeltaGenerator:
     """Everything that changes per step (no widgets: the Play animation redraws this many times per run).
@@ -516,9 +511,9 @@ def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None,
             '<span style="opacity:0.6">{}</span>'.format(html.escape(_(
                 "When the newest token occurred before, this line names the head that reads the row after that "
                 "occurrence (an induction head copying)."))))
-        chart_text = html.escape(figs.stage_figure_text(snap))  # the chart for a screen reader, visually hidden
+        chart_text = ui.screen_reader_span(figs.stage_figure_text(snap))  # the chart for a screen reader, hidden
         left.html(f'<div class="kvviz-readout" style="font-size:{1.1 if present else 1.0}rem">{readout}'
-                  f'<span class="kvviz-chart-text" style="{SCREEN_READER_ONLY}">{chart_text}</span></div>')
+                  f'{chart_text}</div>')
         left.plotly_chart(figs.stage_figure(snap, font_px, height_px=330), config=CHART)
         left.caption(above if snap.first_row else _("Rows = cache positions; the newest row is outlined."))
     with right:
@@ -637,6 +632,7 @@ def _race(snap: step_view.StageSnapshot, timing: RaceTiming | None) -> None:
     for side, cached in zip(sides, (True, False)):
         side.plotly_chart(figs.race_figure(snap, cached, font_px, height_px=190 if not present else 200),
                           config=CHART)
+        ui.screen_reader_text(figs.race_figure_text(snap, cached), side)  # the chart for a screen reader, hidden
         dots = c.this_dot_products_cached if cached else c.this_dot_products_uncached
         # K/V computed per token and layer, all heads at once: not "rows", which the stage and the lesson keep for one
         # head's row at one cache position
@@ -653,6 +649,7 @@ def _race(snap: step_view.StageSnapshot, timing: RaceTiming | None) -> None:
     else:
         st.plotly_chart(figs.race_timing_figure(timing.cached_ms, timing.uncached_ms, timing.fixed_ms, font_px,
                                                 height_px=120 if not present else 140), config=CHART)
+        ui.screen_reader_text(figs.race_timing_figure_text(timing))
         if models is not None:
             st.caption(_("Clock: {race}.").format(race=models[1]))
 

@@ -8,11 +8,12 @@ from typing import Sequence
 
 import plotly.graph_objects as go
 
-from kvviz.i18n import _
+from kvviz.i18n import _, ngettext
+from kvviz.memory import capacity
 from kvviz.memory.capacity import PagedView
 from kvviz.figures import BLUE, GREEN, MARKER_COLOR, ORANGE, PURPLE, VERMILLION, readable, top_legend
 from kvviz.memory import KVBudget, KVConfig, kv_bytes
-from kvviz.memory.units import binary_unit, short_bytes
+from kvviz.memory.units import binary_unit, format_bytes, short_bytes
 
 
 LINE_COLORS = (BLUE, VERMILLION, GREEN, PURPLE)  # never the marker's orange
@@ -29,6 +30,20 @@ def context_grid(max_context: int, points: int = 120) -> list[int]:
     return sorted({max_context * i // (points - 1) for i in range(points)})
 
 
+def _context_lines(configs: Sequence[KVConfig], max_context: int, batch: int,
+                   max_contexts: Sequence[int | None] | None) -> tuple[list, list[list[int]], list[list[int]]]:
+    """(each config's own maximum context or None, each line's context lengths, each line's exact bytes there):
+    what size_vs_context_figure draws and size_vs_context_figure_text says."""
+    limits = list(max_contexts) if max_contexts is not None else [None] * len(configs)
+    if len(limits) != len(configs):
+        raise ValueError("one maximum context per config")
+    xs = context_grid(max_context)
+    ends = [max_context if limit is None else min(limit, max_context) for limit in limits]
+    grids = [[x for x in xs if x < end] + [end] for end in ends]  # every line ends exactly at its limit
+    lines = [[kv_bytes(cfg, x, batch) for x in grid] for cfg, grid in zip(configs, grids)]
+    return limits, grids, lines
+
+
 def size_vs_context_figure(
     configs: Sequence[KVConfig], max_context: int, batch: int = 1, mark_context: int | None = None,
     budget_bytes: int | None = None, max_contexts: Sequence[int | None] | None = None,
@@ -38,13 +53,7 @@ def size_vs_context_figure(
     max_contexts: each config's own maximum context (None: unknown); its line stops there, marked with a dot,
     because a model never holds more tokens than it was built for. The x axis runs to max_context.
     """
-    limits = list(max_contexts) if max_contexts is not None else [None] * len(configs)
-    if len(limits) != len(configs):
-        raise ValueError("one maximum context per config")
-    xs = context_grid(max_context)
-    ends = [max_context if limit is None else min(limit, max_context) for limit in limits]
-    grids = [[x for x in xs if x < end] + [end] for end in ends]  # every line ends exactly at its limit
-    lines = [[kv_bytes(cfg, x, batch) for x in grid] for cfg, grid in zip(configs, grids)]
+    limits, grids, lines = _context_lines(configs, max_context, batch, max_contexts)
     unit, size = binary_unit(max(max(line) for line in lines))  # GiB for Llama at 8k, KiB for a toy model
     fig = go.Figure()
     for i, (cfg, grid, line, limit) in enumerate(zip(configs, grids, lines, limits)):
@@ -80,6 +89,41 @@ def size_vs_context_figure(
     return readable(fig)
 
 
+def size_vs_context_figure_text(
+    configs: Sequence[KVConfig], max_context: int, batch: int = 1, mark_context: int | None = None,
+    budget_bytes: int | None = None, max_contexts: Sequence[int | None] | None = None,
+) -> str:
+    """size_vs_context_figure's data as sentences, for a reader who cannot see the chart (issue 35): each line's
+    exact bytes at both ends of its context range, at the marked context, and where it crosses the dashed line of
+    the memory left for the cache when the chart draws one (the first context whose cache is larger:
+    kvviz.memory.capacity.max_context, plus one). The same lines as the chart's (_context_lines)."""
+    limits, grids, lines = _context_lines(configs, max_context, batch, max_contexts)
+    budget = budget_bytes if budget_bytes is not None and budget_bytes > 0 else None
+    parts = [_("Chart: KV cache size against context length, batch {batch}, from 0 to {n:,} tokens.").format(
+        batch=batch, n=max_context)]
+    if mark_context is not None:
+        parts.append(_("A dotted line marks {n:,} tokens.").format(n=mark_context))
+    if budget is not None:
+        parts.append(_("A dashed line marks the memory left for the cache: {bytes_}.").format(
+            bytes_=format_bytes(budget)))
+    for cfg, grid, line, limit in zip(configs, grids, lines, limits):
+        end = grid[-1]
+        said = (_("{name} ({kind}): {start} at {first:,} tokens, {end} at {last:,} tokens, its model's maximum "
+                  "context.") if limit is not None and limit <= max_context else
+                _("{name} ({kind}): {start} at {first:,} tokens, {end} at {last:,} tokens.")).format(
+            name=cfg.name, kind=cfg.attention_kind, start=format_bytes(line[0]), first=grid[0],
+            end=format_bytes(line[-1]), last=end)
+        if mark_context is not None and grid[0] < mark_context < end:  # the ends are said already
+            said += " " + _("At the marked {n:,} tokens: {bytes_}.").format(
+                n=mark_context, bytes_=format_bytes(kv_bytes(cfg, mark_context, batch)))
+        if budget is not None:
+            fits_under = capacity.max_context(cfg, batch, budget, cap=end)
+            said += " " + (_("It stays under the dashed line.") if fits_under >= end else
+                           _("It crosses the dashed line at {n:,} tokens.").format(n=fits_under + 1))
+        parts.append(said)
+    return " ".join(parts)
+
+
 def per_layer_figure(budget: KVBudget) -> go.Figure:
     """Bytes each layer holds: equal bars for plain attention, short and tall bars for local/global hybrids."""
     layers = list(range(len(budget.layer_bytes)))
@@ -98,6 +142,36 @@ def per_layer_figure(budget: KVBudget) -> go.Figure:
     return readable(fig)
 
 
+def _layer_runs(layers: Sequence[int]) -> str:
+    """Layer numbers as runs: "0–4, 6–10, 12" (ascending input)."""
+    runs: list[list[int]] = []
+    for layer in layers:
+        if runs and layer == runs[-1][-1] + 1:
+            runs[-1].append(layer)
+        else:
+            runs.append([layer])
+    return _(", ").join(f"{r[0]}–{r[-1]}" if len(r) > 1 else f"{r[0]}" for r in runs)
+
+
+def per_layer_figure_text(budget: KVBudget) -> str:
+    """per_layer_figure's data as sentences, for a reader who cannot see the chart (issue 35): the layers grouped
+    by what each bar shows (global or sliding window, tokens held, exact bytes), in the order they first appear."""
+    groups: dict[tuple[bool, int, int], list[int]] = {}
+    for layer, (tokens, n_bytes) in enumerate(zip(budget.layer_tokens, budget.layer_bytes)):
+        groups.setdefault((budget.config.layer_window(layer) is None, tokens, n_bytes), []).append(layer)
+    parts = [_("Chart: the bytes each of the {n} layers holds, {context:,} tokens at batch {batch}.").format(
+        n=len(budget.layer_bytes), context=budget.context_len, batch=budget.batch)]
+    for (is_global, tokens, n_bytes), layers in groups.items():
+        parts.append((ngettext("Global layer {layers}: {tokens:,} tokens, {bytes_} each.",
+                               "Global layers {layers}: {tokens:,} tokens, {bytes_} each.", len(layers))
+                      if is_global else
+                      ngettext("Sliding-window layer {layers}: {tokens:,} tokens, {bytes_} each.",
+                               "Sliding-window layers {layers}: {tokens:,} tokens, {bytes_} each.", len(layers))
+                      ).format(layers=_layer_runs(layers), tokens=tokens, bytes_=format_bytes(n_bytes)))
+    parts.append(_("All layers together: {bytes_}.").format(bytes_=format_bytes(sum(budget.layer_bytes))))
+    return " ".join(parts)
+
+
 def paged_figure(view: PagedView) -> go.Figure:
     """Used bytes, paged allocation (rounded up to blocks) and flat pre-allocation of the maximum length."""
     labels = [_("tokens actually held"), _("paged: blocks of {n}").format(n=view.block_tokens),
@@ -109,3 +183,16 @@ def paged_figure(view: PagedView) -> go.Figure:
     fig.update_layout(title=_("Paged blocks vs a flat buffer"), yaxis_title=_bytes_axis(unit, size),
                       margin=dict(t=50, b=10), height=340)
     return readable(fig)
+
+
+def paged_figure_text(view: PagedView) -> str:
+    """paged_figure's data as sentences, for a reader who cannot see the chart (issue 35): the three bars' exact
+    bytes (the whole batch), and what the paged and the flat buffers hold beyond the tokens actually held."""
+    return _("Chart: the cache's bytes three ways, for the whole batch. Tokens actually held: {used}. Paged, in "
+             "blocks of {block:,} tokens: {paged}, {blocks:,} blocks per sequence, the last one with {waste:,} "
+             "unused token slots; {paged_waste} more than held. Flat, pre-allocated to the maximum length: {flat}; "
+             "{flat_waste} more than held.").format(
+        used=format_bytes(view.used_bytes), block=view.block_tokens, paged=format_bytes(view.paged_bytes),
+        blocks=view.blocks_per_sequence, waste=view.waste_tokens_last_block,
+        paged_waste=format_bytes(view.paged_bytes - view.used_bytes), flat=format_bytes(view.flat_bytes),
+        flat_waste=format_bytes(view.flat_bytes - view.used_bytes))

@@ -15,8 +15,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from kvviz.i18n import _
+from kvviz.i18n import _, ngettext
 from kvviz.measure.timing import median, quartiles
+from kvviz.step.records import RaceTiming
 from kvviz.step.view import StageSnapshot, visible
 
 NEW_ROW_COLOR = "#e8590c"  # the row(s) appended by the latest pass
@@ -243,16 +244,54 @@ def race_figure(snap: StageSnapshot, cached: bool, font_px: int = 14, height_px:
     return _prebuilt({"data": data, "layout": _fonts_dict(layout, font_px)})
 
 
+def _positions(positions: Sequence[int]) -> str:
+    """Cache positions as a sentence names them: "position 7", "positions 0 to 12" (a contiguous run)."""
+    if len(positions) == 1:
+        return _("position {position}").format(position=positions[0])
+    return _("positions {first} to {last}").format(first=positions[0], last=positions[-1])
+
+
+def race_figure_text(snap: StageSnapshot, cached: bool) -> str:
+    """race_figure's data as a sentence, for a reader who cannot see the chart (issue 35): the K rows drawn in
+    every layer and their width, and which of them this pass computes (outlined) or recomputes (shaded red)."""
+    n_layer = len(snap.layer_keys)
+    rows, head_dim = snap.layer_keys[0].shape if n_layer else (0, 0)
+    drawn = list(range(snap.first_row, snap.first_row + rows))
+    text = (_("Chart, with the cache: the K rows of K/V head {kv_head} in each of the {layers} layers, {rows} rows of "
+              "{head_dim} numbers, {positions}.") if cached else
+            _("Chart, without the cache: the K rows of K/V head {kv_head} in each of the {layers} layers, {rows} rows "
+              "of {head_dim} numbers, {positions}.")).format(
+        kv_head=snap.kv_head, layers=n_layer, rows=rows, head_dim=head_dim, positions=_positions(drawn))
+    if not cached:
+        text += " " + _("In every layer this step recomputes all of them (shaded red).")
+    elif not snap.new_rows:  # race_figure outlines every drawn row: the prefill, with nothing cached before it
+        text += " " + _("In every layer the prefill computes all of them (outlined): nothing was cached before it.")
+    else:
+        text += " " + ngettext(
+            "In every layer this step computes {n} row, {positions} (outlined); the other {rest} are read from the "
+            "cache.", "In every layer this step computes {n} rows, {positions} (outlined); the other {rest} are read "
+            "from the cache.", len(snap.new_rows)).format(
+            n=len(snap.new_rows), positions=_positions(snap.new_rows), rest=rows - len(snap.new_rows))
+    if snap.first_row:
+        text += " " + ngettext("{n} older row is not drawn.", "{n} older rows are not drawn.",
+                               snap.first_row).format(n=snap.first_row)
+    return text
+
+
+def _median_spread(samples: Sequence[float]) -> tuple[float, float, float]:
+    """(median, median - 25th percentile, 75th percentile - median): kvviz.measure.timing's statistic, as the
+    race's clock draws it (a bar and its whiskers) and race_timing_figure_text says it."""
+    (q1, q3), med = quartiles(samples), median(samples)
+    return med, med - q1, q3 - med
+
+
 def race_timing_figure(cached_ms: Sequence[float], uncached_ms: Sequence[float], fixed_ms: Sequence[float],
                        font_px: int = 14, height_px: int = 120) -> go.Figure:
     """The race's clock: each side's median (bar) with its middle half of repeats (whisker: 25th-75th
     percentile), and the 1-token forward, timed between them the same way, as the same statistic: its median a
     dashed line, its middle half a grey band (the floor every forward stands on here). One repeat a side has no
     spread: no whiskers, and the chart says so."""
-    def stats(xs: Sequence[float]) -> tuple[float, float, float]:  # kvviz.measure.timing's statistic
-        (q1, q3), med = quartiles(xs), median(xs)
-        return med, med - q1, q3 - med
-
+    stats = _median_spread
     names = [_("without the cache"), _("with the cache")]  # top to bottom: the slow side on top reads as a race
     rows = [stats(uncached_ms), stats(cached_ms)]
     single = min(len(cached_ms), len(uncached_ms)) < 2
@@ -278,6 +317,36 @@ def race_timing_figure(cached_ms: Sequence[float], uncached_ms: Sequence[float],
                       bargap=0.3)
     fig.update_traces(textfont_size=font_px)
     return _fonts(fig, font_px)
+
+
+def race_timing_figure_text(timing: RaceTiming) -> str:
+    """race_timing_figure's data as sentences, for a reader who cannot see the chart (issue 35): each side's
+    median with its middle half (the whiskers), the 1-token forward's (the dashed line and its grey band), and the
+    verdict the race's caption gives, by the same rule (RaceTiming.inside_noise: kvviz.measure.timing's overlap of
+    the middle halves; else its paired comparison, RaceTiming.cached_faster)."""
+    single = timing.single_repeat
+
+    def said(samples: Sequence[float], drawn: bool = True) -> str:
+        med, below, above = _median_spread(samples)
+        if not drawn or below + above == 0:  # no whisker (one repeat a side) or no grey band: no spread to say
+            return _("median {median:.1f} ms").format(median=med)
+        return _("median {median:.1f} ms, middle half {q1:.1f} to {q3:.1f} ms").format(
+            median=med, q1=med - below, q3=med + above)
+
+    text = _("Clock chart: without the cache, {uncached}; with the cache, {cached}; the dashed line, a 1-token forward "
+             "with nothing cached (the fixed cost every forward pays), {fixed}.").format(
+        uncached=said(timing.uncached_ms, not single), cached=said(timing.cached_ms, not single),
+        fixed=said(timing.fixed_ms))
+    if single:
+        text += " " + _("One repeat a side: no spread.")
+    if timing.inside_noise:
+        verdict = _("The difference is inside the noise: the middle halves overlap.")
+    elif not timing.cached_faster:
+        verdict = _("The cached step measured slower this time.")
+    else:
+        verdict = _("The step with the cache is {x:.1f}x faster.").format(
+            x=timing.uncached_median_ms / timing.cached_median_ms)
+    return f"{text} {verdict}"
 
 
 def next_token_bars(texts: Sequence[str], probs: Sequence[float], chosen: str, font_px: int = 14,
