@@ -6,7 +6,8 @@
   (subprotocol "streamlit"), binary protobufs both ways: every run is requested by a BackMsg `rerun_script`
   (ClientState: page_name from the URL path on the first run, then the page's page_script_hash; widget values
   and one-shot button triggers in WidgetStates; `fragment_id` when the widget sits in an `st.fragment`; the
-  hashes of cached messages, answered by `ref_hash` stubs as in the browser);
+  hashes of cached messages, answered by `ref_hash` stubs as in the browser; the query string the server last
+  put in the address bar (page_info_changed), as a browser sends its URL with every rerun);
 - the server answers with ForwardMsgs: new_session (a run starts), deltas that create or replace the element
   at `metadata.delta_path`, script_finished (elements the run did not touch are dropped, as the frontend does).
 
@@ -80,6 +81,7 @@ class Page:
         self.touched: set[tuple] = set()
         self.run_fragments: set[str] = set()
         self.page_hash, self.compile_errors, self.runs, self.max_age = "", 0, 0, 2
+        self.query_string = ""  # the address bar's query, as the server last set it (page_info_changed)
         self._cached: dict[str, tuple[ForwardMsg, int]] = {}  # hash -> (message, run it was last used in)
 
     def apply(self, msg: ForwardMsg) -> ForwardMsg:
@@ -93,6 +95,8 @@ class Page:
             self.max_age = msg.new_session.config.max_cached_message_age or self.max_age
         elif kind == "navigation":
             self.page_hash = msg.navigation.page_script_hash
+        elif kind == "page_info_changed":
+            self.query_string = msg.page_info_changed.query_string
         elif kind == "delta":
             path, delta = tuple(msg.metadata.delta_path), msg.delta
             for i in range(1, len(path) + 1):
@@ -196,7 +200,10 @@ class Student:
             rs.widget_states.widgets.add(id=trigger, trigger_value=True)  # one-shot: never stored in self.values
         rs.fragment_id = fragment_id
         rs.cached_message_hashes.extend(self.page._cached)
-        rs.context_info.url = f"{self.url}/{self.page_name}"
+        # as a browser does: every rerun carries the address bar's query, which the page keeps on its state
+        rs.query_string = self.page.query_string
+        rs.context_info.url = f"{self.url}/{self.page_name}" + (f"?{self.page.query_string}" if self.page.query_string
+                                                                else "")
         await self.ws.send(back.SerializeToString())
 
     async def wait(self, settled=None, timeout_s: float = SETTLE_TIMEOUT_S) -> tuple[float | None, float | None]:

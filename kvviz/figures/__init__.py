@@ -11,10 +11,13 @@ with `log_ticks()` (1, 2, 5 x 10^k in full). `readable()` applies the font sizes
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 
 import plotly.graph_objects as go
+import plotly.io as pio
+from _plotly_utils.utils import convert_to_base64
 
 MIN_TICK_FONT_PX = 14  # shared with the step page's figures and the browser test: never below this
 MAX_LEGEND_ENTRIES = 4
@@ -24,6 +27,60 @@ MARKER_COLOR = "#ff7f0e"  # a mid-tone orange: a dotted marker line reads on lig
 # tests/test_figures_colour_vision.py simulates (tab10's green and red did not, under deuteranopia: ΔE 7), and read on
 # light and dark themes. The names are what captions call them ("green rows reused", "blue = global").
 BLUE, VERMILLION, GREEN, ORANGE, SKY, PURPLE = "#0072B2", "#D55E00", "#009E73", "#E69F00", "#56B4E9", "#CC79A7"
+
+
+
+class SpecFigure(go.Figure):
+    """A figure this package built as a plain spec ({"data": [...], "layout": {...}}: dicts, lists, numpy arrays),
+    handed to Streamlit as it is: the stage's per-click charts (issue 33).
+
+    Streamlit draws a plotly figure from its `to_dict()` alone. A go.Figure built around the spec, even unvalidated
+    (`_validate=False`), wraps every trace and layout property in plotly's objects, and `to_dict()` deep-copies them
+    back out: 4-7 ms of a Next-token click's ~50 ms of server CPU for the stage and its bars, to send the dict we
+    started from. Here `to_dict()` packs the spec's arrays as plotly's does (base64 typed arrays) and nothing else.
+    Whoever reads the figure (`.data`, `.layout`, `.figure`: a test, a chart's text) gets plotly's real objects,
+    built on first read. The specs are validated by tests/test_stage_figures_fast.py, which also checks that they
+    serialise exactly as plotly's own API builds them. Read-only: build a new one rather than update it."""
+
+    def __init__(self, spec: dict) -> None:  # deliberately not go.Figure.__init__: no object tree per click
+        self._spec = spec
+
+    @functools.cached_property
+    def figure(self) -> go.Figure:
+        return go.Figure(_containers_copied(self._spec))
+
+    @property
+    def data(self) -> tuple:
+        return self.figure.data
+
+    @property
+    def layout(self) -> go.Layout:
+        return self.figure.layout
+
+    def to_dict(self) -> dict:
+        out = _containers_copied(self._spec)
+        layout = out.setdefault("layout", {})
+        if "template" not in layout:  # as go.Figure adds plotly's default template (Streamlit's own, once imported)
+            layout["template"] = _containers_copied(_default_template(pio.templates.default))
+        convert_to_base64(out)  # in place, on the copy: the spec keeps its arrays for a later read
+        return out
+
+    def __repr__(self) -> str:
+        return f"SpecFigure({self.figure!r})"
+
+
+@functools.lru_cache(maxsize=4)
+def _default_template(name: str | None) -> dict:
+    return pio.templates[name].to_plotly_json() if name else {}
+
+
+def _containers_copied(value):
+    """A copy of the dicts and lists (tuples become lists, as in JSON); arrays and scalars are shared, not copied."""
+    if isinstance(value, dict):
+        return {k: _containers_copied(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_containers_copied(v) for v in value]
+    return value
 
 
 def readable(fig: go.Figure, font_px: int = MIN_TICK_FONT_PX) -> go.Figure:

@@ -15,6 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from kvviz.figures import SpecFigure
 from kvviz.i18n import _, ngettext
 from kvviz.measure.timing import median, quartiles
 from kvviz.step.records import RaceTiming
@@ -53,8 +54,8 @@ def _fonts(fig: go.Figure, font_px: int) -> go.Figure:
 # plotly's make_subplots and update_* calls validate every change against the template-laden layout, which cost
 # ~35 ms of server CPU per click on one core (issue 33), most of a click's cost. The layout geometry still comes
 # from make_subplots (axis domains, anchors, title positions), computed once per shape. Validating the finished
-# dict (go.Figure(spec)) was still 80% of what was left (stage 8.4 -> 1.9 ms without it), so the figure wraps the
-# spec unvalidated (_prebuilt); tests/test_stage_figures_fast.py validates every one of these specs instead, and
+# dict (go.Figure(spec)) was still 80% of what was left (stage 8.4 -> 1.9 ms without it), so the spec goes out as
+# it is (kvviz.figures.SpecFigure); tests/test_stage_figures_fast.py validates every one of these specs instead, and
 # checks they serialise exactly as plotly's own subplot API builds them.
 @functools.lru_cache(maxsize=32)
 def _grid_json(cols: int, widths: tuple[float, ...] | None, spacing: float) -> str:
@@ -78,12 +79,6 @@ def _colorscale(name: str) -> tuple[tuple[float, str], ...]:
     """A named colour scale as plotly's validator spells it out. The browser's plotly.js knows no "_r" (reversed)
     names: an unvalidated spec must carry the stops themselves."""
     return go.Heatmap(colorscale=name).colorscale
-
-
-def _prebuilt(spec: dict) -> go.Figure:
-    """A figure around a spec this module built, without plotly's per-property validation (`_validate=False`,
-    plotly's own switch for trusted input): see the note above; the tests validate the same specs."""
-    return go.Figure(spec, _validate=False)
 
 
 def _axis(letter: str, col: int) -> str:
@@ -159,7 +154,7 @@ def stage_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 420) -
     named = (snap.copy.target_pos,) if snap.copy is not None else ()  # the row the readout names
     layout["yaxis"].update(autorange="reversed", **_row_ticks(snap.first_row, snap.row_labels, named))
     layout.update(height=height_px, margin=_margins(font_px), showlegend=False, bargap=0.1, shapes=shapes)
-    return _prebuilt({"data": data, "layout": _fonts_dict(layout, font_px)})
+    return SpecFigure({"data": data, "layout": _fonts_dict(layout, font_px)})
 
 
 def stage_figure_text(snap: StageSnapshot) -> str:
@@ -211,7 +206,7 @@ def group_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 360) -
     layout["yaxis"].update(autorange="reversed", **_row_ticks(snap.first_row, snap.row_labels))
     layout.update(height=height_px, margin={**_margins(font_px), "r": 3 * font_px + 10}, showlegend=False,
                   bargap=0.1, shapes=_outline_shapes(snap.new_rows, head_dim, 1, NEW_ROW_COLOR))  # r: the colour scale
-    return _prebuilt({"data": data, "layout": _fonts_dict(layout, font_px)})
+    return SpecFigure({"data": data, "layout": _fonts_dict(layout, font_px)})
 
 
 def race_figure(snap: StageSnapshot, cached: bool, font_px: int = 14, height_px: int = 300) -> go.Figure:
@@ -241,7 +236,7 @@ def race_figure(snap: StageSnapshot, cached: bool, font_px: int = 14, height_px:
             axis["showticklabels"] = False
     layout["yaxis"].update(showticklabels=True, title={"text": _("position")})
     layout.update(height=height_px, margin=_margins(font_px), showlegend=False, shapes=shapes)
-    return _prebuilt({"data": data, "layout": _fonts_dict(layout, font_px)})
+    return SpecFigure({"data": data, "layout": _fonts_dict(layout, font_px)})
 
 
 def _positions(positions: Sequence[int]) -> str:
@@ -364,7 +359,7 @@ def next_token_bars(texts: Sequence[str], probs: Sequence[float], chosen: str, f
               "title": {"text": _("Next-token probabilities")},
               "xaxis": {"range": [0, min(1.0, top * 1.35) or 1.0], "title": {"text": _("probability")}},
               "height": height_px, "margin": {**_margins(font_px), "r": 3 * font_px}}  # room for that label
-    return _prebuilt({"data": [bar], "layout": _fonts_dict(layout, font_px)})
+    return SpecFigure({"data": [bar], "layout": _fonts_dict(layout, font_px)})
 
 
 def growth_chart(steps: Sequence[int], with_cache: Sequence[int], without_cache: Sequence[int], what: str,
