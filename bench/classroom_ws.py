@@ -240,14 +240,32 @@ class Student:
                     and settled(self.page.state())):
                 settle_ms = (time.perf_counter() - t0) * 1000
 
+    async def set_popover(self, label: str, open_: bool) -> bool:
+        """Open or close the popover with this label, as a click on it does when the page draws its contents only
+        while it is open (a rerun, of its fragment if it is in one). False when there is no such popover."""
+        for _, (kind, block, frag) in sorted(self.page.elements.items()):
+            if kind == "block" and block.WhichOneof("type") == "popover" and block.popover.label == label:
+                if block.popover.id:
+                    self.values[block.popover.id] = WidgetState(id=block.popover.id, bool_value=open_)
+                    await self.rerun(fragment_id=frag)
+                    await self.wait()
+                return True
+        return False
+
     async def set_text(self, label: str, text: str) -> None:
-        """Type into the text area with this label and apply it (one rerun, of its fragment if it is in one)."""
+        """Type into the text area with this label and apply it (one rerun, of its fragment if it is in one). A
+        text area inside a closed popover of the same label (the step page's Prompt) is reached by opening it, and
+        the popover is closed again after, as a teacher does."""
+        found = self.page.find("text_area", label)
+        opened = found is None and await self.set_popover(label, True)
         found = self.page.find("text_area", label)
         if found is None:
             raise RuntimeError(f"no text area {label!r} on /{self.page_name}")
         self.values[found[0]] = WidgetState(id=found[0], string_value=text)
         await self.rerun(fragment_id=found[1])
         await self.wait()
+        if opened:
+            await self.set_popover(label, False)
 
     async def click(self, label: str, settled=None, timeout_s: float = SETTLE_TIMEOUT_S):
         found = self.page.find("button", label)

@@ -396,27 +396,32 @@ def _controls() -> tuple[dict[str, bool], st.delta_generator.DeltaGenerator | No
     # Buttons are found by their keys (.st-key-step_btn_*: KEYS_JS, tests), never by their labels, which are
     # translated.
     _keep_popover_state()
-    with row.popover(_("Prompt"), icon=":material/edit:"):  # two columns: it fits a 720-px-high projector
-        text, sampling = st.columns([3, 2], gap="medium")
-        preset = text.selectbox(_("Classroom presets"), list(PRESETS), key="step_preset", format_func=_)
-        st.session_state.setdefault(f"step_prompt_{preset}", PRESETS[preset])
-        text.text_area(_("Prompt"), height=110, key=f"step_prompt_{preset}", max_chars=MAX_TEXT_CHARS,
-                       help=_("A new line is a token of its own: the strip shows it as ↵. {cap}").format(
-                           cap=_(TEXT_CAP_HELP)))
-        if i18n.current() != i18n.ENGLISH:  # the interface is translated, the model's text is not
-            text.caption(_("{models} A prompt may mix in other characters: the tokenizer is byte-level, so a "
-                           "character it never saw whole is split into byte tokens (shown in hex, e.g. `<E4>`)."
-                           ).format(models=_(ENGLISH_MODELS)))
-        play = text.columns(2)
-        play[0].number_input(_("Play N steps"), 1, PLAY_MAX, key="step_play_n")
-        play[1].segmented_control(_("Play speed"), list(PLAY_SPEEDS), key="step_play_speed",
-                                  format_func=lambda v: _(PLAY_SPEED_LABELS[v]),
-                                  help=_("slow ~1.3 s, normal ~0.45 s, fast ~0.35 s a step (plus the redraw)"))
-        sampling.toggle(_("Greedy decoding"), key="step_greedy",
-                        help=_("Always the most likely token. {why}").format(why=_(GREEDY_HELP)))
-        sampling.slider(_("Temperature"), TEMPERATURE_MIN, TEMPERATURE_MAX, step=0.05, key="step_temperature")
-        sampling.number_input(_("Top-k (0 = off)"), 0, TOP_K_MAX, key="step_top_k")
-        sampling.number_input(_("Seed"), 0, SEED_MAX, key="step_seed")
+    # Drawn only while open (issue 33): a click on the stage reran these eight widgets, 14 of a click's 57 messages
+    # and ~6 ms of its ~40 ms of server CPU (bench/click_cpu.py), for a box the class never opens. Opening it reruns
+    # the stage (on_change) with the values in force (_keep_popover_state: they live in session state meanwhile).
+    prompt_box = row.popover(_("Prompt"), icon=":material/edit:", key="step_popover_prompt", on_change="rerun")
+    if prompt_box.open:
+        with prompt_box:  # two columns: it fits a 720-px-high projector
+            text, sampling = st.columns([3, 2], gap="medium")
+            preset = text.selectbox(_("Classroom presets"), list(PRESETS), key="step_preset", format_func=_)
+            st.session_state.setdefault(f"step_prompt_{preset}", PRESETS[preset])
+            text.text_area(_("Prompt"), height=110, key=f"step_prompt_{preset}", max_chars=MAX_TEXT_CHARS,
+                           help=_("A new line is a token of its own: the strip shows it as ↵. {cap}").format(
+                               cap=_(TEXT_CAP_HELP)))
+            if i18n.current() != i18n.ENGLISH:  # the interface is translated, the model's text is not
+                text.caption(_("{models} A prompt may mix in other characters: the tokenizer is byte-level, so a "
+                               "character it never saw whole is split into byte tokens (shown in hex, e.g. `<E4>`)."
+                               ).format(models=_(ENGLISH_MODELS)))
+            play = text.columns(2)
+            play[0].number_input(_("Play N steps"), 1, PLAY_MAX, key="step_play_n")
+            play[1].segmented_control(_("Play speed"), list(PLAY_SPEEDS), key="step_play_speed",
+                                      format_func=lambda v: _(PLAY_SPEED_LABELS[v]),
+                                      help=_("slow ~1.3 s, normal ~0.45 s, fast ~0.35 s a step (plus the redraw)"))
+            sampling.toggle(_("Greedy decoding"), key="step_greedy",
+                            help=_("Always the most likely token. {why}").format(why=_(GREEDY_HELP)))
+            sampling.slider(_("Temperature"), TEMPERATURE_MIN, TEMPERATURE_MAX, step=0.05, key="step_temperature")
+            sampling.number_input(_("Top-k (0 = off)"), 0, TOP_K_MAX, key="step_top_k")
+            sampling.number_input(_("Seed"), 0, SEED_MAX, key="step_seed")
     clicked = {
         "prefill": row.button(_("Prefill"), key="step_btn_prefill", shortcut="P"),
         "back": row.button(_("Back"), key="step_btn_back", shortcut="Left", icon=":material/arrow_back:"),

@@ -144,8 +144,30 @@ def test_a_link_replays_the_state_and_presenter_mode_opens_from_the_url(fresh_st
     assert not any("What you are seeing" in e.label for e in at.expander)  # presenter mode: only the stage
 
 
+def _open_prompt_box(at) -> None:
+    """The teacher opens the Prompt popover: its widgets are drawn only while it is open (issue 33)."""
+    at.session_state["step_popover_prompt"] = True
+    at.run()
+
+
+def test_the_prompt_box_draws_its_widgets_only_while_open(step_page):
+    at = step_page
+    assert not at.text_area and not at.number_input
+    _open_prompt_box(at)
+    assert [t.key for t in at.text_area] == ["step_prompt_ROMEO:"]
+    at.number_input(key="step_top_k").set_value(7).run()
+    at.session_state["step_popover_prompt"] = False
+    at.run()  # closed: not drawn, the value kept
+    assert not at.number_input and at.session_state["step_top_k"] == 7
+    at.button(key="step_btn_prefill").click().run()
+    assert at.session_state["step_engine"].sampling.top_k == 7
+    _open_prompt_box(at)
+    assert at.number_input(key="step_top_k").value == 7
+
+
 def test_bad_prompts_give_a_message_and_keep_the_page_alive(step_page):
     at = step_page
+    _open_prompt_box(at)
     at.text_area(key="step_prompt_ROMEO:").set_value("   ").run()
     at.button(key="step_btn_prefill").click().run()
     assert not at.exception
@@ -161,6 +183,7 @@ def test_sampling_controls_pick_the_seeded_tokens(step_page, bundled):
     """Sampling is the default; a seed picks the draw, and the Greedy toggle switches to argmax decoding: the page
     continues exactly as an engine with that Sampling does."""
     at = step_page
+    _open_prompt_box(at)
     at.number_input(key="step_seed").set_value(11).run()
     at.button(key="step_btn_prefill").click().run()
     for _ in range(6):

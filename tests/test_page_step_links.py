@@ -69,6 +69,8 @@ def test_the_sampling_limits_live_in_one_place_the_widget_the_link_and_the_recor
         with pytest.raises(ValueError):
             Sampling(greedy=False, **wrong)
     at = _page()
+    at.session_state["step_popover_prompt"] = True  # its widgets are drawn only while it is open
+    at.run()
     slider = at.slider(key="step_temperature")
     assert (slider.min, slider.max) == (TEMPERATURE_MIN, TEMPERATURE_MAX)
     assert at.number_input(key="step_top_k").max == TOP_K_MAX and at.number_input(key="step_seed").max == SEED_MAX
