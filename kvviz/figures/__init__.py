@@ -15,9 +15,10 @@ import functools
 import math
 from collections.abc import Iterable
 
+import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
-from _plotly_utils.utils import convert_to_base64
+from _plotly_utils.utils import is_skipped_key, to_typed_array_spec
 
 MIN_TICK_FONT_PX = 14  # shared with the step page's figures and the browser test: never below this
 MAX_LEGEND_ENTRIES = 4
@@ -29,7 +30,6 @@ MARKER_COLOR = "#ff7f0e"  # a mid-tone orange: a dotted marker line reads on lig
 BLUE, VERMILLION, GREEN, ORANGE, SKY, PURPLE = "#0072B2", "#D55E00", "#009E73", "#E69F00", "#56B4E9", "#CC79A7"
 
 
-
 class SpecFigure(go.Figure):
     """A figure this package built as a plain spec ({"data": [...], "layout": {...}}: dicts, lists, numpy arrays),
     handed to Streamlit as it is: the stage's per-click charts (issue 33).
@@ -37,7 +37,8 @@ class SpecFigure(go.Figure):
     Streamlit draws a plotly figure from its `to_dict()` alone. A go.Figure built around the spec, even unvalidated
     (`_validate=False`), wraps every trace and layout property in plotly's objects, and `to_dict()` deep-copies them
     back out: 4-7 ms of a Next-token click's ~50 ms of server CPU for the stage and its bars, to send the dict we
-    started from. Here `to_dict()` packs the spec's arrays as plotly's does (base64 typed arrays) and nothing else.
+    started from. Here `to_dict()` copies the spec with its arrays packed as plotly packs them (base64 typed arrays)
+    and adds the default template as go.Figure does.
     Whoever reads the figure (`.data`, `.layout`, `.figure`: a test, a chart's text) gets plotly's real objects,
     built on first read. The specs are validated by tests/test_stage_figures_fast.py, which also checks that they
     serialise exactly as plotly's own API builds them. Read-only: build a new one rather than update it."""
@@ -47,7 +48,7 @@ class SpecFigure(go.Figure):
 
     @functools.cached_property
     def figure(self) -> go.Figure:
-        return go.Figure(_containers_copied(self._spec))
+        return go.Figure(_spec_copy(self._spec, pack=False))
 
     @property
     def data(self) -> tuple:
@@ -58,11 +59,10 @@ class SpecFigure(go.Figure):
         return self.figure.layout
 
     def to_dict(self) -> dict:
-        out = _containers_copied(self._spec)
+        out = _spec_copy(self._spec, pack=True)  # a copy: the spec keeps its arrays for a later read
         layout = out.setdefault("layout", {})
-        if "template" not in layout:  # as go.Figure adds plotly's default template (Streamlit's own, once imported)
-            layout["template"] = _containers_copied(_default_template(pio.templates.default))
-        convert_to_base64(out)  # in place, on the copy: the spec keeps its arrays for a later read
+        if "template" not in layout:  # as go.Figure adds plotly's default template (Streamlit's own, once imported):
+            layout["template"] = _default_template(pio.templates.default)  # shared, read-only, as the figure is
         return out
 
     def __repr__(self) -> str:
@@ -74,14 +74,18 @@ def _default_template(name: str | None) -> dict:
     return pio.templates[name].to_plotly_json() if name else {}
 
 
-def _containers_copied(value):
-    """A copy of the dicts and lists (tuples become lists, as in JSON); arrays and scalars are shared, not copied."""
+def _spec_copy(value, pack: bool, key: str | None = None):
+    """A copy of the dicts and lists of a spec (tuples become lists, as in JSON). pack: every numpy array that is a
+    dict's value packed as plotly's to_dict() packs it (_plotly_utils.utils.convert_to_base64: a base64 typed
+    array, except under the keys plotly leaves alone). Lists of numbers or strings are copied whole, not walked:
+    plotly's walk visits every element (a third of a stage figure's send)."""
     if isinstance(value, dict):
-        return {k: _containers_copied(v) for k, v in value.items()}
+        return {k: _spec_copy(v, pack, k) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_containers_copied(v) for v in value]
+        return [_spec_copy(v, pack) if isinstance(v, (dict, list, tuple)) else v for v in value]
+    if pack and key is not None and isinstance(value, np.ndarray) and not is_skipped_key(key):
+        return to_typed_array_spec(value)
     return value
-
 
 def readable(fig: go.Figure, font_px: int = MIN_TICK_FONT_PX) -> go.Figure:
     """Every text of the figure at font_px or more, set on each axis (Streamlit's plotly theme would otherwise
