@@ -31,10 +31,13 @@ scratch. The N-th new token is picked but never fed, so it costs nothing.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from kvviz.i18n import N_, _, ngettext
 from kvviz.inputs.query_values import WholeNumberRefused, bounded_int, shown
+
+if TYPE_CHECKING:  # kvviz.model.dims builds a ModelShape from a ModelDims (it imports this module, not the reverse)
+    from kvviz.model.dims import ModelDims
 
 COMPONENTS: tuple[str, ...] = ("qkv_proj", "attn_scores", "attn_values", "out_proj", "mlp", "lm_head")
 COMPONENT_LABELS: dict[str, str] = {
@@ -69,7 +72,8 @@ def _positive_int(name: str, value: Any, upper: int = 10**12) -> int:
 
 @dataclass(frozen=True)
 class ModelShape:
-    """The numbers that decide how much matmul work a forward pass does."""
+    """The numbers that decide how much matmul work a forward pass does, validated (a student types them on the ops
+    page). A real model's come from its dimensions: ModelDims.ops_shape() (kvviz.model.dims)."""
 
     n_layer: int
     n_head: int  # query heads
@@ -92,19 +96,10 @@ class ModelShape:
                 "a whole group of query heads").format(n_kv_heads=self.n_kv_heads, n_head=self.n_head))
 
     @classmethod
-    def from_info(cls, info: Any) -> ModelShape:
-        """From a kvviz.model.loading.ModelInfo: its K/V heads and MLP (GPT-2: 2 x 4 n_embd; Llama: 3 x intermediate)."""
-        return cls(
-            n_layer=info.n_layer,
-            n_head=info.n_head,
-            n_kv_heads=info.n_kv_heads,
-            head_dim=info.head_dim,
-            n_embd=info.n_embd,
-            d_ff=getattr(info, "d_ff", None) or 4 * info.n_embd,
-            vocab_size=info.vocab_size,
-            mlp_matrices=getattr(info, "mlp_matrices", 2),
-            name=getattr(info, "label", "loaded model"),
-        )
+    def from_info(cls, info: ModelDims) -> ModelShape:
+        """Alias of `info.ops_shape()`: a model's dimensions convert themselves in kvviz.model.dims, their one
+        home (a loaded ModelInfo names the shape by its label). Kept for callers written before it."""
+        return info.ops_shape()
 
     # ----- ops per token that do not depend on the context length ------------------------------------
     @property

@@ -48,7 +48,7 @@ def chosen_shape() -> tuple[ops.ModelShape | None, int | None]:
     choice = st.session_state.get("ops_model", LOADED)
     if choice == LOADED:
         info = ui.current_info()
-        return ops.ModelShape.from_info(info), info.n_positions
+        return info.ops_shape(), info.n_positions
     if choice != CUSTOM:
         preset = ops_presets()[choice]
         st.caption(_("Source: [{url}]({url}) · {paper}").format(url=preset.source, paper=preset.paper))

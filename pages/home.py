@@ -44,7 +44,7 @@ with st.container(border=True):
                  query_params=lang)
     row.page_link("pages/glossary.py", label=_("Glossary"), icon=":material/menu_book:", query_params=lang)
 
-shape = ops.ModelShape.from_info(info)
+shape = info.ops_shape()
 st.header(_("The pages"))
 cards = [
     ("pages/step_through.py", _("Step through generation"),

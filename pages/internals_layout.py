@@ -30,7 +30,7 @@ explain(_(
 ))
 
 info = ui.current_info()
-shape = layout.BufferShape(info.n_kv_heads, info.n_positions, info.head_dim, 4)
+shape = layout.BufferShape.of(info)  # one layer's K buffer, room for the whole context, float32
 c1, c2, c3, c4 = st.columns(4)
 name = c1.selectbox(_("Layout"), list(layout.LAYOUTS), format_func=layout.short_name,
                      key="int_layout_name")

@@ -40,7 +40,7 @@ def test_roofline_bytes_and_per_round_fractions(sdpa_model, tiny_result):
     expected = [run.decode_tokens_per_s * tiny_result.bytes_per_token("preallocated") / probe.bytes_per_s
                 for run, probe in zip(runs, tiny_result.read_bandwidth)]
     assert verdict.fractions == pytest.approx(expected)
-    assert roofline.kv_bytes_read_per_decode_token(2, 2, 4, 4, 10, 1) == 0  # no decode step, nothing read
+    assert roofline.kv_bytes_read_per_decode_token(2 * 2 * 2 * 4 * 4, 10, 1) == 0  # no decode step, nothing read
 
 
 def test_disturbed_run_is_flagged_and_never_shows_over_100_percent(tiny_result):

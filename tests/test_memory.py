@@ -279,13 +279,6 @@ def test_gpu_presets_say_marketed_or_usable():
     assert not a100.driver_reported and "taken here as 80 GiB" in a100.capacity_note
 
 
-def test_gpt2_shapes_have_one_source():
-    from kvviz.model import loading
-    from kvviz.memory.presets import gpt2_shapes
-
-    assert gpt2_shapes() == loading.GPT2_SHAPES  # models should read presets.gpt2_shapes(); equal until it does
-
-
 def test_figures_pick_readable_units():
     from kvviz.figures import memory as figs
 

@@ -13,6 +13,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from kvviz import memory
 from kvviz.step import view
 from kvviz.figures import step as figs
+from kvviz.model.dims import ModelDims
 from kvviz.model.loading import LoadedModel, ModelInfo
 from kvviz.step.engine import StepEngine
 
@@ -24,8 +25,9 @@ def gqa(bundled) -> LoadedModel:
                          num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=2,
                          max_position_embeddings=64, attn_implementation="eager")
     model = LlamaForCausalLM(config).eval()
-    info = ModelInfo(spec="test:llama-gqa", kind="random", label="random Llama GQA", n_layer=2, n_head=8,
-                     n_kv_heads=2, head_dim=16, n_embd=128, n_positions=64, vocab_size=config.vocab_size,
+    dims = ModelDims.from_config(config.to_dict())  # the dimensions as kvviz reads them from any config
+    assert (dims.n_layer, dims.n_head, dims.n_kv_heads, dims.head_dim, dims.n_positions) == (2, 8, 2, 16, 64)
+    info = ModelInfo(**dataclasses.asdict(dims), spec="test:llama-gqa", kind="random", label="random Llama GQA",
                      n_params=sum(p.numel() for p in model.parameters()), dtype="float32",
                      attn_implementation="eager", weights_are_random=True)
     return LoadedModel(model, bundled.tokenizer, info)

@@ -166,7 +166,7 @@ def cross_attention_figure(run: CrossAttnRun) -> go.Figure:
 
 
 def window_mask_figure(visible: np.ndarray, tokens: Sequence[str], title: str) -> go.Figure:
-    """(seq_len, seq_len) visibility: row = query position, column = key position."""
+    """[seq_len, seq_len] visibility: row = query position, column = key position."""
     labels = [f"{i}: {t!r}"[:18] for i, t in enumerate(tokens)]
     fig = go.Figure(go.Heatmap(z=visible.astype(np.int8), x=labels, y=labels, showscale=False,
                                colorscale=[[0, "#f2f2f2"], [1, GLOBAL_COLOR]],

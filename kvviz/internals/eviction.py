@@ -19,7 +19,8 @@ of these "presses"; kvpress 0.5.5 pins transformers < 5.3 and does not take GPT-
 
 Attention-based scores read the prefill's attention weights (eager attention, which the app loads). With GQA the
 query heads that share a KV head are averaged, so the choice is per KV head: the pruned tensors stay
-[batch_size, num_key_value_heads, rows, head_dim], rectangular, because every head keeps the same number of rows.
+[batch_size, num_kv_heads, seq_len, head_dim] with seq_len = the rows kept, rectangular, because every head keeps
+the same number of rows.
 
 Budget: a whole percent of the KV bytes; rows per head = floor(S x percent / 100) (records.rows_for_budget), and the
 bytes reported are the pruned tensors' own `nbytes`, never the percent asked for. Masking rows or zeroing channels
@@ -63,19 +64,20 @@ Progress = Callable[[float, str], None]
 
 
 class Prefill:
-    """A real prefill of a batch: its cache (float32, [B, Hkv, S, D] per layer) and attention weights
-    ([B, Hq, S, S] per layer), kept read-only: every policy prunes a copy."""
+    """A real prefill of a batch: its cache (float32, [batch_size, num_kv_heads, seq_len, head_dim] per layer) and
+    attention weights ([batch_size, num_heads, seq_len, seq_len] per layer), kept read-only: every policy prunes a
+    copy."""
 
     def __init__(self, loaded: LoadedModel, input_ids: torch.Tensor):
         if loaded.model.config._attn_implementation != "eager":
             raise EvictionError("eviction needs a model loaded with eager attention (it reads attention weights)")
         self.loaded = loaded
-        self.input_ids = input_ids  # (B, S)
+        self.input_ids = input_ids  # [batch_size, seq_len]
         with MODEL_LOCK, torch.inference_mode():
             out = loaded.model(input_ids=input_ids, past_key_values=DynamicCache(config=loaded.model.config),
                                use_cache=True, output_attentions=True)
         self.cache: DynamicCache = out.past_key_values
-        self.attentions = [a.float() for a in out.attentions]  # per layer (B, Hq, S, S)
+        self.attentions = [a.float() for a in out.attentions]  # per layer [batch_size, num_heads, seq_len, seq_len]
 
     @property
     def seq_len(self) -> int:
@@ -88,15 +90,17 @@ def prefill(loaded: LoadedModel, input_ids: torch.Tensor) -> Prefill:
 
 # ----- scores: higher = keep ----------------------------------------------------------------------------------
 def _per_kv_head(attn: torch.Tensor, n_kv_heads: int) -> torch.Tensor:
-    """(B, Hq, S, S) -> (B, Hkv, S, S): the query heads sharing a KV head, averaged (GQA; MHA: unchanged)."""
+    """[batch_size, num_heads, seq_len, seq_len] -> [batch_size, num_kv_heads, seq_len, seq_len]: the query heads
+    sharing a KV head, averaged (GQA; MHA: unchanged)."""
     b, hq, s, _s = attn.shape
     return attn.reshape(b, n_kv_heads, hq // n_kv_heads, s, s).mean(2)
 
 
 def _scores(policy: str, pre: Prefill, layer: int, settings: EvictSettings) -> torch.Tensor:
-    """(B, Hkv, S) float64 scores of one layer's rows. Positional policies score by position, so that the same
-    top-k selection serves every policy; ties never decide a pick (scores are distinct or broken by position)."""
-    keys = pre.cache.layers[layer].keys  # (B, Hkv, S, D)
+    """[batch_size, num_kv_heads, seq_len] float64 scores of one layer's rows. Positional policies score by position,
+    so that the same top-k selection serves every policy; ties never decide a pick (scores are distinct or broken by
+    position)."""
+    keys = pre.cache.layers[layer].keys  # [batch_size, num_kv_heads, seq_len, head_dim]
     b, hkv, s, _d = keys.shape
     position = torch.arange(s, dtype=torch.float64).expand(b, hkv, s)
     if policy in ("full", "recent"):
@@ -108,15 +112,15 @@ def _scores(policy: str, pre: Prefill, layer: int, settings: EvictSettings) -> t
         return torch.rand((b, hkv, s), generator=gen, dtype=torch.float64)
     if policy == "key_norm":
         return -keys.double().norm(dim=-1)  # smallest norm kept
-    attn = pre.attentions[layer].double()  # (B, Hq, S, S)
+    attn = pre.attentions[layer].double()  # [batch_size, num_heads, seq_len, seq_len]
     if policy == "h2o":
         return _per_kv_head(attn, hkv).sum(dim=-2)  # attention each row received, summed over all queries
     if policy == "tova":
-        last = attn[:, :, -1, :].mean(dim=1)  # (B, S): the newest query, averaged over every head of the layer
+        last = attn[:, :, -1, :].mean(dim=1)  # [batch_size, seq_len]: the newest query, averaged over the layer's heads
         return last[:, None, :].expand(b, hkv, s).clone()
     if policy == "snapkv":
         window = min(settings.snap_window, s)
-        observed = _per_kv_head(attn, hkv)[:, :, s - window:, :].sum(dim=-2)  # (B, Hkv, S)
+        observed = _per_kv_head(attn, hkv)[:, :, s - window:, :].sum(dim=-2)  # [batch_size, num_kv_heads, seq_len]
         pooled = F.avg_pool1d(observed.reshape(b * hkv, 1, s), EVICT_SNAP_POOL, stride=1,
                               padding=EVICT_SNAP_POOL // 2, count_include_pad=False).reshape(b, hkv, s)
         return torch.where(position >= s - window, pooled + 2.0 * s, pooled)  # the window always outranks
@@ -124,14 +128,16 @@ def _scores(policy: str, pre: Prefill, layer: int, settings: EvictSettings) -> t
 
 
 def keep_order(policy: str, pre: Prefill, settings: EvictSettings) -> list[torch.Tensor]:
-    """Per layer (B, Hkv, S) long: positions from most to least worth keeping. Any budget keeps a prefix of it."""
+    """Per layer [batch_size, num_kv_heads, seq_len] long: positions from most to least worth keeping. Any budget
+    keeps a prefix of it."""
     check_policy(policy)
     return [torch.argsort(_scores(policy, pre, i, settings), dim=-1, descending=True, stable=True)
             for i in range(len(pre.cache.layers))]
 
 
 def keep_rows(order: list[torch.Tensor], rows: int) -> list[torch.Tensor]:
-    """Per layer (B, Hkv, rows) long: the first `rows` of the order, sorted back into position order."""
+    """Per layer [batch_size, num_kv_heads, rows] long: the first `rows` of the order, sorted back into position
+    order."""
     return [torch.sort(o[..., :rows], dim=-1).values for o in order]
 
 
@@ -139,7 +145,7 @@ def prune(pre: Prefill, kept: list[torch.Tensor]) -> DynamicCache:
     """A new DynamicCache holding only the kept rows of every layer and KV head (the prefill's stays untouched)."""
     pruned = DynamicCache(config=pre.loaded.model.config)
     for i, (layer, idx) in enumerate(zip(pre.cache.layers, kept)):
-        index = idx[..., None].expand(-1, -1, -1, layer.keys.shape[-1])  # (B, Hkv, rows, D)
+        index = idx[..., None].expand(-1, -1, -1, layer.keys.shape[-1])  # [batch_size, num_kv_heads, rows, head_dim]
         pruned.update(torch.gather(layer.keys, 2, index).contiguous(),
                       torch.gather(layer.values, 2, index).contiguous(), i)
     return pruned
@@ -151,8 +157,8 @@ def cache_nbytes(cache: DynamicCache) -> int:
 
 
 def continue_from(loaded: LoadedModel, cache: DynamicCache, input_ids: torch.Tensor, original_len: int) -> torch.Tensor:
-    """Feed input_ids (B, N) after a (possibly pruned) cache of a prefill of `original_len` tokens: positions
-    continue at original_len (module docstring: why). Returns the logits (B, N, vocab)."""
+    """Feed input_ids [batch_size, q_len] after a (possibly pruned) cache of a prefill of `original_len` tokens:
+    positions continue at original_len (module docstring: why). Returns the logits [batch_size, q_len, vocab_size]."""
     b, n = input_ids.shape
     position_ids = torch.arange(original_len, original_len + n)[None, :].expand(b, n)
     with MODEL_LOCK, torch.inference_mode():
@@ -201,14 +207,14 @@ def loss_passages(ids: torch.Tensor, settings: EvictSettings) -> torch.Tensor:
 def copy_correct(loaded: LoadedModel, cache: DynamicCache, sequences: torch.Tensor) -> tuple[int, int]:
     """Feed the span again after the (pruned) cache of its first copy; count top-1 hits on targets L+1..2L-1."""
     half = sequences.shape[1] // 2
-    logits = continue_from(loaded, cache, sequences[:, half:], half)  # (B, L, vocab)
+    logits = continue_from(loaded, cache, sequences[:, half:], half)  # [batch_size, q_len = half, vocab_size]
     right = logits[:, :-1].argmax(-1) == sequences[:, half + 1:]  # logits[:, t] guesses token half + t + 1
     return int(right.sum()), right.numel()
 
 
 def _loss(loaded: LoadedModel, cache: DynamicCache, passages: torch.Tensor, context: int) -> float:
     """Mean next-token loss (nats) over the continuation, after the (pruned) cache of the context."""
-    logits = continue_from(loaded, cache, passages[:, context:], context)  # (B, N, vocab)
+    logits = continue_from(loaded, cache, passages[:, context:], context)  # [batch_size, q_len, vocab_size]
     targets = passages[:, context + 1:]
     return float(F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(), targets.reshape(-1)))
 
@@ -267,8 +273,9 @@ def _quantized_cache(pre: Prefill, scheme: str, group_size: int) -> tuple[Dynami
 
 def _fp8_run(loaded: LoadedModel, prefix: torch.Tensor, feed: torch.Tensor) -> tuple[torch.Tensor, int]:
     """transformers' own QuantizedCache(backend="fp8") (Fp8QuantizedLayer, no extra package): prefill `prefix`
-    (1, P) into it, then feed `feed` (1, N). Returns the feed's logits (1, N, vocab) and the bytes the cache held
-    after the prefill: 1 byte per number + one float32 scale for K and one for V per layer, read from its tensors.
+    [1, seq_len] into it, then feed `feed` [1, q_len]. Returns the feed's logits [1, q_len, vocab_size] and the bytes
+    the cache held after the prefill: 1 byte per number + one float32 scale for K and one for V per layer, read from
+    its tensors.
     One sequence per cache: the scale is per tensor, so a batch would share one scale between sequences."""
     from transformers import QuantizedCache
 

@@ -1,20 +1,24 @@
 """Memory layout of one layer's K (or V) buffer: where element (head, position, dim) lives, what one head reads,
-and what appending one token costs. Four real designs (row-major, C order; embed_dim = kv_heads * head_dim):
+and what appending one token costs. Four real designs (row-major, C order; axes named as in kvviz.model.dims's
+legend, batch 1 dropped; ncnn's embed_dim = num_kv_heads * head_dim):
 
-    head_major       [kv_heads, max_len, head_dim]  PRE-ALLOCATED for max_len positions, written in place:
-                                                    transformers' StaticCache, flat engines (Akunu's KV-cache
-                                                    chapter; kvviz's own bench engine, kvviz/speedup/harness.py)
-    position_major   [max_len, kv_heads, head_dim]  PRE-ALLOCATED, one row of every head per position: llama.cpp's
-                                                    K cache (ggml_new_tensor_3d(type_k, n_embd_k_gqa, kv_size, ...))
-    dynamic          [kv_heads, seq_len, head_dim]  EXACTLY seq_len long, grown by torch.cat each step:
-                                                    transformers' DynamicCache (DynamicLayer.update)
-    transposed       [embed_dim, seq_len]           EXACTLY seq_len wide, rebuilt each step: ncnn's
-                                                    MultiHeadAttention kv_cache (k_affine.create(dst_seqlen,
-                                                    embed_dim), then every past row memcpy'd), so Q @ K^T is a
-                                                    plain GEMM over contiguous rows
+    head_major       [num_kv_heads, max_cache_len, head_dim]   PRE-ALLOCATED for max_cache_len positions, written
+                                                              in place: transformers' StaticCache, flat engines
+                                                              (Akunu's KV-cache chapter; kvviz's own bench engine,
+                                                              kvviz/speedup/harness.py)
+    position_major   [max_cache_len, num_kv_heads, head_dim]   PRE-ALLOCATED, one row of every head per position:
+                                                              llama.cpp's K cache (ggml_new_tensor_3d(type_k,
+                                                              n_embd_k_gqa, kv_size, ...))
+    dynamic          [num_kv_heads, seq_len, head_dim]         EXACTLY seq_len long, grown by torch.cat each step:
+                                                              transformers' DynamicCache (DynamicLayer.update)
+    transposed       [num_kv_heads * head_dim, seq_len]        EXACTLY seq_len wide, rebuilt each step: ncnn's
+                                                              MultiHeadAttention kv_cache (k_affine.create(
+                                                              dst_seqlen, embed_dim), then every past row memcpy'd),
+                                                              so Q @ K^T is a plain GEMM over contiguous rows
 
-For the pre-allocated layouts `BufferShape.max_len` is the allocation; for the exact-size ones the buffer is
-exactly as long as the cache, so pass a shape whose max_len is the current seq_len (`buffer_shape` does that).
+For the pre-allocated layouts `BufferShape.max_len` is the allocation (max_cache_len); for the exact-size ones the
+buffer is exactly as long as the cache, so pass a shape whose max_len is the current seq_len (`buffer_shape` does
+that). A model's buffer: `BufferShape.of(dims)`, from its dimensions (kvviz.model.dims).
 A full address adds the layer: layers are separate buffers of equal size laid end to end.
 
 Reading one head's keys for positions 0..seq_len-1: one contiguous run under head_major, dynamic and (because
@@ -36,12 +40,13 @@ from kvviz.i18n import N_, _
 from kvviz.measure.load import load_label
 from kvviz.measure.repeats import time_pair
 from kvviz.measure.timing import Comparison, Timing
+from kvviz.model.dims import ModelDims
 
 LAYOUTS: dict[str, str] = {
-    "head_major": "[kv_heads, max_len, head_dim] pre-allocated (StaticCache, Akunu, flat engines)",
-    "position_major": "[max_len, kv_heads, head_dim] pre-allocated (llama.cpp's K cache)",
-    "dynamic": "[kv_heads, seq_len, head_dim] grown by torch.cat (transformers' DynamicCache)",
-    "transposed": "[embed_dim, seq_len] rebuilt each step (ncnn's MultiHeadAttention)",
+    "head_major": "[num_kv_heads, max_cache_len, head_dim] pre-allocated (StaticCache, Akunu, flat engines)",
+    "position_major": "[max_cache_len, num_kv_heads, head_dim] pre-allocated (llama.cpp's K cache)",
+    "dynamic": "[num_kv_heads, seq_len, head_dim] grown by torch.cat (transformers' DynamicCache)",
+    "transposed": "[num_kv_heads * head_dim, seq_len] rebuilt each step (ncnn's MultiHeadAttention)",
 }
 SHORT_NAMES: dict[str, str] = {  # English (marked for the catalog): show with short_name() / _()
     "head_major": N_("pre-allocated, head-major (StaticCache, Akunu)"),
@@ -64,10 +69,11 @@ class LayoutError(ValueError):
 
 @dataclass(frozen=True)
 class BufferShape:
-    """One layer's K buffer: kv_heads x max_len x head_dim elements of elem_bytes each."""
+    """One layer's K buffer: [num_kv_heads, max_cache_len, head_dim] elements of elem_bytes each, in head-major order
+    (`dims(layout, shape)` gives each layout's own)."""
 
-    kv_heads: int
-    max_len: int
+    kv_heads: int  # num_kv_heads
+    max_len: int  # max_cache_len: the positions the buffer has room for
     head_dim: int
     elem_bytes: int = 4
 
@@ -75,6 +81,12 @@ class BufferShape:
         for name in ("kv_heads", "max_len", "head_dim", "elem_bytes"):
             if getattr(self, name) < 1:
                 raise LayoutError(f"{name} must be at least 1 (got {getattr(self, name)})")
+
+    @classmethod
+    def of(cls, dims: ModelDims, max_len: int | None = None, elem_bytes: int = 4) -> BufferShape:
+        """A model's K buffer: its K/V heads and head_dim, room for max_len positions (default: its whole context,
+        n_positions)."""
+        return cls(dims.n_kv_heads, dims.n_positions if max_len is None else max_len, dims.head_dim, elem_bytes)
 
     @property
     def layer_elems(self) -> int:
@@ -145,13 +157,14 @@ def element_address_bytes(layout: str, shape: BufferShape, n_layer: int, layer: 
 
 
 def head_read_mask(layout: str, shape: BufferShape, head: int, seq_len: int) -> np.ndarray:
-    """(elements of the real buffer,) bool: what one head's attention reads (positions < seq_len).
+    """[elements of the real buffer] bool: what one head's attention reads (positions < seq_len).
 
     The real buffer is `buffer_shape(layout, shape, seq_len)`: exact-size layouts hold only seq_len positions.
     """
     shape = buffer_shape(layout, shape, seq_len)
     _check_index(shape, 1, 0, head, 0, 0)
-    # Build the mask in the logical [head, pos, dim] order, then lay it out like the real buffer.
+    # Build the mask in the logical [num_kv_heads, max_cache_len, head_dim] order, then lay it out like the real
+    # buffer.
     logical = np.zeros((shape.kv_heads, shape.max_len, shape.head_dim), dtype=bool)
     logical[head, :seq_len, :] = True
     if layout in ("head_major", "dynamic"):
@@ -312,10 +325,10 @@ def us_label(timing: Timing) -> str:
 
 def head_read_views(kv_heads: int, seq_len: int, head_dim: int) -> tuple[np.ndarray, np.ndarray]:
     """The same head's keys (head kv_heads // 2), as a view into a head_major and into a position_major buffer
-    holding the same random float32 cache: (contiguous (seq_len, head_dim), strided (seq_len, head_dim))."""
+    holding the same random float32 cache: (contiguous, strided), each [seq_len, head_dim]."""
     rng = np.random.default_rng(0)
     head_major = rng.standard_normal((kv_heads, seq_len, head_dim), dtype=np.float32)
-    position_major = np.ascontiguousarray(head_major.transpose(1, 0, 2))  # (seq_len, kv_heads, head_dim)
+    position_major = np.ascontiguousarray(head_major.transpose(1, 0, 2))  # [seq_len, num_kv_heads, head_dim]
     head = kv_heads // 2
     return head_major[head], position_major[:, head]
 

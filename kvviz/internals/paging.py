@@ -103,7 +103,7 @@ def paged_generation(loaded: LoadedModel, prompt: str, n_new_a: int = 20, n_new_
     bytes_per_token = eng_a.cache_bytes // eng_a.cache_len
     plan = plan_two_sequences(eng_a.cache_len, eng_b.cache_len, shared, block_size, max_len, bytes_per_token)
 
-    # The pool: per layer, K and V blocks of shape (physical_blocks, kv_heads, block_size, head_dim).
+    # The pool: per layer, K and V blocks of shape [physical_blocks, num_kv_heads, block_size, head_dim].
     first = eng_a.cache.layers[0].keys
     pool_shape = (plan.physical_blocks, first.shape[1], block_size, first.shape[3])
     n_layer = len(eng_a.cache.layers)
@@ -111,7 +111,7 @@ def paged_generation(loaded: LoadedModel, prompt: str, n_new_a: int = 20, n_new_
     shared_diff = 0.0
     for engine, table in ((eng_a, plan.tables[0]), (eng_b, plan.tables[1])):
         for layer_idx, layer in enumerate(engine.cache.layers):
-            for kv, tensor in enumerate((layer.keys[0], layer.values[0])):  # (kv_heads, seq_len, head_dim)
+            for kv, tensor in enumerate((layer.keys[0], layer.values[0])):  # [num_kv_heads, seq_len, head_dim]
                 for logical, phys in enumerate(table):
                     rows = tensor[:, logical * block_size: (logical + 1) * block_size]
                     if engine is eng_b and logical < plan.shared_blocks:  # stored once, by A: compare only
@@ -124,7 +124,7 @@ def paged_generation(loaded: LoadedModel, prompt: str, n_new_a: int = 20, n_new_
         idx = torch.tensor(table)
         for layer_idx, layer in enumerate(engine.cache.layers):
             for kv, tensor in enumerate((layer.keys[0], layer.values[0])):
-                blocks = pools[layer_idx][kv][idx]  # (n_blocks, kv_heads, block_size, head_dim)
+                blocks = pools[layer_idx][kv][idx]  # [n_blocks, num_kv_heads, block_size, head_dim]
                 gathered = blocks.permute(1, 0, 2, 3).reshape(tensor.shape[0], -1, tensor.shape[2])
                 gather_diff = max(gather_diff, float((gathered[:, : engine.cache_len] - tensor).abs().max()))
     tok = loaded.tokenizer

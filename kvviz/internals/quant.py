@@ -72,11 +72,11 @@ def check_scheme(scheme: str, head_dim: int, group_size: int, schemes: tuple[str
 
 @dataclass(frozen=True)
 class Quantized:
-    """One tensor (..., head_dim) in int8/int4 with per-group fp16 scale and zero point."""
+    """One tensor [..., head_dim] in int8/int4 with per-group fp16 scale and zero point."""
 
-    packed: torch.Tensor  # uint8 (..., head_dim) for int8, (..., head_dim // 2) for int4, (..., head_dim // 4) int2
-    scale: torch.Tensor  # float16 (..., n_groups)
-    zero: torch.Tensor  # float16 (..., n_groups)
+    packed: torch.Tensor  # uint8 [..., head_dim] for int8, [..., head_dim // 2] for int4, [..., head_dim // 4] int2
+    scale: torch.Tensor  # float16 [..., n_groups]
+    zero: torch.Tensor  # float16 [..., n_groups]
     bits: int
     group_size: int
 
@@ -94,7 +94,7 @@ def _round_fp16(x: torch.Tensor, up: bool) -> torch.Tensor:
 
 
 def quantize(x: torch.Tensor, bits: int, group_size: int) -> Quantized:
-    """x: float (..., head_dim) -> integers + per-group fp16 scale/zero."""
+    """x: float [..., head_dim] -> integers + per-group fp16 scale/zero."""
     if bits not in (2, 4, 8):
         raise QuantError(f"bit width must be 8, 4 or 2 (got {bits})")
     head_dim = x.shape[-1]
@@ -131,7 +131,7 @@ def dequantize(qt: Quantized) -> torch.Tensor:
 
 
 def error_bound(qt: Quantized) -> torch.Tensor:
-    """Per element: the largest round-trip error the scheme allows (scale / 2), shape (..., head_dim)."""
+    """Per element: the largest round-trip error the scheme allows (scale / 2), shape [..., head_dim]."""
     return (qt.scale.float() / 2).repeat_interleave(qt.group_size, dim=-1)
 
 
@@ -170,7 +170,7 @@ def quant_report(loaded: LoadedModel, prompt: str, scheme: str, group_size: int 
     layers = []
     for i, layer in enumerate(cache.layers):
         errs = []
-        for x in (layer.keys, layer.values):  # (1, kv_heads, seq_len, head_dim)
+        for x in (layer.keys, layer.values):  # [batch_size = 1, num_kv_heads, seq_len, head_dim]
             x_hat = x.float().clone()
             if split:
                 x_hat[:, :, :split], n_bytes = round_trip(x[:, :, :split], scheme, group_size)
@@ -185,9 +185,8 @@ def quant_report(loaded: LoadedModel, prompt: str, scheme: str, group_size: int 
             overhead += n_groups * dtypes.QUANT_OVERHEAD_BYTES_PER_GROUP
         layers.append(LayerError(i, errs[0][0], errs[1][0], errs[0][1], errs[1][1]))
     stored += residual_bytes
-    config = memory.KVConfig(info.n_layer, info.n_head, info.n_kv_heads, info.head_dim, dtype=scheme,
-                             quant_group_size=group_size)
-    full = memory.kv_config_from_info(info)  # the model's own dtype: what the residual rows stay in
+    config = info.kv_config(dtype=scheme, quant_group_size=group_size)
+    full = info.kv_config()  # the model's own dtype: what the residual rows stay in
     calculator = memory.kv_bytes(config, split) + memory.kv_bytes(full, kept)
     return QuantReport(scheme, group_size, seq_len, fp32, stored, calculator, overhead, tuple(layers),
                        residual_rows=kept, residual_bytes=residual_bytes)

@@ -420,7 +420,8 @@ def check_policy(policy: str) -> str:
 
 def rows_for_budget(keep_percent: int, seq_len: int) -> int:
     """Rows kept per layer and KV head: floor(seq_len x percent / 100), at least 1 (integer-exact, never over the
-    budget). Every head keeps the same count, so the pruned tensors stay rectangular [B, Hkv, rows, D]."""
+    budget). Every head keeps the same count, so the pruned tensors stay rectangular:
+    [batch_size, num_kv_heads, rows, head_dim]."""
     return max(1, seq_len * keep_percent // 100)
 
 

@@ -35,7 +35,7 @@ def window_state(seq_len: int, window: int) -> WindowState:
 
 
 def visibility(seq_len: int, window: int | None) -> np.ndarray:
-    """(seq_len, seq_len) bool: query position q may attend to key position k (causal, optionally windowed)."""
+    """[seq_len, seq_len] bool: query position q may attend to key position k (causal, optionally windowed)."""
     q = np.arange(seq_len)[:, None]
     k = np.arange(seq_len)[None, :]
     visible = k <= q
@@ -50,18 +50,14 @@ def layer_config(loaded: LoadedModel, window: int, local_per_global: int | None)
     if local_per_global is not None:
         local_per_global = check_int_in_range(local_per_global, 0, 64, _("local layers per global layer"),
                                               error=WindowError)
-    base = memory.kv_config_from_info(loaded.info)
-    return memory.KVConfig(
-        n_layer=base.n_layer, n_head=base.n_head, n_kv_heads=base.n_kv_heads, head_dim=base.head_dim,
-        dtype=base.dtype, window=window, local_per_global=local_per_global, name=base.name,
-    )
+    return loaded.info.kv_config(window=window, local_per_global=local_per_global)
 
 
 @torch.inference_mode()
 def window_on_model(loaded: LoadedModel, prompt: str, window: int, local_per_global: int | None = None) -> WindowRun:
     """Run the real model on `prompt` (full attention) and apply the window/pattern to its real cache."""
     config = layer_config(loaded, window, local_per_global)
-    ids = check_prompt(loaded.tokenizer, prompt, loaded.info.n_positions, error=WindowError)  # (seq_len,)
+    ids = check_prompt(loaded.tokenizer, prompt, loaded.info.n_positions, error=WindowError)  # [seq_len]
     out = loaded.model(input_ids=torch.tensor([ids]), past_key_values=DynamicCache(config=loaded.model.config),
                        use_cache=True, output_attentions=True)
     seq_len = len(ids)
@@ -70,7 +66,7 @@ def window_on_model(loaded: LoadedModel, prompt: str, window: int, local_per_glo
     for i, layer in enumerate(out.past_key_values.layers):
         rows_kept = budget.layer_tokens[i]
         kept_k, kept_v = layer.keys[:, :, seq_len - rows_kept:], layer.values[:, :, seq_len - rows_kept:]
-        attn_last = out.attentions[i][0, :, -1, :]  # (n_head, seq_len): the newest token's query
+        attn_last = out.attentions[i][0, :, -1, :]  # [num_heads, seq_len]: the newest token's query
         lost = float(attn_last[:, : seq_len - rows_kept].sum(-1).mean())
         layers.append(LayerWindow(
             layer=i,

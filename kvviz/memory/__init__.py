@@ -20,7 +20,7 @@ described in kvviz.memory.dtypes. Byte units and the one formatter (format_bytes
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from kvviz.memory.dtypes import DEFAULT_QUANT_GROUP, DTYPE_ALIASES, DTYPES, FP8_SCALE_BYTES_PER_LAYER, QUANT_OVERHEAD_BYTES_PER_GROUP, CacheDType
 from kvviz.i18n import _
@@ -97,7 +97,8 @@ def head_dim_from_hidden(hidden_size: int, n_head: int) -> int:
 
 @dataclass(frozen=True)
 class KVConfig:
-    """The attention layout that decides the cache size. Validated on construction."""
+    """The attention layout that decides the cache size. Validated on construction. A loaded model's comes from its
+    dimensions: ModelDims.kv_config(dtype) (kvviz.model.dims)."""
 
     n_layer: int
     n_head: int  # query heads (do not change the cache size; checked against n_kv_heads)
@@ -347,17 +348,22 @@ def encoder_decoder_budget(config: KVConfig, cross: KVConfig, context_len: int, 
     return EncoderDecoderBudget(self_part, cross_part, cross.bytes_per_token, encoder_len)
 
 
-def kv_config_from_info(info: Any) -> KVConfig:
-    """The cache layout of a loaded kvviz model (GPT-2, MHA) in the dtype it runs in (fp32 on CPU)."""
-    return KVConfig(
-        n_layer=info.n_layer, n_head=info.n_head, n_kv_heads=info.n_kv_heads, head_dim=info.head_dim,
-        dtype=resolve_dtype(info.dtype).name, name=getattr(info, "label", "loaded model"),
-    )
+class DescribesItsCache(Protocol):
+    """A loaded model's description (kvviz.model.loading.ModelInfo): it converts its own dimensions to the cache
+    layout (kvviz.model.dims). Named here because memory never imports model: the calculator takes any config."""
+
+    def kv_config(self) -> KVConfig: ...
 
 
-def predicted_cache_bytes(info: Any, seq_len: int, batch: int = 1) -> int:
-    """What the loaded GPT-2's DynamicCache should hold after seq_len tokens: 2 * L * H * D * seq_len * 4 (fp32).
+def predicted_cache_bytes(info: DescribesItsCache, seq_len: int, batch: int = 1) -> int:
+    """What the loaded model's DynamicCache should hold after seq_len tokens: 2 * L * Hkv * D * seq_len * 4 (fp32).
 
     The stepping engine's `cache_bytes` sums the real tensors; the two must agree exactly.
     """
-    return kv_bytes(kv_config_from_info(info), seq_len, batch)
+    return kv_bytes(info.kv_config(), seq_len, batch)
+
+
+def kv_config_from_info(info: DescribesItsCache) -> KVConfig:
+    """Alias of `info.kv_config()` (kvviz.model.dims converts a model's dimensions), kept for pages written before
+    it."""
+    return info.kv_config()

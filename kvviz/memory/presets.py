@@ -4,9 +4,9 @@ Every model number below is copied from the model's config.json on the Hugging F
 the paper that introduced it. Parameter counts are the model cards' (rounded where the card rounds); they
 only feed the "what fits" weight estimate. `shape` is set for dense models, for op counts; MoE and MLA
 models have no op-count shape here (their MLP / attention work is not the plain formula in kvviz.ops).
-These presets are the project's one source of the GPT-2 family's shapes (`gpt2_shapes()`). GPU capacities say
-whether they are the driver's usable figure or the marketed one (`GPU.capacity_note`). Published KV-size
-figures and their checks live in kvviz.claims.
+These presets are the project's one source of the GPT-2 family's numbers (kvviz.model.dims.GPT2_FAMILY reads them
+for random-weight GPT-2s). GPU capacities say whether they are the driver's usable figure or the marketed one
+(`GPU.capacity_note`). Published KV-size figures and their checks live in kvviz.claims.
 """
 from __future__ import annotations
 
@@ -125,13 +125,6 @@ def past_trained_positions(name: str, context: int) -> str | None:
 def ops_presets() -> dict[str, Preset]:
     """Presets whose op counts kvviz.ops can give (dense models with a known MLP)."""
     return {name: p for name, p in PRESETS.items() if p.shape is not None}
-
-
-def gpt2_shapes() -> dict[str, dict[str, int]]:
-    """The GPT-2 family's shapes, {name: {n_layer, n_head, n_embd}}: the project's one source for them
-    (kvviz.model.loading builds random-weight GPT-2s from these)."""
-    return {name: {"n_layer": p.kv.n_layer, "n_head": p.kv.n_head, "n_embd": p.shape.n_embd}
-            for name, p in PRESETS.items() if "gpt2" in name and p.shape is not None}
 
 
 @dataclass(frozen=True)

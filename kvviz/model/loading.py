@@ -26,16 +26,19 @@ import functools
 import json
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kvviz import i18n
 from kvviz.i18n import N_, _
 from kvviz.inputs import echo
+from kvviz.memory import KVConfig
 from kvviz.model import load_cost
+from kvviz.model.dims import GPT2_FAMILY, ModelDims
 from kvviz.model.hub import cached_snapshot, hub_reachable
 from kvviz.model.load_cost import LoadCap
+from kvviz.ops import ModelShape
 
 if TYPE_CHECKING:  # imported for real inside the loaders (slow imports; see the module docstring)
     from transformers import GPT2LMHeadModel, GPT2TokenizerFast
@@ -67,44 +70,31 @@ BUNDLED_MODELS: dict[str, BundledSpec] = {
 MODEL_CLASSES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM"}  # model_type -> transformers class
 BUNDLED_DIR = BUNDLED_MODELS[BUNDLED].folder
 
-# Shapes of the public GPT-2 checkpoints (from their config.json on the Hugging Face hub), used for
-# random-weight architectures. n_positions is 1024 for all of them.
-GPT2_SHAPES: dict[str, dict[str, int]] = {
-    "distilgpt2": {"n_layer": 6, "n_head": 12, "n_embd": 768},
-    "gpt2": {"n_layer": 12, "n_head": 12, "n_embd": 768},
-    "gpt2-medium": {"n_layer": 24, "n_head": 16, "n_embd": 1024},
-    "gpt2-large": {"n_layer": 36, "n_head": 20, "n_embd": 1280},
-    "gpt2-xl": {"n_layer": 48, "n_head": 25, "n_embd": 1600},
-}
-GPT2_N_POSITIONS = 1024
-GPT2_VOCAB_SIZE = 50257
+# The GPT-2 architectures a random-weight model can take: kvviz.model.dims.GPT2_FAMILY (from kvviz.memory.presets).
+# GPT2_SHAPES, {name: {n_layer, n_head, n_embd}}, and the two constants are the same numbers in the form older callers
+# read (the stage's race shape, the sidebar's architecture list): kept as views of GPT2_FAMILY, never edited here.
+GPT2_SHAPES: dict[str, dict[str, int]] = {name: {"n_layer": d.n_layer, "n_head": d.n_head, "n_embd": d.n_embd}
+                                          for name, d in GPT2_FAMILY.items()}
+GPT2_N_POSITIONS = GPT2_FAMILY["gpt2"].n_positions
+GPT2_VOCAB_SIZE = GPT2_FAMILY["gpt2"].vocab_size
 
 
 class ModelLoadError(RuntimeError):
     """The model could not be loaded; the message says why and what to do, in plain words."""
 
 
-@dataclass(frozen=True)
-class ModelInfo:
-    """What was loaded, in numbers a student can check against the cache tensors."""
+@dataclass(frozen=True, kw_only=True)
+class ModelInfo(ModelDims):
+    """What was loaded: the model's dimensions (ModelDims: n_layer, n_head, n_kv_heads, head_dim, ...), in numbers a
+    student can check against the cache tensors, and how it was loaded."""
 
     spec: str  # what the caller asked for, e.g. "bundled", "gpt2", "random:gpt2"
     kind: str  # "bundled" | "pretrained" | "random"
     label: str  # one line, in English (the CLI, records, keys); a page shows shown_label()
-    n_layer: int
-    n_head: int
-    n_kv_heads: int  # K/V heads: = n_head for GPT-2's multi-head attention, fewer for GQA (num_key_value_heads)
-    head_dim: int
-    n_embd: int
-    n_positions: int  # the context limit: GPT-2 has learned absolute positions 0..n_positions-1
-    vocab_size: int
     n_params: int
     dtype: str  # e.g. "float32"
     attn_implementation: str
     weights_are_random: bool
-    d_ff: int | None = None  # MLP inner width; None: GPT-2's 4 x n_embd
-    mlp_matrices: int = 2  # 2: GPT-2's fc -> GELU -> proj; 3: Llama's SwiGLU (gate, up, down)
-    model_type: str = "gpt2"
     # The label as kvviz wrote it, to be shown in the session's language; None for a label given as it is (a
     # teacher's own words).
     label_text: i18n.Message | None = None
@@ -112,6 +102,14 @@ class ModelInfo:
     def shown_label(self) -> str:
         """The label in the interface language (kvviz.i18n)."""
         return self.label_text.shown() if self.label_text else self.label
+
+    def ops_shape(self, name: str | None = None) -> ModelShape:
+        """ModelDims.ops_shape, named by this model's label."""
+        return super().ops_shape(self.label if name is None else name)
+
+    def kv_config(self, dtype: str | None = None, name: str | None = None, **layout: int | None) -> KVConfig:
+        """ModelDims.kv_config in the dtype the model runs in (fp32 on CPU) unless told, named by its label."""
+        return super().kv_config(self.dtype if dtype is None else dtype, self.label if name is None else name, **layout)
 
 
 def _label(message: str, **fields: Any) -> dict[str, Any]:
@@ -127,24 +125,15 @@ class LoadedModel:
     info: ModelInfo
 
 
-def _shape(cfg: dict[str, Any]) -> dict[str, Any]:
-    """ModelInfo's shape fields from a config dict, GPT-2's names or Llama's (num_key_value_heads etc.)."""
-    if cfg.get("model_type") == "llama":
-        n_head, n_embd = cfg["num_attention_heads"], cfg["hidden_size"]
-        return dict(n_layer=cfg["num_hidden_layers"], n_head=n_head, n_kv_heads=cfg.get("num_key_value_heads") or n_head,
-                    head_dim=cfg.get("head_dim") or n_embd // n_head, n_embd=n_embd,
-                    n_positions=cfg["max_position_embeddings"], vocab_size=cfg["vocab_size"],
-                    d_ff=cfg["intermediate_size"], mlp_matrices=3, model_type="llama")
-    n_head, n_embd = cfg["n_head"], cfg["n_embd"]
-    return dict(n_layer=cfg["n_layer"], n_head=n_head, n_kv_heads=n_head, head_dim=n_embd // n_head, n_embd=n_embd,
-                n_positions=cfg["n_positions"], vocab_size=cfg["vocab_size"], d_ff=cfg.get("n_inner") or 4 * n_embd,
-                mlp_matrices=2, model_type="gpt2")
+def _info(dims: ModelDims, **loaded: Any) -> ModelInfo:
+    """A ModelInfo: the dimensions and what was loaded."""
+    return ModelInfo(**asdict(dims), **loaded)
 
 
 def _describe(spec: str, kind: str, label: dict[str, Any], model: Any) -> ModelInfo:
     cfg = model.config
-    return ModelInfo(
-        spec=spec, kind=kind, **label, **_shape(cfg.to_dict()),
+    return _info(
+        ModelDims.from_config(cfg.to_dict()), spec=spec, kind=kind, **label,
         n_params=sum(p.numel() for p in model.parameters()),
         dtype=str(next(model.parameters()).dtype).removeprefix("torch."),
         attn_implementation=cfg._attn_implementation, weights_are_random=(kind == "random"),
@@ -171,14 +160,14 @@ def _from_folder(folder: Path | str, attn_implementation: str, local_files_only:
     return model.eval(), tokenizer
 
 
-def _bundled_label(title: str, shape: dict[str, Any]) -> dict[str, Any]:
-    fields = dict(title=i18n.Message(title), n_layer=shape["n_layer"], n_head=shape["n_head"],
-                  head_dim=shape["head_dim"], n_positions=shape["n_positions"])
-    if shape["n_kv_heads"] != shape["n_head"]:
+def _bundled_label(title: str, dims: ModelDims) -> dict[str, Any]:
+    shown = dict(title=i18n.Message(title), n_layer=dims.n_layer, n_head=dims.n_head, head_dim=dims.head_dim,
+                 n_positions=dims.n_positions)
+    if dims.n_kv_heads != dims.n_head:
         return _label(N_("{title} ({n_layer} layers x {n_head} heads sharing {n_kv_heads} K/V heads, head_dim "
-                         "{head_dim}, {n_positions} positions)"), **fields, n_kv_heads=shape["n_kv_heads"])
+                         "{head_dim}, {n_positions} positions)"), **shown, n_kv_heads=dims.n_kv_heads)
     return _label(N_("{title} ({n_layer} layers x {n_head} heads, head_dim {head_dim}, {n_positions} positions)"),
-                  **fields)
+                  **shown)
 
 
 @functools.lru_cache(maxsize=8)
@@ -187,12 +176,12 @@ def bundled_info(attn_implementation: str = "eager", name: str = BUNDLED) -> Mod
     (8-byte little-endian length, then JSON with each tensor's dtype and shape). Equal to
     load_bundled().info (tested)."""
     spec = BUNDLED_MODELS[name]
-    shape = _shape(json.loads((spec.folder / "config.json").read_text(encoding="utf-8")))
+    dims = ModelDims.from_config(json.loads((spec.folder / "config.json").read_text(encoding="utf-8")))
     weights = spec.folder / load_cost.SAFETENSORS_FILE
     n_params = load_cost.stored_elements(weights)
     dtypes = {t["dtype"] for t in load_cost.safetensors_header(weights).values()}
-    return ModelInfo(
-        spec=name, kind="bundled", **_bundled_label(spec.title, shape), **shape, n_params=n_params,
+    return _info(
+        dims, spec=name, kind="bundled", **_bundled_label(spec.title, dims), n_params=n_params,
         dtype="float32" if dtypes == {"F32"} else ",".join(sorted(dtypes)),
         attn_implementation=attn_implementation, weights_are_random=False,
     )
@@ -206,24 +195,24 @@ def load_bundled(attn_implementation: str = "eager", name: str = BUNDLED) -> Loa
             "`python -m kvviz.training.train --text ../shared/data/tinyshakespeare.txt`."
         ).format(folder=spec.folder))
     model, tokenizer = _from_folder(spec.folder, attn_implementation)
-    label = _bundled_label(spec.title, _shape(model.config.to_dict()))
+    label = _bundled_label(spec.title, ModelDims.from_config(model.config.to_dict()))
     return LoadedModel(model, tokenizer, _describe(name, "bundled", label, model))
 
 
 def load_random(arch: str, attn_implementation: str = "eager", seed: int = 0, cap: LoadCap | None = None) -> LoadedModel:
     """A GPT-2 architecture with random weights. Timings and cache sizes are real; the text is not."""
-    if arch not in GPT2_SHAPES:
+    if arch not in GPT2_FAMILY:
         raise ModelLoadError(_("Unknown GPT-2 architecture {arch}; choose one of {choices}.").format(
-            arch=_shown(arch), choices=", ".join(GPT2_SHAPES)))
-    shape = GPT2_SHAPES[arch]
+            arch=_shown(arch), choices=", ".join(GPT2_FAMILY)))
+    config = GPT2_FAMILY[arch].gpt2_config()
     if cap is not None:
-        n_params = load_cost.gpt2_param_count(shape["n_layer"], shape["n_embd"], GPT2_N_POSITIONS, GPT2_VOCAB_SIZE)
+        n_params = load_cost.params_from_config(config)
         load_cost.refuse_over_cap(n_params, cap, _("the {arch} shape").format(arch=arch))
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast
 
     torch.manual_seed(seed)
-    model = GPT2LMHeadModel(GPT2Config(**shape, n_positions=GPT2_N_POSITIONS, vocab_size=GPT2_VOCAB_SIZE))
+    model = GPT2LMHeadModel(GPT2Config(**config))
     model.set_attn_implementation(attn_implementation)
     # Any GPT-2 byte-level tokenizer yields ids < 50257; the bundled one is always at hand offline.
     tokenizer = GPT2TokenizerFast.from_pretrained(BUNDLED_DIR, local_files_only=True)

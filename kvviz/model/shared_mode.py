@@ -35,8 +35,9 @@ from typing import Any
 
 from kvviz import i18n
 from kvviz.i18n import N_, _
+from kvviz.model.dims import GPT2_FAMILY
 from kvviz.model.load_cost import LoadCap
-from kvviz.model.loading import BUNDLED_MODELS, GPT2_SHAPES, RANDOM_PREFIX
+from kvviz.model.loading import BUNDLED_MODELS, RANDOM_PREFIX
 
 ENV_SWITCH = "KVVIZ_SHARED"
 ENV_CONFIG = "KVVIZ_SHARED_CONFIG"
@@ -168,7 +169,7 @@ def _entry(entry: Any, base: Path) -> OfferedModel | None:
         name = Path(source).name
         text = i18n.Message.of(N_("{name} (a folder on this server)"), name=name)
     elif source.startswith(RANDOM_PREFIX):
-        if source.removeprefix(RANDOM_PREFIX) not in GPT2_SHAPES:  # students could never load it: not offered
+        if source.removeprefix(RANDOM_PREFIX) not in GPT2_FAMILY:  # students could never load it: not offered
             return None
         arch = source.removeprefix(RANDOM_PREFIX)
         name, text = source, i18n.Message.of(N_("{arch} shape with random weights"), arch=arch)

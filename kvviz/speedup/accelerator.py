@@ -368,17 +368,15 @@ def run_device_benchmark(loaded: LoadedModel, prompt_ids: list[int], new_tokens:
         raise ValueError("at least one round, two new tokens and one prompt token")
     twin = on_device(loaded.model, device, dtype)
     try:
-        info = loaded.info
         weight_bytes = roofline.weight_bytes_per_decode_token(twin)
-        row_bytes = roofline.kv_row_bytes(info.n_layer, info.n_kv_heads, info.head_dim,
-                                          next(twin.parameters()).element_size())
+        row_bytes = loaded.info.kv_bytes_per_position(next(twin.parameters()).element_size())
         roofs = measure_roofs(device, dtype)
         modes, skipped = run_modes(twin, prompt_ids, new_tokens, repeats, warmup, compile_step, progress)
         points, notes = (context_sweep(twin, roofs, weight_bytes, row_bytes, sweep_contexts_,
                                        budget_s=sweep_budget_s, progress=progress) if sweep
                          else ([], [_("not asked for")]))
         return DeviceBenchResult(
-            devices.describe(device, dtype), info.label, len(prompt_ids), new_tokens, repeats, tuple(modes),
+            devices.describe(device, dtype), loaded.info.label, len(prompt_ids), new_tokens, repeats, tuple(modes),
             skipped, roofs, weight_bytes, row_bytes, tuple(points), tuple(notes))
     finally:
         del twin

@@ -19,7 +19,6 @@ import torch
 
 from kvviz.i18n import gettext
 from kvviz.speedup import probes, roofline
-from kvviz import ops
 from kvviz.speedup.harness import ProgressFn, WaitFn, hold_turn, torch_threads
 from kvviz.speedup.settings import BenchInputError, check_gpt2, whole
 from kvviz.speedup.flat_engine import FlatCacheGPT2
@@ -44,7 +43,7 @@ def validate(loaded: LoadedModel, max_batch: int, context: int) -> int:
     check_gpt2(info)
     whole(gettext("Batch size"), max_batch, 1, MAX_BATCH)
     whole(gettext("Context length"), context, 1, info.n_positions - 1)
-    row = roofline.kv_row_bytes(info.n_layer, info.n_kv_heads, info.head_dim, 4)
+    row = info.kv_bytes_per_position(4)
     cache_bytes = max_batch * (context + 1) * row
     if cache_bytes > MAX_CACHE_BYTES:
         raise BenchInputError(gettext(
@@ -75,9 +74,9 @@ def run_batch_sweep(loaded: LoadedModel, max_batch: int, context: int, threads: 
     whole(gettext("Threads"), threads, 1, 256)
     progress = progress or (lambda fraction, message: None)
     model, info = loaded.model, loaded.info
-    shape = ops.ModelShape.from_info(info)
+    shape = info.ops_shape()
     weights = roofline.weight_bytes_per_decode_token(model)
-    row = roofline.kv_row_bytes(info.n_layer, info.n_kv_heads, info.head_dim, model.transformer.wte.weight.element_size())
+    row = info.kv_bytes_per_position(model.transformer.wte.weight.element_size())
     sizes = batch_sizes(max_batch)
     with hold_turn(on_wait), torch_threads(threads):
         progress(0.0, gettext("Probing peak FLOP/s and read bandwidth"))

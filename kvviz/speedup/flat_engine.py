@@ -1,14 +1,15 @@
 """A GPT-2 decoder over a flat, pre-allocated KV cache: the smallest engine that does what serving engines do.
 
-Read it beside transformers' cache_utils.py:
+Read it beside transformers' cache_utils.py (shapes in its words: kvviz.model.dims's axis legend):
 
     DynamicCache   each layer's keys/values start empty and grow by torch.cat on every step: a new tensor of
-                   [batch, heads, seq_len + 1, head_dim] is allocated and the old rows are copied into it.
-    StaticCache    each layer's keys/values are allocated once at [batch, heads, max_cache_len, head_dim] and
-                   written in place with index_copy_ at cache_position; attention reads the whole buffer,
+                   [batch_size, num_heads, seq_len + 1, head_dim] is allocated and the old rows are copied into it.
+    StaticCache    each layer's keys/values are allocated once at [batch_size, num_heads, max_cache_len, head_dim]
+                   and written in place with index_copy_ at cache_position; attention reads the whole buffer,
                    with a mask hiding the rows not yet written.
     FlatCacheGPT2  (here) the StaticCache idea with nothing around it: ONE pair of buffers
-                   [n_layer, batch, n_head, max_len, head_dim] for the whole model, a row written in place per
+                   [num_layers, batch_size, num_heads, max_cache_len, head_dim] for the whole model, a row written
+                   in place per
                    step, and attention over the slice [:length] (the slice *is* the mask for a one-token
                    query, so no mask is built). No cache object, no output objects, one lean loop.
 
@@ -109,7 +110,8 @@ KERNELS: dict[str, Kernel] = {"stored": _stored_linear, "onednn": _onednn_linear
 class FlatCacheGPT2:
     """Greedy GPT-2 forward passes over flat, pre-allocated K/V buffers, written in place.
 
-    keys, values: [n_layer, batch, n_head, max_len, head_dim], allocated once; `length` rows are filled.
+    keys, values: [num_layers, batch_size, num_heads, max_cache_len = max_len, head_dim], allocated once (GPT-2:
+    num_kv_heads = num_heads); `length` rows are filled.
     forward() feeds a prompt into an empty cache, then one token per sequence per call.
     Raises FormatUnavailable if this torch build cannot run `weight_format`.
     """
@@ -122,24 +124,24 @@ class FlatCacheGPT2:
         self.head_dim = cfg.n_embd // cfg.n_head
         self.eps = cfg.layer_norm_epsilon
         self.max_len, self.batch, self.weight_format = max_len, batch, weight_format
-        self.wte = transformer.wte.weight  # (vocab, n_embd): embedding lookups
-        self.wpe = transformer.wpe.weight  # (n_positions, n_embd)
+        self.wte = transformer.wte.weight  # [vocab_size, hidden_size]: embedding lookups
+        self.wpe = transformer.wpe.weight  # [n_positions, hidden_size]
         self.linear = KERNELS[weight_format]
         with torch.no_grad():
-            self.blocks = tuple(
+            self.blocks = tuple(  # Conv1D weights are [in, out]; E = hidden_size
                 (
                     block.ln_1.weight, block.ln_1.bias,
-                    *_convert(weight_format, block.attn.c_attn.weight, block.attn.c_attn.bias),  # (E, 3E)
-                    *_convert(weight_format, block.attn.c_proj.weight, block.attn.c_proj.bias),  # (E, E)
+                    *_convert(weight_format, block.attn.c_attn.weight, block.attn.c_attn.bias),  # [E, 3 * E]
+                    *_convert(weight_format, block.attn.c_proj.weight, block.attn.c_proj.bias),  # [E, E]
                     block.ln_2.weight, block.ln_2.bias,
-                    *_convert(weight_format, block.mlp.c_fc.weight, block.mlp.c_fc.bias),  # (E, 4E)
-                    *_convert(weight_format, block.mlp.c_proj.weight, block.mlp.c_proj.bias),  # (4E, E)
+                    *_convert(weight_format, block.mlp.c_fc.weight, block.mlp.c_fc.bias),  # [E, 4 * E]
+                    *_convert(weight_format, block.mlp.c_proj.weight, block.mlp.c_proj.bias),  # [4 * E, E]
                     block.mlp.act,  # the model's own GELU
                     block.attn.scaling,
                 )
                 for block in transformer.h
             )
-            self.lm_head, _ = _convert(weight_format, model.lm_head.weight.t(), None)  # (E, vocab) view or copy
+            self.lm_head, _ = _convert(weight_format, model.lm_head.weight.t(), None)  # [E, vocab_size], view or copy
         self.ln_f = (transformer.ln_f.weight, transformer.ln_f.bias)
         shape = (cfg.n_layer, batch, cfg.n_head, max_len, self.head_dim)
         self.keys = torch.zeros(shape, dtype=self.wte.dtype)  # allocated once; every step writes rows in place
@@ -168,30 +170,32 @@ class FlatCacheGPT2:
 
     @torch.inference_mode()
     def forward(self, token_ids: torch.Tensor) -> torch.Tensor:
-        """Feed token_ids (batch, T): a prompt when the cache is empty, else T = 1; logits (batch, vocab) of
-        the last position."""
+        """Feed token_ids [batch_size, q_len]: a prompt when the cache is empty, else q_len = 1; logits
+        [batch_size, vocab_size] of the last position."""
         batch, n_new = token_ids.shape
         start, end = self.length, self.length + n_new
         if batch != self.batch or end > self.max_len or (start and n_new != 1):
             raise ValueError("FlatCacheGPT2 feeds (batch, T) prompts into an empty cache, then (batch, 1) tokens")
         n_embd, n_head, head_dim, eps, linear = self.n_embd, self.n_head, self.head_dim, self.eps, self.linear
-        x = (self.wte[token_ids] + self.wpe[start:end]).view(batch * n_new, n_embd)  # (B*T, E)
+        x = (self.wte[token_ids] + self.wpe[start:end]).view(batch * n_new, n_embd)  # [batch_size * q_len, hidden_size]
         for layer, (w1, b1, w_qkv, b_qkv, w_o, b_o, w2, b2, w_fc, b_fc, w_pr, b_pr, act, scale) in enumerate(
             self.blocks
         ):
             h = F.layer_norm(x, (n_embd,), w1, b1, eps)
-            qkv = linear(h, w_qkv, b_qkv).view(batch, n_new, 3, n_head, head_dim)  # (B, T, 3, H, D)
-            keys, values = self.keys[layer], self.values[layer]  # (B, H, max_len, D) views
+            # [batch_size, q_len, 3, num_heads, head_dim]
+            qkv = linear(h, w_qkv, b_qkv).view(batch, n_new, 3, n_head, head_dim)
+            # views, [batch_size, num_heads, max_cache_len, head_dim]
+            keys, values = self.keys[layer], self.values[layer]
             keys[:, :, start:end] = qkv[:, :, 1].transpose(1, 2)  # written in place: nothing is reallocated
             values[:, :, start:end] = qkv[:, :, 2].transpose(1, 2)
-            query = qkv[:, :, 0].transpose(1, 2)  # (B, H, T, D)
+            query = qkv[:, :, 0].transpose(1, 2)  # [batch_size, num_heads, q_len, head_dim]
             attn = F.scaled_dot_product_attention(
                 query, keys[:, :, :end], values[:, :, :end], is_causal=n_new > 1, scale=scale
-            )  # (B, H, T, D)
+            )  # [batch_size, num_heads, q_len, head_dim]
             x = linear(attn.transpose(1, 2).reshape(batch * n_new, n_embd), w_o, b_o) + x
             h = F.layer_norm(x, (n_embd,), w2, b2, eps)
             x = linear(act(linear(h, w_fc, b_fc)), w_pr, b_pr) + x
         self.length = end
-        last = x.view(batch, n_new, n_embd)[:, -1]  # (B, E)
+        last = x.view(batch, n_new, n_embd)[:, -1]  # [batch_size, hidden_size]
         last = F.layer_norm(last, (n_embd,), self.ln_f[0], self.ln_f[1], eps)
-        return linear(last, self.lm_head, None)  # (B, vocab)
+        return linear(last, self.lm_head, None)  # [batch_size, vocab_size]

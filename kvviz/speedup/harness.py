@@ -77,7 +77,7 @@ def pass_rates(loaded: LoadedModel, threads: int) -> PassRates:
     cached = _rates.get(key)
     if cached is not None and time.monotonic() - cached[0] < RATES_FRESH_S:
         return cached[1]
-    shape = ops.ModelShape.from_info(loaded.info)
+    shape = loaded.info.ops_shape()
     long_len = max(2, min(CALIBRATION_TOKENS, loaded.info.n_positions))
     timed = {}
     with torch_threads(threads):
@@ -100,13 +100,13 @@ def pass_rates(loaded: LoadedModel, threads: int) -> PassRates:
 def estimate(loaded: LoadedModel, settings: BenchSettings) -> float:
     """Seconds this run should take here (kvviz.speedup.settings.estimate_seconds over measured rates)."""
     threads = settings.threads or machine.default_thread_count()[0]
-    return estimate_seconds(settings, ops.ModelShape.from_info(loaded.info), pass_rates(loaded, threads))
+    return estimate_seconds(settings, loaded.info.ops_shape(), pass_rates(loaded, threads))
 
 
 def refuse_over_budget(loaded: LoadedModel, settings: BenchSettings, budget_s: float) -> float:
     """The estimate, or BenchInputError with the estimate and what would fit within budget_s."""
     threads = settings.threads or machine.default_thread_count()[0]
-    return check_budget(settings, ops.ModelShape.from_info(loaded.info), pass_rates(loaded, threads), budget_s)
+    return check_budget(settings, loaded.info.ops_shape(), pass_rates(loaded, threads), budget_s)
 
 
 # ----- one benchmark at a time: the server's first-come-first-served line for timed work (kvviz.work_queue) ---
@@ -253,7 +253,8 @@ def _run(loaded: LoadedModel, settings: BenchSettings, threads: int, thread_reas
     del probe, engine
     progress(1.0, gettext("Done"))
     info = loaded.info
-    shape = ops.ModelShape.from_info(info)
+    shape = info.ops_shape()
+    kv_row_bytes = info.kv_bytes_per_position(model.transformer.wte.weight.element_size())
     return BenchResult(
         model_spec=info.spec,
         model_label=info.label,
@@ -274,10 +275,8 @@ def _run(loaded: LoadedModel, settings: BenchSettings, threads: int, thread_reas
         peak_flops_by_round=tuple(peak_flops),
         weight_bytes_per_token=roofline.weight_bytes_per_decode_token(model),
         int8_weight_bytes_per_token=int8_bytes,
-        kv_bytes_per_token=roofline.kv_bytes_read_per_decode_token(
-            info.n_layer, info.n_kv_heads, info.head_dim, model.transformer.wte.weight.element_size(), p, n),
-        kv_row_bytes=roofline.kv_row_bytes(info.n_layer, info.n_kv_heads, info.head_dim,
-                                           model.transformer.wte.weight.element_size()),
+        kv_bytes_per_token=roofline.kv_bytes_read_per_decode_token(kv_row_bytes, p, n),
+        kv_row_bytes=kv_row_bytes,
         weight_choice=choice,
         op_ratio=op_ratio_curve(shape, p, n),
         compile_note=compile_note,

@@ -54,7 +54,7 @@ class RunTiming:
 
     @property
     def token_ms(self) -> np.ndarray:
-        """(N,) latency of the pass that picked each generated token."""
+        """[new_tokens] latency of the pass that picked each generated token."""
         return np.array((self.prefill_ms, *self.decode_ms))
 
     @property
@@ -106,11 +106,11 @@ class ModeResult:
 
     @property
     def median_token_ms(self) -> np.ndarray:
-        """(N,) per generated token: the median over repeats of the latency of the pass that picked it."""
+        """[new_tokens] per generated token: the median over repeats of the latency of the pass that picked it."""
         return np.median(np.stack([r.token_ms for r in self.runs]), axis=0)
 
     def median_time_to_k_ms(self) -> np.ndarray:
-        """(N,) the estimator's time: median over rounds of the summed pass times up to token k."""
+        """[new_tokens] the estimator's time: median over rounds of the summed pass times up to token k."""
         return np.median(np.stack([np.cumsum(r.token_ms) for r in self.runs]), axis=0)
 
     @property
@@ -269,7 +269,7 @@ class BenchResult:
         return all(self.tokens_match(m.mode) for m in self.modes if m.mode not in LOSSY_MODES)
 
     def speedup_by_length(self, name: str, over: str = "no_cache") -> np.ndarray:
-        """(N,) the estimator (see the module docstring) after k = 1..N generated tokens."""
+        """[new_tokens] the estimator (see the module docstring) after k = 1..N generated tokens."""
         return self.mode(over).median_time_to_k_ms() / self.mode(name).median_time_to_k_ms()
 
     def speedup(self, name: str, over: str = "no_cache") -> float:

@@ -77,15 +77,9 @@ def weight_bytes_per_decode_token(model: Any) -> int:
     return total
 
 
-def kv_row_bytes(n_layer: int, n_kv_heads: int, head_dim: int, bytes_per_element: int) -> int:
-    """K and V of one position in every layer."""
-    return 2 * n_layer * n_kv_heads * head_dim * bytes_per_element
-
-
-def kv_bytes_read_per_decode_token(
-    n_layer: int, n_kv_heads: int, head_dim: int, bytes_per_element: int, prompt_len: int, new_tokens: int
-) -> int:
-    """K and V bytes attention reads, averaged (floor) over the new_tokens - 1 decode steps of a generation.
+def kv_bytes_read_per_decode_token(row_bytes: int, prompt_len: int, new_tokens: int) -> int:
+    """K and V bytes attention reads, averaged (floor) over the new_tokens - 1 decode steps of a generation;
+    row_bytes: K and V of one position in every layer (ModelDims.kv_bytes_per_position, kvviz.model.dims).
 
     Decode step k (k = 1..N-1) feeds one token at position P + k - 1 and attends over P + k cached rows.
     """
@@ -93,7 +87,7 @@ def kv_bytes_read_per_decode_token(
     if steps < 1:
         return 0
     rows_total = sum(prompt_len + k for k in range(1, steps + 1))
-    return rows_total * kv_row_bytes(n_layer, n_kv_heads, head_dim, bytes_per_element) // steps
+    return rows_total * row_bytes // steps
 
 
 @dataclass(frozen=True)

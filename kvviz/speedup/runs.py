@@ -158,7 +158,7 @@ def run_generate(model: torch.nn.Module, prompt_ids: list[int], new_tokens: int,
         input_ids, attention_mask=torch.ones_like(input_ids), generation_config=config, streamer=streamer
     )
     total_ms = (time.perf_counter() - began) * 1000.0
-    stamps_ms = np.diff(np.array(streamer.stamps)) * 1000.0  # (N,): pass k ends at stamp k
+    stamps_ms = np.diff(np.array(streamer.stamps)) * 1000.0  # [new_tokens]: pass k ends at stamp k
     tokens = tuple(int(t) for t in out[0, len(prompt_ids) :])
     # generate's cache is internal and gone by now (a DynamicCache, the size of the dynamic mode's)
     return RunTiming(float(stamps_ms[0]), tuple(float(x) for x in stamps_ms[1:]), total_ms, tokens, None)

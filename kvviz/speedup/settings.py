@@ -5,9 +5,13 @@ Torch-free: the speed-up page checks its inputs before importing the harness. Ca
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kvviz.i18n import _
 from kvviz.inputs.prompt_rules import check_int_in_range
+
+if TYPE_CHECKING:  # settings is torch-free and model-free at import: the speed-up page checks inputs first
+    from kvviz.model.loading import ModelInfo
 
 MAX_REPEATS = 50
 MAX_WARMUP = 10
@@ -39,17 +43,16 @@ def whole(name: str, value: object, lo: int, hi: int) -> int:
     return check_int_in_range(value, lo, hi, name, error=BenchInputError)
 
 
-def check_gpt2(info) -> None:
+def check_gpt2(info: ModelInfo) -> None:
     """The timed engines (the flat engine, the batch sweep, the weight bytes) are written for GPT2LMHeadModel."""
-    kind = getattr(info, "model_type", "gpt2")
-    if kind != "gpt2":
+    if info.model_type != "gpt2":
         raise BenchInputError(_(
             "The benchmark's engines are written for GPT-2 (the flat engine mirrors GPT2LMHeadModel); "
             "{model} is a {kind} model. Pick the bundled GPT-2, the GPT-2 shape with random weights or a "
-            "pretrained GPT-2.").format(model=getattr(info, "label", None) or _("this model"), kind=kind))
+            "pretrained GPT-2.").format(model=info.label or _("this model"), kind=info.model_type))
 
 
-def validate(settings: BenchSettings, n_positions: int, info=None) -> None:
+def validate(settings: BenchSettings, n_positions: int, info: ModelInfo | None = None) -> None:
     """Raise BenchInputError with a user-facing message when the settings cannot run on this model."""
     if info is not None:
         check_gpt2(info)

@@ -222,7 +222,7 @@ class StepEngine:
         return self.cache_len >= self.n_positions
 
     def layer_keys(self, layer: int) -> np.ndarray:
-        """(kv_heads, cache_len, head_dim) keys of one layer, batch 0."""
+        """One layer's keys at batch 0: [num_kv_heads, seq_len, head_dim]."""
         return self.cache.layers[layer].keys[0].detach().float().numpy()
 
     def layer_values(self, layer: int) -> np.ndarray:
@@ -294,12 +294,13 @@ class StepEngine:
             )
             step_ms = (time.perf_counter() - began) * 1000.0
         self.cache = out.past_key_values
-        logits = out.logits[0, -1].float()  # (vocab,)
+        logits = out.logits[0, -1].float()  # [vocab_size]
         next_id = self._choose(logits, prefix=self.token_ids + list(ids))
         n_new = len(ids)
         new_keys = np.stack([layer.keys[0, :, start:].float().numpy() for layer in self.cache.layers])
         new_values = np.stack([layer.values[0, :, start:].float().numpy() for layer in self.cache.layers])
-        attention = np.stack([a[0, :, -1, :].float().numpy() for a in out.attentions])  # (L, n_head, S)
+        # [num_layers, num_heads, seq_len]: the last fed token's query
+        attention = np.stack([a[0, :, -1, :].float().numpy() for a in out.attentions])
         probs = torch.softmax(logits, dim=-1)
         top = torch.topk(probs, k=min(TOP_K_SHOWN, probs.numel()))
         tok = self.loaded.tokenizer

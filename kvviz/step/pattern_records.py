@@ -36,11 +36,11 @@ class LayerPatterns:
     """One layer's attention over one sequence, and the pattern scores of each query head."""
 
     layer: int
-    attention: np.ndarray  # (n_head, T, T) float32; row i = query i's softmax over keys 0..i (zeros above)
-    previous_token_score: np.ndarray  # (n_head,)
-    first_token_score: np.ndarray  # (n_head,)
-    induction_score: np.ndarray  # (n_head,) on this sequence; NaN when no token repeats
-    probe_induction_score: np.ndarray  # (n_head,) on the repeated random-token probe
+    attention: np.ndarray  # [num_heads, seq_len, seq_len] float32; row i = query i's softmax over keys 0..i (0 above)
+    previous_token_score: np.ndarray  # [num_heads]
+    first_token_score: np.ndarray  # [num_heads]
+    induction_score: np.ndarray  # [num_heads] on this sequence; NaN when no token repeats
+    probe_induction_score: np.ndarray  # [num_heads] on the repeated random-token probe
 
     @property
     def n_head(self) -> int:
@@ -64,15 +64,15 @@ class PatternRun:
 
 
 def previous_token_score(attention: np.ndarray) -> np.ndarray:
-    """(n_head, T, T) -> (n_head,): mean attention on position i-1, over queries i = 1..T-1."""
+    """[num_heads, seq_len, seq_len] -> [num_heads]: mean attention on position i-1, over queries i = 1..seq_len-1."""
     if attention.shape[-1] < 2:
         return np.full(attention.shape[0], np.nan)
     return np.diagonal(attention, offset=-1, axis1=1, axis2=2).mean(axis=1)
 
 
 def first_token_score(attention: np.ndarray) -> np.ndarray:
-    """(n_head, T, T) -> (n_head,): mean attention on position 0, over queries i = 1..T-1 (query 0 has no
-    other choice)."""
+    """[num_heads, seq_len, seq_len] -> [num_heads]: mean attention on position 0, over queries i = 1..seq_len-1
+    (query 0 has no other choice)."""
     if attention.shape[-1] < 2:
         return np.full(attention.shape[0], np.nan)
     return attention[:, 1:, 0].mean(axis=1)
@@ -91,7 +91,8 @@ def induction_targets(token_ids: list[int] | tuple[int, ...]) -> list[tuple[int,
 
 
 def induction_score(attention: np.ndarray, token_ids: list[int] | tuple[int, ...]) -> np.ndarray:
-    """(n_head, T, T) -> (n_head,): mean attention on the token after the previous occurrence; NaN if none."""
+    """[num_heads, seq_len, seq_len] -> [num_heads]: mean attention on the token after the previous occurrence; NaN
+    if none."""
     pairs = induction_targets(token_ids)
     if not pairs:
         return np.full(attention.shape[0], np.nan)

@@ -1,7 +1,7 @@
 """Every head's full attention matrix over a sequence, from one uncached forward pass (torch; records are
 torch-free in kvviz.step.pattern_records).
 
-    run = pattern_run(loaded, token_ids)      # PatternRun: per layer (n_head, T, T) matrices + pattern scores
+    run = pattern_run(loaded, token_ids)      # PatternRun: per layer [num_heads, seq_len, seq_len] + scores
 
 The model must use eager attention (the only implementation that returns attention weights); the app loads
 every model that way. The pass runs under the stepping engine's MODEL_LOCK, like the step page's and the
@@ -23,13 +23,13 @@ MAX_PATTERN_TOKENS = pr.MAX_PATTERN_TOKENS
 
 
 def _attentions(loaded: LoadedModel, token_ids: list[int]) -> list[np.ndarray]:
-    """Per layer (n_head, T, T) attention weights of one uncached pass."""
+    """Per layer [num_heads, seq_len, seq_len] attention weights of one uncached pass."""
     if loaded.model.config._attn_implementation != "eager":
         raise ValueError("Attention patterns need a model loaded with eager attention.")
-    input_ids = torch.tensor([token_ids], dtype=torch.long)  # (1, T)
+    input_ids = torch.tensor([token_ids], dtype=torch.long)  # [1, seq_len]
     with MODEL_LOCK, torch.inference_mode():
         out = loaded.model(input_ids=input_ids, use_cache=False, output_attentions=True)
-    # out.attentions: one (1, n_head, T, T) tensor per layer; for GQA n_head is the QUERY head count
+    # out.attentions: one [1, num_heads, seq_len, seq_len] tensor per layer; num_heads counts QUERY heads (GQA too)
     return [a[0].float().numpy() for a in out.attentions]
 
 
@@ -39,7 +39,7 @@ _PROBE_SCORES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _probe_scores(loaded: LoadedModel) -> tuple[np.ndarray, ...]:
-    """Per layer (n_head,) induction scores on the fixed probe, computed once per loaded model."""
+    """Per layer [num_heads] induction scores on the fixed probe, computed once per loaded model."""
     scores = _PROBE_SCORES.get(loaded.model)
     if scores is None:
         ids = pr.probe_token_ids(loaded.info.vocab_size)

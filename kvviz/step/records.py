@@ -80,17 +80,19 @@ class StepRecord:
 
     index: int  # 0 = prefill, k = k-th decode step
     kind: str  # "prefill" | "decode"
-    fed_token_ids: tuple[int, ...]  # the N tokens fed in this pass
+    fed_token_ids: tuple[int, ...]  # the q_len tokens fed in this pass
     fed_token_texts: tuple[str, ...]  # their readable text (token_text)
     fed_positions: tuple[int, ...]  # their positions (their rows in the cache)
-    new_keys: np.ndarray = field(repr=False)  # (L, H, N, D): the rows this pass appended to the cache
-    new_values: np.ndarray = field(repr=False)  # (L, H, N, D)
-    attention: np.ndarray = field(repr=False)  # (L, Hq, S): the last fed token's query over all cached rows
-    next_logits: np.ndarray = field(repr=False)  # (vocab,): logits for the token after the last fed one
+    # [num_layers, num_kv_heads, q_len, head_dim] (kvviz.model.dims's axis legend): the rows this pass appended
+    new_keys: np.ndarray = field(repr=False)
+    new_values: np.ndarray = field(repr=False)  # [num_layers, num_kv_heads, q_len, head_dim]
+    # [num_layers, num_heads, seq_len]: the last fed token's query (every query head) over all cached rows
+    attention: np.ndarray = field(repr=False)
+    next_logits: np.ndarray = field(repr=False)  # [vocab_size]: logits for the token after the last fed one
     top_k: tuple[TokenProb, ...]  # most likely next tokens, softmax at temperature 1
     next_token_id: int  # the token chosen from next_logits (fed by the next pass)
     next_token_text: str
-    cache_len: int  # rows per layer after this pass (= S)
+    cache_len: int  # rows per layer after this pass (the cache's seq_len)
     cache_bytes: int  # bytes of all K and V tensors after this pass, summed from the real tensors
     step_ms: float  # wall time of the forward pass
 

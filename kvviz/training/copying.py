@@ -84,11 +84,12 @@ class CopyingResult:
 
 @torch.no_grad()
 def copying_accuracy(model: torch.nn.Module, sequences: torch.Tensor) -> CopyingResult:
-    """Top-1 accuracy on the first half and on the repeated half of each row of `sequences` (B, 2L)."""
+    """Top-1 accuracy on the first half and on the repeated half of each row of `sequences`, [batch_size, seq_len]
+    (seq_len = 2 x half_len)."""
     was_training = model.training
     model.eval()
     half_len = sequences.shape[1] // 2
-    logits = model(input_ids=sequences).logits  # (B, 2L, vocab)
+    logits = model(input_ids=sequences).logits  # [batch_size, seq_len, vocab_size]
     predicted = logits[:, :-1].argmax(dim=-1)  # predicted[:, t] guesses sequences[:, t + 1]
     right = predicted == sequences[:, 1:]
     first = right[:, : half_len - 1]  # targets 1 .. L-1

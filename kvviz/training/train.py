@@ -108,9 +108,9 @@ def sinusoid_positions(n_positions: int, n_embd: int) -> torch.Tensor:
 def random_batch(
     ids: torch.Tensor, recipe: Recipe, vocab_size: int, gen: torch.Generator, step: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(input_ids, labels), each (B, T): plain corpus windows, then round(B x repeat_share) rows with a
-    repeated span; during the first copy_warmup_steps, rows of COPY_WARMUP_POSITIONS tokens, all repeated random
-    spans. The model shifts labels itself."""
+    """(input_ids, labels), each [batch_size, seq_len]: plain corpus windows, then round(batch_size x repeat_share)
+    rows with a repeated span; during the first copy_warmup_steps, rows of COPY_WARMUP_POSITIONS tokens, all
+    repeated random spans. The model shifts labels itself."""
     if step < recipe.copy_warmup_steps:  # short rows of random spans only: cheap, and induction forms first
         return copying.repeat_batch(ids, recipe.copy_warmup_batch_size, COPY_WARMUP_POSITIONS, vocab_size, gen, 1.0)
     n_repeat = round(recipe.batch_size * recipe.repeat_share)

@@ -1,0 +1,115 @@
+"""A model's dimensions: the one torch-free record of them (ModelDims), their conversions, and the axis legend.
+
+Every number that says how big a model is lives in ModelDims, read once from a transformers config (or a published
+preset); every record that needs them is built from it here, never from numbers passed along by hand:
+
+    ModelDims.from_config(config)       a transformers config as a dict (config.json: GPT-2's or Llama's names)
+    ModelDims.from_preset(preset, ...)  a published model (kvviz.memory.presets, which cites its config.json)
+    dims.ops_shape(name)                kvviz.ops.ModelShape: the matmul work of a forward pass
+    dims.kv_config(dtype, name, ...)    kvviz.memory.KVConfig: the cache's bytes, for the memory calculator
+    dims.kv_bytes_per_position(n)       K and V of one position in every layer, n bytes per number
+    dims.gpt2_config()                  transformers.GPT2Config's arguments for a GPT-2 of this shape
+
+kvviz.model.loading.ModelInfo is a ModelDims plus what was loaded (spec, label, dtype, parameters), so a loaded
+model converts itself the same way (`info.ops_shape()`, `info.kv_config()` in the dtype it runs in). Records of
+another concept keep their own class and are built from a ModelDims: the memory calculator's KVConfig (adds the
+dtype, windows, MLA), ops' ModelShape (validates what a student types), kvviz.internals.layout.BufferShape (one
+layer's K buffer, `BufferShape.of(dims, max_len)`).
+
+Axis legend. Every tensor shape in kvviz's comments and docstrings names its axes with transformers' words (its
+cache_utils.py writes `[batch_size, num_heads, seq_len, head_dim]` throughout), in square brackets:
+
+    batch_size     sequences run side by side (the stage runs one: a shape read at batch 0 drops this axis)
+    num_layers     decoder layers, when a record stacks them (ModelDims.n_layer)
+    num_heads      query heads (n_head)
+    num_kv_heads   key/value heads, the cache's head axis (n_kv_heads: num_heads for MHA, fewer for GQA, 1 for MQA)
+    seq_len        positions: the keys a query can see, the rows a cache holds
+    q_len          tokens one pass feeds: its queries, and the rows it appends to the cache (1 for a decode step)
+    max_cache_len  positions a pre-allocated buffer has room for (StaticCache's name)
+    head_dim       numbers in one head's query, key or value vector
+    hidden_size    the residual stream's width (n_embd)
+    vocab_size     one logit per token the model can emit
+
+An uncached pass has q_len = seq_len, so its attention weights are [batch_size, num_heads, seq_len, seq_len].
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kvviz.memory import KVConfig
+from kvviz.memory.presets import PRESETS, Preset
+from kvviz.ops import ModelShape
+
+
+@dataclass(frozen=True)
+class ModelDims:
+    """A decoder-only transformer's dimensions, in the numbers a student can check against its tensors."""
+
+    n_layer: int
+    n_head: int  # query heads
+    n_kv_heads: int  # K/V heads: = n_head for GPT-2's multi-head attention, fewer for GQA (num_key_value_heads)
+    head_dim: int
+    n_embd: int  # hidden size: the residual stream's width
+    d_ff: int  # MLP inner width (GPT-2: n_inner or 4 x n_embd; Llama: intermediate_size)
+    vocab_size: int
+    n_positions: int  # the context limit: GPT-2 has learned absolute positions 0..n_positions-1
+    mlp_matrices: int = 2  # 2: GPT-2's fc -> GELU -> proj; 3: Llama's SwiGLU (gate, up, down)
+    model_type: str = "gpt2"  # config.json's model_type: "gpt2" or "llama"
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> ModelDims:
+        """From a transformers config as a dict (`config.to_dict()`, or config.json read as JSON): GPT-2's names
+        (n_layer, n_head, n_embd, n_inner, n_positions) or Llama's (num_hidden_layers, num_attention_heads,
+        num_key_value_heads, hidden_size, head_dim, intermediate_size, max_position_embeddings)."""
+        if config.get("model_type") == "llama":
+            n_head, n_embd = config["num_attention_heads"], config["hidden_size"]
+            return cls(n_layer=config["num_hidden_layers"], n_head=n_head,
+                       n_kv_heads=config.get("num_key_value_heads") or n_head,
+                       head_dim=config.get("head_dim") or n_embd // n_head, n_embd=n_embd,
+                       d_ff=config["intermediate_size"], vocab_size=config["vocab_size"],
+                       n_positions=config["max_position_embeddings"], mlp_matrices=3, model_type="llama")
+        n_head, n_embd = config["n_head"], config["n_embd"]
+        return cls(n_layer=config["n_layer"], n_head=n_head, n_kv_heads=n_head, head_dim=n_embd // n_head,
+                   n_embd=n_embd, d_ff=config.get("n_inner") or 4 * n_embd, vocab_size=config["vocab_size"],
+                   n_positions=config["n_positions"], mlp_matrices=2, model_type="gpt2")
+
+    @classmethod
+    def from_preset(cls, preset: Preset, model_type: str) -> ModelDims:
+        """A published dense model's dimensions (its preset has an op-count shape): the context is its own."""
+        if preset.shape is None:
+            raise ValueError(f"preset {preset.name!r} has no dense shape (MoE or MLA): its dimensions are not known")
+        s = preset.shape
+        return cls(n_layer=s.n_layer, n_head=s.n_head, n_kv_heads=s.n_kv_heads, head_dim=s.head_dim, n_embd=s.n_embd,
+                   d_ff=s.d_ff, vocab_size=s.vocab_size, n_positions=preset.max_context, mlp_matrices=s.mlp_matrices,
+                   model_type=model_type)
+
+    def ops_shape(self, name: str = "custom") -> ModelShape:
+        """The numbers kvviz.ops counts a forward pass's matmul work with."""
+        return ModelShape(n_layer=self.n_layer, n_head=self.n_head, n_kv_heads=self.n_kv_heads,
+                          head_dim=self.head_dim, n_embd=self.n_embd, d_ff=self.d_ff, vocab_size=self.vocab_size,
+                          mlp_matrices=self.mlp_matrices, name=name)
+
+    def kv_config(self, dtype: str, name: str = "custom", **layout: int | None) -> KVConfig:
+        """The cache layout the memory calculator sizes, with the cache's number format and, in `layout`, any of
+        KVConfig's other fields (window, local_per_global, quant_group_size, ...)."""
+        return KVConfig(n_layer=self.n_layer, n_head=self.n_head, n_kv_heads=self.n_kv_heads, head_dim=self.head_dim,
+                        dtype=dtype, name=name, **layout)  # KVConfig checks each field
+
+    def kv_bytes_per_position(self, bytes_per_element: int) -> int:
+        """K and V of one position in every layer: 2 x n_layer x n_kv_heads x head_dim numbers."""
+        return 2 * self.n_layer * self.n_kv_heads * self.head_dim * bytes_per_element
+
+    def gpt2_config(self) -> dict[str, int]:
+        """transformers.GPT2Config's arguments for a GPT-2 of these dimensions (and kvviz.model.load_cost's input):
+        n_inner only when the MLP is not GPT-2's default 4 x n_embd."""
+        config = dict(n_layer=self.n_layer, n_head=self.n_head, n_embd=self.n_embd, n_positions=self.n_positions,
+                      vocab_size=self.vocab_size)
+        return config if self.d_ff == 4 * self.n_embd else {**config, "n_inner": self.d_ff}
+
+
+# The public GPT-2 checkpoints, for random-weight builds of their shapes: from kvviz.memory.presets, the one source of
+# their numbers (each cites its config.json on the Hugging Face hub). In the presets' order, smallest first.
+GPT2_FAMILY: dict[str, ModelDims] = {name: ModelDims.from_preset(preset, "gpt2") for name, preset in PRESETS.items()
+                                     if "gpt2" in name}
