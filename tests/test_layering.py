@@ -7,7 +7,9 @@
 - No import cycle between kvviz's packages (its first-level subpackages), and kvviz.measure imports only i18n.
 - The concept rules (NEVER): figures never import teaching or load a model, the benchmark and the stage never
   import each other, no package imports teaching (the lesson stands on every concept, none on the lesson), i18n
-  imports no other kvviz package.
+  imports no other kvviz package, the memory calculator never imports model (a model converts its own dimensions).
+- The lesson's content needs no plotly: every kvviz.teaching module, and kvviz.model.dims (the record of a model's
+  dimensions), imports without plotly, torch or transformers (a fresh interpreter, then sys.modules).
 """
 from __future__ import annotations
 
@@ -140,7 +142,8 @@ NEVER = {
     **{(package, "teaching"): "the lesson stands on every concept; none stands on the lesson"
        for package in (*_OTHERS, "i18n")},
     **{("i18n", package): "the interface language is the ground floor" for package in (*_OTHERS, "teaching")},
-    ("figures", "teaching"): "a figure draws plain records (figures/lesson.py's Picture); the lesson builds them",
+    ("figures", "teaching"): "a figure draws plain arguments (a Picture's kind and data); the lesson builds them",
+    ("memory", "model"): "the calculator takes any config; a model converts its own dimensions (kvviz.model.dims)",
     ("figures", "model"): "a figure never loads a model: plain records in, plotly out",
     ("speedup", "step"): "the benchmark times its own runs, not the stage's engine",
     ("step", "speedup"): "the stage's clock stands on kvviz.measure, not on the benchmark",
@@ -157,3 +160,19 @@ def test_concept_rules(package, forbidden):
     assert package in graph and forbidden in graph, (package, forbidden)  # a rule about a package that is gone
     offenders = sorted(set(graph[package].get(forbidden, [])))
     assert offenders == [], f"{package} imports {forbidden} ({why}): {', '.join(offenders)}"
+
+
+# Modules that import without these libraries (a page, the CLI or a test may use them before any chart or model).
+LIGHT: dict[str, tuple[str, ...]] = {
+    **{f"kvviz.teaching.{p.stem}": ("plotly", *HEAVY) for p in sorted((REPO / "kvviz" / "teaching").glob("*.py"))
+       if p.stem != "__init__"},  # the lesson's content: figures draw it, the handout imports them when it draws
+    "kvviz.model.dims": ("plotly", *HEAVY),  # a model's dimensions, torch-free
+}
+
+
+@pytest.mark.parametrize("module", sorted(LIGHT))
+def test_light_modules_import_no_plotly_or_torch(module):
+    code = f"import sys\nimport {module}\nprint(','.join(m for m in {LIGHT[module]!r} if m in sys.modules))\n"
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "", f"importing {module} loads {out.stdout.strip()}"

@@ -110,11 +110,11 @@ def test_the_mb_mib_slip_gets_the_targeted_hint(bundled):
 
 def test_step_4_names_every_bar_and_step_7_stays_within_its_rows(bundled):
     q = lesson._why_no_q(StepEngine(bundled))
-    fig = lesson_figure(q.picture)
+    fig = lesson_figure(q.picture.kind, q.picture.data)
     weights = q.picture.data["weights"]
     assert list(fig.layout.xaxis.tickvals) == list(range(len(weights)))  # the tallest bar is named as its own
-    tri = lesson_figure(lesson._dots_one_step(StepEngine(bundled)).picture)
-    seq = lesson._dots_one_step(StepEngine(bundled)).picture.data["seq"]
+    triangle = lesson._dots_one_step(StepEngine(bundled)).picture
+    tri, seq = lesson_figure(triangle.kind, triangle.data), triangle.data["seq"]
     assert sorted(tri.layout.yaxis.range) == [-0.5, seq - 0.5] and tri.layout.yaxis.constrain == "domain"
 
 
@@ -173,10 +173,8 @@ def test_the_handout_popover_names_the_preset_steps(fresh_streamlit_caches):
 def test_the_timing_figures_median_is_the_texts_median_for_an_even_count():
     """Step 11's chart labels each bar with the median its text states: with four repeats that is the mean of the
     middle two (np.median, as the race's RaceTiming computes it), not the upper middle sample."""
-    from kvviz.figures.lesson import Picture
-
     cached, uncached = [4.0, 1.0, 3.0, 2.0], [9.0, 5.0, 8.0, 6.0]
-    fig = lesson_figure(Picture("timings", {"cached": cached, "uncached": uncached, "op_ratio": 3.0, "load": 1.0}, ""))
+    fig = lesson_figure("timings", {"cached": cached, "uncached": uncached, "op_ratio": 3.0, "load": 1.0})
     bars = [trace for trace in fig.data if trace.type == "bar"]
     assert [bar.x[0] for bar in bars] == [2.5, 7.0]
     assert "median 2.50 ms" in bars[0].y[0] and "median 7.00 ms" in bars[1].y[0]

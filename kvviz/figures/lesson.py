@@ -1,17 +1,16 @@
-"""Figures for the guided lesson: one per step, drawn from the plain numbers a Picture carries (measured on the
-live model or computed by kvviz's arithmetic by kvviz.teaching.lesson, which builds them). No Streamlit, no torch.
-Picture, the record both sides share, lives here: the lesson and its handout import the figures, never the
-reverse (tests/test_layering.py checks there is no import cycle between kvviz's packages).
+"""Figures for the guided lesson: one per step, drawn from plain numbers (measured on the live model or computed by
+kvviz's arithmetic: kvviz.teaching.lesson's Picture carries them as a kind and a dict). No Streamlit, no torch.
+A figure takes those plain arguments, never the lesson's record: figures never import teaching, and the lesson's
+content needs no plotly (tests/test_layering.py checks both).
 
-`lesson_figure(picture, font_px)`: font_px 16 for a laptop, 22 for presenter-style large type; every text on the
+`lesson_figure(kind, data, font_px)`: font_px 16 for a laptop, 22 for presenter-style large type; every text on the
 figure (ticks, labels, annotations) is drawn at that size, and each figure fits a 1280x720 screen's column.
 Colours read on light and dark backgrounds (and on paper: the handout draws them on white). Every text is drawn in
 the current language (kvviz.i18n); numbers keep the same format in both.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -20,18 +19,6 @@ from plotly.subplots import make_subplots
 
 from kvviz.i18n import _
 from kvviz.measure.timing import median
-
-
-@dataclass(frozen=True)
-class Picture:
-    """One figure for a step, as plain numbers (kvviz.teaching.lesson builds it, lesson_figure draws it). `after`:
-    shown with the worked answer, because it would give the answer away; otherwise shown with the teaching,
-    before the question."""
-
-    kind: str
-    data: dict[str, Any]
-    caption: str
-    after: bool = True
 
 
 ORANGE, BLUE, GREY, GREEN = "#e8590c", "#1c7ed6", "#868e96", "#2b8a3e"
@@ -247,6 +234,7 @@ _DRAW: dict[str, Callable[[dict[str, Any], int], go.Figure]] = {
 }
 
 
-def lesson_figure(picture: Picture, font_px: int = 16) -> go.Figure:
-    """The step's figure at font_px (16 laptop, 22 presenter-style large type)."""
-    return _DRAW[picture.kind](picture.data, font_px)
+def lesson_figure(kind: str, data: Mapping[str, Any], font_px: int = 16) -> go.Figure:
+    """A step's figure of this kind (a Picture's kind: "kv_rows", "tokens", ... "blocks"), drawn from its plain
+    numbers at font_px (16 laptop, 22 presenter-style large type)."""
+    return _DRAW[kind](data, font_px)

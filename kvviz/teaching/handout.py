@@ -11,7 +11,6 @@ import re
 from collections.abc import Sequence
 
 from kvviz import i18n
-from kvviz.figures.lesson import lesson_figure
 from kvviz.i18n import _
 from kvviz.teaching.lesson import LessonStep, Question
 
@@ -69,12 +68,15 @@ def handout_html(steps: Sequence[LessonStep], questions: Sequence[Question], mod
     """One page per step, in order: title, what to look at, the question (and its choices), the figure(s), the
     hint and the worked answer. The worksheet is the same pages without the hint, the answer and the figures that
     would give the answer away (those shown only after the answer in the lesson)."""
+    # plotly only once a handout is drawn: the lesson's content never needs it (tests/test_layering.py)
+    from kvviz.figures.lesson import lesson_figure
+
     pages, plotly_js = [], "inline"
     for number, (step, q) in enumerate(zip(steps, questions), start=1):
         figures = []
         pictures = [pic for pic in q.pictures if not (worksheet and pic.after)]
         for pic in pictures:
-            fig = lesson_figure(pic, font_px=13)
+            fig = lesson_figure(pic.kind, pic.data, font_px=13)
             cap = 320 if len(pictures) == 1 else 250  # one printed page per step
             fig.update_layout(template="plotly_white", width=760, height=min(fig.layout.height or cap, cap))
             div = fig.to_html(full_html=False, include_plotlyjs=True if plotly_js == "inline" else False,

@@ -1,4 +1,4 @@
-"""The guided lesson: twelve short steps, each asks one question before it tells (torch-free, UI-free).
+"""The guided lesson: twelve short steps, each asks one question before it tells (torch-free, plotly-free, UI-free).
 
 Every answer is computed live: from the real model through the caller's StepEngine (passed in, so this
 module never imports torch), or from kvviz's own arithmetic (ops, memory, capacity, presets). A step's
@@ -29,7 +29,6 @@ from kvviz.memory.presets import get_preset
 from kvviz.memory.units import GB, GIB, KIB, MIB
 from kvviz.measure.load import load_number
 from kvviz.measure.timing import quartiles
-from kvviz.figures.lesson import Picture
 from kvviz.step import view as step_view
 
 # The model's own input: English on purpose (the bundled models write English), never translated.
@@ -44,6 +43,18 @@ PATTERNS_PRESET = "Repeat a pattern"
 PRESET_MODELS = {"gpt2": "GPT-2 small", "llama-3-8b": "Llama-3-8B"}
 BYTE_UNITS: dict[str, int] = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": GB, "KiB": KIB, "MiB": MIB, "GiB": GIB}
 SI_IEC = (("KB", "KiB"), ("MB", "MiB"), ("GB", "GiB"))  # the pairs students mix up
+
+
+@dataclass(frozen=True)
+class Picture:
+    """One figure for a step, as plain numbers: kvviz.figures.lesson.lesson_figure(kind, data) draws it (figures never
+    import the lesson, and the lesson needs no plotly). `after`: shown with the worked answer, because it would give
+    the answer away; otherwise shown with the teaching, before the question."""
+
+    kind: str  # which figure: "kv_rows", "tokens", "rows_per_layer", ... (kvviz.figures.lesson draws each)
+    data: dict[str, Any]  # its plain numbers and texts (lists, ints, floats, strings)
+    caption: str
+    after: bool = True
 
 
 @dataclass(frozen=True)
@@ -159,7 +170,7 @@ def _k_row(engine: Any) -> Question:
     prompt = "ROMEO:"
     _prefilled(engine, prompt)
     info = engine.loaded.info
-    keys, values = engine.layer_keys(0)[0], engine.layer_values(0)[0]  # head 0: (seq_len, head_dim)
+    keys, values = engine.layer_keys(0)[0], engine.layer_values(0)[0]  # K/V head 0: [seq_len, head_dim]
     row_len = int(keys.shape[-1])
     texts = list(engine.records[-1].fed_token_texts)
     if row_len * info.n_head == info.n_embd:
@@ -362,8 +373,9 @@ def _cached_equals_uncached(engine: Any) -> Question:
 def _dots_one_step(engine: Any) -> Question:
     info = engine.loaded.info
     before = _prefilled(engine).cache_len + 3
-    cached = ops.attention_dot_products(info.n_layer, info.n_head, before, 1, cached=True)
-    uncached = ops.attention_dot_products(info.n_layer, info.n_head, before, 1, cached=False)
+    shape = info.ops_shape()
+    cached = ops.forward_pass_counts(shape, before, 1, cached=True).attention_dot_products
+    uncached = ops.forward_pass_counts(shape, before, 1, cached=False).attention_dot_products
     seq = before + 1
     heads = info.n_layer * info.n_head
     return Question(
@@ -392,7 +404,7 @@ def _dots_one_step(engine: Any) -> Question:
 
 
 def _quadratic(engine: Any, prompt_len: int = 16, new_tokens: int = 200) -> Question:
-    shape = ops.ModelShape.from_info(engine.loaded.info)
+    shape = engine.loaded.info.ops_shape()
     cached, uncached = ops.generation_totals(shape, prompt_len, new_tokens)
     ratio = uncached.attention_dot_products / cached.attention_dot_products
     heads = shape.n_layer * shape.n_head
@@ -499,7 +511,7 @@ def _measured_speedup(engine: Any, steps: int = 24, budget_s: float = 2.0) -> Qu
     cached_ms, uncached_ms = race.cached_median_ms, race.uncached_median_ms
     (c_lo, c_hi), (u_lo, u_hi) = quartiles(race.cached_ms), quartiles(race.uncached_ms)
     load = race.load_1min
-    shape = ops.ModelShape.from_info(engine.loaded.info)
+    shape = engine.loaded.info.ops_shape()
     before = record.fed_positions[0]
     op_ratio = (ops.forward_pass_counts(shape, before, 1, cached=False).total_ops
                 / ops.forward_pass_counts(shape, before, 1, cached=True).total_ops)
