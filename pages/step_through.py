@@ -502,11 +502,14 @@ def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None,
                                      legend=not present, note=note) + _state_html(playing), unsafe_allow_html=True)
     left, right = st.columns([0.7, 0.3], gap="small")
     c = snap.counters
+    top = snap.top_k[:6]  # the next-token bars beside the one-head and GQA views
+    bars_text = figs.next_token_bars_text([t.text for t in top], [t.prob for t in top], snap.next_token_text)
     if view == "race":
         with left:
             _race(snap, timing)
     elif view == "gqa":
         left.plotly_chart(figs.group_figure(snap, font_px, height_px=360), config=CHART)
+        ui.screen_reader_text(f"{figs.group_figure_text(snap)} {bars_text}", left)  # both charts, for a screen reader
         left.caption(_gqa_text(snap))
     else:
         above = _("Rows = cache positions; the newest row is outlined · {n} older rows above not drawn (they got "
@@ -516,7 +519,8 @@ def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None,
             '<span style="opacity:0.6">{}</span>'.format(html.escape(_(
                 "When the newest token occurred before, this line names the head that reads the row after that "
                 "occurrence (an induction head copying)."))))
-        chart_text = ui.screen_reader_span(figs.stage_figure_text(snap))  # the chart for a screen reader, hidden
+        # the stage's chart and the bars beside it, for a screen reader: in the readout, so no element is added
+        chart_text = ui.screen_reader_span(f"{figs.stage_figure_text(snap)} {bars_text}")
         left.html(f'<div class="kvviz-readout" style="font-size:{1.1 if present else 1.0}rem">{readout}'
                   f'{chart_text}</div>')
         left.plotly_chart(figs.stage_figure(snap, font_px, height_px=330), config=CHART)
@@ -540,9 +544,8 @@ def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None,
         if view == "race":
             _race_side(snap, timing)
         else:
-            st.plotly_chart(figs.next_token_bars([t.text for t in snap.top_k[:6]], [t.prob for t in snap.top_k[:6]],
-                                                 snap.next_token_text, font_px, height_px=6 * (font_px + 12) + 90),
-                            config=CHART)
+            st.plotly_chart(figs.next_token_bars([t.text for t in top], [t.prob for t in top], snap.next_token_text,
+                                                 font_px, height_px=6 * (font_px + 12) + 90), config=CHART)
     st.caption(_step_line(snap))
     return history
 

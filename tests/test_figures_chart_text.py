@@ -266,3 +266,52 @@ def test_the_paged_chart_text_says_the_three_bars_and_the_waste(lang, context):
         assert (f"每块 {view.block_tokens:,} 个 token：{format_bytes(paged)}，每个序列 {-(-context // 16):,} 个块，最后一块有 "
                 f"{waste_slots:,} 个未用的 token 槽位；比实际保存的多 {format_bytes(paged - used)}。") in said
         assert f"按最大长度预分配：{format_bytes(flat)}；比实际保存的多 {format_bytes(flat - used)}。" in said
+
+
+# ----- the stage's next-token bars and the GQA view -----
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_the_next_token_text_lists_the_bars_as_drawn(stepped, lang):
+    snap = stepped.snapshot(0, 0)
+    top = snap.top_k[:6]
+    texts, probs = [t.text for t in top], [t.prob for t in top]
+    with i18n.language(lang):
+        fig = step_figs.next_token_bars(texts, probs, snap.next_token_text)
+        said = step_figs.next_token_bars_text(texts, probs, snap.next_token_text)
+    bar = fig.data[0]
+    drawn = list(zip(bar.text, bar.x))[::-1]  # the chart draws the most likely on top: its trace lists it last
+    assert len(drawn) == len(top) == 6
+    printed = re.findall(r"” (\d\.\d{3})", said)
+    assert printed == [label for label, _x in drawn]  # the bars' own labels, in the chart's order
+    assert all(abs(float(label) - x) < 1e-3 for label, x in drawn)
+    chosen = snap.next_token_text.strip() or snap.next_token_text
+    assert said.rstrip("。.").endswith(f"“{chosen}”")
+    assert step_figs.next_token_bars_text([], [], "") == ""
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_the_gqa_text_names_each_query_heads_largest_weight(bundled_gqa_engine, lang):
+    snap = bundled_gqa_engine.snapshot(1, 1)
+    with i18n.language(lang):
+        fig = step_figs.group_figure(snap)
+        said = step_figs.group_figure_text(snap)
+    bars = [d for d in fig.data if d.type == "bar"]
+    assert len(bars) == len(snap.group_heads) > 1
+    found = [(int(h), float(w), int(p)) for h, w, p in
+             re.findall(r"(?:query head|查询头) (\d+)：?:? ?(\d\.\d\d) (?:on position|在位置) (\d+)", said)]
+    assert [h for h, _w, _p in found] == list(snap.group_heads)
+    for (_head, weight, position), bar in zip(found, bars):
+        peak = max(range(len(bar.x)), key=lambda i: bar.x[i])
+        assert position == bar.y[peak] and abs(weight - bar.x[peak]) < 0.006  # the drawn bar, rounded as printed
+    heat = _heatmaps(fig)[0]
+    assert f"{len(heat.y)} " in said and str(heat.y[0]) in said and str(heat.y[-1]) in said
+
+
+@pytest.fixture(scope="module")
+def bundled_gqa_engine() -> StepEngine:
+    from kvviz.model import loading
+
+    engine = StepEngine(loading.load_bundled(name=loading.BUNDLED_GQA))
+    engine.prefill("ROMEO: the king")
+    for _step in range(3):
+        engine.step()
+    return engine

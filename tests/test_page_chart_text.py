@@ -21,7 +21,7 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 
 def hidden_texts(at: AppTest) -> list[str]:
     """The visually hidden chart texts drawn as elements of their own, in page order (the text, unescaped)."""
-    bodies = [h.proto.body for h in at.get("html") if "kvviz-sr-only" in h.proto.body]
+    bodies = [h.proto.body for h in at.get("html") if 'class="kvviz-sr-only"' in h.proto.body]  # not the CSS
     for body in bodies:
         assert ui.SCREEN_READER_ONLY in body  # hidden from sight, not from a reader
     return [re.sub(r"<[^>]+>", "", b).replace("&#x27;", "'").replace("&amp;", "&") for b in bodies]
@@ -105,3 +105,24 @@ def test_the_race_views_hidden_texts_read_in_chinese():
     texts = hidden_texts(at)
     assert len(texts) == 3 and all(CJK.search(t) for t in texts)
     assert not english_leftovers(texts), english_leftovers(texts)
+
+
+@pytest.mark.parametrize("lang", [i18n.ENGLISH, i18n.CHINESE])
+def test_the_stage_and_gqa_views_say_their_charts_and_the_next_token_bars(lang):
+    """The one-head view: the stage's sentence and the bars' in the readout's hidden span (no element added per
+    click); the GQA view (the bundled GQA model): its own hidden element after the chart, with the bars'."""
+    at = open_page(PAGES_DIR / "step_through.py", lang=lang)
+    at.button(key="step_btn_prefill").click().run()
+    at.button(key="step_btn_next").click().run()
+    readout = next(h.proto.body for h in at.get("html") if "kvviz-readout" in h.proto.body)
+    engine = at.session_state["step_engine"]
+    chosen = engine.snapshot(0, 0).next_token_text.strip()
+    assert 'class="kvviz-chart-text"' in readout and chosen and chosen in readout
+    assert ("Next-token chart: the 6 most likely" if lang == i18n.ENGLISH else "最可能的 6 个下一个 token") in readout
+    gqa = open_page("pages/step_through.py", lang=lang, query={"model": "bundled-gqa"}, router=True)  # a link
+    gqa.button(key="step_btn_prefill").click().run()
+    gqa.segmented_control(key="step_view").set_value("gqa").run()
+    assert not gqa.exception
+    said = hidden_texts(gqa)
+    assert len(said) == 1 and ("read by 4 query heads" if lang == i18n.ENGLISH else "由 4 个查询头读取") in said[0]
+    assert not english_leftovers(said) if lang == i18n.CHINESE else True

@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from kvviz.figures import SpecFigure
-from kvviz.i18n import _, ngettext
+from kvviz.i18n import _, list_sep, ngettext
 from kvviz.measure.timing import median, quartiles
 from kvviz.step.records import RaceTiming
 from kvviz.step.view import StageSnapshot, visible
@@ -209,6 +209,19 @@ def group_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 360) -
     return SpecFigure({"data": data, "layout": _fonts_dict(layout, font_px)})
 
 
+
+def group_figure_text(snap: StageSnapshot) -> str:
+    """group_figure's data as a sentence, for a reader who cannot see the chart (issue 35): the K/V head's rows
+    drawn, and for each query head that reads them, where its largest weight falls."""
+    rows, head_dim = snap.keys.shape
+    heads = list_sep().join([_("query head {head}: {weight:.2f} on position {position}").format(
+        head=head, weight=float(weights.max()), position=snap.first_row + int(np.argmax(weights)))
+        for head, weights in zip(snap.group_heads, snap.group_attention)])
+    return _("Chart: K/V head {kv_head} of layer {layer}, {rows} rows of {head_dim} numbers, positions {first} to "
+             "{last}, read by {n} query heads. Their largest attention weights: {heads}.").format(
+        kv_head=snap.kv_head, layer=snap.layer, rows=rows, head_dim=head_dim, first=snap.first_row,
+        last=snap.first_row + rows - 1, n=len(snap.group_heads), heads=heads)
+
 def race_figure(snap: StageSnapshot, cached: bool, font_px: int = 14, height_px: int = 300) -> go.Figure:
     """Every layer's K cache of one head. cached=True: one new row per layer is computed (outlined orange);
     cached=False: every row of every layer is recomputed (all outlined red)."""
@@ -361,6 +374,17 @@ def next_token_bars(texts: Sequence[str], probs: Sequence[float], chosen: str, f
               "height": height_px, "margin": {**_margins(font_px), "r": 3 * font_px}}  # room for that label
     return SpecFigure({"data": [bar], "layout": _fonts_dict(layout, font_px)})
 
+
+
+def next_token_bars_text(texts: Sequence[str], probs: Sequence[float], chosen: str) -> str:
+    """next_token_bars' data as a sentence, for a reader who cannot see the chart (issue 35): the candidates drawn,
+    most likely first, with their probabilities as the bars' labels print them, and the token drawn."""
+    if not texts:
+        return ""
+    listed = list_sep().join([_("“{token}” {p:.3f}").format(token=t.strip() or visible(t), p=p)
+                              for t, p in zip(texts, probs)])
+    return _("Next-token chart: the {n} most likely next tokens, most likely first: {listed}. Chosen: “{chosen}”."
+             ).format(n=len(texts), listed=listed, chosen=chosen.strip() or visible(chosen))
 
 def growth_chart(steps: Sequence[int], with_cache: Sequence[int], without_cache: Sequence[int], what: str,
                  font_px: int = 14) -> go.Figure:
