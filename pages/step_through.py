@@ -845,6 +845,6 @@ if not present:
                 rows=check.recomputed_rows, layers=info.n_layer, ms=check.uncached_ms,
                 logit=check.max_abs_logit_diff, key=check.max_abs_key_diff, value=check.max_abs_value_diff,
                 same=_("yes") if check.same_next_token else _("no")))
-            steps, with_cache, without_cache = step_view.cumulative_series(engine.records, info.n_layer, info.n_head)
+            steps, with_cache, without_cache = step_view.cumulative_series(engine.records, info)
             st.plotly_chart(figs.growth_chart(steps, with_cache, without_cache, _("query-key dot products")),
                             config=CHART)

@@ -117,6 +117,7 @@ def test_step_page_names_the_copying_head_and_shows_it_on_request(fresh_streamli
 
     at = app_test("pages/step_through.py")
     at.session_state["model_spec"] = name
+    at.session_state["step_popover_prompt"] = True  # the Prompt box open: its widgets are drawn only then
     at.run()
     at.selectbox(key="step_preset").set_value("Repeat a pattern").run()
     at.button(key="step_btn_prefill").click().run()

@@ -231,9 +231,8 @@ class StepEngine:
     def snapshot(self, layer: int, q_head: int, at: int | None = None, all_layers: bool = False) -> StageSnapshot:
         """What the stage shows after record `at` (default: the newest) for one layer and query head: the page
         asks the engine, which knows its model's shape, instead of passing the dimensions back down."""
-        info = self.loaded.info
-        return build_snapshot(self.records, self.prompt_len, info.n_layer, info.n_head, info.n_kv_heads, layer,
-                              q_head, at=at, all_layers=all_layers)
+        return build_snapshot(self.records, self.prompt_len, self.loaded.info, layer, q_head, at=at,
+                              all_layers=all_layers)
 
     def generated_ids(self) -> list[int]:
         """Generated tokens already fed to the cache (excludes the prompt and the pending token)."""

@@ -21,6 +21,7 @@ import numpy as np
 
 from kvviz import ops
 from kvviz.i18n import _
+from kvviz.model.dims import ModelDims
 from kvviz.step.pattern_records import INDUCTION_THRESHOLD, induction_targets
 from kvviz.step.records import StepRecord, TokenProb
 
@@ -95,17 +96,17 @@ def kv_head_of(q_head: int, n_head: int, n_kv_heads: int) -> int:
     return q_head // (n_head // n_kv_heads)
 
 
-def _pass_counts(record: StepRecord, n_layer: int, n_head: int) -> tuple[int, int, int, int]:
+def _pass_counts(record: StepRecord, dims: ModelDims) -> tuple[int, int, int, int]:
     before = record.fed_positions[0]
     seq_len = before + record.n_fed
-    cached = ops.attention_dot_products(n_layer, n_head, before, record.n_fed, cached=True)
-    uncached = ops.attention_dot_products(n_layer, n_head, before, record.n_fed, cached=False)
-    return cached, uncached, n_layer * record.n_fed, n_layer * seq_len
+    cached = ops.attention_dot_products(dims.n_layer, dims.n_head, before, record.n_fed, cached=True)
+    uncached = ops.attention_dot_products(dims.n_layer, dims.n_head, before, record.n_fed, cached=False)
+    return cached, uncached, dims.n_layer * record.n_fed, dims.n_layer * seq_len
 
 
-def counters(records: Sequence[StepRecord], n_layer: int, n_head: int) -> StepCounters:
+def counters(records: Sequence[StepRecord], dims: ModelDims) -> StepCounters:
     """Counters after the last of `records`. The prefill costs the same either way (nothing cached yet)."""
-    per_pass = [_pass_counts(r, n_layer, n_head) for r in records]
+    per_pass = [_pass_counts(r, dims) for r in records]
     last = per_pass[-1]
     return StepCounters(
         this_dot_products_cached=last[0],
@@ -119,12 +120,12 @@ def counters(records: Sequence[StepRecord], n_layer: int, n_head: int) -> StepCo
     )
 
 
-def cumulative_series(records: Sequence[StepRecord], n_layer: int, n_head: int) -> tuple[list[int], list[int], list[int]]:
+def cumulative_series(records: Sequence[StepRecord], dims: ModelDims) -> tuple[list[int], list[int], list[int]]:
     """(step indices, cumulative dot products with cache, without cache) for the growth chart."""
     steps, with_cache, without_cache = [], [], []
     total_c = total_u = 0
     for r in records:
-        c, u = _pass_counts(r, n_layer, n_head)[:2]
+        c, u = _pass_counts(r, dims)[:2]
         total_c, total_u = total_c + c, total_u + u
         steps.append(r.index)
         with_cache.append(total_c)
@@ -154,18 +155,18 @@ def _rows(records: Sequence[StepRecord], attr: str, layer: int, kv_head: int, fi
 
 
 def build_snapshot(
-    records: Sequence[StepRecord], prompt_len: int, n_layer: int, n_head: int, n_kv_heads: int,
-    layer: int, q_head: int, at: int | None = None, max_rows: int = MAX_STAGE_ROWS, all_layers: bool = False,
+    records: Sequence[StepRecord], prompt_len: int, dims: ModelDims, layer: int, q_head: int, at: int | None = None,
+    max_rows: int = MAX_STAGE_ROWS, all_layers: bool = False,
 ) -> StageSnapshot:
-    """The stage after record `at` (default: the newest), for one layer and one query head."""
+    """The stage after record `at` (default: the newest), for one layer and one query head of a model of `dims`."""
     if not records:
         raise ValueError("nothing to show yet: prefill a prompt first")
     latest = len(records) - 1
     at = latest if at is None else max(0, min(int(at), latest))
     shown = records[: at + 1]
     record = shown[-1]
-    kv_head = kv_head_of(q_head, n_head, n_kv_heads)
-    group_heads = tuple(h for h in range(n_head) if kv_head_of(h, n_head, n_kv_heads) == kv_head)
+    kv_head = kv_head_of(q_head, dims.n_head, dims.n_kv_heads)
+    group_heads = dict(group_mapping(dims.n_head, dims.n_kv_heads))[kv_head]
     first_row = max(0, record.cache_len - max_rows)
     strip = token_strip(shown, prompt_len)
     cached = [t for t in strip if t.position is not None]
@@ -179,9 +180,9 @@ def build_snapshot(
         attention=weights[first_row:], attention_above=float(weights[:first_row].sum()),
         new_rows=record.fed_positions if record.kind == "decode" else (),
         query_text=record.fed_token_texts[-1], top_k=record.top_k, next_token_text=record.next_token_text,
-        counters=counters(shown, n_layer, n_head), cache_len=record.cache_len, cache_bytes=record.cache_bytes,
+        counters=counters(shown, dims), cache_len=record.cache_len, cache_bytes=record.cache_bytes,
         step_ms=record.step_ms,
-        layer_keys=tuple(_rows(shown, "new_keys", i, kv_head, first_row) for i in range(n_layer)) if all_layers else (),
+        layer_keys=tuple(_rows(shown, "new_keys", i, kv_head, first_row) for i in range(dims.n_layer)) if all_layers else (),
         group_heads=group_heads, group_attention=record.attention[layer, list(group_heads), first_row:],
         copy=copy_lookup(records, layer, q_head, at),
     )
