@@ -23,6 +23,7 @@ from kvviz.i18n import N_, _, ngettext
 from kvviz.memory import units
 from kvviz.inputs import query_values
 from kvviz.model import loading
+from kvviz.model.dims import GPT2_FAMILY
 from kvviz.step import link as stage_link
 from kvviz.step import strip
 from kvviz.step import view as step_view
@@ -720,9 +721,9 @@ def _race_verdict(t: RaceTiming) -> str:
                          _floor_sentence(t), how])
     extra = ""
     if big:
-        shape = loading.GPT2_SHAPES["gpt2"]
-        with_c = ops.attention_dot_products(shape["n_layer"], shape["n_head"], t.seq_len - 1, 1, cached=True)
-        without = ops.attention_dot_products(shape["n_layer"], shape["n_head"], t.seq_len - 1, 1, cached=False)
+        shape = GPT2_FAMILY["gpt2"]
+        with_c = ops.attention_dot_products(shape.n_layer, shape.n_head, t.seq_len - 1, 1, cached=True)
+        without = ops.attention_dot_products(shape.n_layer, shape.n_head, t.seq_len - 1, 1, cached=False)
         extra = " " + _("At this shape: {cached:,} dot products vs {uncached:,}.").format(cached=with_c, uncached=without)
     faster = _("**{x:.1f}x faster with the cache**.").format(x=t.uncached_median_ms / t.cached_median_ms)
     return f"{faster}{extra} {_floor_sentence(t)} {how}"
@@ -732,7 +733,7 @@ def _gqa_text(snap: step_view.StageSnapshot) -> str:
     """Which query heads read which K/V head, and the bytes measured vs the same model with full MHA."""
     groups = "; ".join(f"kv {kv} ← q {', '.join(map(str, qs))}"
                        for kv, qs in step_view.group_mapping(info.n_head, info.n_kv_heads))
-    gqa = memory.kv_config_from_info(info)
+    gqa = info.kv_config()
     mha_bytes = memory.kv_bytes(dataclasses.replace(gqa, n_kv_heads=info.n_head), snap.cache_len)
     return (f"kv_head = q_head // {info.n_head // info.n_kv_heads}: {groups}. " + _(
         "Cache measured from the real tensors: {measured:,} B (calculator: {calculated:,} B); with full MHA "
