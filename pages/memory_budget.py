@@ -321,7 +321,7 @@ def textbook() -> None:
         _("verdict"): c.verdict_text, _("why"): c.explanation, source: c.figure.where} for c in checks]),
         hide_index=True, column_config={source: st.column_config.LinkColumn(source)})  # the Claims page: every claim
     real = get_preset("llama-3-8b").kv
-    mha = memory.kv_bytes(memory.KVConfig(real.n_layer, real.n_head, real.n_head, real.head_dim, real.dtype), 4096)
+    mha = memory.kv_bytes(replace(real, n_kv_heads=real.n_head), 4096)  # the same cache with MHA
     st.caption(_("Forgetting GQA (Llama-3-8B with {heads} KV heads instead of {kv}) gives {bytes_} at 4,096 tokens: "
                  "{factor:g}x the real cache.").format(heads=real.n_head, kv=real.n_kv_heads,
                                                         bytes_=units.format_bytes(mha),
