@@ -484,7 +484,7 @@ number = top.segmented_control(
 _step_to_url(number)
 top.button(_("Next"), key="lesson_next", on_click=_go, args=(1,), disabled=number == END,
            icon=":material/arrow_forward:", shortcut="Right", type="primary")
-class_mode = top.toggle(_("Class mode"), key="lesson_class", bind="query-params",
+class_mode = top.toggle(_("Class mode"), key="lesson_class", bind="query-params", on_change=_clicked,  # a click too
                         help=_("For a projector: large type, no typing; the room answers aloud, then one click "
                                "(or V) reveals the answer, then Y or N marks the room right or wrong: the ending scores the room"))
 font_px = 22 if class_mode else 16

@@ -92,6 +92,23 @@ def test_a_click_sent_before_the_browser_took_the_last_runs_url_keeps_the_step_a
     assert at.session_state["step"] == 6 and at.query_params["step"] in ("6", ["6"])
 
 
+def test_class_mode_switched_off_just_after_a_mark_keeps_the_mark(fresh_streamlit_caches):
+    """The class-mode toggle is a click on this page too: switched just after a mark, its run carries the URL from
+    before the mark and must keep the session's score, as Next does."""
+    at = _open(step="3", lesson_class="true")
+    at.button(key="lesson_reveal_btn_3").click().run()
+    at.button(key="lesson_room_right_3").click().run()
+    at.button(key="lesson_next").click().run()
+    at.button(key="lesson_reveal_btn_4").click().run()
+    stale = dict(at.query_params)  # the URL before the next mark: step 3's score alone
+    at.button(key="lesson_room_wrong_4").click().run()
+    at.query_params.clear()
+    at.query_params.update(stale)
+    at.toggle(key="lesson_class").set_value(False).run()
+    outcomes = at.session_state["lesson_outcomes"]
+    assert at.session_state["step"] == 4 and [outcomes[n].result for n in (3, 4)] == ["first try", "shown"]
+
+
 def test_a_deep_links_back_button_works_on_its_first_run(fresh_streamlit_caches):
     at = _open(step="7", lesson_class="true")
     back = at.button(key="lesson_back")
