@@ -2,8 +2,9 @@
 deficiency. Each palette is simulated for protanopia, deuteranopia and tritanopia (Machado, Oliveira and Fernandes
 2009, severity 1, applied in linear RGB) and every pair of its colours must stay at least MIN_DELTA_E apart in CIELAB
 (CIE76). With tab10's green and red, "reused" and "rejected", "cached" and "uncached" fell to ΔE 7 under
-deuteranopia. The palettes of seven and eight colours (the benchmark's modes, the eviction policies, the lesson's
-query heads) are not held to it: each of their lines is named in the legend and on hover (README)."""
+deuteranopia. The palettes of seven and eight colours (all the benchmark's modes, the eviction policies, the lesson's
+query heads) are not held to it: each of their lines is named in the legend and on hover (README); the benchmark's
+four headline modes, which its charts draw by default, are."""
 from __future__ import annotations
 
 import itertools
@@ -23,6 +24,7 @@ PALETTES = {  # the colours one figure shows side by side, each meaning somethin
     "ops: cached, uncached": (ops.CACHED_COLOR, ops.UNCACHED_COLOR),
     "device: cached, uncached": (device.CACHED_COLOR, device.UNCACHED_COLOR),
     "bench: pass kinds": tuple(bench.KIND_COLORS.values()),
+    "bench: the headline modes (drawn by default)": tuple(bench.COLORS[m] for m in bench.HEADLINE_MODES),
     "internals: reused, computed, waste, rejected": (internals.REUSED_COLOR, internals.COMPUTED_COLOR,
                                                      internals.WASTE_COLOR, internals.REJECTED_COLOR),
     "internals: global, local": (internals.GLOBAL_COLOR, internals.LOCAL_COLOR),

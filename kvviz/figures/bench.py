@@ -20,17 +20,18 @@ from kvviz.i18n import N_, _
 from kvviz.speedup import roofline
 from kvviz.speedup.records import BenchResult
 from kvviz.speedup.tables import pass_points
-from kvviz.figures import BLUE, MAX_LEGEND_ENTRIES, ORANGE, SKY, VERMILLION, legend_entries, log_ticks, readable, top_legend
+from kvviz.figures import (BLUE, GREEN, MAX_LEGEND_ENTRIES, ORANGE, PURPLE, SKY, VERMILLION, legend_entries, log_ticks,
+                           readable, top_legend)
 
-COLORS = {
-    "no_cache": "#d62728",
-    "dynamic": "#1f77b4",
-    "static": "#17becf",
-    "static_compiled": "#bcbd22",
-    "preallocated": "#2ca02c",
-    "int8": "#8c564b",
-    "generate_cache": "#9467bd",
-    "generate_no_cache": "#ff7f0e",
+COLORS = {  # the four headline modes (drawn by default) in Okabe and Ito's colours: apart under colour-vision deficiencies
+    "no_cache": VERMILLION,
+    "dynamic": BLUE,
+    "preallocated": GREEN,
+    "int8": ORANGE,
+    "static": SKY,
+    "static_compiled": PURPLE,
+    "generate_cache": "#9467bd",  # the generate() references are dotted (REFERENCE_DASH) as well
+    "generate_no_cache": "#8c564b",
 }
 KIND_COLORS = {"prefill": ORANGE, "uncached": VERMILLION, "cached decode": BLUE,
                "cached decode, int8 weights": SKY}
