@@ -1,6 +1,7 @@
-"""Shared fixtures: the real bundled model, loaded once per test session (no stubs, no network); a fresh server and
-a headless Chromium tab for the browser tests. Helpers (open a page, start a server, read a browser page) live in
-tests/support/; test modules import them from there, never from this file or from each other."""
+"""Shared fixtures: the real bundled model, loaded once per test session (no stubs, no network); for the browser
+tests a fresh server per module, a headless Chromium (a tab per module, or a browser per test) and a busy core.
+Helpers (open a page, start a server, read a browser page) live in tests/support/; test modules import them from
+there, never from this file or from each other (tests/test_test_harness.py checks)."""
 from __future__ import annotations
 
 import os
@@ -12,8 +13,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from kvviz.model.loading import LoadedModel, load_model  # noqa: E402
-from support.browser import CHROMIUM, CHROMIUM_ARGS, fresh_server  # noqa: E402
-from support.pages import APP_TIMEOUT_S  # noqa: E402, F401 - the name tests once imported from here
+from support.browser import busy_core as one_core_kept_busy, chromium, fresh_server, new_tab, require_chromium  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -38,14 +38,23 @@ def app_url():
 @pytest.fixture(scope="module")
 def page(app_url):
     """A headless Chromium tab (1400x1000) on the module's server, shared by the module's tests."""
-    from playwright.sync_api import sync_playwright
+    with chromium() as browser:
+        yield new_tab(browser, width=1400, height=1000, timeout_ms=90_000)
 
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        tab = browser.new_page(viewport={"width": 1400, "height": 1000})
-        tab.set_default_timeout(90_000)
-        yield tab
-        browser.close()
+
+@pytest.fixture
+def browser():
+    """Debian's headless Chromium for one test (skips without it), closed after; new_tab / open_tab open its tabs."""
+    require_chromium()
+    with chromium() as launched:
+        yield launched
+
+
+@pytest.fixture
+def busy_core():
+    """One core kept busy for the test, as on a laptop serving a class (named before `browser`, it spins first)."""
+    with one_core_kept_busy():
+        yield
 
 
 @pytest.fixture(autouse=False)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from support.browser import PAGES, assert_no_errors, cache_length, wait_idle
+from support.browser import PAGES, assert_no_errors, cache_length, goto_drawn, wait_cache_length, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -20,27 +20,17 @@ def test_step_through_in_a_real_browser(app_url, page):
     start = cache_length(page)
     for k in range(1, 4):
         page.get_by_role("button", name="Next token").click()
-        page.wait_for_function(
-            """(n) => [...document.querySelectorAll('[data-testid="stMetricValue"]')]
-                        .some(e => e.innerText.startsWith(n + ' tokens'))""",
-            arg=start + k,
-        )
+        wait_cache_length(page, start + k)
     wait_idle(page)
     assert cache_length(page) == start + 3
     assert page.locator(".js-plotly-plot").count() == 2  # the stage (K, V and attention in one figure), next-token bars
     assert_no_errors(page)
     page.get_by_role("button", name="Back").click()
-    page.wait_for_function(
-        """(n) => [...document.querySelectorAll('[data-testid="stMetricValue"]')]
-                    .some(e => e.innerText.startsWith(n + ' tokens'))""",
-        arg=start + 2,
-    )
+    wait_cache_length(page, start + 2)
     assert_no_errors(page)
 
 
 @pytest.mark.parametrize("path", ["", *PAGES])
 def test_every_page_renders_in_a_real_browser(app_url, page, path):
-    page.goto(f"{app_url}/{path}")
-    page.wait_for_selector("h1")
-    wait_idle(page)
+    goto_drawn(page, app_url, path)
     assert_no_errors(page)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from support.browser import CHROMIUM, CHROMIUM_ARGS, PAGES, wait_idle
+from support.browser import PAGES, goto_drawn, new_tab, wait_idle
 
 pytestmark = pytest.mark.browser
 ALL_PAGES = ["", "step_through", "glossary", "teachers", *PAGES]  # "" is the home page
@@ -54,21 +54,14 @@ def _failing(found: list[tuple[str, str, str, str]]) -> list[tuple[str, str, str
 
 
 @pytest.mark.parametrize("lang, scheme", [("en", "light"), ("zh-CN", "dark")])
-def test_every_page_passes_axe(app_url, lang, scheme):
-    from playwright.sync_api import sync_playwright
-
+def test_every_page_passes_axe(app_url, browser, lang, scheme):
     failing = {}
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        tab = browser.new_page(viewport={"width": 1280, "height": 720}, color_scheme=scheme)
-        tab.set_default_timeout(120_000)
-        for path in ALL_PAGES:
-            tab.goto(f"{app_url}/{path}?lang={lang}")
-            _drawn(tab)
-            if bad := _failing(_violations(tab)):  # a node seen while the page was still drawing is looked at again
-                tab.wait_for_timeout(2000)
-                again = {(v[0], v[2]) for v in _failing(_violations(tab))}
-                if bad := [v for v in bad if (v[0], v[2]) in again]:
-                    failing[path or "home"] = bad
-        browser.close()
+    tab = new_tab(browser, width=1280, height=720, timeout_ms=120_000, color_scheme=scheme)
+    for path in ALL_PAGES:
+        goto_drawn(tab, app_url, path, lang=lang, drawn=(), settle=_drawn)
+        if bad := _failing(_violations(tab)):  # a node seen while the page was still drawing is looked at again
+            tab.wait_for_timeout(2000)
+            again = {(v[0], v[2]) for v in _failing(_violations(tab))}
+            if bad := [v for v in bad if (v[0], v[2]) in again]:
+                failing[path or "home"] = bad
     assert not failing, failing

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from kvviz.figures import MAX_LEGEND_ENTRIES, MIN_TICK_FONT_PX
-from support.browser import CHROMIUM, CHROMIUM_ARGS, PAGES, assert_no_errors, wait_idle
+from support.browser import PAGES, assert_no_errors, goto_drawn, new_tab, wait_idle
 
 pytestmark = pytest.mark.browser
 WIDTH, HEIGHT = 1280, 720
@@ -71,26 +71,16 @@ def _check_charts(tab, where: str, must_draw: bool) -> int:
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_every_chart_is_readable_at_1280x720(app_url, scheme):
-    from playwright.sync_api import sync_playwright
-
+def test_every_chart_is_readable_at_1280x720(app_url, browser, scheme):
     drawn = {}
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        tab = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT}, color_scheme=scheme)
-        tab.set_default_timeout(120_000)
-        try:
-            for path in ["", *PAGES]:
-                tab.goto(f"{app_url}/{path}")
-                tab.wait_for_selector("h1")
-                wait_idle(tab)
-                _prepare(tab, path)
-                drawn[path] = _check_charts(tab, path or "home", path in MUST_DRAW)
-                for name in TABS.get(path, []):
-                    tab.get_by_role("tab", name=name).click()
-                    wait_idle(tab)
-                    drawn[f"{path}/{name}"] = _check_charts(tab, f"{path}, tab {name}", f"{path}/{name}" in MUST_DRAW)
-                assert_no_errors(tab)
-        finally:
-            browser.close()
+    tab = new_tab(browser, width=WIDTH, height=HEIGHT, timeout_ms=120_000, color_scheme=scheme)
+    for path in ["", *PAGES]:
+        goto_drawn(tab, app_url, path)
+        _prepare(tab, path)
+        drawn[path] = _check_charts(tab, path or "home", path in MUST_DRAW)
+        for name in TABS.get(path, []):
+            tab.get_by_role("tab", name=name).click()
+            wait_idle(tab)
+            drawn[f"{path}/{name}"] = _check_charts(tab, f"{path}, tab {name}", f"{path}/{name}" in MUST_DRAW)
+        assert_no_errors(tab)
     assert all(drawn[path] > 0 for path in MUST_DRAW), drawn

@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from support.browser import CHROMIUM, CHROMIUM_ARGS, PAGES, assert_no_errors, busy_core, fresh_server, wait_idle
+from support.browser import (
+    CHECKED_MODEL, PAGES, assert_no_errors, busy_core, chromium, fresh_server, goto_drawn, new_tab, open_tab, wait_idle,
+)
 from support.i18n_text import ALLOWED, english_leftovers
 
 pytestmark = pytest.mark.browser
@@ -26,6 +28,11 @@ WIDTH, HEIGHT = 1280, 720
 SHOTS = Path(os.environ.get("KVVIZ_SCREENSHOTS", "/tmp/kvviz_zh"))
 CJK = re.compile(r"[\u4e00-\u9fff]")
 NAV = ".st-key-kvviz_nav"  # the sidebar's page links (ui.sidebar_navigation)
+SIDEBAR = '[data-testid="stSidebar"]'
+# A page drawn with its sidebar and the sidebar's page links (their component loads on its first use); the tab's
+# other waits keep Playwright's own 30 s.
+WITH_SIDEBAR = {"drawn": (SIDEBAR, f"{NAV} a"), "drawn_timeout_ms": 120_000, "timeout_ms": None,
+                "width": WIDTH, "height": HEIGHT}
 
 # What a reader reads as the page's own words: every text node outside code (the model's English output and the
 # prompts are shown as code or typed into text boxes), scripts and styles.
@@ -57,31 +64,18 @@ def test_a_cjk_font_is_installed_for_chromium():
     assert fonts.strip(), "no font covers zh-CN: install Debian's fonts-noto-cjk (tests/install_and_run.sh does)"
 
 
-def _open(browser, url: str, locale: str, scheme: str = "light"):
-    context = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT}, locale=locale, color_scheme=scheme)
-    tab = context.new_page()
-    tab.goto(url)
-    tab.wait_for_selector('[data-testid="stSidebar"]', timeout=120_000)
-    tab.wait_for_selector(f"{NAV} a", timeout=120_000)  # the links' component loads on its first use
-    wait_idle(tab)
-    return context, tab
-
-
 def test_the_browser_language_decides_and_lang_overrides(app_url):
     """The first visitor of this module's fresh server, with a busy core (issue 29: it read the sidebar during the
     first-visit flash)."""
-    from playwright.sync_api import sync_playwright
-
-    with busy_core(), sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        context, tab = _open(browser, app_url, "zh-CN")
+    with busy_core(), chromium() as browser:
+        tab = open_tab(browser, app_url, locale="zh-CN", **WITH_SIDEBAR)
         assert "lang=zh-CN" in tab.url
         assert "从这里开始" in tab.locator(NAV).inner_text()
-        context.close()
-        context, tab = _open(browser, app_url + "/?lang=en", "zh-CN")
+        tab.context.close()
+        tab = open_tab(browser, app_url, lang="en", locale="zh-CN", **WITH_SIDEBAR)
         assert "Start here" in tab.locator(NAV).inner_text()
-        context.close()
-        context, tab = _open(browser, app_url, "en-US")
+        tab.context.close()
+        tab = open_tab(browser, app_url, locale="en-US", **WITH_SIDEBAR)
         assert "lang=en" in tab.url and "Start here" in tab.inner_text("body")
         # The switch: one click, every label follows, and the URL carries it.
         tab.locator('[data-testid="stSidebar"]').get_by_text("简体中文", exact=True).click()
@@ -92,34 +86,25 @@ def test_the_browser_language_decides_and_lang_overrides(app_url):
         tab.wait_for_url("**/memory_budget**", timeout=120_000)
         wait_idle(tab)
         assert "memory_budget" in tab.url and "lang=zh-CN" in tab.url
-        context.close()
-        browser.close()
+        tab.context.close()
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_every_page_in_chinese_at_1280x720(app_url, scheme):
-    from playwright.sync_api import sync_playwright
-
+def test_every_page_in_chinese_at_1280x720(app_url, browser, scheme):
     SHOTS.mkdir(parents=True, exist_ok=True)
     problems = []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        context, tab = _open(browser, app_url + "/?lang=zh-CN", "zh-CN", scheme)
-        for path in ["", "glossary", "teachers", "step_through", *PAGES]:
-            tab.goto(f"{app_url}/{path}?lang=zh-CN")
-            tab.wait_for_selector('[data-testid="stSidebar"]', timeout=120_000)
-            wait_idle(tab)
-            tab.wait_for_timeout(500)
-            assert_no_errors(tab)
-            tab.screenshot(path=str(SHOTS / f"{path or 'home'}_{scheme}.png"))
-            text = tab.inner_text("body")
-            assert CJK.search(text), path
-            left = english_leftovers(tab.evaluate(READ_WORDS), (*ALLOWED, *STREAMLIT_OWN))
-            overflow = tab.evaluate(READ_OVERFLOW)
-            if left or overflow["page"] > 0 or overflow["buttons"]:
-                problems.append((path, left[:5], overflow))
-        context.close()
-        browser.close()
+    tab = open_tab(browser, app_url, lang="zh-CN", locale="zh-CN", color_scheme=scheme, **WITH_SIDEBAR)
+    for path in ["", "glossary", "teachers", "step_through", *PAGES]:
+        goto_drawn(tab, app_url, path, lang="zh-CN", drawn=(SIDEBAR,), drawn_timeout_ms=120_000)
+        tab.wait_for_timeout(500)
+        assert_no_errors(tab)
+        tab.screenshot(path=str(SHOTS / f"{path or 'home'}_{scheme}.png"))
+        text = tab.inner_text("body")
+        assert CJK.search(text), path
+        left = english_leftovers(tab.evaluate(READ_WORDS), (*ALLOWED, *STREAMLIT_OWN))
+        overflow = tab.evaluate(READ_OVERFLOW)
+        if left or overflow["page"] > 0 or overflow["buttons"]:
+            problems.append((path, left[:5], overflow))
     assert not problems, problems
 
 
@@ -145,13 +130,9 @@ def first_visit_samples(url: str, locale: str, every_s: float = 0.3, after_s: fl
     the page has drawn its title and the sidebar its links with the run finished, and `after_s` more. (The browser
     draws what the run sent after the run has finished: on a cold browser each kind of element first loads its
     code, so on a busy core the sidebar's links come a second or two after the title.)"""
-    from playwright.sync_api import sync_playwright
-
     samples = []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        context = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT}, locale=locale)
-        tab = context.new_page()
+    with chromium() as browser:
+        tab = new_tab(browser, width=WIDTH, height=HEIGHT, timeout_ms=None, locale=locale)
         tab.goto(url, wait_until="commit")
         start, done_at = time.monotonic(), None
         while time.monotonic() - start < 150 and (done_at is None or time.monotonic() - done_at < after_s):
@@ -165,8 +146,6 @@ def first_visit_samples(url: str, locale: str, every_s: float = 0.3, after_s: fl
                 if done_at is None and sample["state"] == "notRunning" and sample["title"] and sample["links"]:
                     done_at = time.monotonic()
             tab.wait_for_timeout(int(every_s * 1000))
-        context.close()
-        browser.close()
     return samples
 
 
@@ -190,11 +169,7 @@ def test_a_fresh_servers_first_visitor_on_a_deep_link_sees_the_page_and_nothing_
 
 
 def _sidebar(tab):
-    return tab.locator('[data-testid="stSidebar"]')
-
-
-CHECKED_MODEL = """() => [...document.querySelectorAll('[data-testid="stSidebar"] [role="radiogroup"] label')]
-    .filter(l => l.querySelector('input:checked')).map(l => l.innerText.trim())"""
+    return tab.locator(SIDEBAR)
 
 
 def _wait_checked_model(tab, expected: str) -> None:
@@ -220,11 +195,8 @@ def test_the_language_round_trip_keeps_the_page_and_the_model():
     """Issue 29, item 2: a fresh server's first visitor, zh-CN browser, on the counting page with the GQA model:
     English, 简体中文, English. Never an error box (the model radio's and the page's own translated pickers used
     to raise KeyError), the model radio shows the model in use in each language, and the model stays GQA."""
-    from playwright.sync_api import sync_playwright
-
-    with fresh_server() as url, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        context, tab = _open(browser, url + "/attention_ops", "zh-CN")
+    with fresh_server() as url, chromium() as browser:
+        tab = open_tab(browser, url, "attention_ops", locale="zh-CN", **WITH_SIDEBAR)
         _wait_checked_model(tab, "内置 Tiny-Shakespeare GPT-2（离线）")
         _sidebar(tab).get_by_text("内置 Tiny-Shakespeare Llama，GQA（离线）", exact=True).click()
         tab.wait_for_function("() => location.search.includes('model=bundled-gqa')", timeout=120_000)
@@ -237,25 +209,19 @@ def test_the_language_round_trip_keeps_the_page_and_the_model():
             assert_no_errors(tab)
             _wait_checked_model(tab, expected)
             assert "model=bundled-gqa" in tab.url, tab.url
-        context.close()
-        browser.close()
+        tab.context.close()
 
 
-def test_the_language_switch_is_at_the_top_of_the_sidebar_at_1280x720(app_url):
+def test_the_language_switch_is_at_the_top_of_the_sidebar_at_1280x720(app_url, browser):
     """Issue 29, item 12 (last point): the switch is in view at 720 px, above the page links, in both languages."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        for locale, first_page in [("en-US", "Lesson"), ("zh-CN", "课程")]:
-            context, tab = _open(browser, app_url + "/memory_budget", locale)
-            switch = _sidebar(tab).get_by_text("简体中文", exact=True).bounding_box()
-            link = _sidebar(tab).get_by_role("link", name=first_page).bounding_box()
-            assert switch is not None and link is not None
-            assert 0 <= switch["y"] and switch["y"] + switch["height"] <= HEIGHT, switch
-            assert switch["y"] < link["y"], (switch, link)
-            context.close()
-        browser.close()
+    for locale, first_page in [("en-US", "Lesson"), ("zh-CN", "课程")]:
+        tab = open_tab(browser, app_url, "memory_budget", locale=locale, **WITH_SIDEBAR)
+        switch = _sidebar(tab).get_by_text("简体中文", exact=True).bounding_box()
+        link = _sidebar(tab).get_by_role("link", name=first_page).bounding_box()
+        assert switch is not None and link is not None
+        assert 0 <= switch["y"] and switch["y"] + switch["height"] <= HEIGHT, switch
+        assert switch["y"] < link["y"], (switch, link)
+        tab.context.close()
 
 
 def _summary_row(tab, step: int) -> list[str]:
@@ -266,46 +232,34 @@ def _summary_row(tab, step: int) -> list[str]:
     }""", step)
 
 
-def test_the_lessons_ending_keeps_what_was_computed_in_the_other_language(app_url):
+def test_the_lessons_ending_keeps_what_was_computed_in_the_other_language(app_url, browser):
     """Issue 29, item 2: step 2 asked in English, the ending reached in English, then 简体中文 and back: the ending
     stays the ending and the computed answer stays in its table in each language."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        context, tab = _open(browser, app_url + "/lesson?step=2", "en-US")
-        tab.wait_for_selector('[data-testid="stMain"] :is([data-testid="stTextInput"], [data-testid="stNumberInput"], '
-                              '[data-testid="stRadio"])', timeout=120_000)  # step 2's question is up
-        wait_idle(tab)
-        tab.locator('[data-testid="stMain"] [data-testid="stButtonGroup"]').get_by_text("End", exact=True).click()
-        tab.wait_for_selector('[data-testid="stMain"] table', timeout=120_000)
-        wait_idle(tab)
-        row = _summary_row(tab, 2)
-        assert row and row[-1] != "—", row
-        for name, heading in [("简体中文", "你学到了什么"), ("English", "What you learned")]:
-            _switch_language(tab, name)
-            tab.wait_for_function("(h) => document.querySelector('[data-testid=\"stMain\"]').innerText.includes(h)",
-                                  arg=heading, timeout=120_000)
-            assert_no_errors(tab)
-            again = _summary_row(tab, 2)
-            assert again and again[-1] == row[-1], (name, again, row)
-        context.close()
-        browser.close()
+    tab = open_tab(browser, app_url, "lesson", query={"step": "2"}, locale="en-US", **WITH_SIDEBAR)
+    tab.wait_for_selector('[data-testid="stMain"] :is([data-testid="stTextInput"], [data-testid="stNumberInput"], '
+                          '[data-testid="stRadio"])', timeout=120_000)  # step 2's question is up
+    wait_idle(tab)
+    tab.locator('[data-testid="stMain"] [data-testid="stButtonGroup"]').get_by_text("End", exact=True).click()
+    tab.wait_for_selector('[data-testid="stMain"] table', timeout=120_000)
+    wait_idle(tab)
+    row = _summary_row(tab, 2)
+    assert row and row[-1] != "—", row
+    for name, heading in [("简体中文", "你学到了什么"), ("English", "What you learned")]:
+        _switch_language(tab, name)
+        tab.wait_for_function("(h) => document.querySelector('[data-testid=\"stMain\"]').innerText.includes(h)",
+                              arg=heading, timeout=120_000)
+        assert_no_errors(tab)
+        again = _summary_row(tab, 2)
+        assert again and again[-1] == row[-1], (name, again, row)
 
 
-def test_html_lang_follows_the_pages_language(app_url):
+def test_html_lang_follows_the_pages_language(app_url, browser):
     """Issue 31 (WCAG 3.1.1): Streamlit writes <html lang="en"> on every page; a Chinese page says zh, and the
     switch to English says en again."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        context, tab = _open(browser, app_url + "/attention_ops?lang=zh-CN", "zh-CN")
-        tab.wait_for_function("() => document.documentElement.lang.startsWith('zh')", timeout=60_000)
-        _switch_language(tab, "English")
-        tab.wait_for_function("() => document.documentElement.lang === 'en'", timeout=60_000)
-        _switch_language(tab, "简体中文")
-        tab.wait_for_function("() => document.documentElement.lang === 'zh-CN'", timeout=60_000)
-        assert tab.locator(".st-key-kvviz_document_language").bounding_box() is None  # hidden: takes no room
-        context.close()
-        browser.close()
+    tab = open_tab(browser, app_url, "attention_ops", lang="zh-CN", locale="zh-CN", **WITH_SIDEBAR)
+    tab.wait_for_function("() => document.documentElement.lang.startsWith('zh')", timeout=60_000)
+    _switch_language(tab, "English")
+    tab.wait_for_function("() => document.documentElement.lang === 'en'", timeout=60_000)
+    _switch_language(tab, "简体中文")
+    tab.wait_for_function("() => document.documentElement.lang === 'zh-CN'", timeout=60_000)
+    assert tab.locator(".st-key-kvviz_document_language").bounding_box() is None  # hidden: takes no room

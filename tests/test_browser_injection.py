@@ -9,11 +9,11 @@ be on the screen as the characters it was typed with.
 from __future__ import annotations
 
 import json
-from urllib.parse import quote, urlparse
+from urllib.parse import urlparse
 
 import pytest
 
-from support.browser import CHROMIUM, CHROMIUM_ARGS
+from support.browser import chromium, new_tab, page_url, wait_idle
 
 pytestmark = pytest.mark.browser
 EVIL = "evil.example"
@@ -26,11 +26,6 @@ INJECTED = (f"a[href*='{EVIL}'], img[src*='{EVIL}'], [data-testid='stMarkdownCon
             "[data-testid='stAlert'] .stMarkdownColoredText, [data-testid='stAlert'] a")
 
 
-def _settle(tab) -> None:
-    tab.wait_for_timeout(300)
-    tab.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=120_000)
-
-
 def _alert_texts(tab, starting: str) -> list[str]:
     texts = tab.eval_on_selector_all('[data-testid="stAlert"]', "els => els.map(e => e.innerText)")
     return [t.replace("\u2060", "").strip() for t in texts if t.strip().startswith(starting)]
@@ -38,17 +33,12 @@ def _alert_texts(tab, starting: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def browser_context():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
+    """One tab for the module's tests, every request its context makes recorded."""
+    with chromium() as browser:
+        tab = new_tab(browser, width=1280, height=900, timeout_ms=120_000)
         requests: list[str] = []
-        context.on("request", lambda request: requests.append(request.url))
-        tab = context.new_page()
-        tab.set_default_timeout(120_000)
+        tab.context.on("request", lambda request: requests.append(request.url))
         yield tab, requests
-        browser.close()
 
 
 def _no_request_left(requests: list[str]) -> None:
@@ -60,17 +50,17 @@ def _no_request_left(requests: list[str]) -> None:
 def test_the_glossary_shows_a_hostile_term_as_text(app_url, browser_context):
     tab, requests = browser_context
     for term in (TERM, EXTRAS):  # each under the 80 characters shown whole
-        tab.goto(f"{app_url}/glossary?term={quote(term)}")
+        tab.goto(page_url(app_url, "glossary", query={"term": term}))
         tab.get_by_text("No term matches").first.wait_for()
-        _settle(tab)
+        wait_idle(tab, timeout_ms=120_000)
         injected = tab.locator(INJECTED)
         assert injected.count() == 0, injected.evaluate_all("els => els.map(e => e.outerHTML)")
         assert _alert_texts(tab, "No term matches") == [f"No term matches {term}. Clear the box to see all "
                                                         f"{_count_terms()}."]
     formulas = " ".join(["$x$"] * 1800)  # 8 s of KaTeX on main; now 80 characters of text
-    tab.goto(f"{app_url}/glossary?term={quote(formulas)}")
+    tab.goto(page_url(app_url, "glossary", query={"term": formulas}))
     tab.get_by_text("No term matches").first.wait_for()
-    _settle(tab)
+    wait_idle(tab, timeout_ms=120_000)
     assert tab.locator(".katex").count() == 0
     [box] = _alert_texts(tab, "No term matches")
     assert f"… (cut {len(formulas) - 80:,} of {len(formulas):,} characters)" in box and len(box) < 300
@@ -79,11 +69,10 @@ def test_the_glossary_shows_a_hostile_term_as_text(app_url, browser_context):
 
 def test_link_notices_keep_a_backtick_breaking_value_as_text(app_url, browser_context):
     tab, requests = browser_context
-    query = "&".join(f"{k}={quote(v)}" for k, v in LINK_VALUES.items())
-    tab.goto(f"{app_url}/memory_budget?{query}")
+    tab.goto(page_url(app_url, "memory_budget", query=LINK_VALUES))
     tab.get_by_text("Ignored mem_dtype=").first.wait_for()
     tab.get_by_text("Ignored mem_layers=").first.wait_for()
-    _settle(tab)
+    wait_idle(tab, timeout_ms=120_000)
     assert tab.locator(INJECTED).count() == 0, tab.locator(INJECTED).evaluate_all("els => els.map(e => e.outerHTML)")
     notices = _alert_texts(tab, "Ignored ")
     for key, value in LINK_VALUES.items():
@@ -97,15 +86,15 @@ def test_a_config_files_name_is_shown_as_text(app_url, browser_context):
     name = f":streamlit: http://e.x/b a@e.x www.e.x -> $x$ :red[r] ![p](//{EVIL}/n.png)"  # < 80: shown whole
     config = {"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64,
               "_name_or_path": name}
-    tab.goto(f"{app_url}/memory_budget")
+    tab.goto(page_url(app_url, "memory_budget"))
     tab.get_by_text("Import a Hugging Face config.json").first.click()
     box = tab.get_by_role("textbox", name="...or paste it")
     box.fill(json.dumps(config))
     box.press("Control+Enter")  # commit the text area's value before the click reads it
-    _settle(tab)
+    wait_idle(tab, timeout_ms=120_000)
     tab.get_by_role("button", name="Use this config.json").click()
     tab.get_by_text("Imported ").first.wait_for()
-    _settle(tab)
+    wait_idle(tab, timeout_ms=120_000)
     injected = tab.locator(INJECTED)
     assert injected.count() == 0, injected.evaluate_all("els => els.map(e => e.outerHTML)")
     [report] = _alert_texts(tab, "Imported ")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from support.browser import CHROMIUM, CHROMIUM_ARGS, cache_length, wait_idle
+from support.browser import cache_length, open_tab, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -46,69 +46,48 @@ def _tab_to(tab, wanted, limit: int = 80) -> dict:
     raise AssertionError(f"Tab never reached the control (last: {focus})")
 
 
-def _page(pw, url: str, width: int = 1280, height: int = 720):
-    browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-    tab = browser.new_context(viewport={"width": width, "height": height}).new_page()
-    tab.set_default_timeout(120_000)
-    tab.goto(url)
-    tab.wait_for_selector("h1", state="attached")  # the stage hides its title on a short screen
+def test_a_lesson_step_is_answered_with_the_keyboard_alone(app_url, browser):
+    tab = open_tab(browser, app_url, "lesson", query={"step": "1"}, state="attached")
+    tab.get_by_text("Step 1 of").first.wait_for()
     wait_idle(tab)
-    return browser, tab
+    _tab_to(tab, lambda f: f["testid"] == "stNumberInputField")
+    tab.keyboard.type("32")
+    tab.keyboard.press("Enter")  # the number is taken
+    wait_idle(tab)
+    _tab_to(tab, lambda f: f["tag"] == "BUTTON" and f["text"] == "Check")
+    tab.keyboard.press("Enter")
+    tab.get_by_text("Right:").first.wait_for()  # step 1 asks for the bundled model's head_dim: 32
 
 
-def test_a_lesson_step_is_answered_with_the_keyboard_alone(app_url):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser, tab = _page(pw, f"{app_url}/lesson?step=1")
-        tab.get_by_text("Step 1 of").first.wait_for()
-        wait_idle(tab)
-        _tab_to(tab, lambda f: f["testid"] == "stNumberInputField")
-        tab.keyboard.type("32")
-        tab.keyboard.press("Enter")  # the number is taken
-        wait_idle(tab)
-        _tab_to(tab, lambda f: f["tag"] == "BUTTON" and f["text"] == "Check")
-        tab.keyboard.press("Enter")
-        tab.get_by_text("Right:").first.wait_for()  # step 1 asks for the bundled model's head_dim: 32
-        browser.close()
-
-
-def test_the_stage_is_prefilled_with_tab_and_enter_and_stepped_with_its_announced_key(app_url):
+def test_the_stage_is_prefilled_with_tab_and_enter_and_stepped_with_its_announced_key(app_url, browser):
     """Tab to Prefill, Enter; then Next token by its shortcut, which the button announces (a <kbd> hint with
     aria-label "Shortcut ..."): after a button's run the stage's fragment is redrawn and the focus goes back to the
     page's start (noted in the README), so Tab is not the way to press Next token again and again."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser, tab = _page(pw, f"{app_url}/step_through")
-        _tab_to(tab, lambda f: f["tag"] == "BUTTON" and f["text"].startswith("Prefill"))
-        tab.keyboard.press("Enter")
-        tab.wait_for_selector('[data-testid="stMetric"]')
-        wait_idle(tab)
-        before = cache_length(tab)
-        hint = tab.locator(".st-key-step_btn_next kbd").first
-        assert hint.get_attribute("aria-label").startswith("Shortcut")
-        tab.keyboard.press("ArrowRight")
-        tab.wait_for_function(f"() => document.body.innerText.includes('{before + 1} tokens')")
-        assert cache_length(tab) == before + 1
-        browser.close()
+    tab = open_tab(browser, app_url, "step_through", state="attached")  # the stage hides its title on a short screen
+    _tab_to(tab, lambda f: f["tag"] == "BUTTON" and f["text"].startswith("Prefill"))
+    tab.keyboard.press("Enter")
+    tab.wait_for_selector('[data-testid="stMetric"]')
+    wait_idle(tab)
+    before = cache_length(tab)
+    hint = tab.locator(".st-key-step_btn_next kbd").first
+    assert hint.get_attribute("aria-label").startswith("Shortcut")
+    tab.keyboard.press("ArrowRight")
+    tab.wait_for_function(f"() => document.body.innerText.includes('{before + 1} tokens')")
+    assert cache_length(tab) == before + 1
 
 
-@pytest.mark.parametrize("path, controls", [
-    ("lesson?step=3", [("text", "Question."), ("text", "Your answer"), ("button", "Check")]),
-    ("step_through", [("button", "Prefill"), ("button", "Next token")]),
-])
-def test_at_200_percent_zoom_the_controls_are_on_the_page_without_sideways_scrolling(app_url, path, controls):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser, tab = _page(pw, f"{app_url}/{path}", width=640, height=360)
-        found = [(tab.get_by_role("button", name=name) if kind == "button" else tab.get_by_text(name))
-                 .filter(visible=True).first for kind, name in controls]
-        found[0].wait_for()
-        wait_idle(tab)
-        assert tab.evaluate(NO_SIDEWAYS_SCROLL), "the page scrolls sideways at 200%"
-        for (_kind, name), control in zip(controls, found):
-            box = control.bounding_box()
-            assert box and box["x"] >= 0 and box["x"] + box["width"] <= 640 + 1, (name, box)
-        browser.close()
+@pytest.mark.parametrize("path, query, controls", [
+    ("lesson", {"step": "3"}, [("text", "Question."), ("text", "Your answer"), ("button", "Check")]),
+    ("step_through", None, [("button", "Prefill"), ("button", "Next token")]),
+], ids=["lesson?step=3", "step_through"])
+def test_at_200_percent_zoom_the_controls_are_on_the_page_without_sideways_scrolling(app_url, browser, path, query,
+                                                                                      controls):
+    tab = open_tab(browser, app_url, path, query=query, width=640, height=360, state="attached")
+    found = [(tab.get_by_role("button", name=name) if kind == "button" else tab.get_by_text(name))
+             .filter(visible=True).first for kind, name in controls]
+    found[0].wait_for()
+    wait_idle(tab)
+    assert tab.evaluate(NO_SIDEWAYS_SCROLL), "the page scrolls sideways at 200%"
+    for (_kind, name), control in zip(controls, found):
+        box = control.bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + box["width"] <= 640 + 1, (name, box)

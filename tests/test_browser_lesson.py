@@ -6,18 +6,16 @@ test-artifacts/lesson/ (or $KVVIZ_ARTIFACTS) to be looked at.
 """
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
 import pytest
 
 from kvviz.teaching import lesson
-from support.browser import CHROMIUM, CHROMIUM_ARGS, assert_no_errors, busy_core, wait_idle
-from support.pages import REPO
+from support.browser import ARTIFACTS as ALL_ARTIFACTS
+from support.browser import assert_no_errors, new_tab, open_tab, page_url, wait_idle, wait_settled
 
 pytestmark = pytest.mark.browser
-ARTIFACTS = Path(os.environ.get("KVVIZ_ARTIFACTS", REPO / "test-artifacts")) / "lesson"
+ARTIFACTS = ALL_ARTIFACTS / "lesson"
 N = len(lesson.STEPS)
 
 # Elements wider than the viewport, or whose right edge lies past it (a chart, a button, a table, a text block).
@@ -36,86 +34,65 @@ CUT_JS = """(w) => {
 
 def _settled(tab) -> None:
     """The rerun finished and no element is left over from the previous step (Streamlit marks those stale)."""
-    wait_idle(tab)
-    tab.wait_for_function("() => !document.querySelector('[data-stale=\"true\"]')", timeout=60_000)
-
-
-def _open(browser, url: str, scheme: str):
-    context = browser.new_context(viewport={"width": 1280, "height": 720}, color_scheme=scheme, accept_downloads=True)
-    tab = context.new_page()
-    tab.set_default_timeout(120_000)
-    tab.goto(url)
-    tab.wait_for_selector("h1")
-    wait_idle(tab)
-    return tab
+    wait_settled(tab, timeout_ms=60_000)
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_every_step_has_a_figure_and_nothing_is_cut_at_1280x720(app_url, scheme):
-    from playwright.sync_api import sync_playwright
-
+def test_every_step_has_a_figure_and_nothing_is_cut_at_1280x720(app_url, scheme, browser):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        tab = _open(browser, f"{app_url}/lesson?step=1", scheme)
-        for number in range(1, N + 1):
-            tab.get_by_text(f"Step {number} of {N}").first.wait_for()
-            _settled(tab)
-            tab.screenshot(path=str(ARTIFACTS / f"step{number:02d}_{scheme}_asked.png"))
-            tab.get_by_role("button", name="Show me").click()
-            tab.get_by_text("The computed answer is").first.wait_for()
-            _settled(tab)
-            charts = tab.locator('[data-testid="stPlotlyChart"]')
-            charts.first.wait_for(timeout=60_000)  # every step has a figure once its answer is shown
-            charts.last.scroll_into_view_if_needed()
-            tab.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)  # drawn by plotly.js
-            tab.wait_for_timeout(300)
-            assert_no_errors(tab)
-            assert tab.evaluate(CUT_JS, 1280) == [], f"step {number}: cut at 1280 px"
-            tab.screenshot(path=str(ARTIFACTS / f"step{number:02d}_{scheme}_figure.png"))  # as the room sees it
-            tab.locator('[data-testid="stMainBlockContainer"]').screenshot(
-                path=str(ARTIFACTS / f"step{number:02d}_{scheme}_whole.png"))
-            tab.get_by_role("button", name="Next").click()
-        tab.get_by_text("What you learned").wait_for()
-        wait_idle(tab)
-        assert tab.evaluate(CUT_JS, 1280) == []
-        tab.locator('[data-testid="stMainBlockContainer"]').screenshot(path=str(ARTIFACTS / f"end_{scheme}.png"))
-        browser.close()
-
-
-def test_class_mode_reveals_with_one_click_and_the_handout_downloads_and_renders(app_url, tmp_path):
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        tab = _open(browser, f"{app_url}/lesson?step=7&lesson_class=true", "light")
-        assert tab.locator('[data-testid="stNumberInput"]').count() == 0  # nothing to type
-        tab.screenshot(path=str(ARTIFACTS / "class_step07_asked.png"))
-        tab.get_by_role("button", name="Reveal the answer").click()
-        tab.get_by_text("Answer:").first.wait_for()
-        wait_idle(tab)
-        assert tab.evaluate(CUT_JS, 1280) == []
+    tab = open_tab(browser, app_url, "lesson", query={"step": "1"}, color_scheme=scheme)
+    for number in range(1, N + 1):
+        tab.get_by_text(f"Step {number} of {N}").first.wait_for()
+        _settled(tab)
+        tab.screenshot(path=str(ARTIFACTS / f"step{number:02d}_{scheme}_asked.png"))
+        tab.get_by_role("button", name="Show me").click()
+        tab.get_by_text("The computed answer is").first.wait_for()
+        _settled(tab)
+        charts = tab.locator('[data-testid="stPlotlyChart"]')
+        charts.first.wait_for(timeout=60_000)  # every step has a figure once its answer is shown
+        charts.last.scroll_into_view_if_needed()
+        tab.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)  # drawn by plotly.js
+        tab.wait_for_timeout(300)
+        assert_no_errors(tab)
+        assert tab.evaluate(CUT_JS, 1280) == [], f"step {number}: cut at 1280 px"
+        tab.screenshot(path=str(ARTIFACTS / f"step{number:02d}_{scheme}_figure.png"))  # as the room sees it
         tab.locator('[data-testid="stMainBlockContainer"]').screenshot(
-            path=str(ARTIFACTS / "class_step07_revealed.png"))
+            path=str(ARTIFACTS / f"step{number:02d}_{scheme}_whole.png"))
+        tab.get_by_role("button", name="Next").click()
+    tab.get_by_text("What you learned").wait_for()
+    wait_idle(tab)
+    assert tab.evaluate(CUT_JS, 1280) == []
+    tab.locator('[data-testid="stMainBlockContainer"]').screenshot(path=str(ARTIFACTS / f"end_{scheme}.png"))
 
-        tab.get_by_role("button", name="Handout").click()
-        with tab.expect_download(timeout=300_000) as info:
-            tab.get_by_role("button", name="Download the handout (HTML)").click()
-        saved = tmp_path / "handout.html"
-        info.value.save_as(saved)
-        doc = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
-        doc.goto(saved.as_uri())
-        doc.wait_for_selector(".js-plotly-plot")
-        doc.wait_for_timeout(1000)
-        assert doc.locator("section.step").count() == N
-        assert doc.locator("section.step .js-plotly-plot").count() >= N  # every step's figure drawn
-        assert doc.locator(".answer").count() == N
-        doc.screenshot(path=str(ARTIFACTS / "handout_top.png"))
-        pdf = doc.pdf()  # Chromium's own print rendering (Letter): one page per step, nothing spills over
-        (ARTIFACTS / "handout.pdf").write_bytes(pdf)
-        assert len(re.findall(rb"/Type\s*/Page[^s]", pdf)) == N
-        browser.close()
+
+def test_class_mode_reveals_with_one_click_and_the_handout_downloads_and_renders(app_url, tmp_path, browser):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    tab = open_tab(browser, app_url, "lesson", query={"step": "7", "lesson_class": "true"}, accept_downloads=True)
+    assert tab.locator('[data-testid="stNumberInput"]').count() == 0  # nothing to type
+    tab.screenshot(path=str(ARTIFACTS / "class_step07_asked.png"))
+    tab.get_by_role("button", name="Reveal the answer").click()
+    tab.get_by_text("Answer:").first.wait_for()
+    wait_idle(tab)
+    assert tab.evaluate(CUT_JS, 1280) == []
+    tab.locator('[data-testid="stMainBlockContainer"]').screenshot(
+        path=str(ARTIFACTS / "class_step07_revealed.png"))
+
+    tab.get_by_role("button", name="Handout").click()
+    with tab.expect_download(timeout=300_000) as info:
+        tab.get_by_role("button", name="Download the handout (HTML)").click()
+    saved = tmp_path / "handout.html"
+    info.value.save_as(saved)
+    doc = new_tab(browser, timeout_ms=None)
+    doc.goto(saved.as_uri())
+    doc.wait_for_selector(".js-plotly-plot")
+    doc.wait_for_timeout(1000)
+    assert doc.locator("section.step").count() == N
+    assert doc.locator("section.step .js-plotly-plot").count() >= N  # every step's figure drawn
+    assert doc.locator(".answer").count() == N
+    doc.screenshot(path=str(ARTIFACTS / "handout_top.png"))
+    pdf = doc.pdf()  # Chromium's own print rendering (Letter): one page per step, nothing spills over
+    (ARTIFACTS / "handout.pdf").write_bytes(pdf)
+    assert len(re.findall(rb"/Type\s*/Page[^s]", pdf)) == N
 
 
 # ----- issue 29: the lesson and the plans in a teacher's hands (Chromium, 1280x720) ------------------------------
@@ -142,115 +119,99 @@ def _class_step(tab, number: int, room_right: bool) -> None:
     _settled(tab)
 
 
-def test_class_mode_keys_fit_url_back_and_reload(app_url):
+def test_class_mode_keys_fit_url_back_and_reload(app_url, browser):
     """Items 7, 9, 10, 11: a deep link's Left works at once; class mode hides the sidebar and keeps each question and
     its answer above the fold at 1280x720; V/Y/N score the room; browser Back returns to the step before; a reload
     keeps the score."""
-    from playwright.sync_api import sync_playwright
-
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        tab = _open(browser, f"{app_url}/lesson?step=7&lesson_class=true", "light")
-        tab.get_by_text(f"Step 7 of {N}").first.wait_for()
-        _settled(tab)
-        assert tab.locator(".st-key-lesson_back button").is_enabled()  # not greyed on a deep link's first run
-        assert not tab.locator('[data-testid="stSidebar"]').is_visible()  # class mode: no sidebar
-        tab.keyboard.press("ArrowLeft")  # works before any other move
-        tab.get_by_text(f"Step 6 of {N}").first.wait_for()
-        tab.goto(f"{app_url}/lesson?step=1&lesson_class=true")
-        for number in (1, 2, 5, 7, 8):  # the steps whose question or answer was below the fold
-            if number != 1:
-                tab.locator(".st-key-step").get_by_text(str(number), exact=True).click()
-            _class_step(tab, number, room_right=number != 2)
-            tab.screenshot(path=str(ARTIFACTS / f"class_step{number:02d}_marked.png"))
-        assert "lesson_score=" in tab.url
-        tab.go_back()  # the browser's Back after a mark: the mark is taken back (the URL before it)
-        tab.locator(".st-key-lesson_room_right_8").wait_for()
-        assert f"Step 8 of {N}" in _step_shown(tab)
-        tab.go_back()  # and then the step before (7, as marked), never step 1
-        tab.get_by_text(f"Step 7 of {N}").first.wait_for()
-        tab.get_by_text("Marked for the room").first.wait_for()
-        tab.reload()
-        tab.get_by_text(f"Step 7 of {N}").first.wait_for()
-        _settled(tab)
-        assert tab.get_by_text("Marked for the room").count() > 0  # the reload kept the room's mark
-        tab.locator(".st-key-step").get_by_text("End", exact=True).click()
-        tab.get_by_text("What you learned").wait_for()
-        _settled(tab)
-        assert "3 of 12" in tab.locator('[data-testid="stMetric"]').first.inner_text()  # 1, 5, 7 (2 missed)
-        tab.screenshot(path=str(ARTIFACTS / "class_end_after_reload.png"))
-        # 150% zoom (a 853x480 CSS viewport): the question itself is still on screen
-        zoomed = browser.new_context(viewport={"width": 853, "height": 480}, device_scale_factor=1.5).new_page()
-        zoomed.set_default_timeout(120_000)
-        zoomed.goto(f"{app_url}/lesson?step=5&lesson_class=true")
-        zoomed.get_by_text(f"Step 5 of {N}").first.wait_for()
-        _settled(zoomed)
-        question = zoomed.locator("h3", has_text="copying head").first.bounding_box()
-        assert question is not None and question["y"] + question["height"] <= 480
-        zoomed.screenshot(path=str(ARTIFACTS / "class_step05_zoom150.png"))
-        browser.close()
+    tab = open_tab(browser, app_url, "lesson", query={"step": "7", "lesson_class": "true"})
+    tab.get_by_text(f"Step 7 of {N}").first.wait_for()
+    _settled(tab)
+    assert tab.locator(".st-key-lesson_back button").is_enabled()  # not greyed on a deep link's first run
+    assert not tab.locator('[data-testid="stSidebar"]').is_visible()  # class mode: no sidebar
+    tab.keyboard.press("ArrowLeft")  # works before any other move
+    tab.get_by_text(f"Step 6 of {N}").first.wait_for()
+    tab.goto(page_url(app_url, "lesson", query={"step": "1", "lesson_class": "true"}))
+    for number in (1, 2, 5, 7, 8):  # the steps whose question or answer was below the fold
+        if number != 1:
+            tab.locator(".st-key-step").get_by_text(str(number), exact=True).click()
+        _class_step(tab, number, room_right=number != 2)
+        tab.screenshot(path=str(ARTIFACTS / f"class_step{number:02d}_marked.png"))
+    assert "lesson_score=" in tab.url
+    tab.go_back()  # the browser's Back after a mark: the mark is taken back (the URL before it)
+    tab.locator(".st-key-lesson_room_right_8").wait_for()
+    assert f"Step 8 of {N}" in _step_shown(tab)
+    tab.go_back()  # and then the step before (7, as marked), never step 1
+    tab.get_by_text(f"Step 7 of {N}").first.wait_for()
+    tab.get_by_text("Marked for the room").first.wait_for()
+    tab.reload()
+    tab.get_by_text(f"Step 7 of {N}").first.wait_for()
+    _settled(tab)
+    assert tab.get_by_text("Marked for the room").count() > 0  # the reload kept the room's mark
+    tab.locator(".st-key-step").get_by_text("End", exact=True).click()
+    tab.get_by_text("What you learned").wait_for()
+    _settled(tab)
+    assert "3 of 12" in tab.locator('[data-testid="stMetric"]').first.inner_text()  # 1, 5, 7 (2 missed)
+    tab.screenshot(path=str(ARTIFACTS / "class_end_after_reload.png"))
+    # 150% zoom (a 853x480 CSS viewport): the question itself is still on screen
+    zoomed = new_tab(browser, width=853, height=480, device_scale_factor=1.5)
+    zoomed.goto(page_url(app_url, "lesson", query={"step": "5", "lesson_class": "true"}))
+    zoomed.get_by_text(f"Step 5 of {N}").first.wait_for()
+    _settled(zoomed)
+    question = zoomed.locator("h3", has_text="copying head").first.bounding_box()
+    assert question is not None and question["y"] + question["height"] <= 480
+    zoomed.screenshot(path=str(ARTIFACTS / "class_step05_zoom150.png"))
 
 
-def test_class_mode_keys_pressed_during_reruns_are_all_taken_in_order(app_url):
+def test_class_mode_keys_pressed_during_reruns_are_all_taken_in_order(app_url, busy_core, browser):
     """Item 9 (lesson): on a busy laptop the teacher presses V, Y, Right, V, N, Right without waiting. Streamlit's
     own shortcuts lost a key pressed while a rerun redrew its button (a rehearsal under load lost a Y); the page's
     key queue takes every press in order: step 3 marked right, step 4 missed, step 5 on screen."""
-    from playwright.sync_api import sync_playwright
-
-    with busy_core(), sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        tab = _open(browser, f"{app_url}/lesson?step=3&lesson_class=true", "light")
-        tab.get_by_text(f"Step 3 of {N}").first.wait_for()
-        _settled(tab)
-        for key in ("v", "y", "ArrowRight", "v", "n", "ArrowRight"):
-            tab.keyboard.press(key)
-            tab.wait_for_timeout(60)
-        tab.wait_for_function("() => window.__kvvizLesson && window.__kvvizLesson.taken === 6 && "
-                              "!window.__kvvizLesson.busy && !window.__kvvizLesson.queue.length", timeout=180_000)
-        tab.get_by_text(f"Step 5 of {N}").first.wait_for()
-        _settled(tab)
-        assert tab.evaluate("window.__kvvizLesson.dropped") == 0
-        tab.locator(".st-key-step").get_by_text("End", exact=True).click()
-        tab.get_by_text("What you learned").wait_for()
-        _settled(tab)
-        assert "1 of 12" in tab.locator('[data-testid="stMetric"]').first.inner_text()  # step 3 right, step 4 missed
-        table = tab.locator('[data-testid="stTable"]').inner_text()
-        assert table.count("not answered") == N - 2
-        browser.close()
+    tab = open_tab(browser, app_url, "lesson", query={"step": "3", "lesson_class": "true"})
+    tab.get_by_text(f"Step 3 of {N}").first.wait_for()
+    _settled(tab)
+    for key in ("v", "y", "ArrowRight", "v", "n", "ArrowRight"):
+        tab.keyboard.press(key)
+        tab.wait_for_timeout(60)
+    tab.wait_for_function("() => window.__kvvizLesson && window.__kvvizLesson.taken === 6 && "
+                          "!window.__kvvizLesson.busy && !window.__kvvizLesson.queue.length", timeout=180_000)
+    tab.get_by_text(f"Step 5 of {N}").first.wait_for()
+    _settled(tab)
+    assert tab.evaluate("window.__kvvizLesson.dropped") == 0
+    tab.locator(".st-key-step").get_by_text("End", exact=True).click()
+    tab.get_by_text("What you learned").wait_for()
+    _settled(tab)
+    assert "1 of 12" in tab.locator('[data-testid="stMetric"]').first.inner_text()  # step 3 right, step 4 missed
+    table = tab.locator('[data-testid="stTable"]').inner_text()
+    assert table.count("not answered") == N - 2
 
 
-def test_memory_links_keep_every_tabs_inputs(app_url):
+def test_memory_links_keep_every_tabs_inputs(app_url, browser):
     """Item 10 (memory): an input set in one tab (the GPU, the block size) stayed in the URL only while its tab was
     open; a copied link then lost it."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        tab = _open(browser, f"{app_url}/memory_budget", "light")
+    tab = open_tab(browser, app_url, "memory_budget")
+    _settled(tab)
+    tab.locator(".st-key-mem_compare input").press_sequentially("gpt2")  # typing opens the list, filtered
+    tab.get_by_role("option", name="gpt2", exact=True).click()
+    tab.wait_for_function("() => location.search.includes('mem_compare=gpt2')")
+    tab.keyboard.press("Escape")
+    _settled(tab)
+    tab.get_by_role("tab", name="What fits").click()
+    _settled(tab)
+    tab.locator(".st-key-mem_gpu input").press_sequentially("H100 80")
+    tab.get_by_role("option", name="NVIDIA H100 80GB").click()
+    tab.wait_for_function("() => location.search.includes('mem_gpu=')")
+    _settled(tab)
+    tab.get_by_role("tab", name="Paged vs flat").click()
+    _settled(tab)
+    block = tab.locator(".st-key-mem_block input")
+    block.fill("32")
+    block.press("Enter")
+    tab.wait_for_function("() => location.search.includes('mem_block=32')")
+    _settled(tab)
+    for name in ("Size vs context", "Textbook figures", "What fits", "Paged vs flat"):
+        tab.get_by_role("tab", name=name).click()
         _settled(tab)
-        tab.locator(".st-key-mem_compare input").press_sequentially("gpt2")  # typing opens the list, filtered
-        tab.get_by_role("option", name="gpt2", exact=True).click()
-        tab.wait_for_function("() => location.search.includes('mem_compare=gpt2')")
-        tab.keyboard.press("Escape")
-        _settled(tab)
-        tab.get_by_role("tab", name="What fits").click()
-        _settled(tab)
-        tab.locator(".st-key-mem_gpu input").press_sequentially("H100 80")
-        tab.get_by_role("option", name="NVIDIA H100 80GB").click()
-        tab.wait_for_function("() => location.search.includes('mem_gpu=')")
-        _settled(tab)
-        tab.get_by_role("tab", name="Paged vs flat").click()
-        _settled(tab)
-        block = tab.locator(".st-key-mem_block input")
-        block.fill("32")
-        block.press("Enter")
-        tab.wait_for_function("() => location.search.includes('mem_block=32')")
-        _settled(tab)
-        for name in ("Size vs context", "Textbook figures", "What fits", "Paged vs flat"):
-            tab.get_by_role("tab", name=name).click()
-            _settled(tab)
-            tab.wait_for_timeout(500)
-            for kept in ("mem_compare=gpt2", "mem_gpu=NVIDIA", "mem_block=32"):
-                assert kept in tab.url, (name, kept, tab.url)
-        browser.close()
+        tab.wait_for_timeout(500)
+        for kept in ("mem_compare=gpt2", "mem_gpu=NVIDIA", "mem_block=32"):
+            assert kept in tab.url, (name, kept, tab.url)

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from support.browser import CHROMIUM, CHROMIUM_ARGS, assert_no_errors, wait_idle
+from support.browser import assert_no_errors, open_tab, wait_idle
 
 pytestmark = pytest.mark.browser
 STATUS = "Timing this step with and without the cache on"
@@ -47,41 +47,33 @@ def _settled_cpu_s(port: int, flat_s: float = 1.5, at_most_s: float = 120.0) -> 
 
 
 def _race_page(browser, url: str):
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    tab = context.new_page()
-    tab.set_default_timeout(240_000)
-    tab.goto(f"{url}/step_through?prompt=ROMEO:&steps=240&view=race&seed=3")  # 241 cached rows: a long pass
-    tab.wait_for_selector(".kvviz-strip")
-    wait_idle(tab)
+    """The race on the GPT-2 124M shape, 241 cached rows (a long pass)."""
+    tab = open_tab(browser, url, "step_through", query={"prompt": "ROMEO:", "steps": "240", "view": "race", "seed": "3"},
+                   timeout_ms=240_000, drawn=(".kvviz-strip",))
     tab.get_by_role("radio", name="GPT-2 124M shape", exact=True).click()
     tab.get_by_text("The tiles above count").wait_for()
     wait_idle(tab)
-    return context, tab
+    return tab
 
 
-def test_the_124m_race_names_its_models_and_a_closed_tab_leaves_the_server_racing(app_url):
-    from playwright.sync_api import sync_playwright
-
+def test_the_124m_race_names_its_models_and_a_closed_tab_leaves_the_server_racing(app_url, browser):
     port = int(app_url.rsplit(":", 1)[1])
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        context, tab = _race_page(browser, app_url)
-        text = tab.locator("body").inner_text()
-        assert re.search(r"K caches and counts below: .+, the model generating\. The clock under them: gpt2 shape", text)
-        assert re.search(r"The tiles above count .+; the clock and the verdict below time gpt2 shape", text)
-        assert_no_errors(tab)
-        # the race, its tab closed while it measures: the session's race ends (test_race.py checks the pass is cut
-        # short, with an injected check); here, the server is left able to race for the next student
-        tab.get_by_role("button", name=re.compile("^Next token")).click()
-        tab.get_by_text(STATUS).wait_for()
-        context.close()
-        _settled_cpu_s(port)
-        context, tab = _race_page(browser, app_url)
-        tab.get_by_role("button", name=re.compile("^Next token")).click()
-        tab.get_by_text(STATUS).wait_for()
-        tab.get_by_text(STATUS).wait_for(state="detached")
-        wait_idle(tab)
-        assert_no_errors(tab)
-        assert re.search(r"The tiles above count .+; the clock and the verdict below time gpt2 shape",
-                         tab.locator("body").inner_text())
-        browser.close()
+    tab = _race_page(browser, app_url)
+    text = tab.locator("body").inner_text()
+    assert re.search(r"K caches and counts below: .+, the model generating\. The clock under them: gpt2 shape", text)
+    assert re.search(r"The tiles above count .+; the clock and the verdict below time gpt2 shape", text)
+    assert_no_errors(tab)
+    # the race, its tab closed while it measures: the session's race ends (test_race.py checks the pass is cut
+    # short, with an injected check); here, the server is left able to race for the next student
+    tab.get_by_role("button", name=re.compile("^Next token")).click()
+    tab.get_by_text(STATUS).wait_for()
+    tab.context.close()
+    _settled_cpu_s(port)
+    tab = _race_page(browser, app_url)
+    tab.get_by_role("button", name=re.compile("^Next token")).click()
+    tab.get_by_text(STATUS).wait_for()
+    tab.get_by_text(STATUS).wait_for(state="detached")
+    wait_idle(tab)
+    assert_no_errors(tab)
+    assert re.search(r"The tiles above count .+; the clock and the verdict below time gpt2 shape",
+                     tab.locator("body").inner_text())

@@ -7,27 +7,24 @@ under test-artifacts/rehearsal/.
 """
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
 import pytest
 
 from kvviz import memory
 from kvviz.memory.presets import get_preset
 from kvviz.teaching import guide, lesson
-from support.browser import CHROMIUM, CHROMIUM_ARGS, assert_no_errors, cache_length, wait_idle
-from support.pages import REPO
+from support.browser import ARTIFACTS as ALL_ARTIFACTS
+from support.browser import assert_no_errors, cache_length, new_tab, page_url, wait_cache_length, wait_settled
 
 pytestmark = pytest.mark.browser
-ARTIFACTS = Path(os.environ.get("KVVIZ_ARTIFACTS", REPO / "test-artifacts")) / "rehearsal"
+ARTIFACTS = ALL_ARTIFACTS / "rehearsal"
 N = len(lesson.STEPS)
 MISSED = {2}  # the room misses step 2 (the plan's pitfall: counting positions from 1)
 
 
 def _settled(tab) -> None:
-    wait_idle(tab)
-    tab.wait_for_function("() => !document.querySelector('[data-stale=\"true\"]')", timeout=120_000)
+    wait_settled(tab, timeout_ms=120_000)
 
 
 def _lesson_block(tab, first: int, last: int) -> None:
@@ -80,8 +77,7 @@ def _check_block(tab, block: guide.Block, plan: str, index: int, done: set[int])
         assert start >= 2
         for k in (1, 2):
             tab.keyboard.press("ArrowRight")
-            tab.wait_for_function("""(n) => [...document.querySelectorAll('[data-testid="stMetricValue"]')]
-                                              .some(e => e.innerText.startsWith(n + ' tokens'))""", arg=start + k)
+            wait_cache_length(tab, start + k)
         _settled(tab)
     elif block.page == "pages/attention_patterns.py":
         tab.get_by_text("Named patterns in this layer").wait_for()
@@ -133,28 +129,20 @@ def _answer_in_view(tab) -> None:
                           timeout=30_000)
 
 
-def test_the_memory_link_opened_in_a_fresh_browser_shows_its_answer(app_url):
+def test_the_memory_link_opened_in_a_fresh_browser_shows_its_answer(app_url, browser):
     """The plan's memory link, shared and opened in a fresh browser at 1280x720: the model's inputs fill the
     screen, so the What fits tab and the answer were below the fold; the link lands on the tab."""
-    from playwright.sync_api import sync_playwright
-
     link = next(b.link for b in guide.PLAN_45 if b.page == "pages/memory_budget.py")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        tab = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
-        tab.set_default_timeout(120_000)
-        tab.goto(f"{app_url}{link}")
-        tab.get_by_text("The cache outweighs the weights from").wait_for(state="attached")
-        _answer_in_view(tab)
-        tab.screenshot(path=str(ARTIFACTS / "memory_link_fresh_browser.png"))
-        browser.close()
+    tab = new_tab(browser)
+    tab.goto(f"{app_url}{link}")  # the plan's link as printed: a path and its query
+    tab.get_by_text("The cache outweighs the weights from").wait_for(state="attached")
+    _answer_in_view(tab)
+    tab.screenshot(path=str(ARTIFACTS / "memory_link_fresh_browser.png"))
 
 
 def _rehearse(browser, url: str, plan_name: str, plan: tuple[guide.Block, ...]) -> None:
-    context = browser.new_context(viewport={"width": 1280, "height": 720}, color_scheme="light")
-    tab = context.new_page()
-    tab.set_default_timeout(180_000)
-    tab.goto(f"{url}/teachers")
+    tab = new_tab(browser, timeout_ms=180_000, color_scheme="light")
+    tab.goto(page_url(url, "teachers"))
     tab.get_by_text("Running it for a class").wait_for()
     done: set[int] = set()
     for index, block in enumerate(plan):
@@ -171,16 +159,11 @@ def _rehearse(browser, url: str, plan_name: str, plan: tuple[guide.Block, ...]) 
         _check_block(tab, block, plan_name, index, done)
         back = tab.evaluate("navigation.currentEntry.index") - at_teachers  # the entries the block pushed
         tab.evaluate(f"history.go(-{back})")  # the same session: back to For teachers
-    context.close()
+    tab.context.close()
 
 
 @pytest.mark.parametrize("plan_name", ["30", "45"])
-def test_the_teaching_plan_rehearsed_link_by_link(app_url, plan_name):
-    from playwright.sync_api import sync_playwright
-
+def test_the_teaching_plan_rehearsed_link_by_link(app_url, plan_name, browser):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     plan = guide.PLAN_30 if plan_name == "30" else guide.PLAN_45
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        _rehearse(browser, app_url, plan_name, plan)
-        browser.close()
+    _rehearse(browser, app_url, plan_name, plan)

@@ -6,35 +6,19 @@ Screenshots are saved under test-artifacts/ (or $KVVIZ_ARTIFACTS) to be looked a
 """
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
 import pytest
 
-from support.browser import (
-    CHROMIUM, CHROMIUM_ARGS, assert_no_errors as _assert_no_errors, cache_length as _cache_length, wait_idle as _wait_idle,
-)
+from support.browser import ARTIFACTS, assert_no_errors, cache_length, inside, open_tab, wait_cache_length, wait_idle
 
 pytestmark = pytest.mark.browser
-ARTIFACTS = Path(os.environ.get("KVVIZ_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts"))
 PRESSES = 30
 
 # Metric labels and values whose text is wider than their box (CSS ellipsis or clipping), and a literal "…".
 CUT_METRICS_JS = """() => [...document.querySelectorAll('[data-testid="stMetric"] *')]
     .filter(e => e.children.length === 0 && (e.scrollWidth > e.clientWidth + 1 || (e.innerText || '').endsWith('…')))
     .map(e => e.innerText || e.tagName)"""
-
-
-def _inside(box: dict | None, width: int, height: int) -> bool:
-    return box is not None and box["x"] >= 0 and box["y"] >= 0 and box["x"] + box["width"] <= width + 1 \
-        and box["y"] + box["height"] <= height + 1
-
-
-def _wait_cache_len(tab, n: int) -> None:
-    tab.wait_for_function(
-        """(n) => [...document.querySelectorAll('[data-testid="stMetricValue"]')]
-                    .some(e => e.innerText.startsWith(n + ' tokens'))""", arg=n, timeout=60_000)
 
 
 def _assert_stage_in_view(tab, width: int, height: int, name: str) -> None:
@@ -45,46 +29,36 @@ def _assert_stage_in_view(tab, width: int, height: int, name: str) -> None:
     attention = stage.locator(".barlayer .point").last  # the newest query's weight on the newest row
     nxt = tab.get_by_role("button", name=re.compile("^Next token"))
     for what, loc in (("newest K row", newest_row), ("attention", attention), ("Next token button", nxt)):
-        assert _inside(loc.bounding_box(), width, height), f"{what} is not inside the {width}x{height} viewport"
+        assert inside(loc.bounding_box(), width, height), f"{what} is not inside the {width}x{height} viewport"
     tab.screenshot(path=str(ARTIFACTS / f"stage_{name}_{width}x{height}.png"))
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_the_stage_fits_a_projector_and_follows_the_keyboard(app_url, scheme):  # noqa: F811
-    from playwright.sync_api import sync_playwright
-
+def test_the_stage_fits_a_projector_and_follows_the_keyboard(app_url, scheme, browser):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        context = browser.new_context(viewport={"width": 1280, "height": 720}, color_scheme=scheme)
-        tab = context.new_page()
-        tab.set_default_timeout(90_000)
-        tab.goto(f"{app_url}/step_through")
-        tab.wait_for_selector("h1")
-        _wait_idle(tab)
-        tab.get_by_role("button", name=re.compile("^Prefill")).wait_for()
-        # The module's server is fresh and this deep link is its first page: the router (app.py) must still
-        # run it, with the sidebar's model picker (kvviz.ui works around Streamlit's pages/ detection when first imported).
-        assert tab.locator('[data-testid="stSidebar"]').get_by_text("Which model").count() == 1
-        tab.screenshot(path=str(ARTIFACTS / f"stage_{scheme}_before.png"))
-        tab.keyboard.press("p")  # P = Prefill
-        tab.wait_for_selector(".kvviz-strip")
-        _wait_idle(tab)
-        start = _cache_length(tab)
-        for k in range(1, PRESSES + 1):
-            tab.keyboard.press("ArrowRight")
-            _wait_cache_len(tab, start + k)
-            assert tab.locator(".kvviz-strip span[data-pos]").count() > 0  # the strip is never empty
-        _wait_idle(tab)
-        assert tab.locator('.kvviz-strip span[data-pos="next"]').count() == 1
-        _assert_no_errors(tab)
-        _assert_stage_in_view(tab, 1280, 720, scheme)
-        _assert_stage_in_view(tab, 1366, 768, scheme)
-        for width in (1024, 1280, 1920):
-            tab.set_viewport_size({"width": width, "height": 800})
-            tab.wait_for_timeout(500)
-            assert tab.evaluate(CUT_METRICS_JS) == [], f"a metric is cut off at {width} px wide"
-        tab.keyboard.press("ArrowLeft")  # Left = Back
-        _wait_cache_len(tab, start + PRESSES - 1)
-        _assert_no_errors(tab)
-        browser.close()
+    tab = open_tab(browser, app_url, "step_through", timeout_ms=90_000, color_scheme=scheme)
+    tab.get_by_role("button", name=re.compile("^Prefill")).wait_for()
+    # The module's server is fresh and this deep link is its first page: the router (app.py) must still
+    # run it, with the sidebar's model picker (kvviz.ui works around Streamlit's pages/ detection when first imported).
+    assert tab.locator('[data-testid="stSidebar"]').get_by_text("Which model").count() == 1
+    tab.screenshot(path=str(ARTIFACTS / f"stage_{scheme}_before.png"))
+    tab.keyboard.press("p")  # P = Prefill
+    tab.wait_for_selector(".kvviz-strip")
+    wait_idle(tab)
+    start = cache_length(tab)
+    for k in range(1, PRESSES + 1):
+        tab.keyboard.press("ArrowRight")
+        wait_cache_length(tab, start + k, timeout_ms=60_000)
+        assert tab.locator(".kvviz-strip span[data-pos]").count() > 0  # the strip is never empty
+    wait_idle(tab)
+    assert tab.locator('.kvviz-strip span[data-pos="next"]').count() == 1
+    assert_no_errors(tab)
+    _assert_stage_in_view(tab, 1280, 720, scheme)
+    _assert_stage_in_view(tab, 1366, 768, scheme)
+    for width in (1024, 1280, 1920):
+        tab.set_viewport_size({"width": width, "height": 800})
+        tab.wait_for_timeout(500)
+        assert tab.evaluate(CUT_METRICS_JS) == [], f"a metric is cut off at {width} px wide"
+    tab.keyboard.press("ArrowLeft")  # Left = Back
+    wait_cache_length(tab, start + PRESSES - 1, timeout_ms=60_000)
+    assert_no_errors(tab)

@@ -13,29 +13,14 @@ Screenshots go to test-artifacts/ (or $KVVIZ_ARTIFACTS).
 """
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 import urllib.parse
-from pathlib import Path
 
 import pytest
 
-from support.browser import CHROMIUM, CHROMIUM_ARGS
+from support.browser import ARTIFACTS, cache_length, inside, open_tab, wait_cache_length
 
 pytestmark = pytest.mark.browser
-ARTIFACTS = Path(os.environ.get("KVVIZ_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts"))
 TIMEOUT_MS = 150_000  # a shared 2-core machine with a core kept busy
-
-
-@pytest.fixture
-def busy_core():
-    """One core kept busy for the test, as on a laptop serving a class."""
-    spin = subprocess.Popen([sys.executable, "-c", "while 1: pass"])
-    yield
-    spin.kill()
-    spin.wait(timeout=10)
 
 
 # The cache length on screen when Esc is pressed, read by a listener installed before the page's own.
@@ -47,14 +32,14 @@ SHOWN_AT_ESC = """window.addEventListener('keydown', (e) => {
 }, true);"""
 
 
-def _prefilled_watching_esc(pw, app_url: str):
-    """The stage, prefilled, with SHOWN_AT_ESC installed before the page's own listener: (browser, tab, cache length)."""
-    browser, tab = _open(pw, f"{app_url}/step_through")
+def _prefilled_watching_esc(browser, app_url: str):
+    """The stage, prefilled, with SHOWN_AT_ESC installed before the page's own listener: (tab, cache length)."""
+    tab = open_tab(browser, app_url, "step_through", **STAGE)
     tab.context.add_init_script(SHOWN_AT_ESC)
     tab.reload()
     tab.wait_for_selector("h1", state="attached")
     _idle(tab)
-    return browser, tab, _prefill(tab)
+    return tab, _prefill(tab)
 
 
 def _idle(tab) -> None:
@@ -66,10 +51,9 @@ def _idle(tab) -> None:
     tab.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=TIMEOUT_MS)
 
 
-def _cache_length(tab) -> int:
-    value = tab.locator('[data-testid="stMetric"]', has_text="Cache length").locator(
-        '[data-testid="stMetricValue"]').inner_text()
-    return int(re.match(r"(\d+)", value).group(1))
+# The stage opened as a teacher's browser opens it (open_tab's arguments): 1280x720 unless told, its waits at
+# TIMEOUT_MS, drawn once its title is in the page (the stage hides it on a short screen) and _idle.
+STAGE = {"timeout_ms": TIMEOUT_MS, "state": "attached", "settle": _idle}
 
 
 # What the stage's key queue and its hidden state say, for a failure's message: the queued presses (a correction
@@ -85,11 +69,9 @@ def _wait_cache_len(tab, n: int) -> None:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     try:
-        tab.wait_for_function(
-            """(n) => [...document.querySelectorAll('[data-testid="stMetricValue"]')]
-                        .some(e => e.innerText.startsWith(n + ' tokens'))""", arg=n, timeout=TIMEOUT_MS)
+        wait_cache_length(tab, n, timeout_ms=TIMEOUT_MS)
     except PlaywrightTimeout:
-        raise AssertionError(f"cache length {_cache_length(tab)}, not {n}: {tab.evaluate(STAGE_STATE)}") from None
+        raise AssertionError(f"cache length {cache_length(tab)}, not {n}: {tab.evaluate(STAGE_STATE)}") from None
 
 
 def _wait_playing_past(tab, n: int) -> None:
@@ -101,25 +83,13 @@ def _wait_playing_past(tab, n: int) -> None:
         timeout=TIMEOUT_MS)
 
 
-def _open(pw, url: str, scheme: str = "light", width: int = 1280, height: int = 720, scale: float = 1):
-    browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme,
-                                  device_scale_factor=scale)
-    tab = context.new_page()
-    tab.set_default_timeout(TIMEOUT_MS)
-    tab.goto(url)
-    tab.wait_for_selector("h1", state="attached")
-    _idle(tab)
-    return browser, tab
-
-
 def _prefill(tab) -> int:
     tab.locator(".st-key-step_btn_prefill button").wait_for()
     _idle(tab)
     tab.keyboard.press("p")
     tab.wait_for_selector(".kvviz-strip")
     _idle(tab)
-    return _cache_length(tab)
+    return cache_length(tab)
 
 
 def _steps(tab, start: int, n: int) -> None:
@@ -129,195 +99,162 @@ def _steps(tab, start: int, n: int) -> None:
     _idle(tab)
 
 
-def _inside(box: dict | None, width: int, height: int) -> bool:
-    return box is not None and box["x"] >= 0 and box["y"] >= 0 and box["x"] + box["width"] <= width + 1 \
-        and box["y"] + box["height"] <= height + 1
+def test_after_prefill_the_prompt_popover_shows_the_state_in_force(app_url, browser):
+    tab = open_tab(browser, app_url, "step_through", **STAGE)
+    start = _prefill(tab)
+    tab.locator('[data-testid="stPopover"]').filter(has_text="Prompt").locator("button").first.click()
+    body = tab.locator('[data-testid="stPopoverBody"]')
+    body.locator("textarea").wait_for()
+    assert body.locator("textarea").input_value() == "ROMEO:"
+    body.locator("input[type=number]").nth(2).wait_for()  # drawn just after the text box on a busy machine
+    assert [e.input_value() for e in body.locator("input[type=number]").all()] == ["8", "40", "0"]
+    assert body.locator('[data-testid="stSliderThumbValue"]').inner_text() == "0.80"
+    tab.keyboard.press("Escape")  # closes the popover (its own key)
+    body.wait_for(state="detached")
+    tab.locator("h1").click()
+    _idle(tab)
+    assert "Play 8" in tab.locator(".st-key-step_btn_play button").first.inner_text()
+    tab.keyboard.press("p")  # Prefill again: the prompt in force, not an empty one
+    _idle(tab)
+    assert tab.get_by_text("prompt is empty").count() == 0
+    assert cache_length(tab) == start
+    tab.keyboard.press("ArrowRight")
+    _wait_cache_len(tab, start + 1)
+    _idle(tab)
+    query = urllib.parse.parse_qs(urllib.parse.urlparse(tab.url).query)
+    assert query["temperature"] == ["0.8"] and query["top_k"] == ["40"]  # the sampling in force
 
 
-def test_after_prefill_the_prompt_popover_shows_the_state_in_force(app_url):  # noqa: F811
-    from playwright.sync_api import sync_playwright
+def test_arrow_keys_on_the_history_slider_scrub_it_and_never_crop_the_cache(app_url, browser):
+    tab = open_tab(browser, app_url, "step_through", **STAGE)
+    start = _prefill(tab)
+    _steps(tab, start, 4)
+    thumb = tab.locator('.st-key-step_history [data-testid="stSliderThumbValue"]').locator("xpath=..")
+    thumb.click()  # the teacher clicks the slider's handle (at the newest step)
+    _idle(tab)
+    assert tab.evaluate("document.activeElement.type") == "range"  # the slider has the focus
+    for _ in range(2):
+        tab.keyboard.press("ArrowLeft")
+        tab.wait_for_timeout(300)
+    _wait_cache_len(tab, start + 2)  # the tiles show step 2 of the history ...
+    _idle(tab)
+    label = tab.locator('[data-testid="stMetric"]', has_text="Cache length").locator(
+        '[data-testid="stMetricLabel"]').inner_text()
+    assert "history" in label and "step 2" in label  # ... and say so
+    tab.locator(".st-key-step_btn_next button").click()  # the cache was never cropped: Next makes it 5 steps
+    _wait_cache_len(tab, start + 5)
+    _idle(tab)
+    assert "history" not in tab.locator('[data-testid="stMetric"]', has_text="Cache length").inner_text()
 
-    with sync_playwright() as pw:
-        browser, tab = _open(pw, f"{app_url}/step_through")
-        start = _prefill(tab)
-        tab.locator('[data-testid="stPopover"]').filter(has_text="Prompt").locator("button").first.click()
-        body = tab.locator('[data-testid="stPopoverBody"]')
-        body.locator("textarea").wait_for()
-        assert body.locator("textarea").input_value() == "ROMEO:"
-        body.locator("input[type=number]").nth(2).wait_for()  # drawn just after the text box on a busy machine
-        assert [e.input_value() for e in body.locator("input[type=number]").all()] == ["8", "40", "0"]
-        assert body.locator('[data-testid="stSliderThumbValue"]').inner_text() == "0.80"
-        tab.keyboard.press("Escape")  # closes the popover (its own key)
-        body.wait_for(state="detached")
-        tab.locator("h1").click()
-        _idle(tab)
-        assert "Play 8" in tab.locator(".st-key-step_btn_play button").first.inner_text()
-        tab.keyboard.press("p")  # Prefill again: the prompt in force, not an empty one
-        _idle(tab)
-        assert tab.get_by_text("prompt is empty").count() == 0
-        assert _cache_length(tab) == start
+
+def test_on_a_busy_core_every_press_is_taken_even_after_a_sidebar_click(app_url, busy_core, browser):
+    tab = open_tab(browser, app_url, "step_through", **STAGE)
+    start = _prefill(tab)
+    sidebar = tab.locator('[data-testid="stSidebar"]')
+    sidebar.locator("label").filter(has_text="Tiny-Shakespeare GPT-2").first.click()  # focus on the radio
+    tab.keyboard.press("ArrowRight")  # at once, no click on the page
+    _wait_cache_len(tab, start + 1)
+    sidebar.get_by_text("Which model").click()
+    tab.keyboard.press("ArrowRight")
+    _wait_cache_len(tab, start + 2)
+    _idle(tab)
+    for _ in range(10):  # 10 presses in about 2 s
         tab.keyboard.press("ArrowRight")
-        _wait_cache_len(tab, start + 1)
-        _idle(tab)
-        query = urllib.parse.parse_qs(urllib.parse.urlparse(tab.url).query)
-        assert query["temperature"] == ["0.8"] and query["top_k"] == ["40"]  # the sampling in force
-        browser.close()
-
-
-def test_arrow_keys_on_the_history_slider_scrub_it_and_never_crop_the_cache(app_url):  # noqa: F811
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser, tab = _open(pw, f"{app_url}/step_through")
-        start = _prefill(tab)
-        _steps(tab, start, 4)
-        thumb = tab.locator('.st-key-step_history [data-testid="stSliderThumbValue"]').locator("xpath=..")
-        thumb.click()  # the teacher clicks the slider's handle (at the newest step)
-        _idle(tab)
-        assert tab.evaluate("document.activeElement.type") == "range"  # the slider has the focus
-        for _ in range(2):
-            tab.keyboard.press("ArrowLeft")
-            tab.wait_for_timeout(300)
-        _wait_cache_len(tab, start + 2)  # the tiles show step 2 of the history ...
-        _idle(tab)
-        label = tab.locator('[data-testid="stMetric"]', has_text="Cache length").locator(
-            '[data-testid="stMetricLabel"]').inner_text()
-        assert "history" in label and "step 2" in label  # ... and say so
-        tab.locator(".st-key-step_btn_next button").click()  # the cache was never cropped: Next makes it 5 steps
-        _wait_cache_len(tab, start + 5)
-        _idle(tab)
-        assert "history" not in tab.locator('[data-testid="stMetric"]', has_text="Cache length").inner_text()
-        browser.close()
-
-
-def test_on_a_busy_core_every_press_is_taken_even_after_a_sidebar_click(app_url, busy_core):  # noqa: F811
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser, tab = _open(pw, f"{app_url}/step_through")
-        start = _prefill(tab)
-        sidebar = tab.locator('[data-testid="stSidebar"]')
-        sidebar.locator("label").filter(has_text="Tiny-Shakespeare GPT-2").first.click()  # focus on the radio
-        tab.keyboard.press("ArrowRight")  # at once, no click on the page
-        _wait_cache_len(tab, start + 1)
-        sidebar.get_by_text("Which model").click()
+        tab.wait_for_timeout(200)
+    for _ in range(20):  # 20 at once
         tab.keyboard.press("ArrowRight")
-        _wait_cache_len(tab, start + 2)
-        _idle(tab)
-        for _ in range(10):  # 10 presses in about 2 s
-            tab.keyboard.press("ArrowRight")
-            tab.wait_for_timeout(200)
-        for _ in range(20):  # 20 at once
-            tab.keyboard.press("ArrowRight")
-        _wait_cache_len(tab, start + 32)
+    _wait_cache_len(tab, start + 32)
+    _idle(tab)
+    tab.wait_for_timeout(1500)
+    assert cache_length(tab) == start + 32  # none dropped, none doubled
+    for _ in range(10):
+        tab.keyboard.press("ArrowLeft")
+    _wait_cache_len(tab, start + 22)
+    _idle(tab)
+    tab.wait_for_timeout(1500)
+    assert cache_length(tab) == start + 22
+
+
+def test_on_a_busy_core_esc_stops_play_at_the_frame_on_screen(app_url, busy_core, browser):
+    tab, start = _prefilled_watching_esc(browser, app_url)
+    for attempt in range(2):
+        tab.locator(".st-key-step_btn_play button").first.click()  # Play 8
+        _wait_playing_past(tab, start + 3)
+        tab.keyboard.press("Escape")
+        tab.wait_for_function("() => window.__shownAtEsc !== undefined")
+        shown = tab.evaluate("window.__shownAtEsc")
+        tab.wait_for_timeout(1000)
         _idle(tab)
         tab.wait_for_timeout(1500)
-        assert _cache_length(tab) == start + 32  # none dropped, none doubled
-        for _ in range(10):
-            tab.keyboard.press("ArrowLeft")
-        _wait_cache_len(tab, start + 22)
         _idle(tab)
-        tab.wait_for_timeout(1500)
-        assert _cache_length(tab) == start + 22
-        browser.close()
+        assert cache_length(tab) == shown, (  # stopped at the frame on screen
+            f"Esc {attempt + 1}: {tab.evaluate('window.__kvvizStage.lastStop')}")
+        start = shown
+        tab.evaluate("delete window.__shownAtEsc")
 
 
-def test_on_a_busy_core_esc_stops_play_at_the_frame_on_screen(app_url, busy_core):  # noqa: F811
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser, tab, start = _prefilled_watching_esc(pw, app_url)
-        for attempt in range(2):
-            tab.locator(".st-key-step_btn_play button").first.click()  # Play 8
-            _wait_playing_past(tab, start + 3)
-            tab.keyboard.press("Escape")
-            tab.wait_for_function("() => window.__shownAtEsc !== undefined")
-            shown = tab.evaluate("window.__shownAtEsc")
-            tab.wait_for_timeout(1000)
-            _idle(tab)
-            tab.wait_for_timeout(1500)
-            _idle(tab)
-            assert _cache_length(tab) == shown, (  # stopped at the frame on screen
-                f"Esc {attempt + 1}: {tab.evaluate('window.__kvvizStage.lastStop')}")
-            start = shown
-            tab.evaluate("delete window.__shownAtEsc")
-        browser.close()
-
-
-def test_play_clicked_while_esc_still_stops_plays_from_the_frame_on_screen(app_url):  # noqa: F811
+def test_play_clicked_while_esc_still_stops_plays_from_the_frame_on_screen(app_url, browser):
     """Play 8 takes exactly 8 steps (its last frame's full rerun arrived with the address bar a step behind and
     replayed it, cropping one step). Then Esc, and Play at once (the teacher restarts the animation): Esc's Stop
     and its corrections run first, then Play joins the queue behind them and plays its 8 steps from the frame Esc
     kept (its corrections were queued behind Play and stopped it)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser, tab, start = _prefilled_watching_esc(pw, app_url)
-        play = tab.locator(".st-key-step_btn_play button").first
-        play.click()  # Play 8, to its end
-        _wait_cache_len(tab, start + 8)
-        tab.wait_for_timeout(1500)
-        _idle(tab)
-        assert _cache_length(tab) == start + 8
-        start += 8
-        play.click()  # Play 8 again, stopped after 3 or so
-        _wait_playing_past(tab, start + 3)
-        tab.keyboard.press("Escape")
-        play.click()  # at once: the Stop is still in the queue or running
-        tab.wait_for_function("() => window.__shownAtEsc !== undefined")
-        stopped_at = tab.evaluate("window.__shownAtEsc")
-        _wait_cache_len(tab, stopped_at + 8)  # the whole of Play 8, from the frame Esc kept
-        tab.wait_for_timeout(1500)
-        _idle(tab)
-        assert _cache_length(tab) == stopped_at + 8, tab.evaluate("window.__kvvizStage.lastStop")
-        assert tab.get_by_text("Connection error").count() == 0  # Streamlit's ForwardMsg cache is off (config.toml)
-        browser.close()
+    tab, start = _prefilled_watching_esc(browser, app_url)
+    play = tab.locator(".st-key-step_btn_play button").first
+    play.click()  # Play 8, to its end
+    _wait_cache_len(tab, start + 8)
+    tab.wait_for_timeout(1500)
+    _idle(tab)
+    assert cache_length(tab) == start + 8
+    start += 8
+    play.click()  # Play 8 again, stopped after 3 or so
+    _wait_playing_past(tab, start + 3)
+    tab.keyboard.press("Escape")
+    play.click()  # at once: the Stop is still in the queue or running
+    tab.wait_for_function("() => window.__shownAtEsc !== undefined")
+    stopped_at = tab.evaluate("window.__shownAtEsc")
+    _wait_cache_len(tab, stopped_at + 8)  # the whole of Play 8, from the frame Esc kept
+    tab.wait_for_timeout(1500)
+    _idle(tab)
+    assert cache_length(tab) == stopped_at + 8, tab.evaluate("window.__kvvizStage.lastStop")
+    assert tab.get_by_text("Connection error").count() == 0  # Streamlit's ForwardMsg cache is off (config.toml)
 
 
-def test_a_reload_mid_class_replays_the_stage_to_the_same_step(app_url):  # noqa: F811
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser, tab = _open(pw, f"{app_url}/step_through")
-        start = _prefill(tab)
-        _steps(tab, start, 3)
-        tab.locator(".st-key-step_layer button").filter(has_text="L2").click()
-        _idle(tab)
-        strip = tab.locator(".kvviz-strip").inner_text()
-        tab.reload()
-        tab.wait_for_selector(".kvviz-strip")
-        _idle(tab)
-        assert _cache_length(tab) == start + 3
-        assert tab.locator(".kvviz-strip").inner_text() == strip  # the same tokens: the same sampling replayed
-        assert "layer 2" in tab.locator(".js-plotly-plot").first.inner_text()
-        tab.keyboard.press("ArrowRight")  # the replay is done once: the reader's own step is kept
-        _wait_cache_len(tab, start + 4)
-        _idle(tab)
-        tab.wait_for_timeout(1000)
-        assert _cache_length(tab) == start + 4
-        browser.close()
+def test_a_reload_mid_class_replays_the_stage_to_the_same_step(app_url, browser):
+    tab = open_tab(browser, app_url, "step_through", **STAGE)
+    start = _prefill(tab)
+    _steps(tab, start, 3)
+    tab.locator(".st-key-step_layer button").filter(has_text="L2").click()
+    _idle(tab)
+    strip = tab.locator(".kvviz-strip").inner_text()
+    tab.reload()
+    tab.wait_for_selector(".kvviz-strip")
+    _idle(tab)
+    assert cache_length(tab) == start + 3
+    assert tab.locator(".kvviz-strip").inner_text() == strip  # the same tokens: the same sampling replayed
+    assert "layer 2" in tab.locator(".js-plotly-plot").first.inner_text()
+    tab.keyboard.press("ArrowRight")  # the replay is done once: the reader's own step is kept
+    _wait_cache_len(tab, start + 4)
+    _idle(tab)
+    tab.wait_for_timeout(1000)
+    assert cache_length(tab) == start + 4
 
 
-def test_browser_back_leaves_the_stage_instead_of_replaying_it(app_url):  # noqa: F811
+def test_browser_back_leaves_the_stage_instead_of_replaying_it(app_url, browser):
     """Every step writes the stage into the address bar (a reload needs it); each write was a browser history entry,
     so Back replayed the stage one step earlier, three Backs for three steps. Back now leaves the page."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser, tab = _open(pw, f"{app_url}/teachers")
-        tab.get_by_text("Running it for a class").wait_for()
-        _idle(tab)
-        tab.locator('[data-testid="stSidebar"] a[href*="step_through"]').first.click()  # as a teacher goes there
-        tab.wait_for_selector(".st-key-step_btn_prefill")
-        _idle(tab)
-        entries = tab.evaluate("history.length")
-        start = _prefill(tab)
-        _steps(tab, start, 3)
-        assert "steps=3" in tab.url  # the address bar keeps the state a reload needs ...
-        assert tab.evaluate("history.length") == entries  # ... without a history entry per step
-        tab.go_back()
-        tab.get_by_text("Running it for a class").wait_for()
-        browser.close()
+    tab = open_tab(browser, app_url, "teachers", **STAGE)
+    tab.get_by_text("Running it for a class").wait_for()
+    _idle(tab)
+    tab.locator('[data-testid="stSidebar"] a[href*="step_through"]').first.click()  # as a teacher goes there
+    tab.wait_for_selector(".st-key-step_btn_prefill")
+    _idle(tab)
+    entries = tab.evaluate("history.length")
+    start = _prefill(tab)
+    _steps(tab, start, 3)
+    assert "steps=3" in tab.url  # the address bar keeps the state a reload needs ...
+    assert tab.evaluate("history.length") == entries  # ... without a history entry per step
+    tab.go_back()
+    tab.get_by_text("Running it for a class").wait_for()
 
 
 def _assert_fits(tab, name: str, width: int = 1280, height: int = 720) -> None:
@@ -328,7 +265,7 @@ def _assert_fits(tab, name: str, width: int = 1280, height: int = 720) -> None:
              "history slider": tab.locator('.st-key-step_history [data-testid="stSliderThumbValue"]')}
     tab.screenshot(path=str(ARTIFACTS / f"stage_class_{name}.png"))
     for what, loc in parts.items():
-        assert _inside(loc.bounding_box(), width, height), f"{what} is not inside {width}x{height} ({name})"
+        assert inside(loc.bounding_box(), width, height), f"{what} is not inside {width}x{height} ({name})"
     rows = {round(tab.locator(f".st-key-{key}").bounding_box()["y"]) for key in
             ("step_btn_prefill", "step_btn_reset")}
     assert len(rows) == 1, f"the controls wrap ({name})"
@@ -340,49 +277,43 @@ def _assert_fits(tab, name: str, width: int = 1280, height: int = 720) -> None:
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_the_stage_fits_1280x720_on_both_models_with_the_sidebar_and_presenting(app_url, scheme):  # noqa: F811
-    from playwright.sync_api import sync_playwright
-
+def test_the_stage_fits_1280x720_on_both_models_with_the_sidebar_and_presenting(app_url, scheme, browser):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as pw:
-        browser, tab = _open(pw, f"{app_url}/step_through", scheme=scheme)
-        start = _prefill(tab)
-        _steps(tab, start, 6)
-        _assert_fits(tab, f"{scheme}_gpt2_sidebar")
-        tab.locator('[data-testid="stSidebar"] label').filter(has_text="Llama, GQA").first.click()
-        tab.get_by_text("is kept").first.wait_for()  # said (a toast), then gone
-        _idle(tab)
-        start = _prefill(tab)
-        _steps(tab, start, 6)
-        tab.wait_for_function("() => ![...document.querySelectorAll('[data-testid=\"stToast\"]')].length",
-                              timeout=TIMEOUT_MS)
-        _assert_fits(tab, f"{scheme}_gqa_sidebar")
-        tab.locator(".st-key-step_present label").click()
-        _idle(tab)
-        _assert_fits(tab, f"{scheme}_gqa_presenter")
-        browser.close()
-        browser, tab = _open(pw, f"{app_url}/step_through?prompt=ROMEO%3A&steps=6&present=1", scheme=scheme)
+    tab = open_tab(browser, app_url, "step_through", color_scheme=scheme, **STAGE)
+    start = _prefill(tab)
+    _steps(tab, start, 6)
+    _assert_fits(tab, f"{scheme}_gpt2_sidebar")
+    tab.locator('[data-testid="stSidebar"] label').filter(has_text="Llama, GQA").first.click()
+    tab.get_by_text("is kept").first.wait_for()  # said (a toast), then gone
+    _idle(tab)
+    start = _prefill(tab)
+    _steps(tab, start, 6)
+    tab.wait_for_function("() => ![...document.querySelectorAll('[data-testid=\"stToast\"]')].length",
+                          timeout=TIMEOUT_MS)
+    _assert_fits(tab, f"{scheme}_gqa_sidebar")
+    tab.locator(".st-key-step_present label").click()
+    _idle(tab)
+    _assert_fits(tab, f"{scheme}_gqa_presenter")
+    tab.context.close()
+    tab = open_tab(browser, app_url, "step_through", query={"prompt": "ROMEO:", "steps": "6", "present": "1"},
+                   color_scheme=scheme, **STAGE)
+    tab.wait_for_selector(".kvviz-strip")
+    _idle(tab)
+    _assert_fits(tab, f"{scheme}_gpt2_presenter")
+
+
+def test_at_150_percent_zoom_the_stage_figure_starts_on_screen(app_url, browser):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for present in ("0", "1"):  # 150% zoom on a 1280x720 screen: 853x480 CSS pixels at 1.5 device pixels each
+        tab = open_tab(browser, app_url, "step_through", query={"prompt": "ROMEO:", "steps": "6", "present": present},
+                       width=853, height=480, device_scale_factor=1.5, **STAGE)
         tab.wait_for_selector(".kvviz-strip")
         _idle(tab)
-        _assert_fits(tab, f"{scheme}_gpt2_presenter")
-        browser.close()
-
-
-def test_at_150_percent_zoom_the_stage_figure_starts_on_screen(app_url):  # noqa: F811
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as pw:  # 150% zoom on a 1280x720 screen: 853x480 CSS pixels at 1.5 device pixels each
-        for present in ("0", "1"):
-            browser, tab = _open(pw, f"{app_url}/step_through?prompt=ROMEO%3A&steps=6&present={present}",
-                                 width=853, height=480, scale=1.5)
-            tab.wait_for_selector(".kvviz-strip")
-            _idle(tab)
-            tab.wait_for_timeout(800)
-            tab.screenshot(path=str(ARTIFACTS / f"stage_class_zoom150_present{present}.png"))
-            figure = tab.locator(".js-plotly-plot").first
-            box = figure.bounding_box()
-            assert box is not None and box["y"] + 60 < 480, f"the stage figure is off screen (present={present})"
-            if present == "1":  # presenting, the newest row too
-                assert _inside(figure.locator(".shapelayer path").last.bounding_box(), 853, 480)
-            browser.close()
+        tab.wait_for_timeout(800)
+        tab.screenshot(path=str(ARTIFACTS / f"stage_class_zoom150_present{present}.png"))
+        figure = tab.locator(".js-plotly-plot").first
+        box = figure.bounding_box()
+        assert box is not None and box["y"] + 60 < 480, f"the stage figure is off screen (present={present})"
+        if present == "1":  # presenting, the newest row too
+            assert inside(figure.locator(".shapelayer path").last.bounding_box(), 853, 480)
+        tab.context.close()

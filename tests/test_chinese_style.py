@@ -240,8 +240,7 @@ def test_english_claims_keep_their_words_and_get_a_translation_beside_them(fresh
         assert not RATIO_SUFFIX.search(c.finding), (c.key, c.finding)
     only_q = english["only-own-q"]  # a Chinese source: its words in the quote in English too, translation beside
     assert _chinese(only_q.quote) and only_q.translation.startswith("Decode: each new token computes only Q")
-    at = app_test("app.py")
-    at.query_params[i18n.QUERY_PARAM] = i18n.CHINESE
+    at = app_test("app.py", lang=i18n.CHINESE)
     at.run()
     at.switch_page("pages/claims.py").run()
     texts = [m.value for m in at.markdown]
@@ -263,8 +262,7 @@ def test_no_internal_identifier_stands_alone_on_screen(fresh_streamlit_caches):
         text = choice.describe()
         assert format_name("onednn") == "oneDNN 预打包副本（onednn）" and "速度是另一种的 2.24 倍" in text
     assert not re.search(r"(?<![(（])\b(?:stored|onednn)\b(?![)）])", text), text
-    at = app_test("pages/internals_layout.py")
-    at.query_params[i18n.QUERY_PARAM] = i18n.CHINESE
+    at = app_test("pages/internals_layout.py", lang=i18n.CHINESE)
     at.run()
     assert not at.exception
     titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]

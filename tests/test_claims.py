@@ -8,7 +8,7 @@ import pytest
 
 from kvviz import claims
 from kvviz.__main__ import main
-from support.pages import REPO
+from support.pages import REPO, SHARED
 
 BY_KEY = {c.key: c for c in claims.all_claims()}
 
@@ -145,8 +145,7 @@ def test_seeds_own_figures_with_their_sources_and_verdicts(capsys):
     assert page.quote == "例:32层 × 4096长度 × 4096维 × 2 × 2B ≈ 4GB/样本" and "4GB per sample" in page.translation
     assert "'KV Cache 原理'" in page.source and "address not recorded" in page.source
     assert "1.86x" in page.finding and "2x if GB means GiB" in page.finding
-    from pathlib import Path  # the quotes are the sources' own words
-    sources = Path("/work/shared/sources")
+    sources = SHARED / "sources"  # the quotes are the sources' own words
     if sources.is_dir():
         text = "".join(p.read_text(encoding="utf-8") for p in sources.glob("00*.txt"))
         assert claims.ZHIHU_QUOTE in text and claims.VISUALISER_QUOTE in text

@@ -30,8 +30,7 @@ def test_memory_cli_is_quiet_within_the_trained_positions(capsys):
 def test_memory_page_warns_with_the_same_words(fresh_streamlit_caches):
     """The page's warning is the CLI's: one rule, one sentence."""
 
-    at = app_test("pages/memory_budget.py")
-    at.query_params.update({"mem_preset": "llama-3-8b", "mem_context": "131072"})
+    at = app_test("pages/memory_budget.py", query={"mem_preset": "llama-3-8b", "mem_context": "131072"})
     at.run()
     assert not at.exception
     assert past_trained_positions("llama-3-8b", 131072) in [w.value for w in at.warning]

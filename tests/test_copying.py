@@ -4,7 +4,6 @@ the measured ones. Also the training mix itself (kvviz.training.copying.repeat_b
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import torch
@@ -13,8 +12,9 @@ from kvviz.training import copying, train
 from kvviz.model import loading
 from kvviz.step import pattern_records, patterns, view
 from kvviz.step.engine import StepEngine
+from support.pages import TINY_SHAKESPEARE
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
+CORPUS = TINY_SHAKESPEARE
 # Thresholds below the measured figures in the reports (README: "The bundled models"), not copies of them.
 MIN_HELD_OUT_REPEAT_TOP1 = 0.90  # top-1 on the repeated half of 50 held-out text spans (the target)
 MIN_RANDOM_REPEAT_TOP1 = 0.90  # top-1 on the repeated half of 50 seeded random-token spans

@@ -15,15 +15,13 @@ import json
 import os
 import re
 import subprocess
-import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import yaml
 
 from support.pages import REPO
-from support.server import free_port
+from support.server import free_port, streamlit_server
 
 DEPLOY = REPO / "deploy"
 DOCKERFILE = DEPLOY / "huggingface" / "Dockerfile"
@@ -73,25 +71,13 @@ def test_the_images_start_command_serves_the_app_here():
     127.0.0.1 and a free port instead of 0.0.0.0:8501: /_stcore/health answers ok, and the page is served."""
     args = _cmd()
     assert args[:3] == ["streamlit", "run", "app.py"]
-    port = free_port()
-    args[args.index("--server.address") + 1], args[args.index("--server.port") + 1] = "127.0.0.1", str(port)
-    env = {**os.environ, **_env()}
+    args[args.index("--server.address") + 1], args[args.index("--server.port") + 1] = "127.0.0.1", str(free_port())
+    image_env = _env()
+    env = {**os.environ, **image_env}
     assert env["KVVIZ_SHARED"] == "1" and env["HF_HUB_OFFLINE"] == "1"
-    server = subprocess.Popen([sys.executable, "-m", *args[:1], *args[1:]], cwd=REPO, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline, health = time.monotonic() + 90, ""
-        while time.monotonic() < deadline and health != "ok" and server.poll() is None:
-            try:
-                health = urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=5).read().decode()
-            except OSError:
-                time.sleep(0.5)
-        assert health == "ok"
-        page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10)
+    with streamlit_server(args=args, env=image_env) as url:  # yields once /_stcore/health answers ok, else fails
+        page = urllib.request.urlopen(f"{url}/", timeout=10)
         assert page.status == 200 and b"<html" in page.read().lower()
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def test_the_hosted_requirements_take_torchs_cpu_wheel_and_the_projects_pins():

@@ -5,7 +5,6 @@ after pruning runs at the continued positions."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,8 +15,9 @@ from kvviz.internals import records
 from kvviz.memory.dtypes import FP8_SCALE_BYTES_PER_LAYER
 from kvviz.model import loading
 from kvviz.training import copying
+from support.pages import REPO, TINY_SHAKESPEARE
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
+CORPUS = TINY_SHAKESPEARE
 SETTINGS = records.EvictSettings()
 
 
@@ -256,7 +256,7 @@ def test_the_readme_tables_reproduce_from_the_command_beside_them(loaded):
     (and `python -m kvviz evict --sweep`) prints now: the sweep is deterministic."""
     from kvviz.cli.evict import table
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("### What to forget"):]
     heading = "GPT-2 (`bundled`):" if loaded.info.spec == loading.BUNDLED else "GQA Llama (`bundled-gqa`"
     rows = section[section.index(heading):].split("\n\n")[1].splitlines()[2:]

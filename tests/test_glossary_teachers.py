@@ -72,8 +72,7 @@ def test_readme_teacher_section_is_near_the_top():
 
 def test_a_terms_link_lands_on_its_entry(fresh_streamlit_caches):
     """Issue 29: the lesson's glossary link for head_dim opened a search where the entry came third."""
-    at = app_test("app.py")
-    at.query_params["term"] = "head_dim"
+    at = app_test("app.py", query={"term": "head_dim"})
     at.run()
     at.switch_page("pages/glossary.py").run()
     assert [h.value for h in at.header] == ["head_dim"]

@@ -12,7 +12,7 @@ from kvviz import memory, ops
 from kvviz.model import loading
 from kvviz.step.engine import StepEngine
 from support.greedy import PROMPTS, generate_greedy, generate_greedy_uncached
-from support.pages import app_test
+from support.pages import app_test, open_page
 
 
 @pytest.fixture(scope="module")
@@ -84,10 +84,7 @@ def _page(name: str, spec: str, query: dict[str, str] | None = None):
     import streamlit as st
 
     st.cache_data.clear()
-    at = app_test(f"pages/{name}.py")
-    at.session_state["model_spec"] = spec
-    at.query_params.update(query or {})
-    return at.run()
+    return open_page(f"pages/{name}.py", query=query, session_state={"model_spec": spec}, check=False)
 
 
 def test_step_page_on_the_gqa_model_shows_the_group_mapping_and_the_bytes():
@@ -121,11 +118,7 @@ def _sidebar_only() -> None:
 
 
 def test_sidebar_offers_the_gqa_model_beside_the_default_gpt2():
-    from streamlit.testing.v1 import AppTest
-
-    from support.pages import APP_TIMEOUT_S
-
-    at = AppTest.from_function(_sidebar_only, default_timeout=APP_TIMEOUT_S).run()
+    at = app_test(_sidebar_only).run()
     radio = at.sidebar.radio(key="app_model_kind")
     assert radio.value == "Bundled Tiny-Shakespeare GPT-2 (offline)"  # still the default
     radio.set_value("Bundled Tiny-Shakespeare Llama, GQA (offline)").run()

@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kvviz.__main__ import COMMANDS, main
-from support.pages import REPO
+from support.pages import REPO, TINY_SHAKESPEARE
 
-CORPUS = Path("/work/shared/data/tinyshakespeare.txt")
+CORPUS = TINY_SHAKESPEARE
 CLI_EXAMPLES = 60  # per property
 HOSTILE_NUMBER = st.one_of(
     st.sampled_from(["0", "-1", "nan", "inf", "-inf", "1e309", "1.5", "", "abc", "9" * 5000, "0x10", "１"]),

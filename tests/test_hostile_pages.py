@@ -84,8 +84,7 @@ def test_step_page_link_with_good_steps_replays_them():
 @pytest.mark.parametrize("step", ["0", "13", "abc", "9" * 5000])
 def test_lesson_link_step_out_of_range_is_named(step):
     """Through the router (app.py), as a browser opens /lesson?step=...: the lesson's page links need it."""
-    at = app_test("app.py")
-    at.query_params["step"] = step
+    at = app_test("app.py", query={"step": step})
     at.switch_page("pages/lesson.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
@@ -109,8 +108,7 @@ EVERY_PAGE = sorted(p.stem for p in PAGES_DIR.glob("*.py") if p.stem != "interna
 @pytest.mark.parametrize("name", EVERY_PAGE)
 def test_every_page_opens_with_a_junk_link(name):
     """Through the router (app.py), as a browser opens /<page>?<junk>: pages with page links need it."""
-    at = app_test("app.py")
-    at.query_params.update(JUNK_LINK)
+    at = app_test("app.py", query=JUNK_LINK)
     at.switch_page(f"pages/{name}.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]

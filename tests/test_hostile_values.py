@@ -176,9 +176,8 @@ LINKS_PER_PAGE = 4  # AppTest runs: each link sets every numeric key of the page
 
 
 def _open_through_router(page: str, link: dict[str, str]):
-    at = app_test("app.py")
-    at.query_params.update(link)
-    at.switch_page(f"pages/{page}.py")
+    at = app_test("app.py", query=link)
+    at.switch_page(f"pages/{page}.py")  # before the first run: the link's one run is the page's
     at.run()
     return at
 

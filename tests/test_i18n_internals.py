@@ -40,8 +40,7 @@ def _app(name: str, lang: str) -> AppTest:
     import streamlit as st
 
     st.cache_data.clear()  # a cached run from the other language must not hide a missing translation
-    at = app_test(f"pages/internals_{name}.py")
-    at.query_params[i18n.QUERY_PARAM] = lang
+    at = app_test(f"pages/internals_{name}.py", lang=lang)
     return _run(at.run, lang)
 
 

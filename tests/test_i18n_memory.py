@@ -93,15 +93,13 @@ def test_the_link_carries_the_language_and_english_comes_back():
     shared = {k: at.query_params[k] for k in at.query_params}
     assert shared[i18n.QUERY_PARAM] == i18n.CHINESE and shared["mem_layers"] == "34"
     assert shared["mem_preset"] == "自定义"  # a picker's link value is the label shown, read in the link's language
-    again = app_test(PAGE)  # a reader opening the copied link
-    again.query_params.update(shared)
+    again = app_test(PAGE, query=shared)  # a reader opening the copied link
     with i18n.language(i18n.CHINESE):  # AppTest formats pickers' values in the test's thread, which has no session
         again.run()
     assert not again.exception and not again.warning  # every link value read back, nothing refused
     assert again.title[0].value == "显存预算" and again.number_input(key="mem_layers").value == 34
     assert again.selectbox(key="mem_preset").value == "custom"
-    english = app_test(PAGE)
-    english.query_params[i18n.QUERY_PARAM] = i18n.ENGLISH
+    english = app_test(PAGE, lang=i18n.ENGLISH)
     english.run()
     assert english.title[0].value == "Memory budget"
     assert "Per token (all layers)" in {m.label for m in english.metric}

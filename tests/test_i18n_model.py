@@ -11,7 +11,7 @@ import types
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.pages import APP_TIMEOUT_S, app_test
+from support.pages import app_test
 from support.i18n_text import english_leftovers, page_texts
 from support.models import model_folder
 from kvviz import i18n
@@ -38,8 +38,7 @@ def _picker_and_page() -> None:
 def test_the_sidebar_through_the_router_in_chinese_and_in_english(fresh_streamlit_caches):
     shown = {}
     for lang in (CHINESE, ENGLISH):
-        at = app_test("app.py")
-        at.query_params[i18n.QUERY_PARAM] = lang
+        at = app_test("app.py", lang=lang)
         at.run()
         assert not at.exception, [e.value for e in at.exception]
         shown[lang] = at
@@ -66,8 +65,7 @@ def test_the_sidebar_through_the_router_in_chinese_and_in_english(fresh_streamli
 def test_a_failed_load_is_told_in_chinese_and_the_model_stays(tmp_path, monkeypatch, fresh_streamlit_caches):
     monkeypatch.delenv(shared_mode.ENV_SWITCH, raising=False)
     bad = model_folder(tmp_path / "bad", with_tokenizer=False)
-    at = AppTest.from_function(_picker_and_page, default_timeout=APP_TIMEOUT_S)
-    at.query_params[i18n.QUERY_PARAM] = CHINESE
+    at = app_test(_picker_and_page, lang=CHINESE)
     at.run()
     with i18n.language(CHINESE):
         at.sidebar.radio(key="app_model_kind").set_value("Pretrained GPT-2 (name or local folder)").run()
@@ -92,9 +90,8 @@ def test_shared_mode_in_chinese_lists_refuses_and_caps(tmp_path, monkeypatch, fr
                       '{ name = "ours", source = "random:distilgpt2", label = "Our class GPT-2" }]\n')
     monkeypatch.setenv(shared_mode.ENV_SWITCH, "1")
     monkeypatch.setenv(shared_mode.ENV_CONFIG, str(config))
-    at = AppTest.from_function(_picker_and_page, default_timeout=APP_TIMEOUT_S)
-    at.query_params[i18n.QUERY_PARAM] = CHINESE
-    at.session_state["model_spec"] = str(tmp_path)  # a forged request: refused, in Chinese
+    forged = {"model_spec": str(tmp_path)}  # a forged request: refused, in Chinese
+    at = app_test(_picker_and_page, lang=CHINESE, session_state=forged)
     at.run()
     assert not at.exception
     radio = at.sidebar.radio(key="app_model_offered")
@@ -114,8 +111,7 @@ def test_shared_mode_in_chinese_lists_refuses_and_caps(tmp_path, monkeypatch, fr
 
 def test_a_hostile_link_number_is_named_in_chinese():
     """Through the router, as a browser opens /attention_ops?ops_layers=inf&lang=zh-CN."""
-    at = app_test("app.py")
-    at.query_params.update({"ops_layers": "inf", "ops_heads": "9" * 5000, i18n.QUERY_PARAM: CHINESE})
+    at = app_test("app.py", query={"ops_layers": "inf", "ops_heads": "9" * 5000, i18n.QUERY_PARAM: CHINESE})
     at.switch_page("pages/attention_ops.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]

@@ -79,8 +79,7 @@ def test_an_ops_chart_in_chinese_counts_in_yi_or_wan_and_hovers_the_exact_count(
 
 
 def test_the_ops_page_tiles_in_chinese_say_yi_and_keep_the_exact_count():
-    at = app_test("pages/attention_ops.py")
-    at.query_params.update({i18n.QUERY_PARAM: ZH, "ops_model": "llama-3-8b", "ops_prompt": "1", "ops_new": "1000"})
+    at = app_test("pages/attention_ops.py", lang=ZH, query={"ops_model": "llama-3-8b", "ops_prompt": "1", "ops_new": "1000"})
     at.run()
     assert not at.exception
     cached, uncached = ops.generation_totals(get_preset("llama-3-8b").shape, 1, 1000, lm_head_all_positions=False)

@@ -12,6 +12,7 @@ from kvviz.model import loading
 from kvviz.step.engine import StepEngine
 from kvviz.step.records import DEFAULT_SAMPLING
 from support.models import model_folder
+from support.pages import REPO
 
 
 def test_bundled_is_a_real_gpt2_with_a_byte_level_tokenizer(bundled):
@@ -105,7 +106,7 @@ def test_pretrained_name_is_found_in_the_hugging_face_cache(tmp_path):
     code = "from kvviz.model.loading import load_model; i = load_model('gpt2').info; print(i.kind, i.spec, i.n_params)"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-        env={**os.environ, "HF_HUB_CACHE": str(tmp_path), "HF_HUB_OFFLINE": "1"}, cwd=loading.BUNDLED_DIR.parents[2],
+        env={**os.environ, "HF_HUB_CACHE": str(tmp_path), "HF_HUB_OFFLINE": "1"}, cwd=REPO,
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["pretrained", "gpt2", str(loading.bundled_info().n_params)]

@@ -51,9 +51,7 @@ def test_windowed_preset_shows_transformers_figure_beside_kvviz():
     from kvviz.memory import hf_cache, units
     from kvviz.memory.presets import get_preset
 
-    at = app_test(PAGE)
-    at.query_params["mem_preset"] = "mistral-7b"
-    at.query_params["mem_context"] = "10000"
+    at = app_test(PAGE, query={"mem_preset": "mistral-7b", "mem_context": "10000"})
     at.run()
     assert not at.exception
     held = hf_cache.transformers_cache_bytes(get_preset("mistral-7b").kv, 10_000)

@@ -3,24 +3,21 @@ and in Chinese with its explanation, grid, curves and computed takeaways; changi
 changes what is shown; a value past a cap gets a message, never an exception."""
 from __future__ import annotations
 
-from pathlib import Path
-
 from streamlit.testing.v1 import AppTest
 
-from support.pages import APP_TIMEOUT_S
+from support.pages import app_test
 from support.i18n_text import english_leftovers, page_texts
 from kvviz import i18n
 from kvviz.internals import records
 
-PAGE = Path(__file__).resolve().parents[1] / "pages" / "internals_eviction.py"
+PAGE = "pages/internals_eviction.py"
 
 
 def _app(lang: str = i18n.ENGLISH) -> AppTest:
     import streamlit as st
 
     st.cache_data.clear()
-    at = AppTest.from_file(str(PAGE), default_timeout=APP_TIMEOUT_S)
-    at.query_params[i18n.QUERY_PARAM] = lang
+    at = app_test(PAGE, lang=lang)
     with i18n.language(lang):
         return at.run()
 
@@ -98,8 +95,7 @@ def test_page_on_the_gqa_llama_counts_its_two_kv_heads(fresh_streamlit_caches):
     from kvviz.ui import MODEL_SPEC_KEY
 
     st.cache_data.clear()
-    at = AppTest.from_file(str(PAGE), default_timeout=APP_TIMEOUT_S)
-    at.session_state[MODEL_SPEC_KEY] = "bundled-gqa"
+    at = app_test(PAGE, session_state={MODEL_SPEC_KEY: "bundled-gqa"})
     at.run()
     assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
     assert _metrics(at)["KV bytes kept (one span)"] == "16,384 B"

@@ -186,18 +186,14 @@ def test_full_page_links_carry_the_lessons_state(fresh_streamlit_caches, bundled
     copying = lesson._copying_head(engine)
     layer, head = copying.page_query["pat_layer"], copying.page_query["pat_head"]
     assert f"Layer {layer}, head {head}" in copying.text
-    at = app_test("pages/attention_patterns.py")
-    for key, value in copying.page_query.items():
-        at.query_params[key] = value
+    at = app_test("pages/attention_patterns.py", query=copying.page_query)
     at.run()
     assert not at.exception
     assert at.session_state["pat_source"] == lesson.PATTERNS_PRESET
     assert (str(at.session_state["pat_layer"]), str(at.session_state["pat_head"])) == (layer, head)
 
     prefill = lesson._prefill_rows(engine)
-    at = app_test("pages/step_through.py")
-    for key, value in prefill.page_query.items():
-        at.query_params[key] = value
+    at = app_test("pages/step_through.py", query=prefill.page_query)
     at.run()
     assert not at.exception
     stage = at.session_state["step_engine"]

@@ -3,17 +3,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
 from kvviz.memory import units
 from kvviz.step.records import DEFAULT_SAMPLING
 from kvviz.step.engine import StepEngine
-
-REPO = Path(__file__).resolve().parents[1]
+from support.pages import app_test, open_page
 
 
 def _metric(at: AppTest, label: str) -> str:
@@ -32,14 +29,11 @@ def _total_dot_products(at: AppTest) -> int:
 
 @pytest.fixture
 def step_page(fresh_streamlit_caches) -> AppTest:
-    at = AppTest.from_file(str(REPO / "pages" / "step_through.py"), default_timeout=APP_TIMEOUT_S)
-    at.run()
-    assert not at.exception
-    return at
+    return open_page("pages/step_through.py")
 
 
 def test_app_router_renders_home_with_the_model_loaded(fresh_streamlit_caches, bundled):
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=APP_TIMEOUT_S)
+    at = app_test("app.py")
     at.run()
     assert not at.exception
     assert at.title[0].value.startswith("kvviz")
@@ -131,10 +125,7 @@ def test_race_view_shows_both_sides_with_their_counters(step_page, bundled):
 
 
 def test_a_link_replays_the_state_and_presenter_mode_opens_from_the_url(fresh_streamlit_caches):
-    at = AppTest.from_file(str(REPO / "pages" / "step_through.py"), default_timeout=APP_TIMEOUT_S)
-    at.query_params["prompt"] = "JULIET:"
-    at.query_params["steps"] = "5"
-    at.query_params["present"] = "1"
+    at = app_test("pages/step_through.py", query={"prompt": "JULIET:", "steps": "5", "present": "1"})
     at.run()
     assert not at.exception
     engine = at.session_state["step_engine"]
@@ -208,7 +199,7 @@ def test_sampling_controls_pick_the_seeded_tokens(step_page, bundled):
 
 def test_the_closed_uncached_section_costs_nothing_and_open_it_draws(fresh_streamlit_caches):
     """The without-cache view is built only when its expander is open."""
-    at = AppTest.from_file(str(REPO / "pages" / "step_through.py"), default_timeout=APP_TIMEOUT_S)
+    at = app_test("pages/step_through.py")
     at.run()
     at.button(key="step_btn_prefill").click().run()
     closed_charts = len(at.get("plotly_chart"))
@@ -229,7 +220,7 @@ def _sidebar_only() -> None:
 
 
 def test_sidebar_pretrained_lookup_offline_keeps_the_bundled_model_with_a_notice(fresh_streamlit_caches):
-    at = AppTest.from_function(_sidebar_only, default_timeout=APP_TIMEOUT_S)
+    at = app_test(_sidebar_only)
     at.run()
     at.sidebar.radio(key="app_model_kind").set_value("Pretrained GPT-2 (name or local folder)").run()
     at.sidebar.text_input(key="app_model_name").set_value("gpt2-xl").run()
@@ -243,8 +234,7 @@ def test_sidebar_pretrained_lookup_offline_keeps_the_bundled_model_with_a_notice
 def test_the_stage_on_the_bundled_gqa_model_shows_the_group_mapping_and_measured_bytes(fresh_streamlit_caches):
     from kvviz.model import loading
 
-    at = AppTest.from_file(str(REPO / "pages" / "step_through.py"), default_timeout=APP_TIMEOUT_S)
-    at.session_state["model_spec"] = loading.BUNDLED_GQA
+    at = app_test("pages/step_through.py", session_state={"model_spec": loading.BUNDLED_GQA})
     at.run()
     at.button(key="step_btn_prefill").click().run()
     at.button(key="step_btn_next").click().run()

@@ -4,29 +4,21 @@ using it, and the race view times the step as a fair statistic. AppTest on the r
 parsing is checked on its own (a typed, pasted or truncated link never crashes the page)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
 from kvviz.model import loading
 from kvviz.step import link as stage_link
 from kvviz.step import view
 from kvviz.step.records import DEFAULT_SAMPLING
 from kvviz.step.engine import StepEngine
-
-REPO = Path(__file__).resolve().parents[1]
+from support.pages import open_page
 
 
 def _page(**query: str) -> AppTest:
-    at = AppTest.from_file(str(REPO / "pages" / "step_through.py"), default_timeout=APP_TIMEOUT_S)
-    for key, value in query.items():
-        at.query_params[key] = value
-    at.run()
-    assert not at.exception
-    return at
+    """The stage opened with a link's `query`."""
+    return open_page("pages/step_through.py", query=query)
 
 
 def _cache_len(at: AppTest) -> int:

@@ -7,29 +7,22 @@ from __future__ import annotations
 import ast
 import re
 import urllib.parse
-from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP_TIMEOUT_S
 from support.i18n_text import english_leftovers, page_texts
+from support.pages import PAGES_DIR, open_page
 from kvviz import i18n
 from kvviz.inputs.prompt_rules import TEXT_CAP_HELP
 from kvviz.step.engine import token_text
 from kvviz.step.strip import byte_characters
 
-REPO = Path(__file__).resolve().parents[1]
-PAGE = str(REPO / "pages" / "step_through.py")
+PAGE = PAGES_DIR / "step_through.py"
 
 
 def _page(lang: str, **query: str) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=APP_TIMEOUT_S)
-    at.query_params["lang"] = lang
-    for key, value in query.items():
-        at.query_params[key] = value
-    at.run()
-    assert not at.exception, at.exception
-    return at
+    """The stage in `lang`, opened with a link's `query`."""
+    return open_page(PAGE, lang=lang, query=query)
 
 
 def _model_text(at: AppTest) -> set[str]:
@@ -46,7 +39,7 @@ def _model_text(at: AppTest) -> set[str]:
 
 
 def _presets() -> list[str]:
-    source = (REPO / "pages" / "step_through.py").read_text(encoding="utf-8")
+    source = PAGE.read_text(encoding="utf-8")
     block = source[source.index("PRESETS = {"): source.index("}", source.index("PRESETS = {"))]
     return [ast.literal_eval(s) for s in re.findall(r'"(?:[^"\\]|\\.)*"', block)]
 
@@ -123,7 +116,7 @@ def test_the_link_carries_the_language_and_reopens_in_it(fresh_streamlit_caches)
 
 
 def test_the_keyboard_finds_the_stage_buttons_by_key_not_by_label(fresh_streamlit_caches):
-    source = (REPO / "pages" / "step_through.py").read_text(encoding="utf-8")
+    source = PAGE.read_text(encoding="utf-8")
     script = source[source.index('KEYS_JS = """'): source.index('</script>"""')]
     keys = set(re.findall(r'"(step_btn_\w+)"', script))
     assert keys == {"step_btn_prefill", "step_btn_next", "step_btn_back", "step_btn_stop"}

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.pages import PAGES_DIR, app_test
+from support.pages import PAGES_DIR, open_page
 from kvviz.model import loading
 from kvviz.step import patterns
 from kvviz.step import pattern_records as pr
@@ -96,9 +96,7 @@ def _page(spec: str) -> AppTest:
     import streamlit as st
 
     st.cache_data.clear()
-    at = app_test(PAGE)
-    at.session_state["model_spec"] = spec
-    return at.run()
+    return open_page(PAGE, session_state={"model_spec": spec}, check=False)
 
 
 @pytest.mark.parametrize("spec", list(loading.BUNDLED_MODELS))

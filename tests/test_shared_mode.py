@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.pages import APP_TIMEOUT_S
+from support.pages import app_test
 from kvviz import ui
 from kvviz.model import loading, shared_mode
 from support.models import model_folder
@@ -86,9 +86,9 @@ def test_off_by_default_and_bad_entries_are_skipped(tmp_path, monkeypatch):
 
 
 def test_shared_sidebar_offers_only_the_list_and_refuses_a_forged_folder(classroom):
-    at = AppTest.from_function(_picker_and_page, default_timeout=APP_TIMEOUT_S)
-    at.session_state["model_spec"] = str(classroom["unlisted"])  # a crafted request: a real, loadable folder
-    at.session_state["app_model_offered"] = "/etc"
+    at = app_test(_picker_and_page, session_state={
+        "model_spec": str(classroom["unlisted"]),  # a crafted request: a real, loadable folder
+        "app_model_offered": "/etc"})
     at.run()
     assert not at.exception
     assert not at.text_input and not at.selectbox and not at.button  # nothing free-form
@@ -108,15 +108,13 @@ def test_shared_sidebar_offers_only_the_list_and_refuses_a_forged_folder(classro
 def test_a_links_model_is_applied_when_offered_and_refused_in_one_line_when_not(classroom):
     """Issue 29, item 5: ?model= in a link picks the sidebar's model; a model the server does not offer (here a
     real, loadable but unlisted folder) is refused with one line, the current model kept, the URL put right."""
-    at = AppTest.from_function(_picker_and_page, default_timeout=APP_TIMEOUT_S)
-    at.query_params["model"] = "listed"
+    at = app_test(_picker_and_page, query={"model": "listed"})
     at.run()
     assert not at.exception
     assert at.session_state["model_spec"] == "listed" and at.query_params["model"] == "listed"
     assert at.sidebar.radio(key="app_model_offered").value == "listed"
 
-    at = AppTest.from_function(_picker_and_page, default_timeout=APP_TIMEOUT_S)
-    at.query_params["model"] = str(classroom["unlisted"])
+    at = app_test(_picker_and_page, query={"model": str(classroom["unlisted"])})
     at.run()
     assert not at.exception
     assert at.session_state["model_spec"] == "bundled" and at.query_params["model"] == "bundled"
@@ -126,7 +124,7 @@ def test_a_links_model_is_applied_when_offered_and_refused_in_one_line_when_not(
 
 
 def test_a_listed_folder_loads_under_its_name(classroom):
-    at = AppTest.from_function(_picker_and_page, default_timeout=APP_TIMEOUT_S)
+    at = app_test(_picker_and_page)
     at.run()
     at.sidebar.radio(key="app_model_offered").set_value("listed").run()
     assert not at.exception
@@ -141,7 +139,7 @@ def test_a_listed_folder_loads_under_its_name(classroom):
     ("big", "too large for this server: its config.json says 1,557,611,200 parameters"),
 ])
 def test_a_failing_listed_model_is_one_line_and_the_previous_model_stays(classroom, choice, reason):
-    at = AppTest.from_function(_picker_and_page, default_timeout=APP_TIMEOUT_S)
+    at = app_test(_picker_and_page)
     at.run()
     at.sidebar.radio(key="app_model_offered").set_value(choice).run()
     assert not at.exception
@@ -171,7 +169,7 @@ def _speedup_style_page() -> None:
 
 def test_every_loading_path_is_guarded_not_only_the_sidebar(classroom, monkeypatch):
     monkeypatch.setenv("KVVIZ_TEST_FOLDER", str(classroom["unlisted"]))
-    at = AppTest.from_function(_speedup_style_page, default_timeout=APP_TIMEOUT_S)
+    at = app_test(_speedup_style_page)
     at.run()
     assert not at.exception
     assert [w.value.split(": ", 1)[1] for w in at.warning] == [shared_mode.NOT_OFFERED] * 3
@@ -184,7 +182,7 @@ def test_localhost_a_failed_load_keeps_the_previous_model_not_just_the_bundled_o
     monkeypatch.delenv(shared_mode.ENV_SWITCH, raising=False)
     good = model_folder(tmp_path / "good")
     bad = model_folder(tmp_path / "bad", with_tokenizer=False)
-    at = AppTest.from_function(_picker_and_page, default_timeout=APP_TIMEOUT_S)
+    at = app_test(_picker_and_page)
     at.run()
     at.sidebar.radio(key="app_model_kind").set_value("Pretrained GPT-2 (name or local folder)").run()
     at.sidebar.text_input(key="app_model_name").set_value(str(good)).run()

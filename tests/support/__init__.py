@@ -1,10 +1,14 @@
 """Test support: what several test modules share. Test modules import from here, never from each other (nor from
-conftest.py, which holds the fixtures: the bundled model, a fresh server and a Chromium tab for browser tests).
+conftest.py, which holds the fixtures: the bundled model; for browser tests a fresh server, a Chromium tab or
+browser, a busy core). tests/test_test_harness.py checks it.
 
-  pages.py          the repository root; open a page (AppTest) by itself or through app.py's router, in a
-                    language, with a link's query: app_test(...) unrun, open_page(...) run
-  server.py         free ports; the one `streamlit run app.py` launcher
-  browser.py        Chromium and its arguments, a fresh server, a busy core, what a test reads off a browser page
+  pages.py          the repository root (REPO) and the shared folder beside it (SHARED, TINY_SHAKESPEARE); the one
+                    AppTest builder: a page file or a function, by itself or through app.py's router, in a language,
+                    with a link's query and a session's state: app_test(...) unrun, open_page(...) run
+  server.py         free ports; the one launcher of a streamlit server (`streamlit run app.py`, or a deployment's
+                    start command as written, with its environment)
+  browser.py        Chromium launched, a tab, a page opened in a language with a query and waited for until drawn
+                    (open_tab, goto_drawn), a fresh server, a busy core, what a test reads off a browser page
   greedy.py         greedy generation with and without the cache (the tests' oracle) and the prompts it runs on
   i18n_text.py      English left on a Chinese page: page_texts, english_leftovers, ALLOWED
   markdown_text.py  what a markdown string shows a reader

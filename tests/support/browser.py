@@ -1,5 +1,13 @@
 """A real browser against the real app: Debian's headless Chromium (driven by Playwright), a fresh server, a busy
-core, and what every browser test reads off a page. The fixtures (app_url, page) live in tests/conftest.py."""
+core; a page opened in a language with a link's query and waited for until drawn; what every browser test reads off
+a page. The fixtures (app_url, page, browser, busy_core) live in tests/conftest.py.
+
+  chromium()      Chromium launched (a context manager; the `browser` fixture is one per test)
+  new_tab         a tab in a context of its own (its own session: a fresh browser, as far as the app can tell)
+  page_url        the app's URL for a page, in a language (?lang=), with a query
+  goto_drawn      a tab sent to a page and waited for until drawn (selectors, then the script run over)
+  open_tab        new_tab + goto_drawn
+"""
 from __future__ import annotations
 
 import contextlib
@@ -7,11 +15,14 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from urllib.parse import quote, urlencode
 
 import pytest
 
+from kvviz import i18n
+from support.pages import REPO
 from support.server import streamlit_server
 
 CHROMIUM = "/usr/bin/chromium"
@@ -21,6 +32,8 @@ PAGES = [  # url paths st.navigation derives: every page of the app
     "internals_prefix", "internals_crossattn", "internals_window", "internals_paging", "internals_quant",
     "internals_speculative", "internals_eviction",
 ]
+ARTIFACTS = Path(os.environ.get("KVVIZ_ARTIFACTS", REPO / "test-artifacts"))  # screenshots to be looked at
+IDLE_TIMEOUT_MS = 90_000
 
 
 def require(path: str, package: str) -> None:
@@ -56,16 +69,95 @@ def fresh_server() -> Iterator[str]:
         yield url
 
 
-def wait_idle(tab) -> None:
+def wait_idle(tab, timeout_ms: int = IDLE_TIMEOUT_MS) -> None:
     """Streamlit shows a 'running' status widget while the script runs; wait until it is gone."""
     tab.wait_for_timeout(300)
-    tab.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=90_000)
+    tab.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=timeout_ms)
+
+
+def wait_settled(tab, timeout_ms: int) -> None:
+    """The rerun finished (wait_idle) and no element is left over from the previous run (Streamlit marks those
+    stale) within `timeout_ms`."""
+    wait_idle(tab)
+    tab.wait_for_function("() => !document.querySelector('[data-stale=\"true\"]')", timeout=timeout_ms)
+
+
+@contextlib.contextmanager
+def chromium() -> Iterator:
+    """Debian's headless Chromium, launched through Playwright (never a downloaded browser); closed after."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def new_tab(browser, *, width: int = 1280, height: int = 720, timeout_ms: int | None = 120_000, **context):
+    """A tab in a new browser context (cookies and storage of its own: a new session) with a `width` x `height`
+    viewport and `context`'s other options (color_scheme, locale, device_scale_factor, accept_downloads ...);
+    Playwright's waits in it time out after `timeout_ms` (None: Playwright's own 30 s). tab.context closes it."""
+    tab = browser.new_context(viewport={"width": width, "height": height}, **context).new_page()
+    if timeout_ms is not None:
+        tab.set_default_timeout(timeout_ms)
+    return tab
+
+
+def page_url(base_url: str, path: str = "", *, lang: str | None = None, query: Mapping[str, str] | None = None) -> str:
+    """/`path` of the app at `base_url`, its link carrying the language (?lang=) first, then `query`."""
+    params = {**({i18n.QUERY_PARAM: lang} if lang is not None else {}), **(query or {})}
+    return f"{base_url}/{path}" + (f"?{urlencode(params, safe='/', quote_via=quote)}" if params else "")
+
+
+def goto_drawn(tab, base_url: str, path: str = "", *, lang: str | None = None, query: Mapping[str, str] | None = None,
+               drawn: Sequence[str] = ("h1",), state: str = "visible", drawn_timeout_ms: int | None = None,
+               settle: Callable = wait_idle):
+    """`tab` sent to the page (page_url's arguments), then waited for until drawn: each selector of `drawn` in
+    `state` (within drawn_timeout_ms, None: the tab's own), then `settle(tab)` (wait_idle: the run is over).
+    Returns the tab."""
+    tab.goto(page_url(base_url, path, lang=lang, query=query))
+    for selector in drawn:
+        tab.wait_for_selector(selector, state=state, timeout=drawn_timeout_ms)
+    settle(tab)
+    return tab
+
+
+def open_tab(browser, base_url: str, path: str = "", *, lang: str | None = None,
+             query: Mapping[str, str] | None = None, width: int = 1280, height: int = 720,
+             timeout_ms: int | None = 120_000, drawn: Sequence[str] = ("h1",), state: str = "visible",
+             drawn_timeout_ms: int | None = None, settle: Callable = wait_idle, **context):
+    """A new tab (new_tab's arguments) on the page in `lang` with `query`, drawn (goto_drawn's arguments)."""
+    tab = new_tab(browser, width=width, height=height, timeout_ms=timeout_ms, **context)
+    return goto_drawn(tab, base_url, path, lang=lang, query=query, drawn=drawn, state=state,
+                      drawn_timeout_ms=drawn_timeout_ms, settle=settle)
 
 
 def cache_length(tab) -> int:
     metric = tab.locator('[data-testid="stMetric"]', has_text="Cache length")
     value = metric.locator('[data-testid="stMetricValue"]').inner_text()
     return int(re.match(r"(\d+)", value).group(1))
+
+
+CACHE_LENGTH_SHOWN = """(n) => [...document.querySelectorAll('[data-testid="stMetricValue"]')]
+    .some(e => e.innerText.startsWith(n + ' tokens'))"""
+
+
+def wait_cache_length(tab, n: int, timeout_ms: int | None = None) -> None:
+    """A metric shows `n` tokens (the cache length) within `timeout_ms` (None: the tab's own)."""
+    tab.wait_for_function(CACHE_LENGTH_SHOWN, arg=n, timeout=timeout_ms)
+
+
+# The sidebar model radio's checked option(s): Streamlit draws each option as a label holding an input.
+CHECKED_MODEL = """() => [...document.querySelectorAll('[data-testid="stSidebar"] [role="radiogroup"] label')]
+    .filter(l => l.querySelector('input:checked')).map(l => l.innerText.trim())"""
+
+
+def inside(box: dict | None, width: int, height: int) -> bool:
+    """A bounding box wholly inside a `width` x `height` viewport (a pixel's rounding allowed)."""
+    return box is not None and box["x"] >= 0 and box["y"] >= 0 and box["x"] + box["width"] <= width + 1 \
+        and box["y"] + box["height"] <= height + 1
 
 
 def assert_no_errors(tab) -> None:

@@ -1,4 +1,5 @@
-"""Start the app: free ports, and the one `streamlit run app.py` launcher every server test uses."""
+"""Start the app: free ports, and the one launcher of a streamlit server every server test uses (`streamlit run
+app.py`, or a deployment's start command as written)."""
 from __future__ import annotations
 
 import contextlib
@@ -9,7 +10,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -42,17 +43,29 @@ def free_port_block(n: int) -> int:
 
 
 @contextlib.contextmanager
-def streamlit_server(port: int | None = None, extra_args: Sequence[str] = ()) -> Iterator[str]:
-    """A new `streamlit run app.py` process (nothing run yet: a fresh server's first visitor) on `port` (a free one
-    when None), offline; yields its URL once /_stcore/health answers, and stops it after."""
-    port = free_port() if port is None else port
+def streamlit_server(port: int | None = None, extra_args: Sequence[str] = (), *, args: Sequence[str] | None = None,
+                     env: Mapping[str, str] | None = None) -> Iterator[str]:
+    """A new streamlit process in the repository (nothing run yet: a fresh server's first visitor), offline; yields
+    its URL once /_stcore/health answers, and stops it after.
+
+    By default `streamlit run app.py`, headless, on `port` (a free one when None) with `extra_args`. args: a whole
+    command to run instead, after `python -m` (a container's start command as written: ["streamlit", "run",
+    "app.py", ...]); it names its own --server.port, and `port` and `extra_args` are not given with it.
+    env: variables set for the server over this process's environment (HF_HUB_OFFLINE=1 unless env says)."""
+    if args is None:
+        port = free_port() if port is None else port
+        args = ["streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true",
+                "--browser.gatherUsageStats", "false", *extra_args]
+    elif port is not None or extra_args:
+        raise TypeError("a whole command (args) names its own port and flags")
+    else:
+        port = int(args[list(args).index("--server.port") + 1])
     # The server's log goes to a file, never to a pipe nobody reads: a server that lives through a test module
     # fills a pipe's 64 KiB, and its next log line then blocks the thread writing it (its event loop included).
     log = tempfile.NamedTemporaryFile("w+", prefix=f"kvviz-server-{port}-", suffix=".log", delete=False)
     server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-         "--server.headless", "true", "--browser.gatherUsageStats", "false", *extra_args],
-        cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdout=log, stderr=subprocess.STDOUT, text=True,
+        [sys.executable, "-m", *args], cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
+        stdout=log, stderr=subprocess.STDOUT, text=True,
     )
     url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + START_TIMEOUT_S
     try:
@@ -61,10 +74,11 @@ def streamlit_server(port: int | None = None, extra_args: Sequence[str] = ()) ->
                 if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
                     break
             except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    server.kill()
-                    pytest.fail("streamlit did not start: " + Path(log.name).read_text(errors="replace")[-4000:])
-                time.sleep(0.5)
+                pass  # not listening yet
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                pytest.fail("streamlit did not start: " + Path(log.name).read_text(errors="replace")[-4000:])
+            time.sleep(0.5)
         yield url
     finally:
         server.terminate()
