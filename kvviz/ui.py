@@ -314,6 +314,15 @@ SCREEN_READER_ONLY = ("position:absolute;width:1px;height:1px;padding:0;margin:-
                       "clip:rect(0,0,0,0);white-space:nowrap;border:0")
 
 
+def table(rows: list[dict], **kwargs) -> None:
+    """st.dataframe of `rows`, one dict a row (its keys are the columns, in order). pandas is imported here, when a
+    table is drawn, not at a page's top: a fresh server's first visit runs the page's imports before anything is
+    drawn, and pandas' ~0.6 s (more with a core busy) came before the sidebar and the title (bench/first_render.py)."""
+    import pandas as pd
+
+    st.dataframe(pd.DataFrame(rows), **kwargs)
+
+
 def screen_reader_span(text: str) -> str:
     """`text` (escaped) in a visually hidden span: a screen reader reads it, the eye does not see it. A chart's data
     as a sentence (kvviz.figures' *_figure_text), put inside an element already drawn beside the chart (the stage's

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
 import streamlit as st
 
 from kvviz.inputs import links
@@ -97,10 +96,9 @@ def claim_tab(shape: ops.ModelShape) -> None:
         "For this model, LM head on the last position only:").format(
             linear=uncached.linear_ops / cached.linear_ops, whole=run_without / run_with))
     yes, no = _("yes"), _("no")
-    st.dataframe(pd.DataFrame([{_("quantity"): _(r.quantity), _("without cache"): f"{r.uncached:,}",
-                                _("with cache"): f"{r.cached:,}", _("ratio"): f"{r.ratio:,.1f}x",
-                                "~500x?": yes if r.holds else no}
-                               for r in ops.check_speedup_claim(shape, n)]), hide_index=True)
+    ui.table([{_("quantity"): _(r.quantity), _("without cache"): f"{r.uncached:,}", _("with cache"): f"{r.cached:,}",
+               _("ratio"): f"{r.ratio:,.1f}x", "~500x?": yes if r.holds else no}
+              for r in ops.check_speedup_claim(shape, n)], hide_index=True)
 
 
 @st.fragment
@@ -162,12 +160,12 @@ def counter() -> None:
         with tabs[2]:
             st.plotly_chart(figs.breakdown_figure(cached, uncached, flops, log_y), key="ops_chart_parts",
                             config=export("ops_per_component"))
-            st.dataframe(pd.DataFrame([{
+            ui.table([{
                 _("component"): _(ops.COMPONENT_LABELS[k]),
                 _("with cache ({unit})").format(unit=unit): f"{scale * cached.ops(k):,}",
                 _("without ({unit})").format(unit=unit): f"{scale * uncached.ops(k):,}",
                 _("saved"): f"{scale * (uncached.ops(k) - cached.ops(k)):,}",
-                _("without / with"): f"{uncached.ops(k) / cached.ops(k):,.1f}x"} for k in ops.COMPONENTS]),
+                _("without / with"): f"{uncached.ops(k) / cached.ops(k):,.1f}x"} for k in ops.COMPONENTS],
                 hide_index=True)
             st.markdown(_("Attention dot products: **{cached:,}** with the cache, **{uncached:,}** without.").format(
                 cached=cached.attention_dot_products, uncached=uncached.attention_dot_products))
@@ -179,14 +177,14 @@ def counter() -> None:
                                                  [s.uncached for s in steps]), key="ops_chart_steps",
                             config=export("ops_per_pass"))
             # Exact counts reach the table as text: a custom shape's counts overflow int64 (Arrow's integers).
-            st.dataframe(pd.DataFrame([{
+            ui.table([{
                 _("pass"): s.index, _("context after"): f"{s.context_len:,}",
                 _("tokens fed (cache)"): f"{s.cached.tokens_fed:,}",
                 _("dot products (cache)"): f"{s.cached.attention_dot_products:,}",
                 _("ops (cache)"): f"{s.cached.total_ops:,}",
                 _("tokens fed (no cache)"): f"{s.uncached.tokens_fed:,}",
                 _("dot products (no cache)"): f"{s.uncached.attention_dot_products:,}",
-                _("ops (no cache)"): f"{s.uncached.total_ops:,}"} for s in steps]), hide_index=True)
+                _("ops (no cache)"): f"{s.uncached.total_ops:,}"} for s in steps], hide_index=True)
             if shown < new_tokens:
                 st.caption(_("First {shown} passes shown; the totals above cover all {total:,}.").format(
                     shown=shown, total=new_tokens))

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-import pandas as pd
 import streamlit as st
 
 from kvviz.memory import capacity, config_import, hf_cache
@@ -315,10 +314,10 @@ def paged(cfg: memory.KVConfig, context: int, batch: int) -> None:
 def textbook() -> None:
     checks = claims.published_figure_checks()
     source = _("source")
-    st.dataframe(pd.DataFrame([{  # verdict and arithmetic: kvviz.claims' words (translated there, where marked)
+    ui.table([{  # verdict and arithmetic: kvviz.claims' words (translated there, where marked)
         _("model"): c.figure.model, _("tokens"): f"{c.figure.context_len:,}", "dtype": c.figure.dtype,
         _("printed"): f"{c.figure.claimed:g} {c.figure.claimed_unit}", _("exact"): units.format_bytes(c.actual_bytes),
-        _("verdict"): c.verdict_text, _("why"): c.explanation, source: c.figure.where} for c in checks]),
+        _("verdict"): c.verdict_text, _("why"): c.explanation, source: c.figure.where} for c in checks],
         hide_index=True, column_config={source: st.column_config.LinkColumn(source)})  # the Claims page: every claim
     real = get_preset("llama-3-8b").kv
     mha = memory.kv_bytes(replace(real, n_kv_heads=real.n_head), 4096)  # the same cache with MHA
