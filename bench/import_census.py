@@ -4,9 +4,9 @@ that calls transformers (or torch), and the page's whole import closure inside t
     python bench/import_census.py [--rev COMMIT] [--pages step_through lesson memory_budget speedup]
 
 Reads the source with `ast` (imports anywhere in a file count: a function-level import is a file the reader opens
-too), never imports it. With --rev, reads the files of that commit (git show), so a before/after census needs no
-checkout. "To transformers": the files on some import path from the page to a file that imports transformers or
-torch. The i18n row is the kvviz.i18n package's own closure.
+too; imports under `if TYPE_CHECKING:` do not, they never run), never imports it. With --rev, reads the files of that
+commit (git show), so a before/after census needs no checkout. "To transformers": the files on some import path from
+the page to a file that imports transformers or torch. The i18n row is the kvviz.i18n package's own closure.
 """
 from __future__ import annotations
 
@@ -35,6 +35,18 @@ def _module_of(path: str) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _runtime_nodes(tree: ast.AST):
+    """Every node, except those under `if TYPE_CHECKING:` (imports for annotations only: never run)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            todo.extend(node.orelse)
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+
+
 def _graph(files: dict[str, str]) -> tuple[dict[str, set[str]], set[str]]:
     """(module -> repository modules it imports, modules that import transformers or torch)."""
     modules = {_module_of(p): p for p in files}
@@ -42,7 +54,7 @@ def _graph(files: dict[str, str]) -> tuple[dict[str, set[str]], set[str]]:
     model_users: set[str] = set()
     for module, path in modules.items():
         found: set[str] = set()
-        for node in ast.walk(ast.parse(files[path])):
+        for node in _runtime_nodes(ast.parse(files[path])):
             names: list[str] = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
