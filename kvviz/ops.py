@@ -31,13 +31,10 @@ scratch. The N-th new token is picked but never fed, so it costs nothing.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 from kvviz.i18n import N_, _, ngettext
 from kvviz.inputs.query_values import WholeNumberRefused, bounded_int, shown
-
-if TYPE_CHECKING:  # kvviz.model.dims builds a ModelShape from a ModelDims (it imports this module, not the reverse)
-    from kvviz.model.dims import ModelDims
 
 COMPONENTS: tuple[str, ...] = ("qkv_proj", "attn_scores", "attn_values", "out_proj", "mlp", "lm_head")
 COMPONENT_LABELS: dict[str, str] = {
@@ -94,12 +91,6 @@ class ModelShape:
             raise OpsInputError(_(
                 "n_kv_heads ({n_kv_heads}) must divide n_head ({n_head}): each K/V head serves "
                 "a whole group of query heads").format(n_kv_heads=self.n_kv_heads, n_head=self.n_head))
-
-    @classmethod
-    def from_info(cls, info: ModelDims) -> ModelShape:
-        """Alias of `info.ops_shape()`: a model's dimensions convert themselves in kvviz.model.dims, their one
-        home (a loaded ModelInfo names the shape by its label). Kept for callers written before it."""
-        return info.ops_shape()
 
     # ----- ops per token that do not depend on the context length ------------------------------------
     @property

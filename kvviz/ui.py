@@ -28,6 +28,7 @@ import streamlit as st
 from kvviz import i18n
 from kvviz.i18n import N_, _, ngettext
 from kvviz.model import loading, shared_mode
+from kvviz.model.dims import GPT2_FAMILY
 
 if TYPE_CHECKING:
     from kvviz.step.engine import StepEngine
@@ -582,7 +583,7 @@ def _local_picker() -> None:
         st.button(_("Load"), key="app_model_load", on_click=_on_load)
     elif choice == "random":
         st.session_state.setdefault(_ARCH_KEY, "gpt2")
-        st.selectbox(_("Architecture"), list(loading.GPT2_SHAPES), key=_ARCH_KEY,
+        st.selectbox(_("Architecture"), list(GPT2_FAMILY), key=_ARCH_KEY,
                      on_change=lambda: _switch_to(loading.RANDOM_PREFIX + st.session_state[_ARCH_KEY], _ARCH_KEY))
 
 

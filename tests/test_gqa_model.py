@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from kvviz import memory, ops
+from kvviz import memory
 from kvviz.model import loading
 from kvviz.step.engine import StepEngine
 from support.greedy import PROMPTS, generate_greedy, generate_greedy_uncached
@@ -45,7 +45,7 @@ def test_both_bundled_models_are_safetensors_and_together_small():
 
 
 def test_ops_counts_read_the_kv_heads_and_the_swiglu_mlp_from_the_model(gqa):
-    shape = ops.ModelShape.from_info(gqa.info)
+    shape = gqa.info.ops_shape()
     cfg = gqa.model.config
     q, k, v = (m.weight for m in (gqa.model.model.layers[0].self_attn.q_proj, gqa.model.model.layers[0].self_attn.k_proj,
                                     gqa.model.model.layers[0].self_attn.v_proj))
@@ -73,7 +73,7 @@ def test_real_cache_bytes_equal_the_calculator_and_a_quarter_of_mha(gqa):
     for layer in engine.cache.layers:  # (batch, num_key_value_heads, seq_len, head_dim)
         assert tuple(layer.keys.shape) == (1, 2, engine.cache_len, 16)
     tensor_bytes = sum(t.numel() * t.element_size() for layer in engine.cache.layers for t in (layer.keys, layer.values))
-    config = memory.kv_config_from_info(info)
+    config = info.kv_config()
     assert engine.cache_bytes == tensor_bytes == memory.kv_bytes(config, engine.cache_len)
     assert memory.predicted_cache_bytes(info, engine.cache_len) == tensor_bytes
     mha = memory.kv_bytes(dataclasses.replace(config, n_kv_heads=info.n_head), engine.cache_len)

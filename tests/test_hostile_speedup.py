@@ -69,7 +69,7 @@ def test_a_real_runs_estimate_comes_from_real_passes(sdpa_model, monkeypatch):
     small_run = BenchSettings(prompt_len=4, new_tokens=8, repeats=1, warmup=0, threads=1)
     big_run = BenchSettings(prompt_len=1, new_tokens=255, repeats=10, warmup=5, threads=1,
                             include_generate_no_cache=True)
-    shape = ops.ModelShape.from_info(sdpa_model.info)
+    shape = sdpa_model.info.ops_shape()
     assert harness.estimate(sdpa_model, small_run) == estimate_seconds(small_run, shape, rates)  # from those passes
     laptop, asked = LAPTOP_RATES, []
     monkeypatch.setattr(harness, "pass_rates", lambda loaded, threads: asked.append((loaded, threads)) or laptop)

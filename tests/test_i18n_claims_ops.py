@@ -99,7 +99,7 @@ def test_count_the_work_custom_shape_error_and_savings_sentence_in_chinese():
     assert at.error and "必须能整除" in at.error[0].value
     assert english_leftovers(page_texts(at)) == []
     at = ops_page(i18n.CHINESE)
-    shape = ops.ModelShape.from_info(loading.bundled_info())
+    shape = loading.bundled_info().ops_shape()
     with i18n.language(i18n.CHINESE):
         sentence = ops.savings_sentence(shape, 16, 200)
     assert any(m.value == sentence for m in at.markdown) and "使用 KV 缓存后" in sentence

@@ -106,7 +106,7 @@ def test_home_page_in_chinese(fresh_streamlit_caches):
     assert at.title[0].value == "kvviz：一步一步看懂 KV 缓存"
     info = loading.bundled_info()
     with i18n.language(i18n.CHINESE):  # strings another slice owns: allowed only while they are still English
-        outside = [info.label, ops.savings_sentence(ops.ModelShape.from_info(info), 16, 200)]
+        outside = [info.label, ops.savings_sentence(info.ops_shape(), 16, 200)]
     left = english_leftovers(page_texts(at), allowed=outside)
     assert not left, left
     assert f"{info.n_positions}" in at.info[0].value and "字节" in at.info[0].value

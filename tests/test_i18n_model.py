@@ -18,6 +18,7 @@ from kvviz import i18n
 from kvviz.i18n import CHINESE, ENGLISH
 from kvviz.inputs import prompt_rules, query_values
 from kvviz.model import load_cost, loading, shared_mode
+from kvviz.model.dims import GPT2_FAMILY
 
 
 def _sidebar_texts(at: AppTest) -> list[str]:
@@ -102,7 +103,7 @@ def test_shared_mode_in_chinese_lists_refuses_and_caps(tmp_path, monkeypatch, fr
     assert [w.value for w in at.sidebar.warning] == ["这台共享服务器不提供该模型；请从侧边栏的列表中选择。"]
     at.sidebar.radio(key="app_model_offered").set_value("random:gpt2-xl").run()  # over the cap: refused before a weight
     assert not at.exception
-    n_params = load_cost.gpt2_param_count(48, 1600, loading.GPT2_N_POSITIONS, loading.GPT2_VOCAB_SIZE)
+    n_params = load_cost.gpt2_param_count(48, 1600, GPT2_FAMILY["gpt2"].n_positions, GPT2_FAMILY["gpt2"].vocab_size)
     assert at.sidebar.warning[0].value == (
         f"无法加载 `random:gpt2-xl`：模型对这台服务器来说太大：根据 gpt2-xl 结构，它有 {n_params:,} 个参数"
         f"（按 float32 计 {n_params * 4 / 2**30:.2f} GiB）；每次加载最多 200,000,000 个参数（float32 权重 0.75 GiB）。")

@@ -66,7 +66,7 @@ def test_an_ops_chart_in_chinese_counts_in_yi_or_wan_and_hovers_the_exact_count(
     """Real counts of the bundled model, 16 + 20 tokens: all the work peaks at 5.4 x 10^8 (the axis says
     单位：亿), attention alone at 7.3 x 10^6 (单位：万); every drawn value times the unit is the exact integer on
     the hover."""
-    points = ops.curve(ops.ModelShape.from_info(loading.bundled_info()), 16, 20, max_points=50)
+    points = ops.curve(loading.bundled_info().ops_shape(), 16, 20, max_points=50)
     with i18n.language(ZH):
         fig = figs.cumulative_figure(points, quantity=quantity)
     title = fig.layout.yaxis.title.text

@@ -273,7 +273,7 @@ def test_two_sequences_by_hand():
 
 
 def test_single_sequence_agrees_with_memory_calculator(bundled):
-    config = memory.kv_config_from_info(bundled.info)
+    config = bundled.info.kv_config()
     view = capacity.paged_view(config, context_len=37, batch=1, block_tokens=16, max_len=256)
     bt = paging.block_table(37, 16)
     assert (bt.n_blocks, bt.waste_slots) == (view.blocks_per_sequence, view.waste_tokens_last_block)
@@ -296,7 +296,7 @@ def test_paged_generation_reads_back_the_real_cache(bundled):
     n_prompt = len(bundled.tokenizer(PROMPT).input_ids)
     assert run.prompt_tokens == n_prompt and p.seq_lens == (n_prompt + 6, n_prompt + 3)
     assert p.shared_prefix_len >= n_prompt and p.shared_blocks == p.shared_prefix_len // 8
-    assert p.bytes_per_token == memory.kv_config_from_info(bundled.info).bytes_per_token
+    assert p.bytes_per_token == bundled.info.kv_config().bytes_per_token
     assert run.gather_max_abs_diff == 0.0 and run.shared_rows_max_abs_diff < 1e-5
 
 

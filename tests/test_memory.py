@@ -237,7 +237,7 @@ def test_predicted_bytes_equal_the_real_dynamic_cache(bundled):
             for layer in cache.layers
         )
         assert real == engine.cache_bytes == memory.predicted_cache_bytes(bundled.info, engine.cache_len)
-    assert cache.layers[0].keys.dtype == torch.float32 and memory.kv_config_from_info(bundled.info).dtype == "fp32"
+    assert cache.layers[0].keys.dtype == torch.float32 and bundled.info.kv_config().dtype == "fp32"
 
 
 def test_format_bytes_never_uses_scientific_notation():

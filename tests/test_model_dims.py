@@ -48,9 +48,8 @@ def test_from_config_reads_gpt2s_and_llamas_names():
 def test_conversions_give_the_records_callers_built_by_hand(info):
     assert info.ops_shape() == ops.ModelShape(info.n_layer, info.n_head, info.n_kv_heads, info.head_dim, info.n_embd,
                                               info.d_ff, info.vocab_size, info.mlp_matrices, name=info.label)
-    assert ops.ModelShape.from_info(info) == info.ops_shape()  # the alias
     by_hand = memory.KVConfig(info.n_layer, info.n_head, info.n_kv_heads, info.head_dim, "fp32", name=info.label)
-    assert info.kv_config() == memory.kv_config_from_info(info) == by_hand  # fp32: the dtype it runs in
+    assert info.kv_config() == by_hand  # fp32: the dtype it runs in
     windowed = info.kv_config(window=16, local_per_global=1)
     assert windowed == dataclasses.replace(by_hand, window=16, local_per_global=1)
     int4 = info.kv_config(dtype="int4", quant_group_size=32)
@@ -69,7 +68,6 @@ def test_the_gpt2_family_has_one_source_the_presets():
         assert dims.kv_config(preset.kv.dtype, name) == preset.kv
         # the random-weight build's config gives the model card's parameter count
         assert load_cost.params_from_config(dims.gpt2_config()) == preset.n_params
-        assert loading.GPT2_SHAPES[name] == {"n_layer": dims.n_layer, "n_head": dims.n_head, "n_embd": dims.n_embd}
-    assert (loading.GPT2_N_POSITIONS, loading.GPT2_VOCAB_SIZE) == (1024, 50257)
+    assert (GPT2_FAMILY["gpt2"].n_positions, GPT2_FAMILY["gpt2"].vocab_size) == (1024, 50257)
     wide = dataclasses.replace(GPT2_FAMILY["gpt2"], d_ff=1000)
     assert wide.gpt2_config()["n_inner"] == 1000 and "n_inner" not in GPT2_FAMILY["gpt2"].gpt2_config()

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from kvviz.model import loading
+from kvviz.model.dims import GPT2_FAMILY
 from kvviz.step.engine import StepEngine
 from kvviz.step.records import DEFAULT_SAMPLING
 from support.models import model_folder
@@ -135,7 +136,7 @@ def test_cap_refuses_an_oversize_config_before_reading_weights(tmp_path):
     from transformers import GPT2Config
 
     folder = tmp_path / "gpt2-xl-config-only"
-    GPT2Config(**loading.GPT2_SHAPES["gpt2-xl"]).save_pretrained(folder)
+    GPT2Config(**GPT2_FAMILY["gpt2-xl"].gpt2_config()).save_pretrained(folder)
     assert sorted(p.name for p in folder.iterdir()) == ["config.json"]
     cap = loading.LoadCap(200_000_000)
     with pytest.raises(loading.ModelLoadError, match=r"too large.*config\.json says 1,557,611,200 parameters"):

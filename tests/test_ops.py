@@ -53,8 +53,8 @@ def test_flops_are_two_per_op():
     assert counts.attn_scores == counts.attention_dot_products * 64
 
 
-def test_from_info(bundled):
-    shape = ops.ModelShape.from_info(bundled.info)
+def test_a_loaded_models_ops_shape_is_its_real_width(bundled):
+    shape = bundled.info.ops_shape()
     assert (shape.n_layer, shape.n_head, shape.head_dim) == (bundled.info.n_layer, bundled.info.n_head, bundled.info.head_dim)
     assert shape.d_ff == bundled.model.config.n_inner or shape.d_ff == 4 * bundled.info.n_embd
     assert shape.d_ff == bundled.model.transformer.h[0].mlp.c_fc.weight.shape[1]  # the real MLP width
@@ -194,7 +194,7 @@ def _expected(shape, passes, dense, lm_all):
 @pytest.mark.parametrize("logits_to_keep", [0, 1])
 def test_counts_equal_the_matmuls_the_real_model_executes(bundled, logits_to_keep):
     model = bundled.model
-    shape = ops.ModelShape.from_info(bundled.info)
+    shape = bundled.info.ops_shape()
     prompt, n_new_tokens = [5, 17, 99, 3, 42], 6
     lm_all = logits_to_keep == 0
     ids = torch.tensor([prompt + [7, 11, 13, 19, 23]])  # fixed follow-up tokens: the counts do not depend on them
@@ -236,7 +236,7 @@ def test_counts_equal_the_matmuls_the_real_model_executes(bundled, logits_to_kee
 
 # ----- the summary sentence is derived from the counts ------------------------------------------------------------
 def test_savings_sentence_at_the_page_defaults(bundled):
-    shape = ops.ModelShape.from_info(bundled.info)
+    shape = bundled.info.ops_shape()
     cached, uncached = ops.generation_totals(shape, 16, 200, lm_head_all_positions=False)
     text = ops.savings_sentence(shape, 16, 200)
     mlp = uncached.mlp / cached.mlp

@@ -169,7 +169,7 @@ def test_whole_run_notation_matches_the_numbers_shown(bundled):
     from kvviz import ops
 
     q = lesson._quadratic(StepEngine(bundled))
-    shape = ops.ModelShape.from_info(bundled.info)
+    shape = bundled.info.ops_shape()
     heads, t = shape.n_layer * shape.n_head, 16 + 200 - 1
     cached, uncached = ops.generation_totals(shape, 16, 200)
     assert cached.attention_dot_products == heads * t * (t + 1) // 2  # the formula the question states
@@ -222,7 +222,7 @@ def test_step_8_formula_and_total_agree(bundled):
     from kvviz import ops
 
     q = lesson._quadratic(StepEngine(bundled))
-    shape = ops.ModelShape.from_info(bundled.info)
+    shape = bundled.info.ops_shape()
     p, t = 16, 16 + 200 - 1
     heads = shape.n_layer * shape.n_head
     _, uncached = ops.generation_totals(shape, p, 200)

@@ -116,7 +116,7 @@ def test_ops_page_renders_reacts_and_restores_url():
     at.run()
     assert not at.exception and not at.error and at.title[0].value == "Count the work"
     info = load_model("bundled").info
-    cached, uncached = ops.generation_totals(ops.ModelShape.from_info(info), 16, 200, lm_head_all_positions=False)
+    cached, uncached = ops.generation_totals(info.ops_shape(), 16, 200, lm_head_all_positions=False)
     assert metrics(at)["Without / with"] == f"{uncached.total_ops / cached.total_ops:,.1f}x"
     before = metrics(at)["Without cache (ops)"]
     at.number_input(key="ops_new").set_value(300).run()
@@ -192,7 +192,7 @@ def test_link_refusals_name_only_what_streamlit_dropped_or_changed():
 def test_pages_show_the_savings_sentence_and_the_quantized_residual():
     at = page("attention_ops")
     at.run()
-    shape = ops.ModelShape.from_info(load_model("bundled").info)
+    shape = load_model("bundled").info.ops_shape()
     assert any(m.value == ops.savings_sentence(shape, 16, 200) for m in at.markdown)
     at = page("memory_budget")
     at.run()

@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 from support.pages import app_test
 from kvviz import ui
 from kvviz.model import loading, shared_mode
+from kvviz.model.dims import GPT2_FAMILY
 from support.models import model_folder
 
 
@@ -38,7 +39,7 @@ def classroom(tmp_path, monkeypatch, fresh_streamlit_caches) -> dict[str, Path]:
         "unlisted": model_folder(tmp_path / "private" / "unlisted"),
         "huge": tmp_path / "models" / "huge",
     }
-    GPT2Config(**loading.GPT2_SHAPES["gpt2-xl"]).save_pretrained(folders["huge"])
+    GPT2Config(**GPT2_FAMILY["gpt2-xl"].gpt2_config()).save_pretrained(folders["huge"])
     config = tmp_path / "kvviz_shared.toml"
     config.write_text(
         "max_params = 200_000_000\n"

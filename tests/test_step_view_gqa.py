@@ -53,7 +53,7 @@ def test_snapshot_of_a_gqa_model_reads_one_kv_head_for_a_group_of_queries(gqa):
     assert not np.allclose(snap.group_attention[0], snap.group_attention[1])  # different queries, same rows
     assert len(figs.group_figure(snap).data) == 1 + 4  # K heatmap + one bar trace per query head
     # bytes: the real tensors == the calculator; full MHA would hold n_head / n_kv_heads = 4x more
-    gqa_cfg = memory.kv_config_from_info(info)
+    gqa_cfg = info.kv_config()
     assert engine.cache_bytes == memory.kv_bytes(gqa_cfg, engine.cache_len)
     mha = memory.kv_bytes(dataclasses.replace(gqa_cfg, n_kv_heads=info.n_head), engine.cache_len)
     assert mha == 4 * engine.cache_bytes

@@ -362,8 +362,3 @@ def predicted_cache_bytes(info: DescribesItsCache, seq_len: int, batch: int = 1)
     """
     return kv_bytes(info.kv_config(), seq_len, batch)
 
-
-def kv_config_from_info(info: DescribesItsCache) -> KVConfig:
-    """Alias of `info.kv_config()` (kvviz.model.dims converts a model's dimensions), kept for pages written before
-    it."""
-    return info.kv_config()

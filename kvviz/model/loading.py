@@ -71,12 +71,6 @@ MODEL_CLASSES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM"}  # mode
 BUNDLED_DIR = BUNDLED_MODELS[BUNDLED].folder
 
 # The GPT-2 architectures a random-weight model can take: kvviz.model.dims.GPT2_FAMILY (from kvviz.memory.presets).
-# GPT2_SHAPES, {name: {n_layer, n_head, n_embd}}, and the two constants are the same numbers in the form older callers
-# read (the stage's race shape, the sidebar's architecture list): kept as views of GPT2_FAMILY, never edited here.
-GPT2_SHAPES: dict[str, dict[str, int]] = {name: {"n_layer": d.n_layer, "n_head": d.n_head, "n_embd": d.n_embd}
-                                          for name, d in GPT2_FAMILY.items()}
-GPT2_N_POSITIONS = GPT2_FAMILY["gpt2"].n_positions
-GPT2_VOCAB_SIZE = GPT2_FAMILY["gpt2"].vocab_size
 
 
 class ModelLoadError(RuntimeError):
