@@ -337,6 +337,15 @@ def screen_reader_text(text: str, where=None) -> None:
     (st if where is None else where).html(f'<div class="kvviz-sr-only">{screen_reader_span(text)}</div>')
 
 
+def chart(where, fig, text: str | None = None, **kwargs) -> None:
+    """`where`.plotly_chart(fig, **kwargs) (where: st, a column or a container), then the chart's data as visually
+    hidden text for a screen reader: `text`, or what kvviz.figures.describe reads off the figure's traces."""
+    from kvviz.figures import describe  # plotly, imported by the pages that draw a chart anyway
+
+    where.plotly_chart(fig, **kwargs)
+    screen_reader_text(describe(fig) if text is None else text, None if where is st else where)
+
+
 def set_document_language() -> None:
     """<html lang> follows the interface language: "zh-CN" on a Chinese page, "en" on an English one. (With the
     style that keeps text readable, READABLE_CSS: both belong to every page, drawn once per run.)"""

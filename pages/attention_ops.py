@@ -151,14 +151,14 @@ def counter() -> None:
         with tabs[0]:
             quantity = st.selectbox(_("Quantity"), list(figs.QUANTITIES), index=0, key="ops_quantity",
                                     bind="query-params", format_func=lambda q: _(figs.QUANTITIES[q][0]))
-            st.plotly_chart(figs.cumulative_figure(points, quantity, flops, log_y), key="ops_chart_cum",
+            ui.chart(st, figs.cumulative_figure(points, quantity, flops, log_y), key="ops_chart_cum",
                             config=export("cumulative_ops"))
     if tabs[1].open:
         with tabs[1]:
-            st.plotly_chart(figs.ratio_figure(points), key="ops_chart_ratio", config=export("ops_ratio"))
+            ui.chart(st, figs.ratio_figure(points), key="ops_chart_ratio", config=export("ops_ratio"))
     if tabs[2].open:
         with tabs[2]:
-            st.plotly_chart(figs.breakdown_figure(cached, uncached, flops, log_y), key="ops_chart_parts",
+            ui.chart(st, figs.breakdown_figure(cached, uncached, flops, log_y), key="ops_chart_parts",
                             config=export("ops_per_component"))
             ui.table([{
                 _("component"): _(ops.COMPONENT_LABELS[k]),
@@ -173,7 +173,7 @@ def counter() -> None:
         with tabs[3]:
             shown = min(new_tokens, 64)
             steps = list(ops.generation_steps(shape, prompt_len, shown, lm_head_all_positions=lm_all))
-            st.plotly_chart(figs.per_step_figure([s.index for s in steps], [s.cached for s in steps],
+            ui.chart(st, figs.per_step_figure([s.index for s in steps], [s.cached for s in steps],
                                                  [s.uncached for s in steps]), key="ops_chart_steps",
                             config=export("ops_per_pass"))
             # Exact counts reach the table as text: a custom shape's counts overflow int64 (Arrow's integers).

@@ -89,7 +89,7 @@ st.markdown(
         kv_heads=info.n_kv_heads, heads=info.n_head, group=info.n_head // info.n_kv_heads)
        if info.n_kv_heads != info.n_head else "")
 )
-st.plotly_chart(figs.gallery_figure(lp, info.n_kv_heads), config=export_config("attention_patterns"), key="pat_gallery")
+ui.chart(st, figs.gallery_figure(lp, info.n_kv_heads), config=export_config("attention_patterns"), key="pat_gallery")
 
 st.header(_("Named patterns in this layer"))
 strongest = strongest_induction_head(lp)
@@ -128,4 +128,4 @@ st.caption(_(
                                                                            thresholds=thresholds_text()))
 
 st.header(_("Head {head}, large").format(head=head))
-st.plotly_chart(figs.head_figure(lp, head, run.tokens, info.n_kv_heads), config=export_config("attention_patterns"), key="pat_head_fig")
+ui.chart(st, figs.head_figure(lp, head, run.tokens, info.n_kv_heads), config=export_config("attention_patterns"), key="pat_head_fig")

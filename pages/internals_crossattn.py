@@ -45,7 +45,7 @@ st.caption(ngettext("Tiny BART with RANDOM weights, built here in milliseconds: 
                     "heads x head_dim {head_dim}, float32; the encoder ran {n} times for all the steps. The text is "
                     "meaningless; the cache mechanics are real.", run.encoder_passes).format(
     layers=run.n_layer, heads=run.n_heads, head_dim=run.head_dim, n=run.encoder_passes))
-st.plotly_chart(fig.cross_attention_figure(run), **PLOT)
+ui.chart(st, fig.cross_attention_figure(run), **PLOT)
 st.dataframe([{
     _("step"): s.step, _("self rows"): s.self_rows, _("self bytes"): s.self_bytes, _("cross rows"): s.cross_rows,
     _("cross bytes"): s.cross_bytes, _("cross K/V equal to step 0"): s.cross_equal_to_first,

@@ -119,10 +119,10 @@ m1.metric(_("rows kept per layer and KV head"), f"{shown.layers[0].rows_kept} / 
 m2.metric(_("KV bytes kept (one span)"), f"{kept_bytes:,} B", f"{kept_bytes / full_bytes:.1%}", delta_color="off",
           delta_arrow="off")
 m3.metric(_("KV bytes evicted"), f"{full_bytes - kept_bytes:,} B")
-st.plotly_chart(fig.grid_figure(shown), **PLOT)
+ui.chart(st, fig.grid_figure(shown), **PLOT)
 st.caption(_("The first copy-test span, {n} tokens: {text}").format(
     n=len(shown.tokens), text=code("".join(shown.tokens), limit=600)))
-st.plotly_chart(fig.layer_bytes_figure(shown), **PLOT)
+ui.chart(st, fig.layer_bytes_figure(shown), **PLOT)
 
 st.header(_("Quality vs bytes kept: every policy, every budget"))
 st.caption(_("Bounded work: {policies} policies x {budgets} budgets x 2 measures, plus {formats} quantized formats; "
@@ -144,9 +144,9 @@ if sweep is None:
 drawn = st.multiselect(_("Policies drawn (at most {n}: the full cache and the quantized formats are always "
                          "there)").format(n=MAX_LEGEND_ENTRIES), EVICT_POLICIES[1:], default=list(DEFAULT_DRAWN),
                        max_selections=MAX_LEGEND_ENTRIES, format_func=policy_label, key="evict_drawn")
-st.plotly_chart(fig.quality_figure(sweep, drawn, "copy"), **PLOT)
+ui.chart(st, fig.quality_figure(sweep, drawn, "copy"), **PLOT)
 st.caption(_("The copy test needs the rows of the whole first copy: the induction heads look the next token up there."))
-st.plotly_chart(fig.quality_figure(sweep, drawn, "loss"), **PLOT)
+ui.chart(st, fig.quality_figure(sweep, drawn, "loss"), **PLOT)
 full = sweep.point("full", 100)
 st.caption(_("Full cache: copy test {acc:.1%} ({right}/{total} predictions), loss {loss:.3f} nats/token. A model "
              "this small leans on local context for ordinary text, so the loss mostly shows what the newest and "

@@ -80,14 +80,14 @@ m[3].metric(_("Copied per new token"), f"{cost.copied_bytes:,} B",
                    "write the new row in place and copy nothing"))
 mask = layout.head_read_mask(name, shape, int(head), int(seq_len))
 row = layout.picture_row_elems(name, shape, int(seq_len))
-st.plotly_chart(fig.layout_read_map(mask, row, 4, _("Layer {layer} buffer, {name}: what head {head} reads (dark); "
+ui.chart(st, fig.layout_read_map(mask, row, 4, _("Layer {layer} buffer, {name}: what head {head} reads (dark); "
                                                      "the element above (red x)").format(layer=layer, name=layout.short_name(name),
                                                                                           head=head), offset), **PLOT)
 
 st.header(_("The price of appending: copy or write in place"))
 lens = list(range(0, info.n_positions, max(1, info.n_positions // 64)))
 copied = {layout.short_name(k): [layout.append_cost(k, shape, n).copied_bytes for n in lens] for k in layout.LAYOUTS}
-st.plotly_chart(fig.append_copy_figure(lens, copied, cost.written_bytes, _("Bytes moved to append one token (one "
+ui.chart(st, fig.append_copy_figure(lens, copied, cost.written_bytes, _("Bytes moved to append one token (one "
                                        "layer's K): copy every past row, or write one row in place")), **PLOT)
 total_new = min(256, info.n_positions - 1)
 st.caption(_(
@@ -119,7 +119,7 @@ if isinstance(stored, layout.LayoutBench):
                 f"{bench.load_1min:.2f}" if bench.load_1min == bench.load_1min else _("unknown"),
                 help=load_label(bench.load_1min))
     (st.info if bench.inside_noise else st.success)(bench.sentence())
-    st.plotly_chart(fig.layout_bench_figure(bench), **PLOT)
+    ui.chart(st, fig.layout_bench_figure(bench), **PLOT)
     st.caption(_("numpy copy of one head's keys from a {heads} heads x {positions:,} positions x {head_dim} float32 "
                  "buffer. Contiguous: {contiguous}; strided: {strided}; {load} at the time. A measurement: it varies "
                  "with the CPU and its load.").format(

@@ -50,8 +50,8 @@ m[0].metric(_("Lengths A / B"), f"{p.seq_lens[0]} / {p.seq_lens[1]}")
 m[1].metric(_("Physical blocks"), p.physical_blocks, help=_("shared: {n}").format(n=p.shared_blocks))
 m[2].metric(_("Slots allocated, unused"), f"{p.waste_bytes // p.bytes_per_token}")
 m[3].metric(_("Paged / pre-allocated bytes"), f"{p.paged_bytes / p.preallocated_bytes:.0%}")
-st.plotly_chart(fig.paging_blocks_figure(p), **PLOT)
-st.plotly_chart(fig.paging_bytes_figure(p), **PLOT)
+ui.chart(st, fig.paging_blocks_figure(p), **PLOT)
+ui.chart(st, fig.paging_bytes_figure(p), **PLOT)
 st.caption(_("Block tables A {table_a}, B {table_b}; refcounts {refcounts}. {bytes_:,} bytes per token (from the real "
              "cache); pre-allocation reserves {max_len} positions per sequence. Reading both caches back through "
              "their block tables reproduces them exactly (max difference {diff:.1e}).").format(

@@ -81,9 +81,9 @@ elif t.inside_noise:  # the verdict's wording is the noise rule's (kvviz.measure
             else r.timing_sentence())
 else:
     st.success(r.timing_sentence())
-st.plotly_chart(fig.token_strip_figure(r.tokens_b, r.reused_len, _("Prompt B: green rows reused from A's cache, "
+ui.chart(st, fig.token_strip_figure(r.tokens_b, r.reused_len, _("Prompt B: green rows reused from A's cache, "
                                                                      "orange rows computed now")), **PLOT)
-st.plotly_chart(fig.prefix_figure(r), **PLOT)
+ui.chart(st, fig.prefix_figure(r), **PLOT)
 st.caption(_("Fresh prefill of B: {fresh}; reuse: {reuse} (wall-clock on this machine, runs taken in turn after one "
              "warm-up each, 1-min load average {load} then). Reused rows: {bytes_:,} bytes. Same next token: "
              "{same}. Largest K/V difference: {diff:.2e}.").format(

@@ -83,8 +83,8 @@ st.dataframe([{
 st.caption(_("{n} cached tokens; {residual} newest rows per layer left in full precision.").format(
     n=rows[0].seq_len, residual=rows[0].residual_rows))
 c1, c2 = st.columns(2)
-c1.plotly_chart(fig.quant_bytes_figure(rows), **PLOT)
-c2.plotly_chart(fig.quant_error_figure(rows), **PLOT)
+ui.chart(c1, fig.quant_bytes_figure(rows), **PLOT)
+ui.chart(c2, fig.quant_error_figure(rows), **PLOT)
 
 st.header(_("Does generation change? Greedy agreement"))
 st.caption(_("Bounded work: at most {prompts} prompts, {tokens} tokens each, and prompts x tokens at most {total}; "
@@ -110,7 +110,7 @@ if st.button(_("Measure greedy agreement"), key="int_quant_run"):
 stored = st.session_state.get(AGREEMENT_KEY)
 if stored is not None:
     (done_lines, done_n, done_group), results = stored
-    st.plotly_chart(fig.quant_agreement_figure(results), **PLOT)
+    ui.chart(st, fig.quant_agreement_figure(results), **PLOT)
     st.caption(_("{per_format} over {n} tokens each, group size {group} (teacher-forced: both runs see the "
                  "full-precision tokens).").format(
         per_format=list_sep().join(_("{format}: {same}/{total} prompts identical").format(

@@ -76,7 +76,7 @@ m[0].metric(_("Acceptance"), f"{run.acceptance_rate:.0%}",
 m[1].metric(_("Verifier passes (plain greedy: {n})").format(n=len(run.tokens)), run.verifier_passes,
             help=_("plain greedy decoding needs one pass per generated token, the prefill included"))
 m[2].metric(_("Cache vs fresh prefill"), f"{run.cache_vs_fresh_max_abs_diff:.1e}")
-st.plotly_chart(fig.speculative_figure(run), **PLOT)
+ui.chart(st, fig.speculative_figure(run), **PLOT)
 st.dataframe([{
     _("round"): r.index, _("proposed"): " | ".join(repr(t)[1:-1] for t in r.proposed_text), _("accepted"): r.accepted,
     _("rows before"): r.cache_len_before, _("after verify"): r.cache_len_verified,

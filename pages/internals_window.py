@@ -73,10 +73,10 @@ m[2].metric(_("Attention on evicted rows (local layers)"), f"{np.mean(lost):.0%}
 if run.evicted_tokens:
     st.markdown(_("**Evicted (no longer visible to local layers):** {tokens}").format(
         tokens=echo.code("".join(run.evicted_tokens), None)))  # the prompt's own words: a code span they cannot close
-st.plotly_chart(fig.window_mask_figure(visible, run.tokens[: len(visible)],
+ui.chart(st, fig.window_mask_figure(visible, run.tokens[: len(visible)],
                                        _("Local layer: which rows each query sees (W = {w}, first {n} tokens)").format(
                                            w=w, n=len(visible))), **PLOT)
-st.plotly_chart(fig.window_layers_figure(run), **PLOT)
+ui.chart(st, fig.window_layers_figure(run), **PLOT)
 st.caption(_("Calculator bytes per layer: {bytes_} (kvviz.memory.budget) = bytes of the kept slices of the real "
              "tensors.").format(bytes_=", ".join(f"{la.calculator_bytes:,}" for la in run.layers)))
 
@@ -87,6 +87,6 @@ try:
 except ValueError as exc:
     st.error(str(exc))
     st.stop()
-st.plotly_chart(fig.preset_layers_figure(p), **PLOT)
+ui.chart(st, fig.preset_layers_figure(p), **PLOT)
 st.caption(_("Gemma 3 4B, one sequence: {hybrid} with its 5:1 pattern vs {all_global} if every layer were "
              "global.").format(hybrid=units.format_bytes(p.total_bytes), all_global=units.format_bytes(p.all_global_bytes)))

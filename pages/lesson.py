@@ -309,7 +309,7 @@ def _term_label(term: str) -> str:
 
 def _figures(question: lesson.Question, after: bool, font_px: int, number: int) -> None:
     for i, pic in enumerate(p for p in question.pictures if p.after == after):
-        st.plotly_chart(lesson_figure(pic.kind, pic.data, font_px), config=export_config(f"lesson_step_{number}"),
+        ui.chart(st, lesson_figure(pic.kind, pic.data, font_px), config=export_config(f"lesson_step_{number}"),
                         key=f"lesson_fig_{number}_{int(after)}_{i}_{font_px}")
         st.caption(pic.caption)  # written in the question's language when it was asked
 

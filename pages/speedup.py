@@ -155,10 +155,10 @@ def render_results(result: BenchResult) -> None:
         default=shown, format_func=figs.short_label, max_selections=MAX_LEGEND_ENTRIES, key="bench_lines",
         help=_("Every mode's numbers are in the table below; four lines keep a chart readable on a projector."))
     left, right = st.columns(2)
-    left.plotly_chart(figs.latency_figure(result, modes=modes), key="bench_fig_latency")
-    right.plotly_chart(figs.cumulative_figure(result, modes=modes), key="bench_fig_cumulative")
-    left.plotly_chart(figs.speedup_figure(result, modes=modes), key="bench_fig_speedup")
-    right.plotly_chart(figs.roofline_figure(result), key="bench_fig_roofline")
+    ui.chart(left, figs.latency_figure(result, modes=modes), key="bench_fig_latency")
+    ui.chart(right, figs.cumulative_figure(result, modes=modes), key="bench_fig_cumulative")
+    ui.chart(left, figs.speedup_figure(result, modes=modes), key="bench_fig_speedup")
+    ui.chart(right, figs.roofline_figure(result), key="bench_fig_roofline")
     explain(result)
     rows = tables.summary_rows(result)
     st.dataframe(pd.DataFrame(rows), hide_index=True, key="bench_table", column_config={  # never "spee..."
@@ -275,7 +275,7 @@ def batch_section(spec: str, threads: int) -> None:
             bar.empty()
     sweep = st.session_state.get(BATCH_KEY)
     if sweep is not None:
-        st.plotly_chart(figs.batch_figure(sweep), key="bench_fig_batch")
+        ui.chart(st, figs.batch_figure(sweep), key="bench_fig_batch")
         first, last = sweep.points[0], sweep.points[-1]
         ridge = sweep.roofs.ridge_flop_per_byte
         st.markdown(_(
@@ -365,7 +365,7 @@ def device_section(spec: str) -> None:
     st.caption(_("Measured on {device}; {model}; machine load {load}.").format(
         device=result.device.describe(), model=i18n.shown_english(result.model_label), load=load_label(load_before)))
     if result.sweep:
-        st.plotly_chart(context_sweep_figure(result.sweep, result.device.kind), key="bench_fig_device_sweep",
+        ui.chart(st, context_sweep_figure(result.sweep, result.device.kind), key="bench_fig_device_sweep",
                         config=export_config("kvviz_context_sweep"))
         st.dataframe(pd.DataFrame([{
             _("cached tokens"): p.context,

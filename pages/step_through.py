@@ -847,5 +847,4 @@ if not present:
                 logit=check.max_abs_logit_diff, key=check.max_abs_key_diff, value=check.max_abs_value_diff,
                 same=_("yes") if check.same_next_token else _("no")))
             steps, with_cache, without_cache = step_view.cumulative_series(engine.records, info)
-            st.plotly_chart(figs.growth_chart(steps, with_cache, without_cache, _("query-key dot products")),
-                            config=CHART)
+            ui.chart(st, figs.growth_chart(steps, with_cache, without_cache, _("query-key dot products")), config=CHART)

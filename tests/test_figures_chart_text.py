@@ -315,3 +315,45 @@ def bundled_gqa_engine() -> StepEngine:
     for _step in range(3):
         engine.step()
     return engine
+
+
+# ----- every other chart: kvviz.figures.describe reads the data off the traces -----
+def test_describe_reads_bars_lines_and_heatmaps_off_the_figure():
+    import numpy as np
+    import plotly.graph_objects as go
+
+    from kvviz.figures import MAX_DESCRIBED_TRACES, describe
+
+    fig = go.Figure([go.Bar(x=["fp16", "int8"], y=[2048, 1024], name="bytes"),
+                     go.Scatter(x=[1, 2, 3], y=[5.0, 9.5, 7.25], name="ms <b>per</b> token"),
+                     go.Heatmap(z=np.array([[0.0, 1.5], [-2.0, 3.0], [1.0, 1.0]]), name="K")])
+    fig.update_layout(title="Cache <br>bytes")
+    said = describe(fig)
+    assert said.startswith("Chart: Cache bytes.")
+    assert "bytes: fp16 2,048; int8 1,024." in said
+    assert "ms per token: 3 points, from 1 (5) to 3 (7.25); highest 9.5 at 2." in said
+    assert "K: 3 x 2 cells, values from -2 to 3." in said
+    with i18n.language(i18n.CHINESE):
+        zh = describe(fig)
+    assert zh.startswith("图：Cache bytes。") and "3 × 2 个格" in zh and "fp16 2,048；int8 1,024" in zh
+    many = go.Figure([go.Scatter(x=[0, 1], y=[i, i + 1], name=f"s{i}") for i in range(MAX_DESCRIBED_TRACES + 3)])
+    assert describe(many).endswith("3 more series not read out.")
+    sideways = describe(go.Figure(go.Bar(y=["a", "b"], x=[0.25, 0.75], orientation="h")))
+    assert "bar: a 0.25; b 0.75." in sideways  # a horizontal bar's labels are its y
+    inferred = describe(go.Figure(go.Bar(y=["slow", "fast"], x=[3.5, 1.25])))  # plotly infers the orientation
+    assert "bar: slow 3.5; fast 1.25." in inferred
+    gaps = describe(go.Figure(go.Scatter(x=[1, 2, 3, 4], y=[1.0, None, float("nan"), 2.0], name="gaps")))
+    assert "gaps: 2 points, from 1 (1) to 4 (2); highest 2 at 4." in gaps
+
+
+def test_every_chart_on_the_cache_internals_and_count_the_work_pages_has_its_text():
+    """ui.chart draws the hidden text after each chart: as many texts as charts on each page (the stage, race and
+    memory charts carry their own, tested above)."""
+    from support.pages import open_page
+
+    for page in ("pages/attention_ops.py", "pages/internals_paging.py", "pages/internals_window.py"):
+        at = open_page(page, router=True)
+        charts = at.get("plotly_chart")
+        texts = [h.proto.body for h in at.get("html") if 'class="kvviz-sr-only"' in h.proto.body]
+        assert charts and len(texts) == len(charts), page
+        assert all("Chart" in t for t in texts), page

@@ -12,13 +12,17 @@ with `log_ticks()` (1, 2, 5 x 10^k in full). `readable()` applies the font sizes
 from __future__ import annotations
 
 import functools
+import html
 import math
+import re
 from collections.abc import Iterable
 
 import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 from _plotly_utils.utils import is_skipped_key, to_typed_array_spec
+
+from kvviz.i18n import _, list_sep
 
 MIN_TICK_FONT_PX = 14  # shared with the step page's figures and the browser test: never below this
 MAX_LEGEND_ENTRIES = 4
@@ -140,3 +144,69 @@ def export_config(filename: str = "kvviz") -> dict:
     """plotly config for st.plotly_chart(config=...): the mode bar's camera button saves a 2x PNG for slides,
     drawn in the browser (works offline); no plotly logo."""
     return {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2, "filename": filename}}
+
+
+# ----- a chart's data as text, for a reader who cannot see it (issue 35) -----
+MAX_DESCRIBED_TRACES = 8  # the rest are counted, not read out
+MAX_LISTED_POINTS = 12  # a bar chart up to this many bars is read bar by bar; past it, its extent and its highest
+
+
+def describe(fig: go.Figure) -> str:
+    """Any figure's data as sentences, read from its traces, for a screen reader: its title; then per trace its
+    name and what it draws (bars label by label; a line's points from first to last and its highest; a heatmap's
+    cells and value range). The stage, the race and the memory charts have their own, richer texts
+    (kvviz.figures.step, kvviz.figures.memory); this is every other chart's."""
+    title = _plain(fig.layout.title.text) if fig.layout.title and fig.layout.title.text else ""
+    parts = [_("Chart: {title}.").format(title=title) if title else _("Chart.")]
+    traces = list(fig.data)
+    for trace in traces[:MAX_DESCRIBED_TRACES]:
+        name = _plain(trace.name) if getattr(trace, "name", None) else trace.type
+        parts.append(_trace_text(trace, name))
+    if len(traces) > MAX_DESCRIBED_TRACES:
+        parts.append(_("{n} more series not read out.").format(n=len(traces) - MAX_DESCRIBED_TRACES))
+    return " ".join(parts)
+
+
+def _trace_text(trace, name: str) -> str:
+    if trace.type == "heatmap" and trace.z is not None:
+        z = np.asarray(trace.z, dtype=float)
+        if z.ndim == 2 and z.size:
+            return _("{name}: {rows} x {cols} cells, values from {low} to {high}.").format(
+                name=name, rows=z.shape[0], cols=z.shape[1], low=_num(np.nanmin(z)), high=_num(np.nanmax(z)))
+    if trace.type in ("bar", "scatter"):
+        horizontal = getattr(trace, "orientation", None) == "h"
+        labels, values = (trace.y, trace.x) if horizontal else (trace.x, trace.y)
+        values = [] if values is None else list(values)
+        labels = list(range(len(values))) if labels is None else list(labels)
+        if not any(_number(v) is not None for v in values) and any(_number(v) is not None for v in labels):
+            labels, values = values, labels  # plotly draws bars sideways when x holds the numbers, orientation unset
+        points = [(label, _number(v)) for label, v in zip(labels, values) if _number(v) is not None]
+        if not points:
+            return _("{name}: no points.").format(name=name)
+        top = max(points, key=lambda p: p[1])
+        if trace.type == "bar" and len(points) <= MAX_LISTED_POINTS:
+            return _("{name}: {points}.").format(name=name, points=list_sep().join(
+                f"{_plain(label)} {_num(value)}" for label, value in points))
+        return _("{name}: {n} points, from {x0} ({y0}) to {x1} ({y1}); highest {top} at {at}.").format(
+            name=name, n=len(points), x0=_plain(points[0][0]), y0=_num(points[0][1]), x1=_plain(points[-1][0]),
+            y1=_num(points[-1][1]), top=_num(top[1]), at=_plain(top[0]))
+    return _("{name} ({kind}).").format(name=name, kind=trace.type)
+
+
+def _number(value) -> float | None:
+    """A finite number, or None for a category, a gap (None, NaN) or an infinity."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _num(value: float) -> str:
+    """A number as the chart's hover would print it, about four significant figures, thousands separated."""
+    return f"{value:,.4g}" if abs(value) < 1e15 else f"{value:.3g}"
+
+
+def _plain(text) -> str:
+    """A label or title without plotly's HTML (<br>, <b>, <sub>) and its entities."""
+    return html.unescape(re.sub(r"<[^>]+>", " ", str(text))).replace("  ", " ").strip()
