@@ -344,6 +344,8 @@ def test_describe_reads_bars_lines_and_heatmaps_off_the_figure():
     assert "bar: slow 3.5; fast 1.25." in inferred
     gaps = describe(go.Figure(go.Scatter(x=[1, 2, 3, 4], y=[1.0, None, float("nan"), 2.0], name="gaps")))
     assert "gaps: 2 points, from 1 (1) to 4 (2); highest 2 at 4." in gaps
+    odd = describe(go.Figure([go.Heatmap(z=[["a", "b"], ["c", "d"]], name="words"), go.Heatmap(z=[[None, None]])]))
+    assert "words (heatmap)." in odd and "heatmap (heatmap)." in odd  # named, never a failure
 
 
 def test_every_chart_on_the_cache_internals_and_count_the_work_pages_has_its_text():

@@ -91,6 +91,7 @@ def _spec_copy(value, pack: bool, key: str | None = None):
         return to_typed_array_spec(value)
     return value
 
+
 def readable(fig: go.Figure, font_px: int = MIN_TICK_FONT_PX) -> go.Figure:
     """Every text of the figure at font_px or more, set on each axis (Streamlit's plotly theme would otherwise
     draw ticks at about 12 px): ticks, axis titles, legend, annotations (subplot titles included), colour bars."""
@@ -161,7 +162,10 @@ def describe(fig: go.Figure) -> str:
     traces = list(fig.data)
     for trace in traces[:MAX_DESCRIBED_TRACES]:
         name = _plain(trace.name) if getattr(trace, "name", None) else trace.type
-        parts.append(_trace_text(trace, name))
+        try:
+            parts.append(_trace_text(trace, name))
+        except (TypeError, ValueError):  # data of a shape this reader does not know: name the series, never fail
+            parts.append(_("{name} ({kind}).").format(name=name, kind=trace.type))
     if len(traces) > MAX_DESCRIBED_TRACES:
         parts.append(_("{n} more series not read out.").format(n=len(traces) - MAX_DESCRIBED_TRACES))
     return " ".join(parts)
@@ -170,7 +174,7 @@ def describe(fig: go.Figure) -> str:
 def _trace_text(trace, name: str) -> str:
     if trace.type == "heatmap" and trace.z is not None:
         z = np.asarray(trace.z, dtype=float)
-        if z.ndim == 2 and z.size:
+        if z.ndim == 2 and np.isfinite(z).any():
             return _("{name}: {rows} x {cols} cells, values from {low} to {high}.").format(
                 name=name, rows=z.shape[0], cols=z.shape[1], low=_num(np.nanmin(z)), high=_num(np.nanmax(z)))
     if trace.type in ("bar", "scatter"):
