@@ -398,7 +398,7 @@ def _controls() -> tuple[dict[str, bool], st.delta_generator.DeltaGenerator | No
     # translated.
     _keep_popover_state()
     # Drawn only while open (issue 33): a click on the stage reran these eight widgets, 14 of a click's 57 messages
-    # and ~6 ms of its ~40 ms of server CPU (bench/click_cpu.py), for a box the class never opens. Opening it reruns
+    # and ~6 ms of its ~40 ms of server CPU (bench/click_cpu.py), for a box only the teacher opens. Opening it reruns
     # the stage (on_change) with the values in force (_keep_popover_state: they live in session state meanwhile).
     prompt_box = row.popover(_("Prompt"), icon=":material/edit:", key="step_popover_prompt", on_change="rerun")
     if prompt_box.open:
