@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from support.i18n_text import ALLOWED, english_leftovers
 
 pytestmark = pytest.mark.browser
 WIDTH, HEIGHT = 1280, 720
-SHOTS = Path(os.environ.get("KVVIZ_SCREENSHOTS", "/tmp/kvviz_zh"))
+SHOTS = Path(os.environ.get("KVVIZ_SCREENSHOTS") or Path(tempfile.gettempdir()) / "kvviz_zh")
 CJK = re.compile(r"[\u4e00-\u9fff]")
 NAV = ".st-key-kvviz_nav"  # the sidebar's page links (ui.sidebar_navigation)
 SIDEBAR = '[data-testid="stSidebar"]'
