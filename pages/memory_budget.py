@@ -307,8 +307,8 @@ def paged(cfg: memory.KVConfig, context: int, batch: int) -> None:
     st.markdown(_("{blocks:,} blocks per sequence; the last one wastes {waste} token slots. The flat buffer wastes "
                   "{flat_waste}.").format(blocks=view.blocks_per_sequence, waste=view.waste_tokens_last_block,
                                           flat_waste=units.format_bytes(view.flat_bytes - view.used_bytes)))
-    st.plotly_chart(figs.paged_figure(view), key="mem_chart_paged", config=export_config("paged_vs_flat"))
-    ui.screen_reader_text(figs.paged_figure_text(view))  # the chart for a screen reader, visually hidden
+    ui.chart(st, figs.paged_figure(view), text=figs.paged_figure_text(view), key="mem_chart_paged",
+             config=export_config("paged_vs_flat"))
 
 
 def textbook() -> None:
@@ -446,13 +446,12 @@ def calculator() -> None:
         own_max = get_preset(preset).max_context if preset in PRESETS else None
         lines = ([cfg, *(get_preset(n).kv for n in compare)], horizon, batch)
         drawn = {"mark_context": context, "max_contexts": [own_max, *(get_preset(n).max_context for n in compare)]}
-        st.plotly_chart(figs.size_vs_context_figure(*lines, **drawn), key="mem_chart_ctx",
-                        config=export_config("kv_cache_vs_context"))
-        ui.screen_reader_text(figs.size_vs_context_figure_text(*lines, **drawn))  # the chart for a screen reader
+        ui.chart(st, figs.size_vs_context_figure(*lines, **drawn), text=figs.size_vs_context_figure_text(*lines, **drawn),
+                 key="mem_chart_ctx", config=export_config("kv_cache_vs_context"))
     with tabs[1]:
         if len(set(b.layer_bytes)) > 1:
-            st.plotly_chart(figs.per_layer_figure(b), key="mem_chart_layers", config=export_config("kv_per_layer"))
-            ui.screen_reader_text(figs.per_layer_figure_text(b))  # the chart for a screen reader, visually hidden
+            ui.chart(st, figs.per_layer_figure(b), text=figs.per_layer_figure_text(b), key="mem_chart_layers",
+                     config=export_config("kv_per_layer"))
         else:
             st.info(_("All {n} layers are alike: {bytes_} each.").format(
                 n=cfg.n_layer, bytes_=units.format_bytes(b.layer_bytes[0])))

@@ -509,8 +509,8 @@ def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None,
         with left:
             _race(snap, timing)
     elif view == "gqa":
-        left.plotly_chart(figs.group_figure(snap, font_px, height_px=360), config=CHART)
-        ui.screen_reader_text(f"{figs.group_figure_text(snap)} {bars_text}", left)  # both charts, for a screen reader
+        ui.chart(left, figs.group_figure(snap, font_px, height_px=360), text=f"{figs.group_figure_text(snap)} {bars_text}",
+                 config=CHART)  # the text says the bars beside it too
         left.caption(_gqa_text(snap))
     else:
         above = _("Rows = cache positions; the newest row is outlined · {n} older rows above not drawn (they got "
@@ -639,9 +639,8 @@ def _race(snap: step_view.StageSnapshot, timing: RaceTiming | None) -> None:
                      "the same {n} tokens.").format(model=models[0], race=models[1], n=timing.seq_len))
     sides = st.columns(2, gap="small")
     for side, cached in zip(sides, (True, False)):
-        side.plotly_chart(figs.race_figure(snap, cached, font_px, height_px=190 if not present else 200),
-                          config=CHART)
-        ui.screen_reader_text(figs.race_figure_text(snap, cached), side)  # the chart for a screen reader, hidden
+        ui.chart(side, figs.race_figure(snap, cached, font_px, height_px=190 if not present else 200),
+                 text=figs.race_figure_text(snap, cached), config=CHART)
         dots = c.this_dot_products_cached if cached else c.this_dot_products_uncached
         # K/V computed per token and layer, all heads at once: not "rows", which the stage and the lesson keep for one
         # head's row at one cache position
@@ -656,9 +655,9 @@ def _race(snap: step_view.StageSnapshot, timing: RaceTiming | None) -> None:
     elif timing is None:
         st.caption(_("The clock runs when the animation stops (timing every frame would slow it down)."))
     else:
-        st.plotly_chart(figs.race_timing_figure(timing.cached_ms, timing.uncached_ms, timing.fixed_ms, font_px,
-                                                height_px=120 if not present else 140), config=CHART)
-        ui.screen_reader_text(figs.race_timing_figure_text(timing))
+        ui.chart(st, figs.race_timing_figure(timing.cached_ms, timing.uncached_ms, timing.fixed_ms, font_px,
+                                             height_px=120 if not present else 140),
+                 text=figs.race_timing_figure_text(timing), config=CHART)
         if models is not None:
             st.caption(_("Clock: {race}.").format(race=models[1]))
 

@@ -299,9 +299,8 @@ def race_timing_figure(cached_ms: Sequence[float], uncached_ms: Sequence[float],
     percentile), and the 1-token forward, timed between them the same way, as the same statistic: its median a
     dashed line, its middle half a grey band (the floor every forward stands on here). One repeat a side has no
     spread: no whiskers, and the chart says so."""
-    stats = _median_spread
     names = [_("without the cache"), _("with the cache")]  # top to bottom: the slow side on top reads as a race
-    rows = [stats(uncached_ms), stats(cached_ms)]
+    rows = [_median_spread(uncached_ms), _median_spread(cached_ms)]
     single = min(len(cached_ms), len(uncached_ms)) < 2
     fig = go.Figure(go.Bar(
         x=[r[0] for r in rows], y=names, orientation="h", marker_color=[RECOMPUTED_COLOR, NEW_ROW_COLOR],
@@ -309,7 +308,7 @@ def race_timing_figure(cached_ms: Sequence[float], uncached_ms: Sequence[float],
                  "arrayminus": [r[1] for r in rows], "thickness": 2, "width": 6, "visible": not single},
         text=[f"{r[0]:.1f} ms" for r in rows], textposition="inside", insidetextanchor="start", cliponaxis=False,
         hovertemplate=_("%{y}: median %{x:.2f} ms<extra></extra>")))
-    fixed, fixed_below, fixed_above = stats(fixed_ms)
+    fixed, fixed_below, fixed_above = _median_spread(fixed_ms)
     if fixed_below + fixed_above > 0:  # the floor's middle half, as the whiskers show the sides'
         fig.add_vrect(x0=fixed - fixed_below, x1=fixed + fixed_above, fillcolor="#868e96", opacity=0.2, line_width=0,
                       layer="below")
