@@ -143,7 +143,7 @@ def test_copy_test_at_100_percent_is_the_copying_accuracy_for_the_same_text(load
 
 @pytest.mark.skipif(not CORPUS.is_file(), reason="Tiny Shakespeare is not beside the repo (../shared/data)")
 def test_copy_test_at_100_percent_reproduces_the_training_report(loaded):
-    """The held-out figure README and the attention-patterns page's model card quote (training_report.json)."""
+    """The held-out figure docs/models.md and the attention-patterns page's model card quote (training_report.json)."""
     report = json.loads((loading.BUNDLED_MODELS[loaded.info.spec].folder / "training_report.json").read_text())
     text = CORPUS.read_text(encoding="utf-8")
     val_ids = torch.tensor(loaded.tokenizer(text[int(len(text) * (1 - report["recipe"]["validation_fraction"])):])
@@ -251,13 +251,13 @@ def test_cli_prints_the_page_numbers_and_refuses_bad_values_in_one_line(loaded, 
         assert err.count("\n") == 1 and err.startswith("kvviz evict:") and len(err) < 400, err
 
 
-def test_the_readme_tables_reproduce_from_the_command_beside_them(loaded):
-    """README "What to forget": each model's policy x budget table is what `bench/eviction_sweep.py --table`
-    (and `python -m kvviz evict --sweep`) prints now: the sweep is deterministic."""
+def test_the_measurements_doc_tables_reproduce_from_the_command_beside_them(loaded):
+    """docs/measurements.md "What to forget": each model's policy x budget table is what
+    `bench/eviction_sweep.py --table` (and `python -m kvviz evict --sweep`) prints now: the sweep is deterministic."""
     from kvviz.cli.evict import table
 
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### What to forget"):]
+    doc = (REPO / "docs" / "measurements.md").read_text(encoding="utf-8")
+    section = doc[doc.index("## What to forget"):]
     heading = "GPT-2 (`bundled`):" if loaded.info.spec == loading.BUNDLED else "GQA Llama (`bundled-gqa`"
     rows = section[section.index(heading):].split("\n\n")[1].splitlines()[2:]
     printed = table(list(ev.sweep(loaded).points)).splitlines()[1:]

@@ -1,6 +1,6 @@
 """The glossary and the teacher's guide: every term the lesson uses is defined, the pages render and are in the
-navigation, filtering works, the plans add up to their minutes and open real pages, and the README's teacher
-section sits near the top and agrees with kvviz.teaching.guide."""
+navigation, filtering works, the plans add up to their minutes and open real pages, the README links the teacher's
+guide (docs/teaching.md) in its first screen, and the guide opens with the plans, as kvviz.teaching.guide has them."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -60,13 +60,14 @@ def test_teachers_page_and_plans(fresh_streamlit_caches):
     assert guide.PLAN_45[3].show in text and "KVVIZ_SHARED=1" in text
 
 
-def test_readme_teacher_section_is_near_the_top():
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    teachers, setup = readme.index("## For teachers"), readme.index("## Set-up")
-    assert teachers < setup and teachers < readme.index("## Teaching a large class")
-    section = readme[teachers:setup]
+def test_the_readme_links_the_teachers_guide_in_its_first_screen_and_the_guide_opens_with_the_plans():
+    first_screen = "\n".join((REPO / "README.md").read_text(encoding="utf-8").splitlines()[:40])
+    assert "](docs/teaching.md)" in first_screen
+    doc = (REPO / "docs" / "teaching.md").read_text(encoding="utf-8")
+    assert doc.startswith("# For teachers\n")
+    section = doc[:doc.index("\n## ")]  # before its first section (accessibility, what each page shows)
     assert "30 minutes" in section and "45 minutes" in section and "lesson_class=true" in section
-    for block in guide.PLAN_30 + guide.PLAN_45:  # the full plans in the README are kvviz.teaching.guide's
+    for block in guide.PLAN_30 + guide.PLAN_45:  # the full plans in docs/teaching.md are kvviz.teaching.guide's
         assert block.ask in section
 
 
@@ -78,9 +79,9 @@ def test_a_terms_link_lands_on_its_entry(fresh_streamlit_caches):
     assert [h.value for h in at.header] == ["head_dim"]
 
 
-def test_the_readme_holds_both_plans_exactly():
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert guide.readme_tables() in readme
+def test_the_teaching_doc_holds_both_plans_exactly():
+    doc = (REPO / "docs" / "teaching.md").read_text(encoding="utf-8")
+    assert guide.plan_tables() in doc
 
 
 def _open_link(link: str) -> AppTest:

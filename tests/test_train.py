@@ -17,7 +17,8 @@ from support.pages import REPO
 @pytest.mark.parametrize("arch", ["gpt2", "llama"])
 def test_a_tiny_run_writes_a_model_that_loads_and_an_honest_report(tmp_path, arch):
     corpus = tmp_path / "corpus.txt"
-    corpus.write_text((REPO / "README.md").read_text(encoding="utf-8"), encoding="utf-8")  # any text will do
+    docs = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]  # any text will do: the README and docs/
+    corpus.write_text("\n".join(p.read_text(encoding="utf-8") for p in docs), encoding="utf-8")
     recipe = recipe_for(arch, steps=4, copy_warmup_steps=2, copy_warmup_batch_size=4, batch_size=4)
     report = train.train(corpus, tmp_path / "out", recipe)
     assert report["steps_done"] == 4 and report["recipe"]["arch"] == arch

@@ -1,6 +1,6 @@
 """The teacher's guide: a 30-minute and a 45-minute plan (which pages, in which order, what to ask, what to show,
 where students usually go wrong) and how to run kvviz for a class. One source for pages/teachers.py and the
-README's "For teachers" section (tests/test_glossary_teachers.py checks the README agrees). No Streamlit, no torch.
+teacher's guide, docs/teaching.md (tests/test_glossary_teachers.py checks the guide agrees). No Streamlit, no torch.
 """
 from __future__ import annotations
 
@@ -84,9 +84,9 @@ RUN_FOR_A_CLASS = N_(
 )
 
 
-def readme_tables() -> str:
-    """Both plans as the README's markdown tables (tests/test_glossary_teachers.py checks the README holds exactly
-    this text)."""
+def plan_tables() -> str:
+    """Both plans as docs/teaching.md's markdown tables (tests/test_glossary_teachers.py checks the guide holds
+    exactly this text)."""
     out = []
     for plan in (PLAN_30, PLAN_45):
         out += [f"**{total_minutes(plan)} minutes**", "", "| min | open | show | ask | where students go wrong |",

@@ -2,9 +2,11 @@
 conftest.py, which holds the fixtures: the bundled model; for browser tests a fresh server, a Chromium tab or
 browser, a busy core). tests/test_test_harness.py checks it.
 
-  pages.py          the repository root (REPO) and the shared folder beside it (SHARED, TINY_SHAKESPEARE); the one
-                    AppTest builder: a page file or a function, by itself or through app.py's router, in a language,
-                    with a link's query and a session's state: app_test(...) unrun, open_page(...) run
+  repo.py           the repository root (REPO), computed once; nothing else imported (a pure test reads files)
+  pages.py          the repository root (REPO, from repo.py) and the shared folder beside it (SHARED,
+                    TINY_SHAKESPEARE); the one AppTest builder: a page file or a function, by itself or through
+                    app.py's router, in a language, with a link's query and a session's state: app_test(...) unrun,
+                    open_page(...) run
   server.py         free ports; the one launcher of a streamlit server (`streamlit run app.py`, or a deployment's
                     start command as written, with its environment)
   browser.py        Chromium launched, a tab, a page opened in a language with a query and waited for until drawn

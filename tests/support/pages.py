@@ -10,8 +10,8 @@ from typing import Any
 from streamlit.testing.v1 import AppTest
 
 from kvviz import i18n
+from support.repo import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 PAGES_DIR = REPO / "pages"
 SHARED = REPO.parent / "shared"  # ../shared: the source texts kvviz grew from, and the training data
 TINY_SHAKESPEARE = SHARED / "data" / "tinyshakespeare.txt"  # the corpus the bundled models were trained on
