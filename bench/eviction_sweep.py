@@ -6,7 +6,8 @@ The sweep is what pages/internals_eviction.py measures before it draws its curve
 both measures (the copy test and the loss), then the quantized formats, run through the benchmark queue
 (kvviz.work_queue, as the page runs it) from a cold start of each repeat (no cached line). Prints the median and
 min-max of the repeats, the torch thread count and the load (kvviz.measure), and with --table the measured
-policy x budget table (the README's, and `python -m kvviz evict --sweep`'s numbers). Compare medians, not runs.
+policy x budget table (docs/measurements.md's, and `python -m kvviz evict --sweep`'s numbers). Compare medians,
+not runs.
 """
 from __future__ import annotations
 

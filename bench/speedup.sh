@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduce the speed-up figures in bench/README.md and README.md: the GPT-2 124M shape (random weights, fp32,
+# Reproduce the speed-up figures in bench/README.md and docs/measurements.md: the GPT-2 124M shape (random weights, fp32,
 # CPU) at 1 and 2 torch threads, and the bundled model, then a summary. Each run prints the machine's load
 # average before and after (in its JSON: machine.load_before / load_after); compare runs only at equal load.
 #   bench/speedup.sh                   # P=16 N=64 R=3: about 1-3 min per run on 2 cores

@@ -1,4 +1,4 @@
-"""Summarize `python -m kvviz bench --json` outputs: the figures quoted in bench/README.md and README.md.
+"""Summarize `python -m kvviz bench --json` outputs: the figures quoted in bench/README.md and docs/measurements.md.
 
     python bench/summarize.py bench/results/gpt2_t1.json bench/results/gpt2_t2.json [more.json ...]
 

@@ -10,7 +10,7 @@
 # Options: -n/--replicas N, -p/--port FRONT_PORT (replicas use FRONT_PORT+1 .. FRONT_PORT+N),
 # --listen ADDR (nginx's address, default all interfaces), --run-dir DIR (config, pids, logs; default a new
 # /tmp/kvviz-class.XXXXXX). Environment: PYTHON (default .venv/bin/python), NGINX (default /usr/sbin/nginx),
-# KVVIZ_SHARED (default 1 here: students' browsers may load only the bundled and listed models; README).
+# KVVIZ_SHARED (default 1 here: students' browsers may load only the bundled and listed models; docs/deploying.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -5,7 +5,7 @@ light theme and in Chinese with the dark theme (the two languages and the two th
 Rules: axe's WCAG 2.0/2.1 A and AA rules plus its best-practice rules. A serious or critical violation fails the test
 unless ALLOWED names it (each entry: the rule, the selector, and why it is not ours to fix); heading-order
 (moderate) fails too: headings in order is an item of the issue. What axe cannot judge (a chart's meaning, colour
-alone, keyboard flow, 200% zoom) is tested elsewhere or said in the README.
+alone, keyboard flow, 200% zoom) is tested elsewhere or said in docs/teaching.md.
 """
 from __future__ import annotations
 

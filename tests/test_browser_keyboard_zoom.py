@@ -62,7 +62,7 @@ def test_a_lesson_step_is_answered_with_the_keyboard_alone(app_url, browser):
 def test_the_stage_is_prefilled_with_tab_and_enter_and_stepped_with_its_announced_key(app_url, browser):
     """Tab to Prefill, Enter; then Next token by its shortcut, which the button announces (a <kbd> hint with
     aria-label "Shortcut ..."): after a button's run the stage's fragment is redrawn and the focus goes back to the
-    page's start (noted in the README), so Tab is not the way to press Next token again and again."""
+    page's start (noted in docs/teaching.md), so Tab is not the way to press Next token again and again."""
     tab = open_tab(browser, app_url, "step_through", state="attached")  # the stage hides its title on a short screen
     _tab_to(tab, lambda f: f["tag"] == "BUTTON" and f["text"].startswith("Prefill"))
     tab.keyboard.press("Enter")

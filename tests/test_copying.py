@@ -15,7 +15,7 @@ from kvviz.step.engine import StepEngine
 from support.pages import TINY_SHAKESPEARE
 
 CORPUS = TINY_SHAKESPEARE
-# Thresholds below the measured figures in the reports (README: "The bundled models"), not copies of them.
+# Thresholds below the measured figures in the reports (docs/models.md), not copies of them.
 MIN_HELD_OUT_REPEAT_TOP1 = 0.90  # top-1 on the repeated half of 50 held-out text spans (the issue's target)
 MIN_RANDOM_REPEAT_TOP1 = 0.90  # top-1 on the repeated half of 50 seeded random-token spans
 # Validation loss: at most 0.05 over the GPT-2's non-copying predecessor (3.870 + 0.05; the shipped one: 3.880);

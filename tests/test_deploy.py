@@ -7,7 +7,7 @@ here; the hosted requirements take torch's CPU wheel and the project's own pins;
 with the front matter and the Dockerfile at its root; the Kubernetes manifest's Deployment, Service and Ingress
 agree (ports, health path, cookie affinity, the start command). What it cannot: build the image (no container
 daemon), push a Space, or apply the manifest (kubectl's client-side dry run asks an API server for its kinds; there
-is none here). The README says so.
+is none here). docs/deploying.md says so.
 """
 from __future__ import annotations
 

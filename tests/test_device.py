@@ -160,7 +160,8 @@ def test_bound_by_names_what_sets_the_steps_pace():
 
 def test_bound_is_named_only_when_the_whole_spread_falls_in_one_zone():
     """Issue 31 item 7: the repeats' fastest-slowest range of the read share decides; a range that crosses 15% or a
-    third (the README's 27-52% run-to-run range crosses a third) is "unclear", never a coin flip between labels."""
+    third (docs/measurements.md's 27-52% run-to-run range crosses a third) is "unclear", never a coin flip between
+    labels."""
     def point(steps_ms: tuple[float, ...], weight_bytes: int, kv_bytes: int = 0) -> accelerator.SweepPoint:
         return accelerator.SweepPoint(64, steps_ms, (100.0,), weight_bytes + kv_bytes, kv_bytes, 1e9)
 

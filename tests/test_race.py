@@ -17,7 +17,7 @@ from kvviz.step import engine as step_engine
 from kvviz.step.engine import MODEL_LOCK, StepEngine, race_timing
 from kvviz.step.records import RACE_BUDGET_S, RaceTiming
 
-GPT2_124M_RATES = (0.070, 0.008)  # s per pass, s per token fed: README's GPT-2 124M shape on one thread (70 ms floor, 330 ms at 32 tokens)
+GPT2_124M_RATES = (0.070, 0.008)  # s per pass, s per token fed: docs/measurements.md: GPT-2 124M on one thread (70 ms floor, 330 ms at 32 tokens)
 
 
 class PassClock:

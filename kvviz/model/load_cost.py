@@ -52,7 +52,7 @@ class LoadCap:
         return self.max_params * FLOAT32_BYTES
 
     def describe(self) -> str:
-        """One line for the UI and the README, e.g. '200,000,000 parameters (0.75 GiB of float32 weights)'."""
+        """One line for the UI and docs/deploying.md, e.g. '200,000,000 parameters (0.75 GiB of float32 weights)'."""
         return _("{params:,} parameters ({gib:.2f} GiB of float32 weights)").format(
             params=self.max_params, gib=self.max_float32_bytes / 2**30)
 

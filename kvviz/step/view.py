@@ -28,7 +28,7 @@ from kvviz.step.records import StepRecord, TokenProb
 # The "Repeat a pattern" preset: six arbitrary words (no prior knowledge predicts them), then the start of a second
 # copy: only copying from the cache continues it. Both bundled models do (greedy; tested). The GPT-2 does not
 # continue a counting cycle ("one two three four five one two"): its prior for what follows "two" wins
-# (README: "The bundled model").
+# (docs/models.md).
 REPEAT_PROMPT = "red apple blue river green stone red apple blue river green"
 MAX_STAGE_ROWS = 40  # cache rows drawn on the stage; older rows are summarised as "k rows above"
 
