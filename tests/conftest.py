@@ -5,6 +5,7 @@ there, never from this file or from each other (tests/test_test_harness.py check
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
@@ -12,8 +13,76 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from kvviz.model.loading import LoadedModel, load_model  # noqa: E402
+from kvviz.model.loading import LoadedModel, load_model  # noqa: E402  (torch only when a model loads)
+from support import tiers  # noqa: E402
 from support.browser import busy_core as one_core_kept_busy, chromium, fresh_server, new_tab, require_chromium  # noqa: E402
+
+
+# ----- tiers (support/tiers.py says what each is) ---------------------------------------------------------------
+def pytest_addoption(parser):
+    parser.addoption("--all-tiers", action="store_true",
+                     help="kvviz: run every tier (pure, model, app, browser, slow); a bare run takes the pure tier only")
+
+
+def _tiers_of(item) -> set[str]:
+    return {mark.name for mark in item.iter_markers() if mark.name in tiers.TIERS}
+
+
+def _named_on_the_command_line(config) -> bool:
+    """A test named by its id (tests/test_x.py::test_y) runs whatever its tier: the developer asked for it."""
+    return any("::" in arg for arg in config.args)
+
+
+def pytest_collection_modifyitems(config, items):
+    """A bare `pytest` keeps the pure tier (like transformers without RUN_SLOW); -m or --all-tiers choose."""
+    if config.getoption("--all-tiers") or config.getoption("-m") or _named_on_the_command_line(config):
+        return
+    kept, deselected = [], []
+    for item in items:
+        (deselected if _tiers_of(item) else kept).append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = kept
+
+
+_torch_at_collection: list[str] = []
+
+
+def pytest_collectreport(report):
+    """Collection never loads torch: the first module whose import did is named (a bare run must stay fast)."""
+    if not _torch_at_collection and "torch" in sys.modules:
+        _torch_at_collection.append(report.nodeid or "conftest.py")
+
+
+def pytest_collection_finish(session):
+    if _torch_at_collection:
+        raise pytest.UsageError(
+            f"{_torch_at_collection[0]} imports torch when collected: import it (and the kvviz modules that use it) "
+            "inside a fixture or the test, so that a bare `pytest` never loads torch")
+
+
+def pytest_report_header(config):
+    if config.getoption("--all-tiers") or config.getoption("-m"):
+        return None
+    return "kvviz: a bare run takes the pure tier; -m model|app|browser|slow or --all-tiers for the rest"
+
+
+@pytest.fixture(autouse=True)
+def stays_in_its_tier(request):
+    """A test without a tier marker is pure: it must not load torch, build an AppTest or start a server. The test
+    fails (in teardown) naming the marker it needs, so the fast tier stays fast and a bare run stays honest."""
+    pure = not _tiers_of(request.node)
+    torch_before = "torch" in sys.modules
+    built_before = dict(tiers.built)
+    yield
+    if not pure:
+        return
+    if not torch_before and "torch" in sys.modules:
+        pytest.fail("this test loaded torch: mark it @pytest.mark.model (or keep torch out of it)")
+    if tiers.built["apptest"] > built_before["apptest"]:
+        pytest.fail("this test ran a page in AppTest: mark it @pytest.mark.app")
+    if tiers.built["server"] > built_before["server"]:
+        pytest.fail("this test started a streamlit server: mark it @pytest.mark.browser")
 
 
 @pytest.fixture(scope="session")

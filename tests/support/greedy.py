@@ -1,12 +1,14 @@
 """Greedy generation, the tests' oracle: tokens with the stepping engine (cached) and with full recomputation; the
-prompts the model tests run them on."""
+prompts the model tests run them on. torch is imported when a generation runs, never when a test module is
+collected (a bare `pytest` stays torch-free)."""
 from __future__ import annotations
 
-import numpy as np
-import torch
+from typing import TYPE_CHECKING
 
-from kvviz.model.loading import LoadedModel
-from kvviz.step.engine import StepEngine
+if TYPE_CHECKING:
+    import numpy as np
+
+    from kvviz.model.loading import LoadedModel
 
 # 20+ prompts of different lengths, scripts and styles: Shakespeare, modern English, code, numbers, non-Latin.
 PROMPTS = [
@@ -21,6 +23,8 @@ PROMPTS = [
 
 def generate_greedy(loaded: LoadedModel, prompt: str, n_new: int) -> tuple[list[int], list[np.ndarray]]:
     """Greedy tokens and per-step logits from the engine (with cache)."""
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(loaded)
     record = engine.prefill(prompt)
     tokens, logits = [record.next_token_id], [record.next_logits]
@@ -33,13 +37,15 @@ def generate_greedy(loaded: LoadedModel, prompt: str, n_new: int) -> tuple[list[
     return tokens, logits
 
 
-@torch.inference_mode()
 def generate_greedy_uncached(loaded: LoadedModel, prompt: str, n_new: int) -> tuple[list[int], list[np.ndarray]]:
     """The baseline: every step is a full forward over the whole sequence, no cache at all."""
+    import torch
+
     ids = loaded.tokenizer(prompt).input_ids
     tokens, logits = [], []
     for _ in range(n_new):
-        out = loaded.model(input_ids=torch.tensor([ids]), use_cache=False)
+        with torch.inference_mode():
+            out = loaded.model(input_ids=torch.tensor([ids]), use_cache=False)
         last = out.logits[0, -1].float()
         tokens.append(int(torch.argmax(last)))
         logits.append(last.numpy().copy())

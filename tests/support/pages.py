@@ -10,6 +10,7 @@ from typing import Any
 from streamlit.testing.v1 import AppTest
 
 from kvviz import i18n
+from support import tiers
 from support.repo import REPO
 
 PAGES_DIR = REPO / "pages"
@@ -24,6 +25,7 @@ def app_test(page: str | Path | Callable[[], None] = "app.py", *, lang: str | No
     """`page` ("app.py", "pages/memory_budget.py", relative to the repository, or a whole path; or a function, run as
     a page of its own) as an AppTest, not run yet; its link carries the language (?lang=) first, then `query`; its
     session starts with `session_state` (a request a browser could not make, a model already chosen)."""
+    tiers.count("apptest")
     if callable(page):
         at = AppTest.from_function(page, default_timeout=timeout)
     else:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from support.pages import REPO
+from support import tiers
+from support.repo import REPO
 
 START_TIMEOUT_S = 90
 
@@ -52,6 +53,7 @@ def streamlit_server(port: int | None = None, extra_args: Sequence[str] = (), *,
     command to run instead, after `python -m` (a container's start command as written: ["streamlit", "run",
     "app.py", ...]); it names its own --server.port, and `port` and `extra_args` are not given with it.
     env: variables set for the server over this process's environment (HF_HUB_OFFLINE=1 unless env says)."""
+    tiers.count("server")
     if args is None:
         port = free_port() if port is None else port
         args = ["streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true",
