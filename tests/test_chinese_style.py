@@ -123,6 +123,7 @@ def test_handout_italics_never_print_asterisks_beside_chinese(text, html):
     assert handout.markdown_html(text) == html
 
 
+@pytest.mark.model
 def test_the_chinese_handout_prints_no_asterisk(bundled):
     from kvviz.step.engine import StepEngine
 
@@ -222,6 +223,7 @@ def test_glossary_search_finds_what_readers_type(typed, wanted):
         assert glossary.find(typed) is term_named(wanted), typed
 
 
+@pytest.mark.app
 def test_english_claims_keep_their_words_and_get_a_translation_beside_them(fresh_streamlit_caches):
     """A fact-checking page quotes a source as written: in Chinese an English quote stays English inside the
     quotation marks, with the translation beside it (译文：…); kvviz's own verdicts say ratios in 倍."""
@@ -250,6 +252,7 @@ def test_english_claims_keep_their_words_and_get_a_translation_beside_them(fresh
             assert texts[at_quote + 1] == f"译文：{c.translation}", c.key
 
 
+@pytest.mark.app
 def test_no_internal_identifier_stands_alone_on_screen(fresh_streamlit_caches):
     """'stored 0.17 ms, onednn 0.38 ms' and a chart titled 'head_major': a reader gets a human name (the setting's
     value beside it where a control offers it)."""

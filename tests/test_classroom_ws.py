@@ -46,6 +46,7 @@ def test_strip_reader_reads_the_apps_markup():
     assert page.state()["lastPos"] == 4 and page.state()["cache"] is None
 
 
+@pytest.mark.browser
 def test_three_ws_sessions_each_see_only_their_own_cache(server_url):
     prompts = [session.session_prompt(i) for i in range(3)]
     expected = [session.expected_prompt_strip(p) for p in prompts]
@@ -61,6 +62,7 @@ def test_three_ws_sessions_each_see_only_their_own_cache(server_url):
         assert r.replica_cookie == []  # one process: no nginx cookie
 
 
+@pytest.mark.browser
 def test_another_students_tokens_are_flagged_foreign(server_url):
     # Mine is the longer one: _classify maps the pending chip to my expected cache length, past their prompt.
     mine, theirs = sorted((session.session_prompt(i) for i in (0, 1)),

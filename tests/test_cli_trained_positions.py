@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from kvviz.__main__ import main
 from kvviz.memory.presets import get_preset, past_trained_positions
 from support.pages import app_test
@@ -27,6 +29,7 @@ def test_memory_cli_is_quiet_within_the_trained_positions(capsys):
     assert "not trained to run that long" not in capsys.readouterr().out
 
 
+@pytest.mark.app
 def test_memory_page_warns_with_the_same_words(fresh_streamlit_caches):
     """The page's warning is the CLI's: one rule, one sentence."""
 

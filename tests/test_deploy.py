@@ -18,6 +18,7 @@ import subprocess
 import urllib.request
 from pathlib import Path
 
+import pytest
 import yaml
 
 from support.pages import REPO
@@ -66,6 +67,7 @@ def test_the_space_front_matter_names_docker_and_the_port_the_image_serves():
     assert _flag(_cmd(), "--server.address") == "0.0.0.0"  # inside a container: the mapped port is the way in
 
 
+@pytest.mark.browser
 def test_the_images_start_command_serves_the_app_here():
     """The Dockerfile's CMD and ENV, run in the repository (the image's working directory holds the same files), on
     127.0.0.1 and a free port instead of 0.0.0.0:8501: /_stcore/health answers ok, and the page is served."""

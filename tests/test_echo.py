@@ -14,6 +14,7 @@ import json
 import re
 import string
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
@@ -109,6 +110,7 @@ def _page(name: str, **link: str) -> AppTest:
     return open_page(f"pages/{name}.py", query=link)
 
 
+@pytest.mark.app
 def test_the_glossary_echoes_a_hostile_term_as_text():
     at = _page("glossary", term=HOSTILE_TERM)
     [box] = at.info
@@ -121,6 +123,7 @@ def test_the_glossary_echoes_a_hostile_term_as_text():
     assert len(huge.info[0].value) < 400
 
 
+@pytest.mark.app
 def test_the_memory_import_report_shows_the_files_words_as_text():
     at = _page("memory_budget")
     config = {"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64,
@@ -140,6 +143,7 @@ def test_the_memory_import_report_shows_the_files_words_as_text():
     assert {c.type for c in inline_tokens(error)} == {"text"} and "![p](http://evil.example/r.png)" in shown(error)
 
 
+@pytest.mark.app
 @settings(max_examples=6, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
 @given(st.sampled_from(["mem_layers", "mem_context", "mem_gpu_gib"]), st.sampled_from(HOSTILE_PIECES[:6]))
 def test_memory_link_notices_hold_a_backtick_breaking_value(key, piece):

@@ -35,6 +35,7 @@ def test_every_term_the_lesson_uses_is_in_the_glossary_and_links_a_real_page():
         assert wanted in names, wanted
 
 
+@pytest.mark.app
 def test_glossary_page_is_in_the_navigation_and_filters(fresh_streamlit_caches):
     at = app_test("app.py")
     at.run()
@@ -48,6 +49,7 @@ def test_glossary_page_is_in_the_navigation_and_filters(fresh_streamlit_caches):
     assert not at.header and at.info
 
 
+@pytest.mark.app
 def test_teachers_page_and_plans(fresh_streamlit_caches):
     assert guide.total_minutes(guide.PLAN_30) == 30 and guide.total_minutes(guide.PLAN_45) == 45
     for block in guide.PLAN_30 + guide.PLAN_45:
@@ -71,6 +73,7 @@ def test_the_readme_links_the_teachers_guide_in_its_first_screen_and_the_guide_o
         assert block.ask in section
 
 
+@pytest.mark.app
 def test_a_terms_link_lands_on_its_entry(fresh_streamlit_caches):
     """Issue 29: the lesson's glossary link for head_dim opened a search where the entry came third."""
     at = app_test("app.py", query={"term": "head_dim"})
@@ -96,6 +99,7 @@ def _open_link(link: str) -> AppTest:
     return at
 
 
+@pytest.mark.app
 def test_every_plan_link_opens_the_state_its_row_describes(fresh_streamlit_caches):
     """Issue 29: each link of both plans opens what its row says (the browser rehearsal clicks them too)."""
     from kvviz.memory.presets import get_preset

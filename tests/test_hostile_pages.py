@@ -10,6 +10,8 @@ from streamlit.testing.v1 import AppTest
 
 from support.pages import PAGES_DIR, app_test, open_page
 
+pytestmark = pytest.mark.app  # every test runs pages in AppTest
+
 LINK_EXAMPLES = 12  # per property: each example is a whole page run (seconds on a 2-core machine)
 HOSTILE = st.one_of(
     st.sampled_from(["inf", "-inf", "Infinity", "1e309", "nan", "-3", "1.5", "1e308", "9" * 5000, "abc", "",

@@ -119,6 +119,7 @@ def _run(page: str, **query) -> AppTest:
     return open_page(page, query=query, router=True)
 
 
+@pytest.mark.app
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_in_chinese_leaves_no_english_sentence(page, fresh_streamlit_caches):
     at = _run(f"pages/{page}", lang="zh-CN")
@@ -128,12 +129,14 @@ def test_every_page_in_chinese_leaves_no_english_sentence(page, fresh_streamlit_
     assert at.query_params["lang"] == "zh-CN"
 
 
+@pytest.mark.app
 @pytest.mark.parametrize("page", ["pages/home.py", "pages/lesson.py", "pages/memory_budget.py"])
 def test_lang_en_gives_english_back(page, fresh_streamlit_caches):
     at = _run(page, lang="en")
     assert not [t for t in page_texts(at) if CJK.search(t) and "中文" not in t and "语言" not in t]
 
 
+@pytest.mark.app
 @pytest.mark.parametrize("value", ["", "fr", "zh-TW", "x" * 100_000, "<img src=x onerror=alert(1)>", "zh-CN'--"])
 def test_hostile_lang_falls_back_to_the_browser_language_quietly(value):
     at = _run("pages/home.py", lang=value)
@@ -142,6 +145,7 @@ def test_hostile_lang_falls_back_to_the_browser_language_quietly(value):
     assert not [t for t in page_texts(at) if CJK.search(t) and "中文" not in t and t != "Language / 语言"]
 
 
+@pytest.mark.app
 def test_sidebar_switch_changes_every_label_and_the_url():
     at = _run("app.py")
     assert at.query_params["lang"] == "en"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from support.pages import open_page
@@ -63,6 +64,7 @@ def _allowed_names() -> list[str]:
     return [n for t in glossary.TERMS for n in (t.name, *t.also)] + list(glossary.VOCABULARY)
 
 
+@pytest.mark.app
 def test_glossary_page_in_chinese(fresh_streamlit_caches):
     at = _page("pages/glossary.py", i18n.CHINESE)
     assert at.title[0].value == "术语表"
@@ -81,6 +83,7 @@ def test_glossary_page_in_chinese(fresh_streamlit_caches):
     assert not at.header and "没有" in at.info[0].value
 
 
+@pytest.mark.app
 def test_glossary_page_in_english_shows_the_chinese_column(fresh_streamlit_caches):
     at = _page("pages/glossary.py", i18n.ENGLISH)
     assert at.title[0].value == "Glossary"
@@ -90,6 +93,7 @@ def test_glossary_page_in_english_shows_the_chinese_column(fresh_streamlit_cache
     assert len(english_leftovers(page_texts(at), allowed=_allowed_names())) > 20  # the scan sees English
 
 
+@pytest.mark.app
 def test_teachers_page_in_chinese(fresh_streamlit_caches):
     at = _page("pages/teachers.py", i18n.CHINESE)
     assert at.title[0].value == "教师指南"
@@ -101,6 +105,7 @@ def test_teachers_page_in_chinese(fresh_streamlit_caches):
     assert _page("pages/teachers.py", i18n.ENGLISH).title[0].value == "For teachers"
 
 
+@pytest.mark.app
 def test_home_page_in_chinese(fresh_streamlit_caches):
     at = _page("pages/home.py", i18n.CHINESE)
     assert at.title[0].value == "kvviz：一步一步看懂 KV 缓存"

@@ -51,6 +51,7 @@ def _view_modules() -> list[Path]:
     return sorted((REPO / "pages").glob("*.py")) + sorted((REPO / "kvviz" / "figures").glob("*.py"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", _view_modules(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_pages_and_figures_do_not_load_torch(path):
     modules = sorted({n for n in _top_level_imports(path) if n.split(".")[0] in ("kvviz", "pages")
@@ -170,6 +171,7 @@ LIGHT: dict[str, tuple[str, ...]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", sorted(LIGHT))
 def test_light_modules_import_no_plotly_or_torch(module):
     code = f"import sys\nimport {module}\nprint(','.join(m for m in {LIGHT[module]!r} if m in sys.modules))\n"

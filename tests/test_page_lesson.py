@@ -11,7 +11,6 @@ from kvviz.teaching import lesson
 from kvviz import memory
 from kvviz.measure.timing import quartiles
 from kvviz.memory.presets import get_preset
-from kvviz.step.engine import StepEngine
 
 N = len(lesson.STEPS)
 BYTES_STEP = 1 + [s.ask for s in lesson.STEPS].index(lesson._bytes_at_1000)
@@ -41,6 +40,7 @@ def _answer(at: AppTest, number: int, value, unit: str | None = None) -> AppTest
     return at
 
 
+@pytest.mark.app
 def test_every_step_renders_with_a_figure_and_next_on_12_leads_to_the_ending(fresh_streamlit_caches):
     at = _lesson()
     seen = []
@@ -62,7 +62,10 @@ def test_every_step_renders_with_a_figure_and_next_on_12_leads_to_the_ending(fre
     assert at.session_state["step"] == N
 
 
+@pytest.mark.app
 def test_first_wrong_answer_gets_a_hint_without_the_number_second_the_worked_answer(fresh_streamlit_caches, bundled):
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(bundled)
     right = lesson._dots_one_step(engine).answer
     info = bundled.info
@@ -80,7 +83,10 @@ def test_first_wrong_answer_gets_a_hint_without_the_number_second_the_worked_ans
     assert at.session_state["lesson_outcomes"][DOTS_STEP].result == "shown"
 
 
+@pytest.mark.app
 def test_a_right_answer_after_a_hint_and_choices_are_judged(fresh_streamlit_caches, bundled):
+    from kvviz.step.engine import StepEngine
+
     prompt_tokens = len(StepEngine(bundled).tokenize(lesson.LESSON_PROMPT))  # the real tokenizer decides
     at = _lesson(step=2)  # "after the prefill, how many rows does layer 0 hold?"
     _answer(at, 2, prompt_tokens - 1)  # counted positions from 1
@@ -93,6 +99,7 @@ def test_a_right_answer_after_a_hint_and_choices_are_judged(fresh_streamlit_cach
     assert at.success and at.session_state["lesson_outcomes"][4].result == "first try"
 
 
+@pytest.mark.app
 def test_byte_answers_are_accepted_in_the_students_unit(fresh_streamlit_caches):
     exact = memory.kv_bytes(get_preset("gpt2").kv, 1000)  # 73,728,000 B: 2 x 12 x 12 x 64 x 4 x 1000
     assert exact == 2 * 12 * 12 * 64 * 4 * 1000
@@ -107,7 +114,10 @@ def test_byte_answers_are_accepted_in_the_students_unit(fresh_streamlit_caches):
     assert at.error
 
 
+@pytest.mark.app
 def test_the_ending_scores_the_answers_and_starts_again(fresh_streamlit_caches, bundled):
+    from kvviz.step.engine import StepEngine
+
     prompt_tokens = len(StepEngine(bundled).tokenize(lesson.LESSON_PROMPT))
     at = _lesson(step=2)
     _answer(at, 2, prompt_tokens)  # right at the first try
@@ -126,6 +136,7 @@ def test_the_ending_scores_the_answers_and_starts_again(fresh_streamlit_caches, 
     assert at.session_state["step"] == 1 and at.session_state["lesson_outcomes"] == {}
 
 
+@pytest.mark.app
 def test_class_mode_asks_without_typing_and_reveals_with_one_click(fresh_streamlit_caches):
     at = _lesson(step=4, class_mode=True)
     assert not at.main.radio and not at.main.number_input  # nothing to type (the sidebar has the model radio)
@@ -135,6 +146,7 @@ def test_class_mode_asks_without_typing_and_reveals_with_one_click(fresh_streaml
     assert at.success and lesson.NO_Q in at.success[0].value
 
 
+@pytest.mark.app
 @pytest.mark.parametrize("number", [1, 6, 12])
 def test_deep_links_open_the_right_step(fresh_streamlit_caches, number):
     at = _lesson(step=number)
@@ -151,7 +163,10 @@ def test_check_judges_numbers_within_tolerance_and_choices_exactly():
     assert lesson.check(b, 70.31, "MiB") and lesson.check(b, 73.7, "MB") and not lesson.check(b, 70.31, "MB")
 
 
+@pytest.mark.model
 def test_no_title_footer_or_hint_gives_the_answer_away(bundled):
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(bundled)
     for number, step in enumerate(lesson.STEPS, start=1):
         q = step.ask(engine)
@@ -165,7 +180,9 @@ def test_no_title_footer_or_hint_gives_the_answer_away(bundled):
     assert str(bundled.info.head_dim) not in bundled.info.label.split(" (")[0]  # the footer shows the title only
 
 
+@pytest.mark.model
 def test_whole_run_notation_matches_the_numbers_shown(bundled):
+    from kvviz.step.engine import StepEngine
     from kvviz import ops
 
     q = lesson._quadratic(StepEngine(bundled))
@@ -179,9 +196,12 @@ def test_whole_run_notation_matches_the_numbers_shown(bundled):
     assert "last step" in lesson.hint(q, (t + 1) / 2)
 
 
+@pytest.mark.app
 def test_full_page_links_carry_the_lessons_state(fresh_streamlit_caches, bundled):
     """Step 5's link opens Attention patterns at the copying head the lesson names; step 2's opens the step page
     replaying the lesson's own prompt."""
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(bundled)
     copying = lesson._copying_head(engine)
     layer, head = copying.page_query["pat_layer"], copying.page_query["pat_head"]
@@ -201,9 +221,11 @@ def test_full_page_links_carry_the_lessons_state(fresh_streamlit_caches, bundled
 
 
 # ----- issue 31: the lesson's sentences as right as its numbers -----------------------------------------------------
+@pytest.mark.model
 def test_step_1_teaches_projections_of_the_whole_vector_and_k_v_heads():
     """Item 3: no 'equal slice' of the hidden vector; on the GQA model one layer's K per token is
     n_kv_heads x head_dim (2 x 16 = 32), not a share of the hidden size."""
+    from kvviz.step.engine import StepEngine
     from kvviz.model.loading import load_model
 
     first = lesson.STEPS[0]
@@ -217,8 +239,10 @@ def test_step_1_teaches_projections_of_the_whole_vector_and_k_v_heads():
     assert "split evenly between" not in q.arithmetic and "share" not in q.hint
 
 
+@pytest.mark.model
 def test_step_8_formula_and_total_agree(bundled):
     """Item 6: the uncached total printed is the formula the step teaches (the prefill is one triangle)."""
+    from kvviz.step.engine import StepEngine
     from kvviz import ops
 
     q = lesson._quadratic(StepEngine(bundled))
@@ -232,9 +256,12 @@ def test_step_8_formula_and_total_agree(bundled):
     assert "T(T+1)(T+2)/6 - (P-1)P(P+1)/6" in lesson.STEPS[7].teach and "(P-1)P(P+1)/6" in q.arithmetic
 
 
+@pytest.mark.model
 def test_step_11_times_both_sides_interleaved_with_the_races_noise_rule(bundled):
     """Item 2: step 11 uses the race's interleaved repeats (kvviz.step.engine.race_timing), medians with their
     interquartile ranges, and says whether the difference is inside the noise."""
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(bundled)
     races = []
     real_race = engine.race

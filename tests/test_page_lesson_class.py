@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from support.pages import open_page
 from kvviz import i18n
 from kvviz.figures.lesson import lesson_figure
-from kvviz.step.engine import StepEngine
 from kvviz.teaching import handout, lesson
 
 N = len(lesson.STEPS)
@@ -28,6 +28,7 @@ def _shortcuts(at: AppTest) -> set[str]:
     return {b.proto.shortcut.upper() for b in at.button if b.proto.shortcut}
 
 
+@pytest.mark.app
 def test_class_mode_scores_the_room_with_keys_that_are_not_answer_letters(fresh_streamlit_caches):
     at = _open(step="1", lesson_class="true")
     letters = {chr(65 + i) for i in range(6)}  # A-F: a choice's letter
@@ -52,7 +53,10 @@ def test_class_mode_scores_the_room_with_keys_that_are_not_answer_letters(fresh_
     assert list(table["result"][:4]) == ["first try", "shown", "after a hint", "not answered"]
 
 
+@pytest.mark.app
 def test_the_score_rides_in_the_url_and_a_reload_keeps_it(fresh_streamlit_caches, bundled):
+    from kvviz.step.engine import StepEngine
+
     prompt_tokens = len(StepEngine(bundled).tokenize(lesson.LESSON_PROMPT))
     at = _open(step="2")
     at.number_input(key="lesson_answer_2").set_value(prompt_tokens).run()
@@ -68,6 +72,7 @@ def test_the_score_rides_in_the_url_and_a_reload_keeps_it(fresh_streamlit_caches
                                                             3: lesson.Outcome("shown", "")}
 
 
+@pytest.mark.app
 def test_a_click_sent_before_the_browser_took_the_last_runs_url_keeps_the_step_and_the_score(fresh_streamlit_caches):
     """A rerun carries the URL as the browser has it when the click is sent; a Next clicked (or a key queued) just
     after a mark, on a busy laptop, carried the URL from before the mark, and the URL's score won: the mark was lost
@@ -92,6 +97,7 @@ def test_a_click_sent_before_the_browser_took_the_last_runs_url_keeps_the_step_a
     assert at.session_state["step"] == 6 and at.query_params["step"] in ("6", ["6"])
 
 
+@pytest.mark.app
 def test_class_mode_switched_off_just_after_a_mark_keeps_the_mark(fresh_streamlit_caches):
     """The class-mode toggle is a click on this page too: switched just after a mark, its run carries the URL from
     before the mark and must keep the session's score, as Next does."""
@@ -109,6 +115,7 @@ def test_class_mode_switched_off_just_after_a_mark_keeps_the_mark(fresh_streamli
     assert at.session_state["step"] == 4 and [outcomes[n].result for n in (3, 4)] == ["first try", "shown"]
 
 
+@pytest.mark.app
 def test_a_deep_links_back_button_works_on_its_first_run(fresh_streamlit_caches):
     at = _open(step="7", lesson_class="true")
     back = at.button(key="lesson_back")
@@ -117,7 +124,10 @@ def test_a_deep_links_back_button_works_on_its_first_run(fresh_streamlit_caches)
     assert at.session_state["step"] == 6
 
 
+@pytest.mark.model
 def test_the_mb_mib_slip_gets_the_targeted_hint(bundled):
+    from kvviz.step.engine import StepEngine
+
     q = lesson._bytes_at_1000(StepEngine(bundled))
     mib, mb = lesson.BYTE_UNITS["MiB"], lesson.BYTE_UNITS["MB"]
     for value, unit in ((q.answer / mb, "MiB"), (q.answer / mib, "MB")):
@@ -125,7 +135,10 @@ def test_the_mb_mib_slip_gets_the_targeted_hint(bundled):
         assert "MiB" in lesson.hint(q, value, unit) and lesson.hint(q, value, unit) != q.hint
 
 
+@pytest.mark.model
 def test_step_4_names_every_bar_and_step_7_stays_within_its_rows(bundled):
+    from kvviz.step.engine import StepEngine
+
     q = lesson._why_no_q(StepEngine(bundled))
     fig = lesson_figure(q.picture.kind, q.picture.data)
     weights = q.picture.data["weights"]
@@ -135,7 +148,10 @@ def test_step_4_names_every_bar_and_step_7_stays_within_its_rows(bundled):
     assert sorted(tri.layout.yaxis.range) == [-0.5, seq - 0.5] and tri.layout.yaxis.constrain == "domain"
 
 
+@pytest.mark.model
 def test_the_worksheet_exists_without_answers(bundled):
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(bundled)
     steps = lesson.STEPS[:5]
     questions = [s.ask(engine) for s in steps]
@@ -149,9 +165,12 @@ def test_the_worksheet_exists_without_answers(bundled):
         assert re.sub(r"[*`]", "", q.arithmetic)[:40] not in body
 
 
+@pytest.mark.model
 def test_the_handout_names_the_model_each_step_used(bundled):
     """Issue 31 item 8: steps 9, 10 and 12 compute with the GPT-2 small and Llama-3-8B presets, not the lesson's
     model: the intro says so and each page names its model."""
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(bundled)
     questions = [s.ask(engine) for s in lesson.STEPS]
     doc = handout.handout_html(lesson.STEPS, questions, "Bundled GPT-2")
@@ -167,9 +186,12 @@ def test_the_handout_names_the_model_each_step_used(bundled):
         assert f"Computed for {named}" in page, n
 
 
+@pytest.mark.model
 def test_each_steps_preset_is_the_model_its_question_uses(bundled):
     """Item 8: a step's declared preset is the model its question computes with (the lesson page's handout note
     lists them)."""
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(bundled)
     for step in lesson.STEPS:
         if step.ask is lesson._measured_speedup:
@@ -178,6 +200,7 @@ def test_each_steps_preset_is_the_model_its_question_uses(bundled):
     assert lesson.preset_steps_text() == "step 9: GPT-2 small; step 10: Llama-3-8B; step 12: Llama-3-8B"
 
 
+@pytest.mark.app
 def test_the_handout_popover_names_the_preset_steps(fresh_streamlit_caches):
     """Item 8 on the page: the handout's note no longer says every number is the lesson's model's."""
     at = _open(step="1")
@@ -197,6 +220,7 @@ def test_the_timing_figures_median_is_the_texts_median_for_an_even_count():
     assert "median 2.50 ms" in bars[0].y[0] and "median 7.00 ms" in bars[1].y[0]
 
 
+@pytest.mark.app
 def test_the_key_queues_badge_speaks_the_runs_language_and_counts_one_press_in_the_singular(fresh_streamlit_caches):
     """The key queue's script is installed once per tab; its badge's words come from the state element every run
     writes, so a language switch changes them (the badge kept the tab's first language) and one press is 'key

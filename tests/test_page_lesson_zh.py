@@ -7,13 +7,13 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qs
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from support.pages import open_page
 from support.i18n_text import english_leftovers, page_texts
 from kvviz import i18n
 from kvviz.i18n import _
-from kvviz.step.engine import StepEngine
 from kvviz.teaching import glossary, handout, lesson
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -38,6 +38,7 @@ def _page_links(at: AppTest) -> list:
     return [e.proto for e in at.get("page_link")]
 
 
+@pytest.mark.app
 def test_steps_show_chinese_with_their_worked_answers(fresh_streamlit_caches):
     for number in (1, 5, 9):  # a number, a choice built from the model's tokens, a byte answer with a unit
         at = _lesson_zh(number)
@@ -54,7 +55,10 @@ def test_steps_show_chinese_with_their_worked_answers(fresh_streamlit_caches):
         assert all(parse_qs(p.query_string).get(i18n.QUERY_PARAM) == [i18n.CHINESE] for p in _page_links(at))
 
 
+@pytest.mark.app
 def test_a_hint_and_a_right_number_in_chinese(fresh_streamlit_caches, bundled):
+    from kvviz.step.engine import StepEngine
+
     prompt_tokens = len(StepEngine(bundled).tokenize(lesson.LESSON_PROMPT))
     at = _lesson_zh(2)
     at.number_input(key="lesson_answer_2").set_value(prompt_tokens - 1).run()  # counted positions from 1
@@ -66,7 +70,10 @@ def test_a_hint_and_a_right_number_in_chinese(fresh_streamlit_caches, bundled):
     assert at.success and at.success[0].value == f"正确：**{prompt_tokens}**。"
 
 
+@pytest.mark.app
 def test_a_choice_is_chinese_and_accepted_in_either_language(fresh_streamlit_caches, bundled):
+    from kvviz.step.engine import StepEngine
+
     at = _lesson_zh(4)
     with i18n.language(i18n.CHINESE):
         chinese = _(lesson.NO_Q)
@@ -83,6 +90,7 @@ def test_a_choice_is_chinese_and_accepted_in_either_language(fresh_streamlit_cac
     assert CJK.search(lesson.hint(question, lesson.ONLY_Q))  # the targeted hint, found from the English choice
 
 
+@pytest.mark.app
 def test_the_summary_shows_a_choice_in_the_readers_language(fresh_streamlit_caches, bundled):
     """Issue 29: a choice answered in Chinese, then the page switched to English: the ending showed the Chinese
     choice text under English headings. The answer is kept as the choice itself and shown in the reader's language."""
@@ -99,6 +107,7 @@ def test_the_summary_shows_a_choice_in_the_readers_language(fresh_streamlit_cach
     assert table.loc[table["step"] == 4, "result"].iloc[0] == "first try"
 
 
+@pytest.mark.app
 def test_class_mode_and_the_summary_in_chinese(fresh_streamlit_caches):
     at = _lesson_zh(4, class_mode=True)
     at.button(key="lesson_reveal_btn_4").click().run()
@@ -112,7 +121,10 @@ def test_class_mode_and_the_summary_in_chinese(fresh_streamlit_caches):
     assert not _leftovers(at)
 
 
+@pytest.mark.model
 def test_the_handout_in_chinese(bundled):
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(bundled)
     with i18n.language(i18n.CHINESE):
         steps = lesson.STEPS[:2]

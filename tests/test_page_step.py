@@ -9,8 +9,9 @@ from streamlit.testing.v1 import AppTest
 
 from kvviz.memory import units
 from kvviz.step.records import DEFAULT_SAMPLING
-from kvviz.step.engine import StepEngine
 from support.pages import app_test, open_page
+
+pytestmark = pytest.mark.app  # every test runs the router or the step page in AppTest
 
 
 def _metric(at: AppTest, label: str) -> str:
@@ -173,6 +174,8 @@ def test_bad_prompts_give_a_message_and_keep_the_page_alive(step_page):
 def test_sampling_controls_pick_the_seeded_tokens(step_page, bundled):
     """Sampling is the default; a seed picks the draw, and the Greedy toggle switches to argmax decoding: the page
     continues exactly as an engine with that Sampling does."""
+    from kvviz.step.engine import StepEngine
+
     at = step_page
     _open_prompt_box(at)
     at.number_input(key="step_seed").set_value(11).run()
@@ -251,6 +254,7 @@ def test_the_stage_on_the_bundled_gqa_model_shows_the_group_mapping_and_measured
 def test_the_stage_chart_carries_its_data_as_text_for_a_screen_reader(step_page, bundled):
     """Issue 35: the K | V | attention chart's data as a visually hidden sentence beside it, computed from the same
     snapshot: the rows drawn, their width, the newest row, and where the newest query puts most of its weight."""
+    from kvviz.step.engine import StepEngine
     from kvviz.figures import step as figs
 
     at = step_page

@@ -12,7 +12,6 @@ from kvviz.model import loading
 from kvviz.step import link as stage_link
 from kvviz.step import view
 from kvviz.step.records import DEFAULT_SAMPLING
-from kvviz.step.engine import StepEngine
 from support.pages import open_page
 
 
@@ -45,6 +44,7 @@ def test_a_link_round_trips_through_its_own_query():
     assert (parsed.steps, parsed.temperature, parsed.top_k, parsed.seed, parsed.view) == (256, 0.8, 0, 0, "one")
 
 
+@pytest.mark.app
 def test_the_sampling_limits_live_in_one_place_the_widget_the_link_and_the_record():
     """One home per rule (issue 32): the link clamps to the limits the record accepts, and the Prompt popover's
     widgets offer exactly that range (before, the record took 0.05-5.0 and any top-k, the page 0.1-2.0 and 200)."""
@@ -68,8 +68,11 @@ def test_the_sampling_limits_live_in_one_place_the_widget_the_link_and_the_recor
     assert at.number_input(key="step_top_k").max == TOP_K_MAX and at.number_input(key="step_seed").max == SEED_MAX
 
 
+@pytest.mark.app
 def test_a_link_restores_sampling_view_and_presenter_mode_and_replays_the_generation(fresh_streamlit_caches,
                                                                                         bundled):
+    from kvviz.step.engine import StepEngine
+
     at = _page(prompt="JULIET:", steps="4", seed="7", temperature="0.9", top_k="20", greedy="0", view="race",
                present="1", step_layer="L2", step_head="H3")
     engine = at.session_state["step_engine"]
@@ -88,6 +91,7 @@ def test_a_link_restores_sampling_view_and_presenter_mode_and_replays_the_genera
         assert part in link
 
 
+@pytest.mark.app
 def test_a_links_generation_survives_next_and_layer_clicks(fresh_streamlit_caches):
     at = _page(prompt="ROMEO:", steps="3")
     prompt_len = at.session_state["step_engine"].prompt_len
@@ -101,6 +105,7 @@ def test_a_links_generation_survives_next_and_layer_clicks(fresh_streamlit_cache
     assert _cache_len(at) == prompt_len + 7
 
 
+@pytest.mark.app
 def test_switching_the_model_keeps_one_generation_per_model(fresh_streamlit_caches):
     at = _page()
     at.button(key="step_btn_prefill").click().run()
@@ -124,6 +129,7 @@ def test_switching_the_model_keeps_one_generation_per_model(fresh_streamlit_cach
     assert at.session_state["step_engine"].token_ids == gqa_tokens
 
 
+@pytest.mark.app
 def test_a_model_dropped_from_the_shared_cache_stays_with_the_session_using_it(fresh_streamlit_caches):
     import streamlit as st
 
@@ -141,7 +147,10 @@ def test_a_model_dropped_from_the_shared_cache_stays_with_the_session_using_it(f
     assert _cache_len(at) == length + 1
 
 
+@pytest.mark.model
 def test_parked_generation_replays_the_same_cache(bundled):
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(bundled, DEFAULT_SAMPLING)
     engine.prefill("ROMEO:")
     for _ in range(5):
@@ -153,7 +162,10 @@ def test_parked_generation_replays_the_same_cache(bundled):
     np.testing.assert_allclose(back.layer_keys(1), engine.layer_keys(1), atol=1e-5)
 
 
+@pytest.mark.model
 def test_the_race_times_the_shown_step_both_ways_and_changes_nothing(bundled):
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(bundled, DEFAULT_SAMPLING)
     engine.prefill("ROMEO:")
     for _ in range(6):
@@ -168,6 +180,7 @@ def test_the_race_times_the_shown_step_both_ways_and_changes_nothing(bundled):
     assert earlier.seq_len == engine.records[2].cache_len and earlier.repeats == 1
 
 
+@pytest.mark.app
 def test_the_race_view_shows_the_clock_and_a_verdict(fresh_streamlit_caches):
     at = _page(prompt="ROMEO:", steps="6", view="race")
     assert len(at.get("plotly_chart")) == 3  # both sides, and the clock
@@ -176,6 +189,7 @@ def test_the_race_view_shows_the_clock_and_a_verdict(fresh_streamlit_caches):
     assert ("faster with the cache" in text) or ("Inside the noise" in text) or ("measured slower" in text)
 
 
+@pytest.mark.app
 def test_stop_lands_on_the_last_frame_drawn(fresh_streamlit_caches):
     """Esc / Stop during Play: a frame drawn whole stays; a step whose frame the click cut short (Streamlit
     interrupts a running frame for the click) is rolled back, so the stage stops where the class saw it."""
@@ -197,9 +211,11 @@ def test_stop_lands_on_the_last_frame_drawn(fresh_streamlit_caches):
     assert len(engine.records) == drawn and _cache_len(at) == engine.cache_len
 
 
+@pytest.mark.model
 def test_the_stage_charts_read_from_the_back_of_the_room(bundled):
     """Every step-page chart: ticks and colour-scale ticks >= 14 px, at most four legend entries; the row the
     copying readout names is labelled even when 21+ rows thin the labels out."""
+    from kvviz.step.engine import StepEngine
     from kvviz.figures import step as figs
 
     engine = StepEngine(bundled)

@@ -8,13 +8,13 @@ import ast
 import re
 import urllib.parse
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from support.i18n_text import english_leftovers, page_texts
 from support.pages import PAGES_DIR, open_page
 from kvviz import i18n
 from kvviz.inputs.prompt_rules import TEXT_CAP_HELP
-from kvviz.step.engine import token_text
 from kvviz.step.strip import byte_characters
 
 PAGE = PAGES_DIR / "step_through.py"
@@ -28,6 +28,8 @@ def _page(lang: str, **query: str) -> AppTest:
 def _model_text(at: AppTest) -> set[str]:
     """What the model reads and writes (English by nature): every token's text, whole and shown in the strip
     (spaces as ·), the prompt, and the presets' prompts."""
+    from kvviz.step.engine import token_text
+
     engine = at.session_state["step_engine"]
     tokenizer = engine.loaded.tokenizer
     ids = [*engine.token_ids, engine.pending_token_id]
@@ -44,6 +46,7 @@ def _presets() -> list[str]:
     return [ast.literal_eval(s) for s in re.findall(r'"(?:[^"\\]|\\.)*"', block)]
 
 
+@pytest.mark.app
 def test_the_stage_in_chinese_leaves_no_english_sentence(fresh_streamlit_caches):
     at = _page("zh-CN")
     assert at.title[0].value == "逐步查看一次生成"
@@ -68,6 +71,7 @@ def test_the_stage_in_chinese_leaves_no_english_sentence(fresh_streamlit_caches)
     assert not left, left
 
 
+@pytest.mark.app
 def test_english_stays_english(fresh_streamlit_caches):
     at = _page("en")
     assert at.title[0].value == "Step through a generation"
@@ -76,7 +80,10 @@ def test_english_stays_english(fresh_streamlit_caches):
     assert not any("Shakespeare" in m.value for m in at.markdown)  # the note is for a translated interface
 
 
+@pytest.mark.app
 def test_a_chinese_prompt_prefills_and_steps_and_the_strip_names_its_characters(fresh_streamlit_caches):
+    from kvviz.step.engine import token_text
+
     prompt = "ROMEO: 你好，世界"
     at = _page("zh-CN")
     at.session_state["step_prompt_ROMEO:"] = prompt  # what typing into the Prompt box does
@@ -103,6 +110,7 @@ def test_a_chinese_prompt_prefills_and_steps_and_the_strip_names_its_characters(
     assert '<span data-pos="next" title="下一个: ' in strip and ">下一个</sub>" in strip  # the pending chip, named
 
 
+@pytest.mark.app
 def test_the_link_carries_the_language_and_reopens_in_it(fresh_streamlit_caches):
     at = _page("zh-CN")
     at.button(key="step_btn_prefill").click().run()
@@ -115,6 +123,7 @@ def test_the_link_carries_the_language_and_reopens_in_it(fresh_streamlit_caches)
     assert again.session_state["step_engine"].token_ids == at.session_state["step_engine"].token_ids
 
 
+@pytest.mark.app
 def test_the_keyboard_finds_the_stage_buttons_by_key_not_by_label(fresh_streamlit_caches):
     source = PAGE.read_text(encoding="utf-8")
     script = source[source.index('KEYS_JS = """'): source.index('</script>"""')]
