@@ -13,11 +13,9 @@ import time
 
 import numpy as np
 import pytest
-import torch
 
-from kvviz.speedup import harness, machine, tables
+from kvviz.speedup import machine, tables
 from kvviz.work_queue import timed_work_queue
-from kvviz.cli import bench as cli_bench
 from kvviz.speedup.records import LOSSY_MODES, MODES, REFERENCES, BenchSettings
 from kvviz.speedup.settings import BenchInputError, validate
 from kvviz.figures import bench as figs
@@ -34,10 +32,13 @@ TINY = BenchSettings(prompt_len=5, new_tokens=6, repeats=2, warmup=1, threads=1,
 
 @pytest.fixture(scope="module")
 def tiny_result(sdpa_model):
+    from kvviz.speedup import harness
+
     return harness.run_benchmark(sdpa_model, TINY)
 
 
 # ----- correctness: caching changes speed, never tokens ------------------------------------------------------
+@pytest.mark.model
 def test_every_exact_mode_generates_the_no_cache_tokens(tiny_result):
     assert [m.mode for m in tiny_result.modes] == [m for m in MODES + REFERENCES if m != "static_compiled"]
     baseline = tiny_result.mode("no_cache").token_ids
@@ -51,7 +52,10 @@ def test_every_exact_mode_generates_the_no_cache_tokens(tiny_result):
     assert agreement == sum(same) / len(same)
 
 
+@pytest.mark.model
 def test_no_cache_tokens_are_the_models_greedy_tokens(sdpa_model, tiny_result):
+    import torch
+
     ids = list(tiny_result.prompt_ids)
     with torch.inference_mode():
         for _ in range(TINY.new_tokens):
@@ -60,6 +64,7 @@ def test_no_cache_tokens_are_the_models_greedy_tokens(sdpa_model, tiny_result):
 
 
 # ----- records ---------------------------------------------------------------------------------------------
+@pytest.mark.model
 def test_record_shapes_and_cache_bytes(sdpa_model, tiny_result):
     info = sdpa_model.info
     p, n = TINY.prompt_len, TINY.new_tokens
@@ -78,6 +83,7 @@ def test_record_shapes_and_cache_bytes(sdpa_model, tiny_result):
     assert tiny_result.machine.threads == 1 and tiny_result.machine.thread_reason == "set for this run"
 
 
+@pytest.mark.model
 def test_one_estimator_for_every_speedup(tiny_result):
     """speedup() is the last point of speedup_by_length(): median over rounds of summed pass times."""
     for name in ("dynamic", "preallocated", "generate_cache"):
@@ -88,6 +94,7 @@ def test_one_estimator_for_every_speedup(tiny_result):
     assert tiny_result.speedup("no_cache") == pytest.approx(1.0)
 
 
+@pytest.mark.model
 def test_op_ratio_overlay_comes_from_kvviz_ops(tiny_result):
     ks = [k for k, _ in tiny_result.op_ratio]
     ratios = [r for _, r in tiny_result.op_ratio]
@@ -96,6 +103,7 @@ def test_op_ratio_overlay_comes_from_kvviz_ops(tiny_result):
     assert all(b > a for a, b in zip(ratios, ratios[1:]))
 
 
+@pytest.mark.model
 def test_weight_choice_is_recorded(tiny_result):
     choice = tiny_result.weight_choice
     times = dict(choice.ms_by_format)
@@ -105,7 +113,12 @@ def test_weight_choice_is_recorded(tiny_result):
 
 
 # ----- the line: one benchmark at a time -------------------------------------------------------------------
+@pytest.mark.model
 def test_line_serializes_two_concurrent_runs(sdpa_model):
+    import torch
+
+    from kvviz.speedup import harness
+
     settings = BenchSettings(prompt_len=4, new_tokens=4, repeats=1, warmup=0, threads=1, include_generate=False,
                              include_int8=False, include_static=False, weight_format="stored")
     spans: dict[str, list[float]] = {"a": [], "b": []}
@@ -136,7 +149,10 @@ def test_line_serializes_two_concurrent_runs(sdpa_model):
     assert torch.get_num_threads() == threads_before
 
 
+@pytest.mark.model
 def test_queue_position_is_reported_and_a_timeout_is_clear(sdpa_model):
+    from kvviz.speedup import harness
+
     holding, release = threading.Event(), threading.Event()
 
     def holder() -> None:
@@ -157,7 +173,12 @@ def test_queue_position_is_reported_and_a_timeout_is_clear(sdpa_model):
     assert in_line() == 0 and not timed_work_queue().state().busy
 
 
+@pytest.mark.model
 def test_interrupted_run_releases_its_turn_and_restores_threads(sdpa_model):
+    import torch
+
+    from kvviz.speedup import harness
+
     threads_before = torch.get_num_threads()
 
     def interrupt(fraction: float, text: str) -> None:
@@ -203,6 +224,7 @@ def test_default_thread_count_follows_free_cores_and_other_sessions():
 
 
 # ----- tables, CSV, figures, CLI ---------------------------------------------------------------------------
+@pytest.mark.model
 def test_summary_and_csv(tiny_result):
     rows = tables.summary_rows(tiny_result)
     assert [r["mode"] for r in rows] == [m.label for m in tiny_result.modes]
@@ -218,6 +240,7 @@ def test_summary_and_csv(tiny_result):
     assert lines[1].split(",")[4:6] == ["prefill", str(TINY.prompt_len)]
 
 
+@pytest.mark.model
 def test_figures(tiny_result):
     """Four lines at most per chart (the headline modes by default, the caller's choice otherwise), roofs
     labelled on the chart, every log axis announced, ticks at the shared minimum size."""
@@ -247,7 +270,10 @@ def test_figures(tiny_result):
                 assert "log" in f"{axis.title.text} {fig.layout.title.text}" and len(axis.tickvals) >= 2
 
 
+@pytest.mark.model
 def test_cli_json(capsys):
+    from kvviz.cli import bench as cli_bench
+
     rc = cli_bench.main(["--prompt-len", "3", "--new-tokens", "4", "--repeats", "1", "--warmup", "0",
                          "--threads", "1", "--json"])
     assert rc == 0
@@ -260,7 +286,10 @@ def test_cli_json(capsys):
     assert out["weight_format"]["chosen"] in ("stored", "onednn")
 
 
+@pytest.mark.model
 def test_cli_text_report(capsys):
+    from kvviz.cli import bench as cli_bench
+
     rc = cli_bench.main(["--prompt-len", "3", "--new-tokens", "3", "--repeats", "1", "--warmup", "0",
                          "--threads", "1", "--no-generate", "--no-prepack", "--no-int8"])
     assert rc == 0
@@ -269,6 +298,7 @@ def test_cli_text_report(capsys):
     assert "flat engine weights: stored (forced by the settings)" in out and "int8" not in out
 
 
+@pytest.mark.model
 @pytest.mark.parametrize(
     "argv, rc, message",
     [
@@ -279,10 +309,13 @@ def test_cli_text_report(capsys):
     ],
 )
 def test_cli_bad_input(capsys, argv, rc, message):
+    from kvviz.cli import bench as cli_bench
+
     assert cli_bench.main(argv) == rc
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.model
 def test_a_non_gpt2_model_is_refused_with_a_message_before_anything_runs(bundled):
     """The engines mirror GPT2LMHeadModel: a Llama-type model gets one clear line, not an AttributeError."""
     import dataclasses
@@ -296,7 +329,11 @@ def test_a_non_gpt2_model_is_refused_with_a_message_before_anything_runs(bundled
 
 
 # ----- the torch.compile reference (off by default) -------------------------------------------------------------
+@pytest.mark.model
 def test_compiled_static_reference_picks_the_same_tokens_or_says_why_not(sdpa_model):
+    from kvviz.cli import bench as cli_bench
+    from kvviz.speedup import harness
+
     settings = BenchSettings(prompt_len=5, new_tokens=6, repeats=1, warmup=1, threads=1, include_generate=False,
                              include_int8=False, include_compiled=True, weight_format="stored")
     result = harness.run_benchmark(sdpa_model, settings)

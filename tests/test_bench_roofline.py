@@ -8,9 +8,8 @@ import dataclasses
 
 import pytest
 
-from kvviz.speedup import harness, batch, machine, probes, tables, roofline
+from kvviz.speedup import machine, tables, roofline
 from kvviz.speedup.settings import BenchInputError
-from kvviz.cli import bench as cli_bench
 from kvviz.speedup.records import BenchSettings
 from kvviz.figures import bench as figs
 from support.pages import REPO
@@ -20,10 +19,13 @@ TINY = BenchSettings(prompt_len=5, new_tokens=6, repeats=2, warmup=0, threads=1,
 
 @pytest.fixture(scope="module")
 def tiny_result(sdpa_model):
+    from kvviz.speedup import harness
+
     return harness.run_benchmark(sdpa_model, TINY)
 
 
 # ----- roofline --------------------------------------------------------------------------------------------
+@pytest.mark.model
 def test_roofline_bytes_and_per_round_fractions(sdpa_model, tiny_result):
     model, info = sdpa_model.model, sdpa_model.info
     wpe = model.transformer.wpe.weight
@@ -43,8 +45,11 @@ def test_roofline_bytes_and_per_round_fractions(sdpa_model, tiny_result):
     assert roofline.kv_bytes_read_per_decode_token(2 * 2 * 2 * 4 * 4, 10, 1) == 0  # no decode step, nothing read
 
 
+@pytest.mark.model
 def test_disturbed_run_is_flagged_and_never_shows_over_100_percent(tiny_result):
     """A probe far below what the decode achieved (the machine was busy during the probe) marks the run."""
+    from kvviz.cli import bench as cli_bench
+
     achieved = [run.decode_tokens_per_s * tiny_result.bytes_per_token("preallocated")
                 for run in tiny_result.mode("preallocated").runs]
     slow = tuple(dataclasses.replace(b, bytes_per_s=a / 3) for b, a in zip(tiny_result.read_bandwidth, achieved))
@@ -62,6 +67,7 @@ def test_disturbed_run_is_flagged_and_never_shows_over_100_percent(tiny_result):
     assert "disturbed" in figs.roofline_figure(disturbed).layout.title.text
 
 
+@pytest.mark.model
 def test_weights_in_cache_are_never_shown_above_the_dram_roof(tiny_result):
     """The bundled model's 4 MB of weights sit in a 32 MB L3: beating the DRAM probe is not a disturbance."""
     achieved = [run.decode_tokens_per_s * tiny_result.bytes_per_token("preallocated")
@@ -74,6 +80,7 @@ def test_weights_in_cache_are_never_shown_above_the_dram_roof(tiny_result):
     assert verdict.label == "in cache" and "%" not in verdict.describe()
 
 
+@pytest.mark.model
 def test_pass_points_sit_where_the_physics_says(tiny_result):
     points = tables.pass_points(tiny_result)
     kinds = {p.kind for p in points}
@@ -84,7 +91,10 @@ def test_pass_points_sit_where_the_physics_says(tiny_result):
     assert all(0.4 < p.intensity < 0.6 for p in decode)  # fp32 GEMV: ~2 FLOPs per 4-byte weight
 
 
+@pytest.mark.model
 def test_probes():
+    from kvviz.speedup import probes
+
     probe = probes.ReadProbe(buffer_bytes=4 * 2**20)
     bandwidth = probe.measure(repeats=3)
     assert 0 < bandwidth.bytes_per_s <= bandwidth.best_bytes_per_s and bandwidth.repeats == 3
@@ -107,7 +117,10 @@ def test_roofs_and_batch_arithmetic():
 
 
 # ----- batch sweep -----------------------------------------------------------------------------------------
+@pytest.mark.model
 def test_batch_sweep_on_the_real_model(sdpa_model):
+    from kvviz.speedup import batch
+
     sweep = batch.run_batch_sweep(sdpa_model, max_batch=4, context=8, threads=1)
     assert [p.step.batch for p in sweep.points] == [1, 2, 4]
     for point in sweep.points:
@@ -120,6 +133,7 @@ def test_batch_sweep_on_the_real_model(sdpa_model):
     assert len(figs.batch_figure(sweep).data) >= 2
 
 
+@pytest.mark.model
 def test_gemv_ceiling_times_every_kernel_on_the_real_matrices(tmp_path):
     """bench/gemv_ceiling.py on the bundled GPT-2: every kernel computed the same products (it refuses otherwise),
     the bytes are the model's decode matrices, and each bound is 1000 / its best step time."""

@@ -169,6 +169,7 @@ def test_published_figures_card_gives_each_source_its_title_and_date():
     assert "(12 January 2026)" in parts[1]
 
 
+@pytest.mark.slow
 def test_claims_module_does_not_import_torch():
     import subprocess
     import sys

@@ -132,6 +132,7 @@ def test_ops_bad_input(capsys, argv, message):
     assert code == 2 and out == "" and message in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_python_dash_m_end_to_end():
     proc = subprocess.run([sys.executable, "-m", "kvviz", "memory", "--preset", "gpt2", "--context", "1", "--json"],
                           cwd=REPO, capture_output=True, text=True, timeout=60)

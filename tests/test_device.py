@@ -11,9 +11,7 @@ import subprocess
 import sys
 
 import pytest
-import torch
 
-from kvviz.speedup import accelerator, device
 from support.pages import app_test
 
 
@@ -22,8 +20,14 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           timeout=600, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
 
 
-@pytest.mark.parametrize("name, probe", [("cuda", torch.cuda.is_available), ("mps", torch.backends.mps.is_available)])
-def test_a_missing_device_is_one_clear_line_and_a_non_zero_exit(name, probe):
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["cuda", "mps"])
+def test_a_missing_device_is_one_clear_line_and_a_non_zero_exit(name):
+    import torch
+
+    from kvviz.speedup import device
+
+    probe = {"cuda": torch.cuda.is_available, "mps": torch.backends.mps.is_available}[name]
     if probe():
         pytest.skip(f"{name} is here")
     reason = device.unavailable_reason(name)
@@ -37,7 +41,10 @@ def test_a_missing_device_is_one_clear_line_and_a_non_zero_exit(name, probe):
     assert done.stderr.strip() == f"kvviz bench: {reason}"
 
 
+@pytest.mark.slow
 def test_unknown_device_and_senseless_dtype_are_refused_before_any_work():
+    from kvviz.speedup import device
+
     assert device.unavailable_reason("tpu").startswith("Unknown device")
     assert "float32" in device.dtype_problem("cpu", "float16")
     assert device.dtype_problem("cpu", "int3").startswith("Unknown dtype")
@@ -47,12 +54,20 @@ def test_unknown_device_and_senseless_dtype_are_refused_before_any_work():
     assert done.returncode == 2 and "invalid choice" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.model
 def test_cpu_is_always_offered_first():
+    from kvviz.speedup import device
+
     assert device.available()[0] == "cpu"
     device.synchronize("cpu")  # a no-op, never an error
 
 
+@pytest.mark.model
 def test_clock_times_real_work():
+    import torch
+
+    from kvviz.speedup import device
+
     clock = device.Clock("cpu")
     with clock:
         torch.ones(512, 512) @ torch.ones(512, 512)
@@ -61,7 +76,9 @@ def test_clock_times_real_work():
 
 @pytest.fixture(scope="module")
 def cpu_report(bundled):
-    from kvviz.speedup import harness
+    import torch
+
+    from kvviz.speedup import accelerator, harness
 
     prompt_ids = harness.prompt_token_ids(bundled, 6)
     before = {k: v.clone() for k, v in bundled.model.state_dict().items()}
@@ -73,6 +90,7 @@ def cpu_report(bundled):
     return result
 
 
+@pytest.mark.model
 def test_device_report_runs_every_device_mode_and_the_tokens_agree(cpu_report):
     names = [m.mode for m in cpu_report.modes]
     assert names == ["no_cache", "dynamic", "static", "generate_cache"]
@@ -84,7 +102,12 @@ def test_device_report_runs_every_device_mode_and_the_tokens_agree(cpu_report):
     assert cpu_report.speedup("no_cache") == pytest.approx(1.0)
 
 
+@pytest.mark.model
 def test_device_report_names_the_device_and_serialises(cpu_report):
+    import torch
+
+    from kvviz.speedup import accelerator
+
     as_json = json.loads(json.dumps(cpu_report.to_dict()))
     assert as_json["device"]["kind"] == "cpu" and as_json["device"]["dtype"] == "float32"
     assert as_json["device"]["torch_version"] == torch.__version__
@@ -94,6 +117,7 @@ def test_device_report_names_the_device_and_serialises(cpu_report):
     assert "device: cpu:" in text and "context sweep" in text
 
 
+@pytest.mark.model
 def test_sweep_is_bounded_by_the_models_positions_and_counts_bytes_exactly(cpu_report, bundled):
     n_positions = bundled.info.n_positions
     contexts = [p.context for p in cpu_report.sweep]
@@ -108,9 +132,14 @@ def test_sweep_is_bounded_by_the_models_positions_and_counts_bytes_exactly(cpu_r
         assert 0 < point.roof_fraction <= 1.0 and point.bound in {"unexplained", "weights", "cache", "mixed", "unclear"}
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason=device.unavailable_reason("cuda") or "")
+@pytest.mark.model
 def test_cuda_report_float32_tokens_agree(bundled):  # pragma: no cover - runs only where a GPU is lent
-    from kvviz.speedup import harness
+    import torch
+
+    from kvviz.speedup import accelerator, device, harness
+
+    if not torch.cuda.is_available():
+        pytest.skip(device.unavailable_reason("cuda") or "")
 
     result = accelerator.run_device_benchmark(bundled,
                                               harness.prompt_token_ids(bundled, 8), 8, "cuda", "float32",
@@ -120,7 +149,10 @@ def test_cuda_report_float32_tokens_agree(bundled):  # pragma: no cover - runs o
     assert all(result.tokens_match(m.mode) for m in result.modes)
 
 
+@pytest.mark.app
 def test_speedup_page_offers_only_the_devices_found_and_draws_the_sweep(fresh_streamlit_caches):
+    from kvviz.speedup import device
+
     from support.pages import APP_TIMEOUT_S
 
     at = app_test("pages/speedup.py", timeout=APP_TIMEOUT_S * 3)
@@ -144,8 +176,11 @@ def test_speedup_page_offers_only_the_devices_found_and_draws_the_sweep(fresh_st
     assert len(at.get("plotly_chart")) >= 1
 
 
+@pytest.mark.model
 def test_bound_by_names_what_sets_the_steps_pace():
     """Pure arithmetic on the read roof: 1 GB/s roof, so 1 ms reads 1 MB."""
+    from kvviz.speedup import accelerator
+
     def point(step_ms: float, weight_bytes: int, kv_bytes: int) -> accelerator.SweepPoint:
         return accelerator.SweepPoint(64, (step_ms,), (10 * step_ms,), weight_bytes + kv_bytes, kv_bytes, 1e9)
 
@@ -158,10 +193,13 @@ def test_bound_by_names_what_sets_the_steps_pace():
     assert point(10.0, 1_000_000, 0).ratio == pytest.approx(10.0)
 
 
+@pytest.mark.model
 def test_bound_is_named_only_when_the_whole_spread_falls_in_one_zone():
     """Issue 31 item 7: the repeats' fastest-slowest range of the read share decides; a range that crosses 15% or a
     third (docs/measurements.md's 27-52% run-to-run range crosses a third) is "unclear", never a coin flip between
     labels."""
+    from kvviz.speedup import accelerator
+
     def point(steps_ms: tuple[float, ...], weight_bytes: int, kv_bytes: int = 0) -> accelerator.SweepPoint:
         return accelerator.SweepPoint(64, steps_ms, (100.0,), weight_bytes + kv_bytes, kv_bytes, 1e9)
 
@@ -178,6 +216,7 @@ def test_bound_is_named_only_when_the_whole_spread_falls_in_one_zone():
     assert accelerator.BOUND_NAMES["unclear"] == "unclear within the spread" and "overhead" not in accelerator.BOUND_NAMES
 
 
+@pytest.mark.slow
 def test_device_report_refuses_a_model_its_byte_counts_do_not_describe():
     """The weight bytes per step are read off GPT2LMHeadModel: the bundled Llama is refused in one line, as the CPU
     benchmark refuses it, not failed on halfway."""

@@ -6,12 +6,18 @@ never holding a copy it does not use; a broken private oneDNN op falls back inst
 """
 from __future__ import annotations
 
-import pytest
-import torch
-from transformers import DynamicCache
+from typing import TYPE_CHECKING
 
-from kvviz.speedup import harness, flat_engine, weight_format
+import pytest
+
 from kvviz.model.loading import load_model
+
+if TYPE_CHECKING:
+    from transformers import DynamicCache
+
+    from kvviz.speedup import flat_engine
+
+pytestmark = pytest.mark.model
 
 INT8_LOGIT_ATOL = 0.5  # int8 weights on the bundled model: max |logit difference| seen ~0.1
 
@@ -22,6 +28,11 @@ def loaded():
 
 
 def _compare_with_dynamic_cache(loaded, fmt: str, atol: float) -> tuple[flat_engine.FlatCacheGPT2, DynamicCache, int]:
+    import torch
+    from transformers import DynamicCache
+
+    from kvviz.speedup import flat_engine, harness
+
     model = loaded.model
     prompt = harness.prompt_token_ids(loaded, 7)
     engine = flat_engine.FlatCacheGPT2(model, max_len=12, weight_format=fmt)
@@ -41,6 +52,10 @@ def _compare_with_dynamic_cache(loaded, fmt: str, atol: float) -> tuple[flat_eng
 
 @pytest.mark.parametrize("fmt", ["stored", "onednn"])
 def test_fp32_formats_match_model_logits_and_cache(loaded, fmt):
+    import torch
+
+    from kvviz.speedup import flat_engine
+
     try:
         engine, cache, agree = _compare_with_dynamic_cache(loaded, fmt, atol=1e-4)
     except flat_engine.FormatUnavailable as exc:
@@ -66,6 +81,10 @@ def test_int8_within_stated_tolerance(loaded):
 
 
 def test_batched_forward_equals_one_sequence_at_a_time(loaded):
+    import torch
+
+    from kvviz.speedup import flat_engine
+
     model = loaded.model
     prompts = torch.tensor([[5, 6, 7, 8], [9, 10, 11, 12], [1, 2, 3, 4]])
     batched = flat_engine.FlatCacheGPT2(model, max_len=6, batch=3)
@@ -82,6 +101,10 @@ def test_batched_forward_equals_one_sequence_at_a_time(loaded):
 
 
 def test_model_is_left_untouched(loaded):
+    import torch
+
+    from kvviz.speedup import flat_engine
+
     model = loaded.model
     before = {name: p.clone() for name, p in model.named_parameters()}
     for fmt in ("stored", "int8"):
@@ -93,6 +116,10 @@ def test_model_is_left_untouched(loaded):
 
 # ----- the chooser: real measurements ------------------------------------------------------------------------
 def test_pick_fastest_picks_the_faster_of_two_real_kernels():
+    import torch
+
+    from kvviz.speedup import weight_format
+
     x, w = torch.randn(1, 64), torch.randn(64, 64)
     choice = weight_format.pick_fastest(
         {"one_gemv": lambda: torch.mm(x, w), "forty_gemvs": lambda: [torch.mm(x, w) for _ in range(40)]}, rounds=5)
@@ -103,6 +130,8 @@ def test_pick_fastest_picks_the_faster_of_two_real_kernels():
 
 
 def test_choose_engine_keeps_the_measured_faster_format_only(loaded):
+    from kvviz.speedup import weight_format
+
     engine, choice = weight_format.choose_engine(loaded.model, max_len=8, rounds=3)
     times = dict(choice.ms_by_format)
     if times:  # both formats ran here
@@ -115,6 +144,10 @@ def test_choose_engine_keeps_the_measured_faster_format_only(loaded):
 
 
 def test_broken_private_onednn_op_falls_back_to_stored(loaded, monkeypatch):
+    import torch
+
+    from kvviz.speedup import flat_engine, weight_format
+
     def changed_signature(x, packed, bias):
         return torch.ops.mkldnn._linear_pointwise(x, packed)  # the private op no longer takes these arguments
 

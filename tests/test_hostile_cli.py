@@ -22,6 +22,7 @@ from support.pages import REPO
 # training): the held-out Shakespeare the app ships, so the tests need no ../shared beside the clone.
 CORPUS = REPO / "kvviz" / "assets" / "held_out_shakespeare.txt"
 CLI_EXAMPLES = 60  # per property
+TORCH_COMMANDS = {"bench", "train"}  # their modules (kvviz.cli.bench, kvviz.training.train) import torch
 HOSTILE_NUMBER = st.one_of(
     st.sampled_from(["0", "-1", "nan", "inf", "-inf", "1e309", "1.5", "", "abc", "9" * 5000, "0x10", "１"]),
     st.integers(-10**6, 0).map(str),
@@ -48,6 +49,7 @@ def files(tmp_path_factory):
     return d
 
 
+@pytest.mark.model
 @settings(max_examples=CLI_EXAMPLES, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(flag=st.sampled_from(["--steps", "--threads", "--batch-size", "--max-span", "--weight-decay",
                              "--random-span-share", "--repeat-share", "--copy-warmup-steps", "--seed"]),
@@ -60,6 +62,7 @@ def test_train_refuses_hostile_numbers_before_training(flag, value, capsys, tmp_
     assert rc == 2 and text.strip()
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("args, words", [
     (["--steps", "0"], "from 1 to"), (["--steps", "-1"], "from 1 to"), (["--threads", "0"], "from 1 to 256"),
     (["--threads", "-1"], "from 1 to 256"), (["--weight-decay", "nan"], "number from 0 to 10"),
@@ -71,6 +74,7 @@ def test_train_nonsense_is_refused_with_its_range(args, words, capsys):
     assert rc == 2 and words in text
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("name, words", [("empty.txt", "holds 0 characters"), ("short.txt", "holds 19 characters"),
                                           ("binary.txt", "is not UTF-8 text")])
 def test_train_refuses_a_corpus_it_cannot_learn_from(files, name, words, capsys):
@@ -78,12 +82,14 @@ def test_train_refuses_a_corpus_it_cannot_learn_from(files, name, words, capsys)
     assert rc == 2 and words in text and len(text.strip().splitlines()) == 1
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("out, words", [("missing/parent/model", "does not exist"), ("a_file", "existing file")])
 def test_train_refuses_an_output_it_cannot_write_before_training(files, out, words, capsys):
     rc, text = _run(["train", "--text", str(CORPUS), "--out", str(files / out)], capsys)
     assert rc == 2 and words in text and not (files / "missing").exists()
 
 
+@pytest.mark.model
 @settings(max_examples=CLI_EXAMPLES, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(flag=st.sampled_from(["--prompt-len", "--new-tokens", "--repeats", "--warmup", "--threads"]),
        value=HOSTILE_NUMBER)
@@ -99,12 +105,14 @@ def test_ops_refuses_hostile_numbers_in_one_message(flag, value, capsys):
     assert text.strip()
 
 
+@pytest.mark.model
 def test_bench_names_a_missing_folder_without_suggesting_hf_download(capsys):
     rc, text = _run(["bench", "--model", "/nonexistent"], capsys)
     assert rc == 1 and "no model folder at `/nonexistent`" in text and "hf download" not in text
 
 
-@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("command", [pytest.param(c, marks=pytest.mark.model) if c in TORCH_COMMANDS else c
+                                     for c in sorted(COMMANDS)])
 def test_every_command_answers_junk_without_a_traceback(command, capsys):
     _run([command, "--no-such-flag", "\x00", "9" * 5000], capsys)
 
@@ -120,6 +128,7 @@ def _subprocess(*args: str) -> subprocess.CompletedProcess:
                           cwd=REPO, env=env)
 
 
+@pytest.mark.slow
 def test_bench_with_one_new_token_reports_and_states_its_estimate_first():
     done = _subprocess("bench", "--new-tokens", "1", "--repeats", "1", "--warmup", "0", "--no-generate",
                        "--no-int8", "--no-static")
@@ -128,6 +137,7 @@ def test_bench_with_one_new_token_reports_and_states_its_estimate_first():
     assert "no decode pass was timed" in done.stdout
 
 
+@pytest.mark.slow
 def test_train_steps_zero_as_a_user_types_it():
     done = _subprocess("train", "--text", str(CORPUS), "--steps", "0")
     assert done.returncode == 2 and "Traceback" not in done.stderr and "--steps" in done.stderr
@@ -144,6 +154,7 @@ def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
                           cwd=REPO, env=env)
 
 
+@pytest.mark.slow
 def test_memory_shows_a_configs_terminal_escapes_as_text(tmp_path):
     """A config.json whose fields hold ESC ] 0 ; ... BEL set the terminal's title and ESC [2J cleared the screen."""
     path = tmp_path / "config.json"
@@ -158,12 +169,14 @@ def test_memory_shows_a_configs_terminal_escapes_as_text(tmp_path):
     assert "\\x1b]0;PWNED\\x07\\x1b[2J" in shown  # visible, so the reader sees what the file holds
 
 
+@pytest.mark.slow
 def test_an_undecodable_argument_is_shown_not_crashed_on():
     done = subprocess.run([sys.executable, "-m", "kvviz", "memory", "--preset", b"\xff\x1b[2J".decode("utf-8", "surrogateescape")],
                           capture_output=True, timeout=120, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 2 and b"\x1b" not in done.stderr and b"Traceback" not in done.stderr, done.stderr[-500:]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("csv, words", [("folder", "is a folder"), ("missing/passes.csv", "does not exist"),
                                         ("/sys/kernel/kvviz.csv", "cannot write there"),
                                         ("fifo", "cannot write there")])  # a FIFO nobody reads: refused, not waited on
@@ -178,6 +191,7 @@ def test_bench_refuses_an_unwritable_csv_before_the_run(tmp_path, csv, words):
     assert not (tmp_path / "missing").exists()
 
 
+@pytest.mark.slow
 def test_bench_csv_on_a_full_disk_still_prints_the_report():
     """/dev/full takes the open and refuses the write: the report is printed first, the CSV failure after it."""
     done = _cli("bench", "--csv", "/dev/full", "--new-tokens", "1", "--repeats", "1", "--warmup", "0",
@@ -187,6 +201,7 @@ def test_bench_csv_on_a_full_disk_still_prints_the_report():
     assert "the CSV was not written" in done.stderr and "/dev/full" in done.stderr
 
 
+@pytest.mark.slow
 def test_train_refuses_an_unwritable_out_before_training(tmp_path):
     """train --out /sys/kernel trained to the end, then "PermissionError ... This is a kvviz bug"."""
     done = _cli("train", "--text", str(CORPUS), "--out", "/sys/kernel/kvviz-model", "--steps", "1", timeout=300)
@@ -203,6 +218,7 @@ def cli_output_problem(path: Path) -> str | None:
     return output_problem(path, folder=True)
 
 
+@pytest.mark.slow
 def test_memory_config_from_a_fifo_is_refused_not_waited_on(tmp_path):
     """memory --config <a FIFO with no writer> blocked forever in open()."""
     fifo = tmp_path / "config.json"
@@ -211,6 +227,7 @@ def test_memory_config_from_a_fifo_is_refused_not_waited_on(tmp_path):
     assert done.returncode == 2 and "not a regular file" in done.stderr and done.stderr.count("\n") == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv, flag", [
     (["memory", "--layers", "2", "--heads", "32", "--head-dim", "8", "--kv-heads", "0"], "--kv-heads"),
     (["ops", "--layers", "2", "--heads", "2", "--head-dim", "4", "--hidden", "8", "--vocab", "9", "--d-ff", "0"],
@@ -229,6 +246,7 @@ def test_the_cli_refuses_what_the_app_refuses(argv, flag):
     assert "Traceback" not in done.stderr and not done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command, argv", [
     ("memory", ["--layers", "9" * 5000]), ("ops", ["--layers", "9" * 5000]), ("bench", ["--repeats", "9" * 5000]),
     ("train", ["--text", str(CORPUS), "--steps", "9" * 5000]), ("claims", ["--gpu", "9" * 5000]),
@@ -244,6 +262,7 @@ def test_a_5000_digit_argument_is_cut_and_the_message_kept(command, argv):
     assert "invalid parse value" not in done.stderr and "invalid int value" not in done.stderr
 
 
+@pytest.mark.slow
 def test_memory_help_names_the_dtype_it_uses():
     done = _cli("memory", "--help", timeout=60)
     used = _cli("memory", "--layers", "2", "--heads", "2", "--head-dim", "4", timeout=60).stdout.splitlines()[0]

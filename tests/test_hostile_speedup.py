@@ -13,7 +13,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from support.pages import PAGES_DIR, app_test
-from kvviz.speedup import harness
 from kvviz.work_queue import timed_work_queue
 from kvviz import ops
 from kvviz.speedup.records import RooflineVerdict
@@ -61,9 +60,12 @@ def test_the_issue_run_is_refused_with_its_estimate():
     assert "\n" not in message and len(message) < 400
 
 
+@pytest.mark.model
 def test_a_real_runs_estimate_comes_from_real_passes(sdpa_model, monkeypatch):
     """The estimate is the settings' arithmetic over rates measured from real passes of the model; the budget
     check is tested with injected rates (an estimate built from timed passes moves with the machine's load)."""
+    from kvviz.speedup import harness
+
     rates = harness.pass_rates(sdpa_model, 1)  # real passes: positive rates, whatever the load
     assert rates.s_per_op > 0 and rates.overhead_s >= 0
     small_run = BenchSettings(prompt_len=4, new_tokens=8, repeats=1, warmup=0, threads=1)
@@ -82,7 +84,10 @@ def test_a_real_runs_estimate_comes_from_real_passes(sdpa_model, monkeypatch):
     assert harness.refuse_over_budget(sdpa_model, small_run, PAGE_BUDGET_S) == small
 
 
+@pytest.mark.model
 def test_a_running_benchmark_stops_within_a_second(sdpa_model):
+    from kvviz.speedup import harness
+
     settings_ = BenchSettings(prompt_len=1, new_tokens=255, repeats=10, warmup=5, threads=1,
                               include_generate_no_cache=True)  # minutes of work
     asked = []
@@ -106,7 +111,7 @@ def test_one_new_token_is_described_not_a_type_error():
 
 
 @pytest.fixture()
-def page():
+def speedup_page():
     import streamlit as st
 
     st.cache_resource.clear()
@@ -114,28 +119,32 @@ def page():
     st.cache_resource.clear()
 
 
-def test_the_page_refuses_a_run_over_its_budget_and_keeps_earlier_results(page, monkeypatch):
+@pytest.mark.app
+def test_the_page_refuses_a_run_over_its_budget_and_keeps_earlier_results(speedup_page, monkeypatch):
+    from kvviz.speedup import harness
+
     # injected rates: the page's own estimate, timed on a loaded machine, put this run under the budget (and ran it)
     monkeypatch.setattr(harness, "pass_rates", lambda loaded, threads: LAPTOP_RATES)
-    page.run()
-    page.session_state["bench_result"] = None
-    page.number_input(key="bench_prompt_len").set_value(1)
-    page.number_input(key="bench_new_tokens").set_value(255)
-    page.number_input(key="bench_repeats").set_value(10)
-    page.number_input(key="bench_warmup").set_value(5)
-    page.checkbox(key="bench_generate_no_cache").check()
-    page.button(key="bench_run").click().run()
-    assert not page.exception
-    assert any("would take about" in e.value and "60 s budget" in e.value for e in page.error)
+    speedup_page.run()
+    speedup_page.session_state["bench_result"] = None
+    speedup_page.number_input(key="bench_prompt_len").set_value(1)
+    speedup_page.number_input(key="bench_new_tokens").set_value(255)
+    speedup_page.number_input(key="bench_repeats").set_value(10)
+    speedup_page.number_input(key="bench_warmup").set_value(5)
+    speedup_page.checkbox(key="bench_generate_no_cache").check()
+    speedup_page.button(key="bench_run").click().run()
+    assert not speedup_page.exception
+    assert any("would take about" in e.value and "60 s budget" in e.value for e in speedup_page.error)
 
 
-def test_a_result_that_cannot_be_shown_is_dropped_once(page):
-    page.run()
-    page.session_state["bench_result"] = "a broken result"  # what a failing render left behind
-    page.run()
-    assert not page.exception and any("could not be shown" in e.value for e in page.error)
-    page.run()
-    assert not page.exception and not page.error  # not stuck: the next rerun is clean
+@pytest.mark.app
+def test_a_result_that_cannot_be_shown_is_dropped_once(speedup_page):
+    speedup_page.run()
+    speedup_page.session_state["bench_result"] = "a broken result"  # what a failing render left behind
+    speedup_page.run()
+    assert not speedup_page.exception and any("could not be shown" in e.value for e in speedup_page.error)
+    speedup_page.run()
+    assert not speedup_page.exception and not speedup_page.error  # not stuck: the next rerun is clean
 
 
 INPUTS_TRIED = ESTIMATE_EXAMPLES + 2 + 1 + 2 + 1 + 1 + 1 + 1

@@ -13,7 +13,7 @@ from kvviz.memory.presets import get_preset
 from kvviz.model import loading
 from kvviz.teaching import glossary
 
-pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
+pytestmark = [pytest.mark.app, pytest.mark.usefixtures("fresh_streamlit_caches")]
 # Names that stay as published: the English sources' article titles, the presets' paper names.
 NAMES = [*claims.SOURCE_TITLES, *claims.PUBLISHED_SOURCE_TITLES.values(), claims.GPT3_PAPER]
 

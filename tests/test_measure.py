@@ -49,6 +49,7 @@ def test_the_floor_stands_alone(path):
     assert foreign == [], f"kvviz/measure/{path.name} imports {foreign}"
 
 
+@pytest.mark.slow
 def test_the_floor_loads_no_torch():
     modules = [f"kvviz.measure.{p.stem}" for p in sorted(MEASURE.glob("*.py")) if p.stem != "__init__"]
     code = "import sys\n" + "".join(f"import {m}\n" for m in modules) + (

@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 from support.pages import app_test
 from kvviz import claims
 
-pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
+pytestmark = [pytest.mark.app, pytest.mark.usefixtures("fresh_streamlit_caches")]
 
 
 def claims_page() -> AppTest:

@@ -33,6 +33,7 @@ def _set_tiny(at: AppTest, prompt_len: int = 4, new_tokens: int = 5) -> None:
     at.number_input(key="bench_threads").set_value(1)
 
 
+@pytest.mark.app
 def test_page_renders_before_any_run(app):
     assert not app.exception
     assert app.title[0].value == "Measured speed-up"
@@ -43,6 +44,7 @@ def test_page_renders_before_any_run(app):
     assert "Run benchmark" in app.info[0].value
 
 
+@pytest.mark.app
 def test_tiny_benchmark_end_to_end_shows_charts(app):
     _set_tiny(app)
     app.button(key="bench_run").click().run()
@@ -67,6 +69,7 @@ def test_tiny_benchmark_end_to_end_shows_charts(app):
     assert any("the weight kernel decides" in m.value for m in app.markdown)
 
 
+@pytest.mark.app
 @pytest.mark.parametrize(
     "key, value, message",
     [
@@ -87,12 +90,14 @@ def test_past_cap_inputs_give_a_message_and_keep_results(app, key, value, messag
     assert len(app.get("plotly_chart")) == 4  # the earlier results are still on screen
 
 
+@pytest.mark.app
 def test_lengths_past_the_models_positions(app):
     _set_tiny(app, prompt_len=200, new_tokens=100)  # 300 > the bundled model's 256 positions
     app.button(key="bench_run").click().run()
     assert not app.exception and "only 256 positions" in app.error[0].value
 
 
+@pytest.mark.app
 def test_batched_decode_sweep(app):
     _set_tiny(app)
     app.slider(key="bench_batch_max").set_value(4)
@@ -108,12 +113,14 @@ def test_batched_decode_sweep(app):
     assert any(f"from batch {sweep.kv_overtakes_at_batch} on" in m.value for m in app.markdown)
 
 
+@pytest.mark.app
 def test_results_are_per_session():
     """A second session (a fresh AppTest) sees no timings: nothing is shared through st.cache_data."""
     other = app_test(PAGE).run()
     assert RESULT_KEY not in other.session_state and not other.get("plotly_chart")
 
 
+@pytest.mark.app
 def test_model_that_cannot_be_loaded_gives_a_warning(app):
     from huggingface_hub import try_to_load_from_cache
 
@@ -128,6 +135,7 @@ def test_model_that_cannot_be_loaded_gives_a_warning(app):
     assert app.session_state[RESULT_KEY] is before
 
 
+@pytest.mark.slow
 def test_page_renders_without_importing_torch():
     """The first render (form, explanation) needs no torch: the harness is imported only when a run starts."""
     import subprocess

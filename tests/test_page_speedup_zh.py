@@ -13,6 +13,8 @@ from support.i18n_text import english_leftovers, page_texts
 from kvviz import i18n
 from kvviz.speedup.records import ESTIMATOR, BenchResult
 
+pytestmark = pytest.mark.app
+
 PAGE = str(PAGES_DIR / "speedup.py")
 
 

@@ -11,6 +11,7 @@ import pytest
 from kvviz.work_queue import QueueTimeout, WorkQueue, shared_queue
 
 
+@pytest.mark.slow
 def test_work_queue_is_torch_free():
     code = "import sys, kvviz.work_queue; print('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
