@@ -10,7 +10,6 @@ import pytest
 
 from kvviz import memory
 from kvviz.model import loading
-from kvviz.step.engine import StepEngine
 from support.greedy import PROMPTS, generate_greedy, generate_greedy_uncached
 from support.pages import app_test, open_page
 
@@ -20,6 +19,7 @@ def gqa() -> loading.LoadedModel:
     return loading.load_model(loading.BUNDLED_GQA)
 
 
+@pytest.mark.model
 def test_gqa_model_loads_offline_as_a_llama_with_two_kv_heads(gqa, bundled):
     from transformers import LlamaForCausalLM
 
@@ -44,6 +44,7 @@ def test_both_bundled_models_are_safetensors_and_together_small():
     assert total < 15 * 2**20
 
 
+@pytest.mark.model
 def test_ops_counts_read_the_kv_heads_and_the_swiglu_mlp_from_the_model(gqa):
     shape = gqa.info.ops_shape()
     cfg = gqa.model.config
@@ -55,6 +56,7 @@ def test_ops_counts_read_the_kv_heads_and_the_swiglu_mlp_from_the_model(gqa):
     assert shape.mlp_ops_per_token == cfg.num_hidden_layers * mlp_weights
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("prompt", PROMPTS[:20])
 def test_greedy_with_cache_equals_recomputation_without_cache(gqa, prompt):
     cached_tokens, cached_logits = generate_greedy(gqa, prompt, 12)
@@ -64,7 +66,10 @@ def test_greedy_with_cache_equals_recomputation_without_cache(gqa, prompt):
         np.testing.assert_allclose(a, b, atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.model
 def test_real_cache_bytes_equal_the_calculator_and_a_quarter_of_mha(gqa):
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(gqa)
     engine.prefill("KING RICHARD III:\nNow is the winter")
     for _ in range(7):
@@ -87,6 +92,7 @@ def _page(name: str, spec: str, query: dict[str, str] | None = None):
     return open_page(f"pages/{name}.py", query=query, session_state={"model_spec": spec}, check=False)
 
 
+@pytest.mark.app
 def test_step_page_on_the_gqa_model_shows_the_group_mapping_and_the_bytes():
     at = _page("step_through", loading.BUNDLED_GQA)
     assert not at.exception
@@ -100,12 +106,14 @@ def test_step_page_on_the_gqa_model_shows_the_group_mapping_and_the_bytes():
     assert "4x more" in text
 
 
+@pytest.mark.app
 def test_memory_page_loaded_model_view_reads_two_kv_heads():
     at = _page("memory_budget", loading.BUNDLED_GQA, {"mem_tab": "The loaded model"})
     assert not at.exception and at.success, at.exception
     assert "x 2 heads x 16 x 4 B" in at.success[-1].value  # the K/V head count read from the model
 
 
+@pytest.mark.app
 def test_count_the_work_page_counts_the_gqa_model():
     at = _page("attention_ops", loading.BUNDLED_GQA)
     assert not at.exception and not at.error, at.exception
@@ -117,6 +125,7 @@ def _sidebar_only() -> None:
     ui.sidebar_model_picker()
 
 
+@pytest.mark.app
 def test_sidebar_offers_the_gqa_model_beside_the_default_gpt2():
     at = app_test(_sidebar_only).run()
     radio = at.sidebar.radio(key="app_model_kind")

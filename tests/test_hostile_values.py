@@ -188,6 +188,7 @@ def test_every_number_link_key_is_found():
     assert {"ops_prompt", "ops_new", "ops_layers"} <= set(NUMBER_LINK_KEYS["attention_ops"][0])
 
 
+@pytest.mark.app
 @pytest.mark.parametrize("page", sorted(NUMBER_LINK_KEYS))
 def test_a_zero_padded_number_in_every_key_of_a_page_is_one_notice_each(page):
     """Issue 30 item 2: "0" * 5000 + "1" in any whole-number link value raised ValueError (4300 digits) on these
@@ -206,6 +207,7 @@ def test_a_zero_padded_number_in_every_key_of_a_page_is_one_notice_each(page):
     assert not at.exception
 
 
+@pytest.mark.app
 @pytest.mark.parametrize("page", sorted(NUMBER_LINK_KEYS))
 def test_hostile_values_in_every_number_link_key_never_reach_the_page_as_an_exception(page):
     """Derandomised: LINKS_PER_PAGE links per page, each key drawn from HOSTILE_LINK_VALUES with a fixed seed."""
@@ -290,6 +292,7 @@ def test_a_listed_unknown_random_shape_is_not_offered(tmp_path):
     assert [m.name for m in policy.offered] == ["random:gpt2"]
 
 
+@pytest.mark.model
 def test_back_right_after_reset_says_the_cache_is_empty(bundled):
     from kvviz.step.engine import StepEngine
     from kvviz.step.records import PromptError

@@ -36,6 +36,7 @@ def _picker_and_page() -> None:
     st.markdown(f"model in use: {ui.current_model().info.spec}")
 
 
+@pytest.mark.app
 def test_the_sidebar_through_the_router_in_chinese_and_in_english(fresh_streamlit_caches):
     shown = {}
     for lang in (CHINESE, ENGLISH):
@@ -63,6 +64,7 @@ def test_the_sidebar_through_the_router_in_chinese_and_in_english(fresh_streamli
     assert "### Model" in [m.value for m in en.sidebar.markdown]
 
 
+@pytest.mark.app
 def test_a_failed_load_is_told_in_chinese_and_the_model_stays(tmp_path, monkeypatch, fresh_streamlit_caches):
     monkeypatch.delenv(shared_mode.ENV_SWITCH, raising=False)
     bad = model_folder(tmp_path / "bad", with_tokenizer=False)
@@ -84,6 +86,7 @@ def test_a_failed_load_is_told_in_chinese_and_the_model_stays(tmp_path, monkeypa
     assert [s.label for s in at.sidebar.selectbox] == ["结构"]
 
 
+@pytest.mark.app
 def test_shared_mode_in_chinese_lists_refuses_and_caps(tmp_path, monkeypatch, fresh_streamlit_caches):
     listed = model_folder(tmp_path / "models" / "listed")
     config = tmp_path / "kvviz_shared.toml"
@@ -110,6 +113,7 @@ def test_shared_mode_in_chinese_lists_refuses_and_caps(tmp_path, monkeypatch, fr
     assert at.session_state["model_spec"] == loading.BUNDLED and str(tmp_path) not in "".join(_sidebar_texts(at))
 
 
+@pytest.mark.app
 def test_a_hostile_link_number_is_named_in_chinese():
     """Through the router, as a browser opens /attention_ops?ops_layers=inf&lang=zh-CN."""
     at = app_test("app.py", query={"ops_layers": "inf", "ops_heads": "9" * 5000, i18n.QUERY_PARAM: CHINESE})

@@ -78,6 +78,7 @@ def test_an_ops_chart_in_chinese_counts_in_yi_or_wan_and_hovers_the_exact_count(
     assert divisor <= max(max(t.customdata) for t in fig.data) < divisor * 10**4
 
 
+@pytest.mark.app
 def test_the_ops_page_tiles_in_chinese_say_yi_and_keep_the_exact_count():
     at = app_test("pages/attention_ops.py", lang=ZH, query={"ops_model": "llama-3-8b", "ops_prompt": "1", "ops_new": "1000"})
     at.run()

@@ -6,16 +6,15 @@ import threading
 import time
 
 import pytest
-import torch
 
 from kvviz.model import loading
 from kvviz.model.dims import GPT2_FAMILY
-from kvviz.step.engine import StepEngine
 from kvviz.step.records import DEFAULT_SAMPLING
 from support.models import model_folder
 from support.pages import REPO
 
 
+@pytest.mark.model
 def test_bundled_is_a_real_gpt2_with_a_byte_level_tokenizer(bundled):
     from transformers import GPT2LMHeadModel
 
@@ -34,10 +33,15 @@ def test_bundled_assets_are_safetensors_and_small():
     assert sum(files.values()) < 15 * 2**20
 
 
+@pytest.mark.model
 def test_bundled_model_writes_shakespeare_like_text(bundled):
     """The trained model, not noise: its validation loss is far below a uniform guess, and text after a speaker name,
     drawn with the step page's default decoding (seeded sampling: greedy loops, tests/test_step_copy.py), contains
     line breaks and real words from the vocabulary of the plays."""
+    import torch
+
+    from kvviz.step.engine import StepEngine
+
     report = json.loads((loading.BUNDLED_DIR / "training_report.json").read_text())
     uniform_loss = torch.log(torch.tensor(float(bundled.info.vocab_size))).item()
     assert report["validation_loss"] < 0.7 * uniform_loss
@@ -51,6 +55,7 @@ def test_bundled_model_writes_shakespeare_like_text(bundled):
     assert len(words & {"the", "and", "i", "to", "of", "my", "you", "a", "that", "is", "not", "me", "your"}) >= 2
 
 
+@pytest.mark.model
 def test_random_architecture_has_the_real_gpt2_shape():
     loaded = loading.load_model("random:distilgpt2", attn_implementation="sdpa")
     info = loaded.info
@@ -73,6 +78,7 @@ def test_pretrained_lookup_fails_fast_offline_with_a_one_line_message():
     assert "offline" in message and "gpt2-medium" in message and "\n" not in message
 
 
+@pytest.mark.model
 def test_local_folder_is_loaded_and_bad_folders_are_explained(tmp_path, bundled):
     bundled.model.save_pretrained(tmp_path / "copy")
     bundled.tokenizer.save_pretrained(tmp_path / "copy")
@@ -86,11 +92,13 @@ def test_local_folder_is_loaded_and_bad_folders_are_explained(tmp_path, bundled)
         loading.load_model(str(tmp_path / "broken"))
 
 
+@pytest.mark.model
 def test_bundled_info_from_disk_equals_the_loaded_models_info(bundled):
     """The home page describes the model without importing torch; the description must be the real one."""
     assert loading.bundled_info("eager") == bundled.info
 
 
+@pytest.mark.slow
 def test_pretrained_name_is_found_in_the_hugging_face_cache(tmp_path):
     """A user who has `gpt2` cached gets it by name, offline. The cache layout is the hub's own
     (models--NAME/refs/main -> snapshots/<commit>/); huggingface_hub reads HF_HUB_CACHE at import, so the
@@ -116,6 +124,7 @@ def test_pretrained_name_is_found_in_the_hugging_face_cache(tmp_path):
 # --- What a load may cost (kvviz.model.load_cost), the missing-tokenizer folder, one load at a time ---------------
 
 
+@pytest.mark.model
 def test_gpt2_param_count_equals_real_models_of_several_shapes(bundled):
     """The closed form, against transformers' own GPT2LMHeadModel (tied, untied, with n_inner)."""
     from transformers import GPT2Config, GPT2LMHeadModel
@@ -131,6 +140,7 @@ def test_gpt2_param_count_equals_real_models_of_several_shapes(bundled):
     assert load_cost.gpt2_param_count(6, 768, 1024, 50257) == 81_912_576  # distilgpt2 (see the test above)
 
 
+@pytest.mark.model
 def test_cap_refuses_an_oversize_config_before_reading_weights(tmp_path):
     """gpt2-xl's config.json and no weights at all: refused by the cap, from the config alone."""
     from transformers import GPT2Config
@@ -145,6 +155,7 @@ def test_cap_refuses_an_oversize_config_before_reading_weights(tmp_path):
         loading.load_model(str(folder))
 
 
+@pytest.mark.model
 def test_cap_reads_the_safetensors_header_not_the_weights(tmp_path):
     """A small config whose safetensors header claims a 300M-element tensor and holds no data: refused
     by the header's count, and the cap is stated; the bundled copy itself loads under a cap it fits."""
@@ -176,6 +187,7 @@ def test_folder_without_tokenizer_files_is_a_one_line_error(tmp_path):
     assert "\n" not in str(caught.value)
 
 
+@pytest.mark.model
 def test_one_load_at_a_time_the_second_waits_for_the_first():
     """A random 124M-parameter GPT-2 takes seconds to build; a bundled load started meanwhile (0.1 s on
     its own) returns only after it, and the busy time is reported while it runs."""

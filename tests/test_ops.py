@@ -9,10 +9,8 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from kvviz import ops
 from kvviz.memory.presets import PRESETS
@@ -53,6 +51,7 @@ def test_flops_are_two_per_op():
     assert counts.attn_scores == counts.attention_dot_products * 64
 
 
+@pytest.mark.model
 def test_a_loaded_models_ops_shape_is_its_real_width(bundled):
     shape = bundled.info.ops_shape()
     assert (shape.n_layer, shape.n_head, shape.head_dim) == (bundled.info.n_layer, bundled.info.n_head, bundled.info.head_dim)
@@ -128,51 +127,60 @@ def test_curve_is_sampled_from_closed_form():
 
 
 # ----- the cross-check against the real model ----------------------------------------------------------------
-class MatmulCounter(TorchDispatchMode):
-    """Records every aten matmul the model executes and attributes its multiply-adds to a component."""
+def _matmul_counter(model):
+    """A MatmulCounter for `model` (a TorchDispatchMode: the class is built here, so collecting this module never
+    imports torch)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
 
-    def __init__(self, model) -> None:
-        super().__init__()
-        self.ops: Counter[str] = Counter()
-        self.unknown: list[str] = []
-        self._bmm_calls = 0
-        self.weights: dict[int, str] = {model.lm_head.weight.data_ptr(): "lm_head"}
-        for block in model.transformer.h:
-            self.weights[block.attn.c_attn.weight.data_ptr()] = "qkv_proj"
-            self.weights[block.attn.c_proj.weight.data_ptr()] = "out_proj"
-            self.weights[block.mlp.c_fc.weight.data_ptr()] = "mlp"
-            self.weights[block.mlp.c_proj.weight.data_ptr()] = "mlp"
+    class MatmulCounter(TorchDispatchMode):
+        """Records every aten matmul the model executes and attributes its multiply-adds to a component."""
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        name = func.overloadpacket.__name__
-        if name in ("addmm", "mm"):
-            a, b = (args[1], args[2]) if name == "addmm" else (args[0], args[1])
-            m, k = a.shape
-            n = b.shape[1]
-            component = self.weights.get(b.data_ptr())  # Conv1D: addmm(bias, x, weight); lm_head: mm(x, W^T)
-            self._add(component, m * k * n, f"{name}{tuple(a.shape)}x{tuple(b.shape)}")
-        elif name in ("bmm", "baddbmm"):
-            a, b = (args[0], args[1]) if name == "bmm" else (args[1], args[2])
-            batch, m, k = a.shape
-            n = b.shape[2]
-            # eager attention runs exactly two per layer, in order: QK^T then (softmax) AV
-            component = "attn_scores" if self._bmm_calls % 2 == 0 else "attn_values"
-            self._bmm_calls += 1
-            self._add(component, batch * m * k * n, name)
-        elif name in ("matmul", "linear", "dot", "mv", "addmv", "addbmm"):
-            self.unknown.append(name)
-        return func(*args, **(kwargs or {}))
+        def __init__(self, model) -> None:
+            super().__init__()
+            self.ops: Counter[str] = Counter()
+            self.unknown: list[str] = []
+            self._bmm_calls = 0
+            self.weights: dict[int, str] = {model.lm_head.weight.data_ptr(): "lm_head"}
+            for block in model.transformer.h:
+                self.weights[block.attn.c_attn.weight.data_ptr()] = "qkv_proj"
+                self.weights[block.attn.c_proj.weight.data_ptr()] = "out_proj"
+                self.weights[block.mlp.c_fc.weight.data_ptr()] = "mlp"
+                self.weights[block.mlp.c_proj.weight.data_ptr()] = "mlp"
 
-    def _add(self, component, macs, what):
-        if component is None:
-            self.unknown.append(what)
-        else:
-            self.ops[component] += macs
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = func.overloadpacket.__name__
+            if name in ("addmm", "mm"):
+                a, b = (args[1], args[2]) if name == "addmm" else (args[0], args[1])
+                m, k = a.shape
+                n = b.shape[1]
+                component = self.weights.get(b.data_ptr())  # Conv1D: addmm(bias, x, weight); lm_head: mm(x, W^T)
+                self._add(component, m * k * n, f"{name}{tuple(a.shape)}x{tuple(b.shape)}")
+            elif name in ("bmm", "baddbmm"):
+                a, b = (args[0], args[1]) if name == "bmm" else (args[1], args[2])
+                batch, m, k = a.shape
+                n = b.shape[2]
+                # eager attention runs exactly two per layer, in order: QK^T then (softmax) AV
+                component = "attn_scores" if self._bmm_calls % 2 == 0 else "attn_values"
+                self._bmm_calls += 1
+                self._add(component, batch * m * k * n, name)
+            elif name in ("matmul", "linear", "dot", "mv", "addmv", "addbmm"):
+                self.unknown.append(name)
+            return func(*args, **(kwargs or {}))
+
+        def _add(self, component, macs, what):
+            if component is None:
+                self.unknown.append(what)
+            else:
+                self.ops[component] += macs
+
+    return MatmulCounter(model)
 
 
 def _brute_force(model, passes):
     """Run the forward passes (a list of callables) under the counter; return (ops per component, causal dots)."""
-    counter = MatmulCounter(model)
+    import torch
+
+    counter = _matmul_counter(model)
     causal_dots = 0
     with torch.no_grad():  # not inference_mode: there, composite aten.matmul/linear reach the mode undecomposed
         for run in passes:
@@ -191,8 +199,11 @@ def _expected(shape, passes, dense, lm_all):
     return total
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("logits_to_keep", [0, 1])
 def test_counts_equal_the_matmuls_the_real_model_executes(bundled, logits_to_keep):
+    import torch
+
     model = bundled.model
     shape = bundled.info.ops_shape()
     prompt, n_new_tokens = [5, 17, 99, 3, 42], 6
@@ -235,6 +246,7 @@ def test_counts_equal_the_matmuls_the_real_model_executes(bundled, logits_to_kee
 
 
 # ----- the summary sentence is derived from the counts ------------------------------------------------------------
+@pytest.mark.model
 def test_savings_sentence_at_the_page_defaults(bundled):
     shape = bundled.info.ops_shape()
     cached, uncached = ops.generation_totals(shape, 16, 200, lm_head_all_positions=False)

@@ -8,10 +8,8 @@ from streamlit.testing.v1 import AppTest
 
 from support.pages import PAGES_DIR, open_page
 from kvviz.model import loading
-from kvviz.step import patterns
 from kvviz.step import pattern_records as pr
 from kvviz.figures import patterns as figs
-from kvviz.step.engine import StepEngine
 
 PAGE = str(PAGES_DIR / "attention_patterns.py")
 
@@ -50,9 +48,13 @@ def test_induction_reads_the_token_after_the_previous_occurrence():
     assert probe[: pr.PROBE_HALF_TOKENS] == probe[pr.PROBE_HALF_TOKENS :] and len(set(probe)) == pr.PROBE_HALF_TOKENS
 
 
+@pytest.mark.model
 def test_uncached_triangle_last_row_is_the_cached_steps_row(bundled):
     """The page's claim, checked: the last row of each head's full matrix (one uncached pass) equals the
     attention the engine's cached decode step computed for its one new query."""
+    from kvviz.step import patterns
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(bundled)
     engine.prefill("one two three one two three")
     for _ in range(4):
@@ -68,8 +70,11 @@ def test_uncached_triangle_last_row_is_the_cached_steps_row(bundled):
         np.testing.assert_allclose(a[:, -1, :], record.attention[layer.layer], atol=1e-5)
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("spec", list(loading.BUNDLED_MODELS))
 def test_both_bundled_models_give_one_matrix_per_query_head(spec):
+    from kvviz.step import patterns
+
     loaded = loading.load_model(spec)
     ids = loaded.tokenizer("ROMEO:\nBut soft, what light").input_ids
     run = patterns.pattern_run(loaded, ids)
@@ -85,7 +90,10 @@ def test_both_bundled_models_give_one_matrix_per_query_head(spec):
         assert "kv 1" in figs.head_title(run.layers[0], loaded.info.n_head - 1, run.n_kv_heads)
 
 
+@pytest.mark.model
 def test_too_long_or_too_short_sequences_are_refused(bundled):
+    from kvviz.step import patterns
+
     with pytest.raises(ValueError, match="2 to 96 tokens"):
         patterns.pattern_run(bundled, [1] * (pr.MAX_PATTERN_TOKENS + 1))
     with pytest.raises(ValueError, match="2 to 96 tokens"):
@@ -99,6 +107,7 @@ def _page(spec: str) -> AppTest:
     return open_page(PAGE, session_state={"model_spec": spec}, check=False)
 
 
+@pytest.mark.app
 @pytest.mark.parametrize("spec", list(loading.BUNDLED_MODELS))
 def test_page_renders_every_layer_of_both_bundled_models(spec):
     info = loading.bundled_info(name=spec)
@@ -116,6 +125,7 @@ def test_page_renders_every_layer_of_both_bundled_models(spec):
     assert f"{info.n_kv_heads} K/V heads" in text or info.n_kv_heads == info.n_head
 
 
+@pytest.mark.app
 def test_page_refuses_an_empty_prompt_with_one_line():
     at = _page(loading.BUNDLED)
     at.selectbox(key="pat_source").set_value("Type a prompt").run()

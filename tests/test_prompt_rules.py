@@ -11,28 +11,33 @@ import pytest
 from kvviz.inputs.prompt_rules import PromptError, check_float_in_range, check_int_in_range, check_prompt
 
 
+@pytest.mark.slow
 def test_prompt_rules_does_not_import_torch():
     code = "import sys, kvviz.inputs.prompt_rules; print('torch' in sys.modules, 'transformers' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
 
 
+@pytest.mark.model
 def test_check_prompt_returns_the_tokenizers_ids(bundled):
     tok = bundled.tokenizer
     assert check_prompt(tok, "ROMEO: hello", 1024) == list(tok("ROMEO: hello").input_ids)
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("text", [None, "", "   ", "\n\t \n"])
 def test_check_prompt_refuses_empty(bundled, text):
     with pytest.raises(PromptError, match="empty"):
         check_prompt(bundled.tokenizer, text, 1024)
 
 
+@pytest.mark.model
 def test_check_prompt_refuses_non_text(bundled):
     with pytest.raises(PromptError, match="must be text"):
         check_prompt(bundled.tokenizer, 123, 1024)
 
 
+@pytest.mark.model
 def test_check_prompt_refuses_too_long_never_truncates(bundled):
     tok = bundled.tokenizer
     text = "to be or not " * 10
@@ -45,6 +50,7 @@ def test_check_prompt_refuses_too_long_never_truncates(bundled):
         check_prompt(tok, text, n, new_tokens=5, what="prompt")
 
 
+@pytest.mark.model
 def test_check_prompt_raises_the_callers_error_class(bundled):
     class MyError(ValueError):
         pass

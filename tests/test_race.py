@@ -13,8 +13,6 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from support.pages import app_test
-from kvviz.step import engine as step_engine
-from kvviz.step.engine import MODEL_LOCK, StepEngine, race_timing
 from kvviz.step.records import RACE_BUDGET_S, RaceTiming
 
 GPT2_124M_RATES = (0.070, 0.008)  # s per pass, s per token fed: docs/measurements.md: GPT-2 124M on one thread (70 ms floor, 330 ms at 32 tokens)
@@ -51,9 +49,12 @@ def _ids(bundled, n: int) -> list[int]:
     return ids[:n]
 
 
+@pytest.mark.model
 def test_a_click_at_the_124m_shape_and_255_tokens_does_one_repeat_and_one_long_pass(bundled):
     """The issue's case: ~255 cached tokens at GPT-2 124M rates. Before, three repeats at least (four 255-token
     passes with the fill); now one repeat, and its uncached pass also fills the cached side's cache."""
+    from kvviz.step.engine import race_timing
+
     length = min(256, bundled.info.n_positions)
     with PassClock(bundled.model, *GPT2_124M_RATES) as clock:
         timing = race_timing(bundled, _ids(bundled, length), clock=clock)
@@ -70,10 +71,14 @@ RATE_CASES = [(random.Random(seed).uniform(1e-5, 0.2), random.Random(seed + 99).
 RATE_CASES += [(0.0005, 0.00002, 30), (0.07, 0.008, 40), (0.05, 0.0, 2)]  # the bundled model quiet; 124M; 1 row
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("overhead_s, per_token_s, length", RATE_CASES)
 def test_a_click_spends_its_budget_or_one_repeat_and_no_more(bundled, overhead_s, per_token_s, length):
     """Whatever the rates: the click's time is at most the budget, or the warm-ups and one repeat where that
     is more; and it takes every repeat that fits (up to the maximum)."""
+    from kvviz.step import engine as step_engine
+    from kvviz.step.engine import race_timing
+
     cost = lambda n: overhead_s + per_token_s * n  # noqa: E731
     with PassClock(bundled.model, overhead_s, per_token_s) as clock:
         timing = race_timing(bundled, _ids(bundled, length), clock=clock)
@@ -89,9 +94,12 @@ class NewerClick(Exception):
     """What Streamlit raises at a write when a newer run or a closed tab ends this one (its Rerun/Stop)."""
 
 
+@pytest.mark.model
 def test_a_newer_click_ends_the_race_inside_its_long_pass(bundled):
     """check() is called between passes and before every transformer block: what it raises ends the race there,
     nothing is returned, the lock is free and no hook is left on the shared model."""
+    from kvviz.step.engine import MODEL_LOCK, race_timing
+
     n_layer, calls, passes = bundled.info.n_layer, [], []
     stop_at = 1 + n_layer + 1 + 2  # before the fixed warm-up, its blocks, before the long pass, its 2nd block
 
@@ -112,7 +120,10 @@ def test_a_newer_click_ends_the_race_inside_its_long_pass(bundled):
     assert all(not block._forward_pre_hooks for block in bundled.model.transformer.h)
 
 
+@pytest.mark.model
 def test_an_engine_race_changes_nothing_and_with_no_budget_measures_once(bundled):
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(bundled)
     engine.prefill("ROMEO:")
     for _ in range(4):
@@ -150,6 +161,7 @@ def _text(at: AppTest) -> str:
     return " ".join([m.value for m in at.markdown] + [c.value for c in at.caption])
 
 
+@pytest.mark.app
 def test_the_caption_never_says_both_stand_on_a_floor_one_is_drawn_under(fresh_streamlit_caches):
     at = _race_page()
     key, _measured = at.session_state["step_race_timing"]
@@ -163,6 +175,7 @@ def test_the_caption_never_says_both_stand_on_a_floor_one_is_drawn_under(fresh_s
         assert says in text and never not in text, text
 
 
+@pytest.mark.app
 def test_on_the_124m_shape_each_part_of_the_race_says_which_model_it_shows(fresh_streamlit_caches):
     at = _race_page()
     small = at.session_state["step_engine"].loaded.info.label

@@ -61,6 +61,7 @@ def _model_in_use(at: AppTest) -> str:
     return next(m.value for m in at.markdown if m.value.startswith("model in use:"))
 
 
+@pytest.mark.model
 def test_the_teachers_file_is_read_into_names_students_may_see(classroom):
     policy = shared_mode.current_policy()
     assert policy.enabled and policy.cap == loading.LoadCap(200_000_000)
@@ -86,6 +87,7 @@ def test_off_by_default_and_bad_entries_are_skipped(tmp_path, monkeypatch):
     assert policy.cap == loading.LoadCap(shared_mode.DEFAULT_MAX_PARAMS)
 
 
+@pytest.mark.app
 def test_shared_sidebar_offers_only_the_list_and_refuses_a_forged_folder(classroom):
     at = app_test(_picker_and_page, session_state={
         "model_spec": str(classroom["unlisted"]),  # a crafted request: a real, loadable folder
@@ -106,6 +108,7 @@ def test_shared_sidebar_offers_only_the_list_and_refuses_a_forged_folder(classro
     assert loading.load_model(str(classroom["unlisted"])).info.n_params == loading.bundled_info().n_params
 
 
+@pytest.mark.app
 def test_a_links_model_is_applied_when_offered_and_refused_in_one_line_when_not(classroom):
     """Issue 29, item 5: ?model= in a link picks the sidebar's model; a model the server does not offer (here a
     real, loadable but unlisted folder) is refused with one line, the current model kept, the URL put right."""
@@ -124,6 +127,7 @@ def test_a_links_model_is_applied_when_offered_and_refused_in_one_line_when_not(
     assert str(classroom["unlisted"].parent.parent) not in _texts(at)
 
 
+@pytest.mark.app
 def test_a_listed_folder_loads_under_its_name(classroom):
     at = app_test(_picker_and_page)
     at.run()
@@ -139,6 +143,7 @@ def test_a_listed_folder_loads_under_its_name(classroom):
     ("notok", "the folder has no tokenizer files"),
     ("big", "too large for this server: its config.json says 1,557,611,200 parameters"),
 ])
+@pytest.mark.app
 def test_a_failing_listed_model_is_one_line_and_the_previous_model_stays(classroom, choice, reason):
     at = app_test(_picker_and_page)
     at.run()
@@ -168,6 +173,7 @@ def _speedup_style_page() -> None:
             st.warning(f"{spec[:7]}: {exc}")
 
 
+@pytest.mark.app
 def test_every_loading_path_is_guarded_not_only_the_sidebar(classroom, monkeypatch):
     monkeypatch.setenv("KVVIZ_TEST_FOLDER", str(classroom["unlisted"]))
     at = app_test(_speedup_style_page)
@@ -176,6 +182,7 @@ def test_every_loading_path_is_guarded_not_only_the_sidebar(classroom, monkeypat
     assert [w.value.split(": ", 1)[1] for w in at.warning] == [shared_mode.NOT_OFFERED] * 3
 
 
+@pytest.mark.app
 def test_localhost_a_failed_load_keeps_the_previous_model_not_just_the_bundled_one(tmp_path, monkeypatch,
                                                                                   fresh_streamlit_caches):
     """Shared mode off: free-form names and folders are offered; after a good folder, a folder without

@@ -14,7 +14,8 @@ from plotly.subplots import make_subplots
 
 from kvviz.figures import step as figs
 from kvviz.step import view as step_view
-from kvviz.step.engine import StepEngine
+
+pytestmark = pytest.mark.model
 
 
 def _by_plotly_api(snap: step_view.StageSnapshot, font_px: int, height_px: int) -> go.Figure:
@@ -55,6 +56,8 @@ def _by_plotly_api(snap: step_view.StageSnapshot, font_px: int, height_px: int) 
 
 
 def test_the_stage_figure_is_plotlys_subplot_figure(bundled):
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(bundled)
     engine.prefill("ROMEO: the king")
     for _ in range(3):
@@ -78,6 +81,8 @@ def test_every_per_click_figure_is_a_valid_plotly_figure(bundled_gqa):
     """The per-click figures skip plotly's validation when built (figs._prebuilt): here each spec goes through
     it. Validation raises on a property plotly does not know and coerces a value it would change; the JSON a
     validating build sends must equal the JSON the page sends (Streamlit serialises the figure unvalidated)."""
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(bundled_gqa)
     engine.prefill("ROMEO: the king")
     for _ in range(3):

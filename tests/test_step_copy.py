@@ -11,7 +11,6 @@ import pytest
 from kvviz.step import view
 from kvviz.model.loading import load_model
 from kvviz.step.records import DEFAULT_SAMPLING, Sampling
-from kvviz.step.engine import StepEngine
 from support.pages import app_test
 
 REPEAT_PROMPT = view.REPEAT_PROMPT  # the step page's "Repeat a pattern" preset
@@ -22,7 +21,10 @@ def loaded(request):
     return load_model(request.param, attn_implementation="eager")
 
 
+@pytest.mark.model
 def test_copy_lookup_points_at_the_token_after_the_previous_occurrence(loaded):
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(loaded)
     engine.prefill(REPEAT_PROMPT)
     copy = view.copy_lookup(engine.records, layer=0, q_head=0)
@@ -37,7 +39,10 @@ def test_copy_lookup_points_at_the_token_after_the_previous_occurrence(loaded):
     assert view.copy_sentence(copy).startswith(f"{view.visible(copy.query_text)!r} (row {copy.query_pos})")
 
 
+@pytest.mark.model
 def test_no_copy_candidate_without_an_earlier_occurrence(loaded):
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(loaded)
     engine.prefill("ROMEO:")
     ids = engine.token_ids
@@ -46,7 +51,10 @@ def test_no_copy_candidate_without_an_earlier_occurrence(loaded):
     assert view.copy_sentence(None) == ""
 
 
+@pytest.mark.model
 def test_the_snapshot_carries_the_copy_readout_of_the_step_it_shows(loaded):
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(loaded)
     engine.prefill(REPEAT_PROMPT)
     engine.step()
@@ -69,9 +77,12 @@ def test_loop_detector_finds_a_loop_and_passes_text():
     assert not _has_threefold_loop([5, 1, 2, 3, 1, 2, 3, 4, 1, 2, 3])
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("prompt", ["ROMEO:", "First Citizen:\nBefore we proceed any further, hear me speak."])
 def test_default_decoding_reads_as_text_over_30_tokens(loaded, prompt):
     """The step page's default (seeded sampling) does not loop where greedy decoding on the same model may."""
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(loaded, DEFAULT_SAMPLING)
     engine.prefill(prompt)
     for _ in range(30):
@@ -82,8 +93,10 @@ def test_default_decoding_reads_as_text_over_30_tokens(loaded, prompt):
     assert np.unique(generated).size > 10  # words, not one token over and over
 
 
+@pytest.mark.model
 def test_the_lessons_copying_question_is_answered_by_the_live_model(loaded):
     """The lesson's "which row does the copying head read?" step: its answer is the row the real head weighs most."""
+    from kvviz.step.engine import StepEngine
     from kvviz.teaching import lesson
 
     engine = StepEngine(loaded)
@@ -96,6 +109,7 @@ def test_the_lessons_copying_question_is_answered_by_the_live_model(loaded):
     assert lesson.check(question, question.answer)
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("name", ["bundled", "bundled-gqa"])
 def test_greedy_decoding_loops_on_the_bundled_models_which_is_why_sampling_is_the_default(name):
     """The reason the step page gives for its default: each model's greedy sample (training_report.json,
@@ -110,10 +124,12 @@ def test_greedy_decoding_loops_on_the_bundled_models_which_is_why_sampling_is_th
     assert _has_threefold_loop(greedy_ids, longest=24)
 
 
+@pytest.mark.app
 @pytest.mark.parametrize("name", ["bundled", "bundled-gqa"])
 def test_step_page_names_the_copying_head_and_shows_it_on_request(fresh_streamlit_caches, name):
     """"Repeat a pattern" on the step page: the caption names the head that reads the row after the previous
     occurrence, and its button points the stage at that head."""
+    from kvviz.step.engine import StepEngine
 
     at = app_test("pages/step_through.py")
     at.session_state["model_spec"] = name

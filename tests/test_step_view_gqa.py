@@ -7,19 +7,19 @@ import dataclasses
 
 import numpy as np
 import pytest
-import torch
-from transformers import LlamaConfig, LlamaForCausalLM
 
 from kvviz import memory
 from kvviz.step import view
 from kvviz.figures import step as figs
 from kvviz.model.dims import ModelDims
 from kvviz.model.loading import LoadedModel, ModelInfo
-from kvviz.step.engine import StepEngine
 
 
 @pytest.fixture(scope="module")
 def gqa(bundled) -> LoadedModel:
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
     torch.manual_seed(0)
     config = LlamaConfig(vocab_size=bundled.info.vocab_size, hidden_size=128, intermediate_size=256,
                          num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=2,
@@ -39,7 +39,10 @@ def test_group_mapping_follows_kv_head_equals_q_head_floor_div_group():
     assert view.group_mapping(8, 1) == [(0, tuple(range(8)))]  # MQA
 
 
+@pytest.mark.model
 def test_snapshot_of_a_gqa_model_reads_one_kv_head_for_a_group_of_queries(gqa):
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(gqa)
     engine.prefill("ROMEO:")
     for _ in range(5):

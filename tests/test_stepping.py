@@ -3,14 +3,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
-from kvviz.step.engine import StepEngine, cache_bytes, crop_cache, token_text
 from kvviz.step.records import ContextFullError, PromptError, Sampling
 from support.greedy import PROMPTS, generate_greedy, generate_greedy_uncached
 
+pytestmark = pytest.mark.model
+
 
 def test_prefill_fills_one_row_per_prompt_token_in_every_layer(bundled):
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(bundled)
     ids = bundled.tokenizer("JULIET:\nO Romeo, Romeo!").input_ids
     record = engine.prefill("JULIET:\nO Romeo, Romeo!")
@@ -25,6 +27,8 @@ def test_prefill_fills_one_row_per_prompt_token_in_every_layer(bundled):
 
 
 def test_cache_length_is_prompt_plus_steps_and_bytes_match_tensors(bundled):
+    from kvviz.step.engine import StepEngine, cache_bytes
+
     engine = StepEngine(bundled)
     prompt_len = engine.prefill("ROMEO:").cache_len
     info = bundled.info
@@ -41,6 +45,8 @@ def test_cache_length_is_prompt_plus_steps_and_bytes_match_tensors(bundled):
 
 
 def test_attention_rows_are_probability_distributions_over_the_cache(bundled):
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(bundled)
     engine.prefill("HAMLET:\nTo be, or not to be")
     record = engine.step()
@@ -50,6 +56,8 @@ def test_attention_rows_are_probability_distributions_over_the_cache(bundled):
 
 
 def test_fed_token_is_the_one_chosen_by_the_previous_pass(bundled):
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(bundled)
     previous = engine.prefill("ROMEO:")
     for _ in range(4):
@@ -70,6 +78,8 @@ def test_greedy_with_cache_equals_recomputation_without_cache(bundled, prompt):
 
 
 def test_greedy_matches_transformers_generate(bundled):
+    import torch
+
     ids = bundled.tokenizer("First Citizen:").input_ids
     with torch.inference_mode():
         out = bundled.model.generate(torch.tensor([ids]), max_new_tokens=10, do_sample=False,
@@ -79,6 +89,8 @@ def test_greedy_matches_transformers_generate(bundled):
 
 
 def test_check_without_cache_reports_near_zero_differences(bundled):
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(bundled)
     engine.prefill("MENENIUS:\nThere was a time")
     for _ in range(5):
@@ -91,6 +103,8 @@ def test_check_without_cache_reports_near_zero_differences(bundled):
 
 
 def test_rollback_then_restep_gives_the_same_token_and_cache(bundled):
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(bundled)
     engine.prefill("KING RICHARD III:\nNow is the winter")
     for _ in range(5):
@@ -106,6 +120,8 @@ def test_rollback_then_restep_gives_the_same_token_and_cache(bundled):
 
 
 def test_seeded_sampling_is_reproducible_across_rollback(bundled):
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(bundled, Sampling(greedy=False, temperature=1.2, top_k=50, seed=7))
     engine.prefill("ROMEO:")
     first = [engine.step().next_token_id for _ in range(6)]
@@ -119,6 +135,8 @@ def test_seeded_sampling_is_reproducible_across_rollback(bundled):
 def test_seeded_sampling_depends_on_the_prompt_not_only_the_position(bundled):
     """Issue 11: the draw used to depend on (seed, position) only, so two prompts of the same length continued
     with the same line. It now mixes in every token fed, so they differ, and each is still reproducible."""
+    from kvviz.step.engine import StepEngine
+
     sampling = Sampling(greedy=False, temperature=1.0, top_k=0, seed=3)
 
     def continuation(prompt: str) -> list[int]:
@@ -133,6 +151,8 @@ def test_seeded_sampling_depends_on_the_prompt_not_only_the_position(bundled):
 
 
 def test_back_at_the_prompt_is_refused_clearly(bundled):
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(bundled)
     with pytest.raises(PromptError, match="Prefill"):
         engine.step()
@@ -142,6 +162,8 @@ def test_back_at_the_prompt_is_refused_clearly(bundled):
 
 
 def test_overflow_guard_stops_at_the_context_limit(bundled):
+    from kvviz.step.engine import StepEngine
+
     limit = bundled.info.n_positions
     engine = StepEngine(bundled)
     engine.prefill(" the" * (limit - 3))  # " the" is one pre-token, so one BPE token: limit - 3 tokens
@@ -156,11 +178,15 @@ def test_overflow_guard_stops_at_the_context_limit(bundled):
 
 @pytest.mark.parametrize("prompt", ["", "   ", "\n\t "])
 def test_empty_or_blank_prompt_is_rejected_with_a_message(bundled, prompt):
+    from kvviz.step.engine import StepEngine
+
     with pytest.raises(PromptError, match="empty"):
         StepEngine(bundled).prefill(prompt)
 
 
 def test_over_long_prompt_is_rejected_with_the_numbers(bundled):
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(bundled)
     with pytest.raises(PromptError, match=f"only {bundled.info.n_positions} positions"):
         engine.prefill("To be, or not to be. " * 200)
@@ -169,6 +195,8 @@ def test_over_long_prompt_is_rejected_with_the_numbers(bundled):
 
 @pytest.mark.parametrize("prompt", ["emoji 🙂🎭", "Привет, мир", "こんにちは世界", "مرحبا"])
 def test_non_latin_and_emoji_prompts_round_trip_and_show_bytes(bundled, prompt):
+    from kvviz.step.engine import StepEngine, token_text
+
     engine = StepEngine(bundled)
     record = engine.prefill(prompt)
     assert bundled.tokenizer.decode(list(record.fed_token_ids)) == prompt  # byte-level BPE loses nothing
@@ -178,6 +206,8 @@ def test_non_latin_and_emoji_prompts_round_trip_and_show_bytes(bundled, prompt):
 
 
 def test_crop_cache_keeps_a_prefix(bundled):
+    from kvviz.step.engine import StepEngine, crop_cache
+
     engine = StepEngine(bundled)
     engine.prefill("To be, or not to be")
     full = engine.layer_keys(0).copy()

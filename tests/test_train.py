@@ -6,16 +6,18 @@ import json
 import math
 
 import pytest
-import torch
-from transformers import AutoModelForCausalLM
 
-from kvviz.training import train
 from kvviz.training.recipes import learning_rate_at, recipe_for, weight_decay_at
 from support.pages import REPO
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["gpt2", "llama"])
 def test_a_tiny_run_writes_a_model_that_loads_and_an_honest_report(tmp_path, arch):
+    from transformers import AutoModelForCausalLM
+
+    from kvviz.training import train
+
     corpus = tmp_path / "corpus.txt"
     docs = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]  # any text will do: the README and docs/
     corpus.write_text("\n".join(p.read_text(encoding="utf-8") for p in docs), encoding="utf-8")
@@ -30,7 +32,12 @@ def test_a_tiny_run_writes_a_model_that_loads_and_an_honest_report(tmp_path, arc
     assert report["validation_loss"] > 0 and report["sample_greedy"].startswith("ROMEO:")
 
 
+@pytest.mark.model
 def test_warmup_rows_are_consecutive_positions_anywhere_in_the_context():
+    import torch
+
+    from kvviz.training import train
+
     recipe = recipe_for("gpt2")
     batch = torch.zeros(200, train.COPY_WARMUP_POSITIONS, dtype=torch.long)
     positions = train.warmup_positions(batch, recipe, torch.Generator().manual_seed(0))
@@ -41,7 +48,12 @@ def test_warmup_rows_are_consecutive_positions_anywhere_in_the_context():
     assert train.warmup_positions(batch, recipe_for("llama"), torch.Generator()) is None  # RoPE: relative anyway
 
 
+@pytest.mark.model
 def test_gpt2_positions_start_as_a_scaled_sinusoid_table():
+    import torch
+
+    from kvviz.training import train
+
     table = train.sinusoid_positions(256, 128)
     assert table.shape == (256, 128)
     assert torch.allclose(table[0, 0::2], torch.zeros(64)) and torch.allclose(table[0, 1::2], torch.full((64,), 0.05))

@@ -14,18 +14,13 @@ kvviz.memory.hf_cache (sliding layers keep W - 1 tokens; Falcon-40B caches K/V b
 from __future__ import annotations
 
 import copy
+import functools
 
 import pytest
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-
-from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, QuantizedCache  # noqa: E402
-from transformers.models.auto.configuration_auto import CONFIG_MAPPING  # noqa: E402
-
-from kvviz.memory import config_import, hf_cache  # noqa: E402
-from kvviz import memory  # noqa: E402
-from support.library import kvviz_total_bytes  # noqa: E402
+from kvviz.memory import config_import, hf_cache
+from kvviz import memory
+from support.library import kvviz_total_bytes
 
 HUB = "https://huggingface.co/{}/blob/main/config.json"
 
@@ -99,6 +94,17 @@ PUBLISHED: dict[str, tuple[str, dict]] = {
 }
 ENC_DEC = {"t5-3b", "bart-large"}
 
+
+def no_grad(fn):
+    """`@torch.no_grad()`, with torch imported at the first call (collecting this module never imports torch)."""
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        import torch
+
+        return torch.no_grad()(fn)(*args, **kwargs)
+    return call
+
+
 # Shrinking for the CPU run: what gets smaller. Head counts / head sizes / windows / patterns stay unless noted.
 _SMALL_LLAMA = {"hidden_size": 64, "intermediate_size": 32, "vocab_size": 64, "num_hidden_layers": 2}
 SHRINK: dict[str, dict] = {
@@ -143,6 +149,8 @@ def shrunk(name: str) -> dict:
 
 def cache_tensor_bytes(cache) -> int:
     """Bytes of every tensor the cache holds for the sequence: keys/values, or fp8 tensors and their scales."""
+    import torch
+
     if hasattr(cache, "self_attention_cache"):  # EncoderDecoderCache
         return cache_tensor_bytes(cache.self_attention_cache) + cache_tensor_bytes(cache.cross_attention_cache)
     total = 0
@@ -157,6 +165,10 @@ def cache_tensor_bytes(cache) -> int:
 
 def build(cfg: dict, device: str):
     """transformers' model for this config.json, as transformers builds it (text model of a multimodal one)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
     top = CONFIG_MAPPING[cfg["model_type"]](**cfg)
     auto = AutoModelForSeq2SeqLM if top.is_encoder_decoder else AutoModelForCausalLM
     text = top if top.is_encoder_decoder else top.get_text_config(decoder=True)
@@ -168,9 +180,11 @@ def build(cfg: dict, device: str):
     return model.eval(), dtype
 
 
-@torch.no_grad()
+@no_grad
 def run(model, enc_dec: bool, device: str, cache=None, steps: int = DECODE) -> tuple[int, list[int]]:
     """Prefill PROMPT tokens, then `steps` one-token decode passes; (bytes after prefill, bytes after each step)."""
+    import torch
+
     ids = torch.arange(1, PROMPT + 1, device=device)[None] % 60 + 1
     kwargs = {}
     if enc_dec:
@@ -195,6 +209,7 @@ def expected(imported, tokens: int) -> tuple[int, int]:
             hf_cache.transformers_cache_bytes(imported, tokens, encoder_len=ENCODER))
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("name", list(PUBLISHED))
 @pytest.mark.parametrize("device", ["meta", "cpu"])
 def test_kvviz_bytes_equal_the_real_cache(name, device):
@@ -216,6 +231,7 @@ def test_kvviz_bytes_equal_the_real_cache(name, device):
     assert memory.resolve_dtype(str(dtype).removeprefix("torch.")).name == imported.config.dtype
 
 
+@pytest.mark.model
 def test_sliding_layers_hold_window_minus_one_even_right_after_a_long_prompt():
     """Gemma-3 shrunk: window 4 < prompt 6. transformers stores the last 3 tokens of each sliding layer (the
     full prompt only lives inside the prefill pass); kvviz counts 4. The difference is exactly 1 token per
@@ -233,6 +249,7 @@ def test_sliding_layers_hold_window_minus_one_even_right_after_a_long_prompt():
     assert memory.kv_bytes(c, PROMPT) - after_prefill == n_local * per_layer_token
 
 
+@pytest.mark.model
 def test_qwen2_max_window_layers_only_windows_the_layers_at_or_above_it():
     cfg = shrunk("qwen2.5-7b")
     cfg.update(num_hidden_layers=4, use_sliding_window=True, sliding_window=4, max_window_layers=2)
@@ -243,8 +260,10 @@ def test_qwen2_max_window_layers_only_windows_the_layers_at_or_above_it():
     assert held == [PROMPT + DECODE, PROMPT + DECODE, 3, 3]
 
 
-@torch.no_grad()
+@no_grad
 def run_cache(model):
+    import torch
+
     ids = torch.arange(1, PROMPT + 1)[None]
     cache = model(input_ids=ids, use_cache=True).past_key_values
     for step in range(DECODE):
@@ -252,6 +271,7 @@ def run_cache(model):
     return cache.layers
 
 
+@pytest.mark.model
 def test_falcon_40b_transformers_caches_16x_the_gqa_figure():
     imported = config_import.parse_hf_config(PUBLISHED["falcon-40b"][1])
     assert imported.config.n_kv_heads == 8 and imported.transformers_kv_heads == 128
@@ -260,9 +280,12 @@ def test_falcon_40b_transformers_caches_16x_the_gqa_figure():
     assert hf_cache.transformers_cache_bytes(imported, tokens) == 16 * memory.kv_bytes(imported.config, tokens)
 
 
+@pytest.mark.model
 def test_fp8_cache_adds_two_fp32_scales_per_layer():
     """transformers' QuantizedCache(backend="fp8") (cache_utils.Fp8QuantizedLayer): 1 byte per number plus a
     float32 scale for keys and one for values in each layer."""
+    from transformers import QuantizedCache
+
     cfg = shrunk("llama-3-8b")
     model, _ = build(cfg, "cpu")
     cache = QuantizedCache(backend="fp8", config=model.config)
@@ -274,6 +297,7 @@ def test_fp8_cache_adds_two_fp32_scales_per_layer():
         assert held == tokens * imported.config.n_layer * 2 * 8 * 128 + imported.config.n_layer * 2 * 4
 
 
+@pytest.mark.model
 def test_encoder_decoder_counts_cross_attention_and_t5_d_kv():
     """T5-3B: head size is d_kv = 128, not d_model / heads = 32; the cross-attention cache is encoder length x
     layers x heads x d_kv x 2 numbers. Both were missing before (8x too small at equal lengths)."""
@@ -300,6 +324,7 @@ def test_hostile_configs_give_one_clear_line(text):
     assert "\n" not in str(info.value) and len(str(info.value)) < 200
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("name", ["deepseek-v2-lite", "deepseek-v3"])
 def test_mla_cache_holds_the_compressed_latent_not_per_head_kv(name):
     """transformers 5.x's DeepSeek attention caches, per layer, the normalised latent c_KV (kv_lora_rank) as
@@ -312,10 +337,12 @@ def test_mla_cache_holds_the_compressed_latent_not_per_head_kv(name):
 
 
 # ----- issue 25: the encoder-decoder total, Qwen2's max_window_layers, two config readings ---------------------
-@torch.no_grad()
+@no_grad
 def run_encoder_decoder(model, batch: int, device: str, decoder_tokens: int, encoder_tokens: int, steps: int):
     """Encode `encoder_tokens` per sequence, prefill `decoder_tokens`, then `steps` one-token decode passes, all at
     `batch` sequences; yields (decoder tokens so far, bytes the EncoderDecoderCache holds) after each pass."""
+    import torch
+
     enc_ids = (torch.arange(encoder_tokens * batch, device=device).reshape(batch, encoder_tokens) % 60) + 3
     dec_ids = (torch.arange(decoder_tokens * batch, device=device).reshape(batch, decoder_tokens) % 60) + 3
     enc = model.get_encoder()(input_ids=enc_ids)
@@ -328,6 +355,7 @@ def run_encoder_decoder(model, batch: int, device: str, decoder_tokens: int, enc
         yield decoder_tokens + step + 1, cache_tensor_bytes(cache)
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("name", sorted(ENC_DEC))
 @pytest.mark.parametrize("batch", [1, 2])
 def test_encoder_decoder_total_is_the_whole_encoder_decoder_cache(name, batch, tmp_path, capsys):
@@ -353,6 +381,7 @@ def test_encoder_decoder_total_is_the_whole_encoder_decoder_cache(name, batch, t
     assert without.total_bytes == memory.kv_bytes(imported.config, PROMPT, batch) < held
 
 
+@pytest.mark.model
 def test_t5_3b_full_size_batch_2_on_the_meta_device():
     """The issue's figure: T5-3B, batch 2, a 1,500-token source and 1,502 decoder tokens (prefill 1,500 + 2
     steps): transformers' EncoderDecoderCache holds 4,721,737,728 B, and that is kvviz's total."""
@@ -365,11 +394,14 @@ def test_t5_3b_full_size_batch_2_on_the_meta_device():
     assert whole.self_attention.total_bytes == 2_362_441_728  # what kvviz used to print as the whole total
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("max_window_layers", [0, 1, 2, 3, 4])
 def test_qwen2_sliding_window_follows_max_window_layers(max_window_layers):
     """Qwen2.5 with use_sliding_window: transformers' Qwen2Config derives layer_types from max_window_layers
     (layers at or above it slide); kvviz reads that list, so its layer pattern and transformers' real per-layer
     cache lengths agree at every value, and the bytes differ only by the documented W - 1 convention."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
     cfg = shrunk("qwen2.5-7b")
     cfg.update(num_hidden_layers=4, use_sliding_window=True, sliding_window=4, max_window_layers=max_window_layers)
     imported = config_import.parse_hf_config(cfg)
@@ -399,6 +431,7 @@ def _transformers_reads(cfg: dict, tmp_path) -> tuple[object | None, str | None]
         return None, " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("cfg", [
     {"model_type": "llama", "num_hidden_layers": 32.0, "torch_dtype": "bfloat16"},
     {"model_type": "llama", "num_hidden_layers": 4, "num_key_value_heads": 8, "text_config": "a string",
@@ -411,6 +444,9 @@ def test_kvviz_reads_what_transformers_reads_and_quotes_what_it_refuses(cfg, tmp
     (full size, meta device) holds exactly kvviz's bytes after a prefill. Where it refuses, kvviz refuses on one
     line: transformers' whole reason (transformers 5.x's strict fields refuse 32.0), or, for a text sub-config
     given as a string, kvviz's own sentence saying what to change."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
     top, reason = _transformers_reads(cfg, tmp_path)
     if top is not None:  # a llama's stray text_config string: AutoConfig keeps it as a plain attribute
         imported = config_import.parse_hf_config(cfg)
