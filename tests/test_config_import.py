@@ -22,6 +22,7 @@ LLAVA_15 = {  # llava-hf/llava-1.5-7b-hf config.json: the Vicuna text model is a
                     "rms_norm_eps": 1e-05, "torch_dtype": "float16", "vocab_size": 32064}}
 
 
+@pytest.mark.model
 def test_gemma3_multimodal_config_takes_transformers_defaults_and_says_so():
     imported = config_import.parse_hf_config(json.dumps(GEMMA3_4B))
     c = imported.config
@@ -37,6 +38,7 @@ def test_gemma3_multimodal_config_takes_transformers_defaults_and_says_so():
     assert memory.kv_bytes(c, 131072) // memory.kv_bytes(all_local, 131072) == 19
 
 
+@pytest.mark.model
 def test_llava_15_is_read_from_its_llama_defaults():
     imported = config_import.parse_hf_config(LLAVA_15)
     c = imported.config
@@ -45,6 +47,7 @@ def test_llava_15_is_read_from_its_llama_defaults():
     assert imported.max_context == 4096 and imported.extras["vocab_size"] == 32064
 
 
+@pytest.mark.model
 def test_no_torch_dtype_means_float32_like_transformers():
     gpt2 = config_import.parse_hf_config({"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12})
     assert gpt2.config.dtype == "fp32" and any("float32" in m for m in gpt2.missing)
@@ -53,6 +56,7 @@ def test_no_torch_dtype_means_float32_like_transformers():
     assert plain.config.dtype == "fp32"
 
 
+@pytest.mark.model
 def test_qwen2_max_window_layers_rule():
     base = {"model_type": "qwen2", "hidden_size": 3584, "num_attention_heads": 28, "num_key_value_heads": 4,
             "num_hidden_layers": 28, "sliding_window": 4096, "torch_dtype": "bfloat16"}
@@ -70,6 +74,7 @@ def test_qwen2_max_window_layers_rule():
     assert as_written.config == replace(on.config, name=as_written.config.name)
 
 
+@pytest.mark.model
 def test_mla_needs_no_whole_hidden_over_heads():
     cfg = {"model_type": "deepseek_v3", "hidden_size": 7000, "num_attention_heads": 128, "num_key_value_heads": 128,
            "num_hidden_layers": 61, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
@@ -78,6 +83,7 @@ def test_mla_needs_no_whole_hidden_over_heads():
     assert c.is_mla and c.bytes_per_token == 61 * (512 + 64) * 2
 
 
+@pytest.mark.model
 def test_falcon_new_decoder_architecture_note_and_t5_cross_attention():
     falcon = config_import.parse_hf_config({"model_type": "falcon", "hidden_size": 8192, "num_attention_heads": 128,
                                             "num_kv_heads": 8, "num_hidden_layers": 60,
@@ -97,6 +103,7 @@ def test_fp8_counts_two_fp32_scales_per_layer_once_per_batch():
     assert memory.kv_bytes(c, 0) == 0
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("text, message", [
     ('{"model_type": "gemma3_text", "sliding_window": 512, "sliding_window_pattern": "abc"}', "whole number"),
     ('{"model_type": "gemma3_text", "sliding_window": 512, "sliding_window_pattern": [6]}', "whole number"),
@@ -112,6 +119,7 @@ def test_bad_input_is_one_line(text, message):
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("payload", ['{"model_type": "gemma3_text", "sliding_window_pattern": "abc"}',
                                      "[" * 100_000 + "]" * 100_000])
 def test_cli_exit_2_one_line_no_traceback(tmp_path, payload):
@@ -122,6 +130,7 @@ def test_cli_exit_2_one_line_no_traceback(tmp_path, payload):
     assert run.returncode == 2 and "Traceback" not in run.stderr and run.stderr.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_importing_the_module_does_not_import_torch():
     code = "import sys, kvviz.memory.config_import, kvviz.memory.hf_cache; print('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
@@ -137,6 +146,7 @@ def test_transformers_figure_for_a_windowed_preset_is_one_token_less_per_sliding
     assert hf_cache.transformers_cache_bytes(mistral, 100) == memory.kv_bytes(mistral, 100)  # inside the window
 
 
+@pytest.mark.model
 def test_random_odd_configs_only_ever_give_one_line():
     """A seeded sample of configs with odd values in the fields the importer reads: every outcome is a config or
     one MemoryInputError line (mamba/vit: no attention cache; text_config: 5; is_encoder_decoder on a llama...)."""
@@ -163,6 +173,7 @@ def test_random_odd_configs_only_ever_give_one_line():
     assert outcomes["ok"] > 20 and outcomes["refused"] > 20  # both kinds happen: the sample is not degenerate
 
 
+@pytest.mark.model
 def test_cli_encoder_len_counts_the_t5_cross_attention_cache(tmp_path, capsys):
     from kvviz.__main__ import main
 
@@ -188,6 +199,7 @@ GEMMA4_SMALL = {**GEMMA4_UNIFORM, "hidden_size": 64, "intermediate_size": 32, "v
 PROMPT, DECODE = 6, 3
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("model_type", HETEROGENEOUS_TYPES)
 def test_every_per_layer_config_model_type_is_read_or_refused_in_one_line(model_type):
     """{"model_type": "gemma4"} and the 11 others used to raise transformers' AmbiguousGlobalPerLayerAttributeError
@@ -228,6 +240,7 @@ def _run_cache(cfg: dict, device: str, steps: int):
             yield PROMPT + step + 1, cache.layers
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("cfg, device", [
     (GEMMA4_UNIFORM, "meta"),  # full size: 30 layers, 5 sliding : 1 full, window 512, 4 K/V heads x 256
     (GEMMA4_SMALL, "cpu"),  # window 4 < prompt: the W - 1 convention shows
@@ -246,6 +259,7 @@ def test_gemma4_bytes_equal_transformers_cache(cfg, device):
         assert [layer.keys is None for layer in layers] == [False] * 8 + [True] * 4
 
 
+@pytest.mark.model
 def test_gemma4_default_refusal_names_what_its_cache_really_holds():
     """The refusal is the truth about transformers' cache: Gemma 4's full-attention layers hold 512-number heads,
     its sliding layers 256, one shape kvviz's calculator cannot hold."""
@@ -256,6 +270,7 @@ def test_gemma4_default_refusal_names_what_its_cache_really_holds():
     assert {layer.keys.shape[-1] for layer in layers} == {256, 512}
 
 
+@pytest.mark.model
 def test_gemma3n_kv_shared_layers_add_nothing_to_the_cache():
     """Gemma 3n has the same `num_kv_shared_layers` (15 of 35 by default): its last layers reuse K/V and hold no
     cache in transformers. kvviz used to count every layer; it now counts the ones transformers' cache fills."""

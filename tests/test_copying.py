@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 
-from kvviz.training import copying, train
 from kvviz.model import loading
-from kvviz.step import pattern_records, patterns, view
-from kvviz.step.engine import StepEngine
+from kvviz.step import pattern_records, view
 from support.pages import TINY_SHAKESPEARE
+
+pytestmark = pytest.mark.model  # every test loads a bundled model or builds torch tensors
 
 CORPUS = TINY_SHAKESPEARE
 # Thresholds below the measured figures in the reports (docs/models.md), not copies of them.
@@ -34,6 +33,8 @@ def named(request) -> tuple[str, loading.LoadedModel]:
 
 
 def test_random_token_copying_is_recomputed_and_clears_the_threshold(named):
+    from kvviz.training import copying
+
     name, loaded = named
     measured = _report(name)["copying_random_tokens"]
     sequences = copying.random_repeats(loaded.info.vocab_size, measured["sequences"], measured["half_tokens"],
@@ -47,6 +48,10 @@ def test_random_token_copying_is_recomputed_and_clears_the_threshold(named):
 
 @pytest.mark.skipif(not CORPUS.is_file(), reason="Tiny Shakespeare is not beside the repo (../shared/data)")
 def test_held_out_text_copying_and_validation_loss_are_recomputed(named):
+    import torch
+
+    from kvviz.training import copying, train
+
     name, loaded = named
     report = _report(name)
     text = CORPUS.read_text(encoding="utf-8")
@@ -65,6 +70,8 @@ def test_held_out_text_copying_and_validation_loss_are_recomputed(named):
 
 def test_repeat_a_pattern_preset_continues_the_pattern(named):
     """The step page's "Repeat a pattern" preset: greedy continues it, and the head that copies is there to see."""
+    from kvviz.step.engine import StepEngine
+
     _, loaded = named
     engine = StepEngine(loaded)
     engine.prefill(view.REPEAT_PROMPT)
@@ -75,12 +82,18 @@ def test_repeat_a_pattern_preset_continues_the_pattern(named):
 
 def test_the_attention_patterns_page_finds_an_induction_head(named):
     """The probe of the attention-patterns page labels at least one head 'induction' (computed, not typed)."""
+    from kvviz.step import patterns
+
     _, loaded = named
     scores = patterns._probe_scores(loaded)
     assert max(float(s.max()) for s in scores) >= pattern_records.INDUCTION_THRESHOLD
 
 
 def test_repeat_rows_repeat_their_span_and_mask_the_first_copy_of_random_tokens():
+    import torch
+
+    from kvviz.training import copying
+
     ids = torch.arange(1000, 3000)  # stand-in corpus ids, distinct from the random range below 1000
     gen = torch.Generator().manual_seed(0)
     inputs, labels = copying.repeat_batch(ids, 64, 64, 1000, gen, random_span_share=0.5, max_span=24)

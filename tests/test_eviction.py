@@ -5,17 +5,22 @@ after pruning runs at the continued positions."""
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-import torch
 
-from kvviz.internals import eviction as ev
 from kvviz.internals import records
 from kvviz.memory.dtypes import FP8_SCALE_BYTES_PER_LAYER
 from kvviz.model import loading
-from kvviz.training import copying
 from support.pages import REPO, TINY_SHAKESPEARE
+
+if TYPE_CHECKING:
+    import torch
+
+    from kvviz.internals import eviction as ev
+
+pytestmark = pytest.mark.model  # every test runs a bundled model
 
 CORPUS = TINY_SHAKESPEARE
 SETTINGS = records.EvictSettings()
@@ -23,18 +28,23 @@ SETTINGS = records.EvictSettings()
 
 @pytest.fixture(scope="module", params=[loading.BUNDLED, loading.BUNDLED_GQA])
 def loaded(request) -> loading.LoadedModel:
+    import torch
+
     torch.set_num_threads(1)  # a shared 2-core machine
     return loading.load_model(request.param, attn_implementation="eager")
 
 
 @pytest.fixture(scope="module")
 def span_prefill(loaded) -> tuple[torch.Tensor, ev.Prefill]:
+    from kvviz.internals import eviction as ev
+
     ids = ev.text_ids(loaded, None)
     sequences = ev.copy_sequences(ids, SETTINGS)[:3]  # (3, 2L)
     return sequences, ev.prefill(loaded, sequences[:, :SETTINGS.half_tokens])
 
 
 def _fresh_cache(loaded, prefix: torch.Tensor):
+    import torch
     from transformers import DynamicCache
 
     with torch.inference_mode():
@@ -44,6 +54,10 @@ def _fresh_cache(loaded, prefix: torch.Tensor):
 
 @pytest.mark.parametrize("policy", records.EVICT_POLICIES)
 def test_every_policy_at_100_percent_reproduces_the_full_cache_logits_exactly(loaded, span_prefill, policy):
+    import torch
+
+    from kvviz.internals import eviction as ev
+
     sequences, pre = span_prefill
     half = SETTINGS.half_tokens
     order = ev.keep_order(policy, pre, SETTINGS)
@@ -59,6 +73,8 @@ def test_every_policy_at_100_percent_reproduces_the_full_cache_logits_exactly(lo
 
 @pytest.mark.parametrize("keep", [75, 35, 5])
 def test_bytes_reported_are_the_pruned_tensors_nbytes(loaded, keep):
+    from kvviz.internals import eviction as ev
+
     settings = records.EvictSettings(n_spans=2)
     texts = ev.SweepTexts(loaded, None, settings)
     point = ev.policy_points(loaded, texts, "h2o", (keep,))[0]
@@ -75,6 +91,7 @@ def test_bytes_reported_are_the_pruned_tensors_nbytes(loaded, keep):
 
 
 def test_quantized_points_report_quant_round_trip_bytes(loaded):
+    from kvviz.internals import eviction as ev
     from kvviz.internals import quant
 
     settings = records.EvictSettings(n_spans=2)
@@ -92,6 +109,8 @@ def test_quantized_points_report_quant_round_trip_bytes(loaded):
 
 @pytest.mark.parametrize("keep", [50, 25, 10])
 def test_streaming_llm_keeps_exactly_the_first_s_and_the_last_w(loaded, span_prefill, keep):
+    from kvviz.internals import eviction as ev
+
     _, pre = span_prefill
     rows = records.rows_for_budget(keep, pre.seq_len)
     kept = ev.keep_rows(ev.keep_order("streaming", pre, SETTINGS), rows)
@@ -106,6 +125,10 @@ def test_streaming_llm_keeps_exactly_the_first_s_and_the_last_w(loaded, span_pre
 
 def test_h2o_keeps_the_highest_accumulated_attention_rows(loaded, span_prefill):
     """Against a direct computation: an uncached pass's attention weights, summed by numpy loops."""
+    import torch
+
+    from kvviz.internals import eviction as ev
+
     sequences, pre = span_prefill
     prefix = sequences[:, :SETTINGS.half_tokens]
     with torch.inference_mode():
@@ -130,6 +153,11 @@ def test_h2o_keeps_the_highest_accumulated_attention_rows(loaded, span_prefill):
 
 
 def test_copy_test_at_100_percent_is_the_copying_accuracy_for_the_same_text(loaded):
+    import torch
+
+    from kvviz.internals import eviction as ev
+    from kvviz.training import copying
+
     settings = records.EvictSettings(n_spans=8)
     texts = ev.SweepTexts(loaded, None, settings)
     ids = ev.text_ids(loaded, None)  # the same rows as the training package's held-out copying measurement
@@ -144,6 +172,11 @@ def test_copy_test_at_100_percent_is_the_copying_accuracy_for_the_same_text(load
 @pytest.mark.skipif(not CORPUS.is_file(), reason="Tiny Shakespeare is not beside the repo (../shared/data)")
 def test_copy_test_at_100_percent_reproduces_the_training_report(loaded):
     """The held-out figure docs/models.md and the attention-patterns page's model card quote (training_report.json)."""
+    import torch
+
+    from kvviz.internals import eviction as ev
+    from kvviz.training import copying
+
     report = json.loads((loading.BUNDLED_MODELS[loaded.info.spec].folder / "training_report.json").read_text())
     text = CORPUS.read_text(encoding="utf-8")
     val_ids = torch.tensor(loaded.tokenizer(text[int(len(text) * (1 - report["recipe"]["validation_fraction"])):])
@@ -168,6 +201,10 @@ def _position_recorder(loaded, seen: list):
 
 
 def test_decoding_after_pruning_runs_at_the_continued_positions(loaded, span_prefill):
+    import torch
+
+    from kvviz.internals import eviction as ev
+
     sequences, pre = span_prefill
     half = SETTINGS.half_tokens
     rows = records.rows_for_budget(25, half)
@@ -195,6 +232,8 @@ def test_decoding_after_pruning_runs_at_the_continued_positions(loaded, span_pre
 
 
 def test_bad_policy_budget_and_text_are_refused_with_a_message(loaded):
+    from kvviz.internals import eviction as ev
+
     with pytest.raises(records.EvictionError, match="unknown eviction policy"):
         ev.eviction_grid(loaded, "lru", 50)
     with pytest.raises(records.EvictionError, match="percent"):
@@ -206,6 +245,8 @@ def test_bad_policy_budget_and_text_are_refused_with_a_message(loaded):
 
 
 def test_grid_marks_the_kept_rows_per_layer_and_kv_head(loaded):
+    from kvviz.internals import eviction as ev
+
     grid = ev.eviction_grid(loaded, "h2o", 25)
     info = loaded.info
     assert len(grid.tokens) == SETTINGS.half_tokens and len(grid.layers) == info.n_layer
@@ -220,6 +261,8 @@ def test_grid_marks_the_kept_rows_per_layer_and_kv_head(loaded):
 
 
 def test_takeaways_are_computed_from_the_sweep(loaded):
+    from kvviz.internals import eviction as ev
+
     sweep = ev.sweep(loaded, None, records.EvictSettings(n_spans=2, n_passages=2))
     lines = records.eviction_takeaways(sweep)
     assert any("S = 0" in line for line in lines)
@@ -235,6 +278,7 @@ def test_takeaways_are_computed_from_the_sweep(loaded):
 
 def test_cli_prints_the_page_numbers_and_refuses_bad_values_in_one_line(loaded, capsys):
     from kvviz.cli import evict
+    from kvviz.internals import eviction as ev
 
     assert evict.main(["--model", loaded.info.spec, "--policy", "snapkv", "--keep", "0.35", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -255,6 +299,7 @@ def test_the_measurements_doc_tables_reproduce_from_the_command_beside_them(load
     """docs/measurements.md "What to forget": each model's policy x budget table is what
     `bench/eviction_sweep.py --table` (and `python -m kvviz evict --sweep`) prints now: the sweep is deterministic."""
     from kvviz.cli.evict import table
+    from kvviz.internals import eviction as ev
 
     doc = (REPO / "docs" / "measurements.md").read_text(encoding="utf-8")
     section = doc[doc.index("## What to forget"):]

@@ -8,6 +8,7 @@ the race's clock is checked on injected timings too, one per branch, against the
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -18,8 +19,10 @@ from kvviz.figures import step as step_figs
 from kvviz.memory import capacity
 from kvviz.memory.presets import get_preset
 from kvviz.memory.units import format_bytes
-from kvviz.step.engine import StepEngine
 from kvviz.step.records import RaceTiming
+
+if TYPE_CHECKING:
+    from kvviz.step.engine import StepEngine
 
 LANGUAGES = [i18n.ENGLISH, i18n.CHINESE]
 LONG_PROMPT = "ROMEO: " + "the king is dead and " * 8  # more rows than the stage draws: older rows are summarised
@@ -27,6 +30,8 @@ LONG_PROMPT = "ROMEO: " + "the king is dead and " * 8  # more rows than the stag
 
 @pytest.fixture(scope="module")
 def stepped(bundled) -> StepEngine:
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(bundled)
     engine.prefill(LONG_PROMPT)
     for _step in range(2):
@@ -39,6 +44,7 @@ def _heatmaps(fig) -> list:
 
 
 # ----- the race: every layer's K rows, with and without the cache -----
+@pytest.mark.model
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_the_race_charts_text_says_the_rows_each_side_draws_and_computes(stepped, lang):
     snap = stepped.snapshot(0, 0, all_layers=True)
@@ -73,8 +79,11 @@ def test_the_race_charts_text_says_the_rows_each_side_draws_and_computes(stepped
                 assert ("recomputes all of them (shaded red)" if lang == i18n.ENGLISH else "重新计算全部这些行（红色阴影）") in said
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_the_prefills_race_chart_says_every_row_is_computed(bundled, lang):
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(bundled)
     engine.prefill("ROMEO: What light")
     snap = engine.snapshot(0, 0, all_layers=True)
@@ -137,6 +146,7 @@ def _check_clock(timing: RaceTiming, lang: str) -> str:
     return said
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_the_clocks_text_says_the_drawn_medians_spreads_and_the_pages_verdict_on_a_real_race(stepped, lang):
     timing = stepped.race()
@@ -269,6 +279,7 @@ def test_the_paged_chart_text_says_the_three_bars_and_the_waste(lang, context):
 
 
 # ----- the stage's next-token bars and the GQA view -----
+@pytest.mark.model
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_the_next_token_text_lists_the_bars_as_drawn(stepped, lang):
     snap = stepped.snapshot(0, 0)
@@ -288,6 +299,7 @@ def test_the_next_token_text_lists_the_bars_as_drawn(stepped, lang):
     assert step_figs.next_token_bars_text([], [], "") == ""
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_the_gqa_text_names_each_query_heads_largest_weight(bundled_gqa_engine, lang):
     snap = bundled_gqa_engine.snapshot(1, 1)
@@ -309,6 +321,7 @@ def test_the_gqa_text_names_each_query_heads_largest_weight(bundled_gqa_engine, 
 @pytest.fixture(scope="module")
 def bundled_gqa_engine() -> StepEngine:
     from kvviz.model import loading
+    from kvviz.step.engine import StepEngine
 
     engine = StepEngine(loading.load_bundled(name=loading.BUNDLED_GQA))
     engine.prefill("ROMEO: the king")
@@ -348,6 +361,7 @@ def test_describe_reads_bars_lines_and_heatmaps_off_the_figure():
     assert "words (heatmap)." in odd and "heatmap (heatmap)." in odd  # named, never a failure
 
 
+@pytest.mark.app
 def test_every_chart_on_the_cache_internals_and_count_the_work_pages_has_its_text():
     """ui.chart draws the hidden text after each chart: as many texts as charts on each page (the stage, race and
     memory charts carry their own, tested above)."""

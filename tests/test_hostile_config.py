@@ -112,6 +112,7 @@ def check_read(imported: config_import.ImportedConfig) -> None:
 LLAMA = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 32}
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("cfg, says", [
     ({"model_type": "deepseek_v3", "qk_rope_head_dim": "x"}, "qk_rope_head_dim must be a whole number"),
     ({"num_hidden_layers": 2, "num_attention_heads": 2, "kv_lora_rank": 4, "qk_rope_head_dim": "x"},
@@ -134,6 +135,7 @@ def test_the_issues_configs_get_one_sentence(cfg, says):
         assert outcome == "refused" and says in result, result
 
 
+@pytest.mark.model
 def test_a_megabyte_name_is_cut_and_a_megabyte_value_summarised():
     imported = config_import.parse_hf_config({**LLAMA, "_name_or_path": BIG_TEXT})
     assert imported.config.name == "x" * (config_import.MAX_NAME_CHARS - 1) + "…"
@@ -145,6 +147,7 @@ def test_a_megabyte_name_is_cut_and_a_megabyte_value_summarised():
     assert outcome == "refused" and "1,000,002 characters" in message
 
 
+@pytest.mark.model
 def test_unknown_text_config_type_is_one_sentence_not_every_model_type():
     outcome, message = parse_outcome(json.dumps({"model_type": "gemma3", "text_config": {"model_type": "zzz"}}))
     assert outcome == "refused" and len(message) < 200 and "gemma3_text" in message  # was 11,718 characters
@@ -155,6 +158,7 @@ def test_a_5000_digit_number_is_named_not_pythons_digit_limit():
     assert outcome == "refused" and "thousands of digits" in message
 
 
+@pytest.mark.model
 def test_any_config_is_read_or_refused_in_one_line():
     tried: Counter = Counter()
 
@@ -194,6 +198,7 @@ def assert_cli_outcome(rc: int, out: str, err: str) -> None:
         assert "total" in out and not err
 
 
+@pytest.mark.slow
 def test_cli_refuses_dev_zero_after_a_capped_read_and_the_mla_file_in_one_line():
     """/dev/zero used to be read whole (MemoryError after 13.7 s); the malformed MLA file raised TypeError. Run
     as a student would, in a fresh process."""
@@ -208,6 +213,7 @@ def test_cli_refuses_dev_zero_after_a_capped_read_and_the_mla_file_in_one_line()
         assert run.returncode == 2 and run.stderr.count("\n") == 1 and says in run.stderr, run.stderr[-500:]
 
 
+@pytest.mark.model
 def test_cli_any_config_file_and_arguments_exit_0_or_one_line(tmp_path, capsys):
     tried: Counter = Counter()
     path = tmp_path / "config.json"
@@ -239,6 +245,7 @@ def test_cli_any_config_file_and_arguments_exit_0_or_one_line(tmp_path, capsys):
     assert tried["exit 0"] >= 5 and tried["exit 2"] >= 50
 
 
+@pytest.mark.model
 def test_cli_encoder_decoder_total_says_what_it_covers(tmp_path, capsys):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"model_type": "t5", "d_model": 1024, "d_kv": 128, "num_heads": 32, "num_layers": 24}))
@@ -255,6 +262,7 @@ FORM = ("mem_layers", "mem_heads", "mem_kv_heads", "mem_head_dim", "mem_mla_rank
         "mem_local", "mem_window_from")
 
 
+@pytest.mark.app
 @pytest.mark.usefixtures("fresh_streamlit_caches")
 def test_page_import_any_config_one_message_and_the_form_kept_on_refusal():
     at = app_test("pages/memory_budget.py")
@@ -349,6 +357,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 def test_allocating_configs_are_refused_within_a_memory_bound():
     """The issue's 100-byte configs (num_labels in a llama, in a LLaVA text_config, in a t5; 1e9 labels; a layer
     count in a vision sub-config; a count inside gpt_neo's attention_types list) are refused in one line, and the
@@ -366,6 +375,7 @@ def test_allocating_configs_are_refused_within_a_memory_bound():
         assert m["peak_growth_mib"] < RSS_BOUND_MIB and m["rss_growth_mib"] < RSS_BOUND_MIB, (name, m)
 
 
+@pytest.mark.model
 def test_a_config_build_past_its_time_limit_is_refused_and_the_process_goes_on(monkeypatch):
     """The bounded child is killed past BUILD_SECONDS and the import refused in one line; the next import works."""
     monkeypatch.setattr(config_import, "BUILD_SECONDS", 0.0)
@@ -404,6 +414,7 @@ hostile_values = st.one_of(
 )
 
 
+@pytest.mark.model
 def test_hostile_field_values_are_read_or_refused_with_bounded_memory():
     """Property (derandomised): any known model type, any hostile value in any field (allocating ones included):
     parse_hf_config returns or raises MemoryInputError in one line, nothing else, and the process's peak memory
@@ -446,6 +457,7 @@ def test_hostile_field_values_are_read_or_refused_with_bounded_memory():
     assert peak < RSS_BOUND_MIB, peak
 
 
+@pytest.mark.app
 @pytest.mark.usefixtures("fresh_streamlit_caches")
 def test_page_refuses_a_label_table_config_without_the_servers_memory_growing():
     """The Memory budget page (AppTest runs it in this process, as the server would): the issue's config, with 3e6

@@ -15,6 +15,8 @@ from kvviz.inputs.prompt_rules import TEXT_CAP_HELP
 from kvviz.internals import layout
 from kvviz.measure.timing import Timing
 
+pytestmark = pytest.mark.app  # every test runs a page in AppTest
+
 TITLES = {  # page -> (English title, Chinese title)
     "layout": ("Memory layout of the cache", "缓存的内存布局"),
     "prefix": ("Prefix reuse", "前缀复用"),

@@ -18,7 +18,7 @@ from kvviz import claims, i18n
 from kvviz.memory.presets import PRESETS
 from support.models import GEMMA3_4B
 
-pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
+pytestmark = [pytest.mark.usefixtures("fresh_streamlit_caches"), pytest.mark.app]  # every test runs the page
 PAGE = PAGES_DIR / "memory_budget.py"
 CJK = re.compile(r"[\u4e00-\u9fff]")
 # Names that stay as they are: the presets' paper titles (citations), and kvviz.claims' own verdicts and arithmetic

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 from kvviz.memory import capacity
 from kvviz import memory
-from kvviz.internals import crossattn, layout, paging, prefix, window
+from kvviz.internals import layout
 
 PROMPT = "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun."
 
@@ -66,8 +65,10 @@ def test_append_cost_by_hand():
         layout.append_cost("dynamic", shape, 256)
 
 
+@pytest.mark.model
 def test_append_cost_matches_transformers_caches(bundled):
     """DynamicCache re-allocates and copies every past row per step (torch.cat); StaticCache writes in place."""
+    import torch
     from transformers import StaticCache
 
     info, model = bundled.info, bundled.model
@@ -150,13 +151,19 @@ def test_bench_interleaves_the_two_reads_and_applies_the_noise_rule():
 
 
 # ----- prefix reuse ------------------------------------------------------------------------------------------
+@pytest.mark.model
 def test_shared_prefix_len():
+    from kvviz.internals import prefix
+
     assert prefix.shared_prefix_len([1, 2, 3], [1, 2, 4, 5]) == 2
     assert prefix.shared_prefix_len([], [1]) == 0
     assert prefix.shared_prefix_len([7, 8], [7, 8]) == 2
 
 
+@pytest.mark.model
 def test_prefix_reuse_equals_fresh_prefill(bundled):
+    from kvviz.internals import prefix
+
     b = PROMPT.replace("It is the east", "Arise, fair sun")
     r = prefix.prefix_reuse(bundled, PROMPT, b, repeats=1)
     ids_a, ids_b = bundled.tokenizer(PROMPT).input_ids, bundled.tokenizer(b).input_ids
@@ -167,13 +174,19 @@ def test_prefix_reuse_equals_fresh_prefill(bundled):
     assert r.max_abs_logit_diff < 1e-4 and r.max_abs_kv_diff < 1e-4 and r.same_next_token
 
 
+@pytest.mark.model
 def test_prefix_reuse_identical_prompts_feeds_the_last_token(bundled):
+    from kvviz.internals import prefix
+
     r = prefix.prefix_reuse(bundled, "ROMEO: hello", "ROMEO: hello", repeats=1)
     assert r.shared_len == len(r.tokens_b) and r.reused_len == r.shared_len - 1 and r.new_tokens_computed == 1
     assert r.max_abs_logit_diff < 1e-4
 
 
+@pytest.mark.model
 def test_prefix_bad_input(bundled):
+    from kvviz.internals import prefix
+
     with pytest.raises(prefix.PrefixError, match="empty"):
         prefix.prefix_reuse(bundled, "", "ROMEO")
     with pytest.raises(prefix.PrefixError, match="positions"):
@@ -181,7 +194,10 @@ def test_prefix_bad_input(bundled):
 
 
 # ----- cross-attention ---------------------------------------------------------------------------------------
+@pytest.mark.model
 def test_cross_attention_cache_fixed_while_self_grows():
+    from kvviz.internals import crossattn
+
     run = crossattn.run_cross_attention(source_len=9, n_steps=6)
     per_row = run.n_layer * 2 * run.n_heads * run.head_dim * 4  # K+V, float32, every decoder layer
     for s in run.steps:
@@ -192,7 +208,10 @@ def test_cross_attention_cache_fixed_while_self_grows():
     assert run.encoder_passes == 1
 
 
+@pytest.mark.model
 def test_cross_attention_bad_input():
+    from kvviz.internals import crossattn
+
     with pytest.raises(crossattn.CrossAttnError, match="source length"):
         crossattn.run_cross_attention(source_len=0)
     with pytest.raises(crossattn.CrossAttnError, match="decode steps"):
@@ -200,7 +219,10 @@ def test_cross_attention_bad_input():
 
 
 # ----- sliding windows ---------------------------------------------------------------------------------------
+@pytest.mark.model
 def test_window_state_and_visibility_by_hand():
+    from kvviz.internals import window
+
     s = window.window_state(seq_len=10, window=4)
     assert (s.kept_start, s.rows_kept, s.rows_evicted) == (6, 4, 6)
     assert window.window_state(3, 4).rows_evicted == 0
@@ -212,8 +234,11 @@ def test_window_state_and_visibility_by_hand():
         window.window_state(5, 0)
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("w,pattern", [(8, None), (8, 1), (5, 3)])
 def test_window_on_model_matches_calculator(bundled, w, pattern):
+    from kvviz.internals import window
+
     run = window.window_on_model(bundled, PROMPT, w, pattern)
     seq_len = run.state.seq_len
     assert seq_len == len(bundled.tokenizer(PROMPT).input_ids) > w
@@ -229,12 +254,18 @@ def test_window_on_model_matches_calculator(bundled, w, pattern):
     assert len(run.evicted_tokens) == seq_len - w
 
 
+@pytest.mark.model
 def test_window_wider_than_prompt_loses_nothing(bundled):
+    from kvviz.internals import window
+
     run = window.window_on_model(bundled, "ROMEO: hi", 200)
     assert all(la.attention_lost == 0.0 and la.rows_kept == la.rows_full for la in run.layers)
 
 
+@pytest.mark.model
 def test_gemma3_preset_layers():
+    from kvviz.internals import window
+
     p = window.preset_layers("gemma-3-4b", 32768)
     per_token_layer = 2 * 4 * 256 * 2  # K+V, 4 KV heads, head_dim 256, bf16
     assert p.layer_kinds.count("global") == 5 and len(p.layer_kinds) == 34
@@ -243,7 +274,10 @@ def test_gemma3_preset_layers():
     assert p.all_global_bytes == 34 * 32768 * per_token_layer
 
 
+@pytest.mark.model
 def test_window_bad_input(bundled):
+    from kvviz.internals import window
+
     with pytest.raises(window.WindowError, match="window"):
         window.window_on_model(bundled, PROMPT, 0)
     with pytest.raises(window.WindowError, match="window"):
@@ -253,14 +287,20 @@ def test_window_bad_input(bundled):
 
 
 # ----- paging ------------------------------------------------------------------------------------------------
+@pytest.mark.model
 def test_block_table_by_hand():
+    from kvviz.internals import paging
+
     assert paging.block_table(17, 16) == paging.BlockTable(17, 16, 2, 1, 15)
     assert paging.block_table(32, 16) == paging.BlockTable(32, 16, 2, 16, 0)
     assert paging.block_table(0, 16).n_blocks == 0
     assert paging.block_table(5, 1).waste_slots == 0
 
 
+@pytest.mark.model
 def test_two_sequences_by_hand():
+    from kvviz.internals import paging
+
     p = paging.plan_two_sequences(40, 37, 35, block_size=16, max_len=64, bytes_per_token=10)
     assert p.shared_blocks == 2  # 35 shared tokens = 2 full blocks + 3 tokens in a block that is not shared
     assert p.tables == ((0, 1, 2), (0, 1, 3))
@@ -272,14 +312,20 @@ def test_two_sequences_by_hand():
     assert none.shared_blocks == 0 and none.refcounts == (1, 1, 1, 1)
 
 
+@pytest.mark.model
 def test_single_sequence_agrees_with_memory_calculator(bundled):
+    from kvviz.internals import paging
+
     config = bundled.info.kv_config()
     view = capacity.paged_view(config, context_len=37, batch=1, block_tokens=16, max_len=256)
     bt = paging.block_table(37, 16)
     assert (bt.n_blocks, bt.waste_slots) == (view.blocks_per_sequence, view.waste_tokens_last_block)
 
 
+@pytest.mark.model
 def test_paging_bad_input(bundled):
+    from kvviz.internals import paging
+
     with pytest.raises(paging.PagingError, match="block size"):
         paging.block_table(10, 0)
     with pytest.raises(paging.PagingError, match="shared prefix"):
@@ -290,7 +336,10 @@ def test_paging_bad_input(bundled):
         paging.paged_generation(bundled, PROMPT, block_size=10_000)
 
 
+@pytest.mark.model
 def test_paged_generation_reads_back_the_real_cache(bundled):
+    from kvviz.internals import paging
+
     run = paging.paged_generation(bundled, PROMPT, n_new_a=6, n_new_b=3, block_size=8)
     p = run.plan
     n_prompt = len(bundled.tokenizer(PROMPT).input_ids)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
-from kvviz.internals import paging, quant, records, speculative, window
+from kvviz.internals import records
 from support.greedy import generate_greedy
+
+pytestmark = pytest.mark.model  # every test builds torch tensors or runs a bundled model
 
 PROMPT = "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun."
 
@@ -17,6 +18,10 @@ PROMPT = "ROMEO: But soft, what light through yonder window breaks? It is the ea
 @pytest.mark.parametrize("bits", [8, 4])
 @pytest.mark.parametrize("group", [4, 8, 32])
 def test_round_trip_within_stated_bound(bits, group):
+    import torch
+
+    from kvviz.internals import quant
+
     gen = torch.Generator().manual_seed(bits * 100 + group)
     x = torch.randn(2, 3, 7, 32, generator=gen) * 5 + 1
     x[0, 0, 0] = 0.25  # a constant group (scale 0) must round-trip exactly
@@ -27,6 +32,10 @@ def test_round_trip_within_stated_bound(bits, group):
 
 
 def quantize_check(x, bits, group):
+    import torch
+
+    from kvviz.internals import quant
+
     qt = quant.quantize(x, bits, group)
     assert qt.packed.dtype == torch.uint8 and qt.packed.shape[-1] == (32 if bits == 8 else 16)
     assert qt.scale.dtype == torch.float16 and qt.scale.shape[-1] == 32 // group
@@ -34,6 +43,8 @@ def quantize_check(x, bits, group):
 
 
 def test_round_trip_on_real_cache(bundled):
+    from kvviz.internals import quant
+
     cache = quant.prompt_cache(bundled, PROMPT)
     for layer in cache.layers:
         for x in (layer.keys, layer.values):
@@ -45,6 +56,8 @@ def test_round_trip_on_real_cache(bundled):
 
 @pytest.mark.parametrize("group", [8, 32])
 def test_quant_report_bytes_match_calculator(bundled, group):
+    from kvviz.internals import quant
+
     reports = {s: quant.quant_report(bundled, PROMPT, s, group) for s in quant.SCHEMES}
     seq_len = reports["int8"].seq_len
     n_numbers = 2 * bundled.info.n_layer * bundled.info.n_kv_heads * bundled.info.head_dim * seq_len
@@ -60,6 +73,10 @@ def test_quant_report_bytes_match_calculator(bundled, group):
 
 
 def test_greedy_agreement_counts(bundled, monkeypatch):
+    import torch
+
+    from kvviz.internals import quant
+
     prompts = ["ROMEO:", "JULIET: O Romeo"]
     # The full-precision baseline is plain greedy decoding (checked against the stepping engine).
     for p in prompts:
@@ -80,6 +97,8 @@ def test_greedy_agreement_counts(bundled, monkeypatch):
 
 
 def test_agreement_work_is_capped(bundled):
+    from kvviz.internals import quant
+
     with pytest.raises(quant.QuantError, match="number of prompts"):
         quant.greedy_agreement(bundled, ["ROMEO:"] * (records.AGREEMENT_MAX_PROMPTS + 1), 1)
     with pytest.raises(quant.QuantError, match="tokens per prompt"):
@@ -92,6 +111,8 @@ def test_agreement_work_is_capped(bundled):
 
 
 def test_long_prompts_are_refused_not_truncated(bundled):
+    from kvviz.internals import paging, quant, window
+
     too_long = "a " * (bundled.info.n_positions + 10)
     with pytest.raises(window.WindowError, match="positions"):
         window.window_on_model(bundled, too_long, 4)
@@ -105,6 +126,8 @@ def test_residual_window_bytes_and_transformers_default(bundled):
     import inspect
 
     from transformers.cache_utils import QuantizedCache, QuantizedLayer
+
+    from kvviz.internals import quant
 
     assert quant.transformers_residual_length() == inspect.signature(
         QuantizedLayer.__init__).parameters["residual_length"].default
@@ -123,6 +146,10 @@ def test_residual_window_bytes_and_transformers_default(bundled):
 
 
 def test_new_rows_are_really_quantized(bundled):
+    import torch
+
+    from kvviz.internals import quant
+
     cache = quant.prompt_cache(bundled, "ROMEO: hello there")
     before = cache.layers[1].keys.clone()
     quant._qdq_new_rows(cache, 2, "int4", 32)
@@ -134,6 +161,10 @@ def test_new_rows_are_really_quantized(bundled):
 
 
 def test_quant_bad_input(bundled):
+    import torch
+
+    from kvviz.internals import quant
+
     with pytest.raises(quant.QuantError, match="bit width"):
         quant.quantize(torch.zeros(2, 32), 3, 8)
     with pytest.raises(quant.QuantError, match="finite"):
@@ -151,6 +182,8 @@ def test_quant_bad_input(bundled):
 # ----- speculative decoding ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("temperature", [0.3, 2.0])
 def test_speculative_equals_greedy_and_cache_is_cropped(bundled, temperature):
+    from kvviz.internals import speculative
+
     prompt = "ROMEO: But soft, what light"
     run = speculative.speculative_decode(bundled, prompt, n_new=12, k=3, draft_temperature=temperature, seed=1)
     tokens, logits = generate_greedy(bundled, prompt, 12)
@@ -171,6 +204,8 @@ def test_speculative_equals_greedy_and_cache_is_cropped(bundled, temperature):
 
 
 def test_speculative_bad_input(bundled):
+    from kvviz.internals import speculative
+
     with pytest.raises(speculative.SpeculativeError, match="k must be"):
         speculative.speculative_decode(bundled, "ROMEO", k=0)
     with pytest.raises(speculative.SpeculativeError, match="temperature"):
@@ -184,6 +219,10 @@ def test_speculative_bad_input(bundled):
 def test_int2_packs_four_per_byte_within_its_bound_and_stays_off_the_quant_page():
     """int2 (the eviction lab's equal-bytes point) packs four values per byte and round-trips within scale/2;
     the Quantized caches page's formats (quant.SCHEMES) still refuse it."""
+    import torch
+
+    from kvviz.internals import quant
+
     x = torch.randn(2, 3, 7, 32, generator=torch.Generator().manual_seed(0))
     qt = quant.quantize(x, 2, 8)
     assert qt.packed.shape == (2, 3, 7, 8) and qt.stored_bytes == 2 * 3 * 7 * (8 + 4 * 4)

@@ -5,7 +5,6 @@ import json
 from dataclasses import replace
 
 import pytest
-import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,7 +16,6 @@ from kvviz.memory import KVConfig, MemoryInputError
 from kvviz.memory.units import GIB
 from kvviz.claims import PUBLISHED_FIGURES, check_figure
 from kvviz.memory.presets import GPUS, PRESETS, get_preset
-from kvviz.step.engine import StepEngine
 
 
 # ----- golden values you can check by hand -------------------------------------------------------------------
@@ -132,6 +130,7 @@ def test_bad_context(bad):
 
 
 # ----- config.json import -----------------------------------------------------------------------------------
+@pytest.mark.model
 def test_import_llama_style_config():
     cfg = {"model_type": "llama", "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
            "hidden_size": 4096, "torch_dtype": "bfloat16", "max_position_embeddings": 8192,
@@ -142,6 +141,7 @@ def test_import_llama_style_config():
     assert any("head_dim" in m for m in imported.missing)  # derived from hidden_size, and said so
 
 
+@pytest.mark.model
 def test_import_gpt2_mqa_gemma3_deepseek_qwen():
     gpt2 = config_import.parse_hf_config({"n_layer": 12, "n_head": 12, "n_embd": 768, "n_positions": 1024})
     assert gpt2.config.n_kv_heads == 12 and any("num_key_value_heads" in m for m in gpt2.missing)
@@ -226,7 +226,12 @@ def test_format_bytes_is_unambiguous():
 
 
 # ----- the calculator == the real cache tensors -----------------------------------------------------------------
+@pytest.mark.model
 def test_predicted_bytes_equal_the_real_dynamic_cache(bundled):
+    import torch
+
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(bundled)
     engine.prefill("ROMEO: What light")
     for _ in range(3):
@@ -247,6 +252,7 @@ def test_format_bytes_never_uses_scientific_notation():
     assert units.format_bytes(2**62).endswith("= 4 EiB = 4,612 PB")
 
 
+@pytest.mark.model
 def test_residual_window_default_is_read_from_transformers():
     import inspect
 

@@ -37,6 +37,7 @@ def test_the_hidden_text_is_escaped_and_sits_in_its_own_hidden_element():
     assert "kvviz-sr-only" in ui.READABLE_CSS  # the element of its own is taken out of the page's flow
 
 
+@pytest.mark.app
 def test_the_memory_pages_three_charts_each_have_their_data_as_hidden_text():
     at = open_page(PAGES_DIR / "memory_budget.py", query={"mem_preset": "gemma-3-4b", "mem_compare": "llama-3-8b"})
     size, per_layer, paged = hidden_texts(at)
@@ -53,6 +54,7 @@ def test_the_memory_pages_three_charts_each_have_their_data_as_hidden_text():
     assert f"maximum length: {format_bytes(flat)}; {format_bytes(flat - used)} more than held." in paged
 
 
+@pytest.mark.app
 def test_the_memory_pages_hidden_texts_read_in_chinese():
     at = open_page(PAGES_DIR / "memory_budget.py", lang=i18n.CHINESE, query={"mem_preset": "gemma-3-4b"})
     texts = hidden_texts(at)
@@ -77,6 +79,7 @@ SLOWER = RaceTiming(seq_len=9, cached_ms=(7.0, 7.1, 7.2, 7.3), uncached_ms=(3.0,
                     fixed_ms=(1.5, 1.6, 1.7, 1.8))
 
 
+@pytest.mark.app
 def test_the_race_views_charts_have_their_data_as_hidden_text_and_the_clock_says_the_captions_verdict():
     at = race_page()
     engine = at.session_state["step_engine"]
@@ -100,6 +103,7 @@ def test_the_race_views_charts_have_their_data_as_hidden_text_and_the_clock_says
         assert hidden in hidden_texts(at)[2]
 
 
+@pytest.mark.app
 def test_the_race_views_hidden_texts_read_in_chinese():
     at = race_page(i18n.CHINESE)
     texts = hidden_texts(at)
@@ -107,6 +111,7 @@ def test_the_race_views_hidden_texts_read_in_chinese():
     assert not english_leftovers(texts), english_leftovers(texts)
 
 
+@pytest.mark.app
 @pytest.mark.parametrize("lang", [i18n.ENGLISH, i18n.CHINESE])
 def test_the_stage_and_gqa_views_say_their_charts_and_the_next_token_bars(lang):
     """The one-head view: the stage's sentence and the bars' in the readout's hidden span (no element added per

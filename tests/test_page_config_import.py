@@ -12,7 +12,7 @@ from support.pages import PAGES_DIR, app_test
 from support.models import GEMMA3_4B
 from support.markdown_text import shown
 
-pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
+pytestmark = [pytest.mark.usefixtures("fresh_streamlit_caches"), pytest.mark.app]  # every test runs the page
 PAGE = PAGES_DIR / "memory_budget.py"
 
 

@@ -3,12 +3,15 @@ and in Chinese with its explanation, grid, curves and computed takeaways; changi
 changes what is shown; a value past a cap gets a message, never an exception."""
 from __future__ import annotations
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from support.pages import app_test
 from support.i18n_text import english_leftovers, page_texts
 from kvviz import i18n
 from kvviz.internals import records
+
+pytestmark = pytest.mark.app  # every test runs the page in AppTest
 
 PAGE = "pages/internals_eviction.py"
 

@@ -37,6 +37,7 @@ def _errors(at: AppTest) -> str:
     return " ".join(e.value for e in at.error)
 
 
+@pytest.mark.app
 @pytest.mark.parametrize("name", list(PAGES))
 def test_every_page_renders_with_its_explanation(name):
     at = _app(name)
@@ -47,6 +48,7 @@ def test_every_page_renders_with_its_explanation(name):
         assert at.get("plotly_chart"), name
 
 
+@pytest.mark.app
 def test_layout_page_shows_ncnn_copy_and_contiguous_head():
     at = _app("layout")
     assert "ncnn" in at.expander[0].markdown[0].value and "DynamicCache" in at.expander[0].markdown[0].value
@@ -61,6 +63,7 @@ def test_layout_page_shows_ncnn_copy_and_contiguous_head():
     assert not at.exception
 
 
+@pytest.mark.app
 def test_layout_measurement_is_per_session():
     at = _app("layout")
     assert "int_layout_bench" not in at.session_state
@@ -88,6 +91,7 @@ def _fake_layout_bench(monkeypatch, contiguous_ms, strided_ms, load):
     monkeypatch.setattr(layout, "bench_head_read", fake)
 
 
+@pytest.mark.app
 def test_layout_timing_inside_the_noise_crowns_nobody(monkeypatch):
     """Overlapping repeats: one sentence says "inside the noise", no tile delta, no ratio, the load shown."""
     _fake_layout_bench(monkeypatch, (0.090, 0.100, 0.130), (0.095, 0.110, 0.120), 1.7)
@@ -102,6 +106,7 @@ def test_layout_timing_inside_the_noise_crowns_nobody(monkeypatch):
     assert "90.0-130.0 µs" in _texts(at)  # the spread: fastest and slowest repeat
 
 
+@pytest.mark.app
 def test_layout_timing_beyond_the_noise_names_the_faster_read(monkeypatch):
     _fake_layout_bench(monkeypatch, (0.049, 0.050, 0.050, 0.051, 0.30), (0.099, 0.100, 0.100, 0.101, 0.102), 0.5)
     at = _app("layout")
@@ -112,6 +117,7 @@ def test_layout_timing_beyond_the_noise_names_the_faster_read(monkeypatch):
     assert tile.delta.startswith("2.00x")
 
 
+@pytest.mark.app
 def test_prefix_page_measures_on_request_and_reports_load():
     at = _app("prefix")
     assert not at.metric
@@ -127,6 +133,7 @@ def test_prefix_page_measures_on_request_and_reports_load():
     assert "positions" in _errors(at)
 
 
+@pytest.mark.app
 @pytest.mark.parametrize("page,key,value,message", [
     ("layout", "int_layout_layer", INFO.n_layer, f"layer must be between 0 and {INFO.n_layer - 1}"),
     ("layout", "int_layout_head", INFO.n_kv_heads, f"head must be between 0 and {INFO.n_kv_heads - 1}"),
@@ -156,6 +163,7 @@ def test_bounded_inputs_reject_past_cap_values(page, key, value, message):
     assert message in errors, errors
 
 
+@pytest.mark.app
 @pytest.mark.parametrize("prompts,n_new,message", [
     ("\n".join(f"P{i}:" for i in range(records.AGREEMENT_MAX_PROMPTS + 1)), 4, "number of prompts"),
     ("ROMEO:", records.AGREEMENT_MAX_TOKENS + 1, "tokens per prompt"),
@@ -171,6 +179,7 @@ def test_quant_agreement_rejects_past_cap_work(prompts, n_new, message):
     assert "int_quant_agreement" not in at.session_state
 
 
+@pytest.mark.app
 def test_quant_agreement_measures_and_residual_window_counts():
     at = _app("quant")
     bytes_before = {r["format"]: r["bytes"] for r in at.dataframe[0].value.to_dict("records")}
@@ -185,6 +194,7 @@ def test_quant_agreement_measures_and_residual_window_counts():
     assert "prompts identical over 3 tokens each" in _texts(at)
 
 
+@pytest.mark.app
 def test_widgets_change_the_numbers():
     at = _app("window")
     at.number_input(key="int_window_w").set_value(4).run()
@@ -195,6 +205,7 @@ def test_widgets_change_the_numbers():
     assert [m.value for m in at.metric] != before and not at.exception
 
 
+@pytest.mark.app
 @pytest.mark.parametrize("page,key", [("speculative", "int_spec_prompt"), ("paging", "int_paging_prompt"),
                                       ("window", "int_window_prompt"), ("quant", "int_quant_prompt")])
 def test_empty_prompt_gives_a_message(page, key):
@@ -203,6 +214,7 @@ def test_empty_prompt_gives_a_message(page, key):
     assert "empty" in _errors(at)
 
 
+@pytest.mark.slow
 def test_pages_and_figures_import_no_torch():
     """Each internals page's top-level imports (and the figure module) load neither torch nor transformers."""
     import ast
@@ -225,6 +237,7 @@ def test_pages_and_figures_import_no_torch():
     assert out.strip() == "[]", modules
 
 
+@pytest.mark.app
 def test_measurements_wait_their_turn_and_say_so(monkeypatch):
     """While another session's measurement holds the server's queue, a new one waits and is told why."""
     import threading
@@ -255,6 +268,7 @@ def test_measurements_wait_their_turn_and_say_so(monkeypatch):
     assert not _errors(at) and "median of" in _texts(at)
 
 
+@pytest.mark.app
 def test_a_timing_that_contradicts_the_lesson_is_labelled(monkeypatch):
     """Reuse measured slower than a fresh prefill (a busy machine) is said to be so, with the load at the time."""
     import dataclasses
@@ -283,6 +297,7 @@ def test_a_timing_that_contradicts_the_lesson_is_labelled(monkeypatch):
     assert f"{r.reuse_ms:.1f} ms" in said and "load" in said
 
 
+@pytest.mark.app
 def test_prefix_timing_inside_the_noise_crowns_nobody(monkeypatch):
     """Overlapping repeats: the page says "inside the noise" in one sentence, with no faster/slower delta."""
     import dataclasses
@@ -305,6 +320,7 @@ def test_prefix_timing_inside_the_noise_crowns_nobody(monkeypatch):
     assert not tile.delta
 
 
+@pytest.mark.app
 def test_speculative_default_pairs_the_two_bundled_models():
     """The default draft is the other bundled model (same tokenizer), greedy; its acceptance on the default
     prompt is what the page shows, and the output equals the verifier's plain greedy decoding."""

@@ -34,6 +34,7 @@ def metrics(at: AppTest) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
 
+@pytest.mark.app
 def test_memory_page_renders_reacts_and_writes_the_url():
     at = page("memory_budget")
     at.run()
@@ -74,6 +75,7 @@ def test_memory_page_renders_reacts_and_writes_the_url():
     assert metrics(at)[next(k for k in metrics(at) if k.startswith("Calculator at"))] == real
 
 
+@pytest.mark.app
 def test_memory_page_restores_state_from_the_url():
     at = page("memory_budget")
     at.query_params.update({"mem_preset": "gpt2", "mem_layers": "12", "mem_heads": "12", "mem_kv_heads": "12",
@@ -87,6 +89,7 @@ def test_memory_page_restores_state_from_the_url():
     assert at.multiselect(key="mem_compare").value == ["llama-3-8b", "gemma-3-4b"]
 
 
+@pytest.mark.app
 def test_memory_page_refuses_bad_url_values_with_a_notice():
     at = page("memory_budget")
     at.query_params.update({"mem_layers": "nan", "mem_context": "-5", "mem_preset": "llama-9", "mem_batch": "1e99"})
@@ -96,6 +99,7 @@ def test_memory_page_refuses_bad_url_values_with_a_notice():
     assert metrics(at)["Per token (all layers)"] == "128 KiB"  # defaults
 
 
+@pytest.mark.app
 def test_memory_page_imports_a_config_json():
     at = page("memory_budget")
     at.run()
@@ -111,6 +115,7 @@ def test_memory_page_imports_a_config_json():
     assert "does not look like a transformer" in at.error[0].value
 
 
+@pytest.mark.app
 def test_ops_page_renders_reacts_and_restores_url():
     at = page("attention_ops")
     at.run()
@@ -140,6 +145,7 @@ def test_ops_page_renders_reacts_and_restores_url():
     assert shared.selectbox(key="ops_model").value == "llama-3-8b"
 
 
+@pytest.mark.slow
 def test_first_views_import_no_torch():
     """Count the work and Memory budget render their first view without torch (a fresh interpreter)."""
     import subprocess
@@ -155,6 +161,7 @@ def test_first_views_import_no_torch():
     assert out.stdout.strip().splitlines()[-1] == "False False"
 
 
+@pytest.mark.app
 def test_memory_page_explains_what_does_not_fit():
     at = page("memory_budget")
     at.query_params.update({"mem_preset": "deepseek-v3", "mem_tab": "What fits"})
@@ -189,6 +196,7 @@ def test_link_refusals_name_only_what_streamlit_dropped_or_changed():
     assert "using 32" in out[0]
 
 
+@pytest.mark.app
 def test_pages_show_the_savings_sentence_and_the_quantized_residual():
     at = page("attention_ops")
     at.run()
@@ -208,6 +216,7 @@ def test_pages_show_the_savings_sentence_and_the_quantized_residual():
         memory.kv_bytes(replace(llama, dtype="int4"), 4096))
 
 
+@pytest.mark.app
 def test_the_plans_memory_link_answers_when_the_cache_outweighs_the_weights():
     """Issue 29: the 45-minute plan's link opens Llama-3-8B at 8,192 tokens on What fits, and the page says at what
     context the cache outweighs the weights (integer-exact from the config: about 122,500 tokens at batch 1)."""
@@ -225,6 +234,7 @@ def test_the_plans_memory_link_answers_when_the_cache_outweighs_the_weights():
     assert f"outweighs the weights from {at_tokens:,} tokens" in said and "past llama-3-8b's own context" in said
 
 
+@pytest.mark.app
 def test_only_a_link_that_names_a_tab_scrolls_to_it():
     """The scroll to the tab bar is for a link that opens the page on a tab; it ran after an ordinary tab click too
     (and for 15 s, scrolling under the GPU picker the reader had opened: its list closed, a flaky browser test)."""
@@ -245,6 +255,7 @@ def test_only_a_link_that_names_a_tab_scrolls_to_it():
     assert not scrolls(linked)
 
 
+@pytest.mark.app
 def test_a_batch_that_does_not_fit_says_so():
     at = page("memory_budget")
     at.query_params.update({"mem_preset": "llama-3-8b", "mem_context": "8192", "mem_batch": "500",
@@ -257,6 +268,7 @@ def test_a_batch_that_does_not_fit_says_so():
                for e in at.error)
 
 
+@pytest.mark.app
 def test_every_tabs_inputs_stay_in_the_url_when_the_tab_changes():
     at = page("memory_budget")
     at.query_params.update({"mem_compare": ["gpt2"], "mem_gpu": "NVIDIA H100 80GB", "mem_block": "32",
