@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install everything the test suite needs on a fresh Debian machine, lint, then run the whole suite.
+# Install everything the test suite needs on a fresh Debian machine, lint, then run the whole suite: every tier.
 # This is the README's test command and what CI runs (.ci/run). Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,22 +19,28 @@ python3 -m venv .venv
 export KVVIZ_REQUIRE_BROWSER=1  # here Chromium is installed: the browser test must run, not skip
 export HF_HUB_OFFLINE=1         # tests never touch the network
 .venv/bin/ruff check .         # lint first (pyproject.toml: pyflakes, pycodestyle): a lint error fails CI
-rm -f .pytest_cache/v/cache/lastfailed
+# Every tier (tests/support/tiers.py). Those without a server share the two cores (pytest-xdist: a worker each; every
+# worker loads its own bundled model, a second or two); the browser tier runs alone after them, one test at a time,
+# because its tests time a real server and some keep a core busy on purpose.
 status=0
-.venv/bin/python -m pytest "$@" || status=$?
+.venv/bin/python -m pytest --all-tiers -m "not browser" -n 2 "$@" || status=$?
+browser_status=0
+rm -f .pytest_cache/v/cache/lastfailed  # from here on it records the browser run alone
+.venv/bin/python -m pytest --all-tiers -m browser "$@" || browser_status=$?
 # A browser test drives a real server and Chromium on a shared 2-core machine; a race it finds under load is a real
 # fault (each one met so far was, and was fixed), but one intermittent miss should not hold back everything else.
 # So: when the only failures are at most 3 browser tests, they run once more, and the log names them either way.
 # Any other failure, or a browser test that fails again, fails the run.
-if [ "$status" -eq 1 ] && [ -f .pytest_cache/v/cache/lastfailed ]; then
-  # the failed tests' ids when they are at most 3 browser tests, else nothing (one read of pytest's record)
+if [ "$browser_status" -eq 1 ] && [ -f .pytest_cache/v/cache/lastfailed ]; then
+  # the failed tests' ids when they are at most 3, else nothing (one read of pytest's record of the browser run)
   failed=$(.venv/bin/python -c 'import json; ids = list(json.load(open(".pytest_cache/v/cache/lastfailed")))
-print("; ".join(ids) if 0 < len(ids) <= 3 and all(i.startswith("tests/test_browser_") for i in ids) else "")')
+print("; ".join(ids) if 0 < len(ids) <= 3 else "")')
   if [ -n "$failed" ]; then
     echo "== INTERMITTENT? browser test(s) failed; running them once more: $failed"
-    status=0
-    .venv/bin/python -m pytest "$@" --lf || status=$?
-    [ "$status" -eq 0 ] && echo "== passed on the second run (still a race to find): $failed"
+    browser_status=0
+    .venv/bin/python -m pytest --all-tiers -m browser "$@" --lf || browser_status=$?
+    [ "$browser_status" -eq 0 ] && echo "== passed on the second run (still a race to find): $failed"
   fi
 fi
-exit "$status"
+[ "$status" -ne 0 ] && exit "$status"
+exit "$browser_status"
