@@ -2,7 +2,7 @@
 
 - No module under kvviz/ other than kvviz/ui.py imports streamlit.
 - No page and no figure module imports torch or transformers, directly or through what it imports at its top
-  level (a fresh interpreter imports exactly those modules and then looks in sys.modules). Pages that run a
+  level (a fresh interpreter's state imports exactly those modules and then looks in sys.modules). Pages that run a
   model get it through kvviz.ui, which imports torch inside functions, when the model is first needed.
 - No import cycle between kvviz's packages (its first-level subpackages), and kvviz.measure imports only i18n.
 - The concept rules (NEVER): figures never import teaching or load a model, the benchmark and the stage never
@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import ast
 import functools
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from support.fresh_imports import libraries_loaded
 from support.pages import REPO
 
 HEAVY = ("torch", "transformers")
@@ -51,17 +50,30 @@ def _view_modules() -> list[Path]:
     return sorted((REPO / "pages").glob("*.py")) + sorted((REPO / "kvviz" / "figures").glob("*.py"))
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("path", _view_modules(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_pages_and_figures_do_not_load_torch(path):
+def _view_imports(path: Path) -> list[str]:
+    """The kvviz modules and heavy libraries a page or figure module imports at its top."""
     modules = sorted({n for n in _top_level_imports(path) if n.split(".")[0] in ("kvviz", "pages")
                       or n.split(".")[0] in HEAVY})
-    modules = [m for m in modules if _importable(m)]  # `from kvviz import ui` lists kvviz.ui (a module) too
-    code = ("import sys\n" + "".join(f"import {m}\n" for m in modules)
-            + f"heavy = [m for m in {HEAVY!r} if m in sys.modules]\nprint(','.join(heavy))\n")
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip() == "", f"{path.name} loads {out.stdout.strip()} through {modules}"
+    return [m for m in modules if _importable(m)]  # `from kvviz import ui` lists kvviz.ui (a module) too
+
+
+def _view_id(path: Path) -> str:
+    return f"{path.parent.name}/{path.name}"
+
+
+@pytest.fixture(scope="module")
+def views_loaded() -> dict[str, list[str]]:
+    """Each view's top-level imports, each set in a fresh interpreter's state (one interpreter, a fork per set:
+    support.fresh_imports); Streamlit and plotly, which every view imports anyway, are imported once before."""
+    return libraries_loaded({_view_id(p): _view_imports(p) for p in _view_modules()}, watch=HEAVY,
+                            preload=("streamlit", "plotly.graph_objects", "numpy"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", _view_modules(), ids=_view_id)
+def test_pages_and_figures_do_not_load_torch(path, views_loaded):
+    loaded = views_loaded[_view_id(path)]
+    assert loaded == [], f"{path.name} loads {','.join(loaded)} through {_view_imports(path)}"
 
 
 def test_only_kvviz_ui_imports_streamlit():
@@ -171,10 +183,15 @@ LIGHT: dict[str, tuple[str, ...]] = {
 }
 
 
+@pytest.fixture(scope="module")
+def light_loaded() -> dict[str, list[str]]:
+    """Each light module imported alone into a fresh interpreter's state (support.fresh_imports)."""
+    watched = sorted({lib for libs in LIGHT.values() for lib in libs})
+    return libraries_loaded({module: [module] for module in LIGHT}, watch=watched)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("module", sorted(LIGHT))
-def test_light_modules_import_no_plotly_or_torch(module):
-    code = f"import sys\nimport {module}\nprint(','.join(m for m in {LIGHT[module]!r} if m in sys.modules))\n"
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip() == "", f"importing {module} loads {out.stdout.strip()}"
+def test_light_modules_import_no_plotly_or_torch(module, light_loaded):
+    loaded = [lib for lib in light_loaded[module] if lib in LIGHT[module]]
+    assert loaded == [], f"importing {module} loads {','.join(loaded)}"

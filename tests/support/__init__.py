@@ -2,6 +2,7 @@
 conftest.py, which holds the fixtures: the bundled model; for browser tests a fresh server, a Chromium tab or
 browser, a busy core). tests/test_test_harness.py checks it.
 
+  tiers.py          the test tiers (pure, model, app, browser, slow) and the counts conftest's tier check reads
   repo.py           the repository root (REPO), computed once; nothing else imported (a pure test reads files)
   pages.py          the repository root (REPO, from repo.py) and the shared folder beside it (SHARED,
                     TINY_SHAKESPEARE); the one AppTest builder: a page file or a function, by itself or through
@@ -16,4 +17,5 @@ browser, a busy core). tests/test_test_harness.py checks it.
   markdown_text.py  what a markdown string shows a reader
   models.py         a folder holding the bundled model's files; published config.json texts
   library.py        figures only tests need, computed through the functions the app calls
+  fresh_imports.py  what sets of modules load when imported into a fresh interpreter: one interpreter, a fork a set
 """
