@@ -298,8 +298,11 @@ _DOCUMENT_LANGUAGE_JS = "<script>document.documentElement.lang = __LANG__;</scri
 # page's h1 title: headings in order), drawn at st.subheader's size as before. A link reached with Tab (the sidebar's
 # pages, every page link) showed its focus only as a 15% grey tint: it gets an outline in the text's colour. A chart's
 # text for a screen reader drawn as an element of its own (screen_reader_text) is out of the flow: no gap on screen.
+# Muted text kvviz draws itself (a hint in the stage's readout, the token strip's note) takes the class MUTED: the
+# captions' one rule, never an opacity of its own (tests/test_figures_readable.py finds any).
+MUTED = "kvviz-muted"
 READABLE_CSS = """<style>
-[data-testid="stCaptionContainer"], kbd[aria-label^="Shortcut"] { opacity: 0.8 !important; }
+[data-testid="stCaptionContainer"], kbd[aria-label^="Shortcut"], .kvviz-muted { opacity: 0.8 !important; }
 button[data-selected="true"][data-variant] { color: inherit !important; font-weight: 600; }
 [data-testid="stSliderThumbValue"] { color: inherit !important; }
 [data-testid="stMain"] h2 { font-size: 1.75rem !important; }

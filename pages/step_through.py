@@ -517,7 +517,7 @@ def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None,
                   "{share:.0%} of the attention).").format(n=snap.first_row, share=snap.attention_above)
         # the readout first: large, above the fold, and its room kept when there is nothing to say (no jump)
         readout = html.escape(step_view.copy_sentence(snap.copy)) or (
-            '<span style="opacity:0.6">{}</span>'.format(html.escape(_(
+            '<span class="{}">{}</span>'.format(ui.MUTED, html.escape(_(
                 "When the newest token occurred before, this line names the head that reads the row after that "
                 "occurrence (an induction head copying)."))))
         # the stage's chart and the bars beside it, for a screen reader: in the readout, so no element is added

@@ -4,6 +4,8 @@ stop at each model's maximum context, no "0.2x10^5" token axis. And the one "ins
 (kvviz.measure.timing) every timed comparison uses. Fast, torch-free; the browser test checks the rendered SVG."""
 from __future__ import annotations
 
+import re
+
 import plotly.graph_objects as go
 import pytest
 
@@ -195,3 +197,20 @@ def test_quant_bytes_chart_reads_as_bytes_with_a_unit_not_si_k():
     assert values.y[0] == pytest.approx(144.0)  # 147,456 B = 144 KiB
     assert list(values.customdata) == [147_456, 73_728, 36_864]  # exact bytes for the hover
     assert list(overhead.customdata) == [0, 0, 4_608] and "%{customdata:,} B" in overhead.hovertemplate
+
+
+# A CSS opacity declaration in text kvviz writes (an HTML style, a stylesheet, a script): `opacity:0.6` in a style
+# attribute, `opacity: 0.8` in a rule. Plotly's own opacity ("opacity": 0.35, opacity=0.2) is a chart's shape, not text.
+_CSS_OPACITY = re.compile(r"\bopacity\s*:\s*[\d.]")  # a dict key has its quote before the colon
+
+
+def test_muted_text_has_one_home_and_no_inline_opacity():
+    """Muted text meets 4.5:1 only through the captions' one rule (kvviz.ui.READABLE_CSS: 80% of the text colour,
+    the class ui.MUTED); an opacity written inline (0.6: 3.88:1 on white) fails axe's color-contrast."""
+    from support.repo import REPO
+
+    found = [f"{path.relative_to(REPO)}:{n}: {line.strip()}"
+             for path in [*(REPO / "kvviz").rglob("*"), *(REPO / "pages").rglob("*"), REPO / "app.py"]
+             if path.suffix in (".py", ".css", ".js", ".html")
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if _CSS_OPACITY.search(line)]
+    assert len(found) == 1 and "kvviz-muted" in found[0] and "kvviz/ui.py" in found[0], found
