@@ -203,3 +203,21 @@ def test_localhost_a_failed_load_keeps_the_previous_model_not_just_the_bundled_o
     assert "no tokenizer files" in warning and str(bad) in warning and "\n" not in warning  # your own path: shown
     assert at.session_state["model_spec"] == str(good)
     assert _model_in_use(at).startswith(f"model in use: {good}")
+
+
+@pytest.mark.model
+def test_a_listed_folder_on_a_long_path_is_named_by_its_name_where_the_loader_cut_the_path(tmp_path, monkeypatch):
+    """The loader shows a spec cut at 80 characters; redaction names the listed folder in that cut form too (it
+    read 'a server folder… (cut 4 of 84 characters)' when pytest-xdist's longer tmp folder passed 80)."""
+    folder = model_folder(tmp_path / ("deep" * 25) / "notok", with_tokenizer=False)
+    assert len(str(folder)) > 100
+    config = tmp_path / "kvviz_shared.toml"
+    config.write_text(f'models = ["{folder}"]\n')
+    monkeypatch.setenv(shared_mode.ENV_SWITCH, "1")
+    monkeypatch.setenv(shared_mode.ENV_CONFIG, str(config))
+    policy = shared_mode.current_policy()
+    with pytest.raises(loading.ModelLoadError) as caught:
+        loading.load_model(str(folder), cap=policy.cap, allow_download=False)
+    message = policy.redact(str(caught.value))
+    assert message.startswith("Could not load `notok`: the folder has no tokenizer files"), message
+    assert "a server folder" not in message and "/" not in message

@@ -197,7 +197,7 @@ def load_random(arch: str, attn_implementation: str = "eager", seed: int = 0, ca
     """A GPT-2 architecture with random weights. Timings and cache sizes are real; the text is not."""
     if arch not in GPT2_FAMILY:
         raise ModelLoadError(_("Unknown GPT-2 architecture {arch}; choose one of {choices}.").format(
-            arch=_shown(arch), choices=", ".join(GPT2_FAMILY)))
+            arch=shown_spec(arch), choices=", ".join(GPT2_FAMILY)))
     config = GPT2_FAMILY[arch].gpt2_config()
     if cap is not None:
         n_params = load_cost.params_from_config(config)
@@ -229,11 +229,11 @@ def load_pretrained(
     if looks_like_path(name) and not folder.is_dir():  # never suggest `hf download /some/path`
         raise ModelLoadError(_("There is no model folder at {path}: give a folder holding config.json, "
                                "model.safetensors and the tokenizer files, or a model name such as gpt2.").format(
-                                   path=_shown(name)))
+                                   path=shown_spec(name)))
     if folder.is_dir():
-        where, label = _shown(str(folder)), _label(N_("{name} (local folder)"), name=folder.name)
+        where, label = shown_spec(str(folder)), _label(N_("{name} (local folder)"), name=folder.name)
     else:
-        where, label, folder = _shown(name), _label(N_("{name} (pretrained weights)"), name=name), cached_snapshot(name)
+        where, label, folder = shown_spec(name), _label(N_("{name} (pretrained weights)"), name=name), cached_snapshot(name)
     if folder is not None:
         try:
             _check_local(folder, cap)
@@ -243,13 +243,13 @@ def load_pretrained(
         return LoadedModel(model, tokenizer, _describe(name, "pretrained", label, model))
     if not allow_download:
         raise ModelLoadError(_("{model} is not in this server's Hugging Face cache, and this server downloads "
-                               "nothing.").format(model=_shown(name)))
+                               "nothing.").format(model=shown_spec(name)))
     if not hub_reachable():
         raise ModelLoadError(_(
             "{model} is not in the local Hugging Face cache and the hub is unreachable (offline). "
             "Staying on the current model. To use it, download it once on a connected machine "
             "(e.g. {command}) or pass a local folder."
-        ).format(model=_shown(name), command=echo.code(f"hf download {name}", 120)))
+        ).format(model=shown_spec(name), command=echo.code(f"hf download {name}", 120)))
     try:
         model, tokenizer = _from_folder(name, attn_implementation, local_files_only=False)
         if model.config.model_type != "gpt2":
@@ -257,7 +257,7 @@ def load_pretrained(
                 model_type=repr(model.config.model_type)))
     except Exception as exc:  # noqa: BLE001
         raise ModelLoadError(_("Could not download {model} as a GPT-2 safetensors model: {reason}.").format(
-            model=_shown(name), reason=_one_line(exc))) from exc
+            model=shown_spec(name), reason=_one_line(exc))) from exc
     return LoadedModel(model, tokenizer, _describe(name, "pretrained", label, model))
 
 
@@ -272,7 +272,7 @@ RAW_PYTHON_ERRORS = (ZeroDivisionError, AttributeError, TypeError, KeyError, Ind
                      MemoryError, RecursionError, UnboundLocalError, NameError)
 
 
-def _shown(spec: str, max_chars: int = 80) -> str:
+def shown_spec(spec: str, max_chars: int = 80) -> str:
     """A spec as a message shows it: a code span no character of it can break out of (a name typed in the sidebar
     or carried by a link's ?model= is echoed, never read as markdown), cut short if it is long."""
     return echo.code(spec, max_chars)
@@ -320,7 +320,7 @@ def load_model(
     except ModelLoadError:
         raise
     except Exception as exc:  # noqa: BLE001 - e.g. out of memory while building a random model
-        raise ModelLoadError(_("Could not load {model}: {reason}.").format(model=_shown(spec), reason=_one_line(exc))) from exc
+        raise ModelLoadError(_("Could not load {model}: {reason}.").format(model=shown_spec(spec), reason=_one_line(exc))) from exc
     finally:
         _load_started_at.clear()
         _LOAD_LOCK.release()

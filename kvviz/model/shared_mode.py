@@ -37,7 +37,7 @@ from kvviz import i18n
 from kvviz.i18n import N_, _
 from kvviz.model.dims import GPT2_FAMILY
 from kvviz.model.load_cost import LoadCap
-from kvviz.model.loading import BUNDLED_MODELS, RANDOM_PREFIX
+from kvviz.model.loading import BUNDLED_MODELS, RANDOM_PREFIX, shown_spec
 
 ENV_SWITCH = "KVVIZ_SHARED"
 ENV_CONFIG = "KVVIZ_SHARED_CONFIG"
@@ -83,6 +83,8 @@ class SharedPolicy:
             return message
         for model in sorted(self.offered, key=lambda m: -len(m.source)):
             if _ABS_PATH.fullmatch(model.source):
+                # as the loader shows a spec first (a long path is cut there, and the cut would read 'a server folder')
+                message = message.replace(shown_spec(model.source), shown_spec(model.name))
                 message = message.replace(model.source, model.name)
         return _ABS_PATH.sub(_("a server folder"), message)
 
