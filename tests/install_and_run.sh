@@ -19,14 +19,15 @@ python3 -m venv .venv
 export KVVIZ_REQUIRE_BROWSER=1  # here Chromium is installed: the browser test must run, not skip
 export HF_HUB_OFFLINE=1         # tests never touch the network
 .venv/bin/ruff check .         # lint first (pyproject.toml: pyflakes, pycodestyle): a lint error fails CI
-# Every tier (tests/support/tiers.py). Those without a server share the two cores (pytest-xdist: a worker each; every
-# worker loads its own bundled model, a second or two); the browser tier runs alone after them, one test at a time,
-# because its tests time a real server and some keep a core busy on purpose.
+# Every tier (tests/support/tiers.py), in two pytest-xdist workers (one a core; each loads its own bundled model, a
+# second or two). The tiers without a server first; then the browser tier on its own, a whole module on a worker
+# (--dist loadfile: a module's server and tab stay with its tests), so two servers and two Chromium tabs share the
+# cores: a harder load than one busy core, under which the busy-core tests keep their own spinner too.
 status=0
 .venv/bin/python -m pytest --all-tiers -m "not browser" -n 2 "$@" || status=$?
 browser_status=0
 rm -f .pytest_cache/v/cache/lastfailed  # from here on it records the browser run alone
-.venv/bin/python -m pytest --all-tiers -m browser "$@" || browser_status=$?
+.venv/bin/python -m pytest --all-tiers -m browser -n 2 --dist loadfile "$@" || browser_status=$?
 # A browser test drives a real server and Chromium on a shared 2-core machine; a race it finds under load is a real
 # fault (each one met so far was, and was fixed), but one intermittent miss should not hold back everything else.
 # So: when the only failures are at most 3 browser tests, they run once more, and the log names them either way.
@@ -38,7 +39,7 @@ print("; ".join(ids) if 0 < len(ids) <= 3 else "")')
   if [ -n "$failed" ]; then
     echo "== INTERMITTENT? browser test(s) failed; running them once more: $failed"
     browser_status=0
-    .venv/bin/python -m pytest --all-tiers -m browser "$@" --lf || browser_status=$?
+    .venv/bin/python -m pytest --all-tiers -m browser "$@" --lf || browser_status=$?  # one at a time
     [ "$browser_status" -eq 0 ] && echo "== passed on the second run (still a race to find): $failed"
   fi
 fi
