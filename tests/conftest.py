@@ -104,33 +104,21 @@ def app_url():
         yield url
 
 
-@pytest.fixture(scope="session")
-def session_chromium():
-    """One Debian headless Chromium for the test session (skips without it): launching one per test cost about a
-    second each. Tests never share a tab: each opens its own contexts (new_tab), closed after it."""
-    require_chromium()
-    with chromium() as launched:
-        yield launched
-
-
 @pytest.fixture(scope="module")
-def page(app_url, session_chromium):
+def page(app_url):
     """A headless Chromium tab (1400x1000) on the module's server, shared by the module's tests."""
-    tab = new_tab(session_chromium, width=1400, height=1000, timeout_ms=90_000)
-    yield tab
-    tab.context.close()
+    with chromium() as browser:
+        yield new_tab(browser, width=1400, height=1000, timeout_ms=90_000)
 
 
 @pytest.fixture
-def browser(session_chromium):
-    """Chromium for one test; new_tab / open_tab open its tabs, each in a context of its own (its own cookies and
-    storage: a fresh browser, as far as the app can tell). The contexts the test opened are closed after it, so no
-    session of its stays connected to a server."""
-    before = set(session_chromium.contexts)
-    yield session_chromium
-    for context in session_chromium.contexts:
-        if context not in before:
-            context.close()
+def browser():
+    """Debian's headless Chromium for one test (skips without it), closed after; new_tab / open_tab open its tabs.
+    (One Chromium per test, not per session: Playwright's sync API holds an event loop in its thread while it runs,
+    and the load tests' asyncio clients cannot start beside it.)"""
+    require_chromium()
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture
