@@ -75,6 +75,27 @@ def test_regexes_catch_what_they_name():
     assert not AMBIGUOUS_BEI.search("后者是前者的 {ratio:.1f} 倍") and not AMBIGUOUS_BEI.search("减少到 1/4")
 
 
+def test_a_how_many_times_question_asks_for_a_multiple():
+    """A question whose answer is a multiple ("How many times smaller ...?", answered 4) asks 几倍 / 多少倍 in Chinese:
+    "减少到原来的几分之一" asks for a fraction, and a student who answers 1/4 was marked wrong (lesson step 10)."""
+    asked = [(en, zh) for en, zh in _messages() if "how many times" in en.lower()]
+    assert asked
+    wrong = [zh for en, zh in asked if "几分之一" in zh or not re.search(r"[几多少]倍", zh)]
+    assert not wrong, wrong
+
+
+# A head (or layer's head) numbered from 0 written as a count: "第 {head} 个头" reads as "the head-th head", so
+# head 1 (H1) reads as the first head, H0. An index starting at 0 is written as the picker shows it: 头 H{head}.
+HEAD_AS_COUNT = re.compile(r"第\s*(?:\{\w*head\w*\}|\d+)\s*个头")
+
+
+def test_a_zero_based_head_is_named_by_its_index_not_counted():
+    counted = [zh for _, zh in _messages() if HEAD_AS_COUNT.search(zh)]
+    assert not counted, counted
+    assert HEAD_AS_COUNT.search("第 {layer} 层第 {head} 个头") and HEAD_AS_COUNT.search("第 0 层第 0 个头")
+    assert not HEAD_AS_COUNT.search("第 3 层的头 H1")
+
+
 def test_no_half_width_period_after_a_chinese_title():
     """'第 1 步. 标题': a Chinese heading takes a full-width colon (or none), never an English period."""
     found = [zh for _en, zh in _messages() if re.search(r"[\u4e00-\u9fff][.,;!?](?:\s|$)", _prose(zh))]
