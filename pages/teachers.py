@@ -6,6 +6,7 @@ from urllib.parse import parse_qsl, urlsplit
 import streamlit as st
 
 from kvviz import i18n, ui
+from kvviz.inputs import echo
 from kvviz.i18n import _, ngettext
 from kvviz.teaching import guide
 
@@ -27,7 +28,19 @@ def minutes_label(plan: tuple[guide.Block, ...]) -> str:
 
 
 plans = {minutes_label(guide.PLAN_30): guide.PLAN_30, minutes_label(guide.PLAN_45): guide.PLAN_45}
-for tab, plan in zip(st.tabs(list(plans), key="teach_plan"), plans.values()):
+labels = list(plans)
+
+
+def remember_the_plan() -> None:
+    """The chosen plan stays chosen when the teacher comes back from a plan's page (the tabs' own state goes when
+    the page is left); kept by position, the labels being in the reader's language."""
+    st.session_state["teach_plan_chosen"] = labels.index(st.session_state["teach_plan"])
+
+
+# A link chooses a plan too: ?teach_plan=45 minutes (the tab's label, as Streamlit binds it).
+chosen = labels[st.session_state.get("teach_plan_chosen", 0)]
+tabs = st.tabs(labels, key="teach_plan", default=chosen, on_change=remember_the_plan, bind="query-params")
+for tab, plan in zip(tabs, plans.values()):
     with tab:
         for block, row in zip(plan, guide.plan_rows(plan)):
             with st.container(border=True):
@@ -36,7 +49,9 @@ for tab, plan in zip(st.tabs(list(plans), key="teach_plan"), plans.values()):
                 query = {**{k: _(v) if k in guide.LABEL_LINK_KEYS else v for k, v in parse_qsl(link.query)}, **lang}
                 line = st.container(horizontal=True, vertical_alignment="center")
                 line.markdown(_("**{minutes} min** · open").format(minutes=row["minutes"]), width="content")
-                line.page_link(block.page, label=f"`{row['open']}`", query_params=query, width="content")
+                # a link, drawn as one (a code span read as a grey snippet); echo.literal keeps its _ and & as typed
+                line.page_link(block.page, label=echo.literal(row["open"]), icon=":material/open_in_new:",
+                               query_params=query, width="content")
                 st.markdown(_("**Show.** {show}  \n**Ask.** {ask}  \n**Where students go wrong.** {pitfall}").format(
                     show=_(block.show), ask=_(block.ask), pitfall=_(block.pitfall)))
 st.header(_("Running it for a class"))

@@ -154,7 +154,7 @@ def _rehearse(browser, url: str, plan_name: str, plan: tuple[guide.Block, ...]) 
         links = panel.locator('[data-testid="stPageLink"] a')
         assert links.count() == len(plan)
         link = links.nth(index)
-        assert link.inner_text().strip() == block.link  # the row's link, as printed
+        assert link.get_by_test_id("stMarkdownContainer").inner_text().strip() == block.link  # as printed, beside its icon
         link.click()
         _check_block(tab, block, plan_name, index, done)
         back = tab.evaluate("navigation.currentEntry.index") - at_teachers  # the entries the block pushed
@@ -167,3 +167,33 @@ def test_the_teaching_plan_rehearsed_link_by_link(app_url, plan_name, browser):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     plan = guide.PLAN_30 if plan_name == "30" else guide.PLAN_45
     _rehearse(browser, app_url, plan_name, plan)
+
+
+def _chosen_plan(tab) -> str:
+    tab.get_by_text("Running it for a class").wait_for()
+    _settled(tab)
+    return tab.locator('[role="tab"][aria-selected="true"]').inner_text().strip()
+
+
+def test_the_chosen_plan_stays_chosen_after_its_page_and_a_link_chooses_it(app_url, browser):
+    """Issue 43: For teachers reopened on the 30-minute tab after a plan's page, so a substitute following the
+    45-minute plan read the 30-minute row next. Chosen, the plan stays chosen through the sidebar's link back; a
+    link (?teach_plan=) chooses it in a fresh browser. The plan's links are drawn as links, not code snippets."""
+    tab = new_tab(browser, timeout_ms=180_000)
+    tab.goto(page_url(app_url, "teachers"))
+    assert _chosen_plan(tab) == "30 minutes"
+    tab.get_by_role("tab", name="45 minutes").click()
+    _settled(tab)
+    link = tab.locator('[role="tabpanel"]:visible [data-testid="stPageLink"] a').nth(3)  # attention patterns
+    assert link.locator("code").count() == 0  # a link, not a grey snippet
+    link.click()
+    tab.get_by_text("Running it for a class").wait_for(state="detached")
+    _settled(tab)
+    tab.locator('[data-testid="stSidebarNav"] a, .st-key-kvviz_nav a').filter(has_text="For teachers").first.click()
+    assert _chosen_plan(tab) == "45 minutes"
+    tab.context.close()
+
+    fresh = new_tab(browser, timeout_ms=180_000)
+    fresh.goto(page_url(app_url, "teachers", query={"teach_plan": "45 minutes"}))
+    assert _chosen_plan(fresh) == "45 minutes"
+    fresh.context.close()
