@@ -12,6 +12,8 @@ browser, a busy core). tests/test_test_harness.py checks it.
                     start command as written, with its environment)
   browser.py        Chromium launched, a tab, a page opened in a language with a query and waited for until drawn
                     (open_tab, goto_drawn), a fresh server, a busy core, what a test reads off a browser page
+  axe.py            axe-core scans of a tab and the rule they are judged by (serious, critical, heading-order;
+                    the allow-list of Streamlit's own faults)
   greedy.py         greedy generation with and without the cache (the tests' oracle) and the prompts it runs on
   i18n_text.py      English left on a Chinese page: page_texts, english_leftovers, ALLOWED
   markdown_text.py  what a markdown string shows a reader
