@@ -40,6 +40,7 @@ CLASS_CSS = """<style>
 [data-testid="stMainBlockContainer"] {padding-top: 2.2rem; padding-bottom: 2rem}
 [data-testid="stMainBlockContainer"] h1 {font-size: 1.5rem; padding: 0 0 0.25rem 0}
 .st-key-lesson_choices h3 {padding: 0.1rem 0}
+.st-key-lesson_question h2 {padding-top: 0.75rem}
 </style>"""  # class mode: no sidebar, a small title, so the question and its answer stay above the fold
 # The lesson's keys (V, H, Y, N, Left, Right) are queued in the browser like the stage's: Streamlit's own shortcut
 # is lost when it is pressed while a rerun redraws its button (a busy laptop: V's rerun is still drawing when the
@@ -51,7 +52,8 @@ CLASS_CSS = """<style>
 # key whose button is still missing once the page has been idle for 2.5 s (a second V after the answer is shown) is
 # dropped, so the keys behind it are not held for 20 s (Streamlit shows its running indicator only some way into a
 # run, so a shorter wait dropped a Y pressed just after V while V's rerun was still drawing the Y button); one whose
-# button does not come within 20 s while the page keeps running is dropped and the badge says so. Text boxes and
+# button does not come within 20 s while the page keeps running is dropped and the badge says so (white on #c2410c,
+# 5.18:1, as the stage's badge). Text boxes and
 # popovers keep their own keys. (No comments inside the script: the translation tests read every text the page holds.)
 LESSON_KEYS_JS = """<script>
 (() => {
@@ -77,7 +79,7 @@ LESSON_KEYS_JS = """<script>
       b.id = "kvviz-lesson-busy";
       b.setAttribute("role", "status");
       b.style.cssText = "position:fixed;top:8px;right:64px;z-index:1000000;padding:4px 10px;border-radius:6px;" +
-        "background:#e8590c;color:#fff;font:600 15px sans-serif;box-shadow:0 1px 4px rgba(0,0,0,.3)";
+        "background:#c2410c;color:#fff;font:600 15px sans-serif;box-shadow:0 1px 4px rgba(0,0,0,.3)";
       document.body.appendChild(b);
     }
     b.replaceChildren(document.createTextNode(text));
@@ -393,7 +395,9 @@ def _mark_room(number: int, right: bool, answer: str) -> None:
 def class_box(number: int, question: lesson.Question, step: lesson.LessonStep, font_px: int) -> None:
     """The projector: the question large, the choices lettered, nothing to type; one click (or V) reveals, then the
     teacher marks the room right (Y) or wrong (N) and the ending scores the room."""
-    st.markdown(f"### {question.text}")
+    # the question is the first heading under the page's title (h2: headings in order, axe's heading-order), its
+    # choices and the answer h3 under it; drawn at the h3's size and spacing it had (CLASS_CSS, READABLE_CSS)
+    st.container(key="lesson_question").markdown(f"## {question.text}")
     if question.is_choice:
         st.container(key="lesson_choices").markdown(
             "\n".join(f"### {chr(65 + i)}. {c}" for i, c in enumerate(question.choices)))

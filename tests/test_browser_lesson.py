@@ -158,7 +158,7 @@ def test_class_mode_keys_fit_url_back_and_reload(app_url, browser):
     zoomed.goto(page_url(app_url, "lesson", query={"step": "5", "lesson_class": "true"}))
     zoomed.get_by_text(f"Step 5 of {N}").first.wait_for()
     _settled(zoomed)
-    question = zoomed.locator("h3", has_text="copying head").first.bounding_box()
+    question = zoomed.locator("h2", has_text="copying head").first.bounding_box()
     assert question is not None and question["y"] + question["height"] <= 480
     zoomed.screenshot(path=str(ARTIFACTS / "class_step05_zoom150.png"))
 

@@ -214,3 +214,17 @@ def test_muted_text_has_one_home_and_no_inline_opacity():
              if path.suffix in (".py", ".css", ".js", ".html")
              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if _CSS_OPACITY.search(line)]
     assert len(found) == 1 and "kvviz-muted" in found[0] and "kvviz/ui.py" in found[0], found
+
+
+def test_the_token_strips_fold_is_muted_like_a_caption_in_both_languages():
+    """'⋯ N earlier' (a long generation, the stage presenting: 16 chips) sits on the page's own background, not on a
+    chip's: it takes ui.MUTED, never a grey of its own (#777 was 4.48:1 on white, 4.22:1 on the dark theme)."""
+    from kvviz import i18n
+    from kvviz.step.strip import strip_html
+    from kvviz.step.view import StripToken
+
+    for lang in i18n.LANGUAGES:
+        with i18n.language(lang):
+            strip = strip_html([StripToken(i, "a", "prompt") for i in range(20)], max_tokens=16)
+        (fold,) = [span for span in re.findall(r"<span[^>]*>[^<]*</span>", strip) if "⋯" in span]
+        assert 'class="kvviz-muted"' in fold and "color:" not in fold, fold

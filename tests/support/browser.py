@@ -140,13 +140,18 @@ def cache_length(tab) -> int:
     return int(re.match(r"(\d+)", value).group(1))
 
 
-CACHE_LENGTH_SHOWN = """(n) => [...document.querySelectorAll('[data-testid="stMetricValue"]')]
-    .some(e => e.innerText.startsWith(n + ' tokens'))"""
+CACHE_LENGTH_SHOWN = """(shown) => [...document.querySelectorAll('[data-testid="stMetricValue"]')]
+    .some(e => e.innerText.startsWith(shown))"""
 
 
-def wait_cache_length(tab, n: int, timeout_ms: int | None = None) -> None:
-    """A metric shows `n` tokens (the cache length) within `timeout_ms` (None: the tab's own)."""
-    tab.wait_for_function(CACHE_LENGTH_SHOWN, arg=n, timeout=timeout_ms)
+def wait_cache_length(tab, n: int, timeout_ms: int | None = None, *, lang: str | None = None) -> None:
+    """A metric shows `n` tokens (the cache length) within `timeout_ms` (None: the tab's own); in `lang` (the stage's
+    own words for it, from the catalog: "5 个 token" in Chinese), English ("5 tokens") when None."""
+    shown = f"{n} tokens"
+    if lang is not None:
+        with i18n.language(lang):
+            shown = i18n.ngettext("{n} token", "{n} tokens", n).format(n=n)
+    tab.wait_for_function(CACHE_LENGTH_SHOWN, arg=shown, timeout=timeout_ms)
 
 
 # The sidebar model radio's checked option(s): Streamlit draws each option as a label holding an input.
