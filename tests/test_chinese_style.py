@@ -111,7 +111,10 @@ def test_no_half_width_period_after_a_chinese_title():
 
 # The reviewer's calques: each has a native rendering now.
 CALQUES = ("你看到的是什么", "站在虚线上", "对比赛跑", "恰好大小", "缓存簿记", "测量上下文扫描", "计算出的答案是",
-           "窗口下方的完整层数", "权重在缓存中", "连 1 个新 token 都放不下")
+           "窗口下方的完整层数", "权重在缓存中", "连 1 个新 token 都放不下",
+           # the third review (issue 45): 在课堂上使用, 原文给出的, 实时查看, 演示区, 画面正忙, 计算量上限, 正在启动
+           "为一个班级运行", "印出的", "去页面上看它实际运行", "舞台区", "舞台忙", "有上限的工作量", "本层中有名字的模式",
+           "选了那个 token 之前的出现", "正在开始")
 
 
 def test_no_flagged_calque():
