@@ -174,6 +174,9 @@ TERMS = {
     r"\bRepeat a pattern\b": ("重复一个模式", ("重复模式",)),
     r"^Back$": ("上一步", ("后退",)),
     r"\bGPU memory\b": ("显存", ("GPU 内存",)),
+    r"\bevict": ("驱逐", ("逐出",)),  # one word on the eviction page and the sliding-window page
+    r"\bthe KV cache in \{n\} questions": ("讲清", ("讲透",)),  # the lesson's title, on home and in the lesson
+    r"\bmemory calculator\b": ("显存预算", ("内存计算器",)),  # the memory page, by its own title
 }
 
 
