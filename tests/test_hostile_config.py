@@ -483,3 +483,14 @@ def test_page_refuses_a_label_table_config_without_the_servers_memory_growing():
         "labels do not change the KV cache; kvviz reads at most 100,000 labels: remove the field."]
     assert at.number_input(key="mem_layers").value == layers_before  # the form kept
     assert peak_growth < RSS_BOUND_MIB, peak_growth
+
+
+@pytest.mark.model
+def test_a_value_the_config_class_trips_on_gets_a_plain_sentence(tmp_path, capsys):
+    """Found by the random test above: transformers' gemma3_text class computes with sliding_window_pattern, so null
+    gave Python's own words ("unsupported operand type(s) for %: 'int' and 'NoneType'"); a plain sentence now."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "gemma3_text", "sliding_window_pattern": None}))
+    rc, out, err = cli(["--config", str(path)], capsys)
+    assert_cli_outcome(rc, out, err)
+    assert rc == 2 and "its values do not fit together (TypeError)" in err, err

@@ -44,6 +44,13 @@ _ARROW = re.compile(r"[-<>~](?=[-<>=])")  # ->, <-, <->, --, >=, <=, ~=: Streaml
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # left after whitespace is flattened: \x00, \x07, \x1b ...
 
 
+# Python's own words for a failure say nothing to a student ("integer division or modulo by zero", "unsupported
+# operand type(s) for %: 'int' and 'NoneType'"): these exception types get one plain sentence instead of their text
+# (a model that will not load, a config transformers' class cannot build).
+RAW_PYTHON_ERRORS = (ZeroDivisionError, AttributeError, TypeError, KeyError, IndexError, OverflowError,
+                     MemoryError, RecursionError, UnboundLocalError, NameError)
+
+
 def _one_line(value: object) -> str:
     text = " ".join(str(value).split())
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)

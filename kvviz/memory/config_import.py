@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kvviz.i18n import _
+from kvviz.inputs import echo
 from kvviz.memory import (LIMITS, KVConfig, MemoryInputError, check_int, head_dim_from_hidden, resolve_dtype,
                           short_repr)
 
@@ -316,6 +317,9 @@ def _construct(cls: Any, raw: dict[str, Any]) -> tuple[str, Any]:
         return "deep", None
     except MemoryError:
         return "memory", None
+    except echo.RAW_PYTHON_ERRORS as exc:  # the class's own code tripped on a value: Python's words say nothing
+        return "error", _("its values do not fit together ({error}); compare them with the model's published "
+                          "config.json").format(error=type(exc).__name__)
     except Exception as exc:  # noqa: BLE001 -- transformers' validators raise many types
         return "error", one_line(str(exc)) or type(exc).__name__
 

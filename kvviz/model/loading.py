@@ -266,10 +266,7 @@ def looks_like_path(spec: str) -> bool:
     return spec.startswith(("/", "~", ".")) or "\\" in spec or spec.count("/") > 1
 
 
-# Python's own words for a failure say nothing to a student ("integer division or modulo by zero"):
-# these exception types get one plain sentence instead of their text.
-RAW_PYTHON_ERRORS = (ZeroDivisionError, AttributeError, TypeError, KeyError, IndexError, OverflowError,
-                     MemoryError, RecursionError, UnboundLocalError, NameError)
+RAW_PYTHON_ERRORS = echo.RAW_PYTHON_ERRORS  # one plain sentence instead of Python's own words (kvviz.inputs.echo)
 
 
 def shown_spec(spec: str, max_chars: int = 80) -> str:
