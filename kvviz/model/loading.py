@@ -266,9 +266,6 @@ def looks_like_path(spec: str) -> bool:
     return spec.startswith(("/", "~", ".")) or "\\" in spec or spec.count("/") > 1
 
 
-RAW_PYTHON_ERRORS = echo.RAW_PYTHON_ERRORS  # one plain sentence instead of Python's own words (kvviz.inputs.echo)
-
-
 def shown_spec(spec: str, max_chars: int = 80) -> str:
     """A spec as a message shows it: a code span no character of it can break out of (a name typed in the sidebar
     or carried by a link's ?model= is echoed, never read as markdown), cut short if it is long."""
@@ -276,7 +273,7 @@ def shown_spec(spec: str, max_chars: int = 80) -> str:
 
 
 def _one_line(exc: BaseException) -> str:
-    if isinstance(exc, RAW_PYTHON_ERRORS) or "set_int_max_str_digits" in str(exc):
+    if isinstance(exc, echo.RAW_PYTHON_ERRORS) or "set_int_max_str_digits" in str(exc):
         return _("its files do not describe a GPT-2 model transformers can build ({error}); "
                  "check config.json against a working GPT-2 folder").format(error=exc.__class__.__name__)
     text = " ".join(str(exc).split()) or exc.__class__.__name__
