@@ -28,14 +28,14 @@ def _tiers_of(item) -> set[str]:
     return {mark.name for mark in item.iter_markers() if mark.name in tiers.TIERS}
 
 
-def _named_on_the_command_line(config) -> bool:
-    """A test named by its id (tests/test_x.py::test_y) runs whatever its tier: the developer asked for it."""
-    return any("::" in arg for arg in config.args)
+def _pure_tier_only(config) -> bool:
+    """A bare `pytest` keeps the pure tier (like transformers without RUN_SLOW); -m or --all-tiers choose, and a test
+    named by its id (tests/test_x.py::test_y) runs whatever its tier: the developer asked for it."""
+    return not (config.getoption("--all-tiers") or config.getoption("-m") or any("::" in a for a in config.args))
 
 
 def pytest_collection_modifyitems(config, items):
-    """A bare `pytest` keeps the pure tier (like transformers without RUN_SLOW); -m or --all-tiers choose."""
-    if config.getoption("--all-tiers") or config.getoption("-m") or _named_on_the_command_line(config):
+    if not _pure_tier_only(config):
         return
     kept, deselected = [], []
     for item in items:
@@ -62,7 +62,7 @@ def pytest_collection_finish(session):
 
 
 def pytest_report_header(config):
-    if config.getoption("--all-tiers") or config.getoption("-m"):
+    if not _pure_tier_only(config):
         return None
     return "kvviz: a bare run takes the pure tier; -m model|app|browser|slow or --all-tiers for the rest"
 
