@@ -213,7 +213,7 @@ def test_muted_text_has_one_home_and_no_inline_opacity():
              for path in [*(REPO / "kvviz").rglob("*"), *(REPO / "pages").rglob("*"), REPO / "app.py"]
              if path.suffix in (".py", ".css", ".js", ".html")
              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if _CSS_OPACITY.search(line)]
-    assert len(found) == 1 and "kvviz-muted" in found[0] and "kvviz/ui.py" in found[0], found
+    assert len(found) == 1 and "kvviz-muted" in found[0] and "kvviz/ui/a11y.py" in found[0], found
 
 
 def test_the_token_strips_fold_is_muted_like_a_caption_in_both_languages():

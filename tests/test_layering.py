@@ -1,13 +1,15 @@
 """The architecture holds: views in pages/, one Streamlit adapter, torch only where a model runs.
 
-- No module under kvviz/ other than kvviz/ui.py imports streamlit.
+- No module under kvviz/ outside the kvviz.ui package imports streamlit.
 - No page and no figure module imports torch or transformers, directly or through what it imports at its top
   level (a fresh interpreter's state imports exactly those modules and then looks in sys.modules). Pages that run a
   model get it through kvviz.ui, which imports torch inside functions, when the model is first needed.
-- No import cycle between kvviz's packages (its first-level subpackages), and kvviz.measure imports only i18n.
+- No import cycle between kvviz's packages (its first-level subpackages, kvviz.ui among them), and kvviz.measure
+  imports only i18n.
 - The concept rules (NEVER): figures never import teaching or load a model, the benchmark and the stage never
   import each other, no package imports teaching (the lesson stands on every concept, none on the lesson), i18n
-  imports no other kvviz package, the memory calculator never imports model (a model converts its own dimensions).
+  imports no other kvviz package, the memory calculator never imports model (a model converts its own dimensions),
+  no package imports ui (kvviz never draws: pages and app.py use the adapter).
 - The lesson's content needs no plotly: every kvviz.teaching module, and kvviz.model.dims (the record of a model's
   dimensions), imports without plotly, torch or transformers (a fresh interpreter, then sys.modules).
 """
@@ -77,9 +79,32 @@ def test_pages_and_figures_do_not_load_torch(path, views_loaded):
 
 
 def test_only_kvviz_ui_imports_streamlit():
+    assert (REPO / "kvviz" / "ui" / "__init__.py").exists()  # the one package exempt below
     offenders = [str(p.relative_to(REPO)) for p in (REPO / "kvviz").rglob("*.py")
-                 if p.name != "ui.py" and any(n.split(".")[0] == "streamlit" for n in _all_imports(p))]
+                 if p.relative_to(REPO / "kvviz").parts[0] != "ui"
+                 and any(n.split(".")[0] == "streamlit" for n in _all_imports(p))]
     assert offenders == []
+
+
+def test_ui_modules_import_one_way_and_no_private_names():
+    """kvviz.ui's modules (one concern each) import one another in one direction, and only public names."""
+    modules = {p.stem: p for p in (REPO / "kvviz" / "ui").glob("*.py") if p.stem != "__init__"}
+    graph: dict[str, set[str]] = {}
+    private = []
+    for stem, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("kvviz.ui."):
+                graph.setdefault(stem, set()).add(node.module.removeprefix("kvviz.ui."))
+                private += [f"{path.name}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+    assert private == []
+    order: list[str] = []  # a module joins once everything it imports has joined: a cycle never does
+
+    def ready() -> list[str]:
+        return [m for m in modules if m not in order and graph.get(m, set()) <= set(order)]
+
+    while ready():
+        order += ready()
+    assert set(order) == set(modules), f"import cycle among {sorted(set(modules) - set(order))}"
 
 
 def _all_imports(path: Path) -> list[str]:
@@ -160,6 +185,8 @@ NEVER = {
     ("figures", "model"): "a figure never loads a model: plain records in, plotly out",
     ("speedup", "step"): "the benchmark times its own runs, not the stage's engine",
     ("step", "speedup"): "the stage's clock stands on kvviz.measure, not on the benchmark",
+    **{(package, "ui"): "kvviz never draws: only pages and app.py use the Streamlit adapter"
+       for package in (*_OTHERS, "i18n", "teaching")},
 }
 # Rules that do not hold yet, with the import that breaks them (strict xfail: when it goes, drop the entry here).
 PENDING: dict[tuple[str, str], str] = {}

@@ -1,0 +1,113 @@
+"""The interface language: each run's language (a link's ?lang=, the session's choice, the browser's), the
+sidebar's switch, widget choices kept across a switch, and <html lang> set to match."""
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from kvviz import i18n
+from kvviz.ui.a11y import READABLE_CSS
+
+
+# The interface language. LANGUAGE_KEY holds the session's language, decided at the top of every run (app.py and
+# every page call ensure_router first); kvviz.i18n reads it through _session_language, which apply_language installs
+# (not an import of this module), so fragment reruns and widget callbacks, which run without the page's top,
+# translate the same way.
+LANGUAGE_KEY = "kvviz_language"
+_LANGUAGE_PICKER_KEY = "app_language"
+
+
+def _session_language() -> str | None:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx  # public re-export, used to test for a session
+
+    if get_script_run_ctx(suppress_warning=True) is None:  # a worker thread or the CLI: no session to ask
+        return None
+    try:
+        return st.session_state.get(LANGUAGE_KEY)
+    except Exception:  # noqa: BLE001 - a session being torn down: fall back to English rather than fail a string
+        return None
+
+
+def apply_language() -> str:
+    """Decide this run's language: `?lang=` when it names one (a shared link), else the session's earlier
+    choice, else the browser's (st.context.locale: zh-CN gets Chinese, any other English). The URL then carries
+    the language, so a link copied from the address bar opens the same way for the reader (and the pages'
+    URL-bound pickers, whose link values are their labels, read in the language they were written in). A `?lang=`
+    value that names no language (unknown, empty, huge) is dropped from the URL, silently."""
+    i18n.set_resolver(_session_language)  # the same function every run: later calls change nothing
+    linked = st.query_params.get_all(i18n.QUERY_PARAM)
+    chosen = i18n.normalize(linked[-1]) if linked else None
+    if chosen is None:
+        chosen = st.session_state.get(LANGUAGE_KEY) or i18n.from_browser(_browser_locale())
+    st.session_state[LANGUAGE_KEY] = chosen
+    if linked != [chosen]:
+        st.query_params[i18n.QUERY_PARAM] = chosen
+    return chosen
+
+
+def _browser_locale() -> str | None:
+    try:
+        return st.context.locale
+    except Exception:  # noqa: BLE001 - no browser context (AppTest, a bare run): no preference
+        return None
+
+
+def keep_choices_across_languages() -> None:
+    """(In the language switch's callback, before the language changes.) Every keyed widget that keeps its value
+    as a shown label gets its value written back as the option itself, read while the previous run's labels still
+    decode it. Without this the browser sends back the old language's label, which no option has in the new one:
+    the widget fell back to its first option or handed the label on (issue 29: KeyError on the model radio's
+    Chinese label in its callback, and on the ops page's "loaded model" label; the lesson's "End").
+    Written back, each widget's state holds its language-free option and the browser is sent the new label.
+    Which widgets: those whose value decoder is an options widget's (radio, selectbox, multiselect, segmented
+    control, pills, select slider), read from Streamlit's widget metadata (private: a button, an uploader, a data
+    editor or a chart selection must never be written)."""
+    from streamlit.runtime.state import get_session_state
+
+    try:
+        state = get_session_state()._state  # SessionState behind st.session_state's proxy
+        metadata = state._new_widget_state.widget_metadata
+        keys = [key for key in list(st.session_state.keys())
+                if (wid := state._key_id_mapper.get_id_from_key(key)) in metadata
+                and hasattr(getattr(metadata[wid].deserializer, "__self__", None), "format_func")]
+    except (AttributeError, KeyError):  # another Streamlit: nothing kept, nothing broken
+        return
+    for key in keys:
+        st.session_state[key] = st.session_state[key]
+
+
+def sidebar_language_switch() -> None:
+    """Sidebar: English / 简体中文, each named in its own language. The choice is kept for the session and in
+    the URL (?lang=), and every page redraws in it at once."""
+    if st.session_state.get(_LANGUAGE_PICKER_KEY) != i18n.current():  # a link or the browser decided it
+        st.session_state[_LANGUAGE_PICKER_KEY] = i18n.current()
+
+    def _on_change() -> None:
+        keep_choices_across_languages()
+        st.session_state[LANGUAGE_KEY] = st.session_state[_LANGUAGE_PICKER_KEY]
+        st.query_params[i18n.QUERY_PARAM] = st.session_state[LANGUAGE_KEY]
+
+    st.sidebar.segmented_control(
+        "Language / 语言", list(i18n.LANGUAGES), format_func=i18n.LANGUAGES.__getitem__, key=_LANGUAGE_PICKER_KEY,
+        on_change=_on_change, selection_mode="single", required=True,
+    )
+    set_document_language()
+
+
+# Streamlit's index.html says <html lang="en"> whatever the page's language (streamlit#15726); a screen reader
+# then reads a Chinese page with English rules, and WCAG 3.1.1 asks for the page's own language. This script,
+# drawn once per run beside the language switch, sets it; it runs again whenever the language changes (its text
+# changes). Its container is hidden, so it takes no room in the sidebar.
+_DOCUMENT_LANGUAGE_KEY = "kvviz_document_language"
+_DOCUMENT_LANGUAGE_JS = "<script>document.documentElement.lang = __LANG__;</script>"
+
+
+def set_document_language() -> None:
+    """<html lang> follows the interface language: "zh-CN" on a Chinese page, "en" on an English one. (With the
+    style that keeps text readable, READABLE_CSS: both belong to every page, drawn once per run.)"""
+    st.html(f"<style>.st-key-{_DOCUMENT_LANGUAGE_KEY}, :has(> .st-key-{_DOCUMENT_LANGUAGE_KEY}) "
+            "{ display: none; }</style>")  # the container and its layout wrapper: no gap left in the sidebar
+    st.html(READABLE_CSS)
+    st.sidebar.container(key=_DOCUMENT_LANGUAGE_KEY).html(
+        _DOCUMENT_LANGUAGE_JS.replace("__LANG__", json.dumps(i18n.current())), unsafe_allow_javascript=True)

@@ -1,0 +1,43 @@
+"""Links kvviz builds and reads: every link carries the language and the session's model; number values a link
+holds that no widget could take are dropped before the page draws them."""
+from __future__ import annotations
+
+import streamlit as st
+
+from kvviz import i18n
+from kvviz.model import loading
+from kvviz.ui.models import MODEL_SPEC_KEY
+
+
+MODEL_QUERY_PARAM = "model"  # a link's model: its spec (bundled name, offered name, hub name, random:shape)
+
+
+def link_params() -> dict[str, str]:
+    """What every link kvviz builds carries: the language and the model (see add_model_to_link)."""
+    return add_model_to_link({i18n.QUERY_PARAM: i18n.current()})
+
+
+def add_model_to_link(params: dict[str, str]) -> dict[str, str]:
+    """`params` with the session's model added (?model=<spec>): every link kvviz builds calls this, so a student
+    opening a teacher's link gets the teacher's model (issue 29); the sidebar applies it (kvviz.ui.sidebar)."""
+    return {**params, MODEL_QUERY_PARAM: st.session_state.get(MODEL_SPEC_KEY, loading.BUNDLED)}
+
+
+def drop_refused_link_numbers(keys: list[str], notices_key: str) -> list[str]:
+    """Before a page's URL-bound number inputs are drawn: link values that are no whole number (inf, 1e309,
+    thousands of digits, words) are taken out of the URL and the page reruns once without them; returns the
+    notices saying what was ignored (shown once). Streamlit's number_input raises OverflowError on such a value
+    while it seeds itself from the URL (kvviz.inputs.query_values checks the text before any widget parses it)."""
+    from kvviz.inputs import query_values
+
+    refused = query_values.refused_link_numbers({k: st.query_params.get_all(k) for k in keys if k in st.query_params},
+                                                keys)
+    if refused:
+        for key in refused:
+            try:
+                del st.query_params[key]
+            except Exception:  # noqa: BLE001 - already bound by an earlier run: Streamlit keeps the widget's value
+                pass
+        st.session_state[notices_key] = [*st.session_state.get(notices_key, []), *refused.values()]
+        st.rerun()  # the rerun's link no longer holds them (st.query_params updates the run's query string)
+    return st.session_state.pop(notices_key, [])

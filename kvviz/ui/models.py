@@ -1,0 +1,264 @@
+"""Models and sessions: the cached model and the shared-server policy, the session's model and stepping engines,
+the warm-up import, and which sessions are active.
+
+Models are loaded once per process with `st.cache_resource` and shared by every session, so they are never mutated
+here; per-user state lives in `st.session_state`. Every model a page gets goes through `cached_model`, which applies
+the shared-server policy (kvviz.model.shared_mode: only offered models, a cap per load, no server paths in messages)
+and shows a wait message while another session's load runs (one load at a time per server, kvviz.model.loading).
+
+Start-up: importing torch + transformers costs seconds on a 2-core laptop. The first page (home) needs
+only `current_info()`, which reads the bundled model's description from disk, so it renders at once while
+`warm_up_in_background()` imports torch/transformers in a daemon thread; pages that step the model import
+them for real (waiting for that thread's import, if it is still running, through Python's import lock).
+"""
+from __future__ import annotations
+
+import gc
+import importlib
+import threading
+import time
+import uuid
+from typing import TYPE_CHECKING
+
+import streamlit as st
+
+from kvviz.i18n import _, ngettext
+from kvviz.model import loading, shared_mode
+
+if TYPE_CHECKING:
+    from kvviz.step.engine import StepEngine
+
+
+# hash_funcs for st.cache_data over a LoadedModel argument: a model is identified by what was asked for and how
+# its attention runs (the shared model object itself is not hashable content).
+MODEL_HASH = {loading.LoadedModel: lambda loaded: (loaded.info.spec, loaded.info.attn_implementation)}
+
+_warm_up_started = threading.Event()
+# transformers resolves its classes lazily; two threads importing it at once (the warm-up thread and a page
+# loading a model) made `from transformers import GPT2LMHeadModel` fail. Both import under this lock.
+_IMPORT_LOCK = threading.Lock()
+
+# Interactive pages run one tiny forward pass per click, and Streamlit serves each session in its own thread.
+# Intra-op parallelism only adds hand-off cost there: on a 2-core machine with other work running, a decode
+# step of the bundled model took 1.1 ms with 1 torch thread and 124 ms with 2 (median of 40 steps).
+# The benchmark harness (kvviz.speedup.harness) sets its own thread count for its runs, under its lock.
+INTERACTIVE_TORCH_THREADS = 1
+
+MODEL_SPEC_KEY = "model_spec"  # the model every page uses, chosen in the sidebar (app.py)
+MODEL_NOTICE_KEY = "model_notice"
+STEP_ENGINE_KEY = "step_engine"  # the user's stepping engine (its cache is per user; the model is shared)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)  # the spinner's text is the session's language: cached_model
+def _cached_load(
+    spec: str, source: str, attn_implementation: str, cap: loading.LoadCap | None, allow_download: bool,
+    offered: shared_mode.OfferedModel | None = None,
+) -> loading.LoadedModel:
+    import dataclasses
+
+    with _IMPORT_LOCK:
+        import torch
+        import transformers  # noqa: F401  (finish the import before loading: see _IMPORT_LOCK)
+
+        import pandas  # noqa: F401  (plotly in another session saw a half-imported pandas: import it whole here)
+
+    torch.set_num_threads(INTERACTIVE_TORCH_THREADS)
+    loaded = loading.load_model(source, attn_implementation, cap=cap, allow_download=allow_download)
+    _freeze_long_lived_objects()
+    _loaded_keys.add((spec, attn_implementation))
+    if loaded.info.spec == spec and offered is None:
+        return loaded
+    # A teacher-listed model: the session knows it by its offered name and the teacher's label only, never by
+    # its server path or folder name.
+    if offered is None:
+        return dataclasses.replace(loaded, info=dataclasses.replace(loaded.info, spec=spec))
+    return dataclasses.replace(loaded, info=dataclasses.replace(
+        loaded.info, spec=spec, label=offered.label, label_text=offered.label_text))
+
+
+def _freeze_long_lived_objects() -> None:
+    """Move every object alive now (torch, transformers, the loaded models) out of the garbage collector's view.
+
+    Streamlit runs a full gc.collect() after every script run by default, fragment runs included
+    (runner.postScriptGC). With torch and transformers loaded that walk cost ~0.3 s of CPU per Next-token click:
+    0.43 s per click in all, 0.065 s with these objects frozen (one session, 20 clicks). kvviz now also turns that
+    per-run collection off (.streamlit/config.toml); Python's own generational collector still runs, and its
+    full collections skip what is frozen here. Frozen objects are still freed by reference counting; only cycles
+    among them are never collected: modules live as long as the process anyway, and a model dropped from
+    st.cache_resource keeps at most its cyclic part."""
+    gc.collect()
+    gc.freeze()
+
+
+_loaded_keys: set[tuple[str, str]] = set()  # what this process has loaded (only decides whether to say "wait")
+
+
+def model_offered(spec: str) -> bool:
+    """Whether this server would load `spec` at all: always on localhost; in shared mode only the bundled
+    and the teacher's listed models (a page can hide the others from its own menus)."""
+    policy = shared_mode.current_policy()
+    return not policy.enabled or spec in loading.BUNDLED_MODELS or policy.find(spec) is not None
+
+
+def cached_model(spec: str, attn_implementation: str = "eager") -> loading.LoadedModel:
+    """The model for `spec`, shared across sessions (never mutate it). Raises loading.ModelLoadError.
+
+    In shared mode only the bundled and the teacher's listed models are loaded, under the cap, with no
+    download, and the error message never names a server path, whatever the caller passes.
+    """
+    policy = shared_mode.current_policy()
+    if not model_offered(spec):
+        raise loading.ModelLoadError(_(shared_mode.NOT_OFFERED))
+    offered = policy.find(spec) if policy.enabled else None
+    source = offered.source if offered is not None else spec
+    busy_s = loading.load_busy_for_s()
+    waiting = None
+    if busy_s is not None and (spec, attn_implementation) not in _loaded_keys:
+        waiting = st.info(
+            _("Another model is loading on this server (for {seconds:.0f} s). Yours starts as soon as it "
+              "finishes: one load at a time keeps the server's memory safe.").format(seconds=busy_s),
+            icon=":material/hourglass_top:",
+        )
+    try:
+        with st.spinner(_("Loading the model...")):  # shown only past half a second: a cached model shows nothing
+            return _cached_load(spec, source, attn_implementation, policy.cap, not policy.enabled, offered)
+    except loading.ModelLoadError as exc:
+        raise loading.ModelLoadError(policy.redact(str(exc))) from None
+    finally:
+        if waiting is not None:
+            waiting.empty()
+
+
+def warm_up_in_background(delay_s: float = 2.0) -> None:
+    """Once per process: import the slow modules in a daemon thread (no Streamlit calls in it).
+
+    The thread waits delay_s first: an import holds the GIL most of the time, and starting at once made
+    the first render 1.4 s slower (measured with bench/first_render.py) instead of faster.
+    """
+    if _warm_up_started.is_set():
+        return
+    _warm_up_started.set()
+
+    def _import() -> None:
+        time.sleep(delay_s)
+        with _IMPORT_LOCK:
+            for name in ("torch", "transformers", "pandas", "kvviz.step.engine"):
+                importlib.import_module(name)
+        _freeze_long_lived_objects()
+
+    threading.Thread(target=_import, name="kvviz-warm-up", daemon=True).start()
+
+
+def current_info() -> loading.ModelInfo:
+    """Description of the sidebar's model; for a bundled model read from disk without importing torch."""
+    spec = st.session_state.get(MODEL_SPEC_KEY, loading.BUNDLED)
+    return loading.bundled_info(name=spec) if spec in loading.BUNDLED_MODELS else current_model().info
+
+
+def current_model(attn_implementation: str = "eager") -> loading.LoadedModel:
+    """The model chosen in the sidebar. A session keeps the model its generation runs on: when the shared cache
+    has dropped it (st.cache_resource keeps at most four models: five students on five models evict one), the
+    session's engine still holds it, and that very object serves the session on, with nothing reloaded or lost.
+    The one fallback: a session whose model cannot be had at all (refused in shared mode, or evicted and now
+    failing to load) goes back to the bundled model, with a notice; its generation is kept for its model."""
+    spec = st.session_state.get(MODEL_SPEC_KEY, loading.BUNDLED)
+    held = _held_model(spec, attn_implementation)
+    if held is not None:
+        return held
+    try:
+        return cached_model(spec, attn_implementation)
+    except loading.ModelLoadError as exc:
+        if spec == loading.BUNDLED:
+            raise
+        st.session_state[MODEL_SPEC_KEY] = loading.BUNDLED
+        st.session_state[MODEL_NOTICE_KEY] = _("{error} Back on the bundled model.").format(error=exc)
+        return cached_model(loading.BUNDLED, attn_implementation)
+
+
+ENGINE_KEYS = (STEP_ENGINE_KEY, "lesson_engine")  # the session's stepping engines (step page, lesson)
+
+
+def _held_model(spec: str, attn_implementation: str) -> loading.LoadedModel | None:
+    """The model a started engine of this session runs on, if it is `spec` (and still offered)."""
+    for key in ENGINE_KEYS:
+        engine = st.session_state.get(key)
+        loaded = getattr(engine, "loaded", None)
+        if (loaded is not None and engine.started and loaded.info.spec == spec
+                and loaded.info.attn_implementation == attn_implementation and model_offered(spec)):
+            return loaded
+    return None
+
+
+SESSION_SEEN_WINDOW_S = 300  # a session that ran no script for 5 minutes is not counted as active
+_SEEN_LOCK = threading.Lock()
+
+
+@st.cache_resource(show_spinner=False)
+def _sessions_last_seen() -> dict[str, float]:
+    """{session id: time.monotonic() of its last run}, one dict per server process."""
+    return {}
+
+
+def note_session_active() -> None:
+    """Stamp this session as active (called by sidebar_model_picker, which app.py draws on every run, and by
+    other_active_sessions). Public API only: a random id kept in the session's own state, instead of Streamlit's
+    private session manager."""
+    session_id = st.session_state.setdefault("kvviz_session_id", uuid.uuid4().hex)
+    now = time.monotonic()
+    seen = _sessions_last_seen()
+    with _SEEN_LOCK:
+        seen[session_id] = now
+        for stale in [k for k, t in seen.items() if now - t > SESSION_SEEN_WINDOW_S]:
+            del seen[stale]
+
+
+def other_active_sessions() -> int:
+    """Other browser sessions that ran a script on this server in the last SESSION_SEEN_WINDOW_S seconds."""
+    note_session_active()
+    now = time.monotonic()
+    with _SEEN_LOCK:
+        return sum(1 for k, t in _sessions_last_seen().items()
+                   if k != st.session_state["kvviz_session_id"] and now - t <= SESSION_SEEN_WINDOW_S)
+
+
+def step_engine(loaded: loading.LoadedModel, key: str = STEP_ENGINE_KEY) -> StepEngine:
+    """This session's stepping engine for `loaded`. One generation per model: switching the model parks the
+    generation on the old one (its prompt and tokens, no model held) and restores the new model's parked
+    generation, if any, by replaying exactly the tokens it fed; the page shows engine_notice(key) once. The
+    lesson keeps its own (key="lesson_engine") so it never disturbs the step page's cache."""
+    from kvviz.step.engine import StepEngine
+
+    engine = st.session_state.get(key)
+    if engine is not None and engine.loaded is loaded:
+        return engine
+    parked = st.session_state.setdefault(f"{key}_parked", {})
+    if engine is not None and engine.loaded.info.spec == loaded.info.spec:
+        if engine.started:  # the same model reloaded (another attention, or dropped and back): replay onto it
+            parked[loaded.info.spec] = engine.parked()
+    elif engine is not None and engine.started:
+        parked[engine.loaded.info.spec] = engine.parked()
+        steps = len(engine.records) - 1
+        st.session_state[f"{key}_notice"] = ngettext(
+            "Your generation on {model} ({n} step) is kept: choose that model again in the sidebar to go on with it.",
+            "Your generation on {model} ({n} steps) is kept: choose that model again in the sidebar to go on with it.",
+            steps).format(model=engine.loaded.info.shown_label(), n=steps)
+    engine = StepEngine(loaded)
+    back = parked.pop(loaded.info.spec, None)
+    if back is not None:
+        try:
+            engine.restore(back)
+            st.session_state[f"{key}_notice"] = ngettext(
+                "Restored your generation on {model}: the prompt and {n} step, replayed.",
+                "Restored your generation on {model}: the prompt and {n} steps, replayed.",
+                back.steps).format(model=loaded.info.shown_label(), n=back.steps)
+        except ValueError as exc:  # PromptError / ContextFullError: say it, keep the page alive
+            engine.reset()
+            st.session_state[f"{key}_notice"] = _("Your earlier generation on this model could not be replayed: "
+                                                  "{error}").format(error=exc)
+    st.session_state[key] = engine
+    return engine
+
+
+def engine_notice(key: str = STEP_ENGINE_KEY) -> str | None:
+    """The one-time line step_engine left for the page (a generation kept, restored, or not replayable)."""
+    return st.session_state.pop(f"{key}_notice", None)

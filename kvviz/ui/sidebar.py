@@ -1,0 +1,157 @@
+"""The sidebar's model picker: the bundled, a pretrained or a random-weights model on localhost, the teacher's
+list in shared mode; a link's ?model= applied before it is drawn; a failed switch keeps the model in use."""
+from __future__ import annotations
+
+import streamlit as st
+
+from kvviz.i18n import N_, _
+from kvviz.model import loading, shared_mode
+from kvviz.model.dims import GPT2_FAMILY
+from kvviz.ui.links import MODEL_QUERY_PARAM
+from kvviz.ui.models import (
+    MODEL_NOTICE_KEY, MODEL_SPEC_KEY, cached_model, current_info, model_offered, note_session_active,
+)
+
+
+_MODEL_LINK_MAX_CHARS = 1000
+
+
+_KIND_KEY, _NAME_KEY, _ARCH_KEY, _SHARED_KEY = "app_model_kind", "app_model_name", "app_model_arch", "app_model_offered"
+_KINDS = {  # radio option (its English label, the same in every language) -> kind (localhost mode); each bundled
+    # model is a kind of its own (its spec). The radio shows _kind_label(option).
+    **{f"{b.title} (offline)": name for name, b in loading.BUNDLED_MODELS.items()},
+    N_("Pretrained GPT-2 (name or local folder)"): "pretrained",
+    N_("GPT-2 shape with random weights"): "random",
+}
+
+
+def _bundled_option(title: str) -> str:
+    """A bundled model's name in a model picker, in the interface language."""
+    return _("{title} (offline)").format(title=_(title))
+
+
+def _kind_label(option: str) -> str:
+    kind = _KINDS[option]
+    return _bundled_option(loading.BUNDLED_MODELS[kind].title) if kind in loading.BUNDLED_MODELS else _(option)
+
+
+def _kind_of(spec: str) -> str:
+    if spec.startswith(loading.RANDOM_PREFIX):
+        return "random"
+    return spec if spec in loading.BUNDLED_MODELS else "pretrained"
+
+
+def _apply_linked_model() -> None:
+    """(Before the picker is drawn.) A link's ?model= becomes the session's model when it differs; a model this
+    server does not offer, or one that fails to load, is refused with one line and the current model kept. The
+    address bar then carries the session's model, as it carries the language."""
+    linked = st.query_params.get_all(MODEL_QUERY_PARAM)
+    spec = st.session_state[MODEL_SPEC_KEY]
+    if linked and linked[-1] != spec:
+        wanted = linked[-1].strip()
+        if not wanted or len(wanted) > _MODEL_LINK_MAX_CHARS or not model_offered(wanted):
+            st.session_state[MODEL_NOTICE_KEY] = _(LINKED_MODEL_REFUSED).format(model=current_info().shown_label())
+        else:
+            _switch_to(wanted)  # a load that fails leaves its one line (the reason; the model in use stays)
+        spec = st.session_state[MODEL_SPEC_KEY]
+    if linked != [spec] and (linked or spec != loading.BUNDLED):
+        st.query_params[MODEL_QUERY_PARAM] = spec
+
+
+LINKED_MODEL_REFUSED = N_("The link's model is not offered on this server: you stay on {model}.")
+
+
+def sidebar_model_picker() -> None:
+    """Sidebar: choose the model every page uses. Localhost: bundled / any pretrained name or folder / a
+    random-weights shape. Shared mode: a list of the offered models, and nothing free-form.
+
+    Switching happens in widget callbacks: a load that fails leaves the previous model in place, and
+    the widget is put back to it, with a one-line notice."""
+    note_session_active()
+    st.session_state.setdefault(MODEL_SPEC_KEY, loading.BUNDLED)
+    policy = shared_mode.current_policy()
+    spec = st.session_state[MODEL_SPEC_KEY]
+    if not model_offered(spec):
+        st.session_state[MODEL_SPEC_KEY] = loading.BUNDLED  # a forged or stale value: refuse it, load nothing
+        st.session_state[MODEL_NOTICE_KEY] = _(shared_mode.NOT_OFFERED)
+    _apply_linked_model()
+    with st.sidebar:
+        st.markdown("### " + _("Model"))
+        if policy.enabled:
+            _shared_picker(policy)
+        else:
+            _local_picker()
+        info = current_info()
+        notice = st.session_state.pop(MODEL_NOTICE_KEY, None)
+        if notice:
+            st.warning(notice, icon=":material/info:")
+        st.caption(info.shown_label())
+
+
+def _shared_picker(policy: shared_mode.SharedPolicy) -> None:
+    labels = {name: _bundled_option(spec.title) for name, spec in loading.BUNDLED_MODELS.items()}
+    labels |= {m.name: m.shown_label() for m in policy.offered}
+    if st.session_state.get(_SHARED_KEY) not in labels:  # first run, or a forged value: show the real model
+        st.session_state[_SHARED_KEY] = st.session_state[MODEL_SPEC_KEY]
+    st.radio(_("Which model"), list(labels), format_func=labels.__getitem__, key=_SHARED_KEY,
+             on_change=lambda: _switch_to(st.session_state[_SHARED_KEY], _SHARED_KEY))
+    st.caption(_("Shared server: the teacher chose these models. One load at a time, at most {cap}.").format(
+        cap=policy.cap.describe()))
+
+
+def _local_picker() -> None:
+    spec = st.session_state[MODEL_SPEC_KEY]
+    kind = _kind_of(spec)
+    if st.session_state.get(_KIND_KEY) not in _KINDS or (
+        _KINDS[st.session_state[_KIND_KEY]] != "pretrained" and _KINDS[st.session_state[_KIND_KEY]] != kind
+    ):  # keep the radio on the model in use (a fallback may have changed it); "pretrained" may wait for Load
+        st.session_state[_KIND_KEY] = next(label for label, k in _KINDS.items() if k == kind)
+    if kind == "random":
+        st.session_state[_ARCH_KEY] = spec.removeprefix(loading.RANDOM_PREFIX)
+    choice = _KINDS[st.radio(_("Which model"), list(_KINDS), format_func=_kind_label, key=_KIND_KEY,
+                             on_change=_on_kind_change)]
+    if choice == "pretrained":
+        st.session_state.setdefault(_NAME_KEY, spec if kind == "pretrained" else "gpt2")
+        st.text_input(_("Name or folder"), key=_NAME_KEY, max_chars=1000,
+                      help=_("e.g. gpt2, distilgpt2, gpt2-medium (from the Hugging Face cache), or a local folder"))
+        st.button(_("Load"), key="app_model_load", on_click=_on_load)
+    elif choice == "random":
+        st.session_state.setdefault(_ARCH_KEY, "gpt2")
+        st.selectbox(_("Architecture"), list(GPT2_FAMILY), key=_ARCH_KEY,
+                     on_change=lambda: _switch_to(loading.RANDOM_PREFIX + st.session_state[_ARCH_KEY], _ARCH_KEY))
+
+
+def _on_kind_change() -> None:
+    kind = _KINDS.get(st.session_state[_KIND_KEY])
+    if kind is None:  # never expected (see keep_choices_across_languages): keep the model, redraw the radio
+        return
+    if kind in loading.BUNDLED_MODELS:
+        _switch_to(kind, _KIND_KEY)
+    elif kind == "random":
+        _switch_to(loading.RANDOM_PREFIX + st.session_state.get(_ARCH_KEY, "gpt2"), _KIND_KEY)
+
+
+def _on_load() -> None:
+    name = st.session_state.get(_NAME_KEY, "").strip()
+    if name:
+        _switch_to(name)
+
+
+def _switch_to(spec: str, widget_key: str | None = None) -> None:
+    """(A widget callback.) Make `spec` the session's model; if it cannot be loaded, keep the previous
+    model, put the widget back, and leave a one-line notice."""
+    previous = st.session_state.get(MODEL_SPEC_KEY, loading.BUNDLED)
+    try:
+        cached_model(spec)
+    except loading.ModelLoadError as exc:
+        st.session_state[MODEL_NOTICE_KEY] = str(exc)
+        if widget_key == _SHARED_KEY:
+            st.session_state[_SHARED_KEY] = previous
+        elif widget_key == _ARCH_KEY and _kind_of(previous) == "random":
+            st.session_state[_ARCH_KEY] = previous.removeprefix(loading.RANDOM_PREFIX)
+        elif widget_key is not None:
+            st.session_state[_KIND_KEY] = next(label for label, k in _KINDS.items() if k == _kind_of(previous))
+        return
+    st.session_state[MODEL_SPEC_KEY] = spec
+    if MODEL_QUERY_PARAM in st.query_params or spec != loading.BUNDLED:
+        st.query_params[MODEL_QUERY_PARAM] = spec  # the address bar follows, so the link never switches back
