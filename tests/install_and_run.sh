@@ -5,12 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ] || [ ! -x /usr/sbin/nginx ] || ! command -v curl >/dev/null \
-   || [ ! -d /usr/share/fonts/opentype/noto ]; then
+   || [ ! -d /usr/share/fonts/opentype/noto ] || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   # The browser test drives Debian's Chromium; never a downloaded browser. fonts-noto-cjk: Chinese pages draw
-  # characters, not boxes.
+  # characters, not boxes. postgresql: the poll store's tests start a throwaway server (tests/support/postgres.py).
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver nginx curl fonts-noto-cjk fontconfig >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver nginx curl fonts-noto-cjk fontconfig postgresql >/dev/null
 fi
 
 python3 -m venv .venv

@@ -1,0 +1,486 @@
+"""The class poll's rooms, questions and votes: a small SQL store, one code path (SQLAlchemy Core) for SQLite and
+PostgreSQL (torch-free, UI-free).
+
+The one setting: `KVVIZ_POLL_DB`, an SQLAlchemy URL. Unset, the store is the SQLite file runs/poll.sqlite3 beside
+app.py (its folder made on first use), in WAL mode with a busy timeout, set on every connection by a connect event:
+several server processes on one host (nginx replicas, deploy/run_class.sh) share it safely, a writer waiting its
+turn instead of failing. Every write transaction starts with BEGIN IMMEDIATE on SQLite (it takes the write lock at
+once, so two processes never deadlock upgrading a read lock). For PostgreSQL give e.g.
+`KVVIZ_POLL_DB=postgresql://user@host/kvviz` (psycopg 3 is the driver: `postgresql://` means `postgresql+psycopg://`).
+
+A room: a join code of CODE_CHARS characters from CODE_ALPHABET (no 0/O, 1/I/L, U/V look-alikes; 30^6, about
+7.3 x 10^8 codes: a guess at random hits one of 100 live rooms about once in 7 million tries), typed on a phone in
+any case; a host key (secrets.token_urlsafe, 32 bytes), returned once by create_room and stored only as its SHA-256,
+so neither the code nor the database gives it away. A room idle for ROOM_IDLE_S (4 hours) is expired: refused like a
+forged code, and purged (its questions and votes with it).
+
+A room shows one step at a time: its current step, round (1, or 2 after "vote again", round 1 kept) and phase
+(open, locked, revealed). The teacher's side stores the step's PollQuestion in every language it shows (open_step);
+phones vote by index. One row per (room, step, round, voter): a voter's latest vote counts. A voter is a browser's
+token (the UI makes it); only its SHA-256 is stored and nothing exported names it. A voter casts at most
+VOTES_PER_MINUTE votes a minute in a room, so a thousand clicks from one browser change the count by at most one
+and the rest are refused with a message.
+
+Every refusal is a PollRefused subclass whose str() is a user-facing sentence in the current language.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import hmac
+import io
+import os
+import secrets
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy import event, exc
+
+from kvviz.i18n import N_, _
+from kvviz.teaching.poll_choices import PollQuestion
+
+ENV_URL = "KVVIZ_POLL_DB"
+DEFAULT_PATH = Path(__file__).resolve().parents[2] / "runs" / "poll.sqlite3"  # beside app.py
+ROOM_IDLE_S = 4 * 3600  # a room nobody touched for this long is expired
+CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTWXYZ"  # no 0/O, 1/I/L, U/V: read aloud or off a projector, typed on a phone
+CODE_CHARS = 6
+VOTES_PER_MINUTE = 10  # per voter and room: enough to change one's mind, not to script a flood
+BUSY_TIMEOUT_MS = 10_000  # SQLite: how long a writer waits for another process's transaction
+ACTIVE_EVERY_S = 60  # a vote refreshes its room's last-active time at most this often (one write a minute, not a vote)
+PHASES = ("open", "locked", "revealed")
+ROUNDS = (1, 2)
+
+metadata = sa.MetaData()
+rooms = sa.Table(
+    "poll_rooms", metadata,
+    sa.Column("code", sa.String(16), primary_key=True),
+    sa.Column("host_key_sha256", sa.String(64), nullable=False),
+    sa.Column("created_s", sa.Float, nullable=False),
+    sa.Column("active_s", sa.Float, nullable=False),
+    sa.Column("step", sa.Integer, nullable=False),  # 0: no step opened yet
+    sa.Column("round", sa.Integer, nullable=False),
+    sa.Column("phase", sa.String(16), nullable=False),
+    sa.Column("n_choices", sa.Integer, nullable=False))  # the current step's, so a vote reads one row
+questions = sa.Table(
+    "poll_questions", metadata,
+    sa.Column("room", sa.String(16), primary_key=True),
+    sa.Column("step", sa.Integer, primary_key=True),
+    sa.Column("language", sa.String(16), primary_key=True),
+    sa.Column("poll_json", sa.Text, nullable=False))
+votes = sa.Table(
+    "poll_votes", metadata,
+    sa.Column("room", sa.String(16), primary_key=True),
+    sa.Column("step", sa.Integer, primary_key=True),
+    sa.Column("round", sa.Integer, primary_key=True),
+    sa.Column("voter_sha256", sa.String(64), primary_key=True),
+    sa.Column("choice", sa.Integer, nullable=False),
+    sa.Column("voted_s", sa.Float, nullable=False))
+voters = sa.Table(  # the rate limit: votes in the current minute, per voter and room
+    "poll_voters", metadata,
+    sa.Column("room", sa.String(16), primary_key=True),
+    sa.Column("voter_sha256", sa.String(64), primary_key=True),
+    sa.Column("minute", sa.Integer, nullable=False),
+    sa.Column("votes", sa.Integer, nullable=False))
+results = sa.Table(  # the teacher's "the room got it / missed it" per step (class mode without a poll)
+    "poll_results", metadata,
+    sa.Column("room", sa.String(16), primary_key=True),
+    sa.Column("step", sa.Integer, primary_key=True),
+    sa.Column("right", sa.Boolean, nullable=False))
+_ROOM_TABLES = (questions, votes, voters, results)  # rows that go with their room
+
+
+# ----- refusals ----------------------------------------------------------------------------------------------------
+class PollRefused(Exception):
+    """A refused request; str() is its sentence for the user, in the current language."""
+
+    message = N_("The poll refused this request.")
+
+    def __str__(self) -> str:
+        return _(self.message)
+
+
+class RoomNotFound(PollRefused):
+    message = N_("No open room has this code. Check it with your teacher: a room closes after 4 hours without "
+                 "activity.")
+
+
+class NotHost(PollRefused):
+    message = N_("Only the teacher who opened this room can do that (the host link is missing or wrong).")
+
+
+class NoSuchChoice(PollRefused):
+    message = N_("That is not one of this question's choices.")
+
+
+class VotingClosed(PollRefused):
+    message = N_("Voting on this question is closed: wait for the teacher to open the next one.")
+
+
+class NotRevealed(PollRefused):
+    message = N_("The votes are shown when the teacher reveals the answer.")
+
+
+class TooManyVotes(PollRefused):
+    message = N_("Too many votes from this browser: wait a minute, then vote again. Your last vote still counts.")
+
+
+# ----- records -----------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class NewRoom:
+    code: str
+    host_key: str  # shown once, to the teacher: the store keeps only its hash
+
+
+@dataclass(frozen=True)
+class RoomState:
+    code: str
+    step: int  # 0 before the first step opens
+    round: int
+    phase: str  # "open", "locked" or "revealed"
+    created_s: float
+    active_s: float
+
+
+@dataclass(frozen=True)
+class Tally:
+    step: int
+    round: int
+    counts: tuple[int, ...]  # votes per choice, in the poll's order
+    right: int  # the right choice's index
+
+    @property
+    def voted(self) -> int:
+        return sum(self.counts)
+
+    @property
+    def right_votes(self) -> int:
+        return self.counts[self.right]
+
+    @property
+    def share_right(self) -> float | None:
+        """The share of votes on the right choice (None when nobody voted)."""
+        return self.right_votes / self.voted if self.voted else None
+
+
+def database_url() -> str:
+    """KVVIZ_POLL_DB, else the SQLite file runs/poll.sqlite3 beside app.py (its folder made here)."""
+    url = os.environ.get(ENV_URL, "").strip()
+    if url:
+        return url
+    DEFAULT_PATH.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{DEFAULT_PATH}"
+
+
+def _hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def normalize_code(code: object) -> str | None:
+    """A code as typed ("abc 234", "ABC-234") -> "ABC234"; None when it cannot be a room code."""
+    if not isinstance(code, str) or len(code) > 4 * CODE_CHARS:
+        return None
+    text = "".join(ch for ch in code.upper() if ch not in " -_")
+    return text if len(text) == CODE_CHARS and all(ch in CODE_ALPHABET for ch in text) else None
+
+
+class PollStore:
+    """The rooms, questions and votes in one SQL database (SQLite or PostgreSQL), shared by every server process.
+
+    `clock` gives the time in seconds (tests inject one to expire a room)."""
+
+    def __init__(self, url: str | None = None, clock: Callable[[], float] = time.time) -> None:
+        url_obj = sa.make_url(url or database_url())
+        if url_obj.drivername == "postgresql":
+            url_obj = url_obj.set(drivername="postgresql+psycopg")
+        self.clock = clock
+        self.is_sqlite = url_obj.get_backend_name() == "sqlite"
+        self.engine = sa.create_engine(url_obj, pool_pre_ping=not self.is_sqlite)
+        self._reader = self.engine.execution_options(kvviz_read=True)
+        if self.is_sqlite:
+            self._sqlite_settings()
+        self._create_tables()
+
+    # ----- the connection's settings and the one transaction --------------------------------------------------------
+    def _sqlite_settings(self) -> None:
+        @event.listens_for(self.engine, "connect")
+        def _on_connect(dbapi_connection, _record):
+            # Python's sqlite3 opens its own transactions at odd moments; SQLAlchemy's begin event does it instead
+            # (the SQLAlchemy documentation's recipe for pysqlite), so SAVEPOINT and BEGIN IMMEDIATE work.
+            dbapi_connection.isolation_level = None
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")  # readers never block the writer, across processes
+            cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            cursor.execute("PRAGMA synchronous=NORMAL")  # WAL's safe setting: a power cut may lose the last votes
+            cursor.close()
+
+        @event.listens_for(self.engine, "begin")
+        def _on_begin(connection):
+            # a read stays deferred (a phone polling the count never waits for the write lock)
+            read = connection.get_execution_options().get("kvviz_read", False)
+            connection.exec_driver_sql("BEGIN" if read else "BEGIN IMMEDIATE")
+
+    @contextmanager
+    def _transaction(self, read: bool = False) -> Iterator[sa.Connection]:
+        with (self._reader if read else self.engine).begin() as conn:
+            yield conn
+
+    def _create_tables(self) -> None:
+        try:
+            with self._transaction() as conn:
+                metadata.create_all(conn)
+        except (exc.OperationalError, exc.ProgrammingError, exc.IntegrityError):
+            # another process created them at the same moment (PostgreSQL's catalog refuses the second)
+            with self._transaction() as conn:
+                metadata.create_all(conn)
+
+    @staticmethod
+    def _upsert(conn: sa.Connection, table: sa.Table, key: dict, values: dict) -> None:
+        """Insert the row; when its key exists, update it: one path for both databases (a savepoint keeps the
+        transaction usable after PostgreSQL's unique violation)."""
+        try:
+            with conn.begin_nested():
+                conn.execute(table.insert().values(**key, **values))
+        except exc.IntegrityError:
+            conn.execute(table.update().where(*(table.c[k] == v for k, v in key.items())).values(**values))
+
+    # ----- rooms --------------------------------------------------------------------------------------------------
+    def create_room(self) -> NewRoom:
+        """A new room: its code and its host key (shown once; the store keeps only a hash)."""
+        self.purge_expired()
+        now = self.clock()
+        for _attempt in range(8):
+            code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_CHARS))
+            host_key = secrets.token_urlsafe(32)
+            try:
+                with self._transaction() as conn:
+                    conn.execute(rooms.insert().values(code=code, host_key_sha256=_hash(host_key), created_s=now,
+                                                       active_s=now, step=0, round=1, phase="locked", n_choices=0))
+                return NewRoom(code, host_key)
+            except exc.IntegrityError:
+                continue  # a live room has this code: draw another
+        raise RuntimeError("no free room code after 8 draws")
+
+    def purge_expired(self) -> int:
+        """Delete the rooms idle for ROOM_IDLE_S and everything in them; how many rooms went."""
+        with self._transaction() as conn:
+            return self._purge(conn, sa.select(rooms.c.code).where(rooms.c.active_s < self.clock() - ROOM_IDLE_S))
+
+    def _purge(self, conn: sa.Connection, codes: sa.Select) -> int:
+        gone = [row.code for row in conn.execute(codes)]
+        if gone:
+            for table in _ROOM_TABLES:
+                conn.execute(table.delete().where(table.c.room.in_(gone)))
+            conn.execute(rooms.delete().where(rooms.c.code.in_(gone)))
+        return len(gone)
+
+    def _room(self, conn: sa.Connection, code: object, host_key: str | None = None, host: bool = False):
+        """The live room's row, for update; RoomNotFound for a forged or expired code (an expired one is purged by
+        the caller: see _live), NotHost when `host` and the key is not the room's."""
+        normal = normalize_code(code)
+        row = None if normal is None else conn.execute(
+            sa.select(rooms).where(rooms.c.code == normal)).one_or_none()
+        if row is None:
+            raise RoomNotFound()
+        if row.active_s < self.clock() - ROOM_IDLE_S:
+            raise _Expired(row.code)
+        if host and not (isinstance(host_key, str) and hmac.compare_digest(_hash(host_key), row.host_key_sha256)):
+            raise NotHost()
+        return row
+
+    @contextmanager
+    def _live(self, read: bool = False) -> Iterator[sa.Connection]:
+        """A transaction in which _room may find the room expired: it is then purged and refused as not found."""
+        try:
+            with self._transaction(read) as conn:
+                yield conn
+        except _Expired as expired:
+            with self._transaction() as conn:
+                self._purge(conn, sa.select(rooms.c.code).where(rooms.c.code == expired.code))
+            raise RoomNotFound() from None
+
+    def room(self, code: str) -> RoomState:
+        """The room's state (what a phone polls): step, round and phase."""
+        with self._live(read=True) as conn:
+            return _state(self._room(conn, code))
+
+    def _host_update(self, code: str, host_key: str, **values) -> RoomState:
+        with self._live() as conn:
+            row = self._room(conn, code, host_key, host=True)
+            conn.execute(rooms.update().where(rooms.c.code == row.code).values(active_s=self.clock(), **values))
+            return _state(self._room(conn, row.code))
+
+    # ----- the teacher's actions (the host key) --------------------------------------------------------------------
+    def open_step(self, code: str, host_key: str, polls: Mapping[str, PollQuestion]) -> RoomState:
+        """Show a step: its poll in each language (language code -> PollQuestion, all of one step and one shape),
+        round 1, open for votes. Reopening a step keeps its votes when its choices are the same in every language,
+        and drops them when they changed (a measured answer can: they counted other choices)."""
+        shapes = {(p.step, len(p.choices), p.right) for p in polls.values()}
+        if len(shapes) != 1:
+            raise ValueError(f"the languages' polls differ in step, number of choices or right index: {shapes}")
+        step = next(iter(polls.values())).step
+        with self._live() as conn:
+            row = self._room(conn, code, host_key, host=True)
+            stored = {r.language: r.poll_json for r in conn.execute(sa.select(questions).where(
+                questions.c.room == row.code, questions.c.step == step))}
+            new = {language: poll.to_json() for language, poll in polls.items()}
+            if stored and any(stored.get(language, text) != text for language, text in new.items()):
+                conn.execute(votes.delete().where(votes.c.room == row.code, votes.c.step == step))
+                conn.execute(questions.delete().where(questions.c.room == row.code, questions.c.step == step))
+            for language, text in new.items():
+                self._upsert(conn, questions, {"room": row.code, "step": step, "language": language},
+                             {"poll_json": text})
+            conn.execute(rooms.update().where(rooms.c.code == row.code).values(
+                step=step, round=1, phase="open", n_choices=len(next(iter(polls.values())).choices),
+                active_s=self.clock()))
+            return _state(self._room(conn, row.code))
+
+    def next_question(self, code: str, host_key: str, polls: Mapping[str, PollQuestion]) -> RoomState:
+        """Open the step after the current one (polls: that step's, per language)."""
+        if self.room(code).step + 1 != next(iter(polls.values())).step:
+            raise ValueError("next_question: the polls are not the next step's")
+        return self.open_step(code, host_key, polls)
+
+    def lock(self, code: str, host_key: str) -> RoomState:
+        """Stop the votes (the count stays hidden)."""
+        return self._host_update(code, host_key, phase="locked")
+
+    def unlock(self, code: str, host_key: str) -> RoomState:
+        return self._host_update(code, host_key, phase="open")
+
+    def reveal(self, code: str, host_key: str) -> RoomState:
+        """Stop the votes and show the counts and the right answer."""
+        return self._host_update(code, host_key, phase="revealed")
+
+    def vote_again(self, code: str, host_key: str) -> RoomState:
+        """Round 2 of the current step, open (round 1's votes kept, shown beside it)."""
+        return self._host_update(code, host_key, round=2, phase="open")
+
+    def reset(self, code: str, host_key: str) -> RoomState:
+        """Drop the current step's votes (both rounds) and open round 1 again."""
+        with self._live() as conn:
+            row = self._room(conn, code, host_key, host=True)
+            conn.execute(votes.delete().where(votes.c.room == row.code, votes.c.step == row.step))
+            conn.execute(rooms.update().where(rooms.c.code == row.code).values(round=1, phase="open",
+                                                                                active_s=self.clock()))
+            return _state(self._room(conn, row.code))
+
+    def mark_result(self, code: str, host_key: str, step: int, right: bool) -> None:
+        """The teacher's verdict on the room for a step: got it (True) or missed it (False)."""
+        with self._live() as conn:
+            row = self._room(conn, code, host_key, host=True)
+            self._upsert(conn, results, {"room": row.code, "step": int(step)}, {"right": bool(right)})
+            conn.execute(rooms.update().where(rooms.c.code == row.code).values(active_s=self.clock()))
+
+    def marked_results(self, code: str) -> dict[int, bool]:
+        """step -> the teacher's verdict, for the steps marked."""
+        with self._live(read=True) as conn:
+            row = self._room(conn, code)
+            return {r.step: bool(r.right) for r in conn.execute(
+                sa.select(results).where(results.c.room == row.code).order_by(results.c.step))}
+
+    # ----- the phones ----------------------------------------------------------------------------------------------
+    def poll(self, code: str, language: str, step: int | None = None) -> PollQuestion | None:
+        """A step's poll in `language` (the current step's by default; None when not stored in that language)."""
+        with self._live(read=True) as conn:
+            row = self._room(conn, code)
+            text = conn.execute(sa.select(questions.c.poll_json).where(
+                questions.c.room == row.code, questions.c.step == (row.step if step is None else step),
+                questions.c.language == language)).scalar_one_or_none()
+        return None if text is None else PollQuestion.from_json(text)
+
+    def vote(self, code: str, voter_token: str, step: int, round: int, choice: int) -> None:
+        """Record `voter_token`'s vote (its latest counts) for the room's open step and round, as the phone showed
+        them; refused (VotingClosed) when that question is locked, revealed or no longer the current one."""
+        if not isinstance(voter_token, str) or not voter_token:
+            raise ValueError("a vote needs the voter's token")
+        voter, now = _hash(voter_token), self.clock()
+        with self._live() as conn:
+            row = self._room(conn, code)
+            if (row.step, row.round, row.phase) != (step, round, "open") or row.step == 0:
+                raise VotingClosed()
+            if type(choice) is not int or not 0 <= choice < row.n_choices:  # (a bool is no index)
+                raise NoSuchChoice()
+            minute = int(now // 60)
+            seen = conn.execute(sa.select(voters.c.minute, voters.c.votes).where(
+                voters.c.room == row.code, voters.c.voter_sha256 == voter)).one_or_none()
+            count = seen.votes + 1 if seen is not None and seen.minute == minute else 1
+            if count > VOTES_PER_MINUTE:
+                raise TooManyVotes()
+            self._upsert(conn, voters, {"room": row.code, "voter_sha256": voter}, {"minute": minute, "votes": count})
+            self._upsert(conn, votes, {"room": row.code, "step": step, "round": round, "voter_sha256": voter},
+                         {"choice": choice, "voted_s": now})
+            if now - row.active_s > ACTIVE_EVERY_S:
+                conn.execute(rooms.update().where(rooms.c.code == row.code).values(active_s=now))
+
+    def voted_count(self, code: str, step: int, round: int) -> int:
+        """How many voted on (step, round): what the room sees before the reveal (one COUNT)."""
+        with self._live(read=True) as conn:
+            row = self._room(conn, code)
+            return conn.execute(sa.select(sa.func.count()).select_from(votes).where(
+                votes.c.room == row.code, votes.c.step == step, votes.c.round == round)).scalar_one()
+
+    # ----- results ------------------------------------------------------------------------------------------------
+    def tally(self, code: str, step: int, round: int, host_key: str | None = None) -> Tally:
+        """Votes per choice for (step, round). Without the host key only the current step's revealed round: the
+        counts stay hidden from the phones until the teacher reveals them."""
+        with self._live(read=True) as conn:
+            row = self._room(conn, code, host_key, host=host_key is not None)
+            if host_key is None and (row.step, row.phase) != (step, "revealed"):
+                raise NotRevealed()
+            return self._tally(conn, row.code, step, round)
+
+    def _tally(self, conn: sa.Connection, room: str, step: int, round: int) -> Tally:
+        poll = self._any_poll(conn, room, step)
+        counts = [0] * (len(poll.choices) if poll else 0)
+        for choice, n in conn.execute(sa.select(votes.c.choice, sa.func.count()).where(
+                votes.c.room == room, votes.c.step == step, votes.c.round == round).group_by(votes.c.choice)):
+            if 0 <= choice < len(counts):
+                counts[choice] = n
+        return Tally(step, round, tuple(counts), poll.right if poll else 0)
+
+    @staticmethod
+    def _any_poll(conn: sa.Connection, room: str, step: int) -> PollQuestion | None:
+        text = conn.execute(sa.select(questions.c.poll_json).where(questions.c.room == room, questions.c.step == step)
+                            .order_by(questions.c.language).limit(1)).scalar_one_or_none()
+        return None if text is None else PollQuestion.from_json(text)
+
+    def results(self, code: str, host_key: str) -> list[Tally]:
+        """Every opened step's tally, round 1 and (where voted) round 2, in step order: the lesson's summary."""
+        with self._live(read=True) as conn:
+            row = self._room(conn, code, host_key, host=True)
+            steps = sorted({r.step for r in conn.execute(
+                sa.select(questions.c.step).where(questions.c.room == row.code).distinct())})
+            second = {r.step for r in conn.execute(sa.select(votes.c.step).where(
+                votes.c.room == row.code, votes.c.round == 2).distinct())}
+            return [self._tally(conn, row.code, step, round) for step in steps
+                    for round in ROUNDS if round == 1 or step in second or (step, round) == (row.step, row.round)]
+
+    def export_csv(self, code: str, host_key: str, language: str) -> str:
+        """The results as CSV, one row per choice of every opened step and round: step, round, choice (its label in
+        `language`), right, mistake, votes. No names and no voter tokens: nothing in it says who voted what."""
+        tallies = self.results(code, host_key)
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(["step", "round", "choice", "right", "mistake", "votes"])
+        for tally in tallies:
+            poll = self.poll(code, language, tally.step)
+            if poll is None:
+                continue
+            for i, label in enumerate(poll.choices):
+                writer.writerow([tally.step, tally.round, label, "yes" if i == poll.right else "no",
+                                 poll.mistakes[i], tally.counts[i] if i < len(tally.counts) else 0])
+        return out.getvalue()
+
+
+class _Expired(Exception):
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def _state(row) -> RoomState:
+    return RoomState(row.code, row.step, row.round, row.phase, row.created_s, row.active_s)

@@ -1,0 +1,334 @@
+"""The class poll's store (kvviz.teaching.poll_store): the same tests on SQLite (a file in a temp folder, the pure
+tier) and on a throwaway PostgreSQL server (support.postgres, marked slow: it starts a server). Votes counted once per
+voter, the latest counting; rounds apart; host actions only with the host key; expiry on an injected clock; the CSV
+equal to the votes; every refusal a clear exception; two processes voting at once on one SQLite file."""
+from __future__ import annotations
+
+import csv
+import io
+import multiprocessing
+
+import pytest
+import sqlalchemy as sa
+
+from kvviz import i18n
+from kvviz.teaching import poll_store as ps
+from kvviz.teaching.poll_choices import PollQuestion
+from support.postgres import throwaway_postgres
+
+STEP = 3
+
+
+class Clock:
+    """An injected clock: seconds, moved by hand."""
+
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def poll(step: int = STEP, n: int = 4, right: int = 1, language: str = "en") -> PollQuestion:
+    labels = tuple(f"{language} choice {i}" for i in range(n))
+    mistakes = tuple("" if i == right else f"{language} mistake {i}" for i in range(n))
+    return PollQuestion(step, f"{language}: question {step}", labels, right, mistakes)
+
+
+def polls(step: int = STEP, n: int = 4, right: int = 1) -> dict[str, PollQuestion]:
+    return {language: poll(step, n, right, language) for language in i18n.LANGUAGES}
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    with throwaway_postgres() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
+def url(request, tmp_path):
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'poll.sqlite3'}"
+    url = request.getfixturevalue("postgres_url")
+    engine = sa.create_engine(url)
+    ps.metadata.drop_all(engine)  # each test starts from an empty store
+    engine.dispose()
+    return url
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def store(url, clock):
+    made = ps.PollStore(url, clock=clock)
+    yield made
+    made.engine.dispose()
+
+
+@pytest.fixture
+def room(store):
+    new = store.create_room()
+    store.open_step(new.code, new.host_key, polls())
+    return new
+
+
+def test_votes_count_once_per_voter_and_the_latest_counts(store, room):
+    store.vote(room.code, "alice", STEP, 1, 0)
+    store.vote(room.code, "bob", STEP, 1, 1)
+    store.vote(room.code, "alice", STEP, 1, 2)  # alice changes her mind
+    store.vote(room.code.lower(), "carol", STEP, 1, 2)  # a code typed in lower case is the same room
+    assert store.voted_count(room.code, STEP, 1) == 3
+    tally = store.tally(room.code, STEP, 1, room.host_key)
+    assert tally.counts == (0, 1, 2, 0) and tally.voted == 3 and tally.right_votes == 1
+    assert tally.share_right == pytest.approx(1 / 3)
+
+
+def test_the_second_round_is_counted_apart_and_keeps_the_first(store, room):
+    for voter, choice in (("a", 0), ("b", 0), ("c", 1)):
+        store.vote(room.code, voter, STEP, 1, choice)
+    state = store.vote_again(room.code, room.host_key)
+    assert (state.step, state.round, state.phase) == (STEP, 2, "open")
+    with pytest.raises(ps.VotingClosed):
+        store.vote(room.code, "d", STEP, 1, 0)  # a phone still showing round 1
+    for voter in ("a", "b"):
+        store.vote(room.code, voter, STEP, 2, 1)
+    assert store.tally(room.code, STEP, 1, room.host_key).counts == (2, 1, 0, 0)
+    assert store.tally(room.code, STEP, 2, room.host_key).counts == (0, 2, 0, 0)
+    assert [(t.step, t.round, t.voted) for t in store.results(room.code, room.host_key)] == [(STEP, 1, 3), (STEP, 2, 2)]
+
+
+@pytest.mark.parametrize("key", [None, "", "not-the-key", "other-room"])
+def test_host_actions_refuse_without_the_host_key(store, room, key):
+    if key == "other-room":
+        key = store.create_room().host_key
+    store.vote(room.code, "a", STEP, 1, 1)
+    actions = [lambda: store.open_step(room.code, key, polls(STEP + 1)),
+               lambda: store.next_question(room.code, key, polls(STEP + 1)),
+               lambda: store.reveal(room.code, key), lambda: store.lock(room.code, key),
+               lambda: store.unlock(room.code, key), lambda: store.vote_again(room.code, key),
+               lambda: store.reset(room.code, key), lambda: store.mark_result(room.code, key, STEP, True),
+               lambda: store.export_csv(room.code, key, "en"), lambda: store.results(room.code, key)]
+    for action in actions:
+        with pytest.raises(ps.NotHost):
+            action()
+    with pytest.raises(ps.NotRevealed if key is None else ps.NotHost):  # no key: a phone, before the reveal
+        store.tally(room.code, STEP, 1, key)
+    state = store.room(room.code)
+    assert (state.step, state.round, state.phase) == (STEP, 1, "open")
+    assert store.voted_count(room.code, STEP, 1) == 1 and store.marked_results(room.code) == {}
+
+
+def test_the_host_key_is_stored_only_as_a_hash(store, room, url):
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        row = conn.execute(sa.select(ps.rooms).where(ps.rooms.c.code == room.code)).one()
+    engine.dispose()
+    assert room.host_key not in [str(v) for v in row] and len(room.host_key) >= 40
+    assert store.room(room.code).phase == "open"
+
+
+def test_the_phones_see_the_counts_only_after_the_reveal(store, room):
+    store.vote(room.code, "a", STEP, 1, 1)
+    with pytest.raises(ps.NotRevealed):
+        store.tally(room.code, STEP, 1)
+    store.reveal(room.code, room.host_key)
+    assert store.tally(room.code, STEP, 1).counts == (0, 1, 0, 0)
+
+
+def test_an_idle_room_expires_is_refused_and_purged(store, room, clock, url):
+    store.vote(room.code, "a", STEP, 1, 1)
+    clock.now += ps.ROOM_IDLE_S - 60
+    store.lock(room.code, room.host_key)  # activity keeps the room alive
+    clock.now += ps.ROOM_IDLE_S - 60
+    assert store.room(room.code).phase == "locked"
+    clock.now += 120
+    with pytest.raises(ps.RoomNotFound):
+        store.room(room.code)
+    with pytest.raises(ps.RoomNotFound):
+        store.reveal(room.code, room.host_key)
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:  # the room and everything in it are gone from the database
+        left = {t.name: conn.execute(sa.select(sa.func.count()).select_from(t)).scalar_one()
+                for t in (ps.rooms, *ps._ROOM_TABLES)}
+    engine.dispose()
+    assert left == dict.fromkeys(left, 0)
+
+
+def test_expired_rooms_are_purged_when_a_room_is_created(store, clock):
+    old = store.create_room()
+    clock.now += ps.ROOM_IDLE_S + 1
+    new = store.create_room()
+    assert store.purge_expired() == 0
+    assert store.room(new.code).step == 0
+    with pytest.raises(ps.RoomNotFound):
+        store.room(old.code)
+
+
+def test_the_csv_matches_the_votes_and_names_no_voter(store, room):
+    store.vote(room.code, "voter-token-1", STEP, 1, 0)
+    store.vote(room.code, "voter-token-2", STEP, 1, 1)
+    store.vote(room.code, "voter-token-3", STEP, 1, 1)
+    store.vote_again(room.code, room.host_key)
+    store.vote(room.code, "voter-token-1", STEP, 2, 1)
+    store.open_step(room.code, room.host_key, polls(STEP + 1, n=3, right=2))
+    store.vote(room.code, "voter-token-2", STEP + 1, 1, 2)
+    text = store.export_csv(room.code, room.host_key, "en")
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert list(rows[0]) == ["step", "round", "choice", "right", "mistake", "votes"]
+    assert "voter-token" not in text
+    got = {(int(r["step"]), int(r["round"]), r["choice"]): (r["right"], r["mistake"], int(r["votes"])) for r in rows}
+    assert got == {
+        (STEP, 1, "en choice 0"): ("no", "en mistake 0", 1), (STEP, 1, "en choice 1"): ("yes", "", 2),
+        (STEP, 1, "en choice 2"): ("no", "en mistake 2", 0), (STEP, 1, "en choice 3"): ("no", "en mistake 3", 0),
+        (STEP, 2, "en choice 0"): ("no", "en mistake 0", 0), (STEP, 2, "en choice 1"): ("yes", "", 1),
+        (STEP, 2, "en choice 2"): ("no", "en mistake 2", 0), (STEP, 2, "en choice 3"): ("no", "en mistake 3", 0),
+        (STEP + 1, 1, "en choice 0"): ("no", "en mistake 0", 0), (STEP + 1, 1, "en choice 1"): ("no", "en mistake 1", 0),
+        (STEP + 1, 1, "en choice 2"): ("yes", "", 1)}
+    for tally in store.results(room.code, room.host_key):  # the CSV's sums are the tallies
+        assert sum(v for (s, r, _c), (_r, _m, v) in got.items() if (s, r) == (tally.step, tally.round)) == tally.voted
+    assert "zh-CN choice 1" in store.export_csv(room.code, room.host_key, "zh-CN")
+
+
+@pytest.mark.parametrize("code", ["ZZZZZZ", "ABC23", "ABC2345", "O0OIL1", "", None, "A" * 10_000, "💥💥💥💥💥💥"])
+def test_a_forged_code_is_refused(store, room, code):
+    for attempt in (lambda: store.room(code), lambda: store.vote(code, "a", STEP, 1, 0),
+                    lambda: store.voted_count(code, STEP, 1), lambda: store.reveal(code, room.host_key)):
+        with pytest.raises(ps.RoomNotFound):
+            attempt()
+
+
+@pytest.mark.parametrize("choice", [-1, 4, 99, "1", 1.0, True, None])
+def test_a_choice_that_does_not_exist_is_refused(store, room, choice):
+    with pytest.raises(ps.NoSuchChoice):
+        store.vote(room.code, "a", STEP, 1, choice)
+    assert store.voted_count(room.code, STEP, 1) == 0
+
+
+def test_no_vote_after_lock_or_reveal_or_for_another_step(store, room):
+    store.lock(room.code, room.host_key)
+    with pytest.raises(ps.VotingClosed):
+        store.vote(room.code, "a", STEP, 1, 0)
+    store.unlock(room.code, room.host_key)
+    store.vote(room.code, "a", STEP, 1, 0)
+    store.reveal(room.code, room.host_key)
+    with pytest.raises(ps.VotingClosed):
+        store.vote(room.code, "a", STEP, 1, 1)
+    store.next_question(room.code, room.host_key, polls(STEP + 1))
+    for step, round_ in ((STEP, 1), (STEP + 1, 2), (STEP + 2, 1)):
+        with pytest.raises(ps.VotingClosed):
+            store.vote(room.code, "b", step, round_, 0)
+    assert store.tally(room.code, STEP, 1, room.host_key).counts == (1, 0, 0, 0)
+
+
+def test_a_new_room_opens_nothing_to_vote_on(store):
+    new = store.create_room()
+    with pytest.raises(ps.VotingClosed):
+        store.vote(new.code, "a", 0, 1, 0)
+
+
+def test_a_thousand_votes_from_one_voter_change_the_count_by_one(store, room, clock):
+    refused = 0
+    for i in range(1000):
+        try:
+            store.vote(room.code, "one-browser", STEP, 1, i % 4)
+        except ps.TooManyVotes as e:
+            refused += 1
+            assert "wait a minute" in str(e)
+    assert refused == 1000 - ps.VOTES_PER_MINUTE
+    assert store.voted_count(room.code, STEP, 1) == 1
+    assert store.tally(room.code, STEP, 1, room.host_key).counts[(ps.VOTES_PER_MINUTE - 1) % 4] == 1
+    clock.now += 60  # a minute later the voter may change their vote again
+    store.vote(room.code, "one-browser", STEP, 1, 3)
+    assert store.tally(room.code, STEP, 1, room.host_key).counts == (0, 0, 0, 1)
+
+
+def test_reset_drops_the_steps_votes(store, room):
+    store.vote(room.code, "a", STEP, 1, 0)
+    store.vote_again(room.code, room.host_key)
+    store.vote(room.code, "a", STEP, 2, 1)
+    state = store.reset(room.code, room.host_key)
+    assert (state.round, state.phase) == (1, "open")
+    assert store.voted_count(room.code, STEP, 1) == 0 and store.voted_count(room.code, STEP, 2) == 0
+
+
+def test_reopening_a_step_keeps_its_votes_unless_its_choices_changed(store, room):
+    store.vote(room.code, "a", STEP, 1, 0)
+    store.open_step(room.code, room.host_key, polls())
+    assert store.voted_count(room.code, STEP, 1) == 1
+    store.open_step(room.code, room.host_key, polls(right=2))  # a measured answer came out otherwise
+    assert store.voted_count(room.code, STEP, 1) == 0
+    assert store.poll(room.code, "zh-CN") == poll(right=2, language="zh-CN")
+
+
+def test_the_languages_polls_must_agree(store, room):
+    with pytest.raises(ValueError):
+        store.open_step(room.code, room.host_key, {"en": poll(right=1), "zh-CN": poll(right=2, language="zh-CN")})
+    with pytest.raises(ValueError):
+        store.next_question(room.code, room.host_key, polls(STEP + 2))
+
+
+def test_the_room_result_marks(store, room):
+    store.mark_result(room.code, room.host_key, 2, True)
+    store.mark_result(room.code, room.host_key, 5, False)
+    store.mark_result(room.code, room.host_key, 2, False)
+    assert store.marked_results(room.code) == {2: False, 5: False}
+
+
+def test_refusals_speak_the_users_language():
+    for refusal in (ps.RoomNotFound, ps.NotHost, ps.NoSuchChoice, ps.VotingClosed, ps.TooManyVotes, ps.NotRevealed):
+        english = str(refusal())
+        with i18n.language(i18n.CHINESE):
+            chinese = str(refusal())
+        assert english == refusal.message and chinese != english and i18n.text_width(chinese) > len(chinese)
+
+
+def test_the_setting_and_the_default_file(monkeypatch, tmp_path):
+    monkeypatch.setattr(ps, "DEFAULT_PATH", tmp_path / "runs" / "poll.sqlite3")
+    monkeypatch.delenv(ps.ENV_URL, raising=False)
+    assert ps.database_url() == f"sqlite:///{tmp_path / 'runs' / 'poll.sqlite3'}" and (tmp_path / "runs").is_dir()
+    store = ps.PollStore()
+    with store.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == ps.BUSY_TIMEOUT_MS
+    store.engine.dispose()
+    monkeypatch.setenv(ps.ENV_URL, f"sqlite:///{tmp_path / 'elsewhere.sqlite3'}")
+    assert ps.database_url().endswith("elsewhere.sqlite3")
+
+
+def test_codes_are_typable_and_unambiguous(store):
+    codes = {store.create_room().code for _ in range(20)}
+    assert len(codes) == 20
+    for code in codes:
+        assert len(code) == ps.CODE_CHARS and not set(code) & set("0O1IL")
+        assert ps.normalize_code(f" {code[:3].lower()}-{code[3:]} ") == code
+    assert len(ps.CODE_ALPHABET) ** ps.CODE_CHARS > 5 * 10**8
+
+
+def _vote_in_a_process(url: str, code: str, first: int, n: int) -> None:
+    """One server process's votes: its own store (engine, connections) on the shared file."""
+    store = ps.PollStore(url)
+    for voter in range(first, first + n):
+        store.vote(code, f"voter-{voter}", STEP, 1, voter % 4)
+    store.engine.dispose()
+
+
+def test_two_processes_vote_at_once_on_one_sqlite_file(tmp_path):
+    url = f"sqlite:///{tmp_path / 'poll.sqlite3'}"
+    store = ps.PollStore(url)
+    room = store.create_room()
+    store.open_step(room.code, room.host_key, polls())
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_vote_in_a_process, args=(url, room.code, k * 40, 40)) for k in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=60)
+    alive = [w for w in workers if w.is_alive()]
+    for worker in alive:
+        worker.kill()
+    assert not alive and [w.exitcode for w in workers] == [0, 0]
+    assert store.voted_count(room.code, STEP, 1) == 80
+    assert store.tally(room.code, STEP, 1, room.host_key).counts == (20, 20, 20, 20)
