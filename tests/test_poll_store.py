@@ -110,7 +110,8 @@ def test_host_actions_refuse_without_the_host_key(store, room, key):
                lambda: store.reveal(room.code, key), lambda: store.lock(room.code, key),
                lambda: store.unlock(room.code, key), lambda: store.vote_again(room.code, key),
                lambda: store.reset(room.code, key), lambda: store.mark_result(room.code, key, STEP, True),
-               lambda: store.export_csv(room.code, key, "en"), lambda: store.results(room.code, key)]
+               lambda: store.export_csv(room.code, key, "en"), lambda: store.results(room.code, key),
+               lambda: store.check_host(room.code, key)]
     for action in actions:
         with pytest.raises(ps.NotHost):
             action()
@@ -119,6 +120,11 @@ def test_host_actions_refuse_without_the_host_key(store, room, key):
     state = store.room(room.code)
     assert (state.step, state.round, state.phase) == (STEP, 1, "open")
     assert store.voted_count(room.code, STEP, 1) == 1 and store.marked_results(room.code) == {}
+
+
+def test_the_host_key_opens_the_room_in_another_tab(store, room):
+    assert store.check_host(room.code, room.host_key).step == STEP
+    assert store.check_host(room.code.lower(), room.host_key).code == room.code  # typed in any case
 
 
 def test_the_host_key_is_stored_only_as_a_hash(store, room, url):

@@ -8,8 +8,8 @@ turn instead of failing. Every write transaction starts with BEGIN IMMEDIATE on 
 once, so two processes never deadlock upgrading a read lock). For PostgreSQL give e.g.
 `KVVIZ_POLL_DB=postgresql://user@host/kvviz` (psycopg 3 is the driver: `postgresql://` means `postgresql+psycopg://`).
 
-A room: a join code of CODE_CHARS characters from CODE_ALPHABET (no 0/O, 1/I/L, U/V look-alikes; 30^6, about
-7.3 x 10^8 codes: a guess at random hits one of 100 live rooms about once in 7 million tries), typed on a phone in
+A room: a join code of CODE_CHARS characters from CODE_ALPHABET (no 0/O, 1/I/L, U/V look-alikes; 29^6, about
+5.9 x 10^8 codes: a guess at random hits one of 100 live rooms about once in 6 million tries), typed on a phone in
 any case; a host key (secrets.token_urlsafe, 32 bytes), returned once by create_room and stored only as its SHA-256,
 so neither the code nor the database gives it away. A room idle for ROOM_IDLE_S (4 hours) is expired: refused like a
 forged code, and purged (its questions and votes with it).
@@ -306,6 +306,11 @@ class PollStore:
         """The room's state (what a phone polls): step, round and phase."""
         with self._live(read=True) as conn:
             return _state(self._room(conn, code))
+
+    def check_host(self, code: str, host_key: str) -> RoomState:
+        """The room's state when `host_key` is its host key (the teacher's other tab); NotHost otherwise."""
+        with self._live(read=True) as conn:
+            return _state(self._room(conn, code, host_key, host=True))
 
     def _host_update(self, code: str, host_key: str, **values) -> RoomState:
         with self._live() as conn:

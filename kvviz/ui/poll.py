@@ -1,0 +1,286 @@
+"""The class poll in Streamlit: the room a teacher hosts, the projector's panel, a phone's vote.
+
+The room lives in kvviz.teaching.poll_store (one store per server process, shared by every session and, through
+its database, by every replica). A Streamlit session is one browser tab, so what must outlive a tab is kept in the
+browser as a cookie (set_cookie.js): the teacher's room and host key (a new tab from the plan, a reload or Back keeps
+running the same room and reads the same score), and a phone's voter token (a second tab votes as the same voter).
+The host key never appears in a link: a student who opens the teacher's URL has no cookie, so no host power.
+
+The projector shows the join code, a QR code of the join link (drawn here by segno, no web service) and how many
+have voted, refreshed once a second by a fragment; never the distribution before Reveal. The phones do not poll:
+a tap votes, and "Show the current question" fetches the next one.
+"""
+from __future__ import annotations
+
+import re
+import secrets
+from urllib.parse import urlsplit
+
+import streamlit as st
+
+from kvviz import i18n
+from kvviz.i18n import _
+from kvviz.teaching import poll_store
+from kvviz.teaching.poll_choices import PollQuestion
+from kvviz.ui import assets
+
+VOTER_COOKIE = "kvviz_voter"  # a phone's token: its latest vote per question and round counts
+HOST_COOKIE = "kvviz_poll_host"  # "<code>.<host key>": the room this browser hosts
+ROOM_KEY = "poll_room"  # session: the NewRoom this tab hosts
+VOTER_KEY = "poll_voter"  # session: this tab's voter token, until the browser returns it as a cookie
+_COOKIE_VALUE = re.compile(r"[A-Za-z0-9_\-.]{8,120}")  # a cookie comes from the browser: anything else is ignored
+VOTER_COOKIE_MAX_AGE_S = 24 * 3600
+JOIN_PATH = "join"  # the student's page (routes table)
+LIVE_REFRESH_S = 1.0
+
+
+@st.cache_resource(show_spinner=False)
+def store() -> poll_store.PollStore:
+    """One store (one connection pool) per server process; its database is shared by the replicas."""
+    return poll_store.PollStore()
+
+
+def _cookie(name: str) -> str | None:
+    try:
+        value = st.context.cookies.get(name)
+    except Exception:  # noqa: BLE001 - no browser (AppTest, a bare run): no cookie
+        return None
+    return value if isinstance(value, str) and _COOKIE_VALUE.fullmatch(value) else None
+
+
+def _set_cookie(name: str, value: str, max_age_s: int) -> None:
+    """Keep `value` in this browser (a hidden element: its script runs once per change of value)."""
+    st.html("<style>.st-key-kvviz_cookie, :has(> .st-key-kvviz_cookie) {display: none}</style>")
+    st.container(key="kvviz_cookie").html(
+        assets.script("set_cookie.js", data={"name": name, "value": value, "max_age_s": int(max_age_s)}),
+        unsafe_allow_javascript=True)
+
+
+# ----- a phone ------------------------------------------------------------------------------------------------------
+def voter_token() -> str:
+    """This browser's voter token: its cookie, else one made now and given to the browser to keep."""
+    token = _cookie(VOTER_COOKIE)
+    if token is None:
+        token = st.session_state.setdefault(VOTER_KEY, secrets.token_urlsafe(24))
+        _set_cookie(VOTER_COOKIE, token, VOTER_COOKIE_MAX_AGE_S)
+    return token
+
+
+# ----- the teacher --------------------------------------------------------------------------------------------------
+def hosted_room() -> poll_store.NewRoom | None:
+    """The room this browser hosts: this tab's, else the cookie's (a new tab, a reload), when the store still knows
+    it and the key is its host key; None otherwise (an expired room's cookie is forgotten)."""
+    room = st.session_state.get(ROOM_KEY)
+    if room is None and (raw := _cookie(HOST_COOKIE)) and "." in raw:
+        code, key = raw.split(".", 1)
+        room = poll_store.NewRoom(code, key)
+    if room is None:
+        return None
+    try:
+        store().check_host(room.code, room.host_key)
+    except poll_store.PollRefused:
+        st.session_state.pop(ROOM_KEY, None)
+        return None
+    st.session_state[ROOM_KEY] = room
+    return room
+
+
+def start_room() -> poll_store.NewRoom:
+    """A new room, hosted by this browser (kept in the session and, for its other tabs, in a cookie)."""
+    room = store().create_room()
+    st.session_state[ROOM_KEY] = room
+    return room
+
+
+def keep_room_in_browser(room: poll_store.NewRoom) -> None:
+    """(Every run of the teacher's page.) The cookie that lets the browser's other tabs host the same room."""
+    _set_cookie(HOST_COOKIE, f"{room.code}.{room.host_key}", poll_store.ROOM_IDLE_S)
+
+
+def leave_room() -> None:
+    """Forget the hosted room in this tab and this browser (the room itself expires on its own)."""
+    st.session_state.pop(ROOM_KEY, None)
+    _set_cookie(HOST_COOKIE, "closed-room", 0)
+
+
+def join_url(code: str) -> str:
+    """The join link for phones: this server's address as the browser sees it, /join?room=CODE (no language: a
+    phone's follows its own browser)."""
+    try:
+        here = urlsplit(st.context.url or "")
+    except Exception:  # noqa: BLE001 - no browser context
+        here = urlsplit("")
+    base = f"{here.scheme or 'http'}://{here.netloc or 'localhost:8501'}"
+    prefix = here.path.rsplit("/", 1)[0] if here.path.count("/") > 1 else ""  # served under a path (a proxy)
+    return f"{base}{prefix}/{JOIN_PATH}?room={code}"
+
+
+def only_this_computer(url: str) -> bool:
+    """A join link that names this computer (localhost): phones cannot reach it."""
+    host = urlsplit(url).hostname or ""
+    return host in ("localhost", "127.0.0.1", "::1") or host.endswith(".localhost")
+
+
+def qr_svg(url: str, scale: int = 5) -> str:
+    """The QR code of `url` as inline SVG, black on white (a QR code needs its light margin on a dark theme too)."""
+    import segno
+
+    return segno.make(url, error="m").svg_inline(scale=scale, dark="#000000", light="#ffffff", border=3)
+
+
+@st.fragment(run_every=LIVE_REFRESH_S)
+def live_count(code: str, step: int, round_: int) -> None:
+    """How many have voted, once a second: the count only, never the distribution before Reveal."""
+    try:
+        voted = store().voted_count(code, step, round_)
+    except poll_store.PollRefused as refused:
+        st.warning(str(refused))
+        return
+    st.metric(_("Voted"), f"{voted:,}", help=_("Votes so far on this question and round; the choices are shown when "
+                                                "you reveal the answer."))
+
+
+def polls_for(step: int, code: str, ask) -> dict[str, PollQuestion]:
+    """The step's poll in every language (`ask(language)` returns the lesson's Question computed in it), one shape."""
+    from kvviz.teaching.poll_choices import choices_for
+
+    polls = {}
+    for language in i18n.LANGUAGES:
+        with i18n.language(language):
+            polls[language] = choices_for(ask(language), step, code)
+    return polls
+
+
+def poll_in_language(code: str, step: int | None = None) -> PollQuestion | None:
+    """The current (or given) step's poll in this session's language, else in any language stored."""
+    for language in (i18n.current(), *i18n.LANGUAGES):
+        if (poll := store().poll(code, language, step)) is not None:
+            return poll
+    return None
+
+
+# ----- the projector ------------------------------------------------------------------------------------------------
+LOCK_KEY, AGAIN_KEY = "L", "G"  # class mode's other keys: V reveals, Y / N mark the room, H hints
+
+
+def _host_call(action: str, room: poll_store.NewRoom) -> None:
+    """(Button callback.) One of the teacher's actions on the room; a refusal is shown, nothing changes."""
+    try:
+        getattr(store(), action)(room.code, room.host_key)
+    except poll_store.PollRefused as refused:
+        st.session_state["poll_refused"] = str(refused)
+
+
+def reveal(room: poll_store.NewRoom | None) -> None:
+    """(From the lesson's Reveal.) The room's votes are shown with the answer."""
+    if room is not None and store().room(room.code).step:
+        _host_call("reveal", room)
+
+
+def mark(room: poll_store.NewRoom | None, step: int, right: bool) -> None:
+    """(From the lesson's Y / N.) The teacher's verdict, kept with the room so every tab's ending reads it; the room
+    is made on the first mark when no poll runs (a teacher who marks Y / N without one keeps the score too)."""
+    room = room or start_room()
+    store().mark_result(room.code, room.host_key, step, right)
+
+
+def marks(room: poll_store.NewRoom | None) -> dict[int, bool]:
+    """step -> the room's verdict, as the teacher marked it in any tab of this browser."""
+    try:
+        return store().marked_results(room.code) if room else {}
+    except poll_store.PollRefused:
+        return {}
+
+
+def projector_panel(step: int, ask, font_px: int) -> None:
+    """Class mode's poll: a button that starts it, or the running poll of this step (join code, QR code, the live
+    count, Lock / Vote again / Reset, and after Reveal the room's votes with each wrong choice's mistake).
+    `ask(language)` computes the step's lesson Question in a language (the poll is stored in every language)."""
+    room = hosted_room()
+    state = store().room(room.code) if room else None
+    if room is not None:
+        keep_room_in_browser(room)
+    if state is None or state.step == 0:
+        def _start() -> None:
+            new = room or start_room()
+            store().open_step(new.code, new.host_key, polls_for(step, new.code, ask))
+
+        st.button(_("Start a class poll"), key="poll_start", icon=":material/how_to_vote:", on_click=_start,
+                  help=_("The room answers on its own phones: a join code and a QR code, one tap per student, "
+                         "the votes hidden until you reveal the answer"))
+        return
+    if state.step != step:  # the teacher moved on (Next, a link, Back): this step is the room's question now
+        state = store().open_step(room.code, room.host_key, polls_for(step, room.code, ask))
+    url = join_url(room.code)
+    with st.container(border=True, key="poll_panel"):
+        left, right = st.columns([1, 2], vertical_alignment="center")
+        left.html(f'<div class="kvviz-poll-qr" role="img" aria-label="{_("QR code of the join link")}">'
+                  f"{qr_svg(url)}</div>")
+        right.markdown(_("### Join: {code}").format(code=room.code))
+        right.caption(url)
+        if only_this_computer(url):
+            right.warning(_("This address is this computer's own: phones cannot reach it. Serve the class on the "
+                            "network (docs/deploying.md), then start the poll from that address."),
+                          icon=":material/wifi_off:")
+        with right:
+            live_count(room.code, state.step, state.round)
+        phase = {"open": _("voting open"), "locked": _("voting closed"), "revealed": _("answer revealed")}
+        right.caption(_("Round {round}, {phase}").format(round=state.round, phase=phase[state.phase]))
+        row = st.container(horizontal=True)
+        if state.phase == "open":
+            row.button(_("Lock"), key="poll_lock", icon=":material/lock:", shortcut=LOCK_KEY,
+                       on_click=_host_call, args=("lock", room))
+        elif state.phase == "locked":
+            row.button(_("Unlock"), key="poll_unlock", icon=":material/lock_open:", on_click=_host_call,
+                       args=("unlock", room))
+        if state.round == 1 and state.phase != "open":
+            row.button(_("Vote again"), key="poll_again", icon=":material/replay:", shortcut=AGAIN_KEY,
+                       on_click=_host_call, args=("vote_again", room),
+                       help=_("A second round after the room discusses: round 1 is kept and shown beside it"))
+        row.button(_("Reset"), key="poll_reset", icon=":material/restart_alt:", on_click=_host_call,
+                   args=("reset", room), help=_("Forget this question's votes (both rounds) and open it again"))
+        if refused := st.session_state.pop("poll_refused", None):
+            st.warning(refused)
+        if state.phase == "revealed":
+            votes(room, state.step, state.round, font_px)
+
+
+def votes(room: poll_store.NewRoom, step: int, last_round: int, font_px: int) -> None:
+    """After Reveal: the room's votes per choice (round 1 beside round 2), the right one marked, each wrong choice
+    with the mistake it stands for."""
+    question = poll_in_language(room.code, step)
+    if question is None:
+        return
+    tallies = [store().tally(room.code, step, r, room.host_key) for r in range(1, last_round + 1)]
+    from kvviz.figures.poll import choice_letter, poll_figure
+    from kvviz.ui.a11y import chart, table
+
+    chart(st, poll_figure(question.choices, [t.counts for t in tallies], question.right, font_px),
+          config={"displayModeBar": False}, key=f"poll_votes_{step}_{last_round}")
+    shares = [t.share_right for t in tallies]
+    if len(tallies) == 2 and None not in shares:
+        st.markdown(_("Right: **{before:.0%}** in round 1, **{after:.0%}** in round 2.").format(
+            before=shares[0], after=shares[1]))
+    table([{_("choice"): f"{choice_letter(i)}. {label}", _("votes"): tallies[-1].counts[i],
+            _("the mistake it stands for"): _("the right answer") if i == question.right else question.mistakes[i]}
+           for i, label in enumerate(question.choices)])
+
+
+def room_results(room: poll_store.NewRoom | None) -> None:
+    """The ending: the room's share right per step and round, and the CSV export (no names)."""
+    if room is None:
+        return
+    try:
+        tallies = store().results(room.code, room.host_key)
+    except poll_store.PollRefused:
+        return
+    if not tallies:
+        return
+    from kvviz.ui.a11y import table
+
+    st.subheader(_("The room's votes"))
+    table([{_("step"): t.step, _("round"): t.round, _("voted"): t.voted,
+            _("share right"): "—" if t.share_right is None else f"{t.share_right:.0%}"} for t in tallies])
+    st.download_button(_("Export the room's results (CSV)"), key="poll_export", icon=":material/download:",
+                       data=store().export_csv(room.code, room.host_key, i18n.current()),
+                       file_name=f"kvviz-poll-{room.code}.csv", mime="text/csv", on_click="ignore")

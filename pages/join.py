@@ -1,0 +1,96 @@
+"""Join the class poll: a phone opens the projector's QR code (or types its code), sees the question the teacher
+has open, and taps a choice. One tap votes; a tap on another choice changes the vote until the teacher locks it.
+No account, no name, nothing typed but the code. The page does not poll: "Show the current question" fetches the
+teacher's next one. The language is the phone's own (its browser's), whatever the teacher's projector shows.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from kvviz.figures.poll import choice_letter, poll_figure
+from kvviz.i18n import _
+from kvviz.teaching import poll_store
+from kvviz.ui import a11y, poll, router
+
+router.ensure_router()
+st.title(_("Class poll"))
+code = poll_store.normalize_code(st.query_params.get("room"))
+
+
+def _join_form(message: str | None = None) -> None:
+    """The code, typed: six letters and digits from the projector."""
+    if message:
+        st.error(message, icon=":material/error:")
+    with st.form("join_form", border=False):
+        typed = st.text_input(_("Room code"), max_chars=12, placeholder="ABC234",
+                              help=_("The six characters on the projector"))
+        if st.form_submit_button(_("Join"), type="primary", icon=":material/login:", use_container_width=True):
+            joined = poll_store.normalize_code(typed)
+            if joined is None:
+                st.error(_("A room code is six letters and digits, as the projector shows it."))
+            else:
+                st.query_params["room"] = joined
+                st.rerun()
+
+
+if code is None:
+    _join_form(_("That link's room code cannot be right: type the code the projector shows.")
+               if st.query_params.get("room") else None)
+    st.stop()
+
+try:
+    room = poll.store().room(code)
+except poll_store.PollRefused as refused:
+    _join_form(str(refused))
+    st.stop()
+
+voter = poll.voter_token()
+st.caption(_("Room {code}").format(code=code))
+st.button(_("Show the current question"), key="join_refresh", icon=":material/refresh:", use_container_width=True)
+question = poll.poll_in_language(code) if room.step else None
+if question is None:
+    st.info(_("The teacher has not opened a question yet. When they do, press *Show the current question*."),
+            icon=":material/hourglass_top:")
+    st.stop()
+
+mine_key = f"join_vote_{code}_{room.step}_{room.round}"
+st.markdown(_("**Question {step}{round}.** {text}").format(
+    step=room.step, round=_(" (round 2)") if room.round == 2 else "", text=question.text))
+
+
+def _vote(choice: int) -> None:
+    """(Tap callback.) Vote, or say why not; the vote shown is the one the store kept."""
+    try:
+        poll.store().vote(code, voter, room.step, room.round, choice)
+    except poll_store.PollRefused as refused:
+        st.session_state["join_refused"] = str(refused)
+        return
+    st.session_state[mine_key] = choice
+    st.session_state.pop("join_refused", None)
+
+
+mine = st.session_state.get(mine_key)
+for i, label in enumerate(question.choices):
+    st.button(f"{choice_letter(i)}. {label}", key=f"join_choice_{room.step}_{room.round}_{i}",
+              type="primary" if mine == i else "secondary", use_container_width=True,
+              disabled=room.phase != "open", on_click=_vote, args=(i,),
+              icon=":material/check_circle:" if mine == i else None)
+if refused := st.session_state.pop("join_refused", None):
+    st.warning(refused, icon=":material/block:")
+elif mine is not None and room.phase == "open":
+    st.success(_("Vote received: {letter}. You can change it until the teacher closes the vote.").format(
+        letter=choice_letter(mine)), icon=":material/how_to_vote:")
+if room.phase == "locked":
+    st.info(_("Voting is closed. Wait for the teacher to reveal the answer."), icon=":material/lock:")
+elif room.phase == "revealed":
+    right = question.right
+    if mine is not None:
+        (st.success if mine == right else st.error)(
+            _("You voted {mine}; the answer is {right}.").format(mine=choice_letter(mine), right=choice_letter(right)))
+    else:
+        st.info(_("The answer is {right}.").format(right=choice_letter(right)))
+    if mine is not None and mine != right and question.mistakes[mine]:
+        st.markdown(question.mistakes[mine])
+    tally = poll.store().tally(code, room.step, room.round)
+    a11y.chart(st, poll_figure(question.choices, [tally.counts], right), config={"displayModeBar": False},
+               key=f"join_tally_{room.step}_{room.round}")
