@@ -18,15 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kvviz import i18n, ops
+from kvviz import i18n, ops, routes
 from kvviz.i18n import N_, _
 from kvviz.memory import KVConfig, kv_bytes
 from kvviz.memory.units import GB, GIB, KIB, MIB, format_bytes
 from kvviz.memory.presets import get_preset
 
-PAGE_MEMORY = ("pages/memory_budget.py", N_("Memory budget"))  # (file, English title: show _(title))
-PAGE_OPS = ("pages/attention_ops.py", N_("Count the work"))
-PAGE_STEP = ("pages/step_through.py", N_("Step through generation"))
+PAGE_MEMORY, PAGE_OPS, PAGE_STEP = routes.MEMORY_BUDGET, routes.ATTENTION_OPS, routes.STEP_THROUGH  # where claims live
 VERDICT_LABELS = {"holds": N_("holds"), "wrong": N_("wrong"), "partly true": N_("partly true"),
                   "cannot be judged": N_("cannot be judged")}  # show _(label)
 
@@ -40,15 +38,15 @@ class Claim:
     finding: str  # one line: wrong by how much, or true only for which quantity
     arithmetic: tuple[str, ...]  # the computation, line by line
     numbers: dict[str, Any] = field(default_factory=dict)  # the exact figures (tests pin them)
-    page: tuple[str, str] = PAGE_MEMORY  # (page file, label) where it is live
-    page_query: dict[str, str] = field(default_factory=dict)  # that page's URL widget state showing this claim
+    page: routes.Route = PAGE_MEMORY  # where it is live (its title: _(page.title))
+    page_query: dict[str, str] = field(default_factory=dict)  # page.query(...): its URL state showing this claim
     translation: str = ""  # a quote in another language than the reader's: its translation, shown beside it
 
     def as_dict(self) -> dict[str, Any]:
         return {"key": self.key, "quote": self.quote, "translation": self.translation, "source": self.source,
                 "verdict": self.verdict,
                 "finding": self.finding, "arithmetic": list(self.arithmetic), "numbers": self.numbers,
-                "page": self.page[0], "page_query": self.page_query}
+                "page": self.page.file, "page_query": self.page_query}
 
 
 # ----- published KV-cache sizes (moved here from kvviz.memory / kvviz.memory.presets) --------------------------------
@@ -186,7 +184,7 @@ def _figures_claim() -> Claim:
         tuple(_("{quote}: {verdict}. {explanation}").format(quote=_(c.figure.quote), verdict=c.verdict_text,
                                                              explanation=c.explanation) for c in checks),
         {f"{c.figure.model}@{c.figure.context_len}": c.actual_bytes for c in checks}, PAGE_MEMORY,
-        {"mem_tab": "Textbook figures"},
+        PAGE_MEMORY.query(tab="Textbook figures"),
     )
 
 
@@ -232,7 +230,7 @@ def _gemma3_claims() -> list[Claim]:
            "{total}").format(global_layers=gemma.n_global_layers, local_layers=gemma.n_layer - gemma.n_global_layers,
                              window=gemma.window, total=format_bytes(hybrid))),
         {"all_global_bytes": flat, "hybrid_bytes": hybrid}, PAGE_MEMORY,
-        {"mem_preset": "gemma-3-4b", "mem_context": "4096", "mem_tab": "Per layer"},
+        PAGE_MEMORY.query(preset="gemma-3-4b", context=4096, tab="Per layer"),
         translation=translation_beside(GEMMA3_ROW),
     )
     llama70 = get_preset("llama-3-70b").kv
@@ -256,7 +254,7 @@ def _gemma3_claims() -> list[Claim]:
             row=_(label), layers=cfg.n_layer, kv_heads=cfg.n_kv_heads, head_dim=cfg.head_dim, tokens=n,
             total=format_bytes(computed[label]), shown=shown) for label, cfg, n, _bytes, shown in rows),
         {label: computed[label] for label, *_rest in rows}, PAGE_MEMORY,
-        {"mem_preset": "llama-3-70b", "mem_context": "8192", "mem_dtype": "fp16"},
+        PAGE_MEMORY.query(preset="llama-3-70b", context=8192, dtype="fp16"),
     )
     return [wrong, others]
 
@@ -327,7 +325,7 @@ def _seed_claims() -> list[Claim]:
          _("the same layout as Llama-2-7B (32 layers, 32 heads x 128, fp16) at its 4,096 positions: {total}").format(
              total=format_bytes(kv_bytes(replace(get_preset("llama-2-7b").kv, dtype="fp16"), 4096)))),
         {"exact_bytes": example_bytes, "printed_GB": 4}, PAGE_MEMORY,
-        {"mem_preset": "llama-2-7b", "mem_context": "4096", "mem_dtype": "fp16"},
+        PAGE_MEMORY.query(preset="llama-2-7b", context=4096, dtype="fp16"),
         translation=translated(VISUALISER_TRANSLATION),
     )
     return [zhihu, visualiser]
@@ -376,7 +374,7 @@ def _total_on_claim(n: int = 1000) -> Claim:
          _("without cache N(N+1)(N+2)/6 = {dots:,}; ratio (N+2)/3 = {ratio:.4g}").format(
              dots=per_head_u, ratio=per_head_u / per_head_c)),
         {"cached_dots_per_head": per_head_c, "uncached_dots_per_head": per_head_u}, PAGE_OPS,
-        {"ops_model": "gpt2", "ops_prompt": "1", "ops_new": "1000", "ops_tab": "Per component"},
+        PAGE_OPS.query(model="gpt2", prompt=1, new=1000, tab="Per component"),
         translation=translation_beside(TOTAL_ON_QUOTE),
     )
 
@@ -484,7 +482,7 @@ def prefill_claim(gpu: str = DEFAULT_GPU, prompt: int = 2048) -> Claim:
         tuple(arithmetic),
         {"rule_flops": rule, "exact_flops": exact, "ms_at_peak": round(ms, 3), "gpu": g.name,
          "peak_flops": g.peak_flops, "bandwidth_bytes_per_s": g.bandwidth_bytes_per_s}, PAGE_OPS,
-        {"ops_model": "llama-3-8b", "ops_prompt": str(prompt), "ops_new": "1", "ops_tab": "Per component"},
+        PAGE_OPS.query(model="llama-3-8b", prompt=prompt, new=1, tab="Per component"),
         translation=translation_beside(PREFILL_QUOTE),
     )
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import claims, i18n, ui
+from kvviz import claims, routes, ui
 from kvviz.i18n import N_, _
 from kvviz.teaching import glossary
 
@@ -17,14 +17,12 @@ ICONS = {"holds": ":material/check_circle:", "wrong": ":material/cancel:", "part
          "cannot be judged": ":material/help:"}
 TITLES = {"holds": N_("Holds"), "wrong": N_("Wrong"), "partly true": N_("Partly true"),
           "cannot be judged": N_("Cannot be judged")}  # the summary tiles
-# Link values that are a target page's displayed labels (its tabs): they are shown, so they are translated.
-LABEL_KEYS = {"mem_tab", "ops_tab"}
 
 
 def link_query(c: claims.Claim) -> dict[str, str]:
-    """The "see it live" link's URL state, in the reader's language (a tab is named by its displayed label)."""
-    query = {k: _(v) if k in LABEL_KEYS else v for k, v in c.page_query.items()}
-    return {**query, i18n.QUERY_PARAM: i18n.current()}
+    """The "see it live" link's URL state, in the reader's language (a tab is named by its displayed label), with
+    the reader's language and model."""
+    return {**c.page.localized(c.page_query), **ui.link_params()}
 
 
 def card(c: claims.Claim) -> None:
@@ -37,7 +35,7 @@ def card(c: claims.Claim) -> None:
     with st.expander(_("The arithmetic")):
         st.code("\n".join(c.arithmetic), language=None, wrap_lines=True)
     st.caption(_("Source: {source}").format(source=c.source))
-    st.page_link(c.page[0], label=_("See it live: {page}").format(page=_(c.page[1])), icon=":material/arrow_forward:",
+    st.page_link(c.page.file, label=_("See it live: {page}").format(page=_(c.page.title)), icon=":material/arrow_forward:",
                  query_params=link_query(c))
 
 
@@ -52,8 +50,8 @@ st.markdown(_(
 ))
 rule = st.container(horizontal=True, vertical_alignment="center")
 rule.caption(_(claims.UNITS_RULE))
-rule.page_link("pages/glossary.py", label=_("GB and GiB"), icon=":material/menu_book:",
-               query_params={"term": "GiB", i18n.QUERY_PARAM: i18n.current()},
+rule.page_link(routes.GLOSSARY.file, label=_("GB and GiB"), icon=routes.GLOSSARY.icon,
+               query_params={**routes.GLOSSARY.query(term="GiB"), **ui.link_params()},
                help=glossary.help_text("Bytes: GB and GiB"))
 summary = st.container()  # filled last, once the GPU-dependent verdict is known
 

@@ -37,9 +37,9 @@ for term in shown:
         if term.also:
             st.caption(_("Also: {names}").format(names=", ".join(term.also)))
         st.markdown(glossary.definition_text(term))
-        if term.see:
-            st.page_link(term.see, label=_("See it live"), icon=":material/arrow_forward:",
-                         query_params={i18n.QUERY_PARAM: i18n.current()})
+        if term.see is not None:
+            st.page_link(term.see.file, label=_("See it live"), icon=":material/arrow_forward:",
+                         query_params=ui.link_params())
 
 with st.expander(_("The term table: English and 中文")):
     st.caption(_("The Chinese interface uses these words everywhere: the glossary's entries first, then the rest "

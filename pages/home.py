@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import i18n, memory, ops, ui
+from kvviz import memory, ops, routes, ui
 from kvviz.i18n import _
 from kvviz.teaching import LESSON_STEPS
 
 ui.ensure_router()  # before anything is drawn: see its docstring
-lang = {i18n.QUERY_PARAM: i18n.current()}  # every link the page makes keeps the language
+link_params = ui.link_params()  # every link the page makes keeps the language and the model
 st.title(_("kvviz: the KV cache, step by step"))
 st.markdown(_(
     "When a transformer writes text it produces **one token per forward pass**. In every layer, attention "
@@ -33,43 +33,44 @@ st.info(_(
          full_mib=full_context / 2**20))
 
 with st.container(border=True):
-    st.page_link("pages/lesson.py", label=_("**Start the lesson: the KV cache in {n} questions**").format(n=LESSON_STEPS),
-                 icon=":material/school:", query_params=lang)
+    st.page_link(routes.LESSON.file, label=_("**Start the lesson: the KV cache in {n} questions**").format(
+        n=LESSON_STEPS), icon=routes.LESSON.icon, query_params=link_params)
     st.caption(_("Each step asks a question (how many rows? how many bytes?), gives a hint after a first wrong answer "
                "and the worked answer after a second, with a figure computed live on the real model. It ends with "
                "a summary and a score. For a class: *Class mode* puts the question up large and reveals it with "
                "one click; a printable handout downloads from the lesson."))
     row = st.container(horizontal=True)
-    row.page_link("pages/teachers.py", label=_("For teachers: 30- and 45-minute plans"), icon=":material/co_present:",
-                 query_params=lang)
-    row.page_link("pages/glossary.py", label=_("Glossary"), icon=":material/menu_book:", query_params=lang)
+    row.page_link(routes.TEACHERS.file, label=_("For teachers: 30- and 45-minute plans"), icon=routes.TEACHERS.icon,
+                  query_params=link_params)
+    row.page_link(routes.GLOSSARY.file, label=_(routes.GLOSSARY.title), icon=routes.GLOSSARY.icon,
+                  query_params=link_params)
 
 shape = info.ops_shape()
 st.header(_("The pages"))
 cards = [
-    ("pages/step_through.py", _("Step through generation"),
+    (routes.STEP_THROUGH, _(routes.STEP_THROUGH.title),
      _("Prefill a prompt, then one token per click (or the Right arrow). Watch every layer's K and V cache grow by "
        "one row, the new query's attention beside the rows it reads, the next-token probabilities; step back; "
        "race the cached step against full recomputation. Presenter mode for a projector.")),
-    ("pages/attention_ops.py", _("Count the work"),
+    (routes.ATTENTION_OPS, _(routes.ATTENTION_OPS.title),
      _("Exact operation counts with and without the cache. {savings} (Attention counted as the causal pairs "
        "L(L+1)/2 a query actually needs; eager attention computes the full L x L square and masks the future "
        "half.)").format(savings=ops.savings_sentence(shape, 16, 200))),
-    ("pages/memory_budget.py", _("Memory budget"),
+    (routes.MEMORY_BUDGET, _(routes.MEMORY_BUDGET.title),
      _("KV-cache bytes for any model (MHA, GQA, MQA, MLA, sliding windows, quantized caches), what fits on a GPU, "
        "side-by-side what-ifs you can share as a link.")),
-    ("pages/speedup.py", _("Measured speed-up"),
+    (routes.SPEEDUP, _(routes.SPEEDUP.title),
      _("Time a real generation without cache, with transformers' growing cache and with a pre-allocated one, "
        "on this machine; compare with the roofline.")),
-    ("pages/claims.py", _("Claims checked"),
+    (routes.CLAIMS, _(routes.CLAIMS.title),
      _("Published KV-cache figures and popular sentences, each with its source, the arithmetic and a verdict.")),
-    ("pages/internals_layout.py", _("Cache internals"),
+    (routes.INTERNALS_LAYOUT, _(routes.INTERNALS),  # the section's first page
      _("Memory layouts, prefix reuse, cross-attention, sliding windows, paged blocks, quantized caches and "
        "speculative decoding's rollback, one page each, on the real model.")),
 ]
-for path, title, blurb in cards:
+for route, title, blurb in cards:
     with st.container(border=True):
-        st.page_link(path, label=f"**{title}**", query_params=lang)
+        st.page_link(route.file, label=f"**{title}**", query_params=link_params)
         st.caption(blurb)
 st.caption(_("Everything runs offline on a CPU. The bundled model was trained by `python -m kvviz.training.train` "
              "on public-domain Shakespeare; pretrained GPT-2 weights are used when you have them locally."))

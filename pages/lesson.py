@@ -21,7 +21,7 @@ from kvviz import i18n
 from kvviz.i18n import N_, _, ngettext
 from kvviz.teaching import glossary, handout, lesson
 from kvviz.inputs import query_values
-from kvviz import ui
+from kvviz import routes, ui
 from kvviz.figures import export_config
 from kvviz.figures.lesson import lesson_figure
 
@@ -337,8 +337,8 @@ def _worked(number: int, question: lesson.Question, step: lesson.LessonStep, fon
     """The worked answer: the arithmetic, the figures that would have given it away, the full page's link."""
     st.markdown(question.arithmetic)
     _figures(question, True, font_px, number)
-    st.page_link(step.page, label=_("See it on the full page: {page}").format(page=_(step.page_label)),
-                 icon=":material/open_in_new:", query_params={**question.page_query, i18n.QUERY_PARAM: i18n.current()})
+    st.page_link(step.page.file, label=_("See it on the full page: {page}").format(page=_(step.page.title)),
+                 icon=":material/open_in_new:", query_params={**question.page_query, **ui.link_params()})
 
 
 def student_box(number: int, question: lesson.Question, step: lesson.LessonStep, font_px: int) -> None:
@@ -454,10 +454,10 @@ def summary(loaded) -> None:
     row = st.container(horizontal=True)
     row.button(_("Start again"), key="lesson_restart", on_click=_restart, icon=":material/restart_alt:",
                type="primary")
-    row.page_link("pages/glossary.py", label=_("Glossary"), icon=":material/menu_book:",
-                  query_params={i18n.QUERY_PARAM: i18n.current()})
-    row.page_link("pages/teachers.py", label=_("For teachers"), icon=":material/co_present:",
-                  query_params={i18n.QUERY_PARAM: i18n.current()})
+    row.page_link(routes.GLOSSARY.file, label=_(routes.GLOSSARY.title), icon=routes.GLOSSARY.icon,
+                  query_params=ui.link_params())
+    row.page_link(routes.TEACHERS.file, label=_(routes.TEACHERS.title), icon=routes.TEACHERS.icon,
+                  query_params=ui.link_params())
 
 
 # ----- the page -----------------------------------------------------------------------------------------------
@@ -525,8 +525,8 @@ def _teach() -> None:
     words = st.container(horizontal=True, vertical_alignment="center", gap="small")
     words.caption(_("Words for this step:"))
     for term in step.terms:  # each opens the glossary at that word; the tooltip is the glossary's own definition
-        words.page_link("pages/glossary.py", label=_term_label(term),
-                        query_params={"term": term, i18n.QUERY_PARAM: i18n.current()},
+        words.page_link(routes.GLOSSARY.file, label=_term_label(term),
+                        query_params={**routes.GLOSSARY.query(term=term), **ui.link_params()},
                         help=glossary.help_text(term), icon=":material/menu_book:")
 
 
@@ -545,6 +545,6 @@ foot = st.container(horizontal=True, vertical_alignment="center")
 foot.caption(_("Model for the live questions: {model}. Every number here is computed when the step opens, from the "
                "real model or from kvviz's own arithmetic. The words in bold are explained in the glossary.").format(
     model=_model_name(loaded)))
-foot.page_link("pages/glossary.py", label=_("Glossary"), icon=":material/menu_book:",
-               query_params={i18n.QUERY_PARAM: i18n.current()})
+foot.page_link(routes.GLOSSARY.file, label=_(routes.GLOSSARY.title), icon=routes.GLOSSARY.icon,
+               query_params=ui.link_params())
 _finish()

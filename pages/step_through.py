@@ -18,7 +18,7 @@ import urllib.parse
 
 import streamlit as st
 
-from kvviz import i18n, memory, ops, ui
+from kvviz import i18n, memory, ops, routes, ui
 from kvviz.i18n import N_, _, ngettext
 from kvviz.memory import units
 from kvviz.inputs import query_values
@@ -314,9 +314,9 @@ def _stage_link() -> stage_link.StageLink:
 
 def _link() -> str:
     link = _stage_link()
-    base = st.context.url.split("?")[0] if st.context.url else "/step_through"
-    # the link opens in the language it was made in (?lang=), as every link the app builds does
-    return f"{base}?{urllib.parse.urlencode(ui.add_model_to_link({**link.query(), i18n.QUERY_PARAM: i18n.current()}))}"
+    base = st.context.url.split("?")[0] if st.context.url else routes.STEP_THROUGH.url()
+    # the link opens in the language and on the model it was made with, as every link the app builds does
+    return f"{base}?{urllib.parse.urlencode({**link.query(), **ui.link_params()})}"
 
 
 LINK_PARAMS = ("prompt", "steps", "greedy", "temperature", "top_k", "seed", "view", "present")  # + the pickers' own
@@ -358,7 +358,7 @@ _apply_link()
 if "step_present" not in st.session_state:  # ?present=1 opens the page in presenter mode
     st.session_state["step_present"] = stage_link.url_flag(st.query_params.get("present"))
 title_row = st.columns([4, 1], vertical_alignment="bottom")
-title_row[0].title(_("Step through a generation"))
+title_row[0].title(_(routes.STEP_THROUGH.title))
 present = title_row[1].toggle(_("Presenter mode"), key="step_present",
                               help=_("Only the stage, larger type, no sidebar (also ?present=1 in the URL)"))
 st.html(STAGE_CSS + (PRESENTER_CSS if present else ""))

@@ -1,25 +1,24 @@
 """For teachers: a 30-minute and a 45-minute plan, and how to run kvviz for a class (kvviz.teaching.guide)."""
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlsplit
-
 import streamlit as st
 
-from kvviz import i18n, ui
+from kvviz import routes, ui
 from kvviz.inputs import echo
 from kvviz.i18n import _, ngettext
 from kvviz.teaching import guide
 
 ui.ensure_router()  # before anything is drawn: see its docstring
-lang = {i18n.QUERY_PARAM: i18n.current()}  # every link the page makes keeps the language
+link_params = ui.link_params()  # every link the page makes keeps the language and the model
 st.title(_("For teachers"))
 st.markdown(_("**What you are seeing.** Two lesson plans built from kvviz's pages (which page, in which order, what "
               "to show, what to ask the room, where students usually go wrong) and how to run it for a class. "
               "Every link opens the page at the state the plan needs."))
 row = st.container(horizontal=True)
-row.page_link("pages/lesson.py", label=_("Open the lesson in class mode"), icon=":material/school:",
-              query_params={"step": "1", "lesson_class": "true", **lang})
-row.page_link("pages/glossary.py", label=_("Glossary"), icon=":material/menu_book:", query_params=lang)
+row.page_link(routes.LESSON.file, label=_("Open the lesson in class mode"), icon=routes.LESSON.icon,
+              query_params={**routes.LESSON.query(step=1, class_mode="true"), **link_params})
+row.page_link(routes.GLOSSARY.file, label=_(routes.GLOSSARY.title), icon=routes.GLOSSARY.icon,
+              query_params=link_params)
 
 
 def minutes_label(plan: tuple[guide.Block, ...]) -> str:
@@ -44,15 +43,15 @@ for tab, plan in zip(tabs, plans.values()):
     with tab:
         for block, row in zip(plan, guide.plan_rows(plan)):
             with st.container(border=True):
-                link = urlsplit(row["open"])
-                # a value that is a page's label (a preset, a tab) goes in the reader's language, as that page writes it
-                query = {**{k: _(v) if k in guide.LABEL_LINK_KEYS else v for k, v in parse_qsl(link.query)}, **lang}
+                # a value that is a page's label (a sequence, a tab) goes in the reader's language, as that page
+                # writes it
+                query = {**block.page.localized(block.query), **link_params}
                 line = st.container(horizontal=True, vertical_alignment="center")
                 line.markdown(_("**{minutes} min** · open").format(minutes=row["minutes"]), width="content")
                 # a link, drawn as one (a code span read as a grey snippet); echo.literal keeps its _ and & as typed
-                line.page_link(block.page, label=echo.literal(row["open"]), icon=":material/open_in_new:",
+                line.page_link(block.page.file, label=echo.literal(row["open"]), icon=":material/open_in_new:",
                                query_params=query, width="content")
                 st.markdown(_("**Show.** {show}  \n**Ask.** {ask}  \n**Where students go wrong.** {pitfall}").format(
                     show=_(block.show), ask=_(block.ask), pitfall=_(block.pitfall)))
 st.header(_("Running it for a class"))
-st.markdown(_(guide.RUN_FOR_A_CLASS))
+st.markdown(guide.run_for_a_class())

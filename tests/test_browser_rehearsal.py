@@ -46,25 +46,25 @@ def _lesson_block(tab, first: int, last: int) -> None:
 
 def _check_block(tab, block: guide.Block, plan: str, index: int, done: set[int]) -> None:
     """The state the row describes, and the actions it names."""
-    shot = str(ARTIFACTS / f"{plan}_{index}_{block.page.split('/')[-1][:-3]}.png")
-    if block.page == "pages/home.py":
+    shot = str(ARTIFACTS / f"{plan}_{index}_{block.page.file.split('/')[-1][:-3]}.png")
+    if block.page.file == "pages/home.py":
         tab.wait_for_selector("h1")
         _settled(tab)
-    elif block.page == "pages/lesson.py" and "step=End" in block.link:
+    elif block.page.file == "pages/lesson.py" and "step=End" in block.link:
         tab.get_by_text("What you learned").wait_for()
         _settled(tab)
         right = len(done - MISSED)
         assert f"{right} of {N}" in tab.locator('[data-testid="stMetric"]').first.inner_text()  # the room's score
         table = tab.locator('[data-testid="stTable"]').inner_text()
         assert table.count("not answered") == N - len(done)
-    elif block.page == "pages/lesson.py":
+    elif block.page.file == "pages/lesson.py":
         first = int(re.search(r"step=(\d+)", block.link).group(1))
         last = {1: 6, 7: 9 if plan == "30" else 12}[first]
         tab.get_by_text(f"Step {first} of {N}").first.wait_for()
         assert not tab.locator('[data-testid="stSidebar"]').is_visible()  # class mode hides the sidebar
         _lesson_block(tab, first, last)
         done.update(range(first, last + 1))
-    elif block.page == "pages/step_through.py":
+    elif block.page.file == "pages/step_through.py":
         tab.locator(".st-key-step_btn_prefill").wait_for()
         _settled(tab)
         assert tab.locator(".st-key-step_present input").is_checked()  # presenter mode
@@ -79,7 +79,7 @@ def _check_block(tab, block: guide.Block, plan: str, index: int, done: set[int])
             tab.keyboard.press("ArrowRight")
             wait_cache_length(tab, start + k)
         _settled(tab)
-    elif block.page == "pages/attention_patterns.py":
+    elif block.page.file == "pages/attention_patterns.py":
         tab.get_by_text("Named patterns in this layer").wait_for()
         _settled(tab)
         shown = _pickers_shown(tab, ("pat_source", "pat_layer", "pat_head"), "Repeat a pattern")
@@ -89,7 +89,7 @@ def _check_block(tab, block: guide.Block, plan: str, index: int, done: set[int])
         assert "copies most here" in rows.nth(1).inner_text()  # head 1: the lesson's copying head
         assert "None" not in tab.locator('[data-testid="stTable"]').inner_text()
         tab.get_by_text("Head 1, large").wait_for()
-    elif block.page == "pages/memory_budget.py":
+    elif block.page.file == "pages/memory_budget.py":
         tab.get_by_text("The cache outweighs the weights from").wait_for()
         _settled(tab)
         llama = get_preset("llama-3-8b")
@@ -99,7 +99,7 @@ def _check_block(tab, block: guide.Block, plan: str, index: int, done: set[int])
         assert tab.locator('[data-testid="stMetric"]', has_text="Total: 8,192 tokens").count() == 1
         assert tab.get_by_role("tab", name="What fits").get_attribute("aria-selected") == "true"
     else:
-        raise AssertionError(block.page)
+        raise AssertionError(block.page.name)
     assert_no_errors(tab)
     tab.screenshot(path=shot)
 
@@ -132,7 +132,7 @@ def _answer_in_view(tab) -> None:
 def test_the_memory_link_opened_in_a_fresh_browser_shows_its_answer(app_url, browser):
     """The plan's memory link, shared and opened in a fresh browser at 1280x720: the model's inputs fill the
     screen, so the What fits tab and the answer were below the fold; the link lands on the tab."""
-    link = next(b.link for b in guide.PLAN_45 if b.page == "pages/memory_budget.py")
+    link = next(b.link for b in guide.PLAN_45 if b.page.file == "pages/memory_budget.py")
     tab = new_tab(browser)
     tab.goto(f"{app_url}{link}")  # the plan's link as printed: a path and its query
     tab.get_by_text("The cache outweighs the weights from").wait_for(state="attached")

@@ -17,7 +17,7 @@ def test_every_claim_is_complete_and_links_to_a_real_page():
     assert len(BY_KEY) == 8
     for c in BY_KEY.values():
         assert c.verdict in claims.VERDICT_LABELS and c.source and c.arithmetic and c.numbers
-        assert (REPO / c.page[0]).is_file(), c.page
+        assert (REPO / c.page.file).is_file(), c.page.name
         # every card cites a checkable public source, or names it by title and says the address is not recorded
         assert "https://" in c.source or "address not recorded" in c.source, c.key
         assert "kvviz issue" not in c.source and "popular" not in c.source and "common" not in c.source, c.key

@@ -27,7 +27,7 @@ def test_every_term_the_lesson_uses_is_in_the_glossary_and_links_a_real_page():
             assert term is not None, word
             assert glossary.definition_text(term) in glossary.help_text(word)
     for term in glossary.TERMS:
-        assert not term.see or (REPO / term.see).is_file(), term.see
+        assert term.see is None or (REPO / term.see.file).is_file(), term.see.name
     names = [t.name for t in glossary.TERMS]
     assert len(set(names)) == len(names)
     for wanted in ("KV cache", "Prefill", "Decode step", "head_dim", "Induction head", "MHA, GQA, MQA", "MLA",
@@ -53,7 +53,7 @@ def test_glossary_page_is_in_the_navigation_and_filters(fresh_streamlit_caches):
 def test_teachers_page_and_plans(fresh_streamlit_caches):
     assert guide.total_minutes(guide.PLAN_30) == 30 and guide.total_minutes(guide.PLAN_45) == 45
     for block in guide.PLAN_30 + guide.PLAN_45:
-        assert (REPO / block.page).is_file() and block.show and block.ask and block.pitfall
+        assert (REPO / block.page.file).is_file() and block.show and block.ask and block.pitfall
     at = app_test("app.py")
     at.run()
     at.switch_page("pages/teachers.py").run()
@@ -111,7 +111,7 @@ def test_every_plan_link_opens_the_state_its_row_describes(fresh_streamlit_cache
             continue
         seen.add(block.link)
         at = _open_link(block.link)
-        if block.page == "pages/lesson.py":
+        if block.page.file == "pages/lesson.py":
             step = dict(p.split("=") for p in block.link.split("?")[1].split("&"))["step"]
             number = len(lesson.STEPS) + 1 if step == "End" else int(step)
             assert at.session_state["step"] == number
@@ -120,22 +120,22 @@ def test_every_plan_link_opens_the_state_its_row_describes(fresh_streamlit_cache
                 assert not at.button(key="lesson_back").proto.disabled or number == 1
             else:
                 assert at.table and at.metric[0].label == "Right"
-        elif block.page == "pages/step_through.py":
+        elif block.page.file == "pages/step_through.py":
             assert at.toggle(key="step_present").value is True  # presenter mode
             engine = at.session_state["step_engine"] if "step_engine" in at.session_state else None
             assert engine is None or not engine.started  # nothing prefilled: P shows the prefill
-        elif block.page == "pages/attention_patterns.py":
+        elif block.page.file == "pages/attention_patterns.py":
             assert (at.selectbox(key="pat_source").value, at.selectbox(key="pat_layer").value,
                     at.selectbox(key="pat_head").value) == ("Repeat a pattern", 3, 1)
             table = at.table[0].value
             assert "copies most here" in table["pattern"][1]  # head 1: the lesson's copying head
-        elif block.page == "pages/memory_budget.py":
+        elif block.page.file == "pages/memory_budget.py":
             assert at.number_input(key="mem_context").value == 8192 == get_preset("llama-3-8b").max_context
             weights = get_preset("llama-3-8b").n_params * 2
             crossing = weights // memory.kv_bytes(get_preset("llama-3-8b").kv, 1) + 1
             assert any(f"outweighs the weights from {crossing:,} tokens" in m.value for m in at.markdown)
         else:
-            assert block.page == "pages/home.py" and at.title
+            assert block.page.file == "pages/home.py" and at.title
 
 
 # ----- issue 31: every sentence as right as the numbers -----------------------------------------------------------

@@ -207,6 +207,7 @@ LIGHT: dict[str, tuple[str, ...]] = {
     **{f"kvviz.teaching.{p.stem}": ("plotly", *HEAVY) for p in sorted((REPO / "kvviz" / "teaching").glob("*.py"))
        if p.stem != "__init__"},  # the lesson's content: figures draw it, the handout imports them when it draws
     "kvviz.model.dims": ("plotly", *HEAVY),  # a model's dimensions, torch-free
+    "kvviz.routes": ("plotly", *HEAVY),  # the routes table: app.py, every page and the lesson's links read it
 }
 
 

@@ -70,7 +70,7 @@ def test_seed_figures_lead_the_page_with_their_sources():
 @pytest.mark.parametrize("claim", [c for c in claims.all_claims() if c.page_query], ids=lambda c: c.key)
 def test_each_see_it_live_link_opens_its_page_in_the_claims_state(claim):
     """The link's URL state is accepted by the target page (no refusal notice) and sets its widgets."""
-    at = app_test(claim.page[0], query=claim.page_query)
+    at = app_test(claim.page.file, query=claim.page_query)
     at.run()
     # no refusal of the link (a page's own verdicts may stand: the memory page's What fits tab, which always runs,
     # says in an error box when a model's weights do not fit the GPU at all)

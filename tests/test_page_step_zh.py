@@ -49,7 +49,7 @@ def _presets() -> list[str]:
 @pytest.mark.app
 def test_the_stage_in_chinese_leaves_no_english_sentence(fresh_streamlit_caches):
     at = _page("zh-CN")
-    assert at.title[0].value == "逐步查看一次生成"
+    assert at.title[0].value == "逐步生成"
     assert at.button(key="step_btn_prefill").label == "预填充"
     at.button(key="step_btn_prefill").click().run()
     for _ in range(3):
@@ -74,7 +74,7 @@ def test_the_stage_in_chinese_leaves_no_english_sentence(fresh_streamlit_caches)
 @pytest.mark.app
 def test_english_stays_english(fresh_streamlit_caches):
     at = _page("en")
-    assert at.title[0].value == "Step through a generation"
+    assert at.title[0].value == "Step through generation"
     at.button(key="step_btn_prefill").click().run()
     assert at.button(key="step_btn_next").label == "Next token"
     assert not any("Shakespeare" in m.value for m in at.markdown)  # the note is for a translated interface
@@ -119,7 +119,7 @@ def test_the_link_carries_the_language_and_reopens_in_it(fresh_streamlit_caches)
     query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(link).query))
     assert query["lang"] == "zh-CN" and query["steps"] == "1"
     again = _page(**{"lang": query["lang"]}, **{k: v for k, v in query.items() if k != "lang"})
-    assert again.title[0].value == "逐步查看一次生成"
+    assert again.title[0].value == "逐步生成"
     assert again.session_state["step_engine"].token_ids == at.session_state["step_engine"].token_ids
 
 

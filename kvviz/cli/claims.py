@@ -51,5 +51,5 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  translation: {c.translation}")
         print(f"  source: {c.source}\n  {c.finding}")
         print("\n".join(f"    {line}" for line in c.arithmetic))
-        print(f"  see it live: {c.page[1]} ({c.page[0]})\n")
+        print(f"  see it live: {c.page.title} ({c.page.file})\n")
     return 0

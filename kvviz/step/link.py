@@ -7,12 +7,14 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kvviz import routes
 from kvviz.inputs import query_values
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS
 from kvviz.step.records import DEFAULT_SAMPLING, SEED_MAX, TEMPERATURE_MAX, TEMPERATURE_MIN, TOP_K_MAX, Sampling
 
 # ----- a link to the stage: what it carries, read defensively (a link is typed, pasted, truncated) ---------
 VIEW_NAMES = ("one", "race", "gqa")  # the stage's views, as a link names them (?view=race)
+_STAGE = routes.STEP_THROUGH  # the page a link to the stage opens: its query keys
 
 
 def url_int(text: str | None, default: int, lo: int, hi: int) -> int:
@@ -56,11 +58,12 @@ class StageLink:
     head: int = 0
 
     def query(self) -> dict[str, str]:
-        """The link's query parameters. Layer and head use the pickers' own URL keys and labels."""
-        return {"prompt": self.prompt, "steps": str(self.steps), "greedy": "1" if self.greedy else "0",
-                "temperature": f"{self.temperature:g}", "top_k": str(self.top_k), "seed": str(self.seed),
-                "view": self.view, "present": "1" if self.present else "0",
-                "step_layer": picker_label("L", self.layer), "step_head": picker_label("H", self.head)}
+        """The link's query parameters (keys: the step page's route). Layer and head use the pickers' own URL keys
+        and labels."""
+        return _STAGE.query(prompt=self.prompt, steps=self.steps, greedy=int(self.greedy),
+                            temperature=f"{self.temperature:g}", top_k=self.top_k, seed=self.seed, view=self.view,
+                            present=int(self.present), layer=picker_label("L", self.layer),
+                            head=picker_label("H", self.head))
 
     @property
     def replay_key(self) -> tuple:
@@ -71,20 +74,23 @@ class StageLink:
 def parse_link(query: Mapping[str, str], n_positions: int, default: Sampling = DEFAULT_SAMPLING) -> StageLink | None:
     """The link in a page's query parameters, or None without ?prompt=. Every value is clamped to the sampling
     limits (kvviz.step.records) or, when it is not a number, taken from `default`."""
-    prompt = query.get("prompt")
+    def get(name: str, default: str | None = None) -> str | None:
+        return query.get(_STAGE.key(name), default)
+
+    prompt = get("prompt")
     if prompt is None:
         return None
-    view = query.get("view", "one")
+    view = get("view", "one")
 
-    def picker(key: str, prefix: str) -> int:
-        text = query.get(key, "")
+    def picker(name: str, prefix: str) -> int:
+        text = get(name, "")
         return url_int(text[len(prefix):] if text.startswith(prefix) else text, 0, 0, 10_000)
 
     return StageLink(
-        prompt=prompt[:MAX_TEXT_CHARS], steps=url_int(query.get("steps"), 0, 0, n_positions),
-        greedy=url_flag(query.get("greedy")),
-        temperature=url_float(query.get("temperature"), default.temperature, TEMPERATURE_MIN, TEMPERATURE_MAX),
-        top_k=url_int(query.get("top_k"), default.top_k, 0, TOP_K_MAX),
-        seed=url_int(query.get("seed"), default.seed, 0, SEED_MAX),
-        view=view if view in VIEW_NAMES else "one", present=url_flag(query.get("present")),
-        layer=picker("step_layer", "L"), head=picker("step_head", "H"))
+        prompt=prompt[:MAX_TEXT_CHARS], steps=url_int(get("steps"), 0, 0, n_positions),
+        greedy=url_flag(get("greedy")),
+        temperature=url_float(get("temperature"), default.temperature, TEMPERATURE_MIN, TEMPERATURE_MAX),
+        top_k=url_int(get("top_k"), default.top_k, 0, TOP_K_MAX),
+        seed=url_int(get("seed"), default.seed, 0, SEED_MAX),
+        view=view if view in VIEW_NAMES else "one", present=url_flag(get("present")),
+        layer=picker("layer", "L"), head=picker("head", "H"))

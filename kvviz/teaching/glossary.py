@@ -2,7 +2,8 @@
 
 pages/glossary.py shows it, one anchored entry per term (?term=... filters to it); `help_text(term)` gives a
 tooltip in the same words, so a page's help= and the glossary never drift; pages draw a term as a link to the
-glossary with that tooltip (`st.page_link("pages/glossary.py", query_params={"term": ...}, help=help_text(...))`).
+glossary with that tooltip (`st.page_link(routes.GLOSSARY.file, query_params=routes.GLOSSARY.query(term=...),
+help=help_text(...))`).
 
 The glossary is also kvviz's one English-Chinese term table (issue #22): each Term carries its Chinese name (`zh`),
 the word every Chinese page, tooltip and catalog entry uses for it; VOCABULARY holds the rest of the translation's
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kvviz import i18n
+from kvviz import i18n, routes
 from kvviz.i18n import N_, _
 
 
@@ -27,7 +28,7 @@ class Term:
     name: str  # English, the key (?term=, lesson steps)
     zh: str  # its Chinese name, as every Chinese page writes it (the term table's Chinese column)
     definition: str  # markdown, a few sentences for a student (English source; N_-marked, shown through _())
-    see: str = ""  # the kvviz page where it is live (a pages/*.py path), "" if none
+    see: routes.Route | None = None  # the kvviz page where it is live, None if none
     also: tuple[str, ...] = ()  # other names for the same idea (searchable)
 
     @property
@@ -41,138 +42,138 @@ TERMS: tuple[Term, ...] = (
          "splits a word it has no token for: kvviz's bundled model, with its own {bundled_vocab:,}-token "
          "vocabulary, reads ' green' as {bundled_green} ({bundled_green_n} tokens), while GPT-2's "
          "{gpt2_vocab:,}-token vocabulary has many more whole words. A space belongs to the token after it. Each "
-         "token has a **position**, counted from 0."), "pages/step_through.py"),
+         "token has a **position**, counted from 0."), routes.STEP_THROUGH),
     Term("Query, key, value (Q, K, V)", "查询 (Q)、键 (K)、值 (V)",
          N_("In every layer, each token's whole hidden vector is projected into a **query** for every query "
          "head and a **key** and a **value** for every K/V head, each of head_dim numbers (with grouped-query "
          "attention several query heads share one K/V head). The newest token's **query** is scored against the **keys** of every "
          "token so far (its own included); the softmax of the scores weights an average of their **values**."),
-         "pages/step_through.py", ("Q", "K", "V", "query", "key", "value", "查询", "键", "值")),
+         routes.STEP_THROUGH, ("Q", "K", "V", "query", "key", "value", "查询", "键", "值")),
     Term("Attention head", "注意力头",
          N_("One of several attention computations that run side by side in a layer, each with its own "
          "query of head_dim numbers. In multi-head attention each head also has its own key and value; with GQA "
          "or MQA several query heads share one K/V head's keys and values. Every head's projection reads the "
          "token's whole hidden vector: the projection's output is split into heads, not the hidden vector. Heads "
          "learn different jobs (previous-token, first-token, "
-         "induction)."), "pages/attention_patterns.py"),
+         "induction)."), routes.ATTENTION_PATTERNS),
     Term("head_dim", "head_dim（每个头的维度）",
          N_("The length of one head's query, key and value vectors, a number the model's config sets. Most "
          "models choose hidden size / query heads (768 / 12 = 64 in GPT-2 small), but that is a convention, not "
          "the definition: Gemma-2-9B has {gemma2_hidden:,} / {gemma2_heads} = {gemma2_split} but head_dim "
          "{gemma2_head_dim}, Gemma-3-4B {gemma3_hidden:,} / {gemma3_heads} = {gemma3_split} but head_dim "
          "{gemma3_head_dim}. One cached K row of one head holds head_dim numbers."),
-         "pages/step_through.py"),
+         routes.STEP_THROUGH),
     Term("KV cache", "KV 缓存",
          N_("The keys and values of every token processed so far, kept in memory for every layer and K/V "
          "head, so that each new token computes only its own row instead of recomputing all of them. Shape per "
          "layer: [batch, kv_heads, seq_len, head_dim]. It is exact: a cached run gives the same tokens as an "
-         "uncached one."), "pages/step_through.py", ("past_key_values", "DynamicCache", "key-value cache", "键值缓存")),
+         "uncached one."), routes.STEP_THROUGH, ("past_key_values", "DynamicCache", "key-value cache", "键值缓存")),
     Term("Prefill", "预填充",
          N_("The first forward pass: the whole prompt at once. It writes one K row and one V row per prompt "
-         "token into every layer's cache, and predicts the first new token."), "pages/step_through.py"),
+         "token into every layer's cache, and predicts the first new token."), routes.STEP_THROUGH),
     Term("Decode step", "解码步",
          N_("Each later forward pass: it feeds only the newest token, appends its K and V row to every "
-         "layer's cache and reads all the cached rows to predict the next token."), "pages/step_through.py"),
+         "layer's cache and reads all the cached rows to predict the next token."), routes.STEP_THROUGH),
     Term("Dot product", "点积",
          N_("One attention score q · k: multiply a query and a key number by number and add up the "
          "head_dim products. A cached step computes one row of them per head (one per key, its own included); "
          "an uncached step recomputes the whole triangle. kvviz counts the causal pairs L(L+1)/2; eager attention "
-         "computes all L x L and masks the future ones."), "pages/attention_ops.py", ("QK^T", "attention score", "注意力分数")),
+         "computes all L x L and masks the future ones."), routes.ATTENTION_OPS, ("QK^T", "attention score", "注意力分数")),
     Term("Causal mask", "因果掩码",
          N_("A token may attend only to itself and earlier tokens, never to later ones: the attention "
          "matrix is a triangle. This is why earlier K and V never change, and why caching them is exact."),
-         "pages/attention_patterns.py"),
+         routes.ATTENTION_PATTERNS),
     Term("Induction head", "归纳头（复制头）",
          N_("A head that copies: when the newest token appeared earlier, it attends to the token that "
          "came right *after* that earlier occurrence, so the model can predict it again. It is why any old row "
-         "of the cache may matter."), "pages/attention_patterns.py", ("copying head", "复制头", "copy head")),
+         "of the cache may matter."), routes.ATTENTION_PATTERNS, ("copying head", "复制头", "copy head")),
     Term("MHA, GQA, MQA", "多头注意力 (MHA)、分组查询注意力 (GQA)、多查询注意力 (MQA)",
          N_("Multi-head attention (MHA) gives every query head its own K/V head. Grouped-query "
          "attention (GQA) lets a group of query heads share one K/V head (Llama-3-8B: 32 query heads, 8 K/V "
          "heads), shrinking the cache by the group size. Multi-query attention (MQA) shares a single K/V head "
-         "among all of them."), "pages/memory_budget.py", ("grouped-query attention", "multi-query attention",
+         "among all of them."), routes.MEMORY_BUDGET, ("grouped-query attention", "multi-query attention",
                                                         "multi-head attention", "多头注意力", "分组查询注意力",
                                                         "多查询注意力")),
     Term("MLA", "多头潜在注意力 (MLA)",
          N_("Multi-head latent attention (DeepSeek-V2/V3): the cache stores one small compressed latent vector "
          "per token and layer (plus a small shared positional key) instead of full K and V per head; the heads' "
-         "keys and values are rebuilt from it."), "pages/memory_budget.py"),
+         "keys and values are rebuilt from it."), routes.MEMORY_BUDGET),
     Term("FLOP", "FLOP（浮点运算）",
          N_("One floating-point operation. A multiply-add counts as 2 FLOP; kvviz's op counts count it as one "
          "op (so FLOP = 2 x ops). FLOP/s (FLOPS) is a rate: how many per second a chip can do at its peak."),
-         "pages/attention_ops.py", ("FLOPS", "FLOP/s")),
+         routes.ATTENTION_OPS, ("FLOPS", "FLOP/s")),
     Term("GEMV, GEMM", "矩阵-向量乘法 (GEMV)、矩阵乘法 (GEMM)",
          N_("General matrix-vector multiply (GEMV) and matrix-matrix multiply (GEMM). A cached decode step "
          "multiplies each weight matrix by one token's vector: GEMVs, which read every weight for very little "
          "arithmetic. An uncached pass or a prefill multiplies by many tokens at once: GEMMs, which reuse each "
-         "weight many times."), "pages/speedup.py"),
+         "weight many times."), routes.SPEEDUP),
     Term("Arithmetic intensity", "算术强度",
          N_("FLOP done per byte read from memory. A GEMV does about 2 FLOP per weight it reads, so per byte "
          "that is 2 / (bytes per weight): {fp32_intensity} FLOP/byte in fp32, {fp16_intensity} in fp16 (low "
          "intensity: memory-bound); a GEMM over n tokens does about 2n FLOP per weight (high: compute-bound)."),
-         "pages/speedup.py"),
+         routes.SPEEDUP),
     Term("Roofline", "Roofline 模型",
          N_("A chart of a chip's two ceilings: FLOP/s is capped by the compute peak, and by memory bandwidth "
          "x arithmetic intensity. Low-intensity work (a decode step) sits under the sloped memory roof, "
-         "high-intensity work (prefill) under the flat compute roof."), "pages/speedup.py",
+         "high-intensity work (prefill) under the flat compute roof."), routes.SPEEDUP,
          ("roofline model", "屋顶线", "屋顶模型", "带宽上限", "算力上限")),
     Term("Overhead", "固定开销",
          N_("Time a step pays whatever its size: Python, PyTorch's per-operator dispatch, and on a GPU the "
          "CPU's time to launch each kernel. For a small model a cached step is mostly overhead, so it is far "
-         "less than the op ratio faster."), "pages/speedup.py",
+         "less than the op ratio faster."), routes.SPEEDUP,
          ("fixed cost", "开销", "dispatch")),
     Term("Paged blocks", "分页块",
          N_("How serving engines (vLLM's PagedAttention) store the cache: fixed-size blocks of, say, 16 "
          "tokens, allocated as a sequence grows and shared between sequences with a common prefix, instead of "
-         "one buffer pre-allocated for the maximum length."), "pages/internals_paging.py",
+         "one buffer pre-allocated for the maximum length."), routes.INTERNALS_PAGING,
          ("PagedAttention", "block table", "paging", "分页注意力", "块表")),
     Term("Sliding window", "滑动窗口",
          N_("A layer that attends only to the last W tokens (Mistral; Gemma's local layers), so its cache "
          "stops growing. transformers keeps W - 1 rows between steps (the newest token is attended to before it "
-         "is stored); kvviz's memory figures count W."), "pages/internals_window.py",
+         "is stored); kvviz's memory figures count W."), routes.INTERNALS_WINDOW,
          ("sliding window attention", "SWA", "滑窗", "local attention", "局部注意力")),
     Term("Quantized cache", "量化缓存",
          N_("Storing K and V in 8 or 4 bits instead of 16 or 32, with an fp16 scale and zero point per group "
          "of {group} numbers, for a small error in attention. Counting those, int8 takes {int8_fp16:.0%} of "
          "fp16's bytes and int4 {int4_fp32:.1%} of fp32's (a cache {int8_fp16_x:.2f} to {int4_fp32_x:.1f} times "
          "smaller); the recent tokens transformers keeps unquantized (up to {residual} of them) shrink the saving "
-         "further."), "pages/internals_quant.py",
+         "further."), routes.INTERNALS_QUANT,
          ("KV cache quantization", "int8", "int4", "KV 量化", "缓存量化")),
     Term("Eviction", "驱逐",
          N_("Throwing rows out of the KV cache to keep it within a budget: the model then attends only to the rows "
          "left. A policy decides which rows go: the oldest (a sliding window), all but the first few and the newest "
          "(StreamingLLM), or those that drew the least attention (H2O, TOVA, SnapKV). The bytes shrink only when "
-         "the rows leave the tensors; masking them saves nothing."), "pages/internals_eviction.py",
+         "the rows leave the tensors; masking them saves nothing."), routes.INTERNALS_EVICTION,
          ("KV cache eviction", "cache eviction", "token eviction", "KV 驱逐", "缓存驱逐")),
     Term("Attention sink", "注意力汇聚",
          N_("The first tokens of a sequence, which many heads attend to heavily whatever they say: softmax must put "
          "its weight somewhere, and the first rows, seen by every query, become the place. StreamingLLM keeps them "
          "(S = 4) when it evicts, because a window that drops them changes every head's attention."),
-         "pages/internals_eviction.py", ("attention sinks", "sink token", "sink tokens", "StreamingLLM")),
+         routes.INTERNALS_EVICTION, ("attention sinks", "sink token", "sink tokens", "StreamingLLM")),
     Term("Heavy hitter", "重要 token (heavy hitter)",
          N_("A cached row that receives a large share of the attention summed over the queries so far. H2O "
          "keeps the heavy hitters (and a recent window) when it evicts; accumulated attention favours early rows, "
-         "which more queries have seen."), "pages/internals_eviction.py",
+         "which more queries have seen."), routes.INTERNALS_EVICTION,
          ("heavy hitters", "heavy-hitter oracle")),
     Term("StaticCache", "静态缓存 (StaticCache)",
          N_("transformers' cache that allocates K and V for a fixed maximum length up front (one buffer per "
          "layer, filled as tokens arrive) instead of growing like DynamicCache. Its shape never changes, so the "
          "forward pass can be compiled (torch.compile); the price is the memory of the full length from the first "
-         "token."), "pages/memory_budget.py", ("static cache", "静态缓存")),
+         "token."), routes.MEMORY_BUDGET, ("static cache", "静态缓存")),
     Term("Speculative decoding", "推测解码",
          N_("A small **draft model** proposes several tokens; the large model checks them all in one forward "
          "pass (like a short prefill over its KV cache) and keeps the longest run it agrees with, plus one token "
          "of its own. With greedy decoding the output is the large model's own (with sampling, the same "
          "distribution); rejected tokens' rows are dropped from the "
-         "cache (a rollback)."), "", ("assisted generation", "投机解码", "speculative sampling")),
+         "cache (a rollback)."), None, ("assisted generation", "投机解码", "speculative sampling")),
     Term("Prefix caching", "前缀复用（前缀缓存）",
          N_("Reusing the cached rows of a shared beginning (a system prompt) across requests, so only "
-         "the new part is prefilled."), "pages/internals_prefix.py",
+         "the new part is prefilled."), routes.INTERNALS_PREFIX,
          ("prefix reuse", "prefix cache", "prompt caching", "前缀缓存", "前缀复用", "RadixAttention")),
     Term("Bytes: GB and GiB", "字节：GB 与 GiB",
          N_("kvviz's one rule: GB, MB, KB are decimal (10^9, 10^6, 10^3 bytes); GiB, MiB, KiB are "
          "binary (2^30, 2^20, 2^10). A figure printed as 'GB' is read as decimal first; when only the binary "
-         "reading matches, kvviz says so."), "pages/memory_budget.py", ("GiB", "MiB", "GB", "MB")),
+         "reading matches, kvviz says so."), routes.MEMORY_BUDGET, ("GiB", "MiB", "GB", "MB")),
 )
 
 # The rest of the translation's terminology (issue #22's term table, words without a glossary entry of their own):

@@ -5,41 +5,48 @@ teacher's guide, docs/teaching.md (tests/test_glossary_teachers.py checks the gu
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
-from kvviz.i18n import N_
-
-
-LABEL_LINK_KEYS = ("pat_source", "mem_tab")  # link values that are a page's English label (translated in a link)
+from kvviz import routes
+from kvviz.i18n import N_, _
 
 
 @dataclass(frozen=True)
 class Block:
     minutes: int
-    page: str  # the page to open (a pages/*.py path)
-    link: str  # the URL tail to open it at the right state
+    page: routes.Route  # the page to open
+    query: dict[str, str]  # its state for this block (page.query(...): English labels, page.localized shows them)
     show: str  # what to show
     ask: str  # what to ask the room
     pitfall: str  # where students usually go wrong
 
+    @property
+    def link(self) -> str:
+        """The URL tail a teacher types, as the plans print it: "/lesson?step=7&lesson_class=true"."""
+        return self.page.url(self.query)
+
+
+_LESSON, _PATTERNS, _MEMORY = routes.LESSON, routes.ATTENTION_PATTERNS, routes.MEMORY_BUDGET
+
 
 PLAN_30: tuple[Block, ...] = (
-    Block(3, "pages/home.py", "/", N_("The one-paragraph story: one token per pass, keys and values kept."),
+    Block(3, routes.HOME, {}, N_("The one-paragraph story: one token per pass, keys and values kept."),
           N_("What would a model recompute, without the cache, to write the next word?"),
           N_("Thinking the cache stores text or whole sentences: it stores vectors, one K and one V row per token "
           "per head per layer.")),
-    Block(12, "pages/lesson.py", "/lesson?step=1&lesson_class=true",
+    Block(12, _LESSON, _LESSON.query(step=1, class_mode="true"),
           N_("Lesson steps 1-6 in class mode: the question large, the room answers aloud, one click (or V) reveals "
           "it with its figure, then Y or N marks the room right or wrong (the summary counts the room's score)."),
           N_("Step 2: how many rows after the prefill? Step 5: which row does the copying head read?"),
           N_("Step 2: counting positions from 1 (the last position is one less than the number of tokens). Step 4: "
           "thinking Q is cached too. Step 5: choosing the earlier copy of the token instead of the token after it.")),
-    Block(8, "pages/step_through.py", "/step_through?present=1",
+    Block(8, routes.STEP_THROUGH, routes.STEP_THROUGH.query(present=1),
           N_("Presenter mode, the cache still empty: Prefill (P) the ROMEO: prompt, then Next token (Right arrow) a "
           "few times: one new row per layer, the new query's attention beside the rows it reads."),
           N_("Before each click: how many rows will layer 0 hold now?"),
           N_("Expecting the timing of one cached step to beat the uncached one every time: at this model's size "
           "one step is mostly fixed overhead (lesson step 11).")),
-    Block(7, "pages/lesson.py", "/lesson?step=7&lesson_class=true",
+    Block(7, _LESSON, _LESSON.query(step=7, class_mode="true"),
           N_("Lesson steps 7-9 in class mode: one step's dot products, the whole-run sum, the bytes at 1000 tokens; "
           "reveal (V), then mark the room (Y or N)."),
           N_("Step 7: how many dot products does one cached step compute?"),
@@ -48,40 +55,47 @@ PLAN_30: tuple[Block, ...] = (
 )
 
 PLAN_45: tuple[Block, ...] = PLAN_30[:3] + (
-    Block(5, "pages/attention_patterns.py", "/attention_patterns?pat_source=Repeat+a+pattern&pat_layer=3&pat_head=1",
+    Block(5, _PATTERNS, _PATTERNS.query(source="Repeat a pattern", layer=3, head=1),
           N_("Repeat a pattern, layer 3, head 1 (the lesson's copying head, the strongest induction head on this "
           "sequence): its stripe one column right of the diagonal of repeats."),
           N_("Which head copies? Which old row does it read?"),
           N_("Reading the diagonal as 'the head looks at itself': the stripe is offset by one, the token after.")),
-    Block(10, "pages/lesson.py", "/lesson?step=7&lesson_class=true",
+    Block(10, _LESSON, _LESSON.query(step=7, class_mode="true"),
           N_("Lesson steps 7-12: counting, the whole-run sum, bytes, GQA, measured time, paged blocks."),
           N_("Step 10: how much smaller is Llama-3-8B's cache with 8 K/V heads instead of 32?"),
           N_("Step 8: the last step's saving is not the run's. Step 11: expecting time to follow op counts.")),
-    Block(5, "pages/memory_budget.py", "/memory_budget?mem_preset=llama-3-8b&mem_context=8192&mem_tab=What+fits",
+    Block(5, _MEMORY, _MEMORY.query(preset="llama-3-8b", context=8192, tab="What fits"),
           N_("Llama-3-8B at its full context (8,192 tokens), on What fits: GB vs GiB, what fits on a GPU, and the "
           "context at which the cache outweighs the weights."),
           N_("At what context does the cache outweigh the model's own weights?"),
           N_("Reading a GB figure as GiB (7% apart at this size); expecting the cache to pass the weights within "
           "the model's own context window (at batch 1 it takes far longer: the page computes where).")),
-    Block(2, "pages/lesson.py", "/lesson?step=End", N_("The summary: the twelve ideas and the room's score."),
+    Block(2, _LESSON, _LESSON.query(step="End"), N_("The summary: the twelve ideas and the room's score."),
           N_("Which idea surprised you?"), N_("—")),
 )
 
 RUN_FOR_A_CLASS = N_(
     "**One laptop and a projector.** Run `.venv/bin/streamlit run app.py`, open the Lesson, turn on **Class mode** "
-    "(or open `/lesson?step=1&lesson_class=true`): no sidebar, large type, no typing, **Reveal the answer** (or V) "
+    "(or open `{class_link}`): no sidebar, large type, no typing, **Reveal the answer** (or V) "
     "shows the answer and its figure, then **The room got it** (Y) or **The room missed it** (N) scores the room: "
     "the summary shows the room's score. Right/Left arrows move between steps. On the step page, Presenter mode "
-    "(`?present=1`) hides the sidebar.\n\n"
+    "(`?{presenter_query}`) hides the sidebar.\n\n"
     "**Students on their own devices, one link.** Start one server for the room in shared mode and give students "
     "one address: `KVVIZ_SHARED=1 .venv/bin/streamlit run app.py --server.address 0.0.0.0` "
     "(or `deploy/run_class.sh` for one process per core behind nginx). Each student's lesson, answers and cache "
-    "are their own session; the link `/lesson?step=1` starts them at step 1. Shared mode offers only the models "
+    "are their own session; the link `{step_one_link}` starts them at step 1. Shared mode offers only the models "
     "you list, so no browser can make the server load anything else.\n\n"
     "**The handout.** From the lesson's **Handout** button: one printable page per step with the question, the "
     "figure and the worked answer, computed for the model the lesson ran on, and beside it the worksheet: the "
     "same pages without hints or answers. Print them from the browser."
 )
+
+
+def run_for_a_class() -> str:
+    """RUN_FOR_A_CLASS in the current language, its links built from the routes table."""
+    return _(RUN_FOR_A_CLASS).format(class_link=_LESSON.url(_LESSON.query(step=1, class_mode="true")),
+                                     presenter_query=urlencode(routes.STEP_THROUGH.query(present=1)),
+                                     step_one_link=_LESSON.url(_LESSON.query(step=1)))
 
 
 def plan_tables() -> str:

@@ -92,7 +92,7 @@ def handout_html(steps: Sequence[LessonStep], questions: Sequence[Question], mod
         answer = _("<b>Answer: {answer}.</b> {arithmetic}").format(answer=html.escape(q.answer_text()),
                                                                    arithmetic=markdown_html(q.arithmetic))
         hint = _("Hint: {hint}").format(hint=_inline(q.hint))
-        on_screen = _("On screen: kvviz, page “{page}”.").format(page=_(step.page_label))
+        on_screen = _("On screen: kvviz, page “{page}”.").format(page=_(step.page.title))
         used = (_("Computed for {model} (a published model's preset), not the lesson's model.").format(model=q.model)
                 if q.model else _("Computed for {model}, the model the lesson ran on.").format(model=model_label))
         pages.append(

@@ -11,7 +11,7 @@ the mistake is predictable, e.g. forgetting that the new token scores its own ke
 "Show me", gets the worked answer. Byte answers take a unit (B, KiB/MiB/GiB, KB/MB/GB) and a stated tolerance.
 
 Language: a Question is built in the language current when `ask` runs (its text, choices and answer), so the page
-keeps one per language. The steps' own texts (title, idea, teach, page_label) are marked with N_() and translated
+keeps one per language. The steps' own texts (title, idea, teach) are marked with N_() and translated
 where they are shown; a choice answer given in the other language is still recognised (`check`).
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from kvviz import i18n, memory, ops
+from kvviz import i18n, memory, ops, routes
 from kvviz.i18n import N_, _, ngettext
 from kvviz.memory import capacity, units
 from kvviz.memory.presets import get_preset
@@ -101,8 +101,7 @@ class LessonStep:
     idea: str  # the one idea this step teaches, for the ending's summary (shown after the lesson)
     teach: str  # shown before the question: what to look at
     ask: Callable[[Any], Question]  # engine -> Question (the engine is a kvviz.step.engine.StepEngine)
-    page: str  # the full page for this idea
-    page_label: str  # the full page's title (marked N_)
+    page: routes.Route  # the full page for this idea (its title: _(page.title))
     terms: tuple[str, ...] = ()  # the glossary's words this step uses (kvviz.teaching.glossary names)
     preset: str = ""  # the published model's preset it computes with (a PRESET_MODELS key); "" = the lesson's model
 
@@ -162,7 +161,7 @@ def _prefilled(engine: Any, prompt: str = LESSON_PROMPT) -> Any:
 def _step_link(prompt: str, steps: int) -> dict[str, str]:
     """The step page's shared-link keys (pages/step_through.py replays ?prompt=...&steps=N once; greedy=1 makes it
     pick the lesson's tokens, since the lesson's engine decodes greedily)."""
-    return {"prompt": prompt, "steps": str(steps), "greedy": "1"}
+    return routes.STEP_THROUGH.query(prompt=prompt, steps=steps, greedy=1)
 
 
 # ----- 1-3: what the cache holds ------------------------------------------------------------------------------
@@ -337,8 +336,8 @@ def _copying_head(engine: Any) -> Question:
                                 _("Layer {layer}, head {head}: the newest query's attention over every cached row, "
                                   "measured on the real model.").format(layer=copy.best_layer,
                                                                         head=copy.best_head)),),
-        page_query={"pat_source": _(PATTERNS_PRESET), "pat_layer": str(copy.best_layer),
-                    "pat_head": str(copy.best_head)})
+        page_query=routes.ATTENTION_PATTERNS.query(source=_(PATTERNS_PRESET), layer=copy.best_layer,
+                                                   head=copy.best_head))
 
 
 SAME = N_("The same token (equal up to float rounding)")
@@ -400,7 +399,7 @@ def _dots_one_step(engine: Any) -> Question:
                         "queries, columns keys; a query sees only keys at or before its own position. The "
                         "outlined row is the one a cached step computes; the uncached step computes the whole "
                         "triangle.").format(seq=seq), after=False),
-        page_query={"ops_prompt": str(before), "ops_new": "1"})
+        page_query=routes.ATTENTION_OPS.query(prompt=before, new=1))
 
 
 def _quadratic(engine: Any, prompt_len: int = 16, new_tokens: int = 200) -> Question:
@@ -435,7 +434,7 @@ def _quadratic(engine: Any, prompt_len: int = 16, new_tokens: int = 200) -> Ques
         picture=Picture("per_step", {"t": demo}, _("Dot products of each pass for one head, T = {t} shown: with "
                         "the cache a pass at length t computes t (one row), without it t(t+1)/2 (a triangle). A "
                         "whole run adds up all the bars.").format(t=demo), after=False),
-        page_query={"ops_prompt": str(prompt_len), "ops_new": str(new_tokens)})
+        page_query=routes.ATTENTION_OPS.query(prompt=prompt_len, new=new_tokens))
 
 
 # ----- 9-10: memory ------------------------------------------------------------------------------------------------
@@ -467,7 +466,7 @@ def _bytes_at_1000(engine: Any) -> Question:
         picture=Picture("bytes", {"tokens": points, "bytes": [memory.kv_bytes(kv, n) for n in points]},
                         _("GPT-2 small's KV cache (float32, batch 1): it grows by the same bytes with every "
                           "token.")),
-        page_query={"mem_preset": "gpt2", "mem_context": "1000"}, model=PRESET_MODELS["gpt2"])
+        page_query=routes.MEMORY_BUDGET.query(preset="gpt2", context=1000), model=PRESET_MODELS["gpt2"])
 
 
 def _gqa_saving(engine: Any) -> Question:
@@ -490,7 +489,7 @@ def _gqa_saving(engine: Any) -> Question:
         picture=Picture("gqa", {"n_head": gqa.n_head, "n_kv_heads": gqa.n_kv_heads},
                         _("Llama-3-8B's {n_head} query heads, coloured by the K/V head whose cached rows they "
                           "read.").format(n_head=gqa.n_head)),
-        page_query={"mem_preset": "llama-3-8b"}, model=PRESET_MODELS["llama-3-8b"])
+        page_query=routes.MEMORY_BUDGET.query(preset="llama-3-8b"), model=PRESET_MODELS["llama-3-8b"])
 
 
 # ----- 11-12: time, and serving -----------------------------------------------------------------------------------
@@ -573,7 +572,8 @@ def _paging(engine: Any, tokens: int = 1000, block: int = 16) -> Question:
         picture=Picture("blocks", {"blocks": blocks, "block": block, "tokens": tokens},
                         _("The sequence's {tokens:,} tokens in blocks of {block}: every block full except the "
                           "last.").format(tokens=tokens, block=block)),
-        page_query={"mem_preset": "llama-3-8b", "mem_context": str(tokens)}, model=PRESET_MODELS["llama-3-8b"])
+        page_query=routes.MEMORY_BUDGET.query(preset="llama-3-8b", context=tokens),
+        model=PRESET_MODELS["llama-3-8b"])
 
 
 STEPS: tuple[LessonStep, ...] = (
@@ -583,22 +583,21 @@ STEPS: tuple[LessonStep, ...] = (
                "and a key and a value for every K/V head (with grouped-query attention several query heads share "
                "one K/V head). Every projection reads the whole hidden vector; its output is split into heads of "
                "head_dim numbers. The cache keeps the keys and values: one **row** per token, in every K/V head of "
-               "every layer."), _k_row,
-               "pages/step_through.py", N_("Step through"),
+               "every layer."), _k_row, routes.STEP_THROUGH,
                ("Query, key, value (Q, K, V)", "KV cache", "head_dim", "Attention head")),
     LessonStep(N_("What the prefill stores"), N_("Prefill fills the cache with one row per prompt token, in one pass."),
                N_("The model reads text as **tokens**: pieces of words, numbered by their **position** from 0. The "
                "**prefill** pass feeds the whole prompt at once and writes the keys and values of every prompt "
-               "token into the cache."), _prefill_rows, "pages/step_through.py", N_("Step through"),
+               "token into the cache."), _prefill_rows, routes.STEP_THROUGH,
                ("Token", "Prefill", "KV cache")),
     LessonStep(N_("What one step adds"), N_("Each decode step feeds one token and adds one row to every layer."),
                N_("After the prefill, the model writes one token per **decode step**: it feeds only the newest "
-               "token, and reads everything else from the cache."), _rows_after_steps, "pages/step_through.py",
-               N_("Step through"), ("Decode step", "KV cache")),
+               "token, and reads everything else from the cache."), _rows_after_steps, routes.STEP_THROUGH,
+               ("Decode step", "KV cache")),
     LessonStep(N_("What a step needs from the past"), N_("A step needs the earlier K and V; old queries are never used "
                "again."), N_("In each head, attention scores the newest token's **query** against the **keys** of "
                "every token so far, its own included; the softmax of those scores weights an average of the "
-               "**values**."), _why_no_q, "pages/step_through.py", N_("Step through"),
+               "**values**."), _why_no_q, routes.STEP_THROUGH,
                ("Query, key, value (Q, K, V)", "Causal mask")),
     LessonStep(N_("Copying from far back"),
                N_("Induction (copying) heads read rows far back: every old row may matter."),
@@ -606,17 +605,17 @@ STEPS: tuple[LessonStep, ...] = (
                "finds that earlier occurrence and reads the token that came right *after* it, so the model can "
                "predict it again. Below, the prompt repeats a pattern; each token is shown with its position, "
                "which is also its row in the cache. (A word may be split into several tokens.)"), _copying_head,
-               "pages/attention_patterns.py", N_("Attention patterns"), ("Induction head", "Token", "Attention head")),
+               routes.ATTENTION_PATTERNS, ("Induction head", "Token", "Attention head")),
     LessonStep(N_("Does the cache change the answer?"),
                N_("Cached and uncached runs give the same next token: the cache "
                "is exact."), N_("A cached step reuses rows computed earlier instead of computing them again. "
                "An earlier token's K and V depend only on that token and the tokens before it (the **causal mask**: "
                "no token looks ahead), so the text that comes later cannot change them."),
-               _cached_equals_uncached, "pages/step_through.py", N_("Step through"), ("Causal mask", "KV cache")),
+               _cached_equals_uncached, routes.STEP_THROUGH, ("Causal mask", "KV cache")),
     LessonStep(N_("Counting one step"), N_("A cached step computes one row of query-key scores per head: its keys, its "
                "own included."), N_("A query-key **dot product** is one score q · k over head_dim numbers. Count "
                "them in the picture: each cell is one dot product of one head in one layer."), _dots_one_step,
-               "pages/attention_ops.py", N_("Count the work"), ("Dot product", "Causal mask", "head_dim")),
+               routes.ATTENTION_OPS, ("Dot product", "Causal mask", "head_dim")),
     LessonStep(N_("Adding up a whole generation"),
                N_("Over a run, cached attention adds up to ~T²/2, uncached to ~T³/6: "
                "a saving of about T/3."),
@@ -630,26 +629,26 @@ STEPS: tuple[LessonStep, ...] = (
                "P(P+1)/2 + (P+1)(P+2)/2 + ... + T(T+1)/2: the sum of all the triangles 1 + 3 + 6 + ... + T(T+1)/2 "
                "= T(T+1)(T+2)/6, less the (P-1)P(P+1)/6 of the triangles below P that the prefill never computes "
                "on their own: **T(T+1)(T+2)/6 - (P-1)P(P+1)/6**."), _quadratic,
-               "pages/attention_ops.py", N_("Count the work"), ("Dot product", "Prefill", "Decode step")),
+               routes.ATTENTION_OPS, ("Dot product", "Prefill", "Decode step")),
     LessonStep(N_("What the cache costs in memory"), N_("The cache costs 2 x layers x K/V heads x head_dim x bytes per "
                "number, for every token."), N_("The price of the cache: bytes that grow with every token. Every "
                "token stores a K row and a V row in every head of every layer."), _bytes_at_1000,
-               "pages/memory_budget.py", N_("Memory budget"), ("KV cache", "head_dim", "Bytes: GB and GiB"), "gpt2"),
+               routes.MEMORY_BUDGET, ("KV cache", "head_dim", "Bytes: GB and GiB"), "gpt2"),
     LessonStep(N_("Sharing K/V heads"), N_("GQA and MQA shrink the cache by sharing K/V heads between query heads."),
                N_("Modern models let several query heads share one K/V head: **grouped-query attention** (GQA); "
                "with a single K/V head it is **multi-query attention** (MQA)."), _gqa_saving,
-               "pages/memory_budget.py", N_("Memory budget"), ("MHA, GQA, MQA", "Attention head"), "llama-3-8b"),
+               routes.MEMORY_BUDGET, ("MHA, GQA, MQA", "Attention head"), "llama-3-8b"),
     LessonStep(N_("The measured speed-up"),
                N_("Op counts are not time: a cached CPU step is dominated by fixed costs."),
                N_("Operation counts are not time. A cached step multiplies every weight matrix by one "
                "token's vector (a **GEMV**); an uncached pass multiplies it by all the tokens at once (a **GEMM**), "
                "which reuses each weight it reads. Every pass also pays fixed costs, however few tokens it feeds. "
                "Here the model runs both ways on this machine."), _measured_speedup,
-               "pages/speedup.py", N_("Measured speed-up"), ("Overhead", "GEMV, GEMM", "Roofline")),
+               routes.SPEEDUP, ("Overhead", "GEMV, GEMM", "Roofline")),
     LessonStep(N_("What real engines do"),
                N_("Serving engines store the cache in fixed-size blocks (paged attention)."),
                N_("Serving many users turns the cache into a memory-management problem."), _paging,
-               "pages/memory_budget.py", N_("Memory budget"),
+               routes.MEMORY_BUDGET,
                ("Paged blocks", "Sliding window", "Quantized cache", "Prefix caching"), "llama-3-8b"),
 )
 

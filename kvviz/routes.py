@@ -1,0 +1,122 @@
+"""The routes table: every page of the app, its URL path, its title, its icon, its section and the query keys it reads.
+
+The one place a page's file or a link's query key is written: app.py builds its navigation from ROUTES, and every
+link the library describes (a lesson step's full page, a glossary entry's "see it live", a teacher's plan, a claim)
+names a Route and builds its query with `Route.query(field=value)`, so a page that renames a key fails
+tests/test_routes.py instead of a class's link. Pages keep their own widget keys (key="mem_preset"); the test holds
+each key declared here to its page's source. No Streamlit: a page adds the language and the model to a link
+(kvviz.ui.link_params). Torch-free and plotly-free.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from urllib.parse import urlencode
+
+from kvviz.i18n import N_, _
+
+PAGE_FOLDER = "pages"  # the page scripts' folder, relative to app.py (st.Page and st.page_link resolve it there)
+INTERNALS = N_("Cache internals")  # the sidebar's section of one small page per cache-internals idea
+
+
+@dataclass(frozen=True, eq=False)  # one object per page: compared by identity
+class Route:
+    name: str  # the URL path st.navigation derives from the file name (/step_through), and the file's stem
+    title: str  # the page's one name (N_-marked: show _(title)), in the navigation, on links and in the lesson
+    icon: str  # a ":material/...:" icon
+    section: str = ""  # "" (the main list) or INTERNALS (N_-marked)
+    default: bool = False  # the page at "/"
+    # The query keys the page reads that a link may set: {field: key}; a link names the field, never the key.
+    reads: Mapping[str, str] = field(default_factory=dict)
+    # Fields whose link value is one of the page's shown labels (a tab, a sequence's name): a link carries the
+    # English label, translated when the link is drawn (localized), as the page's URL-bound widget writes it.
+    labels: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reads", MappingProxyType(dict(self.reads)))
+        unknown = set(self.labels) - set(self.reads)
+        if unknown:
+            raise ValueError(f"{self.name}: label fields {sorted(unknown)} are not among the keys it reads")
+
+    @property
+    def file(self) -> str:
+        """The page script, relative to the repository (what st.Page and st.page_link take)."""
+        return f"{PAGE_FOLDER}/{self.name}.py"
+
+    @property
+    def query_keys(self) -> tuple[str, ...]:
+        return tuple(self.reads.values())
+
+    def key(self, name: str) -> str:
+        """The query key of the field `name` (KeyError, naming the page, for a field it does not read)."""
+        try:
+            return self.reads[name]
+        except KeyError:
+            raise KeyError(f"the {self.name} page reads no {name!r} (it reads {', '.join(self.reads)})") from None
+
+    def query(self, **values: str | int) -> dict[str, str]:
+        """A link's query to this page: {key: str(value)} for each named field, in the order given."""
+        return {self.key(name): str(value) for name, value in values.items()}
+
+    def localized(self, query: Mapping[str, str]) -> dict[str, str]:
+        """`query` with the values that are the page's labels in the current language (the page's widget reads
+        its label as the link's language shows it)."""
+        shown = {self.reads[name] for name in self.labels}
+        return {k: _(v) if k in shown else v for k, v in query.items()}
+
+    def url(self, query: Mapping[str, str] | None = None) -> str:
+        """The URL tail a reader types: "/", "/lesson?step=1&lesson_class=true" (the query as given, English)."""
+        path = "/" if self.default else f"/{self.name}"
+        return f"{path}?{urlencode(dict(query))}" if query else path
+
+
+def _internals(name: str, title: str, icon: str) -> Route:
+    return Route(f"internals_{name}", title, icon, INTERNALS)
+
+
+LESSON = Route("lesson", N_("Lesson"), ":material/school:",
+               reads={"step": "step", "class_mode": "lesson_class", "score": "lesson_score"})
+HOME = Route("home", N_("Start here"), ":material/home:", default=True)
+STEP_THROUGH = Route("step_through", N_("Step through generation"), ":material/step:",
+                     reads={"prompt": "prompt", "steps": "steps", "greedy": "greedy", "temperature": "temperature",
+                            "top_k": "top_k", "seed": "seed", "view": "view", "present": "present",
+                            "layer": "step_layer", "head": "step_head"})
+ATTENTION_PATTERNS = Route("attention_patterns", N_("Attention patterns"), ":material/grid_view:",
+                           reads={"source": "pat_source", "layer": "pat_layer", "head": "pat_head"},
+                           labels=("source",))
+ATTENTION_OPS = Route("attention_ops", N_("Count the work"), ":material/calculate:",
+                      reads={"model": "ops_model", "prompt": "ops_prompt", "new": "ops_new", "tab": "ops_tab"},
+                      labels=("tab",))
+MEMORY_BUDGET = Route("memory_budget", N_("Memory budget"), ":material/memory:",
+                      reads={"preset": "mem_preset", "context": "mem_context", "dtype": "mem_dtype",
+                             "tab": "mem_tab"},
+                      labels=("tab",))
+SPEEDUP = Route("speedup", N_("Measured speed-up"), ":material/timer:")
+CLAIMS = Route("claims", N_("Claims checked"), ":material/fact_check:", reads={"gpu": "claims_gpu"})
+GLOSSARY = Route("glossary", N_("Glossary"), ":material/menu_book:", reads={"term": "term"})
+TEACHERS = Route("teachers", N_("For teachers"), ":material/co_present:", reads={"plan": "teach_plan"})
+INTERNALS_LAYOUT = _internals("layout", N_("Memory layout"), ":material/grid_on:")
+INTERNALS_PREFIX = _internals("prefix", N_("Prefix reuse"), ":material/content_copy:")
+INTERNALS_CROSSATTN = _internals("crossattn", N_("Cross-attention"), ":material/compare_arrows:")
+INTERNALS_WINDOW = _internals("window", N_("Sliding windows"), ":material/view_week:")
+INTERNALS_PAGING = _internals("paging", N_("Paged blocks"), ":material/view_module:")
+INTERNALS_QUANT = _internals("quant", N_("Quantized caches"), ":material/compress:")
+INTERNALS_SPECULATIVE = _internals("speculative", N_("Speculative rollback"), ":material/undo:")
+INTERNALS_EVICTION = _internals("eviction", N_("What to forget"), ":material/delete_sweep:")
+
+# In the navigation's order (the lesson first; "Start here" is the default page, at "/").
+ROUTES: tuple[Route, ...] = (
+    LESSON, HOME, STEP_THROUGH, ATTENTION_PATTERNS, ATTENTION_OPS, MEMORY_BUDGET, SPEEDUP, CLAIMS, GLOSSARY, TEACHERS,
+    INTERNALS_LAYOUT, INTERNALS_PREFIX, INTERNALS_CROSSATTN, INTERNALS_WINDOW, INTERNALS_PAGING, INTERNALS_QUANT,
+    INTERNALS_SPECULATIVE, INTERNALS_EVICTION,
+)
+
+
+def by_name(name: str) -> Route:
+    """The route whose URL path is `name` ("step_through")."""
+    for route in ROUTES:
+        if route.name == name:
+            return route
+    raise KeyError(name)
+
