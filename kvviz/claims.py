@@ -361,10 +361,7 @@ def _only_q_claim() -> Claim:
 
 
 def _total_on_claim(n: int = 1000) -> Claim:
-    s = _gpt2_shape()
-    cached, uncached = ops.generation_totals(s, 1, n, lm_head_all_positions=False)
-    heads = s.n_layer * s.n_head
-    per_head_c, per_head_u = cached.attention_dot_products // heads, uncached.attention_dot_products // heads
+    per_head = ops.attention_per_head(_gpt2_shape(), 1, n)
     return Claim(
         "total-work-o-n", TOTAL_ON_QUOTE,
         _undated(_("Zack Hubert, '{title}'").format(title=SOURCE_TITLES[1]), "https://zhubert.com/transformer/kv-cache/"),
@@ -372,10 +369,10 @@ def _total_on_claim(n: int = 1000) -> Claim:
         _("true only for the projections and MLP (one token per step, n in total); attention is O(n) per step and "
           "O(n^2) over a generation with the cache (O(n^3) without), so the total is not O(n)."),
         (_("QK^T dot products per head, {n:,} tokens from a 1-token prompt: with cache N(N+1)/2 = {dots:,}").format(
-            n=n, dots=per_head_c),
+            n=n, dots=per_head.run_cached),
          _("without cache N(N+1)(N+2)/6 = {dots:,}; ratio (N+2)/3 = {ratio:.4g}").format(
-             dots=per_head_u, ratio=per_head_u / per_head_c)),
-        {"cached_dots_per_head": per_head_c, "uncached_dots_per_head": per_head_u}, PAGE_OPS,
+             dots=per_head.run_uncached, ratio=per_head.run_ratio)),
+        {"cached_dots_per_head": per_head.run_cached, "uncached_dots_per_head": per_head.run_uncached}, PAGE_OPS,
         {"ops_model": "gpt2", "ops_prompt": "1", "ops_new": "1000", "ops_tab": "Per component"},
         translation=translation_beside(TOTAL_ON_QUOTE),
     )

@@ -123,9 +123,8 @@ def config_from_args(args: argparse.Namespace) -> tuple[memory.KVConfig, list[st
         changes["local_per_global"] = args.local_per_global
     changes["quant_group_size"] = args.quant_group
     changes["quant_residual_tokens"] = args.quant_residual
-    if cross is not None:  # same number format as the self-attention cache; no window: every encoder token stays
-        cross = replace(cross, **{k: v for k, v in changes.items() if k not in ("window", "local_per_global")})
-    return replace(cfg, **changes), notes, cross
+    cfg = replace(cfg, **changes)
+    return cfg, notes, None if cross is None else cfg.cross_attention_layout()
 
 
 def render_table(b: memory.KVBudget | memory.EncoderDecoderBudget, notes: list[str],

@@ -531,10 +531,9 @@ def _parse_resolved(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, dty
     name = display_name(raw)
     config = KVConfig(n_layer, n_head, n_kv, head_dim, dt, mla_rank, mla_rope, window, per_global, name=name,
                       first_windowed_layer=first_windowed)
-    cross = None
+    cross = config.cross_attention_layout() if enc_dec else None
     notes: list[str] = []
     if enc_dec:
-        cross = KVConfig(n_layer, n_head, n_kv, head_dim, dt, name=f"{name} cross-attention")
         notes.append(_("Encoder-decoder: besides the self-attention cache above, each of the {layers} decoder "
                        "layers caches K and V of every encoder token for cross-attention (encoder length x "
                        "{layers} layers x {heads} heads x {head_dim} x 2 numbers), computed once per input.").format(

@@ -405,15 +405,10 @@ def _dots_one_step(engine: Any) -> Question:
 
 def _quadratic(engine: Any, prompt_len: int = 16, new_tokens: int = 200) -> Question:
     shape = engine.loaded.info.ops_shape()
-    cached, uncached = ops.generation_totals(shape, prompt_len, new_tokens)
-    ratio = uncached.attention_dot_products / cached.attention_dot_products
+    per_head = ops.attention_per_head(shape, prompt_len, new_tokens)  # the counts and their closed forms
+    ratio, last_step = per_head.run_ratio, per_head.last_step_ratio
     heads = shape.n_layer * shape.n_head
-    t = prompt_len + new_tokens - 1  # positions the last pass sees (the last new token is never fed back)
-    p = prompt_len
-    # the uncached run: the prefill's one triangle, then a triangle per later pass (the sum of triangles 1..T less
-    # the triangles 1..P-1 the prefill never computes on its own)
-    all_triangles, skipped = t * (t + 1) * (t + 2) // 6, (p - 1) * p * (p + 1) // 6
-    last_step = (t + 1) / 2
+    t = per_head.positions  # positions the last pass sees (the last new token is never fed back)
     demo = 20
     return Question(
         _("Generating **N = {new}** tokens after a **P = {prompt}**-token prompt, so T = P + N - 1 = {t} positions: "
@@ -424,8 +419,8 @@ def _quadratic(engine: Any, prompt_len: int = 16, new_tokens: int = 200) -> Ques
           "**{uncached:,}** (about {heads} x T^3/6). Ratio **{ratio:.1f}x**, about (T+2)/3. "
           "The last step alone saves (T+1)/2 = {last:.0f}x, but the early steps save much less, so the whole run "
           "saves about a third of T, not half.").format(
-            heads=heads, t=t, t_plus_1=t + 1, cached=cached.attention_dot_products, all_triangles=all_triangles,
-            skipped=skipped, uncached=uncached.attention_dot_products, ratio=ratio, last=last_step),
+            heads=heads, t=t, t_plus_1=t + 1, cached=heads * per_head.run_cached, all_triangles=per_head.all_triangles,
+            skipped=per_head.prompt_triangles, uncached=heads * per_head.run_uncached, ratio=ratio, last=last_step),
         rel_tolerance=0.25, states_tolerance=True, unit="x",
         hint=_("Divide the two sums: T(T+1)(T+2)/6 over T(T+1)/2. Most factors cancel."),
         traps=((last_step, _("That is the saving of the last step only. The early steps, at short lengths, save "
