@@ -21,7 +21,8 @@ from typing import Any
 from kvviz import i18n, ops
 from kvviz.i18n import N_, _
 from kvviz.memory import KVConfig, kv_bytes
-from kvviz.memory.units import GB, GIB, KIB, MIB, format_bytes
+from kvviz.memory import units
+from kvviz.memory.units import GB, GIB, MIB, format_bytes
 from kvviz.memory.presets import get_preset
 
 PAGE_MEMORY = ("pages/memory_budget.py", N_("Memory budget"))  # (file, English title: show _(title))
@@ -86,9 +87,6 @@ class FigureCheck:
         return _("correct if {unit} means binary units").format(unit=self.figure.claimed_unit)
 
 
-_UNIT_BYTES = {"KB": (KIB, 10**3), "MB": (MIB, 10**6), "GB": (GIB, GB), "GiB": (GIB, GIB), "KiB": (KIB, KIB),
-               "MiB": (MIB, MIB)}
-
 # The one units rule every claim below applies (and pages/claims.py and `python -m kvviz claims` state):
 UNITS_RULE = N_(
     "Units: a printed GB, MB or KB is read as decimal (10^9, 10^6, 10^3 bytes), GiB, MiB and KiB as binary (2^30, "
@@ -101,7 +99,7 @@ UNITS_RULE = N_(
 def printed_bytes(claimed: float, unit: str, source_units: str = "") -> tuple[float, float]:
     """(the rule's reading, the other reading) of a printed size, in bytes. source_units: "binary" or "decimal"
     when the source defines its units, "" when it does not (then decimal first)."""
-    binary, decimal = _UNIT_BYTES[unit]
+    binary, decimal = units.binary_and_decimal(unit)
     if source_units == "binary":
         return claimed * binary, claimed * decimal
     return claimed * decimal, claimed * binary
@@ -174,7 +172,7 @@ def _figures_claim() -> Claim:
     wrong = [c for c in checks if c.verdict == "wrong"]
     factors = sorted({round(printed_bytes(c.figure.claimed, c.figure.claimed_unit, c.figure.source_units)[0]
                             / c.actual_bytes, 3) for c in wrong})
-    binary = sorted({round(c.figure.claimed * _UNIT_BYTES[c.figure.claimed_unit][0] / c.actual_bytes, 3)
+    binary = sorted({round(c.figure.claimed * units.binary_and_decimal(c.figure.claimed_unit)[0] / c.actual_bytes, 3)
                      for c in wrong})
     return Claim(
         "published-kv-sizes", _("KV-cache sizes printed in calculators and blog posts (Llama-3-8B/70B, 3.1-70B/405B)"),

@@ -318,3 +318,10 @@ def test_the_same_cache_with_mha_and_the_cross_attention_layout():
     cross = windowed.cross_attention_layout()
     assert cross == replace(windowed.all_global(), name="m cross-attention")
     assert (cross.dtype, cross.n_kv_heads, cross.quant_residual_tokens, cross.window) == ("int8", 2, 8, None)
+
+
+def test_one_table_of_byte_units_reads_kb_either_way():
+    """The formatter writes SI's kB; a printed KB (the claims' sources, the lesson's picker) is the same 10^3."""
+    assert units.UNIT_BYTES["kB"] == units.UNIT_BYTES["KB"] == 1000 and units.UNIT_BYTES["KiB"] == 1024
+    assert units.binary_and_decimal("GB") == (2**30, 10**9) and units.binary_and_decimal("MiB") == (2**20, 2**20)
+    assert units.binary_and_decimal("KB") == units.binary_and_decimal("kB") == (1024, 1000)

@@ -26,7 +26,6 @@ from kvviz import i18n, memory, ops
 from kvviz.i18n import N_, _, ngettext
 from kvviz.memory import capacity, units
 from kvviz.memory.presets import get_preset
-from kvviz.memory.units import GB, GIB, KIB, MIB
 from kvviz.measure.load import load_number
 from kvviz.measure.timing import quartiles
 from kvviz.step import view as step_view
@@ -41,8 +40,8 @@ PATTERNS_PRESET = "Repeat a pattern"
 # Units a byte answer may be given in: decimal (SI) and binary (IEC), 1 GiB = 2^30 bytes, 1 GB = 10^9 bytes.
 # The published models some steps compute with (kvviz.memory.presets), by their names as a reader knows them.
 PRESET_MODELS = {"gpt2": "GPT-2 small", "llama-3-8b": "Llama-3-8B"}
-BYTE_UNITS: dict[str, int] = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": GB, "KiB": KIB, "MiB": MIB, "GiB": GIB}
-SI_IEC = (("KB", "KiB"), ("MB", "MiB"), ("GB", "GiB"))  # the pairs students mix up
+BYTE_UNITS: dict[str, int] = {unit: units.UNIT_BYTES[unit] for unit in ("B", "KB", "MB", "GB", "KiB", "MiB", "GiB")}
+SI_IEC = tuple((decimal, units.BINARY_TWIN[decimal]) for decimal in ("KB", "MB", "GB"))  # the pairs students mix up
 
 
 @dataclass(frozen=True)
