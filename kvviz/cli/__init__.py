@@ -55,7 +55,7 @@ def say(text: object = "", *, file=None, flush: bool = False) -> None:
 
 
 def one_line(message: object, max_chars: int = MESSAGE_CHARS) -> str:
-    """A message on one printable line, cut with '...' past max_chars."""
+    """A message on one printable line, cut with "…" past max_chars."""
     return query_values.shown(printable(message, keep_newlines=False), max_chars)
 
 

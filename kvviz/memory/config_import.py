@@ -102,16 +102,10 @@ def load_json_object(text_or_dict: str | bytes | dict[str, Any]) -> dict[str, An
             raise MemoryInputError(_("a number in this JSON has thousands of digits; no config.json field needs "
                                      "that: correct the number")) from None
         raise MemoryInputError(_("this is not valid JSON ({reason}); paste the model's config.json").format(
-            reason=one_line(str(exc)))) from None
+            reason=echo.one_line(exc, MAX_MESSAGE_CHARS))) from None
     if not isinstance(raw, dict):
         raise MemoryInputError(_("config.json must be a JSON object ({...}), not a list or a single value"))
     return raw
-
-
-def one_line(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
-    """A message as one line of at most `limit` characters: its lines joined, the end cut with an ellipsis."""
-    flat = " ".join(part.strip() for part in str(text).splitlines() if part.strip())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 def _shape_int(key: str, value: Any, lo: int, hi: int) -> int:
@@ -321,7 +315,7 @@ def _construct(cls: Any, raw: dict[str, Any]) -> tuple[str, Any]:
         return "error", _("its values do not fit together ({error}); compare them with the model's published "
                           "config.json").format(error=type(exc).__name__)
     except Exception as exc:  # noqa: BLE001 -- transformers' validators raise many types
-        return "error", one_line(str(exc)) or type(exc).__name__
+        return "error", echo.one_line(exc, MAX_MESSAGE_CHARS) or type(exc).__name__
 
 
 def _vm_size_bytes() -> int | None:
@@ -367,7 +361,7 @@ def _build_bounded(cls: Any, raw: dict[str, Any]) -> tuple[str, Any]:
             except MemoryError:
                 data = pickle.dumps(("memory", None))
             except Exception as exc:  # noqa: BLE001 -- an attribute transformers set that cannot be pickled
-                data = pickle.dumps(("error", one_line(str(exc)) or type(exc).__name__))
+                data = pickle.dumps(("error", echo.one_line(exc, MAX_MESSAGE_CHARS) or type(exc).__name__))
             view = memoryview(data)
             while view:
                 view = view[os.write(write_fd, view):]
@@ -468,7 +462,7 @@ def display_name(raw: dict[str, Any], text_raw: dict[str, Any] | None = None) ->
     cfg = {**raw, **(text_raw or {})}
     name = cfg.get("_name_or_path") or cfg.get("model_type") or _("imported config")
     name = str(name) if isinstance(name, str) else short_repr(name)
-    return name if len(name) <= MAX_NAME_CHARS else name[: MAX_NAME_CHARS - 1] + "…"
+    return echo.one_line(name, MAX_NAME_CHARS)
 
 
 # ----- through transformers' config class --------------------------------------------------------------------
@@ -609,7 +603,7 @@ def _cached_layers(t: Any, n_layer: int) -> tuple[int, str | None]:
         modes = t.kv_sharing_modes
     except (ValueError, TypeError, IndexError) as exc:
         raise MemoryInputError(_("transformers' {cls} refuses this layer sharing: {reason}").format(
-            cls=type(t).__name__, reason=one_line(str(exc)))) from None
+            cls=type(t).__name__, reason=echo.one_line(exc, MAX_MESSAGE_CHARS))) from None
     cached = sum(mode != "reuse" for mode in modes)
     if list(modes[cached:]) != ["reuse"] * (n_layer - cached):  # the shared layers are the last ones
         raise MemoryInputError(_("transformers' {cls} shares K/V between layers in a pattern kvviz cannot count "

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kvviz.i18n import _
+from kvviz.inputs import echo
 
 FLOAT32_BYTES = 4  # kvviz loads every model in float32 (kvviz.model.loading)
 MAX_HEADER_BYTES = 8 * 2**20  # refused before reading: a GPT-2's header is 15-60 KB (the format allows 100 MB,
@@ -118,8 +119,7 @@ def params_from_config(cfg: dict[str, Any]) -> int:
 
 def _short(value: Any, max_chars: int = 40) -> str:
     """A config value as a message quotes it, cut short (a 1 MB string is never echoed)."""
-    text = repr(value)
-    return text if len(text) <= max_chars else text[: max_chars - 3] + "..."
+    return echo.one_line(repr(value), max_chars)
 
 
 def safetensors_files(folder: Path) -> list[Path]:
