@@ -75,7 +75,7 @@ def chosen_shape() -> tuple[ops.ModelShape | None, int | None]:
 def claim_tab(shape: ops.ModelShape) -> None:
     """The popular "1000 tokens, ~500x" claim against the exact counts, and the growth laws behind it."""
     n = CLAIM_TOKENS
-    per_head, rows = ops.attention_per_head(shape, 1, n), ops.check_speedup_claim(shape, n)
+    per_head, readings = ops.attention_per_head(shape, 1, n), ops.check_speedup_claim(shape, n)
     st.markdown(_("**Claim:** *{quote}*").format(quote=_(CLAIM_QUOTE).format(n=n)))
     st.markdown(_(
         "**The correction.** With the cache, attention is still **O(n) per step** (the new query reads every cached "
@@ -91,11 +91,11 @@ def claim_tab(shape: ops.ModelShape) -> None:
         "So \"~500x\" holds for two quantities: the last step's attention and the projections + MLP summed "
         "over the whole run ((N+1)/2 = {linear:,.1f}x). Attention over the whole run shrinks only {whole:,.0f}x. "
         "For this model, LM head on the last position only:").format(
-            linear=next(r.ratio for r in rows if r.quantity == ops.LINEAR_WHOLE_RUN), whole=per_head.run_ratio))
+            linear=next(r.ratio for r in readings if r.quantity == ops.LINEAR_WHOLE_RUN), whole=per_head.run_ratio))
     yes, no = _("yes"), _("no")
     ui.table([{_("quantity"): _(r.quantity), _("without cache"): f"{r.uncached:,}", _("with cache"): f"{r.cached:,}",
                _("ratio"): f"{r.ratio:,.1f}x", "~500x?": yes if r.holds else no}
-              for r in rows], hide_index=True)
+              for r in readings], hide_index=True)
 
 
 @st.fragment
