@@ -21,7 +21,8 @@ from typing import Any
 from kvviz import i18n, ops, routes
 from kvviz.i18n import N_, _
 from kvviz.memory import KVConfig, kv_bytes
-from kvviz.memory.units import GB, GIB, KIB, MIB, format_bytes
+from kvviz.memory import units
+from kvviz.memory.units import GB, GIB, MIB, format_bytes
 from kvviz.memory.presets import get_preset
 
 PAGE_MEMORY, PAGE_OPS, PAGE_STEP = routes.MEMORY_BUDGET, routes.ATTENTION_OPS, routes.STEP_THROUGH  # where claims live
@@ -84,9 +85,6 @@ class FigureCheck:
         return _("correct if {unit} means binary units").format(unit=self.figure.claimed_unit)
 
 
-_UNIT_BYTES = {"KB": (KIB, 10**3), "MB": (MIB, 10**6), "GB": (GIB, GB), "GiB": (GIB, GIB), "KiB": (KIB, KIB),
-               "MiB": (MIB, MIB)}
-
 # The one units rule every claim below applies (and pages/claims.py and `python -m kvviz claims` state):
 UNITS_RULE = N_(
     "Units: a printed GB, MB or KB is read as decimal (10^9, 10^6, 10^3 bytes), GiB, MiB and KiB as binary (2^30, "
@@ -99,7 +97,7 @@ UNITS_RULE = N_(
 def printed_bytes(claimed: float, unit: str, source_units: str = "") -> tuple[float, float]:
     """(the rule's reading, the other reading) of a printed size, in bytes. source_units: "binary" or "decimal"
     when the source defines its units, "" when it does not (then decimal first)."""
-    binary, decimal = _UNIT_BYTES[unit]
+    binary, decimal = units.binary_and_decimal(unit)
     if source_units == "binary":
         return claimed * binary, claimed * decimal
     return claimed * decimal, claimed * binary
@@ -172,7 +170,7 @@ def _figures_claim() -> Claim:
     wrong = [c for c in checks if c.verdict == "wrong"]
     factors = sorted({round(printed_bytes(c.figure.claimed, c.figure.claimed_unit, c.figure.source_units)[0]
                             / c.actual_bytes, 3) for c in wrong})
-    binary = sorted({round(c.figure.claimed * _UNIT_BYTES[c.figure.claimed_unit][0] / c.actual_bytes, 3)
+    binary = sorted({round(c.figure.claimed * units.binary_and_decimal(c.figure.claimed_unit)[0] / c.actual_bytes, 3)
                      for c in wrong})
     return Claim(
         "published-kv-sizes", _("KV-cache sizes printed in calculators and blog posts (Llama-3-8B/70B, 3.1-70B/405B)"),
@@ -359,10 +357,7 @@ def _only_q_claim() -> Claim:
 
 
 def _total_on_claim(n: int = 1000) -> Claim:
-    s = _gpt2_shape()
-    cached, uncached = ops.generation_totals(s, 1, n, lm_head_all_positions=False)
-    heads = s.n_layer * s.n_head
-    per_head_c, per_head_u = cached.attention_dot_products // heads, uncached.attention_dot_products // heads
+    per_head = ops.attention_per_head(_gpt2_shape(), 1, n)
     return Claim(
         "total-work-o-n", TOTAL_ON_QUOTE,
         _undated(_("Zack Hubert, '{title}'").format(title=SOURCE_TITLES[1]), "https://zhubert.com/transformer/kv-cache/"),
@@ -370,10 +365,10 @@ def _total_on_claim(n: int = 1000) -> Claim:
         _("true only for the projections and MLP (one token per step, n in total); attention is O(n) per step and "
           "O(n^2) over a generation with the cache (O(n^3) without), so the total is not O(n)."),
         (_("QK^T dot products per head, {n:,} tokens from a 1-token prompt: with cache N(N+1)/2 = {dots:,}").format(
-            n=n, dots=per_head_c),
+            n=n, dots=per_head.run_cached),
          _("without cache N(N+1)(N+2)/6 = {dots:,}; ratio (N+2)/3 = {ratio:.4g}").format(
-             dots=per_head_u, ratio=per_head_u / per_head_c)),
-        {"cached_dots_per_head": per_head_c, "uncached_dots_per_head": per_head_u}, PAGE_OPS,
+             dots=per_head.run_uncached, ratio=per_head.run_ratio)),
+        {"cached_dots_per_head": per_head.run_cached, "uncached_dots_per_head": per_head.run_uncached}, PAGE_OPS,
         PAGE_OPS.query(model="gpt2", prompt=1, new=1000, tab="Per component"),
         translation=translation_beside(TOTAL_ON_QUOTE),
     )

@@ -310,6 +310,64 @@ def generation_totals(
 # fewer computations" claim read four ways, and the cumulative curve the charts draw.
 
 @dataclass(frozen=True)
+class AttentionPerHead:
+    """QK^T dot products of one head in one layer, generating `new_tokens` after a `prompt_len`-token prompt, with
+    and without the cache: the arithmetic behind "~500x". T = positions the last pass sees (P + N - 1).
+
+        whole run      with the cache T(T+1)/2 (one row per pass);  without it the sum of the triangles the passes
+                       compute, T(T+1)(T+2)/6 - (P-1)P(P+1)/6 (the prefill computes one triangle, not P of them);
+                       ratio about (T+2)/3
+        the last step  T with the cache;  T(T+1)/2 without;  ratio (T+1)/2
+    """
+
+    prompt_len: int
+    positions: int  # T
+    run_cached: int
+    run_uncached: int
+    last_step_cached: int
+    last_step_uncached: int
+
+    @property
+    def run_ratio(self) -> float:
+        return self.run_uncached / self.run_cached
+
+    @property
+    def last_step_ratio(self) -> float:
+        return self.last_step_uncached / self.last_step_cached
+
+    @property
+    def all_triangles(self) -> int:
+        """T(T+1)(T+2)/6: the triangles 1..T, every length's uncached pass."""
+        t = self.positions
+        return t * (t + 1) * (t + 2) // 6
+
+    @property
+    def prompt_triangles(self) -> int:
+        """(P-1)P(P+1)/6: the triangles 1..P-1, which the prefill never computes on its own."""
+        p = self.prompt_len
+        return (p - 1) * p * (p + 1) // 6
+
+
+def _claim_passes(shape: ModelShape, prompt_len: int, new_tokens: int) -> tuple[PassCounts, ...]:
+    """(the last step cached, uncached, the whole run cached, uncached), the LM head on the last position only."""
+    _check_generation(prompt_len, new_tokens)
+    t = prompt_len + new_tokens - 1
+    last = forward_pass_counts(shape, t - 1, 1, True, lm_head_all_positions=False)
+    last_u = forward_pass_counts(shape, t - 1, 1, False, lm_head_all_positions=False)
+    return (last, last_u, *generation_totals(shape, prompt_len, new_tokens, lm_head_all_positions=False))
+
+
+def attention_per_head(shape: ModelShape, prompt_len: int, new_tokens: int) -> AttentionPerHead:
+    """The counts above, per head, for this generation (see AttentionPerHead)."""
+    last, last_u, cached, uncached = _claim_passes(shape, prompt_len, new_tokens)
+    heads = shape.n_layer * shape.n_head
+    return AttentionPerHead(
+        prompt_len, prompt_len + new_tokens - 1, cached.attention_dot_products // heads,
+        uncached.attention_dot_products // heads, last.attention_dot_products // heads,
+        last_u.attention_dot_products // heads)
+
+
+@dataclass(frozen=True)
 class ClaimRow:
     """One reading of "1000 tokens, ~500x fewer computations": which quantity, its exact ratio, verdict."""
 
@@ -318,6 +376,9 @@ class ClaimRow:
     cached: int
     ratio: float  # for display only; uncached / cached
     holds: bool  # within 10% of the claimed factor
+
+
+LINEAR_WHOLE_RUN = N_("Projections + MLP, the whole generation")  # the row the ops page quotes in its sentence
 
 
 def check_speedup_claim(
@@ -330,15 +391,13 @@ def check_speedup_claim(
     (~n/2). The LM head is counted for the last position only in both runs (it is in "All ops" only).
     """
     _positive_int("n_tokens", n_tokens, MAX_TOKENS)
-    last = forward_pass_counts(shape, n_tokens - 1, 1, True, lm_head_all_positions=False)
-    last_u = forward_pass_counts(shape, n_tokens - 1, 1, False, lm_head_all_positions=False)
-    cached, uncached = generation_totals(shape, 1, n_tokens, lm_head_all_positions=False)
+    last, last_u, cached, uncached = _claim_passes(shape, 1, n_tokens)
     rows = [  # quantity: a stable English key (tests, CLI); a page shows _(row.quantity)
         (N_("Attention (QK^T + AV), the last step alone"), last_u.attention_ops, last.attention_ops),
         (N_("Projections + MLP, the last step alone"), last_u.linear_ops, last.linear_ops),
         (N_("All ops, the last step alone"), last_u.total_ops, last.total_ops),
         (N_("Attention (QK^T + AV), the whole generation"), uncached.attention_ops, cached.attention_ops),
-        (N_("Projections + MLP, the whole generation"), uncached.linear_ops, cached.linear_ops),
+        (LINEAR_WHOLE_RUN, uncached.linear_ops, cached.linear_ops),
         (N_("All ops, the whole generation"), uncached.total_ops, cached.total_ops),
     ]
     out = []

@@ -74,31 +74,28 @@ def chosen_shape() -> tuple[ops.ModelShape | None, int | None]:
 
 def claim_tab(shape: ops.ModelShape) -> None:
     """The popular "1000 tokens, ~500x" claim against the exact counts, and the growth laws behind it."""
-    n, heads = CLAIM_TOKENS, shape.n_layer * shape.n_head
-    cached, uncached = ops.generation_totals(shape, 1, n, lm_head_all_positions=False)
-    run_with, run_without = cached.attention_dot_products // heads, uncached.attention_dot_products // heads
-    last_with = ops.forward_pass_counts(shape, n - 1, 1, True).attention_dot_products // heads
-    last_without = ops.forward_pass_counts(shape, n - 1, 1, False).attention_dot_products // heads
+    n = CLAIM_TOKENS
+    per_head, readings = ops.attention_per_head(shape, 1, n), ops.check_speedup_claim(shape, n)
     st.markdown(_("**Claim:** *{quote}*").format(quote=_(CLAIM_QUOTE).format(n=n)))
     st.markdown(_(
         "**The correction.** With the cache, attention is still **O(n) per step** (the new query reads every cached "
         "key) and so **O(n²) over a generation**; without it, **O(n²) per step** and **O(n³) in total**. "
         "Counted per head, {n:,} passes from a 1-token prompt (QK^T dot products):").format(n=n))
     rows = [("", _("with cache"), _("without"), _("ratio")), ("---", "---:", "---:", "---:"),
-            (_("whole run"), f"N(N+1)/2 = {run_with:,}", f"N(N+1)(N+2)/6 = {run_without:,}",
-             f"(N+2)/3 = **{run_without / run_with:,.1f}x**"),
-            (_("the last step alone"), f"N = {last_with:,}", f"N(N+1)/2 = {last_without:,}",
-             f"(N+1)/2 = **{last_without / last_with:,.1f}x**")]
+            (_("whole run"), f"N(N+1)/2 = {per_head.run_cached:,}", f"N(N+1)(N+2)/6 = {per_head.run_uncached:,}",
+             f"(N+2)/3 = **{per_head.run_ratio:,.1f}x**"),
+            (_("the last step alone"), f"N = {per_head.last_step_cached:,}",
+             f"N(N+1)/2 = {per_head.last_step_uncached:,}", f"(N+1)/2 = **{per_head.last_step_ratio:,.1f}x**")]
     st.markdown("\n".join("| " + " | ".join(cells) + " |" for cells in rows))
     st.markdown(_(
         "So \"~500x\" holds for two quantities: the last step's attention and the projections + MLP summed "
         "over the whole run ((N+1)/2 = {linear:,.1f}x). Attention over the whole run shrinks only {whole:,.0f}x. "
         "For this model, LM head on the last position only:").format(
-            linear=uncached.linear_ops / cached.linear_ops, whole=run_without / run_with))
+            linear=next(r.ratio for r in readings if r.quantity == ops.LINEAR_WHOLE_RUN), whole=per_head.run_ratio))
     yes, no = _("yes"), _("no")
     ui.table([{_("quantity"): _(r.quantity), _("without cache"): f"{r.uncached:,}", _("with cache"): f"{r.cached:,}",
                _("ratio"): f"{r.ratio:,.1f}x", "~500x?": yes if r.holds else no}
-              for r in ops.check_speedup_claim(shape, n)], hide_index=True)
+              for r in readings], hide_index=True)
 
 
 @st.fragment

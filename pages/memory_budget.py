@@ -6,7 +6,6 @@ The first view imports no torch: only the "The loaded model" tab runs the model.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import streamlit as st
@@ -320,7 +319,7 @@ def textbook() -> None:
         _("verdict"): c.verdict_text, _("why"): c.explanation, source: c.figure.where} for c in checks],
         hide_index=True, column_config={source: st.column_config.LinkColumn(source)})  # the Claims page: every claim
     real = get_preset("llama-3-8b").kv
-    mha = memory.kv_bytes(replace(real, n_kv_heads=real.n_head), 4096)  # the same cache with MHA
+    mha = memory.kv_bytes(real.with_mha(), 4096)
     st.caption(_("Forgetting GQA (Llama-3-8B with {heads} KV heads instead of {kv}) gives {bytes_} at 4,096 tokens: "
                  "{factor:g}x the real cache.").format(heads=real.n_head, kv=real.n_kv_heads,
                                                         bytes_=units.format_bytes(mha),
@@ -350,8 +349,7 @@ def encoder_decoder_result(cfg: memory.KVConfig, b: memory.KVBudget, name: str) 
                           help=_("{name} is an encoder-decoder: each decoder layer also caches K and V of every "
                                  "encoder token (cross-attention), computed once from the encoder output").format(
                                    name=echo.literal(name)))
-    cross = replace(cfg, window=None, local_per_global=None, first_windowed_layer=0, name=f"{cfg.name} cross-attention")
-    whole = memory.encoder_decoder_budget(cfg, cross, b.context_len, b.batch, None if enc is None else int(enc))
+    whole = memory.encoder_decoder_budget(cfg, cfg.cross_attention_layout(), b.context_len, b.batch, None if enc is None else int(enc))
     m = st.container(key="mem_metrics").columns(3)
     show_bytes(_("Self-attention: {n:,} decoder tokens x batch {batch}").format(n=b.context_len, batch=b.batch),
                b.total_bytes, m[0], help=_("grows by one row per generated token"))

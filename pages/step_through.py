@@ -734,7 +734,7 @@ def _gqa_text(snap: step_view.StageSnapshot) -> str:
     groups = "; ".join(f"kv {kv} ← q {', '.join(map(str, qs))}"
                        for kv, qs in step_view.group_mapping(info.n_head, info.n_kv_heads))
     gqa = info.kv_config()
-    mha_bytes = memory.kv_bytes(dataclasses.replace(gqa, n_kv_heads=info.n_head), snap.cache_len)
+    mha_bytes = memory.kv_bytes(gqa.with_mha(), snap.cache_len)
     return (f"kv_head = q_head // {info.n_head // info.n_kv_heads}: {groups}. " + _(
         "Cache measured from the real tensors: {measured:,} B (calculator: {calculated:,} B); with full MHA "
         "({heads} K/V heads) the same model would hold {mha:,} B, {ratio:.0f}x more.").format(

@@ -173,3 +173,15 @@ def test_a_model_names_load_message_keeps_the_name_in_its_code_span(monkeypatch)
         assert "<img" not in rendered and "<a " not in rendered
         assert hostile in [html.unescape(span) for span in re.findall(r"<code>([^<]*)</code>", rendered)]
         assert hostile in shown(message) and words in shown(message)
+
+
+def test_one_line_cut_at_n_is_one_rule_with_one_ellipsis():
+    """The config import's names and quoted transformers messages, the loader's message, a refused value and a
+    load-cost value are all cut by echo.one_line: one line, at most N characters, ending in one '…'."""
+    from kvviz.inputs import query_values
+    from kvviz.memory import config_import
+
+    assert echo.one_line("a\n  b\tc", 80) == "a b c" and echo.one_line("abcdef", 4) == "abc…"
+    assert echo.one_line("ab cdef", 4) == "ab…" and len(echo.one_line("x" * 1000, 40)) == 40
+    assert query_values.shown("9" * 100) == "9" * (query_values.SHOWN_CHARS - 1) + "…"
+    assert config_import.display_name({"_name_or_path": "y" * 500}).endswith("…")

@@ -203,3 +203,12 @@ def test_the_loop_spends_its_budget_or_one_repeat(budget_s, repeats):
 def test_the_loop_wants_a_repeat():
     with pytest.raises(ValueError):
         interleaved_repeats({"a": lambda: 0.0}, 0)
+
+
+def test_the_speedups_medians_and_spread_are_measures():
+    """The benchmark's per-token medians and its tokens/s spread are kvviz.measure's statistic, like every timing."""
+    from kvviz.measure import timing
+
+    assert timing.spread_pct([90.0, 100.0, 120.0]) == pytest.approx(30.0)
+    assert math.isnan(timing.spread_pct([0.0, 0.0]))
+    assert timing.median_per_position([[1.0, 10.0], [3.0, 30.0], [2.0, 20.0], [4.0, 40.0]]).tolist() == [2.5, 25.0]

@@ -306,3 +306,22 @@ def test_paged_view_of_a_qwen2_style_window_counts_every_layer_global():
     view = capacity.paged_view(qwen2, 8192, 1, 16, 8192)
     assert qwen2.all_global() == KVConfig(n_layer=28, n_head=28, n_kv_heads=4, head_dim=128, dtype="bf16")
     assert view.used_bytes == kv_bytes(qwen2.all_global(), 8192) == 28 * 2 * 4 * 128 * 2 * 8192
+
+
+def test_the_same_cache_with_mha_and_the_cross_attention_layout():
+    """One home each: the step page and the memory page's 'forgetting GQA', and the cross-attention cache the memory
+    page, the CLI and the config import all size."""
+    llama = get_preset("llama-3-8b").kv
+    assert llama.with_mha().n_kv_heads == llama.n_head == 32
+    assert memory.kv_bytes(llama.with_mha(), 4096) == 4 * memory.kv_bytes(llama, 4096)
+    windowed = memory.KVConfig(4, 8, 2, 16, "int8", window=64, local_per_global=3, name="m", quant_residual_tokens=8)
+    cross = windowed.cross_attention_layout()
+    assert cross == replace(windowed.all_global(), name="m cross-attention")
+    assert (cross.dtype, cross.n_kv_heads, cross.quant_residual_tokens, cross.window) == ("int8", 2, 8, None)
+
+
+def test_one_table_of_byte_units_reads_kb_either_way():
+    """The formatter writes SI's kB; a printed KB (the claims' sources, the lesson's picker) is the same 10^3."""
+    assert units.UNIT_BYTES["kB"] == units.UNIT_BYTES["KB"] == 1000 and units.UNIT_BYTES["KiB"] == 1024
+    assert units.binary_and_decimal("GB") == (2**30, 10**9) and units.binary_and_decimal("MiB") == (2**20, 2**20)
+    assert units.binary_and_decimal("KB") == units.binary_and_decimal("kB") == (1024, 1000)

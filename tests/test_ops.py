@@ -275,6 +275,20 @@ def test_whole_run_attention_laws():
     assert last_u / last_c == 500.5
 
 
+@pytest.mark.parametrize("p, n", [(1, 1000), (16, 200), (5, 1), (1, 1)])
+def test_attention_per_head_is_the_counts_and_their_closed_forms(p, n):
+    """The one home of the "~500x" arithmetic: the ops page, the claims and the lesson all quote it."""
+    per_head, t = ops.attention_per_head(GPT2, p, n), p + n - 1
+    cached, uncached = ops.generation_totals(GPT2, p, n)
+    heads = GPT2.n_layer * GPT2.n_head
+    assert (heads * per_head.run_cached, heads * per_head.run_uncached) == (
+        cached.attention_dot_products, uncached.attention_dot_products)
+    assert per_head.positions == t and per_head.run_cached == t * (t + 1) // 2
+    assert per_head.run_uncached == per_head.all_triangles - per_head.prompt_triangles
+    assert (per_head.last_step_cached, per_head.last_step_uncached) == (t, t * (t + 1) // 2)
+    assert per_head.last_step_ratio == (t + 1) / 2
+
+
 def test_ops_figures_never_print_600B():
     from kvviz.figures import ops as figs
     from kvviz.i18n import numbers

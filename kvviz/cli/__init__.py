@@ -3,8 +3,8 @@
 - printable(text): untrusted text (a config's fields, a path, an argument) as a terminal may show it: control
   characters written as escapes, so a config.json holding "\\x1b]0;PWNED\\x07" cannot set the terminal's title.
   Every print of a command goes through say().
-- Parser: argparse whose errors are the usage line plus one line, cut to MESSAGE_CHARS (a 5,000-digit argument is
-  never echoed whole) and printable.
+- Parser: the one argparse parser of every command: a refusal is one printable line, cut to MESSAGE_CHARS (a
+  5,000-digit argument is never echoed whole), after the usage line or raised as the command's own error type.
 - whole(lo, hi): the argparse type of a whole number, the app's parser with the app's limits
   (kvviz.inputs.query_values.bounded_int): '٣', '３２', '1_6' and 0 where the page's minimum is 1 are refused here too.
 - output_problem(path, folder=...): say before the work starts whether a result can be written there.
@@ -55,14 +55,28 @@ def say(text: object = "", *, file=None, flush: bool = False) -> None:
 
 
 def one_line(message: object, max_chars: int = MESSAGE_CHARS) -> str:
-    """A message on one printable line, cut with '...' past max_chars."""
+    """A message on one printable line, cut with "…" past max_chars."""
     return query_values.shown(printable(message, keep_newlines=False), max_chars)
 
 
+class ArgumentError(ValueError):
+    """A refused argument of a command whose own errors are no other type (claims, evict); the message is one line."""
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse whose refusals are the usage line and one printable line of at most MESSAGE_CHARS, exit status 2."""
+    """argparse whose refusals are one printable line of at most MESSAGE_CHARS (exit status 2).
+
+    refusal None: argparse's way, the usage line then that line, and the process exits. refusal an exception type
+    (the command's own: MemoryInputError, OpsInputError, ArgumentError): raised with that line, so the command answers
+    a bad argument like any other bad input, in its one line."""
+
+    def __init__(self, *args, refusal: type[Exception] | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.refusal = refusal
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        if self.refusal is not None:
+            raise self.refusal(one_line(message))
         self.print_usage(sys.stderr)
         self.exit(2, f"{self.prog}: error: {one_line(message)}\n")
 

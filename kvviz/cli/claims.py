@@ -13,20 +13,12 @@ import json
 import sys
 
 from kvviz import claims
-from kvviz.cli import one_line, say
-
-
-class _ArgError(ValueError):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
-        raise _ArgError(message)
+from kvviz.cli import ArgumentError, Parser, one_line, say
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m kvviz claims", description="Published KV-cache figures and sentences, checked.")
+    p = Parser(prog="python -m kvviz claims", description="Published KV-cache figures and sentences, checked.",
+               refusal=ArgumentError)
     p.add_argument("--gpu", default=claims.DEFAULT_GPU, help=f"for the prefill claim: {', '.join(claims.GPU_COMPUTE)}")
     p.add_argument("--json", action="store_true", help="print JSON")
     return p
@@ -36,8 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.gpu not in claims.GPU_COMPUTE:
-            raise _ArgError(f"unknown GPU {one_line(repr(args.gpu), 40)}; choose one of: {', '.join(claims.GPU_COMPUTE)}")
-    except _ArgError as exc:
+            raise ArgumentError(f"unknown GPU {one_line(repr(args.gpu), 40)}; choose one of: {', '.join(claims.GPU_COMPUTE)}")
+    except ArgumentError as exc:
         say(f"kvviz claims: {one_line(exc, 2000)}", file=sys.stderr)
         return 2
     found = claims.all_claims(args.gpu)

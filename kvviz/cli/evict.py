@@ -18,19 +18,10 @@ import math
 import os
 import sys
 
-from kvviz.cli import one_line, say, whole
+from kvviz.cli import ArgumentError, Parser, one_line, say, whole
 from kvviz.internals.records import (EVICT_KEEP_PERCENTS, EVICT_POLICIES, EvictionError, EvictionPoint,
                                     EvictSettings)
 from kvviz.model.loading import BUNDLED, BUNDLED_GQA
-
-
-class _ArgError(ValueError):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, never a 5,000-digit argument echoed whole
-        raise _ArgError(message)
 
 
 def keep_fraction(text: str) -> int:
@@ -47,7 +38,8 @@ def keep_fraction(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m kvviz evict", description="KV-cache eviction on a bundled model, measured.")
+    p = Parser(prog="python -m kvviz evict", description="KV-cache eviction on a bundled model, measured.",
+               refusal=ArgumentError)
     p.add_argument("--model", choices=(BUNDLED, BUNDLED_GQA), default=BUNDLED)
     p.add_argument("--policy", choices=EVICT_POLICIES, default="streaming")
     p.add_argument("--keep", type=keep_fraction, default=50, help="fraction of the KV bytes kept (default 0.5)")
@@ -76,7 +68,7 @@ def table(points: list[EvictionPoint]) -> str:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-    except _ArgError as exc:
+    except ArgumentError as exc:
         say(f"kvviz evict: {one_line(exc)}", file=sys.stderr)
         return 2
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -15,7 +15,7 @@ import sys
 from dataclasses import fields, replace
 from pathlib import Path
 
-from kvviz.cli import ReadRefused, one_line, printable, read_regular_file, say, whole
+from kvviz.cli import Parser, ReadRefused, one_line, printable, read_regular_file, say, whole
 from kvviz.memory import config_import
 from kvviz import memory
 from kvviz.memory import dtypes
@@ -27,13 +27,9 @@ DEFAULT_DTYPE = next(f.default for f in fields(memory.KVConfig) if f.name == "dt
 L = memory.LIMITS  # the memory page's limits: the same numbers are refused here and there
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, no usage dump, never a 5,000-digit argument echoed
-        raise memory.MemoryInputError(one_line(message))
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m kvviz memory", description="KV-cache bytes, exact (1 GiB = 2^30 B, 1 GB = 10^9 B).")
+    p = Parser(prog="python -m kvviz memory", description="KV-cache bytes, exact (1 GiB = 2^30 B, 1 GB = 10^9 B).",
+               refusal=memory.MemoryInputError)
     src = p.add_argument_group("the model (one of: --preset, --config, or explicit numbers)")
     src.add_argument("--preset", help="a preset name (see --list-presets)")
     src.add_argument("--config", type=Path, help="a Hugging Face config.json")
@@ -123,9 +119,8 @@ def config_from_args(args: argparse.Namespace) -> tuple[memory.KVConfig, list[st
         changes["local_per_global"] = args.local_per_global
     changes["quant_group_size"] = args.quant_group
     changes["quant_residual_tokens"] = args.quant_residual
-    if cross is not None:  # same number format as the self-attention cache; no window: every encoder token stays
-        cross = replace(cross, **{k: v for k, v in changes.items() if k not in ("window", "local_per_global")})
-    return replace(cfg, **changes), notes, cross
+    cfg = replace(cfg, **changes)
+    return cfg, notes, None if cross is None else cfg.cross_attention_layout()
 
 
 def render_table(b: memory.KVBudget | memory.EncoderDecoderBudget, notes: list[str],

@@ -13,18 +13,14 @@ import json
 import sys
 
 from kvviz import ops
-from kvviz.cli import one_line, say, whole
+from kvviz.cli import Parser, one_line, say, whole
 from kvviz.memory import MemoryInputError
 from kvviz.memory.presets import get_preset, ops_presets
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, never a 5,000-digit argument echoed whole
-        raise ops.OpsInputError(one_line(message))
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m kvviz ops", description="Op counts with vs without the KV cache (1 op = 1 multiply-add).")
+    p = Parser(prog="python -m kvviz ops", description="Op counts with vs without the KV cache (1 op = 1 multiply-add).",
+               refusal=ops.OpsInputError)
     # Whole numbers within the Count-the-work page's own limits (pages/attention_ops.py), read by the app's parser
     p.add_argument("--preset", help=f"one of: {', '.join(ops_presets())}")
     p.add_argument("--layers", type=whole(1, 10_000))

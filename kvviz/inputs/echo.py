@@ -51,9 +51,16 @@ RAW_PYTHON_ERRORS = (ZeroDivisionError, AttributeError, TypeError, KeyError, Ind
                      MemoryError, RecursionError, UnboundLocalError, NameError)
 
 
-def _one_line(value: object) -> str:
+def one_line(value: object, max_chars: int | None = None) -> str:
+    """`value` on one line (runs of whitespace become one space), cut to at most `max_chars` characters with "…":
+    the one rule for a message, a name or a quoted value that must stay short (the cut is not counted: for that, a
+    page echoes with literal or code)."""
     text = " ".join(str(value).split())
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return text if max_chars is None or len(text) <= max_chars else text[: max_chars - 1].rstrip() + "…"
+
+
+def _one_line(value: object) -> str:
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", one_line(value))
 
 
 def _split(value: object, limit: int | None) -> tuple[str, str]:

@@ -36,9 +36,8 @@ class QueryValueError(ValueError):
 
 
 def shown(text: object, max_chars: int = SHOWN_CHARS) -> str:
-    """A value as a message quotes it: on one line, cut short with '...' when long."""
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= max_chars else flat[: max_chars - 3] + "..."
+    """A value as a message quotes it: echo.one_line at SHOWN_CHARS."""
+    return echo.one_line(text, max_chars)
 
 
 class WholeNumberRefused(QueryValueError):

@@ -23,12 +23,25 @@ import numpy as np
 from kvviz.i18n import _
 from kvviz.measure.load import load_known, load_label
 
-__all__ = ["Comparison", "Timing", "inside_noise", "median", "middle_halves_overlap", "quartiles"]
+__all__ = ["Comparison", "Timing", "inside_noise", "median", "median_per_position", "middle_halves_overlap",
+           "quartiles", "spread_pct"]
 
 
 def median(samples: Sequence[float]) -> float:
     """The median of the repeats (an even count: the middle two averaged); nan with no samples."""
     return float(np.median(samples)) if len(samples) else float("nan")
+
+
+def median_per_position(repeats: Sequence[Sequence[float]]) -> np.ndarray:
+    """[positions] the median over repeats at each position, for repeats of equal length (a generation's per-token
+    latencies, one row per repeat)."""
+    return np.median(np.stack([np.asarray(r, dtype=float) for r in repeats]), axis=0)
+
+
+def spread_pct(samples: Sequence[float]) -> float:
+    """(largest - smallest) / median of the repeats, in percent; nan when the median is not positive."""
+    middle = median(samples)
+    return (float(max(samples)) - float(min(samples))) / middle * 100.0 if middle > 0 else float("nan")
 
 
 def quartiles(samples: Sequence[float]) -> tuple[float, float]:
@@ -81,7 +94,7 @@ class Timing:
     @property
     def spread_pct(self) -> float:
         """(slowest - fastest) / median, in percent."""
-        return (self.max_ms - self.min_ms) / self.median_ms * 100.0 if self.median_ms > 0 else float("nan")
+        return spread_pct(self.samples_ms)
 
     def label(self, digits: int = 1) -> str:
         """'9.9 ms (median of 7, 8.8-12.1 ms)'."""

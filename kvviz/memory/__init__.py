@@ -176,6 +176,15 @@ class KVConfig:
         first windowed layer): what the cache would hold without windows."""
         return replace(self, window=None, local_per_global=None, first_windowed_layer=0)
 
+    def with_mha(self) -> KVConfig:
+        """The same cache with MHA: one K/V head per query head (what forgetting GQA or MQA would cost)."""
+        return replace(self, n_kv_heads=self.n_head)
+
+    def cross_attention_layout(self) -> KVConfig:
+        """An encoder-decoder's cross-attention cache beside this self-attention one: each decoder layer keeps K and
+        V of every encoder token, in the same layout and number format, with no window (every encoder token stays)."""
+        return replace(self.all_global(), name=f"{self.name} cross-attention")
+
     @property
     def n_global_layers(self) -> int:
         """Layers that keep every token: all without a window, none for pure sliding window, else every (N+1)-th."""

@@ -39,6 +39,7 @@ import select
 import sys
 import time
 from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
 from typing import Any
 
 from kvviz.i18n import _
@@ -102,16 +103,10 @@ def load_json_object(text_or_dict: str | bytes | dict[str, Any]) -> dict[str, An
             raise MemoryInputError(_("a number in this JSON has thousands of digits; no config.json field needs "
                                      "that: correct the number")) from None
         raise MemoryInputError(_("this is not valid JSON ({reason}); paste the model's config.json").format(
-            reason=one_line(str(exc)))) from None
+            reason=echo.one_line(exc, MAX_MESSAGE_CHARS))) from None
     if not isinstance(raw, dict):
         raise MemoryInputError(_("config.json must be a JSON object ({...}), not a list or a single value"))
     return raw
-
-
-def one_line(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
-    """A message as one line of at most `limit` characters: its lines joined, the end cut with an ellipsis."""
-    flat = " ".join(part.strip() for part in str(text).splitlines() if part.strip())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 def _shape_int(key: str, value: Any, lo: int, hi: int) -> int:
@@ -321,7 +316,7 @@ def _construct(cls: Any, raw: dict[str, Any]) -> tuple[str, Any]:
         return "error", _("its values do not fit together ({error}); compare them with the model's published "
                           "config.json").format(error=type(exc).__name__)
     except Exception as exc:  # noqa: BLE001 -- transformers' validators raise many types
-        return "error", one_line(str(exc)) or type(exc).__name__
+        return "error", echo.one_line(exc, MAX_MESSAGE_CHARS) or type(exc).__name__
 
 
 def _vm_size_bytes() -> int | None:
@@ -367,7 +362,7 @@ def _build_bounded(cls: Any, raw: dict[str, Any]) -> tuple[str, Any]:
             except MemoryError:
                 data = pickle.dumps(("memory", None))
             except Exception as exc:  # noqa: BLE001 -- an attribute transformers set that cannot be pickled
-                data = pickle.dumps(("error", one_line(str(exc)) or type(exc).__name__))
+                data = pickle.dumps(("error", echo.one_line(exc, MAX_MESSAGE_CHARS) or type(exc).__name__))
             view = memoryview(data)
             while view:
                 view = view[os.write(write_fd, view):]
@@ -468,7 +463,7 @@ def display_name(raw: dict[str, Any], text_raw: dict[str, Any] | None = None) ->
     cfg = {**raw, **(text_raw or {})}
     name = cfg.get("_name_or_path") or cfg.get("model_type") or _("imported config")
     name = str(name) if isinstance(name, str) else short_repr(name)
-    return name if len(name) <= MAX_NAME_CHARS else name[: MAX_NAME_CHARS - 1] + "…"
+    return echo.one_line(name, MAX_NAME_CHARS)
 
 
 # ----- through transformers' config class --------------------------------------------------------------------
@@ -531,10 +526,9 @@ def _parse_resolved(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, dty
     name = display_name(raw)
     config = KVConfig(n_layer, n_head, n_kv, head_dim, dt, mla_rank, mla_rope, window, per_global, name=name,
                       first_windowed_layer=first_windowed)
-    cross = None
+    cross = config.cross_attention_layout() if enc_dec else None
     notes: list[str] = []
     if enc_dec:
-        cross = KVConfig(n_layer, n_head, n_kv, head_dim, dt, name=f"{name} cross-attention")
         notes.append(_("Encoder-decoder: besides the self-attention cache above, each of the {layers} decoder "
                        "layers caches K and V of every encoder token for cross-attention (encoder length x "
                        "{layers} layers x {heads} heads x {head_dim} x 2 numbers), computed once per input.").format(
@@ -610,7 +604,7 @@ def _cached_layers(t: Any, n_layer: int) -> tuple[int, str | None]:
         modes = t.kv_sharing_modes
     except (ValueError, TypeError, IndexError) as exc:
         raise MemoryInputError(_("transformers' {cls} refuses this layer sharing: {reason}").format(
-            cls=type(t).__name__, reason=one_line(str(exc)))) from None
+            cls=type(t).__name__, reason=echo.one_line(exc, MAX_MESSAGE_CHARS))) from None
     cached = sum(mode != "reuse" for mode in modes)
     if list(modes[cached:]) != ["reuse"] * (n_layer - cached):  # the shared layers are the last ones
         raise MemoryInputError(_("transformers' {cls} shares K/V between layers in a pattern kvviz cannot count "
@@ -655,7 +649,9 @@ def _dtype(dtype: str | None, t: Any, top: Any, used: dict[str, Any], given: set
 
 
 # ----- as written (no model_type transformers knows) ----------------------------------------------------------
-_FIELDS = {
+# What config.json calls each dimension, in the order a reader tries them (GPT-2's, Llama's, Falcon's, ChatGLM's,
+# T5's names ...): the one table the import, kvviz.model.dims and kvviz.model.load_cost read config.json with.
+CONFIG_FIELDS: dict[str, tuple[str, ...]] = {
     "n_layer": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
     "n_head": ("num_attention_heads", "n_head", "num_heads"),
     "n_kv_heads": ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num"),
@@ -664,15 +660,22 @@ _FIELDS = {
     "max_context": ("max_position_embeddings", "n_positions", "n_ctx", "max_sequence_length", "seq_length"),
     "d_ff": ("intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size"),
     "vocab_size": ("vocab_size", "padded_vocab_size"),
+    "dtype": ("torch_dtype", "dtype"),
 }
 
 
-def _first(cfg: dict[str, Any], names: tuple[str, ...], used: dict[str, Any]) -> Any:
-    for n in names:
-        if cfg.get(n) is not None:
-            used[n] = cfg[n]
-            return cfg[n]
-    return None
+def config_field(cfg: Mapping[str, Any], dimension: str) -> tuple[str, Any] | None:
+    """(the name, the value) of the first of CONFIG_FIELDS[dimension] the config gives a value (null is no value),
+    or None when it gives none."""
+    return next(((name, cfg[name]) for name in CONFIG_FIELDS[dimension] if cfg.get(name) is not None), None)
+
+
+def _first(cfg: dict[str, Any], dimension: str, used: dict[str, Any]) -> Any:
+    found = config_field(cfg, dimension)
+    if found is None:
+        return None
+    used[found[0]] = found[1]
+    return found[1]
 
 
 def _parse_as_written(raw: dict[str, Any], text_raw: dict[str, Any], dtype: str | None) -> ImportedConfig:
@@ -683,14 +686,14 @@ def _parse_as_written(raw: dict[str, Any], text_raw: dict[str, Any], dtype: str 
     missing = [_("model_type absent or unknown to the installed transformers: fields read as written, no defaults")]
     if raw.get("is_encoder_decoder"):
         raise MemoryInputError(_("an encoder-decoder config needs its model_type (e.g. t5, bart) to be read"))
-    n_layer = _first(cfg, _FIELDS["n_layer"], used)
-    n_head = _first(cfg, _FIELDS["n_head"], used)
+    n_layer = _first(cfg, "n_layer", used)
+    n_head = _first(cfg, "n_head", used)
     if n_layer is None or n_head is None:
         raise MemoryInputError(_(
             "this JSON does not look like a transformer config.json: it has no number of layers "
             "(num_hidden_layers / n_layer) or no number of attention heads (num_attention_heads / n_head)"
         ))
-    n_kv = _first(cfg, _FIELDS["n_kv_heads"], used)
+    n_kv = _first(cfg, "n_kv_heads", used)
     if n_kv is None and cfg.get("multi_query"):
         used["multi_query"] = n_kv = 1
     if n_kv is None:
@@ -698,8 +701,8 @@ def _parse_as_written(raw: dict[str, Any], text_raw: dict[str, Any], dtype: str 
         n_kv = n_head
     mla_rank = cfg.get("kv_lora_rank") or 0
     mla_rope = (cfg.get("qk_rope_head_dim") or 0) if mla_rank else 0
-    head_dim = _first(cfg, _FIELDS["head_dim"], used)
-    hidden = _first(cfg, _FIELDS["hidden"], used)
+    head_dim = _first(cfg, "head_dim", used)
+    hidden = _first(cfg, "hidden", used)
     if mla_rank:
         used["kv_lora_rank"], used["qk_rope_head_dim"] = mla_rank, mla_rope
         head_dim = head_dim or (cfg.get("qk_nope_head_dim") or 0) + mla_rope or 1
@@ -709,7 +712,7 @@ def _parse_as_written(raw: dict[str, Any], text_raw: dict[str, Any], dtype: str 
         missing.append(_("head_dim (took hidden_size / num_attention_heads)"))
         head_dim = head_dim_from_hidden(check_int("hidden_size", hidden, hi=10**7), check_int("n_head", n_head))
     window, per_global, first_windowed = window_from_dict(cfg, used, missing)
-    dt = dtype or _first(cfg, ("torch_dtype", "dtype"), used)
+    dt = dtype or _first(cfg, "dtype", used)
     if dt is None:
         missing.append(_("torch_dtype absent: transformers loads such a model in float32, so kvviz counts fp32"))
         dt = "fp32"
@@ -718,8 +721,8 @@ def _parse_as_written(raw: dict[str, Any], text_raw: dict[str, Any], dtype: str 
     except MemoryInputError:
         missing.append(_("dtype {value} is not a cache dtype kvviz knows (took bf16)").format(value=short_repr(dt)))
         dt = "bf16"
-    max_ctx = _first(cfg, _FIELDS["max_context"], used)
-    extras = {k: v for k in ("d_ff", "vocab_size") if isinstance(v := _first(cfg, _FIELDS[k], used), int)}
+    max_ctx = _first(cfg, "max_context", used)
+    extras = {k: v for k in ("d_ff", "vocab_size") if isinstance(v := _first(cfg, k, used), int)}
     if isinstance(hidden, int):
         extras["n_embd"] = hidden
     name = display_name(raw, text_raw)

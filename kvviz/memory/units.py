@@ -10,8 +10,23 @@ import math
 KIB, MIB, GIB, TIB = 2**10, 2**20, 2**30, 2**40
 GB = 10**9
 
-_BINARY = (("EiB", 2**60), ("PiB", 2**50), ("TiB", TIB), ("GiB", GIB), ("MiB", MIB), ("KiB", KIB))
-_DECIMAL = (("PB", 10**15), ("TB", 10**12), ("GB", GB), ("MB", 10**6), ("kB", 10**3))
+# Every byte unit kvviz reads or writes, in bytes. The formatter writes SI's "kB"; "KB", as sources print it and as
+# the lesson's unit picker offers it, is read the same: 10^3 (the units rule, kvviz.claims.UNITS_RULE).
+UNIT_BYTES: dict[str, int] = {
+    "B": 1, "kB": 10**3, "KB": 10**3, "MB": 10**6, "GB": GB, "TB": 10**12, "PB": 10**15,
+    "KiB": KIB, "MiB": MIB, "GiB": GIB, "TiB": TIB, "PiB": 2**50, "EiB": 2**60,
+}
+# A decimal unit's binary twin: the pairs a reader mixes up (a "GB" that means GiB).
+BINARY_TWIN: dict[str, str] = {"kB": "KiB", "KB": "KiB", "MB": "MiB", "GB": "GiB", "TB": "TiB", "PB": "PiB"}
+
+_BINARY = tuple((unit, UNIT_BYTES[unit]) for unit in ("EiB", "PiB", "TiB", "GiB", "MiB", "KiB"))
+_DECIMAL = tuple((unit, UNIT_BYTES[unit]) for unit in ("PB", "TB", "GB", "MB", "kB"))
+
+
+def binary_and_decimal(unit: str) -> tuple[int, int]:
+    """(bytes read as binary, bytes read as decimal) of one printed unit: 'GB' -> (2^30, 10^9); a binary unit reads
+    the same both ways ('GiB' -> (2^30, 2^30)). KeyError for a unit not in UNIT_BYTES."""
+    return UNIT_BYTES[BINARY_TWIN.get(unit, unit)], UNIT_BYTES[unit]
 
 
 def _number(value: float) -> str:

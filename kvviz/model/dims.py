@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvviz.memory import KVConfig
+from kvviz.memory.config_import import config_field
 from kvviz.memory.presets import PRESETS, Preset
 from kvviz.ops import ModelShape
 
@@ -60,20 +61,20 @@ class ModelDims:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> ModelDims:
-        """From a transformers config as a dict (`config.to_dict()`, or config.json read as JSON): GPT-2's names
-        (n_layer, n_head, n_embd, n_inner, n_positions) or Llama's (num_hidden_layers, num_attention_heads,
-        num_key_value_heads, hidden_size, head_dim, intermediate_size, max_position_embeddings)."""
-        if config.get("model_type") == "llama":
-            n_head, n_embd = config["num_attention_heads"], config["hidden_size"]
-            return cls(n_layer=config["num_hidden_layers"], n_head=n_head,
-                       n_kv_heads=config.get("num_key_value_heads") or n_head,
-                       head_dim=config.get("head_dim") or n_embd // n_head, n_embd=n_embd,
-                       d_ff=config["intermediate_size"], vocab_size=config["vocab_size"],
-                       n_positions=config["max_position_embeddings"], mlp_matrices=3, model_type="llama")
-        n_head, n_embd = config["n_head"], config["n_embd"]
-        return cls(n_layer=config["n_layer"], n_head=n_head, n_kv_heads=n_head, head_dim=n_embd // n_head,
-                   n_embd=n_embd, d_ff=config.get("n_inner") or 4 * n_embd, vocab_size=config["vocab_size"],
-                   n_positions=config["n_positions"], mlp_matrices=2, model_type="gpt2")
+        """From a transformers config as a dict (`config.to_dict()`, or config.json read as JSON), each dimension by
+        the names kvviz.memory.config_import.CONFIG_FIELDS lists (GPT-2's n_layer, n_head, n_embd, n_inner,
+        n_positions; Llama's num_hidden_layers, num_attention_heads, num_key_value_heads, hidden_size, head_dim,
+        intermediate_size, max_position_embeddings). Llama's MLP is gated (3 matrices)."""
+        def value(dimension: str) -> Any:
+            found = config_field(config, dimension)
+            return None if found is None else found[1]
+
+        n_head, n_embd = value("n_head"), value("hidden")
+        llama = config.get("model_type") == "llama"
+        return cls(n_layer=value("n_layer"), n_head=n_head, n_kv_heads=value("n_kv_heads") or n_head,
+                   head_dim=value("head_dim") or n_embd // n_head, n_embd=n_embd, d_ff=value("d_ff") or 4 * n_embd,
+                   vocab_size=value("vocab_size"), n_positions=value("max_context"), mlp_matrices=3 if llama else 2,
+                   model_type="llama" if llama else "gpt2")
 
     @classmethod
     def from_preset(cls, preset: Preset, model_type: str) -> ModelDims:

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from kvviz.i18n import _
+from kvviz.inputs import echo
+from kvviz.memory.config_import import config_field
 
 FLOAT32_BYTES = 4  # kvviz loads every model in float32 (kvviz.model.loading)
 MAX_HEADER_BYTES = 8 * 2**20  # refused before reading: a GPT-2's header is 15-60 KB (the format allows 100 MB,
@@ -97,7 +99,7 @@ def read_config(folder: Path) -> dict[str, Any]:
 
 def params_from_config(cfg: dict[str, Any]) -> int:
     """A GPT-2 config's parameter count (missing keys take GPT2Config's defaults)."""
-    values = {key: cfg.get(key, default) for key, default in GPT2_CONFIG_DEFAULTS.items()}
+    values = {key: _gpt2_value(cfg, key, default) for key, default in GPT2_CONFIG_DEFAULTS.items()}
     for key in ("n_layer", "n_embd", "n_positions", "vocab_size"):
         if not isinstance(values[key], int) or isinstance(values[key], bool) or values[key] <= 0:
             raise ValueError(_("its config.json has no usable {key} (got {value})").format(
@@ -105,7 +107,7 @@ def params_from_config(cfg: dict[str, Any]) -> int:
     if values["n_inner"] is not None and (not isinstance(values["n_inner"], int) or values["n_inner"] <= 0):
         raise ValueError(_("its config.json has no usable {key} (got {value})").format(
             key="n_inner", value=_short(values["n_inner"])))
-    n_head = cfg.get("n_head", 12)
+    n_head = _gpt2_value(cfg, "n_head", 12)
     if not isinstance(n_head, int) or isinstance(n_head, bool) or n_head <= 0 or values["n_embd"] % n_head:
         raise ValueError(_("its config.json needs n_head, a positive whole number dividing n_embd = {n_embd:,} "
                            "(got {value})").format(n_embd=values["n_embd"], value=_short(n_head)))
@@ -116,10 +118,21 @@ def params_from_config(cfg: dict[str, Any]) -> int:
     return gpt2_param_count(**values)
 
 
+# GPT2Config's argument -> the dimension config.json may name it by (kvviz.memory.config_import.CONFIG_FIELDS)
+_GPT2_DIMENSIONS = {"n_layer": "n_layer", "n_head": "n_head", "n_embd": "hidden", "n_positions": "max_context",
+                    "vocab_size": "vocab_size", "n_inner": "d_ff"}
+
+
+def _gpt2_value(cfg: dict[str, Any], key: str, default: Any) -> Any:
+    """GPT2Config's argument `key` as config.json gives it, under any of its dimension's names; else the value
+    written under `key` itself (null included), else GPT2Config's default."""
+    found = config_field(cfg, _GPT2_DIMENSIONS[key]) if key in _GPT2_DIMENSIONS else None
+    return found[1] if found is not None else cfg.get(key, default)
+
+
 def _short(value: Any, max_chars: int = 40) -> str:
     """A config value as a message quotes it, cut short (a 1 MB string is never echoed)."""
-    text = repr(value)
-    return text if len(text) <= max_chars else text[: max_chars - 3] + "..."
+    return echo.one_line(repr(value), max_chars)
 
 
 def safetensors_files(folder: Path) -> list[Path]:

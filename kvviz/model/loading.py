@@ -277,8 +277,7 @@ def _one_line(exc: BaseException) -> str:
         return _("its files do not describe a GPT-2 model transformers can build ({error}); "
                  "check config.json against a working GPT-2 folder").format(error=exc.__class__.__name__)
     text = " ".join(str(exc).split()) or exc.__class__.__name__
-    text = text.rstrip(".")
-    return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 3] + "..."
+    return echo.one_line(text.rstrip("."), MESSAGE_CHARS)
 
 
 _LOAD_LOCK = threading.Lock()

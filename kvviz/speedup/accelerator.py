@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import statistics
 from typing import Callable
 
 import torch
 from transformers import DynamicCache
 
 from kvviz.i18n import N_, _
+from kvviz.measure import timing
 from kvviz.speedup import device as devices
 from kvviz.speedup import probes, roofline, runs
 from kvviz.model.loading import LoadedModel
@@ -81,7 +81,7 @@ class DeviceMode:
 
     @property
     def median_passes_ms(self) -> float:
-        return statistics.median(r.passes_ms for r in self.rounds)
+        return timing.median([r.passes_ms for r in self.rounds])
 
     @property
     def decode_tokens_per_s(self) -> tuple[float, ...]:
@@ -90,7 +90,7 @@ class DeviceMode:
 
     @property
     def median_decode_step_ms(self) -> float:
-        return statistics.median(statistics.median(r.decode_ms) for r in self.rounds if r.decode_ms)
+        return timing.median([timing.median(r.decode_ms) for r in self.rounds if r.decode_ms])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,11 +104,11 @@ class SweepPoint:
 
     @property
     def cached_ms(self) -> float:
-        return statistics.median(self.cached_step_ms)
+        return timing.median(self.cached_step_ms)
 
     @property
     def uncached_median_ms(self) -> float:
-        return statistics.median(self.uncached_ms)
+        return timing.median(self.uncached_ms)
 
     @property
     def ratio(self) -> float:
@@ -400,7 +400,7 @@ def format_report(result: DeviceBenchResult) -> str:
     for mode in result.modes:
         tps = mode.decode_tokens_per_s
         lines.append(
-            f"{mode.label:<42} {statistics.median(tps):13.1f} {f'{max(tps):.1f}-{min(tps):.1f}':>17} "
+            f"{mode.label:<42} {timing.median(tps):13.1f} {f'{max(tps):.1f}-{min(tps):.1f}':>17} "
             f"{result.speedup(mode.mode):11.2f} {result.roof_fraction(mode.mode):10.0%} "
             f"{'same' if result.tokens_match(mode.mode) else 'DIFFER':>7}")
     for name, reason in result.skipped.items():

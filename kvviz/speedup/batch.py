@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
 import torch
 
 from kvviz.i18n import gettext
+from kvviz.measure import timing
 from kvviz.speedup import probes, roofline
 from kvviz.speedup.harness import ProgressFn, WaitFn, hold_turn, torch_threads
 from kvviz.speedup.settings import BenchInputError, check_gpt2, whole
@@ -64,7 +64,7 @@ def time_decode_step(engine: FlatCacheGPT2, context: int, steps: int = STEPS) ->
         engine.forward(tokens)
         if i:
             times.append((time.perf_counter() - began) * 1000.0)
-    return float(np.median(times))
+    return timing.median(times)
 
 
 def run_batch_sweep(loaded: LoadedModel, max_batch: int, context: int, threads: int, weight_format: str = "stored",

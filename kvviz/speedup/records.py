@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kvviz.i18n import N_, _, ngettext
+from kvviz.measure import timing
 from kvviz.speedup import roofline
 from kvviz.speedup.settings import BenchSettings
 from kvviz.ops import ModelShape
@@ -88,30 +89,29 @@ class ModeResult:
 
     @property
     def median_tokens_per_s(self) -> float:
-        return float(np.median(self.tokens_per_s))
+        return timing.median(self.tokens_per_s)
 
     @property
     def median_decode_tokens_per_s(self) -> float:
-        return float(np.median([r.decode_tokens_per_s for r in self.runs]))
+        return timing.median([r.decode_tokens_per_s for r in self.runs])
 
     @property
     def median_prefill_ms(self) -> float:
-        return float(np.median([r.prefill_ms for r in self.runs]))
+        return timing.median([r.prefill_ms for r in self.runs])
 
     @property
     def spread_pct(self) -> float:
         """(max - min) / median of tokens/s over the repeats, in percent."""
-        tps = self.tokens_per_s
-        return float((tps.max() - tps.min()) / np.median(tps) * 100.0)
+        return timing.spread_pct(self.tokens_per_s)
 
     @property
     def median_token_ms(self) -> np.ndarray:
         """[new_tokens] per generated token: the median over repeats of the latency of the pass that picked it."""
-        return np.median(np.stack([r.token_ms for r in self.runs]), axis=0)
+        return timing.median_per_position([r.token_ms for r in self.runs])
 
     def median_time_to_k_ms(self) -> np.ndarray:
         """[new_tokens] the estimator's time: median over rounds of the summed pass times up to token k."""
-        return np.median(np.stack([np.cumsum(r.token_ms) for r in self.runs]), axis=0)
+        return timing.median_per_position([np.cumsum(r.token_ms) for r in self.runs])
 
     @property
     def token_ids(self) -> tuple[int, ...]:
@@ -192,7 +192,7 @@ class RooflineVerdict:
         """The median round's fraction; None when disturbed, or above 100% from the cache (never shown)."""
         if self.disturbed or not self.fractions or (self.in_cache and max(self.fractions) > 1.0):
             return None
-        return float(np.median(self.fractions))
+        return timing.median(self.fractions)
 
     @property
     def label(self) -> str:
@@ -293,7 +293,7 @@ class BenchResult:
 
     @property
     def median_read_bytes_per_s(self) -> float:
-        return float(np.median([b.bytes_per_s for b in self.read_bandwidth]))
+        return timing.median([b.bytes_per_s for b in self.read_bandwidth])
 
     def roofline_verdict(self, name: str) -> RooflineVerdict:
         """Round r's decode bytes/s over round r's read probe, for every round."""

@@ -26,7 +26,6 @@ from kvviz import i18n, memory, ops, routes
 from kvviz.i18n import N_, _, ngettext
 from kvviz.memory import capacity, units
 from kvviz.memory.presets import get_preset
-from kvviz.memory.units import GB, GIB, KIB, MIB
 from kvviz.measure.load import load_number
 from kvviz.measure.timing import quartiles
 from kvviz.step import view as step_view
@@ -41,8 +40,8 @@ PATTERNS_PRESET = "Repeat a pattern"
 # Units a byte answer may be given in: decimal (SI) and binary (IEC), 1 GiB = 2^30 bytes, 1 GB = 10^9 bytes.
 # The published models some steps compute with (kvviz.memory.presets), by their names as a reader knows them.
 PRESET_MODELS = {"gpt2": "GPT-2 small", "llama-3-8b": "Llama-3-8B"}
-BYTE_UNITS: dict[str, int] = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": GB, "KiB": KIB, "MiB": MIB, "GiB": GIB}
-SI_IEC = (("KB", "KiB"), ("MB", "MiB"), ("GB", "GiB"))  # the pairs students mix up
+BYTE_UNITS: dict[str, int] = {unit: units.UNIT_BYTES[unit] for unit in ("B", "KB", "MB", "GB", "KiB", "MiB", "GiB")}
+SI_IEC = tuple((decimal, units.BINARY_TWIN[decimal]) for decimal in ("KB", "MB", "GB"))  # the pairs students mix up
 
 
 @dataclass(frozen=True)
@@ -404,15 +403,10 @@ def _dots_one_step(engine: Any) -> Question:
 
 def _quadratic(engine: Any, prompt_len: int = 16, new_tokens: int = 200) -> Question:
     shape = engine.loaded.info.ops_shape()
-    cached, uncached = ops.generation_totals(shape, prompt_len, new_tokens)
-    ratio = uncached.attention_dot_products / cached.attention_dot_products
+    per_head = ops.attention_per_head(shape, prompt_len, new_tokens)  # the counts and their closed forms
+    ratio, last_step = per_head.run_ratio, per_head.last_step_ratio
     heads = shape.n_layer * shape.n_head
-    t = prompt_len + new_tokens - 1  # positions the last pass sees (the last new token is never fed back)
-    p = prompt_len
-    # the uncached run: the prefill's one triangle, then a triangle per later pass (the sum of triangles 1..T less
-    # the triangles 1..P-1 the prefill never computes on its own)
-    all_triangles, skipped = t * (t + 1) * (t + 2) // 6, (p - 1) * p * (p + 1) // 6
-    last_step = (t + 1) / 2
+    t = per_head.positions  # positions the last pass sees (the last new token is never fed back)
     demo = 20
     return Question(
         _("Generating **N = {new}** tokens after a **P = {prompt}**-token prompt, so T = P + N - 1 = {t} positions: "
@@ -423,8 +417,8 @@ def _quadratic(engine: Any, prompt_len: int = 16, new_tokens: int = 200) -> Ques
           "**{uncached:,}** (about {heads} x T^3/6). Ratio **{ratio:.1f}x**, about (T+2)/3. "
           "The last step alone saves (T+1)/2 = {last:.0f}x, but the early steps save much less, so the whole run "
           "saves about a third of T, not half.").format(
-            heads=heads, t=t, t_plus_1=t + 1, cached=cached.attention_dot_products, all_triangles=all_triangles,
-            skipped=skipped, uncached=uncached.attention_dot_products, ratio=ratio, last=last_step),
+            heads=heads, t=t, t_plus_1=t + 1, cached=heads * per_head.run_cached, all_triangles=per_head.all_triangles,
+            skipped=per_head.prompt_triangles, uncached=heads * per_head.run_uncached, ratio=ratio, last=last_step),
         rel_tolerance=0.25, states_tolerance=True, unit="x",
         hint=_("Divide the two sums: T(T+1)(T+2)/6 over T(T+1)/2. Most factors cancel."),
         traps=((last_step, _("That is the saving of the last step only. The early steps, at short lengths, save "
