@@ -10,7 +10,7 @@ from typing import Any
 import streamlit as st
 
 from kvviz.inputs import links
-from kvviz import ops, ui
+from kvviz import ops, ui, ui_assets
 from kvviz.i18n import N_, _, numbers
 from kvviz.figures import export_config
 from kvviz.figures import ops as figs
@@ -202,9 +202,7 @@ def counter() -> None:
 ui.ensure_router()  # before anything is drawn: see its docstring
 st.title(_("Count the work"))
 # Metric values wrap ("245.3 / million") instead of being cut to "245.3 mil…" at 1024 px wide.
-st.html("<style>:is(.st-key-ops_metrics) :is([data-testid='stMetricValue'], "
-        "[data-testid='stMetricLabel']) * "
-        "{white-space: normal !important; overflow: visible !important; text-overflow: clip !important}</style>")
+st.html(ui_assets.style("metric_wrap.css"))
 with st.expander(_("What you are seeing"), expanded=False):
     st.markdown(_(
         "Generating N tokens after a P-token prompt takes N forward passes. **With the cache**, pass k feeds "

@@ -21,7 +21,7 @@ from kvviz import i18n
 from kvviz.i18n import N_, _, ngettext
 from kvviz.teaching import glossary, handout, lesson
 from kvviz.inputs import query_values
-from kvviz import routes, ui
+from kvviz import routes, ui, ui_assets
 from kvviz.figures import export_config
 from kvviz.figures.lesson import lesson_figure
 
@@ -35,120 +35,10 @@ SCORE_WRITTEN = "lesson_url_score"  # the score this session last wrote into the
 SCORE_HOLD = "lesson_score_hold"  # this run writes no score (the URL came without one: _outcomes)
 CLICKED = "lesson_clicked"  # this run comes from a click on this page (_clicked): the URL it carries may lag
 REVEAL_KEY, RIGHT_KEY, WRONG_KEY = "V", "Y", "N"  # class mode's keys: none of them reads as a choice's letter A-D
-CLASS_CSS = """<style>
-[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"] {display: none}
-[data-testid="stMainBlockContainer"] {padding-top: 2.2rem; padding-bottom: 2rem}
-[data-testid="stMainBlockContainer"] h1 {font-size: 1.5rem; padding: 0 0 0.25rem 0}
-.st-key-lesson_choices h3 {padding: 0.1rem 0}
-.st-key-lesson_question h2 {padding-top: 0.75rem}
-</style>"""  # class mode: no sidebar, a small title, so the question and its answer stay above the fold
-# The lesson's keys (V, H, Y, N, Left, Right) are queued in the browser like the stage's: Streamlit's own shortcut
-# is lost when it is pressed while a rerun redraws its button (a busy laptop: V's rerun is still drawing when the
-# teacher presses Y). This listener (capture phase, before Streamlit's shortcuts) queues every lesson key and clicks
-# the key's button only when no run is going, once the button is on the page, and the next press only after the
-# page has run again for this one (.kvviz-lesson-state counts the runs; it is written at the run's end, after the
-# score's URL, and is missing while a run is drawing), so presses are taken in order; a badge
-# says how many wait. A key with no button while the page is idle does nothing (as before), queued or not: a queued
-# key whose button is still missing once the page has been idle for 2.5 s (a second V after the answer is shown) is
-# dropped, so the keys behind it are not held for 20 s (Streamlit shows its running indicator only some way into a
-# run, so a shorter wait dropped a Y pressed just after V while V's rerun was still drawing the Y button); one whose
-# button does not come within 20 s while the page keeps running is dropped and the badge says so (white on #c2410c,
-# 5.18:1, as the stage's badge). Text boxes and
-# popovers keep their own keys. (No comments inside the script: the translation tests read every text the page holds.)
-LESSON_KEYS_JS = """<script>
-(() => {
-  if (window.__kvvizLesson) return;
-  const L = window.__kvvizLesson = {queue: [], busy: false, taken: 0, dropped: 0};
-  const BUTTONS = {v: "lesson_reveal_btn_", h: "lesson_hint_btn_", y: "lesson_room_right_", n: "lesson_room_wrong_",
-                   ArrowLeft: "lesson_back", ArrowRight: "lesson_next"};
-  const TEXT_TYPES = ["text", "number", "search", "email", "password", "url", "tel", "date", "time"];
-  const runs = () => {
-    const all = [...document.querySelectorAll(".kvviz-lesson-state")].map(e => Number(e.dataset.runs));
-    return all.length ? Math.max(...all) : null;
-  };
-  const running = () => !!document.querySelector('[data-testid="stStatusWidget"]');
-  const textBox = (el) => el && (el.isContentEditable || el.tagName === "TEXTAREA" || el.tagName === "SELECT" ||
-    (el.tagName === "INPUT" && (TEXT_TYPES.includes(el.type) || el.getAttribute("role") === "combobox")));
-  const own = (el) => el && el.closest && el.closest('[role="dialog"], [data-testid="stPopoverBody"], [data-baseweb="popover"]');
-  const find = (prefix) => document.querySelector('[class*="st-key-' + prefix + '"] button');
-  const badge = (text) => {
-    let b = document.getElementById("kvviz-lesson-busy");
-    if (!text) { if (b) b.remove(); return; }
-    if (!b) {
-      b = document.createElement("div");
-      b.id = "kvviz-lesson-busy";
-      b.setAttribute("role", "status");
-      b.style.cssText = "position:fixed;top:8px;right:64px;z-index:1000000;padding:4px 10px;border-radius:6px;" +
-        "background:#c2410c;color:#fff;font:600 15px sans-serif;box-shadow:0 1px 4px rgba(0,0,0,.3)";
-      document.body.appendChild(b);
-    }
-    b.replaceChildren(document.createTextNode(text));
-  };
-  const words = () => {
-    const state = document.querySelector(".kvviz-lesson-state");
-    if (state) L.words = {one: state.dataset.busyOne, many: state.dataset.busyMany, dropped: state.dataset.dropped};
-    return L.words || {one: "", many: "", dropped: ""};
-  };
-  const show = () => {
-    const n = L.queue.length;
-    badge(n ? words()[n === 1 ? "one" : "many"].replace("{n}", n) : "");
-  };
-  const pump = () => {
-    if (L.busy || !L.queue.length) { if (!L.busy) show(); return; }
-    L.busy = true;
-    show();
-    const item = L.queue[0], t0 = Date.now();
-    let idleSince = null;
-    const ready = () => {
-      const button = find(BUTTONS[item.key]);
-      const idle = !running();
-      idleSince = idle ? (idleSince === null ? Date.now() : idleSince) : null;
-      if (idle && (!button || button.disabled) && Date.now() - idleSince > 2500) {
-        L.queue.shift();
-        L.busy = false;
-        pump();
-      } else if (idle && button && !button.disabled) {
-        L.queue.shift();
-        const before = runs();
-        button.click();
-        L.taken += 1;
-        const t1 = Date.now();
-        const done = () => {
-          const now = runs();
-          if ((now !== null && now !== before && !running()) || Date.now() - t1 > 60000) { L.busy = false; pump(); return; }
-          setTimeout(done, 40);
-        };
-        setTimeout(done, 40);
-      } else if (Date.now() - t0 > 20000) {
-        L.queue.shift();
-        L.dropped += 1;
-        L.busy = false;
-        badge(words().dropped);
-        setTimeout(pump, 3000);
-      } else {
-        setTimeout(ready, 60);
-      }
-    };
-    ready();
-  };
-  window.addEventListener("keydown", (e) => {
-    if (typeof e.key !== "string") return;
-    const key = BUTTONS[e.key] ? e.key : BUTTONS[e.key.toLowerCase()] && e.key.length === 1 ? e.key.toLowerCase() : null;
-    if (!key || e.ctrlKey || e.metaKey || e.altKey) return;
-    if (!document.querySelector(".st-key-lesson_next")) return;
-    const el = document.activeElement;
-    if (textBox(el) || own(el)) return;
-    const button = find(BUTTONS[key]);
-    if (!running() && !L.busy && !L.queue.length && (!button || button.disabled)) return;
-    e.preventDefault();
-    e.stopImmediatePropagation();
-    if (el && el !== document.body && el.blur) el.blur();
-    if (e.repeat && L.queue.length > 8) return;
-    L.queue.push({key: key});
-    pump();
-  }, true);
-})();
-</script>"""
+# Class mode's chrome (no sidebar, a small title: the question and its answer stay above the fold) and the lesson's
+# keys (V, H, Y, N, Left, Right, queued in the browser like the stage's): CSS and JavaScript in kvviz/assets/web/.
+CLASS_CSS = ui_assets.style("hide_sidebar.css", "lesson_class.css")
+LESSON_KEYS_JS = ui_assets.script("keyboard_queue.js", "lesson_keys.js")  # installed once per tab
 
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import streamlit as st
 
 from kvviz.memory import capacity, config_import, hf_cache
-from kvviz import claims, i18n, memory, ui
+from kvviz import claims, i18n, memory, ui, ui_assets
 from kvviz.i18n import N_, _, ngettext
 from kvviz.memory import dtypes
 from kvviz.memory import units
@@ -19,31 +19,9 @@ from kvviz.inputs import echo, links
 from kvviz.figures import MAX_LEGEND_ENTRIES, export_config, memory as figs
 from kvviz.memory.presets import GPUS, PRESETS, get_preset, past_trained_positions
 
-# A link that names a tab (For teachers' plan opens "What fits" for its question) lands on that tab: the model's
-# inputs fill a 1280x720 screen, so the tab and its answer (the context where the cache outweighs the weights) were
-# below the fold. Only on the page's first run after it is opened (a click on a tab is not a link), tried again until
-# the tab bar is at the top (while the tab's content is still being drawn, the page is too short to scroll that far),
-# for 15 s at most, and never after the reader's own wheel, key, touch or click (scrolling under an open picker
-# closed its list).
-SCROLL_TO_TABS_JS = """<script>
-(() => {
-  const t0 = Date.now();
-  let theirs = false;
-  for (const kind of ["wheel", "keydown", "pointerdown", "touchstart"]) {
-    window.addEventListener(kind, () => { theirs = true; }, {capture: true, once: true, passive: true});
-  }
-  const go = () => {
-    if (theirs) return;
-    const tabs = document.querySelector(".st-key-mem_tab");
-    if (tabs) {
-      tabs.scrollIntoView({block: "start"});
-      if (Math.abs(tabs.getBoundingClientRect().top) < 8) return;
-    }
-    if (Date.now() - t0 < 15000) setTimeout(go, 200);
-  };
-  setTimeout(go, 150);
-})();
-</script>"""
+# A link that names a tab lands on it, scrolled to the top of the screen (kvviz/assets/web/scroll_to_tabs.js says
+# when it scrolls and when it leaves the page alone).
+SCROLL_TO_TABS_JS = ui_assets.script("scroll_to_tabs.js")
 
 CUSTOM, DEFAULT_PRESET, CUSTOM_GPU = "custom", "llama-3-8b", "custom"
 PROBE_PROMPT = "ROMEO: What light through yonder window breaks?"
@@ -474,9 +452,7 @@ def report_link(linked: dict[str, list[str]], notices: Any) -> None:
 
 ui.ensure_router()  # before anything is drawn: see its docstring
 st.title(_("Memory budget"))
-st.html("<style>:is([class*='st-key-mem_metrics']) :is([data-testid='stMetricValue'], "
-        "[data-testid='stMetricLabel']) * "
-        "{white-space: normal !important; overflow: visible !important; text-overflow: clip !important}</style>")  # wrap, never "12.2…"
+st.html(ui_assets.style("metric_wrap.css"))  # wrap, never "12.2…"
 with st.expander(_("What you are seeing"), expanded=False):
     st.markdown(_(
         "Every layer keeps, for every token, one **key** and one **value** vector per K/V head. So the cache "

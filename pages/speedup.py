@@ -14,7 +14,7 @@ import streamlit as st
 from kvviz.i18n import N_, _, list_sep, ngettext, text_width
 from kvviz.speedup import machine, tables
 from kvviz.model import loading
-from kvviz import i18n, ui
+from kvviz import i18n, ui, ui_assets
 from kvviz.measure.load import load_avg_1min, load_label, load_number
 from kvviz.measure.timing import Comparison, Timing
 from kvviz.speedup.records import ESTIMATOR, MODE_LABELS, BenchResult, format_name
@@ -394,8 +394,7 @@ def device_section(spec: str) -> None:
 
 ui.ensure_router()  # before anything is drawn: see its docstring
 st.title(_("Measured speed-up"))
-st.html("<style>:is(.st-key-bench_metrics) :is([data-testid='stMetricValue'], [data-testid='stMetricLabel']) * "
-        "{white-space: normal !important; overflow: visible !important; text-overflow: clip !important}</style>")
+st.html(ui_assets.style("metric_wrap.css"))  # metric values wrap, never cut short
 with st.expander(_("What you are seeing"), expanded=False):
     st.markdown(_(
         "We time the **same greedy generation** several ways on this machine and check they pick the same tokens:\n"
