@@ -10,6 +10,8 @@
   imports no other kvviz package, the memory calculator never imports model (a model converts its own dimensions).
 - The lesson's content needs no plotly: every kvviz.teaching module, and kvviz.model.dims (the record of a model's
   dimensions), imports without plotly, torch or transformers (a fresh interpreter, then sys.modules).
+- Every kvviz.internals module (an idea's limits, prompts, texts and records) imports without torch or
+  transformers: they are imported inside the functions that run a model.
 """
 from __future__ import annotations
 
@@ -180,6 +182,9 @@ LIGHT: dict[str, tuple[str, ...]] = {
     **{f"kvviz.teaching.{p.stem}": ("plotly", *HEAVY) for p in sorted((REPO / "kvviz" / "teaching").glob("*.py"))
        if p.stem != "__init__"},  # the lesson's content: figures draw it, the handout imports them when it draws
     "kvviz.model.dims": ("plotly", *HEAVY),  # a model's dimensions, torch-free
+    # each cache-internals idea: its limits, prompts and texts; pages import it, torch loads when a function runs
+    **{f"kvviz.internals.{p.stem}": HEAVY for p in sorted((REPO / "kvviz" / "internals").glob("*.py"))
+       if p.stem != "__init__"},
 }
 
 
