@@ -33,9 +33,8 @@ def main() -> None:
     from kvviz.model import loading
     from kvviz.measure.load import load_label
     from kvviz.internals import prefix, speculative
-    from kvviz.internals.records import PREFIX_DEFAULT_A as DEFAULT_A
-    from kvviz.internals.records import PREFIX_DEFAULT_B as DEFAULT_B
-    from kvviz.internals.records import SPEC_DEFAULT_PROMPT as DEFAULT_PROMPT
+    from kvviz.internals.prefix import DEFAULT_A, DEFAULT_B
+    from kvviz.internals.speculative import DEFAULT_PROMPT
 
     torch.set_num_threads(args.threads)
     gpt2, llama = loading.load_bundled(), loading.load_bundled(name=loading.BUNDLED_GQA)

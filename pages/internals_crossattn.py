@@ -7,14 +7,14 @@ import streamlit as st
 from kvviz import ui
 from kvviz.i18n import _, ngettext
 from kvviz.figures import internals as fig
-from kvviz.internals.records import CROSS_MAX_SOURCE_LEN, CROSS_MAX_STEPS, CrossAttnError, CrossAttnRun
+from kvviz.internals import crossattn
+from kvviz.internals.records import CrossAttnRun
 from pages.internals_shared import PLOT, explain
 
 
 @st.cache_data(show_spinner=False, max_entries=16)  # the spinner is at the call, in the page's language
 def cross_run(source_len: int, n_steps: int) -> CrossAttnRun:
     """Deterministic (fixed seed, no timing): safe to share between sessions."""
-    from kvviz.internals import crossattn  # torch: imported only when the model runs
 
     return crossattn.run_cross_attention(source_len, n_steps)
 
@@ -30,12 +30,12 @@ explain(_(
 ))
 c1, c2 = st.columns(2)
 # Caps are checked by the library, not clamped by the widget: a value past the cap gets a message.
-src = c1.number_input(_("Source tokens (1..{top})").format(top=CROSS_MAX_SOURCE_LEN), min_value=1, value=12, key="int_cross_src")
-steps = c2.number_input(_("Decoder steps (1..{top})").format(top=CROSS_MAX_STEPS), min_value=1, value=8, key="int_cross_steps")
+src = c1.number_input(_("Source tokens (1..{top})").format(top=crossattn.MAX_SOURCE_LEN), min_value=1, value=12, key="int_cross_src")
+steps = c2.number_input(_("Decoder steps (1..{top})").format(top=crossattn.MAX_STEPS), min_value=1, value=8, key="int_cross_steps")
 try:
     with st.spinner(_("Building a tiny BART and decoding...")):
         run = cross_run(int(src), int(steps))
-except CrossAttnError as exc:
+except crossattn.CrossAttnError as exc:
     st.error(str(exc))
     st.stop()
 st.caption(ngettext("Tiny BART with RANDOM weights, built here in milliseconds: {layers} decoder layers x {heads} "

@@ -11,9 +11,11 @@ from kvviz.figures import eviction as fig
 from kvviz.i18n import _
 from kvviz.inputs.echo import code
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
-from kvviz.internals.records import (EVICT_KEEP_PERCENTS, EVICT_POLICIES, EVICT_POLICY_RULES, EVICT_QUANT_SCHEMES,
-                                    EvictionError, EvictionGrid, EvictionPoint, EvictSettings, eviction_takeaways,
-                                    held_out_text, policy_label, policy_short)
+from kvviz.internals import eviction
+from kvviz.internals.eviction import (EVICT_KEEP_PERCENTS, EVICT_POLICIES, EVICT_POLICY_RULES, EVICT_QUANT_SCHEMES,
+                                     EvictionError, EvictSettings, eviction_takeaways, held_out_text, policy_label,
+                                     policy_short)
+from kvviz.internals.records import EvictionGrid, EvictionPoint
 from kvviz.model.loading import LoadedModel
 from pages.internals_shared import MODEL_HASH, PLOT, explain, run_queued
 
@@ -29,21 +31,18 @@ SOURCES = (
 
 @st.cache_data(show_spinner=False, max_entries=32, hash_funcs=MODEL_HASH)  # deterministic: safe to share
 def grid(loaded: LoadedModel, policy: str, keep: int, text: str, settings: EvictSettings) -> EvictionGrid:
-    from kvviz.internals import eviction
 
     return eviction.eviction_grid(loaded, policy, keep, text, settings)
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=MODEL_HASH)  # per model, text and settings
 def policy_line(loaded: LoadedModel, policy: str, text: str, settings: EvictSettings) -> tuple[EvictionPoint, ...]:
-    from kvviz.internals import eviction
 
     return eviction.measure_policy(loaded, policy, text, settings)
 
 
 @st.cache_data(show_spinner=False, max_entries=8, hash_funcs=MODEL_HASH)
 def quantized_points(loaded: LoadedModel, text: str, settings: EvictSettings) -> tuple[EvictionPoint, ...]:
-    from kvviz.internals import eviction
 
     return eviction.measure_quantized(loaded, text, settings)
 
@@ -51,7 +50,6 @@ def quantized_points(loaded: LoadedModel, text: str, settings: EvictSettings) ->
 def measure_sweep(loaded: LoadedModel, text: str, settings: EvictSettings):
     """Every policy x every budget, line by line (each line cached), with a progress bar; a click on Stop (or any
     widget) reruns the page, and Streamlit stops this run at the next progress update."""
-    from kvviz.internals import eviction
 
     steps = len(EVICT_POLICIES) + 1
     bar = st.progress(0.0, text=_("Measuring every policy at every budget..."))

@@ -7,7 +7,8 @@ import streamlit as st
 from kvviz import ui
 from kvviz.i18n import _
 from kvviz.figures import internals as fig
-from kvviz.internals.records import PAGING_MAX_BLOCK_SIZE, PAGING_MAX_NEW_TOKENS, PagedRun, PagingError
+from kvviz.internals import paging
+from kvviz.internals.records import PagedRun
 from kvviz.model.loading import LoadedModel
 from kvviz.inputs import echo
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
@@ -17,7 +18,6 @@ from pages.internals_shared import DEFAULT_PROMPT, MODEL_HASH, PLOT, explain
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=MODEL_HASH)  # spinner at the call, translated
 def paged_run(loaded: LoadedModel, prompt: str, n_a: int, n_b: int, block: int) -> PagedRun:
     """Deterministic (fixed seed, no timing): safe to share between sessions."""
-    from kvviz.internals import paging  # torch: imported only when the model runs
 
     return paging.paged_generation(loaded, prompt, n_a, n_b, block)
 
@@ -34,14 +34,14 @@ prompt = st.text_area(_("Prompt"), DEFAULT_PROMPT, key="int_paging_prompt", heig
                       help=_(TEXT_CAP_HELP))
 c1, c2, c3 = st.columns(3)
 # Caps are checked by the library, not clamped by the widget: a value past the cap gets a message.
-block = c1.number_input(_("Block size (1..{top} tokens)").format(top=PAGING_MAX_BLOCK_SIZE), min_value=1, value=16,
+block = c1.number_input(_("Block size (1..{top} tokens)").format(top=paging.MAX_BLOCK_SIZE), min_value=1, value=16,
                         key="int_paging_block")
-n_a = c2.number_input(_("New tokens, A (0..{top})").format(top=PAGING_MAX_NEW_TOKENS), min_value=0, value=20, key="int_paging_na")
-n_b = c3.number_input(_("New tokens, B (0..{top})").format(top=PAGING_MAX_NEW_TOKENS), min_value=0, value=12, key="int_paging_nb")
+n_a = c2.number_input(_("New tokens, A (0..{top})").format(top=paging.MAX_NEW_TOKENS), min_value=0, value=20, key="int_paging_na")
+n_b = c3.number_input(_("New tokens, B (0..{top})").format(top=paging.MAX_NEW_TOKENS), min_value=0, value=12, key="int_paging_nb")
 try:
     with st.spinner(_("Generating two sequences...")):
         run = paged_run(ui.current_model(), prompt, int(n_a), int(n_b), int(block))
-except PagingError as exc:
+except paging.PagingError as exc:
     st.error(str(exc))
     st.stop()
 p = run.plan

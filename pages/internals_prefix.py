@@ -9,9 +9,8 @@ from kvviz.measure.load import load_number
 from kvviz import ui
 from kvviz.i18n import _
 from kvviz.figures import internals as fig
-from kvviz.internals.records import PREFIX_DEFAULT_A as DEFAULT_A
-from kvviz.internals.records import PREFIX_DEFAULT_B as DEFAULT_B
-from kvviz.internals.records import PREFIX_TIMING_REPEATS, PrefixError, PrefixReuse
+from kvviz.internals import prefix
+from kvviz.internals.records import PrefixReuse
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from pages.internals_shared import PLOT, explain, run_queued
 
@@ -29,10 +28,10 @@ explain(_(
     "for you only. When the two sets of runs overlap, the page says the difference is inside the noise. "
     "Every forward pass also pays a fixed cost whatever its length (Python, one call per layer), so the time "
     "saved is smaller than the share of tokens saved."
-).format(repeats=PREFIX_TIMING_REPEATS))
-a = st.text_area(_("Prompt A (cached first)"), DEFAULT_A, key="int_prefix_a", height=120, max_chars=MAX_TEXT_CHARS,
+).format(repeats=prefix.TIMING_REPEATS))
+a = st.text_area(_("Prompt A (cached first)"), prefix.DEFAULT_A, key="int_prefix_a", height=120, max_chars=MAX_TEXT_CHARS,
                  help=_(TEXT_CAP_HELP))
-b = st.text_area(_("Prompt B"), DEFAULT_B, key="int_prefix_b", height=120, max_chars=MAX_TEXT_CHARS,
+b = st.text_area(_("Prompt B"), prefix.DEFAULT_B, key="int_prefix_b", height=120, max_chars=MAX_TEXT_CHARS,
                  help=_(TEXT_CAP_HELP))
 inputs = (ui.current_info().spec, a, b)
 
@@ -40,13 +39,12 @@ if st.button(_("Prefill both and compare"), key="int_prefix_run", type="primary"
     loaded = ui.current_model()
 
     def measure() -> PrefixReuse:
-        from kvviz.internals import prefix  # torch: imported only when the model runs
 
         return prefix.prefix_reuse(loaded, a, b)
 
     try:
         result = run_queued(_("Prefilling both prompts"), measure)
-    except PrefixError as exc:
+    except prefix.PrefixError as exc:
         st.error(str(exc))
         result = None
     if result is not None:

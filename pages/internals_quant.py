@@ -8,8 +8,10 @@ from kvviz import ui
 from kvviz.i18n import _, list_sep
 from kvviz.memory import dtypes
 from kvviz.figures import internals as fig
-from kvviz.internals.records import (AGREEMENT_MAX_PROMPT_TOKENS, AGREEMENT_MAX_PROMPTS, AGREEMENT_MAX_TOKENS,
-                                    QuantError, QuantReport, SchemeAgreement, check_agreement_work)
+from kvviz.internals import quant
+from kvviz.internals.quant import (AGREEMENT_MAX_PROMPT_TOKENS, AGREEMENT_MAX_PROMPTS, AGREEMENT_MAX_TOKENS, QuantError,
+                                  check_agreement_work)
+from kvviz.internals.records import QuantReport, SchemeAgreement
 from kvviz.model.loading import LoadedModel
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP, check_int_in_range
 from pages.internals_shared import DEFAULT_PROMPT, MODEL_HASH, PLOT, explain, run_queued
@@ -26,14 +28,12 @@ def transformers_residual_length() -> int:
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=MODEL_HASH)  # spinner at the call, translated
 def reports(loaded: LoadedModel, prompt: str, group: int, residual_rows: int) -> list[QuantReport]:
     """Deterministic (no timing): safe to share between sessions."""
-    from kvviz.internals import quant
 
     return [quant.quant_report(loaded, prompt, s, group, residual_rows) for s in quant.SCHEMES]
 
 
 @st.cache_data(show_spinner=False, max_entries=8, hash_funcs=MODEL_HASH)
 def agreement(loaded: LoadedModel, prompts: tuple[str, ...], n_new: int, group: int) -> tuple[SchemeAgreement, ...]:
-    from kvviz.internals import quant
 
     return quant.greedy_agreement(loaded, list(prompts), n_new, quant.SCHEMES, group)
 

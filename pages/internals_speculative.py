@@ -8,9 +8,8 @@ from kvviz.model import loading
 from kvviz import i18n, ui
 from kvviz.i18n import _
 from kvviz.figures import internals as fig
-from kvviz.internals.records import SPEC_DEFAULT_PROMPT as DEFAULT_PROMPT
-from kvviz.internals.records import (SPEC_MAX_K, SPEC_MAX_NEW, SPEC_MAX_TEMPERATURE, SPEC_MIN_TEMPERATURE, SpecRun,
-                                    SpeculativeError)
+from kvviz.internals import speculative
+from kvviz.internals.records import SpecRun
 from kvviz.model.loading import LoadedModel
 from kvviz.inputs import echo
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
@@ -25,7 +24,6 @@ SELF = "self"
 def spec_run(loaded: LoadedModel, prompt: str, n_new: int, k: int, temperature: float | None,
              draft: LoadedModel | None) -> SpecRun:
     """Deterministic (fixed seed, no timing): safe to share between sessions."""
-    from kvviz.internals import speculative  # torch: imported only when the model runs
 
     return speculative.speculative_decode(loaded, prompt, n_new, k, temperature, draft=draft)
 
@@ -49,15 +47,15 @@ labels = {SELF: _("itself, sampled (temperature)")}
 if other is not None:  # the model's name, shortened to fit its box
     title = _(loading.BUNDLED_MODELS[other].title).replace("Tiny-Shakespeare ", "")
     labels[other] = _("{model} (greedy)").format(model=title)
-prompt = st.text_area(_("Prompt"), DEFAULT_PROMPT, key="int_spec_prompt", height=110, max_chars=MAX_TEXT_CHARS,
+prompt = st.text_area(_("Prompt"), speculative.DEFAULT_PROMPT, key="int_spec_prompt", height=110, max_chars=MAX_TEXT_CHARS,
                       help=_(TEXT_CAP_HELP))
 c0, c1, c2, c3 = st.columns([3, 2, 2, 2])
 draft_choice = c0.selectbox(_("Draft model"), drafts, format_func=labels.__getitem__, key="int_spec_draft",
                             help=_("A draft must share the verifier's tokenizer: the two bundled models do."))
 # Caps are checked by the library, not clamped by the widget: a value past the cap gets a message.
-k = c1.number_input(_("Draft length k (1..{top})").format(top=SPEC_MAX_K), min_value=1, value=4, key="int_spec_k")
-n_new = c2.number_input(_("Tokens to generate (1..{top})").format(top=SPEC_MAX_NEW), min_value=1, value=24, key="int_spec_n")
-temp = c3.number_input(_("Draft temperature ({low}..{high:g})").format(low=SPEC_MIN_TEMPERATURE, high=SPEC_MAX_TEMPERATURE),
+k = c1.number_input(_("Draft length k (1..{top})").format(top=speculative.MAX_K), min_value=1, value=4, key="int_spec_k")
+n_new = c2.number_input(_("Tokens to generate (1..{top})").format(top=speculative.MAX_NEW), min_value=1, value=24, key="int_spec_n")
+temp = c3.number_input(_("Draft temperature ({low}..{high:g})").format(low=speculative.MIN_TEMPERATURE, high=speculative.MAX_TEMPERATURE),
                        value=0.7, step=0.05,
                        key="int_spec_t", disabled=draft_choice != SELF,
                        help=_("Only for a sampled draft; the other bundled model drafts greedily."))
@@ -66,7 +64,7 @@ try:
     with st.spinner(_("Drafting and verifying...")):
         run = spec_run(ui.current_model(), prompt, int(n_new), int(k), float(temp) if draft_choice == SELF else None,
                        draft)
-except (SpeculativeError, loading.ModelLoadError) as exc:
+except (speculative.SpeculativeError, loading.ModelLoadError) as exc:
     st.error(str(exc))
     st.stop()
 m = st.columns(3)

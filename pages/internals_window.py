@@ -9,7 +9,8 @@ from kvviz import ui
 from kvviz.i18n import N_, _
 from kvviz.memory import units
 from kvviz.figures import internals as fig
-from kvviz.internals.records import PresetLayers, WindowError, WindowRun
+from kvviz.internals import window
+from kvviz.internals.records import PresetLayers, WindowRun
 from kvviz.model.loading import LoadedModel
 from kvviz.inputs import echo
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP, check_int_in_range
@@ -24,7 +25,6 @@ GEMMA_MAX_CONTEXT = 131072
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=MODEL_HASH)  # spinner at the call, translated
 def window_run(loaded: LoadedModel, prompt: str, w: int, local_per_global: int | None) -> tuple[WindowRun, np.ndarray]:
     """The run and the last 48 tokens' visibility mask. Deterministic (no timing): safe to share."""
-    from kvviz.internals import window  # torch: imported only when the model runs
 
     run = window.window_on_model(loaded, prompt, w, local_per_global)
     return run, window.visibility(min(len(run.tokens), 48), w)
@@ -32,7 +32,6 @@ def window_run(loaded: LoadedModel, prompt: str, w: int, local_per_global: int |
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def gemma_layers(context_len: int) -> PresetLayers:
-    from kvviz.internals import window
 
     return window.preset_layers("gemma-3-4b", context_len)
 
@@ -57,7 +56,7 @@ pattern = c2.selectbox(_("Layer pattern"), list(PATTERNS), format_func=lambda v:
 try:
     with st.spinner(_("Running the model on the prompt...")):
         run, visible = window_run(ui.current_model(), prompt, int(w), PATTERNS[pattern])
-except WindowError as exc:
+except window.WindowError as exc:
     st.error(str(exc))
     st.stop()
 s = run.state

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 
-from kvviz.internals import records
+from kvviz.internals import eviction as ev
 from kvviz.memory.dtypes import FP8_SCALE_BYTES_PER_LAYER
 from kvviz.model import loading
 from support.pages import REPO, TINY_SHAKESPEARE
@@ -18,12 +18,10 @@ from support.pages import REPO, TINY_SHAKESPEARE
 if TYPE_CHECKING:
     import torch
 
-    from kvviz.internals import eviction as ev
-
 pytestmark = pytest.mark.model  # every test runs a bundled model
 
 CORPUS = TINY_SHAKESPEARE
-SETTINGS = records.EvictSettings()
+SETTINGS = ev.EvictSettings()
 
 
 @pytest.fixture(scope="module", params=[loading.BUNDLED, loading.BUNDLED_GQA])
@@ -36,7 +34,6 @@ def loaded(request) -> loading.LoadedModel:
 
 @pytest.fixture(scope="module")
 def span_prefill(loaded) -> tuple[torch.Tensor, ev.Prefill]:
-    from kvviz.internals import eviction as ev
 
     ids = ev.text_ids(loaded, None)
     sequences = ev.copy_sequences(ids, SETTINGS)[:3]  # (3, 2L)
@@ -52,16 +49,15 @@ def _fresh_cache(loaded, prefix: torch.Tensor):
                             use_cache=True).past_key_values
 
 
-@pytest.mark.parametrize("policy", records.EVICT_POLICIES)
+@pytest.mark.parametrize("policy", ev.EVICT_POLICIES)
 def test_every_policy_at_100_percent_reproduces_the_full_cache_logits_exactly(loaded, span_prefill, policy):
     import torch
 
-    from kvviz.internals import eviction as ev
 
     sequences, pre = span_prefill
     half = SETTINGS.half_tokens
     order = ev.keep_order(policy, pre, SETTINGS)
-    rows = records.rows_for_budget(100, pre.seq_len)
+    rows = ev.rows_for_budget(100, pre.seq_len)
     assert rows == half
     pruned = ev.prune(pre, ev.keep_rows(order, rows))
     got = ev.continue_from(loaded, pruned, sequences[:, half:], half)
@@ -73,13 +69,12 @@ def test_every_policy_at_100_percent_reproduces_the_full_cache_logits_exactly(lo
 
 @pytest.mark.parametrize("keep", [75, 35, 5])
 def test_bytes_reported_are_the_pruned_tensors_nbytes(loaded, keep):
-    from kvviz.internals import eviction as ev
 
-    settings = records.EvictSettings(n_spans=2)
+    settings = ev.EvictSettings(n_spans=2)
     texts = ev.SweepTexts(loaded, None, settings)
     point = ev.policy_points(loaded, texts, "h2o", (keep,))[0]
     info = loaded.info
-    rows = records.rows_for_budget(keep, settings.half_tokens)
+    rows = ev.rows_for_budget(keep, settings.half_tokens)
     pruned = ev.prune(texts.copy, ev.keep_rows(ev.keep_order("h2o", texts.copy, settings), rows))
     for layer in pruned.layers:
         assert tuple(layer.keys.shape) == tuple(layer.values.shape) == (2, info.n_kv_heads, rows, info.head_dim)
@@ -91,10 +86,9 @@ def test_bytes_reported_are_the_pruned_tensors_nbytes(loaded, keep):
 
 
 def test_quantized_points_report_quant_round_trip_bytes(loaded):
-    from kvviz.internals import eviction as ev
     from kvviz.internals import quant
 
-    settings = records.EvictSettings(n_spans=2)
+    settings = ev.EvictSettings(n_spans=2)
     texts = ev.SweepTexts(loaded, None, settings)
     for point in ev.quant_points(loaded, texts, ("int8", "int4")):
         want = sum(quant.round_trip(x, point.policy, loaded.info.head_dim)[1]
@@ -109,10 +103,9 @@ def test_quantized_points_report_quant_round_trip_bytes(loaded):
 
 @pytest.mark.parametrize("keep", [50, 25, 10])
 def test_streaming_llm_keeps_exactly_the_first_s_and_the_last_w(loaded, span_prefill, keep):
-    from kvviz.internals import eviction as ev
 
     _, pre = span_prefill
-    rows = records.rows_for_budget(keep, pre.seq_len)
+    rows = ev.rows_for_budget(keep, pre.seq_len)
     kept = ev.keep_rows(ev.keep_order("streaming", pre, SETTINGS), rows)
     s = SETTINGS.sink_tokens
     want = list(range(s)) + list(range(pre.seq_len - (rows - s), pre.seq_len))
@@ -127,13 +120,12 @@ def test_h2o_keeps_the_highest_accumulated_attention_rows(loaded, span_prefill):
     """Against a direct computation: an uncached pass's attention weights, summed by numpy loops."""
     import torch
 
-    from kvviz.internals import eviction as ev
 
     sequences, pre = span_prefill
     prefix = sequences[:, :SETTINGS.half_tokens]
     with torch.inference_mode():
         attentions = loaded.model(input_ids=prefix, use_cache=False, output_attentions=True).attentions
-    rows = records.rows_for_budget(25, pre.seq_len)
+    rows = ev.rows_for_budget(25, pre.seq_len)
     kept = ev.keep_rows(ev.keep_order("h2o", pre, SETTINGS), rows)
     info = loaded.info
     group = info.n_head // info.n_kv_heads
@@ -155,10 +147,9 @@ def test_h2o_keeps_the_highest_accumulated_attention_rows(loaded, span_prefill):
 def test_copy_test_at_100_percent_is_the_copying_accuracy_for_the_same_text(loaded):
     import torch
 
-    from kvviz.internals import eviction as ev
     from kvviz.training import copying
 
-    settings = records.EvictSettings(n_spans=8)
+    settings = ev.EvictSettings(n_spans=8)
     texts = ev.SweepTexts(loaded, None, settings)
     ids = ev.text_ids(loaded, None)  # the same rows as the training package's held-out copying measurement
     assert torch.equal(texts.sequences, copying.held_out_repeats(ids, settings.n_spans, settings.half_tokens))
@@ -174,7 +165,6 @@ def test_copy_test_at_100_percent_reproduces_the_training_report(loaded):
     """The held-out figure docs/models.md and the attention-patterns page's model card quote (training_report.json)."""
     import torch
 
-    from kvviz.internals import eviction as ev
     from kvviz.training import copying
 
     report = json.loads((loading.BUNDLED_MODELS[loaded.info.spec].folder / "training_report.json").read_text())
@@ -203,11 +193,10 @@ def _position_recorder(loaded, seen: list):
 def test_decoding_after_pruning_runs_at_the_continued_positions(loaded, span_prefill):
     import torch
 
-    from kvviz.internals import eviction as ev
 
     sequences, pre = span_prefill
     half = SETTINGS.half_tokens
-    rows = records.rows_for_budget(25, half)
+    rows = ev.rows_for_budget(25, half)
     kept = ev.keep_rows(ev.keep_order("streaming", pre, SETTINGS), rows)
     cache = ev.prune(pre, kept)
     seen: list[torch.Tensor] = []
@@ -232,25 +221,23 @@ def test_decoding_after_pruning_runs_at_the_continued_positions(loaded, span_pre
 
 
 def test_bad_policy_budget_and_text_are_refused_with_a_message(loaded):
-    from kvviz.internals import eviction as ev
 
-    with pytest.raises(records.EvictionError, match="unknown eviction policy"):
+    with pytest.raises(ev.EvictionError, match="unknown eviction policy"):
         ev.eviction_grid(loaded, "lru", 50)
-    with pytest.raises(records.EvictionError, match="percent"):
+    with pytest.raises(ev.EvictionError, match="percent"):
         ev.eviction_grid(loaded, "recent", 0)
-    with pytest.raises(records.EvictionError, match="tokens"):
+    with pytest.raises(ev.EvictionError, match="tokens"):
         ev.sweep(loaded, "ROMEO: hi", policies=("recent",), schemes=())
-    with pytest.raises(records.EvictionError, match="span"):
-        ev.sweep(loaded, None, records.EvictSettings(half_tokens=10_000), policies=("recent",), schemes=())
+    with pytest.raises(ev.EvictionError, match="span"):
+        ev.sweep(loaded, None, ev.EvictSettings(half_tokens=10_000), policies=("recent",), schemes=())
 
 
 def test_grid_marks_the_kept_rows_per_layer_and_kv_head(loaded):
-    from kvviz.internals import eviction as ev
 
     grid = ev.eviction_grid(loaded, "h2o", 25)
     info = loaded.info
     assert len(grid.tokens) == SETTINGS.half_tokens and len(grid.layers) == info.n_layer
-    rows = records.rows_for_budget(25, SETTINGS.half_tokens)
+    rows = ev.rows_for_budget(25, SETTINGS.half_tokens)
     for layer in grid.layers:
         assert len(layer.kept) == info.n_kv_heads
         assert all(sum(head) == rows for head in layer.kept)
@@ -261,15 +248,14 @@ def test_grid_marks_the_kept_rows_per_layer_and_kv_head(loaded):
 
 
 def test_takeaways_are_computed_from_the_sweep(loaded):
-    from kvviz.internals import eviction as ev
 
-    sweep = ev.sweep(loaded, None, records.EvictSettings(n_spans=2, n_passages=2))
-    lines = records.eviction_takeaways(sweep)
+    sweep = ev.sweep(loaded, None, ev.EvictSettings(n_spans=2, n_passages=2))
+    lines = ev.eviction_takeaways(sweep)
     assert any("S = 0" in line for line in lines)
     assert any("int8" in line for line in lines)
-    at25 = [sweep.point(policy, 25) for policy in records.EVICT_POLICIES[2:]]  # every policy but the control
+    at25 = [sweep.point(policy, 25) for policy in ev.EVICT_POLICIES[2:]]  # every policy but the control
     best = max(at25, key=lambda p: p.copy_accuracy)
-    assert any(line.startswith(f"At 25%: best copying {records.policy_short(best.policy)} {best.copy_accuracy:.0%}")
+    assert any(line.startswith(f"At 25%: best copying {ev.policy_short(best.policy)} {best.copy_accuracy:.0%}")
                for line in lines)
     recent5 = sweep.point("recent", 5)
     assert any(f"copies {recent5.copy_accuracy:.0%} with loss change {recent5.loss_change_nats:+.3f}" in line
@@ -278,7 +264,6 @@ def test_takeaways_are_computed_from_the_sweep(loaded):
 
 def test_cli_prints_the_page_numbers_and_refuses_bad_values_in_one_line(loaded, capsys):
     from kvviz.cli import evict
-    from kvviz.internals import eviction as ev
 
     assert evict.main(["--model", loaded.info.spec, "--policy", "snapkv", "--keep", "0.35", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -299,7 +284,6 @@ def test_the_measurements_doc_tables_reproduce_from_the_command_beside_them(load
     """docs/measurements.md "What to forget": each model's policy x budget table is what
     `bench/eviction_sweep.py --table` (and `python -m kvviz evict --sweep`) prints now: the sweep is deterministic."""
     from kvviz.cli.evict import table
-    from kvviz.internals import eviction as ev
 
     doc = (REPO / "docs" / "measurements.md").read_text(encoding="utf-8")
     section = doc[doc.index("## What to forget"):]

@@ -111,7 +111,7 @@ def test_one_new_token_is_described_not_a_type_error():
 
 
 @pytest.fixture()
-def speedup_page():
+def speedup_app():
     import streamlit as st
 
     st.cache_resource.clear()
@@ -120,31 +120,31 @@ def speedup_page():
 
 
 @pytest.mark.app
-def test_the_page_refuses_a_run_over_its_budget_and_keeps_earlier_results(speedup_page, monkeypatch):
+def test_the_page_refuses_a_run_over_its_budget_and_keeps_earlier_results(speedup_app, monkeypatch):
     from kvviz.speedup import harness
 
     # injected rates: the page's own estimate, timed on a loaded machine, put this run under the budget (and ran it)
     monkeypatch.setattr(harness, "pass_rates", lambda loaded, threads: LAPTOP_RATES)
-    speedup_page.run()
-    speedup_page.session_state["bench_result"] = None
-    speedup_page.number_input(key="bench_prompt_len").set_value(1)
-    speedup_page.number_input(key="bench_new_tokens").set_value(255)
-    speedup_page.number_input(key="bench_repeats").set_value(10)
-    speedup_page.number_input(key="bench_warmup").set_value(5)
-    speedup_page.checkbox(key="bench_generate_no_cache").check()
-    speedup_page.button(key="bench_run").click().run()
-    assert not speedup_page.exception
-    assert any("would take about" in e.value and "60 s budget" in e.value for e in speedup_page.error)
+    speedup_app.run()
+    speedup_app.session_state["bench_result"] = None
+    speedup_app.number_input(key="bench_prompt_len").set_value(1)
+    speedup_app.number_input(key="bench_new_tokens").set_value(255)
+    speedup_app.number_input(key="bench_repeats").set_value(10)
+    speedup_app.number_input(key="bench_warmup").set_value(5)
+    speedup_app.checkbox(key="bench_generate_no_cache").check()
+    speedup_app.button(key="bench_run").click().run()
+    assert not speedup_app.exception
+    assert any("would take about" in e.value and "60 s budget" in e.value for e in speedup_app.error)
 
 
 @pytest.mark.app
-def test_a_result_that_cannot_be_shown_is_dropped_once(speedup_page):
-    speedup_page.run()
-    speedup_page.session_state["bench_result"] = "a broken result"  # what a failing render left behind
-    speedup_page.run()
-    assert not speedup_page.exception and any("could not be shown" in e.value for e in speedup_page.error)
-    speedup_page.run()
-    assert not speedup_page.exception and not speedup_page.error  # not stuck: the next rerun is clean
+def test_a_result_that_cannot_be_shown_is_dropped_once(speedup_app):
+    speedup_app.run()
+    speedup_app.session_state["bench_result"] = "a broken result"  # what a failing render left behind
+    speedup_app.run()
+    assert not speedup_app.exception and any("could not be shown" in e.value for e in speedup_app.error)
+    speedup_app.run()
+    assert not speedup_app.exception and not speedup_app.error  # not stuck: the next rerun is clean
 
 
 INPUTS_TRIED = ESTIMATE_EXAMPLES + 2 + 1 + 2 + 1 + 1 + 1 + 1

@@ -1,4 +1,4 @@
-"""The seven "Cache internals" pages in Simplified Chinese (issue #22): rendered with ?lang=zh-CN, every label,
+"""The seven "Cache internals" pages in Simplified Chinese: rendered with ?lang=zh-CN, every label,
 caption, tile, table header, explanation, message and chart text a student sees is Chinese (names, code, units
 and the model's own English output aside); ?lang=en gives the English pages back. Real model, real pages."""
 from __future__ import annotations
@@ -29,9 +29,9 @@ TITLES = {  # page -> (English title, Chinese title)
 
 
 def _pending_elsewhere() -> list[str]:
-    """Text these pages show that another slice of issue #22 owns (kvviz.inputs.prompt_rules' tooltip on every
-    text box; kvviz.model.loading's bundled model titles, in the speculative page's draft label), allowed only
-    while the catalog has no translation for it: once that slice lands, it is checked here too."""
+    """Text these pages show that other modules own (kvviz.inputs.prompt_rules' tooltip on every text box;
+    kvviz.model.loading's bundled model titles, in the speculative page's draft label): those modules' own tests
+    check its translation, so here it is allowed while the catalog has none, and checked as soon as it has one."""
     from kvviz.model.loading import BUNDLED_MODELS
 
     with i18n.language(i18n.CHINESE):

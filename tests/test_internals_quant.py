@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvviz.internals import records
+from kvviz.internals import quant
 from support.greedy import generate_greedy
 
 pytestmark = pytest.mark.model  # every test builds torch tensors or runs a bundled model
@@ -20,8 +20,6 @@ PROMPT = "ROMEO: But soft, what light through yonder window breaks? It is the ea
 def test_round_trip_within_stated_bound(bits, group):
     import torch
 
-    from kvviz.internals import quant
-
     gen = torch.Generator().manual_seed(bits * 100 + group)
     x = torch.randn(2, 3, 7, 32, generator=gen) * 5 + 1
     x[0, 0, 0] = 0.25  # a constant group (scale 0) must round-trip exactly
@@ -34,8 +32,6 @@ def test_round_trip_within_stated_bound(bits, group):
 def quantize_check(x, bits, group):
     import torch
 
-    from kvviz.internals import quant
-
     qt = quant.quantize(x, bits, group)
     assert qt.packed.dtype == torch.uint8 and qt.packed.shape[-1] == (32 if bits == 8 else 16)
     assert qt.scale.dtype == torch.float16 and qt.scale.shape[-1] == 32 // group
@@ -43,8 +39,6 @@ def quantize_check(x, bits, group):
 
 
 def test_round_trip_on_real_cache(bundled):
-    from kvviz.internals import quant
-
     cache = quant.prompt_cache(bundled, PROMPT)
     for layer in cache.layers:
         for x in (layer.keys, layer.values):
@@ -56,8 +50,6 @@ def test_round_trip_on_real_cache(bundled):
 
 @pytest.mark.parametrize("group", [8, 32])
 def test_quant_report_bytes_match_calculator(bundled, group):
-    from kvviz.internals import quant
-
     reports = {s: quant.quant_report(bundled, PROMPT, s, group) for s in quant.SCHEMES}
     seq_len = reports["int8"].seq_len
     n_numbers = 2 * bundled.info.n_layer * bundled.info.n_kv_heads * bundled.info.head_dim * seq_len
@@ -74,8 +66,6 @@ def test_quant_report_bytes_match_calculator(bundled, group):
 
 def test_greedy_agreement_counts(bundled, monkeypatch):
     import torch
-
-    from kvviz.internals import quant
 
     prompts = ["ROMEO:", "JULIET: O Romeo"]
     # The full-precision baseline is plain greedy decoding (checked against the stepping engine).
@@ -97,21 +87,19 @@ def test_greedy_agreement_counts(bundled, monkeypatch):
 
 
 def test_agreement_work_is_capped(bundled):
-    from kvviz.internals import quant
-
     with pytest.raises(quant.QuantError, match="number of prompts"):
-        quant.greedy_agreement(bundled, ["ROMEO:"] * (records.AGREEMENT_MAX_PROMPTS + 1), 1)
+        quant.greedy_agreement(bundled, ["ROMEO:"] * (quant.AGREEMENT_MAX_PROMPTS + 1), 1)
     with pytest.raises(quant.QuantError, match="tokens per prompt"):
-        quant.greedy_agreement(bundled, ["ROMEO:"], records.AGREEMENT_MAX_TOKENS + 1)
-    with pytest.raises(quant.QuantError, match=f"the cap is {records.AGREEMENT_MAX_PROMPT_TOKENS}"):
+        quant.greedy_agreement(bundled, ["ROMEO:"], quant.AGREEMENT_MAX_TOKENS + 1)
+    with pytest.raises(quant.QuantError, match=f"the cap is {quant.AGREEMENT_MAX_PROMPT_TOKENS}"):
         quant.greedy_agreement(bundled, ["ROMEO:"] * 8, 17)
-    assert records.AGREEMENT_MAX_PROMPTS * records.AGREEMENT_MAX_TOKENS > records.AGREEMENT_MAX_PROMPT_TOKENS
+    assert quant.AGREEMENT_MAX_PROMPTS * quant.AGREEMENT_MAX_TOKENS > quant.AGREEMENT_MAX_PROMPT_TOKENS
     with pytest.raises(quant.QuantError, match="prompt on line 2 is .* tokens.*minus the 4 tokens"):
         quant.greedy_agreement(bundled, ["ROMEO:", "x " * (bundled.info.n_positions - 2)], 4)
 
 
 def test_long_prompts_are_refused_not_truncated(bundled):
-    from kvviz.internals import paging, quant, window
+    from kvviz.internals import paging, window
 
     too_long = "a " * (bundled.info.n_positions + 10)
     with pytest.raises(window.WindowError, match="positions"):
@@ -126,8 +114,6 @@ def test_residual_window_bytes_and_transformers_default(bundled):
     import inspect
 
     from transformers.cache_utils import QuantizedCache, QuantizedLayer
-
-    from kvviz.internals import quant
 
     assert quant.transformers_residual_length() == inspect.signature(
         QuantizedLayer.__init__).parameters["residual_length"].default
@@ -148,8 +134,6 @@ def test_residual_window_bytes_and_transformers_default(bundled):
 def test_new_rows_are_really_quantized(bundled):
     import torch
 
-    from kvviz.internals import quant
-
     cache = quant.prompt_cache(bundled, "ROMEO: hello there")
     before = cache.layers[1].keys.clone()
     quant._qdq_new_rows(cache, 2, "int4", 32)
@@ -162,8 +146,6 @@ def test_new_rows_are_really_quantized(bundled):
 
 def test_quant_bad_input(bundled):
     import torch
-
-    from kvviz.internals import quant
 
     with pytest.raises(quant.QuantError, match="bit width"):
         quant.quantize(torch.zeros(2, 32), 3, 8)
@@ -220,8 +202,6 @@ def test_int2_packs_four_per_byte_within_its_bound_and_stays_off_the_quant_page(
     """int2 (the eviction lab's equal-bytes point) packs four values per byte and round-trips within scale/2;
     the Quantized caches page's formats (quant.SCHEMES) still refuse it."""
     import torch
-
-    from kvviz.internals import quant
 
     x = torch.randn(2, 3, 7, 32, generator=torch.Generator().manual_seed(0))
     qt = quant.quantize(x, 2, 8)

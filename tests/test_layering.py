@@ -12,6 +12,8 @@
   no package imports ui (kvviz never draws: pages and app.py use the adapter).
 - The lesson's content needs no plotly: every kvviz.teaching module, and kvviz.model.dims (the record of a model's
   dimensions), imports without plotly, torch or transformers (a fresh interpreter, then sys.modules).
+- Every kvviz.internals module (an idea's limits, prompts, texts and records) imports without torch or
+  transformers: they are imported inside the functions that run a model.
 """
 from __future__ import annotations
 
@@ -208,6 +210,9 @@ LIGHT: dict[str, tuple[str, ...]] = {
        if p.stem != "__init__"},  # the lesson's content: figures draw it, the handout imports them when it draws
     "kvviz.model.dims": ("plotly", *HEAVY),  # a model's dimensions, torch-free
     "kvviz.routes": ("plotly", *HEAVY),  # the routes table: app.py, every page and the lesson's links read it
+    # each cache-internals idea: its limits, prompts and texts; pages import it, torch loads when a function runs
+    **{f"kvviz.internals.{p.stem}": HEAVY for p in sorted((REPO / "kvviz" / "internals").glob("*.py"))
+       if p.stem != "__init__"},
 }
 
 

@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 from support.pages import app_test
 from support.i18n_text import english_leftovers, page_texts
 from kvviz import i18n
-from kvviz.internals import records
+from kvviz.internals import eviction
 
 pytestmark = pytest.mark.app  # every test runs the page in AppTest
 
@@ -86,7 +86,7 @@ def test_a_value_past_a_cap_gets_a_message(fresh_streamlit_caches):
     assert not at.exception
     assert "sink tokens S" in " ".join(e.value for e in at.error)
     at = at.text_area(key="evict_text").set_value("ROMEO: hi").run()
-    at = at.number_input(key="evict_sinks").set_value(records.EvictSettings().sink_tokens).run()
+    at = at.number_input(key="evict_sinks").set_value(eviction.EvictSettings().sink_tokens).run()
     assert not at.exception and "tokens" in " ".join(e.value for e in at.error)
 
 

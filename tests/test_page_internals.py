@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from support.pages import PAGES_DIR, app_test
 from kvviz.measure.timing import Timing
-from kvviz.internals import layout, records
+from kvviz.internals import crossattn, layout, paging, quant, speculative
 from kvviz.model.loading import bundled_info
 
 INFO = bundled_info()  # the pages run on the bundled model in these tests
@@ -140,19 +140,19 @@ def test_prefix_page_measures_on_request_and_reports_load():
     ("layout", "int_layout_seq", INFO.n_positions + 1, f"cached positions must be between 1 and {INFO.n_positions}"),
     ("layout", "int_layout_pos", INFO.n_positions, f"position must be between 0 and {INFO.n_positions - 1}"),
     ("layout", "int_layout_dim", INFO.head_dim, f"dim must be between 0 and {INFO.head_dim - 1}"),
-    ("crossattn", "int_cross_src", records.CROSS_MAX_SOURCE_LEN + 1, "source length"),
-    ("crossattn", "int_cross_steps", records.CROSS_MAX_STEPS + 1, "decode steps"),
+    ("crossattn", "int_cross_src", crossattn.MAX_SOURCE_LEN + 1, "source length"),
+    ("crossattn", "int_cross_steps", crossattn.MAX_STEPS + 1, "decode steps"),
     ("window", "int_window_w", INFO.n_positions + 1, "window"),
     ("window", "int_window_gemma_ctx", 131073, "Gemma 3 4B context"),
-    ("paging", "int_paging_block", records.PAGING_MAX_BLOCK_SIZE + 1, "block size"),
-    ("paging", "int_paging_na", records.PAGING_MAX_NEW_TOKENS + 1, "tokens for sequence A"),
-    ("paging", "int_paging_nb", records.PAGING_MAX_NEW_TOKENS + 1, "tokens for sequence B"),
+    ("paging", "int_paging_block", paging.MAX_BLOCK_SIZE + 1, "block size"),
+    ("paging", "int_paging_na", paging.MAX_NEW_TOKENS + 1, "tokens for sequence A"),
+    ("paging", "int_paging_nb", paging.MAX_NEW_TOKENS + 1, "tokens for sequence B"),
     ("quant", "int_quant_group", 5, "group size must divide head_dim"),
     ("quant", "int_quant_group", 64, "group size must divide head_dim"),
     ("quant", "int_quant_residual", 128, "full-precision residual rows"),
-    ("speculative", "int_spec_k", records.SPEC_MAX_K + 1, "draft length k"),
-    ("speculative", "int_spec_n", records.SPEC_MAX_NEW + 1, "tokens to generate"),
-    ("speculative", "int_spec_t", records.SPEC_MAX_TEMPERATURE + 1, "draft temperature"),
+    ("speculative", "int_spec_k", speculative.MAX_K + 1, "draft length k"),
+    ("speculative", "int_spec_n", speculative.MAX_NEW + 1, "tokens to generate"),
+    ("speculative", "int_spec_t", speculative.MAX_TEMPERATURE + 1, "draft temperature"),
 ])
 def test_bounded_inputs_reject_past_cap_values(page, key, value, message):
     at = _app(page)
@@ -165,8 +165,8 @@ def test_bounded_inputs_reject_past_cap_values(page, key, value, message):
 
 @pytest.mark.app
 @pytest.mark.parametrize("prompts,n_new,message", [
-    ("\n".join(f"P{i}:" for i in range(records.AGREEMENT_MAX_PROMPTS + 1)), 4, "number of prompts"),
-    ("ROMEO:", records.AGREEMENT_MAX_TOKENS + 1, "tokens per prompt"),
+    ("\n".join(f"P{i}:" for i in range(quant.AGREEMENT_MAX_PROMPTS + 1)), 4, "number of prompts"),
+    ("ROMEO:", quant.AGREEMENT_MAX_TOKENS + 1, "tokens per prompt"),
     ("\n".join(f"P{i}:" for i in range(8)), 17, "the cap is 128"),  # 8 x 17 = 136 > 128
     ("\n".join(["x " * 1020, "ROMEO:"]), 8, "prompt on line 1"),  # a too-long line is refused, not cut
 ])
@@ -325,7 +325,6 @@ def test_speculative_default_pairs_the_two_bundled_models():
     """The default draft is the other bundled model (same tokenizer), greedy; its acceptance on the default
     prompt is what the page shows, and the output equals the verifier's plain greedy decoding."""
     from kvviz.model import loading
-    from kvviz.internals import speculative
     from support.greedy import generate_greedy
 
     at = _app("speculative")

@@ -19,8 +19,8 @@ import os
 import sys
 
 from kvviz.cli import ArgumentError, Parser, one_line, say, whole
-from kvviz.internals.records import (EVICT_KEEP_PERCENTS, EVICT_POLICIES, EvictionError, EvictionPoint,
-                                    EvictSettings)
+from kvviz.internals.eviction import EVICT_KEEP_PERCENTS, EVICT_POLICIES, EvictionError, EvictSettings
+from kvviz.internals.records import EvictionPoint
 from kvviz.model.loading import BUNDLED, BUNDLED_GQA
 
 

@@ -13,7 +13,8 @@ import plotly.graph_objects as go
 
 from kvviz.figures import BLUE, MARKER_COLOR, MAX_LEGEND_ENTRIES, ORANGE, readable
 from kvviz.i18n import _
-from kvviz.internals.records import EvictionGrid, EvictionPoint, EvictionSweep, policy_label, policy_short
+from kvviz.internals.eviction import policy_label, policy_short
+from kvviz.internals.records import EvictionGrid, EvictionPoint, EvictionSweep
 from kvviz.memory.units import binary_unit
 
 POLICY_COLORS = {"random": "#7f7f7f", "recent": "#9467bd", "streaming": "#1f77b4", "h2o": "#d62728",

@@ -1,6 +1,7 @@
 """What real inference engines do inside the KV cache, one small module per idea, on the real model.
 
-    records      the torch-free contract: result records, input caps and error types (pages/figures import this)
+    records      the result records the ideas return (frozen dataclasses; figures draw them)
+    lazy         torch's inference mode for the functions that run a model, torch imported at the call
     layout       where element (layer, head, position, dim) lives under four real layouts (pre-allocated
                  head-major / position-major, DynamicCache's torch.cat, ncnn's exact-width transposed cache),
                  what one head reads, what appending a token copies; a read benchmark (numpy only)
@@ -15,5 +16,8 @@
                  tensors), decoding goes on at the continued positions; copy test and loss change, with the
                  quantized formats on the same bytes axis
 
+Each idea's module holds the whole idea: its limits, default prompts, texts, checks, errors and takeaways, with the
+code that measures it. Torch and transformers are imported inside the functions that run a model, so a page imports
+an idea's module for its limits and texts without loading torch (tests/test_layering.py checks it).
 Everything here is UI-free (no streamlit). Prompts are checked by kvviz.inputs.prompt_rules (refused, never truncated).
 """

@@ -12,23 +12,32 @@ text, are the point.
 """
 from __future__ import annotations
 
-import torch
-from transformers import BartConfig, BartForConditionalGeneration, DynamicCache, EncoderDecoderCache
+from typing import TYPE_CHECKING
 
 from kvviz.i18n import _
-from kvviz.internals.records import CROSS_MAX_SOURCE_LEN as MAX_SOURCE_LEN
-from kvviz.internals.records import CROSS_MAX_STEPS as MAX_STEPS
-from kvviz.internals.records import CrossAttnError, CrossAttnRun, CrossStep
+from kvviz.internals.lazy import inference_mode
+from kvviz.internals.records import CrossAttnRun, CrossStep
 from kvviz.inputs.prompt_rules import check_int_in_range
+
+if TYPE_CHECKING:
+    from transformers import BartConfig, BartForConditionalGeneration, DynamicCache
 
 __all__ = ["MAX_SOURCE_LEN", "MAX_STEPS", "CrossAttnError", "CrossAttnRun", "CrossStep", "build_tiny_bart",
            "run_cross_attention", "tiny_bart_config"]
 
+MAX_SOURCE_LEN = 64
+MAX_STEPS = 48
 VOCAB_SIZE = 64
+
+
+class CrossAttnError(ValueError):
+    """Bad demo settings; the message gives the allowed range."""
 
 
 def tiny_bart_config() -> BartConfig:
     """2 encoder + 2 decoder layers, d_model 32, 2 heads of 16: builds in milliseconds on CPU."""
+    from transformers import BartConfig
+
     return BartConfig(
         vocab_size=VOCAB_SIZE, d_model=32, encoder_layers=2, decoder_layers=2,
         encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
@@ -38,6 +47,9 @@ def tiny_bart_config() -> BartConfig:
 
 
 def build_tiny_bart(seed: int = 0) -> BartForConditionalGeneration:
+    import torch
+    from transformers import BartForConditionalGeneration
+
     torch.manual_seed(seed)
     return BartForConditionalGeneration(tiny_bart_config()).eval()
 
@@ -46,9 +58,12 @@ def _bytes(cache: DynamicCache) -> int:
     return sum(t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values))
 
 
-@torch.inference_mode()
+@inference_mode
 def run_cross_attention(source_len: int = 12, n_steps: int = 8, seed: int = 0) -> CrossAttnRun:
     """Encode a random source once, then decode greedily step by step, inspecting both caches each step."""
+    import torch
+    from transformers import DynamicCache, EncoderDecoderCache
+
     source_len = check_int_in_range(source_len, 1, MAX_SOURCE_LEN, _("source length (tokens)"), error=CrossAttnError)
     n_steps = check_int_in_range(n_steps, 1, MAX_STEPS, _("decode steps"), error=CrossAttnError)
     model = build_tiny_bart(seed)

@@ -22,7 +22,7 @@ query heads that share a KV head are averaged, so the choice is per KV head: the
 [batch_size, num_kv_heads, seq_len, head_dim] with seq_len = the rows kept, rectangular, because every head keeps
 the same number of rows.
 
-Budget: a whole percent of the KV bytes; rows per head = floor(S x percent / 100) (records.rows_for_budget), and the
+Budget: a whole percent of the KV bytes; rows per head = floor(S x percent / 100) (rows_for_budget), and the
 bytes reported are the pruned tensors' own `nbytes`, never the percent asked for. Masking rows or zeroing channels
 would keep the bytes and save nothing, so nothing here masks: the rows are gone from the tensors.
 
@@ -34,7 +34,7 @@ the text: at position k it would reuse a position a kept row already holds and s
 is (with RoPE, the relative distance q - k in each score would be wrong). So every pass after pruning gets explicit
 `position_ids = S, S+1, ...`. The causal mask stays right without help: transformers 5 sizes it from the cache's
 physical length (`get_mask_sizes`), not from the positions, so the new tokens see every kept row and each other
-causally. (transformers 5 has no `cache_position` argument left; position_ids is the one to set.)
+causally. (transformers 5 takes no `cache_position` argument; position_ids is the one to set.)
 
 Quality: the copy test (held-out spans: prefill the span, prune, feed the span again, top-1 next-token accuracy on
 the repeat, the targets kvviz.training.copying.copying_accuracy scores) and the next-token loss of a continuation
@@ -43,22 +43,200 @@ after a pruned context. The quantized formats of kvviz.internals.quant are measu
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
-import torch.nn.functional as F
-from transformers import DynamicCache
-
-from kvviz.i18n import _
+from kvviz.i18n import N_, _
 from kvviz.internals import quant
-from kvviz.internals.records import (EVICT_KEEP_PERCENTS, EVICT_POLICIES, EVICT_QUANT_SCHEMES, EVICT_SNAP_POOL,
-                                    EvictionError, EvictionGrid, EvictionPoint, EvictionSweep, EvictSettings,
-                                    LayerKept, check_keep_percent, check_policy, held_out_text, rows_for_budget)
+from kvviz.internals.records import EvictionGrid, EvictionPoint, EvictionSweep, LayerKept
 from kvviz.model.loading import LoadedModel
-from kvviz.step.engine import MODEL_LOCK, token_text
+from kvviz.inputs.prompt_rules import check_int_in_range
 
-__all__ = ["EVICT_KEEP_PERCENTS", "EVICT_POLICIES", "EvictionError", "EvictSettings", "Prefill", "cache_nbytes",
-           "SweepTexts", "continue_from", "copy_correct", "copy_sequences", "eviction_grid", "keep_order", "keep_rows", "loss_passages", "measure_policy",
-           "measure_quantized", "policy_points", "prefill", "prune", "quant_points", "sweep", "sweep_of", "text_ids"]
+if TYPE_CHECKING:
+    import torch
+    from transformers import DynamicCache
+
+__all__ = ["EVICT_KEEP_PERCENTS", "EVICT_POLICIES", "EVICT_POLICY_LABELS", "EVICT_POLICY_RULES", "EVICT_POLICY_SHORT",
+           "EVICT_QUANT_SCHEMES", "EvictionError", "EvictSettings", "HELD_OUT_TEXT_PATH", "Prefill", "SweepTexts",
+           "cache_nbytes", "check_keep_percent", "check_policy", "continue_from", "copy_correct", "copy_sequences",
+           "eviction_grid", "eviction_takeaways", "held_out_text", "keep_order", "keep_rows", "loss_passages",
+           "measure_policy", "measure_quantized", "policy_label", "policy_points", "policy_short", "prefill", "prune",
+           "quant_points", "rows_for_budget", "sweep", "sweep_of", "text_ids"]
+
+
+class EvictionError(ValueError):
+    """A policy, budget or text the eviction lab cannot use; the message says what is allowed."""
+
+
+# The policies, in the order the page lists them. Names are the CLI's words; labels are shown through _().
+EVICT_POLICIES = ("full", "random", "recent", "streaming", "h2o", "tova", "snapkv", "key_norm")
+EVICT_POLICY_LABELS = {
+    "full": N_("full cache"),
+    "random": N_("random (control)"),
+    "recent": N_("recent window"),
+    "streaming": N_("StreamingLLM (sinks + window)"),
+    "h2o": N_("H2O (accumulated attention)"),
+    "tova": N_("TOVA (newest query's attention)"),
+    "snapkv": N_("SnapKV (observation window)"),
+    "key_norm": N_("key norm (smallest kept)"),
+}
+# Short names, for chart legends and sentences (the papers' names stay as written).
+EVICT_POLICY_SHORT = {"full": N_("full cache"), "random": N_("random"), "recent": N_("recent window"),
+                      "streaming": "StreamingLLM", "h2o": "H2O", "tova": "TOVA", "snapkv": "SnapKV",
+                      "key_norm": N_("key norm")}
+# What each policy keeps, and where its choice differs (per layer, per KV head): shown beside the grid.
+EVICT_POLICY_RULES = {
+    "full": N_("Keeps every row: the reference every other line is measured against."),
+    "random": N_("Keeps a seeded random set of rows, drawn anew for every layer and KV head: the control a "
+                 "policy must beat to show it knows anything."),
+    "recent": N_("Keeps the last W rows; the same rows in every layer and head (StreamingLLM with S = 0)."),
+    "streaming": N_("Keeps the first S rows (the attention sinks) and the last W - S; the same rows in every layer "
+                    "and head."),
+    "h2o": N_("Keeps the rows that received the most attention, summed over every query of the prefill and over "
+              "the query heads that share a KV head: chosen per layer and per KV head. (The H2O paper also keeps a "
+              "recent window; this line is its heavy-hitter half alone.)"),
+    "tova": N_("Keeps the rows the newest query attends to most, averaged over all heads of a layer: one choice "
+               "per layer, shared by its KV heads (as the TOVA paper does)."),
+    "snapkv": N_("Scores rows by the attention of the last {window} queries (the observation window), smoothed "
+                 "over 5 neighbouring positions; the window itself is always kept: chosen per layer and per KV "
+                 "head."),
+    "key_norm": N_("Keeps the keys with the smallest L2 norm (low-norm keys tend to draw high attention, Devoto et "
+                   "al. 2024, arXiv:2406.11430): chosen per layer and per KV head, without reading any attention."),
+}
+EVICT_KEEP_PERCENTS = (100, 75, 50, 35, 25, 15, 10, 5)  # the sweep's budgets: % of KV bytes kept
+EVICT_QUANT_SCHEMES = ("fp16", "fp8", "int8", "int4", "int2")  # compression points on the same axis (kvviz.internals.quant;
+# fp8: transformers' own QuantizedCache(backend="fp8"))
+EVICT_MAX_SPANS = 16  # copy-test spans (one batch)
+EVICT_MAX_PASSAGES = 8  # loss passages (one batch)
+EVICT_MIN_SPAN_TOKENS = 8
+EVICT_SNAP_POOL = 5  # SnapKV's smoothing kernel (positions), as in the paper's code and kvpress
+HELD_OUT_TEXT_PATH = Path(__file__).resolve().parents[1] / "assets" / "held_out_shakespeare.txt"
+
+
+def held_out_text() -> str:
+    """A passage of Tiny Shakespeare's validation split (the last 10%, which neither bundled model trained on):
+    the copy test's and the loss's default text. The Taming of the Shrew, public domain."""
+    return HELD_OUT_TEXT_PATH.read_text(encoding="utf-8")
+
+
+def check_keep_percent(value) -> int:
+    """A budget: a whole percent of the KV bytes to keep, 1..100."""
+    return check_int_in_range(value, 1, 100, N_("percent of KV bytes kept"), error=EvictionError)
+
+
+def check_policy(policy: str) -> str:
+    if policy not in EVICT_POLICIES:
+        raise EvictionError(_("unknown eviction policy {policy!r}; choose one of {names}").format(
+            policy=str(policy)[:40], names=", ".join(EVICT_POLICIES)))
+    return policy
+
+
+def rows_for_budget(keep_percent: int, seq_len: int) -> int:
+    """Rows kept per layer and KV head: floor(seq_len x percent / 100), at least 1 (integer-exact, never over the
+    budget). Every head keeps the same count, so the pruned tensors stay rectangular:
+    [batch_size, num_kv_heads, rows, head_dim]."""
+    return max(1, seq_len * keep_percent // 100)
+
+
+@dataclass(frozen=True)
+class EvictSettings:
+    """What one sweep measures. Spans and passages are cut from the text at evenly spaced offsets (nothing drawn
+    at random), like kvviz.training.copying.held_out_repeats."""
+
+    half_tokens: int = 64  # copy test: a span of this many tokens, prefilled, pruned, then fed again
+    n_spans: int = 8
+    context_tokens: int = 160  # loss: this much context is prefilled and pruned ...
+    continuation_tokens: int = 48  # ... then the next tokens are fed and their next-token loss measured
+    n_passages: int = 4
+    sink_tokens: int = 4  # StreamingLLM's S
+    snap_window: int = 8  # SnapKV's observation window (last queries of the prefill)
+    seed: int = 0  # the random control's generator
+
+    def checked(self, n_positions: int) -> EvictSettings:
+        """Every field in its range for a model with n_positions positions (one message naming the field)."""
+        e = EvictionError
+        half = check_int_in_range(self.half_tokens, EVICT_MIN_SPAN_TOKENS, n_positions // 2,
+                                  N_("copy-test span (tokens)"), error=e)
+        spans = check_int_in_range(self.n_spans, 1, EVICT_MAX_SPANS, N_("copy-test spans"), error=e)
+        context = check_int_in_range(self.context_tokens, EVICT_MIN_SPAN_TOKENS, n_positions - 2,
+                                     N_("loss context (tokens)"), error=e)
+        cont = check_int_in_range(self.continuation_tokens, 2, n_positions - context,
+                                  N_("loss continuation (tokens)"), error=e)
+        passages = check_int_in_range(self.n_passages, 1, EVICT_MAX_PASSAGES, N_("loss passages"), error=e)
+        sinks = check_int_in_range(self.sink_tokens, 0, 64, N_("sink tokens S"), error=e)
+        window = check_int_in_range(self.snap_window, 1, 64, N_("SnapKV observation window"), error=e)
+        seed = check_int_in_range(self.seed, 0, 2**31 - 1, N_("random seed"), error=e)
+        return EvictSettings(half, spans, context, cont, passages, sinks, window, seed)
+
+
+def policy_label(policy: str) -> str:
+    """A policy's (or a quantized format's) name in the interface language, with what it scores."""
+    return _(EVICT_POLICY_LABELS[policy]) if policy in EVICT_POLICY_LABELS else policy
+
+
+def policy_short(policy: str) -> str:
+    """A policy's (or a quantized format's) short name, for legends and sentences."""
+    name = EVICT_POLICY_SHORT.get(policy, policy)
+    return _(name) if name in ("full cache", "random", "recent window", "key norm") else name
+
+
+def eviction_takeaways(sweep: EvictionSweep, hold_within: float = 0.05) -> list[str]:
+    """What a class takes away, computed from the sweep (never typed in): which policies hold up at which
+    budget, where quantizing beats evicting at equal bytes, and what the sink rows are worth.
+
+    hold_within: a policy "holds up" at a budget while its copy accuracy is within this of the full cache's."""
+    full = sweep.point("full", 100)
+    evicting = EVICT_POLICIES[1:]
+    lines = []
+    holds = [(min((p.keep_percent for p in sweep.curve(policy)
+                   if p.keep_percent < 100 and p.copy_accuracy >= full.copy_accuracy - hold_within), default=101),
+              policy) for policy in evicting]
+    best_keep, best = min(holds)
+    if best_keep <= 100:
+        lines.append(_("Copying holds (within {pp:.0f} points of the full cache's {acc:.0%}) down to {keep}% of the "
+                       "bytes with {policy}.").format(pp=100 * hold_within, acc=full.copy_accuracy, keep=best_keep,
+                                                      policy=policy_short(best)))
+    else:
+        lines.append(_("No policy keeps copying within {pp:.0f} points of the full cache's {acc:.0%} once rows are "
+                       "evicted: the repeat needs the rows of the whole first copy, and every policy throws some "
+                       "of them away.").format(pp=100 * hold_within, acc=full.copy_accuracy))
+    random_line = {p.keep_percent: p for p in sweep.curve("random")}
+    for keep in (50, 25, 10):
+        if keep not in random_line:
+            continue
+        at = [sweep.point(policy, keep) for policy in evicting if policy != "random"]
+        top = max(at, key=lambda p: p.copy_accuracy)
+        lowest_loss = min(at, key=lambda p: p.loss_change_nats)
+        worst_loss = max(at, key=lambda p: p.loss_change_nats)
+        lines.append(_("At {keep}%: best copying {policy} {acc:.0%} (the random control {rand:.0%}); loss change from "
+                       "{low:+.3f} nats ({low_policy}) to {high:+.3f} ({high_policy}).").format(
+            keep=keep, policy=policy_short(top.policy), acc=top.copy_accuracy,
+            rand=random_line[keep].copy_accuracy, low=lowest_loss.loss_change_nats,
+            low_policy=policy_short(lowest_loss.policy), high=worst_loss.loss_change_nats,
+            high_policy=policy_short(worst_loss.policy)))
+    for q in sweep.quantized:
+        # the evicting policies' best copy accuracy at the largest budget that fits in the format's bytes
+        fits = [p for p in sweep.points if p.kind == "eviction" and p.policy != "full"
+                and p.kv_bytes_kept <= q.kv_bytes_kept]
+        if not fits:
+            continue
+        rival = max(fits, key=lambda p: (p.copy_accuracy, -p.kv_bytes_kept))
+        verdict = (_("quantizing wins") if q.copy_accuracy > rival.copy_accuracy + 1e-12 else
+                   _("a tie") if abs(q.copy_accuracy - rival.copy_accuracy) <= 1e-12 else _("evicting wins"))
+        lines.append(_("{format} ({share:.0%} of the bytes) copies {q_acc:.0%}; the best eviction in no more "
+                       "bytes, {policy} at {keep}%, copies {e_acc:.0%}: {verdict}.").format(
+            format=q.policy, share=q.bytes_fraction, q_acc=q.copy_accuracy, policy=policy_short(rival.policy),
+            keep=rival.keep_percent, e_acc=rival.copy_accuracy, verdict=verdict))
+    s = sweep.settings.sink_tokens
+    for keep in (75, 25, 5):  # a large, a middle and the smallest budget
+        without, with_ = sweep.point("recent", keep), sweep.point("streaming", keep)
+        lines.append(_("Sinks at {keep}%: the window alone (S = 0) copies {a0:.0%} with loss change {l0:+.3f} "
+                       "nats; with the first S = {s} rows kept, {a1:.0%} and {l1:+.3f} nats.").format(
+            keep=keep, a0=without.copy_accuracy, l0=without.loss_change_nats, s=s, a1=with_.copy_accuracy,
+            l1=with_.loss_change_nats))
+    return lines
+
 
 Progress = Callable[[float, str], None]
 
@@ -69,6 +247,11 @@ class Prefill:
     copy."""
 
     def __init__(self, loaded: LoadedModel, input_ids: torch.Tensor):
+        import torch
+        from transformers import DynamicCache
+
+        from kvviz.step.engine import MODEL_LOCK
+
         if loaded.model.config._attn_implementation != "eager":
             raise EvictionError("eviction needs a model loaded with eager attention (it reads attention weights)")
         self.loaded = loaded
@@ -100,6 +283,9 @@ def _scores(policy: str, pre: Prefill, layer: int, settings: EvictSettings) -> t
     """[batch_size, num_kv_heads, seq_len] float64 scores of one layer's rows. Positional policies score by position,
     so that the same top-k selection serves every policy; ties never decide a pick (scores are distinct or broken by
     position)."""
+    import torch
+    import torch.nn.functional as F
+
     keys = pre.cache.layers[layer].keys  # [batch_size, num_kv_heads, seq_len, head_dim]
     b, hkv, s, _d = keys.shape
     position = torch.arange(s, dtype=torch.float64).expand(b, hkv, s)
@@ -130,6 +316,8 @@ def _scores(policy: str, pre: Prefill, layer: int, settings: EvictSettings) -> t
 def keep_order(policy: str, pre: Prefill, settings: EvictSettings) -> list[torch.Tensor]:
     """Per layer [batch_size, num_kv_heads, seq_len] long: positions from most to least worth keeping. Any budget
     keeps a prefix of it."""
+    import torch
+
     check_policy(policy)
     return [torch.argsort(_scores(policy, pre, i, settings), dim=-1, descending=True, stable=True)
             for i in range(len(pre.cache.layers))]
@@ -138,11 +326,16 @@ def keep_order(policy: str, pre: Prefill, settings: EvictSettings) -> list[torch
 def keep_rows(order: list[torch.Tensor], rows: int) -> list[torch.Tensor]:
     """Per layer [batch_size, num_kv_heads, rows] long: the first `rows` of the order, sorted back into position
     order."""
+    import torch
+
     return [torch.sort(o[..., :rows], dim=-1).values for o in order]
 
 
 def prune(pre: Prefill, kept: list[torch.Tensor]) -> DynamicCache:
     """A new DynamicCache holding only the kept rows of every layer and KV head (the prefill's stays untouched)."""
+    import torch
+    from transformers import DynamicCache
+
     pruned = DynamicCache(config=pre.loaded.model.config)
     for i, (layer, idx) in enumerate(zip(pre.cache.layers, kept)):
         index = idx[..., None].expand(-1, -1, -1, layer.keys.shape[-1])  # [batch_size, num_kv_heads, rows, head_dim]
@@ -159,6 +352,10 @@ def cache_nbytes(cache: DynamicCache) -> int:
 def continue_from(loaded: LoadedModel, cache: DynamicCache, input_ids: torch.Tensor, original_len: int) -> torch.Tensor:
     """Feed input_ids [batch_size, q_len] after a (possibly pruned) cache of a prefill of `original_len` tokens:
     positions continue at original_len (module docstring: why). Returns the logits [batch_size, q_len, vocab_size]."""
+    import torch
+
+    from kvviz.step.engine import MODEL_LOCK
+
     b, n = input_ids.shape
     position_ids = torch.arange(original_len, original_len + n)[None, :].expand(b, n)
     with MODEL_LOCK, torch.inference_mode():
@@ -168,6 +365,8 @@ def continue_from(loaded: LoadedModel, cache: DynamicCache, input_ids: torch.Ten
 
 # ----- the texts the measures run on -------------------------------------------------------------------------
 def text_ids(loaded: LoadedModel, text: str | None) -> torch.Tensor:
+    import torch
+
     text = held_out_text() if text is None else text
     if not isinstance(text, str) or not text.strip():
         raise EvictionError(_("The text is empty: paste a few paragraphs (the default is held-out Shakespeare)."))
@@ -190,6 +389,8 @@ def copy_sequences(ids: torch.Tensor, settings: EvictSettings) -> torch.Tensor:
     """(n_spans, 2L): held-out spans at evenly spaced offsets, each followed by itself: the rows
     kvviz.training.copying.held_out_repeats cuts for copying_accuracy (tests/test_eviction.py checks they are
     equal; not imported from there, because kvviz.training sits above the CLI and kvviz.cli imports this module)."""
+    import torch
+
     _need(ids, settings.half_tokens, _("the copy test"))
     half = settings.half_tokens
     spans = torch.stack([ids[s:s + half] for s in _evenly_spaced_starts(len(ids), half, settings.n_spans)])
@@ -198,6 +399,8 @@ def copy_sequences(ids: torch.Tensor, settings: EvictSettings) -> torch.Tensor:
 
 def loss_passages(ids: torch.Tensor, settings: EvictSettings) -> torch.Tensor:
     """(n_passages, context + continuation) at evenly spaced offsets of the text."""
+    import torch
+
     length = settings.context_tokens + settings.continuation_tokens
     _need(ids, length, _("the loss measure"))
     return torch.stack([ids[s:s + length] for s in _evenly_spaced_starts(len(ids), length, settings.n_passages)])
@@ -214,6 +417,8 @@ def copy_correct(loaded: LoadedModel, cache: DynamicCache, sequences: torch.Tens
 
 def _loss(loaded: LoadedModel, cache: DynamicCache, passages: torch.Tensor, context: int) -> float:
     """Mean next-token loss (nats) over the continuation, after the (pruned) cache of the context."""
+    import torch.nn.functional as F
+
     logits = continue_from(loaded, cache, passages[:, context:], context)  # [batch_size, q_len, vocab_size]
     targets = passages[:, context + 1:]
     return float(F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(), targets.reshape(-1)))
@@ -261,6 +466,8 @@ def _quantized_cache(pre: Prefill, scheme: str, group_size: int) -> tuple[Dynami
     """The prefill's cache stored in `scheme` and read back (kvviz.internals.quant.round_trip: its arithmetic,
     its bytes); the rows the measure appends afterwards stay full precision, as in QuantizedCache's residual
     window (residual_length 128 > any span here)."""
+    from transformers import DynamicCache
+
     cache = DynamicCache(config=pre.loaded.model.config)
     stored = 0
     for i, layer in enumerate(pre.cache.layers):
@@ -277,7 +484,10 @@ def _fp8_run(loaded: LoadedModel, prefix: torch.Tensor, feed: torch.Tensor) -> t
     the cache held after the prefill: 1 byte per number + one float32 scale for K and one for V per layer, read from
     its tensors.
     One sequence per cache: the scale is per tensor, so a batch would share one scale between sequences."""
+    import torch
     from transformers import QuantizedCache
+
+    from kvviz.step.engine import MODEL_LOCK
 
     cache = QuantizedCache(backend="fp8", config=loaded.model.config)
     with MODEL_LOCK, torch.inference_mode():
@@ -290,6 +500,9 @@ def _fp8_run(loaded: LoadedModel, prefix: torch.Tensor, feed: torch.Tensor) -> t
 
 def _fp8_point(loaded: LoadedModel, texts: SweepTexts) -> EvictionPoint:
     """The fp8 format, measured sequence by sequence through transformers' QuantizedCache."""
+    import torch
+    import torch.nn.functional as F
+
     half, context = texts.settings.half_tokens, texts.settings.context_tokens
     correct = total = 0
     stored = None
@@ -374,6 +587,10 @@ def sweep_of(loaded: LoadedModel, points: tuple[EvictionPoint, ...], text: str |
 def eviction_grid(loaded: LoadedModel, policy: str, keep_percent: int, text: str | None = None,
                   settings: EvictSettings = EvictSettings()) -> EvictionGrid:
     """Which rows `policy` keeps at `keep_percent`, per layer and KV head, on the first copy-test span."""
+    import torch
+
+    from kvviz.step.engine import token_text
+
     check_policy(policy)
     keep = 100 if policy == "full" else check_keep_percent(keep_percent)
     settings = settings.checked(loaded.info.n_positions)

@@ -13,20 +13,28 @@ block pool through their block tables, and reads them back through the tables to
 """
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from kvviz.i18n import _
+from kvviz.internals.lazy import inference_mode
 from kvviz.internals.prefix import shared_prefix_len
-from kvviz.internals.records import PAGING_MAX_BLOCK_SIZE as MAX_BLOCK_SIZE
-from kvviz.internals.records import PAGING_MAX_NEW_TOKENS as MAX_NEW_TOKENS
-from kvviz.internals.records import BlockTable, PagedRun, PagingError, PagingPlan
+from kvviz.internals.records import BlockTable, PagedRun, PagingPlan
 from kvviz.model.loading import LoadedModel
 from kvviz.inputs.prompt_rules import check_int_in_range, check_prompt
-from kvviz.step.engine import StepEngine
 from kvviz.step.records import Sampling
+
+if TYPE_CHECKING:
+    from kvviz.step.engine import StepEngine
 
 __all__ = ["MAX_BLOCK_SIZE", "MAX_NEW_TOKENS", "BlockTable", "PagedRun", "PagingError", "PagingPlan", "block_table",
            "paged_generation", "plan_two_sequences"]
+
+MAX_BLOCK_SIZE = 256
+MAX_NEW_TOKENS = 128
+
+
+class PagingError(ValueError):
+    """Block sizes or lengths outside sensible bounds; the message says what is allowed."""
 
 
 def block_table(seq_len: int, block_size: int) -> BlockTable:
@@ -72,6 +80,8 @@ def plan_two_sequences(len_a: int, len_b: int, shared_prefix_len: int, block_siz
 
 
 def _generate(loaded: LoadedModel, prompt: str, n_new: int, sampling: Sampling) -> StepEngine:
+    from kvviz.step.engine import StepEngine
+
     engine = StepEngine(loaded, sampling)
     engine.prefill(prompt)
     for _step in range(n_new):
@@ -81,10 +91,12 @@ def _generate(loaded: LoadedModel, prompt: str, n_new: int, sampling: Sampling) 
     return engine
 
 
-@torch.inference_mode()
+@inference_mode
 def paged_generation(loaded: LoadedModel, prompt: str, n_new_a: int = 20, n_new_b: int = 12, block_size: int = 16,
                      max_len: int | None = None, seed: int = 1) -> PagedRun:
     """Generate two continuations of `prompt` with the real model and page their real caches."""
+    import torch
+
     max_len = loaded.info.n_positions if max_len is None else max_len
     for name, n in ((_("tokens for sequence A"), n_new_a), (_("tokens for sequence B"), n_new_b)):
         check_int_in_range(n, 0, MAX_NEW_TOKENS, name, error=PagingError)

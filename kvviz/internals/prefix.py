@@ -12,18 +12,29 @@ from __future__ import annotations
 
 import copy
 
-import torch
-from transformers import DynamicCache
-
 from kvviz.i18n import _
 from kvviz.measure.repeats import time_pair
-from kvviz.internals.records import PREFIX_TIMING_REPEATS as TIMING_REPEATS
-from kvviz.internals.records import PrefixError, PrefixReuse
+from kvviz.internals.lazy import inference_mode
+from kvviz.internals.records import PrefixReuse
 from kvviz.model.loading import LoadedModel
 from kvviz.inputs.prompt_rules import check_int_in_range, check_prompt
-from kvviz.step.engine import cache_bytes, crop_cache
 
-__all__ = ["PrefixError", "PrefixReuse", "TIMING_REPEATS", "prefix_reuse", "shared_prefix_len"]
+__all__ = ["DEFAULT_A", "DEFAULT_B", "SHARED_OPENING", "PrefixError", "PrefixReuse", "TIMING_REPEATS", "prefix_reuse",
+           "shared_prefix_len"]
+
+TIMING_REPEATS = 9  # median of this many runs for each measured prefill (interleaved, 1 warm-up)
+# The page's default prompts (bench/timed_comparisons.py times them too): a long shared opening (like a system
+# prompt every request starts with) and two different endings, the case prefix caching is for. Shakespeare's Romeo
+# and Juliet, the Prologue (public domain), as the bundled model knows it.
+SHARED_OPENING = ("Two households, both alike in dignity,\nIn fair Verona, where we lay our scene,\nFrom "
+                  "ancient grudge break to new mutiny,\nWhere civil blood makes civil hands unclean.\nFrom "
+                  "forth the fatal loins of these two foes\nA pair of star-cross'd lovers take their life;\n\n")
+DEFAULT_A = SHARED_OPENING + "ROMEO:\nBut soft, what light through yonder window breaks?"
+DEFAULT_B = SHARED_OPENING + "JULIET:\nO Romeo, Romeo! wherefore art thou Romeo?"
+
+
+class PrefixError(ValueError):
+    """The prompt pair cannot be compared; the message says what to change."""
 
 
 def shared_prefix_len(ids_a: list[int], ids_b: list[int]) -> int:
@@ -41,9 +52,14 @@ def _tokenize(loaded: LoadedModel, prompt: str, name: str) -> list[int]:
                         error=PrefixError)
 
 
-@torch.inference_mode()
+@inference_mode
 def prefix_reuse(loaded: LoadedModel, prompt_a: str, prompt_b: str, repeats: int = TIMING_REPEATS) -> PrefixReuse:
     """Serve prompt B from prompt A's cache (crop to the shared prefix, prefill the rest) and check it."""
+    import torch
+    from transformers import DynamicCache
+
+    from kvviz.step.engine import cache_bytes, crop_cache
+
     repeats = check_int_in_range(repeats, 1, 50, _("timing repeats"), error=PrefixError)
     model = loaded.model
     ids_a, ids_b = _tokenize(loaded, prompt_a, "A"), _tokenize(loaded, prompt_b, "B")

@@ -16,7 +16,7 @@ page's formats): the eviction lab (kvviz.internals.eviction) puts it on its equa
 repeated with every new K/V row quantized-then-dequantized as it enters the cache (the prefill pass itself
 attends in full precision, like Hugging Face's QuantizedCache residual), feeding the full-precision tokens
 (teacher forcing), and we count the steps where the quantized cache picks the same next token. Its work is
-capped (records.AGREEMENT_MAX_*): prompts x tokens is bounded, and a prompt too long for the model is refused.
+capped (AGREEMENT_MAX_*): prompts x tokens is bounded, and a prompt too long for the model is refused.
 
 Grouping, compared: kvviz groups each *token's* head vector (per token, for keys and values alike). KIVI
 (arXiv:2402.02750) quantizes keys per *channel* (a group runs along positions) and values per token, because
@@ -29,23 +29,50 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
-from transformers import DynamicCache
 
 from kvviz.i18n import _
 from kvviz import memory
 from kvviz.memory import dtypes
-from kvviz.internals.records import LayerError, QuantError, QuantReport, SchemeAgreement, check_agreement_work
-from kvviz.internals.records import QUANT_MIN_GROUP as MIN_GROUP
-from kvviz.internals.records import QUANT_SCHEMES as SCHEMES
+from kvviz.internals.lazy import inference_mode
+from kvviz.internals.records import LayerError, QuantReport, SchemeAgreement
 from kvviz.model.loading import LoadedModel
 from kvviz.inputs.prompt_rules import check_int_in_range, check_prompt
 
-__all__ = ["MIN_GROUP", "SCHEMES", "LayerError", "QuantError", "QuantReport", "Quantized", "SchemeAgreement",
-           "check_agreement_work", "dequantize", "error_bound", "greedy_agreement", "prompt_cache", "quant_report",
-           "quantize", "round_trip", "transformers_residual_length"]
+if TYPE_CHECKING:
+    import torch
+    from transformers import DynamicCache
+
+__all__ = ["AGREEMENT_MAX_PROMPTS", "AGREEMENT_MAX_PROMPT_TOKENS", "AGREEMENT_MAX_TOKENS", "MIN_GROUP", "SCHEMES",
+           "LayerError", "QuantError", "QuantReport", "Quantized", "SchemeAgreement", "check_agreement_work",
+           "dequantize", "error_bound", "greedy_agreement", "prompt_cache", "quant_report", "quantize", "round_trip",
+           "transformers_residual_length"]
+
+SCHEMES = ("fp16", "bf16", "int8", "int4")  # the Quantized caches page's formats
+MIN_GROUP = 4
+# Greedy agreement runs 1 + len(SCHEMES) generations per prompt, one model pass per token: its work is capped in
+# prompts, in tokens per prompt and in their product, so a run stays within seconds.
+AGREEMENT_MAX_PROMPTS = 8
+AGREEMENT_MAX_TOKENS = 32  # per prompt
+AGREEMENT_MAX_PROMPT_TOKENS = 128  # prompts x tokens per prompt: ~640 one-token passes, a few seconds on 2 cores
+
+
+class QuantError(ValueError):
+    """A bit width, group size or prompt set the quantizer cannot use; the message says what is allowed."""
+
+
+def check_agreement_work(n_prompts: int, n_new: int) -> None:
+    """Refuse a greedy-agreement run past its caps (prompts, tokens per prompt, and their product)."""
+    n_prompts = check_int_in_range(n_prompts, 1, AGREEMENT_MAX_PROMPTS, _("number of prompts (one per line)"),
+                                   error=QuantError)
+    n_new = check_int_in_range(n_new, 1, AGREEMENT_MAX_TOKENS, _("tokens per prompt"), error=QuantError)
+    if n_prompts * n_new > AGREEMENT_MAX_PROMPT_TOKENS:
+        raise QuantError(_("{prompts} prompts x {tokens} tokens = {total} generated tokens; the cap is {cap} (prompts "
+                           "x tokens). Use fewer prompts or fewer tokens.").format(
+            prompts=n_prompts, tokens=n_new, total=n_prompts * n_new, cap=AGREEMENT_MAX_PROMPT_TOKENS))
+
 
 BITS = {"int8": 8, "int4": 4, "int2": 2}
 FP16_MAX = 65504.0  # largest finite float16: scale and zero point are stored in fp16
@@ -87,6 +114,8 @@ class Quantized:
 
 def _round_fp16(x: torch.Tensor, up: bool) -> torch.Tensor:
     """x rounded to a float16 that is >= x (up) or <= x (down)."""
+    import torch
+
     h = x.to(torch.float16)
     off = h.float() < x if up else h.float() > x
     toward = torch.full_like(h, float("inf") if up else float("-inf"))
@@ -95,6 +124,8 @@ def _round_fp16(x: torch.Tensor, up: bool) -> torch.Tensor:
 
 def quantize(x: torch.Tensor, bits: int, group_size: int) -> Quantized:
     """x: float [..., head_dim] -> integers + per-group fp16 scale/zero."""
+    import torch
+
     if bits not in (2, 4, 8):
         raise QuantError(f"bit width must be 8, 4 or 2 (got {bits})")
     head_dim = x.shape[-1]
@@ -119,6 +150,8 @@ def quantize(x: torch.Tensor, bits: int, group_size: int) -> Quantized:
 
 
 def dequantize(qt: Quantized) -> torch.Tensor:
+    import torch
+
     q = qt.packed
     if qt.bits == 4:
         q = torch.stack((q & 0x0F, q >> 4), dim=-1).reshape(*q.shape[:-1], q.shape[-1] * 2)
@@ -137,6 +170,8 @@ def error_bound(qt: Quantized) -> torch.Tensor:
 
 def round_trip(x: torch.Tensor, scheme: str, group_size: int) -> tuple[torch.Tensor, int]:
     """x stored in `scheme` and read back (float32), with the bytes it occupies stored that way."""
+    import torch
+
     if scheme in BITS:
         qt = quantize(x, BITS[scheme], group_size)
         return dequantize(qt), qt.stored_bytes
@@ -147,14 +182,17 @@ def round_trip(x: torch.Tensor, scheme: str, group_size: int) -> tuple[torch.Ten
     return stored.float(), stored.numel() * stored.element_size()
 
 
-@torch.inference_mode()
+@inference_mode
 def prompt_cache(loaded: LoadedModel, prompt: str) -> DynamicCache:
+    import torch
+    from transformers import DynamicCache
+
     ids = check_prompt(loaded.tokenizer, prompt, loaded.info.n_positions, error=QuantError)
     return loaded.model(input_ids=torch.tensor([ids]), past_key_values=DynamicCache(config=loaded.model.config),
                         use_cache=True).past_key_values
 
 
-@torch.inference_mode()
+@inference_mode
 def quant_report(loaded: LoadedModel, prompt: str, scheme: str, group_size: int = 32,
                  residual_rows: int = 0) -> QuantReport:
     """`scheme` applied to the real cache of `prompt`; the newest `residual_rows` rows stay full precision."""
@@ -192,7 +230,7 @@ def quant_report(loaded: LoadedModel, prompt: str, scheme: str, group_size: int 
                        residual_rows=kept, residual_bytes=residual_bytes)
 
 
-@torch.inference_mode()
+@inference_mode
 def _qdq_new_rows(cache: DynamicCache, start: int, scheme: str, group_size: int) -> None:
     """Replace the rows appended from `start` on with their stored-and-read-back version, in place."""
     for layer in cache.layers:
@@ -200,10 +238,13 @@ def _qdq_new_rows(cache: DynamicCache, start: int, scheme: str, group_size: int)
             x[:, :, start:] = round_trip(x[:, :, start:], scheme, group_size)[0].to(x.dtype)
 
 
-@torch.inference_mode()
+@inference_mode
 def _run(loaded: LoadedModel, ids: list[int], n_new: int, scheme: str | None, group_size: int,
          forced: list[int] | None) -> list[int]:
     """Greedy choices for n_new steps; with `forced`, feed those tokens instead of the model's own choices."""
+    import torch
+    from transformers import DynamicCache
+
     model = loaded.model
     cache = DynamicCache(config=model.config)
     chosen: list[int] = []

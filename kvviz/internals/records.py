@@ -1,88 +1,24 @@
-"""The torch-free contract of kvviz.internals: result records, input caps and error types.
+"""The result records of kvviz.internals: frozen dataclasses of plain Python numbers, strings and tuples.
 
-The modules that run the model (prefix, crossattn, window, paging, quant, speculative) import torch; pages and
-figures import only this module (and the numpy-only `layout`), so drawing a result never loads torch.
-Records are frozen dataclasses of plain Python numbers, strings and tuples. Caps are the bounds every page
-states next to its inputs and every function enforces (kvviz.inputs.prompt_rules words the messages).
+Each idea's module (prefix, crossattn, window, paging, quant, speculative, eviction) holds its own limits, default
+prompts, texts, checks and errors, and imports torch only inside the functions that run a model; the records it
+returns live here, so a figure draws a result from this module alone.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kvviz.i18n import N_, _
 from kvviz.measure.timing import Comparison, Timing
-from kvviz.inputs.prompt_rules import check_int_in_range
 
+if TYPE_CHECKING:
+    from kvviz.internals.eviction import EvictSettings
 
-# ----- errors (ValueError subclasses: the message says what to change) ------------------------------------------
-class PrefixError(ValueError):
-    """The prompt pair cannot be compared; the message says what to change."""
-
-
-class CrossAttnError(ValueError):
-    """Bad demo settings; the message gives the allowed range."""
-
-
-class WindowError(ValueError):
-    """A window or layer pattern outside sensible bounds; the message says the allowed range."""
-
-
-class PagingError(ValueError):
-    """Block sizes or lengths outside sensible bounds; the message says what is allowed."""
-
-
-class QuantError(ValueError):
-    """A bit width, group size or prompt set the quantizer cannot use; the message says what is allowed."""
-
-
-class SpeculativeError(ValueError):
-    """Settings outside sensible bounds; the message says what is allowed."""
-
-
-# ----- caps (bounded work: every page states them beside its inputs) -----------------------------------------
-PREFIX_TIMING_REPEATS = 9  # median of this many runs for each measured prefill (interleaved, 1 warm-up)
-CROSS_MAX_SOURCE_LEN = 64
-CROSS_MAX_STEPS = 48
-PAGING_MAX_BLOCK_SIZE = 256
-PAGING_MAX_NEW_TOKENS = 128
-QUANT_SCHEMES = ("fp16", "bf16", "int8", "int4")
-QUANT_MIN_GROUP = 4
-# Greedy agreement runs 1 + len(QUANT_SCHEMES) generations per prompt: 300 prompts x 64 tokens once ran > 600 s.
-AGREEMENT_MAX_PROMPTS = 8
-AGREEMENT_MAX_TOKENS = 32  # per prompt
-AGREEMENT_MAX_PROMPT_TOKENS = 128  # prompts x tokens per prompt: ~640 one-token passes, a few seconds on 2 cores
-# Default prompts (the pages' and bench/timed_comparisons.py's).
-# A long shared opening (like a system prompt every request starts with) and two different endings: the case
-# prefix caching is for. Shakespeare's Romeo and Juliet, the Prologue (public domain), as the bundled model knows it.
-PREFIX_SHARED_OPENING = ("Two households, both alike in dignity,\nIn fair Verona, where we lay our scene,\nFrom "
-                         "ancient grudge break to new mutiny,\nWhere civil blood makes civil hands unclean.\nFrom "
-                         "forth the fatal loins of these two foes\nA pair of star-cross'd lovers take their life;\n\n")
-PREFIX_DEFAULT_A = PREFIX_SHARED_OPENING + "ROMEO:\nBut soft, what light through yonder window breaks?"
-PREFIX_DEFAULT_B = PREFIX_SHARED_OPENING + "JULIET:\nO Romeo, Romeo! wherefore art thou Romeo?"
-# The default pairing and prompt were measured (greedy, k = 4, 24 tokens): with the bundled GPT-2 verifying and
-# the bundled GQA Llama drafting, this prompt accepts 64% of the drafts and needs 8 verifier passes for 24
-# tokens: the repeated line is accepted in runs of four, the invented line after it is where the two disagree
-# and rows are cropped. The same model sampled at 0.7 accepted 9% on "ROMEO: But soft, what light".
-SPEC_DEFAULT_PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\n\nJULIET:\nBut soft,"
-SPEC_MAX_K = 8
-SPEC_MAX_NEW = 64
-SPEC_MIN_TEMPERATURE, SPEC_MAX_TEMPERATURE = 0.05, 5.0
 # Names in records stay English (code compares them); marked for the catalog, translated where shown.
 PREFIX_REUSE_NAME = N_("reusing A's prefix")
 PREFIX_FRESH_NAME = N_("a fresh prefill of B")
 SPEC_SELF_DRAFT = N_("the verifier itself")
-
-
-def check_agreement_work(n_prompts: int, n_new: int) -> None:
-    """Refuse a greedy-agreement run past its caps (prompts, tokens per prompt, and their product)."""
-    n_prompts = check_int_in_range(n_prompts, 1, AGREEMENT_MAX_PROMPTS, _("number of prompts (one per line)"),
-                                   error=QuantError)
-    n_new = check_int_in_range(n_new, 1, AGREEMENT_MAX_TOKENS, _("tokens per prompt"), error=QuantError)
-    if n_prompts * n_new > AGREEMENT_MAX_PROMPT_TOKENS:
-        raise QuantError(_("{prompts} prompts x {tokens} tokens = {total} generated tokens; the cap is {cap} (prompts "
-                           "x tokens). Use fewer prompts or fewer tokens.").format(
-            prompts=n_prompts, tokens=n_new, total=n_prompts * n_new, cap=AGREEMENT_MAX_PROMPT_TOKENS))
 
 
 # ----- prefix reuse ------------------------------------------------------------------------------------------
@@ -350,112 +286,8 @@ class SpecRun:
         return sum(r.accepted for r in self.rounds) / proposed if proposed else float("nan")
 
 
+
 # ----- eviction: what to forget -------------------------------------------------------------------------------
-class EvictionError(ValueError):
-    """A policy, budget or text the eviction lab cannot use; the message says what is allowed."""
-
-
-# The policies, in the order the page lists them. Names are the CLI's words; labels are shown through _().
-EVICT_POLICIES = ("full", "random", "recent", "streaming", "h2o", "tova", "snapkv", "key_norm")
-EVICT_POLICY_LABELS = {
-    "full": N_("full cache"),
-    "random": N_("random (control)"),
-    "recent": N_("recent window"),
-    "streaming": N_("StreamingLLM (sinks + window)"),
-    "h2o": N_("H2O (accumulated attention)"),
-    "tova": N_("TOVA (newest query's attention)"),
-    "snapkv": N_("SnapKV (observation window)"),
-    "key_norm": N_("key norm (smallest kept)"),
-}
-# Short names, for chart legends and sentences (the papers' names stay as written).
-EVICT_POLICY_SHORT = {"full": N_("full cache"), "random": N_("random"), "recent": N_("recent window"),
-                      "streaming": "StreamingLLM", "h2o": "H2O", "tova": "TOVA", "snapkv": "SnapKV",
-                      "key_norm": N_("key norm")}
-# What each policy keeps, and where its choice differs (per layer, per KV head): shown beside the grid.
-EVICT_POLICY_RULES = {
-    "full": N_("Keeps every row: the reference every other line is measured against."),
-    "random": N_("Keeps a seeded random set of rows, drawn anew for every layer and KV head: the control a "
-                 "policy must beat to show it knows anything."),
-    "recent": N_("Keeps the last W rows; the same rows in every layer and head (StreamingLLM with S = 0)."),
-    "streaming": N_("Keeps the first S rows (the attention sinks) and the last W - S; the same rows in every layer "
-                    "and head."),
-    "h2o": N_("Keeps the rows that received the most attention, summed over every query of the prefill and over "
-              "the query heads that share a KV head: chosen per layer and per KV head. (The H2O paper also keeps a "
-              "recent window; this line is its heavy-hitter half alone.)"),
-    "tova": N_("Keeps the rows the newest query attends to most, averaged over all heads of a layer: one choice "
-               "per layer, shared by its KV heads (as the TOVA paper does)."),
-    "snapkv": N_("Scores rows by the attention of the last {window} queries (the observation window), smoothed "
-                 "over 5 neighbouring positions; the window itself is always kept: chosen per layer and per KV "
-                 "head."),
-    "key_norm": N_("Keeps the keys with the smallest L2 norm (low-norm keys tend to draw high attention, Devoto et "
-                   "al. 2024, arXiv:2406.11430): chosen per layer and per KV head, without reading any attention."),
-}
-EVICT_KEEP_PERCENTS = (100, 75, 50, 35, 25, 15, 10, 5)  # the sweep's budgets: % of KV bytes kept
-EVICT_QUANT_SCHEMES = ("fp16", "fp8", "int8", "int4", "int2")  # compression points on the same axis (kvviz.internals.quant;
-# fp8: transformers' own QuantizedCache(backend="fp8"))
-EVICT_MAX_SPANS = 16  # copy-test spans (one batch)
-EVICT_MAX_PASSAGES = 8  # loss passages (one batch)
-EVICT_MIN_SPAN_TOKENS = 8
-EVICT_SNAP_POOL = 5  # SnapKV's smoothing kernel (positions), as in the paper's code and kvpress
-HELD_OUT_TEXT_PATH = Path(__file__).resolve().parents[1] / "assets" / "held_out_shakespeare.txt"
-
-
-def held_out_text() -> str:
-    """A passage of Tiny Shakespeare's validation split (the last 10%, which neither bundled model trained on):
-    the copy test's and the loss's default text. The Taming of the Shrew, public domain."""
-    return HELD_OUT_TEXT_PATH.read_text(encoding="utf-8")
-
-
-def check_keep_percent(value) -> int:
-    """A budget: a whole percent of the KV bytes to keep, 1..100."""
-    return check_int_in_range(value, 1, 100, N_("percent of KV bytes kept"), error=EvictionError)
-
-
-def check_policy(policy: str) -> str:
-    if policy not in EVICT_POLICIES:
-        raise EvictionError(_("unknown eviction policy {policy!r}; choose one of {names}").format(
-            policy=str(policy)[:40], names=", ".join(EVICT_POLICIES)))
-    return policy
-
-
-def rows_for_budget(keep_percent: int, seq_len: int) -> int:
-    """Rows kept per layer and KV head: floor(seq_len x percent / 100), at least 1 (integer-exact, never over the
-    budget). Every head keeps the same count, so the pruned tensors stay rectangular:
-    [batch_size, num_kv_heads, rows, head_dim]."""
-    return max(1, seq_len * keep_percent // 100)
-
-
-@dataclass(frozen=True)
-class EvictSettings:
-    """What one sweep measures. Spans and passages are cut from the text at evenly spaced offsets (nothing drawn
-    at random), like kvviz.training.copying.held_out_repeats."""
-
-    half_tokens: int = 64  # copy test: a span of this many tokens, prefilled, pruned, then fed again
-    n_spans: int = 8
-    context_tokens: int = 160  # loss: this much context is prefilled and pruned ...
-    continuation_tokens: int = 48  # ... then the next tokens are fed and their next-token loss measured
-    n_passages: int = 4
-    sink_tokens: int = 4  # StreamingLLM's S
-    snap_window: int = 8  # SnapKV's observation window (last queries of the prefill)
-    seed: int = 0  # the random control's generator
-
-    def checked(self, n_positions: int) -> EvictSettings:
-        """Every field in its range for a model with n_positions positions (one message naming the field)."""
-        e = EvictionError
-        half = check_int_in_range(self.half_tokens, EVICT_MIN_SPAN_TOKENS, n_positions // 2,
-                                  N_("copy-test span (tokens)"), error=e)
-        spans = check_int_in_range(self.n_spans, 1, EVICT_MAX_SPANS, N_("copy-test spans"), error=e)
-        context = check_int_in_range(self.context_tokens, EVICT_MIN_SPAN_TOKENS, n_positions - 2,
-                                     N_("loss context (tokens)"), error=e)
-        cont = check_int_in_range(self.continuation_tokens, 2, n_positions - context,
-                                  N_("loss continuation (tokens)"), error=e)
-        passages = check_int_in_range(self.n_passages, 1, EVICT_MAX_PASSAGES, N_("loss passages"), error=e)
-        sinks = check_int_in_range(self.sink_tokens, 0, 64, N_("sink tokens S"), error=e)
-        window = check_int_in_range(self.snap_window, 1, 64, N_("SnapKV observation window"), error=e)
-        seed = check_int_in_range(self.seed, 0, 2**31 - 1, N_("random seed"), error=e)
-        return EvictSettings(half, spans, context, cont, passages, sinks, window, seed)
-
-
 @dataclass(frozen=True)
 class EvictionPoint:
     """One policy (or quantized format) at one budget: its real bytes and both quality measures."""
@@ -525,70 +357,3 @@ class EvictionSweep:
     def quantized(self) -> tuple[EvictionPoint, ...]:
         return tuple(p for p in self.points if p.kind == "quantized")
 
-
-def policy_label(policy: str) -> str:
-    """A policy's (or a quantized format's) name in the interface language, with what it scores."""
-    return _(EVICT_POLICY_LABELS[policy]) if policy in EVICT_POLICY_LABELS else policy
-
-
-def policy_short(policy: str) -> str:
-    """A policy's (or a quantized format's) short name, for legends and sentences."""
-    name = EVICT_POLICY_SHORT.get(policy, policy)
-    return _(name) if name in ("full cache", "random", "recent window", "key norm") else name
-
-
-def eviction_takeaways(sweep: EvictionSweep, hold_within: float = 0.05) -> list[str]:
-    """What a class takes away, computed from the sweep (never typed in): which policies hold up at which
-    budget, where quantizing beats evicting at equal bytes, and what the sink rows are worth.
-
-    hold_within: a policy "holds up" at a budget while its copy accuracy is within this of the full cache's."""
-    full = sweep.point("full", 100)
-    evicting = EVICT_POLICIES[1:]
-    lines = []
-    holds = [(min((p.keep_percent for p in sweep.curve(policy)
-                   if p.keep_percent < 100 and p.copy_accuracy >= full.copy_accuracy - hold_within), default=101),
-              policy) for policy in evicting]
-    best_keep, best = min(holds)
-    if best_keep <= 100:
-        lines.append(_("Copying holds (within {pp:.0f} points of the full cache's {acc:.0%}) down to {keep}% of the "
-                       "bytes with {policy}.").format(pp=100 * hold_within, acc=full.copy_accuracy, keep=best_keep,
-                                                      policy=policy_short(best)))
-    else:
-        lines.append(_("No policy keeps copying within {pp:.0f} points of the full cache's {acc:.0%} once rows are "
-                       "evicted: the repeat needs the rows of the whole first copy, and every policy throws some "
-                       "of them away.").format(pp=100 * hold_within, acc=full.copy_accuracy))
-    random_line = {p.keep_percent: p for p in sweep.curve("random")}
-    for keep in (50, 25, 10):
-        if keep not in random_line:
-            continue
-        at = [sweep.point(policy, keep) for policy in evicting if policy != "random"]
-        top = max(at, key=lambda p: p.copy_accuracy)
-        lowest_loss = min(at, key=lambda p: p.loss_change_nats)
-        worst_loss = max(at, key=lambda p: p.loss_change_nats)
-        lines.append(_("At {keep}%: best copying {policy} {acc:.0%} (the random control {rand:.0%}); loss change from "
-                       "{low:+.3f} nats ({low_policy}) to {high:+.3f} ({high_policy}).").format(
-            keep=keep, policy=policy_short(top.policy), acc=top.copy_accuracy,
-            rand=random_line[keep].copy_accuracy, low=lowest_loss.loss_change_nats,
-            low_policy=policy_short(lowest_loss.policy), high=worst_loss.loss_change_nats,
-            high_policy=policy_short(worst_loss.policy)))
-    for q in sweep.quantized:
-        # the evicting policies' best copy accuracy at the largest budget that fits in the format's bytes
-        fits = [p for p in sweep.points if p.kind == "eviction" and p.policy != "full"
-                and p.kv_bytes_kept <= q.kv_bytes_kept]
-        if not fits:
-            continue
-        rival = max(fits, key=lambda p: (p.copy_accuracy, -p.kv_bytes_kept))
-        verdict = (_("quantizing wins") if q.copy_accuracy > rival.copy_accuracy + 1e-12 else
-                   _("a tie") if abs(q.copy_accuracy - rival.copy_accuracy) <= 1e-12 else _("evicting wins"))
-        lines.append(_("{format} ({share:.0%} of the bytes) copies {q_acc:.0%}; the best eviction in no more "
-                       "bytes, {policy} at {keep}%, copies {e_acc:.0%}: {verdict}.").format(
-            format=q.policy, share=q.bytes_fraction, q_acc=q.copy_accuracy, policy=policy_short(rival.policy),
-            keep=rival.keep_percent, e_acc=rival.copy_accuracy, verdict=verdict))
-    s = sweep.settings.sink_tokens
-    for keep in (75, 25, 5):  # a large, a middle and the smallest budget
-        without, with_ = sweep.point("recent", keep), sweep.point("streaming", keep)
-        lines.append(_("Sinks at {keep}%: the window alone (S = 0) copies {a0:.0%} with loss change {l0:+.3f} "
-                       "nats; with the first S = {s} rows kept, {a1:.0%} and {l1:+.3f} nats.").format(
-            keep=keep, a0=without.copy_accuracy, l0=without.loss_change_nats, s=s, a1=with_.copy_accuracy,
-            l1=with_.loss_change_nats))
-    return lines

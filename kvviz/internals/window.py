@@ -12,17 +12,20 @@ have evicted: the information a windowed layer could no longer read directly.
 from __future__ import annotations
 
 import numpy as np
-import torch
-from transformers import DynamicCache
 
 from kvviz.i18n import _
 from kvviz import memory
-from kvviz.internals.records import LayerWindow, PresetLayers, WindowError, WindowRun, WindowState
+from kvviz.internals.lazy import inference_mode
+from kvviz.internals.records import LayerWindow, PresetLayers, WindowRun, WindowState
 from kvviz.model.loading import LoadedModel
 from kvviz.inputs.prompt_rules import check_int_in_range, check_prompt
 
 __all__ = ["LayerWindow", "PresetLayers", "WindowError", "WindowRun", "WindowState", "layer_config",
            "preset_layers", "visibility", "window_on_model", "window_state"]
+
+
+class WindowError(ValueError):
+    """A window or layer pattern outside sensible bounds; the message says the allowed range."""
 
 
 def window_state(seq_len: int, window: int) -> WindowState:
@@ -53,9 +56,12 @@ def layer_config(loaded: LoadedModel, window: int, local_per_global: int | None)
     return loaded.info.kv_config(window=window, local_per_global=local_per_global)
 
 
-@torch.inference_mode()
+@inference_mode
 def window_on_model(loaded: LoadedModel, prompt: str, window: int, local_per_global: int | None = None) -> WindowRun:
     """Run the real model on `prompt` (full attention) and apply the window/pattern to its real cache."""
+    import torch
+    from transformers import DynamicCache
+
     config = layer_config(loaded, window, local_per_global)
     ids = check_prompt(loaded.tokenizer, prompt, loaded.info.n_positions, error=WindowError)  # [seq_len]
     out = loaded.model(input_ids=torch.tensor([ids]), past_key_values=DynamicCache(config=loaded.model.config),

@@ -41,7 +41,7 @@ from kvviz.model.load_cost import LoadCap
 from kvviz.ops import ModelShape
 
 if TYPE_CHECKING:  # imported for real inside the loaders (slow imports; see the module docstring)
-    from transformers import GPT2LMHeadModel, GPT2TokenizerFast
+    from transformers import GPT2TokenizerFast, PreTrainedModel
 
 ASSETS_DIR = Path(__file__).resolve().parents[1] / "assets"
 BUNDLED = "bundled"
@@ -114,7 +114,9 @@ def _label(message: str, **fields: Any) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class LoadedModel:
-    model: GPT2LMHeadModel  # or a LlamaForCausalLM (bundled-gqa); shared across sessions: never mutate it, never leave hooks on it
+    # a causal LM of a MODEL_CLASSES class (GPT2LMHeadModel, LlamaForCausalLM); shared across sessions: never mutate
+    # it, never leave hooks on it
+    model: PreTrainedModel
     tokenizer: GPT2TokenizerFast
     info: ModelInfo
 
