@@ -3,25 +3,26 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import routes, ui
+from kvviz import routes
+from kvviz.ui import language, models, router, sidebar
 from kvviz.i18n import _
 
-ui.ensure_router()  # a fresh server's first run is Streamlit's legacy pages/ mode: see its docstring
+router.ensure_router()  # a fresh server's first run is Streamlit's legacy pages/ mode: see its docstring
 # An emoji favicon: Streamlit draws it as a data: SVG. A ":material/...:" icon is fetched from fonts.gstatic.com,
 # which an offline classroom cannot reach and a privacy-minded one should not call.
 st.set_page_config(
     page_title=_("kvviz: the KV cache, step by step"), page_icon="🔑", layout="wide"
 )
 
-ui.sidebar_language_switch()  # first in the sidebar, above the navigation: a teacher finds it without scrolling
+language.sidebar_language_switch()  # first in the sidebar, above the navigation: a teacher finds it without scrolling
 
 sections: dict[str, list] = {}  # section header (translated; "" = the main list) -> its pages, in order
 for route in routes.ROUTES:  # the routes table is the one list of pages
     sections.setdefault(_(route.section) if route.section else "", []).append(
         st.Page(route.file, title=_(route.title), icon=route.icon, default=route.default))
-ui.sidebar_navigation(sections)
-ui.sidebar_model_picker()
-# The navigation is drawn by ui.sidebar_navigation (below the language switch); Streamlit's own list stays hidden
+sidebar.sidebar_navigation(sections)
+sidebar.sidebar_model_picker()
+# The navigation is drawn by sidebar.sidebar_navigation (below the language switch); Streamlit's own list stays hidden
 # (client.showSidebarNavigation = false), which also hides the legacy pages/ list of a fresh server's first run.
 st.navigation(sections, position="hidden").run()
-ui.warm_up_in_background()  # torch + transformers import while the user reads the first page
+models.warm_up_in_background()  # torch + transformers import while the user reads the first page

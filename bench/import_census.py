@@ -1,5 +1,9 @@
-"""The house's census (issue 32): for each page, the repository files a reader opens from the page down to the code
+"""The house's census: for each page, the repository files a reader opens from the page down to the code
 that calls transformers (or torch), and the page's whole import closure inside the repository (files, lines).
+
+Two counts of the files from a page to transformers: "walk", the files on the shortest import chain from the page to
+each module it reaches that imports transformers or torch (what a reader opens following each call down), and
+"files to transformers", every file on any import path from the page to such a module (a detour counts too).
 
     python bench/import_census.py [--rev COMMIT] [--pages step_through lesson memory_budget speedup]
 
@@ -86,6 +90,17 @@ def _closure(edges: dict[str, set[str]], start: str) -> set[str]:
     return seen
 
 
+def _shortest_paths(edges: dict[str, set[str]], start: str) -> dict[str, list[str]]:
+    """module -> one shortest import chain from `start` to it (breadth first, imports in name order)."""
+    paths, todo = {start: [start]}, [start]
+    for module in todo:
+        for nxt in sorted(edges.get(module, ())):
+            if nxt not in paths:
+                paths[nxt] = paths[module] + [nxt]
+                todo.append(nxt)
+    return paths
+
+
 def census(rev: str | None, pages: list[str]) -> list[dict]:
     files = _files(rev)
     edges, model_users = _graph(files)
@@ -97,20 +112,29 @@ def census(rev: str | None, pages: list[str]) -> list[dict]:
             continue
         closure = _closure(edges, start)
         to_model = {m for m in closure if _closure(edges, m) & model_users}
-        rows.append({"from": path_of[start], "files to transformers": len(to_model),
-                     "closure files": len(closure), "closure lines": sum(lines[m] for m in closure)})
+        chains = _shortest_paths(edges, start)
+        walk = {m for user in closure & model_users for m in chains[user]}
+        rows.append({"from": path_of[start], "walk": len(walk), "walk files": sorted(path_of[m] for m in walk),
+                     "files to transformers": len(to_model),
+                     "closure files": len(closure), "closure lines": sum(lines[m] for m in closure),
+                     "path files": sorted(path_of[m] for m in to_model)})
     return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rev", help="a commit to read instead of the working tree")
-    parser.add_argument("--pages", nargs="+", default=["step_through", "lesson", "memory_budget", "speedup"])
+    parser.add_argument("--pages", nargs="+",
+                        default=["step_through", "lesson", "memory_budget", "internals_eviction", "speedup"])
+    parser.add_argument("--list", action="store_true", help="name the files from each page to transformers")
     args = parser.parse_args()
-    print(f"{'from':32} {'files to transformers':>22} {'closure files':>14} {'closure lines':>14}")
+    print(f"{'from':32} {'walk':>5} {'files to transformers':>22} {'closure files':>14} {'closure lines':>14}")
     for row in census(args.rev, args.pages):
-        print(f"{row['from']:32} {row['files to transformers']:>22} {row['closure files']:>14} "
+        print(f"{row['from']:32} {row['walk']:>5} {row['files to transformers']:>22} {row['closure files']:>14} "
               f"{row['closure lines']:>14,}")
+        if args.list:
+            print("    walk: " + " ".join(row["walk files"]))
+            print("    on any path: " + " ".join(row["path files"]))
 
 
 if __name__ == "__main__":

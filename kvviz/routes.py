@@ -77,6 +77,7 @@ def _internals(name: str, title: str, icon: str) -> Route:
 
 LESSON = Route("lesson", N_("Lesson"), ":material/school:",
                reads={"step": "step", "class_mode": "lesson_class", "score": "lesson_score"})
+JOIN = Route("join", N_("Join a class poll"), ":material/how_to_vote:", reads={"room": "room"})
 HOME = Route("home", N_("Start here"), ":material/home:", default=True)
 STEP_THROUGH = Route("step_through", N_("Step through generation"), ":material/step:",
                      reads={"prompt": "prompt", "steps": "steps", "greedy": "greedy", "temperature": "temperature",
@@ -107,7 +108,7 @@ INTERNALS_EVICTION = _internals("eviction", N_("What to forget"), ":material/del
 
 # In the navigation's order (the lesson first; "Start here" is the default page, at "/").
 ROUTES: tuple[Route, ...] = (
-    LESSON, HOME, STEP_THROUGH, ATTENTION_PATTERNS, ATTENTION_OPS, MEMORY_BUDGET, SPEEDUP, CLAIMS, GLOSSARY, TEACHERS,
+    LESSON, JOIN, HOME, STEP_THROUGH, ATTENTION_PATTERNS, ATTENTION_OPS, MEMORY_BUDGET, SPEEDUP, CLAIMS, GLOSSARY, TEACHERS,
     INTERNALS_LAYOUT, INTERNALS_PREFIX, INTERNALS_CROSSATTN, INTERNALS_WINDOW, INTERNALS_PAGING, INTERNALS_QUANT,
     INTERNALS_SPECULATIVE, INTERNALS_EVICTION,
 )

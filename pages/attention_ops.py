@@ -1,7 +1,7 @@
 """Count the work: exact matmul operations of a generation with the KV cache and without it.
 
 Every input is a widget bound to the URL (`bind="query-params"`). Pure integer arithmetic (kvviz.ops): the page
-imports no torch; the bundled model's shape is read from its config on disk (ui.current_info).
+imports no torch; the bundled model's shape is read from its config on disk (models.current_info).
 """
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from typing import Any
 
 import streamlit as st
 
-from kvviz.inputs import links
-from kvviz import ops, ui, ui_assets
+from kvviz.inputs.links import link_refusals
+from kvviz import ops
+from kvviz.ui import a11y, assets, links, models, router
 from kvviz.i18n import N_, _, numbers
 from kvviz.figures import export_config
 from kvviz.figures import ops as figs
@@ -46,7 +47,7 @@ def chosen_shape() -> tuple[ops.ModelShape | None, int | None]:
     """The chosen shape and its context limit (None if unknown); None shape after showing why it is invalid."""
     choice = st.session_state.get("ops_model", LOADED)
     if choice == LOADED:
-        info = ui.current_info()
+        info = models.current_info()
         return info.ops_shape(), info.n_positions
     if choice != CUSTOM:
         preset = ops_presets()[choice]
@@ -93,7 +94,7 @@ def claim_tab(shape: ops.ModelShape) -> None:
         "For this model, LM head on the last position only:").format(
             linear=next(r.ratio for r in readings if r.quantity == ops.LINEAR_WHOLE_RUN), whole=per_head.run_ratio))
     yes, no = _("yes"), _("no")
-    ui.table([{_("quantity"): _(r.quantity), _("without cache"): f"{r.uncached:,}", _("with cache"): f"{r.cached:,}",
+    a11y.table([{_("quantity"): _(r.quantity), _("without cache"): f"{r.uncached:,}", _("with cache"): f"{r.cached:,}",
                _("ratio"): f"{r.ratio:,.1f}x", "~500x?": yes if r.holds else no}
               for r in readings], hide_index=True)
 
@@ -101,7 +102,7 @@ def claim_tab(shape: ops.ModelShape) -> None:
 @st.fragment
 def counter() -> None:
     notices = st.container()
-    for message in ui.drop_refused_link_numbers(list(DEFAULTS), "ops_link_refused"):  # before any number input
+    for message in links.drop_refused_link_numbers(list(DEFAULTS), "ops_link_refused"):  # before any number input
         notices.warning(message)
     first_run, st.session_state["ops_link_checked"] = not st.session_state.get("ops_link_checked"), True
     linked = {k: st.query_params.get_all(k) for k in st.query_params if k.startswith("ops_")} if first_run else {}
@@ -120,7 +121,7 @@ def counter() -> None:
     flops = t[0].toggle(_("Show FLOPs (2 per op)"), value=False, key="ops_flops", bind="query-params")
     log_y = t[1].toggle(_("Log scale"), value=False, key="ops_log", bind="query-params")
     now = {k: st.query_params.get_all(k) for k in linked}
-    for message in links.link_refusals(linked, now, st.session_state):
+    for message in link_refusals(linked, now, st.session_state):
         notices.warning(message)
     if shape is None:
         return
@@ -148,16 +149,16 @@ def counter() -> None:
         with tabs[0]:
             quantity = st.selectbox(_("Quantity"), list(figs.QUANTITIES), index=0, key="ops_quantity",
                                     bind="query-params", format_func=lambda q: _(figs.QUANTITIES[q][0]))
-            ui.chart(st, figs.cumulative_figure(points, quantity, flops, log_y), key="ops_chart_cum",
+            a11y.chart(st, figs.cumulative_figure(points, quantity, flops, log_y), key="ops_chart_cum",
                             config=export("cumulative_ops"))
     if tabs[1].open:
         with tabs[1]:
-            ui.chart(st, figs.ratio_figure(points), key="ops_chart_ratio", config=export("ops_ratio"))
+            a11y.chart(st, figs.ratio_figure(points), key="ops_chart_ratio", config=export("ops_ratio"))
     if tabs[2].open:
         with tabs[2]:
-            ui.chart(st, figs.breakdown_figure(cached, uncached, flops, log_y), key="ops_chart_parts",
+            a11y.chart(st, figs.breakdown_figure(cached, uncached, flops, log_y), key="ops_chart_parts",
                             config=export("ops_per_component"))
-            ui.table([{
+            a11y.table([{
                 _("component"): _(ops.COMPONENT_LABELS[k]),
                 _("with cache ({unit})").format(unit=unit): f"{scale * cached.ops(k):,}",
                 _("without ({unit})").format(unit=unit): f"{scale * uncached.ops(k):,}",
@@ -170,11 +171,11 @@ def counter() -> None:
         with tabs[3]:
             shown = min(new_tokens, 64)
             steps = list(ops.generation_steps(shape, prompt_len, shown, lm_head_all_positions=lm_all))
-            ui.chart(st, figs.per_step_figure([s.index for s in steps], [s.cached for s in steps],
+            a11y.chart(st, figs.per_step_figure([s.index for s in steps], [s.cached for s in steps],
                                                  [s.uncached for s in steps]), key="ops_chart_steps",
                             config=export("ops_per_pass"))
             # Exact counts reach the table as text: a custom shape's counts overflow int64 (Arrow's integers).
-            ui.table([{
+            a11y.table([{
                 _("pass"): s.index, _("context after"): f"{s.context_len:,}",
                 _("tokens fed (cache)"): f"{s.cached.tokens_fed:,}",
                 _("dot products (cache)"): f"{s.cached.attention_dot_products:,}",
@@ -199,10 +200,10 @@ def counter() -> None:
                     queries=shape.n_layer * shape.n_head))
 
 
-ui.ensure_router()  # before anything is drawn: see its docstring
+router.ensure_router()  # before anything is drawn: see its docstring
 st.title(_("Count the work"))
 # Metric values wrap ("245.3 / million") instead of being cut to "245.3 mil…" at 1024 px wide.
-st.html(ui_assets.style("metric_wrap.css"))
+st.html(assets.style("metric_wrap.css"))
 with st.expander(_("What you are seeing"), expanded=False):
     st.markdown(_(
         "Generating N tokens after a P-token prompt takes N forward passes. **With the cache**, pass k feeds "

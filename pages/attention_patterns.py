@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from kvviz import ui
+from kvviz.ui import a11y, engines, models, router
 from kvviz.i18n import N_, _
 from kvviz.figures import export_config
 from kvviz.figures import patterns as figs
@@ -25,14 +25,14 @@ STEP_SEQUENCE = N_("The step page's sequence")
 TYPE_A_PROMPT = N_("Type a prompt")
 
 
-@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=ui.MODEL_HASH)  # the spinner: at the call (translated)
+@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=models.MODEL_HASH)  # the spinner: at the call (translated)
 def pattern_run(loaded: LoadedModel, token_ids: tuple[int, ...]) -> PatternRun:
     from kvviz.step import patterns  # torch: imported only when the model runs
 
     return patterns.pattern_run(loaded, list(token_ids))
 
 
-ui.ensure_router()  # before anything is drawn: see its docstring
+router.ensure_router()  # before anything is drawn: see its docstring
 st.title(_("Attention patterns"))
 with st.expander(_("What you are seeing"), expanded=True):
     st.markdown(_(
@@ -45,9 +45,9 @@ with st.expander(_("What you are seeing"), expanded=True):
         "of the current token, which is how a model copies a pattern it has seen in its context."
     ))
 
-loaded = ui.current_model("eager")
+loaded = models.current_model("eager")
 info = loaded.info
-engine = st.session_state.get(ui.STEP_ENGINE_KEY)
+engine = st.session_state.get(engines.STEP_ENGINE_KEY)
 step_ids = engine.token_ids if engine is not None and engine.loaded is loaded and engine.started else []
 sources = ([STEP_SEQUENCE] if 2 <= len(step_ids) <= MAX_PATTERN_TOKENS else []) + [*PRESETS, TYPE_A_PROMPT]
 c1, c2, c3 = st.columns([2, 1, 1])
@@ -89,7 +89,7 @@ st.markdown(
         kv_heads=info.n_kv_heads, heads=info.n_head, group=info.n_head // info.n_kv_heads)
        if info.n_kv_heads != info.n_head else "")
 )
-ui.chart(st, figs.gallery_figure(lp, info.n_kv_heads), config=export_config("attention_patterns"), key="pat_gallery")
+a11y.chart(st, figs.gallery_figure(lp, info.n_kv_heads), config=export_config("attention_patterns"), key="pat_gallery")
 
 st.header(_("Named patterns in this layer"))
 strongest = strongest_induction_head(lp)
@@ -128,4 +128,4 @@ st.caption(_(
                                                                            thresholds=thresholds_text()))
 
 st.header(_("Head {head}, large").format(head=head))
-ui.chart(st, figs.head_figure(lp, head, run.tokens, info.n_kv_heads), config=export_config("attention_patterns"), key="pat_head_fig")
+a11y.chart(st, figs.head_figure(lp, head, run.tokens, info.n_kv_heads), config=export_config("attention_patterns"), key="pat_head_fig")

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import claims, routes, ui
+from kvviz import claims, routes
+from kvviz.ui import links, router
 from kvviz.i18n import N_, _
 from kvviz.teaching import glossary
 
-ui.ensure_router()  # before anything is drawn: see its docstring
+router.ensure_router()  # before anything is drawn: see its docstring
 COLORS = {"holds": "green", "wrong": "red", "partly true": "orange", "cannot be judged": "gray"}
 ICONS = {"holds": ":material/check_circle:", "wrong": ":material/cancel:", "partly true": ":material/rule:",
          "cannot be judged": ":material/help:"}
@@ -22,7 +23,7 @@ TITLES = {"holds": N_("Holds"), "wrong": N_("Wrong"), "partly true": N_("Partly 
 def link_query(c: claims.Claim) -> dict[str, str]:
     """The "see it live" link's URL state, in the reader's language (a tab is named by its displayed label), with
     the reader's language and model."""
-    return {**c.page.localized(c.page_query), **ui.link_params()}
+    return {**c.page.localized(c.page_query), **links.link_params()}
 
 
 def card(c: claims.Claim) -> None:
@@ -51,7 +52,7 @@ st.markdown(_(
 rule = st.container(horizontal=True, vertical_alignment="center")
 rule.caption(_(claims.UNITS_RULE))
 rule.page_link(routes.GLOSSARY.file, label=_("GB and GiB"), icon=routes.GLOSSARY.icon,
-               query_params={**routes.GLOSSARY.query(term="GiB"), **ui.link_params()},
+               query_params={**routes.GLOSSARY.query(term="GiB"), **links.link_params()},
                help=glossary.help_text("Bytes: GB and GiB"))
 summary = st.container()  # filled last, once the GPU-dependent verdict is known
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import i18n, ui
+from kvviz import i18n
+from kvviz.ui import links, router
 from kvviz.i18n import _
 from kvviz.inputs import echo
 from kvviz.teaching import glossary
 
-ui.ensure_router()  # before anything is drawn: see its docstring
+router.ensure_router()  # before anything is drawn: see its docstring
 chinese = i18n.current() == i18n.CHINESE
 st.title(_("Glossary"))
 st.markdown(_("**What you are seeing.** Every word kvviz's pages, tooltips and lesson use, defined once, in the "
@@ -39,7 +40,7 @@ for term in shown:
         st.markdown(glossary.definition_text(term))
         if term.see is not None:
             st.page_link(term.see.file, label=_("See it live"), icon=":material/arrow_forward:",
-                         query_params=ui.link_params())
+                         query_params=links.link_params())
 
 with st.expander(_("The term table: English and 中文")):
     st.caption(_("The Chinese interface uses these words everywhere: the glossary's entries first, then the rest "

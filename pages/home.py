@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import memory, ops, routes, ui
+from kvviz import memory, ops, routes
+from kvviz.ui import links, models, router
 from kvviz.i18n import _
 from kvviz.teaching import LESSON_STEPS
 
-ui.ensure_router()  # before anything is drawn: see its docstring
-link_params = ui.link_params()  # every link the page makes keeps the language and the model
+router.ensure_router()  # before anything is drawn: see its docstring
+link_params = links.link_params()  # every link the page makes keeps the language and the model
 st.title(_("kvviz: the KV cache, step by step"))
 st.markdown(_(
     "When a transformer writes text it produces **one token per forward pass**. In every layer, attention "
@@ -19,7 +20,7 @@ st.markdown(_(
     "and read the rest*, at the price of memory that grows with every token."
 ))
 
-info = ui.current_info()  # no torch import needed: the first page renders fast
+info = models.current_info()  # no torch import needed: the first page renders fast
 bytes_per_token = memory.predicted_cache_bytes(info, 1)  # K and V of one token, every layer, fp32
 full_context = bytes_per_token * info.n_positions
 st.info(_(

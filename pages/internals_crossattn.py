@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import ui
+from kvviz.ui import a11y, router
 from kvviz.i18n import _, ngettext
 from kvviz.figures import internals as fig
 from kvviz.internals import crossattn
@@ -19,7 +19,7 @@ def cross_run(source_len: int, n_steps: int) -> CrossAttnRun:
     return crossattn.run_cross_attention(source_len, n_steps)
 
 
-ui.ensure_router()  # before anything is drawn: see its docstring
+router.ensure_router()  # before anything is drawn: see its docstring
 st.title(_("Cross-attention cache"))
 explain(_(
     "An encoder-decoder model (translation, summarisation) has two caches per decoder layer. The "
@@ -45,7 +45,7 @@ st.caption(ngettext("Tiny BART with RANDOM weights, built here in milliseconds: 
                     "heads x head_dim {head_dim}, float32; the encoder ran {n} times for all the steps. The text is "
                     "meaningless; the cache mechanics are real.", run.encoder_passes).format(
     layers=run.n_layer, heads=run.n_heads, head_dim=run.head_dim, n=run.encoder_passes))
-ui.chart(st, fig.cross_attention_figure(run), **PLOT)
+a11y.chart(st, fig.cross_attention_figure(run), **PLOT)
 st.dataframe([{
     _("step"): s.step, _("self rows"): s.self_rows, _("self bytes"): s.self_bytes, _("cross rows"): s.cross_rows,
     _("cross bytes"): s.cross_bytes, _("cross K/V equal to step 0"): s.cross_equal_to_first,

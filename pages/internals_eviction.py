@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import ui
+from kvviz.ui import a11y, models, router
 from kvviz.figures import MAX_LEGEND_ENTRIES
 from kvviz.figures import eviction as fig
 from kvviz.i18n import _
@@ -67,7 +67,7 @@ def measure_sweep(loaded: LoadedModel, text: str, settings: EvictSettings):
         bar.empty()
 
 
-ui.ensure_router()  # before anything is drawn: see its docstring
+router.ensure_router()  # before anything is drawn: see its docstring
 st.title(_("What to forget: eviction and compression"))
 explain(_(
     "Once the cache is too big, an engine must keep less. **Eviction** throws rows away (a row is one position's "
@@ -86,7 +86,7 @@ explain(_(
     "The grid below shows what one policy keeps at one budget; the charts show every policy at every budget, "
     "and the quantized formats (the Quantized caches page's arithmetic) at their real bytes."))
 
-info = ui.current_info()
+info = models.current_info()
 c1, c2, c3 = st.columns([2, 2, 1])
 policy = c1.selectbox(_("Policy"), EVICT_POLICIES, index=EVICT_POLICIES.index("streaming"), key="evict_policy",
                       format_func=policy_label)
@@ -101,7 +101,7 @@ with st.expander(_("The text (held-out Shakespeare by default)")):
 settings = EvictSettings(sink_tokens=sinks)
 try:
     settings = settings.checked(info.n_positions)
-    loaded = ui.current_model()
+    loaded = models.current_model()
     with st.spinner(_("Pruning the real cache...")):
         shown = grid(loaded, policy, keep, text, settings)
 except EvictionError as exc:
@@ -117,10 +117,10 @@ m1.metric(_("rows kept per layer and KV head"), f"{shown.layers[0].rows_kept} / 
 m2.metric(_("KV bytes kept (one span)"), f"{kept_bytes:,} B", f"{kept_bytes / full_bytes:.1%}", delta_color="off",
           delta_arrow="off")
 m3.metric(_("KV bytes evicted"), f"{full_bytes - kept_bytes:,} B")
-ui.chart(st, fig.grid_figure(shown), **PLOT)
+a11y.chart(st, fig.grid_figure(shown), **PLOT)
 st.caption(_("The first copy-test span, {n} tokens: {text}").format(
     n=len(shown.tokens), text=code("".join(shown.tokens), limit=600)))
-ui.chart(st, fig.layer_bytes_figure(shown), **PLOT)
+a11y.chart(st, fig.layer_bytes_figure(shown), **PLOT)
 
 st.header(_("Quality vs bytes kept: every policy, every budget"))
 st.caption(_("Bounded work: {policies} policies x {budgets} budgets x 2 measures, plus {formats} quantized formats; "
@@ -142,9 +142,9 @@ if sweep is None:
 drawn = st.multiselect(_("Policies drawn (at most {n}: the full cache and the quantized formats are always "
                          "there)").format(n=MAX_LEGEND_ENTRIES), EVICT_POLICIES[1:], default=list(DEFAULT_DRAWN),
                        max_selections=MAX_LEGEND_ENTRIES, format_func=policy_label, key="evict_drawn")
-ui.chart(st, fig.quality_figure(sweep, drawn, "copy"), **PLOT)
+a11y.chart(st, fig.quality_figure(sweep, drawn, "copy"), **PLOT)
 st.caption(_("The copy test needs the rows of the whole first copy: the induction heads look the next token up there."))
-ui.chart(st, fig.quality_figure(sweep, drawn, "loss"), **PLOT)
+a11y.chart(st, fig.quality_figure(sweep, drawn, "loss"), **PLOT)
 full = sweep.point("full", 100)
 st.caption(_("Full cache: copy test {acc:.1%} ({right}/{total} predictions), loss {loss:.3f} nats/token. A model "
              "this small leans on local context for ordinary text, so the loss mostly shows what the newest and "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import ui
+from kvviz.ui import a11y, models, router
 from kvviz.i18n import _
 from kvviz.measure.load import load_label
 from kvviz.figures import internals as fig
@@ -12,7 +12,7 @@ from kvviz.internals import layout
 from kvviz.inputs.prompt_rules import check_int_in_range
 from pages.internals_shared import PLOT, explain, run_queued
 
-ui.ensure_router()  # before anything is drawn: see its docstring
+router.ensure_router()  # before anything is drawn: see its docstring
 st.title(_("Memory layout of the cache"))
 explain(_(
     "A layer's keys are one block of memory; the **layout** decides where element (head, position, dim) lands. "
@@ -29,7 +29,7 @@ explain(_(
     "The grid is the real buffer of this model's layer, one cell per number; dark cells are what one head reads."
 ))
 
-info = ui.current_info()
+info = models.current_info()
 shape = layout.BufferShape.of(info)  # one layer's K buffer, room for the whole context, float32
 c1, c2, c3, c4 = st.columns(4)
 name = c1.selectbox(_("Layout"), list(layout.LAYOUTS), format_func=layout.short_name,
@@ -80,14 +80,14 @@ m[3].metric(_("Copied per new token"), f"{cost.copied_bytes:,} B",
                    "write the new row in place and copy nothing"))
 mask = layout.head_read_mask(name, shape, int(head), int(seq_len))
 row = layout.picture_row_elems(name, shape, int(seq_len))
-ui.chart(st, fig.layout_read_map(mask, row, 4, _("Layer {layer} buffer, {name}: what head {head} reads (dark); "
+a11y.chart(st, fig.layout_read_map(mask, row, 4, _("Layer {layer} buffer, {name}: what head {head} reads (dark); "
                                                      "the element above (red x)").format(layer=layer, name=layout.short_name(name),
                                                                                           head=head), offset), **PLOT)
 
 st.header(_("The price of appending: copy or write in place"))
 lens = list(range(0, info.n_positions, max(1, info.n_positions // 64)))
 copied = {layout.short_name(k): [layout.append_cost(k, shape, n).copied_bytes for n in lens] for k in layout.LAYOUTS}
-ui.chart(st, fig.append_copy_figure(lens, copied, cost.written_bytes, _("Bytes moved to append one token (one "
+a11y.chart(st, fig.append_copy_figure(lens, copied, cost.written_bytes, _("Bytes moved to append one token (one "
                                        "layer's K): copy every past row, or write one row in place")), **PLOT)
 total_new = min(256, info.n_positions - 1)
 st.caption(_(
@@ -119,7 +119,7 @@ if isinstance(stored, layout.LayoutBench):
                 f"{bench.load_1min:.2f}" if bench.load_1min == bench.load_1min else _("unknown"),
                 help=load_label(bench.load_1min))
     (st.info if bench.inside_noise else st.success)(bench.sentence())
-    ui.chart(st, fig.layout_bench_figure(bench), **PLOT)
+    a11y.chart(st, fig.layout_bench_figure(bench), **PLOT)
     st.caption(_("numpy copy of one head's keys from a {heads} heads x {positions:,} positions x {head_dim} float32 "
                  "buffer. Contiguous: {contiguous}; strided: {strided}; {load} at the time. A measurement: it varies "
                  "with the CPU and its load.").format(

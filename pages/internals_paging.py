@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import ui
+from kvviz.ui import a11y, models, router
 from kvviz.i18n import _
 from kvviz.figures import internals as fig
 from kvviz.internals import paging
@@ -22,7 +22,7 @@ def paged_run(loaded: LoadedModel, prompt: str, n_a: int, n_b: int, block: int) 
     return paging.paged_generation(loaded, prompt, n_a, n_b, block)
 
 
-ui.ensure_router()  # before anything is drawn: see its docstring
+router.ensure_router()  # before anything is drawn: see its docstring
 st.title(_("Paged blocks"))
 explain(_(
     "vLLM-style paging: the cache is a pool of fixed-size blocks; each sequence has a block table mapping its "
@@ -40,7 +40,7 @@ n_a = c2.number_input(_("New tokens, A (0..{top})").format(top=paging.MAX_NEW_TO
 n_b = c3.number_input(_("New tokens, B (0..{top})").format(top=paging.MAX_NEW_TOKENS), min_value=0, value=12, key="int_paging_nb")
 try:
     with st.spinner(_("Generating two sequences...")):
-        run = paged_run(ui.current_model(), prompt, int(n_a), int(n_b), int(block))
+        run = paged_run(models.current_model(), prompt, int(n_a), int(n_b), int(block))
 except paging.PagingError as exc:
     st.error(str(exc))
     st.stop()
@@ -50,8 +50,8 @@ m[0].metric(_("Lengths A / B"), f"{p.seq_lens[0]} / {p.seq_lens[1]}")
 m[1].metric(_("Physical blocks"), p.physical_blocks, help=_("shared: {n}").format(n=p.shared_blocks))
 m[2].metric(_("Slots allocated, unused"), f"{p.waste_bytes // p.bytes_per_token}")
 m[3].metric(_("Paged / pre-allocated bytes"), f"{p.paged_bytes / p.preallocated_bytes:.0%}")
-ui.chart(st, fig.paging_blocks_figure(p), **PLOT)
-ui.chart(st, fig.paging_bytes_figure(p), **PLOT)
+a11y.chart(st, fig.paging_blocks_figure(p), **PLOT)
+a11y.chart(st, fig.paging_bytes_figure(p), **PLOT)
 st.caption(_("Block tables A {table_a}, B {table_b}; refcounts {refcounts}. {bytes_:,} bytes per token (from the real "
              "cache); pre-allocation reserves {max_len} positions per sequence. Reading both caches back through "
              "their block tables reproduces them exactly (max difference {diff:.1e}).").format(

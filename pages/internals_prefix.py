@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from kvviz.measure.load import load_number
-from kvviz import ui
+from kvviz.ui import a11y, models, router
 from kvviz.i18n import _
 from kvviz.figures import internals as fig
 from kvviz.internals import prefix
@@ -16,7 +16,7 @@ from pages.internals_shared import PLOT, explain, run_queued
 
 RESULT_KEY = "int_prefix_result"  # (inputs, PrefixReuse) of this session's last measurement
 
-ui.ensure_router()  # before anything is drawn: see its docstring
+router.ensure_router()  # before anything is drawn: see its docstring
 st.title(_("Prefix reuse"))
 explain(_(
     "Prompt A is prefilled; then its cache is rolled back (cropped) to the tokens it shares with prompt B, and "
@@ -33,10 +33,10 @@ a = st.text_area(_("Prompt A (cached first)"), prefix.DEFAULT_A, key="int_prefix
                  help=_(TEXT_CAP_HELP))
 b = st.text_area(_("Prompt B"), prefix.DEFAULT_B, key="int_prefix_b", height=120, max_chars=MAX_TEXT_CHARS,
                  help=_(TEXT_CAP_HELP))
-inputs = (ui.current_info().spec, a, b)
+inputs = (models.current_info().spec, a, b)
 
 if st.button(_("Prefill both and compare"), key="int_prefix_run", type="primary"):
-    loaded = ui.current_model()
+    loaded = models.current_model()
 
     def measure() -> PrefixReuse:
 
@@ -79,9 +79,9 @@ elif t.inside_noise:  # the verdict's wording is the noise rule's (kvviz.measure
             else r.timing_sentence())
 else:
     st.success(r.timing_sentence())
-ui.chart(st, fig.token_strip_figure(r.tokens_b, r.reused_len, _("Prompt B: green rows reused from A's cache, "
+a11y.chart(st, fig.token_strip_figure(r.tokens_b, r.reused_len, _("Prompt B: green rows reused from A's cache, "
                                                                      "orange rows computed now")), **PLOT)
-ui.chart(st, fig.prefix_figure(r), **PLOT)
+a11y.chart(st, fig.prefix_figure(r), **PLOT)
 st.caption(_("Fresh prefill of B: {fresh}; reuse: {reuse} (wall-clock on this machine, runs taken in turn after one "
              "warm-up each, 1-min load average {load} then). Reused rows: {bytes_:,} bytes. Same next token: "
              "{same}. Largest K/V difference: {diff:.2e}.").format(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import ui
+from kvviz.ui import a11y, models, router
 from kvviz.i18n import _, list_sep
 from kvviz.memory import dtypes
 from kvviz.figures import internals as fig
@@ -38,7 +38,7 @@ def agreement(loaded: LoadedModel, prompts: tuple[str, ...], n_new: int, group: 
     return quant.greedy_agreement(loaded, list(prompts), n_new, quant.SCHEMES, group)
 
 
-ui.ensure_router()  # before anything is drawn: see its docstring
+router.ensure_router()  # before anything is drawn: see its docstring
 st.title(_("Quantized caches"))
 residual_length = transformers_residual_length()
 explain(_(
@@ -55,7 +55,7 @@ explain(_(
     "Then the model generates greedily with each format (every new K/V row quantized as it enters the cache) "
     "and we count how often it picks the full-precision token."
 ).format(residual=residual_length))
-info = ui.current_info()
+info = models.current_info()
 prompt = st.text_area(_("Prompt"), DEFAULT_PROMPT, key="int_quant_prompt", height=70, max_chars=MAX_TEXT_CHARS,
                       help=_(TEXT_CAP_HELP))
 c1, c2 = st.columns(2)
@@ -69,7 +69,7 @@ try:
     residual = check_int_in_range(residual, 0, residual_length - 1, _("full-precision residual rows"),
                                   error=QuantError)
     with st.spinner(_("Quantizing the real cache...")):
-        rows = reports(ui.current_model(), prompt, int(group), residual)
+        rows = reports(models.current_model(), prompt, int(group), residual)
 except QuantError as exc:
     st.error(str(exc))
     st.stop()
@@ -83,8 +83,8 @@ st.dataframe([{
 st.caption(_("{n} cached tokens; {residual} newest rows per layer left in full precision.").format(
     n=rows[0].seq_len, residual=rows[0].residual_rows))
 c1, c2 = st.columns(2)
-ui.chart(c1, fig.quant_bytes_figure(rows), **PLOT)
-ui.chart(c2, fig.quant_error_figure(rows), **PLOT)
+a11y.chart(c1, fig.quant_bytes_figure(rows), **PLOT)
+a11y.chart(c2, fig.quant_error_figure(rows), **PLOT)
 
 st.header(_("Does generation change? Greedy agreement"))
 st.caption(_("Bounded work: at most {prompts} prompts, {tokens} tokens each, and prompts x tokens at most {total}; "
@@ -99,7 +99,7 @@ lines = tuple(line for line in prompts.splitlines() if line.strip())
 if st.button(_("Measure greedy agreement"), key="int_quant_run"):
     try:
         check_agreement_work(len(lines), int(n_new))  # refuse past-cap work before queueing for it
-        loaded = ui.current_model()
+        loaded = models.current_model()
         results = run_queued(_("Generating with each cache format"),
                              lambda: agreement(loaded, lines, int(n_new), int(group)))
     except QuantError as exc:
@@ -110,7 +110,7 @@ if st.button(_("Measure greedy agreement"), key="int_quant_run"):
 stored = st.session_state.get(AGREEMENT_KEY)
 if stored is not None:
     (done_lines, done_n, done_group), results = stored
-    ui.chart(st, fig.quant_agreement_figure(results), **PLOT)
+    a11y.chart(st, fig.quant_agreement_figure(results), **PLOT)
     st.caption(_("{per_format} over {n} tokens each, group size {group} (teacher-forced: both runs see the "
                  "full-precision tokens).").format(
         per_format=list_sep().join(_("{format}: {same}/{total} prompts identical").format(

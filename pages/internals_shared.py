@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import streamlit as st
 
-from kvviz import ui
+from kvviz.ui import models
 from kvviz.i18n import _
 from kvviz.work_queue import QueueTimeout, timed_work_queue
 
@@ -19,7 +19,7 @@ PLOT = {"width": "stretch"}
 QUEUE_WAIT_S = 120.0  # give up (with a message) rather than wait for ever behind other sessions
 
 # st.cache_data hashes a LoadedModel by the model it is (spec + attention), never by its weights.
-MODEL_HASH = ui.MODEL_HASH  # the internals pages' cached computations key a model like every other page
+MODEL_HASH = models.MODEL_HASH  # the internals pages' cached computations key a model like every other page
 
 T = TypeVar("T")
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from kvviz.model import loading
-from kvviz import i18n, ui
+from kvviz import i18n
+from kvviz.ui import a11y, models, router
 from kvviz.i18n import _
 from kvviz.figures import internals as fig
 from kvviz.internals import speculative
@@ -28,7 +29,7 @@ def spec_run(loaded: LoadedModel, prompt: str, n_new: int, k: int, temperature: 
     return speculative.speculative_decode(loaded, prompt, n_new, k, temperature, draft=draft)
 
 
-ui.ensure_router()  # before anything is drawn: see its docstring
+router.ensure_router()  # before anything is drawn: see its docstring
 st.title(_("Speculative decoding: rollback"))
 explain(_(
     "A small **draft** model proposes k tokens; the **verifier** (the model in the sidebar, greedy) checks all "
@@ -40,7 +41,7 @@ explain(_(
     "to copy from their cache). New invention is where two small models disagree, and a draft sampled at a "
     "higher temperature disagrees more. Every accepted run of k tokens saves k verifier passes."
 ))
-verifier = ui.current_info()
+verifier = models.current_info()
 other = OTHER_BUNDLED.get(verifier.spec)
 drafts = ([other] if other is not None else []) + [SELF]
 labels = {SELF: _("itself, sampled (temperature)")}
@@ -60,9 +61,9 @@ temp = c3.number_input(_("Draft temperature ({low}..{high:g})").format(low=specu
                        key="int_spec_t", disabled=draft_choice != SELF,
                        help=_("Only for a sampled draft; the other bundled model drafts greedily."))
 try:
-    draft = None if draft_choice == SELF else ui.cached_model(draft_choice)
+    draft = None if draft_choice == SELF else models.cached_model(draft_choice)
     with st.spinner(_("Drafting and verifying...")):
-        run = spec_run(ui.current_model(), prompt, int(n_new), int(k), float(temp) if draft_choice == SELF else None,
+        run = spec_run(models.current_model(), prompt, int(n_new), int(k), float(temp) if draft_choice == SELF else None,
                        draft)
 except (speculative.SpeculativeError, loading.ModelLoadError) as exc:
     st.error(str(exc))
@@ -74,7 +75,7 @@ m[0].metric(_("Acceptance"), f"{run.acceptance_rate:.0%}",
 m[1].metric(_("Verifier passes (plain greedy: {n})").format(n=len(run.tokens)), run.verifier_passes,
             help=_("plain greedy decoding needs one pass per generated token, the prefill included"))
 m[2].metric(_("Cache vs fresh prefill"), f"{run.cache_vs_fresh_max_abs_diff:.1e}")
-ui.chart(st, fig.speculative_figure(run), **PLOT)
+a11y.chart(st, fig.speculative_figure(run), **PLOT)
 st.dataframe([{
     _("round"): r.index, _("proposed"): " | ".join(repr(t)[1:-1] for t in r.proposed_text), _("accepted"): r.accepted,
     _("rows before"): r.cache_len_before, _("after verify"): r.cache_len_verified,

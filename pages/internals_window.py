@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from kvviz import ui
+from kvviz.ui import a11y, models, router
 from kvviz.i18n import N_, _
 from kvviz.memory import units
 from kvviz.figures import internals as fig
@@ -36,7 +36,7 @@ def gemma_layers(context_len: int) -> PresetLayers:
     return window.preset_layers("gemma-3-4b", context_len)
 
 
-ui.ensure_router()  # before anything is drawn: see its docstring
+router.ensure_router()  # before anything is drawn: see its docstring
 st.title(_("Sliding windows"))
 explain(_(
     "A sliding-window layer keeps only the last W rows: older rows are evicted and that layer can no longer "
@@ -45,7 +45,7 @@ explain(_(
     "to its real cache and measure how much attention the last token paid to rows a window would have evicted. "
     "Per-layer sizes come from the memory calculator and match the real tensors."
 ))
-info = ui.current_info()
+info = models.current_info()
 prompt = st.text_area(_("Prompt"), DEFAULT_PROMPT, key="int_window_prompt", height=70, max_chars=MAX_TEXT_CHARS,
                       help=_(TEXT_CAP_HELP))
 c1, c2 = st.columns(2)
@@ -55,7 +55,7 @@ pattern = c2.selectbox(_("Layer pattern"), list(PATTERNS), format_func=lambda v:
                        key="int_window_pattern")
 try:
     with st.spinner(_("Running the model on the prompt...")):
-        run, visible = window_run(ui.current_model(), prompt, int(w), PATTERNS[pattern])
+        run, visible = window_run(models.current_model(), prompt, int(w), PATTERNS[pattern])
 except window.WindowError as exc:
     st.error(str(exc))
     st.stop()
@@ -72,10 +72,10 @@ m[2].metric(_("Attention on evicted rows (local layers)"), f"{np.mean(lost):.0%}
 if run.evicted_tokens:
     st.markdown(_("**Evicted (no longer visible to local layers):** {tokens}").format(
         tokens=echo.code("".join(run.evicted_tokens), None)))  # the prompt's own words: a code span they cannot close
-ui.chart(st, fig.window_mask_figure(visible, run.tokens[: len(visible)],
+a11y.chart(st, fig.window_mask_figure(visible, run.tokens[: len(visible)],
                                        _("Local layer: which rows each query sees (W = {w}, first {n} tokens)").format(
                                            w=w, n=len(visible))), **PLOT)
-ui.chart(st, fig.window_layers_figure(run), **PLOT)
+a11y.chart(st, fig.window_layers_figure(run), **PLOT)
 st.caption(_("Calculator bytes per layer: {bytes_} (kvviz.memory.budget) = bytes of the kept slices of the real "
              "tensors.").format(bytes_=", ".join(f"{la.calculator_bytes:,}" for la in run.layers)))
 
@@ -86,6 +86,6 @@ try:
 except ValueError as exc:
     st.error(str(exc))
     st.stop()
-ui.chart(st, fig.preset_layers_figure(p), **PLOT)
+a11y.chart(st, fig.preset_layers_figure(p), **PLOT)
 st.caption(_("Gemma 3 4B, one sequence: {hybrid} with its 5:1 pattern vs {all_global} if every layer were "
              "global.").format(hybrid=units.format_bytes(p.total_bytes), all_global=units.format_bytes(p.all_global_bytes)))

@@ -8,13 +8,14 @@ from __future__ import annotations
 import streamlit as st
 
 from kvviz.figures.poll import choice_letter, poll_figure
+from kvviz import routes
 from kvviz.i18n import _
 from kvviz.teaching import poll_store
 from kvviz.ui import a11y, poll, router
 
 router.ensure_router()
-st.title(_("Class poll"))
-code = poll_store.normalize_code(st.query_params.get("room"))
+st.title(_(routes.JOIN.title))
+code = poll_store.normalize_code(st.query_params.get(routes.JOIN.key("room")))
 
 
 def _join_form(message: str | None = None) -> None:
@@ -29,13 +30,13 @@ def _join_form(message: str | None = None) -> None:
             if joined is None:
                 st.error(_("A room code is six letters and digits, as the projector shows it."))
             else:
-                st.query_params["room"] = joined
+                st.query_params[routes.JOIN.key("room")] = joined
                 st.rerun()
 
 
 if code is None:
     _join_form(_("That link's room code cannot be right: type the code the projector shows.")
-               if st.query_params.get("room") else None)
+               if st.query_params.get(routes.JOIN.key("room")) else None)
     st.stop()
 
 try:

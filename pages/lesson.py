@@ -20,8 +20,11 @@ import streamlit as st
 from kvviz import i18n
 from kvviz.i18n import N_, _, ngettext
 from kvviz.teaching import glossary, handout, lesson
+from kvviz.ui import engines, poll
 from kvviz.inputs import query_values
-from kvviz import routes, ui, ui_assets
+from kvviz import routes
+from kvviz.ui import a11y, links, models, router
+from kvviz.ui import assets
 from kvviz.figures import export_config
 from kvviz.figures.lesson import lesson_figure
 
@@ -37,12 +40,12 @@ CLICKED = "lesson_clicked"  # this run comes from a click on this page (_clicked
 REVEAL_KEY, RIGHT_KEY, WRONG_KEY = "V", "Y", "N"  # class mode's keys: none of them reads as a choice's letter A-D
 # Class mode's chrome (no sidebar, a small title: the question and its answer stay above the fold) and the lesson's
 # keys (V, H, Y, N, Left, Right, queued in the browser like the stage's): CSS and JavaScript in kvviz/assets/web/.
-CLASS_CSS = ui_assets.style("hide_sidebar.css", "lesson_class.css")
-LESSON_KEYS_JS = ui_assets.script("keyboard_queue.js", "lesson_keys.js")  # installed once per tab
+CLASS_CSS = assets.style("hide_sidebar.css", "lesson_class.css")
+LESSON_KEYS_JS = assets.script("keyboard_queue.js", "lesson_keys.js")  # installed once per tab
 
 
 
-ui.ensure_router()  # before anything is drawn: see its docstring
+router.ensure_router()  # before anything is drawn: see its docstring
 
 
 def _url_step() -> int | None:
@@ -119,7 +122,11 @@ def _outcomes() -> dict[int, lesson.Outcome]:
         else:
             st.session_state[SCORE_HOLD] = True
         st.session_state[SCORE_WRITTEN] = url
-    return st.session_state[OUTCOMES]
+    outcomes = st.session_state[OUTCOMES]
+    for n, right in poll.marks(poll.hosted_room()).items():  # the room's marks, from any tab of this browser: they win
+        if n not in outcomes or not outcomes[n].room or outcomes[n].right != right:
+            outcomes[n] = lesson.Outcome("first try" if right else "shown", _("the room"), None, True)
+    return outcomes
 
 
 def _score_to_url() -> None:
@@ -159,11 +166,12 @@ def _question_key(number: int, loaded, lang: str | None = None) -> str:
     return f"lesson_q_{number}_{loaded.info.label}_{lang or i18n.current()}"
 
 
-def _question(number: int, loaded, engine) -> lesson.Question:
-    """The live question of step `number`, computed once per step, model and language."""
-    key = _question_key(number, loaded)
+def _question(number: int, loaded, engine, lang: str | None = None) -> lesson.Question:
+    """The live question of step `number`, computed once per step, model and language (the session's, or `lang`:
+    the class poll stores every language's)."""
+    key = _question_key(number, loaded, lang)
     if key not in st.session_state:
-        with st.spinner(_("Running the model for this question...")):
+        with st.spinner(_("Running the model for this question...")), i18n.language(lang or i18n.current()):
             st.session_state[key] = lesson.STEPS[number - 1].ask(engine)
     return st.session_state[key]
 
@@ -201,7 +209,7 @@ def _term_label(term: str) -> str:
 
 def _figures(question: lesson.Question, after: bool, font_px: int, number: int) -> None:
     for i, pic in enumerate(p for p in question.pictures if p.after == after):
-        ui.chart(st, lesson_figure(pic.kind, pic.data, font_px), config=export_config(f"lesson_step_{number}"),
+        a11y.chart(st, lesson_figure(pic.kind, pic.data, font_px), config=export_config(f"lesson_step_{number}"),
                         key=f"lesson_fig_{number}_{int(after)}_{i}_{font_px}")
         st.caption(pic.caption)  # written in the question's language when it was asked
 
@@ -228,7 +236,7 @@ def _worked(number: int, question: lesson.Question, step: lesson.LessonStep, fon
     st.markdown(question.arithmetic)
     _figures(question, True, font_px, number)
     st.page_link(step.page.file, label=_("See it on the full page: {page}").format(page=_(step.page.title)),
-                 icon=":material/open_in_new:", query_params={**question.page_query, **ui.link_params()})
+                 icon=":material/open_in_new:", query_params={**question.page_query, **links.link_params()})
 
 
 def student_box(number: int, question: lesson.Question, step: lesson.LessonStep, font_px: int) -> None:
@@ -280,11 +288,13 @@ def _mark_room(number: int, right: bool, answer: str) -> None:
     hinted = st.session_state.get(f"lesson_class_hint_{number}")
     result = ("after a hint" if hinted else "first try") if right else "shown"
     _record(number, result, _("the room: {answer}").format(answer=answer) if right else _("the room"), room=True)
+    poll.mark(poll.hosted_room(), number, right)  # kept with the room: a new tab, a reload or Back reads the same score
 
 
-def class_box(number: int, question: lesson.Question, step: lesson.LessonStep, font_px: int) -> None:
+def class_box(number: int, question: lesson.Question, step: lesson.LessonStep, font_px: int, ask) -> None:
     """The projector: the question large, the choices lettered, nothing to type; one click (or V) reveals, then the
-    teacher marks the room right (Y) or wrong (N) and the ending scores the room."""
+    teacher marks the room right (Y) or wrong (N) and the ending scores the room. With a class poll running, the
+    room votes on its phones (`ask(language)`: this step's question in a language, for the poll)."""
     # the question is the first heading under the page's title (h2: headings in order, axe's heading-order), its
     # choices and the answer h3 under it; drawn at the h3's size and spacing it had (CLASS_CSS, READABLE_CSS)
     st.container(key="lesson_question").markdown(f"## {question.text}")
@@ -299,11 +309,12 @@ def class_box(number: int, question: lesson.Question, step: lesson.LessonStep, f
         row = st.container(horizontal=True)
         row.button(_("Reveal the answer"), key=f"lesson_reveal_btn_{number}", type="primary",
                    icon=":material/visibility:", shortcut=REVEAL_KEY,
-                   on_click=lambda: st.session_state.update({reveal_key: True}))
+                   on_click=lambda: (st.session_state.update({reveal_key: True}), poll.reveal(poll.hosted_room())))
         row.button(_("Hint"), key=f"lesson_hint_btn_{number}", icon=":material/lightbulb:", shortcut="H",
                    on_click=lambda: st.session_state.update({f"lesson_class_hint_{number}": True}))
         if st.session_state.get(f"lesson_class_hint_{number}"):
             st.warning(question.hint, icon=":material/lightbulb:")
+        poll.projector_panel(number, ask, font_px)
     else:
         st.success(_("### Answer: {answer}").format(answer=question.answer_text()))
         outcome = _outcomes().get(number)
@@ -317,6 +328,7 @@ def class_box(number: int, question: lesson.Question, step: lesson.LessonStep, f
         else:
             st.caption(_("Marked for the room: {result}. The ending counts the room's score.").format(
                 result=lesson.result_label(outcome.result) if outcome.right else _("missed (answer shown)")))
+        poll.projector_panel(number, ask, font_px, answer_shown=True)
     _figures(question, False, font_px, number)  # the figure the question is about, under it
     if revealed:
         _worked(number, question, step, font_px)
@@ -345,9 +357,10 @@ def summary(loaded) -> None:
     row.button(_("Start again"), key="lesson_restart", on_click=_restart, icon=":material/restart_alt:",
                type="primary")
     row.page_link(routes.GLOSSARY.file, label=_(routes.GLOSSARY.title), icon=routes.GLOSSARY.icon,
-                  query_params=ui.link_params())
+                  query_params=links.link_params())
     row.page_link(routes.TEACHERS.file, label=_(routes.TEACHERS.title), icon=routes.TEACHERS.icon,
-                  query_params=ui.link_params())
+                  query_params=links.link_params())
+    poll.room_results(poll.hosted_room())  # the class poll's votes per step and round, and their CSV
 
 
 # ----- the page -----------------------------------------------------------------------------------------------
@@ -383,8 +396,8 @@ class_mode = top.toggle(_("Class mode"), key="lesson_class", bind="query-params"
                                "(or V) reveals the answer, then Y or N marks the room right or wrong: the ending scores the room"))
 font_px = 22 if class_mode else 16
 
-loaded = ui.current_model("eager")
-engine = ui.step_engine(loaded, key="lesson_engine")
+loaded = models.current_model("eager")
+engine = engines.step_engine(loaded, key="lesson_engine")
 with top.popover(_("Handout"), icon=":material/print:"):
     st.markdown(_("One printable page per step: its question, figure and worked answer, with the numbers computed "
                   "for **{model}**, except where a step uses a published model's preset ({others}). Open the file "
@@ -416,13 +429,13 @@ def _teach() -> None:
     words.caption(_("Words for this step:"))
     for term in step.terms:  # each opens the glossary at that word; the tooltip is the glossary's own definition
         words.page_link(routes.GLOSSARY.file, label=_term_label(term),
-                        query_params={**routes.GLOSSARY.query(term=term), **ui.link_params()},
+                        query_params={**routes.GLOSSARY.query(term=term), **links.link_params()},
                         help=glossary.help_text(term), icon=":material/menu_book:")
 
 
 if class_mode:  # the projector: the question and its answer first, above the fold; the figure under them
     with st.container(border=True):
-        class_box(number, question, step, font_px)
+        class_box(number, question, step, font_px, lambda lang: _question(number, loaded, engine, lang))
     _teach()
 else:
     _teach()
@@ -436,5 +449,5 @@ foot.caption(_("Model for the live questions: {model}. Every number here is comp
                "real model or from kvviz's own arithmetic. The words in bold are explained in the glossary.").format(
     model=_model_name(loaded)))
 foot.page_link(routes.GLOSSARY.file, label=_(routes.GLOSSARY.title), icon=routes.GLOSSARY.icon,
-               query_params=ui.link_params())
+               query_params=links.link_params())
 _finish()

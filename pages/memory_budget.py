@@ -11,17 +11,19 @@ from typing import Any
 import streamlit as st
 
 from kvviz.memory import capacity, config_import, hf_cache
-from kvviz import claims, i18n, memory, ui, ui_assets
+from kvviz import claims, i18n, memory
+from kvviz.ui import a11y, assets, engines, links, models, router
 from kvviz.i18n import N_, _, ngettext
 from kvviz.memory import dtypes
 from kvviz.memory import units
-from kvviz.inputs import echo, links
+from kvviz.inputs import echo
+from kvviz.inputs.links import link_refusals
 from kvviz.figures import MAX_LEGEND_ENTRIES, export_config, memory as figs
 from kvviz.memory.presets import GPUS, PRESETS, get_preset, past_trained_positions
 
 # A link that names a tab lands on it, scrolled to the top of the screen (kvviz/assets/web/scroll_to_tabs.js says
 # when it scrolls and when it leaves the page alone).
-SCROLL_TO_TABS_JS = ui_assets.script("scroll_to_tabs.js")
+SCROLL_TO_TABS_JS = assets.script("scroll_to_tabs.js")
 
 CUSTOM, DEFAULT_PRESET, CUSTOM_GPU = "custom", "llama-3-8b", "custom"
 PROBE_PROMPT = "ROMEO: What light through yonder window breaks?"
@@ -174,9 +176,9 @@ def memory_form() -> memory.KVConfig | None:
         return None
 
 
-@st.cache_data(hash_funcs=ui.MODEL_HASH, show_spinner=False)
+@st.cache_data(hash_funcs=models.MODEL_HASH, show_spinner=False)
 def probe_reading(loaded: Any) -> tuple[int, int]:
-    """A short prefill's real cache (tokens, bytes), once per model for every session (ui.MODEL_HASH: spec +
+    """A short prefill's real cache (tokens, bytes), once per model for every session (models.MODEL_HASH: spec +
     attention). Numbers only: the words are the page's, in the reader's language."""
     from kvviz.step.engine import StepEngine  # the one torch import of this page, only when this tab opens
 
@@ -187,8 +189,8 @@ def probe_reading(loaded: Any) -> tuple[int, int]:
 
 def real_cache_reading() -> tuple[int, int, str]:
     """(tokens, bytes summed from the DynamicCache tensors, where from): the step-through engine if it has run."""
-    loaded = ui.current_model("eager")
-    engine = st.session_state.get(ui.STEP_ENGINE_KEY)
+    loaded = models.current_model("eager")
+    engine = st.session_state.get(engines.STEP_ENGINE_KEY)
     if engine is not None and engine.loaded is loaded and engine.started:
         return engine.cache_len, engine.cache_bytes, _("your step-through session")
     return (*probe_reading(loaded), _("a prefill of {prompt}").format(prompt=repr(PROBE_PROMPT)))
@@ -284,14 +286,14 @@ def paged(cfg: memory.KVConfig, context: int, batch: int) -> None:
     st.markdown(_("{blocks:,} blocks per sequence; the last one wastes {waste} token slots. The flat buffer wastes "
                   "{flat_waste}.").format(blocks=view.blocks_per_sequence, waste=view.waste_tokens_last_block,
                                           flat_waste=units.format_bytes(view.flat_bytes - view.used_bytes)))
-    ui.chart(st, figs.paged_figure(view), text=figs.paged_figure_text(view), key="mem_chart_paged",
+    a11y.chart(st, figs.paged_figure(view), text=figs.paged_figure_text(view), key="mem_chart_paged",
              config=export_config("paged_vs_flat"))
 
 
 def textbook() -> None:
     checks = claims.published_figure_checks()
     source = _("source")
-    ui.table([{  # verdict and arithmetic: kvviz.claims' words (translated there, where marked)
+    a11y.table([{  # verdict and arithmetic: kvviz.claims' words (translated there, where marked)
         _("model"): c.figure.model, _("tokens"): f"{c.figure.context_len:,}", "dtype": c.figure.dtype,
         _("printed"): f"{c.figure.claimed:g} {c.figure.claimed_unit}", _("exact"): units.format_bytes(c.actual_bytes),
         _("verdict"): c.verdict_text, _("why"): c.explanation, source: c.figure.where} for c in checks],
@@ -306,7 +308,7 @@ def textbook() -> None:
 
 def loaded_model() -> None:
     tokens, real_bytes, source = real_cache_reading()
-    info = ui.current_model("eager").info
+    info = models.current_model("eager").info
     predicted = memory.predicted_cache_bytes(info, tokens)
     r = st.container(key="mem_metrics_real").columns(2)
     show_bytes(_("Calculator at {n} tokens (fp32)").format(n=tokens), predicted, r[0])
@@ -354,7 +356,7 @@ def encoder_decoder_result(cfg: memory.KVConfig, b: memory.KVBudget, name: str) 
 @st.fragment
 def calculator() -> None:
     notices = st.container()
-    for message in ui.drop_refused_link_numbers([k for k, v in defaults().items() if isinstance(v, int)],
+    for message in links.drop_refused_link_numbers([k for k, v in defaults().items() if isinstance(v, int)],
                                                 "mem_link_refused"):  # before any number input reads the URL
         notices.warning(message)
     first_run, st.session_state["mem_link_checked"] = not st.session_state.get("mem_link_checked"), True
@@ -422,11 +424,11 @@ def calculator() -> None:
         own_max = get_preset(preset).max_context if preset in PRESETS else None
         lines = ([cfg, *(get_preset(n).kv for n in compare)], horizon, batch)
         drawn = {"mark_context": context, "max_contexts": [own_max, *(get_preset(n).max_context for n in compare)]}
-        ui.chart(st, figs.size_vs_context_figure(*lines, **drawn), text=figs.size_vs_context_figure_text(*lines, **drawn),
+        a11y.chart(st, figs.size_vs_context_figure(*lines, **drawn), text=figs.size_vs_context_figure_text(*lines, **drawn),
                  key="mem_chart_ctx", config=export_config("kv_cache_vs_context"))
     with tabs[1]:
         if len(set(b.layer_bytes)) > 1:
-            ui.chart(st, figs.per_layer_figure(b), text=figs.per_layer_figure_text(b), key="mem_chart_layers",
+            a11y.chart(st, figs.per_layer_figure(b), text=figs.per_layer_figure_text(b), key="mem_chart_layers",
                      config=export_config("kv_per_layer"))
         else:
             st.info(_("All {n} layers are alike: {bytes_} each.").format(
@@ -446,13 +448,13 @@ def calculator() -> None:
 def report_link(linked: dict[str, list[str]], notices: Any) -> None:
     """One notice per link value the page's widgets dropped or changed (kvviz.inputs.links)."""
     now = {k: st.query_params.get_all(k) for k in linked}
-    for message in links.link_refusals(linked, now, st.session_state):
+    for message in link_refusals(linked, now, st.session_state):
         notices.warning(message)
 
 
-ui.ensure_router()  # before anything is drawn: see its docstring
+router.ensure_router()  # before anything is drawn: see its docstring
 st.title(_("Memory budget"))
-st.html(ui_assets.style("metric_wrap.css"))  # wrap, never "12.2…"
+st.html(assets.style("metric_wrap.css"))  # wrap, never "12.2…"
 with st.expander(_("What you are seeing"), expanded=False):
     st.markdown(_(
         "Every layer keeps, for every token, one **key** and one **value** vector per K/V head. So the cache "

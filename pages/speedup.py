@@ -14,7 +14,9 @@ import streamlit as st
 from kvviz.i18n import N_, _, list_sep, ngettext, text_width
 from kvviz.speedup import machine, tables
 from kvviz.model import loading
-from kvviz import i18n, ui, ui_assets
+from kvviz import i18n
+from kvviz.ui import a11y, models, router
+from kvviz.ui import assets
 from kvviz.measure.load import load_avg_1min, load_label, load_number
 from kvviz.measure.timing import Comparison, Timing
 from kvviz.speedup.records import ESTIMATOR, MODE_LABELS, BenchResult, format_name
@@ -52,7 +54,7 @@ def model_choice(default_spec: str) -> str:
 def model_or_warning(spec: str) -> loading.LoadedModel | None:
     """The model a section measures, or None with a one-line warning (the section's earlier results stay)."""
     try:
-        return ui.cached_model(spec, "sdpa")
+        return models.cached_model(spec, "sdpa")
     except loading.ModelLoadError as exc:
         st.warning(_("{error} Choose another model.").format(error=exc))
         return None
@@ -68,7 +70,7 @@ def queue_notice(box):
 def run(spec: str, settings: BenchSettings, thread_reason: str) -> BenchResult | None:
     """Load, wait for the line, run with a progress bar; a one-line message (and None) instead of a traceback."""
     try:
-        loaded = ui.cached_model(spec, "sdpa")
+        loaded = models.cached_model(spec, "sdpa")
     except loading.ModelLoadError as exc:
         st.warning(_("{error} Choose another model; earlier results are kept below.").format(error=exc))
         return None
@@ -155,10 +157,10 @@ def render_results(result: BenchResult) -> None:
         default=shown, format_func=figs.short_label, max_selections=MAX_LEGEND_ENTRIES, key="bench_lines",
         help=_("Every mode's numbers are in the table below; four lines keep a chart readable on a projector."))
     left, right = st.columns(2)
-    ui.chart(left, figs.latency_figure(result, modes=modes), key="bench_fig_latency")
-    ui.chart(right, figs.cumulative_figure(result, modes=modes), key="bench_fig_cumulative")
-    ui.chart(left, figs.speedup_figure(result, modes=modes), key="bench_fig_speedup")
-    ui.chart(right, figs.roofline_figure(result), key="bench_fig_roofline")
+    a11y.chart(left, figs.latency_figure(result, modes=modes), key="bench_fig_latency")
+    a11y.chart(right, figs.cumulative_figure(result, modes=modes), key="bench_fig_cumulative")
+    a11y.chart(left, figs.speedup_figure(result, modes=modes), key="bench_fig_speedup")
+    a11y.chart(right, figs.roofline_figure(result), key="bench_fig_roofline")
     explain(result)
     rows = tables.summary_rows(result)
     st.dataframe(pd.DataFrame(rows), hide_index=True, key="bench_table", column_config={  # never "spee..."
@@ -275,7 +277,7 @@ def batch_section(spec: str, threads: int) -> None:
             bar.empty()
     sweep = st.session_state.get(BATCH_KEY)
     if sweep is not None:
-        ui.chart(st, figs.batch_figure(sweep), key="bench_fig_batch")
+        a11y.chart(st, figs.batch_figure(sweep), key="bench_fig_batch")
         first, last = sweep.points[0], sweep.points[-1]
         ridge = sweep.roofs.ridge_flop_per_byte
         st.markdown(_(
@@ -365,7 +367,7 @@ def device_section(spec: str) -> None:
     st.caption(_("Measured on {device}; {model}; machine load {load}.").format(
         device=result.device.describe(), model=i18n.shown_english(result.model_label), load=load_label(load_before)))
     if result.sweep:
-        ui.chart(st, context_sweep_figure(result.sweep, result.device.kind), key="bench_fig_device_sweep",
+        a11y.chart(st, context_sweep_figure(result.sweep, result.device.kind), key="bench_fig_device_sweep",
                         config=export_config("kvviz_context_sweep"))
         st.dataframe(pd.DataFrame([{
             _("cached tokens"): p.context,
@@ -392,9 +394,9 @@ def device_section(spec: str) -> None:
         st.caption(_("Not run: {mode}: {reason}").format(mode=_(MODE_LABELS.get(name, name)), reason=_(reason)))
 
 
-ui.ensure_router()  # before anything is drawn: see its docstring
+router.ensure_router()  # before anything is drawn: see its docstring
 st.title(_("Measured speed-up"))
-st.html(ui_assets.style("metric_wrap.css"))  # metric values wrap, never cut short
+st.html(assets.style("metric_wrap.css"))  # metric values wrap, never cut short
 with st.expander(_("What you are seeing"), expanded=False):
     st.markdown(_(
         "We time the **same greedy generation** several ways on this machine and check they pick the same tokens:\n"
@@ -416,8 +418,8 @@ with st.expander(_("What you are seeing"), expanded=False):
         "where two modes' rounds overlap, the page says **inside the noise** instead of naming a winner."
     ).format(estimator=_(ESTIMATOR)))
 
-sidebar_spec = st.session_state.get(ui.MODEL_SPEC_KEY, loading.BUNDLED)
-auto_threads, auto_reason = machine.default_thread_count(ui.other_active_sessions())
+sidebar_spec = st.session_state.get(models.MODEL_SPEC_KEY, loading.BUNDLED)
+auto_threads, auto_reason = machine.default_thread_count(models.other_active_sessions())
 with st.form("bench_form"):
     spec = model_choice(sidebar_spec)
     c1, c2, c3 = st.columns(3)

@@ -18,7 +18,9 @@ import urllib.parse
 
 import streamlit as st
 
-from kvviz import i18n, memory, ops, routes, ui, ui_assets
+from kvviz import i18n, memory, ops, routes
+from kvviz.ui import a11y, engines, links, models, router
+from kvviz.ui import assets
 from kvviz.i18n import N_, _, ngettext
 from kvviz.memory import units
 from kvviz.inputs import query_values
@@ -66,13 +68,13 @@ DEFAULTS = {  # widgets are created without value=, so a link can set them befor
 }
 # The stage's keys (queued in the browser, none dropped) and its fit on one screen: JavaScript and CSS in
 # kvviz/assets/web/, each file saying what it does and why.
-KEYS_JS = ui_assets.script("keyboard_queue.js", "stage_keys.js")  # P, Right/Space, Left, Esc; installed once per tab
-STAGE_CSS = ui_assets.style("stage.css")  # 1280x720 and 150% zoom on it
-PRESENTER_CSS = ui_assets.style("presenter.css", "hide_sidebar.css")  # larger type, no sidebar
+KEYS_JS = assets.script("keyboard_queue.js", "stage_keys.js")  # P, Right/Space, Left, Esc; installed once per tab
+STAGE_CSS = assets.style("stage.css")  # 1280x720 and 150% zoom on it
+PRESENTER_CSS = assets.style("presenter.css", "hide_sidebar.css")  # larger type, no sidebar
 
-ui.ensure_router()  # before anything is drawn: see its docstring
-loaded = ui.current_model("eager")
-engine = ui.step_engine(loaded)
+router.ensure_router()  # before anything is drawn: see its docstring
+loaded = models.current_model("eager")
+engine = engines.step_engine(loaded)
 info = loaded.info
 for _key, _value in DEFAULTS.items():
     st.session_state.setdefault(_key, _value)
@@ -136,7 +138,7 @@ def _link() -> str:
     link = _stage_link()
     base = st.context.url.split("?")[0] if st.context.url else routes.STEP_THROUGH.url()
     # the link opens in the language and on the model it was made with, as every link the app builds does
-    return f"{base}?{urllib.parse.urlencode({**link.query(), **ui.link_params()})}"
+    return f"{base}?{urllib.parse.urlencode({**link.query(), **links.link_params()})}"
 
 
 LINK_PARAMS = ("prompt", "steps", "greedy", "temperature", "top_k", "seed", "view", "present")  # + the pickers' own
@@ -186,7 +188,7 @@ st.html(KEYS_JS, unsafe_allow_javascript=True)
 font_px = 18 if present else 14
 # A model switch's line (generation kept / restored) is a toast: a banner above the fragment stayed until the
 # next full rerun and pushed the newest row off a 720-px screen. A link's refusal stays a banner (it must be read).
-if _notice := ui.engine_notice():
+if _notice := engines.engine_notice():
     st.toast(_notice, icon=":material/info:")
 if _notice := st.session_state.pop("step_link_warning", None):
     st.info(_notice, icon=":material/info:")
@@ -330,7 +332,7 @@ def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None,
         with left:
             _race(snap, timing)
     elif view == "gqa":
-        ui.chart(left, figs.group_figure(snap, font_px, height_px=360), text=f"{figs.group_figure_text(snap)} {bars_text}",
+        a11y.chart(left, figs.group_figure(snap, font_px, height_px=360), text=f"{figs.group_figure_text(snap)} {bars_text}",
                  config=CHART)  # the text says the bars beside it too
         left.caption(_gqa_text(snap))
     else:
@@ -338,11 +340,11 @@ def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None,
                   "{share:.0%} of the attention).").format(n=snap.first_row, share=snap.attention_above)
         # the readout first: large, above the fold, and its room kept when there is nothing to say (no jump)
         readout = html.escape(step_view.copy_sentence(snap.copy)) or (
-            '<span class="{}">{}</span>'.format(ui.MUTED, html.escape(_(
+            '<span class="{}">{}</span>'.format(a11y.MUTED, html.escape(_(
                 "When the newest token occurred before, this line names the head that reads the row after that "
                 "occurrence (an induction head copying)."))))
         # the stage's chart and the bars beside it, for a screen reader: in the readout, so no element is added
-        chart_text = ui.screen_reader_span(f"{figs.stage_figure_text(snap)} {bars_text}")
+        chart_text = a11y.screen_reader_span(f"{figs.stage_figure_text(snap)} {bars_text}")
         left.html(f'<div class="kvviz-readout" style="font-size:{1.1 if present else 1.0}rem">{readout}'
                   f'{chart_text}</div>')
         left.plotly_chart(figs.stage_figure(snap, font_px, height_px=330), config=CHART)
@@ -400,7 +402,7 @@ def _race_shape() -> loading.LoadedModel | None:
         return None
     try:
         with st.spinner(_("Loading the GPT-2 124M shape (random weights) for the race...")):
-            return ui.cached_model(RACE_SHAPE, "eager")
+            return models.cached_model(RACE_SHAPE, "eager")
     except loading.ModelLoadError as exc:
         st.session_state["step_race_scale"] = "model"
         st.warning(_("The GPT-2 124M shape is not available here ({error}); racing on this model.").format(error=exc))
@@ -454,13 +456,13 @@ def _race(snap: step_view.StageSnapshot, timing: RaceTiming | None) -> None:
     """Cached step vs full recomputation: what each computes (every layer's K rows), the exact counts, and the
     clock as a fair statistic, drawn with the floor every forward stands on."""
     c = snap.counters
-    models = _race_models(timing)
-    if models is not None:
+    names = _race_models(timing)
+    if names is not None:
         st.caption(_("K caches and counts below: {model}, the model generating. The clock under them: {race}, fed "
-                     "the same {n} tokens.").format(model=models[0], race=models[1], n=timing.seq_len))
+                     "the same {n} tokens.").format(model=names[0], race=names[1], n=timing.seq_len))
     sides = st.columns(2, gap="small")
     for side, cached in zip(sides, (True, False)):
-        ui.chart(side, figs.race_figure(snap, cached, font_px, height_px=190 if not present else 200),
+        a11y.chart(side, figs.race_figure(snap, cached, font_px, height_px=190 if not present else 200),
                  text=figs.race_figure_text(snap, cached), config=CHART)
         dots = c.this_dot_products_cached if cached else c.this_dot_products_uncached
         # K/V computed per token and layer, all heads at once: not "rows", which the stage and the lesson keep for one
@@ -476,16 +478,16 @@ def _race(snap: step_view.StageSnapshot, timing: RaceTiming | None) -> None:
     elif timing is None:
         st.caption(_("The clock runs when the animation stops (timing every frame would slow it down)."))
     else:
-        ui.chart(st, figs.race_timing_figure(timing.cached_ms, timing.uncached_ms, timing.fixed_ms, font_px,
+        a11y.chart(st, figs.race_timing_figure(timing.cached_ms, timing.uncached_ms, timing.fixed_ms, font_px,
                                              height_px=120 if not present else 140),
                  text=figs.race_timing_figure_text(timing), config=CHART)
-        if models is not None:
-            st.caption(_("Clock: {race}.").format(race=models[1]))
+        if names is not None:
+            st.caption(_("Clock: {race}.").format(race=names[1]))
 
 
 def _race_side(snap: step_view.StageSnapshot, timing: RaceTiming | None) -> None:
     """Beside the race: which model the clock runs on, and the verdict in a few lines."""
-    if ui.model_offered(RACE_SHAPE) and info.spec != RACE_SHAPE:
+    if models.model_offered(RACE_SHAPE) and info.spec != RACE_SHAPE:
         st.segmented_control(_("Race on"), list(RACE_SCALES), key="step_race_scale",
                              format_func=lambda v: _(RACE_SCALES[v]),
                              help=_("The GPT-2 124M shape (random weights: only the clock matters) shows the gap "
@@ -493,10 +495,10 @@ def _race_side(snap: step_view.StageSnapshot, timing: RaceTiming | None) -> None
                                     "per server"))
     else:
         st.session_state["step_race_scale"] = "model"
-    models = _race_models(timing)
-    if models is not None:
+    names = _race_models(timing)
+    if names is not None:
         st.caption(_("The tiles above count {model}; the clock and the verdict below time {race}.").format(
-            model=models[0], race=models[1]))
+            model=names[0], race=names[1]))
     if timing is not None:
         st.markdown(_race_verdict(timing))
 
@@ -667,4 +669,4 @@ if not present:
                 logit=check.max_abs_logit_diff, key=check.max_abs_key_diff, value=check.max_abs_value_diff,
                 same=_("yes") if check.same_next_token else _("no")))
             steps, with_cache, without_cache = step_view.cumulative_series(engine.records, info)
-            ui.chart(st, figs.growth_chart(steps, with_cache, without_cache, _("query-key dot products")), config=CHART)
+            a11y.chart(st, figs.growth_chart(steps, with_cache, without_cache, _("query-key dot products")), config=CHART)

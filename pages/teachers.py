@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import routes, ui
+from kvviz import routes
+from kvviz.ui import links, router
 from kvviz.inputs import echo
 from kvviz.i18n import _, ngettext
 from kvviz.teaching import guide
 
-ui.ensure_router()  # before anything is drawn: see its docstring
-link_params = ui.link_params()  # every link the page makes keeps the language and the model
+router.ensure_router()  # before anything is drawn: see its docstring
+link_params = links.link_params()  # every link the page makes keeps the language and the model
 st.title(_("For teachers"))
 st.markdown(_("**What you are seeing.** Two lesson plans built from kvviz's pages (which page, in which order, what "
               "to show, what to ask the room, where students usually go wrong) and how to run it for a class. "

@@ -149,7 +149,7 @@ def apptest_reads_labels_in_the_sessions_language():
     from streamlit.testing.v1 import AppTest
 
     from kvviz import i18n
-    from kvviz.ui import LANGUAGE_KEY
+    from kvviz.ui.language import LANGUAGE_KEY
 
     original = AppTest.run
 

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.browser
 WIDTH, HEIGHT = 1280, 720
 SHOTS = Path(os.environ.get("KVVIZ_SCREENSHOTS") or Path(tempfile.gettempdir()) / "kvviz_zh")
 CJK = re.compile(r"[\u4e00-\u9fff]")
-NAV = ".st-key-kvviz_nav"  # the sidebar's page links (ui.sidebar_navigation)
+NAV = ".st-key-kvviz_nav"  # the sidebar's page links (sidebar.sidebar_navigation)
 SIDEBAR = '[data-testid="stSidebar"]'
 # A page drawn with its sidebar and the sidebar's page links (their component loads on its first use); the tab's
 # other waits keep Playwright's own 30 s.
@@ -263,4 +263,4 @@ def test_html_lang_follows_the_pages_language(app_url, browser):
     tab.wait_for_function("() => document.documentElement.lang === 'en'", timeout=60_000)
     _switch_language(tab, "简体中文")
     tab.wait_for_function("() => document.documentElement.lang === 'zh-CN'", timeout=60_000)
-    assert tab.locator(".st-key-kvviz_document_language").bounding_box() is None  # hidden: takes no room
+    assert tab.locator(".st-key-kvviz_hidden_document_language").bounding_box() is None  # hidden: takes no room

@@ -363,7 +363,7 @@ def test_describe_reads_bars_lines_and_heatmaps_off_the_figure():
 
 @pytest.mark.app
 def test_every_chart_on_the_cache_internals_and_count_the_work_pages_has_its_text():
-    """ui.chart draws the hidden text after each chart: as many texts as charts on each page (the stage, race and
+    """a11y.chart draws the hidden text after each chart: as many texts as charts on each page (the stage, race and
     memory charts carry their own, tested above)."""
     from support.pages import open_page
 

@@ -205,20 +205,20 @@ _CSS_OPACITY = re.compile(r"\bopacity\s*:\s*[\d.]")  # a dict key has its quote 
 
 
 def test_muted_text_has_one_home_and_no_inline_opacity():
-    """Muted text meets 4.5:1 only through the captions' one rule (kvviz.ui.READABLE_CSS: 80% of the text colour,
-    the class ui.MUTED); an opacity written inline (0.6: 3.88:1 on white) fails axe's color-contrast."""
+    """Muted text meets 4.5:1 only through the captions' one rule (kvviz/assets/web/readable.css: 80% of the text colour,
+    the class a11y.MUTED); an opacity written inline (0.6: 3.88:1 on white) fails axe's color-contrast."""
     from support.repo import REPO
 
     found = [f"{path.relative_to(REPO)}:{n}: {line.strip()}"
              for path in [*(REPO / "kvviz").rglob("*"), *(REPO / "pages").rglob("*"), REPO / "app.py"]
              if path.suffix in (".py", ".css", ".js", ".html")
              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if _CSS_OPACITY.search(line)]
-    assert len(found) == 1 and "kvviz-muted" in found[0] and "kvviz/ui/a11y.py" in found[0], found
+    assert len(found) == 1 and "kvviz-muted" in found[0] and "kvviz/assets/web/readable.css" in found[0], found
 
 
 def test_the_token_strips_fold_is_muted_like_a_caption_in_both_languages():
     """'⋯ N earlier' (a long generation, the stage presenting: 16 chips) sits on the page's own background, not on a
-    chip's: it takes ui.MUTED, never a grey of its own (#777 was 4.48:1 on white, 4.22:1 on the dark theme)."""
+    chip's: it takes a11y.MUTED, never a grey of its own (#777 was 4.48:1 on white, 4.22:1 on the dark theme)."""
     from kvviz import i18n
     from kvviz.step.strip import strip_html
     from kvviz.step.view import StripToken

@@ -120,9 +120,9 @@ def test_count_the_work_page_counts_the_gqa_model():
 
 
 def _sidebar_only() -> None:
-    from kvviz import ui
+    from kvviz.ui import sidebar
 
-    ui.sidebar_model_picker()
+    sidebar.sidebar_model_picker()
 
 
 @pytest.mark.app

@@ -29,11 +29,11 @@ def _picker_and_page() -> None:
     """The sidebar as app.py draws it (the language first), and a page that uses the session's model."""
     import streamlit as st
 
-    from kvviz import ui
+    from kvviz.ui import language, models, sidebar
 
-    ui.apply_language()
-    ui.sidebar_model_picker()
-    st.markdown(f"model in use: {ui.current_model().info.spec}")
+    language.apply_language()
+    sidebar.sidebar_model_picker()
+    st.markdown(f"model in use: {models.current_model().info.spec}")
 
 
 @pytest.mark.app

@@ -122,14 +122,14 @@ def _all_imports(path: Path) -> list[str]:
 @pytest.mark.parametrize("path", sorted((REPO / "pages").glob("*.py")) + [REPO / "app.py"], ids=lambda p: p.name)
 def test_every_page_calls_the_router_workaround_before_it_draws(path):
     """A fresh server's first run of a deep link executes the page file alone (Streamlit's legacy pages/ mode);
-    ui.ensure_router() (the one workaround, see its docstring) reroutes it through app.py. So every page calls
+    router.ensure_router() (the one workaround, see its docstring) reroutes it through app.py. So every page calls
     it at top level, before its first other statement that is not an import, a definition or a docstring."""
     if path.name == "internals_shared.py":  # a helper of the internals pages, not a page
         return
     body = [n for n in ast.parse(path.read_text()).body
             if not isinstance(n, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign))
             and not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
-    assert body and ast.unparse(body[0]) == "ui.ensure_router()", f"{path.name}: first statement {ast.unparse(body[0])!r}"
+    assert body and ast.unparse(body[0]) == "router.ensure_router()", f"{path.name}: first statement {ast.unparse(body[0])!r}"
 
 
 @functools.lru_cache(maxsize=1)

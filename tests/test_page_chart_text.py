@@ -11,7 +11,8 @@ from streamlit.testing.v1 import AppTest
 
 from support.i18n_text import english_leftovers
 from support.pages import PAGES_DIR, open_page
-from kvviz import i18n, ui
+from kvviz import i18n
+from kvviz.ui import a11y
 from kvviz.memory.units import format_bytes
 from kvviz.step.records import RaceTiming
 
@@ -23,7 +24,7 @@ def hidden_texts(at: AppTest) -> list[str]:
     """The visually hidden chart texts drawn as elements of their own, in page order (the text, unescaped)."""
     bodies = [h.proto.body for h in at.get("html") if 'class="kvviz-sr-only"' in h.proto.body]  # not the CSS
     for body in bodies:
-        assert ui.SCREEN_READER_ONLY in body  # hidden from sight, not from a reader
+        assert a11y.SCREEN_READER_ONLY in body  # hidden from sight, not from a reader
     return [re.sub(r"<[^>]+>", "", b).replace("&#x27;", "'").replace("&amp;", "&") for b in bodies]
 
 
@@ -32,9 +33,9 @@ def chart_specs(at: AppTest) -> list[dict]:
 
 
 def test_the_hidden_text_is_escaped_and_sits_in_its_own_hidden_element():
-    span = ui.screen_reader_span('a <script>"x"</script> & b')
+    span = a11y.screen_reader_span('a <script>"x"</script> & b')
     assert "<script>" not in span and "&lt;script&gt;" in span and 'class="kvviz-chart-text"' in span
-    assert "kvviz-sr-only" in ui.READABLE_CSS  # the element of its own is taken out of the page's flow
+    assert "kvviz-sr-only" in a11y.READABLE_CSS  # the element of its own is taken out of the page's flow
 
 
 @pytest.mark.app

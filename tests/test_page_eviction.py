@@ -95,7 +95,7 @@ def test_page_on_the_gqa_llama_counts_its_two_kv_heads(fresh_streamlit_caches):
     16 rows and 2 x 4 x 2 x 16 x 16 x 4 = 16,384 bytes; the grid draws one row per layer and KV head."""
     import streamlit as st
 
-    from kvviz.ui import MODEL_SPEC_KEY
+    from kvviz.ui.links import MODEL_SPEC_KEY
 
     st.cache_data.clear()
     at = app_test(PAGE, session_state={MODEL_SPEC_KEY: "bundled-gqa"})

@@ -217,9 +217,9 @@ def test_the_closed_uncached_section_costs_nothing_and_open_it_draws(fresh_strea
 def _sidebar_only() -> None:
     """The sidebar picker alone. (AppTest re-runs app.py through Streamlit's legacy pages/ mode after its
     first run, which skips app.py; a real server never does. So the picker is tested on its own.)"""
-    from kvviz import ui
+    from kvviz.ui import sidebar
 
-    ui.sidebar_model_picker()
+    sidebar.sidebar_model_picker()
 
 
 def test_sidebar_pretrained_lookup_offline_keeps_the_bundled_model_with_a_notice(fresh_streamlit_caches):

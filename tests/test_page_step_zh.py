@@ -13,7 +13,8 @@ from streamlit.testing.v1 import AppTest
 
 from support.i18n_text import english_leftovers, page_texts
 from support.pages import PAGES_DIR, open_page
-from kvviz import i18n, ui_assets
+from kvviz import i18n
+from kvviz.ui import assets
 from kvviz.inputs.prompt_rules import TEXT_CAP_HELP
 from kvviz.step.strip import byte_characters
 
@@ -125,9 +126,9 @@ def test_the_link_carries_the_language_and_reopens_in_it(fresh_streamlit_caches)
 
 @pytest.mark.app
 def test_the_keyboard_finds_the_stage_buttons_by_key_not_by_label(fresh_streamlit_caches):
-    # the script the page draws as KEYS_JS: the files it names, as kvviz.ui_assets hands them to the page
-    call = re.search(r"KEYS_JS = ui_assets\.script\((.*?)\)", PAGE.read_text(encoding="utf-8")).group(1)
-    script = "".join(ui_assets.source(name) for name in re.findall(r'"([\w-]+\.js)"', call))
+    # the script the page draws as KEYS_JS: the files it names, as kvviz.ui.assets hands them to the page
+    call = re.search(r"KEYS_JS = assets\.script\((.*?)\)", PAGE.read_text(encoding="utf-8")).group(1)
+    script = "".join(assets.source(name) for name in re.findall(r'"([\w-]+\.js)"', call))
     keys = set(re.findall(r'"(step_btn_\w+)"', script))
     assert keys == {"step_btn_prefill", "step_btn_next", "step_btn_back", "step_btn_stop"}
     assert ".st-key-" in script and not re.search(r"innerText|textContent|has-text|aria-label", script)

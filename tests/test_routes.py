@@ -143,7 +143,7 @@ def test_page_links_name_a_route_and_keep_the_language_and_the_model():
         built = ast.unparse(query) + "".join(helpers.get(name, "") for name in names) + "".join(
             ast.unparse(a.value) for a in ast.walk(tree) if isinstance(a, ast.Assign)
             and any(isinstance(t, ast.Name) and t.id in names for t in a.targets))
-        assert "link_params" in built, f"{where}: the link drops lang or model (ui.link_params)"
+        assert "link_params" in built, f"{where}: the link drops lang or model (links.link_params)"
         assert not any(isinstance(key, ast.Constant) for node in ast.walk(query) if isinstance(node, ast.Dict)
                        for key in node.keys), f"{where}: a key written by hand (use route.query)"
 

@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from support.pages import app_test
-from kvviz import ui
+from kvviz.ui import models, sidebar
 from kvviz.model import loading, shared_mode
 from kvviz.model.dims import GPT2_FAMILY
 from support.models import model_folder
@@ -20,10 +20,9 @@ def _picker_and_page() -> None:
     """The sidebar picker (as app.py calls it) and a page that uses the session's model."""
     import streamlit as st
 
-    from kvviz import ui
 
-    ui.sidebar_model_picker()
-    info = ui.current_model().info
+    sidebar.sidebar_model_picker()
+    info = models.current_model().info
     st.markdown(f"model in use: {info.spec} ({info.n_params} parameters)")
 
 
@@ -123,7 +122,7 @@ def test_a_links_model_is_applied_when_offered_and_refused_in_one_line_when_not(
     assert not at.exception
     assert at.session_state["model_spec"] == "bundled" and at.query_params["model"] == "bundled"
     warnings = [w.value for w in at.sidebar.warning]
-    assert warnings == [ui.LINKED_MODEL_REFUSED.format(model=loading.bundled_info().shown_label())], warnings
+    assert warnings == [sidebar.LINKED_MODEL_REFUSED.format(model=loading.bundled_info().shown_label())], warnings
     assert str(classroom["unlisted"].parent.parent) not in _texts(at)
 
 
@@ -164,11 +163,10 @@ def _speedup_style_page() -> None:
     import streamlit as st
 
     from kvviz.model import loading
-    from kvviz import ui
 
     for spec in ("random:gpt2", "gpt2", os.environ["KVVIZ_TEST_FOLDER"]):
         try:
-            ui.cached_model(spec)
+            models.cached_model(spec)
         except loading.ModelLoadError as exc:
             st.warning(f"{spec[:7]}: {exc}")
 

@@ -1,4 +1,4 @@
-"""The pages' JavaScript and CSS live in files under kvviz/assets/web/, drawn through kvviz.ui_assets: every file is
+"""The pages' JavaScript and CSS live in files under kvviz/assets/web/, drawn through kvviz.ui.assets: every file is
 drawn by some page or module and every name a page gives is a file; every script parses; the keyboard queue the
 stage and the lesson share is written once; no page and not app.py writes a <script> or a <style> of its own.
 The key scripts are also run in node against a small stand-in page (one press each, clicked on its button): the
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from kvviz import ui_assets
+from kvviz.ui import assets
 from support.repo import REPO
 
-WEB = ui_assets.WEB_DIR
+WEB = assets.WEB_DIR
 ASSET_NAME = re.compile(r"""["']([\w-]+\.(?:js|css))["']""")  # "stage_keys.js" as a page or module writes it
 NODE = shutil.which("node")
 needs_node = pytest.mark.skipif(NODE is None, reason="node is not on PATH: the scripts' syntax and behaviour "
@@ -37,14 +37,14 @@ def _node(code: str) -> subprocess.CompletedProcess:
 
 
 def _inner(html: str) -> str:
-    """The code of a <script> ui_assets.script returned."""
+    """The code of a <script> assets.script returned."""
     assert html.startswith("<script>\n") and html.endswith("</script>"), html[:40]
     return html[len("<script>\n"):-len("</script>")]
 
 
 def test_every_asset_is_drawn_and_every_name_given_is_a_file():
     named: dict[str, list[str]] = {}
-    loader = Path(ui_assets.__file__).resolve()  # its docstring's examples draw nothing
+    loader = Path(assets.__file__).resolve()  # its docstring's examples draw nothing
     for path in (p for p in _python_sources() if p.resolve() != loader):
         for name in ASSET_NAME.findall(path.read_text(encoding="utf-8")):
             named.setdefault(name, []).append(str(path.relative_to(REPO)))
@@ -60,17 +60,17 @@ def test_every_asset_opens_with_a_header_saying_what_it_does():
         assert text.startswith("/* ") and "*/\n" in text, path.name
         header = text[:text.index("*/")]
         assert len(header.split()) >= 15, f"{path.name}: a header of a few words says neither what nor why"
-        assert not ui_assets.source(path.name).lstrip().startswith("/*"), path.name  # the page gets the code only
+        assert not assets.source(path.name).lstrip().startswith("/*"), path.name  # the page gets the code only
 
 
 def test_the_loader_wraps_files_in_order_and_refuses_a_path():
-    assert ui_assets.style("presenter.css", "hide_sidebar.css") == (
-        "<style>\n" + ui_assets.source("presenter.css") + ui_assets.source("hide_sidebar.css") + "</style>")
-    assert ui_assets.script("scroll_to_tabs.js") == "<script>\n" + ui_assets.source("scroll_to_tabs.js") + "</script>"
-    assert ui_assets.source("stage.css") is ui_assets.source("stage.css")  # read once
+    assert assets.style("presenter.css", "hide_sidebar.css") == (
+        "<style>\n" + assets.source("presenter.css") + assets.source("hide_sidebar.css") + "</style>")
+    assert assets.script("scroll_to_tabs.js") == "<script>\n" + assets.source("scroll_to_tabs.js") + "</script>"
+    assert assets.source("stage.css") is assets.source("stage.css")  # read once
     for bad in ("../ui.py", "web/stage.css", "/etc/passwd"):
         with pytest.raises(ValueError):
-            ui_assets.source(bad)
+            assets.source(bad)
 
 
 @needs_node
@@ -84,13 +84,13 @@ def test_every_script_parses(path):
 @needs_node
 def test_data_reaches_a_script_as_json_and_cannot_close_it(tmp_path, monkeypatch):
     (tmp_path / "read_data.js").write_text("/* A test's script: it hands KVVIZ back. */\nglobalThis.seen.push(KVVIZ);\n")
-    monkeypatch.setattr(ui_assets, "WEB_DIR", tmp_path)
-    ui_assets.source.cache_clear()
+    monkeypatch.setattr(assets, "WEB_DIR", tmp_path)
+    assets.source.cache_clear()
     try:
         data = {"lang": "zh-CN", "label": "</script><b>", "n": 3, "words": ["一", 'a "b"']}
-        html = ui_assets.script("read_data.js", data=data)
+        html = assets.script("read_data.js", data=data)
     finally:
-        ui_assets.source.cache_clear()
+        assets.source.cache_clear()
     assert html.count("</script>") == 1 and html.endswith("</script>")  # "<" is \u003c inside the data
     code = _inner(html)
     # the same script run twice in one page (a rerun draws it again): its KVVIZ is its own, no redeclaration error
@@ -110,7 +110,7 @@ def test_the_keyboard_queue_is_written_once_and_both_pages_draw_it():
         holders = [name for name, text in texts.items() if line in text]
         assert holders == ["kvviz/assets/web/keyboard_queue.js"], (line, holders)
     for page, own in (("pages/step_through.py", "stage_keys.js"), ("pages/lesson.py", "lesson_keys.js")):
-        assert f'ui_assets.script("keyboard_queue.js", "{own}")' in texts[page], page  # the shared part first
+        assert f'assets.script("keyboard_queue.js", "{own}")' in texts[page], page  # the shared part first
         assert "window.__kvvizKeys" in texts[f"kvviz/assets/web/{own}"]
 
 
@@ -155,8 +155,8 @@ const press = (key, focused) => {
 
 @needs_node
 def test_one_press_on_the_stage_and_one_in_the_lesson_click_their_buttons_through_the_shared_queue():
-    stage = _inner(ui_assets.script("keyboard_queue.js", "stage_keys.js"))
-    lesson = _inner(ui_assets.script("keyboard_queue.js", "lesson_keys.js"))
+    stage = _inner(assets.script("keyboard_queue.js", "stage_keys.js"))
+    lesson = _inner(assets.script("keyboard_queue.js", "lesson_keys.js"))
     run = STAND_IN + stage + lesson + stage + r"""
 const out = {keys: Object.keys(window.__kvvizKeys).sort(), listeners: listeners.keydown.length};
 elements[".st-key-step_btn_next"] = {};

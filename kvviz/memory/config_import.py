@@ -39,11 +39,11 @@ import select
 import sys
 import time
 from dataclasses import dataclass, field, replace
-from collections.abc import Mapping
 from typing import Any
 
 from kvviz.i18n import _
 from kvviz.inputs import echo
+from kvviz.memory.config_fields import config_field
 from kvviz.memory import (LIMITS, KVConfig, MemoryInputError, check_int, head_dim_from_hidden, resolve_dtype,
                           short_repr)
 
@@ -649,25 +649,6 @@ def _dtype(dtype: str | None, t: Any, top: Any, used: dict[str, Any], given: set
 
 
 # ----- as written (no model_type transformers knows) ----------------------------------------------------------
-# What config.json calls each dimension, in the order a reader tries them (GPT-2's, Llama's, Falcon's, ChatGLM's,
-# T5's names ...): the one table the import, kvviz.model.dims and kvviz.model.load_cost read config.json with.
-CONFIG_FIELDS: dict[str, tuple[str, ...]] = {
-    "n_layer": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
-    "n_head": ("num_attention_heads", "n_head", "num_heads"),
-    "n_kv_heads": ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num"),
-    "head_dim": ("head_dim", "kv_channels", "d_kv"),
-    "hidden": ("hidden_size", "n_embd", "d_model", "dim"),
-    "max_context": ("max_position_embeddings", "n_positions", "n_ctx", "max_sequence_length", "seq_length"),
-    "d_ff": ("intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size"),
-    "vocab_size": ("vocab_size", "padded_vocab_size"),
-    "dtype": ("torch_dtype", "dtype"),
-}
-
-
-def config_field(cfg: Mapping[str, Any], dimension: str) -> tuple[str, Any] | None:
-    """(the name, the value) of the first of CONFIG_FIELDS[dimension] the config gives a value (null is no value),
-    or None when it gives none."""
-    return next(((name, cfg[name]) for name in CONFIG_FIELDS[dimension] if cfg.get(name) is not None), None)
 
 
 def _first(cfg: dict[str, Any], dimension: str, used: dict[str, Any]) -> Any:

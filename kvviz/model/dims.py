@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvviz.memory import KVConfig
-from kvviz.memory.config_import import config_field
+from kvviz.memory.config_fields import config_field
 from kvviz.memory.presets import PRESETS, Preset
 from kvviz.ops import ModelShape
 
@@ -62,7 +62,7 @@ class ModelDims:
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> ModelDims:
         """From a transformers config as a dict (`config.to_dict()`, or config.json read as JSON), each dimension by
-        the names kvviz.memory.config_import.CONFIG_FIELDS lists (GPT-2's n_layer, n_head, n_embd, n_inner,
+        the names kvviz.memory.config_fields.CONFIG_FIELDS lists (GPT-2's n_layer, n_head, n_embd, n_inner,
         n_positions; Llama's num_hidden_layers, num_attention_heads, num_key_value_heads, hidden_size, head_dim,
         intermediate_size, max_position_embeddings). Llama's MLP is gated (3 matrices)."""
         def value(dimension: str) -> Any:

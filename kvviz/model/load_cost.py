@@ -23,7 +23,7 @@ from typing import Any
 
 from kvviz.i18n import _
 from kvviz.inputs import echo
-from kvviz.memory.config_import import config_field
+from kvviz.memory.config_fields import config_field
 
 FLOAT32_BYTES = 4  # kvviz loads every model in float32 (kvviz.model.loading)
 MAX_HEADER_BYTES = 8 * 2**20  # refused before reading: a GPT-2's header is 15-60 KB (the format allows 100 MB,
@@ -118,7 +118,7 @@ def params_from_config(cfg: dict[str, Any]) -> int:
     return gpt2_param_count(**values)
 
 
-# GPT2Config's argument -> the dimension config.json may name it by (kvviz.memory.config_import.CONFIG_FIELDS)
+# GPT2Config's argument -> the dimension config.json may name it by (kvviz.memory.config_fields.CONFIG_FIELDS)
 _GPT2_DIMENSIONS = {"n_layer": "n_layer", "n_head": "n_head", "n_embd": "hidden", "n_positions": "max_context",
                     "vocab_size": "vocab_size", "n_inner": "d_ff"}
 

@@ -2,11 +2,10 @@
 sidebar's switch, widget choices kept across a switch, and <html lang> set to match."""
 from __future__ import annotations
 
-import json
-
 import streamlit as st
 
 from kvviz import i18n
+from kvviz.ui import assets
 from kvviz.ui.a11y import READABLE_CSS
 
 
@@ -95,19 +94,13 @@ def sidebar_language_switch() -> None:
     set_document_language()
 
 
-# Streamlit's index.html says <html lang="en"> whatever the page's language (streamlit#15726); a screen reader
-# then reads a Chinese page with English rules, and WCAG 3.1.1 asks for the page's own language. This script,
-# drawn once per run beside the language switch, sets it; it runs again whenever the language changes (its text
-# changes). Its container is hidden, so it takes no room in the sidebar.
-_DOCUMENT_LANGUAGE_KEY = "kvviz_document_language"
-_DOCUMENT_LANGUAGE_JS = "<script>document.documentElement.lang = __LANG__;</script>"
+# <html lang> is set by a script (document_language.js says why), in a container hidden_helpers.css hides.
+_DOCUMENT_LANGUAGE_KEY = "kvviz_hidden_document_language"
 
 
 def set_document_language() -> None:
     """<html lang> follows the interface language: "zh-CN" on a Chinese page, "en" on an English one. (With the
     style that keeps text readable, READABLE_CSS: both belong to every page, drawn once per run.)"""
-    st.html(f"<style>.st-key-{_DOCUMENT_LANGUAGE_KEY}, :has(> .st-key-{_DOCUMENT_LANGUAGE_KEY}) "
-            "{ display: none; }</style>")  # the container and its layout wrapper: no gap left in the sidebar
-    st.html(READABLE_CSS)
+    st.html(READABLE_CSS + assets.style("hidden_helpers.css"))
     st.sidebar.container(key=_DOCUMENT_LANGUAGE_KEY).html(
-        _DOCUMENT_LANGUAGE_JS.replace("__LANG__", json.dumps(i18n.current())), unsafe_allow_javascript=True)
+        assets.script("document_language.js", data={"lang": i18n.current()}), unsafe_allow_javascript=True)

@@ -5,10 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from kvviz import i18n
-from kvviz.model import loading
-from kvviz.ui.models import MODEL_SPEC_KEY
 
-
+MODEL_SPEC_KEY = "model_spec"  # the session's model (its spec), chosen in the sidebar: every link carries it
 MODEL_QUERY_PARAM = "model"  # a link's model: its spec (bundled name, offered name, hub name, random:shape)
 
 
@@ -19,8 +17,10 @@ def link_params() -> dict[str, str]:
 
 def add_model_to_link(params: dict[str, str]) -> dict[str, str]:
     """`params` with the session's model added (?model=<spec>): every link kvviz builds calls this, so a student
-    opening a teacher's link gets the teacher's model (issue 29); the sidebar applies it (kvviz.ui.sidebar)."""
-    return {**params, MODEL_QUERY_PARAM: st.session_state.get(MODEL_SPEC_KEY, loading.BUNDLED)}
+    opening a teacher's link gets the teacher's model; the sidebar applies it (kvviz.ui.sidebar), and sets the
+    session's model before any page draws (a page run alone, as in a test, has none: its links name no model)."""
+    spec = st.session_state.get(MODEL_SPEC_KEY)
+    return {**params, MODEL_QUERY_PARAM: spec} if spec else dict(params)
 
 
 def drop_refused_link_numbers(keys: list[str], notices_key: str) -> list[str]:

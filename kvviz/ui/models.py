@@ -1,5 +1,5 @@
-"""Models and sessions: the cached model and the shared-server policy, the session's model and stepping engines,
-the warm-up import, and which sessions are active.
+"""Models and sessions: the cached model and the shared-server policy, the session's model, the warm-up import,
+and which sessions are active (the stepping engines a session runs on them: kvviz.ui.engines).
 
 Models are loaded once per process with `st.cache_resource` and shared by every session, so they are never mutated
 here; per-user state lives in `st.session_state`. Every model a page gets goes through `cached_model`, which applies
@@ -18,16 +18,12 @@ import importlib
 import threading
 import time
 import uuid
-from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from kvviz.i18n import _, ngettext
+from kvviz.i18n import _
 from kvviz.model import loading, shared_mode
-
-if TYPE_CHECKING:
-    from kvviz.step.engine import StepEngine
-
+from kvviz.ui.links import MODEL_SPEC_KEY
 
 # hash_funcs for st.cache_data over a LoadedModel argument: a model is identified by what was asked for and how
 # its attention runs (the shared model object itself is not hashable content).
@@ -44,9 +40,7 @@ _IMPORT_LOCK = threading.Lock()
 # The benchmark harness (kvviz.speedup.harness) sets its own thread count for its runs, under its lock.
 INTERACTIVE_TORCH_THREADS = 1
 
-MODEL_SPEC_KEY = "model_spec"  # the model every page uses, chosen in the sidebar (app.py)
 MODEL_NOTICE_KEY = "model_notice"
-STEP_ENGINE_KEY = "step_engine"  # the user's stepping engine (its cache is per user; the model is shared)
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)  # the spinner's text is the session's language: cached_model
@@ -175,12 +169,12 @@ def current_model(attn_implementation: str = "eager") -> loading.LoadedModel:
         return cached_model(loading.BUNDLED, attn_implementation)
 
 
-ENGINE_KEYS = (STEP_ENGINE_KEY, "lesson_engine")  # the session's stepping engines (step page, lesson)
+ENGINES_KEY = "kvviz_engine_keys"  # the session keys its stepping engines are kept under (kvviz.ui.engines)
 
 
 def _held_model(spec: str, attn_implementation: str) -> loading.LoadedModel | None:
     """The model a started engine of this session runs on, if it is `spec` (and still offered)."""
-    for key in ENGINE_KEYS:
+    for key in st.session_state.get(ENGINES_KEY, ()):
         engine = st.session_state.get(key)
         loaded = getattr(engine, "loaded", None)
         if (loaded is not None and engine.started and loaded.info.spec == spec
@@ -219,46 +213,3 @@ def other_active_sessions() -> int:
     with _SEEN_LOCK:
         return sum(1 for k, t in _sessions_last_seen().items()
                    if k != st.session_state["kvviz_session_id"] and now - t <= SESSION_SEEN_WINDOW_S)
-
-
-def step_engine(loaded: loading.LoadedModel, key: str = STEP_ENGINE_KEY) -> StepEngine:
-    """This session's stepping engine for `loaded`. One generation per model: switching the model parks the
-    generation on the old one (its prompt and tokens, no model held) and restores the new model's parked
-    generation, if any, by replaying exactly the tokens it fed; the page shows engine_notice(key) once. The
-    lesson keeps its own (key="lesson_engine") so it never disturbs the step page's cache."""
-    from kvviz.step.engine import StepEngine
-
-    engine = st.session_state.get(key)
-    if engine is not None and engine.loaded is loaded:
-        return engine
-    parked = st.session_state.setdefault(f"{key}_parked", {})
-    if engine is not None and engine.loaded.info.spec == loaded.info.spec:
-        if engine.started:  # the same model reloaded (another attention, or dropped and back): replay onto it
-            parked[loaded.info.spec] = engine.parked()
-    elif engine is not None and engine.started:
-        parked[engine.loaded.info.spec] = engine.parked()
-        steps = len(engine.records) - 1
-        st.session_state[f"{key}_notice"] = ngettext(
-            "Your generation on {model} ({n} step) is kept: choose that model again in the sidebar to go on with it.",
-            "Your generation on {model} ({n} steps) is kept: choose that model again in the sidebar to go on with it.",
-            steps).format(model=engine.loaded.info.shown_label(), n=steps)
-    engine = StepEngine(loaded)
-    back = parked.pop(loaded.info.spec, None)
-    if back is not None:
-        try:
-            engine.restore(back)
-            st.session_state[f"{key}_notice"] = ngettext(
-                "Restored your generation on {model}: the prompt and {n} step, replayed.",
-                "Restored your generation on {model}: the prompt and {n} steps, replayed.",
-                back.steps).format(model=loaded.info.shown_label(), n=back.steps)
-        except ValueError as exc:  # PromptError / ContextFullError: say it, keep the page alive
-            engine.reset()
-            st.session_state[f"{key}_notice"] = _("Your earlier generation on this model could not be replayed: "
-                                                  "{error}").format(error=exc)
-    st.session_state[key] = engine
-    return engine
-
-
-def engine_notice(key: str = STEP_ENGINE_KEY) -> str | None:
-    """The one-time line step_engine left for the page (a generation kept, restored, or not replayable)."""
-    return st.session_state.pop(f"{key}_notice", None)

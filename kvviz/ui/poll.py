@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import streamlit as st
 
-from kvviz import i18n
+from kvviz import i18n, routes
 from kvviz.i18n import _
 from kvviz.teaching import poll_store
 from kvviz.teaching.poll_choices import PollQuestion
@@ -30,7 +30,6 @@ ROOM_KEY = "poll_room"  # session: the NewRoom this tab hosts
 VOTER_KEY = "poll_voter"  # session: this tab's voter token, until the browser returns it as a cookie
 _COOKIE_VALUE = re.compile(r"[A-Za-z0-9_\-.]{8,120}")  # a cookie comes from the browser: anything else is ignored
 VOTER_COOKIE_MAX_AGE_S = 24 * 3600
-JOIN_PATH = "join"  # the student's page (routes table)
 LIVE_REFRESH_S = 1.0
 
 
@@ -49,9 +48,8 @@ def _cookie(name: str) -> str | None:
 
 
 def _set_cookie(name: str, value: str, max_age_s: int) -> None:
-    """Keep `value` in this browser (a hidden element: its script runs once per change of value)."""
-    st.html("<style>.st-key-kvviz_cookie, :has(> .st-key-kvviz_cookie) {display: none}</style>")
-    st.container(key="kvviz_cookie").html(
+    """Keep `value` in this browser (a container hidden_helpers.css hides: its script runs when the value changes)."""
+    st.container(key=f"kvviz_hidden_cookie_{name}").html(
         assets.script("set_cookie.js", data={"name": name, "value": value, "max_age_s": int(max_age_s)}),
         unsafe_allow_javascript=True)
 
@@ -68,18 +66,18 @@ def voter_token() -> str:
 
 # ----- the teacher --------------------------------------------------------------------------------------------------
 def hosted_room() -> poll_store.NewRoom | None:
-    """The room this browser hosts: this tab's, else the cookie's (a new tab, a reload), when the store still knows
-    it and the key is its host key; None otherwise (an expired room's cookie is forgotten)."""
+    """The room this browser hosts: this tab's, else the cookie's (a new tab, a reload) when the store knows it and
+    the key is its host key; None otherwise. (A room found expired later is refused where it is used.)"""
     room = st.session_state.get(ROOM_KEY)
-    if room is None and (raw := _cookie(HOST_COOKIE)) and "." in raw:
-        code, key = raw.split(".", 1)
-        room = poll_store.NewRoom(code, key)
-    if room is None:
+    if room is not None:
+        return room
+    raw = _cookie(HOST_COOKIE)
+    if not raw or "." not in raw:
         return None
+    room = poll_store.NewRoom(*raw.split(".", 1))
     try:
         store().check_host(room.code, room.host_key)
     except poll_store.PollRefused:
-        st.session_state.pop(ROOM_KEY, None)
         return None
     st.session_state[ROOM_KEY] = room
     return room
@@ -112,7 +110,7 @@ def join_url(code: str) -> str:
         here = urlsplit("")
     base = f"{here.scheme or 'http'}://{here.netloc or 'localhost:8501'}"
     prefix = here.path.rsplit("/", 1)[0] if here.path.count("/") > 1 else ""  # served under a path (a proxy)
-    return f"{base}{prefix}/{JOIN_PATH}?room={code}"
+    return f"{base}{prefix}{routes.JOIN.url(routes.JOIN.query(room=code))}"
 
 
 def only_this_computer(url: str) -> bool:
@@ -141,13 +139,18 @@ def live_count(code: str, step: int, round_: int) -> None:
 
 
 def polls_for(step: int, code: str, ask) -> dict[str, PollQuestion]:
-    """The step's poll in every language (`ask(language)` returns the lesson's Question computed in it), one shape."""
+    """The step's poll in every language whose computed question agrees with this session's (`ask(language)`
+    returns the lesson's Question computed in that language). A measured answer (a timing) may differ between two
+    runs: a language whose poll disagrees is left out, and its phones read this session's language instead."""
     from kvviz.teaching.poll_choices import choices_for
 
-    polls = {}
+    polls = {i18n.current(): choices_for(ask(i18n.current()), step, code)}
     for language in i18n.LANGUAGES:
-        with i18n.language(language):
-            polls[language] = choices_for(ask(language), step, code)
+        if language not in polls:
+            with i18n.language(language):
+                other = choices_for(ask(language), step, code)
+            if other.same_shape(polls[i18n.current()]):
+                polls[language] = other
     return polls
 
 
@@ -160,7 +163,7 @@ def poll_in_language(code: str, step: int | None = None) -> PollQuestion | None:
 
 
 # ----- the projector ------------------------------------------------------------------------------------------------
-LOCK_KEY, AGAIN_KEY = "L", "G"  # class mode's other keys: V reveals, Y / N mark the room, H hints
+REVEAL_KEY, LOCK_KEY, AGAIN_KEY = "V", "L", "G"  # as class mode's keys: V reveals, Y / N mark the room, H hints
 
 
 def _host_call(action: str, room: poll_store.NewRoom) -> None:
@@ -192,12 +195,17 @@ def marks(room: poll_store.NewRoom | None) -> dict[int, bool]:
         return {}
 
 
-def projector_panel(step: int, ask, font_px: int) -> None:
+def projector_panel(step: int, ask, font_px: int, answer_shown: bool = False) -> None:
     """Class mode's poll: a button that starts it, or the running poll of this step (join code, QR code, the live
     count, Lock / Vote again / Reset, and after Reveal the room's votes with each wrong choice's mistake).
-    `ask(language)` computes the step's lesson Question in a language (the poll is stored in every language)."""
+    `ask(language)` computes the step's lesson Question in a language (the poll is stored in every language);
+    `answer_shown`: the lesson shows the answer already (its own Reveal is gone: the panel's shows round 2's votes)."""
     room = hosted_room()
-    state = store().room(room.code) if room else None
+    try:
+        state = store().room(room.code) if room else None
+    except poll_store.PollRefused:  # expired while this tab held it: start afresh
+        st.session_state.pop(ROOM_KEY, None)
+        room = state = None
     if room is not None:
         keep_room_in_browser(room)
     if state is None or state.step == 0:
@@ -233,6 +241,9 @@ def projector_panel(step: int, ask, font_px: int) -> None:
         elif state.phase == "locked":
             row.button(_("Unlock"), key="poll_unlock", icon=":material/lock_open:", on_click=_host_call,
                        args=("unlock", room))
+        if answer_shown and state.phase != "revealed":  # round 2 after the answer: V shows its votes
+            row.button(_("Show the votes"), key="poll_show", icon=":material/bar_chart:", shortcut=REVEAL_KEY,
+                       type="primary", on_click=_host_call, args=("reveal", room))
         if state.round == 1 and state.phase != "open":
             row.button(_("Vote again"), key="poll_again", icon=":material/replay:", shortcut=AGAIN_KEY,
                        on_click=_host_call, args=("vote_again", room),

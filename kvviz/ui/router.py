@@ -1,5 +1,5 @@
 """Routing: the workaround that makes app.py the router from a fresh server's first run (ensure_router, the one
-place kvviz touches Streamlit's private page registry), and the sidebar's page links it routes to."""
+place kvviz touches Streamlit's private page registry)."""
 from __future__ import annotations
 
 import sys
@@ -7,7 +7,6 @@ import sys
 import streamlit as st
 
 from kvviz.ui.language import apply_language
-from kvviz.ui.links import link_params
 
 
 def ensure_router() -> None:
@@ -69,15 +68,3 @@ def _run_router_in_place() -> None:
     # widgets drawn here must be the same widgets in every later run (else the model radio forgot its choice).
     with ctx.run_with_active_hash(ctx.pages_manager.main_script_hash):
         exec(ctx.pages_manager.get_page_script_byte_code(str(main)), module.__dict__)  # noqa: S102
-
-
-def sidebar_navigation(sections: dict[str, list]) -> None:
-    """Sidebar: a link to every page, under its section's header (the pages st.navigation routes to). Drawn by
-    kvviz, not by Streamlit's navigation widget, so that the language switch sits above it (issue 29), and so that
-    Streamlit's own list, hidden by client.showSidebarNavigation = false, never shows the legacy pages/ files."""
-    nav = st.sidebar.container(key="kvviz_nav")
-    for header, pages in sections.items():
-        if header:
-            nav.caption(header)
-        for page in pages:
-            nav.page_link(page, query_params=link_params())

@@ -7,9 +7,9 @@ import streamlit as st
 from kvviz.i18n import N_, _
 from kvviz.model import loading, shared_mode
 from kvviz.model.dims import GPT2_FAMILY
-from kvviz.ui.links import MODEL_QUERY_PARAM
+from kvviz.ui.links import MODEL_QUERY_PARAM, MODEL_SPEC_KEY, link_params
 from kvviz.ui.models import (
-    MODEL_NOTICE_KEY, MODEL_SPEC_KEY, cached_model, current_info, model_offered, note_session_active,
+    MODEL_NOTICE_KEY, cached_model, current_info, model_offered, note_session_active,
 )
 
 
@@ -155,3 +155,15 @@ def _switch_to(spec: str, widget_key: str | None = None) -> None:
     st.session_state[MODEL_SPEC_KEY] = spec
     if MODEL_QUERY_PARAM in st.query_params or spec != loading.BUNDLED:
         st.query_params[MODEL_QUERY_PARAM] = spec  # the address bar follows, so the link never switches back
+
+
+def sidebar_navigation(sections: dict[str, list]) -> None:
+    """Sidebar: a link to every page, under its section's header (the pages st.navigation routes to). Drawn by
+    kvviz, not by Streamlit's navigation widget, so that the language switch sits above it (issue 29), and so that
+    Streamlit's own list, hidden by client.showSidebarNavigation = false, never shows the legacy pages/ files."""
+    nav = st.sidebar.container(key="kvviz_nav")
+    for header, pages in sections.items():
+        if header:
+            nav.caption(header)
+        for page in pages:
+            nav.page_link(page, query_params=link_params())

@@ -3,8 +3,8 @@
 A page keeps its own Streamlit call (st.html, with unsafe_allow_javascript for a script) and passes it what
 script() or style() return:
 
-    st.html(ui_assets.style("stage.css"))
-    st.html(ui_assets.script("keyboard_queue.js", "stage_keys.js"), unsafe_allow_javascript=True)
+    st.html(assets.style("stage.css"))
+    st.html(assets.script("keyboard_queue.js", "stage_keys.js"), unsafe_allow_javascript=True)
 
 Each file opens with a header comment (what it does and why); source() leaves it out, so the page carries only
 the code. Several files given together are one <script> or one <style>, in the order given (a shared file first,
@@ -16,7 +16,7 @@ Values from Python reach a script as data, never spliced into its code: script(.
 browser tab (the key queues) reads each run's values from the page instead: data-* attributes on a hidden
 element the page draws every run (.kvviz-stage-state, .kvviz-lesson-state). A stylesheet takes no data.
 
-No Streamlit here (tests/test_layering.py: only kvviz/ui.py imports it): a test reads and checks the files without
+No Streamlit here (it only reads files): a test reads and checks them without
 a script run.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-WEB_DIR = Path(__file__).resolve().parent / "assets" / "web"
+WEB_DIR = Path(__file__).resolve().parents[1] / "assets" / "web"
 
 
 @functools.cache

@@ -1,0 +1,176 @@
+"""The class poll in real browsers (headless Debian Chromium): a teacher's projector tab and three students, two on
+phones at 390x844 (one in Chinese), join by the code, vote, change a vote and try to vote twice from a second tab; the
+teacher reveals, runs round 2 and reaches the ending, and the projector's counts are the votes cast. Then the plan's
+way of working: marks kept through new tabs, Back and a reload, read at the ending. Screenshots go to
+test-artifacts/poll/ to be looked at.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from support.browser import ARTIFACTS as ALL_ARTIFACTS
+from support.browser import new_tab, open_tab, page_url, require_chromium, wait_settled
+from support.server import streamlit_server
+
+pytestmark = pytest.mark.browser
+ARTIFACTS = ALL_ARTIFACTS / "poll"
+PHONE = {"width": 390, "height": 844, "is_mobile": True, "has_touch": True, "device_scale_factor": 2}
+
+
+@pytest.fixture(scope="module")
+def poll_url(tmp_path_factory):
+    """A fresh server whose poll store is a SQLite file of this module's own."""
+    require_chromium()
+    db = tmp_path_factory.mktemp("poll") / "poll.sqlite3"
+    with streamlit_server(env={"KVVIZ_POLL_DB": f"sqlite:///{db}"}) as url:
+        yield url
+
+
+def _settled(tab) -> None:
+    wait_settled(tab, timeout_ms=60_000)
+
+
+def _voted(tab) -> int:
+    metric = tab.locator('[data-testid="stMetric"]', has_text=re.compile("Voted|已投票"))
+    return int(metric.locator('[data-testid="stMetricValue"]').inner_text().replace(",", ""))
+
+
+def _wait_voted(tab, n: int) -> None:
+    """The projector's live count (a fragment, refreshed every second) shows n."""
+    for _ in range(60):
+        if _voted(tab) == n:
+            return
+        tab.wait_for_timeout(500)
+    raise AssertionError(f"the projector shows {_voted(tab)} voted, not {n}")
+
+
+def _join_by_code(tab, base_url: str, code: str, lang: str) -> None:
+    tab.goto(page_url(base_url, "join"))
+    tab.locator("input[type=text]").first.wait_for()
+    _settled(tab)
+    tab.locator("input[type=text]").first.fill(code.lower())  # typed on a phone, in any case
+    tab.locator('[data-testid="stFormSubmitButton"] button').click()
+    tab.locator(".st-key-join_refresh").wait_for()
+    _settled(tab)
+    assert f"room={code}" in tab.url
+
+
+def _tap(tab, letter: str) -> None:
+    tab.locator("[class*='st-key-join_choice_'] button", has_text=re.compile(rf"^\s*{letter}\.")).first.tap() \
+        if tab.context.browser and False else \
+        tab.locator("[class*='st-key-join_choice_'] button", has_text=re.compile(rf"^{letter}\. ")).first.click()
+    _settled(tab)
+
+
+def _refresh(tab) -> None:
+    tab.locator(".st-key-join_refresh button").click()
+    _settled(tab)
+
+
+def test_a_room_votes_on_phones_reveals_and_votes_again(poll_url, browser):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    teacher = open_tab(browser, poll_url, "lesson", lang="en", query={"step": "7", "lesson_class": "true"})
+    teacher.get_by_text("Step 7 of 12").first.wait_for()
+    _settled(teacher)
+    teacher.locator(".st-key-poll_start button").click()
+    heading = teacher.locator(".st-key-poll_panel h3").first
+    heading.wait_for()
+    _settled(teacher)
+    code = re.search(r"([0-9A-Z]{6})", heading.inner_text()).group(1)
+    assert teacher.locator(".kvviz-poll-qr svg").count() == 1  # the QR code, drawn on the page (no web service)
+    assert _voted(teacher) == 0
+    teacher.screenshot(path=str(ARTIFACTS / "projector_open.png"))
+
+    phone_zh = new_tab(browser, locale="zh-CN", **PHONE)  # the phone's own language, not the teacher's
+    phone_en = new_tab(browser, locale="en-US", **PHONE)
+    laptop = open_tab(browser, poll_url, "join", query={"room": code}, drawn=(".st-key-join_refresh",))
+    _join_by_code(phone_zh, poll_url, code, "zh-CN")
+    _join_by_code(phone_en, poll_url, code, "en")
+    assert phone_zh.locator("h1").inner_text().strip() != "Join a class poll"  # drawn in Chinese
+    phone_zh.screenshot(path=str(ARTIFACTS / "phone_zh_question.png"))
+    choices = phone_en.locator("[class*='st-key-join_choice_'] button")
+    n_choices = choices.count()
+    assert 3 <= n_choices <= 5
+    _tap(phone_zh, "A")
+    _tap(phone_en, "B")
+    _tap(laptop, "A")
+    _tap(phone_en, "C")  # a changed vote: its latest counts
+    assert phone_en.get_by_text("Vote received: C").count() == 1
+    phone_en.screenshot(path=str(ARTIFACTS / "phone_en_voted.png"))
+    second = phone_en.context.new_page()  # a second tab of the same browser: the same voter
+    second.goto(page_url(poll_url, "join", query={"room": code}))
+    second.locator(".st-key-join_refresh").wait_for()
+    _settled(second)
+    _tap(second, "A")
+    _wait_voted(teacher, 3)
+
+    teacher.keyboard.press("v")  # the lesson's Reveal also reveals the room's votes
+    teacher.locator(".st-key-poll_panel .js-plotly-plot").wait_for()
+    _settled(teacher)
+    table = teacher.locator(".st-key-poll_panel table").inner_text()
+    counts = [int(n) for n in re.findall(r"\t(\d+)\t", table)]
+    assert sum(counts) == 3, table  # A: phone_zh, laptop; the second tab's A replaced phone_en's C
+    teacher.screenshot(path=str(ARTIFACTS / "projector_revealed.png"))
+    _refresh(phone_zh)
+    assert phone_zh.locator(".js-plotly-plot").count() == 1  # the phones see the counts after the reveal
+
+    teacher.locator(".st-key-poll_again button").click()  # round 2, after the room discusses
+    _settled(teacher)
+    _wait_voted(teacher, 0)
+    for tab in (phone_zh, phone_en, laptop):
+        _refresh(tab)
+        _tap(tab, "A")
+    _wait_voted(teacher, 3)
+    teacher.locator(".st-key-poll_show button").click()
+    teacher.locator(".st-key-poll_panel .js-plotly-plot").wait_for()
+    _settled(teacher)
+    assert "round 2" in teacher.locator(".st-key-poll_panel").inner_text()
+    teacher.screenshot(path=str(ARTIFACTS / "projector_round2.png"))
+
+    teacher.goto(page_url(poll_url, "lesson", lang="en", query={"step": "End", "lesson_class": "true"}))
+    teacher.get_by_text("The room's votes").wait_for()
+    _settled(teacher)
+    ending = teacher.locator("table").last.inner_text()
+    assert re.search(r"7\t1\t3\t", ending) and re.search(r"7\t2\t3\t", ending), ending
+    teacher.screenshot(path=str(ARTIFACTS / "ending.png"))
+
+
+def test_the_rooms_score_survives_new_tabs_back_and_reload(poll_url, browser):
+    """The plan's way: marks made in class mode (no poll), a plan link opened in a new tab of the same browser, the
+    browser's Back and a reload: the ending reads every mark."""
+    tab = open_tab(browser, poll_url, "lesson", lang="en", query={"step": "1", "lesson_class": "true"})
+    for number, key in ((1, "y"), (2, "n"), (3, "y")):
+        if number != 1:
+            tab.keyboard.press("ArrowRight")
+        tab.get_by_text(f"Step {number} of 12").first.wait_for()
+        _settled(tab)
+        tab.keyboard.press("v")
+        tab.locator(f".st-key-lesson_room_right_{number}").wait_for()
+        _settled(tab)
+        tab.keyboard.press(key)
+        tab.get_by_text("Marked for the room").first.wait_for()
+        _settled(tab)
+    other = tab.context.new_page()  # a plan link in a new tab: the stage, then back to the lesson there
+    other.goto(page_url(poll_url, "step_through", lang="en", query={"present": "1"}))
+    other.locator("h1").first.wait_for()
+    other.goto(page_url(poll_url, "lesson", lang="en", query={"step": "4", "lesson_class": "true"}))
+    other.get_by_text("Step 4 of 12").first.wait_for()
+    _settled(other)
+    other.keyboard.press("v")
+    other.locator(".st-key-lesson_room_right_4").wait_for()
+    _settled(other)
+    other.keyboard.press("y")
+    other.get_by_text("Marked for the room").first.wait_for()
+    _settled(other)
+    for _ in range(3):  # Back in the first tab, past its marks
+        tab.go_back()
+        _settled(tab)
+    tab.reload()
+    tab.locator("h1").first.wait_for()
+    _settled(tab)
+    tab.goto(page_url(poll_url, "lesson", lang="en", query={"step": "End", "lesson_class": "true"}))
+    tab.get_by_text("What you learned").wait_for()
+    _settled(tab)
+    assert "3 of 12" in tab.locator('[data-testid="stMetric"]').first.inner_text()  # 1, 3 and 4 (2 missed)
