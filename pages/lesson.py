@@ -149,7 +149,7 @@ def _record(number: int, result: str, given: str, choice: int | None = None, roo
         outcomes[number] = lesson.Outcome(result, given, choice, room)
 
 
-def _finish() -> None:
+def _finish(run_marker) -> None:
     """The run's last writes: the score into the URL, then the run's count for LESSON_KEYS_JS, which presses the
     next queued key only once the count has changed, so never before the browser holds this run's URL."""
     _score_to_url()
@@ -176,6 +176,10 @@ def _question(number: int, loaded, engine, lang: str | None = None) -> lesson.Qu
     return st.session_state[key]
 
 
+def _model_name(loaded) -> str:
+    return i18n.without_aside(loaded.info.shown_label())  # the title, without the shape (step 1 asks for head_dim)
+
+
 def _handout_maker(loaded, computed: dict[int, lesson.Question], worksheet: bool = False):
     """A callable for st.download_button: the questions this session has computed, the others computed with a
     fresh engine of the same model (it runs on its own thread: no Streamlit calls inside, so the session's language
@@ -190,10 +194,6 @@ def _handout_maker(loaded, computed: dict[int, lesson.Question], worksheet: bool
             questions = [computed.get(n) or s.ask(engine) for n, s in enumerate(lesson.STEPS, start=1)]
             return handout.handout_html(lesson.STEPS, questions, _model_name(loaded), worksheet=worksheet)
     return make
-
-
-def _model_name(loaded) -> str:
-    return i18n.without_aside(loaded.info.shown_label())  # the title, without the shape (step 1 asks for head_dim)
 
 
 def _computed(loaded) -> dict[int, lesson.Question]:
@@ -334,7 +334,7 @@ def class_box(number: int, question: lesson.Question, step: lesson.LessonStep, f
         _worked(number, question, step, font_px)
 
 
-def summary(loaded) -> None:
+def summary(loaded, engine) -> None:
     """The ending: the twelve ideas with the student's answers, a score, start again, the handout."""
     outcomes = _outcomes()
     right, first = lesson.score(outcomes)
@@ -413,8 +413,8 @@ with top.popover(_("Handout"), icon=":material/print:"):
 _outcomes()  # a reload's score, read from the URL before anything records
 if number == END:
     st.progress(1.0, text=_("The end: your answers"))
-    summary(loaded)
-    _finish()
+    summary(loaded, engine)
+    _finish(run_marker)
     st.stop()
 
 step = lesson.STEPS[number - 1]
@@ -450,4 +450,4 @@ foot.caption(_("Model for the live questions: {model}. Every number here is comp
     model=_model_name(loaded)))
 foot.page_link(routes.GLOSSARY.file, label=_(routes.GLOSSARY.title), icon=routes.GLOSSARY.icon,
                query_params=links.link_params())
-_finish()
+_finish(run_marker)

@@ -46,7 +46,7 @@ def _wait_voted(tab, n: int) -> None:
     raise AssertionError(f"the projector shows {_voted(tab)} voted, not {n}")
 
 
-def _join_by_code(tab, base_url: str, code: str, lang: str) -> None:
+def _join_by_code(tab, base_url: str, code: str) -> None:
     tab.goto(page_url(base_url, "join"))
     tab.locator("input[type=text]").first.wait_for()
     _settled(tab)
@@ -58,9 +58,8 @@ def _join_by_code(tab, base_url: str, code: str, lang: str) -> None:
 
 
 def _tap(tab, letter: str) -> None:
-    tab.locator("[class*='st-key-join_choice_'] button", has_text=re.compile(rf"^\s*{letter}\.")).first.tap() \
-        if tab.context.browser and False else \
-        tab.locator("[class*='st-key-join_choice_'] button", has_text=re.compile(rf"^{letter}\. ")).first.click()
+    """Tap the choice lettered `letter` (a phone's tap is a click on touch devices too)."""
+    tab.locator("[class*='st-key-join_choice_'] button", has_text=re.compile(rf"^{letter}\. ")).first.click()
     _settled(tab)
 
 
@@ -74,20 +73,21 @@ def test_a_room_votes_on_phones_reveals_and_votes_again(poll_url, browser):
     teacher = open_tab(browser, poll_url, "lesson", lang="en", query={"step": "7", "lesson_class": "true"})
     teacher.get_by_text("Step 7 of 12").first.wait_for()
     _settled(teacher)
-    teacher.locator(".st-key-poll_start button").click()
+    teacher.locator(".st-key-poll_start").get_by_role("button", name="Start a class poll").click()
     heading = teacher.locator(".st-key-poll_panel h3").first
     heading.wait_for()
     _settled(teacher)
     code = re.search(r"([0-9A-Z]{6})", heading.inner_text()).group(1)
-    assert teacher.locator(".kvviz-poll-qr svg").count() == 1  # the QR code, drawn on the page (no web service)
+    qr = teacher.locator("img.kvviz-poll-qr")
+    assert qr.count() == 1 and qr.get_attribute("src").startswith("data:image/svg+xml")  # drawn here: no web service
     assert _voted(teacher) == 0
     teacher.screenshot(path=str(ARTIFACTS / "projector_open.png"))
 
     phone_zh = new_tab(browser, locale="zh-CN", **PHONE)  # the phone's own language, not the teacher's
     phone_en = new_tab(browser, locale="en-US", **PHONE)
     laptop = open_tab(browser, poll_url, "join", query={"room": code}, drawn=(".st-key-join_refresh",))
-    _join_by_code(phone_zh, poll_url, code, "zh-CN")
-    _join_by_code(phone_en, poll_url, code, "en")
+    _join_by_code(phone_zh, poll_url, code)
+    _join_by_code(phone_en, poll_url, code)
     assert phone_zh.locator("h1").inner_text().strip() != "Join a class poll"  # drawn in Chinese
     phone_zh.screenshot(path=str(ARTIFACTS / "phone_zh_question.png"))
     choices = phone_en.locator("[class*='st-key-join_choice_'] button")

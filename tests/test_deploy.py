@@ -54,8 +54,9 @@ def _flag(args: list[str], name: str) -> str:
     return args[args.index(name) + 1]
 
 
-def _manifest() -> dict[str, dict]:
-    return {doc["kind"]: doc for doc in yaml.safe_load_all(MANIFEST.read_text()) if doc}
+def _manifest() -> dict[tuple[str, str], dict]:
+    """(kind, name) -> the manifest's document."""
+    return {(doc["kind"], doc["metadata"]["name"]): doc for doc in yaml.safe_load_all(MANIFEST.read_text()) if doc}
 
 
 def test_the_space_front_matter_names_docker_and_the_port_the_image_serves():
@@ -102,9 +103,10 @@ def test_make_space_puts_the_front_matter_and_the_dockerfile_at_the_spaces_root(
 
 
 def test_the_kubernetes_manifest_agrees_with_itself_and_the_image():
-    kinds = _manifest()
-    assert set(kinds) == {"Deployment", "Service", "Ingress"}
-    deployment, service, ingress = kinds["Deployment"], kinds["Service"], kinds["Ingress"]
+    docs = _manifest()
+    assert set(docs) == {("Deployment", "kvviz"), ("Service", "kvviz"), ("Ingress", "kvviz"),
+                         ("Deployment", "kvviz-poll-db"), ("Service", "kvviz-poll-db")}
+    deployment, service, ingress = docs["Deployment", "kvviz"], docs["Service", "kvviz"], docs["Ingress", "kvviz"]
     spec = deployment["spec"]
     assert spec["replicas"] >= 2 and spec["selector"]["matchLabels"] == spec["template"]["metadata"]["labels"]
     assert service["spec"]["selector"] == spec["template"]["metadata"]["labels"]
@@ -123,3 +125,17 @@ def test_the_kubernetes_manifest_agrees_with_itself_and_the_image():
     backend = ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
     assert backend == {"name": service["metadata"]["name"], "port": {"name": "http"}}
 
+
+def test_the_replicas_share_the_class_polls_postgresql():
+    """Phones on different pods vote into one store: every kvviz pod reads KVVIZ_POLL_DB from the secret, and it
+    names the PostgreSQL Service the manifest runs (its port, its selector matching the database's pod)."""
+    docs = _manifest()
+    (container,) = docs["Deployment", "kvviz"]["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["KVVIZ_POLL_DB"]["valueFrom"]["secretKeyRef"] == {"name": "kvviz", "key": "poll-db-url"}
+    database, service = docs["Deployment", "kvviz-poll-db"], docs["Service", "kvviz-poll-db"]
+    assert service["spec"]["selector"] == database["spec"]["template"]["metadata"]["labels"]
+    (postgres,) = database["spec"]["template"]["spec"]["containers"]
+    assert {p["name"]: p["containerPort"] for p in postgres["ports"]}["postgres"] == 5432
+    assert service["spec"]["ports"][0] == {"name": "postgres", "port": 5432, "targetPort": "postgres"}
+    assert "@kvviz-poll-db/" in MANIFEST.read_text()  # the URL the comment tells to store names that Service

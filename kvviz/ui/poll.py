@@ -12,6 +12,7 @@ a tap votes, and "Show the current question" fetches the next one.
 """
 from __future__ import annotations
 
+import html
 import re
 import secrets
 from urllib.parse import urlsplit
@@ -119,11 +120,15 @@ def only_this_computer(url: str) -> bool:
     return host in ("localhost", "127.0.0.1", "::1") or host.endswith(".localhost")
 
 
-def qr_svg(url: str, scale: int = 5) -> str:
-    """The QR code of `url` as inline SVG, black on white (a QR code needs its light margin on a dark theme too)."""
+def qr_image(url: str, alt: str, scale: int = 5) -> str:
+    """An <img> of the QR code of `url`, an SVG data URI drawn here (segno): black on white, since a QR code needs
+    its light margin on a dark theme too."""
     import segno
 
-    return segno.make(url, error="m").svg_inline(scale=scale, dark="#000000", light="#ffffff", border=3)
+    code = segno.make(url, error="m")
+    uri = code.svg_data_uri(scale=scale, dark="#000000", light="#ffffff", border=3)
+    width_px = code.symbol_size(scale=scale, border=3)[0]
+    return f'<img class="kvviz-poll-qr" src="{uri}" alt="{html.escape(alt)}" width="{width_px}">'
 
 
 @st.fragment(run_every=LIVE_REFRESH_S)
@@ -222,8 +227,7 @@ def projector_panel(step: int, ask, font_px: int, answer_shown: bool = False) ->
     url = join_url(room.code)
     with st.container(border=True, key="poll_panel"):
         left, right = st.columns([1, 2], vertical_alignment="center")
-        left.html(f'<div class="kvviz-poll-qr" role="img" aria-label="{_("QR code of the join link")}">'
-                  f"{qr_svg(url)}</div>")
+        left.html(qr_image(url, _("QR code of the join link: {url}").format(url=url)))
         right.markdown(_("### Join: {code}").format(code=room.code))
         right.caption(url)
         if only_this_computer(url):
@@ -264,7 +268,7 @@ def votes(room: poll_store.NewRoom, step: int, last_round: int, font_px: int) ->
         return
     tallies = [store().tally(room.code, step, r, room.host_key) for r in range(1, last_round + 1)]
     from kvviz.figures.poll import choice_letter, poll_figure
-    from kvviz.ui.a11y import chart, table
+    from kvviz.ui.a11y import chart
 
     chart(st, poll_figure(question.choices, [t.counts for t in tallies], question.right, font_px),
           config={"displayModeBar": False}, key=f"poll_votes_{step}_{last_round}")
@@ -272,9 +276,9 @@ def votes(room: poll_store.NewRoom, step: int, last_round: int, font_px: int) ->
     if len(tallies) == 2 and None not in shares:
         st.markdown(_("Right: **{before:.0%}** in round 1, **{after:.0%}** in round 2.").format(
             before=shares[0], after=shares[1]))
-    table([{_("choice"): f"{choice_letter(i)}. {label}", _("votes"): tallies[-1].counts[i],
-            _("the mistake it stands for"): _("the right answer") if i == question.right else question.mistakes[i]}
-           for i, label in enumerate(question.choices)])
+    st.table([{_("choice"): f"{choice_letter(i)}. {label}", _("votes"): tallies[-1].counts[i],
+               _("the mistake it stands for"): _("the right answer") if i == question.right else question.mistakes[i]}
+              for i, label in enumerate(question.choices)], hide_index=True)  # static: long mistakes wrap
 
 
 def room_results(room: poll_store.NewRoom | None) -> None:
@@ -287,11 +291,10 @@ def room_results(room: poll_store.NewRoom | None) -> None:
         return
     if not tallies:
         return
-    from kvviz.ui.a11y import table
-
     st.subheader(_("The room's votes"))
-    table([{_("step"): t.step, _("round"): t.round, _("voted"): t.voted,
-            _("share right"): "—" if t.share_right is None else f"{t.share_right:.0%}"} for t in tallies])
+    st.table([{_("step"): t.step, _("round"): t.round, _("voted"): t.voted,
+               _("share right"): "—" if t.share_right is None else f"{t.share_right:.0%}"} for t in tallies],
+             hide_index=True)
     st.download_button(_("Export the room's results (CSV)"), key="poll_export", icon=":material/download:",
                        data=store().export_csv(room.code, room.host_key, i18n.current()),
                        file_name=f"kvviz-poll-{room.code}.csv", mime="text/csv", on_click="ignore")
