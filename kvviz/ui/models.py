@@ -126,7 +126,7 @@ def cached_model(spec: str, attn_implementation: str = "eager") -> loading.Loade
 def warm_up_in_background(delay_s: float = 2.0) -> None:
     """Once per process: import the slow modules in a daemon thread (no Streamlit calls in it).
 
-    The thread waits delay_s first: an import holds the GIL most of the time, and starting at once made
+    The thread waits delay_s first: an import holds the GIL most of the time, and starting at once makes
     the first render 1.4 s slower (measured with bench/first_render.py) instead of faster.
     """
     if _warm_up_started.is_set():
