@@ -1,4 +1,4 @@
-"""A shared link cannot put someone else's image, link, colour or formula on a classmate's screen (issue 30 item 4).
+"""A shared link cannot put someone else's image, link, colour or formula on a classmate's screen.
 
 Real Chromium against `streamlit run app.py`: the glossary opened with a hostile ?term= (an image, a phishing
 link, a formula, a colour, an icon, a bare URL; then 1,800 formulas), and the Memory budget page opened with link

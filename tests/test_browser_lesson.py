@@ -95,7 +95,7 @@ def test_class_mode_reveals_with_one_click_and_the_handout_downloads_and_renders
     assert len(re.findall(rb"/Type\s*/Page[^s]", pdf)) == N
 
 
-# ----- issue 29: the lesson and the plans in a teacher's hands (Chromium, 1280x720) ------------------------------
+# ----- the lesson and the plans in a teacher's hands (Chromium, 1280x720) ---------------------------------------
 def _step_shown(tab) -> str:
     return tab.locator('[data-testid="stProgress"]').first.inner_text()
 
@@ -165,8 +165,8 @@ def test_class_mode_keys_fit_url_back_and_reload(app_url, browser):
 
 def test_class_mode_keys_pressed_during_reruns_are_all_taken_in_order(app_url, busy_core, browser):
     """Item 9 (lesson): on a busy laptop the teacher presses V, Y, Right, V, N, Right without waiting. Streamlit's
-    own shortcuts lost a key pressed while a rerun redrew its button (a rehearsal under load lost a Y); the page's
-    key queue takes every press in order: step 3 marked right, step 4 missed, step 5 on screen."""
+    own shortcuts lose a key pressed while a rerun redraws its button; the page's key queue takes every press in
+    order: step 3 marked right, step 4 missed, step 5 on screen."""
     tab = open_tab(browser, app_url, "lesson", query={"step": "3", "lesson_class": "true"})
     tab.get_by_text(f"Step 3 of {N}").first.wait_for()
     _settled(tab)

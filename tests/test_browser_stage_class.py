@@ -1,5 +1,5 @@
-"""The stage in a teacher's hands, in a real browser (headless Debian Chromium at 1280x720; issue 29 items 3, 4,
-9, 10 and 11, the stage's part):
+"""The stage in a teacher's hands, in a real browser (headless Debian Chromium at 1280x720; the stage's
+part):
 
 - after Prefill the Prompt popover shows the state in force (not an empty prompt, Play 1, temperature 0.10);
 - arrow keys on the focused history slider scrub it and never crop the cache; the tiles say they show history;

@@ -75,7 +75,7 @@ def test_the_readme_links_the_teachers_guide_in_its_first_screen_and_the_guide_o
 
 @pytest.mark.app
 def test_a_terms_link_lands_on_its_entry(fresh_streamlit_caches):
-    """Issue 29: the lesson's glossary link for head_dim opened a search where the entry came third."""
+    """The lesson's glossary link for head_dim lands on its entry, not on a search where the entry comes third."""
     at = app_test("app.py", query={"term": "head_dim"})
     at.run()
     at.switch_page("pages/glossary.py").run()
@@ -101,7 +101,7 @@ def _open_link(link: str) -> AppTest:
 
 @pytest.mark.app
 def test_every_plan_link_opens_the_state_its_row_describes(fresh_streamlit_caches):
-    """Issue 29: each link of both plans opens what its row says (the browser rehearsal clicks them too)."""
+    """Each link of both plans opens what its row says (the browser rehearsal clicks them too)."""
     from kvviz.memory.presets import get_preset
     from kvviz import memory
 
@@ -138,7 +138,7 @@ def test_every_plan_link_opens_the_state_its_row_describes(fresh_streamlit_cache
             assert block.page.file == "pages/home.py" and at.title
 
 
-# ----- issue 31: every sentence as right as the numbers -----------------------------------------------------------
+# ----- every sentence as right as the numbers --------------------------------------------------------------------
 def _text(name: str) -> str:
     return glossary.definition_text(term_named(name))
 

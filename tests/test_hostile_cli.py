@@ -143,7 +143,7 @@ def test_train_steps_zero_as_a_user_types_it():
     assert done.returncode == 2 and "Traceback" not in done.stderr and "--steps" in done.stderr
 
 
-# ----- issue 30, items 5, 6, 7 and 9: the real CLI in a subprocess, as a user types it ---------------------------
+# ----- the real CLI in a subprocess, as a user types it ----------------------------------------------------------
 ESCAPES = "\u001b]0;PWNED\u0007\u001b[2J"
 PADDED = "0" * 5000 + "1"
 
