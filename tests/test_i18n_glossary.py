@@ -1,4 +1,4 @@
-"""The glossary as the one English-Chinese term table (issue #22): every Term has its Chinese name, the Term names
+"""The glossary as the one English-Chinese term table: every Term has its Chinese name, the Term names
 and the rest of the terminology (glossary.VOCABULARY) agree, tooltips follow the session's language, and the
 glossary, teacher's guide and home page at ?lang=zh-CN leave no English sentence (names, code and the model's
 label aside); ?lang=en gives English back."""

@@ -1,4 +1,4 @@
-"""Issue 32: measurement has its own floor (kvviz.measure), and every timing stands on it.
+"""Measurement has its own floor (kvviz.measure), and every timing stands on it.
 
 - The floor stands alone: kvviz.measure imports nothing of kvviz but kvviz.i18n, and loads no torch.
 - One home per rule: no module outside kvviz/measure reads the load average, counts cores or computes

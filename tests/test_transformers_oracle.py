@@ -1,4 +1,4 @@
-"""transformers' own caches are the oracle for kvviz's bytes (issue 11, section 3).
+"""transformers' own caches are the oracle for kvviz's bytes.
 
 For each architecture, the published config.json (an excerpt: the fields that shape the model, copied from the
 hub repo named beside it; no network) is
@@ -336,7 +336,7 @@ def test_mla_cache_holds_the_compressed_latent_not_per_head_kv(name):
     assert {tuple(layer.values.shape) for layer in layers} == {(1, 1, PROMPT + DECODE, 64)}
 
 
-# ----- issue 25: the encoder-decoder total, Qwen2's max_window_layers, two config readings ---------------------
+# ----- the encoder-decoder total, Qwen2's max_window_layers, two config readings ------------------------------
 @no_grad
 def run_encoder_decoder(model, batch: int, device: str, decoder_tokens: int, encoder_tokens: int, steps: int):
     """Encode `encoder_tokens` per sequence, prefill `decoder_tokens`, then `steps` one-token decode passes, all at
@@ -391,7 +391,7 @@ def test_t5_3b_full_size_batch_2_on_the_meta_device():
     *_, (tokens, held) = run_encoder_decoder(model, 2, "meta", 1500, 1500, 2)
     whole = memory.encoder_decoder_budget(imported.config, imported.cross_attention, tokens, 2, 1500)
     assert tokens == 1502 and held == whole.total_bytes == 4_721_737_728
-    assert whole.self_attention.total_bytes == 2_362_441_728  # what kvviz used to print as the whole total
+    assert whole.self_attention.total_bytes == 2_362_441_728  # a part, not the whole total
 
 
 @pytest.mark.model

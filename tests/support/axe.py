@@ -6,7 +6,7 @@ states a class reaches (after clicks, in class and presenter mode, on a phone).
 Rules: axe's WCAG 2.0/2.1 A and AA rules plus its best-practice rules (TAGS). A serious or critical violation fails
 unless ALLOWED names it (each entry: the rule, the selector, and why it is not ours to fix, with Streamlit's
 upstream issue; docs/teaching.md's accessibility section lists each too); heading-order (moderate) fails as well:
-headings in order is an item of issue 35.
+a screen reader's user moves through a page by its headings.
 
   DRAWN            a page as a student reads it (a script for wait_for_function)
   settle           wait until the page is drawn, its charts too, and stays so a moment (a second run may follow)
