@@ -3,10 +3,10 @@
     python bench/first_render.py [--repeats 3]
     python bench/first_render.py --path /attention_ops --lang zh-CN --busy-core --repeats 3
 
-Issue #2 target: <= 5 s, the bundled model included. Starts the server, opens headless Debian Chromium
+Target: <= 5 s, the bundled model included. Starts the server, opens headless Debian Chromium
 (Playwright) as soon as the health check answers, and stops the clock when the page's title and the
 sidebar's model label are both on screen. Two clocks: from `streamlit run` (the teacher's start), and from the
-first visitor's click on the link (issue 33: <= 3 s, the page a class sees first, on a deep link, with a core
+first visitor's click on the link (target <= 3 s: the page a class sees first, on a deep link, with a core
 kept busy as on a laptop serving a class: --busy-core spins one core for the whole run). Repeats on fresh
 processes; prints the medians and the spread.
 """

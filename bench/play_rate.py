@@ -1,4 +1,4 @@
-"""How fast *Play 8* animates in a real browser (issue #8 target: >= 2 steps/s on 2 cores).
+"""How fast *Play 8* animates in a real browser (target: >= 2 steps/s on 2 cores).
 
     python bench/play_rate.py [--rounds 5]
 

@@ -1,4 +1,4 @@
-"""The race view's statistic under load (issue #19 target: at >= 30 cached rows with one core kept busy, the
+"""The race view's statistic under load (target: at >= 30 cached rows with one core kept busy, the
 cached side measured faster in >= 7 of 8 consecutive steps).
 
     python bench/race.py [--rows 30] [--steps 8] [--rounds 3] [--busy 1] [--model bundled] [--budget 0.25]
