@@ -57,7 +57,7 @@ def test_the_glossary_shows_a_hostile_term_as_text(app_url, browser_context):
         assert injected.count() == 0, injected.evaluate_all("els => els.map(e => e.outerHTML)")
         assert _alert_texts(tab, "No term matches") == [f"No term matches {term}. Clear the box to see all "
                                                         f"{_count_terms()}."]
-    formulas = " ".join(["$x$"] * 1800)  # 8 s of KaTeX on main; now 80 characters of text
+    formulas = " ".join(["$x$"] * 1800)  # 8 s of KaTeX were they drawn; 80 characters of text instead
     tab.goto(page_url(app_url, "glossary", query={"term": formulas}))
     tab.get_by_text("No term matches").first.wait_for()
     wait_idle(tab, timeout_ms=120_000)

@@ -240,8 +240,9 @@ def test_a_reload_mid_class_replays_the_stage_to_the_same_step(app_url, browser)
 
 
 def test_browser_back_leaves_the_stage_instead_of_replaying_it(app_url, browser):
-    """Every step writes the stage into the address bar (a reload needs it); each write was a browser history entry,
-    so Back replayed the stage one step earlier, three Backs for three steps. Back now leaves the page."""
+    """Every step writes the stage into the address bar (a reload needs it), replacing the history entry: were each
+    write an entry of its own, Back would replay the stage one step earlier, three Backs for three steps. Back
+    leaves the page."""
     tab = open_tab(browser, app_url, "teachers", **STAGE)
     tab.get_by_text("Running it for a class").wait_for()
     _idle(tab)

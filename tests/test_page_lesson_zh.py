@@ -103,7 +103,7 @@ def test_the_summary_shows_a_choice_in_the_readers_language(fresh_streamlit_cach
     at.segmented_control(key="step").set_value(len(lesson.STEPS) + 1).run()
     assert not at.exception
     table = at.table[0].value
-    assert table.loc[table["step"] == 4, "your answer"].iloc[0] == lesson.NO_Q  # English, as the page now reads
+    assert table.loc[table["step"] == 4, "your answer"].iloc[0] == lesson.NO_Q  # English, as the page reads after the switch
     assert table.loc[table["step"] == 4, "result"].iloc[0] == "first try"
 
 

@@ -51,8 +51,8 @@ def _ids(bundled, n: int) -> list[int]:
 
 @pytest.mark.model
 def test_a_click_at_the_124m_shape_and_255_tokens_does_one_repeat_and_one_long_pass(bundled):
-    """The issue's case: ~255 cached tokens at GPT-2 124M rates. Before, three repeats at least (four 255-token
-    passes with the fill); now one repeat, and its uncached pass also fills the cached side's cache."""
+    """~255 cached tokens at GPT-2 124M rates: one repeat, not three (four 255-token passes with the fill), and its
+    uncached pass also fills the cached side's cache."""
     from kvviz.step.engine import race_timing
 
     length = min(256, bundled.info.n_positions)

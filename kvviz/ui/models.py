@@ -75,7 +75,7 @@ def _freeze_long_lived_objects() -> None:
 
     Streamlit runs a full gc.collect() after every script run by default, fragment runs included
     (runner.postScriptGC). With torch and transformers loaded that walk cost ~0.3 s of CPU per Next-token click:
-    0.43 s per click in all, 0.065 s with these objects frozen (one session, 20 clicks). kvviz now also turns that
+    0.43 s per click in all, 0.065 s with these objects frozen (one session, 20 clicks). kvviz also turns that
     per-run collection off (.streamlit/config.toml); Python's own generational collector still runs, and its
     full collections skip what is frozen here. Frozen objects are still freed by reference counting; only cycles
     among them are never collected: modules live as long as the process anyway, and a model dropped from
