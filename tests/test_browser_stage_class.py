@@ -194,10 +194,10 @@ def test_on_a_busy_core_esc_stops_play_at_the_frame_on_screen(app_url, busy_core
 
 
 def test_play_clicked_while_esc_still_stops_plays_from_the_frame_on_screen(app_url, browser):
-    """Play 8 takes exactly 8 steps (its last frame's full rerun arrived with the address bar a step behind and
-    replayed it, cropping one step). Then Esc, and Play at once (the teacher restarts the animation): Esc's Stop
+    """Play 8 takes exactly 8 steps (its last frame's full rerun, arriving with the address bar a step behind, must
+    not replay it and crop one step). Then Esc, and Play at once (the teacher restarts the animation): Esc's Stop
     and its corrections run first, then Play joins the queue behind them and plays its 8 steps from the frame Esc
-    kept (its corrections were queued behind Play and stopped it)."""
+    kept (queued behind Play, the corrections would stop it)."""
     tab, start = _prefilled_watching_esc(browser, app_url)
     play = tab.locator(".st-key-step_btn_play button").first
     play.click()  # Play 8, to its end

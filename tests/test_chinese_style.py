@@ -77,7 +77,7 @@ def test_regexes_catch_what_they_name():
 
 def test_a_how_many_times_question_asks_for_a_multiple():
     """A question whose answer is a multiple ("How many times smaller ...?", answered 4) asks 几倍 / 多少倍 in Chinese:
-    "减少到原来的几分之一" asks for a fraction, and a student who answers 1/4 was marked wrong (lesson step 10)."""
+    "减少到原来的几分之一" asks for a fraction, and a student who answers 1/4 is marked wrong (lesson step 10)."""
     asked = [(en, zh) for en, zh in _messages() if "how many times" in en.lower()]
     assert asked
     wrong = [zh for en, zh in asked if "几分之一" in zh or not re.search(r"[几多少]倍", zh)]

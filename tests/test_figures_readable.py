@@ -218,7 +218,7 @@ def test_muted_text_has_one_home_and_no_inline_opacity():
 
 def test_the_token_strips_fold_is_muted_like_a_caption_in_both_languages():
     """'⋯ N earlier' (a long generation, the stage presenting: 16 chips) sits on the page's own background, not on a
-    chip's: it takes a11y.MUTED, never a grey of its own (#777 was 4.48:1 on white, 4.22:1 on the dark theme)."""
+    chip's: it takes a11y.MUTED, never a grey of its own (#777 is 4.48:1 on white, 4.22:1 on the dark theme)."""
     from kvviz import i18n
     from kvviz.step.strip import strip_html
     from kvviz.step.view import StripToken

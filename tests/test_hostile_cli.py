@@ -254,7 +254,8 @@ def test_the_cli_refuses_what_the_app_refuses(argv, flag):
     ("train", ["--text", str(CORPUS), "--steps", PADDED]), ("ops", ["--prompt-len", PADDED]),
 ])
 def test_a_5000_digit_argument_is_cut_and_the_message_kept(command, argv):
-    """A 5,000-digit argument was echoed whole after the usage text; train printed "invalid parse value"."""
+    """A 5,000-digit argument is cut, never echoed whole after the usage text, and the message is kvviz's own, not
+    argparse's "invalid parse value"."""
     done = _cli(command, *argv, timeout=120)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "9" * 300 not in done.stderr and "0" * 300 not in done.stderr

@@ -124,7 +124,7 @@ LLAMA = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, 
     ({"num_hidden_layers": 32, "num_attention_heads": 32, "hidden_size": 4096, "sliding_window": 4,
       "layer_types": ["sliding_attention", "full_attention"]}, "layer_types has 2 entries for 32 layers"),
     ({**LLAMA, "num_key_value_heads": -1}, "num_key_value_heads must be a whole number from 1"),
-    ({**LLAMA, "torch_dtype": "bogus"}, "torch_dtype 'bogus' is not a torch dtype name"),  # was Python's words
+    ({**LLAMA, "torch_dtype": "bogus"}, "torch_dtype 'bogus' is not a torch dtype name"),  # not Python's words
     ({**LLAMA, "torch_dtype": "float64"}, None),  # a torch dtype, but no cache format: said to be replaced
 ])
 def test_the_issues_configs_get_one_sentence(cfg, says):
@@ -150,7 +150,7 @@ def test_a_megabyte_name_is_cut_and_a_megabyte_value_summarised():
 @pytest.mark.model
 def test_unknown_text_config_type_is_one_sentence_not_every_model_type():
     outcome, message = parse_outcome(json.dumps({"model_type": "gemma3", "text_config": {"model_type": "zzz"}}))
-    assert outcome == "refused" and len(message) < 200 and "gemma3_text" in message  # was 11,718 characters
+    assert outcome == "refused" and len(message) < 200 and "gemma3_text" in message  # not all 11,718 characters of them
 
 
 def test_a_5000_digit_number_is_named_not_pythons_digit_limit():

@@ -128,7 +128,7 @@ def test_zero_padding_within_the_cap_reads_as_its_number(text, expected):
 
 @pytest.mark.parametrize("text", ["٣", "３２", "1_6", "𝟙", "1e3", "0x10", "1.0", "\x1b[2J5", "5\n6", "\u202e12", "$1$"])
 def test_only_ascii_digits_are_a_whole_number_for_every_reader(text):
-    """int() takes '٣', '３２' and '1_6'; kvviz does not, anywhere (the CLI used to, the app did not)."""
+    """int() takes '٣', '３２' and '1_6'; kvviz does not, anywhere (the CLI and the app alike)."""
     from kvviz.step import link as stage_link
 
     with pytest.raises(query_values.WholeNumberRefused):

@@ -300,7 +300,7 @@ def test_fp8_cache_adds_two_fp32_scales_per_layer():
 @pytest.mark.model
 def test_encoder_decoder_counts_cross_attention_and_t5_d_kv():
     """T5-3B: head size is d_kv = 128, not d_model / heads = 32; the cross-attention cache is encoder length x
-    layers x heads x d_kv x 2 numbers. Both were missing before (8x too small at equal lengths)."""
+    layers x heads x d_kv x 2 numbers. Without both, the total is 8x too small at equal lengths."""
     imported = config_import.parse_hf_config(PUBLISHED["t5-3b"][1])
     c, cross = imported.config, imported.cross_attention
     assert (c.n_layer, c.n_kv_heads, c.head_dim, c.dtype) == (24, 32, 128, "fp32")
