@@ -17,7 +17,7 @@ from support.browser import chromium, new_tab, page_url, wait_idle
 
 pytestmark = pytest.mark.browser
 EVIL = "evil.example"
-TERM = (f"![p](http://{EVIL}/t.png) [Log in again here](http://{EVIL}/phish)")  # the term
+TERM = (f"![p](http://{EVIL}/t.png) [Log in again here](http://{EVIL}/phish)")  # an image and a phishing link
 EXTRAS = "$x^2$ :red[red] :material/lock: :streamlit: http://e.x/b a@e.x a -> b"
 LINK_VALUES = {"mem_layers": f"1`![p](//{EVIL}/s.png)`", "mem_dtype": f"x`![q](http://{EVIL}/q.png)`"}
 # what the input may not become, inside the page's markdown (the app's own links and icons are elsewhere)

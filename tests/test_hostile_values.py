@@ -2,7 +2,7 @@
 (kvviz.model.load_cost, kvviz.model.loading, kvviz.model.shared_mode): every refusal is one short sentence, never Python's own words.
 
 Property-based: hypothesis throws arbitrary text, huge digit strings, floats written every way and unicode digits
-at each validator; the counts of inputs tried are in INPUTS_TRIED (the issue asks for them).
+at each validator; the counts of inputs tried are in INPUTS_TRIED (how much each property really tried).
 """
 from __future__ import annotations
 
@@ -167,7 +167,7 @@ NUMBER_LINK_KEYS = {
     "memory_budget": (_bound_int_keys("memory_budget", "mem"), {}),
     "attention_ops": (_bound_int_keys("attention_ops", "ops"), {"ops_model": "custom"}),
 }
-HOSTILE_LINK_VALUES = [  # the issue's classes: padded digits, huge lengths, non-ASCII digits, markup, control characters
+HOSTILE_LINK_VALUES = [  # one or more of each class: padded digits, huge lengths, non-ASCII digits, markup, control characters
     PADDED, "-" + PADDED, "0" * 63 + "7", "0" * 64 + "7", "9" * 5000, "1" * 100_000, "٣", "３２", "1_6", "𝟙",
     "1e309", "nan", "-inf", "![p](http://127.0.0.1:9/x.png)", "$\\frac{1}{0}$", "`5`", "**5**", "\x1b]0;PWNED\x07",
     "\x00", "5\n6", "\u202e12", "",

@@ -383,7 +383,7 @@ def test_encoder_decoder_total_is_the_whole_encoder_decoder_cache(name, batch, t
 
 @pytest.mark.model
 def test_t5_3b_full_size_batch_2_on_the_meta_device():
-    """The issue's figure: T5-3B, batch 2, a 1,500-token source and 1,502 decoder tokens (prefill 1,500 + 2
+    """A worked figure: T5-3B, batch 2, a 1,500-token source and 1,502 decoder tokens (prefill 1,500 + 2
     steps): transformers' EncoderDecoderCache holds 4,721,737,728 B, and that is kvviz's total."""
     cfg = PUBLISHED["t5-3b"][1]
     imported = config_import.parse_hf_config(cfg)
