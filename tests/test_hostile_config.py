@@ -487,7 +487,7 @@ def test_page_refuses_a_label_table_config_without_the_servers_memory_growing():
 
 @pytest.mark.model
 def test_a_value_the_config_class_trips_on_gets_a_plain_sentence(tmp_path, capsys):
-    """Transformers' gemma3_text class computes with sliding_window_pattern, so null
+    """transformers' gemma3_text class computes with sliding_window_pattern, so null
     gets a plain sentence, not Python's own words ("unsupported operand type(s) for %: 'int' and 'NoneType'")."""
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"model_type": "gemma3_text", "sliding_window_pattern": None}))
