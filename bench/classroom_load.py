@@ -41,7 +41,7 @@ from urllib.parse import urlparse
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from classroom_session import BUTTONS, SessionReport, session_prompt, timed_plan  # noqa: E402
 
-MAX_SESSIONS, MAX_MINUTES = 100, 10  # issue 33 asks for 80 students on two replicas
+MAX_SESSIONS, MAX_MINUTES = 100, 10  # room for the target class: 80 students on two replicas
 
 def pids_listening(ports: list[int]) -> dict[int, int]:
     """port -> pid of the process listening on it (from /proc/net/tcp{,6} and /proc/*/fd)."""
@@ -189,8 +189,8 @@ def main() -> None:
     ap.add_argument("--client", choices=("browser", "ws"), default="browser",
                     help="browser: headless Chromium pages; ws: Streamlit's WebSocket protocol, no rendering")
     ap.add_argument("--browsers", type=int, default=0,
-                    help="with --client ws: this many of the sessions are real Chromium pages instead (issue 33's "
-                         "'one Chromium student among the ws students'); the report gives each kind's settle times")
+                    help="with --client ws: this many of the sessions are real Chromium pages instead "
+                         "('one Chromium student among the ws students'); the report gives each kind's settle times")
     ap.add_argument("--benchmark", action="store_true", help="one more session runs the speed-up benchmark")
     ap.add_argument("--rss-ports", default="", help="ports of the streamlit processes to measure (default: --url's)")
     ap.add_argument("--json", help="write the full report here")
@@ -227,7 +227,7 @@ def main() -> None:
            if args.browsers else {}),
         "problems": {r.index: r.problems for r in reports if r.problems},
     }
-    # Issue 33's measure: the servers' CPU over the run divided by the clicks they served (prefills included),
+    # The per-click measure: the servers' CPU over the run divided by the clicks they served (prefills included),
     # so the machine's load and the clients' own CPU do not enter.
     used = [c for c in result["server_cpu_s"].values() if c is not None]
     served = result["clicks"] + args.sessions  # every session's prefill is a click too

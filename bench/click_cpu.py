@@ -1,4 +1,4 @@
-"""Server CPU per Next-token click on the step page, one student at a time (issue 33's figure, without the class).
+"""Server CPU per Next-token click on the step page, one student at a time (the classroom figure, without the class).
 
     python bench/click_cpu.py --url http://127.0.0.1:8501 [--clicks 60] [--block 10] [--students 3]
 

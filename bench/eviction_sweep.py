@@ -1,4 +1,4 @@
-"""Time of the eviction page's full sweep on one bundled model (issue 34 target: under 60 s on 2 cores).
+"""Time of the eviction page's full sweep on one bundled model (target: under 60 s on 2 cores).
 
     python bench/eviction_sweep.py [--model bundled|bundled-gqa] [--repeats 3] [--threads 1] [--table]
 

@@ -3,10 +3,10 @@
     python bench/first_render.py [--repeats 3]
     python bench/first_render.py --path /attention_ops --lang zh-CN --busy-core --repeats 3
 
-Issue #2 target: <= 5 s, the bundled model included. Starts the server, opens headless Debian Chromium
+Target: <= 5 s, the bundled model included. Starts the server, opens headless Debian Chromium
 (Playwright) as soon as the health check answers, and stops the clock when the page's title and the
 sidebar's model label are both on screen. Two clocks: from `streamlit run` (the teacher's start), and from the
-first visitor's click on the link (issue 33: <= 3 s, the page a class sees first, on a deep link, with a core
+first visitor's click on the link (target <= 3 s: the page a class sees first, on a deep link, with a core
 kept busy as on a laptop serving a class: --busy-core spins one core for the whole run). Repeats on fresh
 processes; prints the medians and the spread.
 """
@@ -14,21 +14,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from local_server import CHROMIUM_ARGS, free_port, start_streamlit, wait_healthy  # noqa: E402
 
 
 MODEL_LABEL = {"en-US": "Bundled Tiny-Shakespeare GPT-2", "zh-CN": "内置 Tiny-Shakespeare GPT-2"}
@@ -37,23 +30,13 @@ MODEL_LABEL = {"en-US": "Bundled Tiny-Shakespeare GPT-2", "zh-CN": "内置 Tiny-
 def one_run(pw, path: str, lang: str) -> tuple[float, float]:
     """(seconds from `streamlit run`, seconds from the visitor opening the link) to the rendered page."""
     # The user's browser is already open: launch it before the clock starts.
-    browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
-                                 args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+    browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
     tab = browser.new_context(locale=lang).new_page()
-    port = _free_port()
+    port = free_port()
     began = time.perf_counter()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true"],
-        cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    server, url = start_streamlit(port)
     try:
-        url = f"http://127.0.0.1:{port}"
-        while True:
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.05)
+        wait_healthy(url, poll_s=0.05)
         opened = time.perf_counter()
         tab.goto(url + path)
         tab.wait_for_selector("[data-testid=stMain] h1", timeout=120_000)

@@ -1,4 +1,4 @@
-"""Server time of the attention-patterns page's head gallery for one layer (issue #9 target: <= 300 ms).
+"""Server time of the attention-patterns page's head gallery for one layer (target: <= 300 ms).
 
     python bench/gallery.py [--model bundled|bundled-gqa] [--rounds 5]
 

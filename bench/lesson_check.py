@@ -1,4 +1,4 @@
-"""Server time of a lesson step's answer check (issue #8 target: <= 300 ms), and of opening each step.
+"""Server time of a lesson step's answer check (target: <= 300 ms), and of opening each step.
 
     python bench/lesson_check.py [--repeats 5]
 

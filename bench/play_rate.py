@@ -1,4 +1,4 @@
-"""How fast *Play 8* animates in a real browser (issue #8 target: >= 2 steps/s on 2 cores).
+"""How fast *Play 8* animates in a real browser (target: >= 2 steps/s on 2 cores).
 
     python bench/play_rate.py [--rounds 5]
 
@@ -12,24 +12,16 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import socket
 import statistics
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from local_server import CHROMIUM_ARGS, free_port, start_streamlit, wait_healthy  # noqa: E402
+
 CACHE_LEN_JS = """() => { for (const e of document.querySelectorAll('[data-testid="stMetricValue"]'))
     if (e.innerText.endsWith('tokens')) return parseInt(e.innerText); return null; }"""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def one_round(tab) -> float:
@@ -54,20 +46,11 @@ def main() -> None:
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
-    port = _free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true"],
-        cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server, url = start_streamlit(free_port())
     try:
-        url = f"http://127.0.0.1:{port}"
-        for _ in range(600):
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.1)
+        wait_healthy(url, poll_s=0.1)
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=ARGS)
+            browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
             tab = browser.new_page(viewport={"width": 1280, "height": 720})
             tab.set_default_timeout(120_000)
             tab.goto(f"{url}/step_through")

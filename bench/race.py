@@ -1,4 +1,4 @@
-"""The race view's statistic under load (issue #19 target: at >= 30 cached rows with one core kept busy, the
+"""The race view's statistic under load (target: at >= 30 cached rows with one core kept busy, the
 cached side measured faster in >= 7 of 8 consecutive steps).
 
     python bench/race.py [--rows 30] [--steps 8] [--rounds 3] [--busy 1] [--model bundled] [--budget 0.25]
@@ -9,7 +9,7 @@ the same server does), then for --steps consecutive Next-token steps times the s
 
   race    what the race view shows: kvviz.step.engine.race_timing, cached / uncached / 1-token repeats interleaved
           inside the click's budget (--budget seconds), medians compared
-  single  what the page showed before: the step's own single wall time vs one uncached forward
+  single  the naive measurement, for contrast: the step's own single wall time vs one uncached forward
 
 Per round it prints how many of the --steps steps measured the cached side faster (and, for the race, how many
 were "inside the noise": the interquartile ranges overlap, the page says so instead of crowning a winner), the

@@ -1,4 +1,4 @@
-"""CPU per click of the step page's race view (issue 30 item 8: docs/measurements.md's per-click budget).
+"""CPU per click of the step page's race view (against docs/measurements.md's per-click budget).
 
     python bench/race_cpu.py [--rows 255] [--clicks 3] [--on random:gpt2] [--threads 1]
 

@@ -1,11 +1,11 @@
-"""Server time of one "Next token" click on the step-through page (issue #2 target: median <= 150 ms).
+"""Server time of one "Next token" click on the step-through page (target: median <= 150 ms).
 
     python bench/step_click.py [--clicks 30] [--model bundled] [--view one|race] [--open-sections]
 
 Runs the real page in Streamlit's AppTest (in-process: the same script run a server does for a click, minus
 the websocket), prefills, then clicks Next token repeatedly. Three clocks per click:
   server  the script run itself, timed around Streamlit's ScriptRunner._run_script (what a server spends)
-  CPU     the CPU time of that run on its thread (issue 33's per-click cost: the machine's load does not enter)
+  CPU     the CPU time of that run on its thread (the per-click cost: the machine's load does not enter)
   round   click + rerun + AppTest's own polling and element parsing, as seen by the caller (an upper bound)
 Then Play: the server time of one animation frame (the fragment's run_every rerun that takes one step); the
 browser shows a frame every max(PLAY_DELAY_S, frame time), so frames/s <= 1 / max(0.35 s, frame time).

@@ -1,4 +1,4 @@
-"""The cache-internals pages' timed comparison and the speculative page's default, measured (issue 19 §1).
+"""The cache-internals pages' timed comparison and the speculative page's default, measured.
 
 1. Prefix reuse vs a fresh prefill of B, the page's default prompts, `--tries` times in a row: each try is
    what one press of the page's button measures (kvviz.internals.prefix.prefix_reuse: interleaved repeats,

@@ -5,24 +5,14 @@ ROMEO:, five Next token clicks), and saves PNGs of the step-through page and the
 """
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
 REPO = Path(__file__).resolve().parents[1]
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, str(REPO / "bench"))
+from local_server import CHROMIUM_ARGS, free_port, start_streamlit, wait_healthy  # noqa: E402
 
 
 def _idle(tab) -> None:
@@ -34,21 +24,11 @@ def _idle(tab) -> None:
 def main() -> None:
     out = Path(sys.argv[1] if len(sys.argv) > 1 else REPO / "docs")
     out.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)],
-        cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
+    server, url = start_streamlit(free_port())
     try:
-        while True:
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.2)
+        wait_healthy(url, poll_s=0.2)
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+            browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
             tab = browser.new_page(viewport={"width": 1500, "height": 1100})
             tab.set_default_timeout(120_000)
             tab.goto(f"{url}/step_through")

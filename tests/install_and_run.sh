@@ -29,7 +29,7 @@ browser_status=0
 rm -f .pytest_cache/v/cache/lastfailed  # from here on it records the browser run alone
 .venv/bin/python -m pytest --all-tiers -m browser -n 2 --dist loadfile "$@" || browser_status=$?
 # A browser test drives a real server and Chromium on a shared 2-core machine; a race it finds under load is a real
-# fault (each one met so far was, and was fixed), but one intermittent miss should not hold back everything else.
+# fault to fix, but one intermittent miss should not hold back everything else.
 # So: when the only failures are at most 3 browser tests, they run once more, and the log names them either way.
 # Any other failure, or a browser test that fails again, fails the run.
 if [ "$browser_status" -eq 1 ] && [ -f .pytest_cache/v/cache/lastfailed ]; then

@@ -1,4 +1,4 @@
-"""Issue 35, accessibility: axe-core scans every page of the app at 1280x720 after its first run, in English with
+"""Accessibility: axe-core scans every page of the app at 1280x720 after its first run, in English with
 the light theme and in Chinese with the dark theme (the two languages and the two themes, each page scanned twice).
 
 The scan and its rules (axe's WCAG 2.0/2.1 A and AA rules plus its best-practice rules; a serious or critical

@@ -1,4 +1,4 @@
-"""Issue 47, accessibility in the states a class actually sees: axe-core scans (support.axe: the same runner, rules
+"""Accessibility in the states a class actually sees: axe-core scans (support.axe: the same runner, rules
 and failing rule as tests/test_browser_axe.py, which scans each page as first drawn) of the states a class reaches
 after clicks and links:
 

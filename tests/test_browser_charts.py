@@ -1,4 +1,4 @@
-"""Every chart readable from the back of a room (issue 19 §6), in a real browser at 1280x720.
+"""Every chart readable from the back of a room, in a real browser at 1280x720.
 
 Visits every page, opens each chart tab and presses the buttons that draw a page's charts, then reads the rendered
 plotly SVG: every tick label's font size is at least kvviz.figures.MIN_TICK_FONT_PX (the constant the figures

@@ -1,4 +1,4 @@
-"""The app in a zh-CN browser (issue 22), in headless Chromium at 1280x720, light and dark.
+"""The app in a zh-CN browser, in headless Chromium at 1280x720, light and dark.
 
 A browser whose language is zh-CN gets Chinese without asking (Streamlit's st.context.locale), and the URL then
 says so (?lang=zh-CN); an en-US browser gets English; ?lang=en in a zh-CN browser gives English back. Every page
@@ -66,8 +66,8 @@ def test_a_cjk_font_is_installed_for_chromium():
 
 
 def test_the_browser_language_decides_and_lang_overrides(app_url):
-    """The first visitor of this module's fresh server, with a busy core (issue 29: it read the sidebar during the
-    first-visit flash)."""
+    """The first visitor of this module's fresh server, with a busy core (so it reads the sidebar while a slow first
+    visit could still flash Streamlit's legacy page list)."""
     with busy_core(), chromium() as browser:
         tab = open_tab(browser, app_url, locale="zh-CN", **WITH_SIDEBAR)
         assert "lang=zh-CN" in tab.url
@@ -159,7 +159,7 @@ def flashes(samples: list[dict]) -> list[dict]:
 
 @pytest.mark.parametrize("locale", ["en-US", "zh-CN"])
 def test_a_fresh_servers_first_visitor_on_a_deep_link_sees_the_page_and_nothing_else(locale):
-    """Issue 29, item 1: on a fresh server with a busy core, the first visitor of /attention_ops sees neither
+    """On a fresh server with a busy core, the first visitor of /attention_ops sees neither
     Streamlit's legacy page list nor a finished run with an empty page, in either language."""
     with busy_core(), fresh_server() as url:
         samples = first_visit_samples(f"{url}/attention_ops", locale)
@@ -179,7 +179,7 @@ def _wait_checked_model(tab, expected: str) -> None:
     try:
         tab.wait_for_function(f"() => JSON.stringify(({CHECKED_MODEL})()) === JSON.stringify([{expected!r}])",
                               timeout=30_000)
-        tab.wait_for_timeout(1500)  # and it stays so (it used to flip back after the next run)
+        tab.wait_for_timeout(1500)  # and it stays so after the next run
     except Exception:  # noqa: BLE001 - report what is shown instead of a timeout
         pass
     assert tab.evaluate(CHECKED_MODEL) == [expected]
@@ -193,9 +193,9 @@ def _switch_language(tab, name: str) -> None:
 
 
 def test_the_language_round_trip_keeps_the_page_and_the_model():
-    """Issue 29, item 2: a fresh server's first visitor, zh-CN browser, on the counting page with the GQA model:
-    English, 简体中文, English. Never an error box (the model radio's and the page's own translated pickers used
-    to raise KeyError), the model radio shows the model in use in each language, and the model stays GQA."""
+    """A fresh server's first visitor, zh-CN browser, on the counting page with the GQA model:
+    English, 简体中文, English. Never an error box (a translated picker's label, looked up in the other language,
+    raises KeyError), the model radio shows the model in use in each language, and the model stays GQA."""
     with fresh_server() as url, chromium() as browser:
         tab = open_tab(browser, url, "attention_ops", locale="zh-CN", **WITH_SIDEBAR)
         _wait_checked_model(tab, "内置 Tiny-Shakespeare GPT-2（离线）")
@@ -214,7 +214,7 @@ def test_the_language_round_trip_keeps_the_page_and_the_model():
 
 
 def test_the_language_switch_is_at_the_top_of_the_sidebar_at_1280x720(app_url, browser):
-    """Issue 29, item 12 (last point): the switch is in view at 720 px, above the page links, in both languages."""
+    """The switch is in view at 720 px, above the page links, in both languages."""
     for locale, first_page in [("en-US", "Lesson"), ("zh-CN", "课程")]:
         tab = open_tab(browser, app_url, "memory_budget", locale=locale, **WITH_SIDEBAR)
         switch = _sidebar(tab).get_by_text("简体中文", exact=True).bounding_box()
@@ -234,7 +234,7 @@ def _summary_row(tab, step: int) -> list[str]:
 
 
 def test_the_lessons_ending_keeps_what_was_computed_in_the_other_language(app_url, browser):
-    """Issue 29, item 2: step 2 asked in English, the ending reached in English, then 简体中文 and back: the ending
+    """Step 2 asked in English, the ending reached in English, then 简体中文 and back: the ending
     stays the ending and the computed answer stays in its table in each language."""
     tab = open_tab(browser, app_url, "lesson", query={"step": "2"}, locale="en-US", **WITH_SIDEBAR)
     tab.wait_for_selector('[data-testid="stMain"] :is([data-testid="stTextInput"], [data-testid="stNumberInput"], '
@@ -255,7 +255,7 @@ def test_the_lessons_ending_keeps_what_was_computed_in_the_other_language(app_ur
 
 
 def test_html_lang_follows_the_pages_language(app_url, browser):
-    """Issue 31 (WCAG 3.1.1): Streamlit writes <html lang="en"> on every page; a Chinese page says zh, and the
+    """WCAG 3.1.1: Streamlit writes <html lang="en"> on every page; a Chinese page says zh, and the
     switch to English says en again."""
     tab = open_tab(browser, app_url, "attention_ops", lang="zh-CN", locale="zh-CN", **WITH_SIDEBAR)
     tab.wait_for_function("() => document.documentElement.lang.startsWith('zh')", timeout=60_000)

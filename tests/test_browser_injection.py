@@ -1,4 +1,4 @@
-"""A shared link cannot put someone else's image, link, colour or formula on a classmate's screen (issue 30 item 4).
+"""A shared link cannot put someone else's image, link, colour or formula on a classmate's screen.
 
 Real Chromium against `streamlit run app.py`: the glossary opened with a hostile ?term= (an image, a phishing
 link, a formula, a colour, an icon, a bare URL; then 1,800 formulas), and the Memory budget page opened with link
@@ -17,7 +17,7 @@ from support.browser import chromium, new_tab, page_url, wait_idle
 
 pytestmark = pytest.mark.browser
 EVIL = "evil.example"
-TERM = (f"![p](http://{EVIL}/t.png) [Log in again here](http://{EVIL}/phish)")  # the issue's term
+TERM = (f"![p](http://{EVIL}/t.png) [Log in again here](http://{EVIL}/phish)")  # an image and a phishing link
 EXTRAS = "$x^2$ :red[red] :material/lock: :streamlit: http://e.x/b a@e.x a -> b"
 LINK_VALUES = {"mem_layers": f"1`![p](//{EVIL}/s.png)`", "mem_dtype": f"x`![q](http://{EVIL}/q.png)`"}
 # what the input may not become, inside the page's markdown (the app's own links and icons are elsewhere)
@@ -57,7 +57,7 @@ def test_the_glossary_shows_a_hostile_term_as_text(app_url, browser_context):
         assert injected.count() == 0, injected.evaluate_all("els => els.map(e => e.outerHTML)")
         assert _alert_texts(tab, "No term matches") == [f"No term matches {term}. Clear the box to see all "
                                                         f"{_count_terms()}."]
-    formulas = " ".join(["$x$"] * 1800)  # 8 s of KaTeX on main; now 80 characters of text
+    formulas = " ".join(["$x$"] * 1800)  # 8 s of KaTeX were they drawn; 80 characters of text instead
     tab.goto(page_url(app_url, "glossary", query={"term": formulas}))
     tab.get_by_text("No term matches").first.wait_for()
     wait_idle(tab, timeout_ms=120_000)

@@ -1,4 +1,4 @@
-"""Issue 35, keyboard and zoom, in a real browser.
+"""Keyboard and zoom, in a real browser.
 
 Keyboard only: a student answers a lesson step with Tab, typing and Enter (no mouse), each control they reach shows
 a visible focus ring, and the stage is prefilled and stepped with Tab and Enter alone. Zoom: at 200% browser zoom of

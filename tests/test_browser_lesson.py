@@ -95,7 +95,7 @@ def test_class_mode_reveals_with_one_click_and_the_handout_downloads_and_renders
     assert len(re.findall(rb"/Type\s*/Page[^s]", pdf)) == N
 
 
-# ----- issue 29: the lesson and the plans in a teacher's hands (Chromium, 1280x720) ------------------------------
+# ----- the lesson and the plans in a teacher's hands (Chromium, 1280x720) ---------------------------------------
 def _step_shown(tab) -> str:
     return tab.locator('[data-testid="stProgress"]').first.inner_text()
 
@@ -120,7 +120,7 @@ def _class_step(tab, number: int, room_right: bool) -> None:
 
 
 def test_class_mode_keys_fit_url_back_and_reload(app_url, browser):
-    """Items 7, 9, 10, 11: a deep link's Left works at once; class mode hides the sidebar and keeps each question and
+    """A deep link's Left works at once; class mode hides the sidebar and keeps each question and
     its answer above the fold at 1280x720; V/Y/N score the room; browser Back returns to the step before; a reload
     keeps the score."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -164,9 +164,9 @@ def test_class_mode_keys_fit_url_back_and_reload(app_url, browser):
 
 
 def test_class_mode_keys_pressed_during_reruns_are_all_taken_in_order(app_url, busy_core, browser):
-    """Item 9 (lesson): on a busy laptop the teacher presses V, Y, Right, V, N, Right without waiting. Streamlit's
-    own shortcuts lost a key pressed while a rerun redrew its button (a rehearsal under load lost a Y); the page's
-    key queue takes every press in order: step 3 marked right, step 4 missed, step 5 on screen."""
+    """On a busy laptop the teacher presses V, Y, Right, V, N, Right without waiting. Streamlit's
+    own shortcuts lose a key pressed while a rerun redraws its button; the page's key queue takes every press in
+    order: step 3 marked right, step 4 missed, step 5 on screen."""
     tab = open_tab(browser, app_url, "lesson", query={"step": "3", "lesson_class": "true"})
     tab.get_by_text(f"Step 3 of {N}").first.wait_for()
     _settled(tab)
@@ -187,8 +187,8 @@ def test_class_mode_keys_pressed_during_reruns_are_all_taken_in_order(app_url, b
 
 
 def test_memory_links_keep_every_tabs_inputs(app_url, browser):
-    """Item 10 (memory): an input set in one tab (the GPU, the block size) stayed in the URL only while its tab was
-    open; a copied link then lost it."""
+    """An input set in one tab (the GPU, the block size) stays in the URL after its tab is closed, so a copied link
+    keeps it."""
     tab = open_tab(browser, app_url, "memory_budget")
     _settled(tab)
     tab.locator(".st-key-mem_compare input").press_sequentially("gpt2")  # typing opens the list, filtered

@@ -1,4 +1,4 @@
-"""Issue 29, item 5: a Link carries the model. A teacher on the bundled GQA model shares the step page's Link; a
+"""A Link carries the model. A teacher on the bundled GQA model shares the step page's Link; a
 student (another browser, zh-CN) opens it on the GQA model; a link naming a model the server cannot give is
 refused with one translated line and the student's model is kept. Headless Chromium at 1280x720."""
 from __future__ import annotations

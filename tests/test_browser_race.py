@@ -1,4 +1,4 @@
-"""The race view in a real browser (issue 30 item 8, issue 29 item 6): on the GPT-2 124M shape each part says
+"""The race view in a real browser: on the GPT-2 124M shape each part says
 which model it shows, and a tab closed while the race measures leaves the server racing for the next student.
 Headless Debian Chromium at 1280x720 against `streamlit run app.py`.
 

@@ -1,4 +1,4 @@
-"""Issue 29: a scripted rehearsal of both teaching plans in Chromium at 1280x720. From the For teachers page, every
+"""A scripted rehearsal of both teaching plans in Chromium at 1280x720. From the For teachers page, every
 block's link is clicked (one session per plan, as a teacher's browser keeps one), the state its row describes is
 checked, and each action the row names is done: class mode's reveal (V) and the room's mark (Y/N) with Right to go
 on, Prefill (P) then Next token (Right) on the step page, the attention patterns' head, the memory page's answer,
@@ -110,7 +110,7 @@ PICKER_TEXT = "e => (e.innerText + ' ' + [...e.querySelectorAll('input')].map(i 
 def _pickers_shown(tab, keys: tuple[str, ...], first_shows: str) -> dict[str, str]:
     """What each keyed picker shows (its label and value), read once the first shows `first_shows` or after 30 s:
     a finished run's elements are drawn by the browser after the run, and a picker can be read between its
-    mounting and its value (seen once in CI: an empty first picker beside filled ones)."""
+    mounting and its value (an empty first picker beside filled ones)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     try:
@@ -176,8 +176,8 @@ def _chosen_plan(tab) -> str:
 
 
 def test_the_chosen_plan_stays_chosen_after_its_page_and_a_link_chooses_it(app_url, browser):
-    """Issue 43: For teachers reopened on the 30-minute tab after a plan's page, so a substitute following the
-    45-minute plan read the 30-minute row next. Chosen, the plan stays chosen through the sidebar's link back; a
+    """A substitute following the 45-minute plan comes back to For teachers from a plan's page and must read the
+    45-minute row next, not the 30-minute tab's. Chosen, the plan stays chosen through the sidebar's link back; a
     link (?teach_plan=) chooses it in a fresh browser. The plan's links are drawn as links, not code snippets."""
     tab = new_tab(browser, timeout_ms=180_000)
     tab.goto(page_url(app_url, "teachers"))

@@ -1,5 +1,5 @@
-"""The stage in a teacher's hands, in a real browser (headless Debian Chromium at 1280x720; issue 29 items 3, 4,
-9, 10 and 11, the stage's part):
+"""The stage in a teacher's hands, in a real browser (headless Debian Chromium at 1280x720; the stage's
+part):
 
 - after Prefill the Prompt popover shows the state in force (not an empty prompt, Play 1, temperature 0.10);
 - arrow keys on the focused history slider scrub it and never crop the cache; the tiles say they show history;
@@ -194,10 +194,10 @@ def test_on_a_busy_core_esc_stops_play_at_the_frame_on_screen(app_url, busy_core
 
 
 def test_play_clicked_while_esc_still_stops_plays_from_the_frame_on_screen(app_url, browser):
-    """Play 8 takes exactly 8 steps (its last frame's full rerun arrived with the address bar a step behind and
-    replayed it, cropping one step). Then Esc, and Play at once (the teacher restarts the animation): Esc's Stop
+    """Play 8 takes exactly 8 steps (its last frame's full rerun, arriving with the address bar a step behind, must
+    not replay it and crop one step). Then Esc, and Play at once (the teacher restarts the animation): Esc's Stop
     and its corrections run first, then Play joins the queue behind them and plays its 8 steps from the frame Esc
-    kept (its corrections were queued behind Play and stopped it)."""
+    kept (queued behind Play, the corrections would stop it)."""
     tab, start = _prefilled_watching_esc(browser, app_url)
     play = tab.locator(".st-key-step_btn_play button").first
     play.click()  # Play 8, to its end
@@ -240,8 +240,9 @@ def test_a_reload_mid_class_replays_the_stage_to_the_same_step(app_url, browser)
 
 
 def test_browser_back_leaves_the_stage_instead_of_replaying_it(app_url, browser):
-    """Every step writes the stage into the address bar (a reload needs it); each write was a browser history entry,
-    so Back replayed the stage one step earlier, three Backs for three steps. Back now leaves the page."""
+    """Every step writes the stage into the address bar (a reload needs it), replacing the history entry: were each
+    write an entry of its own, Back would replay the stage one step earlier, three Backs for three steps. Back
+    leaves the page."""
     tab = open_tab(browser, app_url, "teachers", **STAGE)
     tab.get_by_text("Running it for a class").wait_for()
     _idle(tab)

@@ -1,4 +1,4 @@
-"""The stage keeps the flow in a real browser (headless Debian Chromium at 1280x720; issue #19 §2-§4):
+"""The stage keeps the flow in a real browser (headless Debian Chromium at 1280x720):
 
 - the keyboard drives the stage after the sidebar's model radio was clicked (Streamlit's own shortcuts skip a
   focused <input>, radios included), and the model switch keeps the generation it left;

@@ -1,11 +1,11 @@
-"""Chinese that reads native (issue #31): the catalog check of the issue's "Done when", message by message.
+"""Chinese that reads native: the catalog checked message by message.
 
 - no "Nx" / "N×" ratio suffix in Chinese prose, and none of the ambiguous 倍 phrasings ("小多少倍", "少读 4 倍",
   "节省 T/3 倍", "快 N 倍", "多出 …x"): a ratio reads 是…的 N 倍 or 减少到 1/N;
-- no half-width period after a Chinese step title ("第 1 步. "), no calques the reviewer flagged;
+- no half-width period after a Chinese step title ("第 1 步. "), none of the known calques (CALQUES);
 - no markdown *italics* around Chinese (they print as asterisks or look wrong on CJK), and the handout renders a
   starred Chinese word as italics, never as literal asterisks;
-- one Chinese rendering per glossary term (and per term of the issue's list) wherever the English term appears;
+- one Chinese rendering per glossary term (and per term of TERMS) wherever the English term appears;
 - the glossary search finds what readers type (KV Cache, 复制头, 投机解码, 前缀缓存, the lesson's own words).
 Quotes of the seeds, shown as their authors wrote them, are set aside.
 """
@@ -77,7 +77,7 @@ def test_regexes_catch_what_they_name():
 
 def test_a_how_many_times_question_asks_for_a_multiple():
     """A question whose answer is a multiple ("How many times smaller ...?", answered 4) asks 几倍 / 多少倍 in Chinese:
-    "减少到原来的几分之一" asks for a fraction, and a student who answers 1/4 was marked wrong (lesson step 10)."""
+    "减少到原来的几分之一" asks for a fraction, and a student who answers 1/4 is marked wrong (lesson step 10)."""
     asked = [(en, zh) for en, zh in _messages() if "how many times" in en.lower()]
     assert asked
     wrong = [zh for en, zh in asked if "几分之一" in zh or not re.search(r"[几多少]倍", zh)]
@@ -109,10 +109,10 @@ def test_no_half_width_period_after_a_chinese_title():
         assert i18n._("Step {number}. {title}").format(number=1, title="缓存") == "第 1 步：缓存"
 
 
-# The reviewer's calques: each has a native rendering now.
+# Calques a native reader flags: each has a native rendering in the catalog.
 CALQUES = ("你看到的是什么", "站在虚线上", "对比赛跑", "恰好大小", "缓存簿记", "测量上下文扫描", "计算出的答案是",
            "窗口下方的完整层数", "权重在缓存中", "连 1 个新 token 都放不下",
-           # the third review (issue 45): 在课堂上使用, 原文给出的, 实时查看, 演示区, 画面正忙, 计算量上限, 正在启动
+           # these read natively as, among others, 在课堂上使用, 原文给出的, 实时查看, 演示区, 画面正忙, 计算量上限, 正在启动
            "为一个班级运行", "印出的", "去页面上看它实际运行", "舞台区", "舞台忙", "有上限的工作量", "本层中有名字的模式",
            "选了那个 token 之前的出现", "正在开始")
 

@@ -90,7 +90,7 @@ def test_prefill_claim_depends_on_the_gpu(gpu, verdict, ms):
 
 
 def test_prefill_claim_is_judged_on_apple_silicon_by_default():
-    """Issue 31 item 1: the Akunu book is about Apple Silicon. The default GPU is an Apple one, its peak and bandwidth
+    """The Akunu book is about Apple Silicon. The default GPU is an Apple one, its peak and bandwidth
     cite a source by address; the verdict rests only on "no prefill beats 100% of peak" (never an assumed
     utilization), and a GPU the source never mentions is said to be one."""
     c = claims.prefill_claim()
@@ -134,7 +134,7 @@ def test_cli_text_json_and_bad_gpu(capsys):
 
 
 def test_seeds_own_figures_with_their_sources_and_verdicts(capsys):
-    """Issue 31 item 15: the two seed texts' KV-cache sizes, quoted as written (with the translation beside them in
+    """The two seed texts' KV-cache sizes, quoted as written (with the translation beside them in
     English), cited (the interactive page by title, its address said to be unrecorded), and checked exactly."""
     zhihu, page = BY_KEY["seed-zhihu-gpt3-472mb"], BY_KEY["seed-visualiser-4gb"]
     assert zhihu.numbers["exact_bytes"] == 2 * 100 * 12288 * 96 * 2 == 471_859_200 and zhihu.verdict == "holds"
@@ -158,7 +158,7 @@ def test_seeds_own_figures_with_their_sources_and_verdicts(capsys):
 
 
 def test_published_figures_card_gives_each_source_its_title_and_date():
-    """Issue 31 item 9: no bare URL: each of the three sources has its title and its date (or says none is
+    """No bare URL: each of the three sources has its title and its date (or says none is
     recorded)."""
     source = BY_KEY["published-kv-sizes"].source
     parts = source.split("; ")

@@ -39,8 +39,8 @@ def deployment(tmp_path_factory):
     base, run_dir = free_port_block(3), tmp_path_factory.mktemp("class")
     log = (run_dir.parent / "launcher.log").open("w")  # a file, not a pipe nobody reads (its 64 KiB can fill)
     # Started with Ctrl-C's default action: a test run started in the background of a script (`cmd &`, as a CI
-    # runner may) inherits SIGINT ignored, bash cannot trap a signal ignored on entry, and the launcher then
-    # outlived the SIGINT below (the teardown timed out, its replicas and nginx still running). Python's exec keeps
+    # runner may) inherits SIGINT ignored, bash cannot trap a signal ignored on entry, and the launcher would then
+    # outlive the SIGINT below (the teardown timing out, its replicas and nginx still running). Python's exec keeps
     # the disposition it sets; a preexec_fn would not be safe with threads.
     run_with_default_sigint = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
                                "os.execvp('bash', ['bash', *sys.argv[1:]])")

@@ -32,7 +32,7 @@ def test_gemma3_multimodal_config_takes_transformers_defaults_and_says_so():
                                  "layer_types": "29 sliding + 5 full of 34"}
     assert imported.transformers_class == "Gemma3TextConfig"
     assert all("Gemma3TextConfig default" in m for m in imported.missing)
-    # 128k tokens: the real 5:1 pattern vs every layer windowed (what kvviz used to answer): ~20x
+    # 128k tokens: the real 5:1 pattern vs every layer windowed (the mistake of ignoring layer_types): ~20x
     all_local = KVConfig(34, 8, 4, 256, "bf16", window=1024)
     assert memory.kv_bytes(c, 131072) == (5 * 131072 + 29 * 1024) * 4096 == 2_805_989_376
     assert memory.kv_bytes(c, 131072) // memory.kv_bytes(all_local, 131072) == 19
@@ -186,7 +186,7 @@ def test_cli_encoder_len_counts_the_t5_cross_attention_cache(tmp_path, capsys):
     assert "needs an encoder-decoder" in capsys.readouterr().err
 
 
-# ----- issue 30 item 3: heterogeneous configs (transformers' per_layer_config: Gemma 4 and its kin) ---------------
+# ----- heterogeneous configs (transformers' per_layer_config: Gemma 4 and its kin) ------------------------------
 HETEROGENEOUS_TYPES = ["gemma4", "gemma4_text", "gemma4_unified", "gemma4_unified_text", "gemma4_unified_assistant",
                        "diffusion_gemma", "diffusion_gemma_text", "dots3_note", "dots3_note_text", "embedding_gemma2",
                        "embedding_gemma2_text", "neomme"]
@@ -202,9 +202,9 @@ PROMPT, DECODE = 6, 3
 @pytest.mark.model
 @pytest.mark.parametrize("model_type", HETEROGENEOUS_TYPES)
 def test_every_per_layer_config_model_type_is_read_or_refused_in_one_line(model_type):
-    """{"model_type": "gemma4"} and the 11 others used to raise transformers' AmbiguousGlobalPerLayerAttributeError
-    out of kvviz ("This is a kvviz bug" in the CLI, Streamlit's error box on the page). Each is now read layer by
-    layer; where its layers cache different shapes the one line names the fields and their values."""
+    """{"model_type": "gemma4"} and the 11 others make transformers raise AmbiguousGlobalPerLayerAttributeError;
+    it must not leave kvviz ("This is a kvviz bug" in the CLI, Streamlit's error box on the page). Each is read layer
+    by layer; where its layers cache different shapes the one line names the fields and their values."""
     try:
         imported = config_import.parse_hf_config({"model_type": model_type})
     except MemoryInputError as exc:
@@ -273,7 +273,7 @@ def test_gemma4_default_refusal_names_what_its_cache_really_holds():
 @pytest.mark.model
 def test_gemma3n_kv_shared_layers_add_nothing_to_the_cache():
     """Gemma 3n has the same `num_kv_shared_layers` (15 of 35 by default): its last layers reuse K/V and hold no
-    cache in transformers. kvviz used to count every layer; it now counts the ones transformers' cache fills."""
+    cache in transformers. kvviz counts the layers transformers' cache fills, not every layer."""
     cfg = {"model_type": "gemma3n_text", "hidden_size": 64, "intermediate_size": 32, "vocab_size": 64,
            "vocab_size_per_layer_input": 64, "hidden_size_per_layer_input": 8, "num_hidden_layers": 10,
            "sliding_window": 4, "num_kv_shared_layers": 4, "laurel_rank": 4, "torch_dtype": "bfloat16"}

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.model  # every test loads a bundled model or builds tor
 
 CORPUS = TINY_SHAKESPEARE
 # Thresholds below the measured figures in the reports (docs/models.md), not copies of them.
-MIN_HELD_OUT_REPEAT_TOP1 = 0.90  # top-1 on the repeated half of 50 held-out text spans (the issue's target)
+MIN_HELD_OUT_REPEAT_TOP1 = 0.90  # top-1 on the repeated half of 50 held-out text spans (the target)
 MIN_RANDOM_REPEAT_TOP1 = 0.90  # top-1 on the repeated half of 50 seeded random-token spans
 # Validation loss: at most 0.05 over the GPT-2's non-copying predecessor (3.870 + 0.05; the shipped one: 3.880);
 # the Llama's 3.916 (its predecessor: 3.795; half its rows copy) is guarded against getting worse

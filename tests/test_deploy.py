@@ -1,4 +1,4 @@
-"""Issue 35, deployment beyond one laptop: the recipes in deploy/ hold together, and the container's start command
+"""Deployment beyond one laptop: the recipes in deploy/ hold together, and the container's start command
 serves the app here.
 
 What this machine can check: the Spaces front matter parses and names the Docker SDK and the port the image

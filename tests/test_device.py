@@ -1,4 +1,4 @@
-"""The speed-up on an accelerator (issue 24): the device choice, its refusals, and the device report.
+"""The speed-up on an accelerator: the device choice, its refusals, and the device report.
 
 Tests that need a GPU skip with the one line kvviz prints without it; every other runs on the CPU with the real
 bundled model through the same code a GPU runs (the runners make their tensors on the model's device and
@@ -195,7 +195,7 @@ def test_bound_by_names_what_sets_the_steps_pace():
 
 @pytest.mark.model
 def test_bound_is_named_only_when_the_whole_spread_falls_in_one_zone():
-    """Issue 31 item 7: the repeats' fastest-slowest range of the read share decides; a range that crosses 15% or a
+    """The repeats' fastest-slowest range of the read share decides; a range that crosses 15% or a
     third (docs/measurements.md's 27-52% run-to-run range crosses a third) is "unclear", never a coin flip between
     labels."""
     from kvviz.speedup import accelerator

@@ -1,4 +1,4 @@
-"""Issue 40: a README a newcomer reads in one screen, and docs/ that holds the rest, one file per reader.
+"""A README a newcomer reads in one screen, and docs/ that holds the rest, one file per reader.
 
 README.md stays short (at most 160 lines) and opens with both set-up commands (the first 40 lines); every relative
 link and image in README.md and docs/*.md lands on a file of the repository; every file in docs/ is linked from

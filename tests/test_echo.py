@@ -4,7 +4,7 @@ Property tests (derandomised) parse the helper's output with markdown-it-py, the
 Streamlit's react-markdown: `literal` must parse to text nodes only, reading exactly the input (on one line), and
 that text must hold none of the patterns Streamlit rewrites in parsed text (emoji and icon shortcodes, GFM
 autolinks, arrows); `code` must parse to one code span holding exactly the input. The pages are then run in
-AppTest with the issue's hostile values: the glossary's ?term=, a link value with a backtick, a config.json whose
+AppTest with hostile values: the glossary's ?term=, a link value with a backtick, a config.json whose
 name and fields are markdown. The real-browser check is tests/test_browser_injection.py.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Charts for those who cannot see them (issue 35): each chart's text alternative says the numbers the chart draws.
+"""Charts for those who cannot see them: each chart's text alternative says the numbers the chart draws.
 
 Every sentence is checked against the figure built from the same record, its numbers read off the figure's own
 traces and shapes (a drift in either fails here), in English and in Chinese. The race's records come from the real

@@ -1,7 +1,7 @@
-"""Issue 35, colour: the categories a figure tells apart by colour stay apart for a reader with a colour-vision
+"""Colour: the categories a figure tells apart by colour stay apart for a reader with a colour-vision
 deficiency. Each palette is simulated for protanopia, deuteranopia and tritanopia (Machado, Oliveira and Fernandes
 2009, severity 1, applied in linear RGB) and every pair of its colours must stay at least MIN_DELTA_E apart in CIELAB
-(CIE76). With tab10's green and red, "reused" and "rejected", "cached" and "uncached" fell to ΔE 7 under
+(CIE76). With tab10's green and red, "reused" and "rejected", "cached" and "uncached" fall to ΔE 7 under
 deuteranopia. The palettes of seven and eight colours (all the benchmark's modes, the eviction policies, the lesson's
 query heads) are not held to it: each of their lines is named in the legend and on hover (docs/teaching.md); the benchmark's
 four headline modes, which its charts draw by default, are."""

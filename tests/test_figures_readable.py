@@ -1,4 +1,4 @@
-"""Charts readable from the back of a room (issue 19 §6), checked on the figure objects: every tick font at least
+"""Charts readable from the back of a room, checked on the figure objects: every tick font at least
 the shared minimum, at most four legend entries, a log axis only where the chart says "log", memory lines that
 stop at each model's maximum context, no "0.2x10^5" token axis. And the one "inside the noise" rule
 (kvviz.measure.timing) every timed comparison uses. Fast, torch-free; the browser test checks the rendered SVG."""
@@ -183,8 +183,8 @@ def _quant_reports():
 
 
 def test_quant_bytes_chart_reads_as_bytes_with_a_unit_not_si_k():
-    """120,000 bytes was drawn as plotly's "120k": the axis now counts KiB with thousands separators, and the
-    hover gives the exact bytes."""
+    """120,000 bytes is not plotly's "120k": the axis counts KiB with thousands separators, and the hover gives
+    the exact bytes."""
     from kvviz.figures import internals as int_figs
 
     reports = _quant_reports()
@@ -218,7 +218,7 @@ def test_muted_text_has_one_home_and_no_inline_opacity():
 
 def test_the_token_strips_fold_is_muted_like_a_caption_in_both_languages():
     """'⋯ N earlier' (a long generation, the stage presenting: 16 chips) sits on the page's own background, not on a
-    chip's: it takes a11y.MUTED, never a grey of its own (#777 was 4.48:1 on white, 4.22:1 on the dark theme)."""
+    chip's: it takes a11y.MUTED, never a grey of its own (#777 is 4.48:1 on white, 4.22:1 on the dark theme)."""
     from kvviz import i18n
     from kvviz.step.strip import strip_html
     from kvviz.step.view import StripToken

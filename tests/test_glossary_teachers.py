@@ -75,7 +75,7 @@ def test_the_readme_links_the_teachers_guide_in_its_first_screen_and_the_guide_o
 
 @pytest.mark.app
 def test_a_terms_link_lands_on_its_entry(fresh_streamlit_caches):
-    """Issue 29: the lesson's glossary link for head_dim opened a search where the entry came third."""
+    """The lesson's glossary link for head_dim lands on its entry, not on a search where the entry comes third."""
     at = app_test("app.py", query={"term": "head_dim"})
     at.run()
     at.switch_page("pages/glossary.py").run()
@@ -101,7 +101,7 @@ def _open_link(link: str) -> AppTest:
 
 @pytest.mark.app
 def test_every_plan_link_opens_the_state_its_row_describes(fresh_streamlit_caches):
-    """Issue 29: each link of both plans opens what its row says (the browser rehearsal clicks them too)."""
+    """Each link of both plans opens what its row says (the browser rehearsal clicks them too)."""
     from kvviz.memory.presets import get_preset
     from kvviz import memory
 
@@ -138,13 +138,13 @@ def test_every_plan_link_opens_the_state_its_row_describes(fresh_streamlit_cache
             assert block.page.file == "pages/home.py" and at.title
 
 
-# ----- issue 31: every sentence as right as the numbers -----------------------------------------------------------
+# ----- every sentence as right as the numbers --------------------------------------------------------------------
 def _text(name: str) -> str:
     return glossary.definition_text(term_named(name))
 
 
 def test_heads_read_the_whole_hidden_vector_and_gqa_shares_k_v():
-    """Item 3: a head's projection reads the whole hidden vector (its output is split into heads), and with GQA
+    """A head's projection reads the whole hidden vector (its output is split into heads), and with GQA
     query heads share K/V heads: no 'slice'/'share' of the hidden vector, no K and V 'in every head'."""
     for term in glossary.TERMS:
         text = glossary.definition_text(term).lower()
@@ -156,7 +156,7 @@ def test_heads_read_the_whole_hidden_vector_and_gqa_shares_k_v():
 
 
 def test_head_dim_is_a_convention_with_the_gemma_counterexamples():
-    """Item 4: hidden / heads is a convention; Gemma-2-9B and Gemma-3-4B break it (figures from the presets)."""
+    """Hidden / heads is a convention; Gemma-2-9B and Gemma-3-4B break it (figures from the presets)."""
     from kvviz.memory.presets import get_preset
 
     text = _text("head_dim")
@@ -168,7 +168,7 @@ def test_head_dim_is_a_convention_with_the_gemma_counterexamples():
 
 
 def test_token_example_names_the_tokenizer_that_splits_it():
-    """Item 5: ' green' -> ' gre' + 'en' is the bundled 2,048-token tokenizer, not GPT-2's."""
+    """' green' -> ' gre' + 'en' is the bundled 2,048-token tokenizer, not GPT-2's."""
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_file(str(REPO / "kvviz" / "assets" / "bundled" / "tokenizer.json"))
@@ -179,13 +179,13 @@ def test_token_example_names_the_tokenizer_that_splits_it():
 
 
 def test_arithmetic_intensity_is_per_byte():
-    """Item 10: 2 FLOP per weight is 0.5 FLOP per byte in fp32 (4 bytes per weight)."""
+    """2 FLOP per weight is 0.5 FLOP per byte in fp32 (4 bytes per weight)."""
     text = _text("Arithmetic intensity")
     assert "2 FLOP per weight" in text and f"{2 / 4:g} FLOP/byte in fp32" in text
 
 
 def test_sliding_window_keeps_w_minus_1_as_transformers_does():
-    """Item 11: the installed transformers keeps the last sliding_window - 1 tokens."""
+    """The installed transformers keeps the last sliding_window - 1 tokens."""
     import importlib.util
 
     source = (Path(importlib.util.find_spec("transformers").origin).parent / "cache_utils.py").read_text()
@@ -195,7 +195,7 @@ def test_sliding_window_keeps_w_minus_1_as_transformers_does():
 
 
 def test_quantized_cache_saving_is_computed_with_its_scales():
-    """Item 12: with an fp16 scale and zero point per group of 64, int8 vs fp16 and int4 vs fp32 (from kvviz's
+    """With an fp16 scale and zero point per group of 64, int8 vs fp16 and int4 vs fp32 (from kvviz's
     own byte count), and the residual window noted."""
     from kvviz import memory
     from kvviz.memory.presets import get_preset
@@ -209,7 +209,7 @@ def test_quantized_cache_saving_is_computed_with_its_scales():
 
 
 def test_static_cache_and_speculative_decoding_have_entries_found_in_both_languages():
-    """Item 14 (glossary half): StaticCache and speculative decoding, found by the words readers type."""
+    """The glossary half: StaticCache and speculative decoding, found by the words readers type."""
     from kvviz import i18n
 
     static, spec = glossary.find("StaticCache"), glossary.find("speculative decoding")

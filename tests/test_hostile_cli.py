@@ -143,7 +143,7 @@ def test_train_steps_zero_as_a_user_types_it():
     assert done.returncode == 2 and "Traceback" not in done.stderr and "--steps" in done.stderr
 
 
-# ----- issue 30, items 5, 6, 7 and 9: the real CLI in a subprocess, as a user types it ---------------------------
+# ----- the real CLI in a subprocess, as a user types it ----------------------------------------------------------
 ESCAPES = "\u001b]0;PWNED\u0007\u001b[2J"
 PADDED = "0" * 5000 + "1"
 
@@ -254,7 +254,8 @@ def test_the_cli_refuses_what_the_app_refuses(argv, flag):
     ("train", ["--text", str(CORPUS), "--steps", PADDED]), ("ops", ["--prompt-len", PADDED]),
 ])
 def test_a_5000_digit_argument_is_cut_and_the_message_kept(command, argv):
-    """A 5,000-digit argument was echoed whole after the usage text; train printed "invalid parse value"."""
+    """A 5,000-digit argument is cut, never echoed whole after the usage text, and the message is kvviz's own, not
+    argparse's "invalid parse value"."""
     done = _cli(command, *argv, timeout=120)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "9" * 300 not in done.stderr and "0" * 300 not in done.stderr

@@ -1,7 +1,7 @@
-"""Hostile config.json input (issue 23, the config-import and memory-CLI parts): one short line each, naming what
+"""Hostile config.json input (the config-import and memory-CLI parts): one short line each, naming what
 to change; no exception, no traceback, the earlier state kept.
 
-Three surfaces, each with hand-picked cases from the issue and property-based ones (hypothesis):
+Three surfaces, each with hand-picked cases and property-based ones (hypothesis):
   the library   kvviz.memory.config_import.parse_hf_config: returns a config or raises MemoryInputError, nothing else
   the CLI       python -m kvviz memory --config FILE [...]: exit 0 with a table, or exit 2 with one stderr line
   the page      the Memory budget page's "Import a Hugging Face config.json" (AppTest): one message, and on a
@@ -108,7 +108,7 @@ def check_read(imported: config_import.ImportedConfig) -> None:
     assert imported.max_context is None or 1 <= imported.max_context <= memory.LIMITS["context_len"]
 
 
-# ----- the library: the issue's cases, then the property ---------------------------------------------------
+# ----- the library: the hand-picked cases, then the property ----------------------------------------------
 LLAMA = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 32}
 
 
@@ -116,15 +116,15 @@ LLAMA = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, 
 @pytest.mark.parametrize("cfg, says", [
     ({"model_type": "deepseek_v3", "qk_rope_head_dim": "x"}, "qk_rope_head_dim must be a whole number"),
     ({"num_hidden_layers": 2, "num_attention_heads": 2, "kv_lora_rank": 4, "qk_rope_head_dim": "x"},
-     "qk_rope_head_dim must be a whole number"),  # no model_type: used to raise TypeError ('int' + 'str')
-    ({**LLAMA, "hidden_size": "abc"}, "hidden_size must be a whole number"),  # used to stop at "...'hidden_size':"
+     "qk_rope_head_dim must be a whole number"),  # no model_type: not a TypeError ('int' + 'str')
+    ({**LLAMA, "hidden_size": "abc"}, "hidden_size must be a whole number"),  # not a sentence cut at "...'hidden_size':"
     ({"model_type": "llava", "text_config": {"model_type": "bogus"}}, "text_config's model_type 'bogus'"),
-    ({**LLAMA, "head_dim": 0}, "head_dim must be a whole number from 1"),  # used to become 128, "Missing: nothing"
-    ({"model_type": "t5", "d_kv": 0}, "d_kv must be a whole number from 1"),  # used to become 64
+    ({**LLAMA, "head_dim": 0}, "head_dim must be a whole number from 1"),  # not silently 128, "Missing: nothing"
+    ({"model_type": "t5", "d_kv": 0}, "d_kv must be a whole number from 1"),  # not silently 64
     ({"num_hidden_layers": 32, "num_attention_heads": 32, "hidden_size": 4096, "sliding_window": 4,
       "layer_types": ["sliding_attention", "full_attention"]}, "layer_types has 2 entries for 32 layers"),
     ({**LLAMA, "num_key_value_heads": -1}, "num_key_value_heads must be a whole number from 1"),
-    ({**LLAMA, "torch_dtype": "bogus"}, "torch_dtype 'bogus' is not a torch dtype name"),  # was Python's words
+    ({**LLAMA, "torch_dtype": "bogus"}, "torch_dtype 'bogus' is not a torch dtype name"),  # not Python's words
     ({**LLAMA, "torch_dtype": "float64"}, None),  # a torch dtype, but no cache format: said to be replaced
 ])
 def test_the_issues_configs_get_one_sentence(cfg, says):
@@ -150,7 +150,7 @@ def test_a_megabyte_name_is_cut_and_a_megabyte_value_summarised():
 @pytest.mark.model
 def test_unknown_text_config_type_is_one_sentence_not_every_model_type():
     outcome, message = parse_outcome(json.dumps({"model_type": "gemma3", "text_config": {"model_type": "zzz"}}))
-    assert outcome == "refused" and len(message) < 200 and "gemma3_text" in message  # was 11,718 characters
+    assert outcome == "refused" and len(message) < 200 and "gemma3_text" in message  # not all 11,718 characters of them
 
 
 def test_a_5000_digit_number_is_named_not_pythons_digit_limit():
@@ -200,9 +200,9 @@ def assert_cli_outcome(rc: int, out: str, err: str) -> None:
 
 @pytest.mark.slow
 def test_cli_refuses_dev_zero_after_a_capped_read_and_the_mla_file_in_one_line():
-    """/dev/zero used to be read whole (MemoryError after 13.7 s); the malformed MLA file raised TypeError. Run
-    as a student would, in a fresh process."""
-    for path, says in (("/dev/zero", "not a regular file"), (None, "qk_rope_head_dim must be")):  # read only regular files (issue 30)
+    """/dev/zero is refused after a capped read (read whole, it ends in a MemoryError after 13.7 s); the malformed
+    MLA file gets one line, not a TypeError. Run as a student would, in a fresh process."""
+    for path, says in (("/dev/zero", "not a regular file"), (None, "qk_rope_head_dim must be")):  # read only regular files
         if path is None:
             import tempfile
 
@@ -302,7 +302,7 @@ def test_page_import_any_config_one_message_and_the_form_kept_on_refusal():
             assert form()["mem_layers"] == kv.n_layer and form()["mem_head_dim"] == kv.head_dim
         tried[expected] += 1
 
-    for text in hostile:  # the issue's cases every run, whatever hypothesis draws
+    for text in hostile:  # the hand-picked cases every run, whatever hypothesis draws
         check.hypothesis.inner_test(text)
     check()
     print(f"\nconfig import (page): {sum(tried.values())} inputs tried: {tried['read']} read, "
@@ -310,7 +310,7 @@ def test_page_import_any_config_one_message_and_the_form_kept_on_refusal():
     assert tried["refused"] >= len(hostile)
 
 
-# ----- issue 30: a 100-byte config must not take the server's memory ---------------------------------------------
+# ----- a 100-byte config must not take the server's memory ----------------------------------------------------
 RSS_BOUND_MIB = 64  # what an import may add to the process's peak memory while it is refused (the 30-M-label dict
 #                     transformers would build is ~5 GiB; the one-billion-label one ~180 GB)
 _TINY_LLAMA = {"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64}
@@ -335,7 +335,7 @@ def status():
         return {l.split(":")[0]: int(l.split()[1]) // 1024 for l in fh if l.startswith(("VmRSS", "VmHWM", "VmSize"))}
 from kvviz.memory import config_import, MemoryInputError
 config_import.parse_hf_config({"model_type": "llama"})  # transformers and torch imported, warm
-# a guard for the machine, not the bound under test: without the fix the import would take every GiB there is
+# a guard for the machine, not the bound under test: an unbounded import would take every GiB there is
 limit = (status()["VmSize"] + 3072) * 2**20
 resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
 out = {}
@@ -359,7 +359,7 @@ print(json.dumps(out))
 
 @pytest.mark.slow
 def test_allocating_configs_are_refused_within_a_memory_bound():
-    """The issue's 100-byte configs (num_labels in a llama, in a LLaVA text_config, in a t5; 1e9 labels; a layer
+    """100-byte configs (num_labels in a llama, in a LLaVA text_config, in a t5; 1e9 labels; a layer
     count in a vision sub-config; a count inside gpt_neo's attention_types list) are refused in one line, and the
     importing process's peak memory (VmHWM, /proc/self/status) grows by less than RSS_BOUND_MIB while they are.
     Measured in a fresh process: the peak is that process's own, not what earlier tests left."""
@@ -460,8 +460,8 @@ def test_hostile_field_values_are_read_or_refused_with_bounded_memory():
 @pytest.mark.app
 @pytest.mark.usefixtures("fresh_streamlit_caches")
 def test_page_refuses_a_label_table_config_without_the_servers_memory_growing():
-    """The Memory budget page (AppTest runs it in this process, as the server would): the issue's config, with 3e6
-    labels (~550 MiB of dict before the fix, enough to fail the bound without straining a shared machine), is
+    """The Memory budget page (AppTest runs it in this process, as the server would): a label-table config with 3e6
+    labels (~550 MiB of dict were it built, enough to fail the bound without straining a shared machine), is
     refused in one message; the process's peak memory grows by less than RSS_BOUND_MIB meanwhile."""
 
     at = app_test("pages/memory_budget.py")
@@ -487,8 +487,8 @@ def test_page_refuses_a_label_table_config_without_the_servers_memory_growing():
 
 @pytest.mark.model
 def test_a_value_the_config_class_trips_on_gets_a_plain_sentence(tmp_path, capsys):
-    """Found by the random test above: transformers' gemma3_text class computes with sliding_window_pattern, so null
-    gave Python's own words ("unsupported operand type(s) for %: 'int' and 'NoneType'"); a plain sentence now."""
+    """transformers' gemma3_text class computes with sliding_window_pattern, so null
+    gets a plain sentence, not Python's own words ("unsupported operand type(s) for %: 'int' and 'NoneType'")."""
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"model_type": "gemma3_text", "sliding_window_pattern": None}))
     rc, out, err = cli(["--config", str(path)], capsys)

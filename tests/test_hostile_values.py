@@ -2,7 +2,7 @@
 (kvviz.model.load_cost, kvviz.model.loading, kvviz.model.shared_mode): every refusal is one short sentence, never Python's own words.
 
 Property-based: hypothesis throws arbitrary text, huge digit strings, floats written every way and unicode digits
-at each validator; the counts of inputs tried are in INPUTS_TRIED (the issue asks for them).
+at each validator; the counts of inputs tried are in INPUTS_TRIED (how much each property really tried).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from support.markdown_text import shown
 from support.pages import REPO, app_test
 
 EXAMPLES = 300  # per property below
-PADDED = "0" * 5000 + "1"  # issue 30: the digit count saw "1", int() saw 5,001 characters (Python's 4,300 limit)
+PADDED = "0" * 5000 + "1"  # a digit count that skips the zeros sees "1", int() 5,001 characters (Python's 4,300 limit)
 HOSTILE_TEXT = st.one_of(
     st.text(max_size=60),
     st.from_regex(r"[+-]?[0-9]{1,6000}", fullmatch=True),  # up to 6,000 digits: past Python's 4,300 limit
@@ -97,11 +97,11 @@ def test_the_issue_values_each_get_a_notice():
     assert query_values.refused_link_whole(None, 0, 255, "steps", "x") is None
 
 
-# ----- one reader of a bounded whole number (issue 30 item 2) --------------------------------------------------
+# ----- one reader of a bounded whole number --------------------------------------------------------------------
 @pytest.mark.parametrize("text", [PADDED, "-" + PADDED, "+" + PADDED, " " + PADDED + " ", "0" * 65 + "7"])
 def test_every_reader_of_a_whole_number_refuses_zero_padding_past_its_length_cap(text):
-    """Each used to raise ValueError (Exceeds the limit (4300 digits)) or take the text: the check counted the
-    digits after the zeros, then int() converted the whole string."""
+    """Each is refused: neither ValueError (Exceeds the limit (4300 digits)) nor the text taken, as when a check
+    counts the digits after the zeros and int() then converts the whole string."""
     from kvviz.inputs.prompt_rules import check_int_in_range
     from kvviz.step import link as stage_link
 
@@ -128,7 +128,7 @@ def test_zero_padding_within_the_cap_reads_as_its_number(text, expected):
 
 @pytest.mark.parametrize("text", ["٣", "３２", "1_6", "𝟙", "1e3", "0x10", "1.0", "\x1b[2J5", "5\n6", "\u202e12", "$1$"])
 def test_only_ascii_digits_are_a_whole_number_for_every_reader(text):
-    """int() takes '٣', '３２' and '1_6'; kvviz does not, anywhere (the CLI used to, the app did not)."""
+    """int() takes '٣', '３２' and '1_6'; kvviz does not, anywhere (the CLI and the app alike)."""
     from kvviz.step import link as stage_link
 
     with pytest.raises(query_values.WholeNumberRefused):
@@ -167,7 +167,7 @@ NUMBER_LINK_KEYS = {
     "memory_budget": (_bound_int_keys("memory_budget", "mem"), {}),
     "attention_ops": (_bound_int_keys("attention_ops", "ops"), {"ops_model": "custom"}),
 }
-HOSTILE_LINK_VALUES = [  # the issue's classes: padded digits, huge lengths, non-ASCII digits, markup, control characters
+HOSTILE_LINK_VALUES = [  # one or more of each class: padded digits, huge lengths, non-ASCII digits, markup, control characters
     PADDED, "-" + PADDED, "0" * 63 + "7", "0" * 64 + "7", "9" * 5000, "1" * 100_000, "٣", "３２", "1_6", "𝟙",
     "1e309", "nan", "-inf", "![p](http://127.0.0.1:9/x.png)", "$\\frac{1}{0}$", "`5`", "**5**", "\x1b]0;PWNED\x07",
     "\x00", "5\n6", "\u202e12", "",
@@ -191,8 +191,8 @@ def test_every_number_link_key_is_found():
 @pytest.mark.app
 @pytest.mark.parametrize("page", sorted(NUMBER_LINK_KEYS))
 def test_a_zero_padded_number_in_every_key_of_a_page_is_one_notice_each(page):
-    """Issue 30 item 2: "0" * 5000 + "1" in any whole-number link value raised ValueError (4300 digits) on these
-    pages; Memory budget and Count the work on every rerun until the URL was edited."""
+    """"0" * 5000 + "1" in any whole-number link value of these pages is one notice, never ValueError (4300
+    digits), on this run or the next (Memory budget and Count the work rerun with the URL as it is)."""
     keys, extra = NUMBER_LINK_KEYS[page]
     at = _open_through_router(page, {**extra, **{key: PADDED for key in keys}})
     assert not at.exception, [e.value for e in at.exception][:1]
@@ -203,7 +203,7 @@ def test_a_zero_padded_number_in_every_key_of_a_page_is_one_notice_each(page):
     else:  # the stage and the lesson name their step count; the stage's other numbers fall back to defaults
         assert named == {"step" if page == "lesson" else "steps"}
     assert all(len(n) < 240 for n in notices)
-    at.run()  # and the rerun (which used to crash again) is clean
+    at.run()  # and the rerun is clean
     assert not at.exception
 
 

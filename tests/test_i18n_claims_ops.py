@@ -1,4 +1,4 @@
-"""Issue 22, the claims and Count-the-work slice: both pages drawn in Simplified Chinese leave no English sentence
+"""The claims and Count-the-work pages in Simplified Chinese: both pages drawn in Simplified Chinese leave no English sentence
 (names, code, units and the English sources' titles aside), the claims keep their exact numbers, the Chinese sources
 are quoted as written, and `?lang=en` still gives English. Real counts, real claims: nothing mocked."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The glossary as the one English-Chinese term table (issue #22): every Term has its Chinese name, the Term names
+"""The glossary as the one English-Chinese term table: every Term has its Chinese name, the Term names
 and the rest of the terminology (glossary.VOCABULARY) agree, tooltips follow the session's language, and the
 glossary, teacher's guide and home page at ?lang=zh-CN leave no English sentence (names, code and the model's
 label aside); ?lang=en gives English back."""
@@ -31,8 +31,8 @@ def test_every_term_has_a_chinese_name():
 
 
 def test_a_word_with_a_glossary_entry_is_not_written_again_in_the_terminology():
-    """One home per word: the Term's Chinese name is the one rendering (the terminology held 18 of them a second
-    time, checked to agree; now they cannot disagree)."""
+    """One home per word: the Term's Chinese name is the one rendering (written once, it cannot disagree with a
+    second copy)."""
     names = {n.lower() for t in glossary.TERMS for n in english_names(t)}
     assert not [k for k in glossary.VOCABULARY if k.lower() in names]
     for english, chinese in (("KV cache", "KV 缓存"), ("speculative decoding", "推测解码"), ("query", "查询")):

@@ -1,4 +1,4 @@
-"""The Memory budget page in Simplified Chinese (issue #22), AppTest end to end: every tab a student opens reads in
+"""The Memory budget page in Simplified Chinese, AppTest end to end: every tab a student opens reads in
 Chinese (no English sentence left, names, code and paper titles aside), a config.json import error and an import
 report come back in Chinese, the charts speak Chinese, the shareable link carries lang=, and ?lang=en gives
 English back. The page runs standalone on the real bundled model (its "loaded model" tab runs a real prefill)."""

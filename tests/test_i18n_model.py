@@ -1,4 +1,4 @@
-"""简体中文 for the model slice (issue 22): the sidebar's model picker, model labels, load errors, shared-mode notes and
+"""简体中文 for the model slice: the sidebar's model picker, model labels, load errors, shared-mode notes and
 a hostile link's notice, drawn in Chinese by the real app (AppTest, ?lang=zh-CN), and English unchanged.
 
 AppTest calls a radio's format_func in the test's own thread, where no session says the language: the calls that set

@@ -1,4 +1,4 @@
-"""Issue 31, large numbers: a count reads in its language's own scale words (English thousand / million /
+"""Large numbers: a count reads in its language's own scale words (English thousand / million /
 billion, Chinese 万 / 亿 / 万亿; never the calque 百万 / 十亿), from Babel's CLDR data through kvviz.i18n.numbers,
 on the metric tiles and on the chart axes. The scale is display only: the exact integer stays on the hover and in
 the tooltip. Real counts (kvviz.ops), the real catalog, the page through AppTest."""

@@ -1,4 +1,4 @@
-"""Issue 32: measurement has its own floor (kvviz.measure), and every timing stands on it.
+"""Measurement has its own floor (kvviz.measure), and every timing stands on it.
 
 - The floor stands alone: kvviz.measure imports nothing of kvviz but kvviz.i18n, and loads no torch.
 - One home per rule: no module outside kvviz/measure reads the load average, counts cores or computes
@@ -80,7 +80,7 @@ def test_no_module_outside_the_floor_writes_its_own(rule):
     assert offenders == [], f"{rule} outside kvviz/measure: {offenders}"
 
 
-# A load printed by hand ("{load:.1f}") showed "nan" where the OS has no load average: every sentence that names
+# A load printed by hand ("{load:.1f}") shows "nan" where the OS has no load average: every sentence that names
 # the load goes through load_label or load_number.
 HAND_FORMATTED_LOAD = re.compile(r"\{load(?:_before|_after|_avg_1min|_1min)?:\.\d+f\}")
 

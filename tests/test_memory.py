@@ -222,7 +222,7 @@ def test_published_figures_are_checked_with_arithmetic():
 
 def test_format_bytes_is_unambiguous():
     assert units.format_bytes(536_870_912) == "536,870,912 B = 512 MiB = 0.5369 GB"
-    assert units.format_bytes(73_728) == "73,728 B = 72 KiB = 73.73 kB"  # issue 8: never "7.373e-05 GB"
+    assert units.format_bytes(73_728) == "73,728 B = 72 KiB = 73.73 kB"  # never "7.373e-05 GB"
 
 
 # ----- the calculator == the real cache tensors -----------------------------------------------------------------
@@ -299,7 +299,7 @@ def test_figures_pick_readable_units():
 
 def test_paged_view_of_a_qwen2_style_window_counts_every_layer_global():
     """Paged blocks assume every layer global: a Qwen2 config (global below max_window_layers, windowed above) is
-    drawn without its window, never refused (the memory page crashed on it once all its tabs ran)."""
+    drawn without its window, never refused (the memory page runs all its tabs on it)."""
     from kvviz.memory import KVConfig, capacity, kv_bytes
 
     qwen2 = KVConfig(n_layer=28, n_head=28, n_kv_heads=4, head_dim=128, dtype="bf16", window=4096, first_windowed_layer=21)

@@ -253,7 +253,7 @@ def test_savings_sentence_at_the_page_defaults(bundled):
     text = ops.savings_sentence(shape, 16, 200)
     mlp = uncached.mlp / cached.mlp
     assert f"{mlp:,.1f}x less work in the Q/K/V and output projections and the MLP" in text
-    assert f"{mlp:.1f}" == "107.4"  # issue 11: the home card said these "are not saved at all"
+    assert f"{mlp:.1f}" == "107.4"  # work the cache saves in the projections and the MLP too
     assert uncached.qkv_proj / cached.qkv_proj == uncached.out_proj / cached.out_proj == mlp
     assert f"{uncached.attention_ops / cached.attention_ops:,.1f}x less work in attention" in text
     assert "the same work in the LM head" in text and cached.lm_head == uncached.lm_head

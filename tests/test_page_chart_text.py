@@ -1,4 +1,4 @@
-"""Charts for those who cannot see them (issue 35), on the pages: each chart of the memory budget page and of the
+"""Charts for those who cannot see them, on the pages: each chart of the memory budget page and of the
 step page's race view has its data beside it as a visually hidden text (kvviz.ui.screen_reader_text), in the page's
 language, saying the numbers of the chart drawn next to it. AppTest, on the real bundled model."""
 from __future__ import annotations

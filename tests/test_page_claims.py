@@ -52,7 +52,7 @@ def test_gpu_choice_changes_the_prefill_verdict():
 
 
 def test_seed_figures_lead_the_page_with_their_sources():
-    """Issue 31 items 9 and 15: the seeds' own figures are the first cards (quote as written, translation beside
+    """The seeds' own figures are the first cards (quote as written, translation beside
     it), and the published-figures card names each source by title."""
     at = claims_page()
     texts = [m.value for m in at.markdown]

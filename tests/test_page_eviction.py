@@ -64,7 +64,7 @@ def test_page_renders_and_policy_budget_and_sinks_change_what_is_shown(fresh_str
     grid_before = at.get("plotly_chart")[0].proto.spec
     at = at.number_input(key="evict_sinks").set_value(0).run()
     assert not at.exception and not at.error
-    assert at.get("plotly_chart")[0].proto.spec != grid_before  # no sink rows drawn any more
+    assert at.get("plotly_chart")[0].proto.spec != grid_before  # the sink rows are gone
     assert "S = 0" in _markdown(at)
 
 

@@ -220,10 +220,10 @@ def test_full_page_links_carry_the_lessons_state(fresh_streamlit_caches, bundled
     assert stage.prompt_text == lesson.LESSON_PROMPT and stage.cache_len == prefill.answer
 
 
-# ----- issue 31: the lesson's sentences as right as its numbers -----------------------------------------------------
+# ----- the lesson's sentences as right as its numbers ------------------------------------------------------------
 @pytest.mark.model
 def test_step_1_teaches_projections_of_the_whole_vector_and_k_v_heads():
-    """Item 3: no 'equal slice' of the hidden vector; on the GQA model one layer's K per token is
+    """No 'equal slice' of the hidden vector; on the GQA model one layer's K per token is
     n_kv_heads x head_dim (2 x 16 = 32), not a share of the hidden size."""
     from kvviz.step.engine import StepEngine
     from kvviz.model.loading import load_model
@@ -241,7 +241,7 @@ def test_step_1_teaches_projections_of_the_whole_vector_and_k_v_heads():
 
 @pytest.mark.model
 def test_step_8_formula_and_total_agree(bundled):
-    """Item 6: the uncached total printed is the formula the step teaches (the prefill is one triangle)."""
+    """The uncached total printed is the formula the step teaches (the prefill is one triangle)."""
     from kvviz.step.engine import StepEngine
     from kvviz import ops
 
@@ -258,7 +258,7 @@ def test_step_8_formula_and_total_agree(bundled):
 
 @pytest.mark.model
 def test_step_11_times_both_sides_interleaved_with_the_races_noise_rule(bundled):
-    """Item 2: step 11 uses the race's interleaved repeats (kvviz.step.engine.race_timing), medians with their
+    """Step 11 uses the race's interleaved repeats (kvviz.step.engine.race_timing), medians with their
     interquartile ranges, and says whether the difference is inside the noise."""
     from kvviz.step.engine import StepEngine
 

@@ -1,4 +1,4 @@
-"""Issue 29, the lesson in a teacher's hands (AppTest and the records, the browser parts are in
+"""The lesson in a teacher's hands (AppTest and the records, the browser parts are in
 test_browser_lesson.py): class mode scores the room (V reveals, Y/N mark; no key reads as a choice's letter), the
 score rides in the URL so a reload keeps it, a deep link's Back works on its first run, step 9's MB/MiB slip gets the
 targeted hint, step 4's chart names every bar, step 7's triangle never runs past its rows, and the worksheet exists."""
@@ -75,8 +75,8 @@ def test_the_score_rides_in_the_url_and_a_reload_keeps_it(fresh_streamlit_caches
 @pytest.mark.app
 def test_a_click_sent_before_the_browser_took_the_last_runs_url_keeps_the_step_and_the_score(fresh_streamlit_caches):
     """A rerun carries the URL as the browser has it when the click is sent; a Next clicked (or a key queued) just
-    after a mark, on a busy laptop, carried the URL from before the mark, and the URL's score won: the mark was lost
-    (a CI run of the key-queue test ended with step 4's miss not answered). A click's run keeps the session's."""
+    after a mark, on a busy laptop, carries the URL from before the mark; were the URL's score to win, the mark
+    would be lost (step 4's miss not answered). A click's run keeps the session's."""
     at = _open(step="3", lesson_class="true")
     at.button(key="lesson_reveal_btn_3").click().run()
     at.button(key="lesson_room_right_3").click().run()
@@ -167,7 +167,7 @@ def test_the_worksheet_exists_without_answers(bundled):
 
 @pytest.mark.model
 def test_the_handout_names_the_model_each_step_used(bundled):
-    """Issue 31 item 8: steps 9, 10 and 12 compute with the GPT-2 small and Llama-3-8B presets, not the lesson's
+    """Steps 9, 10 and 12 compute with the GPT-2 small and Llama-3-8B presets, not the lesson's
     model: the intro says so and each page names its model."""
     from kvviz.step.engine import StepEngine
 
@@ -188,7 +188,7 @@ def test_the_handout_names_the_model_each_step_used(bundled):
 
 @pytest.mark.model
 def test_each_steps_preset_is_the_model_its_question_uses(bundled):
-    """Item 8: a step's declared preset is the model its question computes with (the lesson page's handout note
+    """A step's declared preset is the model its question computes with (the lesson page's handout note
     lists them)."""
     from kvviz.step.engine import StepEngine
 
@@ -202,7 +202,7 @@ def test_each_steps_preset_is_the_model_its_question_uses(bundled):
 
 @pytest.mark.app
 def test_the_handout_popover_names_the_preset_steps(fresh_streamlit_caches):
-    """Item 8 on the page: the handout's note no longer says every number is the lesson's model's."""
+    """On the page: the handout's note does not say every number is the lesson's model's."""
     at = _open(step="1")
     text = " ".join(m.value for m in at.markdown)
     assert "except where a step uses a published model's preset (step 9: GPT-2 small; step 10: Llama-3-8B; " \

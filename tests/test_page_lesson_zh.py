@@ -1,4 +1,4 @@
-"""The lesson in Simplified Chinese (issue #22), on the real bundled model: at ?lang=zh-CN its steps, hints, worked
+"""The lesson in Simplified Chinese, on the real bundled model: at ?lang=zh-CN its steps, hints, worked
 answers, class mode, summary and handout read in Chinese (no English sentence left but names and the model's own
 text), numbers are judged exactly as in English, a choice is accepted in either language, ?step=End still opens
 the summary, and the lesson's own links carry the language."""
@@ -92,8 +92,8 @@ def test_a_choice_is_chinese_and_accepted_in_either_language(fresh_streamlit_cac
 
 @pytest.mark.app
 def test_the_summary_shows_a_choice_in_the_readers_language(fresh_streamlit_caches, bundled):
-    """Issue 29: a choice answered in Chinese, then the page switched to English: the ending showed the Chinese
-    choice text under English headings. The answer is kept as the choice itself and shown in the reader's language."""
+    """A choice answered in Chinese, then the page switched to English: the ending shows no Chinese choice text
+    under English headings. The answer is kept as the choice itself and shown in the reader's language."""
     at = _lesson_zh(4)
     with i18n.language(i18n.CHINESE):
         chinese = _(lesson.NO_Q)
@@ -103,7 +103,7 @@ def test_the_summary_shows_a_choice_in_the_readers_language(fresh_streamlit_cach
     at.segmented_control(key="step").set_value(len(lesson.STEPS) + 1).run()
     assert not at.exception
     table = at.table[0].value
-    assert table.loc[table["step"] == 4, "your answer"].iloc[0] == lesson.NO_Q  # English, as the page now reads
+    assert table.loc[table["step"] == 4, "your answer"].iloc[0] == lesson.NO_Q  # English, as the page reads after the switch
     assert table.loc[table["step"] == 4, "result"].iloc[0] == "first try"
 
 

@@ -116,7 +116,7 @@ def test_race_view_shows_both_sides_with_their_counters(step_page, bundled):
     uncached = info.n_layer * info.n_head * seq * (seq + 1) // 2
     assert (f"**Without the cache**, this step: {uncached:,} dot products; K and V of {seq:,} tokens in each of "
             f"{info.n_layer} layers") in text
-    # issue 31 item 13, one meaning per word: a "row" is one head's row at one cache position (the heatmap, the
+    # one meaning per word: a "row" is one head's row at one cache position (the heatmap, the
     # lesson), so the race does not call a token's K/V across all heads of a layer a row; and a total since the
     # prefill is never worded like one pass's count
     assert "K/V rows" not in text
@@ -137,7 +137,7 @@ def test_a_link_replays_the_state_and_presenter_mode_opens_from_the_url(fresh_st
 
 
 def _open_prompt_box(at) -> None:
-    """The teacher opens the Prompt popover: its widgets are drawn only while it is open (issue 33)."""
+    """The teacher opens the Prompt popover: its widgets are drawn only while it is open (less work per click)."""
     at.session_state["step_popover_prompt"] = True
     at.run()
 
@@ -252,7 +252,7 @@ def test_the_stage_on_the_bundled_gqa_model_shows_the_group_mapping_and_measured
 
 
 def test_the_stage_chart_carries_its_data_as_text_for_a_screen_reader(step_page, bundled):
-    """Issue 35: the K | V | attention chart's data as a visually hidden sentence beside it, computed from the same
+    """The K | V | attention chart's data as a visually hidden sentence beside it, computed from the same
     snapshot: the rows drawn, their width, the newest row, and where the newest query puts most of its weight."""
     from kvviz.step.engine import StepEngine
     from kvviz.figures import step as figs

@@ -1,4 +1,4 @@
-"""The stage keeps a class's work (issue #19 §2-§4): links restore the whole view and survive the reader's clicks,
+"""The stage keeps a class's work: links restore the whole view and survive the reader's clicks,
 switching the model keeps one generation per model, a model dropped from the shared cache stays with the session
 using it, and the race view times the step as a fair statistic. AppTest on the real bundled models; the link
 parsing is checked on its own (a typed, pasted or truncated link never crashes the page)."""
@@ -46,8 +46,8 @@ def test_a_link_round_trips_through_its_own_query():
 
 @pytest.mark.app
 def test_the_sampling_limits_live_in_one_place_the_widget_the_link_and_the_record():
-    """One home per rule (issue 32): the link clamps to the limits the record accepts, and the Prompt popover's
-    widgets offer exactly that range (before, the record took 0.05-5.0 and any top-k, the page 0.1-2.0 and 200)."""
+    """One home per rule: the link clamps to the limits the record accepts, and the Prompt popover's widgets offer
+    exactly that range (not a record taking 0.05-5.0 and any top-k beside a page offering 0.1-2.0 and 200)."""
     from kvviz.step.records import SEED_MAX, TEMPERATURE_MAX, TEMPERATURE_MIN, TOP_K_MAX, Sampling
 
     high = stage_link.parse_link({"prompt": "x", "temperature": "9", "top_k": "99999", "seed": "9" * 9}, 256)

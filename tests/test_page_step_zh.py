@@ -1,4 +1,4 @@
-"""The step-through stage in Simplified Chinese (issue 22), on the real bundled models: no English sentence left
+"""The step-through stage in Simplified Chinese, on the real bundled models: no English sentence left
 on the stage (the model's own English output, and names, aside), a prompt with Chinese characters prefills and
 steps (the tokenizer is byte-level: the strip names the characters its byte tokens make), the Link carries the
 language, and the keyboard shortcuts find the stage's buttons by key, never by their (translated) labels."""

@@ -218,7 +218,7 @@ def test_pages_show_the_savings_sentence_and_the_quantized_residual():
 
 @pytest.mark.app
 def test_the_plans_memory_link_answers_when_the_cache_outweighs_the_weights():
-    """Issue 29: the 45-minute plan's link opens Llama-3-8B at 8,192 tokens on What fits, and the page says at what
+    """The 45-minute plan's link opens Llama-3-8B at 8,192 tokens on What fits, and the page says at what
     context the cache outweighs the weights (integer-exact from the config: about 122,500 tokens at batch 1)."""
     at = page("memory_budget")
     at.query_params.update({"mem_preset": "llama-3-8b", "mem_context": "8192", "mem_tab": "What fits"})
@@ -236,8 +236,8 @@ def test_the_plans_memory_link_answers_when_the_cache_outweighs_the_weights():
 
 @pytest.mark.app
 def test_only_a_link_that_names_a_tab_scrolls_to_it():
-    """The scroll to the tab bar is for a link that opens the page on a tab; it ran after an ordinary tab click too
-    (and for 15 s, scrolling under the GPU picker the reader had opened: its list closed, a flaky browser test)."""
+    """The scroll to the tab bar is for a link that opens the page on a tab, never for an ordinary tab click (it
+    scrolls for 15 s, and under a GPU picker the reader has opened its list would close)."""
     def scrolls(at: AppTest) -> bool:
         return any("scrollIntoView" in h.proto.body for h in at.get("html"))
 

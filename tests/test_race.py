@@ -1,4 +1,4 @@
-"""The step page's race view (issue 30 item 8, issue 29 item 6): a click's work is bounded (the budget, or one
+"""The step page's race view: a click's work is bounded (the budget, or one
 repeat of each side where one repeat costs more: the GPT-2 124M shape at a long context), whatever check() raises
 ends a race within one transformer block, and the caption never says what the chart contradicts; on the GPT-2
 124M shape each part says which model it shows.
@@ -51,8 +51,8 @@ def _ids(bundled, n: int) -> list[int]:
 
 @pytest.mark.model
 def test_a_click_at_the_124m_shape_and_255_tokens_does_one_repeat_and_one_long_pass(bundled):
-    """The issue's case: ~255 cached tokens at GPT-2 124M rates. Before, three repeats at least (four 255-token
-    passes with the fill); now one repeat, and its uncached pass also fills the cached side's cache."""
+    """~255 cached tokens at GPT-2 124M rates: one repeat, not three (four 255-token passes with the fill), and its
+    uncached pass also fills the cached side's cache."""
     from kvviz.step.engine import race_timing
 
     length = min(256, bundled.info.n_positions)
@@ -136,7 +136,7 @@ def test_an_engine_race_changes_nothing_and_with_no_budget_measures_once(bundled
 
 # ----- the caption: computed from the numbers ---------------------------------------------------------------
 UNDER = RaceTiming(seq_len=10, cached_ms=(1.9, 2.0, 2.1), uncached_ms=(18.0, 19.1, 20.0), fixed_ms=(3.5, 3.6, 3.7),
-                   model_label="bundled", load_1min=1.0)  # issue 29's numbers: the cached median under the floor
+                   model_label="bundled", load_1min=1.0)  # the cached median under the floor
 ABOVE = RaceTiming(seq_len=10, cached_ms=(4.0, 4.1, 4.2), uncached_ms=(18.0, 19.1, 20.0), fixed_ms=(3.5, 3.6, 3.7),
                    model_label="bundled", load_1min=1.0)
 

@@ -109,7 +109,7 @@ def test_shared_sidebar_offers_only_the_list_and_refuses_a_forged_folder(classro
 
 @pytest.mark.app
 def test_a_links_model_is_applied_when_offered_and_refused_in_one_line_when_not(classroom):
-    """Issue 29, item 5: ?model= in a link picks the sidebar's model; a model the server does not offer (here a
+    """?model= in a link picks the sidebar's model; a model the server does not offer (here a
     real, loadable but unlisted folder) is refused with one line, the current model kept, the URL put right."""
     at = app_test(_picker_and_page, query={"model": "listed"})
     at.run()

@@ -1,4 +1,4 @@
-"""Issue 33: the stage's per-click figures are built as plain dicts and validated once (plotly's make_subplots and
+"""The stage's per-click figures are built as plain dicts and validated once (plotly's make_subplots and
 update_* calls cost ~35 ms of server CPU a click). The oracle is plotly's own subplot API: the same stage picture
 built with make_subplots and update_* must serialise to exactly the same JSON, so the fast build draws the same
 figure (axis domains, anchors, titles, shapes, fonts, colour scales)."""
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.model
 
 
 def _by_plotly_api(snap: step_view.StageSnapshot, font_px: int, height_px: int) -> go.Figure:
-    """stage_figure written with plotly's figure API (what the page drew before issue 33)."""
+    """stage_figure written with plotly's figure API (make_subplots and update_*, the slow way to the same figure)."""
     rows, head_dim = snap.keys.shape
     y = list(range(snap.first_row, snap.first_row + rows))
     fig = make_subplots(rows=1, cols=3, shared_yaxes=True, column_widths=[0.37, 0.37, 0.26],

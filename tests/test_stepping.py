@@ -133,8 +133,8 @@ def test_seeded_sampling_is_reproducible_across_rollback(bundled):
 
 
 def test_seeded_sampling_depends_on_the_prompt_not_only_the_position(bundled):
-    """Issue 11: the draw used to depend on (seed, position) only, so two prompts of the same length continued
-    with the same line. It now mixes in every token fed, so they differ, and each is still reproducible."""
+    """The draw mixes in every token fed, not only (seed, position): two prompts of the same length continue
+    differently, and each is still reproducible."""
     from kvviz.step.engine import StepEngine
 
     sampling = Sampling(greedy=False, temperature=1.0, top_k=0, seed=3)

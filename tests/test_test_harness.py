@@ -1,4 +1,4 @@
-"""Issue 32, the test harness: one tests/support/, and no test module leaning on another.
+"""The test harness: one tests/support/, and no test module leaning on another.
 
 Read from every module's syntax tree (never run): no test module imports another test module's names or
 conftest.py's (fixtures reach a test by name; what modules share lives in tests/support/, which imports no test

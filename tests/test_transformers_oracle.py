@@ -1,4 +1,4 @@
-"""transformers' own caches are the oracle for kvviz's bytes (issue 11, section 3).
+"""transformers' own caches are the oracle for kvviz's bytes.
 
 For each architecture, the published config.json (an excerpt: the fields that shape the model, copied from the
 hub repo named beside it; no network) is
@@ -300,7 +300,7 @@ def test_fp8_cache_adds_two_fp32_scales_per_layer():
 @pytest.mark.model
 def test_encoder_decoder_counts_cross_attention_and_t5_d_kv():
     """T5-3B: head size is d_kv = 128, not d_model / heads = 32; the cross-attention cache is encoder length x
-    layers x heads x d_kv x 2 numbers. Both were missing before (8x too small at equal lengths)."""
+    layers x heads x d_kv x 2 numbers. Without both, the total is 8x too small at equal lengths."""
     imported = config_import.parse_hf_config(PUBLISHED["t5-3b"][1])
     c, cross = imported.config, imported.cross_attention
     assert (c.n_layer, c.n_kv_heads, c.head_dim, c.dtype) == (24, 32, 128, "fp32")
@@ -336,7 +336,7 @@ def test_mla_cache_holds_the_compressed_latent_not_per_head_kv(name):
     assert {tuple(layer.values.shape) for layer in layers} == {(1, 1, PROMPT + DECODE, 64)}
 
 
-# ----- issue 25: the encoder-decoder total, Qwen2's max_window_layers, two config readings ---------------------
+# ----- the encoder-decoder total, Qwen2's max_window_layers, two config readings ------------------------------
 @no_grad
 def run_encoder_decoder(model, batch: int, device: str, decoder_tokens: int, encoder_tokens: int, steps: int):
     """Encode `encoder_tokens` per sequence, prefill `decoder_tokens`, then `steps` one-token decode passes, all at
@@ -383,7 +383,7 @@ def test_encoder_decoder_total_is_the_whole_encoder_decoder_cache(name, batch, t
 
 @pytest.mark.model
 def test_t5_3b_full_size_batch_2_on_the_meta_device():
-    """The issue's figure: T5-3B, batch 2, a 1,500-token source and 1,502 decoder tokens (prefill 1,500 + 2
+    """A worked figure: T5-3B, batch 2, a 1,500-token source and 1,502 decoder tokens (prefill 1,500 + 2
     steps): transformers' EncoderDecoderCache holds 4,721,737,728 B, and that is kvviz's total."""
     cfg = PUBLISHED["t5-3b"][1]
     imported = config_import.parse_hf_config(cfg)
@@ -391,7 +391,7 @@ def test_t5_3b_full_size_batch_2_on_the_meta_device():
     *_, (tokens, held) = run_encoder_decoder(model, 2, "meta", 1500, 1500, 2)
     whole = memory.encoder_decoder_budget(imported.config, imported.cross_attention, tokens, 2, 1500)
     assert tokens == 1502 and held == whole.total_bytes == 4_721_737_728
-    assert whole.self_attention.total_bytes == 2_362_441_728  # what kvviz used to print as the whole total
+    assert whole.self_attention.total_bytes == 2_362_441_728  # a part, not the whole total
 
 
 @pytest.mark.model

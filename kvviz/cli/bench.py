@@ -158,7 +158,7 @@ def main(argv: list[str]) -> int:
         validate(settings, n_positions=10**9)  # lengths and counts first: no model load for a typo
         loaded = load_model(args.model, attn_implementation=args.attn)
         validate(settings, loaded.info.n_positions, loaded.info)
-        # The CLI may run long on purpose, but says so first (issue 23): the same estimate as the page's bound
+        # The CLI may run long on purpose, but says so first: the same estimate as the page's bound
         say(f"kvviz bench: this run should take about {duration(harness.estimate(loaded, settings))} here "
               "(estimated from two timed passes of this model; Ctrl-C stops it).", file=sys.stderr, flush=True)
         return harness.run_benchmark(loaded, settings, progress=None if args.json else _progress)

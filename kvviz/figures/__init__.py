@@ -3,7 +3,7 @@
 One module per page: step (step-through), ops (count the work), memory (memory budget), bench (speed-up),
 internals (cache internals), patterns (attention patterns).
 
-Readable from the back of a room (issue 19): every chart's tick labels are at least MIN_TICK_FONT_PX at
+Readable from the back of a room: every chart's tick labels are at least MIN_TICK_FONT_PX at
 1280x720, a legend holds at most MAX_LEGEND_ENTRIES entries (the caller picks which lines; roofs and ceilings
 are labelled on the line instead), and a log axis is drawn only where its title or the chart's says "log",
 with `log_ticks()` (1, 2, 5 x 10^k in full). `readable()` applies the font sizes; the browser test
@@ -36,7 +36,7 @@ BLUE, VERMILLION, GREEN, ORANGE, SKY, PURPLE = "#0072B2", "#D55E00", "#009E73", 
 
 class SpecFigure(go.Figure):
     """A figure this package built as a plain spec ({"data": [...], "layout": {...}}: dicts, lists, numpy arrays),
-    handed to Streamlit as it is: the stage's per-click charts (issue 33).
+    handed to Streamlit as it is: the stage's per-click charts, where plotly's validation is most of a click's CPU.
 
     Streamlit draws a plotly figure from its `to_dict()` alone. A go.Figure built around the spec, even unvalidated
     (`_validate=False`), wraps every trace and layout property in plotly's objects, and `to_dict()` deep-copies them
@@ -147,7 +147,7 @@ def export_config(filename: str = "kvviz") -> dict:
     return {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2, "filename": filename}}
 
 
-# ----- a chart's data as text, for a reader who cannot see it (issue 35) -----
+# ----- a chart's data as text, for a reader who cannot see it -----
 MAX_DESCRIBED_TRACES = 8  # the rest are counted, not read out
 MAX_LISTED_POINTS = 12  # a bar chart up to this many bars is read bar by bar; past it, its extent and its highest
 

@@ -71,7 +71,7 @@ def size_vs_context_figure(
     fig.update_xaxes(exponentformat="none" if max_context < 10**7 else "power", separatethousands=True,
                      rangemode="tozero", range=[0, max_context * 1.02])
     fig.update_yaxes(exponentformat="none", separatethousands=True, rangemode="tozero")
-    # labels on the inner side of their lines: a label right of a line at the axis' end was cut at the chart's edge
+    # labels on the inner side of their lines: a label right of a line at the axis' end is cut at the chart's edge
     if mark_context is not None:
         fig.add_vline(x=mark_context, line_dash="dot", line_color=MARKER_COLOR, line_width=2,
                       annotation_text=_("{n:,} tokens").format(n=mark_context), annotation_font_color=MARKER_COLOR,
@@ -93,7 +93,7 @@ def size_vs_context_figure_text(
     configs: Sequence[KVConfig], max_context: int, batch: int = 1, mark_context: int | None = None,
     budget_bytes: int | None = None, max_contexts: Sequence[int | None] | None = None,
 ) -> str:
-    """size_vs_context_figure's data as sentences, for a reader who cannot see the chart (issue 35): each line's
+    """size_vs_context_figure's data as sentences, for a reader who cannot see the chart: each line's
     exact bytes at both ends of its context range, at the marked context, and where it crosses the dashed line of
     the memory left for the cache when the chart draws one (the first context whose cache is larger:
     kvviz.memory.capacity.max_context, plus one). The same lines as the chart's (_context_lines)."""
@@ -154,7 +154,7 @@ def _layer_runs(layers: Sequence[int]) -> str:
 
 
 def per_layer_figure_text(budget: KVBudget) -> str:
-    """per_layer_figure's data as sentences, for a reader who cannot see the chart (issue 35): the layers grouped
+    """per_layer_figure's data as sentences, for a reader who cannot see the chart: the layers grouped
     by what each bar shows (global or sliding window, tokens held, exact bytes), in the order they first appear."""
     groups: dict[tuple[bool, int, int], list[int]] = {}
     for layer, (tokens, n_bytes) in enumerate(zip(budget.layer_tokens, budget.layer_bytes)):
@@ -186,7 +186,7 @@ def paged_figure(view: PagedView) -> go.Figure:
 
 
 def paged_figure_text(view: PagedView) -> str:
-    """paged_figure's data as sentences, for a reader who cannot see the chart (issue 35): the three bars' exact
+    """paged_figure's data as sentences, for a reader who cannot see the chart: the three bars' exact
     bytes (the whole batch), and what the paged and the flat buffers hold beyond the tokens actually held."""
     return _("Chart: the cache's bytes three ways, for the whole batch. Tokens actually held: {used}. Paged, in "
              "blocks of {block:,} tokens: {paged}, {blocks:,} blocks per sequence, the last one with {waste:,} "

@@ -52,9 +52,9 @@ def _fonts(fig: go.Figure, font_px: int) -> go.Figure:
 
 # The per-click figures (the stage, the next-token bars, the GQA and race views) are built as plain dicts:
 # plotly's make_subplots and update_* calls validate every change against the template-laden layout, which cost
-# ~35 ms of server CPU per click on one core (issue 33), most of a click's cost. The layout geometry still comes
+# ~35 ms of server CPU per click on one core, most of a click's cost. The layout geometry still comes
 # from make_subplots (axis domains, anchors, title positions), computed once per shape. Validating the finished
-# dict (go.Figure(spec)) was still 80% of what was left (stage 8.4 -> 1.9 ms without it), so the spec goes out as
+# dict (go.Figure(spec)) would be 80% of what is left (stage 8.4 -> 1.9 ms without it), so the spec goes out as
 # it is (kvviz.figures.SpecFigure); tests/test_stage_figures_fast.py validates every one of these specs instead, and
 # checks they serialise exactly as plotly's own subplot API builds them.
 @functools.lru_cache(maxsize=32)
@@ -158,7 +158,7 @@ def stage_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 420) -
 
 
 def stage_figure_text(snap: StageSnapshot) -> str:
-    """stage_figure's data as a sentence, for a reader who cannot see the chart (a screen reader reads it; issue 35):
+    """stage_figure's data as a sentence, for a reader who cannot see the chart (a screen reader reads it):
     which K/V rows are drawn and their size, the newest row, and where this head's query puts most of its weight."""
     rows, head_dim = snap.keys.shape
     last = snap.first_row + rows - 1
@@ -211,7 +211,7 @@ def group_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 360) -
 
 
 def group_figure_text(snap: StageSnapshot) -> str:
-    """group_figure's data as a sentence, for a reader who cannot see the chart (issue 35): the K/V head's rows
+    """group_figure's data as a sentence, for a reader who cannot see the chart: the K/V head's rows
     drawn, and for each query head that reads them, where its largest weight falls."""
     rows, head_dim = snap.keys.shape
     heads = list_sep().join([_("query head {head}: {weight:.2f} on position {position}").format(
@@ -260,7 +260,7 @@ def _positions(positions: Sequence[int]) -> str:
 
 
 def race_figure_text(snap: StageSnapshot, cached: bool) -> str:
-    """race_figure's data as a sentence, for a reader who cannot see the chart (issue 35): the K rows drawn in
+    """race_figure's data as a sentence, for a reader who cannot see the chart: the K rows drawn in
     every layer and their width, and which of them this pass computes (outlined) or recomputes (shaded red)."""
     n_layer = len(snap.layer_keys)
     rows, head_dim = snap.layer_keys[0].shape if n_layer else (0, 0)
@@ -327,7 +327,7 @@ def race_timing_figure(cached_ms: Sequence[float], uncached_ms: Sequence[float],
 
 
 def race_timing_figure_text(timing: RaceTiming) -> str:
-    """race_timing_figure's data as sentences, for a reader who cannot see the chart (issue 35): each side's
+    """race_timing_figure's data as sentences, for a reader who cannot see the chart: each side's
     median with its middle half (the whiskers), the 1-token forward's (the dashed line and its grey band), and the
     verdict the race's caption gives, by the same rule (RaceTiming.inside_noise: kvviz.measure.timing's overlap of
     the middle halves; else its paired comparison, RaceTiming.cached_faster)."""
@@ -376,7 +376,7 @@ def next_token_bars(texts: Sequence[str], probs: Sequence[float], chosen: str, f
 
 
 def next_token_bars_text(texts: Sequence[str], probs: Sequence[float], chosen: str) -> str:
-    """next_token_bars' data as a sentence, for a reader who cannot see the chart (issue 35): the candidates drawn,
+    """next_token_bars' data as a sentence, for a reader who cannot see the chart: the candidates drawn,
     most likely first, with their probabilities as the bars' labels print them, and the token drawn."""
     if not texts:
         return ""

@@ -27,7 +27,7 @@ from kvviz.memory.config_fields import config_field
 
 FLOAT32_BYTES = 4  # kvviz loads every model in float32 (kvviz.model.loading)
 MAX_HEADER_BYTES = 8 * 2**20  # refused before reading: a GPT-2's header is 15-60 KB (the format allows 100 MB,
-# and an 85 MB header cost 8 s and ~1 GB to parse before it was refused)
+# and an 85 MB header costs 8 s and ~1 GB to parse)
 TORCH_DTYPES = ("float32", "float16", "bfloat16", "float64", "auto")  # config.json's torch_dtype / dtype values
 SAFETENSORS_FILE = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"  # sharded checkpoints: weight_map -> shard file names

@@ -1,7 +1,7 @@
 """Pick the flat engine's fp32 weight format by measuring, on this CPU, at this thread count.
 
 Which GEMV kernel streams GPT-2's matrices fastest depends on the CPU: oneDNN's packed layout beat MKL on
-the stored layout by ~1.4x on an AMD EPYC, and lost by ~1.2x on an Intel Xeon (issue 13). So nothing is
+the stored layout by ~1.4x on an AMD EPYC, and lost by ~1.2x on an Intel Xeon. So nothing is
 assumed: at the start of a benchmark both formats run the real decode work (every matrix of the model times
 one activation vector, as one decode step does), interleaved over a few rounds, and the faster is kept.
 The loser's copies are dropped at once: the engine never holds two copies of a matrix it does not use.

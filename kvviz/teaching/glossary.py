@@ -5,7 +5,7 @@ tooltip in the same words, so a page's help= and the glossary never drift; pages
 glossary with that tooltip (`st.page_link(routes.GLOSSARY.file, query_params=routes.GLOSSARY.query(term=...),
 help=help_text(...))`).
 
-The glossary is also kvviz's one English-Chinese term table (issue #22): each Term carries its Chinese name (`zh`),
+The glossary is also kvviz's one English-Chinese term table: each Term carries its Chinese name (`zh`),
 the word every Chinese page, tooltip and catalog entry uses for it; VOCABULARY holds the rest of the translation's
 terminology (words with no entry of their own): a word is in one or the other, never both. A Term's
 `name` stays English (the key pages link with, `?term=`); its definition is marked for the catalog (N_) and
@@ -176,7 +176,7 @@ TERMS: tuple[Term, ...] = (
          "reading matches, kvviz says so."), routes.MEMORY_BUDGET, ("GiB", "MiB", "GB", "MB")),
 )
 
-# The rest of the translation's terminology (issue #22's term table, words without a glossary entry of their own):
+# The rest of the translation's terminology (the term table's words without a glossary entry of their own):
 # English -> Chinese, used everywhere in the catalog. A word that is a Term's name (or one of its parts or other
 # names) is written in its Term only, one home (tests/test_i18n_glossary.py).
 VOCABULARY: dict[str, str] = {

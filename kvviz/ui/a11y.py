@@ -21,7 +21,7 @@ SCREEN_READER_ONLY = ("position:absolute;width:1px;height:1px;padding:0;margin:-
 def table(rows: list[dict], **kwargs) -> None:
     """st.dataframe of `rows`, one dict a row (its keys are the columns, in order). pandas is imported here, when a
     table is drawn, not at a page's top: a fresh server's first visit runs the page's imports before anything is
-    drawn, and pandas' ~0.6 s (more with a core busy) came before the sidebar and the title (bench/first_render.py)."""
+    drawn, and pandas' ~0.6 s (more with a core busy) would come before the sidebar and the title (bench/first_render.py)."""
     import pandas as pd
 
     st.dataframe(pd.DataFrame(rows), **kwargs)

@@ -56,8 +56,8 @@ def keep_choices_across_languages() -> None:
     """(In the language switch's callback, before the language changes.) Every keyed widget that keeps its value
     as a shown label gets its value written back as the option itself, read while the previous run's labels still
     decode it. Without this the browser sends back the old language's label, which no option has in the new one:
-    the widget fell back to its first option or handed the label on (issue 29: KeyError on the model radio's
-    Chinese label in its callback, and on the ops page's "loaded model" label; the lesson's "End").
+    the widget falls back to its first option or hands the label on (a KeyError in a callback that looks the
+    label up, such as the model radio's or the ops page's "loaded model"; the lesson's "End").
     Written back, each widget's state holds its language-free option and the browser is sent the new label.
     Which widgets: those whose value decoder is an options widget's (radio, selectbox, multiselect, segmented
     control, pills, select slider), read from Streamlit's widget metadata (private: a button, an uploader, a data

@@ -54,7 +54,7 @@ def _cached_load(
         import torch
         import transformers  # noqa: F401  (finish the import before loading: see _IMPORT_LOCK)
 
-        import pandas  # noqa: F401  (plotly in another session saw a half-imported pandas: import it whole here)
+        import pandas  # noqa: F401  (plotly in another session can see a half-imported pandas: import it whole here)
 
     torch.set_num_threads(INTERACTIVE_TORCH_THREADS)
     loaded = loading.load_model(source, attn_implementation, cap=cap, allow_download=allow_download)
@@ -75,7 +75,7 @@ def _freeze_long_lived_objects() -> None:
 
     Streamlit runs a full gc.collect() after every script run by default, fragment runs included
     (runner.postScriptGC). With torch and transformers loaded that walk cost ~0.3 s of CPU per Next-token click:
-    0.43 s per click in all, 0.065 s with these objects frozen (one session, 20 clicks). kvviz now also turns that
+    0.43 s per click in all, 0.065 s with these objects frozen (one session, 20 clicks). kvviz also turns that
     per-run collection off (.streamlit/config.toml); Python's own generational collector still runs, and its
     full collections skip what is frozen here. Frozen objects are still freed by reference counting; only cycles
     among them are never collected: modules live as long as the process anyway, and a model dropped from
@@ -126,7 +126,7 @@ def cached_model(spec: str, attn_implementation: str = "eager") -> loading.Loade
 def warm_up_in_background(delay_s: float = 2.0) -> None:
     """Once per process: import the slow modules in a daemon thread (no Streamlit calls in it).
 
-    The thread waits delay_s first: an import holds the GIL most of the time, and starting at once made
+    The thread waits delay_s first: an import holds the GIL most of the time, and starting at once makes
     the first render 1.4 s slower (measured with bench/first_render.py) instead of faster.
     """
     if _warm_up_started.is_set():

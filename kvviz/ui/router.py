@@ -16,9 +16,9 @@ def ensure_router() -> None:
     the class flag `PagesManager.uses_pages_directory`; the script runner then runs that first session's first run
     in the legacy multipage mode (`_mpa_v1`): it sends the client a page list of every file in pages/ plus the
     main script ("app", "internals shared": what a class saw flash in the sidebar) and executes the deep-linked page
-    file by itself, without app.py. Only a call to `st.navigation` clears the flag. The old workaround cleared it
-    and called st.rerun(): the client was told the run had finished (the main area blank, the legacy list shown)
-    and the page came only with the rerun, seconds later on a busy laptop (issue 29). Now, with the legacy list
+    file by itself, without app.py. Only a call to `st.navigation` clears the flag. Clearing it and calling
+    st.rerun() is not enough: the client is told the run has finished (the main area blank, the legacy list shown)
+    and the page comes only with the rerun, seconds later on a busy laptop. So, with the legacy list
     hidden (`client.showSidebarNavigation = false` in .streamlit/config.toml; app.py draws the navigation itself),
     a page file run alone runs app.py in place, inside this same run: app.py's `st.navigation` routes to the page
     the URL asked for and draws it, and st.stop() ends the outer copy. One run, no rerun, no blank page.

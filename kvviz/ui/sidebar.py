@@ -159,7 +159,7 @@ def _switch_to(spec: str, widget_key: str | None = None) -> None:
 
 def sidebar_navigation(sections: dict[str, list]) -> None:
     """Sidebar: a link to every page, under its section's header (the pages st.navigation routes to). Drawn by
-    kvviz, not by Streamlit's navigation widget, so that the language switch sits above it (issue 29), and so that
+    kvviz, not by Streamlit's navigation widget, so that the language switch sits above it (in view at 720 px), and so that
     Streamlit's own list, hidden by client.showSidebarNavigation = false, never shows the legacy pages/ files."""
     nav = st.sidebar.container(key="kvviz_nav")
     for header, pages in sections.items():

@@ -1,4 +1,4 @@
-"""axe-core scans of the app in a real browser (issues 35 and 47): axe-playwright-python (pinned in
+"""axe-core scans of the app in a real browser: axe-playwright-python (pinned in
 requirements-dev.txt; it drives Debian's Chromium, no browser download) run on a tab as it is now, and the rule a
 scan is judged by. tests/test_browser_axe.py scans every page as first drawn; tests/test_browser_axe_states.py the
 states a class reaches (after clicks, in class and presenter mode, on a phone).
@@ -6,7 +6,7 @@ states a class reaches (after clicks, in class and presenter mode, on a phone).
 Rules: axe's WCAG 2.0/2.1 A and AA rules plus its best-practice rules (TAGS). A serious or critical violation fails
 unless ALLOWED names it (each entry: the rule, the selector, and why it is not ours to fix, with Streamlit's
 upstream issue; docs/teaching.md's accessibility section lists each too); heading-order (moderate) fails as well:
-headings in order is an item of issue 35.
+a screen reader's user moves through a page by its headings.
 
   DRAWN            a page as a student reads it (a script for wait_for_function)
   settle           wait until the page is drawn, its charts too, and stays so a moment (a second run may follow)
