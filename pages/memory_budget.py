@@ -13,7 +13,7 @@ import streamlit as st
 from kvviz.memory import capacity, config_import, hf_cache
 from kvviz import claims, i18n, memory
 from kvviz.ui import a11y, assets, engines, links, models, router
-from kvviz.i18n import N_, _, ngettext
+from kvviz.i18n import N_, _
 from kvviz.memory import dtypes
 from kvviz.memory import units
 from kvviz.inputs import echo
@@ -36,10 +36,6 @@ TABS = [N_("Size vs context"), N_("Per layer"), N_("What fits"), N_("Paged vs fl
 def custom_label(value: str) -> str:
     """Display label of a picker option: "custom" in the reader's language, names as they are."""
     return _("custom") if value == CUSTOM else value
-
-
-def tokens_text(n: int) -> str:
-    return ngettext("{n:,} token", "{n:,} tokens", n).format(n=n)
 
 
 def preset_values(name: str) -> dict[str, Any]:
@@ -211,64 +207,24 @@ def what_fits(cfg: memory.KVConfig, context: int, batch: int) -> None:
     else:
         gpu_bytes = GPUS[gpu].memory_bytes
         st.caption(_("{note} [Vendor page]({url}).").format(note=GPUS[gpu].capacity_note, url=GPUS[gpu].source))
-    weights = -(-params * dtypes.DTYPES[wdt].bits // 8)
-    fit = capacity.what_fits(cfg, gpu_bytes, weights, reserve * units.MIB, batch, context)
-    if fit.free_bytes <= 0:
-        need = -(-(weights + reserve * units.MIB) // gpu_bytes)
-        st.error(_("The weights alone ({weights}) plus the {reserve:,} MiB reserve do not fit in {gpu}: nothing is "
-                   "left for the cache, so no context and no batch fits. Splitting the weights needs at least "
-                   "{need:,} such GPUs, or fewer bits per weight.").format(
-                     weights=units.format_bytes(weights), reserve=reserve, gpu=units.short_bytes(gpu_bytes), need=need))
+    preset = st.session_state["mem_preset"]
+    report = capacity.fit_report(cfg, gpu_bytes, params, wdt, reserve, batch, context, preset,
+                                 get_preset(preset).max_context if preset in PRESETS else None)
+    if report.no_room:
+        st.error(report.no_room)
         return
-    st.markdown(_("GPU {gpu} - weights {weights} - reserve {reserve:,} MiB = **{free}** for the cache.").format(
-        gpu=units.format_bytes(gpu_bytes), weights=units.format_bytes(weights), reserve=reserve,
-        free=units.format_bytes(fit.free_bytes)))
+    st.markdown(report.free_line)
     f = st.container(key="mem_metrics_fit").columns(2)
-    longest = _("Longest context, batch {batch}").format(batch=batch)
-    if fit.context_capped:
-        f[0].metric(longest, _("unbounded"))
-        st.info(_("Unbounded by the cache: every layer is windowed, so only the window is stored and the cache stops "
-                  "growing; the model's own context limit is what bounds the length."))
-    else:
-        f[0].metric(longest, tokens_text(fit.max_context))
-    f[1].metric(_("Largest batch at {n:,} tokens").format(n=context), f"{fit.max_batch:,}")
-    need = memory.kv_bytes(cfg, context, batch)
-    if need > fit.free_bytes:  # the batch asked for does not fit: say so, with the numbers
-        st.error(_("**Does not fit:** batch {batch} at {n:,} tokens needs {need} of cache, {over} more than the {free} "
-                   "left for it. The largest batch that fits at this context is {max_batch:,}.").format(
-                     batch=batch, n=context, need=units.format_bytes(need), over=units.format_bytes(need - fit.free_bytes),
-                     free=units.format_bytes(fit.free_bytes), max_batch=fit.max_batch))
-    crossover(cfg, batch, weights, wdt, params)
-    preset = st.session_state["mem_preset"]
-    if preset in PRESETS and not fit.context_capped and fit.max_context > get_preset(preset).max_context:
-        st.caption(_("Memory allows more than {preset}'s context window of {n:,} tokens.").format(
-            preset=preset, n=get_preset(preset).max_context))
-
-
-def crossover(cfg: memory.KVConfig, batch: int, weights: int, weight_dtype: str, params: int) -> None:
-    """The context at which the cache outweighs the weights: the first length whose cache at this batch is larger
-    than the weights' bytes (integer-exact: capacity.max_context's binary search over kv_bytes, plus one)."""
-    if weights <= 0:
-        return
-    fits_under = capacity.max_context(cfg, batch, weights)  # the longest context whose cache <= the weights
-    preset = st.session_state["mem_preset"]
-    own = get_preset(preset).max_context if preset in PRESETS else None
-    if fits_under >= L["context_len"]:
-        text = _("**The cache never outweighs the weights** ({weights}: {params:,} parameters in {dtype}) at batch "
-                 "{batch} up to {cap:,} tokens.").format(weights=units.format_bytes(weights), params=params,
-                                                          dtype=weight_dtype, batch=batch, cap=L["context_len"])
-    else:
-        at = fits_under + 1
-        text = _("**The cache outweighs the weights from {at:,} tokens** at batch {batch}: there its {cache} pass the "
-                 "{weights} of {params:,} parameters in {dtype}.").format(
-                   at=at, batch=batch, cache=units.format_bytes(memory.kv_bytes(cfg, at, batch)),
-                   weights=units.format_bytes(weights), params=params, dtype=weight_dtype)
-        if own is not None:
-            text += " " + (_("That is past {preset}'s own context window of {own:,} tokens: at batch {batch} its "
-                             "weights dominate every context it can run.") if at > own else
-                           _("That is within {preset}'s own context window of {own:,} tokens.")).format(
-                preset=preset, own=own, batch=batch)
-    st.markdown(text)
+    f[0].metric(report.longest_label, report.longest_value)
+    if report.unbounded_note:
+        st.info(report.unbounded_note)
+    f[1].metric(report.batch_label, report.batch_value)
+    if report.over:  # the batch asked for does not fit: say so, with the numbers
+        st.error(report.over)
+    if report.crossover:
+        st.markdown(report.crossover)
+    if report.past_window:
+        st.caption(report.past_window)
 
 
 def paged(cfg: memory.KVConfig, context: int, batch: int) -> None:

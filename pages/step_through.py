@@ -18,21 +18,18 @@ import urllib.parse
 
 import streamlit as st
 
-from kvviz import i18n, memory, ops, routes
+from kvviz import i18n, routes
 from kvviz.ui import a11y, engines, links, models, router
 from kvviz.ui import assets
 from kvviz.i18n import N_, _, ngettext
-from kvviz.memory import units
 from kvviz.inputs import query_values
 from kvviz.model import loading
-from kvviz.model.dims import GPT2_FAMILY
 from kvviz.step import link as stage_link
 from kvviz.step import strip
 from kvviz.step import view as step_view
-from kvviz.measure.load import load_label
 from kvviz.figures import step as figs
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
-from kvviz.step.records import (DEFAULT_SAMPLING, RACE_BUDGET_S, SEED_MAX, TEMPERATURE_MAX, TEMPERATURE_MIN, TOP_K_MAX,
+from kvviz.step.records import (DEFAULT_SAMPLING, SEED_MAX, TEMPERATURE_MAX, TEMPERATURE_MIN, TOP_K_MAX,
                                 ContextFullError, PromptError, RaceTiming, Sampling)
 
 PRESETS = {  # name (a stable key, shown through _()) -> prompt
@@ -96,6 +93,14 @@ def _views() -> list[str]:
     return [v for v in VIEWS if v != "gqa" or info.n_kv_heads < info.n_head]  # GQA view for GQA models only
 
 
+LINK_PARAMS = ("prompt", "steps", "greedy", "temperature", "top_k", "seed", "view", "present")  # + the pickers' own
+# The links this session replayed or wrote into its own address bar (their replay keys, the newest OWN_LINKS_KEPT):
+# never replayed (again). A full rerun can arrive with the address bar a step behind (Play's last frame asks for a
+# full rerun before the browser has applied the frame's URL): that URL is this session's own past state, never a
+# link to replay (it cropped Play 8 to 7 steps).
+OWN_LINKS, OWN_LINKS_KEPT = "step_own_links", 256
+
+
 def _apply_link() -> None:
     """A shared link replays its generation once per session: its sampling goes into the Prompt widgets, then
     prefill + N steps; view and presenter mode are set, layer and head come from the pickers' own URL keys.
@@ -139,14 +144,6 @@ def _link() -> str:
     base = st.context.url.split("?")[0] if st.context.url else routes.STEP_THROUGH.url()
     # the link opens in the language and on the model it was made with, as every link the app builds does
     return f"{base}?{urllib.parse.urlencode({**link.query(), **links.link_params()})}"
-
-
-LINK_PARAMS = ("prompt", "steps", "greedy", "temperature", "top_k", "seed", "view", "present")  # + the pickers' own
-# The links this session replayed or wrote into its own address bar (their replay keys, the newest OWN_LINKS_KEPT):
-# never replayed (again). A full rerun can arrive with the address bar a step behind (Play's last frame asks for a
-# full rerun before the browser has applied the frame's URL): that URL is this session's own past state, never a
-# link to replay (it cropped Play 8 to 7 steps).
-OWN_LINKS, OWN_LINKS_KEPT = "step_own_links", 256
 
 
 def _own_link(key: tuple) -> None:
@@ -313,10 +310,11 @@ def _state_html(playing: bool) -> str:
             f'data-busy-many="{many}" style="display:none"></div>')
 
 
-def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None,
+def _draw(shown: step_view.StageView, view: str, race: step_view.RaceView | None,
           playing: bool = False) -> st.delta_generator.DeltaGenerator:
-    """Everything that changes per step (no widgets: the Play animation redraws this many times per run).
-    Returns the slot above the tiles where stage() puts the history slider."""
+    """Everything that changes per step (no widgets: the Play animation redraws this many times per run), drawn
+    from the stage's view record. Returns the slot above the tiles where stage() puts the history slider."""
+    snap = shown.snapshot
     # presenter mode: one line of chips and no colour key (the teacher names them), so the newest row stays in view
     note = _(ENGLISH_MODELS) if i18n.current() != i18n.ENGLISH else ""
     if playing:  # this frame's strip goes out next (Streamlit interrupts a run for a click only inside its calls,
@@ -325,74 +323,37 @@ def _draw(snap: step_view.StageSnapshot, view: str, timing: RaceTiming | None,
     st.markdown(strip.strip_html(snap.strip, max_tokens=16 if present else 28, font_rem=1.1 if present else 0.9,
                                      legend=not present, note=note) + _state_html(playing), unsafe_allow_html=True)
     left, right = st.columns([0.7, 0.3], gap="small")
-    c = snap.counters
-    top = snap.top_k[:6]  # the next-token bars beside the one-head and GQA views
+    top = shown.top_tokens  # the next-token bars beside the one-head and GQA views
     bars_text = figs.next_token_bars_text([t.text for t in top], [t.prob for t in top], snap.next_token_text)
-    if view == "race":
+    if race is not None:
         with left:
-            _race(snap, timing)
+            _race(snap, race)
     elif view == "gqa":
         a11y.chart(left, figs.group_figure(snap, font_px, height_px=360), text=f"{figs.group_figure_text(snap)} {bars_text}",
                  config=CHART)  # the text says the bars beside it too
-        left.caption(_gqa_text(snap))
+        left.caption(shown.gqa_text)
     else:
-        above = _("Rows = cache positions; the newest row is outlined · {n} older rows above not drawn (they got "
-                  "{share:.0%} of the attention).").format(n=snap.first_row, share=snap.attention_above)
         # the readout first: large, above the fold, and its room kept when there is nothing to say (no jump)
-        readout = html.escape(step_view.copy_sentence(snap.copy)) or (
-            '<span class="{}">{}</span>'.format(a11y.MUTED, html.escape(_(
-                "When the newest token occurred before, this line names the head that reads the row after that "
-                "occurrence (an induction head copying)."))))
+        readout = html.escape(shown.readout) or (
+            '<span class="{}">{}</span>'.format(a11y.MUTED, html.escape(shown.readout_hint)))
         # the stage's chart and the bars beside it, for a screen reader: in the readout, so no element is added
         chart_text = a11y.screen_reader_span(f"{figs.stage_figure_text(snap)} {bars_text}")
         left.html(f'<div class="kvviz-readout" style="font-size:{1.1 if present else 1.0}rem">{readout}'
                   f'{chart_text}</div>')
         left.plotly_chart(figs.stage_figure(snap, font_px, height_px=330), config=CHART)
-        left.caption(above if snap.first_row else _("Rows = cache positions; the newest row is outlined."))
+        left.caption(shown.rows_caption)
     with right:
         history = st.container()
         m = st.columns(2, gap="small")
-        scrubbed = snap.at < snap.latest  # the tiles say they show a recorded step, not the cache as it is
-        m[0].metric(_("Cache length at step {at} (history)").format(at=snap.at) if scrubbed else _("Cache length"),
-                    ngettext("{n} token", "{n} tokens", snap.cache_len).format(n=snap.cache_len),
-                    help=_("at most {n} positions").format(n=info.n_positions))
-        m[1].metric(_("Cache size at step {at} (history)").format(at=snap.at) if scrubbed else _("Cache size"),
-                    units.short_bytes(snap.cache_bytes),
-                    help=_("summed from the real K/V tensors: {bytes}").format(
-                        bytes=units.format_bytes(snap.cache_bytes)))
-        m[0].metric(_("This step: dots with cache"), f"{c.this_dot_products_cached:,}",
-                    help=_("query-key dot products this step computes with the cache: the newest query only"))
-        m[1].metric(_("This step: dots without cache"), f"{c.this_dot_products_uncached:,}",
-                    help=_("the same step if the whole sequence were recomputed (causal pairs: "
-                           "L(L+1)/2 per head and layer)"))
-        if view == "race":
-            _race_side(snap, timing)
+        for column, tile in zip(m * 2, shown.tiles):  # length and size, then this step's dot products
+            column.metric(tile.label, tile.value, help=tile.help)
+        if race is not None:
+            _race_side(race)
         else:
             st.plotly_chart(figs.next_token_bars([t.text for t in top], [t.prob for t in top], snap.next_token_text,
                                                  font_px, height_px=6 * (font_px + 12) + 90), config=CHART)
-    st.caption(_step_line(snap))
+    st.caption(shown.step_line)
     return history
-
-
-def _step_line(snap: step_view.StageSnapshot) -> str:
-    """Which pass is shown, its single measured time, the work since the prefill, and how it is counted."""
-    c, seq = snap.counters, snap.cache_len
-    if snap.kind == "prefill":
-        what = _("Prefill: fed the {n} prompt tokens at once in {ms:.1f} ms (one run).").format(n=seq, ms=snap.step_ms)
-    elif snap.at < snap.latest:
-        what = _("Decode step {at} of {latest}, the newest is step {latest}: fed 1 token in {ms:.1f} ms (one run)."
-                 ).format(at=snap.at, latest=snap.latest, ms=snap.step_ms)
-    else:
-        what = _("Decode step {at} of {latest}: fed 1 token in {ms:.1f} ms (one run).").format(
-            at=snap.at, latest=snap.latest, ms=snap.step_ms)
-    eager = ops.attention_dot_products_dense(info.n_layer, info.n_head, 0, seq, cached=False)
-    return what + " " + _(
-        "All passes so far, the prefill included: {cached:,} dot products with the cache vs {uncached:,} if every "
-        "step recomputed the whole sequence. Counted as causal "
-        "pairs: a query at position p scores keys 0..p, so L(L+1)/2 per head and layer without the cache; eager "
-        "attention scores all L x L ({layers} x {heads} x {seq}² = {eager:,} here) and masks the rest.").format(
-        cached=c.total_dot_products_cached, uncached=c.total_dot_products_uncached, layers=info.n_layer,
-        heads=info.n_head, seq=seq, eager=eager)
 
 
 def _race_shape() -> loading.LoadedModel | None:
@@ -444,48 +405,28 @@ def _race_timing(snap: step_view.StageSnapshot, playing: bool) -> RaceTiming | N
     return timing
 
 
-def _race_models(timing: RaceTiming | None) -> tuple[str, str] | None:
-    """(the model drawn and counted, the model the clock ran on), in the reader's language, when they differ
-    (the GPT-2 124M shape races this model's tokens): each part of the race view then says which it shows."""
-    if timing is None or timing.model_label == info.label:
-        return None
-    return info.shown_label(), i18n.shown_english(timing.model_label)
-
-
-def _race(snap: step_view.StageSnapshot, timing: RaceTiming | None) -> None:
+def _race(snap: step_view.StageSnapshot, race: step_view.RaceView) -> None:
     """Cached step vs full recomputation: what each computes (every layer's K rows), the exact counts, and the
     clock as a fair statistic, drawn with the floor every forward stands on."""
-    c = snap.counters
-    names = _race_models(timing)
-    if names is not None:
-        st.caption(_("K caches and counts below: {model}, the model generating. The clock under them: {race}, fed "
-                     "the same {n} tokens.").format(model=names[0], race=names[1], n=timing.seq_len))
+    if race.models_caption:
+        st.caption(race.models_caption)
     sides = st.columns(2, gap="small")
-    for side, cached in zip(sides, (True, False)):
+    for side, cached, sentence in zip(sides, (True, False), race.sides):
         a11y.chart(side, figs.race_figure(snap, cached, font_px, height_px=190 if not present else 200),
                  text=figs.race_figure_text(snap, cached), config=CHART)
-        dots = c.this_dot_products_cached if cached else c.this_dot_products_uncached
-        # K/V computed per token and layer, all heads at once: not "rows", which the stage and the lesson keep for one
-        # head's row at one cache position
-        tokens = (c.this_kv_rows_cached if cached else c.this_kv_rows_uncached) // info.n_layer
-        fed = ngettext("K and V of {n:,} token in each of {layers} layers", "K and V of {n:,} tokens in each of {layers} layers",
-                       tokens).format(n=tokens, layers=info.n_layer)
-        side.markdown((_("**With the cache**, this step: {dots:,} dot products; {fed}") if cached else
-                       _("**Without the cache**, this step: {dots:,} dot products; {fed}")).format(dots=dots, fed=fed))
-    if snap.kind == "prefill":
-        st.caption(_("The prefill computes every prompt row either way (nothing is cached yet): the race starts "
-                     "with the first Next token."))
-    elif timing is None:
-        st.caption(_("The clock runs when the animation stops (timing every frame would slow it down)."))
+        side.markdown(sentence)
+    if race.note:  # the prefill, or no clock while the animation runs
+        st.caption(race.note)
     else:
+        timing = race.timing
         a11y.chart(st, figs.race_timing_figure(timing.cached_ms, timing.uncached_ms, timing.fixed_ms, font_px,
                                              height_px=120 if not present else 140),
                  text=figs.race_timing_figure_text(timing), config=CHART)
-        if names is not None:
-            st.caption(_("Clock: {race}.").format(race=names[1]))
+        if race.clock_caption:
+            st.caption(race.clock_caption)
 
 
-def _race_side(snap: step_view.StageSnapshot, timing: RaceTiming | None) -> None:
+def _race_side(race: step_view.RaceView) -> None:
     """Beside the race: which model the clock runs on, and the verdict in a few lines."""
     if models.model_offered(RACE_SHAPE) and info.spec != RACE_SHAPE:
         st.segmented_control(_("Race on"), list(RACE_SCALES), key="step_race_scale",
@@ -495,73 +436,10 @@ def _race_side(snap: step_view.StageSnapshot, timing: RaceTiming | None) -> None
                                     "per server"))
     else:
         st.session_state["step_race_scale"] = "model"
-    names = _race_models(timing)
-    if names is not None:
-        st.caption(_("The tiles above count {model}; the clock and the verdict below time {race}.").format(
-            model=names[0], race=names[1]))
-    if timing is not None:
-        st.markdown(_race_verdict(timing))
-
-
-def _floor_sentence(t: RaceTiming) -> str:
-    """What the chart shows about the dashed line, computed from the medians: a side whose median came in under
-    the 1-token forward's is never said to stand on it."""
-    below = t.below_floor
-    if not below:
-        return _("Both stand on the dashed line: a 1-token forward with nothing cached, {ms:.1f} ms here whatever "
-                 "the length (its median, timed between the sides).").format(ms=t.fixed_median_ms)
-    if below == ("cached",):
-        return _("The cached step's median ({side:.1f} ms) came in under the dashed line, a 1-token forward with "
-                 "nothing cached ({ms:.1f} ms): it does that forward's work and more, so the gap is noise; at this "
-                 "size a cached step costs about a forward's fixed cost.").format(
-            side=t.cached_median_ms, ms=t.fixed_median_ms)
-    if below == ("uncached",):
-        return _("The uncached step's median ({side:.1f} ms) came in under the dashed line, a 1-token forward with "
-                 "nothing cached ({ms:.1f} ms): it does that forward's work and more, so the gap is noise.").format(
-            side=t.uncached_median_ms, ms=t.fixed_median_ms)
-    return _("Both medians came in under the dashed line, a 1-token forward with nothing cached ({ms:.1f} ms): "
-             "each side does that forward's work and more, so the gaps are noise; at this size every forward "
-             "costs about its fixed cost.").format(ms=t.fixed_median_ms)
-
-
-def _race_verdict(t: RaceTiming) -> str:
-    """A few lines beside the clock (which draws the medians, their middle half and the 1-token floor): the
-    verdict, or 'inside the noise' when it is, and the machine's load; one repeat a side is said as such."""
-    big = st.session_state.get("step_race_scale") == "gpt2"
-    if t.single_repeat:
-        how = _("One repeat a side: a repeat costs more than the click's {budget:.2f} s, so the click measures "
-                "once and there is no spread to show. {load}.").format(budget=RACE_BUDGET_S, load=load_label(t.load_1min))
-    else:
-        how = _("Medians of {repeats} repeats a side, interleaved; whiskers: the middle half. {load}.").format(
-            repeats=t.repeats, load=load_label(t.load_1min))
-    if t.inside_noise:
-        noise = _("**Inside the noise**: the middle halves overlap. At this size a forward is mostly its fixed cost "
-                  "(the dashed line: 1 token, nothing cached), which hides the saving.")
-        return " ".join([noise] + ([] if big else [_("Try the GPT-2 124M shape.")]) + [how])
-    if not t.cached_faster:
-        return " ".join([_("**The cached step measured slower** this time: a burst of load, most likely."),
-                         _floor_sentence(t), how])
-    extra = ""
-    if big:
-        shape = GPT2_FAMILY["gpt2"]
-        with_c = ops.attention_dot_products(shape.n_layer, shape.n_head, t.seq_len - 1, 1, cached=True)
-        without = ops.attention_dot_products(shape.n_layer, shape.n_head, t.seq_len - 1, 1, cached=False)
-        extra = " " + _("At this shape: {cached:,} dot products vs {uncached:,}.").format(cached=with_c, uncached=without)
-    faster = _("**{x:.1f}x faster with the cache**.").format(x=t.uncached_median_ms / t.cached_median_ms)
-    return f"{faster}{extra} {_floor_sentence(t)} {how}"
-
-
-def _gqa_text(snap: step_view.StageSnapshot) -> str:
-    """Which query heads read which K/V head, and the bytes measured vs the same model with full MHA."""
-    groups = "; ".join(f"kv {kv} ← q {', '.join(map(str, qs))}"
-                       for kv, qs in step_view.group_mapping(info.n_head, info.n_kv_heads))
-    gqa = info.kv_config()
-    mha_bytes = memory.kv_bytes(gqa.with_mha(), snap.cache_len)
-    return (f"kv_head = q_head // {info.n_head // info.n_kv_heads}: {groups}. " + _(
-        "Cache measured from the real tensors: {measured:,} B (calculator: {calculated:,} B); with full MHA "
-        "({heads} K/V heads) the same model would hold {mha:,} B, {ratio:.0f}x more.").format(
-        measured=snap.cache_bytes, calculated=memory.kv_bytes(gqa, snap.cache_len), heads=info.n_head,
-        mha=mha_bytes, ratio=mha_bytes / max(snap.cache_bytes, 1)))
+    if race.tiles_caption:
+        st.caption(race.tiles_caption)
+    if race.verdict:
+        st.markdown(race.verdict)
 
 
 def _show_head(layer: int, head: int) -> None:
@@ -607,16 +485,12 @@ def stage() -> None:
                                   label_visibility="collapsed") or "one"
     latest = len(engine.records) - 1
     at = latest if playing else min(st.session_state.get("step_history", latest), latest)
-    snap = engine.snapshot(layer, head, at=at, all_layers=view == "race")
+    shown = engine.stage_view(layer, head, at=at, all_layers=view == "race")
     if view != "race":
-        copy = snap.copy
-        found = copy is not None and copy.best_weight >= step_view.COPYING_WEIGHT
-        elsewhere = found and (copy.best_layer, copy.best_head) != (layer, head)
+        button = shown.copy_button
         # always drawn (disabled when there is no copying head to show), so the row never jumps
-        pick.button(_("Copying head L{layer} H{head}").format(layer=copy.best_layer, head=copy.best_head)
-                    if found else _("Copying head"),
-                    key="step_show_copy", disabled=not elsewhere,
-                    on_click=_show_head, args=(copy.best_layer, copy.best_head) if found else (layer, head),
+        pick.button(button.label, key="step_show_copy", disabled=not button.enabled, on_click=_show_head,
+                    args=button.target,
                     icon=":material/content_copy:",
                     help=_("Show the head that reads the row after the newest token's previous occurrence (there "
                            "is one when the newest token occurred before: try the Repeat a pattern preset)"))
@@ -625,7 +499,11 @@ def stage() -> None:
             st.caption(_("This state as a link: prompt, steps taken, sampling (seed, temperature, top-k), layer, "
                          "head, view, presenter mode and language. Opened elsewhere it replays the same generation."))
             st.code(_link(), language=None, wrap_lines=True)
-    history = _draw(snap, view, _race_timing(snap, playing) if view == "race" else None, playing)
+    race = None
+    if view == "race":  # timed here, after the pickers: a layer or head click redraws without timing again
+        race = step_view.race_view(shown, _race_timing(shown.snapshot, playing),
+                                   big=st.session_state.get("step_race_scale") == "gpt2")
+    history = _draw(shown, view, race, playing)
     if latest and not playing:  # beside the tiles, so it is above the fold at 1280x720
         history.slider(_("History (the cache is not changed)"), 0, latest, value=at, key="step_history",
                        format=_("step %d"),
@@ -656,17 +534,7 @@ if not present:
     with st.expander(_("Without the cache: recompute everything, get the same answer"), key="step_exp_uncached",
                      on_change="rerun") as uncached:
         if uncached.open and engine.started:
-            check = engine.check_without_cache()
-            st.markdown(_(
-                "An uncached step feeds all **{rows}** tokens again and recomputes every K and V row in all "
-                "{layers} layers ({ms:.1f} ms here), just to get the last position's logits.\n\n"
-                "- max |logit difference| cached vs recomputed: **{logit:.1e}**\n"
-                "- max |K difference| {key:.1e}, max |V difference| {value:.1e}\n"
-                "- same next token: **{same}**\n\n"
-                "The differences are float32 rounding (summation order), not a different result: caching changes "
-                "speed, not answers.").format(
-                rows=check.recomputed_rows, layers=info.n_layer, ms=check.uncached_ms,
-                logit=check.max_abs_logit_diff, key=check.max_abs_key_diff, value=check.max_abs_value_diff,
-                same=_("yes") if check.same_next_token else _("no")))
-            steps, with_cache, without_cache = step_view.cumulative_series(engine.records, info)
-            a11y.chart(st, figs.growth_chart(steps, with_cache, without_cache, _("query-key dot products")), config=CHART)
+            check = step_view.without_cache_view(engine.check_without_cache(), engine.records, info)
+            st.markdown(check.text)
+            a11y.chart(st, figs.growth_chart(check.steps, check.with_cache, check.without_cache, check.axis_title),
+                       config=CHART)

@@ -194,6 +194,27 @@ def test_what_fits_is_the_exact_boundary():
     assert windowed.context_capped  # a rolling buffer never grows past the window
 
 
+def test_the_fit_report_says_what_fits_and_where_the_cache_outweighs_the_weights():
+    llama = get_preset("llama-3-8b")
+    gpu = GPUS["NVIDIA A100 80GB"].memory_bytes
+    weights = capacity.weight_bytes(llama.n_params, "bf16")
+    assert weights == llama.n_params * 2 and capacity.weight_bytes(3, "int4") == 2  # rounded up to a whole byte
+    report = capacity.fit_report(llama.kv, gpu, llama.n_params, "bf16", 2048, 4, 8192, "llama-3-8b",
+                                 llama.max_context)
+    assert report.fit == capacity.what_fits(llama.kv, gpu, weights, 2048 * units.MIB, 4, 8192)
+    assert report.free_line.endswith(f"= **{units.format_bytes(report.fit.free_bytes)}** for the cache.")
+    assert report.longest_value == f"{report.fit.max_context:,} tokens" and report.batch_value == f"{report.fit.max_batch:,}"
+    assert report.over == "" and report.no_room == "" and report.past_window.startswith("Memory allows more than")
+    at = capacity.max_context(llama.kv, 4, weights) + 1  # the first context whose cache outweighs the weights
+    assert memory.kv_bytes(llama.kv, at - 1, 4) <= weights < memory.kv_bytes(llama.kv, at, 4)
+    assert report.crossover.startswith(f"**The cache outweighs the weights from {at:,} tokens** at batch 4")
+    too_big = capacity.fit_report(llama.kv, gpu, llama.n_params, "bf16", 2048, 10**6, 8192)
+    assert too_big.over.startswith("**Does not fit:** batch 1000000 at 8,192 tokens")
+    none_left = capacity.fit_report(llama.kv, 8 * GIB, llama.n_params, "bf16", 0, 1, 8192)
+    assert none_left.no_room.endswith("needs at least 2 such GPUs, or fewer bits per weight.")
+    assert capacity.crossover_text(llama.kv, 1, 0, "bf16", 0) == ""  # no weights: nothing to cross
+
+
 def test_paged_view():
     cfg = get_preset("gpt2").kv
     view = capacity.paged_view(cfg, context_len=1000, batch=2, block_tokens=16, max_len=1024)

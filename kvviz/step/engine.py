@@ -30,7 +30,7 @@ from kvviz.measure.repeats import interleaved_repeats
 from kvviz.model.interrupt import checks_inside_passes
 from kvviz.model.loading import LoadedModel
 from kvviz.inputs.prompt_rules import check_prompt
-from kvviz.step.view import StageSnapshot, build_snapshot
+from kvviz.step.view import StageSnapshot, StageView, build_snapshot, stage_view
 from kvviz.step.records import (
     ContextFullError,
     Equivalence,
@@ -233,6 +233,10 @@ class StepEngine:
         asks the engine, which knows its model's shape, instead of passing the dimensions back down."""
         return build_snapshot(self.records, self.prompt_len, self.loaded.info, layer, q_head, at=at,
                               all_layers=all_layers)
+
+    def stage_view(self, layer: int, q_head: int, at: int | None = None, all_layers: bool = False) -> StageView:
+        """The snapshot with every sentence and number the stage shows around it (kvviz.step.view.stage_view)."""
+        return stage_view(self.snapshot(layer, q_head, at=at, all_layers=all_layers), self.loaded.info)
 
     def generated_ids(self) -> list[int]:
         """Generated tokens already fed to the cache (excludes the prompt and the pending token)."""

@@ -16,14 +16,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kvviz import ops
-from kvviz.i18n import _
-from kvviz.model.dims import ModelDims
+from kvviz import i18n, memory, ops
+from kvviz.i18n import _, ngettext
+from kvviz.measure.load import load_label
+from kvviz.memory import units
+from kvviz.model.dims import GPT2_FAMILY, ModelDims
 from kvviz.step.pattern_records import INDUCTION_THRESHOLD, induction_targets
-from kvviz.step.records import StepRecord, TokenProb
+from kvviz.step.records import RACE_BUDGET_S, Equivalence, RaceTiming, StepRecord, TokenProb
+
+if TYPE_CHECKING:  # the loaded model's record (its dimensions, dtype and label); the engine hands it over
+    from kvviz.model.loading import ModelInfo
 
 # The "Repeat a pattern" preset: six arbitrary words (no prior knowledge predicts them), then the start of a second
 # copy: only copying from the cache continues it. Both bundled models do (greedy; tested). The GPT-2 does not
@@ -249,3 +255,256 @@ def copy_sentence(copy: CopyLookup | None, strong: float = COPYING_WEIGHT) -> st
             layer=copy.best_layer, head=copy.best_head, chosen=copy.chosen_weight, **fields)
     return _("{query} (row {query_row}) occurred before at row {prev_row}; the token after it, {target} (row "
              "{target_row}), gets at most {weight:.0%} of any head's attention: no head copies it here.").format(**fields)
+
+
+# ----- the stage's view: every sentence and number it shows, built from the records above -------------------------
+NEXT_TOKEN_BARS = 6  # candidates drawn as bars beside the one-head and GQA views
+
+
+@dataclass(frozen=True)
+class Tile:
+    """One metric tile beside the figure."""
+
+    label: str
+    value: str
+    help: str
+
+
+@dataclass(frozen=True)
+class CopyButton:
+    """The "Copying head" button: always drawn (so the row never jumps), enabled when the copying head is another
+    layer or head than the one on the stage; target is the (layer, query head) a click shows."""
+
+    label: str
+    target: tuple[int, int]
+    enabled: bool
+
+
+@dataclass(frozen=True)
+class StageView:
+    """Everything the stage shows for one step: the snapshot its figures are drawn from, and every sentence and
+    number around them, in the session's language (built per rerun by stage_view)."""
+
+    snapshot: StageSnapshot
+    top_tokens: tuple[TokenProb, ...]  # the next-token bars
+    copy_button: CopyButton
+    readout: str  # copy_sentence; "" when the newest token did not occur before
+    readout_hint: str  # said (muted) in the readout's place when there is no readout
+    rows_caption: str
+    tiles: tuple[Tile, ...]  # cache length, cache size, this step's dot products with and without the cache
+    step_line: str
+    gqa_text: str  # "" for a model whose every query head has its own K/V head
+    race_sides: tuple[str, str]  # the race's work sentence, with the cache and without it
+    model_label: str  # the model's label in English (a race's RaceTiming.model_label names its model the same way)
+    model_shown: str  # the same in the session's language
+
+
+def stage_view(snap: StageSnapshot, model: ModelInfo) -> StageView:
+    """The stage's view of `snap`, a snapshot of a generation by `model` (the engine's loaded model)."""
+    copy = snap.copy
+    found = copy is not None and copy.best_weight >= COPYING_WEIGHT
+    button = CopyButton(
+        label=_("Copying head L{layer} H{head}").format(layer=copy.best_layer, head=copy.best_head) if found
+        else _("Copying head"),
+        target=(copy.best_layer, copy.best_head) if found else (snap.layer, snap.q_head),
+        enabled=found and (copy.best_layer, copy.best_head) != (snap.layer, snap.q_head))
+    return StageView(
+        snapshot=snap, top_tokens=snap.top_k[:NEXT_TOKEN_BARS], copy_button=button, readout=copy_sentence(copy),
+        readout_hint=_("When the newest token occurred before, this line names the head that reads the row after that "
+                       "occurrence (an induction head copying)."),
+        rows_caption=_rows_caption(snap), tiles=_tiles(snap, model), step_line=step_line(snap, model),
+        gqa_text=gqa_text(snap, model) if model.n_kv_heads < model.n_head else "",
+        race_sides=(_race_side(snap, model, cached=True), _race_side(snap, model, cached=False)),
+        model_label=model.label, model_shown=model.shown_label())
+
+
+def _rows_caption(snap: StageSnapshot) -> str:
+    if not snap.first_row:
+        return _("Rows = cache positions; the newest row is outlined.")
+    return _("Rows = cache positions; the newest row is outlined · {n} older rows above not drawn (they got "
+             "{share:.0%} of the attention).").format(n=snap.first_row, share=snap.attention_above)
+
+
+def _tiles(snap: StageSnapshot, dims: ModelDims) -> tuple[Tile, ...]:
+    c = snap.counters
+    scrubbed = snap.at < snap.latest  # the tiles say they show a recorded step, not the cache as it is
+    return (
+        Tile(_("Cache length at step {at} (history)").format(at=snap.at) if scrubbed else _("Cache length"),
+             ngettext("{n} token", "{n} tokens", snap.cache_len).format(n=snap.cache_len),
+             _("at most {n} positions").format(n=dims.n_positions)),
+        Tile(_("Cache size at step {at} (history)").format(at=snap.at) if scrubbed else _("Cache size"),
+             units.short_bytes(snap.cache_bytes),
+             _("summed from the real K/V tensors: {bytes}").format(bytes=units.format_bytes(snap.cache_bytes))),
+        Tile(_("This step: dots with cache"), f"{c.this_dot_products_cached:,}",
+             _("query-key dot products this step computes with the cache: the newest query only")),
+        Tile(_("This step: dots without cache"), f"{c.this_dot_products_uncached:,}",
+             _("the same step if the whole sequence were recomputed (causal pairs: L(L+1)/2 per head and layer)")),
+    )
+
+
+def step_line(snap: StageSnapshot, dims: ModelDims) -> str:
+    """Which pass is shown, its single measured time, the work since the prefill, and how it is counted."""
+    c, seq = snap.counters, snap.cache_len
+    if snap.kind == "prefill":
+        what = _("Prefill: fed the {n} prompt tokens at once in {ms:.1f} ms (one run).").format(n=seq, ms=snap.step_ms)
+    elif snap.at < snap.latest:
+        what = _("Decode step {at} of {latest}, the newest is step {latest}: fed 1 token in {ms:.1f} ms (one run)."
+                 ).format(at=snap.at, latest=snap.latest, ms=snap.step_ms)
+    else:
+        what = _("Decode step {at} of {latest}: fed 1 token in {ms:.1f} ms (one run).").format(
+            at=snap.at, latest=snap.latest, ms=snap.step_ms)
+    eager = ops.attention_dot_products_dense(dims.n_layer, dims.n_head, 0, seq, cached=False)
+    return what + " " + _(
+        "All passes so far, the prefill included: {cached:,} dot products with the cache vs {uncached:,} if every "
+        "step recomputed the whole sequence. Counted as causal "
+        "pairs: a query at position p scores keys 0..p, so L(L+1)/2 per head and layer without the cache; eager "
+        "attention scores all L x L ({layers} x {heads} x {seq}² = {eager:,} here) and masks the rest.").format(
+        cached=c.total_dot_products_cached, uncached=c.total_dot_products_uncached, layers=dims.n_layer,
+        heads=dims.n_head, seq=seq, eager=eager)
+
+
+def gqa_text(snap: StageSnapshot, model: ModelInfo) -> str:
+    """Which query heads read which K/V head, and the bytes measured vs the same model with full MHA."""
+    groups = "; ".join(f"kv {kv} ← q {', '.join(map(str, qs))}"
+                       for kv, qs in group_mapping(model.n_head, model.n_kv_heads))
+    gqa = model.kv_config()  # in the dtype the model runs in, as the measured tensors are
+    mha_bytes = memory.kv_bytes(gqa.with_mha(), snap.cache_len)
+    return (f"kv_head = q_head // {model.n_head // model.n_kv_heads}: {groups}. " + _(
+        "Cache measured from the real tensors: {measured:,} B (calculator: {calculated:,} B); with full MHA "
+        "({heads} K/V heads) the same model would hold {mha:,} B, {ratio:.0f}x more.").format(
+        measured=snap.cache_bytes, calculated=memory.kv_bytes(gqa, snap.cache_len), heads=model.n_head,
+        mha=mha_bytes, ratio=mha_bytes / max(snap.cache_bytes, 1)))
+
+
+def _race_side(snap: StageSnapshot, dims: ModelDims, cached: bool) -> str:
+    """What one side of the race computes this step: its dot products, and K and V of how many tokens."""
+    c = snap.counters
+    dots = c.this_dot_products_cached if cached else c.this_dot_products_uncached
+    # K/V computed per token and layer, all heads at once: not "rows", which the stage and the lesson keep for one
+    # head's row at one cache position
+    tokens = (c.this_kv_rows_cached if cached else c.this_kv_rows_uncached) // dims.n_layer
+    fed = ngettext("K and V of {n:,} token in each of {layers} layers", "K and V of {n:,} tokens in each of {layers} layers",
+                   tokens).format(n=tokens, layers=dims.n_layer)
+    return (_("**With the cache**, this step: {dots:,} dot products; {fed}") if cached else
+            _("**Without the cache**, this step: {dots:,} dot products; {fed}")).format(dots=dots, fed=fed)
+
+
+@dataclass(frozen=True)
+class RaceView:
+    """The race view's sentences around its charts; "" where nothing is said."""
+
+    sides: tuple[str, str]  # with the cache, without it
+    models_caption: str  # when the clock ran on another model than the one drawn: which is which
+    tiles_caption: str  # the same, beside the tiles
+    note: str  # in the clock's place when there is no clock (the prefill, or the animation running)
+    clock_caption: str  # under the clock, on another model: which model it timed
+    verdict: str  # beside the clock: the verdict in a few lines (race_verdict)
+    timing: RaceTiming | None  # what the clock draws; None: no clock (see note)
+
+
+def race_view(view: StageView, timing: RaceTiming | None, big: bool) -> RaceView:
+    """The race's sentences for the stage's `view` and the step's `timing` (None: not timed); `big`: the clock ran
+    on the GPT-2 124M shape."""
+    names = race_models(view, timing)
+    models_caption = tiles_caption = clock_caption = ""
+    if names is not None:
+        models_caption = _("K caches and counts below: {model}, the model generating. The clock under them: {race}, "
+                           "fed the same {n} tokens.").format(model=names[0], race=names[1], n=timing.seq_len)
+        tiles_caption = _("The tiles above count {model}; the clock and the verdict below time {race}.").format(
+            model=names[0], race=names[1])
+        clock_caption = _("Clock: {race}.").format(race=names[1])
+    if view.snapshot.kind == "prefill":
+        note = _("The prefill computes every prompt row either way (nothing is cached yet): the race starts with the "
+                 "first Next token.")
+    elif timing is None:
+        note = _("The clock runs when the animation stops (timing every frame would slow it down).")
+    else:
+        note = ""
+    return RaceView(sides=view.race_sides, models_caption=models_caption, tiles_caption=tiles_caption, note=note,
+                    clock_caption=clock_caption, verdict="" if timing is None else race_verdict(timing, big),
+                    timing=timing)
+
+
+def race_models(view: StageView, timing: RaceTiming | None) -> tuple[str, str] | None:
+    """(the model drawn and counted, the model the clock ran on), in the reader's language, when they differ
+    (the GPT-2 124M shape races this model's tokens): each part of the race view then says which it shows."""
+    if timing is None or timing.model_label == view.model_label:
+        return None
+    return view.model_shown, i18n.shown_english(timing.model_label)
+
+
+def floor_sentence(t: RaceTiming) -> str:
+    """What the chart shows about the dashed line, computed from the medians: a side whose median came in under
+    the 1-token forward's is never said to stand on it."""
+    below = t.below_floor
+    if not below:
+        return _("Both stand on the dashed line: a 1-token forward with nothing cached, {ms:.1f} ms here whatever "
+                 "the length (its median, timed between the sides).").format(ms=t.fixed_median_ms)
+    if below == ("cached",):
+        return _("The cached step's median ({side:.1f} ms) came in under the dashed line, a 1-token forward with "
+                 "nothing cached ({ms:.1f} ms): it does that forward's work and more, so the gap is noise; at this "
+                 "size a cached step costs about a forward's fixed cost.").format(
+            side=t.cached_median_ms, ms=t.fixed_median_ms)
+    if below == ("uncached",):
+        return _("The uncached step's median ({side:.1f} ms) came in under the dashed line, a 1-token forward with "
+                 "nothing cached ({ms:.1f} ms): it does that forward's work and more, so the gap is noise.").format(
+            side=t.uncached_median_ms, ms=t.fixed_median_ms)
+    return _("Both medians came in under the dashed line, a 1-token forward with nothing cached ({ms:.1f} ms): "
+             "each side does that forward's work and more, so the gaps are noise; at this size every forward "
+             "costs about its fixed cost.").format(ms=t.fixed_median_ms)
+
+
+def race_verdict(t: RaceTiming, big: bool) -> str:
+    """A few lines beside the clock (which draws the medians, their middle half and the 1-token floor): the
+    verdict, or 'inside the noise' when it is, and the machine's load; one repeat a side is said as such. `big`:
+    the clock ran on the GPT-2 124M shape (its dot products are said beside a win)."""
+    if t.single_repeat:
+        how = _("One repeat a side: a repeat costs more than the click's {budget:.2f} s, so the click measures "
+                "once and there is no spread to show. {load}.").format(budget=RACE_BUDGET_S, load=load_label(t.load_1min))
+    else:
+        how = _("Medians of {repeats} repeats a side, interleaved; whiskers: the middle half. {load}.").format(
+            repeats=t.repeats, load=load_label(t.load_1min))
+    if t.inside_noise:
+        noise = _("**Inside the noise**: the middle halves overlap. At this size a forward is mostly its fixed cost "
+                  "(the dashed line: 1 token, nothing cached), which hides the saving.")
+        return " ".join([noise] + ([] if big else [_("Try the GPT-2 124M shape.")]) + [how])
+    if not t.cached_faster:
+        return " ".join([_("**The cached step measured slower** this time: a burst of load, most likely."),
+                         floor_sentence(t), how])
+    extra = ""
+    if big:
+        shape = GPT2_FAMILY["gpt2"]
+        with_c = ops.attention_dot_products(shape.n_layer, shape.n_head, t.seq_len - 1, 1, cached=True)
+        without = ops.attention_dot_products(shape.n_layer, shape.n_head, t.seq_len - 1, 1, cached=False)
+        extra = " " + _("At this shape: {cached:,} dot products vs {uncached:,}.").format(cached=with_c, uncached=without)
+    faster = _("**{x:.1f}x faster with the cache**.").format(x=t.uncached_median_ms / t.cached_median_ms)
+    return f"{faster}{extra} {floor_sentence(t)} {how}"
+
+
+@dataclass(frozen=True)
+class WithoutCacheView:
+    """The "without the cache" section: the check's sentence and the growth chart's series."""
+
+    text: str
+    steps: list[int]
+    with_cache: list[int]  # cumulative dot products
+    without_cache: list[int]
+    axis_title: str
+
+
+def without_cache_view(check: Equivalence, records: Sequence[StepRecord], dims: ModelDims) -> WithoutCacheView:
+    """The newest step recomputed with no cache (`check`, StepEngine.check_without_cache), said for a student, and
+    the work with and without the cache over every pass so far."""
+    text = _(
+        "An uncached step feeds all **{rows}** tokens again and recomputes every K and V row in all "
+        "{layers} layers ({ms:.1f} ms here), just to get the last position's logits.\n\n"
+        "- max |logit difference| cached vs recomputed: **{logit:.1e}**\n"
+        "- max |K difference| {key:.1e}, max |V difference| {value:.1e}\n"
+        "- same next token: **{same}**\n\n"
+        "The differences are float32 rounding (summation order), not a different result: caching changes "
+        "speed, not answers.").format(
+        rows=check.recomputed_rows, layers=dims.n_layer, ms=check.uncached_ms,
+        logit=check.max_abs_logit_diff, key=check.max_abs_key_diff, value=check.max_abs_value_diff,
+        same=_("yes") if check.same_next_token else _("no"))
+    steps, with_cache, without_cache = cumulative_series(records, dims)
+    return WithoutCacheView(text, steps, with_cache, without_cache, _("query-key dot products"))
