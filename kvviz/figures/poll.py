@@ -35,7 +35,8 @@ def poll_figure(labels: Sequence[str], rounds: Sequence[Sequence[int]], right: i
     most = max((max(c, default=0) for c in rounds), default=0)
     fig.update_layout(barmode="group", height=90 + 40 * len(labels) * len(rounds),
                       font={"size": font_px}, hoverlabel={"font_size": font_px}, showlegend=len(rounds) > 1,
-                      legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "traceorder": "normal"},
+                      legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "traceorder": "normal",
+                              "font": {"size": font_px}},
                       margin={"l": 10, "r": 30, "t": 10 + (font_px + 16) * (len(rounds) > 1), "b": 10})
     fig.update_yaxes(autorange="reversed", tickfont_size=font_px, automargin=True)
     fig.update_xaxes(title_text=_("votes"), range=[0, max(1, most) * 1.2], dtick=max(1, round(most / 5 + 0.49)),

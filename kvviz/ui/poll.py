@@ -226,19 +226,20 @@ def projector_panel(step: int, ask, font_px: int, answer_shown: bool = False) ->
         state = store().open_step(room.code, room.host_key, polls_for(step, room.code, ask))
     url = join_url(room.code)
     with st.container(border=True, key="poll_panel"):
-        left, right = st.columns([1, 2], vertical_alignment="center")
-        left.html(qr_image(url, _("QR code of the join link: {url}").format(url=url)))
-        right.markdown(_("### Join: {code}").format(code=room.code))
-        right.caption(url)
+        if state.phase == "revealed":  # what the room answered first, the join code under it for late phones
+            votes(room, state.step, state.round, font_px)
+        left, right = st.columns([1, 4], vertical_alignment="center")
+        left.html(qr_image(url, _("QR code of the join link: {url}").format(url=url), scale=4))
+        right.markdown(_("### Join: {code}").format(code=room.code) + f"  \n{url}")
         if only_this_computer(url):
             right.warning(_("This address is this computer's own: phones cannot reach it. Serve the class on the "
                             "network (docs/deploying.md), then start the poll from that address."),
                           icon=":material/wifi_off:")
-        with right:
+        row = right.container(horizontal=True, vertical_alignment="center")
+        with row:
             live_count(room.code, state.step, state.round)
         phase = {"open": _("voting open"), "locked": _("voting closed"), "revealed": _("answer revealed")}
-        right.caption(_("Round {round}, {phase}").format(round=state.round, phase=phase[state.phase]))
-        row = st.container(horizontal=True)
+        row.caption(_("Round {round}, {phase}").format(round=state.round, phase=phase[state.phase]))
         if state.phase == "open":
             row.button(_("Lock"), key="poll_lock", icon=":material/lock:", shortcut=LOCK_KEY,
                        on_click=_host_call, args=("lock", room))
@@ -256,8 +257,6 @@ def projector_panel(step: int, ask, font_px: int, answer_shown: bool = False) ->
                    args=("reset", room), help=_("Forget this question's votes (both rounds) and open it again"))
         if refused := st.session_state.pop("poll_refused", None):
             st.warning(refused)
-        if state.phase == "revealed":
-            votes(room, state.step, state.round, font_px)
 
 
 def votes(room: poll_store.NewRoom, step: int, last_round: int, font_px: int) -> None:
