@@ -4,8 +4,8 @@ from __future__ import annotations
 import streamlit as st
 
 from kvviz import routes
-from kvviz.ui import language, models, router, sidebar
 from kvviz.i18n import _
+from kvviz.ui import language, models, router, sidebar
 
 router.ensure_router()  # a fresh server's first run is Streamlit's legacy pages/ mode: see its docstring
 # An emoji favicon: Streamlit draws it as a data: SVG. A ":material/...:" icon is fetched from fonts.gstatic.com,

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path

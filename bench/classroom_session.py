@@ -13,6 +13,7 @@ All knowledge of the step page's markup (button labels, the prompt box, the stri
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import re
 import time
@@ -153,10 +154,8 @@ async def _click(page, action: str, expect_cache: int, known, others, report: Se
     await page.evaluate(ARM_JS, expect_cache)
     await button(page, action).click()
     settle_ms = None
-    try:
+    with contextlib.suppress(TimeoutError):
         settle_ms = await asyncio.wait_for(page.evaluate("() => window.kvvizSettled"), SETTLE_TIMEOUT_S)
-    except asyncio.TimeoutError:
-        pass
     state = await page.evaluate("() => window.kvvizState()")
     problem = _classify(state, expect_cache, known, others)
     if settle_ms is None and (problem is None or (problem == "wrong" and state["cache"] != expect_cache)):
@@ -228,10 +227,8 @@ async def benchmark_session(browser, url: str, done: asyncio.Event, runs: list[d
             await page.evaluate(BENCH_ARM_JS)
             await page.locator("button:visible", has_text=BENCH_BUTTON).first.click()
             seconds = None
-            try:
+            with contextlib.suppress(TimeoutError):
                 seconds = round(await asyncio.wait_for(page.evaluate("() => window.kvvizBenchDone"), 600) / 1000, 2)
-            except asyncio.TimeoutError:
-                pass
             errors = await page.locator(ERROR_SELECTOR).count()
             runs.append({"seconds": seconds, "errors": errors})
             if seconds is None:

@@ -29,9 +29,15 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from classroom_session import (BENCH_BUTTON, BUTTONS, PROMPT_LABEL, SETTLE_TIMEOUT_S, SessionReport,  # noqa: E402
-                               _classify, expected_prompt_strip)
-
+from classroom_session import (  # noqa: E402
+    BENCH_BUTTON,
+    BUTTONS,
+    PROMPT_LABEL,
+    SETTLE_TIMEOUT_S,
+    SessionReport,
+    _classify,
+    expected_prompt_strip,
+)
 from streamlit.proto.Alert_pb2 import Alert  # noqa: E402
 from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
@@ -224,7 +230,7 @@ class Student:
                 return finished_ms, settle_ms
             try:
                 data = await asyncio.wait_for(self.ws.recv(), left_s)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 continue
             msg = ForwardMsg()
             msg.ParseFromString(data)

@@ -23,7 +23,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from local_server import CHROMIUM_ARGS, free_port, start_streamlit, wait_healthy  # noqa: E402
 
-
 MODEL_LABEL = {"en-US": "Bundled Tiny-Shakespeare GPT-2", "zh-CN": "内置 Tiny-Shakespeare GPT-2"}
 
 

@@ -22,6 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the page imports kvviz
 sys.path.insert(0, str(REPO / "bench"))
 from script_timer import time_script_runs  # noqa: E402
+
 MAX_ROUNDS = 20
 
 

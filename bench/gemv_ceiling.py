@@ -24,8 +24,8 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 REPO = Path(__file__).resolve().parents[1]
 MAX_ROUNDS = 50
@@ -48,24 +48,24 @@ def kernels(model) -> tuple[dict[str, list[Callable[[], object]]], int]:
     out_in = [(w.t().contiguous(), b) for w, b in mats]
     stored, onednn = KERNELS["stored"], KERNELS["onednn"]  # the flat engine's own two fp32 kernels
     calls: dict[str, list[Callable[[], object]]] = {
-        "stored": [lambda x=x, w=w, b=b: stored(x, w, b) for x, (w, b) in zip(xs, mats)],
-        "linear": [lambda x=x, w=w, b=b: F.linear(x, w, b) for x, (w, b) in zip(xs, out_in)],
+        "stored": [lambda x=x, w=w, b=b: stored(x, w, b) for x, (w, b) in zip(xs, mats, strict=True)],
+        "linear": [lambda x=x, w=w, b=b: F.linear(x, w, b) for x, (w, b) in zip(xs, out_in, strict=True)],
     }
     try:
         packed = [(onednn_pack(w, b), b) for w, b in mats]  # probed against MKL, as the engine packs
-        calls["onednn"] = [lambda x=x, w=w, b=b: onednn(x, w, b) for x, (w, b) in zip(xs, packed)]
+        calls["onednn"] = [lambda x=x, w=w, b=b: onednn(x, w, b) for x, (w, b) in zip(xs, packed, strict=True)]
     except FormatUnavailable as exc:
         print(f"onednn packed linear unavailable: {exc}", file=sys.stderr)
     try:
         mkl = [(torch.ops.mkl._mkl_reorder_linear_weight(w, 1), w, b) for w, b in out_in]
         calls["mkl_packed"] = [lambda x=x, p=p, w=w, b=b: torch.ops.mkl._mkl_linear(x, p, w, b, 1)
-                               for x, (p, w, b) in zip(xs, mkl)]
+                               for x, (p, w, b) in zip(xs, mkl, strict=True)]
     except (AttributeError, RuntimeError) as exc:
         print(f"MKL packed linear unavailable: {exc}", file=sys.stderr)
     with torch.inference_mode():  # every kernel computes the same products (else its time means nothing)
         want = [f() for f in calls["stored"]]
         for name, fs in calls.items():
-            worst = max(float((f() - w).abs().max()) for f, w in zip(fs, want))
+            worst = max(float((f() - w).abs().max()) for f, w in zip(fs, want, strict=True))
             if worst > 1e-3:
                 raise SystemExit(f"{name} disagrees with MKL on the stored layout by {worst:.2e}")
     return calls, weight_bytes
@@ -84,8 +84,8 @@ def main(argv: list[str]) -> int:
     import torch
 
     from kvviz.measure.load import load_average
-    from kvviz.speedup import machine, probes
     from kvviz.model.loading import load_model
+    from kvviz.speedup import machine, probes
 
     torch.set_num_threads(args.threads)
     model = load_model(args.model, attn_implementation="sdpa").model

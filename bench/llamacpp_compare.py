@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, tps in sorted(medians.items(), key=lambda kv: -kv[1]):
         ratio = f"{tps / generate:.2f}x" if generate else "-"
         print(f"{name:<34} {tps:12.1f} {ratio:>12}")
-    beaten = sum(llama_tps > bound_tps for llama_tps, bound_tps in zip(llama, bounds))
+    beaten = sum(llama_tps > bound_tps for llama_tps, bound_tps in zip(llama, bounds, strict=True))
     print(f"llama.cpp's whole decode step beat torch's fastest fp32 kernel on the matrices alone in {beaten} of "
           f"{args.rounds} rounds")
     if args.json:

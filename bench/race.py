@@ -49,8 +49,8 @@ def main() -> None:
     from kvviz.measure.cores import usable_cores
     from kvviz.measure.load import load_average
     from kvviz.model.loading import load_model
-    from kvviz.step.records import DEFAULT_SAMPLING
     from kvviz.step.engine import RACE_BUDGET_S, StepEngine
+    from kvviz.step.records import DEFAULT_SAMPLING
 
     torch.set_num_threads(1)
     budget = RACE_BUDGET_S if args.budget is None else args.budget

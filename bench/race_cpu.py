@@ -31,8 +31,8 @@ def main() -> None:
 
     import torch
 
-    from kvviz.model.loading import load_model
     from kvviz.measure.load import load_average
+    from kvviz.model.loading import load_model
     from kvviz.step.engine import StepEngine
     from kvviz.step.records import DEFAULT_SAMPLING
 

@@ -30,11 +30,11 @@ def main() -> None:
 
     import torch
 
-    from kvviz.model import loading
-    from kvviz.measure.load import load_label
     from kvviz.internals import prefix, speculative
     from kvviz.internals.prefix import DEFAULT_A, DEFAULT_B
     from kvviz.internals.speculative import DEFAULT_PROMPT
+    from kvviz.measure.load import load_label
+    from kvviz.model import loading
 
     torch.set_num_threads(args.threads)
     gpt2, llama = loading.load_bundled(), loading.load_bundled(name=loading.BUNDLED_GQA)

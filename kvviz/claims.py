@@ -20,10 +20,9 @@ from typing import Any
 
 from kvviz import i18n, ops, routes
 from kvviz.i18n import N_, _
-from kvviz.memory import KVConfig, kv_bytes
-from kvviz.memory import units
-from kvviz.memory.units import GB, GIB, MIB, format_bytes
+from kvviz.memory import KVConfig, kv_bytes, units
 from kvviz.memory.presets import get_preset
+from kvviz.memory.units import GB, GIB, MIB, format_bytes
 
 PAGE_MEMORY, PAGE_OPS, PAGE_STEP = routes.MEMORY_BUDGET, routes.ATTENTION_OPS, routes.STEP_THROUGH  # where claims live
 VERDICT_LABELS = {"holds": N_("holds"), "wrong": N_("wrong"), "partly true": N_("partly true"),

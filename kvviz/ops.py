@@ -30,8 +30,9 @@ scratch. The N-th new token is picked but never fed, so it costs nothing.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from kvviz.i18n import N_, _, ngettext
 from kvviz.inputs.query_values import WholeNumberRefused, bounded_int, shown

@@ -9,13 +9,13 @@ from typing import Any
 
 import streamlit as st
 
-from kvviz.inputs.links import link_refusals
 from kvviz import ops
-from kvviz.ui import a11y, assets, links, models, router
-from kvviz.i18n import N_, _, numbers
 from kvviz.figures import export_config
 from kvviz.figures import ops as figs
+from kvviz.i18n import N_, _, numbers
+from kvviz.inputs.links import link_refusals
 from kvviz.memory.presets import ops_presets
+from kvviz.ui import a11y, assets, links, models, router
 
 LOADED, CUSTOM = "loaded model (sidebar)", "custom"  # option values (stable); shown as _(MODEL_LABELS[v])
 MODEL_LABELS = {LOADED: N_("loaded model (sidebar)"), CUSTOM: N_("custom")}

@@ -6,15 +6,21 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from kvviz.ui import a11y, engines, models, router
-from kvviz.i18n import N_, _
 from kvviz.figures import export_config
 from kvviz.figures import patterns as figs
-from kvviz.model.loading import LoadedModel
-from kvviz.step.pattern_records import (MAX_PATTERN_TOKENS, PROBE_HALF_TOKENS, PatternRun, head_labels,
-                                       strongest_induction_head, thresholds_text)
+from kvviz.i18n import N_, _
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP, PromptError, check_prompt
+from kvviz.model.loading import LoadedModel
+from kvviz.step.pattern_records import (
+    MAX_PATTERN_TOKENS,
+    PROBE_HALF_TOKENS,
+    PatternRun,
+    head_labels,
+    strongest_induction_head,
+    thresholds_text,
+)
 from kvviz.step.view import REPEAT_PROMPT, kv_head_of
+from kvviz.ui import a11y, engines, models, router
 
 PRESETS = {  # name (a stable value, also the lesson's; shown through _()) -> prompt
     N_("Repeat a pattern"): REPEAT_PROMPT,

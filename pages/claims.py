@@ -8,9 +8,9 @@ from __future__ import annotations
 import streamlit as st
 
 from kvviz import claims, routes
-from kvviz.ui import links, router
 from kvviz.i18n import N_, _
 from kvviz.teaching import glossary
+from kvviz.ui import links, router
 
 router.ensure_router()  # before anything is drawn: see its docstring
 COLORS = {"holds": "green", "wrong": "red", "partly true": "orange", "cannot be judged": "gray"}
@@ -68,5 +68,5 @@ with st.container(border=True):
     card(found[-1])
 
 with summary:
-    for col, verdict in zip(st.columns(len(COLORS)), COLORS):
+    for col, verdict in zip(st.columns(len(COLORS)), COLORS, strict=True):
         col.metric(_(TITLES[verdict]), sum(c.verdict == verdict for c in found))

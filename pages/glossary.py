@@ -9,10 +9,10 @@ from __future__ import annotations
 import streamlit as st
 
 from kvviz import i18n
-from kvviz.ui import links, router
 from kvviz.i18n import _
 from kvviz.inputs import echo
 from kvviz.teaching import glossary
+from kvviz.ui import links, router
 
 router.ensure_router()  # before anything is drawn: see its docstring
 chinese = i18n.current() == i18n.CHINESE

@@ -4,9 +4,9 @@ from __future__ import annotations
 import streamlit as st
 
 from kvviz import memory, ops, routes
-from kvviz.ui import links, models, router
 from kvviz.i18n import _
 from kvviz.teaching import LESSON_STEPS
+from kvviz.ui import links, models, router
 
 router.ensure_router()  # before anything is drawn: see its docstring
 link_params = links.link_params()  # every link the page makes keeps the language and the model

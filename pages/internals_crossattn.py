@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz.ui import a11y, router
-from kvviz.i18n import _, ngettext
 from kvviz.figures import internals as fig
+from kvviz.i18n import _, ngettext
 from kvviz.internals import crossattn
 from kvviz.internals.records import CrossAttnRun
+from kvviz.ui import a11y, router
 from pages.internals_shared import PLOT, explain
 
 

@@ -5,18 +5,27 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz.ui import a11y, models, router
 from kvviz.figures import MAX_LEGEND_ENTRIES
 from kvviz.figures import eviction as fig
 from kvviz.i18n import _
 from kvviz.inputs.echo import code
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from kvviz.internals import eviction
-from kvviz.internals.eviction import (EVICT_KEEP_PERCENTS, EVICT_POLICIES, EVICT_POLICY_RULES, EVICT_QUANT_SCHEMES,
-                                     EvictionError, EvictSettings, eviction_takeaways, held_out_text, policy_label,
-                                     policy_short)
+from kvviz.internals.eviction import (
+    EVICT_KEEP_PERCENTS,
+    EVICT_POLICIES,
+    EVICT_POLICY_RULES,
+    EVICT_QUANT_SCHEMES,
+    EvictionError,
+    EvictSettings,
+    eviction_takeaways,
+    held_out_text,
+    policy_label,
+    policy_short,
+)
 from kvviz.internals.records import EvictionGrid, EvictionPoint
 from kvviz.model.loading import LoadedModel
+from kvviz.ui import a11y, models, router
 from pages.internals_shared import MODEL_HASH, PLOT, explain, run_queued
 
 DEFAULT_DRAWN = ("recent", "streaming", "h2o", "snapkv")

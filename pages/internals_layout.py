@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz.ui import a11y, models, router
-from kvviz.i18n import _
-from kvviz.measure.load import load_label
 from kvviz.figures import internals as fig
-from kvviz.internals import layout
+from kvviz.i18n import _
 from kvviz.inputs.prompt_rules import check_int_in_range
+from kvviz.internals import layout
+from kvviz.measure.load import load_label
+from kvviz.ui import a11y, models, router
 from pages.internals_shared import PLOT, explain, run_queued
 
 router.ensure_router()  # before anything is drawn: see its docstring

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz.ui import a11y, models, router
-from kvviz.i18n import _
 from kvviz.figures import internals as fig
+from kvviz.i18n import _
+from kvviz.inputs import echo
+from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from kvviz.internals import paging
 from kvviz.internals.records import PagedRun
 from kvviz.model.loading import LoadedModel
-from kvviz.inputs import echo
-from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
+from kvviz.ui import a11y, models, router
 from pages.internals_shared import DEFAULT_PROMPT, MODEL_HASH, PLOT, explain
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz.measure.load import load_number
-from kvviz.ui import a11y, models, router
-from kvviz.i18n import _
 from kvviz.figures import internals as fig
+from kvviz.i18n import _
+from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from kvviz.internals import prefix
 from kvviz.internals.records import PrefixReuse
-from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
+from kvviz.measure.load import load_number
+from kvviz.ui import a11y, models, router
 from pages.internals_shared import PLOT, explain, run_queued
 
 RESULT_KEY = "int_prefix_result"  # (inputs, PrefixReuse) of this session's last measurement

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz.ui import a11y, models, router
-from kvviz.i18n import _, list_sep
-from kvviz.memory import dtypes
 from kvviz.figures import internals as fig
-from kvviz.internals import quant
-from kvviz.internals.quant import (AGREEMENT_MAX_PROMPT_TOKENS, AGREEMENT_MAX_PROMPTS, AGREEMENT_MAX_TOKENS, QuantError,
-                                  check_agreement_work)
-from kvviz.internals.records import QuantReport, SchemeAgreement
-from kvviz.model.loading import LoadedModel
+from kvviz.i18n import _, list_sep
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP, check_int_in_range
+from kvviz.internals import quant
+from kvviz.internals.quant import (
+    AGREEMENT_MAX_PROMPT_TOKENS,
+    AGREEMENT_MAX_PROMPTS,
+    AGREEMENT_MAX_TOKENS,
+    QuantError,
+    check_agreement_work,
+)
+from kvviz.internals.records import QuantReport, SchemeAgreement
+from kvviz.memory import dtypes
+from kvviz.model.loading import LoadedModel
+from kvviz.ui import a11y, models, router
 from pages.internals_shared import DEFAULT_PROMPT, MODEL_HASH, PLOT, explain, run_queued
 
 DEFAULT_AGREEMENT_PROMPTS = "ROMEO:\nJULIET: O Romeo, Romeo\nFirst Citizen:\nKING RICHARD II:\nMENENIUS: What work"

@@ -10,8 +10,8 @@ from typing import TypeVar
 
 import streamlit as st
 
-from kvviz.ui import models
 from kvviz.i18n import _
+from kvviz.ui import models
 from kvviz.work_queue import QueueTimeout, timed_work_queue
 
 DEFAULT_PROMPT = "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun."

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz.model import loading
 from kvviz import i18n
-from kvviz.ui import a11y, models, router
-from kvviz.i18n import _
 from kvviz.figures import internals as fig
-from kvviz.internals import speculative
-from kvviz.internals.records import SpecRun
-from kvviz.model.loading import LoadedModel
+from kvviz.i18n import _
 from kvviz.inputs import echo
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
+from kvviz.internals import speculative
+from kvviz.internals.records import SpecRun
+from kvviz.model import loading
+from kvviz.model.loading import LoadedModel
+from kvviz.ui import a11y, models, router
 from pages.internals_shared import MODEL_HASH, PLOT, explain
 
 # A draft shares the verifier's tokenizer: the two bundled models do (same BPE, 2,048 ids).

@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from kvviz.ui import a11y, models, router
-from kvviz.i18n import N_, _
-from kvviz.memory import units
 from kvviz.figures import internals as fig
-from kvviz.internals import window
-from kvviz.internals.records import PresetLayers, WindowRun
-from kvviz.model.loading import LoadedModel
+from kvviz.i18n import N_, _
 from kvviz.inputs import echo
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP, check_int_in_range
+from kvviz.internals import window
+from kvviz.internals.records import PresetLayers, WindowRun
+from kvviz.memory import units
+from kvviz.model.loading import LoadedModel
+from kvviz.ui import a11y, models, router
 from pages.internals_shared import DEFAULT_PROMPT, MODEL_HASH, PLOT, explain
 
 PATTERNS = {"all local": None, "1 local : 1 global": 1, "3 local : 1 global": 3}  # option (English) -> local per global

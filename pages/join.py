@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz.figures.poll import choice_letter, poll_figure
 from kvviz import routes
+from kvviz.figures.poll import choice_letter, poll_figure
 from kvviz.i18n import _
 from kvviz.teaching import poll_store
 from kvviz.ui import a11y, poll, router

@@ -17,16 +17,13 @@ import html
 
 import streamlit as st
 
-from kvviz import i18n
-from kvviz.i18n import N_, _, ngettext
-from kvviz.teaching import glossary, handout, lesson
-from kvviz.ui import engines, poll
-from kvviz.inputs import query_values
-from kvviz import routes
-from kvviz.ui import a11y, links, models, router
-from kvviz.ui import assets
+from kvviz import i18n, routes
 from kvviz.figures import export_config
 from kvviz.figures.lesson import lesson_figure
+from kvviz.i18n import N_, _, ngettext
+from kvviz.inputs import query_values
+from kvviz.teaching import glossary, handout, lesson
+from kvviz.ui import a11y, assets, engines, links, models, poll, router
 
 N_STEPS = len(lesson.STEPS)
 END = N_STEPS + 1  # the summary page, after step 12

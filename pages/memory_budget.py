@@ -10,16 +10,15 @@ from typing import Any
 
 import streamlit as st
 
-from kvviz.memory import capacity, config_import, hf_cache
 from kvviz import claims, i18n, memory
-from kvviz.ui import a11y, assets, engines, links, models, router
+from kvviz.figures import MAX_LEGEND_ENTRIES, export_config
+from kvviz.figures import memory as figs
 from kvviz.i18n import N_, _
-from kvviz.memory import dtypes
-from kvviz.memory import units
 from kvviz.inputs import echo
 from kvviz.inputs.links import link_refusals
-from kvviz.figures import MAX_LEGEND_ENTRIES, export_config, memory as figs
+from kvviz.memory import capacity, config_import, dtypes, hf_cache, units
 from kvviz.memory.presets import GPUS, PRESETS, get_preset, past_trained_positions
+from kvviz.ui import a11y, assets, engines, links, models, router
 
 # A link that names a tab lands on it, scrolled to the top of the screen (kvviz/assets/web/scroll_to_tabs.js says
 # when it scrolls and when it leaves the page alone).
@@ -389,7 +388,7 @@ def calculator() -> None:
         else:
             st.info(_("All {n} layers are alike: {bytes_} each.").format(
                 n=cfg.n_layer, bytes_=units.format_bytes(b.layer_bytes[0])))
-    for tab, draw in zip(tabs[2:4], (what_fits, paged)):
+    for tab, draw in zip(tabs[2:4], (what_fits, paged), strict=True):
         with tab:
             draw(cfg, context, batch)
     if tabs[4].open:

@@ -11,20 +11,26 @@ import sys
 import pandas as pd
 import streamlit as st
 
-from kvviz.i18n import N_, _, list_sep, ngettext, text_width
-from kvviz.speedup import machine, tables
-from kvviz.model import loading
 from kvviz import i18n
-from kvviz.ui import a11y, models, router
-from kvviz.ui import assets
-from kvviz.measure.load import load_avg_1min, load_label, load_number
-from kvviz.measure.timing import Comparison, Timing
-from kvviz.speedup.records import ESTIMATOR, MODE_LABELS, BenchResult, format_name
-from kvviz.speedup.settings import (PAGE_BUDGET_S, WEIGHT_FORMAT_CHOICES, BenchInputError, BenchSettings, duration,
-                                   validate, whole)
 from kvviz.figures import MAX_LEGEND_ENTRIES
 from kvviz.figures import bench as figs
+from kvviz.i18n import N_, _, list_sep, ngettext, text_width
+from kvviz.measure.load import load_avg_1min, load_label, load_number
+from kvviz.measure.timing import Comparison, Timing
 from kvviz.memory.presets import get_preset
+from kvviz.model import loading
+from kvviz.speedup import machine, tables
+from kvviz.speedup.records import ESTIMATOR, MODE_LABELS, BenchResult, format_name
+from kvviz.speedup.settings import (
+    PAGE_BUDGET_S,
+    WEIGHT_FORMAT_CHOICES,
+    BenchInputError,
+    BenchSettings,
+    duration,
+    validate,
+    whole,
+)
+from kvviz.ui import a11y, assets, models, router
 
 RESULT_KEY = "bench_result"  # this session's last finished benchmark (kept across reruns and errors)
 BATCH_KEY = "bench_batch_result"
@@ -263,7 +269,7 @@ def batch_section(spec: str, threads: int) -> None:
         loaded = model_or_warning(spec)
         if loaded is None:
             return
-        from kvviz.speedup import harness, batch
+        from kvviz.speedup import batch, harness
 
         box, bar = st.empty(), st.progress(0.0, text=_("Waiting for the benchmark line..."))
         try:
@@ -360,9 +366,9 @@ def device_section(spec: str) -> None:
     if st.session_state.get(DEVICE_KEY) is None:
         return
     result, load_before = st.session_state[DEVICE_KEY]
+    from kvviz.figures import export_config
     from kvviz.figures.device import context_sweep_figure
     from kvviz.speedup.accelerator import BOUND_NAMES
-    from kvviz.figures import export_config
 
     st.caption(_("Measured on {device}; {model}; machine load {load}.").format(
         device=result.device.describe(), model=i18n.shown_english(result.model_label), load=load_label(load_before)))

@@ -19,18 +19,26 @@ import urllib.parse
 import streamlit as st
 
 from kvviz import i18n, routes
-from kvviz.ui import a11y, engines, links, models, router
-from kvviz.ui import assets
+from kvviz.figures import step as figs
 from kvviz.i18n import N_, _, ngettext
 from kvviz.inputs import query_values
+from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from kvviz.model import loading
 from kvviz.step import link as stage_link
 from kvviz.step import strip
 from kvviz.step import view as step_view
-from kvviz.figures import step as figs
-from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
-from kvviz.step.records import (DEFAULT_SAMPLING, SEED_MAX, TEMPERATURE_MAX, TEMPERATURE_MIN, TOP_K_MAX,
-                                ContextFullError, PromptError, RaceTiming, Sampling)
+from kvviz.step.records import (
+    DEFAULT_SAMPLING,
+    SEED_MAX,
+    TEMPERATURE_MAX,
+    TEMPERATURE_MIN,
+    TOP_K_MAX,
+    ContextFullError,
+    PromptError,
+    RaceTiming,
+    Sampling,
+)
+from kvviz.ui import a11y, assets, engines, links, models, router
 
 PRESETS = {  # name (a stable key, shown through _()) -> prompt
     "ROMEO:": "ROMEO:",
@@ -335,7 +343,7 @@ def _draw(shown: step_view.StageView, view: str, race: step_view.RaceView | None
     else:
         # the readout first: large, above the fold, and its room kept when there is nothing to say (no jump)
         readout = html.escape(shown.readout) or (
-            '<span class="{}">{}</span>'.format(a11y.MUTED, html.escape(shown.readout_hint)))
+            f'<span class="{a11y.MUTED}">{html.escape(shown.readout_hint)}</span>')
         # the stage's chart and the bars beside it, for a screen reader: in the readout, so no element is added
         chart_text = a11y.screen_reader_span(f"{figs.stage_figure_text(snap)} {bars_text}")
         left.html(f'<div class="kvviz-readout" style="font-size:{1.1 if present else 1.0}rem">{readout}'
@@ -345,7 +353,7 @@ def _draw(shown: step_view.StageView, view: str, race: step_view.RaceView | None
     with right:
         history = st.container()
         m = st.columns(2, gap="small")
-        for column, tile in zip(m * 2, shown.tiles):  # length and size, then this step's dot products
+        for column, tile in zip(m * 2, shown.tiles, strict=True):  # length and size, then this step's dot products
             column.metric(tile.label, tile.value, help=tile.help)
         if race is not None:
             _race_side(race)
@@ -411,7 +419,7 @@ def _race(snap: step_view.StageSnapshot, race: step_view.RaceView) -> None:
     if race.models_caption:
         st.caption(race.models_caption)
     sides = st.columns(2, gap="small")
-    for side, cached, sentence in zip(sides, (True, False), race.sides):
+    for side, cached, sentence in zip(sides, (True, False), race.sides, strict=True):
         a11y.chart(side, figs.race_figure(snap, cached, font_px, height_px=190 if not present else 200),
                  text=figs.race_figure_text(snap, cached), config=CHART)
         side.markdown(sentence)

@@ -4,10 +4,10 @@ from __future__ import annotations
 import streamlit as st
 
 from kvviz import routes
-from kvviz.ui import links, router
-from kvviz.inputs import echo
 from kvviz.i18n import _, ngettext
+from kvviz.inputs import echo
 from kvviz.teaching import guide
+from kvviz.ui import links, router
 
 router.ensure_router()  # before anything is drawn: see its docstring
 link_params = links.link_params()  # every link the page makes keeps the language and the model
@@ -40,9 +40,9 @@ def remember_the_plan() -> None:
 # A link chooses a plan too: ?teach_plan=45 minutes (the tab's label, as Streamlit binds it).
 chosen = labels[st.session_state.get("teach_plan_chosen", 0)]
 tabs = st.tabs(labels, key="teach_plan", default=chosen, on_change=remember_the_plan, bind="query-params")
-for tab, plan in zip(tabs, plans.values()):
+for tab, plan in zip(tabs, plans.values(), strict=True):
     with tab:
-        for block, row in zip(plan, guide.plan_rows(plan)):
+        for block, row in zip(plan, guide.plan_rows(plan), strict=True):
             with st.container(border=True):
                 # a value that is a page's label (a sequence, a tab) goes in the reader's language, as that page
                 # writes it

@@ -15,7 +15,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from kvviz.model.loading import LoadedModel, load_model  # noqa: E402  (torch only when a model loads)
 from support import tiers  # noqa: E402
-from support.browser import busy_core as one_core_kept_busy, chromium, fresh_server, new_tab, require_chromium  # noqa: E402
+from support.browser import busy_core as one_core_kept_busy  # noqa: E402
+from support.browser import chromium, fresh_server, new_tab, require_chromium
 
 
 # ----- tiers (support/tiers.py says what each is) ---------------------------------------------------------------
@@ -154,7 +155,7 @@ def apptest_reads_labels_in_the_sessions_language():
     original = AppTest.run
 
     def run(self, *, timeout=None):
-        language = self.session_state[LANGUAGE_KEY] if LANGUAGE_KEY in self.session_state else None
+        language = self.session_state.get(LANGUAGE_KEY, None)
         if language not in i18n.LANGUAGES:
             return original(self, timeout=timeout)
         with i18n.language(language):

@@ -10,15 +10,16 @@ from __future__ import annotations
 import json
 import threading
 import time
+from itertools import pairwise
 
 import numpy as np
 import pytest
 
+from kvviz.figures import bench as figs
 from kvviz.speedup import machine, tables
-from kvviz.work_queue import timed_work_queue
 from kvviz.speedup.records import LOSSY_MODES, MODES, REFERENCES, BenchSettings
 from kvviz.speedup.settings import BenchInputError, validate
-from kvviz.figures import bench as figs
+from kvviz.work_queue import timed_work_queue
 
 
 def in_line() -> int:
@@ -48,7 +49,7 @@ def test_every_exact_mode_generates_the_no_cache_tokens(tiny_result):
             assert all(run.token_ids == baseline for run in mode.runs), mode.mode
     assert tiny_result.all_tokens_match
     agreement = tiny_result.token_agreement("int8")
-    same = [a == b for run in tiny_result.mode("int8").runs for a, b in zip(run.token_ids, baseline)]
+    same = [a == b for run in tiny_result.mode("int8").runs for a, b in zip(run.token_ids, baseline, strict=True)]
     assert agreement == sum(same) / len(same)
 
 
@@ -100,7 +101,7 @@ def test_op_ratio_overlay_comes_from_kvviz_ops(tiny_result):
     ratios = [r for _, r in tiny_result.op_ratio]
     assert ks == list(range(1, TINY.new_tokens + 1))
     assert ratios[0] == pytest.approx(1.0)  # the prefill is the same pass with or without a cache
-    assert all(b > a for a, b in zip(ratios, ratios[1:]))
+    assert all(b > a for a, b in pairwise(ratios))
 
 
 @pytest.mark.model

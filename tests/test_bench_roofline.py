@@ -8,10 +8,10 @@ import dataclasses
 
 import pytest
 
-from kvviz.speedup import machine, tables, roofline
-from kvviz.speedup.settings import BenchInputError
-from kvviz.speedup.records import BenchSettings
 from kvviz.figures import bench as figs
+from kvviz.speedup import machine, roofline, tables
+from kvviz.speedup.records import BenchSettings
+from kvviz.speedup.settings import BenchInputError
 from support.pages import REPO
 
 TINY = BenchSettings(prompt_len=5, new_tokens=6, repeats=2, warmup=0, threads=1, include_generate=False)
@@ -40,7 +40,7 @@ def test_roofline_bytes_and_per_round_fractions(sdpa_model, tiny_result):
     runs = tiny_result.mode("preallocated").runs
     verdict = tiny_result.roofline_verdict("preallocated")
     expected = [run.decode_tokens_per_s * tiny_result.bytes_per_token("preallocated") / probe.bytes_per_s
-                for run, probe in zip(runs, tiny_result.read_bandwidth)]
+                for run, probe in zip(runs, tiny_result.read_bandwidth, strict=True)]
     assert verdict.fractions == pytest.approx(expected)
     assert roofline.kv_bytes_read_per_decode_token(2 * 2 * 2 * 4 * 4, 10, 1) == 0  # no decode step, nothing read
 
@@ -52,7 +52,7 @@ def test_disturbed_run_is_flagged_and_never_shows_over_100_percent(tiny_result):
 
     achieved = [run.decode_tokens_per_s * tiny_result.bytes_per_token("preallocated")
                 for run in tiny_result.mode("preallocated").runs]
-    slow = tuple(dataclasses.replace(b, bytes_per_s=a / 3) for b, a in zip(tiny_result.read_bandwidth, achieved))
+    slow = tuple(dataclasses.replace(b, bytes_per_s=a / 3) for b, a in zip(tiny_result.read_bandwidth, achieved, strict=True))
     small_cache = dataclasses.replace(tiny_result.machine, last_level_cache_bytes=2**20)  # weights cannot fit
     disturbed = dataclasses.replace(tiny_result, read_bandwidth=slow, machine=small_cache)
     verdict = disturbed.roofline_verdict("preallocated")
@@ -72,7 +72,7 @@ def test_weights_in_cache_are_never_shown_above_the_dram_roof(tiny_result):
     """The bundled model's 4 MB of weights sit in a 32 MB L3: beating the DRAM probe is not a disturbance."""
     achieved = [run.decode_tokens_per_s * tiny_result.bytes_per_token("preallocated")
                 for run in tiny_result.mode("preallocated").runs]
-    slow = tuple(dataclasses.replace(b, bytes_per_s=a / 3) for b, a in zip(tiny_result.read_bandwidth, achieved))
+    slow = tuple(dataclasses.replace(b, bytes_per_s=a / 3) for b, a in zip(tiny_result.read_bandwidth, achieved, strict=True))
     big_cache = dataclasses.replace(tiny_result.machine, last_level_cache_bytes=2**30)
     in_cache = dataclasses.replace(tiny_result, read_bandwidth=slow, machine=big_cache)
     verdict = in_cache.roofline_verdict("preallocated")

@@ -20,7 +20,16 @@ from pathlib import Path
 import pytest
 
 from support.browser import (
-    CHECKED_MODEL, PAGES, assert_no_errors, busy_core, chromium, fresh_server, goto_drawn, new_tab, open_tab, wait_idle,
+    CHECKED_MODEL,
+    PAGES,
+    assert_no_errors,
+    busy_core,
+    chromium,
+    fresh_server,
+    goto_drawn,
+    new_tab,
+    open_tab,
+    wait_idle,
 )
 from support.i18n_text import ALLOWED, english_leftovers
 
@@ -220,7 +229,7 @@ def test_the_language_switch_is_at_the_top_of_the_sidebar_at_1280x720(app_url, b
         switch = _sidebar(tab).get_by_text("简体中文", exact=True).bounding_box()
         link = _sidebar(tab).get_by_role("link", name=first_page).bounding_box()
         assert switch is not None and link is not None
-        assert 0 <= switch["y"] and switch["y"] + switch["height"] <= HEIGHT, switch
+        assert switch["y"] >= 0 and switch["y"] + switch["height"] <= HEIGHT, switch
         assert switch["y"] < link["y"], (switch, link)
         tab.context.close()
 

@@ -88,6 +88,6 @@ def test_at_200_percent_zoom_the_controls_are_on_the_page_without_sideways_scrol
     found[0].wait_for()
     wait_idle(tab)
     assert tab.evaluate(NO_SIDEWAYS_SCROLL), "the page scrolls sideways at 200%"
-    for (_kind, name), control in zip(controls, found):
+    for (_kind, name), control in zip(controls, found, strict=True):
         box = control.bounding_box()
         assert box and box["x"] >= 0 and box["x"] + box["width"] <= 640 + 1, (name, box)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from pathlib import Path
 
 import pytest
 
@@ -23,11 +24,11 @@ def _server_cpu_s(port: int) -> float:
     """CPU seconds (user + system) of the process listening on `port`: the Streamlit server under test."""
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
         if b"streamlit" in b" ".join(cmd) and str(port).encode() in cmd:
-            fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     raise LookupError(f"no streamlit server on port {port}")
 

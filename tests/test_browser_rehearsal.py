@@ -7,6 +7,7 @@ under test-artifacts/rehearsal/.
 """
 from __future__ import annotations
 
+import contextlib
 import re
 
 import pytest
@@ -113,11 +114,9 @@ def _pickers_shown(tab, keys: tuple[str, ...], first_shows: str) -> dict[str, st
     mounting and its value (an empty first picker beside filled ones)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    try:
+    with contextlib.suppress(PlaywrightTimeout):  # the caller's assertion says what is shown
         tab.wait_for_function(f"""(text) => {{ const e = document.querySelector('.st-key-{keys[0]}');
             return !!e && ({PICKER_TEXT})(e).includes(text); }}""", arg=first_shows, timeout=30_000)
-    except PlaywrightTimeout:
-        pass  # the caller's assertion says what is shown
     return {key: tab.locator(f".st-key-{key}").evaluate(PICKER_TEXT) for key in keys}
 
 

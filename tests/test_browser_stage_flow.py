@@ -77,7 +77,7 @@ def test_a_link_restores_the_view_in_a_fresh_browser_and_survives_the_readers_cl
     newest_row = tab.locator(".js-plotly-plot").first.locator(".shapelayer path").last
     for what, loc in (("readout", tab.locator(".kvviz-readout")), ("newest K row", newest_row)):
         box = loc.bounding_box()
-        assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= 721, f"{what} is off screen"
+        assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 721, f"{what} is off screen"
     for k in range(1, 5):
         tab.keyboard.press("ArrowRight")
         wait_cache_length(tab, start + k, timeout_ms=TIMEOUT_MS)

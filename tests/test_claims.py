@@ -163,7 +163,7 @@ def test_published_figures_card_gives_each_source_its_title_and_date():
     source = BY_KEY["published-kv-sizes"].source
     parts = source.split("; ")
     assert len(parts) == 3
-    for part, title in zip(parts, claims.PUBLISHED_SOURCE_TITLES.values()):
+    for part, title in zip(parts, claims.PUBLISHED_SOURCE_TITLES.values(), strict=True):
         assert f"'{title}'" in part and "https://" in part
         assert "date not recorded" in part or "2026" in part.split("https://")[1].split(" ", 1)[1]
     assert "(12 January 2026)" in parts[1]

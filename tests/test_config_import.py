@@ -10,9 +10,8 @@ from dataclasses import replace
 
 import pytest
 
-from kvviz.memory import config_import, hf_cache
 from kvviz import memory
-from kvviz.memory import KVConfig, MemoryInputError
+from kvviz.memory import KVConfig, MemoryInputError, config_import, hf_cache
 from support.library import kvviz_total_bytes
 from support.models import GEMMA3_4B
 

@@ -99,7 +99,7 @@ def test_repeat_rows_repeat_their_span_and_mask_the_first_copy_of_random_tokens(
     inputs, labels = copying.repeat_batch(ids, 64, 64, 1000, gen, random_span_share=0.5, max_span=24)
     assert inputs.shape == labels.shape == (64, 64)
     masked_rows = 0
-    for row, label in zip(inputs, labels):
+    for row, label in zip(inputs, labels, strict=True):
         masked = (label == copying.IGNORE_INDEX).nonzero().flatten()
         if len(masked):  # a random span: its first copy (and only that) is left out of the loss
             masked_rows += 1

@@ -152,7 +152,6 @@ def test_cuda_report_float32_tokens_agree(bundled):  # pragma: no cover - runs o
 @pytest.mark.app
 def test_speedup_page_offers_only_the_devices_found_and_draws_the_sweep(fresh_streamlit_caches):
     from kvviz.speedup import device
-
     from support.pages import APP_TIMEOUT_S
 
     at = app_test("pages/speedup.py", timeout=APP_TIMEOUT_S * 3)

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
-from support.pages import open_page
 from kvviz.inputs import echo, links, query_values
 from support.markdown_text import shown
+from support.pages import open_page
 
 MD = MarkdownIt("commonmark")
 HOSTILE_PIECES = [

@@ -105,7 +105,7 @@ def _clock_numbers(fig) -> dict[str, tuple[float, float | None, float | None]]:
     bar = fig.data[0]
     whiskers = bar.error_x.visible is not False
     out = {}
-    for side, med, above, below in zip(("uncached", "cached"), bar.x, bar.error_x.array, bar.error_x.arrayminus):
+    for side, med, above, below in zip(("uncached", "cached"), bar.x, bar.error_x.array, bar.error_x.arrayminus, strict=True):
         out[side] = (med, med - below, med + above) if whiskers and above + below > 0 else (med, None, None)
     line = next(s for s in fig.layout.shapes if s.type == "line")
     band = [s for s in fig.layout.shapes if s.type == "rect"]
@@ -202,7 +202,7 @@ def test_the_size_chart_text_says_each_lines_ends_the_mark_and_where_it_crosses_
     assert (f"the memory left for the cache: {format_bytes(budget)}." if en else f"留给缓存的显存：{format_bytes(budget)}。") in said
     assert (f"A dotted line marks {mark:,} tokens." if en else f"点线标出 {mark:,} 个 token 处。") in said
     named = [said.index(f"{c.name} (" if en else f"{c.name}（") for c in configs]  # each line's own sentences
-    for cfg, line, start in zip(configs, lines, named):
+    for cfg, line, start in zip(configs, lines, named, strict=True):
         xs, exact = list(line.x), list(line.customdata)
         assert [round(y * unit) for y in line.y] == exact  # the drawn heights are the exact bytes
         ends = (f"{format_bytes(exact[0])} at {xs[0]:,} tokens, {format_bytes(exact[-1])} at {xs[-1]:,} tokens" if en
@@ -214,13 +214,13 @@ def test_the_size_chart_text_says_each_lines_ends_the_mark_and_where_it_crosses_
         assert exact[below] <= at_mark <= exact[below + 1]  # between the drawn points either side of the mark
         assert (f"At the marked {mark:,} tokens: {format_bytes(at_mark)}." if en else
                 f"在标出的 {mark:,} 个 token 处：{format_bytes(at_mark)}。") in own
-        over = [x for x, b in zip(xs, exact) if b > budget]
+        over = [x for x, b in zip(xs, exact, strict=True) if b > budget]
         if not over:
             assert ("It stays under the dashed line." if en else "它始终在虚线之下。") in own
         else:
             n = int(re.search(r"crosses the dashed line at ([\d,]+) tokens" if en else r"它在 ([\d,]+) 个 token 处越过虚线",
                               own).group(1).replace(",", ""))
-            last_under = max(x for x, b in zip(xs, exact) if b <= budget)
+            last_under = max(x for x, b in zip(xs, exact, strict=True) if b <= budget)
             assert last_under < n <= over[0]  # between the drawn points either side of the crossing
             assert memory.kv_bytes(cfg, n - 1, batch) <= budget < memory.kv_bytes(cfg, n, batch)  # exactly there
 
@@ -233,13 +233,13 @@ def test_the_per_layer_chart_text_groups_the_drawn_bars(lang):
         said = mem_figs.per_layer_figure_text(budget)
     (bars,) = fig.data
     groups: dict[tuple, list[int]] = {}
-    for layer, color, (tokens, n_bytes) in zip(bars.x, bars.marker.color, bars.customdata):
+    for layer, color, (tokens, n_bytes) in zip(bars.x, bars.marker.color, bars.customdata, strict=True):
         groups.setdefault((color, tokens, n_bytes), []).append(layer)
     assert len(groups) == 2 and {k[0] for k in groups} == {BLUE, ORANGE}
     sep = ", " if lang == i18n.ENGLISH else "、"
     for (color, tokens, n_bytes), layers in groups.items():
         runs, start = [], layers[0]
-        for a, b in zip(layers, layers[1:] + [None]):
+        for a, b in zip(layers, layers[1:] + [None], strict=True):
             if b != a + 1:
                 runs.append(f"{start}–{a}" if a != start else f"{a}")
                 start = b
@@ -289,7 +289,7 @@ def test_the_next_token_text_lists_the_bars_as_drawn(stepped, lang):
         fig = step_figs.next_token_bars(texts, probs, snap.next_token_text)
         said = step_figs.next_token_bars_text(texts, probs, snap.next_token_text)
     bar = fig.data[0]
-    drawn = list(zip(bar.text, bar.x))[::-1]  # the chart draws the most likely on top: its trace lists it last
+    drawn = list(zip(bar.text, bar.x, strict=True))[::-1]  # the chart draws the most likely on top: its trace lists it last
     assert len(drawn) == len(top) == 6
     printed = re.findall(r"” (\d\.\d{3})", said)
     assert printed == [label for label, _x in drawn]  # the bars' own labels, in the chart's order
@@ -311,7 +311,7 @@ def test_the_gqa_text_names_each_query_heads_largest_weight(bundled_gqa_engine, 
     found = [(int(h), float(w), int(p)) for h, w, p in
              re.findall(r"(?:query head|查询头) (\d+)：?:? ?(\d\.\d\d) (?:on position|在位置) (\d+)", said)]
     assert [h for h, _w, _p in found] == list(snap.group_heads)
-    for (_head, weight, position), bar in zip(found, bars):
+    for (_head, weight, position), bar in zip(found, bars, strict=True):
         peak = max(range(len(bar.x)), key=lambda i: bar.x[i])
         assert position == bar.y[peak] and abs(weight - bar.x[peak]) < 0.006  # the drawn bar, rounded as printed
     heat = _heatmaps(fig)[0]

@@ -10,11 +10,11 @@ import plotly.graph_objects as go
 import pytest
 
 from kvviz import ops
-from kvviz.measure.repeats import time_pair
-from kvviz.measure.timing import Comparison, Timing, inside_noise
 from kvviz.figures import MAX_LEGEND_ENTRIES, MIN_TICK_FONT_PX, legend_entries, log_ticks, readable
 from kvviz.figures import memory as mem_figs
 from kvviz.figures import ops as ops_figs
+from kvviz.measure.repeats import time_pair
+from kvviz.measure.timing import Comparison, Timing, inside_noise
 from kvviz.memory.presets import get_preset
 
 

@@ -6,17 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from streamlit.testing.v1 import AppTest
 
-from support.pages import REPO, app_test, open_page
 from kvviz import teaching
-from kvviz.teaching import glossary, lesson, guide
+from kvviz.teaching import glossary, guide, lesson
 from support.library import term_named
+from support.pages import REPO, app_test, open_page
 
 
 def test_the_step_count_the_home_page_names_is_the_lessons():
-    assert teaching.LESSON_STEPS == len(lesson.STEPS)
+    assert len(lesson.STEPS) == teaching.LESSON_STEPS
 
 
 def test_every_term_the_lesson_uses_is_in_the_glossary_and_links_a_real_page():
@@ -102,8 +101,8 @@ def _open_link(link: str) -> AppTest:
 @pytest.mark.app
 def test_every_plan_link_opens_the_state_its_row_describes(fresh_streamlit_caches):
     """Each link of both plans opens what its row says (the browser rehearsal clicks them too)."""
-    from kvviz.memory.presets import get_preset
     from kvviz import memory
+    from kvviz.memory.presets import get_preset
 
     seen = set()
     for block in guide.PLAN_30 + guide.PLAN_45:
@@ -122,7 +121,7 @@ def test_every_plan_link_opens_the_state_its_row_describes(fresh_streamlit_cache
                 assert at.table and at.metric[0].label == "Right"
         elif block.page.file == "pages/step_through.py":
             assert at.toggle(key="step_present").value is True  # presenter mode
-            engine = at.session_state["step_engine"] if "step_engine" in at.session_state else None
+            engine = at.session_state.get("step_engine", None)
             assert engine is None or not engine.started  # nothing prefilled: P shows the prefill
         elif block.page.file == "pages/attention_patterns.py":
             assert (at.selectbox(key="pat_source").value, at.selectbox(key="pat_layer").value,

@@ -12,12 +12,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support.pages import PAGES_DIR, app_test
-from kvviz.work_queue import timed_work_queue
 from kvviz import ops
 from kvviz.speedup.records import RooflineVerdict
-from kvviz.speedup.settings import (PAGE_BUDGET_S, BenchInputError, BenchSettings, PassRates, check_budget,
-                                  estimate_seconds, longest_within)
+from kvviz.speedup.settings import (
+    PAGE_BUDGET_S,
+    BenchInputError,
+    BenchSettings,
+    PassRates,
+    check_budget,
+    estimate_seconds,
+    longest_within,
+)
+from kvviz.work_queue import timed_work_queue
+from support.pages import PAGES_DIR, app_test
 
 PAGE = str(PAGES_DIR / "speedup.py")
 GPT2_124M = ops.ModelShape(12, 12, 12, 64, 768, 3072, 50257, 2, "gpt2 shape")

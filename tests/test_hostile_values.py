@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvviz.model import load_cost, loading, shared_mode
 from kvviz.inputs import query_values
 from kvviz.inputs.query_values import QueryValueError
+from kvviz.model import load_cost, loading, shared_mode
 from support.markdown_text import shown
 from support.pages import REPO, app_test
 

@@ -11,10 +11,10 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.pages import REPO, open_page
-from support.i18n_text import ALLOWED, english_leftovers, page_texts
 from kvviz import i18n
 from kvviz.i18n import _, catalog, ngettext
+from support.i18n_text import ALLOWED, english_leftovers, page_texts
+from support.pages import REPO, open_page
 
 PAGES = sorted(p.name for p in (REPO / "pages").glob("*.py") if p.name != "internals_shared.py")
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -42,14 +42,13 @@ def test_translation_falls_back_to_english_never_to_a_key():
         assert _("Lesson") == "课程"
         assert _("A sentence no catalog holds.") == "A sentence no catalog holds."
         assert _("") == ""
-        assert ngettext("{n} token", "{n} tokens", 3).format(n=3) in {"{n} tokens".format(n=3), "3 个 token"}
+        assert ngettext("{n} token", "{n} tokens", 3).format(n=3) in {f"{3} tokens", "3 个 token"}
     assert _("Lesson") == "Lesson"
 
 
 def test_language_block_refuses_unknown_codes():
-    with pytest.raises(ValueError):
-        with i18n.language("fr"):
-            pass
+    with pytest.raises(ValueError), i18n.language("fr"):
+        pass
 
 
 def test_field_check_catches_a_dropped_or_renamed_placeholder():

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.pages import open_page
-from support.i18n_text import english_leftovers, page_texts
 from kvviz import claims, i18n, ops
 from kvviz.memory.presets import get_preset
 from kvviz.model import loading
 from kvviz.teaching import glossary
+from support.i18n_text import english_leftovers, page_texts
+from support.pages import open_page
 
 pytestmark = [pytest.mark.app, pytest.mark.usefixtures("fresh_streamlit_caches")]
 # Names that stay as published: the English sources' article titles, the presets' paper names.

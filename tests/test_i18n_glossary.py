@@ -9,12 +9,12 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.pages import open_page
-from support.i18n_text import english_leftovers, page_texts
 from kvviz import i18n, ops
 from kvviz.model import loading
 from kvviz.teaching import glossary
+from support.i18n_text import english_leftovers, page_texts
 from support.library import english_names
+from support.pages import open_page
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -70,7 +70,7 @@ def test_glossary_page_in_chinese(fresh_streamlit_caches):
     assert at.title[0].value == "术语表"
     headers = [h.value for h in at.header]
     assert len(headers) == len(glossary.TERMS)
-    for header, term in zip(headers, glossary.TERMS):  # titled by the Chinese term, the English name beside it
+    for header, term in zip(headers, glossary.TERMS, strict=True):  # titled by the Chinese term, the English name beside it
         assert header.startswith(term.zh) and (term.name in header or term.zh.lower() == term.name.lower())
     left = english_leftovers(page_texts(at), allowed=_allowed_names())
     assert not left, left

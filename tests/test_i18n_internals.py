@@ -8,12 +8,12 @@ import dataclasses
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.pages import app_test
-from support.i18n_text import english_leftovers, page_texts
 from kvviz import i18n
 from kvviz.inputs.prompt_rules import TEXT_CAP_HELP
 from kvviz.internals import layout
 from kvviz.measure.timing import Timing
+from support.i18n_text import english_leftovers, page_texts
+from support.pages import app_test
 
 pytestmark = pytest.mark.app  # every test runs a page in AppTest
 

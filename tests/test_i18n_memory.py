@@ -11,12 +11,12 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.pages import PAGES_DIR, app_test, open_page
-from support.i18n_text import english_leftovers, page_texts
-from support.markdown_text import shown
 from kvviz import claims, i18n
 from kvviz.memory.presets import PRESETS
+from support.i18n_text import english_leftovers, page_texts
+from support.markdown_text import shown
 from support.models import GEMMA3_4B
+from support.pages import PAGES_DIR, app_test, open_page
 
 pytestmark = [pytest.mark.usefixtures("fresh_streamlit_caches"), pytest.mark.app]  # every test runs the page
 PAGE = PAGES_DIR / "memory_budget.py"

@@ -11,14 +11,14 @@ import types
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.pages import app_test
-from support.i18n_text import english_leftovers, page_texts
-from support.models import model_folder
 from kvviz import i18n
 from kvviz.i18n import CHINESE, ENGLISH
 from kvviz.inputs import prompt_rules, query_values
 from kvviz.model import load_cost, loading, shared_mode
 from kvviz.model.dims import GPT2_FAMILY
+from support.i18n_text import english_leftovers, page_texts
+from support.models import model_folder
+from support.pages import app_test
 
 
 def _sidebar_texts(at: AppTest) -> list[str]:
@@ -123,7 +123,7 @@ def test_a_hostile_link_number_is_named_in_chinese():
     notices = [w.value for w in at.warning if w.value.startswith("已忽略链接中的")]
     assert sorted(notices) == sorted([
         "已忽略链接中的 `ops_layers=inf`：它不是用数字写成的整数。",
-        f"已忽略链接中的 `ops_heads={'9' * 37}...`：它远大于该字段允许的值（最多 {query_values.LINK_NUMBER_LIMIT:,}）。",
+        f"已忽略链接中的 `ops_heads={'9' * 39}…`：它远大于该字段允许的值（最多 {query_values.LINK_NUMBER_LIMIT:,}）。",
     ])
 
 

@@ -8,12 +8,12 @@ import re
 
 import pytest
 
-from support.pages import app_test
 from kvviz import i18n, ops
 from kvviz.figures import ops as figs
 from kvviz.i18n import catalog, numbers
 from kvviz.memory.presets import get_preset
 from kvviz.model import loading
+from support.pages import app_test
 
 EN, ZH = i18n.ENGLISH, i18n.CHINESE
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvviz.memory import capacity
 from kvviz import memory
 from kvviz.internals import layout
+from kvviz.memory import capacity
 
 PROMPT = "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun."
 

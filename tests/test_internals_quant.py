@@ -126,7 +126,7 @@ def test_residual_window_bytes_and_transformers_default(bundled):
     assert kept.residual_rows == 7 and kept.residual_bytes == 7 * row * 4  # float32
     assert kept.stored_bytes == (seq_len - 7) * row // 2 + (seq_len - 7) * row // 32 * 4 + 7 * row * 4
     assert kept.stored_bytes == kept.calculator_bytes
-    assert all(a.key_rel_rms < b.key_rel_rms for a, b in zip(kept.layers, plain.layers))  # fewer rows rounded
+    assert all(a.key_rel_rms < b.key_rel_rms for a, b in zip(kept.layers, plain.layers, strict=True))  # fewer rows rounded
     everything = quant.quant_report(bundled, PROMPT, "int8", 32, residual_rows=10_000 % (info.n_positions + 1))
     assert everything.residual_rows == min(10_000 % (info.n_positions + 1), seq_len)
 
@@ -169,7 +169,7 @@ def test_speculative_equals_greedy_and_cache_is_cropped(bundled, temperature):
     prompt = "ROMEO: But soft, what light"
     run = speculative.speculative_decode(bundled, prompt, n_new=12, k=3, draft_temperature=temperature, seed=1)
     tokens, logits = generate_greedy(bundled, prompt, 12)
-    for i, (got, want) in enumerate(zip(run.tokens, tokens)):
+    for i, (got, want) in enumerate(zip(run.tokens, tokens, strict=True)):
         if got != want:  # only a floating-point near-tie may flip greedy between batched and one-by-one passes
             top2 = np.sort(logits[i])[-2:]
             assert top2[1] - top2[0] < 1e-3, f"token {i} differs from greedy"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import functools
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -165,7 +166,7 @@ def test_no_import_cycle_between_kvviz_packages():
         for imported in sorted(graph[package]):
             if state.get(imported) == "open":
                 cycle = path[path.index(imported):] + [imported]
-                steps = [f"{a} -> {b} ({', '.join(sorted(set(graph[a][b])))})" for a, b in zip(cycle, cycle[1:])]
+                steps = [f"{a} -> {b} ({', '.join(sorted(set(graph[a][b])))})" for a, b in pairwise(cycle)]
                 pytest.fail("import cycle between kvviz packages: " + "; ".join(steps))
             if imported not in state:
                 visit(imported, path + [imported])

@@ -8,14 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvviz.memory import capacity, config_import
 from kvviz import memory
-from kvviz.memory import dtypes
-from kvviz.memory import units
-from kvviz.memory import KVConfig, MemoryInputError
-from kvviz.memory.units import GIB
 from kvviz.claims import PUBLISHED_FIGURES, check_figure
+from kvviz.memory import KVConfig, MemoryInputError, capacity, config_import, dtypes, units
 from kvviz.memory.presets import GPUS, PRESETS, get_preset
+from kvviz.memory.units import GIB
 
 
 # ----- golden values you can check by hand -------------------------------------------------------------------

@@ -21,7 +21,7 @@ INFOS = [loading.bundled_info(name=name) for name in loading.BUNDLED_MODELS]
 
 
 def test_a_loaded_model_is_its_dimensions_plus_what_was_loaded():
-    for info, spec in zip(INFOS, loading.BUNDLED_MODELS.values()):
+    for info, spec in zip(INFOS, loading.BUNDLED_MODELS.values(), strict=True):
         config = json.loads((spec.folder / "config.json").read_text(encoding="utf-8"))
         dims = ModelDims.from_config(config)
         assert isinstance(info, ModelDims) and dataclasses.asdict(dims).items() <= dataclasses.asdict(info).items()

@@ -9,12 +9,12 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.i18n_text import english_leftovers
-from support.pages import PAGES_DIR, open_page
 from kvviz import i18n
-from kvviz.ui import a11y
 from kvviz.memory.units import format_bytes
 from kvviz.step.records import RaceTiming
+from kvviz.ui import a11y
+from support.i18n_text import english_leftovers
+from support.pages import PAGES_DIR, open_page
 
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
 CJK = re.compile(r"[\u4e00-\u9fff]")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.pages import app_test
 from kvviz import claims
+from support.pages import app_test
 
 pytestmark = [pytest.mark.app, pytest.mark.usefixtures("fresh_streamlit_caches")]
 
@@ -32,7 +32,7 @@ def test_claims_page_shows_every_claim_with_verdict_and_link():
     links = at.main.get("page_link")  # (the sidebar has the navigation's page links)
     assert len(links) == len(found) + 1  # one "see it live" per claim, and the units rule's glossary entry
     assert any("570,425,344 B" in c.value for c in at.code)  # the Gemma claim's arithmetic, exact
-    assert any(claims.UNITS_RULE == c.value for c in at.caption)  # the one units rule, stated
+    assert any(c.value == claims.UNITS_RULE for c in at.caption)  # the one units rule, stated
     assert at.selectbox(key="claims_gpu").label == claims.GPU_LABEL and "FP16 on the T4" in claims.GPU_LABEL
 
 

@@ -8,9 +8,9 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.pages import PAGES_DIR, app_test
-from support.models import GEMMA3_4B
 from support.markdown_text import shown
+from support.models import GEMMA3_4B
+from support.pages import PAGES_DIR, app_test
 
 pytestmark = [pytest.mark.usefixtures("fresh_streamlit_caches"), pytest.mark.app]  # every test runs the page
 PAGE = PAGES_DIR / "memory_budget.py"
@@ -100,8 +100,8 @@ def test_t5_total_is_self_plus_cross_attention_once_the_encoder_length_is_given(
 def test_qwen2_import_windows_only_the_layers_from_max_window_layers():
     """use_sliding_window with max_window_layers 21 of 28: layers 0-20 keep every token, 21-27 slide (what
     transformers' Qwen2Config derives as layer_types); the form carries the boundary, the total follows it."""
-    from kvviz.memory import config_import, units
     from kvviz import memory
+    from kvviz.memory import config_import, units
 
     at = app_test(PAGE)
     at.run()

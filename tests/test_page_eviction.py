@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.pages import app_test
-from support.i18n_text import english_leftovers, page_texts
 from kvviz import i18n
 from kvviz.internals import eviction
+from support.i18n_text import english_leftovers, page_texts
+from support.pages import app_test
 
 pytestmark = pytest.mark.app  # every test runs the page in AppTest
 

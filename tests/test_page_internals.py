@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.pages import PAGES_DIR, app_test
-from kvviz.measure.timing import Timing
 from kvviz.internals import crossattn, layout, paging, quant, speculative
+from kvviz.measure.timing import Timing
 from kvviz.model.loading import bundled_info
+from support.pages import PAGES_DIR, app_test
 
 INFO = bundled_info()  # the pages run on the bundled model in these tests
 

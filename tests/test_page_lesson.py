@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.pages import app_test, open_page
-from kvviz.teaching import lesson
 from kvviz import memory
 from kvviz.measure.timing import quartiles
 from kvviz.memory.presets import get_preset
+from kvviz.teaching import lesson
+from support.pages import app_test, open_page
 
 N = len(lesson.STEPS)
 BYTES_STEP = 1 + [s.ask for s in lesson.STEPS].index(lesson._bytes_at_1000)
@@ -182,8 +182,8 @@ def test_no_title_footer_or_hint_gives_the_answer_away(bundled):
 
 @pytest.mark.model
 def test_whole_run_notation_matches_the_numbers_shown(bundled):
-    from kvviz.step.engine import StepEngine
     from kvviz import ops
+    from kvviz.step.engine import StepEngine
 
     q = lesson._quadratic(StepEngine(bundled))
     shape = bundled.info.ops_shape()
@@ -225,8 +225,8 @@ def test_full_page_links_carry_the_lessons_state(fresh_streamlit_caches, bundled
 def test_step_1_teaches_projections_of_the_whole_vector_and_k_v_heads():
     """No 'equal slice' of the hidden vector; on the GQA model one layer's K per token is
     n_kv_heads x head_dim (2 x 16 = 32), not a share of the hidden size."""
-    from kvviz.step.engine import StepEngine
     from kvviz.model.loading import load_model
+    from kvviz.step.engine import StepEngine
 
     first = lesson.STEPS[0]
     assert "slice" not in first.teach and "whole hidden vector" in first.teach and "K/V head" in first.teach
@@ -242,8 +242,8 @@ def test_step_1_teaches_projections_of_the_whole_vector_and_k_v_heads():
 @pytest.mark.model
 def test_step_8_formula_and_total_agree(bundled):
     """The uncached total printed is the formula the step teaches (the prefill is one triangle)."""
-    from kvviz.step.engine import StepEngine
     from kvviz import ops
+    from kvviz.step.engine import StepEngine
 
     q = lesson._quadratic(StepEngine(bundled))
     shape = bundled.info.ops_shape()

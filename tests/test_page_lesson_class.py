@@ -9,10 +9,10 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.pages import open_page
 from kvviz import i18n
 from kvviz.figures.lesson import lesson_figure
 from kvviz.teaching import handout, lesson
+from support.pages import open_page
 
 N = len(lesson.STEPS)
 BYTES_STEP = 1 + [s.ask for s in lesson.STEPS].index(lesson._bytes_at_1000)

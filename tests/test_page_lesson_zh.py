@@ -10,11 +10,11 @@ from urllib.parse import parse_qs
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.pages import open_page
-from support.i18n_text import english_leftovers, page_texts
 from kvviz import i18n
 from kvviz.i18n import _
 from kvviz.teaching import glossary, handout, lesson
+from support.i18n_text import english_leftovers, page_texts
+from support.pages import open_page
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 ZH = {i18n.QUERY_PARAM: i18n.CHINESE}

@@ -8,8 +8,8 @@ import sys
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.pages import APP_TIMEOUT_S, PAGES_DIR, REPO, app_test
 from kvviz.speedup.records import ESTIMATOR, BenchResult, format_name
+from support.pages import APP_TIMEOUT_S, PAGES_DIR, REPO, app_test
 
 PAGE = str(PAGES_DIR / "speedup.py")
 RESULT_KEY = "bench_result"

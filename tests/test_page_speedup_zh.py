@@ -8,10 +8,10 @@ import re
 
 import pytest
 
-from support.pages import PAGES_DIR, app_test
-from support.i18n_text import english_leftovers, page_texts
 from kvviz import i18n
 from kvviz.speedup.records import ESTIMATOR, BenchResult
+from support.i18n_text import english_leftovers, page_texts
+from support.pages import PAGES_DIR, app_test
 
 pytestmark = pytest.mark.app
 

@@ -254,8 +254,8 @@ def test_the_stage_on_the_bundled_gqa_model_shows_the_group_mapping_and_measured
 def test_the_stage_chart_carries_its_data_as_text_for_a_screen_reader(step_page, bundled):
     """The K | V | attention chart's data as a visually hidden sentence beside it, computed from the same
     snapshot: the rows drawn, their width, the newest row, and where the newest query puts most of its weight."""
-    from kvviz.step.engine import StepEngine
     from kvviz.figures import step as figs
+    from kvviz.step.engine import StepEngine
 
     at = step_page
     at.button(key="step_btn_prefill").click().run()

@@ -215,8 +215,8 @@ def test_stop_lands_on_the_last_frame_drawn(fresh_streamlit_caches):
 def test_the_stage_charts_read_from_the_back_of_the_room(bundled):
     """Every step-page chart: ticks and colour-scale ticks >= 14 px, at most four legend entries; the row the
     copying readout names is labelled even when 21+ rows thin the labels out."""
-    from kvviz.step.engine import StepEngine
     from kvviz.figures import step as figs
+    from kvviz.step.engine import StepEngine
 
     engine = StepEngine(bundled)
     engine.prefill(view.REPEAT_PROMPT + " stone red apple blue river green stone")  # 21+ rows, a copy

@@ -11,12 +11,12 @@ import urllib.parse
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.i18n_text import english_leftovers, page_texts
-from support.pages import PAGES_DIR, open_page
 from kvviz import i18n
-from kvviz.ui import assets
 from kvviz.inputs.prompt_rules import TEXT_CAP_HELP
 from kvviz.step.strip import byte_characters
+from kvviz.ui import assets
+from support.i18n_text import english_leftovers, page_texts
+from support.pages import PAGES_DIR, open_page
 
 PAGE = PAGES_DIR / "step_through.py"
 

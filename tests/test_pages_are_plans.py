@@ -15,6 +15,7 @@ import pytest
 
 from support.pages import PAGES_DIR
 
+
 def _bound_names(target: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(target) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 

@@ -8,13 +8,12 @@ from dataclasses import replace
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.pages import PAGES_DIR, app_test
 from kvviz import memory, ops
-from kvviz.memory import dtypes
-from kvviz.memory import units
-from kvviz.model.loading import load_model
+from kvviz.memory import dtypes, units
 from kvviz.memory.presets import get_preset
+from kvviz.model.loading import load_model
 from support.markdown_text import shown
+from support.pages import PAGES_DIR, app_test
 
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
 

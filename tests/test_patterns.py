@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.pages import PAGES_DIR, open_page
+from kvviz.figures import patterns as figs
 from kvviz.model import loading
 from kvviz.step import pattern_records as pr
-from kvviz.figures import patterns as figs
+from support.pages import PAGES_DIR, open_page
 
 PAGE = str(PAGES_DIR / "attention_patterns.py")
 

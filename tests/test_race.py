@@ -12,8 +12,8 @@ import random
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.pages import app_test
 from kvviz.step.records import RACE_BUDGET_S, RaceTiming
+from support.pages import app_test
 
 GPT2_124M_RATES = (0.070, 0.008)  # s per pass, s per token fed: docs/measurements.md: GPT-2 124M on one thread (70 ms floor, 330 ms at 32 tokens)
 
@@ -35,7 +35,7 @@ class PassClock:
         self.fed.append(tokens)
         self.now += self.overhead_s + self.per_token_s * tokens
 
-    def __enter__(self) -> "PassClock":
+    def __enter__(self) -> PassClock:
         self.handle = self.model.register_forward_pre_hook(self._hook, with_kwargs=True)
         return self
 

@@ -9,17 +9,18 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from support.pages import app_test
-from kvviz.ui import models, sidebar
 from kvviz.model import loading, shared_mode
 from kvviz.model.dims import GPT2_FAMILY
+from kvviz.ui import models, sidebar
 from support.models import model_folder
+from support.pages import app_test
 
 
 def _picker_and_page() -> None:
     """The sidebar picker (as app.py calls it) and a page that uses the session's model."""
     import streamlit as st
 
+    from kvviz.ui import sidebar
 
     sidebar.sidebar_model_picker()
     info = models.current_model().info

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pytest
 import plotly.graph_objects as go
 import plotly.io as pio
+import pytest
 from plotly.subplots import make_subplots
 
 from kvviz.figures import step as figs

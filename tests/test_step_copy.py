@@ -8,8 +8,8 @@ import html
 import numpy as np
 import pytest
 
-from kvviz.step import view
 from kvviz.model.loading import load_model
+from kvviz.step import view
 from kvviz.step.records import DEFAULT_SAMPLING, Sampling
 from support.pages import app_test
 
@@ -89,7 +89,7 @@ def test_default_decoding_reads_as_text_over_30_tokens(loaded, prompt):
         engine.step()
     generated = engine.token_ids[engine.prompt_len :]
     assert not _has_threefold_loop(generated), loaded.tokenizer.decode(generated)
-    assert DEFAULT_SAMPLING == Sampling(greedy=False, temperature=0.8, top_k=40, seed=0)
+    assert Sampling(greedy=False, temperature=0.8, top_k=40, seed=0) == DEFAULT_SAMPLING
     assert np.unique(generated).size > 10  # words, not one token over and over
 
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from kvviz import memory
-from kvviz.step import view
 from kvviz.figures import step as figs
 from kvviz.model.dims import ModelDims
 from kvviz.model.loading import LoadedModel, ModelInfo
+from kvviz.step import view
 
 
 @pytest.fixture(scope="module")

@@ -73,7 +73,7 @@ def test_greedy_with_cache_equals_recomputation_without_cache(bundled, prompt):
     cached_tokens, cached_logits = generate_greedy(bundled, prompt, 12)
     uncached_tokens, uncached_logits = generate_greedy_uncached(bundled, prompt, 12)
     assert cached_tokens == uncached_tokens
-    for a, b in zip(cached_logits, uncached_logits):
+    for a, b in zip(cached_logits, uncached_logits, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-4, rtol=1e-4)
 
 

@@ -18,8 +18,8 @@ import functools
 
 import pytest
 
-from kvviz.memory import config_import, hf_cache
 from kvviz import memory
+from kvviz.memory import config_import, hf_cache
 from support.library import kvviz_total_bytes
 
 HUB = "https://huggingface.co/{}/blob/main/config.json"
@@ -221,7 +221,7 @@ def test_kvviz_bytes_equal_the_real_cache(name, device):
     steps = 1 if device == "meta" else DECODE  # meta: full-size MoE passes cost seconds each; one step shows growth
     after_prefill, after_steps = run(model, name in ENC_DEC, device, steps=steps)
     assert len(after_steps) == steps
-    for tokens, held in zip(range(PROMPT, PROMPT + steps + 1), [after_prefill, *after_steps]):
+    for tokens, held in zip(range(PROMPT, PROMPT + steps + 1), [after_prefill, *after_steps], strict=True):
         kvviz_bytes, transformers_bytes = expected(imported, tokens)
         assert held == transformers_bytes, (name, device, tokens)
         c = imported.config
@@ -291,7 +291,7 @@ def test_fp8_cache_adds_two_fp32_scales_per_layer():
     cache = QuantizedCache(backend="fp8", config=model.config)
     after_prefill, after_steps = run(model, False, "cpu", cache=cache)
     imported = config_import.parse_hf_config(cfg, dtype="fp8")
-    for tokens, held in zip(range(PROMPT, PROMPT + DECODE + 1), [after_prefill, *after_steps]):
+    for tokens, held in zip(range(PROMPT, PROMPT + DECODE + 1), [after_prefill, *after_steps], strict=True):
         assert held == hf_cache.transformers_cache_bytes(imported, tokens, fp8_cache=True)
         assert held == memory.kv_bytes(imported.config, tokens)  # kvviz counts the scales too
         assert held == tokens * imported.config.n_layer * 2 * 8 * 128 + imported.config.n_layer * 2 * 4

@@ -63,9 +63,8 @@ def test_a_waiter_that_gives_up_leaves_the_queue():
     t = threading.Thread(target=holder)
     t.start()
     started.wait(5)
-    with pytest.raises(QueueTimeout, match="1 job"):
-        with queue.turn(timeout_s=0.1):
-            pass
+    with pytest.raises(QueueTimeout, match="1 job"), queue.turn(timeout_s=0.1):
+        pass
     assert queue.state().waiting == 0
     hold.set()
     t.join(5)
@@ -75,9 +74,8 @@ def test_a_waiter_that_gives_up_leaves_the_queue():
 
 def test_an_exception_in_the_job_passes_the_turn_on():
     queue = WorkQueue("test")
-    with pytest.raises(ValueError):
-        with queue.turn():
-            raise ValueError("boom")
+    with pytest.raises(ValueError), queue.turn():
+        raise ValueError("boom")
     with queue.turn(timeout_s=1):
         pass
     assert shared_queue("same name") is shared_queue("same name")

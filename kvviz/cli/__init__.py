@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import stat
 import sys
@@ -115,10 +116,8 @@ def output_problem(path: Path, *, folder: bool) -> str | None:
         return f"{flag} {path}: cannot write there ({exc.strerror or type(exc).__name__}); give a path you can write to."
     finally:
         if made is not None:
-            try:
+            with contextlib.suppress(OSError):
                 made.rmdir() if folder else made.unlink()
-            except OSError:
-                pass
     return None
 
 

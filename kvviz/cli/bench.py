@@ -17,16 +17,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
 
-from kvviz.measure.load import load_number
 from kvviz.cli import Parser, one_line, output_problem, say, whole
+from kvviz.measure.load import load_number
+from kvviz.model.loading import ModelLoadError, load_model
 from kvviz.speedup import device as devices
 from kvviz.speedup import harness, tables
-from kvviz.speedup.settings import BenchInputError, duration, validate
 from kvviz.speedup.records import CACHED_MODES, ESTIMATOR, LOSSY_MODES, MODE_LABELS, BenchResult, BenchSettings
-from kvviz.model.loading import ModelLoadError, load_model
+from kvviz.speedup.settings import BenchInputError, duration, validate
 
 T = TypeVar("T")
 # The app's parser of a whole number ('٣', '1_6', 5,000 digits refused in one line); the ranges are the page's,

@@ -29,7 +29,8 @@ def keep_fraction(text: str) -> int:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--keep must be a fraction such as 0.5 (got {one_line(repr(text), 40)})")
+        raise argparse.ArgumentTypeError(
+            f"--keep must be a fraction such as 0.5 (got {one_line(repr(text), 40)})") from None
     percent = round(value * 100) if math.isfinite(value) else 0
     if not math.isfinite(value) or abs(value * 100 - percent) > 1e-9 or not 1 <= percent <= 100:
         raise argparse.ArgumentTypeError(f"--keep must be a fraction of the KV bytes from 0.01 to 1 in steps of "

@@ -15,11 +15,9 @@ import sys
 from dataclasses import fields, replace
 from pathlib import Path
 
-from kvviz.cli import Parser, ReadRefused, one_line, printable, read_regular_file, say, whole
-from kvviz.memory import config_import
 from kvviz import memory
-from kvviz.memory import dtypes
-from kvviz.memory import units
+from kvviz.cli import Parser, ReadRefused, one_line, printable, read_regular_file, say, whole
+from kvviz.memory import config_import, dtypes, units
 from kvviz.memory.presets import PRESETS, get_preset, past_trained_positions
 
 DEFAULT_CONTEXT = 4096

@@ -184,7 +184,7 @@ def _trace_text(trace, name: str) -> str:
         labels = list(range(len(values))) if labels is None else list(labels)
         if not any(_number(v) is not None for v in values) and any(_number(v) is not None for v in labels):
             labels, values = values, labels  # plotly draws bars sideways when x holds the numbers, orientation unset
-        points = [(label, _number(v)) for label, v in zip(labels, values) if _number(v) is not None]
+        points = [(label, _number(v)) for label, v in zip(labels, values, strict=True) if _number(v) is not None]
         if not points:
             return _("{name}: no points.").format(name=name)
         top = max(points, key=lambda p: p[1])

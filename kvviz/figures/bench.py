@@ -16,12 +16,23 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from kvviz.figures import (
+    BLUE,
+    GREEN,
+    MAX_LEGEND_ENTRIES,
+    ORANGE,
+    PURPLE,
+    SKY,
+    VERMILLION,
+    legend_entries,
+    log_ticks,
+    readable,
+    top_legend,
+)
 from kvviz.i18n import N_, _
 from kvviz.speedup import roofline
 from kvviz.speedup.records import BenchResult
 from kvviz.speedup.tables import pass_points
-from kvviz.figures import (BLUE, GREEN, MAX_LEGEND_ENTRIES, ORANGE, PURPLE, SKY, VERMILLION, legend_entries, log_ticks,
-                           readable, top_legend)
 
 COLORS = {  # the four headline modes (drawn by default) in Okabe and Ito's colours: apart under colour-vision deficiencies
     "no_cache": VERMILLION,
@@ -119,7 +130,7 @@ def speedup_figure(result: BenchResult, modes: Sequence[str] | None = None) -> g
         speedup = result.speedup_by_length(name)
         fig.add_scatter(x=np.arange(1, len(speedup) + 1), y=speedup, name=short_label(name),
                         mode="lines", line=_line(name, result.mode(name).is_reference))
-    ks, ratios = zip(*result.op_ratio)
+    ks, ratios = zip(*result.op_ratio, strict=True)
     fig.add_scatter(x=list(ks), y=list(ratios), name=_("op-count ratio (theory)"), mode="lines",
                     line=dict(color=ROOF_COLOR, dash="dash", width=3))
     return _layout(fig, _("Speed-up over no cache"), _("tokens generated"), _("times faster"), log_y=True)

@@ -9,12 +9,20 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from kvviz.i18n import N_, _
-from kvviz.memory.units import binary_unit
 from kvviz.figures import BLUE, GREEN, ORANGE, PURPLE, SKY, VERMILLION, log_ticks, readable
+from kvviz.i18n import N_, _
 from kvviz.internals.layout import LayoutBench
-from kvviz.internals.records import (CrossAttnRun, PagingPlan, PrefixReuse, PresetLayers, QuantReport,
-                                    SchemeAgreement, SpecRun, WindowRun)
+from kvviz.internals.records import (
+    CrossAttnRun,
+    PagingPlan,
+    PrefixReuse,
+    PresetLayers,
+    QuantReport,
+    SchemeAgreement,
+    SpecRun,
+    WindowRun,
+)
+from kvviz.memory.units import binary_unit
 
 REUSED_COLOR = GREEN  # rows taken from a cache / shared / accepted
 COMPUTED_COLOR = ORANGE  # rows computed now
@@ -104,11 +112,11 @@ def layout_bench_figure(bench: LayoutBench) -> go.Figure:
     quartiles = [(q1 * 1000, q3 * 1000) for q1, q3 in (t.quartiles_ms for t in timings)]
     fig = go.Figure(go.Bar(
         x=labels, y=medians, marker_color=[REUSED_COLOR, COMPUTED_COLOR],
-        error_y=dict(type="data", symmetric=False, array=[q3 - m for (_, q3), m in zip(quartiles, medians)],
-                     arrayminus=[m - q1 for (q1, _), m in zip(quartiles, medians)], thickness=2, width=14,
+        error_y=dict(type="data", symmetric=False, array=[q3 - m for (_, q3), m in zip(quartiles, medians, strict=True)],
+                     arrayminus=[m - q1 for (q1, _), m in zip(quartiles, medians, strict=True)], thickness=2, width=14,
                      color="#7f7f7f"),
         text=[_("{us:,.1f} µs").format(us=m) for m in medians], textposition="inside", insidetextanchor="start",
-        customdata=[[t.repeats, q1, q3, t.min_ms * 1000, t.max_ms * 1000] for t, (q1, q3) in zip(timings, quartiles)],
+        customdata=[[t.repeats, q1, q3, t.min_ms * 1000, t.max_ms * 1000] for t, (q1, q3) in zip(timings, quartiles, strict=True)],
         hovertemplate=_("%{x}: median %{y:,.1f} µs of %{customdata[0]} repeats; middle half %{customdata[1]:,.1f}-"
                         "%{customdata[2]:,.1f} µs; fastest-slowest %{customdata[3]:,.1f}-%{customdata[4]:,.1f} µs"
                         "<extra></extra>"),
@@ -206,7 +214,7 @@ def paging_blocks_figure(plan: PagingPlan) -> go.Figure:
     names = [_("sequence A"), _("sequence B")]
     unused = _("allocated, unused")
     shown: set[str] = set()
-    for seq, (name, table, length) in enumerate(zip(names, plan.tables, plan.seq_lens)):
+    for _seq, (name, table, length) in enumerate(zip(names, plan.tables, plan.seq_lens, strict=True)):
         for logical, phys in enumerate(table):
             used = min(plan.block_size, length - logical * plan.block_size)
             shared = plan.refcounts[phys] > 1

@@ -20,7 +20,6 @@ from plotly.subplots import make_subplots
 from kvviz.i18n import _
 from kvviz.measure.timing import median
 
-
 ORANGE, BLUE, GREY, GREEN = "#e8590c", "#1c7ed6", "#868e96", "#2b8a3e"
 HEATMAP_SCALE = "RdBu_r"
 GQA_COLORS = ["#1c7ed6", "#e8590c", "#2b8a3e", "#ae3ec9", "#f59f00", "#0c8599", "#c92a2a", "#5c7cfa"]

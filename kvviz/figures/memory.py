@@ -4,17 +4,15 @@ Input: kvviz.memory configs and records. Output: plotly figures. No Streamlit.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from kvviz.i18n import _, ngettext
-from kvviz.memory import capacity
-from kvviz.memory.capacity import PagedView
 from kvviz.figures import BLUE, GREEN, MARKER_COLOR, ORANGE, PURPLE, VERMILLION, readable, top_legend
-from kvviz.memory import KVBudget, KVConfig, kv_bytes
+from kvviz.i18n import _, ngettext
+from kvviz.memory import KVBudget, KVConfig, capacity, kv_bytes
+from kvviz.memory.capacity import PagedView
 from kvviz.memory.units import binary_unit, format_bytes, short_bytes
-
 
 LINE_COLORS = (BLUE, VERMILLION, GREEN, PURPLE)  # never the marker's orange
 
@@ -40,7 +38,7 @@ def _context_lines(configs: Sequence[KVConfig], max_context: int, batch: int,
     xs = context_grid(max_context)
     ends = [max_context if limit is None else min(limit, max_context) for limit in limits]
     grids = [[x for x in xs if x < end] + [end] for end in ends]  # every line ends exactly at its limit
-    lines = [[kv_bytes(cfg, x, batch) for x in grid] for cfg, grid in zip(configs, grids)]
+    lines = [[kv_bytes(cfg, x, batch) for x in grid] for cfg, grid in zip(configs, grids, strict=True)]
     return limits, grids, lines
 
 
@@ -56,9 +54,9 @@ def size_vs_context_figure(
     limits, grids, lines = _context_lines(configs, max_context, batch, max_contexts)
     unit, size = binary_unit(max(max(line) for line in lines))  # GiB for Llama at 8k, KiB for a toy model
     fig = go.Figure()
-    for i, (cfg, grid, line, limit) in enumerate(zip(configs, grids, lines, limits)):
+    for i, (cfg, grid, line, limit) in enumerate(zip(configs, grids, lines, limits, strict=True)):
         name = (_("{name} ({kind}, max {limit:,})").format(name=cfg.name, kind=cfg.attention_kind, limit=limit)
-                if limit is not None else "{name} ({kind})".format(name=cfg.name, kind=cfg.attention_kind))
+                if limit is not None else f"{cfg.name} ({cfg.attention_kind})")
         color = LINE_COLORS[i % len(LINE_COLORS)]
         fig.add_scatter(x=grid, y=[b / size for b in line], name=name,
                         customdata=line, mode="lines", line=dict(width=3, color=color), legendgroup=f"{i}",
@@ -106,7 +104,7 @@ def size_vs_context_figure_text(
     if budget is not None:
         parts.append(_("A dashed line marks the memory left for the cache: {bytes_}.").format(
             bytes_=format_bytes(budget)))
-    for cfg, grid, line, limit in zip(configs, grids, lines, limits):
+    for cfg, grid, line, limit in zip(configs, grids, lines, limits, strict=True):
         end = grid[-1]
         said = (_("{name} ({kind}): {start} at {first:,} tokens, {end} at {last:,} tokens, its model's maximum "
                   "context.") if limit is not None and limit <= max_context else
@@ -131,7 +129,7 @@ def per_layer_figure(budget: KVBudget) -> go.Figure:
     unit, size = binary_unit(max(budget.layer_bytes))
     fig = go.Figure(go.Bar(
         x=layers, y=[b / size for b in budget.layer_bytes], marker_color=colors,
-        customdata=list(zip(budget.layer_tokens, budget.layer_bytes)),
+        customdata=list(zip(budget.layer_tokens, budget.layer_bytes, strict=True)),
         hovertemplate=_("layer %{x}: %{customdata[1]:,} B, %{customdata[0]:,} tokens<extra></extra>"),
     ))
     fig.update_layout(
@@ -157,7 +155,7 @@ def per_layer_figure_text(budget: KVBudget) -> str:
     """per_layer_figure's data as sentences, for a reader who cannot see the chart: the layers grouped
     by what each bar shows (global or sliding window, tokens held, exact bytes), in the order they first appear."""
     groups: dict[tuple[bool, int, int], list[int]] = {}
-    for layer, (tokens, n_bytes) in enumerate(zip(budget.layer_tokens, budget.layer_bytes)):
+    for layer, (tokens, n_bytes) in enumerate(zip(budget.layer_tokens, budget.layer_bytes, strict=True)):
         groups.setdefault((budget.config.layer_window(layer) is None, tokens, n_bytes), []).append(layer)
     parts = [_("Chart: the bytes each of the {n} layers holds, {context:,} tokens at batch {batch}.").format(
         n=len(budget.layer_bytes), context=budget.context_len, batch=budget.batch)]

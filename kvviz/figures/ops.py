@@ -4,12 +4,13 @@ Input: the plain records of kvviz.ops (PassCounts, curve points). Output: plotly
 """
 from __future__ import annotations
 
-from typing import Sequence
+import operator
+from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from kvviz.i18n import N_, _, numbers
 from kvviz.figures import BLUE, VERMILLION, legend_entries, log_ticks, readable, top_legend
+from kvviz.i18n import N_, _, numbers
 from kvviz.ops import COMPONENT_LABELS, COMPONENTS, FLOPS_PER_OP, PassCounts
 
 CACHED_COLOR, UNCACHED_COLOR = BLUE, VERMILLION
@@ -17,7 +18,7 @@ QUANTITIES = {  # key -> (English label, marked for the catalog: show it as _(la
     "total": (N_("All matmul work"), lambda c: c.total_ops),
     "attention": (N_("Attention (QK^T + AV)"), lambda c: c.attention_ops),
     "linear": (N_("Projections + MLP"), lambda c: c.linear_ops),
-    **{k: (COMPONENT_LABELS[k], (lambda k: lambda c: c.ops(k))(k)) for k in COMPONENTS},
+    **{k: (COMPONENT_LABELS[k], operator.methodcaller("ops", k)) for k in COMPONENTS},
 }
 
 Point = tuple[int, PassCounts, PassCounts]  # (passes so far, cached cumulative, uncached cumulative)

@@ -15,8 +15,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from kvviz.figures import MIN_TICK_FONT_PX, readable
-from kvviz.i18n import _
 from kvviz.figures.step import NEW_ROW_COLOR
+from kvviz.i18n import _
 from kvviz.step.pattern_records import LayerPatterns, head_labels
 from kvviz.step.view import kv_head_of, visible
 

@@ -69,7 +69,7 @@ def _grid_json(cols: int, widths: tuple[float, ...] | None, spacing: float) -> s
 def _panels(titles: Sequence[str], widths: tuple[float, ...] | None, spacing: float) -> dict:
     """A fresh layout dict: one row of len(titles) panels sharing the row axis, as make_subplots lays it out."""
     layout = json.loads(_grid_json(len(titles), widths, spacing))
-    for note, title in zip(layout["annotations"], titles):
+    for note, title in zip(layout["annotations"], titles, strict=True):
         note["text"] = title
     return layout
 
@@ -216,7 +216,7 @@ def group_figure_text(snap: StageSnapshot) -> str:
     rows, head_dim = snap.keys.shape
     heads = list_sep().join([_("query head {head}: {weight:.2f} on position {position}").format(
         head=head, weight=float(weights.max()), position=snap.first_row + int(np.argmax(weights)))
-        for head, weights in zip(snap.group_heads, snap.group_attention)])
+        for head, weights in zip(snap.group_heads, snap.group_attention, strict=True)])
     return _("Chart: K/V head {kv_head} of layer {layer}, {rows} rows of {head_dim} numbers, positions {first} to "
              "{last}, read by {n} query heads. Their largest attention weights: {heads}.").format(
         kv_head=snap.kv_head, layer=snap.layer, rows=rows, head_dim=head_dim, first=snap.first_row,
@@ -381,7 +381,7 @@ def next_token_bars_text(texts: Sequence[str], probs: Sequence[float], chosen: s
     if not texts:
         return ""
     listed = list_sep().join([_("“{token}” {p:.3f}").format(token=t.strip() or visible(t), p=p)
-                              for t, p in zip(texts, probs)])
+                              for t, p in zip(texts, probs, strict=True)])
     return _("Next-token chart: the {n} most likely next tokens, most likely first: {listed}. Chosen: “{chosen}”."
              ).format(n=len(texts), listed=listed, chosen=chosen.strip() or visible(chosen))
 

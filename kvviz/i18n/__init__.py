@@ -25,8 +25,9 @@ import functools
 import gettext as _gettext
 import io
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 ENGLISH = "en"
 CHINESE = "zh-CN"
@@ -60,9 +61,9 @@ def normalize(code: object) -> str | None:
         return None
     if parts[0] == "en":
         return ENGLISH
-    if parts[0] == "zh" and not _TRADITIONAL.intersection(parts[1:]):
-        if len(parts) == 1 or "hans" in parts[1:] or _SIMPLIFIED_REGIONS.intersection(parts[1:]):
-            return CHINESE
+    if parts[0] == "zh" and not _TRADITIONAL.intersection(parts[1:]) and (
+            len(parts) == 1 or "hans" in parts[1:] or _SIMPLIFIED_REGIONS.intersection(parts[1:])):
+        return CHINESE
     return None
 
 
@@ -163,7 +164,7 @@ class Message:
     fields: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
-    def of(cls, msg: str, **fields: Any) -> "Message":
+    def of(cls, msg: str, **fields: Any) -> Message:
         """A message with its fields, remembered by its English text for shown_english."""
         text = cls(msg, tuple(fields.items()))
         _MADE.setdefault(text.english, text)

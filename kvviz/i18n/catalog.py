@@ -15,8 +15,8 @@ from __future__ import annotations
 import io
 import re
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from babel.messages import pofile
 from babel.messages.catalog import Catalog

@@ -6,7 +6,8 @@ with what the URL holds now and what the widgets show, to tell the user in one l
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from kvviz.i18n import _
 from kvviz.inputs import echo

@@ -24,6 +24,7 @@ from numbers import Integral, Real
 
 from kvviz.i18n import _
 from kvviz.inputs import echo
+
 SHOWN_CHARS = 40  # a refused value is quoted at most this long
 LINK_NUMBER_LIMIT = 10**15  # no bound widget accepts more; larger text is refused before any widget parses it
 MAX_NUMBER_CHARS = 64  # a whole number written longer than this (zero-padded) is refused before anything converts it

@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kvviz.i18n import _
+from kvviz.inputs.prompt_rules import check_int_in_range
 from kvviz.internals.lazy import inference_mode
 from kvviz.internals.records import CrossAttnRun, CrossStep
-from kvviz.inputs.prompt_rules import check_int_in_range
 
 if TYPE_CHECKING:
     from transformers import BartConfig, BartForConditionalGeneration, DynamicCache
@@ -87,13 +87,14 @@ def run_cross_attention(source_len: int = 12, n_steps: int = 8, seed: int = 0) -
             first_cross = [(la.keys.clone(), la.values.clone()) for la in cross_c.layers]
             first_ptrs = [(la.keys.data_ptr(), la.values.data_ptr()) for la in cross_c.layers]
         cross_equal = all(
-            torch.equal(la.keys, k0) and torch.equal(la.values, v0) for la, (k0, v0) in zip(cross_c.layers, first_cross)
+            torch.equal(la.keys, k0) and torch.equal(la.values, v0) for la, (k0, v0) in zip(cross_c.layers, first_cross, strict=True)
         )
         same_storage = all(
-            (la.keys.data_ptr(), la.values.data_ptr()) == ptrs for la, ptrs in zip(cross_c.layers, first_ptrs)
+            (la.keys.data_ptr(), la.values.data_ptr()) == ptrs for la, ptrs in zip(cross_c.layers, first_ptrs, strict=True)
         )
         rows = self_c.get_seq_length()
-        prefix_equal = all(torch.equal(la.keys[:, :, : rows - 1], old) for la, old in zip(self_c.layers, prev_self))
+        prefix_equal = all(torch.equal(la.keys[:, :, : rows - 1], old)  # no earlier rows at the first step
+                           for la, old in zip(self_c.layers, prev_self, strict=False))
         prev_self = [la.keys.clone() for la in self_c.layers]
         steps.append(CrossStep(
             step=step,

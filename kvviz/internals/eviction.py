@@ -48,10 +48,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kvviz.i18n import N_, _
+from kvviz.inputs.prompt_rules import check_int_in_range
 from kvviz.internals import quant
 from kvviz.internals.records import EvictionGrid, EvictionPoint, EvictionSweep, LayerKept
 from kvviz.model.loading import LoadedModel
-from kvviz.inputs.prompt_rules import check_int_in_range
 
 if TYPE_CHECKING:
     import torch
@@ -337,7 +337,7 @@ def prune(pre: Prefill, kept: list[torch.Tensor]) -> DynamicCache:
     from transformers import DynamicCache
 
     pruned = DynamicCache(config=pre.loaded.model.config)
-    for i, (layer, idx) in enumerate(zip(pre.cache.layers, kept)):
+    for i, (layer, idx) in enumerate(zip(pre.cache.layers, kept, strict=True)):
         index = idx[..., None].expand(-1, -1, -1, layer.keys.shape[-1])  # [batch_size, num_kv_heads, rows, head_dim]
         pruned.update(torch.gather(layer.keys, 2, index).contiguous(),
                       torch.gather(layer.values, 2, index).contiguous(), i)
@@ -601,7 +601,7 @@ def eviction_grid(loaded: LoadedModel, policy: str, keep_percent: int, text: str
     kept = keep_rows(keep_order(policy, pre, settings), rows)
     cache = prune(pre, kept)
     layers = []
-    for i, (idx, full, small) in enumerate(zip(kept, pre.cache.layers, cache.layers)):
+    for i, (idx, full, small) in enumerate(zip(kept, pre.cache.layers, cache.layers, strict=True)):
         mask = torch.zeros(idx.shape[1], pre.seq_len, dtype=torch.bool)
         mask.scatter_(1, idx[0], True)
         layers.append(LayerKept(i, tuple(tuple(bool(x) for x in row) for row in mask.tolist()), rows,

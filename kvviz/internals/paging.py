@@ -16,11 +16,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kvviz.i18n import _
+from kvviz.inputs.prompt_rules import check_int_in_range, check_prompt
 from kvviz.internals.lazy import inference_mode
 from kvviz.internals.prefix import shared_prefix_len
 from kvviz.internals.records import BlockTable, PagedRun, PagingPlan
 from kvviz.model.loading import LoadedModel
-from kvviz.inputs.prompt_rules import check_int_in_range, check_prompt
 from kvviz.step.records import Sampling
 
 if TYPE_CHECKING:

@@ -13,11 +13,11 @@ from __future__ import annotations
 import copy
 
 from kvviz.i18n import _
-from kvviz.measure.repeats import time_pair
+from kvviz.inputs.prompt_rules import check_int_in_range, check_prompt
 from kvviz.internals.lazy import inference_mode
 from kvviz.internals.records import PrefixReuse
+from kvviz.measure.repeats import time_pair
 from kvviz.model.loading import LoadedModel
-from kvviz.inputs.prompt_rules import check_int_in_range, check_prompt
 
 __all__ = ["DEFAULT_A", "DEFAULT_B", "SHARED_OPENING", "PrefixError", "PrefixReuse", "TIMING_REPEATS", "prefix_reuse",
            "shared_prefix_len"]
@@ -40,7 +40,7 @@ class PrefixError(ValueError):
 def shared_prefix_len(ids_a: list[int], ids_b: list[int]) -> int:
     """Number of leading token ids the two sequences have in common."""
     n = 0
-    for a, b in zip(ids_a, ids_b):
+    for a, b in zip(ids_a, ids_b, strict=False):  # the shorter sequence bounds the common prefix
         if a != b:
             break
         n += 1
@@ -90,7 +90,7 @@ def prefix_reuse(loaded: LoadedModel, prompt_a: str, prompt_b: str, repeats: int
     logits_reuse, logits_fresh = reuse_out.logits[0, -1], fresh_out.logits[0, -1]
     kv_diff = max(
         max(float((a.keys - b.keys).abs().max()), float((a.values - b.values).abs().max()))
-        for a, b in zip(reuse_out.past_key_values.layers, fresh_out.past_key_values.layers)
+        for a, b in zip(reuse_out.past_key_values.layers, fresh_out.past_key_values.layers, strict=True)
     )
     tok = loaded.tokenizer
     return PrefixReuse(

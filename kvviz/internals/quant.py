@@ -33,13 +33,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kvviz.i18n import _
 from kvviz import memory
-from kvviz.memory import dtypes
+from kvviz.i18n import _
+from kvviz.inputs.prompt_rules import check_int_in_range, check_prompt
 from kvviz.internals.lazy import inference_mode
 from kvviz.internals.records import LayerError, QuantReport, SchemeAgreement
+from kvviz.memory import dtypes
 from kvviz.model.loading import LoadedModel
-from kvviz.inputs.prompt_rules import check_int_in_range, check_prompt
 
 if TYPE_CHECKING:
     import torch
@@ -277,7 +277,7 @@ def greedy_agreement(loaded: LoadedModel, prompts: list[str], n_new: int = 16, s
     for scheme in schemes:
         same = steps = identical = 0
         firsts: list[int | None] = []
-        for ids, base in zip(prompt_ids, baselines):
+        for ids, base in zip(prompt_ids, baselines, strict=True):
             quant = _run(loaded, ids, len(base), scheme, group_size, forced=base)
             matches = np.array(quant) == np.array(base)
             same += int(matches.sum())

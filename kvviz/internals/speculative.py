@@ -22,10 +22,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kvviz.i18n import _
+from kvviz.inputs.prompt_rules import check_float_in_range, check_int_in_range, check_prompt
 from kvviz.internals.lazy import inference_mode
 from kvviz.internals.records import SPEC_SELF_DRAFT, SpecRound, SpecRun
 from kvviz.model.loading import LoadedModel
-from kvviz.inputs.prompt_rules import check_float_in_range, check_int_in_range, check_prompt
 
 if TYPE_CHECKING:
     import torch
@@ -134,7 +134,7 @@ def speculative_decode(loaded: LoadedModel, prompt: str, n_new: int = 24, k: int
         config=model.config), use_cache=True).past_key_values
     diff = max(
         max(float((a.keys - b.keys).abs().max()), float((a.values - b.values).abs().max()))
-        for a, b in zip(cache.layers, fresh.layers)
+        for a, b in zip(cache.layers, fresh.layers, strict=True)
     )
     return SpecRun(
         prompt_tokens=len(ids), k=k, draft_temperature=draft_temperature, rounds=tuple(rounds), tokens=tuple(tokens),

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvviz.i18n import _
 from kvviz import memory
+from kvviz.i18n import _
+from kvviz.inputs.prompt_rules import check_int_in_range, check_prompt
 from kvviz.internals.lazy import inference_mode
 from kvviz.internals.records import LayerWindow, PresetLayers, WindowRun, WindowState
 from kvviz.model.loading import LoadedModel
-from kvviz.inputs.prompt_rules import check_int_in_range, check_prompt
 
 __all__ = ["LayerWindow", "PresetLayers", "WindowError", "WindowRun", "WindowState", "layer_config",
            "preset_layers", "visibility", "window_on_model", "window_state"]

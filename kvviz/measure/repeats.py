@@ -48,7 +48,7 @@ def interleaved_repeats(passes: Mapping[str, Callable[[], float]], max_repeats: 
             if began + repeat_s > started + budget_s:  # the next repeat would end past the budget
                 break
         taken = [passes[name]() for name in orders[i % len(orders)]]
-        for name, s in zip(orders[i % len(orders)], taken):
+        for name, s in zip(orders[i % len(orders)], taken, strict=True):
             samples[name].append(s)
         if budget_s is not None:
             repeat_s = sum(taken) if i == 0 else clock() - began

@@ -22,9 +22,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from kvviz.memory.dtypes import DEFAULT_QUANT_GROUP, DTYPE_ALIASES, DTYPES, FP8_SCALE_BYTES_PER_LAYER, QUANT_OVERHEAD_BYTES_PER_GROUP, CacheDType
 from kvviz.i18n import _
 from kvviz.inputs.query_values import WholeNumberRefused, bounded_int
+from kvviz.memory.dtypes import (
+    DEFAULT_QUANT_GROUP,
+    DTYPE_ALIASES,
+    DTYPES,
+    FP8_SCALE_BYTES_PER_LAYER,
+    QUANT_OVERHEAD_BYTES_PER_GROUP,
+    CacheDType,
+)
 from kvviz.memory.units import GB, GIB
 
 # Bounds: generous for any real model, small enough to catch typos (an extra zero is fine, six are not).

@@ -31,6 +31,7 @@ it; where the shapes differ (Gemma 4's full-attention layers: head_dim 512 again
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
@@ -43,9 +44,8 @@ from typing import Any
 
 from kvviz.i18n import _
 from kvviz.inputs import echo
+from kvviz.memory import LIMITS, KVConfig, MemoryInputError, check_int, head_dim_from_hidden, resolve_dtype, short_repr
 from kvviz.memory.config_fields import config_field
-from kvviz.memory import (LIMITS, KVConfig, MemoryInputError, check_int, head_dim_from_hidden, resolve_dtype,
-                          short_repr)
 
 MAX_CONFIG_CHARS = 5_000_000  # a real config.json is a few KB; refuse megabytes of paste before parsing
 MAX_NAME_CHARS = 80  # `_name_or_path` as shown: a label, not a payload
@@ -387,10 +387,8 @@ def _build_bounded(cls: Any, raw: dict[str, Any]) -> tuple[str, Any]:
                 return "memory", None
     finally:
         os.close(read_fd)
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, 9)
-        except ProcessLookupError:
-            pass
         os.waitpid(pid, 0)
     if not chunks:  # killed (out of memory before it could answer) or crashed
         return "memory", None

@@ -62,7 +62,7 @@ def transformers_quantized_defaults() -> dict[str, int]:
                 if isinstance(fn, ast.FunctionDef) and fn.name == "__init__":
                     named = fn.args.args[len(fn.args.args) - len(fn.args.defaults):]
                     found = {}
-                    for a, d in zip(named, fn.args.defaults):
+                    for a, d in zip(named, fn.args.defaults, strict=True):
                         try:  # a default that is not a literal (a named constant) is simply not reported
                             found[a.arg] = ast.literal_eval(d)
                         except ValueError:

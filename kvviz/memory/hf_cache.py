@@ -19,7 +19,8 @@ Torch-free: the transformers config object is passed in, never imported here.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kvviz.i18n import _
 from kvviz.memory import FP8_SCALE_BYTES_PER_LAYER, KVConfig, MemoryInputError, kv_bytes

@@ -23,16 +23,16 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from transformers import DynamicCache
 
 from kvviz.i18n import N_, _
 from kvviz.measure import timing
+from kvviz.model.loading import LoadedModel
 from kvviz.speedup import device as devices
 from kvviz.speedup import probes, roofline, runs
-from kvviz.model.loading import LoadedModel
 from kvviz.speedup.records import MODE_LABELS, RunTiming
 from kvviz.speedup.settings import check_gpt2
 

@@ -18,11 +18,11 @@ import torch
 
 from kvviz.i18n import gettext
 from kvviz.measure import timing
+from kvviz.model.loading import LoadedModel
 from kvviz.speedup import probes, roofline
+from kvviz.speedup.flat_engine import FlatCacheGPT2
 from kvviz.speedup.harness import ProgressFn, WaitFn, hold_turn, torch_threads
 from kvviz.speedup.settings import BenchInputError, check_gpt2, whole
-from kvviz.speedup.flat_engine import FlatCacheGPT2
-from kvviz.model.loading import LoadedModel
 
 MAX_BATCH = 64
 MAX_CACHE_BYTES = 2**30  # the K/V buffers of the largest batch; beyond this a shared laptop starts swapping

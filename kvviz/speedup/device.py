@@ -93,7 +93,7 @@ class Clock:
         self.ms = float("nan")
         self._began = 0.0
 
-    def __enter__(self) -> "Clock":
+    def __enter__(self) -> Clock:
         synchronize(self.device)
         self._began = time.perf_counter()
         return self

@@ -33,7 +33,8 @@ compared with MKL's result, so a changed signature gives a clear FormatUnavailab
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F

@@ -24,22 +24,22 @@ from __future__ import annotations
 import contextlib
 import platform
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 import transformers
 
+from kvviz import ops
 from kvviz.i18n import N_, gettext
 from kvviz.measure.cores import logical_cpus, physical_cores
 from kvviz.measure.load import load_average
 from kvviz.model.interrupt import checks_inside_passes
-from kvviz.speedup import machine, probes, roofline
-from kvviz import ops
-from kvviz.speedup.records import MODE_LABELS, BenchResult, MachineInfo, ModeResult, RunTiming
-from kvviz.speedup.settings import BenchSettings, PassRates, check_budget, estimate_seconds, validate
-from kvviz.speedup.runs import CompileUnavailable, compile_forward, run_flat, run_generate, run_hf_cache, run_no_cache
-from kvviz.speedup.flat_engine import FlatCacheGPT2
 from kvviz.model.loading import LoadedModel
+from kvviz.speedup import machine, probes, roofline
+from kvviz.speedup.flat_engine import FlatCacheGPT2
+from kvviz.speedup.records import MODE_LABELS, BenchResult, MachineInfo, ModeResult, RunTiming
+from kvviz.speedup.runs import CompileUnavailable, compile_forward, run_flat, run_generate, run_hf_cache, run_no_cache
+from kvviz.speedup.settings import BenchSettings, PassRates, check_budget, estimate_seconds, validate
 from kvviz.speedup.weight_format import choose_engine
 from kvviz.work_queue import QueueTimeout, timed_work_queue
 

@@ -20,9 +20,9 @@ import numpy as np
 
 from kvviz.i18n import N_, _, ngettext
 from kvviz.measure import timing
+from kvviz.ops import ModelShape
 from kvviz.speedup import roofline
 from kvviz.speedup.settings import BenchSettings
-from kvviz.ops import ModelShape
 
 MODES: tuple[str, ...] = ("no_cache", "dynamic", "static", "preallocated", "int8")
 REFERENCES: tuple[str, ...] = ("static_compiled", "generate_cache", "generate_no_cache")
@@ -256,7 +256,7 @@ class BenchResult:
     def token_agreement(self, name: str) -> float:
         """Share of the generated tokens (position by position, every run) equal to the no-cache run's."""
         baseline = self.mode("no_cache").token_ids
-        same = [a == b for run in self.mode(name).runs for a, b in zip(run.token_ids, baseline)]
+        same = [a == b for run in self.mode(name).runs for a, b in zip(run.token_ids, baseline, strict=True)]
         return sum(same) / len(same)
 
     def tokens_match(self, name: str) -> bool:
@@ -300,7 +300,7 @@ class BenchResult:
         runs = self.mode(name).runs
         fractions = tuple(
             run.decode_tokens_per_s * self.bytes_per_token(name) / probe.bytes_per_s
-            for run, probe in zip(runs, self.read_bandwidth) if run.decode_ms
+            for run, probe in zip(runs, self.read_bandwidth, strict=True) if run.decode_ms
         )
         over = any(f > 1.0 for f in fractions)
         in_cache = self.weights_fit_in_cache

@@ -14,7 +14,8 @@ on whatever device the model sits on (its tensors are made there) and synchronis
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -22,8 +23,8 @@ from transformers import DynamicCache, GenerationConfig, StaticCache
 from transformers.generation.streamers import BaseStreamer
 
 from kvviz.speedup.device import synchronize
-from kvviz.speedup.records import RunTiming
 from kvviz.speedup.flat_engine import FlatCacheGPT2
+from kvviz.speedup.records import RunTiming
 
 
 def hf_cache_bytes(cache) -> int:

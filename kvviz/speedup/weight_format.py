@@ -9,13 +9,14 @@ The loser's copies are dropped at once: the engine never holds two copies of a m
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
 from kvviz.i18n import N_, gettext
-from kvviz.speedup.records import FormatChoice
 from kvviz.speedup.flat_engine import FlatCacheGPT2, FormatUnavailable
+from kvviz.speedup.records import FormatChoice
 
 CHOOSER_ROUNDS = 5
 CANDIDATES: tuple[str, ...] = ("stored", "onednn")
@@ -51,7 +52,7 @@ def decode_matrices_work(engine: FlatCacheGPT2) -> Callable[[], None]:
 
     @torch.inference_mode()
     def work() -> None:
-        for (weight, bias), x in zip(matrices, inputs):
+        for (weight, bias), x in zip(matrices, inputs, strict=True):
             linear(x, weight, bias)
 
     return work

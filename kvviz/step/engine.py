@@ -25,24 +25,24 @@ import torch
 from transformers import DynamicCache
 
 from kvviz.i18n import _
+from kvviz.inputs.prompt_rules import check_prompt
 from kvviz.measure.load import load_avg_1min
 from kvviz.measure.repeats import interleaved_repeats
 from kvviz.model.interrupt import checks_inside_passes
 from kvviz.model.loading import LoadedModel
-from kvviz.inputs.prompt_rules import check_prompt
-from kvviz.step.view import StageSnapshot, StageView, build_snapshot, stage_view
 from kvviz.step.records import (
+    RACE_BUDGET_S,
     ContextFullError,
     Equivalence,
     ParkedGeneration,
     PromptError,
-    RACE_BUDGET_S,
     RaceTiming,
     Sampling,
     StepRecord,
     TokenProb,
     draw_seed,
 )
+from kvviz.step.view import StageSnapshot, StageView, build_snapshot, stage_view
 
 TOP_K_SHOWN = 10  # next-token candidates kept in each record
 
@@ -73,7 +73,7 @@ def _gpt2_byte_decoder() -> dict[str, int]:
             printable.append(b)
             chars.append(256 + n)
             n += 1
-    return {chr(c): b for b, c in zip(printable, chars)}
+    return {chr(c): b for b, c in zip(printable, chars, strict=True)}
 
 
 def crop_cache(cache: DynamicCache, keep_len: int) -> None:
@@ -318,7 +318,7 @@ class StepEngine:
             attention=attention,
             next_logits=logits.numpy().copy(),
             top_k=tuple(
-                TokenProb(int(i), token_text(tok, int(i)), float(p)) for p, i in zip(top.values, top.indices)
+                TokenProb(int(i), token_text(tok, int(i)), float(p)) for p, i in zip(top.values, top.indices, strict=True)
             ),
             next_token_id=next_id,
             next_token_text=token_text(tok, next_id),
@@ -384,10 +384,10 @@ class StepEngine:
         last = self.records[-1]
         logits = full.logits[0, -1].float().numpy()
         key_diff = max(
-            float((a.keys - b.keys).abs().max()) for a, b in zip(fresh.layers, self.cache.layers)
+            float((a.keys - b.keys).abs().max()) for a, b in zip(fresh.layers, self.cache.layers, strict=True)
         )
         value_diff = max(
-            float((a.values - b.values).abs().max()) for a, b in zip(fresh.layers, self.cache.layers)
+            float((a.values - b.values).abs().max()) for a, b in zip(fresh.layers, self.cache.layers, strict=True)
         )
         return Equivalence(
             max_abs_logit_diff=float(np.abs(logits - last.next_logits).max()),

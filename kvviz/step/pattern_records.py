@@ -96,7 +96,7 @@ def induction_score(attention: np.ndarray, token_ids: list[int] | tuple[int, ...
     pairs = induction_targets(token_ids)
     if not pairs:
         return np.full(attention.shape[0], np.nan)
-    queries, keys = zip(*pairs)
+    queries, keys = zip(*pairs, strict=True)
     return attention[:, list(queries), list(keys)].mean(axis=1)
 
 

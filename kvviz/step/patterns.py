@@ -15,8 +15,8 @@ import weakref
 import numpy as np
 import torch
 
-from kvviz.step import pattern_records as pr
 from kvviz.model.loading import LoadedModel
+from kvviz.step import pattern_records as pr
 from kvviz.step.engine import MODEL_LOCK, token_text
 
 MAX_PATTERN_TOKENS = pr.MAX_PATTERN_TOKENS

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from kvviz.i18n import N_, _
 from kvviz.step.view import StripToken, visible
 
-
 # ----- the token strip as HTML (explicit dark text on light chips: readable in light AND dark themes) -------
 _ROLE_STYLE = {
     "prompt": "background:#cfe2f6;border:1px solid #6fa8dc;color:#0b1f33",
@@ -75,7 +74,7 @@ def strip_html(strip: Sequence[StripToken], max_tokens: int = 36, font_rem: floa
         # on the page's own background, so muted as every caption is (#777 was 4.48:1 on white, 4.22:1 dark)
         spans.append(f'<span class="kvviz-muted" style="{chip};border:1px dotted #999">{earlier}</span>')
     characters = byte_characters([t.text for t in strip])
-    for t, character in zip(strip[hidden:], characters[hidden:]):
+    for t, character in zip(strip[hidden:], characters[hidden:], strict=True):
         shown = html.escape(visible(t.text)) or "&nbsp;"
         where = "next" if t.position is None else str(t.position)
         title = html.escape(_(_ROLE_TITLE[t.role]))

@@ -145,7 +145,7 @@ def token_strip(records: Sequence[StepRecord], prompt_len: int) -> tuple[StripTo
     newest = set(last.fed_positions) if last.kind == "decode" else set()
     strip = []
     for r in records:
-        for pos, text in zip(r.fed_positions, r.fed_token_texts):
+        for pos, text in zip(r.fed_positions, r.fed_token_texts, strict=True):
             role = "prompt" if pos < prompt_len else ("newest" if pos in newest else "generated")
             strip.append(StripToken(pos, text, role))
     strip.append(StripToken(None, last.next_token_text, "pending"))

@@ -72,14 +72,14 @@ def handout_html(steps: Sequence[LessonStep], questions: Sequence[Question], mod
     from kvviz.figures.lesson import lesson_figure
 
     pages, plotly_js = [], "inline"
-    for number, (step, q) in enumerate(zip(steps, questions), start=1):
+    for number, (step, q) in enumerate(zip(steps, questions, strict=True), start=1):
         figures = []
         pictures = [pic for pic in q.pictures if not (worksheet and pic.after)]
         for pic in pictures:
             fig = lesson_figure(pic.kind, pic.data, font_px=13)
             cap = 320 if len(pictures) == 1 else 250  # one printed page per step
             fig.update_layout(template="plotly_white", width=760, height=min(fig.layout.height or cap, cap))
-            div = fig.to_html(full_html=False, include_plotlyjs=True if plotly_js == "inline" else False,
+            div = fig.to_html(full_html=False, include_plotlyjs=plotly_js == "inline",
                               config={"staticPlot": True, "displayModeBar": False})
             plotly_js = "done"
             figures.append(f'<div class="figure">{div}<div class="caption">{html.escape(pic.caption)}</div></div>')

@@ -24,10 +24,10 @@ import numpy as np
 
 from kvviz import i18n, memory, ops, routes
 from kvviz.i18n import N_, _, ngettext
-from kvviz.memory import capacity, units
-from kvviz.memory.presets import get_preset
 from kvviz.measure.load import load_number
 from kvviz.measure.timing import quartiles
+from kvviz.memory import capacity, units
+from kvviz.memory.presets import get_preset
 from kvviz.step import view as step_view
 
 # The model's own input: English on purpose (the bundled models write English), never translated.
@@ -671,7 +671,7 @@ class Outcome:
         """Counts as right: at the first try or after a hint (a shown answer does not)."""
         return self.result in ("first try", "after a hint")
 
-    def shown(self, question: "Question | None") -> str:
+    def shown(self, question: Question | None) -> str:
         """The answer as the summary shows it, in the current language where the question is known."""
         if self.room:
             return (_("the room: {answer}").format(answer=question.answer_text()) if self.right and question else

@@ -61,12 +61,12 @@ class PollQuestion:
         return json.dumps(asdict(self), ensure_ascii=False, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> "PollQuestion":
+    def from_json(cls, text: str) -> PollQuestion:
         data = json.loads(text)
         return cls(int(data["step"]), str(data["text"]), tuple(data["choices"]), int(data["right"]),
                    tuple(data["mistakes"]))
 
-    def same_shape(self, other: "PollQuestion") -> bool:
+    def same_shape(self, other: PollQuestion) -> bool:
         """The same poll in another language: same step, same number of choices, the right one at the same place."""
         return (self.step, len(self.choices), self.right) == (other.step, len(other.choices), other.right)
 

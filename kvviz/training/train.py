@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import math
+import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -34,8 +34,8 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, 
 from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast, LlamaConfig, LlamaForCausalLM
 
 from kvviz.cli import Parser, one_line, output_problem, say
-from kvviz.training import copying
 from kvviz.inputs import query_values
+from kvviz.training import copying
 from kvviz.training.recipes import Recipe, learning_rate_at, recipe_for, weight_decay_at
 
 ASSETS_DIR = Path(__file__).resolve().parents[1] / "assets"
@@ -152,7 +152,7 @@ def validation_loss(model: torch.nn.Module, val_ids: torch.Tensor, block: int) -
     losses = [model(input_ids=w, labels=w).loss.item() for w in windows.split(32)]
     sizes = [len(w) for w in windows.split(32)]
     model.train()
-    return sum(loss * size for loss, size in zip(losses, sizes)) / sum(sizes)
+    return sum(loss * size for loss, size in zip(losses, sizes, strict=True)) / sum(sizes)
 
 
 def sample_text(model: torch.nn.Module, tokenizer: GPT2TokenizerFast, prompt: str, n_tokens: int) -> str:

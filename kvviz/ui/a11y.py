@@ -8,7 +8,6 @@ import streamlit as st
 
 from kvviz.ui import assets
 
-
 MUTED = "kvviz-muted"  # muted text kvviz draws itself: readable.css gives it the captions' one rule
 READABLE_CSS = assets.style("readable.css")  # text readable at WCAG AA's 4.5:1 in both themes: see the file
 

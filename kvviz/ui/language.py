@@ -8,7 +8,6 @@ from kvviz import i18n
 from kvviz.ui import assets
 from kvviz.ui.a11y import READABLE_CSS
 
-
 # The interface language. LANGUAGE_KEY holds the session's language, decided at the top of every run (app.py and
 # every page call ensure_router first); kvviz.i18n reads it through _session_language, which apply_language installs
 # (not an import of this module), so fragment reruns and widget callbacks, which run without the page's top,

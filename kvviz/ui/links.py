@@ -2,6 +2,8 @@
 holds that no widget could take are dropped before the page draws them."""
 from __future__ import annotations
 
+import contextlib
+
 import streamlit as st
 
 from kvviz import i18n
@@ -34,10 +36,8 @@ def drop_refused_link_numbers(keys: list[str], notices_key: str) -> list[str]:
                                                 keys)
     if refused:
         for key in refused:
-            try:
+            with contextlib.suppress(Exception):  # already bound by an earlier run: Streamlit keeps the widget's value
                 del st.query_params[key]
-            except Exception:  # noqa: BLE001 - already bound by an earlier run: Streamlit keeps the widget's value
-                pass
         st.session_state[notices_key] = [*st.session_state.get(notices_key, []), *refused.values()]
         st.rerun()  # the rerun's link no longer holds them (st.query_params updates the run's query string)
     return st.session_state.pop(notices_key, [])

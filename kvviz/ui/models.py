@@ -51,10 +51,9 @@ def _cached_load(
     import dataclasses
 
     with _IMPORT_LOCK:
+        import pandas  # noqa: F401  (plotly in another session can see a half-imported pandas: import it whole here)
         import torch
         import transformers  # noqa: F401  (finish the import before loading: see _IMPORT_LOCK)
-
-        import pandas  # noqa: F401  (plotly in another session can see a half-imported pandas: import it whole here)
 
     torch.set_num_threads(INTERACTIVE_TORCH_THREADS)
     loaded = loading.load_model(source, attn_implementation, cap=cap, allow_download=allow_download)

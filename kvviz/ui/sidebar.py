@@ -9,9 +9,12 @@ from kvviz.model import loading, shared_mode
 from kvviz.model.dims import GPT2_FAMILY
 from kvviz.ui.links import MODEL_QUERY_PARAM, MODEL_SPEC_KEY, link_params
 from kvviz.ui.models import (
-    MODEL_NOTICE_KEY, cached_model, current_info, model_offered, note_session_active,
+    MODEL_NOTICE_KEY,
+    cached_model,
+    current_info,
+    model_offered,
+    note_session_active,
 )
-
 
 _MODEL_LINK_MAX_CHARS = 1000
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from google.protobuf.json_format import MessageToDict
 

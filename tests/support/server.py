@@ -64,7 +64,8 @@ def streamlit_server(port: int | None = None, extra_args: Sequence[str] = (), *,
         port = int(args[list(args).index("--server.port") + 1])
     # The server's log goes to a file, never to a pipe nobody reads: a server that lives through a test module
     # fills a pipe's 64 KiB, and its next log line then blocks the thread writing it (its event loop included).
-    log = tempfile.NamedTemporaryFile("w+", prefix=f"kvviz-server-{port}-", suffix=".log", delete=False)
+    log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - open for the server's whole life, closed in the finally
+        "w+", prefix=f"kvviz-server-{port}-", suffix=".log", delete=False)
     server = subprocess.Popen(
         [sys.executable, "-m", *args], cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
         stdout=log, stderr=subprocess.STDOUT, text=True,
