@@ -349,6 +349,7 @@ def summary(loaded, engine) -> None:
                   if (k := _question_key(n, loaded, lang)) in st.session_state), None)  # the same computed answer
         rows.append({_("step"): n, _("the idea"): _(step.idea), _("your answer"): o.shown(q),
                      _("result"): lesson.result_label(o.result), _("computed answer"): q.answer_text() if q else "—"})
+    poll.room_results(poll.hosted_room())  # the class poll's votes per step and round, and their CSV
     st.table(rows, hide_index=True)  # a static table: long ideas wrap instead of being cut
     row = st.container(horizontal=True)
     row.button(_("Start again"), key="lesson_restart", on_click=_restart, icon=":material/restart_alt:",
@@ -357,7 +358,6 @@ def summary(loaded, engine) -> None:
                   query_params=links.link_params())
     row.page_link(routes.TEACHERS.file, label=_(routes.TEACHERS.title), icon=routes.TEACHERS.icon,
                   query_params=links.link_params())
-    poll.room_results(poll.hosted_room())  # the class poll's votes per step and round, and their CSV
 
 
 # ----- the page -----------------------------------------------------------------------------------------------
