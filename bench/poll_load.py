@@ -200,6 +200,27 @@ class Projector(threading.Thread):
         self.span_s = time.monotonic() - start
 
 
+def store_call_ms(store: poll_store.PollStore, n: int = 100) -> dict:
+    """CPU (thread_time) and wall ms per store call a phone's rerun makes, in this process on the same database,
+    with the servers idle: a refresh reads room() and poll(), a tap adds vote(). A new room: the class's is closed."""
+    room = store.create_room()
+    store.open_step(room.code, room.host_key, fixed_polls(1))
+    calls = {"room": lambda i: store.room(room.code), "poll": lambda i: store.poll(room.code, "en"),
+             "vote": lambda i: store.vote(room.code, f"bench-voter-{i:04d}", 1, 1, i % 3),
+             "voted_count": lambda i: store.voted_count(room.code, 1, 1)}
+    out = {}
+    for name, call in calls.items():
+        cpu, wall = [], []
+        for i in range(n):
+            cpu0, wall0 = time.thread_time(), time.perf_counter()
+            call(i)
+            cpu.append((time.thread_time() - cpu0) * 1000)
+            wall.append((time.perf_counter() - wall0) * 1000)
+        out[name] = {"cpu_ms_median": round(statistics.median(cpu), 2), "wall_ms_median": round(
+            statistics.median(wall), 2), "wall_ms_max": round(max(wall), 2)}
+    return out
+
+
 def acked(student: Student) -> bool:
     """The page shows the vote's receipt: a success alert (only the receipt is one while a round is open)."""
     return any(kind == "alert" and el.format == Alert.SUCCESS for kind, el, _ in student.page.elements.values())
@@ -326,6 +347,7 @@ async def run_class(args, url: str, run_dir: Path, ports: list[int], store) -> d
     phones = [Phone(i, secrets.token_urlsafe(24)) for i in range(args.students)]
     pids = {port: int((run_dir / f"replica-{port}.pid").read_text()) for port in ports}
     loads: list[tuple[float, float]] = []
+    cpu_at_kill: dict[int, float | None] = {}  # the killed replica's CPU is read just before the kill
 
     async def sample_load():
         while True:
@@ -335,6 +357,7 @@ async def run_class(args, url: str, run_dir: Path, ports: list[int], store) -> d
     async def kill():
         await asyncio.sleep(args.spread / 2)  # students are mid-vote
         port = ports[0]
+        cpu_at_kill[port] = proc_cpu_s(pids[port])
         os.kill(pids[port], signal.SIGKILL)
         lesson.killed = {"port": port, "pid": pids[port], "at": f"step {KILL_STEP} round 1, {args.spread / 2:.1f} s "
                          "after it opened"}
@@ -352,18 +375,19 @@ async def run_class(args, url: str, run_dir: Path, ports: list[int], store) -> d
     await lesson.teach(projector, kill if args.kill_replica else None)
     await asyncio.gather(*clients)
     class_s = time.monotonic() - t_start
-    cpu_used = {str(p): None if proc_cpu_s(pid) is None else round(proc_cpu_s(pid) - cpu_start[p], 2)
-                for p, pid in pids.items()}
+    cpu_now = {p: cpu_at_kill[p] if p in cpu_at_kill else proc_cpu_s(pid) for p, pid in pids.items()}
+    cpu_used = {str(p): None if cpu_now[p] is None else round(cpu_now[p] - cpu_start[p], 2) for p in pids}
     threads_after = {str(p): proc_threads(pid) for p, pid in pids.items()}
     projector.stop.set()
     projector.join()
     sampler.cancel()
+    calls = await asyncio.to_thread(store_call_ms, store)
     return report(args, lesson, phones, projector, store, {
         "class_s": round(class_s, 1), "loadavg_before": [round(x, 2) for x in load_before],
         "loadavg_peak_1min": round(max(x for x, _ in loads), 2), "loadavg_after": [round(x, 2) for x in os.getloadavg()],
         "machine_threads_peak": max(t for _, t in loads), "replica_threads_before": threads_before,
         "replica_threads_after": threads_after, "replica_cpu_s": cpu_used,
-        "replica_cpu_s_per_s_idle": idle, "cpu_count": os.cpu_count()})
+        "replica_cpu_s_per_s_idle": idle, "cpu_count": os.cpu_count(), "store_call_ms": calls})
 
 
 def report(args, lesson: Lesson, phones: list[Phone], projector: Projector, store, machine: dict) -> dict:
@@ -429,15 +453,17 @@ def summary(result: dict) -> str:
         ("vote ack median / p90 / max", f"{ack.get('median_s')} / {ack.get('p90_s')} / {ack.get('max_s')} s "
                                         f"(goal p90 <= 0.5 s)"),
         ("refresh median / p90", f"{result['refresh'].get('median_s')} / {result['refresh'].get('p90_s')} s"),
-        ("votes sent / acked / counted", f"{result['votes_sent']} / {result['votes_acked']} / "
-                                         f"{result['votes_counted']} (sent == counted per round: "
-                                         f"{result['sent_equals_counted']})"),
+        ("clicks / votes sent / acked / counted",
+         f"{result['clicks_sent']} / {result['votes_sent']} / {result['votes_acked']} / {result['votes_counted']} "
+         f"(sent == counted per round: {result['sent_equals_counted']})"),
         ("acked votes missing from store", len(result["acked_votes_missing_from_store"])),
         ("load avg before / peak / after", f"{result['loadavg_before'][0]} / {result['loadavg_peak_1min']} / "
                                            f"{result['loadavg_after'][0]} on {result['cpu_count']} cores"),
         ("threads: machine peak / replicas", f"{result['machine_threads_peak']} / {result['replica_threads_after']}"),
         ("replica CPU s (class of {:.0f} s)".format(result["class_s"]), result["replica_cpu_s"]),
         ("server CPU ms per rerun", result["server_cpu_ms_per_rerun"]),
+        ("store CPU ms: room / poll / vote", " / ".join(str(result["store_call_ms"][k]["cpu_ms_median"])
+                                                       for k in ("room", "poll", "vote"))),
         ("replica CPU s/s idle", result["replica_cpu_s_per_s_idle"]),
         ("projector voted_count CPU s/s", f"{proj['cpu_s_per_s']} ({proj['calls']} calls, "
                                           f"{proj['cpu_ms_per_call_median']} ms CPU, "
