@@ -133,6 +133,15 @@ class Page:
                 return el.id, frag
         return None
 
+    def find_key(self, kind: str, key: str):
+        """(widget id, fragment id) of the element of this type made with `key=key`, or None. Streamlit ends a
+        keyed widget's id with "-<key>" (elements/lib/utils.py), so a page whose labels change (a poll's choices,
+        a translated label) is still driven by the keys its script gives."""
+        for _, (k, el, frag) in sorted(self.elements.items()):
+            if k == kind and el.id.endswith(f"-{key}"):
+                return el.id, frag
+        return None
+
     def state(self) -> dict:
         """The same dict as classroom_session's kvvizState(): cache, strip, lastPos, errors."""
         cache, strip, errors, texts = None, None, self.compile_errors, []
@@ -164,8 +173,12 @@ def _strip_chips(body: str) -> list[list[str]]:
 class Student:
     """One browser tab's worth of protocol: a WebSocket, the page it shows, and its widget values."""
 
-    def __init__(self, url: str, page_name: str):
+    def __init__(self, url: str, page_name: str, query: str = "", cookies: dict[str, str] | None = None):
+        """`query`: the address bar's query string of the first run ("room=ABC234"); `cookies`: what the browser
+        already holds (a voter's token, the replica it was pinned to), sent with the GET and the upgrade."""
         self.url, self.page_name, self.page = url.rstrip("/"), page_name, Page()
+        self.page.query_string = query
+        self.cookies = dict(cookies or {})
         self.values: dict[str, WidgetState] = {}  # widget id -> last value set (sent with every rerun)
         self.replica_cookies: list[str] = []
         self.ws = None
@@ -173,19 +186,24 @@ class Student:
     async def open(self) -> None:
         jar = CookieJar()
         opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
-        await asyncio.to_thread(lambda: opener.open(f"{self.url}/{self.page_name}", timeout=SETTLE_TIMEOUT_S).read())
+        page_url = f"{self.url}/{self.page_name}" + (f"?{self.page.query_string}" if self.page.query_string else "")
+        request = urllib.request.Request(page_url, headers={"Cookie": "; ".join(
+            f"{k}={v}" for k, v in self.cookies.items())} if self.cookies else {})
+        await asyncio.to_thread(lambda: opener.open(request, timeout=SETTLE_TIMEOUT_S).read())
         self.replica_cookies += [c.value for c in jar if c.name == "kvviz_replica"]
         from websockets.asyncio.client import connect
 
         host = urlparse(self.url).netloc
         headers = {"Origin": f"http://{host}"}
-        if len(jar):
-            headers["Cookie"] = "; ".join(f"{c.name}={c.value}" for c in jar)
+        self.cookies.update((c.name, c.value) for c in jar)
+        if self.cookies:
+            headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
         self.ws = await connect(f"ws://{host}/_stcore/stream", subprotocols=["streamlit"], max_size=None,
                                 additional_headers=headers, open_timeout=SETTLE_TIMEOUT_S, ping_timeout=None)
         upgrade_cookie = re.search(r"kvviz_replica=(\d+)", " ".join(self.ws.response.headers.get_all("Set-Cookie")))
         if upgrade_cookie:
             self.replica_cookies.append(upgrade_cookie.group(1))
+            self.cookies["kvviz_replica"] = upgrade_cookie.group(1)
         await self.rerun()
         if (await self.wait())[0] is None:
             raise RuntimeError(f"/{self.page_name}: the first run did not finish")
@@ -277,6 +295,14 @@ class Student:
         found = self.page.find("button", label)
         if found is None:
             raise RuntimeError(f"no button {label!r} on /{self.page_name}")
+        await self.rerun(trigger=found[0], fragment_id=found[1])
+        return await self.wait(settled, timeout_s)
+
+    async def click_key(self, key: str, settled=None, timeout_s: float = SETTLE_TIMEOUT_S):
+        """click(), for the button made with `key=key`."""
+        found = self.page.find_key("button", key)
+        if found is None:
+            raise RuntimeError(f"no button keyed {key!r} on /{self.page_name}")
         await self.rerun(trigger=found[0], fragment_id=found[1])
         return await self.wait(settled, timeout_s)
 
