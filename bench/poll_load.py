@@ -56,7 +56,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from classroom_load import _stats  # noqa: E402
 from classroom_ws import Student  # noqa: E402
-
 from streamlit.proto.Alert_pb2 import Alert  # noqa: E402
 
 from kvviz.teaching import poll_store  # noqa: E402
@@ -268,10 +267,8 @@ class Lesson:
                 self.opened[(step, round_)].set()
                 if kill is not None and (step, round_) == (KILL_STEP, 1):
                     await kill()
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.done[(step, round_)].wait(), ROUND_TIMEOUT_S)
-                except asyncio.TimeoutError:
-                    pass
                 all_in_s = time.monotonic() - opened_at
                 await asyncio.sleep(max(0.0, MIN_ROUND_S - all_in_s))
                 action = self.store.lock if round_ == 1 else self.store.reveal
