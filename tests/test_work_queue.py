@@ -39,7 +39,9 @@ def test_one_at_a_time_in_arrival_order_with_positions():
         t = threading.Thread(target=job, args=(name,))
         t.start()
         threads.append(t)
-        time.sleep(0.1)  # arrive in this order
+        deadline = time.monotonic() + 5  # arrive in this order: the next starts once this one runs or has waited
+        while name not in order and name not in seen_ahead and time.monotonic() < deadline:
+            time.sleep(0.005)
     state = queue.state()
     assert (state.busy, state.waiting) == (True, 2) and state.running_for_s > 0
     release.set()

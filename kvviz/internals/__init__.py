@@ -1,7 +1,6 @@
 """What real inference engines do inside the KV cache, one small module per idea, on the real model.
 
     records      the result records the ideas return (frozen dataclasses; figures draw them)
-    lazy         torch's inference mode for the functions that run a model, torch imported at the call
     layout       where element (layer, head, position, dim) lives under four real layouts (pre-allocated
                  head-major / position-major, DynamicCache's torch.cat, ncnn's exact-width transposed cache),
                  what one head reads, what appending a token copies; a read benchmark (numpy only)

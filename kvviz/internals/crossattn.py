@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 from kvviz.i18n import _
 from kvviz.inputs.prompt_rules import check_int_in_range
-from kvviz.internals.lazy import inference_mode
 from kvviz.internals.records import CrossAttnRun, CrossStep
+from kvviz.model.loading import inference_mode
 
 if TYPE_CHECKING:
     from transformers import BartConfig, BartForConditionalGeneration, DynamicCache

@@ -17,10 +17,9 @@ from typing import TYPE_CHECKING
 
 from kvviz.i18n import _
 from kvviz.inputs.prompt_rules import check_int_in_range, check_prompt
-from kvviz.internals.lazy import inference_mode
 from kvviz.internals.prefix import shared_prefix_len
 from kvviz.internals.records import BlockTable, PagedRun, PagingPlan
-from kvviz.model.loading import LoadedModel
+from kvviz.model.loading import LoadedModel, inference_mode
 from kvviz.step.records import Sampling
 
 if TYPE_CHECKING:

@@ -14,10 +14,9 @@ import copy
 
 from kvviz.i18n import _
 from kvviz.inputs.prompt_rules import check_int_in_range, check_prompt
-from kvviz.internals.lazy import inference_mode
 from kvviz.internals.records import PrefixReuse
 from kvviz.measure.repeats import time_pair
-from kvviz.model.loading import LoadedModel
+from kvviz.model.loading import LoadedModel, inference_mode
 
 __all__ = ["DEFAULT_A", "DEFAULT_B", "SHARED_OPENING", "PrefixError", "PrefixReuse", "TIMING_REPEATS", "prefix_reuse",
            "shared_prefix_len"]

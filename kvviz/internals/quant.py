@@ -36,10 +36,9 @@ import numpy as np
 from kvviz import memory
 from kvviz.i18n import _
 from kvviz.inputs.prompt_rules import check_int_in_range, check_prompt
-from kvviz.internals.lazy import inference_mode
 from kvviz.internals.records import LayerError, QuantReport, SchemeAgreement
 from kvviz.memory import dtypes
-from kvviz.model.loading import LoadedModel
+from kvviz.model.loading import LoadedModel, inference_mode
 
 if TYPE_CHECKING:
     import torch

@@ -23,9 +23,8 @@ from typing import TYPE_CHECKING
 
 from kvviz.i18n import _
 from kvviz.inputs.prompt_rules import check_float_in_range, check_int_in_range, check_prompt
-from kvviz.internals.lazy import inference_mode
 from kvviz.internals.records import SPEC_SELF_DRAFT, SpecRound, SpecRun
-from kvviz.model.loading import LoadedModel
+from kvviz.model.loading import LoadedModel, inference_mode
 
 if TYPE_CHECKING:
     import torch

@@ -16,9 +16,8 @@ import numpy as np
 from kvviz import memory
 from kvviz.i18n import _
 from kvviz.inputs.prompt_rules import check_int_in_range, check_prompt
-from kvviz.internals.lazy import inference_mode
 from kvviz.internals.records import LayerWindow, PresetLayers, WindowRun, WindowState
-from kvviz.model.loading import LoadedModel
+from kvviz.model.loading import LoadedModel, inference_mode
 
 __all__ = ["LayerWindow", "PresetLayers", "WindowError", "WindowRun", "WindowState", "layer_config",
            "preset_layers", "visibility", "window_on_model", "window_state"]

@@ -26,9 +26,10 @@ import functools
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from kvviz import i18n
 from kvviz.i18n import N_, _
@@ -50,6 +51,26 @@ RANDOM_PREFIX = "random:"
 LOAD_WAIT_S = 600.0  # the longest a load waits for another one to finish
 MESSAGE_CHARS = 300  # a failure message is one line, at most this long
 TOKENIZER_FILES = (("tokenizer.json",), ("vocab.json", "merges.txt"))  # either set loads GPT2TokenizerFast
+
+
+# The cache-internals ideas decorate their model-running functions with this, not `@torch.inference_mode()`, which
+# would import torch as the module loads: a page imports an idea's module for its limits and texts only.
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def inference_mode(fn: Callable[P, R]) -> Callable[P, R]:
+    """`fn` run under `torch.inference_mode()` (no autograd records, tensors it makes are inference tensors)."""
+
+    @functools.wraps(fn)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        import torch
+
+        with torch.inference_mode():
+            return fn(*args, **kwargs)
+
+    return run
+
 
 
 @dataclass(frozen=True)
