@@ -250,7 +250,7 @@ class Prefill:
         import torch
         from transformers import DynamicCache
 
-        from kvviz.step.engine import MODEL_LOCK
+        from kvviz.model.loading import MODEL_LOCK
 
         if loaded.model.config._attn_implementation != "eager":
             raise EvictionError("eviction needs a model loaded with eager attention (it reads attention weights)")
@@ -354,7 +354,7 @@ def continue_from(loaded: LoadedModel, cache: DynamicCache, input_ids: torch.Ten
     positions continue at original_len (module docstring: why). Returns the logits [batch_size, q_len, vocab_size]."""
     import torch
 
-    from kvviz.step.engine import MODEL_LOCK
+    from kvviz.model.loading import MODEL_LOCK
 
     b, n = input_ids.shape
     position_ids = torch.arange(original_len, original_len + n)[None, :].expand(b, n)
@@ -487,7 +487,7 @@ def _fp8_run(loaded: LoadedModel, prefix: torch.Tensor, feed: torch.Tensor) -> t
     import torch
     from transformers import QuantizedCache
 
-    from kvviz.step.engine import MODEL_LOCK
+    from kvviz.model.loading import MODEL_LOCK
 
     cache = QuantizedCache(backend="fp8", config=loaded.model.config)
     with MODEL_LOCK, torch.inference_mode():
@@ -589,7 +589,7 @@ def eviction_grid(loaded: LoadedModel, policy: str, keep_percent: int, text: str
     """Which rows `policy` keeps at `keep_percent`, per layer and KV head, on the first copy-test span."""
     import torch
 
-    from kvviz.step.engine import token_text
+    from kvviz.model.tokens import token_text
 
     check_policy(policy)
     keep = 100 if policy == "full" else check_keep_percent(keep_percent)

@@ -53,6 +53,14 @@ MESSAGE_CHARS = 300  # a failure message is one line, at most this long
 TOKENIZER_FILES = (("tokenizer.json",), ("vocab.json", "merges.txt"))  # either set loads GPT2TokenizerFast
 
 
+# One forward pass at a time per server on a shared model, for every session's stepping engine (the step page, the
+# lesson, the attention patterns) and the eviction lab's passes; the timed internals measurements and the benchmark
+# queue in kvviz.work_queue instead. Streamlit serves each session in its own thread; torch releases the GIL inside
+# its kernels, so the cheap Python work of other sessions (records, figures) runs beside a forward pass while
+# forward passes themselves never pile up on the cores.
+MODEL_LOCK = threading.Lock()
+
+
 # The cache-internals ideas decorate their model-running functions with this, not `@torch.inference_mode()`, which
 # would import torch as the module loads: a page imports an idea's module for its limits and texts only.
 P = ParamSpec("P")

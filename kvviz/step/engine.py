@@ -15,8 +15,6 @@ in real engines: `crop_cache(cache, n)` keeps positions 0..n-1.
 from __future__ import annotations
 
 import contextlib
-import functools
-import threading
 import time
 from collections.abc import Callable
 
@@ -29,7 +27,8 @@ from kvviz.inputs.prompt_rules import check_prompt
 from kvviz.measure.load import load_avg_1min
 from kvviz.measure.repeats import interleaved_repeats
 from kvviz.model.interrupt import checks_inside_passes
-from kvviz.model.loading import LoadedModel
+from kvviz.model.loading import MODEL_LOCK, LoadedModel
+from kvviz.model.tokens import token_text
 from kvviz.step.records import (
     RACE_BUDGET_S,
     ContextFullError,
@@ -47,33 +46,6 @@ from kvviz.step.view import StageSnapshot, StageView, build_snapshot, stage_view
 TOP_K_SHOWN = 10  # next-token candidates kept in each record
 
 
-def token_text(tokenizer, token_id: int) -> str:
-    """Readable text of one token. A byte-level token can be part of a multi-byte character (emoji,
-    non-Latin script); decoding it alone gives U+FFFD, so show its raw bytes instead, e.g. <F0 9F>.
-    A token that decodes to nothing at all is shown by its id, e.g. <id 50256>."""
-    text = tokenizer.decode([token_id])
-    if text == "":  # a special or unused token (common in random-weight models): show its id, never nothing
-        return f"<id {token_id}>"
-    if "\ufffd" in text:
-        raw = tokenizer.convert_ids_to_tokens(token_id)
-        byte_decoder = getattr(tokenizer, "byte_decoder", None) or _gpt2_byte_decoder()
-        data = bytes(byte_decoder[c] for c in raw if c in byte_decoder)
-        return "<" + " ".join(f"{b:02X}" for b in data) + ">"
-    return text
-
-
-@functools.lru_cache(maxsize=1)
-def _gpt2_byte_decoder() -> dict[str, int]:
-    """GPT-2's byte <-> printable-character table (bytes_to_unicode), inverted."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
-    printable += list(range(ord("®"), ord("ÿ") + 1))
-    chars, n = printable[:], 0
-    for b in range(256):
-        if b not in printable:
-            printable.append(b)
-            chars.append(256 + n)
-            n += 1
-    return {chr(c): b for b, c in zip(printable, chars, strict=True)}
 
 
 def crop_cache(cache: DynamicCache, keep_len: int) -> None:
@@ -175,11 +147,6 @@ def race_timing(loaded: LoadedModel, token_ids: list[int], budget_s: float = RAC
                       model_label=loaded.info.label, load_1min=load_avg_1min())
 
 
-# One forward pass at a time per server, for every session's stepping engine (the step page, the lesson and
-# the attention patterns; the timed internals measurements and the benchmark queue in kvviz.work_queue instead). Streamlit serves each session in its own
-# thread; torch releases the GIL inside its kernels, so the cheap Python work of other sessions (building
-# records, figures) runs beside a forward pass while forward passes themselves never pile up on the cores.
-MODEL_LOCK = threading.Lock()
 
 
 class StepEngine:

@@ -4,7 +4,7 @@ torch-free in kvviz.step.pattern_records).
     run = pattern_run(loaded, token_ids)      # PatternRun: per layer [num_heads, seq_len, seq_len] + scores
 
 The model must use eager attention (the only implementation that returns attention weights); the app loads
-every model that way. The pass runs under the stepping engine's MODEL_LOCK, like the step page's and the
+every model that way. The pass runs under the shared model's MODEL_LOCK (kvviz.model.loading), like the step page's and the
 lesson's passes, so a classroom of sessions never piles passes onto the cores. A second, fixed pass over the induction
 probe (seeded random tokens, repeated once) scores every head's induction behaviour whatever the prompt is.
 """
@@ -15,9 +15,9 @@ import weakref
 import numpy as np
 import torch
 
-from kvviz.model.loading import LoadedModel
+from kvviz.model.loading import MODEL_LOCK, LoadedModel
+from kvviz.model.tokens import token_text
 from kvviz.step import pattern_records as pr
-from kvviz.step.engine import MODEL_LOCK, token_text
 
 MAX_PATTERN_TOKENS = pr.MAX_PATTERN_TOKENS
 
