@@ -18,7 +18,7 @@ python3 -m venv .venv
 
 export KVVIZ_REQUIRE_BROWSER=1  # here Chromium is installed: the browser test must run, not skip
 export HF_HUB_OFFLINE=1         # tests never touch the network
-.venv/bin/ruff check .         # lint first (pyproject.toml: pyflakes, pycodestyle): a lint error fails CI
+.venv/bin/ruff check .         # lint first (pyproject.toml: E, F, W, I, B, UP, SIM): a lint error fails CI
 # Every tier (tests/support/tiers.py), in two pytest-xdist workers (one a core; each loads its own bundled model, a
 # second or two). The tiers without a server first; then the browser tier on its own, a whole module on a worker
 # (--dist loadfile: a module's server and tab stay with its tests), so two servers and two Chromium tabs share the
