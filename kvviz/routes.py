@@ -82,7 +82,7 @@ HOME = Route("home", N_("Start here"), ":material/home:", default=True)
 STEP_THROUGH = Route("step_through", N_("Step through generation"), ":material/step:",
                      reads={"prompt": "prompt", "steps": "steps", "greedy": "greedy", "temperature": "temperature",
                             "top_k": "top_k", "seed": "seed", "view": "view", "present": "present",
-                            "layer": "step_layer", "head": "step_head"})
+                            "layer": "step_layer", "head": "step_head", "fresh": "fresh"})
 ATTENTION_PATTERNS = Route("attention_patterns", N_("Attention patterns"), ":material/grid_view:",
                            reads={"source": "pat_source", "layer": "pat_layer", "head": "pat_head"},
                            labels=("source",))

@@ -239,11 +239,16 @@ def _worked(number: int, question: lesson.Question, step: lesson.LessonStep, fon
 def student_box(number: int, question: lesson.Question, step: lesson.LessonStep, font_px: int) -> None:
     """Ask, then help, then tell: first wrong answer -> hint; second wrong answer or Show me -> worked answer."""
     tries_key, result_key = f"lesson_tries_{number}", f"lesson_result_{number}"
-    given, unit = _answer_input(number, question)
-    row = st.container(horizontal=True)
-    checked = row.button(_("Check"), key=f"lesson_check_{number}", type="primary", disabled=given is None,
-                         on_click=_clicked)
-    shown = row.button(_("Show me"), key=f"lesson_show_{number}", on_click=_clicked)
+    # A form sends what is typed with the click: a plain button's first click only took the box's value (its blur
+    # ran the page) and lost the click, so a phone needed two taps. Enter in the box checks too.
+    with st.form(f"lesson_form_{number}", border=False, enter_to_submit=True):
+        given, unit = _answer_input(number, question)
+        row = st.container(horizontal=True)
+        checked = row.form_submit_button(_("Check"), key=f"lesson_check_{number}", type="primary", on_click=_clicked)
+        shown = row.form_submit_button(_("Show me"), key=f"lesson_show_{number}", on_click=_clicked)
+    if checked and given is None:
+        st.info(_("Type or choose an answer first, then press Check."), icon=":material/edit:")
+        checked = False
     written = "" if given is None else (str(given) if question.is_choice else f"{given:g}{' ' + unit if unit else ''}")
     choice = question.choices.index(given) if question.is_choice and given in question.choices else None
     if checked:
@@ -369,7 +374,7 @@ st.session_state["lesson_runs"] = st.session_state.get("lesson_runs", 0) + 1  # 
 st.html(LESSON_KEYS_JS, unsafe_allow_javascript=True)
 run_marker = st.empty()  # filled by _finish, at the run's end: LESSON_KEYS_JS presses the next key after it
 top = st.container(horizontal=True, vertical_alignment="center")
-# Link check (issue 23): a bad ?step= opens step 1; say so, once per session.
+# Link check: a bad ?step= opens step 1; say so, once per session.
 if not st.session_state.get("lesson_link_checked"):
     st.session_state["lesson_link_checked"] = True
     raw_step = st.query_params.get("step")

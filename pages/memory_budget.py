@@ -365,7 +365,7 @@ def calculator() -> None:
                      "{window:,}.").format(held=units.format_bytes(held), kept=cfg.window - 1, window=cfg.window))
 
     # The URL keeps the tab's label, in the link's language (it carries lang=). The first four tabs always run (their
-    # inputs live in the URL: a closed tab's widgets would drop theirs from a copied link, issue 29); the textbook
+    # inputs live in the URL: a closed tab's widgets would drop theirs from a copied link); the textbook
     # and the loaded model's tabs run only when open (the last imports torch).
     opened = "mem_tab" not in st.session_state  # the tabs' state is dropped when the reader leaves the page
     tabs = st.tabs([_(t) for t in TABS], key="mem_tab", bind="query-params")

@@ -84,7 +84,7 @@ def run(spec: str, settings: BenchSettings, thread_reason: str) -> BenchResult |
 
     try:
         validate(settings, loaded.info.n_positions, loaded.info)
-        # Bound the work, not each knob: the estimate from two timed passes of this model (issue 23)
+        # Bound the work, not each knob: the estimate from two timed passes of this model
         with st.spinner(_("Estimating this run's cost from two timed passes of the model...")):
             estimate_s = harness.refuse_over_budget(loaded, settings, PAGE_BUDGET_S)
     except BenchInputError as exc:

@@ -119,7 +119,7 @@ def _apply_link() -> None:
     if link is None or link.replay_key in s.get(OWN_LINKS, ()):
         return
     _own_link(link.replay_key)
-    # never int(text) here: kvviz.inputs.query_values says what a bad steps= was and what is done instead (issue 23)
+    # never int(text) here: kvviz.inputs.query_values says what a bad steps= was and what is done instead
     if refused := query_values.refused_link_whole(st.query_params.get("steps"), 0, info.n_positions - 1, "steps",
                                                   _("Replaying the prompt only.")):
         st.warning(refused)
@@ -162,7 +162,7 @@ def _own_link(key: tuple) -> None:
 
 
 def _sync_url() -> None:
-    """Keep the address bar on the stage's state (issue 29 item 10): the same query a Link carries, so a reload
+    """Keep the address bar on the stage's state: the same query a Link carries, so a reload
     (a new session) replays to the same step. Written as this session's own (OWN_LINKS), so this session's own URL
     never replays it again. The pickers write step_layer / step_head themselves (bound);
     the router keeps ?lang= (and the model, ui's link helper) in the same query."""
@@ -181,6 +181,17 @@ def _sync_url() -> None:
         st.query_params.update(changed)
 
 
+def _open_fresh() -> None:
+    """A plan's link (?fresh=1) opens the stage as its row describes it, whatever this session did here before: the
+    cache empty (the generation is dropped) and presenter mode as the link says. Once: the flag leaves the URL, so a
+    reload keeps what the class did since."""
+    if stage_link.url_flag(st.query_params.get("fresh")):
+        engine.reset()
+        st.session_state["step_present"] = stage_link.url_flag(st.query_params.get("present"))
+        del st.query_params["fresh"]
+
+
+_open_fresh()
 _apply_link()
 if "step_present" not in st.session_state:  # ?present=1 opens the page in presenter mode
     st.session_state["step_present"] = stage_link.url_flag(st.query_params.get("present"))
@@ -204,14 +215,12 @@ POPOVER_KEYS = ("step_preset", "step_play_n", "step_play_speed", "step_greedy", 
 
 
 def _keep_popover_state() -> None:
-    """Hand the Prompt popover's widgets the values in force on every run (issue 29 item 3).
+    """Hand the Prompt popover's widgets the values in force on every run.
 
     A closed popover's widgets are not mounted in the browser, so the browser holds no value for them; a widget
     made without value= is sent with its own default (the minimum, an empty text) plus the session's value only
-    on a run where that value was written through st.session_state. Opened after a run that wrote nothing (any
-    Prefill), the popover mounted with the minimums (empty prompt, Play 1, temperature 0.10, top-k 0, seed 0)
-    and sent them back as the user's choice. Writing each value back before its widget is drawn makes every run
-    send the value in force."""
+    on a run where that value was written through st.session_state. Writing each value back before its widget is
+    drawn makes every run send the value in force, not the minimums."""
     s = st.session_state
     for key in (*POPOVER_KEYS, f"step_prompt_{s.get('step_preset', 'ROMEO:')}"):
         if key in s:
@@ -225,7 +234,7 @@ def _controls() -> tuple[dict[str, bool], st.delta_generator.DeltaGenerator | No
     # Buttons are found by their keys (.st-key-step_btn_*: KEYS_JS, tests), never by their labels, which are
     # translated.
     _keep_popover_state()
-    # Drawn only while open (issue 33): a click on the stage reran these eight widgets, 14 of a click's 57 messages
+    # Drawn only while open: a click on the stage would rerun these eight widgets, 14 of a click's 57 messages
     # and ~6 ms of its ~40 ms of server CPU (bench/click_cpu.py), for a box only the teacher opens. Opening it reruns
     # the stage (on_change) with the values in force (_keep_popover_state: they live in session state meanwhile).
     prompt_box = row.popover(_("Prompt"), icon=":material/edit:", key="step_popover_prompt", on_change="rerun")

@@ -32,9 +32,9 @@ def _question(at: AppTest) -> str:
 def _answer(at: AppTest, number: int, value, unit: str | None = None) -> AppTest:
     widget = at.radio(key=f"lesson_answer_{number}") if isinstance(value, str) else at.number_input(
         key=f"lesson_answer_{number}")
-    widget.set_value(value).run()
+    widget.set_value(value)  # in the step's form: sent with the click on Check, as a browser sends them
     if unit is not None:
-        at.selectbox(key=f"lesson_unit_{number}").set_value(unit).run()
+        at.selectbox(key=f"lesson_unit_{number}").set_value(unit)
     at.button(key=f"lesson_check_{number}").click().run()
     assert not at.exception
     return at

@@ -59,7 +59,7 @@ def test_the_score_rides_in_the_url_and_a_reload_keeps_it(fresh_streamlit_caches
 
     prompt_tokens = len(StepEngine(bundled).tokenize(lesson.LESSON_PROMPT))
     at = _open(step="2")
-    at.number_input(key="lesson_answer_2").set_value(prompt_tokens).run()
+    at.number_input(key="lesson_answer_2").set_value(prompt_tokens)
     at.button(key="lesson_check_2").click().run()
     code = at.query_params["lesson_score"]
     code = code[0] if isinstance(code, list) else code

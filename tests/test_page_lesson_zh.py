@@ -61,11 +61,11 @@ def test_a_hint_and_a_right_number_in_chinese(fresh_streamlit_caches, bundled):
 
     prompt_tokens = len(StepEngine(bundled).tokenize(lesson.LESSON_PROMPT))
     at = _lesson_zh(2)
-    at.number_input(key="lesson_answer_2").set_value(prompt_tokens - 1).run()  # counted positions from 1
+    at.number_input(key="lesson_answer_2").set_value(prompt_tokens - 1)  # counted positions from 1
     at.button(key="lesson_check_2").click().run()
     hint = at.warning[0].value
     assert "位置从 0 开始" in hint and not english_leftovers([hint])
-    at.number_input(key="lesson_answer_2").set_value(prompt_tokens).run()  # judged exactly as in English
+    at.number_input(key="lesson_answer_2").set_value(prompt_tokens)  # judged exactly as in English
     at.button(key="lesson_check_2").click().run()
     assert at.success and at.success[0].value == f"正确：**{prompt_tokens}**。"
 
@@ -78,7 +78,7 @@ def test_a_choice_is_chinese_and_accepted_in_either_language(fresh_streamlit_cac
     with i18n.language(i18n.CHINESE):
         chinese = _(lesson.NO_Q)
     assert chinese != lesson.NO_Q and chinese in at.radio(key="lesson_answer_4").options
-    at.radio(key="lesson_answer_4").set_value(chinese).run()
+    at.radio(key="lesson_answer_4").set_value(chinese)
     at.button(key="lesson_check_4").click().run()
     assert at.success and chinese in at.success[0].value
     assert at.session_state["lesson_outcomes"][4].result == "first try"
@@ -97,7 +97,7 @@ def test_the_summary_shows_a_choice_in_the_readers_language(fresh_streamlit_cach
     at = _lesson_zh(4)
     with i18n.language(i18n.CHINESE):
         chinese = _(lesson.NO_Q)
-    at.radio(key="lesson_answer_4").set_value(chinese).run()
+    at.radio(key="lesson_answer_4").set_value(chinese)
     at.button(key="lesson_check_4").click().run()
     at.sidebar.segmented_control(key="app_language").set_value(i18n.ENGLISH).run()
     at.segmented_control(key="step").set_value(len(lesson.STEPS) + 1).run()

@@ -40,7 +40,7 @@ PLAN_30: tuple[Block, ...] = (
           N_("Step 2: how many rows after the prefill? Step 5: which row does the copying head read?"),
           N_("Step 2: counting positions from 1 (the last position is one less than the number of tokens). Step 4: "
           "thinking Q is cached too. Step 5: choosing the earlier copy of the token instead of the token after it.")),
-    Block(8, routes.STEP_THROUGH, routes.STEP_THROUGH.query(present=1),
+    Block(8, routes.STEP_THROUGH, routes.STEP_THROUGH.query(present=1, fresh=1),
           N_("Presenter mode, the cache still empty: Prefill (P) the ROMEO: prompt, then Next token (Right arrow) a "
           "few times: one new row per layer, the new query's attention beside the rows it reads."),
           N_("Before each click: how many rows will layer 0 hold now?"),
@@ -94,7 +94,7 @@ RUN_FOR_A_CLASS = N_(
 def run_for_a_class() -> str:
     """RUN_FOR_A_CLASS in the current language, its links built from the routes table."""
     return _(RUN_FOR_A_CLASS).format(class_link=_LESSON.url(_LESSON.query(step=1, class_mode="true")),
-                                     presenter_query=urlencode(routes.STEP_THROUGH.query(present=1)),
+                                     presenter_query=urlencode(routes.STEP_THROUGH.query(present=1, fresh=1)),
                                      step_one_link=_LESSON.url(_LESSON.query(step=1)))
 
 
