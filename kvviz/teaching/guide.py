@@ -45,7 +45,8 @@ PLAN_30: tuple[Block, ...] = (
           "few times: one new row per layer, the new query's attention beside the rows it reads."),
           N_("Before each click: how many rows will layer 0 hold now?"),
           N_("Expecting the timing of one cached step to beat the uncached one every time: at this model's size "
-          "one step is mostly fixed overhead (lesson step 11).")),
+          "one step is mostly fixed overhead. Show it: the view picker's Race times both side by side (lesson step "
+          "11 asks it).")),
     Block(7, _LESSON, _LESSON.query(step=7, class_mode="true"),
           N_("Lesson steps 7-9 in class mode: one step's dot products, the whole-run sum, the bytes at 1000 tokens; "
           "reveal (V), then mark the room (Y or N)."),
