@@ -19,6 +19,7 @@ from plotly.subplots import make_subplots
 
 from kvviz.i18n import _
 from kvviz.measure.timing import median
+from kvviz.step.view import visible
 
 ORANGE, BLUE, GREY, GREEN = "#e8590c", "#1c7ed6", "#868e96", "#2b8a3e"
 HEATMAP_SCALE = "RdBu_r"
@@ -26,8 +27,8 @@ GQA_COLORS = ["#1c7ed6", "#e8590c", "#2b8a3e", "#ae3ec9", "#f59f00", "#0c8599", 
 
 
 def token_label(text: str) -> str:
-    """A token as students can read it: a leading space as ·, a newline as ⏎."""
-    return text.replace("\n", "⏎").replace(" ", "·") or "∅"
+    """A token as students read it on the strip (kvviz.step.view.visible: a space as ·, a newline as ↵), ∅ when empty."""
+    return visible(text) or "∅"
 
 
 def _layout(fig: go.Figure, font_px: int, height_px: int) -> go.Figure:

@@ -223,7 +223,7 @@ def _prefill_rows(engine: Any) -> Question:
                             "tokens. How many boxes are there?")),
                (2 * rows, _("K and V are two separate caches; the question asks for the rows of the K cache."))),
         picture=_token_strip(texts, _("The prompt as the model sees it: one box per token, its position above it. "
-                                      "A space belongs to the token after it (shown as ·), a newline as ⏎."),
+                                      "A space belongs to the token after it (shown as ·), a newline as ↵."),
                              after=False),
         page_query=_step_link(LESSON_PROMPT, 0))
 
@@ -288,9 +288,14 @@ def _why_no_q(engine: Any) -> Question:
 OTHER_ROW = N_("Another row")
 
 
+def shown_token(token: str) -> str:
+    """A token in a sentence or a choice as the strip shows it: its whitespace visible (` ·the`), in code type."""
+    return f"`{step_view.visible(token)}`"
+
+
 def row_label(row: int, token: str) -> str:
-    """A copying-question choice: a cached row and its token ("Row 7: ' the'")."""
-    return _("Row {row}: {token}").format(row=row, token=repr(token))
+    """A copying-question choice: a cached row and its token ("Row 7: `·the`")."""
+    return _("Row {row}: {token}").format(row=row, token=shown_token(token))
 
 
 def _copying_head(engine: Any) -> Question:
@@ -307,10 +312,10 @@ def _copying_head(engine: Any) -> Question:
     predicted = record.top_k[0]
     wrong_prev = _("Row {row} holds the earlier copy of {token} itself. The head uses it to find its place, then "
                    "reads one row further on: what came next last time?").format(row=copy.prev_pos,
-                                                                               token=repr(texts[newest]))
+                                                                               token=shown_token(texts[newest]))
     return Question(
         _("The newest token is {token} at row {row}. Layer {layer}, head {head} is this model's copying head. "
-          "Which cached row gets most of its attention?").format(token=repr(texts[newest]), row=newest,
+          "Which cached row gets most of its attention?").format(token=shown_token(texts[newest]), row=newest,
                                                                  layer=copy.best_layer, head=copy.best_head),
         label.get(top_row, _(OTHER_ROW)),
         _("Layer {layer}, head {head} puts **{weight:.0%}** of its attention on row {target} ({target_token}), the "
@@ -318,11 +323,11 @@ def _copying_head(engine: Any) -> Question:
           "({top_weight:.0%}). The model then predicts {predicted} ({prob:.0%}). This is why old rows stay in the "
           "cache: any of them may be the one a later query needs.").format(
             layer=copy.best_layer, head=copy.best_head, weight=copy.best_weight, target=copy.target_pos,
-            target_token=repr(texts[copy.target_pos]), token=repr(texts[newest]), prev=copy.prev_pos, top=top_row,
-            top_weight=weights[top_row], predicted=repr(predicted.text), prob=predicted.prob),
+            target_token=shown_token(texts[copy.target_pos]), token=shown_token(texts[newest]), prev=copy.prev_pos, top=top_row,
+            top_weight=weights[top_row], predicted=shown_token(predicted.text), prob=predicted.prob),
         choices=tuple(label.values()) + ((_(OTHER_ROW),) if top_row not in label else ()),
         hint=_("Find the earlier {token} in the strip. A copying head reads the token that came right *after* "
-               "it.").format(token=repr(texts[newest])),
+               "it.").format(token=shown_token(texts[newest])),
         traps=((label.get(copy.prev_pos), wrong_prev),
                (label.get(newest - 1), _("That is the token just before the newest one: a previous-token head "
                                          "reads it. A copying head looks much further back.")),
