@@ -10,18 +10,28 @@ A `WorkQueue` hands out tickets; each job waits for its turn and can show where 
         result = long_job()
 
 `on_wait(ahead)` is called from the waiting thread (at most every `poll_s`), never while holding the lock, so it
-may draw. A waiter that gives up (timeout, a Streamlit rerun or stop raising through `turn`) leaves the queue
-and the jobs behind it move up. Torch-free and UI-free; `state()` lets a page say "busy" before queueing.
+may draw; `ahead` is counted after each wait, so it is the waiter's true place at that moment. A waiter that gives
+up (timeout, a Streamlit rerun or stop raising through `turn`) leaves the queue and the jobs behind it move up.
+Torch-free and UI-free; `state()` lets a page say "busy" before queueing.
+
+A job that waits keeps its place until its turn comes (no timeout: a page passes none, so no one's work is thrown
+away after minutes in line). Instead a page asks first: `wait_estimate_s(ahead)` is the time the jobs ahead need,
+from how long the last turns took, and a page whose estimate is past its limit says plainly that the server is
+full, and for how long, before anyone waits.
 """
 from __future__ import annotations
 
+import statistics
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from kvviz.i18n import _, ngettext
+
+RECENT_TURNS = 8  # the estimate is the median of this many last turns: one odd job does not swing it
 
 
 class QueueTimeout(RuntimeError):
@@ -47,6 +57,7 @@ class WorkQueue:
         self._serving = 0  # the ticket whose turn it is
         self._abandoned: set[int] = set()  # tickets that left before their turn
         self._started_at: float | None = None  # time.monotonic() when the current holder got its turn
+        self._recent_turns_s: deque[float] = deque(maxlen=RECENT_TURNS)  # how long the last turns held it
 
     # ----- inspection -------------------------------------------------------------------------------
     def _live_between(self, low: int, high: int) -> int:
@@ -60,6 +71,29 @@ class WorkQueue:
             waiting = live - 1 if busy else live
             running = time.monotonic() - self._started_at if busy else None
             return QueueState(self.name, busy, max(waiting, 0), running)
+
+    def wait_estimate_s(self, ahead: int | None = None) -> float | None:
+        """Seconds until a job with `ahead` jobs before it (the running one included; None: a new arrival, behind
+        everyone now in line) gets its turn: the median of the last turns for each, less what the running one has
+        done. None before any turn has finished (nothing to estimate from); 0.0 when the turn is free."""
+        with self._cond:
+            busy = self._started_at is not None
+            if ahead is None:
+                ahead = self._live_between(self._serving, self._next_ticket)
+            if ahead <= 0:
+                return 0.0
+            if not self._recent_turns_s:
+                return None
+            per_turn_s = statistics.median(self._recent_turns_s)
+            done_s = time.monotonic() - self._started_at if busy else 0.0
+            return max(per_turn_s - done_s, 0.0) + (ahead - 1) * per_turn_s
+
+    def wait_for_line(self, waiting: int, timeout_s: float) -> bool:
+        """Block until at least `waiting` jobs wait behind the running one (False after timeout_s): lets a caller
+        (a test, a load script) order arrivals on the queue's own condition instead of on sleeps."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._started_at is not None and self._live_between(
+                self._serving, self._next_ticket) - 1 >= waiting, timeout_s)
 
     # ----- taking a turn ----------------------------------------------------------------------------
     def _advance(self) -> None:
@@ -78,6 +112,7 @@ class WorkQueue:
         with self._cond:
             ticket = self._next_ticket
             self._next_ticket += 1
+            self._cond.notify_all()  # (wait_for_line sees the arrival)
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         try:
             while True:
@@ -96,12 +131,15 @@ class WorkQueue:
                     if self._serving == ticket:
                         self._started_at = time.monotonic()
                         break
+                    ahead = self._live_between(self._serving, ticket)  # the place now, not before the wait
                 if on_wait is not None:
                     on_wait(ahead)
             yield
         finally:
             with self._cond:
                 if self._serving == ticket:  # held the turn (or it arrived just as we gave up): pass it on
+                    if self._started_at is not None:
+                        self._recent_turns_s.append(time.monotonic() - self._started_at)
                     self._started_at = None
                     self._advance()
                 else:

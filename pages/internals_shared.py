@@ -10,13 +10,13 @@ from typing import TypeVar
 
 import streamlit as st
 
-from kvviz.i18n import _
+from kvviz.i18n import _, ngettext
 from kvviz.ui import models
-from kvviz.work_queue import QueueTimeout, timed_work_queue
+from kvviz.work_queue import timed_work_queue
 
 DEFAULT_PROMPT = "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun."
 PLOT = {"width": "stretch"}
-QUEUE_WAIT_S = 120.0  # give up (with a message) rather than wait for ever behind other sessions
+QUEUE_FULL_S = 600.0  # a longer estimated wait is refused up front, with its time: nobody waits only to lose the job
 
 # st.cache_data hashes a LoadedModel by the model it is (spec + attention), never by its weights.
 MODEL_HASH = models.MODEL_HASH  # the internals pages' cached computations key a model like every other page
@@ -30,29 +30,43 @@ def explain(text: str, expanded: bool = True) -> None:
         st.markdown(text)
 
 
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return _("{seconds:.0f} s").format(seconds=max(seconds, 1))
+    return _("{minutes:.0f} min").format(minutes=seconds / 60)
+
+
 def run_queued(what: str, job: Callable[[], T]) -> T | None:
-    """Run `job` when this server's internals queue gets to it; meanwhile show how many jobs are ahead.
+    """Run `job` when this server's timed-work line gets to it; meanwhile show the true place and an estimate.
 
     what: the work, already translated (it is the spinner's text and part of the waiting message).
 
-    Returns None (after showing a message) if the wait runs past QUEUE_WAIT_S.
+    A job in line keeps its place until its turn (no timeout: work is never thrown away after a wait). When the
+    wait would be longer than QUEUE_FULL_S, nothing is queued: the page says the server is full and for how long,
+    and returns None.
     """
     queue = timed_work_queue()  # the speed-up benchmark's line too: timed work never overlaps on one server
+    full_s = queue.wait_estimate_s()
+    if full_s is not None and full_s > QUEUE_FULL_S:
+        ahead = queue.state().waiting + 1
+        st.warning(ngettext(
+            "This server is full: {n} job is in line, about {time} of work. Nothing was queued: try again in {time}.",
+            "This server is full: {n} jobs are in line, about {time} of work. Nothing was queued: try again in {time}.",
+            ahead).format(n=ahead, time=_duration(full_s)), icon=":material/hourglass_disabled:")
+        return None
     box = st.empty()
-    seen: list[int] = []  # the last queue position reported, for the give-up message
 
     def waiting(ahead: int) -> None:
-        seen[:] = [ahead]
-        box.info(_("Another session is measuring on this server: {ahead} job(s) ahead of you. {what} starts when "
-                   "they finish (one measurement at a time keeps the timings honest).").format(ahead=ahead, what=what))
+        place = ngettext("Another session is measuring on this server: {n} job is ahead of you.",
+                         "Other sessions are measuring on this server: {n} jobs are ahead of you.", ahead).format(n=ahead)
+        wait_s = queue.wait_estimate_s(ahead)
+        when = (_("About {time} to wait.").format(time=_duration(wait_s)) if wait_s is not None
+                else _("No estimate yet: no measurement has finished on this server."))
+        box.info(" ".join((place, when, _("Your place is kept: {what} starts when they finish (one measurement at a "
+                                          "time keeps the timings honest).").format(what=what))),
+                 icon=":material/hourglass_top:")
 
-    try:
-        with queue.turn(timeout_s=QUEUE_WAIT_S, on_wait=waiting):
-            box.empty()
-            with st.spinner(_("{what}...").format(what=what)):
-                return job()
-    except QueueTimeout as exc:
+    with queue.turn(on_wait=waiting):  # no timeout: a rerun, a Stop or a closed tab still leaves the line
         box.empty()
-        st.error(_("Still {ahead} job(s) ahead after {seconds:.0f} s of waiting: try again in a moment.").format(
-            ahead=seen[0], seconds=QUEUE_WAIT_S) if seen else str(exc))
-        return None
+        with st.spinner(_("{what}...").format(what=what)):
+            return job()

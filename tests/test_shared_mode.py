@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from kvviz.model import loading, shared_mode
 from kvviz.model.dims import GPT2_FAMILY
-from kvviz.ui import models, sidebar
+from kvviz.ui import sidebar
 from support.models import model_folder
 from support.pages import app_test
 
@@ -20,7 +20,7 @@ def _picker_and_page() -> None:
     """The sidebar picker (as app.py calls it) and a page that uses the session's model."""
     import streamlit as st
 
-    from kvviz.ui import sidebar
+    from kvviz.ui import models, sidebar
 
     sidebar.sidebar_model_picker()
     info = models.current_model().info
@@ -110,10 +110,13 @@ def test_shared_sidebar_offers_only_the_list_and_refuses_a_forged_folder(classro
 
 @pytest.mark.app
 def test_a_links_model_is_applied_when_offered_and_refused_in_one_line_when_not(classroom):
-    """?model= in a link picks the sidebar's model; a model the server does not offer (here a
-    real, loadable but unlisted folder) is refused with one line, the current model kept, the URL put right."""
+    """?model= in a link picks the sidebar's model once the reader says yes; a model the server does not offer (here
+    a real, loadable but unlisted folder) is refused with one line, the current model kept, the URL put right."""
     at = app_test(_picker_and_page, query={"model": "listed"})
     at.run()
+    assert not at.exception
+    assert at.session_state["model_spec"] == "bundled" and at.query_params["model"] == "listed"  # asked, not loaded
+    at.sidebar.button(key="app_model_link_load").click().run()
     assert not at.exception
     assert at.session_state["model_spec"] == "listed" and at.query_params["model"] == "listed"
     assert at.sidebar.radio(key="app_model_offered").value == "listed"
@@ -164,6 +167,7 @@ def _speedup_style_page() -> None:
     import streamlit as st
 
     from kvviz.model import loading
+    from kvviz.ui import models
 
     for spec in ("random:gpt2", "gpt2", os.environ["KVVIZ_TEST_FOLDER"]):
         try:

@@ -81,3 +81,63 @@ def test_an_exception_in_the_job_passes_the_turn_on():
     with queue.turn(timeout_s=1):
         pass
     assert shared_queue("same name") is shared_queue("same name")
+
+
+def test_ten_sweepers_in_line_each_keep_their_job_and_see_their_true_place():
+    """10 sessions queue behind a running sweep with no timeout: each is told its own place (the running job
+    counted), every job runs, once, in arrival order. Arrivals and reports are ordered on the queue's condition
+    and on events, never on sleeps."""
+    queue = WorkQueue("test", poll_s=0.01)
+    holding, release = threading.Event(), threading.Event()
+    reports: dict[int, list[int]] = {i: [] for i in range(10)}
+    reported = [threading.Event() for _ in range(10)]
+    done: list[int] = []
+
+    def holder() -> None:
+        with queue.turn():
+            holding.set()
+            release.wait(30)
+
+    def sweeper(i: int) -> None:
+        def waiting(ahead: int) -> None:
+            reports[i].append(ahead)
+            reported[i].set()
+
+        with queue.turn(on_wait=waiting):
+            done.append(i)
+
+    threads = [threading.Thread(target=holder)]
+    threads[0].start()
+    assert holding.wait(10)
+    for i in range(10):
+        threads.append(threading.Thread(target=sweeper, args=(i,)))
+        threads[-1].start()
+        assert queue.wait_for_line(i + 1, 10)  # sweeper i holds ticket i: arrival order is fixed
+    for event in reported:
+        event.clear()
+    for event in reported:  # a report made with all ten in line
+        assert event.wait(10)
+    assert [reports[i][-1] for i in range(10)] == [i + 1 for i in range(10)]  # each its own place, not one stale count
+    assert queue.state().waiting == 10
+    release.set()
+    for t in threads:
+        t.join(10)
+    assert done == list(range(10))  # every job kept and run, in arrival order
+    assert all(r == sorted(r, reverse=True) for r in reports.values())  # a place only ever moves up
+
+
+def test_the_wait_estimate_comes_from_the_last_turns(monkeypatch):
+    """Median of the last turns for each job ahead, less what the running one has done; None with no history."""
+    import kvviz.work_queue as wq
+
+    clock = [100.0]
+    monkeypatch.setattr(wq.time, "monotonic", lambda: clock[0])
+    queue = WorkQueue("test")
+    assert queue.wait_estimate_s() == 0.0 and queue.wait_estimate_s(1) is None
+    for seconds in (10.0, 30.0, 20.0):
+        with queue.turn():
+            clock[0] += seconds
+    with queue.turn():
+        clock[0] += 5.0  # the running job has done 5 s of a typical 20 s
+        assert queue.wait_estimate_s(1) == 15.0 and queue.wait_estimate_s(3) == 15.0 + 2 * 20.0
+        assert queue.wait_estimate_s() == 15.0  # a new arrival: behind the running job only

@@ -292,6 +292,37 @@ def load_pretrained(
     return LoadedModel(model, tokenizer, _describe(name, "pretrained", label, model))
 
 
+@dataclass(frozen=True)
+class LoadEstimate:
+    """What loading a spec would cost, known before reading a weight (asked before a link's model is loaded)."""
+
+    n_params: int | None  # None: not known on this server (a hub name not in the cache, an unreadable folder)
+    downloads: bool  # the weights are not on this server: the load would fetch them from the hub
+
+    @property
+    def float32_bytes(self) -> int | None:
+        return None if self.n_params is None else self.n_params * load_cost.FLOAT32_BYTES
+
+
+def estimate_load(spec: str) -> LoadEstimate:
+    """The cost of load_model(spec) from config.json alone (a random shape's from its family entry); torch-free."""
+    spec = spec.strip()
+    if spec in BUNDLED_MODELS:
+        return LoadEstimate(bundled_info(name=spec).n_params, downloads=False)
+    if spec.startswith(RANDOM_PREFIX):
+        dims = GPT2_FAMILY.get(spec.removeprefix(RANDOM_PREFIX))
+        return LoadEstimate(None if dims is None else load_cost.params_from_config(dims.gpt2_config()), False)
+    folder = Path(spec).expanduser()
+    if not folder.is_dir():
+        folder = None if looks_like_path(spec) else cached_snapshot(spec)
+        if folder is None:
+            return LoadEstimate(None, downloads=not looks_like_path(spec))
+    try:
+        return LoadEstimate(load_cost.params_from_config(load_cost.read_config(folder)), downloads=False)
+    except (OSError, ValueError):
+        return LoadEstimate(None, downloads=False)
+
+
 def looks_like_path(spec: str) -> bool:
     """A folder path rather than a hub name ("gpt2", "openai-community/gpt2" have at most one "/")."""
     return spec.startswith(("/", "~", ".")) or "\\" in spec or spec.count("/") > 1

@@ -1,11 +1,16 @@
 """Shared-server mode: what a student's browser may make the teacher's server load.
 
-Off by default (a laptop on localhost: any name, folder or random shape, no cap). A teacher serving a class
-turns it on with ONE switch, an environment variable:
+On whenever the server listens beyond this computer (Streamlit's server.address is not 127.0.0.1, ::1 or
+localhost), off on a laptop listening on loopback only (any name, folder or random shape, no cap). The one
+command to serve a class is therefore the plain one:
 
-    KVVIZ_SHARED=1 streamlit run app.py --server.address 0.0.0.0
+    KVVIZ_SHARED=1 .venv/bin/streamlit run app.py --server.address 0.0.0.0 --browser.serverAddress <host students type>
 
-and may list the models students can pick in `.streamlit/kvviz_shared.toml` (beside Streamlit's own
+and an environment variable overrides the address's choice either way: KVVIZ_SHARED=1 turns it on on loopback (a
+server behind a proxy on the same machine), KVVIZ_SHARED=0 turns it off for a trusted network (the teacher's explicit
+say-so; any other non-empty value means on).
+
+A teacher may list the models students can pick in `.streamlit/kvviz_shared.toml` (beside Streamlit's own
 config.toml, in the folder streamlit is started from; `KVVIZ_SHARED_CONFIG=/path/file.toml` points elsewhere):
 
     max_params = 200_000_000          # cap on one load (default 200 M = 0.75 GiB of float32 weights)
@@ -25,6 +30,7 @@ UI-free: kvviz.ui applies the policy.
 """
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import re
@@ -92,9 +98,28 @@ class SharedPolicy:
 LOCAL = SharedPolicy(enabled=False)
 
 
-def shared_mode_on(environ: dict[str, str] | None = None) -> bool:
-    value = (os.environ if environ is None else environ).get(ENV_SWITCH, "")
-    return value.strip().lower() in {"1", "true", "yes", "on"}
+LOOPBACK = "127.0.0.1"  # the listening address of a caller outside a server (the CLI, a test): this computer only
+OFF_VALUES = frozenset({"0", "false", "no", "off"})
+
+
+def listens_beyond_loopback(address: str | None) -> bool:
+    """Whether a server listening on `address` can be reached from another computer. None or "" is Streamlit's
+    default, every interface; a host name other than localhost may resolve to any interface."""
+    text = (address or "").strip().strip("[]").lower()
+    if text == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(text).is_loopback
+    except ValueError:
+        return True
+
+
+def shared_mode_on(environ: dict[str, str] | None = None, listen_address: str | None = LOOPBACK) -> bool:
+    """KVVIZ_SHARED decides when set (only 0/false/no/off turn shared mode off); unset, the listening address does."""
+    value = (os.environ if environ is None else environ).get(ENV_SWITCH, "").strip().lower()
+    if value:
+        return value not in OFF_VALUES
+    return listens_beyond_loopback(listen_address)
 
 
 def config_path(environ: dict[str, str] | None = None) -> Path:
@@ -102,9 +127,10 @@ def config_path(environ: dict[str, str] | None = None) -> Path:
     return Path(env[ENV_CONFIG]).expanduser() if env.get(ENV_CONFIG) else Path.cwd() / DEFAULT_CONFIG
 
 
-def current_policy() -> SharedPolicy:
-    """The policy in force now (the switch and the file are re-read, cheaply, on every call)."""
-    if not shared_mode_on():
+def current_policy(listen_address: str | None = LOOPBACK) -> SharedPolicy:
+    """The policy in force now for a server listening on `listen_address` (kvviz.ui passes Streamlit's
+    server.address); the switch and the file are re-read, cheaply, on every call."""
+    if not shared_mode_on(listen_address=listen_address):
         return LOCAL
     path = config_path()
     try:

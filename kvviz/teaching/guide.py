@@ -82,7 +82,7 @@ RUN_FOR_A_CLASS = N_(
     "the summary shows the room's score. Right/Left arrows move between steps. On the step page, Presenter mode "
     "(`?{presenter_query}`) hides the sidebar.\n\n"
     "**Students on their own devices, one link.** Start one server for the room in shared mode and give students "
-    "one address: `KVVIZ_SHARED=1 .venv/bin/streamlit run app.py --server.address 0.0.0.0` "
+    "one address: `KVVIZ_SHARED=1 .venv/bin/streamlit run app.py --server.address 0.0.0.0 --browser.serverAddress <host students type>` "
     "(or `deploy/run_class.sh` for one process per core behind nginx). Each student's lesson, answers and cache "
     "are their own session; the link `{step_one_link}` starts them at step 1. Shared mode offers only the models "
     "you list, so no browser can make the server load anything else.\n\n"

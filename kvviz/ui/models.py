@@ -86,10 +86,16 @@ def _freeze_long_lived_objects() -> None:
 _loaded_keys: set[tuple[str, str]] = set()  # what this process has loaded (only decides whether to say "wait")
 
 
+def current_policy() -> shared_mode.SharedPolicy:
+    """The shared-server policy of this server: shared mode is on when it listens beyond loopback (Streamlit's
+    server.address) unless the teacher's KVVIZ_SHARED says otherwise (kvviz.model.shared_mode)."""
+    return shared_mode.current_policy(st.get_option("server.address"))
+
+
 def model_offered(spec: str) -> bool:
     """Whether this server would load `spec` at all: always on localhost; in shared mode only the bundled
     and the teacher's listed models (a page can hide the others from its own menus)."""
-    policy = shared_mode.current_policy()
+    policy = current_policy()
     return not policy.enabled or spec in loading.BUNDLED_MODELS or policy.find(spec) is not None
 
 
@@ -99,7 +105,7 @@ def cached_model(spec: str, attn_implementation: str = "eager") -> loading.Loade
     In shared mode only the bundled and the teacher's listed models are loaded, under the cap, with no
     download, and the error message never names a server path, whatever the caller passes.
     """
-    policy = shared_mode.current_policy()
+    policy = current_policy()
     if not model_offered(spec):
         raise loading.ModelLoadError(_(shared_mode.NOT_OFFERED))
     offered = policy.find(spec) if policy.enabled else None

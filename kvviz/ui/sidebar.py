@@ -1,5 +1,7 @@
 """The sidebar's model picker: the bundled, a pretrained or a random-weights model on localhost, the teacher's
-list in shared mode; a link's ?model= applied before it is drawn; a failed switch keeps the model in use."""
+list in shared mode; a link's ?model= applied before it is drawn (a bundled model at once, any other only once the
+reader has seen its cost and said yes); a failed switch keeps the model in use; a line saying which mode the
+server runs in."""
 from __future__ import annotations
 
 import streamlit as st
@@ -12,6 +14,7 @@ from kvviz.ui.models import (
     MODEL_NOTICE_KEY,
     cached_model,
     current_info,
+    current_policy,
     model_offered,
     note_session_active,
 )
@@ -44,21 +47,90 @@ def _kind_of(spec: str) -> str:
     return spec if spec in loading.BUNDLED_MODELS else "pretrained"
 
 
-def _apply_linked_model() -> None:
-    """(Before the picker is drawn.) A link's ?model= becomes the session's model when it differs; a model this
-    server does not offer, or one that fails to load, is refused with one line and the current model kept. The
-    address bar then carries the session's model, as it carries the language."""
+def _apply_linked_model(policy: shared_mode.SharedPolicy) -> str | None:
+    """(Before the picker is drawn.) A link's ?model= becomes the session's model when it differs: a bundled model
+    at once; any other is loaded only when the reader says yes (returned here, to ask: a link must never make the
+    server read, or download, gigabytes its reader did not choose); one that cannot load at all (no such folder or
+    shape, not in the cache of a server that cannot download it) is tried now, failing before any weight with its
+    one line. A model this server does not offer is refused with one line. The current model is kept meanwhile, and
+    the address bar carries the session's model, as it carries the language, once the question is settled."""
     linked = st.query_params.get_all(MODEL_QUERY_PARAM)
     spec = st.session_state[MODEL_SPEC_KEY]
     if linked and linked[-1] != spec:
         wanted = linked[-1].strip()
         if not wanted or len(wanted) > _MODEL_LINK_MAX_CHARS or not model_offered(wanted):
             st.session_state[MODEL_NOTICE_KEY] = _(LINKED_MODEL_REFUSED).format(model=current_info().shown_label())
-        else:
+        elif wanted == spec:
+            pass
+        elif wanted in loading.BUNDLED_MODELS or not _could_load(wanted, policy):
             _switch_to(wanted)  # a load that fails leaves its one line (the reason; the model in use stays)
+        else:
+            return wanted  # asked in the sidebar; the address keeps the link's model until the reader answers
         spec = st.session_state[MODEL_SPEC_KEY]
     if linked != [spec] and (linked or spec != loading.BUNDLED):
         st.query_params[MODEL_QUERY_PARAM] = spec
+    return None
+
+
+def _could_load(spec: str, policy: shared_mode.SharedPolicy) -> bool:
+    """Whether a load of `spec` could get as far as reading weights (else it fails at once, costing nothing)."""
+    offered = policy.find(spec) if policy.enabled else None
+    estimate = loading.estimate_load(offered.source if offered is not None else spec)
+    if estimate.n_params is not None:
+        return True
+    return estimate.downloads and not policy.enabled and loading.hub_reachable()
+
+
+def _ask_about_link(wanted: str, policy: shared_mode.SharedPolicy) -> None:
+    """The question a link's model waits on: what it costs, and two buttons."""
+    offered = policy.find(wanted) if policy.enabled else None
+    estimate = loading.estimate_load(offered.source if offered is not None else wanted)
+    model = loading.shown_spec(wanted)
+    if estimate.n_params is None:
+        cost = _("It is not on this server: loading it downloads it from the Hugging Face hub, and its size is known "
+                 "only then.")
+    else:
+        cost = _("It has {params:,} parameters: loading it takes about {memory} of the server's memory.").format(
+            params=estimate.n_params, memory=_memory_text(estimate.float32_bytes))
+    with st.container(border=True, key="app_model_link_question"):
+        st.markdown(_("This link asks for the model {model}. {cost} Load it?").format(model=model, cost=cost))
+        left, right = st.columns(2)
+        left.button(_("Load it"), key="app_model_link_load", on_click=_confirm_link, args=(wanted,))
+        right.button(_("Stay on {model}").format(model=current_info().shown_label()), key="app_model_link_stay",
+                     on_click=_decline_link)
+
+
+def _memory_text(n_bytes: int | None) -> str:
+    if n_bytes is None:
+        return "?"
+    if n_bytes < 2**30:
+        return _("{mib:,.0f} MiB").format(mib=n_bytes / 2**20)
+    return _("{gib:,.1f} GiB").format(gib=n_bytes / 2**30)
+
+
+def _confirm_link(wanted: str) -> None:
+    """(A button callback.) The reader chose the link's model: load it (the policy is checked again there)."""
+    _switch_to(wanted)
+    st.query_params[MODEL_QUERY_PARAM] = st.session_state[MODEL_SPEC_KEY]  # a failed load: the model in use
+
+
+def _decline_link() -> None:
+    st.query_params[MODEL_QUERY_PARAM] = st.session_state[MODEL_SPEC_KEY]
+
+
+MODE_SHARED = N_("Shared server: students may load only the models listed below")
+MODE_OPEN = N_("Open server: any reader may load any model (KVVIZ_SHARED=0)")
+MODE_LOCAL = N_("Local mode: only this computer can open this server")
+
+
+def _mode_line(policy: shared_mode.SharedPolicy) -> None:
+    """Which mode this server runs in, as a small badge under the sidebar's Model header."""
+    if policy.enabled:
+        st.badge(_(MODE_SHARED), icon=":material/groups:", color="green")
+    elif shared_mode.listens_beyond_loopback(st.get_option("server.address")):
+        st.badge(_(MODE_OPEN), icon=":material/public:", color="orange")
+    else:
+        st.badge(_(MODE_LOCAL), icon=":material/computer:", color="gray")
 
 
 LINKED_MODEL_REFUSED = N_("The link's model is not offered on this server: you stay on {model}.")
@@ -72,14 +144,17 @@ def sidebar_model_picker() -> None:
     the widget is put back to it, with a one-line notice."""
     note_session_active()
     st.session_state.setdefault(MODEL_SPEC_KEY, loading.BUNDLED)
-    policy = shared_mode.current_policy()
+    policy = current_policy()
     spec = st.session_state[MODEL_SPEC_KEY]
     if not model_offered(spec):
         st.session_state[MODEL_SPEC_KEY] = loading.BUNDLED  # a forged or stale value: refuse it, load nothing
         st.session_state[MODEL_NOTICE_KEY] = _(shared_mode.NOT_OFFERED)
-    _apply_linked_model()
+    asked = _apply_linked_model(policy)
     with st.sidebar:
         st.markdown("### " + _("Model"))
+        _mode_line(policy)
+        if asked is not None:
+            _ask_about_link(asked, policy)
         if policy.enabled:
             _shared_picker(policy)
         else:
@@ -94,8 +169,8 @@ def sidebar_model_picker() -> None:
 def _shared_picker(policy: shared_mode.SharedPolicy) -> None:
     labels = {name: _bundled_option(spec.title) for name, spec in loading.BUNDLED_MODELS.items()}
     labels |= {m.name: m.shown_label() for m in policy.offered}
-    if st.session_state.get(_SHARED_KEY) not in labels:  # first run, or a forged value: show the real model
-        st.session_state[_SHARED_KEY] = st.session_state[MODEL_SPEC_KEY]
+    if st.session_state.get(_SHARED_KEY) != st.session_state[MODEL_SPEC_KEY]:  # first run, a forged value, or a
+        st.session_state[_SHARED_KEY] = st.session_state[MODEL_SPEC_KEY]  # link's model just chosen: the real one
     st.radio(_("Which model"), list(labels), format_func=labels.__getitem__, key=_SHARED_KEY,
              on_change=lambda: _switch_to(st.session_state[_SHARED_KEY], _SHARED_KEY))
     st.caption(_("Shared server: the teacher chose these models. One load at a time, at most {cap}.").format(
