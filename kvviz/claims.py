@@ -138,7 +138,7 @@ PUBLISHED_SOURCE_TITLES = {
 
 def _published_sources() -> str:
     """The published-figures card's three sources, each with its author or site, title, address and date."""
-    return "; ".join([
+    return i18n.list_sep().join([
         _("{who}, '{title}', {url} (date not recorded, read November 2026)").format(
             who="jagmarques (dev.to)", title=PUBLISHED_SOURCE_TITLES[_DEVTO], url=_DEVTO),
         _("{who}, '{title}', {url} ({date})").format(

@@ -654,7 +654,7 @@ def preset_steps(steps: tuple[LessonStep, ...] = STEPS) -> list[tuple[int, str]]
 
 def preset_steps_text(steps: tuple[LessonStep, ...] = STEPS) -> str:
     """"step 9: GPT-2 small; step 10: Llama-3-8B; ...", in the current language."""
-    return "; ".join(_("step {number}: {model}").format(number=n, model=m) for n, m in preset_steps(steps))
+    return i18n.list_sep().join(_("step {number}: {model}").format(number=n, model=m) for n, m in preset_steps(steps))
 
 
 @dataclass(frozen=True)
