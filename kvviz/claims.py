@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kvviz import i18n, ops, routes
-from kvviz.i18n import N_, _
+from kvviz.i18n import N_, _, numbers
 from kvviz.memory import KVConfig, kv_bytes, units
 from kvviz.memory.presets import get_preset
 from kvviz.memory.units import GB, GIB, MIB, format_bytes
@@ -138,7 +138,7 @@ PUBLISHED_SOURCE_TITLES = {
 
 def _published_sources() -> str:
     """The published-figures card's three sources, each with its author or site, title, address and date."""
-    return "; ".join([
+    return i18n.list_sep().join([
         _("{who}, '{title}', {url} (date not recorded, read November 2026)").format(
             who="jagmarques (dev.to)", title=PUBLISHED_SOURCE_TITLES[_DEVTO], url=_DEVTO),
         _("{who}, '{title}', {url} ({date})").format(
@@ -176,8 +176,8 @@ def _figures_claim() -> Claim:
         _published_sources(), "wrong" if wrong else "holds",
         _("{wrong} of {total} figures are wrong (all Llama-3-70B rows of the dev.to calculator, {factors} too large; "
           "{binary} if GB means GiB); the others hold (some only with GB read as GiB).").format(
-              wrong=len(wrong), total=len(checks), factors=" / ".join(_("{factor:.3g}x").format(factor=f) for f in factors),
-              binary=" / ".join(_("{factor:g}x").format(factor=f) for f in binary)),
+              wrong=len(wrong), total=len(checks), factors=" / ".join(numbers.ratio(f, ".3g") for f in factors),
+              binary=" / ".join(numbers.ratio(f, "g") for f in binary)),
         tuple(_("{quote}: {verdict}. {explanation}").format(quote=_(c.figure.quote), verdict=c.verdict_text,
                                                              explanation=c.explanation) for c in checks),
         {f"{c.figure.model}@{c.figure.context_len}": c.actual_bytes for c in checks}, PAGE_MEMORY,

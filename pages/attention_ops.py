@@ -84,9 +84,9 @@ def claim_tab(shape: ops.ModelShape) -> None:
         "Counted per head, {n:,} passes from a 1-token prompt (QK^T dot products):").format(n=n))
     rows = [("", _("with cache"), _("without"), _("ratio")), ("---", "---:", "---:", "---:"),
             (_("whole run"), f"N(N+1)/2 = {per_head.run_cached:,}", f"N(N+1)(N+2)/6 = {per_head.run_uncached:,}",
-             f"(N+2)/3 = **{per_head.run_ratio:,.1f}x**"),
+             f"(N+2)/3 = **{numbers.ratio(per_head.run_ratio)}**"),
             (_("the last step alone"), f"N = {per_head.last_step_cached:,}",
-             f"N(N+1)/2 = {per_head.last_step_uncached:,}", f"(N+1)/2 = **{per_head.last_step_ratio:,.1f}x**")]
+             f"N(N+1)/2 = {per_head.last_step_uncached:,}", f"(N+1)/2 = **{numbers.ratio(per_head.last_step_ratio)}**")]
     st.markdown("\n".join("| " + " | ".join(cells) + " |" for cells in rows))
     st.markdown(_(
         "So \"~500x\" holds for two quantities: the last step's attention and the projections + MLP summed "
@@ -95,7 +95,7 @@ def claim_tab(shape: ops.ModelShape) -> None:
             linear=next(r.ratio for r in readings if r.quantity == ops.LINEAR_WHOLE_RUN), whole=per_head.run_ratio))
     yes, no = _("yes"), _("no")
     a11y.table([{_("quantity"): _(r.quantity), _("without cache"): f"{r.uncached:,}", _("with cache"): f"{r.cached:,}",
-               _("ratio"): f"{r.ratio:,.1f}x", "~500x?": yes if r.holds else no}
+               _("ratio"): numbers.ratio(r.ratio), _("~500x?"): yes if r.holds else no}
               for r in readings], hide_index=True)
 
 
@@ -137,7 +137,7 @@ def counter() -> None:
                 help=f"{scale * cached.total_ops:,}")
     m[1].metric(_("Without cache ({unit})").format(unit=unit), big_number(scale * uncached.total_ops),
                 help=f"{scale * uncached.total_ops:,}")
-    m[2].metric(_("Without / with"), f"{uncached.total_ops / cached.total_ops:,.1f}x")
+    m[2].metric(_("Without / with"), numbers.ratio(uncached.total_ops / cached.total_ops))
     st.markdown(ops.savings_sentence(shape, prompt_len, new_tokens, lm_head_all_positions=lm_all))
 
     labels = [_(label) for label in TAB_LABELS]
@@ -163,7 +163,7 @@ def counter() -> None:
                 _("with cache ({unit})").format(unit=unit): f"{scale * cached.ops(k):,}",
                 _("without ({unit})").format(unit=unit): f"{scale * uncached.ops(k):,}",
                 _("saved"): f"{scale * (uncached.ops(k) - cached.ops(k)):,}",
-                _("without / with"): f"{uncached.ops(k) / cached.ops(k):,.1f}x"} for k in ops.COMPONENTS],
+                _("without / with"): numbers.ratio(uncached.ops(k) / cached.ops(k))} for k in ops.COMPONENTS],
                 hide_index=True)
             st.markdown(_("Attention dot products: **{cached:,}** with the cache, **{uncached:,}** without.").format(
                 cached=cached.attention_dot_products, uncached=uncached.attention_dot_products))

@@ -36,7 +36,7 @@ for term in shown:
             head.header(term.name, anchor=term.anchor, width="content")
             head.markdown(f":gray-badge[中文] {term.zh}", width="content")
         if term.also:
-            st.caption(_("Also: {names}").format(names=", ".join(term.also)))
+            st.caption(_("Also: {names}").format(names=i18n.item_sep().join(term.also)))
         st.markdown(glossary.definition_text(term))
         if term.see is not None:
             st.page_link(term.see.file, label=_("See it live"), icon=":material/arrow_forward:",

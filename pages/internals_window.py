@@ -6,7 +6,7 @@ import numpy as np
 import streamlit as st
 
 from kvviz.figures import internals as fig
-from kvviz.i18n import N_, _
+from kvviz.i18n import N_, _, item_sep
 from kvviz.inputs import echo
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP, check_int_in_range
 from kvviz.internals import window
@@ -77,7 +77,7 @@ a11y.chart(st, fig.window_mask_figure(visible, run.tokens[: len(visible)],
                                            w=w, n=len(visible))), **PLOT)
 a11y.chart(st, fig.window_layers_figure(run), **PLOT)
 st.caption(_("Calculator bytes per layer: {bytes_} (kvviz.memory.budget) = bytes of the kept slices of the real "
-             "tensors.").format(bytes_=", ".join(f"{la.calculator_bytes:,}" for la in run.layers)))
+             "tensors.").format(bytes_=item_sep().join(f"{la.calculator_bytes:,}" for la in run.layers)))
 
 ctx = st.number_input(_("Gemma 3 4B context (1..{top:,} tokens)").format(top=GEMMA_MAX_CONTEXT), min_value=1, value=32768,
                       key="int_window_gemma_ctx")

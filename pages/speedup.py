@@ -14,7 +14,7 @@ import streamlit as st
 from kvviz import i18n
 from kvviz.figures import MAX_LEGEND_ENTRIES
 from kvviz.figures import bench as figs
-from kvviz.i18n import N_, _, list_sep, ngettext, text_width
+from kvviz.i18n import N_, _, list_sep, ngettext, numbers, text_width
 from kvviz.measure.load import load_avg_1min, load_label, load_number
 from kvviz.measure.timing import Comparison, Timing
 from kvviz.memory.presets import get_preset
@@ -121,7 +121,7 @@ def versus(result: BenchResult, name: str, over: str) -> Comparison:
 def speedup_metric(col, label: str, result: BenchResult, name: str, over: str = "no_cache") -> None:
     """A speed-up tile: the estimator, and "inside the noise" instead of a winner where the rounds overlap."""
     c = versus(result, name, over)
-    col.metric(label, f"{result.speedup(name, over):.2f}x", _("inside the noise") if c.inside_noise else None,
+    col.metric(label, numbers.ratio(result.speedup(name, over), ".2f"), _("inside the noise") if c.inside_noise else None,
                delta_color="off", delta_arrow="off",
                help=_("Speed-up: {estimator}. {verdict}").format(estimator=_(ESTIMATOR), verdict=c.sentence()))
 

@@ -298,3 +298,31 @@ def test_no_internal_identifier_stands_alone_on_screen(fresh_streamlit_caches):
     titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
     assert titles and not any(re.search(r"head_major|position_major", t) for t in titles), titles
     assert any("预分配，头优先" in t for t in titles), titles
+
+
+def test_joined_strings_use_chinese_separators():
+    """Strings joined in code: items with 、, clauses with ；, sentences with no space after 。 (the chart's text for
+    a screen reader, the handout's caption); English keeps ", ", "; " and a space."""
+    from plotly import graph_objects as go
+
+    from kvviz.figures import describe
+
+    with i18n.language(i18n.CHINESE):
+        assert i18n.item_sep().join(["Q", "K", "V"]) == "Q、K、V" and i18n.list_sep() == "；"
+        assert i18n.join_sentences(["图。", "柱：a 1。"]) == "图。柱：a 1。"
+        text = describe(go.Figure([go.Bar(x=["a", "b"], y=[1, 2]), go.Scatter(x=[0, 1], y=[1, 2])]))
+        assert "。 " not in text and "bar" not in text and "scatter" not in text, text
+        assert "; ".join(["x", "y"]) not in lesson.preset_steps_text()
+    assert i18n.join_sentences(["Chart.", "bars: a 1."]) == "Chart. bars: a 1."
+
+
+def test_a_count_axis_reads_wan_with_its_hover_in_the_same_words():
+    """Bytes on the layout and sliding-window charts: ticks under "单位：万", never plotly's "50k"; the hover says
+    the count as the axis reads it and exactly ("100：5.077 万（50,768）")."""
+    from kvviz.figures import internals as figs
+
+    with i18n.language(i18n.CHINESE):
+        fig = figs.append_copy_figure([0, 100, 200], {"a": [0, 50_000, 100_000]}, 768, "t")
+    assert fig.layout.yaxis.title.text.endswith("单位：万") and fig.layout.yaxis.exponentformat == "none"
+    assert list(fig.data[0].customdata) == [768, 50_768, 100_768]
+    assert fig.data[0].hovertext[1] == "100：5.077 万（50,768）"

@@ -352,13 +352,13 @@ def test_describe_reads_bars_lines_and_heatmaps_off_the_figure():
     many = go.Figure([go.Scatter(x=[0, 1], y=[i, i + 1], name=f"s{i}") for i in range(MAX_DESCRIBED_TRACES + 3)])
     assert describe(many).endswith("3 more series not read out.")
     sideways = describe(go.Figure(go.Bar(y=["a", "b"], x=[0.25, 0.75], orientation="h")))
-    assert "bar: a 0.25; b 0.75." in sideways  # a horizontal bar's labels are its y
+    assert "bars: a 0.25; b 0.75." in sideways  # a horizontal bar's labels are its y
     inferred = describe(go.Figure(go.Bar(y=["slow", "fast"], x=[3.5, 1.25])))  # plotly infers the orientation
-    assert "bar: slow 3.5; fast 1.25." in inferred
+    assert "bars: slow 3.5; fast 1.25." in inferred
     gaps = describe(go.Figure(go.Scatter(x=[1, 2, 3, 4], y=[1.0, None, float("nan"), 2.0], name="gaps")))
     assert "gaps: 2 points, from 1 (1) to 4 (2); highest 2 at 4." in gaps
     odd = describe(go.Figure([go.Heatmap(z=[["a", "b"], ["c", "d"]], name="words"), go.Heatmap(z=[[None, None]])]))
-    assert "words (heatmap)." in odd and "heatmap (heatmap)." in odd  # named, never a failure
+    assert "words (heat map)." in odd and "heat map (heat map)." in odd  # named, never a failure
 
 
 @pytest.mark.app

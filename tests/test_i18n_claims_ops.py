@@ -10,7 +10,7 @@ from kvviz import claims, i18n, ops
 from kvviz.memory.presets import get_preset
 from kvviz.model import loading
 from kvviz.teaching import glossary
-from support.i18n_text import english_leftovers, page_texts
+from support.i18n_text import english_leftovers, english_ratios, page_texts, shown_texts
 from support.pages import open_page
 
 pytestmark = [pytest.mark.app, pytest.mark.usefixtures("fresh_streamlit_caches")]
@@ -84,13 +84,30 @@ def test_count_the_work_in_chinese_every_tab(tab):
     texts = page_texts(at)
     assert english_leftovers(texts) == [], tab
     assert "使用 KV 缓存（运算次数）" in {m.label for m in at.metric}
+    # a ratio reads "N 倍" wherever the page builds one (the tile, the tables' cells), never "81.3x"
+    assert english_ratios(shown_texts(at)) == [], tab
+    assert at.metric[2].value.endswith(" 倍")
     if tab == "The '500x' claim":
         # the Chinese visualiser page's figure, quoted as written
         assert any("生成 1000 个 token 时,加速比约 500x" in m.value for m in at.markdown)
-        table = next(df.value for df in at.dataframe if "~500x?" in df.value.columns)
-        assert list(table["~500x?"]).count("是") >= 1 and "统计量" in table.columns
+        table = next(df.value for df in at.dataframe if "约 500 倍？" in df.value.columns)
+        assert list(table["约 500 倍？"]).count("是") >= 1 and "统计量" in table.columns
+        assert all(cell.endswith(" 倍") for cell in table["比值"])
+        assert any(" 倍**" in m.value for m in at.markdown)  # the whole-run / last-step table's ratios
+    if tab == "Per component":
+        assert all(cell.endswith(" 倍") for cell in at.dataframe[0].value["不使用 / 使用"])
     if tab == "Per component":
         assert any("对数刻度" in t for t in texts)  # the log axis says so, in Chinese
+
+
+@pytest.mark.parametrize("tab", ["Per component", "The '500x' claim"])
+def test_count_the_work_in_english_keeps_the_x(tab):
+    """The same formatter writes English ratios as before: "81.3x" on the tile and in the tables."""
+    at = ops_page(i18n.ENGLISH, ops_tab=tab)
+    assert at.metric[2].value.endswith("x") and english_ratios(shown_texts(at))
+    if tab == "The '500x' claim":
+        table = next(df.value for df in at.dataframe if "~500x?" in df.value.columns)
+        assert all(cell.endswith("x") for cell in table["ratio"])
 
 
 def test_count_the_work_custom_shape_error_and_savings_sentence_in_chinese():

@@ -107,3 +107,22 @@ def test_no_chinese_message_uses_a_calqued_scale_word():
         strings = message.string if isinstance(message.string, tuple) else (message.string,)
         found += [(message.id, s) for s in strings if CALQUE.search(s)]
     assert not found, found
+
+
+def test_a_ratio_reads_x_in_english_and_bei_in_chinese():
+    """One formatter for every ratio a page builds (kvviz.i18n.numbers.ratio): the same digits, the language's word."""
+    assert numbers.ratio(1234.56, lang=EN) == "1,234.6x" and numbers.ratio(1234.56, lang=ZH) == "1,234.6 倍"
+    assert numbers.ratio(2.2, ".2f", ZH) == "2.20 倍" and numbers.ratio(1.65, ".3g", EN) == "1.65x"
+    with i18n.language(ZH):
+        assert numbers.ratio(4, ",") == "4 倍"
+
+
+def test_a_lessons_ratio_answer_goes_through_it():
+    from kvviz.teaching import lesson
+
+    question = lesson.Question("how many times?", 72.3, "", unit="x")
+    with i18n.language(ZH):
+        assert question.answer_text() == "72.3 倍"
+    with i18n.language(EN):
+        assert question.answer_text() == "72.3x"
+    assert lesson.Question("how many?", 1024, "").answer_text() == "1,024"

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 from kvviz import i18n
 from kvviz.i18n import _
 from kvviz.teaching import glossary, handout, lesson
-from support.i18n_text import english_leftovers, page_texts
+from support.i18n_text import english_leftovers, english_ratios, page_texts, shown_texts
 from support.pages import open_page
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -133,3 +133,35 @@ def test_the_handout_in_chinese(bundled):
     body = re.sub(r"<script.*?</script>|<div class=\"plotly-graph-div\".*?</div>", " ", doc, flags=re.S)
     text = [t for t in re.sub(r"<[^>]+>", "\n", body[body.index("<body>"):]).split("\n") if t.strip()]
     assert not english_leftovers(text)
+
+
+@pytest.mark.app
+def test_step_8_states_its_ratio_in_bei(fresh_streamlit_caches):
+    """Step 8's answer is a ratio: "72.3 倍" on a Chinese page (class mode's answer, the worked answer's first
+    sentence), never the English "72.3x"; the same formatter (kvviz.i18n.numbers.ratio) that the handout uses."""
+    at = _lesson_zh(8, class_mode=True)
+    at.button(key="lesson_reveal_btn_8").click().run()
+    assert re.fullmatch(r"### 答案：[\d,.]+ 倍", at.success[0].value), at.success[0].value
+    assert english_ratios(shown_texts(at)) == []
+    at = _lesson_zh(8)
+    at.button(key="lesson_show_8").click().run()
+    assert re.match(r"正确答案是 \*\*[\d,.]+ 倍\*\*。", at.info[0].value), at.info[0].value
+    assert english_ratios(shown_texts(at)) == []
+
+
+@pytest.mark.model
+def test_the_handouts_ratio_in_both_languages(bundled):
+    from kvviz.step.engine import StepEngine
+
+    engine = StepEngine(bundled)
+    step = lesson.STEPS[7]
+    docs = {}
+    for code in (i18n.CHINESE, i18n.ENGLISH):
+        with i18n.language(code):
+            question = step.ask(engine)
+            docs[code] = (question.answer_text(), handout.handout_html([step], [question], "GPT-2"))
+    (zh_answer, zh_doc), (en_answer, en_doc) = docs[i18n.CHINESE], docs[i18n.ENGLISH]
+    assert zh_answer.endswith(" 倍") and en_answer.endswith("x") and zh_answer[:-2] == en_answer[:-1]
+    assert f"答案：{zh_answer}" in zh_doc and f"Answer: {en_answer}" in en_doc
+    body = re.sub(r"<script.*?</script>", " ", zh_doc, flags=re.S)
+    assert english_ratios(re.sub(r"<[^>]+>", "\n", body[body.index("<body>"):]).split("\n")) == []

@@ -22,7 +22,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from _plotly_utils.utils import is_skipped_key, to_typed_array_spec
 
-from kvviz.i18n import _, list_sep
+from kvviz.i18n import N_, _, join_sentences, list_sep, numbers
 
 MIN_TICK_FONT_PX = 14  # shared with the step page's figures and the browser test: never below this
 MAX_LEGEND_ENTRIES = 4
@@ -132,6 +132,35 @@ def log_ticks(values: Iterable[float]) -> dict:
     return {"type": "log", "tickvals": ticks, "ticktext": [f"{t:,.6g}" for t in ticks]}
 
 
+def counted_axis(fig: go.Figure) -> go.Figure:
+    """The y values are counts (ops, bytes) drawn in the language's own scale: divided by the largest scale word
+    that fits the peak (numbers.axis_scale: thousands in English, 万 or 亿 in Chinese) and the word named on the
+    axis title, so ticks read 5, 10, 15 under "…, 单位：万", never plotly's "50k" (k is no Chinese unit). The
+    hover says the count in the same words and exactly ("157：125.3 亿（12,530,257,920）"); customdata keeps
+    the exact integers."""
+    peak = max((max(t.y) for t in fig.data if t.y is not None and len(t.y)), default=0)
+    factor, word = numbers.axis_scale(peak)
+    for trace in fig.data:
+        exact = [int(v) for v in trace.y]
+        xs = list(trace.x) if trace.x is not None else list(range(len(exact)))
+        trace.update(y=[v / factor for v in exact], customdata=exact,
+                     hovertext=[_hover_count(x, v, factor) for x, v in zip(xs, exact, strict=True)],
+                     hovertemplate="%{hovertext}<extra>%{fullData.name}</extra>")
+    if word:
+        fig.update_yaxes(title_text=_("{title}, {scale}").format(title=fig.layout.yaxis.title.text, scale=word))
+    fig.update_yaxes(exponentformat="none", separatethousands=True)
+    return fig
+
+
+def _hover_count(x, count: int, factor: int) -> str:
+    """"157: 125.3 亿 (12,530,257,920)": where it is, the count as the axis reads it, and exactly."""
+    exact = numbers.format_number(count)
+    words = numbers.count_in_words(count, scale_from=factor) if factor > 1 else exact
+    shown = exact if words == exact else _("{count_in_words} ({exact})").format(count_in_words=words, exact=exact)
+    where = f"{x:,}" if isinstance(x, int) else str(x)
+    return _("{where}: {count}").format(where=where, count=shown)
+
+
 def legend_entries(fig: go.Figure) -> int:
     """How many entries the figure's legend shows, as plotly draws it: every trace not marked showlegend=False,
     and none at all for a single-trace figure unless the layout asks for a legend."""
@@ -149,6 +178,8 @@ def export_config(filename: str = "kvviz") -> dict:
 
 # ----- a chart's data as text, for a reader who cannot see it -----
 MAX_DESCRIBED_TRACES = 8  # the rest are counted, not read out
+# An unnamed series is read out by what it is, in the reader's language (never plotly's "bar", "scatter").
+TRACE_KINDS = {"bar": N_("bars"), "scatter": N_("line"), "heatmap": N_("heat map")}
 MAX_LISTED_POINTS = 12  # a bar chart up to this many bars is read bar by bar; past it, its extent and its highest
 
 
@@ -161,14 +192,15 @@ def describe(fig: go.Figure) -> str:
     parts = [_("Chart: {title}.").format(title=title) if title else _("Chart.")]
     traces = list(fig.data)
     for trace in traces[:MAX_DESCRIBED_TRACES]:
-        name = _plain(trace.name) if getattr(trace, "name", None) else trace.type
+        kind = _kind(trace)
+        name = _plain(trace.name) if getattr(trace, "name", None) else kind
         try:
             parts.append(_trace_text(trace, name))
         except (TypeError, ValueError):  # data of a shape this reader does not know: name the series, never fail
-            parts.append(_("{name} ({kind}).").format(name=name, kind=trace.type))
+            parts.append(_("{name} ({kind}).").format(name=name, kind=kind))
     if len(traces) > MAX_DESCRIBED_TRACES:
         parts.append(_("{n} more series not read out.").format(n=len(traces) - MAX_DESCRIBED_TRACES))
-    return " ".join(parts)
+    return join_sentences(parts)
 
 
 def _trace_text(trace, name: str) -> str:
@@ -194,7 +226,11 @@ def _trace_text(trace, name: str) -> str:
         return _("{name}: {n} points, from {x0} ({y0}) to {x1} ({y1}); highest {top} at {at}.").format(
             name=name, n=len(points), x0=_plain(points[0][0]), y0=_num(points[0][1]), x1=_plain(points[-1][0]),
             y1=_num(points[-1][1]), top=_num(top[1]), at=_plain(top[0]))
-    return _("{name} ({kind}).").format(name=name, kind=trace.type)
+    return _("{name} ({kind}).").format(name=name, kind=_kind(trace))
+
+
+def _kind(trace) -> str:
+    return _(TRACE_KINDS[trace.type]) if trace.type in TRACE_KINDS else trace.type
 
 
 def _number(value) -> float | None:

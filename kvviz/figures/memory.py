@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from kvviz.figures import BLUE, GREEN, MARKER_COLOR, ORANGE, PURPLE, VERMILLION, readable, top_legend
-from kvviz.i18n import _, ngettext
+from kvviz.i18n import _, join_sentences, ngettext
 from kvviz.memory import KVBudget, KVConfig, capacity, kv_bytes
 from kvviz.memory.capacity import PagedView
 from kvviz.memory.units import binary_unit, format_bytes, short_bytes
@@ -112,14 +112,14 @@ def size_vs_context_figure_text(
             name=cfg.name, kind=cfg.attention_kind, start=format_bytes(line[0]), first=grid[0],
             end=format_bytes(line[-1]), last=end)
         if mark_context is not None and grid[0] < mark_context < end:  # the ends are said already
-            said += " " + _("At the marked {n:,} tokens: {bytes_}.").format(
-                n=mark_context, bytes_=format_bytes(kv_bytes(cfg, mark_context, batch)))
+            said = join_sentences((said, _("At the marked {n:,} tokens: {bytes_}.").format(
+                n=mark_context, bytes_=format_bytes(kv_bytes(cfg, mark_context, batch)))))
         if budget is not None:
             fits_under = capacity.max_context(cfg, batch, budget, cap=end)
-            said += " " + (_("It stays under the dashed line.") if fits_under >= end else
-                           _("It crosses the dashed line at {n:,} tokens.").format(n=fits_under + 1))
+            said = join_sentences((said, _("It stays under the dashed line.") if fits_under >= end else
+                                   _("It crosses the dashed line at {n:,} tokens.").format(n=fits_under + 1)))
         parts.append(said)
-    return " ".join(parts)
+    return join_sentences(parts)
 
 
 def per_layer_figure(budget: KVBudget) -> go.Figure:
@@ -167,7 +167,7 @@ def per_layer_figure_text(budget: KVBudget) -> str:
                                "Sliding-window layers {layers}: {tokens:,} tokens, {bytes_} each.", len(layers))
                       ).format(layers=_layer_runs(layers), tokens=tokens, bytes_=format_bytes(n_bytes)))
     parts.append(_("All layers together: {bytes_}.").format(bytes_=format_bytes(sum(budget.layer_bytes))))
-    return " ".join(parts)
+    return join_sentences(parts)
 
 
 def paged_figure(view: PagedView) -> go.Figure:

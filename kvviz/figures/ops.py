@@ -9,8 +9,8 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from kvviz.figures import BLUE, VERMILLION, legend_entries, log_ticks, readable, top_legend
-from kvviz.i18n import N_, _, numbers
+from kvviz.figures import BLUE, VERMILLION, counted_axis, legend_entries, log_ticks, readable, top_legend
+from kvviz.i18n import N_, _
 from kvviz.ops import COMPONENT_LABELS, COMPONENTS, FLOPS_PER_OP, PassCounts
 
 CACHED_COLOR, UNCACHED_COLOR = BLUE, VERMILLION
@@ -27,17 +27,10 @@ Point = tuple[int, PassCounts, PassCounts]  # (passes so far, cached cumulative,
 def _readable_axes(fig: go.Figure) -> go.Figure:
     """Counts drawn in plain words a room can read: the y values divided by the language's scale named on the
     axis ("ops (multiply-adds), billions"; in Chinese by 万 or 亿: "…，单位：亿"): ticks 2, 4, 6 ... never
-    "0.2x10^10" with a tiny superscript, never plotly's '600B' (billion? bytes?). Hover shows the exact integer.
+    "0.2x10^10" with a tiny superscript, never plotly's '600B' (billion? bytes?). Hover shows the count in the
+    axis's words and the exact integer (kvviz.figures.counted_axis).
     A log axis ticks at powers of ten only."""
-    peak = max((max(t.y) for t in fig.data if t.y is not None and len(t.y)), default=0)
-    factor, word = numbers.axis_scale(peak)
-    for trace in fig.data:
-        exact = [int(v) for v in trace.y]
-        trace.update(y=[v / factor for v in exact], customdata=exact,
-                     hovertemplate="%{x:,}: %{customdata:,}<extra>%{fullData.name}</extra>")
-    if word:
-        fig.update_yaxes(title_text=_("{title}, {scale}").format(title=fig.layout.yaxis.title.text, scale=word))
-    fig.update_yaxes(exponentformat="none", separatethousands=True)
+    counted_axis(fig)
     if fig.layout.yaxis.type == "log":
         fig.update_yaxes(**log_ticks(v for t in fig.data for v in t.y))
     legend, top = top_legend(legend_entries(fig))

@@ -25,7 +25,7 @@ import functools
 import gettext as _gettext
 import io
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -194,6 +194,23 @@ def shown_english(text: str) -> str:
 def list_sep() -> str:
     """The separator between the items of a list inside one sentence ("; ", in Chinese a full-width one)."""
     return _("; ")
+
+
+def item_sep() -> str:
+    """The separator between the items of a short list ("Q, K, V"; in Chinese the enumeration comma: Q、K、V)."""
+    return _(", ")
+
+
+def join_sentences(sentences: Iterable[str]) -> str:
+    """Sentences one after the other: a space after an English full stop, none after a Chinese one (。？！ and
+    their kin close a sentence with their own width: "图。柱：…", never "图。 柱：…")."""
+    out = ""
+    for sentence in (s for s in sentences if s):
+        out += sentence if not out or out[-1] in _FULL_WIDTH_CLOSERS else " " + sentence
+    return out
+
+
+_FULL_WIDTH_CLOSERS = "。！？；：，、）”"
 
 
 def text_width(text: str) -> int:

@@ -7,17 +7,21 @@ formats: English's long form "0 million", Chinese's short form "0亿"), not from
 largest word the words the app already used carry on (quadrillion, quintillion; 亿亿 = 10^16).
 
 One home for this rule: a metric tile's "245.3 million" (`count_in_words`) and a chart axis's "单位：亿"
-(`axis_scale`) both read `scales()`. The scale is for display only: the exact integer stays in the record,
+(`axis_scale`) both read `scales()`. A ratio has one home too, `ratio`: "81.3x" in English, "81.3 倍" in Chinese
+(a Chinese reader reads "81.3x" as an English suffix); every ratio a page, a chart or the handout builds in code
+goes through it. The scale is for display only: the exact integer stays in the record,
 the tooltip and the hover. UI-free: no Streamlit import here.
 """
 from __future__ import annotations
 
+import contextlib
 import decimal
 import functools
 from dataclasses import dataclass
 from decimal import Decimal
 
 from kvviz import i18n
+from kvviz.i18n import N_
 
 _BABEL_LOCALES = {i18n.ENGLISH: "en", i18n.CHINESE: "zh_CN"}
 # Which CLDR compact form names the scale in words: English's "short" says "245M" (M for million? mega?),
@@ -118,3 +122,13 @@ def axis_scale(peak: float, lang: str | None = None) -> tuple[int, str]:
     unit; (1, "") when the values are smaller than every scale. Divide for drawing only; hover the exact value."""
     fitting = [s for s in scales(_language(lang)) if abs(peak) >= s.divisor]
     return (fitting[-1].divisor, fitting[-1].unit) if fitting else (1, "")
+
+
+RATIO = N_("{ratio}x")  # a ratio's one pattern: "81.3x"; Chinese "81.3 倍"
+
+
+def ratio(value: float, spec: str = ",.1f", lang: str | None = None) -> str:
+    """A ratio (how many times) as the language writes it: "1,234.5x" in English, "1,234.5 倍" in Chinese; the
+    number formatted by `spec` (Python's format spec: ",.1f", ".2f", ".3g"), the same digits in both languages."""
+    with i18n.language(lang) if lang in _BABEL_LOCALES else contextlib.nullcontext():
+        return i18n._(RATIO).format(ratio=format(value, spec))

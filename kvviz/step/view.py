@@ -467,9 +467,9 @@ def race_verdict(t: RaceTiming, big: bool) -> str:
     if t.inside_noise:
         noise = _("**Inside the noise**: the middle halves overlap. At this size a forward is mostly its fixed cost "
                   "(the dashed line: 1 token, nothing cached), which hides the saving.")
-        return " ".join([noise] + ([] if big else [_("Try the GPT-2 124M shape.")]) + [how])
+        return i18n.join_sentences([noise] + ([] if big else [_("Try the GPT-2 124M shape.")]) + [how])
     if not t.cached_faster:
-        return " ".join([_("**The cached step measured slower** this time: a burst of load, most likely."),
+        return i18n.join_sentences([_("**The cached step measured slower** this time: a burst of load, most likely."),
                          floor_sentence(t), how])
     extra = ""
     if big:

@@ -102,10 +102,10 @@ def handout_html(steps: Sequence[LessonStep], questions: Sequence[Question], mod
             f"{''.join(figures)}"
             + ("<div class='work'></div>" if worksheet  # room to write the answer
                else f'<p class="hint">{hint}</p><div class="answer">{answer}</div>')
-            + f"<p class='caption'>{html.escape(used)} {html.escape(on_screen)}</p></section>")
+            + f"<p class='caption'>{html.escape(i18n.join_sentences((used, on_screen)))}</p></section>")
     title = _("The KV cache in {n} questions").format(n=len(steps))
     preset_steps = [(n, q.model) for n, q in enumerate(questions, start=1) if q.model]
-    others = "; ".join(_("step {number}: {model}").format(number=n, model=m) for n, m in preset_steps)
+    others = i18n.list_sep().join(_("step {number}: {model}").format(number=n, model=m) for n, m in preset_steps)
     model = html.escape(model_label)
     if preset_steps:
         computed = _("The numbers were computed for <b>{model}</b>, the model the lesson ran on, except where a step "

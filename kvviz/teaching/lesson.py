@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from kvviz import i18n, memory, ops, routes
-from kvviz.i18n import N_, _, ngettext
+from kvviz.i18n import N_, _, ngettext, numbers
 from kvviz.measure.load import load_number
 from kvviz.measure.timing import quartiles
 from kvviz.memory import capacity, units
@@ -82,14 +82,14 @@ class Question:
         return ((self.picture,) if self.picture else ()) + self.extra_pictures
 
     def answer_text(self) -> str:
-        """The answer as the worked answer states it (bytes in all three forms; numbers and units are the same in
-        every language)."""
+        """The answer as the worked answer states it: bytes in all three forms (the same in every language), a
+        ratio as the language writes one ("72.3x", "72.3 倍": kvviz.i18n.numbers.ratio)."""
         if self.is_choice:
             return str(self.answer)
         if self.unit == "bytes":
             return units.format_bytes(int(self.answer))
-        value = f"{self.answer:,}" if isinstance(self.answer, int) else f"{self.answer:,.1f}"
-        return f"{value}{'x' if self.unit == 'x' else ''}"
+        spec = "," if isinstance(self.answer, int) else ",.1f"
+        return numbers.ratio(self.answer, spec) if self.unit == "x" else format(self.answer, spec)
 
 
 @dataclass(frozen=True)
@@ -659,7 +659,7 @@ def preset_steps(steps: tuple[LessonStep, ...] = STEPS) -> list[tuple[int, str]]
 
 def preset_steps_text(steps: tuple[LessonStep, ...] = STEPS) -> str:
     """"step 9: GPT-2 small; step 10: Llama-3-8B; ...", in the current language."""
-    return "; ".join(_("step {number}: {model}").format(number=n, model=m) for n, m in preset_steps(steps))
+    return i18n.list_sep().join(_("step {number}: {model}").format(number=n, model=m) for n, m in preset_steps(steps))
 
 
 @dataclass(frozen=True)

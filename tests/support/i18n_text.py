@@ -4,6 +4,8 @@
 tab and expander labels, table headers, metric labels, and each plotly chart's titles, axis titles, legend
 names, hover templates, tick labels and annotations). `english_leftovers(texts)` returns the runs of four or
 more English words that remain once names, code and units are set aside; ALLOWED: the names that may stay English.
+`shown_texts(at)` adds what `page_texts` leaves out as data (metric values, table headers and cells), and
+`english_ratios(texts)` finds a ratio written the English way ("81.3x") outside a quoted source's own words.
 """
 from __future__ import annotations
 
@@ -94,3 +96,24 @@ def _glossary_names() -> tuple[str, ...]:
 # titles, and the bundled model's own words.
 ALLOWED = ("Transformer Explainer", "Hugging Face", "Attention Is All You Need", "Shakespeare",
            "The Llama 3 Herd of Models", "Language Models are Few-Shot Learners", *_glossary_names())
+
+
+# A ratio with the English suffix: "81.3x", "2.21x", "500x" (not "4096x4096", not "0x10").
+ENGLISH_RATIO = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?x\b")
+_QUOTED = re.compile(r"“[^”]*”")  # a source's own words, quoted as written ("加速比约 500x")
+
+
+def shown_texts(at) -> list[str]:
+    """`page_texts(at)` and the values a reader sees that it skips as data: metric values and deltas, and every
+    table's (st.dataframe, st.table) headers and cells."""
+    texts = page_texts(at)
+    texts += [str(v) for m in at.metric for v in (m.value, m.proto.delta) if v]
+    for frame in [*at.dataframe, *at.table]:
+        df = frame.value
+        texts += [str(c) for c in df.columns] + [str(v) for v in df.to_numpy().ravel() if isinstance(v, str)]
+    return texts
+
+
+def english_ratios(texts: Iterable[str]) -> list[str]:
+    """Ratios written "Nx" in `texts`, what is quoted in “” (a source's own words) set aside."""
+    return [m.group(0) for t in texts for m in ENGLISH_RATIO.finditer(_QUOTED.sub(" ", t))]
