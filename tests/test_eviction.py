@@ -261,6 +261,30 @@ def test_takeaways_are_computed_from_the_sweep(loaded):
     recent5 = sweep.point("recent", 5)
     assert any(f"copies {recent5.copy_accuracy:.0%} with loss change {recent5.loss_change_nats:+.3f}" in line
                for line in lines)
+    # every ranking goes through the noise rule: the policies whose 95% interval overlaps the best's are named
+    # as inside its noise, and no other
+    line25 = next(line for line in lines if line.startswith("At 25%"))
+    tied = [p for p in at25 if p is not best and ev.inside_noise(p, best, "copy")]
+    if tied:
+        assert f"{', '.join(ev.policy_short(p.policy) for p in tied)} inside its noise" in line25
+    else:
+        assert "inside its noise" not in line25
+    assert ("random control's" in line25 and
+            ("is inside the noise of it" in line25) == ev.inside_noise(sweep.point("random", 25), best, "copy"))
+
+
+def test_intervals_are_standard_errors_over_the_predictions(loaded):
+    """copy_se: sqrt(p (1 - p) / (n - 1)) of the hits (sample std / sqrt n); the full cache's loss change is 0 ± 0."""
+    settings = ev.EvictSettings(n_spans=2, n_passages=2)
+    texts = ev.SweepTexts(loaded, None, settings)
+    full = ev.policy_points(loaded, texts, "full")[0]
+    assert full.loss_change_nats == 0 and full.loss_change_se == 0
+    point = ev.policy_points(loaded, texts, "recent", (25,))[0]
+    p, n = point.copy_accuracy, point.copy_total
+    assert point.copy_se == pytest.approx((p * (1 - p) * n / (n - 1) / n) ** 0.5, rel=1e-9)
+    lo, hi = point.copy_interval
+    assert lo < p < hi and hi - lo == pytest.approx(2 * 1.96 * point.copy_se)
+    assert point.loss_change_se > 0
 
 
 def test_cli_prints_the_page_numbers_and_refuses_bad_values_in_one_line(loaded, capsys):

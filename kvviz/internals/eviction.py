@@ -55,7 +55,8 @@ from typing import TYPE_CHECKING
 from kvviz.i18n import N_, _
 from kvviz.inputs.prompt_rules import check_int_in_range
 from kvviz.internals import quant
-from kvviz.internals.records import EvictionGrid, EvictionPoint, EvictionSweep, LayerKept
+from kvviz.internals.records import INTERVAL_Z, EvictionGrid, EvictionPoint, EvictionSweep, LayerKept
+from kvviz.measure.timing import intervals_overlap
 from kvviz.model.loading import LoadedModel
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ if TYPE_CHECKING:
 __all__ = ["EVICT_KEEP_PERCENTS", "EVICT_POLICIES", "EVICT_POLICY_LABELS", "EVICT_POLICY_RULES", "EVICT_POLICY_SHORT",
            "EVICT_QUANT_SCHEMES", "EvictionError", "EvictSettings", "HELD_OUT_TEXT_PATH", "Prefill", "SweepTexts",
            "cache_nbytes", "check_keep_percent", "check_policy", "continue_from", "copy_correct", "copy_sequences",
-           "eviction_grid", "eviction_takeaways", "held_out_text", "keep_order", "keep_rows", "kept_rows",
+           "eviction_grid", "eviction_takeaways", "held_out_text", "inside_noise", "keep_order", "keep_rows", "kept_rows",
            "loss_passages", "measure_policy", "measure_quantized", "policy_label", "policy_note", "policy_points",
            "policy_short", "prefill", "prune",
            "quant_points", "rows_for_budget", "sweep", "sweep_of", "text_ids"]
@@ -209,40 +210,72 @@ def policy_note(policy: str, rows: int, settings: EvictSettings) -> str | None:
     return None
 
 
-def eviction_takeaways(sweep: EvictionSweep, hold_within: float = 0.05) -> list[str]:
-    """What a class takes away, computed from the sweep (never typed in): which policies hold up at which
-    budget, where quantizing beats evicting at equal bytes, and what the sink rows are worth.
+def _pm(p: EvictionPoint, metric: str) -> str:
+    """'31% ± 4' (copy accuracy) or '+0.066 ± 0.041' (loss change, nats): the value and its 95% half-width."""
+    if metric == "copy":
+        return f"{p.copy_accuracy:.0%} ± {100 * INTERVAL_Z * p.copy_se:.0f}"
+    return f"{p.loss_change_nats:+.3f} ± {INTERVAL_Z * p.loss_change_se:.3f}"
 
-    hold_within: a policy "holds up" at a budget while its copy accuracy is within this of the full cache's."""
+
+def _interval(p: EvictionPoint, metric: str) -> tuple[float, float]:
+    return p.copy_interval if metric == "copy" else p.loss_change_interval
+
+
+def inside_noise(a: EvictionPoint, b: EvictionPoint, metric: str) -> bool:
+    """kvviz.measure's rule on two points: their 95% intervals overlap, so the data name no better side."""
+    return intervals_overlap(_interval(a, metric), _interval(b, metric))
+
+
+def _names(points) -> str:
+    return ", ".join(policy_short(p.policy) for p in points)
+
+
+def eviction_takeaways(sweep: EvictionSweep) -> list[str]:
+    """What a class takes away, computed from the sweep (never typed in): which policies hold up at which
+    budget, where quantizing beats evicting at equal bytes, and what the sink rows are worth. Every comparison
+    goes through kvviz.measure's rule (inside_noise): where two 95% intervals overlap, no side is named."""
     full = sweep.point("full", 100)
-    evicting = EVICT_POLICIES[1:]
-    lines = []
-    holds = [(min((p.keep_percent for p in sweep.curve(policy)
-                   if p.keep_percent < 100 and p.copy_accuracy >= full.copy_accuracy - hold_within), default=101),
-              policy) for policy in evicting]
-    best_keep, best = min(holds)
-    if best_keep <= 100:
-        lines.append(_("Copying holds (within {pp:.0f} points of the full cache's {acc:.0%}) down to {keep}% of the "
-                       "bytes with {policy}.").format(pp=100 * hold_within, acc=full.copy_accuracy, keep=best_keep,
-                                                      policy=policy_short(best)))
+    evicting = [p for p in EVICT_POLICIES[1:] if sweep.curve(p)]
+    lines = [_("Every figure carries ± its 95% interval (1.96 standard errors over the predictions, each counted "
+               "as a sample). Where two intervals overlap the difference is inside the noise, and no side is "
+               "named.")]
+    holds = {}
+    for policy in evicting:
+        inside = [p.keep_percent for p in sweep.curve(policy) if p.keep_percent < 100 and inside_noise(p, full, "copy")]
+        if inside:
+            holds[policy] = min(inside)
+    if holds:
+        best_keep = min(holds.values())
+        lines.append(_("Copying stays inside the noise of the full cache's {acc} down to {keep}% of the bytes with "
+                       "{policies}.").format(acc=_pm(full, "copy"), keep=best_keep,
+                                             policies=", ".join(policy_short(p) for p, k in holds.items()
+                                                                if k == best_keep)))
     else:
-        lines.append(_("No policy keeps copying within {pp:.0f} points of the full cache's {acc:.0%} once rows are "
-                       "evicted: the repeat needs the rows of the whole first copy, and every policy throws some "
-                       "of them away.").format(pp=100 * hold_within, acc=full.copy_accuracy))
-    random_line = {p.keep_percent: p for p in sweep.curve("random")}
-    for keep in (50, 25, 10):
-        if keep not in random_line:
+        lines.append(_("No policy keeps copying inside the noise of the full cache's {acc} once rows are evicted: "
+                       "the repeat needs the rows of the whole first copy, and every policy throws some of them "
+                       "away.").format(acc=_pm(full, "copy")))
+    budgets = {p.keep_percent for p in sweep.curve("random")}
+    for keep in (50, 25, 10, 5):
+        if keep not in budgets:
             continue
+        rand = sweep.point("random", keep)
         at = [sweep.point(policy, keep) for policy in evicting if policy != "random"]
         top = max(at, key=lambda p: p.copy_accuracy)
-        lowest_loss = min(at, key=lambda p: p.loss_change_nats)
-        worst_loss = max(at, key=lambda p: p.loss_change_nats)
-        lines.append(_("At {keep}%: best copying {policy} {acc:.0%} (the random control {rand:.0%}); loss change from "
-                       "{low:+.3f} nats ({low_policy}) to {high:+.3f} ({high_policy}).").format(
-            keep=keep, policy=policy_short(top.policy), acc=top.copy_accuracy,
-            rand=random_line[keep].copy_accuracy, low=lowest_loss.loss_change_nats,
-            low_policy=policy_short(lowest_loss.policy), high=worst_loss.loss_change_nats,
-            high_policy=policy_short(worst_loss.policy)))
+        tied = [p for p in at if p is not top and inside_noise(p, top, "copy")]
+        low = min(at, key=lambda p: p.loss_change_nats)
+        high = max(at, key=lambda p: p.loss_change_nats)
+        copy_part = _("At {keep}%: best copying {policy} {acc}").format(keep=keep, policy=policy_short(top.policy),
+                                                                       acc=_pm(top, "copy"))
+        if tied:
+            copy_part += _(", with {others} inside its noise").format(others=_names(tied))
+        copy_part += (_("; the random control's {rand} is inside the noise of it") if inside_noise(rand, top, "copy")
+                      else _("; the random control's {rand} is below it")).format(rand=_pm(rand, "copy"))
+        loss_part = (_("loss change from {low} nats ({low_policy}) to {high} ({high_policy}), inside the noise of "
+                       "each other") if inside_noise(low, high, "loss") else
+                     _("loss change from {low} nats ({low_policy}) to {high} ({high_policy})")).format(
+            low=_pm(low, "loss"), low_policy=policy_short(low.policy), high=_pm(high, "loss"),
+            high_policy=policy_short(high.policy))
+        lines.append(copy_part + "; " + loss_part + ".")
     for q in sweep.quantized:
         # the evicting policies' best copy accuracy at the largest budget that fits in the format's bytes
         fits = [p for p in sweep.points if p.kind == "eviction" and p.policy != "full"
@@ -250,19 +283,36 @@ def eviction_takeaways(sweep: EvictionSweep, hold_within: float = 0.05) -> list[
         if not fits:
             continue
         rival = max(fits, key=lambda p: (p.copy_accuracy, -p.kv_bytes_kept))
-        verdict = (_("quantizing wins") if q.copy_accuracy > rival.copy_accuracy + 1e-12 else
-                   _("a tie") if abs(q.copy_accuracy - rival.copy_accuracy) <= 1e-12 else _("evicting wins"))
-        lines.append(_("{format} ({share:.0%} of the bytes) copies {q_acc:.0%}; the best eviction in no more "
-                       "bytes, {policy} at {keep}%, copies {e_acc:.0%}: {verdict}.").format(
-            format=q.policy, share=q.bytes_fraction, q_acc=q.copy_accuracy, policy=policy_short(rival.policy),
-            keep=rival.keep_percent, e_acc=rival.copy_accuracy, verdict=verdict))
+        verdict = (_("inside the noise") if inside_noise(q, rival, "copy") else
+                   _("quantizing wins") if q.copy_accuracy > rival.copy_accuracy else _("evicting wins"))
+        lines.append(_("{format} ({share:.0%} of the bytes) copies {q_acc}; the best eviction in no more "
+                       "bytes, {policy} at {keep}%, copies {e_acc}: {verdict}.").format(
+            format=policy_short(q.policy), share=q.bytes_fraction, q_acc=_pm(q, "copy"),
+            policy=policy_short(rival.policy), keep=rival.keep_percent, e_acc=_pm(rival, "copy"), verdict=verdict))
     s = sweep.settings.sink_tokens
     for keep in (75, 25, 5):  # a large, a middle and the smallest budget
+        if keep not in {p.keep_percent for p in sweep.curve("streaming")} & {p.keep_percent for p in
+                                                                             sweep.curve("recent")}:
+            continue
         without, with_ = sweep.point("recent", keep), sweep.point("streaming", keep)
+        verdicts = [_("copying inside the noise") if inside_noise(without, with_, "copy") else
+                    _("copying differs beyond the noise"),
+                    _("loss inside the noise") if inside_noise(without, with_, "loss") else
+                    _("loss differs beyond the noise")]
         lines.append(_("Sinks at {keep}%: the window alone (S = 0) copies {a0:.0%} with loss change {l0:+.3f} "
-                       "nats; with the first S = {s} rows kept, {a1:.0%} and {l1:+.3f} nats.").format(
+                       "nats; with the first S = {s} rows kept, {a1:.0%} and {l1:+.3f} nats ({verdicts}).").format(
             keep=keep, a0=without.copy_accuracy, l0=without.loss_change_nats, s=s, a1=with_.copy_accuracy,
-            l1=with_.loss_change_nats))
+            l1=with_.loss_change_nats, verdicts="; ".join(verdicts)))
+    lower = [p for p in sweep.points if p.policy != "full" and p.loss_change_interval[1] < 0]
+    if lower:
+        best = min(lower, key=lambda p: p.loss_change_nats)
+        lines.append(_("Some points lower the loss beyond the noise (best: {policy} at {keep}%, {change} nats): "
+                       "dropping rows can also drop context that misled the model on this text; on other text the "
+                       "same policy may raise it.").format(policy=policy_short(best.policy), keep=best.keep_percent,
+                                                           change=_pm(best, "loss")))
+    elif any(p.loss_change_nats < 0 for p in sweep.points if p.policy != "full"):
+        lines.append(_("The negative loss changes are inside the noise of zero: these passages are too few to say "
+                       "that evicting rows helps this model."))
     return lines
 
 
