@@ -227,7 +227,8 @@ def inside_noise(a: EvictionPoint, b: EvictionPoint, metric: str) -> bool:
 
 
 def _names(points) -> str:
-    return ", ".join(policy_short(p.policy) for p in points)
+    """Policies' short names as a list in the interface language (Chinese lists them with 、)."""
+    return _(", ").join(policy_short(p if isinstance(p, str) else p.policy) for p in points)
 
 
 def eviction_takeaways(sweep: EvictionSweep) -> list[str]:
@@ -236,8 +237,8 @@ def eviction_takeaways(sweep: EvictionSweep) -> list[str]:
     goes through kvviz.measure's rule (inside_noise): where two 95% intervals overlap, no side is named."""
     full = sweep.point("full", 100)
     evicting = [p for p in EVICT_POLICIES[1:] if sweep.curve(p)]
-    lines = [_("Every figure carries ± its 95% interval (1.96 standard errors over the predictions, each counted "
-               "as a sample). Where two intervals overlap the difference is inside the noise, and no side is "
+    lines = [_("Every figure carries ± its interval at 95%, 1.96 standard errors over the predictions, each counted "
+               "as a sample. Where two intervals overlap the difference is inside the noise, and no side is "
                "named.")]
     holds = {}
     for policy in evicting:
@@ -248,8 +249,7 @@ def eviction_takeaways(sweep: EvictionSweep) -> list[str]:
         best_keep = min(holds.values())
         lines.append(_("Copying stays inside the noise of the full cache's {acc} down to {keep}% of the bytes with "
                        "{policies}.").format(acc=_pm(full, "copy"), keep=best_keep,
-                                             policies=", ".join(policy_short(p) for p, k in holds.items()
-                                                                if k == best_keep)))
+                                             policies=_names([p for p, k in holds.items() if k == best_keep])))
     else:
         lines.append(_("No policy keeps copying inside the noise of the full cache's {acc} once rows are evicted: "
                        "the repeat needs the rows of the whole first copy, and every policy throws some of them "
