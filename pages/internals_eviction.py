@@ -23,12 +23,12 @@ from kvviz.internals.eviction import (
     policy_label,
     policy_short,
 )
-from kvviz.internals.records import EvictionGrid, EvictionPoint
+from kvviz.internals.records import INTERVAL_Z, EvictionGrid, EvictionPoint
 from kvviz.model.loading import LoadedModel
 from kvviz.ui import a11y, models, router
 from pages.internals_shared import MODEL_HASH, PLOT, explain, run_queued
 
-DEFAULT_DRAWN = ("recent", "streaming", "h2o", "snapkv")
+DEFAULT_DRAWN = ("random", "recent", "streaming", "h2o")  # the takeaways cite the random control
 SOURCES = (
     ("StreamingLLM", "Xiao et al. 2023", "https://arxiv.org/abs/2309.17453"),
     ("H2O", "Zhang et al. 2023", "https://arxiv.org/abs/2306.14048"),
@@ -107,9 +107,13 @@ sinks = c3.number_input(_("Sink tokens S"), min_value=0, value=EvictSettings().s
 with st.expander(_("The text (held-out Shakespeare by default)")):
     text = st.text_area(_("Text for the copy test and the loss"), held_out_text(), key="evict_text", height=160,
                         max_chars=MAX_TEXT_CHARS, help=_(TEXT_CAP_HELP))
-settings = EvictSettings(sink_tokens=sinks)
 try:
-    settings = settings.checked(info.n_positions)
+    settings = EvictSettings(sink_tokens=sinks).checked(info.n_positions)
+except EvictionError as exc:  # one message naming the setting; the page goes on with the default S
+    st.error(_("{error}. The page shows S = {default} until it is changed.").format(
+        error=str(exc).rstrip("."), default=EvictSettings().sink_tokens))
+    settings = EvictSettings().checked(info.n_positions)
+try:
     loaded = models.current_model()
     with st.spinner(_("Pruning the real cache...")):
         shown = grid(loaded, policy, keep, text, settings)
@@ -119,6 +123,9 @@ except EvictionError as exc:
 
 st.header(_("What {policy} keeps at {keep}%").format(policy=policy_label(policy), keep=shown.keep_percent))
 st.markdown(_(EVICT_POLICY_RULES[policy]).format(window=settings.snap_window))
+note = eviction.policy_note(policy, shown.layers[0].rows_kept, settings)
+if note:
+    st.info(note)
 kept_bytes = sum(layer.kv_bytes_kept for layer in shown.layers)
 full_bytes = sum(layer.kv_bytes_full for layer in shown.layers)
 m1, m2, m3 = st.columns(3)
@@ -132,10 +139,12 @@ st.caption(_("The first copy-test span, {n} tokens: {text}").format(
 a11y.chart(st, fig.layer_bytes_figure(shown), **PLOT)
 
 st.header(_("Quality vs bytes kept: every policy, every budget"))
-st.caption(_("Bounded work: {policies} policies x {budgets} budgets x 2 measures, plus {formats} quantized formats; "
-             "{spans} spans of {half} tokens for the copy test, {passages} passages of {context} + {cont} tokens "
-             "for the loss. One measurement at a time on this server; results are kept per model, text and "
-             "settings.").format(policies=len(EVICT_POLICIES) - 1, budgets=len(EVICT_KEEP_PERCENTS),
+st.caption(_("Bounded work: the full cache once, {policies} policies x {budgets} budgets x 2 measures, plus {formats} "
+             "quantized formats; "
+             "{spans} spans of {half} tokens for the copy test, {passages} passages of {context} tokens of context "
+             "then {preds} predictions for the loss. Bars: ± the interval at 95%, 1.96 standard errors over the "
+             "predictions. One measurement at a time on this server; results are kept per model, text and "
+             "settings.").format(preds=settings.continuation_tokens - 1,policies=len(EVICT_POLICIES) - 1, budgets=len(EVICT_KEEP_PERCENTS),
                                  formats=len(EVICT_QUANT_SCHEMES), spans=settings.n_spans, half=settings.half_tokens,
                                  passages=settings.n_passages, context=settings.context_tokens,
                                  cont=settings.continuation_tokens))
@@ -168,7 +177,8 @@ with st.expander(_("Every measured point")):
         _("policy or format"): policy_short(p.policy), _("budget %"): p.keep_percent,
         _("rows kept"): p.rows_kept, _("KV bytes kept"): p.kv_bytes_kept,
         _("% of bytes"): round(100 * p.bytes_fraction, 1), _("copy accuracy %"): round(100 * p.copy_accuracy, 1),
-        _("loss change (nats)"): round(p.loss_change_nats, 4),
+        _("± 95% (points)"): round(100 * INTERVAL_Z * p.copy_se, 1),
+        _("loss change (nats)"): round(p.loss_change_nats, 4), _("± 95% (nats)"): round(INTERVAL_Z * p.loss_change_se, 4),
     } for p in sweep.points], hide_index=True)
 
 st.header(_("Sources"))

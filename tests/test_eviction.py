@@ -59,7 +59,7 @@ def test_every_policy_at_100_percent_reproduces_the_full_cache_logits_exactly(lo
     order = ev.keep_order(policy, pre, SETTINGS)
     rows = ev.rows_for_budget(100, pre.seq_len)
     assert rows == half
-    pruned = ev.prune(pre, ev.keep_rows(order, rows))
+    pruned = ev.prune(pre, ev.kept_rows(policy, order, rows))
     got = ev.continue_from(loaded, pruned, sequences[:, half:], half)
     with torch.inference_mode():  # the unpruned cache of a fresh prefill, transformers' own default positions
         want = loaded.model(input_ids=sequences[:, half:], past_key_values=_fresh_cache(loaded, sequences[:, :half]),
@@ -116,8 +116,9 @@ def test_streaming_llm_keeps_exactly_the_first_s_and_the_last_w(loaded, span_pre
     assert recent[0][0, 0].tolist() == list(range(pre.seq_len - rows, pre.seq_len))
 
 
-def test_h2o_keeps_the_highest_accumulated_attention_rows(loaded, span_prefill):
-    """Against a direct computation: an uncached pass's attention weights, summed by numpy loops."""
+def test_heavy_hitters_only_keeps_the_highest_accumulated_attention_rows(loaded, span_prefill):
+    """The one-shot heavy-hitters variant (h2o_heavy), against a direct computation: an uncached pass's attention
+    weights, summed by numpy loops."""
     import torch
 
 
@@ -126,7 +127,7 @@ def test_h2o_keeps_the_highest_accumulated_attention_rows(loaded, span_prefill):
     with torch.inference_mode():
         attentions = loaded.model(input_ids=prefix, use_cache=False, output_attentions=True).attentions
     rows = ev.rows_for_budget(25, pre.seq_len)
-    kept = ev.keep_rows(ev.keep_order("h2o", pre, SETTINGS), rows)
+    kept = ev.kept_rows("h2o_heavy", ev.keep_order("h2o_heavy", pre, SETTINGS), rows)
     info = loaded.info
     group = info.n_head // info.n_kv_heads
     for layer, a in enumerate(attentions):
@@ -260,6 +261,30 @@ def test_takeaways_are_computed_from_the_sweep(loaded):
     recent5 = sweep.point("recent", 5)
     assert any(f"copies {recent5.copy_accuracy:.0%} with loss change {recent5.loss_change_nats:+.3f}" in line
                for line in lines)
+    # every ranking goes through the noise rule: the policies whose 95% interval overlaps the best's are named
+    # as inside its noise, and no other
+    line25 = next(line for line in lines if line.startswith("At 25%"))
+    tied = [p for p in at25 if p is not best and ev.inside_noise(p, best, "copy")]
+    if tied:
+        assert f"{', '.join(ev.policy_short(p.policy) for p in tied)} inside its noise" in line25
+    else:
+        assert "inside its noise" not in line25
+    assert ("random control's" in line25 and
+            ("is inside the noise of it" in line25) == ev.inside_noise(sweep.point("random", 25), best, "copy"))
+
+
+def test_intervals_are_standard_errors_over_the_predictions(loaded):
+    """copy_se: sqrt(p (1 - p) / (n - 1)) of the hits (sample std / sqrt n); the full cache's loss change is 0 ± 0."""
+    settings = ev.EvictSettings(n_spans=2, n_passages=2)
+    texts = ev.SweepTexts(loaded, None, settings)
+    full = ev.policy_points(loaded, texts, "full")[0]
+    assert full.loss_change_nats == 0 and full.loss_change_se == 0
+    point = ev.policy_points(loaded, texts, "recent", (25,))[0]
+    p, n = point.copy_accuracy, point.copy_total
+    assert point.copy_se == pytest.approx((p * (1 - p) * n / (n - 1) / n) ** 0.5, rel=1e-9)
+    lo, hi = point.copy_interval
+    assert lo < p < hi and hi - lo == pytest.approx(2 * 1.96 * point.copy_se)
+    assert point.loss_change_se > 0
 
 
 def test_cli_prints_the_page_numbers_and_refuses_bad_values_in_one_line(loaded, capsys):
@@ -291,3 +316,126 @@ def test_the_measurements_doc_tables_reproduce_from_the_command_beside_them(load
     rows = section[section.index(heading):].split("\n\n")[1].splitlines()[2:]
     printed = table(list(ev.sweep(loaded).points)).splitlines()[1:]
     assert [r.strip("| ").split(" | ") for r in rows] == [line.split() for line in printed]
+
+
+# ----- each policy as its paper defines it (computed here independently of the lab's scorers) -----------------
+def _accumulated_attention(loaded, prefix) -> list[np.ndarray]:
+    """Per layer (B, Hkv, S): the attention each row received, summed over every query of an uncached pass and
+    averaged over the query heads that share a KV head."""
+    import torch
+
+    with torch.inference_mode():
+        attentions = loaded.model(input_ids=prefix, use_cache=False, output_attentions=True).attentions
+    info = loaded.info
+    out = []
+    for a in attentions:
+        a = a.double().numpy()  # (B, Hq, S, S)
+        b, hq, s, _s = a.shape
+        out.append(a.reshape(b, info.n_kv_heads, hq // info.n_kv_heads, s, s).mean(2).sum(2))
+    return out
+
+
+@pytest.mark.parametrize("sinks", [4, 16, 64])
+def test_streaming_llm_keeps_the_first_s_rows_then_the_newest_at_every_budget(loaded, span_prefill, sinks):
+    """Below S rows the budget holds only sinks: positions 0..rows-1, never the last sinks (position 0 is the
+    sink StreamingLLM exists to keep)."""
+    _, pre = span_prefill
+    settings = ev.EvictSettings(sink_tokens=sinks)
+    order = ev.keep_order("streaming", pre, settings)
+    for keep in ev.EVICT_KEEP_PERCENTS:
+        rows = ev.rows_for_budget(keep, pre.seq_len)
+        want = (list(range(rows)) if rows <= sinks else
+                list(range(sinks)) + list(range(pre.seq_len - (rows - sinks), pre.seq_len)))
+        for idx in ev.kept_rows("streaming", order, rows):
+            assert all(row == want for row in idx.reshape(-1, rows).tolist()), (keep, sinks)
+
+
+def test_h2o_keeps_the_papers_split_half_heavy_hitters_half_recent(loaded, span_prefill):
+    """H2O (Zhang et al. 2023): rows // 2 heavy hitters (the most accumulated attention among the rows outside
+    the recent window) + the newest rows - rows // 2. The one-shot heavy-hitters-only variant keeps its own name."""
+    sequences, pre = span_prefill
+    received = _accumulated_attention(loaded, sequences[:, :SETTINGS.half_tokens])
+    s = pre.seq_len
+    for keep in (25, 5):
+        rows = ev.rows_for_budget(keep, s)
+        heavy, recent = rows // 2, rows - rows // 2
+        kept = ev.kept_rows("h2o", ev.keep_order("h2o", pre, SETTINGS), rows)
+        for layer, r in enumerate(received):
+            for b in range(r.shape[0]):
+                for kv in range(r.shape[1]):
+                    got = kept[layer][b, kv].tolist()
+                    assert got[heavy:] == list(range(s - recent, s))  # the recent half
+                    scores = r[b, kv, :s - recent]
+                    top = set(np.argsort(-scores, kind="stable")[:heavy].tolist())
+                    boundary = np.sort(scores)[::-1][heavy - 1] if heavy else 0.0
+                    assert all(abs(scores[p] - boundary) < 1e-9 for p in set(got[:heavy]) ^ top)
+        only_heavy = ev.kept_rows("h2o_heavy", ev.keep_order("h2o_heavy", pre, SETTINGS), rows)
+        for layer, r in enumerate(received):
+            for b in range(r.shape[0]):
+                for kv in range(r.shape[1]):
+                    all_top = set(np.argsort(-r[b, kv], kind="stable")[:rows].tolist())
+                    edge = np.sort(r[b, kv])[::-1][rows - 1]
+                    assert all(abs(r[b, kv][p] - edge) < 1e-9
+                               for p in set(only_heavy[layer][b, kv].tolist()) ^ all_top)
+    assert ev.policy_short("h2o") == "H2O" and "heavy" in ev.policy_short("h2o_heavy")
+
+
+def test_snapkv_uses_the_official_pooling_and_keeps_its_newest_rows_below_its_window(loaded, span_prefill):
+    """SnapKV's code (github.com/FasterDecoding/SnapKV, snapkv_utils.py): the last `window` queries' attention on
+    the prefix only, avg_pool1d(kernel 5, padding 2, padding counted), top rows - window of the prefix + the whole
+    window. Below the window it keeps the window's newest rows (the lab says so)."""
+    import torch
+    import torch.nn.functional as F
+
+    sequences, pre = span_prefill
+    prefix = sequences[:, :SETTINGS.half_tokens]
+    w, s = SETTINGS.snap_window, pre.seq_len
+    with torch.inference_mode():
+        attentions = loaded.model(input_ids=prefix, use_cache=False, output_attentions=True).attentions
+    order = ev.keep_order("snapkv", pre, SETTINGS)
+    info = loaded.info
+    for keep in (25, 15):
+        rows = ev.rows_for_budget(keep, s)
+        kept = ev.kept_rows("snapkv", order, rows)
+        for layer, a in enumerate(attentions):
+            a = a.double()
+            b, hq = a.shape[:2]
+            grouped = a.reshape(b, info.n_kv_heads, hq // info.n_kv_heads, s, s).mean(2)
+            summed = grouped[:, :, -w:, :-w].sum(-2)  # (B, Hkv, S - w)
+            pooled = F.avg_pool1d(summed.reshape(-1, 1, s - w), 5, stride=1, padding=2).reshape(b, -1, s - w)
+            for bi in range(b):
+                for kv in range(info.n_kv_heads):
+                    got = kept[layer][bi, kv].tolist()
+                    assert got[rows - w:] == list(range(s - w, s))
+                    p = pooled[bi, kv].numpy()
+                    top = set(np.argsort(-p, kind="stable")[:rows - w].tolist())
+                    edge = np.sort(p)[::-1][rows - w - 1]
+                    assert all(abs(p[x] - edge) < 1e-9 for x in set(got[:rows - w]) ^ top)
+    rows = ev.rows_for_budget(5, s)  # 3 rows < the 8-row window
+    assert rows < w
+    for idx in ev.kept_rows("snapkv", order, rows):
+        assert all(row == list(range(s - rows, s)) for row in idx.reshape(-1, rows).tolist())
+    assert ev.policy_note("snapkv", rows, SETTINGS) and ev.policy_note("snapkv", w, SETTINGS) is None
+
+
+def test_fp8_is_measured_on_the_int_formats_protocol_and_transformers_own_beside_it(loaded):
+    """fp8: each sequence's prefill cache stored with Fp8QuantizedLayer's own arithmetic (one scale per tensor)
+    and read back; the rows the measure appends stay float32, as for int8/int4. "fp8-hf" is transformers'
+    QuantizedCache(backend="fp8"), which stores the appended rows in fp8 too."""
+    import torch
+    from transformers import QuantizedCache
+
+    settings = ev.EvictSettings(n_spans=2, n_passages=2)
+    texts = ev.SweepTexts(loaded, None, settings)
+    fp8 = ev.quant_points(loaded, texts, ("fp8",))[0]
+    layer_q = QuantizedCache(backend="fp8", config=loaded.model.config).layers[0]
+    layer_q.dtype = torch.float32
+    cache = ev._empty_cache(loaded)
+    for i, layer in enumerate(texts.copy.cache.layers):
+        k = torch.cat([layer_q._dequantize(layer_q._quantize(x[None])) for x in layer.keys])
+        v = torch.cat([layer_q._dequantize(layer_q._quantize(x[None])) for x in layer.values])
+        cache.update(k, v, i)
+    correct, total = ev.copy_correct(loaded, cache, texts.sequences)
+    assert (fp8.copy_correct, fp8.copy_total) == (correct, total)
+    hf = ev.quant_points(loaded, texts, ("fp8-hf",))[0]
+    assert hf.policy == "fp8-hf" and fp8.kv_bytes_kept == hf.kv_bytes_kept and "transformers" in ev.policy_label(hf.policy)

@@ -58,7 +58,7 @@ def test_page_renders_and_policy_budget_and_sinks_change_what_is_shown(fresh_str
 
     at = at.selectbox(key="evict_policy").set_value("h2o").run()
     assert not at.exception and _markdown(at) != rule_streaming
-    assert at.header[0].value == "What H2O (accumulated attention) keeps at 50%"
+    assert at.header[0].value == "What H2O (heavy hitters + recent) keeps at 50%"  # the paper's split
 
     at = at.selectbox(key="evict_policy").set_value("streaming").run()
     grid_before = at.get("plotly_chart")[0].proto.spec
@@ -85,6 +85,7 @@ def test_a_value_past_a_cap_gets_a_message(fresh_streamlit_caches):
     at = at.number_input(key="evict_sinks").set_value(10_000).run()
     assert not at.exception
     assert "sink tokens S" in " ".join(e.value for e in at.error)
+    assert len(at.error) == 1 and len(at.get("plotly_chart")) == 4  # one message; the page stays, at the default S
     at = at.text_area(key="evict_text").set_value("ROMEO: hi").run()
     at = at.number_input(key="evict_sinks").set_value(eviction.EvictSettings().sink_tokens).run()
     assert not at.exception and "tokens" in " ".join(e.value for e in at.error)

@@ -20,7 +20,7 @@ import sys
 
 from kvviz.cli import ArgumentError, Parser, one_line, say, whole
 from kvviz.internals.eviction import EVICT_KEEP_PERCENTS, EVICT_POLICIES, EvictionError, EvictSettings
-from kvviz.internals.records import EvictionPoint
+from kvviz.internals.records import INTERVAL_Z, EvictionPoint
 from kvviz.model.loading import BUNDLED, BUNDLED_GQA
 
 
@@ -53,16 +53,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def as_dict(p: EvictionPoint) -> dict:
     return {**dataclasses.asdict(p), "bytes_fraction": p.bytes_fraction, "copy_accuracy": p.copy_accuracy,
-            "loss_change_nats": p.loss_change_nats}
+            "loss_change_nats": p.loss_change_nats, "copy_interval_95": p.copy_interval,
+            "loss_change_interval_95": p.loss_change_interval}
 
 
 def table(points: list[EvictionPoint]) -> str:
+    """One line per point; '±95%': the half-width of its 95% interval (1.96 standard errors over the predictions)."""
     lines = [f"{'policy':<10} {'budget':>6} {'rows':>9} {'KV bytes kept':>14} {'of full':>8} {'copy acc':>9} "
-             f"{'loss change':>12}"]
+             f"{'±95%':>6} {'loss change':>12} {'±95%':>7}"]
     for p in points:
         budget = f"{p.keep_percent}%" if p.kind == "eviction" else "-"
         lines.append(f"{p.policy:<10} {budget:>6} {p.rows_kept:>4}/{p.rows_full:<4} {p.kv_bytes_kept:>14,} "
-                     f"{p.bytes_fraction:>8.1%} {p.copy_accuracy:>9.1%} {p.loss_change_nats:>+12.4f}")
+                     f"{p.bytes_fraction:>8.1%} {p.copy_accuracy:>9.1%} {100 * INTERVAL_Z * p.copy_se:>6.1f} "
+                     f"{p.loss_change_nats:>+12.4f} {INTERVAL_Z * p.loss_change_se:>7.4f}")
     return "\n".join(lines)
 
 
@@ -77,8 +80,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from kvviz.internals import eviction
     from kvviz.model.loading import load_model
+    from kvviz.speedup.machine import free_cores
 
-    torch.set_num_threads(min(2, torch.get_num_threads()))
+    torch.set_num_threads(free_cores())  # the measure floor's rule: usable cores not already busy (load), >= 1
     loaded = load_model(args.model, attn_implementation="eager")
     settings = EvictSettings(sink_tokens=args.sinks)
     try:
@@ -99,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     s = settings.checked(loaded.info.n_positions)
     say(f"{loaded.info.label}: copy test on {s.n_spans} held-out spans of {s.half_tokens} tokens (prefill, prune, "
         f"feed again); loss on {s.n_passages} passages of {s.context_tokens} + {s.continuation_tokens} tokens; "
-        f"StreamingLLM S = {s.sink_tokens}. KV bytes: one sequence's pruned tensors (float32).")
+        f"StreamingLLM S = {s.sink_tokens}. KV bytes: one sequence's pruned tensors (float32). ±95%: 1.96 standard "
+        f"errors over the predictions; where two intervals overlap, the difference is inside the noise.")
     say(table(points))
     if not args.sweep and args.keep not in EVICT_KEEP_PERCENTS:
         say(f"({args.keep}% is not one of the page's budgets {', '.join(map(str, EVICT_KEEP_PERCENTS))}.)")

@@ -14,10 +14,10 @@ import plotly.graph_objects as go
 from kvviz.figures import BLUE, MARKER_COLOR, MAX_LEGEND_ENTRIES, ORANGE, readable
 from kvviz.i18n import _
 from kvviz.internals.eviction import policy_label, policy_short
-from kvviz.internals.records import EvictionGrid, EvictionPoint, EvictionSweep
+from kvviz.internals.records import INTERVAL_Z, EvictionGrid, EvictionPoint, EvictionSweep
 from kvviz.memory.units import binary_unit
 
-POLICY_COLORS = {"random": "#7f7f7f", "recent": "#9467bd", "streaming": "#1f77b4", "h2o": "#d62728",
+POLICY_COLORS = {"random": "#7f7f7f", "recent": "#9467bd", "streaming": "#1f77b4", "h2o": "#d62728", "h2o_heavy": "#ff9896",
                  "tova": "#8c564b", "snapkv": "#2ca02c", "key_norm": "#e377c2"}
 QUANT_COLOR = ORANGE
 KEPT_COLOR, EVICTED_COLOR, SINK_COLOR = BLUE, "#e8e8e8", ORANGE
@@ -35,6 +35,11 @@ def _value(p: EvictionPoint, metric: str) -> float:
     return 100 * p.copy_accuracy if metric == "copy" else p.loss_change_nats
 
 
+def _half_width(p: EvictionPoint, metric: str) -> float:
+    """The 95% interval's half-width, in the chart's unit."""
+    return INTERVAL_Z * (100 * p.copy_se if metric == "copy" else p.loss_change_se)
+
+
 def quality_figure(sweep: EvictionSweep, policies: Sequence[str], metric: str = "copy") -> go.Figure:
     """metric "copy": copy-test accuracy (%); "loss": change in next-token loss (nats/token) vs the full cache.
     x: % of the full cache's bytes kept, measured from the pruned (or quantized) tensors."""
@@ -44,6 +49,7 @@ def quality_figure(sweep: EvictionSweep, policies: Sequence[str], metric: str = 
     for policy in list(policies)[:MAX_LEGEND_ENTRIES]:
         curve = sorted(sweep.curve(policy), key=lambda p: p.kv_bytes_kept)
         fig.add_scatter(x=[100 * p.bytes_fraction for p in curve], y=[_value(p, metric) for p in curve],
+                        error_y=dict(type="data", array=[_half_width(p, metric) for p in curve], thickness=1.5),
                         mode="lines+markers", name=policy_short(policy),
                         line=dict(color=POLICY_COLORS.get(policy), width=3),
                         customdata=[[p.keep_percent, p.rows_kept, p.kv_bytes_kept] for p in curve],

@@ -288,6 +288,9 @@ class SpecRun:
 
 
 # ----- eviction: what to forget -------------------------------------------------------------------------------
+INTERVAL_Z = 1.96  # the eviction lab's intervals: ± 1.96 standard errors, 95% under a normal approximation
+
+
 @dataclass(frozen=True)
 class EvictionPoint:
     """One policy (or quantized format) at one budget: its real bytes and both quality measures."""
@@ -303,6 +306,11 @@ class EvictionPoint:
     copy_total: int
     loss_nats: float  # mean next-token loss on the continuations (nats/token)
     loss_full_nats: float  # ... with the full cache
+    # Standard errors over the predictions (each one counted as a sample): of the copy accuracy (a fraction), and
+    # of the loss change, from the per-token paired differences (this cache's loss - the full cache's, token by
+    # token). Tokens of one span are not independent, so these are the smallest the noise can be, not an upper bound.
+    copy_se: float = float("nan")
+    loss_change_se: float = float("nan")
 
     @property
     def bytes_fraction(self) -> float:
@@ -315,6 +323,17 @@ class EvictionPoint:
     @property
     def loss_change_nats(self) -> float:
         return self.loss_nats - self.loss_full_nats
+
+    @property
+    def copy_interval(self) -> tuple[float, float]:
+        """The 95% interval of the copy accuracy: ± INTERVAL_Z standard errors."""
+        half = INTERVAL_Z * self.copy_se
+        return self.copy_accuracy - half, self.copy_accuracy + half
+
+    @property
+    def loss_change_interval(self) -> tuple[float, float]:
+        half = INTERVAL_Z * self.loss_change_se
+        return self.loss_change_nats - half, self.loss_change_nats + half
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,8 @@ import numpy as np
 from kvviz.i18n import _
 from kvviz.measure.load import load_known, load_label
 
-__all__ = ["Comparison", "Timing", "inside_noise", "median", "median_per_position", "middle_halves_overlap",
-           "quartiles", "spread_pct"]
+__all__ = ["Comparison", "Timing", "inside_noise", "intervals_overlap", "median", "median_per_position",
+           "middle_halves_overlap", "quartiles", "spread_pct"]
 
 
 def median(samples: Sequence[float]) -> float:
@@ -53,11 +53,15 @@ def quartiles(samples: Sequence[float]) -> tuple[float, float]:
     return float(q1), float(q3)
 
 
+def intervals_overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """The rule on two (low, high) ranges: they overlap, so the data cannot say which side is larger. Timings
+    compare their middle halves; a measured quality (the eviction lab's) its stated interval."""
+    return a[0] <= b[1] and b[0] <= a[1]
+
+
 def middle_halves_overlap(a: Sequence[float], b: Sequence[float]) -> bool:
     """The rule: the middle halves of two sets of repeats overlap, so the data cannot say which is faster."""
-    a1, a3 = quartiles(a)
-    b1, b3 = quartiles(b)
-    return a1 <= b3 and b1 <= a3
+    return intervals_overlap(quartiles(a), quartiles(b))
 
 
 @dataclass(frozen=True)
