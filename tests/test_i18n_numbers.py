@@ -126,3 +126,10 @@ def test_a_lessons_ratio_answer_goes_through_it():
     with i18n.language(EN):
         assert question.answer_text() == "72.3x"
     assert lesson.Question("how many?", 1024, "").answer_text() == "1,024"
+
+
+def test_a_count_past_decimals_precision_is_written_exactly_in_both_languages():
+    """A custom shape's op count runs past 28 digits (the default decimal context): every digit, grouped."""
+    count = 10**40 + 123
+    for lang in i18n.LANGUAGES:
+        assert numbers.format_number(count, lang) == f"{count:,}"

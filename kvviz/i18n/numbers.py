@@ -100,6 +100,8 @@ def scaled(n: int, lang: str | None = None, *, scale_from: int = 1,
 def format_number(value: Decimal | int | float, lang: str | None = None) -> str:
     """A number as the language writes it, with its digit grouping (1,234.5 in both English and Chinese), never
     in exponent form: every digit `value` carries is shown, no more."""
+    if isinstance(value, int):  # exact at any size (babel rounds through a 28-digit decimal context)
+        return f"{value:,}"
     from babel.numbers import format_decimal
 
     return format_decimal(value, format="#,##0.###", locale=_BABEL_LOCALES[_language(lang)],
