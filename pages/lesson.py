@@ -330,7 +330,8 @@ def class_box(number: int, question: lesson.Question, step: lesson.LessonStep, f
         else:
             st.caption(_("Marked for the room: {result}. The ending counts the room's score.").format(
                 result=lesson.result_label(outcome.result) if outcome.right else _("missed (answer shown)")))
-        poll.projector_panel(number, ask, font_px, answer_shown=True)
+        poll.projector_panel(number, ask, font_px, answer_shown=True,
+                             on_next=(lambda: _go(1)) if number < N_STEPS else None)
     _figures(question, False, font_px, number)  # the figure the question is about, under it
     if revealed:
         _worked(number, question, step, font_px)

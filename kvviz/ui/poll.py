@@ -200,11 +200,12 @@ def marks(room: poll_store.NewRoom | None) -> dict[int, bool]:
         return {}
 
 
-def projector_panel(step: int, ask, font_px: int, answer_shown: bool = False) -> None:
+def projector_panel(step: int, ask, font_px: int, answer_shown: bool = False, on_next=None) -> None:
     """Class mode's poll: a button that starts it, or the running poll of this step (join code, QR code, the live
     count, Lock / Vote again / Reset, and after Reveal the room's votes with each wrong choice's mistake).
     `ask(language)` computes the step's lesson Question in a language (the poll is stored in every language);
-    `answer_shown`: the lesson shows the answer already (its own Reveal is gone: the panel's shows round 2's votes)."""
+    `answer_shown`: the lesson shows the answer already (its own Reveal is gone: the panel's shows round 2's votes);
+    `on_next`: the lesson's own Next (a button callback), drawn in the panel as Next question."""
     room = hosted_room()
     try:
         state = store().room(room.code) if room else None
@@ -255,6 +256,8 @@ def projector_panel(step: int, ask, font_px: int, answer_shown: bool = False) ->
                        help=_("A second round after the room discusses: round 1 is kept and shown beside it"))
         row.button(_("Reset"), key="poll_reset", icon=":material/restart_alt:", on_click=_host_call,
                    args=("reset", room), help=_("Forget this question's votes (both rounds) and open it again"))
+        if on_next is not None:  # the lesson's Next: it opens the next step's question in the room
+            row.button(_("Next question"), key="poll_next", icon=":material/arrow_forward:", on_click=on_next)
         if refused := st.session_state.pop("poll_refused", None):
             st.warning(refused)
 
