@@ -6,14 +6,14 @@ replica or nginx is ever started; the script never gets past its checks here.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "deploy" / "run_class.sh"
+from support.repo import REPO
+from support.server import free_port_block, port_in_use
+
+SCRIPT = REPO / "deploy" / "run_class.sh"
 NO_NGINX = "/nonexistent/nginx"
 
 
@@ -64,12 +64,8 @@ def test_good_options_pass_the_checks(args):
 
 
 def test_a_port_in_use_is_found_whatever_zeros_the_replica_count_has():
-    with socket.socket() as held:
-        held.bind(("127.0.0.1", 0))
-        held.listen(1)
-        port = held.getsockname()[1]
-        if port - 8 < 1024:
-            pytest.skip("the ephemeral port is too low to place eight replicas before it")
-        # -n 08 from port-8: the eighth replica's port is the held one (bash's octal reading skipped this check).
-        done = _run("-n", "08", "-p", str(port - 8))
-    assert done.returncode == 1 and f"port {port} is in use" in done.stderr, done.stderr
+    base = free_port_block(9)
+    with port_in_use(base + 8) as held:
+        # -n 08 from base: the eighth replica's port is the held one (bash's octal reading skipped this check).
+        done = _run("-n", "08", "-p", str(base))
+    assert done.returncode == 1 and f"port {held} is in use" in done.stderr, done.stderr
