@@ -373,7 +373,7 @@ def calculator() -> None:
         st.html(SCROLL_TO_TABS_JS, unsafe_allow_javascript=True)
     with tabs[0]:
         compare = st.multiselect(_("Compare with"), list(PRESETS), default=[], key="mem_compare", bind="query-params",
-                                 max_selections=MAX_LEGEND_ENTRIES - 1)  # four lines at most: readable
+                                 max_selections=MAX_LEGEND_ENTRIES - 1, placeholder=_("Choose options"))  # four lines at most: readable
         compare = compare[: MAX_LEGEND_ENTRIES - 1]  # a shared link may carry more
         horizon = max(context, *(get_preset(n).max_context for n in compare)) if compare else context
         own_max = get_preset(preset).max_context if preset in PRESETS else None

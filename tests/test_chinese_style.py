@@ -326,3 +326,68 @@ def test_a_count_axis_reads_wan_with_its_hover_in_the_same_words():
     assert fig.layout.yaxis.title.text.endswith("单位：万") and fig.layout.yaxis.exponentformat == "none"
     assert list(fig.data[0].customdata) == [768, 50_768, 100_768]
     assert fig.data[0].hovertext[1] == "100：5.077 万（50,768）"
+
+
+# ----- the widgets' own words: what Streamlit and plotly let a page set -----
+
+def test_plotly_chrome_travels_in_the_chart_config_in_the_readers_language():
+    """The mode bar's titles ("Download plot as a PNG", "Zoom in", "Autoscale") are plotly's: a Chinese page hands
+    plotly the zh-CN locale and its dictionary (the plotly.js inside Streamlit registers only en and en-US); an
+    English page's config is left as it was."""
+    from kvviz.figures import PLOTLY_CHROME, chart_config, export_config
+
+    given = export_config("x")
+    assert chart_config(given) == given and "locale" not in given
+    with i18n.language(i18n.CHINESE):
+        config = chart_config(given)
+    assert config["toImageButtonOptions"] == given["toImageButtonOptions"] and config["locale"] == i18n.CHINESE
+    dictionary = config["locales"][i18n.CHINESE]["dictionary"]
+    assert set(dictionary) == set(PLOTLY_CHROME) and all(_chinese(zh) for zh in dictionary.values()), dictionary
+    assert dictionary["Download plot as a PNG"] != dictionary["Download plot"]
+
+
+def test_every_chart_is_drawn_through_the_one_adapter():
+    """st.plotly_chart is called in one place (kvviz.ui.a11y.plot), so no chart misses plotly's locale."""
+    from support.repo import REPO
+
+    direct = [f"{path.relative_to(REPO)}:{n}" for folder in ("pages", "kvviz") for path in (REPO / folder).rglob("*.py")
+              if path != REPO / "kvviz" / "ui" / "a11y.py"
+              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+              if re.search(r"\.plotly_chart\(", line.split("#")[0]) and '"""' not in line]
+    assert not direct, direct
+
+
+# A page whose multiselect is being reworked with its page: it takes placeholder=_("Choose options") there.
+MULTISELECT_PAGES_PENDING = {"pages/internals_eviction.py"}
+
+
+def test_every_multiselect_says_its_placeholder_in_the_readers_language():
+    """Streamlit writes "Choose options" in an empty multiselect unless the page passes its placeholder."""
+    import ast
+
+    from support.repo import REPO
+
+    bare = []
+    for path in sorted((REPO / "pages").glob("*.py")):
+        if str(path.relative_to(REPO)) in MULTISELECT_PAGES_PENDING:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "multiselect"
+                    and "placeholder" not in {k.arg for k in node.keywords}):
+                bare.append(f"{path.name}:{node.lineno}")
+    assert not bare, bare
+    with i18n.language(i18n.CHINESE):
+        assert i18n._("Choose options") == "请选择"
+
+
+@pytest.mark.app
+def test_a_chinese_page_sets_plotly_and_streamlit_chrome_in_chinese(fresh_streamlit_caches):
+    import json
+
+    at = app_test("pages/memory_budget.py", lang=i18n.CHINESE)
+    at.run()
+    assert not at.exception
+    configs = [json.loads(c.proto.config) for c in at.get("plotly_chart")]
+    assert configs and all(c.get("locale") == i18n.CHINESE for c in configs), configs[:1]
+    assert configs[0]["locales"][i18n.CHINESE]["dictionary"]["Autoscale"] == "自动缩放"
+    assert [m.proto.placeholder for m in at.multiselect] == ["请选择"]
