@@ -391,3 +391,15 @@ def test_a_chinese_page_sets_plotly_and_streamlit_chrome_in_chinese(fresh_stream
     assert configs and all(c.get("locale") == i18n.CHINESE for c in configs), configs[:1]
     assert configs[0]["locales"][i18n.CHINESE]["dictionary"]["Autoscale"] == "自动缩放"
     assert [m.proto.placeholder for m in at.multiselect] == ["请选择"]
+
+
+def test_the_readmes_chinese_paragraphs_are_not_hard_wrapped():
+    """GitHub renders a line break inside a paragraph as a space: between two Chinese characters it is a stray gap.
+    A Chinese paragraph is one line."""
+    from support.repo import REPO
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    chinese = re.sub(r"```.*?```", "", text[text.index("## 简体中文"):], flags=re.S)
+    wrapped = re.findall(r"[\u4e00-\u9fff，。：；、（）“”*]\n(?=[^\n#`\-])", chinese)
+    assert not wrapped, wrapped
+    assert "streamlit/streamlit/issues/1353" in chinese  # what only Streamlit can change, with its upstream issue
