@@ -177,6 +177,11 @@ TERMS = {
     r"\bevict": ("驱逐", ("逐出",)),  # one word on the eviction page and the sliding-window page
     r"\bthe KV cache in \{n\} questions": ("讲清", ("讲透",)),  # the lesson's title, on home and in the lesson
     r"\bmemory calculator\b": ("显存预算", ("内存计算器",)),  # the memory page, by its own title
+    # the name as configs and transformers write it (as the Chinese sources keep head_dims / self.head_dim), glossed
+    # 每个头的维度 where it is introduced, as the glossary glosses it
+    r"\bhead[_ ]dim\b|\bhead sizes?\b": ("head_dim", ("头维度", "每头维度")),
+    r"\bwhole[- ](?:run|generation)\b|\bover a run\b": ("整个生成过程", ("整个运行", "整次生成")),
+    r"\bflat\b[\w ,-]{0,30}\bbuffer\b": ("扁平缓冲区", ("连续缓冲区",)),  # the memory page's, the lesson's, one word
 }
 
 
@@ -403,3 +408,22 @@ def test_the_readmes_chinese_paragraphs_are_not_hard_wrapped():
     wrapped = re.findall(r"[\u4e00-\u9fff，。：；、（）“”*]\n(?=[^\n#`\-])", chinese)
     assert not wrapped, wrapped
     assert "streamlit/streamlit/issues/1353" in chinese  # what only Streamlit can change, with its upstream issue
+
+
+# "A vs B" in a title or a label: Chinese says how the two compare (A 随 B 的变化 where B is the axis; A 与 B 对比; 与…相比;
+# …之差; 相对…), never "vs" and never a bare 与 ("A and B"). Sentences are left to their own words.
+VERSUS = re.compile(r"随|对比|相比|之差|差值|相对")
+# The eviction lab's chart titles, written with that page (质量随保留字节的变化, 复制测试得分随保留字节的变化,
+# 损失变化随保留字节的变化).
+VERSUS_PENDING = {"Quality vs bytes kept: every policy, every budget", "Copy test vs bytes kept",
+                  "Loss change vs bytes kept (ordinary text)"}
+
+
+def test_a_title_says_how_two_things_compare_not_vs():
+    said = [(en, zh) for en, zh in _messages() if re.search(r"\bvs\b\.?|\bversus\b", _english(en))]
+    assert len(said) > 10
+    assert not [zh for _en, zh in _messages() if re.search(r"\bvs\b\.?|\bversus\b", _prose(zh), re.I)]
+    titles = [(en, zh) for en, zh in said if not re.search(r"[.!?](?:\s|$)", en) and en not in VERSUS_PENDING]
+    bare = [(en, zh) for en, zh in titles if not VERSUS.search(zh)]
+    assert not bare, bare
+    assert not VERSUS.search("质量与保留字节") and VERSUS.search("KV 缓存大小随上下文长度的变化")
