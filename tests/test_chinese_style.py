@@ -107,6 +107,7 @@ def test_no_half_width_period_after_a_chinese_title():
     assert not found, found[:5]
     with i18n.language(i18n.CHINESE):
         assert i18n._("Step {number}. {title}").format(number=1, title="缓存") == "第 1 步：缓存"
+        assert i18n._("Check") == "提交"  # an answer is handed in (提交), not inspected (检查)
 
 
 # Calques a native reader flags: each has a native rendering in the catalog.
@@ -114,7 +115,7 @@ CALQUES = ("你看到的是什么", "站在虚线上", "对比赛跑", "恰好�
            "窗口下方的完整层数", "权重在缓存中", "连 1 个新 token 都放不下",
            # these read natively as, among others, 在课堂上使用, 原文给出的, 实时查看, 演示区, 画面正忙, 计算量上限, 正在启动
            "为一个班级运行", "印出的", "去页面上看它实际运行", "舞台区", "舞台忙", "有上限的工作量", "本层中有名字的模式",
-           "选了那个 token 之前的出现", "正在开始")
+           "选了那个 token 之前的出现", "正在开始", "无全局", "局部层/全局层")
 
 
 def test_no_flagged_calque():
@@ -427,3 +428,29 @@ def test_a_title_says_how_two_things_compare_not_vs():
     bare = [(en, zh) for en, zh in titles if not VERSUS.search(zh)]
     assert not bare, bare
     assert not VERSUS.search("质量与保留字节") and VERSUS.search("KV 缓存大小随上下文长度的变化")
+
+
+# Marks even across the catalog: “” for quotes (never 「」), a gloss after Chinese in full-width brackets
+# (多头注意力（MHA）, not 多头注意力 (MHA)), ≥ and O(n²) written one way each.
+HALF_WIDTH_GLOSS = re.compile(r"(?<=[\u4e00-\u9fff*]) ?\(([A-Za-z][A-Za-z0-9 ]*)\)(?![\w/])")
+UNEVEN_MARKS = re.compile(r"[「」]|>=|O\(n\^")
+
+
+def test_marks_are_written_one_way():
+    assert HALF_WIDTH_GLOSS.search("多头注意力 (MHA)") and HALF_WIDTH_GLOSS.search("**预填充** (prefill)")
+    assert not HALF_WIDTH_GLOSS.search("比值 (N+2)/3") and not HALF_WIDTH_GLOSS.search("元素 (head, position, dim)")
+    texts = [zh for _en, zh in _messages()] + [t.zh for t in glossary.TERMS]
+    found = [zh[:60] for zh in texts
+             if HALF_WIDTH_GLOSS.search(re.sub(r"`[^`]*`", "", zh)) or UNEVEN_MARKS.search(re.sub(r"`[^`]*`", "", zh))]
+    assert not found, found
+
+
+def test_a_terms_name_says_its_english_once_in_one_bracket():
+    """The lesson's term chips and the tooltips: "KV 缓存（KV cache）", "查询（Q）、键（K）、值（V）" (the English is in
+    it already, not repeated), "归纳头（复制头，Induction head）" (never two brackets side by side)."""
+    with i18n.language(i18n.CHINESE):
+        names = {t.name: glossary.display_name(t) for t in glossary.TERMS}
+    assert names["KV cache"] == "KV 缓存（KV cache）" and names["Query, key, value (Q, K, V)"] == "查询（Q）、键（K）、值（V）"
+    assert names["Induction head"] == "归纳头（复制头，Induction head）" and names["Roofline"] == "Roofline 模型"
+    bad = [n for n in names.values() if "）（" in n or "(" in n or n.count("（") > max(1, n.count("、") + 1)]
+    assert not bad, bad
