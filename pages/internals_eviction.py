@@ -208,14 +208,6 @@ st.caption(_("Bounded work: the full cache once, {policies} policies x {budgets}
                                  formats=len(EVICT_QUANT_SCHEMES), spans=settings.n_spans, half=settings.half_tokens,
                                  passages=settings.n_passages, context=settings.context_tokens,
                                  cont=settings.continuation_tokens))
-drawn = st.multiselect(_("Policies drawn (at most {n}: the full cache and the quantized formats are always "
-                         "there)").format(n=MAX_LEGEND_ENTRIES), EVICT_POLICIES[1:], default=list(DEFAULT_DRAWN),
-                       max_selections=MAX_LEGEND_ENTRIES, format_func=policy_short, key="evict_drawn",
-                       bind="query-params")
-for message in link_refusals(first_link, {k: st.query_params.get_all(k) for k in first_link},
-                             {"evict_policy": policy_short(policy), "evict_keep": keep,
-                              "evict_drawn": [policy_short(p) for p in drawn]}):
-    notices.warning(message)
 inputs = _inputs_key(loaded, text, settings)
 with work:
     if stopped(loaded, text, settings):
@@ -237,6 +229,14 @@ with work:
             st.stop()
 if sweep is None:
     st.stop()
+drawn = st.multiselect(_("Policies drawn (at most {n}: the full cache and the quantized formats are always "
+                         "there)").format(n=MAX_LEGEND_ENTRIES), EVICT_POLICIES[1:], default=list(DEFAULT_DRAWN),
+                       max_selections=MAX_LEGEND_ENTRIES, format_func=policy_short, key="evict_drawn",
+                       bind="query-params")
+for message in link_refusals(first_link, {k: st.query_params.get_all(k) for k in first_link},
+                             {"evict_policy": policy_short(policy), "evict_keep": keep,
+                              "evict_drawn": [policy_short(p) for p in drawn]}):
+    notices.warning(message)
 a11y.chart(st, fig.quality_figure(sweep, drawn, "copy"), **PLOT)
 st.caption(_("The copy test needs the rows of the whole first copy: the induction heads look the next token up there."))
 a11y.chart(st, fig.quality_figure(sweep, drawn, "loss"), **PLOT)
