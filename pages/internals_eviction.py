@@ -232,7 +232,7 @@ if sweep is None:
 drawn = st.multiselect(_("Policies drawn (at most {n}: the full cache and the quantized formats are always "
                          "there)").format(n=MAX_LEGEND_ENTRIES), EVICT_POLICIES[1:], default=list(DEFAULT_DRAWN),
                        max_selections=MAX_LEGEND_ENTRIES, format_func=policy_short, key="evict_drawn",
-                       bind="query-params")
+                       bind="query-params", placeholder=_("Choose options"))
 for message in link_refusals(first_link, {k: st.query_params.get_all(k) for k in first_link},
                              {"evict_policy": policy_short(policy), "evict_keep": keep,
                               "evict_drawn": [policy_short(p) for p in drawn]}):

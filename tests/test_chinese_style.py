@@ -363,10 +363,6 @@ def test_every_chart_is_drawn_through_the_one_adapter():
     assert not direct, direct
 
 
-# A page whose multiselect is being reworked with its page: it takes placeholder=_("Choose options") there.
-MULTISELECT_PAGES_PENDING = {"pages/internals_eviction.py"}
-
-
 def test_every_multiselect_says_its_placeholder_in_the_readers_language():
     """Streamlit writes "Choose options" in an empty multiselect unless the page passes its placeholder."""
     import ast
@@ -375,8 +371,6 @@ def test_every_multiselect_says_its_placeholder_in_the_readers_language():
 
     bare = []
     for path in sorted((REPO / "pages").glob("*.py")):
-        if str(path.relative_to(REPO)) in MULTISELECT_PAGES_PENDING:
-            continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "multiselect"
                     and "placeholder" not in {k.arg for k in node.keywords}):
@@ -414,17 +408,13 @@ def test_the_readmes_chinese_paragraphs_are_not_hard_wrapped():
 # "A vs B" in a title or a label: Chinese says how the two compare (A 随 B 的变化 where B is the axis; A 与 B 对比; 与…相比;
 # …之差; 相对…), never "vs" and never a bare 与 ("A and B"). Sentences are left to their own words.
 VERSUS = re.compile(r"随|对比|相比|之差|差值|相对")
-# The eviction lab's chart titles, written with that page (质量随保留字节的变化, 复制测试得分随保留字节的变化,
-# 损失变化随保留字节的变化).
-VERSUS_PENDING = {"Quality vs bytes kept: every policy, every budget", "Copy test vs bytes kept",
-                  "Loss change vs bytes kept (ordinary text)"}
 
 
 def test_a_title_says_how_two_things_compare_not_vs():
     said = [(en, zh) for en, zh in _messages() if re.search(r"\bvs\b\.?|\bversus\b", _english(en))]
     assert len(said) > 10
     assert not [zh for _en, zh in _messages() if re.search(r"\bvs\b\.?|\bversus\b", _prose(zh), re.I)]
-    titles = [(en, zh) for en, zh in said if not re.search(r"[.!?](?:\s|$)", en) and en not in VERSUS_PENDING]
+    titles = [(en, zh) for en, zh in said if not re.search(r"[.!?](?:\s|$)", en)]
     bare = [(en, zh) for en, zh in titles if not VERSUS.search(zh)]
     assert not bare, bare
     assert not VERSUS.search("质量与保留字节") and VERSUS.search("KV 缓存大小随上下文长度的变化")
