@@ -187,10 +187,11 @@ def _model_name(loaded) -> str:
     return i18n.without_aside(loaded.info.shown_label())  # the title, without the shape (step 1 asks for head_dim)
 
 
-def _handout_maker(loaded, computed: dict[int, lesson.Question], worksheet: bool = False):
+def _handout_maker(loaded, computed: dict[int, lesson.Question], engine, worksheet: bool = False):
     """A callable for st.download_button: kvviz.teaching.handout.handout_maker (drawn once per model, language and
     questions, one at a time on the server; no Streamlit calls inside, it runs on its own thread)."""
-    return handout.handout_maker(loaded, computed, _model_name(loaded), worksheet=worksheet)
+    return handout.handout_maker(loaded, computed, _model_name(loaded), worksheet=worksheet,
+                                 new_engine=lambda: type(engine)(loaded))  # a fresh engine: the session's stays put
 
 
 def _computed(loaded) -> dict[int, lesson.Question]:
@@ -405,11 +406,11 @@ with top.popover(_("Handout"), icon=":material/print:"):
     st.markdown(_("One printable page per step: its question, figure and worked answer, with the numbers computed "
                   "for **{model}**, except where a step uses a published model's preset ({others}). Open the file "
                   "in a browser and print it.").format(model=_model_name(loaded), others=lesson.preset_steps_text()))
-    st.download_button(_("Download the handout (HTML)"), data=_handout_maker(loaded, _computed(loaded)),
+    st.download_button(_("Download the handout (HTML)"), data=_handout_maker(loaded, _computed(loaded), engine),
                        file_name="kvviz-lesson-handout.html", mime="text/html", key="lesson_handout",
                        icon=":material/download:", on_click="ignore")
     st.download_button(_("Download the worksheet, without answers (HTML)"),
-                       data=_handout_maker(loaded, _computed(loaded), worksheet=True),
+                       data=_handout_maker(loaded, _computed(loaded), engine, worksheet=True),
                        file_name="kvviz-lesson-worksheet.html", mime="text/html", key="lesson_worksheet",
                        icon=":material/edit_note:", on_click="ignore")
 

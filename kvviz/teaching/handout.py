@@ -175,10 +175,13 @@ def cached_handout(key: Hashable, draw: Callable[[], str]) -> str:
 
 
 def handout_maker(loaded: Any, computed: Mapping[int, Question], model_label: str, *, worksheet: bool = False,
-                  steps: Sequence[LessonStep] = STEPS) -> Callable[[], str]:
+                  steps: Sequence[LessonStep] = STEPS,
+                  new_engine: Callable[[], Any] | None = None) -> Callable[[], str]:
     """A callable for a download button: the handout of `steps` for `loaded` (a kvviz.model.loading.LoadedModel)
-    in the current language, with the questions this session has computed and the others asked of a fresh engine of
-    the same model, through cached_handout. The callable may run on another thread: the language is read now."""
+    in the current language, with the questions this session has computed and the others asked of a fresh engine
+    of the same model (`new_engine()`, made only if a question is missing: the page hands it over, so the lesson's
+    content never imports the model's engine), through cached_handout. The callable may run on another thread:
+    the language is read now."""
     lang = i18n.current()
     key = (loaded.info.spec, loaded.info.attn_implementation, lang, worksheet, model_label, len(steps),
            questions_digest(computed))
@@ -189,9 +192,9 @@ def handout_maker(loaded: Any, computed: Mapping[int, Question], model_label: st
             questions = []
             for n, step in enumerate(steps, start=1):
                 if computed.get(n) is None and engine is None:
-                    from kvviz.step.engine import StepEngine  # torch: only when a question must be asked
-
-                    engine = StepEngine(loaded)
+                    if new_engine is None:
+                        raise ValueError(f"step {n} is not computed and no new_engine was given to ask it")
+                    engine = new_engine()
                 questions.append(computed.get(n) or step.ask(engine))
             return handout_html(steps, questions, model_label, worksheet=worksheet)
 
