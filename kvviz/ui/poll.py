@@ -96,12 +96,6 @@ def keep_room_in_browser(room: poll_store.NewRoom) -> None:
     _set_cookie(HOST_COOKIE, f"{room.code}.{room.host_key}", poll_store.ROOM_IDLE_S)
 
 
-def leave_room() -> None:
-    """Forget the hosted room in this tab and this browser (the room itself expires on its own)."""
-    st.session_state.pop(ROOM_KEY, None)
-    _set_cookie(HOST_COOKIE, "closed-room", 0)
-
-
 def join_url(code: str) -> str:
     """The join link for phones: this server's address as the browser sees it, /join?room=CODE (no language: a
     phone's follows its own browser)."""
@@ -115,9 +109,12 @@ def join_url(code: str) -> str:
 
 
 def only_this_computer(url: str) -> bool:
-    """A join link that names this computer (localhost): phones cannot reach it."""
+    """A join link that names this computer (localhost, 127.0.0.1, ::1): phones cannot reach it (the one loopback
+    rule: kvviz.model.shared_mode)."""
+    from kvviz.model.shared_mode import listens_beyond_loopback
+
     host = urlsplit(url).hostname or ""
-    return host in ("localhost", "127.0.0.1", "::1") or host.endswith(".localhost")
+    return bool(host) and not listens_beyond_loopback(host)
 
 
 def qr_image(url: str, alt: str, scale: int = 5) -> str:
