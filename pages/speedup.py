@@ -383,7 +383,7 @@ def device_section(spec: str) -> None:
             _("uncached / cached"): round(p.ratio, 1),
             _("cache's share of bytes read"): f"{p.kv_bytes_read / p.bytes_read:.0%}",
             _("of the read roof"): f"{p.roof_fraction:.0%}" + ("*" if p.beats_roof else ""),
-            _("read roof, slowest-fastest"): "{:.0%}-{:.0%}".format(*(min(1.0, x) for x in p.read_share_range)),
+            _("read roof, slowest-fastest"): numbers.span(*(f"{min(1.0, x):.0%}" for x in p.read_share_range)),
             _("bound by"): _(BOUND_NAMES[p.bound]),
         } for p in result.sweep]), hide_index=True, key="bench_device_sweep_table")
         if any(p.beats_roof for p in result.sweep):

@@ -444,3 +444,37 @@ def test_a_terms_name_says_its_english_once_in_one_bracket():
     assert names["Induction head"] == "归纳头（复制头，Induction head）" and names["Roofline"] == "Roofline 模型"
     bad = [n for n in names.values() if "）（" in n or "(" in n or n.count("（") > max(1, n.count("、") + 1)]
     assert not bad, bad
+
+
+# One dash style: a dash in Chinese prose is the full 破折号 ——; a range of numbers is 3～7 (浪纹线, as
+# `numbers.span` writes it); a range of words says 至 (最快至最慢). A lone — stands only for "no answer".
+UNEVEN_DASHES = re.compile(r"–|(?<!—)—(?!—)(?=.)|(?<=.)(?<!—)—(?!—)|(?<![\w.,{}-])(?:\d[\d.,]*%?|\{[^{}]*\})-(?:\d[\d.,]*(?![\d.,]*[A-Za-z])|\{)")
+
+
+def test_dashes_are_written_one_way():
+    assert UNEVEN_DASHES.search("最快–最慢") and UNEVEN_DASHES.search("最慢—最快") and UNEVEN_DASHES.search("{lo}-{hi} ms")
+    assert not UNEVEN_DASHES.search("这是——破折号") and not UNEVEN_DASHES.search("—") and not UNEVEN_DASHES.search("3～7")
+    assert not UNEVEN_DASHES.search("Llama-3-8B、GPT-2") and UNEVEN_DASHES.search("在 30%-45% 之间")
+    assert not UNEVEN_DASHES.search("Gemma 3-4B、Llama 3.1-70B")
+    found = [zh[:60] for _en, zh in _messages() if UNEVEN_DASHES.search(re.sub(r"`[^`]*`", "", zh))]
+    assert not found, found
+
+
+def test_a_range_built_in_code_is_written_in_the_readers_language():
+    from kvviz.i18n import numbers
+    from kvviz.teaching import guide
+
+    assert numbers.span(0, 5, lang=i18n.ENGLISH) == "0–5" and numbers.span("30%", "45%", lang=i18n.CHINESE) == "30%～45%"
+    with i18n.language(i18n.CHINESE):
+        assert [r["minutes"] for r in guide.plan_rows(guide.PLAN_30)][:2] == ["0～{}".format(guide.PLAN_30[0].minutes),
+                                                                              "{}～{}".format(guide.PLAN_30[0].minutes,
+                                                                              guide.PLAN_30[0].minutes + guide.PLAN_30[1].minutes)]
+
+
+def test_the_chinese_handout_never_slants_chinese():
+    """Browsers draw an italic CJK face by slanting the upright one (faux italic): hard to read, and not how Chinese
+    marks emphasis. In a Chinese handout the hint is upright and emphasis takes 着重号 (dots under the characters)."""
+    rules = re.sub(r"\s+", " ", handout._CSS)
+    assert ":lang(zh) .hint" in rules and ":lang(zh) i" in rules
+    zh_rule = re.search(r":lang\(zh\) \.hint, :lang\(zh\) i \{([^}]*)\}", rules)
+    assert zh_rule and "font-style: normal" in zh_rule.group(1) and "text-emphasis" in zh_rule.group(1)

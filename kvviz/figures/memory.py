@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from kvviz.figures import BLUE, GREEN, MARKER_COLOR, ORANGE, PURPLE, VERMILLION, readable, top_legend
-from kvviz.i18n import _, join_sentences, ngettext
+from kvviz.i18n import _, join_sentences, ngettext, numbers
 from kvviz.memory import KVBudget, KVConfig, capacity, kv_bytes
 from kvviz.memory.capacity import PagedView
 from kvviz.memory.units import binary_unit, format_bytes, short_bytes
@@ -148,7 +148,7 @@ def _layer_runs(layers: Sequence[int]) -> str:
             runs[-1].append(layer)
         else:
             runs.append([layer])
-    return _(", ").join(f"{r[0]}–{r[-1]}" if len(r) > 1 else f"{r[0]}" for r in runs)
+    return _(", ").join(numbers.span(r[0], r[-1]) if len(r) > 1 else f"{r[0]}" for r in runs)
 
 
 def per_layer_figure_text(budget: KVBudget) -> str:

@@ -9,7 +9,7 @@ largest word the words the app already used carry on (quadrillion, quintillion; 
 One home for this rule: a metric tile's "245.3 million" (`count_in_words`) and a chart axis's "单位：亿"
 (`axis_scale`) both read `scales()`. A ratio has one home too, `ratio`: "81.3x" in English, "81.3 倍" in Chinese
 (a Chinese reader reads "81.3x" as an English suffix); every ratio a page, a chart or the handout builds in code
-goes through it. The scale is for display only: the exact integer stays in the record,
+goes through it. So has a range, `span`: "0–5", "0～5". The scale is for display only: the exact integer stays in the record,
 the tooltip and the hover. UI-free: no Streamlit import here.
 """
 from __future__ import annotations
@@ -126,7 +126,15 @@ def axis_scale(peak: float, lang: str | None = None) -> tuple[int, str]:
     return (fitting[-1].divisor, fitting[-1].unit) if fitting else (1, "")
 
 
+SPAN = N_("{low}–{high}")  # a range's one pattern: "3–7" (an en dash); Chinese "3～7" (浪纹线, GB/T 15834)
 RATIO = N_("{ratio}x")  # a ratio's one pattern: "81.3x"; Chinese "81.3 倍"
+
+
+def span(low: object, high: object, lang: str | None = None) -> str:
+    """A range of two already formatted values as the language writes it: "0–5" in English, "0～5" in Chinese
+    (a hyphen or an en dash between Chinese numbers reads as a minus sign or an English habit)."""
+    with i18n.language(lang) if lang in _BABEL_LOCALES else contextlib.nullcontext():
+        return i18n._(SPAN).format(low=low, high=high)
 
 
 def ratio(value: float, spec: str = ",.1f", lang: str | None = None) -> str:

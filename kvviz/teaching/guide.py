@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from kvviz import routes
-from kvviz.i18n import N_, _
+from kvviz.i18n import N_, _, numbers
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ def plan_rows(plan: tuple[Block, ...]) -> list[dict[str, str]]:
     """The plan as table rows, with the running clock."""
     rows, clock = [], 0
     for b in plan:
-        rows.append({"minutes": f"{clock}-{clock + b.minutes}", "open": b.link, "show": b.show, "ask": b.ask,
+        rows.append({"minutes": numbers.span(clock, clock + b.minutes), "open": b.link, "show": b.show, "ask": b.ask,
                      "where students go wrong": b.pitfall})
         clock += b.minutes
     return rows

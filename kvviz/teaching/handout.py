@@ -37,6 +37,10 @@ h1 { font-size: 26px; margin: 0 0 4px 0; } h2 { font-size: 21px; margin: 0 0 6px
 .question { border: 2px solid #1c7ed6; border-radius: 8px; padding: 8px 12px; margin: 8px 0; }
 .choices { margin: 4px 0 0 0; } .answer { border-left: 4px solid #2b8a3e; padding: 4px 12px; margin-top: 8px; }
 .caption { color: #555; font-size: 13px; } .work { min-height: 120px; border: 1px dashed #aaa; margin-top: 8px; } .hint { color: #444; font-style: italic; }
+/* A CJK face has no italic: a browser slants the upright glyphs (faux italic), and Chinese marks emphasis with
+   dots under the characters (着重号), so a Chinese handout keeps its hint upright and dots its emphasis. */
+:lang(zh) .hint, :lang(zh) i { font-style: normal; text-emphasis: filled dot; text-emphasis-position: under right; }
+:lang(zh) .hint { text-emphasis: none; border-left: 3px solid #aaa; padding-left: 8px; }
 .figure { page-break-inside: avoid; break-inside: avoid; }
 code { background: #f1f3f5; padding: 0 3px; border-radius: 3px; }
 @media print {
