@@ -466,9 +466,8 @@ def test_a_range_built_in_code_is_written_in_the_readers_language():
 
     assert numbers.span(0, 5, lang=i18n.ENGLISH) == "0–5" and numbers.span("30%", "45%", lang=i18n.CHINESE) == "30%～45%"
     with i18n.language(i18n.CHINESE):
-        assert [r["minutes"] for r in guide.plan_rows(guide.PLAN_30)][:2] == ["0～{}".format(guide.PLAN_30[0].minutes),
-                                                                              "{}～{}".format(guide.PLAN_30[0].minutes,
-                                                                              guide.PLAN_30[0].minutes + guide.PLAN_30[1].minutes)]
+        first, second = (b.minutes for b in guide.PLAN_30[:2])
+        assert [r["minutes"] for r in guide.plan_rows(guide.PLAN_30)][:2] == [f"0～{first}", f"{first}～{first + second}"]
 
 
 def test_the_chinese_handout_never_slants_chinese():

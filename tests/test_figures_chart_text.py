@@ -236,12 +236,12 @@ def test_the_per_layer_chart_text_groups_the_drawn_bars(lang):
     for layer, color, (tokens, n_bytes) in zip(bars.x, bars.marker.color, bars.customdata, strict=True):
         groups.setdefault((color, tokens, n_bytes), []).append(layer)
     assert len(groups) == 2 and {k[0] for k in groups} == {BLUE, ORANGE}
-    sep = ", " if lang == i18n.ENGLISH else "、"
+    sep, dash = (", ", "–") if lang == i18n.ENGLISH else ("、", "～")
     for (color, tokens, n_bytes), layers in groups.items():
         runs, start = [], layers[0]
         for a, b in zip(layers, layers[1:] + [None], strict=True):
             if b != a + 1:
-                runs.append(f"{start}–{a}" if a != start else f"{a}")
+                runs.append(f"{start}{dash}{a}" if a != start else f"{a}")
                 start = b
         if lang == i18n.ENGLISH:
             kind = "Global" if color == BLUE else "Sliding-window"
