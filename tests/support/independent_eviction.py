@@ -1,0 +1,236 @@
+"""An independent check of the eviction lab (kvviz.internals.eviction), written from the papers.
+
+Shared with the lab (so that both measure the same thing): the bundled weights, the tokenizer's ids of the lab's
+text, the spans and passages it cuts (text_ids, copy_sequences, loss_passages), its settings (S, SnapKV's window, the
+seed) and the rows per budget (the test checks rows_for_budget against floor(seq_len x percent / 100) itself).
+
+Independent of the lab: no scorer, cache, prune or measure of kvviz.internals.eviction is imported here.
+- The model is loaded again straight from its folder with transformers' AutoModelForCausalLM, with an attention
+  function of this module registered through transformers' AttentionInterface: q k^T x scaling, the positions a
+  query may not see set to -inf, softmax, times v (GQA: each query head reads its KV head, h // group). It records
+  the prefill's attention weights and keys (the keys as the attention reads them: GPT-2's, and the Llama's after
+  RoPE, which is what a cache holds); no DynamicCache is used anywhere.
+- The kept positions per layer and KV head come from each paper's definition (KEPT below); ties go to the earlier
+  position.
+- The measures are one ordinary forward pass over the whole sequence (prefill + what follows, at its original
+  positions 0..T-1) with a mask per layer and head: a query after the prefill cannot see the prefill rows its
+  layer and KV head evicted; the prefill's own queries see every earlier row, as in a real prefill. That is the
+  same arithmetic as decoding on from a physically pruned cache, summed in another order (hence the tolerance on
+  the loss; the copy count, an argmax, is compared exactly).
+
+Random (FORWARD_ONLY): a seeded draw cannot be reproduced without copying the lab's generator recipe, so the test
+hands the lab's kept set to `measure` and checks only the forward path (and that the set is `rows` distinct
+positions per layer and head).
+
+Add a policy: a function (Observed, rows, settings) -> per layer [batch_size, num_kv_heads, rows] long, in KEPT.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from transformers import AttentionInterface, AutoModelForCausalLM
+
+ATTENTION_NAME = "kvviz_independent_masked"  # the registered attention implementation
+SNAPKV_POOL = 5  # the official code's kernel_size (FasterDecoding/SnapKV, snapkv_utils.py)
+
+
+@dataclass
+class _Pass:
+    """What one forward pass needs from the attention function: the prefill length, which prefill rows each
+    layer's queries after the prefill may see, and where to record the prefill's weights and keys."""
+
+    prefill_len: int
+    kept: Sequence[torch.Tensor] | None = None  # per layer [batch_size, num_kv_heads, rows] positions < prefill_len
+    record: bool = False
+    attentions: dict | None = None
+    keys: dict | None = None
+
+
+_ACTIVE: list[_Pass] = []  # the pass running now (one at a time: the test runs in one thread)
+
+
+def _masked_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """query [batch_size, num_heads, T, head_dim], key and value [batch_size, num_kv_heads, T, head_dim] (no cache:
+    T is the whole sequence). transformers builds no mask for an implementation it does not know, so the causal
+    rule and the eviction are both here."""
+    run = _ACTIVE[-1]
+    layer = module.layer_idx
+    b, hq, t, d = query.shape
+    hkv = key.shape[1]
+    group = hq // hkv
+    k = key.repeat_interleave(group, dim=1)  # query head h reads KV head h // group
+    v = value.repeat_interleave(group, dim=1)
+    scores = torch.matmul(query, k.transpose(-1, -2)) * (d ** -0.5 if scaling is None else scaling)
+    pos = torch.arange(t)
+    visible = (pos[None, :] <= pos[:, None]).expand(b, hkv, t, t).clone()  # causal
+    if run.kept is not None:
+        p = run.prefill_len
+        evicted = torch.ones(b, hkv, p, dtype=torch.bool)
+        evicted.scatter_(2, run.kept[layer], False)
+        visible[:, :, p:, :p] &= ~evicted[:, :, None, :]  # only the queries after the prefill lose the rows
+    visible = visible.repeat_interleave(group, dim=1)
+    weights = torch.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1, dtype=torch.float32)
+    if run.record:
+        run.attentions[layer] = weights
+        run.keys[layer] = key
+    return torch.matmul(weights.to(value.dtype), v).transpose(1, 2), weights
+
+
+AttentionInterface.register(ATTENTION_NAME, _masked_attention)
+
+
+def load(folder) -> torch.nn.Module:
+    """A bundled model straight from its folder, float32, running this module's attention."""
+    model = AutoModelForCausalLM.from_pretrained(folder, attn_implementation=ATTENTION_NAME, dtype=torch.float32)
+    return model.eval()
+
+
+def _forward(model, input_ids: torch.Tensor, run: _Pass) -> torch.Tensor:
+    _ACTIVE.append(run)
+    try:
+        with torch.inference_mode():
+            return model(input_ids=input_ids, use_cache=False).logits  # positions 0..T-1: the original ones
+    finally:
+        _ACTIVE.pop()
+
+
+@dataclass
+class Observed:
+    """A prefill's attention weights (per layer [batch_size, num_heads, P, P], float32) and keys (per layer
+    [batch_size, num_kv_heads, P, head_dim])."""
+
+    attentions: list[torch.Tensor]
+    keys: list[torch.Tensor]
+
+    @property
+    def prefill_len(self) -> int:
+        return self.keys[0].shape[2]
+
+    @property
+    def kv_heads(self) -> int:
+        return self.keys[0].shape[1]
+
+
+def observe(model, prefill_ids: torch.Tensor) -> Observed:
+    """Run the prefill alone (as a cache would be filled) and record what the scorers read."""
+    run = _Pass(prefill_ids.shape[1], record=True, attentions={}, keys={})
+    _forward(model, prefill_ids, run)
+    n = len(run.keys)
+    return Observed([run.attentions[i] for i in range(n)], [run.keys[i] for i in range(n)])
+
+
+# ----- kept positions, from the papers ---------------------------------------------------------------------------
+def _best(scores: torch.Tensor, k: int, among: range | None = None) -> list[int]:
+    """The k positions with the highest scores ([n], float64), ties to the earlier position."""
+    values = scores.tolist()
+    candidates = range(len(values)) if among is None else among
+    return sorted(candidates, key=lambda j: (-values[j], j))[:k]
+
+
+def _per_head(obs: Observed, pick: Callable[[int, int, int], list[int]], rows: int) -> list[torch.Tensor]:
+    """Per layer [batch_size, num_kv_heads, rows]: pick(layer, batch, kv_head) -> positions, sorted."""
+    b = obs.keys[0].shape[0]
+    out = []
+    for layer in range(len(obs.keys)):
+        chosen = [[sorted(pick(layer, i, h)) for h in range(obs.kv_heads)] for i in range(b)]
+        assert all(len(c) == rows for per_b in chosen for c in per_b)
+        out.append(torch.tensor(chosen, dtype=torch.long))
+    return out
+
+
+def _group_sum(attn: torch.Tensor, kv_heads: int) -> torch.Tensor:
+    """[batch_size, num_heads, ...] -> [batch_size, num_kv_heads, ...]: the query heads of each KV head summed
+    (float64). The lab averages them: a sum over a fixed group ranks the rows the same."""
+    b, hq = attn.shape[:2]
+    return attn.double().reshape(b, kv_heads, hq // kv_heads, *attn.shape[2:]).sum(2)
+
+
+def kept_full(obs: Observed, rows: int, settings) -> list[torch.Tensor]:
+    return _per_head(obs, lambda layer, i, h: list(range(obs.prefill_len)), obs.prefill_len)
+
+
+def kept_recent(obs: Observed, rows: int, settings) -> list[torch.Tensor]:
+    p = obs.prefill_len
+    return _per_head(obs, lambda layer, i, h: list(range(p - rows, p)), rows)
+
+
+def kept_streaming(obs: Observed, rows: int, settings) -> list[torch.Tensor]:
+    """StreamingLLM (arXiv:2309.17453): the first S tokens (attention sinks) and the newest rows - S; a budget of
+    S rows or fewer is all sinks, the earliest first."""
+    p, sinks = obs.prefill_len, min(settings.sink_tokens, rows)
+    return _per_head(obs, lambda layer, i, h: list(range(sinks)) + list(range(p - (rows - sinks), p)), rows)
+
+
+def kept_h2o(obs: Observed, rows: int, settings) -> list[torch.Tensor]:
+    """H2O (arXiv:2306.14048): half the budget heavy hitters (the most attention received, accumulated over the
+    prefill's queries), half the most recent tokens; chosen once, after the prefill."""
+    p = obs.prefill_len
+    recent = rows - rows // 2
+    received = [_group_sum(a, obs.kv_heads).sum(dim=-2) for a in obs.attentions]  # [b, kv, P]
+    return _per_head(obs, lambda layer, i, h: _best(received[layer][i, h], rows // 2, range(p - recent))
+                     + list(range(p - recent, p)), rows)
+
+
+def kept_h2o_heavy(obs: Observed, rows: int, settings) -> list[torch.Tensor]:
+    """Heavy hitters alone (H2O's score, the whole budget, no recent half)."""
+    received = [_group_sum(a, obs.kv_heads).sum(dim=-2) for a in obs.attentions]
+    return _per_head(obs, lambda layer, i, h: _best(received[layer][i, h], rows), rows)
+
+
+def kept_tova(obs: Observed, rows: int, settings) -> list[torch.Tensor]:
+    """TOVA (arXiv:2401.06104): the newest query's attention, averaged over all heads of the layer; one choice per
+    layer, every KV head keeps it."""
+    newest = [a[:, :, -1, :].double().sum(dim=1) for a in obs.attentions]  # [b, P]; a sum ranks like the mean
+    return _per_head(obs, lambda layer, i, h: _best(newest[layer][i], rows), rows)
+
+
+def kept_snapkv(obs: Observed, rows: int, settings) -> list[torch.Tensor]:
+    """SnapKV's official code (github.com/FasterDecoding/SnapKV, SnapKVCluster.update_kv): the last `window`
+    queries' attention on the prefix (the rows before the window) summed over those queries, avg_pool1d(kernel 5,
+    padding 2, stride 1; padding counted, F.avg_pool1d's default), the top rows - window of the prefix + the whole
+    window. GQA: the query heads of a KV head summed (kvpress averages them; same ranking). Below the window the
+    official code has no answer (a negative top-k); the lab keeps the window's newest rows, and so does this."""
+    p = obs.prefill_len
+    window = min(settings.snap_window, p)
+    prefix = p - window
+    if rows <= window:
+        return kept_recent(obs, rows, settings)
+    pooled = []
+    for a in obs.attentions:
+        summed = _group_sum(a[:, :, prefix:, :prefix], obs.kv_heads).sum(dim=-2)  # [b, kv, prefix]
+        pooled.append(F.avg_pool1d(summed, kernel_size=SNAPKV_POOL, padding=SNAPKV_POOL // 2, stride=1))
+    return _per_head(obs, lambda layer, i, h: _best(pooled[layer][i, h], rows - window) + list(range(prefix, p)),
+                     rows)
+
+
+def kept_key_norm(obs: Observed, rows: int, settings) -> list[torch.Tensor]:
+    """Devoto et al. 2024 (arXiv:2406.11430): the keys with the smallest L2 norm, no attention read."""
+    squared = [k.double().pow(2).sum(dim=-1) for k in obs.keys]  # [b, kv, P]; the square ranks like the norm
+    return _per_head(obs, lambda layer, i, h: _best(-squared[layer][i, h], rows), rows)
+
+
+KEPT: dict[str, Callable[[Observed, int, object], list[torch.Tensor]]] = {
+    "full": kept_full, "recent": kept_recent, "streaming": kept_streaming, "h2o": kept_h2o,
+    "h2o_heavy": kept_h2o_heavy, "tova": kept_tova, "snapkv": kept_snapkv, "key_norm": kept_key_norm,
+}
+FORWARD_ONLY = frozenset({"random"})  # the test takes the lab's kept set and checks the forward path only
+
+
+# ----- the measures: one masked forward pass ----------------------------------------------------------------------
+def copy_count(model, sequences: torch.Tensor, kept: Sequence[torch.Tensor]) -> int:
+    """sequences [n_spans, 2L] (a span, then itself): top-1 hits on targets L+1..2L-1 when the repeat cannot see
+    the first copy's evicted rows."""
+    half = sequences.shape[1] // 2
+    logits = _forward(model, sequences, _Pass(half, kept))
+    return int((logits[:, half:-1].argmax(-1) == sequences[:, half + 1:]).sum())
+
+
+def mean_loss(model, passages: torch.Tensor, context: int, kept: Sequence[torch.Tensor] | None) -> float:
+    """passages [n, context + continuation]: the mean next-token loss (nats) of the continuation's predictions
+    (its first token is fed, not predicted) when it cannot see the context's evicted rows (kept None: it sees all)."""
+    logits = _forward(model, passages, _Pass(context, kept))
+    return float(F.cross_entropy(logits[:, context:-1].reshape(-1, logits.shape[-1]).float(),
+                                 passages[:, context + 1:].reshape(-1), reduction="none").double().mean())
