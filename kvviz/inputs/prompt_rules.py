@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, replace
 from numbers import Real
 
-from kvviz.i18n import N_, _
+from kvviz.i18n import N_, _, join_sentences, ngettext
 from kvviz.inputs.query_values import WholeNumberRefused, bounded_int, shown
 
 MAX_TEXT_CHARS = 20_000  # every text box's cap (st.text_area max_chars): a prompt fits 1,024 tokens in far less,
@@ -50,12 +50,20 @@ def check_prompt(tokenizer, text: str | None, max_tokens: int, what: str = "prom
     room = max_tokens - new_tokens
     if len(ids) > room:
         fields = dict(what=shown_what, n=len(ids), positions=max_tokens, new=new_tokens, cut=len(ids) - room)
+        shorten = shorten_by(len(ids) - room)
         if new_tokens:
-            raise error(_("The {what} is {n} tokens, but this model has only {positions} positions (its context limit) "
-                          "minus the {new} tokens still to generate. Shorten it by at least {cut} tokens.").format(**fields))
-        raise error(_("The {what} is {n} tokens, but this model has only {positions} positions (its context limit). "
-                      "Shorten it by at least {cut} tokens.").format(**fields))
+            raise error(join_sentences((_(
+                "The {what} is {n} tokens, but this model has only {positions} positions (its context limit) minus "
+                "the {new} tokens still to generate.").format(**fields), shorten)))
+        raise error(join_sentences((_("The {what} is {n} tokens, but this model has only {positions} positions (its "
+                                      "context limit).").format(**fields), shorten)))
     return ids
+
+
+def shorten_by(tokens: int) -> str:
+    """"Shorten it by at least 3 tokens." (1 token: the singular)."""
+    return ngettext("Shorten it by at least {cut} token.", "Shorten it by at least {cut} tokens.", tokens).format(
+        cut=tokens)
 
 
 def check_int_in_range(value, lo: int, hi: int, name: str, *, error: type[ValueError] = ValueError,

@@ -52,7 +52,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kvviz.i18n import N_, _
+from kvviz.i18n import N_, _, ngettext
 from kvviz.inputs.prompt_rules import IntSetting, check_int_in_range
 from kvviz.internals import quant
 from kvviz.internals.records import INTERVAL_Z, EvictionGrid, EvictionPoint, EvictionSweep, LayerKept
@@ -500,8 +500,10 @@ def text_ids(loaded: LoadedModel, text: str | None) -> torch.Tensor:
 
 def _need(ids: torch.Tensor, tokens: int, what: str) -> None:
     if len(ids) < tokens:
-        raise EvictionError(_("The text has {n} tokens; {what} needs at least {need}: paste a longer text or "
-                              "lower the setting.").format(n=len(ids), what=what, need=tokens))
+        raise EvictionError(ngettext("The text has {n} token; {what} needs at least {need}: paste a longer text or "
+                                     "lower the setting.",
+                                     "The text has {n} tokens; {what} needs at least {need}: paste a longer text or "
+                                     "lower the setting.", len(ids)).format(n=len(ids), what=what, need=tokens))
 
 
 def _evenly_spaced_starts(n_tokens: int, length: int, n: int) -> list[int]:
