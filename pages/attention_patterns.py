@@ -8,8 +8,8 @@ import streamlit as st
 
 from kvviz.figures import export_config
 from kvviz.figures import patterns as figs
-from kvviz.i18n import N_, _
-from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP, PromptError, check_prompt
+from kvviz.i18n import N_, _, join_sentences
+from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP, PromptError, check_prompt, shorten_by
 from kvviz.model.loading import LoadedModel
 from kvviz.step.pattern_records import (
     MAX_PATTERN_TOKENS,
@@ -74,9 +74,8 @@ else:
         st.error(str(exc))
         st.stop()
     if len(token_ids) > MAX_PATTERN_TOKENS:
-        st.error(_("The prompt is {n} tokens, but this page draws at most {max} positions. Shorten it by at least "
-                   "{extra} tokens.").format(n=len(token_ids), max=MAX_PATTERN_TOKENS,
-                                             extra=len(token_ids) - MAX_PATTERN_TOKENS))
+        st.error(join_sentences((_("The prompt is {n} tokens, but this page draws at most {max} positions.").format(
+            n=len(token_ids), max=MAX_PATTERN_TOKENS), shorten_by(len(token_ids) - MAX_PATTERN_TOKENS))))
         st.stop()
 if len(token_ids) < 2:
     st.error(_("One token has no pattern to show: type at least two tokens."))

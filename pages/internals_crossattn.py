@@ -8,7 +8,7 @@ from kvviz.figures import internals as fig
 from kvviz.i18n import _, ngettext
 from kvviz.internals import crossattn
 from kvviz.internals.records import CrossAttnRun
-from kvviz.ui import a11y, router
+from kvviz.ui import a11y, bounded, router
 from pages.internals_shared import PLOT, explain
 
 
@@ -30,8 +30,10 @@ explain(_(
 ))
 c1, c2 = st.columns(2)
 # Caps are checked by the library, not clamped by the widget: a value past the cap gets a message.
-src = c1.number_input(_("Source tokens (1..{top})").format(top=crossattn.MAX_SOURCE_LEN), min_value=1, value=12, key="int_cross_src")
-steps = c2.number_input(_("Decoder steps (1..{top})").format(top=crossattn.MAX_STEPS), min_value=1, value=8, key="int_cross_steps")
+src = bounded.number(c1, crossattn.SOURCE_LEN, _("Source tokens (1..{top})").format(top=crossattn.MAX_SOURCE_LEN),
+                     key="int_cross_src")
+steps = bounded.number(c2, crossattn.DECODE_STEPS, _("Decoder steps (1..{top})").format(top=crossattn.MAX_STEPS),
+                       key="int_cross_steps")
 try:
     with st.spinner(_("Building a tiny BART and decoding...")):
         run = cross_run(int(src), int(steps))

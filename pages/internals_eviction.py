@@ -16,7 +16,6 @@ from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from kvviz.internals import eviction
 from kvviz.internals.eviction import (
     EVICT_KEEP_PERCENTS,
-    EVICT_MAX_SINKS,
     EVICT_POLICIES,
     EVICT_POLICY_RULES,
     EVICT_QUANT_SCHEMES,
@@ -29,7 +28,7 @@ from kvviz.internals.eviction import (
 )
 from kvviz.internals.records import INTERVAL_Z, EvictionGrid, EvictionPoint, EvictionSweep
 from kvviz.model.loading import LoadedModel
-from kvviz.ui import a11y, models, router
+from kvviz.ui import a11y, bounded, models, router
 from pages.internals_shared import MODEL_HASH, PLOT, explain, run_queued
 
 DEFAULT_DRAWN = ("random", "recent", "streaming", "h2o")  # the takeaways cite the random control
@@ -157,10 +156,9 @@ policy = c1.selectbox(_("Policy"), EVICT_POLICIES, index=EVICT_POLICIES.index("s
                       format_func=policy_short, bind="query-params")
 keep = c2.select_slider(_("Budget: % of the KV bytes kept"), options=sorted(EVICT_KEEP_PERCENTS), value=25,
                         key="evict_keep", bind="query-params")
-sinks = c3.number_input(_("Sink tokens S"), min_value=0, max_value=EVICT_MAX_SINKS, value=EvictSettings().sink_tokens,
-                        key=SINKS_KEY, bind="query-params",
-                        help=_("StreamingLLM keeps the first S rows (the attention sinks) and fills the rest of the "
-                               "budget with the newest rows. S = 0 is the plain recent window."))
+sinks = bounded.number(c3, eviction.SINK_TOKENS, _("Sink tokens S"), key=SINKS_KEY, notices=notices, bind="query-params",
+                       help=_("StreamingLLM keeps the first S rows (the attention sinks) and fills the rest of the "
+                              "budget with the newest rows. S = 0 is the plain recent window."))
 with st.expander(_("The text (held-out Shakespeare by default)")):
     text = st.text_area(_("Text for the copy test and the loss"), held_out_text(), key="evict_text", height=160,
                         max_chars=MAX_TEXT_CHARS, help=_(TEXT_CAP_HELP))

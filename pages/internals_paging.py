@@ -11,7 +11,7 @@ from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from kvviz.internals import paging
 from kvviz.internals.records import PagedRun
 from kvviz.model.loading import LoadedModel
-from kvviz.ui import a11y, models, router
+from kvviz.ui import a11y, bounded, models, router
 from pages.internals_shared import DEFAULT_PROMPT, MODEL_HASH, PLOT, explain
 
 
@@ -33,11 +33,13 @@ explain(_(
 prompt = st.text_area(_("Prompt"), DEFAULT_PROMPT, key="int_paging_prompt", height=70, max_chars=MAX_TEXT_CHARS,
                       help=_(TEXT_CAP_HELP))
 c1, c2, c3 = st.columns(3)
-# Caps are checked by the library, not clamped by the widget: a value past the cap gets a message.
-block = c1.number_input(_("Block size (1..{top} tokens)").format(top=paging.MAX_BLOCK_SIZE), min_value=1, value=16,
-                        key="int_paging_block")
-n_a = c2.number_input(_("New tokens, A (0..{top})").format(top=paging.MAX_NEW_TOKENS), min_value=0, value=20, key="int_paging_na")
-n_b = c3.number_input(_("New tokens, B (0..{top})").format(top=paging.MAX_NEW_TOKENS), min_value=0, value=12, key="int_paging_nb")
+# Each box has its setting's bounds; a value past them (sent by a client, not the box) gets a message.
+block = bounded.number(c1, paging.BLOCK_SIZE, _("Block size (1..{top} tokens)").format(top=paging.MAX_BLOCK_SIZE),
+                       key="int_paging_block")
+n_a = bounded.number(c2, paging.NEW_TOKENS_A, _("New tokens, A (0..{top})").format(top=paging.MAX_NEW_TOKENS),
+                     key="int_paging_na")
+n_b = bounded.number(c3, paging.NEW_TOKENS_B, _("New tokens, B (0..{top})").format(top=paging.MAX_NEW_TOKENS),
+                     key="int_paging_nb")
 try:
     with st.spinner(_("Generating two sequences...")):
         run = paged_run(models.current_model(), prompt, int(n_a), int(n_b), int(block))

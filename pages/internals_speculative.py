@@ -13,7 +13,7 @@ from kvviz.internals import speculative
 from kvviz.internals.records import SpecRun
 from kvviz.model import loading
 from kvviz.model.loading import LoadedModel
-from kvviz.ui import a11y, models, router
+from kvviz.ui import a11y, bounded, models, router
 from pages.internals_shared import MODEL_HASH, PLOT, explain
 
 # A draft shares the verifier's tokenizer: the two bundled models do (same BPE, 2,048 ids).
@@ -53,9 +53,10 @@ prompt = st.text_area(_("Prompt"), speculative.DEFAULT_PROMPT, key="int_spec_pro
 c0, c1, c2, c3 = st.columns([3, 2, 2, 2])
 draft_choice = c0.selectbox(_("Draft model"), drafts, format_func=labels.__getitem__, key="int_spec_draft",
                             help=_("A draft must share the verifier's tokenizer: the two bundled models do."))
-# Caps are checked by the library, not clamped by the widget: a value past the cap gets a message.
-k = c1.number_input(_("Draft length k (1..{top})").format(top=speculative.MAX_K), min_value=1, value=4, key="int_spec_k")
-n_new = c2.number_input(_("Tokens to generate (1..{top})").format(top=speculative.MAX_NEW), min_value=1, value=24, key="int_spec_n")
+# Each box has its setting's bounds; a value past them (sent by a client, not the box) gets a message.
+k = bounded.number(c1, speculative.DRAFT_K, _("Draft length k (1..{top})").format(top=speculative.MAX_K), key="int_spec_k")
+n_new = bounded.number(c2, speculative.NEW_TOKENS, _("Tokens to generate (1..{top})").format(top=speculative.MAX_NEW),
+                       key="int_spec_n")
 temp = c3.number_input(_("Draft temperature ({low}..{high:g})").format(low=speculative.MIN_TEMPERATURE, high=speculative.MAX_TEMPERATURE),
                        value=0.7, step=0.05,
                        key="int_spec_t", disabled=draft_choice != SELF,

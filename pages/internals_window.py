@@ -6,7 +6,7 @@ import numpy as np
 import streamlit as st
 
 from kvviz.figures import internals as fig
-from kvviz.i18n import N_, _, item_sep
+from kvviz.i18n import N_, _, item_sep, ngettext
 from kvviz.inputs import echo
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP, check_int_in_range
 from kvviz.internals import window
@@ -61,8 +61,10 @@ except window.WindowError as exc:
     st.stop()
 s = run.state
 if s.rows_evicted == 0:
-    st.warning(_("The prompt has {n} tokens, not more than W = {w}: nothing is evicted yet. Lower W or lengthen "
-                 "the prompt.").format(n=s.seq_len, w=s.window))
+    st.warning(ngettext("The prompt has {n} token, not more than W = {w}: nothing is evicted yet. Lower W or "
+                        "lengthen the prompt.",
+                        "The prompt has {n} tokens, not more than W = {w}: nothing is evicted yet. Lower W or "
+                        "lengthen the prompt.", s.seq_len).format(n=s.seq_len, w=s.window))
 m = st.columns(3)
 m[0].metric(_("Rows a local layer keeps"), _("{kept} of {n}").format(kept=s.rows_kept, n=s.seq_len))
 m[1].metric(_("Cache bytes kept"), f"{run.bytes_kept:,}", delta=f"{run.bytes_kept - run.bytes_full:,}",

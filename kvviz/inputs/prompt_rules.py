@@ -6,6 +6,8 @@ truncated silently; a caller that wants to cut a prompt must show the cut itself
     check_prompt(tokenizer, text, max_tokens)        -> token ids, or PromptError("The prompt is 1100 tokens, ...")
     check_int_in_range(value, lo, hi, "block size")  -> int, or ValueError("block size must be between 1 and 64 ...")
     check_float_in_range(value, lo, hi, "temperature") -> float, or ValueError(...)
+    IntSetting(N_("block size"), 1, 256, default=16)  -> a setting's one home: the widget's min/max/step and
+                                                         default, its check (.check), a link's and the CLI's
 
 `error=` lets a module raise its own ValueError subclass (e.g. PrefixError) with the same wording, so a page
 can keep catching the error of the module it calls.
@@ -13,9 +15,10 @@ can keep catching the error of the module it calls.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 from numbers import Real
 
-from kvviz.i18n import N_, _
+from kvviz.i18n import N_, _, join_sentences, ngettext
 from kvviz.inputs.query_values import WholeNumberRefused, bounded_int, shown
 
 MAX_TEXT_CHARS = 20_000  # every text box's cap (st.text_area max_chars): a prompt fits 1,024 tokens in far less,
@@ -47,12 +50,20 @@ def check_prompt(tokenizer, text: str | None, max_tokens: int, what: str = "prom
     room = max_tokens - new_tokens
     if len(ids) > room:
         fields = dict(what=shown_what, n=len(ids), positions=max_tokens, new=new_tokens, cut=len(ids) - room)
+        shorten = shorten_by(len(ids) - room)
         if new_tokens:
-            raise error(_("The {what} is {n} tokens, but this model has only {positions} positions (its context limit) "
-                          "minus the {new} tokens still to generate. Shorten it by at least {cut} tokens.").format(**fields))
-        raise error(_("The {what} is {n} tokens, but this model has only {positions} positions (its context limit). "
-                      "Shorten it by at least {cut} tokens.").format(**fields))
+            raise error(join_sentences((_(
+                "The {what} is {n} tokens, but this model has only {positions} positions (its context limit) minus "
+                "the {new} tokens still to generate.").format(**fields), shorten)))
+        raise error(join_sentences((_("The {what} is {n} tokens, but this model has only {positions} positions (its "
+                                      "context limit).").format(**fields), shorten)))
     return ids
+
+
+def shorten_by(tokens: int) -> str:
+    """"Shorten it by at least 3 tokens." (1 token: the singular)."""
+    return ngettext("Shorten it by at least {cut} token.", "Shorten it by at least {cut} tokens.", tokens).format(
+        cut=tokens)
 
 
 def check_int_in_range(value, lo: int, hi: int, name: str, *, error: type[ValueError] = ValueError,
@@ -66,6 +77,9 @@ def check_int_in_range(value, lo: int, hi: int, name: str, *, error: type[ValueE
     try:
         return bounded_int(value, lo, hi, text=text, whole_floats=True)  # the one reader (query_values)
     except WholeNumberRefused as refused:
+        if value is None:  # a widget's empty box, or Streamlit's answer to a value past its bounds (kvviz.ui.bounded)
+            raise error(_("{name} must be a whole number from {lo:,} to {hi:,}: the box was empty, or the browser "
+                          "sent a value outside that range").format(name=_(name), lo=lo, hi=hi)) from None
         if refused.kind != "out_of_range":
             raise error(_("{name} must be a whole number between {lo:,} and {hi:,} (got {value!r})").format(
                 name=_(name), lo=lo, hi=hi, value=shown(value))) from None
@@ -74,6 +88,34 @@ def check_int_in_range(value, lo: int, hi: int, name: str, *, error: type[ValueE
                 name=_(name), lo=lo, hi=hi, digits=refused.digits)) from None
         raise error(_("{name} must be between {lo:,} and {hi:,} (got {value:,})").format(
             name=_(name), lo=lo, hi=hi, value=refused.number)) from None
+
+
+@dataclass(frozen=True)
+class IntSetting:
+    """A bounded whole-number setting, written once: the widget's min/max/step and first value, the library's check
+    and a link's or a command line's reading all come from here, so they cannot disagree.
+
+    name: English, marked N_() by the module that defines the setting (shown through _() in every message).
+    """
+
+    name: str
+    lo: int
+    hi: int
+    default: int
+    step: int = 1
+
+    def __post_init__(self):
+        if not self.lo <= self.default <= self.hi:
+            raise ValueError(f"{self.name}: default {self.default} outside {self.lo}..{self.hi}")
+
+    def check(self, value, *, error: type[ValueError] = ValueError, text: bool = False) -> int:
+        """check_int_in_range with this setting's bounds and name."""
+        return check_int_in_range(value, self.lo, self.hi, self.name, error=error, text=text)
+
+    def up_to(self, hi: int) -> IntSetting:
+        """The same setting with a maximum that depends on the model (its layers, positions): the default is kept
+        inside it."""
+        return replace(self, hi=hi, default=min(self.default, hi))
 
 
 def check_float_in_range(value, lo: float, hi: float, name: str, *, error: type[ValueError] = ValueError) -> float:

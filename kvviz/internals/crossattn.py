@@ -14,19 +14,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kvviz.i18n import _
-from kvviz.inputs.prompt_rules import check_int_in_range
+from kvviz.i18n import N_
+from kvviz.inputs.prompt_rules import IntSetting
 from kvviz.internals.records import CrossAttnRun, CrossStep
 from kvviz.model.loading import inference_mode
 
 if TYPE_CHECKING:
     from transformers import BartConfig, BartForConditionalGeneration, DynamicCache
 
-__all__ = ["MAX_SOURCE_LEN", "MAX_STEPS", "CrossAttnError", "CrossAttnRun", "CrossStep", "build_tiny_bart",
+__all__ = ["DECODE_STEPS", "MAX_SOURCE_LEN", "MAX_STEPS", "SOURCE_LEN", "CrossAttnError", "CrossAttnRun", "CrossStep", "build_tiny_bart",
            "run_cross_attention", "tiny_bart_config"]
 
 MAX_SOURCE_LEN = 64
 MAX_STEPS = 48
+SOURCE_LEN = IntSetting(N_("source length (tokens)"), 1, MAX_SOURCE_LEN, default=12)  # the page's inputs
+DECODE_STEPS = IntSetting(N_("decode steps"), 1, MAX_STEPS, default=8)
 VOCAB_SIZE = 64
 
 
@@ -64,8 +66,8 @@ def run_cross_attention(source_len: int = 12, n_steps: int = 8, seed: int = 0) -
     import torch
     from transformers import DynamicCache, EncoderDecoderCache
 
-    source_len = check_int_in_range(source_len, 1, MAX_SOURCE_LEN, _("source length (tokens)"), error=CrossAttnError)
-    n_steps = check_int_in_range(n_steps, 1, MAX_STEPS, _("decode steps"), error=CrossAttnError)
+    source_len = SOURCE_LEN.check(source_len, error=CrossAttnError)
+    n_steps = DECODE_STEPS.check(n_steps, error=CrossAttnError)
     model = build_tiny_bart(seed)
     cfg = model.config
     gen = torch.Generator().manual_seed(seed)

@@ -52,8 +52,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kvviz.i18n import N_, _
-from kvviz.inputs.prompt_rules import check_int_in_range
+from kvviz.i18n import N_, _, ngettext
+from kvviz.inputs.prompt_rules import IntSetting, check_int_in_range
 from kvviz.internals import quant
 from kvviz.internals.records import INTERVAL_Z, EvictionGrid, EvictionPoint, EvictionSweep, LayerKept
 from kvviz.measure.timing import intervals_overlap
@@ -131,6 +131,7 @@ EVICT_MAX_PASSAGES = 8  # loss passages (one batch)
 EVICT_MIN_SPAN_TOKENS = 8
 EVICT_SNAP_POOL = 5  # SnapKV's smoothing kernel (positions), as in the paper's code and kvpress
 EVICT_MAX_SINKS = 64  # StreamingLLM's S: the widget's maximum, a link's and the CLI's (check_sink_tokens)
+SINK_TOKENS = IntSetting(N_("sink tokens S"), 0, EVICT_MAX_SINKS, default=4)  # EvictSettings.sink_tokens's default
 EVICT_MAX_SNAP_WINDOW = 64
 # The settings each policy reads beyond the texts' (the others' points do not change with them: a page keys its
 # cached lines on settings_for, so a new S re-measures StreamingLLM alone).
@@ -159,7 +160,7 @@ def check_policy(policy: str) -> str:
 def check_sink_tokens(value, *, text: bool = False) -> int:
     """StreamingLLM's S, 0..EVICT_MAX_SINKS: the one rule the widget, a link (text=True: its query value), the
     browser's value and the CLI go through; the message names the setting."""
-    return check_int_in_range(value, 0, EVICT_MAX_SINKS, N_("sink tokens S"), error=EvictionError, text=text)
+    return SINK_TOKENS.check(value, error=EvictionError, text=text)
 
 
 def rows_for_budget(keep_percent: int, seq_len: int) -> int:
@@ -179,7 +180,7 @@ class EvictSettings:
     context_tokens: int = 160  # loss: this much context is prefilled and pruned ...
     continuation_tokens: int = 48  # ... then the next tokens are fed and their next-token loss measured
     n_passages: int = 4
-    sink_tokens: int = 4  # StreamingLLM's S
+    sink_tokens: int = SINK_TOKENS.default  # StreamingLLM's S
     snap_window: int = 8  # SnapKV's observation window (last queries of the prefill)
     seed: int = 0  # the random control's generator
 
@@ -499,8 +500,10 @@ def text_ids(loaded: LoadedModel, text: str | None) -> torch.Tensor:
 
 def _need(ids: torch.Tensor, tokens: int, what: str) -> None:
     if len(ids) < tokens:
-        raise EvictionError(_("The text has {n} tokens; {what} needs at least {need}: paste a longer text or "
-                              "lower the setting.").format(n=len(ids), what=what, need=tokens))
+        raise EvictionError(ngettext("The text has {n} token; {what} needs at least {need}: paste a longer text or "
+                                     "lower the setting.",
+                                     "The text has {n} tokens; {what} needs at least {need}: paste a longer text or "
+                                     "lower the setting.", len(ids)).format(n=len(ids), what=what, need=tokens))
 
 
 def _evenly_spaced_starts(n_tokens: int, length: int, n: int) -> list[int]:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kvviz.i18n import _
-from kvviz.inputs.prompt_rules import check_int_in_range, check_prompt
+from kvviz.i18n import N_, _
+from kvviz.inputs.prompt_rules import IntSetting, check_prompt
 from kvviz.internals.prefix import shared_prefix_len
 from kvviz.internals.records import BlockTable, PagedRun, PagingPlan
 from kvviz.model.loading import LoadedModel, inference_mode
@@ -25,11 +25,16 @@ from kvviz.step.records import Sampling
 if TYPE_CHECKING:
     from kvviz.step.engine import StepEngine
 
-__all__ = ["MAX_BLOCK_SIZE", "MAX_NEW_TOKENS", "BlockTable", "PagedRun", "PagingError", "PagingPlan", "block_table",
+__all__ = ["BLOCK_SIZE", "MAX_BLOCK_SIZE", "MAX_NEW_TOKENS", "NEW_TOKENS_A", "NEW_TOKENS_B", "BlockTable", "PagedRun", "PagingError", "PagingPlan",
+           "block_table",
            "paged_generation", "plan_two_sequences"]
 
 MAX_BLOCK_SIZE = 256
 MAX_NEW_TOKENS = 128
+# The page's inputs: each setting's bounds, default and name, for the widget and the check below
+BLOCK_SIZE = IntSetting(N_("block size (tokens)"), 1, MAX_BLOCK_SIZE, default=16)
+NEW_TOKENS_A = IntSetting(N_("tokens for sequence A"), 0, MAX_NEW_TOKENS, default=20)
+NEW_TOKENS_B = IntSetting(N_("tokens for sequence B"), 0, MAX_NEW_TOKENS, default=12)
 
 
 class PagingError(ValueError):
@@ -37,7 +42,7 @@ class PagingError(ValueError):
 
 
 def block_table(seq_len: int, block_size: int) -> BlockTable:
-    block_size = check_int_in_range(block_size, 1, MAX_BLOCK_SIZE, _("block size (tokens)"), error=PagingError)
+    block_size = BLOCK_SIZE.check(block_size, error=PagingError)
     if seq_len < 0:
         raise PagingError(_("sequence length must be 0 or more (got {n})").format(n=seq_len))
     n_blocks = -(-seq_len // block_size)
@@ -97,8 +102,8 @@ def paged_generation(loaded: LoadedModel, prompt: str, n_new_a: int = 20, n_new_
     import torch
 
     max_len = loaded.info.n_positions if max_len is None else max_len
-    for name, n in ((_("tokens for sequence A"), n_new_a), (_("tokens for sequence B"), n_new_b)):
-        check_int_in_range(n, 0, MAX_NEW_TOKENS, name, error=PagingError)
+    for setting, n in ((NEW_TOKENS_A, n_new_a), (NEW_TOKENS_B, n_new_b)):
+        setting.check(n, error=PagingError)
     block_table(1, block_size)  # validates the block size before any model work
     if not 1 <= max_len <= loaded.info.n_positions:
         raise PagingError(_("max length must be between 1 and the model's {n} positions").format(

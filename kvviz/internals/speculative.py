@@ -21,15 +21,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kvviz.i18n import _
-from kvviz.inputs.prompt_rules import check_float_in_range, check_int_in_range, check_prompt
+from kvviz.i18n import N_, _
+from kvviz.inputs.prompt_rules import IntSetting, check_float_in_range, check_prompt
 from kvviz.internals.records import SPEC_SELF_DRAFT, SpecRound, SpecRun
 from kvviz.model.loading import LoadedModel, inference_mode
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["DEFAULT_PROMPT", "MAX_K", "MAX_NEW", "MAX_TEMPERATURE", "MIN_TEMPERATURE", "SpecRound", "SpecRun",
+__all__ = ["DEFAULT_PROMPT", "DRAFT_K", "MAX_K", "NEW_TOKENS", "MAX_NEW", "MAX_TEMPERATURE", "MIN_TEMPERATURE", "SpecRound", "SpecRun",
            "SpeculativeError", "speculative_decode"]
 
 # The page's default prompt (bench/timed_comparisons.py times it too). The default pairing and prompt were
@@ -40,6 +40,8 @@ __all__ = ["DEFAULT_PROMPT", "MAX_K", "MAX_NEW", "MAX_TEMPERATURE", "MIN_TEMPERA
 DEFAULT_PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\n\nJULIET:\nBut soft,"
 MAX_K = 8
 MAX_NEW = 64
+DRAFT_K = IntSetting(N_("draft length k"), 1, MAX_K, default=4)  # the page's inputs
+NEW_TOKENS = IntSetting(N_("tokens to generate"), 1, MAX_NEW, default=24)
 MIN_TEMPERATURE, MAX_TEMPERATURE = 0.05, 5.0
 
 
@@ -88,8 +90,8 @@ def speculative_decode(loaded: LoadedModel, prompt: str, n_new: int = 24, k: int
 
     from kvviz.step.engine import crop_cache
 
-    k = check_int_in_range(k, 1, MAX_K, _("draft length k"), error=SpeculativeError)
-    n_new = check_int_in_range(n_new, 1, MAX_NEW, _("tokens to generate"), error=SpeculativeError)
+    k = DRAFT_K.check(k, error=SpeculativeError)
+    n_new = NEW_TOKENS.check(n_new, error=SpeculativeError)
     if draft_temperature is not None:
         draft_temperature = check_float_in_range(draft_temperature, MIN_TEMPERATURE, MAX_TEMPERATURE,
                                                  _("draft temperature"), error=SpeculativeError)

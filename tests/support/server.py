@@ -12,6 +12,7 @@ import time
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
@@ -102,3 +103,12 @@ def streamlit_server(port: int | None = None, extra_args: Sequence[str] = (), *,
         log.close()
         if not os.environ.get("KVVIZ_KEEP_SERVER_LOGS"):  # set it to read a server's log after a failure
             Path(log.name).unlink(missing_ok=True)
+
+
+def server_log(url: str) -> Path:
+    """The log file of the running streamlit_server at `url` (its stdout and stderr), to read for tracebacks."""
+    port = urlparse(url).port
+    logs = sorted(Path(tempfile.gettempdir()).glob(f"kvviz-server-{port}-*.log"), key=lambda p: p.stat().st_mtime)
+    if not logs:
+        raise FileNotFoundError(f"no server log for {url}")
+    return logs[-1]
