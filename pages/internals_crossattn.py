@@ -48,8 +48,10 @@ st.caption(ngettext("Tiny BART with RANDOM weights, built here in milliseconds: 
                     "meaningless; the cache mechanics are real.", run.encoder_passes).format(
     layers=run.n_layer, heads=run.n_heads, head_dim=run.head_dim, n=run.encoder_passes))
 a11y.chart(st, fig.cross_attention_figure(run), **PLOT)
-st.dataframe([{
-    _("step"): s.step, _("self rows"): s.self_rows, _("self bytes"): s.self_bytes, _("cross rows"): s.cross_rows,
-    _("cross bytes"): s.cross_bytes, _("cross K/V equal to step 0"): s.cross_equal_to_first,
-    _("cross same memory"): s.cross_same_storage, _("old self rows unchanged"): s.self_prefix_equal,
-} for s in run.steps], hide_index=True)
+yes_no = {True: _("yes"), False: _("no")}
+a11y.text_table([{
+    _("step"): s.step, _("self rows"): s.self_rows, _("self bytes"): f"{s.self_bytes:,}", _("cross rows"): s.cross_rows,
+    _("cross bytes"): f"{s.cross_bytes:,}", _("cross K/V equal to step 0"): yes_no[s.cross_equal_to_first],
+    _("cross same memory"): yes_no[s.cross_same_storage], _("old self rows unchanged"): yes_no[s.self_prefix_equal],
+} for s in run.steps], alt=_("Each decode step's self-attention and cross-attention rows and bytes, and whether the "
+                             "cross-attention K/V stayed the same tensors."))

@@ -7,6 +7,7 @@ The first view imports no torch: only the "The loaded model" tab runs the model.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlparse
 
 import streamlit as st
 
@@ -247,12 +248,13 @@ def paged(cfg: memory.KVConfig, context: int, batch: int) -> None:
 
 def textbook() -> None:
     checks = claims.published_figure_checks()
-    source = _("source")
-    a11y.table([{  # verdict and arithmetic: kvviz.claims' words (translated there, where marked)
+    # The verdicts and their arithmetic are kvviz.claims' words; the Claims page checks every other claim.
+    a11y.text_table([{
         _("model"): c.figure.model, _("tokens"): f"{c.figure.context_len:,}", "dtype": c.figure.dtype,
         _("printed"): f"{c.figure.claimed:g} {c.figure.claimed_unit}", _("exact"): units.format_bytes(c.actual_bytes),
-        _("verdict"): c.verdict_text, _("why"): c.explanation, source: c.figure.where} for c in checks],
-        hide_index=True, column_config={source: st.column_config.LinkColumn(source)})  # the Claims page: every claim
+        _("verdict"): c.verdict_text, _("why"): c.explanation,
+        _("source"): f"[{urlparse(c.figure.where).hostname}]({c.figure.where})"} for c in checks],
+        alt=_("Published KV-cache sizes checked: each row's printed figure, the exact bytes, the verdict and why."))
     real = get_preset("llama-3-8b").kv
     mha = memory.kv_bytes(real.with_mha(), 4096)
     st.caption(_("Forgetting GQA (Llama-3-8B with {heads} KV heads instead of {kv}) gives {bytes_} at 4,096 tokens: "

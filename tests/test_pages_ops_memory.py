@@ -44,7 +44,7 @@ def test_memory_page_renders_reacts_and_writes_the_url():
     assert shown["Total: 4,096 tokens x batch 1"] == "512 MiB"
     assert "mem_preset" not in at.query_params  # bind="query-params" leaves defaults out of the link
     open_tab(at, "mem_tab", "Textbook figures")
-    table = at.dataframe[0].value
+    table = at.table[0].value
     wrong = table[(table["model"] == "llama-3-70b") & (table["tokens"] == "4,096") & (table["verdict"] == "wrong")]
     assert len(wrong) == 1  # the printed 5 GB, flagged with its arithmetic
     assert "1,342,177,280 B" in wrong.iloc[0]["exact"] + wrong.iloc[0]["why"] and "4x" in wrong.iloc[0]["why"]

@@ -26,6 +26,16 @@ def table(rows: list[dict], **kwargs) -> None:
     st.dataframe(pd.DataFrame(rows), **kwargs)
 
 
+def text_table(rows: list[dict], *, alt: str | None = None) -> None:
+    """A table of a few rows whose cells are words (a verdict, a reason, a yes/no), as st.table: every column
+    fits the page's width and a long cell wraps. st.dataframe draws on a canvas at each column's content width and
+    cuts the columns past the right edge (a Chinese header is wider), which a projector's reader cannot scroll to.
+    Cells may hold markdown (a link: [name](url)). `alt`: what the table shows, for a screen reader."""
+    import pandas as pd
+
+    st.table(pd.DataFrame(rows), hide_index=True, alt=alt)
+
+
 def screen_reader_span(text: str) -> str:
     """`text` (escaped) in a visually hidden span: a screen reader reads it, the eye does not see it. A chart's data
     as a sentence (kvviz.figures' *_figure_text), put inside an element already drawn beside the chart (the stage's
