@@ -15,6 +15,8 @@ from kvviz.inputs.links import link_refusals
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from kvviz.internals import eviction
 from kvviz.internals.eviction import (
+    EVICT_AT_SCALE,
+    EVICT_DUO_RECENT,
     EVICT_KEEP_PERCENTS,
     EVICT_POLICIES,
     EVICT_POLICY_RULES,
@@ -42,6 +44,9 @@ SOURCES = (
     ("TOVA", "Oren et al. 2024", "https://arxiv.org/abs/2401.06104"),
     ("SnapKV", "Li et al. 2024", "https://arxiv.org/abs/2404.14469"),
     ("Knorm", "Devoto et al. 2024", "https://arxiv.org/abs/2406.11430"),
+    ("KeyDiff", "2025", "https://arxiv.org/abs/2504.15364"),
+    ("DuoAttention", "Xiao et al. 2024", "https://arxiv.org/abs/2410.10819"),
+    ("KVzip", "Kim et al. 2025", "https://arxiv.org/abs/2505.23416"),
 )
 
 
@@ -180,8 +185,14 @@ except EvictionError as exc:
     st.stop()
 
 st.header(_("What {policy} keeps at {keep}%").format(policy=policy_label(policy), keep=shown.keep_percent))
-st.markdown(_(EVICT_POLICY_RULES[policy]).format(window=settings.snap_window))
-note = eviction.policy_note(policy, shown.layers[0].rows_kept, settings)
+# DuoAttention's retrieval heads are the ones that keep every row (at 100% every head does)
+retrieval = sum(all(row) for layer in shown.layers for row in layer.kept)
+n_heads = sum(len(layer.kept) for layer in shown.layers)
+st.markdown(_(EVICT_POLICY_RULES[policy]).format(window=settings.snap_window, recent=EVICT_DUO_RECENT,
+                                                 retrieval=retrieval, heads=n_heads))
+if policy in EVICT_AT_SCALE:
+    st.caption(_(EVICT_AT_SCALE[policy]))
+note = eviction.policy_note(policy, shown.layers[0].rows_kept, settings, retrieval_heads=retrieval)
 if note:
     st.info(note)
 kept_bytes = sum(layer.kv_bytes_kept for layer in shown.layers)
@@ -262,3 +273,5 @@ st.markdown("\n".join(f"- {name} ({who}): [{url.rsplit('/', 1)[-1]}]({url})" for
     "scorers on the cache tensors itself: kvpress 0.5.5 pins transformers < 5.3 and does not take GPT-2.\n"
     "- transformers 5 removed `SinkCache` (StreamingLLM's cache); here the sinks are kept by pruning a "
     "`DynamicCache`."))
+st.subheader(_("The newer methods on a large model"))
+st.markdown("\n".join(f"- **{policy_short(p)}**: {_(text)}" for p, text in EVICT_AT_SCALE.items()))

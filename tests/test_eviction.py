@@ -49,7 +49,8 @@ def _fresh_cache(loaded, prefix: torch.Tensor):
                             use_cache=True).past_key_values
 
 
-@pytest.mark.parametrize("policy", ev.EVICT_POLICIES)
+# duoattention has no keep_order (its heads keep different rows): the evict() test below covers it with the others
+@pytest.mark.parametrize("policy", [p for p in ev.EVICT_POLICIES if p != "duoattention"])
 def test_every_policy_at_100_percent_reproduces_the_full_cache_logits_exactly(loaded, span_prefill, policy):
     import torch
 
@@ -439,3 +440,117 @@ def test_fp8_is_measured_on_the_int_formats_protocol_and_transformers_own_beside
     assert (fp8.copy_correct, fp8.copy_total) == (correct, total)
     hf = ev.quant_points(loaded, texts, ("fp8-hf",))[0]
     assert hf.policy == "fp8-hf" and fp8.kv_bytes_kept == hf.kv_bytes_kept and "transformers" in ev.policy_label(hf.policy)
+
+
+# ----- the newer methods: KeyDiff, DuoAttention-style head split, KVzip-style reconstruction ---------------------
+def _stub_prefill(keys):
+    """Just what a key-only scorer reads: one layer's cache keys [batch_size, num_kv_heads, seq_len, head_dim]."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(cache=SimpleNamespace(layers=[SimpleNamespace(keys=keys)]))
+
+
+@pytest.mark.parametrize("policy", ev.EVICT_POLICIES)
+def test_every_policy_at_100_percent_through_evict_is_the_full_cache(loaded, span_prefill, policy):
+    """evict(), the one entry the sweep and the grid use (DuoAttention's ragged cache included): at 100% the logits
+    are the full cache's, bit for bit."""
+    import torch
+
+    sequences, pre = span_prefill
+    half = SETTINGS.half_tokens
+    got = ev.continue_from(loaded, ev.evict(policy, pre, SETTINGS, ev.rows_for_budget(100, pre.seq_len)),
+                           sequences[:, half:], half)
+    with torch.inference_mode():
+        want = loaded.model(input_ids=sequences[:, half:], past_key_values=_fresh_cache(loaded, sequences[:, :half]),
+                            use_cache=True).logits
+    assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("loaded", [loading.BUNDLED], indirect=True)
+def test_keydiff_keeps_the_keys_least_like_the_mean_key_by_hand(loaded):
+    """Five 2-d keys: three along x, one along y, one against x. At unit length their mean is (0.4, 0.2); the
+    cosines are 0.894 (x), 0.447 (y) and -0.894 (-x): KeyDiff keeps -x first, then y."""
+    import torch
+
+    keys = torch.tensor([[1.0, 0.0], [2.0, 0.0], [3.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])[None, None]
+    order = ev.keep_order("keydiff", _stub_prefill(keys), SETTINGS)
+    assert ev.keep_rows(order, 1)[0].flatten().tolist() == [4]
+    assert ev.keep_rows(order, 2)[0].flatten().tolist() == [3, 4]
+
+
+def test_kvzip_keeps_the_rows_a_separate_uncached_reread_attends_to_most(loaded, span_prefill):
+    """KVzip's score against an uncached pass over prefix + repeat prompt + prefix (one chunk: it fits): each row's
+    most attention from any re-reading query, the most over the KV head's query heads; the same rows kept."""
+    import torch
+
+    _, pre = span_prefill
+    s = pre.seq_len
+    prompt = torch.tensor(loaded.tokenizer(ev.KVZIP_REPEAT_PROMPT).input_ids)
+    feed = torch.cat([pre.input_ids, prompt.expand(pre.input_ids.shape[0], -1), pre.input_ids], dim=1)
+    with torch.inference_mode():
+        attentions = loaded.model(input_ids=feed, use_cache=False, output_attentions=True).attentions
+    info = loaded.info
+    group = info.n_head // info.n_kv_heads
+    rows = ev.rows_for_budget(25, s)
+    for layer, (a, got) in enumerate(zip(attentions, ev.keep_rows(ev.keep_order("kvzip", pre, SETTINGS), rows),
+                                         strict=True)):
+        score = a[:, :, s:, :s].amax(dim=2)  # [batch_size, num_heads, s]: re-reading queries only
+        score = score.reshape(score.shape[0], info.n_kv_heads, group, s).amax(dim=2)
+        want = torch.sort(torch.topk(score, rows, dim=-1).indices, dim=-1).values
+        assert torch.equal(got, want), f"layer {layer}"
+
+
+def test_duo_split_by_hand():
+    """16 KV heads, 64 rows, S = 4 (+ 4 newest): a streaming head keeps 8 rows. At 16 rows per head on average
+    the budget holds 16 x 16 = 256 rows = 16 x 8 streaming rows + 2 x 56 more (2 retrieval heads; 3 would need
+    296); at 9 rows no retrieval head fits; at 64 every head retrieves; at 3 rows the heads keep 3 (the sinks)."""
+    s = ev.EvictSettings()
+    assert ev.duo_split(16, 64, 16, s) == (2, 8)
+    assert ev.duo_split(16, 64, 9, s) == (0, 8)
+    assert ev.duo_split(16, 64, 64, s)[0] == 16
+    assert ev.duo_split(16, 64, 3, s) == (0, 3)
+
+
+def test_duoattention_retrieval_heads_hold_the_induction_head_of_repeat_a_pattern(loaded):
+    """The copy probe ranks the KV heads; at 50% the retrieval heads include the KV head of the head *Repeat a
+    pattern* names as copying (kvviz.step.pattern_records.strongest_induction_head on the step page's preset)."""
+    from kvviz.step import pattern_records, patterns
+    from kvviz.step import view as step_view
+
+    info = loaded.info
+    run = patterns.pattern_run(loaded, loaded.tokenizer(step_view.REPEAT_PROMPT).input_ids)
+    copying = [(layer.layer, head) for layer in run.layers
+               if (head := pattern_records.strongest_induction_head(layer)) is not None]
+    assert copying  # the preset has a copying head on both models
+    heads = info.n_layer * info.n_kv_heads
+    retrieval, _stream = ev.duo_split(heads, SETTINGS.half_tokens, ev.rows_for_budget(50, SETTINGS.half_tokens),
+                                      SETTINGS)
+    chosen = ev.retrieval_order(loaded)[:retrieval]
+    group = info.n_head // info.n_kv_heads
+    for layer, head in copying:
+        assert (layer, head // group) in chosen
+
+
+@pytest.mark.parametrize("keep", [50, 25, 10])
+def test_duoattention_bytes_are_its_head_tensors_and_no_retrieval_head_is_streaming_llm(loaded, span_prefill, keep):
+    """The ragged cache's bytes are its per-head tensors' nbytes: retrieval heads' every row + streaming heads'
+    kept rows, by hand; never over the budget. With no room for a retrieval head (10%) its logits are
+    StreamingLLM's at the same rows, bit for bit (the padded view and its masks change nothing)."""
+    import torch
+
+    sequences, pre = span_prefill
+    info, half = loaded.info, SETTINGS.half_tokens
+    rows = ev.rows_for_budget(keep, pre.seq_len)
+    cache = ev.evict("duoattention", pre, SETTINGS, rows)
+    retrieval, stream = ev.duo_split(info.n_layer * info.n_kv_heads, pre.seq_len, rows, SETTINGS)
+    row_bytes = 2 * pre.input_ids.shape[0] * info.head_dim * 4  # K and V, float32, every sequence of the batch
+    want = (retrieval * pre.seq_len + (info.n_layer * info.n_kv_heads - retrieval) * stream) * row_bytes
+    assert ev.cache_nbytes(cache) == sum(k.nbytes + v.nbytes for layer in cache.heads for k, v in layer) == want
+    assert want <= ev.cache_nbytes(ev.evict("streaming", pre, SETTINGS, rows))  # the same bytes as any policy's
+    point = ev.policy_points(loaded, ev.SweepTexts(loaded, None, ev.EvictSettings(n_spans=2)), "duoattention",
+                             (keep,))[0]
+    assert point.kv_bytes_kept == want // pre.input_ids.shape[0]
+    if retrieval == 0:
+        got = ev.continue_from(loaded, cache, sequences[:, half:], half)
+        streaming = ev.continue_from(loaded, ev.evict("streaming", pre, SETTINGS, rows), sequences[:, half:], half)
+        assert torch.equal(got, streaming)

@@ -98,3 +98,12 @@ def test_each_policy_line_is_keyed_on_the_settings_it_reads():
     assert a.for_policy("streaming") != b.for_policy("streaming")
     assert a.for_policy("snapkv") != b.for_policy("snapkv") and a.for_policy("random") != b.for_policy("random")
     assert b.for_policy("streaming").sink_tokens == 16 and b.for_policy("streaming").snap_window == 8
+
+
+def test_a_new_s_re_measures_duoattention_with_streaming_and_not_keydiff_or_kvzip():
+    """DuoAttention's streaming heads keep S sinks: its line is keyed on S; KeyDiff and KVzip read no setting."""
+    a, b = EvictSettings(sink_tokens=4), EvictSettings(sink_tokens=16, snap_window=4, seed=3)
+    assert a.for_policy("duoattention") != b.for_policy("duoattention")
+    assert b.for_policy("duoattention").sink_tokens == 16 and b.for_policy("duoattention").snap_window == 8
+    for policy in ("keydiff", "kvzip"):
+        assert a.for_policy(policy) == b.for_policy(policy)

@@ -65,11 +65,11 @@ def as_dict(p: EvictionPoint) -> dict:
 
 def table(points: list[EvictionPoint]) -> str:
     """One line per point; '±95%': the half-width of its 95% interval (1.96 standard errors over the predictions)."""
-    lines = [f"{'policy':<10} {'budget':>6} {'rows':>9} {'KV bytes kept':>14} {'of full':>8} {'copy acc':>9} "
+    lines = [f"{'policy':<12} {'budget':>6} {'rows':>9} {'KV bytes kept':>14} {'of full':>8} {'copy acc':>9} "
              f"{'±95%':>6} {'loss change':>12} {'±95%':>7}"]
     for p in points:
         budget = f"{p.keep_percent}%" if p.kind == "eviction" else "-"
-        lines.append(f"{p.policy:<10} {budget:>6} {p.rows_kept:>4}/{p.rows_full:<4} {p.kv_bytes_kept:>14,} "
+        lines.append(f"{p.policy:<12} {budget:>6} {p.rows_kept:>4}/{p.rows_full:<4} {p.kv_bytes_kept:>14,} "
                      f"{p.bytes_fraction:>8.1%} {p.copy_accuracy:>9.1%} {100 * INTERVAL_Z * p.copy_se:>6.1f} "
                      f"{p.loss_change_nats:>+12.4f} {INTERVAL_Z * p.loss_change_se:>7.4f}")
     return "\n".join(lines)

@@ -19,7 +19,8 @@ from kvviz.memory.units import binary_unit
 from kvviz.step.view import visible
 
 POLICY_COLORS = {"random": "#7f7f7f", "recent": "#9467bd", "streaming": "#1f77b4", "h2o": "#d62728", "h2o_heavy": "#ff9896",
-                 "tova": "#8c564b", "snapkv": "#2ca02c", "key_norm": "#e377c2"}
+                 "tova": "#8c564b", "snapkv": "#2ca02c", "key_norm": "#e377c2",
+                 "keydiff": "#bcbd22", "duoattention": "#17becf", "kvzip": "#393b79"}
 QUANT_COLOR = ORANGE
 KEPT_COLOR, EVICTED_COLOR, SINK_COLOR = BLUE, "#e8e8e8", ORANGE
 METRICS = ("copy", "loss")

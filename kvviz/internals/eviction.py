@@ -21,11 +21,24 @@ of these "presses"; kvpress 0.5.5 pins transformers < 5.3 and does not take GPT-
                5 positions with the padding counted; the top rows - window of the prefix + the whole window. Below
                the window it keeps the window's newest rows: the recent window (policy_note says so)
     key_norm   the keys with the smallest L2 norm (Devoto et al. 2024, arXiv:2406.11430), no attention read
+    keydiff    the keys least similar (cosine) to the mean key of their layer and KV head, the keys taken at unit
+               length (KeyDiff, 2025, arXiv:2504.15364; kvpress's KeyDiffPress), no query or attention read
+    duoattention  DuoAttention's head split (Xiao et al. 2024, arXiv:2410.10819): retrieval heads keep every row,
+               streaming heads keep the first S rows + the EVICT_DUO_RECENT newest. The retrieval heads are the
+               KV heads whose query heads copy most on kvviz.step's induction probe (seeded random tokens, repeated:
+               the copy probe of the attention-patterns page), the best first; how many follows from the budget
+               (duo_split). The KV heads keep different numbers of rows, so this cache is ragged (HeadSplitCache)
+    kvzip      KVzip's reconstruction score (Kim et al. 2025, arXiv:2505.23416): the model re-reads the context
+               (a repeat prompt, then the context again) on top of the prefill's cache, and each cached row scores
+               the most attention any re-reading query (of the KV head's query heads) gives it; about twice the
+               prefill's work, once per prefill. Top rows per KV head (the paper also ranks across heads)
 
 Attention-based scores read the prefill's attention weights (eager attention, which the app loads). With GQA the
 query heads that share a KV head are averaged (a sum would rank the rows the same), so the choice is per KV head: the pruned tensors stay
 [batch_size, num_kv_heads, seq_len, head_dim] with seq_len = the rows kept, rectangular, because every head keeps
-the same number of rows.
+the same number of rows. DuoAttention's heads do not: each layer's KV heads are stored as separate tensors
+(HeadSplitCache, whose bytes are theirs), and attention reads them through a padded view in which the padding is
+masked per query head (a forward pre-hook on each attention module adds the mask to the eager attention mask).
 
 Budget: a whole percent of the KV bytes; rows per head = floor(S x percent / 100) (rows_for_budget), and the
 bytes reported are the pruned tensors' own `nbytes`, never the percent asked for. Masking rows or zeroing channels
@@ -63,7 +76,8 @@ if TYPE_CHECKING:
     import torch
     from transformers import DynamicCache
 
-__all__ = ["EVICT_KEEP_PERCENTS", "EVICT_POLICIES", "EVICT_POLICY_LABELS", "EVICT_POLICY_RULES", "EVICT_POLICY_SHORT",
+__all__ = ["EVICT_AT_SCALE", "EVICT_DUO_RECENT", "EVICT_KEEP_PERCENTS", "KVZIP_REPEAT_PROMPT", "HeadSplitCache",
+           "duo_kept", "duo_split", "evict", "retrieval_order", "EVICT_POLICIES", "EVICT_POLICY_LABELS", "EVICT_POLICY_RULES", "EVICT_POLICY_SHORT",
            "EVICT_MAX_SINKS", "EVICT_POLICY_SETTINGS", "EVICT_QUANT_SCHEMES", "EvictionError", "EvictSettings", "HELD_OUT_TEXT_PATH", "Prefill", "SweepTexts",
            "cache_nbytes", "check_keep_percent", "check_policy", "check_sink_tokens", "continue_from", "copy_correct", "copy_sequences",
            "eviction_grid", "eviction_takeaways", "held_out_text", "inside_noise", "keep_order", "keep_rows", "kept_rows",
@@ -77,7 +91,8 @@ class EvictionError(ValueError):
 
 
 # The policies, in the order the page lists them. Names are the CLI's words; labels are shown through _().
-EVICT_POLICIES = ("full", "random", "recent", "streaming", "h2o", "h2o_heavy", "tova", "snapkv", "key_norm")
+EVICT_POLICIES = ("full", "random", "recent", "streaming", "h2o", "h2o_heavy", "tova", "snapkv", "key_norm",
+                  "keydiff", "duoattention", "kvzip")
 EVICT_POLICY_LABELS = {
     "full": N_("full cache"),
     "random": N_("random (control)"),
@@ -88,11 +103,15 @@ EVICT_POLICY_LABELS = {
     "tova": N_("TOVA (newest query's attention)"),
     "snapkv": N_("SnapKV (observation window)"),
     "key_norm": N_("key norm (smallest kept)"),
+    "keydiff": N_("KeyDiff (keys least like the mean key)"),
+    "duoattention": N_("DuoAttention-style (retrieval heads + streaming heads)"),
+    "kvzip": N_("KVzip-style (attention while re-reading the context)"),
 }
 # Short names, for chart legends and sentences (the papers' names stay as written).
 EVICT_POLICY_SHORT = {"full": N_("full cache"), "random": N_("random"), "recent": N_("recent window"),
                       "streaming": "StreamingLLM", "h2o": "H2O", "h2o_heavy": N_("heavy hitters only"),
                       "tova": "TOVA", "snapkv": "SnapKV", "key_norm": N_("key norm"),
+                      "keydiff": "KeyDiff", "duoattention": "DuoAttention", "kvzip": "KVzip",
                       "fp8-hf": N_("fp8 (transformers)")}
 _TRANSLATED_SHORT = ("full cache", "random", "recent window", "heavy hitters only", "key norm", "fp8 (transformers)")
 # What each policy keeps, and where its choice differs (per layer, per KV head): shown beside the grid.
@@ -119,6 +138,36 @@ EVICT_POLICY_RULES = {
                  "the window's newest rows, which is the recent window."),
     "key_norm": N_("Keeps the keys with the smallest L2 norm (low-norm keys tend to draw high attention, Devoto et "
                    "al. 2024, arXiv:2406.11430): chosen per layer and per KV head, without reading any attention."),
+    "keydiff": N_("Keeps the keys least similar (cosine) to the mean key of their layer and KV head: distinctive "
+                  "keys are the ones no other row stands in for (KeyDiff, 2025, arXiv:2504.15364). Chosen per "
+                  "layer and per KV head, without any query or attention."),
+    "duoattention": N_("Splits the heads (DuoAttention, Xiao et al. 2024, arXiv:2410.10819): retrieval heads keep "
+                       "every row, streaming heads keep the first S rows and the newest {recent}. The retrieval "
+                       "heads are the KV heads that copy most on the induction probe of the attention-patterns "
+                       "page; the budget decides how many ({retrieval} of {heads} here). The heads keep different "
+                       "numbers of rows, so the cache is stored head by head and the bytes are those rows."),
+    "kvzip": N_("Lets the model re-read the context (a repeat prompt, then the context again) on top of its "
+                "cache, and keeps the rows that get the most attention from any re-reading query (KVzip, Kim et "
+                "al. 2025, arXiv:2505.23416): about twice the prefill's work, once. Chosen per layer and per KV "
+                "head."),
+}
+# What each newer method needs on a large model that it does not need here (shown on the page, under its sources).
+EVICT_AT_SCALE = {
+    "keydiff": N_("KeyDiff on a long prompt scores while it reads, block by block, so the cache never exceeds its "
+                  "budget, and it works with FlashAttention because it reads no attention weights. Here the span "
+                  "fits at once, so it scores once after the prefill."),
+    "duoattention": N_("DuoAttention on a large model finds its retrieval heads by an offline optimisation: one "
+                       "gate per KV head, trained on synthetic passkey-retrieval data (a number hidden in long "
+                       "filler text) to keep the full model's outputs while pushing gates towards streaming; and "
+                       "it needs kernels that run full attention on some heads and sink + recent attention on "
+                       "others. Here the induction probe names the retrieval heads in one forward pass, and a "
+                       "padded copy with a per-head mask stands in for the kernels."),
+    "kvzip": N_("KVzip on a long context re-reads it in chunks (a few thousand tokens each) and ranks the rows "
+                "across all heads and layers, so heads keep different numbers of rows; it needs an attention "
+                "kernel that returns each key's largest weight without writing the whole matrix, and it pays the "
+                "re-read once per context, which pays off when many questions reuse the compressed cache. Here the "
+                "re-read fits in one or two chunks, the eager attention's weights are read directly, and every "
+                "head keeps the same number of rows."),
 }
 EVICT_KEEP_PERCENTS = (100, 75, 50, 35, 25, 15, 10, 5)  # the sweep's budgets: % of KV bytes kept
 # Compression points on the same axis. fp16/int8/int4/int2: kvviz.internals.quant's arithmetic; fp8: transformers'
@@ -135,7 +184,11 @@ SINK_TOKENS = IntSetting(N_("sink tokens S"), 0, EVICT_MAX_SINKS, default=4)  # 
 EVICT_MAX_SNAP_WINDOW = 64
 # The settings each policy reads beyond the texts' (the others' points do not change with them: a page keys its
 # cached lines on settings_for, so a new S re-measures StreamingLLM alone).
-EVICT_POLICY_SETTINGS = {"streaming": ("sink_tokens",), "snapkv": ("snap_window",), "random": ("seed",)}
+EVICT_POLICY_SETTINGS = {"streaming": ("sink_tokens",), "duoattention": ("sink_tokens",), "snapkv": ("snap_window",),
+                         "random": ("seed",)}
+EVICT_DUO_RECENT = 4  # DuoAttention's streaming heads: S sinks + this many newest rows (the paper: 64 + 256 on 32k)
+# KVzip's re-read starts with a repeat request (the paper's prompt); a base model reads it as plain text
+KVZIP_REPEAT_PROMPT = "\n\nRepeat the previous context exactly.\n"
 HELD_OUT_TEXT_PATH = Path(__file__).resolve().parents[1] / "assets" / "held_out_shakespeare.txt"
 
 
@@ -223,8 +276,23 @@ def policy_short(policy: str) -> str:
     return _(name) if name in _TRANSLATED_SHORT else name
 
 
-def policy_note(policy: str, rows: int, settings: EvictSettings) -> str | None:
-    """What a policy keeps where its definition runs out of room, or None: SnapKV below its window."""
+def duo_split(n_heads: int, seq_len: int, rows: int, settings: EvictSettings) -> tuple[int, int]:
+    """DuoAttention at a budget of `rows` rows per KV head on average (the other policies' rows), over n_heads KV
+    heads (all layers): (retrieval heads, rows each streaming head keeps). A streaming head keeps S + EVICT_DUO_RECENT
+    rows (fewer when the budget is smaller: then every head streams, the StreamingLLM rule); the retrieval heads are
+    as many as the rest of the budget holds whole: the bytes never exceed the budget's."""
+    stream = min(rows, settings.sink_tokens + EVICT_DUO_RECENT, seq_len)
+    if stream >= seq_len:
+        return n_heads, seq_len
+    return n_heads * (rows - stream) // (seq_len - stream), stream
+
+
+def policy_note(policy: str, rows: int, settings: EvictSettings, retrieval_heads: int | None = None) -> str | None:
+    """What a policy keeps where its definition runs out of room, or None: SnapKV below its window, DuoAttention
+    with no room for a retrieval head (retrieval_heads: how many the grid holds)."""
+    if policy == "duoattention" and retrieval_heads == 0:
+        return _("At {rows} rows per head on average the budget holds no retrieval head: every head streams, "
+                 "keeping the rows StreamingLLM keeps with the same S.").format(rows=rows)
     if policy == "snapkv" and rows < settings.snap_window:
         return _("SnapKV always keeps its observation window of {window} rows; at {rows} rows the budget is "
                  "smaller than the window, so it keeps the window's newest {rows} rows: exactly the recent "
@@ -362,9 +430,45 @@ class Prefill:
         self.cache: DynamicCache = out.past_key_values
         self.attentions = [a.float() for a in out.attentions]  # per layer [batch_size, num_heads, seq_len, seq_len]
 
+        self._reread: list[torch.Tensor] | None = None
+
     @property
     def seq_len(self) -> int:
         return self.input_ids.shape[1]
+
+    def reread_attentions(self) -> list[torch.Tensor]:
+        """KVzip's reconstruction pass, once: the repeat prompt and the input again, fed on top of a copy of this
+        cache at the continued positions, in chunks that fit the model's positions (KVzip re-reads long contexts
+        chunk by chunk too: each chunk's pass sees the whole cache, the prompt and that chunk). Per layer
+        [batch_size, num_heads, seq_len]: the most attention any re-reading query gave each of the prefill's rows
+        (the rows the pass appends are left out)."""
+        if self._reread is None:
+            import torch
+            from transformers import DynamicCache
+
+            from kvviz.model.loading import MODEL_LOCK
+
+            loaded, b, s = self.loaded, self.input_ids.shape[0], self.seq_len
+            prompt = torch.tensor(loaded.tokenizer(KVZIP_REPEAT_PROMPT).input_ids, dtype=torch.long).expand(b, -1)
+            chunk = min(s, loaded.info.n_positions - s - prompt.shape[1])
+            if chunk < 1:
+                raise EvictionError(_("KVzip re-reads the context after it: {need} positions, where the model has "
+                                      "{have}; lower the loss context.").format(need=2 * s + prompt.shape[1],
+                                                                               have=loaded.info.n_positions))
+            best = None
+            for start in range(0, s, chunk):
+                feed = torch.cat([prompt, self.input_ids[:, start:start + chunk]], dim=1)
+                cache = DynamicCache(config=loaded.model.config)
+                for i, layer in enumerate(self.cache.layers):  # the next update concatenates: this cache stays intact
+                    cache.update(layer.keys, layer.values, i)
+                position_ids = torch.arange(s, s + feed.shape[1])[None, :].expand(b, -1)
+                with MODEL_LOCK, torch.inference_mode():
+                    out = loaded.model(input_ids=feed, past_key_values=cache, position_ids=position_ids,
+                                       use_cache=True, output_attentions=True)
+                got = [a[..., :s].float().amax(dim=-2) for a in out.attentions]  # [batch_size, num_heads, seq_len]
+                best = got if best is None else [torch.maximum(x, y) for x, y in zip(best, got, strict=True)]
+            self._reread = best
+        return self._reread
 
 
 def prefill(loaded: LoadedModel, input_ids: torch.Tensor) -> Prefill:
@@ -399,6 +503,12 @@ def _scores(policy: str, pre: Prefill, layer: int, settings: EvictSettings) -> t
         return torch.rand((b, hkv, s), generator=gen, dtype=torch.float64)
     if policy == "key_norm":
         return -keys.double().norm(dim=-1)  # smallest norm kept
+    if policy == "keydiff":  # the least like the anchor kept: the mean of the cached keys at unit length (kvpress's
+        k = keys.double()  # KeyDiffPress computes the paper's anchor so)
+        return -F.cosine_similarity(k, F.normalize(k, dim=-1).mean(dim=2, keepdim=True), dim=-1)
+    if policy == "kvzip":  # the most attention any re-reading query of the KV head's query heads gives the row
+        reread = pre.reread_attentions()[layer].double()  # [batch_size, num_heads, seq_len]
+        return reread.reshape(b, hkv, -1, s).amax(dim=2)
     attn = pre.attentions[layer].double()  # [batch_size, num_heads, seq_len, seq_len]
     if policy in ("h2o", "h2o_heavy"):  # kept_rows splits the budget for h2o
         return _per_kv_head(attn, hkv).sum(dim=-2)  # attention each row received, summed over all queries
@@ -425,6 +535,8 @@ def keep_order(policy: str, pre: Prefill, settings: EvictSettings) -> list[torch
     import torch
 
     check_policy(policy)
+    if policy == "duoattention":
+        raise EvictionError("duoattention keeps different rows per head: use evict()")
     return [torch.argsort(_scores(policy, pre, i, settings), dim=-1, descending=True, stable=True)
             for i in range(len(pre.cache.layers))]
 
@@ -469,21 +581,137 @@ def prune(pre: Prefill, kept: list[torch.Tensor]) -> DynamicCache:
     return pruned
 
 
-def cache_nbytes(cache: DynamicCache) -> int:
+class HeadSplitCache:
+    """A cache whose KV heads keep different rows (DuoAttention): every layer's KV heads stored as separate K and V
+    tensors [batch_size, rows of that head, head_dim], so its bytes are those rows' and no more. Attention reads it
+    through `view()`: a DynamicCache padded to the layer's longest head, plus which of its rows are real."""
+
+    def __init__(self, pre: Prefill, kept: list[list[torch.Tensor]]):
+        self.config = pre.loaded.model.config
+        self.kept = kept  # [layer][kv head] positions kept, ascending
+        self.heads = [[(layer.keys[:, h, idx].contiguous(), layer.values[:, h, idx].contiguous())
+                       for h, idx in enumerate(per_head)] for layer, per_head in zip(pre.cache.layers, kept, strict=True)]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(k.nbytes + v.nbytes for layer in self.heads for k, v in layer)
+
+    def view(self) -> tuple[DynamicCache, list[torch.Tensor]]:
+        """(the padded cache, per layer [num_kv_heads, rows] bool: True = a stored row, False = padding). The view is
+        compute's working copy, made per pass and dropped; the bytes held are the heads' (nbytes)."""
+        import torch
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=self.config)
+        real = []
+        # one padded length for every layer: transformers sizes one attention mask from the first layer's cache
+        rows = max(k.shape[1] for layer in self.heads for k, _v in layer)
+        for i, layer in enumerate(self.heads):
+            b, d = layer[0][0].shape[0], layer[0][0].shape[-1]
+            keys, values = (torch.zeros(b, len(layer), rows, d, dtype=layer[0][0].dtype) for _ in range(2))
+            ok = torch.zeros(len(layer), rows, dtype=torch.bool)
+            for h, (k, v) in enumerate(layer):
+                keys[:, h, :k.shape[1]], values[:, h, :k.shape[1]], ok[h, :k.shape[1]] = k, v, True
+            cache.update(keys, values, i)
+            real.append(ok)
+        return cache, real
+
+
+def cache_nbytes(cache: DynamicCache | HeadSplitCache) -> int:
     """The bytes the cache's K and V tensors occupy (their own nbytes), all layers."""
+    if isinstance(cache, HeadSplitCache):
+        return cache.nbytes
     return sum(layer.keys.nbytes + layer.values.nbytes for layer in cache.layers)
 
 
-def continue_from(loaded: LoadedModel, cache: DynamicCache, input_ids: torch.Tensor, original_len: int) -> torch.Tensor:
+def retrieval_order(loaded: LoadedModel) -> list[tuple[int, int]]:
+    """(layer, KV head), the most retrieving first: each KV head scores the best induction score of its query heads
+    on kvviz.step's induction probe (seeded random tokens, then the same again: the copy probe of the attention-
+    patterns page), computed once per model; ties by layer and head. DuoAttention learns a gate per head on
+    synthetic passkey data instead; on these small models the probe names the heads that read far back."""
+    from kvviz.step.patterns import probe_induction_scores
+
+    info = loaded.info
+    group = info.n_head // info.n_kv_heads
+    scores = {(layer, h): float(s[h * group:(h + 1) * group].max())
+              for layer, s in enumerate(probe_induction_scores(loaded)) for h in range(info.n_kv_heads)}
+    return sorted(scores, key=lambda lh: (-scores[lh], lh))
+
+
+def duo_kept(pre: Prefill, rows: int, settings: EvictSettings) -> list[list[torch.Tensor]]:
+    """[layer][kv head] positions DuoAttention keeps at `rows` per head on average (duo_split): all of them for the
+    retrieval heads, StreamingLLM's first S + newest rows for the streaming heads. The same for every sequence of
+    the batch (the heads are the model's, the positions are positions)."""
+    import torch
+
+    n_layers, hkv = len(pre.cache.layers), pre.cache.layers[0].keys.shape[1]
+    retrieval, stream = duo_split(n_layers * hkv, pre.seq_len, rows, settings)
+    heads = set(retrieval_order(pre.loaded)[:retrieval])
+    streaming = torch.sort(keep_order("streaming", pre, settings)[0][0, 0, :stream]).values
+    everything = torch.arange(pre.seq_len)
+    return [[everything if (i, h) in heads else streaming for h in range(hkv)] for i in range(n_layers)]
+
+
+def evict(policy: str, pre: Prefill, settings: EvictSettings, rows: int,
+          order: list[torch.Tensor] | None = None) -> DynamicCache | HeadSplitCache:
+    """The cache `policy` leaves at `rows` rows per layer and KV head (DuoAttention: on average), to continue from.
+    `order`: the policy's keep_order, when already computed (a sweep computes it once for every budget)."""
+    if policy == "duoattention":
+        return HeadSplitCache(pre, duo_kept(pre, rows, settings))
+    return prune(pre, kept_rows(policy, keep_order(policy, pre, settings) if order is None else order, rows))
+
+
+def _head_masks(model, real: list[torch.Tensor]):
+    """While active, each attention layer i masks the padding of a HeadSplitCache view: a forward pre-hook takes
+    the eager attention mask [batch_size, 1, q_len, rows + q_len] and sets -inf-like (the dtype's minimum, as
+    transformers' masks do) on the columns of padded rows, per query head (each KV head's mask repeated over the
+    query heads that share it). The new tokens' own columns keep their causal mask."""
+    import contextlib
+
+    import torch
+
+    @contextlib.contextmanager
+    def active():
+        handles = []
+        for module in model.modules():
+            if getattr(module, "layer_idx", None) is None or not type(module).__name__.endswith("Attention"):
+                continue
+
+            def hook(mod, args, kwargs):
+                mask, ok = kwargs["attention_mask"], real[mod.layer_idx]  # [b, 1, q, k], [num_kv_heads, rows]
+                group = model.config.num_attention_heads // ok.shape[0]
+                new = torch.ones(ok.shape[0], mask.shape[-1] - ok.shape[1], dtype=torch.bool)
+                ok_all = torch.cat([ok, new], dim=1).repeat_interleave(group, dim=0)  # [num_heads, k]
+                kwargs["attention_mask"] = mask.masked_fill(~ok_all[None, :, None, :], torch.finfo(mask.dtype).min)
+                return args, kwargs
+
+            handles.append(module.register_forward_pre_hook(hook, with_kwargs=True))
+        try:
+            yield
+        finally:
+            for handle in handles:
+                handle.remove()
+
+    return active()
+
+
+def continue_from(loaded: LoadedModel, cache: DynamicCache | HeadSplitCache, input_ids: torch.Tensor,
+                  original_len: int) -> torch.Tensor:
     """Feed input_ids [batch_size, q_len] after a (possibly pruned) cache of a prefill of `original_len` tokens:
     positions continue at original_len (module docstring: why). Returns the logits [batch_size, q_len, vocab_size]."""
+    import contextlib
+
     import torch
 
     from kvviz.model.loading import MODEL_LOCK
 
     b, n = input_ids.shape
     position_ids = torch.arange(original_len, original_len + n)[None, :].expand(b, n)
-    with MODEL_LOCK, torch.inference_mode():
+    masks = contextlib.nullcontext()
+    if isinstance(cache, HeadSplitCache):
+        cache, real = cache.view()
+        masks = _head_masks(loaded.model, real)
+    with MODEL_LOCK, torch.inference_mode(), masks:
         return loaded.model(input_ids=input_ids, past_key_values=cache, position_ids=position_ids,
                             use_cache=True).logits
 
@@ -602,16 +830,19 @@ def policy_points(loaded: LoadedModel, texts: SweepTexts, policy: str,
                   keep_percents: tuple[int, ...] = EVICT_KEEP_PERCENTS) -> list[EvictionPoint]:
     """One policy at every budget (the full cache: once, at 100%)."""
     settings = texts.settings
-    copy_order = keep_order(policy, texts.copy, settings)
-    context_order = keep_order(policy, texts.context, settings)
+    ragged = policy == "duoattention"  # no order: its heads keep different rows (duo_kept)
+    copy_order = None if ragged else keep_order(policy, texts.copy, settings)
+    context_order = None if ragged else keep_order(policy, texts.context, settings)
     points = []
     for keep in ((100,) if policy == "full" else tuple(check_keep_percent(k) for k in keep_percents)):
         rows = rows_for_budget(keep, texts.copy.seq_len)
-        cache = prune(texts.copy, kept_rows(policy, copy_order, rows))
+        cache = evict(policy, texts.copy, settings, rows, copy_order)
         kept_bytes = cache_nbytes(cache) // settings.n_spans  # counted before the repeat appends its rows
+        if ragged:  # the rows per KV head on average, which is what the bytes hold
+            rows = sum(len(idx) for layer in cache.kept for idx in layer) // sum(len(layer) for layer in cache.kept)
         hits = _copy_hits(loaded, cache, texts.sequences)
         context_rows = rows_for_budget(keep, settings.context_tokens)
-        losses = _token_losses(loaded, prune(texts.context, kept_rows(policy, context_order, context_rows)),
+        losses = _token_losses(loaded, evict(policy, texts.context, settings, context_rows, context_order),
                                texts.passages, settings.context_tokens)
         points.append(texts.point(policy, "eviction", keep, rows, kept_bytes, hits, losses))
     return points
@@ -761,13 +992,20 @@ def eviction_grid(loaded: LoadedModel, policy: str, keep_percent: int, text: str
     span = copy_sequences(ids, settings)[:1, :settings.half_tokens]  # (1, L)
     pre = prefill(loaded, span)
     rows = rows_for_budget(keep, pre.seq_len)
-    kept = kept_rows(policy, keep_order(policy, pre, settings), rows)
-    cache = prune(pre, kept)
+    if policy == "duoattention":
+        cache = evict(policy, pre, settings, rows)
+        kept = cache.kept  # [layer][kv head] positions
+        layer_bytes = [sum(k.nbytes + v.nbytes for k, v in heads) for heads in cache.heads]  # its own tensors
+    else:
+        order = kept_rows(policy, keep_order(policy, pre, settings), rows)
+        kept = [list(idx[0]) for idx in order]
+        layer_bytes = [layer.keys.nbytes + layer.values.nbytes for layer in prune(pre, order).layers]
     layers = []
-    for i, (idx, full, small) in enumerate(zip(kept, pre.cache.layers, cache.layers, strict=True)):
-        mask = torch.zeros(idx.shape[1], pre.seq_len, dtype=torch.bool)
-        mask.scatter_(1, idx[0], True)
-        layers.append(LayerKept(i, tuple(tuple(bool(x) for x in row) for row in mask.tolist()), rows,
-                                small.keys.nbytes + small.values.nbytes, full.keys.nbytes + full.values.nbytes))
+    for i, (full, per_head, kept_bytes) in enumerate(zip(pre.cache.layers, kept, layer_bytes, strict=True)):
+        mask = torch.zeros(full.keys.shape[1], pre.seq_len, dtype=torch.bool)
+        for h, idx in enumerate(per_head):
+            mask[h, idx] = True
+        layers.append(LayerKept(i, tuple(tuple(bool(x) for x in row) for row in mask.tolist()),
+                                int(mask.sum()) // mask.shape[0], kept_bytes, full.keys.nbytes + full.values.nbytes))
     return EvictionGrid(policy, keep, tuple(token_text(loaded.tokenizer, int(t)) for t in span[0]),
                         settings.sink_tokens, tuple(layers))

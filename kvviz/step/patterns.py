@@ -48,6 +48,12 @@ def _probe_scores(loaded: LoadedModel) -> tuple[np.ndarray, ...]:
     return scores
 
 
+def probe_induction_scores(loaded: LoadedModel) -> tuple[np.ndarray, ...]:
+    """Per layer [num_heads] (query heads) induction scores on the fixed probe: the copy probe other concepts use
+    to find the heads that read far back (the eviction lab's DuoAttention-style retrieval heads)."""
+    return _probe_scores(loaded)
+
+
 def pattern_run(loaded: LoadedModel, token_ids: list[int]) -> pr.PatternRun:
     """Every layer's full causal attention over token_ids (at most MAX_PATTERN_TOKENS, at least 2)."""
     if not 2 <= len(token_ids) <= MAX_PATTERN_TOKENS:
