@@ -31,7 +31,7 @@ explain(_(
 
 info = models.current_info()
 shape = layout.BufferShape.of(info)  # one layer's K buffer, room for the whole context, float32
-c1, c2, c3, c4 = st.columns([1.6, 1, 1, 1.2])  # the layout names are long (a Chinese one ~17 characters)
+c1, c2, c3, c4 = st.columns([2.2, 1, 1, 1.2])  # the layout names are long (a Chinese one ~17 characters)
 name = c1.selectbox(_("Layout"), list(layout.LAYOUTS), format_func=layout.short_name,
                      key="int_layout_name")
 # Bounds are checked below, not clamped by the widgets: a value past its bound gets a message.
