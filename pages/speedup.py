@@ -145,9 +145,11 @@ def render_results(result: BenchResult) -> None:
     speedup_metric(cols[0], _("DynamicCache vs no cache"), result, "dynamic")
     speedup_metric(cols[1], _("Flat cache vs no cache"), result, "preallocated")
     choice = result.weight_choice
-    cols[2].metric(_("Weight format (measured)"), format_name(choice.chosen),
+    cols[2].metric(_("Weight format (measured)"), format_name(choice.chosen, with_code=False),
                    _("{margin:.2f}x faster than the other").format(margin=choice.margin) if choice.margin
-                   else _(choice.how), delta_color="off")
+                   else _(choice.how), delta_color="off",
+                   help=_("The setting's value (Advanced, and the CLI's --weight-format): {code}").format(
+                       code=choice.chosen))
     cols[3].metric(_("Flat cache, share of read roofline"),
                    verdict.label, help=verdict.describe())
     timings = [(figs.short_label(n), mode_timing(result, n).label()) for n in MODE_ORDER if result.has(n)]

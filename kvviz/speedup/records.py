@@ -144,9 +144,12 @@ class MachineInfo:
 FORMAT_NAMES = {"stored": N_("MKL on the model's layout"), "onednn": N_("oneDNN-packed copies")}
 
 
-def format_name(code: str) -> str:
-    """A weight format as a reader sees it: 'MKL on the model's layout (stored)', in the current language."""
-    return _("{name} ({code})").format(name=_(FORMAT_NAMES[code]), code=code) if code in FORMAT_NAMES else code
+def format_name(code: str, *, with_code: bool = True) -> str:
+    """A weight format as a reader sees it: 'MKL on the model's layout (stored)', in the current language; without
+    the setting's code where the name stands alone in a narrow tile (the code is in the tile's help)."""
+    if code not in FORMAT_NAMES:
+        return code
+    return _("{name} ({code})").format(name=_(FORMAT_NAMES[code]), code=code) if with_code else _(FORMAT_NAMES[code])
 
 
 @dataclass(frozen=True)
