@@ -728,10 +728,10 @@ def text_ids(loaded: LoadedModel, text: str | None) -> torch.Tensor:
 
 def _need(ids: torch.Tensor, tokens: int, what: str) -> None:
     if len(ids) < tokens:
-        raise EvictionError(ngettext("The text has {n} token; {what} needs at least {need}: paste a longer text or "
-                                     "lower the setting.",
-                                     "The text has {n} tokens; {what} needs at least {need}: paste a longer text or "
-                                     "lower the setting.", len(ids)).format(n=len(ids), what=what, need=tokens))
+        # The measures' lengths are fixed (the page offers no setting for them): only the text can change.
+        raise EvictionError(ngettext("The text has {n} token; {what} needs at least {need}: paste a longer text.",
+                                     "The text has {n} tokens; {what} needs at least {need}: paste a longer text.",
+                                     len(ids)).format(n=len(ids), what=what, need=tokens))
 
 
 def _evenly_spaced_starts(n_tokens: int, length: int, n: int) -> list[int]:
