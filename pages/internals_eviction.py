@@ -136,7 +136,8 @@ explain(_(
     "1. The model prefills a span of held-out Shakespeare (text it never trained on).\n"
     "2. A **policy** scores the rows of transformers' own `DynamicCache` and keeps the best ones, the same number "
     "in every layer and KV head, so the bytes really shrink: the **budget** is the share of the cache's bytes "
-    "kept, counted from the pruned tensors.\n"
+    "kept, counted from the pruned tensors. DuoAttention alone keeps whole heads, so it holds a little less than "
+    "its budget; it is shown at the bytes it holds.\n"
     "3. The model reads the span **again** from the pruned cache. Its copying heads (induction heads) predict "
     "each next token of the repeat by finding it in the first copy: the **copy test** counts how often they "
     "still can. Beside it, the change in next-token loss on ordinary text.\n\n"
@@ -197,8 +198,17 @@ if note:
     st.info(note)
 kept_bytes = sum(layer.kv_bytes_kept for layer in shown.layers)
 full_bytes = sum(layer.kv_bytes_full for layer in shown.layers)
+span = len(shown.tokens)
+if policy == "duoattention" and kept_bytes * span < full_bytes * eviction.rows_for_budget(shown.keep_percent, span):
+    st.info(_("At the {keep}% budget DuoAttention holds {share:.1%} of the bytes: only whole retrieval heads fit, "
+              "so the charts and the takeaways compare it at the bytes it holds.").format(
+        keep=shown.keep_percent, share=kept_bytes / full_bytes))
 m1, m2, m3 = st.columns(3)
-m1.metric(_("rows kept per layer and KV head"), f"{shown.layers[0].rows_kept} / {len(shown.tokens)}")
+if policy == "duoattention":  # its heads keep different counts: all rows kept over all heads, per head
+    m1.metric(_("rows kept per KV head, on average"),
+              f"{sum(sum(row) for layer in shown.layers for row in layer.kept) / n_heads:.1f} / {len(shown.tokens)}")
+else:
+    m1.metric(_("rows kept per layer and KV head"), f"{shown.layers[0].rows_kept} / {len(shown.tokens)}")
 m2.metric(_("KV bytes kept (one span)"), f"{kept_bytes:,} B", f"{kept_bytes / full_bytes:.1%}", delta_color="off",
           delta_arrow="off")
 m3.metric(_("KV bytes evicted"), f"{full_bytes - kept_bytes:,} B")

@@ -62,6 +62,10 @@ def test_an_outlier_loss_sits_above_a_clipped_axis_with_its_value():
     assert top < 1.0  # the other lines keep the height: the axis stops well below 4.7
     marks = [a["text"] for a in layout["annotations"] if a["text"].startswith("▲ +")]
     assert marks == ["▲ +4.70"]
+    # what ▲ means sits under the title, not on the plot's top edge where the legend is
+    assert layout["title"]["subtitle"]["text"] == "▲ above the axis, with its value"
+    assert not [a for a in layout["annotations"] if "above the axis" in a["text"]]
+    assert layout["margin"]["t"] > 90
     # without the outlier's line drawn, nothing is clipped
     layout = _layout_json(fig.quality_figure(_sweep(), ["random", "streaming"], "loss"))
     assert not [a for a in layout["annotations"] if a["text"].startswith("▲")]
@@ -73,6 +77,36 @@ def test_loss_points_sit_at_the_share_of_the_context_kept():
     assert 35.0 in xs and 34.375 not in xs  # 56 of 160 context rows at 35%, not the span's 22 of 64
     copy_xs = list(fig.quality_figure(_sweep(), ["streaming"], "copy").data[0].x)
     assert 34.375 in copy_xs
+
+
+def _with_duoattention() -> EvictionSweep:
+    """_sweep() and a DuoAttention line holding fewer bytes than its budgets (whole retrieval heads): at 50%, 45.3%
+    of the span's bytes and 40.6% of the loss context's, with the best copying of the 50% points."""
+    from dataclasses import replace
+
+    base = _sweep()
+    duo = []
+    for keep in EVICT_KEEP_PERCENTS:
+        p = _point("duoattention", keep, 0.001, bytes_kept=int(FULL_BYTES * 0.906 * keep / 100), right=480)
+        duo.append(replace(p, loss_bytes_fraction=0.812 * keep / 100))
+    return replace(base, points=base.points + tuple(duo))
+
+
+def test_duoattention_sits_at_the_bytes_it_holds_on_both_charts():
+    sweep = _with_duoattention()
+    copy_xs = list(fig.quality_figure(sweep, ["duoattention"], "copy").data[0].x)
+    loss_xs = list(fig.quality_figure(sweep, ["duoattention"], "loss").data[0].x)
+    assert 50.0 not in copy_xs and 50.0 not in loss_xs
+    assert any(abs(x - 45.3) < 1e-3 for x in copy_xs) and any(abs(x - 40.6) < 1e-9 for x in loss_xs)
+
+
+def test_takeaways_name_the_bytes_a_policy_below_its_budget_holds():
+    from kvviz.internals.eviction import eviction_takeaways
+
+    lines = eviction_takeaways(_with_duoattention())
+    at50 = next(line for line in lines if line.startswith("At 50%"))
+    assert at50.startswith("At 50%: best copying DuoAttention (holding only 45.3% of the bytes) 95%")
+    assert "StreamingLLM (holding" not in " ".join(lines)  # a policy at its budget's bytes is named plainly
 
 
 @pytest.mark.parametrize(("n_tokens", "stride"), [(16, 1), (32, 1), (64, 2), (100, 4)])

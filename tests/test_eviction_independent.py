@@ -1,6 +1,7 @@
 """The eviction lab against an independent check (tests/support/independent_eviction.py: the papers' kept rows, and
 one ordinary forward pass with a mask per layer and head in place of the pruned cache), on both bundled models:
-one point per policy (25%; StreamingLLM and SnapKV also below S and below the window, 5%). Kept positions and the
+one point per policy (25%; StreamingLLM and SnapKV also below S and below the window, 5%; DuoAttention also at 50%,
+where the budget holds retrieval heads). Kept positions and the
 copy count equal exactly; the loss change within LOSS_TOLERANCE_NATS; the bytes are the kept rows' own.
 
 A policy of EVICT_POLICIES with no independent scorer fails here: add its function to the support module's KEPT."""
@@ -14,7 +15,7 @@ from kvviz.model import loading
 pytestmark = pytest.mark.model  # runs both bundled models
 
 SETTINGS = ev.EvictSettings()  # the sweep's own settings: these are points of the page's sweep
-KEEP_PERCENTS = {"full": (100,), "streaming": (25, 5), "snapkv": (25, 5)}  # 5%: 3 rows, below S = 4 and the window
+KEEP_PERCENTS = {"full": (100,), "streaming": (25, 5), "snapkv": (25, 5), "duoattention": (25, 50)}  # 5%: 3 rows, below S = 4 and the window
 DEFAULT_KEEP_PERCENTS = (25,)
 # The masked pass computes the continuation's attention over every prefill row with the evicted ones at -inf (an
 # exact 0 after softmax), the lab over the pruned rows alone, and the prefill over 128 or 208 tokens at once, not
@@ -45,15 +46,43 @@ def both(request, indep):
     sequences, passages = ev.copy_sequences(ids, SETTINGS), ev.loss_passages(ids, SETTINGS)
     assert torch.equal(sequences, texts.sequences) and torch.equal(passages, texts.passages)
     context = SETTINGS.context_tokens
-    return {"lab": lab, "texts": texts, "model": model, "sequences": sequences, "passages": passages,
-            "copy": indep.observe(model, sequences[:, :SETTINGS.half_tokens]),
-            "context": indep.observe(model, passages[:, :context]),
+    observed = {"copy": indep.observe(model, sequences[:, :SETTINGS.half_tokens]),
+                "context": indep.observe(model, passages[:, :context])}
+    for obs in observed.values():  # what the lab decides and the check takes: which heads retrieve, the prompt's ids
+        obs.retrieval_order = ev.retrieval_order(lab)
+        obs.repeat_prompt_ids = lab.tokenizer(indep.KVZIP_REPEAT_PROMPT).input_ids
+    return {"lab": lab, "texts": texts, "model": model, "sequences": sequences, "passages": passages, **observed,
             "loss_full": indep.mean_loss(model, passages, context, None)}
+
+
+def test_the_lab_rereads_with_kvzips_repeat_prompt(indep):
+    assert indep.KVZIP_REPEAT_PROMPT == ev.KVZIP_REPEAT_PROMPT
 
 
 def _assert_kept(got, want, what: str) -> None:
     for layer, (g, w) in enumerate(zip(got, want, strict=True)):
         assert g.tolist() == w.tolist(), f"{what}: layer {layer} keeps other positions than the papers' rule"
+
+
+def _lab_kept(policy: str, pre, rows: int, want_ragged: bool):
+    """The lab's kept positions: per layer [batch_size, num_kv_heads, rows], or for a ragged policy per layer
+    [batch_size, num_kv_heads, P] bool (its heads keep different counts; the same for every sequence)."""
+    import torch
+
+    if not want_ragged:
+        return ev.kept_rows(policy, ev.keep_order(policy, pre, SETTINGS), rows)
+    out = []
+    for per_head in ev.duo_kept(pre, rows, SETTINGS):
+        mask = torch.zeros(len(per_head), pre.seq_len, dtype=torch.bool)
+        for h, idx in enumerate(per_head):
+            mask[h, idx] = True
+        out.append(mask[None].expand(pre.input_ids.shape[0], -1, -1))
+    return out
+
+
+def _kept_rows_total(kept, ragged: bool) -> int:
+    """Rows kept over every layer and KV head (one sequence)."""
+    return sum(int(k[0].sum()) if ragged else k[0].numel() for k in kept)
 
 
 def _assert_a_kept_set(kept, rows: int, seq_len: int) -> None:
@@ -74,8 +103,9 @@ def test_each_policy_matches_an_independent_masked_forward_pass(both, indep, pol
         rows, context_rows = half * keep // 100, context * keep // 100
         assert (ev.rows_for_budget(keep, half), ev.rows_for_budget(keep, context)) == (rows, context_rows)
         point = ev.policy_points(lab, texts, policy, (keep,))[0]
-        lab_copy = ev.kept_rows(policy, ev.keep_order(policy, texts.copy, SETTINGS), rows)
-        lab_context = ev.kept_rows(policy, ev.keep_order(policy, texts.context, SETTINGS), context_rows)
+        ragged = policy in indep.RAGGED
+        lab_copy = _lab_kept(policy, texts.copy, rows, ragged)
+        lab_context = _lab_kept(policy, texts.context, context_rows, ragged)
         if policy in indep.FORWARD_ONLY:  # no independent draw: the lab's set, the forward path checked
             _assert_a_kept_set(lab_copy, rows, half)
             _assert_a_kept_set(lab_context, context_rows, context)
@@ -86,7 +116,9 @@ def test_each_policy_matches_an_independent_masked_forward_pass(both, indep, pol
             _assert_kept(lab_copy, kept_copy, f"{where}, copy test")
             _assert_kept(lab_context, kept_context, f"{where}, loss context")
         n_layers, (_b, kv_heads, _s, head_dim) = len(both["copy"].keys), both["copy"].keys[0].shape
-        assert point.kv_bytes_kept == 2 * n_layers * kv_heads * rows * head_dim * FLOAT32_BYTES, where  # K and V
+        kept_total = _kept_rows_total(kept_copy, ragged)  # every head `rows`, or (ragged) each head its own
+        assert kept_total <= n_layers * kv_heads * rows, f"{where}: over the budget"
+        assert point.kv_bytes_kept == 2 * kept_total * head_dim * FLOAT32_BYTES, where  # K and V
         assert point.copy_total == SETTINGS.n_spans * (half - 1)
         assert point.copy_correct == indep.copy_count(model, both["sequences"], kept_copy), where
         change = indep.mean_loss(model, both["passages"], context, kept_context) - both["loss_full"]

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from kvviz.figures import BLUE, MARKER_COLOR, MAX_LEGEND_ENTRIES, ORANGE, readable
+from kvviz.figures import BLUE, MARKER_COLOR, MAX_LEGEND_ENTRIES, MIN_TICK_FONT_PX, ORANGE, readable
 from kvviz.i18n import _
 from kvviz.internals.eviction import policy_label, policy_short, rows_for_budget
 from kvviz.internals.records import INTERVAL_Z, EvictionGrid, EvictionPoint, EvictionSweep
@@ -26,12 +26,15 @@ KEPT_COLOR, EVICTED_COLOR, SINK_COLOR = BLUE, "#e8e8e8", ORANGE
 METRICS = ("copy", "loss")
 LABEL_GAP_PCT = 9.0  # two formats' labels nearer than this (x: % kept) go to different heights
 LABEL_STEP_PX = 22  # one label level, at the projector's font size
+SUBTITLE_PX = 24  # one line of subtitle under a chart's title
+GRID_BOTTOM_PX = 30  # room under the grid's axis title
 GRID_MAX_LABELS = 32  # the grid's token axis labels every position up to this many, else a stated stride
 
 
-def _layout(fig: go.Figure, title: str, height_px: int, right_px: int = 10) -> go.Figure:
+def _layout(fig: go.Figure, title: str, height_px: int, right_px: int = 10, top_px: int = 90,
+            bottom_px: int = 10) -> go.Figure:
     fig.update_layout(title=dict(text=title, y=0.98, yanchor="top"), height=height_px,
-                      margin=dict(l=10, r=right_px, t=90, b=10),
+                      margin=dict(l=10, r=right_px, t=top_px, b=bottom_px),
                       legend=dict(orientation="h", x=0, xanchor="left", y=1.02, yanchor="bottom"))
     return readable(fig)
 
@@ -48,7 +51,10 @@ def _half_width(p: EvictionPoint, metric: str) -> float:
 def measured_fraction(p: EvictionPoint, metric: str, sweep: EvictionSweep) -> float:
     """Where the point was measured, in % of the full cache: the copy test's bytes kept (its span's pruned
     tensors), or for the loss the share of the context's rows kept (rows_for_budget of the context: 56 of 160 rows
-    at 35%, where the span keeps 22 of 64). The quantized formats keep every row: their share of the bytes."""
+    at 35%, where the span keeps 22 of 64; DuoAttention's context keeps whole heads, so its recorded share of the
+    bytes, below the budget's). The quantized formats keep every row: their share of the bytes."""
+    if metric == "loss" and p.kind == "eviction" and p.loss_bytes_fraction == p.loss_bytes_fraction:  # not NaN
+        return 100 * p.loss_bytes_fraction
     if metric == "loss" and p.kind == "eviction":
         context = sweep.settings.context_tokens
         return 100 * rows_for_budget(p.keep_percent, context) / context
@@ -129,7 +135,8 @@ def quality_figure(sweep: EvictionSweep, policies: Sequence[str], metric: str = 
         title = _("Loss change vs rows kept (ordinary text)")
         if fence is not None:
             _clip_outliers(fig, sweep, drawn, fence)
-    return _layout(fig, title, 420, right_px=110)
+    # a clipped axis says so under the title (SUBTITLE_PX more room above the legend)
+    return _layout(fig, title, 420, right_px=110, top_px=90 + (SUBTITLE_PX if fence is not None else 0))
 
 
 def _clip_outliers(fig: go.Figure, sweep: EvictionSweep, drawn: Sequence[str], fence: float) -> None:
@@ -149,8 +156,9 @@ def _clip_outliers(fig: go.Figure, sweep: EvictionSweep, drawn: Sequence[str], f
                            bgcolor="rgba(255,255,255,0.85)",
                            hovertext=_("{policy} at {keep}%: {value:+.3f} nats, above the axis").format(
                                policy=policy_short(policy), keep=p.keep_percent, value=_value(p, "loss")))
-    fig.add_annotation(x=0, xref="paper", xanchor="left", y=top, yanchor="bottom", showarrow=False,
-                       text=_("▲ above the axis, with its value"))
+    # under the title, not on the plot's top edge: there it sat on the legend's row
+    fig.update_layout(title_subtitle=dict(text=_("▲ above the axis, with its value"),
+                                          font=dict(size=MIN_TICK_FONT_PX, color=MARKER_COLOR)))
 
 
 def grid_tick_stride(n_tokens: int) -> int:
@@ -188,7 +196,8 @@ def grid_figure(grid: EvictionGrid) -> go.Figure:
     title = _("{policy} at {keep}%: blue kept, grey evicted{sink}").format(
         policy=policy_label(grid.policy), keep=grid.keep_percent,
         sink=_(", orange the sink rows") if sinks else "")
-    return _layout(fig, title, 220 + 28 * len(z) + 90)
+    # bottom: the axis title under the rotated labels (with 10 px its descenders were cut)
+    return _layout(fig, title, 220 + 28 * len(z) + 90, bottom_px=GRID_BOTTOM_PX)
 
 
 def layer_bytes_figure(grid: EvictionGrid) -> go.Figure:

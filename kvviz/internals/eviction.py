@@ -316,9 +316,27 @@ def inside_noise(a: EvictionPoint, b: EvictionPoint, metric: str) -> bool:
     return intervals_overlap(_interval(a, metric), _interval(b, metric))
 
 
-def _names(points) -> str:
-    """Policies' short names as a list in the interface language (Chinese lists them with 、)."""
-    return _(", ").join(policy_short(p if isinstance(p, str) else p.policy) for p in points)
+def _names(points, metric: str = "copy", settings: EvictSettings | None = None) -> str:
+    """Policies' short names as a list in the interface language (Chinese lists them with 、); a point that holds
+    fewer bytes than its budget gives the others (DuoAttention: whole heads only) says so (_named)."""
+    return _(", ").join(p if isinstance(p, str) and settings is None else
+                        policy_short(p) if isinstance(p, str) else _named(p, metric, settings) for p in points)
+
+
+def _named(p: EvictionPoint, metric: str, settings: EvictSettings | None) -> str:
+    """A point's short name, with its real share of the bytes where that is below what every other policy holds
+    at the same budget (where the measure was taken: the copy span's cache, or the loss context's), so that no
+    sentence compares it at a budget it does not fill."""
+    name = policy_short(p.policy)
+    if p.kind != "eviction" or settings is None:
+        return name
+    if metric == "copy":
+        share, rows = p.bytes_fraction, p.rows_full
+    else:
+        share, rows = p.loss_bytes_fraction, settings.context_tokens
+    if share == share and share < rows_for_budget(p.keep_percent, rows) / rows - 1e-9:  # NaN: not recorded
+        return _("{policy} (holding only {share:.1%} of the bytes)").format(policy=name, share=share)
+    return name
 
 
 def eviction_takeaways(sweep: EvictionSweep) -> list[str]:
@@ -326,20 +344,21 @@ def eviction_takeaways(sweep: EvictionSweep) -> list[str]:
     budget, where quantizing beats evicting at equal bytes, and what the sink rows are worth. Every comparison
     goes through kvviz.measure's rule (inside_noise): where two 95% intervals overlap, no side is named."""
     full = sweep.point("full", 100)
+    settings = sweep.settings
     evicting = [p for p in EVICT_POLICIES[1:] if sweep.curve(p)]
     lines = [_("Every figure carries ± its interval at 95%, 1.96 standard errors over the predictions, each counted "
                "as a sample. Where two intervals overlap the difference is inside the noise, and no side is "
                "named.")]
     holds = {}
     for policy in evicting:
-        inside = [p.keep_percent for p in sweep.curve(policy) if p.keep_percent < 100 and inside_noise(p, full, "copy")]
+        inside = [p for p in sweep.curve(policy) if p.keep_percent < 100 and inside_noise(p, full, "copy")]
         if inside:
-            holds[policy] = min(inside)
+            holds[policy] = min(inside, key=lambda p: p.keep_percent)
     if holds:
-        best_keep = min(holds.values())
+        best_keep = min(p.keep_percent for p in holds.values())
         lines.append(_("Copying stays inside the noise of the full cache's {acc} down to {keep}% of the bytes with "
-                       "{policies}.").format(acc=_pm(full, "copy"), keep=best_keep,
-                                             policies=_names([p for p, k in holds.items() if k == best_keep])))
+                       "{policies}.").format(acc=_pm(full, "copy"), keep=best_keep, policies=_names(
+                           [p for p in holds.values() if p.keep_percent == best_keep], "copy", settings)))
     else:
         lines.append(_("No policy keeps copying inside the noise of the full cache's {acc} once rows are evicted: "
                        "the repeat needs the rows of the whole first copy, and every policy throws some of them "
@@ -354,17 +373,17 @@ def eviction_takeaways(sweep: EvictionSweep) -> list[str]:
         tied = [p for p in at if p is not top and inside_noise(p, top, "copy")]
         low = min(at, key=lambda p: p.loss_change_nats)
         high = max(at, key=lambda p: p.loss_change_nats)
-        copy_part = _("At {keep}%: best copying {policy} {acc}").format(keep=keep, policy=policy_short(top.policy),
-                                                                       acc=_pm(top, "copy"))
+        copy_part = _("At {keep}%: best copying {policy} {acc}").format(
+            keep=keep, policy=_named(top, "copy", settings), acc=_pm(top, "copy"))
         if tied:
-            copy_part += _(", with {others} inside its noise").format(others=_names(tied))
+            copy_part += _(", with {others} inside its noise").format(others=_names(tied, "copy", settings))
         copy_part += (_("; the random control's {rand} is inside the noise of it") if inside_noise(rand, top, "copy")
                       else _("; the random control's {rand} is below it")).format(rand=_pm(rand, "copy"))
         loss_part = (_("loss change from {low} nats ({low_policy}) to {high} ({high_policy}), inside the noise of "
                        "each other") if inside_noise(low, high, "loss") else
                      _("loss change from {low} nats ({low_policy}) to {high} ({high_policy})")).format(
-            low=_pm(low, "loss"), low_policy=policy_short(low.policy), high=_pm(high, "loss"),
-            high_policy=policy_short(high.policy))
+            low=_pm(low, "loss"), low_policy=_named(low, "loss", settings), high=_pm(high, "loss"),
+            high_policy=_named(high, "loss", settings))
         lines.append(copy_part + "; " + loss_part + ".")
     for q in sweep.quantized:
         # the evicting policies' best copy accuracy at the largest budget that fits in the format's bytes
@@ -378,7 +397,8 @@ def eviction_takeaways(sweep: EvictionSweep) -> list[str]:
         lines.append(_("{format} ({share:.0%} of the bytes) copies {q_acc}; the best eviction in no more "
                        "bytes, {policy} at {keep}%, copies {e_acc}: {verdict}.").format(
             format=policy_short(q.policy), share=q.bytes_fraction, q_acc=_pm(q, "copy"),
-            policy=policy_short(rival.policy), keep=rival.keep_percent, e_acc=_pm(rival, "copy"), verdict=verdict))
+            policy=_named(rival, "copy", settings), keep=rival.keep_percent, e_acc=_pm(rival, "copy"),
+            verdict=verdict))
     s = sweep.settings.sink_tokens
     for keep in (75, 25, 5):  # a large, a middle and the smallest budget
         if keep not in {p.keep_percent for p in sweep.curve("streaming")} & {p.keep_percent for p in
@@ -398,7 +418,7 @@ def eviction_takeaways(sweep: EvictionSweep) -> list[str]:
         best = min(lower, key=lambda p: p.loss_change_nats)
         lines.append(_("Some points lower the loss beyond the noise (best: {policy} at {keep}%, {change} nats): "
                        "dropping rows can also drop context that misled the model on this text; on other text the "
-                       "same policy may raise it.").format(policy=policy_short(best.policy), keep=best.keep_percent,
+                       "same policy may raise it.").format(policy=_named(best, "loss", settings), keep=best.keep_percent,
                                                            change=_pm(best, "loss")))
     elif any(p.loss_change_nats < 0 for p in sweep.points if p.policy != "full"):
         lines.append(_("The negative loss changes are inside the noise of zero: these passages are too few to say "
@@ -439,9 +459,14 @@ class Prefill:
     def reread_attentions(self) -> list[torch.Tensor]:
         """KVzip's reconstruction pass, once: the repeat prompt and the input again, fed on top of a copy of this
         cache at the continued positions, in chunks that fit the model's positions (KVzip re-reads long contexts
-        chunk by chunk too: each chunk's pass sees the whole cache, the prompt and that chunk). Per layer
-        [batch_size, num_heads, seq_len]: the most attention any re-reading query gave each of the prefill's rows
-        (the rows the pass appends are left out)."""
+        chunk by chunk too). Per layer [batch_size, num_heads, seq_len]: the most attention any re-reading query
+        gave each of the prefill's rows (the rows the pass appends are left out).
+        Where a second chunk is needed (the 160-token loss context: 77 + 77 + 6 tokens) this differs from KVzip's
+        code (kvpress's port): there, every chunk after the first is prompted "Repeat the part of the previous
+        context exactly, starting with" + the previous chunk's last 8 tokens, and its scores are a softmax over the
+        first 4 rows, that chunk's rows and the re-read alone, not over the whole cache; kvpress also pins the
+        first 4 rows' score at 1. Here every chunk gets the first prompt and the whole cache's softmax. A one-chunk
+        span (the 64-token copy test) is scored as the code scores it."""
         if self._reread is None:
             import torch
             from transformers import DynamicCache
@@ -818,12 +843,13 @@ class SweepTexts:
         self.loss_full = float(self.token_losses_full.mean())
 
     def point(self, policy: str, kind: str, keep: int, rows: int, kept_bytes: int, hits: torch.Tensor,
-              token_losses: torch.Tensor) -> EvictionPoint:
+              token_losses: torch.Tensor, loss_bytes_fraction: float = float("nan")) -> EvictionPoint:
         """The record of one measured point: counts, means and their standard errors over the predictions."""
         return EvictionPoint(policy, kind, keep, rows, self.copy.seq_len, kept_bytes, self.full_bytes,
                              int(hits.sum()), hits.numel(), float(token_losses.mean()), self.loss_full,
                              _standard_error(hits.reshape(-1)),
-                             _standard_error(token_losses.reshape(-1) - self.token_losses_full.reshape(-1)))
+                             _standard_error(token_losses.reshape(-1) - self.token_losses_full.reshape(-1)),
+                             loss_bytes_fraction)
 
 
 def policy_points(loaded: LoadedModel, texts: SweepTexts, policy: str,
@@ -842,9 +868,10 @@ def policy_points(loaded: LoadedModel, texts: SweepTexts, policy: str,
             rows = sum(len(idx) for layer in cache.kept for idx in layer) // sum(len(layer) for layer in cache.kept)
         hits = _copy_hits(loaded, cache, texts.sequences)
         context_rows = rows_for_budget(keep, settings.context_tokens)
-        losses = _token_losses(loaded, evict(policy, texts.context, settings, context_rows, context_order),
-                               texts.passages, settings.context_tokens)
-        points.append(texts.point(policy, "eviction", keep, rows, kept_bytes, hits, losses))
+        context_cache = evict(policy, texts.context, settings, context_rows, context_order)
+        loss_share = cache_nbytes(context_cache) / cache_nbytes(texts.context.cache)
+        losses = _token_losses(loaded, context_cache, texts.passages, settings.context_tokens)
+        points.append(texts.point(policy, "eviction", keep, rows, kept_bytes, hits, losses, loss_share))
     return points
 
 

@@ -311,6 +311,9 @@ class EvictionPoint:
     # token). Tokens of one span are not independent, so these are the smallest the noise can be, not an upper bound.
     copy_se: float = float("nan")
     loss_change_se: float = float("nan")
+    # The loss context's cache kept, as a share of its full cache's bytes (the loss is measured on a longer prefill
+    # than the copy test, so its share differs; DuoAttention's most: whole heads). NaN: not recorded.
+    loss_bytes_fraction: float = float("nan")
 
     @property
     def bytes_fraction(self) -> float:

@@ -22,7 +22,15 @@ Random (FORWARD_ONLY): a seeded draw cannot be reproduced without copying the la
 hands the lab's kept set to `measure` and checks only the forward path (and that the set is `rows` distinct
 positions per layer and head).
 
-Add a policy: a function (Observed, rows, settings) -> per layer [batch_size, num_kv_heads, rows] long, in KEPT.
+Also shared with the lab, for the three newer methods: DuoAttention's ranking of the KV heads (which heads retrieve:
+the lab's copy probe, `Observed.retrieval_order`) and its EVICT_DUO_RECENT; KVzip's repeat prompt (the test checks it
+equals kvpress's, the official code's port, for a model without a chat template) and the model's position limit.
+Computed here: which rows each head keeps, how many retrieval heads the bytes hold, and KVzip's re-read, as one
+ordinary forward pass over [prefill, prompt, chunk] per chunk (no cache) whose attention weights on the prefill
+rows are recorded.
+
+Add a policy: a function (Observed, rows, settings) -> per layer [batch_size, num_kv_heads, rows] long, in KEPT
+(a policy whose heads keep different counts: per layer [batch_size, num_kv_heads, P] bool, True = kept).
 """
 from __future__ import annotations
 
@@ -43,7 +51,8 @@ class _Pass:
     layer's queries after the prefill may see, and where to record the prefill's weights and keys."""
 
     prefill_len: int
-    kept: Sequence[torch.Tensor] | None = None  # per layer [batch_size, num_kv_heads, rows] positions < prefill_len
+    kept: Sequence[torch.Tensor] | None = None  # per layer [batch_size, num_kv_heads, rows] positions < prefill_len,
+    # or [batch_size, num_kv_heads, prefill_len] bool (True = kept) where the heads keep different counts
     record: bool = False
     attentions: dict | None = None
     keys: dict | None = None
@@ -68,8 +77,12 @@ def _masked_attention(module, query, key, value, attention_mask, scaling=None, d
     visible = (pos[None, :] <= pos[:, None]).expand(b, hkv, t, t).clone()  # causal
     if run.kept is not None:
         p = run.prefill_len
-        evicted = torch.ones(b, hkv, p, dtype=torch.bool)
-        evicted.scatter_(2, run.kept[layer], False)
+        kept = run.kept[layer]
+        if kept.dtype == torch.bool:
+            evicted = ~kept
+        else:
+            evicted = torch.ones(b, hkv, p, dtype=torch.bool)
+            evicted.scatter_(2, kept, False)
         visible[:, :, p:, :p] &= ~evicted[:, :, None, :]  # only the queries after the prefill lose the rows
     visible = visible.repeat_interleave(group, dim=1)
     weights = torch.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1, dtype=torch.float32)
@@ -104,6 +117,10 @@ class Observed:
 
     attentions: list[torch.Tensor]
     keys: list[torch.Tensor]
+    model: torch.nn.Module | None = None  # for a scorer that runs the model again (KVzip's re-read)
+    input_ids: torch.Tensor | None = None  # [batch_size, P], the prefill
+    retrieval_order: Sequence[tuple[int, int]] = ()  # (layer, KV head), most retrieving first: the test sets it
+    repeat_prompt_ids: Sequence[int] = ()  # KVzip's repeat prompt, tokenized: the test sets it
 
     @property
     def prefill_len(self) -> int:
@@ -119,7 +136,7 @@ def observe(model, prefill_ids: torch.Tensor) -> Observed:
     run = _Pass(prefill_ids.shape[1], record=True, attentions={}, keys={})
     _forward(model, prefill_ids, run)
     n = len(run.keys)
-    return Observed([run.attentions[i] for i in range(n)], [run.keys[i] for i in range(n)])
+    return Observed([run.attentions[i] for i in range(n)], [run.keys[i] for i in range(n)], model, prefill_ids)
 
 
 # ----- kept positions, from the papers ---------------------------------------------------------------------------
@@ -212,10 +229,91 @@ def kept_key_norm(obs: Observed, rows: int, settings) -> list[torch.Tensor]:
     return _per_head(obs, lambda layer, i, h: _best(-squared[layer][i, h], rows), rows)
 
 
+def kept_keydiff(obs: Observed, rows: int, settings) -> list[torch.Tensor]:
+    """KeyDiff (arXiv:2504.15364, section 3): the anchor is the mean of the cache's keys normalised to unit length,
+    mu = (1/n) sum k_i / |k_i|, per layer and KV head; a key's score is -cos(k_i, mu); the rows with the largest
+    scores (the keys least like the anchor) are kept. One pass over the whole prefill (the paper evicts block by
+    block while it reads; a span that fits at once is one block)."""
+    chosen = []
+    for k in obs.keys:
+        k = k.double()
+        unit = k / k.norm(dim=-1, keepdim=True)
+        anchor = unit.mean(dim=2, keepdim=True)  # [b, kv, 1, d]
+        cos = (unit * (anchor / anchor.norm(dim=-1, keepdim=True))).sum(dim=-1)  # [b, kv, P]
+        chosen.append(-cos)
+    return _per_head(obs, lambda layer, i, h: _best(chosen[layer][i, h], rows), rows)
+
+
+def duo_retrieval_heads(n_heads: int, seq_len: int, rows: int, settings, recent: int) -> tuple[int, int]:
+    """DuoAttention at the bytes of `rows` rows per head: (how many retrieval heads, rows per streaming head). A
+    streaming head keeps S sinks + `recent` newest rows (at most `rows`); retrieval heads keep all seq_len rows;
+    the count is the largest r with r x seq_len + (n_heads - r) x stream <= n_heads x rows (whole heads only)."""
+    stream = min(rows, settings.sink_tokens + recent, seq_len)
+    best = 0
+    for r in range(n_heads + 1):
+        if r * seq_len + (n_heads - r) * stream <= n_heads * rows:
+            best = r
+    return best, stream
+
+
+def kept_duoattention(obs: Observed, rows: int, settings, recent: int = 4) -> list[torch.Tensor]:
+    """DuoAttention (arXiv:2410.10819): a retrieval head keeps every row; a streaming head keeps the attention
+    sinks (the first S rows) and the newest rows (StreamingLLM's rule per head). Which heads retrieve comes from the
+    lab's probe (obs.retrieval_order); how many, from the budget (duo_retrieval_heads). Per layer
+    [batch_size, num_kv_heads, P] bool: the heads keep different counts."""
+    p, layers = obs.prefill_len, len(obs.keys)
+    b = obs.keys[0].shape[0]
+    retrieval, stream = duo_retrieval_heads(layers * obs.kv_heads, p, rows, settings, recent)
+    heads = set(map(tuple, obs.retrieval_order[:retrieval]))
+    sinks = min(settings.sink_tokens, stream)
+    streaming = torch.zeros(p, dtype=torch.bool)
+    streaming[:sinks] = True
+    streaming[p - (stream - sinks):] = True
+    return [torch.stack([torch.ones(p, dtype=torch.bool) if (layer, h) in heads else streaming
+                         for h in range(obs.kv_heads)])[None].expand(b, -1, -1).clone() for layer in range(layers)]
+
+
+def kvzip_scores(obs: Observed, n_positions: int) -> list[torch.Tensor]:
+    """KVzip (arXiv:2505.23416, section 3): the model reads the repeat prompt and then the context again (teacher
+    forced); a cached row's score is the largest attention weight any re-reading query of the KV head's query heads
+    gives it. The lab's chunking: chunks of min(P, n_positions - P - prompt) tokens, each re-read as [prompt, chunk]
+    after the whole prefill, at positions P...; the score is the max over the chunks. Here each chunk is one
+    ordinary forward pass over [prefill, prompt, chunk] at positions 0.. (the prefill recomputed: no cache).
+    Per layer [batch_size, num_kv_heads, P] float64."""
+    ids, p = obs.input_ids, obs.prefill_len
+    b = ids.shape[0]
+    prompt = torch.tensor(list(obs.repeat_prompt_ids), dtype=torch.long)[None].expand(b, -1)
+    chunk = min(p, n_positions - p - prompt.shape[1])
+    assert chunk >= 1
+    best = None
+    for start in range(0, p, chunk):
+        seq = torch.cat([ids, prompt, ids[:, start:start + chunk]], dim=1)
+        run = _Pass(seq.shape[1], record=True, attentions={}, keys={})
+        _forward(obs.model, seq, run)
+        got = []
+        for layer in range(len(obs.keys)):
+            w = run.attentions[layer][:, :, p:, :p].double()  # the re-reading queries on the prefill rows
+            got.append(w.reshape(b, obs.kv_heads, -1, w.shape[-2], p).amax(dim=(2, 3)))
+        best = got if best is None else [torch.maximum(x, y) for x, y in zip(best, got, strict=True)]
+    return best
+
+
+def kept_kvzip(obs: Observed, rows: int, settings) -> list[torch.Tensor]:
+    """KVzip's rows per KV head: the top `rows` by kvzip_scores (the lab keeps the same count in every head; the
+    paper can also rank across heads)."""
+    scores = kvzip_scores(obs, obs.model.config.max_position_embeddings)
+    return _per_head(obs, lambda layer, i, h: _best(scores[layer][i, h], rows), rows)
+
+
 KEPT: dict[str, Callable[[Observed, int, object], list[torch.Tensor]]] = {
     "full": kept_full, "recent": kept_recent, "streaming": kept_streaming, "h2o": kept_h2o,
     "h2o_heavy": kept_h2o_heavy, "tova": kept_tova, "snapkv": kept_snapkv, "key_norm": kept_key_norm,
+    "keydiff": kept_keydiff, "duoattention": kept_duoattention, "kvzip": kept_kvzip,
 }
+RAGGED = frozenset({"duoattention"})  # its KEPT returns per-head masks, not equal counts
+# KVzip's repeat prompt as kvpress's port of the official code builds it for a model without a chat template: the
+# first chunk's prompt + the "\n" suffix (github.com/NVIDIA/kvpress, kvzip_press.py, KVzipPress.prepare)
+KVZIP_REPEAT_PROMPT = "\n\nRepeat the previous context exactly." + "\n"
 FORWARD_ONLY = frozenset({"random"})  # the test takes the lab's kept set and checks the forward path only
 
 
