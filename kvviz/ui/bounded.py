@@ -72,19 +72,25 @@ _NOT_SENT = object()
 
 def _sent(key: str):
     """The value the browser sent this run for the widget `key`, as it sent it (a number, a list for a slider, a
-    list of option labels for a select_slider), or _NOT_SENT. Reads Streamlit's (1.67) session internals: the
-    public value is already reset to the default. If those internals change, nothing is read (tests say so)."""
+    list of option labels for a select_slider), or _NOT_SENT. Reads the run's request (Streamlit 1.67 internals:
+    the session's value is already reset to the default before the page runs). If those internals change,
+    nothing is read, and tests/test_page_bounds.py says so."""
     try:
+        from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
         from streamlit.runtime.state.common import unpack_widget_state_value
-        from streamlit.runtime.state.session_state import Serialized
+        from streamlit.runtime.state.session_state_proxy import get_session_state
 
-        state = st.session_state._state  # SessionStateProxy -> SessionState
-        widget_id = state._key_id_mapper.get_id_from_key(key, None)
-        item = state._new_widget_state.states.get(widget_id) if widget_id else None
-        if not isinstance(item, Serialized):  # not sent this run (or already read): Streamlit's own value
+        ctx = get_script_run_ctx()
+        widget_id = get_session_state()._state._key_id_mapper.get_id_from_key(key, None)
+        sent = ctx.script_requests._rerun_data.widget_states if ctx and ctx.script_requests else None
+        if not widget_id or sent is None:
             return _NOT_SENT
-        return unpack_widget_state_value(item.value)
-    except Exception:  # private API gone or changed: fall back to Streamlit's silent reset
+        for state in sent.widgets:
+            if state.id == widget_id:
+                value = unpack_widget_state_value(state)
+                return value if isinstance(value, str | int | float | None) else list(value)  # an array: a list
+        return _NOT_SENT
+    except Exception:  # private API gone or changed: Streamlit's silent reset, as before
         return _NOT_SENT
 
 
