@@ -94,11 +94,12 @@ def _sent(key: str):
         return _NOT_SENT
 
 
-def sent_refusal(setting: Setting, key: str, default=None) -> str | None:
+def sent_refusal(setting: Setting, key: str, default=None, *, empty_ok: bool = False) -> str | None:
     """Before a URL-bound box or a slider of `setting` is drawn: the message for a value the browser sent past the
-    setting's rule (default: what the page goes on with, the widget's `value`, if not the setting's own)."""
+    setting's rule (default: what the page goes on with, the widget's `value`, if not the setting's own).
+    empty_ok: an empty box (None) is a choice (automatic), not a refusal."""
     sent = _sent(key)
-    if sent is _NOT_SENT:
+    if sent is _NOT_SENT or (sent is None and empty_ok):
         return None
     for value in sent if isinstance(sent, list | tuple) else [sent]:  # a slider sends a list
         try:
@@ -130,7 +131,7 @@ def guard(place, setting: Setting, key: str, *, default=None, notices=None, refu
     widget's own `value` is `default`, to which Streamlit resets it anyway. shown: how the message names the
     value used instead (for EMPTY, e.g. "auto (4)"). Returns the message."""
     default = setting.default if default is None else default
-    message = sent_refusal(setting, key, default=shown or default)
+    message = sent_refusal(setting, key, default=shown or default, empty_ok=default is _EMPTY)
     if message:
         if reset:
             st.session_state[key] = None if default is _EMPTY else default  # before the widget: it shows this
