@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from kvviz.i18n import N_, _, ngettext
+from kvviz.inputs.prompt_rules import IntSetting
 from kvviz.inputs.query_values import WholeNumberRefused, bounded_int, shown
 
 COMPONENTS: tuple[str, ...] = ("qkv_proj", "attn_scores", "attn_values", "out_proj", "mlp", "lm_head")
@@ -48,6 +49,18 @@ COMPONENT_LABELS: dict[str, str] = {
 }  # English labels (the CLI prints them); a page shows _(COMPONENT_LABELS[k])
 FLOPS_PER_OP = 2  # one multiply-add = 2 floating-point operations
 MAX_TOKENS = 10**9  # refuse absurd lengths instead of building billion-entry step lists
+# The Count-the-work page's numbers and `kvviz ops`'s options: each one's bounds (and the page's first value) once.
+INPUTS: dict[str, IntSetting] = {
+    "prompt": IntSetting(N_("prompt tokens P"), 1, 10**6, default=16),
+    "new": IntSetting(N_("new tokens N"), 1, 10**6, default=200),
+    "layers": IntSetting(N_("layers"), 1, 10_000, default=12),
+    "heads": IntSetting(N_("query heads"), 1, 100_000, default=12),
+    "kv_heads": IntSetting(N_("KV heads"), 1, 100_000, default=12),
+    "head_dim": IntSetting(N_("head dim"), 1, 100_000, default=64),
+    "hidden": IntSetting(N_("hidden size"), 1, 10**6, default=768),
+    "dff": IntSetting(N_("MLP width"), 1, 10**7, default=3072),
+    "vocab": IntSetting(N_("vocabulary"), 1, 10**7, default=50257),
+}
 
 
 class OpsInputError(ValueError):

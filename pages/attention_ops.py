@@ -15,15 +15,13 @@ from kvviz.figures import ops as figs
 from kvviz.i18n import N_, _, numbers
 from kvviz.inputs.links import link_refusals
 from kvviz.memory.presets import ops_presets
-from kvviz.ui import a11y, assets, links, models, router
+from kvviz.ui import a11y, assets, bounded, links, models, router
 
 LOADED, CUSTOM = "loaded model (sidebar)", "custom"  # option values (stable); shown as _(MODEL_LABELS[v])
 MODEL_LABELS = {LOADED: N_("loaded model (sidebar)"), CUSTOM: N_("custom")}
 CLAIM_TOKENS = 1000
-DEFAULTS: dict[str, Any] = {  # the numbers' defaults; selectors default to their first option
-    "ops_prompt": 16, "ops_new": 200, "ops_layers": 12, "ops_heads": 12, "ops_kv_heads": 12, "ops_head_dim": 64,
-    "ops_hidden": 768, "ops_dff": 3072, "ops_vocab": 50257,
-}
+# the numbers' defaults (from their settings, kvviz.ops.INPUTS); selectors default to their first option
+DEFAULTS: dict[str, Any] = {f"ops_{name}": setting.default for name, setting in ops.INPUTS.items()}
 LM_LABELS = {"last": N_("last"), "all": N_("all")}  # option values -> their labels (an English URL says last / all)
 LM_CAPTIONS = {"last": N_("last position (generate)"), "all": N_("every position (model(ids))")}
 TAB_LABELS = (N_("Cumulative"), N_("Ratio"), N_("Per component"), N_("Per pass"), N_("The '500x' claim"),
@@ -32,10 +30,11 @@ TAB_LABELS = (N_("Cumulative"), N_("Ratio"), N_("Per component"), N_("Per pass")
 CLAIM_QUOTE = N_("with a KV cache, generating {n} tokens takes ~500x fewer computations.")
 
 
-def int_input(label: str, key: str, lo: int, hi: int) -> int:
-    """A bounded whole number bound to the URL (a link value equal to the default is left out of the URL)."""
-    return int(st.number_input(label, min_value=lo, max_value=hi, value=DEFAULTS[key], step=1, key=key,
-                               bind="query-params"))
+def int_input(label: str, key: str) -> int:
+    """A whole number bound to the URL (a link value equal to the default is left out of the URL), bounded by its
+    setting (kvviz.ops.INPUTS, which `kvviz ops` reads too); a value a browser sends past it is named."""
+    setting = ops.INPUTS[key.removeprefix("ops_")]
+    return bounded.linked_number(st, setting, label, key=key, value=setting.default, bind="query-params")
 
 
 def big_number(n: int) -> str:
@@ -55,16 +54,16 @@ def chosen_shape() -> tuple[ops.ModelShape | None, int | None]:
         return preset.shape, preset.max_context
     c = st.columns(4)
     with c[0]:
-        layers = int_input(_("Layers"), "ops_layers", 1, 10_000)
-        heads = int_input(_("Query heads"), "ops_heads", 1, 100_000)
+        layers = int_input(_("Layers"), "ops_layers")
+        heads = int_input(_("Query heads"), "ops_heads")
     with c[1]:
-        kv = int_input(_("KV heads"), "ops_kv_heads", 1, 100_000)
-        head_dim = int_input(_("Head dim"), "ops_head_dim", 1, 100_000)
+        kv = int_input(_("KV heads"), "ops_kv_heads")
+        head_dim = int_input(_("Head dim"), "ops_head_dim")
     with c[2]:
-        hidden = int_input(_("Hidden size"), "ops_hidden", 1, 10**6)
-        d_ff = int_input(_("MLP width"), "ops_dff", 1, 10**7)
+        hidden = int_input(_("Hidden size"), "ops_hidden")
+        d_ff = int_input(_("MLP width"), "ops_dff")
     with c[3]:
-        vocab = int_input(_("Vocabulary"), "ops_vocab", 1, 10**7)
+        vocab = int_input(_("Vocabulary"), "ops_vocab")
         gated = st.checkbox(_("Gated MLP (SwiGLU: 3 matrices)"), value=False, key="ops_gated", bind="query-params")
     try:
         return ops.ModelShape(layers, heads, kv, head_dim, hidden, d_ff, vocab, 3 if gated else 2, "custom"), None
@@ -110,9 +109,9 @@ def counter() -> None:
     c[0].selectbox(_("Model"), [LOADED, *ops_presets(), CUSTOM], index=0, key="ops_model", bind="query-params",
                    format_func=lambda v: _(MODEL_LABELS[v]) if v in MODEL_LABELS else v)
     with c[1]:
-        prompt_len = int_input(_("Prompt tokens P"), "ops_prompt", 1, 10**6)
+        prompt_len = int_input(_("Prompt tokens P"), "ops_prompt")
     with c[2]:
-        new_tokens = int_input(_("New tokens N"), "ops_new", 1, 10**6)
+        new_tokens = int_input(_("New tokens N"), "ops_new")
     lm = c[3].radio(_("Logits computed for"), list(LM_CAPTIONS), index=0, key="ops_lm", horizontal=True,
                     bind="query-params", format_func=lambda v: _(LM_LABELS[v]),
                     captions=[_(caption) for caption in LM_CAPTIONS.values()])

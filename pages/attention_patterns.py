@@ -8,7 +8,7 @@ import streamlit as st
 
 from kvviz.figures import export_config
 from kvviz.figures import patterns as figs
-from kvviz.i18n import N_, _, join_sentences
+from kvviz.i18n import N_, _, join_sentences, ngettext
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP, PromptError, check_prompt, shorten_by
 from kvviz.model.loading import LoadedModel
 from kvviz.step.pattern_records import (
@@ -86,7 +86,8 @@ with st.spinner(_("Running the model once, without the cache...")):
 lp = run.layers[layer]
 t = run.seq_len
 st.markdown(
-    _("**{t} tokens.** A cached step computes **{t}** attention weights per head (the outlined row); an uncached "
+    ngettext("**{t} token.**", "**{t} tokens.**", t).format(t=t) + " "
+    + _("A cached step computes **{t}** attention weights per head (the outlined row); an uncached "
       "step recomputes all **{triangle:,}** of the triangle, for each of the **{heads}** heads of each of the "
       "**{layers}** layers.").format(t=t, triangle=t * (t + 1) // 2, heads=info.n_head, layers=info.n_layer)
     + (" " + _("This model has **{kv_heads} K/V heads** for {heads} query heads: query head *q* reads K/V head *q* "

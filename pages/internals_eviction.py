@@ -9,7 +9,7 @@ import streamlit as st
 
 from kvviz.figures import MAX_LEGEND_ENTRIES
 from kvviz.figures import eviction as fig
-from kvviz.i18n import _
+from kvviz.i18n import N_, _, ngettext
 from kvviz.inputs.echo import code
 from kvviz.inputs.links import link_refusals
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
@@ -160,6 +160,9 @@ c1, c2, c3 = st.columns([2, 2, 1])
 # policies and (the sidebar's) model. A selectbox writes its shown text to the URL: the short names keep it short.
 policy = c1.selectbox(_("Policy"), EVICT_POLICIES, index=EVICT_POLICIES.index("streaming"), key="evict_policy",
                       format_func=policy_short, bind="query-params")
+if message := bounded.sent_option_refusal("evict_keep", N_("the budget (% of the KV bytes kept)"),  # not an option
+                                          [str(p) for p in sorted(EVICT_KEEP_PERCENTS)], 25):
+    notices.error(message)
 keep = c2.select_slider(_("Budget: % of the KV bytes kept"), options=sorted(EVICT_KEEP_PERCENTS), value=25,
                         key="evict_keep", bind="query-params")
 sinks = bounded.number(c3, eviction.SINK_TOKENS, _("Sink tokens S"), key=SINKS_KEY, notices=notices, bind="query-params",
@@ -213,7 +216,8 @@ m2.metric(_("KV bytes kept (one span)"), f"{kept_bytes:,} B", f"{kept_bytes / fu
           delta_arrow="off")
 m3.metric(_("KV bytes evicted"), f"{full_bytes - kept_bytes:,} B")
 a11y.chart(st, fig.grid_figure(shown), **PLOT)
-st.caption(_("The first copy-test span, {n} tokens: {text}").format(
+st.caption(ngettext("The first copy-test span, {n} token: {text}", "The first copy-test span, {n} tokens: {text}",
+                    len(shown.tokens)).format(
     n=len(shown.tokens), text=code("".join(shown.tokens), limit=600)))
 a11y.chart(st, fig.layer_bytes_figure(shown), **PLOT)
 

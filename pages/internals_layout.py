@@ -6,10 +6,9 @@ import streamlit as st
 
 from kvviz.figures import internals as fig
 from kvviz.i18n import _
-from kvviz.inputs.prompt_rules import check_int_in_range
 from kvviz.internals import layout
 from kvviz.measure.load import load_label
-from kvviz.ui import a11y, models, router
+from kvviz.ui import a11y, bounded, models, router
 from pages.internals_shared import PLOT, explain, run_queued
 
 router.ensure_router()  # before anything is drawn: see its docstring
@@ -34,26 +33,14 @@ shape = layout.BufferShape.of(info)  # one layer's K buffer, room for the whole 
 c1, c2, c3, c4 = st.columns([2.2, 1, 1, 1.2])  # the layout names are long (a Chinese one ~17 characters)
 name = c1.selectbox(_("Layout"), list(layout.LAYOUTS), format_func=layout.short_name,
                      key="int_layout_name")
-# Bounds are checked below, not clamped by the widgets: a value past its bound gets a message.
-layer = c2.number_input(_("Layer (0..{top})").format(top=info.n_layer - 1), min_value=0, value=0, key="int_layout_layer")
-head = c3.number_input(_("Head (0..{top})").format(top=info.n_kv_heads - 1), min_value=0, value=min(1, info.n_kv_heads - 1),
-                       key="int_layout_head")
-seq_len = c4.number_input(_("Cached positions (1..{top})").format(top=info.n_positions), min_value=1, value=24,
-                          key="int_layout_seq")
+# Each box has its setting's bounds (the model's sizes); a value past them (sent by a client) gets a message.
+s_layer, s_head, s_seq, s_pos, s_dim = layout.index_settings(info)
+layer = bounded.number(c2, s_layer, _("Layer (0..{top})").format(top=s_layer.hi), key="int_layout_layer")
+head = bounded.number(c3, s_head, _("Head (0..{top})").format(top=s_head.hi), key="int_layout_head")
+seq_len = bounded.number(c4, s_seq, _("Cached positions (1..{top})").format(top=s_seq.hi), key="int_layout_seq")
 c5, c6 = st.columns(2)
-pos = c5.number_input(_("Position (0..{top})").format(top=info.n_positions - 1), min_value=0, value=5, key="int_layout_pos")
-dim = c6.number_input(_("Dim (0..{top})").format(top=info.head_dim - 1), min_value=0, value=3, key="int_layout_dim")
-try:
-    layer, head, seq_len, pos, dim = (check_int_in_range(value, low, top, what)
-                                      for value, low, top, what in ((layer, 0, info.n_layer - 1, _("layer")),
-                                                                    (head, 0, info.n_kv_heads - 1, _("head")),
-                                                                    (seq_len, 1, info.n_positions,
-                                                                     _("cached positions")),
-                                                                    (pos, 0, info.n_positions - 1, _("position")),
-                                                                    (dim, 0, info.head_dim - 1, _("dim"))))
-except ValueError as exc:
-    st.error(str(exc))
-    st.stop()
+pos = bounded.number(c5, s_pos, _("Position (0..{top})").format(top=s_pos.hi), key="int_layout_pos")
+dim = bounded.number(c6, s_dim, _("Dim (0..{top})").format(top=s_dim.hi), key="int_layout_dim")
 
 buf = layout.buffer_shape(name, shape, int(seq_len))  # exact-size layouts hold only seq_len positions
 if int(pos) >= int(seq_len):

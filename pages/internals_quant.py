@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from kvviz.figures import internals as fig
-from kvviz.i18n import _, list_sep
-from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP, check_int_in_range
+from kvviz.i18n import _, list_sep, ngettext
+from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from kvviz.internals import quant
 from kvviz.internals.quant import (
     AGREEMENT_MAX_PROMPT_TOKENS,
@@ -18,7 +18,7 @@ from kvviz.internals.quant import (
 from kvviz.internals.records import QuantReport, SchemeAgreement
 from kvviz.memory import dtypes
 from kvviz.model.loading import LoadedModel
-from kvviz.ui import a11y, models, router
+from kvviz.ui import a11y, bounded, models, router
 from pages.internals_shared import DEFAULT_PROMPT, MODEL_HASH, PLOT, explain, run_queued
 
 DEFAULT_AGREEMENT_PROMPTS = "ROMEO:\nJULIET: O Romeo, Romeo\nFirst Citizen:\nKING RICHARD II:\nMENENIUS: What work"
@@ -64,15 +64,13 @@ info = models.current_info()
 prompt = st.text_area(_("Prompt"), DEFAULT_PROMPT, key="int_quant_prompt", height=70, max_chars=MAX_TEXT_CHARS,
                       help=_(TEXT_CAP_HELP))
 c1, c2 = st.columns(2)
-# Caps are checked by the library, not clamped by the widget: a value past the cap gets a message.
-group = c1.number_input(_("Group size G (must divide head_dim = {head_dim})").format(head_dim=info.head_dim), min_value=1, value=info.head_dim,
-                        key="int_quant_group")
-residual = c2.number_input(_("Newest rows kept in full precision (0..{top}: the residual window)").format(
-                               top=residual_length - 1),
-                           min_value=0, value=0, key="int_quant_residual")
+# Each box has its setting's bounds; a value past them (sent by a client, not the box) gets a message.
+group = bounded.number(c1, quant.GROUP_SIZE.up_to(info.head_dim), _(
+    "Group size G (must divide head_dim = {head_dim})").format(head_dim=info.head_dim), key="int_quant_group")
+residual = bounded.number(c2, quant.RESIDUAL_ROWS.up_to(residual_length - 1), _(
+    "Newest rows kept in full precision (0..{top}: the residual window)").format(top=residual_length - 1),
+                          key="int_quant_residual")
 try:
-    residual = check_int_in_range(residual, 0, residual_length - 1, _("full-precision residual rows"),
-                                  error=QuantError)
     with st.spinner(_("Quantizing the real cache...")):
         rows = reports(models.current_model(), prompt, int(group), residual)
 except QuantError as exc:
@@ -85,8 +83,10 @@ st.dataframe([{
     _("worst layer K error"): f"{max(la.key_rel_rms for la in r.layers):.2e}",
     _("worst layer V error"): f"{max(la.value_rel_rms for la in r.layers):.2e}",
 } for r in rows], hide_index=True)
-st.caption(_("{n} cached tokens; {residual} newest rows per layer left in full precision.").format(
-    n=rows[0].seq_len, residual=rows[0].residual_rows))
+st.caption(ngettext("{n} cached token; {newest}.", "{n} cached tokens; {newest}.", rows[0].seq_len).format(
+    n=rows[0].seq_len, newest=ngettext("{residual} newest row per layer left in full precision",
+                                       "{residual} newest rows per layer left in full precision",
+                                       rows[0].residual_rows).format(residual=rows[0].residual_rows)))
 c1, c2 = st.columns(2)
 a11y.chart(c1, fig.quant_bytes_figure(rows), **PLOT)
 a11y.chart(c2, fig.quant_error_figure(rows), **PLOT)
@@ -98,8 +98,8 @@ st.caption(_("Bounded work: at most {prompts} prompts, {tokens} tokens each, and
 prompts = st.text_area(_("Prompts for the agreement test (one per line, at most {n})").format(n=AGREEMENT_MAX_PROMPTS),
                        DEFAULT_AGREEMENT_PROMPTS, key="int_quant_prompts", height=110,
                        max_chars=MAX_TEXT_CHARS, help=_(TEXT_CAP_HELP))
-n_new = st.number_input(_("Tokens per prompt (1..{top})").format(top=AGREEMENT_MAX_TOKENS), min_value=1, value=16,
-                        key="int_quant_n")
+n_new = bounded.number(st, quant.AGREEMENT_TOKENS, _("Tokens per prompt (1..{top})").format(top=AGREEMENT_MAX_TOKENS),
+                       key="int_quant_n")
 lines = tuple(line for line in prompts.splitlines() if line.strip())
 if st.button(_("Measure greedy agreement"), key="int_quant_run"):
     try:

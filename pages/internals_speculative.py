@@ -57,10 +57,10 @@ draft_choice = c0.selectbox(_("Draft model"), drafts, format_func=labels.__getit
 k = bounded.number(c1, speculative.DRAFT_K, _("Draft length k (1..{top})").format(top=speculative.MAX_K), key="int_spec_k")
 n_new = bounded.number(c2, speculative.NEW_TOKENS, _("Tokens to generate (1..{top})").format(top=speculative.MAX_NEW),
                        key="int_spec_n")
-temp = c3.number_input(_("Draft temperature ({low}..{high:g})").format(low=speculative.MIN_TEMPERATURE, high=speculative.MAX_TEMPERATURE),
-                       value=0.7, step=0.05,
-                       key="int_spec_t", disabled=draft_choice != SELF,
-                       help=_("Only for a sampled draft; the other bundled model drafts greedily."))
+temp = bounded.number(c3, speculative.DRAFT_TEMPERATURE, _("Draft temperature ({low}..{high:g})").format(
+    low=speculative.MIN_TEMPERATURE, high=speculative.MAX_TEMPERATURE), key="int_spec_t",
+                      disabled=draft_choice != SELF,
+                      help=_("Only for a sampled draft; the other bundled model drafts greedily."))
 try:
     draft = None if draft_choice == SELF else models.cached_model(draft_choice)
     with st.spinner(_("Drafting and verifying...")):

@@ -8,18 +8,17 @@ import streamlit as st
 from kvviz.figures import internals as fig
 from kvviz.i18n import N_, _, item_sep, ngettext
 from kvviz.inputs import echo
-from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP, check_int_in_range
+from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from kvviz.internals import window
 from kvviz.internals.records import PresetLayers, WindowRun
 from kvviz.memory import units
 from kvviz.model.loading import LoadedModel
-from kvviz.ui import a11y, models, router
+from kvviz.ui import a11y, bounded, models, router
 from pages.internals_shared import DEFAULT_PROMPT, MODEL_HASH, PLOT, explain
 
 PATTERNS = {"all local": None, "1 local : 1 global": 1, "3 local : 1 global": 3}  # option (English) -> local per global
 PATTERN_LABELS = {"all local": N_("all local"), "1 local : 1 global": N_("1 local : 1 global"),
                   "3 local : 1 global": N_("3 local : 1 global")}
-GEMMA_MAX_CONTEXT = 131072
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=MODEL_HASH)  # spinner at the call, translated
@@ -49,8 +48,9 @@ info = models.current_info()
 prompt = st.text_area(_("Prompt"), DEFAULT_PROMPT, key="int_window_prompt", height=70, max_chars=MAX_TEXT_CHARS,
                       help=_(TEXT_CAP_HELP))
 c1, c2 = st.columns(2)
-# Caps are checked by the library, not clamped by the widget: a value past the cap gets a message.
-w = c1.number_input(_("Window W (1..{top} tokens)").format(top=info.n_positions), min_value=1, value=8, key="int_window_w")
+# Each box has its setting's bounds; a value past them (sent by a client, not the box) gets a message.
+w = bounded.number(c1, window.WINDOW.up_to(info.n_positions), _("Window W (1..{top} tokens)").format(
+    top=info.n_positions), key="int_window_w")
 pattern = c2.selectbox(_("Layer pattern"), list(PATTERNS), format_func=lambda v: _(PATTERN_LABELS[v]),
                        key="int_window_pattern")
 try:
@@ -75,19 +75,17 @@ if run.evicted_tokens:
     st.markdown(_("**Evicted (no longer visible to local layers):** {tokens}").format(
         tokens=echo.code("".join(run.evicted_tokens), None)))  # the prompt's own words: a code span they cannot close
 a11y.chart(st, fig.window_mask_figure(visible, run.tokens[: len(visible)],
-                                       _("Local layer: which rows each query sees (W = {w}, first {n} tokens)").format(
+                                       ngettext("Local layer: which rows each query sees (W = {w}, first {n} token)",
+                                                "Local layer: which rows each query sees (W = {w}, first {n} tokens)",
+                                                len(visible)).format(
                                            w=w, n=len(visible))), **PLOT)
 a11y.chart(st, fig.window_layers_figure(run), **PLOT)
 st.caption(_("Calculator bytes per layer: {bytes_} (kvviz.memory.budget) = bytes of the kept slices of the real "
              "tensors.").format(bytes_=item_sep().join(f"{la.calculator_bytes:,}" for la in run.layers)))
 
-ctx = st.number_input(_("Gemma 3 4B context (1..{top:,} tokens)").format(top=GEMMA_MAX_CONTEXT), min_value=1, value=32768,
-                      key="int_window_gemma_ctx")
-try:
-    p = gemma_layers(check_int_in_range(ctx, 1, GEMMA_MAX_CONTEXT, _("Gemma 3 4B context (tokens)")))
-except ValueError as exc:
-    st.error(str(exc))
-    st.stop()
+ctx = bounded.number(st, window.GEMMA_CONTEXT, _("Gemma 3 4B context (1..{top:,} tokens)").format(
+    top=window.GEMMA_CONTEXT.hi), key="int_window_gemma_ctx")
+p = gemma_layers(ctx)
 a11y.chart(st, fig.preset_layers_figure(p), **PLOT)
 st.caption(_("Gemma 3 4B, one sequence: {hybrid} with its 5:1 pattern vs {all_global} if every layer were "
              "global.").format(hybrid=units.format_bytes(p.total_bytes), all_global=units.format_bytes(p.all_global_bytes)))

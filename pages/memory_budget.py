@@ -19,7 +19,7 @@ from kvviz.inputs import echo
 from kvviz.inputs.links import link_refusals
 from kvviz.memory import capacity, config_import, dtypes, hf_cache, units
 from kvviz.memory.presets import GPUS, PRESETS, get_preset, past_trained_positions
-from kvviz.ui import a11y, assets, engines, links, models, router
+from kvviz.ui import a11y, assets, bounded, engines, links, models, router
 
 # A link that names a tab lands on it, scrolled to the top of the screen (kvviz/assets/web/scroll_to_tabs.js says
 # when it scrolls and when it leaves the page alone).
@@ -27,7 +27,6 @@ SCROLL_TO_TABS_JS = assets.script("scroll_to_tabs.js")
 
 CUSTOM, DEFAULT_PRESET, CUSTOM_GPU = "custom", "llama-3-8b", "custom"
 PROBE_PROMPT = "ROMEO: What light through yonder window breaks?"
-L = memory.LIMITS
 RESIDUAL_DEFAULT = dtypes.transformers_quantized_defaults().get("residual_length", 0)
 TABS = [N_("Size vs context"), N_("Per layer"), N_("What fits"), N_("Paged vs flat"), N_("Textbook figures"),
         N_("The loaded model")]
@@ -112,10 +111,20 @@ def import_report() -> tuple[str, str] | None:
     return kind, message
 
 
-def int_input(label: str, key: str, lo: int, hi: int, **kwargs: Any) -> int:
-    """A bounded whole-number input whose value lives in the URL; its default is the chosen preset's."""
-    return int(st.number_input(label, min_value=lo, max_value=hi, value=defaults()[key], step=1, key=key,
-                               bind="query-params", **kwargs))
+# Each box's setting (kvviz.memory.INPUTS: the bounds `kvviz memory` and the calculator check too)
+INPUT_OF = {"mem_layers": "n_layer", "mem_hidden": "hidden_size", "mem_heads": "n_head", "mem_kv_heads": "n_kv_heads",
+            "mem_residual": "quant_residual_tokens", "mem_head_dim": "head_dim", "mem_mla_rank": "mla_latent_rank",
+            "mem_mla_rope": "mla_rope_dim", "mem_window": "window", "mem_local": "local_per_global",
+            "mem_window_from": "first_windowed_layer", "mem_params": "n_params", "mem_reserve_mib": "reserve_mib",
+            "mem_gpu_gib": "gpu_gib", "mem_block": "block_size", "mem_maxlen": "max_len", "mem_context": "context_len",
+            "mem_batch": "batch"}
+
+
+def int_input(label: str, key: str, **kwargs: Any) -> int:
+    """A bounded whole-number input whose value lives in the URL; its default is the chosen preset's. A value a
+    browser sends past the setting's bounds is named (kvviz.ui.bounded)."""
+    return bounded.linked_number(st, memory.INPUTS[INPUT_OF[key]], label, key=key, value=defaults()[key],
+                                 bind="query-params", **kwargs)
 
 
 def show_bytes(label: str, n_bytes: int, col: Any, help: str | None = None) -> None:
@@ -126,31 +135,31 @@ def memory_form() -> memory.KVConfig | None:
     """The layout inputs; returns the config, or None after showing why it is invalid."""
     c = st.columns(4)
     with c[0]:
-        layers = int_input(_("Layers"), "mem_layers", 1, L["n_layer"])
-        hidden = int_input(_("Hidden size (0 = give head dim)"), "mem_hidden", 0, 10**7,
+        layers = int_input(_("Layers"), "mem_layers")
+        hidden = int_input(_("Hidden size (0 = give head dim)"), "mem_hidden",
                            help=_("if set, head dim = hidden size / query heads"))
         dtype = st.selectbox(_("Cache dtype"), list(dtypes.DTYPES),
                              index=list(dtypes.DTYPES).index(defaults()["mem_dtype"]), key="mem_dtype",
                              bind="query-params", help="\n".join(f"- {d}: {_(t.note)}" for d, t in dtypes.DTYPES.items()))
     with c[1]:
-        heads = int_input(_("Query heads"), "mem_heads", 1, L["n_head"])
-        kv_heads = int_input(_("KV heads"), "mem_kv_heads", 1, L["n_kv_heads"],
+        heads = int_input(_("Query heads"), "mem_heads")
+        kv_heads = int_input(_("KV heads"), "mem_kv_heads",
                              help=_("= query heads: MHA; 1: MQA; between: GQA"))
-        residual = int_input(_("Full-precision residual (tokens)"), "mem_residual", 0, L["quant_residual_tokens"],
+        residual = int_input(_("Full-precision residual (tokens)"), "mem_residual",
                              disabled=not dtypes.DTYPES[dtype].quantized,
                              help=_("transformers' QuantizedCache keeps the newest tokens unquantized "
                                     "(`residual_length`, default {n} read from its QuantizedLayer); 0 = off").format(
                                         n=RESIDUAL_DEFAULT))
     with c[2]:
-        head_dim = int_input(_("Head dim"), "mem_head_dim", 1, L["head_dim"], disabled=hidden > 0)
-        mla_rank = int_input(_("MLA latent rank (0 = off)"), "mem_mla_rank", 0, L["mla_latent_rank"],
+        head_dim = int_input(_("Head dim"), "mem_head_dim", disabled=hidden > 0)
+        mla_rank = int_input(_("MLA latent rank (0 = off)"), "mem_mla_rank",
                              help=_("DeepSeek's kv_lora_rank: the cache holds this latent instead of per-head K and V"))
-        mla_rope = int_input(_("MLA RoPE key dim"), "mem_mla_rope", 0, L["mla_rope_dim"], disabled=mla_rank == 0)
+        mla_rope = int_input(_("MLA RoPE key dim"), "mem_mla_rope", disabled=mla_rank == 0)
     with c[3]:
-        window = int_input(_("Sliding window (0 = off)"), "mem_window", 0, L["window"])
-        local = int_input(_("Local layers per global (0 = all local)"), "mem_local", 0, 10_000, disabled=window == 0,
+        window = int_input(_("Sliding window (0 = off)"), "mem_window")
+        local = int_input(_("Local layers per global (0 = all local)"), "mem_local", disabled=window == 0,
                           help=_("Gemma 3: 5 (five 1024-token window layers, then one global layer)"))
-        window_from = int_input(_("Full layers below the window"), "mem_window_from", 0, L["n_layer"],
+        window_from = int_input(_("Full layers below the window"), "mem_window_from",
                                 disabled=window == 0 or local > 0,
                                 help=_("Qwen2's max_window_layers: layers 0 .. N-1 keep every token, layers N and up "
                                        "slide (0 = every layer slides)"))
@@ -197,13 +206,13 @@ def what_fits(cfg: memory.KVConfig, context: int, batch: int) -> None:
     gpu = g[0].selectbox("GPU", [*GPUS, CUSTOM_GPU], index=list(GPUS).index("NVIDIA A100 80GB"), key="mem_gpu",
                          format_func=custom_label, bind="query-params")
     with g[1]:
-        params = int_input(_("Model parameters"), "mem_params", 0, 10**14)
+        params = int_input(_("Model parameters"), "mem_params")
     wdt = g[2].selectbox(_("Weight dtype"), list(dtypes.DTYPES), index=list(dtypes.DTYPES).index("bf16"),
                          key="mem_weight_dtype", bind="query-params")
     with g[3]:
-        reserve = int_input(_("Reserve (MiB)"), "mem_reserve_mib", 0, 10**9, help=_("activations, CUDA context..."))
+        reserve = int_input(_("Reserve (MiB)"), "mem_reserve_mib", help=_("activations, CUDA context..."))
     if gpu == CUSTOM_GPU:
-        gpu_bytes = int_input(_("Custom memory (GiB)"), "mem_gpu_gib", 1, 1_000_000) * units.GIB
+        gpu_bytes = int_input(_("Custom memory (GiB)"), "mem_gpu_gib") * units.GIB
     else:
         gpu_bytes = GPUS[gpu].memory_bytes
         st.caption(_("{note} [Vendor page]({url}).").format(note=GPUS[gpu].capacity_note, url=GPUS[gpu].source))
@@ -230,9 +239,9 @@ def what_fits(cfg: memory.KVConfig, context: int, batch: int) -> None:
 def paged(cfg: memory.KVConfig, context: int, batch: int) -> None:
     p = st.columns(2)
     with p[0]:
-        block = int_input(_("Block size (tokens)"), "mem_block", 1, 4096)
+        block = int_input(_("Block size (tokens)"), "mem_block")
     with p[1]:
-        max_len = int_input(_("Flat buffer: pre-allocated length"), "mem_maxlen", 1, L["context_len"])
+        max_len = int_input(_("Flat buffer: pre-allocated length"), "mem_maxlen")
     if max_len < context:
         st.warning(_("The flat buffer ({max_len:,} tokens) is shorter than the context ({context:,}): a flat cache that "
                      "size cannot hold this sequence. Drawn with the flat buffer at exactly {context:,} tokens "
@@ -281,7 +290,9 @@ def encoder_decoder_result(cfg: memory.KVConfig, b: memory.KVBudget, name: str) 
     """An imported encoder-decoder (T5, BART): the whole EncoderDecoderCache is self-attention (the decoder's
     tokens) + cross-attention (K/V of every encoder token in each decoder layer, the same layout, no window).
     Without an encoder length the total is the self-attention part, and its label says so."""
-    enc = st.number_input(_("Encoder length (tokens)"), 1, L["context_len"], None, step=1, key="mem_encoder_len",
+    encoder_len = memory.INPUTS["encoder_len"]
+    bounded.guard(st, encoder_len, "mem_encoder_len", default=bounded.EMPTY, reset=False, shown=_("none"))  # may be empty
+    enc = st.number_input(_("Encoder length (tokens)"), encoder_len.lo, encoder_len.hi, None, step=1, key="mem_encoder_len",
                           placeholder=_("source tokens, e.g. 512"),
                           help=_("{name} is an encoder-decoder: each decoder layer also caches K and V of every "
                                  "encoder token (cross-attention), computed once from the encoder output").format(
@@ -340,9 +351,9 @@ def calculator() -> None:
     cfg = memory_form()
     c = st.columns(2)
     with c[0]:
-        context = int_input(_("Context length (tokens)"), "mem_context", 1, L["context_len"])
+        context = int_input(_("Context length (tokens)"), "mem_context")
     with c[1]:
-        batch = int_input(_("Batch (sequences)"), "mem_batch", 1, L["batch"])
+        batch = int_input(_("Batch (sequences)"), "mem_batch")
     if cfg is None:
         report_link(linked, notices)
         return

@@ -22,22 +22,25 @@ from kvviz.model import loading
 from kvviz.speedup import machine, tables
 from kvviz.speedup.records import ESTIMATOR, MODE_LABELS, BenchResult, format_name
 from kvviz.speedup.settings import (
+    BATCH_CONTEXT,
+    LARGEST_BATCH,
+    NEW_TOKENS,
     PAGE_BUDGET_S,
+    PAGE_ROUNDS,
+    PAGE_WARMUP,
+    PROMPT_LEN,
     WEIGHT_FORMAT_CHOICES,
     BenchInputError,
     BenchSettings,
     duration,
     validate,
-    whole,
 )
-from kvviz.ui import a11y, assets, models, router
+from kvviz.ui import a11y, assets, bounded, models, router
 
 RESULT_KEY = "bench_result"  # this session's last finished benchmark (kept across reruns and errors)
 BATCH_KEY = "bench_batch_result"
 DEVICE_KEY = "bench_device_result"
 DEVICE_SWEEP_BUDGET_S = 20.0  # the page's sweep stops adding contexts past this (the CLI's is 60 s)
-PAGE_MAX_REPEATS = 10
-PAGE_MAX_WARMUP = 5
 MODEL_CHOICES = {
     loading.BUNDLED: N_("Bundled Tiny-Shakespeare GPT-2 (tiny: overhead-bound)"),
     "random:gpt2": N_("GPT-2 124M shape, random weights (realistic size and timings)"),
@@ -262,13 +265,17 @@ def batch_section(spec: str, threads: int) -> None:
     st.header(_("Batched decode: when does the cache, not the weights, fill the memory bus?"))
     with st.form("bench_batch_form"):
         c1, c2 = st.columns(2)
-        max_batch = c1.slider(_("Largest batch"), 1, 64, 16, key="bench_batch_max",
+        # Each input has its setting's bounds; a value past them (sent by a client) is named and nothing runs.
+        refused: list[str] = []
+        bounded.guard(c1, LARGEST_BATCH, "bench_batch_max", refused=refused, reset=False)  # a slider: its value
+        max_batch = c1.slider(_("Largest batch"), LARGEST_BATCH.lo, LARGEST_BATCH.hi, LARGEST_BATCH.default,
+                              key="bench_batch_max",
                               help=_("Measured at 1, 2, 4, ... up to this. Capped at 64."))
-        context = c2.number_input(_("Context (cached tokens per sequence)"), min_value=1, value=128,
-                                  key="bench_batch_ctx",
-                                  help=_("At most the model's positions - 1; K/V buffers capped at 1 GiB."))
+        context = bounded.number(c2, BATCH_CONTEXT, _("Context (cached tokens per sequence)"), key="bench_batch_ctx",
+                                 refused=refused,
+                                 help=_("At most the model's positions - 1; K/V buffers capped at 1 GiB."))
         measure = st.form_submit_button(_("Measure batched decode"), key="bench_batch_run")
-    if measure:
+    if measure and not refused:
         loaded = model_or_warning(spec)
         if loaded is None:
             return
@@ -432,20 +439,26 @@ auto_threads, auto_reason = machine.default_thread_count(models.other_active_ses
 with st.form("bench_form"):
     spec = model_choice(sidebar_spec)
     c1, c2, c3 = st.columns(3)
-    prompt_len = c1.number_input(_("Prompt tokens"), min_value=1, value=16, key="bench_prompt_len",
-                                 help=_("Prompt + new tokens must fit the model's positions (256 bundled, 1024 "
-                                        "GPT-2)."))
-    new_tokens = c2.number_input(_("New tokens"), min_value=1, value=64, key="bench_new_tokens")
-    repeats = c3.number_input(_("Rounds"), min_value=1, value=3, key="bench_repeats",
-                              help=_("Medians over rounds; at most {n}.").format(n=PAGE_MAX_REPEATS))
+    # Each box has its setting's bounds; a value past them (sent by a client, not the box) is named, nothing runs.
+    refused: list[str] = []
+    prompt_len = bounded.number(c1, PROMPT_LEN, _("Prompt tokens"), key="bench_prompt_len", refused=refused,
+                                help=_("Prompt + new tokens must fit the model's positions (256 bundled, 1024 "
+                                       "GPT-2)."))
+    new_tokens = bounded.number(c2, NEW_TOKENS, _("New tokens"), key="bench_new_tokens", refused=refused)
+    repeats = bounded.number(c3, PAGE_ROUNDS, _("Rounds"), key="bench_repeats", refused=refused,
+                             help=_("Medians over rounds; at most {n}.").format(n=PAGE_ROUNDS.hi))
     with st.expander(_("Advanced")):
         a1, a2 = st.columns(2)
-        threads = a1.number_input(_("Torch threads"), min_value=1, value=None, key="bench_threads",
+        # the box may be empty (automatic), so its refusal is read as the browser sent it
+        bounded.guard(a1, machine.PAGE_THREADS, "bench_threads", default=bounded.EMPTY, refused=refused, reset=False,
+                      shown=_("auto ({threads})").format(threads=auto_threads))
+        threads = a1.number_input(_("Torch threads"), min_value=machine.PAGE_THREADS.lo,
+                                  max_value=machine.PAGE_THREADS.hi, value=None, key="bench_threads",
                                   placeholder=_("auto ({threads})").format(threads=auto_threads),
                                   help=_("Empty: {reason}. At most {n}.").format(reason=auto_reason,
                                                                                  n=machine.MAX_THREADS))
-        warmup = a2.number_input(_("Warm-up runs"), min_value=0, value=1, key="bench_warmup",
-                                 help=_("At most {n}.").format(n=PAGE_MAX_WARMUP))
+        warmup = bounded.number(a2, PAGE_WARMUP, _("Warm-up runs"), key="bench_warmup", refused=refused,
+                                help=_("At most {n}.").format(n=PAGE_WARMUP.hi))
         include_generate = st.checkbox(_("Also time model.generate(use_cache=True)"), True, key="bench_generate")
         include_generate_no_cache = st.checkbox(_("... and model.generate(use_cache=False) (slow)"), False,
                                                 key="bench_generate_no_cache")
@@ -455,12 +468,10 @@ with st.form("bench_form"):
 st.caption(_("Defaults: the bundled model takes about 10 s on a busy 2-core laptop, the GPT-2 124M shape about a "
              "minute."))
 
-if submitted:
+if submitted and not refused:
     try:
-        whole(_("Rounds"), int(repeats), 1, PAGE_MAX_REPEATS)
-        whole(_("Warm-up runs"), int(warmup), 0, PAGE_MAX_WARMUP)
         if threads is not None:
-            whole(_("Torch threads"), int(threads), 1, machine.MAX_THREADS)
+            machine.PAGE_THREADS.check(threads, error=BenchInputError)
     except BenchInputError as exc:
         st.error(str(exc))
     else:

@@ -29,16 +29,16 @@ from kvviz.step import strip
 from kvviz.step import view as step_view
 from kvviz.step.records import (
     DEFAULT_SAMPLING,
-    SEED_MAX,
-    TEMPERATURE_MAX,
-    TEMPERATURE_MIN,
-    TOP_K_MAX,
+    PLAY_STEPS,
+    SEED,
+    TEMPERATURE,
+    TOP_K,
     ContextFullError,
     PromptError,
     RaceTiming,
     Sampling,
 )
-from kvviz.ui import a11y, assets, engines, links, models, router
+from kvviz.ui import a11y, assets, bounded, engines, links, models, router
 
 PRESETS = {  # name (a stable key, shown through _()) -> prompt
     "ROMEO:": "ROMEO:",
@@ -49,7 +49,6 @@ PRESETS = {  # name (a stable key, shown through _()) -> prompt
 PLAY_SPEEDS = {"slow": 1.0, "normal": 0.15, "fast": 0.05}
 PLAY_SPEED_LABELS = {"slow": N_("slow"), "normal": N_("normal"), "fast": N_("fast")}  # run_every interval (s); a frame adds ~0.3 s of redraw
 PLAY_DELAY_S = PLAY_SPEEDS["normal"]  # "normal": with the redraw and the round trip a step lands every ~0.4-0.5 s
-PLAY_MAX = 64
 PLAY_LEFT = "step_play_left"  # steps the running animation still has to take (0 = not playing)
 DEFAULT_TEMPERATURE = DEFAULT_SAMPLING.temperature
 GREEDY_HELP = N_("Off by default: greedy always takes the single likeliest token, and on a model this small that "
@@ -251,15 +250,17 @@ def _controls() -> tuple[dict[str, bool], st.delta_generator.DeltaGenerator | No
                                "character it never saw whole is split into byte tokens (shown in hex, e.g. `<E4>`)."
                                ).format(models=_(ENGLISH_MODELS)))
             play = text.columns(2)
-            play[0].number_input(_("Play N steps"), 1, PLAY_MAX, key="step_play_n")
+            bounded.number(play[0], PLAY_STEPS, _("Play N steps"), key="step_play_n")
             play[1].segmented_control(_("Play speed"), list(PLAY_SPEEDS), key="step_play_speed",
                                       format_func=lambda v: _(PLAY_SPEED_LABELS[v]),
                                       help=_("slow ~1.3 s, normal ~0.45 s, fast ~0.35 s a step (plus the redraw)"))
             sampling.toggle(_("Greedy decoding"), key="step_greedy",
                             help=_("Always the most likely token. {why}").format(why=_(GREEDY_HELP)))
-            sampling.slider(_("Temperature"), TEMPERATURE_MIN, TEMPERATURE_MAX, step=0.05, key="step_temperature")
-            sampling.number_input(_("Top-k (0 = off)"), 0, TOP_K_MAX, key="step_top_k")
-            sampling.number_input(_("Seed"), 0, SEED_MAX, key="step_seed")
+            bounded.guard(sampling, TEMPERATURE, "step_temperature")  # a slider: a value past it is named
+            sampling.slider(_("Temperature"), TEMPERATURE.lo, TEMPERATURE.hi, step=TEMPERATURE.step,
+                            key="step_temperature")
+            bounded.number(sampling, TOP_K, _("Top-k (0 = off)"), key="step_top_k")
+            bounded.number(sampling, SEED, _("Seed"), key="step_seed")
     clicked = {
         "prefill": row.button(_("Prefill"), key="step_btn_prefill", shortcut="P"),
         "back": row.button(_("Back"), key="step_btn_back", shortcut="Left", icon=":material/arrow_back:"),

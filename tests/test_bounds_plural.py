@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kvviz.inputs.prompt_rules import IntSetting, PromptError, check_prompt, shorten_by
+from kvviz.inputs.prompt_rules import FloatSetting, IntSetting, PromptError, check_prompt, shorten_by
 
 
 class _Tokenizer:
@@ -28,3 +28,23 @@ def test_a_setting_refuses_none_and_its_bounds_by_name():
     assert s.check(8.0) == 8 and s.up_to(3).default == 3
     with pytest.raises(ValueError):
         IntSetting("x", 1, 2, default=5)
+
+
+def test_one_token_still_to_generate_and_a_one_token_prompt_are_singular():
+    with pytest.raises(PromptError, match=r"minus the 1 token still to generate\."):
+        check_prompt(_Tokenizer(), "a b c", 3, new_tokens=1)
+    with pytest.raises(PromptError, match=r"minus the 2 tokens still to generate\."):
+        check_prompt(_Tokenizer(), "a b c", 3, new_tokens=2)
+    with pytest.raises(PromptError, match=r"The prompt is 1 token, but"):
+        check_prompt(_Tokenizer(), "a", 1, new_tokens=1)
+
+
+def test_a_float_setting_refuses_none_and_its_bounds_by_name():
+    t = FloatSetting("draft temperature", 0.05, 5.0, default=0.7, step=0.05)
+    with pytest.raises(ValueError, match="draft temperature must be a number from 0.05 to 5: the box was empty"):
+        t.check(None)
+    with pytest.raises(ValueError, match="draft temperature must be between 0.05 and 5"):
+        t.check(5.5)
+    assert t.check(1) == 1.0
+    with pytest.raises(ValueError):
+        FloatSetting("x", 0.1, 1.0, default=2.0, step=0.1)

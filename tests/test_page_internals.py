@@ -135,11 +135,13 @@ def test_prefix_page_measures_on_request_and_reports_load():
 
 @pytest.mark.app
 @pytest.mark.parametrize("page,key,value,message", [
-    ("layout", "int_layout_layer", INFO.n_layer, f"layer must be between 0 and {INFO.n_layer - 1}"),
-    ("layout", "int_layout_head", INFO.n_kv_heads, f"head must be between 0 and {INFO.n_kv_heads - 1}"),
-    ("layout", "int_layout_seq", INFO.n_positions + 1, f"cached positions must be between 1 and {INFO.n_positions}"),
-    ("layout", "int_layout_pos", INFO.n_positions, f"position must be between 0 and {INFO.n_positions - 1}"),
-    ("layout", "int_layout_dim", INFO.head_dim, f"dim must be between 0 and {INFO.head_dim - 1}"),
+    # a box's own bounds are its setting's: Streamlit resets a value past them, which the setting names
+    ("layout", "int_layout_layer", INFO.n_layer, f"layer must be a whole number from 0 to {INFO.n_layer - 1}"),
+    ("layout", "int_layout_head", INFO.n_kv_heads, f"head must be a whole number from 0 to {INFO.n_kv_heads - 1}"),
+    ("layout", "int_layout_seq", INFO.n_positions + 1,
+     f"cached positions must be a whole number from 1 to {INFO.n_positions}"),
+    ("layout", "int_layout_pos", INFO.n_positions, f"position must be a whole number from 0 to {INFO.n_positions - 1}"),
+    ("layout", "int_layout_dim", INFO.head_dim, f"dim must be a whole number from 0 to {INFO.head_dim - 1}"),
     ("crossattn", "int_cross_src", crossattn.MAX_SOURCE_LEN + 1, "source length"),
     ("crossattn", "int_cross_steps", crossattn.MAX_STEPS + 1, "decode steps"),
     ("window", "int_window_w", INFO.n_positions + 1, "window"),
@@ -148,7 +150,7 @@ def test_prefix_page_measures_on_request_and_reports_load():
     ("paging", "int_paging_na", paging.MAX_NEW_TOKENS + 1, "tokens for sequence A"),
     ("paging", "int_paging_nb", paging.MAX_NEW_TOKENS + 1, "tokens for sequence B"),
     ("quant", "int_quant_group", 5, "group size must divide head_dim"),
-    ("quant", "int_quant_group", 64, "group size must divide head_dim"),
+    ("quant", "int_quant_group", 64, f"group size must be a whole number from {quant.MIN_GROUP} to {INFO.head_dim}"),
     ("quant", "int_quant_residual", 128, "full-precision residual rows"),
     ("speculative", "int_spec_k", speculative.MAX_K + 1, "draft length k"),
     ("speculative", "int_spec_n", speculative.MAX_NEW + 1, "tokens to generate"),
@@ -174,6 +176,10 @@ def test_quant_agreement_rejects_past_cap_work(prompts, n_new, message):
     at = _app("quant")
     at.text_area(key="int_quant_prompts").set_value(prompts)
     at.number_input(key="int_quant_n").set_value(n_new).run()
+    if n_new > quant.AGREEMENT_MAX_TOKENS:  # past the box's own bound: refused by its setting before any click
+        assert message in _errors(at) and at.number_input(key="int_quant_n").value == quant.AGREEMENT_TOKENS.default
+        assert "int_quant_agreement" not in at.session_state
+        return
     at.button(key="int_quant_run").click().run()
     assert message in _errors(at)
     assert "int_quant_agreement" not in at.session_state

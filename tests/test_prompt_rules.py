@@ -43,7 +43,7 @@ def test_check_prompt_refuses_too_long_never_truncates(bundled):
     text = "to be or not " * 10
     n = len(tok(text).input_ids)
     assert check_prompt(tok, text, n) == list(tok(text).input_ids)  # exactly at the limit: accepted whole
-    with pytest.raises(PromptError, match=rf"is {n} tokens.*only {n - 1} positions.*at least 1 tokens"):
+    with pytest.raises(PromptError, match=rf"is {n} tokens.*only {n - 1} positions.*at least 1 token\."):  # singular
         check_prompt(tok, text, n - 1)
     # Room reserved for generation counts against the prompt, and the message says so.
     with pytest.raises(PromptError, match=r"minus the 5 tokens still to generate.*at least 5 tokens"):

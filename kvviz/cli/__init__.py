@@ -87,6 +87,11 @@ def whole(lo: int, hi: int) -> Callable[[str], int]:
     return query_values.cli_whole(lo, hi)
 
 
+def within(setting) -> Callable[[str], int]:
+    """argparse type for a page's setting (kvviz.inputs.prompt_rules.IntSetting): its bounds, the same rule."""
+    return whole(setting.lo, setting.hi)
+
+
 def output_problem(path: Path, *, folder: bool) -> str | None:
     """None if a result can be written at `path` (a file, or a folder when folder=True), else one sentence saying
     why not. Checked by trying, not by os.access (which answers yes to root, even under /sys): a probe file is

@@ -16,13 +16,13 @@ from dataclasses import fields, replace
 from pathlib import Path
 
 from kvviz import memory
-from kvviz.cli import Parser, ReadRefused, one_line, printable, read_regular_file, say, whole
+from kvviz.cli import Parser, ReadRefused, one_line, printable, read_regular_file, say, whole, within
 from kvviz.memory import config_import, dtypes, units
 from kvviz.memory.presets import PRESETS, get_preset, past_trained_positions
 
 DEFAULT_CONTEXT = 4096
 DEFAULT_DTYPE = next(f.default for f in fields(memory.KVConfig) if f.name == "dtype")  # what explicit numbers use
-L = memory.LIMITS  # the memory page's limits: the same numbers are refused here and there
+INPUTS = memory.INPUTS  # the memory page's settings: the same numbers are refused here and there
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,23 +31,23 @@ def build_parser() -> argparse.ArgumentParser:
     src = p.add_argument_group("the model (one of: --preset, --config, or explicit numbers)")
     src.add_argument("--preset", help="a preset name (see --list-presets)")
     src.add_argument("--config", type=Path, help="a Hugging Face config.json")
-    src.add_argument("--layers", type=whole(1, L["n_layer"]))
-    src.add_argument("--heads", type=whole(1, L["n_head"]), help="query heads")
-    src.add_argument("--kv-heads", type=whole(1, L["n_kv_heads"]), help="K/V heads (default: = heads, i.e. MHA)")
-    src.add_argument("--head-dim", type=whole(1, L["head_dim"]))
-    src.add_argument("--hidden", type=whole(1, 10**7), help="hidden size; head dim = hidden / heads when --head-dim is absent")
+    src.add_argument("--layers", type=within(INPUTS["n_layer"]))
+    src.add_argument("--heads", type=within(INPUTS["n_head"]), help="query heads")
+    src.add_argument("--kv-heads", type=within(INPUTS["n_kv_heads"]), help="K/V heads (default: = heads, i.e. MHA)")
+    src.add_argument("--head-dim", type=within(INPUTS["head_dim"]))
+    src.add_argument("--hidden", type=whole(1, INPUTS["hidden_size"].hi), help="hidden size; head dim = hidden / heads when --head-dim is absent")
     att = p.add_argument_group("attention kind")
-    att.add_argument("--mla-rank", type=whole(0, L["mla_latent_rank"]), help="MLA latent rank (kv_lora_rank), e.g. 512")
-    att.add_argument("--mla-rope-dim", type=whole(0, L["mla_rope_dim"]), help="MLA decoupled RoPE key dim (qk_rope_head_dim), e.g. 64")
-    att.add_argument("--window", type=whole(0, L["window"]), help="sliding window (tokens) of local layers")
-    att.add_argument("--local-per-global", type=whole(0, 10_000), help="hybrid: N local layers per global layer (e.g. 5)")
-    p.add_argument("--context", type=whole(1, L["context_len"]), help=f"tokens per sequence (default: {DEFAULT_CONTEXT})")
-    p.add_argument("--batch", type=whole(1, L["batch"]), default=1, help="sequences (default 1)")
-    p.add_argument("--encoder-len", type=whole(1, L["context_len"]), help="encoder-decoder --config (T5, BART): encoder tokens, for the "
+    att.add_argument("--mla-rank", type=within(INPUTS["mla_latent_rank"]), help="MLA latent rank (kv_lora_rank), e.g. 512")
+    att.add_argument("--mla-rope-dim", type=within(INPUTS["mla_rope_dim"]), help="MLA decoupled RoPE key dim (qk_rope_head_dim), e.g. 64")
+    att.add_argument("--window", type=within(INPUTS["window"]), help="sliding window (tokens) of local layers")
+    att.add_argument("--local-per-global", type=within(INPUTS["local_per_global"]), help="hybrid: N local layers per global layer (e.g. 5)")
+    p.add_argument("--context", type=within(INPUTS["context_len"]), help=f"tokens per sequence (default: {DEFAULT_CONTEXT})")
+    p.add_argument("--batch", type=within(INPUTS["batch"]), default=1, help="sequences (default 1)")
+    p.add_argument("--encoder-len", type=within(INPUTS["encoder_len"]), help="encoder-decoder --config (T5, BART): encoder tokens, for the "
                    "cross-attention cache")
     p.add_argument("--dtype", help=f"cache dtype: {', '.join(dtypes.DTYPES)} (default: the model's, else {DEFAULT_DTYPE})")
-    p.add_argument("--quant-group", type=whole(1, L["quant_group_size"]), default=dtypes.DEFAULT_QUANT_GROUP, help="int8/int4 group size")
-    p.add_argument("--quant-residual", type=whole(0, L["quant_residual_tokens"]), default=0,
+    p.add_argument("--quant-group", type=within(INPUTS["quant_group_size"]), default=dtypes.DEFAULT_QUANT_GROUP, help="int8/int4 group size")
+    p.add_argument("--quant-residual", type=within(INPUTS["quant_residual_tokens"]), default=0,
                    help="int8/int4: transformers' QuantizedCache full-precision window, residual_length (default 0 = "
                         f"off; transformers' own default: {dtypes.transformers_quantized_defaults().get('residual_length')})")
     p.add_argument("--list-presets", action="store_true", help="list presets with their sources and exit")

@@ -13,7 +13,7 @@ import json
 import sys
 
 from kvviz import ops
-from kvviz.cli import Parser, one_line, say, whole
+from kvviz.cli import Parser, one_line, say, within
 from kvviz.memory import MemoryInputError
 from kvviz.memory.presets import get_preset, ops_presets
 
@@ -23,16 +23,16 @@ def build_parser() -> argparse.ArgumentParser:
                refusal=ops.OpsInputError)
     # Whole numbers within the Count-the-work page's own limits (pages/attention_ops.py), read by the app's parser
     p.add_argument("--preset", help=f"one of: {', '.join(ops_presets())}")
-    p.add_argument("--layers", type=whole(1, 10_000))
-    p.add_argument("--heads", type=whole(1, 100_000))
-    p.add_argument("--kv-heads", type=whole(1, 100_000))
-    p.add_argument("--head-dim", type=whole(1, 100_000))
-    p.add_argument("--hidden", type=whole(1, 10**6))
-    p.add_argument("--d-ff", type=whole(1, 10**7), help="MLP inner width (default 4 x hidden)")
-    p.add_argument("--vocab", type=whole(1, 10**7))
+    p.add_argument("--layers", type=within(ops.INPUTS["layers"]))
+    p.add_argument("--heads", type=within(ops.INPUTS["heads"]))
+    p.add_argument("--kv-heads", type=within(ops.INPUTS["kv_heads"]))
+    p.add_argument("--head-dim", type=within(ops.INPUTS["head_dim"]))
+    p.add_argument("--hidden", type=within(ops.INPUTS["hidden"]))
+    p.add_argument("--d-ff", type=within(ops.INPUTS["dff"]), help="MLP inner width (default 4 x hidden)")
+    p.add_argument("--vocab", type=within(ops.INPUTS["vocab"]))
     p.add_argument("--gated-mlp", action="store_true", help="3 MLP matrices (SwiGLU) instead of GPT-2's 2")
-    p.add_argument("--prompt-len", type=whole(1, 10**6), default=16, help="P prompt tokens (default 16)")
-    p.add_argument("--new-tokens", type=whole(1, 10**6), default=100, help="N generated tokens (default 100)")
+    p.add_argument("--prompt-len", type=within(ops.INPUTS["prompt"]), default=16, help="P prompt tokens (default 16)")
+    p.add_argument("--new-tokens", type=within(ops.INPUTS["new"]), default=100, help="N generated tokens (default 100)")
     p.add_argument(
         "--lm-head", choices=("last", "all"), default="last",
         help="logits for the last position only (generate(), default) or every position fed (plain model(ids))",

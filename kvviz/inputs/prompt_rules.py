@@ -8,6 +8,7 @@ truncated silently; a caller that wants to cut a prompt must show the cut itself
     check_float_in_range(value, lo, hi, "temperature") -> float, or ValueError(...)
     IntSetting(N_("block size"), 1, 256, default=16)  -> a setting's one home: the widget's min/max/step and
                                                          default, its check (.check), a link's and the CLI's
+    FloatSetting(N_("temperature"), 0.05, 5.0, default=0.7, step=0.05) -> the same for a number with a fraction
 
 `error=` lets a module raise its own ValueError subclass (e.g. PrefixError) with the same wording, so a page
 can keep catching the error of the module it calls.
@@ -52,11 +53,17 @@ def check_prompt(tokenizer, text: str | None, max_tokens: int, what: str = "prom
         fields = dict(what=shown_what, n=len(ids), positions=max_tokens, new=new_tokens, cut=len(ids) - room)
         shorten = shorten_by(len(ids) - room)
         if new_tokens:
-            raise error(join_sentences((_(
+            still = ngettext("the {new} token still to generate", "the {new} tokens still to generate",
+                             new_tokens).format(new=new_tokens)
+            raise error(join_sentences((ngettext(
+                "The {what} is {n} token, but this model has only {positions} positions (its context limit) minus "
+                "{still}.",
                 "The {what} is {n} tokens, but this model has only {positions} positions (its context limit) minus "
-                "the {new} tokens still to generate.").format(**fields), shorten)))
-        raise error(join_sentences((_("The {what} is {n} tokens, but this model has only {positions} positions (its "
-                                      "context limit).").format(**fields), shorten)))
+                "{still}.", len(ids)).format(still=still, **fields), shorten)))
+        raise error(join_sentences((ngettext(
+            "The {what} is {n} token, but this model has only {positions} positions (its context limit).",
+            "The {what} is {n} tokens, but this model has only {positions} positions (its context limit).",
+            len(ids)).format(**fields), shorten)))
     return ids
 
 
@@ -116,6 +123,28 @@ class IntSetting:
         """The same setting with a maximum that depends on the model (its layers, positions): the default is kept
         inside it."""
         return replace(self, hi=hi, default=min(self.default, hi))
+
+
+@dataclass(frozen=True)
+class FloatSetting:
+    """IntSetting's sibling for a number with a fraction (a temperature): bounds, first value and box step."""
+
+    name: str
+    lo: float
+    hi: float
+    default: float
+    step: float
+
+    def __post_init__(self):
+        if not self.lo <= self.default <= self.hi:
+            raise ValueError(f"{self.name}: default {self.default} outside {self.lo}..{self.hi}")
+
+    def check(self, value, *, error: type[ValueError] = ValueError) -> float:
+        """check_float_in_range with this setting's bounds and name."""
+        if value is None:  # as IntSetting.check: an empty box, or a value past the bounds reset by Streamlit
+            raise error(_("{name} must be a number from {lo:g} to {hi:g}: the box was empty, or the browser sent "
+                          "a value outside that range").format(name=_(self.name), lo=self.lo, hi=self.hi))
+        return check_float_in_range(value, self.lo, self.hi, self.name, error=error)
 
 
 def check_float_in_range(value, lo: float, hi: float, name: str, *, error: type[ValueError] = ValueError) -> float:

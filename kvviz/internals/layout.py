@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kvviz.i18n import N_, _
+from kvviz.inputs.prompt_rules import IntSetting
 from kvviz.measure.load import load_label
 from kvviz.measure.repeats import time_pair
 from kvviz.measure.timing import Comparison, Timing
@@ -55,6 +56,21 @@ SHORT_NAMES: dict[str, str] = {  # English (marked for the catalog): show with s
     "transposed": N_("rebuilt each step, transposed (ncnn)"),
 }
 BENCH_REPEATS = 31  # repeats of each read per measurement (interleaved); about 20 ms in all for 1 MiB reads
+# The page's inputs; their maxima are the model's (`index_settings`), the numbers here only the defaults.
+_ANY = 2**31 - 1
+LAYER = IntSetting(N_("layer"), 0, _ANY, default=0)
+HEAD = IntSetting(N_("head"), 0, _ANY, default=1)
+SEQ_LEN = IntSetting(N_("cached positions"), 1, _ANY, default=24)
+POSITION = IntSetting(N_("position"), 0, _ANY, default=5)
+DIM = IntSetting(N_("dim"), 0, _ANY, default=3)
+
+
+def index_settings(dims: ModelDims) -> tuple[IntSetting, ...]:
+    """(layer, head, cached positions, position, dim), each bounded by this model's sizes."""
+    return (LAYER.up_to(dims.n_layer - 1), HEAD.up_to(dims.n_kv_heads - 1), SEQ_LEN.up_to(dims.n_positions),
+            POSITION.up_to(dims.n_positions - 1), DIM.up_to(dims.head_dim - 1))
+
+
 EXACT_SIZE = frozenset({"dynamic", "transposed"})  # the buffer is exactly seq_len long: appending copies it
 
 

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kvviz import memory
-from kvviz.i18n import _
-from kvviz.inputs.prompt_rules import check_int_in_range, check_prompt
+from kvviz.i18n import N_, _
+from kvviz.inputs.prompt_rules import IntSetting, check_int_in_range, check_prompt
 from kvviz.internals.records import LayerError, QuantReport, SchemeAgreement
 from kvviz.memory import dtypes
 from kvviz.model.loading import LoadedModel, inference_mode
@@ -44,7 +44,8 @@ if TYPE_CHECKING:
     import torch
     from transformers import DynamicCache
 
-__all__ = ["AGREEMENT_MAX_PROMPTS", "AGREEMENT_MAX_PROMPT_TOKENS", "AGREEMENT_MAX_TOKENS", "MIN_GROUP", "SCHEMES",
+__all__ = ["AGREEMENT_TOKENS", "GROUP_SIZE", "RESIDUAL_ROWS",
+           "AGREEMENT_MAX_PROMPTS", "AGREEMENT_MAX_PROMPT_TOKENS", "AGREEMENT_MAX_TOKENS", "MIN_GROUP", "SCHEMES",
            "LayerError", "QuantError", "QuantReport", "Quantized", "SchemeAgreement", "check_agreement_work",
            "dequantize", "error_bound", "greedy_agreement", "prompt_cache", "quant_report", "quantize", "round_trip",
            "transformers_residual_length"]
@@ -58,6 +59,13 @@ AGREEMENT_MAX_TOKENS = 32  # per prompt
 AGREEMENT_MAX_PROMPT_TOKENS = 128  # prompts x tokens per prompt: ~640 one-token passes, a few seconds on 2 cores
 
 
+# The page's inputs. Group size and residual rows are bounded by the model (GROUP_SIZE.up_to(head_dim): its
+# default is then head_dim, one group per head vector; RESIDUAL_ROWS.up_to(the residual window - 1)).
+GROUP_SIZE = IntSetting(N_("group size"), MIN_GROUP, 2**31 - 1, default=2**31 - 1)
+RESIDUAL_ROWS = IntSetting(N_("full-precision residual rows"), 0, 2**31 - 1, default=0)
+AGREEMENT_TOKENS = IntSetting(N_("tokens per prompt"), 1, AGREEMENT_MAX_TOKENS, default=16)
+
+
 class QuantError(ValueError):
     """A bit width, group size or prompt set the quantizer cannot use; the message says what is allowed."""
 
@@ -66,7 +74,7 @@ def check_agreement_work(n_prompts: int, n_new: int) -> None:
     """Refuse a greedy-agreement run past its caps (prompts, tokens per prompt, and their product)."""
     n_prompts = check_int_in_range(n_prompts, 1, AGREEMENT_MAX_PROMPTS, _("number of prompts (one per line)"),
                                    error=QuantError)
-    n_new = check_int_in_range(n_new, 1, AGREEMENT_MAX_TOKENS, _("tokens per prompt"), error=QuantError)
+    n_new = AGREEMENT_TOKENS.check(n_new, error=QuantError)
     if n_prompts * n_new > AGREEMENT_MAX_PROMPT_TOKENS:
         raise QuantError(_("{prompts} prompts x {tokens} tokens = {total} generated tokens; the cap is {cap} (prompts "
                            "x tokens). Use fewer prompts or fewer tokens.").format(
@@ -197,8 +205,7 @@ def quant_report(loaded: LoadedModel, prompt: str, scheme: str, group_size: int 
     """`scheme` applied to the real cache of `prompt`; the newest `residual_rows` rows stay full precision."""
     info = loaded.info
     check_scheme(scheme, info.head_dim, group_size)
-    residual_rows = check_int_in_range(residual_rows, 0, info.n_positions, _("full-precision residual rows"),
-                                       error=QuantError)
+    residual_rows = RESIDUAL_ROWS.up_to(info.n_positions).check(residual_rows, error=QuantError)
     cache = prompt_cache(loaded, prompt)
     seq_len = cache.get_seq_length()
     kept = min(residual_rows, seq_len)  # rows left as computed (float32)

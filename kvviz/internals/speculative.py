@@ -22,14 +22,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kvviz.i18n import N_, _
-from kvviz.inputs.prompt_rules import IntSetting, check_float_in_range, check_prompt
+from kvviz.inputs.prompt_rules import FloatSetting, IntSetting, check_prompt
 from kvviz.internals.records import SPEC_SELF_DRAFT, SpecRound, SpecRun
 from kvviz.model.loading import LoadedModel, inference_mode
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["DEFAULT_PROMPT", "DRAFT_K", "MAX_K", "NEW_TOKENS", "MAX_NEW", "MAX_TEMPERATURE", "MIN_TEMPERATURE", "SpecRound", "SpecRun",
+__all__ = ["DEFAULT_PROMPT", "DRAFT_K", "DRAFT_TEMPERATURE", "MAX_K", "NEW_TOKENS", "MAX_NEW", "MAX_TEMPERATURE", "MIN_TEMPERATURE", "SpecRound", "SpecRun",
            "SpeculativeError", "speculative_decode"]
 
 # The page's default prompt (bench/timed_comparisons.py times it too). The default pairing and prompt were
@@ -43,6 +43,7 @@ MAX_NEW = 64
 DRAFT_K = IntSetting(N_("draft length k"), 1, MAX_K, default=4)  # the page's inputs
 NEW_TOKENS = IntSetting(N_("tokens to generate"), 1, MAX_NEW, default=24)
 MIN_TEMPERATURE, MAX_TEMPERATURE = 0.05, 5.0
+DRAFT_TEMPERATURE = FloatSetting(N_("draft temperature"), MIN_TEMPERATURE, MAX_TEMPERATURE, default=0.7, step=0.05)
 
 
 class SpeculativeError(ValueError):
@@ -93,8 +94,7 @@ def speculative_decode(loaded: LoadedModel, prompt: str, n_new: int = 24, k: int
     k = DRAFT_K.check(k, error=SpeculativeError)
     n_new = NEW_TOKENS.check(n_new, error=SpeculativeError)
     if draft_temperature is not None:
-        draft_temperature = check_float_in_range(draft_temperature, MIN_TEMPERATURE, MAX_TEMPERATURE,
-                                                 _("draft temperature"), error=SpeculativeError)
+        draft_temperature = DRAFT_TEMPERATURE.check(draft_temperature, error=SpeculativeError)
     draft = loaded if draft is None else draft
     if draft is not loaded and not same_tokenizer(loaded, draft):
         raise SpeculativeError(_("{draft} and {verifier} use different tokenizers: a draft must propose token ids "

@@ -14,13 +14,18 @@ from __future__ import annotations
 import numpy as np
 
 from kvviz import memory
-from kvviz.i18n import _
-from kvviz.inputs.prompt_rules import check_int_in_range, check_prompt
+from kvviz.i18n import N_, _
+from kvviz.inputs.prompt_rules import IntSetting, check_int_in_range, check_prompt
 from kvviz.internals.records import LayerWindow, PresetLayers, WindowRun, WindowState
 from kvviz.model.loading import LoadedModel, inference_mode
 
-__all__ = ["LayerWindow", "PresetLayers", "WindowError", "WindowRun", "WindowState", "layer_config",
+__all__ = ["GEMMA_CONTEXT", "WINDOW", "LayerWindow", "PresetLayers", "WindowError", "WindowRun", "WindowState", "layer_config",
            "preset_layers", "visibility", "window_on_model", "window_state"]
+
+
+# The page's inputs. The window's maximum is the model's context (WINDOW.up_to(n_positions)).
+WINDOW = IntSetting(N_("the window (tokens)"), 1, 2**31 - 1, default=8)
+GEMMA_CONTEXT = IntSetting(N_("Gemma 3 4B context (tokens)"), 1, 131072, default=32768)
 
 
 class WindowError(ValueError):
@@ -48,7 +53,7 @@ def visibility(seq_len: int, window: int | None) -> np.ndarray:
 
 def layer_config(loaded: LoadedModel, window: int, local_per_global: int | None) -> memory.KVConfig:
     """The loaded model's cache layout with a sliding window (and hybrid pattern) added, as the calculator sees it."""
-    window = check_int_in_range(window, 1, loaded.info.n_positions, _("the window (tokens)"), error=WindowError)
+    window = WINDOW.up_to(loaded.info.n_positions).check(window, error=WindowError)
     if local_per_global is not None:
         local_per_global = check_int_in_range(local_per_global, 0, 64, _("local layers per global layer"),
                                               error=WindowError)

@@ -22,7 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from kvviz.i18n import _
+from kvviz.i18n import N_, _
+from kvviz.inputs.prompt_rules import IntSetting
 from kvviz.inputs.query_values import WholeNumberRefused, bounded_int
 from kvviz.memory.dtypes import (
     DEFAULT_QUANT_GROUP,
@@ -34,20 +35,35 @@ from kvviz.memory.dtypes import (
 )
 from kvviz.memory.units import GB, GIB
 
-# Bounds: generous for any real model, small enough to catch typos (an extra zero is fine, six are not).
-LIMITS: dict[str, int] = {
-    "n_layer": 10_000,
-    "n_head": 100_000,
-    "n_kv_heads": 100_000,
-    "head_dim": 100_000,
-    "mla_latent_rank": 1_000_000,
-    "mla_rope_dim": 100_000,
-    "window": 2**40,
-    "context_len": 2**40,  # ~1.1 trillion tokens
-    "batch": 2**24,
-    "quant_group_size": 2**20,
-    "quant_residual_tokens": 2**20,
+# Bounds: generous for any real model, small enough to catch typos (an extra zero is fine, six are not). One home
+# for the memory page's boxes, `kvviz memory`'s options and this module's checks: each input's lowest and highest
+# value; a default only where the page has one of its own (the layout's numbers start at the chosen preset's).
+INPUTS: dict[str, IntSetting] = {
+    "n_layer": IntSetting(N_("layers"), 1, 10_000, default=32),
+    "hidden_size": IntSetting(N_("hidden size"), 0, 10**7, default=0),  # the page's 0: give the head dim instead
+    "n_head": IntSetting(N_("query heads"), 1, 100_000, default=32),
+    "n_kv_heads": IntSetting(N_("KV heads"), 1, 100_000, default=8),
+    "head_dim": IntSetting(N_("head dim"), 1, 100_000, default=128),
+    "mla_latent_rank": IntSetting(N_("MLA latent rank"), 0, 1_000_000, default=0),
+    "mla_rope_dim": IntSetting(N_("MLA RoPE key dim"), 0, 100_000, default=0),
+    "window": IntSetting(N_("sliding window"), 0, 2**40, default=0),
+    "local_per_global": IntSetting(N_("local layers per global"), 0, 10_000, default=0),
+    "first_windowed_layer": IntSetting(N_("full layers below the window"), 0, 10_000, default=0),
+    "context_len": IntSetting(N_("context length (tokens)"), 1, 2**40, default=4096),  # ~1.1 trillion tokens
+    "encoder_len": IntSetting(N_("encoder length (tokens)"), 1, 2**40, default=512),
+    "batch": IntSetting(N_("batch (sequences)"), 1, 2**24, default=1),
+    "quant_group_size": IntSetting(N_("quantization group size"), 1, 2**20, default=32),
+    "quant_residual_tokens": IntSetting(N_("full-precision residual (tokens)"), 0, 2**20, default=0),
+    "n_params": IntSetting(N_("model parameters"), 0, 10**14, default=0),
+    "reserve_mib": IntSetting(N_("reserve (MiB)"), 0, 10**9, default=2048),
+    "gpu_gib": IntSetting(N_("custom memory (GiB)"), 1, 1_000_000, default=80),
+    "block_size": IntSetting(N_("block size (tokens)"), 1, 4096, default=16),
+    "max_len": IntSetting(N_("flat buffer length (tokens)"), 1, 2**40, default=4096),
 }
+# The highest value of each library input (check_int's default bound; readers that need only the top)
+LIMITS: dict[str, int] = {name: INPUTS[name].hi for name in (
+    "n_layer", "n_head", "n_kv_heads", "head_dim", "mla_latent_rank", "mla_rope_dim", "window", "context_len", "batch",
+    "quant_group_size", "quant_residual_tokens")}
 
 
 class MemoryInputError(ValueError):

@@ -22,9 +22,9 @@ from kvviz.model.loading import LoadedModel
 from kvviz.speedup import probes, roofline
 from kvviz.speedup.flat_engine import FlatCacheGPT2
 from kvviz.speedup.harness import ProgressFn, WaitFn, hold_turn, torch_threads
-from kvviz.speedup.settings import BenchInputError, check_gpt2, whole
+from kvviz.speedup.settings import LARGEST_BATCH, BenchInputError, check_gpt2, whole
 
-MAX_BATCH = 64
+MAX_BATCH = LARGEST_BATCH.hi
 MAX_CACHE_BYTES = 2**30  # the K/V buffers of the largest batch; beyond this a shared laptop starts swapping
 STEPS = 5
 
@@ -41,7 +41,7 @@ def validate(loaded: LoadedModel, max_batch: int, context: int) -> int:
     """Raise BenchInputError for a sweep that cannot run; return the K/V bytes of the largest batch."""
     info = loaded.info
     check_gpt2(info)
-    whole(gettext("Batch size"), max_batch, 1, MAX_BATCH)
+    LARGEST_BATCH.check(max_batch, error=BenchInputError)
     whole(gettext("Context length"), context, 1, info.n_positions - 1)
     row = info.kv_bytes_per_position(4)
     cache_bytes = max_batch * (context + 1) * row

@@ -9,11 +9,14 @@ from __future__ import annotations
 import platform
 from pathlib import Path
 
-from kvviz.i18n import _
+from kvviz.i18n import N_, _
+from kvviz.inputs.prompt_rules import IntSetting
 from kvviz.measure.cores import usable_cores
 from kvviz.measure.load import load_avg_1min, load_known
 
 MAX_THREADS = 8  # beyond this, small GEMVs gain nothing and a shared server loses everything
+# The speed-up page's box; empty means automatic (default_thread_count), so its default is never shown.
+PAGE_THREADS = IntSetting(N_("Torch threads"), 1, MAX_THREADS, default=1)
 SYSFS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kvviz.i18n import _
-from kvviz.inputs.prompt_rules import check_int_in_range
+from kvviz.i18n import N_, _
+from kvviz.inputs.prompt_rules import IntSetting, check_int_in_range
 
 if TYPE_CHECKING:  # settings is torch-free and model-free at import: the speed-up page checks inputs first
     from kvviz.model.loading import ModelInfo
@@ -17,6 +17,15 @@ MAX_REPEATS = 50
 MAX_WARMUP = 10
 MAX_THREADS_INPUT = 256
 WEIGHT_FORMAT_CHOICES = ("auto", "stored", "onednn")
+# The page's boxes (its caps are lower than the CLI's: one click's work). Lengths are bounded here only
+# generously: the chosen model's positions are checked when it is loaded (validate).
+ANY_LENGTH = 1_000_000
+PROMPT_LEN = IntSetting(N_("Prompt length"), 1, ANY_LENGTH, default=16)
+NEW_TOKENS = IntSetting(N_("New tokens"), 1, ANY_LENGTH, default=64)
+PAGE_ROUNDS = IntSetting(N_("Rounds"), 1, 10, default=3)
+PAGE_WARMUP = IntSetting(N_("Warm-up runs"), 0, 5, default=1)
+LARGEST_BATCH = IntSetting(N_("Batch size"), 1, 64, default=16)
+BATCH_CONTEXT = IntSetting(N_("Context length"), 1, ANY_LENGTH, default=128)
 
 
 class BenchInputError(ValueError):

@@ -8,7 +8,7 @@ import io
 import math
 from dataclasses import asdict
 
-from kvviz.i18n import _
+from kvviz.i18n import _, ngettext
 from kvviz.speedup import roofline
 from kvviz.speedup.records import CACHED_MODES, ESTIMATOR, LOSSY_MODES, BenchResult
 
@@ -142,7 +142,7 @@ def pass_points(result: BenchResult) -> list[roofline.PassPoint]:
     weights = result.weight_bytes_per_token
     flat = result.mode("preallocated").median_token_ms
     # Labels (hover text) in the current language; kinds stay English keys (kvviz.figures.bench names them).
-    points = [roofline.pass_point(_("prefill ({tokens} tokens)").format(tokens=p), "prefill", shape, 0, p, True,
+    points = [roofline.pass_point(ngettext("prefill ({tokens} token)", "prefill ({tokens} tokens)", p).format(tokens=p), "prefill", shape, 0, p, True,
                                   weights, row, flat[0])]
     ks = sorted({k for k in (2, (n + 1) // 2, n) if 2 <= k <= n})
     uncached = result.mode("no_cache").median_token_ms

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from kvviz import routes
 from kvviz.inputs import query_values
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS
-from kvviz.step.records import DEFAULT_SAMPLING, SEED_MAX, TEMPERATURE_MAX, TEMPERATURE_MIN, TOP_K_MAX, Sampling
+from kvviz.step.records import DEFAULT_SAMPLING, SEED, TEMPERATURE, TOP_K, Sampling
 
 # ----- a link to the stage: what it carries, read defensively (a link is typed, pasted, truncated) ---------
 VIEW_NAMES = ("one", "race", "gqa")  # the stage's views, as a link names them (?view=race)
@@ -89,8 +89,8 @@ def parse_link(query: Mapping[str, str], n_positions: int, default: Sampling = D
     return StageLink(
         prompt=prompt[:MAX_TEXT_CHARS], steps=url_int(get("steps"), 0, 0, n_positions),
         greedy=url_flag(get("greedy")),
-        temperature=url_float(get("temperature"), default.temperature, TEMPERATURE_MIN, TEMPERATURE_MAX),
-        top_k=url_int(get("top_k"), default.top_k, 0, TOP_K_MAX),
-        seed=url_int(get("seed"), default.seed, 0, SEED_MAX),
+        temperature=url_float(get("temperature"), default.temperature, TEMPERATURE.lo, TEMPERATURE.hi),
+        top_k=url_int(get("top_k"), default.top_k, TOP_K.lo, TOP_K.hi),  # the page's boxes' own bounds
+        seed=url_int(get("seed"), default.seed, SEED.lo, SEED.hi),
         view=view if view in VIEW_NAMES else "one", present=url_flag(get("present")),
         layer=picker("layer", "L"), head=picker("head", "H"))

@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kvviz.inputs.prompt_rules import PromptError, check_int_in_range
+from kvviz.i18n import N_
+from kvviz.inputs.prompt_rules import FloatSetting, IntSetting, PromptError, check_int_in_range
 from kvviz.measure.timing import median, middle_halves_overlap
 
-__all__ = ["ContextFullError", "Equivalence", "ParkedGeneration", "PromptError", "RACE_BUDGET_S", "RaceTiming", "SEED_MAX",
+__all__ = ["ContextFullError", "Equivalence", "ParkedGeneration", "PromptError", "RACE_BUDGET_S", "RaceTiming",
+           "PLAY_STEPS", "SEED", "SEED_MAX", "TEMPERATURE", "TOP_K",
            "Sampling", "StepRecord", "TEMPERATURE_MAX", "TEMPERATURE_MIN", "TOP_K_MAX", "TokenProb", "draw_seed"]
 
 
@@ -55,6 +57,12 @@ class Sampling:
 # within 80 tokens); induction heads, which copy what already stands in the context, make that loop stronger.
 # A seeded draw at temperature 0.8 from the 40 likeliest tokens leaves the loop and stays reproducible.
 DEFAULT_SAMPLING = Sampling(greedy=False, temperature=0.8, top_k=40, seed=0)
+# The step-through page's boxes and its link's values: each setting's one home.
+TEMPERATURE = FloatSetting(N_("temperature"), TEMPERATURE_MIN, TEMPERATURE_MAX, default=DEFAULT_SAMPLING.temperature,
+                           step=0.05)
+TOP_K = IntSetting(N_("top-k"), 0, TOP_K_MAX, default=DEFAULT_SAMPLING.top_k)
+SEED = IntSetting(N_("seed"), 0, SEED_MAX, default=DEFAULT_SAMPLING.seed)
+PLAY_STEPS = IntSetting(N_("steps to play"), 1, 64, default=8)
 
 
 def draw_seed(seed: int, token_ids: list[int] | tuple[int, ...]) -> int:

@@ -8,16 +8,23 @@ None, that silent reset arrives as None, which no valid setting is; the session 
 setting's default before the widget is drawn, and the page goes on with the default: nothing runs with the
 refused value, and the reader is told. A value a future Streamlit passes through unchanged is refused by the
 same check.
+
+A box bound to the URL (bind="query-params") keeps its `value` (Streamlit leaves a value equal to it out of the
+link), and a slider cannot have value=None; for those, `sent_refusal` reads the value as the browser sent it,
+before Streamlit resets it, and checks that (the page then goes on with the widget's own default, as Streamlit
+hands it).
 """
 from __future__ import annotations
 
 import streamlit as st
 
 from kvviz.i18n import _
-from kvviz.inputs.prompt_rules import IntSetting
+from kvviz.inputs.prompt_rules import FloatSetting, IntSetting
+
+Setting = IntSetting | FloatSetting
 
 
-def refusal(setting: IntSetting, key: str) -> str | None:
+def refusal(setting: Setting, key: str) -> str | None:
     """Before the widget: the session's value for `key` through the setting's rule. A refused one (None: an
     empty box or a value past the bounds; or a value set in the session) becomes the default, and the message
     says so. A key the session does not hold yet is seeded with the default."""
@@ -32,23 +39,117 @@ def refusal(setting: IntSetting, key: str) -> str | None:
     return None
 
 
-def _message(setting: IntSetting, refused: ValueError) -> str:
+def _message(setting: Setting, refused: ValueError) -> str:
     return _("{error}. Using {default:,} until it is changed.").format(error=str(refused).rstrip("."),
                                                                       default=setting.default)
 
 
-def number(place, setting: IntSetting, label: str, *, key: str, notices=None, **widget) -> int:
+def number(place, setting: Setting, label: str, *, key: str, notices=None, refused: list[str] | None = None,
+           **widget) -> int | float:
     """place.number_input for `setting` (min, max, step from it), its value checked; a refused value gets one
     message in `notices` (default: `place`, above the box) and the page goes on with the default.
 
-    widget: number_input's other arguments (help, bind, disabled...)."""
+    refused: a list the message is also added to, for a page that must not start work on a refused value (a
+    form's button). widget: number_input's other arguments (help, bind, disabled...)."""
     message = refusal(setting, key)
     if message:
         (notices or place).error(message)
     value = place.number_input(label, min_value=setting.lo, max_value=setting.hi, value=None, step=setting.step,
                                key=key, **widget)
     try:
-        return setting.check(value)
+        checked = setting.check(value)
     except ValueError as exc:  # e.g. a history entry's bad link value, reset after refusal() ran
-        (notices or place).error(_message(setting, exc))
-        return setting.default
+        message = _message(setting, exc)
+        (notices or place).error(message)
+        checked = setting.default
+    if message and refused is not None:
+        refused.append(message)
+    return checked
+
+
+_NOT_SENT = object()
+
+
+def _sent(key: str):
+    """The value the browser sent this run for the widget `key`, as it sent it (a number, a list for a slider, a
+    list of option labels for a select_slider), or _NOT_SENT. Reads the run's request (Streamlit 1.67 internals:
+    the session's value is already reset to the default before the page runs). If those internals change,
+    nothing is read, and tests/test_page_bounds.py says so."""
+    try:
+        from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+        from streamlit.runtime.state.common import unpack_widget_state_value
+        from streamlit.runtime.state.session_state_proxy import get_session_state
+
+        ctx = get_script_run_ctx()
+        widget_id = get_session_state()._state._key_id_mapper.get_id_from_key(key, None)
+        sent = ctx.script_requests._rerun_data.widget_states if ctx and ctx.script_requests else None
+        if not widget_id or sent is None:
+            return _NOT_SENT
+        for state in sent.widgets:
+            if state.id == widget_id:
+                value = unpack_widget_state_value(state)
+                return value if isinstance(value, str | int | float | None) else list(value)  # an array: a list
+        return _NOT_SENT
+    except Exception:  # private API gone or changed: Streamlit's silent reset, as before
+        return _NOT_SENT
+
+
+def sent_refusal(setting: Setting, key: str, default=None, *, empty_ok: bool = False) -> str | None:
+    """Before a URL-bound box or a slider of `setting` is drawn: the message for a value the browser sent past the
+    setting's rule (default: what the page goes on with, the widget's `value`, if not the setting's own).
+    empty_ok: an empty box (None) is a choice (automatic), not a refusal."""
+    sent = _sent(key)
+    if sent is _NOT_SENT or (sent is None and empty_ok):
+        return None
+    for value in sent if isinstance(sent, list | tuple) else [sent]:  # a slider sends a list
+        try:
+            setting.check(value)  # whole floats pass an IntSetting (a slider sends floats)
+        except ValueError as exc:
+            return _refused(str(exc), setting.default if default is None else default)
+    return None
+
+
+def sent_option_refusal(key: str, name: str, labels: list[str], default) -> str | None:
+    """Before a select_slider is drawn: the message for an option label the browser sent that is not one of
+    `labels` (Streamlit would use the default without a word). name: English, marked N_()."""
+    sent = _sent(key)
+    if sent is _NOT_SENT or all(label in labels for label in sent):
+        return None
+    return _refused(_("{name} must be one of {options}").format(name=_(name), options=", ".join(labels)), default)
+
+
+def _refused(error: str, default) -> str:
+    shown = f"{default:,}" if isinstance(default, int) and not isinstance(default, bool) else str(default)
+    return _("{error}. Using {default} until it is changed.").format(error=error.rstrip("."), default=shown)
+
+
+def guard(place, setting: Setting, key: str, *, default=None, notices=None, refused: list[str] | None = None,
+          reset: bool = True, shown: str | None = None) -> str | None:
+    """Before a slider, a URL-bound box or a box that may be empty is drawn: a value the browser sent past
+    `setting` is named in `notices` (default: `place`) and the widget is set to `default` (the setting's, unless
+    given: a preset's value, or EMPTY for an empty box), which the page then goes on with. reset=False: the
+    widget's own `value` is `default`, to which Streamlit resets it anyway. shown: how the message names the
+    value used instead (for EMPTY, e.g. "auto (4)"). Returns the message."""
+    default = setting.default if default is None else default
+    message = sent_refusal(setting, key, default=shown or default, empty_ok=default is _EMPTY)
+    if message:
+        if reset:
+            st.session_state[key] = None if default is _EMPTY else default  # before the widget: it shows this
+        (notices or place).error(message)
+        if refused is not None:
+            refused.append(message)
+    return message
+
+
+_EMPTY = object()
+EMPTY = _EMPTY  # guard(default=EMPTY): a box whose empty value is valid (an automatic choice)
+
+
+def linked_number(place, setting: IntSetting, label: str, *, key: str, value: int, notices=None, **widget) -> int:
+    """A whole-number box for `setting` that keeps its first `value` (a preset's, or the setting's default): for a
+    box bound to the URL (the caller passes bind="query-params"), which leaves a value equal to it out of the link.
+    Min, max and step from the setting; a value the browser sent past the bounds is named in `notices` (default:
+    `place`), and the page goes on with `value`, as Streamlit would reset it."""
+    guard(place, setting, key, default=value, notices=notices, reset=False)
+    return int(place.number_input(label, min_value=setting.lo, max_value=setting.hi, value=value, step=setting.step,
+                                  key=key, **widget))
