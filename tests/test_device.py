@@ -169,7 +169,7 @@ def test_speedup_page_offers_only_the_devices_found_and_draws_the_sweep(fresh_st
     assert set(sweep["bound by"]) <= {"below 15% of the read roof: time not explained by reading bytes",
                                       "reading the weights", "reading the cache", "neither dominates",
                                       "unclear within the spread"}
-    assert all(s.endswith("%") and "-" in s for s in sweep["read roof, slowest-fastest"])  # the spread, shown
+    assert all(s.endswith("%") and "–" in s for s in sweep["read roof, slowest-fastest"])  # the spread, shown
     modes = next(t for t in tables if "same tokens as no cache" in t.columns)
     assert list(modes["same tokens as no cache"]) == ["yes"] * len(modes)
     assert len(at.get("plotly_chart")) >= 1
