@@ -142,8 +142,10 @@ TERMS: tuple[Term, ...] = (
     Term("Eviction", "驱逐",
          N_("Throwing rows out of the KV cache to keep it within a budget: the model then attends only to the rows "
          "left. A policy decides which rows go: the oldest (a sliding window), all but the first few and the newest "
-         "(StreamingLLM), or those that drew the least attention (H2O, TOVA, SnapKV). The bytes shrink only when "
-         "the rows leave the tensors; masking them saves nothing."), routes.INTERNALS_EVICTION,
+         "(StreamingLLM), those that drew the least attention (H2O, TOVA, SnapKV) or the least on a re-read of the "
+         "context (KVzip), the keys most like the others (KeyDiff); or it keeps every row only in the heads that "
+         "retrieve (DuoAttention). The bytes shrink only when the rows leave the tensors; masking them saves "
+         "nothing."), routes.INTERNALS_EVICTION,
          ("KV cache eviction", "cache eviction", "token eviction", "KV 驱逐", "缓存驱逐")),
     Term("Attention sink", "注意力汇聚",
          N_("The first tokens of a sequence, which many heads attend to heavily whatever they say: softmax must put "
