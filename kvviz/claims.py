@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kvviz import i18n, ops, routes
-from kvviz.i18n import N_, _, numbers
+from kvviz.i18n import N_, _, ngettext, numbers
 from kvviz.memory import KVConfig, kv_bytes, units
 from kvviz.memory.presets import get_preset
 from kvviz.memory.units import GB, GIB, MIB, format_bytes
@@ -106,9 +106,11 @@ def check_figure(fig: PublishedFigure, config: KVConfig, tolerance: float = 0.05
     """Compare a printed figure with the exact bytes under UNITS_RULE, allowing for rounding."""
     cfg = replace(config, dtype=fig.dtype)
     actual = kv_bytes(cfg, fig.context_len, fig.batch)
-    arithmetic = _(
+    arithmetic = ngettext(
         "{layers} layers x {per_token:,} B/token/layer ({kind}, {kv_heads} KV heads x head_dim {head_dim}, {dtype}) "
-        "x {tokens:,} tokens x batch {batch} = {total}").format(
+        "x {tokens:,} token x batch {batch} = {total}",
+        "{layers} layers x {per_token:,} B/token/layer ({kind}, {kv_heads} KV heads x head_dim {head_dim}, {dtype}) "
+        "x {tokens:,} tokens x batch {batch} = {total}", fig.context_len).format(
             layers=cfg.n_layer, per_token=cfg.bytes_per_token_per_layer, kind=cfg.attention_kind,
             kv_heads=cfg.n_kv_heads, head_dim=cfg.head_dim, dtype=cfg.dtype, tokens=fig.context_len, batch=fig.batch,
             total=format_bytes(actual))

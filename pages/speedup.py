@@ -188,7 +188,7 @@ def explain(result: BenchResult) -> None:
     roof = result.roofline_tokens_per_s()
     st.markdown(_(
         "**Why the measured speed-up ({measured:.1f}x) is far below the op-count ratio ({op_ratio:.1f}x).** "
-        "(Both after {new} tokens; speed-up = {estimator}.) The op ratio counts multiply-adds. Without "
+        "({after}; speed-up = {estimator}.) The op ratio counts multiply-adds. Without "
         "the cache, pass k multiplies every weight matrix by all {prompt}+k-1 token vectors at once, a "
         "**GEMM** (general matrix-matrix multiply): each weight byte fetched is reused for many tokens, so its "
         "**arithmetic intensity** (FLOPs done per byte moved from memory) is high and the CPU runs near its "
@@ -198,7 +198,8 @@ def explain(result: BenchResult) -> None:
         "{weight_mb:.1f} MB of weights (+ {kv_mb:.2f} MB of K/V) per token at {gb_s:.1f} GB/s (read probe) caps "
         "decoding at {roof:.0f} tokens/s. On a tiny model the weights sit in the CPU caches and fixed per-layer "
         "overhead (Python, dispatch) dominates, which hurts the one-token passes most.").format(
-        measured=measured, op_ratio=op_ratio, new=s.new_tokens, estimator=_(ESTIMATOR), prompt=s.prompt_len,
+        measured=measured, op_ratio=op_ratio, estimator=_(ESTIMATOR), prompt=s.prompt_len,
+        after=ngettext("Both after {n} token", "Both after {n} tokens", s.new_tokens).format(n=s.new_tokens),
         weight_mb=result.weight_bytes_per_token / 1e6, kv_mb=result.kv_bytes_per_token / 1e6,
         gb_s=result.median_read_bytes_per_s / 1e9, roof=roof))
     parts = []

@@ -48,3 +48,10 @@ def test_a_float_setting_refuses_none_and_its_bounds_by_name():
     assert t.check(1) == 1.0
     with pytest.raises(ValueError):
         FloatSetting("x", 0.1, 1.0, default=2.0, step=0.1)
+
+
+def test_a_published_figure_for_one_token_says_token():
+    from kvviz import claims
+
+    one = [c.explanation for c in claims.published_figure_checks() if c.figure.context_len == 1]
+    assert one and all(" x 1 token x batch" in text for text in one)
