@@ -357,13 +357,15 @@ def _draw(shown: step_view.StageView, view: str, race: step_view.RaceView | None
         chart_text = a11y.screen_reader_span(f"{figs.stage_figure_text(snap)} {bars_text}")
         left.html(f'<div class="kvviz-readout" style="font-size:{1.1 if present else 1.0}rem">{readout}'
                   f'{chart_text}</div>')
-        left.plotly_chart(figs.stage_figure(snap, font_px, height_px=330), config=CHART)
+        left.plotly_chart(figs.stage_figure(snap, font_px, height_px=370), config=CHART)
         left.caption(shown.rows_caption)
     with right:
         history = st.container()
-        m = st.columns(2, gap="small")
-        for column, tile in zip(m * 2, shown.tiles, strict=True):  # length and size, then this step's dot products
-            column.metric(tile.label, tile.value, help=tile.help)
+        # two rows of two: length and size, then this step's dot products; a row at a time, so a phone, which
+        # stacks columns, reads them in the same order
+        for pair in (shown.tiles[:2], shown.tiles[2:]):
+            for column, tile in zip(st.columns(2, gap="small"), pair, strict=True):
+                column.metric(tile.label, tile.value, help=tile.help)
         if race is not None:
             _race_side(race)
         else:
