@@ -195,7 +195,7 @@ _open_fresh()
 _apply_link()
 if "step_present" not in st.session_state:  # ?present=1 opens the page in presenter mode
     st.session_state["step_present"] = stage_link.url_flag(st.query_params.get("present"))
-title_row = st.columns([4, 1], vertical_alignment="bottom")
+title_row = st.columns([2, 1], vertical_alignment="bottom")  # 1/5 cut the toggle to "Presente…" at 1024 px with the sidebar
 title_row[0].title(_(routes.STEP_THROUGH.title))
 present = title_row[1].toggle(_("Presenter mode"), key="step_present",
                               help=_("Only the stage, larger type, no sidebar (also ?present=1 in the URL)"))
