@@ -131,6 +131,8 @@ def _layout_problems(tab, width: int, height: int, name: str) -> list[str]:
     charts = tab.locator(".js-plotly-plot")
     for i in range(charts.count()):
         chart = charts.nth(i)
+        if not chart.is_visible():  # in a tab not open (the memory page's): nothing to hover
+            continue
         chart.scroll_into_view_if_needed()
         chart.hover(position={"x": 40, "y": 40}, force=True)
         tab.wait_for_timeout(400)
