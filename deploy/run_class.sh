@@ -7,10 +7,11 @@
 #   deploy/run_class.sh -n 2 -p 8620         # 2 replicas on 8621 and 8622, nginx on 8620
 #   deploy/run_class.sh --listen 127.0.0.1   # only this machine can connect
 #
-# Options: -n/--replicas N, -p/--port FRONT_PORT (replicas use FRONT_PORT+1 .. FRONT_PORT+N),
-# --listen ADDR (nginx's address, default all interfaces), --run-dir DIR (config, pids, logs; default a new
-# /tmp/kvviz-class.XXXXXX). Environment: PYTHON (default .venv/bin/python), NGINX (default /usr/sbin/nginx),
-# KVVIZ_SHARED (default 1 here: students' browsers may load only the bundled and listed models; docs/deploying.md).
+# Options: -n/--replicas N (1..32), -p/--port FRONT_PORT (1024..65535; replicas use FRONT_PORT+1 .. FRONT_PORT+N,
+# all free), --listen ADDR (nginx's address: an IP address or a host name; default all interfaces), --run-dir DIR
+# (config, pids, logs; letters, digits and . _ / + -; default a new /tmp/kvviz-class.XXXXXX). Environment: PYTHON
+# (default .venv/bin/python), NGINX (default /usr/sbin/nginx), KVVIZ_SHARED (default 1 here: students' browsers may
+# load only the bundled and listed models; docs/deploying.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,18 +19,71 @@ replicas=$(nproc)
 front_port=8500
 listen=0.0.0.0
 run_dir=""
+refuse() { echo "run_class.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
-    -n|--replicas) replicas=$2; shift 2 ;;
-    -p|--port) front_port=$2; shift 2 ;;
-    --listen) listen=$2; shift 2 ;;
-    --run-dir) run_dir=$2; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
-    *) echo "run_class.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    -n|--replicas|-p|--port|--listen|--run-dir)
+      [ $# -ge 2 ] || refuse "$1 needs a value (see --help)"
+      case "$1" in
+        -n|--replicas) replicas=$2 ;;
+        -p|--port) front_port=$2 ;;
+        --listen) listen=$2 ;;
+        --run-dir) run_dir=$2 ;;
+      esac
+      shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) refuse "unknown option $(printf '%q' "${1:0:40}") (see --help)" ;;
   esac
 done
-case "$replicas" in ''|*[!0-9]*|0) echo "run_class.sh: --replicas must be a whole number >= 1" >&2; exit 2 ;; esac
-if [ "$replicas" -gt 32 ]; then echo "run_class.sh: at most 32 replicas" >&2; exit 2; fi
+
+# Every option is checked before anything starts: the values reach shell arithmetic and nginx.conf, so a number
+# is decimal digits only (bash reads 08 as octal and 8632+1 as a sum) and an address is an address, never text
+# that nginx would parse as more configuration.
+decimal() {  # decimal NAME VALUE LO HI [WHY]: VALUE as a decimal number in [LO, HI], else refuse naming NAME
+  case "$2" in
+    ''|*[!0-9]*) refuse "$1 must be a whole number from $3 to $4 written in digits (got $(printf '%q' "${2:0:40}"))" ;;
+  esac
+  local digits=${2#"${2%%[!0]*}"}  # leading zeros dropped: 08 is eight, never octal
+  [ -n "$digits" ] || digits=0
+  if [ ${#digits} -gt 6 ] || [ "$digits" -lt "$3" ] || [ "$digits" -gt "$4" ]; then
+    refuse "$1 must be from $3 to $4 (got ${2:0:40})${5:-}"
+  fi
+  echo "$digits"
+}
+replicas=$(decimal --replicas "$replicas" 1 32) || exit 2
+front_port=$(decimal --port "$front_port" 1024 65535 \
+  ": the replicas take the ports after it, and ports below 1024 belong to the system") || exit 2
+if [ $((front_port + replicas)) -gt 65535 ]; then
+  refuse "--port $front_port with $replicas replicas needs ports up to $((front_port + replicas)); the last port is 65535: choose a lower -p"
+fi
+valid_listen() {  # an IPv4 address, an IPv6 address (brackets optional) or a host name; nothing else
+  local a=$1 octet
+  if [[ $a =~ ^([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})$ ]]; then
+    for octet in "${BASH_REMATCH[@]:1}"; do [ $((10#$octet)) -le 255 ] || return 1; done
+    return 0
+  fi
+  a=${a#[}; a=${a%]}
+  if [[ $a == *:* ]]; then
+    [[ ${#a} -le 45 && $a =~ ^[0-9A-Fa-f:.]+$ && $a == *:*:* ]] && return 0
+    return 1
+  fi
+  [[ ${#a} -le 253 && $a =~ ^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$ ]]
+}
+if ! valid_listen "$listen"; then
+  refuse "--listen must be an IP address or a host name (got $(printf '%q' "${listen:0:40}"))"
+fi
+listen_at=$listen
+if [[ $listen == *:* ]]; then listen_at="[${listen#[}"; listen_at="${listen_at%]}]"; fi  # nginx writes [::1]:8500
+# The runtime directory's path is written into nginx.conf: plain path characters only (no space, ; { } or quote).
+if [ -n "$run_dir" ] && ! [[ ${#run_dir} -le 200 && $run_dir =~ ^[A-Za-z0-9._/+-]+$ ]]; then
+  refuse "--run-dir must be a path of letters, digits and . _ / + - (at most 200 characters; got $(printf '%q' "${run_dir:0:40}"))"
+fi
+for port in $(seq "$front_port" $((front_port + replicas))); do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    echo "run_class.sh: port $port is in use (nginx takes $front_port, the replicas the next $replicas): choose -p" >&2
+    exit 1
+  fi
+done
 
 export KVVIZ_SHARED=${KVVIZ_SHARED:-1}  # a class's server: shared mode unless the teacher says otherwise
 PYTHON=${PYTHON:-.venv/bin/python}
@@ -39,12 +93,6 @@ if [ ! -x "$NGINX" ]; then
   echo "run_class.sh: $NGINX not found: sudo apt-get install nginx (Debian's package; it need not run as a service)" >&2
   exit 1
 fi
-for port in $(seq "$front_port" $((front_port + replicas))); do
-  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-    echo "run_class.sh: port $port is in use (nginx takes $front_port, the replicas the next $replicas): choose -p" >&2
-    exit 1
-  fi
-done
 [ -n "$run_dir" ] || run_dir=$(mktemp -d /tmp/kvviz-class.XXXXXX)
 mkdir -p "$run_dir/tmp"
 run_dir=$(cd "$run_dir" && pwd)
@@ -112,7 +160,7 @@ for port in "${ports[@]}"; do
   upstreams+="    }"$'\n'
 done
 COOKIE_MAP=$cookie_map ALL_SERVERS=$all_servers UPSTREAMS=$upstreams RUN_DIR=$run_dir \
-  LISTEN="$listen:$front_port" "$PYTHON" - deploy/nginx.conf.template "$run_dir/nginx.conf" <<'EOF'
+  LISTEN="$listen_at:$front_port" "$PYTHON" - deploy/nginx.conf.template "$run_dir/nginx.conf" <<'EOF'
 import os, sys
 text = open(sys.argv[1]).read()
 for name in ("COOKIE_MAP", "ALL_SERVERS", "UPSTREAMS"):

@@ -104,7 +104,11 @@ INTERNALS_WINDOW = _internals("window", N_("Sliding windows"), ":material/view_w
 INTERNALS_PAGING = _internals("paging", N_("Paged blocks"), ":material/view_module:")
 INTERNALS_QUANT = _internals("quant", N_("Quantized caches"), ":material/compress:")
 INTERNALS_SPECULATIVE = _internals("speculative", N_("Speculative rollback"), ":material/undo:")
-INTERNALS_EVICTION = _internals("eviction", N_("What to forget"), ":material/delete_sweep:")
+# A selectbox writes its shown text to the URL: the policies' short names (English in a link, localized when drawn).
+INTERNALS_EVICTION = Route("internals_eviction", N_("What to forget"), ":material/delete_sweep:", INTERNALS,
+                           reads={"policy": "evict_policy", "budget": "evict_keep", "sinks": "evict_sinks",
+                                  "drawn": "evict_drawn"},
+                           labels=("policy", "drawn"))
 
 # In the navigation's order (the lesson first; "Start here" is the default page, at "/").
 ROUTES: tuple[Route, ...] = (

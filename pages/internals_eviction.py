@@ -3,16 +3,20 @@ formats, compared at the bytes they really keep: the token grid of one policy an
 every policy (the copy test and the loss change), and what a class takes away, computed from the sweep."""
 from __future__ import annotations
 
+import contextlib
+
 import streamlit as st
 
 from kvviz.figures import MAX_LEGEND_ENTRIES
 from kvviz.figures import eviction as fig
 from kvviz.i18n import _
 from kvviz.inputs.echo import code
+from kvviz.inputs.links import link_refusals
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from kvviz.internals import eviction
 from kvviz.internals.eviction import (
     EVICT_KEEP_PERCENTS,
+    EVICT_MAX_SINKS,
     EVICT_POLICIES,
     EVICT_POLICY_RULES,
     EVICT_QUANT_SCHEMES,
@@ -23,12 +27,16 @@ from kvviz.internals.eviction import (
     policy_label,
     policy_short,
 )
-from kvviz.internals.records import INTERVAL_Z, EvictionGrid, EvictionPoint
+from kvviz.internals.records import INTERVAL_Z, EvictionGrid, EvictionPoint, EvictionSweep
 from kvviz.model.loading import LoadedModel
 from kvviz.ui import a11y, models, router
 from pages.internals_shared import MODEL_HASH, PLOT, explain, run_queued
 
 DEFAULT_DRAWN = ("random", "recent", "streaming", "h2o")  # the takeaways cite the random control
+SINKS_KEY = "evict_sinks"
+LINKED_KEYS = ("evict_policy", "evict_keep", "evict_drawn")  # read by their widgets; a refused value gets a message
+STOPPED_KEY, SINKS_NOTICE_KEY = "evict_stopped_inputs", "evict_sinks_notice"
+LINK_CHECKED_KEY, LINK_SEEN_KEY = "evict_sinks_link_checked", "evict_link_seen"
 SOURCES = (
     ("StreamingLLM", "Xiao et al. 2023", "https://arxiv.org/abs/2309.17453"),
     ("H2O", "Zhang et al. 2023", "https://arxiv.org/abs/2306.14048"),
@@ -44,7 +52,8 @@ def grid(loaded: LoadedModel, policy: str, keep: int, text: str, settings: Evict
     return eviction.eviction_grid(loaded, policy, keep, text, settings)
 
 
-@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=MODEL_HASH)  # per model, text and settings
+# Keyed on settings.for_policy(policy): a new S re-measures StreamingLLM alone, the other lines come from here.
+@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=MODEL_HASH)
 def policy_line(loaded: LoadedModel, policy: str, text: str, settings: EvictSettings) -> tuple[EvictionPoint, ...]:
 
     return eviction.measure_policy(loaded, policy, text, settings)
@@ -56,24 +65,62 @@ def quantized_points(loaded: LoadedModel, text: str, settings: EvictSettings) ->
     return eviction.measure_quantized(loaded, text, settings)
 
 
-def measure_sweep(loaded: LoadedModel, text: str, settings: EvictSettings):
-    """Every policy x every budget, line by line (each line cached), with a progress bar; a click on Stop (or any
-    widget) reruns the page, and Streamlit stops this run at the next progress update."""
-
+def measure_sweep(loaded: LoadedModel, text: str, settings: EvictSettings, place) -> EvictionSweep | None:
+    """Every policy x every budget, line by line (each line cached on what it reads), with a progress bar in
+    `place`. Between two lines, a check: the bar's update is a Streamlit call, where Streamlit ends this run when a
+    rerun was asked (Stop, any widget) or the tab was closed (its StopException); and a Stop of these inputs,
+    seen there, ends the sweep. Returns None when stopped."""
     steps = len(EVICT_POLICIES) + 1
-    bar = st.progress(0.0, text=_("Measuring every policy at every budget..."))
+    bar = place.progress(0.0, text=_("Measuring every policy at every budget..."))
     points: list[EvictionPoint] = []
     try:
         for n, policy in enumerate(EVICT_POLICIES):
             bar.progress(n / steps, text=_("Measuring {policy} ({n} of {total})...").format(
-                policy=policy_label(policy), n=n + 1, total=steps))
-            points += policy_line(loaded, policy, text, settings)
+                policy=policy_short(policy), n=n + 1, total=steps))
+            if stopped(loaded, text, settings):
+                return None
+            points += policy_line(loaded, policy, text, settings.for_policy(policy))
         bar.progress(len(EVICT_POLICIES) / steps, text=_("Measuring the quantized formats ({n} of {total})...").format(
             n=steps, total=steps))
-        points += quantized_points(loaded, text, settings)
+        if stopped(loaded, text, settings):
+            return None
+        points += quantized_points(loaded, text, settings.for_policy("quantized"))
         return eviction.sweep_of(loaded, tuple(points), text, settings)
     finally:
         bar.empty()
+
+
+def _inputs_key(loaded: LoadedModel, text: str, settings: EvictSettings) -> tuple:
+    return (loaded.info.label, hash(text), settings)
+
+
+def stopped(loaded: LoadedModel, text: str, settings: EvictSettings) -> bool:
+    """Whether the reader stopped the sweep of these inputs (a new model, text or S measures again)."""
+    return st.session_state.get(STOPPED_KEY) == _inputs_key(loaded, text, settings)
+
+
+def sinks_refusal() -> str | None:
+    """Before the S widget is drawn: the value a link (first run) or the browser sent, through the settings' own
+    rule (eviction.check_sink_tokens). A refused value becomes the default S and the page says why, once: the
+    widget itself would reset it silently (a link's below its minimum, the browser's -1), or fail (a link's inf)."""
+    first_run, st.session_state[LINK_CHECKED_KEY] = not st.session_state.get(LINK_CHECKED_KEY), True
+    notice = st.session_state.pop(SINKS_NOTICE_KEY, None)
+    try:
+        if SINKS_KEY in st.session_state:
+            eviction.check_sink_tokens(st.session_state[SINKS_KEY])
+        elif first_run and SINKS_KEY in st.query_params:
+            eviction.check_sink_tokens(st.query_params.get_all(SINKS_KEY)[-1], text=True)
+    except EvictionError as exc:
+        message = _("{error}. The page shows S = {default} until it is changed.").format(
+            error=str(exc).rstrip("."), default=EvictSettings().sink_tokens)
+        if SINKS_KEY in st.session_state:
+            st.session_state[SINKS_KEY] = EvictSettings().sink_tokens  # before the widget: allowed, and kept
+            return message
+        with contextlib.suppress(Exception):
+            del st.query_params[SINKS_KEY]
+        st.session_state[SINKS_NOTICE_KEY] = message
+        st.rerun()  # the rerun's link no longer holds it
+    return notice
 
 
 router.ensure_router()  # before anything is drawn: see its docstring
@@ -96,12 +143,22 @@ explain(_(
     "and the quantized formats (the Quantized caches page's arithmetic) at their real bytes."))
 
 info = models.current_info()
+notices = st.container()  # one message per refused setting, above the inputs it names
+sinks_notice = sinks_refusal()
+if sinks_notice:
+    notices.error(sinks_notice)
+first_link = {k: st.query_params.get_all(k) for k in LINKED_KEYS if k in st.query_params} if not st.session_state.get(
+    LINK_SEEN_KEY) else {}
+st.session_state[LINK_SEEN_KEY] = True
 c1, c2, c3 = st.columns([2, 2, 1])
+# The URL holds each input (bind="query-params"): a teacher's link opens the page at its policy, budget, S, drawn
+# policies and (the sidebar's) model. A selectbox writes its shown text to the URL: the short names keep it short.
 policy = c1.selectbox(_("Policy"), EVICT_POLICIES, index=EVICT_POLICIES.index("streaming"), key="evict_policy",
-                      format_func=policy_label)
+                      format_func=policy_short, bind="query-params")
 keep = c2.select_slider(_("Budget: % of the KV bytes kept"), options=sorted(EVICT_KEEP_PERCENTS), value=25,
-                        key="evict_keep")
-sinks = c3.number_input(_("Sink tokens S"), min_value=0, value=EvictSettings().sink_tokens, key="evict_sinks",
+                        key="evict_keep", bind="query-params")
+sinks = c3.number_input(_("Sink tokens S"), min_value=0, max_value=EVICT_MAX_SINKS, value=EvictSettings().sink_tokens,
+                        key=SINKS_KEY, bind="query-params",
                         help=_("StreamingLLM keeps the first S rows (the attention sinks) and fills the rest of the "
                                "budget with the newest rows. S = 0 is the plain recent window."))
 with st.expander(_("The text (held-out Shakespeare by default)")):
@@ -110,15 +167,18 @@ with st.expander(_("The text (held-out Shakespeare by default)")):
 try:
     settings = EvictSettings(sink_tokens=sinks).checked(info.n_positions)
 except EvictionError as exc:  # one message naming the setting; the page goes on with the default S
-    st.error(_("{error}. The page shows S = {default} until it is changed.").format(
+    notices.error(_("{error}. The page shows S = {default} until it is changed.").format(
         error=str(exc).rstrip("."), default=EvictSettings().sink_tokens))
     settings = EvictSettings().checked(info.n_positions)
+# The sweep's progress, its Stop and its place in line: here, under the inputs the reader just changed, above the
+# grid and the charts (they come from the sweep, further down).
+work = st.container()
 try:
     loaded = models.current_model()
     with st.spinner(_("Pruning the real cache...")):
-        shown = grid(loaded, policy, keep, text, settings)
+        shown = grid(loaded, policy, keep, text, settings.for_policy(policy))
 except EvictionError as exc:
-    st.error(str(exc))
+    notices.error(str(exc))
     st.stop()
 
 st.header(_("What {policy} keeps at {keep}%").format(policy=policy_label(policy), keep=shown.keep_percent))
@@ -148,18 +208,35 @@ st.caption(_("Bounded work: the full cache once, {policies} policies x {budgets}
                                  formats=len(EVICT_QUANT_SCHEMES), spans=settings.n_spans, half=settings.half_tokens,
                                  passages=settings.n_passages, context=settings.context_tokens,
                                  cont=settings.continuation_tokens))
-st.button(_("Stop"), key="evict_stop", icon=":material/stop:", help=_("Stop the sweep; the lines measured so far stay "
-                                                                          "cached, and the next run goes on from them"))
-try:
-    sweep = run_queued(_("Measuring every policy at every budget"), lambda: measure_sweep(loaded, text, settings))
-except EvictionError as exc:
-    st.error(str(exc))
-    st.stop()
+inputs = _inputs_key(loaded, text, settings)
+with work:
+    if stopped(loaded, text, settings):
+        st.info(_("Stopped. The lines measured so far are kept: Measure the rest goes on from them."),
+                icon=":material/stop_circle:")
+        st.button(_("Measure the rest"), key="evict_resume", icon=":material/play_arrow:",
+                  on_click=st.session_state.pop, args=(STOPPED_KEY, None))
+        sweep = None
+    else:
+        st.button(_("Stop"), key="evict_stop", icon=":material/stop:", on_click=st.session_state.__setitem__,
+                  args=(STOPPED_KEY, inputs),
+                  help=_("Stop the sweep at the next policy; the lines measured so far stay cached, and Measure the "
+                         "rest goes on from them"))
+        try:
+            sweep = run_queued(_("Measuring every policy at every budget"),
+                               lambda: measure_sweep(loaded, text, settings, st))
+        except EvictionError as exc:
+            notices.error(str(exc))
+            st.stop()
 if sweep is None:
     st.stop()
 drawn = st.multiselect(_("Policies drawn (at most {n}: the full cache and the quantized formats are always "
                          "there)").format(n=MAX_LEGEND_ENTRIES), EVICT_POLICIES[1:], default=list(DEFAULT_DRAWN),
-                       max_selections=MAX_LEGEND_ENTRIES, format_func=policy_label, key="evict_drawn")
+                       max_selections=MAX_LEGEND_ENTRIES, format_func=policy_short, key="evict_drawn",
+                       bind="query-params", placeholder=_("Choose options"))
+for message in link_refusals(first_link, {k: st.query_params.get_all(k) for k in first_link},
+                             {"evict_policy": policy_short(policy), "evict_keep": keep,
+                              "evict_drawn": [policy_short(p) for p in drawn]}):
+    notices.warning(message)
 a11y.chart(st, fig.quality_figure(sweep, drawn, "copy"), **PLOT)
 st.caption(_("The copy test needs the rows of the whole first copy: the induction heads look the next token up there."))
 a11y.chart(st, fig.quality_figure(sweep, drawn, "loss"), **PLOT)

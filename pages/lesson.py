@@ -4,9 +4,9 @@ Every answer is computed on the spot (kvviz.teaching.lesson) from the real model
 then tell: a first wrong answer gets a hint, a second (or "Show me") the worked answer. Class mode puts the
 question up in large type for a room to answer aloud; one click (or V) reveals it, then the teacher marks the
 room right (Y) or wrong (N), and the ending scores the room. ?step=4 opens step 4, ?step=End the summary,
-?lesson_class=true class mode; the score rides in the URL too (?lesson_score=, one letter per step), so a reload
-keeps it. The handout (one printable page per step) downloads from
-the top of every step and from the summary.
+?lesson_class=true class mode; the score rides in the URL too (?lesson_score=, one letter per step, signed with a
+key the server keeps), so a reload keeps it and a score typed into a link is shown as not recorded, never counted.
+The handout (one printable page per step) downloads from the top of every step and from the summary.
 
 Language (kvviz.i18n): every text is shown in the session's language. A question is computed in the language current
 when its step opens and kept per language; the handout is written in the language of the session that asks for it.
@@ -33,6 +33,7 @@ URL_STEP = "lesson_url_step"  # the step this session last wrote into the URL (_
 SCORE_PARAM = "lesson_score"  # the outcomes in the URL: one letter per step (lesson.encode_outcomes)
 SCORE_WRITTEN = "lesson_url_score"  # the score this session last wrote into the URL (or last read from it)
 SCORE_HOLD = "lesson_score_hold"  # this run writes no score (the URL came without one: _outcomes)
+SCORE_UNRECORDED = "lesson_score_unrecorded"  # outcomes a URL's score carried that this server did not sign
 CLICKED = "lesson_clicked"  # this run comes from a click on this page (_clicked): the URL it carries may lag
 REVEAL_KEY, RIGHT_KEY, WRONG_KEY = "V", "Y", "N"  # class mode's keys: none of them reads as a choice's letter A-D
 # Class mode's chrome (no sidebar, a small title: the question and its answer stay above the fold) and the lesson's
@@ -104,6 +105,12 @@ def _restart() -> None:
     st.session_state[SCORE_WRITTEN] = ""
 
 
+def _score_key() -> bytes:
+    """The key that signs this server's scores (kvviz.teaching.lesson.score_key): a score in a link is counted only
+    when this server wrote it, so ?lesson_score=ffffffffffff cannot show "Right 12 of 12"."""
+    return lesson.score_key(st.get_option("server.cookieSecret"))
+
+
 def _outcomes() -> dict[int, lesson.Outcome]:
     """This session's outcomes. A score in the URL that this session did not write (a reload, a link that carries
     one, the browser's Back or Forward) wins: a reload keeps the score, and Back after a mark takes that mark back.
@@ -114,8 +121,11 @@ def _outcomes() -> dict[int, lesson.Outcome]:
                                             and not st.session_state.get(CLICKED)):
         old = st.session_state.get(OUTCOMES, {})
         if url or OUTCOMES not in st.session_state:
+            recorded, unrecorded = lesson.read_signed_score(url, _score_key(), N_STEPS)
+            if unrecorded:  # said once (after the handout), never counted, gone from the URL at the run's end
+                st.session_state[SCORE_UNRECORDED] = unrecorded
             st.session_state[OUTCOMES] = {n: old[n] if n in old and old[n].result == o.result else o
-                                          for n, o in lesson.decode_outcomes(url, N_STEPS).items()}
+                                          for n, o in recorded.items()}
         else:
             st.session_state[SCORE_HOLD] = True
         st.session_state[SCORE_WRITTEN] = url
@@ -131,7 +141,7 @@ def _score_to_url() -> None:
     code = lesson.encode_outcomes(_outcomes(), N_STEPS)
     if st.session_state.pop(SCORE_HOLD, False):
         return
-    code = code if code.strip("-") else ""
+    code = lesson.sign_score(code if code.strip("-") else "", _score_key())
     st.session_state[SCORE_WRITTEN] = code
     if code and st.query_params.get(SCORE_PARAM) != code:
         st.query_params[SCORE_PARAM] = code
@@ -177,20 +187,11 @@ def _model_name(loaded) -> str:
     return i18n.without_aside(loaded.info.shown_label())  # the title, without the shape (step 1 asks for head_dim)
 
 
-def _handout_maker(loaded, computed: dict[int, lesson.Question], worksheet: bool = False):
-    """A callable for st.download_button: the questions this session has computed, the others computed with a
-    fresh engine of the same model (it runs on its own thread: no Streamlit calls inside, so the session's language
-    is read here and set there)."""
-    lang = i18n.current()
-
-    def make() -> str:
-        from kvviz.step.engine import StepEngine  # torch: only when the handout is built
-
-        with i18n.language(lang):
-            engine = StepEngine(loaded)
-            questions = [computed.get(n) or s.ask(engine) for n, s in enumerate(lesson.STEPS, start=1)]
-            return handout.handout_html(lesson.STEPS, questions, _model_name(loaded), worksheet=worksheet)
-    return make
+def _handout_maker(loaded, computed: dict[int, lesson.Question], engine, worksheet: bool = False):
+    """A callable for st.download_button: kvviz.teaching.handout.handout_maker (drawn once per model, language and
+    questions, one at a time on the server; no Streamlit calls inside, it runs on its own thread)."""
+    return handout.handout_maker(loaded, computed, _model_name(loaded), worksheet=worksheet,
+                                 new_engine=lambda: type(engine)(loaded))  # a fresh engine: the session's stays put
 
 
 def _computed(loaded) -> dict[int, lesson.Question]:
@@ -330,7 +331,8 @@ def class_box(number: int, question: lesson.Question, step: lesson.LessonStep, f
         else:
             st.caption(_("Marked for the room: {result}. The ending counts the room's score.").format(
                 result=lesson.result_label(outcome.result) if outcome.right else _("missed (answer shown)")))
-        poll.projector_panel(number, ask, font_px, answer_shown=True)
+        poll.projector_panel(number, ask, font_px, answer_shown=True,
+                             on_next=(lambda: _go(1)) if number < N_STEPS else None)
     _figures(question, False, font_px, number)  # the figure the question is about, under it
     if revealed:
         _worked(number, question, step, font_px)
@@ -404,15 +406,19 @@ with top.popover(_("Handout"), icon=":material/print:"):
     st.markdown(_("One printable page per step: its question, figure and worked answer, with the numbers computed "
                   "for **{model}**, except where a step uses a published model's preset ({others}). Open the file "
                   "in a browser and print it.").format(model=_model_name(loaded), others=lesson.preset_steps_text()))
-    st.download_button(_("Download the handout (HTML)"), data=_handout_maker(loaded, _computed(loaded)),
+    st.download_button(_("Download the handout (HTML)"), data=_handout_maker(loaded, _computed(loaded), engine),
                        file_name="kvviz-lesson-handout.html", mime="text/html", key="lesson_handout",
                        icon=":material/download:", on_click="ignore")
     st.download_button(_("Download the worksheet, without answers (HTML)"),
-                       data=_handout_maker(loaded, _computed(loaded), worksheet=True),
+                       data=_handout_maker(loaded, _computed(loaded), engine, worksheet=True),
                        file_name="kvviz-lesson-worksheet.html", mime="text/html", key="lesson_worksheet",
                        icon=":material/edit_note:", on_click="ignore")
 
 _outcomes()  # a reload's score, read from the URL before anything records
+if unrecorded := st.session_state.pop(SCORE_UNRECORDED, None):
+    st.warning(_("This link carries a score ({right} of {n} right) that this page did not record, so it is not "
+                 "counted: a score is kept only as this server wrote it (a reload after the server restarted loses "
+                 "it too).").format(right=lesson.score(unrecorded)[0], n=N_STEPS))
 if number == END:
     st.progress(1.0, text=_("The end: your answers"))
     summary(loaded, engine)

@@ -324,7 +324,10 @@ def calculator() -> None:
         top[1].caption(_("Source: [{url}]({url}) · {paper}").format(url=p.source, paper=p.paper)
                        + (f" · {_(p.note)}" if p.note else ""))
     with st.expander(_("Import a Hugging Face config.json")):
-        st.file_uploader(_("Upload config.json"), type=["json"], key="mem_upload")
+        # Streamlit draws the box's own words (Upload, "200MB per file • JSON") in English whatever the page's
+        # language: the help says in the reader's what the box wants.
+        st.file_uploader(_("Upload config.json"), type=["json"], key="mem_upload", help=_(
+            "Drop a config.json onto the box, or press Upload to choose one: a real config.json is a few KB."))
         # The import's own cap, applied by the box itself: a 50 MB paste never reaches Streamlit's 25 MB limit.
         st.text_area(_("...or paste it"), key="mem_paste", height=100, max_chars=config_import.MAX_CONFIG_CHARS,
                      help=_("At most {n:,} characters: a real config.json is a few KB.").format(
@@ -373,7 +376,7 @@ def calculator() -> None:
         st.html(SCROLL_TO_TABS_JS, unsafe_allow_javascript=True)
     with tabs[0]:
         compare = st.multiselect(_("Compare with"), list(PRESETS), default=[], key="mem_compare", bind="query-params",
-                                 max_selections=MAX_LEGEND_ENTRIES - 1)  # four lines at most: readable
+                                 max_selections=MAX_LEGEND_ENTRIES - 1, placeholder=_("Choose options"))  # four lines at most: readable
         compare = compare[: MAX_LEGEND_ENTRIES - 1]  # a shared link may carry more
         horizon = max(context, *(get_preset(n).max_context for n in compare)) if compare else context
         own_max = get_preset(preset).max_context if preset in PRESETS else None

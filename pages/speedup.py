@@ -161,6 +161,7 @@ def render_results(result: BenchResult) -> None:
     modes = st.multiselect(
         _("Lines on the charts (at most {n})").format(n=MAX_LEGEND_ENTRIES), [x.mode for x in result.modes],
         default=shown, format_func=figs.short_label, max_selections=MAX_LEGEND_ENTRIES, key="bench_lines",
+        placeholder=_("Choose options"),
         help=_("Every mode's numbers are in the table below; four lines keep a chart readable on a projector."))
     left, right = st.columns(2)
     a11y.chart(left, figs.latency_figure(result, modes=modes), key="bench_fig_latency")

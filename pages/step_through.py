@@ -357,7 +357,7 @@ def _draw(shown: step_view.StageView, view: str, race: step_view.RaceView | None
         chart_text = a11y.screen_reader_span(f"{figs.stage_figure_text(snap)} {bars_text}")
         left.html(f'<div class="kvviz-readout" style="font-size:{1.1 if present else 1.0}rem">{readout}'
                   f'{chart_text}</div>')
-        left.plotly_chart(figs.stage_figure(snap, font_px, height_px=370), config=CHART)
+        a11y.plot(left, figs.stage_figure(snap, font_px, height_px=370), config=CHART)
         left.caption(shown.rows_caption)
     with right:
         history = st.container()
@@ -369,8 +369,8 @@ def _draw(shown: step_view.StageView, view: str, race: step_view.RaceView | None
         if race is not None:
             _race_side(race)
         else:
-            st.plotly_chart(figs.next_token_bars([t.text for t in top], [t.prob for t in top], snap.next_token_text,
-                                                 font_px, height_px=6 * (font_px + 12) + 90), config=CHART)
+            a11y.plot(st, figs.next_token_bars([t.text for t in top], [t.prob for t in top], snap.next_token_text,
+                                               font_px, height_px=6 * (font_px + 12) + 90), config=CHART)
     st.caption(shown.step_line)
     return history
 

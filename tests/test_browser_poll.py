@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+from support import axe
 from support.browser import ARTIFACTS as ALL_ARTIFACTS
 from support.browser import new_tab, open_tab, page_url, require_chromium, wait_settled
 from support.server import streamlit_server
@@ -20,11 +21,16 @@ PHONE = {"width": 390, "height": 844, "is_mobile": True, "has_touch": True, "dev
 
 
 @pytest.fixture(scope="module")
-def poll_url(tmp_path_factory):
-    """A fresh server whose poll store is a SQLite file of this module's own."""
+def poll_db(tmp_path_factory) -> str:
+    """This module's own poll store: a SQLite file (its SQLAlchemy URL)."""
+    return f"sqlite:///{tmp_path_factory.mktemp('poll') / 'poll.sqlite3'}"
+
+
+@pytest.fixture(scope="module")
+def poll_url(poll_db):
+    """A fresh server on this module's poll store."""
     require_chromium()
-    db = tmp_path_factory.mktemp("poll") / "poll.sqlite3"
-    with streamlit_server(env={"KVVIZ_POLL_DB": f"sqlite:///{db}"}) as url:
+    with streamlit_server(env={"KVVIZ_POLL_DB": poll_db}) as url:
         yield url
 
 
@@ -183,3 +189,39 @@ def test_the_rooms_score_survives_new_tabs_back_and_reload(poll_url, browser):
     tab.get_by_text("What you learned").wait_for()
     _settled(tab)
     assert "3 of 12" in tab.locator('[data-testid="stMetric"]').first.inner_text()  # 1, 3 and 4 (2 missed)
+
+
+@pytest.mark.parametrize("lang, scheme", [("en", "light"), ("zh-CN", "dark")])
+def test_the_phone_view_has_no_serious_axe_violation(poll_url, poll_db, browser, lang, scheme):
+    """The student's view at 390x844 (touch): the code form, a question with its choices, a vote received, and the
+    counts after the reveal; in each language, in one colour scheme each."""
+    from kvviz.teaching import poll_store
+    from kvviz.teaching.poll_choices import PollQuestion
+
+    store = poll_store.PollStore(poll_db)  # the server's own file: the teacher's side, run from here
+    room = store.create_room()
+    texts = {"en": ("How many rows?", ("20", "21", "22")), "zh-CN": ("有多少行？", ("20", "21", "22"))}
+    store.open_step(room.code, room.host_key, {
+        language: PollQuestion(2, text, choices, 1, ("Off by one.", "", "One too many."))
+        for language, (text, choices) in texts.items()})
+    tab = new_tab(browser, locale=lang, color_scheme=scheme, **PHONE)
+    failing: dict = {}
+    for state, query in (("the code form", {}), ("a question", {"room": room.code})):
+        tab.goto(page_url(poll_url, "join", lang=lang, query=query))
+        tab.locator("h1").first.wait_for()
+        axe.settle(tab)
+        if bad := axe.failing_now(tab):
+            failing[state] = bad
+    _tap(tab, "B")
+    axe.settle(tab)
+    if bad := axe.failing_now(tab):
+        failing["a vote received"] = bad
+    store.reveal(room.code, room.host_key)
+    _refresh(tab)
+    tab.locator(".js-plotly-plot").first.wait_for()
+    axe.settle(tab)
+    if bad := axe.failing_now(tab):
+        failing["the counts after the reveal"] = bad
+    tab.screenshot(path=str(ARTIFACTS / f"phone_revealed_{lang}_{scheme}.png"))
+    assert not failing, "\n".join(f"{state}: {v}" for state, found in failing.items() for v in found)
+

@@ -107,6 +107,7 @@ def test_no_half_width_period_after_a_chinese_title():
     assert not found, found[:5]
     with i18n.language(i18n.CHINESE):
         assert i18n._("Step {number}. {title}").format(number=1, title="缓存") == "第 1 步：缓存"
+        assert i18n._("Check") == "提交"  # an answer is handed in (提交), not inspected (检查)
 
 
 # Calques a native reader flags: each has a native rendering in the catalog.
@@ -114,7 +115,7 @@ CALQUES = ("你看到的是什么", "站在虚线上", "对比赛跑", "恰好�
            "窗口下方的完整层数", "权重在缓存中", "连 1 个新 token 都放不下",
            # these read natively as, among others, 在课堂上使用, 原文给出的, 实时查看, 演示区, 画面正忙, 计算量上限, 正在启动
            "为一个班级运行", "印出的", "去页面上看它实际运行", "舞台区", "舞台忙", "有上限的工作量", "本层中有名字的模式",
-           "选了那个 token 之前的出现", "正在开始")
+           "选了那个 token 之前的出现", "正在开始", "无全局", "局部层/全局层")
 
 
 def test_no_flagged_calque():
@@ -177,6 +178,11 @@ TERMS = {
     r"\bevict": ("驱逐", ("逐出",)),  # one word on the eviction page and the sliding-window page
     r"\bthe KV cache in \{n\} questions": ("讲清", ("讲透",)),  # the lesson's title, on home and in the lesson
     r"\bmemory calculator\b": ("显存预算", ("内存计算器",)),  # the memory page, by its own title
+    # the name as configs and transformers write it (as the Chinese sources keep head_dims / self.head_dim), glossed
+    # 每个头的维度 where it is introduced, as the glossary glosses it
+    r"\bhead[_ ]dim\b|\bhead sizes?\b": ("head_dim", ("头维度", "每头维度")),
+    r"\bwhole[- ](?:run|generation)\b|\bover a run\b": ("整个生成过程", ("整个运行", "整次生成")),
+    r"\bflat\b[\w ,-]{0,30}\bbuffer\b": ("扁平缓冲区", ("连续缓冲区",)),  # the memory page's, the lesson's, one word
 }
 
 
@@ -326,3 +332,115 @@ def test_a_count_axis_reads_wan_with_its_hover_in_the_same_words():
     assert fig.layout.yaxis.title.text.endswith("单位：万") and fig.layout.yaxis.exponentformat == "none"
     assert list(fig.data[0].customdata) == [768, 50_768, 100_768]
     assert fig.data[0].hovertext[1] == "100：5.077 万（50,768）"
+
+
+# ----- the widgets' own words: what Streamlit and plotly let a page set -----
+
+def test_plotly_chrome_travels_in_the_chart_config_in_the_readers_language():
+    """The mode bar's titles ("Download plot as a PNG", "Zoom in", "Autoscale") are plotly's: a Chinese page hands
+    plotly the zh-CN locale and its dictionary (the plotly.js inside Streamlit registers only en and en-US); an
+    English page's config is left as it was."""
+    from kvviz.figures import PLOTLY_CHROME, chart_config, export_config
+
+    given = export_config("x")
+    assert chart_config(given) == given and "locale" not in given
+    with i18n.language(i18n.CHINESE):
+        config = chart_config(given)
+    assert config["toImageButtonOptions"] == given["toImageButtonOptions"] and config["locale"] == i18n.CHINESE
+    dictionary = config["locales"][i18n.CHINESE]["dictionary"]
+    assert set(dictionary) == set(PLOTLY_CHROME) and all(_chinese(zh) for zh in dictionary.values()), dictionary
+    assert dictionary["Download plot as a PNG"] != dictionary["Download plot"]
+
+
+def test_every_chart_is_drawn_through_the_one_adapter():
+    """st.plotly_chart is called in one place (kvviz.ui.a11y.plot), so no chart misses plotly's locale."""
+    from support.repo import REPO
+
+    direct = [f"{path.relative_to(REPO)}:{n}" for folder in ("pages", "kvviz") for path in (REPO / folder).rglob("*.py")
+              if path != REPO / "kvviz" / "ui" / "a11y.py"
+              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+              if re.search(r"\.plotly_chart\(", line.split("#")[0]) and '"""' not in line]
+    assert not direct, direct
+
+
+def test_every_multiselect_says_its_placeholder_in_the_readers_language():
+    """Streamlit writes "Choose options" in an empty multiselect unless the page passes its placeholder."""
+    import ast
+
+    from support.repo import REPO
+
+    bare = []
+    for path in sorted((REPO / "pages").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "multiselect"
+                    and "placeholder" not in {k.arg for k in node.keywords}):
+                bare.append(f"{path.name}:{node.lineno}")
+    assert not bare, bare
+    with i18n.language(i18n.CHINESE):
+        assert i18n._("Choose options") == "请选择"
+
+
+@pytest.mark.app
+def test_a_chinese_page_sets_plotly_and_streamlit_chrome_in_chinese(fresh_streamlit_caches):
+    import json
+
+    at = app_test("pages/memory_budget.py", lang=i18n.CHINESE)
+    at.run()
+    assert not at.exception
+    configs = [json.loads(c.proto.config) for c in at.get("plotly_chart")]
+    assert configs and all(c.get("locale") == i18n.CHINESE for c in configs), configs[:1]
+    assert configs[0]["locales"][i18n.CHINESE]["dictionary"]["Autoscale"] == "自动缩放"
+    assert [m.proto.placeholder for m in at.multiselect] == ["请选择"]
+
+
+def test_the_readmes_chinese_paragraphs_are_not_hard_wrapped():
+    """GitHub renders a line break inside a paragraph as a space: between two Chinese characters it is a stray gap.
+    A Chinese paragraph is one line."""
+    from support.repo import REPO
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    chinese = re.sub(r"```.*?```", "", text[text.index("## 简体中文"):], flags=re.S)
+    wrapped = re.findall(r"[\u4e00-\u9fff，。：；、（）“”*]\n(?=[^\n#`\-])", chinese)
+    assert not wrapped, wrapped
+    assert "streamlit/streamlit/issues/1353" in chinese  # what only Streamlit can change, with its upstream issue
+
+
+# "A vs B" in a title or a label: Chinese says how the two compare (A 随 B 的变化 where B is the axis; A 与 B 对比; 与…相比;
+# …之差; 相对…), never "vs" and never a bare 与 ("A and B"). Sentences are left to their own words.
+VERSUS = re.compile(r"随|对比|相比|之差|差值|相对")
+
+
+def test_a_title_says_how_two_things_compare_not_vs():
+    said = [(en, zh) for en, zh in _messages() if re.search(r"\bvs\b\.?|\bversus\b", _english(en))]
+    assert len(said) > 10
+    assert not [zh for _en, zh in _messages() if re.search(r"\bvs\b\.?|\bversus\b", _prose(zh), re.I)]
+    titles = [(en, zh) for en, zh in said if not re.search(r"[.!?](?:\s|$)", en)]
+    bare = [(en, zh) for en, zh in titles if not VERSUS.search(zh)]
+    assert not bare, bare
+    assert not VERSUS.search("质量与保留字节") and VERSUS.search("KV 缓存大小随上下文长度的变化")
+
+
+# Marks even across the catalog: “” for quotes (never 「」), a gloss after Chinese in full-width brackets
+# (多头注意力（MHA）, not 多头注意力 (MHA)), ≥ and O(n²) written one way each.
+HALF_WIDTH_GLOSS = re.compile(r"(?<=[\u4e00-\u9fff*]) ?\(([A-Za-z][A-Za-z0-9 ]*)\)(?![\w/])")
+UNEVEN_MARKS = re.compile(r"[「」]|>=|O\(n\^")
+
+
+def test_marks_are_written_one_way():
+    assert HALF_WIDTH_GLOSS.search("多头注意力 (MHA)") and HALF_WIDTH_GLOSS.search("**预填充** (prefill)")
+    assert not HALF_WIDTH_GLOSS.search("比值 (N+2)/3") and not HALF_WIDTH_GLOSS.search("元素 (head, position, dim)")
+    texts = [zh for _en, zh in _messages()] + [t.zh for t in glossary.TERMS]
+    found = [zh[:60] for zh in texts
+             if HALF_WIDTH_GLOSS.search(re.sub(r"`[^`]*`", "", zh)) or UNEVEN_MARKS.search(re.sub(r"`[^`]*`", "", zh))]
+    assert not found, found
+
+
+def test_a_terms_name_says_its_english_once_in_one_bracket():
+    """The lesson's term chips and the tooltips: "KV 缓存（KV cache）", "查询（Q）、键（K）、值（V）" (the English is in
+    it already, not repeated), "归纳头（复制头，Induction head）" (never two brackets side by side)."""
+    with i18n.language(i18n.CHINESE):
+        names = {t.name: glossary.display_name(t) for t in glossary.TERMS}
+    assert names["KV cache"] == "KV 缓存（KV cache）" and names["Query, key, value (Q, K, V)"] == "查询（Q）、键（K）、值（V）"
+    assert names["Induction head"] == "归纳头（复制头，Induction head）" and names["Roofline"] == "Roofline 模型"
+    bad = [n for n in names.values() if "）（" in n or "(" in n or n.count("（") > max(1, n.count("、") + 1)]
+    assert not bad, bad

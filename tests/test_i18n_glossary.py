@@ -45,7 +45,7 @@ def test_help_text_and_search_follow_the_language():
     assert english.startswith("**KV cache.**") and kv.definition in english
     with i18n.language(i18n.CHINESE):
         chinese = glossary.help_text("KV cache")
-        assert chinese.startswith("**KV 缓存 (KV cache)**") and kv.definition not in chinese
+        assert chinese.startswith("**KV 缓存（KV cache）**") and kv.definition not in chinese
         assert glossary.definition_text(kv) in chinese and _CJK.search(glossary.definition_text(kv))
         assert not english_leftovers([chinese])
         for term in glossary.TERMS:  # every definition translated: no English sentence left in any tooltip

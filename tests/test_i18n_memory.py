@@ -44,20 +44,20 @@ def chart_text(at: AppTest) -> str:
     return " ".join(json.dumps(json.loads(c.proto.spec), ensure_ascii=False) for c in at.get("plotly_chart"))
 
 
-@pytest.mark.parametrize("tab", ["大小与上下文长度", "逐层", "能放下多少", "分页与扁平", "教材中的数字", "已加载的模型"])
+@pytest.mark.parametrize("tab", ["大小随上下文长度变化", "逐层", "能放下多少", "分页与扁平对比", "教材中的数字", "已加载的模型"])
 def test_every_tab_reads_in_chinese(tab):
     at = chinese_page(mem_preset="gemma-3-4b", mem_tab=tab)  # Gemma 3: windowed, so the per-layer chart is drawn
     assert at.title[0].value == "显存预算"
     assert_all_chinese(at)
     assert "每个 token（所有层）" in {m.label for m in at.metric}
-    if tab in ("大小与上下文长度", "逐层", "分页与扁平"):
+    if tab in ("大小随上下文长度变化", "逐层", "分页与扁平对比"):
         assert CJK.search(chart_text(at)) and "tokens" not in chart_text(at).replace("%{", "")
 
 
 def test_what_fits_and_a_too_long_context_speak_chinese():
     at = chinese_page(mem_preset="deepseek-v3", mem_tab="能放下多少")
     assert "没有留给缓存的显存" in at.error[0].value
-    at = chinese_page(mem_preset="llama-3-8b", mem_context="100000", mem_tab="分页与扁平")
+    at = chinese_page(mem_preset="llama-3-8b", mem_context="100000", mem_tab="分页与扁平对比")
     assert "超出了 llama-3-8b 自身的上下文窗口（8,192 个 token）" in at.warning[0].value
     assert_all_chinese(at)
 

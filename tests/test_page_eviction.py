@@ -81,14 +81,82 @@ def test_page_speaks_chinese(fresh_streamlit_caches):
 
 
 def test_a_value_past_a_cap_gets_a_message(fresh_streamlit_caches):
-    at = _app()
-    at = at.number_input(key="evict_sinks").set_value(10_000).run()
+    import streamlit as st
+
+    st.cache_data.clear()
+    # Past the widget's maximum: only a client speaking the WebSocket itself sends it (AppTest: the session's value
+    # before the widget is drawn; once drawn, Streamlit's own bounds turn a value past them into the default).
+    at = app_test(PAGE, session_state={"evict_sinks": 10_000}).run()
+    assert at.number_input(key="evict_sinks").max == eviction.EVICT_MAX_SINKS  # the widget has the rule's maximum
     assert not at.exception
     assert "sink tokens S" in " ".join(e.value for e in at.error)
     assert len(at.error) == 1 and len(at.get("plotly_chart")) == 4  # one message; the page stays, at the default S
     at = at.text_area(key="evict_text").set_value("ROMEO: hi").run()
     at = at.number_input(key="evict_sinks").set_value(eviction.EvictSettings().sink_tokens).run()
     assert not at.exception and "tokens" in " ".join(e.value for e in at.error)
+
+
+def test_a_browser_value_below_the_minimum_gets_the_same_one_message(fresh_streamlit_caches):
+    at = app_test(PAGE, session_state={"evict_sinks": -1}).run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and "sink tokens S" in errors[0] and "-1" in errors[0], errors
+    assert at.number_input(key="evict_sinks").value == eviction.EvictSettings().sink_tokens
+    assert len(at.get("plotly_chart")) == 4  # the page is whole, at the default S
+
+
+def test_a_link_opens_the_page_at_its_policy_budget_s_and_drawn_policies(fresh_streamlit_caches):
+    import streamlit as st
+
+    from kvviz import routes
+
+    st.cache_data.clear()
+    route = routes.INTERNALS_EVICTION
+    at = app_test(PAGE, query=route.query(policy="H2O", budget=50, sinks=8))
+    at.query_params[route.key("drawn")] = ["random", "TOVA"]
+    at.run()
+    assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
+    assert at.selectbox(key="evict_policy").value == "h2o" and at.select_slider(key="evict_keep").value == 50
+    assert at.number_input(key="evict_sinks").value == 8
+    assert at.multiselect(key="evict_drawn").value == ["random", "tova"]
+    assert at.header[0].value == "What H2O (heavy hitters + recent) keeps at 50%"
+    assert _metrics(at)["rows kept per layer and KV head"] == "32 / 64"
+    copy_chart = at.get("plotly_chart")[2].proto.spec
+    assert '"name":"TOVA"' in copy_chart and '"name":"StreamingLLM"' not in copy_chart
+
+
+@pytest.mark.parametrize("value", ["255", "-1", "inf", "four", "1" * 5000])
+def test_a_hostile_link_s_gets_one_message_naming_the_setting(fresh_streamlit_caches, value):
+    import streamlit as st
+
+    st.cache_data.clear()
+    at = app_test(PAGE, query={"evict_sinks": value, "evict_policy": "StreamingLLM"}).run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and "sink tokens S" in errors[0], errors
+    assert at.number_input(key="evict_sinks").value == eviction.EvictSettings().sink_tokens
+    assert len(at.get("plotly_chart")) == 4  # the page stays whole
+
+
+def test_a_hostile_link_policy_is_named_and_the_page_stays(fresh_streamlit_caches):
+    import streamlit as st
+
+    st.cache_data.clear()
+    at = app_test(PAGE, query={"evict_policy": "<script>", "evict_keep": "33"}).run()
+    assert not at.exception and not at.error
+    warnings = " ".join(w.value for w in at.warning)
+    assert "evict_policy" in warnings and "evict_keep" in warnings
+    assert at.selectbox(key="evict_policy").value == "streaming" and len(at.get("plotly_chart")) == 4
+
+
+def test_stop_ends_the_sweep_until_the_reader_measures_the_rest(fresh_streamlit_caches):
+    at = _app()
+    at = at.button(key="evict_stop").click().run()
+    assert not at.exception
+    assert "Stopped" in " ".join(i.value for i in at.info)
+    assert len(at.get("plotly_chart")) == 2  # the grid and the bytes: no sweep ran after Stop
+    at = at.button(key="evict_resume").click().run()
+    assert not at.exception and len(at.get("plotly_chart")) == 4
 
 
 def test_page_on_the_gqa_llama_counts_its_two_kv_heads(fresh_streamlit_caches):

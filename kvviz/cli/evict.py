@@ -19,7 +19,13 @@ import os
 import sys
 
 from kvviz.cli import ArgumentError, Parser, one_line, say, whole
-from kvviz.internals.eviction import EVICT_KEEP_PERCENTS, EVICT_POLICIES, EvictionError, EvictSettings
+from kvviz.internals.eviction import (
+    EVICT_KEEP_PERCENTS,
+    EVICT_MAX_SINKS,
+    EVICT_POLICIES,
+    EvictionError,
+    EvictSettings,
+)
 from kvviz.internals.records import INTERVAL_Z, EvictionPoint
 from kvviz.model.loading import BUNDLED, BUNDLED_GQA
 
@@ -44,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", choices=(BUNDLED, BUNDLED_GQA), default=BUNDLED)
     p.add_argument("--policy", choices=EVICT_POLICIES, default="streaming")
     p.add_argument("--keep", type=keep_fraction, default=50, help="fraction of the KV bytes kept (default 0.5)")
-    p.add_argument("--sinks", type=whole(0, 64), default=EvictSettings().sink_tokens,
+    p.add_argument("--sinks", type=whole(0, EVICT_MAX_SINKS), default=EvictSettings().sink_tokens,
                    help="StreamingLLM's sink tokens S (default 4)")
     p.add_argument("--sweep", action="store_true", help="every policy at every budget, and the quantized formats")
     p.add_argument("--json", action="store_true", help="print JSON")

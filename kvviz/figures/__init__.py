@@ -22,7 +22,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from _plotly_utils.utils import is_skipped_key, to_typed_array_spec
 
-from kvviz.i18n import N_, _, join_sentences, list_sep, numbers
+from kvviz.i18n import ENGLISH, N_, _, current, join_sentences, list_sep, numbers
 
 MIN_TICK_FONT_PX = 14  # shared with the step page's figures and the browser test: never below this
 MAX_LEGEND_ENTRIES = 4
@@ -168,6 +168,31 @@ def legend_entries(fig: go.Figure) -> int:
     if fig.layout.showlegend is False or (fig.layout.showlegend is None and len(fig.data) <= 1):
         return 0
     return len(shown)
+
+
+# Plotly's own words in the browser: the mode bar's button titles and its notices. The plotly.js inside Streamlit
+# registers only the "en" and "en-US" locales, and neither it nor the plotly package ships plotly's zh-CN locale
+# file, so the dictionary travels in each chart's config (plotly's config.locales), translated in the catalog.
+# Streamlit's own Fullscreen button on the mode bar is not plotly's: its title stays as Streamlit writes it.
+PLOTLY_CHROME = (
+    N_("Download plot as a PNG"), N_("Download plot"), N_("Zoom"), N_("Pan"), N_("Box Select"), N_("Lasso Select"),
+    N_("Zoom in"), N_("Zoom out"), N_("Autoscale"), N_("Reset axes"), N_("Reset view"), N_("Reset views"),
+    N_("Reset"), N_("Toggle Spike Lines"), N_("Show closest data on hover"), N_("Compare data on hover"),
+    N_("Toggle show closest data on hover"), N_("Double-click to zoom back out"),
+    N_("Double-click on legend to isolate one trace"), N_("Preparing image - this may take a few seconds"),
+    N_("Image download succeeded"), N_("Sorry, there was a problem downloading your image!"),
+)
+
+
+def chart_config(config: dict | None = None) -> dict:
+    """plotly's `config` for st.plotly_chart, with plotly's own words (PLOTLY_CHROME) in the reader's language: in
+    English the config as given; in another language its locale and the dictionary beside it."""
+    config = dict(config or {})
+    language = current()
+    if language != ENGLISH:
+        config["locale"] = language
+        config["locales"] = {language: {"dictionary": {m: _(m) for m in PLOTLY_CHROME}}}
+    return config
 
 
 def export_config(filename: str = "kvviz") -> dict:

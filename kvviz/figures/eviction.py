@@ -13,20 +13,24 @@ import plotly.graph_objects as go
 
 from kvviz.figures import BLUE, MARKER_COLOR, MAX_LEGEND_ENTRIES, ORANGE, readable
 from kvviz.i18n import _
-from kvviz.internals.eviction import policy_label, policy_short
+from kvviz.internals.eviction import policy_label, policy_short, rows_for_budget
 from kvviz.internals.records import INTERVAL_Z, EvictionGrid, EvictionPoint, EvictionSweep
 from kvviz.memory.units import binary_unit
+from kvviz.step.view import visible
 
 POLICY_COLORS = {"random": "#7f7f7f", "recent": "#9467bd", "streaming": "#1f77b4", "h2o": "#d62728", "h2o_heavy": "#ff9896",
                  "tova": "#8c564b", "snapkv": "#2ca02c", "key_norm": "#e377c2"}
 QUANT_COLOR = ORANGE
 KEPT_COLOR, EVICTED_COLOR, SINK_COLOR = BLUE, "#e8e8e8", ORANGE
 METRICS = ("copy", "loss")
+LABEL_GAP_PCT = 9.0  # two formats' labels nearer than this (x: % kept) go to different heights
+LABEL_STEP_PX = 22  # one label level, at the projector's font size
+GRID_MAX_LABELS = 32  # the grid's token axis labels every position up to this many, else a stated stride
 
 
-def _layout(fig: go.Figure, title: str, height_px: int) -> go.Figure:
+def _layout(fig: go.Figure, title: str, height_px: int, right_px: int = 10) -> go.Figure:
     fig.update_layout(title=dict(text=title, y=0.98, yanchor="top"), height=height_px,
-                      margin=dict(l=10, r=10, t=90, b=10),
+                      margin=dict(l=10, r=right_px, t=90, b=10),
                       legend=dict(orientation="h", x=0, xanchor="left", y=1.02, yanchor="bottom"))
     return readable(fig)
 
@@ -40,64 +44,150 @@ def _half_width(p: EvictionPoint, metric: str) -> float:
     return INTERVAL_Z * (100 * p.copy_se if metric == "copy" else p.loss_change_se)
 
 
+def measured_fraction(p: EvictionPoint, metric: str, sweep: EvictionSweep) -> float:
+    """Where the point was measured, in % of the full cache: the copy test's bytes kept (its span's pruned
+    tensors), or for the loss the share of the context's rows kept (rows_for_budget of the context: 56 of 160 rows
+    at 35%, where the span keeps 22 of 64). The quantized formats keep every row: their share of the bytes."""
+    if metric == "loss" and p.kind == "eviction":
+        context = sweep.settings.context_tokens
+        return 100 * rows_for_budget(p.keep_percent, context) / context
+    return 100 * p.bytes_fraction
+
+
+def outlier_fence(values: Sequence[float]) -> float | None:
+    """The value above which a point is drawn as an outlier (Tukey's far-out fence: the upper quartile + 3 x the
+    interquartile range), or None with too few points or none beyond it. The 4.7-nat loss of a window that lost
+    the whole context would otherwise flatten every other line."""
+    ordered = sorted(values)
+    if len(ordered) < 8:
+        return None
+    q1, q3 = ordered[len(ordered) // 4], ordered[(3 * len(ordered)) // 4]
+    fence = q3 + 3 * max(q3 - q1, 1e-9)
+    return fence if ordered[-1] > fence else None
+
+
+def label_levels(xs: Sequence[float], min_gap: float = LABEL_GAP_PCT) -> list[int]:
+    """A level per label (0, 1, 2, ...) so that labels nearer than min_gap (x units) never share a level: the
+    caller places each level at its own vertical offset, so no two labels overlap (fp8 and int8 sit near 25%)."""
+    levels = [0] * len(xs)
+    placed: list[tuple[float, int]] = []
+    for i in sorted(range(len(xs)), key=lambda i: xs[i]):
+        taken = {level for x, level in placed if abs(x - xs[i]) < min_gap}
+        levels[i] = next(level for level in range(len(xs) + 1) if level not in taken)
+        placed.append((xs[i], levels[i]))
+    return levels
+
+
+def _level_offset_px(level: int) -> int:
+    """Level 0 above the point, 1 below, 2 further above, ...: the label's offset in pixels (plotly's ay)."""
+    step = LABEL_STEP_PX * (level // 2 + 1)
+    return -step if level % 2 == 0 else step
+
+
 def quality_figure(sweep: EvictionSweep, policies: Sequence[str], metric: str = "copy") -> go.Figure:
     """metric "copy": copy-test accuracy (%); "loss": change in next-token loss (nats/token) vs the full cache.
-    x: % of the full cache's bytes kept, measured from the pruned (or quantized) tensors."""
+    x: where the point was measured (measured_fraction). The quantized formats are labelled beside their points
+    at staggered heights, the full cache's line in the right margin (never over a point); on the loss chart,
+    points past outlier_fence sit above a clipped axis, each marked with its value."""
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}")
     fig = go.Figure()
-    for policy in list(policies)[:MAX_LEGEND_ENTRIES]:
+    drawn = list(policies)[:MAX_LEGEND_ENTRIES]
+    quantized = sweep.quantized
+    shown = [p for policy in drawn for p in sweep.curve(policy)] + list(quantized)
+    fence = outlier_fence([_value(p, metric) for p in shown]) if metric == "loss" else None
+    for policy in drawn:
         curve = sorted(sweep.curve(policy), key=lambda p: p.kv_bytes_kept)
-        fig.add_scatter(x=[100 * p.bytes_fraction for p in curve], y=[_value(p, metric) for p in curve],
+        fig.add_scatter(x=[measured_fraction(p, metric, sweep) for p in curve], y=[_value(p, metric) for p in curve],
                         error_y=dict(type="data", array=[_half_width(p, metric) for p in curve], thickness=1.5),
                         mode="lines+markers", name=policy_short(policy),
                         line=dict(color=POLICY_COLORS.get(policy), width=3),
                         customdata=[[p.keep_percent, p.rows_kept, p.kv_bytes_kept] for p in curve],
                         hovertemplate=(policy_short(policy) + ": %{customdata[0]}% · %{customdata[1]} "
                                        + _("rows") + " · %{customdata[2]:,} B · %{y:.3f}<extra></extra>"))
-    quantized = sweep.quantized
-    fig.add_scatter(x=[100 * q.bytes_fraction for q in quantized], y=[_value(q, metric) for q in quantized],
-                    mode="markers+text", text=[q.policy for q in quantized], textposition="top center",
+    q_x = [measured_fraction(q, metric, sweep) for q in quantized]
+    q_y = [_value(q, metric) for q in quantized]
+    fig.add_scatter(x=q_x, y=q_y, mode="markers", name=_("quantized formats"),
                     marker=dict(symbol="diamond", size=14, color=QUANT_COLOR), showlegend=False,
-                    customdata=[q.kv_bytes_kept for q in quantized],
+                    text=[q.policy for q in quantized], customdata=[q.kv_bytes_kept for q in quantized],
                     hovertemplate="%{text}: %{customdata:,} B · %{y:.3f}<extra></extra>")
+    for q, x, y, level in zip(quantized, q_x, q_y, label_levels(q_x), strict=True):
+        fig.add_annotation(x=x, y=min(y, fence) if fence is not None else y, text=q.policy, showarrow=True,
+                           arrowhead=0, arrowcolor=QUANT_COLOR, ax=0, ay=_level_offset_px(level),
+                           bgcolor="rgba(255,255,255,0.85)")
     full = sweep.point("full", 100)
-    fig.add_hline(y=_value(full, metric), line=dict(color=MARKER_COLOR, dash="dot"),
-                  annotation_text=_("full cache"), annotation_position="bottom left")
-    fig.update_xaxes(title=_("% of the full cache's KV bytes kept (measured)"), range=[0, 104], ticksuffix="%")
+    fig.add_hline(y=_value(full, metric), line=dict(color=MARKER_COLOR, dash="dot"))
+    fig.add_annotation(x=1, xref="paper", xanchor="left", y=_value(full, metric), yanchor="middle",
+                       text=_("full cache"), showarrow=False)  # in the right margin: no point is there
+    fig.update_xaxes(title=_("% of the full cache kept where it was measured"), range=[0, 104], ticksuffix="%")
     if metric == "copy":
         fig.update_yaxes(title=_("copy-test accuracy (%)"), range=[0, 112])  # room for the formats' labels
         title = _("Copy test vs bytes kept")
     else:
         fig.update_yaxes(title=_("change in next-token loss (nats/token)"), zeroline=True)
-        title = _("Loss change vs bytes kept (ordinary text)")
-    return _layout(fig, title, 420)
+        title = _("Loss change vs rows kept (ordinary text)")
+        if fence is not None:
+            _clip_outliers(fig, sweep, drawn, fence)
+    return _layout(fig, title, 420, right_px=110)
+
+
+def _clip_outliers(fig: go.Figure, sweep: EvictionSweep, drawn: Sequence[str], fence: float) -> None:
+    """The loss axis clipped just above the fence; every point past it marked at the top edge with its value
+    (the lines run off the top, as their values do)."""
+    inside = [_value(p, "loss") + _half_width(p, "loss") for policy in drawn for p in sweep.curve(policy)
+              if _value(p, "loss") <= fence] + [_value(q, "loss") for q in sweep.quantized if _value(q, "loss") <= fence]
+    lows = [_value(p, "loss") - _half_width(p, "loss") for policy in drawn for p in sweep.curve(policy)]
+    top = max(inside + [0.0]) * 1.15 + 0.01
+    bottom = min(lows + [_value(q, "loss") for q in sweep.quantized] + [0.0])
+    fig.update_yaxes(range=[bottom - 0.1 * (top - bottom), top])
+    out = [(policy, p) for policy in drawn for p in sweep.curve(policy) if _value(p, "loss") > fence]
+    xs = [measured_fraction(p, "loss", sweep) for _policy, p in out]
+    for (policy, p), x, level in zip(out, xs, label_levels(xs), strict=True):
+        fig.add_annotation(x=x, y=top, yanchor="top", text=f"▲ {_value(p, 'loss'):+.2f}", showarrow=False,
+                           yshift=-LABEL_STEP_PX * level, font=dict(color=POLICY_COLORS.get(policy, MARKER_COLOR)),
+                           bgcolor="rgba(255,255,255,0.85)",
+                           hovertext=_("{policy} at {keep}%: {value:+.3f} nats, above the axis").format(
+                               policy=policy_short(policy), keep=p.keep_percent, value=_value(p, "loss")))
+    fig.add_annotation(x=0, xref="paper", xanchor="left", y=top, yanchor="bottom", showarrow=False,
+                       text=_("▲ above the axis, with its value"))
+
+
+def grid_tick_stride(n_tokens: int) -> int:
+    """Every position labelled up to GRID_MAX_LABELS columns, else every 2nd, 3rd, ...: a label at the projector's
+    font size needs its own column's width."""
+    return max(1, -(-n_tokens // GRID_MAX_LABELS))
 
 
 def grid_figure(grid: EvictionGrid) -> go.Figure:
     """One row per (layer, KV head), one column per position of the span: kept, evicted, or a kept sink row
-    (StreamingLLM's first S). The x axis shows the span's tokens."""
+    (StreamingLLM's first S). The x axis: the position and its token (whitespace made visible: · a space, ↵ a
+    newline), every position or every stride-th, said in the axis title; the hover names every one."""
     sinks = grid.sink_tokens if grid.policy == "streaming" else 0
+    tokens = [visible(t) for t in grid.tokens]
     z, labels, hover = [], [], []
     for layer in grid.layers:
         for head, kept in enumerate(layer.kept):
             z.append([(2 if pos < sinks else 1) if k else 0 for pos, k in enumerate(kept)])
             labels.append(_("layer {layer} · KV head {head}").format(layer=layer.layer, head=head))
-            hover.append([repr(t)[1:-1] for t in grid.tokens])
+            hover.append(tokens)
     states = [_("evicted"), _("kept"), _("sink (kept)")]
     fig = go.Figure(go.Heatmap(
-        z=z, x=list(range(len(grid.tokens))), y=labels, zmin=0, zmax=2, showscale=False, xgap=1, ygap=2,
+        z=z, x=list(range(len(tokens))), y=labels, zmin=0, zmax=2, showscale=False, xgap=1, ygap=2,
         colorscale=[[0, EVICTED_COLOR], [0.33, EVICTED_COLOR], [0.34, KEPT_COLOR], [0.66, KEPT_COLOR],
                     [0.67, SINK_COLOR], [1, SINK_COLOR]],
         customdata=[[states[v] for v in row] for row in z], text=hover,
-        hovertemplate="%{y}, " + _("position") + " %{x} '%{text}': %{customdata}<extra></extra>"))
-    fig.update_xaxes(tickvals=list(range(len(grid.tokens))), ticktext=[repr(t)[1:-1] for t in grid.tokens],
-                     tickangle=-90, title=_("position in the span (its token below)"))
+        hovertemplate="%{y}, " + _("position") + " %{x} %{text}: %{customdata}<extra></extra>"))
+    stride = grid_tick_stride(len(tokens))
+    ticks = list(range(0, len(tokens), stride))
+    fig.update_xaxes(tickvals=ticks, ticktext=[f"{pos} {tokens[pos]}" for pos in ticks], tickangle=-90,
+                     title=(_("position and its token (· a space, ↵ a newline)") if stride == 1 else
+                            _("position and its token, one label every {n} positions (· a space, ↵ a newline)").format(
+                                n=stride)))
     fig.update_yaxes(autorange="reversed")
     title = _("{policy} at {keep}%: blue kept, grey evicted{sink}").format(
         policy=policy_label(grid.policy), keep=grid.keep_percent,
         sink=_(", orange the sink rows") if sinks else "")
-    return _layout(fig, title, 160 + 28 * len(z) + 90)
+    return _layout(fig, title, 220 + 28 * len(z) + 90)
 
 
 def layer_bytes_figure(grid: EvictionGrid) -> go.Figure:

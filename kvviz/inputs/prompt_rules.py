@@ -55,14 +55,16 @@ def check_prompt(tokenizer, text: str | None, max_tokens: int, what: str = "prom
     return ids
 
 
-def check_int_in_range(value, lo: int, hi: int, name: str, *, error: type[ValueError] = ValueError) -> int:
+def check_int_in_range(value, lo: int, hi: int, name: str, *, error: type[ValueError] = ValueError,
+                       text: bool = False) -> int:
     """`value` as an int if it is a whole number in [lo, hi]; otherwise `error` naming `name` and the range.
 
-    Accepts Python/numpy integers and floats that are whole (3.0); refuses bools, NaN, 2.5 and text.
+    Accepts Python/numpy integers and floats that are whole (3.0); refuses bools, NaN, 2.5 and text (text=True:
+    a link's digits, read by bounded_int's text rule).
     `name` is English, shown through _() (a caller marks its own with N_()).
     """
     try:
-        return bounded_int(value, lo, hi, text=False, whole_floats=True)  # the one reader (query_values)
+        return bounded_int(value, lo, hi, text=text, whole_floats=True)  # the one reader (query_values)
     except WholeNumberRefused as refused:
         if refused.kind != "out_of_range":
             raise error(_("{name} must be a whole number between {lo:,} and {hi:,} (got {value!r})").format(

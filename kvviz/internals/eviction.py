@@ -48,7 +48,7 @@ after a pruned context. The quantized formats of kvviz.internals.quant are measu
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -64,8 +64,8 @@ if TYPE_CHECKING:
     from transformers import DynamicCache
 
 __all__ = ["EVICT_KEEP_PERCENTS", "EVICT_POLICIES", "EVICT_POLICY_LABELS", "EVICT_POLICY_RULES", "EVICT_POLICY_SHORT",
-           "EVICT_QUANT_SCHEMES", "EvictionError", "EvictSettings", "HELD_OUT_TEXT_PATH", "Prefill", "SweepTexts",
-           "cache_nbytes", "check_keep_percent", "check_policy", "continue_from", "copy_correct", "copy_sequences",
+           "EVICT_MAX_SINKS", "EVICT_POLICY_SETTINGS", "EVICT_QUANT_SCHEMES", "EvictionError", "EvictSettings", "HELD_OUT_TEXT_PATH", "Prefill", "SweepTexts",
+           "cache_nbytes", "check_keep_percent", "check_policy", "check_sink_tokens", "continue_from", "copy_correct", "copy_sequences",
            "eviction_grid", "eviction_takeaways", "held_out_text", "inside_noise", "keep_order", "keep_rows", "kept_rows",
            "loss_passages", "measure_policy", "measure_quantized", "policy_label", "policy_note", "policy_points",
            "policy_short", "prefill", "prune",
@@ -130,6 +130,11 @@ EVICT_MAX_SPANS = 16  # copy-test spans (one batch)
 EVICT_MAX_PASSAGES = 8  # loss passages (one batch)
 EVICT_MIN_SPAN_TOKENS = 8
 EVICT_SNAP_POOL = 5  # SnapKV's smoothing kernel (positions), as in the paper's code and kvpress
+EVICT_MAX_SINKS = 64  # StreamingLLM's S: the widget's maximum, a link's and the CLI's (check_sink_tokens)
+EVICT_MAX_SNAP_WINDOW = 64
+# The settings each policy reads beyond the texts' (the others' points do not change with them: a page keys its
+# cached lines on settings_for, so a new S re-measures StreamingLLM alone).
+EVICT_POLICY_SETTINGS = {"streaming": ("sink_tokens",), "snapkv": ("snap_window",), "random": ("seed",)}
 HELD_OUT_TEXT_PATH = Path(__file__).resolve().parents[1] / "assets" / "held_out_shakespeare.txt"
 
 
@@ -149,6 +154,12 @@ def check_policy(policy: str) -> str:
         raise EvictionError(_("unknown eviction policy {policy!r}; choose one of {names}").format(
             policy=str(policy)[:40], names=", ".join(EVICT_POLICIES)))
     return policy
+
+
+def check_sink_tokens(value, *, text: bool = False) -> int:
+    """StreamingLLM's S, 0..EVICT_MAX_SINKS: the one rule the widget, a link (text=True: its query value), the
+    browser's value and the CLI go through; the message names the setting."""
+    return check_int_in_range(value, 0, EVICT_MAX_SINKS, N_("sink tokens S"), error=EvictionError, text=text)
 
 
 def rows_for_budget(keep_percent: int, seq_len: int) -> int:
@@ -183,10 +194,20 @@ class EvictSettings:
         cont = check_int_in_range(self.continuation_tokens, 2, n_positions - context,
                                   N_("loss continuation (tokens)"), error=e)
         passages = check_int_in_range(self.n_passages, 1, EVICT_MAX_PASSAGES, N_("loss passages"), error=e)
-        sinks = check_int_in_range(self.sink_tokens, 0, 64, N_("sink tokens S"), error=e)
-        window = check_int_in_range(self.snap_window, 1, 64, N_("SnapKV observation window"), error=e)
+        sinks = check_sink_tokens(self.sink_tokens)
+        window = check_int_in_range(self.snap_window, 1, EVICT_MAX_SNAP_WINDOW, N_("SnapKV observation window"),
+                                    error=e)
         seed = check_int_in_range(self.seed, 0, 2**31 - 1, N_("random seed"), error=e)
         return EvictSettings(half, spans, context, cont, passages, sinks, window, seed)
+
+    def for_policy(self, policy: str) -> EvictSettings:
+        """These settings with the fields `policy` does not read set to their defaults (EVICT_POLICY_SETTINGS;
+        "quantized": the formats read none): the key of its cached points, so that a new S re-measures only the
+        policies that read S. The points are the same: the fields reset are never read for it."""
+        default = EvictSettings()
+        read = EVICT_POLICY_SETTINGS.get(policy, ())
+        return replace(self, **{name: getattr(default, name) for names in EVICT_POLICY_SETTINGS.values()
+                                for name in names if name not in read})
 
 
 def policy_label(policy: str) -> str:

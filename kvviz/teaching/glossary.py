@@ -43,7 +43,7 @@ TERMS: tuple[Term, ...] = (
          "vocabulary, reads ' green' as {bundled_green} ({bundled_green_n} tokens), while GPT-2's "
          "{gpt2_vocab:,}-token vocabulary has many more whole words. A space belongs to the token after it. Each "
          "token has a **position**, counted from 0."), routes.STEP_THROUGH),
-    Term("Query, key, value (Q, K, V)", "查询 (Q)、键 (K)、值 (V)",
+    Term("Query, key, value (Q, K, V)", "查询（Q）、键（K）、值（V）",
          N_("In every layer, each token's whole hidden vector is projected into a **query** for every query "
          "head and a **key** and a **value** for every K/V head, each of head_dim numbers (with grouped-query "
          "attention several query heads share one K/V head). The newest token's **query** is scored against the **keys** of every "
@@ -87,14 +87,14 @@ TERMS: tuple[Term, ...] = (
          N_("A head that copies: when the newest token appeared earlier, it attends to the token that "
          "came right *after* that earlier occurrence, so the model can predict it again. It is why any old row "
          "of the cache may matter."), routes.ATTENTION_PATTERNS, ("copying head", "复制头", "copy head")),
-    Term("MHA, GQA, MQA", "多头注意力 (MHA)、分组查询注意力 (GQA)、多查询注意力 (MQA)",
+    Term("MHA, GQA, MQA", "多头注意力（MHA）、分组查询注意力（GQA）、多查询注意力（MQA）",
          N_("Multi-head attention (MHA) gives every query head its own K/V head. Grouped-query "
          "attention (GQA) lets a group of query heads share one K/V head (Llama-3-8B: 32 query heads, 8 K/V "
          "heads), shrinking the cache by the group size. Multi-query attention (MQA) shares a single K/V head "
          "among all of them."), routes.MEMORY_BUDGET, ("grouped-query attention", "multi-query attention",
                                                         "multi-head attention", "多头注意力", "分组查询注意力",
                                                         "多查询注意力")),
-    Term("MLA", "多头潜在注意力 (MLA)",
+    Term("MLA", "多头潜在注意力（MLA）",
          N_("Multi-head latent attention (DeepSeek-V2/V3): the cache stores one small compressed latent vector "
          "per token and layer (plus a small shared positional key) instead of full K and V per head; the heads' "
          "keys and values are rebuilt from it."), routes.MEMORY_BUDGET),
@@ -102,7 +102,7 @@ TERMS: tuple[Term, ...] = (
          N_("One floating-point operation. A multiply-add counts as 2 FLOP; kvviz's op counts count it as one "
          "op (so FLOP = 2 x ops). FLOP/s (FLOPS) is a rate: how many per second a chip can do at its peak."),
          routes.ATTENTION_OPS, ("FLOPS", "FLOP/s")),
-    Term("GEMV, GEMM", "矩阵-向量乘法 (GEMV)、矩阵乘法 (GEMM)",
+    Term("GEMV, GEMM", "矩阵-向量乘法（GEMV）、矩阵乘法（GEMM）",
          N_("General matrix-vector multiply (GEMV) and matrix-matrix multiply (GEMM). A cached decode step "
          "multiplies each weight matrix by one token's vector: GEMVs, which read every weight for very little "
          "arithmetic. An uncached pass or a prefill multiplies by many tokens at once: GEMMs, which reuse each "
@@ -150,12 +150,12 @@ TERMS: tuple[Term, ...] = (
          "its weight somewhere, and the first rows, seen by every query, become the place. StreamingLLM keeps them "
          "(S = 4) when it evicts, because a window that drops them changes every head's attention."),
          routes.INTERNALS_EVICTION, ("attention sinks", "sink token", "sink tokens", "StreamingLLM")),
-    Term("Heavy hitter", "重要 token (heavy hitter)",
+    Term("Heavy hitter", "重要 token（heavy hitter）",
          N_("A cached row that receives a large share of the attention summed over the queries so far. H2O "
          "keeps the heavy hitters (and a recent window) when it evicts; accumulated attention favours early rows, "
          "which more queries have seen."), routes.INTERNALS_EVICTION,
          ("heavy hitters", "heavy-hitter oracle")),
-    Term("StaticCache", "静态缓存 (StaticCache)",
+    Term("StaticCache", "静态缓存（StaticCache）",
          N_("transformers' cache that allocates K and V for a fixed maximum length up front (one buffer per "
          "layer, filled as tokens arrive) instead of growing like DynamicCache. Its shape never changes, so the "
          "forward pass can be compiled (torch.compile); the price is the memory of the full length from the first "
@@ -205,7 +205,7 @@ def _norm(text: str) -> str:
 
 
 def _chinese_names(term: Term) -> list[str]:
-    """A term's Chinese names: "前缀复用（前缀缓存）" -> 前缀复用, 前缀缓存; "查询 (Q)、键 (K)、值 (V)" -> 查询, 键, 值."""
+    """A term's Chinese names: "前缀复用（前缀缓存）" -> 前缀复用, 前缀缓存; "查询（Q）、键（K）、值（V）" -> 查询, 键, 值."""
     names = []
     for part in term.zh.split("、"):
         names.append(re.sub(r"\s*[(（][^)）]*[)）]", "", part).strip())
@@ -226,11 +226,17 @@ def find(word: str) -> Term | None:
 
 
 def display_name(term: Term) -> str:
-    """The term's name in the current language: English "KV cache"; Chinese "KV 缓存 (KV cache)" (the English
-    name beside it, unless the two are the same word)."""
+    """The term's name in the current language: English "KV cache"; Chinese "KV 缓存（KV cache）", the English
+    name beside it in full-width brackets, unless the Chinese name already says it ("Roofline 模型") or carries
+    the English in its own brackets ("查询（Q）、键（K）、值（V）"); "归纳头（复制头，Induction head）": never two brackets
+    side by side."""
     if i18n.current() != i18n.CHINESE:
         return term.name
-    return term.zh if term.zh.lower() == term.name.lower() else f"{term.zh} ({term.name})"
+    if term.name.lower() in term.zh.lower() or re.search(r"（[A-Za-z]", term.zh):
+        return term.zh
+    if term.zh.endswith("）"):
+        return f"{term.zh[:-1]}，{term.name}）"
+    return f"{term.zh}（{term.name}）"
 
 
 BUNDLED_TOKENIZER = Path(__file__).resolve().parents[1] / "assets" / "bundled" / "tokenizer.json"

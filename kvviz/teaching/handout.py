@@ -6,13 +6,27 @@ session's thread); the questions come in the language they were asked in.
 """
 from __future__ import annotations
 
+import hashlib
 import html
+import pickle
 import re
-from collections.abc import Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any
 
 from kvviz import i18n
 from kvviz.i18n import _
-from kvviz.teaching.lesson import LessonStep, Question
+from kvviz.teaching.lesson import STEPS, LessonStep, Question
+
+# A handout costs 1.5-2.6 s of CPU to draw (about 5 MB of HTML) and is the same for one model, language and set of
+# questions, so a student who clicks Download again and again, or a class that downloads it together, draws it
+# once: kept per (model, language, worksheet, questions) for the most recent HANDOUT_CACHE_ENTRIES, and drawn one
+# at a time on this server (a hit never waits for a drawing).
+HANDOUT_CACHE_ENTRIES = 8
+_drawn: OrderedDict[Hashable, str] = OrderedDict()
+_drawn_lock = threading.Lock()  # guards _drawn; held only to look up or store
+_drawing_lock = threading.Lock()  # one handout drawn at a time
 
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans CJK SC", "PingFang SC", "Microsoft YaHei",
@@ -131,3 +145,57 @@ def handout_html(steps: Sequence[LessonStep], questions: Sequence[Question], mod
         f"</head><body><header class='intro'><h1>{html.escape(title)}</h1><p>{intro}</p>"
         f"<p class='no-print'>{html.escape(print_note)}</p>"
         "</header>" + "".join(pages) + "</body></html>")
+
+
+def questions_digest(computed: Mapping[int, Question]) -> str:
+    """A fingerprint of the questions a session has computed (equal questions, equal digest): part of the cache key,
+    so a session whose step timed its own machine gets a handout with its own numbers."""
+    try:
+        return hashlib.sha256(pickle.dumps(sorted(computed.items()))).hexdigest()
+    except (pickle.PicklingError, TypeError, AttributeError):  # not plain data: never shared
+        return f"unshared-{id(computed)}"
+
+
+def cached_handout(key: Hashable, draw: Callable[[], str]) -> str:
+    """draw()'s handout, drawn once per key (HANDOUT_CACHE_ENTRIES most recent kept) and one drawing at a time."""
+    with _drawn_lock:
+        if key in _drawn:
+            _drawn.move_to_end(key)
+            return _drawn[key]
+    with _drawing_lock:
+        with _drawn_lock:  # drawn by the caller this one waited for
+            if key in _drawn:
+                return _drawn[key]
+        text = draw()
+        with _drawn_lock:
+            _drawn[key] = text
+            while len(_drawn) > HANDOUT_CACHE_ENTRIES:
+                _drawn.popitem(last=False)
+    return text
+
+
+def handout_maker(loaded: Any, computed: Mapping[int, Question], model_label: str, *, worksheet: bool = False,
+                  steps: Sequence[LessonStep] = STEPS,
+                  new_engine: Callable[[], Any] | None = None) -> Callable[[], str]:
+    """A callable for a download button: the handout of `steps` for `loaded` (a kvviz.model.loading.LoadedModel)
+    in the current language, with the questions this session has computed and the others asked of a fresh engine
+    of the same model (`new_engine()`, made only if a question is missing: the page hands it over, so the lesson's
+    content never imports the model's engine), through cached_handout. The callable may run on another thread:
+    the language is read now."""
+    lang = i18n.current()
+    key = (loaded.info.spec, loaded.info.attn_implementation, lang, worksheet, model_label, len(steps),
+           questions_digest(computed))
+
+    def draw() -> str:
+        with i18n.language(lang):
+            engine = None
+            questions = []
+            for n, step in enumerate(steps, start=1):
+                if computed.get(n) is None and engine is None:
+                    if new_engine is None:
+                        raise ValueError(f"step {n} is not computed and no new_engine was given to ask it")
+                    engine = new_engine()
+                questions.append(computed.get(n) or step.ask(engine))
+            return handout_html(steps, questions, model_label, worksheet=worksheet)
+
+    return lambda: cached_handout(key, draw)

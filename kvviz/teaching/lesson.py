@@ -16,6 +16,8 @@ where they are shown; a choice answer given in the other language is still recog
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -703,6 +705,34 @@ def decode_outcomes(code: str | None, n_steps: int) -> dict[int, Outcome]:
     """encode_outcomes' inverse; anything else in a link (a letter it never writes, too long) counts as not answered."""
     results = {v: k for k, v in _CODES.items()}
     return {n: Outcome(results[c], "") for n, c in enumerate((code or "")[:n_steps], start=1) if c in results}
+
+
+SCORE_SIGNATURE_CHARS = 16  # hex digits of the score's HMAC-SHA256 after a '.': 64 bits, beyond guessing by hand
+
+
+def score_key(server_secret: str) -> bytes:
+    """The key that signs the scores a page writes, derived from a secret only the server holds (Streamlit's
+    cookie secret, shared by every replica of a class's server), so that the secret itself never signs a URL."""
+    return hmac.new(server_secret.encode(), b"kvviz lesson score", hashlib.sha256).digest()
+
+
+def sign_score(code: str, key: bytes) -> str:
+    """encode_outcomes' code as the URL carries it: "fh-s...." + its signature ("" stays "")."""
+    if not code:
+        return ""
+    return f"{code}.{hmac.new(key, code.encode(), hashlib.sha256).hexdigest()[:SCORE_SIGNATURE_CHARS]}"
+
+
+def read_signed_score(text: str | None, key: bytes, n_steps: int) -> tuple[dict[int, Outcome], dict[int, Outcome]]:
+    """(recorded, unrecorded) from a URL's score: the outcomes of a score this server signed, and those of one it did
+    not (a score typed into a link, signed elsewhere, or from before the server's secret changed), which a page
+    shows as such and never counts. Anything that is no score at all is neither."""
+    code, _dot, signature = (text or "").partition(".")
+    outcomes = decode_outcomes(code[:n_steps], n_steps)
+    expected = sign_score(code, key).partition(".")[2]
+    if code and signature and hmac.compare_digest(signature.encode(), expected.encode()):
+        return outcomes, {}
+    return {}, outcomes
 
 
 def result_label(result: str) -> str:

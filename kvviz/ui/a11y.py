@@ -39,10 +39,18 @@ def screen_reader_text(text: str, where=None) -> None:
     (st if where is None else where).html(f'<div class="kvviz-sr-only">{screen_reader_span(text)}</div>')
 
 
+def plot(where, fig, **kwargs) -> None:
+    """`where`.plotly_chart(fig, **kwargs) (where: st, a column or a container), plotly's own words (its mode bar's
+    titles) in the reader's language: every chart kvviz draws goes through here."""
+    from kvviz.figures import chart_config  # plotly, imported by the pages that draw a chart anyway
+
+    where.plotly_chart(fig, **{**kwargs, "config": chart_config(kwargs.get("config"))})
+
+
 def chart(where, fig, text: str | None = None, **kwargs) -> None:
-    """`where`.plotly_chart(fig, **kwargs) (where: st, a column or a container), then the chart's data as visually
-    hidden text for a screen reader: `text`, or what kvviz.figures.describe reads off the figure's traces."""
+    """plot(where, fig, **kwargs), then the chart's data as visually hidden text for a screen reader: `text`, or
+    what kvviz.figures.describe reads off the figure's traces."""
     from kvviz.figures import describe  # plotly, imported by the pages that draw a chart anyway
 
-    where.plotly_chart(fig, **kwargs)
+    plot(where, fig, **kwargs)
     screen_reader_text(describe(fig) if text is None else text, None if where is st else where)

@@ -96,12 +96,6 @@ def keep_room_in_browser(room: poll_store.NewRoom) -> None:
     _set_cookie(HOST_COOKIE, f"{room.code}.{room.host_key}", poll_store.ROOM_IDLE_S)
 
 
-def leave_room() -> None:
-    """Forget the hosted room in this tab and this browser (the room itself expires on its own)."""
-    st.session_state.pop(ROOM_KEY, None)
-    _set_cookie(HOST_COOKIE, "closed-room", 0)
-
-
 def join_url(code: str) -> str:
     """The join link for phones: this server's address as the browser sees it, /join?room=CODE (no language: a
     phone's follows its own browser)."""
@@ -115,9 +109,12 @@ def join_url(code: str) -> str:
 
 
 def only_this_computer(url: str) -> bool:
-    """A join link that names this computer (localhost): phones cannot reach it."""
+    """A join link that names this computer (localhost, 127.0.0.1, ::1): phones cannot reach it (the one loopback
+    rule: kvviz.model.shared_mode)."""
+    from kvviz.model.shared_mode import listens_beyond_loopback
+
     host = urlsplit(url).hostname or ""
-    return host in ("localhost", "127.0.0.1", "::1") or host.endswith(".localhost")
+    return bool(host) and not listens_beyond_loopback(host)
 
 
 def qr_image(url: str, alt: str, scale: int = 5) -> str:
@@ -200,11 +197,12 @@ def marks(room: poll_store.NewRoom | None) -> dict[int, bool]:
         return {}
 
 
-def projector_panel(step: int, ask, font_px: int, answer_shown: bool = False) -> None:
+def projector_panel(step: int, ask, font_px: int, answer_shown: bool = False, on_next=None) -> None:
     """Class mode's poll: a button that starts it, or the running poll of this step (join code, QR code, the live
     count, Lock / Vote again / Reset, and after Reveal the room's votes with each wrong choice's mistake).
     `ask(language)` computes the step's lesson Question in a language (the poll is stored in every language);
-    `answer_shown`: the lesson shows the answer already (its own Reveal is gone: the panel's shows round 2's votes)."""
+    `answer_shown`: the lesson shows the answer already (its own Reveal is gone: the panel's shows round 2's votes);
+    `on_next`: the lesson's own Next (a button callback), drawn in the panel as Next question."""
     room = hosted_room()
     try:
         state = store().room(room.code) if room else None
@@ -255,6 +253,8 @@ def projector_panel(step: int, ask, font_px: int, answer_shown: bool = False) ->
                        help=_("A second round after the room discusses: round 1 is kept and shown beside it"))
         row.button(_("Reset"), key="poll_reset", icon=":material/restart_alt:", on_click=_host_call,
                    args=("reset", room), help=_("Forget this question's votes (both rounds) and open it again"))
+        if on_next is not None:  # the lesson's Next: it opens the next step's question in the room
+            row.button(_("Next question"), key="poll_next", icon=":material/arrow_forward:", on_click=on_next)
         if refused := st.session_state.pop("poll_refused", None):
             st.warning(refused)
 

@@ -44,6 +44,15 @@ def free_port_block(n: int) -> int:
 
 
 @contextlib.contextmanager
+def port_in_use(port: int) -> Iterator[int]:
+    """`port` on 127.0.0.1 held by a listening socket for the block (a launcher must find it in use)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", port))
+        s.listen(1)
+        yield port
+
+
+@contextlib.contextmanager
 def streamlit_server(port: int | None = None, extra_args: Sequence[str] = (), *, args: Sequence[str] | None = None,
                      env: Mapping[str, str] | None = None) -> Iterator[str]:
     """A new streamlit process in the repository (nothing run yet: a fresh server's first visitor), offline; yields
