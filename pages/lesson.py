@@ -447,7 +447,8 @@ if class_mode:  # the projector: the question and its answer first, above the fo
     _teach()
 else:
     _teach()
-    # keyed so that narrow.css can put the question above the figure on a phone (the figure fills a screen there)
+    # keyed so that narrow.css can put the question above the figure on a phone or a short screen (the figure
+    # fills most of one there)
     with st.container(key="lesson_figures"):
         _figures(question, False, font_px, number)
     with st.container(border=True, key="lesson_ask"):

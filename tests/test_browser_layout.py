@@ -29,8 +29,13 @@ CLIPPED_JS = """() => {
   const out = [];
   const root = document.querySelector('[data-testid="stApp"]');
   const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  // a collapsed sidebar sits off the screen (0 px wide: its buttons squeezed); a closed expander's content is
+  // not drawn (checkVisibility): neither is text a reader sees
+  const sidebar = document.querySelector('[data-testid="stSidebar"]');
+  const sidebarShut = sidebar && sidebar.getBoundingClientRect().right <= 0;
   const hiddenish = e => e.closest('.kvviz-sr-only, [aria-hidden="true"], script, style, .js-plotly-plot, '
-    + '[data-testid="stTooltipContent"], .kvviz-stage-state');
+    + '[data-testid="stTooltipContent"], .kvviz-stage-state') || !e.checkVisibility()
+    || (sidebarShut && sidebar.contains(e));
   for (let n = walker.nextNode(); n; n = walker.nextNode()) {
     const text = n.textContent.trim();
     const e = n.parentElement;
@@ -73,7 +78,8 @@ OVERLAPS_JS = """() => {
   const box = e => { const r = e.getBoundingClientRect(); return {l: r.left, r: r.right, t: r.top, b: r.bottom, w: r.width}; };
   const hit = (a, b) => Math.min(a.r, b.r) - Math.max(a.l, b.l) > 2 && Math.min(a.b, b.b) - Math.max(a.t, b.t) > 2;
   const name = e => (e.textContent || '').trim().slice(0, 40) || e.dataset.testid || e.tagName;
-  const shown = e => { const s = getComputedStyle(e); return box(e).w > 0 && s.visibility !== 'hidden' && +s.opacity > 0; };
+  const shown = e => { const s = getComputedStyle(e);
+    return box(e).w > 0 && s.visibility !== 'hidden' && +s.opacity > 0 && e.checkVisibility(); };  // not in a closed expander
   const out = [];
   const pairs = (items, against) => {
     for (let i = 0; i < items.length; i++)

@@ -79,12 +79,14 @@ def size_vs_context_figure(
         fig.add_hline(y=budget_bytes / size, line_dash="dash", line_color="gray",
                       annotation_text=_("memory left for the cache"), annotation_position="top left")
     # the title in two short lines (one ran off a 1024-px projector's chart and a phone's), below the band at the
-    # top where the chart's toolbar appears on hover
+    # top where the chart's toolbar appears on hover; from the chart's left edge, not the plot's (a phone's chart
+    # has room for the Chinese title only there)
     legend, top = top_legend(len(configs), title_px=50 + TOOLBAR_PX + 18)
     fig.update_layout(
         title=dict(text=_("KV cache size vs context (batch {batch})").format(batch=batch),
                    subtitle={"text": _("Each line stops at its model's maximum context.")},
-                   x=0, xref="paper", xanchor="left", y=1, yref="container", yanchor="top", pad={"t": TOOLBAR_PX}),
+                   x=0, xref="container", xanchor="left", y=1, yref="container", yanchor="top",
+                   pad={"t": TOOLBAR_PX, "l": 8}),
         xaxis_title=_("context length (tokens)"), yaxis_title=_bytes_axis(unit, size),
         legend=legend, margin=dict(t=top, b=10), height=400 + top,
     )

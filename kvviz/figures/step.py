@@ -383,9 +383,13 @@ def next_token_bars(texts: Sequence[str], probs: Sequence[float], chosen: str, f
            "textposition": "outside", "cliponaxis": False,  # a 0.9 bar's label may pass x = 1
            "hovertemplate": "%{y}: %{x:.4f}<extra></extra>", "textfont": {"size": font_px}}
     layout = {"yaxis": {"tickmode": "array", "tickvals": labels, "ticktext": labels},  # every label, even at 18 px
-              "title": {"text": _("Next-token probabilities")},
+              # under the mode bar (its camera reaches 32 px down on hover): in the stage's narrow column the title
+              # runs to the camera's edge
+              "title": {"text": _("Next-token probabilities"), "yref": "container", "y": 1, "yanchor": "top",
+                        "pad": {"t": MODEBAR_PX + 6}},
               "xaxis": {"range": [0, min(1.0, top * 1.35) or 1.0], "title": {"text": _("probability")}},
-              "height": height_px, "margin": {**_margins(font_px), "r": 3 * font_px}}  # room for that label
+              "height": height_px,
+              "margin": {**_margins(font_px), "t": MODEBAR_PX + font_px + 16, "r": 3 * font_px}}  # r: that label
     return SpecFigure({"data": [bar], "layout": _fonts_dict(layout, font_px)})
 
 
