@@ -447,12 +447,15 @@ if class_mode:  # the projector: the question and its answer first, above the fo
     _teach()
 else:
     _teach()
-    _figures(question, False, font_px, number)
-    with st.container(border=True):
+    # keyed so that narrow.css can put the question above the figure on a phone or a short screen (the figure
+    # fills most of one there)
+    with st.container(key="lesson_figures"):
+        _figures(question, False, font_px, number)
+    with st.container(border=True, key="lesson_ask"):
         st.markdown(_("**Question.** {question}").format(question=question.text))
         student_box(number, question, step, font_px)
 
-foot = st.container(horizontal=True, vertical_alignment="center")
+foot = st.container(horizontal=True, vertical_alignment="center", key="lesson_foot")
 foot.caption(_("Model for the live questions: {model}. Every number here is computed when the step opens, from the "
                "real model or from kvviz's own arithmetic. The words in bold are explained in the glossary.").format(
     model=_model_name(loaded)))

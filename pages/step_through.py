@@ -194,7 +194,7 @@ _open_fresh()
 _apply_link()
 if "step_present" not in st.session_state:  # ?present=1 opens the page in presenter mode
     st.session_state["step_present"] = stage_link.url_flag(st.query_params.get("present"))
-title_row = st.columns([4, 1], vertical_alignment="bottom")
+title_row = st.columns([2, 1], vertical_alignment="bottom")  # 1/5 cut the toggle to "Presente…" at 1024 px with the sidebar
 title_row[0].title(_(routes.STEP_THROUGH.title))
 present = title_row[1].toggle(_("Presenter mode"), key="step_present",
                               help=_("Only the stage, larger type, no sidebar (also ?present=1 in the URL)"))
@@ -358,13 +358,15 @@ def _draw(shown: step_view.StageView, view: str, race: step_view.RaceView | None
         chart_text = a11y.screen_reader_span(f"{figs.stage_figure_text(snap)} {bars_text}")
         left.html(f'<div class="kvviz-readout" style="font-size:{1.1 if present else 1.0}rem">{readout}'
                   f'{chart_text}</div>')
-        a11y.plot(left, figs.stage_figure(snap, font_px, height_px=330), config=CHART)
+        a11y.plot(left, figs.stage_figure(snap, font_px, height_px=370), config=CHART)
         left.caption(shown.rows_caption)
     with right:
         history = st.container()
-        m = st.columns(2, gap="small")
-        for column, tile in zip(m * 2, shown.tiles, strict=True):  # length and size, then this step's dot products
-            column.metric(tile.label, tile.value, help=tile.help)
+        # two rows of two: length and size, then this step's dot products; a row at a time, so a phone, which
+        # stacks columns, reads them in the same order
+        for pair in (shown.tiles[:2], shown.tiles[2:]):
+            for column, tile in zip(st.columns(2, gap="small"), pair, strict=True):
+                column.metric(tile.label, tile.value, help=tile.help)
         if race is not None:
             _race_side(race)
         else:

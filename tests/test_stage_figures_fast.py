@@ -22,17 +22,17 @@ def _by_plotly_api(snap: step_view.StageSnapshot, font_px: int, height_px: int) 
     """stage_figure written with plotly's figure API (make_subplots and update_*, the slow way to the same figure)."""
     rows, head_dim = snap.keys.shape
     y = list(range(snap.first_row, snap.first_row + rows))
-    fig = make_subplots(rows=1, cols=3, shared_yaxes=True, column_widths=[0.37, 0.37, 0.26],
-                        horizontal_spacing=figs.CBAR_GAP,
-                        subplot_titles=(f"K · layer {snap.layer} · kv head {snap.kv_head}", f"V · layer {snap.layer}",
-                                        f"attention · q head {snap.q_head}"))
-    width = 1 - 2 * figs.CBAR_GAP
-    edges = (0.37 * width, 0.74 * width + figs.CBAR_GAP)
-    for col, (name, data, edge) in enumerate((("K", snap.keys, edges[0]), ("V", snap.values, edges[1])), start=1):
+    fig = make_subplots(rows=1, cols=3, shared_yaxes=True, column_widths=list(figs.STAGE_WIDTHS),
+                        horizontal_spacing=figs.PANEL_GAP, subplot_titles=("K", "V", "attention"))
+    fig.update_layout(title={"text": f"layer {snap.layer} · kv head {snap.kv_head} · q head {snap.q_head}", "x": 0,
+                             "xref": "paper", "xanchor": "left", "y": 1, "yref": "container", "yanchor": "top",
+                             "pad": {"t": 6}})
+    for col, (name, data) in enumerate((("K", snap.keys), ("V", snap.values)), start=1):
         limit = float(np.abs(data).max()) or 1.0
+        domain = fig.layout[f"xaxis{col if col > 1 else ''}"].domain
         fig.add_trace(go.Heatmap(z=data.astype(np.float32), x=list(range(head_dim)), y=y,
                                  colorscale=figs.HEATMAP_SCALE, zmin=-limit, zmax=limit, showscale=True,
-                                 colorbar=figs._colorbar(edge, font_px), name=name,
+                                 colorbar=figs._colorbar_under(domain, font_px), name=name,
                                  hovertemplate=f"{name}[position %{{y}}, dim %{{x}}] = %{{z:.3f}}<extra></extra>"),
                       row=1, col=col)
         for pos in snap.new_rows:
@@ -47,7 +47,7 @@ def _by_plotly_api(snap: step_view.StageSnapshot, font_px: int, height_px: int) 
         fig.update_xaxes(title_text="head_dim", title_standoff=2, showticklabels=False, row=1, col=col)
     named = (snap.copy.target_pos,) if snap.copy is not None else ()
     fig.update_yaxes(autorange="reversed", **figs._row_ticks(snap.first_row, snap.row_labels, named), row=1, col=1)
-    fig.update_layout(height=height_px, margin=figs._margins(font_px), showlegend=False, bargap=0.1)
+    fig.update_layout(height=height_px, margin=figs._stage_margins(font_px), showlegend=False, bargap=0.1)
     fig.update_xaxes(tickfont_size=font_px, title_font_size=font_px)
     fig.update_yaxes(tickfont_size=font_px, title_font_size=font_px)
     fig.update_annotations(font_size=font_px)

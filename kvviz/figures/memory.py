@@ -15,6 +15,7 @@ from kvviz.memory.capacity import PagedView
 from kvviz.memory.units import binary_unit, format_bytes, short_bytes
 
 LINE_COLORS = (BLUE, VERMILLION, GREEN, PURPLE)  # never the marker's orange
+TOOLBAR_PX = 32  # the band at a chart's top where its toolbar (Streamlit's and plotly's mode bar) shows on hover
 
 
 def _bytes_axis(unit: str, size: int) -> str:
@@ -77,10 +78,15 @@ def size_vs_context_figure(
     if budget_bytes is not None and budget_bytes > 0:
         fig.add_hline(y=budget_bytes / size, line_dash="dash", line_color="gray",
                       annotation_text=_("memory left for the cache"), annotation_position="top left")
-    legend, top = top_legend(len(configs))
+    # the title in two short lines (one ran off a 1024-px projector's chart and a phone's), below the band at the
+    # top where the chart's toolbar appears on hover; from the chart's left edge, not the plot's (a phone's chart
+    # has room for the Chinese title only there)
+    legend, top = top_legend(len(configs), title_px=50 + TOOLBAR_PX + 18)
     fig.update_layout(
-        title=dict(text=_("KV cache size vs context (batch {batch}): each line stops at its model's maximum "
-                          "context").format(batch=batch), y=0.99, yanchor="top"),
+        title=dict(text=_("KV cache size vs context (batch {batch})").format(batch=batch),
+                   subtitle={"text": _("Each line stops at its model's maximum context.")},
+                   x=0, xref="container", xanchor="left", y=1, yref="container", yanchor="top",
+                   pad={"t": TOOLBAR_PX, "l": 8}),
         xaxis_title=_("context length (tokens)"), yaxis_title=_bytes_axis(unit, size),
         legend=legend, margin=dict(t=top, b=10), height=400 + top,
     )

@@ -26,7 +26,8 @@ RECOMPUTED_COLOR = "#d62728"  # rows an uncached pass recomputes
 ATTENTION_COLOR = "#1c7ed6"
 HEATMAP_SCALE = "RdBu_r"
 MAX_TICK_LABELS = 20  # at most this many row labels, so 14 px text never overlaps
-CBAR_GAP = 0.075  # room between panels for a colour scale with its tick labels
+PANEL_GAP = 0.03  # between the stage's panels (their colour scales sit under them, not between)
+STAGE_WIDTHS = (0.35, 0.35, 0.30)  # K : V : attention; the attention panel wide enough for its word and 3 ticks
 MODEBAR_PX = 28  # plotly's mode bar (camera button) sits in the top 28 px: titles go below it
 
 
@@ -124,22 +125,36 @@ def _colorbar(x: float, font_px: int) -> dict:
             "tickfont": {"size": font_px}, "nticks": 4, "ticklen": 3}
 
 
+def _colorbar_under(domain: Sequence[float], font_px: int) -> dict:
+    """A thin horizontal colour scale under a heatmap panel (`domain`: the panel's x range, paper coordinates), at
+    the figure's bottom edge: its ticks never reach a neighbouring panel, however narrow the screen (a phone)."""
+    return {"orientation": "h", "x": (domain[0] + domain[1]) / 2, "xanchor": "center", "len": domain[1] - domain[0],
+            "y": 0, "yref": "container", "yanchor": "bottom", "ypad": 4, "thickness": 8, "outlinewidth": 0,
+            "tickfont": {"size": font_px}, "nticks": 3, "ticklen": 3}
+
+
+def _stage_margins(font_px: int) -> dict:
+    """Room above for the title (left, on the mode bar's band) and the panel titles; below for "head_dim" and the
+    colour scales' bar and ticks."""
+    return {**_margins(font_px), "b": 2 * font_px + 34}
+
+
 def stage_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 420) -> go.Figure:
-    """K | V | attention, sharing one row axis: the new query reads every cached row, in one picture."""
+    """K | V | attention, sharing one row axis: the new query reads every cached row, in one picture. Which layer
+    and heads are shown is the figure's title, so each panel's own title is one word (it fits a phone's third)."""
     rows, head_dim = snap.keys.shape
     y = list(range(snap.first_row, snap.first_row + rows))
-    layout = _panels((_("K · layer {layer} · kv head {kv_head}").format(layer=snap.layer, kv_head=snap.kv_head),
-                      _("V · layer {layer}").format(layer=snap.layer),
-                      _("attention · q head {head}").format(head=snap.q_head)),  # short, so it fits
-                     (0.37, 0.37, 0.26), CBAR_GAP)
-    width = 1 - 2 * CBAR_GAP  # the panels' share of the plot width, split 0.37 : 0.37 : 0.26
-    edges = (0.37 * width, 0.74 * width + CBAR_GAP)  # right edges of the K and V panels
+    layout = _panels(("K", "V", _("attention")), STAGE_WIDTHS, PANEL_GAP)
+    layout["title"] = {"text": _("layer {layer} · kv head {kv_head} · q head {head}").format(
+        layer=snap.layer, kv_head=snap.kv_head, head=snap.q_head), "x": 0, "xref": "paper", "xanchor": "left",
+        "y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 6}}
     data, shapes = [], []
-    for col, (name, values, edge) in enumerate((("K", snap.keys, edges[0]), ("V", snap.values, edges[1])), start=1):
+    for col, (name, values) in enumerate((("K", snap.keys), ("V", snap.values)), start=1):
         limit = float(np.abs(values).max()) or 1.0
+        domain = layout[_axis("xaxis", col)]["domain"]
         data.append({"type": "heatmap", "z": values.astype(np.float32), "x": list(range(head_dim)), "y": y,
                      "colorscale": _colorscale(HEATMAP_SCALE), "zmin": -limit, "zmax": limit, "showscale": True,
-                     "colorbar": _colorbar(edge, font_px), "name": name,
+                     "colorbar": _colorbar_under(domain, font_px), "name": name,
                      "hovertemplate": _("{name}[position %{{y}}, dim %{{x}}] = %{{z:.3f}}<extra></extra>").format(
                          name=name), "xaxis": _axis("x", col), "yaxis": _axis("y", col)})
         shapes += _outline_shapes(snap.new_rows, head_dim, col, NEW_ROW_COLOR)
@@ -153,7 +168,7 @@ def stage_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 420) -
         layout[key].update(title={"text": "head_dim", "standoff": 2}, showticklabels=False)
     named = (snap.copy.target_pos,) if snap.copy is not None else ()  # the row the readout names
     layout["yaxis"].update(autorange="reversed", **_row_ticks(snap.first_row, snap.row_labels, named))
-    layout.update(height=height_px, margin=_margins(font_px), showlegend=False, bargap=0.1, shapes=shapes)
+    layout.update(height=height_px, margin=_stage_margins(font_px), showlegend=False, bargap=0.1, shapes=shapes)
     return SpecFigure({"data": data, "layout": _fonts_dict(layout, font_px)})
 
 
@@ -368,9 +383,13 @@ def next_token_bars(texts: Sequence[str], probs: Sequence[float], chosen: str, f
            "textposition": "outside", "cliponaxis": False,  # a 0.9 bar's label may pass x = 1
            "hovertemplate": "%{y}: %{x:.4f}<extra></extra>", "textfont": {"size": font_px}}
     layout = {"yaxis": {"tickmode": "array", "tickvals": labels, "ticktext": labels},  # every label, even at 18 px
-              "title": {"text": _("Next-token probabilities")},
+              # under the mode bar (its camera reaches 32 px down on hover): in the stage's narrow column the title
+              # runs to the camera's edge
+              "title": {"text": _("Next-token probabilities"), "yref": "container", "y": 1, "yanchor": "top",
+                        "pad": {"t": MODEBAR_PX + 6}},
               "xaxis": {"range": [0, min(1.0, top * 1.35) or 1.0], "title": {"text": _("probability")}},
-              "height": height_px, "margin": {**_margins(font_px), "r": 3 * font_px}}  # room for that label
+              "height": height_px,
+              "margin": {**_margins(font_px), "t": MODEBAR_PX + font_px + 16, "r": 3 * font_px}}  # r: that label
     return SpecFigure({"data": [bar], "layout": _fonts_dict(layout, font_px)})
 
 

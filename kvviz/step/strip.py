@@ -98,4 +98,4 @@ def strip_html(strip: Sequence[StripToken], max_tokens: int = 36, font_rem: floa
         # muted as every caption is: the class kvviz.ui.a11y.MUTED (readable.css styles it), never an opacity of its own
         key += f' <span class="kvviz-muted" style="font-size:{0.8 * font_rem}rem">{html.escape(note)}</span>'
     return (f'<div class="kvviz-strip" style="line-height:1.9">{"".join(spans)}</div>'
-            + (f'<div style="margin-top:2px">{key}</div>' if legend else ""))
+            + (f'<div class="kvviz-strip-key" style="margin-top:2px">{key}</div>' if legend else ""))
