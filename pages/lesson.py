@@ -19,7 +19,7 @@ import streamlit as st
 
 from kvviz import i18n, routes
 from kvviz.figures import export_config
-from kvviz.figures.lesson import lesson_figure
+from kvviz.figures.lesson import lesson_figure, tokens_html
 from kvviz.i18n import N_, _, ngettext
 from kvviz.inputs import query_values
 from kvviz.teaching import glossary, handout, lesson
@@ -207,8 +207,11 @@ def _term_label(term: str) -> str:
 
 def _figures(question: lesson.Question, after: bool, font_px: int, number: int) -> None:
     for i, pic in enumerate(p for p in question.pictures if p.after == after):
-        a11y.chart(st, lesson_figure(pic.kind, pic.data, font_px), config=export_config(f"lesson_step_{number}"),
-                        key=f"lesson_fig_{number}_{int(after)}_{i}_{font_px}")
+        if pic.kind == "tokens":  # chips that wrap: readable on a phone as on a projector
+            st.html(tokens_html(pic.data, font_px))
+        else:
+            a11y.chart(st, lesson_figure(pic.kind, pic.data, font_px), config=export_config(f"lesson_step_{number}"),
+                       key=f"lesson_fig_{number}_{int(after)}_{i}_{font_px}")
         st.caption(pic.caption)  # written in the question's language when it was asked
 
 

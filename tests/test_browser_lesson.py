@@ -23,7 +23,7 @@ CUT_JS = """(w) => {
   const out = [];
   if (document.documentElement.scrollWidth > w + 1) out.push('page scrolls sideways: ' + document.documentElement.scrollWidth);
   const shown = '.js-plotly-plot, [data-testid="stButton"], [data-testid="stMarkdownContainer"], '
-    + '[data-testid="stDataFrame"], [data-testid="stPageLink"]';
+    + '[data-testid="stDataFrame"], [data-testid="stPageLink"], .kvviz-token-grid';
   for (const e of document.querySelectorAll(shown)) {
     const r = e.getBoundingClientRect();
     if (r.width > 0 && r.right > w + 1) out.push(e.className || e.dataset.testid);
@@ -48,10 +48,12 @@ def test_every_step_has_a_figure_and_nothing_is_cut_at_1280x720(app_url, scheme,
         tab.get_by_role("button", name="Show me").click()
         tab.get_by_text("The computed answer is").first.wait_for()
         _settled(tab)
-        charts = tab.locator('[data-testid="stPlotlyChart"]')
-        charts.first.wait_for(timeout=60_000)  # every step has a figure once its answer is shown
+        # every step has a figure once its answer is shown: a chart, or the tokens as chips that wrap (step 2)
+        charts = tab.locator('[data-testid="stPlotlyChart"], .kvviz-token-grid')
+        charts.first.wait_for(timeout=60_000)
         charts.last.scroll_into_view_if_needed()
-        tab.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)  # drawn by plotly.js
+        if tab.locator('[data-testid="stPlotlyChart"]').count():
+            tab.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)  # drawn by plotly.js
         tab.wait_for_timeout(300)
         assert_no_errors(tab)
         assert tab.evaluate(CUT_JS, 1280) == [], f"step {number}: cut at 1280 px"

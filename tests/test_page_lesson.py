@@ -3,6 +3,8 @@ against the numbers computed live (first wrong answer -> a hint without the numb
 byte answers in any unit, the ending's score, class mode's one-click reveal, and ?step=N deep links."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -41,7 +43,9 @@ def _answer(at: AppTest, number: int, value, unit: str | None = None) -> AppTest
 
 
 @pytest.mark.app
-def test_every_step_renders_with_a_figure_and_next_on_12_leads_to_the_ending(fresh_streamlit_caches):
+def test_every_step_renders_with_a_figure_and_next_on_12_leads_to_the_ending(fresh_streamlit_caches, bundled):
+    from kvviz.step.engine import StepEngine
+
     at = _lesson()
     seen = []
     for number in range(1, N + 1):
@@ -51,7 +55,12 @@ def test_every_step_renders_with_a_figure_and_next_on_12_leads_to_the_ending(fre
         at.button(key=f"lesson_show_{number}").click().run()  # reveal: answer, arithmetic, figures, link
         assert not at.exception
         assert at.info and "computed answer" in at.info[0].value
-        assert at.get("plotly_chart"), f"step {number} shows no figure"
+        chips = [h for h in at.get("html") if "kvviz-token-grid" in h.proto.body]  # the tokens' picture
+        assert at.get("plotly_chart") or chips, f"step {number} shows no figure"
+        if number == 2:  # the prompt as chips, one per position, in order (they wrap on a phone)
+            (grid,) = chips
+            prompt = len(StepEngine(bundled).tokenize(lesson.LESSON_PROMPT))
+            assert re.findall(r'data-pos="(\d+)"', grid.proto.body) == [str(i) for i in range(prompt)]
         at.button(key="lesson_next").click().run()
         assert not at.exception
     assert len(set(seen)) == N  # every step asks its own question

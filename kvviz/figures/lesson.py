@@ -10,6 +10,7 @@ the current language (kvviz.i18n); numbers keep the same format in both.
 """
 from __future__ import annotations
 
+import html
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -17,7 +18,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from kvviz.i18n import _
+from kvviz.i18n import _, ngettext
 from kvviz.measure.timing import median
 from kvviz.step.view import visible
 
@@ -75,6 +76,32 @@ def _tokens(d: dict[str, Any], font_px: int) -> go.Figure:
     fig.update_xaxes(visible=False, range=[-0.55, per_row - 0.45])
     fig.update_yaxes(visible=False, range=[-(n_rows - 1) - 0.45, 0.6])
     return _layout(fig, font_px, 40 + (2 * font_px + 44) * n_rows)
+
+
+# The chips' colours are explicit (dark text on light fills) so they read in light and dark themes alike.
+_CHIP = "background:#e7f1fb;border:2px solid #1c7ed6;color:#0b1f33"
+_NEWEST_CHIP = "background:#ffe8d6;border:4px solid #e8590c;color:#6b2600;font-weight:bold"
+
+
+def tokens_html(d: Mapping[str, Any], font_px: int = 16) -> str:
+    """The "tokens" picture as HTML chips that wrap to the screen's width: each token in its box, its position
+    above it, the newest outlined in orange. The page draws this one as HTML (a plotly figure lays out a fixed
+    number of boxes per row, and on a phone its 9 boxes ran into each other); the handout, printed on a page of
+    known width, keeps the figure. Each chip carries data-pos, its position."""
+    texts, newest = d["texts"], d.get("newest")
+    chips = []
+    for i, text in enumerate(texts):
+        style = _NEWEST_CHIP if i == newest else _CHIP
+        chips.append(
+            f'<span data-pos="{i}" style="display:inline-flex;flex-direction:column;align-items:center;'
+            f'margin:0 6px 8px 0">'
+            f'<b style="font-size:{font_px}px;color:#868e96;line-height:1.3">{i}</b>'
+            f'<span style="{style};border-radius:6px;padding:2px 8px;font-size:{font_px + 2}px;'
+            f'font-family:monospace;white-space:pre;line-height:1.4">{html.escape(token_label(text))}</span></span>')
+    label = html.escape(ngettext("The token by position, {n} in all", "The tokens by position, {n} in all",
+                                  len(texts)).format(n=len(texts)))
+    return (f'<div class="kvviz-token-grid" role="list" aria-label="{label}" '
+            f'style="display:flex;flex-wrap:wrap;align-items:flex-end">{"".join(chips)}</div>')
 
 
 def _rows_per_layer(d: dict[str, Any], font_px: int) -> go.Figure:
