@@ -40,8 +40,7 @@ def refusal(setting: Setting, key: str) -> str | None:
 
 
 def _message(setting: Setting, refused: ValueError) -> str:
-    return _("{error}. Using {default:,} until it is changed.").format(error=str(refused).rstrip("."),
-                                                                      default=setting.default)
+    return _refused(str(refused), setting.default)
 
 
 def number(place, setting: Setting, label: str, *, key: str, notices=None, refused: list[str] | None = None,
@@ -123,6 +122,9 @@ def _refused(error: str, default) -> str:
     return _("{error}. Using {default} until it is changed.").format(error=error.rstrip("."), default=shown)
 
 
+EMPTY = object()  # guard(default=EMPTY): a box whose empty value is valid (an automatic choice)
+
+
 def guard(place, setting: Setting, key: str, *, default=None, notices=None, refused: list[str] | None = None,
           reset: bool = True, shown: str | None = None) -> str | None:
     """Before a slider, a URL-bound box or a box that may be empty is drawn: a value the browser sent past
@@ -131,18 +133,16 @@ def guard(place, setting: Setting, key: str, *, default=None, notices=None, refu
     widget's own `value` is `default`, to which Streamlit resets it anyway. shown: how the message names the
     value used instead (for EMPTY, e.g. "auto (4)"). Returns the message."""
     default = setting.default if default is None else default
-    message = sent_refusal(setting, key, default=shown or default, empty_ok=default is _EMPTY)
+    message = sent_refusal(setting, key, default=shown or default, empty_ok=default is EMPTY)
     if message:
         if reset:
-            st.session_state[key] = None if default is _EMPTY else default  # before the widget: it shows this
+            st.session_state[key] = None if default is EMPTY else default  # before the widget: it shows this
         (notices or place).error(message)
         if refused is not None:
             refused.append(message)
     return message
 
 
-_EMPTY = object()
-EMPTY = _EMPTY  # guard(default=EMPTY): a box whose empty value is valid (an automatic choice)
 
 
 def linked_number(place, setting: IntSetting, label: str, *, key: str, value: int, notices=None, **widget) -> int:
