@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz.i18n import _
+from kvviz.i18n import _, list_sep
 from kvviz.inputs.prompt_rules import FloatSetting, IntSetting
 
 Setting = IntSetting | FloatSetting
@@ -114,7 +114,7 @@ def sent_option_refusal(key: str, name: str, labels: list[str], default) -> str 
     sent = _sent(key)
     if sent is _NOT_SENT or all(label in labels for label in sent):
         return None
-    return _refused(_("{name} must be one of {options}").format(name=_(name), options=", ".join(labels)), default)
+    return _refused(_("{name} must be one of {options}").format(name=_(name), options=list_sep().join(labels)), default)
 
 
 def _refused(error: str, default) -> str:
