@@ -44,7 +44,16 @@ from typing import Any
 
 from kvviz.i18n import _
 from kvviz.inputs import echo
-from kvviz.memory import LIMITS, KVConfig, MemoryInputError, check_int, head_dim_from_hidden, resolve_dtype, short_repr
+from kvviz.memory import (
+    LIMITS,
+    KVConfig,
+    MemoryInputError,
+    check_int,
+    head_dim_from_hidden,
+    layers,
+    resolve_dtype,
+    short_repr,
+)
 from kvviz.memory.config_fields import config_field
 
 MAX_CONFIG_CHARS = 5_000_000  # a real config.json is a few KB; refuse megabytes of paste before parsing
@@ -76,7 +85,8 @@ _SHAPE_FIELDS: tuple[tuple[tuple[str, ...], int], ...] = (
 
 @dataclass(frozen=True)
 class ImportedConfig:
-    config: KVConfig  # the decoder's self-attention cache (the whole cache of a decoder-only model)
+    config: KVConfig | None  # a uniform layout's self-attention cache; for a model of mixed layers, its attention
+    # layers' shape as if every layer were one (None: no attention layer at all, e.g. Mamba-2)
     used: dict[str, Any]  # config.json field -> value, for every field that fed the calculator
     missing: tuple[str, ...]  # what was not in the file and what was taken instead (defaults included)
     max_context: int | None
@@ -86,6 +96,7 @@ class ImportedConfig:
     cross_attention: KVConfig | None = None  # encoder-decoder: cache of encoder K/V, one row per encoder token
     transformers_kv_heads: int | None = None  # heads transformers' DynamicCache stores, if not config.n_kv_heads
     transformers_class: str | None = None  # the config class that resolved the fields, e.g. "Gemma3TextConfig"
+    layers: layers.CacheLayers | None = None  # layer by layer, as DynamicCache(config=...) builds it (decoders)
 
 
 def load_json_object(text_or_dict: str | bytes | dict[str, Any]) -> dict[str, Any]:
@@ -274,12 +285,17 @@ def _transformers_config(raw: dict[str, Any]) -> Any | None:
 
     if model_type not in CONFIG_MAPPING:
         return None
+    from transformers.configuration_utils import PreTrainedConfig
+
     _check_torch_dtype(raw)
     cls = CONFIG_MAPPING[model_type]
     for value in raw.values():  # import the sub-configs' modules here, once, not in every child
         sub_type = value.get("model_type") if isinstance(value, dict) else None
         if isinstance(sub_type, str) and sub_type in CONFIG_MAPPING:
             CONFIG_MAPPING[sub_type]
+    # save_pretrained writes inf/nan as {"__float__": "Infinity"} (Mamba-2's time_step_limit); from_pretrained decodes
+    # them with this classmethod before the class sees them, and so does kvviz
+    raw = PreTrainedConfig._decode_special_floats(raw)
     verbosity = logging.get_verbosity()
     logging.set_verbosity_error()
     try:
@@ -471,6 +487,11 @@ def _parse_resolved(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, dty
     enc_dec = bool(getattr(top, "is_encoder_decoder", False)) and (
         hasattr(top, "num_decoder_layers") or hasattr(top, "decoder_layers"))
     t = top if enc_dec else top.get_text_config(decoder=True)  # (BART's decoder view resets to defaults)
+    stack = None
+    if not enc_dec:  # the layer list DynamicCache(config=...) builds: the figure every page and the CLI count
+        stack = layers.from_transformers(t, _dtype(dtype, t, top, {}, set())[0], display_name(raw, text_raw))
+        if not plain_attention(stack):  # a hybrid, per-layer shapes, no attention at all: counted layer by layer
+            return _parse_layers(raw, text_raw, top, t, stack, dtype)
     t = uniform_layers(t)
     given = {**raw, **text_raw} if text_raw else dict(raw)
     aliases = {alias: name for alias, name in type(t).attribute_map.items()}
@@ -540,8 +561,84 @@ def _parse_resolved(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, dty
     max_ctx = getattr(t, "max_position_embeddings", None)
     extras = {k: v for k, v in (("n_embd", hidden), ("d_ff", _d_ff(t, hidden)), ("vocab_size",
               getattr(t, "vocab_size", None))) if isinstance(v, int)}
+    if stack is not None:
+        stack = replace(stack, name=name)
     return ImportedConfig(config, used, tuple(missing), max_ctx if isinstance(max_ctx, int) else None, extras,
-                          defaults, tuple(notes), cross, stored if stored != n_kv else None, type(t).__name__)
+                          defaults, tuple(notes), cross, stored if stored != n_kv else None, type(t).__name__, stack)
+
+
+def plain_attention(stack: layers.CacheLayers) -> bool:
+    """Every layer full, sliding or MLA attention of one K/V shape (windows aside): what one KVConfig describes."""
+    attention = stack.attention_layers()
+    return (len(attention) == stack.n_layer and {x.kind for x in attention} <= {"full", "sliding", "mla"}
+            and len({x.parts for x in attention}) == 1)
+
+
+def _parse_layers(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, t: Any, stack: layers.CacheLayers,
+                  dtype: str | None) -> ImportedConfig:
+    """A model whose layers are not all attention of one shape (Qwen3-Next, Jamba, Mamba-2, Gemma 4 ...): the layer
+    list is the result. `config` is its attention layers' shape as if every layer were one (None without
+    attention): the comparison "every layer full attention", and what the form shows."""
+    given = {**raw, **text_raw} if text_raw else dict(raw)
+    used: dict[str, Any] = {"model_type": raw.get("model_type")}
+    if text_raw:
+        used["text_config"] = _("(the language model's fields were read from here)")
+    dt, dtype_note = _dtype(dtype, t, top, used, set(given))
+    types = getattr(t, "layer_types", None)
+    if isinstance(types, (list, tuple)):
+        counts: dict[str, int] = {}
+        for layer_type in types:
+            counts[str(layer_type)] = counts.get(str(layer_type), 0) + 1
+        used["layer_types"] = " + ".join(f"{n} {kind}" for kind, n in counts.items())
+    for key in ("num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "kv_lora_rank",
+                "qk_rope_head_dim", "index_head_dim", "sliding_window", "attention_chunk_size",
+                "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+                "linear_conv_kernel_dim", "linear_num_heads", "linear_head_dim", "mamba_d_state", "mamba_d_conv",
+                "mamba_expand", "mamba_n_heads", "mamba_d_head", "mamba_n_groups", "mamba_num_heads",
+                "mamba_head_dim", "ssm_state_size", "state_size", "conv_kernel", "num_heads", "n_groups",
+                "conv_L_cache", "lru_width", "conv1d_width", "attention_window_size", "num_kv_shared_layers",
+                "global_head_dim", "num_global_key_value_heads"):
+        if key in given and getattr(t, key, None) is not None:
+            used[key] = getattr(t, key)
+    missing = [m for m in (dtype_note,) if m]
+    name = display_name(raw, text_raw)
+    stack = replace(stack, name=name)
+    attention = stack.as_all_attention()
+    config = None
+    if attention is not None:
+        first = attention.layers[0]
+        keys = first.parts[0]
+        heads = getattr(t, "num_attention_heads", None)
+        if first.kind == "mla":
+            rope = first.parts[1].shape[-1] if len(first.parts) > 1 else 0
+            config = KVConfig(stack.n_layer, heads or 1, 1, int(keys.shape[-1]) + int(rope), dt,
+                              int(keys.shape[-1]), int(rope), name=name)
+        else:
+            kv_heads, head_dim = int(keys.shape[0]), int(keys.shape[-1])
+            heads = heads if isinstance(heads, int) and heads >= kv_heads and heads % kv_heads == 0 else kv_heads
+            config = KVConfig(stack.n_layer, heads, kv_heads, head_dim, dt, name=name)
+    notes = list(layer_notes(stack))
+    max_ctx = getattr(t, "max_position_embeddings", None)
+    hidden = getattr(t, "hidden_size", None)
+    extras = {k: v for k, v in (("n_embd", hidden), ("d_ff", _d_ff(t, hidden)), ("vocab_size",
+              getattr(t, "vocab_size", None))) if isinstance(v, int)}
+    return ImportedConfig(config, used, tuple(missing), max_ctx if isinstance(max_ctx, int) else None, extras, {},
+                          tuple(notes), None, None, type(t).__name__, stack)
+
+
+def layer_notes(stack: layers.CacheLayers) -> tuple[str, ...]:
+    """What the layer list means for the figure: which layers grow, which hold a fixed state, and where transformers'
+    storage differs from vLLM's (cited in kvviz.memory.serving)."""
+    from kvviz.memory import serving
+
+    notes = []
+    windowed = [x for x in stack.layers if x.window is not None]
+    if windowed:
+        notes.append(_("transformers' windowed layers keep the last window - 1 tokens ({kept:,}); the figure counts "
+                       "that, and the peak during a step holds one row more per windowed layer.").format(
+                           kept=windowed[0].window - 1))
+    notes += serving.vllm_notes(stack)
+    return tuple(notes)
 
 
 # What shapes a layer's K/V cache: these must be one value across the layers that hold a cache.

@@ -10,7 +10,11 @@ for random-weight GPT-2s). GPU capacities say whether they are the driver's usab
 """
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from kvviz.i18n import N_, _
 from kvviz.memory import KVConfig, MemoryInputError
@@ -103,6 +107,69 @@ PRESETS: dict[str, Preset] = {p.name: p for p in [
 ]}
 
 
+# ----- presets read layer by layer from their published config.json ----------------------------------------------
+# Models whose layers are not all attention of one shape (linear-attention and SSM hybrids, chunked and indexed
+# attention, per-layer shapes): each is its published config.json (preset_configs/<name>.json: the file's fields as
+# published, with where it was read), imported as the memory page imports a pasted config, through transformers'
+# own config class and kvviz.memory.layers. transformers is imported only when one is chosen.
+PRESET_CONFIGS = Path(__file__).resolve().parent / "preset_configs"
+
+
+@dataclass(frozen=True)
+class LayeredPreset:
+    name: str  # the file's stem: the preset's key in links and the CLI
+    title: str  # the model's own name
+    repo: str
+    source: str  # the config.json URL in the model's repository
+    retrieved_from: str  # the copy the numbers were read from
+    n_params: int | None
+    complete: bool  # False: the copy is an excerpt of the cache-shaping fields
+    config: dict[str, Any]  # the config.json as published
+    as_transformers: dict[str, Any]  # fields that read a remote-code config with transformers' own class
+
+    @property
+    def max_context(self) -> int | None:
+        text = self.config.get("text_config") if isinstance(self.config.get("text_config"), dict) else {}
+        value = text.get("max_position_embeddings", self.config.get("max_position_embeddings"))
+        return value if isinstance(value, int) and value > 0 else None
+
+    def transformers_config(self) -> dict[str, Any]:
+        """The config transformers reads: the published one, or, for a remote-code model (MiniMax-M1), the same
+        numbers under the transformers class that implements it, with its layer list spelled as that class spells it
+        (MiniMax's attn_type_list: 0 = lightning/linear, 1 = softmax attention)."""
+        if not self.as_transformers:
+            return self.config
+        cfg = {k: v for k, v in self.config.items() if k not in ("auto_map", "architectures")}
+        cfg.update({k: v for k, v in self.as_transformers.items() if k != "layer_types_from"})
+        if self.as_transformers.get("layer_types_from") == "attn_type_list":
+            cfg["layer_types"] = ["full_attention" if t == 1 else "linear_attention" for t in cfg.pop("attn_type_list")]
+        return cfg
+
+    def imported(self, dtype: str | None = None) -> Any:
+        """The config_import.ImportedConfig of this preset (cached: transformers builds it once per process)."""
+        return _import_preset(self.name, dtype)
+
+
+def _read_layered() -> dict[str, LayeredPreset]:
+    found = {}
+    for path in sorted(PRESET_CONFIGS.glob("*.json")):
+        d = json.loads(path.read_text(encoding="utf-8"))
+        found[path.stem] = LayeredPreset(path.stem, d["name"], d["repo"], d["source"], d["retrieved_from"],
+                                         d.get("n_params"), d.get("complete", True), d["config"],
+                                         d.get("as_transformers", {}))
+    return found
+
+
+LAYERED_PRESETS: dict[str, LayeredPreset] = _read_layered()
+
+
+@functools.lru_cache(maxsize=64)
+def _import_preset(name: str, dtype: str | None) -> Any:
+    from kvviz.memory import config_import
+
+    return config_import.parse_hf_config(LAYERED_PRESETS[name].transformers_config(), dtype=dtype)
+
+
 def get_preset(name: str) -> Preset:
     key = name.strip().lower()
     if key not in PRESETS:
@@ -114,8 +181,9 @@ def past_trained_positions(name: str, context: int) -> str | None:
     """The one rule for a context longer than a preset's trained positions (the memory page and `python -m kvviz
     memory` both say it): None when `name` is no preset or `context` is within its max_context, else the warning,
     in the current language."""
-    preset = PRESETS.get(name.strip().lower())
-    if preset is None or context <= preset.max_context:
+    key = name.strip().lower()
+    preset = PRESETS.get(key) or LAYERED_PRESETS.get(key)
+    if preset is None or preset.max_context is None or context <= preset.max_context:
         return None
     return _("{n:,} tokens exceeds {preset}'s own context window of {own:,} tokens: the bytes are exact arithmetic, "
              "but the model was not trained to run that long.").format(n=context, preset=preset.name,
