@@ -454,6 +454,8 @@ def _parse(raw: dict[str, Any], dtype: str | None) -> ImportedConfig:
     bound_allocations(raw)
     if text_note is not None:  # transformers reads such a config from its top-level fields: hand it those
         raw = {k: v for k, v in raw.items() if k != "text_config"}
+    for cfg in (raw, text_raw):
+        check_layer_types(cfg)
     resolved = _transformers_config(raw)
     imported = (_parse_as_written(raw, text_raw, dtype) if resolved is None
                 else _parse_resolved(raw, text_raw, resolved, dtype))
@@ -463,6 +465,63 @@ def _parse(raw: dict[str, Any], dtype: str | None) -> ImportedConfig:
     return replace(imported, used={k: _shown(v) for k, v in imported.used.items()},
                    max_context=max_ctx if max_ctx is not None and 1 <= max_ctx <= LIMITS["context_len"] else None,
                    extras={k: v for k, v in imported.extras.items() if 1 <= v <= 10**12})
+
+
+# Layer types kvviz counts when transformers' class is not there to read them (a config read as written)
+_ATTENTION_TYPES = ("full_attention", "sliding_attention")
+# What other configs call their layer list: a non-attention entry in any of these is never counted as attention
+_OTHER_LAYER_LISTS = {"attn_type_list": (0,), "layers_block_type": ("mamba", "linear_attention", "mlp", "moe"),
+                      "block_types": ("recurrent",)}
+
+
+def check_layer_types(cfg: dict[str, Any]) -> None:
+    """Refuse, in one sentence naming it and its layer, a layer type transformers does not know (never counted as
+    attention), and a layer list whose length disagrees with the layer count. A config whose model_type transformers
+    does not know is read as written: a layer that is not attention is refused there too (kvviz cannot size its
+    state without the model's class)."""
+    types = cfg.get("layer_types")
+    n_layer = cfg.get("num_hidden_layers")
+    model_type = cfg.get("model_type")
+    known = isinstance(model_type, str) and _known_model_type(model_type)
+    if isinstance(types, list):
+        transformers_types: tuple[str, ...] = ()
+        if isinstance(model_type, str):  # (without one, no transformers is imported: a plain dict is read as written)
+            from transformers.configuration_utils import (  # lazy: torch
+                _LEGACY_LAYER_TYPE_REMAP,
+                ALLOWED_ATTN_LAYER_TYPES,
+                ALLOWED_MLP_LAYER_TYPES,
+            )
+
+            # what its classes accept: today's names, and the old ones they remap (mamba, attention ...); nemotron_h's
+            # "mlp" blocks too (a layer without attention: DynamicCache's "dummy")
+            transformers_types = (*ALLOWED_ATTN_LAYER_TYPES, *ALLOWED_MLP_LAYER_TYPES, *_LEGACY_LAYER_TYPE_REMAP, "mlp")
+        allowed = transformers_types if known else _ATTENTION_TYPES
+        for i, layer_type in enumerate(types):
+            if layer_type not in allowed:
+                if layer_type in transformers_types:
+                    raise MemoryInputError(_(
+                        "layer {layer} is a {type} layer, but model_type {model_type} is not one the installed "
+                        "transformers knows, so kvviz cannot size its state; it is never counted as attention: use "
+                        "the model_type of the transformers class that implements it").format(
+                            layer=i, type=short_repr(layer_type), model_type=short_repr(model_type)))
+                raise MemoryInputError(_("layer {layer} has the layer type {type}, which transformers does not know "
+                                         "(e.g. full_attention, sliding_attention, linear_attention); kvviz never "
+                                         "counts an unknown layer as attention").format(
+                                             layer=i, type=short_repr(layer_type)))
+        if isinstance(n_layer, int) and not isinstance(n_layer, bool) and len(types) != n_layer:
+            raise MemoryInputError(_("layer_types names {n:,} layers, but num_hidden_layers is {layers:,}: give one "
+                                     "type per layer").format(n=len(types), layers=n_layer))
+    if known:
+        return
+    for key, others in _OTHER_LAYER_LISTS.items():
+        listed = cfg.get(key)
+        if isinstance(listed, list) and any(x in others for x in listed):
+            layer = next(i for i, x in enumerate(listed) if x in others)
+            raise MemoryInputError(_(
+                "{key} makes layer {layer} something other than attention ({value}), and model_type {model_type} is "
+                "not one the installed transformers knows, so kvviz cannot size its state; it is never counted as "
+                "attention: use the model_type of the transformers class that implements it").format(
+                    key=key, layer=layer, value=short_repr(listed[layer]), model_type=short_repr(model_type)))
 
 
 def _shown(value: Any) -> Any:
@@ -598,8 +657,8 @@ def _parse_layers(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, t: An
                 "mamba_head_dim", "ssm_state_size", "state_size", "conv_kernel", "num_heads", "n_groups",
                 "conv_L_cache", "lru_width", "conv1d_width", "attention_window_size", "num_kv_shared_layers",
                 "global_head_dim", "num_global_key_value_heads"):
-        if key in given and getattr(t, key, None) is not None:
-            used[key] = getattr(t, key)
+        if key in given and _global_attr(t, key) is not None:
+            used[key] = _global_attr(t, key)
     missing = [m for m in (dtype_note,) if m]
     name = display_name(raw, text_raw)
     stack = replace(stack, name=name)
@@ -608,7 +667,7 @@ def _parse_layers(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, t: An
     if attention is not None:
         first = attention.layers[0]
         keys = first.parts[0]
-        heads = getattr(t, "num_attention_heads", None)
+        heads = _global_attr(t, "num_attention_heads")
         if first.kind == "mla":
             rope = first.parts[1].shape[-1] if len(first.parts) > 1 else 0
             config = KVConfig(stack.n_layer, heads or 1, 1, int(keys.shape[-1]) + int(rope), dt,
@@ -624,6 +683,15 @@ def _parse_layers(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, t: An
               getattr(t, "vocab_size", None))) if isinstance(v, int)}
     return ImportedConfig(config, used, tuple(missing), max_ctx if isinstance(max_ctx, int) else None, extras, {},
                           tuple(notes), None, None, type(t).__name__, stack)
+
+
+def _global_attr(t: Any, key: str) -> Any:
+    """A config's global value of `key`, or None: a heterogeneous config (Gemma 4) refuses to give one for a field
+    that varies by layer (its per-layer values are in the layer list)."""
+    try:
+        return getattr(t, key, None)
+    except Exception:  # noqa: BLE001 -- transformers' AmbiguousGlobalPerLayerAttributeError, among others
+        return None
 
 
 def layer_notes(stack: layers.CacheLayers) -> tuple[str, ...]:

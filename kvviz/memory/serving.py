@@ -35,10 +35,18 @@ def _bytes_per_number(dtype: str) -> int:
     return max(1, DTYPES[dtype].bits // 8)
 
 
+# Models whose vLLM config hook keeps the SSM state in float32 unless told otherwise (vllm/model_executor/models/
+# config.py, NemotronHForCausalLMConfig.DEFAULT_MAMBA_SSM_CACHE_DTYPE = "float32")
+VLLM_FP32_SSM_STATE = ("nemotron_h",)
+
+
 def vllm_state_bytes(stack: CacheLayers, model_dtype: str) -> int:
-    """One sequence's states as vLLM stores them by default: every state number in the model's dtype."""
-    size = _bytes_per_number(model_dtype)
-    return sum(p.numbers * size for x in stack.layers for p in x.parts if not p.grows)
+    """One sequence's states as vLLM stores them by default: conv states in the model's dtype, recurrent states too
+    except where vLLM's model hook keeps them in float32."""
+    conv = _bytes_per_number(model_dtype)
+    ssm = 4 if stack.model_type in VLLM_FP32_SSM_STATE else conv
+    return sum(p.numbers * (ssm if p.name == "recurrent_state" else conv)
+               for x in stack.layers for p in x.parts if not p.grows)
 
 
 def state_model_dtype(stack: CacheLayers) -> str | None:
@@ -72,7 +80,9 @@ def paged_layout(stack: CacheLayers, block_size: int = VLLM_BLOCK_SIZE) -> Paged
     per_token = max((x.bytes_per_token for x in attention), default=0)
     model = state_model_dtype(stack)
     size = _bytes_per_number(model) if model else 0
-    state = max((sum(p.numbers * size for p in x.parts if not p.grows) for x in stack.layers), default=0)
+    ssm = 4 if stack.model_type in VLLM_FP32_SSM_STATE else size
+    state = max((sum(p.numbers * (ssm if p.name == "recurrent_state" else size) for p in x.parts if not p.grows)
+                 for x in stack.layers), default=0)
     block = block_size
     if state and per_token and block * per_token < state:
         step = KERNEL_BLOCK_ALIGNMENT * per_token
@@ -131,7 +141,7 @@ def vllm_notes(stack: CacheLayers) -> list[str]:
     vllm = vllm_state_bytes(stack, model)
     if vllm != stack.fixed_bytes:
         notes.append(_("vLLM keeps these states in the model's dtype ({dtype}) by default: {vllm:,} B per sequence "
-                       "where transformers holds {held:,} B (its recurrent states are float32; "
+                       "where transformers holds {held:,} B (transformers keeps the recurrent states in float32; "
                        "vllm/model_executor/layers/mamba/mamba_utils.py).").format(
                            dtype=model, vllm=vllm, held=stack.fixed_bytes))
     layout = paged_layout(stack)
