@@ -13,12 +13,14 @@ import streamlit as st
 
 from kvviz import claims, i18n, memory
 from kvviz.figures import MAX_LEGEND_ENTRIES, export_config
+from kvviz.figures import layers as layer_figs
 from kvviz.figures import memory as figs
 from kvviz.i18n import N_, _
 from kvviz.inputs import echo
 from kvviz.inputs.links import link_refusals
-from kvviz.memory import capacity, config_import, dtypes, hf_cache, units
-from kvviz.memory.presets import GPUS, PRESETS, get_preset, past_trained_positions
+from kvviz.memory import capacity, config_import, dtypes, hf_cache, serving, units
+from kvviz.memory.layers import KINDS, CacheLayers
+from kvviz.memory.presets import GPUS, LAYERED_PRESETS, PRESETS, get_preset, past_trained_positions
 from kvviz.ui import a11y, assets, bounded, engines, links, models, router
 
 # A link that names a tab lands on it, scrolled to the top of the screen (kvviz/assets/web/scroll_to_tabs.js says
@@ -38,6 +40,14 @@ def custom_label(value: str) -> str:
 
 
 def preset_values(name: str) -> dict[str, Any]:
+    if name in LAYERED_PRESETS:  # a uniform one fills the form whole; a mixed one shows its attention layers' shape
+        layered = LAYERED_PRESETS[name]
+        kv = layered.imported().config
+        return {"mem_layers": kv.n_layer, "mem_heads": kv.n_head, "mem_kv_heads": kv.n_kv_heads,
+                "mem_head_dim": kv.head_dim, "mem_mla_rank": kv.mla_latent_rank, "mem_mla_rope": kv.mla_rope_dim,
+                "mem_window": kv.window or 0, "mem_local": kv.local_per_global or 0,
+                "mem_window_from": kv.first_windowed_layer, "mem_dtype": kv.dtype,
+                "mem_params": layered.n_params or 0, "mem_hidden": 0, "mem_maxlen": layered.max_context or 4096}
     p = get_preset(name)
     kv = p.kv
     return {"mem_layers": kv.n_layer, "mem_heads": kv.n_head, "mem_kv_heads": kv.n_kv_heads, "mem_head_dim": kv.head_dim,
@@ -50,8 +60,9 @@ def defaults() -> dict[str, Any]:
     """Each bound widget's default: the chosen preset's numbers (the link's preset on a first visit), so a link
     carries only what differs from its preset; `bind="query-params"` leaves defaults out of the URL."""
     linked = st.query_params.get("mem_preset")
-    start = st.session_state.get("mem_preset", linked if linked in PRESETS else DEFAULT_PRESET)
-    return {**preset_values(start if start in PRESETS else DEFAULT_PRESET), "mem_context": 4096, "mem_batch": 1,
+    known = (*PRESETS, *LAYERED_PRESETS)
+    start = st.session_state.get("mem_preset", linked if linked in known else DEFAULT_PRESET)
+    return {**preset_values(start if start in known else DEFAULT_PRESET), "mem_context": 4096, "mem_batch": 1,
             "mem_gpu_gib": 80, "mem_reserve_mib": 2048, "mem_block": 16, "mem_residual": RESIDUAL_DEFAULT}
 
 
@@ -61,6 +72,7 @@ def apply_preset() -> None:
     if st.session_state["mem_preset"] != CUSTOM:
         st.session_state.update(preset_values(st.session_state["mem_preset"]))
         st.session_state.pop("mem_encdec", None)  # a preset is decoder-only: no cross-attention cache
+        st.session_state.pop("mem_layers_text", None)  # an imported layer list gives way to the preset
 
 
 def apply_import() -> None:
@@ -73,6 +85,15 @@ def apply_import() -> None:
     if imported is None:  # refused: the form untouched
         return
     kv = imported.config
+    mixed = imported.layers is not None and not config_import.plain_attention(imported.layers)
+    if mixed:  # its layers are the answer: kept (as its text) while "custom" stays chosen
+        st.session_state["mem_layers_text"] = text
+    else:
+        st.session_state.pop("mem_layers_text", None)
+    if kv is None:  # no attention layer at all (Mamba-2): the form keeps its numbers, the layer list answers
+        st.session_state.update({"mem_preset": CUSTOM, "mem_dtype": imported.layers.dtype})
+        st.session_state["mem_encdec"] = None
+        return
     st.session_state.update({
         "mem_preset": CUSTOM, "mem_layers": kv.n_layer, "mem_heads": kv.n_head, "mem_kv_heads": kv.n_kv_heads,
         "mem_head_dim": kv.head_dim, "mem_mla_rank": kv.mla_latent_rank, "mem_mla_rope": kv.mla_rope_dim,
@@ -93,8 +114,9 @@ def read_config(text: str | bytes) -> tuple[config_import.ImportedConfig | None,
     except memory.MemoryInputError as exc:  # parse_hf_config raises nothing else: one line
         return None, ("error", _("Not imported: {reason}.").format(reason=echo.literal(i18n.as_clause(str(exc)), None)))
     used = ", ".join(f"{echo.code(k)} = {echo.literal(v)}" for k, v in imported.used.items())  # the file's words: text
+    name = imported.layers.name if imported.layers is not None else imported.config.name
     return imported, ("ok", _("Imported **{name}**. Used: {used}. Missing: {missing}. {notes}").format(
-        name=echo.literal(imported.config.name), used=used,
+        name=echo.literal(name), used=used,
         missing="; ".join(echo.literal(m, None) for m in imported.missing) or _("nothing"),
         notes=" ".join(echo.literal(n, None) for n in imported.notes)))
 
@@ -131,19 +153,20 @@ def show_bytes(label: str, n_bytes: int, col: Any, help: str | None = None) -> N
     col.metric(label, units.short_bytes(n_bytes), help=(help + "\n\n" if help else "") + units.format_bytes(n_bytes))
 
 
-def memory_form() -> memory.KVConfig | None:
-    """The layout inputs; returns the config, or None after showing why it is invalid."""
+def memory_form(locked: bool = False) -> memory.KVConfig | None:
+    """The layout inputs; returns the config, or None after showing why it is invalid. `locked`: a model of mixed
+    layers answers from its own layer list; the boxes show its attention layers' shape and stay as they are."""
     c = st.columns(4)
     with c[0]:
-        layers = int_input(_("Layers"), "mem_layers")
-        hidden = int_input(_("Hidden size (0 = give head dim)"), "mem_hidden",
+        layers = int_input(_("Layers"), "mem_layers", disabled=locked)
+        hidden = int_input(_("Hidden size (0 = give head dim)"), "mem_hidden", disabled=locked,
                            help=_("if set, head dim = hidden size / query heads"))
         dtype = st.selectbox(_("Cache dtype"), list(dtypes.DTYPES),
                              index=list(dtypes.DTYPES).index(defaults()["mem_dtype"]), key="mem_dtype",
                              bind="query-params", help="\n".join(f"- {d}: {_(t.note)}" for d, t in dtypes.DTYPES.items()))
     with c[1]:
-        heads = int_input(_("Query heads"), "mem_heads")
-        kv_heads = int_input(_("KV heads"), "mem_kv_heads",
+        heads = int_input(_("Query heads"), "mem_heads", disabled=locked)
+        kv_heads = int_input(_("KV heads"), "mem_kv_heads", disabled=locked,
                              help=_("= query heads: MHA; 1: MQA; between: GQA"))
         residual = int_input(_("Full-precision residual (tokens)"), "mem_residual",
                              disabled=not dtypes.DTYPES[dtype].quantized,
@@ -151,16 +174,16 @@ def memory_form() -> memory.KVConfig | None:
                                     "(`residual_length`, default {n} read from its QuantizedLayer); 0 = off").format(
                                         n=RESIDUAL_DEFAULT))
     with c[2]:
-        head_dim = int_input(_("Head dim"), "mem_head_dim", disabled=hidden > 0)
-        mla_rank = int_input(_("MLA latent rank (0 = off)"), "mem_mla_rank",
+        head_dim = int_input(_("Head dim"), "mem_head_dim", disabled=hidden > 0 or locked)
+        mla_rank = int_input(_("MLA latent rank (0 = off)"), "mem_mla_rank", disabled=locked,
                              help=_("DeepSeek's kv_lora_rank: the cache holds this latent instead of per-head K and V"))
-        mla_rope = int_input(_("MLA RoPE key dim"), "mem_mla_rope", disabled=mla_rank == 0)
+        mla_rope = int_input(_("MLA RoPE key dim"), "mem_mla_rope", disabled=mla_rank == 0 or locked)
     with c[3]:
-        window = int_input(_("Sliding window (0 = off)"), "mem_window")
-        local = int_input(_("Local layers per global (0 = all local)"), "mem_local", disabled=window == 0,
+        window = int_input(_("Sliding window (0 = off)"), "mem_window", disabled=locked)
+        local = int_input(_("Local layers per global (0 = all local)"), "mem_local", disabled=window == 0 or locked,
                           help=_("Gemma 3: 5 (five 1024-token window layers, then one global layer)"))
         window_from = int_input(_("Full layers below the window"), "mem_window_from",
-                                disabled=window == 0 or local > 0,
+                                disabled=window == 0 or local > 0 or locked,
                                 help=_("Qwen2's max_window_layers: layers 0 .. N-1 keep every token, layers N and up "
                                        "slide (0 = every layer slides)"))
     try:
@@ -201,7 +224,8 @@ def real_cache_reading() -> tuple[int, int, str]:
     return (*probe_reading(loaded), _("a prefill of {prompt}").format(prompt=repr(PROBE_PROMPT)))
 
 
-def what_fits(cfg: memory.KVConfig, context: int, batch: int) -> None:
+def gpu_inputs() -> tuple[int, int, str, int]:
+    """(GPU bytes, parameters, weight dtype, reserve MiB) from the What fits tab's boxes."""
     g = st.columns(4)
     gpu = g[0].selectbox("GPU", [*GPUS, CUSTOM_GPU], index=list(GPUS).index("NVIDIA A100 80GB"), key="mem_gpu",
                          format_func=custom_label, bind="query-params")
@@ -216,6 +240,11 @@ def what_fits(cfg: memory.KVConfig, context: int, batch: int) -> None:
     else:
         gpu_bytes = GPUS[gpu].memory_bytes
         st.caption(_("{note} [Vendor page]({url}).").format(note=GPUS[gpu].capacity_note, url=GPUS[gpu].source))
+    return gpu_bytes, params, wdt, reserve
+
+
+def what_fits(cfg: memory.KVConfig, context: int, batch: int) -> None:
+    gpu_bytes, params, wdt, reserve = gpu_inputs()
     preset = st.session_state["mem_preset"]
     report = capacity.fit_report(cfg, gpu_bytes, params, wdt, reserve, batch, context, preset,
                                  get_preset(preset).max_context if preset in PRESETS else None)
@@ -321,6 +350,137 @@ def encoder_decoder_result(cfg: memory.KVConfig, b: memory.KVBudget, name: str) 
                                           n=whole.cross_bytes_per_encoder_token, batch=b.batch))
 
 
+# ----- a model of mixed layers (a layered preset, or an imported config whose layers differ) ------------------------
+def layers_locked() -> bool:
+    """The model's layers come from its config (a layered preset, or an import of mixed layers), not from the form."""
+    preset = st.session_state.get("mem_preset", st.query_params.get("mem_preset"))
+    if preset in LAYERED_PRESETS:
+        return LAYERED_PRESETS[preset].mixed
+    return preset == CUSTOM and bool(st.session_state.get("mem_layers_text"))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def imported_layers(text: str | bytes, dtype: str) -> CacheLayers:
+    """An imported config's layer list in `dtype` (the form's cache dtype), read once per text and dtype."""
+    return config_import.parse_hf_config(text, dtype=dtype).layers
+
+
+def layered_source(dtype: str) -> CacheLayers:
+    preset = st.session_state["mem_preset"]
+    if preset in LAYERED_PRESETS:
+        return LAYERED_PRESETS[preset].imported(dtype).layers
+    return imported_layers(st.session_state["mem_layers_text"], dtype)
+
+
+def layered_result(stack: CacheLayers, context: int, batch: int) -> None:
+    """The cache of a model whose layers differ: the two parts (K/V that grows, state that does not), the layer strip,
+    what fits, and where vLLM stores it differently. Every byte is transformers' (kvviz.memory.layers)."""
+    total, peak = stack.bytes_at(context, batch), stack.peak_bytes_at(context, batch)
+    m = st.container(key="mem_metrics").columns(3)
+    show_bytes(_("K/V per token (grows)"), stack.bytes_per_token, m[0],
+               help=_("every layer that grows with the context, one sequence"))
+    show_bytes(_("Fixed state per sequence"), stack.fixed_bytes, m[1], help=_("the same after 1 token or 1 million"))
+    show_bytes(_("Total: {n:,} tokens x batch {batch}").format(n=context, batch=batch), total, m[2],
+               help=_("what the cache stores between steps, as transformers' DynamicCache holds it"))
+    kinds = _(", ").join(_("{kind}: {n}").format(kind=_(KINDS[k]), n=stack.count(k)) for k in stack.kinds)
+    st.markdown(_("**{n} layers** ({kinds}) · K/V {kv} + state {state} = **{total}**").format(
+        n=stack.n_layer, kinds=kinds, kv=units.format_bytes(stack.growing_bytes_at(context, batch)),
+        state=units.format_bytes(batch * stack.fixed_bytes), total=units.format_bytes(total)))
+    if peak != total:
+        st.caption(_("During a step each windowed layer also holds the newest token's row: {peak} at peak.").format(
+            peak=units.format_bytes(peak)))
+    until = stack.state_dominates_until()
+    if until is not None:
+        st.markdown(_("The fixed state outweighs the K/V until **{n:,} tokens**; past that the K/V dominates.").format(
+            n=until))
+    every = stack.as_all_attention()
+    if every is not None and not stack.uniform and every.bytes_at(context, batch):
+        whole = every.bytes_at(context, batch)
+        st.markdown(_("Counted as if every layer were full attention (what the old calculator said): {whole} at "
+                      "{n:,} tokens. This model keeps **{share}** of that.").format(
+                          whole=units.format_bytes(whole), n=context, share=f"{total / whole:.1%}"))
+    if dtypes.DTYPES[stack.dtype].quantized or stack.dtype == "fp8":
+        st.info(_("transformers' QuantizedCache quantizes full-attention layers only: it refuses this model. The "
+                  "figure is a what-if: K/V rows in {dtype}, states as the model keeps them.").format(dtype=stack.dtype))
+    for note in config_import.layer_notes(stack):
+        st.caption(note)
+    opened = "mem_tab" not in st.session_state
+    tabs = st.tabs([_(t) for t in TABS], key="mem_tab", bind="query-params")
+    if opened and "mem_tab" in st.query_params:
+        st.html(SCROLL_TO_TABS_JS, unsafe_allow_javascript=True)
+    with tabs[0]:
+        drawn = (stack, max(context, until or 0, 1), batch, context)
+        a11y.chart(st, layer_figs.two_part_figure(*drawn), text=layer_figs.two_part_text(*drawn),
+                   key="mem_chart_parts", config=export_config("cache_two_parts"))
+    with tabs[1]:
+        a11y.chart(st, layer_figs.layer_strip_figure(stack, context, batch),
+                   text=layer_figs.layer_strip_text(stack, context, batch), key="mem_chart_strip",
+                   config=export_config("cache_layer_strip"))
+        layer_kind_table(stack, context, batch)
+    with tabs[2]:
+        layered_fits(stack, context, batch)
+    with tabs[3]:
+        layout = serving.paged_layout(stack)
+        st.markdown(_("vLLM pages this model in blocks of **{block:,} tokens**: an attention layer's page holds "
+                      "{page:,} B; a state layer gets one page per sequence, padded to that size ({pad:,} B of "
+                      "padding per state layer). One sequence of {n:,} tokens: {paged} in pages, {held} as "
+                      "transformers holds it.").format(
+                          block=layout.block_tokens, page=layout.attention_page_bytes, pad=layout.state_padding_bytes,
+                          n=context, paged=units.format_bytes(serving.paged_per_sequence(stack, context)),
+                          held=units.format_bytes(stack.bytes_at(context, 1))))
+    if tabs[4].open:
+        with tabs[4]:
+            textbook()
+    if tabs[5].open:
+        with tabs[5]:
+            loaded_model()
+
+
+def layer_kind_table(stack: CacheLayers, context: int, batch: int) -> None:
+    held = stack.layer_bytes(context, batch)
+    a11y.text_table([{
+        _("kind"): _(KINDS[kind]), _("layers"): f"{n:,}", _("per token"): units.short_bytes(per_token),
+        _("fixed"): units.short_bytes(fixed),
+        _("at {n:,} tokens").format(n=context): units.short_bytes(sum(b for x, b in zip(stack.layers, held,
+                                                                                          strict=True)
+                                                                        if x.kind == kind)),
+    } for kind, n, per_token, fixed in stack.kind_summary()],
+        alt=_("Per kind of layer: how many, bytes per token, fixed bytes, and bytes at this context."))
+
+
+def layered_fits(stack: CacheLayers, context: int, batch: int) -> None:
+    gpu_bytes, params, wdt, reserve = gpu_inputs()
+    free = gpu_bytes - capacity.weight_bytes(params, wdt) - reserve * units.MIB
+    if free <= 0:
+        weights = capacity.weight_bytes(params, wdt)
+        st.error(_("The weights alone ({weights}) plus the {reserve:,} MiB reserve do not fit in {gpu}: nothing is "
+                   "left for the cache, so no context and no batch fits. Splitting the weights needs at least "
+                   "{need:,} such GPUs, or fewer bits per weight.").format(weights=units.format_bytes(weights), reserve=reserve,
+                                     gpu=units.short_bytes(gpu_bytes),
+                                     need=-(-(weights + reserve * units.MIB) // gpu_bytes)))
+        return
+    st.markdown(_("GPU {gpu} - weights - reserve = **{free}** for the cache.").format(
+        gpu=units.format_bytes(gpu_bytes), free=units.format_bytes(free)))
+    longest = serving.longest_context(stack, batch, free)
+    fit = serving.fits(stack, free, context)
+    f = st.container(key="mem_metrics_fit").columns(3)
+    f[0].metric(_("Longest context, batch {batch}").format(batch=batch),
+                _("unbounded") if longest is None else capacity.tokens_text(longest))
+    f[1].metric(_("Largest batch at {n:,} tokens").format(n=context), f"{fit.transformers_sequences:,}",
+                help=_("sequences whose cache fits, counted as transformers holds them"))
+    f[2].metric(_("Sequences of {n:,} tokens (vLLM's pages)").format(n=context), f"{fit.vllm_sequences:,}",
+                help=_("vLLM's 'Maximum concurrency for {n:,} tokens per request': whole blocks of {block:,} tokens, "
+                       "one padded page per state layer, states in the model's dtype "
+                       "(vllm/v1/core/kv_cache_utils.py)").format(n=context, block=fit.block_tokens))
+    if fit.transformers_sequences < batch:
+        st.error(_("**Does not fit:** batch {batch} at {n:,} tokens needs {need}; {free} is left.").format(
+            batch=batch, n=context, need=units.format_bytes(stack.bytes_at(context, batch)),
+            free=units.format_bytes(free)))
+    st.caption(_("kvviz counts each sequence's bytes exactly ({exact:,} B at {n:,} tokens); vLLM rounds the K/V up "
+                 "to whole blocks and a state up to a page: {paged:,} B.").format(
+                     exact=fit.transformers_bytes_per_sequence, n=context, paged=fit.vllm_bytes_per_sequence))
+
+
 @st.fragment
 def calculator() -> None:
     notices = st.container()
@@ -330,9 +490,14 @@ def calculator() -> None:
     first_run, st.session_state["mem_link_checked"] = not st.session_state.get("mem_link_checked"), True
     linked = {k: st.query_params.get_all(k) for k in st.query_params if k.startswith("mem_")} if first_run else {}
     top = st.columns([2, 3])
-    top[0].selectbox(_("Preset"), [CUSTOM, *PRESETS], index=1 + list(PRESETS).index(DEFAULT_PRESET), key="mem_preset",
-                     format_func=custom_label, on_change=apply_preset, bind="query-params")
-    if st.session_state["mem_preset"] != CUSTOM:
+    top[0].selectbox(_("Preset"), [CUSTOM, *PRESETS, *LAYERED_PRESETS], index=1 + list(PRESETS).index(DEFAULT_PRESET),
+                     key="mem_preset", format_func=custom_label, on_change=apply_preset, bind="query-params")
+    if st.session_state["mem_preset"] in LAYERED_PRESETS:
+        lp = LAYERED_PRESETS[st.session_state["mem_preset"]]
+        top[1].caption(_("{name}, layer by layer from its config.json: [{url}]({url}) (read from a public copy: "
+                         "{copy})").format(name=lp.title, url=lp.source, copy=echo.literal(lp.retrieved_from, None))
+                       + ("" if lp.complete else " · " + _("an excerpt: the fields that shape the cache")))
+    elif st.session_state["mem_preset"] != CUSTOM:
         p = get_preset(st.session_state["mem_preset"])
         top[1].caption(_("Source: [{url}]({url}) · {paper}").format(url=p.source, paper=p.paper)
                        + (f" · {_(p.note)}" if p.note else ""))
@@ -348,12 +513,28 @@ def calculator() -> None:
         st.button(_("Use this config.json"), key="mem_import", on_click=apply_import)
         if report := import_report():  # (kind, text) from apply_import
             (st.success if report[0] == "ok" else st.error)(report[1])
-    cfg = memory_form()
+    locked = layers_locked()
+    if locked:
+        st.caption(_("This model's layers are not all one attention layout: the boxes show its attention layers' "
+                     "shape, and the figures count every layer from its config.json. Choose custom to edit a "
+                     "uniform layout."))
+    cfg = memory_form(locked)
     c = st.columns(2)
     with c[0]:
         context = int_input(_("Context length (tokens)"), "mem_context")
     with c[1]:
         batch = int_input(_("Batch (sequences)"), "mem_batch")
+    if locked:
+        if (too_long := past_trained_positions(st.session_state["mem_preset"], context)) is not None:
+            notices.warning(too_long)
+        try:
+            stack = layered_source(st.session_state["mem_dtype"])
+        except memory.MemoryInputError as exc:
+            st.error(_("This layout cannot be computed: {reason}.").format(reason=i18n.as_clause(str(exc))))
+        else:
+            layered_result(stack, context, batch)
+        report_link(linked, notices)
+        return
     if cfg is None:
         report_link(linked, notices)
         return

@@ -18,7 +18,7 @@ LINE_COLORS = (BLUE, VERMILLION, GREEN, PURPLE)  # never the marker's orange
 TOOLBAR_PX = 32  # the band at a chart's top where its toolbar (Streamlit's and plotly's mode bar) shows on hover
 
 
-def _bytes_axis(unit: str, size: int) -> str:
+def bytes_axis(unit: str, size: int) -> str:
     """A byte axis' title: "GiB (1,073,741,824 bytes)", or "bytes" below 1 KiB."""
     return _("{unit} ({size:,} bytes)").format(unit=unit, size=size) if size > 1 else _("bytes")
 
@@ -87,7 +87,7 @@ def size_vs_context_figure(
                    subtitle={"text": _("Each line stops at its model's maximum context.")},
                    x=0, xref="container", xanchor="left", y=1, yref="container", yanchor="top",
                    pad={"t": TOOLBAR_PX, "l": 8}),
-        xaxis_title=_("context length (tokens)"), yaxis_title=_bytes_axis(unit, size),
+        xaxis_title=_("context length (tokens)"), yaxis_title=bytes_axis(unit, size),
         legend=legend, margin=dict(t=top, b=10), height=400 + top,
     )
     return readable(fig)
@@ -140,13 +140,13 @@ def per_layer_figure(budget: KVBudget) -> go.Figure:
     ))
     fig.update_layout(
         title=_("Per layer (blue: global, orange: sliding window)"), xaxis_title=_("layer"),
-        yaxis_title=_bytes_axis(unit, size),
+        yaxis_title=bytes_axis(unit, size),
         margin=dict(t=50, b=10), height=320,
     )
     return readable(fig)
 
 
-def _layer_runs(layers: Sequence[int]) -> str:
+def layer_runs(layers: Sequence[int]) -> str:
     """Layer numbers as runs: "0–4, 6–10, 12" (ascending input)."""
     runs: list[list[int]] = []
     for layer in layers:
@@ -171,7 +171,7 @@ def per_layer_figure_text(budget: KVBudget) -> str:
                       if is_global else
                       ngettext("Sliding-window layer {layers}: {tokens:,} tokens, {bytes_} each.",
                                "Sliding-window layers {layers}: {tokens:,} tokens, {bytes_} each.", len(layers))
-                      ).format(layers=_layer_runs(layers), tokens=tokens, bytes_=format_bytes(n_bytes)))
+                      ).format(layers=layer_runs(layers), tokens=tokens, bytes_=format_bytes(n_bytes)))
     parts.append(_("All layers together: {bytes_}.").format(bytes_=format_bytes(sum(budget.layer_bytes))))
     return join_sentences(parts)
 
@@ -184,7 +184,7 @@ def paged_figure(view: PagedView) -> go.Figure:
     unit, size = binary_unit(max(values))
     fig = go.Figure(go.Bar(x=labels, y=[v / size for v in values], marker_color=[GREEN, BLUE, VERMILLION],
                            text=[short_bytes(v) for v in values], textposition="outside", cliponaxis=False))
-    fig.update_layout(title=_("Paged blocks vs a flat buffer"), yaxis_title=_bytes_axis(unit, size),
+    fig.update_layout(title=_("Paged blocks vs a flat buffer"), yaxis_title=bytes_axis(unit, size),
                       margin=dict(t=50, b=10), height=340)
     return readable(fig)
 

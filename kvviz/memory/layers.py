@@ -334,7 +334,8 @@ def parse_pattern(text: str, n_layer: int) -> tuple[str, ...]:
     return tuple(period[i % len(period)] for i in range(n_layer))
 
 
-def from_pattern(config: KVConfig, pattern: tuple[str, ...], state: tuple[CachePart, ...]) -> CacheLayers:
+def from_pattern(config: KVConfig, pattern: tuple[str, ...], state: tuple[CachePart, ...],
+                 mixer: str = "linear attention") -> CacheLayers:
     """A KVConfig's attention layers in the places `pattern` names; its linear layers hold `state` (fixed parts)."""
     if len(pattern) != config.n_layer:
         raise MemoryInputError(_("the layer pattern names {n:,} layers; the model has {layers:,}").format(
@@ -343,7 +344,7 @@ def from_pattern(config: KVConfig, pattern: tuple[str, ...], state: tuple[CacheP
     layers = []
     for i, layer_type in enumerate(pattern):
         if layer_type == "linear_attention":
-            layers.append(CacheLayer(i, "state", layer_type, "linear attention", state))
+            layers.append(CacheLayer(i, "state", layer_type, mixer, state))
         elif layer_type == "dummy":
             layers.append(CacheLayer(i, "none", layer_type, "MLP", ()))
         else:

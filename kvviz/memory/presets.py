@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +145,14 @@ class LayeredPreset:
             cfg["layer_types"] = ["full_attention" if t == 1 else "linear_attention" for t in cfg.pop("attn_type_list")]
         return cfg
 
+    @property
+    def mixed(self) -> bool:
+        """Its layers are not one uniform attention layout (a hybrid, per-layer shapes...): the layer list answers.
+        False for one that a KVConfig describes whole (GPT-OSS: full and sliding layers of one shape)."""
+        from kvviz.memory import config_import
+
+        return not config_import.plain_attention(self.imported().layers)
+
     def imported(self, dtype: str | None = None) -> Any:
         """The config_import.ImportedConfig of this preset (cached: transformers builds it once per process)."""
         return _import_preset(self.name, dtype)
@@ -167,7 +175,10 @@ LAYERED_PRESETS: dict[str, LayeredPreset] = _read_layered()
 def _import_preset(name: str, dtype: str | None) -> Any:
     from kvviz.memory import config_import
 
-    return config_import.parse_hf_config(LAYERED_PRESETS[name].transformers_config(), dtype=dtype)
+    preset = LAYERED_PRESETS[name]
+    imported = config_import.parse_hf_config(preset.transformers_config(), dtype=dtype)
+    return replace(imported, layers=replace(imported.layers, name=preset.title),
+                   config=None if imported.config is None else replace(imported.config, name=preset.title))
 
 
 def get_preset(name: str) -> Preset:

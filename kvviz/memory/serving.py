@@ -151,3 +151,26 @@ def vllm_notes(stack: CacheLayers) -> list[str]:
                        "(vllm/model_executor/models/config.py).").format(
                            page=layout.state_page_bytes, block=layout.block_tokens, pad=layout.state_padding_bytes))
     return notes
+
+
+def longest_context(stack: CacheLayers, batch: int, free_bytes: int) -> int | None:
+    """The most tokens per sequence whose cache fits in `free_bytes` at `batch` sequences (exact); None when any
+    length fits (no layer grows past its window) and 0 when not even the states fit."""
+    from kvviz.memory import LIMITS
+
+    top = LIMITS["context_len"]
+    if stack.bytes_at(top, batch) <= free_bytes:
+        return None
+    lo, hi = 0, top  # bytes_at is non-decreasing in tokens: the last length that fits
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if stack.bytes_at(mid, batch) <= free_bytes:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def largest_batch(stack: CacheLayers, tokens: int, free_bytes: int) -> int:
+    """The most sequences of `tokens` tokens whose cache fits in `free_bytes` (transformers' bytes)."""
+    return fits(stack, max(free_bytes, 0), tokens).transformers_sequences
