@@ -19,7 +19,7 @@ from kvviz.i18n import N_, _
 from kvviz.inputs import echo
 from kvviz.inputs.links import link_refusals
 from kvviz.memory import capacity, config_import, dtypes, hf_cache, serving, units
-from kvviz.memory.layers import KINDS, CacheLayers
+from kvviz.memory.layers import KIND_NAMES, KINDS, CacheLayers
 from kvviz.memory.presets import GPUS, LAYERED_PRESETS, PRESETS, get_preset, past_trained_positions
 from kvviz.ui import a11y, assets, bounded, engines, links, models, router
 
@@ -382,10 +382,10 @@ def layered_result(stack: CacheLayers, context: int, batch: int) -> None:
     show_bytes(_("Fixed state per sequence"), stack.fixed_bytes, m[1], help=_("the same after 1 token or 1 million"))
     show_bytes(_("Total: {n:,} tokens x batch {batch}").format(n=context, batch=batch), total, m[2],
                help=_("what the cache stores between steps, as transformers' DynamicCache holds it"))
-    kinds = _(", ").join(_("{kind}: {n}").format(kind=_(KINDS[k]), n=stack.count(k)) for k in stack.kinds)
+    kinds = _(", ").join(_("{kind}: {n}").format(kind=_(KIND_NAMES[k]), n=stack.count(k)) for k in stack.kinds)
     st.markdown(_("**{n} layers** ({kinds}) · K/V {kv} + state {state} = **{total}**").format(
-        n=stack.n_layer, kinds=kinds, kv=units.format_bytes(stack.growing_bytes_at(context, batch)),
-        state=units.format_bytes(batch * stack.fixed_bytes), total=units.format_bytes(total)))
+        n=stack.n_layer, kinds=kinds, kv=units.short_bytes(stack.growing_bytes_at(context, batch)),
+        state=units.short_bytes(batch * stack.fixed_bytes), total=units.format_bytes(total)))
     if peak != total:
         st.caption(_("During a step each windowed layer also holds the newest token's row: {peak} at peak.").format(
             peak=units.format_bytes(peak)))
@@ -396,8 +396,8 @@ def layered_result(stack: CacheLayers, context: int, batch: int) -> None:
     every = stack.as_all_attention()
     if every is not None and not stack.uniform and every.bytes_at(context, batch):
         whole = every.bytes_at(context, batch)
-        st.markdown(_("Counted as if every layer were full attention (what the old calculator said): {whole} at "
-                      "{n:,} tokens. This model keeps **{share}** of that.").format(
+        st.markdown(_("The same model with every layer full attention would hold {whole} at {n:,} tokens: this "
+                      "one keeps **{share}** of that.").format(
                           whole=units.format_bytes(whole), n=context, share=f"{total / whole:.1%}"))
     if dtypes.DTYPES[stack.dtype].quantized or stack.dtype == "fp8":
         st.info(_("transformers' QuantizedCache quantizes full-attention layers only: it refuses this model. The "
@@ -494,8 +494,8 @@ def calculator() -> None:
                      key="mem_preset", format_func=custom_label, on_change=apply_preset, bind="query-params")
     if st.session_state["mem_preset"] in LAYERED_PRESETS:
         lp = LAYERED_PRESETS[st.session_state["mem_preset"]]
-        top[1].caption(_("{name}, layer by layer from its config.json: [{url}]({url}) (read from a public copy: "
-                         "{copy})").format(name=lp.title, url=lp.source, copy=echo.literal(lp.retrieved_from, None))
+        top[1].caption(_("{name}, layer by layer from its config.json: [{url}]({url})").format(
+                           name=lp.title, url=lp.source)
                        + ("" if lp.complete else " · " + _("an excerpt: the fields that shape the cache")))
     elif st.session_state["mem_preset"] != CUSTOM:
         p = get_preset(st.session_state["mem_preset"])

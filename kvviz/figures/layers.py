@@ -8,9 +8,9 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from kvviz.figures import BLUE, GREEN, ORANGE, PURPLE, VERMILLION, readable, top_legend
-from kvviz.figures.memory import bytes_axis, context_grid, layer_runs
+from kvviz.figures.memory import TOOLBAR_PX, bytes_axis, context_grid, layer_runs
 from kvviz.i18n import _, join_sentences, ngettext
-from kvviz.memory.layers import KINDS, CacheLayers
+from kvviz.memory.layers import KIND_NAMES, KINDS, CacheLayers
 from kvviz.memory.units import binary_unit, format_bytes
 
 GREY = "#999999"
@@ -29,19 +29,24 @@ def layer_strip_figure(stack: CacheLayers, tokens: int, batch: int = 1) -> go.Fi
     for kind in stack.kinds:
         idx = [x.index for x in stack.layers if x.kind == kind]
         fig.add_trace(go.Bar(
-            x=idx, y=[1] * len(idx), name=_(KINDS[kind]), width=0.92,
+            x=idx, y=[1] * len(idx), name=_(KIND_NAMES[kind]), width=0.92,
             marker=dict(color=KIND_COLORS[kind], pattern_shape=KIND_PATTERNS.get(kind, "")),
             customdata=[(stack.layers[i].layer_type, stack.layers[i].mixer, stack.layers[i].bytes_per_token,
                          stack.layers[i].fixed_bytes, held[i]) for i in idx],
             hovertemplate=_("layer %{x}: %{customdata[0]} (%{customdata[1]})<br>%{customdata[2]:,} B per token, "
                             "%{customdata[3]:,} B fixed<br>%{customdata[4]:,} B now<extra></extra>"),
         ))
-    legend, top = top_legend(len(stack.kinds))
-    fig.update_layout(
-        title=_("The {n} layers of {name}").format(n=stack.n_layer, name=stack.name), barmode="overlay",
-        xaxis=dict(title=_("layer"), range=[-0.5, stack.n_layer - 0.5]), yaxis=dict(visible=False, range=[0, 1]),
-        height=150 + top, margin=dict(t=top, b=40), bargap=0, legend=legend,
-    )
+    return _titled(fig, _("The {n} layers of {name}").format(n=stack.n_layer, name=stack.name), len(stack.kinds),
+                   plot_px=110, barmode="overlay", xaxis=dict(title=_("layer"), range=[-0.5, stack.n_layer - 0.5]),
+                   yaxis=dict(visible=False, range=[0, 1]), bargap=0)
+
+
+def _titled(fig: go.Figure, title: str, legend_entries: int, plot_px: int, **layout) -> go.Figure:
+    """The title below the toolbar's band (it shows on hover), the legend's rows between the title and the plot."""
+    legend, top = top_legend(legend_entries, title_px=TOOLBAR_PX + 30)
+    height = plot_px + top + 60
+    fig.update_layout(title=dict(text=title, x=0, xanchor="left", y=1 - TOOLBAR_PX / height, yanchor="top"),
+                      legend=legend, margin=dict(t=top, b=60), height=height, **layout)
     return readable(fig)
 
 
@@ -86,13 +91,12 @@ def two_part_figure(stack: CacheLayers, max_context: int, batch: int = 1, mark_c
                                  line=dict(color=VERMILLION, dash="dash")))
     until = stack.state_dominates_until()
     if until is not None and until <= max_context:
-        fig.add_vline(x=until, line=dict(color=GREY, dash="dot"))
+        fig.add_vline(x=until, line=dict(color=GREY, dash="dot"), annotation_text=_("K/V = state"),
+                      annotation_position="top left")
     if mark_context is not None and 0 < mark_context <= max_context:
         fig.add_vline(x=mark_context, line=dict(color=PURPLE, width=1))
-    legend, top = top_legend(len(fig.data))
-    fig.update_layout(title=_("Cache vs context: the fixed state and the K/V"), xaxis_title=_("context (tokens)"),
-                      yaxis_title=bytes_axis(unit, size), height=320 + top, margin=dict(t=top, b=10), legend=legend)
-    return readable(fig)
+    return _titled(fig, _("Cache vs context: the fixed state and the K/V"), len(fig.data), plot_px=260,
+                   xaxis_title=_("context (tokens)"), yaxis_title=bytes_axis(unit, size))
 
 
 def two_part_text(stack: CacheLayers, max_context: int, batch: int = 1, mark_context: int | None = None) -> str:

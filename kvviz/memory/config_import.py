@@ -509,8 +509,8 @@ def check_layer_types(cfg: dict[str, Any]) -> None:
                                          "counts an unknown layer as attention").format(
                                              layer=i, type=short_repr(layer_type)))
         if isinstance(n_layer, int) and not isinstance(n_layer, bool) and len(types) != n_layer:
-            raise MemoryInputError(_("layer_types names {n:,} layers, but num_hidden_layers is {layers:,}: give one "
-                                     "type per layer").format(n=len(types), layers=n_layer))
+            raise MemoryInputError(_("layer_types has {n:,} entries for {layers:,} layers: give one per layer, "
+                                     "or remove it").format(n=len(types), layers=n_layer))
     if known:
         return
     for key, others in _OTHER_LAYER_LISTS.items():

@@ -52,6 +52,12 @@ KINDS: dict[str, str] = {
     "hybrid": N_("attention + fixed state in one layer"),
     "none": N_("no cache (MLP/MoE block or shared K/V)"),
 }
+# The same kinds in a word or two, for a chart's legend on a phone (KINDS explains them in the table beside it)
+KIND_NAMES: dict[str, str] = {
+    "full": N_("full attention"), "sliding": N_("sliding window"), "chunked": N_("chunked attention"),
+    "mla": N_("MLA latent"), "indexed": N_("MLA + indexer"), "state": N_("fixed state"),
+    "hybrid": N_("attention + state"), "none": N_("nothing cached"),
+}
 GROWING_KINDS = ("full", "sliding", "chunked", "mla", "indexed", "hybrid")
 WINDOWED_KINDS = ("sliding", "chunked")
 # transformers' layer type -> kvviz kind (before MLA and indexers are told apart, which the config decides)
@@ -521,8 +527,8 @@ def from_transformers(t: Any, kv_dtype: str, name: str, model_type: str | None =
                         hi=LIMITS["n_layer"])
     declared = getattr(t, "layer_types", None)
     if isinstance(declared, (list, tuple)) and len(declared) != n_layer:
-        raise MemoryInputError(_("layer_types names {n:,} layers, but num_hidden_layers is {layers:,}: give one "
-                                 "type per layer").format(n=len(declared), layers=n_layer))
+        raise MemoryInputError(_("layer_types has {n:,} entries for {layers:,} layers: give one per layer, "
+                                 "or remove it").format(n=len(declared), layers=n_layer))
     try:
         types, kwargs = get_layer_types_and_kwargs(t)
     except (AttributeError, TypeError, ValueError, IndexError, KeyError) as exc:

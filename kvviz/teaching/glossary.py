@@ -67,7 +67,8 @@ TERMS: tuple[Term, ...] = (
          N_("The keys and values of every token processed so far, kept in memory for every layer and K/V "
          "head, so that each new token computes only its own row instead of recomputing all of them. Shape per "
          "layer: [batch, kv_heads, seq_len, head_dim]. It is exact: a cached run gives the same tokens as an "
-         "uncached one."), routes.STEP_THROUGH, ("past_key_values", "DynamicCache", "key-value cache", "键值缓存")),
+         "uncached one. A hybrid model keeps it only in its attention layers; its other layers keep a fixed "
+         "state."), routes.STEP_THROUGH, ("past_key_values", "DynamicCache", "key-value cache", "键值缓存")),
     Term("Prefill", "预填充",
          N_("The first forward pass: the whole prompt at once. It writes one K row and one V row per prompt "
          "token into every layer's cache, and predicts the first new token."), routes.STEP_THROUGH),
@@ -130,8 +131,36 @@ TERMS: tuple[Term, ...] = (
     Term("Sliding window", "滑动窗口",
          N_("A layer that attends only to the last W tokens (Mistral; Gemma's local layers), so its cache "
          "stops growing. transformers keeps W - 1 rows between steps (the newest token is attended to before it "
-         "is stored); kvviz's memory figures count W."), routes.INTERNALS_WINDOW,
+         "is stored): the memory page counts those rows layer by layer and gives the peak during a step, W rows, "
+         "beside them."), routes.INTERNALS_WINDOW,
          ("sliding window attention", "SWA", "滑窗", "local attention", "局部注意力")),
+    Term("Chunked attention", "分块注意力",
+         N_("A layer whose tokens attend only within their own chunk of C tokens (Llama 4's local layers, "
+         "`attention_chunk_size`): a new chunk starts fresh, so the layer's cache never holds more than one chunk. "
+         "transformers keeps C - 1 rows, as for a sliding window; the two differ in the mask, not in the cache."),
+         routes.MEMORY_BUDGET, ("attention_chunk_size", "chunked local attention", "分块局部注意力")),
+    Term("Linear attention", "线性注意力",
+         N_("A layer that keeps no K/V rows: it folds each new token's key and value into a fixed-size **state** "
+         "(one d_k x d_v matrix per head in Gated DeltaNet, Kimi's KDA and MiniMax's lightning attention) and "
+         "reads the query against that state. Its cache is the same size after 10 tokens or a million, and its "
+         "work per token is constant; what it cannot do is look back at one exact earlier token."),
+         routes.MEMORY_BUDGET, ("linear_attention", "linear-attention layer")),
+    Term("State-space model (SSM)", "状态空间模型（SSM）",
+         N_("A layer that runs a recurrence over the sequence (Mamba, Mamba-2; Griffin's RG-LRU) and keeps only "
+         "its current state plus the last few inputs of a short convolution: a fixed number of bytes per sequence, "
+         "whatever the length. transformers keeps the recurrent state in float32 even in a bf16 model."),
+         routes.MEMORY_BUDGET, ("SSM", "state space model")),
+    Term("Hybrid model", "混合模型",
+         N_("A model that mixes layer kinds: a few attention layers whose K/V grows with the context, and "
+         "linear-attention or SSM layers with a fixed state (Qwen3-Next: 1 attention layer in 4; Jamba: 1 in 8; "
+         "Granite-4.0-H, Nemotron-H, Kimi Linear). Its cache is a fixed part plus a smaller growing part; a "
+         "layer may also hold both (Falcon-H1)."), routes.MEMORY_BUDGET,
+         ("hybrid models",)),
+    Term("Indexer", "索引器",
+         N_("In DeepSeek V3.2's sparse attention, a small extra attention that scores every cached token and "
+         "picks the top ones the real attention reads. It caches a key of its own per token per layer "
+         "(`index_head_dim` numbers) beside the MLA latent, so the cache grows a little faster than plain MLA's."),
+         routes.MEMORY_BUDGET, ("DSA", "lightning indexer", "index_head_dim")),
     Term("Quantized cache", "量化缓存",
          N_("Storing K and V in 8 or 4 bits instead of 16 or 32, with an fp16 scale and zero point per group "
          "of {group} numbers, for a small error in attention. Counting those, int8 takes {int8_fp16:.0%} of "
