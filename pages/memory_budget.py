@@ -421,19 +421,29 @@ def layered_result(stack: CacheLayers, context: int, batch: int) -> None:
         layered_fits(stack, context, batch)
     with tabs[3]:
         layout = serving.paged_layout(stack)
-        st.markdown(_("vLLM pages this model in blocks of **{block:,} tokens**: an attention layer's page holds "
-                      "{page:,} B; a state layer gets one page per sequence, padded to that size ({pad:,} B of "
-                      "padding per state layer). One sequence of {n:,} tokens: {paged} in pages, {held} as "
-                      "transformers holds it.").format(
-                          block=layout.block_tokens, page=layout.attention_page_bytes, pad=layout.state_padding_bytes,
-                          n=context, paged=units.format_bytes(serving.paged_per_sequence(stack, context)),
-                          held=units.format_bytes(stack.bytes_at(context, 1))))
+        if not layout.attention_page_bytes:  # no attention layer (Mamba-2): pages of states only
+            st.markdown(_("vLLM gives each state layer one page per sequence: {page:,} B, in the model's dtype; "
+                          "transformers holds {held} per sequence.").format(
+                              page=layout.state_page_bytes, held=units.format_bytes(stack.bytes_at(context, 1))))
+        else:
+            paged_text(stack, layout, context)
     if tabs[4].open:
         with tabs[4]:
             textbook()
     if tabs[5].open:
         with tabs[5]:
             loaded_model()
+
+
+def paged_text(stack: CacheLayers, layout: serving.PagedLayout, context: int) -> None:
+    """vLLM's page geometry for a model with attention layers, beside transformers' bytes."""
+    st.markdown(_("vLLM pages this model in blocks of **{block:,} tokens**: an attention layer's page holds "
+                  "{page:,} B; a state layer gets one page per sequence, padded to that size ({pad:,} B of "
+                  "padding per state layer). One sequence of {n:,} tokens: {paged} in pages, {held} as "
+                  "transformers holds it.").format(
+                      block=layout.block_tokens, page=layout.attention_page_bytes, pad=layout.state_padding_bytes,
+                      n=context, paged=units.format_bytes(serving.paged_per_sequence(stack, context)),
+                      held=units.format_bytes(stack.bytes_at(context, 1))))
 
 
 def layer_kind_table(stack: CacheLayers, context: int, batch: int) -> None:
@@ -615,5 +625,12 @@ with st.expander(_("What you are seeing"), expanded=False):
         "latent instead, a sliding window stops local layers from growing past the window.\n\n"
         "Bytes are exact integers; **1 GiB = 2^30 bytes**, **1 GB = 10^9 bytes**. The address bar keeps your "
         "inputs (and the language): copy it to share this exact comparison."
+    ))
+    st.markdown(_(
+        "Not every layer keeps K and V. A **hybrid model** (Qwen3-Next, Jamba, Granite-4.0-H, Nemotron-H) keeps them "
+        "only in its attention layers; its linear-attention or SSM layers keep a **fixed state** instead, the same "
+        "size after ten tokens or a million. Choose such a preset, or import its config.json, and the page counts "
+        "the model layer by layer, as transformers builds its cache: the strip shows which layers grow and which do "
+        "not."
     ))
 calculator()
