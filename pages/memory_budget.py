@@ -113,12 +113,12 @@ def read_config(text: str | bytes) -> tuple[config_import.ImportedConfig | None,
         imported = config_import.parse_hf_config(text)
     except memory.MemoryInputError as exc:  # parse_hf_config raises nothing else: one line
         return None, ("error", _("Not imported: {reason}.").format(reason=echo.literal(i18n.as_clause(str(exc)), None)))
-    used = ", ".join(f"{echo.code(k)} = {echo.literal(v)}" for k, v in imported.used.items())  # the file's words: text
+    used = i18n.item_sep().join(f"{echo.code(k)} = {echo.literal(v)}" for k, v in imported.used.items())  # file's words
     name = imported.layers.name if imported.layers is not None else imported.config.name
     return imported, ("ok", _("Imported **{name}**. Used: {used}. Missing: {missing}. {notes}").format(
         name=echo.literal(name), used=used,
-        missing="; ".join(echo.literal(m, None) for m in imported.missing) or _("nothing"),
-        notes=" ".join(echo.literal(n, None) for n in imported.notes)))
+        missing=i18n.list_sep().join(echo.literal(m, None) for m in imported.missing) or _("nothing"),
+        notes=i18n.join_sentences(echo.literal(n, None) for n in imported.notes)))
 
 
 def import_report() -> tuple[str, str] | None:
@@ -382,7 +382,7 @@ def layered_result(stack: CacheLayers, context: int, batch: int) -> None:
     show_bytes(_("Fixed state per sequence"), stack.fixed_bytes, m[1], help=_("the same after 1 token or 1 million"))
     show_bytes(_("Total: {n:,} tokens x batch {batch}").format(n=context, batch=batch), total, m[2],
                help=_("what the cache stores between steps, as transformers' DynamicCache holds it"))
-    kinds = _(", ").join(_("{kind}: {n}").format(kind=_(KIND_NAMES[k]), n=stack.count(k)) for k in stack.kinds)
+    kinds = i18n.item_sep().join(_("{kind}: {n}").format(kind=_(KIND_NAMES[k]), n=stack.count(k)) for k in stack.kinds)
     st.markdown(_("**{n} layers** ({kinds}) · K/V {kv} + state {state} = **{total}**").format(
         n=stack.n_layer, kinds=kinds, kv=units.short_bytes(stack.growing_bytes_at(context, batch)),
         state=units.short_bytes(batch * stack.fixed_bytes), total=units.format_bytes(total)))
