@@ -152,6 +152,29 @@ def counted_axis(fig: go.Figure) -> go.Figure:
     return fig
 
 
+def bytes_axis(fig: go.Figure) -> go.Figure:
+    """The y values are bytes: drawn in the binary unit that fits the peak (KiB, MiB, GiB: 1 KiB = 1,024 B), named
+    with its size on the axis title ("…, KiB (1,024 bytes)"), in every language (bytes never take 万 or 亿). The
+    hover says the bytes exactly; customdata keeps the exact integers."""
+    from kvviz.memory.units import binary_unit, format_bytes  # memory's one byte formatter (no torch)
+
+    peak = max((max(t.y) for t in fig.data if t.y is not None and len(t.y)), default=0)
+    unit, size = binary_unit(int(peak))
+    for trace in fig.data:
+        exact = [int(v) for v in trace.y]
+        xs = list(trace.x) if trace.x is not None else list(range(len(exact)))
+        trace.update(y=[v / size for v in exact], customdata=exact,
+                     hovertext=[_("{where}: {count}").format(where=f"{x:,}" if isinstance(x, int) else str(x),
+                                                              count=format_bytes(v)) for x, v in zip(xs, exact,
+                                                                                                   strict=True)],
+                     hovertemplate="%{hovertext}<extra>%{fullData.name}</extra>")
+    if size > 1:
+        fig.update_yaxes(title_text=_("{title}, {unit} ({size:,} bytes)").format(
+            title=fig.layout.yaxis.title.text, unit=unit, size=size))
+    fig.update_yaxes(exponentformat="none", separatethousands=True)
+    return fig
+
+
 def _hover_count(x, count: int, factor: int) -> str:
     """"157: 125.3 亿 (12,530,257,920)": where it is, the count as the axis reads it, and exactly."""
     exact = numbers.format_number(count)

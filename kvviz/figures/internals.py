@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from kvviz.figures import BLUE, GREEN, ORANGE, PURPLE, SKY, VERMILLION, counted_axis, log_ticks, readable
+from kvviz.figures import BLUE, GREEN, ORANGE, PURPLE, SKY, VERMILLION, bytes_axis, log_ticks, readable
 from kvviz.i18n import N_, _
 from kvviz.internals.layout import LayoutBench
 from kvviz.internals.records import (
@@ -95,7 +95,7 @@ def append_copy_figure(seq_lens: Sequence[int], copied_bytes: dict[str, Sequence
                         line=dict(color=palette[i % len(palette)], dash="dot" if i % 2 else "solid", width=3 - i % 2))
     fig.update_xaxes(title=_("tokens already cached (n)"))
     fig.update_yaxes(title=_("bytes per appended token"), rangemode="tozero")
-    counted_axis(fig)  # "5, 10 … 单位：万", never plotly's "50k"
+    bytes_axis(fig)  # KiB / MiB in every language: bytes never take 万
     _layout(fig, title, 340)
     fig.update_layout(legend=dict(orientation="v", x=0.01, y=0.98, xanchor="left", yanchor="top",
                                   bgcolor="rgba(128,128,128,0.12)"))
@@ -194,7 +194,7 @@ def window_layers_figure(run: WindowRun) -> go.Figure:
                 marker_color=WASTE_COLOR)
     fig.update_layout(barmode="stack")
     fig.update_yaxes(title=_("bytes (K+V) of the real cache"))
-    counted_axis(fig)  # "1, 2, 3 … 单位：万", never plotly's "10k"
+    bytes_axis(fig)  # KiB / MiB in every language: bytes never take 万
     return _layout(fig, _("Per-layer cache: what each layer keeps"), 320)
 
 
