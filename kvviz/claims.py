@@ -138,16 +138,22 @@ PUBLISHED_SOURCE_TITLES = {
 }
 
 
+def link(url: str) -> str:
+    """A source's address as markdown's autolink, <url>: the link ends at the ">", so the punctuation a sentence
+    puts after it (a Chinese "（" or "；" written without a space) never becomes part of the address."""
+    return f"<{url}>"
+
+
 def _published_sources() -> str:
     """The published-figures card's three sources, each with its author or site, title, address and date."""
     return i18n.list_sep().join([
         _("{who}, '{title}', {url} (date not recorded, read November 2026)").format(
-            who="jagmarques (dev.to)", title=PUBLISHED_SOURCE_TITLES[_DEVTO], url=_DEVTO),
+            who="jagmarques (dev.to)", title=PUBLISHED_SOURCE_TITLES[_DEVTO], url=link(_DEVTO)),
         _("{who}, '{title}', {url} ({date})").format(
-            who="Frank Denneman", title=PUBLISHED_SOURCE_TITLES[_DENNEMAN], url=_DENNEMAN,
+            who="Frank Denneman", title=PUBLISHED_SOURCE_TITLES[_DENNEMAN], url=link(_DENNEMAN),
             date=_("12 January 2026")),
         _("{who}, '{title}', {url} (date not recorded, read November 2026)").format(
-            who="ToolJolt", title=PUBLISHED_SOURCE_TITLES[_TOOLJOLT], url=_TOOLJOLT),
+            who="ToolJolt", title=PUBLISHED_SOURCE_TITLES[_TOOLJOLT], url=link(_TOOLJOLT)),
     ])
 
 PUBLISHED_FIGURES: tuple[PublishedFigure, ...] = (
@@ -201,7 +207,7 @@ SOURCE_TITLES = ("KV Cache Design and Management", "Fast Generation with KV-Cach
 
 def _undated(source: str, url: str) -> str:
     """A source line: who and what, its address, and when kvviz read it (the page gives no date)."""
-    return _("{source}, {url} (undated; read November 2026)").format(source=source, url=url)
+    return _("{source}, {url} (undated; read November 2026)").format(source=source, url=link(url))
 
 
 def _akunu() -> str:
@@ -292,7 +298,7 @@ def _seed_claims() -> list[Claim]:
     zhihu = Claim(
         "seed-zhihu-gpt3-472mb", ZHIHU_QUOTE,
         _("Zhihu answer on the KV cache (title and date not recorded in kvviz's copy), {url}; GPT-3's shape: "
-          "{paper}").format(url=_ZHIHU_URL, paper=GPT3_PAPER),
+          "{paper}").format(url=link(_ZHIHU_URL), paper=GPT3_PAPER),
         "holds" if zhihu_holds else "wrong",
         _("right: 2 x 100 x 12,288 x 96 x 2 B = {exact:,} B, which is 472 MB in decimal megabytes ({mib:.0f} MiB); "
           "12,288 is GPT-3's hidden size, 96 heads x head_dim 128, so the formula counts every head's K and "
@@ -393,14 +399,14 @@ class GPUCompute:
 # Apple's GPUs: F16 peak from Philip Turner's measured table (Apple publishes FP32 teraflops only, e.g. 2.6 for M1,
 # which matches the table's F32 column; the table gives F16 = F32 on these chips); memory bandwidth from Apple's own
 # press releases. Only chips with a measured (not "leaked", "≥") figure in that table are listed.
-_METAL_BENCHMARKS = N_("Philip Turner, 'Metal Benchmarks', https://github.com/philipturner/metal-benchmarks, table "
+_METAL_BENCHMARKS = N_("Philip Turner, 'Metal Benchmarks', <https://github.com/philipturner/metal-benchmarks>, table "
                        "'Overview of Apple-designed GPUs', GFLOPS F16 column (undated; read November 2026)")
 _APPLE_M1_PRO_MAX = N_("Apple Newsroom, 'Introducing M1 Pro and M1 Max: the most powerful chips Apple has ever built', "
-                       "https://www.apple.com/newsroom/2021/10/introducing-m1-pro-and-m1-max-the-most-powerful-chips-"
-                       "apple-has-ever-built/ (18 October 2021): M1 Pro 200GB/s, M1 Max 400GB/s")
+                       "<https://www.apple.com/newsroom/2021/10/introducing-m1-pro-and-m1-max-the-most-powerful-chips-"
+                       "apple-has-ever-built/> (18 October 2021): M1 Pro 200GB/s, M1 Max 400GB/s")
 _APPLE_M1_ULTRA = N_("Apple Newsroom, 'Apple unveils M1 Ultra, the world's most powerful chip for a personal computer', "
-                     "https://www.apple.com/newsroom/2022/03/apple-unveils-m1-ultra-the-worlds-most-powerful-chip-for-a-"
-                     "personal-computer/ (8 March 2022): 800GB/s")
+                     "<https://www.apple.com/newsroom/2022/03/apple-unveils-m1-ultra-the-worlds-most-powerful-chip-for-a-"
+                     "personal-computer/> (8 March 2022): 800GB/s")
 GPU_COMPUTE: dict[str, GPUCompute] = {g.name: g for g in [
     GPUCompute("Apple M1 (8-core GPU)", 2617e9, _METAL_BENCHMARKS, "F16"),  # Apple publishes no M1 bandwidth
     GPUCompute("Apple M1 Pro (16-core GPU)", 5308e9, _METAL_BENCHMARKS, "F16", 200e9, _APPLE_M1_PRO_MAX),
