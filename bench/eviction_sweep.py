@@ -1,6 +1,6 @@
 """Time of the eviction page's full sweep on one bundled model (target: under 60 s on 2 cores).
 
-    python bench/eviction_sweep.py [--model bundled|bundled-gqa] [--repeats 3] [--threads 1] [--table]
+    python bench/eviction_sweep.py [--model bundled|bundled-gqa] [--repeats 3] [--threads 1] [--table] [--markdown]
 
 The sweep is what pages/internals_eviction.py measures before it draws its curves: every policy x every budget x
 both measures (the copy test and the loss), then the quantized formats, run through the benchmark queue
@@ -29,6 +29,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the interactive pages use 1)")
     parser.add_argument("--table", action="store_true", help="print the measured policy x budget table")
+    parser.add_argument("--markdown", action="store_true",
+                        help="print it as docs/measurements.md's markdown table (the table the doc holds)")
     args = parser.parse_args()
     if not 1 <= args.repeats <= MAX_REPEATS:
         parser.error(f"--repeats must be 1..{MAX_REPEATS}")
@@ -37,7 +39,7 @@ def main() -> None:
 
     import torch
 
-    from kvviz.cli.evict import table
+    from kvviz.cli.evict import markdown_table, table
     from kvviz.internals import eviction
     from kvviz.measure.load import load_avg_1min, load_label
     from kvviz.measure.timing import median
@@ -64,6 +66,8 @@ def main() -> None:
           f"n={len(seconds)})")
     if args.table:
         print(table(list(sweep.points)))
+    if args.markdown:
+        print(markdown_table(list(sweep.points)))
 
 
 if __name__ == "__main__":

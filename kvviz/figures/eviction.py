@@ -14,13 +14,14 @@ import plotly.graph_objects as go
 from kvviz.figures import BLUE, MARKER_COLOR, MAX_LEGEND_ENTRIES, MIN_TICK_FONT_PX, ORANGE, readable
 from kvviz.i18n import _
 from kvviz.internals.eviction import policy_label, policy_short, rows_for_budget
-from kvviz.internals.records import INTERVAL_Z, EvictionGrid, EvictionPoint, EvictionSweep
+from kvviz.internals.records import EvictionGrid, EvictionPoint, EvictionSweep
 from kvviz.memory.units import binary_unit
 from kvviz.step.view import visible
 
 POLICY_COLORS = {"random": "#7f7f7f", "recent": "#9467bd", "streaming": "#1f77b4", "h2o": "#d62728", "h2o_heavy": "#ff9896",
                  "tova": "#8c564b", "snapkv": "#2ca02c", "key_norm": "#e377c2",
-                 "keydiff": "#bcbd22", "duoattention": "#17becf", "kvzip": "#393b79"}
+                 "keydiff": "#bcbd22", "duoattention": "#17becf", "duo_probe": "#9edae5", "kvzip": "#393b79",
+                 "kvzip_head": "#6b6ecf"}
 QUANT_COLOR = ORANGE
 KEPT_COLOR, EVICTED_COLOR, SINK_COLOR = BLUE, "#e8e8e8", ORANGE
 METRICS = ("copy", "loss")
@@ -44,8 +45,9 @@ def _value(p: EvictionPoint, metric: str) -> float:
 
 
 def _half_width(p: EvictionPoint, metric: str) -> float:
-    """The 95% interval's half-width, in the chart's unit."""
-    return INTERVAL_Z * (100 * p.copy_se if metric == "copy" else p.loss_change_se)
+    """The 95% interval's half-width, in the chart's unit (copy: over the spans; loss: over the passages)."""
+    half = 100 * p.copy_half_width if metric == "copy" else p.loss_change_half_width
+    return half if half == half else 0.0  # one unit: no interval to draw
 
 
 def measured_fraction(p: EvictionPoint, metric: str, sweep: EvictionSweep) -> float:
@@ -119,7 +121,9 @@ def quality_figure(sweep: EvictionSweep, policies: Sequence[str], metric: str = 
                     text=[q.policy for q in quantized], customdata=[q.kv_bytes_kept for q in quantized],
                     hovertemplate="%{text}: %{customdata:,} B · %{y:.3f}<extra></extra>")
     for q, x, y, level in zip(quantized, q_x, q_y, label_levels(q_x), strict=True):
-        fig.add_annotation(x=x, y=min(y, fence) if fence is not None else y, text=q.policy, showarrow=True,
+        if fence is not None and y > fence:
+            continue  # off the axis: _clip_outliers marks it with ▲ and its value
+        fig.add_annotation(x=x, y=y, text=q.policy, showarrow=True,
                            arrowhead=0, arrowcolor=QUANT_COLOR, ax=0, ay=_level_offset_px(level),
                            bgcolor="rgba(255,255,255,0.85)")
     full = sweep.point("full", 100)
@@ -140,19 +144,23 @@ def quality_figure(sweep: EvictionSweep, policies: Sequence[str], metric: str = 
 
 
 def _clip_outliers(fig: go.Figure, sweep: EvictionSweep, drawn: Sequence[str], fence: float) -> None:
-    """The loss axis clipped just above the fence; every point past it marked at the top edge with its value
-    (the lines run off the top, as their values do)."""
-    inside = [_value(p, "loss") + _half_width(p, "loss") for policy in drawn for p in sweep.curve(policy)
-              if _value(p, "loss") <= fence] + [_value(q, "loss") for q in sweep.quantized if _value(q, "loss") <= fence]
-    lows = [_value(p, "loss") - _half_width(p, "loss") for policy in drawn for p in sweep.curve(policy)]
+    """The loss axis clipped just above the fence; every point past it, a policy's or a quantized format's,
+    marked at the top edge with ▲ and its value (the lines run off the top, as their values do)."""
+    shown = [p for policy in drawn for p in sweep.curve(policy)] + list(sweep.quantized)
+    inside = [_value(p, "loss") + _half_width(p, "loss") for p in shown if _value(p, "loss") <= fence]
+    lows = [_value(p, "loss") - _half_width(p, "loss") for p in shown]
     top = max(inside + [0.0]) * 1.15 + 0.01
-    bottom = min(lows + [_value(q, "loss") for q in sweep.quantized] + [0.0])
+    bottom = min(lows + [0.0])
     fig.update_yaxes(range=[bottom - 0.1 * (top - bottom), top])
-    out = [(policy, p) for policy in drawn for p in sweep.curve(policy) if _value(p, "loss") > fence]
-    xs = [measured_fraction(p, "loss", sweep) for _policy, p in out]
-    for (policy, p), x, level in zip(out, xs, label_levels(xs), strict=True):
-        fig.add_annotation(x=x, y=top, yanchor="top", text=f"▲ {_value(p, 'loss'):+.2f}", showarrow=False,
-                           yshift=-LABEL_STEP_PX * level, font=dict(color=POLICY_COLORS.get(policy, MARKER_COLOR)),
+    out = [p for p in shown if _value(p, "loss") > fence]  # every point past the fence (all above the axis's top)
+    xs = [measured_fraction(p, "loss", sweep) for p in out]
+    for p, x, level in zip(out, xs, label_levels(xs), strict=True):
+        policy = p.policy
+        quantized = p.kind == "quantized"
+        fig.add_annotation(x=x, y=top, yanchor="top",
+                           text=f"▲ {policy + ' ' if quantized else ''}{_value(p, 'loss'):+.2f}", showarrow=False,
+                           yshift=-LABEL_STEP_PX * level,
+                           font=dict(color=QUANT_COLOR if quantized else POLICY_COLORS.get(policy, MARKER_COLOR)),
                            bgcolor="rgba(255,255,255,0.85)",
                            hovertext=_("{policy} at {keep}%: {value:+.3f} nats, above the axis").format(
                                policy=policy_short(policy), keep=p.keep_percent, value=_value(p, "loss")))

@@ -25,13 +25,20 @@ of these "presses"; kvpress 0.5.5 pins transformers < 5.3 and does not take GPT-
                length (KeyDiff, 2025, arXiv:2504.15364; kvpress's KeyDiffPress), no query or attention read
     duoattention  DuoAttention's head split (Xiao et al. 2024, arXiv:2410.10819): retrieval heads keep every row,
                streaming heads keep the first S rows + the EVICT_DUO_RECENT newest. The retrieval heads are the
-               KV heads whose query heads copy most on kvviz.step's induction probe (seeded random tokens, repeated:
-               the copy probe of the attention-patterns page), the best first; how many follows from the budget
-               (duo_split). The KV heads keep different numbers of rows, so this cache is ragged (HeadSplitCache)
+               KV heads whose streaming changes the output most (head_ranking: each head alone streams on
+               calibration draws of seeded random tokens repeated, and the next-token distributions' KL divergence
+               from the full cache's is its effect; the paper learns a gate per head to the same end), the most
+               important first; how many follows from the budget (duo_split). The KV heads keep different numbers
+               of rows, so this cache is ragged (HeadSplitCache)
+    duo_probe  a variant: the same split with the heads ranked by kvviz.step's induction probe (the copy probe of
+               the attention-patterns page), which ranks near-zero heads by noise
     kvzip      KVzip's reconstruction score (Kim et al. 2025, arXiv:2505.23416): the model re-reads the context
                (a repeat prompt, then the context again) on top of the prefill's cache, and each cached row scores
                the most attention any re-reading query (of the KV head's query heads) gives it; about twice the
-               prefill's work, once per prefill. Top rows per KV head (the paper also ranks across heads)
+               prefill's work, once per prefill. The rows are ranked across all layers and KV heads at once, as the
+               paper allocates: the budget's rows x layers x KV heads best scores of the whole cache, so heads keep
+               different numbers of rows (ragged, per sequence)
+    kvzip_head a variant: the same scores, the top rows per KV head (every head keeps the same number)
 
 Attention-based scores read the prefill's attention weights (eager attention, which the app loads). With GQA the
 query heads that share a KV head are averaged (a sum would rank the rows the same), so the choice is per KV head: the pruned tensors stay
@@ -60,6 +67,7 @@ after a pruned context. The quantized formats of kvviz.internals.quant are measu
 """
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -68,15 +76,16 @@ from typing import TYPE_CHECKING
 from kvviz.i18n import N_, _, ngettext
 from kvviz.inputs.prompt_rules import IntSetting, check_int_in_range
 from kvviz.internals import quant
-from kvviz.internals.records import INTERVAL_Z, EvictionGrid, EvictionPoint, EvictionSweep, LayerKept
-from kvviz.measure.timing import intervals_overlap
+from kvviz.internals.records import EvictionGrid, EvictionPoint, EvictionSweep, HeadRanking, LayerKept
+from kvviz.measure.timing import paired_inside_noise, paired_interval
 from kvviz.model.loading import LoadedModel
 
 if TYPE_CHECKING:
     import torch
     from transformers import DynamicCache
 
-__all__ = ["EVICT_AT_SCALE", "EVICT_DUO_RECENT", "EVICT_KEEP_PERCENTS", "KVZIP_REPEAT_PROMPT", "HeadSplitCache",
+__all__ = ["EVICT_AT_SCALE", "EVICT_DUO_DRAWS", "EVICT_DUO_RECENT", "EVICT_RAGGED", "EVICT_VARIANTS", "Claim",
+           "head_ranking", "kvzip_kept", "EVICT_KEEP_PERCENTS", "KVZIP_REPEAT_PROMPT", "HeadSplitCache",
            "duo_kept", "duo_split", "evict", "retrieval_order", "EVICT_POLICIES", "EVICT_POLICY_LABELS", "EVICT_POLICY_RULES", "EVICT_POLICY_SHORT",
            "EVICT_MAX_SINKS", "EVICT_POLICY_SETTINGS", "EVICT_QUANT_SCHEMES", "EvictionError", "EvictSettings", "HELD_OUT_TEXT_PATH", "Prefill", "SweepTexts",
            "cache_nbytes", "check_keep_percent", "check_policy", "check_sink_tokens", "continue_from", "copy_correct", "copy_sequences",
@@ -92,7 +101,10 @@ class EvictionError(ValueError):
 
 # The policies, in the order the page lists them. Names are the CLI's words; labels are shown through _().
 EVICT_POLICIES = ("full", "random", "recent", "streaming", "h2o", "h2o_heavy", "tova", "snapkv", "key_norm",
-                  "keydiff", "duoattention", "kvzip")
+                  "keydiff", "duoattention", "duo_probe", "kvzip", "kvzip_head")
+EVICT_RAGGED = frozenset({"duoattention", "duo_probe", "kvzip"})  # their heads keep different numbers of rows
+# a named variant -> the policy it varies (a conclusion that rests on one names it)
+EVICT_VARIANTS = {"h2o_heavy": "h2o", "duo_probe": "duoattention", "kvzip_head": "kvzip"}
 EVICT_POLICY_LABELS = {
     "full": N_("full cache"),
     "random": N_("random (control)"),
@@ -104,16 +116,19 @@ EVICT_POLICY_LABELS = {
     "snapkv": N_("SnapKV (observation window)"),
     "key_norm": N_("key norm (smallest kept)"),
     "keydiff": N_("KeyDiff (keys least like the mean key)"),
-    "duoattention": N_("DuoAttention-style (retrieval heads + streaming heads)"),
-    "kvzip": N_("KVzip-style (attention while re-reading the context)"),
+    "duoattention": N_("DuoAttention-style (retrieval heads + streaming heads, ranked by what each head does)"),
+    "duo_probe": N_("DuoAttention-style, heads ranked by the induction probe (a variant)"),
+    "kvzip": N_("KVzip-style (attention while re-reading the context, ranked across all heads)"),
+    "kvzip_head": N_("KVzip-style, the same rows in every head (a variant)"),
 }
 # Short names, for chart legends and sentences (the papers' names stay as written).
 EVICT_POLICY_SHORT = {"full": N_("full cache"), "random": N_("random"), "recent": N_("recent window"),
                       "streaming": "StreamingLLM", "h2o": "H2O", "h2o_heavy": N_("heavy hitters only"),
                       "tova": "TOVA", "snapkv": "SnapKV", "key_norm": N_("key norm"),
-                      "keydiff": "KeyDiff", "duoattention": "DuoAttention", "kvzip": "KVzip",
-                      "fp8-hf": N_("fp8 (transformers)")}
-_TRANSLATED_SHORT = ("full cache", "random", "recent window", "heavy hitters only", "key norm", "fp8 (transformers)")
+                      "keydiff": "KeyDiff", "duoattention": "DuoAttention", "duo_probe": N_("DuoAttention (probe)"),
+                      "kvzip": "KVzip", "kvzip_head": N_("KVzip (per head)"), "fp8-hf": N_("fp8 (transformers)")}
+_TRANSLATED_SHORT = ("full cache", "random", "recent window", "heavy hitters only", "key norm", "fp8 (transformers)",
+                     "DuoAttention (probe)", "KVzip (per head)")
 # What each policy keeps, and where its choice differs (per layer, per KV head): shown beside the grid.
 EVICT_POLICY_RULES = {
     "full": N_("Keeps every row: the reference every other line is measured against."),
@@ -143,13 +158,21 @@ EVICT_POLICY_RULES = {
                   "layer and per KV head, without any query or attention."),
     "duoattention": N_("Splits the heads (DuoAttention, Xiao et al. 2024, arXiv:2410.10819): retrieval heads keep "
                        "every row, streaming heads keep the first S rows and the newest {recent}. The retrieval "
-                       "heads are the KV heads that copy most on the induction probe of the attention-patterns "
-                       "page; the budget decides how many ({retrieval} of {heads} here). The heads keep different "
-                       "numbers of rows, so the cache is stored head by head and the bytes are those rows."),
+                       "heads are the KV heads whose streaming changes the output most: each head in turn keeps "
+                       "only those rows while the model reads random tokens repeated, and the change in its "
+                       "next-token predictions ranks it. The budget decides how many ({retrieval} of {heads} "
+                       "here). The heads keep different numbers of rows, so the cache is stored head by head and "
+                       "the bytes are those rows."),
+    "duo_probe": N_("A variant of DuoAttention's split: the retrieval heads are the KV heads that copy most on the "
+                    "induction probe of the attention-patterns page ({retrieval} of {heads} here). The probe scores "
+                    "most heads near zero, so which of those retrieve is decided by noise."),
     "kvzip": N_("Lets the model re-read the context (a repeat prompt, then the context again) on top of its "
                 "cache, and keeps the rows that get the most attention from any re-reading query (KVzip, Kim et "
-                "al. 2025, arXiv:2505.23416): about twice the prefill's work, once. Chosen per layer and per KV "
-                "head."),
+                "al. 2025, arXiv:2505.23416): about twice the prefill's work, once. The rows compete across all "
+                "layers and KV heads, as the paper allocates, so heads keep different numbers of rows at the "
+                "budget's bytes."),
+    "kvzip_head": N_("A variant of KVzip: the same re-reading scores, but every layer and KV head keeps the same "
+                     "number of rows, its own best."),
 }
 # What each newer method needs on a large model that it does not need here (shown on the page, under its sources).
 EVICT_AT_SCALE = {
@@ -160,14 +183,14 @@ EVICT_AT_SCALE = {
                        "gate per KV head, trained on synthetic passkey-retrieval data (a number hidden in long "
                        "filler text) to keep the full model's outputs while pushing gates towards streaming; and "
                        "it needs kernels that run full attention on some heads and sink + recent attention on "
-                       "others. Here the induction probe names the retrieval heads in one forward pass, and a "
-                       "padded copy with a per-head mask stands in for the kernels."),
+                       "others. Here each head's effect when it alone streams, measured on a few calibration draws, "
+                       "stands in for the learned gates, and a padded copy with a per-head mask stands in for the "
+                       "kernels."),
     "kvzip": N_("KVzip on a long context re-reads it in chunks (a few thousand tokens each) and ranks the rows "
                 "across all heads and layers, so heads keep different numbers of rows; it needs an attention "
                 "kernel that returns each key's largest weight without writing the whole matrix, and it pays the "
                 "re-read once per context, which pays off when many questions reuse the compressed cache. Here the "
-                "re-read fits in one or two chunks, the eager attention's weights are read directly, and every "
-                "head keeps the same number of rows."),
+                "re-read fits in one or two chunks and the eager attention's weights are read directly."),
 }
 EVICT_KEEP_PERCENTS = (100, 75, 50, 35, 25, 15, 10, 5)  # the sweep's budgets: % of KV bytes kept
 # Compression points on the same axis. fp16/int8/int4/int2: kvviz.internals.quant's arithmetic; fp8: transformers'
@@ -176,7 +199,7 @@ EVICT_KEEP_PERCENTS = (100, 75, 50, 35, 25, 15, 10, 5)  # the sweep's budgets: %
 EVICT_QUANT_SCHEMES = ("fp16", "fp8", "fp8-hf", "int8", "int4", "int2")
 EVICT_QUANT_LABELS = {"fp8-hf": N_("fp8, transformers' own cache (the new rows in fp8 too)")}
 EVICT_MAX_SPANS = 16  # copy-test spans (one batch)
-EVICT_MAX_PASSAGES = 8  # loss passages (one batch)
+EVICT_MAX_PASSAGES = 32  # loss passages (one batch)
 EVICT_MIN_SPAN_TOKENS = 8
 EVICT_SNAP_POOL = 5  # SnapKV's smoothing kernel (positions), as in the paper's code and kvpress
 EVICT_MAX_SINKS = 64  # StreamingLLM's S: the widget's maximum, a link's and the CLI's (check_sink_tokens)
@@ -184,9 +207,10 @@ SINK_TOKENS = IntSetting(N_("sink tokens S"), 0, EVICT_MAX_SINKS, default=4)  # 
 EVICT_MAX_SNAP_WINDOW = 64
 # The settings each policy reads beyond the texts' (the others' points do not change with them: a page keys its
 # cached lines on settings_for, so a new S re-measures StreamingLLM alone).
-EVICT_POLICY_SETTINGS = {"streaming": ("sink_tokens",), "duoattention": ("sink_tokens",), "snapkv": ("snap_window",),
-                         "random": ("seed",)}
+EVICT_POLICY_SETTINGS = {"streaming": ("sink_tokens",), "duoattention": ("sink_tokens",),
+                         "duo_probe": ("sink_tokens",), "snapkv": ("snap_window",), "random": ("seed",)}
 EVICT_DUO_RECENT = 4  # DuoAttention's streaming heads: S sinks + this many newest rows (the paper: 64 + 256 on 32k)
+EVICT_DUO_DRAWS = 8  # head_ranking's calibration draws (the induction probe's seeded random tokens, seeds 0..7)
 # KVzip's re-read starts with a repeat request (the paper's prompt); a base model reads it as plain text
 KVZIP_REPEAT_PROMPT = "\n\nRepeat the previous context exactly.\n"
 HELD_OUT_TEXT_PATH = Path(__file__).resolve().parents[1] / "assets" / "held_out_shakespeare.txt"
@@ -229,10 +253,10 @@ class EvictSettings:
     at random), like kvviz.training.copying.held_out_repeats."""
 
     half_tokens: int = 64  # copy test: a span of this many tokens, prefilled, pruned, then fed again
-    n_spans: int = 8
+    n_spans: int = 16
     context_tokens: int = 160  # loss: this much context is prefilled and pruned ...
     continuation_tokens: int = 48  # ... then the next tokens are fed and their next-token loss measured
-    n_passages: int = 4
+    n_passages: int = 16  # the unit of the loss's interval: passages apart on the default text, never overlapping
     sink_tokens: int = SINK_TOKENS.default  # StreamingLLM's S
     snap_window: int = 8  # SnapKV's observation window (last queries of the prefill)
     seed: int = 0  # the random control's generator
@@ -301,19 +325,47 @@ def policy_note(policy: str, rows: int, settings: EvictSettings, retrieval_heads
 
 
 def _pm(p: EvictionPoint, metric: str) -> str:
-    """'31% ± 4' (copy accuracy) or '+0.066 ± 0.041' (loss change, nats): the value and its 95% half-width."""
+    """'31% ± 4' (copy accuracy, over the spans) or '+0.066 ± 0.041' (loss change, nats, over the passages): the
+    value and its 95% half-width."""
     if metric == "copy":
-        return f"{p.copy_accuracy:.0%} ± {100 * INTERVAL_Z * p.copy_se:.0f}"
-    return f"{p.loss_change_nats:+.3f} ± {INTERVAL_Z * p.loss_change_se:.3f}"
+        return f"{p.copy_accuracy:.0%} ± {100 * p.copy_half_width:.0f}"
+    return f"{p.loss_change_nats:+.3f} ± {p.loss_change_half_width:.3f}"
 
 
-def _interval(p: EvictionPoint, metric: str) -> tuple[float, float]:
-    return p.copy_interval if metric == "copy" else p.loss_change_interval
+def paired_difference(a: EvictionPoint, b: EvictionPoint, metric: str) -> tuple[float, float]:
+    """The 95% interval of a - b over the units both were measured on (copy: each span's accuracy; loss: each
+    passage's loss change), kvviz.measure's paired_interval."""
+    return paired_interval(a.units(metric), b.units(metric))
 
 
 def inside_noise(a: EvictionPoint, b: EvictionPoint, metric: str) -> bool:
-    """kvviz.measure's rule on two points: their 95% intervals overlap, so the data name no better side."""
-    return intervals_overlap(_interval(a, metric), _interval(b, metric))
+    """kvviz.measure's rule on two points of one sweep: the paired interval of their difference, unit by unit,
+    holds 0, so the data name no better side."""
+    return paired_inside_noise(a.units(metric), b.units(metric))
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One comparison a takeaway makes: points a and b on a measure, and whether it calls them different (the
+    test holds every claim against its paired interval)."""
+
+    a: EvictionPoint
+    b: EvictionPoint
+    metric: str  # "copy" | "loss"
+    differs: bool
+
+
+class _Judge:
+    """The one rule (inside_noise), with every verdict it gives recorded as a Claim."""
+
+    def __init__(self, claims: list[Claim] | None):
+        self.claims = claims
+
+    def inside(self, a: EvictionPoint, b: EvictionPoint, metric: str) -> bool:
+        verdict = inside_noise(a, b, metric)
+        if self.claims is not None:
+            self.claims.append(Claim(a, b, metric, not verdict))
+        return verdict
 
 
 def _names(points, metric: str = "copy", settings: EvictSettings | None = None) -> str:
@@ -339,19 +391,41 @@ def _named(p: EvictionPoint, metric: str, settings: EvictSettings | None) -> str
     return name
 
 
-def eviction_takeaways(sweep: EvictionSweep) -> list[str]:
+def _family(policy: str) -> str:
+    """A policy and its named variants are one family (kvzip and kvzip_head; duoattention and duo_probe)."""
+    return EVICT_VARIANTS.get(policy, policy)
+
+
+def _best_in_bytes(sweep: EvictionSweep, q: EvictionPoint, leave_out: str | None = None) -> EvictionPoint | None:
+    """The evicting point with the best copy accuracy that fits in q's bytes (the fewest bytes among equals),
+    leaving out one policy family."""
+    fits = [p for p in sweep.points if p.kind == "eviction" and p.policy != "full" and p.kv_bytes_kept <= q.kv_bytes_kept
+            and (leave_out is None or _family(p.policy) != leave_out)]
+    return max(fits, key=lambda p: (p.copy_accuracy, -p.kv_bytes_kept)) if fits else None
+
+
+def _quant_verdict(judge: _Judge, q: EvictionPoint, rival: EvictionPoint) -> str:
+    if judge.inside(q, rival, "copy"):
+        return _("inside the noise")
+    return _("quantizing wins") if q.copy_accuracy > rival.copy_accuracy else _("evicting wins")
+
+
+def eviction_takeaways(sweep: EvictionSweep, claims: list[Claim] | None = None) -> list[str]:
     """What a class takes away, computed from the sweep (never typed in): which policies hold up at which
     budget, where quantizing beats evicting at equal bytes, and what the sink rows are worth. Every comparison
-    goes through kvviz.measure's rule (inside_noise): where two 95% intervals overlap, no side is named."""
+    goes through kvviz.measure's paired rule (inside_noise): where the paired interval of a difference holds 0, no
+    side is named. `claims`, when given, receives every comparison made (Claim)."""
+    judge = _Judge(claims)
     full = sweep.point("full", 100)
     settings = sweep.settings
     evicting = [p for p in EVICT_POLICIES[1:] if sweep.curve(p)]
-    lines = [_("Every figure carries ± its interval at 95%, 1.96 standard errors over the predictions, each counted "
-               "as a sample. Where two intervals overlap the difference is inside the noise, and no side is "
-               "named.")]
+    lines = [_("Every ± is a 95% interval over the units sampled: the copy accuracy over the {spans} spans, the loss "
+               "change over the {passages} passages (each against the full cache on the same passage). A side is "
+               "named only where the paired interval of the difference, unit by unit, excludes 0; otherwise the "
+               "difference is inside the noise.").format(spans=full.n_spans, passages=full.n_passages)]
     holds = {}
     for policy in evicting:
-        inside = [p for p in sweep.curve(policy) if p.keep_percent < 100 and inside_noise(p, full, "copy")]
+        inside = [p for p in sweep.curve(policy) if p.keep_percent < 100 and judge.inside(p, full, "copy")]
         if inside:
             holds[policy] = min(inside, key=lambda p: p.keep_percent)
     if holds:
@@ -359,6 +433,9 @@ def eviction_takeaways(sweep: EvictionSweep) -> list[str]:
         lines.append(_("Copying stays inside the noise of the full cache's {acc} down to {keep}% of the bytes with "
                        "{policies}.").format(acc=_pm(full, "copy"), keep=best_keep, policies=_names(
                            [p for p in holds.values() if p.keep_percent == best_keep], "copy", settings)))
+        if len({_family(p) for p in holds}) == 1:  # the conclusion rests on one policy: name what it rests on
+            lines.append(_("Only {policies} keep copying inside that noise once rows are evicted; every other "
+                           "policy falls below it.").format(policies=_names(list(holds))))
     else:
         lines.append(_("No policy keeps copying inside the noise of the full cache's {acc} once rows are evicted: "
                        "the repeat needs the rows of the whole first copy, and every policy throws some of them "
@@ -370,57 +447,98 @@ def eviction_takeaways(sweep: EvictionSweep) -> list[str]:
         rand = sweep.point("random", keep)
         at = [sweep.point(policy, keep) for policy in evicting if policy != "random"]
         top = max(at, key=lambda p: p.copy_accuracy)
-        tied = [p for p in at if p is not top and inside_noise(p, top, "copy")]
+        tied = [p for p in at if p is not top and judge.inside(p, top, "copy")]
         low = min(at, key=lambda p: p.loss_change_nats)
         high = max(at, key=lambda p: p.loss_change_nats)
         copy_part = _("At {keep}%: best copying {policy} {acc}").format(
             keep=keep, policy=_named(top, "copy", settings), acc=_pm(top, "copy"))
         if tied:
             copy_part += _(", with {others} inside its noise").format(others=_names(tied, "copy", settings))
-        copy_part += (_("; the random control's {rand} is inside the noise of it") if inside_noise(rand, top, "copy")
+        copy_part += (_("; the random control's {rand} is inside the noise of it") if judge.inside(rand, top, "copy")
                       else _("; the random control's {rand} is below it")).format(rand=_pm(rand, "copy"))
         loss_part = (_("loss change from {low} nats ({low_policy}) to {high} ({high_policy}), inside the noise of "
-                       "each other") if inside_noise(low, high, "loss") else
-                     _("loss change from {low} nats ({low_policy}) to {high} ({high_policy})")).format(
+                       "each other") if judge.inside(low, high, "loss") else
+                     _("loss change from {low} nats ({low_policy}) to {high} ({high_policy}), apart beyond the "
+                       "noise")).format(
             low=_pm(low, "loss"), low_policy=_named(low, "loss", settings), high=_pm(high, "loss"),
             high_policy=_named(high, "loss", settings))
-        lines.append(copy_part + "; " + loss_part + ".")
+        lines.append(copy_part + _("; ") + loss_part + ".")
+    wins = []
     for q in sweep.quantized:
         # the evicting policies' best copy accuracy at the largest budget that fits in the format's bytes
-        fits = [p for p in sweep.points if p.kind == "eviction" and p.policy != "full"
-                and p.kv_bytes_kept <= q.kv_bytes_kept]
-        if not fits:
+        rival = _best_in_bytes(sweep, q)
+        if rival is None:
             continue
-        rival = max(fits, key=lambda p: (p.copy_accuracy, -p.kv_bytes_kept))
-        verdict = (_("inside the noise") if inside_noise(q, rival, "copy") else
-                   _("quantizing wins") if q.copy_accuracy > rival.copy_accuracy else _("evicting wins"))
-        lines.append(_("{format} ({share:.0%} of the bytes) copies {q_acc}; the best eviction in no more "
-                       "bytes, {policy} at {keep}%, copies {e_acc}: {verdict}.").format(
+        verdict = _quant_verdict(judge, q, rival)
+        wins.append((q, verdict == _("quantizing wins"), rival))
+        line = _("{format} ({share:.0%} of the bytes) copies {q_acc}; the best eviction in no more bytes, {policy} "
+                 "at {keep}%, copies {e_acc}: {verdict}.").format(
             format=policy_short(q.policy), share=q.bytes_fraction, q_acc=_pm(q, "copy"),
             policy=_named(rival, "copy", settings), keep=rival.keep_percent, e_acc=_pm(rival, "copy"),
-            verdict=verdict))
+            verdict=verdict)
+        other = _best_in_bytes(sweep, q, leave_out=_family(rival.policy))
+        if other is not None and (other_verdict := _quant_verdict(judge, q, other)) != verdict:
+            line += " " + _("This rests on {policy}: without it, the best is {other} at {keep}% with {acc}: "
+                            "{verdict}.").format(policy=policy_short(rival.policy),
+                                                 other=_named(other, "copy", settings), keep=other.keep_percent,
+                                                 acc=_pm(other, "copy"), verdict=other_verdict)
+        lines.append(line)
+    if wins:
+        won = sum(w for _q, w, _r in wins)
+        summary = ngettext("Quantizing beats evicting at equal bytes, beyond the noise, for {won} format of {n}.",
+                           "Quantizing beats evicting at equal bytes, beyond the noise, for {won} formats of {n}.",
+                           won).format(won=won, n=len(wins))
+        # the policy most often the rival: without its family, how many would it be?
+        rivals = [_family(r.policy) for _q, _w, r in wins]
+        key = max(set(rivals), key=rivals.count)
+        won_without = 0
+        for q, _w, _r in wins:
+            other = _best_in_bytes(sweep, q, leave_out=key)
+            won_without += other is None or _quant_verdict(judge, q, other) == _("quantizing wins")
+        if won_without != won:
+            summary += " " + ngettext("This count rests on {policy}: without it, {won} format of {n}.",
+                                      "This count rests on {policy}: without it, {won} formats of {n}.",
+                                      won_without).format(policy=policy_short(key), won=won_without, n=len(wins))
+        lines.append(summary)
+    ranking = sweep.head_ranking
+    if ranking is not None and ranking.effects:
+        draws = len(ranking.effects)
+        k = duo_split(len(ranking.heads), settings.half_tokens, rows_for_budget(50, settings.half_tokens),
+                      settings)[0]
+        top = ranking.order[: max(k, 1)]
+        lines.append(ngettext(
+            "DuoAttention's heads, ranked by what each does when it alone streams (the change in the model's "
+            "next-token predictions over {draws} calibration draw): {heads}. The {k} that retrieve at 50% are the "
+            "same heads in {agree} of {draws} draws; the last of them, {last}, ranks between {best} and {worst}.",
+            "DuoAttention's heads, ranked by what each does when it alone streams (the change in the model's "
+            "next-token predictions over {draws} calibration draws): {heads}. The {k} that retrieve at 50% are the "
+            "same heads in {agree} of {draws} draws; the last of them, {last}, ranks between {best} and {worst}.",
+            draws).format(draws=draws, heads=_(", ").join(f"{layer}.{head}" for layer, head in top), k=len(top),
+                          last="{}.{}".format(*top[-1]), agree=ranking.top_set_agreement(len(top)), best=ranking.rank_range(top[-1])[0],
+                          worst=ranking.rank_range(top[-1])[1]))
     s = sweep.settings.sink_tokens
     for keep in (75, 25, 5):  # a large, a middle and the smallest budget
         if keep not in {p.keep_percent for p in sweep.curve("streaming")} & {p.keep_percent for p in
                                                                              sweep.curve("recent")}:
             continue
         without, with_ = sweep.point("recent", keep), sweep.point("streaming", keep)
-        verdicts = [_("copying inside the noise") if inside_noise(without, with_, "copy") else
+        verdicts = [_("copying inside the noise") if judge.inside(without, with_, "copy") else
                     _("copying differs beyond the noise"),
-                    _("loss inside the noise") if inside_noise(without, with_, "loss") else
+                    _("loss inside the noise") if judge.inside(without, with_, "loss") else
                     _("loss differs beyond the noise")]
         lines.append(_("Sinks at {keep}%: the window alone (S = 0) copies {a0:.0%} with loss change {l0:+.3f} "
                        "nats; with the first S = {s} rows kept, {a1:.0%} and {l1:+.3f} nats ({verdicts}).").format(
             keep=keep, a0=without.copy_accuracy, l0=without.loss_change_nats, s=s, a1=with_.copy_accuracy,
-            l1=with_.loss_change_nats, verdicts="; ".join(verdicts)))
-    lower = [p for p in sweep.points if p.policy != "full" and p.loss_change_interval[1] < 0]
+            l1=with_.loss_change_nats, verdicts=_("; ").join(verdicts)))
+    negative = [p for p in sweep.points if p.policy != "full" and p.loss_change_nats < 0]
+    lower = [p for p in negative if not judge.inside(p, full, "loss")]
     if lower:
         best = min(lower, key=lambda p: p.loss_change_nats)
         lines.append(_("Some points lower the loss beyond the noise (best: {policy} at {keep}%, {change} nats): "
                        "dropping rows can also drop context that misled the model on this text; on other text the "
                        "same policy may raise it.").format(policy=_named(best, "loss", settings), keep=best.keep_percent,
                                                            change=_pm(best, "loss")))
-    elif any(p.loss_change_nats < 0 for p in sweep.points if p.policy != "full"):
+    elif negative:
         lines.append(_("The negative loss changes are inside the noise of zero: these passages are too few to say "
                        "that evicting rows helps this model."))
     return lines
@@ -531,8 +649,8 @@ def _scores(policy: str, pre: Prefill, layer: int, settings: EvictSettings) -> t
     if policy == "keydiff":  # the least like the anchor kept: the mean of the cached keys at unit length (kvpress's
         k = keys.double()  # KeyDiffPress computes the paper's anchor so)
         return -F.cosine_similarity(k, F.normalize(k, dim=-1).mean(dim=2, keepdim=True), dim=-1)
-    if policy == "kvzip":  # the most attention any re-reading query of the KV head's query heads gives the row
-        reread = pre.reread_attentions()[layer].double()  # [batch_size, num_heads, seq_len]
+    if policy in ("kvzip", "kvzip_head"):  # the most attention any re-reading query of the KV head's query heads
+        reread = pre.reread_attentions()[layer].double()  # gives the row; [batch_size, num_heads, seq_len]
         return reread.reshape(b, hkv, -1, s).amax(dim=2)
     attn = pre.attentions[layer].double()  # [batch_size, num_heads, seq_len, seq_len]
     if policy in ("h2o", "h2o_heavy"):  # kept_rows splits the budget for h2o
@@ -560,8 +678,8 @@ def keep_order(policy: str, pre: Prefill, settings: EvictSettings) -> list[torch
     import torch
 
     check_policy(policy)
-    if policy == "duoattention":
-        raise EvictionError("duoattention keeps different rows per head: use evict()")
+    if policy in EVICT_RAGGED:
+        raise EvictionError(f"{policy} keeps different rows per head: use evict()")
     return [torch.argsort(_scores(policy, pre, i, settings), dim=-1, descending=True, stable=True)
             for i in range(len(pre.cache.layers))]
 
@@ -607,36 +725,59 @@ def prune(pre: Prefill, kept: list[torch.Tensor]) -> DynamicCache:
 
 
 class HeadSplitCache:
-    """A cache whose KV heads keep different rows (DuoAttention): every layer's KV heads stored as separate K and V
-    tensors [batch_size, rows of that head, head_dim], so its bytes are those rows' and no more. Attention reads it
-    through `view()`: a DynamicCache padded to the layer's longest head, plus which of its rows are real."""
+    """A cache whose KV heads keep different rows (DuoAttention, KVzip ranked across heads): every sequence's
+    layers' KV heads stored as separate K and V tensors [rows of that head, head_dim], so its bytes are those rows'
+    and no more. Attention reads it through `view()`: a DynamicCache padded to the longest head, plus which of its
+    rows are real.
 
-    def __init__(self, pre: Prefill, kept: list[list[torch.Tensor]]):
+    kept: [layer][kv head] positions kept, ascending, the same for every sequence of the batch (DuoAttention: the
+    heads are the model's); or per_sequence: [sequence][layer][kv head], each sequence its own (KVzip's global
+    ranking scores each sequence's rows)."""
+
+    def __init__(self, pre: Prefill, kept: list[list[torch.Tensor]] | None = None,
+                 per_sequence: list[list[list[torch.Tensor]]] | None = None):
         self.config = pre.loaded.model.config
-        self.kept = kept  # [layer][kv head] positions kept, ascending
-        self.heads = [[(layer.keys[:, h, idx].contiguous(), layer.values[:, h, idx].contiguous())
-                       for h, idx in enumerate(per_head)] for layer, per_head in zip(pre.cache.layers, kept, strict=True)]
+        b = pre.input_ids.shape[0]
+        self.per_sequence = per_sequence if per_sequence is not None else [kept] * b
+        self.kept = self.per_sequence[0]  # [layer][kv head] positions kept by the first sequence (all, if shared)
+        self.heads = [[[(layer.keys[i, h, idx].contiguous(), layer.values[i, h, idx].contiguous())
+                        for h, idx in enumerate(per_head)]
+                       for layer, per_head in zip(pre.cache.layers, seq, strict=True)]
+                      for i, seq in enumerate(self.per_sequence)]  # [sequence][layer][kv head] (K, V)
 
     @property
     def nbytes(self) -> int:
-        return sum(k.nbytes + v.nbytes for layer in self.heads for k, v in layer)
+        return sum(k.nbytes + v.nbytes for seq in self.heads for layer in seq for k, v in layer)
+
+    def layer_nbytes(self, sequence: int = 0) -> list[int]:
+        """Each layer's bytes, one sequence."""
+        return [sum(k.nbytes + v.nbytes for k, v in layer) for layer in self.heads[sequence]]
+
+    def rows_per_head(self) -> int:
+        """Rows kept per KV head on average, over every layer and sequence (floor): what the bytes hold."""
+        counts = [k.shape[0] for seq in self.heads for layer in seq for k, _v in layer]
+        return sum(counts) // len(counts)
 
     def view(self) -> tuple[DynamicCache, list[torch.Tensor]]:
-        """(the padded cache, per layer [num_kv_heads, rows] bool: True = a stored row, False = padding). The view is
-        compute's working copy, made per pass and dropped; the bytes held are the heads' (nbytes)."""
+        """(the padded cache, per layer [batch_size, num_kv_heads, rows] bool: True = a stored row, False =
+        padding). The view is compute's working copy, made per pass and dropped; the bytes held are the heads'
+        (nbytes)."""
         import torch
         from transformers import DynamicCache
 
         cache = DynamicCache(config=self.config)
         real = []
         # one padded length for every layer: transformers sizes one attention mask from the first layer's cache
-        rows = max(k.shape[1] for layer in self.heads for k, _v in layer)
-        for i, layer in enumerate(self.heads):
-            b, d = layer[0][0].shape[0], layer[0][0].shape[-1]
-            keys, values = (torch.zeros(b, len(layer), rows, d, dtype=layer[0][0].dtype) for _ in range(2))
-            ok = torch.zeros(len(layer), rows, dtype=torch.bool)
-            for h, (k, v) in enumerate(layer):
-                keys[:, h, :k.shape[1]], values[:, h, :k.shape[1]], ok[h, :k.shape[1]] = k, v, True
+        rows = max(k.shape[0] for seq in self.heads for layer in seq for k, _v in layer)
+        b, n_layers = len(self.heads), len(self.heads[0])
+        for i in range(n_layers):
+            first = self.heads[0][i][0][0]
+            hkv, d = len(self.heads[0][i]), first.shape[-1]
+            keys, values = (torch.zeros(b, hkv, rows, d, dtype=first.dtype) for _ in range(2))
+            ok = torch.zeros(b, hkv, rows, dtype=torch.bool)
+            for n, seq in enumerate(self.heads):
+                for h, (k, v) in enumerate(seq[i]):
+                    keys[n, h, :k.shape[0]], values[n, h, :k.shape[0]], ok[n, h, :k.shape[0]] = k, v, True
             cache.update(keys, values, i)
             real.append(ok)
         return cache, real
@@ -663,34 +804,108 @@ def retrieval_order(loaded: LoadedModel) -> list[tuple[int, int]]:
     return sorted(scores, key=lambda lh: (-scores[lh], lh))
 
 
-def duo_kept(pre: Prefill, rows: int, settings: EvictSettings) -> list[list[torch.Tensor]]:
+# Per shared model object, weakly (as kvviz.step.patterns keeps its probe's): the ranking goes with the model.
+_HEAD_RANKINGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def head_ranking(loaded: LoadedModel, sink_tokens: int = SINK_TOKENS.default,
+                 draws: int = EVICT_DUO_DRAWS) -> HeadRanking:
+    """DuoAttention's KV heads ranked by what they do, the closest offline stand-in for the paper's learned gates
+    (which are trained to keep the full model's outputs while pushing heads to stream): each KV head in turn
+    streams alone (keeps the first S rows + the EVICT_DUO_RECENT newest, every other head keeps every row) and its
+    effect is the change in the model's output, the mean KL divergence (nats) of the next-token distributions
+    from the full cache's. The calibration is the paper's kind of data, synthetic retrieval: each draw is the
+    induction probe's seeded random tokens (seed = the draw) prefilled, then fed again after the pruned cache, as
+    the copy test feeds its repeat. Computed once per model and S."""
+    import torch
+    import torch.nn.functional as F
+
+    from kvviz.step.pattern_records import PROBE_HALF_TOKENS, probe_token_ids
+
+    key = (sink_tokens, draws)
+    known = _HEAD_RANKINGS.setdefault(loaded.model, {})
+    if key in known:
+        return known[key]
+    info = loaded.info
+    ids = torch.tensor([probe_token_ids(info.vocab_size, PROBE_HALF_TOKENS, seed) for seed in range(draws)],
+                       dtype=torch.long)  # [draws, 2 x half]
+    half = PROBE_HALF_TOKENS
+    pre = prefill(loaded, ids[:, :half])
+    n_layers, hkv = len(pre.cache.layers), pre.cache.layers[0].keys.shape[1]
+    settings = EvictSettings(sink_tokens=sink_tokens)
+    stream = min(sink_tokens + EVICT_DUO_RECENT, half)
+    streaming = torch.sort(keep_order("streaming", pre, settings)[0][0, 0, :stream]).values
+    everything = torch.arange(half)
+    full = F.log_softmax(continue_from(loaded, HeadSplitCache(pre, [[everything] * hkv] * n_layers), ids[:, half:],
+                                       half).double(), dim=-1)  # [draws, half, vocab]
+    heads = [(layer, h) for layer in range(n_layers) for h in range(hkv)]
+    columns = []
+    for layer, h in heads:
+        kept = [[streaming if (i, j) == (layer, h) else everything for j in range(hkv)] for i in range(n_layers)]
+        got = F.log_softmax(continue_from(loaded, HeadSplitCache(pre, kept), ids[:, half:], half).double(), dim=-1)
+        kl = (full.exp() * (full - got)).sum(-1).mean(-1)  # [draws]: KL(full || streaming head), mean over tokens
+        columns.append(kl.tolist())
+    effects = tuple(tuple(float(columns[c][d]) for c in range(len(heads))) for d in range(draws))
+    known[key] = ranking = HeadRanking(effects, tuple(heads), N_("the induction probe's random tokens, repeated"))
+    return ranking
+
+
+def duo_kept(pre: Prefill, rows: int, settings: EvictSettings,
+             order: list[tuple[int, int]] | None = None) -> list[list[torch.Tensor]]:
     """[layer][kv head] positions DuoAttention keeps at `rows` per head on average (duo_split): all of them for the
     retrieval heads, StreamingLLM's first S + newest rows for the streaming heads. The same for every sequence of
-    the batch (the heads are the model's, the positions are positions)."""
+    the batch (the heads are the model's, the positions are positions). `order`: the heads, most retrieving first
+    (default: head_ranking's, by what each head does)."""
     import torch
 
     n_layers, hkv = len(pre.cache.layers), pre.cache.layers[0].keys.shape[1]
     retrieval, stream = duo_split(n_layers * hkv, pre.seq_len, rows, settings)
-    heads = set(retrieval_order(pre.loaded)[:retrieval])
+    if order is None:
+        order = list(head_ranking(pre.loaded, settings.sink_tokens).order)
+    heads = set(order[:retrieval])
     streaming = torch.sort(keep_order("streaming", pre, settings)[0][0, 0, :stream]).values
     everything = torch.arange(pre.seq_len)
     return [[everything if (i, h) in heads else streaming for h in range(hkv)] for i in range(n_layers)]
 
 
+def kvzip_kept(pre: Prefill, rows: int, settings: EvictSettings) -> list[list[list[torch.Tensor]]]:
+    """[sequence][layer][kv head] positions KVzip keeps at the bytes of `rows` rows per layer and KV head, ranked
+    as the paper allocates: every row of every layer and KV head competes on its re-reading score, and the best
+    rows x layers x KV heads of the sequence's cache stay (ties to the earlier layer, head and position)."""
+    import torch
+
+    scores = torch.stack([_scores("kvzip", pre, i, settings) for i in range(len(pre.cache.layers))], dim=1)
+    b, n_layers, hkv, s = scores.shape  # [batch_size, layers, num_kv_heads, seq_len]
+    budget = rows * n_layers * hkv
+    order = torch.argsort(scores.reshape(b, -1), dim=-1, descending=True, stable=True)[:, :budget]
+    out = []
+    for i in range(b):
+        mask = torch.zeros(n_layers * hkv * s, dtype=torch.bool)
+        mask[order[i]] = True
+        mask = mask.reshape(n_layers, hkv, s)
+        out.append([[torch.nonzero(mask[layer, h]).flatten() for h in range(hkv)] for layer in range(n_layers)])
+    return out
+
+
 def evict(policy: str, pre: Prefill, settings: EvictSettings, rows: int,
           order: list[torch.Tensor] | None = None) -> DynamicCache | HeadSplitCache:
     """The cache `policy` leaves at `rows` rows per layer and KV head (DuoAttention: on average), to continue from.
-    `order`: the policy's keep_order, when already computed (a sweep computes it once for every budget)."""
+    `order`: the policy's keep_order, when already computed (a sweep computes it once for every budget). A ragged
+    policy (EVICT_RAGGED) gives a HeadSplitCache."""
     if policy == "duoattention":
         return HeadSplitCache(pre, duo_kept(pre, rows, settings))
+    if policy == "duo_probe":
+        return HeadSplitCache(pre, duo_kept(pre, rows, settings, retrieval_order(pre.loaded)))
+    if policy == "kvzip":
+        return HeadSplitCache(pre, per_sequence=kvzip_kept(pre, rows, settings))
     return prune(pre, kept_rows(policy, keep_order(policy, pre, settings) if order is None else order, rows))
 
 
 def _head_masks(model, real: list[torch.Tensor]):
     """While active, each attention layer i masks the padding of a HeadSplitCache view: a forward pre-hook takes
     the eager attention mask [batch_size, 1, q_len, rows + q_len] and sets -inf-like (the dtype's minimum, as
-    transformers' masks do) on the columns of padded rows, per query head (each KV head's mask repeated over the
-    query heads that share it). The new tokens' own columns keep their causal mask."""
+    transformers' masks do) on the columns of padded rows, per sequence and query head (each KV head's mask
+    repeated over the query heads that share it). The new tokens' own columns keep their causal mask."""
     import contextlib
 
     import torch
@@ -703,11 +918,12 @@ def _head_masks(model, real: list[torch.Tensor]):
                 continue
 
             def hook(mod, args, kwargs):
-                mask, ok = kwargs["attention_mask"], real[mod.layer_idx]  # [b, 1, q, k], [num_kv_heads, rows]
-                group = model.config.num_attention_heads // ok.shape[0]
-                new = torch.ones(ok.shape[0], mask.shape[-1] - ok.shape[1], dtype=torch.bool)
-                ok_all = torch.cat([ok, new], dim=1).repeat_interleave(group, dim=0)  # [num_heads, k]
-                kwargs["attention_mask"] = mask.masked_fill(~ok_all[None, :, None, :], torch.finfo(mask.dtype).min)
+                mask, ok = kwargs["attention_mask"], real[mod.layer_idx]  # [b, 1, q, k], [b, num_kv_heads, rows]
+                b, hkv, rows = ok.shape
+                group = model.config.num_attention_heads // hkv
+                new = torch.ones(b, hkv, mask.shape[-1] - rows, dtype=torch.bool)
+                ok_all = torch.cat([ok, new], dim=2).repeat_interleave(group, dim=1)  # [b, num_heads, k]
+                kwargs["attention_mask"] = mask.masked_fill(~ok_all[:, :, None, :], torch.finfo(mask.dtype).min)
                 return args, kwargs
 
             handles.append(module.register_forward_pre_hook(hook, with_kwargs=True))
@@ -818,12 +1034,6 @@ def _token_losses(loaded: LoadedModel, cache: DynamicCache, passages: torch.Tens
                            reduction="none").double()
 
 
-def _standard_error(samples: torch.Tensor) -> float:
-    """The standard error of the mean of samples (one per prediction): sample std / sqrt(n)."""
-    n = samples.numel()
-    return float(samples.double().std() / n ** 0.5) if n > 1 else float("nan")
-
-
 class SweepTexts:
     """The two prefills every point of a sweep starts from (computed once per model, text and settings)."""
 
@@ -844,19 +1054,21 @@ class SweepTexts:
 
     def point(self, policy: str, kind: str, keep: int, rows: int, kept_bytes: int, hits: torch.Tensor,
               token_losses: torch.Tensor, loss_bytes_fraction: float = float("nan")) -> EvictionPoint:
-        """The record of one measured point: counts, means and their standard errors over the predictions."""
+        """The record of one measured point: counts and means, and the units they come from (each span's hits,
+        each passage's loss change against the full cache's)."""
+        n = self.passages.shape[0]
+        change = (token_losses.reshape(n, -1) - self.token_losses_full.reshape(n, -1)).mean(dim=1)  # [n_passages]
         return EvictionPoint(policy, kind, keep, rows, self.copy.seq_len, kept_bytes, self.full_bytes,
                              int(hits.sum()), hits.numel(), float(token_losses.mean()), self.loss_full,
-                             _standard_error(hits.reshape(-1)),
-                             _standard_error(token_losses.reshape(-1) - self.token_losses_full.reshape(-1)),
-                             loss_bytes_fraction)
+                             tuple(int(x) for x in hits.reshape(self.sequences.shape[0], -1).sum(dim=1)),
+                             tuple(float(x) for x in change), loss_bytes_fraction)
 
 
 def policy_points(loaded: LoadedModel, texts: SweepTexts, policy: str,
                   keep_percents: tuple[int, ...] = EVICT_KEEP_PERCENTS) -> list[EvictionPoint]:
     """One policy at every budget (the full cache: once, at 100%)."""
     settings = texts.settings
-    ragged = policy == "duoattention"  # no order: its heads keep different rows (duo_kept)
+    ragged = policy in EVICT_RAGGED  # no order: its heads keep different rows (duo_kept, kvzip_kept)
     copy_order = None if ragged else keep_order(policy, texts.copy, settings)
     context_order = None if ragged else keep_order(policy, texts.context, settings)
     points = []
@@ -865,7 +1077,7 @@ def policy_points(loaded: LoadedModel, texts: SweepTexts, policy: str,
         cache = evict(policy, texts.copy, settings, rows, copy_order)
         kept_bytes = cache_nbytes(cache) // settings.n_spans  # counted before the repeat appends its rows
         if ragged:  # the rows per KV head on average, which is what the bytes hold
-            rows = sum(len(idx) for layer in cache.kept for idx in layer) // sum(len(layer) for layer in cache.kept)
+            rows = cache.rows_per_head()
         hits = _copy_hits(loaded, cache, texts.sequences)
         context_rows = rows_for_budget(keep, settings.context_tokens)
         context_cache = evict(policy, texts.context, settings, context_rows, context_order)
@@ -981,7 +1193,15 @@ def sweep(loaded: LoadedModel, text: str | None = None, settings: EvictSettings 
         points += quant_points(loaded, texts, schemes)
     if progress:
         progress(1.0, "")
-    return EvictionSweep(loaded.info.label, texts.settings, tuple(points), loaded.info.head_dim, texts.n_tokens)
+    return EvictionSweep(loaded.info.label, texts.settings, tuple(points), loaded.info.head_dim, texts.n_tokens,
+                         _ranking_of(loaded, points, texts.settings))
+
+
+def _ranking_of(loaded: LoadedModel, points, settings: EvictSettings) -> HeadRanking | None:
+    """The head ranking DuoAttention's points used (cached per model and S), or None when none was measured."""
+    if not any(p.policy == "duoattention" for p in points):
+        return None
+    return head_ranking(loaded, settings.sink_tokens)
 
 
 def measure_policy(loaded: LoadedModel, policy: str, text: str | None = None,
@@ -1001,8 +1221,9 @@ def measure_quantized(loaded: LoadedModel, text: str | None = None,
 def sweep_of(loaded: LoadedModel, points: tuple[EvictionPoint, ...], text: str | None = None,
              settings: EvictSettings = EvictSettings()) -> EvictionSweep:
     """The sweep record of points measured line by line (measure_policy, measure_quantized)."""
-    return EvictionSweep(loaded.info.label, settings.checked(loaded.info.n_positions), tuple(points),
-                         loaded.info.head_dim, len(text_ids(loaded, text)))
+    settings = settings.checked(loaded.info.n_positions)
+    return EvictionSweep(loaded.info.label, settings, tuple(points),
+                         loaded.info.head_dim, len(text_ids(loaded, text)), _ranking_of(loaded, points, settings))
 
 
 def eviction_grid(loaded: LoadedModel, policy: str, keep_percent: int, text: str | None = None,
@@ -1019,10 +1240,10 @@ def eviction_grid(loaded: LoadedModel, policy: str, keep_percent: int, text: str
     span = copy_sequences(ids, settings)[:1, :settings.half_tokens]  # (1, L)
     pre = prefill(loaded, span)
     rows = rows_for_budget(keep, pre.seq_len)
-    if policy == "duoattention":
+    if policy in EVICT_RAGGED:
         cache = evict(policy, pre, settings, rows)
         kept = cache.kept  # [layer][kv head] positions
-        layer_bytes = [sum(k.nbytes + v.nbytes for k, v in heads) for heads in cache.heads]  # its own tensors
+        layer_bytes = cache.layer_nbytes()  # its own tensors
     else:
         order = kept_rows(policy, keep_order(policy, pre, settings), rows)
         kept = [list(idx[0]) for idx in order]

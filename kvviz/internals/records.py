@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kvviz.i18n import N_, _
-from kvviz.measure.timing import Comparison, Timing
+from kvviz.measure.timing import Comparison, Timing, mean_interval
 
 if TYPE_CHECKING:
     from kvviz.internals.eviction import EvictSettings
@@ -288,12 +288,11 @@ class SpecRun:
 
 
 # ----- eviction: what to forget -------------------------------------------------------------------------------
-INTERVAL_Z = 1.96  # the eviction lab's intervals: ± 1.96 standard errors, 95% under a normal approximation
-
-
 @dataclass(frozen=True)
 class EvictionPoint:
-    """One policy (or quantized format) at one budget: its real bytes and both quality measures."""
+    """One policy (or quantized format) at one budget: its real bytes and both quality measures, with the
+    measure of every unit sampled (a copy-test span, a loss passage), so that any two points of one sweep can be
+    compared unit by unit (kvviz.measure.timing.paired_interval)."""
 
     policy: str  # an EVICT_POLICIES name, or a quantized format ("int8", ...)
     kind: str  # "eviction" | "quantized"
@@ -306,13 +305,12 @@ class EvictionPoint:
     copy_total: int
     loss_nats: float  # mean next-token loss on the continuations (nats/token)
     loss_full_nats: float  # ... with the full cache
-    # Standard errors over the predictions (each one counted as a sample): of the copy accuracy (a fraction), and
-    # of the loss change, from the per-token paired differences (this cache's loss - the full cache's, token by
-    # token). Tokens of one span are not independent, so these are the smallest the noise can be, not an upper bound.
-    copy_se: float = float("nan")
-    loss_change_se: float = float("nan")
+    # The units sampled: the copy hits of each span (each span has copy_total / n_spans predictions), and each
+    # passage's mean loss change against the full cache (this cache's loss - the full cache's, on that passage).
+    copy_hits_per_span: tuple[int, ...] = ()
+    loss_change_per_passage: tuple[float, ...] = ()
     # The loss context's cache kept, as a share of its full cache's bytes (the loss is measured on a longer prefill
-    # than the copy test, so its share differs; DuoAttention's most: whole heads). NaN: not recorded.
+    # than the copy test, so its share differs; whole heads for the ragged policies). NaN: not recorded.
     loss_bytes_fraction: float = float("nan")
 
     @property
@@ -328,15 +326,76 @@ class EvictionPoint:
         return self.loss_nats - self.loss_full_nats
 
     @property
+    def n_spans(self) -> int:
+        return len(self.copy_hits_per_span)
+
+    @property
+    def n_passages(self) -> int:
+        return len(self.loss_change_per_passage)
+
+    @property
+    def copy_per_span(self) -> tuple[float, ...]:
+        """Each span's copy accuracy (a fraction): the unit the copy interval is over."""
+        per_span = self.copy_total // self.n_spans if self.n_spans else 0
+        return tuple(h / per_span for h in self.copy_hits_per_span) if per_span else ()
+
+    @property
+    def copy_half_width(self) -> float:
+        """The 95% half-width of the copy accuracy (a fraction) over the spans: t(0.975, spans - 1) x SD / sqrt(n)."""
+        return mean_interval(self.copy_per_span)[1]
+
+    @property
+    def loss_change_half_width(self) -> float:
+        """The 95% half-width of the loss change (nats) over the passages, each paired with the full cache's."""
+        return mean_interval(self.loss_change_per_passage)[1]
+
+    @property
     def copy_interval(self) -> tuple[float, float]:
-        """The 95% interval of the copy accuracy: ± INTERVAL_Z standard errors."""
-        half = INTERVAL_Z * self.copy_se
-        return self.copy_accuracy - half, self.copy_accuracy + half
+        """The 95% interval of the copy accuracy, over the spans."""
+        return self.copy_accuracy - self.copy_half_width, self.copy_accuracy + self.copy_half_width
 
     @property
     def loss_change_interval(self) -> tuple[float, float]:
-        half = INTERVAL_Z * self.loss_change_se
-        return self.loss_change_nats - half, self.loss_change_nats + half
+        """The 95% interval of the loss change, over the passages (paired with the full cache, passage by passage)."""
+        return self.loss_change_nats - self.loss_change_half_width, self.loss_change_nats + self.loss_change_half_width
+
+    def units(self, metric: str) -> tuple[float, ...]:
+        """The sampled units of a measure: "copy" each span's accuracy, "loss" each passage's loss change."""
+        return self.copy_per_span if metric == "copy" else self.loss_change_per_passage
+
+
+@dataclass(frozen=True)
+class HeadRanking:
+    """DuoAttention's KV heads ranked by what they do: each head's measured effect when it alone streams (keeps
+    only the sinks and the newest rows), on calibration draws; the ranking is by the mean over the draws."""
+
+    effects: tuple[tuple[float, ...], ...]  # [draw][head] the output change, heads in (layer, KV head) order
+    heads: tuple[tuple[int, int], ...]  # (layer, KV head) of each column of effects
+    calibration: str  # what the draws are (English, stable: translated where shown)
+
+    @property
+    def mean_effects(self) -> tuple[float, ...]:
+        return tuple(sum(col) / len(col) for col in zip(*self.effects, strict=True))
+
+    @property
+    def order(self) -> tuple[tuple[int, int], ...]:
+        """(layer, KV head), the largest mean effect first; ties by layer and head."""
+        mean = self.mean_effects
+        return tuple(self.heads[i] for i in sorted(range(len(self.heads)), key=lambda i: (-mean[i], self.heads[i])))
+
+    def draw_order(self, draw: int) -> tuple[tuple[int, int], ...]:
+        row = self.effects[draw]
+        return tuple(self.heads[i] for i in sorted(range(len(self.heads)), key=lambda i: (-row[i], self.heads[i])))
+
+    def rank_range(self, head: tuple[int, int]) -> tuple[int, int]:
+        """(best, worst) rank of `head` over the draws, 1 = the most important."""
+        ranks = [self.draw_order(d).index(head) + 1 for d in range(len(self.effects))]
+        return min(ranks), max(ranks)
+
+    def top_set_agreement(self, k: int) -> int:
+        """In how many draws the k most important heads are the same set as the mean ranking's."""
+        want = set(self.order[:k])
+        return sum(set(self.draw_order(d)[:k]) == want for d in range(len(self.effects)))
 
 
 @dataclass(frozen=True)
@@ -368,6 +427,7 @@ class EvictionSweep:
     points: tuple[EvictionPoint, ...]  # every policy x every budget, then the quantized formats
     group_size: int  # the quantized formats' group (= head_dim: one group per token's head vector)
     text_tokens: int
+    head_ranking: HeadRanking | None = None  # DuoAttention's heads ranked by their ablation effect (None: not drawn)
 
     def curve(self, policy: str) -> tuple[EvictionPoint, ...]:
         return tuple(p for p in self.points if p.policy == policy and p.kind == "eviction")

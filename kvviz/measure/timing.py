@@ -10,6 +10,15 @@ The interquartile range ignores one preempted repeat (a busy core stretches a si
 half), yet it is wide when the machine is noisy, so a small gap on a busy machine is not crowned a winner.
 Where the rule says "inside the noise", a page says so in one sentence instead of naming a faster side.
 
+A measured quality (the eviction lab's copy accuracy and loss change) is compared by the same rule on paired units:
+two ways of doing the same work on the same n units (spans, passages) give n differences, and their 95% interval
+(the mean ± Student's t(0.975, n - 1) x SD / sqrt(n), `paired_interval`) is held against zero:
+
+    inside the noise  <=>  the paired interval of A - B overlaps [0, 0]   (`paired_inside_noise`)
+
+The unit is the one that was sampled (a passage, a span), never a token of it: tokens of one passage rise and fall
+together, so counting them as samples would narrow the interval past what the data say.
+
 `median`, `quartiles` and `middle_halves_overlap` work on plain samples (the race's records and figures keep
 tuples); `Timing` and `Comparison` wrap them for a named pair. Torch-free.
 """
@@ -23,8 +32,15 @@ import numpy as np
 from kvviz.i18n import _
 from kvviz.measure.load import load_known, load_label
 
-__all__ = ["Comparison", "Timing", "inside_noise", "intervals_overlap", "median", "median_per_position",
-           "middle_halves_overlap", "quartiles", "spread_pct"]
+__all__ = ["Comparison", "Timing", "inside_noise", "intervals_overlap", "mean_interval", "median",
+           "median_per_position", "middle_halves_overlap", "paired_inside_noise", "paired_interval", "quartiles",
+           "spread_pct", "t_quantile_95"]
+
+# Student's t, 97.5th percentile (a two-sided 95% interval), for 1..30 degrees of freedom; beyond, the values at 40,
+# 60 and 120, then the normal's 1.96 (tables of the t distribution; scipy.stats.t.ppf(0.975, df) to 3 decimals).
+_T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+          2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+_T_975_BEYOND = ((40, 2.021), (60, 2.000), (120, 1.980))
 
 
 def median(samples: Sequence[float]) -> float:
@@ -57,6 +73,42 @@ def intervals_overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
     """The rule on two (low, high) ranges: they overlap, so the data cannot say which side is larger. Timings
     compare their middle halves; a measured quality (the eviction lab's) its stated interval."""
     return a[0] <= b[1] and b[0] <= a[1]
+
+
+def t_quantile_95(df: int) -> float:
+    """Student's t at 0.975 for df degrees of freedom: the multiplier of a two-sided 95% interval of a mean of
+    df + 1 samples (rounded up to the next tabled df beyond 30, so the interval is never narrower than t's)."""
+    if df < 1:
+        return float("nan")
+    if df <= len(_T_975):
+        return _T_975[df - 1]
+    return next((t for limit, t in _T_975_BEYOND if df <= limit), 1.96)
+
+
+def mean_interval(samples: Sequence[float]) -> tuple[float, float]:
+    """(mean, half-width of its 95% interval): t_quantile_95(n - 1) x SD / sqrt(n), SD with n - 1 (one sample:
+    a nan half-width, no interval)."""
+    x = np.asarray(samples, dtype=float)
+    if not len(x):
+        return float("nan"), float("nan")
+    if len(x) == 1:
+        return float(x[0]), float("nan")
+    return float(x.mean()), t_quantile_95(len(x) - 1) * float(x.std(ddof=1)) / len(x) ** 0.5
+
+
+def paired_interval(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
+    """The 95% interval (low, high) of the mean of a - b, unit by unit (the same units measured two ways)."""
+    if len(a) != len(b):
+        raise ValueError(f"paired samples need the same units: {len(a)} and {len(b)}")
+    mean, half = mean_interval(np.asarray(a, dtype=float) - np.asarray(b, dtype=float))
+    return mean - half, mean + half
+
+
+def paired_inside_noise(a: Sequence[float], b: Sequence[float]) -> bool:
+    """The rule on paired units: the interval of the differences overlaps zero (or there is no interval: one
+    unit), so the data cannot say which side is larger."""
+    low, high = paired_interval(a, b)
+    return not (low == low and high == high) or intervals_overlap((low, high), (0.0, 0.0))
 
 
 def middle_halves_overlap(a: Sequence[float], b: Sequence[float]) -> bool:
