@@ -322,16 +322,18 @@ def test_joined_strings_use_chinese_separators():
     assert i18n.join_sentences(["Chart.", "bars: a 1."]) == "Chart. bars: a 1."
 
 
-def test_a_count_axis_reads_wan_with_its_hover_in_the_same_words():
-    """Bytes on the layout and sliding-window charts: ticks under "单位：万", never plotly's "50k"; the hover says
-    the count as the axis reads it and exactly ("100：5.077 万（50,768）")."""
+def test_a_byte_axis_reads_binary_units_never_wan():
+    """Bytes on the layout and sliding-window charts: ticks in KiB/MiB with the unit's size on the axis title, in
+    both languages (bytes never take 万 or 亿, which count things); the hover says the bytes exactly."""
     from kvviz.figures import internals as figs
 
     with i18n.language(i18n.CHINESE):
         fig = figs.append_copy_figure([0, 100, 200], {"a": [0, 50_000, 100_000]}, 768, "t")
-    assert fig.layout.yaxis.title.text.endswith("单位：万") and fig.layout.yaxis.exponentformat == "none"
+    title = fig.layout.yaxis.title.text
+    assert "万" not in title and title.endswith("单位：KiB（1,024 字节）") and fig.layout.yaxis.exponentformat == "none"
     assert list(fig.data[0].customdata) == [768, 50_768, 100_768]
-    assert fig.data[0].hovertext[1] == "100：5.077 万（50,768）"
+    assert list(fig.data[0].y) == [768 / 1024, 50_768 / 1024, 100_768 / 1024]
+    assert fig.data[0].hovertext[1].startswith("100：50,768 B")
 
 
 # ----- the widgets' own words: what Streamlit and plotly let a page set -----
