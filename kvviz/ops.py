@@ -473,3 +473,62 @@ def curve(
         cached, uncached = generation_totals(shape, prompt_len, k, lm_head_all_positions=lm_head_all_positions)
         out.append((k, cached, uncached))
     return out
+
+
+# ----- a hybrid's decode step: what one token costs to mix in the past, per layer ----------------------------------
+# One decode token at position p (0-based), in one layer, not counting the projections and the MLP (their ops per
+# token are the same at every position, in both kinds of layer):
+#
+#     attention layer       QK^T + AV over the p + 1 cached rows: 2 x n_head x (p + 1) x head_dim ops: grows with p
+#     Gated DeltaNet layer  per head, three products with its d_k x d_v state: k^T S (what the state predicts for k),
+#                           S += k delta^T (the delta rule's write), q^T S (the read): 3 x d_k x d_v ops; and the
+#                           short convolution: conv_channels x conv_kernel ops. The same at every p.
+#
+# (The state's decay, S *= exp(g), is d_k x d_v plain multiplies per head, elementwise like a softmax: not counted.)
+def attention_token_ops(n_head: int, head_dim: int, position: int) -> int:
+    """Ops one decode token at `position` spends in one attention layer on QK^T and AV (causal: p + 1 keys)."""
+    _positive_int("n_head", n_head)
+    _positive_int("head_dim", head_dim)
+    c, _n = _lengths(position, 1)
+    return 2 * n_head * (c + 1) * head_dim
+
+
+def linear_attention_token_ops(heads: int, d_k: int, d_v: int, conv_channels: int, conv_kernel: int) -> int:
+    """Ops one decode token spends in one Gated DeltaNet layer on its state (3 products with each head's d_k x d_v
+    matrix) and its short convolution: the same at every position."""
+    for name, value in (("heads", heads), ("d_k", d_k), ("d_v", d_v), ("conv_channels", conv_channels),
+                        ("conv_kernel", conv_kernel)):
+        _positive_int(name, value)
+    return 3 * heads * d_k * d_v + conv_channels * conv_kernel
+
+
+def linear_cheaper_from(n_head: int, head_dim: int, linear_ops: int) -> int:
+    """The first position at which one attention layer's step costs more than `linear_ops` (exact, integer)."""
+    per_row = 2 * n_head * head_dim
+    return linear_ops // per_row  # attention_token_ops(p) = per_row x (p + 1) > linear_ops  <=>  p + 1 > linear_ops / per_row
+
+
+@dataclass(frozen=True)
+class HybridTokenCosts:
+    """One decode token's ops, per layer, at each position 0..n_positions-1 of a hybrid: what an attention layer
+    spends on QK^T + AV (grows one row at a time) beside what a Gated DeltaNet layer spends on its state and its
+    short convolution (the same at every position). Projections and MLPs are left out: the same in both, at every p."""
+
+    positions: tuple[int, ...]
+    attention_ops: tuple[int, ...]  # per attention layer, at each position
+    linear_ops: int  # per linear layer, at any position
+    linear_cheaper_from: int  # the first position at which the attention layer's step costs more
+    ops_per_row: int  # what one more cached row adds to the attention layer's step: 2 x n_head x head_dim
+
+
+def hybrid_token_costs(n_head: int, head_dim: int, heads: int, d_k: int, d_v: int, conv_channels: int,
+                       conv_kernel: int, n_positions: int) -> HybridTokenCosts:
+    """The per-token costs of both kinds of layer over a context of n_positions (attention_token_ops,
+    linear_attention_token_ops)."""
+    _positive_int("n_positions", n_positions, MAX_TOKENS)
+    linear = linear_attention_token_ops(heads, d_k, d_v, conv_channels, conv_kernel)
+    positions = tuple(range(n_positions))
+    return HybridTokenCosts(positions=positions,
+                            attention_ops=tuple(attention_token_ops(n_head, head_dim, p) for p in positions),
+                            linear_ops=linear, linear_cheaper_from=linear_cheaper_from(n_head, head_dim, linear),
+                            ops_per_row=2 * n_head * head_dim)

@@ -15,7 +15,7 @@ from kvviz.figures import ops as figs
 from kvviz.i18n import N_, _, numbers
 from kvviz.inputs.links import link_refusals
 from kvviz.memory.presets import ops_presets
-from kvviz.ui import a11y, assets, bounded, links, models, router
+from kvviz.ui import a11y, assets, bounded, links, models, router, sidebar
 
 LOADED, CUSTOM = "loaded model (sidebar)", "custom"  # option values (stable); shown as _(MODEL_LABELS[v])
 MODEL_LABELS = {LOADED: N_("loaded model (sidebar)"), CUSTOM: N_("custom")}
@@ -47,6 +47,9 @@ def chosen_shape() -> tuple[ops.ModelShape | None, int | None]:
     choice = st.session_state.get("ops_model", LOADED)
     if choice == LOADED:
         info = models.current_info()
+        if not sidebar.needs_all_attention(info, stop=False, message=sidebar.NOT_ALL_ATTENTION_COUNTS):
+            hybrid_step(info)  # what it can show: one token's cost in each kind of layer
+            return None, None
         return info.ops_shape(), info.n_positions
     if choice != CUSTOM:
         preset = ops_presets()[choice]
@@ -99,6 +102,26 @@ def claim_tab(shape: ops.ModelShape) -> None:
 
 
 @st.fragment
+def hybrid_step(info) -> None:
+    """A hybrid (the loaded model): one decode token's cost in its attention layer beside a linear layer's."""
+    costs = ops.hybrid_token_costs(info.n_head, info.head_dim, info.linear_heads, info.linear_key_dim,
+                                   info.linear_value_dim, info.conv_channels, info.conv_kernel, info.n_positions)
+    st.subheader(_("One decode token: attention beside linear attention"))
+    a11y.chart(st, figs.hybrid_token_figure(costs), key="ops_chart_hybrid", config=export_config("ops_hybrid"))
+    last = costs.positions[-1]
+    state_ops = 3 * info.linear_heads * info.linear_key_dim * info.linear_value_dim
+    st.markdown(_(
+        "At position p the attention layer's step costs 2 x {heads} heads x {head_dim} x (p + 1) ops: **{per_row:,} "
+        "more for every row its cache holds**. Each linear layer's step costs **{linear:,} ops at any position**: "
+        "three products with each head's {d_k} x {d_v} state ({state:,}) and its short convolution ({conv:,}). From "
+        "position **{cross}** on, the linear layer's step is the cheaper one; at the last position, {last}, the "
+        "attention layer's costs {ratio:.1f}x as much. Projections and MLPs cost the same per token in both kinds of "
+        "layer and are left out.").format(
+        heads=info.n_head, head_dim=info.head_dim, per_row=costs.ops_per_row, linear=costs.linear_ops,
+        d_k=info.linear_key_dim, d_v=info.linear_value_dim, state=state_ops, conv=costs.linear_ops - state_ops,
+        cross=costs.linear_cheaper_from, last=last, ratio=costs.attention_ops[-1] / costs.linear_ops))
+
+
 def counter() -> None:
     notices = st.container()
     for message in links.drop_refused_link_numbers(list(DEFAULTS), "ops_link_refused"):  # before any number input

@@ -10,6 +10,7 @@ from kvviz.figures import export_config
 from kvviz.figures import patterns as figs
 from kvviz.i18n import N_, _, join_sentences, ngettext
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP, PromptError, check_prompt, shorten_by
+from kvviz.memory import units
 from kvviz.model.loading import LoadedModel
 from kvviz.step.pattern_records import (
     MAX_PATTERN_TOKENS,
@@ -59,7 +60,8 @@ sources = ([STEP_SEQUENCE] if 2 <= len(step_ids) <= MAX_PATTERN_TOKENS else []) 
 c1, c2, c3 = st.columns([2, 1, 1])
 source = c1.selectbox(_("Sequence"), sources, key="pat_source", bind="query-params", format_func=_,
                       help=_("Up to {n} tokens, so every cell stays visible.").format(n=MAX_PATTERN_TOKENS))
-layer = c2.selectbox(_("Layer"), list(range(info.n_layer)), key="pat_layer", bind="query-params")
+# a hybrid's linear-attention layers compute no attention matrix: only its attention layers are offered
+layer = c2.selectbox(_("Layer"), list(info.attention_layers), key="pat_layer", bind="query-params")
 head = c3.selectbox(_("Head to enlarge"), list(range(info.n_head)), key="pat_head", bind="query-params")
 if source == STEP_SEQUENCE:
     token_ids = list(step_ids)
@@ -83,13 +85,26 @@ if len(token_ids) < 2:
 
 with st.spinner(_("Running the model once, without the cache...")):
     run = pattern_run(loaded, tuple(token_ids))
-lp = run.layers[layer]
+lp = run.layers[info.attention_layers.index(layer)]
 t = run.seq_len
+if not info.all_attention:
+    recurrent_bytes, conv_bytes = info.linear_state_bytes(4)  # float32, as the model runs here
+    st.info(ngettext(
+        "Layer {layers} is linear attention (Gated DeltaNet) and has no attention matrix: instead of comparing the "
+        "newest query with every cached key, it keeps per head one {d_k} x {d_v} state matrix that each token "
+        "updates, and the last {kernel} inputs of its short convolution ({size} in all, whatever the length).",
+        "Layers {layers} are linear attention (Gated DeltaNet) and have no attention matrix: instead of comparing "
+        "the newest query with every cached key, each keeps per head one {d_k} x {d_v} state matrix that each token "
+        "updates, and the last {kernel} inputs of its short convolution ({size} per layer, whatever the length).",
+        len(info.linear_layers)).format(
+        layers=_(", ").join(str(i) for i in info.linear_layers), d_k=info.linear_key_dim, d_v=info.linear_value_dim,
+        kernel=info.conv_kernel, size=units.short_bytes(recurrent_bytes + conv_bytes)), icon=":material/info:")
 st.markdown(
     ngettext("**{t} token.**", "**{t} tokens.**", t).format(t=t) + " "
     + _("A cached step computes **{t}** attention weights per head (the outlined row); an uncached "
       "step recomputes all **{triangle:,}** of the triangle, for each of the **{heads}** heads of each of the "
-      "**{layers}** layers.").format(t=t, triangle=t * (t + 1) // 2, heads=info.n_head, layers=info.n_layer)
+      "**{layers}** layers.").format(t=t, triangle=t * (t + 1) // 2, heads=info.n_head,
+                                     layers=len(info.attention_layers))
     + (" " + _("This model has **{kv_heads} K/V heads** for {heads} query heads: query head *q* reads K/V head *q* "
                "// {group}, so each matrix below is a query head's own pattern over the shared cached rows.").format(
         kv_heads=info.n_kv_heads, heads=info.n_head, group=info.n_head // info.n_kv_heads)

@@ -30,7 +30,7 @@ from kvviz.internals.eviction import (
 )
 from kvviz.internals.records import INTERVAL_Z, EvictionGrid, EvictionPoint, EvictionSweep
 from kvviz.model.loading import LoadedModel
-from kvviz.ui import a11y, bounded, models, router
+from kvviz.ui import a11y, bounded, models, router, sidebar
 from pages.internals_shared import MODEL_HASH, PLOT, explain, run_queued
 
 DEFAULT_DRAWN = ("random", "recent", "streaming", "h2o")  # the takeaways cite the random control
@@ -129,6 +129,7 @@ def sinks_refusal() -> str | None:
 
 router.ensure_router()  # before anything is drawn: see its docstring
 st.title(_("What to forget: eviction and compression"))
+sidebar.needs_all_attention(models.current_info())  # K/V in every layer: not a hybrid
 explain(_(
     "Once the cache is too big, an engine must keep less. **Eviction** throws rows away (a row is one position's "
     "K and V in one layer and KV head); **compression** keeps every row in fewer bits. Here both run on the real "

@@ -8,11 +8,12 @@ from kvviz.figures import internals as fig
 from kvviz.i18n import _
 from kvviz.internals import layout
 from kvviz.measure.load import load_label
-from kvviz.ui import a11y, bounded, models, router
+from kvviz.ui import a11y, bounded, models, router, sidebar
 from pages.internals_shared import PLOT, explain, run_queued
 
 router.ensure_router()  # before anything is drawn: see its docstring
 st.title(_("Memory layout of the cache"))
+sidebar.needs_all_attention(models.current_info())  # K/V in every layer: not a hybrid
 explain(_(
     "A layer's keys are one block of memory; the **layout** decides where element (head, position, dim) lands. "
     "Attention for one head reads that head's keys at every cached position.\n\n"

@@ -11,7 +11,7 @@ from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from kvviz.internals import paging
 from kvviz.internals.records import PagedRun
 from kvviz.model.loading import LoadedModel
-from kvviz.ui import a11y, bounded, models, router
+from kvviz.ui import a11y, bounded, models, router, sidebar
 from pages.internals_shared import DEFAULT_PROMPT, MODEL_HASH, PLOT, explain
 
 
@@ -24,6 +24,7 @@ def paged_run(loaded: LoadedModel, prompt: str, n_a: int, n_b: int, block: int) 
 
 router.ensure_router()  # before anything is drawn: see its docstring
 st.title(_("Paged blocks"))
+sidebar.needs_all_attention(models.current_info())  # K/V in every layer: not a hybrid
 explain(_(
     "vLLM-style paging: the cache is a pool of fixed-size blocks; each sequence has a block table mapping its "
     "logical blocks to physical ones. Here the real model generates two continuations of one prompt (A greedy, "

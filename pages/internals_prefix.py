@@ -11,13 +11,14 @@ from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from kvviz.internals import prefix
 from kvviz.internals.records import PrefixReuse
 from kvviz.measure.load import load_number
-from kvviz.ui import a11y, models, router
+from kvviz.ui import a11y, models, router, sidebar
 from pages.internals_shared import PLOT, explain, run_queued
 
 RESULT_KEY = "int_prefix_result"  # (inputs, PrefixReuse) of this session's last measurement
 
 router.ensure_router()  # before anything is drawn: see its docstring
 st.title(_("Prefix reuse"))
+sidebar.needs_all_attention(models.current_info())  # K/V in every layer: not a hybrid
 explain(_(
     "Prompt A is prefilled; then its cache is rolled back (cropped) to the tokens it shares with prompt B, and "
     "only B's remaining tokens are fed. Because attention is causal, the kept rows are exactly what B would "

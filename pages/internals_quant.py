@@ -18,7 +18,7 @@ from kvviz.internals.quant import (
 from kvviz.internals.records import QuantReport, SchemeAgreement
 from kvviz.memory import dtypes
 from kvviz.model.loading import LoadedModel
-from kvviz.ui import a11y, bounded, models, router
+from kvviz.ui import a11y, bounded, models, router, sidebar
 from pages.internals_shared import DEFAULT_PROMPT, MODEL_HASH, PLOT, explain, run_queued
 
 DEFAULT_AGREEMENT_PROMPTS = "ROMEO:\nJULIET: O Romeo, Romeo\nFirst Citizen:\nKING RICHARD II:\nMENENIUS: What work"
@@ -45,6 +45,7 @@ def agreement(loaded: LoadedModel, prompts: tuple[str, ...], n_new: int, group: 
 
 router.ensure_router()  # before anything is drawn: see its docstring
 st.title(_("Quantized caches"))
+sidebar.needs_all_attention(models.current_info())  # K/V in every layer: not a hybrid
 residual_length = transformers_residual_length()
 explain(_(
     "The real cache of your prompt is stored in fp16, bf16, int8 and int4 and read back. int8/int4 use "

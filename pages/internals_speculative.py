@@ -13,7 +13,7 @@ from kvviz.internals import speculative
 from kvviz.internals.records import SpecRun
 from kvviz.model import loading
 from kvviz.model.loading import LoadedModel
-from kvviz.ui import a11y, bounded, models, router
+from kvviz.ui import a11y, bounded, models, router, sidebar
 from pages.internals_shared import MODEL_HASH, PLOT, explain
 
 # A draft shares the verifier's tokenizer: the two bundled models do (same BPE, 2,048 ids).
@@ -31,6 +31,7 @@ def spec_run(loaded: LoadedModel, prompt: str, n_new: int, k: int, temperature: 
 
 router.ensure_router()  # before anything is drawn: see its docstring
 st.title(_("Speculative decoding: rollback"))
+sidebar.needs_all_attention(models.current_info())  # K/V in every layer: not a hybrid
 explain(_(
     "A small **draft** model proposes k tokens; the **verifier** (the model in the sidebar, greedy) checks all "
     "of them in ONE forward pass, which appends k+1 rows to its cache. It keeps the proposals up to the first "

@@ -13,7 +13,7 @@ from kvviz.internals import window
 from kvviz.internals.records import PresetLayers, WindowRun
 from kvviz.memory import units
 from kvviz.model.loading import LoadedModel
-from kvviz.ui import a11y, bounded, models, router
+from kvviz.ui import a11y, bounded, models, router, sidebar
 from pages.internals_shared import DEFAULT_PROMPT, MODEL_HASH, PLOT, explain
 
 PATTERNS = {"all local": None, "1 local : 1 global": 1, "3 local : 1 global": 3}  # option (English) -> local per global
@@ -37,6 +37,7 @@ def gemma_layers(context_len: int) -> PresetLayers:
 
 router.ensure_router()  # before anything is drawn: see its docstring
 st.title(_("Sliding windows"))
+sidebar.needs_all_attention(models.current_info())  # K/V in every layer: not a hybrid
 explain(_(
     "A sliding-window layer keeps only the last W rows: older rows are evicted and that layer can no longer "
     "attend to them, so its cache stops growing at W rows. Hybrid models mix local and global layers (Gemma 3: "

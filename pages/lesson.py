@@ -23,7 +23,7 @@ from kvviz.figures.lesson import lesson_figure, tokens_html
 from kvviz.i18n import N_, _, ngettext
 from kvviz.inputs import query_values
 from kvviz.teaching import glossary, handout, lesson
-from kvviz.ui import a11y, assets, engines, links, models, poll, router
+from kvviz.ui import a11y, assets, engines, links, models, poll, router, sidebar
 
 N_STEPS = len(lesson.STEPS)
 END = N_STEPS + 1  # the summary page, after step 12
@@ -375,6 +375,7 @@ if (st.session_state["lesson_class"] if "lesson_class" in st.session_state
         else st.query_params.get("lesson_class") == "true"):
     st.html(CLASS_CSS)  # before the title: class mode's chrome is small from the first frame
 st.title(_("Lesson: the KV cache in {n} questions").format(n=N_STEPS))
+sidebar.needs_all_attention(models.current_info())  # K/V in every layer: not a hybrid
 st.session_state["lesson_runs"] = st.session_state.get("lesson_runs", 0) + 1  # LESSON_KEYS_JS waits on it
 st.html(LESSON_KEYS_JS, unsafe_allow_javascript=True)
 run_marker = st.empty()  # filled by _finish, at the run's end: LESSON_KEYS_JS presses the next key after it

@@ -60,6 +60,11 @@ VIEWS = {"one": N_("K, V, attention"), "race": N_("Race"), "gqa": N_("GQA sharin
 # Said beside the token strip when the interface is not English: the bundled models only ever write English.
 ENGLISH_MODELS = N_("The bundled models were trained on English text (Shakespeare): they write English, whatever "
                     "the interface language.")
+HYBRID_SEEING = N_(
+    "**This model is a hybrid.** Only its attention layer keeps a K/V cache that grows by one row per token. Its "
+    "linear-attention layers (Gated DeltaNet) keep a fixed-size state instead: per head a d_k x d_v matrix that "
+    "every token updates, plus the last few inputs of a short convolution. Choose such a layer above to see it: "
+    "its shape and bytes stay the same at every step, while the attention layer's rows keep growing.")
 RACE_SHAPE = loading.RANDOM_PREFIX + "gpt2"  # the race at a size where the gap shows: GPT-2 124M, random weights
 RACE_SCALES = {"model": N_("this model"), "gpt2": N_("GPT-2 124M shape")}
 RACE_CHECK_EVERY_S = 0.2  # while the race measures, its status line is rewritten (a point to end it) this often
@@ -355,11 +360,17 @@ def _draw(shown: step_view.StageView, view: str, race: step_view.RaceView | None
         readout = html.escape(shown.readout) or (
             f'<span class="{a11y.MUTED}">{html.escape(shown.readout_hint)}</span>')
         # the stage's chart and the bars beside it, for a screen reader: in the readout, so no element is added
-        chart_text = a11y.screen_reader_span(f"{figs.stage_figure_text(snap)} {bars_text}")
+        figure_text = figs.state_figure_text(snap) if snap.state is not None else figs.stage_figure_text(snap)
+        chart_text = a11y.screen_reader_span(f"{figure_text} {bars_text}")
         left.html(f'<div class="kvviz-readout" style="font-size:{1.1 if present else 1.0}rem">{readout}'
                   f'{chart_text}</div>')
-        a11y.plot(left, figs.stage_figure(snap, font_px, height_px=370), config=CHART)
-        left.caption(shown.rows_caption)
+        if snap.state is not None:  # a hybrid's linear-attention layer: its fixed state, per head
+            a11y.plot(left, figs.state_figure(snap, font_px, height_px=370), config=CHART)
+        else:
+            a11y.plot(left, figs.stage_figure(snap, font_px, height_px=370), config=CHART)
+            left.caption(shown.rows_caption)
+        if shown.hybrid_text:
+            left.caption(shown.hybrid_text)
     with right:
         history = st.container()
         # two rows of two: length and size, then this step's dot products; a row at a time, so a phone, which
@@ -551,6 +562,8 @@ if not present:
             "Decoding is a seeded draw by default (the same seed and prompt give the same text): greedy decoding, "
             "one toggle away in *Prompt*, always takes the most likely token, and a small model soon loops."
         ))
+        if not info.all_attention:
+            st.markdown(_(HYBRID_SEEING))
     with st.expander(_("Without the cache: recompute everything, get the same answer"), key="step_exp_uncached",
                      on_change="rerun") as uncached:
         if uncached.open and engine.started:

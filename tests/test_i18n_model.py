@@ -48,6 +48,7 @@ def test_the_sidebar_through_the_router_in_chinese_and_in_english(fresh_streamli
     assert zh.sidebar.radio(key="app_model_kind").label == "选择模型"
     assert zh.sidebar.radio(key="app_model_kind").options == [
         "内置 Tiny-Shakespeare GPT-2（离线）", "内置 Tiny-Shakespeare Llama，GQA（离线）",
+        "内置 Tiny-Shakespeare 混合模型，线性注意力 + 注意力（离线）",
         "预训练 GPT-2（模型名或本地文件夹）", "GPT-2 结构，随机权重",
     ]
     info = loading.bundled_info()  # the caption's numbers are the bundled model's own, from its config.json
@@ -58,6 +59,7 @@ def test_the_sidebar_through_the_router_in_chinese_and_in_english(fresh_streamli
     # English is the source, unchanged: the same options and the same label as before the catalog existed
     assert en.sidebar.radio(key="app_model_kind").options == [
         "Bundled Tiny-Shakespeare GPT-2 (offline)", "Bundled Tiny-Shakespeare Llama, GQA (offline)",
+        "Bundled Tiny-Shakespeare hybrid, linear attention + attention (offline)",
         "Pretrained GPT-2 (name or local folder)", "GPT-2 shape with random weights",
     ]
     assert en.sidebar.caption[-1].value == info.label == info.shown_label()
@@ -100,6 +102,7 @@ def test_shared_mode_in_chinese_lists_refuses_and_caps(tmp_path, monkeypatch, fr
     assert not at.exception
     radio = at.sidebar.radio(key="app_model_offered")
     assert radio.options == ["内置 Tiny-Shakespeare GPT-2（离线）", "内置 Tiny-Shakespeare Llama，GQA（离线）",
+                             "内置 Tiny-Shakespeare 混合模型，线性注意力 + 注意力（离线）",
                              "listed（本服务器上的文件夹）", "gpt2-xl 结构，随机权重", "Our class GPT-2"]  # a teacher's words stay
     assert "共享服务器：这些模型由老师选定。一次只加载一个模型，每次最多 200,000,000 个参数（float32 权重 0.75 GiB）。" in [
         c.value for c in at.sidebar.caption]

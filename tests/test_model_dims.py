@@ -25,10 +25,15 @@ def test_a_loaded_model_is_its_dimensions_plus_what_was_loaded():
         config = json.loads((spec.folder / "config.json").read_text(encoding="utf-8"))
         dims = ModelDims.from_config(config)
         assert isinstance(info, ModelDims) and dataclasses.asdict(dims).items() <= dataclasses.asdict(info).items()
-    gpt2, gqa = INFOS
+    gpt2, gqa, hybrid = INFOS
     assert (gpt2.n_layer, gpt2.n_head, gpt2.n_kv_heads, gpt2.head_dim, gpt2.d_ff, gpt2.mlp_matrices) == (
         4, 4, 4, 32, 4 * gpt2.n_embd, 2)
     assert (gqa.n_head, gqa.n_kv_heads, gqa.head_dim, gqa.mlp_matrices, gqa.model_type) == (8, 2, 16, 3, "llama")
+    assert gpt2.all_attention and gqa.all_attention and gpt2.attention_layers == (0, 1, 2, 3)
+    assert (hybrid.model_type, hybrid.mlp_matrices, hybrid.linear_layers, hybrid.attention_layers) == (
+        "olmo_hybrid", 3, (0, 1, 2), (3,))
+    # one linear layer: [4 heads, 32, 32] recurrent + [4 x (32 + 32 + 32) channels, 4] conv, float32
+    assert hybrid.linear_state_bytes(4) == (4 * 32 * 32 * 4, 384 * 4 * 4)
 
 
 def test_from_config_reads_gpt2s_and_llamas_names():
@@ -48,13 +53,14 @@ def test_from_config_reads_gpt2s_and_llamas_names():
 def test_conversions_give_the_records_callers_built_by_hand(info):
     assert info.ops_shape() == ops.ModelShape(info.n_layer, info.n_head, info.n_kv_heads, info.head_dim, info.n_embd,
                                               info.d_ff, info.vocab_size, info.mlp_matrices, name=info.label)
-    by_hand = memory.KVConfig(info.n_layer, info.n_head, info.n_kv_heads, info.head_dim, "fp32", name=info.label)
+    kv_layers = len(info.attention_layers)  # every layer, but a hybrid's attention layers only
+    by_hand = memory.KVConfig(kv_layers, info.n_head, info.n_kv_heads, info.head_dim, "fp32", name=info.label)
     assert info.kv_config() == by_hand  # fp32: the dtype it runs in
     windowed = info.kv_config(window=16, local_per_global=1)
     assert windowed == dataclasses.replace(by_hand, window=16, local_per_global=1)
     int4 = info.kv_config(dtype="int4", quant_group_size=32)
     assert (int4.dtype, int4.quant_group_size) == ("int4", 32)
-    row = 2 * info.n_layer * info.n_kv_heads * info.head_dim * 4  # K and V, every layer, float32
+    row = 2 * kv_layers * info.n_kv_heads * info.head_dim * 4  # K and V, every attention layer, float32
     assert info.kv_bytes_per_position(4) == row == by_hand.bytes_per_token
     assert memory.predicted_cache_bytes(info, 10) == 10 * row
     assert layout.BufferShape.of(info) == layout.BufferShape(info.n_kv_heads, info.n_positions, info.head_dim, 4)

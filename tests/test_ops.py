@@ -303,3 +303,14 @@ def test_ops_figures_never_print_600B():
         factor = {s.unit: s.divisor for s in numbers.scales("en")}[word]
         trace = fig.data[0]
         assert [round(v * factor) for v in trace.y] == list(trace.customdata)
+
+
+def test_a_hybrids_token_cost_grows_in_attention_and_stays_in_a_linear_layer():
+    costs = ops.hybrid_token_costs(4, 32, 4, 32, 32, 384, 4, 256)  # the bundled hybrid's shape
+    assert costs.linear_ops == 3 * 4 * 32 * 32 + 384 * 4 == 13_824
+    assert costs.attention_ops[0] == 2 * 4 * 32 and costs.ops_per_row == 256
+    assert all(b - a == 256 for a, b in zip(costs.attention_ops[:-1], costs.attention_ops[1:], strict=True))
+    p = costs.linear_cheaper_from
+    assert costs.attention_ops[p] > costs.linear_ops >= costs.attention_ops[p - 1] and p == 54
+    with pytest.raises(ops.OpsInputError):
+        ops.linear_attention_token_ops(0, 32, 32, 384, 4)

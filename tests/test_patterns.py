@@ -109,12 +109,12 @@ def _page(spec: str) -> AppTest:
 
 @pytest.mark.app
 @pytest.mark.parametrize("spec", list(loading.BUNDLED_MODELS))
-def test_page_renders_every_layer_of_both_bundled_models(spec):
+def test_page_renders_every_attention_layer_of_each_bundled_model(spec):
     info = loading.bundled_info(name=spec)
     at = _page(spec)
     assert not at.exception and not at.error, at.exception
     assert at.title[0].value == "Attention patterns"
-    for layer in range(info.n_layer):
+    for layer in info.attention_layers:  # every layer, but the hybrid's attention layer only
         at.selectbox(key="pat_layer").set_value(layer).run()
         assert not at.exception and not at.error, (layer, at.exception)
         assert len(at.get("plotly_chart")) == 2  # the gallery and the large head

@@ -97,6 +97,7 @@ def test_shared_sidebar_offers_only_the_list_and_refuses_a_forged_folder(classro
     assert not at.text_input and not at.selectbox and not at.button  # nothing free-form
     assert at.sidebar.radio(key="app_model_offered").options == [
         "Bundled Tiny-Shakespeare GPT-2 (offline)", "Bundled Tiny-Shakespeare Llama, GQA (offline)",
+        "Bundled Tiny-Shakespeare hybrid, linear attention + attention (offline)",
         "listed (a folder on this server)", "notok (a folder on this server)", "GPT-2 XL",
     ]
     assert at.session_state["model_spec"] == "bundled"

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from kvviz.figures import BLUE, VERMILLION, counted_axis, legend_entries, log_ticks, readable, top_legend
 from kvviz.i18n import N_, _
-from kvviz.ops import COMPONENT_LABELS, COMPONENTS, FLOPS_PER_OP, PassCounts
+from kvviz.ops import COMPONENT_LABELS, COMPONENTS, FLOPS_PER_OP, HybridTokenCosts, PassCounts
 
 CACHED_COLOR, UNCACHED_COLOR = BLUE, VERMILLION
 QUANTITIES = {  # key -> (English label, marked for the catalog: show it as _(label); the value it draws)
@@ -109,4 +109,21 @@ def per_step_figure(indices: Sequence[int], cached: Sequence[PassCounts], uncach
         barmode="group", title=_("Ops per forward pass (1 = the prefill)"), xaxis_title=_("pass"),
         yaxis_title=_("ops (multiply-adds)"), margin=dict(t=90, b=10), height=380,
     )
+    return _readable_axes(fig)
+
+
+def hybrid_token_figure(costs: HybridTokenCosts) -> go.Figure:
+    """One decode token's ops per layer against its position: the attention layer's line climbs one row at a time,
+    the linear layer's stays flat; a dotted line where the attention layer's step starts to cost more."""
+    x = list(costs.positions)
+    fig = go.Figure([
+        go.Scatter(x=x, y=list(costs.attention_ops), name=_("attention layer: QK^T + AV (grows)"),
+                   line={"color": UNCACHED_COLOR, "width": 3}),
+        go.Scatter(x=x, y=[costs.linear_ops] * len(x), name=_("linear-attention layer: state + conv (fixed)"),
+                   line={"color": CACHED_COLOR, "width": 3, "dash": "dash"}),
+    ])
+    if costs.linear_cheaper_from < len(x):
+        fig.add_vline(x=costs.linear_cheaper_from, line={"dash": "dot", "color": "gray"})
+    fig.update_layout(title=_("One decode token, per layer: mixing in the past"), height=360,
+                      xaxis_title=_("position of the token"), yaxis_title=_("ops (multiply-adds)"))
     return _readable_axes(fig)

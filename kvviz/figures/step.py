@@ -18,7 +18,8 @@ from plotly.subplots import make_subplots
 from kvviz.figures import SpecFigure
 from kvviz.i18n import _, list_sep, ngettext
 from kvviz.measure.timing import median, quartiles
-from kvviz.step.records import RaceTiming
+from kvviz.memory.units import short_bytes as _short_bytes
+from kvviz.step.records import LinearState, RaceTiming
 from kvviz.step.view import StageSnapshot, visible
 
 NEW_ROW_COLOR = "#e8590c"  # the row(s) appended by the latest pass
@@ -196,6 +197,62 @@ def stage_figure_text(snap: StageSnapshot) -> str:
     return text
 
 
+def head_conv(state: LinearState, head: int) -> np.ndarray:
+    """One head's columns of a linear layer's conv state, [conv_kernel, 3 x d]: its q, k and v channels (the conv
+    runs over q, k and v of every head side by side: all heads' q, then all k, then all v), oldest input first."""
+    heads, d_k, d_v = state.recurrent.shape
+    q = state.conv[head * d_k:(head + 1) * d_k]
+    k = state.conv[heads * d_k + head * d_k: heads * d_k + (head + 1) * d_k]
+    v = state.conv[2 * heads * d_k + head * d_v: 2 * heads * d_k + (head + 1) * d_v]
+    return np.concatenate([q, k, v]).T
+
+
+def state_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 370) -> go.Figure:
+    """A linear-attention layer's whole cache, per head: the d_k x d_v recurrent state (top row) and the head's
+    columns of the conv state (bottom row: the last conv_kernel inputs of its q, k, v). Fixed shapes: the same
+    picture size at every step, only the colours change."""
+    state = snap.state
+    heads, d_k, d_v = state.recurrent.shape
+    kernel = state.conv.shape[1]
+    per_head_recurrent, per_head_conv = state.recurrent_bytes // heads, state.conv_bytes // heads
+    titles = [_("head {head} · state {d_k}x{d_v} · {size}").format(head=h, d_k=d_k, d_v=d_v,
+                                                                    size=_short_bytes(per_head_recurrent))
+              for h in range(heads)]
+    titles += [_("conv {kernel}x{channels} · {size}").format(kernel=kernel, channels=2 * d_k + d_v,
+                                                             size=_short_bytes(per_head_conv)) for _h in range(heads)]
+    fig = make_subplots(rows=2, cols=heads, row_heights=[0.72, 0.28], vertical_spacing=0.14,
+                        horizontal_spacing=0.02, subplot_titles=titles)
+    limit = float(np.abs(state.recurrent).max()) or 1.0
+    conv_limit = float(np.abs(state.conv).max()) or 1.0
+    for h in range(heads):
+        fig.add_trace(go.Heatmap(z=state.recurrent[h].astype(np.float32), colorscale=HEATMAP_SCALE, zmin=-limit,
+                                 zmax=limit, showscale=h == heads - 1, colorbar={"thickness": 8, "len": 0.6, "y": 0.65},
+                                 hovertemplate=_("head {head}: S[k %{{y}}, v %{{x}}] = %{{z:.3f}}<extra></extra>").format(
+                                     head=h)), row=1, col=h + 1)
+        fig.add_trace(go.Heatmap(z=head_conv(state, h).astype(np.float32), colorscale=HEATMAP_SCALE,
+                                 zmin=-conv_limit, zmax=conv_limit, showscale=False,
+                                 hovertemplate=_("head {head}: conv input %{{y}}, channel %{{x}} = %{{z:.3f}}"
+                                                 "<extra></extra>").format(head=h)), row=2, col=h + 1)
+    fig.update_xaxes(showticklabels=False)
+    fig.update_yaxes(showticklabels=False, autorange="reversed")
+    fig.update_yaxes(scaleanchor="x", row=1, col=1)
+    fig.update_layout(height=height_px, margin=_margins(font_px), showlegend=False,
+                      title={"text": _("layer {layer} · linear attention state (fixed size)").format(layer=state.layer),
+                             "x": 0, "xanchor": "left", "y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 6}})
+    return _fonts(fig, font_px)
+
+
+def state_figure_text(snap: StageSnapshot) -> str:
+    """state_figure's data as a sentence, for a reader who cannot see the chart."""
+    state = snap.state
+    heads, d_k, d_v = state.recurrent.shape
+    return _("Chart: layer {layer}'s linear-attention state, per head: {heads} state matrices of {d_k} x {d_v} numbers "
+             "({recurrent}) and each head's last {kernel} convolution inputs ({conv}); {total} in all, the same "
+             "size at every step.").format(
+        layer=state.layer, heads=heads, d_k=d_k, d_v=d_v, recurrent=_short_bytes(state.recurrent_bytes),
+        kernel=state.conv.shape[1], conv=_short_bytes(state.conv_bytes), total=_short_bytes(state.total_bytes))
+
+
 def group_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 360) -> go.Figure:
     """Grouped-query attention: one K/V head's cached rows, and beside them the attention of every query head
     that reads them (same row axis): several queries, one cache."""
@@ -241,12 +298,14 @@ def race_figure(snap: StageSnapshot, cached: bool, font_px: int = 14, height_px:
     """Every layer's K cache of one head. cached=True: one new row per layer is computed (outlined orange);
     cached=False: every row of every layer is recomputed (all outlined red)."""
     n_layer = len(snap.layer_keys)
-    layout = _panels([_("layer {layer}").format(layer=i) for i in range(n_layer)], None, 0.015)
+    names = snap.kv_layers or tuple(range(n_layer))  # a hybrid: its attention layers only
+    layout = _panels([_("layer {layer}").format(layer=i) for i in names], None, 0.015)
     data, shapes = [], []
-    for layer, rows in enumerate(snap.layer_keys):
+    for col_index, rows in enumerate(snap.layer_keys):
+        layer = names[col_index]
         limit = float(np.abs(rows).max()) or 1.0
         y = list(range(snap.first_row, snap.first_row + rows.shape[0]))
-        col = layer + 1
+        col = col_index + 1
         data.append({"type": "heatmap", "z": rows.astype(np.float32), "y": y, "colorscale": _colorscale(HEATMAP_SCALE),
                      "zmin": -limit, "zmax": limit, "showscale": False,
                      "hovertemplate": _("layer {layer}, position %{{y}}<extra></extra>").format(layer=layer),

@@ -3,7 +3,8 @@
 Every number that says how big a model is lives in ModelDims, read once from a transformers config (or a published
 preset); every record that needs them is built from it here, never from numbers passed along by hand:
 
-    ModelDims.from_config(config)       a transformers config as a dict (config.json: GPT-2's or Llama's names)
+    ModelDims.from_config(config)       a transformers config as a dict (config.json: GPT-2's, Llama's or
+                                        OLMo-hybrid's names; a hybrid's layer_types and linear-attention sizes)
     ModelDims.from_preset(preset, ...)  a published model (kvviz.memory.presets, which cites its config.json)
     dims.ops_shape(name)                kvviz.ops.ModelShape: the matmul work of a forward pass
     dims.kv_config(dtype, name, ...)    kvviz.memory.KVConfig: the cache's bytes, for the memory calculator
@@ -57,7 +58,36 @@ class ModelDims:
     vocab_size: int
     n_positions: int  # the context limit: GPT-2 has learned absolute positions 0..n_positions-1
     mlp_matrices: int = 2  # 2: GPT-2's fc -> GELU -> proj; 3: Llama's SwiGLU (gate, up, down)
-    model_type: str = "gpt2"  # config.json's model_type: "gpt2" or "llama"
+    model_type: str = "gpt2"  # config.json's model_type: "gpt2", "llama" or "olmo_hybrid"
+    # A hybrid's layers in transformers' words ("full_attention", "linear_attention"); () = every layer attention
+    layer_types: tuple[str, ...] = ()
+    # Gated DeltaNet linear attention (the hybrid's "linear_attention" layers): heads, each with a d_k x d_v state
+    linear_heads: int = 0
+    linear_key_dim: int = 0  # d_k: numbers in one head's key (and query)
+    linear_value_dim: int = 0  # d_v: numbers in one head's value
+    conv_kernel: int = 0  # the short causal convolution over q, k, v: the conv state keeps this many columns
+
+    @property
+    def attention_layers(self) -> tuple[int, ...]:
+        """The layers that keep a K/V cache (every layer unless layer_types says otherwise)."""
+        if not self.layer_types:
+            return tuple(range(self.n_layer))
+        return tuple(i for i, t in enumerate(self.layer_types) if t == "full_attention")
+
+    @property
+    def linear_layers(self) -> tuple[int, ...]:
+        """The layers that keep a fixed-size state instead (linear attention)."""
+        return tuple(i for i, t in enumerate(self.layer_types) if t == "linear_attention")
+
+    @property
+    def all_attention(self) -> bool:
+        """Every layer is attention with a K/V cache: what the pages that count, move or evict K/V rows need."""
+        return len(self.attention_layers) == self.n_layer
+
+    @property
+    def conv_channels(self) -> int:
+        """Channels of a linear layer's conv state: q, k and v of every head side by side."""
+        return self.linear_heads * (2 * self.linear_key_dim + self.linear_value_dim)
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> ModelDims:
@@ -70,11 +100,19 @@ class ModelDims:
             return None if found is None else found[1]
 
         n_head, n_embd = value("n_head"), value("hidden")
-        llama = config.get("model_type") == "llama"
+        model_type = config.get("model_type")
+        hybrid = model_type == "olmo_hybrid"
+        gated = model_type == "llama" or hybrid
+        linear = {}
+        if hybrid:  # OLMo-hybrid's Gated DeltaNet layers (transformers' OlmoHybridConfig names)
+            linear = dict(layer_types=tuple(config["layer_types"]), linear_heads=config["linear_num_value_heads"],
+                          linear_key_dim=config["linear_key_head_dim"],
+                          linear_value_dim=config["linear_value_head_dim"],
+                          conv_kernel=config["linear_conv_kernel_dim"])
         return cls(n_layer=value("n_layer"), n_head=n_head, n_kv_heads=value("n_kv_heads") or n_head,
                    head_dim=value("head_dim") or n_embd // n_head, n_embd=n_embd, d_ff=value("d_ff") or 4 * n_embd,
-                   vocab_size=value("vocab_size"), n_positions=value("max_context"), mlp_matrices=3 if llama else 2,
-                   model_type="llama" if llama else "gpt2")
+                   vocab_size=value("vocab_size"), n_positions=value("max_context"), mlp_matrices=3 if gated else 2,
+                   model_type=model_type if model_type in ("llama", "olmo_hybrid") else "gpt2", **linear)
 
     @classmethod
     def from_preset(cls, preset: Preset, model_type: str) -> ModelDims:
@@ -94,13 +132,20 @@ class ModelDims:
 
     def kv_config(self, dtype: str, name: str = "custom", **layout: int | None) -> KVConfig:
         """The cache layout the memory calculator sizes, with the cache's number format and, in `layout`, any of
-        KVConfig's other fields (window, local_per_global, quant_group_size, ...)."""
-        return KVConfig(n_layer=self.n_layer, n_head=self.n_head, n_kv_heads=self.n_kv_heads, head_dim=self.head_dim,
+        KVConfig's other fields (window, local_per_global, quant_group_size, ...). Its layers are the ones that keep
+        K/V (a hybrid's attention layers; its linear layers' fixed states: linear_state_bytes)."""
+        return KVConfig(n_layer=len(self.attention_layers), n_head=self.n_head, n_kv_heads=self.n_kv_heads, head_dim=self.head_dim,
                         dtype=dtype, name=name, **layout)  # KVConfig checks each field
 
     def kv_bytes_per_position(self, bytes_per_element: int) -> int:
-        """K and V of one position in every layer: 2 x n_layer x n_kv_heads x head_dim numbers."""
-        return 2 * self.n_layer * self.n_kv_heads * self.head_dim * bytes_per_element
+        """K and V of one position in every attention layer: 2 x layers x n_kv_heads x head_dim numbers."""
+        return 2 * len(self.attention_layers) * self.n_kv_heads * self.head_dim * bytes_per_element
+
+    def linear_state_bytes(self, bytes_per_element: int) -> tuple[int, int]:
+        """(recurrent state, conv state) bytes of ONE linear-attention layer, one sequence, whatever the length:
+        [linear_heads, d_k, d_v] and [conv_channels, conv_kernel] numbers (transformers' LinearAttentionLayer)."""
+        recurrent = self.linear_heads * self.linear_key_dim * self.linear_value_dim * bytes_per_element
+        return recurrent, self.conv_channels * self.conv_kernel * bytes_per_element
 
     def gpt2_config(self) -> dict[str, int]:
         """transformers.GPT2Config's arguments for a GPT-2 of these dimensions (and kvviz.model.load_cost's input):

@@ -4,7 +4,9 @@ Three kinds of model, one loader (`load_model(spec)`):
 
     "bundled"            a model shipped in kvviz/assets (BUNDLED_MODELS; the default: a small GPT-2 trained by
                          `python -m kvviz train` on Tiny Shakespeare; "bundled-gqa": a small Llama with
-                         grouped-query attention, 8 query heads sharing 2 K/V heads, same corpus and tokenizer)
+                         grouped-query attention, 8 query heads sharing 2 K/V heads, same corpus and tokenizer;
+                         "bundled-hybrid": a small OLMo-hybrid, 3 Gated DeltaNet linear-attention layers with a
+                         fixed-size state and 1 attention layer with a K/V cache)
     "gpt2", "distilgpt2" pretrained GPT-2 weights by name, from the Hugging Face cache (or the hub, if online)
     "/path/to/folder"    a local folder holding config.json + model.safetensors + tokenizer files
     "random:gpt2"        a GPT-2 architecture with random weights (realistic sizes and timings, gibberish text)
@@ -47,6 +49,7 @@ if TYPE_CHECKING:  # imported for real inside the loaders (slow imports; see the
 ASSETS_DIR = Path(__file__).resolve().parents[1] / "assets"
 BUNDLED = "bundled"
 BUNDLED_GQA = "bundled-gqa"
+BUNDLED_HYBRID = "bundled-hybrid"
 RANDOM_PREFIX = "random:"
 LOAD_WAIT_S = 600.0  # the longest a load waits for another one to finish
 MESSAGE_CHARS = 300  # a failure message is one line, at most this long
@@ -95,8 +98,11 @@ class BundledSpec:
 BUNDLED_MODELS: dict[str, BundledSpec] = {
     BUNDLED: BundledSpec(BUNDLED, ASSETS_DIR / "bundled", N_("Bundled Tiny-Shakespeare GPT-2")),
     BUNDLED_GQA: BundledSpec(BUNDLED_GQA, ASSETS_DIR / "bundled_gqa", N_("Bundled Tiny-Shakespeare Llama, GQA")),
+    BUNDLED_HYBRID: BundledSpec(BUNDLED_HYBRID, ASSETS_DIR / "bundled_hybrid",
+                                N_("Bundled Tiny-Shakespeare hybrid, linear attention + attention")),
 }
-MODEL_CLASSES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM"}  # model_type -> transformers class
+# model_type -> transformers class
+MODEL_CLASSES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "olmo_hybrid": "OlmoHybridForCausalLM"}
 BUNDLED_DIR = BUNDLED_MODELS[BUNDLED].folder
 
 # The GPT-2 architectures a random-weight model can take: kvviz.model.dims.GPT2_FAMILY (from kvviz.memory.presets).
@@ -188,6 +194,10 @@ def _from_folder(folder: Path | str, attn_implementation: str, local_files_only:
 def _bundled_label(title: str, dims: ModelDims) -> dict[str, Any]:
     shown = dict(title=i18n.Message(title), n_layer=dims.n_layer, n_head=dims.n_head, head_dim=dims.head_dim,
                  n_positions=dims.n_positions)
+    if not dims.all_attention:
+        return _label(N_("{title} ({n_linear} Gated DeltaNet layers with a fixed state + {n_attention} attention "
+                         "layer of {n_head} heads, head_dim {head_dim}, {n_positions} positions)"), **shown,
+                      n_linear=len(dims.linear_layers), n_attention=len(dims.attention_layers))
     if dims.n_kv_heads != dims.n_head:
         return _label(N_("{title} ({n_layer} layers x {n_head} heads sharing {n_kv_heads} K/V heads, head_dim "
                          "{head_dim}, {n_positions} positions)"), **shown, n_kv_heads=dims.n_kv_heads)

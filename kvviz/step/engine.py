@@ -11,6 +11,12 @@ The token chosen by a forward pass is not in the cache yet: its K/V row is compu
 Each pass returns a plain, frozen StepRecord (kvviz.step.records: numpy arrays and text, no torch) so pages
 can draw without touching the model. Rollback (`back`) crops the cache exactly as prefix caching and speculative decoding do
 in real engines: `crop_cache(cache, n)` keeps positions 0..n-1.
+
+A hybrid model (kvviz.model.dims: some layers are Gated DeltaNet linear attention) keeps, in those layers, a fixed-size
+state that every token rewrites in place: nothing in it can be cropped (transformers' LinearAttentionLayer refuses
+`crop` unless `activate_past_recording()` kept the whole conv history, and even then it cannot undo the recurrent
+state). So each record keeps an exact copy of every linear layer's state after its pass (LinearState: a few KiB), and
+`back` crops the attention layers' K/V by one row and copies the previous record's states back into the cache.
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 from transformers import DynamicCache
+from transformers.cache_utils import LinearAttentionCacheLayerMixin
 
 from kvviz.i18n import _
 from kvviz.inputs.prompt_rules import check_prompt
@@ -33,6 +40,7 @@ from kvviz.step.records import (
     RACE_BUDGET_S,
     ContextFullError,
     Equivalence,
+    LinearState,
     ParkedGeneration,
     PromptError,
     RaceTiming,
@@ -48,17 +56,51 @@ TOP_K_SHOWN = 10  # next-token candidates kept in each record
 
 
 
-def crop_cache(cache: DynamicCache, keep_len: int) -> None:
+def is_linear_layer(layer: object) -> bool:
+    """A cache layer that keeps a fixed-size state (transformers' linear-attention layers), not K/V rows."""
+    return isinstance(layer, LinearAttentionCacheLayerMixin)
+
+
+def crop_cache(cache: DynamicCache, keep_len: int, states: tuple[LinearState, ...] = ()) -> None:
     """Roll the cache back to its first keep_len positions, in place.
 
-    transformers 5.x: `DynamicCache.crop(-n)` removes the last n tokens (a positive argument, the old
-    "final length" form, is refused). This wrapper keeps the readable "keep this many" form.
+    transformers 5.x: a layer's `crop(-n)` removes the last n tokens (a positive argument, the old "final length"
+    form, is refused). This wrapper keeps the readable "keep this many" form. A hybrid's linear-attention layers
+    cannot be cropped: `states` (the copies taken after position keep_len - 1, read_states) are put back instead.
     """
     remove = cache.get_seq_length() - keep_len
     if remove < 0 or keep_len < 0:
         raise ValueError(f"cannot crop a cache of {cache.get_seq_length()} tokens to {keep_len}")
+    linear = [i for i, layer in enumerate(cache.layers) if is_linear_layer(layer)]
+    if remove and linear and sorted(s.layer for s in states) != linear:
+        raise ValueError("a linear-attention state cannot be cropped: pass the states to put back")
     if remove:
-        cache.crop(-remove)
+        for layer in cache.layers:
+            if not is_linear_layer(layer):
+                layer.crop(-remove)
+        restore_states(cache, states)
+
+
+def read_states(cache: DynamicCache) -> tuple[LinearState, ...]:
+    """Exact copies of every linear-attention layer's state (batch 0), with the bytes of the tensors themselves."""
+    states = []
+    for i, layer in enumerate(cache.layers):
+        if not is_linear_layer(layer):
+            continue
+        recurrent, conv = layer.recurrent_states[0], layer.conv_states[0]  # [B, H, d_k, d_v], [B, C, kernel]
+        states.append(LinearState(
+            layer=i, recurrent=recurrent[0].detach().float().numpy().copy(), conv=conv[0].detach().float().numpy().copy(),
+            recurrent_bytes=recurrent.numel() * recurrent.element_size(), conv_bytes=conv.numel() * conv.element_size()))
+    return tuple(states)
+
+
+@torch.inference_mode()  # the cache's tensors are inference tensors (made under inference mode)
+def restore_states(cache: DynamicCache, states: tuple[LinearState, ...]) -> None:
+    """Copy saved states back into the cache's own tensors (in place: the tensors, their shapes and bytes stay)."""
+    for state in states:
+        layer = cache.layers[state.layer]
+        layer.recurrent_states[0][0].copy_(torch.from_numpy(state.recurrent))
+        layer.conv_states[0][0].copy_(torch.from_numpy(state.conv))
 
 
 def cache_bytes(cache: DynamicCache) -> int:
@@ -104,6 +146,7 @@ def race_timing(loaded: LoadedModel, token_ids: list[int], budget_s: float = RAC
     feed = {"uncached": torch.tensor([ids]), "cached": torch.tensor([ids[-1:]]), "fixed": torch.tensor([ids[:1]])}
     keep = len(ids) - 1
     cache: DynamicCache | None = None  # the cached side's: filled by the first uncached pass
+    kept_states: tuple[LinearState, ...] = ()  # a hybrid's linear states after `keep` tokens (crop puts them back)
     between = check or (lambda: None)
 
     def timed(kind: str) -> tuple[float, DynamicCache]:  # (seconds, the pass's cache)
@@ -114,13 +157,19 @@ def race_timing(loaded: LoadedModel, token_ids: list[int], budget_s: float = RAC
             out = model(input_ids=feed[kind], past_key_values=past, use_cache=True)
             s = clock() - began
         if kind == "cached":
-            crop_cache(cache, keep)
+            crop_cache(cache, keep, kept_states)
         return s, out.past_key_values
 
     def uncached() -> float:  # the first one also fills the cached side's cache
-        nonlocal cache
+        nonlocal cache, kept_states
         s, filled = timed("uncached")
-        if cache is None:
+        if cache is None and any(is_linear_layer(layer) for layer in filled.layers):
+            # a fixed state cannot be cropped: the cached side's cache comes from an untimed pass over `keep` tokens
+            cache = DynamicCache(config=model.config)
+            with MODEL_LOCK:
+                model(input_ids=feed["uncached"][:, :keep], past_key_values=cache, use_cache=True)
+            kept_states = read_states(cache)
+        elif cache is None:
             cache = filled
             crop_cache(cache, keep)  # the cached side's cache: every row but the last, as the engine had it
         return s
@@ -247,7 +296,8 @@ class StepEngine:
         if len(self.records) <= 1:
             raise PromptError(_("Nothing to roll back: only the prompt is cached. Use Reset to start over."))
         dropped = self.records.pop()
-        crop_cache(self.cache, self.cache_len - dropped.n_fed)
+        # a hybrid's linear layers go back to the states copied after the step now shown (crop_cache)
+        crop_cache(self.cache, self.cache_len - dropped.n_fed, self.records[-1].states)
         del self.token_ids[-dropped.n_fed :]
         self.pending_token_id = dropped.fed_token_ids[0]
         return self.records[-1]
@@ -267,8 +317,9 @@ class StepEngine:
         logits = out.logits[0, -1].float()  # [vocab_size]
         next_id = self._choose(logits, prefix=self.token_ids + list(ids))
         n_new = len(ids)
-        new_keys = np.stack([layer.keys[0, :, start:].float().numpy() for layer in self.cache.layers])
-        new_values = np.stack([layer.values[0, :, start:].float().numpy() for layer in self.cache.layers])
+        kv_layers = [layer for layer in self.cache.layers if not is_linear_layer(layer)]  # every layer but a hybrid's
+        new_keys = np.stack([layer.keys[0, :, start:].float().numpy() for layer in kv_layers])
+        new_values = np.stack([layer.values[0, :, start:].float().numpy() for layer in kv_layers])
         # [num_layers, num_heads, seq_len]: the last fed token's query
         attention = np.stack([a[0, :, -1, :].float().numpy() for a in out.attentions])
         probs = torch.softmax(logits, dim=-1)
@@ -292,6 +343,7 @@ class StepEngine:
             cache_len=self.cache_len,
             cache_bytes=cache_bytes(self.cache),
             step_ms=step_ms,
+            states=read_states(self.cache),
         )
         self.token_ids.extend(ids)
         self.records.append(record)
@@ -350,12 +402,9 @@ class StepEngine:
         fresh = full.past_key_values  # K/V for every position, recomputed from scratch
         last = self.records[-1]
         logits = full.logits[0, -1].float().numpy()
-        key_diff = max(
-            float((a.keys - b.keys).abs().max()) for a, b in zip(fresh.layers, self.cache.layers, strict=True)
-        )
-        value_diff = max(
-            float((a.values - b.values).abs().max()) for a, b in zip(fresh.layers, self.cache.layers, strict=True)
-        )
+        pairs = [(a, b) for a, b in zip(fresh.layers, self.cache.layers, strict=True) if not is_linear_layer(a)]
+        key_diff = max(float((a.keys - b.keys).abs().max()) for a, b in pairs)
+        value_diff = max(float((a.values - b.values).abs().max()) for a, b in pairs)
         return Equivalence(
             max_abs_logit_diff=float(np.abs(logits - last.next_logits).max()),
             same_next_token=int(np.argmax(logits)) == int(np.argmax(last.next_logits)),

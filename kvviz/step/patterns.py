@@ -23,7 +23,8 @@ MAX_PATTERN_TOKENS = pr.MAX_PATTERN_TOKENS
 
 
 def _attentions(loaded: LoadedModel, token_ids: list[int]) -> list[np.ndarray]:
-    """Per layer [num_heads, seq_len, seq_len] attention weights of one uncached pass."""
+    """Per attention layer [num_heads, seq_len, seq_len] attention weights of one uncached pass (every layer but a
+    hybrid's linear-attention layers, which compute no attention matrix)."""
     if loaded.model.config._attn_implementation != "eager":
         raise ValueError("Attention patterns need a model loaded with eager attention.")
     input_ids = torch.tensor([token_ids], dtype=torch.long)  # [1, seq_len]
@@ -60,11 +61,11 @@ def pattern_run(loaded: LoadedModel, token_ids: list[int]) -> pr.PatternRun:
         raise ValueError(
             f"Attention patterns are drawn for 2 to {MAX_PATTERN_TOKENS} tokens; this sequence has {len(token_ids)}."
         )
-    attentions = _attentions(loaded, list(token_ids))
+    attentions = _attentions(loaded, list(token_ids))  # one per attention layer (a hybrid's linear layers have none)
     probe = _probe_scores(loaded)
     layers = tuple(
         pr.LayerPatterns(
-            layer=i,
+            layer=loaded.info.attention_layers[i],
             attention=a,
             previous_token_score=pr.previous_token_score(a),
             first_token_score=pr.first_token_score(a),

@@ -15,7 +15,7 @@ from kvviz.i18n import N_
 from kvviz.inputs.prompt_rules import FloatSetting, IntSetting, PromptError, check_int_in_range
 from kvviz.measure.timing import median, middle_halves_overlap
 
-__all__ = ["ContextFullError", "Equivalence", "ParkedGeneration", "PromptError", "RACE_BUDGET_S", "RaceTiming",
+__all__ = ["ContextFullError", "Equivalence", "LinearState", "ParkedGeneration", "PromptError", "RACE_BUDGET_S", "RaceTiming",
            "PLAY_STEPS", "SEED", "SEED_MAX", "TEMPERATURE", "TOP_K",
            "Sampling", "StepRecord", "TEMPERATURE_MAX", "TEMPERATURE_MIN", "TOP_K_MAX", "TokenProb", "draw_seed"]
 
@@ -79,6 +79,25 @@ class TokenProb:
 
 
 @dataclass(frozen=True)
+class LinearState:
+    """One linear-attention layer's whole cache after a pass (transformers' LinearAttentionLayer, batch 0): a
+    fixed-size state instead of K/V rows. Exact float copies of the cache's tensors; the bytes are the tensors'
+    own (numel x element size), the same after every pass."""
+
+    layer: int  # the decoder layer it belongs to
+    # [num_heads, d_k, d_v]: Gated DeltaNet's recurrent state, one d_k x d_v matrix per head, rewritten every token
+    recurrent: np.ndarray = field(repr=False)
+    # [conv_channels, conv_kernel]: the inputs of the short causal convolution over q, k, v (the newest columns)
+    conv: np.ndarray = field(repr=False)
+    recurrent_bytes: int = 0
+    conv_bytes: int = 0
+
+    @property
+    def total_bytes(self) -> int:
+        return self.recurrent_bytes + self.conv_bytes
+
+
+@dataclass(frozen=True)
 class StepRecord:
     """One forward pass, everything a page draws: the K/V rows it appended and the newest query's attention.
 
@@ -91,7 +110,8 @@ class StepRecord:
     fed_token_ids: tuple[int, ...]  # the q_len tokens fed in this pass
     fed_token_texts: tuple[str, ...]  # their readable text (token_text)
     fed_positions: tuple[int, ...]  # their positions (their rows in the cache)
-    # [num_layers, num_kv_heads, q_len, head_dim] (kvviz.model.dims's axis legend): the rows this pass appended
+    # [num_layers, num_kv_heads, q_len, head_dim] (kvviz.model.dims's axis legend): the rows this pass appended.
+    # num_layers counts the layers that keep K/V (ModelDims.attention_layers: every layer but a hybrid's linear ones)
     new_keys: np.ndarray = field(repr=False)
     new_values: np.ndarray = field(repr=False)  # [num_layers, num_kv_heads, q_len, head_dim]
     # [num_layers, num_heads, seq_len]: the last fed token's query (every query head) over all cached rows
@@ -103,6 +123,12 @@ class StepRecord:
     cache_len: int  # rows per layer after this pass (the cache's seq_len)
     cache_bytes: int  # bytes of all K and V tensors after this pass, summed from the real tensors
     step_ms: float  # wall time of the forward pass
+    states: tuple[LinearState, ...] = ()  # a hybrid's linear-attention layers after this pass (fixed size)
+
+    @property
+    def state_bytes(self) -> int:
+        """Bytes of every linear-attention state (0 for a model whose layers are all attention)."""
+        return sum(s.total_bytes for s in self.states)
 
     @property
     def n_fed(self) -> int:

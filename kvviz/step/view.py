@@ -14,6 +14,7 @@ row of the sequence per layer without it.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -26,7 +27,7 @@ from kvviz.measure.load import load_label
 from kvviz.memory import units
 from kvviz.model.dims import GPT2_FAMILY, ModelDims
 from kvviz.step.pattern_records import INDUCTION_THRESHOLD, induction_targets
-from kvviz.step.records import RACE_BUDGET_S, Equivalence, RaceTiming, StepRecord, TokenProb
+from kvviz.step.records import RACE_BUDGET_S, Equivalence, LinearState, RaceTiming, StepRecord, TokenProb
 
 if TYPE_CHECKING:  # the loaded model's record (its dimensions, dtype and label); the engine hands it over
     from kvviz.model.loading import ModelInfo
@@ -89,6 +90,12 @@ class StageSnapshot:
     group_heads: tuple[int, ...] = ()  # the query heads that read kv_head (all of them share its K/V rows)
     group_attention: np.ndarray = field(default=None, repr=False)  # (len(group_heads), drawn rows)
     copy: CopyLookup | None = None  # where an induction head would look for the newest token (copy_lookup)
+    # A hybrid: the layers whose K rows layer_keys holds (its attention layers), and the chosen layer's fixed state
+    # when it is a linear-attention layer (then keys, values and attention have no rows: it keeps none)
+    kv_layers: tuple[int, ...] = ()
+    state: LinearState | None = field(default=None, repr=False)
+    states: tuple[LinearState, ...] = field(default=(), repr=False)  # every linear layer's, after this step
+    state_bytes: int = 0  # bytes of every linear layer's state, from the real tensors (the same at every step)
 
 
 def visible(token: str) -> str:
@@ -103,11 +110,13 @@ def kv_head_of(q_head: int, n_head: int, n_kv_heads: int) -> int:
 
 
 def _pass_counts(record: StepRecord, dims: ModelDims) -> tuple[int, int, int, int]:
+    """Counted over the layers that attend (a hybrid's linear layers score no query against cached keys)."""
     before = record.fed_positions[0]
     seq_len = before + record.n_fed
-    cached = ops.attention_dot_products(dims.n_layer, dims.n_head, before, record.n_fed, cached=True)
-    uncached = ops.attention_dot_products(dims.n_layer, dims.n_head, before, record.n_fed, cached=False)
-    return cached, uncached, dims.n_layer * record.n_fed, dims.n_layer * seq_len
+    layers = len(dims.attention_layers)
+    cached = ops.attention_dot_products(layers, dims.n_head, before, record.n_fed, cached=True)
+    uncached = ops.attention_dot_products(layers, dims.n_head, before, record.n_fed, cached=False)
+    return cached, uncached, layers * record.n_fed, layers * seq_len
 
 
 def counters(records: Sequence[StepRecord], dims: ModelDims) -> StepCounters:
@@ -177,20 +186,28 @@ def build_snapshot(
     strip = token_strip(shown, prompt_len)
     cached = [t for t in strip if t.position is not None]
     labels = tuple(f"{t.position}: {visible(t.text)}"[:18] for t in cached[first_row:])
-    weights = record.attention[layer, q_head]
+    kv_layers = dims.attention_layers  # the records' layer axis holds these layers only (every layer but a hybrid's)
+    state = next((x for x in record.states if x.layer == layer), None)
+    slot = kv_layers.index(layer) if state is None else 0
+    weights = record.attention[slot, q_head]
+    keys, values = (_rows(shown, name, slot, kv_head, first_row) for name in ("new_keys", "new_values"))
+    attention, group_attention = weights[first_row:], record.attention[slot, list(group_heads), first_row:]
+    if state is not None:  # a linear-attention layer keeps no rows: nothing of the attention layer is drawn for it
+        keys, values = keys[:0], values[:0]
+        attention, group_attention = attention[:0], group_attention[:, :0]
     return StageSnapshot(
         at=at, latest=latest, kind=record.kind, strip=strip, layer=layer, q_head=q_head, kv_head=kv_head,
-        first_row=first_row, row_labels=labels,
-        keys=_rows(shown, "new_keys", layer, kv_head, first_row),
-        values=_rows(shown, "new_values", layer, kv_head, first_row),
-        attention=weights[first_row:], attention_above=float(weights[:first_row].sum()),
+        first_row=first_row, row_labels=labels if state is None else (), keys=keys, values=values,
+        attention=attention, attention_above=float(weights[:first_row].sum()) if state is None else 0.0,
         new_rows=record.fed_positions if record.kind == "decode" else (),
         query_text=record.fed_token_texts[-1], top_k=record.top_k, next_token_text=record.next_token_text,
         counters=counters(shown, dims), cache_len=record.cache_len, cache_bytes=record.cache_bytes,
         step_ms=record.step_ms,
-        layer_keys=tuple(_rows(shown, "new_keys", i, kv_head, first_row) for i in range(dims.n_layer)) if all_layers else (),
-        group_heads=group_heads, group_attention=record.attention[layer, list(group_heads), first_row:],
-        copy=copy_lookup(records, layer, q_head, at),
+        layer_keys=tuple(_rows(shown, "new_keys", i, kv_head, first_row) for i in range(len(kv_layers)))
+        if all_layers else (),
+        group_heads=group_heads, group_attention=group_attention,
+        copy=copy_lookup(records, layer, q_head, at, kv_layers) if state is None else None,
+        kv_layers=kv_layers, state=state, states=record.states, state_bytes=record.state_bytes,
     )
 
 
@@ -217,10 +234,12 @@ class CopyLookup:
     chosen_weight: float
 
 
-def copy_lookup(records: Sequence[StepRecord], layer: int, q_head: int, at: int | None = None) -> CopyLookup | None:
+def copy_lookup(records: Sequence[StepRecord], layer: int, q_head: int, at: int | None = None,
+                kv_layers: Sequence[int] | None = None) -> CopyLookup | None:
     """The copy candidate for the newest query of record `at` (default the newest), or None when its token has
     not occurred before (or only just before it: then the "token after" is the query itself). The rule is the
-    attention-patterns page's induction rule (pattern_records.induction_targets), applied to the newest query."""
+    attention-patterns page's induction rule (pattern_records.induction_targets), applied to the newest query.
+    kv_layers: the layers the records' attention holds (ModelDims.attention_layers; default every layer)."""
     shown = records[: (len(records) if at is None else at + 1)]
     ids = [t for r in shown for t in r.fed_token_ids]
     texts = [t for r in shown for t in r.fed_token_texts]
@@ -231,11 +250,13 @@ def copy_lookup(records: Sequence[StepRecord], layer: int, q_head: int, at: int 
     target = pairs[-1][1]
     prev_pos = target - 1
     weights = shown[-1].attention[:, :, target]  # (layers, query heads)
-    best_layer, best_head = (int(i) for i in np.unravel_index(int(np.argmax(weights)), weights.shape))
+    kv_layers = list(range(weights.shape[0])) if kv_layers is None else list(kv_layers)
+    best_slot, best_head = (int(i) for i in np.unravel_index(int(np.argmax(weights)), weights.shape))
     return CopyLookup(
         query_pos=query_pos, query_text=texts[query_pos], prev_pos=prev_pos, target_pos=target,
-        target_text=texts[target], best_layer=best_layer, best_head=best_head,
-        best_weight=float(weights[best_layer, best_head]), chosen_weight=float(weights[layer, q_head]),
+        target_text=texts[target], best_layer=kv_layers[best_slot], best_head=best_head,
+        best_weight=float(weights[best_slot, best_head]),
+        chosen_weight=float(weights[kv_layers.index(layer), q_head]) if layer in kv_layers else 0.0,
     )
 
 
@@ -297,6 +318,7 @@ class StageView:
     race_sides: tuple[str, str]  # the race's work sentence, with the cache and without it
     model_label: str  # the model's label in English (a race's RaceTiming.model_label names its model the same way)
     model_shown: str  # the same in the session's language
+    hybrid_text: str = ""  # a hybrid: what its linear layers keep, and what Back does on it ("" for all-attention)
 
 
 def stage_view(snap: StageSnapshot, model: ModelInfo) -> StageView:
@@ -309,14 +331,41 @@ def stage_view(snap: StageSnapshot, model: ModelInfo) -> StageView:
         target=(copy.best_layer, copy.best_head) if found else (snap.layer, snap.q_head),
         enabled=found and (copy.best_layer, copy.best_head) != (snap.layer, snap.q_head))
     return StageView(
-        snapshot=snap, top_tokens=snap.top_k[:NEXT_TOKEN_BARS], copy_button=button, readout=copy_sentence(copy),
+        snapshot=snap, top_tokens=snap.top_k[:NEXT_TOKEN_BARS], copy_button=button,
+        readout=state_sentence(snap, model) if snap.state is not None else copy_sentence(copy),
         readout_hint=_("When the newest token occurred before, this line names the head that reads the row after that "
                        "occurrence (an induction head copying)."),
         rows_caption=_rows_caption(snap), tiles=_tiles(snap, model), step_line=step_line(snap, model),
         gqa_text=gqa_text(snap, model) if model.n_kv_heads < model.n_head else "",
         race_sides=(_race_side(snap, model, cached=True), _race_side(snap, model, cached=False)),
-        model_label=model.label, model_shown=model.shown_label())
+        model_label=model.label, model_shown=model.shown_label(),
+        hybrid_text=hybrid_text(snap, model) if snap.states else "")
 
+
+def _layer_list(layers: Sequence[int]) -> str:
+    return i18n.item_sep().join(str(i) for i in layers)
+
+
+def state_sentence(snap: StageSnapshot, dims: ModelDims) -> str:
+    """The readout over a linear-attention layer's state: what it keeps instead of K/V rows, and its bytes."""
+    state = snap.state
+    heads, d_k, d_v = state.recurrent.shape
+    channels, kernel = state.conv.shape
+    return _("Layer {layer} is linear attention (Gated DeltaNet): it keeps no K/V rows. Each of its {heads} heads "
+             "keeps one {d_k} x {d_v} state matrix that every token rewrites, and the layer keeps the last {kernel} "
+             "inputs of its short convolution ({channels} channels): {size} in all, the same at every step.").format(
+        layer=state.layer, heads=heads, d_k=d_k, d_v=d_v, kernel=kernel, channels=channels,
+        size=units.short_bytes(state.total_bytes))
+
+
+def hybrid_text(snap: StageSnapshot, dims: ModelDims) -> str:
+    """A hybrid's two facts under the stage: which layers keep what, and what Back does on it, and why."""
+    per_layer = snap.states[0].total_bytes
+    return _("Layers {linear} keep a fixed state ({size} each); only layer {attention} keeps K/V rows. Back crops "
+             "layer {attention}'s K/V by one row and copies each state back from the copy kept after the previous "
+             "step: every token is mixed into all of a state's numbers, so no row can be cut out of it.").format(
+        linear=_layer_list([s.layer for s in snap.states]), size=units.short_bytes(per_layer),
+        attention=_layer_list(snap.kv_layers))
 
 def _rows_caption(snap: StageSnapshot) -> str:
     if not snap.first_row:
@@ -328,6 +377,21 @@ def _rows_caption(snap: StageSnapshot) -> str:
 def _tiles(snap: StageSnapshot, dims: ModelDims) -> tuple[Tile, ...]:
     c = snap.counters
     scrubbed = snap.at < snap.latest  # the tiles say they show a recorded step, not the cache as it is
+    if snap.states:  # a hybrid: the K/V that grows, the state that does not
+        return (
+            Tile(_("K/V at step {at} (history)").format(at=snap.at) if scrubbed else _("K/V"),
+                 ngettext("{n} row, {size} (grows)", "{n} rows, {size} (grows)", snap.cache_len).format(
+                     n=snap.cache_len, size=units.short_bytes(snap.cache_bytes)),
+                 ngettext("layer {layers}'s keys and values, summed from the real tensors: {bytes}",
+                          "layers {layers}' keys and values, summed from the real tensors: {bytes}",
+                          len(snap.kv_layers)).format(layers=_layer_list(snap.kv_layers),
+                                                      bytes=units.format_bytes(snap.cache_bytes))),
+            Tile(_("State at step {at} (history)").format(at=snap.at) if scrubbed else _("State"),
+                 _("{size} (fixed)").format(size=units.short_bytes(snap.state_bytes)),
+                 _("layers {layers}' recurrent and conv states, summed from the real tensors: {bytes}").format(
+                     layers=_layer_list([s.layer for s in snap.states]), bytes=units.format_bytes(snap.state_bytes))),
+            *_tiles(dataclasses.replace(snap, states=()), dims)[2:],
+        )
     return (
         Tile(_("Cache length at step {at} (history)").format(at=snap.at) if scrubbed else _("Cache length"),
              ngettext("{n} token", "{n} tokens", snap.cache_len).format(n=snap.cache_len),
@@ -353,13 +417,14 @@ def step_line(snap: StageSnapshot, dims: ModelDims) -> str:
     else:
         what = _("Decode step {at} of {latest}: fed 1 token in {ms:.1f} ms (one run).").format(
             at=snap.at, latest=snap.latest, ms=snap.step_ms)
-    eager = ops.attention_dot_products_dense(dims.n_layer, dims.n_head, 0, seq, cached=False)
+    layers = len(dims.attention_layers)
+    eager = ops.attention_dot_products_dense(layers, dims.n_head, 0, seq, cached=False)
     return what + " " + _(
         "All passes so far, the prefill included: {cached:,} dot products with the cache vs {uncached:,} if every "
         "step recomputed the whole sequence. Counted as causal "
         "pairs: a query at position p scores keys 0..p, so L(L+1)/2 per head and layer without the cache; eager "
         "attention scores all L x L ({layers} x {heads} x {seq}² = {eager:,} here) and masks the rest.").format(
-        cached=c.total_dot_products_cached, uncached=c.total_dot_products_uncached, layers=dims.n_layer,
+        cached=c.total_dot_products_cached, uncached=c.total_dot_products_uncached, layers=layers,
         heads=dims.n_head, seq=seq, eager=eager)
 
 
@@ -382,9 +447,15 @@ def _race_side(snap: StageSnapshot, dims: ModelDims, cached: bool) -> str:
     dots = c.this_dot_products_cached if cached else c.this_dot_products_uncached
     # K/V computed per token and layer, all heads at once: not "rows", which the stage and the lesson keep for one
     # head's row at one cache position
-    tokens = (c.this_kv_rows_cached if cached else c.this_kv_rows_uncached) // dims.n_layer
+    layers = len(dims.attention_layers)
+    tokens = (c.this_kv_rows_cached if cached else c.this_kv_rows_uncached) // layers
     fed = ngettext("K and V of {n:,} token in each of {layers} layers", "K and V of {n:,} tokens in each of {layers} layers",
-                   tokens).format(n=tokens, layers=dims.n_layer)
+                   tokens).format(n=tokens, layers=layers)
+    if snap.states:  # a hybrid: K/V only where it attends; the linear layers' states are updated once per token
+        fed = ngettext("K and V of {n:,} token in the attention layers ({layers}); each linear layer ({linear}) "
+                       "folds it into its fixed state", "K and V of {n:,} tokens in the attention layers ({layers}); "
+                       "each linear layer ({linear}) folds them into its fixed state, one by one", tokens).format(
+            n=tokens, layers=_layer_list(snap.kv_layers), linear=_layer_list([s.layer for s in snap.states]))
     return (_("**With the cache**, this step: {dots:,} dot products; {fed}") if cached else
             _("**Without the cache**, this step: {dots:,} dot products; {fed}")).format(dots=dots, fed=fed)
 

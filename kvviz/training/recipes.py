@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Recipe:
-    arch: str = "gpt2"  # "gpt2" | "llama"
+    arch: str = "gpt2"  # "gpt2" | "llama" | "hybrid"
     vocab_size: int = 2048
     n_layer: int = 4
     n_head: int = 4  # query heads; llama: 8
@@ -19,6 +19,10 @@ class Recipe:
     n_embd: int = 128
     intermediate_size: int = 512  # gpt2: 4 x n_embd; llama: SwiGLU, 3 matrices of this width
     n_positions: int = 256
+    full_attention_layers: tuple[int, ...] = ()  # hybrid: the layers that keep a K/V cache; the rest are linear
+    linear_heads: int = 4  # hybrid: Gated DeltaNet heads per linear-attention layer (keys and values alike)
+    linear_head_dim: int = 32  # hybrid: d_k = d_v of each linear head; its state is d_k x d_v numbers
+    conv_kernel: int = 4  # hybrid: the short causal convolution over q, k, v before the delta rule
     dropout: float = 0.1
     repeat_share: float = 0.0  # share of each batch's rows built with a repeated span (kvviz.training.copying)
     random_span_share: float = 0.5  # of those rows, the share whose span is random token ids (else corpus text)
@@ -73,6 +77,17 @@ def recipe_for(arch: str, **overrides: object) -> Recipe:
         base = dict(dropout=0.0, position_init="sinusoid", learning_rate=3e-3, min_learning_rate=3e-4,
                     repeat_share=0.375, random_span_share=0.3, max_span=128, copy_warmup_steps=2000, steps=5300,
                     weight_decay=0.1, warmup_anywhere=True)
+    elif arch == "hybrid":
+        # transformers' OLMo-hybrid (Gated DeltaNet linear attention + attention, dense SwiGLU MLP): 3 linear layers
+        # and 1 attention layer (the last, as in Qwen3-Next's and OLMo-hybrid's 3:1 pattern). The reference PyTorch
+        # kernels cost ~1.0 s a full step at 1 thread (0.65 s at 2 on an idle machine, but 2 threads slowed ~7x
+        # when another process took a core), so the run is short (under 20 min): a 300-step copy warm-up (in a
+        # trial the loss fell from 6.3 to 2.4 between steps 150 and 250: the short convolution hands the attention
+        # layer the previous token, so one attention layer can copy), then 800 steps of the Llama's mix at a
+        # higher learning rate
+        base = dict(n_head=4, n_kv_heads=4, intermediate_size=352, dropout=0.0, full_attention_layers=(3,),
+                    learning_rate=3e-3, min_learning_rate=3e-4, repeat_share=0.5, random_span_share=0.3,
+                    max_span=128, copy_warmup_steps=300, steps=1100, weight_decay=0.0, threads=1)
     else:
-        raise ValueError(f"unknown arch {arch!r}; choose gpt2 or llama")
+        raise ValueError(f"unknown arch {arch!r}; choose gpt2, llama or hybrid")
     return Recipe(arch=arch, **{**base, **overrides})

@@ -1,12 +1,17 @@
-"""Train a bundled model on Tiny Shakespeare: a small GPT-2 or a small Llama with grouped-query attention.
+"""Train a bundled model on Tiny Shakespeare: a small GPT-2, a small Llama with grouped-query attention, or a
+small hybrid of linear attention and attention.
 
-    python -m kvviz train --arch gpt2  --text ../shared/data/tinyshakespeare.txt   # -> kvviz/assets/bundled/
-    python -m kvviz train --arch llama --text ../shared/data/tinyshakespeare.txt   # -> kvviz/assets/bundled_gqa/
+    python -m kvviz train --arch gpt2   --text ../shared/data/tinyshakespeare.txt  # -> kvviz/assets/bundled/
+    python -m kvviz train --arch llama  --text ../shared/data/tinyshakespeare.txt  # -> kvviz/assets/bundled_gqa/
+    python -m kvviz train --arch hybrid --text ../shared/data/tinyshakespeare.txt  # -> kvviz/assets/bundled_hybrid/
 
 --arch gpt2: transformers' own GPT2LMHeadModel, 4 layers x 4 heads, head_dim 32, 256 learned positions.
 --arch llama: transformers' own LlamaForCausalLM (RoPE, RMSNorm, SwiGLU MLP), 4 layers, hidden 128,
 8 query heads of head_dim 16 sharing 2 K/V heads (GQA: kv_head = q_head // 4), 256 positions.
-Both use tied input/output embeddings and the same byte-level BPE tokenizer (the bundled GPT-2's, 2048 ids;
+--arch hybrid: transformers' own OlmoHybridForCausalLM, hidden 128: layers 0-2 Gated DeltaNet linear attention
+(4 heads, d_k = d_v = 32, a fixed-size state each), layer 3 attention (4 heads of head_dim 32, RoPE), SwiGLU MLPs;
+transformers' reference PyTorch kernels (no flash-linear-attention, no causal-conv1d).
+All three use tied input/output embeddings and the same byte-level BPE tokenizer (the bundled GPT-2's, 2048 ids;
 trained from the corpus only if that folder has none).
 
 Training mix: a share `--repeat-share` of each batch's rows holds a repeated span (kvviz.training.copying), so
@@ -31,7 +36,15 @@ from pathlib import Path
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast, LlamaConfig, LlamaForCausalLM
+from transformers import (
+    GPT2Config,
+    GPT2LMHeadModel,
+    GPT2TokenizerFast,
+    LlamaConfig,
+    LlamaForCausalLM,
+    OlmoHybridConfig,
+    OlmoHybridForCausalLM,
+)
 
 from kvviz.cli import Parser, one_line, output_problem, say
 from kvviz.inputs import query_values
@@ -40,7 +53,7 @@ from kvviz.training.recipes import Recipe, learning_rate_at, recipe_for, weight_
 
 ASSETS_DIR = Path(__file__).resolve().parents[1] / "assets"
 BUNDLED_DIR = ASSETS_DIR / "bundled"
-OUT_DIRS = {"gpt2": BUNDLED_DIR, "llama": ASSETS_DIR / "bundled_gqa"}
+OUT_DIRS = {"gpt2": BUNDLED_DIR, "llama": ASSETS_DIR / "bundled_gqa", "hybrid": ASSETS_DIR / "bundled_hybrid"}
 END_OF_TEXT = "<|endoftext|>"
 COPY_SEQUENCES = 50  # held-out sequences whose second half repeats the first
 COPY_HALF_TOKENS = 100
@@ -81,6 +94,8 @@ def build_model(recipe: Recipe, vocab_size: int, eos_id: int) -> torch.nn.Module
             with torch.no_grad():
                 model.transformer.wpe.weight.copy_(sinusoid_positions(recipe.n_positions, recipe.n_embd))
         return model
+    if recipe.arch == "hybrid":
+        return OlmoHybridForCausalLM(hybrid_config(recipe, vocab_size, eos_id))
     config = LlamaConfig(
         vocab_size=vocab_size, hidden_size=recipe.n_embd, intermediate_size=recipe.intermediate_size,
         num_hidden_layers=recipe.n_layer, num_attention_heads=recipe.n_head, num_key_value_heads=recipe.n_kv_heads,
@@ -88,6 +103,23 @@ def build_model(recipe: Recipe, vocab_size: int, eos_id: int) -> torch.nn.Module
         attention_dropout=recipe.dropout, tie_word_embeddings=True, bos_token_id=eos_id, eos_token_id=eos_id,
     )
     return LlamaForCausalLM(config)
+
+
+def hybrid_config(recipe: Recipe, vocab_size: int, eos_id: int) -> OlmoHybridConfig:
+    """The hybrid's config: recipe.full_attention_layers keep a K/V cache, every other layer is Gated DeltaNet
+    linear attention (a [linear_heads, d_k, d_v] recurrent state and a short-convolution state, fixed in size)."""
+    layer_types = ["full_attention" if i in recipe.full_attention_layers else "linear_attention"
+                   for i in range(recipe.n_layer)]
+    return OlmoHybridConfig(
+        vocab_size=vocab_size, hidden_size=recipe.n_embd, intermediate_size=recipe.intermediate_size,
+        num_hidden_layers=recipe.n_layer, num_attention_heads=recipe.n_head, num_key_value_heads=recipe.n_kv_heads,
+        max_position_embeddings=recipe.n_positions, layer_types=layer_types,
+        linear_num_key_heads=recipe.linear_heads, linear_num_value_heads=recipe.linear_heads,
+        linear_key_head_dim=recipe.linear_head_dim, linear_value_head_dim=recipe.linear_head_dim,
+        linear_conv_kernel_dim=recipe.conv_kernel, attention_dropout=recipe.dropout, tie_word_embeddings=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        pad_token_id=None, bos_token_id=eos_id, eos_token_id=eos_id,
+    )
 
 
 SINUSOID_SCALE = 0.05  # the table's rows have norm 0.05 x sqrt(n_embd / 2) = 0.4, beside token embeddings of ~0.2
@@ -153,6 +185,16 @@ def validation_loss(model: torch.nn.Module, val_ids: torch.Tensor, block: int) -
     sizes = [len(w) for w in windows.split(32)]
     model.train()
     return sum(loss * size for loss, size in zip(losses, sizes, strict=True)) / sum(sizes)
+
+
+def bits_per_character(val_loss: float, val_ids: torch.Tensor, block: int, tokenizer: GPT2TokenizerFast) -> float:
+    """validation_loss (nats per predicted token, windows of `block` tokens as validation_loss reads them) as bits
+    per character of the text those predicted tokens spell: comparable across tokenizers."""
+    n_windows = (len(val_ids) - 1) // block
+    windows = val_ids[: n_windows * block].view(n_windows, block)
+    chars = sum(len(tokenizer.decode(w[1:].tolist())) for w in windows)  # the targets: tokens 1..block-1
+    total_nats = val_loss * n_windows * (block - 1)  # equal windows: the mean of their means is the token mean
+    return total_nats / chars / math.log(2)
 
 
 def sample_text(model: torch.nn.Module, tokenizer: GPT2TokenizerFast, prompt: str, n_tokens: int) -> str:
@@ -274,6 +316,7 @@ def write_outputs(model: torch.nn.Module, tokenizer: GPT2TokenizerFast, out_dir:
         "validation_tokens": len(val_ids),
         "validation_loss": round(val_loss, 4),
         "validation_perplexity": round(math.exp(val_loss), 2),
+        "validation_bits_per_character": round(bits_per_character(val_loss, val_ids, recipe.n_positions, tokenizer), 4),
         "copying": {
             "held_out_sequences": copy.n_sequences,
             "half_tokens": copy.half_len,

@@ -41,6 +41,16 @@ def _kind_label(option: str) -> str:
     return _bundled_option(loading.BUNDLED_MODELS[kind].title) if kind in loading.BUNDLED_MODELS else _(option)
 
 
+def _size_caption(kind: str) -> str:
+    """Under a bundled model's option (kind: its spec): its size (parameters, and the weights' file); nothing under
+    the others."""
+    if kind not in loading.BUNDLED_MODELS:
+        return ""
+    weights = loading.BUNDLED_MODELS[kind].folder / "model.safetensors"
+    return _("{params:,} parameters, {size} of weights").format(
+        params=loading.bundled_info(name=kind).n_params, size=_memory_text(weights.stat().st_size))
+
+
 def _kind_of(spec: str) -> str:
     if spec.startswith(loading.RANDOM_PREFIX):
         return "random"
@@ -103,6 +113,8 @@ def _ask_about_link(wanted: str, policy: shared_mode.SharedPolicy) -> None:
 def _memory_text(n_bytes: int | None) -> str:
     if n_bytes is None:
         return "?"
+    if n_bytes < 10 * 2**20:
+        return _("{mib:,.1f} MiB").format(mib=n_bytes / 2**20)
     if n_bytes < 2**30:
         return _("{mib:,.0f} MiB").format(mib=n_bytes / 2**20)
     return _("{gib:,.1f} GiB").format(gib=n_bytes / 2**30)
@@ -172,7 +184,7 @@ def _shared_picker(policy: shared_mode.SharedPolicy) -> None:
     if st.session_state.get(_SHARED_KEY) != st.session_state[MODEL_SPEC_KEY]:  # first run, a forged value, or a
         st.session_state[_SHARED_KEY] = st.session_state[MODEL_SPEC_KEY]  # link's model just chosen: the real one
     st.radio(_("Which model"), list(labels), format_func=labels.__getitem__, key=_SHARED_KEY,
-             on_change=lambda: _switch_to(st.session_state[_SHARED_KEY], _SHARED_KEY))
+             captions=[_size_caption(name) for name in labels], on_change=lambda: _switch_to(st.session_state[_SHARED_KEY], _SHARED_KEY))
     st.caption(_("Shared server: the teacher chose these models. One load at a time, at most {cap}.").format(
         cap=policy.cap.describe()))
 
@@ -187,7 +199,7 @@ def _local_picker() -> None:
     if kind == "random":
         st.session_state[_ARCH_KEY] = spec.removeprefix(loading.RANDOM_PREFIX)
     choice = _KINDS[st.radio(_("Which model"), list(_KINDS), format_func=_kind_label, key=_KIND_KEY,
-                             on_change=_on_kind_change)]
+                             captions=[_size_caption(_KINDS[option]) for option in _KINDS], on_change=_on_kind_change)]
     if choice == "pretrained":
         st.session_state.setdefault(_NAME_KEY, spec if kind == "pretrained" else "gpt2")
         st.text_input(_("Name or folder"), key=_NAME_KEY, max_chars=1000,
@@ -233,6 +245,35 @@ def _switch_to(spec: str, widget_key: str | None = None) -> None:
     st.session_state[MODEL_SPEC_KEY] = spec
     if MODEL_QUERY_PARAM in st.query_params or spec != loading.BUNDLED:
         st.query_params[MODEL_QUERY_PARAM] = spec  # the address bar follows, so the link never switches back
+
+
+NOT_ALL_ATTENTION = N_("{model} keeps a fixed state instead of K/V rows in {n_linear} of its {n_layer} layers, and "
+                       "this page works only on models whose every layer is attention: choose another bundled model.")
+
+
+NOT_ALL_ATTENTION_COUNTS = N_("{model} keeps a fixed state instead of K/V rows in {n_linear} of its {n_layer} "
+                              "layers; this page counts a whole generation only for models whose every layer is "
+                              "attention: choose another bundled model or a preset for that. Below, what one token "
+                              "costs in each kind of its layers.")
+
+
+def needs_all_attention(info: loading.ModelInfo, stop: bool = True, message: str = NOT_ALL_ATTENTION) -> bool:
+    """For a page (or a part of one) that moves, counts or evicts K/V rows in every layer: with a hybrid model
+    (kvviz.model.dims: some layers are linear attention) say so in one sentence, offer a button per bundled model
+    whose every layer is attention, and end the page there (stop=True). `message` (N_-marked, the same fields):
+    a page's own sentence. True when the model is all attention."""
+    if info.all_attention:
+        return True
+    with st.container(border=True, key="app_needs_all_attention"):
+        st.info(_(message).format(model=info.shown_label(), n_linear=len(info.linear_layers),
+                                            n_layer=info.n_layer), icon=":material/info:")
+        row = st.container(horizontal=True)
+        for name, spec in loading.BUNDLED_MODELS.items():
+            if loading.bundled_info(name=name).all_attention:
+                row.button(_bundled_option(spec.title), key=f"app_switch_{name}", on_click=_switch_to, args=(name,))
+    if stop:
+        st.stop()
+    return False
 
 
 def sidebar_navigation(sections: dict[str, list]) -> None:
