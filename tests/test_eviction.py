@@ -50,7 +50,7 @@ def _fresh_cache(loaded, prefix: torch.Tensor):
 
 
 # duoattention has no keep_order (its heads keep different rows): the evict() test below covers it with the others
-@pytest.mark.parametrize("policy", [p for p in ev.EVICT_POLICIES if p != "duoattention"])
+@pytest.mark.parametrize("policy", [p for p in ev.EVICT_POLICIES if p not in ev.EVICT_RAGGED])
 def test_every_policy_at_100_percent_reproduces_the_full_cache_logits_exactly(loaded, span_prefill, policy):
     import torch
 
@@ -251,8 +251,14 @@ def test_grid_marks_the_kept_rows_per_layer_and_kv_head(loaded):
 
 def test_takeaways_are_computed_from_the_sweep(loaded):
 
-    sweep = ev.sweep(loaded, None, ev.EvictSettings(n_spans=2, n_passages=2))
-    lines = ev.eviction_takeaways(sweep)
+    sweep = ev.sweep(loaded, None, ev.EvictSettings(n_spans=4, n_passages=4))
+    claims: list[ev.Claim] = []
+    lines = ev.eviction_takeaways(sweep, claims)
+    for c in claims:  # every comparison a line makes: apart only where the paired interval over the units excludes 0
+        d = np.array(c.a.units(c.metric)) - np.array(c.b.units(c.metric))
+        half = 3.182 * d.std(ddof=1) / 2  # t(0.975, 3): 4 units
+        assert c.differs == (not d.mean() - half <= 0 <= d.mean() + half), (c.a.policy, c.b.policy, c.metric)
+    assert sweep.head_ranking is not None and any("calibration draws" in line for line in lines)
     assert any("S = 0" in line for line in lines)
     assert any("int8" in line for line in lines)
     at25 = [sweep.point(policy, 25) for policy in ev.EVICT_POLICIES[2:]]  # every policy but the control
@@ -279,18 +285,30 @@ def test_takeaways_are_computed_from_the_sweep(loaded):
             ("is inside the noise of it" in line25) == ev.inside_noise(sweep.point("random", 25), best, "copy"))
 
 
-def test_intervals_are_standard_errors_over_the_predictions(loaded):
-    """copy_se: sqrt(p (1 - p) / (n - 1)) of the hits (sample std / sqrt n); the full cache's loss change is 0 ± 0."""
-    settings = ev.EvictSettings(n_spans=2, n_passages=2)
+def test_intervals_are_over_the_spans_and_the_passages(loaded):
+    """copy: each span's accuracy, its 95% t interval over the spans; loss: each passage's mean loss change against
+    the full cache's on the same passage, its t interval over the passages; the full cache's change is 0 ± 0."""
+    settings = ev.EvictSettings(n_spans=4, n_passages=4)
     texts = ev.SweepTexts(loaded, None, settings)
     full = ev.policy_points(loaded, texts, "full")[0]
-    assert full.loss_change_nats == 0 and full.loss_change_se == 0
+    assert full.loss_change_nats == 0 and full.loss_change_half_width == 0 and full.n_passages == 4
     point = ev.policy_points(loaded, texts, "recent", (25,))[0]
-    p, n = point.copy_accuracy, point.copy_total
-    assert point.copy_se == pytest.approx((p * (1 - p) * n / (n - 1) / n) ** 0.5, rel=1e-9)
-    lo, hi = point.copy_interval
-    assert lo < p < hi and hi - lo == pytest.approx(2 * 1.96 * point.copy_se)
-    assert point.loss_change_se > 0
+    per_span = np.array(point.copy_hits_per_span) / (settings.half_tokens - 1)
+    assert point.n_spans == 4 and per_span.mean() == pytest.approx(point.copy_accuracy, abs=1e-12)
+    assert point.copy_half_width == pytest.approx(3.182 * per_span.std(ddof=1) / 2, rel=1e-9)  # t(0.975, 3)
+    changes = np.array(point.loss_change_per_passage)
+    assert changes.mean() == pytest.approx(point.loss_change_nats, abs=1e-9)
+    lo, hi = point.loss_change_interval
+    assert (lo, hi) == pytest.approx((changes.mean() - 3.182 * changes.std(ddof=1) / 2,
+                                      changes.mean() + 3.182 * changes.std(ddof=1) / 2), abs=1e-9)
+
+
+def test_the_default_passages_and_spans_never_overlap(loaded):
+    """16 passages of 160 + 48 tokens and 16 spans of 64 on the held-out text: each a unit of its own."""
+    ids = ev.text_ids(loaded, None)
+    for starts, length in ((ev._evenly_spaced_starts(len(ids), 208, SETTINGS.n_passages), 208),
+                           (ev._evenly_spaced_starts(len(ids), 64, SETTINGS.n_spans), 64)):
+        assert len(starts) == 16 and all(b - a >= length for a, b in zip(starts, starts[1:], strict=False))
 
 
 def test_cli_prints_the_page_numbers_and_refuses_bad_values_in_one_line(loaded, capsys):
@@ -497,7 +515,7 @@ def test_kvzip_keeps_the_rows_a_separate_uncached_reread_attends_to_most(loaded,
     info = loaded.info
     group = info.n_head // info.n_kv_heads
     rows = ev.rows_for_budget(25, s)
-    for layer, (a, got) in enumerate(zip(attentions, ev.keep_rows(ev.keep_order("kvzip", pre, SETTINGS), rows),
+    for layer, (a, got) in enumerate(zip(attentions, ev.keep_rows(ev.keep_order("kvzip_head", pre, SETTINGS), rows),
                                          strict=True)):
         score = a[:, :, s:, :s].amax(dim=2)  # [batch_size, num_heads, s]: re-reading queries only
         score = score.reshape(score.shape[0], info.n_kv_heads, group, s).amax(dim=2)
@@ -516,9 +534,10 @@ def test_duo_split_by_hand():
     assert ev.duo_split(16, 64, 3, s) == (0, 3)
 
 
-def test_duoattention_retrieval_heads_hold_the_induction_head_of_repeat_a_pattern(loaded):
-    """The copy probe ranks the KV heads; at 50% the retrieval heads include the KV head of the head *Repeat a
-    pattern* names as copying (kvviz.step.pattern_records.strongest_induction_head on the step page's preset)."""
+def test_duo_probe_retrieval_heads_hold_the_induction_head_of_repeat_a_pattern(loaded):
+    """The variant: the copy probe ranks the KV heads; at 50% the retrieval heads include the KV head of the head
+    *Repeat a pattern* names as copying (kvviz.step.pattern_records.strongest_induction_head on the step page's
+    preset), for the probe's ranking and for the ablation's."""
     from kvviz.step import pattern_records, patterns
     from kvviz.step import view as step_view
 
@@ -530,10 +549,70 @@ def test_duoattention_retrieval_heads_hold_the_induction_head_of_repeat_a_patter
     heads = info.n_layer * info.n_kv_heads
     retrieval, _stream = ev.duo_split(heads, SETTINGS.half_tokens, ev.rows_for_budget(50, SETTINGS.half_tokens),
                                       SETTINGS)
-    chosen = ev.retrieval_order(loaded)[:retrieval]
     group = info.n_head // info.n_kv_heads
-    for layer, head in copying:
-        assert (layer, head // group) in chosen
+    for chosen in (ev.retrieval_order(loaded)[:retrieval], ev.head_ranking(loaded).order[:retrieval]):
+        for layer, head in copying:
+            assert (layer, head // group) in chosen
+
+
+def test_head_ranking_is_each_heads_output_change_when_it_alone_streams(loaded):
+    """One draw by hand: the head ranked first, streaming alone over the probe's repeat (its first half prefilled,
+    every other head keeping every row), changes the next-token distribution by its recorded KL divergence; a head
+    that keeps every row changes nothing. The ranking is by the mean over the draws, and its spread is reported."""
+    import torch
+    import torch.nn.functional as F
+
+    from kvviz.step.pattern_records import PROBE_HALF_TOKENS, probe_token_ids
+
+    ranking = ev.head_ranking(loaded)
+    info, half = loaded.info, PROBE_HALF_TOKENS
+    assert len(ranking.effects) == ev.EVICT_DUO_DRAWS and len(ranking.heads) == info.n_layer * info.n_kv_heads
+    ids = torch.tensor([probe_token_ids(info.vocab_size, half, 3)])  # draw 3
+    pre = ev.prefill(loaded, ids[:, :half])
+    top = ranking.order[0]
+    streaming = ev.kept_rows("streaming", ev.keep_order("streaming", pre, SETTINGS),
+                             SETTINGS.sink_tokens + ev.EVICT_DUO_RECENT)
+    full_logits = ev.continue_from(loaded, ev.prune(pre, ev.keep_rows(ev.keep_order("full", pre, SETTINGS), half)),
+                                   ids[:, half:], half)
+    mask = [torch.ones(1, info.n_kv_heads, half, dtype=torch.bool) for _ in range(info.n_layer)]
+    mask[top[0]][0, top[1]] = False
+    mask[top[0]][0, top[1], streaming[top[0]][0, top[1]]] = True
+    kept = [[torch.nonzero(m[0, h]).flatten() for h in range(info.n_kv_heads)] for m in mask]
+    got = ev.continue_from(loaded, ev.HeadSplitCache(pre, kept), ids[:, half:], half)
+    p, q = F.log_softmax(full_logits.double(), -1), F.log_softmax(got.double(), -1)
+    kl = float((p.exp() * (p - q)).sum(-1).mean())
+    assert kl == pytest.approx(ranking.effects[3][ranking.heads.index(top)], rel=1e-6, abs=1e-9)
+    assert ranking.mean_effects[ranking.heads.index(top)] == max(ranking.mean_effects)
+    best, worst = ranking.rank_range(top)
+    assert 1 <= best <= worst <= len(ranking.heads)
+    assert 0 <= ranking.top_set_agreement(3) <= ev.EVICT_DUO_DRAWS
+
+
+@pytest.mark.parametrize("keep", [50, 25])
+def test_kvzip_ranks_rows_across_all_layers_and_heads_at_the_budgets_bytes(loaded, span_prefill, keep):
+    """KVzip as the paper allocates: per sequence, the rows x layers x KV heads best re-reading scores of the whole
+    cache stay (by hand from the per-head scores, kvzip_head's), so heads keep different counts and the bytes are
+    exactly the budget's."""
+    import torch
+
+    _sequences, pre = span_prefill
+    info = loaded.info
+    rows = ev.rows_for_budget(keep, pre.seq_len)
+    scores = [ev._scores("kvzip_head", pre, i, SETTINGS) for i in range(info.n_layer)]  # [b, kv, s] each
+    cache = ev.evict("kvzip", pre, SETTINGS, rows)
+    b = pre.input_ids.shape[0]
+    for i in range(b):
+        flat = torch.cat([sc[i].reshape(-1) for sc in scores])
+        threshold = torch.sort(flat, descending=True).values[rows * info.n_layer * info.n_kv_heads - 1]
+        kept = cache.per_sequence[i]
+        counts = [len(idx) for layer in kept for idx in layer]
+        assert sum(counts) == rows * info.n_layer * info.n_kv_heads
+        for layer, per_head in enumerate(kept):
+            for h, idx in enumerate(per_head):
+                assert bool((scores[layer][i, h, idx] >= threshold).all())
+    row_bytes = 2 * info.head_dim * 4
+    assert ev.cache_nbytes(cache) == b * rows * info.n_layer * info.n_kv_heads * row_bytes
+    assert ev.cache_nbytes(cache) == ev.cache_nbytes(ev.evict("kvzip_head", pre, SETTINGS, rows))
 
 
 @pytest.mark.parametrize("keep", [50, 25, 10])
@@ -550,7 +629,8 @@ def test_duoattention_bytes_are_its_head_tensors_and_no_retrieval_head_is_stream
     retrieval, stream = ev.duo_split(info.n_layer * info.n_kv_heads, pre.seq_len, rows, SETTINGS)
     row_bytes = 2 * pre.input_ids.shape[0] * info.head_dim * 4  # K and V, float32, every sequence of the batch
     want = (retrieval * pre.seq_len + (info.n_layer * info.n_kv_heads - retrieval) * stream) * row_bytes
-    assert ev.cache_nbytes(cache) == sum(k.nbytes + v.nbytes for layer in cache.heads for k, v in layer) == want
+    assert ev.cache_nbytes(cache) == sum(k.nbytes + v.nbytes for seq in cache.heads for layer in seq
+                                         for k, v in layer) == want
     assert want <= ev.cache_nbytes(ev.evict("streaming", pre, SETTINGS, rows))  # the same bytes as any policy's
     point = ev.policy_points(loaded, ev.SweepTexts(loaded, None, ev.EvictSettings(n_spans=2)), "duoattention",
                              (keep,))[0]

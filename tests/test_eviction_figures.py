@@ -20,8 +20,12 @@ def _point(policy: str, keep: int, loss_change: float, kind: str = "eviction", b
            right: int = 300) -> EvictionPoint:
     rows = rows_for_budget(keep, 64)
     kept = bytes_kept if bytes_kept is not None else FULL_BYTES * rows // 64
+    spans = [right // 8 + (1 if i < right % 8 else 0) for i in range(8)]  # 8 spans of 63 predictions
+    spans = [max(0, min(63, h + d)) for h, d in zip(spans, (2, -2, 1, -1, 0, 0, 3, -3), strict=True)]
+    spans[0] += right - sum(spans)
+    passages = tuple(loss_change + d for d in (0.02, -0.02, 0.01, -0.01))  # 4 passages, their mean the change
     return EvictionPoint(policy, kind, keep, rows, 64, kept, FULL_BYTES, right, 504, 3.0 + loss_change, 3.0,
-                         0.02, 0.04)
+                         tuple(spans), passages)
 
 
 def _sweep() -> EvictionSweep:
@@ -66,6 +70,16 @@ def test_an_outlier_loss_sits_above_a_clipped_axis_with_its_value():
     assert layout["title"]["subtitle"]["text"] == "▲ above the axis, with its value"
     assert not [a for a in layout["annotations"] if "above the axis" in a["text"]]
     assert layout["margin"]["t"] > 90
+    # an off-axis quantized format is marked too, with its name and its value
+    from dataclasses import replace
+
+    base = _sweep()
+    points = tuple(replace(p, loss_nats=3.0 + 3.5, loss_change_per_passage=(3.5,) * 4) if p.policy == "int2" else p
+                   for p in base.points)
+    layout = _layout_json(fig.quality_figure(replace(base, points=points), ["random", "streaming"], "loss"))
+    marks = [a["text"] for a in layout["annotations"] if a["text"].startswith("▲")]
+    assert marks == ["▲ int2 +3.50"]
+    assert not [a for a in layout["annotations"] if a["text"] == "int2"]  # no label at a place off the axis
     # without the outlier's line drawn, nothing is clipped
     layout = _layout_json(fig.quality_figure(_sweep(), ["random", "streaming"], "loss"))
     assert not [a for a in layout["annotations"] if a["text"].startswith("▲")]

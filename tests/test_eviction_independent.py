@@ -15,7 +15,8 @@ from kvviz.model import loading
 pytestmark = pytest.mark.model  # runs both bundled models
 
 SETTINGS = ev.EvictSettings()  # the sweep's own settings: these are points of the page's sweep
-KEEP_PERCENTS = {"full": (100,), "streaming": (25, 5), "snapkv": (25, 5), "duoattention": (25, 50)}  # 5%: 3 rows, below S = 4 and the window
+KEEP_PERCENTS = {"full": (100,), "streaming": (25, 5), "snapkv": (25, 5), "duoattention": (25, 50),
+                 "duo_probe": (50,), "kvzip": (50, 25)}  # 5%: 3 rows, below S = 4 and the window
 DEFAULT_KEEP_PERCENTS = (25,)
 # The masked pass computes the continuation's attention over every prefill row with the evicted ones at -inf (an
 # exact 0 after softmax), the lab over the pruned rows alone, and the prefill over 128 or 208 tokens at once, not
@@ -50,6 +51,7 @@ def both(request, indep):
                 "context": indep.observe(model, passages[:, :context])}
     for obs in observed.values():  # what the lab decides and the check takes: which heads retrieve, the prompt's ids
         obs.retrieval_order = ev.retrieval_order(lab)
+        obs.head_order = ev.head_ranking(lab).order
         obs.repeat_prompt_ids = lab.tokenizer(indep.KVZIP_REPEAT_PROMPT).input_ids
     return {"lab": lab, "texts": texts, "model": model, "sequences": sequences, "passages": passages, **observed,
             "loss_full": indep.mean_loss(model, passages, context, None)}
@@ -71,18 +73,22 @@ def _lab_kept(policy: str, pre, rows: int, want_ragged: bool):
 
     if not want_ragged:
         return ev.kept_rows(policy, ev.keep_order(policy, pre, SETTINGS), rows)
-    out = []
-    for per_head in ev.duo_kept(pre, rows, SETTINGS):
-        mask = torch.zeros(len(per_head), pre.seq_len, dtype=torch.bool)
-        for h, idx in enumerate(per_head):
-            mask[h, idx] = True
-        out.append(mask[None].expand(pre.input_ids.shape[0], -1, -1))
+    cache = ev.evict(policy, pre, SETTINGS, rows)  # a HeadSplitCache: [sequence][layer][kv head] positions
+    b, n_layers = len(cache.per_sequence), len(cache.per_sequence[0])
+    out = [torch.zeros(b, len(cache.per_sequence[0][0]), pre.seq_len, dtype=torch.bool) for _ in range(n_layers)]
+    for i, seq in enumerate(cache.per_sequence):
+        for layer, per_head in enumerate(seq):
+            for h, idx in enumerate(per_head):
+                out[layer][i, h, idx] = True
     return out
 
 
 def _kept_rows_total(kept, ragged: bool) -> int:
-    """Rows kept over every layer and KV head (one sequence)."""
-    return sum(int(k[0].sum()) if ragged else k[0].numel() for k in kept)
+    """Rows kept over every layer and KV head (one sequence on average: the ragged policies' sequences may keep
+    different sets, never more than the budget)."""
+    if ragged:
+        return sum(int(k.sum()) for k in kept) // kept[0].shape[0]
+    return sum(k[0].numel() for k in kept)
 
 
 def _assert_a_kept_set(kept, rows: int, seq_len: int) -> None:

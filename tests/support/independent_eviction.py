@@ -22,12 +22,13 @@ Random (FORWARD_ONLY): a seeded draw cannot be reproduced without copying the la
 hands the lab's kept set to `measure` and checks only the forward path (and that the set is `rows` distinct
 positions per layer and head).
 
-Also shared with the lab, for the three newer methods: DuoAttention's ranking of the KV heads (which heads retrieve:
-the lab's copy probe, `Observed.retrieval_order`) and its EVICT_DUO_RECENT; KVzip's repeat prompt (the test checks it
-equals kvpress's, the official code's port, for a model without a chat template) and the model's position limit.
-Computed here: which rows each head keeps, how many retrieval heads the bytes hold, and KVzip's re-read, as one
-ordinary forward pass over [prefill, prompt, chunk] per chunk (no cache) whose attention weights on the prefill
-rows are recorded.
+Also shared with the lab, for the newer methods: DuoAttention's rankings of the KV heads (which heads retrieve: the
+lab's ablation ranking, `Observed.head_order`, and for duo_probe its copy probe, `Observed.retrieval_order`) and its
+EVICT_DUO_RECENT; KVzip's repeat prompt (the test checks it equals kvpress's, the official code's port, for a model
+without a chat template) and the model's position limit. Computed here: which rows each head keeps (KVzip's both
+ways: per head, and ranked across all layers and heads per sequence, as the paper allocates), how many retrieval
+heads the bytes hold, and KVzip's re-read, as one ordinary forward pass over [prefill, prompt, chunk] per chunk (no
+cache) whose attention weights on the prefill rows are recorded.
 
 Add a policy: a function (Observed, rows, settings) -> per layer [batch_size, num_kv_heads, rows] long, in KEPT
 (a policy whose heads keep different counts: per layer [batch_size, num_kv_heads, P] bool, True = kept).
@@ -120,6 +121,8 @@ class Observed:
     model: torch.nn.Module | None = None  # for a scorer that runs the model again (KVzip's re-read)
     input_ids: torch.Tensor | None = None  # [batch_size, P], the prefill
     retrieval_order: Sequence[tuple[int, int]] = ()  # (layer, KV head), most retrieving first: the test sets it
+    # (the induction probe's ranking, duo_probe's) ...
+    head_order: Sequence[tuple[int, int]] = ()  # ... and the ablation ranking's (duoattention's): the test sets it
     repeat_prompt_ids: Sequence[int] = ()  # KVzip's repeat prompt, tokenized: the test sets it
 
     @property
@@ -256,15 +259,17 @@ def duo_retrieval_heads(n_heads: int, seq_len: int, rows: int, settings, recent:
     return best, stream
 
 
-def kept_duoattention(obs: Observed, rows: int, settings, recent: int = 4) -> list[torch.Tensor]:
+def kept_duoattention(obs: Observed, rows: int, settings, recent: int = 4,
+                      order: Sequence[tuple[int, int]] | None = None) -> list[torch.Tensor]:
     """DuoAttention (arXiv:2410.10819): a retrieval head keeps every row; a streaming head keeps the attention
     sinks (the first S rows) and the newest rows (StreamingLLM's rule per head). Which heads retrieve comes from the
-    lab's probe (obs.retrieval_order); how many, from the budget (duo_retrieval_heads). Per layer
+    lab's ablation ranking (obs.head_order; the probe's for duo_probe); how many, from the budget
+    (duo_retrieval_heads). Per layer
     [batch_size, num_kv_heads, P] bool: the heads keep different counts."""
     p, layers = obs.prefill_len, len(obs.keys)
     b = obs.keys[0].shape[0]
     retrieval, stream = duo_retrieval_heads(layers * obs.kv_heads, p, rows, settings, recent)
-    heads = set(map(tuple, obs.retrieval_order[:retrieval]))
+    heads = set(map(tuple, (obs.head_order if order is None else order)[:retrieval]))
     sinks = min(settings.sink_tokens, stream)
     streaming = torch.zeros(p, dtype=torch.bool)
     streaming[:sinks] = True
@@ -298,19 +303,40 @@ def kvzip_scores(obs: Observed, n_positions: int) -> list[torch.Tensor]:
     return best
 
 
-def kept_kvzip(obs: Observed, rows: int, settings) -> list[torch.Tensor]:
-    """KVzip's rows per KV head: the top `rows` by kvzip_scores (the lab keeps the same count in every head; the
-    paper can also rank across heads)."""
+def kept_duo_probe(obs: Observed, rows: int, settings) -> list[torch.Tensor]:
+    """The variant: DuoAttention's split with the heads in the induction probe's order."""
+    return kept_duoattention(obs, rows, settings, order=obs.retrieval_order)
+
+
+def kept_kvzip_head(obs: Observed, rows: int, settings) -> list[torch.Tensor]:
+    """The variant: KVzip's rows per KV head, the top `rows` by kvzip_scores in every head."""
     scores = kvzip_scores(obs, obs.model.config.max_position_embeddings)
     return _per_head(obs, lambda layer, i, h: _best(scores[layer][i, h], rows), rows)
+
+
+def kept_kvzip(obs: Observed, rows: int, settings) -> list[torch.Tensor]:
+    """KVzip as the paper allocates (section 3: the scores of all heads and layers ranked together): per sequence,
+    the rows x layers x KV heads best kvzip_scores of the whole cache, ties to the earlier layer, head, position.
+    Per layer [batch_size, num_kv_heads, P] bool: the heads keep different counts."""
+    scores = kvzip_scores(obs, obs.model.config.max_position_embeddings)
+    layers, b, p = len(scores), scores[0].shape[0], obs.prefill_len
+    budget = rows * layers * obs.kv_heads
+    masks = [torch.zeros(b, obs.kv_heads, p, dtype=torch.bool) for _ in range(layers)]
+    for i in range(b):
+        flat = torch.cat([scores[layer][i].reshape(-1) for layer in range(layers)])
+        for j in _best(flat, budget):
+            layer, rest = divmod(j, obs.kv_heads * p)
+            masks[layer][i, rest // p, rest % p] = True
+    return masks
 
 
 KEPT: dict[str, Callable[[Observed, int, object], list[torch.Tensor]]] = {
     "full": kept_full, "recent": kept_recent, "streaming": kept_streaming, "h2o": kept_h2o,
     "h2o_heavy": kept_h2o_heavy, "tova": kept_tova, "snapkv": kept_snapkv, "key_norm": kept_key_norm,
-    "keydiff": kept_keydiff, "duoattention": kept_duoattention, "kvzip": kept_kvzip,
+    "keydiff": kept_keydiff, "duoattention": kept_duoattention, "duo_probe": kept_duo_probe, "kvzip": kept_kvzip,
+    "kvzip_head": kept_kvzip_head,
 }
-RAGGED = frozenset({"duoattention"})  # its KEPT returns per-head masks, not equal counts
+RAGGED = frozenset({"duoattention", "duo_probe", "kvzip"})  # their KEPT returns per-head masks, not equal counts
 # KVzip's repeat prompt as kvpress's port of the official code builds it for a model without a chat template: the
 # first chunk's prompt + the "\n" suffix (github.com/NVIDIA/kvpress, kvzip_press.py, KVzipPress.prepare)
 KVZIP_REPEAT_PROMPT = "\n\nRepeat the previous context exactly." + "\n"
