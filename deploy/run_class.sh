@@ -56,6 +56,8 @@ front_port=$(decimal --port "$front_port" 1024 65535 \
 if [ $((front_port + replicas)) -gt 65535 ]; then
   refuse "--port $front_port with $replicas replicas needs ports up to $((front_port + replicas)); the last port is 65535: choose a lower -p"
 fi
+PYTHON=${PYTHON:-.venv/bin/python}
+[ -x "$PYTHON" ] || PYTHON=python3
 valid_listen() {  # an IPv4 address, an IPv6 address (brackets optional) or a host name; nothing else
   local a=$1 octet
   if [[ $a =~ ^([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})$ ]]; then
@@ -63,11 +65,14 @@ valid_listen() {  # an IPv4 address, an IPv6 address (brackets optional) or a ho
     return 0
   fi
   a=${a#[}; a=${a%]}
-  if [[ $a == *:* ]]; then
-    [[ ${#a} -le 45 && $a =~ ^[0-9A-Fa-f:.]+$ && $a == *:*:* ]] && return 0
-    return 1
+  if [[ $a == *:* ]]; then  # IPv6 by its real rules (Python's ipaddress: one ::, eight groups, no zone): ':::: ' is not
+    [[ ${#a} -le 45 && $a =~ ^[0-9A-Fa-f:.]+$ ]] || return 1
+    "$PYTHON" -c 'import ipaddress, sys; ipaddress.IPv6Address(sys.argv[1])' "$a" 2>/dev/null
+    return
   fi
-  [[ ${#a} -le 253 && $a =~ ^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$ ]]
+  # A host name (RFC 1123 labels); its last label is not all digits, so 1.2.3.4.5 is neither an address nor a name.
+  [[ ${#a} -le 253 && $a =~ ^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$ \
+     && ! ${a%.} =~ (^|\.)[0-9]+$ ]]
 }
 if ! valid_listen "$listen"; then
   refuse "--listen must be an IP address or a host name (got $(printf '%q' "${listen:0:40}"))"
@@ -86,13 +91,14 @@ for port in $(seq "$front_port" $((front_port + replicas))); do
 done
 
 export KVVIZ_SHARED=${KVVIZ_SHARED:-1}  # a class's server: shared mode unless the teacher says otherwise
-PYTHON=${PYTHON:-.venv/bin/python}
 NGINX=${NGINX:-/usr/sbin/nginx}
-[ -x "$PYTHON" ] || PYTHON=python3
 if [ ! -x "$NGINX" ]; then
   echo "run_class.sh: $NGINX not found: sudo apt-get install nginx (Debian's package; it need not run as a service)" >&2
   exit 1
 fi
+# The class poll's store (KVVIZ_POLL_DB, else runs/poll.sqlite3) is checked and reached once now, so a bad value is
+# one line here and not an error box at the first vote (python -m kvviz.teaching.poll_store says what is wrong).
+"$PYTHON" -m kvviz.teaching.poll_store >/dev/null || exit 2
 [ -n "$run_dir" ] || run_dir=$(mktemp -d /tmp/kvviz-class.XXXXXX)
 mkdir -p "$run_dir/tmp"
 run_dir=$(cd "$run_dir" && pwd)

@@ -39,16 +39,28 @@ if code is None:
                if st.query_params.get(routes.JOIN.key("room")) else None)
     st.stop()
 
+
+
+def _store_away(fault: poll_store.StoreUnavailable) -> None:
+    """The store is away: one sentence and a button that tries again (the page reads the store afresh)."""
+    st.warning(str(fault), icon=":material/cloud_off:")
+    st.button(_("Try again"), key="join_retry", icon=":material/refresh:", use_container_width=True)
+    st.stop()
+
+
 try:
     room = poll.store().room(code)
+    question = poll.poll_in_language(code) if room.step else None
+except poll_store.StoreUnavailable as fault:
+    _store_away(fault)
 except poll_store.PollRefused as refused:
     _join_form(str(refused))
     st.stop()
 
 voter = poll.voter_token()
+client = poll.client_address()
 st.caption(_("Room {code}").format(code=code))
 st.button(_("Show the current question"), key="join_refresh", icon=":material/refresh:", use_container_width=True)
-question = poll.poll_in_language(code) if room.step else None
 if question is None:
     st.info(_("The teacher has not opened a question yet. When they do, press *Show the current question*."),
             icon=":material/hourglass_top:")
@@ -62,8 +74,8 @@ st.markdown(_("**Question {step}{round}.** {text}").format(
 def _vote(choice: int) -> None:
     """(Tap callback.) Vote, or say why not; the vote shown is the one the store kept."""
     try:
-        poll.store().vote(code, voter, room.step, room.round, choice)
-    except poll_store.PollRefused as refused:
+        poll.store().vote(code, voter, room.step, room.round, choice, client)
+    except poll_store.PollRefused as refused:  # refused, held back or not stored: never "Vote received"
         st.session_state["join_refused"] = str(refused)
         return
     st.session_state[mine_key] = choice
@@ -92,6 +104,9 @@ elif room.phase == "revealed":
         st.info(_("The answer is {right}.").format(right=choice_letter(right)))
     if mine is not None and mine != right and question.mistakes[mine]:
         st.markdown(question.mistakes[mine])
-    tally = poll.store().tally(code, room.step, room.round)
+    try:
+        tally = poll.store().tally(code, room.step, room.round)
+    except poll_store.StoreUnavailable as fault:
+        _store_away(fault)
     a11y.chart(st, poll_figure(question.choices, [tally.counts], right), config={"displayModeBar": False},
                key=f"join_tally_{room.step}_{room.round}")

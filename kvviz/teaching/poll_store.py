@@ -19,7 +19,21 @@ A room shows one step at a time: its current step, round (1, or 2 after "vote ag
 phones vote by index. One row per (room, step, round, voter): a voter's latest vote counts. A voter is a browser's
 token (the UI makes it); only its SHA-256 is stored and nothing exported names it. A voter casts at most
 VOTES_PER_MINUTE votes a minute in a room, so a thousand clicks from one browser change the count by at most one
-and the rest are refused with a message.
+and the rest are refused with a message. A script can make a fresh token for every vote, so a room also takes at most
+`per_address` voters (VOTERS_PER_ADDRESS, 2, unless the teacher sets another number for a shared-address network)
+from one client address (the UI gives it: the connection's, or nginx's X-Real-IP), and, when the teacher sets the
+class size, the votes past it on a question are held back: stored apart, never counted, named on the projector.
+One address opens at most ROOMS_PER_ADDRESS_HOUR rooms an hour; a room lives at most ROOM_MAX_LIFE_S (a school day)
+whatever its votes; the idle and the old rooms are purged every PURGE_EVERY_S, at the next store call.
+
+A store fault (the database stopped, its file unwritable, its lock held past the busy timeout) is StoreUnavailable,
+a PollRefused like the others: the lesson goes on without the poll, and the next call tries the database again. A
+vote that was not stored raises VoteNotStored, so no phone is told its vote counted. A SQLite file deleted or
+replaced under the running server is noticed before each commit (the file at the path is compared with the one the
+connection opened): the store says so in one line on stderr, drops its connections and starts afresh in a new file.
+check_url refuses a URL that cannot be a poll store (not a URL, another database, SQLite in memory: each connection
+would see its own empty database) in one sentence; `python -m kvviz.teaching.poll_store` checks KVVIZ_POLL_DB and
+connects once (deploy/run_class.sh runs it before starting the replicas).
 
 Every refusal is a PollRefused subclass whose str() is a user-facing sentence in the current language.
 """
@@ -29,23 +43,33 @@ import csv
 import hashlib
 import hmac
 import io
+import logging
 import os
 import secrets
+import sys
 import time
+import unicodedata
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy import event, exc
 
-from kvviz.i18n import N_, _
+from kvviz.i18n import N_, _, ngettext
 from kvviz.teaching.poll_choices import PollQuestion
 
 ENV_URL = "KVVIZ_POLL_DB"
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "runs" / "poll.sqlite3"  # beside app.py
 ROOM_IDLE_S = 4 * 3600  # a room nobody touched for this long is expired
+ROOM_MAX_LIFE_S = 12 * 3600  # a room lives at most a school day, whatever its votes
+PURGE_EVERY_S = 600  # the idle and the old rooms are purged this often (at the next store call), not only on create
+ROOMS_PER_ADDRESS_HOUR = 5  # rooms one client address may open in an hour: a teacher needs one, a script many
+VOTERS_PER_ADDRESS = 2  # voters one client address may bring into a room, unless its teacher sets another number
+MAX_PER_ADDRESS = 1000  # the teacher's bounds: a whole school behind one address
+MAX_CLASS_SIZE = 1000
+CONNECT_TIMEOUT_S = 5  # PostgreSQL: a stopped server is a fault in seconds, not a page that hangs
 CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTWXYZ"  # no 0/O, 1/I/L, U/V: read aloud or off a projector, typed on a phone
 CODE_CHARS = 6
 VOTES_PER_MINUTE = 10  # per voter and room: enough to change one's mind, not to script a flood
@@ -90,7 +114,29 @@ results = sa.Table(  # the teacher's "the room got it / missed it" per step (cla
     sa.Column("room", sa.String(16), primary_key=True),
     sa.Column("step", sa.Integer, primary_key=True),
     sa.Column("right", sa.Boolean, nullable=False))
-_ROOM_TABLES = (questions, votes, voters, results)  # rows that go with their room
+limits = sa.Table(  # the teacher's settings for a room: voters per client address, the class size (None: unset)
+    "poll_limits", metadata,
+    sa.Column("room", sa.String(16), primary_key=True),
+    sa.Column("per_address", sa.Integer, nullable=False),
+    sa.Column("class_size", sa.Integer, nullable=True))
+clients = sa.Table(  # which voters each client address brought into a room (hashes only)
+    "poll_clients", metadata,
+    sa.Column("room", sa.String(16), primary_key=True),
+    sa.Column("client_sha256", sa.String(64), primary_key=True),
+    sa.Column("voter_sha256", sa.String(64), primary_key=True))
+held = sa.Table(  # votes past the class size: kept apart, never counted, named on the projector
+    "poll_held", metadata,
+    sa.Column("room", sa.String(16), primary_key=True),
+    sa.Column("step", sa.Integer, primary_key=True),
+    sa.Column("round", sa.Integer, primary_key=True),
+    sa.Column("voter_sha256", sa.String(64), primary_key=True))
+openers = sa.Table(  # who opened which room when: at most ROOMS_PER_ADDRESS_HOUR an hour per client address
+    "poll_openers", metadata,
+    sa.Column("code", sa.String(16), primary_key=True),
+    sa.Column("client_sha256", sa.String(64), nullable=False),
+    sa.Column("created_s", sa.Float, nullable=False))
+_ROOM_TABLES = (questions, votes, voters, results, limits, clients, held)  # rows that go with their room
+log = logging.getLogger("kvviz.poll")
 
 
 # ----- refusals ----------------------------------------------------------------------------------------------------
@@ -105,7 +151,7 @@ class PollRefused(Exception):
 
 class RoomNotFound(PollRefused):
     message = N_("No open room has this code. Check it with your teacher: a room closes after 4 hours without "
-                 "activity.")
+                 "activity, and 12 hours after it opened.")
 
 
 class NotHost(PollRefused):
@@ -126,6 +172,50 @@ class NotRevealed(PollRefused):
 
 class TooManyVotes(PollRefused):
     message = N_("Too many votes from this browser: wait a minute, then vote again. Your last vote still counts.")
+
+
+class TooManyVotersHere(PollRefused):
+    """A new voter from a client address that has brought the room's limit already."""
+
+    def __init__(self, per_address: int) -> None:
+        super().__init__(per_address)
+        self.per_address = per_address
+
+    def __str__(self) -> str:
+        return ngettext("This room takes {n} voter from each network address, and yours has voted: this vote was "
+                        "not counted. If your class shares one address, ask your teacher to allow more.",
+                        "This room takes {n} voters from each network address, and yours has them all: this vote "
+                        "was not counted. If your class shares one address, ask your teacher to allow more.",
+                        self.per_address).format(n=self.per_address)
+
+
+class HeldBack(PollRefused):
+    message = N_("The room has as many votes as the class has students: yours is held back, not counted. Tell your "
+                 "teacher.")
+
+
+class TooManyRooms(PollRefused):
+    message = N_("This network address has opened too many rooms in the last hour: keep using the room you have, "
+                 "or try again in an hour.")
+
+
+class StoreUnavailable(PollRefused):
+    """The database failed (stopped, unwritable, locked too long, its file gone): the poll waits, the lesson not."""
+
+    message = N_("The class poll cannot reach its store: the lesson goes on without it.")
+
+
+class VoteNotStored(StoreUnavailable):
+    message = N_("The class poll cannot reach its store, so your vote was not counted: tap your choice again in a "
+                 "moment.")
+
+
+class StoreReplaced(StoreUnavailable):
+    message = N_("The class poll's store file was deleted or replaced: the poll starts afresh in a new room.")
+
+
+class BadStoreURL(ValueError):
+    """KVVIZ_POLL_DB cannot be a poll store; str() is the sentence that says why."""
 
 
 # ----- records -----------------------------------------------------------------------------------------------------
@@ -175,15 +265,49 @@ def database_url() -> str:
     return f"sqlite:///{DEFAULT_PATH}"
 
 
+def check_url(url: str) -> sa.URL:
+    """`url` as the store opens it (postgresql:// means psycopg 3); BadStoreURL, in one sentence, when it cannot be a
+    poll store: not a URL, a database other than SQLite or PostgreSQL, or SQLite in memory (every connection, so
+    every server thread, would see its own empty database)."""
+    shown = url if len(url) <= 80 else url[:80] + "…"
+    try:
+        url_obj = sa.make_url(url)
+    except (exc.ArgumentError, ValueError):
+        raise BadStoreURL(_("{env} is not a database URL (got {value!r}): give sqlite:////path/to/poll.sqlite3 or "
+                            "postgresql://user@host/db.").format(env=ENV_URL, value=shown)) from None
+    backend = url_obj.get_backend_name()
+    if backend not in ("sqlite", "postgresql"):
+        raise BadStoreURL(_("{env} names a {backend} database: the class poll keeps its votes in SQLite or "
+                            "PostgreSQL only.").format(env=ENV_URL, backend=backend))
+    if url_obj.drivername == "postgresql":
+        url_obj = url_obj.set(drivername="postgresql+psycopg")
+    if backend == "sqlite" and (url_obj.database in (None, "", ":memory:") or "memory" in str(url_obj.query)):
+        raise BadStoreURL(_("{env} names an in-memory SQLite database, which every server thread would see empty: "
+                            "give a file, e.g. sqlite:////path/to/poll.sqlite3.").format(env=ENV_URL))
+    return url_obj
+
+
+def _file_id(path: str) -> tuple[int, int] | None:
+    """The file at `path` as the system knows it (device, inode); None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
 def _hash(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
 def normalize_code(code: object) -> str | None:
-    """A code as typed ("abc 234", "ABC-234") -> "ABC234"; None when it cannot be a room code."""
+    """A code as typed ("abc 234", "ABC-234", a phone's full-width "ＡＢＣ２３４", "ABC–234" with a look-alike dash)
+    -> "ABC234"; None when it cannot be a room code. NFKC first (full-width letters, digits and spaces become ASCII),
+    then spaces, underscores and every dash (Unicode's Pd) are dropped."""
     if not isinstance(code, str) or len(code) > 4 * CODE_CHARS:
         return None
-    text = "".join(ch for ch in code.upper() if ch not in " -_")
+    text = "".join(ch for ch in unicodedata.normalize("NFKC", code).upper()
+                   if not (ch.isspace() or ch == "_" or unicodedata.category(ch) == "Pd"))
     return text if len(text) == CODE_CHARS and all(ch in CODE_ALPHABET for ch in text) else None
 
 
@@ -193,16 +317,20 @@ class PollStore:
     `clock` gives the time in seconds (tests inject one to expire a room)."""
 
     def __init__(self, url: str | None = None, clock: Callable[[], float] = time.time) -> None:
-        url_obj = sa.make_url(url or database_url())
-        if url_obj.drivername == "postgresql":
-            url_obj = url_obj.set(drivername="postgresql+psycopg")
+        url_obj = check_url(url or database_url())  # BadStoreURL: a URL that can never work is refused at once
         self.clock = clock
         self.is_sqlite = url_obj.get_backend_name() == "sqlite"
-        self.engine = sa.create_engine(url_obj, pool_pre_ping=not self.is_sqlite)
+        self.path = url_obj.database if self.is_sqlite else None
+        self.engine = sa.create_engine(
+            url_obj, pool_pre_ping=not self.is_sqlite,
+            connect_args={} if self.is_sqlite else {"connect_timeout": CONNECT_TIMEOUT_S})
         self._reader = self.engine.execution_options(kvviz_read=True)
         if self.is_sqlite:
             self._sqlite_settings()
-        self._create_tables()
+        self._ready = False  # the tables are made at the first call that reaches the database (and after a new file)
+        self._purged_s = float("-inf")
+        with suppress(exc.DBAPIError, OSError):  # the database is away: the poll waits for it (every call tries
+            self._ensure_tables()                  # again), the server starts
 
     # ----- the connection's settings and the one transaction --------------------------------------------------------
     def _sqlite_settings(self) -> None:
@@ -216,6 +344,7 @@ class PollStore:
             cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             cursor.execute("PRAGMA synchronous=NORMAL")  # WAL's safe setting: a power cut may lose the last votes
             cursor.close()
+            _record.info["kvviz_file"] = _file_id(self.path)  # the file this connection opened
 
         @event.listens_for(self.engine, "begin")
         def _on_begin(connection):
@@ -225,17 +354,46 @@ class PollStore:
 
     @contextmanager
     def _transaction(self, read: bool = False) -> Iterator[sa.Connection]:
-        with (self._reader if read else self.engine).begin() as conn:
-            yield conn
-
-    def _create_tables(self) -> None:
+        """One transaction; a database fault becomes StoreUnavailable (logged in one line), and a SQLite file
+        deleted or replaced under the server is noticed before anything commits (StoreReplaced)."""
         try:
-            with self._transaction() as conn:
+            self._ensure_tables()
+            with (self._reader if read else self.engine).begin() as conn:
+                self._check_file(conn)
+                yield conn
+                self._check_file(conn)  # the last moment before the commit: a vote is never kept in a lost file
+        except _FileReplaced:
+            print(f"kvviz poll: the store file {self.path} was deleted or replaced under the running server; "
+                  "nothing more is written to the old one, the poll starts afresh in a new file", file=sys.stderr)
+            self.engine.dispose()  # every connection to the old file closed; the next call opens the new one
+            self._ready = False
+            raise StoreReplaced() from None
+        except (exc.DBAPIError, exc.TimeoutError, exc.DisconnectionError, OSError) as fault:
+            if isinstance(fault, exc.IntegrityError):
+                raise  # a duplicate key: the caller's business (a code drawn twice)
+            log.warning("kvviz poll: the store failed, the poll waits for it: %s", str(fault).splitlines()[0])
+            raise StoreUnavailable() from fault
+
+    def _check_file(self, conn: sa.Connection) -> None:
+        """(SQLite.) StoreReplaced when the file at the store's path is not the one this connection opened: it was
+        deleted or replaced. The store then drops its connections and makes its tables again at the next call."""
+        if not self.is_sqlite:
+            return
+        opened = conn.connection.info.get("kvviz_file")
+        if opened is None or _file_id(self.path) != opened:
+            raise _FileReplaced()
+
+    def _ensure_tables(self) -> None:
+        if self._ready:
+            return
+        try:
+            with self.engine.begin() as conn:
                 metadata.create_all(conn)
         except (exc.OperationalError, exc.ProgrammingError, exc.IntegrityError):
             # another process created them at the same moment (PostgreSQL's catalog refuses the second)
-            with self._transaction() as conn:
+            with self.engine.begin() as conn:
                 metadata.create_all(conn)
+        self._ready = True
 
     @staticmethod
     def _upsert(conn: sa.Connection, table: sa.Table, key: dict, values: dict) -> None:
@@ -248,26 +406,38 @@ class PollStore:
             conn.execute(table.update().where(*(table.c[k] == v for k, v in key.items())).values(**values))
 
     # ----- rooms --------------------------------------------------------------------------------------------------
-    def create_room(self) -> NewRoom:
-        """A new room: its code and its host key (shown once; the store keeps only a hash)."""
+    def create_room(self, client: str | None = None) -> NewRoom:
+        """A new room: its code and its host key (shown once; the store keeps only a hash). `client`: the opener's
+        address (None: this computer), which opens at most ROOMS_PER_ADDRESS_HOUR rooms an hour (TooManyRooms)."""
         self.purge_expired()
         now = self.clock()
+        opener = _hash(f"client:{client}")
         for _attempt in range(8):
             code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_CHARS))
             host_key = secrets.token_urlsafe(32)
             try:
                 with self._transaction() as conn:
+                    if client is not None and conn.execute(sa.select(sa.func.count()).select_from(openers).where(
+                            openers.c.client_sha256 == opener,
+                            openers.c.created_s > now - 3600)).scalar_one() >= ROOMS_PER_ADDRESS_HOUR:
+                        raise TooManyRooms()
                     conn.execute(rooms.insert().values(code=code, host_key_sha256=_hash(host_key), created_s=now,
                                                        active_s=now, step=0, round=1, phase="locked", n_choices=0))
+                    conn.execute(openers.insert().values(code=code, client_sha256=opener, created_s=now))
                 return NewRoom(code, host_key)
             except exc.IntegrityError:
                 continue  # a live room has this code: draw another
         raise RuntimeError("no free room code after 8 draws")
 
     def purge_expired(self) -> int:
-        """Delete the rooms idle for ROOM_IDLE_S and everything in them; how many rooms went."""
+        """Delete the rooms idle for ROOM_IDLE_S or older than ROOM_MAX_LIFE_S and everything in them (and the
+        openers' records older than an hour); how many rooms went."""
+        now = self.clock()
+        self._purged_s = now
         with self._transaction() as conn:
-            return self._purge(conn, sa.select(rooms.c.code).where(rooms.c.active_s < self.clock() - ROOM_IDLE_S))
+            conn.execute(openers.delete().where(openers.c.created_s < now - 3600))
+            return self._purge(conn, sa.select(rooms.c.code).where(sa.or_(
+                rooms.c.active_s < now - ROOM_IDLE_S, rooms.c.created_s < now - ROOM_MAX_LIFE_S)))
 
     def _purge(self, conn: sa.Connection, codes: sa.Select) -> int:
         gone = [row.code for row in conn.execute(codes)]
@@ -285,7 +455,8 @@ class PollStore:
             sa.select(rooms).where(rooms.c.code == normal)).one_or_none()
         if row is None:
             raise RoomNotFound()
-        if row.active_s < self.clock() - ROOM_IDLE_S:
+        now = self.clock()
+        if row.active_s < now - ROOM_IDLE_S or row.created_s < now - ROOM_MAX_LIFE_S:
             raise _Expired(row.code)
         if host and not (isinstance(host_key, str) and hmac.compare_digest(_hash(host_key), row.host_key_sha256)):
             raise NotHost()
@@ -293,7 +464,11 @@ class PollStore:
 
     @contextmanager
     def _live(self, read: bool = False) -> Iterator[sa.Connection]:
-        """A transaction in which _room may find the room expired: it is then purged and refused as not found."""
+        """A transaction in which _room may find the room expired: it is then purged and refused as not found. Every
+        PURGE_EVERY_S the expired rooms are purged first (a timer that rides on the calls: an idle server purges at
+        its next call)."""
+        if self.clock() - self._purged_s >= PURGE_EVERY_S:
+            self.purge_expired()
         try:
             with self._transaction(read) as conn:
                 yield conn
@@ -369,6 +544,7 @@ class PollStore:
         with self._live() as conn:
             row = self._room(conn, code, host_key, host=True)
             conn.execute(votes.delete().where(votes.c.room == row.code, votes.c.step == row.step))
+            conn.execute(held.delete().where(held.c.room == row.code, held.c.step == row.step))
             conn.execute(rooms.update().where(rooms.c.code == row.code).values(round=1, phase="open",
                                                                                 active_s=self.clock()))
             return _state(self._room(conn, row.code))
@@ -397,12 +573,25 @@ class PollStore:
                 questions.c.language == language)).scalar_one_or_none()
         return None if text is None else PollQuestion.from_json(text)
 
-    def vote(self, code: str, voter_token: str, step: int, round: int, choice: int) -> None:
+    def vote(self, code: str, voter_token: str, step: int, round: int, choice: int, client: str | None = None) -> None:
         """Record `voter_token`'s vote (its latest counts) for the room's open step and round, as the phone showed
-        them; refused (VotingClosed) when that question is locked, revealed or no longer the current one."""
+        them; refused (VotingClosed) when that question is locked, revealed or no longer the current one. `client`:
+        the phone's address (None: this computer, not limited): a new voter past the room's per_address from it is
+        refused (TooManyVotersHere). A new vote past the class size is held back (HeldBack, after it is stored
+        apart). Returning means the vote is stored and counts; a store fault raises VoteNotStored."""
         if not isinstance(voter_token, str) or not voter_token:
             raise ValueError("a vote needs the voter's token")
         voter, now = _hash(voter_token), self.clock()
+        try:
+            if self._vote(code, voter, now, step, round, choice, client):
+                return
+        except StoreUnavailable:
+            raise VoteNotStored() from None
+        raise HeldBack()
+
+    def _vote(self, code: str, voter: str, now: float, step: int, round: int, choice: int,
+              client: str | None) -> bool:
+        """(vote.) True: counted; False: held back (past the class size)."""
         with self._live() as conn:
             row = self._room(conn, code)
             if (row.step, row.round, row.phase) != (step, round, "open") or row.step == 0:
@@ -415,11 +604,58 @@ class PollStore:
             count = seen.votes + 1 if seen is not None and seen.minute == minute else 1
             if count > VOTES_PER_MINUTE:
                 raise TooManyVotes()
+            per_address, class_size = self._limits(conn, row.code)
+            if client is not None:
+                here = _hash(f"client:{client}")
+                brought = {r.voter_sha256 for r in conn.execute(sa.select(clients.c.voter_sha256).where(
+                    clients.c.room == row.code, clients.c.client_sha256 == here))}
+                if voter not in brought:
+                    if len(brought) >= per_address:
+                        raise TooManyVotersHere(per_address)
+                    conn.execute(clients.insert().values(room=row.code, client_sha256=here, voter_sha256=voter))
             self._upsert(conn, voters, {"room": row.code, "voter_sha256": voter}, {"minute": minute, "votes": count})
+            this_question = (votes.c.room == row.code, votes.c.step == step, votes.c.round == round)
+            if class_size is not None and conn.execute(sa.select(votes.c.choice).where(
+                    *this_question, votes.c.voter_sha256 == voter)).one_or_none() is None and conn.execute(
+                    sa.select(sa.func.count()).select_from(votes).where(*this_question)).scalar_one() >= class_size:
+                key = (held.c.room == row.code, held.c.step == step, held.c.round == round, held.c.voter_sha256 == voter)
+                if conn.execute(sa.select(sa.func.count()).select_from(held).where(*key)).scalar_one() == 0:
+                    conn.execute(held.insert().values(room=row.code, step=step, round=round, voter_sha256=voter))
+                return False
             self._upsert(conn, votes, {"room": row.code, "step": step, "round": round, "voter_sha256": voter},
                          {"choice": choice, "voted_s": now})
             if now - row.active_s > ACTIVE_EVERY_S:
                 conn.execute(rooms.update().where(rooms.c.code == row.code).values(active_s=now))
+            return True
+
+    @staticmethod
+    def _limits(conn: sa.Connection, room: str) -> tuple[int, int | None]:
+        row = conn.execute(sa.select(limits.c.per_address, limits.c.class_size).where(
+            limits.c.room == room)).one_or_none()
+        return (VOTERS_PER_ADDRESS, None) if row is None else (row.per_address, row.class_size)
+
+    def limits(self, code: str) -> tuple[int, int | None]:
+        """The room's voters per client address and its class size (None: not set)."""
+        with self._live(read=True) as conn:
+            return self._limits(conn, self._room(conn, code).code)
+
+    def set_limits(self, code: str, host_key: str, per_address: int, class_size: int | None) -> None:
+        """The teacher's settings: voters per client address (1..MAX_PER_ADDRESS; a class behind one shared address
+        sets its size here) and the class size (1..MAX_CLASS_SIZE, None for no limit)."""
+        if type(per_address) is not int or not 1 <= per_address <= MAX_PER_ADDRESS:
+            raise ValueError(f"per_address must be from 1 to {MAX_PER_ADDRESS}")
+        if class_size is not None and (type(class_size) is not int or not 1 <= class_size <= MAX_CLASS_SIZE):
+            raise ValueError(f"class_size must be from 1 to {MAX_CLASS_SIZE}, or None")
+        with self._live() as conn:
+            row = self._room(conn, code, host_key, host=True)
+            self._upsert(conn, limits, {"room": row.code}, {"per_address": per_address, "class_size": class_size})
+
+    def held_back(self, code: str, step: int, round: int) -> int:
+        """How many votes on (step, round) came past the class size and were not counted."""
+        with self._live(read=True) as conn:
+            row = self._room(conn, code)
+            return conn.execute(sa.select(sa.func.count()).select_from(held).where(
+                held.c.room == row.code, held.c.step == step, held.c.round == round)).scalar_one()
 
     def voted_count(self, code: str, step: int, round: int) -> int:
         """How many voted on (step, round): what the room sees before the reveal (one COUNT)."""
@@ -481,6 +717,10 @@ class PollStore:
         return out.getvalue()
 
 
+class _FileReplaced(Exception):
+    """(Inside a transaction.) The SQLite file at the path is not the one the connection opened: roll back."""
+
+
 class _Expired(Exception):
     def __init__(self, code: str) -> None:
         super().__init__(code)
@@ -489,3 +729,28 @@ class _Expired(Exception):
 
 def _state(row) -> RoomState:
     return RoomState(row.code, row.step, row.round, row.phase, row.created_s, row.active_s)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m kvviz.teaching.poll_store`: check KVVIZ_POLL_DB (or the default file) and reach it once; one line
+    either way, exit status 0 when the poll can keep votes, 2 otherwise (deploy/run_class.sh runs it first)."""
+    url = database_url()
+    log.setLevel(logging.CRITICAL)  # the one line below says it
+    try:
+        store = PollStore(url)
+        with store._transaction(read=True) as conn:
+            conn.execute(sa.select(sa.func.count()).select_from(rooms)).scalar_one()
+    except BadStoreURL as bad:
+        print(f"kvviz poll: {bad}", file=sys.stderr)
+        return 2
+    except PollRefused as fault:
+        cause = str(fault.__cause__).splitlines()[0] if fault.__cause__ else ""
+        print(_("kvviz poll: {env} cannot be reached ({cause}): fix it, or unset it to keep votes in "
+                "runs/poll.sqlite3.").format(env=ENV_URL, cause=cause[:200]), file=sys.stderr)
+        return 2
+    print(_("kvviz poll: votes are kept in {url}").format(url=sa.make_url(url).render_as_string(hide_password=True)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -9,10 +9,17 @@ The host key never appears in a link: a student who opens the teacher's URL has 
 The projector shows the join code, a QR code of the join link (drawn here by segno, no web service) and how many
 have voted, refreshed once a second by a fragment; never the distribution before Reveal. The phones do not poll:
 a tap votes, and "Show the current question" fetches the next one.
+
+Every store call here is guarded: a store fault (poll_store.StoreUnavailable) costs the poll, never the lesson. The
+teacher's panel and the phones say so in one sentence, the lesson and its marks in the session go on, and the next
+run tries the store again. A phone's vote carries its network address (client_address) so that one script with a
+fresh token per vote moves the count by at most the room's voters per address.
 """
 from __future__ import annotations
 
 import html
+import ipaddress
+import logging
 import re
 import secrets
 from urllib.parse import urlsplit
@@ -20,7 +27,7 @@ from urllib.parse import urlsplit
 import streamlit as st
 
 from kvviz import i18n, routes
-from kvviz.i18n import _
+from kvviz.i18n import _, ngettext
 from kvviz.teaching import poll_store
 from kvviz.teaching.poll_choices import PollQuestion
 from kvviz.ui import assets
@@ -34,10 +41,47 @@ VOTER_COOKIE_MAX_AGE_S = 24 * 3600
 LIVE_REFRESH_S = 1.0
 
 
+FAULT_KEY = "poll_fault"  # session: a store fault met outside the panel (a callback, the host cookie), shown by it
+REAL_IP_HEADER = "X-Real-IP"  # set by deploy/nginx.conf.template to the address nginx saw (the client's own is replaced)
+
+
 @st.cache_resource(show_spinner=False)
 def store() -> poll_store.PollStore:
-    """One store (one connection pool) per server process; its database is shared by the replicas."""
-    return poll_store.PollStore()
+    """One store (one connection pool) per server process; its database is shared by the replicas. A KVVIZ_POLL_DB
+    that cannot be a store is logged in one line and is StoreUnavailable here (not cached: the next call checks
+    again)."""
+    try:
+        return poll_store.PollStore()
+    except poll_store.BadStoreURL as bad:
+        logging.getLogger("kvviz.poll").error("kvviz poll: %s", bad)
+        raise poll_store.StoreUnavailable() from bad
+
+
+def client_address() -> str | None:
+    """The browser's network address: the connection's (st.context.ip_address), or, when the connection comes from
+    this computer (nginx of deploy/run_class.sh forwards it in X-Real-IP, which it always sets itself), the header's.
+    None for a browser on this computer without nginx: not limited."""
+    try:
+        address = st.context.ip_address or st.context.headers.get(REAL_IP_HEADER)
+    except Exception:  # noqa: BLE001 - no browser context (a bare run)
+        return None
+    try:
+        return str(ipaddress.ip_address(str(address or "").strip()))
+    except ValueError:
+        return None
+
+
+def _fault(refused: poll_store.PollRefused) -> None:
+    """A store fault or refusal met where nothing is drawn (a callback, the host cookie): the panel says it."""
+    st.session_state[FAULT_KEY] = str(refused)
+
+
+def fault_notice(where=st) -> bool:
+    """Draw the sentence of a fault met earlier in this run (once); whether there was one."""
+    message = st.session_state.pop(FAULT_KEY, None)
+    if message:
+        where.warning(message, icon=":material/cloud_off:")
+    return bool(message)
 
 
 def _cookie(name: str) -> str | None:
@@ -78,6 +122,9 @@ def hosted_room() -> poll_store.NewRoom | None:
     room = poll_store.NewRoom(*raw.split(".", 1))
     try:
         store().check_host(room.code, room.host_key)
+    except poll_store.StoreUnavailable as fault:  # the lesson goes on; the panel says why the poll is away
+        _fault(fault)
+        return None
     except poll_store.PollRefused:
         return None
     st.session_state[ROOM_KEY] = room
@@ -86,7 +133,7 @@ def hosted_room() -> poll_store.NewRoom | None:
 
 def start_room() -> poll_store.NewRoom:
     """A new room, hosted by this browser (kept in the session and, for its other tabs, in a cookie)."""
-    room = store().create_room()
+    room = store().create_room(client_address())
     st.session_state[ROOM_KEY] = room
     return room
 
@@ -133,11 +180,18 @@ def live_count(code: str, step: int, round_: int) -> None:
     """How many have voted, once a second: the count only, never the distribution before Reveal."""
     try:
         voted = store().voted_count(code, step, round_)
+        held = store().held_back(code, step, round_)
+        class_size = store().limits(code)[1]
     except poll_store.PollRefused as refused:
-        st.warning(str(refused))
+        st.warning(str(refused), icon=":material/cloud_off:")
         return
     st.metric(_("Voted"), f"{voted:,}", help=_("Votes so far on this question and round; the choices are shown when "
                                                 "you reveal the answer."))
+    if held:
+        st.warning(ngettext("{total} votes for a class of {size}: {held} held back, not counted.",
+                            "{total} votes for a class of {size}: {held} held back, not counted.", held).format(
+            total=voted + held, size=class_size if class_size is not None else voted, held=held),
+            icon=":material/front_hand:")
 
 
 def polls_for(step: int, code: str, ask) -> dict[str, PollQuestion]:
@@ -178,21 +232,30 @@ def _host_call(action: str, room: poll_store.NewRoom) -> None:
 
 def reveal(room: poll_store.NewRoom | None) -> None:
     """(From the lesson's Reveal.) The room's votes are shown with the answer."""
-    if room is not None and store().room(room.code).step:
-        _host_call("reveal", room)
+    try:
+        if room is not None and store().room(room.code).step:
+            _host_call("reveal", room)
+    except poll_store.PollRefused as refused:  # the lesson's own reveal goes on without the room's
+        _fault(refused)
 
 
 def mark(room: poll_store.NewRoom | None, step: int, right: bool) -> None:
     """(From the lesson's Y / N.) The teacher's verdict, kept with the room so every tab's ending reads it; the room
     is made on the first mark when no poll runs (a teacher who marks Y / N without one keeps the score too)."""
-    room = room or start_room()
-    store().mark_result(room.code, room.host_key, step, right)
+    try:
+        room = room or start_room()
+        store().mark_result(room.code, room.host_key, step, right)
+    except poll_store.PollRefused as refused:  # the mark stays in the session; the room's copy waits for the store
+        _fault(refused)
 
 
 def marks(room: poll_store.NewRoom | None) -> dict[int, bool]:
     """step -> the room's verdict, as the teacher marked it in any tab of this browser."""
     try:
         return store().marked_results(room.code) if room else {}
+    except poll_store.StoreUnavailable as fault:
+        _fault(fault)
+        return {}
     except poll_store.PollRefused:
         return {}
 
@@ -202,10 +265,23 @@ def projector_panel(step: int, ask, font_px: int, answer_shown: bool = False, on
     count, Lock / Vote again / Reset, and after Reveal the room's votes with each wrong choice's mistake).
     `ask(language)` computes the step's lesson Question in a language (the poll is stored in every language);
     `answer_shown`: the lesson shows the answer already (its own Reveal is gone: the panel's shows round 2's votes);
-    `on_next`: the lesson's own Next (a button callback), drawn in the panel as Next question."""
+    `on_next`: the lesson's own Next (a button callback), drawn in the panel as Next question. A store fault draws
+    one sentence in its place (and a button that tries again); the lesson around it goes on."""
+    shown = fault_notice()
+    try:
+        _panel(step, ask, font_px, answer_shown, on_next)
+    except poll_store.StoreUnavailable as fault:
+        if not shown:
+            st.warning(str(fault), icon=":material/cloud_off:")
+        st.button(_("Try the class poll again"), key="poll_retry", icon=":material/refresh:")
+
+
+def _panel(step: int, ask, font_px: int, answer_shown: bool, on_next) -> None:
     room = hosted_room()
     try:
         state = store().room(room.code) if room else None
+    except poll_store.StoreUnavailable:
+        raise
     except poll_store.PollRefused:  # expired while this tab held it: start afresh
         st.session_state.pop(ROOM_KEY, None)
         room = state = None
@@ -213,8 +289,11 @@ def projector_panel(step: int, ask, font_px: int, answer_shown: bool = False, on
         keep_room_in_browser(room)
     if state is None or state.step == 0:
         def _start() -> None:
-            new = room or start_room()
-            store().open_step(new.code, new.host_key, polls_for(step, new.code, ask))
+            try:
+                new = room or start_room()
+                store().open_step(new.code, new.host_key, polls_for(step, new.code, ask))
+            except poll_store.PollRefused as refused:  # too many rooms from this address, or the store away
+                _fault(refused)
 
         st.button(_("Start a class poll"), key="poll_start", icon=":material/how_to_vote:", on_click=_start,
                   help=_("The room answers on its own phones: a join code and a QR code, one tap per student, "
@@ -253,10 +332,34 @@ def projector_panel(step: int, ask, font_px: int, answer_shown: bool = False, on
                        help=_("A second round after the room discusses: round 1 is kept and shown beside it"))
         row.button(_("Reset"), key="poll_reset", icon=":material/restart_alt:", on_click=_host_call,
                    args=("reset", room), help=_("Forget this question's votes (both rounds) and open it again"))
+        _limits_popover(row, room)
         if on_next is not None:  # the lesson's Next: it opens the next step's question in the room
             row.button(_("Next question"), key="poll_next", icon=":material/arrow_forward:", on_click=on_next)
         if refused := st.session_state.pop("poll_refused", None):
             st.warning(refused)
+
+
+def _limits_popover(where, room: poll_store.NewRoom) -> None:
+    """The teacher's two limits: voters per network address (2; a class behind one shared address sets its size)
+    and the class size (votes past it are held back and named)."""
+    per_address, class_size = store().limits(room.code)
+
+    def _save() -> None:
+        size = st.session_state.get("poll_class_size")
+        try:
+            store().set_limits(room.code, room.host_key, int(st.session_state["poll_per_address"]),
+                               int(size) if size else None)
+        except poll_store.PollRefused as refused:
+            st.session_state["poll_refused"] = str(refused)
+
+    with where.popover(_("Limits"), icon=":material/group:"):
+        st.number_input(_("Voters per network address"), min_value=1, max_value=poll_store.MAX_PER_ADDRESS,
+                        value=per_address, step=1, key="poll_per_address", on_change=_save,
+                        help=_("Phones that share one address (a school network behind one router) count as this "
+                               "many voters at most. Where the whole class shares one address, set the class size."))
+        st.number_input(_("Class size (0: no limit)"), min_value=0, max_value=poll_store.MAX_CLASS_SIZE,
+                        value=class_size or 0, step=1, key="poll_class_size", on_change=_save,
+                        help=_("Votes past this many on a question are held back, not counted, and named here."))
 
 
 def votes(room: poll_store.NewRoom, step: int, last_round: int, font_px: int) -> None:
@@ -286,6 +389,9 @@ def room_results(room: poll_store.NewRoom | None) -> None:
         return
     try:
         tallies = store().results(room.code, room.host_key)
+    except poll_store.StoreUnavailable as fault:
+        st.warning(str(fault), icon=":material/cloud_off:")
+        return
     except poll_store.PollRefused:
         return
     if not tallies:
@@ -294,6 +400,11 @@ def room_results(room: poll_store.NewRoom | None) -> None:
     st.table([{_("step"): t.step, _("round"): t.round, _("voted"): t.voted,
                _("share right"): "—" if t.share_right is None else f"{t.share_right:.0%}"} for t in tallies],
              hide_index=True)
+    try:
+        data = store().export_csv(room.code, room.host_key, i18n.current())
+    except poll_store.PollRefused as refused:
+        st.warning(str(refused), icon=":material/cloud_off:")
+        return
     st.download_button(_("Export the room's results (CSV)"), key="poll_export", icon=":material/download:",
-                       data=store().export_csv(room.code, room.host_key, i18n.current()),
+                       data=data,
                        file_name=f"kvviz-poll-{room.code}.csv", mime="text/csv", on_click="ignore")

@@ -1,0 +1,293 @@
+"""Hostile input, round five (issue 55): one client cannot stuff the poll, a store fault costs the poll and never the
+lesson, a deleted store file is noticed before a vote is acknowledged, rooms are bounded, a full-width join code joins,
+run_class.sh checks IPv6 and host names by their real rules and checks KVVIZ_POLL_DB before it starts anything.
+
+Pure tier: the store on a SQLite file of the test's own (and a PostgreSQL address where nothing listens: a stopped
+server refuses the connection the same way); the app tier: the lesson and the join page in AppTest on a store that
+is away."""
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from kvviz import i18n
+from kvviz.teaching import poll_store as ps
+from kvviz.teaching.poll_choices import PollQuestion
+from support.repo import REPO
+from support.server import free_port
+
+STEP = 3
+
+
+class Clock:
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _polls(step: int = STEP) -> dict[str, PollQuestion]:
+    return {lang: PollQuestion(step, f"{lang}: question", ("a", "b", "c"), 1, ("m0", "", "m2"))
+            for lang in i18n.LANGUAGES}
+
+
+@pytest.fixture
+def db(tmp_path):
+    return tmp_path / "poll.sqlite3"
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def store(db, clock):
+    return ps.PollStore(f"sqlite:///{db}", clock=clock)
+
+
+@pytest.fixture
+def room(store):
+    new = store.create_room()
+    store.open_step(new.code, new.host_key, _polls())
+    return new
+
+
+def _stopped_postgres() -> str:
+    return f"postgresql://kvviz@127.0.0.1:{free_port()}/kvviz"  # nothing listens: as a stopped server
+
+
+# ----- 1. one client cannot stuff the poll --------------------------------------------------------------------------
+def test_fresh_tokens_from_one_address_move_the_count_by_at_most_two(store, room):
+    refused = 0
+    for i in range(50):  # what the script did: a fresh voter token for every vote, from one address
+        try:
+            store.vote(room.code, f"fresh-token-{i}", STEP, 1, 0, client="203.0.113.7")
+        except ps.TooManyVotersHere as too_many:
+            refused += 1
+            assert "2 voters from each network address" in str(too_many)
+    assert store.voted_count(room.code, STEP, 1) == ps.VOTERS_PER_ADDRESS == 2 and refused == 48
+    store.vote(room.code, "fresh-token-0", STEP, 1, 2, client="203.0.113.7")  # a counted voter may change its vote
+    store.vote(room.code, "another-phone", STEP, 1, 1, client="203.0.113.8")  # another address is another student
+    assert store.tally(room.code, STEP, 1, room.host_key).counts == (1, 1, 1)
+
+
+def test_a_teacher_on_a_shared_address_raises_the_limit_and_the_class_size_holds_back_the_rest(store, room):
+    store.set_limits(room.code, room.host_key, per_address=40, class_size=30)
+    held = 0
+    for i in range(34):
+        try:
+            store.vote(room.code, f"student-{i}", STEP, 1, i % 3, client="198.51.100.1")
+        except ps.HeldBack:
+            held += 1
+    assert store.voted_count(room.code, STEP, 1) == 30 and held == 4
+    assert store.held_back(room.code, STEP, 1) == 4
+    store.vote(room.code, "student-0", STEP, 1, 2, client="198.51.100.1")  # a counted voter still changes its vote
+    assert store.limits(room.code) == (40, 30)
+    with pytest.raises(ps.NotHost):
+        store.set_limits(room.code, "forged", per_address=1000, class_size=None)
+    with pytest.raises(ValueError):
+        store.set_limits(room.code, room.host_key, per_address=0, class_size=None)
+
+
+def test_the_join_pages_address_is_nginxs_x_real_ip_and_the_template_sets_it():
+    template = (REPO / "deploy" / "nginx.conf.template").read_text()
+    assert "proxy_set_header X-Real-IP $remote_addr;" in template
+    from kvviz.ui import poll
+
+    assert poll.REAL_IP_HEADER == "X-Real-IP"
+
+
+# ----- 2. a store fault costs the poll, never the lesson ------------------------------------------------------------
+def test_a_stopped_postgresql_is_one_sentence_and_no_vote_is_acknowledged():
+    store = ps.PollStore(_stopped_postgres())  # the server starts: the poll waits for its store
+    with pytest.raises(ps.StoreUnavailable) as away:
+        store.room("QZJBSS")
+    assert str(away.value) == "The class poll cannot reach its store: the lesson goes on without it."
+    with pytest.raises(ps.VoteNotStored) as vote:
+        store.vote("QZJBSS", "token-123456", STEP, 1, 0)
+    assert "tap your choice again" in str(vote.value)
+    with i18n.language(i18n.CHINESE):
+        assert "课堂投票" in str(away.value) or "存储" in str(away.value), str(away.value)
+
+
+def test_a_lock_held_past_the_busy_timeout_refuses_the_vote_and_the_poll_resumes_after(db, store, room, monkeypatch):
+    monkeypatch.setattr(ps, "BUSY_TIMEOUT_MS", 100)
+    quick = ps.PollStore(f"sqlite:///{db}", clock=store.clock)  # a new pool: its connections wait 100 ms for the lock
+    other = sqlite3.connect(db, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        with pytest.raises(ps.VoteNotStored):
+            quick.vote(room.code, "token-123456", STEP, 1, 0)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    quick.vote(room.code, "token-123456", STEP, 1, 0)  # the lock is gone: the same tap counts, no restart
+    assert quick.voted_count(room.code, STEP, 1) == 1
+
+
+@pytest.mark.parametrize(("url", "said"), [
+    ("sqlite://", "in-memory SQLite"),
+    ("sqlite:///:memory:", "in-memory SQLite"),
+    ("not a url", "is not a database URL"),
+    ("mysql://user@host/kvviz", "SQLite or PostgreSQL only"),
+])
+def test_a_bad_kvviz_poll_db_is_refused_in_one_line(url, said):
+    with pytest.raises(ps.BadStoreURL, match=said):
+        ps.check_url(url)
+
+
+@pytest.mark.parametrize(("url", "said"), [("sqlite://", "in-memory SQLite"), ("mysql://u@h/db", "SQLite or PostgreSQL"),
+                                           ("@stopped", "cannot be reached")])
+def test_the_start_check_says_one_line_and_exits_2(url, said):
+    env = {**os.environ, ps.ENV_URL: _stopped_postgres() if url == "@stopped" else url}
+    done = subprocess.run([sys.executable, "-m", "kvviz.teaching.poll_store"], capture_output=True, text=True,
+                          env=env, timeout=60, cwd=REPO)
+    assert done.returncode == 2 and said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+# ----- 3. a deleted or replaced SQLite file ------------------------------------------------------------------------
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+def test_a_store_file_deleted_under_the_server_is_noticed_before_a_vote_is_acknowledged(db, store, room, how):
+    store.vote(room.code, "token-before", STEP, 1, 0)
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(f"{db}{suffix}"):
+            os.remove(f"{db}{suffix}")
+    if how == "replaced":
+        sqlite3.connect(db).close()
+    with pytest.raises(ps.VoteNotStored):
+        store.vote(room.code, "token-after", STEP, 1, 1)  # never "Vote received" into a file nobody will read
+    with pytest.raises(ps.RoomNotFound):  # afresh, in a new file: the room went with the old one, said plainly
+        store.room(room.code)
+    assert os.path.exists(db) and store.create_room().code
+
+
+# ----- 4. rooms bounded -------------------------------------------------------------------------------------------
+def test_one_address_opens_a_few_rooms_an_hour(store, clock):
+    for _ in range(ps.ROOMS_PER_ADDRESS_HOUR):
+        store.create_room(client="203.0.113.9")
+    with pytest.raises(ps.TooManyRooms):
+        store.create_room(client="203.0.113.9")
+    store.create_room(client="203.0.113.10")  # another address
+    clock.now += 3601
+    store.create_room(client="203.0.113.9")  # an hour later
+
+
+def test_a_room_lives_at_most_twelve_hours_whatever_its_votes(store, room, clock):
+    for i in range(13):  # a vote every hour keeps it active, not alive for ever
+        clock.now += 3600
+        try:
+            store.vote(room.code, f"token-{i:04d}", STEP, 1, 0)
+        except ps.RoomNotFound:
+            break
+    assert clock.now - 1_000_000.0 <= ps.ROOM_MAX_LIFE_S + 3600
+    with pytest.raises(ps.RoomNotFound):
+        store.room(room.code)
+
+
+def test_idle_rooms_are_purged_on_a_timer_without_a_new_room(store, room, clock):
+    import sqlalchemy as sa
+
+    other = store.create_room()
+    clock.now += ps.ROOM_IDLE_S + ps.PURGE_EVERY_S
+    with pytest.raises(ps.RoomNotFound):
+        store.room("QZJBSS")  # any call, for another code: the timer purges every idle room
+    with store.engine.connect() as conn:
+        left = {r.code for r in conn.execute(sa.select(ps.rooms.c.code))}
+    assert room.code not in left and other.code not in left
+
+
+# ----- 9. NFKC join codes ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("typed", ["ＱＺＪＢＳＳ", "qzj－bss", "QZJ‐BSS", "QZJ—BSS", "QZJ\u3000BSS", "ｑｚｊ ｂｓｓ"])
+def test_a_full_width_code_as_a_chinese_keyboard_types_it_is_normalised(typed):
+    assert ps.normalize_code(typed) == "QZJBSS"
+
+
+# ----- 7. run_class.sh ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("listen", ["::::", "1::2::3", "2001:db8::1:2:3:4:5:6:7", "1.2.3.4.5", "12345"])
+def test_run_class_refuses_what_is_neither_an_address_nor_a_host_name(listen):
+    done = subprocess.run(["bash", str(REPO / "deploy" / "run_class.sh"), "--listen", listen], capture_output=True,
+                          text=True, env={**os.environ, "NGINX": "/nonexistent/nginx"}, timeout=30)
+    assert done.returncode == 2 and "--listen must be an IP address or a host name" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("listen", ["::1", "[fe80::1]", "::ffff:127.0.0.1", "kvviz.example.org", "localhost"])
+def test_run_class_takes_a_real_ipv6_address_or_host_name(listen):
+    done = subprocess.run(["bash", str(REPO / "deploy" / "run_class.sh"), "--listen", listen], capture_output=True,
+                          text=True, env={**os.environ, "NGINX": "/nonexistent/nginx"}, timeout=30)
+    assert done.returncode == 1 and "not found" in done.stderr, done.stderr  # past the checks: no nginx here
+
+
+def test_run_class_refuses_a_bad_poll_store_before_it_starts_anything(tmp_path):
+    run_dir = tmp_path / "run"
+    done = subprocess.run(["bash", str(REPO / "deploy" / "run_class.sh"), "-p", str(free_port()), "-n", "1",
+                           "--run-dir", str(run_dir)], capture_output=True, text=True,
+                          env={**os.environ, ps.ENV_URL: "sqlite://"}, timeout=60)
+    assert done.returncode == 2 and "in-memory SQLite" in done.stderr and not run_dir.exists(), done.stderr
+
+
+# ----- the pages on a store that is away (app tier) -----------------------------------------------------------------
+@pytest.fixture
+def away(monkeypatch):
+    from kvviz.ui import poll
+
+    monkeypatch.setenv(ps.ENV_URL, _stopped_postgres())
+    poll.store.clear()
+    yield
+    poll.store.clear()
+
+
+@pytest.mark.app
+def test_a_stopped_store_leaves_the_lesson_page_whole_with_one_sentence(away):
+    from support.pages import open_page
+
+    room = ps.NewRoom("QZJBSS", "k" * 43)  # the teacher's room, as the host cookie brings it to every run
+    at = open_page("pages/lesson.py", query={"step": "1", "lesson_class": "true"}, router=True,
+                   session_state={"poll_room": room})
+    sentence = "The class poll cannot reach its store: the lesson goes on without it."
+    assert [w.value for w in at.warning].count(sentence) == 1, [w.value for w in at.warning]
+    assert at.button(key="lesson_reveal_btn_1") and at.button(key="poll_retry")
+    at.button(key="lesson_reveal_btn_1").click().run()  # the lesson's own reveal goes on without the room's
+    assert not at.exception and at.success
+    at.button(key="lesson_room_right_1").click().run()  # the mark is kept in the session
+    assert not at.exception and at.session_state["lesson_outcomes"][1].result == "first try"
+
+
+@pytest.mark.app
+@pytest.mark.parametrize("url", ["@stopped", "sqlite://"])
+def test_the_join_page_on_a_store_that_is_away_says_one_sentence(monkeypatch, url):
+    from kvviz.ui import poll
+    from support.pages import open_page
+
+    monkeypatch.setenv(ps.ENV_URL, _stopped_postgres() if url == "@stopped" else url)
+    poll.store.clear()
+    try:
+        at = open_page("pages/join.py", lang=i18n.ENGLISH, query={"room": "QZJBSS"})
+    finally:
+        poll.store.clear()
+    assert [w.value for w in at.warning] == ["The class poll cannot reach its store: the lesson goes on without it."]
+    assert at.button(key="join_retry") and not at.error
+
+
+@pytest.mark.app
+def test_a_full_width_code_joins_on_the_page(tmp_path, monkeypatch):
+    from kvviz.ui import poll
+    from support.pages import open_page
+
+    monkeypatch.setenv(ps.ENV_URL, f"sqlite:///{tmp_path / 'poll.sqlite3'}")
+    poll.store.clear()
+    try:
+        new = poll.store().create_room()
+        poll.store().open_step(new.code, new.host_key, _polls())
+        wide = new.code.translate({ord(c): ord(c) + 0xFEE0 for c in new.code})  # ＡＢＣ２３４
+        at = open_page("pages/join.py", lang=i18n.ENGLISH)
+        at.text_input[0].input(wide)
+        at.button[0].click().run()
+        assert not at.error and "question" in at.markdown[0].value
+    finally:
+        poll.store.clear()
