@@ -291,3 +291,19 @@ def test_a_full_width_code_joins_on_the_page(tmp_path, monkeypatch):
         assert not at.error and "question" in at.markdown[0].value
     finally:
         poll.store.clear()
+
+
+@pytest.mark.slow
+def test_the_stuffing_bench_moves_the_count_by_at_most_two_through_run_class(tmp_path):
+    """bench/poll_stuffing.py against deploy/run_class.sh (1 replica, nginx on 127.0.0.1): 12 sessions from one
+    address, fresh tokens or no cookie; the store's count moves by 2 and only those 2 were acknowledged."""
+    out = tmp_path / "stuffing.json"
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "poll_stuffing.py"), "--sessions", "12",
+                           "--concurrency", "3", "--json", str(out)], capture_output=True, text=True, timeout=400,
+                          cwd=REPO)
+    import json
+
+    assert out.exists(), done.stdout + done.stderr
+    result = json.loads(out.read_text())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert result["counted"] == result["acknowledged"] == 2 and not result["errors"], result

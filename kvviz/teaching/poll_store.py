@@ -18,8 +18,9 @@ A room shows one step at a time: its current step, round (1, or 2 after "vote ag
 (open, locked, revealed). The teacher's side stores the step's PollQuestion in every language it shows (open_step);
 phones vote by index. One row per (room, step, round, voter): a voter's latest vote counts. A voter is a browser's
 token (the UI makes it); only its SHA-256 is stored and nothing exported names it. A voter casts at most
-VOTES_PER_MINUTE votes a minute in a room, so a thousand clicks from one browser change the count by at most one
-and the rest are refused with a message. A script can make a fresh token for every vote, so a room also takes at most
+VOTES_PER_MINUTE votes a minute in a room: a thousand clicks from one browser that keeps its token change the count
+by at most one, the rest refused with a message. A script can make a fresh token for every vote, so a room also takes
+at most
 `per_address` voters (VOTERS_PER_ADDRESS, 2, unless the teacher sets another number for a shared-address network)
 from one client address (the UI gives it: the connection's, or nginx's X-Real-IP), and, when the teacher sets the
 class size, the votes past it on a question are held back: stored apart, never counted, named on the projector.
