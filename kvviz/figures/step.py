@@ -214,13 +214,10 @@ def state_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 370) -
     state = snap.state
     heads, d_k, d_v = state.recurrent.shape
     kernel = state.conv.shape[1]
-    per_head_recurrent, per_head_conv = state.recurrent_bytes // heads, state.conv_bytes // heads
-    titles = [_("head {head} · state {d_k}x{d_v} · {size}").format(head=h, d_k=d_k, d_v=d_v,
-                                                                    size=_short_bytes(per_head_recurrent))
-              for h in range(heads)]
-    titles += [_("conv {kernel}x{channels} · {size}").format(kernel=kernel, channels=2 * d_k + d_v,
-                                                             size=_short_bytes(per_head_conv)) for _h in range(heads)]
-    fig = make_subplots(rows=2, cols=heads, row_heights=[0.72, 0.28], vertical_spacing=0.14,
+    per_head_recurrent = state.recurrent_bytes // heads
+    # short panel titles (a phone's panel is ~70 px wide): the head; each row's shape and bytes on its left axis
+    titles = [f"H{h}" for h in range(heads)] + [""] * heads
+    fig = make_subplots(rows=2, cols=heads, row_heights=[0.72, 0.28], vertical_spacing=0.08,
                         horizontal_spacing=0.02, subplot_titles=titles)
     limit = float(np.abs(state.recurrent).max()) or 1.0
     conv_limit = float(np.abs(state.conv).max()) or 1.0
@@ -235,8 +232,12 @@ def state_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 370) -
                                                  "<extra></extra>").format(head=h)), row=2, col=h + 1)
     fig.update_xaxes(showticklabels=False)
     fig.update_yaxes(showticklabels=False, autorange="reversed")
-    fig.update_yaxes(scaleanchor="x", row=1, col=1)
-    fig.update_layout(height=height_px, margin=_margins(font_px), showlegend=False,
+    fig.update_yaxes(title={"text": _("state {d_k}x{d_v} · {size}").format(d_k=d_k, d_v=d_v,
+                                                                          size=_short_bytes(per_head_recurrent)),
+                            "standoff": 2}, row=1, col=1)
+    fig.update_yaxes(title={"text": _("conv {kernel}x{channels}").format(kernel=kernel, channels=2 * d_k + d_v),
+                            "standoff": 2}, row=2, col=1)
+    fig.update_layout(height=height_px, margin={**_margins(font_px), "l": 2 * font_px + 10}, showlegend=False,
                       title={"text": _("layer {layer} · linear attention state (fixed size)").format(layer=state.layer),
                              "x": 0, "xanchor": "left", "y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 6}})
     return _fonts(fig, font_px)
