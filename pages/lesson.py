@@ -23,7 +23,7 @@ from kvviz.figures.lesson import lesson_figure, tokens_html
 from kvviz.i18n import N_, _, ngettext
 from kvviz.inputs import query_values
 from kvviz.teaching import glossary, handout, lesson
-from kvviz.ui import a11y, assets, engines, links, models, poll, router, sidebar
+from kvviz.ui import a11y, assets, bounded, engines, links, models, poll, router, sidebar
 
 N_STEPS = len(lesson.STEPS)
 END = N_STEPS + 1  # the summary page, after step 12
@@ -221,15 +221,15 @@ def _answer_input(number: int, question: lesson.Question):
         return st.radio(_("Your answer"), question.choices, index=None, key=f"lesson_answer_{number}"), None
     if question.unit == "bytes":
         row = st.container(horizontal=True, vertical_alignment="bottom")
-        value = row.number_input(_("Your answer"), value=None, min_value=0.0, step=1.0, format="%.10g",
-                                 key=f"lesson_answer_{number}", width=220)
+        value = row.number_input(_("Your answer"), value=None, step=1.0, format="%.10g",
+                                 key=f"lesson_answer_{number}", width=220)  # no min: -5 is sent, and named
         unit = row.selectbox(_("Unit"), list(lesson.BYTE_UNITS), index=0, key=f"lesson_unit_{number}", width=110,
                              help=_("1 KB = 1,000 B, 1 MB = 10^6 B, 1 GB = 10^9 B; 1 KiB = 1,024 B, 1 MiB = 2^20 B, "
                                     "1 GiB = 2^30 B"))
         return value, unit
     label = _("Your answer (how many times)") if question.unit == "x" else _("Your answer")
-    return st.number_input(label, value=None, min_value=0.0, step=1.0, format="%.10g",
-                           key=f"lesson_answer_{number}", width=260), None
+    return st.number_input(label, value=None, step=1.0, format="%.10g",
+                           key=f"lesson_answer_{number}", width=260), None  # no min: -5 is sent, and named
 
 
 def _worked(number: int, question: lesson.Question, step: lesson.LessonStep, font_px: int) -> None:
@@ -250,7 +250,12 @@ def student_box(number: int, question: lesson.Question, step: lesson.LessonStep,
         row = st.container(horizontal=True)
         checked = row.form_submit_button(_("Check"), key=f"lesson_check_{number}", type="primary", on_click=_clicked)
         shown = row.form_submit_button(_("Show me"), key=f"lesson_show_{number}", on_click=_clicked)
-    if checked and given is None:
+    cannot = None if question.is_choice or not (checked or shown) else bounded.answer_refusal(
+        f"lesson_answer_{number}", given)
+    if checked and cannot:  # -5, NaN, 1e999: named, not mistaken for an empty box
+        st.warning(cannot, icon=":material/edit:")
+        checked = False
+    elif checked and given is None:
         st.info(_("Type or choose an answer first, then press Check."), icon=":material/edit:")
         checked = False
     written = "" if given is None else (str(given) if question.is_choice else f"{given:g}{' ' + unit if unit else ''}")

@@ -307,3 +307,36 @@ def test_the_stuffing_bench_moves_the_count_by_at_most_two_through_run_class(tmp
     result = json.loads(out.read_text())
     assert done.returncode == 0, done.stdout + done.stderr
     assert result["counted"] == result["acknowledged"] == 2 and not result["errors"], result
+
+
+# ----- 5. Infinity and NaN over the WebSocket ----------------------------------------------------------------------
+@pytest.mark.app
+@pytest.mark.parametrize(("page", "key", "default"), [("pages/internals_layout.py", "int_layout_layer", "0"),
+                                                      ("pages/memory_budget.py", "mem_context", "4,096")])
+@pytest.mark.parametrize("sent", [float("inf"), float("-inf"), float("nan")])
+def test_infinity_and_nan_are_named_and_the_session_goes_on(page, key, default, sent):
+    from support.pages import open_page
+
+    at = open_page(page)
+    at.number_input(key=key).set_value(sent).run()
+    assert not at.exception, [e.value for e in at.exception]
+    named = [e.value for e in at.error if f"(got '{sent}')" in e.value]
+    assert len(named) == 1 and f"Using {default} until it is changed" in named[0], [e.value for e in at.error]
+    at.number_input(key=key).set_value(2).run()  # a valid value afterwards is taken: no reload needed
+    assert not at.exception and at.number_input(key=key).value == 2 and not at.error
+
+
+@pytest.mark.app
+@pytest.mark.parametrize(("typed", "said"), [(-5.0, "cannot be negative (got -5)"), (float("nan"), "not a number"),
+                                             (float("inf"), "too large for this box")])
+def test_the_lessons_answer_box_names_a_value_it_cannot_take(typed, said):
+    from kvviz.teaching import lesson
+    from support.pages import open_page
+
+    number = 1 + [s.ask for s in lesson.STEPS].index(lesson._bytes_at_1000)  # a number and a unit
+    at = open_page("pages/lesson.py", query={"step": str(number)}, router=True)
+    at.number_input(key=f"lesson_answer_{number}").set_value(typed)
+    at.button(key=f"lesson_check_{number}").click().run()
+    assert not at.exception
+    assert [w.value for w in at.warning if said in w.value], ([w.value for w in at.warning], [i.value for i in at.info])
+    assert not [i.value for i in at.info if "Type or choose an answer first" in i.value]

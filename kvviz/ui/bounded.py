@@ -13,8 +13,15 @@ A box bound to the URL (bind="query-params") keeps its `value` (Streamlit leaves
 link), and a slider cannot have value=None; for those, `sent_refusal` reads the value as the browser sent it,
 before Streamlit resets it, and checks that (the page then goes on with the widget's own default, as Streamlit
 hands it).
+
+Infinity and NaN sent for a whole-number box make Streamlit's own int() raise (OverflowError, ValueError) when the
+value is read, and the session stays wedged until a reload. Every path here reads the sent value first (_sent), names
+it like any other refused value, and sets the widget's session value to the default before anything reads the
+widget, so Streamlit never converts it and the next valid value is taken.
 """
 from __future__ import annotations
+
+import math
 
 import streamlit as st
 
@@ -31,6 +38,10 @@ def refusal(setting: Setting, key: str) -> str | None:
     if key not in st.session_state:
         st.session_state[key] = setting.default
         return None
+    if _not_finite(key):  # Infinity or NaN: Streamlit's int() would raise on reading it
+        sent = _sent(key)
+        st.session_state[key] = setting.default
+        return _refused(_not_finite_error(setting, sent), setting.default)
     try:
         setting.check(st.session_state[key])
     except ValueError as exc:
@@ -93,6 +104,21 @@ def _sent(key: str):
         return _NOT_SENT
 
 
+def _not_finite(key: str) -> bool:
+    """The browser sent Infinity or NaN for `key` this run (a list: any of its values)."""
+    sent = _sent(key)
+    return any(isinstance(v, float) and not math.isfinite(v) for v in (sent if isinstance(sent, list) else [sent]))
+
+
+def _not_finite_error(setting: Setting, sent) -> str:
+    try:
+        for value in sent if isinstance(sent, list) else [sent]:
+            setting.check(value)
+    except ValueError as exc:
+        return str(exc)
+    return str(sent)
+
+
 def sent_refusal(setting: Setting, key: str, default=None, *, empty_ok: bool = False) -> str | None:
     """Before a URL-bound box or a slider of `setting` is drawn: the message for a value the browser sent past the
     setting's rule (default: what the page goes on with, the widget's `value`, if not the setting's own).
@@ -122,6 +148,22 @@ def _refused(error: str, default) -> str:
     return _("{error}. Using {default} until it is changed.").format(error=error.rstrip("."), default=shown)
 
 
+def answer_refusal(key: str, given: float | None) -> str | None:
+    """A free answer box (min 0, no max: the lesson's): the sentence for a value it cannot take, as the browser sent
+    it (Streamlit hands the page None for Infinity and NaN, which a page would read as an empty box): not a
+    number, too large (Infinity: 1e999 or hundreds of digits typed), or negative. None when the value is usable or
+    the box was really empty."""
+    sent = _sent(key)
+    if isinstance(sent, float) and math.isnan(sent):
+        return _("That answer is not a number: type it in digits, e.g. 4096.")
+    if isinstance(sent, float) and math.isinf(sent):
+        return (_("That answer is too large for this box: type it in digits, or with a unit.") if sent > 0 else
+                _("An answer here cannot be negative."))
+    if given is not None and given < 0:
+        return _("An answer here cannot be negative (got {value:g}).").format(value=given)
+    return None
+
+
 EMPTY = object()  # guard(default=EMPTY): a box whose empty value is valid (an automatic choice)
 
 
@@ -135,7 +177,7 @@ def guard(place, setting: Setting, key: str, *, default=None, notices=None, refu
     default = setting.default if default is None else default
     message = sent_refusal(setting, key, default=shown or default, empty_ok=default is EMPTY)
     if message:
-        if reset:
+        if reset or _not_finite(key):  # Infinity / NaN: reset always, or Streamlit's int() raises on the widget
             st.session_state[key] = None if default is EMPTY else default  # before the widget: it shows this
         (notices or place).error(message)
         if refused is not None:

@@ -1,5 +1,6 @@
 """Routing: the workaround that makes app.py the router from a fresh server's first run (ensure_router, the one
-place kvviz touches Streamlit's private page registry)."""
+place kvviz touches Streamlit's private page registry), and the one guard on Streamlit's number box that no page can
+place (refuse_non_finite_numbers: Infinity and NaN from the WebSocket)."""
 from __future__ import annotations
 
 import sys
@@ -7,6 +8,33 @@ import sys
 import streamlit as st
 
 from kvviz.ui.language import apply_language
+
+
+def refuse_non_finite_numbers() -> None:
+    """Infinity or NaN sent over the WebSocket for a whole-number box: Streamlit 1.67's NumberInputSerde.deserialize
+    calls int() on it before any page code runs (SessionState.on_script_will_rerun compares every widget's old and
+    new value), so OverflowError / ValueError replaces the page, and every run after it, until a reload. Here such
+    a value deserializes as the widget's own value, as Streamlit already does for a number past the box's bounds;
+    kvviz.ui.bounded then reads what the browser sent and names it like any other refused value. The second place
+    kvviz touches a private Streamlit name; applied once per process, when this module is imported."""
+    import math
+
+    from streamlit.elements.widgets.number_input import NumberInputSerde
+
+    if getattr(NumberInputSerde.deserialize, "kvviz_finite", False):
+        return
+    original = NumberInputSerde.deserialize
+
+    def deserialize(self, ui_value):
+        if isinstance(ui_value, float) and not math.isfinite(ui_value):
+            ui_value = None  # the widget's own value (kvviz.ui.bounded names what was sent)
+        return original(self, ui_value)
+
+    deserialize.kvviz_finite = True
+    NumberInputSerde.deserialize = deserialize
+
+
+refuse_non_finite_numbers()
 
 
 def ensure_router() -> None:
