@@ -4,10 +4,11 @@ from __future__ import annotations
 import streamlit as st
 
 from kvviz import routes
+from kvviz.figures import step as step_figures
 from kvviz.i18n import _, ngettext
 from kvviz.inputs import echo
 from kvviz.teaching import guide
-from kvviz.ui import links, router
+from kvviz.ui import a11y, links, router
 
 router.ensure_router()  # before anything is drawn: see its docstring
 link_params = links.link_params()  # every link the page makes keeps the language and the model
@@ -54,5 +55,16 @@ for tab, plan in zip(tabs, plans.values(), strict=True):
                                query_params=query, width="content")
                 st.markdown(_("**Show.** {show}  \n**Ask.** {ask}  \n**Where students go wrong.** {pitfall}").format(
                     show=_(block.show), ask=_(block.ask), pitfall=_(block.pitfall)))
+with st.container(border=True, key="teach_hybrid"):  # the optional question: offered where it fits, not timed
+    question = guide.hybrid_question()
+    st.markdown(_(guide.HYBRID_WHEN).format(tokens=question.tokens))
+    st.page_link(routes.STEP_THROUGH.file, label=echo.literal(routes.STEP_THROUGH.url(question.link_query)),
+                 icon=":material/open_in_new:", query_params={**link_params, **question.link_query}, width="content")
+    st.markdown(_("**Ask.** {ask}  \n**Where students go wrong.** {pitfall}").format(
+        ask=_(guide.HYBRID_ASK).format(tokens=question.tokens), pitfall=_(guide.HYBRID_PITFALL)))
+    with st.expander(_("The answer, and its picture")):
+        st.markdown(question.answer())
+        a11y.chart(st, step_figures.hybrid_layers_figure(question.layers, question.kv_rows, question.kv_bytes,
+                                                         question.state_bytes, question.tokens), key="teach_hybrid_fig")
 st.header(_("Running it for a class"))
 st.markdown(guide.run_for_a_class())

@@ -122,3 +122,22 @@ def test_stage_steps_the_hybrid_in_chinese():
     at.button_group(key="step_layer").set_value(1).run()
     assert any("第 1 层是线性注意力层（Gated DeltaNet）" in h.value for h in at.html)
     assert any("只有第 3 层保存 K/V 行" in c.value for c in at.caption)
+
+
+@pytest.mark.app
+def test_the_teachers_hybrid_question_opens_the_stage_at_its_40_tokens_and_answers_from_the_model():
+    from kvviz.teaching import guide
+
+    question = guide.hybrid_question()
+    teachers = open_page("pages/teachers.py", router=True)
+    said = " ".join(m.value for m in teachers.markdown)
+    assert "After 40 tokens, how many rows do the linear-attention layers hold" in said
+    assert "(layers 0, 1, 2) hold no rows at all" in said and "holds 40 rows, 40 KiB of K and V" in said
+    assert "from 66 tokens on" in said  # 66 KiB of states / 1 KiB a row
+    stage = open_page("pages/step_through.py", query=question.link_query, router=True)
+    assert stage.session_state[MODEL_SPEC_KEY] == loading.BUNDLED_HYBRID
+    assert len(loading.load_model(loading.BUNDLED_HYBRID).tokenizer(guide.HYBRID_PROMPT).input_ids) == \
+        guide.HYBRID_PROMPT_TOKENS
+    tiles = _tiles(stage)
+    assert tiles["K/V"] == f"{question.kv_rows[3]} rows, 40 KiB (grows)" and tiles["State"] == "66 KiB (fixed)"
+    assert sum(question.state_bytes) == 66 * 1024

@@ -474,3 +474,23 @@ def growth_chart(steps: Sequence[int], with_cache: Sequence[int], without_cache:
                       yaxis_title=what, height=300,
                       margin=_margins(font_px))
     return _fonts(fig, font_px)
+
+
+def hybrid_layers_figure(layers: Sequence[int], kv_rows: Sequence[int], kv_bytes: Sequence[int],
+                         state_bytes: Sequence[int], tokens: int, font_px: int = 14, height_px: int = 300) -> go.Figure:
+    """A hybrid's cache after `tokens` tokens, one bar per layer: the K/V that grows (its rows written on it) and the
+    fixed state, in bytes."""
+    names = [_("layer {layer}").format(layer=i) for i in layers]
+    kib = [b / 1024 for b in kv_bytes]
+    fig = go.Figure([
+        go.Bar(x=names, y=kib, name=_("K/V rows (grows)"), marker_color=NEW_ROW_COLOR,
+               text=[ngettext("{n} row", "{n} rows", r).format(n=r) if r else "" for r in kv_rows],
+               textposition="inside", hovertemplate=_("%{x}: K/V %{y:.1f} KiB<extra></extra>")),
+        go.Bar(x=names, y=[b / 1024 for b in state_bytes], name=_("state (fixed)"), marker_color=ATTENTION_COLOR,
+               text=[_short_bytes(b) if b else "" for b in state_bytes], textposition="inside",
+               hovertemplate=_("%{x}: state %{y:.1f} KiB<extra></extra>")),
+    ])
+    fig.update_layout(barmode="stack", height=height_px, margin=_margins(font_px),
+                      title=_("After {tokens} tokens: what each layer keeps").format(tokens=tokens),
+                      yaxis_title="KiB", legend={"orientation": "h", "y": -0.15})
+    return _fonts(fig, font_px)

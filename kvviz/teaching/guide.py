@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 
 from kvviz import routes
 from kvviz.i18n import N_, _, numbers
+from kvviz.memory import units
 
 
 @dataclass(frozen=True)
@@ -124,3 +125,77 @@ def plan_rows(plan: tuple[Block, ...]) -> list[dict[str, str]]:
 
 def total_minutes(plan: tuple[Block, ...]) -> int:
     return sum(b.minutes for b in plan)
+
+
+# ----- an optional question the plans do not time: a hybrid model (the teacher offers it where it fits) ----------
+HYBRID_PROMPT = "ROMEO:"  # 2 tokens (tests/test_page_hybrid.py): Prefill and 38 Next make the question's 40
+HYBRID_PROMPT_TOKENS = 2
+HYBRID_TOKENS = 40
+HYBRID_WHEN = N_(
+    "**An optional question: a hybrid model.** Offer it after the step page, once the room has seen one K and V row "
+    "per layer for every token, and before the memory budget. Many of today's models (Qwen3-Next, Qwen3.5, Jamba, "
+    "Granite-4.0-H) keep a K/V cache in only some of their layers; the bundled hybrid keeps one in 1 of its 4. The "
+    "link opens the step page on it at {tokens} tokens, on its attention layer; layers 0 to 2 show their states.")
+HYBRID_ASK = N_("After {tokens} tokens, how many rows do the linear-attention layers hold, and how many does the "
+                "attention layer hold?")
+HYBRID_ANSWER = N_(
+    "The linear-attention layers (layers {linear}) hold no rows at all: each keeps a fixed state of {state} (one "
+    "{d_k} x {d_v} matrix per head and the last inputs of its short convolution), the same after 1 token or "
+    "{positions}. The attention layer (layer {attention}) holds {tokens} rows, {kv} of K and V, and gains one row "
+    "({row}) with every token: from {cross} tokens on, its K/V is as big as all the states together.")
+HYBRID_PITFALL = N_("Expecting every layer to grow by a row, as in the first steps of the lesson; or picturing the "
+                    "state as a few kept rows: it is one matrix per head that every token rewrites.")
+
+
+@dataclass(frozen=True)
+class HybridQuestion:
+    """The optional question's numbers, computed from the bundled hybrid's config.json (no model run): per layer,
+    the K/V rows and bytes after `tokens` tokens and the fixed state's bytes (float32, as the model runs here)."""
+
+    tokens: int
+    layers: tuple[int, ...]
+    kv_rows: tuple[int, ...]
+    kv_bytes: tuple[int, ...]
+    state_bytes: tuple[int, ...]
+    row_bytes: int  # one more token's K and V in the attention layers
+    linear: tuple[int, ...]
+    attention: tuple[int, ...]
+    d_k: int
+    d_v: int
+    n_positions: int
+
+    @property
+    def link_query(self) -> dict[str, str]:
+        """The step page at the question's state: the hybrid, the prompt and its steps, greedy, the attention
+        layer (the model key is the app's own, kvviz.ui.links, not the page's)."""
+        return {**routes.STEP_THROUGH.query(prompt=HYBRID_PROMPT, steps=self.tokens - HYBRID_PROMPT_TOKENS, greedy=1,
+                                            layer=f"L{self.attention[0]}"), "model": "bundled-hybrid"}
+
+    @property
+    def crossover_tokens(self) -> int:
+        """The first context at which the attention layers' K/V is at least every state together."""
+        return -(-sum(self.state_bytes) // self.row_bytes)
+
+    def answer(self) -> str:
+        return _(HYBRID_ANSWER).format(
+            linear=_(", ").join(map(str, self.linear)), state=units.short_bytes(max(self.state_bytes)),
+            d_k=self.d_k, d_v=self.d_v, positions=self.n_positions, attention=_(", ").join(map(str, self.attention)),
+            tokens=self.tokens, kv=units.short_bytes(sum(self.kv_bytes)), row=units.short_bytes(self.row_bytes),
+            cross=self.crossover_tokens)
+
+
+def hybrid_question(tokens: int = HYBRID_TOKENS) -> HybridQuestion:
+    from kvviz.model import loading  # config.json and the safetensors header only: no torch
+
+    info = loading.bundled_info(name=loading.BUNDLED_HYBRID)
+    state = sum(info.linear_state_bytes(4))
+    row = info.kv_bytes_per_position(4)  # every attention layer's K and V of one token, float32
+    per_layer_row = row // len(info.attention_layers)
+    attention = set(info.attention_layers)
+    return HybridQuestion(
+        tokens=tokens, layers=tuple(range(info.n_layer)),
+        kv_rows=tuple(tokens if i in attention else 0 for i in range(info.n_layer)),
+        kv_bytes=tuple(tokens * per_layer_row if i in attention else 0 for i in range(info.n_layer)),
+        state_bytes=tuple(0 if i in attention else state for i in range(info.n_layer)),
+        row_bytes=row, linear=info.linear_layers, attention=info.attention_layers, d_k=info.linear_key_dim,
+        d_v=info.linear_value_dim, n_positions=info.n_positions)
