@@ -392,6 +392,11 @@ if not st.session_state.get("lesson_link_checked"):
     if raw_step not in lesson.translations(END_LABEL) and (link_notice := query_values.refused_link_whole(
             raw_step, 1, N_STEPS, "step", _("Opening step 1 (or ?step=End for the summary)."))):
         st.warning(link_notice)
+    raw_class = st.query_params.get_all("lesson_class")  # the toggle reads only true/false: name anything else
+    if raw_class and raw_class[-1] not in ("true", "false"):
+        from kvviz.inputs.links import refused_value
+
+        st.warning(refused_value("lesson_class", raw_class[-1], _("class mode off")))
 
 _sync_step_with_url()
 number = st.session_state["step"]

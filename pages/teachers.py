@@ -38,7 +38,30 @@ def remember_the_plan() -> None:
     st.session_state["teach_plan_chosen"] = labels.index(st.session_state["teach_plan"])
 
 
-# A link chooses a plan too: ?teach_plan=45 minutes (the tab's label, as Streamlit binds it).
+def plan_from_link() -> None:
+    """A link chooses a plan too: ?teach_plan=45 minutes, as Streamlit binds the tabs by their label. A label in
+    the other language ("45 分钟" in an English browser) or the language-free number of minutes (?teach_plan=45)
+    opens that plan; any other value is named in one line, with the plan shown instead."""
+    from kvviz import i18n
+    from kvviz.inputs.links import refused_value
+
+    raw = st.query_params.get_all("teach_plan")
+    if not raw or raw[-1] in labels:
+        return
+    by_text = {}
+    for language in i18n.LANGUAGES:
+        with i18n.language(language):
+            by_text.update({minutes_label(plan).casefold(): i for i, plan in enumerate(plans.values())})
+    by_text.update({str(guide.total_minutes(plan)): i for i, plan in enumerate(plans.values())})
+    found = by_text.get(" ".join(raw[-1].split()).casefold())
+    del st.query_params["teach_plan"]  # the tabs then open at `chosen` and write its label back when changed
+    if found is None:
+        st.warning(refused_value("teach_plan", raw[-1], labels[st.session_state.get("teach_plan_chosen", 0)]))
+    else:
+        st.session_state["teach_plan_chosen"] = found
+
+
+plan_from_link()
 chosen = labels[st.session_state.get("teach_plan_chosen", 0)]
 tabs = st.tabs(labels, key="teach_plan", default=chosen, on_change=remember_the_plan, bind="query-params")
 for tab, plan in zip(tabs, plans.values(), strict=True):

@@ -340,3 +340,48 @@ def test_the_lessons_answer_box_names_a_value_it_cannot_take(typed, said):
     assert not at.exception
     assert [w.value for w in at.warning if said in w.value], ([w.value for w in at.warning], [i.value for i in at.info])
     assert not [i.value for i in at.info if "Type or choose an answer first" in i.value]
+
+
+# ----- 6. every refused link value named ---------------------------------------------------------------------------
+@pytest.mark.app
+@pytest.mark.parametrize(("lang", "plan", "opens"), [("zh-CN", "45 minutes", 1), ("en", "45 分钟", 1), ("en", "45", 1),
+                                                     ("zh-CN", "30", 0), ("en", "45  MINUTES", 1)])
+def test_a_plan_link_in_either_language_or_by_its_minutes_opens_that_plan(lang, plan, opens):
+    from kvviz.teaching import guide
+    from support.pages import open_page
+
+    at = open_page("pages/teachers.py", lang=lang, query={"teach_plan": plan}, router=True)
+    with i18n.language(lang):
+        label = ("{n} 分钟" if lang == "zh-CN" else "{n} minutes").format(
+            n=guide.total_minutes((guide.PLAN_30, guide.PLAN_45)[opens]))
+    assert at.session_state["teach_plan"] == label and not at.warning, [w.value for w in at.warning]
+
+
+@pytest.mark.app
+@pytest.mark.parametrize("plan", ["999 minutes", "<b>45</b>", "x" * 10_000])
+def test_a_plan_link_that_names_no_plan_is_named(plan):
+    from support.pages import open_page
+
+    at = open_page("pages/teachers.py", lang="zh-CN", query={"teach_plan": plan}, router=True)
+    said = [w.value for w in at.warning if "teach_plan=" in w.value]
+    assert len(said) == 1 and "30 分钟" in said[0] and len(said[0]) < 300, said
+
+
+@pytest.mark.app
+@pytest.mark.parametrize(("value", "used"), [("xx", "English"), ("zh-TW", "English"), ("x" * 5000, "English")])
+def test_a_lang_link_that_names_no_language_is_named(value, used):
+    from support.pages import open_page
+
+    at = open_page("app.py", query={"lang": value})  # the first run of a shared link
+    said = [w.value for w in at.warning if "lang=" in w.value]
+    assert len(said) == 1 and f"using {used}" in said[0] and len(said[0]) < 300, said
+
+
+@pytest.mark.app
+@pytest.mark.parametrize("value", ["<b>true</b>", "1", "yes"])
+def test_a_class_mode_link_value_that_is_not_true_or_false_is_named(value):
+    from support.pages import open_page
+
+    at = open_page("pages/lesson.py", query={"step": "1", "lesson_class": value}, router=True)
+    said = [w.value for w in at.warning if "lesson_class=" in w.value]
+    assert len(said) == 1 and "class mode off" in said[0], [w.value for w in at.warning]

@@ -20,6 +20,14 @@ def shown_as_link(value: Any) -> list[str]:
     return [str(v).lower() if isinstance(v, bool) else str(v) for v in items]
 
 
+def refused_value(key: str, raw: str | list[str], used: str) -> str:
+    """The one sentence for a link value a page cannot use: `key=raw` named (quoted, cut when long), and what the
+    page uses instead (`used`, already in the reader's words: a label, a language's name, "off")."""
+    text = ",".join(raw) if isinstance(raw, list) else str(raw)
+    return _("Ignored {setting} from the link (not a valid value); using {used}.").format(
+        setting=echo.code(f"{key}={quoted(text)}"), used=echo.literal(used))
+
+
 def link_refusals(linked: Mapping[str, list[str]], now: Mapping[str, list[str]], shown: Mapping[str, Any]) -> list[str]:
     """Messages for link values the page dropped or changed: linked = the URL's values before the widgets ran,
     now = after (Streamlit removed or corrected what it refused), shown = the values the widgets hold."""
@@ -28,6 +36,5 @@ def link_refusals(linked: Mapping[str, list[str]], now: Mapping[str, list[str]],
         value = shown.get(key)
         wanted = raw if isinstance(value, list) else raw[-1:]
         if list(now.get(key, [])) != list(raw) and shown_as_link(value) != wanted:
-            out.append(_("Ignored {setting} from the link (not a valid value); using {used}.").format(
-                setting=echo.code(f"{key}={quoted(','.join(raw))}"), used=echo.literal(quoted(repr(value)))))
+            out.append(refused_value(key, raw, quoted(repr(value))))
     return out

@@ -32,7 +32,10 @@ def apply_language() -> str:
     choice, else the browser's (st.context.locale: zh-CN gets Chinese, any other English). The URL then carries
     the language, so a link copied from the address bar opens the same way for the reader (and the pages'
     URL-bound pickers, whose link values are their labels, read in the language they were written in). A `?lang=`
-    value that names no language (unknown, empty, huge) is dropped from the URL, silently."""
+    value that names no language (unknown, zh-TW, huge) is named in one line, in the language used instead, and
+    replaced in the URL by that language."""
+    from kvviz.inputs.links import refused_value
+
     i18n.set_resolver(_session_language)  # the same function every run: later calls change nothing
     linked = st.query_params.get_all(i18n.QUERY_PARAM)
     chosen = i18n.normalize(linked[-1]) if linked else None
@@ -41,6 +44,8 @@ def apply_language() -> str:
     st.session_state[LANGUAGE_KEY] = chosen
     if linked != [chosen]:
         st.query_params[i18n.QUERY_PARAM] = chosen
+        if linked and i18n.normalize(linked[-1]) is None:  # ?lang=xx, ?lang=zh-TW: named, not dropped silently
+            st.warning(refused_value(i18n.QUERY_PARAM, linked[-1], i18n.LANGUAGES[chosen]), icon=":material/translate:")
     return chosen
 
 
