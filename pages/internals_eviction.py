@@ -21,6 +21,7 @@ from kvviz.internals.eviction import (
     EVICT_POLICIES,
     EVICT_POLICY_RULES,
     EVICT_QUANT_SCHEMES,
+    EVICT_RAGGED,
     EvictionError,
     EvictSettings,
     eviction_takeaways,
@@ -28,7 +29,7 @@ from kvviz.internals.eviction import (
     policy_label,
     policy_short,
 )
-from kvviz.internals.records import INTERVAL_Z, EvictionGrid, EvictionPoint, EvictionSweep
+from kvviz.internals.records import EvictionGrid, EvictionPoint, EvictionSweep
 from kvviz.model.loading import LoadedModel
 from kvviz.ui import a11y, bounded, models, router, sidebar
 from pages.internals_shared import MODEL_HASH, PLOT, explain, run_queued
@@ -137,8 +138,9 @@ explain(_(
     "1. The model prefills a span of held-out Shakespeare (text it never trained on).\n"
     "2. A **policy** scores the rows of transformers' own `DynamicCache` and keeps the best ones, the same number "
     "in every layer and KV head, so the bytes really shrink: the **budget** is the share of the cache's bytes "
-    "kept, counted from the pruned tensors. DuoAttention alone keeps whole heads, so it holds a little less than "
-    "its budget; it is shown at the bytes it holds.\n"
+    "kept, counted from the pruned tensors. DuoAttention keeps whole heads, so it holds a little less than its "
+    "budget and is shown at the bytes it holds; KVzip lets the rows of all heads compete, so its heads keep "
+    "different numbers of rows at the budget's bytes.\n"
     "3. The model reads the span **again** from the pruned cache. Its copying heads (induction heads) predict "
     "each next token of the repeat by finding it in the first copy: the **copy test** counts how often they "
     "still can. Beside it, the change in next-token loss on ordinary text.\n\n"
@@ -203,12 +205,12 @@ if note:
 kept_bytes = sum(layer.kv_bytes_kept for layer in shown.layers)
 full_bytes = sum(layer.kv_bytes_full for layer in shown.layers)
 span = len(shown.tokens)
-if policy == "duoattention" and kept_bytes * span < full_bytes * eviction.rows_for_budget(shown.keep_percent, span):
+if policy in ("duoattention", "duo_probe") and kept_bytes * span < full_bytes * eviction.rows_for_budget(shown.keep_percent, span):
     st.info(_("At the {keep}% budget DuoAttention holds {share:.1%} of the bytes: only whole retrieval heads fit, "
               "so the charts and the takeaways compare it at the bytes it holds.").format(
         keep=shown.keep_percent, share=kept_bytes / full_bytes))
 m1, m2, m3 = st.columns(3)
-if policy == "duoattention":  # its heads keep different counts: all rows kept over all heads, per head
+if policy in EVICT_RAGGED:  # its heads keep different counts: all rows kept over all heads, per head
     m1.metric(_("rows kept per KV head, on average"),
               f"{sum(sum(row) for layer in shown.layers for row in layer.kept) / n_heads:.1f} / {len(shown.tokens)}")
 else:
@@ -226,10 +228,12 @@ st.header(_("Quality vs bytes kept: every policy, every budget"))
 st.caption(_("Bounded work: the full cache once, {policies} policies x {budgets} budgets x 2 measures, plus {formats} "
              "quantized formats; "
              "{spans} spans of {half} tokens for the copy test, {passages} passages of {context} tokens of context "
-             "then {preds} predictions for the loss. Bars: ± the interval at 95%, 1.96 standard errors over the "
-             "predictions. One measurement at a time on this server; results are kept per model, text and "
-             "settings.").format(preds=settings.continuation_tokens - 1,policies=len(EVICT_POLICIES) - 1, budgets=len(EVICT_KEEP_PERCENTS),
-                                 formats=len(EVICT_QUANT_SCHEMES), spans=settings.n_spans, half=settings.half_tokens,
+             "then {preds} predictions for the loss. Bars: ± the interval at 95% over the units sampled, the spans "
+             "(copy) and the passages (loss, each against the full cache on the same passage). Two points differ "
+             "only where the paired interval of their difference excludes 0. One measurement at a time on this "
+             "server; results are kept per model, text and settings.").format(
+                 preds=settings.continuation_tokens - 1, policies=len(EVICT_POLICIES) - 1,
+                 budgets=len(EVICT_KEEP_PERCENTS), formats=len(EVICT_QUANT_SCHEMES), spans=settings.n_spans, half=settings.half_tokens,
                                  passages=settings.n_passages, context=settings.context_tokens,
                                  cont=settings.continuation_tokens))
 inputs = _inputs_key(loaded, text, settings)
@@ -278,8 +282,8 @@ with st.expander(_("Every measured point")):
         _("policy or format"): policy_short(p.policy), _("budget %"): p.keep_percent,
         _("rows kept"): p.rows_kept, _("KV bytes kept"): p.kv_bytes_kept,
         _("% of bytes"): round(100 * p.bytes_fraction, 1), _("copy accuracy %"): round(100 * p.copy_accuracy, 1),
-        _("± 95% (points)"): round(100 * INTERVAL_Z * p.copy_se, 1),
-        _("loss change (nats)"): round(p.loss_change_nats, 4), _("± 95% (nats)"): round(INTERVAL_Z * p.loss_change_se, 4),
+        _("± 95% (points)"): round(100 * p.copy_half_width, 1),
+        _("loss change (nats)"): round(p.loss_change_nats, 4), _("± 95% (nats)"): round(p.loss_change_half_width, 4),
     } for p in sweep.points], hide_index=True)
 
 st.header(_("Sources"))

@@ -68,6 +68,25 @@ def test_page_renders_and_policy_budget_and_sinks_change_what_is_shown(fresh_str
     assert "S = 0" in _markdown(at)
 
 
+def test_the_ragged_policies_and_the_paired_rule_are_on_the_page(fresh_streamlit_caches):
+    """KVzip ranked across all heads keeps different rows per head at the budget's bytes; the takeaways say the
+    method in one line (intervals over spans and passages, the paired interval's 0) and report DuoAttention's
+    ranking over its calibration draws; the variants are offered by their own names."""
+    at = _app()
+    text = _markdown(at)
+    assert "over the 16 spans" in text and "over the 16 passages" in text and "excludes 0" in text
+    assert "calibration draws" in text and "1.96" not in text
+    at = at.selectbox(key="evict_policy").set_value("kvzip").run()
+    assert not at.exception and not at.error
+    metrics = _metrics(at)
+    assert metrics["rows kept per KV head, on average"] == "16.0 / 64"  # 25%: the budget's rows, spread unevenly
+    assert metrics["KV bytes kept (one span)"] == "65,536 B"
+    assert "compete across all layers and KV heads" in _markdown(at)
+    at = at.selectbox(key="evict_policy").set_value("duo_probe").run()
+    assert not at.exception and "induction probe" in _markdown(at)
+    assert "KVzip (per head)" in at.selectbox(key="evict_policy").options
+
+
 def test_page_speaks_chinese(fresh_streamlit_caches):
     at = _app(i18n.CHINESE)
     assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])

@@ -580,11 +580,12 @@ class Prefill:
         chunk by chunk too). Per layer [batch_size, num_heads, seq_len]: the most attention any re-reading query
         gave each of the prefill's rows (the rows the pass appends are left out).
         Where a second chunk is needed (the 160-token loss context: 77 + 77 + 6 tokens) this differs from KVzip's
-        code (kvpress's port): there, every chunk after the first is prompted "Repeat the part of the previous
-        context exactly, starting with" + the previous chunk's last 8 tokens, and its scores are a softmax over the
-        first 4 rows, that chunk's rows and the re-read alone, not over the whole cache; kvpress also pins the
-        first 4 rows' score at 1. Here every chunk gets the first prompt and the whole cache's softmax. A one-chunk
-        span (the 64-token copy test) is scored as the code scores it."""
+        code (kvpress's port): there every chunk, the first included, is scored by a softmax over the first 4 rows,
+        that chunk's own rows of the context and the re-read alone, not over the whole cache; every chunk after the
+        first is prompted "Repeat the part of the previous context exactly, starting with" + the previous chunk's
+        last 8 tokens; kvpress also pins the first 4 rows' score at 1. Here every chunk gets the first prompt and
+        the whole cache's softmax. A one-chunk span (the 64-token copy test: its own rows are the whole cache) is
+        scored as the code scores it."""
         if self._reread is None:
             import torch
             from transformers import DynamicCache
