@@ -385,3 +385,16 @@ def test_a_class_mode_link_value_that_is_not_true_or_false_is_named(value):
     at = open_page("pages/lesson.py", query={"step": "1", "lesson_class": value}, router=True)
     said = [w.value for w in at.warning if "lesson_class=" in w.value]
     assert len(said) == 1 and "class mode off" in said[0], [w.value for w in at.warning]
+
+
+# ----- 8. the CLI: one range per flag, stated once -----------------------------------------------------------------
+@pytest.mark.parametrize(("flag", "value", "said"), [("--new-tokens", "0", "from 1 to 1,000,000 (got 0)"),
+                                                     ("--new-tokens", "2000000000", "from 1 to 1,000,000"),
+                                                     ("--prompt-len", "0", "from 1 to 1,000,000 (got 0)"),
+                                                     ("--repeats", "0", "from 1 to 50 (got 0)"),
+                                                     ("--repeats", "51", "from 1 to 50 (got 51)")])
+def test_bench_states_one_range_per_flag(flag, value, said):
+    done = subprocess.run([sys.executable, "-m", "kvviz", "bench", "--model", "/nonexistent", flag, value],
+                          capture_output=True, text=True, timeout=120, cwd=REPO)
+    last = done.stderr.strip().splitlines()[-1]  # argparse's usage above it, then the one message
+    assert done.returncode == 2 and said in last and flag in last and done.stderr.count(" to ") == 1, done.stderr

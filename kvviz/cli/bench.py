@@ -27,12 +27,21 @@ from kvviz.model.loading import ModelLoadError, load_model
 from kvviz.speedup import device as devices
 from kvviz.speedup import harness, tables
 from kvviz.speedup.records import CACHED_MODES, ESTIMATOR, LOSSY_MODES, MODE_LABELS, BenchResult, BenchSettings
-from kvviz.speedup.settings import BenchInputError, duration, validate
+from kvviz.speedup.settings import (
+    ANY_LENGTH,
+    MAX_REPEATS,
+    MAX_THREADS_INPUT,
+    MAX_WARMUP,
+    BenchInputError,
+    duration,
+    validate,
+)
 
 T = TypeVar("T")
-# The app's parser of a whole number ('٣', '1_6', 5,000 digits refused in one line); the ranges are the page's,
-# which depend on the model (its positions), checked by kvviz.speedup.settings.validate as on the speed-up page.
-ANY_WHOLE = whole(0, 10**6)
+# The app's parser of a whole number ('٣', '1_6', 5,000 digits refused in one line), each flag with the speed-up
+# page's own range (kvviz.speedup.settings), so a flag's range is stated once, by argparse. The one bound left to
+# the model is its positions: prompt + new tokens must fit them (checked after loading it, naming them).
+LENGTH = whole(1, ANY_LENGTH)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,11 +51,14 @@ def build_parser() -> argparse.ArgumentParser:
                     "engine (fp32 in the format measured fastest, and int8) and model.generate.",
     )
     parser.add_argument("--model", default="bundled", help="bundled (default), random:gpt2, gpt2, or a folder")
-    parser.add_argument("--prompt-len", type=ANY_WHOLE, default=16, help="prompt tokens P (default 16)")
-    parser.add_argument("--new-tokens", type=ANY_WHOLE, default=64, help="generated tokens N (default 64)")
-    parser.add_argument("--repeats", type=ANY_WHOLE, default=3, help="timed rounds; medians are reported (default 3)")
-    parser.add_argument("--warmup", type=ANY_WHOLE, default=1, help="untimed warm-up runs per mode (default 1)")
-    parser.add_argument("--threads", type=ANY_WHOLE, default=None, help="torch threads (default: the free cores from the load average, at most 8)")
+    parser.add_argument("--prompt-len", type=LENGTH, default=16, help="prompt tokens P (default 16)")
+    parser.add_argument("--new-tokens", type=LENGTH, default=64, help="generated tokens N (default 64)")
+    parser.add_argument("--repeats", type=whole(1, MAX_REPEATS), default=3,
+                        help="timed rounds; medians are reported (default 3)")
+    parser.add_argument("--warmup", type=whole(0, MAX_WARMUP), default=1,
+                        help="untimed warm-up runs per mode (default 1)")
+    parser.add_argument("--threads", type=whole(1, MAX_THREADS_INPUT), default=None,
+                        help="torch threads (default: the free cores from the load average, at most 8)")
     parser.add_argument("--attn", default="sdpa", choices=("sdpa", "eager"), help="attention kernel (default sdpa)")
     parser.add_argument("--no-generate", action="store_true", help="skip the model.generate reference runs")
     parser.add_argument(
@@ -156,7 +168,7 @@ def main(argv: list[str]) -> int:
         weight_format="stored" if args.no_prepack else args.weight_format,
     )
     def work() -> BenchResult:
-        validate(settings, n_positions=10**9)  # lengths and counts first: no model load for a typo
+        validate(settings, n_positions=ANY_LENGTH)  # the flags' own ranges (argparse's): no model load for a typo
         loaded = load_model(args.model, attn_implementation=args.attn)
         validate(settings, loaded.info.n_positions, loaded.info)
         # The CLI may run long on purpose, but says so first: the same estimate as the page's bound
