@@ -65,6 +65,10 @@ HYBRID_SEEING = N_(
     "linear-attention layers (Gated DeltaNet) keep a fixed-size state instead: per head a d_k x d_v matrix that "
     "every token updates, plus the last few inputs of a short convolution. Choose such a layer above to see it: "
     "its shape and bytes stay the same at every step, while the attention layer's rows keep growing.")
+VERSUS_TEXT = N_(
+    "Each click times one decode step of this model and of an all-attention model of the same shape (every layer "
+    "attention, random weights: only the clock matters) at 16, 64, 128 and 256 tokens of held-out text, the two "
+    "interleaved at every length so a burst of load hits both alike (about 2 s in all).")
 RACE_SHAPE = loading.RANDOM_PREFIX + "gpt2"  # the race at a size where the gap shows: GPT-2 124M, random weights
 RACE_SCALES = {"model": N_("this model"), "gpt2": N_("GPT-2 124M shape")}
 RACE_CHECK_EVERY_S = 0.2  # while the race measures, its status line is rewritten (a point to end it) this often
@@ -571,3 +575,16 @@ if not present:
             st.markdown(check.text)
             a11y.chart(st, figs.growth_chart(check.steps, check.with_cache, check.without_cache, check.axis_title),
                        config=CHART)
+    if not info.all_attention:  # a hybrid: its step against an all-attention model's of the same shape
+        with st.expander(_("Against all attention: one step's time as the context grows"),
+                         key="step_exp_versus", on_change="rerun") as versus:
+            if versus.open:
+                st.markdown(_(VERSUS_TEXT))
+                if st.button(_("Time both"), key="step_btn_versus"):
+                    with st.spinner(_("Timing both models at {n} context lengths...").format(
+                            n=len(step_view.CONTEXT_RACE_CONTEXTS))):
+                        st.session_state["step_versus"] = (info.spec, engine.versus_attention())
+                kept = st.session_state.get("step_versus")
+                if kept is not None and kept[0] == info.spec:
+                    a11y.chart(st, figs.context_race_figure(kept[1]), config=CHART)
+                    st.markdown(step_view.context_race_verdict(kept[1]))

@@ -209,3 +209,22 @@ def test_one_tokens_cost_per_layer_is_what_flop_counter_mode_counts(hybrid):
     torch.testing.assert_close(s, expected_state[0], atol=1e-5, rtol=1e-5)
     state_ops = ops.linear_attention_token_ops(heads, d_k, d_v, info.conv_channels, info.conv_kernel) - conv_ops
     assert counter.get_total_flops() == ops.FLOPS_PER_OP * state_ops == 2 * 3 * heads * d_k * d_v
+
+
+@pytest.mark.model
+def test_the_race_against_all_attention_times_both_at_every_context_and_leaves_their_caches(hybrid):
+    from kvviz.step.engine import StepEngine, context_race
+
+    twin = loading.attention_twin()
+    assert twin.info.all_attention and twin.info.n_layer == hybrid.info.n_layer == 4
+    assert (twin.info.n_embd, twin.info.n_head, twin.info.d_ff) == (hybrid.info.n_embd, hybrid.info.n_head,
+                                                                     hybrid.info.d_ff)
+    ids = hybrid.tokenizer("ROMEO:\nBut soft, what light through yonder window breaks? It is the east").input_ids
+    race = context_race(hybrid, twin, ids, (4, len(ids)), budget_s=0.05, max_repeats=3)
+    assert race.contexts == (4, len(ids)) and race.repeats >= 1
+    assert all(len(h) == len(t) for h, t in zip(race.hybrid_ms, race.twin_ms, strict=True))
+    assert len(race.inside_noise()) == 2
+    engine = StepEngine(hybrid)
+    with pytest.raises(ValueError):
+        StepEngine(twin).versus_attention()  # an all-attention model has no hybrid to race
+    assert engine.versus_attention(budget_s=0.05).contexts == (16, 64, 128, 256)

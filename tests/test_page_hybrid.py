@@ -141,3 +141,25 @@ def test_the_teachers_hybrid_question_opens_the_stage_at_its_40_tokens_and_answe
     tiles = _tiles(stage)
     assert tiles["K/V"] == f"{question.kv_rows[3]} rows, 40 KiB (grows)" and tiles["State"] == "66 KiB (fixed)"
     assert sum(question.state_bytes) == 66 * 1024
+
+
+@pytest.mark.app
+def test_the_stage_times_the_hybrid_against_all_attention_as_the_context_grows():
+    at = open_page("pages/step_through.py", session_state=HYBRID, router=True)
+    at.button(key="step_btn_prefill").click().run()
+    charts = len(at.get("plotly_chart"))
+    at.session_state["step_exp_versus"] = True  # what clicking the expander open does
+    at.run()
+    at.button(key="step_btn_versus").click().run()
+    assert not at.exception and not at.error, at.exception
+    assert len(at.get("plotly_chart")) == charts + 1
+    said = " ".join(m.value for m in at.markdown)
+    assert all(f"{n} tokens: " in said for n in (16, 64, 128, 256)) and "interleaved" in said
+
+
+@pytest.mark.app
+def test_an_all_attention_model_has_no_versus_section():
+    at = open_page("pages/step_through.py", session_state={MODEL_SPEC_KEY: loading.BUNDLED_GQA}, router=True)
+    at.button(key="step_btn_prefill").click().run()
+    assert not at.exception and "step_exp_versus" not in [e.key for e in at.get("expandable") if hasattr(e, "key")]
+    assert not any("Against all attention" in getattr(e, "label", "") for e in at.get("expandable"))

@@ -19,7 +19,7 @@ from kvviz.figures import SpecFigure
 from kvviz.i18n import _, list_sep, ngettext
 from kvviz.measure.timing import median, quartiles
 from kvviz.memory.units import short_bytes as _short_bytes
-from kvviz.step.records import LinearState, RaceTiming
+from kvviz.step.records import ContextRace, LinearState, RaceTiming
 from kvviz.step.view import StageSnapshot, visible
 
 NEW_ROW_COLOR = "#e8590c"  # the row(s) appended by the latest pass
@@ -493,4 +493,23 @@ def hybrid_layers_figure(layers: Sequence[int], kv_rows: Sequence[int], kv_bytes
     fig.update_layout(barmode="stack", height=height_px, margin=_margins(font_px),
                       title=_("After {tokens} tokens: what each layer keeps").format(tokens=tokens),
                       yaxis_title="KiB", legend={"orientation": "h", "y": -0.15})
+    return _fonts(fig, font_px)
+
+
+def context_race_figure(race: ContextRace, font_px: int = 14, height_px: int = 300) -> go.Figure:
+    """One decode step's time against the context, the hybrid beside its all-attention twin: medians, whiskers over
+    the middle half of the repeats (the noise rule's range)."""
+    fig = go.Figure()
+    for name, samples, color in ((_("hybrid"), race.hybrid_ms, ATTENTION_COLOR),
+                                 (_("all attention, same shape"), race.twin_ms, RECOMPUTED_COLOR)):
+        medians = [median(x) for x in samples]
+        low, high = zip(*(quartiles(x) for x in samples), strict=True)
+        fig.add_trace(go.Scatter(
+            x=list(race.contexts), y=medians, name=name, mode="lines+markers", line={"color": color, "width": 3},
+            error_y={"type": "data", "symmetric": False, "array": [h - m for h, m in zip(high, medians, strict=True)],
+                     "arrayminus": [m - lo for m, lo in zip(medians, low, strict=True)]},
+            hovertemplate=_("%{x} tokens: %{y:.2f} ms<extra></extra>")))
+    fig.update_layout(height=height_px, margin=_margins(font_px), title=_("One decode step as the context grows"),
+                      xaxis_title=_("tokens in the cache"), yaxis_title=_("ms per step"), yaxis_rangemode="tozero",
+                      legend={"orientation": "h", "y": -0.25})
     return _fonts(fig, font_px)

@@ -234,6 +234,32 @@ def load_bundled(attn_implementation: str = "eager", name: str = BUNDLED) -> Loa
     return LoadedModel(model, tokenizer, _describe(name, "bundled", label, model))
 
 
+@functools.lru_cache(maxsize=1)
+def attention_twin(name: str = BUNDLED_HYBRID) -> LoadedModel:
+    """An all-attention model of a bundled hybrid's shape, for the race of the two as the context grows: transformers'
+    Olmo3ForCausalLM (OLMo-hybrid's attention layers are Olmo3's: QK-norm, RoPE, SwiGLU), every layer full attention,
+    the same hidden size, heads, MLP, positions and tokenizer, random weights (only its timing is used). ~1 M
+    parameters, built in milliseconds, once per process (shared: never mutate it)."""
+    import torch
+    from transformers import GPT2TokenizerFast, Olmo3Config, Olmo3ForCausalLM
+
+    spec = BUNDLED_MODELS[name]
+    cfg = json.loads((spec.folder / "config.json").read_text(encoding="utf-8"))
+    generator_state = torch.random.get_rng_state()
+    torch.manual_seed(0)
+    model = Olmo3ForCausalLM(Olmo3Config(
+        vocab_size=cfg["vocab_size"], hidden_size=cfg["hidden_size"], intermediate_size=cfg["intermediate_size"],
+        num_hidden_layers=cfg["num_hidden_layers"], num_attention_heads=cfg["num_attention_heads"],
+        num_key_value_heads=cfg["num_key_value_heads"], max_position_embeddings=cfg["max_position_embeddings"],
+        layer_types=["full_attention"] * cfg["num_hidden_layers"], tie_word_embeddings=cfg["tie_word_embeddings"],
+        pad_token_id=None, bos_token_id=cfg["bos_token_id"], eos_token_id=cfg["eos_token_id"]))
+    torch.random.set_rng_state(generator_state)
+    model.set_attn_implementation("eager")
+    tokenizer = GPT2TokenizerFast.from_pretrained(spec.folder, local_files_only=True)
+    label = _label(N_("All-attention twin of the {title} (random weights, for timing)"), title=i18n.Message(spec.title))
+    return LoadedModel(model.eval(), tokenizer, _describe(f"attention-twin:{name}", "random", label, model))
+
+
 def load_random(arch: str, attn_implementation: str = "eager", seed: int = 0, cap: LoadCap | None = None) -> LoadedModel:
     """A GPT-2 architecture with random weights. Timings and cache sizes are real; the text is not."""
     if arch not in GPT2_FAMILY:

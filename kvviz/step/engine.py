@@ -34,11 +34,12 @@ from kvviz.inputs.prompt_rules import check_prompt
 from kvviz.measure.load import load_avg_1min
 from kvviz.measure.repeats import interleaved_repeats
 from kvviz.model.interrupt import checks_inside_passes
-from kvviz.model.loading import MODEL_LOCK, LoadedModel
+from kvviz.model.loading import ASSETS_DIR, MODEL_LOCK, LoadedModel, attention_twin
 from kvviz.model.tokens import token_text
 from kvviz.step.records import (
     RACE_BUDGET_S,
     ContextFullError,
+    ContextRace,
     Equivalence,
     LinearState,
     ParkedGeneration,
@@ -49,7 +50,7 @@ from kvviz.step.records import (
     TokenProb,
     draw_seed,
 )
-from kvviz.step.view import StageSnapshot, StageView, build_snapshot, stage_view
+from kvviz.step.view import CONTEXT_RACE_CONTEXTS, StageSnapshot, StageView, build_snapshot, stage_view
 
 TOP_K_SHOWN = 10  # next-token candidates kept in each record
 
@@ -196,6 +197,57 @@ def race_timing(loaded: LoadedModel, token_ids: list[int], budget_s: float = RAC
                       model_label=loaded.info.label, load_1min=load_avg_1min())
 
 
+
+
+CONTEXT_RACE_BUDGET_S = 2.0  # the whole hybrid-vs-attention race, every context (one click)
+HELD_OUT_TEXT = ASSETS_DIR / "held_out_shakespeare.txt"  # text none of the bundled models trained on
+
+
+@torch.inference_mode()
+def context_race(hybrid: LoadedModel, twin: LoadedModel, token_ids: list[int], contexts: tuple[int, ...],
+                 budget_s: float = CONTEXT_RACE_BUDGET_S, max_repeats: int = RACE_MAX_REPEATS,
+                 clock: Callable[[], float] = time.perf_counter) -> ContextRace:
+    """A hybrid's decode step against its all-attention twin's, at each context length: per context, each model's
+    cache of the first c - 1 tokens is filled once (untimed), then the step feeding token c - 1 is timed, the two
+    models' repeats interleaved (their order alternating), and after each timed step the cache goes back to its c - 1
+    tokens (the attention rows cropped, a hybrid's states put back: crop_cache). The budget is shared out evenly over
+    the contexts; the first repeat always runs. Changes nothing outside."""
+    per_context_s = budget_s / max(1, len(contexts))
+    hybrid_ms, twin_ms = [], []
+    for c in contexts:
+        if not 2 <= c <= len(token_ids):
+            raise ValueError(f"context {c} needs 2..{len(token_ids)} tokens")
+        seconds = _race_at(hybrid, twin, [int(t) for t in token_ids[:c]], per_context_s, max_repeats, clock)
+        hybrid_ms.append(tuple(1000.0 * x for x in seconds["hybrid"]))
+        twin_ms.append(tuple(1000.0 * x for x in seconds["twin"]))
+    return ContextRace(contexts=tuple(contexts), hybrid_ms=tuple(hybrid_ms), twin_ms=tuple(twin_ms),
+                       hybrid_label=hybrid.info.label, twin_label=twin.info.label, load_1min=load_avg_1min())
+
+
+def _race_at(hybrid: LoadedModel, twin: LoadedModel, ids: list[int], budget_s: float, max_repeats: int,
+             clock: Callable[[], float]) -> dict[str, tuple[float, ...]]:
+    """context_race at one context: seconds of each side's step feeding ids[-1] over a cache of ids[:-1]."""
+    keep = len(ids) - 1
+    sides = {}
+    for name, loaded in (("hybrid", hybrid), ("twin", twin)):
+        cache = DynamicCache(config=loaded.model.config)
+        with MODEL_LOCK:
+            loaded.model(input_ids=torch.tensor([ids[:-1]]), past_key_values=cache, use_cache=True)
+        sides[name] = (loaded.model, cache, read_states(cache))
+    last = torch.tensor([ids[-1:]])
+
+    def step(name: str) -> float:
+        model, cache, states = sides[name]
+        with MODEL_LOCK:
+            began = time.perf_counter()
+            model(input_ids=last, past_key_values=cache, use_cache=True)
+            s = time.perf_counter() - began
+        crop_cache(cache, keep, states)  # back to the ids[:-1] tokens: every repeat times the same step
+        return s
+
+    return interleaved_repeats({"hybrid": lambda: step("hybrid"), "twin": lambda: step("twin")}, max(1, max_repeats),
+                               orders=(("hybrid", "twin"), ("twin", "hybrid")), budget_s=budget_s,
+                               warm_up=lambda: (step("hybrid"), step("twin")), clock=clock)
 
 
 class StepEngine:
@@ -388,6 +440,17 @@ class StepEngine:
         record = self.records[-1 if at is None else at]
         return race_timing(on or self.loaded, self.token_ids[: record.cache_len], budget_s=budget_s,
                            check=check)
+
+    def versus_attention(self, budget_s: float = CONTEXT_RACE_BUDGET_S) -> ContextRace:
+        """A hybrid's decode step against its all-attention twin's (loading.attention_twin: the same shape, every
+        layer attention), at CONTEXT_RACE_CONTEXTS tokens of held-out Shakespeare (the same text for every
+        session, so a class compares like with like): context_race, bounded to budget_s. Changes nothing."""
+        if self.loaded.info.all_attention:
+            raise PromptError(_("This model's every layer is attention: there is no hybrid to race."))
+        twin = attention_twin(self.loaded.info.spec)
+        text = HELD_OUT_TEXT.read_text(encoding="utf-8")
+        ids = self.loaded.tokenizer(text).input_ids[: max(CONTEXT_RACE_CONTEXTS)]
+        return context_race(self.loaded, twin, ids, CONTEXT_RACE_CONTEXTS, budget_s=budget_s)
 
     # ----- caching changes speed, not results ------------------------------------------------------------
     @torch.inference_mode()

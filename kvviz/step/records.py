@@ -15,7 +15,7 @@ from kvviz.i18n import N_
 from kvviz.inputs.prompt_rules import FloatSetting, IntSetting, PromptError, check_int_in_range
 from kvviz.measure.timing import median, middle_halves_overlap
 
-__all__ = ["ContextFullError", "Equivalence", "LinearState", "ParkedGeneration", "PromptError", "RACE_BUDGET_S", "RaceTiming",
+__all__ = ["ContextFullError", "ContextRace", "Equivalence", "LinearState", "ParkedGeneration", "PromptError", "RACE_BUDGET_S", "RaceTiming",
            "PLAY_STEPS", "SEED", "SEED_MAX", "TEMPERATURE", "TOP_K",
            "Sampling", "StepRecord", "TEMPERATURE_MAX", "TEMPERATURE_MIN", "TOP_K_MAX", "TokenProb", "draw_seed"]
 
@@ -217,6 +217,33 @@ class RaceTiming:
     def cached_faster(self) -> bool:
         """The verdict the race shows: the cached step won the paired comparison."""
         return self.paired_saving_ms > 0
+
+
+@dataclass(frozen=True)
+class ContextRace:
+    """One decode step of a hybrid and of its all-attention twin (the same shape, every layer attention), timed at
+    several context lengths, each side's repeats interleaved with the other's at every length (kvviz.measure.repeats),
+    so a burst of load hits both alike. hybrid_ms[i] / twin_ms[i]: the step that feeds token contexts[i] - 1 over a
+    cache of contexts[i] - 1 tokens."""
+
+    contexts: tuple[int, ...]
+    hybrid_ms: tuple[tuple[float, ...], ...]
+    twin_ms: tuple[tuple[float, ...], ...]
+    hybrid_label: str = ""
+    twin_label: str = ""
+    load_1min: float = float("nan")
+
+    def medians(self) -> tuple[tuple[float, float], ...]:
+        """(hybrid, twin) median per context."""
+        return tuple((median(h), median(t)) for h, t in zip(self.hybrid_ms, self.twin_ms, strict=True))
+
+    def inside_noise(self) -> tuple[bool, ...]:
+        """Per context: the two sides' middle halves overlap (kvviz.measure.timing's one rule): no winner to read."""
+        return tuple(middle_halves_overlap(h, t) for h, t in zip(self.hybrid_ms, self.twin_ms, strict=True))
+
+    @property
+    def repeats(self) -> int:
+        return min((len(x) for x in self.hybrid_ms + self.twin_ms), default=0)
 
 
 @dataclass(frozen=True)

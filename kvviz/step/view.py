@@ -27,7 +27,15 @@ from kvviz.measure.load import load_label
 from kvviz.memory import units
 from kvviz.model.dims import GPT2_FAMILY, ModelDims
 from kvviz.step.pattern_records import INDUCTION_THRESHOLD, induction_targets
-from kvviz.step.records import RACE_BUDGET_S, Equivalence, LinearState, RaceTiming, StepRecord, TokenProb
+from kvviz.step.records import (
+    RACE_BUDGET_S,
+    ContextRace,
+    Equivalence,
+    LinearState,
+    RaceTiming,
+    StepRecord,
+    TokenProb,
+)
 
 if TYPE_CHECKING:  # the loaded model's record (its dimensions, dtype and label); the engine hands it over
     from kvviz.model.loading import ModelInfo
@@ -579,3 +587,28 @@ def without_cache_view(check: Equivalence, records: Sequence[StepRecord], dims: 
         same=_("yes") if check.same_next_token else _("no"))
     steps, with_cache, without_cache = cumulative_series(records, dims)
     return WithoutCacheView(text, steps, with_cache, without_cache, _("query-key dot products"))
+
+
+# ----- a hybrid against its all-attention twin, as the context grows (StepEngine: kvviz.step.engine.context_race) ----
+CONTEXT_RACE_CONTEXTS = (16, 64, 128, 256)  # tokens in the cache after the timed step; 256: every position
+
+
+def context_race_verdict(race: ContextRace) -> str:
+    """What the timing says, context by context, by the one noise rule; and the machine's load."""
+    parts = []
+    for c, (hybrid, twin), noisy in zip(race.contexts, race.medians(), race.inside_noise(), strict=True):
+        if noisy:
+            parts.append(_("{n} tokens: inside the noise ({hybrid:.1f} vs {twin:.1f} ms).").format(
+                n=c, hybrid=hybrid, twin=twin))
+        elif hybrid < twin:
+            parts.append(_("{n} tokens: the hybrid is {ms:.1f} ms faster.").format(n=c, ms=twin - hybrid))
+        else:
+            parts.append(_("{n} tokens: the hybrid is {ms:.1f} ms slower.").format(n=c, ms=hybrid - twin))
+    return i18n.join_sentences([
+        *parts,
+        _("Medians of {repeats} repeats or more a side, interleaved; whiskers: the middle half. {load}.").format(
+            repeats=race.repeats, load=load_label(race.load_1min)),
+        _("At this size a step is mostly its fixed cost, and transformers' reference kernels run the linear layers' "
+          "recurrence as small separate operations: the hybrid's saving here is memory (its states do not grow), "
+          "and its time saving needs contexts far longer than 256 tokens, where attention's cost per token keeps "
+          "growing and a linear layer's does not (the Count the work page).")])
