@@ -12,6 +12,7 @@ import pytest
 
 from kvviz import memory
 from kvviz.memory import KVConfig, MemoryInputError, config_import, hf_cache
+from kvviz.memory import layers as layers_lib
 from support.library import kvviz_total_bytes
 from support.models import GEMMA3_4B
 
@@ -259,14 +260,20 @@ def test_gemma4_bytes_equal_transformers_cache(cfg, device):
 
 
 @pytest.mark.model
-def test_gemma4_default_refusal_names_what_its_cache_really_holds():
-    """The refusal is the truth about transformers' cache: Gemma 4's full-attention layers hold 512-number heads,
-    its sliding layers 256, one shape kvviz's calculator cannot hold."""
-    with pytest.raises(MemoryInputError) as info:
-        config_import.parse_hf_config({**GEMMA4_SMALL, "global_head_dim": 512})
-    assert "head_dim 256/512" in str(info.value) and "Gemma4TextConfig" in str(info.value)
-    *_, (_tokens, layers) = _run_cache({**GEMMA4_SMALL, "global_head_dim": 512}, "cpu", steps=0)
-    assert {layer.keys.shape[-1] for layer in layers} == {256, 512}
+def test_gemma4_per_layer_shapes_are_counted_layer_by_layer():
+    """Gemma 4's full-attention layers hold 512-number heads, its sliding layers 256: one KVConfig cannot hold both,
+    so the config is counted layer by layer (kvviz.memory.layers), each layer's K/V with its own head_dim, and the
+    bytes equal what transformers' cache holds after the prefill and each step; never refused."""
+    cfg = {**GEMMA4_SMALL, "global_head_dim": 512}
+    imported = config_import.parse_hf_config(cfg)
+    stack = imported.layers
+    assert {p.shape[-1] for x in stack.layers for p in x.parts} == {256, 512}
+    assert imported.config is not None and imported.config.head_dim == 256  # the form shows the first layer's shape
+    for tokens, layers in _run_cache(cfg, "cpu", steps=DECODE):
+        assert {layer.keys.shape[-1] for layer in layers} == {256, 512}
+        held = [_cache_bytes([layer]) for layer in layers]
+        window_tensors = [layers_lib.WINDOW_TENSOR_BYTES if x.window else 0 for x in stack.layers]
+        assert [a + b for a, b in zip(held, window_tensors, strict=True)] == list(stack.layer_bytes(tokens)), tokens
 
 
 @pytest.mark.model

@@ -25,9 +25,12 @@ process (Linux) with its own address-space limit (BUILD_MEMORY_BYTES above what 
 limit (BUILD_SECONDS): whatever a config class does with a value no check above foresaw, the server keeps its
 memory and the import is refused in one line.
 
-Heterogeneous configs (Gemma 4, Dots3, NeoMME...: transformers' `per_layer_config`) are read layer by layer, as
-transformers defines them (`config.per_layer_config[i]`): where every cached layer has one K/V shape kvviz counts
-it; where the shapes differ (Gemma 4's full-attention layers: head_dim 512 against 256) it refuses in one line.
+Every decoder config is also read as the list of layers transformers' cache builds from it (kvviz.memory.layers,
+`ImportedConfig.layers`). A model whose layers are not one attention layout (linear-attention and SSM hybrids,
+MLP blocks without attention, indexers, Gemma 4's full-attention layers with head_dim 512 beside sliding ones
+with 256: transformers' `per_layer_config`) is answered by that list (`_parse_layers`), never refused and never
+counted as all attention; `config` then holds its attention layers' shape, for the form. A layer type transformers
+does not know is refused naming it and its layer (`check_layer_types`).
 """
 from __future__ import annotations
 
@@ -548,8 +551,11 @@ def _parse_resolved(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, dty
     t = top if enc_dec else top.get_text_config(decoder=True)  # (BART's decoder view resets to defaults)
     stack = None
     if not enc_dec:  # the layer list DynamicCache(config=...) builds: the figure every page and the CLI count
-        stack = layers.from_transformers(t, _dtype(dtype, t, top, {}, set())[0], display_name(raw, text_raw))
-        if not plain_attention(stack):  # a hybrid, per-layer shapes, no attention at all: counted layer by layer
+        try:
+            stack = layers.from_transformers(t, _dtype(dtype, t, top, {}, set())[0], display_name(raw, text_raw))
+        except layers.LayerTypesUnreadable:
+            stack = None  # the reading below says why, in its own words (an assistant model: no cache of its own)
+        if stack is not None and not plain_attention(stack):  # hybrids, per-layer shapes: counted layer by layer
             return _parse_layers(raw, text_raw, top, t, stack, dtype)
     t = uniform_layers(t)
     given = {**raw, **text_raw} if text_raw else dict(raw)
@@ -627,10 +633,13 @@ def _parse_resolved(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, dty
 
 
 def plain_attention(stack: layers.CacheLayers) -> bool:
-    """Every layer full, sliding or MLA attention of one K/V shape (windows aside): what one KVConfig describes."""
+    """Every layer full, sliding or MLA attention of one K/V shape (windows aside), or a layer that reuses an earlier
+    layer's K/V (Gemma 3n's and Gemma 4's shared layers, which the KVConfig reading leaves out): what one KVConfig
+    describes. An MLP/MoE block without attention (Nemotron-H) is not: the layer list counts it as nothing."""
     attention = stack.attention_layers()
-    return (len(attention) == stack.n_layer and {x.kind for x in attention} <= {"full", "sliding", "mla"}
-            and len({x.parts for x in attention}) == 1)
+    shared = [x for x in stack.layers if x.kind == "none" and x.layer_type not in ("mlp", "moe")]
+    return (bool(attention) and len(attention) + len(shared) == stack.n_layer
+            and {x.kind for x in attention} <= {"full", "sliding", "mla"} and len({x.parts for x in attention}) == 1)
 
 
 def _parse_layers(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, t: Any, stack: layers.CacheLayers,

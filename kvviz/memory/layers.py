@@ -512,6 +512,11 @@ def _attention_parts(c: Any, kind: str, kv_dtype: str, model_type: str | None) -
             CachePart("values", (kv_heads, S, head_dim), kv_dtype, True))
 
 
+class LayerTypesUnreadable(MemoryInputError):
+    """transformers' own cache could not list this config's layers (e.g. an assistant model whose every layer reads
+    another model's K/V): the config reader says why in its own words."""
+
+
 def from_transformers(t: Any, kv_dtype: str, name: str, model_type: str | None = None) -> CacheLayers:
     """The cache transformers builds for config `t` (a decoder's text config), layer by layer: the layer types come
     from `cache_utils.get_layer_types_and_kwargs` (what `DynamicCache(config=t)` reads), each layer's shapes from
@@ -532,7 +537,7 @@ def from_transformers(t: Any, kv_dtype: str, name: str, model_type: str | None =
     try:
         types, kwargs = get_layer_types_and_kwargs(t)
     except (AttributeError, TypeError, ValueError, IndexError, KeyError) as exc:
-        raise MemoryInputError(_("transformers cannot read this config's layer types ({error})").format(
+        raise LayerTypesUnreadable(_("transformers cannot read this config's layer types ({error})").format(
             error=type(exc).__name__)) from None
     types = list(types)
     if len(types) != n_layer:
