@@ -314,7 +314,7 @@ def duo_split(n_heads: int, seq_len: int, rows: int, settings: EvictSettings) ->
 def policy_note(policy: str, rows: int, settings: EvictSettings, retrieval_heads: int | None = None) -> str | None:
     """What a policy keeps where its definition runs out of room, or None: SnapKV below its window, DuoAttention
     with no room for a retrieval head (retrieval_heads: how many the grid holds)."""
-    if policy == "duoattention" and retrieval_heads == 0:
+    if policy in ("duoattention", "duo_probe") and retrieval_heads == 0:
         return _("At {rows} rows per head on average the budget holds no retrieval head: every head streams, "
                  "keeping the rows StreamingLLM keeps with the same S.").format(rows=rows)
     if policy == "snapkv" and rows < settings.snap_window:
