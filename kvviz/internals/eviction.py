@@ -419,8 +419,8 @@ def eviction_takeaways(sweep: EvictionSweep, claims: list[Claim] | None = None) 
     full = sweep.point("full", 100)
     settings = sweep.settings
     evicting = [p for p in EVICT_POLICIES[1:] if sweep.curve(p)]
-    lines = [_("Every ± is a 95% interval over the units sampled: the copy accuracy over the {spans} spans, the loss "
-               "change over the {passages} passages (each against the full cache on the same passage). A side is "
+    lines = [_("Every ± is an interval at 95%: the copy accuracy's over the {spans} spans, the loss change's over "
+               "the {passages} passages (each against the full cache on the same passage). A side is "
                "named only where the paired interval of the difference, unit by unit, excludes 0; otherwise the "
                "difference is inside the noise.").format(spans=full.n_spans, passages=full.n_passages)]
     holds = {}
