@@ -163,3 +163,15 @@ def test_an_all_attention_model_has_no_versus_section():
     at.button(key="step_btn_prefill").click().run()
     assert not at.exception and "step_exp_versus" not in [e.key for e in at.get("expandable") if hasattr(e, "key")]
     assert not any("Against all attention" in getattr(e, "label", "") for e in at.get("expandable"))
+
+
+@pytest.mark.app
+def test_without_the_cache_on_the_hybrid_says_the_states_are_rebuilt():
+    at = open_page("pages/step_through.py", session_state=HYBRID, router=True)
+    at.button(key="step_btn_prefill").click().run()
+    at.session_state["step_exp_uncached"] = True  # what clicking the expander open does
+    at.button(key="step_btn_next").click().run()
+    assert not at.exception, at.exception
+    said = " ".join(m.value for m in at.markdown)
+    assert "of the attention layers (3) and rebuilds each linear layer's fixed state (0, 1, 2)" in said
+    assert "same next token: **yes**" in said

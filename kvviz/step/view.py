@@ -585,6 +585,20 @@ def without_cache_view(check: Equivalence, records: Sequence[StepRecord], dims: 
         rows=check.recomputed_rows, layers=dims.n_layer, ms=check.uncached_ms,
         logit=check.max_abs_logit_diff, key=check.max_abs_key_diff, value=check.max_abs_value_diff,
         same=_("yes") if check.same_next_token else _("no"))
+    if not dims.all_attention:  # a hybrid: K/V in its attention layers only; its states rebuilt from the start
+        text = _(
+            "An uncached step feeds all **{rows}** tokens again: it recomputes every K and V row of the attention "
+            "layers ({attention}) and rebuilds each linear layer's fixed state ({linear}) from the first token "
+            "({ms:.1f} ms here), just to get the last position's logits.\n\n"
+            "- max |logit difference| cached vs recomputed: **{logit:.1e}**\n"
+            "- max |K difference| {key:.1e}, max |V difference| {value:.1e}\n"
+            "- same next token: **{same}**\n\n"
+            "The differences are float32 rounding (summation order), not a different result: caching changes "
+            "speed, not answers.").format(
+            rows=check.recomputed_rows, attention=_layer_list(dims.attention_layers),
+            linear=_layer_list(dims.linear_layers), ms=check.uncached_ms, logit=check.max_abs_logit_diff,
+            key=check.max_abs_key_diff, value=check.max_abs_value_diff,
+            same=_("yes") if check.same_next_token else _("no"))
     steps, with_cache, without_cache = cumulative_series(records, dims)
     return WithoutCacheView(text, steps, with_cache, without_cache, _("query-key dot products"))
 
