@@ -404,10 +404,7 @@ def layered_result(stack: CacheLayers, context: int, batch: int) -> None:
                   "figure is a what-if: K/V rows in {dtype}, states as the model keeps them.").format(dtype=stack.dtype))
     for note in config_import.layer_notes(stack):
         st.caption(note)
-    opened = "mem_tab" not in st.session_state
-    tabs = st.tabs([_(t) for t in TABS], key="mem_tab", bind="query-params")
-    if opened and "mem_tab" in st.query_params:
-        st.html(SCROLL_TO_TABS_JS, unsafe_allow_javascript=True)
+    tabs = result_tabs()
     with tabs[0]:
         drawn = (stack, max(context, until or 0, 1), batch, context)
         a11y.chart(st, layer_figs.two_part_figure(*drawn), text=layer_figs.two_part_text(*drawn),
@@ -427,6 +424,22 @@ def layered_result(stack: CacheLayers, context: int, batch: int) -> None:
                               page=layout.state_page_bytes, held=units.format_bytes(stack.bytes_at(context, 1))))
         else:
             paged_text(stack, layout, context)
+    reference_tabs(tabs)
+
+
+def result_tabs() -> list:
+    """The result's tabs, bound to the URL (it keeps the tab's label, in the link's language); a link that names a
+    tab scrolls to it on arrival. The first four always run (their inputs live in the URL: a closed tab's widgets
+    would drop theirs from a copied link); reference_tabs runs the last two only when open."""
+    opened = "mem_tab" not in st.session_state  # the tabs' state is dropped when the reader leaves the page
+    tabs = st.tabs([_(t) for t in TABS], key="mem_tab", bind="query-params")
+    if opened and "mem_tab" in st.query_params:
+        st.html(SCROLL_TO_TABS_JS, unsafe_allow_javascript=True)
+    return tabs
+
+
+def reference_tabs(tabs: list) -> None:
+    """The textbook figures and the loaded model's real cache, drawn only when open (the last imports torch)."""
     if tabs[4].open:
         with tabs[4]:
             textbook()
@@ -571,13 +584,7 @@ def calculator() -> None:
                      "(window - 1; the newest token is attended to before it is stored), kvviz counts "
                      "{window:,}.").format(held=units.format_bytes(held), kept=cfg.window - 1, window=cfg.window))
 
-    # The URL keeps the tab's label, in the link's language (it carries lang=). The first four tabs always run (their
-    # inputs live in the URL: a closed tab's widgets would drop theirs from a copied link); the textbook
-    # and the loaded model's tabs run only when open (the last imports torch).
-    opened = "mem_tab" not in st.session_state  # the tabs' state is dropped when the reader leaves the page
-    tabs = st.tabs([_(t) for t in TABS], key="mem_tab", bind="query-params")
-    if opened and "mem_tab" in st.query_params:
-        st.html(SCROLL_TO_TABS_JS, unsafe_allow_javascript=True)
+    tabs = result_tabs()
     with tabs[0]:
         compare = st.multiselect(_("Compare with"), list(PRESETS), default=[], key="mem_compare", bind="query-params",
                                  max_selections=MAX_LEGEND_ENTRIES - 1, placeholder=_("Choose options"))  # four lines at most: readable
@@ -598,12 +605,7 @@ def calculator() -> None:
     for tab, draw in zip(tabs[2:4], (what_fits, paged), strict=True):
         with tab:
             draw(cfg, context, batch)
-    if tabs[4].open:
-        with tabs[4]:
-            textbook()
-    if tabs[5].open:
-        with tabs[5]:
-            loaded_model()
+    reference_tabs(tabs)
     report_link(linked, notices)  # after the tabs: their widgets (mem_tab, mem_compare, mem_gpu) read the link too
 
 
