@@ -7,6 +7,7 @@ server refuses the connection the same way); the app tier: the lesson and the jo
 is away."""
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import subprocess
@@ -398,3 +399,53 @@ def test_bench_states_one_range_per_flag(flag, value, said):
                           capture_output=True, text=True, timeout=120, cwd=REPO)
     last = done.stderr.strip().splitlines()[-1]  # argparse's usage above it, then the one message
     assert done.returncode == 2 and said in last and flag in last and done.stderr.count(" to ") == 1, done.stderr
+
+
+@pytest.mark.app
+def test_the_projector_sets_the_limits_and_names_the_votes_held_back(tmp_path, monkeypatch):
+    from kvviz.ui import poll
+    from support.pages import open_page
+
+    monkeypatch.setenv(ps.ENV_URL, f"sqlite:///{tmp_path / 'poll.sqlite3'}")
+    poll.store.clear()
+    try:
+        at = open_page("pages/lesson.py", query={"step": "1", "lesson_class": "true"}, router=True)
+        at.button(key="poll_start").click().run()
+        room = at.session_state["poll_room"]
+        at.number_input(key="poll_per_address").set_value(30).run()
+        at.number_input(key="poll_class_size").set_value(3).run()
+        store = poll.store()
+        assert store.limits(room.code) == (30, 3)
+        state = store.room(room.code)
+        for i in range(5):
+            with contextlib.suppress(ps.HeldBack):
+                store.vote(room.code, f"phone-{i:04d}", state.step, state.round, 0, client="198.51.100.4")
+        at.run()
+        assert not at.exception
+        assert [w.value for w in at.warning if "held back" in w.value] == [
+            "5 votes for a class of 3: 2 held back, not counted."]
+    finally:
+        poll.store.clear()
+
+
+@pytest.mark.app
+def test_the_poll_resumes_when_its_store_comes_back_without_a_restart(tmp_path, monkeypatch):
+    """The store's folder missing (SQLite cannot open the file: as a disk unmounted mid-class), then back."""
+    from kvviz.ui import poll
+    from support.pages import open_page
+
+    folder = tmp_path / "away"
+    monkeypatch.setenv(ps.ENV_URL, f"sqlite:///{folder / 'poll.sqlite3'}")
+    poll.store.clear()
+    try:
+        at = open_page("pages/lesson.py", query={"step": "1", "lesson_class": "true"}, router=True)
+        at.button(key="poll_start").click().run()  # the store is away: one sentence, the lesson stays
+        assert not at.exception and [w.value for w in at.warning if "cannot reach its store" in w.value]
+        assert at.button(key="lesson_reveal_btn_1")
+        folder.mkdir()
+        at.button(key="poll_start").click().run()  # the same server process, the same cached store
+        assert not at.exception and "poll_room" in at.session_state
+        assert poll.store().room(at.session_state["poll_room"].code).step == 1
+        assert not [w.value for w in at.warning if "cannot reach its store" in w.value]
+    finally:
+        poll.store.clear()
