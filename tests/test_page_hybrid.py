@@ -64,6 +64,13 @@ def test_a_page_that_needs_kv_in_every_layer_says_so_and_offers_the_other_models
     said = " ".join(i.value for i in at.info)
     assert "this page works only on models whose every layer is attention" in said
     assert not at.error
+    assert {b.key for b in at.button} >= {"app_switch_bundled", "app_switch_bundled-gqa"}
+    assert "app_switch_bundled-hybrid" not in {b.key for b in at.button}
+
+
+@pytest.mark.app
+def test_the_offer_switches_the_model_and_the_page_runs_on_it():
+    at = open_page("pages/internals_layout.py", session_state=HYBRID, router=True)  # a page that is quick to run
     at.button(key="app_switch_bundled-gqa").click().run()
     assert not at.exception, at.exception
     assert at.session_state[MODEL_SPEC_KEY] == loading.BUNDLED_GQA
