@@ -449,3 +449,16 @@ def test_the_poll_resumes_when_its_store_comes_back_without_a_restart(tmp_path, 
         assert not [w.value for w in at.warning if "cannot reach its store" in w.value]
     finally:
         poll.store.clear()
+
+
+def test_a_refused_list_value_names_what_the_page_uses_in_words_not_as_a_python_list():
+    from kvviz.inputs.links import link_refusals
+
+    [said] = link_refusals({"evict_drawn": ["random", "bogus"]}, {"evict_drawn": ["random"]},
+                           {"evict_drawn": ["random", "recent"]})
+    assert said.endswith(f"using random{i18n.list_sep()}recent.") and "[" not in said, said
+    [none] = link_refusals({"evict_drawn": ["bogus"]}, {}, {"evict_drawn": []})
+    assert none.endswith("using none."), none
+    with i18n.language(i18n.CHINESE):
+        [zh] = link_refusals({"evict_drawn": ["bogus"]}, {}, {"evict_drawn": ["random", "recent"]})
+        assert f"random{i18n.list_sep()}recent" in zh and "[" not in zh and "'" not in zh, zh

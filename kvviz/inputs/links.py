@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kvviz.i18n import _
+from kvviz.i18n import _, list_sep
 from kvviz.inputs import echo
 from kvviz.inputs.query_values import shown as quoted
 
@@ -18,6 +18,14 @@ def shown_as_link(value: Any) -> list[str]:
     """How a widget value reads in a URL: True -> ['true'], 8192 -> ['8192'], ['a', 'b'] -> ['a', 'b']."""
     items = value if isinstance(value, list) else [value]
     return [str(v).lower() if isinstance(v, bool) else str(v) for v in items]
+
+
+def in_words(value: Any) -> str:
+    """A widget's value as a message names it: a list as its items in the language's list ("random, recent"),
+    never Python's ['random']; none chosen as "none"; a number or a label as it reads."""
+    if isinstance(value, list | tuple):
+        return list_sep().join(quoted(str(v)) for v in value) if value else _("none")
+    return quoted(str(value).lower() if isinstance(value, bool) else str(value))
 
 
 def refused_value(key: str, raw: str | list[str], used: str) -> str:
@@ -36,5 +44,5 @@ def link_refusals(linked: Mapping[str, list[str]], now: Mapping[str, list[str]],
         value = shown.get(key)
         wanted = raw if isinstance(value, list) else raw[-1:]
         if list(now.get(key, [])) != list(raw) and shown_as_link(value) != wanted:
-            out.append(refused_value(key, raw, quoted(repr(value))))
+            out.append(refused_value(key, raw, in_words(value)))
     return out
