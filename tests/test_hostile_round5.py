@@ -137,6 +137,10 @@ def test_a_lock_held_past_the_busy_timeout_refuses_the_vote_and_the_poll_resumes
     ("sqlite:///:memory:", "in-memory SQLite"),
     ("not a url", "is not a database URL"),
     ("mysql://user@host/kvviz", "SQLite or PostgreSQL only"),
+    ("oracle://x", "names oracle: the class poll keeps its votes in SQLite or PostgreSQL only"),
+    ("postgresql+psycopg2://user@host/kvviz", "not installed here"),
+    ("sqlite:///file::memory:?mode=memory&cache=shared", "in-memory SQLite"),
+    ("x" * 10_000, "is not a database URL"),
 ])
 def test_a_bad_kvviz_poll_db_is_refused_in_one_line(url, said):
     with pytest.raises(ps.BadStoreURL, match=said):

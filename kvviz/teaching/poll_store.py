@@ -278,10 +278,15 @@ def check_url(url: str) -> sa.URL:
                             "postgresql://user@host/db.").format(env=ENV_URL, value=shown)) from None
     backend = url_obj.get_backend_name()
     if backend not in ("sqlite", "postgresql"):
-        raise BadStoreURL(_("{env} names a {backend} database: the class poll keeps its votes in SQLite or "
-                            "PostgreSQL only.").format(env=ENV_URL, backend=backend))
+        raise BadStoreURL(_("{env} names {backend}: the class poll keeps its votes in SQLite or PostgreSQL "
+                            "only.").format(env=ENV_URL, backend=backend))
     if url_obj.drivername == "postgresql":
         url_obj = url_obj.set(drivername="postgresql+psycopg")
+    try:
+        url_obj.get_dialect().import_dbapi()  # the driver named (postgresql+psycopg2, say) is installed
+    except (ImportError, exc.NoSuchModuleError):
+        raise BadStoreURL(_("{env} names the driver {driver}, which is not installed here: write postgresql:// "
+                            "(psycopg 3) or sqlite:///.").format(env=ENV_URL, driver=url_obj.drivername)) from None
     if backend == "sqlite" and (url_obj.database in (None, "", ":memory:") or "memory" in str(url_obj.query)):
         raise BadStoreURL(_("{env} names an in-memory SQLite database, which every server thread would see empty: "
                             "give a file, e.g. sqlite:////path/to/poll.sqlite3.").format(env=ENV_URL))
