@@ -466,3 +466,34 @@ def test_a_refused_list_value_names_what_the_page_uses_in_words_not_as_a_python_
     with i18n.language(i18n.CHINESE):
         [zh] = link_refusals({"evict_drawn": ["bogus"]}, {}, {"evict_drawn": ["random", "recent"]})
         assert f"random{i18n.list_sep()}recent" in zh and "[" not in zh and "'" not in zh, zh
+
+
+@pytest.mark.slow
+def test_a_postgresql_stopped_mid_class_costs_the_poll_and_the_poll_resumes_when_it_is_back(monkeypatch):
+    """A real PostgreSQL (support.postgres), stopped under a running store and the join page, then started again:
+    nothing stored is lost, no vote is acknowledged while it is down, the same store (no restart) goes on after."""
+    from kvviz.ui import poll
+    from support.pages import open_page
+    from support.postgres import stopped, throwaway_postgres
+
+    with throwaway_postgres() as url:
+        store = ps.PollStore(url)
+        room = store.create_room()
+        store.open_step(room.code, room.host_key, _polls())
+        store.vote(room.code, "phone-before", STEP, 1, 0)
+        monkeypatch.setenv(ps.ENV_URL, url)
+        poll.store.clear()
+        try:
+            with stopped(url):
+                with pytest.raises(ps.VoteNotStored):
+                    store.vote(room.code, "phone-during", STEP, 1, 1)
+                at = open_page("pages/join.py", lang=i18n.ENGLISH, query={"room": room.code}, check=False)
+                assert not at.exception and [w.value for w in at.warning] == [
+                    "The class poll cannot reach its store: the lesson goes on without it."]
+            store.vote(room.code, "phone-after", STEP, 1, 2)
+            assert store.tally(room.code, STEP, 1, room.host_key).counts == (1, 0, 1)
+            at.button(key="join_retry").click().run()  # the page's own store, cached in the server: resumes too
+            assert not at.exception and not at.warning and any(b.key.startswith("join_choice_") for b in at.button)
+        finally:
+            poll.store.clear()
+            store.engine.dispose()

@@ -42,6 +42,21 @@ def _run_as() -> tuple[list[str], int | None]:
     pytest.skip("PostgreSQL refuses root and there is no 'postgres' or 'nobody' user to run it as")
 
 
+_running: dict[str, tuple] = {}  # url -> (stop, start) of a throwaway server in its block
+
+
+@contextlib.contextmanager
+def stopped(url: str) -> Iterator[None]:
+    """The throwaway server at `url` stopped for the block (pg_ctl stop -m fast: as a server that goes down
+    mid-class), then started again on the same port and data."""
+    stop, start = _running[url]
+    stop()
+    try:
+        yield
+    finally:
+        start()
+
+
 @contextlib.contextmanager
 def throwaway_postgres() -> Iterator[str]:
     """A running server for the block; its SQLAlchemy URL (psycopg 3)."""
@@ -69,9 +84,14 @@ def throwaway_postgres() -> Iterator[str]:
                    "-c synchronous_commit=off -c full_page_writes=off")
         run(str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(top / "log"), "-w", "-t", str(START_TIMEOUT_S),
             "-o", options, "start")
+        url = f"postgresql+psycopg://{USER}@127.0.0.1:{port}/postgres"
+        _running[url] = (lambda: run(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"),
+                         lambda: run(str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(top / "log"), "-w", "-t",
+                                     str(START_TIMEOUT_S), "-o", options, "start"))
         try:
-            yield f"postgresql+psycopg://{USER}@127.0.0.1:{port}/postgres"
+            yield url
         finally:
+            _running.pop(url, None)
             run(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop")
     finally:
         shutil.rmtree(top, ignore_errors=True)
