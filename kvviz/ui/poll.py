@@ -252,7 +252,11 @@ def mark(room: poll_store.NewRoom | None, step: int, right: bool) -> None:
 def marks(room: poll_store.NewRoom | None) -> dict[int, bool]:
     """step -> the room's verdict, as the teacher marked it in any tab of this browser."""
     try:
-        return store().marked_results(room.code) if room else {}
+        if room is None:
+            return {}
+        found = store().marked_results(room.code)
+        st.session_state.pop(FAULT_KEY, None)  # the store answered: an earlier fault is over, not to be shown
+        return found
     except poll_store.StoreUnavailable as fault:
         _fault(fault)
         return {}
@@ -385,7 +389,7 @@ def votes(room: poll_store.NewRoom, step: int, last_round: int, font_px: int) ->
 
 def room_results(room: poll_store.NewRoom | None) -> None:
     """The ending: the room's share right per step and round, and the CSV export (no names)."""
-    if room is None:
+    if fault_notice() or room is None:
         return
     try:
         tallies = store().results(room.code, room.host_key)
