@@ -88,7 +88,7 @@ with st.spinner(_("Running the model once, without the cache...")):
 lp = run.layers[info.attention_layers.index(layer)]
 t = run.seq_len
 if not info.all_attention:
-    recurrent_bytes, conv_bytes = info.linear_state_bytes(4)  # float32, as the model runs here
+    recurrent_bytes, conv_bytes = info.linear_state_bytes()  # as the model runs here (float32)
     st.info(ngettext(
         "Layer {layers} is linear attention (Gated DeltaNet) and has no attention matrix: instead of comparing the "
         "newest query with every cached key, it keeps per head one {d_k} x {d_v} state matrix that each token "

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import memory, ops, routes
+from kvviz import ops, routes
 from kvviz.i18n import _
 from kvviz.teaching import LESSON_STEPS
 from kvviz.ui import links, models, router
@@ -21,17 +21,23 @@ st.markdown(_(
 ))
 
 info = models.current_info()  # no torch import needed: the first page renders fast
-bytes_per_token = memory.predicted_cache_bytes(info, 1)  # K and V of one token, every layer, fp32
-full_context = bytes_per_token * info.n_positions
+cache = info.cache_layers()  # layer by layer, as transformers builds it (float32 here)
+bytes_per_token = cache.bytes_per_token  # K and V of one token, every attention layer
+full_context = cache.bytes_at(info.n_positions)
 st.info(_(
     "**Model loaded:** {label}.\n\n"
     "Its cache stores, per token: 2 (K and V) x {layers} layers x {heads} heads x "
     "{head_dim} dims x 4 bytes (float32) = **{bytes_per_token:,} bytes**; "
     "at its full context of {positions} tokens that is {full_context:,} bytes "
     "({full_mib:.2f} MiB)."
-).format(label=info.shown_label(), layers=info.n_layer, heads=info.n_kv_heads, head_dim=info.head_dim,
+).format(label=info.shown_label(), layers=len(info.attention_layers), heads=info.n_kv_heads, head_dim=info.head_dim,
          bytes_per_token=bytes_per_token, positions=info.n_positions, full_context=full_context,
          full_mib=full_context / 2**20))
+if cache.fixed_bytes:  # a hybrid: only its attention layers grow
+    st.caption(_("Only {attention} of its {layers} layers keep K and V; the other {linear} keep a fixed state of "
+                 "{state:,} bytes in all, counted in the full-context figure and the same at every length.").format(
+                     attention=len(info.attention_layers), layers=info.n_layer, linear=len(info.linear_layers),
+                     state=cache.fixed_bytes))
 
 with st.container(border=True):
     st.page_link(routes.LESSON.file, label=_("**Start the lesson: the KV cache in {n} questions**").format(

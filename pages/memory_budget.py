@@ -15,7 +15,7 @@ from kvviz import claims, i18n, memory
 from kvviz.figures import MAX_LEGEND_ENTRIES, export_config
 from kvviz.figures import layers as layer_figs
 from kvviz.figures import memory as figs
-from kvviz.i18n import N_, _
+from kvviz.i18n import N_, _, ngettext
 from kvviz.inputs import echo
 from kvviz.inputs.links import link_refusals
 from kvviz.memory import capacity, config_import, dtypes, hf_cache, serving, units
@@ -212,7 +212,7 @@ def probe_reading(loaded: Any) -> tuple[int, int]:
 
     probe = StepEngine(loaded)
     probe.prefill(PROBE_PROMPT)
-    return probe.cache_len, probe.cache_bytes
+    return probe.cache_len, probe.held_bytes
 
 
 def real_cache_reading() -> tuple[int, int, str]:
@@ -220,7 +220,7 @@ def real_cache_reading() -> tuple[int, int, str]:
     loaded = models.current_model("eager")
     engine = st.session_state.get(engines.STEP_ENGINE_KEY)
     if engine is not None and engine.loaded is loaded and engine.started:
-        return engine.cache_len, engine.cache_bytes, _("your step-through session")
+        return engine.cache_len, engine.held_bytes, _("your step-through session")
     return (*probe_reading(loaded), _("a prefill of {prompt}").format(prompt=repr(PROBE_PROMPT)))
 
 
@@ -304,15 +304,28 @@ def textbook() -> None:
 def loaded_model() -> None:
     tokens, real_bytes, source = real_cache_reading()
     info = models.current_model("eager").info
-    predicted = memory.predicted_cache_bytes(info, tokens)
+    stack = info.cache_layers()
+    predicted = stack.bytes_at(tokens)
     r = st.container(key="mem_metrics_real").columns(2)
     show_bytes(_("Calculator at {n} tokens (fp32)").format(n=tokens), predicted, r[0])
     show_bytes(_("Real DynamicCache tensors"), real_bytes, r[1], help=_("from {source}").format(source=source))
-    (st.success if predicted == real_bytes else st.error)(
-        _("{model}: 2 x {layers} layers x {heads} heads x {head_dim} x 4 B x {n} tokens = {predicted:,} B; the "
-          "tensors hold {real:,} B (from {source}).").format(
-            model=info.shown_label(), layers=info.n_layer, heads=info.n_kv_heads, head_dim=info.head_dim, n=tokens,
-            predicted=predicted, real=real_bytes, source=source))
+    attention = len(info.attention_layers)
+    arithmetic = _("{model}: 2 x {layers} layers x {heads} heads x {head_dim} x 4 B x {n} tokens = {predicted:,} B; "
+                   "the tensors hold {real:,} B (from {source}).").format(
+        model=info.shown_label(), layers=attention, heads=info.n_kv_heads, head_dim=info.head_dim, n=tokens,
+        predicted=stack.growing_bytes_at(tokens), real=real_bytes, source=source)
+    if stack.fixed_bytes:  # a hybrid: its linear layers' states beside the attention layers' rows
+        arithmetic = ngettext(
+            "{model}: K/V 2 x {layers} attention layer x {heads} heads x {head_dim} x 4 B x {n} tokens = {kv:,} B, "
+            "plus the fixed states of {linear} linear-attention layers, {state:,} B: {predicted:,} B; the tensors "
+            "hold {real:,} B (from {source}).",
+            "{model}: K/V 2 x {layers} attention layers x {heads} heads x {head_dim} x 4 B x {n} tokens = {kv:,} B, "
+            "plus the fixed states of {linear} linear-attention layers, {state:,} B: {predicted:,} B; the tensors "
+            "hold {real:,} B (from {source}).", attention).format(
+            model=info.shown_label(), layers=attention, heads=info.n_kv_heads, head_dim=info.head_dim, n=tokens,
+            kv=stack.growing_bytes_at(tokens), linear=len(info.linear_layers), state=stack.fixed_bytes,
+            predicted=predicted, real=real_bytes, source=source)
+    (st.success if predicted == real_bytes else st.error)(arithmetic)
 
 
 def encoder_decoder_result(cfg: memory.KVConfig, b: memory.KVBudget, name: str) -> None:

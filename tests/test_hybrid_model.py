@@ -63,7 +63,7 @@ def test_state_bytes_are_the_caches_tensors_and_the_same_at_every_step(hybrid, s
 
     layers = stepped.cache.layers
     calculator = from_transformers(hybrid.model.config, "fp32", "hybrid")
-    recurrent_bytes, conv_bytes = hybrid.info.linear_state_bytes(4)
+    recurrent_bytes, conv_bytes = hybrid.info.linear_state_bytes()
     for record in stepped.records:
         assert [s.layer for s in record.states] == [0, 1, 2]
         for state in record.states:

@@ -24,7 +24,7 @@ TOKENS = 40  # the prefill; then one more token
 ARCHITECTURES = ["llama", "qwen2", "gemma3_text", "gpt_oss", "gemma3n_text", "deepseek_v3", "deepseek_v32",
                  "qwen3_next", "qwen3_5_text", "olmo_hybrid", "jamba", "falcon_h1", "zamba2", "nemotron_h", "lfm2",
                  "minimax", "granitemoehybrid", "bamba", "kimi_linear", "gemma4_text", "llama4_text", "mamba2",
-                 "recurrent_gemma", "gemma4_text+kv_shared"]
+                 "recurrent_gemma", "gemma4_text+kv_shared", "mamba", "falcon_mamba"]
 DTYPES = {"float32": "fp32", "bfloat16": "bf16"}
 DOCS = REPO / "docs" / "measurements.md"
 TABLE_START, TABLE_END = "<!-- layer-oracle-table: start -->", "<!-- layer-oracle-table: end -->"

@@ -33,7 +33,8 @@ def test_a_loaded_model_is_its_dimensions_plus_what_was_loaded():
     assert (hybrid.model_type, hybrid.mlp_matrices, hybrid.linear_layers, hybrid.attention_layers) == (
         "olmo_hybrid", 3, (0, 1, 2), (3,))
     # one linear layer: [4 heads, 32, 32] recurrent + [4 x (32 + 32 + 32) channels, 4] conv, float32
-    assert hybrid.linear_state_bytes(4) == (4 * 32 * 32 * 4, 384 * 4 * 4)
+    assert hybrid.linear_state_bytes("fp32") == (4 * 32 * 32 * 4, 384 * 4 * 4)
+    assert hybrid.linear_state_bytes("bf16") == (4 * 32 * 32 * 4, 384 * 4 * 2)  # the recurrent state stays float32
 
 
 def test_from_config_reads_gpt2s_and_llamas_names():

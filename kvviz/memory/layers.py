@@ -421,6 +421,13 @@ def _mamba1(c: Any, model: str) -> tuple[str, tuple[CachePart, ...]]:
                      CachePart("recurrent_state", (inner, _whole(c, "mamba_d_state")), "fp32"))
 
 
+def _mamba1_plain(c: Any, model: str) -> tuple[str, tuple[CachePart, ...]]:
+    """Mamba (and Falcon-Mamba): the same layer as Jamba's, its width named intermediate_size (expand x hidden)."""
+    inner = _whole(c, "intermediate_size")
+    return "Mamba", (CachePart("conv_state", (inner, _whole(c, "conv_kernel")), model),
+                     CachePart("recurrent_state", (inner, _whole(c, "state_size")), "fp32"))
+
+
 def _mamba2_parts(heads: int, head_dim: int, groups: int, state: int, kernel: int,
                   model: str) -> tuple[str, tuple[CachePart, ...]]:
     """Mamba-2: a causal conv over x, B and C (heads x head_dim + 2 x groups x d_state channels, kernel K) and one
@@ -479,7 +486,8 @@ def _rg_lru(c: Any, model: str) -> tuple[str, tuple[CachePart, ...]]:
 
 STATE_FORMULAS: dict[str, StateFormula] = {
     "qwen3_next": _gated_deltanet, "qwen3_5_text": _gated_deltanet, "qwen3_5_moe_text": _gated_deltanet,
-    "olmo_hybrid": _gated_deltanet, "kimi_linear": _kda, "jamba": _mamba1, "mamba2": _mamba2, "bamba": _mamba2_expanded,
+    "olmo_hybrid": _gated_deltanet, "kimi_linear": _kda, "jamba": _mamba1, "mamba": _mamba1_plain,
+    "falcon_mamba": _mamba1_plain, "mamba2": _mamba2, "bamba": _mamba2_expanded,
     "granitemoehybrid": _mamba2_expanded, "zamba2": _mamba2_expanded, "falcon_h1": _mamba2_falcon_h1,
     "nemotron_h": _mamba2_nemotron, "lfm2": _short_conv, "lfm2_moe": _short_conv, "minimax": _lightning,
     "recurrent_gemma": _rg_lru,

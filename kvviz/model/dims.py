@@ -37,10 +37,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from kvviz.memory import KVConfig
+from kvviz.memory import layers as cache_layers
 from kvviz.memory.config_fields import config_field
+from kvviz.memory.layers import CacheLayers
 from kvviz.memory.presets import PRESETS, Preset
 from kvviz.ops import ModelShape
 
@@ -141,11 +144,26 @@ class ModelDims:
         """K and V of one position in every attention layer: 2 x layers x n_kv_heads x head_dim numbers."""
         return 2 * len(self.attention_layers) * self.n_kv_heads * self.head_dim * bytes_per_element
 
-    def linear_state_bytes(self, bytes_per_element: int) -> tuple[int, int]:
-        """(recurrent state, conv state) bytes of ONE linear-attention layer, one sequence, whatever the length:
-        [linear_heads, d_k, d_v] and [conv_channels, conv_kernel] numbers (transformers' LinearAttentionLayer)."""
-        recurrent = self.linear_heads * self.linear_key_dim * self.linear_value_dim * bytes_per_element
-        return recurrent, self.conv_channels * self.conv_kernel * bytes_per_element
+    def cache_layers(self, dtype: str, name: str = "custom") -> CacheLayers:
+        """The cache layer by layer, as transformers builds it (kvviz.memory.layers, the one home of every layer
+        kind's bytes): attention layers of kv_config's shape, and a hybrid's linear-attention layers with Gated
+        DeltaNet's state (the recurrent state in float32, the conv state in `dtype`, as transformers keeps them)."""
+        full = KVConfig(n_layer=self.n_layer, n_head=self.n_head, n_kv_heads=self.n_kv_heads, head_dim=self.head_dim,
+                        dtype=dtype, name=name)
+        if self.all_attention:
+            return cache_layers.from_kv_config(full)
+        shape = SimpleNamespace(linear_num_key_heads=self.linear_heads, linear_num_value_heads=self.linear_heads,
+                                linear_key_head_dim=self.linear_key_dim, linear_value_head_dim=self.linear_value_dim,
+                                linear_conv_kernel_dim=self.conv_kernel)
+        mixer, state = cache_layers.STATE_FORMULAS[self.model_type](shape, full.dtype)
+        return cache_layers.from_pattern(full, self.layer_types, state, mixer)
+
+    def linear_state_bytes(self, dtype: str = "fp32") -> tuple[int, int]:
+        """(recurrent state, conv state) bytes of ONE linear-attention layer, one sequence, whatever the length
+        ([linear_heads, d_k, d_v] and [conv_channels, conv_kernel] numbers), from cache_layers."""
+        layer = self.cache_layers(dtype).layers[self.linear_layers[0]]
+        parts = {p.name: p.bytes_per_row(layer.quant_group_size) for p in layer.parts}
+        return parts["recurrent_state"], parts["conv_state"]
 
     def gpt2_config(self) -> dict[str, int]:
         """transformers.GPT2Config's arguments for a GPT-2 of these dimensions (and kvviz.model.load_cost's input):

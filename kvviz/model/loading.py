@@ -37,6 +37,7 @@ from kvviz import i18n
 from kvviz.i18n import N_, _
 from kvviz.inputs import echo
 from kvviz.memory import KVConfig
+from kvviz.memory.layers import CacheLayers
 from kvviz.model import load_cost
 from kvviz.model.dims import GPT2_FAMILY, ModelDims
 from kvviz.model.hub import cached_snapshot, hub_reachable
@@ -139,6 +140,14 @@ class ModelInfo(ModelDims):
     def kv_config(self, dtype: str | None = None, name: str | None = None, **layout: int | None) -> KVConfig:
         """ModelDims.kv_config in the dtype the model runs in (fp32 on CPU) unless told, named by its label."""
         return super().kv_config(self.dtype if dtype is None else dtype, self.label if name is None else name, **layout)
+
+    def cache_layers(self, dtype: str | None = None, name: str | None = None) -> CacheLayers:
+        """ModelDims.cache_layers in the dtype the model runs in unless told, named by its label."""
+        return super().cache_layers(self.dtype if dtype is None else dtype, self.label if name is None else name)
+
+    def linear_state_bytes(self, dtype: str | None = None) -> tuple[int, int]:
+        """ModelDims.linear_state_bytes in the dtype the model runs in unless told."""
+        return super().linear_state_bytes(self.dtype if dtype is None else dtype)
 
 
 def _label(message: str, **fields: Any) -> dict[str, Any]:

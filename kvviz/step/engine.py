@@ -114,6 +114,17 @@ def cache_bytes(cache: DynamicCache) -> int:
     return total
 
 
+def held_bytes(cache: DynamicCache) -> int:
+    """Bytes of every tensor the cache holds: the K and V rows (cache_bytes) and each linear-attention layer's conv
+    and recurrent states (what kvviz.memory.layers counts for the whole cache)."""
+    total = cache_bytes(cache)
+    for layer in cache.layers:
+        if is_linear_layer(layer):
+            for t in (*layer.conv_states.values(), *layer.recurrent_states.values()):
+                total += 0 if t is None else t.numel() * t.element_size()
+    return total
+
+
 RACE_MAX_REPEATS = 15  # a quiet machine does 15 repeats of the bundled model in ~60 ms
 
 
@@ -280,6 +291,11 @@ class StepEngine:
     @property
     def cache_bytes(self) -> int:
         return 0 if self.cache is None else cache_bytes(self.cache)
+
+    @property
+    def held_bytes(self) -> int:
+        """Every tensor of the cache: K/V rows and a hybrid's fixed states (held_bytes)."""
+        return 0 if self.cache is None else held_bytes(self.cache)
 
     @property
     def started(self) -> bool:

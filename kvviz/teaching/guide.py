@@ -188,7 +188,7 @@ def hybrid_question(tokens: int = HYBRID_TOKENS) -> HybridQuestion:
     from kvviz.model import loading  # config.json and the safetensors header only: no torch
 
     info = loading.bundled_info(name=loading.BUNDLED_HYBRID)
-    state = sum(info.linear_state_bytes(4))
+    state = sum(info.linear_state_bytes())  # in the dtype the model runs in (float32), as transformers keeps it
     row = info.kv_bytes_per_position(4)  # every attention layer's K and V of one token, float32
     per_layer_row = row // len(info.attention_layers)
     attention = set(info.attention_layers)

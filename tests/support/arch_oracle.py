@@ -171,6 +171,10 @@ TINY: dict[str, dict[str, Any]] = {
     # ssm [b, num_heads, head_dim, state_size]; num_heads*head_dim = expand*hidden.
     "mamba2": dict(hidden_size=_H, vocab_size=_V, num_hidden_layers=2, num_heads=4, head_dim=32, expand=2,
                    state_size=10, n_groups=2, conv_kernel=3, chunk_size=16),
+    # Mamba-1 (and Falcon-Mamba, the same layer): 2 x mamba. conv [b, intermediate_size, conv_kernel]; recurrent
+    # [b, intermediate_size, state_size]; intermediate_size = expand x hidden (128 = 2 x 64 here).
+    "mamba": dict(hidden_size=_H, vocab_size=_V, num_hidden_layers=2, expand=2, state_size=10, conv_kernel=3),
+    "falcon_mamba": dict(hidden_size=_H, vocab_size=_V, num_hidden_layers=2, expand=2, state_size=12, conv_kernel=3),
     # RecurrentGemma (Griffin): [recurrent, recurrent, attention] (block_types); local attention window 8 (MQA).
     # Recurrent layers: conv1d_state [b, lru_width, conv1d_width - 1] and RG-LRU state [b, lru_width] (float32),
     # held on the modules.
