@@ -497,3 +497,26 @@ def test_a_postgresql_stopped_mid_class_costs_the_poll_and_the_poll_resumes_when
         finally:
             poll.store.clear()
             store.engine.dispose()
+
+
+@pytest.mark.parametrize(("peer", "headers", "trusted", "address"), [
+    (None, {"X-Real-IP": "203.0.113.7"}, "", "203.0.113.7"),  # nginx of run_class.sh on this computer
+    (None, {}, "", None),  # a browser on this computer, no proxy: not limited
+    ("198.51.100.9", {"X-Real-IP": "1.2.3.4"}, "", "198.51.100.9"),  # a direct client's own header is not believed
+    ("10.1.2.3", {"X-Real-IP": "203.0.113.8"}, "10.0.0.0/8", "203.0.113.8"),  # the Kubernetes ingress
+    ("10.1.2.3", {"X-Forwarded-For": "6.6.6.6, 203.0.113.9"}, "10.0.0.0/8", "203.0.113.9"),  # the proxy's entry
+    ("10.1.2.3", {"X-Real-IP": "<b>x</b>"}, "10.0.0.0/8,not a network", "10.1.2.3"),
+])
+def test_the_client_address_is_the_connections_or_a_trusted_proxys(monkeypatch, peer, headers, trusted, address):
+    import types
+
+    from kvviz.ui import poll
+
+    monkeypatch.setenv(poll.TRUSTED_PROXIES_ENV, trusted)
+    poll.trusted_proxies.clear()
+    fake = types.SimpleNamespace(context=types.SimpleNamespace(ip_address=peer, headers=headers))
+    monkeypatch.setattr(poll, "st", fake)
+    try:
+        assert poll.client_address() == address
+    finally:
+        poll.trusted_proxies.clear()

@@ -43,6 +43,26 @@ LIVE_REFRESH_S = 1.0
 
 FAULT_KEY = "poll_fault"  # session: a store fault met outside the panel (a callback, the host cookie), shown by it
 REAL_IP_HEADER = "X-Real-IP"  # set by deploy/nginx.conf.template to the address nginx saw (the client's own is replaced)
+FORWARDED_HEADER = "X-Forwarded-For"  # a proxy appends the address it saw: its last entry, never a client's own
+TRUSTED_PROXIES_ENV = "KVVIZ_TRUSTED_PROXIES"  # networks whose connections are a proxy's (the Kubernetes ingress)
+
+
+@st.cache_resource(show_spinner=False)
+def trusted_proxies() -> tuple:
+    """The networks in KVVIZ_TRUSTED_PROXIES (comma-separated, e.g. 10.0.0.0/8), whose connections come from a
+    proxy that forwards the client's address; this computer's own (None from st.context) always is. A value that
+    is not a network is logged in one line and left out."""
+    import os
+
+    networks = []
+    for item in os.environ.get(TRUSTED_PROXIES_ENV, "").split(","):
+        if item.strip():
+            try:
+                networks.append(ipaddress.ip_network(item.strip(), strict=False))
+            except ValueError:
+                logging.getLogger("kvviz.poll").error("kvviz poll: %s: %r is not a network (e.g. 10.0.0.0/8); left "
+                                                      "out", TRUSTED_PROXIES_ENV, item.strip()[:80])
+    return tuple(networks)
 
 
 @st.cache_resource(show_spinner=False)
@@ -59,16 +79,27 @@ def store() -> poll_store.PollStore:
 
 def client_address() -> str | None:
     """The browser's network address: the connection's (st.context.ip_address), or, when the connection comes from
-    this computer (nginx of deploy/run_class.sh forwards it in X-Real-IP, which it always sets itself), the header's.
-    None for a browser on this computer without nginx: not limited."""
+    this computer (nginx of deploy/run_class.sh) or a trusted proxy's network (KVVIZ_TRUSTED_PROXIES), the address
+    the proxy forwards: X-Real-IP (nginx sets it itself), else the last X-Forwarded-For entry (the one the proxy
+    appended; the ones before it a client may have written). None for a browser on this computer without a proxy:
+    not limited."""
+
+    def _address(text) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+        try:
+            return ipaddress.ip_address(str(text or "").strip())
+        except ValueError:
+            return None
+
     try:
-        address = st.context.ip_address or st.context.headers.get(REAL_IP_HEADER)
+        peer = _address(st.context.ip_address)
+        if peer is not None and not any(peer in network for network in trusted_proxies()):
+            return str(peer)
+        headers = st.context.headers
+        forwarded = _address(headers.get(REAL_IP_HEADER)) or _address(
+            (headers.get(FORWARDED_HEADER) or "").split(",")[-1])
     except Exception:  # noqa: BLE001 - no browser context (a bare run)
         return None
-    try:
-        return str(ipaddress.ip_address(str(address or "").strip()))
-    except ValueError:
-        return None
+    return str(forwarded) if forwarded is not None else (None if peer is None else str(peer))
 
 
 def _fault(refused: poll_store.PollRefused) -> None:
