@@ -150,6 +150,10 @@ TERMS: tuple[Term, ...] = (
          "its current state plus the last few inputs of a short convolution: a fixed number of bytes per sequence, "
          "whatever the length. transformers keeps the recurrent state in float32 even in a bf16 model."),
          routes.MEMORY_BUDGET, ("SSM", "state space model")),
+    Term("Short convolution", "短卷积",
+         N_("A causal convolution over the last few positions (4 in the bundled hybrid) applied to q, k and v before "
+         "the linear attention; its state is those last inputs, `[channels, kernel]` numbers."), routes.STEP_THROUGH,
+         ("conv1d", "short conv")),
     Term("Hybrid model", "混合模型",
          N_("A model that mixes layer kinds: a few attention layers whose K/V grows with the context, and "
          "linear-attention or SSM layers with a fixed state (Qwen3-Next: 1 attention layer in 4; Jamba: 1 in 8; "
