@@ -520,3 +520,13 @@ def test_the_client_address_is_the_connections_or_a_trusted_proxys(monkeypatch, 
         assert poll.client_address() == address
     finally:
         poll.trusted_proxies.clear()
+
+
+def test_the_projectors_one_read_counts_votes_held_back_and_the_class_size(store, room):
+    store.set_limits(room.code, room.host_key, per_address=2, class_size=1)
+    store.vote(room.code, "phone-one", STEP, 1, 0, client="203.0.113.1")
+    with pytest.raises(ps.HeldBack):
+        store.vote(room.code, "phone-two", STEP, 1, 1, client="203.0.113.2")
+    assert store.live_count(room.code, STEP, 1) == (1, 1, 1)
+    store.reset(room.code, room.host_key)  # a reset forgets the held-back votes with the counted ones
+    assert store.live_count(room.code, STEP, 1) == (0, 0, 1)

@@ -656,6 +656,17 @@ class PollStore:
             row = self._room(conn, code, host_key, host=True)
             self._upsert(conn, limits, {"room": row.code}, {"per_address": per_address, "class_size": class_size})
 
+    def live_count(self, code: str, step: int, round: int) -> tuple[int, int, int | None]:
+        """What the projector shows once a second, in one read: votes counted on (step, round), votes held back
+        past the class size, and the class size (None: not set)."""
+        with self._live(read=True) as conn:
+            row = self._room(conn, code)
+            voted = conn.execute(sa.select(sa.func.count()).select_from(votes).where(
+                votes.c.room == row.code, votes.c.step == step, votes.c.round == round)).scalar_one()
+            held_n = conn.execute(sa.select(sa.func.count()).select_from(held).where(
+                held.c.room == row.code, held.c.step == step, held.c.round == round)).scalar_one()
+            return voted, held_n, self._limits(conn, row.code)[1]
+
     def held_back(self, code: str, step: int, round: int) -> int:
         """How many votes on (step, round) came past the class size and were not counted."""
         with self._live(read=True) as conn:

@@ -210,9 +210,7 @@ def qr_image(url: str, alt: str, scale: int = 5) -> str:
 def live_count(code: str, step: int, round_: int) -> None:
     """How many have voted, once a second: the count only, never the distribution before Reveal."""
     try:
-        voted = store().voted_count(code, step, round_)
-        held = store().held_back(code, step, round_)
-        class_size = store().limits(code)[1]
+        voted, held, class_size = store().live_count(code, step, round_)  # one read a second
     except poll_store.PollRefused as refused:
         st.warning(str(refused), icon=":material/cloud_off:")
         return
