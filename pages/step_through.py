@@ -22,6 +22,7 @@ from kvviz import i18n, routes
 from kvviz.figures import step as figs
 from kvviz.i18n import N_, _, ngettext
 from kvviz.inputs import query_values
+from kvviz.inputs.links import refused_value
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from kvviz.model import loading
 from kvviz.step import link as stage_link
@@ -193,7 +194,11 @@ def _open_fresh() -> None:
     """A plan's link (?fresh=1) opens the stage as its row describes it, whatever this session did here before: the
     cache empty (the generation is dropped) and presenter mode as the link says. Once: the flag leaves the URL, so a
     reload keeps what the class did since."""
-    if stage_link.url_flag(st.query_params.get("fresh")):
+    raw = st.query_params.get("fresh")
+    if raw is not None and not stage_link.is_url_flag(raw):  # ?fresh=2: named, the stage as this session left it
+        st.session_state["step_link_warning"] = refused_value("fresh", raw, _("the stage as this session left it"))
+        del st.query_params["fresh"]
+    elif stage_link.url_flag(raw):
         engine.reset()
         st.session_state["step_present"] = stage_link.url_flag(st.query_params.get("present"))
         del st.query_params["fresh"]

@@ -530,3 +530,33 @@ def test_the_projectors_one_read_counts_votes_held_back_and_the_class_size(store
     assert store.live_count(room.code, STEP, 1) == (1, 1, 1)
     store.reset(room.code, room.host_key)  # a reset forgets the held-back votes with the counted ones
     assert store.live_count(room.code, STEP, 1) == (0, 0, 1)
+
+
+# ----- the three the round left: ?fresh=, a 10,000-character preset name, train --text <a folder> ---------------------
+@pytest.mark.app
+def test_a_fresh_flag_the_stage_cannot_read_is_named():
+    from support.pages import app_test
+
+    at = app_test("pages/step_through.py", query={"fresh": "2"})
+    at.run()
+    assert not at.exception
+    said = " ".join(w.value for w in at.info)  # the stage's link notices are a banner (kept until read)
+    assert "fresh=2" in said and "the stage as this session left it" in said
+    assert "fresh" not in at.query_params
+
+
+def test_a_huge_preset_name_is_cut_and_the_known_presets_kept(capsys):
+    from kvviz.cli.memory import main as memory_cli
+
+    assert memory_cli(["--preset", "x" * 10_000]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and len(err) < 1500
+    assert "unknown preset" in err and "llama-3-8b" in err and "qwen3-next-80b-a3b" in err
+
+
+def test_train_names_a_folder_as_a_folder(tmp_path, capsys):
+    from kvviz.training.train import main as train_main
+
+    assert train_main(["--text", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "is a folder, not a text file" in err and err.count("\n") == 1

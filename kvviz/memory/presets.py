@@ -184,7 +184,10 @@ def _import_preset(name: str, dtype: str | None) -> Any:
 def get_preset(name: str) -> Preset:
     key = name.strip().lower()
     if key not in PRESETS:
-        raise MemoryInputError(f"unknown preset {name!r}; known presets: {', '.join(PRESETS)}")
+        from kvviz.inputs.query_values import shown  # the one cut of a quoted value: the known presets stay whole
+
+        raise MemoryInputError(f"unknown preset {shown(repr(name))}; known presets: "
+                               f"{', '.join((*PRESETS, *LAYERED_PRESETS))}")
     return PRESETS[key]
 
 

@@ -32,8 +32,16 @@ def url_float(text: str | None, default: float, lo: float, hi: float) -> float:
     return max(lo, min(hi, value)) if math.isfinite(value) else default
 
 
+FLAG_WORDS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+
+
 def url_flag(text: str | None) -> bool:
-    return (text or "").strip().lower() in ("1", "true", "yes", "on")
+    return FLAG_WORDS.get((text or "").strip().lower(), False)
+
+
+def is_url_flag(text: str | None) -> bool:
+    """The value is one a flag takes (1/0, true/false, yes/no, on/off): anything else is named, not dropped."""
+    return (text or "").strip().lower() in FLAG_WORDS
 
 
 def picker_label(prefix: str, index: int) -> str:

@@ -375,6 +375,9 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse printed its one-line message (or --help)
         return int(exc.code or 0)
+    if args.text.is_dir():
+        say(f"kvviz train: {one_line(args.text)} is a folder, not a text file: give one .txt file", file=sys.stderr)
+        return 2
     if not args.text.is_file():
         say(f"kvviz train: no such text file: {one_line(args.text)}", file=sys.stderr)
         return 2
