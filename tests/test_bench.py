@@ -303,7 +303,7 @@ def test_cli_text_report(capsys):
 @pytest.mark.parametrize(
     "argv, rc, message",
     [
-        (["--new-tokens", "0"], 2, "New tokens must be between 1"),
+        (["--new-tokens", "0"], 2, "--new-tokens: the value must be from 1 to 1,000,000 (got 0)"),
         (["--prompt-len", "200", "--new-tokens", "100"], 2, "only 256 positions"),
         (["--model", "/nonexistent/kvviz-model"], 1, "kvviz bench:"),
         (["--repeats", "many"], 2, "must be a whole number"),  # the app's parser (kvviz.cli.whole)

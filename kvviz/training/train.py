@@ -308,7 +308,8 @@ def write_outputs(model: torch.nn.Module, tokenizer: GPT2TokenizerFast, out_dir:
     sample = sample_text(model, tokenizer, "ROMEO:", 80)
     torch.set_rng_state(rng_state)
     report = {
-        "recipe": asdict(recipe),
+        # as its JSON reads back (a tuple field, the hybrid's full_attention_layers, is a list there)
+        "recipe": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(recipe).items()},
         "steps_done": steps_done,  # < recipe.steps for --stop-after-steps or a --save-every checkpoint
         "corpus": data["corpus"],
         "corpus_chars": data["corpus_chars"],
