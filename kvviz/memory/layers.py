@@ -39,7 +39,7 @@ from typing import Any
 
 from kvviz.i18n import N_, _
 from kvviz.memory import LIMITS, KVConfig, MemoryInputError, check_int, resolve_dtype
-from kvviz.memory.dtypes import DTYPES, FP8_SCALE_BYTES_PER_LAYER, QUANT_OVERHEAD_BYTES_PER_GROUP
+from kvviz.memory.dtypes import DEFAULT_QUANT_GROUP, DTYPES, FP8_SCALE_BYTES_PER_LAYER, QUANT_OVERHEAD_BYTES_PER_GROUP
 
 # The kinds, in the order a legend lists them, with the words a page draws (translated when drawn).
 KINDS: dict[str, str] = {
@@ -101,9 +101,6 @@ class CachePart:
             per_vector += -(-length // quant_group_size) * QUANT_OVERHEAD_BYTES_PER_GROUP
         return vectors * per_vector
 
-    def shape_text(self) -> str:
-        return "[" + ", ".join(str(d) for d in self.shape) + "]"
-
 
 @dataclass(frozen=True)
 class CacheLayer:
@@ -115,7 +112,7 @@ class CacheLayer:
     mixer: str  # what the layer computes, a name (not translated): "attention", "Gated DeltaNet", "Mamba-2" ...
     parts: tuple[CachePart, ...]
     window: int | None = None  # sliding window / attention chunk in tokens (windowed kinds)
-    quant_group_size: int = 64
+    quant_group_size: int = DEFAULT_QUANT_GROUP
     quant_residual_tokens: int = 0  # quantized K/V: newest rows held at 16 bits (QuantizedCache residual_length)
 
     @property
