@@ -18,18 +18,11 @@ import pytest
 from kvviz import i18n
 from kvviz.teaching import poll_store as ps
 from kvviz.teaching.poll_choices import PollQuestion
+from support.clock import Clock
 from support.repo import REPO
 from support.server import free_port
 
 STEP = 3
-
-
-class Clock:
-    def __init__(self, now: float = 1_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _polls(step: int = STEP) -> dict[str, PollQuestion]:
@@ -554,6 +547,7 @@ def test_a_huge_preset_name_is_cut_and_the_known_presets_kept(capsys):
     assert "unknown preset" in err and "llama-3-8b" in err and "qwen3-next-80b-a3b" in err
 
 
+@pytest.mark.model  # kvviz.training.train imports torch
 def test_train_names_a_folder_as_a_folder(tmp_path, capsys):
     from kvviz.training.train import main as train_main
 

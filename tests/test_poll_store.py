@@ -14,19 +14,10 @@ import sqlalchemy as sa
 from kvviz import i18n
 from kvviz.teaching import poll_store as ps
 from kvviz.teaching.poll_choices import PollQuestion
+from support.clock import Clock
 from support.postgres import throwaway_postgres
 
 STEP = 3
-
-
-class Clock:
-    """An injected clock: seconds, moved by hand."""
-
-    def __init__(self, now: float = 1_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def poll(step: int = STEP, n: int = 4, right: int = 1, language: str = "en") -> PollQuestion:
