@@ -100,11 +100,18 @@ def parse_outcome(text: str) -> tuple[str, object]:
 
 
 def check_read(imported: config_import.ImportedConfig) -> None:
-    """What an accepted config may show: a short name, short used values, a config the calculator can count."""
-    assert len(imported.config.name) <= config_import.MAX_NAME_CHARS
+    """What an accepted config may show: a short name, short used values, a config (or, for a model without attention
+    such as Mamba, a layer list) the calculator can count."""
+    if imported.config is None:  # no attention layer: the layer list is the whole answer
+        assert imported.layers is not None and len(imported.layers.name) <= config_import.MAX_NAME_CHARS
+        assert imported.layers.bytes_at(100) >= 0 and not imported.layers.attention_layers()
+    else:
+        assert len(imported.config.name) <= config_import.MAX_NAME_CHARS
+        assert memory.kv_bytes(imported.config, 100) >= 0
+    if imported.layers is not None:
+        assert imported.layers.bytes_at(100) >= 0 and len(imported.layers.name) <= config_import.MAX_NAME_CHARS
     assert all(len(memory.short_repr(v, 10_000)) <= 80 for v in imported.used.values())
     assert all(len(m) <= MAX_MESSAGE for m in imported.missing)
-    assert memory.kv_bytes(imported.config, 100) >= 0
     assert imported.max_context is None or 1 <= imported.max_context <= memory.LIMITS["context_len"]
 
 
