@@ -18,7 +18,7 @@ from plotly.subplots import make_subplots
 from kvviz.figures import SpecFigure
 from kvviz.i18n import _, list_sep, ngettext
 from kvviz.measure.timing import median, quartiles
-from kvviz.memory.units import short_bytes as _short_bytes
+from kvviz.memory.units import short_bytes
 from kvviz.step.records import ContextRace, LinearState, RaceTiming
 from kvviz.step.view import StageSnapshot, visible
 
@@ -233,7 +233,7 @@ def state_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 370) -
     fig.update_xaxes(showticklabels=False)
     fig.update_yaxes(showticklabels=False, autorange="reversed")
     fig.update_yaxes(title={"text": _("state {d_k}x{d_v} · {size}").format(d_k=d_k, d_v=d_v,
-                                                                          size=_short_bytes(per_head_recurrent)),
+                                                                          size=short_bytes(per_head_recurrent)),
                             "standoff": 2}, row=1, col=1)
     fig.update_yaxes(title={"text": _("conv {kernel}x{channels}").format(kernel=kernel, channels=2 * d_k + d_v),
                             "standoff": 2}, row=2, col=1)
@@ -250,8 +250,8 @@ def state_figure_text(snap: StageSnapshot) -> str:
     return _("Chart: layer {layer}'s linear-attention state, per head: {heads} state matrices of {d_k} x {d_v} numbers "
              "({recurrent}) and each head's last {kernel} convolution inputs ({conv}); {total} in all, the same "
              "size at every step.").format(
-        layer=state.layer, heads=heads, d_k=d_k, d_v=d_v, recurrent=_short_bytes(state.recurrent_bytes),
-        kernel=state.conv.shape[1], conv=_short_bytes(state.conv_bytes), total=_short_bytes(state.total_bytes))
+        layer=state.layer, heads=heads, d_k=d_k, d_v=d_v, recurrent=short_bytes(state.recurrent_bytes),
+        kernel=state.conv.shape[1], conv=short_bytes(state.conv_bytes), total=short_bytes(state.total_bytes))
 
 
 def group_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 360) -> go.Figure:
@@ -487,7 +487,7 @@ def hybrid_layers_figure(layers: Sequence[int], kv_rows: Sequence[int], kv_bytes
                text=[ngettext("{n} row", "{n} rows", r).format(n=r) if r else "" for r in kv_rows],
                textposition="inside", hovertemplate=_("%{x}: K/V %{y:.1f} KiB<extra></extra>")),
         go.Bar(x=names, y=[b / 1024 for b in state_bytes], name=_("state (fixed)"), marker_color=ATTENTION_COLOR,
-               text=[_short_bytes(b) if b else "" for b in state_bytes], textposition="inside",
+               text=[short_bytes(b) if b else "" for b in state_bytes], textposition="inside",
                hovertemplate=_("%{x}: state %{y:.1f} KiB<extra></extra>")),
     ])
     fig.update_layout(barmode="stack", height=height_px, margin=_margins(font_px),

@@ -624,8 +624,7 @@ def _parse_resolved(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, dty
                        "{window:,}: the token being added is attended to without being stored yet.").format(
                            kept=window - 1, window=window))
     max_ctx = getattr(t, "max_position_embeddings", None)
-    extras = {k: v for k, v in (("n_embd", hidden), ("d_ff", _d_ff(t, hidden)), ("vocab_size",
-              getattr(t, "vocab_size", None))) if isinstance(v, int)}
+    extras = _extras(t, hidden)
     if stack is not None:
         stack = replace(stack, name=name)
     return ImportedConfig(config, used, tuple(missing), max_ctx if isinstance(max_ctx, int) else None, extras,
@@ -687,9 +686,7 @@ def _parse_layers(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, t: An
             config = KVConfig(stack.n_layer, heads, kv_heads, head_dim, dt, name=name)
     notes = list(layer_notes(stack))
     max_ctx = getattr(t, "max_position_embeddings", None)
-    hidden = getattr(t, "hidden_size", None)
-    extras = {k: v for k, v in (("n_embd", hidden), ("d_ff", _d_ff(t, hidden)), ("vocab_size",
-              getattr(t, "vocab_size", None))) if isinstance(v, int)}
+    extras = _extras(t, getattr(t, "hidden_size", None))
     return ImportedConfig(config, used, tuple(missing), max_ctx if isinstance(max_ctx, int) else None, extras, {},
                           tuple(notes), None, None, type(t).__name__, stack)
 
@@ -796,6 +793,12 @@ def kv_heads(t: Any, n_head: int, take: Any) -> int:
         return take("multi_query", 1)
     value = getattr(t, "num_key_value_heads", None)
     return take("num_key_value_heads", value) if value else n_head
+
+
+def _extras(t: Any, hidden: Any) -> dict[str, int]:
+    """n_embd, d_ff and vocab_size when the config gives them as whole numbers (for op counts)."""
+    return {k: v for k, v in (("n_embd", hidden), ("d_ff", _d_ff(t, hidden)), ("vocab_size",
+            getattr(t, "vocab_size", None))) if isinstance(v, int)}
 
 
 def _d_ff(t: Any, hidden: Any) -> Any:
