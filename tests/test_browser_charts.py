@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from kvviz.figures import MAX_LEGEND_ENTRIES, MIN_TICK_FONT_PX
-from support.browser import PAGES, assert_no_errors, goto_drawn, new_tab, wait_idle
+from support.browser import PAGES, assert_no_errors, choose_tab, goto_drawn, new_tab, wait_idle
 
 pytestmark = pytest.mark.browser
 WIDTH, HEIGHT = 1280, 720
@@ -79,8 +79,7 @@ def test_every_chart_is_readable_at_1280x720(app_url, browser, scheme):
         _prepare(tab, path)
         drawn[path] = _check_charts(tab, path or "home", path in MUST_DRAW)
         for name in TABS.get(path, []):
-            tab.get_by_role("tab", name=name).click()
-            wait_idle(tab)
+            choose_tab(tab, name)
             drawn[f"{path}/{name}"] = _check_charts(tab, f"{path}, tab {name}", f"{path}/{name}" in MUST_DRAW)
         assert_no_errors(tab)
     assert all(drawn[path] > 0 for path in MUST_DRAW), drawn

@@ -12,7 +12,16 @@ import pytest
 
 from kvviz.teaching import lesson
 from support.browser import ARTIFACTS as ALL_ARTIFACTS
-from support.browser import assert_no_errors, new_tab, open_tab, page_url, wait_idle, wait_settled
+from support.browser import (
+    assert_no_errors,
+    choose_option,
+    choose_tab,
+    new_tab,
+    open_tab,
+    page_url,
+    wait_idle,
+    wait_settled,
+)
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = ALL_ARTIFACTS / "lesson"
@@ -194,27 +203,16 @@ def test_memory_links_keep_every_tabs_inputs(app_url, browser):
     keeps it."""
     tab = open_tab(browser, app_url, "memory_budget")
     _settled(tab)
-    tab.locator(".st-key-mem_compare input").press_sequentially("gpt2")  # typing opens the list, filtered
-    tab.get_by_role("option", name="gpt2", exact=True).click()
-    tab.wait_for_function("() => location.search.includes('mem_compare=gpt2')")
-    tab.keyboard.press("Escape")
-    _settled(tab)
-    tab.get_by_role("tab", name="What fits").click()
-    _settled(tab)
-    tab.locator(".st-key-mem_gpu input").press_sequentially("H100 80")
-    tab.get_by_role("option", name="NVIDIA H100 80GB").click()
-    tab.wait_for_function("() => location.search.includes('mem_gpu=')")
-    _settled(tab)
-    tab.get_by_role("tab", name="Paged vs flat").click()
-    _settled(tab)
+    choose_option(tab, "mem_compare", "gpt2", "gpt2", "mem_compare=gpt2")  # typing opens the list, filtered
+    choose_tab(tab, "What fits")
+    choose_option(tab, "mem_gpu", "H100 80", "NVIDIA H100 80GB", "mem_gpu=")
+    choose_tab(tab, "Paged vs flat")
     block = tab.locator(".st-key-mem_block input")
     block.fill("32")
     block.press("Enter")
     tab.wait_for_function("() => location.search.includes('mem_block=32')")
     _settled(tab)
     for name in ("Size vs context", "Textbook figures", "What fits", "Paged vs flat"):
-        tab.get_by_role("tab", name=name).click()
-        _settled(tab)
-        tab.wait_for_timeout(500)
+        choose_tab(tab, name)
         for kept in ("mem_compare=gpt2", "mem_gpu=NVIDIA", "mem_block=32"):
             assert kept in tab.url, (name, kept, tab.url)

@@ -8,7 +8,7 @@ import pytest
 
 from kvviz import i18n
 from support.browser import ARTIFACTS as ALL_ARTIFACTS
-from support.browser import open_tab, wait_settled
+from support.browser import choose_tab, open_tab, wait_settled
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = ALL_ARTIFACTS / "memory_hybrid"
@@ -40,7 +40,7 @@ def test_a_hybrid_preset_shows_its_layer_strip_and_its_two_parts(app_url, browse
     tiles = tab.locator('.st-key-mem_metrics [data-testid="stMetricValue"]')
     assert tiles.first.inner_text() == per_token
     tab.screenshot(path=str(ARTIFACTS / f"{preset}_{device}_{lang}_parts.png"), full_page=False)
-    tab.get_by_role("tab", name=per_layer_tab).click()
+    choose_tab(tab, per_layer_tab)
     strip = tab.locator(".st-key-mem_chart_strip .js-plotly-plot .main-svg").first
     strip.wait_for()
     strip.scroll_into_view_if_needed()

@@ -7,6 +7,8 @@ a page. The fixtures (app_url, page, browser, busy_core) live in tests/conftest.
   page_url        the app's URL for a page, in a language (?lang=), with a query
   goto_drawn      a tab sent to a page and waited for until drawn (selectors, then the script run over)
   open_tab        new_tab + goto_drawn
+  choose_tab      a tab bar's tab opened, and still open once the run is over
+  choose_option   a searchable select's option chosen, and kept in the URL
 """
 from __future__ import annotations
 
@@ -80,6 +82,47 @@ def wait_settled(tab, timeout_ms: int) -> None:
     stale) within `timeout_ms`."""
     wait_idle(tab)
     tab.wait_for_function("() => !document.querySelector('[data-stale=\"true\"]')", timeout=timeout_ms)
+
+
+# The name of the open tab of a tab bar (Streamlit marks it aria-selected).
+SELECTED_TAB = """(name) => [...document.querySelectorAll('[role="tab"][aria-selected="true"]')]
+    .some(t => t.innerText.trim() === name)"""
+
+
+def choose_tab(tab, name: str, *, tries: int = 3, timeout_ms: int = 60_000) -> None:
+    """The tab bar's tab `name` opened and still open once the run is over. A rerun already under way when the tab is
+    clicked (a choice made just before) ends by drawing the bar with the tab it started with, so a click it overrode
+    is made again, `tries` times at most."""
+    for _ in range(tries):
+        tab.get_by_role("tab", name=name, exact=True).click()
+        tab.wait_for_function(SELECTED_TAB, arg=name, timeout=timeout_ms)
+        wait_settled(tab, timeout_ms=timeout_ms)
+        tab.wait_for_timeout(500)
+        if tab.evaluate(SELECTED_TAB, name):
+            return
+    raise AssertionError(f"the tab {name!r} did not stay open after {tries} clicks")
+
+
+def choose_option(tab, key: str, typed: str, option: str, in_url: str, *, tries: int = 3,
+                  timeout_ms: int = 30_000) -> None:
+    """In the select or multiselect keyed `key`, `typed` typed (it filters the list) and `option` chosen, until the
+    URL carries `in_url`. A choice made while the page's first run is still drawing the box can be lost with the box
+    it was made in, so it is made again, `tries` times at most."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for _ in range(tries):
+        tab.locator(f".st-key-{key} input").press_sequentially(typed)
+        tab.get_by_role("option", name=option, exact=True).click()
+        try:
+            tab.wait_for_function("(part) => location.search.includes(part)", arg=in_url, timeout=timeout_ms)
+        except PlaywrightTimeout:
+            tab.keyboard.press("Escape")
+            wait_settled(tab, timeout_ms=timeout_ms)
+            continue
+        tab.keyboard.press("Escape")
+        wait_settled(tab, timeout_ms=timeout_ms)
+        return
+    raise AssertionError(f"choosing {option!r} in {key} never reached the URL ({in_url!r}) in {tries} tries")
 
 
 @contextlib.contextmanager
