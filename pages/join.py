@@ -1,7 +1,9 @@
 """Join the class poll: a phone opens the projector's QR code (or types its code), sees the question the teacher
 has open, and taps a choice. One tap votes; a tap on another choice changes the vote until the teacher locks it.
-No account, no name, nothing typed but the code. The page does not poll: "Show the current question" fetches the
-teacher's next one. The language is the phone's own (its browser's), whatever the teacher's projector shows.
+No account, no name, nothing typed but the code. The page follows the teacher: a fragment reads the room's state
+(step, round, phase: one row by its key) every FOLLOW_S seconds and redraws the page when the teacher has moved (Next,
+Lock, Reveal, Vote again, Reset), as a presenter's audience app does. The language is the phone's own (its
+browser's), whatever the teacher's projector shows.
 """
 from __future__ import annotations
 
@@ -11,10 +13,14 @@ from kvviz import routes
 from kvviz.figures.poll import choice_letter, poll_figure
 from kvviz.i18n import _
 from kvviz.teaching import poll_store
-from kvviz.ui import a11y, poll, router
+from kvviz.ui import a11y, assets, poll, router
+
+FOLLOW_S = 1.5  # a phone shows the teacher's move within about this, plus one run of the page
 
 router.ensure_router()
 st.title(_(routes.JOIN.title))
+st.html(assets.style("join.css"))
+st.html(assets.script("join_phone.js"), unsafe_allow_javascript=True)
 code = poll_store.normalize_code(st.query_params.get(routes.JOIN.key("room")))
 
 
@@ -59,10 +65,25 @@ except poll_store.PollRefused as refused:
 
 voter = poll.voter_token()
 client = poll.client_address()
+
+
+@st.fragment(run_every=FOLLOW_S)
+def _follow(drawn: tuple[int, int, str]) -> None:
+    """Redraws the page when the room's step, round or phase is no longer the one drawn; draws nothing. A fault
+    here is left to the next tap or redraw, which says it in words."""
+    try:
+        now = poll.store().room(code)
+    except poll_store.PollRefused:
+        return
+    if (now.step, now.round, now.phase) != drawn:
+        st.rerun(scope="app")
+
+
+_follow((room.step, room.round, room.phase))
 st.caption(_("Room {code}").format(code=code))
 st.button(_("Show the current question"), key="join_refresh", icon=":material/refresh:", use_container_width=True)
 if question is None:
-    st.info(_("The teacher has not opened a question yet. When they do, press *Show the current question*."),
+    st.info(_("The teacher has not opened a question yet: it shows here when they do."),
             icon=":material/hourglass_top:")
     st.stop()
 
@@ -75,11 +96,25 @@ def _vote(choice: int) -> None:
     """(Tap callback.) Vote, or say why not; the vote shown is the one the store kept."""
     try:
         poll.store().vote(code, voter, room.step, room.round, choice, client)
+    except poll_store.VotingClosed as refused:
+        st.session_state["join_refused"] = _moved_on() or str(refused)
+        return
     except poll_store.PollRefused as refused:  # refused, held back or not stored: never "Vote received"
         st.session_state["join_refused"] = str(refused)
         return
     st.session_state[mine_key] = choice
     st.session_state.pop("join_refused", None)
+
+
+def _moved_on() -> str | None:
+    """A tap on a question the teacher has left (before the page followed): what is open now, in one sentence."""
+    try:
+        now = poll.store().room(code)
+    except poll_store.PollRefused:
+        return None
+    if (now.step, now.round) == (room.step, room.round):
+        return None
+    return _("The teacher has moved on: question {step} is shown now. Tap your answer to it.").format(step=now.step)
 
 
 mine = st.session_state.get(mine_key)

@@ -20,6 +20,7 @@ import streamlit as st
 from kvviz import i18n, routes
 from kvviz.figures import export_config
 from kvviz.figures.lesson import lesson_figure, tokens_html
+from kvviz.figures.poll import choice_letter
 from kvviz.i18n import N_, _, ngettext
 from kvviz.inputs import query_values
 from kvviz.teaching import glossary, handout, lesson
@@ -309,9 +310,12 @@ def class_box(number: int, question: lesson.Question, step: lesson.LessonStep, f
     # the question is the first heading under the page's title (h2: headings in order, axe's heading-order), its
     # choices and the answer h3 under it; drawn at the h3's size and spacing it had (CLASS_CSS, READABLE_CSS)
     st.container(key="lesson_question").markdown(f"## {question.text}")
-    if question.is_choice:
+    # With a class poll running, the room's letters: the poll's choices in its order, as every phone and the vote
+    # chart letter them (on number steps too), so "the answer is C" sends the room to one choice
+    choices = poll.room_choices(number, question) or (question.choices if question.is_choice else ())
+    if choices:
         st.container(key="lesson_choices").markdown(
-            "\n".join(f"### {chr(65 + i)}. {c}" for i, c in enumerate(question.choices)))
+            "\n".join(f"### {choice_letter(i)}. {c}" for i, c in enumerate(choices)))
     elif question.rel_tolerance and not question.states_tolerance:
         st.caption(_("Accepted within {tolerance:.0%}.").format(tolerance=question.rel_tolerance))
     reveal_key = f"lesson_reveal_{number}"

@@ -6,6 +6,7 @@ out: figures never import the poll's store or the lesson (tests/test_layering.py
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
@@ -20,10 +21,16 @@ def choice_letter(index: int) -> str:
     return chr(ord("A") + index)
 
 
+def plain_label(label: str) -> str:
+    """A choice's label as plain text, for a chart or a table cell (which draw no markdown): its code spans'
+    backticks dropped ("Row 8: `en`" -> "Row 8: en")."""
+    return re.sub(r"(`+)(.+?)\1", r"\2", label)
+
+
 def poll_figure(labels: Sequence[str], rounds: Sequence[Sequence[int]], right: int, font_px: int = 16) -> go.Figure:
     """Horizontal bars, one row per choice ("A. 73.73 MB ✓"), one bar per round: the last round in colour (green for
     the right choice, orange for the others), an earlier round in grey beside it, so the shift reads at a glance."""
-    rows = [f"{choice_letter(i)}. {label}" + (" ✓" if i == right else "") for i, label in enumerate(labels)]
+    rows = [f"{choice_letter(i)}. {plain_label(label)}" + (" ✓" if i == right else "") for i, label in enumerate(labels)]
     fig = go.Figure()
     for number, counts in enumerate(rounds, start=1):
         last = number == len(rounds)

@@ -39,6 +39,7 @@ VOTER_KEY = "poll_voter"  # session: this tab's voter token, until the browser r
 _COOKIE_VALUE = re.compile(r"[A-Za-z0-9_\-.]{8,120}")  # a cookie comes from the browser: anything else is ignored
 VOTER_COOKIE_MAX_AGE_S = 24 * 3600
 LIVE_REFRESH_S = 1.0
+QR_SCALE = 7  # pixels per module: a join link's code (33 modules and a 3-module border) about 270 px wide
 
 
 FAULT_KEY = "poll_fault"  # session: a store fault met outside the panel (a callback, the host cookie), shown by it
@@ -247,6 +248,25 @@ def poll_in_language(code: str, step: int | None = None) -> PollQuestion | None:
     return None
 
 
+def room_choices(step: int, question) -> tuple[str, ...] | None:
+    """The choices the room votes on at `step`, in the poll's order (the phones' and the vote chart's letters), while
+    this browser runs a class poll; None without one. Number steps have them too. The step's stored poll in this
+    session's language, else the one the panel is about to open: choices_for is seeded by the room and the step only,
+    so it draws what the store will hold. `question`: the step's lesson Question in this session's language."""
+    room = hosted_room()
+    try:
+        if room is None or not store().room(room.code).step:
+            return None
+        stored = poll_in_language(room.code, step)
+    except poll_store.PollRefused:  # the panel says why; the projector keeps the lesson's own choices
+        return None
+    if stored is None or stored.step != step:
+        from kvviz.teaching.poll_choices import choices_for
+
+        stored = choices_for(question, step, room.code)
+    return stored.choices
+
+
 # ----- the projector ------------------------------------------------------------------------------------------------
 REVEAL_KEY, LOCK_KEY, AGAIN_KEY = "V", "L", "G"  # as class mode's keys: V reveals, Y / N mark the room, H hints
 
@@ -338,9 +358,12 @@ def _panel(step: int, ask, font_px: int, answer_shown: bool, on_next) -> None:
     with st.container(border=True, key="poll_panel"):
         if state.phase == "revealed":  # what the room answered first, the join code under it for late phones
             votes(room, state.step, state.round, font_px)
-        left, right = st.columns([1, 4], vertical_alignment="center")
-        left.html(qr_image(url, _("QR code of the join link: {url}").format(url=url), scale=4))
+        left, right = st.columns([2, 3], vertical_alignment="center")
+        left.html(qr_image(url, _("QR code of the join link: {url}").format(url=url), scale=QR_SCALE))
         right.markdown(_("### Join: {code}").format(code=room.code) + f"  \n{url}")
+        if right.button(_("Full screen"), key="poll_full_screen", icon=":material/fullscreen:",
+                        help=_("The join code and its QR code on the whole screen, for the back of the hall")):
+            join_full_screen(room.code, url)
         if only_this_computer(url):
             right.warning(_("This address is this computer's own: phones cannot reach it. Serve the class on the "
                             "network (docs/deploying.md), then start the poll from that address."),
@@ -370,6 +393,18 @@ def _panel(step: int, ask, font_px: int, answer_shown: bool, on_next) -> None:
             row.button(_("Next question"), key="poll_next", icon=":material/arrow_forward:", on_click=on_next)
         if refused := st.session_state.pop("poll_refused", None):
             st.warning(refused)
+
+
+def join_full_screen(code: str, url: str) -> None:
+    """The join code and its QR code as large as the screen allows, for a hall; Esc or the close button returns.
+    (The dialog is made per call: its title is drawn in the reader's language.)"""
+    @st.dialog(_(routes.JOIN.title), width="large")
+    def _full() -> None:
+        st.html(f'<div class="kvviz-join-full"><p class="kvviz-join-code">{html.escape(code)}</p>'
+                + qr_image(url, _("QR code of the join link: {url}").format(url=url), scale=QR_SCALE * 2)
+                + f"<p>{html.escape(url)}</p></div>")
+
+    _full()
 
 
 def _limits_popover(where, room: poll_store.NewRoom) -> None:
@@ -402,7 +437,7 @@ def votes(room: poll_store.NewRoom, step: int, last_round: int, font_px: int) ->
     if question is None:
         return
     tallies = [store().tally(room.code, step, r, room.host_key) for r in range(1, last_round + 1)]
-    from kvviz.figures.poll import choice_letter, poll_figure
+    from kvviz.figures.poll import choice_letter, plain_label, poll_figure
     from kvviz.ui.a11y import chart
 
     chart(st, poll_figure(question.choices, [t.counts for t in tallies], question.right, font_px),
@@ -411,7 +446,7 @@ def votes(room: poll_store.NewRoom, step: int, last_round: int, font_px: int) ->
     if len(tallies) == 2 and None not in shares:
         st.markdown(_("Right: **{before:.0%}** in round 1, **{after:.0%}** in round 2.").format(
             before=shares[0], after=shares[1]))
-    st.table([{_("choice"): f"{choice_letter(i)}. {label}", _("votes"): tallies[-1].counts[i],
+    st.table([{_("choice"): f"{choice_letter(i)}. {plain_label(label)}", _("votes"): tallies[-1].counts[i],
                _("the mistake it stands for"): _("the right answer") if i == question.right else question.mistakes[i]}
               for i, label in enumerate(question.choices)], hide_index=True)  # static: long mistakes wrap
 

@@ -1,0 +1,152 @@
+"""The class poll as one room sees it (headless Debian Chromium): the projector, the phones and the vote chart name
+each choice by the same letter, in both languages and on number steps too; the phones follow the teacher without a
+tap; a phone's controls are made for a thumb and a screen reader; the join code reads from the back of the hall.
+Screenshots go to test-artifacts/poll/ to be looked at.
+"""
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from support.browser import ARTIFACTS as ALL_ARTIFACTS
+from support.browser import new_tab, open_tab, page_url, require_chromium, wait_settled
+from support.server import streamlit_server
+
+pytestmark = pytest.mark.browser
+ARTIFACTS = ALL_ARTIFACTS / "poll"
+PHONE = {"width": 390, "height": 844, "is_mobile": True, "has_touch": True, "device_scale_factor": 2}
+LOCALES = {"en": "en-US", "zh-CN": "zh-CN"}
+
+
+@pytest.fixture(scope="module")
+def poll_url(tmp_path_factory):
+    """A fresh server on this module's own poll store (a SQLite file)."""
+    require_chromium()
+    with streamlit_server(env={"KVVIZ_POLL_DB": f"sqlite:///{tmp_path_factory.mktemp('poll') / 'poll.sqlite3'}"}) as url:
+        yield url
+
+
+def _settled(tab) -> None:
+    wait_settled(tab, timeout_ms=60_000)
+
+
+def _projector(poll_url: str, browser, step: int, lang: str):
+    """A teacher's projector in class mode on `step`, its class poll started; (the tab, the room's code)."""
+    teacher = open_tab(browser, poll_url, "lesson", lang=lang, query={"step": str(step), "lesson_class": "true"},
+                       drawn=(".st-key-poll_start",))
+    _settled(teacher)
+    teacher.locator(".st-key-poll_start button").first.click()
+    heading = teacher.locator(".st-key-poll_panel h3").first
+    heading.wait_for()
+    _settled(teacher)
+    return teacher, re.search(r"([0-9A-Z]{6})", heading.inner_text()).group(1)
+
+
+def _phone(poll_url: str, browser, code: str, lang: str):
+    phone = new_tab(browser, locale=LOCALES[lang], **PHONE)
+    phone.goto(page_url(poll_url, "join", lang=lang, query={"room": code}))
+    phone.locator("[class*='st-key-join_choice_'] button").first.wait_for()
+    _settled(phone)
+    return phone
+
+
+def _lines(locator) -> list[str]:
+    return [" ".join(t.split()) for t in locator.all_inner_texts()]
+
+
+@pytest.mark.parametrize("step, lang", [(5, "en"), (4, "zh-CN"), (7, "en")])
+def test_the_projector_the_phones_and_the_chart_letter_the_choices_alike(poll_url, browser, step, lang):
+    """Steps 4 and 5 are choice questions whose lesson order differs from the poll's; step 7 asks for a number, which
+    the projector lettered not at all while the phones showed lettered values."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    teacher, code = _projector(poll_url, browser, step, lang)
+    projector = _lines(teacher.locator(".st-key-lesson_choices h3"))
+    phone = _phone(poll_url, browser, code, lang)
+    phones = _lines(phone.locator("[class*='st-key-join_choice_'] button"))
+    assert len(projector) >= 2 and projector == phones, (projector, phones)
+    assert [line[0] for line in projector] == [chr(65 + i) for i in range(len(projector))]
+
+    phone.locator("[class*='st-key-join_choice_'] button").first.click()
+    _settled(phone)
+    teacher.keyboard.press("v")
+    chart = teacher.locator(".st-key-poll_panel .js-plotly-plot").first
+    chart.wait_for()
+    _settled(teacher)
+    rows = chart.evaluate("(plot) => plot.data[plot.data.length - 1].y")
+    charted = [" ".join(row.removesuffix(" ✓").split()) for row in rows]
+    assert charted == projector, (charted, projector)
+    assert not any("`" in row for row in rows)  # plain text: a chart draws no markdown
+    table = _lines(teacher.locator(".st-key-poll_panel table tbody tr td:first-child, "
+                                   ".st-key-poll_panel table tbody tr th:first-child"))
+    assert table == projector, (table, projector)
+    teacher.screenshot(path=str(ARTIFACTS / f"letters_step{step}_{lang}.png"))
+    phone.context.close()
+    teacher.context.close()
+
+
+def test_a_phone_follows_the_teacher_without_a_tap(poll_url, browser):
+    """Next question, Lock and Reveal reach a phone that nobody touches: it redraws the room's state itself."""
+    teacher, code = _projector(poll_url, browser, 4, "en")
+    phone = _phone(poll_url, browser, code, "en")
+    phone.get_by_text("Question 4.").first.wait_for()
+    teacher.locator(".st-key-poll_lock button").first.click()
+    _settled(teacher)
+    phone.get_by_text("Voting is closed").wait_for(timeout=10_000)
+    teacher.keyboard.press("v")
+    teacher.locator(".st-key-poll_next button").first.wait_for()
+    _settled(teacher)
+    phone.get_by_text("The answer is").first.wait_for(timeout=10_000)
+    teacher.locator(".st-key-poll_next button").first.click()
+    teacher.get_by_text("Step 5 of 12").first.wait_for()
+    _settled(teacher)
+    t0 = time.monotonic()
+    phone.get_by_text("Question 5.").first.wait_for(timeout=10_000)
+    followed_s = time.monotonic() - t0
+    assert phone.locator("[class*='st-key-join_choice_5_'] button").first.is_enabled()
+    phone.screenshot(path=str(ARTIFACTS / "phone_followed_to_step5.png"))
+    print(f"the phone showed question 5 {followed_s:.1f} s after the projector drew it")
+    phone.context.close()
+    teacher.context.close()
+
+
+def test_a_phone_is_made_for_a_thumb_and_a_screen_reader(poll_url, browser):
+    """The code box types capitals and never autocorrects; every choice is at least 48 px tall; the chosen one says
+    so to a screen reader (aria-pressed), not by colour alone."""
+    teacher, code = _projector(poll_url, browser, 5, "en")
+    phone = new_tab(browser, locale="en-US", **PHONE)
+    phone.goto(page_url(poll_url, "join", lang="en"))
+    box = phone.locator("input[type=text]").first
+    box.wait_for()
+    _settled(phone)
+    assert box.get_attribute("autocapitalize") == "characters"
+    assert box.get_attribute("autocorrect") == "off" and box.get_attribute("spellcheck") == "false"
+    phone.goto(page_url(poll_url, "join", lang="en", query={"room": code}))
+    buttons = phone.locator("[class*='st-key-join_choice_'] button")
+    buttons.first.wait_for()
+    _settled(phone)
+    heights = [buttons.nth(i).bounding_box()["height"] for i in range(buttons.count())]
+    assert min(heights) >= 48, heights
+    buttons.nth(1).click()
+    _settled(phone)
+    phone.wait_for_function("""() => [...document.querySelectorAll("[class*='st-key-join_choice_'] button")]
+        .map(b => b.getAttribute('aria-pressed')).join() === 'false,true' + ',false'.repeat(
+        document.querySelectorAll("[class*='st-key-join_choice_'] button").length - 2)""", timeout=10_000)
+    phone.context.close()
+    teacher.context.close()
+
+
+def test_the_join_code_reads_from_the_back_of_the_hall(poll_url, browser):
+    """At 1280x720 the QR code is at least 240 px; Full screen shows the code and a QR code filling the screen."""
+    teacher, code = _projector(poll_url, browser, 5, "en")
+    qr = teacher.locator(".st-key-poll_panel img.kvviz-poll-qr")
+    assert qr.bounding_box()["width"] >= 240
+    teacher.locator(".st-key-poll_full_screen button").first.click()
+    dialog = teacher.get_by_role("dialog")
+    dialog.locator(".kvviz-join-code").wait_for()
+    assert dialog.locator(".kvviz-join-code").inner_text().strip() == code
+    box = dialog.locator("img.kvviz-poll-qr").bounding_box()
+    assert box["width"] >= 400 and box["y"] + box["height"] <= 720, box  # as large as fits the screen
+    teacher.screenshot(path=str(ARTIFACTS / "join_full_screen.png"))
+    teacher.context.close()
