@@ -1,7 +1,9 @@
 """deploy/run_class.sh refuses every bad option before it starts anything: one line naming the option, exit 2.
 
 Pure tier: NGINX points at no file, so a value that passed the checks stops at "nginx not found" (exit 1) and no
-replica or nginx is ever started; the script never gets past its checks here.
+replica or nginx is ever started; the script never gets past its checks here. A run that gets as far as the port
+check is given free ports (-p), never the default 8500, which anything else on the machine may hold: the default
+itself is read from the script, never bound.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from support.server import free_port_block, port_in_use
 
 SCRIPT = REPO / "deploy" / "run_class.sh"
 NO_NGINX = "/nonexistent/nginx"
+DEFAULT_PORT = 8500  # where students connect when the teacher gives no -p (the script's comment and docs say it)
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
@@ -53,14 +56,28 @@ def test_each_bad_option_is_refused_with_one_line_and_exit_2(args, said):
     assert "not found" not in done.stderr  # refused before the nginx check, so before anything could start
 
 
+def _with_free_ports(args: list[str]) -> list[str]:
+    """`args` with -p set to a free block of ports for nginx and every replica (the replicas: -n, else a core each)."""
+    replicas = int(args[args.index("-n") + 1]) if "-n" in args else os.cpu_count() or 1
+    return [*args, "-p", str(free_port_block(replicas + 1))]
+
+
 @pytest.mark.parametrize("args", [
-    ["-n", "08", "-p", "47000"],  # decimal eight, not an octal error
+    ["-n", "08"],  # decimal eight, not an octal error
     ["--listen", "127.0.0.1"], ["--listen", "::1"], ["--listen", "[::]"], ["--listen", "class-laptop.local"],
     ["--run-dir", "RUN_DIR"],  # a plain path: the test's own temporary folder
 ])
 def test_good_options_pass_the_checks(args, tmp_path):
-    done = _run(*[str(tmp_path / "run") if a == "RUN_DIR" else a for a in args])
+    done = _run(*_with_free_ports([str(tmp_path / "run") if a == "RUN_DIR" else a for a in args]))
     assert done.returncode == 1 and f"{NO_NGINX} not found" in done.stderr, done.stderr
+
+
+def test_the_default_port_is_8500_read_not_bound():
+    """Without -p nginx listens on 8500, the port the script's usage names: read from the script, since a run
+    without -p would find 8500 in use whenever anything else on this machine holds it."""
+    text = SCRIPT.read_text(encoding="utf-8")
+    assert f"\nfront_port={DEFAULT_PORT}\n" in text
+    assert f"students open http://<this machine>:{DEFAULT_PORT}" in _run("--help").stdout
 
 
 def test_a_port_in_use_is_found_whatever_zeros_the_replica_count_has():
