@@ -87,15 +87,16 @@ def tokens_html(d: Mapping[str, Any], font_px: int = 16) -> str:
     """The "tokens" picture as HTML chips that wrap to the screen's width: each token in its box, its position
     above it, the newest outlined in orange. The page draws this one as HTML (a plotly figure lays out a fixed
     number of boxes per row, and on a phone its 9 boxes ran into each other); the handout, printed on a page of
-    known width, keeps the figure. Each chip carries data-pos, its position."""
+    known width, keeps the figure. Each chip carries data-pos, its position, and is an item of the list (a screen
+    reader counts them); the position is in the page's own text colour (a fixed grey read at 3.3:1 on white)."""
     texts, newest = d["texts"], d.get("newest")
     chips = []
     for i, text in enumerate(texts):
         style = _NEWEST_CHIP if i == newest else _CHIP
         chips.append(
-            f'<span data-pos="{i}" style="display:inline-flex;flex-direction:column;align-items:center;'
-            f'margin:0 6px 8px 0">'
-            f'<b style="font-size:{font_px}px;color:#868e96;line-height:1.3">{i}</b>'
+            f'<span role="listitem" data-pos="{i}" style="display:inline-flex;flex-direction:column;'
+            f'align-items:center;margin:0 6px 8px 0">'
+            f'<b style="font-size:{font_px}px;color:inherit;font-weight:normal;line-height:1.3">{i}</b>'
             f'<span style="{style};border-radius:6px;padding:2px 8px;font-size:{font_px + 2}px;'
             f'font-family:monospace;white-space:pre;line-height:1.4">{html.escape(token_label(text))}</span></span>')
     label = html.escape(ngettext("The token by position, {n} in all", "The tokens by position, {n} in all",
