@@ -104,8 +104,9 @@ _DOCUMENT_LANGUAGE_KEY = "kvviz_hidden_document_language"
 
 def set_document_language() -> None:
     """<html lang> follows the interface language: "zh-CN" on a Chinese page, "en" on an English one. (With the
-    style that keeps text readable, READABLE_CSS, and the phone's layout, narrow.css: all belong to every page,
-    drawn once per run.)"""
+    style that keeps text readable, READABLE_CSS, the phone's layout, narrow.css, and page links that open in a new
+    tab as a browser's do, page_links.js: all belong to every page, drawn once per run.)"""
     st.html(READABLE_CSS + assets.style("hidden_helpers.css", "narrow.css"))
     st.sidebar.container(key=_DOCUMENT_LANGUAGE_KEY).html(
-        assets.script("document_language.js", data={"lang": i18n.current()}), unsafe_allow_javascript=True)
+        assets.script("document_language.js", "page_links.js", data={"lang": i18n.current()}),
+        unsafe_allow_javascript=True)
