@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Serve kvviz to a whole class: N `streamlit run app.py` replicas (default one per CPU core) behind Debian's
 # nginx with sticky sessions (deploy/nginx.conf.template explains how). Runs in the foreground; Ctrl-C stops
-# nginx and every replica. Nothing is installed or written outside the runtime directory.
+# nginx and every replica. Nothing is installed or written outside the runtime directory: the class poll's votes
+# too are kept there (poll.sqlite3) unless KVVIZ_POLL_DB names another store (give --run-dir to keep them across a
+# restart).
 #
 #   deploy/run_class.sh                      # students open http://<this machine>:8500
 #   deploy/run_class.sh -n 2 -p 8620         # 2 replicas on 8621 and 8622, nginx on 8620
@@ -11,7 +13,8 @@
 # all free), --listen ADDR (nginx's address: an IP address or a host name; default all interfaces), --run-dir DIR
 # (config, pids, logs; letters, digits and . _ / + -; default a new /tmp/kvviz-class.XXXXXX). Environment: PYTHON
 # (default .venv/bin/python), NGINX (default /usr/sbin/nginx), KVVIZ_SHARED (default 1 here: students' browsers may
-# load only the bundled and listed models; docs/deploying.md).
+# load only the bundled and listed models; docs/deploying.md), KVVIZ_POLL_DB (the poll's store, an SQLAlchemy URL;
+# default sqlite:///RUN_DIR/poll.sqlite3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,7 +34,7 @@ while [ $# -gt 0 ]; do
         --run-dir) run_dir=$2 ;;
       esac
       shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) refuse "unknown option $(printf '%q' "${1:0:40}") (see --help)" ;;
   esac
 done
@@ -96,13 +99,24 @@ if [ ! -x "$NGINX" ]; then
   echo "run_class.sh: $NGINX not found: sudo apt-get install nginx (Debian's package; it need not run as a service)" >&2
   exit 1
 fi
-# The class poll's store (KVVIZ_POLL_DB, else runs/poll.sqlite3) is checked and reached once now, so a bad value is
-# one line here and not an error box at the first vote (python -m kvviz.teaching.poll_store says what is wrong).
-"$PYTHON" -m kvviz.teaching.poll_store >/dev/null || exit 2
-[ -n "$run_dir" ] || run_dir=$(mktemp -d /tmp/kvviz-class.XXXXXX)
+made_run_dir=""  # the run directory when this run makes it (removed again if the poll's store is refused)
+if [ -z "$run_dir" ]; then
+  run_dir=$(mktemp -d /tmp/kvviz-class.XXXXXX); made_run_dir=$run_dir
+elif [ ! -e "$run_dir" ]; then
+  made_run_dir=$run_dir
+fi
 mkdir -p "$run_dir/tmp"
 run_dir=$(cd "$run_dir" && pwd)
+[ -z "$made_run_dir" ] || made_run_dir=$run_dir
 chmod 755 "$run_dir"  # when started as root, nginx's workers run as nobody and must reach tmp/
+# The class poll's store (KVVIZ_POLL_DB, else poll.sqlite3 in the run directory, shared by every replica) is checked
+# and reached once now, so a bad value is one line here and not an error box at the first vote (python -m
+# kvviz.teaching.poll_store says what is wrong); it also brings an older store's schema up to date, once.
+export KVVIZ_POLL_DB=${KVVIZ_POLL_DB:-sqlite:///$run_dir/poll.sqlite3}
+if ! "$PYTHON" -m kvviz.teaching.poll_store >/dev/null; then
+  [ -z "$made_run_dir" ] || rm -rf -- "$made_run_dir"  # only a run directory made above, nothing else
+  exit 2
+fi
 
 # One session cookie secret for every replica, so a session that fails over keeps valid XSRF cookies.
 export STREAMLIT_SERVER_COOKIE_SECRET=${STREAMLIT_SERVER_COOKIE_SECRET:-$("$PYTHON" -c 'import secrets; print(secrets.token_hex(32))')}

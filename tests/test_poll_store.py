@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import multiprocessing
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -15,7 +16,8 @@ from kvviz import i18n
 from kvviz.teaching import poll_store as ps
 from kvviz.teaching.poll_choices import PollQuestion
 from support.clock import Clock
-from support.postgres import throwaway_postgres
+from support.postgres import empty, throwaway_postgres
+from support.repo import REPO
 
 STEP = 3
 
@@ -41,9 +43,7 @@ def url(request, tmp_path):
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'poll.sqlite3'}"
     url = request.getfixturevalue("postgres_url")
-    engine = sa.create_engine(url)
-    ps.metadata.drop_all(engine)  # each test starts from an empty store
-    engine.dispose()
+    empty(url)  # each test starts from an empty store
     return url
 
 
@@ -164,6 +164,13 @@ def test_expired_rooms_are_purged_when_a_room_is_created(store, clock):
         store.room(old.code)
 
 
+def _csv_rows(text: str) -> list[dict[str, str]]:
+    """The export's rows, after checking it opens with the byte-order mark (Excel reads UTF-8 only with it)."""
+    assert text.startswith("\ufeff") and text.encode("utf-8")[:3] == b"\xef\xbb\xbf"
+    assert text.count("\ufeff") == 1
+    return list(csv.DictReader(io.StringIO(text[1:])))
+
+
 def test_the_csv_matches_the_votes_and_names_no_voter(store, room):
     store.vote(room.code, "voter-token-1", STEP, 1, 0)
     store.vote(room.code, "voter-token-2", STEP, 1, 1)
@@ -173,20 +180,115 @@ def test_the_csv_matches_the_votes_and_names_no_voter(store, room):
     store.open_step(room.code, room.host_key, polls(STEP + 1, n=3, right=2))
     store.vote(room.code, "voter-token-2", STEP + 1, 1, 2)
     text = store.export_csv(room.code, room.host_key, "en")
-    rows = list(csv.DictReader(io.StringIO(text)))
-    assert list(rows[0]) == ["step", "round", "choice", "right", "mistake", "votes"]
+    rows = _csv_rows(text)
+    assert list(rows[0]) == ["step", "round", "question", "letter", "choice", "right", "mistake", "votes"]
     assert "voter-token" not in text
-    got = {(int(r["step"]), int(r["round"]), r["choice"]): (r["right"], r["mistake"], int(r["votes"])) for r in rows}
+    got = {(int(r["step"]), int(r["round"]), r["letter"], r["choice"]): (r["right"], r["mistake"], int(r["votes"]))
+           for r in rows}
     assert got == {
-        (STEP, 1, "en choice 0"): ("no", "en mistake 0", 1), (STEP, 1, "en choice 1"): ("yes", "", 2),
-        (STEP, 1, "en choice 2"): ("no", "en mistake 2", 0), (STEP, 1, "en choice 3"): ("no", "en mistake 3", 0),
-        (STEP, 2, "en choice 0"): ("no", "en mistake 0", 0), (STEP, 2, "en choice 1"): ("yes", "", 1),
-        (STEP, 2, "en choice 2"): ("no", "en mistake 2", 0), (STEP, 2, "en choice 3"): ("no", "en mistake 3", 0),
-        (STEP + 1, 1, "en choice 0"): ("no", "en mistake 0", 0), (STEP + 1, 1, "en choice 1"): ("no", "en mistake 1", 0),
-        (STEP + 1, 1, "en choice 2"): ("yes", "", 1)}
+        (STEP, 1, "A", "en choice 0"): ("no", "en mistake 0", 1), (STEP, 1, "B", "en choice 1"): ("yes", "", 2),
+        (STEP, 1, "C", "en choice 2"): ("no", "en mistake 2", 0), (STEP, 1, "D", "en choice 3"): ("no", "en mistake 3", 0),
+        (STEP, 2, "A", "en choice 0"): ("no", "en mistake 0", 0), (STEP, 2, "B", "en choice 1"): ("yes", "", 1),
+        (STEP, 2, "C", "en choice 2"): ("no", "en mistake 2", 0), (STEP, 2, "D", "en choice 3"): ("no", "en mistake 3", 0),
+        (STEP + 1, 1, "A", "en choice 0"): ("no", "en mistake 0", 0),
+        (STEP + 1, 1, "B", "en choice 1"): ("no", "en mistake 1", 0),
+        (STEP + 1, 1, "C", "en choice 2"): ("yes", "", 1)}
+    assert {(int(r["step"]), r["question"]) for r in rows} == {(STEP, f"en: question {STEP}"),
+                                                               (STEP + 1, f"en: question {STEP + 1}")}
     for tally in store.results(room.code, room.host_key):  # the CSV's sums are the tallies
-        assert sum(v for (s, r, _c), (_r, _m, v) in got.items() if (s, r) == (tally.step, tally.round)) == tally.voted
-    assert "zh-CN choice 1" in store.export_csv(room.code, room.host_key, "zh-CN")
+        assert sum(v for (s, r, _l, _c), (_r, _m, v) in got.items() if (s, r) == (tally.step, tally.round)) == tally.voted
+    chinese = _csv_rows(store.export_csv(room.code, room.host_key, "zh-CN"))
+    assert {r["choice"] for r in chinese} >= {"zh-CN choice 1"} and {r["question"] for r in chinese} == {
+        f"zh-CN: question {STEP}", f"zh-CN: question {STEP + 1}"}
+
+
+def test_the_csv_lists_only_the_polled_steps_in_plain_text(store, room):
+    """A step passed through (opened, nobody voted, no action) is left out; a step locked or revealed with no vote,
+    or with only a held-back vote, is listed; markdown's code backticks are dropped from every text."""
+    store.vote(room.code, "a", STEP, 1, 1)
+    store.open_step(room.code, room.host_key, polls(STEP + 1))  # passed through: 0 votes, no action
+    coded = {language: PollQuestion(STEP + 2, f"{language}: which row holds `en`?", ("Row 8: `en`", "Row 0: ``red``"),
+                                    0, ("", "reads the `mask`")) for language in i18n.LANGUAGES}
+    store.open_step(room.code, room.host_key, coded)
+    store.reveal(room.code, room.host_key)  # revealed with no vote: polled
+    store.open_step(room.code, room.host_key, polls(STEP + 3))
+    store.set_limits(room.code, room.host_key, 2, 1)
+    store.vote(room.code, "b", STEP + 3, 1, 0)
+    with pytest.raises(ps.HeldBack):
+        store.vote(room.code, "c", STEP + 3, 1, 0)
+    store.open_step(room.code, room.host_key, polls(STEP + 4))  # the current step, open, nobody voted yet
+    rows = _csv_rows(store.export_csv(room.code, room.host_key, "en"))
+    assert sorted({int(r["step"]) for r in rows}) == [STEP, STEP + 2, STEP + 3]
+    assert [t.step for t in store.results(room.code, room.host_key)] == [STEP, STEP + 2, STEP + 3]
+    assert [(r["question"], r["letter"], r["choice"], r["mistake"]) for r in rows if int(r["step"]) == STEP + 2] == [
+        ("en: which row holds en?", "A", "Row 8: en", ""), ("en: which row holds en?", "B", "Row 0: red", "reads the mask")]
+    assert "`" not in store.export_csv(room.code, room.host_key, "zh-CN")
+
+
+def test_a_revealed_round_is_final(store, room):
+    """Back to a revealed step, or an old tab reloaded, calls open_step: it gets the revealed state back, the room
+    stays on its current question, no vote is taken there; only the teacher's explicit actions open a round."""
+    store.vote(room.code, "a", STEP, 1, 1)
+    store.vote(room.code, "b", STEP, 1, 2)
+    store.reveal(room.code, room.host_key)
+    assert store.lock(room.code, room.host_key).phase == "revealed"  # a revealed round is not hidden again
+    assert store.unlock(room.code, room.host_key).phase == "revealed"  # nor reopened
+    store.open_step(room.code, room.host_key, polls(STEP + 4))  # the class moved on to a later question
+    store.vote(room.code, "a", STEP + 4, 1, 0)
+    version = store.room(room.code).version
+    for again in (polls(), polls(right=2)):  # the same choices, or a measured answer that came out otherwise
+        back = store.open_step(room.code, room.host_key, again)
+        assert (back.step, back.round, back.phase) == (STEP, 1, "revealed")
+        now = store.room(room.code)
+        assert (now.step, now.round, now.phase, now.version) == (STEP + 4, 1, "open", version)  # nothing moved
+        assert store.poll(room.code, "en", STEP) == poll()  # the revealed question kept its choices
+    for step, round_ in ((STEP, 1), (STEP, 2)):
+        with pytest.raises(ps.VotingClosed):
+            store.vote(room.code, "c", step, round_, 1)
+    assert store.tally(room.code, STEP, 1, room.host_key).counts == (0, 1, 1, 0)
+    assert store.step_state(room.code, room.host_key, STEP).phase == "revealed"
+    assert store.step_state(room.code, room.host_key, STEP + 1) is None  # never shown
+    assert store.voted_count(room.code, STEP + 4, 1) == 1
+    # The teacher's explicit Back shows the result to the room: still revealed, still no vote there.
+    shown = store.go_to_step(room.code, room.host_key, polls())
+    assert (shown.step, shown.round, shown.phase) == (STEP, 1, "revealed") and shown.version > version
+    assert store.room(room.code).step == STEP
+    with pytest.raises(ps.VotingClosed):
+        store.vote(room.code, "c", STEP, 1, 1)
+    assert store.tally(room.code, STEP, 1).counts == (0, 1, 1, 0)  # a phone sees the result
+    # Only an explicit new round opens it; round 1 stays as revealed.
+    again = store.poll_again(room.code, room.host_key, polls())
+    assert (again.step, again.round, again.phase) == (STEP, 2, "open")
+    store.vote(room.code, "c", STEP, 2, 1)
+    store.reveal(room.code, room.host_key)
+    assert store.vote_again(room.code, room.host_key).phase == "revealed"  # no round 3, round 2 stays revealed
+    with pytest.raises(ValueError):
+        store.poll_again(room.code, room.host_key, polls())
+    assert store.open_step(room.code, room.host_key, polls()).phase == "revealed"
+    assert [(t.round, t.counts) for t in store.results(room.code, room.host_key) if t.step == STEP] == [
+        (1, (0, 1, 1, 0)), (2, (0, 1, 0, 0))]
+    # Reset is the teacher's explicit action: it drops the step's votes and opens round 1.
+    assert (store.reset(room.code, room.host_key).round, store.room(room.code).phase) == (1, "open")
+    assert store.voted_count(room.code, STEP, 1) == 0
+
+
+def test_an_unrevealed_step_reopens_in_its_round_and_every_host_action_bumps_the_version(store, room):
+    store.vote(room.code, "a", STEP, 1, 0)
+    store.lock(room.code, room.host_key)
+    store.vote_again(room.code, room.host_key)
+    store.vote(room.code, "a", STEP, 2, 1)
+    store.next_question(room.code, room.host_key, polls(STEP + 1))
+    back = store.open_step(room.code, room.host_key, polls())  # round 2 was open, not revealed: it reopens
+    assert (back.step, back.round, back.phase) == (STEP, 2, "open")
+    with pytest.raises(ps.VotingClosed):
+        store.vote(room.code, "b", STEP, 1, 0)  # round 1 was closed: it stays closed
+    versions = [store.room(room.code).version]
+    for action in (store.lock, store.unlock, store.reveal, store.reset):
+        versions.append(action(room.code, room.host_key).version)
+        assert store.room(room.code).version == versions[-1]
+    assert versions == sorted(set(versions))  # each one higher
+    store.vote(room.code, "b", STEP, 1, 0)
+    assert store.room(room.code).version == versions[-1]  # a vote is no host action
 
 
 @pytest.mark.parametrize("code", ["ZZZZZZ", "ABC23", "ABC2345", "O0OIL1", "", None, "A" * 10_000, "💥💥💥💥💥💥"])
@@ -283,14 +385,21 @@ def test_refusals_speak_the_users_language():
 
 
 def test_the_setting_and_the_default_file(monkeypatch, tmp_path):
-    monkeypatch.setattr(ps, "DEFAULT_PATH", tmp_path / "runs" / "poll.sqlite3")
+    """Unset, the store is poll.sqlite3 in the user's data folder, never in the package or the checkout."""
     monkeypatch.delenv(ps.ENV_URL, raising=False)
-    assert ps.database_url() == f"sqlite:///{tmp_path / 'runs' / 'poll.sqlite3'}" and (tmp_path / "runs").is_dir()
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert ps.database_url() == f"sqlite:///{tmp_path / 'data' / 'kvviz' / 'poll.sqlite3'}"
+    assert (tmp_path / "data" / "kvviz").is_dir()
     store = ps.PollStore()
     with store.engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == ps.BUSY_TIMEOUT_MS
     store.engine.dispose()
+    for unset in ("", "relative/data"):  # the base directory spec: a relative XDG_DATA_HOME is ignored
+        monkeypatch.setenv("XDG_DATA_HOME", unset)
+        monkeypatch.setenv("HOME", str(tmp_path / "home"))
+        assert ps.default_path() == tmp_path / "home" / ".local" / "share" / "kvviz" / "poll.sqlite3"
+    assert REPO not in ps.default_path().parents and Path(ps.__file__).parents[2] not in ps.default_path().parents
     monkeypatch.setenv(ps.ENV_URL, f"sqlite:///{tmp_path / 'elsewhere.sqlite3'}")
     assert ps.database_url().endswith("elsewhere.sqlite3")
 

@@ -1,12 +1,22 @@
 """The class poll's rooms, questions and votes: a small SQL store, one code path (SQLAlchemy Core) for SQLite and
 PostgreSQL (torch-free, UI-free).
 
-The one setting: `KVVIZ_POLL_DB`, an SQLAlchemy URL. Unset, the store is the SQLite file runs/poll.sqlite3 beside
-app.py (its folder made on first use), in WAL mode with a busy timeout, set on every connection by a connect event:
-several server processes on one host (nginx replicas, deploy/run_class.sh) share it safely, a writer waiting its
-turn instead of failing. Every write transaction starts with BEGIN IMMEDIATE on SQLite (it takes the write lock at
-once, so two processes never deadlock upgrading a read lock). For PostgreSQL give e.g.
-`KVVIZ_POLL_DB=postgresql://user@host/kvviz` (psycopg 3 is the driver: `postgresql://` means `postgresql+psycopg://`).
+The one setting: `KVVIZ_POLL_DB`, an SQLAlchemy URL. Unset, the store is the SQLite file poll.sqlite3 in the user's
+data folder ($XDG_DATA_HOME/kvviz, else ~/.local/share/kvviz; made on first use), never inside the package or the
+checkout; deploy/run_class.sh sets it to a file in its run directory. SQLite runs in WAL mode with a busy timeout,
+set on every connection by a connect event: several server processes on one host (nginx replicas) share it safely, a
+writer waiting its turn instead of failing. For PostgreSQL give e.g. `KVVIZ_POLL_DB=postgresql://user@host/kvviz`
+(psycopg 3 is the driver: `postgresql://` means `postgresql+psycopg://`).
+
+One writer per room at a time. Every write transaction starts with BEGIN IMMEDIATE on SQLite (it takes the database's
+write lock at once, so two processes never deadlock upgrading a read lock, and a vote's phase check and its insert
+are one step). On PostgreSQL (READ COMMITTED) every write locks the room's row first (SELECT ... FOR UPDATE): a vote
+checks the phase and inserts under that lock, and Lock, Reveal, Reset and the rest take the same lock, so a vote in
+flight either commits before the Lock returns or sees the room locked; none counts after. Upserts and the rate-limit
+counter are single statements (INSERT ... ON CONFLICT DO UPDATE, the counter `votes + 1`), never read-then-write.
+
+The schema is versioned: kvviz.teaching.poll_migrations (Alembic) upgrades a store in place when it opens, one process
+at a time, so a store written by an earlier kvviz keeps its rooms and votes.
 
 A room: a join code of CODE_CHARS characters from CODE_ALPHABET (no 0/O, 1/I/L, U/V look-alikes; 29^6, about
 5.9 x 10^8 codes: a guess at random hits one of 100 live rooms about once in 6 million tries), typed on a phone in
@@ -16,16 +26,20 @@ forged code, and purged (its questions and votes with it).
 
 A room shows one step at a time: its current step, round (1, or 2 after "vote again", round 1 kept) and phase
 (open, locked, revealed). The teacher's side stores the step's PollQuestion in every language it shows (open_step);
-phones vote by index. One row per (room, step, round, voter): a voter's latest vote counts. A voter is a browser's
-token (the UI makes it); only its SHA-256 is stored and nothing exported names it. A voter casts at most
-VOTES_PER_MINUTE votes a minute in a room: a thousand clicks from one browser that keeps its token change the count
-by at most one, the rest refused with a message. A script can make a fresh token for every vote, so a room also takes
-at most
-`per_address` voters (VOTERS_PER_ADDRESS, 2, unless the teacher sets another number for a shared-address network)
-from one client address (the UI gives it: the connection's, or nginx's X-Real-IP), and, when the teacher sets the
-class size, the votes past it on a question are held back: stored apart, never counted, named on the projector.
-One address opens at most ROOMS_PER_ADDRESS_HOUR rooms an hour; a room lives at most ROOM_MAX_LIFE_S (a school day)
-whatever its votes; the idle and the old rooms are purged every PURGE_EVERY_S, at the next store call.
+phones vote by index. Each step keeps its last round and phase when the room moves on, and a revealed round is final:
+open_step on a step whose round was revealed (Back, an old tab reloaded) gives that revealed state back and moves
+nothing; only the teacher's explicit vote_again / poll_again opens a new round, and go_to_step (the teacher's Next
+or Back) moves the room to a revealed step to show its result. Every host action bumps the room's version.
+
+One row per (room, step, round, voter): a voter's latest vote counts. A voter is a browser's token (the UI makes
+it); only its SHA-256 is stored and nothing exported names it. A voter casts at most VOTES_PER_MINUTE votes a minute
+in a room: a thousand clicks from one browser that keeps its token change the count by at most one, the rest refused
+with a message. A script can make a fresh token for every vote, so a room also takes at most `per_address` voters
+(VOTERS_PER_ADDRESS, 2, unless the teacher sets another number for a shared-address network) from one client address
+(the UI gives it: the connection's, or nginx's X-Real-IP), and, when the teacher sets the class size, the votes past
+it on a question are held back: stored apart, never counted, named on the projector. One address opens at most
+ROOMS_PER_ADDRESS_HOUR rooms an hour; a room lives at most ROOM_MAX_LIFE_S (a school day) whatever its votes; the
+idle and the old rooms are purged every PURGE_EVERY_S, at the next store call.
 
 A store fault (the database stopped, its file unwritable, its lock held past the busy timeout) is StoreUnavailable,
 a PollRefused like the others: the lesson goes on without the poll, and the next call tries the database again. A
@@ -62,7 +76,7 @@ from kvviz.i18n import N_, _, ngettext
 from kvviz.teaching.poll_choices import PollQuestion
 
 ENV_URL = "KVVIZ_POLL_DB"
-DEFAULT_PATH = Path(__file__).resolve().parents[2] / "runs" / "poll.sqlite3"  # beside app.py
+DATA_ENV = "XDG_DATA_HOME"  # the user's data folder (freedesktop.org's base directories): kvviz/poll.sqlite3 in it
 ROOM_IDLE_S = 4 * 3600  # a room nobody touched for this long is expired
 ROOM_MAX_LIFE_S = 12 * 3600  # a room lives at most a school day, whatever its votes
 PURGE_EVERY_S = 600  # the idle and the old rooms are purged this often (at the next store call), not only on create
@@ -77,6 +91,7 @@ VOTES_PER_MINUTE = 10  # per voter and room: enough to change one's mind, not to
 BUSY_TIMEOUT_MS = 10_000  # SQLite: how long a writer waits for another process's transaction
 ACTIVE_EVERY_S = 60  # a vote refreshes its room's last-active time at most this often (one write a minute, not a vote)
 PHASES = ("open", "locked", "revealed")
+SCHEMA_LOCK = 0x6B76_7669_7A50  # PostgreSQL: the advisory lock one process holds while it migrates ("kvvizP")
 ROUNDS = (1, 2)
 
 metadata = sa.MetaData()
@@ -89,7 +104,14 @@ rooms = sa.Table(
     sa.Column("step", sa.Integer, nullable=False),  # 0: no step opened yet
     sa.Column("round", sa.Integer, nullable=False),
     sa.Column("phase", sa.String(16), nullable=False),
-    sa.Column("n_choices", sa.Integer, nullable=False))  # the current step's, so a vote reads one row
+    sa.Column("n_choices", sa.Integer, nullable=False),  # the current step's, so a vote reads one row
+    sa.Column("version", sa.Integer, nullable=False, server_default="0"))  # bumped by every host action
+steps = sa.Table(  # each step the room has shown: its last round and phase, kept when the room moves on
+    "poll_steps", metadata,
+    sa.Column("room", sa.String(16), primary_key=True),
+    sa.Column("step", sa.Integer, primary_key=True),
+    sa.Column("round", sa.Integer, nullable=False),
+    sa.Column("phase", sa.String(16), nullable=False))
 questions = sa.Table(
     "poll_questions", metadata,
     sa.Column("room", sa.String(16), primary_key=True),
@@ -136,7 +158,7 @@ openers = sa.Table(  # who opened which room when: at most ROOMS_PER_ADDRESS_HOU
     sa.Column("code", sa.String(16), primary_key=True),
     sa.Column("client_sha256", sa.String(64), nullable=False),
     sa.Column("created_s", sa.Float, nullable=False))
-_ROOM_TABLES = (questions, votes, voters, results, limits, clients, held)  # rows that go with their room
+_ROOM_TABLES = (questions, votes, voters, results, limits, clients, held, steps)  # rows that go with their room
 log = logging.getLogger("kvviz.poll")
 
 
@@ -234,6 +256,7 @@ class RoomState:
     phase: str  # "open", "locked" or "revealed"
     created_s: float
     active_s: float
+    version: int = 0  # the room's: bumped by every host action (a phone redraws when it changes)
 
 
 @dataclass(frozen=True)
@@ -257,13 +280,22 @@ class Tally:
         return self.right_votes / self.voted if self.voted else None
 
 
+def default_path() -> Path:
+    """The store's file when KVVIZ_POLL_DB is unset: poll.sqlite3 in the user's data folder ($XDG_DATA_HOME/kvviz,
+    else ~/.local/share/kvviz), never inside the package (an installed copy would write beside site-packages)."""
+    data = os.environ.get(DATA_ENV, "").strip()
+    base = Path(data) if data and Path(data).is_absolute() else Path.home() / ".local" / "share"  # the spec: a
+    return base / "kvviz" / "poll.sqlite3"                                                      # relative one is void
+
+
 def database_url() -> str:
-    """KVVIZ_POLL_DB, else the SQLite file runs/poll.sqlite3 beside app.py (its folder made here)."""
+    """KVVIZ_POLL_DB, else the SQLite file default_path() (its folder made here)."""
     url = os.environ.get(ENV_URL, "").strip()
     if url:
         return url
-    DEFAULT_PATH.parent.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{DEFAULT_PATH}"
+    path = default_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path}"
 
 
 def check_url(url: str) -> sa.URL:
@@ -390,26 +422,36 @@ class PollStore:
             raise _FileReplaced()
 
     def _ensure_tables(self) -> None:
+        """The schema at its newest version (kvviz.teaching.poll_migrations): made in an empty database, upgraded in
+        place in an older one. One process migrates at a time (SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory
+        lock held to the commit); the next finds the store at head and changes nothing."""
         if self._ready:
             return
-        try:
-            with self.engine.begin() as conn:
-                metadata.create_all(conn)
-        except (exc.OperationalError, exc.ProgrammingError, exc.IntegrityError):
-            # another process created them at the same moment (PostgreSQL's catalog refuses the second)
-            with self.engine.begin() as conn:
-                metadata.create_all(conn)
+        from kvviz.teaching import poll_migrations
+
+        with self.engine.begin() as conn:
+            if not self.is_sqlite:
+                conn.execute(sa.select(sa.func.pg_advisory_xact_lock(SCHEMA_LOCK)))
+            poll_migrations.upgrade(conn)
         self._ready = True
 
     @staticmethod
-    def _upsert(conn: sa.Connection, table: sa.Table, key: dict, values: dict) -> None:
-        """Insert the row; when its key exists, update it: one path for both databases (a savepoint keeps the
-        transaction usable after PostgreSQL's unique violation)."""
-        try:
-            with conn.begin_nested():
-                conn.execute(table.insert().values(**key, **values))
-        except exc.IntegrityError:
-            conn.execute(table.update().where(*(table.c[k] == v for k, v in key.items())).values(**values))
+    def _insert(conn: sa.Connection, table: sa.Table):
+        """The dialect's INSERT, which has ON CONFLICT (PostgreSQL's and SQLite's own)."""
+        if conn.dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+        return insert(table)
+
+    def _upsert(self, conn: sa.Connection, table: sa.Table, key: dict, values: dict) -> None:
+        """Insert the row; when its key exists, update it: one atomic statement (INSERT ... ON CONFLICT DO UPDATE)."""
+        conn.execute(self._insert(conn, table).values(**key, **values).on_conflict_do_update(
+            index_elements=[table.c[k] for k in key], set_=values))
+
+    def _insert_new(self, conn: sa.Connection, table: sa.Table, row: dict) -> None:
+        """Insert the row unless its key is there already (INSERT ... ON CONFLICT DO NOTHING)."""
+        conn.execute(self._insert(conn, table).values(**row).on_conflict_do_nothing())
 
     # ----- rooms --------------------------------------------------------------------------------------------------
     def create_room(self, client: str | None = None) -> NewRoom:
@@ -446,7 +488,7 @@ class PollStore:
                 rooms.c.active_s < now - ROOM_IDLE_S, rooms.c.created_s < now - ROOM_MAX_LIFE_S)))
 
     def _purge(self, conn: sa.Connection, codes: sa.Select) -> int:
-        gone = [row.code for row in conn.execute(codes)]
+        gone = [row.code for row in conn.execute(codes.with_for_update())]  # (PostgreSQL) no vote in flight in them
         if gone:
             for table in _ROOM_TABLES:
                 conn.execute(table.delete().where(table.c.room.in_(gone)))
@@ -454,11 +496,15 @@ class PollStore:
         return len(gone)
 
     def _room(self, conn: sa.Connection, code: object, host_key: str | None = None, host: bool = False):
-        """The live room's row, for update; RoomNotFound for a forged or expired code (an expired one is purged by
-        the caller: see _live), NotHost when `host` and the key is not the room's."""
+        """The live room's row, locked for update in a write transaction (PostgreSQL: SELECT ... FOR UPDATE, held to
+        the commit, so the room's phase cannot change under a vote; SQLite's BEGIN IMMEDIATE holds the whole
+        database already); RoomNotFound for a forged or expired code (an expired one is purged by the caller: see
+        _live), NotHost when `host` and the key is not the room's."""
         normal = normalize_code(code)
-        row = None if normal is None else conn.execute(
-            sa.select(rooms).where(rooms.c.code == normal)).one_or_none()
+        query = sa.select(rooms).where(rooms.c.code == normal)
+        if not conn.get_execution_options().get("kvviz_read", False):
+            query = query.with_for_update()
+        row = None if normal is None else conn.execute(query).one_or_none()
         if row is None:
             raise RoomNotFound()
         now = self.clock()
@@ -493,67 +539,152 @@ class PollStore:
         with self._live(read=True) as conn:
             return _state(self._room(conn, code, host_key, host=True))
 
-    def _host_update(self, code: str, host_key: str, **values) -> RoomState:
+    def _change(self, conn: sa.Connection, row, **values) -> RoomState:
+        """(Inside a host action, the room's row locked.) The room's row changed, its version bumped, and its
+        current step's row (round, phase) kept equal to it."""
+        conn.execute(rooms.update().where(rooms.c.code == row.code).values(
+            active_s=self.clock(), version=rooms.c.version + 1, **values))
+        new = self._room(conn, row.code)
+        if new.step:
+            self._upsert(conn, steps, {"room": new.code, "step": new.step}, {"round": new.round, "phase": new.phase})
+        return _state(new)
+
+    def _host_update(self, code: str, host_key: str, when: tuple[str, ...], **values) -> RoomState:
+        """A change of the current step's round or phase, made only from the phases in `when` (a revealed round
+        is final: nothing but Reset and a new round moves it); otherwise the state as it is, unchanged."""
         with self._live() as conn:
             row = self._room(conn, code, host_key, host=True)
-            conn.execute(rooms.update().where(rooms.c.code == row.code).values(active_s=self.clock(), **values))
-            return _state(self._room(conn, row.code))
+            if row.step == 0 or row.phase not in when:
+                return _state(row)
+            return self._change(conn, row, **values)
 
     # ----- the teacher's actions (the host key) --------------------------------------------------------------------
-    def open_step(self, code: str, host_key: str, polls: Mapping[str, PollQuestion]) -> RoomState:
-        """Show a step: its poll in each language (language code -> PollQuestion, all of one step and one shape),
-        round 1, open for votes. Reopening a step keeps its votes when its choices are the same in every language,
-        and drops them when they changed (a measured answer can: they counted other choices)."""
+    @staticmethod
+    def _shape(polls: Mapping[str, PollQuestion]) -> int:
+        """The step of `polls` (one step, one shape in every language); ValueError otherwise."""
         shapes = {(p.step, len(p.choices), p.right) for p in polls.values()}
         if len(shapes) != 1:
             raise ValueError(f"the languages' polls differ in step, number of choices or right index: {shapes}")
-        step = next(iter(polls.values())).step
+        return next(iter(polls.values())).step
+
+    @staticmethod
+    def _kept(conn: sa.Connection, room: str, step: int):
+        """The step's row (its last round and phase), or None when the room never showed it."""
+        return conn.execute(sa.select(steps).where(steps.c.room == room, steps.c.step == step)).one_or_none()
+
+    def _show(self, conn: sa.Connection, row, step: int, polls: Mapping[str, PollQuestion], kept) -> RoomState:
+        """(Inside a host action.) The step, not revealed, becomes the room's question, open: its polls stored (its
+        votes dropped when its choices changed), its last round kept."""
+        stored = {r.language: r.poll_json for r in conn.execute(sa.select(questions).where(
+            questions.c.room == row.code, questions.c.step == step))}
+        new = {language: poll.to_json() for language, poll in polls.items()}
+        round_ = kept.round if kept is not None else 1
+        if stored and any(stored.get(language, text) != text for language, text in new.items()):
+            conn.execute(votes.delete().where(votes.c.room == row.code, votes.c.step == step))
+            conn.execute(held.delete().where(held.c.room == row.code, held.c.step == step))
+            conn.execute(questions.delete().where(questions.c.room == row.code, questions.c.step == step))
+            round_ = 1  # other choices: a new question, its rounds afresh
+        for language, text in new.items():
+            self._upsert(conn, questions, {"room": row.code, "step": step, "language": language},
+                         {"poll_json": text})
+        return self._change(conn, row, step=step, round=round_, phase="open",
+                            n_choices=len(next(iter(polls.values())).choices))
+
+    def open_step(self, code: str, host_key: str, polls: Mapping[str, PollQuestion]) -> RoomState:
+        """Show a step: its poll in each language (language code -> PollQuestion, all of one step and one shape),
+        open for votes, in its last round (1 for a new step). Reopening a step keeps its votes when its choices are
+        the same in every language, and drops them when they changed (a measured answer can: they counted other
+        choices).
+
+        A step whose round was revealed is final: open_step changes nothing (not the room's current question, not
+        the step's votes or choices) and returns that step's revealed state (its step, last round, "revealed"), so
+        a reloaded old tab or a Back draws the result and never reopens the vote. The teacher's explicit actions:
+        go_to_step (show a revealed step's result to the room), poll_again (a new round of a step), vote_again."""
+        step = self._shape(polls)
         with self._live() as conn:
             row = self._room(conn, code, host_key, host=True)
-            stored = {r.language: r.poll_json for r in conn.execute(sa.select(questions).where(
-                questions.c.room == row.code, questions.c.step == step))}
-            new = {language: poll.to_json() for language, poll in polls.items()}
-            if stored and any(stored.get(language, text) != text for language, text in new.items()):
-                conn.execute(votes.delete().where(votes.c.room == row.code, votes.c.step == step))
-                conn.execute(questions.delete().where(questions.c.room == row.code, questions.c.step == step))
-            for language, text in new.items():
-                self._upsert(conn, questions, {"room": row.code, "step": step, "language": language},
-                             {"poll_json": text})
-            conn.execute(rooms.update().where(rooms.c.code == row.code).values(
-                step=step, round=1, phase="open", n_choices=len(next(iter(polls.values())).choices),
-                active_s=self.clock()))
-            return _state(self._room(conn, row.code))
+            kept = self._kept(conn, row.code, step)
+            if kept is not None and kept.phase == "revealed":
+                return RoomState(row.code, step, kept.round, "revealed", row.created_s, row.active_s, row.version)
+            return self._show(conn, row, step, polls, kept)
+
+    def go_to_step(self, code: str, host_key: str, polls: Mapping[str, PollQuestion]) -> RoomState:
+        """The teacher's Next or Back: the step becomes the room's current question. A step whose round was
+        revealed stays revealed (the phones see its result, a vote there is refused; its votes and choices are
+        kept whatever `polls` say); any other opens as open_step opens it."""
+        step = self._shape(polls)
+        with self._live() as conn:
+            row = self._room(conn, code, host_key, host=True)
+            kept = self._kept(conn, row.code, step)
+            if kept is not None and kept.phase == "revealed":
+                shown = self._any_poll(conn, row.code, step)
+                return self._change(conn, row, step=step, round=kept.round, phase="revealed",
+                                    n_choices=len(shown.choices) if shown else 0)
+            return self._show(conn, row, step, polls, kept)
+
+    def poll_again(self, code: str, host_key: str, polls: Mapping[str, PollQuestion]) -> RoomState:
+        """The teacher's explicit "poll this step again": the step becomes the room's question with a new round
+        open (round 2 after round 1, round 1 kept; a step never shown opens round 1). ValueError when its two
+        rounds are used (Reset it to poll it afresh)."""
+        step = self._shape(polls)
+        with self._live() as conn:
+            row = self._room(conn, code, host_key, host=True)
+            kept = self._kept(conn, row.code, step)
+            if kept is None:
+                return self._show(conn, row, step, polls, kept)
+            if kept.round >= ROUNDS[-1]:
+                raise ValueError(f"step {step} has had its {ROUNDS[-1]} rounds: reset it to poll it afresh")
+            shown = self._any_poll(conn, row.code, step)
+            return self._change(conn, row, step=step, round=kept.round + 1, phase="open",
+                                n_choices=len(shown.choices) if shown else len(next(iter(polls.values())).choices))
+
+    def step_state(self, code: str, host_key: str, step: int) -> RoomState | None:
+        """A step's state as the room left it, read only (a tab draws its step's panel without moving the room):
+        its last round and phase ("revealed": its result is final; "open" on a step that is not the room's
+        current one means it reopens when the teacher goes back to it), the room's times and version; None when
+        the room never showed the step. Compare with room().step to know whether it is the current question."""
+        with self._live(read=True) as conn:
+            row = self._room(conn, code, host_key, host=True)
+            kept = self._kept(conn, row.code, step)
+            if kept is None:
+                return None
+            return RoomState(row.code, step, kept.round, kept.phase, row.created_s, row.active_s, row.version)
 
     def next_question(self, code: str, host_key: str, polls: Mapping[str, PollQuestion]) -> RoomState:
-        """Open the step after the current one (polls: that step's, per language)."""
+        """The teacher's Next: go_to_step for the step after the current one (polls: that step's, per language)."""
         if self.room(code).step + 1 != next(iter(polls.values())).step:
             raise ValueError("next_question: the polls are not the next step's")
-        return self.open_step(code, host_key, polls)
+        return self.go_to_step(code, host_key, polls)
 
     def lock(self, code: str, host_key: str) -> RoomState:
-        """Stop the votes (the count stays hidden)."""
-        return self._host_update(code, host_key, phase="locked")
+        """Stop the votes (the count stays hidden). A revealed round stays revealed."""
+        return self._host_update(code, host_key, ("open",), phase="locked")
 
     def unlock(self, code: str, host_key: str) -> RoomState:
-        return self._host_update(code, host_key, phase="open")
+        """Open a locked round again (never a revealed one)."""
+        return self._host_update(code, host_key, ("locked",), phase="open")
 
     def reveal(self, code: str, host_key: str) -> RoomState:
-        """Stop the votes and show the counts and the right answer."""
-        return self._host_update(code, host_key, phase="revealed")
+        """Stop the votes and show the counts and the right answer: the round is final from now on."""
+        return self._host_update(code, host_key, ("open", "locked"), phase="revealed")
 
     def vote_again(self, code: str, host_key: str) -> RoomState:
-        """Round 2 of the current step, open (round 1's votes kept, shown beside it)."""
-        return self._host_update(code, host_key, round=2, phase="open")
+        """Round 2 of the current step, open (round 1's votes kept, shown beside it); in round 2 already, nothing
+        changes (a revealed round 2 stays revealed)."""
+        with self._live() as conn:
+            row = self._room(conn, code, host_key, host=True)
+            if row.step == 0 or row.round >= ROUNDS[-1]:
+                return _state(row)
+            return self._change(conn, row, round=row.round + 1, phase="open")
 
     def reset(self, code: str, host_key: str) -> RoomState:
-        """Drop the current step's votes (both rounds) and open round 1 again."""
+        """Drop the current step's votes (both rounds) and open round 1 again (a revealed step too: the teacher's
+        explicit action)."""
         with self._live() as conn:
             row = self._room(conn, code, host_key, host=True)
             conn.execute(votes.delete().where(votes.c.room == row.code, votes.c.step == row.step))
             conn.execute(held.delete().where(held.c.room == row.code, held.c.step == row.step))
-            conn.execute(rooms.update().where(rooms.c.code == row.code).values(round=1, phase="open",
-                                                                                active_s=self.clock()))
-            return _state(self._room(conn, row.code))
+            return self._change(conn, row, round=1, phase="open")
 
     def mark_result(self, code: str, host_key: str, step: int, right: bool) -> None:
         """The teacher's verdict on the room for a step: got it (True) or missed it (False)."""
@@ -597,19 +728,17 @@ class PollStore:
 
     def _vote(self, code: str, voter: str, now: float, step: int, round: int, choice: int,
               client: str | None) -> bool:
-        """(vote.) True: counted; False: held back (past the class size)."""
+        """(vote.) True: counted; False: held back (past the class size). The room's row is locked first and held to
+        the commit, so the phase checked here is the phase when the vote counts (a Lock waits for this vote, or
+        this vote waits for the Lock and is refused)."""
         with self._live() as conn:
             row = self._room(conn, code)
             if (row.step, row.round, row.phase) != (step, round, "open") or row.step == 0:
                 raise VotingClosed()
             if type(choice) is not int or not 0 <= choice < row.n_choices:  # (a bool is no index)
                 raise NoSuchChoice()
-            minute = int(now // 60)
-            seen = conn.execute(sa.select(voters.c.minute, voters.c.votes).where(
-                voters.c.room == row.code, voters.c.voter_sha256 == voter)).one_or_none()
-            count = seen.votes + 1 if seen is not None and seen.minute == minute else 1
-            if count > VOTES_PER_MINUTE:
-                raise TooManyVotes()
+            if self._count_vote(conn, row.code, voter, int(now // 60)) > VOTES_PER_MINUTE:
+                raise TooManyVotes()  # (the rollback takes the count back: a refused tap is not counted)
             per_address, class_size = self._limits(conn, row.code)
             if client is not None:
                 here = _hash(f"client:{client}")
@@ -618,21 +747,28 @@ class PollStore:
                 if voter not in brought:
                     if len(brought) >= per_address:
                         raise TooManyVotersHere(per_address)
-                    conn.execute(clients.insert().values(room=row.code, client_sha256=here, voter_sha256=voter))
-            self._upsert(conn, voters, {"room": row.code, "voter_sha256": voter}, {"minute": minute, "votes": count})
+                    self._insert_new(conn, clients, {"room": row.code, "client_sha256": here, "voter_sha256": voter})
             this_question = (votes.c.room == row.code, votes.c.step == step, votes.c.round == round)
             if class_size is not None and conn.execute(sa.select(votes.c.choice).where(
                     *this_question, votes.c.voter_sha256 == voter)).one_or_none() is None and conn.execute(
                     sa.select(sa.func.count()).select_from(votes).where(*this_question)).scalar_one() >= class_size:
-                key = (held.c.room == row.code, held.c.step == step, held.c.round == round, held.c.voter_sha256 == voter)
-                if conn.execute(sa.select(sa.func.count()).select_from(held).where(*key)).scalar_one() == 0:
-                    conn.execute(held.insert().values(room=row.code, step=step, round=round, voter_sha256=voter))
+                self._insert_new(conn, held, {"room": row.code, "step": step, "round": round, "voter_sha256": voter})
                 return False
             self._upsert(conn, votes, {"room": row.code, "step": step, "round": round, "voter_sha256": voter},
                          {"choice": choice, "voted_s": now})
             if now - row.active_s > ACTIVE_EVERY_S:
                 conn.execute(rooms.update().where(rooms.c.code == row.code).values(active_s=now))
             return True
+
+    def _count_vote(self, conn: sa.Connection, room: str, voter: str, minute: int) -> int:
+        """The voter's votes in this room this minute, this one included: one atomic statement (a new minute starts
+        at 1, the same minute adds 1 to the stored count), so two taps at once never both read the old count."""
+        same_minute = voters.c.minute == minute
+        return conn.execute(self._insert(conn, voters).values(
+            room=room, voter_sha256=voter, minute=minute, votes=1).on_conflict_do_update(
+            index_elements=[voters.c.room, voters.c.voter_sha256],
+            set_={"votes": sa.case((same_minute, voters.c.votes + 1), else_=1), "minute": minute},
+        ).returning(voters.c.votes)).scalar_one()
 
     @staticmethod
     def _limits(conn: sa.Connection, room: str) -> tuple[int, int | None]:
@@ -707,30 +843,57 @@ class PollStore:
         return None if text is None else PollQuestion.from_json(text)
 
     def results(self, code: str, host_key: str) -> list[Tally]:
-        """Every opened step's tally, round 1 and (where voted) round 2, in step order: the lesson's summary."""
+        """The tally of every step the room was polled on, round 1 and (where opened or voted) round 2, in step
+        order: the lesson's summary. A step counts as polled when it has a vote (counted or held back) or the
+        teacher locked, revealed or re-polled it; a step only passed through (opened, nobody voted, no action) is
+        left out."""
         with self._live(read=True) as conn:
-            row = self._room(conn, code, host_key, host=True)
-            steps = sorted({r.step for r in conn.execute(
-                sa.select(questions.c.step).where(questions.c.room == row.code).distinct())})
-            second = {r.step for r in conn.execute(sa.select(votes.c.step).where(
-                votes.c.room == row.code, votes.c.round == 2).distinct())}
-            return [self._tally(conn, row.code, step, round) for step in steps
-                    for round in ROUNDS if round == 1 or step in second or (step, round) == (row.step, row.round)]
+            return [tally for tally, _poll in self._polled(conn, self._room(conn, code, host_key, host=True).code)]
+
+    def _polled(self, conn: sa.Connection, room: str) -> list[tuple[Tally, PollQuestion | None]]:
+        kept = {r.step: r for r in conn.execute(sa.select(steps).where(steps.c.room == room))}
+        voted = {(r.step, r.round) for r in conn.execute(sa.select(votes.c.step, votes.c.round).where(
+            votes.c.room == room).distinct())}
+        voted |= {(r.step, r.round) for r in conn.execute(sa.select(held.c.step, held.c.round).where(
+            held.c.room == room).distinct())}
+        shown = sorted({r.step for r in conn.execute(
+            sa.select(questions.c.step).where(questions.c.room == room).distinct())})
+        out = []
+        for step in shown:
+            state = kept.get(step)
+            acted = state is not None and (state.phase != "open" or state.round > 1)
+            if not acted and not any(s == step for s, _r in voted):
+                continue
+            last = max([state.round if state is not None else 1, *(r for s, r in voted if s == step)])
+            poll = self._any_poll(conn, room, step)
+            out += [(self._tally(conn, room, step, round_), poll) for round_ in ROUNDS if round_ <= last]
+        return out
 
     def export_csv(self, code: str, host_key: str, language: str) -> str:
-        """The results as CSV, one row per choice of every opened step and round: step, round, choice (its label in
-        `language`), right, mistake, votes. No names and no voter tokens: nothing in it says who voted what."""
-        tallies = self.results(code, host_key)
+        """The results as CSV, one row per choice of every polled step and round (as results()): step, round,
+        question, letter (A, B, C as the phones and the projector show them), choice, right, mistake, votes; the
+        texts in `language` where stored, else in another language stored, as plain text (markdown's code
+        backticks dropped). UTF-8 text that starts with a byte-order mark, so Excel reads the Chinese. No names and
+        no voter tokens: nothing in it says who voted what."""
+        from kvviz.figures.poll import choice_letter, plain_label  # (plotly: only when a teacher exports)
+
+        with self._live(read=True) as conn:
+            row = self._room(conn, code, host_key, host=True)
+            polled = self._polled(conn, row.code)
+            texts = {r.step: r.poll_json for r in conn.execute(sa.select(questions.c.step, questions.c.poll_json).where(
+                questions.c.room == row.code, questions.c.language == language))}
         out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(["step", "round", "choice", "right", "mistake", "votes"])
-        for tally in tallies:
-            poll = self.poll(code, language, tally.step)
+        out.write("\ufeff")  # the byte-order mark: Excel reads the file as UTF-8 only with it
+        writer = csv.writer(out, lineterminator="\r\n")  # RFC 4180's line end, as Excel writes it
+        writer.writerow(["step", "round", "question", "letter", "choice", "right", "mistake", "votes"])
+        for tally, any_poll in polled:
+            poll = PollQuestion.from_json(texts[tally.step]) if tally.step in texts else any_poll
             if poll is None:
                 continue
             for i, label in enumerate(poll.choices):
-                writer.writerow([tally.step, tally.round, label, "yes" if i == poll.right else "no",
-                                 poll.mistakes[i], tally.counts[i] if i < len(tally.counts) else 0])
+                writer.writerow([tally.step, tally.round, plain_label(poll.text), choice_letter(i), plain_label(label),
+                                 "yes" if i == poll.right else "no", plain_label(poll.mistakes[i]),
+                                 tally.counts[i] if i < len(tally.counts) else 0])
         return out.getvalue()
 
 
@@ -745,7 +908,7 @@ class _Expired(Exception):
 
 
 def _state(row) -> RoomState:
-    return RoomState(row.code, row.step, row.round, row.phase, row.created_s, row.active_s)
+    return RoomState(row.code, row.step, row.round, row.phase, row.created_s, row.active_s, row.version)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -763,7 +926,7 @@ def main(argv: list[str] | None = None) -> int:
     except PollRefused as fault:
         cause = str(fault.__cause__).splitlines()[0] if fault.__cause__ else ""
         print(_("kvviz poll: {env} cannot be reached ({cause}): fix it, or unset it to keep votes in "
-                "runs/poll.sqlite3.").format(env=ENV_URL, cause=cause[:200]), file=sys.stderr)
+                "{default}.").format(env=ENV_URL, cause=cause[:200], default=default_path()), file=sys.stderr)
         return 2
     print(_("kvviz poll: votes are kept in {url}").format(url=sa.make_url(url).render_as_string(hide_password=True)))
     return 0

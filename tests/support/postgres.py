@@ -95,3 +95,17 @@ def throwaway_postgres() -> Iterator[str]:
             run(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop")
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+def empty(url: str) -> None:
+    """Every table in the throwaway server's database at `url` dropped (its public schema made anew), so a test starts
+    from an empty database, whatever schema version the last one left."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql("DROP SCHEMA public CASCADE")
+            conn.exec_driver_sql("CREATE SCHEMA public")
+    finally:
+        engine.dispose()

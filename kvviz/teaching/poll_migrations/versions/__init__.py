@@ -1,0 +1,1 @@
+"""The poll store's migrations, one file per schema version (Alembic loads them by path; see the package above)."""
