@@ -39,21 +39,23 @@ def custom_label(value: str) -> str:
     return _("custom") if value == CUSTOM else value
 
 
-def preset_values(name: str) -> dict[str, Any]:
-    if name in LAYERED_PRESETS:  # a uniform one fills the form whole; a mixed one shows its attention layers' shape
-        layered = LAYERED_PRESETS[name]
-        kv = layered.imported().config
-        return {"mem_layers": kv.n_layer, "mem_heads": kv.n_head, "mem_kv_heads": kv.n_kv_heads,
-                "mem_head_dim": kv.head_dim, "mem_mla_rank": kv.mla_latent_rank, "mem_mla_rope": kv.mla_rope_dim,
-                "mem_window": kv.window or 0, "mem_local": kv.local_per_global or 0,
-                "mem_window_from": kv.first_windowed_layer, "mem_dtype": kv.dtype,
-                "mem_params": layered.n_params or 0, "mem_hidden": 0, "mem_maxlen": layered.max_context or 4096}
-    p = get_preset(name)
-    kv = p.kv
+def layout_values(kv: memory.KVConfig) -> dict[str, Any]:
+    """The layout boxes' values for a config (a preset's, a mixed preset's attention layers, an import's): the one
+    KVConfig -> mem_* mapping (memory_form reads the boxes back into a KVConfig). The head dim is given, so the
+    hidden size is 0."""
     return {"mem_layers": kv.n_layer, "mem_heads": kv.n_head, "mem_kv_heads": kv.n_kv_heads, "mem_head_dim": kv.head_dim,
             "mem_mla_rank": kv.mla_latent_rank, "mem_mla_rope": kv.mla_rope_dim, "mem_window": kv.window or 0,
             "mem_local": kv.local_per_global or 0, "mem_window_from": kv.first_windowed_layer, "mem_dtype": kv.dtype,
-            "mem_params": p.n_params, "mem_hidden": 0, "mem_maxlen": p.max_context}
+            "mem_hidden": 0}
+
+
+def preset_values(name: str) -> dict[str, Any]:
+    if name in LAYERED_PRESETS:  # a uniform one fills the form whole; a mixed one shows its attention layers' shape
+        layered = LAYERED_PRESETS[name]
+        return {**layout_values(layered.imported().config), "mem_params": layered.n_params or 0,
+                "mem_maxlen": layered.max_context or 4096}
+    p = get_preset(name)
+    return {**layout_values(p.kv), "mem_params": p.n_params, "mem_maxlen": p.max_context}
 
 
 def defaults() -> dict[str, Any]:
@@ -94,13 +96,8 @@ def apply_import() -> None:
         st.session_state.update({"mem_preset": CUSTOM, "mem_dtype": imported.layers.dtype})
         st.session_state["mem_encdec"] = None
         return
-    st.session_state.update({
-        "mem_preset": CUSTOM, "mem_layers": kv.n_layer, "mem_heads": kv.n_head, "mem_kv_heads": kv.n_kv_heads,
-        "mem_head_dim": kv.head_dim, "mem_mla_rank": kv.mla_latent_rank, "mem_mla_rope": kv.mla_rope_dim,
-        "mem_window": kv.window or 0, "mem_local": kv.local_per_global or 0,
-        "mem_window_from": kv.first_windowed_layer, "mem_dtype": kv.dtype, "mem_hidden": 0,
-        **({"mem_maxlen": imported.max_context} if imported.max_context else {}),
-    })
+    st.session_state.update({"mem_preset": CUSTOM, **layout_values(kv),
+                             **({"mem_maxlen": imported.max_context} if imported.max_context else {})})
     # encoder-decoder: its name; the cross-attention cache is then counted in the total once the encoder length is in
     st.session_state["mem_encdec"] = kv.name if imported.cross_attention is not None else None
 
@@ -294,11 +291,10 @@ def textbook() -> None:
         _("source"): f"[{urlparse(c.figure.where).hostname}]({c.figure.where})"} for c in checks],
         alt=_("Published KV-cache sizes checked: each row's printed figure, the exact bytes, the verdict and why."))
     real = get_preset("llama-3-8b").kv
-    mha = memory.kv_bytes(real.with_mha(), 4096)
+    mha, factor = memory.mha_cost(real, 4096)
     st.caption(_("Forgetting GQA (Llama-3-8B with {heads} KV heads instead of {kv}) gives {bytes_} at 4,096 tokens: "
                  "{factor:g}x the real cache.").format(heads=real.n_head, kv=real.n_kv_heads,
-                                                        bytes_=units.format_bytes(mha),
-                                                        factor=mha / memory.kv_bytes(real, 4096)))
+                                                        bytes_=units.format_bytes(mha), factor=factor))
 
 
 def loaded_model() -> None:

@@ -332,6 +332,7 @@ def test_the_same_cache_with_mha_and_the_cross_attention_layout():
     llama = get_preset("llama-3-8b").kv
     assert llama.with_mha().n_kv_heads == llama.n_head == 32
     assert memory.kv_bytes(llama.with_mha(), 4096) == 4 * memory.kv_bytes(llama, 4096)
+    assert memory.mha_cost(llama, 4096) == (4 * memory.kv_bytes(llama, 4096), 4.0)  # the stage's and the page's rule
     windowed = memory.KVConfig(4, 8, 2, 16, "int8", window=64, local_per_global=3, name="m", quant_residual_tokens=8)
     cross = windowed.cross_attention_layout()
     assert cross == replace(windowed.all_global(), name="m cross-attention")

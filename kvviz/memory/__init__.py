@@ -269,6 +269,13 @@ def kv_bytes(config: KVConfig, context_len: int, batch: int = 1) -> int:
     return batch * per_sequence + fp8_scale_bytes(config, context_len)
 
 
+def mha_cost(config: KVConfig, context_len: int, batch: int = 1) -> tuple[int, float]:
+    """What forgetting GQA or MQA costs: (the bytes the same cache holds with full MHA, one K/V head per query head;
+    how many times this cache's own bytes that is). The stage's GQA line and the memory page's textbook note say it."""
+    mha = kv_bytes(config.with_mha(), context_len, batch)
+    return mha, mha / max(kv_bytes(config, context_len, batch), 1)
+
+
 def fp8_scale_bytes(config: KVConfig, context_len: int) -> int:
     """fp8: the per-layer float32 scales of keys and values (one pair per layer for the whole batch)."""
     return config.n_layer * FP8_SCALE_BYTES_PER_LAYER if config.dtype == "fp8" and context_len else 0

@@ -441,12 +441,12 @@ def gqa_text(snap: StageSnapshot, model: ModelInfo) -> str:
     groups = "; ".join(f"kv {kv} ← q {', '.join(map(str, qs))}"
                        for kv, qs in group_mapping(model.n_head, model.n_kv_heads))
     gqa = model.kv_config()  # in the dtype the model runs in, as the measured tensors are
-    mha_bytes = memory.kv_bytes(gqa.with_mha(), snap.cache_len)
+    mha_bytes, factor = memory.mha_cost(gqa, snap.cache_len)
     return (f"kv_head = q_head // {model.n_head // model.n_kv_heads}: {groups}. " + _(
         "Cache measured from the real tensors: {measured:,} B (calculator: {calculated:,} B); with full MHA "
         "({heads} K/V heads) the same model would hold {mha:,} B, {ratio:.0f}x more.").format(
         measured=snap.cache_bytes, calculated=memory.kv_bytes(gqa, snap.cache_len), heads=model.n_head,
-        mha=mha_bytes, ratio=mha_bytes / max(snap.cache_bytes, 1)))
+        mha=mha_bytes, ratio=factor))
 
 
 def _race_side(snap: StageSnapshot, dims: ModelDims, cached: bool) -> str:
