@@ -56,7 +56,7 @@ def test_each_bad_option_is_refused_with_one_line_and_exit_2(args, said):
     assert "not found" not in done.stderr  # refused before the nginx check, so before anything could start
 
 
-def _with_free_ports(args: list[str]) -> list[str]:
+def _on_ports_found_free(args: list[str]) -> list[str]:
     """`args` with -p set to a free block of ports for nginx and every replica (the replicas: -n, else a core each)."""
     replicas = int(args[args.index("-n") + 1]) if "-n" in args else os.cpu_count() or 1
     return [*args, "-p", str(free_port_block(replicas + 1))]
@@ -68,7 +68,7 @@ def _with_free_ports(args: list[str]) -> list[str]:
     ["--run-dir", "RUN_DIR"],  # a plain path: the test's own temporary folder
 ])
 def test_good_options_pass_the_checks(args, tmp_path):
-    done = _run(*_with_free_ports([str(tmp_path / "run") if a == "RUN_DIR" else a for a in args]))
+    done = _run(*_on_ports_found_free([str(tmp_path / "run") if a == "RUN_DIR" else a for a in args]))
     assert done.returncode == 1 and f"{NO_NGINX} not found" in done.stderr, done.stderr
 
 
