@@ -60,6 +60,11 @@ def pytest_collection_finish(session):
         raise pytest.UsageError(
             f"{_torch_at_collection[0]} imports torch when collected: import it (and the kvviz modules that use it) "
             "inside a fixture or the test, so that a bare `pytest` never loads torch")
+    tiers.watch_imports()  # from here on every import that reaches torch is counted (the tier check reads it)
+
+
+def pytest_unconfigure(config):
+    tiers.watch_imports(on=False)
 
 
 def pytest_report_header(config):
@@ -68,22 +73,57 @@ def pytest_report_header(config):
     return "kvviz: a bare run takes the pure tier; -m model|app|browser|slow or --all-tiers for the rest"
 
 
-@pytest.fixture(autouse=True)
-def stays_in_its_tier(request):
-    """A test without a tier marker is pure: it must not load torch, build an AppTest or start a server. The test
-    fails (in teardown) naming the marker it needs, so the fast tier stays fast and a bare run stays honest."""
-    pure = not _tiers_of(request.node)
-    torch_before = "torch" in sys.modules
-    built_before = dict(tiers.built)
-    yield
-    if not pure:
-        return
-    if not torch_before and "torch" in sys.modules:
-        pytest.fail("this test loaded torch: mark it @pytest.mark.model (or keep torch out of it)")
-    if tiers.built["apptest"] > built_before["apptest"]:
-        pytest.fail("this test ran a page in AppTest: mark it @pytest.mark.app")
-    if tiers.built["server"] > built_before["server"]:
-        pytest.fail("this test started a streamlit server: mark it @pytest.mark.browser")
+# ----- the tier check: a pure test (no tier marker) loads no torch, runs no AppTest, starts no server ------------
+# What a test did is what the counts in support.tiers grew by from the start of its setup (its module and session
+# fixtures included) to the end of its call, whatever ran before it in the worker; a fixture that grew a count when
+# it was set up (for an earlier test) is remembered, so a later test that reuses it is caught as well.
+_counts_at_setup = pytest.StashKey[dict]()
+_fixture_did: dict[object, set[str]] = {}  # a fixture's definition -> the counts its setup grew
+
+
+def _grew(before: dict[str, int]) -> list[str]:
+    return [kind for kind in tiers.MARKER_OF if tiers.built[kind] > before[kind]]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    item.stash[_counts_at_setup] = dict(tiers.built)
+    tiers.forget_routes()
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    before = dict(tiers.built)
+    result = yield
+    if grew := _grew(before):
+        _fixture_did.setdefault(fixturedef, set()).update(grew)
+    return result
+
+
+def _tier_offence(item) -> str | None:
+    """Why `item`, a test without a tier marker, is not pure, naming the marker it needs; None when it is pure."""
+    for kind in _grew(item.stash[_counts_at_setup]):
+        route = tiers.first_torch_route[0] if kind == "torch" and tiers.first_torch_route else ()
+        how = f" ({' -> '.join(route)})" if len(route) > 1 else ""  # which module of ours took it there
+        return f"this test {tiers.WHAT[kind]}{how}: mark it @pytest.mark.{tiers.MARKER_OF[kind]}"
+    info = getattr(item, "_fixtureinfo", None)  # which definition each of the test's fixture names is
+    for name in getattr(item, "fixturenames", ()):
+        for fixturedef in (info.name2fixturedefs.get(name, ()) if info else ())[-1:]:
+            for kind in sorted(_fixture_did.get(fixturedef, ())):
+                return (f"this test uses the fixture {name}, which {tiers.WHAT[kind]} when it was set up: "
+                        f"mark it @pytest.mark.{tiers.MARKER_OF[kind]}")
+    return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """A test without a tier marker is pure: it must not load torch, build an AppTest or start a server. It fails
+    naming the marker it needs, so the fast tier stays fast and a bare run stays honest."""
+    result = yield  # a test that failed already fails for its own reason
+    if not _tiers_of(item) and (offence := _tier_offence(item)):
+        pytest.fail(offence, pytrace=False)
+    return result
 
 
 @pytest.fixture(scope="session")

@@ -20,11 +20,14 @@ export KVVIZ_REQUIRE_BROWSER=1  # here Chromium is installed: the browser test m
 export HF_HUB_OFFLINE=1         # tests never touch the network
 .venv/bin/ruff check .         # lint first (pyproject.toml: E, F, W, I, B, UP, SIM): a lint error fails CI
 # Every tier (tests/support/tiers.py), in two pytest-xdist workers (one a core; each loads its own bundled model, a
-# second or two). The tiers without a server first; then the browser tier on its own, a whole module on a worker
-# (--dist loadfile: a module's server and tab stay with its tests), so two servers and two Chromium tabs share the
-# cores: a harder load than one busy core, under which the busy-core tests keep their own spinner too.
+# second or two). The pure tier first, alone (the tests with no tier marker, what a bare `pytest` runs): it is
+# quick, and no other tier has run in its workers. Then the other tiers without a server; then the browser tier on
+# its own, a whole module on a worker (--dist loadfile: a module's server and tab stay with its tests), so two
+# servers and two Chromium tabs share the cores: a harder load than one busy core, under which the busy-core tests
+# keep their own spinner too. The three runs together are every test, each once.
 status=0
-.venv/bin/python -m pytest --all-tiers -m "not browser" -n 2 "$@" || status=$?
+.venv/bin/python -m pytest -m "not (model or app or browser or slow)" -n 2 "$@" || status=$?  # the pure tier
+.venv/bin/python -m pytest --all-tiers -m "(model or app or slow) and not browser" -n 2 "$@" || status=$?
 browser_status=0
 rm -f .pytest_cache/v/cache/lastfailed  # from here on it records the browser run alone
 .venv/bin/python -m pytest --all-tiers -m browser -n 2 --dist loadfile "$@" || browser_status=$?
