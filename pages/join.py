@@ -54,32 +54,35 @@ def _store_away(fault: poll_store.StoreUnavailable) -> None:
     st.stop()
 
 
+voter = poll.voter_token()
+client = poll.client_address()
 try:
     room = poll.store().room(code)
     question = poll.poll_in_language(code) if room.step else None
+    mine = None
+    if question is not None:
+        poll.store().saw(code, voter, room.step)  # one of the M in the projector's "Voted N of M"
+        mine = poll.store().choice_of(code, voter, room.step, room.round)  # the store's: only a vote that counts
 except poll_store.StoreUnavailable as fault:
     _store_away(fault)
 except poll_store.PollRefused as refused:
     _join_form(str(refused))
     st.stop()
 
-voter = poll.voter_token()
-client = poll.client_address()
-
 
 @st.fragment(run_every=FOLLOW_S)
-def _follow(drawn: tuple[int, int, str]) -> None:
-    """Redraws the page when the room's step, round or phase is no longer the one drawn; draws nothing. A fault
-    here is left to the next tap or redraw, which says it in words."""
+def _follow(drawn: tuple[int, int, str, int]) -> None:
+    """Redraws the page when the room's step, round, phase or version (every host action bumps it: a Reset too) is
+    no longer the one drawn; draws nothing. A fault here is left to the next tap or redraw, which says it in words."""
     try:
         now = poll.store().room(code)
     except poll_store.PollRefused:
         return
-    if (now.step, now.round, now.phase) != drawn:
+    if (now.step, now.round, now.phase, now.version) != drawn:
         st.rerun(scope="app")
 
 
-_follow((room.step, room.round, room.phase))
+_follow((room.step, room.round, room.phase, room.version))
 st.caption(_("Room {code}").format(code=code))
 st.button(_("Show the current question"), key="join_refresh", icon=":material/refresh:", use_container_width=True)
 if question is None:
@@ -87,7 +90,6 @@ if question is None:
             icon=":material/hourglass_top:")
     st.stop()
 
-mine_key = f"join_vote_{code}_{room.step}_{room.round}"
 st.markdown(_("**Question {step}{round}.** {text}").format(
     step=room.step, round=_(" (round 2)") if room.round == 2 else "", text=question.text))
 
@@ -102,8 +104,7 @@ def _vote(choice: int) -> None:
     except poll_store.PollRefused as refused:  # refused, held back or not stored: never "Vote received"
         st.session_state["join_refused"] = str(refused)
         return
-    st.session_state[mine_key] = choice
-    st.session_state.pop("join_refused", None)
+    st.session_state.pop("join_refused", None)  # the rerun reads the vote back from the store
 
 
 def _moved_on() -> str | None:
@@ -117,7 +118,6 @@ def _moved_on() -> str | None:
     return _("The teacher has moved on: question {step} is shown now. Tap your answer to it.").format(step=now.step)
 
 
-mine = st.session_state.get(mine_key)
 for i, label in enumerate(question.choices):
     st.button(f"{choice_letter(i)}. {label}", key=f"join_choice_{room.step}_{room.round}_{i}",
               type="primary" if mine == i else "secondary", use_container_width=True,

@@ -324,12 +324,12 @@ def class_box(number: int, question: lesson.Question, step: lesson.LessonStep, f
         row = st.container(horizontal=True)
         row.button(_("Reveal the answer"), key=f"lesson_reveal_btn_{number}", type="primary",
                    icon=":material/visibility:", shortcut=REVEAL_KEY,
-                   on_click=lambda: (st.session_state.update({reveal_key: True}), poll.reveal(poll.hosted_room())))
+                   on_click=lambda: (st.session_state.update({reveal_key: True}), poll.reveal(poll.hosted_room(), number)))
         row.button(_("Hint"), key=f"lesson_hint_btn_{number}", icon=":material/lightbulb:", shortcut="H",
                    on_click=lambda: st.session_state.update({f"lesson_class_hint_{number}": True}))
         if st.session_state.get(f"lesson_class_hint_{number}"):
             st.warning(question.hint, icon=":material/lightbulb:")
-        poll.projector_panel(number, ask, font_px)
+        poll.projector_panel(number, ask, font_px, moved_here=bool(st.session_state.get(CLICKED)))
     else:
         st.success(_("### Answer: {answer}").format(answer=question.answer_text()))
         outcome = _outcomes().get(number)
@@ -343,7 +343,7 @@ def class_box(number: int, question: lesson.Question, step: lesson.LessonStep, f
         else:
             st.caption(_("Marked for the room: {result}. The ending counts the room's score.").format(
                 result=lesson.result_label(outcome.result) if outcome.right else _("missed (answer shown)")))
-        poll.projector_panel(number, ask, font_px, answer_shown=True,
+        poll.projector_panel(number, ask, font_px, answer_shown=True, moved_here=bool(st.session_state.get(CLICKED)),
                              on_next=(lambda: _go(1)) if number < N_STEPS else None)
     _figures(question, False, font_px, number)  # the figure the question is about, under it
     if revealed:

@@ -40,7 +40,8 @@ def _settled(tab) -> None:
 
 def _voted(tab) -> int:
     metric = tab.locator('[data-testid="stMetric"]', has_text=re.compile("Voted|已投票"))
-    return int(metric.locator('[data-testid="stMetricValue"]').inner_text().replace(",", ""))
+    shown = metric.locator('[data-testid="stMetricValue"]').inner_text()  # "3 of 4": voted of the phones that opened
+    return int(re.match(r"[\d,]+", shown.strip()).group(0).replace(",", ""))
 
 
 def _wait_voted(tab, n: int) -> None:

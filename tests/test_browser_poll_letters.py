@@ -1,6 +1,8 @@
 """The class poll as one room sees it (headless Debian Chromium): the projector, the phones and the vote chart name
 each choice by the same letter, in both languages and on number steps too; the phones follow the teacher without a
-tap; a phone's controls are made for a thumb and a screen reader; the join code reads from the back of the hall.
+tap; a phone's controls are made for a thumb and a screen reader; the join code reads from the back of the hall; a
+revealed round stays revealed when the teacher goes back to it; a phone says "Vote received" only while its vote
+counts, and the projector reads "Voted N of M".
 Screenshots go to test-artifacts/poll/ to be looked at.
 """
 from __future__ import annotations
@@ -149,4 +151,59 @@ def test_the_join_code_reads_from_the_back_of_the_hall(poll_url, browser):
     box = dialog.locator("img.kvviz-poll-qr").bounding_box()
     assert box["width"] >= 400 and box["y"] + box["height"] <= 720, box  # as large as fits the screen
     teacher.screenshot(path=str(ARTIFACTS / "join_full_screen.png"))
+    teacher.context.close()
+
+
+def _voted_text(tab) -> str:
+    return tab.locator('.st-key-poll_panel [data-testid="stMetric"] [data-testid="stMetricValue"]').inner_text()
+
+
+def test_a_revealed_round_stays_revealed_when_the_teacher_goes_back(poll_url, browser):
+    """Reveal, Next question, then the teacher's Back: the projector shows step 4's result again, the phones follow
+    to it, and nobody can vote on it any more."""
+    teacher, code = _projector(poll_url, browser, 4, "en")
+    phone = _phone(poll_url, browser, code, "en")
+    phone.locator("[class*='st-key-join_choice_4_'] button").first.click()
+    _settled(phone)
+    teacher.keyboard.press("v")
+    teacher.locator(".st-key-poll_panel .js-plotly-plot").first.wait_for()
+    _settled(teacher)
+    teacher.locator(".st-key-poll_next button").first.click()
+    teacher.get_by_text("Step 5 of 12").first.wait_for()
+    _settled(teacher)
+    phone.get_by_text("Question 5.").first.wait_for(timeout=10_000)
+    teacher.keyboard.press("ArrowLeft")  # the lesson's Back
+    teacher.get_by_text("Step 4 of 12").first.wait_for()
+    _settled(teacher)
+    teacher.locator(".st-key-poll_panel .js-plotly-plot").first.wait_for()  # its result, not a new vote
+    assert "answer revealed" in teacher.locator(".st-key-poll_panel").inner_text()
+    phone.get_by_text("Question 4.").first.wait_for(timeout=10_000)
+    _settled(phone)
+    phone.get_by_text("You voted A").wait_for()
+    buttons = phone.locator("[class*='st-key-join_choice_4_'] button")
+    assert buttons.count() >= 2 and not any(buttons.nth(i).is_enabled() for i in range(buttons.count()))
+    teacher.screenshot(path=str(ARTIFACTS / "back_to_a_revealed_step.png"))
+    phone.context.close()
+    teacher.context.close()
+
+
+def test_after_reset_no_phone_says_its_vote_was_received(poll_url, browser):
+    """Two phones open the question, one votes: the projector reads "1 of 2". Reset: the voter's phone follows and
+    no longer says "Vote received" (its vote no longer counts); a reload after voting shows the vote that counts."""
+    teacher, code = _projector(poll_url, browser, 5, "en")
+    voter = _phone(poll_url, browser, code, "en")
+    _phone(poll_url, browser, code, "en")
+    voter.locator("[class*='st-key-join_choice_5_'] button").nth(1).click()
+    _settled(voter)
+    voter.get_by_text("Vote received: B").wait_for()
+    teacher.wait_for_function("""() => /^1 of 2$/.test((document.querySelector(
+        '.st-key-poll_panel [data-testid="stMetricValue"]') || {}).innerText || '')""", timeout=15_000)
+    voter.reload()
+    voter.get_by_text("Vote received: B").wait_for()  # read back from the store, not from the tab's memory
+    _settled(voter)
+    teacher.locator(".st-key-poll_reset button").first.click()
+    _settled(teacher)
+    voter.wait_for_function("() => !document.body.innerText.includes('Vote received')", timeout=10_000)
+    assert _voted_text(teacher).startswith("0 of")
+    voter.context.close()
     teacher.context.close()

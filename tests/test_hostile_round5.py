@@ -520,9 +520,9 @@ def test_the_projectors_one_read_counts_votes_held_back_and_the_class_size(store
     store.vote(room.code, "phone-one", STEP, 1, 0, client="203.0.113.1")
     with pytest.raises(ps.HeldBack):
         store.vote(room.code, "phone-two", STEP, 1, 1, client="203.0.113.2")
-    assert store.live_count(room.code, STEP, 1) == (1, 1, 1)
+    assert store.live_count(room.code, STEP, 1) == (1, 1, 1, 0)
     store.reset(room.code, room.host_key)  # a reset forgets the held-back votes with the counted ones
-    assert store.live_count(room.code, STEP, 1) == (0, 0, 1)
+    assert store.live_count(room.code, STEP, 1) == (0, 0, 1, 0)
 
 
 # ----- the three the round left: ?fresh=, a 10,000-character preset name, train --text <a folder> ---------------------

@@ -353,6 +353,34 @@ def test_reset_drops_the_steps_votes(store, room):
     assert store.voted_count(room.code, STEP, 1) == 0 and store.voted_count(room.code, STEP, 2) == 0
 
 
+def test_a_phone_reads_its_own_vote_only_while_it_counts(store, room):
+    """What a phone shows as "Vote received" is the store's: its latest counted choice, in this round only, gone
+    after Reset; a vote held back past the class size is not one."""
+    assert store.choice_of(room.code, "a", STEP, 1) is None
+    store.vote(room.code, "a", STEP, 1, 0)
+    store.vote(room.code, "a", STEP, 1, 2)
+    assert store.choice_of(room.code, "a", STEP, 1) == 2 and store.choice_of(room.code, "b", STEP, 1) is None
+    assert store.choice_of(room.code, "a", STEP, 2) is None
+    store.reset(room.code, room.host_key)
+    assert store.choice_of(room.code, "a", STEP, 1) is None
+    store.set_limits(room.code, room.host_key, 2, 1)
+    store.vote(room.code, "b", STEP, 1, 1)
+    with pytest.raises(ps.HeldBack):
+        store.vote(room.code, "c", STEP, 1, 1)
+    assert store.choice_of(room.code, "c", STEP, 1) is None and store.choice_of(room.code, "b", STEP, 1) == 1
+
+
+def test_voted_n_of_m_counts_the_phones_that_drew_the_question(store, room):
+    """M of "Voted N of M": each phone that drew the step's question, once however often it redraws; per step."""
+    for phone in ("a", "b", "c", "a", "b"):
+        store.saw(room.code, phone, STEP)
+    store.saw(room.code, "d", STEP + 1)
+    store.vote(room.code, "a", STEP, 1, 0)
+    voted, held_back, class_size, opened = store.live_count(room.code, STEP, 1)
+    assert (voted, held_back, class_size, opened) == (1, 0, None, 3)
+    assert store.live_count(room.code, STEP + 1, 1)[3] == 1
+
+
 def test_reopening_a_step_keeps_its_votes_unless_its_choices_changed(store, room):
     store.vote(room.code, "a", STEP, 1, 0)
     store.open_step(room.code, room.host_key, polls())

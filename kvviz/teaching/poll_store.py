@@ -126,6 +126,12 @@ votes = sa.Table(
     sa.Column("voter_sha256", sa.String(64), primary_key=True),
     sa.Column("choice", sa.Integer, nullable=False),
     sa.Column("voted_s", sa.Float, nullable=False))
+views = sa.Table(  # the phones that drew a step's question: the projector's "Voted N of M" counts them (M)
+    "poll_views", metadata,
+    sa.Column("room", sa.String(16), primary_key=True),
+    sa.Column("step", sa.Integer, primary_key=True),
+    sa.Column("voter_sha256", sa.String(64), primary_key=True),
+    sa.Column("seen_s", sa.Float, nullable=False))
 voters = sa.Table(  # the rate limit: votes in the current minute, per voter and room
     "poll_voters", metadata,
     sa.Column("room", sa.String(16), primary_key=True),
@@ -158,7 +164,7 @@ openers = sa.Table(  # who opened which room when: at most ROOMS_PER_ADDRESS_HOU
     sa.Column("code", sa.String(16), primary_key=True),
     sa.Column("client_sha256", sa.String(64), nullable=False),
     sa.Column("created_s", sa.Float, nullable=False))
-_ROOM_TABLES = (questions, votes, voters, results, limits, clients, held, steps)  # rows that go with their room
+_ROOM_TABLES = (questions, votes, voters, results, limits, clients, held, steps, views)  # rows that go with their room
 log = logging.getLogger("kvviz.poll")
 
 
@@ -792,16 +798,38 @@ class PollStore:
             row = self._room(conn, code, host_key, host=True)
             self._upsert(conn, limits, {"room": row.code}, {"per_address": per_address, "class_size": class_size})
 
-    def live_count(self, code: str, step: int, round: int) -> tuple[int, int, int | None]:
+    def live_count(self, code: str, step: int, round: int) -> tuple[int, int, int | None, int]:
         """What the projector shows once a second, in one read: votes counted on (step, round), votes held back
-        past the class size, and the class size (None: not set)."""
+        past the class size, the class size (None: not set), and how many phones drew the step's question (the M
+        of "Voted N of M")."""
         with self._live(read=True) as conn:
             row = self._room(conn, code)
             voted = conn.execute(sa.select(sa.func.count()).select_from(votes).where(
                 votes.c.room == row.code, votes.c.step == step, votes.c.round == round)).scalar_one()
             held_n = conn.execute(sa.select(sa.func.count()).select_from(held).where(
                 held.c.room == row.code, held.c.step == step, held.c.round == round)).scalar_one()
-            return voted, held_n, self._limits(conn, row.code)[1]
+            opened = conn.execute(sa.select(sa.func.count()).select_from(views).where(
+                views.c.room == row.code, views.c.step == step)).scalar_one()
+            return voted, held_n, self._limits(conn, row.code)[1], opened
+
+    def saw(self, code: str, voter_token: str, step: int) -> None:
+        """A phone (its voter token) drew `step`'s question: one of the M the projector's "Voted N of M" counts.
+        Kept once per phone and step (a redraw adds nothing)."""
+        if not isinstance(voter_token, str) or not voter_token:
+            return
+        with self._live() as conn:
+            row = self._room(conn, code)
+            self._insert_new(conn, views, {"room": row.code, "step": int(step), "voter_sha256": _hash(voter_token),
+                                           "seen_s": self.clock()})
+
+    def choice_of(self, code: str, voter_token: str, step: int, round: int) -> int | None:
+        """The choice this phone's vote on (step, round) counts for now; None when it has no counted vote there (it
+        never voted, the round was reset, or its vote was held back past the class size)."""
+        with self._live(read=True) as conn:
+            row = self._room(conn, code)
+            return conn.execute(sa.select(votes.c.choice).where(
+                votes.c.room == row.code, votes.c.step == step, votes.c.round == round,
+                votes.c.voter_sha256 == _hash(voter_token))).scalar_one_or_none()
 
     def held_back(self, code: str, step: int, round: int) -> int:
         """How many votes on (step, round) came past the class size and were not counted."""

@@ -212,12 +212,13 @@ def qr_image(url: str, alt: str, scale: int = 5) -> str:
 def live_count(code: str, step: int, round_: int) -> None:
     """How many have voted, once a second: the count only, never the distribution before Reveal."""
     try:
-        voted, held, class_size = store().live_count(code, step, round_)  # one read a second
+        voted, held, class_size, opened = store().live_count(code, step, round_)  # one read a second
     except poll_store.PollRefused as refused:
         st.warning(str(refused), icon=":material/cloud_off:")
         return
-    st.metric(_("Voted"), f"{voted:,}", help=_("Votes so far on this question and round; the choices are shown when "
-                                                "you reveal the answer."))
+    st.metric(_("Voted"), _("{voted:,} of {opened:,}").format(voted=voted, opened=max(opened, voted)),
+              help=_("Votes so far on this question and round, of the phones that opened it; the choices are shown "
+                     "when you reveal the answer."))
     if held:
         st.warning(ngettext("{total} votes for a class of {size}: {held} held back, not counted.",
                             "{total} votes for a class of {size}: {held} held back, not counted.", held).format(
@@ -272,18 +273,34 @@ def room_choices(step: int, question) -> tuple[str, ...] | None:
 REVEAL_KEY, LOCK_KEY, AGAIN_KEY = "V", "L", "G"  # as class mode's keys: V reveals, Y / N mark the room, H hints
 
 
+HELD_KEY = "poll_held_version"  # session: the room's version after this tab's last action on it (it holds the room)
+
+
+def _acted(state: poll_store.RoomState) -> poll_store.RoomState:
+    """This tab acted on the room: it holds the room until another tab acts (the room's version moves past it)."""
+    st.session_state[HELD_KEY] = state.version
+    return state
+
+
+def holds_room(state: poll_store.RoomState) -> bool:
+    """This tab made the room's last move: its own Back and Forward move the room with it. A tab that did not (an
+    old tab reloaded, a plan link's new tab) shows its step's state and moves the room only when asked."""
+    return st.session_state.get(HELD_KEY) == state.version
+
+
 def _host_call(action: str, room: poll_store.NewRoom) -> None:
     """(Button callback.) One of the teacher's actions on the room; a refusal is shown, nothing changes."""
     try:
-        getattr(store(), action)(room.code, room.host_key)
+        _acted(getattr(store(), action)(room.code, room.host_key))
     except poll_store.PollRefused as refused:
         st.session_state["poll_refused"] = str(refused)
 
 
-def reveal(room: poll_store.NewRoom | None) -> None:
-    """(From the lesson's Reveal.) The room's votes are shown with the answer."""
+def reveal(room: poll_store.NewRoom | None, step: int) -> None:
+    """(From the lesson's Reveal at `step`.) The room's votes are shown with the answer, when `step` is the room's
+    question (a tab on another step reveals its own lesson only)."""
     try:
-        if room is not None and store().room(room.code).step:
+        if room is not None and store().room(room.code).step == step:
             _host_call("reveal", room)
     except poll_store.PollRefused as refused:  # the lesson's own reveal goes on without the room's
         _fault(refused)
@@ -314,23 +331,25 @@ def marks(room: poll_store.NewRoom | None) -> dict[int, bool]:
         return {}
 
 
-def projector_panel(step: int, ask, font_px: int, answer_shown: bool = False, on_next=None) -> None:
+def projector_panel(step: int, ask, font_px: int, answer_shown: bool = False, on_next=None,
+                    moved_here: bool = False) -> None:
     """Class mode's poll: a button that starts it, or the running poll of this step (join code, QR code, the live
     count, Lock / Vote again / Reset, and after Reveal the room's votes with each wrong choice's mistake).
     `ask(language)` computes the step's lesson Question in a language (the poll is stored in every language);
     `answer_shown`: the lesson shows the answer already (its own Reveal is gone: the panel's shows round 2's votes);
-    `on_next`: the lesson's own Next (a button callback), drawn in the panel as Next question. A store fault draws
-    one sentence in its place (and a button that tries again); the lesson around it goes on."""
+    `on_next`: the lesson's own Next (a button callback), drawn in the panel as Next question; `moved_here`: this
+    run's step comes from this tab's own control (Next, Back, the step picker), so the room follows it. A store fault
+    draws one sentence in its place (and a button that tries again); the lesson around it goes on."""
     shown = fault_notice()
     try:
-        _panel(step, ask, font_px, answer_shown, on_next)
+        _panel(step, ask, font_px, answer_shown, on_next, moved_here)
     except poll_store.StoreUnavailable as fault:
         if not shown:
             st.warning(str(fault), icon=":material/cloud_off:")
         st.button(_("Try the class poll again"), key="poll_retry", icon=":material/refresh:")
 
 
-def _panel(step: int, ask, font_px: int, answer_shown: bool, on_next) -> None:
+def _panel(step: int, ask, font_px: int, answer_shown: bool, on_next, moved_here: bool) -> None:
     room = hosted_room()
     try:
         state = store().room(room.code) if room else None
@@ -345,7 +364,7 @@ def _panel(step: int, ask, font_px: int, answer_shown: bool, on_next) -> None:
         def _start() -> None:
             try:
                 new = room or start_room()
-                store().open_step(new.code, new.host_key, polls_for(step, new.code, ask))
+                _acted(store().go_to_step(new.code, new.host_key, polls_for(step, new.code, ask)))
             except poll_store.PollRefused as refused:  # too many rooms from this address, or the store away
                 _fault(refused)
 
@@ -353,8 +372,13 @@ def _panel(step: int, ask, font_px: int, answer_shown: bool, on_next) -> None:
                   help=_("The room answers on its own phones: a join code and a QR code, one tap per student, "
                          "the votes hidden until you reveal the answer"))
         return
-    if state.step != step:  # the teacher moved on (Next, a link, Back): this step is the room's question now
-        state = store().open_step(room.code, room.host_key, polls_for(step, room.code, ask))
+    if state.step != step:
+        if not (moved_here or holds_room(state)):  # an old tab reloaded, a new tab: the room stays where it is
+            _elsewhere(room, state, step, ask, font_px)
+            return
+        # the teacher moved (Next, Back, the step picker; this tab's browser Back): the room's question follows; a
+        # revealed step shows its result, never reopens
+        state = _acted(store().go_to_step(room.code, room.host_key, polls_for(step, room.code, ask)))
     url = join_url(room.code)
     with st.container(border=True, key="poll_panel"):
         if state.phase == "revealed":  # what the room answered first, the join code under it for late phones
@@ -394,6 +418,26 @@ def _panel(step: int, ask, font_px: int, answer_shown: bool, on_next) -> None:
             row.button(_("Next question"), key="poll_next", icon=":material/arrow_forward:", on_click=on_next)
         if refused := st.session_state.pop("poll_refused", None):
             st.warning(refused)
+
+
+def _elsewhere(room: poll_store.NewRoom, state: poll_store.RoomState, step: int, ask, font_px: int) -> None:
+    """This tab's step is not the room's question, and this tab did not move the room (it was reloaded, or opened
+    from a link): its step's result if it was revealed, where the room is, and a button that brings the room here."""
+    kept = store().step_state(room.code, room.host_key, step)
+    with st.container(border=True, key="poll_panel"):
+        if kept is not None and kept.phase == "revealed":
+            votes(room, step, kept.round, font_px)
+        st.info(_("The room's phones are on question {current}. This tab shows question {step}.").format(
+            current=state.step, step=step), icon=":material/devices:")
+
+        def _here() -> None:
+            try:
+                _acted(store().go_to_step(room.code, room.host_key, polls_for(step, room.code, ask)))
+            except poll_store.PollRefused as refused:
+                st.session_state["poll_refused"] = str(refused)
+
+        st.button(_("Show this question on the phones"), key="poll_here", icon=":material/how_to_vote:",
+                  on_click=_here, help=_("The room moves to this question; a revealed one shows its result"))
 
 
 def join_full_screen(code: str, url: str) -> None:
