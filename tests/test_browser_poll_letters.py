@@ -207,3 +207,16 @@ def test_after_reset_no_phone_says_its_vote_was_received(poll_url, browser):
     assert _voted_text(teacher).startswith("0 of")
     voter.context.close()
     teacher.context.close()
+
+
+def test_the_countdown_closes_the_vote(poll_url, browser):
+    """Countdown, 15 s: the projector counts down beside the votes, then locks the vote; the phone follows."""
+    teacher, code = _projector(poll_url, browser, 5, "en")
+    phone = _phone(poll_url, browser, code, "en")
+    teacher.locator(".st-key-poll_countdown_menu button").first.click()
+    teacher.locator(".st-key-poll_countdown_15 button").click()
+    teacher.get_by_text("Closes in").first.wait_for(timeout=10_000)
+    teacher.get_by_text("voting closed").first.wait_for(timeout=40_000)
+    phone.get_by_text("Voting is closed").wait_for(timeout=10_000)
+    phone.context.close()
+    teacher.context.close()

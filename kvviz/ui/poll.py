@@ -21,8 +21,10 @@ from __future__ import annotations
 import html
 import ipaddress
 import logging
+import math
 import re
 import secrets
+import time
 from urllib.parse import urlsplit
 
 import streamlit as st
@@ -208,14 +210,27 @@ def qr_image(url: str, alt: str, scale: int = 5) -> str:
     return f'<img class="kvviz-poll-qr" src="{uri}" alt="{html.escape(alt)}" width="{width_px}">'
 
 
+COUNTDOWN_KEY = "poll_countdown"  # session: (step, round, the time the vote closes at), while a countdown runs
+COUNTDOWN_OPTIONS_S = (15, 30, 60)
+
+
 @st.fragment(run_every=LIVE_REFRESH_S)
-def live_count(code: str, step: int, round_: int) -> None:
-    """How many have voted, once a second: the count only, never the distribution before Reveal."""
+def live_count(room: poll_store.NewRoom, step: int, round_: int) -> None:
+    """How many have voted, once a second: the count only, never the distribution before Reveal. While the teacher's
+    countdown runs on this round, the seconds left; at zero it locks the vote (this tab's timer: it needs the tab)."""
     try:
-        voted, held, class_size, opened = store().live_count(code, step, round_)  # one read a second
+        voted, held, class_size, opened = store().live_count(room.code, step, round_)  # one read a second
     except poll_store.PollRefused as refused:
         st.warning(str(refused), icon=":material/cloud_off:")
         return
+    countdown = st.session_state.get(COUNTDOWN_KEY)
+    if countdown is not None and countdown[:2] == (step, round_):
+        left_s = countdown[2] - time.time()
+        if left_s <= 0:
+            st.session_state.pop(COUNTDOWN_KEY, None)
+            _host_call("lock", room)
+            st.rerun(scope="app")  # the panel's buttons and the phones' state follow the lock
+        st.metric(_("Closes in"), _("{seconds} s").format(seconds=math.ceil(left_s)))
     st.metric(_("Voted"), _("{voted:,} of {opened:,}").format(voted=voted, opened=max(opened, voted)),
               help=_("Votes so far on this question and round, of the phones that opened it; the choices are shown "
                      "when you reveal the answer."))
@@ -395,12 +410,13 @@ def _panel(step: int, ask, font_px: int, answer_shown: bool, on_next, moved_here
                           icon=":material/wifi_off:")
         row = right.container(horizontal=True, vertical_alignment="center")
         with row:
-            live_count(room.code, state.step, state.round)
+            live_count(room, state.step, state.round)
         phase = {"open": _("voting open"), "locked": _("voting closed"), "revealed": _("answer revealed")}
         row.caption(_("Round {round}, {phase}").format(round=state.round, phase=phase[state.phase]))
         if state.phase == "open":
             row.button(_("Lock"), key="poll_lock", icon=":material/lock:", shortcut=LOCK_KEY,
                        on_click=_host_call, args=("lock", room))
+            _countdown_menu(row, state)
         elif state.phase == "locked":
             row.button(_("Unlock"), key="poll_unlock", icon=":material/lock_open:", on_click=_host_call,
                        args=("unlock", room))
@@ -418,6 +434,17 @@ def _panel(step: int, ask, font_px: int, answer_shown: bool, on_next, moved_here
             row.button(_("Next question"), key="poll_next", icon=":material/arrow_forward:", on_click=on_next)
         if refused := st.session_state.pop("poll_refused", None):
             st.warning(refused)
+
+
+def _countdown_menu(where, state: poll_store.RoomState) -> None:
+    """An optional countdown that closes the vote: 15, 30 or 60 seconds from the click, shown beside the count."""
+    def _start(seconds: int) -> None:
+        st.session_state[COUNTDOWN_KEY] = (state.step, state.round, time.time() + seconds)
+
+    with where.popover(_("Countdown"), icon=":material/timer:", key="poll_countdown_menu"):
+        for seconds in COUNTDOWN_OPTIONS_S:
+            st.button(_("Close the vote in {seconds} s").format(seconds=seconds), key=f"poll_countdown_{seconds}",
+                      on_click=_start, args=(seconds,), use_container_width=True)
 
 
 def _elsewhere(room: poll_store.NewRoom, state: poll_store.RoomState, step: int, ask, font_px: int) -> None:
