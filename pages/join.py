@@ -7,6 +7,8 @@ browser's), whatever the teacher's projector shows.
 """
 from __future__ import annotations
 
+import html
+
 import streamlit as st
 
 from kvviz import routes
@@ -96,6 +98,7 @@ st.markdown(_("**Question {step}{round}.** {text}").format(
 
 def _vote(choice: int) -> None:
     """(Tap callback.) Vote, or say why not; the vote shown is the one the store kept."""
+    _tapped()
     try:
         poll.store().vote(code, voter, room.step, room.round, choice, client)
     except poll_store.VotingClosed as refused:
@@ -105,6 +108,12 @@ def _vote(choice: int) -> None:
         st.session_state["join_refused"] = str(refused)
         return
     st.session_state.pop("join_refused", None)  # the rerun reads the vote back from the store
+
+
+def _tapped() -> None:
+    """(Every choice's callback, first.) This session acted on one more tap: join_phone.js compares the count it saw
+    before a tap with the next run's, so a tap lost with a server (a replica gone) is named, never dropped silently."""
+    st.session_state["join_taps"] = st.session_state.get("join_taps", 0) + 1
 
 
 def _moved_on() -> str | None:
@@ -123,6 +132,10 @@ for i, label in enumerate(question.choices):
               type="primary" if mine == i else "secondary", use_container_width=True,
               disabled=room.phase != "open", on_click=_vote, args=(i,),
               icon=":material/check_circle:" if mine == i else None)
+# What join_phone.js reads after each run: the taps this session acted on, and the line it shows when a tap was lost
+st.html(f'<div class="kvviz-join-state" data-taps="{st.session_state.get("join_taps", 0)}" data-lost="'
+        + html.escape(_("Your tap did not reach the class poll (its server changed). Tap your answer again."))
+        + '" style="display:none"></div>')
 if refused := st.session_state.pop("join_refused", None):
     st.warning(refused, icon=":material/block:")
 elif mine is not None and room.phase == "open":

@@ -220,3 +220,39 @@ def test_the_countdown_closes_the_vote(poll_url, browser):
     phone.get_by_text("Voting is closed").wait_for(timeout=10_000)
     phone.context.close()
     teacher.context.close()
+
+
+def test_a_tap_lost_with_its_server_is_named(poll_url, browser):
+    """A tap sent while the phone's server is gone (here: the page's messages to the server dropped for 3 s, as when
+    a replica stops) is named in one line, never lost silently; a tap that arrives shows no such line."""
+    teacher, code = _projector(poll_url, browser, 5, "en")
+    phone = new_tab(browser, locale="en-US", **PHONE)
+    dropping = {"until": 0.0}
+
+    def relay(ws) -> None:
+        server = ws.connect_to_server()
+
+        def to_server(message) -> None:
+            if time.monotonic() < dropping["until"]:
+                return  # gone with its server
+            server.send(message)
+
+        ws.on_message(to_server)
+
+    phone.route_web_socket(re.compile(r".*_stcore/stream.*"), relay)
+    phone.goto(page_url(poll_url, "join", lang="en", query={"room": code}))
+    buttons = phone.locator("[class*='st-key-join_choice_5_'] button")
+    buttons.first.wait_for()
+    _settled(phone)
+    buttons.nth(0).click()  # arrives
+    phone.get_by_text("Vote received: A").wait_for()
+    phone.wait_for_timeout(3500)
+    assert not phone.locator("#kvviz-join-lost").is_visible()
+    dropping["until"] = time.monotonic() + 3
+    buttons.nth(1).click()  # lost
+    lost = phone.locator("#kvviz-join-lost")
+    lost.wait_for(timeout=15_000)
+    assert "Tap your answer again" in lost.inner_text()
+    phone.screenshot(path=str(ARTIFACTS / "phone_tap_lost.png"))
+    phone.context.close()
+    teacher.context.close()

@@ -1,7 +1,11 @@
 /* The join page on a phone, where Streamlit offers no setting: the room code box types capitals and is never
    autocorrected or autocompleted (a code is six letters and digits, not a word), and each choice button says to a
    screen reader whether it is this phone's vote (aria-pressed), not by colour and icon alone. Streamlit redraws the
-   buttons on every run, so an observer marks them again whenever the page changes. */
+   buttons on every run, so an observer marks them again whenever the page changes.
+   A tap is never lost without a word: the page draws, each run, how many taps its session acted on
+   (.kvviz-join-state data-taps). A tap remembers that count; when the page is idle 2.5 s after it and the count has
+   not grown, the tap went to a server that is gone (a replica stopped; the phone reconnected to another, a new
+   session), and one line says so at the foot of the screen (data-lost, in the page's language). */
 (() => {
   const mark = () => {
     for (const box of document.querySelectorAll(".st-key-join_form input[type=text], [data-testid=stForm] input[type=text]")) {
@@ -22,3 +26,35 @@
                                                        attributeFilter: ["data-testid"]});
   }
 })();
+if (!window.__kvvizJoinTaps) {
+  window.__kvvizJoinTaps = true;
+  let pending = null;  // {taps: the count the page showed when tapped, at: the tap's time in ms}
+  const drawn = () => document.querySelector(".kvviz-join-state");
+  const notice = (text) => {
+    let line = document.getElementById("kvviz-join-lost");
+    if (!line) {
+      line = document.createElement("div");
+      line.id = "kvviz-join-lost";
+      line.setAttribute("role", "alert");
+      line.style.cssText = "position:fixed;left:0;right:0;bottom:0;z-index:1000;padding:14px 16px;"
+        + "background:#fff4e6;color:#7a2e00;border-top:3px solid #e8590c;font-size:16px";
+      document.body.appendChild(line);
+    }
+    line.textContent = text;
+    line.hidden = !text;
+  };
+  document.addEventListener("click", (event) => {
+    const button = event.target instanceof Element && event.target.closest("[class*='st-key-join_choice_'] button");
+    if (!button || button.disabled) return;
+    const state = drawn();
+    pending = {taps: state ? Number(state.dataset.taps) : 0, at: Date.now()};
+    notice("");
+  }, {capture: true});
+  setInterval(() => {
+    const state = drawn();
+    if (!pending || !state) return;
+    if (Number(state.dataset.taps) > pending.taps) { pending = null; return; }
+    const running = document.querySelector('[data-testid="stStatusWidget"]');
+    if (!running && Date.now() - pending.at > 2500) { notice(state.dataset.lost); pending = null; }
+  }, 500);
+}
