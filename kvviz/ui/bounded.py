@@ -12,12 +12,13 @@ same check.
 A box bound to the URL (bind="query-params") keeps its `value` (Streamlit leaves a value equal to it out of the
 link), and a slider cannot have value=None; for those, `sent_refusal` reads the value as the browser sent it,
 before Streamlit resets it, and checks that (the page then goes on with the widget's own default, as Streamlit
-hands it).
+hands it). No public Streamlit API holds that value: kvviz.ui.router.sent_value reads it, in the one module that
+reads a private Streamlit name (its docstring says why).
 
 Infinity and NaN sent for a whole-number box make Streamlit's own int() raise (OverflowError, ValueError) when the
-value is read, and the session stays wedged until a reload. Every path here reads the sent value first (_sent), names
-it like any other refused value, and sets the widget's session value to the default before anything reads the
-widget, so Streamlit never converts it and the next valid value is taken.
+value is read, and the session stays wedged until a reload. Every path here reads the sent value first
+(sent_value), names it like any other refused value, and sets the widget's session value to the default before
+anything reads the widget, so Streamlit never converts it and the next valid value is taken.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ import streamlit as st
 
 from kvviz.i18n import _, list_sep
 from kvviz.inputs.prompt_rules import FloatSetting, IntSetting
+from kvviz.ui.router import NOT_SENT, sent_value
 
 Setting = IntSetting | FloatSetting
 
@@ -39,7 +41,7 @@ def refusal(setting: Setting, key: str) -> str | None:
         st.session_state[key] = setting.default
         return None
     if _not_finite(key):  # Infinity or NaN: Streamlit's int() would raise on reading it
-        sent = _sent(key)
+        sent = sent_value(key)
         st.session_state[key] = setting.default
         return _refused(_not_finite_error(setting, sent), setting.default)
     try:
@@ -77,36 +79,9 @@ def number(place, setting: Setting, label: str, *, key: str, notices=None, refus
     return checked
 
 
-_NOT_SENT = object()
-
-
-def _sent(key: str):
-    """The value the browser sent this run for the widget `key`, as it sent it (a number, a list for a slider, a
-    list of option labels for a select_slider), or _NOT_SENT. Reads the run's request (Streamlit 1.67 internals:
-    the session's value is already reset to the default before the page runs). If those internals change,
-    nothing is read, and tests/test_page_bounds.py says so."""
-    try:
-        from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
-        from streamlit.runtime.state.common import unpack_widget_state_value
-        from streamlit.runtime.state.session_state_proxy import get_session_state
-
-        ctx = get_script_run_ctx()
-        widget_id = get_session_state()._state._key_id_mapper.get_id_from_key(key, None)
-        sent = ctx.script_requests._rerun_data.widget_states if ctx and ctx.script_requests else None
-        if not widget_id or sent is None:
-            return _NOT_SENT
-        for state in sent.widgets:
-            if state.id == widget_id:
-                value = unpack_widget_state_value(state)
-                return value if isinstance(value, str | int | float | None) else list(value)  # an array: a list
-        return _NOT_SENT
-    except Exception:  # private API gone or changed: Streamlit's silent reset, as before
-        return _NOT_SENT
-
-
 def _not_finite(key: str) -> bool:
     """The browser sent Infinity or NaN for `key` this run (a list: any of its values)."""
-    sent = _sent(key)
+    sent = sent_value(key)
     return any(isinstance(v, float) and not math.isfinite(v) for v in (sent if isinstance(sent, list) else [sent]))
 
 
@@ -123,8 +98,8 @@ def sent_refusal(setting: Setting, key: str, default=None, *, empty_ok: bool = F
     """Before a URL-bound box or a slider of `setting` is drawn: the message for a value the browser sent past the
     setting's rule (default: what the page goes on with, the widget's `value`, if not the setting's own).
     empty_ok: an empty box (None) is a choice (automatic), not a refusal."""
-    sent = _sent(key)
-    if sent is _NOT_SENT or (sent is None and empty_ok):
+    sent = sent_value(key)
+    if sent is NOT_SENT or (sent is None and empty_ok):
         return None
     for value in sent if isinstance(sent, list | tuple) else [sent]:  # a slider sends a list
         try:
@@ -137,8 +112,8 @@ def sent_refusal(setting: Setting, key: str, default=None, *, empty_ok: bool = F
 def sent_option_refusal(key: str, name: str, labels: list[str], default) -> str | None:
     """Before a select_slider is drawn: the message for an option label the browser sent that is not one of
     `labels` (Streamlit would use the default without a word). name: English, marked N_()."""
-    sent = _sent(key)
-    if sent is _NOT_SENT or all(label in labels for label in sent):
+    sent = sent_value(key)
+    if sent is NOT_SENT or all(label in labels for label in sent):
         return None
     return _refused(_("{name} must be one of {options}").format(name=_(name), options=list_sep().join(labels)), default)
 
@@ -153,7 +128,7 @@ def answer_refusal(key: str, given: float | None) -> str | None:
     it (Streamlit hands the page None for Infinity and NaN, which a page would read as an empty box): not a
     number, too large (Infinity: 1e999 or hundreds of digits typed), or negative. None when the value is usable or
     the box was really empty."""
-    sent = _sent(key)
+    sent = sent_value(key)
     if isinstance(sent, float) and math.isnan(sent):
         return _("That answer is not a number: type it in digits, e.g. 4096.")
     if isinstance(sent, float) and math.isinf(sent):

@@ -2,6 +2,8 @@
 sidebar's switch, widget choices kept across a switch, and <html lang> set to match."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import streamlit as st
 
 from kvviz import i18n
@@ -17,7 +19,8 @@ _LANGUAGE_PICKER_KEY = "app_language"
 
 
 def _session_language() -> str | None:
-    from streamlit.runtime.scriptrunner import get_script_run_ctx  # public re-export, used to test for a session
+    # documented in Streamlit's multithreading guide (docs.streamlit.io/develop/concepts/design/multithreading)
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
 
     if get_script_run_ctx(suppress_warning=True) is None:  # a worker thread or the CLI: no session to ask
         return None
@@ -56,6 +59,18 @@ def _browser_locale() -> str | None:
         return None
 
 
+# Which keyed widgets keep their value as a shown label: Streamlit has no public way to tell, so kvviz.ui.router, the
+# one module that reads Streamlit's private state, installs its reader (router.option_widget_keys) when imported,
+# which every page and app.py do before anything draws. (This module cannot import router: router imports it.)
+_option_widget_keys: list[Callable[[], list[str]]] = [lambda: []]  # until router installs its reader
+
+
+def read_option_widgets_with(reader: Callable[[], list[str]]) -> None:
+    """Install `reader`: the keys of the session's options widgets (radio, selectbox, multiselect, segmented
+    control, pills, select slider), for keep_choices_across_languages."""
+    _option_widget_keys[0] = reader
+
+
 def keep_choices_across_languages() -> None:
     """(In the language switch's callback, before the language changes.) Every keyed widget that keeps its value
     as a shown label gets its value written back as the option itself, read while the previous run's labels still
@@ -63,20 +78,9 @@ def keep_choices_across_languages() -> None:
     the widget falls back to its first option or hands the label on (a KeyError in a callback that looks the
     label up, such as the model radio's or the ops page's "loaded model"; the lesson's "End").
     Written back, each widget's state holds its language-free option and the browser is sent the new label.
-    Which widgets: those whose value decoder is an options widget's (radio, selectbox, multiselect, segmented
-    control, pills, select slider), read from Streamlit's widget metadata (private: a button, an uploader, a data
-    editor or a chart selection must never be written)."""
-    from streamlit.runtime.state import get_session_state
-
-    try:
-        state = get_session_state()._state  # SessionState behind st.session_state's proxy
-        metadata = state._new_widget_state.widget_metadata
-        keys = [key for key in list(st.session_state.keys())
-                if (wid := state._key_id_mapper.get_id_from_key(key)) in metadata
-                and hasattr(getattr(metadata[wid].deserializer, "__self__", None), "format_func")]
-    except (AttributeError, KeyError):  # another Streamlit: nothing kept, nothing broken
-        return
-    for key in keys:
+    Which widgets: the options widgets (read_option_widgets_with); a button, an uploader, a data editor or a chart
+    selection must never be written."""
+    for key in _option_widget_keys[0]():
         st.session_state[key] = st.session_state[key]
 
 
