@@ -5,7 +5,7 @@ import streamlit as st
 
 from kvviz import routes
 from kvviz.i18n import _
-from kvviz.ui import language, models, router, sidebar
+from kvviz.ui import language, router, sidebar, warm
 
 router.ensure_router()  # a fresh server's first run is Streamlit's legacy pages/ mode: see its docstring
 # An emoji favicon: Streamlit draws it as a data: SVG. A ":material/...:" icon is fetched from fonts.gstatic.com,
@@ -25,4 +25,6 @@ sidebar.sidebar_model_picker()
 # The navigation is drawn by sidebar.sidebar_navigation (below the language switch); Streamlit's own list stays hidden
 # (client.showSidebarNavigation = false), which also hides the legacy pages/ list of a fresh server's first run.
 st.navigation(sections, position="hidden").run()
-models.warm_up_in_background()  # torch + transformers import while the user reads the first page
+# The bundled model loads in a background thread while the user reads the first page (at once when the server was
+# started as `python -m kvviz.ui.warm run app.py`, as deploy/run_class.sh does): kvviz.ui.warm
+warm.start_after_page(delay_s=2.0)

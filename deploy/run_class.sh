@@ -147,7 +147,9 @@ for i in $(seq 1 "$replicas"); do
   port=$((front_port + i))
   ports+=("$port")
   # Production flags: no file watcher (nothing reloads mid-lesson), bound to localhost (only nginx is public).
-  "$PYTHON" -m streamlit run app.py --server.port "$port" --server.address 127.0.0.1 --server.headless true \
+  # `python -m kvviz.ui.warm run` is `streamlit run` that loads the bundled model before the first student
+  # arrives (kvviz/ui/warm.py): the class's first page does not wait for torch. The log says when it is loaded.
+  "$PYTHON" -m kvviz.ui.warm run app.py --server.port "$port" --server.address 127.0.0.1 --server.headless true \
     --server.fileWatcherType none --server.runOnSave false --browser.gatherUsageStats false \
     >"$run_dir/replica-$port.log" 2>&1 &
   pids+=("$!")

@@ -7,9 +7,10 @@ the shared-server policy (kvviz.model.shared_mode: only offered models, a cap pe
 and shows a wait message while another session's load runs (one load at a time per server, kvviz.model.loading).
 
 Start-up: importing torch + transformers costs seconds on a 2-core laptop. The first page (home) needs
-only `current_info()`, which reads the bundled model's description from disk, so it renders at once while
-`warm_up_in_background()` imports torch/transformers in a daemon thread; pages that step the model import
-them for real (waiting for that thread's import, if it is still running, through Python's import lock).
+only `current_info()`, which reads the bundled model's description from disk, so it renders without them, and
+kvviz.ui.warm loads the bundled model in a daemon thread (at the server's start, or after a session's first page)
+through `preload_model`, into the very cache entry `cached_model` reads; a page that needs the model while that
+load runs waits for it (Streamlit's lock per cache entry) instead of starting a second one.
 """
 from __future__ import annotations
 
@@ -29,7 +30,6 @@ from kvviz.ui.links import MODEL_SPEC_KEY
 # its attention runs (the shared model object itself is not hashable content).
 MODEL_HASH = {loading.LoadedModel: lambda loaded: (loaded.info.spec, loaded.info.attn_implementation)}
 
-_warm_up_started = threading.Event()
 # transformers resolves its classes lazily; two threads importing it at once (the warm-up thread and a page
 # loading a model) made `from transformers import GPT2LMHeadModel` fail. Both import under this lock.
 _IMPORT_LOCK = threading.Lock()
@@ -106,13 +106,10 @@ def cached_model(spec: str, attn_implementation: str = "eager") -> loading.Loade
     download, and the error message never names a server path, whatever the caller passes.
     """
     policy = current_policy()
-    if not model_offered(spec):
-        raise loading.ModelLoadError(_(shared_mode.NOT_OFFERED))
-    offered = policy.find(spec) if policy.enabled else None
-    source = offered.source if offered is not None else spec
+    load_args = _load_args(spec, attn_implementation, policy)
     busy_s = loading.load_busy_for_s()
     waiting = None
-    if busy_s is not None and (spec, attn_implementation) not in _loaded_keys:
+    if busy_s is not None and (spec, attn_implementation) not in _loaded_keys | _preloading:
         waiting = st.info(
             _("Another model is loading on this server (for {seconds:.0f} s). Yours starts as soon as it "
               "finishes: one load at a time keeps the server's memory safe.").format(seconds=busy_s),
@@ -120,7 +117,7 @@ def cached_model(spec: str, attn_implementation: str = "eager") -> loading.Loade
         )
     try:
         with st.spinner(_("Loading the model...")):  # shown only past half a second: a cached model shows nothing
-            return _cached_load(spec, source, attn_implementation, policy.cap, not policy.enabled, offered)
+            return _cached_load(*load_args)
     except loading.ModelLoadError as exc:
         raise loading.ModelLoadError(policy.redact(str(exc))) from None
     finally:
@@ -128,24 +125,43 @@ def cached_model(spec: str, attn_implementation: str = "eager") -> loading.Loade
             waiting.empty()
 
 
-def warm_up_in_background(delay_s: float = 2.0) -> None:
-    """Once per process: import the slow modules in a daemon thread (no Streamlit calls in it).
+def _load_args(spec: str, attn_implementation: str, policy: shared_mode.SharedPolicy) -> tuple:
+    """_cached_load's arguments for `spec` under `policy` (its cache key: cached_model and preload_model must pass
+    the same ones to share an entry). Raises loading.ModelLoadError when this server does not offer `spec`."""
+    if not model_offered(spec):
+        raise loading.ModelLoadError(_(shared_mode.NOT_OFFERED))
+    offered = policy.find(spec) if policy.enabled else None
+    source = offered.source if offered is not None else spec
+    return spec, source, attn_implementation, policy.cap, not policy.enabled, offered
 
-    The thread waits delay_s first: an import holds the GIL most of the time, and starting at once makes
-    the first render 1.4 s slower (measured with bench/first_render.py) instead of faster.
-    """
-    if _warm_up_started.is_set():
-        return
-    _warm_up_started.set()
 
-    def _import() -> None:
-        time.sleep(delay_s)
-        with _IMPORT_LOCK:
-            for name in ("torch", "transformers", "pandas", "kvviz.step.engine"):
-                importlib.import_module(name)
-        _freeze_long_lived_objects()
+_preloading: set[tuple[str, str]] = set()  # what preload_model is loading now (a session waiting for it is not told
+# "another model is loading": it is its own model, and the spinner says so)
 
-    threading.Thread(target=_import, name="kvviz-warm-up", daemon=True).start()
+
+def preload_model(spec: str = loading.BUNDLED, attn_implementation: str = "eager") -> loading.LoadedModel:
+    """Load `spec` into the shared cache outside any session (kvviz.ui.warm's thread, at the server's start): the
+    same entry cached_model(spec, attn_implementation) returns, under this server's policy. Draws nothing; call it
+    once Streamlit has read its configuration (the policy depends on server.address). Raises loading.ModelLoadError."""
+    policy = current_policy()
+    key = (spec, attn_implementation)
+    _preloading.add(key)
+    try:
+        return _cached_load(*_load_args(spec, attn_implementation, policy))
+    except loading.ModelLoadError as exc:
+        raise loading.ModelLoadError(policy.redact(str(exc))) from None
+    finally:
+        _preloading.discard(key)
+
+
+def import_model_modules() -> None:
+    """Import what a model page runs on (torch, transformers, pandas, the stepping engine) under the import lock,
+    then keep the long-lived objects out of the garbage collector's walks. For a thread, before any session needs
+    them (kvviz.ui.warm)."""
+    with _IMPORT_LOCK:
+        for name in ("torch", "transformers", "pandas", "kvviz.step.engine"):
+            importlib.import_module(name)
+    _freeze_long_lived_objects()
 
 
 def current_info() -> loading.ModelInfo:
