@@ -8,6 +8,7 @@ browser's), whatever the teacher's projector shows.
 from __future__ import annotations
 
 import html
+import secrets
 
 import streamlit as st
 
@@ -17,7 +18,8 @@ from kvviz.i18n import _
 from kvviz.teaching import poll_store
 from kvviz.ui import a11y, assets, poll, router
 
-FOLLOW_S = 1.5  # a phone shows the teacher's move within about this, plus one run of the page
+FOLLOW_S = 2.0  # a phone shows the teacher's move within about this, plus one run of the page
+FOLLOW_SHARE_S = 0.5  # a replica's phones share one read of the room's state for this long
 
 router.ensure_router()
 st.title(_(routes.JOIN.title))
@@ -72,15 +74,22 @@ except poll_store.PollRefused as refused:
     st.stop()
 
 
+@st.cache_data(ttl=FOLLOW_SHARE_S, show_spinner=False, max_entries=64)
+def _followed(room_code: str) -> tuple[int, int, str, int]:
+    """The room's (step, round, phase, version), one store read per replica and FOLLOW_SHARE_S for all its phones."""
+    now = poll.store().room(room_code)
+    return now.step, now.round, now.phase, now.version
+
+
 @st.fragment(run_every=FOLLOW_S)
 def _follow(drawn: tuple[int, int, str, int]) -> None:
     """Redraws the page when the room's step, round, phase or version (every host action bumps it: a Reset too) is
     no longer the one drawn; draws nothing. A fault here is left to the next tap or redraw, which says it in words."""
     try:
-        now = poll.store().room(code)
+        now = _followed(code)
     except poll_store.PollRefused:
         return
-    if (now.step, now.round, now.phase, now.version) != drawn:
+    if now != drawn:
         st.rerun(scope="app")
 
 
@@ -132,10 +141,13 @@ for i, label in enumerate(question.choices):
               type="primary" if mine == i else "secondary", use_container_width=True,
               disabled=room.phase != "open", on_click=_vote, args=(i,),
               icon=":material/check_circle:" if mine == i else None)
-# What join_phone.js reads after each run: the taps this session acted on, and the line it shows when a tap was lost
-st.html(f'<div class="kvviz-join-state" data-taps="{st.session_state.get("join_taps", 0)}" data-lost="'
-        + html.escape(_("Your tap did not reach the class poll (its server changed). Tap your answer again."))
-        + '" style="display:none"></div>')
+# What join_phone.js reads after each run: which run of which session drew it, the taps this session acted on, and
+# the line it shows when a tap was lost
+st.session_state["join_runs"] = st.session_state.get("join_runs", 0) + 1
+run_id = f'{st.session_state.setdefault("join_session", secrets.token_hex(6))}:{st.session_state["join_runs"]}'
+st.html(f'<div class="kvviz-join-state" data-run="{run_id}" data-taps="{st.session_state.get("join_taps", 0)}" '
+        'data-lost="' + html.escape(_("Your tap did not reach the class poll (its server changed). Tap your answer "
+                                      "again.")) + '" style="display:none"></div>')
 if refused := st.session_state.pop("join_refused", None):
     st.warning(refused, icon=":material/block:")
 elif mine is not None and room.phase == "open":

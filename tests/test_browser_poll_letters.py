@@ -251,7 +251,7 @@ def test_a_tap_lost_with_its_server_is_named(poll_url, browser):
     dropping["until"] = time.monotonic() + 3
     buttons.nth(1).click()  # lost
     lost = phone.locator("#kvviz-join-lost")
-    lost.wait_for(timeout=15_000)
+    lost.wait_for(timeout=20_000)
     assert "Tap your answer again" in lost.inner_text()
     phone.screenshot(path=str(ARTIFACTS / "phone_tap_lost.png"))
     phone.context.close()

@@ -2,10 +2,11 @@
    autocorrected or autocompleted (a code is six letters and digits, not a word), and each choice button says to a
    screen reader whether it is this phone's vote (aria-pressed), not by colour and icon alone. Streamlit redraws the
    buttons on every run, so an observer marks them again whenever the page changes.
-   A tap is never lost without a word: the page draws, each run, how many taps its session acted on
-   (.kvviz-join-state data-taps). A tap remembers that count; when the page is idle 2.5 s after it and the count has
-   not grown, the tap went to a server that is gone (a replica stopped; the phone reconnected to another, a new
-   session), and one line says so at the foot of the screen (data-lost, in the page's language). */
+   A tap is never lost without a word: the page draws, each run, which run of which session it is and how many taps
+   its session acted on (.kvviz-join-state data-run, data-taps). A tap remembers both. The next run drawn after it
+   either counts the tap (done) or does not: the tap went to a server that is gone (a replica stopped, and the phone
+   reconnected to another: a new session). No run drawn within LOST_AFTER_MS says the same. Either way one line at the
+   foot of the screen says so (data-lost, in the page's language). */
 (() => {
   const mark = () => {
     for (const box of document.querySelectorAll(".st-key-join_form input[type=text], [data-testid=stForm] input[type=text]")) {
@@ -28,7 +29,7 @@
 })();
 if (!window.__kvvizJoinTaps) {
   window.__kvvizJoinTaps = true;
-  let pending = null;  // {taps: the count the page showed when tapped, at: the tap's time in ms}
+  let pending = null;  // {run, taps: what the page showed when tapped, at: the tap's time in ms}
   const drawn = () => document.querySelector(".kvviz-join-state");
   const notice = (text) => {
     let line = document.getElementById("kvviz-join-lost");
@@ -43,18 +44,27 @@ if (!window.__kvvizJoinTaps) {
     line.textContent = text;
     line.hidden = !text;
   };
+  const LOST_AFTER_MS = 10000;
   document.addEventListener("click", (event) => {
     const button = event.target instanceof Element && event.target.closest("[class*='st-key-join_choice_'] button");
     if (!button || button.disabled) return;
     const state = drawn();
-    pending = {taps: state ? Number(state.dataset.taps) : 0, at: Date.now()};
+    pending = {run: state ? state.dataset.run : "", taps: state ? Number(state.dataset.taps) : 0, at: Date.now()};
     notice("");
   }, {capture: true});
   setInterval(() => {
     const state = drawn();
     if (!pending || !state) return;
-    if (Number(state.dataset.taps) > pending.taps) { pending = null; return; }
-    const running = document.querySelector('[data-testid="stStatusWidget"]');
-    if (!running && Date.now() - pending.at > 2500) { notice(state.dataset.lost); pending = null; }
-  }, 500);
+    if (state.dataset.run !== pending.run) {
+      if (state.dataset.run.split(":")[0] === pending.run.split(":")[0] && Number(state.dataset.taps) > pending.taps) {
+        pending = null;  // this session acted on it
+        return;
+      }
+      notice(state.dataset.lost);
+      pending = null;
+    } else if (Date.now() - pending.at > LOST_AFTER_MS) {
+      notice(state.dataset.lost);
+      pending = null;
+    }
+  }, 300);
 }
