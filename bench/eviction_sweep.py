@@ -40,7 +40,7 @@ def main() -> None:
     import torch
 
     from kvviz.cli.evict import markdown_table, table
-    from kvviz.internals import eviction
+    from kvviz.internals.eviction_lab import runs
     from kvviz.measure.load import load_avg_1min, load_label
     from kvviz.measure.timing import median
     from kvviz.model.loading import load_model
@@ -55,7 +55,7 @@ def main() -> None:
     for _ in range(args.repeats):
         start = time.perf_counter()
         with queue.turn():
-            sweep = eviction.sweep(loaded)
+            sweep = runs.sweep(loaded)
         seconds.append(time.perf_counter() - start)
     assert sweep is not None
     points = len(sweep.points)

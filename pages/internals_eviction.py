@@ -24,11 +24,11 @@ from kvviz.internals.eviction import (
     EVICT_RAGGED,
     EvictionError,
     EvictSettings,
-    eviction_takeaways,
     held_out_text,
     policy_label,
     policy_short,
 )
+from kvviz.internals.eviction_takeaways import eviction_takeaways
 from kvviz.internals.records import EvictionGrid, EvictionPoint, EvictionSweep
 from kvviz.model.loading import LoadedModel
 from kvviz.ui import a11y, bounded, models, router, sidebar
@@ -53,21 +53,24 @@ SOURCES = (
 
 @st.cache_data(show_spinner=False, max_entries=32, hash_funcs=MODEL_HASH)  # deterministic: safe to share
 def grid(loaded: LoadedModel, policy: str, keep: int, text: str, settings: EvictSettings) -> EvictionGrid:
+    from kvviz.internals.eviction_lab import runs  # torch: imported only when the model runs
 
-    return eviction.eviction_grid(loaded, policy, keep, text, settings)
+    return runs.eviction_grid(loaded, policy, keep, text, settings)
 
 
 # Keyed on settings.for_policy(policy): a new S re-measures StreamingLLM alone, the other lines come from here.
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=MODEL_HASH)
 def policy_line(loaded: LoadedModel, policy: str, text: str, settings: EvictSettings) -> tuple[EvictionPoint, ...]:
+    from kvviz.internals.eviction_lab import runs  # torch: imported only when the model runs
 
-    return eviction.measure_policy(loaded, policy, text, settings)
+    return runs.measure_policy(loaded, policy, text, settings)
 
 
 @st.cache_data(show_spinner=False, max_entries=8, hash_funcs=MODEL_HASH)
 def quantized_points(loaded: LoadedModel, text: str, settings: EvictSettings) -> tuple[EvictionPoint, ...]:
+    from kvviz.internals.eviction_lab import runs  # torch: imported only when the model runs
 
-    return eviction.measure_quantized(loaded, text, settings)
+    return runs.measure_quantized(loaded, text, settings)
 
 
 def measure_sweep(loaded: LoadedModel, text: str, settings: EvictSettings, place) -> EvictionSweep | None:
@@ -75,6 +78,8 @@ def measure_sweep(loaded: LoadedModel, text: str, settings: EvictSettings, place
     `place`. Between two lines, a check: the bar's update is a Streamlit call, where Streamlit ends this run when a
     rerun was asked (Stop, any widget) or the tab was closed (its StopException); and a Stop of these inputs,
     seen there, ends the sweep. Returns None when stopped."""
+    from kvviz.internals.eviction_lab import runs  # torch: the model given has loaded it already
+
     steps = len(EVICT_POLICIES) + 1
     bar = place.progress(0.0, text=_("Measuring every policy at every budget..."))
     points: list[EvictionPoint] = []
@@ -90,7 +95,7 @@ def measure_sweep(loaded: LoadedModel, text: str, settings: EvictSettings, place
         if stopped(loaded, text, settings):
             return None
         points += quantized_points(loaded, text, settings.for_policy("quantized"))
-        return eviction.sweep_of(loaded, tuple(points), text, settings)
+        return runs.sweep_of(loaded, tuple(points), text, settings)
     finally:
         bar.empty()
 

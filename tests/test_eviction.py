@@ -1,4 +1,4 @@
-"""The eviction lab (kvviz.internals.eviction) on both real bundled models: 100% kept is the full cache exactly,
+"""The eviction lab (kvviz.internals.eviction_lab) on both real bundled models: 100% kept is the full cache exactly,
 bytes are the pruned tensors' own, StreamingLLM and H2O keep the rows they promise (H2O against a separate numpy
 computation from an uncached pass), the copy test at 100% is the training package's copying accuracy, and decoding
 after pruning runs at the continued positions."""
@@ -11,12 +11,15 @@ import numpy as np
 import pytest
 
 from kvviz.internals import eviction as ev
+from kvviz.internals.eviction_takeaways import Claim, eviction_takeaways, inside_noise
 from kvviz.memory.dtypes import FP8_SCALE_BYTES_PER_LAYER
 from kvviz.model import loading
 from support.pages import REPO, TINY_SHAKESPEARE
 
 if TYPE_CHECKING:
     import torch
+
+    from kvviz.internals.eviction_lab.scoring import Prefill
 
 pytestmark = pytest.mark.model  # every test runs a bundled model
 
@@ -33,11 +36,13 @@ def loaded(request) -> loading.LoadedModel:
 
 
 @pytest.fixture(scope="module")
-def span_prefill(loaded) -> tuple[torch.Tensor, ev.Prefill]:
+def span_prefill(loaded) -> tuple[torch.Tensor, Prefill]:
+    from kvviz.internals.eviction_lab.measures import copy_sequences, text_ids
+    from kvviz.internals.eviction_lab.scoring import prefill
 
-    ids = ev.text_ids(loaded, None)
-    sequences = ev.copy_sequences(ids, SETTINGS)[:3]  # (3, 2L)
-    return sequences, ev.prefill(loaded, sequences[:, :SETTINGS.half_tokens])
+    ids = text_ids(loaded, None)
+    sequences = copy_sequences(ids, SETTINGS)[:3]  # (3, 2L)
+    return sequences, prefill(loaded, sequences[:, :SETTINGS.half_tokens])
 
 
 def _fresh_cache(loaded, prefix: torch.Tensor):
@@ -54,14 +59,16 @@ def _fresh_cache(loaded, prefix: torch.Tensor):
 def test_every_policy_at_100_percent_reproduces_the_full_cache_logits_exactly(loaded, span_prefill, policy):
     import torch
 
+    from kvviz.internals.eviction_lab.cache import continue_from, prune
+    from kvviz.internals.eviction_lab.scoring import keep_order, kept_rows
 
     sequences, pre = span_prefill
     half = SETTINGS.half_tokens
-    order = ev.keep_order(policy, pre, SETTINGS)
+    order = keep_order(policy, pre, SETTINGS)
     rows = ev.rows_for_budget(100, pre.seq_len)
     assert rows == half
-    pruned = ev.prune(pre, ev.kept_rows(policy, order, rows))
-    got = ev.continue_from(loaded, pruned, sequences[:, half:], half)
+    pruned = prune(pre, kept_rows(policy, order, rows))
+    got = continue_from(loaded, pruned, sequences[:, half:], half)
     with torch.inference_mode():  # the unpruned cache of a fresh prefill, transformers' own default positions
         want = loaded.model(input_ids=sequences[:, half:], past_key_values=_fresh_cache(loaded, sequences[:, :half]),
                             use_cache=True).logits
@@ -70,17 +77,20 @@ def test_every_policy_at_100_percent_reproduces_the_full_cache_logits_exactly(lo
 
 @pytest.mark.parametrize("keep", [75, 35, 5])
 def test_bytes_reported_are_the_pruned_tensors_nbytes(loaded, keep):
+    from kvviz.internals.eviction_lab.cache import cache_nbytes, prune
+    from kvviz.internals.eviction_lab.measures import SweepTexts, policy_points
+    from kvviz.internals.eviction_lab.scoring import keep_order, keep_rows
 
     settings = ev.EvictSettings(n_spans=2)
-    texts = ev.SweepTexts(loaded, None, settings)
-    point = ev.policy_points(loaded, texts, "h2o", (keep,))[0]
+    texts = SweepTexts(loaded, None, settings)
+    point = policy_points(loaded, texts, "h2o", (keep,))[0]
     info = loaded.info
     rows = ev.rows_for_budget(keep, settings.half_tokens)
-    pruned = ev.prune(texts.copy, ev.keep_rows(ev.keep_order("h2o", texts.copy, settings), rows))
+    pruned = prune(texts.copy, keep_rows(keep_order("h2o", texts.copy, settings), rows))
     for layer in pruned.layers:
         assert tuple(layer.keys.shape) == tuple(layer.values.shape) == (2, info.n_kv_heads, rows, info.head_dim)
     assert point.rows_kept == rows
-    assert point.kv_bytes_kept * settings.n_spans == ev.cache_nbytes(pruned)
+    assert point.kv_bytes_kept * settings.n_spans == cache_nbytes(pruned)
     # and by hand: 2 (K, V) x layers x KV heads x rows x head_dim x 4 bytes (float32), one sequence
     assert point.kv_bytes_kept == 2 * info.n_layer * info.n_kv_heads * rows * info.head_dim * 4
     assert point.kv_bytes_full == 2 * info.n_layer * info.n_kv_heads * settings.half_tokens * info.head_dim * 4
@@ -88,15 +98,17 @@ def test_bytes_reported_are_the_pruned_tensors_nbytes(loaded, keep):
 
 def test_quantized_points_report_quant_round_trip_bytes(loaded):
     from kvviz.internals import quant
+    from kvviz.internals.eviction_lab.measures import SweepTexts
+    from kvviz.internals.eviction_lab.quantized import quant_points
 
     settings = ev.EvictSettings(n_spans=2)
-    texts = ev.SweepTexts(loaded, None, settings)
-    for point in ev.quant_points(loaded, texts, ("int8", "int4")):
+    texts = SweepTexts(loaded, None, settings)
+    for point in quant_points(loaded, texts, ("int8", "int4")):
         want = sum(quant.round_trip(x, point.policy, loaded.info.head_dim)[1]
                    for layer in texts.copy.cache.layers for x in (layer.keys, layer.values))
         assert point.kv_bytes_kept * settings.n_spans == want
         assert point.kv_bytes_kept < point.kv_bytes_full
-    fp8 = ev.quant_points(loaded, texts, ("fp8",))[0]  # transformers' QuantizedCache(backend="fp8"), one sequence
+    fp8 = quant_points(loaded, texts, ("fp8",))[0]  # transformers' QuantizedCache(backend="fp8"), one sequence
     info = loaded.info
     assert fp8.kv_bytes_kept == info.n_layer * (2 * info.n_kv_heads * settings.half_tokens * info.head_dim * 1
                                                 + FP8_SCALE_BYTES_PER_LAYER)
@@ -104,16 +116,17 @@ def test_quantized_points_report_quant_round_trip_bytes(loaded):
 
 @pytest.mark.parametrize("keep", [50, 25, 10])
 def test_streaming_llm_keeps_exactly_the_first_s_and_the_last_w(loaded, span_prefill, keep):
+    from kvviz.internals.eviction_lab.scoring import keep_order, keep_rows
 
     _, pre = span_prefill
     rows = ev.rows_for_budget(keep, pre.seq_len)
-    kept = ev.keep_rows(ev.keep_order("streaming", pre, SETTINGS), rows)
+    kept = keep_rows(keep_order("streaming", pre, SETTINGS), rows)
     s = SETTINGS.sink_tokens
     want = list(range(s)) + list(range(pre.seq_len - (rows - s), pre.seq_len))
     for idx in kept:
         for row in idx.reshape(-1, rows).tolist():
             assert row == want
-    recent = ev.keep_rows(ev.keep_order("recent", pre, SETTINGS), rows)
+    recent = keep_rows(keep_order("recent", pre, SETTINGS), rows)
     assert recent[0][0, 0].tolist() == list(range(pre.seq_len - rows, pre.seq_len))
 
 
@@ -122,13 +135,14 @@ def test_heavy_hitters_only_keeps_the_highest_accumulated_attention_rows(loaded,
     weights, summed by numpy loops."""
     import torch
 
+    from kvviz.internals.eviction_lab.scoring import keep_order, kept_rows
 
     sequences, pre = span_prefill
     prefix = sequences[:, :SETTINGS.half_tokens]
     with torch.inference_mode():
         attentions = loaded.model(input_ids=prefix, use_cache=False, output_attentions=True).attentions
     rows = ev.rows_for_budget(25, pre.seq_len)
-    kept = ev.kept_rows("h2o_heavy", ev.keep_order("h2o_heavy", pre, SETTINGS), rows)
+    kept = kept_rows("h2o_heavy", keep_order("h2o_heavy", pre, SETTINGS), rows)
     info = loaded.info
     group = info.n_head // info.n_kv_heads
     for layer, a in enumerate(attentions):
@@ -149,13 +163,14 @@ def test_heavy_hitters_only_keeps_the_highest_accumulated_attention_rows(loaded,
 def test_copy_test_at_100_percent_is_the_copying_accuracy_for_the_same_text(loaded):
     import torch
 
+    from kvviz.internals.eviction_lab.measures import SweepTexts, policy_points, text_ids
     from kvviz.training import copying
 
     settings = ev.EvictSettings(n_spans=8)
-    texts = ev.SweepTexts(loaded, None, settings)
-    ids = ev.text_ids(loaded, None)  # the same rows as the training package's held-out copying measurement
+    texts = SweepTexts(loaded, None, settings)
+    ids = text_ids(loaded, None)  # the same rows as the training package's held-out copying measurement
     assert torch.equal(texts.sequences, copying.held_out_repeats(ids, settings.n_spans, settings.half_tokens))
-    point = ev.policy_points(loaded, texts, "full")[0]
+    point = policy_points(loaded, texts, "full")[0]
     result = copying.copying_accuracy(loaded.model, texts.sequences)
     assert point.copy_total == settings.n_spans * (settings.half_tokens - 1)
     assert point.copy_correct == round(result.repeated_half_top1 * point.copy_total)
@@ -167,6 +182,9 @@ def test_copy_test_at_100_percent_reproduces_the_training_report(loaded):
     """The held-out figure docs/models.md and the attention-patterns page's model card quote (training_report.json)."""
     import torch
 
+    from kvviz.internals.eviction_lab.cache import prune
+    from kvviz.internals.eviction_lab.measures import copy_correct
+    from kvviz.internals.eviction_lab.scoring import keep_order, keep_rows, prefill
     from kvviz.training import copying
 
     report = json.loads((loading.BUNDLED_MODELS[loaded.info.spec].folder / "training_report.json").read_text())
@@ -176,9 +194,9 @@ def test_copy_test_at_100_percent_reproduces_the_training_report(loaded):
     measured = report["copying"]
     sequences = copying.held_out_repeats(val_ids, measured["held_out_sequences"], measured["half_tokens"])
     half = measured["half_tokens"]
-    pre = ev.prefill(loaded, sequences[:, :half])
-    cache = ev.prune(pre, ev.keep_rows(ev.keep_order("full", pre, SETTINGS), half))
-    correct, total = ev.copy_correct(loaded, cache, sequences)
+    pre = prefill(loaded, sequences[:, :half])
+    cache = prune(pre, keep_rows(keep_order("full", pre, SETTINGS), half))
+    correct, total = copy_correct(loaded, cache, sequences)
     assert correct / total == pytest.approx(measured["repeated_half_top1"], abs=1e-3)
 
 
@@ -195,48 +213,52 @@ def _position_recorder(loaded, seen: list):
 def test_decoding_after_pruning_runs_at_the_continued_positions(loaded, span_prefill):
     import torch
 
+    from kvviz.internals.eviction_lab.cache import continue_from, prune
+    from kvviz.internals.eviction_lab.scoring import keep_order, keep_rows
 
     sequences, pre = span_prefill
     half = SETTINGS.half_tokens
     rows = ev.rows_for_budget(25, half)
-    kept = ev.keep_rows(ev.keep_order("streaming", pre, SETTINGS), rows)
-    cache = ev.prune(pre, kept)
+    kept = keep_rows(keep_order("streaming", pre, SETTINGS), rows)
+    cache = prune(pre, kept)
     seen: list[torch.Tensor] = []
     hook = _position_recorder(loaded, seen)
     try:
-        logits = ev.continue_from(loaded, cache, sequences[:, half:half + 1], half)
+        logits = continue_from(loaded, cache, sequences[:, half:half + 1], half)
         token = logits[:, -1].argmax(-1, keepdim=True)
         for step in range(1, 4):  # greedy decoding goes on, one token at a time
-            logits = ev.continue_from(loaded, cache, token, half + step)
+            logits = continue_from(loaded, cache, token, half + step)
             token = logits[:, -1].argmax(-1, keepdim=True)
     finally:
         hook.remove()
     assert [p[0].tolist() for p in seen] == [[half], [half + 1], [half + 2], [half + 3]]
     assert cache.get_seq_length() == rows + 4  # the pruned rows + the four decoded ones
     # the positions matter: restarting at the pruned length (transformers' default) gives other logits
-    again = ev.prune(pre, kept)
-    continued = ev.continue_from(loaded, again, sequences[:, half:half + 8], half)
+    again = prune(pre, kept)
+    continued = continue_from(loaded, again, sequences[:, half:half + 8], half)
     with torch.inference_mode():
-        default = loaded.model(input_ids=sequences[:, half:half + 8], past_key_values=ev.prune(pre, kept),
+        default = loaded.model(input_ids=sequences[:, half:half + 8], past_key_values=prune(pre, kept),
                                use_cache=True).logits
     assert not torch.allclose(continued, default, atol=1e-4)
 
 
 def test_bad_policy_budget_and_text_are_refused_with_a_message(loaded):
+    from kvviz.internals.eviction_lab import runs
 
     with pytest.raises(ev.EvictionError, match="unknown eviction policy"):
-        ev.eviction_grid(loaded, "lru", 50)
+        runs.eviction_grid(loaded, "lru", 50)
     with pytest.raises(ev.EvictionError, match="percent"):
-        ev.eviction_grid(loaded, "recent", 0)
+        runs.eviction_grid(loaded, "recent", 0)
     with pytest.raises(ev.EvictionError, match="tokens"):
-        ev.sweep(loaded, "ROMEO: hi", policies=("recent",), schemes=())
+        runs.sweep(loaded, "ROMEO: hi", policies=("recent",), schemes=())
     with pytest.raises(ev.EvictionError, match="span"):
-        ev.sweep(loaded, None, ev.EvictSettings(half_tokens=10_000), policies=("recent",), schemes=())
+        runs.sweep(loaded, None, ev.EvictSettings(half_tokens=10_000), policies=("recent",), schemes=())
 
 
 def test_grid_marks_the_kept_rows_per_layer_and_kv_head(loaded):
+    from kvviz.internals.eviction_lab import runs
 
-    grid = ev.eviction_grid(loaded, "h2o", 25)
+    grid = runs.eviction_grid(loaded, "h2o", 25)
     info = loaded.info
     assert len(grid.tokens) == SETTINGS.half_tokens and len(grid.layers) == info.n_layer
     rows = ev.rows_for_budget(25, SETTINGS.half_tokens)
@@ -244,16 +266,17 @@ def test_grid_marks_the_kept_rows_per_layer_and_kv_head(loaded):
         assert len(layer.kept) == info.n_kv_heads
         assert all(sum(head) == rows for head in layer.kept)
         assert layer.kv_bytes_kept == 2 * info.n_kv_heads * rows * info.head_dim * 4
-    streaming = ev.eviction_grid(loaded, "streaming", 25)
+    streaming = runs.eviction_grid(loaded, "streaming", 25)
     assert all(head[:SETTINGS.sink_tokens] == (True,) * SETTINGS.sink_tokens
                for layer in streaming.layers for head in layer.kept)
 
 
 def test_takeaways_are_computed_from_the_sweep(loaded):
+    from kvviz.internals.eviction_lab import runs
 
-    sweep = ev.sweep(loaded, None, ev.EvictSettings(n_spans=4, n_passages=4))
-    claims: list[ev.Claim] = []
-    lines = ev.eviction_takeaways(sweep, claims)
+    sweep = runs.sweep(loaded, None, ev.EvictSettings(n_spans=4, n_passages=4))
+    claims: list[Claim] = []
+    lines = eviction_takeaways(sweep, claims)
     for c in claims:  # every comparison a line makes: apart only where the paired interval over the units excludes 0
         d = np.array(c.a.units(c.metric)) - np.array(c.b.units(c.metric))
         half = 3.182 * d.std(ddof=1) / 2  # t(0.975, 3): 4 units
@@ -276,23 +299,25 @@ def test_takeaways_are_computed_from_the_sweep(loaded):
     # every ranking goes through the noise rule: the policies whose 95% interval overlaps the best's are named
     # as inside its noise, and no other
     line25 = next(line for line in lines if line.startswith("At 25%"))
-    tied = [p for p in at25 if p is not best and ev.inside_noise(p, best, "copy")]
+    tied = [p for p in at25 if p is not best and inside_noise(p, best, "copy")]
     if tied:
         assert f"{', '.join(named(p) for p in tied)} inside its noise" in line25
     else:
         assert "inside its noise" not in line25
     assert ("random control's" in line25 and
-            ("is inside the noise of it" in line25) == ev.inside_noise(sweep.point("random", 25), best, "copy"))
+            ("is inside the noise of it" in line25) == inside_noise(sweep.point("random", 25), best, "copy"))
 
 
 def test_intervals_are_over_the_spans_and_the_passages(loaded):
     """copy: each span's accuracy, its 95% t interval over the spans; loss: each passage's mean loss change against
     the full cache's on the same passage, its t interval over the passages; the full cache's change is 0 ± 0."""
+    from kvviz.internals.eviction_lab.measures import SweepTexts, policy_points
+
     settings = ev.EvictSettings(n_spans=4, n_passages=4)
-    texts = ev.SweepTexts(loaded, None, settings)
-    full = ev.policy_points(loaded, texts, "full")[0]
+    texts = SweepTexts(loaded, None, settings)
+    full = policy_points(loaded, texts, "full")[0]
     assert full.loss_change_nats == 0 and full.loss_change_half_width == 0 and full.n_passages == 4
-    point = ev.policy_points(loaded, texts, "recent", (25,))[0]
+    point = policy_points(loaded, texts, "recent", (25,))[0]
     per_span = np.array(point.copy_hits_per_span) / (settings.half_tokens - 1)
     assert point.n_spans == 4 and per_span.mean() == pytest.approx(point.copy_accuracy, abs=1e-12)
     assert point.copy_half_width == pytest.approx(3.182 * per_span.std(ddof=1) / 2, rel=1e-9)  # t(0.975, 3)
@@ -305,18 +330,21 @@ def test_intervals_are_over_the_spans_and_the_passages(loaded):
 
 def test_the_default_passages_and_spans_never_overlap(loaded):
     """16 passages of 160 + 48 tokens and 16 spans of 64 on the held-out text: each a unit of its own."""
-    ids = ev.text_ids(loaded, None)
-    for starts, length in ((ev._evenly_spaced_starts(len(ids), 208, SETTINGS.n_passages), 208),
-                           (ev._evenly_spaced_starts(len(ids), 64, SETTINGS.n_spans), 64)):
+    from kvviz.internals.eviction_lab.measures import evenly_spaced_starts, text_ids
+
+    ids = text_ids(loaded, None)
+    for starts, length in ((evenly_spaced_starts(len(ids), 208, SETTINGS.n_passages), 208),
+                           (evenly_spaced_starts(len(ids), 64, SETTINGS.n_spans), 64)):
         assert len(starts) == 16 and all(b - a >= length for a, b in zip(starts, starts[1:], strict=False))
 
 
 def test_cli_prints_the_page_numbers_and_refuses_bad_values_in_one_line(loaded, capsys):
     from kvviz.cli import evict
+    from kvviz.internals.eviction_lab import runs
 
     assert evict.main(["--model", loaded.info.spec, "--policy", "snapkv", "--keep", "0.35", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    page = ev.measure_policy(loaded, "snapkv", None, SETTINGS, (35,))[0]  # what the page's cached line holds
+    page = runs.measure_policy(loaded, "snapkv", None, SETTINGS, (35,))[0]  # what the page's cached line holds
     got = out["points"][1]
     assert (got["policy"], got["keep_percent"], got["kv_bytes_kept"], got["copy_correct"]) == \
         ("snapkv", 35, page.kv_bytes_kept, page.copy_correct)
@@ -333,12 +361,13 @@ def test_the_measurements_doc_tables_reproduce_from_the_command_beside_them(load
     """docs/measurements.md "What to forget": each model's policy x budget table is what
     `bench/eviction_sweep.py --table` (and `python -m kvviz evict --sweep`) prints now: the sweep is deterministic."""
     from kvviz.cli.evict import table
+    from kvviz.internals.eviction_lab import runs
 
     doc = (REPO / "docs" / "measurements.md").read_text(encoding="utf-8")
     section = doc[doc.index("## What to forget"):]
     heading = "GPT-2 (`bundled`):" if loaded.info.spec == loading.BUNDLED else "GQA Llama (`bundled-gqa`"
     rows = section[section.index(heading):].split("\n\n")[1].splitlines()[2:]
-    printed = table(list(ev.sweep(loaded).points)).splitlines()[1:]
+    printed = table(list(runs.sweep(loaded).points)).splitlines()[1:]
     assert [r.strip("| ").split(" | ") for r in rows] == [line.split() for line in printed]
 
 
@@ -363,27 +392,31 @@ def _accumulated_attention(loaded, prefix) -> list[np.ndarray]:
 def test_streaming_llm_keeps_the_first_s_rows_then_the_newest_at_every_budget(loaded, span_prefill, sinks):
     """Below S rows the budget holds only sinks: positions 0..rows-1, never the last sinks (position 0 is the
     sink StreamingLLM exists to keep)."""
+    from kvviz.internals.eviction_lab.scoring import keep_order, kept_rows
+
     _, pre = span_prefill
     settings = ev.EvictSettings(sink_tokens=sinks)
-    order = ev.keep_order("streaming", pre, settings)
+    order = keep_order("streaming", pre, settings)
     for keep in ev.EVICT_KEEP_PERCENTS:
         rows = ev.rows_for_budget(keep, pre.seq_len)
         want = (list(range(rows)) if rows <= sinks else
                 list(range(sinks)) + list(range(pre.seq_len - (rows - sinks), pre.seq_len)))
-        for idx in ev.kept_rows("streaming", order, rows):
+        for idx in kept_rows("streaming", order, rows):
             assert all(row == want for row in idx.reshape(-1, rows).tolist()), (keep, sinks)
 
 
 def test_h2o_keeps_the_papers_split_half_heavy_hitters_half_recent(loaded, span_prefill):
     """H2O (Zhang et al. 2023): rows // 2 heavy hitters (the most accumulated attention among the rows outside
     the recent window) + the newest rows - rows // 2. The one-shot heavy-hitters-only variant keeps its own name."""
+    from kvviz.internals.eviction_lab.scoring import keep_order, kept_rows
+
     sequences, pre = span_prefill
     received = _accumulated_attention(loaded, sequences[:, :SETTINGS.half_tokens])
     s = pre.seq_len
     for keep in (25, 5):
         rows = ev.rows_for_budget(keep, s)
         heavy, recent = rows // 2, rows - rows // 2
-        kept = ev.kept_rows("h2o", ev.keep_order("h2o", pre, SETTINGS), rows)
+        kept = kept_rows("h2o", keep_order("h2o", pre, SETTINGS), rows)
         for layer, r in enumerate(received):
             for b in range(r.shape[0]):
                 for kv in range(r.shape[1]):
@@ -393,7 +426,7 @@ def test_h2o_keeps_the_papers_split_half_heavy_hitters_half_recent(loaded, span_
                     top = set(np.argsort(-scores, kind="stable")[:heavy].tolist())
                     boundary = np.sort(scores)[::-1][heavy - 1] if heavy else 0.0
                     assert all(abs(scores[p] - boundary) < 1e-9 for p in set(got[:heavy]) ^ top)
-        only_heavy = ev.kept_rows("h2o_heavy", ev.keep_order("h2o_heavy", pre, SETTINGS), rows)
+        only_heavy = kept_rows("h2o_heavy", keep_order("h2o_heavy", pre, SETTINGS), rows)
         for layer, r in enumerate(received):
             for b in range(r.shape[0]):
                 for kv in range(r.shape[1]):
@@ -411,16 +444,18 @@ def test_snapkv_uses_the_official_pooling_and_keeps_its_newest_rows_below_its_wi
     import torch
     import torch.nn.functional as F
 
+    from kvviz.internals.eviction_lab.scoring import keep_order, kept_rows
+
     sequences, pre = span_prefill
     prefix = sequences[:, :SETTINGS.half_tokens]
     w, s = SETTINGS.snap_window, pre.seq_len
     with torch.inference_mode():
         attentions = loaded.model(input_ids=prefix, use_cache=False, output_attentions=True).attentions
-    order = ev.keep_order("snapkv", pre, SETTINGS)
+    order = keep_order("snapkv", pre, SETTINGS)
     info = loaded.info
     for keep in (25, 15):
         rows = ev.rows_for_budget(keep, s)
-        kept = ev.kept_rows("snapkv", order, rows)
+        kept = kept_rows("snapkv", order, rows)
         for layer, a in enumerate(attentions):
             a = a.double()
             b, hq = a.shape[:2]
@@ -437,7 +472,7 @@ def test_snapkv_uses_the_official_pooling_and_keeps_its_newest_rows_below_its_wi
                     assert all(abs(p[x] - edge) < 1e-9 for x in set(got[:rows - w]) ^ top)
     rows = ev.rows_for_budget(5, s)  # 3 rows < the 8-row window
     assert rows < w
-    for idx in ev.kept_rows("snapkv", order, rows):
+    for idx in kept_rows("snapkv", order, rows):
         assert all(row == list(range(s - rows, s)) for row in idx.reshape(-1, rows).tolist())
     assert ev.policy_note("snapkv", rows, SETTINGS) and ev.policy_note("snapkv", w, SETTINGS) is None
 
@@ -447,21 +482,24 @@ def test_fp8_is_measured_on_the_int_formats_protocol_and_transformers_own_beside
     and read back; the rows the measure appends stay float32, as for int8/int4. "fp8-hf" is transformers'
     QuantizedCache(backend="fp8"), which stores the appended rows in fp8 too."""
     import torch
-    from transformers import QuantizedCache
+    from transformers import DynamicCache, QuantizedCache
+
+    from kvviz.internals.eviction_lab.measures import SweepTexts, copy_correct
+    from kvviz.internals.eviction_lab.quantized import quant_points
 
     settings = ev.EvictSettings(n_spans=2, n_passages=2)
-    texts = ev.SweepTexts(loaded, None, settings)
-    fp8 = ev.quant_points(loaded, texts, ("fp8",))[0]
+    texts = SweepTexts(loaded, None, settings)
+    fp8 = quant_points(loaded, texts, ("fp8",))[0]
     layer_q = QuantizedCache(backend="fp8", config=loaded.model.config).layers[0]
     layer_q.dtype = torch.float32
-    cache = ev._empty_cache(loaded)
+    cache = DynamicCache(config=loaded.model.config)
     for i, layer in enumerate(texts.copy.cache.layers):
         k = torch.cat([layer_q._dequantize(layer_q._quantize(x[None])) for x in layer.keys])
         v = torch.cat([layer_q._dequantize(layer_q._quantize(x[None])) for x in layer.values])
         cache.update(k, v, i)
-    correct, total = ev.copy_correct(loaded, cache, texts.sequences)
+    correct, total = copy_correct(loaded, cache, texts.sequences)
     assert (fp8.copy_correct, fp8.copy_total) == (correct, total)
-    hf = ev.quant_points(loaded, texts, ("fp8-hf",))[0]
+    hf = quant_points(loaded, texts, ("fp8-hf",))[0]
     assert hf.policy == "fp8-hf" and fp8.kv_bytes_kept == hf.kv_bytes_kept and "transformers" in ev.policy_label(hf.policy)
 
 
@@ -479,9 +517,12 @@ def test_every_policy_at_100_percent_through_evict_is_the_full_cache(loaded, spa
     are the full cache's, bit for bit."""
     import torch
 
+    from kvviz.internals.eviction_lab.cache import continue_from
+    from kvviz.internals.eviction_lab.policies import evict
+
     sequences, pre = span_prefill
     half = SETTINGS.half_tokens
-    got = ev.continue_from(loaded, ev.evict(policy, pre, SETTINGS, ev.rows_for_budget(100, pre.seq_len)),
+    got = continue_from(loaded, evict(policy, pre, SETTINGS, ev.rows_for_budget(100, pre.seq_len)),
                            sequences[:, half:], half)
     with torch.inference_mode():
         want = loaded.model(input_ids=sequences[:, half:], past_key_values=_fresh_cache(loaded, sequences[:, :half]),
@@ -495,16 +536,20 @@ def test_keydiff_keeps_the_keys_least_like_the_mean_key_by_hand(loaded):
     cosines are 0.894 (x), 0.447 (y) and -0.894 (-x): KeyDiff keeps -x first, then y."""
     import torch
 
+    from kvviz.internals.eviction_lab.scoring import keep_order, keep_rows
+
     keys = torch.tensor([[1.0, 0.0], [2.0, 0.0], [3.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])[None, None]
-    order = ev.keep_order("keydiff", _stub_prefill(keys), SETTINGS)
-    assert ev.keep_rows(order, 1)[0].flatten().tolist() == [4]
-    assert ev.keep_rows(order, 2)[0].flatten().tolist() == [3, 4]
+    order = keep_order("keydiff", _stub_prefill(keys), SETTINGS)
+    assert keep_rows(order, 1)[0].flatten().tolist() == [4]
+    assert keep_rows(order, 2)[0].flatten().tolist() == [3, 4]
 
 
 def test_kvzip_keeps_the_rows_a_separate_uncached_reread_attends_to_most(loaded, span_prefill):
     """KVzip's score against an uncached pass over prefix + repeat prompt + prefix (one chunk: it fits): each row's
     most attention from any re-reading query, the most over the KV head's query heads; the same rows kept."""
     import torch
+
+    from kvviz.internals.eviction_lab.scoring import keep_order, keep_rows
 
     _, pre = span_prefill
     s = pre.seq_len
@@ -515,7 +560,7 @@ def test_kvzip_keeps_the_rows_a_separate_uncached_reread_attends_to_most(loaded,
     info = loaded.info
     group = info.n_head // info.n_kv_heads
     rows = ev.rows_for_budget(25, s)
-    for layer, (a, got) in enumerate(zip(attentions, ev.keep_rows(ev.keep_order("kvzip_head", pre, SETTINGS), rows),
+    for layer, (a, got) in enumerate(zip(attentions, keep_rows(keep_order("kvzip_head", pre, SETTINGS), rows),
                                          strict=True)):
         score = a[:, :, s:, :s].amax(dim=2)  # [batch_size, num_heads, s]: re-reading queries only
         score = score.reshape(score.shape[0], info.n_kv_heads, group, s).amax(dim=2)
@@ -538,6 +583,7 @@ def test_duo_probe_retrieval_heads_hold_the_induction_head_of_repeat_a_pattern(l
     """The variant: the copy probe ranks the KV heads; at 50% the retrieval heads include the KV head of the head
     *Repeat a pattern* names as copying (kvviz.step.pattern_records.strongest_induction_head on the step page's
     preset), for the probe's ranking and for the ablation's."""
+    from kvviz.internals.eviction_lab.policies import head_ranking, retrieval_order
     from kvviz.step import pattern_records, patterns
     from kvviz.step import view as step_view
 
@@ -550,7 +596,7 @@ def test_duo_probe_retrieval_heads_hold_the_induction_head_of_repeat_a_pattern(l
     retrieval, _stream = ev.duo_split(heads, SETTINGS.half_tokens, ev.rows_for_budget(50, SETTINGS.half_tokens),
                                       SETTINGS)
     group = info.n_head // info.n_kv_heads
-    for chosen in (ev.retrieval_order(loaded)[:retrieval], ev.head_ranking(loaded).order[:retrieval]):
+    for chosen in (retrieval_order(loaded)[:retrieval], head_ranking(loaded).order[:retrieval]):
         for layer, head in copying:
             assert (layer, head // group) in chosen
 
@@ -562,23 +608,26 @@ def test_head_ranking_is_each_heads_output_change_when_it_alone_streams(loaded):
     import torch
     import torch.nn.functional as F
 
+    from kvviz.internals.eviction_lab.cache import HeadSplitCache, continue_from, prune
+    from kvviz.internals.eviction_lab.policies import head_ranking
+    from kvviz.internals.eviction_lab.scoring import keep_order, keep_rows, kept_rows, prefill
     from kvviz.step.pattern_records import PROBE_HALF_TOKENS, probe_token_ids
 
-    ranking = ev.head_ranking(loaded)
+    ranking = head_ranking(loaded)
     info, half = loaded.info, PROBE_HALF_TOKENS
     assert len(ranking.effects) == ev.EVICT_DUO_DRAWS and len(ranking.heads) == info.n_layer * info.n_kv_heads
     ids = torch.tensor([probe_token_ids(info.vocab_size, half, 3)])  # draw 3
-    pre = ev.prefill(loaded, ids[:, :half])
+    pre = prefill(loaded, ids[:, :half])
     top = ranking.order[0]
-    streaming = ev.kept_rows("streaming", ev.keep_order("streaming", pre, SETTINGS),
+    streaming = kept_rows("streaming", keep_order("streaming", pre, SETTINGS),
                              SETTINGS.sink_tokens + ev.EVICT_DUO_RECENT)
-    full_logits = ev.continue_from(loaded, ev.prune(pre, ev.keep_rows(ev.keep_order("full", pre, SETTINGS), half)),
+    full_logits = continue_from(loaded, prune(pre, keep_rows(keep_order("full", pre, SETTINGS), half)),
                                    ids[:, half:], half)
     mask = [torch.ones(1, info.n_kv_heads, half, dtype=torch.bool) for _ in range(info.n_layer)]
     mask[top[0]][0, top[1]] = False
     mask[top[0]][0, top[1], streaming[top[0]][0, top[1]]] = True
     kept = [[torch.nonzero(m[0, h]).flatten() for h in range(info.n_kv_heads)] for m in mask]
-    got = ev.continue_from(loaded, ev.HeadSplitCache(pre, kept), ids[:, half:], half)
+    got = continue_from(loaded, HeadSplitCache(pre, kept), ids[:, half:], half)
     p, q = F.log_softmax(full_logits.double(), -1), F.log_softmax(got.double(), -1)
     kl = float((p.exp() * (p - q)).sum(-1).mean())
     assert kl == pytest.approx(ranking.effects[3][ranking.heads.index(top)], rel=1e-6, abs=1e-9)
@@ -595,11 +644,15 @@ def test_kvzip_ranks_rows_across_all_layers_and_heads_at_the_budgets_bytes(loade
     exactly the budget's."""
     import torch
 
+    from kvviz.internals.eviction_lab.cache import cache_nbytes
+    from kvviz.internals.eviction_lab.policies import evict
+    from kvviz.internals.eviction_lab.scoring import row_scores
+
     _sequences, pre = span_prefill
     info = loaded.info
     rows = ev.rows_for_budget(keep, pre.seq_len)
-    scores = [ev._scores("kvzip_head", pre, i, SETTINGS) for i in range(info.n_layer)]  # [b, kv, s] each
-    cache = ev.evict("kvzip", pre, SETTINGS, rows)
+    scores = [row_scores("kvzip_head", pre, i, SETTINGS) for i in range(info.n_layer)]  # [b, kv, s] each
+    cache = evict("kvzip", pre, SETTINGS, rows)
     b = pre.input_ids.shape[0]
     for i in range(b):
         flat = torch.cat([sc[i].reshape(-1) for sc in scores])
@@ -611,8 +664,8 @@ def test_kvzip_ranks_rows_across_all_layers_and_heads_at_the_budgets_bytes(loade
             for h, idx in enumerate(per_head):
                 assert bool((scores[layer][i, h, idx] >= threshold).all())
     row_bytes = 2 * info.head_dim * 4
-    assert ev.cache_nbytes(cache) == b * rows * info.n_layer * info.n_kv_heads * row_bytes
-    assert ev.cache_nbytes(cache) == ev.cache_nbytes(ev.evict("kvzip_head", pre, SETTINGS, rows))
+    assert cache_nbytes(cache) == b * rows * info.n_layer * info.n_kv_heads * row_bytes
+    assert cache_nbytes(cache) == cache_nbytes(evict("kvzip_head", pre, SETTINGS, rows))
 
 
 @pytest.mark.parametrize("keep", [50, 25, 10])
@@ -622,17 +675,21 @@ def test_duoattention_bytes_are_its_head_tensors_and_no_retrieval_head_is_stream
     StreamingLLM's at the same rows, bit for bit (the padded view and its masks change nothing)."""
     import torch
 
+    from kvviz.internals.eviction_lab.cache import cache_nbytes, continue_from
+    from kvviz.internals.eviction_lab.measures import SweepTexts, policy_points
+    from kvviz.internals.eviction_lab.policies import evict
+
     sequences, pre = span_prefill
     info, half = loaded.info, SETTINGS.half_tokens
     rows = ev.rows_for_budget(keep, pre.seq_len)
-    cache = ev.evict("duoattention", pre, SETTINGS, rows)
+    cache = evict("duoattention", pre, SETTINGS, rows)
     retrieval, stream = ev.duo_split(info.n_layer * info.n_kv_heads, pre.seq_len, rows, SETTINGS)
     row_bytes = 2 * pre.input_ids.shape[0] * info.head_dim * 4  # K and V, float32, every sequence of the batch
     want = (retrieval * pre.seq_len + (info.n_layer * info.n_kv_heads - retrieval) * stream) * row_bytes
-    assert ev.cache_nbytes(cache) == sum(k.nbytes + v.nbytes for seq in cache.heads for layer in seq
+    assert cache_nbytes(cache) == sum(k.nbytes + v.nbytes for seq in cache.heads for layer in seq
                                          for k, v in layer) == want
-    assert want <= ev.cache_nbytes(ev.evict("streaming", pre, SETTINGS, rows))  # the same bytes as any policy's
-    point = ev.policy_points(loaded, ev.SweepTexts(loaded, None, ev.EvictSettings(n_spans=2)), "duoattention",
+    assert want <= cache_nbytes(evict("streaming", pre, SETTINGS, rows))  # the same bytes as any policy's
+    point = policy_points(loaded, SweepTexts(loaded, None, ev.EvictSettings(n_spans=2)), "duoattention",
                              (keep,))[0]
     assert point.kv_bytes_kept == want // pre.input_ids.shape[0]
     # the loss context (160 rows) holds its own whole heads: its share of the bytes, recorded for the loss chart
@@ -642,6 +699,6 @@ def test_duoattention_bytes_are_its_head_tensors_and_no_retrieval_head_is_stream
                                                       / (heads * context), abs=1e-12)
     assert point.loss_bytes_fraction <= ev.rows_for_budget(keep, context) / context
     if retrieval == 0:
-        got = ev.continue_from(loaded, cache, sequences[:, half:], half)
-        streaming = ev.continue_from(loaded, ev.evict("streaming", pre, SETTINGS, rows), sequences[:, half:], half)
+        got = continue_from(loaded, cache, sequences[:, half:], half)
+        streaming = continue_from(loaded, evict("streaming", pre, SETTINGS, rows), sequences[:, half:], half)
         assert torch.equal(got, streaming)

@@ -39,19 +39,22 @@ def both(request, indep):
     observation of the two prefills and its full-cache loss."""
     import torch
 
+    from kvviz.internals.eviction_lab.measures import SweepTexts, copy_sequences, loss_passages, text_ids
+    from kvviz.internals.eviction_lab.policies import head_ranking, retrieval_order
+
     torch.set_num_threads(1)  # a shared 2-core machine
     lab = loading.load_model(request.param, attn_implementation="eager")
-    texts = ev.SweepTexts(lab, None, SETTINGS)
+    texts = SweepTexts(lab, None, SETTINGS)
     model = indep.load(loading.BUNDLED_MODELS[request.param].folder)
-    ids = ev.text_ids(lab, None)
-    sequences, passages = ev.copy_sequences(ids, SETTINGS), ev.loss_passages(ids, SETTINGS)
+    ids = text_ids(lab, None)
+    sequences, passages = copy_sequences(ids, SETTINGS), loss_passages(ids, SETTINGS)
     assert torch.equal(sequences, texts.sequences) and torch.equal(passages, texts.passages)
     context = SETTINGS.context_tokens
     observed = {"copy": indep.observe(model, sequences[:, :SETTINGS.half_tokens]),
                 "context": indep.observe(model, passages[:, :context])}
     for obs in observed.values():  # what the lab decides and the check takes: which heads retrieve, the prompt's ids
-        obs.retrieval_order = ev.retrieval_order(lab)
-        obs.head_order = ev.head_ranking(lab).order
+        obs.retrieval_order = retrieval_order(lab)
+        obs.head_order = head_ranking(lab).order
         obs.repeat_prompt_ids = lab.tokenizer(indep.KVZIP_REPEAT_PROMPT).input_ids
     return {"lab": lab, "texts": texts, "model": model, "sequences": sequences, "passages": passages, **observed,
             "loss_full": indep.mean_loss(model, passages, context, None)}
@@ -71,9 +74,12 @@ def _lab_kept(policy: str, pre, rows: int, want_ragged: bool):
     [batch_size, num_kv_heads, P] bool (its heads keep different counts; the same for every sequence)."""
     import torch
 
+    from kvviz.internals.eviction_lab.policies import evict
+    from kvviz.internals.eviction_lab.scoring import keep_order, kept_rows
+
     if not want_ragged:
-        return ev.kept_rows(policy, ev.keep_order(policy, pre, SETTINGS), rows)
-    cache = ev.evict(policy, pre, SETTINGS, rows)  # a HeadSplitCache: [sequence][layer][kv head] positions
+        return kept_rows(policy, keep_order(policy, pre, SETTINGS), rows)
+    cache = evict(policy, pre, SETTINGS, rows)  # a HeadSplitCache: [sequence][layer][kv head] positions
     b, n_layers = len(cache.per_sequence), len(cache.per_sequence[0])
     out = [torch.zeros(b, len(cache.per_sequence[0][0]), pre.seq_len, dtype=torch.bool) for _ in range(n_layers)]
     for i, seq in enumerate(cache.per_sequence):
@@ -100,6 +106,8 @@ def _assert_a_kept_set(kept, rows: int, seq_len: int) -> None:
 
 @pytest.mark.parametrize("policy", ev.EVICT_POLICIES)
 def test_each_policy_matches_an_independent_masked_forward_pass(both, indep, policy):
+    from kvviz.internals.eviction_lab.measures import policy_points
+
     if policy not in indep.KEPT and policy not in indep.FORWARD_ONLY:
         pytest.fail(f"{policy!r} has no independent scorer: add one to tests/support/independent_eviction.py KEPT")
     lab, texts, model = both["lab"], both["texts"], both["model"]
@@ -108,7 +116,7 @@ def test_each_policy_matches_an_independent_masked_forward_pass(both, indep, pol
         where = f"{lab.info.spec} {policy} at {keep}%"
         rows, context_rows = half * keep // 100, context * keep // 100
         assert (ev.rows_for_budget(keep, half), ev.rows_for_budget(keep, context)) == (rows, context_rows)
-        point = ev.policy_points(lab, texts, policy, (keep,))[0]
+        point = policy_points(lab, texts, policy, (keep,))[0]
         ragged = policy in indep.RAGGED
         lab_copy = _lab_kept(policy, texts.copy, rows, ragged)
         lab_context = _lab_kept(policy, texts.context, context_rows, ragged)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from kvviz.internals import eviction as ev
+from kvviz.internals.eviction_takeaways import Claim, eviction_takeaways
 from kvviz.internals.records import EvictionPoint, EvictionSweep
 from kvviz.measure import timing
 
@@ -61,8 +62,8 @@ def test_the_issues_example_is_inside_the_noise_over_passages():
         change = {"tova": tova, "key_norm": key_norm}.get(policy, key_norm * 0.5)
         points.append(_point(policy, 50, change, [40, 42, 38, 41]))
     sweep = EvictionSweep("test", ev.EvictSettings(n_spans=4, n_passages=4), tuple(points), 16, 900)
-    claims: list[ev.Claim] = []
-    at50 = next(line for line in ev.eviction_takeaways(sweep, claims) if line.startswith("At 50%"))
+    claims: list[Claim] = []
+    at50 = next(line for line in eviction_takeaways(sweep, claims) if line.startswith("At 50%"))
     assert "(TOVA) to" in at50 and "(key norm), inside the noise of each other" in at50
     assert "beyond" not in at50
 
@@ -89,8 +90,8 @@ def _random_sweep(seed: int) -> EvictionSweep:
 @pytest.mark.parametrize("seed", range(6))
 def test_a_takeaway_calls_a_difference_real_only_where_its_paired_interval_excludes_zero(seed):
     sweep = _random_sweep(seed)
-    claims: list[ev.Claim] = []
-    lines = ev.eviction_takeaways(sweep, claims)
+    claims: list[Claim] = []
+    lines = eviction_takeaways(sweep, claims)
     assert claims and any(c.differs for c in claims) and any(not c.differs for c in claims)
     for c in claims:
         low, high = _by_hand(np.array(c.a.units(c.metric)) - np.array(c.b.units(c.metric)))
@@ -121,7 +122,7 @@ def test_a_takeaway_calls_a_difference_real_only_where_its_paired_interval_exclu
 
 def test_the_first_takeaway_says_the_method_in_one_line():
     sweep = _random_sweep(0)
-    first = ev.eviction_takeaways(sweep)[0]
+    first = eviction_takeaways(sweep)[0]
     assert "16 spans" in first and "16 passages" in first and "excludes 0" in first
 
 
@@ -138,7 +139,7 @@ def test_a_conclusion_that_rests_on_one_policy_names_it():
             points.append(_point(policy, keep, zero, hits))
     points.append(_point("int8", 100, zero, [60] * 8 + [60] * 8, "quantized", 0.28))
     sweep = EvictionSweep("test", ev.EvictSettings(), tuple(points), 16, 3476)
-    lines = ev.eviction_takeaways(sweep)
+    lines = eviction_takeaways(sweep)
     int8 = next(line for line in lines if line.startswith("int8"))
     assert "KVzip at 25%" in int8 and ": inside the noise." in int8
     assert "This rests on KVzip: without it" in int8 and "quantizing wins" in int8

@@ -4,7 +4,7 @@
     python -m kvviz evict --model bundled-gqa --sweep                          # every policy x every budget
     python -m kvviz evict --policy h2o --keep 0.25 --sinks 0 --json            # JSON (exact integer bytes)
 
-The numbers are the page's (kvviz.internals.eviction, the same default held-out text and settings): rows kept
+The numbers are the page's (kvviz.internals.eviction_lab.runs, the same default held-out text and settings): rows kept
 per layer and KV head, KV bytes kept (the pruned tensors' nbytes, one sequence), copy-test accuracy on the
 repeated span, and the change in next-token loss against the full cache. Bad input ends with one line on
 stderr and exit status 2.
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch  # only now: --help and bad values answer without loading torch
 
-    from kvviz.internals import eviction
+    from kvviz.internals.eviction_lab import runs
     from kvviz.model.loading import load_model
     from kvviz.speedup.machine import free_cores
 
@@ -116,12 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     ranking = None
     try:
         if args.sweep:
-            sweep = eviction.sweep(loaded, None, settings)
+            sweep = runs.sweep(loaded, None, settings)
             points, ranking = list(sweep.points), sweep.head_ranking
         else:
-            points = list(eviction.measure_policy(loaded, "full", None, settings))
+            points = list(runs.measure_policy(loaded, "full", None, settings))
             if args.policy != "full":
-                points += eviction.measure_policy(loaded, args.policy, None, settings, (args.keep,))
+                points += runs.measure_policy(loaded, args.policy, None, settings, (args.keep,))
     except EvictionError as exc:
         say(f"kvviz evict: {one_line(exc)}", file=sys.stderr)
         return 2

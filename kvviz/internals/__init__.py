@@ -11,12 +11,16 @@
     quant        int8 / int4 / fp16 / bf16 caches: bytes (with QuantizedCache's residual window), reconstruction
                  error, capped greedy agreement
     speculative  draft, verify, and crop the verifier's cache to the accepted length
-    eviction     what to forget: eight policies prune the real DynamicCache after a prefill (bytes from the pruned
-                 tensors), decoding goes on at the continued positions; copy test and loss change, with the
-                 quantized formats on the same bytes axis
+    eviction     what to forget: the policies that prune the real DynamicCache after a prefill, their settings,
+                 limits, names and rules; eviction_takeaways: what a class takes away from a sweep
+    eviction_lab the eviction runs (torch at each module's top): scores, the pruned cache (bytes from its tensors,
+                 decoding on at the continued positions), copy test and loss change, the quantized formats on the
+                 same bytes axis, the sweep
 
 Each idea's module holds the whole idea: its limits, default prompts, texts, checks, errors and takeaways, with the
 code that measures it. Torch and transformers are imported inside the functions that run a model, so a page imports
-an idea's module for its limits and texts without loading torch (tests/test_layering.py checks it).
+an idea's module for its limits and texts without loading torch (tests/test_layering.py checks it). Eviction, the
+largest idea, is split where its ideas part: its torch-free modules here, and eviction_lab/, whose modules run the
+model with torch imported at their top (a page imports them inside the functions that run it).
 Everything here is UI-free (no streamlit). Prompts are checked by kvviz.inputs.prompt_rules (refused, never truncated).
 """

@@ -1,10 +1,10 @@
-"""An independent check of the eviction lab (kvviz.internals.eviction), written from the papers.
+"""An independent check of the eviction lab (kvviz.internals.eviction_lab), written from the papers.
 
 Shared with the lab (so that both measure the same thing): the bundled weights, the tokenizer's ids of the lab's
 text, the spans and passages it cuts (text_ids, copy_sequences, loss_passages), its settings (S, SnapKV's window, the
 seed) and the rows per budget (the test checks rows_for_budget against floor(seq_len x percent / 100) itself).
 
-Independent of the lab: no scorer, cache, prune or measure of kvviz.internals.eviction is imported here.
+Independent of the lab: no scorer, cache, prune or measure of kvviz.internals.eviction_lab is imported here.
 - The model is loaded again straight from its folder with transformers' AutoModelForCausalLM, with an attention
   function of this module registered through transformers' AttentionInterface: q k^T x scaling, the positions a
   query may not see set to -inf, softmax, times v (GQA: each query head reads its KV head, h // group). It records
