@@ -88,6 +88,10 @@ class Page:
         self.run_fragments: set[str] = set()
         self.page_hash, self.compile_errors, self.runs, self.max_age = "", 0, 0, 2
         self.query_string = ""  # the address bar's query, as the server last set it (page_info_changed)
+        # fragment id -> seconds: the `st.fragment(run_every=...)` timers the server asked for (auto_rerun), as a
+        # browser keeps them to send that fragment's rerun every interval; stop_auto_rerun drops them. Recorded
+        # only: nothing here sends those reruns (bench/poll_follow.py does).
+        self.auto_reruns: dict[str, float] = {}
         self._cached: dict[str, tuple[ForwardMsg, int]] = {}  # hash -> (message, run it was last used in)
 
     def apply(self, msg: ForwardMsg) -> ForwardMsg:
@@ -124,6 +128,11 @@ class Page:
             self._cached = {h: c for h, c in self._cached.items() if self.runs - c[1] <= self.max_age}
         elif kind == "session_event" and msg.session_event.HasField("script_compilation_exception"):
             self.compile_errors += 1
+        elif kind == "auto_rerun":
+            self.auto_reruns[msg.auto_rerun.fragment_id] = msg.auto_rerun.interval
+        elif kind == "stop_auto_rerun":
+            for fragment_id in msg.stop_auto_rerun.fragment_ids:
+                self.auto_reruns.pop(fragment_id, None)
         return msg
 
     def find(self, kind: str, label: str):
@@ -212,7 +221,9 @@ class Student:
         if self.ws is not None:
             await self.ws.close()
 
-    async def rerun(self, trigger: str | None = None, fragment_id: str = "") -> None:
+    async def rerun(self, trigger: str | None = None, fragment_id: str = "", auto: bool = False) -> None:
+        """Request a run (of `fragment_id` if given). `auto`: as a browser's `run_every` timer sends it
+        (ClientState.is_auto_rerun), which the server coalesces with a pending request and does not log about."""
         back = BackMsg()
         rs = back.rerun_script
         if self.page.page_hash:
@@ -223,6 +234,7 @@ class Student:
         if trigger:
             rs.widget_states.widgets.add(id=trigger, trigger_value=True)  # one-shot: never stored in self.values
         rs.fragment_id = fragment_id
+        rs.is_auto_rerun = auto
         rs.cached_message_hashes.extend(self.page._cached)
         # as a browser does: every rerun carries the address bar's query, which the page keeps on its state
         rs.query_string = self.page.query_string
