@@ -9,7 +9,7 @@ The host key never appears in a link: a student who opens the teacher's URL has 
 The projector shows the join code, a QR code of the join link (drawn here by segno, no web service) and how many
 have voted, refreshed once a second by a fragment; never the distribution before Reveal. While a poll runs the
 projector letters the poll's own choices (room_choices), so the projector, the phones and the vote chart name a
-choice alike. A phone follows the room (pages/join.py reads its step, round and phase every 1.5 s).
+choice alike. A phone follows the room (pages/join.py reads its step, round, phase and version every 2 s).
 
 Every store call here is guarded: a store fault (poll_store.StoreUnavailable) costs the poll, never the lesson. The
 teacher's panel and the phones say so in one sentence, the lesson and its marks in the session go on, and the next
