@@ -18,7 +18,7 @@ from kvviz.figures import memory as figs
 from kvviz.i18n import N_, _, ngettext
 from kvviz.inputs import echo
 from kvviz.inputs.links import link_refusals
-from kvviz.memory import capacity, config_import, dtypes, hf_cache, serving, units
+from kvviz.memory import capacity, config_import, config_json, dtypes, hf_cache, serving, units
 from kvviz.memory.layers import KIND_NAMES, KINDS, CacheLayers
 from kvviz.memory.presets import GPUS, LAYERED_PRESETS, PRESETS, get_preset, past_trained_positions
 from kvviz.ui import a11y, assets, bounded, engines, links, models, router
@@ -539,9 +539,9 @@ def calculator() -> None:
         st.file_uploader(_("Upload config.json"), type=["json"], key="mem_upload", help=_(
             "Drop a config.json onto the box, or press Upload to choose one: a real config.json is a few KB."))
         # The import's own cap, applied by the box itself: a 50 MB paste never reaches Streamlit's 25 MB limit.
-        st.text_area(_("...or paste it"), key="mem_paste", height=100, max_chars=config_import.MAX_CONFIG_CHARS,
+        st.text_area(_("...or paste it"), key="mem_paste", height=100, max_chars=config_json.MAX_CONFIG_CHARS,
                      help=_("At most {n:,} characters: a real config.json is a few KB.").format(
-                         n=config_import.MAX_CONFIG_CHARS))
+                         n=config_json.MAX_CONFIG_CHARS))
         st.button(_("Use this config.json"), key="mem_import", on_click=apply_import)
         if report := import_report():  # (kind, text) from apply_import
             (st.success if report[0] == "ok" else st.error)(report[1])

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from kvviz import memory
 from kvviz.cli import Parser, ReadRefused, one_line, printable, read_regular_file, say, whole, within
-from kvviz.memory import config_import, dtypes, layers, serving, units
+from kvviz.memory import config_import, config_json, dtypes, layers, serving, units
 from kvviz.memory.presets import LAYERED_PRESETS, PRESETS, get_preset, past_trained_positions
 
 DEFAULT_CONTEXT = 4096
@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
 def read_config_file(path: Path) -> str:
     """The file's text, read no further than MAX_CONFIG_CHARS (+1 to know it is longer): /dev/zero or a stray
     multi-gigabyte file is refused after 5 MB, not after filling the memory."""
-    limit = config_import.MAX_CONFIG_CHARS
+    limit = config_json.MAX_CONFIG_CHARS
     try:  # a regular file only (a FIFO with no writer would wait forever), with a time bound
         data = read_regular_file(path, limit)
     except ReadRefused as exc:
