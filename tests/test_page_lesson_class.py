@@ -173,6 +173,25 @@ def test_the_worksheet_exists_without_answers(bundled):
 
 
 @pytest.mark.model
+def test_the_handout_prints_no_markdown(bundled):
+    """Step 5's choices and answer name tokens as code (`en`): the printed page draws them as code, never as raw
+    backticks or asterisks, in both languages."""
+    from kvviz.step.engine import StepEngine
+
+    engine = StepEngine(bundled)
+    step = lesson.STEPS[4]
+    for language in i18n.LANGUAGES:
+        with i18n.language(language):
+            question = step.ask(engine)
+            doc = handout.handout_html([step], [question], "GPT-2")
+        assert "`" in question.answer_text() + "".join(question.choices)  # the lesson writes them as code
+        body = re.sub(r"<script.*?</script>|<style.*?</style>", " ", doc, flags=re.S)
+        text = re.sub(r"<[^>]+>", " ", body[body.index("<body>"):])
+        assert "`" not in text and "**" not in text, language
+        assert "<code>" in body.split("class='choices'")[1], language
+
+
+@pytest.mark.model
 def test_the_handout_names_the_model_each_step_used(bundled):
     """Steps 9, 10 and 12 compute with the GPT-2 small and Llama-3-8B presets, not the lesson's
     model: the intro says so and each page names its model."""

@@ -101,13 +101,13 @@ def handout_html(steps: Sequence[LessonStep], questions: Sequence[Question], mod
                               config={"staticPlot": True, "displayModeBar": False})
             plotly_js = "done"
             figures.append(f'<div class="figure">{div}<div class="caption">{html.escape(pic.caption)}</div></div>')
-        choices = ("<ol class='choices' type='A'>" + "".join(f"<li>{html.escape(c)}</li>" for c in q.choices)
+        choices = ("<ol class='choices' type='A'>" + "".join(f"<li>{_inline(c)}</li>" for c in q.choices)
                    + "</ol>") if q.is_choice else ""
         tolerance = (_(" (accepted within {tolerance:.0%})").format(tolerance=q.rel_tolerance)
                      if q.rel_tolerance and not q.states_tolerance else "")
         heading = _("Step {number}. {title}").format(number=number, title=_(step.title))
         question = _("<b>Question.</b> {question}").format(question=_inline(q.text) + tolerance)
-        answer = _("<b>Answer: {answer}.</b> {arithmetic}").format(answer=html.escape(q.answer_text()),
+        answer = _("<b>Answer: {answer}.</b> {arithmetic}").format(answer=_inline(q.answer_text()),
                                                                    arithmetic=markdown_html(q.arithmetic))
         hint = _("Hint: {hint}").format(hint=_inline(q.hint))
         on_screen = _("On screen: kvviz, page “{page}”.").format(page=_(step.page.title))
