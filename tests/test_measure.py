@@ -160,6 +160,18 @@ def test_the_race_figure_draws_the_statistic():
     assert list(bar.error_x.array) == pytest.approx([quartiles(u)[1] - median(u), quartiles(c)[1] - median(c)])
 
 
+def test_the_race_figures_floor_label_reads_toward_the_room_it_has():
+    """The 1-token forward's label sits beside its dashed line on the side with room: to the right of a floor in the
+    left half of the axis, to the left of one in the right half (there it ran past the chart's edge)."""
+    from kvviz.figures.step import race_timing_figure
+
+    for floor, anchor in (((0.5, 0.6, 0.7), "left"), ((9.0, 9.5, 10.0), "right")):
+        fig = race_timing_figure((1.0, 2.0, 3.0), (10.0, 11.0, 12.0), floor)
+        label = next(a for a in fig.layout.annotations if "1-token forward" in a.text)
+        assert label.xanchor == anchor and label.x == median(floor)
+        assert label.text.startswith("┆") if anchor == "left" else label.text.endswith("┆")
+
+
 # ----- one interleaved loop -------------------------------------------------------------------------------------
 class Clock:
     def __init__(self) -> None:

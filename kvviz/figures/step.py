@@ -388,12 +388,17 @@ def race_timing_figure(cached_ms: Sequence[float], uncached_ms: Sequence[float],
         fig.add_vrect(x0=fixed - fixed_below, x1=fixed + fixed_above, fillcolor="#868e96", opacity=0.2, line_width=0,
                       layer="below")
     fig.add_vline(x=fixed, line={"dash": "dash", "color": "#868e96", "width": 2})
-    fig.add_annotation(x=fixed, y=1.0, yref="paper", yanchor="bottom", showarrow=False, xanchor="left",
-                       text=_("┆ 1-token forward, median: {ms:.1f} ms").format(ms=fixed))
+    top = max(max(r[0] + r[2] for r in rows), fixed + fixed_above)
+    label = _("1-token forward, median: {ms:.1f} ms").format(ms=fixed)
+    # beside the dashed line, on the side with room: a floor in the right half of the axis reads its label to the
+    # left of the line (to its right it ran past the chart's edge, longest in Chinese)
+    right_half = fixed > top * 1.15 / 2
+    fig.add_annotation(x=fixed, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
+                       xanchor="right" if right_half else "left",
+                       text=f"{label} ┆" if right_half else f"┆ {label}")
     if single:  # bottom right: beside the short cached bar, clear of the floor's label above the plot
         fig.add_annotation(x=1.0, xref="paper", y=0.0, yref="paper", yanchor="bottom", xanchor="right",
                            showarrow=False, text=_("one repeat: no spread"))
-    top = max(max(r[0] + r[2] for r in rows), fixed + fixed_above)
     fig.update_xaxes(range=[0, top * 1.15], nticks=5, ticksuffix=" ms")
     fig.update_layout(height=height_px, margin={"l": 10, "r": 10, "t": font_px + 12, "b": 10}, showlegend=False,
                       bargap=0.3)
