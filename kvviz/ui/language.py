@@ -7,6 +7,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from kvviz import i18n
+from kvviz.i18n import N_, _
 from kvviz.ui import assets
 from kvviz.ui.a11y import READABLE_CSS
 
@@ -104,6 +105,12 @@ def sidebar_language_switch() -> None:
 
 # <html lang> is set by a script (document_language.js says why), in a container hidden_helpers.css hides.
 _DOCUMENT_LANGUAGE_KEY = "kvviz_hidden_document_language"
+_STREAMLIT_LABELS_KEY = "kvviz_hidden_streamlit_labels"
+# Streamlit's own screen-reader labels, as it writes them (English): streamlit_labels.js puts the page's words there.
+STREAMLIT_LABELS = (N_("Increment"), N_("Decrement"), N_("Open"), N_("Clear value"), N_("Collapse sidebar"),
+                    N_("Expand sidebar"), N_("Sidebar"), N_("Fullscreen"), N_("Close fullscreen"), N_("Search"),
+                    N_("Download as CSV"), N_("Show/hide columns"), N_("Link to heading"), N_("progress"),
+                    N_("file upload"), N_("Close"), N_("computer icon"))
 
 
 def set_document_language() -> None:
@@ -114,3 +121,7 @@ def set_document_language() -> None:
     st.sidebar.container(key=_DOCUMENT_LANGUAGE_KEY).html(
         assets.script("document_language.js", "page_links.js", data={"lang": i18n.current()}),
         unsafe_allow_javascript=True)
+    english = i18n.current() == i18n.ENGLISH
+    st.sidebar.container(key=_STREAMLIT_LABELS_KEY).html(assets.script("streamlit_labels.js", data={
+        "labels": {} if english else {label: _(label) for label in STREAMLIT_LABELS},
+        "shortcut": "" if english else _("Shortcut {key}")}), unsafe_allow_javascript=True)
