@@ -183,6 +183,11 @@ TERMS = {
     r"\bhead[_ ]dim\b|\bhead sizes?\b": ("head_dim", ("头维度", "每头维度")),
     r"\bwhole[- ](?:run|generation)\b|\bover a run\b": ("整个生成过程", ("整个运行", "整次生成")),
     r"\bflat\b[\w ,-]{0,30}\bbuffer\b": ("扁平缓冲区", ("连续缓冲区",)),  # the memory page's, the lesson's, one word
+    r"\bundated\b|\bdate not recorded\b": ("未注明日期", ("无日期", "日期未记录")),  # the sources' dates
+    r"\bBounded work\b": ("测量规模", ("有界的工作量", "工作量有上限")),  # what a measurement will run, before it runs
+    r"\boutlined\b": ("带描边", ("加框", "加了边框")),
+    r"\bstep[- ]through session\b|\bstep page\b": ("逐步生成", ("逐步页面", "逐步执行")),  # the page, by its title
+    r"\btokens?/s\b": ("token/s", ("token/秒",)),
 }
 
 
