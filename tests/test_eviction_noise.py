@@ -145,3 +145,16 @@ def test_a_conclusion_that_rests_on_one_policy_names_it():
     assert "This rests on KVzip: without it" in int8 and "quantizing wins" in int8
     summary = next(line for line in lines if line.startswith("Quantizing beats evicting"))
     assert "0 formats of 1" in summary and "This count rests on KVzip: without it, 1 format of 1." in summary
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_takeaways_read_as_chinese_sentences(seed):
+    """In Chinese the takeaways join their clauses and sentences with the reader's separators: no ASCII full stop
+    after a Chinese clause, no space after 。 (the sweeps are the random ones above, and the one whose verdict
+    rests on one policy, which adds a second sentence to a line)."""
+    from kvviz import i18n
+    from support.i18n_text import punctuation_faults
+
+    with i18n.language(i18n.CHINESE):
+        lines = eviction_takeaways(_random_sweep(seed))
+    assert lines and punctuation_faults(lines) == []

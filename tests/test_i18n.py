@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from kvviz import i18n
 from kvviz.i18n import _, catalog, ngettext
-from support.i18n_text import ALLOWED, english_leftovers, page_texts
+from support.i18n_text import ALLOWED, english_leftovers, page_texts, punctuation_faults
 from support.pages import REPO, open_page
 
 PAGES = sorted(p.name for p in (REPO / "pages").glob("*.py") if p.name != "internals_shared.py")
@@ -125,6 +125,7 @@ def test_every_page_in_chinese_leaves_no_english_sentence(page, fresh_streamlit_
     texts = page_texts(at)
     assert sum(bool(CJK.search(t)) for t in texts) >= 3, texts[:10]
     assert english_leftovers(texts, ALLOWED) == []
+    assert punctuation_faults(texts) == []
     assert at.query_params["lang"] == "zh-CN"
 
 

@@ -112,8 +112,9 @@ def quality_figure(sweep: EvictionSweep, policies: Sequence[str], metric: str = 
                         mode="lines+markers", name=policy_short(policy),
                         line=dict(color=POLICY_COLORS.get(policy), width=3),
                         customdata=[[p.keep_percent, p.rows_kept, p.kv_bytes_kept] for p in curve],
-                        hovertemplate=(policy_short(policy) + ": %{customdata[0]}% · %{customdata[1]} "
-                                       + _("rows") + " · %{customdata[2]:,} B · %{y:.3f}<extra></extra>"))
+                        hovertemplate=_("{policy}: {kept} · {rows} rows · {bytes} B · {value}").format(
+                            policy=policy_short(policy), kept="%{customdata[0]}%", rows="%{customdata[1]}",
+                            bytes="%{customdata[2]:,}", value="%{y:.3f}") + "<extra></extra>")
     q_x = [measured_fraction(q, metric, sweep) for q in quantized]
     q_y = [_value(q, metric) for q in quantized]
     fig.add_scatter(x=q_x, y=q_y, mode="markers", name=_("quantized formats"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvviz import i18n
 from kvviz.i18n import _, ngettext
 from kvviz.internals.eviction import (
     EVICT_POLICIES,
@@ -161,7 +162,7 @@ def eviction_takeaways(sweep: EvictionSweep, claims: list[Claim] | None = None) 
                        "noise")).format(
             low=_pm(low, "loss"), low_policy=_named(low, "loss", settings), high=_pm(high, "loss"),
             high_policy=_named(high, "loss", settings))
-        lines.append(copy_part + _("; ") + loss_part + ".")
+        lines.append(_("{clauses}.").format(clauses=copy_part + _("; ") + loss_part))
     wins = []
     for q in sweep.quantized:
         # the evicting policies' best copy accuracy at the largest budget that fits in the format's bytes
@@ -177,10 +178,10 @@ def eviction_takeaways(sweep: EvictionSweep, claims: list[Claim] | None = None) 
             verdict=verdict)
         other = _best_in_bytes(sweep, q, leave_out=_family(rival.policy))
         if other is not None and (other_verdict := _quant_verdict(judge, q, other)) != verdict:
-            line += " " + _("This rests on {policy}: without it, the best is {other} at {keep}% with {acc}: "
-                            "{verdict}.").format(policy=policy_short(rival.policy),
-                                                 other=_named(other, "copy", settings), keep=other.keep_percent,
-                                                 acc=_pm(other, "copy"), verdict=other_verdict)
+            line = i18n.join_sentences([line, _(
+                "This rests on {policy}: without it, the best is {other} at {keep}% with {acc}: {verdict}.").format(
+                policy=policy_short(rival.policy), other=_named(other, "copy", settings), keep=other.keep_percent,
+                acc=_pm(other, "copy"), verdict=other_verdict)])
         lines.append(line)
     if wins:
         won = sum(w for _q, w, _r in wins)
@@ -195,9 +196,10 @@ def eviction_takeaways(sweep: EvictionSweep, claims: list[Claim] | None = None) 
             other = _best_in_bytes(sweep, q, leave_out=key)
             won_without += other is None or _quant_verdict(judge, q, other) == _("quantizing wins")
         if won_without != won:
-            summary += " " + ngettext("This count rests on {policy}: without it, {won} format of {n}.",
-                                      "This count rests on {policy}: without it, {won} formats of {n}.",
-                                      won_without).format(policy=policy_short(key), won=won_without, n=len(wins))
+            summary = i18n.join_sentences([summary, ngettext(
+                "This count rests on {policy}: without it, {won} format of {n}.",
+                "This count rests on {policy}: without it, {won} formats of {n}.",
+                won_without).format(policy=policy_short(key), won=won_without, n=len(wins))])
         lines.append(summary)
     ranking = sweep.head_ranking
     if ranking is not None and ranking.effects:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvviz import i18n
 from kvviz.i18n import _, ngettext
 from kvviz.memory import LIMITS, KVConfig, MemoryInputError, check_int, kv_bytes, units
 from kvviz.memory.dtypes import DTYPES
@@ -142,10 +143,11 @@ def crossover_text(config: KVConfig, batch: int, weights: int, weight_dtype: str
         at=at, batch=batch, cache=units.format_bytes(kv_bytes(config, at, batch)),
         weights=units.format_bytes(weights), params=n_params, dtype=weight_dtype)
     if preset_max_context is not None:
-        text += " " + (_("That is past {preset}'s own context window of {own:,} tokens: at batch {batch} its "
-                         "weights dominate every context it can run.") if at > preset_max_context else
-                       _("That is within {preset}'s own context window of {own:,} tokens.")).format(
-            preset=preset, own=preset_max_context, batch=batch)
+        text = i18n.join_sentences([text, (
+            _("That is past {preset}'s own context window of {own:,} tokens: at batch {batch} its weights dominate "
+              "every context it can run.") if at > preset_max_context else
+            _("That is within {preset}'s own context window of {own:,} tokens.")).format(
+            preset=preset, own=preset_max_context, batch=batch)])
     return text
 
 

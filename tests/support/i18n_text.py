@@ -117,3 +117,29 @@ def shown_texts(at) -> list[str]:
 def english_ratios(texts: Iterable[str]) -> list[str]:
     """Ratios written "Nx" in `texts`, what is quoted in “” (a source's own words) set aside."""
     return [m.group(0) for t in texts for m in ENGLISH_RATIO.finditer(_QUOTED.sub(" ", t))]
+
+
+# Chinese text joined in code that bypassed the reader's separators (kvviz.i18n: list_sep, item_sep,
+# join_sentences): ASCII ; : , or a full stop right after a Chinese character, a space after 。, an ASCII x between
+# numbers (a multiplication: ×), a hyphen between two numbers with a unit (a range: ～). A model's name (8x7b,
+# Llama-3-8B) is a name, not arithmetic: a number glued to a letter or a hyphen before it is left alone.
+_CJK = r"[\u4e00-\u9fff]"
+PUNCTUATION_RULES = {
+    "ASCII punctuation after a Chinese character": re.compile(_CJK + r"[;:,]|" + _CJK + r"\.(?!\d)"),
+    "a space after 。": re.compile(r"。 (?=\S)"),
+    "x as a multiplication sign": re.compile(r"(?<![-\w.])\d+(?:\.\d+)?\s?x\s?\d"),
+    "a hyphen for a range": re.compile(r"(?<![-\w.])\d+(?:\.\d+)?-\d+(?:\.\d+)?\s?(?:µs|ms|%|秒|个)"),
+}
+
+
+def punctuation_faults(texts: Iterable[str]) -> list[tuple[str, str]]:
+    """(rule, the text around it) for every place a Chinese text breaks PUNCTUATION_RULES; code spans, links and
+    quotations (`...`, <...>, ](...), “...”) are left out first: a formula or an address is not a sentence, and a
+    source quoted is quoted as it was written."""
+    found = []
+    for text in (t for t in texts if re.search(_CJK, t)):  # a Chinese text (a page's CSS or script is none)
+        plain = re.sub(r"`[^`]*`|<[^>]*>|\]\([^)]*\)|%\{[^}]*\}|“[^”]*”", " ", text)
+        for rule, pattern in PUNCTUATION_RULES.items():
+            found += [(rule, plain[max(0, m.start() - 20):m.end() + 20]) for m in pattern.finditer(plain)]
+    return found
+
