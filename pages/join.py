@@ -50,7 +50,6 @@ if code is None:
     st.stop()
 
 
-
 def _store_away(fault: poll_store.StoreUnavailable) -> None:
     """The store is away: one sentence and a button that tries again (the page reads the store afresh)."""
     st.warning(str(fault), icon=":material/cloud_off:")
