@@ -26,6 +26,8 @@ def _said(lang: str, msgid: str, plural: str | None = None, n: int = 1, **fields
 def _kv_rows(tab, lang: str) -> int:
     """The K/V tile's rows: the metric value that ends as the stage writes "(grows)" in `lang`."""
     grows = _said(lang, "{n} row, {size} (grows)", "{n} rows, {size} (grows)", n=2, size="@").split("@", 1)[1]
+    # drawn by the run after Prefill, which may end a moment after the strip shows
+    tab.wait_for_function(f"(grows) => ({METRIC_VALUES})().some(v => v.endsWith(grows))", arg=grows, timeout=60_000)
     value = next(v for v in tab.evaluate(METRIC_VALUES) if v.endswith(grows))
     return int(re.match(r"(\d+)", value).group(1))
 

@@ -1,6 +1,6 @@
-"""A phone's tap targets (headless Debian Chromium at 390x844, touch): every button, pill and segment a student taps
-on the lesson, the stage, the glossary and the join page is at least 44x44 px (WCAG 2.5.5; Apple and Google ask
-44-48), and the lesson's step picker's numbers are not packed edge to edge.
+"""A phone's tap targets (headless Debian Chromium at 390x844, touch): every button, pill, segment and page link a
+student taps on the lesson (its glossary chips too), the stage, the glossary and the join page is at least 44x44 px
+(WCAG 2.5.5; Apple and Google ask 44-48), and the lesson's step picker's numbers are not packed edge to edge.
 """
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ from support.browser import open_tab, wait_settled
 
 pytestmark = pytest.mark.browser
 PHONE = {"width": 390, "height": 844, "is_mobile": True, "has_touch": True, "device_scale_factor": 2}
-# Each visible button of the main column: its label (or test id) and its size in CSS pixels.
-TARGETS = """() => [...document.querySelectorAll('[data-testid="stMain"] button')]
+# Each visible button of the main column, and each page link (the lesson's glossary chips): its label (or test id)
+# and its size in CSS pixels. A chart's toolbars (plotly's mode bar, Streamlit's fullscreen and download, shown over
+# the chart) are left out: grown, they covered the chart's title (tests/test_browser_layout.py).
+TARGETS = """() => [...document.querySelectorAll('[data-testid="stMain"] button, [data-testid="stMain"] [data-testid="stPageLink"] a')]
+    .filter(b => !b.closest('[data-testid="stElementToolbar"], .modebar'))
     .filter(b => b.getClientRects().length && getComputedStyle(b).visibility !== 'hidden')
     .map(b => { const r = b.getBoundingClientRect();
                 return [(b.innerText || b.getAttribute('aria-label') || b.dataset.testid || '').trim().slice(0, 30),
