@@ -11,6 +11,7 @@ AppTest re-runs the whole page script for every change, so these times are an up
 the pages' bodies are st.fragment's, and a widget inside a fragment re-runs the fragment alone (no app.py,
 no sidebar). The first run (model load) is reported separately and excluded. Target: <= 200 ms per change.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -82,15 +83,23 @@ def bench_cold(repo: Path, repeats: int) -> None:
         runs = []
         for _ in range(repeats):
             code = COLD_RUN.format(repo=str(repo), page=str(repo / "pages" / f"{name}.py"))
-            out = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, timeout=600,
-                                 env={**os.environ, "HF_HUB_OFFLINE": "1"})
+            out = subprocess.run(
+                [sys.executable, "-c", code],
+                cwd=repo,
+                capture_output=True,
+                text=True,
+                timeout=600,
+                env={**os.environ, "HF_HUB_OFFLINE": "1"},
+            )
             if out.returncode:
                 raise SystemExit(f"{name}: {out.stderr[-1500:]}")
             runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
         imp = statistics.median(r["import_s"] for r in runs)
         first = statistics.median(r["render_s"] for r in runs)
-        print(f"{name:<15} {repo}: AppTest import {imp:5.2f} s, first render {first:5.2f} s (median of {repeats}); "
-              f"torch imported: {runs[0]['torch']}, transformers: {runs[0]['transformers']}")
+        print(
+            f"{name:<15} {repo}: AppTest import {imp:5.2f} s, first render {first:5.2f} s (median of {repeats}); "
+            f"torch imported: {runs[0]['torch']}, transformers: {runs[0]['transformers']}"
+        )
 
 
 def main() -> int:
@@ -107,8 +116,10 @@ def main() -> int:
         times.sort()
         ms = [t for t, _ in times]
         p90 = ms[int(0.9 * (len(ms) - 1))]
-        print(f"{name:<15} first run {first_ms:7.0f} ms | per widget change over {len(ms)} changes: "
-              f"median {statistics.median(ms):6.1f} ms, p90 {p90:6.1f} ms, max {ms[-1]:6.1f} ms ({times[-1][1]})")
+        print(
+            f"{name:<15} first run {first_ms:7.0f} ms | per widget change over {len(ms)} changes: "
+            f"median {statistics.median(ms):6.1f} ms, p90 {p90:6.1f} ms, max {ms[-1]:6.1f} ms ({times[-1][1]})"
+        )
     return 0
 
 

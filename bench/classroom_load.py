@@ -22,6 +22,7 @@ Streamlit errors, sessions that saw another session's tokens, empty or wrong str
 RSS before and after. Localhost only; hard caps:
 MAX_SESSIONS sessions, MAX_MINUTES minutes of clicking, at most one click per 0.5 s per session.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from classroom_session import BUTTONS, SessionReport, session_prompt, timed_plan  # noqa: E402
 
 MAX_SESSIONS, MAX_MINUTES = 100, 10  # room for the target class: 80 students on two replicas
+
 
 def pids_listening(ports: list[int]) -> dict[int, int]:
     """port -> pid of the process listening on it (from /proc/net/tcp{,6} and /proc/*/fd)."""
@@ -76,6 +78,7 @@ def rss_mib(ports: list[int]) -> dict[str, float | None]:
             continue
         try:
             import psutil
+
             out[str(port)] = round(psutil.Process(pid).memory_info().rss / 2**20, 1)
         except ImportError:
             kib = re.search(r"VmRSS:\s+(\d+)", Path(f"/proc/{pid}/status").read_text()).group(1)
@@ -140,18 +143,24 @@ def _stats(values: list[float]) -> dict:
         return {"n": 0}
     ordered = sorted(values)
     p90 = ordered[min(len(ordered) - 1, int(round(0.9 * (len(ordered) - 1))))]
-    return {"n": len(values), "median_s": round(statistics.median(values) / 1000, 3),
-            "p90_s": round(p90 / 1000, 3), "max_s": round(ordered[-1] / 1000, 3)}
+    return {
+        "n": len(values),
+        "median_s": round(statistics.median(values) / 1000, 3),
+        "p90_s": round(p90 / 1000, 3),
+        "max_s": round(ordered[-1] / 1000, 3),
+    }
 
 
 def summarize(reports: list[SessionReport]) -> dict:
     clicks = [c for r in reports for c in r.clicks]
-    by_action = {a: _stats([c["settle_ms"] for c in clicks if c["action"] == a and c["settle_ms"] is not None])
-                 for a in BUTTONS}
+    by_action = {
+        a: _stats([c["settle_ms"] for c in clicks if c["action"] == a and c["settle_ms"] is not None]) for a in BUTTONS
+    }
     kinds = ("error", "foreign", "empty", "wrong", "timeout")
     return {
         "clicks": len(clicks),
-        "settle_next": by_action["next"], "settle_by_action": by_action,
+        "settle_next": by_action["next"],
+        "settle_by_action": by_action,
         "clicks_with_problem": {k: sum(c["problem"] == k for c in clicks) for k in kinds},
         "sessions_with_problem": {k: sum(any(c["problem"] == k for c in r.clicks) for r in reports) for k in kinds},
     }
@@ -164,18 +173,28 @@ async def _drive(args, prompts: list[str], plans: list) -> tuple[list[SessionRep
     url, ramp_s = args.url.rstrip("/"), min(args.interval, 5)
     if args.client == "browser":
         from classroom_session import run_load
+
         reports, runs = await run_load(url, prompts, plans, ramp_s=ramp_s, benchmark=args.benchmark)
         return reports, runs, set(range(len(plans)))
     from classroom_ws import run_load
+
     if not args.browsers:
         reports, runs = await run_load(url, prompts, plans, ramp_s=ramp_s, benchmark=args.benchmark)
         return reports, runs, set()
     from classroom_session import run_load as browser_load
+
     browser_ids = list(range(args.browsers))
     (b_reports, _), (w_reports, runs) = await asyncio.gather(
         browser_load(url, prompts, plans, ramp_s=ramp_s, sessions=browser_ids),
-        run_load(url, prompts, plans, ramp_s=ramp_s, benchmark=args.benchmark,
-                 sessions=list(range(args.browsers, len(plans)))))
+        run_load(
+            url,
+            prompts,
+            plans,
+            ramp_s=ramp_s,
+            benchmark=args.benchmark,
+            sessions=list(range(args.browsers, len(plans))),
+        ),
+    )
     return sorted(b_reports + w_reports, key=lambda r: r.index), runs, set(browser_ids)
 
 
@@ -186,11 +205,19 @@ def main() -> None:
     ap.add_argument("--minutes", type=float, default=1.0, help="clicking time per session, after its prefill")
     ap.add_argument("--interval", type=float, default=2.0, help="seconds between a session's clicks")
     ap.add_argument("--back-every", type=int, default=6, help="every k-th click is Back (0: never)")
-    ap.add_argument("--client", choices=("browser", "ws"), default="browser",
-                    help="browser: headless Chromium pages; ws: Streamlit's WebSocket protocol, no rendering")
-    ap.add_argument("--browsers", type=int, default=0,
-                    help="with --client ws: this many of the sessions are real Chromium pages instead "
-                         "('one Chromium student among the ws students'); the report gives each kind's settle times")
+    ap.add_argument(
+        "--client",
+        choices=("browser", "ws"),
+        default="browser",
+        help="browser: headless Chromium pages; ws: Streamlit's WebSocket protocol, no rendering",
+    )
+    ap.add_argument(
+        "--browsers",
+        type=int,
+        default=0,
+        help="with --client ws: this many of the sessions are real Chromium pages instead "
+        "('one Chromium student among the ws students'); the report gives each kind's settle times",
+    )
     ap.add_argument("--benchmark", action="store_true", help="one more session runs the speed-up benchmark")
     ap.add_argument("--rss-ports", default="", help="ports of the streamlit processes to measure (default: --url's)")
     ap.add_argument("--json", help="write the full report here")
@@ -211,20 +238,35 @@ def main() -> None:
     reports, bench_runs, browser_ids = asyncio.run(_drive(args, prompts, plans))
     time.sleep(2)  # closed sessions: let the server drop them
     result = {
-        "url": args.url, "client": args.client, "sessions": args.sessions, "minutes": args.minutes,
+        "url": args.url,
+        "client": args.client,
+        "sessions": args.sessions,
+        "minutes": args.minutes,
         "interval_s": args.interval,
-        "benchmark_runs": bench_runs if args.benchmark else None, "wall_s": round(time.monotonic() - start, 1),
-        "cpu_count": os.cpu_count(), "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
-        "rss_mib_before": rss_before, "rss_mib_after": rss_mib(ports),
+        "benchmark_runs": bench_runs if args.benchmark else None,
+        "wall_s": round(time.monotonic() - start, 1),
+        "cpu_count": os.cpu_count(),
+        "loadavg_before": load_before,
+        "loadavg_after": os.getloadavg(),
+        "rss_mib_before": rss_before,
+        "rss_mib_after": rss_mib(ports),
         # CPU seconds over the run: each server process, and this load generator with its Chromium processes,
         # to tell a busy server from a busy client.
-        "server_cpu_s": {p: None if c is None or cpu_before[p] is None else round(c - cpu_before[p], 2)
-                         for p, c in cpu_s(ports).items()},
-        "client_cpu_s": client_cpu.stop(), **summarize(reports),
-        **({"browsers": args.browsers,
-            "settle_next_browser": summarize([r for r in reports if r.index in browser_ids])["settle_next"],
-            "settle_next_ws": summarize([r for r in reports if r.index not in browser_ids])["settle_next"]}
-           if args.browsers else {}),
+        "server_cpu_s": {
+            p: None if c is None or cpu_before[p] is None else round(c - cpu_before[p], 2)
+            for p, c in cpu_s(ports).items()
+        },
+        "client_cpu_s": client_cpu.stop(),
+        **summarize(reports),
+        **(
+            {
+                "browsers": args.browsers,
+                "settle_next_browser": summarize([r for r in reports if r.index in browser_ids])["settle_next"],
+                "settle_next_ws": summarize([r for r in reports if r.index not in browser_ids])["settle_next"],
+            }
+            if args.browsers
+            else {}
+        ),
         "problems": {r.index: r.problems for r in reports if r.problems},
     }
     # The per-click measure: the servers' CPU over the run divided by the clicks they served (prefills included),

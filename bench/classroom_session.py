@@ -10,6 +10,7 @@ from the click event to the first DOM state that shows the settled click.
 All knowledge of the step page's markup (button labels, the prompt box, the strip, the metric) is in the
 "Page selectors" block below: update it there when the page changes.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -26,8 +27,16 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-dev-shm-usage"]
 MAX_CLICKS = 200  # per session: the bundled model has 256 positions
 SETTLE_TIMEOUT_S = 90.0
-LINES = ["what is a cache?", "why keep the keys?", "O Romeo, Romeo!", "to be, or not to be", "hear me speak.",
-         "one two three one two", "the values never change", "a query meets every key"]
+LINES = [
+    "what is a cache?",
+    "why keep the keys?",
+    "O Romeo, Romeo!",
+    "to be, or not to be",
+    "hear me speak.",
+    "one two three one two",
+    "the values never change",
+    "a query meets every key",
+]
 
 # --- Page selectors: the ONE place that knows the step page's markup. -------------------------------------
 BUTTONS = {"prefill": "Prefill", "next": "Next token", "back": "Back"}  # buttons also show an icon and a key hint
@@ -162,8 +171,10 @@ async def _click(page, action: str, expect_cache: int, known, others, report: Se
         problem = "timeout"  # its own tokens, but the click did not show within SETTLE_TIMEOUT_S
     report.clicks.append({"action": action, "settle_ms": settle_ms, "problem": problem})
     if problem:
-        report.problems.append(f"{action} -> cache {expect_cache}: {problem} (saw cache {state['cache']}, "
-                               f"{len(state['strip'])} strip tokens)")
+        report.problems.append(
+            f"{action} -> cache {expect_cache}: {problem} (saw cache {state['cache']}, "
+            f"{len(state['strip'])} strip tokens)"
+        )
     return state["cache"] == expect_cache  # go on while the server's cache is where this session expects it
 
 
@@ -237,8 +248,15 @@ async def benchmark_session(browser, url: str, done: asyncio.Event, runs: list[d
         await context.close()
 
 
-async def run_load(url: str, prompts: list[str], plans: list, *, benchmark: bool = False,
-                   ramp_s: float = 0.0, sessions: list[int] | None = None) -> tuple[list[SessionReport], list[dict]]:
+async def run_load(
+    url: str,
+    prompts: list[str],
+    plans: list,
+    *,
+    benchmark: bool = False,
+    ramp_s: float = 0.0,
+    sessions: list[int] | None = None,
+) -> tuple[list[SessionReport], list[dict]]:
     """Drive one session per plan (prompts[i] for session i) in one headless Chromium; returns their reports."""
     from playwright.async_api import async_playwright
 
@@ -262,6 +280,8 @@ async def run_load(url: str, prompts: list[str], plans: list, *, benchmark: bool
             await asyncio.gather(*(start_later(i) for i in sessions))
             done.set()
 
-        await asyncio.gather(all_sessions(), *([benchmark_session(browser, url, done, bench_runs)] if benchmark else []))
+        await asyncio.gather(
+            all_sessions(), *([benchmark_session(browser, url, done, bench_runs)] if benchmark else [])
+        )
         await browser.close()
     return list(reports.values()), bench_runs

@@ -15,6 +15,7 @@ After every click the student reads its "page" (elements by path) as ARM_JS read
 metric and the `.kvviz-strip` chips, checked by classroom_session's own _classify. Settle time: from sending the
 click's BackMsg to the first ForwardMsg after which the page shows them; the run must finish before the next click.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -121,8 +122,9 @@ class Page:
                 self.elements[path] = ("block", delta.add_block, delta.fragment_id)
         elif kind == "script_finished" and msg.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
             whole = msg.script_finished != ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY
-            self.elements = {p: e for p, e in self.elements.items()
-                             if p in self.touched or not (whole or e[2] in self.run_fragments)}
+            self.elements = {
+                p: e for p, e in self.elements.items() if p in self.touched or not (whole or e[2] in self.run_fragments)
+            }
             self.compile_errors += msg.script_finished == ForwardMsg.FINISHED_WITH_COMPILE_ERROR
             self.runs += 1  # the frontend forgets cached messages unused for max_age runs: so do we
             self._cached = {h: c for h, c in self._cached.items() if self.runs - c[1] <= self.max_age}
@@ -165,8 +167,13 @@ class Page:
                 texts.append(f"{el.type}: {el.message}" if kind == "exception" else el.body)
         strip = strip or []
         numbered = [int(pos) for pos, _ in strip if pos != "next"]
-        return {"cache": cache, "strip": strip, "lastPos": numbered[-1] if numbered else None, "errors": errors,
-                "error_texts": texts}
+        return {
+            "cache": cache,
+            "strip": strip,
+            "lastPos": numbered[-1] if numbered else None,
+            "errors": errors,
+            "error_texts": texts,
+        }
 
 
 @functools.lru_cache(maxsize=256)
@@ -196,8 +203,9 @@ class Student:
         jar = CookieJar()
         opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
         page_url = f"{self.url}/{self.page_name}" + (f"?{self.page.query_string}" if self.page.query_string else "")
-        request = urllib.request.Request(page_url, headers={"Cookie": "; ".join(
-            f"{k}={v}" for k, v in self.cookies.items())} if self.cookies else {})
+        request = urllib.request.Request(
+            page_url, headers={"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())} if self.cookies else {}
+        )
         await asyncio.to_thread(lambda: opener.open(request, timeout=SETTLE_TIMEOUT_S).read())
         self.replica_cookies += [c.value for c in jar if c.name == "kvviz_replica"]
         from websockets.asyncio.client import connect
@@ -207,8 +215,14 @@ class Student:
         self.cookies.update((c.name, c.value) for c in jar)
         if self.cookies:
             headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
-        self.ws = await connect(f"ws://{host}/_stcore/stream", subprotocols=["streamlit"], max_size=None,
-                                additional_headers=headers, open_timeout=SETTLE_TIMEOUT_S, ping_timeout=None)
+        self.ws = await connect(
+            f"ws://{host}/_stcore/stream",
+            subprotocols=["streamlit"],
+            max_size=None,
+            additional_headers=headers,
+            open_timeout=SETTLE_TIMEOUT_S,
+            ping_timeout=None,
+        )
         upgrade_cookie = re.search(r"kvviz_replica=(\d+)", " ".join(self.ws.response.headers.get_all("Set-Cookie")))
         if upgrade_cookie:
             self.replica_cookies.append(upgrade_cookie.group(1))
@@ -238,8 +252,9 @@ class Student:
         rs.cached_message_hashes.extend(self.page._cached)
         # as a browser does: every rerun carries the address bar's query, which the page keeps on its state
         rs.query_string = self.page.query_string
-        rs.context_info.url = f"{self.url}/{self.page_name}" + (f"?{self.page.query_string}" if self.page.query_string
-                                                                else "")
+        rs.context_info.url = f"{self.url}/{self.page_name}" + (
+            f"?{self.page.query_string}" if self.page.query_string else ""
+        )
         await self.ws.send(back.SerializeToString())
 
     async def wait(self, settled=None, timeout_s: float = SETTLE_TIMEOUT_S) -> tuple[float | None, float | None]:
@@ -272,8 +287,12 @@ class Student:
                 finished_ms = (time.perf_counter() - t0) * 1000
             elif kind == "page_not_found":
                 raise RuntimeError(f"page not found: /{self.page_name}")
-            if (settled is not None and settle_ms is None and kind in ("delta", "script_finished")
-                    and settled(self.page.state())):
+            if (
+                settled is not None
+                and settle_ms is None
+                and kind in ("delta", "script_finished")
+                and settled(self.page.state())
+            ):
                 settle_ms = (time.perf_counter() - t0) * 1000
 
     async def set_popover(self, label: str, open_: bool) -> bool:
@@ -340,9 +359,10 @@ async def step_session(url: str, index: int, prompts: list[str], plan, report: S
                 problem = "timeout"
             report.clicks.append({"action": action, "settle_ms": settle_ms, "problem": problem})
             if problem:
-                report.problems.append(f"{action} -> cache {expect_cache}: {problem} (saw cache {state['cache']}, "
-                                       f"{len(state['strip'])} strip tokens)"
-                                       + "".join(f"; {t[:200]!r}" for t in state["error_texts"]))
+                report.problems.append(
+                    f"{action} -> cache {expect_cache}: {problem} (saw cache {state['cache']}, "
+                    f"{len(state['strip'])} strip tokens)" + "".join(f"; {t[:200]!r}" for t in state["error_texts"])
+                )
             return state["cache"] == expect_cache
 
         cache = len(own)
@@ -367,16 +387,27 @@ async def benchmark_session(url: str, done: asyncio.Event, runs: list[dict]) -> 
         await student.open()
         while not done.is_set():
             finished_ms, _ = await student.click(BENCH_BUTTON, timeout_s=600)
-            runs.append({"seconds": None if finished_ms is None else round(finished_ms / 1000, 2),
-                         "errors": student.page.state()["errors"]})
+            runs.append(
+                {
+                    "seconds": None if finished_ms is None else round(finished_ms / 1000, 2),
+                    "errors": student.page.state()["errors"],
+                }
+            )
             if finished_ms is None:
                 return
     finally:
         await student.close()
 
 
-async def run_load(url: str, prompts: list[str], plans: list, *, benchmark: bool = False,
-                   ramp_s: float = 0.0, sessions: list[int] | None = None) -> tuple[list[SessionReport], list[dict]]:
+async def run_load(
+    url: str,
+    prompts: list[str],
+    plans: list,
+    *,
+    benchmark: bool = False,
+    ramp_s: float = 0.0,
+    sessions: list[int] | None = None,
+) -> tuple[list[SessionReport], list[dict]]:
     """classroom_session.run_load's twin: one protocol-level session per plan; returns their reports."""
     sessions = list(range(len(plans))) if sessions is None else sessions  # which of the class this client drives
     reports = {i: SessionReport(i, prompts[i]) for i in sessions}

@@ -11,6 +11,7 @@ bytes the server sent, the 1-minute load and the core count. One student at a ti
 cost of a click, not a queue's; the classroom test (bench/classroom_load.py, `server_cpu_ms_per_click`) gives the
 same figure with a whole class, session starts and prefills included.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -69,8 +70,11 @@ async def one_student(url: str, index: int, clicks: int, block: int, port: str) 
             msgs.append((student.messages - m0) / block)
             sent.append((student.bytes - b0) / block)
             done += block
-        return {"ms_per_click": ms_per_click, "messages_per_click": statistics.median(msgs),
-                "bytes_per_click": statistics.median(sent)}
+        return {
+            "ms_per_click": ms_per_click,
+            "messages_per_click": statistics.median(msgs),
+            "bytes_per_click": statistics.median(sent),
+        }
     finally:
         await student.close()
 
@@ -96,19 +100,30 @@ def main() -> None:
     blocks = [ms for r in runs for ms in r["ms_per_click"]]
     q = statistics.quantiles(blocks, n=4) if len(blocks) > 1 else [blocks[0]] * 3
     report = {
-        "url": args.url, "students": args.students, "clicks_per_student": args.clicks, "block": args.block,
-        "server_cpu_ms_per_click": {"median": round(statistics.median(blocks), 1), "q1": round(q[0], 1),
-                                    "q3": round(q[2], 1), "min": round(min(blocks), 1),
-                                    "max": round(max(blocks), 1), "blocks": len(blocks)},
+        "url": args.url,
+        "students": args.students,
+        "clicks_per_student": args.clicks,
+        "block": args.block,
+        "server_cpu_ms_per_click": {
+            "median": round(statistics.median(blocks), 1),
+            "q1": round(q[0], 1),
+            "q3": round(q[2], 1),
+            "min": round(min(blocks), 1),
+            "max": round(max(blocks), 1),
+            "blocks": len(blocks),
+        },
         "messages_per_click": statistics.median(r["messages_per_click"] for r in runs),
         "bytes_per_click": round(statistics.median(r["bytes_per_click"] for r in runs)),
-        "load_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)], "cores": os.cpu_count(),
+        "load_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+        "cores": os.cpu_count(),
     }
     c = report["server_cpu_ms_per_click"]
-    print(f"server CPU per click: median {c['median']} ms (middle half {c['q1']}-{c['q3']}, "
-          f"range {c['min']}-{c['max']}, {c['blocks']} blocks of {args.block}); "
-          f"{report['messages_per_click']:.0f} messages, {report['bytes_per_click']:,} bytes a click; "
-          f"load {report['load_1min'][0]} -> {report['load_1min'][1]} on {report['cores']} cores")
+    print(
+        f"server CPU per click: median {c['median']} ms (middle half {c['q1']}-{c['q3']}, "
+        f"range {c['min']}-{c['max']}, {c['blocks']} blocks of {args.block}); "
+        f"{report['messages_per_click']:.0f} messages, {report['bytes_per_click']:,} bytes a click; "
+        f"load {report['load_1min'][0]} -> {report['load_1min'][1]} on {report['cores']} cores"
+    )
     if args.json:
         args.json.write_text(json.dumps(report, indent=1) + "\n")
 

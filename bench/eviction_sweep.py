@@ -9,6 +9,7 @@ min-max of the repeats, the torch thread count and the load (kvviz.measure), and
 policy x budget table (docs/measurements.md's, and `python -m kvviz evict --sweep`'s numbers). Compare medians,
 not runs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the interactive pages use 1)")
     parser.add_argument("--table", action="store_true", help="print the measured policy x budget table")
-    parser.add_argument("--markdown", action="store_true",
-                        help="print it as docs/measurements.md's markdown table (the table the doc holds)")
+    parser.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print it as docs/measurements.md's markdown table (the table the doc holds)",
+    )
     args = parser.parse_args()
     if not 1 <= args.repeats <= MAX_REPEATS:
         parser.error(f"--repeats must be 1..{MAX_REPEATS}")
@@ -59,11 +63,15 @@ def main() -> None:
         seconds.append(time.perf_counter() - start)
     assert sweep is not None
     points = len(sweep.points)
-    print(f"model={args.model} points={points} (policies x budgets + quantized formats, 2 measures each) "
-          f"torch_threads={torch.get_num_threads()} {load_label(load_before)} before, "
-          f"{load_label(load_avg_1min())} after")
-    print(f"  full sweep   median {median(seconds):6.2f} s  (min {min(seconds):.2f}, max {max(seconds):.2f}, "
-          f"n={len(seconds)})")
+    print(
+        f"model={args.model} points={points} (policies x budgets + quantized formats, 2 measures each) "
+        f"torch_threads={torch.get_num_threads()} {load_label(load_before)} before, "
+        f"{load_label(load_avg_1min())} after"
+    )
+    print(
+        f"  full sweep   median {median(seconds):6.2f} s  (min {min(seconds):.2f}, max {max(seconds):.2f}, "
+        f"n={len(seconds)})"
+    )
     if args.table:
         print(table(list(sweep.points)))
     if args.markdown:

@@ -23,6 +23,7 @@ READY_BY_PAGE (the lesson's question in class mode, the stage's Next token butto
 
     python bench/first_render.py --path "/lesson?step=1&lesson_class=true" --server warm --click-after-warm
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,11 @@ MODEL_LABEL = {"en-US": "Bundled Tiny-Shakespeare GPT-2", "zh-CN": "内置 Tiny-
 # The page's own element, on screen only once the page's work (its model included) is done. The lesson's question
 # is drawn in class mode only (.st-key-lesson_question); the stage's Next token button comes after its model and
 # prefill; Count the work is torch-free and its metrics are its answer. Other pages: the sidebar's model label.
-READY_BY_PAGE = {"/lesson": ".st-key-lesson_question", "/step_through": ".st-key-step_btn_next",
-                 "/attention_ops": ".st-key-ops_metrics"}
+READY_BY_PAGE = {
+    "/lesson": ".st-key-lesson_question",
+    "/step_through": ".st-key-step_btn_next",
+    "/attention_ops": ".st-key-ops_metrics",
+}
 WARM_DONE_LINE = "kvviz warm-up: the bundled model is loaded"  # kvviz.ui.warm.DONE_LINE (not imported: no kvviz here)
 
 
@@ -55,7 +59,11 @@ def start_server(port: int, warm: bool, log_path: Path) -> subprocess.Popen:
     with log_path.open("w") as log:
         return subprocess.Popen(
             [sys.executable, *launcher, "run", "app.py", "--server.port", str(port), "--server.headless", "true"],
-            cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdout=log, stderr=subprocess.STDOUT)
+            cwd=REPO,
+            env={**os.environ, "HF_HUB_OFFLINE": "1"},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
 
 
 def wait_warm(server: subprocess.Popen, log_path: Path, poll_s: float = 0.05) -> None:
@@ -68,8 +76,9 @@ def wait_warm(server: subprocess.Popen, log_path: Path, poll_s: float = 0.05) ->
         raise RuntimeError("the warm-up failed: " + log_path.read_text()[-2000:])
 
 
-def one_run(pw, path: str, lang: str, ready: str | None = None, warm: bool = False,
-            click_after_warm: bool = False) -> tuple[float, float, float | None]:
+def one_run(
+    pw, path: str, lang: str, ready: str | None = None, warm: bool = False, click_after_warm: bool = False
+) -> tuple[float, float, float | None]:
     """(seconds from `streamlit run`, seconds from the visitor opening the link, to the rendered page; seconds from
     `streamlit run` to the warm-up's end when the click waited for it)."""
     # The user's browser is already open: launch it before the clock starts.
@@ -107,13 +116,21 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--path", default="/", help="the link the first visitor opens (e.g. /attention_ops)")
     parser.add_argument("--lang", choices=sorted(MODEL_LABEL), default="en-US", help="the browser's language")
-    parser.add_argument("--ready", help="a CSS selector the page must also show (default: READY_BY_PAGE's for the "
-                        "path, else the sidebar's model label)")
+    parser.add_argument(
+        "--ready",
+        help="a CSS selector the page must also show (default: READY_BY_PAGE's for the "
+        "path, else the sidebar's model label)",
+    )
     parser.add_argument("--busy-core", action="store_true", help="keep one core spinning for the whole run")
-    parser.add_argument("--server", choices=("plain", "warm"), default="plain",
-                        help="plain: `streamlit run app.py`; warm: `python -m kvviz.ui.warm run app.py`")
-    parser.add_argument("--click-after-warm", action="store_true",
-                        help="open the link once the warm-up is done (needs --server warm)")
+    parser.add_argument(
+        "--server",
+        choices=("plain", "warm"),
+        default="plain",
+        help="plain: `streamlit run app.py`; warm: `python -m kvviz.ui.warm run app.py`",
+    )
+    parser.add_argument(
+        "--click-after-warm", action="store_true", help="open the link once the warm-up is done (needs --server warm)"
+    )
     args = parser.parse_args()
     if args.click_after_warm and args.server != "warm":
         parser.error("--click-after-warm needs --server warm")
@@ -124,17 +141,23 @@ def main() -> None:
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.busy_core else None
     try:
         with sync_playwright() as pw:
-            runs = [one_run(pw, args.path, args.lang, ready, args.server == "warm", args.click_after_warm)
-                    for _ in range(args.repeats)]
+            runs = [
+                one_run(pw, args.path, args.lang, ready, args.server == "warm", args.click_after_warm)
+                for _ in range(args.repeats)
+            ]
     finally:
         if busy is not None:
             busy.kill()
-    print(f"{args.path}{' until ' + ready if ready else ''} ({args.lang}, server {args.server}"
-          f"{', click after the warm-up' if args.click_after_warm else ''}"
-          f"{', one core busy' if args.busy_core else ''}), {args.repeats} fresh starts, "
-          f"1-min load {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} cores")
-    clocks = [("first render after `streamlit run app.py`", [r[0] for r in runs]),
-              ("first render after the first visitor opened the link", [r[1] for r in runs])]
+    print(
+        f"{args.path}{' until ' + ready if ready else ''} ({args.lang}, server {args.server}"
+        f"{', click after the warm-up' if args.click_after_warm else ''}"
+        f"{', one core busy' if args.busy_core else ''}), {args.repeats} fresh starts, "
+        f"1-min load {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} cores"
+    )
+    clocks = [
+        ("first render after `streamlit run app.py`", [r[0] for r in runs]),
+        ("first render after the first visitor opened the link", [r[1] for r in runs]),
+    ]
     if args.click_after_warm:
         clocks.append(("warm-up done (the link opened) after `streamlit run app.py`", [r[2] for r in runs]))
     for name, times_s in clocks:

@@ -9,6 +9,7 @@ layer switch costs the drawing; a new sequence costs one forward more: timed sep
 Server time = the script run itself, timed around ScriptRunner._run_script. Prints medians and min-max in ms,
 the torch thread count and the load average. Compare medians, not single runs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,11 +59,15 @@ def main() -> None:
 
     def show(name: str, values: list[float]) -> None:
         if values:
-            print(f"  {name:<12} median {statistics.median(values):7.1f} ms  (min {min(values):.1f}, "
-                  f"max {max(values):.1f}, n={len(values)})")
+            print(
+                f"  {name:<12} median {statistics.median(values):7.1f} ms  (min {min(values):.1f}, "
+                f"max {max(values):.1f}, n={len(values)})"
+            )
 
-    print(f"model={args.model} layers={n_layer} rounds={args.rounds} torch_threads={torch.get_num_threads()} "
-          f"load_avg_1min={os.getloadavg()[0]:.2f}")
+    print(
+        f"model={args.model} layers={n_layer} rounds={args.rounds} torch_threads={torch.get_num_threads()} "
+        f"load_avg_1min={os.getloadavg()[0]:.2f}"
+    )
     show("layer switch", layer_ms)
     show("new prompt", prompt_ms)
 

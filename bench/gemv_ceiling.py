@@ -17,6 +17,7 @@ and prints, per kernel, its best and median round, the bytes/s it streamed and t
 Compare the best bound with llama.cpp's measured tokens/s (bench/llamacpp_compare.py): if llama.cpp's whole
 decode step beats torch's matrices alone, no Python-side work can close the gap.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,8 +59,10 @@ def kernels(model) -> tuple[dict[str, list[Callable[[], object]]], int]:
         print(f"onednn packed linear unavailable: {exc}", file=sys.stderr)
     try:
         mkl = [(torch.ops.mkl._mkl_reorder_linear_weight(w, 1), w, b) for w, b in out_in]
-        calls["mkl_packed"] = [lambda x=x, p=p, w=w, b=b: torch.ops.mkl._mkl_linear(x, p, w, b, 1)
-                               for x, (p, w, b) in zip(xs, mkl, strict=True)]
+        calls["mkl_packed"] = [
+            lambda x=x, p=p, w=w, b=b: torch.ops.mkl._mkl_linear(x, p, w, b, 1)
+            for x, (p, w, b) in zip(xs, mkl, strict=True)
+        ]
     except (AttributeError, RuntimeError) as exc:
         print(f"MKL packed linear unavailable: {exc}", file=sys.stderr)
     with torch.inference_mode():  # every kernel computes the same products (else its time means nothing)
@@ -107,23 +110,41 @@ def main(argv: list[str]) -> int:
                 ms[name].append((time.perf_counter() - began) * 1000.0)
     read = statistics.median(read_gbs)
     report = {
-        "model": args.model, "cpu": machine.cpu_name(), "threads": args.threads, "rounds": args.rounds,
-        "torch": torch.__version__, "weight_bytes_per_step": weight_bytes,
-        "load_before": load_before, "load_after": load_average()[0],
-        "read_probe_gb_s_median": read, "read_probe_gb_s_by_round": read_gbs,
+        "model": args.model,
+        "cpu": machine.cpu_name(),
+        "threads": args.threads,
+        "rounds": args.rounds,
+        "torch": torch.__version__,
+        "weight_bytes_per_step": weight_bytes,
+        "load_before": load_before,
+        "load_after": load_average()[0],
+        "read_probe_gb_s_median": read,
+        "read_probe_gb_s_by_round": read_gbs,
         "read_roofline_tokens_per_s": read * 1e9 / weight_bytes,
-        "kernels": {name: {"best_ms": min(v), "median_ms": statistics.median(v),
-                           "gb_s_at_best": weight_bytes / min(v) / 1e6,
-                           "tokens_per_s_bound": 1000.0 / min(v)} for name, v in ms.items()},
+        "kernels": {
+            name: {
+                "best_ms": min(v),
+                "median_ms": statistics.median(v),
+                "gb_s_at_best": weight_bytes / min(v) / 1e6,
+                "tokens_per_s_bound": 1000.0 / min(v),
+            }
+            for name, v in ms.items()
+        },
     }
-    print(f"{report['cpu']}, {args.threads} threads, torch {report['torch']}, load {load_before:.2f} -> "
-          f"{report['load_after']:.2f}; {weight_bytes / 1e6:.1f} MB of fp32 matrices per decode step")
-    print(f"read probe (median of {args.rounds} rounds): {read:.1f} GB/s -> read roofline "
-          f"{report['read_roofline_tokens_per_s']:.1f} tokens/s")
+    print(
+        f"{report['cpu']}, {args.threads} threads, torch {report['torch']}, load {load_before:.2f} -> "
+        f"{report['load_after']:.2f}; {weight_bytes / 1e6:.1f} MB of fp32 matrices per decode step"
+    )
+    print(
+        f"read probe (median of {args.rounds} rounds): {read:.1f} GB/s -> read roofline "
+        f"{report['read_roofline_tokens_per_s']:.1f} tokens/s"
+    )
     print(f"{'kernel':<12} {'best ms':>8} {'median ms':>10} {'GB/s':>6} {'bound tok/s':>12} {'of roofline':>12}")
     for name, k in sorted(report["kernels"].items(), key=lambda item: item[1]["best_ms"]):
-        print(f"{name:<12} {k['best_ms']:8.2f} {k['median_ms']:10.2f} {k['gb_s_at_best']:6.1f} "
-              f"{k['tokens_per_s_bound']:12.1f} {k['tokens_per_s_bound'] / report['read_roofline_tokens_per_s']:12.0%}")
+        print(
+            f"{name:<12} {k['best_ms']:8.2f} {k['median_ms']:10.2f} {k['gb_s_at_best']:6.1f} "
+            f"{k['tokens_per_s_bound']:12.1f} {k['tokens_per_s_bound'] / report['read_roofline_tokens_per_s']:12.0%}"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return 0

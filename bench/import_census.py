@@ -12,6 +12,7 @@ too; imports under `if TYPE_CHECKING:` do not, they never run), never imports it
 commit (git show), so a before/after census needs no checkout. "To transformers": the files on some import path from
 the page to a file that imports transformers or torch. The i18n row is the kvviz.i18n package's own closure.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,10 +29,18 @@ def _files(rev: str | None) -> dict[str, str]:
     if rev is None:
         paths = [p for d in ("kvviz", "pages") for p in (REPO / d).rglob("*.py")]
         return {str(p.relative_to(REPO)): p.read_text() for p in paths}
-    names = subprocess.run(["git", "ls-tree", "-r", "--name-only", rev, "kvviz", "pages"], cwd=REPO, check=True,
-                           capture_output=True, text=True).stdout.split()
-    return {n: subprocess.run(["git", "show", f"{rev}:{n}"], cwd=REPO, check=True, capture_output=True,
-                              text=True).stdout for n in names if n.endswith(".py")}
+    names = subprocess.run(
+        ["git", "ls-tree", "-r", "--name-only", rev, "kvviz", "pages"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    return {
+        n: subprocess.run(["git", "show", f"{rev}:{n}"], cwd=REPO, check=True, capture_output=True, text=True).stdout
+        for n in names
+        if n.endswith(".py")
+    }
 
 
 def _module_of(path: str) -> str:
@@ -114,24 +123,34 @@ def census(rev: str | None, pages: list[str]) -> list[dict]:
         to_model = {m for m in closure if _closure(edges, m) & model_users}
         chains = _shortest_paths(edges, start)
         walk = {m for user in closure & model_users for m in chains[user]}
-        rows.append({"from": path_of[start], "walk": len(walk), "walk files": sorted(path_of[m] for m in walk),
-                     "files to transformers": len(to_model),
-                     "closure files": len(closure), "closure lines": sum(lines[m] for m in closure),
-                     "path files": sorted(path_of[m] for m in to_model)})
+        rows.append(
+            {
+                "from": path_of[start],
+                "walk": len(walk),
+                "walk files": sorted(path_of[m] for m in walk),
+                "files to transformers": len(to_model),
+                "closure files": len(closure),
+                "closure lines": sum(lines[m] for m in closure),
+                "path files": sorted(path_of[m] for m in to_model),
+            }
+        )
     return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rev", help="a commit to read instead of the working tree")
-    parser.add_argument("--pages", nargs="+",
-                        default=["step_through", "lesson", "memory_budget", "internals_eviction", "speedup"])
+    parser.add_argument(
+        "--pages", nargs="+", default=["step_through", "lesson", "memory_budget", "internals_eviction", "speedup"]
+    )
     parser.add_argument("--list", action="store_true", help="name the files from each page to transformers")
     args = parser.parse_args()
     print(f"{'from':32} {'walk':>5} {'files to transformers':>22} {'closure files':>14} {'closure lines':>14}")
     for row in census(args.rev, args.pages):
-        print(f"{row['from']:32} {row['walk']:>5} {row['files to transformers']:>22} {row['closure files']:>14} "
-              f"{row['closure lines']:>14,}")
+        print(
+            f"{row['from']:32} {row['walk']:>5} {row['files to transformers']:>22} {row['closure files']:>14} "
+            f"{row['closure lines']:>14,}"
+        )
         if args.list:
             print("    walk: " + " ".join(row["walk files"]))
             print("    on any path: " + " ".join(row["path files"]))

@@ -6,6 +6,7 @@ Runs the real lesson page through the router in Streamlit's AppTest. "open" is t
 live answer is computed then: prefill, steps, timings on the real model); "check" is the click on Check
 (the judged answer and the arithmetic drawn). Server time = Streamlit's script run, as bench/step_click.py.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,11 +44,15 @@ def main() -> None:
             script_ms.clear()
             at.button(key=f"lesson_show_{number}").click().run()
             check_ms.append(max(script_ms))
-    print(f"lesson steps={len(lesson.STEPS)} repeats={args.repeats} loadavg={os.getloadavg()[0]:.2f} "
-          f"cores={os.cpu_count()}")
+    print(
+        f"lesson steps={len(lesson.STEPS)} repeats={args.repeats} loadavg={os.getloadavg()[0]:.2f} "
+        f"cores={os.cpu_count()}"
+    )
     print(f"answer check, server: median {statistics.median(check_ms):.1f} ms (max {max(check_ms):.1f})")
-    print(f"opening a step (live answer computed), server: median {statistics.median(open_ms):.1f} ms "
-          f"(max {max(open_ms):.1f})")
+    print(
+        f"opening a step (live answer computed), server: median {statistics.median(open_ms):.1f} ms "
+        f"(max {max(open_ms):.1f})"
+    )
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ llama.cpp is built from the sources inside the llama-cpp-python sdist (pip downl
 :all:), e.g. `cmake -B build -DGGML_NATIVE=ON -DLLAMA_CURL=OFF && cmake --build build --target llama-bench -j2`
 (about 20 minutes on 2 cores). Results go to --json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,8 +64,28 @@ def convert(llama_cpp: Path, model_dir: Path, gguf: Path) -> None:
 
 def llama_bench_round(binary: Path, gguf: Path, prompt_len: int, new_tokens: int, threads: int) -> float:
     """Decode tokens/s of one llama-bench tg run."""
-    out = subprocess.run([str(binary), "-m", str(gguf), "-p", "0", "-n", str(new_tokens), "-d", str(prompt_len),
-                          "-t", str(threads), "-r", "1", "-o", "json"], check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [
+            str(binary),
+            "-m",
+            str(gguf),
+            "-p",
+            "0",
+            "-n",
+            str(new_tokens),
+            "-d",
+            str(prompt_len),
+            "-t",
+            str(threads),
+            "-r",
+            "1",
+            "-o",
+            "json",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     rows = json.loads(out)
     return float(next(r["avg_ts"] for r in rows if r["n_gen"] == new_tokens))
 
@@ -73,18 +94,52 @@ def torch_ceiling_round(threads: int) -> dict[str, float]:
     """{kernel: tokens/s bound} from bench/gemv_ceiling.py (5 interleaved rounds, best of each)."""
     with tempfile.TemporaryDirectory(prefix="kvviz-ceiling-") as tmp:
         out = Path(tmp) / "ceiling.json"
-        subprocess.run([sys.executable, str(REPO / "bench" / "gemv_ceiling.py"), "--threads", str(threads),
-                        "--rounds", "5", "--json", str(out)], check=True, capture_output=True, text=True, cwd=REPO)
+        subprocess.run(
+            [
+                sys.executable,
+                str(REPO / "bench" / "gemv_ceiling.py"),
+                "--threads",
+                str(threads),
+                "--rounds",
+                "5",
+                "--json",
+                str(out),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+        )
         data = json.loads(out.read_text())
     return {name: k["tokens_per_s_bound"] for name, k in data["kernels"].items()}
 
 
 def kvviz_round(prompt_len: int, new_tokens: int, threads: int) -> dict[str, float]:
     """Median decode tokens/s per kvviz mode (one timed round)."""
-    out = subprocess.run([sys.executable, "-m", "kvviz", "bench", "--model", "random:gpt2", "--prompt-len",
-                          str(prompt_len), "--new-tokens", str(new_tokens), "--repeats", "1", "--threads",
-                          str(threads), "--no-generate-uncached", "--json"],
-                         check=True, capture_output=True, text=True, cwd=REPO).stdout
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kvviz",
+            "bench",
+            "--model",
+            "random:gpt2",
+            "--prompt-len",
+            str(prompt_len),
+            "--new-tokens",
+            str(new_tokens),
+            "--repeats",
+            "1",
+            "--threads",
+            str(threads),
+            "--no-generate-uncached",
+            "--json",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    ).stdout
     data = json.loads(out)
     return {mode: float(m["median_decode_tokens_per_s"]) for mode, m in data["modes"].items()}
 
@@ -114,9 +169,13 @@ def main(argv: list[str] | None = None) -> int:
             ceiling.append(torch_ceiling_round(args.threads))
             kvviz.append(kvviz_round(args.prompt_len, args.new_tokens, args.threads))
             best = max(ceiling[-1], key=ceiling[-1].get)
-            print(f"round {r + 1}: llama.cpp {llama[-1]:.1f} tok/s; torch's fastest fp32 kernel ({best}), matrices "
-                  f"alone: at most {ceiling[-1][best]:.1f}; kvviz "
-                  + ", ".join(f"{k} {v:.1f}" for k, v in kvviz[-1].items()), file=sys.stderr, flush=True)
+            print(
+                f"round {r + 1}: llama.cpp {llama[-1]:.1f} tok/s; torch's fastest fp32 kernel ({best}), matrices "
+                f"alone: at most {ceiling[-1][best]:.1f}; kvviz "
+                + ", ".join(f"{k} {v:.1f}" for k, v in kvviz[-1].items()),
+                file=sys.stderr,
+                flush=True,
+            )
         load_after = os.getloadavg()[0]
     medians = {"llama.cpp fp32": statistics.median(llama)}
     for mode in kvviz[0]:
@@ -124,20 +183,35 @@ def main(argv: list[str] | None = None) -> int:
     bounds = [max(c.values()) for c in ceiling]
     medians["torch fp32 matrices alone (bound)"] = statistics.median(bounds)
     generate = medians.get("generate_cache")
-    print(f"GPT-2 124M shape, random weights, fp32, P={args.prompt_len} N={args.new_tokens}, {args.threads} threads, "
-          f"{args.rounds} interleaved rounds; load average {load_before:.2f} before, {load_after:.2f} after")
+    print(
+        f"GPT-2 124M shape, random weights, fp32, P={args.prompt_len} N={args.new_tokens}, {args.threads} threads, "
+        f"{args.rounds} interleaved rounds; load average {load_before:.2f} before, {load_after:.2f} after"
+    )
     print(f"{'engine':<34} {'decode tok/s':>12} {'vs generate':>12}")
     for name, tps in sorted(medians.items(), key=lambda kv: -kv[1]):
         ratio = f"{tps / generate:.2f}x" if generate else "-"
         print(f"{name:<34} {tps:12.1f} {ratio:>12}")
     beaten = sum(llama_tps > bound_tps for llama_tps, bound_tps in zip(llama, bounds, strict=True))
-    print(f"llama.cpp's whole decode step beat torch's fastest fp32 kernel on the matrices alone in {beaten} of "
-          f"{args.rounds} rounds")
+    print(
+        f"llama.cpp's whole decode step beat torch's fastest fp32 kernel on the matrices alone in {beaten} of "
+        f"{args.rounds} rounds"
+    )
     if args.json:
-        args.json.write_text(json.dumps({"llama_cpp": llama, "kvviz": kvviz, "torch_kernel_bounds": ceiling,
-                                         "medians": medians,
-                                         "threads": args.threads, "load_before": load_before,
-                                         "load_after": load_after}, indent=2) + "\n")
+        args.json.write_text(
+            json.dumps(
+                {
+                    "llama_cpp": llama,
+                    "kvviz": kvviz,
+                    "torch_kernel_bounds": ceiling,
+                    "medians": medians,
+                    "threads": args.threads,
+                    "load_before": load_before,
+                    "load_after": load_after,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     return 0
 
 

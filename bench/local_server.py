@@ -2,6 +2,7 @@
 (bench/first_render.py, bench/play_rate.py, scripts/screenshot.py). tests/support/server.py is the tests' own
 launcher: it fails a test with the server's log, which a script has no use for.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,7 +27,10 @@ def start_streamlit(port: int) -> tuple[subprocess.Popen, str]:
     """The app's server on 127.0.0.1:port, offline (the bundled models only), and its URL. The caller stops it."""
     server = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true"],
-        cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=REPO,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     return server, f"http://127.0.0.1:{port}"
 

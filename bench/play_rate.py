@@ -7,6 +7,7 @@ prefills, then presses Play 8 `--rounds` times. Each round is timed from the mom
 shows (the "Cache length" metric reads prompt + 1) to the moment the 8th does, so the rate is 7 steps over
 that time, as a student watching the stage sees it. Prints the median and the spread, and the load average.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,9 +66,11 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(timeout=20)
-    print(f"Play animation: median {statistics.median(rates):.2f} steps/s (min {min(rates):.2f}, "
-          f"max {max(rates):.2f}, {args.rounds} rounds of Play 8); loadavg {os.getloadavg()[0]:.2f}, "
-          f"{os.cpu_count()} cores")
+    print(
+        f"Play animation: median {statistics.median(rates):.2f} steps/s (min {min(rates):.2f}, "
+        f"max {max(rates):.2f}, {args.rounds} rounds of Play 8); loadavg {os.getloadavg()[0]:.2f}, "
+        f"{os.cpu_count()} cores"
+    )
 
 
 if __name__ == "__main__":

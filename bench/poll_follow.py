@@ -31,6 +31,7 @@ timed in this process (CPU ms a call: how much of a fragment run the store read 
 load average (before, peak, after) and thread counts (machine, each replica). Localhost only; caps: MAX_STUDENTS
 phones, MAX_WINDOW_S per window.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -142,8 +143,12 @@ def room_read_cpu_ms(store: poll_store.PollStore, code: str, n: int = 200) -> di
         store.room(code)
         cpu.append((time.thread_time() - c0) * 1000)
         wall.append((time.perf_counter() - w0) * 1000)
-    return {"calls": n, "cpu_ms_median": round(statistics.median(cpu), 3), "wall_ms_median": round(
-        statistics.median(wall), 3), "wall_ms_max": round(max(wall), 2)}
+    return {
+        "calls": n,
+        "cpu_ms_median": round(statistics.median(cpu), 3),
+        "wall_ms_median": round(statistics.median(wall), 3),
+        "wall_ms_max": round(max(wall), 2),
+    }
 
 
 class Meter:
@@ -159,11 +164,15 @@ class Meter:
     def stop(self) -> dict:
         span = time.monotonic() - self.t0
         per = {str(p): round((proc_cpu_s(pid) - self.cpu0[p]) / span, 4) for p, pid in self.pids.items()}
-        return {"span_s": round(span, 2), "replica_cpu_s_per_s": per,
-                "replicas_cpu_s_per_s": round(sum(per.values()), 4),
-                "bench_process_cpu_s_per_s": round((time.process_time() - self.own0) / span, 4),
-                "loadavg_end": [round(x, 2) for x in os.getloadavg()], "machine_threads_end": machine_threads(),
-                "replica_threads_end": {str(p): proc_threads(pid) for p, pid in self.pids.items()}}
+        return {
+            "span_s": round(span, 2),
+            "replica_cpu_s_per_s": per,
+            "replicas_cpu_s_per_s": round(sum(per.values()), 4),
+            "bench_process_cpu_s_per_s": round((time.process_time() - self.own0) / span, 4),
+            "loadavg_end": [round(x, 2) for x in os.getloadavg()],
+            "machine_threads_end": machine_threads(),
+            "replica_threads_end": {str(p): proc_threads(pid) for p, pid in self.pids.items()},
+        }
 
 
 async def wait_quiet(pids: dict[int, int]) -> float:
@@ -186,8 +195,10 @@ def count_between(times: list[float], t0: float, t1: float) -> int:
 def shows_move(student: Student, move: str) -> bool:
     if move == "next":
         return student.page.find_key("button", "join_choice_2_1_0") is not None
-    return any(k == "button" and el.id.endswith("-join_choice_1_1_0") and el.disabled
-               for k, el, _ in student.page.elements.values())
+    return any(
+        k == "button" and el.id.endswith("-join_choice_1_1_0") and el.disabled
+        for k, el, _ in student.page.elements.values()
+    )
 
 
 async def run(args, url: str, run_dir: Path, ports: list[int], store: poll_store.PollStore) -> dict:
@@ -254,15 +265,20 @@ async def run(args, url: str, run_dir: Path, ports: list[int], store: poll_store
     sent1 = sum(p.sent for p in live)
     runs = sum(count_between(p.fragment_runs, f0, f1) for p in live)
     wholes_in_window = sum(count_between(p.whole_runs, f0, f1) for p in live)
-    follow.update({"fragment_reruns_sent_per_s": round((sent1 - sent0) / (f1 - f0), 2),
-                   "fragment_runs_finished_per_s": round(runs / (f1 - f0), 2),
-                   "whole_page_runs_in_window": wholes_in_window})
+    follow.update(
+        {
+            "fragment_reruns_sent_per_s": round((sent1 - sent0) / (f1 - f0), 2),
+            "fragment_runs_finished_per_s": round(runs / (f1 - f0), 2),
+            "whole_page_runs_in_window": wholes_in_window,
+        }
+    )
     base_runs = sum(count_between(p.fragment_runs, b0, b1) for p in live)
     baseline["fragment_runs_finished_per_s"] = round(base_runs / (b1 - b0), 2)
 
     # The teacher moves once, the timers still running
-    action = {"next": lambda: store.next_question(code, host, fixed_polls(2)),
-              "lock": lambda: store.lock(code, host)}[args.move]
+    action = {"next": lambda: store.next_question(code, host, fixed_polls(2)), "lock": lambda: store.lock(code, host)}[
+        args.move
+    ]
     meter.start()
     await asyncio.to_thread(action)
     t_move = time.monotonic()
@@ -289,23 +305,43 @@ async def run(args, url: str, run_dir: Path, ports: list[int], store: poll_store
     cost = round(follow["replicas_cpu_s_per_s"] - baseline["replicas_cpu_s_per_s"], 4)
     runs_per_s = follow["fragment_runs_finished_per_s"]
     return {
-        "db": args.db, "students": args.students, "replicas": args.replicas, "window_s": args.window,
-        "move": args.move, "room": code, "phones_connected": len(live), "join_s": round(join_s, 1),
+        "db": args.db,
+        "students": args.students,
+        "replicas": args.replicas,
+        "window_s": args.window,
+        "move": args.move,
+        "room": code,
+        "phones_connected": len(live),
+        "join_s": round(join_s, 1),
         "replicas_quiet_after_s": round(quiet_s, 1),
         "fragment_interval_s": interval,
-        "baseline": baseline, "follow": follow,
-        "follow_cost_cpu_s_per_s": cost, "goal_cpu_s_per_s": GOAL_CORE, "under_goal": cost <= GOAL_CORE,
+        "baseline": baseline,
+        "follow": follow,
+        "follow_cost_cpu_s_per_s": cost,
+        "goal_cpu_s_per_s": GOAL_CORE,
+        "under_goal": cost <= GOAL_CORE,
         "cpu_ms_per_fragment_run": round(1000 * cost / runs_per_s, 2) if runs_per_s else None,
         "store_room_read": room_read,
-        "store_share_of_fragment_run": (round(room_read["cpu_ms_median"] * runs_per_s / 1000 / cost, 3)
-                                        if cost > 0 and runs_per_s else None),
-        "move_check": {"followed": len(lat), "of": len(live), "median_s": round(statistics.median(lat), 3)
-                       if lat else None, "max_s": round(lat[-1], 3) if lat else None,
-                       "goal_s": GOAL_FOLLOW_S, "timeout_s": FOLLOW_TIMEOUT_S, "cpu": move_cpu},
-        "loadavg_before": load_before, "loadavg_peak_1min": round(max(loads), 2) if loads else None,
-        "loadavg_after": [round(x, 2) for x in os.getloadavg()], "cpu_count": os.cpu_count(),
-        "phones_by_replica": {str(k): sum(p.student.cookies.get("kvviz_replica") == k for p in phones)
-                              for k in sorted({p.student.cookies.get("kvviz_replica") for p in phones}, key=str)},
+        "store_share_of_fragment_run": (
+            round(room_read["cpu_ms_median"] * runs_per_s / 1000 / cost, 3) if cost > 0 and runs_per_s else None
+        ),
+        "move_check": {
+            "followed": len(lat),
+            "of": len(live),
+            "median_s": round(statistics.median(lat), 3) if lat else None,
+            "max_s": round(lat[-1], 3) if lat else None,
+            "goal_s": GOAL_FOLLOW_S,
+            "timeout_s": FOLLOW_TIMEOUT_S,
+            "cpu": move_cpu,
+        },
+        "loadavg_before": load_before,
+        "loadavg_peak_1min": round(max(loads), 2) if loads else None,
+        "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+        "cpu_count": os.cpu_count(),
+        "phones_by_replica": {
+            str(k): sum(p.student.cookies.get("kvviz_replica") == k for p in phones)
+            for k in sorted({p.student.cookies.get("kvviz_replica") for p in phones}, key=str)
+        },
         "problems": {p.index: p.problems for p in phones if p.problems},
     }
 
@@ -315,20 +351,34 @@ def summary(r: dict) -> str:
     lines = [
         ("database / phones / replicas", f"{r['db']} / {r['phones_connected']} of {r['students']} / {r['replicas']}"),
         ("fragment interval", f"{r['fragment_interval_s']} s (the server's auto_rerun)"),
-        ("baseline CPU s/s (no follow)", f"{b['replicas_cpu_s_per_s']} {b['replica_cpu_s_per_s']} over {b['span_s']} s"),
+        (
+            "baseline CPU s/s (no follow)",
+            f"{b['replicas_cpu_s_per_s']} {b['replica_cpu_s_per_s']} over {b['span_s']} s",
+        ),
         ("follow CPU s/s", f"{f['replicas_cpu_s_per_s']} {f['replica_cpu_s_per_s']} over {f['span_s']} s"),
-        ("follow cost above baseline", f"{r['follow_cost_cpu_s_per_s']} core (goal <= {r['goal_cpu_s_per_s']}: "
-                                       f"{'met' if r['under_goal'] else 'NOT met'})"),
-        ("fragment reruns sent / finished", f"{f['fragment_reruns_sent_per_s']} / {f['fragment_runs_finished_per_s']} "
-                                            f"per s"),
+        (
+            "follow cost above baseline",
+            f"{r['follow_cost_cpu_s_per_s']} core (goal <= {r['goal_cpu_s_per_s']}: "
+            f"{'met' if r['under_goal'] else 'NOT met'})",
+        ),
+        (
+            "fragment reruns sent / finished",
+            f"{f['fragment_reruns_sent_per_s']} / {f['fragment_runs_finished_per_s']} per s",
+        ),
         ("replica CPU ms per fragment run", r["cpu_ms_per_fragment_run"]),
-        ("store.room() CPU ms (this process)", f"{r['store_room_read']['cpu_ms_median']} "
-                                               f"(share of the follow's cost: {r['store_share_of_fragment_run']})"),
-        ("teacher moves: followed", f"{m['followed']} of {m['of']}, median {m['median_s']} s, max {m['max_s']} s "
-                                    f"(goal about {m['goal_s']} s)"),
-        ("bench process CPU s/s (follow)", f['bench_process_cpu_s_per_s']),
-        ("load avg before / peak / after", f"{r['loadavg_before'][0]} / {r['loadavg_peak_1min']} / "
-                                           f"{r['loadavg_after'][0]} on {r['cpu_count']} cores"),
+        (
+            "store.room() CPU ms (this process)",
+            f"{r['store_room_read']['cpu_ms_median']} (share of the follow's cost: {r['store_share_of_fragment_run']})",
+        ),
+        (
+            "teacher moves: followed",
+            f"{m['followed']} of {m['of']}, median {m['median_s']} s, max {m['max_s']} s (goal about {m['goal_s']} s)",
+        ),
+        ("bench process CPU s/s (follow)", f["bench_process_cpu_s_per_s"]),
+        (
+            "load avg before / peak / after",
+            f"{r['loadavg_before'][0]} / {r['loadavg_peak_1min']} / {r['loadavg_after'][0]} on {r['cpu_count']} cores",
+        ),
         ("threads: machine / replicas", f"{f['machine_threads_end']} / {f['replica_threads_end']}"),
         ("phones with problems", len(r["problems"])),
     ]
@@ -351,8 +401,11 @@ def main() -> None:
     with database(args.db) as db_url, class_servers(db_url, args.replicas) as (url, run_dir, ports):
         store = poll_store.PollStore(db_url)
         try:
-            result = asyncio.run(asyncio.wait_for(run(args, url, run_dir, ports, store),
-                                                  QUIET_TIMEOUT_S + 120 + 3 * args.window + FOLLOW_TIMEOUT_S))
+            result = asyncio.run(
+                asyncio.wait_for(
+                    run(args, url, run_dir, ports, store), QUIET_TIMEOUT_S + 120 + 3 * args.window + FOLLOW_TIMEOUT_S
+                )
+            )
         finally:
             store.engine.dispose()
     full = {**result, "command": " ".join(["python", "bench/poll_follow.py", *sys.argv[1:]])}

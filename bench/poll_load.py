@@ -29,6 +29,7 @@ counts (the machine's, from /proc/loadavg, and each replica's), the replicas' CP
 cost, and with --kill-replica how many students lost their connection and rejoined. JSON in bench/results/.
 Localhost only; caps: MAX_STUDENTS students, --max-minutes wall clock for the class (servers' start not counted).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -76,10 +77,20 @@ def fixed_polls(step: int) -> dict[str, PollQuestion]:
     """The step's poll in both languages: 3 to 5 choices, the right one somewhere else each step."""
     n = 3 + step % 3
     right = step % n
-    en = PollQuestion(step, f"Question {step}: how many bytes?", tuple(f"{(i + 1) * 64 * step:,} B" for i in range(n)),
-                      right, tuple("" if i == right else "Off by a factor." for i in range(n)))
-    zh = PollQuestion(step, f"问题 {step}：多少字节？", en.choices, right,
-                      tuple("" if i == right else "差了一个倍数。" for i in range(n)))
+    en = PollQuestion(
+        step,
+        f"Question {step}: how many bytes?",
+        tuple(f"{(i + 1) * 64 * step:,} B" for i in range(n)),
+        right,
+        tuple("" if i == right else "Off by a factor." for i in range(n)),
+    )
+    zh = PollQuestion(
+        step,
+        f"问题 {step}：多少字节？",
+        en.choices,
+        right,
+        tuple("" if i == right else "差了一个倍数。" for i in range(n)),
+    )
     return {"en": en, "zh-CN": zh}
 
 
@@ -94,8 +105,11 @@ def proc_cpu_s(pid: int) -> float | None:
 
 def proc_threads(pid: int) -> int | None:
     try:
-        return next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-                    if line.startswith("Threads:"))
+        return next(
+            int(line.split()[1])
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+            if line.startswith("Threads:")
+        )
     except (OSError, StopIteration):
         return None
 
@@ -129,9 +143,23 @@ def class_servers(db_url: str, replicas: int):
     run_dir = Path(tempfile.mkdtemp(prefix="kvviz-pollbench-"))
     log = (run_dir / "run_class.log").open("w")
     env = {**os.environ, poll_store.ENV_URL: db_url}
-    proc = subprocess.Popen([str(ROOT / "deploy" / "run_class.sh"), "-n", str(replicas), "-p", str(port),
-                             "--listen", "127.0.0.1", "--run-dir", str(run_dir)],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            str(ROOT / "deploy" / "run_class.sh"),
+            "-n",
+            str(replicas),
+            "-p",
+            str(port),
+            "--listen",
+            "127.0.0.1",
+            "--run-dir",
+            str(run_dir),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.monotonic() + SERVER_START_S
         while not (run_dir / "ready").exists():
@@ -158,6 +186,7 @@ def database(kind: str):
         return
     sys.path.insert(0, str(ROOT / "tests"))
     from support.postgres import binaries, throwaway_postgres
+
     if binaries() is None:
         raise SystemExit("PostgreSQL is not installed (/usr/lib/postgresql/*/bin/initdb): apt-get install postgresql")
     with throwaway_postgres() as url:
@@ -204,9 +233,12 @@ def store_call_ms(store: poll_store.PollStore, n: int = 100) -> dict:
     with the servers idle: a refresh reads room() and poll(), a tap adds vote(). A new room: the class's is closed."""
     room = store.create_room()
     store.open_step(room.code, room.host_key, fixed_polls(1))
-    calls = {"room": lambda i: store.room(room.code), "poll": lambda i: store.poll(room.code, "en"),
-             "vote": lambda i: store.vote(room.code, f"bench-voter-{i:04d}", 1, 1, i % 3),
-             "voted_count": lambda i: store.voted_count(room.code, 1, 1)}
+    calls = {
+        "room": lambda i: store.room(room.code),
+        "poll": lambda i: store.poll(room.code, "en"),
+        "vote": lambda i: store.vote(room.code, f"bench-voter-{i:04d}", 1, 1, i % 3),
+        "voted_count": lambda i: store.voted_count(room.code, 1, 1),
+    }
     out = {}
     for name, call in calls.items():
         cpu, wall = [], []
@@ -215,8 +247,11 @@ def store_call_ms(store: poll_store.PollStore, n: int = 100) -> dict:
             call(i)
             cpu.append((time.thread_time() - cpu0) * 1000)
             wall.append((time.perf_counter() - wall0) * 1000)
-        out[name] = {"cpu_ms_median": round(statistics.median(cpu), 2), "wall_ms_median": round(
-            statistics.median(wall), 2), "wall_ms_max": round(max(wall), 2)}
+        out[name] = {
+            "cpu_ms_median": round(statistics.median(cpu), 2),
+            "wall_ms_median": round(statistics.median(wall), 2),
+            "wall_ms_max": round(max(wall), 2),
+        }
     return out
 
 
@@ -276,8 +311,14 @@ class Lesson:
                 await asyncio.sleep(max(0.0, MIN_ROUND_S - all_in_s))
                 action = self.store.lock if round_ == 1 else self.store.reveal
                 await asyncio.to_thread(action, code, host)
-                self.rounds.append({"step": step, "round": round_, "students_done": self.voted[(step, round_)],
-                                    "all_in_s": round(all_in_s, 2)})
+                self.rounds.append(
+                    {
+                        "step": step,
+                        "round": round_,
+                        "students_done": self.voted[(step, round_)],
+                        "all_in_s": round(all_in_s, 2),
+                    }
+                )
 
 
 async def phone(url: str, lesson: Lesson, me: Phone, spread_s: float) -> None:
@@ -325,11 +366,19 @@ async def phone(url: str, lesson: Lesson, me: Phone, spread_s: float) -> None:
                         me.problems.append(f"{key}: no choice buttons after refresh; alerts {shown_alerts(student)}")
                         break
                     choice = rng.randrange(n) if choice is None else choice  # a retry votes the same again
-                    vote = {"step": step, "round": round_, "choice": choice, "refresh_ms": round(refresh_ms, 1),
-                            "ack_ms": None, "replica": student.cookies.get("kvviz_replica"), "attempt": attempt}
+                    vote = {
+                        "step": step,
+                        "round": round_,
+                        "choice": choice,
+                        "refresh_ms": round(refresh_ms, 1),
+                        "ack_ms": None,
+                        "replica": student.cookies.get("kvviz_replica"),
+                        "attempt": attempt,
+                    }
                     me.votes.append(vote)
-                    _, ack_ms = await student.click_key(f"{prefix}{choice}", settled=lambda _s: acked(student),
-                                                        timeout_s=ACK_TIMEOUT_S)
+                    _, ack_ms = await student.click_key(
+                        f"{prefix}{choice}", settled=lambda _s: acked(student), timeout_s=ACK_TIMEOUT_S
+                    )
                     vote["ack_ms"] = None if ack_ms is None else round(ack_ms, 1)
                     if ack_ms is None:
                         me.problems.append(f"{key}: no receipt; alerts {shown_alerts(student)}")
@@ -359,8 +408,11 @@ async def run_class(args, url: str, run_dir: Path, ports: list[int], store) -> d
         port = ports[0]
         cpu_at_kill[port] = proc_cpu_s(pids[port])
         os.kill(pids[port], signal.SIGKILL)
-        lesson.killed = {"port": port, "pid": pids[port], "at": f"step {KILL_STEP} round 1, {args.spread / 2:.1f} s "
-                         "after it opened"}
+        lesson.killed = {
+            "port": port,
+            "pid": pids[port],
+            "at": f"step {KILL_STEP} round 1, {args.spread / 2:.1f} s after it opened",
+        }
 
     sampler = asyncio.create_task(sample_load())
     clients = [asyncio.create_task(phone(url, lesson, p, args.spread)) for p in phones]
@@ -382,12 +434,26 @@ async def run_class(args, url: str, run_dir: Path, ports: list[int], store) -> d
     projector.join()
     sampler.cancel()
     calls = await asyncio.to_thread(store_call_ms, store)
-    return report(args, lesson, phones, projector, store, {
-        "class_s": round(class_s, 1), "loadavg_before": [round(x, 2) for x in load_before],
-        "loadavg_peak_1min": round(max(x for x, _ in loads), 2), "loadavg_after": [round(x, 2) for x in os.getloadavg()],
-        "machine_threads_peak": max(t for _, t in loads), "replica_threads_before": threads_before,
-        "replica_threads_after": threads_after, "replica_cpu_s": cpu_used,
-        "replica_cpu_s_per_s_idle": idle, "cpu_count": os.cpu_count(), "store_call_ms": calls})
+    return report(
+        args,
+        lesson,
+        phones,
+        projector,
+        store,
+        {
+            "class_s": round(class_s, 1),
+            "loadavg_before": [round(x, 2) for x in load_before],
+            "loadavg_peak_1min": round(max(x for x, _ in loads), 2),
+            "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+            "machine_threads_peak": max(t for _, t in loads),
+            "replica_threads_before": threads_before,
+            "replica_threads_after": threads_after,
+            "replica_cpu_s": cpu_used,
+            "replica_cpu_s_per_s_idle": idle,
+            "cpu_count": os.cpu_count(),
+            "store_call_ms": calls,
+        },
+    )
 
 
 def report(args, lesson: Lesson, phones: list[Phone], projector: Projector, store, machine: dict) -> dict:
@@ -409,37 +475,57 @@ def report(args, lesson: Lesson, phones: list[Phone], projector: Projector, stor
     counted = Counter((s, r) for s, r, _ in rows)
     for s in lesson.steps:
         for r in ROUNDS:
-            per_round.append({"step": s, "round": r, "sent": sent[(s, r)], "acked": acks[(s, r)],
-                              "counted": counted[(s, r)]})
+            per_round.append(
+                {"step": s, "round": r, "sent": sent[(s, r)], "acked": acks[(s, r)], "counted": counted[(s, r)]}
+            )
     acks_ms = [v["ack_ms"] for p in phones for v in p.votes if v["ack_ms"] is not None]
     refresh_ms = [v["refresh_ms"] for p in phones for v in p.votes]
     ack = _stats(acks_ms)
     total_cpu = sum(c for c in machine["replica_cpu_s"].values() if c is not None)
     clicks = sum(len(p.votes) for p in phones)
     return {
-        "db": args.db, "students": args.students, "replicas": args.replicas, "spread_s": args.spread,
-        "kill_replica": args.kill_replica, "room": code, "steps": len(lesson.steps), "rounds": len(ROUNDS),
-        "ack": ack, "ack_goal_p90_s": 0.5, "ack_p90_over_goal_s": None if not acks_ms else
-        round(max(0.0, ack["p90_s"] - 0.5), 3), "refresh": _stats(refresh_ms),
-        "votes_sent": sum(sent.values()), "clicks_sent": clicks, "votes_acked": len(acks_ms),
-        "votes_counted": sum(counted.values()), "sent_equals_counted": sent == counted,
-        "acked_votes_missing_from_store": lost, "per_round": per_round, "teacher_rounds": lesson.rounds,
+        "db": args.db,
+        "students": args.students,
+        "replicas": args.replicas,
+        "spread_s": args.spread,
+        "kill_replica": args.kill_replica,
+        "room": code,
+        "steps": len(lesson.steps),
+        "rounds": len(ROUNDS),
+        "ack": ack,
+        "ack_goal_p90_s": 0.5,
+        "ack_p90_over_goal_s": None if not acks_ms else round(max(0.0, ack["p90_s"] - 0.5), 3),
+        "refresh": _stats(refresh_ms),
+        "votes_sent": sum(sent.values()),
+        "clicks_sent": clicks,
+        "votes_acked": len(acks_ms),
+        "votes_counted": sum(counted.values()),
+        "sent_equals_counted": sent == counted,
+        "acked_votes_missing_from_store": lost,
+        "per_round": per_round,
+        "teacher_rounds": lesson.rounds,
         # both replicas' CPU over the class / the reruns the students asked for (a refresh and a click per vote)
         "server_cpu_ms_per_rerun": round(1000 * total_cpu / (2 * clicks), 1) if clicks else None,
         **machine,
         "projector_refresh": {
             "measured": "CPU seconds this benchmark process spent in store.voted_count (time.thread_time of the "
-                        "thread calling it once a second, as kvviz.ui.poll.live_count does), per second of refresh; "
-                        "the fragment's Streamlit rerun inside a replica is not included",
-            "calls": len(projector.cpu_s), "span_s": round(projector.span_s, 1),
+            "thread calling it once a second, as kvviz.ui.poll.live_count does), per second of refresh; "
+            "the fragment's Streamlit rerun inside a replica is not included",
+            "calls": len(projector.cpu_s),
+            "span_s": round(projector.span_s, 1),
             "cpu_s_per_s": round(sum(projector.cpu_s) / projector.span_s, 5) if projector.span_s else None,
             "cpu_ms_per_call_median": round(1000 * statistics.median(projector.cpu_s), 2) if projector.cpu_s else None,
-            "wall_ms_per_call": _stats(projector.wall_ms) | ({"median_ms": round(statistics.median(
-                projector.wall_ms), 2)} if projector.wall_ms else {})},
+            "wall_ms_per_call": _stats(projector.wall_ms)
+            | ({"median_ms": round(statistics.median(projector.wall_ms), 2)} if projector.wall_ms else {}),
+        },
         "killed": lesson.killed,
         "students_disconnected": sum(p.rejoins > 0 for p in phones),
-        "students_rejoined": sum(p.rejoins > 0 and len(set(p.replicas)) > 1 and any(
-            v["ack_ms"] is not None and v["attempt"] > 0 for v in p.votes) for p in phones),
+        "students_rejoined": sum(
+            p.rejoins > 0
+            and len(set(p.replicas)) > 1
+            and any(v["ack_ms"] is not None and v["attempt"] > 0 for v in p.votes)
+            for p in phones
+        ),
         "students_by_first_replica": dict(Counter(p.replicas[0] if p.replicas else "?" for p in phones)),
         "problems": {p.index: p.problems for p in phones if p.problems},
     }
@@ -448,30 +534,45 @@ def report(args, lesson: Lesson, phones: list[Phone], projector: Projector, stor
 def summary(result: dict) -> str:
     ack, proj = result["ack"], result["projector_refresh"]
     lines = [
-        ("database", result["db"]), ("students / replicas", f"{result['students']} / {result['replicas']}"),
+        ("database", result["db"]),
+        ("students / replicas", f"{result['students']} / {result['replicas']}"),
         ("questions x rounds", f"{result['steps']} x {result['rounds']}, spread {result['spread_s']} s"),
-        ("vote ack median / p90 / max", f"{ack.get('median_s')} / {ack.get('p90_s')} / {ack.get('max_s')} s "
-                                        f"(goal p90 <= 0.5 s)"),
+        (
+            "vote ack median / p90 / max",
+            f"{ack.get('median_s')} / {ack.get('p90_s')} / {ack.get('max_s')} s (goal p90 <= 0.5 s)",
+        ),
         ("refresh median / p90", f"{result['refresh'].get('median_s')} / {result['refresh'].get('p90_s')} s"),
-        ("clicks / votes sent / acked / counted",
-         f"{result['clicks_sent']} / {result['votes_sent']} / {result['votes_acked']} / {result['votes_counted']} "
-         f"(sent == counted per round: {result['sent_equals_counted']})"),
+        (
+            "clicks / votes sent / acked / counted",
+            f"{result['clicks_sent']} / {result['votes_sent']} / {result['votes_acked']} / {result['votes_counted']} "
+            f"(sent == counted per round: {result['sent_equals_counted']})",
+        ),
         ("acked votes missing from store", len(result["acked_votes_missing_from_store"])),
-        ("load avg before / peak / after", f"{result['loadavg_before'][0]} / {result['loadavg_peak_1min']} / "
-                                           f"{result['loadavg_after'][0]} on {result['cpu_count']} cores"),
+        (
+            "load avg before / peak / after",
+            f"{result['loadavg_before'][0]} / {result['loadavg_peak_1min']} / "
+            f"{result['loadavg_after'][0]} on {result['cpu_count']} cores",
+        ),
         ("threads: machine peak / replicas", f"{result['machine_threads_peak']} / {result['replica_threads_after']}"),
         ("replica CPU s (class of {:.0f} s)".format(result["class_s"]), result["replica_cpu_s"]),
         ("server CPU ms per rerun", result["server_cpu_ms_per_rerun"]),
-        ("store CPU ms: room / poll / vote", " / ".join(str(result["store_call_ms"][k]["cpu_ms_median"])
-                                                       for k in ("room", "poll", "vote"))),
+        (
+            "store CPU ms: room / poll / vote",
+            " / ".join(str(result["store_call_ms"][k]["cpu_ms_median"]) for k in ("room", "poll", "vote")),
+        ),
         ("replica CPU s/s idle", result["replica_cpu_s_per_s_idle"]),
-        ("projector voted_count CPU s/s", f"{proj['cpu_s_per_s']} ({proj['calls']} calls, "
-                                          f"{proj['cpu_ms_per_call_median']} ms CPU, "
-                                          f"{proj['wall_ms_per_call'].get('median_ms')} ms wall each)"),
+        (
+            "projector voted_count CPU s/s",
+            f"{proj['cpu_s_per_s']} ({proj['calls']} calls, "
+            f"{proj['cpu_ms_per_call_median']} ms CPU, "
+            f"{proj['wall_ms_per_call'].get('median_ms')} ms wall each)",
+        ),
     ]
     if result["kill_replica"]:
-        lines += [("killed", result["killed"]), ("students disconnected / rejoined",
-                                                 f"{result['students_disconnected']} / {result['students_rejoined']}")]
+        lines += [
+            ("killed", result["killed"]),
+            ("students disconnected / rejoined", f"{result['students_disconnected']} / {result['students_rejoined']}"),
+        ]
     lines.append(("students with problems", len(result["problems"])))
     width = max(len(k) for k, _ in lines)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in lines)
@@ -488,15 +589,24 @@ def main() -> None:
     ap.add_argument("--max-minutes", type=float, default=10.0, help="wall-clock cap on the class")
     ap.add_argument("--json", help="default bench/results/poll_load_<db>_<students>[_kill].json")
     args = ap.parse_args()
-    if (not 1 <= args.students <= MAX_STUDENTS or not 1 <= args.replicas <= 4 or not 0 <= args.spread <= 20
-            or not 1 <= args.steps <= STEPS):
+    if (
+        not 1 <= args.students <= MAX_STUDENTS
+        or not 1 <= args.replicas <= 4
+        or not 0 <= args.spread <= 20
+        or not 1 <= args.steps <= STEPS
+    ):
         ap.error(f"caps: 1..{MAX_STUDENTS} students, 1..4 replicas, spread 0..20 s, 1..{STEPS} steps")
     if args.kill_replica and args.steps < KILL_STEP:
         ap.error(f"--kill-replica kills in step {KILL_STEP}: --steps >= {KILL_STEP}")
     if args.kill_replica and args.replicas < 2:
         ap.error("--kill-replica needs a replica to survive: --replicas >= 2")
-    out = Path(args.json or ROOT / "bench" / "results" /
-               f"poll_load_{args.db}_{args.students}{'_kill' if args.kill_replica else ''}.json")
+    out = Path(
+        args.json
+        or ROOT
+        / "bench"
+        / "results"
+        / f"poll_load_{args.db}_{args.students}{'_kill' if args.kill_replica else ''}.json"
+    )
     with database(args.db) as db_url, class_servers(db_url, args.replicas) as (url, run_dir, ports):
         store = poll_store.PollStore(db_url)
         try:

@@ -17,6 +17,7 @@ votes per minute sent; the run fails (exit 1) when the count moved by more than 
 not in the count. JSON in bench/results/poll_stuffing_<per_address>.json. Localhost only; caps: 1..300 sessions,
 1..16 at a time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,10 +49,10 @@ async def stuff(url: str, code: str, sessions: int, concurrency: int) -> list[di
             try:
                 await student.open()
                 # answered: the receipt, or the alert that says why not
-                await student.click_key("join_choice_1_1_0", settled=lambda _s: bool(shown_alerts(student)),
-                                        timeout_s=30)
-                return {"session": i, "cookie": bool(cookies), "acked": acked(student),
-                        "alerts": shown_alerts(student)}
+                await student.click_key(
+                    "join_choice_1_1_0", settled=lambda _s: bool(shown_alerts(student)), timeout_s=30
+                )
+                return {"session": i, "cookie": bool(cookies), "acked": acked(student), "alerts": shown_alerts(student)}
             except Exception as exc:  # noqa: BLE001 - reported
                 return {"session": i, "cookie": bool(cookies), "acked": False, "error": f"{type(exc).__name__}: {exc}"}
             finally:
@@ -65,8 +66,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sessions", type=int, default=60)
     ap.add_argument("--concurrency", type=int, default=6)
-    ap.add_argument("--per-address", type=int, default=poll_store.VOTERS_PER_ADDRESS,
-                    help="the teacher's voters per network address for this room")
+    ap.add_argument(
+        "--per-address",
+        type=int,
+        default=poll_store.VOTERS_PER_ADDRESS,
+        help="the teacher's voters per network address for this room",
+    )
     ap.add_argument("--json", help="default bench/results/poll_stuffing_<per_address>.json")
     args = ap.parse_args()
     if not 1 <= args.sessions <= 300 or not 1 <= args.concurrency <= 16 or not 1 <= args.per_address <= 1000:
@@ -86,15 +91,25 @@ def main() -> None:
     acks = sum(t["acked"] for t in tries)
     refusals = Counter(a for t in tries if not t["acked"] for a in t.get("alerts", []))
     errors = [t["error"] for t in tries if "error" in t]
-    result = {"sessions": args.sessions, "concurrency": args.concurrency, "per_address": args.per_address,
-              "votes_per_minute_sent": round(args.sessions / span_s * 60), "acknowledged": acks, "counted": counted,
-              "refused": dict(refusals), "errors": errors[:10], "span_s": round(span_s, 1),
-              "command": " ".join(["python", "bench/poll_stuffing.py", *sys.argv[1:]])}
+    result = {
+        "sessions": args.sessions,
+        "concurrency": args.concurrency,
+        "per_address": args.per_address,
+        "votes_per_minute_sent": round(args.sessions / span_s * 60),
+        "acknowledged": acks,
+        "counted": counted,
+        "refused": dict(refusals),
+        "errors": errors[:10],
+        "span_s": round(span_s, 1),
+        "command": " ".join(["python", "bench/poll_stuffing.py", *sys.argv[1:]]),
+    }
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
-    print(f"{args.sessions} sessions from one address ({result['votes_per_minute_sent']} a minute): "
-          f"{acks} acknowledged, the count moved by {counted} (limit {args.per_address}); "
-          f"refused: {sum(refusals.values())}, errors: {len(errors)}")
+    print(
+        f"{args.sessions} sessions from one address ({result['votes_per_minute_sent']} a minute): "
+        f"{acks} acknowledged, the count moved by {counted} (limit {args.per_address}); "
+        f"refused: {sum(refusals.values())}, errors: {len(errors)}"
+    )
     for text, n in refusals.most_common(3):
         print(f"  {n} x {text}")
     print(f"(JSON: {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out})")

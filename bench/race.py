@@ -15,6 +15,7 @@ Per round it prints how many of the --steps steps measured the cached side faste
 were "inside the noise": the interquartile ranges overlap, the page says so instead of crowning a winner), the
 medians, and the 1-minute load average. The machine is shared: read the load beside the figure.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,8 +56,10 @@ def main() -> None:
     torch.set_num_threads(1)
     budget = RACE_BUDGET_S if args.budget is None else args.budget
     loaded = load_model(args.model, "eager")
-    print(f"model: {loaded.info.label}; torch threads 1; {usable_cores()} usable cores; race budget {budget} s; "
-          f"{args.busy} busy-loop process(es)")
+    print(
+        f"model: {loaded.info.label}; torch threads 1; {usable_cores()} usable cores; race budget {budget} s; "
+        f"{args.busy} busy-loop process(es)"
+    )
     busy = [multiprocessing.Process(target=_busy_loop, daemon=True) for _ in range(args.busy)]
     for p in busy:
         p.start()
@@ -81,12 +84,14 @@ def main() -> None:
             wins_race.append(faster)
             wins_single.append(single)
             med = statistics.median
-            print(f"round {round_no}: rows {race_rows[0].seq_len}-{race_rows[-1].seq_len}, load {load_average()[0]:.2f}: "
-                  f"race cached faster in {faster}/{args.steps} (inside the noise {noise}/{args.steps}; "
-                  f"medians cached {med(r.cached_median_ms for r in race_rows):.2f} ms, uncached "
-                  f"{med(r.uncached_median_ms for r in race_rows):.2f} ms, 1-token {med(r.fixed_median_ms for r in race_rows):.2f} ms, "
-                  f"{med(r.repeats for r in race_rows)} repeats a side); single measurement cached faster in "
-                  f"{single}/{args.steps}")
+            print(
+                f"round {round_no}: rows {race_rows[0].seq_len}-{race_rows[-1].seq_len}, load {load_average()[0]:.2f}: "
+                f"race cached faster in {faster}/{args.steps} (inside the noise {noise}/{args.steps}; "
+                f"medians cached {med(r.cached_median_ms for r in race_rows):.2f} ms, uncached "
+                f"{med(r.uncached_median_ms for r in race_rows):.2f} ms, 1-token {med(r.fixed_median_ms for r in race_rows):.2f} ms, "
+                f"{med(r.repeats for r in race_rows)} repeats a side); single measurement cached faster in "
+                f"{single}/{args.steps}"
+            )
         print(f"RESULT race: {wins_race} of {args.steps} per round (target >= 7); single measurement: {wins_single}")
     finally:
         for p in busy:

@@ -8,6 +8,7 @@ Steps the bundled model until its cache holds --rows rows, then times what one r
 took. Prints the torch thread count (the app's sessions run 1) and the 1-minute load average before and after.
 The machine is shared: read the load beside the figures.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,8 +52,10 @@ def main() -> None:
         cpu.append(time.process_time() - c0)
         wall.append(time.perf_counter() - w0)
         repeats.append(timing.repeats)
-    print(f"race on {shape.info.label} at {engine.cache_len} cached tokens; torch threads {torch.get_num_threads()}; "
-          f"load {load_before:.1f} -> {load_average()[0]:.1f} on {os.cpu_count()} cores")
+    print(
+        f"race on {shape.info.label} at {engine.cache_len} cached tokens; torch threads {torch.get_num_threads()}; "
+        f"load {load_before:.1f} -> {load_average()[0]:.1f} on {os.cpu_count()} cores"
+    )
     print("CPU s per click: " + ", ".join(f"{x:.2f}" for x in cpu) + f" (median {statistics.median(cpu):.2f})")
     print("wall s per click: " + ", ".join(f"{x:.2f}" for x in wall) + f" (median {statistics.median(wall):.2f})")
     print("repeats a side: " + ", ".join(map(str, repeats)))

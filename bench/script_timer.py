@@ -8,6 +8,7 @@ bench/lesson_check.py share.
 It wraps ScriptRunner._run_script, the whole run from widget state to the last delta: what a server spends on a
 rerun, minus the websocket (wall time, and optionally CPU time on the script's thread).
 """
+
 from __future__ import annotations
 
 import time

@@ -12,6 +12,7 @@ browser shows a frame every max(PLAY_DELAY_S, frame time), so frames/s <= 1 / ma
 Prints medians and min-max spreads in ms, the torch thread count and the load average. Machines are noisy:
 compare medians, not single runs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clicks", type=int, default=30)
     parser.add_argument("--model", default="bundled")
-    parser.add_argument("--open-sections", action="store_true",
-                        help="also open the without-cache expander (closed by default)")
+    parser.add_argument(
+        "--open-sections", action="store_true", help="also open the without-cache expander (closed by default)"
+    )
     parser.add_argument("--view", choices=("one", "race"), default="one", help="the stage's view")
     args = parser.parse_args()
 
@@ -74,14 +76,21 @@ def main() -> None:
     import torch
 
     cache_len = next(m.value for m in at.metric if m.label == "Cache length")
-    print(f"model={args.model} clicks={len(round_ms)} cache_len_end={cache_len} view={args.view} "
-          f"open_sections={args.open_sections} torch_threads={torch.get_num_threads()} "
-          f"{load_label(load_avg_1min(), usable_cores())}")
-    for name, values in (("server (script run)", click_ms), ("server CPU (script thread)", click_cpu_ms),
-                         ("round trip in AppTest", round_ms),
-                         ("Play frame, server", frame_ms)):
-        print(f"next-token click, {name}: median {statistics.median(values):.1f} ms "
-              f"(min {min(values):.1f}, max {max(values):.1f})")
+    print(
+        f"model={args.model} clicks={len(round_ms)} cache_len_end={cache_len} view={args.view} "
+        f"open_sections={args.open_sections} torch_threads={torch.get_num_threads()} "
+        f"{load_label(load_avg_1min(), usable_cores())}"
+    )
+    for name, values in (
+        ("server (script run)", click_ms),
+        ("server CPU (script thread)", click_cpu_ms),
+        ("round trip in AppTest", round_ms),
+        ("Play frame, server", frame_ms),
+    ):
+        print(
+            f"next-token click, {name}: median {statistics.median(values):.1f} ms "
+            f"(min {min(values):.1f}, max {max(values):.1f})"
+        )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ flat engine measured fastest and by how much, the read/copy bandwidth and peak F
 tokens/s (min-max), the speed-up over no cache and over generate(use_cache=True) (one estimator, printed),
 the token agreement, and the share of the read roofline or "disturbed".
 """
+
 from __future__ import annotations
 
 import json
@@ -23,7 +24,8 @@ def describe(path: Path, result: dict) -> list[str]:
         f"   {m['cpu']}, {m['threads']} threads ({m['thread_reason']}); load {m['load_before'][0]:.2f} before, "
         f"{m['load_after'][0]:.2f} after; torch {m['torch_version']}, {m['dtype']}",
         f"   weights: {fmt['chosen']} ({fmt['how']}{margin}; one decode step's matrices: "
-        + ", ".join(f"{k} {v:.2f} ms" for k, v in fmt["ms_by_format"].items()) + ")",
+        + ", ".join(f"{k} {v:.2f} ms" for k, v in fmt["ms_by_format"].items())
+        + ")",
         f"   read GB/s by round: {reads}; copy {roof['copy_bytes_per_s'] / 1e9:.1f} GB/s (read+write); "
         f"peak matmul {roof['peak_flops'] / 1e9:.0f} GFLOP/s; fp32 {roof['weight_bytes_per_token'] / 1e6:.1f} MB "
         f"+ K/V {roof['kv_bytes_per_token'] / 1e6:.2f} MB per decode token -> {roof['roofline_tokens_per_s']:.1f} tok/s",

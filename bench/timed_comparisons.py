@@ -11,6 +11,7 @@
 
 Run with the app's interactive thread count (1) to see what a class sees. Prints the load average with each line.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,18 +45,29 @@ def main() -> None:
     for i in range(args.tries):
         r = prefix.prefix_reuse(gpt2, DEFAULT_A, DEFAULT_B)
         verdicts.append(r.timing.faster_name)
-        print(f"  try {i + 1}: reuse {r.reuse.label()} | fresh {r.fresh.label()} | "
-              f"{r.timing.faster_name or 'inside the noise'} | {load_label(r.timing.load_1min)}")
+        print(
+            f"  try {i + 1}: reuse {r.reuse.label()} | fresh {r.fresh.label()} | "
+            f"{r.timing.faster_name or 'inside the noise'} | {load_label(r.timing.load_1min)}"
+        )
     reuse = sum(v == "reusing A's prefix" for v in verdicts)
     noise = sum(v is None for v in verdicts)
-    print(f"  reuse named faster in {reuse} of {args.tries} tries, inside the noise in {noise}, "
-          f"fresh named faster in {args.tries - reuse - noise}")
+    print(
+        f"  reuse named faster in {reuse} of {args.tries} tries, inside the noise in {noise}, "
+        f"fresh named faster in {args.tries - reuse - noise}"
+    )
 
     print("\nSpeculative decoding, greedy verifier, k = 4, 24 tokens (acceptance, verifier passes)")
-    prompts = {"page default": DEFAULT_PROMPT, "old default": "ROMEO: But soft, what light",
-               "repeat a pattern": "red apple blue river green stone red apple blue river green"}
-    pairings = [("GPT-2 <- Llama GQA, greedy", gpt2, llama, None), ("Llama GQA <- GPT-2, greedy", llama, gpt2, None),
-                ("GPT-2 <- itself at 0.7", gpt2, None, 0.7), ("GPT-2 <- itself at 0.3", gpt2, None, 0.3)]
+    prompts = {
+        "page default": DEFAULT_PROMPT,
+        "old default": "ROMEO: But soft, what light",
+        "repeat a pattern": "red apple blue river green stone red apple blue river green",
+    }
+    pairings = [
+        ("GPT-2 <- Llama GQA, greedy", gpt2, llama, None),
+        ("Llama GQA <- GPT-2, greedy", llama, gpt2, None),
+        ("GPT-2 <- itself at 0.7", gpt2, None, 0.7),
+        ("GPT-2 <- itself at 0.3", gpt2, None, 0.3),
+    ]
     for name, text in prompts.items():
         cells = []
         for label, verifier, draft, temperature in pairings:

@@ -1,4 +1,5 @@
 """`python -m kvviz <command> ...`: memory, claims, ops, bench, evict, train. Each command lives in its own module."""
+
 from __future__ import annotations
 
 import importlib
@@ -45,8 +46,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - the last line of defence: a user never sees a traceback
         if os.environ.get("KVVIZ_DEBUG"):
             raise
-        say(f"kvviz {command}: failed ({type(exc).__name__}: {one_line(exc, 160)}). This is a kvviz bug: please "
-            "report the command; KVVIZ_DEBUG=1 shows the traceback.", file=sys.stderr)
+        say(
+            f"kvviz {command}: failed ({type(exc).__name__}: {one_line(exc, 160)}). This is a kvviz bug: please "
+            "report the command; KVVIZ_DEBUG=1 shows the traceback.",
+            file=sys.stderr,
+        )
         return 1
 
 

@@ -28,6 +28,7 @@ Pass 1 is the prefill of the P prompt tokens and picks new token 1. Pass k >= 2 
 with the cache, that one token against a cache of P + k - 2 rows; without it, all P + k - 1 tokens from
 scratch. The N-th new token is picked but never fed, so it costs nothing.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -72,13 +73,20 @@ def _positive_int(name: str, value: Any, upper: int = 10**12) -> int:
         return bounded_int(value, 1, upper, text=False)  # the one reader of a bounded whole number (kvviz.inputs)
     except WholeNumberRefused as refused:
         if refused.kind != "out_of_range":
-            raise OpsInputError(_("{name} must be a whole number, got {value}").format(
-                name=name, value=shown(repr(value)))) from None
+            raise OpsInputError(
+                _("{name} must be a whole number, got {value}").format(name=name, value=shown(repr(value)))
+            ) from None
         if refused.number is None:  # thousands of digits: counted, never str()'d
-            raise OpsInputError(_("{name} must be from {lo:,} to {hi:,} (got a {digits:,}-digit number).").format(
-                name=name, lo=1, hi=upper, digits=refused.digits)) from None
-        raise OpsInputError(_("{name} must be between 1 and {upper:,}, got {value:,}").format(
-            name=name, upper=upper, value=refused.number)) from None
+            raise OpsInputError(
+                _("{name} must be from {lo:,} to {hi:,} (got a {digits:,}-digit number).").format(
+                    name=name, lo=1, hi=upper, digits=refused.digits
+                )
+            ) from None
+        raise OpsInputError(
+            _("{name} must be between 1 and {upper:,}, got {value:,}").format(
+                name=name, upper=upper, value=refused.number
+            )
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -102,9 +110,12 @@ class ModelShape:
         if self.mlp_matrices not in (2, 3):
             raise OpsInputError(_("mlp_matrices must be 2 (plain MLP) or 3 (gated MLP such as SwiGLU)"))
         if self.n_head % self.n_kv_heads:
-            raise OpsInputError(_(
-                "n_kv_heads ({n_kv_heads}) must divide n_head ({n_head}): each K/V head serves "
-                "a whole group of query heads").format(n_kv_heads=self.n_kv_heads, n_head=self.n_head))
+            raise OpsInputError(
+                _(
+                    "n_kv_heads ({n_kv_heads}) must divide n_head ({n_head}): each K/V head serves "
+                    "a whole group of query heads"
+                ).format(n_kv_heads=self.n_kv_heads, n_head=self.n_head)
+            )
 
     # ----- ops per token that do not depend on the context length ------------------------------------
     @property
@@ -151,8 +162,9 @@ def attention_dot_products_dense(n_layer: int, n_head: int, cached_len_before: i
 
 def _lengths(cached_len_before: Any, n_new: Any) -> tuple[int, int]:
     if isinstance(cached_len_before, bool) or not isinstance(cached_len_before, int):
-        raise OpsInputError(_("cached_len_before must be a whole number, got {value}").format(
-            value=repr(cached_len_before)))
+        raise OpsInputError(
+            _("cached_len_before must be a whole number, got {value}").format(value=repr(cached_len_before))
+        )
     if not 0 <= cached_len_before <= MAX_TOKENS:
         raise OpsInputError(_("cached_len_before must be between 0 and {upper:,}").format(upper=MAX_TOKENS))
     _positive_int("n_new", n_new, MAX_TOKENS)
@@ -290,6 +302,7 @@ def _sum_k(lo: int, hi: int) -> int:
 
 def _sum_triangle(lo: int, hi: int) -> int:
     """sum of L (L + 1) / 2 for L = lo..hi, exactly, via the tetrahedral numbers T(n) = n(n+1)(n+2)/6."""
+
     def tet(n: int) -> int:
         return n * (n + 1) * (n + 2) // 6 if n > 0 else 0
 
@@ -322,6 +335,7 @@ def generation_totals(
 
 # What the counts mean: the one-sentence summary of what the cache saves, the popular "1000 tokens, ~500x
 # fewer computations" claim read four ways, and the cumulative curve the charts draw.
+
 
 @dataclass(frozen=True)
 class AttentionPerHead:
@@ -376,9 +390,13 @@ def attention_per_head(shape: ModelShape, prompt_len: int, new_tokens: int) -> A
     last, last_u, cached, uncached = _claim_passes(shape, prompt_len, new_tokens)
     heads = shape.n_layer * shape.n_head
     return AttentionPerHead(
-        prompt_len, prompt_len + new_tokens - 1, cached.attention_dot_products // heads,
-        uncached.attention_dot_products // heads, last.attention_dot_products // heads,
-        last_u.attention_dot_products // heads)
+        prompt_len,
+        prompt_len + new_tokens - 1,
+        cached.attention_dot_products // heads,
+        uncached.attention_dot_products // heads,
+        last.attention_dot_products // heads,
+        last_u.attention_dot_products // heads,
+    )
 
 
 @dataclass(frozen=True)
@@ -395,9 +413,7 @@ class ClaimRow:
 LINEAR_WHOLE_RUN = N_("Projections + MLP, the whole generation")  # the row the ops page quotes in its sentence
 
 
-def check_speedup_claim(
-    shape: ModelShape, n_tokens: int = 1000, claimed_factor: float = 500.0
-) -> list[ClaimRow]:
+def check_speedup_claim(shape: ModelShape, n_tokens: int = 1000, claimed_factor: float = 500.0) -> list[ClaimRow]:
     """Test the popular claim on four quantities: generate n_tokens from a 1-token prompt.
 
     Per step at the end (L = n_tokens): attention is L(L+1)/2 vs L dot products (~L/2); projections and MLP
@@ -425,12 +441,21 @@ def check_speedup_claim(
 # Per group of components: (the clause when the cache saves nothing, the clause with its factor, components).
 # Whole clauses, each a message of its own, fill the one sentence's slots (a translator reorders them freely).
 SUMMARY_GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    (N_("the same work in the Q/K/V and output projections and the MLP"),
-     N_("{factor:,.1f}x less work in the Q/K/V and output projections and the MLP"), ("qkv_proj", "out_proj", "mlp")),
-    (N_("the same work in attention (QK^T and AV)"), N_("{factor:,.1f}x less work in attention (QK^T and AV)"),
-     ("attn_scores", "attn_values")),
-    (N_("the same work in the LM head (only the last position's logits are computed either way)"),
-     N_("{factor:,.1f}x less work in the LM head"), ("lm_head",)),
+    (
+        N_("the same work in the Q/K/V and output projections and the MLP"),
+        N_("{factor:,.1f}x less work in the Q/K/V and output projections and the MLP"),
+        ("qkv_proj", "out_proj", "mlp"),
+    ),
+    (
+        N_("the same work in attention (QK^T and AV)"),
+        N_("{factor:,.1f}x less work in attention (QK^T and AV)"),
+        ("attn_scores", "attn_values"),
+    ),
+    (
+        N_("the same work in the LM head (only the last position's logits are computed either way)"),
+        N_("{factor:,.1f}x less work in the LM head"),
+        ("lm_head",),
+    ),
 )
 
 
@@ -454,8 +479,9 @@ def savings_sentence(
         "Generating {n:,} token after a {p:,}-token prompt, the KV cache does {first}, {second}, and {third}: "
         "{total:,.1f}x less in total.",
         "Generating {n:,} tokens after a {p:,}-token prompt, the KV cache does {first}, {second}, and {third}: "
-        "{total:,.1f}x less in total.", new_tokens).format(n=new_tokens, p=prompt_len, first=parts[0], second=parts[1],
-                                                            third=parts[2], total=total)
+        "{total:,.1f}x less in total.",
+        new_tokens,
+    ).format(n=new_tokens, p=prompt_len, first=parts[0], second=parts[1], third=parts[2], total=total)
 
 
 def curve(
@@ -496,8 +522,13 @@ def attention_token_ops(n_head: int, head_dim: int, position: int) -> int:
 def linear_attention_token_ops(heads: int, d_k: int, d_v: int, conv_channels: int, conv_kernel: int) -> int:
     """Ops one decode token spends in one Gated DeltaNet layer on its state (3 products with each head's d_k x d_v
     matrix) and its short convolution: the same at every position."""
-    for name, value in (("heads", heads), ("d_k", d_k), ("d_v", d_v), ("conv_channels", conv_channels),
-                        ("conv_kernel", conv_kernel)):
+    for name, value in (
+        ("heads", heads),
+        ("d_k", d_k),
+        ("d_v", d_v),
+        ("conv_channels", conv_channels),
+        ("conv_kernel", conv_kernel),
+    ):
         _positive_int(name, value)
     return 3 * heads * d_k * d_v + conv_channels * conv_kernel
 
@@ -505,7 +536,9 @@ def linear_attention_token_ops(heads: int, d_k: int, d_v: int, conv_channels: in
 def linear_cheaper_from(n_head: int, head_dim: int, linear_ops: int) -> int:
     """The first position at which one attention layer's step costs more than `linear_ops` (exact, integer)."""
     per_row = 2 * n_head * head_dim
-    return linear_ops // per_row  # attention_token_ops(p) = per_row x (p + 1) > linear_ops  <=>  p + 1 > linear_ops / per_row
+    return (
+        linear_ops // per_row
+    )  # attention_token_ops(p) = per_row x (p + 1) > linear_ops  <=>  p + 1 > linear_ops / per_row
 
 
 @dataclass(frozen=True)
@@ -521,14 +554,18 @@ class HybridTokenCosts:
     ops_per_row: int  # what one more cached row adds to the attention layer's step: 2 x n_head x head_dim
 
 
-def hybrid_token_costs(n_head: int, head_dim: int, heads: int, d_k: int, d_v: int, conv_channels: int,
-                       conv_kernel: int, n_positions: int) -> HybridTokenCosts:
+def hybrid_token_costs(
+    n_head: int, head_dim: int, heads: int, d_k: int, d_v: int, conv_channels: int, conv_kernel: int, n_positions: int
+) -> HybridTokenCosts:
     """The per-token costs of both kinds of layer over a context of n_positions (attention_token_ops,
     linear_attention_token_ops)."""
     _positive_int("n_positions", n_positions, MAX_TOKENS)
     linear = linear_attention_token_ops(heads, d_k, d_v, conv_channels, conv_kernel)
     positions = tuple(range(n_positions))
-    return HybridTokenCosts(positions=positions,
-                            attention_ops=tuple(attention_token_ops(n_head, head_dim, p) for p in positions),
-                            linear_ops=linear, linear_cheaper_from=linear_cheaper_from(n_head, head_dim, linear),
-                            ops_per_row=2 * n_head * head_dim)
+    return HybridTokenCosts(
+        positions=positions,
+        attention_ops=tuple(attention_token_ops(n_head, head_dim, p) for p in positions),
+        linear_ops=linear,
+        linear_cheaper_from=linear_cheaper_from(n_head, head_dim, linear),
+        ops_per_row=2 * n_head * head_dim,
+    )

@@ -7,6 +7,7 @@ tests/test_routes.py instead of a class's link. Pages keep their own widget keys
 each key declared here to its page's source. No Streamlit: a page adds the language and the model to a link
 (kvviz.ui.link_params). Torch-free and plotly-free.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -75,24 +76,53 @@ def _internals(name: str, title: str, icon: str) -> Route:
     return Route(f"internals_{name}", title, icon, INTERNALS)
 
 
-LESSON = Route("lesson", N_("Lesson"), ":material/school:",
-               reads={"step": "step", "class_mode": "lesson_class", "score": "lesson_score"})
+LESSON = Route(
+    "lesson",
+    N_("Lesson"),
+    ":material/school:",
+    reads={"step": "step", "class_mode": "lesson_class", "score": "lesson_score"},
+)
 JOIN = Route("join", N_("Join a class poll"), ":material/how_to_vote:", reads={"room": "room"})
 HOME = Route("home", N_("Start here"), ":material/home:", default=True)
-STEP_THROUGH = Route("step_through", N_("Step through generation"), ":material/step:",
-                     reads={"prompt": "prompt", "steps": "steps", "greedy": "greedy", "temperature": "temperature",
-                            "top_k": "top_k", "seed": "seed", "view": "view", "present": "present",
-                            "layer": "step_layer", "head": "step_head", "fresh": "fresh"})
-ATTENTION_PATTERNS = Route("attention_patterns", N_("Attention patterns"), ":material/grid_view:",
-                           reads={"source": "pat_source", "layer": "pat_layer", "head": "pat_head"},
-                           labels=("source",))
-ATTENTION_OPS = Route("attention_ops", N_("Count the work"), ":material/calculate:",
-                      reads={"model": "ops_model", "prompt": "ops_prompt", "new": "ops_new", "tab": "ops_tab"},
-                      labels=("tab",))
-MEMORY_BUDGET = Route("memory_budget", N_("Memory budget"), ":material/memory:",
-                      reads={"preset": "mem_preset", "context": "mem_context", "dtype": "mem_dtype",
-                             "tab": "mem_tab"},
-                      labels=("tab",))
+STEP_THROUGH = Route(
+    "step_through",
+    N_("Step through generation"),
+    ":material/step:",
+    reads={
+        "prompt": "prompt",
+        "steps": "steps",
+        "greedy": "greedy",
+        "temperature": "temperature",
+        "top_k": "top_k",
+        "seed": "seed",
+        "view": "view",
+        "present": "present",
+        "layer": "step_layer",
+        "head": "step_head",
+        "fresh": "fresh",
+    },
+)
+ATTENTION_PATTERNS = Route(
+    "attention_patterns",
+    N_("Attention patterns"),
+    ":material/grid_view:",
+    reads={"source": "pat_source", "layer": "pat_layer", "head": "pat_head"},
+    labels=("source",),
+)
+ATTENTION_OPS = Route(
+    "attention_ops",
+    N_("Count the work"),
+    ":material/calculate:",
+    reads={"model": "ops_model", "prompt": "ops_prompt", "new": "ops_new", "tab": "ops_tab"},
+    labels=("tab",),
+)
+MEMORY_BUDGET = Route(
+    "memory_budget",
+    N_("Memory budget"),
+    ":material/memory:",
+    reads={"preset": "mem_preset", "context": "mem_context", "dtype": "mem_dtype", "tab": "mem_tab"},
+    labels=("tab",),
+)
 SPEEDUP = Route("speedup", N_("Measured speed-up"), ":material/timer:")
 CLAIMS = Route("claims", N_("Claims checked"), ":material/fact_check:", reads={"gpu": "claims_gpu"})
 GLOSSARY = Route("glossary", N_("Glossary"), ":material/menu_book:", reads={"term": "term"})
@@ -105,16 +135,36 @@ INTERNALS_PAGING = _internals("paging", N_("Paged blocks"), ":material/view_modu
 INTERNALS_QUANT = _internals("quant", N_("Quantized caches"), ":material/compress:")
 INTERNALS_SPECULATIVE = _internals("speculative", N_("Speculative rollback"), ":material/undo:")
 # A selectbox writes its shown text to the URL: the policies' short names (English in a link, localized when drawn).
-INTERNALS_EVICTION = Route("internals_eviction", N_("What to forget"), ":material/delete_sweep:", INTERNALS,
-                           reads={"policy": "evict_policy", "budget": "evict_keep", "sinks": "evict_sinks",
-                                  "drawn": "evict_drawn"},
-                           labels=("policy", "drawn"))
+INTERNALS_EVICTION = Route(
+    "internals_eviction",
+    N_("What to forget"),
+    ":material/delete_sweep:",
+    INTERNALS,
+    reads={"policy": "evict_policy", "budget": "evict_keep", "sinks": "evict_sinks", "drawn": "evict_drawn"},
+    labels=("policy", "drawn"),
+)
 
 # In the navigation's order (the lesson first; "Start here" is the default page, at "/").
 ROUTES: tuple[Route, ...] = (
-    LESSON, JOIN, HOME, STEP_THROUGH, ATTENTION_PATTERNS, ATTENTION_OPS, MEMORY_BUDGET, SPEEDUP, CLAIMS, GLOSSARY, TEACHERS,
-    INTERNALS_LAYOUT, INTERNALS_PREFIX, INTERNALS_CROSSATTN, INTERNALS_WINDOW, INTERNALS_PAGING, INTERNALS_QUANT,
-    INTERNALS_SPECULATIVE, INTERNALS_EVICTION,
+    LESSON,
+    JOIN,
+    HOME,
+    STEP_THROUGH,
+    ATTENTION_PATTERNS,
+    ATTENTION_OPS,
+    MEMORY_BUDGET,
+    SPEEDUP,
+    CLAIMS,
+    GLOSSARY,
+    TEACHERS,
+    INTERNALS_LAYOUT,
+    INTERNALS_PREFIX,
+    INTERNALS_CROSSATTN,
+    INTERNALS_WINDOW,
+    INTERNALS_PAGING,
+    INTERNALS_QUANT,
+    INTERNALS_SPECULATIVE,
+    INTERNALS_EVICTION,
 )
 
 
@@ -124,4 +174,3 @@ def by_name(name: str) -> Route:
         if route.name == name:
             return route
     raise KeyError(name)
-

@@ -19,6 +19,7 @@ away after minutes in line). Instead a page asks first: `wait_estimate_s(ahead)`
 from how long the last turns took, and a page whose estimate is past its limit says plainly that the server is
 full, and for how long, before anyone waits.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -92,8 +93,12 @@ class WorkQueue:
         """Block until at least `waiting` jobs wait behind the running one (False after timeout_s): lets a caller
         (a test, a load script) order arrivals on the queue's own condition instead of on sleeps."""
         with self._cond:
-            return self._cond.wait_for(lambda: self._started_at is not None and self._live_between(
-                self._serving, self._next_ticket) - 1 >= waiting, timeout_s)
+            return self._cond.wait_for(
+                lambda: (
+                    self._started_at is not None and self._live_between(self._serving, self._next_ticket) - 1 >= waiting
+                ),
+                timeout_s,
+            )
 
     # ----- taking a turn ----------------------------------------------------------------------------
     def _advance(self) -> None:
@@ -123,10 +128,13 @@ class WorkQueue:
                     ahead = self._live_between(self._serving, ticket)
                     remaining = None if deadline is None else deadline - time.monotonic()
                     if remaining is not None and remaining <= 0:
-                        raise QueueTimeout(ngettext(  # the queue's name is shown through _(): N_() it where named
-                            "{queue}: still {n} job ahead after {seconds:.0f} s; try again in a moment.",
-                            "{queue}: still {n} jobs ahead after {seconds:.0f} s; try again in a moment.",
-                            ahead).format(queue=_(self.name), n=ahead, seconds=timeout_s))
+                        raise QueueTimeout(
+                            ngettext(  # the queue's name is shown through _(): N_() it where named
+                                "{queue}: still {n} job ahead after {seconds:.0f} s; try again in a moment.",
+                                "{queue}: still {n} jobs ahead after {seconds:.0f} s; try again in a moment.",
+                                ahead,
+                            ).format(queue=_(self.name), n=ahead, seconds=timeout_s)
+                        )
                     self._cond.wait(self.poll_s if remaining is None else min(self.poll_s, remaining))
                     if self._serving == ticket:
                         self._started_at = time.monotonic()

@@ -3,6 +3,7 @@
 Everything shown comes from kvviz.claims (computed by kvviz's own memory and op-count functions); this file
 only lays it out. The GPU picked in the last card decides the prefill claim's verdict.
 """
+
 from __future__ import annotations
 
 import streamlit as st
@@ -14,10 +15,18 @@ from kvviz.ui import links, router
 
 router.ensure_router()  # before anything is drawn: see its docstring
 COLORS = {"holds": "green", "wrong": "red", "partly true": "orange", "cannot be judged": "gray"}
-ICONS = {"holds": ":material/check_circle:", "wrong": ":material/cancel:", "partly true": ":material/rule:",
-         "cannot be judged": ":material/help:"}
-TITLES = {"holds": N_("Holds"), "wrong": N_("Wrong"), "partly true": N_("Partly true"),
-          "cannot be judged": N_("Cannot be judged")}  # the summary tiles
+ICONS = {
+    "holds": ":material/check_circle:",
+    "wrong": ":material/cancel:",
+    "partly true": ":material/rule:",
+    "cannot be judged": ":material/help:",
+}
+TITLES = {
+    "holds": N_("Holds"),
+    "wrong": N_("Wrong"),
+    "partly true": N_("Partly true"),
+    "cannot be judged": N_("Cannot be judged"),
+}  # the summary tiles
 
 
 def link_query(c: claims.Claim) -> dict[str, str]:
@@ -36,24 +45,34 @@ def card(c: claims.Claim) -> None:
     with st.expander(_("The arithmetic")):
         st.code("\n".join(c.arithmetic), language=None, wrap_lines=True)
     st.caption(_("Source: {source}").format(source=c.source))
-    st.page_link(c.page.file, label=_("See it live: {page}").format(page=_(c.page.title)), icon=":material/arrow_forward:",
-                 query_params=link_query(c))
+    st.page_link(
+        c.page.file,
+        label=_("See it live: {page}").format(page=_(c.page.title)),
+        icon=":material/arrow_forward:",
+        query_params=link_query(c),
+    )
 
 
 st.title(_("Claims checked"))
-st.markdown(_(
-    "**What you are seeing.** Numbers and sentences about the KV cache that circulate in blog posts, "
-    "calculators and explainers, each recomputed here with the same functions the rest of kvviz uses. "
-    "A claim **holds**, is **wrong** (by the factor shown), is **partly true**: right for one quantity, "
-    "wrong for the one it is usually read as, or **cannot be judged** from figures kvviz can cite. Each card cites "
-    "its source (title, address and date, or says which of them is not recorded) and links to the page where you "
-    "can watch the numbers live. The first two are the figures in the texts kvviz grew from."
-))
+st.markdown(
+    _(
+        "**What you are seeing.** Numbers and sentences about the KV cache that circulate in blog posts, "
+        "calculators and explainers, each recomputed here with the same functions the rest of kvviz uses. "
+        "A claim **holds**, is **wrong** (by the factor shown), is **partly true**: right for one quantity, "
+        "wrong for the one it is usually read as, or **cannot be judged** from figures kvviz can cite. Each card cites "
+        "its source (title, address and date, or says which of them is not recorded) and links to the page where you "
+        "can watch the numbers live. The first two are the figures in the texts kvviz grew from."
+    )
+)
 rule = st.container(horizontal=True, vertical_alignment="center")
 rule.caption(_(claims.UNITS_RULE))
-rule.page_link(routes.GLOSSARY.file, label=_("GB and GiB"), icon=routes.GLOSSARY.icon,
-               query_params={**routes.GLOSSARY.query(term="GiB"), **links.link_params()},
-               help=glossary.help_text("Bytes: GB and GiB"))
+rule.page_link(
+    routes.GLOSSARY.file,
+    label=_("GB and GiB"),
+    icon=routes.GLOSSARY.icon,
+    query_params={**routes.GLOSSARY.query(term="GiB"), **links.link_params()},
+    help=glossary.help_text("Bytes: GB and GiB"),
+)
 summary = st.container()  # filled last, once the GPU-dependent verdict is known
 
 found = claims.fixed_claims()
@@ -61,9 +80,13 @@ for c in found:
     with st.container(border=True):
         card(c)
 with st.container(border=True):
-    gpu = st.selectbox(_(claims.GPU_LABEL), list(claims.GPU_COMPUTE),
-                       index=list(claims.GPU_COMPUTE).index(claims.DEFAULT_GPU), key="claims_gpu",
-                       bind="query-params")
+    gpu = st.selectbox(
+        _(claims.GPU_LABEL),
+        list(claims.GPU_COMPUTE),
+        index=list(claims.GPU_COMPUTE).index(claims.DEFAULT_GPU),
+        key="claims_gpu",
+        bind="query-params",
+    )
     found.append(claims.prefill_claim(gpu))
     card(found[-1])
 

@@ -4,6 +4,7 @@
 In English each entry shows its Chinese name beside it (中文); in Chinese each entry is titled by its Chinese name
 with the English one beside it. The whole term table (entries and the rest of the terminology) sits in an expander.
 """
+
 from __future__ import annotations
 
 import streamlit as st
@@ -17,15 +18,23 @@ from kvviz.ui import links, router
 router.ensure_router()  # before anything is drawn: see its docstring
 chinese = i18n.current() == i18n.CHINESE
 st.title(_("Glossary"))
-st.markdown(_("**What you are seeing.** Every word kvviz's pages, tooltips and lesson use, defined once, in the "
-              "same words everywhere. Each entry links to the page where you can watch it on the real model."))
-wanted = st.text_input(_("Find a term"), key="term", bind="query-params",
-                       placeholder=_("e.g. prefill, GQA, head_dim"), width=360)
+st.markdown(
+    _(
+        "**What you are seeing.** Every word kvviz's pages, tooltips and lesson use, defined once, in the "
+        "same words everywhere. Each entry links to the page where you can watch it on the real model."
+    )
+)
+wanted = st.text_input(
+    _("Find a term"), key="term", bind="query-params", placeholder=_("e.g. prefill, GQA, head_dim"), width=360
+)
 needle = (wanted or "").strip()
 shown = [t for t in glossary.TERMS if glossary.matches(t, needle)]
 if not shown:
-    st.info(_("No term matches {wanted}. Clear the box to see all {n}.").format(wanted=echo.code(needle),
-                                                                               n=len(glossary.TERMS)))
+    st.info(
+        _("No term matches {wanted}. Clear the box to see all {n}.").format(
+            wanted=echo.code(needle), n=len(glossary.TERMS)
+        )
+    )
 for term in shown:
     with st.container(border=True, key=f"term_{term.anchor}"):
         if chinese:  # titled by the Chinese term, the English name beside it
@@ -39,12 +48,17 @@ for term in shown:
             st.caption(_("Also: {names}").format(names=i18n.item_sep().join(term.also)))
         st.markdown(glossary.definition_text(term))
         if term.see is not None:
-            st.page_link(term.see.file, label=_("See it live"), icon=":material/arrow_forward:",
-                         query_params=links.link_params())
+            st.page_link(
+                term.see.file, label=_("See it live"), icon=":material/arrow_forward:", query_params=links.link_params()
+            )
 
 with st.expander(_("The term table: English and 中文")):
-    st.caption(_("The Chinese interface uses these words everywhere: the glossary's entries first, then the rest "
-                 "of the terminology."))
+    st.caption(
+        _(
+            "The Chinese interface uses these words everywhere: the glossary's entries first, then the rest "
+            "of the terminology."
+        )
+    )
     english, kind = _("English"), _("Kind")
     rows = [{english: t.name, "中文": t.zh, kind: _("glossary entry")} for t in glossary.TERMS]
     rows += [{english: en, "中文": zh, kind: _("terminology")} for en, zh in glossary.VOCABULARY.items()]

@@ -3,6 +3,7 @@ box, the model hash for st.cache_data, and running long work one job at a time w
 
 Torch-free at import: the pages import torch-running modules only inside their cached functions.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -49,22 +50,42 @@ def run_queued(what: str, job: Callable[[], T]) -> T | None:
     full_s = queue.wait_estimate_s()
     if full_s is not None and full_s > QUEUE_FULL_S:
         ahead = queue.state().waiting + 1
-        st.warning(ngettext(
-            "This server is full: {n} job is in line, about {time} of work. Nothing was queued: try again in {time}.",
-            "This server is full: {n} jobs are in line, about {time} of work. Nothing was queued: try again in {time}.",
-            ahead).format(n=ahead, time=_duration(full_s)), icon=":material/hourglass_disabled:")
+        st.warning(
+            ngettext(
+                "This server is full: {n} job is in line, about {time} of work. Nothing was queued: try again in {time}.",
+                "This server is full: {n} jobs are in line, about {time} of work. Nothing was queued: try again in {time}.",
+                ahead,
+            ).format(n=ahead, time=_duration(full_s)),
+            icon=":material/hourglass_disabled:",
+        )
         return None
     box = st.empty()
 
     def waiting(ahead: int) -> None:
-        place = ngettext("Another session is measuring on this server: {n} job is ahead of you.",
-                         "Other sessions are measuring on this server: {n} jobs are ahead of you.", ahead).format(n=ahead)
+        place = ngettext(
+            "Another session is measuring on this server: {n} job is ahead of you.",
+            "Other sessions are measuring on this server: {n} jobs are ahead of you.",
+            ahead,
+        ).format(n=ahead)
         wait_s = queue.wait_estimate_s(ahead)
-        when = (_("About {time} to wait.").format(time=_duration(wait_s)) if wait_s is not None
-                else _("No estimate yet: no measurement has finished on this server."))
-        box.info(" ".join((place, when, _("Your place is kept: {what} starts when they finish (one measurement at a "
-                                          "time keeps the timings honest).").format(what=what))),
-                 icon=":material/hourglass_top:")
+        when = (
+            _("About {time} to wait.").format(time=_duration(wait_s))
+            if wait_s is not None
+            else _("No estimate yet: no measurement has finished on this server.")
+        )
+        box.info(
+            " ".join(
+                (
+                    place,
+                    when,
+                    _(
+                        "Your place is kept: {what} starts when they finish (one measurement at a "
+                        "time keeps the timings honest)."
+                    ).format(what=what),
+                )
+            ),
+            icon=":material/hourglass_top:",
+        )
 
     with queue.turn(on_wait=waiting):  # no timeout: a rerun, a Stop or a closed tab still leaves the line
         box.empty()

@@ -5,6 +5,7 @@ No account, no name, nothing typed but the code. The page follows the teacher: a
 Lock, Reveal, Vote again, Reset), as a presenter's audience app does. The language is the phone's own (its
 browser's), whatever the teacher's projector shows.
 """
+
 from __future__ import annotations
 
 import html
@@ -33,8 +34,9 @@ def _join_form(message: str | None = None) -> None:
     if message:
         st.error(message, icon=":material/error:")
     with st.form("join_form", border=False):
-        typed = st.text_input(_("Room code"), max_chars=12, placeholder="ABC234",
-                              help=_("The six characters on the projector"))
+        typed = st.text_input(
+            _("Room code"), max_chars=12, placeholder="ABC234", help=_("The six characters on the projector")
+        )
         if st.form_submit_button(_("Join"), type="primary", icon=":material/login:", use_container_width=True):
             joined = poll_store.normalize_code(typed)
             if joined is None:
@@ -45,8 +47,11 @@ def _join_form(message: str | None = None) -> None:
 
 
 if code is None:
-    _join_form(_("That link's room code cannot be right: type the code the projector shows.")
-               if st.query_params.get(routes.JOIN.key("room")) else None)
+    _join_form(
+        _("That link's room code cannot be right: type the code the projector shows.")
+        if st.query_params.get(routes.JOIN.key("room"))
+        else None
+    )
     st.stop()
 
 
@@ -96,12 +101,16 @@ _follow((room.step, room.round, room.phase, room.version))
 st.caption(_("Room {code}").format(code=code))
 st.button(_("Show the current question"), key="join_refresh", icon=":material/refresh:", use_container_width=True)
 if question is None:
-    st.info(_("The teacher has not opened a question yet: it shows here when they do."),
-            icon=":material/hourglass_top:")
+    st.info(
+        _("The teacher has not opened a question yet: it shows here when they do."), icon=":material/hourglass_top:"
+    )
     st.stop()
 
-st.markdown(_("**Question {step}{round}.** {text}").format(
-    step=room.step, round=_(" (round 2)") if room.round == 2 else "", text=question.text))
+st.markdown(
+    _("**Question {step}{round}.** {text}").format(
+        step=room.step, round=_(" (round 2)") if room.round == 2 else "", text=question.text
+    )
+)
 
 
 def _vote(choice: int) -> None:
@@ -136,29 +145,43 @@ def _moved_on() -> str | None:
 
 
 for i, label in enumerate(question.choices):
-    st.button(f"{choice_letter(i)}. {label}", key=f"join_choice_{room.step}_{room.round}_{i}",
-              type="primary" if mine == i else "secondary", use_container_width=True,
-              disabled=room.phase != "open", on_click=_vote, args=(i,),
-              icon=":material/check_circle:" if mine == i else None)
+    st.button(
+        f"{choice_letter(i)}. {label}",
+        key=f"join_choice_{room.step}_{room.round}_{i}",
+        type="primary" if mine == i else "secondary",
+        use_container_width=True,
+        disabled=room.phase != "open",
+        on_click=_vote,
+        args=(i,),
+        icon=":material/check_circle:" if mine == i else None,
+    )
 # What join_phone.js reads after each run: which run of which session drew it, the taps this session acted on, and
 # the line it shows when a tap was lost
 st.session_state["join_runs"] = st.session_state.get("join_runs", 0) + 1
-run_id = f'{st.session_state.setdefault("join_session", secrets.token_hex(6))}:{st.session_state["join_runs"]}'
-st.html(f'<div class="kvviz-join-state" data-run="{run_id}" data-taps="{st.session_state.get("join_taps", 0)}" '
-        'data-lost="' + html.escape(_("Your tap did not reach the class poll (its server changed). Tap your answer "
-                                      "again.")) + '" style="display:none"></div>')
+run_id = f"{st.session_state.setdefault('join_session', secrets.token_hex(6))}:{st.session_state['join_runs']}"
+st.html(
+    f'<div class="kvviz-join-state" data-run="{run_id}" data-taps="{st.session_state.get("join_taps", 0)}" '
+    'data-lost="'
+    + html.escape(_("Your tap did not reach the class poll (its server changed). Tap your answer again."))
+    + '" style="display:none"></div>'
+)
 if refused := st.session_state.pop("join_refused", None):
     st.warning(refused, icon=":material/block:")
 elif mine is not None and room.phase == "open":
-    st.success(_("Vote received: {letter}. You can change it until the teacher closes the vote.").format(
-        letter=choice_letter(mine)), icon=":material/how_to_vote:")
+    st.success(
+        _("Vote received: {letter}. You can change it until the teacher closes the vote.").format(
+            letter=choice_letter(mine)
+        ),
+        icon=":material/how_to_vote:",
+    )
 if room.phase == "locked":
     st.info(_("Voting is closed. Wait for the teacher to reveal the answer."), icon=":material/lock:")
 elif room.phase == "revealed":
     right = question.right
     if mine is not None:
         (st.success if mine == right else st.error)(
-            _("You voted {mine}; the answer is {right}.").format(mine=choice_letter(mine), right=choice_letter(right)))
+            _("You voted {mine}; the answer is {right}.").format(mine=choice_letter(mine), right=choice_letter(right))
+        )
     else:
         st.info(_("The answer is {right}.").format(right=choice_letter(right)))
     if mine is not None and mine != right and question.mistakes[mine]:
@@ -167,5 +190,9 @@ elif room.phase == "revealed":
         tally = poll.store().tally(code, room.step, room.round)
     except poll_store.StoreUnavailable as fault:
         _store_away(fault)
-    a11y.chart(st, poll_figure(question.choices, [tally.counts], right), config={"displayModeBar": False},
-               key=f"join_tally_{room.step}_{room.round}")
+    a11y.chart(
+        st,
+        poll_figure(question.choices, [tally.counts], right),
+        config={"displayModeBar": False},
+        key=f"join_tally_{room.step}_{room.round}",
+    )

@@ -11,6 +11,7 @@ The handout (one printable page per step) downloads from the top of every step a
 Language (kvviz.i18n): every text is shown in the session's language. A question is computed in the language current
 when its step opens and kept per language; the handout is written in the language of the session that asks for it.
 """
+
 from __future__ import annotations
 
 import html
@@ -41,7 +42,6 @@ REVEAL_KEY, RIGHT_KEY, WRONG_KEY = "V", "Y", "N"  # class mode's keys: none of t
 # keys (V, H, Y, N, Left, Right, queued in the browser like the stage's): CSS and JavaScript in kvviz/assets/web/.
 CLASS_CSS = assets.style("hide_sidebar.css", "lesson_class.css")
 LESSON_KEYS_JS = assets.script("keyboard_queue.js", "lesson_keys.js")  # installed once per tab
-
 
 
 router.ensure_router()  # before anything is drawn: see its docstring
@@ -96,9 +96,11 @@ def _go(delta: int) -> None:
 def _restart() -> None:
     """(Button callback.) Start again: step 1, every answer and hint forgotten (the computed questions stay)."""
     _clicked()
-    for key in [k for k in st.session_state if str(k).startswith(("lesson_tries_", "lesson_result_",
-                                                                   "lesson_answer_", "lesson_unit_",
-                                                                   "lesson_reveal_"))]:
+    for key in [
+        k
+        for k in st.session_state
+        if str(k).startswith(("lesson_tries_", "lesson_result_", "lesson_answer_", "lesson_unit_", "lesson_reveal_"))
+    ]:
         del st.session_state[key]
     st.session_state[OUTCOMES] = {}
     st.session_state["step"] = 1
@@ -118,15 +120,17 @@ def _outcomes() -> dict[int, lesson.Outcome]:
     A URL without a score (a plan's link, Back to before the first mark) keeps the session's, and this run writes
     none (writing it would push a history entry and undo the browser's Back)."""
     url = st.query_params.get(SCORE_PARAM) or ""
-    if OUTCOMES not in st.session_state or (url != st.session_state.get(SCORE_WRITTEN, "")
-                                            and not st.session_state.get(CLICKED)):
+    if OUTCOMES not in st.session_state or (
+        url != st.session_state.get(SCORE_WRITTEN, "") and not st.session_state.get(CLICKED)
+    ):
         old = st.session_state.get(OUTCOMES, {})
         if url or OUTCOMES not in st.session_state:
             recorded, unrecorded = lesson.read_signed_score(url, _score_key(), N_STEPS)
             if unrecorded:  # said once (after the handout), never counted, gone from the URL at the run's end
                 st.session_state[SCORE_UNRECORDED] = unrecorded
-            st.session_state[OUTCOMES] = {n: old[n] if n in old and old[n].result == o.result else o
-                                          for n, o in recorded.items()}
+            st.session_state[OUTCOMES] = {
+                n: old[n] if n in old and old[n].result == o.result else o for n, o in recorded.items()
+            }
         else:
             st.session_state[SCORE_HOLD] = True
         st.session_state[SCORE_WRITTEN] = url
@@ -162,11 +166,15 @@ def _finish(run_marker) -> None:
     next queued key only once the count has changed, so never before the browser holds this run's URL."""
     _score_to_url()
     st.session_state.pop(CLICKED, None)
-    one, many = (html.escape(ngettext("Lesson busy: {n} key press queued", "Lesson busy: {n} key presses queued", n))
-                 for n in (1, 2))  # the badge's words in this run's language: the script is installed once per tab
+    one, many = (
+        html.escape(ngettext("Lesson busy: {n} key press queued", "Lesson busy: {n} key presses queued", n))
+        for n in (1, 2)
+    )  # the badge's words in this run's language: the script is installed once per tab
     dropped = html.escape(_("A key press was dropped: its button did not appear"))
-    run_marker.html(f'<div class="kvviz-lesson-state" data-runs="{st.session_state["lesson_runs"]}" '
-                    f'data-busy-one="{one}" data-busy-many="{many}" data-dropped="{dropped}" style="display:none"></div>')
+    run_marker.html(
+        f'<div class="kvviz-lesson-state" data-runs="{st.session_state["lesson_runs"]}" '
+        f'data-busy-one="{one}" data-busy-many="{many}" data-dropped="{dropped}" style="display:none"></div>'
+    )
 
 
 def _question_key(number: int, loaded, lang: str | None = None) -> str:
@@ -191,13 +199,17 @@ def _model_name(loaded) -> str:
 def _handout_maker(loaded, computed: dict[int, lesson.Question], engine, worksheet: bool = False):
     """A callable for st.download_button: kvviz.teaching.handout.handout_maker (drawn once per model, language and
     questions, one at a time on the server; no Streamlit calls inside, it runs on its own thread)."""
-    return handout.handout_maker(loaded, computed, _model_name(loaded), worksheet=worksheet,
-                                 new_engine=lambda: type(engine)(loaded))  # a fresh engine: the session's stays put
+    return handout.handout_maker(
+        loaded, computed, _model_name(loaded), worksheet=worksheet, new_engine=lambda: type(engine)(loaded)
+    )  # a fresh engine: the session's stays put
 
 
 def _computed(loaded) -> dict[int, lesson.Question]:
-    return {n: st.session_state[_question_key(n, loaded)] for n in range(1, END)
-            if _question_key(n, loaded) in st.session_state}
+    return {
+        n: st.session_state[_question_key(n, loaded)]
+        for n in range(1, END)
+        if _question_key(n, loaded) in st.session_state
+    }
 
 
 def _term_label(term: str) -> str:
@@ -211,8 +223,12 @@ def _figures(question: lesson.Question, after: bool, font_px: int, number: int) 
         if pic.kind == "tokens":  # chips that wrap: readable on a phone as on a projector
             st.html(tokens_html(pic.data, font_px))
         else:
-            a11y.chart(st, lesson_figure(pic.kind, pic.data, font_px), config=export_config(f"lesson_step_{number}"),
-                       key=f"lesson_fig_{number}_{int(after)}_{i}_{font_px}")
+            a11y.chart(
+                st,
+                lesson_figure(pic.kind, pic.data, font_px),
+                config=export_config(f"lesson_step_{number}"),
+                key=f"lesson_fig_{number}_{int(after)}_{i}_{font_px}",
+            )
         st.caption(pic.caption)  # written in the question's language when it was asked
 
 
@@ -222,23 +238,34 @@ def _answer_input(number: int, question: lesson.Question):
         return st.radio(_("Your answer"), question.choices, index=None, key=f"lesson_answer_{number}"), None
     if question.unit == "bytes":
         row = st.container(horizontal=True, vertical_alignment="bottom")
-        value = row.number_input(_("Your answer"), value=None, step=1.0, format="%.10g",
-                                 key=f"lesson_answer_{number}", width=220)  # no min: -5 is sent, and named
-        unit = row.selectbox(_("Unit"), list(lesson.BYTE_UNITS), index=0, key=f"lesson_unit_{number}", width=110,
-                             help=_("1 KB = 1,000 B, 1 MB = 10^6 B, 1 GB = 10^9 B; 1 KiB = 1,024 B, 1 MiB = 2^20 B, "
-                                    "1 GiB = 2^30 B"))
+        value = row.number_input(
+            _("Your answer"), value=None, step=1.0, format="%.10g", key=f"lesson_answer_{number}", width=220
+        )  # no min: -5 is sent, and named
+        unit = row.selectbox(
+            _("Unit"),
+            list(lesson.BYTE_UNITS),
+            index=0,
+            key=f"lesson_unit_{number}",
+            width=110,
+            help=_("1 KB = 1,000 B, 1 MB = 10^6 B, 1 GB = 10^9 B; 1 KiB = 1,024 B, 1 MiB = 2^20 B, 1 GiB = 2^30 B"),
+        )
         return value, unit
     label = _("Your answer (how many times)") if question.unit == "x" else _("Your answer")
-    return st.number_input(label, value=None, step=1.0, format="%.10g",
-                           key=f"lesson_answer_{number}", width=260), None  # no min: -5 is sent, and named
+    return st.number_input(
+        label, value=None, step=1.0, format="%.10g", key=f"lesson_answer_{number}", width=260
+    ), None  # no min: -5 is sent, and named
 
 
 def _worked(number: int, question: lesson.Question, step: lesson.LessonStep, font_px: int) -> None:
     """The worked answer: the arithmetic, the figures that would have given it away, the full page's link."""
     st.markdown(question.arithmetic)
     _figures(question, True, font_px, number)
-    st.page_link(step.page.file, label=_("See it on the full page: {page}").format(page=_(step.page.title)),
-                 icon=":material/open_in_new:", query_params={**question.page_query, **links.link_params()})
+    st.page_link(
+        step.page.file,
+        label=_("See it on the full page: {page}").format(page=_(step.page.title)),
+        icon=":material/open_in_new:",
+        query_params={**question.page_query, **links.link_params()},
+    )
 
 
 def student_box(number: int, question: lesson.Question, step: lesson.LessonStep, font_px: int) -> None:
@@ -251,8 +278,11 @@ def student_box(number: int, question: lesson.Question, step: lesson.LessonStep,
         row = st.container(horizontal=True)
         checked = row.form_submit_button(_("Check"), key=f"lesson_check_{number}", type="primary", on_click=_clicked)
         shown = row.form_submit_button(_("Show me"), key=f"lesson_show_{number}", on_click=_clicked)
-    cannot = None if question.is_choice or not (checked or shown) else bounded.answer_refusal(
-        f"lesson_answer_{number}", given)
+    cannot = (
+        None
+        if question.is_choice or not (checked or shown)
+        else bounded.answer_refusal(f"lesson_answer_{number}", given)
+    )
     if checked and cannot:  # -5, NaN, 1e999: named, not mistaken for an empty box
         st.warning(cannot, icon=":material/edit:")
         checked = False
@@ -278,16 +308,21 @@ def student_box(number: int, question: lesson.Question, step: lesson.LessonStep,
         _record(number, "shown", written, choice)
     result = st.session_state.get(result_key)
     if result == "hint":
-        st.warning(_("Not yet. {hint} Try again, or press *Show me*.").format(
-            hint=st.session_state[f"lesson_hint_{number}"]), icon=":material/lightbulb:")
+        st.warning(
+            _("Not yet. {hint} Try again, or press *Show me*.").format(hint=st.session_state[f"lesson_hint_{number}"]),
+            icon=":material/lightbulb:",
+        )
         return
     if result is None:
         return
     if result == "right":
         st.success(_("Right: **{answer}**.").format(answer=question.answer_text()))
     elif result == "wrong-shown":
-        st.error(_("Not quite, again. The computed answer is **{answer}**; here is how.").format(
-            answer=question.answer_text()))
+        st.error(
+            _("Not quite, again. The computed answer is **{answer}**; here is how.").format(
+                answer=question.answer_text()
+            )
+        )
     else:
         st.info(_("The computed answer is **{answer}**.").format(answer=question.answer_text()))
     _worked(number, question, step, font_px)
@@ -315,18 +350,29 @@ def class_box(number: int, question: lesson.Question, step: lesson.LessonStep, f
     choices = poll.room_choices(number, question) or (question.choices if question.is_choice else ())
     if choices:
         st.container(key="lesson_choices").markdown(
-            "\n".join(f"### {choice_letter(i)}. {c}" for i, c in enumerate(choices)))
+            "\n".join(f"### {choice_letter(i)}. {c}" for i, c in enumerate(choices))
+        )
     elif question.rel_tolerance and not question.states_tolerance:
         st.caption(_("Accepted within {tolerance:.0%}.").format(tolerance=question.rel_tolerance))
     reveal_key = f"lesson_reveal_{number}"
     revealed = bool(st.session_state.get(reveal_key)) or number in _outcomes()
     if not revealed:
         row = st.container(horizontal=True)
-        row.button(_("Reveal the answer"), key=f"lesson_reveal_btn_{number}", type="primary",
-                   icon=":material/visibility:", shortcut=REVEAL_KEY,
-                   on_click=lambda: (st.session_state.update({reveal_key: True}), poll.reveal(poll.hosted_room(), number)))
-        row.button(_("Hint"), key=f"lesson_hint_btn_{number}", icon=":material/lightbulb:", shortcut="H",
-                   on_click=lambda: st.session_state.update({f"lesson_class_hint_{number}": True}))
+        row.button(
+            _("Reveal the answer"),
+            key=f"lesson_reveal_btn_{number}",
+            type="primary",
+            icon=":material/visibility:",
+            shortcut=REVEAL_KEY,
+            on_click=lambda: (st.session_state.update({reveal_key: True}), poll.reveal(poll.hosted_room(), number)),
+        )
+        row.button(
+            _("Hint"),
+            key=f"lesson_hint_btn_{number}",
+            icon=":material/lightbulb:",
+            shortcut="H",
+            on_click=lambda: st.session_state.update({f"lesson_class_hint_{number}": True}),
+        )
         if st.session_state.get(f"lesson_class_hint_{number}"):
             st.warning(question.hint, icon=":material/lightbulb:")
         poll.projector_panel(number, ask, font_px, moved_here=bool(st.session_state.get(CLICKED)))
@@ -336,15 +382,36 @@ def class_box(number: int, question: lesson.Question, step: lesson.LessonStep, f
         if outcome is None:
             row = st.container(horizontal=True, vertical_alignment="center", key=f"lesson_mark_{number}")
             row.markdown(_("**Did the room get it?**"))
-            row.button(_("The room got it"), key=f"lesson_room_right_{number}", icon=":material/check:",
-                       shortcut=RIGHT_KEY, on_click=_mark_room, args=(number, True, question.answer_text()))
-            row.button(_("The room missed it"), key=f"lesson_room_wrong_{number}", icon=":material/close:",
-                       shortcut=WRONG_KEY, on_click=_mark_room, args=(number, False, question.answer_text()))
+            row.button(
+                _("The room got it"),
+                key=f"lesson_room_right_{number}",
+                icon=":material/check:",
+                shortcut=RIGHT_KEY,
+                on_click=_mark_room,
+                args=(number, True, question.answer_text()),
+            )
+            row.button(
+                _("The room missed it"),
+                key=f"lesson_room_wrong_{number}",
+                icon=":material/close:",
+                shortcut=WRONG_KEY,
+                on_click=_mark_room,
+                args=(number, False, question.answer_text()),
+            )
         else:
-            st.caption(_("Marked for the room: {result}. The ending counts the room's score.").format(
-                result=lesson.result_label(outcome.result) if outcome.right else _("missed (answer shown)")))
-        poll.projector_panel(number, ask, font_px, answer_shown=True, moved_here=bool(st.session_state.get(CLICKED)),
-                             on_next=(lambda: _go(1)) if number < N_STEPS else None)
+            st.caption(
+                _("Marked for the room: {result}. The ending counts the room's score.").format(
+                    result=lesson.result_label(outcome.result) if outcome.right else _("missed (answer shown)")
+                )
+            )
+        poll.projector_panel(
+            number,
+            ask,
+            font_px,
+            answer_shown=True,
+            moved_here=bool(st.session_state.get(CLICKED)),
+            on_next=(lambda: _go(1)) if number < N_STEPS else None,
+        )
     _figures(question, False, font_px, number)  # the figure the question is about, under it
     if revealed:
         _worked(number, question, step, font_px)
@@ -364,24 +431,47 @@ def summary(loaded, engine) -> None:
         o = outcomes.get(n, lesson.Outcome("", ""))
         if o.choice is not None or o.room:  # a choice's text is shown in the reader's language: ask it in this one
             _question(n, loaded, engine)
-        q = next((st.session_state[k] for lang in (i18n.current(), *i18n.LANGUAGES)  # asked in either language:
-                  if (k := _question_key(n, loaded, lang)) in st.session_state), None)  # the same computed answer
-        rows.append({_("step"): n, _("the idea"): _(step.idea), _("your answer"): o.shown(q),
-                     _("result"): lesson.result_label(o.result), _("computed answer"): q.answer_text() if q else "—"})
+        q = next(
+            (
+                st.session_state[k]
+                for lang in (i18n.current(), *i18n.LANGUAGES)  # asked in either language:
+                if (k := _question_key(n, loaded, lang)) in st.session_state
+            ),
+            None,
+        )  # the same computed answer
+        rows.append(
+            {
+                _("step"): n,
+                _("the idea"): _(step.idea),
+                _("your answer"): o.shown(q),
+                _("result"): lesson.result_label(o.result),
+                _("computed answer"): q.answer_text() if q else "—",
+            }
+        )
     poll.room_results(poll.hosted_room())  # the class poll's votes per step and round, and their CSV
     st.table(rows, hide_index=True)  # a static table: long ideas wrap instead of being cut
     row = st.container(horizontal=True)
-    row.button(_("Start again"), key="lesson_restart", on_click=_restart, icon=":material/restart_alt:",
-               type="primary")
-    row.page_link(routes.GLOSSARY.file, label=_(routes.GLOSSARY.title), icon=routes.GLOSSARY.icon,
-                  query_params=links.link_params())
-    row.page_link(routes.TEACHERS.file, label=_(routes.TEACHERS.title), icon=routes.TEACHERS.icon,
-                  query_params=links.link_params())
+    row.button(_("Start again"), key="lesson_restart", on_click=_restart, icon=":material/restart_alt:", type="primary")
+    row.page_link(
+        routes.GLOSSARY.file,
+        label=_(routes.GLOSSARY.title),
+        icon=routes.GLOSSARY.icon,
+        query_params=links.link_params(),
+    )
+    row.page_link(
+        routes.TEACHERS.file,
+        label=_(routes.TEACHERS.title),
+        icon=routes.TEACHERS.icon,
+        query_params=links.link_params(),
+    )
 
 
 # ----- the page -----------------------------------------------------------------------------------------------
-if (st.session_state["lesson_class"] if "lesson_class" in st.session_state
-        else st.query_params.get("lesson_class") == "true"):
+if (
+    st.session_state["lesson_class"]
+    if "lesson_class" in st.session_state
+    else st.query_params.get("lesson_class") == "true"
+):
     st.html(CLASS_CSS)  # before the title: class mode's chrome is small from the first frame
 st.title(_("Lesson: the KV cache in {n} questions").format(n=N_STEPS))
 sidebar.needs_all_attention(models.current_info())  # K/V in every layer: not a hybrid
@@ -393,8 +483,11 @@ top = st.container(horizontal=True, vertical_alignment="center")
 if not st.session_state.get("lesson_link_checked"):
     st.session_state["lesson_link_checked"] = True
     raw_step = st.query_params.get("step")
-    if raw_step not in lesson.translations(END_LABEL) and (link_notice := query_values.refused_link_whole(
-            raw_step, 1, N_STEPS, "step", _("Opening step 1 (or ?step=End for the summary)."))):
+    if raw_step not in lesson.translations(END_LABEL) and (
+        link_notice := query_values.refused_link_whole(
+            raw_step, 1, N_STEPS, "step", _("Opening step 1 (or ?step=End for the summary).")
+        )
+    ):
         st.warning(link_notice)
     raw_class = st.query_params.get_all("lesson_class")  # the toggle reads only true/false: name anything else
     if raw_class and raw_class[-1] not in ("true", "false"):
@@ -404,39 +497,88 @@ if not st.session_state.get("lesson_link_checked"):
 
 _sync_step_with_url()
 number = st.session_state["step"]
-top.button(_("Back"), key="lesson_back", on_click=_go, args=(-1,), disabled=number == 1, icon=":material/arrow_back:",
-           shortcut="Left")
-number = top.segmented_control(
-    _("Step"), list(range(1, END + 1)), key="step", format_func=lambda n: _(END_LABEL) if n == END else str(n),
-    help=_("Jump to a step; the URL (?step=4) opens the same step"), label_visibility="collapsed", on_change=_clicked,
-) or number  # clicking the step shown deselects it: stay there
+top.button(
+    _("Back"),
+    key="lesson_back",
+    on_click=_go,
+    args=(-1,),
+    disabled=number == 1,
+    icon=":material/arrow_back:",
+    shortcut="Left",
+)
+number = (
+    top.segmented_control(
+        _("Step"),
+        list(range(1, END + 1)),
+        key="step",
+        format_func=lambda n: _(END_LABEL) if n == END else str(n),
+        help=_("Jump to a step; the URL (?step=4) opens the same step"),
+        label_visibility="collapsed",
+        on_change=_clicked,
+    )
+    or number
+)  # clicking the step shown deselects it: stay there
 _step_to_url(number)
-top.button(_("Next"), key="lesson_next", on_click=_go, args=(1,), disabled=number == END,
-           icon=":material/arrow_forward:", shortcut="Right", type="primary")
-class_mode = top.toggle(_("Class mode"), key="lesson_class", bind="query-params", on_change=_clicked,  # a click too
-                        help=_("For a projector: large type, no typing; the room answers aloud, then one click "
-                               "(or V) reveals the answer, then Y or N marks the room right or wrong: the ending scores the room"))
+top.button(
+    _("Next"),
+    key="lesson_next",
+    on_click=_go,
+    args=(1,),
+    disabled=number == END,
+    icon=":material/arrow_forward:",
+    shortcut="Right",
+    type="primary",
+)
+class_mode = top.toggle(
+    _("Class mode"),
+    key="lesson_class",
+    bind="query-params",
+    on_change=_clicked,  # a click too
+    help=_(
+        "For a projector: large type, no typing; the room answers aloud, then one click "
+        "(or V) reveals the answer, then Y or N marks the room right or wrong: the ending scores the room"
+    ),
+)
 font_px = 22 if class_mode else 16
 
 loaded = models.current_model("eager")
 engine = engines.step_engine(loaded, key="lesson_engine")
 with top.popover(_("Handout"), icon=":material/print:"):
-    st.markdown(_("One printable page per step: its question, figure and worked answer, with the numbers computed "
-                  "for **{model}**, except where a step uses a published model's preset ({others}). Open the file "
-                  "in a browser and print it.").format(model=_model_name(loaded), others=lesson.preset_steps_text()))
-    st.download_button(_("Download the handout (HTML)"), data=_handout_maker(loaded, _computed(loaded), engine),
-                       file_name="kvviz-lesson-handout.html", mime="text/html", key="lesson_handout",
-                       icon=":material/download:", on_click="ignore")
-    st.download_button(_("Download the worksheet, without answers (HTML)"),
-                       data=_handout_maker(loaded, _computed(loaded), engine, worksheet=True),
-                       file_name="kvviz-lesson-worksheet.html", mime="text/html", key="lesson_worksheet",
-                       icon=":material/edit_note:", on_click="ignore")
+    st.markdown(
+        _(
+            "One printable page per step: its question, figure and worked answer, with the numbers computed "
+            "for **{model}**, except where a step uses a published model's preset ({others}). Open the file "
+            "in a browser and print it."
+        ).format(model=_model_name(loaded), others=lesson.preset_steps_text())
+    )
+    st.download_button(
+        _("Download the handout (HTML)"),
+        data=_handout_maker(loaded, _computed(loaded), engine),
+        file_name="kvviz-lesson-handout.html",
+        mime="text/html",
+        key="lesson_handout",
+        icon=":material/download:",
+        on_click="ignore",
+    )
+    st.download_button(
+        _("Download the worksheet, without answers (HTML)"),
+        data=_handout_maker(loaded, _computed(loaded), engine, worksheet=True),
+        file_name="kvviz-lesson-worksheet.html",
+        mime="text/html",
+        key="lesson_worksheet",
+        icon=":material/edit_note:",
+        on_click="ignore",
+    )
 
 _outcomes()  # a reload's score, read from the URL before anything records
 if unrecorded := st.session_state.pop(SCORE_UNRECORDED, None):
-    st.warning(_("This link carries a score ({right} of {n} right) that this page did not record, so it is not "
-                 "counted: a score is kept only as this server wrote it (a reload after the server restarted loses "
-                 "it too).").format(right=lesson.score(unrecorded)[0], n=N_STEPS))
+    st.warning(
+        _(
+            "This link carries a score ({right} of {n} right) that this page did not record, so it is not "
+            "counted: a score is kept only as this server wrote it (a reload after the server restarted loses "
+            "it too)."
+        ).format(right=lesson.score(unrecorded)[0], n=N_STEPS)
+    )
 if number == END:
     st.progress(1.0, text=_("The end: your answers"))
     summary(loaded, engine)
@@ -444,8 +586,9 @@ if number == END:
     st.stop()
 
 step = lesson.STEPS[number - 1]
-st.progress(number / N_STEPS, text=_("Step {number} of {n}: **{title}**").format(number=number, n=N_STEPS,
-                                                                                  title=_(step.title)))
+st.progress(
+    number / N_STEPS, text=_("Step {number} of {n}: **{title}**").format(number=number, n=N_STEPS, title=_(step.title))
+)
 question = _question(number, loaded, engine)
 
 
@@ -454,9 +597,13 @@ def _teach() -> None:
     words = st.container(horizontal=True, vertical_alignment="center", gap="small")
     words.caption(_("Words for this step:"))
     for term in step.terms:  # each opens the glossary at that word; the tooltip is the glossary's own definition
-        words.page_link(routes.GLOSSARY.file, label=_term_label(term),
-                        query_params={**routes.GLOSSARY.query(term=term), **links.link_params()},
-                        help=glossary.help_text(term), icon=":material/menu_book:")
+        words.page_link(
+            routes.GLOSSARY.file,
+            label=_term_label(term),
+            query_params={**routes.GLOSSARY.query(term=term), **links.link_params()},
+            help=glossary.help_text(term),
+            icon=":material/menu_book:",
+        )
 
 
 if class_mode:  # the projector: the question and its answer first, above the fold; the figure under them
@@ -474,9 +621,13 @@ else:
         student_box(number, question, step, font_px)
 
 foot = st.container(horizontal=True, vertical_alignment="center", key="lesson_foot")
-foot.caption(_("Model for the live questions: {model}. Every number here is computed when the step opens, from the "
-               "real model or from kvviz's own arithmetic. The words in bold are explained in the glossary.").format(
-    model=_model_name(loaded)))
-foot.page_link(routes.GLOSSARY.file, label=_(routes.GLOSSARY.title), icon=routes.GLOSSARY.icon,
-               query_params=links.link_params())
+foot.caption(
+    _(
+        "Model for the live questions: {model}. Every number here is computed when the step opens, from the "
+        "real model or from kvviz's own arithmetic. The words in bold are explained in the glossary."
+    ).format(model=_model_name(loaded))
+)
+foot.page_link(
+    routes.GLOSSARY.file, label=_(routes.GLOSSARY.title), icon=routes.GLOSSARY.icon, query_params=links.link_params()
+)
 _finish(run_marker)

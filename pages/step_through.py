@@ -9,6 +9,7 @@ figure is drawn from one StageSnapshot built from the step records. A link carri
 layer, head, view and presenter mode (stage_link.StageLink); it is replayed once, so the reader's own clicks keep
 their work, and the address bar always holds it (_sync_url), so a reload replays to the same step.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -48,36 +49,53 @@ PRESETS = {  # name (a stable key, shown through _()) -> prompt
     N_("Repeat a pattern"): step_view.REPEAT_PROMPT,
 }
 PLAY_SPEEDS = {"slow": 1.0, "normal": 0.15, "fast": 0.05}
-PLAY_SPEED_LABELS = {"slow": N_("slow"), "normal": N_("normal"), "fast": N_("fast")}  # run_every interval (s); a frame adds ~0.3 s of redraw
+PLAY_SPEED_LABELS = {
+    "slow": N_("slow"),
+    "normal": N_("normal"),
+    "fast": N_("fast"),
+}  # run_every interval (s); a frame adds ~0.3 s of redraw
 PLAY_DELAY_S = PLAY_SPEEDS["normal"]  # "normal": with the redraw and the round trip a step lands every ~0.4-0.5 s
 PLAY_LEFT = "step_play_left"  # steps the running animation still has to take (0 = not playing)
 DEFAULT_TEMPERATURE = DEFAULT_SAMPLING.temperature
-GREEDY_HELP = N_("Off by default: greedy always takes the single likeliest token, and on a model this small that "
-               "soon repeats a line forever (both bundled models' greedy samples loop within 80 tokens; their "
-               "induction heads, which copy what already stands in the context, make a loop stronger each time "
-               "round). The default draws from the 40 likeliest at temperature 0.8 with the seed below: same seed, "
-               "same text.")
+GREEDY_HELP = N_(
+    "Off by default: greedy always takes the single likeliest token, and on a model this small that "
+    "soon repeats a line forever (both bundled models' greedy samples loop within 80 tokens; their "
+    "induction heads, which copy what already stands in the context, make a loop stronger each time "
+    "round). The default draws from the 40 likeliest at temperature 0.8 with the seed below: same seed, "
+    "same text."
+)
 VIEWS = {"one": N_("K, V, attention"), "race": N_("Race"), "gqa": N_("GQA sharing")}
 # Said beside the token strip when the interface is not English: the bundled models only ever write English.
-ENGLISH_MODELS = N_("The bundled models were trained on English text (Shakespeare): they write English, whatever "
-                    "the interface language.")
+ENGLISH_MODELS = N_(
+    "The bundled models were trained on English text (Shakespeare): they write English, whatever "
+    "the interface language."
+)
 HYBRID_SEEING = N_(
     "**This model is a hybrid.** Only its attention layer keeps a K/V cache that grows by one row per token. Its "
     "linear-attention layers (Gated DeltaNet) keep a fixed-size state instead: per head a d_k x d_v matrix that "
     "every token updates, plus the last few inputs of a short convolution. Choose such a layer above to see it: "
-    "its shape and bytes stay the same at every step, while the attention layer's rows keep growing.")
+    "its shape and bytes stay the same at every step, while the attention layer's rows keep growing."
+)
 VERSUS_TEXT = N_(
     "Each click times one decode step of this model and of an all-attention model of the same shape (every layer "
     "attention, random weights: only the clock matters) at 16, 64, 128 and 256 tokens of held-out text, the two "
-    "interleaved at every length so a burst of load hits both alike (about 2 s in all).")
+    "interleaved at every length so a burst of load hits both alike (about 2 s in all)."
+)
 RACE_SHAPE = loading.RANDOM_PREFIX + "gpt2"  # the race at a size where the gap shows: GPT-2 124M, random weights
 RACE_SCALES = {"model": N_("this model"), "gpt2": N_("GPT-2 124M shape")}
 RACE_CHECK_EVERY_S = 0.2  # while the race measures, its status line is rewritten (a point to end it) this often
-RACE_STATUS_AFTER_S = 0.4  # ... and says "Timing..." once the race has taken this long (the 124M shape, not a quick one)
+RACE_STATUS_AFTER_S = (
+    0.4  # ... and says "Timing..." once the race has taken this long (the 124M shape, not a quick one)
+)
 CHART = figs.stage_config()
 DEFAULTS = {  # widgets are created without value=, so a link can set them before they are drawn
-    "step_greedy": False, "step_temperature": DEFAULT_TEMPERATURE, "step_top_k": DEFAULT_SAMPLING.top_k,
-    "step_seed": DEFAULT_SAMPLING.seed, "step_play_n": 8, "step_play_speed": "normal", "step_view": "one",
+    "step_greedy": False,
+    "step_temperature": DEFAULT_TEMPERATURE,
+    "step_top_k": DEFAULT_SAMPLING.top_k,
+    "step_seed": DEFAULT_SAMPLING.seed,
+    "step_play_n": 8,
+    "step_play_speed": "normal",
+    "step_view": "one",
     "step_race_scale": "model",
 }
 # The stage's keys (queued in the browser, none dropped) and its fit on one screen: JavaScript and CSS in
@@ -101,9 +119,12 @@ def _sampling() -> Sampling:
     s = st.session_state
     if s.get("step_greedy", False):
         return Sampling()
-    return Sampling(greedy=False, temperature=float(s.get("step_temperature", DEFAULT_TEMPERATURE)),
-                    top_k=int(s.get("step_top_k", DEFAULT_SAMPLING.top_k)),
-                    seed=int(s.get("step_seed", DEFAULT_SAMPLING.seed)))
+    return Sampling(
+        greedy=False,
+        temperature=float(s.get("step_temperature", DEFAULT_TEMPERATURE)),
+        top_k=int(s.get("step_top_k", DEFAULT_SAMPLING.top_k)),
+        seed=int(s.get("step_seed", DEFAULT_SAMPLING.seed)),
+    )
 
 
 def _views() -> list[str]:
@@ -129,12 +150,17 @@ def _apply_link() -> None:
         return
     _own_link(link.replay_key)
     # never int(text) here: kvviz.inputs.query_values says what a bad steps= was and what is done instead
-    if refused := query_values.refused_link_whole(st.query_params.get("steps"), 0, info.n_positions - 1, "steps",
-                                                  _("Replaying the prompt only.")):
+    if refused := query_values.refused_link_whole(
+        st.query_params.get("steps"), 0, info.n_positions - 1, "steps", _("Replaying the prompt only.")
+    ):
         st.warning(refused)
         link = dataclasses.replace(link, steps=0)
     s["step_greedy"], s["step_temperature"], s["step_top_k"], s["step_seed"] = (
-        link.greedy, link.temperature, link.top_k, link.seed)
+        link.greedy,
+        link.temperature,
+        link.top_k,
+        link.seed,
+    )
     s["step_present"] = link.present or s.get("step_present", False)
     s["step_view"] = link.view if link.view in _views() else "one"
     preset = next((name for name, text in PRESETS.items() if text == link.prompt), s.get("step_preset", "ROMEO:"))
@@ -151,9 +177,17 @@ def _stage_link() -> stage_link.StageLink:
     """The state on the stage as a link (the Link popover and the address bar)."""
     s, sampling = st.session_state, engine.sampling
     return stage_link.StageLink(
-        prompt=engine.prompt_text, steps=len(engine.records) - 1, greedy=sampling.greedy,
-        temperature=sampling.temperature, top_k=sampling.top_k, seed=sampling.seed, view=s.get("step_view") or "one",
-        present=bool(s.get("step_present")), layer=int(s.get("step_layer") or 0), head=int(s.get("step_head") or 0))
+        prompt=engine.prompt_text,
+        steps=len(engine.records) - 1,
+        greedy=sampling.greedy,
+        temperature=sampling.temperature,
+        top_k=sampling.top_k,
+        seed=sampling.seed,
+        view=s.get("step_view") or "one",
+        present=bool(s.get("step_present")),
+        layer=int(s.get("step_layer") or 0),
+        head=int(s.get("step_head") or 0),
+    )
 
 
 def _link() -> str:
@@ -208,10 +242,15 @@ _open_fresh()
 _apply_link()
 if "step_present" not in st.session_state:  # ?present=1 opens the page in presenter mode
     st.session_state["step_present"] = stage_link.url_flag(st.query_params.get("present"))
-title_row = st.columns([2, 1], vertical_alignment="bottom")  # 1/5 cut the toggle to "Presente…" at 1024 px with the sidebar
+title_row = st.columns(
+    [2, 1], vertical_alignment="bottom"
+)  # 1/5 cut the toggle to "Presente…" at 1024 px with the sidebar
 title_row[0].title(_(routes.STEP_THROUGH.title))
-present = title_row[1].toggle(_("Presenter mode"), key="step_present",
-                              help=_("Only the stage, larger type, no sidebar (also ?present=1 in the URL)"))
+present = title_row[1].toggle(
+    _("Presenter mode"),
+    key="step_present",
+    help=_("Only the stage, larger type, no sidebar (also ?present=1 in the URL)"),
+)
 st.html(STAGE_CSS + (PRESENTER_CSS if present else ""))
 st.html(KEYS_JS, unsafe_allow_javascript=True)
 font_px = 18 if present else 14
@@ -223,8 +262,15 @@ if _notice := st.session_state.pop("step_link_warning", None):
     st.info(_notice, icon=":material/info:")
 
 
-POPOVER_KEYS = ("step_preset", "step_play_n", "step_play_speed", "step_greedy", "step_temperature", "step_top_k",
-                "step_seed")
+POPOVER_KEYS = (
+    "step_preset",
+    "step_play_n",
+    "step_play_speed",
+    "step_greedy",
+    "step_temperature",
+    "step_top_k",
+    "step_seed",
+)
 
 
 def _keep_popover_state() -> None:
@@ -256,34 +302,53 @@ def _controls() -> tuple[dict[str, bool], st.delta_generator.DeltaGenerator | No
             text, sampling = st.columns([3, 2], gap="medium")
             preset = text.selectbox(_("Classroom presets"), list(PRESETS), key="step_preset", format_func=_)
             st.session_state.setdefault(f"step_prompt_{preset}", PRESETS[preset])
-            text.text_area(_("Prompt"), height=110, key=f"step_prompt_{preset}", max_chars=MAX_TEXT_CHARS,
-                           help=_("A new line is a token of its own: the strip shows it as ↵. {cap}").format(
-                               cap=_(TEXT_CAP_HELP)))
+            text.text_area(
+                _("Prompt"),
+                height=110,
+                key=f"step_prompt_{preset}",
+                max_chars=MAX_TEXT_CHARS,
+                help=_("A new line is a token of its own: the strip shows it as ↵. {cap}").format(cap=_(TEXT_CAP_HELP)),
+            )
             if i18n.current() != i18n.ENGLISH:  # the interface is translated, the model's text is not
-                text.caption(_("{models} A prompt may mix in other characters: the tokenizer is byte-level, so a "
-                               "character it never saw whole is split into byte tokens (shown in hex, e.g. `<E4>`)."
-                               ).format(models=_(ENGLISH_MODELS)))
+                text.caption(
+                    _(
+                        "{models} A prompt may mix in other characters: the tokenizer is byte-level, so a "
+                        "character it never saw whole is split into byte tokens (shown in hex, e.g. `<E4>`)."
+                    ).format(models=_(ENGLISH_MODELS))
+                )
             play = text.columns(2)
             bounded.number(play[0], PLAY_STEPS, _("Play N steps"), key="step_play_n")
-            play[1].segmented_control(_("Play speed"), list(PLAY_SPEEDS), key="step_play_speed",
-                                      format_func=lambda v: _(PLAY_SPEED_LABELS[v]),
-                                      help=_("slow ~1.3 s, normal ~0.45 s, fast ~0.35 s a step (plus the redraw)"))
-            sampling.toggle(_("Greedy decoding"), key="step_greedy",
-                            help=_("Always the most likely token. {why}").format(why=_(GREEDY_HELP)))
+            play[1].segmented_control(
+                _("Play speed"),
+                list(PLAY_SPEEDS),
+                key="step_play_speed",
+                format_func=lambda v: _(PLAY_SPEED_LABELS[v]),
+                help=_("slow ~1.3 s, normal ~0.45 s, fast ~0.35 s a step (plus the redraw)"),
+            )
+            sampling.toggle(
+                _("Greedy decoding"),
+                key="step_greedy",
+                help=_("Always the most likely token. {why}").format(why=_(GREEDY_HELP)),
+            )
             bounded.guard(sampling, TEMPERATURE, "step_temperature")  # a slider: a value past it is named
-            sampling.slider(_("Temperature"), TEMPERATURE.lo, TEMPERATURE.hi, step=TEMPERATURE.step,
-                            key="step_temperature")
+            sampling.slider(
+                _("Temperature"), TEMPERATURE.lo, TEMPERATURE.hi, step=TEMPERATURE.step, key="step_temperature"
+            )
             bounded.number(sampling, TOP_K, _("Top-k (0 = off)"), key="step_top_k")
             bounded.number(sampling, SEED, _("Seed"), key="step_seed")
     clicked = {
         "prefill": row.button(_("Prefill"), key="step_btn_prefill", shortcut="P"),
         "back": row.button(_("Back"), key="step_btn_back", shortcut="Left", icon=":material/arrow_back:"),
-        "next": row.button(_("Next token"), key="step_btn_next", shortcut="Right", type="primary",
-                           icon=":material/arrow_forward:"),
+        "next": row.button(
+            _("Next token"), key="step_btn_next", shortcut="Right", type="primary", icon=":material/arrow_forward:"
+        ),
         "next_space": row.button(_("Next (Space)"), key="step_btn_next_space", shortcut="Space"),  # hidden by CSS
-        "play": row.button(_("Play {n}").format(n=st.session_state.get("step_play_n", 8)), key="step_btn_play",
-                           icon=":material/play_arrow:",
-                           help=_("Animate N steps (N under Prompt); Stop or any click stops it")),
+        "play": row.button(
+            _("Play {n}").format(n=st.session_state.get("step_play_n", 8)),
+            key="step_btn_play",
+            icon=":material/play_arrow:",
+            help=_("Animate N steps (N under Prompt); Stop or any click stops it"),
+        ),
         "stop": row.button(_("Stop"), key="step_btn_stop", icon=":material/stop:", shortcut="Esc"),
         "reset": row.button(_("Reset"), key="step_btn_reset"),
     }
@@ -335,15 +400,20 @@ def _state_html(playing: bool) -> str:
     """A hidden element KEYS_JS reads: how many clicks the stage has acted on (its queue sends the next press
     once this moves), the records on screen, whether Play runs (Esc stops at the frame shown), and the busy badge's
     words in this run's language (the script is installed once per tab: a language switch changes only these)."""
-    one, many = (html.escape(ngettext("Stage busy: {n} key press queued", "Stage busy: {n} key presses queued", n))
-                 for n in (1, 2))
-    return (f'<div class="kvviz-stage-state" data-acted="{st.session_state.get("step_acted", 0)}" '
-            f'data-records="{len(engine.records)}" data-playing="{int(playing)}" data-busy-one="{one}" '
-            f'data-busy-many="{many}" style="display:none"></div>')
+    one, many = (
+        html.escape(ngettext("Stage busy: {n} key press queued", "Stage busy: {n} key presses queued", n))
+        for n in (1, 2)
+    )
+    return (
+        f'<div class="kvviz-stage-state" data-acted="{st.session_state.get("step_acted", 0)}" '
+        f'data-records="{len(engine.records)}" data-playing="{int(playing)}" data-busy-one="{one}" '
+        f'data-busy-many="{many}" style="display:none"></div>'
+    )
 
 
-def _draw(shown: step_view.StageView, view: str, race: step_view.RaceView | None,
-          playing: bool = False) -> st.delta_generator.DeltaGenerator:
+def _draw(
+    shown: step_view.StageView, view: str, race: step_view.RaceView | None, playing: bool = False
+) -> st.delta_generator.DeltaGenerator:
     """Everything that changes per step (no widgets: the Play animation redraws this many times per run), drawn
     from the stage's view record. Returns the slot above the tiles where stage() puts the history slider."""
     snap = shown.snapshot
@@ -352,8 +422,17 @@ def _draw(shown: step_view.StageView, view: str, race: step_view.RaceView | None
     if playing:  # this frame's strip goes out next (Streamlit interrupts a run for a click only inside its calls,
         # after sending: set first, so the browser never shows a frame Stop would roll back): Stop may land here
         st.session_state["step_play_shown"] = len(engine.records)
-    st.markdown(strip.strip_html(snap.strip, max_tokens=16 if present else 28, font_rem=1.1 if present else 0.9,
-                                     legend=not present, note=note) + _state_html(playing), unsafe_allow_html=True)
+    st.markdown(
+        strip.strip_html(
+            snap.strip,
+            max_tokens=16 if present else 28,
+            font_rem=1.1 if present else 0.9,
+            legend=not present,
+            note=note,
+        )
+        + _state_html(playing),
+        unsafe_allow_html=True,
+    )
     left, right = st.columns([0.7, 0.3], gap="small")
     top = shown.top_tokens  # the next-token bars beside the one-head and GQA views
     bars_text = figs.next_token_bars_text([t.text for t in top], [t.prob for t in top], snap.next_token_text)
@@ -361,18 +440,22 @@ def _draw(shown: step_view.StageView, view: str, race: step_view.RaceView | None
         with left:
             _race(snap, race)
     elif view == "gqa":
-        a11y.chart(left, figs.group_figure(snap, font_px, height_px=360), text=f"{figs.group_figure_text(snap)} {bars_text}",
-                 config=CHART)  # the text says the bars beside it too
+        a11y.chart(
+            left,
+            figs.group_figure(snap, font_px, height_px=360),
+            text=f"{figs.group_figure_text(snap)} {bars_text}",
+            config=CHART,
+        )  # the text says the bars beside it too
         left.caption(shown.gqa_text)
     else:
         # the readout first: large, above the fold, and its room kept when there is nothing to say (no jump)
-        readout = html.escape(shown.readout) or (
-            f'<span class="{a11y.MUTED}">{html.escape(shown.readout_hint)}</span>')
+        readout = html.escape(shown.readout) or (f'<span class="{a11y.MUTED}">{html.escape(shown.readout_hint)}</span>')
         # the stage's chart and the bars beside it, for a screen reader: in the readout, so no element is added
         figure_text = figs.state_figure_text(snap) if snap.state is not None else figs.stage_figure_text(snap)
         chart_text = a11y.screen_reader_span(f"{figure_text} {bars_text}")
-        left.html(f'<div class="kvviz-readout" style="font-size:{1.1 if present else 1.0}rem">{readout}'
-                  f'{chart_text}</div>')
+        left.html(
+            f'<div class="kvviz-readout" style="font-size:{1.1 if present else 1.0}rem">{readout}{chart_text}</div>'
+        )
         if snap.state is not None:  # a hybrid's linear-attention layer: its fixed state, per head
             a11y.plot(left, figs.state_figure(snap, font_px, height_px=370), config=CHART)
         else:
@@ -390,8 +473,17 @@ def _draw(shown: step_view.StageView, view: str, race: step_view.RaceView | None
         if race is not None:
             _race_side(race)
         else:
-            a11y.plot(st, figs.next_token_bars([t.text for t in top], [t.prob for t in top], snap.next_token_text,
-                                               font_px, height_px=6 * (font_px + 12) + 90), config=CHART)
+            a11y.plot(
+                st,
+                figs.next_token_bars(
+                    [t.text for t in top],
+                    [t.prob for t in top],
+                    snap.next_token_text,
+                    font_px,
+                    height_px=6 * (font_px + 12) + 90,
+                ),
+                config=CHART,
+            )
     st.caption(shown.step_line)
     return history
 
@@ -452,16 +544,25 @@ def _race(snap: step_view.StageSnapshot, race: step_view.RaceView) -> None:
         st.caption(race.models_caption)
     sides = st.columns(2, gap="small")
     for side, cached, sentence in zip(sides, (True, False), race.sides, strict=True):
-        a11y.chart(side, figs.race_figure(snap, cached, font_px, height_px=190 if not present else 200),
-                 text=figs.race_figure_text(snap, cached), config=CHART)
+        a11y.chart(
+            side,
+            figs.race_figure(snap, cached, font_px, height_px=190 if not present else 200),
+            text=figs.race_figure_text(snap, cached),
+            config=CHART,
+        )
         side.markdown(sentence)
     if race.note:  # the prefill, or no clock while the animation runs
         st.caption(race.note)
     else:
         timing = race.timing
-        a11y.chart(st, figs.race_timing_figure(timing.cached_ms, timing.uncached_ms, timing.fixed_ms, font_px,
-                                             height_px=120 if not present else 140),
-                 text=figs.race_timing_figure_text(timing), config=CHART)
+        a11y.chart(
+            st,
+            figs.race_timing_figure(
+                timing.cached_ms, timing.uncached_ms, timing.fixed_ms, font_px, height_px=120 if not present else 140
+            ),
+            text=figs.race_timing_figure_text(timing),
+            config=CHART,
+        )
         if race.clock_caption:
             st.caption(race.clock_caption)
 
@@ -469,11 +570,17 @@ def _race(snap: step_view.StageSnapshot, race: step_view.RaceView) -> None:
 def _race_side(race: step_view.RaceView) -> None:
     """Beside the race: which model the clock runs on, and the verdict in a few lines."""
     if models.model_offered(RACE_SHAPE) and info.spec != RACE_SHAPE:
-        st.segmented_control(_("Race on"), list(RACE_SCALES), key="step_race_scale",
-                             format_func=lambda v: _(RACE_SCALES[v]),
-                             help=_("The GPT-2 124M shape (random weights: only the clock matters) shows the gap "
-                                    "this small model hides: a few seconds a step on 2 cores, 0.5 GB loaded once "
-                                    "per server"))
+        st.segmented_control(
+            _("Race on"),
+            list(RACE_SCALES),
+            key="step_race_scale",
+            format_func=lambda v: _(RACE_SCALES[v]),
+            help=_(
+                "The GPT-2 124M shape (random weights: only the clock matters) shows the gap "
+                "this small model hides: a few seconds a step on 2 cores, 0.5 GB loaded once "
+                "per server"
+            ),
+        )
     else:
         st.session_state["step_race_scale"] = "model"
     if race.tiles_caption:
@@ -493,10 +600,21 @@ def _choice(row, label: str, n: int, key: str, prefix: str, max_buttons: int = 8
     row.markdown(f"**{label}**")
     label_of = lambda i: stage_link.picker_label(prefix, i)  # noqa: E731
     if n <= max_buttons:
-        return row.segmented_control(label, range(n), default=0, key=key, format_func=label_of,
-                                     bind="query-params", label_visibility="collapsed") or 0
-    return row.selectbox(label, range(n), key=key, format_func=label_of, bind="query-params",
-                         label_visibility="collapsed", width=90)
+        return (
+            row.segmented_control(
+                label,
+                range(n),
+                default=0,
+                key=key,
+                format_func=label_of,
+                bind="query-params",
+                label_visibility="collapsed",
+            )
+            or 0
+        )
+    return row.selectbox(
+        label, range(n), key=key, format_func=label_of, bind="query-params", label_visibility="collapsed", width=90
+    )
 
 
 def _play_interval() -> float | None:
@@ -514,80 +632,111 @@ def stage() -> None:
         st.rerun()
     if not engine.started:
         st.html(_state_html(playing=False))
-        st.info(_("Press **Prefill** (or the P key) to feed the prompt. Model: {model}.").format(model=info.shown_label()))
+        st.info(
+            _("Press **Prefill** (or the P key) to feed the prompt. Model: {model}.").format(model=info.shown_label())
+        )
         _sync_url()
         return
     pick = st.container(horizontal=True, vertical_alignment="center")
     layer = _choice(pick, _("Layer"), info.n_layer, "step_layer", "L")
     # more than 4 heads as buttons (the GQA model's 8) wrapped the row at 1280x720 and pushed the newest row down
     head = _choice(pick, _("Query head"), info.n_head, "step_head", "H", max_buttons=4)
-    view = pick.segmented_control(_("View"), _views(), key="step_view", format_func=lambda v: _(VIEWS[v]),
-                                  label_visibility="collapsed") or "one"
+    view = (
+        pick.segmented_control(
+            _("View"), _views(), key="step_view", format_func=lambda v: _(VIEWS[v]), label_visibility="collapsed"
+        )
+        or "one"
+    )
     latest = len(engine.records) - 1
     at = latest if playing else min(st.session_state.get("step_history", latest), latest)
     shown = engine.stage_view(layer, head, at=at, all_layers=view == "race")
     if view != "race":
         button = shown.copy_button
         # always drawn (disabled when there is no copying head to show), so the row never jumps
-        pick.button(button.label, key="step_show_copy", disabled=not button.enabled, on_click=_show_head,
-                    args=button.target,
-                    icon=":material/content_copy:",
-                    help=_("Show the head that reads the row after the newest token's previous occurrence (there "
-                           "is one when the newest token occurred before: try the Repeat a pattern preset)"))
+        pick.button(
+            button.label,
+            key="step_show_copy",
+            disabled=not button.enabled,
+            on_click=_show_head,
+            args=button.target,
+            icon=":material/content_copy:",
+            help=_(
+                "Show the head that reads the row after the newest token's previous occurrence (there "
+                "is one when the newest token occurred before: try the Repeat a pattern preset)"
+            ),
+        )
     if link_box is not None:
         with link_box:
-            st.caption(_("This state as a link: prompt, steps taken, sampling (seed, temperature, top-k), layer, "
-                         "head, view, presenter mode and language. Opened elsewhere it replays the same generation."))
+            st.caption(
+                _(
+                    "This state as a link: prompt, steps taken, sampling (seed, temperature, top-k), layer, "
+                    "head, view, presenter mode and language. Opened elsewhere it replays the same generation."
+                )
+            )
             st.code(_link(), language=None, wrap_lines=True)
     race = None
     if view == "race":  # timed here, after the pickers: a layer or head click redraws without timing again
-        race = step_view.race_view(shown, _race_timing(shown.snapshot, playing),
-                                   big=st.session_state.get("step_race_scale") == "gpt2")
+        race = step_view.race_view(
+            shown, _race_timing(shown.snapshot, playing), big=st.session_state.get("step_race_scale") == "gpt2"
+        )
     history = _draw(shown, view, race, playing)
     if latest and not playing:  # beside the tiles, so it is above the fold at 1280x720
-        history.slider(_("History (the cache is not changed)"), 0, latest, value=at, key="step_history",
-                       format=_("step %d"),
-                       help=_("History: scrub back through the steps taken (redraws what was recorded; the cache is "
-                              "not changed)"))
+        history.slider(
+            _("History (the cache is not changed)"),
+            0,
+            latest,
+            value=at,
+            key="step_history",
+            format=_("step %d"),
+            help=_("History: scrub back through the steps taken (redraws what was recorded; the cache is not changed)"),
+        )
     _sync_url()
 
 
 stage()
 if not present:
     with st.expander(_("What you are seeing"), expanded=False):
-        st.markdown(_(
-            "At every layer each token gets a **query**, a **key** and a **value** vector. A new token's query is "
-            "compared with the keys of *all* earlier tokens and its own, and it averages their values. Those earlier keys and "
-            "values never change, so the model stores them: the **KV cache**.\n\n"
-            "1. **Prefill** feeds the whole prompt in one pass: every layer's cache gets one row per prompt token.\n"
-            "2. Each **Next token** feeds only the newest token: every layer computes *one* new K row and *one* "
-            "new V row (outlined), appends them, and the new query attends over all cached rows: the bars on the "
-            "right sit beside the rows they weigh.\n"
-            "3. The token the model just chose (dashed chip) is not in the cache yet: the next step feeds it.\n"
-            "4. **Back** crops the cache by one row, exactly as real engines roll back. The history slider only "
-            "redraws an earlier step from what was recorded; it changes nothing.\n\n"
-            "5. When the newest token occurred before, the line above the figure names the head that reads the "
-            "row *after* that earlier occurrence (an induction head copying; try the *Repeat a pattern* preset).\n\n"
-            "Decoding is a seeded draw by default (the same seed and prompt give the same text): greedy decoding, "
-            "one toggle away in *Prompt*, always takes the most likely token, and a small model soon loops."
-        ))
+        st.markdown(
+            _(
+                "At every layer each token gets a **query**, a **key** and a **value** vector. A new token's query is "
+                "compared with the keys of *all* earlier tokens and its own, and it averages their values. Those earlier keys and "
+                "values never change, so the model stores them: the **KV cache**.\n\n"
+                "1. **Prefill** feeds the whole prompt in one pass: every layer's cache gets one row per prompt token.\n"
+                "2. Each **Next token** feeds only the newest token: every layer computes *one* new K row and *one* "
+                "new V row (outlined), appends them, and the new query attends over all cached rows: the bars on the "
+                "right sit beside the rows they weigh.\n"
+                "3. The token the model just chose (dashed chip) is not in the cache yet: the next step feeds it.\n"
+                "4. **Back** crops the cache by one row, exactly as real engines roll back. The history slider only "
+                "redraws an earlier step from what was recorded; it changes nothing.\n\n"
+                "5. When the newest token occurred before, the line above the figure names the head that reads the "
+                "row *after* that earlier occurrence (an induction head copying; try the *Repeat a pattern* preset).\n\n"
+                "Decoding is a seeded draw by default (the same seed and prompt give the same text): greedy decoding, "
+                "one toggle away in *Prompt*, always takes the most likely token, and a small model soon loops."
+            )
+        )
         if not info.all_attention:
             st.markdown(_(HYBRID_SEEING))
-    with st.expander(_("Without the cache: recompute everything, get the same answer"), key="step_exp_uncached",
-                     on_change="rerun") as uncached:
+    with st.expander(
+        _("Without the cache: recompute everything, get the same answer"), key="step_exp_uncached", on_change="rerun"
+    ) as uncached:
         if uncached.open and engine.started:
             check = step_view.without_cache_view(engine.check_without_cache(), engine.records, info)
             st.markdown(check.text)
-            a11y.chart(st, figs.growth_chart(check.steps, check.with_cache, check.without_cache, check.axis_title),
-                       config=CHART)
+            a11y.chart(
+                st,
+                figs.growth_chart(check.steps, check.with_cache, check.without_cache, check.axis_title),
+                config=CHART,
+            )
     if not info.all_attention:  # a hybrid: its step against an all-attention model's of the same shape
-        with st.expander(_("Against all attention: one step's time as the context grows"),
-                         key="step_exp_versus", on_change="rerun") as versus:
+        with st.expander(
+            _("Against all attention: one step's time as the context grows"), key="step_exp_versus", on_change="rerun"
+        ) as versus:
             if versus.open:
                 st.markdown(_(VERSUS_TEXT))
                 if st.button(_("Time both"), key="step_btn_versus"):
-                    with st.spinner(_("Timing both models at {n} context lengths...").format(
-                            n=len(step_view.CONTEXT_RACE_CONTEXTS))):
+                    with st.spinner(
+                        _("Timing both models at {n} context lengths...").format(n=len(step_view.CONTEXT_RACE_CONTEXTS))
+                    ):
                         st.session_state["step_versus"] = (info.spec, engine.versus_attention())
                 kept = st.session_state.get("step_versus")
                 if kept is not None and kept[0] == info.spec:

@@ -1,4 +1,5 @@
 """For teachers: a 30-minute and a 45-minute plan, and how to run kvviz for a class (kvviz.teaching.guide)."""
+
 from __future__ import annotations
 
 import streamlit as st
@@ -13,14 +14,21 @@ from kvviz.ui import a11y, links, router
 router.ensure_router()  # before anything is drawn: see its docstring
 link_params = links.link_params()  # every link the page makes keeps the language and the model
 st.title(_("For teachers"))
-st.markdown(_("**What you are seeing.** Two lesson plans built from kvviz's pages (which page, in which order, what "
-              "to show, what to ask the room, where students usually go wrong) and how to run it for a class. "
-              "Every link opens the page at the state the plan needs."))
+st.markdown(
+    _(
+        "**What you are seeing.** Two lesson plans built from kvviz's pages (which page, in which order, what "
+        "to show, what to ask the room, where students usually go wrong) and how to run it for a class. "
+        "Every link opens the page at the state the plan needs."
+    )
+)
 row = st.container(horizontal=True)
-row.page_link(routes.LESSON.file, label=_("Open the lesson in class mode"), icon=routes.LESSON.icon,
-              query_params={**routes.LESSON.query(step=1, class_mode="true"), **link_params})
-row.page_link(routes.GLOSSARY.file, label=_(routes.GLOSSARY.title), icon=routes.GLOSSARY.icon,
-              query_params=link_params)
+row.page_link(
+    routes.LESSON.file,
+    label=_("Open the lesson in class mode"),
+    icon=routes.LESSON.icon,
+    query_params={**routes.LESSON.query(step=1, class_mode="true"), **link_params},
+)
+row.page_link(routes.GLOSSARY.file, label=_(routes.GLOSSARY.title), icon=routes.GLOSSARY.icon, query_params=link_params)
 
 
 def minutes_label(plan: tuple[guide.Block, ...]) -> str:
@@ -74,20 +82,41 @@ for tab, plan in zip(tabs, plans.values(), strict=True):
                 line = st.container(horizontal=True, vertical_alignment="center")
                 line.markdown(_("**{minutes} min** · open").format(minutes=row["minutes"]), width="content")
                 # a link, drawn as one (a code span read as a grey snippet); echo.literal keeps its _ and & as typed
-                line.page_link(block.page.file, label=echo.literal(row["open"]), icon=":material/open_in_new:",
-                               query_params=query, width="content")
-                st.markdown(_("**Show.** {show}  \n**Ask.** {ask}  \n**Where students go wrong.** {pitfall}").format(
-                    show=_(block.show), ask=_(block.ask), pitfall=_(block.pitfall)))
+                line.page_link(
+                    block.page.file,
+                    label=echo.literal(row["open"]),
+                    icon=":material/open_in_new:",
+                    query_params=query,
+                    width="content",
+                )
+                st.markdown(
+                    _("**Show.** {show}  \n**Ask.** {ask}  \n**Where students go wrong.** {pitfall}").format(
+                        show=_(block.show), ask=_(block.ask), pitfall=_(block.pitfall)
+                    )
+                )
 with st.container(border=True, key="teach_hybrid"):  # the optional question: offered where it fits, not timed
     question = guide.hybrid_question()
     st.markdown(_(guide.HYBRID_WHEN).format(tokens=question.tokens))
-    st.page_link(routes.STEP_THROUGH.file, label=echo.literal(routes.STEP_THROUGH.url(question.link_query)),
-                 icon=":material/open_in_new:", query_params={**link_params, **question.link_query}, width="content")
-    st.markdown(_("**Ask.** {ask}  \n**Where students go wrong.** {pitfall}").format(
-        ask=_(guide.HYBRID_ASK).format(tokens=question.tokens), pitfall=_(guide.HYBRID_PITFALL)))
+    st.page_link(
+        routes.STEP_THROUGH.file,
+        label=echo.literal(routes.STEP_THROUGH.url(question.link_query)),
+        icon=":material/open_in_new:",
+        query_params={**link_params, **question.link_query},
+        width="content",
+    )
+    st.markdown(
+        _("**Ask.** {ask}  \n**Where students go wrong.** {pitfall}").format(
+            ask=_(guide.HYBRID_ASK).format(tokens=question.tokens), pitfall=_(guide.HYBRID_PITFALL)
+        )
+    )
     with st.expander(_("The answer, and its picture")):
         st.markdown(question.answer())
-        a11y.chart(st, step_figures.hybrid_layers_figure(question.layers, question.kv_rows, question.kv_bytes,
-                                                         question.state_bytes, question.tokens), key="teach_hybrid_fig")
+        a11y.chart(
+            st,
+            step_figures.hybrid_layers_figure(
+                question.layers, question.kv_rows, question.kv_bytes, question.state_bytes, question.tokens
+            ),
+            key="teach_hybrid_fig",
+        )
 st.header(_("Running it for a class"))
 st.markdown(guide.run_for_a_class())

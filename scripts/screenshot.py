@@ -3,6 +3,7 @@
 Starts `streamlit run app.py` on a free port, drives headless Debian Chromium with Playwright (prefill
 ROMEO:, five Next token clicks), and saves PNGs of the step-through page and the other pages.
 """
+
 from __future__ import annotations
 
 import sys

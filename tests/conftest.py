@@ -2,6 +2,7 @@
 tests a fresh server per module, a headless Chromium (a tab per module, or a browser per test) and a busy core.
 Helpers (open a page, start a server, read a browser page) live in tests/support/; test modules import them from
 there, never from this file or from each other (tests/test_test_harness.py checks)."""
+
 from __future__ import annotations
 
 import os
@@ -21,8 +22,11 @@ from support.browser import chromium, fresh_server, new_tab, require_chromium
 
 # ----- tiers (support/tiers.py says what each is) ---------------------------------------------------------------
 def pytest_addoption(parser):
-    parser.addoption("--all-tiers", action="store_true",
-                     help="kvviz: run every tier (pure, model, app, browser, slow); a bare run takes the pure tier only")
+    parser.addoption(
+        "--all-tiers",
+        action="store_true",
+        help="kvviz: run every tier (pure, model, app, browser, slow); a bare run takes the pure tier only",
+    )
 
 
 def _tiers_of(item) -> set[str]:
@@ -59,7 +63,8 @@ def pytest_collection_finish(session):
     if _torch_at_collection:
         raise pytest.UsageError(
             f"{_torch_at_collection[0]} imports torch when collected: import it (and the kvviz modules that use it) "
-            "inside a fixture or the test, so that a bare `pytest` never loads torch")
+            "inside a fixture or the test, so that a bare `pytest` never loads torch"
+        )
     tiers.watch_imports()  # from here on every import that reaches torch is counted (the tier check reads it)
 
 
@@ -111,8 +116,10 @@ def _tier_offence(item) -> str | None:
     for name in getattr(item, "fixturenames", ()):
         for fixturedef in (info.name2fixturedefs.get(name, ()) if info else ())[-1:]:
             for kind in sorted(_fixture_did.get(fixturedef, ())):
-                return (f"this test uses the fixture {name}, which {tiers.WHAT[kind]} when it was set up: "
-                        f"mark it @pytest.mark.{tiers.MARKER_OF[kind]}")
+                return (
+                    f"this test uses the fixture {name}, which {tiers.WHAT[kind]} when it was set up: "
+                    f"mark it @pytest.mark.{tiers.MARKER_OF[kind]}"
+                )
     return None
 
 

@@ -19,6 +19,7 @@ python3 -m venv .venv
 export KVVIZ_REQUIRE_BROWSER=1  # here Chromium is installed: the browser test must run, not skip
 export HF_HUB_OFFLINE=1         # tests never touch the network
 .venv/bin/ruff check .         # lint first (pyproject.toml: E, F, W, I, B, UP, SIM): a lint error fails CI
+.venv/bin/ruff format --check .  # and the layout is ruff format's (pyproject.toml: 120 columns): a file it would change fails CI
 # Every tier (tests/support/tiers.py), in two pytest-xdist workers (one a core; each loads its own bundled model, a
 # second or two). The pure tier first, alone (the tests with no tier marker, what a bare `pytest` runs): it is
 # quick, and no other tier has run in its workers. Then the other tiers without a server; then the browser tier on

@@ -5,6 +5,7 @@ records have the right shapes and byte counts, one estimator gives every speed-u
 fraction uses its own probe and a disturbed run never shows a fraction, the line serializes real threads.
 No timing is asserted: timings live in `python -m kvviz bench` and bench/.
 """
+
 from __future__ import annotations
 
 import json
@@ -71,8 +72,13 @@ def test_record_shapes_and_cache_bytes(sdpa_model, tiny_result):
     p, n = TINY.prompt_len, TINY.new_tokens
     row = 2 * info.n_layer * info.n_kv_heads * info.head_dim * 4  # K + V, fp32, per position
     assert tiny_result.kv_row_bytes == row
-    expected_cache = {"no_cache": 0, "dynamic": (p + n - 1) * row, "static": (p + n) * row,
-                      "preallocated": (p + n) * row, "int8": (p + n) * row}
+    expected_cache = {
+        "no_cache": 0,
+        "dynamic": (p + n - 1) * row,
+        "static": (p + n) * row,
+        "preallocated": (p + n) * row,
+        "int8": (p + n) * row,
+    }
     for mode in tiny_result.modes:
         assert len(mode.runs) == TINY.repeats
         for run in mode.runs:
@@ -88,8 +94,9 @@ def test_record_shapes_and_cache_bytes(sdpa_model, tiny_result):
 def test_one_estimator_for_every_speedup(tiny_result):
     """speedup() is the last point of speedup_by_length(): median over rounds of summed pass times."""
     for name in ("dynamic", "preallocated", "generate_cache"):
-        brute = (np.median([r.passes_ms for r in tiny_result.mode("no_cache").runs])
-                 / np.median([r.passes_ms for r in tiny_result.mode(name).runs]))
+        brute = np.median([r.passes_ms for r in tiny_result.mode("no_cache").runs]) / np.median(
+            [r.passes_ms for r in tiny_result.mode(name).runs]
+        )
         assert tiny_result.speedup(name) == pytest.approx(brute)
         assert tiny_result.speedup_by_length(name)[-1] == pytest.approx(tiny_result.speedup(name))
     assert tiny_result.speedup("no_cache") == pytest.approx(1.0)
@@ -120,8 +127,17 @@ def test_line_serializes_two_concurrent_runs(sdpa_model):
 
     from kvviz.speedup import harness
 
-    settings = BenchSettings(prompt_len=4, new_tokens=4, repeats=1, warmup=0, threads=1, include_generate=False,
-                             include_int8=False, include_static=False, weight_format="stored")
+    settings = BenchSettings(
+        prompt_len=4,
+        new_tokens=4,
+        repeats=1,
+        warmup=0,
+        threads=1,
+        include_generate=False,
+        include_int8=False,
+        include_static=False,
+        weight_format="stored",
+    )
     spans: dict[str, list[float]] = {"a": [], "b": []}
     busy_seen: list[bool] = []
     errors: list[BaseException] = []
@@ -186,8 +202,9 @@ def test_interrupted_run_releases_its_turn_and_restores_threads(sdpa_model):
         if fraction > 0.03:
             raise KeyboardInterrupt  # what Ctrl-C or a Streamlit rerun does mid-run
 
-    settings = BenchSettings(prompt_len=3, new_tokens=3, repeats=1, warmup=0,
-                             threads=max(1, threads_before - 1) if threads_before > 1 else 2)
+    settings = BenchSettings(
+        prompt_len=3, new_tokens=3, repeats=1, warmup=0, threads=max(1, threads_before - 1) if threads_before > 1 else 2
+    )
     with pytest.raises(KeyboardInterrupt):
         harness.run_benchmark(sdpa_model, settings, progress=interrupt)
     assert not timed_work_queue().state().busy and in_line() == 0
@@ -230,7 +247,8 @@ def test_summary_and_csv(tiny_result):
     rows = tables.summary_rows(tiny_result)
     assert [r["mode"] for r in rows] == [m.label for m in tiny_result.modes]
     assert [r["tokens match no cache"] for r in rows] == [
-        f"{tiny_result.token_agreement('int8'):.0%}" if m.mode == "int8" else "yes" for m in tiny_result.modes]
+        f"{tiny_result.token_agreement('int8'):.0%}" if m.mode == "int8" else "yes" for m in tiny_result.modes
+    ]
     import pandas as pd
     import pyarrow as pa
 
@@ -275,8 +293,9 @@ def test_figures(tiny_result):
 def test_cli_json(capsys):
     from kvviz.cli import bench as cli_bench
 
-    rc = cli_bench.main(["--prompt-len", "3", "--new-tokens", "4", "--repeats", "1", "--warmup", "0",
-                         "--threads", "1", "--json"])
+    rc = cli_bench.main(
+        ["--prompt-len", "3", "--new-tokens", "4", "--repeats", "1", "--warmup", "0", "--threads", "1", "--json"]
+    )
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["tokens_match"] is True and out["machine"]["threads"] == 1
@@ -291,8 +310,23 @@ def test_cli_json(capsys):
 def test_cli_text_report(capsys):
     from kvviz.cli import bench as cli_bench
 
-    rc = cli_bench.main(["--prompt-len", "3", "--new-tokens", "3", "--repeats", "1", "--warmup", "0",
-                         "--threads", "1", "--no-generate", "--no-prepack", "--no-int8"])
+    rc = cli_bench.main(
+        [
+            "--prompt-len",
+            "3",
+            "--new-tokens",
+            "3",
+            "--repeats",
+            "1",
+            "--warmup",
+            "0",
+            "--threads",
+            "1",
+            "--no-generate",
+            "--no-prepack",
+            "--no-int8",
+        ]
+    )
     assert rc == 0
     out = capsys.readouterr().out
     assert "read roofline" in out and "Flat pre-allocated" in out and "model.generate" not in out
@@ -335,8 +369,17 @@ def test_compiled_static_reference_picks_the_same_tokens_or_says_why_not(sdpa_mo
     from kvviz.cli import bench as cli_bench
     from kvviz.speedup import harness
 
-    settings = BenchSettings(prompt_len=5, new_tokens=6, repeats=1, warmup=1, threads=1, include_generate=False,
-                             include_int8=False, include_compiled=True, weight_format="stored")
+    settings = BenchSettings(
+        prompt_len=5,
+        new_tokens=6,
+        repeats=1,
+        warmup=1,
+        threads=1,
+        include_generate=False,
+        include_int8=False,
+        include_compiled=True,
+        weight_format="stored",
+    )
     result = harness.run_benchmark(sdpa_model, settings)
     if result.has("static_compiled"):  # a C++ compiler is here: one graph, timed, the no-cache tokens
         assert result.compile_note.startswith("torch.compile took ")

@@ -2,6 +2,7 @@
 round's own probe, disturbed runs flagged (never shown above 100%), weights in cache, pass points on the two
 roofs, the probes themselves, and the batched-decode sweep. No timing is asserted.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,8 +40,10 @@ def test_roofline_bytes_and_per_round_fractions(sdpa_model, tiny_result):
     assert all(b.buffer_bytes >= 4 * (llc or 0) and b.bytes_per_s > 0 for b in tiny_result.read_bandwidth)
     runs = tiny_result.mode("preallocated").runs
     verdict = tiny_result.roofline_verdict("preallocated")
-    expected = [run.decode_tokens_per_s * tiny_result.bytes_per_token("preallocated") / probe.bytes_per_s
-                for run, probe in zip(runs, tiny_result.read_bandwidth, strict=True)]
+    expected = [
+        run.decode_tokens_per_s * tiny_result.bytes_per_token("preallocated") / probe.bytes_per_s
+        for run, probe in zip(runs, tiny_result.read_bandwidth, strict=True)
+    ]
     assert verdict.fractions == pytest.approx(expected)
     assert roofline.kv_bytes_read_per_decode_token(2 * 2 * 2 * 4 * 4, 10, 1) == 0  # no decode step, nothing read
 
@@ -50,9 +53,13 @@ def test_disturbed_run_is_flagged_and_never_shows_over_100_percent(tiny_result):
     """A probe far below what the decode achieved (the machine was busy during the probe) marks the run."""
     from kvviz.cli import bench as cli_bench
 
-    achieved = [run.decode_tokens_per_s * tiny_result.bytes_per_token("preallocated")
-                for run in tiny_result.mode("preallocated").runs]
-    slow = tuple(dataclasses.replace(b, bytes_per_s=a / 3) for b, a in zip(tiny_result.read_bandwidth, achieved, strict=True))
+    achieved = [
+        run.decode_tokens_per_s * tiny_result.bytes_per_token("preallocated")
+        for run in tiny_result.mode("preallocated").runs
+    ]
+    slow = tuple(
+        dataclasses.replace(b, bytes_per_s=a / 3) for b, a in zip(tiny_result.read_bandwidth, achieved, strict=True)
+    )
     small_cache = dataclasses.replace(tiny_result.machine, last_level_cache_bytes=2**20)  # weights cannot fit
     disturbed = dataclasses.replace(tiny_result, read_bandwidth=slow, machine=small_cache)
     verdict = disturbed.roofline_verdict("preallocated")
@@ -70,9 +77,13 @@ def test_disturbed_run_is_flagged_and_never_shows_over_100_percent(tiny_result):
 @pytest.mark.model
 def test_weights_in_cache_are_never_shown_above_the_dram_roof(tiny_result):
     """The bundled model's 4 MB of weights sit in a 32 MB L3: beating the DRAM probe is not a disturbance."""
-    achieved = [run.decode_tokens_per_s * tiny_result.bytes_per_token("preallocated")
-                for run in tiny_result.mode("preallocated").runs]
-    slow = tuple(dataclasses.replace(b, bytes_per_s=a / 3) for b, a in zip(tiny_result.read_bandwidth, achieved, strict=True))
+    achieved = [
+        run.decode_tokens_per_s * tiny_result.bytes_per_token("preallocated")
+        for run in tiny_result.mode("preallocated").runs
+    ]
+    slow = tuple(
+        dataclasses.replace(b, bytes_per_s=a / 3) for b, a in zip(tiny_result.read_bandwidth, achieved, strict=True)
+    )
     big_cache = dataclasses.replace(tiny_result.machine, last_level_cache_bytes=2**30)
     in_cache = dataclasses.replace(tiny_result, read_bandwidth=slow, machine=big_cache)
     verdict = in_cache.roofline_verdict("preallocated")
@@ -151,7 +162,9 @@ def test_gemv_ceiling_times_every_kernel_on_the_real_matrices(tmp_path):
     report = json.loads(out.read_text())
     model = load_bundled("sdpa").model
     cfg = model.config
-    matrix_weights = cfg.n_layer * (3 * cfg.n_embd ** 2 + cfg.n_embd ** 2 + 2 * 4 * cfg.n_embd ** 2) + cfg.vocab_size * cfg.n_embd
+    matrix_weights = (
+        cfg.n_layer * (3 * cfg.n_embd**2 + cfg.n_embd**2 + 2 * 4 * cfg.n_embd**2) + cfg.vocab_size * cfg.n_embd
+    )
     assert report["weight_bytes_per_step"] == 4 * matrix_weights
     assert {"stored", "linear"} <= set(report["kernels"])
     for k in report["kernels"].values():

@@ -1,5 +1,6 @@
 """One token is "1 token": the counts a reader is told about use the singular, and a setting's bounds refuse an
 empty box by name (kvviz.inputs.prompt_rules)."""
+
 from __future__ import annotations
 
 import pytest

@@ -3,6 +3,7 @@
 Opens the step-through page, prefills, clicks Next token a few times, and checks that the cache grew and
 that no error or exception is on the page. Then visits every other page and checks it renders cleanly.
 """
+
 from __future__ import annotations
 
 import pytest

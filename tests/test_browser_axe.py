@@ -6,6 +6,7 @@ violation fails unless support.axe.ALLOWED names it, and so does heading-order) 
 tests/test_browser_axe_states.py shares (the states a class reaches after clicks). What axe cannot judge (a chart's
 meaning, colour alone, keyboard flow, 200% zoom) is tested elsewhere or said in docs/teaching.md.
 """
+
 from __future__ import annotations
 
 import pytest

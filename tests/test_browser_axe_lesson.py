@@ -5,6 +5,7 @@ Each step is scanned once per mode, as (English, light) or (Chinese, dark) alter
 round in class mode: every step in both modes, and both languages and both themes in each mode, at half the time of
 every combination. No serious or critical violation, nor heading-order.
 """
+
 from __future__ import annotations
 
 import pytest

@@ -14,6 +14,7 @@ Each state is scanned as the pairs (English, light theme) and (Chinese, dark the
 both themes, except the phone's pages: each page once, the pairs alternating page by page (both languages and both
 themes still covered, at half the time). No serious or critical violation, nor heading-order, in any of them.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -51,8 +52,13 @@ def test_the_stage_after_three_tokens_in_each_view_presenting(app_url, browser, 
     failing: dict = {}
     tab = new_tab(browser, color_scheme=scheme)
     for view in ("one", "race", "gqa"):
-        query = {"prompt": PROMPT, "steps": str(STEPS), "view": view, "present": "1",
-                 **({"model": GQA_MODEL} if view == "gqa" else {})}
+        query = {
+            "prompt": PROMPT,
+            "steps": str(STEPS),
+            "view": view,
+            "present": "1",
+            **({"model": GQA_MODEL} if view == "gqa" else {}),
+        }
         goto_drawn(tab, app_url, "step_through", lang=lang, query=query, drawn=(".kvviz-strip",), settle=axe.settle)
         wait_cache_length(tab, _prompt_tokens() + STEPS, lang=lang)
         assert f"view={view}" in tab.url and "present=1" in tab.url, tab.url  # the view asked for, presenting
@@ -64,8 +70,9 @@ def test_the_stage_after_three_tokens_in_each_view_presenting(app_url, browser, 
 def test_the_lesson_in_class_mode_after_reveal_and_its_ending(app_url, browser, lang, scheme):
     failing: dict = {}
     tab = new_tab(browser, color_scheme=scheme)
-    goto_drawn(tab, app_url, "lesson", lang=lang, query={"step": "7", "lesson_class": "true"}, drawn=(),
-               settle=axe.settle)
+    goto_drawn(
+        tab, app_url, "lesson", lang=lang, query={"step": "7", "lesson_class": "true"}, drawn=(), settle=axe.settle
+    )
     tab.locator(".st-key-lesson_reveal_btn_7 button").click()
     tab.locator(".st-key-lesson_room_right_7 button").wait_for()
     axe.settle(tab)
@@ -73,8 +80,15 @@ def test_the_lesson_in_class_mode_after_reveal_and_its_ending(app_url, browser, 
     tab.locator(".st-key-lesson_room_right_7 button").click()  # the room got it: the ending has a score to show
     tab.wait_for_function("() => location.search.includes('lesson_score=')")
     score = tab.evaluate("() => new URLSearchParams(location.search).get('lesson_score')")
-    goto_drawn(tab, app_url, "lesson", lang=lang, query={"step": "End", "lesson_class": "true", "lesson_score": score},
-               drawn=(".st-key-lesson_restart",), settle=axe.settle)
+    goto_drawn(
+        tab,
+        app_url,
+        "lesson",
+        lang=lang,
+        query={"step": "End", "lesson_class": "true", "lesson_score": score},
+        drawn=(".st-key-lesson_restart",),
+        settle=axe.settle,
+    )
     _scan(failing, "ending", tab)
     _assert_clean(failing)
 
@@ -99,8 +113,15 @@ def test_the_memory_page_on_each_tab(app_url, browser, lang, scheme):
 def test_what_to_forget_after_its_sweep(app_url, browser, lang, scheme):
     tab = new_tab(browser, color_scheme=scheme)
     # the policies picker is drawn once the sweep is over (cached per model and text: the second pair's is quick)
-    goto_drawn(tab, app_url, "internals_eviction", lang=lang, drawn=(".st-key-evict_drawn",),
-               drawn_timeout_ms=SWEEP_TIMEOUT_MS, settle=axe.settle)
+    goto_drawn(
+        tab,
+        app_url,
+        "internals_eviction",
+        lang=lang,
+        drawn=(".st-key-evict_drawn",),
+        drawn_timeout_ms=SWEEP_TIMEOUT_MS,
+        settle=axe.settle,
+    )
     failing: dict = {}
     _scan(failing, "after the sweep", tab)
     _assert_clean(failing)
@@ -109,8 +130,15 @@ def test_what_to_forget_after_its_sweep(app_url, browser, lang, scheme):
 @pytest.mark.parametrize("lang, scheme", PAIRS)
 def test_the_glossary_after_a_search_that_finds_nothing(app_url, browser, lang, scheme):
     tab = new_tab(browser, color_scheme=scheme)
-    goto_drawn(tab, app_url, "glossary", lang=lang, query={"term": "zzqx"}, drawn=('[data-testid="stAlert"]',),
-               settle=axe.settle)
+    goto_drawn(
+        tab,
+        app_url,
+        "glossary",
+        lang=lang,
+        query={"term": "zzqx"},
+        drawn=('[data-testid="stAlert"]',),
+        settle=axe.settle,
+    )
     assert tab.locator('[data-testid="stMain"] [class*="st-key-term_"]').count() == 0  # no entry shown
     failing: dict = {}
     _scan(failing, "nothing found", tab)
@@ -122,7 +150,7 @@ def test_every_page_on_a_touch_phone(app_url, browser, lang, scheme):
     """390x844, touch: each page once, in the pair its place in ALL_PAGES picks (alternating)."""
     failing: dict = {}
     tab = new_tab(browser, width=390, height=844, has_touch=True, is_mobile=True, color_scheme=scheme)
-    for path in ALL_PAGES[PAIRS.index((lang, scheme))::len(PAIRS)]:
+    for path in ALL_PAGES[PAIRS.index((lang, scheme)) :: len(PAIRS)]:
         goto_drawn(tab, app_url, path, lang=lang, drawn=(), settle=axe.settle)
         _scan(failing, path or "home", tab)
     _assert_clean(failing)

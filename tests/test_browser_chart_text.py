@@ -1,6 +1,7 @@
 """Charts for those who cannot see them, in a real browser: a chart's text drawn as an element of its own
 (kvviz.ui.screen_reader_text) is in the page for a screen reader, yet takes no room on screen: its element is out of
 the page's flow (kvviz.ui.READABLE_CSS), 1 px and clipped, so the page keeps the layout it had without it."""
+
 from __future__ import annotations
 
 import pytest

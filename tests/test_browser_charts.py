@@ -5,6 +5,7 @@ plotly SVG: every tick label's font size is at least kvviz.figures.MIN_TICK_FONT
 use), a legend lists at most MAX_LEGEND_ENTRIES entries, and no metric tile's label or value is cut off
 (its text wider than its box). Light and dark colour schemes alike (Streamlit follows the system's).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -52,8 +53,16 @@ def _prepare(tab, path: str) -> None:
 
 
 # Pages and tabs that must draw at least one chart (on load, or after the button above): the check saw real charts.
-MUST_DRAW = {"attention_patterns", "internals_prefix", "speedup", "attention_ops/Per component",
-             "memory_budget/Size vs context", "internals_speculative", "internals_quant", "internals_window"}
+MUST_DRAW = {
+    "attention_patterns",
+    "internals_prefix",
+    "speedup",
+    "attention_ops/Per component",
+    "memory_budget/Size vs context",
+    "internals_speculative",
+    "internals_quant",
+    "internals_window",
+}
 
 
 def _check_charts(tab, where: str, must_draw: bool) -> int:

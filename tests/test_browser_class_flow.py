@@ -3,6 +3,7 @@ Chromium): what is typed is checked by one click on Check (and one tap on a phon
 link opens the state its row describes (the cache empty, Prefill on screen) even after the stage was used in the
 session. Screenshots go to test-artifacts/class_flow/ to be looked at.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -47,8 +48,14 @@ def test_the_plans_stage_link_opens_empty_and_at_the_top_after_the_stage_was_use
         wait_settled(tab, timeout_ms=60_000)
     wait_cache_length(tab, before + 3, timeout_ms=60_000)
     tab.mouse.wheel(0, 2000)  # the teacher scrolled down to the rows
-    goto_drawn(tab, app_url, "step_through", lang="en", query={"present": "1", "fresh": "1"},
-               settle=lambda t: wait_settled(t, timeout_ms=60_000))  # the plan's link, in the same session
+    goto_drawn(
+        tab,
+        app_url,
+        "step_through",
+        lang="en",
+        query={"present": "1", "fresh": "1"},
+        settle=lambda t: wait_settled(t, timeout_ms=60_000),
+    )  # the plan's link, in the same session
     prefill = tab.locator(".st-key-step_btn_prefill button").first
     prefill.wait_for()
     assert inside(prefill.bounding_box(), 1280, 720), "Prefill is not on the screen"

@@ -2,6 +2,7 @@
 a phone (390x844, touch), in English and in Chinese, Prefill and 5 Next: the attention layer's K/V tile has 5 more
 rows, the state tile keeps its bytes, a linear layer draws its state per head (8 heatmaps: 4 states, 4 conv inputs)
 with the same shape and bytes, and no error box shows."""
+
 from __future__ import annotations
 
 import re
@@ -36,8 +37,18 @@ def _kv_rows(tab, lang: str) -> int:
 @pytest.mark.parametrize("width,height,touch", [(1280, 720, False), (390, 844, True)], ids=["projector", "phone"])
 def test_the_hybrid_steps_its_kv_grows_and_its_state_keeps_its_bytes(app_url, browser, lang, width, height, touch):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    tab = open_tab(browser, app_url, "step_through", lang=lang, query={"model": BUNDLED_HYBRID}, width=width,
-                   height=height, has_touch=touch, is_mobile=touch, timeout_ms=120_000)
+    tab = open_tab(
+        browser,
+        app_url,
+        "step_through",
+        lang=lang,
+        query={"model": BUNDLED_HYBRID},
+        width=width,
+        height=height,
+        has_touch=touch,
+        is_mobile=touch,
+        timeout_ms=120_000,
+    )
     tab.locator(".st-key-step_btn_prefill button").click()
     tab.wait_for_selector(".kvviz-strip")
     wait_idle(tab)

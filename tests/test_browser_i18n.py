@@ -7,6 +7,7 @@ nothing wider than the window, every button's label inside its button. Screensho
 dark, go to $KVVIZ_SCREENSHOTS (default /tmp/kvviz_zh) to be looked at; the CJK font comes from Debian's
 fonts-noto-cjk (tests/install_and_run.sh installs it), and without it Chromium draws boxes.
 """
+
 from __future__ import annotations
 
 import os
@@ -41,8 +42,13 @@ NAV = ".st-key-kvviz_nav"  # the sidebar's page links (sidebar.sidebar_navigatio
 SIDEBAR = '[data-testid="stSidebar"]'
 # A page drawn with its sidebar and the sidebar's page links (their component loads on its first use); the tab's
 # other waits keep Playwright's own 30 s.
-WITH_SIDEBAR = {"drawn": (SIDEBAR, f"{NAV} a"), "drawn_timeout_ms": 120_000, "timeout_ms": None,
-                "width": WIDTH, "height": HEIGHT}
+WITH_SIDEBAR = {
+    "drawn": (SIDEBAR, f"{NAV} a"),
+    "drawn_timeout_ms": 120_000,
+    "timeout_ms": None,
+    "width": WIDTH,
+    "height": HEIGHT,
+}
 
 # What a reader reads as the page's own words: every text node outside code (the model's English output and the
 # prompts are shown as code or typed into text boxes), scripts and styles.
@@ -161,9 +167,11 @@ def first_visit_samples(url: str, locale: str, every_s: float = 0.3, after_s: fl
 
 def flashes(samples: list[dict]) -> list[dict]:
     """The samples a class must never see: Streamlit's legacy page list, or a finished run with no page drawn."""
-    return [s for s in samples
-            if LEGACY_NAMES & {link.lower() for link in s["links"]}
-            or (s["state"] == "notRunning" and not s["title"])]
+    return [
+        s
+        for s in samples
+        if LEGACY_NAMES & {link.lower() for link in s["links"]} or (s["state"] == "notRunning" and not s["title"])
+    ]
 
 
 @pytest.mark.parametrize("locale", ["en-US", "zh-CN"])
@@ -186,8 +194,9 @@ def _wait_checked_model(tab, expected: str) -> None:
     """The sidebar model radio shows `expected` checked, and only it (Streamlit draws each option as a label
     holding an input); fails with what it shows after a generous wait."""
     try:
-        tab.wait_for_function(f"() => JSON.stringify(({CHECKED_MODEL})()) === JSON.stringify([{expected!r}])",
-                              timeout=30_000)
+        tab.wait_for_function(
+            f"() => JSON.stringify(({CHECKED_MODEL})()) === JSON.stringify([{expected!r}])", timeout=30_000
+        )
         tab.wait_for_timeout(1500)  # and it stays so after the next run
     except Exception:  # noqa: BLE001 - report what is shown instead of a timeout
         pass
@@ -196,8 +205,11 @@ def _wait_checked_model(tab, expected: str) -> None:
 
 def _switch_language(tab, name: str) -> None:
     _sidebar(tab).get_by_text(name, exact=True).click()
-    tab.wait_for_function("(n) => document.querySelector('[data-testid=\"stSidebar\"]').innerText.includes(n)",
-                          arg={"English": "Which model", "简体中文": "选择模型"}[name], timeout=120_000)
+    tab.wait_for_function(
+        "(n) => document.querySelector('[data-testid=\"stSidebar\"]').innerText.includes(n)",
+        arg={"English": "Which model", "简体中文": "选择模型"}[name],
+        timeout=120_000,
+    )
     wait_idle(tab)
 
 
@@ -212,9 +224,11 @@ def test_the_language_round_trip_keeps_the_page_and_the_model():
         tab.wait_for_function("() => location.search.includes('model=bundled-gqa')", timeout=120_000)
         wait_idle(tab)
         _wait_checked_model(tab, "内置 Tiny-Shakespeare Llama，GQA（离线）")
-        for name, expected in [("English", "Bundled Tiny-Shakespeare Llama, GQA (offline)"),
-                               ("简体中文", "内置 Tiny-Shakespeare Llama，GQA（离线）"),
-                               ("English", "Bundled Tiny-Shakespeare Llama, GQA (offline)")]:
+        for name, expected in [
+            ("English", "Bundled Tiny-Shakespeare Llama, GQA (offline)"),
+            ("简体中文", "内置 Tiny-Shakespeare Llama，GQA（离线）"),
+            ("English", "Bundled Tiny-Shakespeare Llama, GQA (offline)"),
+        ]:
             _switch_language(tab, name)
             assert_no_errors(tab)
             _wait_checked_model(tab, expected)
@@ -235,19 +249,25 @@ def test_the_language_switch_is_at_the_top_of_the_sidebar_at_1280x720(app_url, b
 
 
 def _summary_row(tab, step: int) -> list[str]:
-    return tab.evaluate("""(n) => {
+    return tab.evaluate(
+        """(n) => {
         const row = [...document.querySelectorAll('[data-testid="stMain"] table tbody tr')]
             .find(r => r.cells[0] && r.cells[0].innerText.trim() === String(n));
         return row ? [...row.cells].map(c => c.innerText.trim()) : [];
-    }""", step)
+    }""",
+        step,
+    )
 
 
 def test_the_lessons_ending_keeps_what_was_computed_in_the_other_language(app_url, browser):
     """Step 2 asked in English, the ending reached in English, then 简体中文 and back: the ending
     stays the ending and the computed answer stays in its table in each language."""
     tab = open_tab(browser, app_url, "lesson", query={"step": "2"}, locale="en-US", **WITH_SIDEBAR)
-    tab.wait_for_selector('[data-testid="stMain"] :is([data-testid="stTextInput"], [data-testid="stNumberInput"], '
-                          '[data-testid="stRadio"])', timeout=120_000)  # step 2's question is up
+    tab.wait_for_selector(
+        '[data-testid="stMain"] :is([data-testid="stTextInput"], [data-testid="stNumberInput"], '
+        '[data-testid="stRadio"])',
+        timeout=120_000,
+    )  # step 2's question is up
     wait_idle(tab)
     tab.locator('[data-testid="stMain"] [data-testid="stButtonGroup"]').get_by_text("End", exact=True).click()
     tab.wait_for_selector('[data-testid="stMain"] table', timeout=120_000)
@@ -256,8 +276,11 @@ def test_the_lessons_ending_keeps_what_was_computed_in_the_other_language(app_ur
     assert row and row[-1] != "—", row
     for name, heading in [("简体中文", "你学到了什么"), ("English", "What you learned")]:
         _switch_language(tab, name)
-        tab.wait_for_function("(h) => document.querySelector('[data-testid=\"stMain\"]').innerText.includes(h)",
-                              arg=heading, timeout=120_000)
+        tab.wait_for_function(
+            "(h) => document.querySelector('[data-testid=\"stMain\"]').innerText.includes(h)",
+            arg=heading,
+            timeout=120_000,
+        )
         assert_no_errors(tab)
         again = _summary_row(tab, 2)
         assert again and again[-1] == row[-1], (name, again, row)

@@ -6,6 +6,7 @@ values that close their notice's code span with a backtick. Every network reques
 none may leave 127.0.0.1, no <a>, <img>, KaTeX, coloured span or icon may come from the input, and the input must
 be on the screen as the characters it was typed with.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,13 +18,15 @@ from support.browser import chromium, new_tab, page_url, wait_idle
 
 pytestmark = pytest.mark.browser
 EVIL = "evil.example"
-TERM = (f"![p](http://{EVIL}/t.png) [Log in again here](http://{EVIL}/phish)")  # an image and a phishing link
+TERM = f"![p](http://{EVIL}/t.png) [Log in again here](http://{EVIL}/phish)"  # an image and a phishing link
 EXTRAS = "$x^2$ :red[red] :material/lock: :streamlit: http://e.x/b a@e.x a -> b"
 LINK_VALUES = {"mem_layers": f"1`![p](//{EVIL}/s.png)`", "mem_dtype": f"x`![q](http://{EVIL}/q.png)`"}
 # what the input may not become, inside the page's markdown (the app's own links and icons are elsewhere)
-INJECTED = (f"a[href*='{EVIL}'], img[src*='{EVIL}'], [data-testid='stMarkdownContainer'] img, "
-            "[data-testid='stAlert'] .katex, [data-testid='stAlert'] [role='img'], "
-            "[data-testid='stAlert'] .stMarkdownColoredText, [data-testid='stAlert'] a")
+INJECTED = (
+    f"a[href*='{EVIL}'], img[src*='{EVIL}'], [data-testid='stMarkdownContainer'] img, "
+    "[data-testid='stAlert'] .katex, [data-testid='stAlert'] [role='img'], "
+    "[data-testid='stAlert'] .stMarkdownColoredText, [data-testid='stAlert'] a"
+)
 
 
 def _alert_texts(tab, starting: str) -> list[str]:
@@ -42,8 +45,11 @@ def browser_context():
 
 
 def _no_request_left(requests: list[str]) -> None:
-    outside = [u for u in requests if urlparse(u).scheme not in ("data", "blob", "about")
-               and urlparse(u).hostname != "127.0.0.1"]
+    outside = [
+        u
+        for u in requests
+        if urlparse(u).scheme not in ("data", "blob", "about") and urlparse(u).hostname != "127.0.0.1"
+    ]
     assert not outside, outside
 
 
@@ -55,8 +61,9 @@ def test_the_glossary_shows_a_hostile_term_as_text(app_url, browser_context):
         wait_idle(tab, timeout_ms=120_000)
         injected = tab.locator(INJECTED)
         assert injected.count() == 0, injected.evaluate_all("els => els.map(e => e.outerHTML)")
-        assert _alert_texts(tab, "No term matches") == [f"No term matches {term}. Clear the box to see all "
-                                                        f"{_count_terms()}."]
+        assert _alert_texts(tab, "No term matches") == [
+            f"No term matches {term}. Clear the box to see all {_count_terms()}."
+        ]
     formulas = " ".join(["$x$"] * 1800)  # 8 s of KaTeX were they drawn; 80 characters of text instead
     tab.goto(page_url(app_url, "glossary", query={"term": formulas}))
     tab.get_by_text("No term matches").first.wait_for()
@@ -84,8 +91,13 @@ def test_link_notices_keep_a_backtick_breaking_value_as_text(app_url, browser_co
 def test_a_config_files_name_is_shown_as_text(app_url, browser_context):
     tab, requests = browser_context
     name = f":streamlit: http://e.x/b a@e.x www.e.x -> $x$ :red[r] ![p](//{EVIL}/n.png)"  # < 80: shown whole
-    config = {"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64,
-              "_name_or_path": name}
+    config = {
+        "model_type": "llama",
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "hidden_size": 64,
+        "_name_or_path": name,
+    }
     tab.goto(page_url(app_url, "memory_budget"))
     tab.get_by_text("Import a Hugging Face config.json").first.click()
     box = tab.get_by_role("textbox", name="...or paste it")

@@ -5,6 +5,7 @@ a visible focus ring, and the stage is prefilled and stepped with Tab and Enter 
 a 1280x720 screen (a 640x360 CSS viewport, WCAG 1.4.10), the lesson's question, answer box and Check button and the
 stage's Prefill and Next buttons are on the page without horizontal scrolling.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -76,15 +77,22 @@ def test_the_stage_is_prefilled_with_tab_and_enter_and_stepped_with_its_announce
     assert cache_length(tab) == before + 1
 
 
-@pytest.mark.parametrize("path, query, controls", [
-    ("lesson", {"step": "3"}, [("text", "Question."), ("text", "Your answer"), ("button", "Check")]),
-    ("step_through", None, [("button", "Prefill"), ("button", "Next token")]),
-], ids=["lesson?step=3", "step_through"])
-def test_at_200_percent_zoom_the_controls_are_on_the_page_without_sideways_scrolling(app_url, browser, path, query,
-                                                                                      controls):
+@pytest.mark.parametrize(
+    "path, query, controls",
+    [
+        ("lesson", {"step": "3"}, [("text", "Question."), ("text", "Your answer"), ("button", "Check")]),
+        ("step_through", None, [("button", "Prefill"), ("button", "Next token")]),
+    ],
+    ids=["lesson?step=3", "step_through"],
+)
+def test_at_200_percent_zoom_the_controls_are_on_the_page_without_sideways_scrolling(
+    app_url, browser, path, query, controls
+):
     tab = open_tab(browser, app_url, path, query=query, width=640, height=360, state="attached")
-    found = [(tab.get_by_role("button", name=name) if kind == "button" else tab.get_by_text(name))
-             .filter(visible=True).first for kind, name in controls]
+    found = [
+        (tab.get_by_role("button", name=name) if kind == "button" else tab.get_by_text(name)).filter(visible=True).first
+        for kind, name in controls
+    ]
     found[0].wait_for()
     wait_idle(tab)
     assert tab.evaluate(NO_SIDEWAYS_SCROLL), "the page scrolls sideways at 200%"

@@ -3,6 +3,7 @@
 streamlit_labels.js, which puts the page's words there. No English label of that list is left on a Chinese page,
 and an English page keeps Streamlit's own.
 """
+
 from __future__ import annotations
 
 import pytest

@@ -7,6 +7,7 @@ ticks over the heatmaps and bars, the chart's toolbar on hover over its title), 
 phone the stage's tiles read in their order and the lesson's question is on the first screen after Next.
 Screenshots go to test-artifacts/layout/ to be looked at.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -195,8 +196,9 @@ def test_layout_on_a_phone_and_an_old_projector(app_url, browser, device, lang):
     question = tab.locator('[data-testid="stForm"]').first.bounding_box()
     problems["lesson"] = _layout_problems(tab, width, height, f"lesson_step2_{device}_{lang}")
     if question is None or question["y"] > height:
-        problems["lesson"].append(f"after Next the question starts {question and round(question['y'])} px down, "
-                                  f"below the {height} px screen")
+        problems["lesson"].append(
+            f"after Next the question starts {question and round(question['y'])} px down, below the {height} px screen"
+        )
     tab.context.close()
 
     tab = _open(browser, app_url, device, lang, "lesson", {"step": "2", "lesson_class": "true"})
@@ -210,4 +212,5 @@ def test_layout_on_a_phone_and_an_old_projector(app_url, browser, device, lang):
 
     found = {page: sorted(set(p)) for page, p in problems.items() if p}
     assert not found, f"{device} {width}x{height}, {lang}: " + "; ".join(
-        f"{page}: {' | '.join(p)}" for page, p in found.items())
+        f"{page}: {' | '.join(p)}" for page, p in found.items()
+    )

@@ -4,6 +4,7 @@ scroll, every chart and button inside the 1280 px width), class mode's one-click
 and renders (one section per step, its figures drawn by plotly.js). Screenshots of every step are saved under
 test-artifacts/lesson/ (or $KVVIZ_ARTIFACTS) to be looked at.
 """
+
 from __future__ import annotations
 
 import re
@@ -68,7 +69,8 @@ def test_every_step_has_a_figure_and_nothing_is_cut_at_1280x720(app_url, scheme,
         assert tab.evaluate(CUT_JS, 1280) == [], f"step {number}: cut at 1280 px"
         tab.screenshot(path=str(ARTIFACTS / f"step{number:02d}_{scheme}_figure.png"))  # as the room sees it
         tab.locator('[data-testid="stMainBlockContainer"]').screenshot(
-            path=str(ARTIFACTS / f"step{number:02d}_{scheme}_whole.png"))
+            path=str(ARTIFACTS / f"step{number:02d}_{scheme}_whole.png")
+        )
         tab.get_by_role("button", name="Next").click()
     tab.get_by_text("What you learned").wait_for()
     wait_idle(tab)
@@ -85,8 +87,7 @@ def test_class_mode_reveals_with_one_click_and_the_handout_downloads_and_renders
     tab.get_by_text("Answer:").first.wait_for()
     wait_idle(tab)
     assert tab.evaluate(CUT_JS, 1280) == []
-    tab.locator('[data-testid="stMainBlockContainer"]').screenshot(
-        path=str(ARTIFACTS / "class_step07_revealed.png"))
+    tab.locator('[data-testid="stMainBlockContainer"]').screenshot(path=str(ARTIFACTS / "class_step07_revealed.png"))
 
     tab.get_by_role("button", name="Handout").click()
     with tab.expect_download(timeout=300_000) as info:
@@ -185,8 +186,11 @@ def test_class_mode_keys_pressed_during_reruns_are_all_taken_in_order(app_url, b
     for key in ("v", "y", "ArrowRight", "v", "n", "ArrowRight"):
         tab.keyboard.press(key)
         tab.wait_for_timeout(60)
-    tab.wait_for_function("() => window.__kvvizLesson && window.__kvvizLesson.taken === 6 && "
-                          "!window.__kvvizLesson.busy && !window.__kvvizLesson.queue.length", timeout=180_000)
+    tab.wait_for_function(
+        "() => window.__kvvizLesson && window.__kvvizLesson.taken === 6 && "
+        "!window.__kvvizLesson.busy && !window.__kvvizLesson.queue.length",
+        timeout=180_000,
+    )
     tab.get_by_text(f"Step 5 of {N}").first.wait_for()
     _settled(tab)
     assert tab.evaluate("window.__kvvizLesson.dropped") == 0

@@ -2,6 +2,7 @@
 presets at 1280x720 and on a phone (390x844, touch), in English and in Chinese. The two-part chart (fixed state and
 K/V) and the layer strip (one cell per layer, coloured by kind) are drawn, the strip has one cell per layer, the
 tiles show the two parts, and nothing scrolls sideways. Screenshots go to test-artifacts/memory_hybrid/."""
+
 from __future__ import annotations
 
 import pytest
@@ -33,8 +34,15 @@ def test_a_hybrid_preset_shows_its_layer_strip_and_its_two_parts(app_url, browse
     layers, per_token = PRESETS[preset]
     with i18n.language(lang):
         per_layer_tab = i18n._("Per layer")
-    tab = open_tab(browser, app_url, "memory_budget", lang=lang, query={"mem_preset": preset},
-                   timeout_ms=SETTLE_MS, **DEVICES[device])
+    tab = open_tab(
+        browser,
+        app_url,
+        "memory_budget",
+        lang=lang,
+        query={"mem_preset": preset},
+        timeout_ms=SETTLE_MS,
+        **DEVICES[device],
+    )
     wait_settled(tab, timeout_ms=SETTLE_MS)
     tab.wait_for_selector(".st-key-mem_chart_parts .js-plotly-plot .main-svg")
     tiles = tab.locator('.st-key-mem_metrics [data-testid="stMetricValue"]')

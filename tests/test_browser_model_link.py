@@ -1,6 +1,7 @@
 """A Link carries the model. A teacher on the bundled GQA model shares the step page's Link; a
 student (another browser, zh-CN) opens it on the GQA model; a link naming a model the server cannot give is
 refused with one translated line and the student's model is kept. Headless Chromium at 1280x720."""
+
 from __future__ import annotations
 
 import re
@@ -10,6 +11,7 @@ import pytest
 from support.browser import CHECKED_MODEL, assert_no_errors, new_tab, page_url, wait_idle
 
 pytestmark = pytest.mark.browser
+
 
 def _wait_model(tab, label: str) -> None:
     tab.wait_for_function(f"() => JSON.stringify(({CHECKED_MODEL})()) === JSON.stringify([{label!r}])")
@@ -21,7 +23,8 @@ def test_a_shared_link_opens_on_the_teachers_model_and_an_unknown_one_is_refused
     teacher.goto(page_url(app_url, "step_through"))
     _wait_model(teacher, "Bundled Tiny-Shakespeare GPT-2 (offline)")
     teacher.locator('[data-testid="stSidebar"]').get_by_text(
-        "Bundled Tiny-Shakespeare Llama, GQA (offline)", exact=True).click()
+        "Bundled Tiny-Shakespeare Llama, GQA (offline)", exact=True
+    ).click()
     _wait_model(teacher, "Bundled Tiny-Shakespeare Llama, GQA (offline)")
     teacher.get_by_role("button", name="Prefill").click()
     teacher.wait_for_selector('[data-testid="stMetric"]')

@@ -2,6 +2,7 @@
 new tab resolves it to that page, "Start here" included), and Ctrl+click or a middle click opens the page in a new
 tab while the plan's tab stays where it is, as a browser's own links do.
 """
+
 from __future__ import annotations
 
 from urllib.parse import urlsplit

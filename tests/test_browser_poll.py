@@ -4,6 +4,7 @@ teacher reveals, runs round 2 and reaches the ending, and the projector's counts
 way of working: marks kept through new tabs, Back and a reload, read at the ending. Screenshots go to
 test-artifacts/poll/ to be looked at.
 """
+
 from __future__ import annotations
 
 import re
@@ -202,9 +203,14 @@ def test_the_phone_view_has_no_serious_axe_violation(poll_url, poll_db, browser,
     store = poll_store.PollStore(poll_db)  # the server's own file: the teacher's side, run from here
     room = store.create_room()
     texts = {"en": ("How many rows?", ("20", "21", "22")), "zh-CN": ("有多少行？", ("20", "21", "22"))}
-    store.open_step(room.code, room.host_key, {
-        language: PollQuestion(2, text, choices, 1, ("Off by one.", "", "One too many."))
-        for language, (text, choices) in texts.items()})
+    store.open_step(
+        room.code,
+        room.host_key,
+        {
+            language: PollQuestion(2, text, choices, 1, ("Off by one.", "", "One too many."))
+            for language, (text, choices) in texts.items()
+        },
+    )
     tab = new_tab(browser, locale=lang, color_scheme=scheme, **PHONE)
     failing: dict = {}
     for state, query in (("the code form", {}), ("a question", {"room": room.code})):
@@ -225,4 +231,3 @@ def test_the_phone_view_has_no_serious_axe_violation(poll_url, poll_db, browser,
         failing["the counts after the reveal"] = bad
     tab.screenshot(path=str(ARTIFACTS / f"phone_revealed_{lang}_{scheme}.png"))
     assert not failing, "\n".join(f"{state}: {v}" for state, found in failing.items() for v in found)
-

@@ -5,6 +5,7 @@ revealed round stays revealed when the teacher goes back to it; a phone says "Vo
 counts, and the projector reads "Voted N of M".
 Screenshots go to test-artifacts/poll/ to be looked at.
 """
+
 from __future__ import annotations
 
 import re
@@ -26,7 +27,9 @@ LOCALES = {"en": "en-US", "zh-CN": "zh-CN"}
 def poll_url(tmp_path_factory):
     """A fresh server on this module's own poll store (a SQLite file)."""
     require_chromium()
-    with streamlit_server(env={"KVVIZ_POLL_DB": f"sqlite:///{tmp_path_factory.mktemp('poll') / 'poll.sqlite3'}"}) as url:
+    with streamlit_server(
+        env={"KVVIZ_POLL_DB": f"sqlite:///{tmp_path_factory.mktemp('poll') / 'poll.sqlite3'}"}
+    ) as url:
         yield url
 
 
@@ -36,8 +39,14 @@ def _settled(tab) -> None:
 
 def _projector(poll_url: str, browser, step: int, lang: str):
     """A teacher's projector in class mode on `step`, its class poll started; (the tab, the room's code)."""
-    teacher = open_tab(browser, poll_url, "lesson", lang=lang, query={"step": str(step), "lesson_class": "true"},
-                       drawn=(".st-key-poll_start",))
+    teacher = open_tab(
+        browser,
+        poll_url,
+        "lesson",
+        lang=lang,
+        query={"step": str(step), "lesson_class": "true"},
+        drawn=(".st-key-poll_start",),
+    )
     _settled(teacher)
     teacher.locator(".st-key-poll_start button").first.click()
     heading = teacher.locator(".st-key-poll_panel h3").first
@@ -80,8 +89,11 @@ def test_the_projector_the_phones_and_the_chart_letter_the_choices_alike(poll_ur
     charted = [" ".join(row.removesuffix(" ✓").split()) for row in rows]
     assert charted == projector, (charted, projector)
     assert not any("`" in row for row in rows)  # plain text: a chart draws no markdown
-    table = _lines(teacher.locator(".st-key-poll_panel table tbody tr td:first-child, "
-                                   ".st-key-poll_panel table tbody tr th:first-child"))
+    table = _lines(
+        teacher.locator(
+            ".st-key-poll_panel table tbody tr td:first-child, .st-key-poll_panel table tbody tr th:first-child"
+        )
+    )
     assert table == projector, (table, projector)
     teacher.screenshot(path=str(ARTIFACTS / f"letters_step{step}_{lang}.png"))
     phone.context.close()
@@ -132,9 +144,12 @@ def test_a_phone_is_made_for_a_thumb_and_a_screen_reader(poll_url, browser):
     assert min(heights) >= 48, heights
     buttons.nth(1).click()
     _settled(phone)
-    phone.wait_for_function("""() => [...document.querySelectorAll("[class*='st-key-join_choice_'] button")]
+    phone.wait_for_function(
+        """() => [...document.querySelectorAll("[class*='st-key-join_choice_'] button")]
         .map(b => b.getAttribute('aria-pressed')).join() === 'false,true' + ',false'.repeat(
-        document.querySelectorAll("[class*='st-key-join_choice_'] button").length - 2)""", timeout=10_000)
+        document.querySelectorAll("[class*='st-key-join_choice_'] button").length - 2)""",
+        timeout=10_000,
+    )
     phone.context.close()
     teacher.context.close()
 
@@ -196,8 +211,11 @@ def test_after_reset_no_phone_says_its_vote_was_received(poll_url, browser):
     voter.locator("[class*='st-key-join_choice_5_'] button").nth(1).click()
     _settled(voter)
     voter.get_by_text("Vote received: B").wait_for()
-    teacher.wait_for_function("""() => /^1 of 2$/.test((document.querySelector(
-        '.st-key-poll_panel [data-testid="stMetricValue"]') || {}).innerText || '')""", timeout=15_000)
+    teacher.wait_for_function(
+        """() => /^1 of 2$/.test((document.querySelector(
+        '.st-key-poll_panel [data-testid="stMetricValue"]') || {}).innerText || '')""",
+        timeout=15_000,
+    )
     voter.reload()
     voter.get_by_text("Vote received: B").wait_for()  # read back from the store, not from the tab's memory
     _settled(voter)

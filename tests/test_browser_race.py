@@ -5,6 +5,7 @@ Headless Debian Chromium at 1280x720 against `streamlit run app.py`.
 No time is compared here (a loaded machine decides those): test_race.py checks with an injected check that a
 closed session's race stops inside its pass; this test checks that after a tab closes mid-race the server races
 for the next student, with no lock or hook left behind."""
+
 from __future__ import annotations
 
 import os
@@ -49,8 +50,14 @@ def _settled_cpu_s(port: int, flat_s: float = 1.5, at_most_s: float = 120.0) -> 
 
 def _race_page(browser, url: str):
     """The race on the GPT-2 124M shape, 241 cached rows (a long pass)."""
-    tab = open_tab(browser, url, "step_through", query={"prompt": "ROMEO:", "steps": "240", "view": "race", "seed": "3"},
-                   timeout_ms=240_000, drawn=(".kvviz-strip",))
+    tab = open_tab(
+        browser,
+        url,
+        "step_through",
+        query={"prompt": "ROMEO:", "steps": "240", "view": "race", "seed": "3"},
+        timeout_ms=240_000,
+        drawn=(".kvviz-strip",),
+    )
     tab.get_by_role("radio", name="GPT-2 124M shape", exact=True).click()
     tab.get_by_text("The tiles above count").wait_for()
     wait_idle(tab)
@@ -76,5 +83,6 @@ def test_the_124m_race_names_its_models_and_a_closed_tab_leaves_the_server_racin
     tab.get_by_text(STATUS).wait_for(state="detached")
     wait_idle(tab)
     assert_no_errors(tab)
-    assert re.search(r"The tiles above count .+; the clock and the verdict below time gpt2 shape",
-                     tab.locator("body").inner_text())
+    assert re.search(
+        r"The tiles above count .+; the clock and the verdict below time gpt2 shape", tab.locator("body").inner_text()
+    )

@@ -5,6 +5,7 @@ on, Prefill (P) then Next token (Right) on the step page, the attention patterns
 the summary's room score. Back to the For teachers page through the browser's history (same session). Screenshots
 under test-artifacts/rehearsal/.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -123,17 +124,23 @@ def _pickers_shown(tab, keys: tuple[str, ...], first_shows: str) -> dict[str, st
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     with contextlib.suppress(PlaywrightTimeout):  # the caller's assertion says what is shown
-        tab.wait_for_function(f"""(text) => {{ const e = document.querySelector('.st-key-{keys[0]}');
-            return !!e && ({PICKER_TEXT})(e).includes(text); }}""", arg=first_shows, timeout=30_000)
+        tab.wait_for_function(
+            f"""(text) => {{ const e = document.querySelector('.st-key-{keys[0]}');
+            return !!e && ({PICKER_TEXT})(e).includes(text); }}""",
+            arg=first_shows,
+            timeout=30_000,
+        )
     return {key: tab.locator(f".st-key-{key}").evaluate(PICKER_TEXT) for key in keys}
 
 
 def _answer_in_view(tab) -> None:
     """The memory block's answer (where the cache outweighs the weights) on screen at 1280x720."""
-    tab.wait_for_function("""() => { const e = [...document.querySelectorAll('[data-testid="stMarkdownContainer"]')]
+    tab.wait_for_function(
+        """() => { const e = [...document.querySelectorAll('[data-testid="stMarkdownContainer"]')]
         .find(e => e.innerText.startsWith('The cache outweighs the weights from'));
         const r = e && e.getBoundingClientRect(); return !!r && r.top >= 0 && r.bottom <= innerHeight; }""",
-                          timeout=30_000)
+        timeout=30_000,
+    )
 
 
 def test_the_memory_link_opened_in_a_fresh_browser_shows_its_answer(app_url, browser):
@@ -175,7 +182,9 @@ def _rehearse(browser, url: str, plan_name: str, plan: tuple[guide.Block, ...]) 
         links = panel.locator('[data-testid="stPageLink"] a')
         assert links.count() == len(plan)
         link = links.nth(index)
-        assert link.get_by_test_id("stMarkdownContainer").inner_text().strip() == block.link  # as printed, beside its icon
+        assert (
+            link.get_by_test_id("stMarkdownContainer").inner_text().strip() == block.link
+        )  # as printed, beside its icon
         link.click()
         _check_block(tab, block, plan_name, index, done)
         _back_to(tab, at_teachers)

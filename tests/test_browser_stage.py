@@ -4,6 +4,7 @@ the newest K row, the Next-token button and the attention bars must be inside th
 1366x768), no metric value may be cut off at 1024, 1280 or 1920 wide, and no error box may show.
 Screenshots are saved under test-artifacts/ (or $KVVIZ_ARTIFACTS) to be looked at.
 """
+
 from __future__ import annotations
 
 import re

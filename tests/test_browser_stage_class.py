@@ -11,6 +11,7 @@ part):
   and presenting, its newest row is in view.
 Screenshots go to test-artifacts/ (or $KVVIZ_ARTIFACTS).
 """
+
 from __future__ import annotations
 
 import urllib.parse
@@ -46,8 +47,9 @@ def _idle(tab) -> None:
     """The script has finished and the stage's key queue is empty."""
     tab.wait_for_timeout(400)
     tab.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=TIMEOUT_MS)
-    tab.wait_for_function("() => !document.getElementById('kvviz-stage-busy') && !(window.__kvvizStage || {}).busy",
-                          timeout=TIMEOUT_MS)
+    tab.wait_for_function(
+        "() => !document.getElementById('kvviz-stage-busy') && !(window.__kvvizStage || {}).busy", timeout=TIMEOUT_MS
+    )
     tab.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=TIMEOUT_MS)
 
 
@@ -79,8 +81,10 @@ def _wait_playing_past(tab, n: int) -> None:
     length could miss it)."""
     tab.wait_for_function(
         """(n) => [...document.querySelectorAll('[data-testid="stMetricValue"]')]
-                    .some(e => /^\\d+ tokens/.test(e.innerText) && parseInt(e.innerText) >= n)""", arg=n,
-        timeout=TIMEOUT_MS)
+                    .some(e => /^\\d+ tokens/.test(e.innerText) && parseInt(e.innerText) >= n)""",
+        arg=n,
+        timeout=TIMEOUT_MS,
+    )
 
 
 def _prefill(tab) -> int:
@@ -138,8 +142,11 @@ def test_arrow_keys_on_the_history_slider_scrub_it_and_never_crop_the_cache(app_
         tab.wait_for_timeout(300)
     _wait_cache_len(tab, start + 2)  # the tiles show step 2 of the history ...
     _idle(tab)
-    label = tab.locator('[data-testid="stMetric"]', has_text="Cache length").locator(
-        '[data-testid="stMetricLabel"]').inner_text()
+    label = (
+        tab.locator('[data-testid="stMetric"]', has_text="Cache length")
+        .locator('[data-testid="stMetricLabel"]')
+        .inner_text()
+    )
     assert "history" in label and "step 2" in label  # ... and say so
     tab.locator(".st-key-step_btn_next button").click()  # the cache was never cropped: Next makes it 5 steps
     _wait_cache_len(tab, start + 5)
@@ -188,7 +195,8 @@ def test_on_a_busy_core_esc_stops_play_at_the_frame_on_screen(app_url, busy_core
         tab.wait_for_timeout(1500)
         _idle(tab)
         assert cache_length(tab) == shown, (  # stopped at the frame on screen
-            f"Esc {attempt + 1}: {tab.evaluate('window.__kvvizStage.lastStop')}")
+            f"Esc {attempt + 1}: {tab.evaluate('window.__kvvizStage.lastStop')}"
+        )
         start = shown
         tab.evaluate("delete window.__shownAtEsc")
 
@@ -261,17 +269,23 @@ def test_browser_back_leaves_the_stage_instead_of_replaying_it(app_url, browser)
 def _assert_fits(tab, name: str, width: int = 1280, height: int = 720) -> None:
     tab.wait_for_timeout(800)  # plotly lays out
     figure = tab.locator(".js-plotly-plot").first
-    parts = {"newest K row": figure.locator(".shapelayer path").last,
-             "Next token button": tab.locator(".st-key-step_btn_next button"),
-             "history slider": tab.locator('.st-key-step_history [data-testid="stSliderThumbValue"]')}
+    parts = {
+        "newest K row": figure.locator(".shapelayer path").last,
+        "Next token button": tab.locator(".st-key-step_btn_next button"),
+        "history slider": tab.locator('.st-key-step_history [data-testid="stSliderThumbValue"]'),
+    }
     tab.screenshot(path=str(ARTIFACTS / f"stage_class_{name}.png"))
     for what, loc in parts.items():
         assert inside(loc.bounding_box(), width, height), f"{what} is not inside {width}x{height} ({name})"
-    rows = {round(tab.locator(f".st-key-{key}").bounding_box()["y"]) for key in
-            ("step_btn_prefill", "step_btn_reset")}
+    rows = {round(tab.locator(f".st-key-{key}").bounding_box()["y"]) for key in ("step_btn_prefill", "step_btn_reset")}
     assert len(rows) == 1, f"the controls wrap ({name})"
-    pickers = {round(tab.locator(f".st-key-{key}").bounding_box()["y"] + tab.locator(f".st-key-{key}").bounding_box()["height"] / 2)
-               for key in ("step_layer", "step_view", "step_show_copy")}
+    pickers = {
+        round(
+            tab.locator(f".st-key-{key}").bounding_box()["y"]
+            + tab.locator(f".st-key-{key}").bounding_box()["height"] / 2
+        )
+        for key in ("step_layer", "step_view", "step_show_copy")
+    }
     assert max(pickers) - min(pickers) < 20, f"the pickers wrap ({name})"
     main = tab.locator('[data-testid="stMain"]')
     assert main.locator('[data-testid="stAlert"]').filter(has_text="is kept").count() == 0  # no banner stays
@@ -289,15 +303,22 @@ def test_the_stage_fits_1280x720_on_both_models_with_the_sidebar_and_presenting(
     _idle(tab)
     start = _prefill(tab)
     _steps(tab, start, 6)
-    tab.wait_for_function("() => ![...document.querySelectorAll('[data-testid=\"stToast\"]')].length",
-                          timeout=TIMEOUT_MS)
+    tab.wait_for_function(
+        "() => ![...document.querySelectorAll('[data-testid=\"stToast\"]')].length", timeout=TIMEOUT_MS
+    )
     _assert_fits(tab, f"{scheme}_gqa_sidebar")
     tab.locator(".st-key-step_present label").click()
     _idle(tab)
     _assert_fits(tab, f"{scheme}_gqa_presenter")
     tab.context.close()
-    tab = open_tab(browser, app_url, "step_through", query={"prompt": "ROMEO:", "steps": "6", "present": "1"},
-                   color_scheme=scheme, **STAGE)
+    tab = open_tab(
+        browser,
+        app_url,
+        "step_through",
+        query={"prompt": "ROMEO:", "steps": "6", "present": "1"},
+        color_scheme=scheme,
+        **STAGE,
+    )
     tab.wait_for_selector(".kvviz-strip")
     _idle(tab)
     _assert_fits(tab, f"{scheme}_gpt2_presenter")
@@ -306,8 +327,16 @@ def test_the_stage_fits_1280x720_on_both_models_with_the_sidebar_and_presenting(
 def test_at_150_percent_zoom_the_stage_figure_starts_on_screen(app_url, browser):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for present in ("0", "1"):  # 150% zoom on a 1280x720 screen: 853x480 CSS pixels at 1.5 device pixels each
-        tab = open_tab(browser, app_url, "step_through", query={"prompt": "ROMEO:", "steps": "6", "present": present},
-                       width=853, height=480, device_scale_factor=1.5, **STAGE)
+        tab = open_tab(
+            browser,
+            app_url,
+            "step_through",
+            query={"prompt": "ROMEO:", "steps": "6", "present": present},
+            width=853,
+            height=480,
+            device_scale_factor=1.5,
+            **STAGE,
+        )
         tab.wait_for_selector(".kvviz-strip")
         _idle(tab)
         tab.wait_for_timeout(800)

@@ -6,6 +6,7 @@
   the reader's Next presses and a layer click;
 - two sessions with five models in use between them (the shared cache keeps four): neither loses its generation.
 """
+
 from __future__ import annotations
 
 import re
@@ -59,8 +60,15 @@ def test_shortcuts_drive_the_stage_after_a_click_on_the_sidebar_model_picker(app
 
 
 def test_a_link_restores_the_view_in_a_fresh_browser_and_survives_the_readers_clicks(app_url, browser):
-    query = {"prompt": "ROMEO:", "steps": "3", "step_layer": "L2", "step_head": "H3", "view": "race", "present": "1",
-             "seed": "5"}
+    query = {
+        "prompt": "ROMEO:",
+        "steps": "3",
+        "step_layer": "L2",
+        "step_head": "H3",
+        "view": "race",
+        "present": "1",
+        "seed": "5",
+    }
     tab = open_tab(browser, app_url, "step_through", query=query, timeout_ms=TIMEOUT_MS)
     tab.wait_for_selector(".kvviz-strip")
     wait_idle(tab)

@@ -2,6 +2,7 @@
 student taps on the lesson (its glossary chips too), the stage, the glossary and the join page is at least 44x44 px
 (WCAG 2.5.5; Apple and Google ask 44-48), and the lesson's step picker's numbers are not packed edge to edge.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -19,8 +20,12 @@ TARGETS = """() => [...document.querySelectorAll('[data-testid="stMain"] button,
     .map(b => { const r = b.getBoundingClientRect();
                 return [(b.innerText || b.getAttribute('aria-label') || b.dataset.testid || '').trim().slice(0, 30),
                         Math.round(r.width * 10) / 10, Math.round(r.height * 10) / 10]; })"""
-PAGES = [("lesson", {"step": "2"}, ".st-key-step"), ("step_through", {"prompt": "ROMEO:", "steps": "2"}, ".kvviz-strip"),
-         ("glossary", {}, "h1"), ("join", {}, "input")]
+PAGES = [
+    ("lesson", {"step": "2"}, ".st-key-step"),
+    ("step_through", {"prompt": "ROMEO:", "steps": "2"}, ".kvviz-strip"),
+    ("glossary", {}, "h1"),
+    ("join", {}, "input"),
+]
 
 
 @pytest.mark.parametrize("path, query, drawn", PAGES, ids=[p[0] for p in PAGES])

@@ -2,6 +2,7 @@
 step 1 in class mode, made once the warm-up has said it is done, shows its question without "Loading the model...".
 Started as deploy/run_class.sh starts a replica (`python -m kvviz.ui.warm run app.py`), and as a bare
 `streamlit run app.py` after a first page. How fast it is belongs to bench/first_render.py, not here."""
+
 from __future__ import annotations
 
 import time
@@ -50,8 +51,19 @@ def test_a_replica_started_warm_shows_the_first_question_without_loading_the_mod
     """`python -m kvviz.ui.warm run app.py` (deploy/run_class.sh's start) loads the model before any session: the
     class's first visit finds it loaded and never shows the loading spinner."""
     port = free_port()
-    with streamlit_server(args=["kvviz.ui.warm", "run", "app.py", "--server.port", str(port),
-                                "--server.headless", "true", "--browser.gatherUsageStats", "false"]) as url:
+    with streamlit_server(
+        args=[
+            "kvviz.ui.warm",
+            "run",
+            "app.py",
+            "--server.port",
+            str(port),
+            "--server.headless",
+            "true",
+            "--browser.gatherUsageStats",
+            "false",
+        ]
+    ) as url:
         _wait_warm(url)
         seen = _first_lesson_visit(browser, url)
     assert seen, "the observer saw nothing"
@@ -71,4 +83,3 @@ def test_a_bare_server_loads_the_model_after_its_first_page(browser):
         tab.context.close()
         seen = _first_lesson_visit(browser, url)
     assert not [text for text in seen if "Loading the model" in text]
-

@@ -9,6 +9,7 @@
 - the glossary search finds what readers type (KV Cache, 复制头, 投机解码, 前缀缓存, the lesson's own words).
 Quotes of the seeds, shown as their authors wrote them, are set aside.
 """
+
 from __future__ import annotations
 
 import re
@@ -53,8 +54,10 @@ def _chinese(text: str) -> bool:
 
 # A number or a placeholder with x/× glued on ("11.0x", "{ratio:.2f}x", "4×"): an English ratio suffix.
 RATIO_SUFFIX = re.compile(r"(?:\d|\})[x×](?![\w{(])")
-AMBIGUOUS_BEI = re.compile(r"小多少倍|小\s*[\d{][^。；，]{0,16}倍|少读\s*[\d{]|节省[^。；]{0,12}倍|快\s*[\d{][^。；，]{0,16}倍"
-                           r"|多出\s*[\d{][^。；]{0,16}(?:倍|x)")
+AMBIGUOUS_BEI = re.compile(
+    r"小多少倍|小\s*[\d{][^。；，]{0,16}倍|少读\s*[\d{]|节省[^。；]{0,12}倍|快\s*[\d{][^。；，]{0,16}倍"
+    r"|多出\s*[\d{][^。；]{0,16}(?:倍|x)"
+)
 
 
 def test_no_english_ratio_suffix_in_chinese_prose():
@@ -101,8 +104,10 @@ def test_no_half_width_period_after_a_chinese_title():
     found = [zh for _en, zh in _messages() if re.search(r"[\u4e00-\u9fff][.,;!?](?:\s|$)", _prose(zh))]
     assert not found, found[:5]
     # nor a stray space between two Chinese characters, nor a half-width , ; : inside a Chinese sentence
-    stray = re.compile(r"[\u4e00-\u9fff] +[\u4e00-\u9fff]|[\u4e00-\u9fff][,;:](?=[\s\u4e00-\u9fff])"
-                       r"|[,;:](?=[\u4e00-\u9fff])")
+    stray = re.compile(
+        r"[\u4e00-\u9fff] +[\u4e00-\u9fff]|[\u4e00-\u9fff][,;:](?=[\s\u4e00-\u9fff])"
+        r"|[,;:](?=[\u4e00-\u9fff])"
+    )
     found = [zh for _en, zh in _messages() if stray.search(_prose(zh))]
     assert not found, found[:5]
     with i18n.language(i18n.CHINESE):
@@ -111,11 +116,30 @@ def test_no_half_width_period_after_a_chinese_title():
 
 
 # Calques a native reader flags: each has a native rendering in the catalog.
-CALQUES = ("你看到的是什么", "站在虚线上", "对比赛跑", "恰好大小", "缓存簿记", "测量上下文扫描", "计算出的答案是",
-           "窗口下方的完整层数", "权重在缓存中", "连 1 个新 token 都放不下",
-           # these read natively as, among others, 在课堂上使用, 原文给出的, 实时查看, 演示区, 画面正忙, 计算量上限, 正在启动
-           "为一个班级运行", "印出的", "去页面上看它实际运行", "舞台区", "舞台忙", "有上限的工作量", "本层中有名字的模式",
-           "选了那个 token 之前的出现", "正在开始", "无全局", "局部层/全局层")
+CALQUES = (
+    "你看到的是什么",
+    "站在虚线上",
+    "对比赛跑",
+    "恰好大小",
+    "缓存簿记",
+    "测量上下文扫描",
+    "计算出的答案是",
+    "窗口下方的完整层数",
+    "权重在缓存中",
+    "连 1 个新 token 都放不下",
+    # these read natively as, among others, 在课堂上使用, 原文给出的, 实时查看, 演示区, 画面正忙, 计算量上限, 正在启动
+    "为一个班级运行",
+    "印出的",
+    "去页面上看它实际运行",
+    "舞台区",
+    "舞台忙",
+    "有上限的工作量",
+    "本层中有名字的模式",
+    "选了那个 token 之前的出现",
+    "正在开始",
+    "无全局",
+    "局部层/全局层",
+)
 
 
 def test_no_flagged_calque():
@@ -137,13 +161,16 @@ def test_no_markdown_italics_around_chinese():
     assert not found, f"{len(found)} Chinese runs in *italics*: {found[:6]}"
 
 
-@pytest.mark.parametrize("text, html", [
-    ("在*每一*层追加", "<p>在<i>每一</i>层追加</p>"),
-    ("紧跟在它*后面*的 token", "<p>紧跟在它<i>后面</i>的 token</p>"),
-    ("in *every* layer", "<p>in <i>every</i> layer</p>"),
-    ("a*b*c and 2 * 3", "<p>a*b*c and 2 * 3</p>"),  # Latin letters beside the stars: not emphasis
-    ("**粗体**与*斜体*", "<p><b>粗体</b>与<i>斜体</i></p>"),
-])
+@pytest.mark.parametrize(
+    "text, html",
+    [
+        ("在*每一*层追加", "<p>在<i>每一</i>层追加</p>"),
+        ("紧跟在它*后面*的 token", "<p>紧跟在它<i>后面</i>的 token</p>"),
+        ("in *every* layer", "<p>in <i>every</i> layer</p>"),
+        ("a*b*c and 2 * 3", "<p>a*b*c and 2 * 3</p>"),  # Latin letters beside the stars: not emphasis
+        ("**粗体**与*斜体*", "<p><b>粗体</b>与<i>斜体</i></p>"),
+    ],
+)
 def test_handout_italics_never_print_asterisks_beside_chinese(text, html):
     assert handout.markdown_html(text) == html
 
@@ -156,9 +183,10 @@ def test_the_chinese_handout_prints_no_asterisk(bundled):
     with i18n.language(i18n.CHINESE):
         steps = lesson.STEPS[:3]
         doc = handout.handout_html(steps, [s.ask(engine) for s in steps], "GPT-2")
-    body = re.sub(r"<script.*?</script>|<div class=\"plotly-graph-div\".*?</div>|<style.*?</style>", " ", doc,
-                  flags=re.S)
-    text = re.sub(r"<[^>]+>", " ", body[body.index("<body>"):])
+    body = re.sub(
+        r"<script.*?</script>|<div class=\"plotly-graph-div\".*?</div>|<style.*?</style>", " ", doc, flags=re.S
+    )
+    text = re.sub(r"<[^>]+>", " ", body[body.index("<body>") :])
     assert "*" not in text and "第 1 步：" in text
 
 
@@ -198,20 +226,31 @@ def _english(en: str) -> str:
 @pytest.mark.parametrize("pattern", list(TERMS))
 def test_one_rendering_per_key_term(pattern):
     chinese, variants = TERMS[pattern]
-    off = [(en[:60], zh[:60]) for en, zh in _messages()
-           if re.search(pattern, _english(en), re.I) and chinese not in zh]
+    off = [(en[:60], zh[:60]) for en, zh in _messages() if re.search(pattern, _english(en), re.I) and chinese not in zh]
     assert not off, f"{pattern!r} is not {chinese} in {off[:5]}"
     used = [(v, zh[:60]) for _en, zh in _messages() for v in variants if v in zh]
-    used += [(v, zh) for zh in (*glossary.VOCABULARY.values(), *(t.zh for t in glossary.TERMS)) for v in variants
-             if v in zh]
+    used += [
+        (v, zh) for zh in (*glossary.VOCABULARY.values(), *(t.zh for t in glossary.TERMS)) for v in variants if v in zh
+    ]
     assert not used, used[:5]
 
 
 # Names a Chinese page keeps as written (code, units, acronyms), ordinary English words with other senses on a page
 # ("a config key", "a field's value"), and other names that are related ideas rather than synonyms.
 KEPT_AS_WRITTEN = re.compile(r"^(?:[A-Z][a-z]+[A-Z]\w*|\w*[_^]\w*|[KMG]i?B|[A-Z]{1,4}(?:, [A-Z]{1,4})*|FLOPS?|FLOP/s)$")
-NOT_THE_TERM = {"query", "key", "value", "block table", "paging", "dispatch", "int8", "int4",
-                "attention score", "local attention", "fixed cost"}
+NOT_THE_TERM = {
+    "query",
+    "key",
+    "value",
+    "block table",
+    "paging",
+    "dispatch",
+    "int8",
+    "int4",
+    "attention score",
+    "local attention",
+    "fixed cost",
+}
 # The word also names a nearby idea: the read roof (a bandwidth roof, 读带宽上限) is not the roofline chart.
 NOT_WHEN = {"Roofline": re.compile(r"read roofline|roofline (?:fraction|verdict)", re.I)}
 
@@ -243,21 +282,48 @@ def test_each_glossary_term_has_one_chinese_rendering_in_the_catalog():
     assert not off, f"{len(off)} messages render a glossary term otherwise, e.g. {off[:6]}"
 
 
-@pytest.mark.parametrize("typed, wanted", [
-    ("KV Cache", "KV cache"), ("kv-cache", "KV cache"), ("KV缓存", "KV cache"), ("键值缓存", "KV cache"),
-    ("复制头", "Induction head"), ("归纳头", "Induction head"), ("投机解码", "Speculative decoding"),
-    ("前缀缓存", "Prefix caching"), ("prefix cache", "Prefix caching"), ("滑窗", "Sliding window"),
-    ("隐藏维度", "head_dim"), ("前向传播", "Prefill"), ("多头注意力", "MHA, GQA, MQA"), ("分组查询注意力", "MHA, GQA, MQA"),
-    ("Q", "Query, key, value (Q, K, V)"), ("查询", "Query, key, value (Q, K, V)"), ("解码", "Decode step"),
-    ("屋顶线", "Roofline"), ("静态缓存", "StaticCache"), ("speculative sampling", "Speculative decoding"),
-])
+@pytest.mark.parametrize(
+    "typed, wanted",
+    [
+        ("KV Cache", "KV cache"),
+        ("kv-cache", "KV cache"),
+        ("KV缓存", "KV cache"),
+        ("键值缓存", "KV cache"),
+        ("复制头", "Induction head"),
+        ("归纳头", "Induction head"),
+        ("投机解码", "Speculative decoding"),
+        ("前缀缓存", "Prefix caching"),
+        ("prefix cache", "Prefix caching"),
+        ("滑窗", "Sliding window"),
+        ("隐藏维度", "head_dim"),
+        ("前向传播", "Prefill"),
+        ("多头注意力", "MHA, GQA, MQA"),
+        ("分组查询注意力", "MHA, GQA, MQA"),
+        ("Q", "Query, key, value (Q, K, V)"),
+        ("查询", "Query, key, value (Q, K, V)"),
+        ("解码", "Decode step"),
+        ("屋顶线", "Roofline"),
+        ("静态缓存", "StaticCache"),
+        ("speculative sampling", "Speculative decoding"),
+    ],
+)
 def test_glossary_search_finds_what_readers_type(typed, wanted):
     for language in (i18n.ENGLISH, i18n.CHINESE):
         with i18n.language(language):
             found = [t.name for t in glossary.TERMS if glossary.matches(t, typed)]
         assert wanted in found, (typed, language, found)
-    if typed in ("KV Cache", "kv-cache", "KV缓存", "键值缓存", "复制头", "投机解码", "前缀缓存", "prefix cache", "滑窗",
-                 "静态缓存"):
+    if typed in (
+        "KV Cache",
+        "kv-cache",
+        "KV缓存",
+        "键值缓存",
+        "复制头",
+        "投机解码",
+        "前缀缓存",
+        "prefix cache",
+        "滑窗",
+        "静态缓存",
+    ):
         assert glossary.find(typed) is term_named(wanted), typed
 
 
@@ -343,6 +409,7 @@ def test_a_byte_axis_reads_binary_units_never_wan():
 
 # ----- the widgets' own words: what Streamlit and plotly let a page set -----
 
+
 def test_plotly_chrome_travels_in_the_chart_config_in_the_readers_language():
     """The mode bar's titles ("Download plot as a PNG", "Zoom in", "Autoscale") are plotly's: a Chinese page hands
     plotly the zh-CN locale and its dictionary (the plotly.js inside Streamlit registers only en and en-US); an
@@ -363,10 +430,14 @@ def test_every_chart_is_drawn_through_the_one_adapter():
     """st.plotly_chart is called in one place (kvviz.ui.a11y.plot), so no chart misses plotly's locale."""
     from support.repo import REPO
 
-    direct = [f"{path.relative_to(REPO)}:{n}" for folder in ("pages", "kvviz") for path in (REPO / folder).rglob("*.py")
-              if path != REPO / "kvviz" / "ui" / "a11y.py"
-              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-              if re.search(r"\.plotly_chart\(", line.split("#")[0]) and '"""' not in line]
+    direct = [
+        f"{path.relative_to(REPO)}:{n}"
+        for folder in ("pages", "kvviz")
+        for path in (REPO / folder).rglob("*.py")
+        if path != REPO / "kvviz" / "ui" / "a11y.py"
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"\.plotly_chart\(", line.split("#")[0]) and '"""' not in line
+    ]
     assert not direct, direct
 
 
@@ -379,8 +450,12 @@ def test_every_multiselect_says_its_placeholder_in_the_readers_language():
     bare = []
     for path in sorted((REPO / "pages").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "multiselect"
-                    and "placeholder" not in {k.arg for k in node.keywords}):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "multiselect"
+                and "placeholder" not in {k.arg for k in node.keywords}
+            ):
                 bare.append(f"{path.name}:{node.lineno}")
     assert not bare, bare
     with i18n.language(i18n.CHINESE):
@@ -406,7 +481,7 @@ def test_the_readmes_chinese_paragraphs_are_not_hard_wrapped():
     from support.repo import REPO
 
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    chinese = re.sub(r"```.*?```", "", text[text.index("## 简体中文"):], flags=re.S)
+    chinese = re.sub(r"```.*?```", "", text[text.index("## 简体中文") :], flags=re.S)
     wrapped = re.findall(r"[\u4e00-\u9fff，。：；、（）“”*]\n(?=[^\n#`\-])", chinese)
     assert not wrapped, wrapped
     assert "streamlit/streamlit/issues/1353" in chinese  # what only Streamlit can change, with its upstream issue
@@ -437,8 +512,11 @@ def test_marks_are_written_one_way():
     assert HALF_WIDTH_GLOSS.search("多头注意力 (MHA)") and HALF_WIDTH_GLOSS.search("**预填充** (prefill)")
     assert not HALF_WIDTH_GLOSS.search("比值 (N+2)/3") and not HALF_WIDTH_GLOSS.search("元素 (head, position, dim)")
     texts = [zh for _en, zh in _messages()] + [t.zh for t in glossary.TERMS]
-    found = [zh[:60] for zh in texts
-             if HALF_WIDTH_GLOSS.search(re.sub(r"`[^`]*`", "", zh)) or UNEVEN_MARKS.search(re.sub(r"`[^`]*`", "", zh))]
+    found = [
+        zh[:60]
+        for zh in texts
+        if HALF_WIDTH_GLOSS.search(re.sub(r"`[^`]*`", "", zh)) or UNEVEN_MARKS.search(re.sub(r"`[^`]*`", "", zh))
+    ]
     assert not found, found
 
 
@@ -447,7 +525,10 @@ def test_a_terms_name_says_its_english_once_in_one_bracket():
     it already, not repeated), "归纳头（复制头，Induction head）" (never two brackets side by side)."""
     with i18n.language(i18n.CHINESE):
         names = {t.name: glossary.display_name(t) for t in glossary.TERMS}
-    assert names["KV cache"] == "KV 缓存（KV cache）" and names["Query, key, value (Q, K, V)"] == "查询（Q）、键（K）、值（V）"
+    assert (
+        names["KV cache"] == "KV 缓存（KV cache）"
+        and names["Query, key, value (Q, K, V)"] == "查询（Q）、键（K）、值（V）"
+    )
     assert names["Induction head"] == "归纳头（复制头，Induction head）" and names["Roofline"] == "Roofline 模型"
     bad = [n for n in names.values() if "）（" in n or "(" in n or n.count("（") > max(1, n.count("、") + 1)]
     assert not bad, bad
@@ -455,12 +536,18 @@ def test_a_terms_name_says_its_english_once_in_one_bracket():
 
 # One dash style: a dash in Chinese prose is the full 破折号 ——; a range of numbers is 3～7 (浪纹线, as
 # `numbers.span` writes it); a range of words says 至 (最快至最慢). A lone — stands only for "no answer".
-UNEVEN_DASHES = re.compile(r"–|(?<!—)—(?!—)(?=.)|(?<=.)(?<!—)—(?!—)|(?<![\w.,{}-])(?:\d[\d.,]*%?|\{[^{}]*\})-(?:\d[\d.,]*(?![\d.,]*[A-Za-z])|\{)")
+UNEVEN_DASHES = re.compile(
+    r"–|(?<!—)—(?!—)(?=.)|(?<=.)(?<!—)—(?!—)|(?<![\w.,{}-])(?:\d[\d.,]*%?|\{[^{}]*\})-(?:\d[\d.,]*(?![\d.,]*[A-Za-z])|\{)"
+)
 
 
 def test_dashes_are_written_one_way():
-    assert UNEVEN_DASHES.search("最快–最慢") and UNEVEN_DASHES.search("最慢—最快") and UNEVEN_DASHES.search("{lo}-{hi} ms")
-    assert not UNEVEN_DASHES.search("这是——破折号") and not UNEVEN_DASHES.search("—") and not UNEVEN_DASHES.search("3～7")
+    assert (
+        UNEVEN_DASHES.search("最快–最慢") and UNEVEN_DASHES.search("最慢—最快") and UNEVEN_DASHES.search("{lo}-{hi} ms")
+    )
+    assert (
+        not UNEVEN_DASHES.search("这是——破折号") and not UNEVEN_DASHES.search("—") and not UNEVEN_DASHES.search("3～7")
+    )
     assert not UNEVEN_DASHES.search("Llama-3-8B、GPT-2") and UNEVEN_DASHES.search("在 30%-45% 之间")
     assert not UNEVEN_DASHES.search("Gemma 3-4B、Llama 3.1-70B")
     found = [zh[:60] for _en, zh in _messages() if UNEVEN_DASHES.search(re.sub(r"`[^`]*`", "", zh))]
@@ -471,10 +558,15 @@ def test_a_range_built_in_code_is_written_in_the_readers_language():
     from kvviz.i18n import numbers
     from kvviz.teaching import guide
 
-    assert numbers.span(0, 5, lang=i18n.ENGLISH) == "0–5" and numbers.span("30%", "45%", lang=i18n.CHINESE) == "30%～45%"
+    assert (
+        numbers.span(0, 5, lang=i18n.ENGLISH) == "0–5" and numbers.span("30%", "45%", lang=i18n.CHINESE) == "30%～45%"
+    )
     with i18n.language(i18n.CHINESE):
         first, second = (b.minutes for b in guide.PLAN_30[:2])
-        assert [r["minutes"] for r in guide.plan_rows(guide.PLAN_30)][:2] == [f"0～{first}", f"{first}～{first + second}"]
+        assert [r["minutes"] for r in guide.plan_rows(guide.PLAN_30)][:2] == [
+            f"0～{first}",
+            f"{first}～{first + second}",
+        ]
 
 
 def test_the_chinese_handout_never_slants_chinese():

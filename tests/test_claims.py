@@ -1,5 +1,6 @@
 """kvviz.claims: every verdict's numbers pinned, each checked against arithmetic written out independently here
 (not by calling the function under test twice), and the CLI's text and JSON."""
+
 from __future__ import annotations
 
 import json
@@ -36,8 +37,14 @@ def test_gemma3_table_other_rows_hold():
     c = BY_KEY["gemma3-table-other-rows"]
     assert c.verdict == "holds"
     llama8, qwen7, llama70 = 32 * 2 * 8 * 128 * 2, 28 * 2 * 4 * 128 * 2, 80 * 2 * 8 * 128 * 2
-    assert list(c.numbers.values()) == [4096 * llama8, 8192 * llama8, 4096 * qwen7, 4096 * llama70, 8192 * llama70,
-                                        65536 * llama70]
+    assert list(c.numbers.values()) == [
+        4096 * llama8,
+        8192 * llama8,
+        4096 * qwen7,
+        4096 * llama70,
+        8192 * llama70,
+        65536 * llama70,
+    ]
     assert list(c.numbers.values()) == [512 << 20, 1 << 30, 224 << 20, 1280 << 20, 2560 << 20, 20 << 30]
     # the 20 GB is the chapter's 70B example without GQA (64 K/V heads at 8,192 tokens), not a length kvviz chose
     assert 80 * 2 * 64 * 128 * 2 * 8192 == 20 << 30 and "64 KV heads" in c.arithmetic[-1]
@@ -71,12 +78,18 @@ def test_total_work_is_quadratic_in_attention():
     assert c.verdict == "partly true" and "O(n^2)" in c.finding and "ratio (N+2)/3 = 334" in c.arithmetic[1]
 
 
-@pytest.mark.parametrize("gpu, verdict, ms", [
-    ("Apple M1 (8-core GPU)", "wrong", 11344.441), ("Apple M1 Max (32-core GPU)", "wrong", 2795.518),
-    ("Apple M1 Ultra (64-core GPU)", "wrong", 1398.417), ("NVIDIA T4", "wrong", 456.745),
-    ("NVIDIA H100 SXM", "cannot be judged", 30.019), ("NVIDIA A100", "cannot be judged", 95.155),
-    ("AMD MI300X", "cannot be judged", 22.715),
-])
+@pytest.mark.parametrize(
+    "gpu, verdict, ms",
+    [
+        ("Apple M1 (8-core GPU)", "wrong", 11344.441),
+        ("Apple M1 Max (32-core GPU)", "wrong", 2795.518),
+        ("Apple M1 Ultra (64-core GPU)", "wrong", 1398.417),
+        ("NVIDIA T4", "wrong", 456.745),
+        ("NVIDIA H100 SXM", "cannot be judged", 30.019),
+        ("NVIDIA A100", "cannot be judged", 95.155),
+        ("AMD MI300X", "cannot be judged", 22.715),
+    ],
+)
 def test_prefill_claim_depends_on_the_gpu(gpu, verdict, ms):
     c = claims.all_claims(gpu)[-1]
     assert c.key == "system-prompt-prefill" and c.verdict == verdict and c.numbers["ms_at_peak"] == ms
@@ -175,5 +188,7 @@ def test_claims_module_does_not_import_torch():
     import sys
 
     code = "import sys, kvviz.claims; print('torch' in sys.modules, 'streamlit' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split() \
-        == ["False", "False"]
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split() == [
+        "False",
+        "False",
+    ]

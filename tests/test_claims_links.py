@@ -1,6 +1,7 @@
 """Every address a claim's source gives is a link that ends where the address ends, in both languages: an autolink
 (<https://...>) or a markdown link, never a bare URL that a Chinese sentence's full-width punctuation (written without
 a space: "…/answer/3040011798；GPT-3") would run into and break (the href then holds %EF%BC…)."""
+
 from __future__ import annotations
 
 import re

@@ -6,6 +6,7 @@ metric and the token strip are its own (its prompt's tokens, the same tokens as 
 empty). The deployment is the real one: deploy/run_class.sh with 2 replicas behind Debian's nginx, stopped
 with Ctrl-C (SIGINT) at the end. No timing is asserted: timing lives in bench/classroom_load.py.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -42,12 +43,30 @@ def deployment(tmp_path_factory):
     # runner may) inherits SIGINT ignored, bash cannot trap a signal ignored on entry, and the launcher would then
     # outlive the SIGINT below (the teardown timing out, its replicas and nginx still running). Python's exec keeps
     # the disposition it sets; a preexec_fn would not be safe with threads.
-    run_with_default_sigint = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-                               "os.execvp('bash', ['bash', *sys.argv[1:]])")
+    run_with_default_sigint = (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+        "os.execvp('bash', ['bash', *sys.argv[1:]])"
+    )
     launcher = subprocess.Popen(
-        [sys.executable, "-c", run_with_default_sigint,
-         "deploy/run_class.sh", "-n", "2", "-p", str(base), "--listen", "127.0.0.1", "--run-dir", str(run_dir)],
-        cwd=REPO, stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        [
+            sys.executable,
+            "-c",
+            run_with_default_sigint,
+            "deploy/run_class.sh",
+            "-n",
+            "2",
+            "-p",
+            str(base),
+            "--listen",
+            "127.0.0.1",
+            "--run-dir",
+            str(run_dir),
+        ],
+        cwd=REPO,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     )
     deadline = time.monotonic() + 150
     while not (run_dir / "ready").exists():
@@ -93,7 +112,9 @@ def test_nginx_keeps_each_session_on_its_replica(deployment):
 
     ports = {str(p) for p in deployment["replica_ports"]}
     for r in reports:  # the cookie nginx set on the first page load is unchanged after the 10 clicks
-        assert len(r.replica_cookie) == 2 and r.replica_cookie[0] == r.replica_cookie[1] and r.replica_cookie[0] in ports
+        assert (
+            len(r.replica_cookie) == 2 and r.replica_cookie[0] == r.replica_cookie[1] and r.replica_cookie[0] in ports
+        )
     assert {r.replica_cookie[0] for r in reports} == ports  # first visits go round robin: both replicas serve
 
     log = deployment["run_dir"] / "access.log"

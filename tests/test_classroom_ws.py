@@ -6,6 +6,7 @@ deltas it received) must be its own, never empty, with no error on the page and 
 strip reader is checked on the app's own markup (kvviz.step.strip.strip_html), and one student typing another's
 prompt must be flagged as "foreign" by the same check. No timing is asserted: timing lives in the benchmark.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -52,8 +53,9 @@ def test_three_ws_sessions_each_see_only_their_own_cache(server_url):
     expected = [session.expected_prompt_strip(p) for p in prompts]
     assert len({len(e) for e in expected}) > 1  # different lengths, so a swapped cache shows
     actions = ["next", "next", "back", "next", "next", "next"]
-    reports, _ = asyncio.run(ws_client.run_load(server_url, prompts,
-                                                [session.fixed_plan(actions) for _ in prompts], ramp_s=0.5))
+    reports, _ = asyncio.run(
+        ws_client.run_load(server_url, prompts, [session.fixed_plan(actions) for _ in prompts], ramp_s=0.5)
+    )
     for r in reports:
         assert r.problems == [], f"session {r.index} ({r.prompt!r}): {r.problems}"
         assert [c["action"] for c in r.clicks] == ["prefill", *actions], f"session {r.index} stopped early"
@@ -65,8 +67,9 @@ def test_three_ws_sessions_each_see_only_their_own_cache(server_url):
 @pytest.mark.browser
 def test_another_students_tokens_are_flagged_foreign(server_url):
     # Mine is the longer one: _classify maps the pending chip to my expected cache length, past their prompt.
-    mine, theirs = sorted((session.session_prompt(i) for i in (0, 1)),
-                          key=lambda p: -len(session.expected_prompt_strip(p)))
+    mine, theirs = sorted(
+        (session.session_prompt(i) for i in (0, 1)), key=lambda p: -len(session.expected_prompt_strip(p))
+    )
 
     async def prefill_theirs():
         student = ws_client.Student(server_url, ws_client.STEP_PAGE)

@@ -2,6 +2,7 @@
 
 Most tests call the dispatcher in-process (fast); one runs the real `python -m kvviz` subprocess end to end.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,23 @@ def test_memory_json_golden_values(capsys):
     assert code == 0
     assert data["bytes_per_token"] == 131_072 and isinstance(data["bytes_per_token"], int)
     assert data["total_bytes"] == 131_072 * 4096 and isinstance(data["total_bytes"], int)
-    code, out, _ = run(capsys, "memory", "--layers", "12", "--heads", "12", "--head-dim", "64", "--dtype", "fp32",
-                       "--context", "1024", "--batch", "3", "--json")
+    code, out, _ = run(
+        capsys,
+        "memory",
+        "--layers",
+        "12",
+        "--heads",
+        "12",
+        "--head-dim",
+        "64",
+        "--dtype",
+        "fp32",
+        "--context",
+        "1024",
+        "--batch",
+        "3",
+        "--json",
+    )
     data = json.loads(out)
     assert data["bytes_per_token"] == 73_728 and data["total_bytes"] == 73_728 * 1024 * 3
 
@@ -38,8 +54,9 @@ def test_memory_options_change_the_answer(capsys):
     base = json.loads(run(capsys, "memory", "--preset", "llama-3-8b", "--json")[1])["total_bytes"]
     int4 = json.loads(run(capsys, "memory", "--preset", "llama-3-8b", "--dtype", "int4", "--json")[1])["total_bytes"]
     window = json.loads(run(capsys, "memory", "--preset", "llama-3-8b", "--window", "1024", "--json")[1])["total_bytes"]
-    mla = json.loads(run(capsys, "memory", "--preset", "llama-3-8b", "--mla-rank", "512", "--mla-rope-dim", "64",
-                         "--json")[1])["bytes_per_token"]
+    mla = json.loads(
+        run(capsys, "memory", "--preset", "llama-3-8b", "--mla-rank", "512", "--mla-rope-dim", "64", "--json")[1]
+    )["bytes_per_token"]
     assert int4 == 4096 * 32 * 2 * 8 * (64 + 2 * 4)  # 128 nibbles = 64 B + two groups of 4 B, per vector
     assert window == base // 4 and mla == 32 * 576 * 2
     hidden = json.loads(run(capsys, "memory", "--layers", "2", "--heads", "4", "--hidden", "256", "--json")[1])
@@ -48,8 +65,17 @@ def test_memory_options_change_the_answer(capsys):
 
 def test_memory_config_file_and_list(capsys, tmp_path):
     cfg = tmp_path / "config.json"
-    cfg.write_text(json.dumps({"num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
-                               "hidden_size": 4096, "torch_dtype": "bfloat16"}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "num_hidden_layers": 32,
+                "num_attention_heads": 32,
+                "num_key_value_heads": 8,
+                "hidden_size": 4096,
+                "torch_dtype": "bfloat16",
+            }
+        )
+    )
     code, out, _ = run(capsys, "memory", "--config", str(cfg), "--json")
     data = json.loads(out)
     assert code == 0 and data["bytes_per_token"] == 131_072
@@ -84,8 +110,9 @@ def test_memory_bad_input_is_one_line_and_exit_2(capsys, argv, message):
     assert message in err and "Traceback" not in err and err.count("\n") == 1
 
 
-@pytest.mark.parametrize("content, message", [("{oops", "not valid JSON"), ("[]", "JSON object"),
-                                              ('{"eggs": 2}', "does not look like")])
+@pytest.mark.parametrize(
+    "content, message", [("{oops", "not valid JSON"), ("[]", "JSON object"), ('{"eggs": 2}', "does not look like")]
+)
 def test_memory_bad_config_files(capsys, tmp_path, content, message):
     bad = tmp_path / "config.json"
     bad.write_text(content)
@@ -111,8 +138,22 @@ def test_ops_json_matches_the_library(capsys):
 
 
 def test_ops_explicit_shape_and_table(capsys):
-    code, out, _ = run(capsys, "ops", "--layers", "4", "--heads", "4", "--head-dim", "32", "--hidden", "128",
-                       "--vocab", "2048", "--new-tokens", "10")
+    code, out, _ = run(
+        capsys,
+        "ops",
+        "--layers",
+        "4",
+        "--heads",
+        "4",
+        "--head-dim",
+        "32",
+        "--hidden",
+        "128",
+        "--vocab",
+        "2048",
+        "--new-tokens",
+        "10",
+    )
     assert code == 0 and "Attention scores QK^T" in out and "Total" in out
 
 
@@ -124,7 +165,10 @@ def test_ops_explicit_shape_and_table(capsys):
         (["--preset", "gpt2", "--new-tokens", "0"], "--new-tokens: the value must be from 1"),
         (["--preset", "gpt2", "--prompt-len", "-5"], "--prompt-len: the value must be from 1"),
         (["--layers", "4"], "give --preset"),
-        (["--layers", "4", "--heads", "6", "--kv-heads", "4", "--head-dim", "8", "--hidden", "48", "--vocab", "9"], "divide"),
+        (
+            ["--layers", "4", "--heads", "6", "--kv-heads", "4", "--head-dim", "8", "--hidden", "48", "--vocab", "9"],
+            "divide",
+        ),
     ],
 )
 def test_ops_bad_input(capsys, argv, message):
@@ -134,10 +178,16 @@ def test_ops_bad_input(capsys, argv, message):
 
 @pytest.mark.slow
 def test_python_dash_m_end_to_end():
-    proc = subprocess.run([sys.executable, "-m", "kvviz", "memory", "--preset", "gpt2", "--context", "1", "--json"],
-                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kvviz", "memory", "--preset", "gpt2", "--context", "1", "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["total_bytes"] == 73_728
-    bad = subprocess.run([sys.executable, "-m", "kvviz", "ops", "--preset", "nope"], cwd=REPO, capture_output=True,
-                         text=True, timeout=60)
+    bad = subprocess.run(
+        [sys.executable, "-m", "kvviz", "ops", "--preset", "nope"], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr

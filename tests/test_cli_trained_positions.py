@@ -1,5 +1,6 @@
 """The CLI half: `python -m kvviz memory` warns about a context past a preset's trained
 positions, with the rule and the words the memory page uses (kvviz.memory.presets.past_trained_positions)."""
+
 from __future__ import annotations
 
 import json

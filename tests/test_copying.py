@@ -1,6 +1,7 @@
 """Both bundled models copy in context, recomputed from the shipped weights (a retrain that loses its induction
 heads fails here): the figures in each training_report.json are reproduced, and they clear thresholds set below
 the measured ones. Also the training mix itself (kvviz.training.copying.repeat_batch) and the "Repeat a pattern" preset."""
+
 from __future__ import annotations
 
 import json
@@ -39,8 +40,9 @@ def test_random_token_copying_is_recomputed_and_clears_the_threshold(named):
 
     name, loaded = named
     measured = _report(name)["copying_random_tokens"]
-    sequences = copying.random_repeats(loaded.info.vocab_size, measured["sequences"], measured["half_tokens"],
-                                       measured["seed"])
+    sequences = copying.random_repeats(
+        loaded.info.vocab_size, measured["sequences"], measured["half_tokens"], measured["seed"]
+    )
     result = copying.copying_accuracy(loaded.model, sequences)
     assert result.first_half_top1 == pytest.approx(measured["first_half_top1"], abs=1e-3)
     assert result.repeated_half_top1 == pytest.approx(measured["repeated_half_top1"], abs=1e-3)
@@ -109,9 +111,9 @@ def test_repeat_rows_repeat_their_span_and_mask_the_first_copy_of_random_tokens(
             masked_rows += 1
             start, span = int(masked[0]), len(masked)
             assert copying.MIN_SPAN <= span <= 24 and masked.tolist() == list(range(start, start + span))
-            assert (row[start:start + span] < 1000).all()
+            assert (row[start : start + span] < 1000).all()
         else:
             assert torch.equal(row, label)
-            span = next(n for n in range(copying.MIN_SPAN, 25) if torch.equal(row[-n:], row[-2 * n:-n]))
-        assert torch.equal(row[-span:], row[-2 * span:-span])  # the row ends in repeats of its span
+            span = next(n for n in range(copying.MIN_SPAN, 25) if torch.equal(row[-n:], row[-2 * n : -n]))
+        assert torch.equal(row[-span:], row[-2 * span : -span])  # the row ends in repeats of its span
     assert 16 <= masked_rows <= 48  # about half the rows hold random spans

@@ -9,6 +9,7 @@ agree (ports, health path, cookie affinity, the start command). What it cannot: 
 daemon), push a Space, or apply the manifest (kubectl's client-side dry run asks an API server for its kinds; there
 is none here). docs/deploying.md says so.
 """
+
 from __future__ import annotations
 
 import json
@@ -94,8 +95,12 @@ def test_the_hosted_requirements_take_torchs_cpu_wheel_and_the_projects_pins():
 
 def test_make_space_puts_the_front_matter_and_the_dockerfile_at_the_spaces_root(tmp_path):
     space = tmp_path / "space"
-    subprocess.run(["bash", str(DEPLOY / "huggingface" / "make_space.sh"), str(space)], check=True,
-                   capture_output=True, timeout=120)
+    subprocess.run(
+        ["bash", str(DEPLOY / "huggingface" / "make_space.sh"), str(space)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     assert _front_matter(space / "README.md")["sdk"] == "docker"
     assert (space / "Dockerfile").read_text() == DOCKERFILE.read_text()
     assert (space / "README-kvviz.md").exists() and (space / "app.py").exists() and (space / "pages").is_dir()
@@ -104,8 +109,13 @@ def test_make_space_puts_the_front_matter_and_the_dockerfile_at_the_spaces_root(
 
 def test_the_kubernetes_manifest_agrees_with_itself_and_the_image():
     docs = _manifest()
-    assert set(docs) == {("Deployment", "kvviz"), ("Service", "kvviz"), ("Ingress", "kvviz"),
-                         ("Deployment", "kvviz-poll-db"), ("Service", "kvviz-poll-db")}
+    assert set(docs) == {
+        ("Deployment", "kvviz"),
+        ("Service", "kvviz"),
+        ("Ingress", "kvviz"),
+        ("Deployment", "kvviz-poll-db"),
+        ("Service", "kvviz-poll-db"),
+    }
     deployment, service, ingress = docs["Deployment", "kvviz"], docs["Service", "kvviz"], docs["Ingress", "kvviz"]
     spec = deployment["spec"]
     assert spec["replicas"] >= 2 and spec["selector"]["matchLabels"] == spec["template"]["metadata"]["labels"]

@@ -4,6 +4,7 @@ Tests that need a GPU skip with the one line kvviz prints without it; every othe
 bundled model through the same code a GPU runs (the runners make their tensors on the model's device and
 synchronise it around every timed pass).
 """
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,13 @@ from support.pages import app_test
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kvviz", "bench", *args], capture_output=True, text=True,
-                          timeout=600, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        [sys.executable, "-m", "kvviz", "bench", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
+    )
 
 
 @pytest.mark.slow
@@ -82,8 +88,9 @@ def cpu_report(bundled):
 
     prompt_ids = harness.prompt_token_ids(bundled, 6)
     before = {k: v.clone() for k, v in bundled.model.state_dict().items()}
-    result = accelerator.run_device_benchmark(bundled, prompt_ids, 5, "cpu", "float32",
-                                              repeats=2, warmup=1, sweep_contexts_=(32, 64, 4096))
+    result = accelerator.run_device_benchmark(
+        bundled, prompt_ids, 5, "cpu", "float32", repeats=2, warmup=1, sweep_contexts_=(32, 64, 4096)
+    )
     after = bundled.model.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)  # the shared model is never touched
     assert next(bundled.model.parameters()).device.type == "cpu"
@@ -141,9 +148,9 @@ def test_cuda_report_float32_tokens_agree(bundled):  # pragma: no cover - runs o
     if not torch.cuda.is_available():
         pytest.skip(device.unavailable_reason("cuda") or "")
 
-    result = accelerator.run_device_benchmark(bundled,
-                                              harness.prompt_token_ids(bundled, 8), 8, "cuda", "float32",
-                                              repeats=2, sweep_contexts_=(128,))
+    result = accelerator.run_device_benchmark(
+        bundled, harness.prompt_token_ids(bundled, 8), 8, "cuda", "float32", repeats=2, sweep_contexts_=(128,)
+    )
     assert result.device.kind == "cuda" and result.device.runtime.startswith("CUDA")
     assert set(result.skipped) >= {"preallocated", "int8"}
     assert all(result.tokens_match(m.mode) for m in result.modes)
@@ -166,9 +173,13 @@ def test_speedup_page_offers_only_the_devices_found_and_draws_the_sweep(fresh_st
     tables = [d.value for d in at.dataframe]
     sweep = next(t for t in tables if "cached tokens" in t.columns)
     assert list(sweep["cached tokens"]) == [32, 64, 128, 255]  # the bundled model's 256 positions bound it
-    assert set(sweep["bound by"]) <= {"below 15% of the read roof: time not explained by reading bytes",
-                                      "reading the weights", "reading the cache", "neither dominates",
-                                      "unclear within the spread"}
+    assert set(sweep["bound by"]) <= {
+        "below 15% of the read roof: time not explained by reading bytes",
+        "reading the weights",
+        "reading the cache",
+        "neither dominates",
+        "unclear within the spread",
+    }
     assert all(s.endswith("%") and "–" in s for s in sweep["read roof, slowest-fastest"])  # the spread, shown
     modes = next(t for t in tables if "same tokens as no cache" in t.columns)
     assert list(modes["same tokens as no cache"]) == ["yes"] * len(modes)
@@ -212,7 +223,9 @@ def test_bound_is_named_only_when_the_whole_spread_falls_in_one_zone():
     assert point((10.0, 12.0), 1_000_000).bound == "unexplained"  # 8%-10%: all under 15%
     assert point((10.0, 6.0), 1_000_000).bound == "unclear"  # 10%-17%: crosses 15%
     assert accelerator.BOUND_NAMES["unexplained"] == "below 15% of the read roof: time not explained by reading bytes"
-    assert accelerator.BOUND_NAMES["unclear"] == "unclear within the spread" and "overhead" not in accelerator.BOUND_NAMES
+    assert (
+        accelerator.BOUND_NAMES["unclear"] == "unclear within the spread" and "overhead" not in accelerator.BOUND_NAMES
+    )
 
 
 @pytest.mark.slow

@@ -4,6 +4,7 @@ README.md stays short (at most 160 lines) and opens with both set-up commands (t
 link and image in README.md and docs/*.md lands on a file of the repository; every file in docs/ is linked from
 the README, so none is orphaned. Pure: reads the files, parses them with markdown-it-py (CommonMark and tables).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -48,11 +49,19 @@ def local_file(source: Path, target: str) -> Path | None:
 
 
 def test_the_link_finder_sees_links_and_images_and_skips_code():
-    md = ("See [the plans](docs/teaching.md#plans) and ![a picture](docs/step_through.png \"title\").\n\n"
-          "| a | b |\n|---|---|\n| [cell](docs/api.md) | `[not](a-link.md)` |\n\n"
-          "```\n[also not](code.md)\n```\n\n[web](https://example.org) [anchor](#top) [mail](mailto:a@b.c)\n")
-    assert targets(md) == ["docs/teaching.md#plans", "docs/step_through.png", "docs/api.md",
-                           "https://example.org", "#top", "mailto:a@b.c"]
+    md = (
+        'See [the plans](docs/teaching.md#plans) and ![a picture](docs/step_through.png "title").\n\n'
+        "| a | b |\n|---|---|\n| [cell](docs/api.md) | `[not](a-link.md)` |\n\n"
+        "```\n[also not](code.md)\n```\n\n[web](https://example.org) [anchor](#top) [mail](mailto:a@b.c)\n"
+    )
+    assert targets(md) == [
+        "docs/teaching.md#plans",
+        "docs/step_through.png",
+        "docs/api.md",
+        "https://example.org",
+        "#top",
+        "mailto:a@b.c",
+    ]
     assert local_file(README, "docs/teaching.md#plans") == REPO / "docs" / "teaching.md"
     assert local_file(REPO / "docs" / "api.md", "../README.md") == README
     assert [local_file(README, t) for t in ("https://example.org", "#top", "mailto:a@b.c")] == [None] * 3
@@ -81,7 +90,13 @@ def test_every_relative_link_lands_on_a_file(source):
 
 
 def test_every_docs_file_is_linked_from_the_readme():
-    assert {p.name for p in DOCS} >= {"teaching.md", "deploying.md", "measurements.md", "models.md", "api.md",
-                                      "architecture.md"}
+    assert {p.name for p in DOCS} >= {
+        "teaching.md",
+        "deploying.md",
+        "measurements.md",
+        "models.md",
+        "api.md",
+        "architecture.md",
+    }
     linked = {local_file(README, t) for t in targets(README.read_text(encoding="utf-8"))}
     assert [p.name for p in DOCS if p.resolve() not in linked] == []

@@ -7,6 +7,7 @@ autolinks, arrows); `code` must parse to one code span holding exactly the input
 AppTest with hostile values: the glossary's ?term=, a link value with a backtick, a config.json whose
 name and fields are markdown. The real-browser check is tests/test_browser_injection.py.
 """
+
 from __future__ import annotations
 
 import html
@@ -26,11 +27,49 @@ from support.pages import open_page
 
 MD = MarkdownIt("commonmark")
 HOSTILE_PIECES = [
-    "![p](http://evil.example/t.png)", "[Log in again here](http://evil.example/phish)", "`", "``", "$x^2$", "$$y$$",
-    ":red[red]", ":blue-background[b]", ":material/lock:", ":smile:", ":streamlit:", ":+1:", "http://evil.example/a",
-    "www.evil.example", "a@evil.example", "<img src=x onerror=alert(1)>", "&lt;", "&#65;", "# h", "- item", "1. one",
-    "> q", "| a | b |", "**b**", "_i_", "~~s~~", "~t~", "[^1]", "\\", "\\$", " -> ", " -- ", " >= ", " <-> ", "\n",
-    "\t", "\x1b]0;PWNED\x07", "\x00", "中文", "ROMEO:", ":help[tip]", ":color[x]{foreground=red}", "<http://e.x>",
+    "![p](http://evil.example/t.png)",
+    "[Log in again here](http://evil.example/phish)",
+    "`",
+    "``",
+    "$x^2$",
+    "$$y$$",
+    ":red[red]",
+    ":blue-background[b]",
+    ":material/lock:",
+    ":smile:",
+    ":streamlit:",
+    ":+1:",
+    "http://evil.example/a",
+    "www.evil.example",
+    "a@evil.example",
+    "<img src=x onerror=alert(1)>",
+    "&lt;",
+    "&#65;",
+    "# h",
+    "- item",
+    "1. one",
+    "> q",
+    "| a | b |",
+    "**b**",
+    "_i_",
+    "~~s~~",
+    "~t~",
+    "[^1]",
+    "\\",
+    "\\$",
+    " -> ",
+    " -- ",
+    " >= ",
+    " <-> ",
+    "\n",
+    "\t",
+    "\x1b]0;PWNED\x07",
+    "\x00",
+    "中文",
+    "ROMEO:",
+    ":help[tip]",
+    ":color[x]{foreground=red}",
+    "<http://e.x>",
 ]
 HOSTILE_TEXT = st.one_of(
     st.lists(st.sampled_from(HOSTILE_PIECES), max_size=8).map("".join),
@@ -126,9 +165,14 @@ def test_the_glossary_echoes_a_hostile_term_as_text():
 @pytest.mark.app
 def test_the_memory_import_report_shows_the_files_words_as_text():
     at = _page("memory_budget")
-    config = {"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64,
-              "_name_or_path": "![p](http://evil.example/n.png) [x](http://evil.example/)",
-              "torch_dtype": "float16"}
+    config = {
+        "model_type": "llama",
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "hidden_size": 64,
+        "_name_or_path": "![p](http://evil.example/n.png) [x](http://evil.example/)",
+        "torch_dtype": "float16",
+    }
     at.text_area(key="mem_paste").set_value(json.dumps(config))
     at.button(key="mem_import").click().run()
     assert not at.exception
@@ -164,8 +208,10 @@ def test_a_model_names_load_message_keeps_the_name_in_its_code_span(monkeypatch)
 
     monkeypatch.setattr(loading, "cached_snapshot", lambda name: None)
     monkeypatch.setattr(loading, "hub_reachable", lambda: False)  # offline, as on our machines
-    for hostile, words in (("x`![p](t.png)` [Log in](phish) $x$ :red[y]", "hf download x`"),  # a hub name
-                           ("x`![p](http://host/t.png)` [Log in](http://host/phish)", "no model folder")):  # a path
+    for hostile, words in (
+        ("x`![p](t.png)` [Log in](phish) $x$ :red[y]", "hf download x`"),  # a hub name
+        ("x`![p](http://host/t.png)` [Log in](http://host/phish)", "no model folder"),
+    ):  # a path
         with pytest.raises(loading.ModelLoadError) as caught:
             loading.load_pretrained(hostile)
         message = str(caught.value)

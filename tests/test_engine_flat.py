@@ -4,6 +4,7 @@ The flat engine computes the model's own logits and K/V in every fp32 format; in
 tolerance and its token agreement is reported; the format chooser measures real kernels and keeps the faster,
 never holding a copy it does not use; a broken private oneDNN op falls back instead of crashing.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -74,8 +75,11 @@ def test_fp32_formats_match_model_logits_and_cache(loaded, fmt):
 def test_int8_within_stated_tolerance(loaded):
     engine, _, agree = _compare_with_dynamic_cache(loaded, "int8", atol=INT8_LOGIT_ATOL)
     assert agree >= 3  # reported by the benchmark as token agreement; here 4 of 4 on this prompt
-    n_matrix_weights = sum(p.numel() for name, p in loaded.model.named_parameters()
-                           if name.endswith(("c_attn.weight", "c_proj.weight", "c_fc.weight")))
+    n_matrix_weights = sum(
+        p.numel()
+        for name, p in loaded.model.named_parameters()
+        if name.endswith(("c_attn.weight", "c_proj.weight", "c_fc.weight"))
+    )
     n_matrix_weights += loaded.model.lm_head.weight.numel()
     assert engine.int8_weight_bytes() == n_matrix_weights + 8 * (4 * loaded.info.n_layer + 1)
 
@@ -96,8 +100,9 @@ def test_batched_forward_equals_one_sequence_at_a_time(loaded):
             single.reset()
             one = single.forward(prompts[row : row + 1])
             torch.testing.assert_close(out[row : row + 1], one, rtol=1e-5, atol=1e-5)
-            torch.testing.assert_close(nxt[row : row + 1], single.forward(one.argmax(-1, keepdim=True)),
-                                       rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(
+                nxt[row : row + 1], single.forward(one.argmax(-1, keepdim=True)), rtol=1e-5, atol=1e-5
+            )
 
 
 def test_model_is_left_untouched(loaded):
@@ -122,7 +127,8 @@ def test_pick_fastest_picks_the_faster_of_two_real_kernels():
 
     x, w = torch.randn(1, 64), torch.randn(64, 64)
     choice = weight_format.pick_fastest(
-        {"one_gemv": lambda: torch.mm(x, w), "forty_gemvs": lambda: [torch.mm(x, w) for _ in range(40)]}, rounds=5)
+        {"one_gemv": lambda: torch.mm(x, w), "forty_gemvs": lambda: [torch.mm(x, w) for _ in range(40)]}, rounds=5
+    )
     times = dict(choice.ms_by_format)
     assert choice.chosen == "one_gemv" == min(times, key=times.get)
     assert choice.margin == pytest.approx(times["forty_gemvs"] / times["one_gemv"]) and choice.margin > 1

@@ -2,6 +2,7 @@
 bytes are the pruned tensors' own, StreamingLLM and H2O keep the rows they promise (H2O against a separate numpy
 computation from an uncached pass), the copy test at 100% is the training package's copying accuracy, and decoding
 after pruning runs at the continued positions."""
+
 from __future__ import annotations
 
 import json
@@ -42,7 +43,7 @@ def span_prefill(loaded) -> tuple[torch.Tensor, Prefill]:
 
     ids = text_ids(loaded, None)
     sequences = copy_sequences(ids, SETTINGS)[:3]  # (3, 2L)
-    return sequences, prefill(loaded, sequences[:, :SETTINGS.half_tokens])
+    return sequences, prefill(loaded, sequences[:, : SETTINGS.half_tokens])
 
 
 def _fresh_cache(loaded, prefix: torch.Tensor):
@@ -50,8 +51,9 @@ def _fresh_cache(loaded, prefix: torch.Tensor):
     from transformers import DynamicCache
 
     with torch.inference_mode():
-        return loaded.model(input_ids=prefix, past_key_values=DynamicCache(config=loaded.model.config),
-                            use_cache=True).past_key_values
+        return loaded.model(
+            input_ids=prefix, past_key_values=DynamicCache(config=loaded.model.config), use_cache=True
+        ).past_key_values
 
 
 # duoattention has no keep_order (its heads keep different rows): the evict() test below covers it with the others
@@ -70,8 +72,9 @@ def test_every_policy_at_100_percent_reproduces_the_full_cache_logits_exactly(lo
     pruned = prune(pre, kept_rows(policy, order, rows))
     got = continue_from(loaded, pruned, sequences[:, half:], half)
     with torch.inference_mode():  # the unpruned cache of a fresh prefill, transformers' own default positions
-        want = loaded.model(input_ids=sequences[:, half:], past_key_values=_fresh_cache(loaded, sequences[:, :half]),
-                            use_cache=True).logits
+        want = loaded.model(
+            input_ids=sequences[:, half:], past_key_values=_fresh_cache(loaded, sequences[:, :half]), use_cache=True
+        ).logits
     assert torch.equal(got, want)
 
 
@@ -104,14 +107,18 @@ def test_quantized_points_report_quant_round_trip_bytes(loaded):
     settings = ev.EvictSettings(n_spans=2)
     texts = SweepTexts(loaded, None, settings)
     for point in quant_points(loaded, texts, ("int8", "int4")):
-        want = sum(quant.round_trip(x, point.policy, loaded.info.head_dim)[1]
-                   for layer in texts.copy.cache.layers for x in (layer.keys, layer.values))
+        want = sum(
+            quant.round_trip(x, point.policy, loaded.info.head_dim)[1]
+            for layer in texts.copy.cache.layers
+            for x in (layer.keys, layer.values)
+        )
         assert point.kv_bytes_kept * settings.n_spans == want
         assert point.kv_bytes_kept < point.kv_bytes_full
     fp8 = quant_points(loaded, texts, ("fp8",))[0]  # transformers' QuantizedCache(backend="fp8"), one sequence
     info = loaded.info
-    assert fp8.kv_bytes_kept == info.n_layer * (2 * info.n_kv_heads * settings.half_tokens * info.head_dim * 1
-                                                + FP8_SCALE_BYTES_PER_LAYER)
+    assert fp8.kv_bytes_kept == info.n_layer * (
+        2 * info.n_kv_heads * settings.half_tokens * info.head_dim * 1 + FP8_SCALE_BYTES_PER_LAYER
+    )
 
 
 @pytest.mark.parametrize("keep", [50, 25, 10])
@@ -138,7 +145,7 @@ def test_heavy_hitters_only_keeps_the_highest_accumulated_attention_rows(loaded,
     from kvviz.internals.eviction_lab.scoring import keep_order, kept_rows
 
     sequences, pre = span_prefill
-    prefix = sequences[:, :SETTINGS.half_tokens]
+    prefix = sequences[:, : SETTINGS.half_tokens]
     with torch.inference_mode():
         attentions = loaded.model(input_ids=prefix, use_cache=False, output_attentions=True).attentions
     rows = ev.rows_for_budget(25, pre.seq_len)
@@ -189,8 +196,9 @@ def test_copy_test_at_100_percent_reproduces_the_training_report(loaded):
 
     report = json.loads((loading.BUNDLED_MODELS[loaded.info.spec].folder / "training_report.json").read_text())
     text = CORPUS.read_text(encoding="utf-8")
-    val_ids = torch.tensor(loaded.tokenizer(text[int(len(text) * (1 - report["recipe"]["validation_fraction"])):])
-                           .input_ids)
+    val_ids = torch.tensor(
+        loaded.tokenizer(text[int(len(text) * (1 - report["recipe"]["validation_fraction"])) :]).input_ids
+    )
     measured = report["copying"]
     sequences = copying.held_out_repeats(val_ids, measured["held_out_sequences"], measured["half_tokens"])
     half = measured["half_tokens"]
@@ -207,7 +215,8 @@ def _position_recorder(loaded, seen: list):
         return model.transformer.wpe.register_forward_pre_hook(lambda m, args: seen.append(args[0].clone()))
     return model.model.rotary_emb.register_forward_pre_hook(
         lambda m, args, kwargs: seen.append((kwargs.get("position_ids", args[1] if len(args) > 1 else None)).clone()),
-        with_kwargs=True)
+        with_kwargs=True,
+    )
 
 
 def test_decoding_after_pruning_runs_at_the_continued_positions(loaded, span_prefill):
@@ -224,7 +233,7 @@ def test_decoding_after_pruning_runs_at_the_continued_positions(loaded, span_pre
     seen: list[torch.Tensor] = []
     hook = _position_recorder(loaded, seen)
     try:
-        logits = continue_from(loaded, cache, sequences[:, half:half + 1], half)
+        logits = continue_from(loaded, cache, sequences[:, half : half + 1], half)
         token = logits[:, -1].argmax(-1, keepdim=True)
         for step in range(1, 4):  # greedy decoding goes on, one token at a time
             logits = continue_from(loaded, cache, token, half + step)
@@ -235,10 +244,11 @@ def test_decoding_after_pruning_runs_at_the_continued_positions(loaded, span_pre
     assert cache.get_seq_length() == rows + 4  # the pruned rows + the four decoded ones
     # the positions matter: restarting at the pruned length (transformers' default) gives other logits
     again = prune(pre, kept)
-    continued = continue_from(loaded, again, sequences[:, half:half + 8], half)
+    continued = continue_from(loaded, again, sequences[:, half : half + 8], half)
     with torch.inference_mode():
-        default = loaded.model(input_ids=sequences[:, half:half + 8], past_key_values=prune(pre, kept),
-                               use_cache=True).logits
+        default = loaded.model(
+            input_ids=sequences[:, half : half + 8], past_key_values=prune(pre, kept), use_cache=True
+        ).logits
     assert not torch.allclose(continued, default, atol=1e-4)
 
 
@@ -267,8 +277,11 @@ def test_grid_marks_the_kept_rows_per_layer_and_kv_head(loaded):
         assert all(sum(head) == rows for head in layer.kept)
         assert layer.kv_bytes_kept == 2 * info.n_kv_heads * rows * info.head_dim * 4
     streaming = runs.eviction_grid(loaded, "streaming", 25)
-    assert all(head[:SETTINGS.sink_tokens] == (True,) * SETTINGS.sink_tokens
-               for layer in streaming.layers for head in layer.kept)
+    assert all(
+        head[: SETTINGS.sink_tokens] == (True,) * SETTINGS.sink_tokens
+        for layer in streaming.layers
+        for head in layer.kept
+    )
 
 
 def test_takeaways_are_computed_from_the_sweep(loaded):
@@ -288,14 +301,18 @@ def test_takeaways_are_computed_from_the_sweep(loaded):
 
     def named(p):  # a point below the budget's bytes (DuoAttention: whole heads) is named with its real share
         below = p.bytes_fraction < ev.rows_for_budget(p.keep_percent, p.rows_full) / p.rows_full
-        return f"{ev.policy_short(p.policy)} (holding only {p.bytes_fraction:.1%} of the bytes)" if below else \
-            ev.policy_short(p.policy)
+        return (
+            f"{ev.policy_short(p.policy)} (holding only {p.bytes_fraction:.1%} of the bytes)"
+            if below
+            else ev.policy_short(p.policy)
+        )
 
     best = max(at25, key=lambda p: p.copy_accuracy)
     assert any(line.startswith(f"At 25%: best copying {named(best)} {best.copy_accuracy:.0%}") for line in lines)
     recent5 = sweep.point("recent", 5)
-    assert any(f"copies {recent5.copy_accuracy:.0%} with loss change {recent5.loss_change_nats:+.3f}" in line
-               for line in lines)
+    assert any(
+        f"copies {recent5.copy_accuracy:.0%} with loss change {recent5.loss_change_nats:+.3f}" in line for line in lines
+    )
     # every ranking goes through the noise rule: the policies whose 95% interval overlaps the best's are named
     # as inside its noise, and no other
     line25 = next(line for line in lines if line.startswith("At 25%"))
@@ -304,8 +321,9 @@ def test_takeaways_are_computed_from_the_sweep(loaded):
         assert f"{', '.join(named(p) for p in tied)} inside its noise" in line25
     else:
         assert "inside its noise" not in line25
-    assert ("random control's" in line25 and
-            ("is inside the noise of it" in line25) == inside_noise(sweep.point("random", 25), best, "copy"))
+    assert "random control's" in line25 and ("is inside the noise of it" in line25) == inside_noise(
+        sweep.point("random", 25), best, "copy"
+    )
 
 
 def test_intervals_are_over_the_spans_and_the_passages(loaded):
@@ -324,8 +342,9 @@ def test_intervals_are_over_the_spans_and_the_passages(loaded):
     changes = np.array(point.loss_change_per_passage)
     assert changes.mean() == pytest.approx(point.loss_change_nats, abs=1e-9)
     lo, hi = point.loss_change_interval
-    assert (lo, hi) == pytest.approx((changes.mean() - 3.182 * changes.std(ddof=1) / 2,
-                                      changes.mean() + 3.182 * changes.std(ddof=1) / 2), abs=1e-9)
+    assert (lo, hi) == pytest.approx(
+        (changes.mean() - 3.182 * changes.std(ddof=1) / 2, changes.mean() + 3.182 * changes.std(ddof=1) / 2), abs=1e-9
+    )
 
 
 def test_the_default_passages_and_spans_never_overlap(loaded):
@@ -333,8 +352,10 @@ def test_the_default_passages_and_spans_never_overlap(loaded):
     from kvviz.internals.eviction_lab.measures import evenly_spaced_starts, text_ids
 
     ids = text_ids(loaded, None)
-    for starts, length in ((evenly_spaced_starts(len(ids), 208, SETTINGS.n_passages), 208),
-                           (evenly_spaced_starts(len(ids), 64, SETTINGS.n_spans), 64)):
+    for starts, length in (
+        (evenly_spaced_starts(len(ids), 208, SETTINGS.n_passages), 208),
+        (evenly_spaced_starts(len(ids), 64, SETTINGS.n_spans), 64),
+    ):
         assert len(starts) == 16 and all(b - a >= length for a, b in zip(starts, starts[1:], strict=False))
 
 
@@ -346,12 +367,23 @@ def test_cli_prints_the_page_numbers_and_refuses_bad_values_in_one_line(loaded, 
     out = json.loads(capsys.readouterr().out)
     page = runs.measure_policy(loaded, "snapkv", None, SETTINGS, (35,))[0]  # what the page's cached line holds
     got = out["points"][1]
-    assert (got["policy"], got["keep_percent"], got["kv_bytes_kept"], got["copy_correct"]) == \
-        ("snapkv", 35, page.kv_bytes_kept, page.copy_correct)
+    assert (got["policy"], got["keep_percent"], got["kv_bytes_kept"], got["copy_correct"]) == (
+        "snapkv",
+        35,
+        page.kv_bytes_kept,
+        page.copy_correct,
+    )
     assert got["loss_change_nats"] == pytest.approx(page.loss_change_nats, abs=1e-9)
     assert out["points"][0]["policy"] == "full" and out["points"][0]["kv_bytes_kept"] == page.kv_bytes_full
-    for bad in (["--keep", "0"], ["--keep", "1.5"], ["--keep", "0.355"], ["--keep", "x" * 5000],
-                ["--policy", "lru"], ["--sinks", "-1"], ["--model", "gpt2"]):
+    for bad in (
+        ["--keep", "0"],
+        ["--keep", "1.5"],
+        ["--keep", "0.355"],
+        ["--keep", "x" * 5000],
+        ["--policy", "lru"],
+        ["--sinks", "-1"],
+        ["--model", "gpt2"],
+    ):
         assert evict.main(bad) == 2, bad
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and err.startswith("kvviz evict:") and len(err) < 400, err
@@ -364,9 +396,9 @@ def test_the_measurements_doc_tables_reproduce_from_the_command_beside_them(load
     from kvviz.internals.eviction_lab import runs
 
     doc = (REPO / "docs" / "measurements.md").read_text(encoding="utf-8")
-    section = doc[doc.index("## What to forget"):]
+    section = doc[doc.index("## What to forget") :]
     heading = "GPT-2 (`bundled`):" if loaded.info.spec == loading.BUNDLED else "GQA Llama (`bundled-gqa`"
-    rows = section[section.index(heading):].split("\n\n")[1].splitlines()[2:]
+    rows = section[section.index(heading) :].split("\n\n")[1].splitlines()[2:]
     printed = table(list(runs.sweep(loaded).points)).splitlines()[1:]
     assert [r.strip("| ").split(" | ") for r in rows] == [line.split() for line in printed]
 
@@ -399,8 +431,11 @@ def test_streaming_llm_keeps_the_first_s_rows_then_the_newest_at_every_budget(lo
     order = keep_order("streaming", pre, settings)
     for keep in ev.EVICT_KEEP_PERCENTS:
         rows = ev.rows_for_budget(keep, pre.seq_len)
-        want = (list(range(rows)) if rows <= sinks else
-                list(range(sinks)) + list(range(pre.seq_len - (rows - sinks), pre.seq_len)))
+        want = (
+            list(range(rows))
+            if rows <= sinks
+            else list(range(sinks)) + list(range(pre.seq_len - (rows - sinks), pre.seq_len))
+        )
         for idx in kept_rows("streaming", order, rows):
             assert all(row == want for row in idx.reshape(-1, rows).tolist()), (keep, sinks)
 
@@ -411,7 +446,7 @@ def test_h2o_keeps_the_papers_split_half_heavy_hitters_half_recent(loaded, span_
     from kvviz.internals.eviction_lab.scoring import keep_order, kept_rows
 
     sequences, pre = span_prefill
-    received = _accumulated_attention(loaded, sequences[:, :SETTINGS.half_tokens])
+    received = _accumulated_attention(loaded, sequences[:, : SETTINGS.half_tokens])
     s = pre.seq_len
     for keep in (25, 5):
         rows = ev.rows_for_budget(keep, s)
@@ -422,7 +457,7 @@ def test_h2o_keeps_the_papers_split_half_heavy_hitters_half_recent(loaded, span_
                 for kv in range(r.shape[1]):
                     got = kept[layer][b, kv].tolist()
                     assert got[heavy:] == list(range(s - recent, s))  # the recent half
-                    scores = r[b, kv, :s - recent]
+                    scores = r[b, kv, : s - recent]
                     top = set(np.argsort(-scores, kind="stable")[:heavy].tolist())
                     boundary = np.sort(scores)[::-1][heavy - 1] if heavy else 0.0
                     assert all(abs(scores[p] - boundary) < 1e-9 for p in set(got[:heavy]) ^ top)
@@ -432,8 +467,7 @@ def test_h2o_keeps_the_papers_split_half_heavy_hitters_half_recent(loaded, span_
                 for kv in range(r.shape[1]):
                     all_top = set(np.argsort(-r[b, kv], kind="stable")[:rows].tolist())
                     edge = np.sort(r[b, kv])[::-1][rows - 1]
-                    assert all(abs(r[b, kv][p] - edge) < 1e-9
-                               for p in set(only_heavy[layer][b, kv].tolist()) ^ all_top)
+                    assert all(abs(r[b, kv][p] - edge) < 1e-9 for p in set(only_heavy[layer][b, kv].tolist()) ^ all_top)
     assert ev.policy_short("h2o") == "H2O" and "heavy" in ev.policy_short("h2o_heavy")
 
 
@@ -447,7 +481,7 @@ def test_snapkv_uses_the_official_pooling_and_keeps_its_newest_rows_below_its_wi
     from kvviz.internals.eviction_lab.scoring import keep_order, kept_rows
 
     sequences, pre = span_prefill
-    prefix = sequences[:, :SETTINGS.half_tokens]
+    prefix = sequences[:, : SETTINGS.half_tokens]
     w, s = SETTINGS.snap_window, pre.seq_len
     with torch.inference_mode():
         attentions = loaded.model(input_ids=prefix, use_cache=False, output_attentions=True).attentions
@@ -465,11 +499,11 @@ def test_snapkv_uses_the_official_pooling_and_keeps_its_newest_rows_below_its_wi
             for bi in range(b):
                 for kv in range(info.n_kv_heads):
                     got = kept[layer][bi, kv].tolist()
-                    assert got[rows - w:] == list(range(s - w, s))
+                    assert got[rows - w :] == list(range(s - w, s))
                     p = pooled[bi, kv].numpy()
-                    top = set(np.argsort(-p, kind="stable")[:rows - w].tolist())
+                    top = set(np.argsort(-p, kind="stable")[: rows - w].tolist())
                     edge = np.sort(p)[::-1][rows - w - 1]
-                    assert all(abs(p[x] - edge) < 1e-9 for x in set(got[:rows - w]) ^ top)
+                    assert all(abs(p[x] - edge) < 1e-9 for x in set(got[: rows - w]) ^ top)
     rows = ev.rows_for_budget(5, s)  # 3 rows < the 8-row window
     assert rows < w
     for idx in kept_rows("snapkv", order, rows):
@@ -500,7 +534,9 @@ def test_fp8_is_measured_on_the_int_formats_protocol_and_transformers_own_beside
     correct, total = copy_correct(loaded, cache, texts.sequences)
     assert (fp8.copy_correct, fp8.copy_total) == (correct, total)
     hf = quant_points(loaded, texts, ("fp8-hf",))[0]
-    assert hf.policy == "fp8-hf" and fp8.kv_bytes_kept == hf.kv_bytes_kept and "transformers" in ev.policy_label(hf.policy)
+    assert (
+        hf.policy == "fp8-hf" and fp8.kv_bytes_kept == hf.kv_bytes_kept and "transformers" in ev.policy_label(hf.policy)
+    )
 
 
 # ----- the newer methods: KeyDiff, DuoAttention-style head split, KVzip-style reconstruction ---------------------
@@ -522,11 +558,13 @@ def test_every_policy_at_100_percent_through_evict_is_the_full_cache(loaded, spa
 
     sequences, pre = span_prefill
     half = SETTINGS.half_tokens
-    got = continue_from(loaded, evict(policy, pre, SETTINGS, ev.rows_for_budget(100, pre.seq_len)),
-                           sequences[:, half:], half)
+    got = continue_from(
+        loaded, evict(policy, pre, SETTINGS, ev.rows_for_budget(100, pre.seq_len)), sequences[:, half:], half
+    )
     with torch.inference_mode():
-        want = loaded.model(input_ids=sequences[:, half:], past_key_values=_fresh_cache(loaded, sequences[:, :half]),
-                            use_cache=True).logits
+        want = loaded.model(
+            input_ids=sequences[:, half:], past_key_values=_fresh_cache(loaded, sequences[:, :half]), use_cache=True
+        ).logits
     assert torch.equal(got, want)
 
 
@@ -560,8 +598,9 @@ def test_kvzip_keeps_the_rows_a_separate_uncached_reread_attends_to_most(loaded,
     info = loaded.info
     group = info.n_head // info.n_kv_heads
     rows = ev.rows_for_budget(25, s)
-    for layer, (a, got) in enumerate(zip(attentions, keep_rows(keep_order("kvzip_head", pre, SETTINGS), rows),
-                                         strict=True)):
+    for layer, (a, got) in enumerate(
+        zip(attentions, keep_rows(keep_order("kvzip_head", pre, SETTINGS), rows), strict=True)
+    ):
         score = a[:, :, s:, :s].amax(dim=2)  # [batch_size, num_heads, s]: re-reading queries only
         score = score.reshape(score.shape[0], info.n_kv_heads, group, s).amax(dim=2)
         want = torch.sort(torch.topk(score, rows, dim=-1).indices, dim=-1).values
@@ -589,12 +628,16 @@ def test_duo_probe_retrieval_heads_hold_the_induction_head_of_repeat_a_pattern(l
 
     info = loaded.info
     run = patterns.pattern_run(loaded, loaded.tokenizer(step_view.REPEAT_PROMPT).input_ids)
-    copying = [(layer.layer, head) for layer in run.layers
-               if (head := pattern_records.strongest_induction_head(layer)) is not None]
+    copying = [
+        (layer.layer, head)
+        for layer in run.layers
+        if (head := pattern_records.strongest_induction_head(layer)) is not None
+    ]
     assert copying  # the preset has a copying head on both models
     heads = info.n_layer * info.n_kv_heads
-    retrieval, _stream = ev.duo_split(heads, SETTINGS.half_tokens, ev.rows_for_budget(50, SETTINGS.half_tokens),
-                                      SETTINGS)
+    retrieval, _stream = ev.duo_split(
+        heads, SETTINGS.half_tokens, ev.rows_for_budget(50, SETTINGS.half_tokens), SETTINGS
+    )
     group = info.n_head // info.n_kv_heads
     for chosen in (retrieval_order(loaded)[:retrieval], head_ranking(loaded).order[:retrieval]):
         for layer, head in copying:
@@ -619,10 +662,12 @@ def test_head_ranking_is_each_heads_output_change_when_it_alone_streams(loaded):
     ids = torch.tensor([probe_token_ids(info.vocab_size, half, 3)])  # draw 3
     pre = prefill(loaded, ids[:, :half])
     top = ranking.order[0]
-    streaming = kept_rows("streaming", keep_order("streaming", pre, SETTINGS),
-                             SETTINGS.sink_tokens + ev.EVICT_DUO_RECENT)
-    full_logits = continue_from(loaded, prune(pre, keep_rows(keep_order("full", pre, SETTINGS), half)),
-                                   ids[:, half:], half)
+    streaming = kept_rows(
+        "streaming", keep_order("streaming", pre, SETTINGS), SETTINGS.sink_tokens + ev.EVICT_DUO_RECENT
+    )
+    full_logits = continue_from(
+        loaded, prune(pre, keep_rows(keep_order("full", pre, SETTINGS), half)), ids[:, half:], half
+    )
     mask = [torch.ones(1, info.n_kv_heads, half, dtype=torch.bool) for _ in range(info.n_layer)]
     mask[top[0]][0, top[1]] = False
     mask[top[0]][0, top[1], streaming[top[0]][0, top[1]]] = True
@@ -686,17 +731,20 @@ def test_duoattention_bytes_are_its_head_tensors_and_no_retrieval_head_is_stream
     retrieval, stream = ev.duo_split(info.n_layer * info.n_kv_heads, pre.seq_len, rows, SETTINGS)
     row_bytes = 2 * pre.input_ids.shape[0] * info.head_dim * 4  # K and V, float32, every sequence of the batch
     want = (retrieval * pre.seq_len + (info.n_layer * info.n_kv_heads - retrieval) * stream) * row_bytes
-    assert cache_nbytes(cache) == sum(k.nbytes + v.nbytes for seq in cache.heads for layer in seq
-                                         for k, v in layer) == want
+    assert (
+        cache_nbytes(cache)
+        == sum(k.nbytes + v.nbytes for seq in cache.heads for layer in seq for k, v in layer)
+        == want
+    )
     assert want <= cache_nbytes(evict("streaming", pre, SETTINGS, rows))  # the same bytes as any policy's
-    point = policy_points(loaded, SweepTexts(loaded, None, ev.EvictSettings(n_spans=2)), "duoattention",
-                             (keep,))[0]
+    point = policy_points(loaded, SweepTexts(loaded, None, ev.EvictSettings(n_spans=2)), "duoattention", (keep,))[0]
     assert point.kv_bytes_kept == want // pre.input_ids.shape[0]
     # the loss context (160 rows) holds its own whole heads: its share of the bytes, recorded for the loss chart
     heads, context = info.n_layer * info.n_kv_heads, SETTINGS.context_tokens
     c_retrieval, c_stream = ev.duo_split(heads, context, ev.rows_for_budget(keep, context), SETTINGS)
-    assert point.loss_bytes_fraction == pytest.approx((c_retrieval * context + (heads - c_retrieval) * c_stream)
-                                                      / (heads * context), abs=1e-12)
+    assert point.loss_bytes_fraction == pytest.approx(
+        (c_retrieval * context + (heads - c_retrieval) * c_stream) / (heads * context), abs=1e-12
+    )
     assert point.loss_bytes_fraction <= ev.rows_for_budget(keep, context) / context
     if retrieval == 0:
         got = continue_from(loaded, cache, sequences[:, half:], half)

@@ -2,6 +2,7 @@
 positions and readable tokens, the quantized formats' labels never share a place, an outlier loss is drawn above
 a clipped axis with its value, the loss points sit where the loss was measured; and each policy's cached line is
 keyed on the settings it reads."""
+
 from __future__ import annotations
 
 import json
@@ -16,16 +17,18 @@ from kvviz.internals.records import EvictionGrid, EvictionPoint, EvictionSweep, 
 FULL_BYTES = 262_144
 
 
-def _point(policy: str, keep: int, loss_change: float, kind: str = "eviction", bytes_kept: int | None = None,
-           right: int = 300) -> EvictionPoint:
+def _point(
+    policy: str, keep: int, loss_change: float, kind: str = "eviction", bytes_kept: int | None = None, right: int = 300
+) -> EvictionPoint:
     rows = rows_for_budget(keep, 64)
     kept = bytes_kept if bytes_kept is not None else FULL_BYTES * rows // 64
     spans = [right // 8 + (1 if i < right % 8 else 0) for i in range(8)]  # 8 spans of 63 predictions
     spans = [max(0, min(63, h + d)) for h, d in zip(spans, (2, -2, 1, -1, 0, 0, 3, -3), strict=True)]
     spans[0] += right - sum(spans)
     passages = tuple(loss_change + d for d in (0.02, -0.02, 0.01, -0.01))  # 4 passages, their mean the change
-    return EvictionPoint(policy, kind, keep, rows, 64, kept, FULL_BYTES, right, 504, 3.0 + loss_change, 3.0,
-                         tuple(spans), passages)
+    return EvictionPoint(
+        policy, kind, keep, rows, 64, kept, FULL_BYTES, right, 504, 3.0 + loss_change, 3.0, tuple(spans), passages
+    )
 
 
 def _sweep() -> EvictionSweep:
@@ -36,8 +39,14 @@ def _sweep() -> EvictionSweep:
             change = 4.7 if (policy, keep) == ("recent", 5) else 0.01 * n + (100 - keep) / 400
             points.append(_point(policy, keep, change, right=100 + 3 * keep))
     # fp8, fp8-hf and int8 sit near 25% and 28% of the bytes: their labels must not share a place
-    for scheme, share in (("fp16", 0.5), ("fp8", 0.25), ("fp8-hf", 0.25), ("int8", 0.28), ("int4", 0.16),
-                          ("int2", 0.09)):
+    for scheme, share in (
+        ("fp16", 0.5),
+        ("fp8", 0.25),
+        ("fp8-hf", 0.25),
+        ("int8", 0.28),
+        ("int4", 0.16),
+        ("int2", 0.09),
+    ):
         points.append(_point(scheme, 100, 0.001, "quantized", int(FULL_BYTES * share), right=470))
     return EvictionSweep("test model", EvictSettings(), tuple(points), 32, 2000)
 
@@ -53,7 +62,7 @@ def test_quantized_labels_never_share_a_place_and_full_cache_sits_in_the_margin(
         quant = [a for a in notes if a["text"] in ("fp16", "fp8", "fp8-hf", "int8", "int4", "int2")]
         assert len(quant) == 6
         for i, a in enumerate(quant):  # near in x means apart in height
-            for b in quant[i + 1:]:
+            for b in quant[i + 1 :]:
                 if abs(a["x"] - b["x"]) < fig.LABEL_GAP_PCT:
                     assert a["ay"] != b["ay"], (a["text"], b["text"])
         full = next(a for a in notes if a["text"] == "full cache")
@@ -74,8 +83,10 @@ def test_an_outlier_loss_sits_above_a_clipped_axis_with_its_value():
     from dataclasses import replace
 
     base = _sweep()
-    points = tuple(replace(p, loss_nats=3.0 + 3.5, loss_change_per_passage=(3.5,) * 4) if p.policy == "int2" else p
-                   for p in base.points)
+    points = tuple(
+        replace(p, loss_nats=3.0 + 3.5, loss_change_per_passage=(3.5,) * 4) if p.policy == "int2" else p
+        for p in base.points
+    )
     layout = _layout_json(fig.quality_figure(replace(base, points=points), ["random", "streaming"], "loss"))
     marks = [a["text"] for a in layout["annotations"] if a["text"].startswith("▲")]
     assert marks == ["▲ int2 +3.50"]
@@ -126,8 +137,9 @@ def test_takeaways_name_the_bytes_a_policy_below_its_budget_holds():
 @pytest.mark.parametrize(("n_tokens", "stride"), [(16, 1), (32, 1), (64, 2), (100, 4)])
 def test_grid_axis_shows_positions_and_visible_tokens_at_projector_size(n_tokens, stride):
     tokens = tuple(["\n", " the", "cat", "\t"] * (n_tokens // 4))
-    grid = EvictionGrid("streaming", 25, tokens, 4,
-                        (LayerKept(0, (tuple(i % 2 == 0 for i in range(len(tokens))),), 1, 10, 40),))
+    grid = EvictionGrid(
+        "streaming", 25, tokens, 4, (LayerKept(0, (tuple(i % 2 == 0 for i in range(len(tokens))),), 1, 10, 40),)
+    )
     layout = _layout_json(fig.grid_figure(grid))
     axis = layout["xaxis"]
     assert axis["tickfont"]["size"] >= MIN_TICK_FONT_PX

@@ -5,6 +5,7 @@ where the budget holds retrieval heads). Kept positions and the
 copy count equal exactly; the loss change within LOSS_TOLERANCE_NATS; the bytes are the kept rows' own.
 
 A policy of EVICT_POLICIES with no independent scorer fails here: add its function to the support module's KEPT."""
+
 from __future__ import annotations
 
 import pytest
@@ -15,8 +16,14 @@ from kvviz.model import loading
 pytestmark = pytest.mark.model  # runs both bundled models
 
 SETTINGS = ev.EvictSettings()  # the sweep's own settings: these are points of the page's sweep
-KEEP_PERCENTS = {"full": (100,), "streaming": (25, 5), "snapkv": (25, 5), "duoattention": (25, 50),
-                 "duo_probe": (50,), "kvzip": (50, 25)}  # 5%: 3 rows, below S = 4 and the window
+KEEP_PERCENTS = {
+    "full": (100,),
+    "streaming": (25, 5),
+    "snapkv": (25, 5),
+    "duoattention": (25, 50),
+    "duo_probe": (50,),
+    "kvzip": (50, 25),
+}  # 5%: 3 rows, below S = 4 and the window
 DEFAULT_KEEP_PERCENTS = (25,)
 # The masked pass computes the continuation's attention over every prefill row with the evicted ones at -inf (an
 # exact 0 after softmax), the lab over the pruned rows alone, and the prefill over 128 or 208 tokens at once, not
@@ -50,14 +57,23 @@ def both(request, indep):
     sequences, passages = copy_sequences(ids, SETTINGS), loss_passages(ids, SETTINGS)
     assert torch.equal(sequences, texts.sequences) and torch.equal(passages, texts.passages)
     context = SETTINGS.context_tokens
-    observed = {"copy": indep.observe(model, sequences[:, :SETTINGS.half_tokens]),
-                "context": indep.observe(model, passages[:, :context])}
+    observed = {
+        "copy": indep.observe(model, sequences[:, : SETTINGS.half_tokens]),
+        "context": indep.observe(model, passages[:, :context]),
+    }
     for obs in observed.values():  # what the lab decides and the check takes: which heads retrieve, the prompt's ids
         obs.retrieval_order = retrieval_order(lab)
         obs.head_order = head_ranking(lab).order
         obs.repeat_prompt_ids = lab.tokenizer(indep.KVZIP_REPEAT_PROMPT).input_ids
-    return {"lab": lab, "texts": texts, "model": model, "sequences": sequences, "passages": passages, **observed,
-            "loss_full": indep.mean_loss(model, passages, context, None)}
+    return {
+        "lab": lab,
+        "texts": texts,
+        "model": model,
+        "sequences": sequences,
+        "passages": passages,
+        **observed,
+        "loss_full": indep.mean_loss(model, passages, context, None),
+    }
 
 
 def test_the_lab_rereads_with_kvzips_repeat_prompt(indep):

@@ -3,6 +3,7 @@
 where the paired interval of their difference, unit by unit, excludes 0. Every comparison the takeaways make is
 recorded as a Claim; each is recomputed here by hand (numpy, Student's t from a table), so a takeaway that calls a
 difference real without its paired interval's support fails."""
+
 from __future__ import annotations
 
 import re
@@ -45,8 +46,21 @@ def _point(policy: str, keep: int, per_passage, per_span, kind: str = "eviction"
     rows = ev.rows_for_budget(keep, 64)
     kept = int(FULL_BYTES * share) if share is not None else FULL_BYTES * rows // 64
     per_span = tuple(int(h) for h in per_span)
-    return EvictionPoint(policy, kind, keep, rows, 64, kept, FULL_BYTES, sum(per_span), 63 * len(per_span),
-                         3.0 + float(np.mean(per_passage)), 3.0, per_span, tuple(float(x) for x in per_passage))
+    return EvictionPoint(
+        policy,
+        kind,
+        keep,
+        rows,
+        64,
+        kept,
+        FULL_BYTES,
+        sum(per_span),
+        63 * len(per_span),
+        3.0 + float(np.mean(per_passage)),
+        3.0,
+        per_span,
+        tuple(float(x) for x in per_passage),
+    )
 
 
 def test_the_issues_example_is_inside_the_noise_over_passages():
@@ -82,8 +96,11 @@ def _random_sweep(seed: int) -> EvictionSweep:
             share = 0.9 * keep / 100 if policy.startswith("duo") else None
             points.append(_point(policy, keep, change, hits, share=share))
     for scheme, share in (("fp16", 0.5), ("fp8", 0.25), ("int8", 0.28), ("int4", 0.16), ("int2", 0.09)):
-        points.append(_point(scheme, 100, rng.normal(0.01, 0.02, passages), np.clip(rng.normal(58, 3, 16), 0, 63),
-                             "quantized", share))
+        points.append(
+            _point(
+                scheme, 100, rng.normal(0.01, 0.02, passages), np.clip(rng.normal(58, 3, 16), 0, 63), "quantized", share
+            )
+        )
     return EvictionSweep("test", ev.EvictSettings(), tuple(points), 16, 3476)
 
 
@@ -106,8 +123,11 @@ def test_a_takeaway_calls_a_difference_real_only_where_its_paired_interval_exclu
         at = [sweep.point(p, keep) for p in ev.EVICT_POLICIES[2:]]
         low = min(at, key=lambda p: p.loss_change_nats)
         high = max(at, key=lambda p: p.loss_change_nats)
-        apart = not _by_hand(np.array(low.units("loss")) - np.array(high.units("loss")))[0] <= 0 <= \
-            _by_hand(np.array(low.units("loss")) - np.array(high.units("loss")))[1]
+        apart = (
+            not _by_hand(np.array(low.units("loss")) - np.array(high.units("loss")))[0]
+            <= 0
+            <= _by_hand(np.array(low.units("loss")) - np.array(high.units("loss")))[1]
+        )
         assert ("apart beyond the noise" in line) == apart, line
         rand = sweep.point("random", keep)
         top = max(at, key=lambda p: p.copy_accuracy)
@@ -115,8 +135,10 @@ def test_a_takeaway_calls_a_difference_real_only_where_its_paired_interval_exclu
         assert ("random control's" in line and "is below it" in line) == (not r_low <= 0 <= r_high), line
     for line in lines:  # "lower the loss beyond the noise": the named point's passages, paired with the full cache
         if line.startswith("Some points lower the loss beyond the noise"):
-            best = min((p for p in sweep.points if p.policy != "full" and p.loss_change_nats < 0),
-                       key=lambda p: p.loss_change_nats)
+            best = min(
+                (p for p in sweep.points if p.policy != "full" and p.loss_change_nats < 0),
+                key=lambda p: p.loss_change_nats,
+            )
             assert _by_hand(np.array(best.units("loss")))[1] < 0
 
 

@@ -5,6 +5,7 @@ traces and shapes (a drift in either fails here), in English and in Chinese. The
 bundled model (a prefill, decode steps and a real race); the memory page's from the presets' configs. The verdict of
 the race's clock is checked on injected timings too, one per branch, against the record's own rule.
 """
+
 from __future__ import annotations
 
 import re
@@ -60,23 +61,32 @@ def test_the_race_charts_text_says_the_rows_each_side_draws_and_computes(stepped
             shapes = [s for s in fig.layout.shapes if s.xref == "x"]  # the first layer's panel; each is alike
             assert len(fig.layout.shapes) == layers * len(shapes)
             if lang == i18n.ENGLISH:
-                assert (f"K rows of K/V head {snap.kv_head} in each of the {layers} layers, {rows} rows of {head_dim} "
-                        f"numbers, positions {first} to {last}.") in said
+                assert (
+                    f"K rows of K/V head {snap.kv_head} in each of the {layers} layers, {rows} rows of {head_dim} "
+                    f"numbers, positions {first} to {last}."
+                ) in said
                 assert f"{first} older rows are not drawn." in said
             else:
-                assert f"{layers} 层中每层 KV 头 {snap.kv_head} 的 K 行，共 {rows} 行，每行 {head_dim} 个数，位置 {first} 到 {last}。" in said
+                assert (
+                    f"{layers} 层中每层 KV 头 {snap.kv_head} 的 K 行，共 {rows} 行，每行 {head_dim} 个数，位置 {first} 到 {last}。"
+                    in said
+                )
                 assert f"另有 {first} 个更早的行未画出。" in said
             if cached:  # one outlined row per panel: the row this step computes
                 outlined = [int(s.y0 + 0.5) for s in shapes]
                 assert said.startswith("Chart, with the cache" if lang == i18n.ENGLISH else "图（使用缓存）")
-                assert (f"computes {len(outlined)} row, position {outlined[0]} (outlined); the other "
-                        f"{rows - len(outlined)} are read from the cache." if lang == i18n.ENGLISH else
-                        f"只计算 {len(outlined)} 行，即位置 {outlined[0]}（带描边）；其余 {rows - len(outlined)} 行从缓存中读取。"
-                        ) in said
+                assert (
+                    f"computes {len(outlined)} row, position {outlined[0]} (outlined); the other "
+                    f"{rows - len(outlined)} are read from the cache."
+                    if lang == i18n.ENGLISH
+                    else f"只计算 {len(outlined)} 行，即位置 {outlined[0]}（带描边）；其余 {rows - len(outlined)} 行从缓存中读取。"
+                ) in said
             else:  # one red veil per panel over every drawn row
                 (veil,) = shapes
                 assert (veil.y0 + 0.5, veil.y1 - 0.5) == (first, last) and veil.fillcolor == step_figs.RECOMPUTED_COLOR
-                assert ("recomputes all of them (shaded red)" if lang == i18n.ENGLISH else "重新计算全部这些行（红色阴影）") in said
+                assert (
+                    "recomputes all of them (shaded red)" if lang == i18n.ENGLISH else "重新计算全部这些行（红色阴影）"
+                ) in said
 
 
 @pytest.mark.model
@@ -93,8 +103,11 @@ def test_the_prefills_race_chart_says_every_row_is_computed(bundled, lang):
     y = list(_heatmaps(fig)[0].y)
     outlined = sorted(int(s.y0 + 0.5) for s in fig.layout.shapes if s.xref == "x")
     assert outlined == y and snap.first_row == 0  # every drawn row outlined, none hidden
-    assert ("the prefill computes all of them (outlined): nothing was cached before it." if lang == i18n.ENGLISH else
-            "预填充都要计算全部这些行（带描边）：在它之前没有任何缓存。") in said
+    assert (
+        "the prefill computes all of them (outlined): nothing was cached before it."
+        if lang == i18n.ENGLISH
+        else "预填充都要计算全部这些行（带描边）：在它之前没有任何缓存。"
+    ) in said
     assert "not drawn" not in said and "未画出" not in said
 
 
@@ -105,7 +118,9 @@ def _clock_numbers(fig) -> dict[str, tuple[float, float | None, float | None]]:
     bar = fig.data[0]
     whiskers = bar.error_x.visible is not False
     out = {}
-    for side, med, above, below in zip(("uncached", "cached"), bar.x, bar.error_x.array, bar.error_x.arrayminus, strict=True):
+    for side, med, above, below in zip(
+        ("uncached", "cached"), bar.x, bar.error_x.array, bar.error_x.arrayminus, strict=True
+    ):
         out[side] = (med, med - below, med + above) if whiskers and above + below > 0 else (med, None, None)
     line = next(s for s in fig.layout.shapes if s.type == "line")
     band = [s for s in fig.layout.shapes if s.type == "rect"]
@@ -120,8 +135,10 @@ def _said(numbers: tuple[float, float | None, float | None], lang: str) -> str:
     return f"中位数 {med:.1f} ms" + (f"，中间一半 {q1:.1f} 到 {q3:.1f} ms" if q1 is not None else "")
 
 
-VERDICTS = {i18n.ENGLISH: ("inside the noise", "measured slower", "x faster", "One repeat a side: no spread."),
-            i18n.CHINESE: ("差异在噪声范围内", "测得更慢", "倍。", "每侧只重复一次：没有波动范围。")}
+VERDICTS = {
+    i18n.ENGLISH: ("inside the noise", "measured slower", "x faster", "One repeat a side: no spread."),
+    i18n.CHINESE: ("差异在噪声范围内", "测得更慢", "倍。", "每侧只重复一次：没有波动范围。"),
+}
 
 
 def _check_clock(timing: RaceTiming, lang: str) -> str:
@@ -129,9 +146,15 @@ def _check_clock(timing: RaceTiming, lang: str) -> str:
         fig = step_figs.race_timing_figure(timing.cached_ms, timing.uncached_ms, timing.fixed_ms)
         said = step_figs.race_timing_figure_text(timing)
     drawn = _clock_numbers(fig)
-    sides = (("without the cache, ", "uncached"), ("with the cache, ", "cached"), ("nothing cached (the fixed cost "
-             "every forward pays), ", "fixed")) if lang == i18n.ENGLISH else (
-        ("不使用缓存，", "uncached"), ("使用缓存，", "cached"), ("固定开销），", "fixed"))
+    sides = (
+        (
+            ("without the cache, ", "uncached"),
+            ("with the cache, ", "cached"),
+            ("nothing cached (the fixed cost every forward pays), ", "fixed"),
+        )
+        if lang == i18n.ENGLISH
+        else (("不使用缓存，", "uncached"), ("使用缓存，", "cached"), ("固定开销），", "fixed"))
+    )
     for before, side in sides:
         assert before + _said(drawn[side], lang) in said, (side, said)
     noise, slower, faster, single = VERDICTS[lang]
@@ -154,24 +177,31 @@ def test_the_clocks_text_says_the_drawn_medians_spreads_and_the_pages_verdict_on
     _check_clock(timing, lang)
 
 
-NOISE = RaceTiming(seq_len=9, cached_ms=(2.0, 2.2, 2.6, 3.0), uncached_ms=(2.4, 2.8, 3.1, 3.3),
-                   fixed_ms=(1.8, 1.9, 2.0, 2.1))
-FASTER = RaceTiming(seq_len=9, cached_ms=(2.0, 2.1, 2.2, 2.3), uncached_ms=(6.0, 6.4, 6.8, 7.2),
-                    fixed_ms=(1.5, 1.6, 1.7, 1.8))
-SLOWER = RaceTiming(seq_len=9, cached_ms=(7.0, 7.1, 7.2, 7.3), uncached_ms=(3.0, 3.1, 3.2, 3.3),
-                    fixed_ms=(1.5, 1.5, 1.5, 1.5))  # a floor with no spread: no grey band, and none said
+NOISE = RaceTiming(
+    seq_len=9, cached_ms=(2.0, 2.2, 2.6, 3.0), uncached_ms=(2.4, 2.8, 3.1, 3.3), fixed_ms=(1.8, 1.9, 2.0, 2.1)
+)
+FASTER = RaceTiming(
+    seq_len=9, cached_ms=(2.0, 2.1, 2.2, 2.3), uncached_ms=(6.0, 6.4, 6.8, 7.2), fixed_ms=(1.5, 1.6, 1.7, 1.8)
+)
+SLOWER = RaceTiming(
+    seq_len=9, cached_ms=(7.0, 7.1, 7.2, 7.3), uncached_ms=(3.0, 3.1, 3.2, 3.3), fixed_ms=(1.5, 1.5, 1.5, 1.5)
+)  # a floor with no spread: no grey band, and none said
 SINGLE = RaceTiming(seq_len=9, cached_ms=(2.0,), uncached_ms=(5.0,), fixed_ms=(1.5, 1.7))
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
-@pytest.mark.parametrize("timing, branch", [(NOISE, "noise"), (FASTER, "faster"), (SLOWER, "slower"),
-                                            (SINGLE, "faster")])
+@pytest.mark.parametrize(
+    "timing, branch", [(NOISE, "noise"), (FASTER, "faster"), (SLOWER, "slower"), (SINGLE, "faster")]
+)
 def test_the_clocks_verdict_follows_the_races_own_rule(timing, branch, lang):
     assert branch == ("noise" if timing.inside_noise else "faster" if timing.cached_faster else "slower")
     said = _check_clock(timing, lang)
     if timing is SLOWER:
-        assert ("middle half" not in said.split("forward pays)")[1] if lang == i18n.ENGLISH else
-                "中间一半" not in said.split("固定开销）")[1])
+        assert (
+            "middle half" not in said.split("forward pays)")[1]
+            if lang == i18n.ENGLISH
+            else "中间一半" not in said.split("固定开销）")[1]
+        )
 
 
 # ----- the memory page: size against context, bytes per layer, paged against flat -----
@@ -184,8 +214,11 @@ def test_the_size_chart_text_says_each_lines_ends_the_mark_and_where_it_crosses_
     gemma, llama = get_preset("gemma-3-4b"), get_preset("llama-3-8b")
     custom = memory.KVConfig(12, 12, 4, 64, "fp16", window=512, name="your config")  # no maximum context: runs on
     configs, horizon, batch = [llama.kv, gemma.kv, custom], 131_072, 2
-    drawn = {"mark_context": 4096, "budget_bytes": 3 * 2**30,
-             "max_contexts": [llama.max_context, gemma.max_context, None]}
+    drawn = {
+        "mark_context": 4096,
+        "budget_bytes": 3 * 2**30,
+        "max_contexts": [llama.max_context, gemma.max_context, None],
+    }
     with i18n.language(lang):
         fig = mem_figs.size_vs_context_figure(configs, horizon, batch, **drawn)
         said = mem_figs.size_vs_context_figure_text(configs, horizon, batch, **drawn)
@@ -198,28 +231,43 @@ def test_the_size_chart_text_says_each_lines_ends_the_mark_and_where_it_crosses_
     mark = int(dotted.x0)
     assert budget == drawn["budget_bytes"] and mark == drawn["mark_context"]
     en = lang == i18n.ENGLISH
-    assert (f"batch {batch}, from 0 to {horizon:,} tokens." if en else f"批大小 {batch}，从 0 到 {horizon:,} 个 token。") in said
-    assert (f"the memory left for the cache: {format_bytes(budget)}." if en else f"留给缓存的显存：{format_bytes(budget)}。") in said
+    assert (
+        f"batch {batch}, from 0 to {horizon:,} tokens." if en else f"批大小 {batch}，从 0 到 {horizon:,} 个 token。"
+    ) in said
+    assert (
+        f"the memory left for the cache: {format_bytes(budget)}." if en else f"留给缓存的显存：{format_bytes(budget)}。"
+    ) in said
     assert (f"A dotted line marks {mark:,} tokens." if en else f"点线标出 {mark:,} 个 token 处。") in said
     named = [said.index(f"{c.name} (" if en else f"{c.name}（") for c in configs]  # each line's own sentences
     for cfg, line, start in zip(configs, lines, named, strict=True):
         xs, exact = list(line.x), list(line.customdata)
         assert [round(y * unit) for y in line.y] == exact  # the drawn heights are the exact bytes
-        ends = (f"{format_bytes(exact[0])} at {xs[0]:,} tokens, {format_bytes(exact[-1])} at {xs[-1]:,} tokens" if en
-                else f"{xs[0]:,} 个 token 时为 {format_bytes(exact[0])}，{xs[-1]:,} 个 token 时为 {format_bytes(exact[-1])}")
-        own = said[start: min([n for n in named if n > start] or [len(said)])]
+        ends = (
+            f"{format_bytes(exact[0])} at {xs[0]:,} tokens, {format_bytes(exact[-1])} at {xs[-1]:,} tokens"
+            if en
+            else f"{xs[0]:,} 个 token 时为 {format_bytes(exact[0])}，{xs[-1]:,} 个 token 时为 {format_bytes(exact[-1])}"
+        )
+        own = said[start : min([n for n in named if n > start] or [len(said)])]
         assert ends in own, own
         at_mark = memory.kv_bytes(cfg, mark, batch)
         below = max(i for i, x in enumerate(xs) if x <= mark)
         assert exact[below] <= at_mark <= exact[below + 1]  # between the drawn points either side of the mark
-        assert (f"At the marked {mark:,} tokens: {format_bytes(at_mark)}." if en else
-                f"在标出的 {mark:,} 个 token 处：{format_bytes(at_mark)}。") in own
+        assert (
+            f"At the marked {mark:,} tokens: {format_bytes(at_mark)}."
+            if en
+            else f"在标出的 {mark:,} 个 token 处：{format_bytes(at_mark)}。"
+        ) in own
         over = [x for x, b in zip(xs, exact, strict=True) if b > budget]
         if not over:
             assert ("It stays under the dashed line." if en else "它始终在虚线之下。") in own
         else:
-            n = int(re.search(r"crosses the dashed line at ([\d,]+) tokens" if en else r"它在 ([\d,]+) 个 token 处越过虚线",
-                              own).group(1).replace(",", ""))
+            n = int(
+                re.search(
+                    r"crosses the dashed line at ([\d,]+) tokens" if en else r"它在 ([\d,]+) 个 token 处越过虚线", own
+                )
+                .group(1)
+                .replace(",", "")
+            )
             last_under = max(x for x, b in zip(xs, exact, strict=True) if b <= budget)
             assert last_under < n <= over[0]  # between the drawn points either side of the crossing
             assert memory.kv_bytes(cfg, n - 1, batch) <= budget < memory.kv_bytes(cfg, n, batch)  # exactly there
@@ -267,14 +315,20 @@ def test_the_paged_chart_text_says_the_three_bars_and_the_waste(lang, context):
     waste_slots = -context % view.block_tokens
     if lang == i18n.ENGLISH:
         assert f"Tokens actually held: {format_bytes(used)}." in said
-        assert (f"Paged, in blocks of {view.block_tokens:,} tokens: {format_bytes(paged)}, {-(-context // 16):,} blocks "
-                f"per sequence, the last one with {waste_slots:,} unused token slots; {format_bytes(paged - used)} "
-                "more than held.") in said
-        assert f"Flat, pre-allocated to the maximum length: {format_bytes(flat)}; {format_bytes(flat - used)} more" in said
+        assert (
+            f"Paged, in blocks of {view.block_tokens:,} tokens: {format_bytes(paged)}, {-(-context // 16):,} blocks "
+            f"per sequence, the last one with {waste_slots:,} unused token slots; {format_bytes(paged - used)} "
+            "more than held."
+        ) in said
+        assert (
+            f"Flat, pre-allocated to the maximum length: {format_bytes(flat)}; {format_bytes(flat - used)} more" in said
+        )
     else:
         assert f"实际保存的 token：{format_bytes(used)}。" in said
-        assert (f"每块 {view.block_tokens:,} 个 token：{format_bytes(paged)}，每个序列 {-(-context // 16):,} 个块，最后一块有 "
-                f"{waste_slots:,} 个未用的 token 槽位；比实际保存的多 {format_bytes(paged - used)}。") in said
+        assert (
+            f"每块 {view.block_tokens:,} 个 token：{format_bytes(paged)}，每个序列 {-(-context // 16):,} 个块，最后一块有 "
+            f"{waste_slots:,} 个未用的 token 槽位；比实际保存的多 {format_bytes(paged - used)}。"
+        ) in said
         assert f"按最大长度预分配：{format_bytes(flat)}；比实际保存的多 {format_bytes(flat - used)}。" in said
 
 
@@ -289,7 +343,9 @@ def test_the_next_token_text_lists_the_bars_as_drawn(stepped, lang):
         fig = step_figs.next_token_bars(texts, probs, snap.next_token_text)
         said = step_figs.next_token_bars_text(texts, probs, snap.next_token_text)
     bar = fig.data[0]
-    drawn = list(zip(bar.text, bar.x, strict=True))[::-1]  # the chart draws the most likely on top: its trace lists it last
+    drawn = list(zip(bar.text, bar.x, strict=True))[
+        ::-1
+    ]  # the chart draws the most likely on top: its trace lists it last
     assert len(drawn) == len(top) == 6
     printed = re.findall(r"” (\d\.\d{3})", said)
     assert printed == [label for label, _x in drawn]  # the bars' own labels, in the chart's order
@@ -308,8 +364,10 @@ def test_the_gqa_text_names_each_query_heads_largest_weight(bundled_gqa_engine, 
         said = step_figs.group_figure_text(snap)
     bars = [d for d in fig.data if d.type == "bar"]
     assert len(bars) == len(snap.group_heads) > 1
-    found = [(int(h), float(w), int(p)) for h, w, p in
-             re.findall(r"(?:query head|查询头) (\d+)：?:? ?(\d\.\d\d) (?:on position|在位置) (\d+)", said)]
+    found = [
+        (int(h), float(w), int(p))
+        for h, w, p in re.findall(r"(?:query head|查询头) (\d+)：?:? ?(\d\.\d\d) (?:on position|在位置) (\d+)", said)
+    ]
     assert [h for h, _w, _p in found] == list(snap.group_heads)
     for (_head, weight, position), bar in zip(found, bars, strict=True):
         peak = max(range(len(bar.x)), key=lambda i: bar.x[i])
@@ -337,9 +395,13 @@ def test_describe_reads_bars_lines_and_heatmaps_off_the_figure():
 
     from kvviz.figures import MAX_DESCRIBED_TRACES, describe
 
-    fig = go.Figure([go.Bar(x=["fp16", "int8"], y=[2048, 1024], name="bytes"),
-                     go.Scatter(x=[1, 2, 3], y=[5.0, 9.5, 7.25], name="ms <b>per</b> token"),
-                     go.Heatmap(z=np.array([[0.0, 1.5], [-2.0, 3.0], [1.0, 1.0]]), name="K")])
+    fig = go.Figure(
+        [
+            go.Bar(x=["fp16", "int8"], y=[2048, 1024], name="bytes"),
+            go.Scatter(x=[1, 2, 3], y=[5.0, 9.5, 7.25], name="ms <b>per</b> token"),
+            go.Heatmap(z=np.array([[0.0, 1.5], [-2.0, 3.0], [1.0, 1.0]]), name="K"),
+        ]
+    )
     fig.update_layout(title="Cache <br>bytes")
     said = describe(fig)
     assert said.startswith("Chart: Cache bytes.")

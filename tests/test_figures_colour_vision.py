@@ -5,6 +5,7 @@ deficiency. Each palette is simulated for protanopia, deuteranopia and tritanopi
 deuteranopia. The palettes of seven and eight colours (all the benchmark's modes, the eviction policies, the lesson's
 query heads) are not held to it: each of their lines is named in the legend and on hover (docs/teaching.md); the benchmark's
 four headline modes, which its charts draw by default, are."""
+
 from __future__ import annotations
 
 import itertools
@@ -25,8 +26,12 @@ PALETTES = {  # the colours one figure shows side by side, each meaning somethin
     "device: cached, uncached": (device.CACHED_COLOR, device.UNCACHED_COLOR),
     "bench: pass kinds": tuple(bench.KIND_COLORS.values()),
     "bench: the headline modes (drawn by default)": tuple(bench.COLORS[m] for m in bench.HEADLINE_MODES),
-    "internals: reused, computed, waste, rejected": (internals.REUSED_COLOR, internals.COMPUTED_COLOR,
-                                                     internals.WASTE_COLOR, internals.REJECTED_COLOR),
+    "internals: reused, computed, waste, rejected": (
+        internals.REUSED_COLOR,
+        internals.COMPUTED_COLOR,
+        internals.WASTE_COLOR,
+        internals.REJECTED_COLOR,
+    ),
     "internals: global, local": (internals.GLOBAL_COLOR, internals.LOCAL_COLOR),
     "internals: cache formats": tuple(internals.SCHEME_COLORS.values()),
     "memory: compared models": memory.LINE_COLORS,
@@ -36,7 +41,7 @@ PALETTES = {  # the colours one figure shows side by side, each meaning somethin
 
 
 def _linear(hex_colour: str) -> np.ndarray:
-    srgb = np.array([int(hex_colour.lstrip("#")[i:i + 2], 16) for i in (0, 2, 4)]) / 255
+    srgb = np.array([int(hex_colour.lstrip("#")[i : i + 2], 16) for i in (0, 2, 4)]) / 255
     return np.where(srgb <= 0.04045, srgb / 12.92, ((srgb + 0.055) / 1.055) ** 2.4)
 
 
@@ -53,8 +58,10 @@ def _seen(hex_colour: str, vision: str | None) -> np.ndarray:
 
 
 def _closest_pair(colours, vision: str | None) -> tuple[float, str, str]:
-    return min((float(np.linalg.norm(_seen(a, vision) - _seen(b, vision))), a, b)
-               for a, b in itertools.combinations(colours, 2))
+    return min(
+        (float(np.linalg.norm(_seen(a, vision) - _seen(b, vision))), a, b)
+        for a, b in itertools.combinations(colours, 2)
+    )
 
 
 def test_the_simulation_is_the_published_one():

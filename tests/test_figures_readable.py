@@ -2,6 +2,7 @@
 the shared minimum, at most four legend entries, a log axis only where the chart says "log", memory lines that
 stop at each model's maximum context, no "0.2x10^5" token axis. And the one "inside the noise" rule
 (kvviz.measure.timing) every timed comparison uses. Fast, torch-free; the browser test checks the rendered SVG."""
+
 from __future__ import annotations
 
 import re
@@ -40,7 +41,12 @@ def _assert_readable(fig: go.Figure) -> None:
 def test_overlapping_middle_halves_are_inside_the_noise():
     a, b = Timing((9.0, 9.9, 12.0)), Timing((8.8, 10.1, 11.0))
     assert inside_noise(a, b) and inside_noise(b, a)
-    c = Comparison("reuse", b, "fresh", a, )
+    c = Comparison(
+        "reuse",
+        b,
+        "fresh",
+        a,
+    )
     assert c.faster_name is None and "inside the noise" in c.sentence() and "faster" not in c.sentence()
 
 
@@ -70,6 +76,7 @@ def test_time_pair_interleaves_and_keeps_setup_out_of_the_timer():
         def go(arg=None):
             order.append(name)
             now[0] += ms / 1000.0
+
         return go
 
     def slow_setup():
@@ -89,9 +96,12 @@ def _ops_figures(log_y: bool) -> list[go.Figure]:
     cached, uncached = ops.generation_totals(SHAPE, 16, 64)
     points = ops.curve(SHAPE, 16, 64, max_points=50)
     steps = list(ops.generation_steps(SHAPE, 16, 8))
-    return [ops_figs.cumulative_figure(points, "total", False, log_y), ops_figs.ratio_figure(points),
-            ops_figs.breakdown_figure(cached, uncached, False, log_y),
-            ops_figs.per_step_figure([s.index for s in steps], [s.cached for s in steps], [s.uncached for s in steps])]
+    return [
+        ops_figs.cumulative_figure(points, "total", False, log_y),
+        ops_figs.ratio_figure(points),
+        ops_figs.breakdown_figure(cached, uncached, False, log_y),
+        ops_figs.per_step_figure([s.index for s in steps], [s.cached for s in steps], [s.uncached for s in steps]),
+    ]
 
 
 @pytest.mark.parametrize("log_y", [False, True])
@@ -115,8 +125,9 @@ def test_memory_lines_stop_at_each_models_maximum_context():
     names = ["llama-3-8b", "llama-2-7b", "mistral-7b", "deepseek-v3"]
     presets = [get_preset(n) for n in names]
     horizon = max(p.max_context for p in presets)
-    fig = mem_figs.size_vs_context_figure([p.kv for p in presets], horizon, mark_context=4096,
-                                          max_contexts=[p.max_context for p in presets])
+    fig = mem_figs.size_vs_context_figure(
+        [p.kv for p in presets], horizon, mark_context=4096, max_contexts=[p.max_context for p in presets]
+    )
     _assert_readable(fig)
     lines = [t for t in fig.data if t.mode == "lines"]
     assert [max(t.x) for t in lines] == [p.max_context for p in presets]  # Llama-2-7B ends at 4,096, not 163,840
@@ -167,7 +178,8 @@ def test_layout_timing_chart_shows_the_spread_and_crowns_nobody_inside_the_noise
     assert list(bar.y) == pytest.approx([100.0, 110.0])  # medians, in µs
     assert bar.error_y.array is not None and bar.error_y.arrayminus is not None  # the middle half as a whisker
     assert list(bar.error_y.array) == pytest.approx([15.0, 5.0]) and list(bar.error_y.arrayminus) == pytest.approx(
-        [5.0, 7.5])
+        [5.0, 7.5]
+    )
     assert "inside the noise" in noisy.layout.title.text and "x the" not in noisy.layout.title.text
     apart = int_figs.layout_bench_figure(_layout_bench((0.049, 0.05, 0.051), (0.099, 0.1, 0.101)))
     assert "strided 2.00x the contiguous time" in apart.layout.title.text
@@ -178,8 +190,10 @@ def _quant_reports():
 
     layers = (LayerError(0, 0.01, 0.02, 0.1, 0.2),)
     fp32 = 2 * 12 * 24 * 64 * 4  # K+V, 12 layers, 1 head, 24 tokens, head_dim 64, float32: 147,456 B
-    return [QuantReport("fp16", 64, 24, fp32, fp32 // 2, fp32 // 2, 0, layers),
-            QuantReport("int8", 64, 24, fp32, fp32 // 4 + 4_608, fp32 // 4 + 4_608, 4_608, layers)]
+    return [
+        QuantReport("fp16", 64, 24, fp32, fp32 // 2, fp32 // 2, 0, layers),
+        QuantReport("int8", 64, 24, fp32, fp32 // 4 + 4_608, fp32 // 4 + 4_608, 4_608, layers),
+    ]
 
 
 def test_quant_bytes_chart_reads_as_bytes_with_a_unit_not_si_k():
@@ -209,10 +223,13 @@ def test_muted_text_has_one_home_and_no_inline_opacity():
     the class a11y.MUTED); an opacity written inline (0.6: 3.88:1 on white) fails axe's color-contrast."""
     from support.repo import REPO
 
-    found = [f"{path.relative_to(REPO)}:{n}: {line.strip()}"
-             for path in [*(REPO / "kvviz").rglob("*"), *(REPO / "pages").rglob("*"), REPO / "app.py"]
-             if path.suffix in (".py", ".css", ".js", ".html")
-             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if _CSS_OPACITY.search(line)]
+    found = [
+        f"{path.relative_to(REPO)}:{n}: {line.strip()}"
+        for path in [*(REPO / "kvviz").rglob("*"), *(REPO / "pages").rglob("*"), REPO / "app.py"]
+        if path.suffix in (".py", ".css", ".js", ".html")
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if _CSS_OPACITY.search(line)
+    ]
     assert len(found) == 1 and "kvviz-muted" in found[0] and "kvviz/assets/web/readable.css" in found[0], found
 
 

@@ -1,6 +1,7 @@
 """The glossary and the teacher's guide: every term the lesson uses is defined, the pages render and are in the
 navigation, filtering works, the plans add up to their minutes and open real pages, the README links the teacher's
 guide (docs/teaching.md) in its first screen, and the guide opens with the plans, as kvviz.teaching.guide has them."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -29,8 +30,21 @@ def test_every_term_the_lesson_uses_is_in_the_glossary_and_links_a_real_page():
         assert term.see is None or (REPO / term.see.file).is_file(), term.see.name
     names = [t.name for t in glossary.TERMS]
     assert len(set(names)) == len(names)
-    for wanted in ("KV cache", "Prefill", "Decode step", "head_dim", "Induction head", "MHA, GQA, MQA", "MLA",
-                   "Dot product", "FLOP", "GEMV, GEMM", "Roofline", "Arithmetic intensity", "Paged blocks"):
+    for wanted in (
+        "KV cache",
+        "Prefill",
+        "Decode step",
+        "head_dim",
+        "Induction head",
+        "MHA, GQA, MQA",
+        "MLA",
+        "Dot product",
+        "FLOP",
+        "GEMV, GEMM",
+        "Roofline",
+        "Arithmetic intensity",
+        "Paged blocks",
+    ):
         assert wanted in names, wanted
 
 
@@ -66,7 +80,7 @@ def test_the_readme_links_the_teachers_guide_in_its_first_screen_and_the_guide_o
     assert "](docs/teaching.md)" in first_screen
     doc = (REPO / "docs" / "teaching.md").read_text(encoding="utf-8")
     assert doc.startswith("# For teachers\n")
-    section = doc[:doc.index("\n## ")]  # before its first section (accessibility, what each page shows)
+    section = doc[: doc.index("\n## ")]  # before its first section (accessibility, what each page shows)
     assert "30 minutes" in section and "45 minutes" in section and "lesson_class=true" in section
     for block in guide.PLAN_30 + guide.PLAN_45:  # the full plans in docs/teaching.md are kvviz.teaching.guide's
         assert block.ask in section
@@ -92,8 +106,9 @@ def _open_link(link: str) -> AppTest:
 
     parts = urlsplit(link)
     path = parts.path.strip("/")
-    at = open_page(f"pages/{path}.py" if path else "app.py", query=dict(parse_qsl(parts.query)), router=True,
-                   check=False)
+    at = open_page(
+        f"pages/{path}.py" if path else "app.py", query=dict(parse_qsl(parts.query)), router=True, check=False
+    )
     assert not at.exception, link
     return at
 
@@ -124,8 +139,11 @@ def test_every_plan_link_opens_the_state_its_row_describes(fresh_streamlit_cache
             engine = at.session_state.get("step_engine", None)
             assert engine is None or not engine.started  # nothing prefilled: P shows the prefill
         elif block.page.file == "pages/attention_patterns.py":
-            assert (at.selectbox(key="pat_source").value, at.selectbox(key="pat_layer").value,
-                    at.selectbox(key="pat_head").value) == ("Repeat a pattern", 3, 1)
+            assert (
+                at.selectbox(key="pat_source").value,
+                at.selectbox(key="pat_layer").value,
+                at.selectbox(key="pat_head").value,
+            ) == ("Repeat a pattern", 3, 1)
             table = at.table[0].value
             assert "copies most here" in table["pattern"][1]  # head 1: the lesson's copying head
         elif block.page.file == "pages/memory_budget.py":
@@ -163,7 +181,9 @@ def test_head_dim_is_a_convention_with_the_gemma_counterexamples():
     for name in ("gemma-2-9b", "gemma-3-4b"):
         shape = get_preset(name).shape
         assert shape.n_embd // shape.n_head != shape.head_dim
-        assert f"{shape.n_embd:,} / {shape.n_head} = {shape.n_embd // shape.n_head} but head_dim {shape.head_dim}" in text
+        assert (
+            f"{shape.n_embd:,} / {shape.n_head} = {shape.n_embd // shape.n_head} but head_dim {shape.head_dim}" in text
+        )
 
 
 def test_token_example_names_the_tokenizer_that_splits_it():
@@ -200,8 +220,10 @@ def test_quantized_cache_saving_is_computed_with_its_scales():
     from kvviz.memory.presets import get_preset
 
     kv = get_preset("llama-3-8b").kv  # head_dim 128
-    ratio = {d: memory.kv_bytes(memory.KVConfig(kv.n_layer, kv.n_head, kv.n_kv_heads, kv.head_dim, d), 1000)
-             for d in ("fp32", "fp16", "int8", "int4")}
+    ratio = {
+        d: memory.kv_bytes(memory.KVConfig(kv.n_layer, kv.n_head, kv.n_kv_heads, kv.head_dim, d), 1000)
+        for d in ("fp32", "fp16", "int8", "int4")
+    }
     text = _text("Quantized cache")
     assert f"{ratio['fp16'] / ratio['int8']:.2f} to {ratio['fp32'] / ratio['int4']:.1f} times smaller" in text
     assert "2 to 8x" not in text and "unquantized" in text
@@ -216,13 +238,18 @@ def test_static_cache_and_speculative_decoding_have_entries_found_in_both_langua
     assert glossary.find("静态缓存") is static and glossary.find("投机解码") is spec
     with i18n.language(i18n.CHINESE):
         assert [t for t in glossary.TERMS if glossary.matches(t, "投机解码")] == [spec]
+
+
 @pytest.mark.parametrize("typed", ["-", "_", " - ", "--_"])
 def test_a_search_of_hyphens_or_underscores_alone_matches_as_typed_not_everything(typed):
     """Names are compared with hyphens and underscores aside ("KV-Cache" finds "KV cache"); a needle of those
     alone squeezed to nothing, which every term contains: the glossary listed every term for "-"."""
 
     found = [t.name for t in glossary.TERMS if glossary.matches(t, typed)]
-    expected = [t.name for t in glossary.TERMS if any(typed.strip() in h.lower() for h in (
-        t.name, t.zh, t.definition, glossary.definition_text(t), *t.also))]
+    expected = [
+        t.name
+        for t in glossary.TERMS
+        if any(typed.strip() in h.lower() for h in (t.name, t.zh, t.definition, glossary.definition_text(t), *t.also))
+    ]
     assert len(found) < len(glossary.TERMS)
     assert set(expected) <= set(found)

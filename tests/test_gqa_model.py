@@ -1,6 +1,7 @@
 """The bundled GQA model: transformers' own LlamaForCausalLM, 8 query heads sharing 2 K/V heads, shipped in
 kvviz/assets/bundled_gqa. It loads offline from the repo, its cache gives the same greedy tokens as full
 recomputation, and its real cache bytes equal the memory calculator. (Its copying: tests/test_copying.py.)"""
+
 from __future__ import annotations
 
 import dataclasses
@@ -48,8 +49,14 @@ def test_both_bundled_models_are_safetensors_and_together_small():
 def test_ops_counts_read_the_kv_heads_and_the_swiglu_mlp_from_the_model(gqa):
     shape = gqa.info.ops_shape()
     cfg = gqa.model.config
-    q, k, v = (m.weight for m in (gqa.model.model.layers[0].self_attn.q_proj, gqa.model.model.layers[0].self_attn.k_proj,
-                                    gqa.model.model.layers[0].self_attn.v_proj))
+    q, k, v = (
+        m.weight
+        for m in (
+            gqa.model.model.layers[0].self_attn.q_proj,
+            gqa.model.model.layers[0].self_attn.k_proj,
+            gqa.model.model.layers[0].self_attn.v_proj,
+        )
+    )
     assert shape.qkv_ops_per_token == cfg.num_hidden_layers * (q.numel() + k.numel() + v.numel())
     mlp = gqa.model.model.layers[0].mlp
     mlp_weights = sum(m.weight.numel() for m in (mlp.gate_proj, mlp.up_proj, mlp.down_proj))
@@ -77,7 +84,9 @@ def test_real_cache_bytes_equal_the_calculator_and_a_quarter_of_mha(gqa):
     info = gqa.info
     for layer in engine.cache.layers:  # (batch, num_key_value_heads, seq_len, head_dim)
         assert tuple(layer.keys.shape) == (1, 2, engine.cache_len, 16)
-    tensor_bytes = sum(t.numel() * t.element_size() for layer in engine.cache.layers for t in (layer.keys, layer.values))
+    tensor_bytes = sum(
+        t.numel() * t.element_size() for layer in engine.cache.layers for t in (layer.keys, layer.values)
+    )
     config = info.kv_config()
     assert engine.cache_bytes == tensor_bytes == memory.kv_bytes(config, engine.cache_len)
     assert memory.predicted_cache_bytes(info, engine.cache_len) == tensor_bytes

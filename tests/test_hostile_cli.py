@@ -3,6 +3,7 @@ message and a non-zero exit code, and refuses nonsense (a NaN weight decay, a ba
 
 Most cases run in-process through kvviz.__main__.main (argparse and validators stop them before a model loads);
 a few run as real subprocesses, as a user types them. The inputs tried are counted in INPUTS_TRIED."""
+
 from __future__ import annotations
 
 import json
@@ -25,7 +26,7 @@ CLI_EXAMPLES = 60  # per property
 TORCH_COMMANDS = {"bench", "train"}  # their modules (kvviz.cli.bench, kvviz.training.train) import torch
 HOSTILE_NUMBER = st.one_of(
     st.sampled_from(["0", "-1", "nan", "inf", "-inf", "1e309", "1.5", "", "abc", "9" * 5000, "0x10", "１"]),
-    st.integers(-10**6, 0).map(str),
+    st.integers(-(10**6), 0).map(str),
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.from_regex(r"[0-9]{20,5000}", fullmatch=True),
 )
@@ -51,32 +52,55 @@ def files(tmp_path_factory):
 
 @pytest.mark.model
 @settings(max_examples=CLI_EXAMPLES, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
-@given(flag=st.sampled_from(["--steps", "--threads", "--batch-size", "--max-span", "--weight-decay",
-                             "--random-span-share", "--repeat-share", "--copy-warmup-steps", "--seed"]),
-       value=HOSTILE_NUMBER)
+@given(
+    flag=st.sampled_from(
+        [
+            "--steps",
+            "--threads",
+            "--batch-size",
+            "--max-span",
+            "--weight-decay",
+            "--random-span-share",
+            "--repeat-share",
+            "--copy-warmup-steps",
+            "--seed",
+        ]
+    ),
+    value=HOSTILE_NUMBER,
+)
 def test_train_refuses_hostile_numbers_before_training(flag, value, capsys, tmp_path_factory):
     short = tmp_path_factory.getbasetemp() / "short_corpus.txt"
     short.write_text("ROMEO: hello there!")  # a value that passes still stops at the corpus check: nothing trains
-    rc, text = _run(["train", "--text", str(short), "--out", str(tmp_path_factory.getbasetemp() / "out"),
-                     f"{flag}={value}"], capsys)
+    rc, text = _run(
+        ["train", "--text", str(short), "--out", str(tmp_path_factory.getbasetemp() / "out"), f"{flag}={value}"], capsys
+    )
     assert rc == 2 and text.strip()
 
 
 @pytest.mark.model
-@pytest.mark.parametrize("args, words", [
-    (["--steps", "0"], "from 1 to"), (["--steps", "-1"], "from 1 to"), (["--threads", "0"], "from 1 to 256"),
-    (["--threads", "-1"], "from 1 to 256"), (["--weight-decay", "nan"], "number from 0 to 10"),
-    (["--batch-size", "0"], "from 1 to"), (["--max-span", "0"], "from 8 to"),
-    (["--random-span-share", "-1"], "from 0 to 1"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--steps", "0"], "from 1 to"),
+        (["--steps", "-1"], "from 1 to"),
+        (["--threads", "0"], "from 1 to 256"),
+        (["--threads", "-1"], "from 1 to 256"),
+        (["--weight-decay", "nan"], "number from 0 to 10"),
+        (["--batch-size", "0"], "from 1 to"),
+        (["--max-span", "0"], "from 8 to"),
+        (["--random-span-share", "-1"], "from 0 to 1"),
+    ],
+)
 def test_train_nonsense_is_refused_with_its_range(args, words, capsys):
     rc, text = _run(["train", "--text", str(CORPUS), *args], capsys)
     assert rc == 2 and words in text
 
 
 @pytest.mark.model
-@pytest.mark.parametrize("name, words", [("empty.txt", "holds 0 characters"), ("short.txt", "holds 19 characters"),
-                                          ("binary.txt", "is not UTF-8 text")])
+@pytest.mark.parametrize(
+    "name, words",
+    [("empty.txt", "holds 0 characters"), ("short.txt", "holds 19 characters"), ("binary.txt", "is not UTF-8 text")],
+)
 def test_train_refuses_a_corpus_it_cannot_learn_from(files, name, words, capsys):
     rc, text = _run(["train", "--text", str(files / name), "--out", str(files / "out")], capsys)
     assert rc == 2 and words in text and len(text.strip().splitlines()) == 1
@@ -91,8 +115,9 @@ def test_train_refuses_an_output_it_cannot_write_before_training(files, out, wor
 
 @pytest.mark.model
 @settings(max_examples=CLI_EXAMPLES, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
-@given(flag=st.sampled_from(["--prompt-len", "--new-tokens", "--repeats", "--warmup", "--threads"]),
-       value=HOSTILE_NUMBER)
+@given(
+    flag=st.sampled_from(["--prompt-len", "--new-tokens", "--repeats", "--warmup", "--threads"]), value=HOSTILE_NUMBER
+)
 def test_bench_refuses_hostile_numbers_in_one_message(flag, value, capsys):
     rc, text = _run(["bench", "--model", "/nonexistent/model", f"{flag}={value}"], capsys)
     assert rc != 0 and text.strip()
@@ -111,8 +136,9 @@ def test_bench_names_a_missing_folder_without_suggesting_hf_download(capsys):
     assert rc == 1 and "no model folder at `/nonexistent`" in text and "hf download" not in text
 
 
-@pytest.mark.parametrize("command", [pytest.param(c, marks=pytest.mark.model) if c in TORCH_COMMANDS else c
-                                     for c in sorted(COMMANDS)])
+@pytest.mark.parametrize(
+    "command", [pytest.param(c, marks=pytest.mark.model) if c in TORCH_COMMANDS else c for c in sorted(COMMANDS)]
+)
 def test_every_command_answers_junk_without_a_traceback(command, capsys):
     _run([command, "--no-such-flag", "\x00", "9" * 5000], capsys)
 
@@ -124,14 +150,16 @@ def test_an_unknown_command_is_named(capsys):
 
 def _subprocess(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "kvviz", *args], capture_output=True, text=True, timeout=600,
-                          cwd=REPO, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "kvviz", *args], capture_output=True, text=True, timeout=600, cwd=REPO, env=env
+    )
 
 
 @pytest.mark.slow
 def test_bench_with_one_new_token_reports_and_states_its_estimate_first():
-    done = _subprocess("bench", "--new-tokens", "1", "--repeats", "1", "--warmup", "0", "--no-generate",
-                       "--no-int8", "--no-static")
+    done = _subprocess(
+        "bench", "--new-tokens", "1", "--repeats", "1", "--warmup", "0", "--no-generate", "--no-int8", "--no-static"
+    )
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert done.stderr.lstrip().startswith("kvviz bench: this run should take about")
     assert "no decode pass was timed" in done.stdout
@@ -150,16 +178,27 @@ PADDED = "0" * 5000 + "1"
 
 def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "kvviz", *args], capture_output=True, text=True, timeout=timeout,
-                          cwd=REPO, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "kvviz", *args], capture_output=True, text=True, timeout=timeout, cwd=REPO, env=env
+    )
 
 
 @pytest.mark.slow
 def test_memory_shows_a_configs_terminal_escapes_as_text(tmp_path):
     """A config.json whose fields hold ESC ] 0 ; ... BEL set the terminal's title and ESC [2J cleared the screen."""
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({"model_type": "llama", "_name_or_path": ESCAPES, "num_hidden_layers": 2,
-                                "num_attention_heads": 4, "hidden_size": 64, "architectures": [ESCAPES]}))
+    path.write_text(
+        json.dumps(
+            {
+                "model_type": "llama",
+                "_name_or_path": ESCAPES,
+                "num_hidden_layers": 2,
+                "num_attention_heads": 4,
+                "hidden_size": 64,
+                "architectures": [ESCAPES],
+            }
+        )
+    )
     for extra in ([], ["--dtype", ESCAPES], ["--preset", ESCAPES], ["--json"]):
         done = _cli("memory", "--config", str(path), *extra) if "--preset" not in extra else _cli("memory", *extra)
         text = done.stdout + done.stderr
@@ -171,15 +210,26 @@ def test_memory_shows_a_configs_terminal_escapes_as_text(tmp_path):
 
 @pytest.mark.slow
 def test_an_undecodable_argument_is_shown_not_crashed_on():
-    done = subprocess.run([sys.executable, "-m", "kvviz", "memory", "--preset", b"\xff\x1b[2J".decode("utf-8", "surrogateescape")],
-                          capture_output=True, timeout=120, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    done = subprocess.run(
+        [sys.executable, "-m", "kvviz", "memory", "--preset", b"\xff\x1b[2J".decode("utf-8", "surrogateescape")],
+        capture_output=True,
+        timeout=120,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert done.returncode == 2 and b"\x1b" not in done.stderr and b"Traceback" not in done.stderr, done.stderr[-500:]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("csv, words", [("folder", "is a folder"), ("missing/passes.csv", "does not exist"),
-                                        ("/sys/kernel/kvviz.csv", "cannot write there"),
-                                        ("fifo", "cannot write there")])  # a FIFO nobody reads: refused, not waited on
+@pytest.mark.parametrize(
+    "csv, words",
+    [
+        ("folder", "is a folder"),
+        ("missing/passes.csv", "does not exist"),
+        ("/sys/kernel/kvviz.csv", "cannot write there"),
+        ("fifo", "cannot write there"),
+    ],
+)  # a FIFO nobody reads: refused, not waited on
 def test_bench_refuses_an_unwritable_csv_before_the_run(tmp_path, csv, words):
     """bench --csv <folder> ran the whole benchmark, then failed and printed nothing. The model named here does not
     exist: the refusal comes before any model load."""
@@ -194,8 +244,20 @@ def test_bench_refuses_an_unwritable_csv_before_the_run(tmp_path, csv, words):
 @pytest.mark.slow
 def test_bench_csv_on_a_full_disk_still_prints_the_report():
     """/dev/full takes the open and refuses the write: the report is printed first, the CSV failure after it."""
-    done = _cli("bench", "--csv", "/dev/full", "--new-tokens", "1", "--repeats", "1", "--warmup", "0",
-                "--no-generate", "--no-int8", "--no-static")
+    done = _cli(
+        "bench",
+        "--csv",
+        "/dev/full",
+        "--new-tokens",
+        "1",
+        "--repeats",
+        "1",
+        "--warmup",
+        "0",
+        "--no-generate",
+        "--no-int8",
+        "--no-static",
+    )
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert "speed-up estimator" in done.stdout and "theoretical op ratio" in done.stdout
     assert "the CSV was not written" in done.stderr and "/dev/full" in done.stderr
@@ -205,8 +267,9 @@ def test_bench_csv_on_a_full_disk_still_prints_the_report():
 def test_train_refuses_an_unwritable_out_before_training(tmp_path):
     """train --out /sys/kernel trained to the end, then "PermissionError ... This is a kvviz bug"."""
     done = _cli("train", "--text", str(CORPUS), "--out", "/sys/kernel/kvviz-model", "--steps", "1", timeout=300)
-    assert done.returncode == 2 and "cannot write there" in done.stderr and "kvviz bug" not in done.stderr, \
-        done.stderr[-500:]
+    assert done.returncode == 2 and "cannot write there" in done.stderr and "kvviz bug" not in done.stderr, done.stderr[
+        -500:
+    ]
     assert "step" not in done.stdout  # nothing trained
     probe_dir = tmp_path / "out"
     assert cli_output_problem(probe_dir) is None and not probe_dir.exists()  # a probe leaves nothing behind
@@ -228,16 +291,21 @@ def test_memory_config_from_a_fifo_is_refused_not_waited_on(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("argv, flag", [
-    (["memory", "--layers", "2", "--heads", "32", "--head-dim", "8", "--kv-heads", "0"], "--kv-heads"),
-    (["ops", "--layers", "2", "--heads", "2", "--head-dim", "4", "--hidden", "8", "--vocab", "9", "--d-ff", "0"],
-     "--d-ff"),
-    (["memory", "--layers", "٣", "--heads", "4", "--head-dim", "8"], "--layers"),
-    (["memory", "--preset", "gpt2", "--context", "３２"], "--context"),
-    (["ops", "--preset", "gpt2", "--new-tokens", "1_6"], "--new-tokens"),
-    (["bench", "--model", "/nonexistent/model", "--repeats", "٣"], "--repeats"),
-    (["train", "--text", str(CORPUS), "--steps", "1_6"], "--steps"),
-])
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["memory", "--layers", "2", "--heads", "32", "--head-dim", "8", "--kv-heads", "0"], "--kv-heads"),
+        (
+            ["ops", "--layers", "2", "--heads", "2", "--head-dim", "4", "--hidden", "8", "--vocab", "9", "--d-ff", "0"],
+            "--d-ff",
+        ),
+        (["memory", "--layers", "٣", "--heads", "4", "--head-dim", "8"], "--layers"),
+        (["memory", "--preset", "gpt2", "--context", "３２"], "--context"),
+        (["ops", "--preset", "gpt2", "--new-tokens", "1_6"], "--new-tokens"),
+        (["bench", "--model", "/nonexistent/model", "--repeats", "٣"], "--repeats"),
+        (["train", "--text", str(CORPUS), "--steps", "1_6"], "--steps"),
+    ],
+)
 def test_the_cli_refuses_what_the_app_refuses(argv, flag):
     """memory --kv-heads 0 silently meant 32 K/V heads, ops --d-ff 0 became 4 x hidden, and int() took '٣', '３２',
     '1_6': the CLI reads numbers with the app's parser and the page's limits."""
@@ -247,12 +315,21 @@ def test_the_cli_refuses_what_the_app_refuses(argv, flag):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("command, argv", [
-    ("memory", ["--layers", "9" * 5000]), ("ops", ["--layers", "9" * 5000]), ("bench", ["--repeats", "9" * 5000]),
-    ("train", ["--text", str(CORPUS), "--steps", "9" * 5000]), ("claims", ["--gpu", "9" * 5000]),
-    ("memory", ["--bogus", "9" * 5000]), ("bench", ["9" * 5000]), ("train", ["--text", str(CORPUS), "9" * 5000]),
-    ("train", ["--text", str(CORPUS), "--steps", PADDED]), ("ops", ["--prompt-len", PADDED]),
-])
+@pytest.mark.parametrize(
+    "command, argv",
+    [
+        ("memory", ["--layers", "9" * 5000]),
+        ("ops", ["--layers", "9" * 5000]),
+        ("bench", ["--repeats", "9" * 5000]),
+        ("train", ["--text", str(CORPUS), "--steps", "9" * 5000]),
+        ("claims", ["--gpu", "9" * 5000]),
+        ("memory", ["--bogus", "9" * 5000]),
+        ("bench", ["9" * 5000]),
+        ("train", ["--text", str(CORPUS), "9" * 5000]),
+        ("train", ["--text", str(CORPUS), "--steps", PADDED]),
+        ("ops", ["--prompt-len", PADDED]),
+    ],
+)
 def test_a_5000_digit_argument_is_cut_and_the_message_kept(command, argv):
     """A 5,000-digit argument is cut, never echoed whole after the usage text, and the message is kvviz's own, not
     argparse's "invalid parse value"."""

@@ -8,6 +8,7 @@ Three surfaces, each with hand-picked cases and property-based ones (hypothesis)
                 refusal the form keeps the values it had
 Each property test prints how many inputs it tried (pytest -s shows it).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -30,63 +31,173 @@ from support.pages import REPO, app_test
 MAX_MESSAGE = 400  # characters: one sentence, with at most a quoted reason from transformers
 
 # ----- what a hostile student types -------------------------------------------------------------------------
-MODEL_TYPES = ["llama", "qwen2", "mistral", "gemma3", "gemma3_text", "t5", "bart", "deepseek_v2", "deepseek_v3",
-               "falcon", "gpt2", "llava", "mixtral", "bert", "mamba", "nonexistent", "", None, 5, ["llama"]]
-FIELDS = ["num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "hidden_size",
-          "sliding_window", "sliding_window_pattern", "layer_types", "torch_dtype", "kv_lora_rank",
-          "qk_rope_head_dim", "qk_nope_head_dim", "use_sliding_window", "max_window_layers", "d_kv", "d_model",
-          "num_layers", "num_heads", "decoder_layers", "decoder_attention_heads", "n_head", "n_layer", "n_embd",
-          "new_decoder_architecture", "multi_query", "num_kv_heads", "is_encoder_decoder", "_name_or_path",
-          "max_position_embeddings", "vocab_size", "intermediate_size", "text_config"]
+MODEL_TYPES = [
+    "llama",
+    "qwen2",
+    "mistral",
+    "gemma3",
+    "gemma3_text",
+    "t5",
+    "bart",
+    "deepseek_v2",
+    "deepseek_v3",
+    "falcon",
+    "gpt2",
+    "llava",
+    "mixtral",
+    "bert",
+    "mamba",
+    "nonexistent",
+    "",
+    None,
+    5,
+    ["llama"],
+]
+FIELDS = [
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "hidden_size",
+    "sliding_window",
+    "sliding_window_pattern",
+    "layer_types",
+    "torch_dtype",
+    "kv_lora_rank",
+    "qk_rope_head_dim",
+    "qk_nope_head_dim",
+    "use_sliding_window",
+    "max_window_layers",
+    "d_kv",
+    "d_model",
+    "num_layers",
+    "num_heads",
+    "decoder_layers",
+    "decoder_attention_heads",
+    "n_head",
+    "n_layer",
+    "n_embd",
+    "new_decoder_architecture",
+    "multi_query",
+    "num_kv_heads",
+    "is_encoder_decoder",
+    "_name_or_path",
+    "max_position_embeddings",
+    "vocab_size",
+    "intermediate_size",
+    "text_config",
+]
 BIG_TEXT = "x" * 1_000_000
 values = st.one_of(
-    st.none(), st.booleans(), st.integers(-3, 130), st.integers(-(10**40), 10**40),
-    st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0, 1, 2, 4, 8, 32, 64, 128, 4096, 1e400]),
-    st.text(max_size=30), st.sampled_from([BIG_TEXT, "x", "bfloat16", "float8_e4m3fn", "int4"]),
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 130),
+    st.integers(-(10**40), 10**40),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0, 1, 2, 4, 8, 32, 64, 128, 4096, 1e400]),
+    st.text(max_size=30),
+    st.sampled_from([BIG_TEXT, "x", "bfloat16", "float8_e4m3fn", "int4"]),
     st.lists(st.sampled_from(["sliding_attention", "full_attention", "chunked_attention", "", 3]), max_size=8),
-    st.dictionaries(st.sampled_from(["model_type", "num_hidden_layers", "head_dim"]),
-                    st.one_of(st.none(), st.integers(-2, 64), st.text(max_size=8)), max_size=3),
+    st.dictionaries(
+        st.sampled_from(["model_type", "num_hidden_layers", "head_dim"]),
+        st.one_of(st.none(), st.integers(-2, 64), st.text(max_size=8)),
+        max_size=3,
+    ),
 )
 
 
 REAL = [  # published configs (excerpts), each then given one or two hostile fields
-    {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 32,
-     "num_key_value_heads": 8, "torch_dtype": "bfloat16"},
-    {"model_type": "qwen2", "hidden_size": 3584, "num_attention_heads": 28, "num_key_value_heads": 4,
-     "num_hidden_layers": 28, "sliding_window": 4096, "use_sliding_window": True, "max_window_layers": 21},
-    {"model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128, "num_hidden_layers": 61,
-     "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "torch_dtype": "bfloat16"},
+    {
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "num_attention_heads": 32,
+        "num_hidden_layers": 32,
+        "num_key_value_heads": 8,
+        "torch_dtype": "bfloat16",
+    },
+    {
+        "model_type": "qwen2",
+        "hidden_size": 3584,
+        "num_attention_heads": 28,
+        "num_key_value_heads": 4,
+        "num_hidden_layers": 28,
+        "sliding_window": 4096,
+        "use_sliding_window": True,
+        "max_window_layers": 21,
+    },
+    {
+        "model_type": "deepseek_v3",
+        "hidden_size": 7168,
+        "num_attention_heads": 128,
+        "num_hidden_layers": 61,
+        "kv_lora_rank": 512,
+        "qk_rope_head_dim": 64,
+        "qk_nope_head_dim": 128,
+        "torch_dtype": "bfloat16",
+    },
     {"model_type": "t5", "d_model": 1024, "d_kv": 128, "num_heads": 32, "num_layers": 24},
-    {"model_type": "gemma3", "text_config": {"model_type": "gemma3_text", "num_hidden_layers": 34,
-                                             "sliding_window": 1024}},
+    {
+        "model_type": "gemma3",
+        "text_config": {"model_type": "gemma3_text", "num_hidden_layers": 34, "sliding_window": 1024},
+    },
     {"num_hidden_layers": 12, "num_attention_heads": 12, "hidden_size": 768},  # no model_type: read as written
 ]
 
 
 def configs() -> st.SearchStrategy[dict]:
     fields = st.dictionaries(st.sampled_from(FIELDS), values, max_size=8)
-    text_config = st.one_of(st.none(), st.text(max_size=10), fields.map(
-        lambda d: {**d, "model_type": d.get("model_type", "llama")}))
-    anything = st.builds(lambda mt, f, tc: {**({} if mt == "" else {"model_type": mt}), **f,
-                                            **({} if tc is None else {"text_config": tc})},
-                         st.sampled_from(MODEL_TYPES), fields, text_config)
-    one_bad_field = st.builds(lambda base, bad: {**base, **bad}, st.sampled_from(REAL),
-                              st.dictionaries(st.sampled_from(FIELDS), values, min_size=1, max_size=2))
+    text_config = st.one_of(
+        st.none(), st.text(max_size=10), fields.map(lambda d: {**d, "model_type": d.get("model_type", "llama")})
+    )
+    anything = st.builds(
+        lambda mt, f, tc: {
+            **({} if mt == "" else {"model_type": mt}),
+            **f,
+            **({} if tc is None else {"text_config": tc}),
+        },
+        st.sampled_from(MODEL_TYPES),
+        fields,
+        text_config,
+    )
+    one_bad_field = st.builds(
+        lambda base, bad: {**base, **bad},
+        st.sampled_from(REAL),
+        st.dictionaries(st.sampled_from(FIELDS), values, min_size=1, max_size=2),
+    )
     return st.one_of(anything, one_bad_field)
 
 
 raw_texts = st.one_of(
     st.text(max_size=200),  # not JSON at all, mostly
-    st.sampled_from(["", "{}", "[]", "null", "3", '"config"', "{" * 5000, '{"a": ' + "9" * 5000 + "}",
-                     '{"model_type": "llama", "hidden_size": ' + "9" * 5000 + "}", "\x00\x01", "NaN"]),
+    st.sampled_from(
+        [
+            "",
+            "{}",
+            "[]",
+            "null",
+            "3",
+            '"config"',
+            "{" * 5000,
+            '{"a": ' + "9" * 5000 + "}",
+            '{"model_type": "llama", "hidden_size": ' + "9" * 5000 + "}",
+            "\x00\x01",
+            "NaN",
+        ]
+    ),
 )
 
 
 def assert_one_line(message: str) -> None:
     assert message and "\n" not in message and len(message) <= MAX_MESSAGE, message[:500]
     assert not message.rstrip().endswith(":"), message  # a message that stops at the colon says nothing
-    for python_text in ("Traceback", "unsupported operand", "object has no attribute", "sys.set_int_max_str_digits",
-                        "division or modulo", "invalid literal"):
+    for python_text in (
+        "Traceback",
+        "unsupported operand",
+        "object has no attribute",
+        "sys.set_int_max_str_digits",
+        "division or modulo",
+        "invalid literal",
+    ):
         assert python_text not in message, message
 
 
@@ -120,20 +231,36 @@ LLAMA = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, 
 
 
 @pytest.mark.model
-@pytest.mark.parametrize("cfg, says", [
-    ({"model_type": "deepseek_v3", "qk_rope_head_dim": "x"}, "qk_rope_head_dim must be a whole number"),
-    ({"num_hidden_layers": 2, "num_attention_heads": 2, "kv_lora_rank": 4, "qk_rope_head_dim": "x"},
-     "qk_rope_head_dim must be a whole number"),  # no model_type: not a TypeError ('int' + 'str')
-    ({**LLAMA, "hidden_size": "abc"}, "hidden_size must be a whole number"),  # not a sentence cut at "...'hidden_size':"
-    ({"model_type": "llava", "text_config": {"model_type": "bogus"}}, "text_config's model_type 'bogus'"),
-    ({**LLAMA, "head_dim": 0}, "head_dim must be a whole number from 1"),  # not silently 128, "Missing: nothing"
-    ({"model_type": "t5", "d_kv": 0}, "d_kv must be a whole number from 1"),  # not silently 64
-    ({"num_hidden_layers": 32, "num_attention_heads": 32, "hidden_size": 4096, "sliding_window": 4,
-      "layer_types": ["sliding_attention", "full_attention"]}, "layer_types has 2 entries for 32 layers"),
-    ({**LLAMA, "num_key_value_heads": -1}, "num_key_value_heads must be a whole number from 1"),
-    ({**LLAMA, "torch_dtype": "bogus"}, "torch_dtype 'bogus' is not a torch dtype name"),  # not Python's words
-    ({**LLAMA, "torch_dtype": "float64"}, None),  # a torch dtype, but no cache format: said to be replaced
-])
+@pytest.mark.parametrize(
+    "cfg, says",
+    [
+        ({"model_type": "deepseek_v3", "qk_rope_head_dim": "x"}, "qk_rope_head_dim must be a whole number"),
+        (
+            {"num_hidden_layers": 2, "num_attention_heads": 2, "kv_lora_rank": 4, "qk_rope_head_dim": "x"},
+            "qk_rope_head_dim must be a whole number",
+        ),  # no model_type: not a TypeError ('int' + 'str')
+        (
+            {**LLAMA, "hidden_size": "abc"},
+            "hidden_size must be a whole number",
+        ),  # not a sentence cut at "...'hidden_size':"
+        ({"model_type": "llava", "text_config": {"model_type": "bogus"}}, "text_config's model_type 'bogus'"),
+        ({**LLAMA, "head_dim": 0}, "head_dim must be a whole number from 1"),  # not silently 128, "Missing: nothing"
+        ({"model_type": "t5", "d_kv": 0}, "d_kv must be a whole number from 1"),  # not silently 64
+        (
+            {
+                "num_hidden_layers": 32,
+                "num_attention_heads": 32,
+                "hidden_size": 4096,
+                "sliding_window": 4,
+                "layer_types": ["sliding_attention", "full_attention"],
+            },
+            "layer_types has 2 entries for 32 layers",
+        ),
+        ({**LLAMA, "num_key_value_heads": -1}, "num_key_value_heads must be a whole number from 1"),
+        ({**LLAMA, "torch_dtype": "bogus"}, "torch_dtype 'bogus' is not a torch dtype name"),  # not Python's words
+        ({**LLAMA, "torch_dtype": "float64"}, None),  # a torch dtype, but no cache format: said to be replaced
+    ],
+)
 def test_the_issues_configs_get_one_sentence(cfg, says):
     outcome, result = parse_outcome(json.dumps(cfg))
     if says is None:
@@ -184,8 +311,10 @@ def test_any_config_is_read_or_refused_in_one_line():
 
     check()
     check_text()
-    print(f"\nconfig import (library): {sum(tried.values())} inputs tried: {tried['read']} read, "
-          f"{tried['refused']} refused in one line")
+    print(
+        f"\nconfig import (library): {sum(tried.values())} inputs tried: {tried['read']} read, "
+        f"{tried['refused']} refused in one line"
+    )
     assert tried["read"] >= 10 and tried["refused"] >= 100  # both outcomes happen: the sample is not degenerate
 
 
@@ -209,14 +338,22 @@ def assert_cli_outcome(rc: int, out: str, err: str) -> None:
 def test_cli_refuses_dev_zero_after_a_capped_read_and_the_mla_file_in_one_line():
     """/dev/zero is refused after a capped read (read whole, it ends in a MemoryError after 13.7 s); the malformed
     MLA file gets one line, not a TypeError. Run as a student would, in a fresh process."""
-    for path, says in (("/dev/zero", "not a regular file"), (None, "qk_rope_head_dim must be")):  # read only regular files
+    for path, says in (
+        ("/dev/zero", "not a regular file"),
+        (None, "qk_rope_head_dim must be"),
+    ):  # read only regular files
         if path is None:
             import tempfile
 
             path = Path(tempfile.mkdtemp()) / "config.json"
             path.write_text(json.dumps({"model_type": "deepseek_v3", "qk_rope_head_dim": "x"}))
-        run = subprocess.run([sys.executable, "-m", "kvviz", "memory", "--config", str(path)], capture_output=True,
-                             text=True, timeout=120, cwd=REPO)
+        run = subprocess.run(
+            [sys.executable, "-m", "kvviz", "memory", "--config", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=REPO,
+        )
         assert run.returncode == 2 and run.stderr.count("\n") == 1 and says in run.stderr, run.stderr[-500:]
 
 
@@ -224,10 +361,17 @@ def test_cli_refuses_dev_zero_after_a_capped_read_and_the_mla_file_in_one_line()
 def test_cli_any_config_file_and_arguments_exit_0_or_one_line(tmp_path, capsys):
     tried: Counter = Counter()
     path = tmp_path / "config.json"
-    numbers = st.one_of(st.integers(-5, 10**6).map(str), st.sampled_from(["0", "-1", "1e3", "nan", "inf", "", "x",
-                                                                         "9" * 5000, "1.5", " 7 "]))
-    extra = st.lists(st.sampled_from(["--context", "--batch", "--encoder-len", "--dtype", "--quant-group",
-                                      "--window", "--mla-rank"]), max_size=3, unique=True)
+    numbers = st.one_of(
+        st.integers(-5, 10**6).map(str),
+        st.sampled_from(["0", "-1", "1e3", "nan", "inf", "", "x", "9" * 5000, "1.5", " 7 "]),
+    )
+    extra = st.lists(
+        st.sampled_from(
+            ["--context", "--batch", "--encoder-len", "--dtype", "--quant-group", "--window", "--mla-rank"]
+        ),
+        max_size=3,
+        unique=True,
+    )
 
     @settings(max_examples=250, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(st.one_of(configs().map(json.dumps), raw_texts), extra, st.data())
@@ -235,8 +379,10 @@ def test_cli_any_config_file_and_arguments_exit_0_or_one_line(tmp_path, capsys):
         path.write_text(text, encoding="utf-8", errors="surrogatepass")
         argv = ["--config", str(path)]
         for flag in flags:
-            argv += [flag, data.draw(st.sampled_from(["fp8", "int4", "bf16", "q9", "x" * 300]) if flag == "--dtype"
-                                     else numbers)]
+            argv += [
+                flag,
+                data.draw(st.sampled_from(["fp8", "int4", "bf16", "q9", "x" * 300]) if flag == "--dtype" else numbers),
+            ]
         rc, out, err = cli(argv, capsys)
         assert_cli_outcome(rc, out, err)
         tried["exit 0" if rc == 0 else "exit 2"] += 1
@@ -247,8 +393,10 @@ def test_cli_any_config_file_and_arguments_exit_0_or_one_line(tmp_path, capsys):
         assert rc == 2
         assert_cli_outcome(rc, out, err)
         tried["exit 2"] += 1
-    print(f"\nmemory CLI: {sum(tried.values())} inputs tried: {tried['exit 0']} exit 0, {tried['exit 2']} exit 2 "
-          "with one line")
+    print(
+        f"\nmemory CLI: {sum(tried.values())} inputs tried: {tried['exit 0']} exit 0, {tried['exit 2']} exit 2 "
+        "with one line"
+    )
     assert tried["exit 0"] >= 5 and tried["exit 2"] >= 50
 
 
@@ -265,8 +413,17 @@ def test_cli_encoder_decoder_total_says_what_it_covers(tmp_path, capsys):
 
 
 # ----- the page -----------------------------------------------------------------------------------------------
-FORM = ("mem_layers", "mem_heads", "mem_kv_heads", "mem_head_dim", "mem_mla_rank", "mem_mla_rope", "mem_window",
-        "mem_local", "mem_window_from")
+FORM = (
+    "mem_layers",
+    "mem_heads",
+    "mem_kv_heads",
+    "mem_head_dim",
+    "mem_mla_rank",
+    "mem_mla_rope",
+    "mem_window",
+    "mem_local",
+    "mem_window_from",
+)
 
 
 @pytest.mark.app
@@ -284,14 +441,29 @@ def test_page_import_any_config_one_message_and_the_form_kept_on_refusal():
     def form() -> dict:
         return {k: at.number_input(key=k).value for k in FORM} | {"mem_dtype": at.selectbox(key="mem_dtype").value}
 
-    import_text(json.dumps({"model_type": "qwen2", "num_hidden_layers": 28, "num_key_value_heads": 4,
-                            "sliding_window": 4096, "use_sliding_window": True, "max_window_layers": 21}))
+    import_text(
+        json.dumps(
+            {
+                "model_type": "qwen2",
+                "num_hidden_layers": 28,
+                "num_key_value_heads": 4,
+                "sliding_window": 4096,
+                "use_sliding_window": True,
+                "max_window_layers": 21,
+            }
+        )
+    )
     assert form()["mem_window_from"] == 21
 
-    hostile = [json.dumps({"model_type": "deepseek_v3", "qk_rope_head_dim": "x"}),
-               json.dumps({**LLAMA, "head_dim": 0}), json.dumps({"model_type": "t5", "d_kv": 0}),
-               json.dumps({"model_type": "llava", "text_config": {"model_type": "bogus"}}),
-               json.dumps({**LLAMA, "hidden_size": "abc"}), "{" * 5000, "not json"]
+    hostile = [
+        json.dumps({"model_type": "deepseek_v3", "qk_rope_head_dim": "x"}),
+        json.dumps({**LLAMA, "head_dim": 0}),
+        json.dumps({"model_type": "t5", "d_kv": 0}),
+        json.dumps({"model_type": "llava", "text_config": {"model_type": "bogus"}}),
+        json.dumps({**LLAMA, "hidden_size": "abc"}),
+        "{" * 5000,
+        "not json",
+    ]
 
     @settings(max_examples=30, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(st.one_of(st.sampled_from(hostile), configs().map(json.dumps)))
@@ -312,8 +484,10 @@ def test_page_import_any_config_one_message_and_the_form_kept_on_refusal():
     for text in hostile:  # the hand-picked cases every run, whatever hypothesis draws
         check.hypothesis.inner_test(text)
     check()
-    print(f"\nconfig import (page): {sum(tried.values())} inputs tried: {tried['read']} read, "
-          f"{tried['refused']} refused with one message and the form kept")
+    print(
+        f"\nconfig import (page): {sum(tried.values())} inputs tried: {tried['read']} read, "
+        f"{tried['refused']} refused with one message and the form kept"
+    )
     assert tried["refused"] >= len(hostile)
 
 
@@ -323,17 +497,25 @@ RSS_BOUND_MIB = 64  # what an import may add to the process's peak memory while 
 _TINY_LLAMA = {"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64}
 ALLOCATING = {  # name: (config.json, what the refusal says)
     "llama 3e7 labels": ({**_TINY_LLAMA, "num_labels": 30_000_000}, "num_labels = 30,000,000"),
-    "llava text_config 3e7 labels": ({"model_type": "llava", "text_config": {**_TINY_LLAMA, "num_labels": 30_000_000}},
-                                     "text_config.num_labels = 30,000,000"),
-    "t5 3e7 labels": ({"model_type": "t5", "num_layers": 2, "num_heads": 4, "d_model": 64, "d_kv": 16,
-                       "num_labels": 30_000_000}, "num_labels = 30,000,000"),
+    "llava text_config 3e7 labels": (
+        {"model_type": "llava", "text_config": {**_TINY_LLAMA, "num_labels": 30_000_000}},
+        "text_config.num_labels = 30,000,000",
+    ),
+    "t5 3e7 labels": (
+        {"model_type": "t5", "num_layers": 2, "num_heads": 4, "d_model": 64, "d_kv": 16, "num_labels": 30_000_000},
+        "num_labels = 30,000,000",
+    ),
     "llama 1e9 labels": ({**_TINY_LLAMA, "num_labels": 1_000_000_000}, "num_labels = 1,000,000,000"),
-    "gemma3 vision_config layers": ({"model_type": "gemma3", "vision_config": {"num_hidden_layers": 10**9}},
-                                    "vision_config.num_hidden_layers = 1,000,000,000"),
+    "gemma3 vision_config layers": (
+        {"model_type": "gemma3", "vision_config": {"num_hidden_layers": 10**9}},
+        "vision_config.num_hidden_layers = 1,000,000,000",
+    ),
     # a count inside a list that gpt_neo's config class loops over: no name-based check knows it; the bounded
     # child process does (its address space is capped, the server's memory is untouched)
-    "gpt_neo attention_types count": ({"model_type": "gpt_neo", "num_layers": 2,
-                                       "attention_types": [[["global", "local"], 200_000_000]]}, "MiB of memory"),
+    "gpt_neo attention_types count": (
+        {"model_type": "gpt_neo", "num_layers": 2, "attention_types": [[["global", "local"], 200_000_000]]},
+        "MiB of memory",
+    ),
 }
 _MEASURE = r"""
 import json, resource, sys
@@ -370,8 +552,13 @@ def test_allocating_configs_are_refused_within_a_memory_bound():
     count in a vision sub-config; a count inside gpt_neo's attention_types list) are refused in one line, and the
     importing process's peak memory (VmHWM, /proc/self/status) grows by less than RSS_BOUND_MIB while they are.
     Measured in a fresh process: the peak is that process's own, not what earlier tests left."""
-    run = subprocess.run([sys.executable, "-c", _MEASURE, json.dumps({k: v[0] for k, v in ALLOCATING.items()})],
-                         capture_output=True, text=True, timeout=600, cwd=REPO)
+    run = subprocess.run(
+        [sys.executable, "-c", _MEASURE, json.dumps({k: v[0] for k, v in ALLOCATING.items()})],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     measured = json.loads(run.stdout.strip().splitlines()[-1])
     for name, (_cfg, says) in ALLOCATING.items():
@@ -399,11 +586,38 @@ def _status_mib(field: str) -> int:
         return next(int(line.split()[1]) // 1024 for line in fh if line.startswith(field + ":"))
 
 
-HOSTILE_FIELDS = [*FIELDS, "num_labels", "id2label", "label2id", "attention_types", "depths", "num_mtp_layers",
-                  "first_k_dense_replace", "per_layer_config", "vision_config", "audio_config", "num_kv_shared_layers",
-                  "global_head_dim", "num_global_key_value_heads", "rope_parameters", "eos_token_id"]
-HOSTILE_TYPES = ["llama", "llava", "t5", "gemma4", "gemma4_text", "neomme", "dots3_note", "gpt_neo", "gemma3",
-                 "qwen2", "deepseek_v3", None]
+HOSTILE_FIELDS = [
+    *FIELDS,
+    "num_labels",
+    "id2label",
+    "label2id",
+    "attention_types",
+    "depths",
+    "num_mtp_layers",
+    "first_k_dense_replace",
+    "per_layer_config",
+    "vision_config",
+    "audio_config",
+    "num_kv_shared_layers",
+    "global_head_dim",
+    "num_global_key_value_heads",
+    "rope_parameters",
+    "eos_token_id",
+]
+HOSTILE_TYPES = [
+    "llama",
+    "llava",
+    "t5",
+    "gemma4",
+    "gemma4_text",
+    "neomme",
+    "dots3_note",
+    "gpt_neo",
+    "gemma3",
+    "qwen2",
+    "deepseek_v3",
+    None,
+]
 
 
 def _nested(depth: int) -> dict:
@@ -439,10 +653,12 @@ def test_hostile_field_values_are_read_or_refused_with_bounded_memory():
         pytest.skip("this kernel does not let a process reset its peak memory (/proc/self/clear_refs)")
     rss_before = _status_mib("VmRSS")
 
-    @settings(max_examples=250, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
-    @given(st.sampled_from(HOSTILE_TYPES), st.dictionaries(st.sampled_from(HOSTILE_FIELDS), hostile_values,
-                                                           min_size=1, max_size=3), st.booleans())
+    @settings(max_examples=250, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(
+        st.sampled_from(HOSTILE_TYPES),
+        st.dictionaries(st.sampled_from(HOSTILE_FIELDS), hostile_values, min_size=1, max_size=3),
+        st.booleans(),
+    )
     def check(model_type, fields, nest) -> None:
         cfg = {**({} if model_type is None else {"model_type": model_type}), **_TINY_LLAMA, **fields}
         if model_type is None:
@@ -458,8 +674,10 @@ def test_hostile_field_values_are_read_or_refused_with_bounded_memory():
 
     check()
     peak = _status_mib("VmHWM") - rss_before
-    print(f"\nhostile field values: {sum(tried.values())} configs: {tried['read']} read, {tried['refused']} refused in "
-          f"one line; peak memory grew by {peak} MiB")
+    print(
+        f"\nhostile field values: {sum(tried.values())} configs: {tried['read']} read, {tried['refused']} refused in "
+        f"one line; peak memory grew by {peak} MiB"
+    )
     assert tried["refused"] >= 100 and tried["read"] >= 1
     assert peak < RSS_BOUND_MIB, peak
 
@@ -477,8 +695,9 @@ def test_page_refuses_a_label_table_config_without_the_servers_memory_growing():
     at.button(key="mem_import").click().run()  # warm: transformers, torch and the llama config module imported
     assert at.success and not at.error
     layers_before = at.number_input(key="mem_layers").value
-    at.text_area(key="mem_paste").set_value(json.dumps({**_TINY_LLAMA, "num_hidden_layers": 5,
-                                                        "num_labels": 3_000_000})).run()
+    at.text_area(key="mem_paste").set_value(
+        json.dumps({**_TINY_LLAMA, "num_hidden_layers": 5, "num_labels": 3_000_000})
+    ).run()
     with open("/proc/self/clear_refs", "w") as fh:
         fh.write("5")
     rss_before = _status_mib("VmRSS")
@@ -487,7 +706,8 @@ def test_page_refuses_a_label_table_config_without_the_servers_memory_growing():
     print(f"\npage import of 3e6 labels: RSS before {rss_before} MiB, peak growth {peak_growth} MiB")
     assert not at.exception and [shown(e.value) for e in at.error] == [
         "Not imported: num_labels = 3,000,000: transformers builds a table with one entry per class label, and "
-        "labels do not change the KV cache; kvviz reads at most 100,000 labels: remove the field."]
+        "labels do not change the KV cache; kvviz reads at most 100,000 labels: remove the field."
+    ]
     assert at.number_input(key="mem_layers").value == layers_before  # the form kept
     assert peak_growth < RSS_BOUND_MIB, peak_growth
 

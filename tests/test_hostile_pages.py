@@ -1,6 +1,7 @@
 """Hostile links and inputs, page by page (AppTest): no exception box, one notice per refused value, the page's
 earlier (default) state kept. Property-based on the pages whose widgets read the URL; every page is also opened
 with a link full of junk. The count of inputs tried is INPUTS_TRIED at the bottom."""
+
 from __future__ import annotations
 
 import pytest
@@ -14,8 +15,24 @@ pytestmark = pytest.mark.app  # every test runs pages in AppTest
 
 LINK_EXAMPLES = 12  # per property: each example is a whole page run (seconds on a 2-core machine)
 HOSTILE = st.one_of(
-    st.sampled_from(["inf", "-inf", "Infinity", "1e309", "nan", "-3", "1.5", "1e308", "9" * 5000, "abc", "",
-                     "0x1f", "１２", "x" * 100_000]),
+    st.sampled_from(
+        [
+            "inf",
+            "-inf",
+            "Infinity",
+            "1e309",
+            "nan",
+            "-3",
+            "1.5",
+            "1e308",
+            "9" * 5000,
+            "abc",
+            "",
+            "0x1f",
+            "１２",
+            "x" * 100_000,
+        ]
+    ),
     st.from_regex(r"-?[1-9][0-9]{16,5000}", fullmatch=True),
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
 )
@@ -34,8 +51,14 @@ def _notices(at: AppTest) -> list[str]:
 
 
 @settings(max_examples=LINK_EXAMPLES, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
-@given(values=st.dictionaries(st.sampled_from(["mem_layers", "mem_context", "mem_batch", "mem_heads", "mem_head_dim"]),
-                              HOSTILE, min_size=1, max_size=3))
+@given(
+    values=st.dictionaries(
+        st.sampled_from(["mem_layers", "mem_context", "mem_batch", "mem_heads", "mem_head_dim"]),
+        HOSTILE,
+        min_size=1,
+        max_size=3,
+    )
+)
 def test_memory_page_refuses_overflowing_link_numbers(values):
     at = _run_with_link("memory_budget", values)
     notices = _notices(at)
@@ -45,8 +68,11 @@ def test_memory_page_refuses_overflowing_link_numbers(values):
 
 
 @settings(max_examples=LINK_EXAMPLES, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
-@given(values=st.dictionaries(st.sampled_from(["ops_prompt", "ops_new", "ops_layers", "ops_vocab"]), HOSTILE,
-                              min_size=1, max_size=3))
+@given(
+    values=st.dictionaries(
+        st.sampled_from(["ops_prompt", "ops_new", "ops_layers", "ops_vocab"]), HOSTILE, min_size=1, max_size=3
+    )
+)
 def test_count_the_work_refuses_overflowing_link_numbers(values):
     at = _run_with_link("attention_ops", {"ops_model": "custom", **values})
     assert len(_notices(at)) == len(values)
@@ -63,9 +89,19 @@ def test_memory_page_says_what_it_ignored_inside_tabs():
 
 
 def test_count_the_work_per_pass_table_takes_a_huge_custom_shape():
-    at = _run_with_link("attention_ops", {
-        "ops_model": "custom", "ops_prompt": "1000000", "ops_new": "1000000", "ops_layers": "10000",
-        "ops_heads": "100000", "ops_kv_heads": "100000", "ops_head_dim": "100000", "ops_tab": "Per pass"})
+    at = _run_with_link(
+        "attention_ops",
+        {
+            "ops_model": "custom",
+            "ops_prompt": "1000000",
+            "ops_new": "1000000",
+            "ops_layers": "10000",
+            "ops_heads": "100000",
+            "ops_kv_heads": "100000",
+            "ops_head_dim": "100000",
+            "ops_tab": "Per pass",
+        },
+    )
     table = at.dataframe[0].value
     assert int(table["ops (no cache)"].iloc[-1].replace(",", "")) > 2**63  # exact, past int64, shown as text
 
@@ -103,8 +139,17 @@ def test_quant_page_group_size_past_a_million_is_a_message():
     assert any("group size must be a whole number from" in e.value for e in at.error)
 
 
-JUNK_LINK = {"steps": "1e309", "step": "-inf", "mem_layers": "inf", "ops_prompt": "9" * 5000, "prompt": "x" * 50_000,
-             "present": "nan", "bench_new_tokens": "1e309", "int_quant_group": "inf", "nonsense": "\x00"}
+JUNK_LINK = {
+    "steps": "1e309",
+    "step": "-inf",
+    "mem_layers": "inf",
+    "ops_prompt": "9" * 5000,
+    "prompt": "x" * 50_000,
+    "present": "nan",
+    "bench_new_tokens": "1e309",
+    "int_quant_group": "inf",
+    "nonsense": "\x00",
+}
 EVERY_PAGE = sorted(p.stem for p in PAGES_DIR.glob("*.py") if p.stem != "internals_shared")
 
 

@@ -1,5 +1,6 @@
 """Hostile input, round four: work a student can repeat without limit is bounded (the handout is drawn once per
 model, language and questions, one drawing at a time), and a score the lesson did not record says so."""
+
 from __future__ import annotations
 
 import threading
@@ -88,8 +89,14 @@ def test_a_score_is_counted_only_as_this_server_signed_it():
     signed = lesson.sign_score("fh-s" + "-" * (N - 4), key)
     recorded, unrecorded = lesson.read_signed_score(signed, key, N)
     assert [o.result for o in recorded.values()] == ["first try", "after a hint", "shown"] and not unrecorded
-    for forged in ("f" * N, "f" * N + ".0123456789abcdef", "f" * N + "." + signed.partition(".")[2],
-                   lesson.sign_score("f" * N, other), "f" * N + ".", signed.partition(".")[0] + ".é" * 16):
+    for forged in (
+        "f" * N,
+        "f" * N + ".0123456789abcdef",
+        "f" * N + "." + signed.partition(".")[2],
+        lesson.sign_score("f" * N, other),
+        "f" * N + ".",
+        signed.partition(".")[0] + ".é" * 16,
+    ):
         recorded, unrecorded = lesson.read_signed_score(forged, key, N)
         assert not recorded and len(unrecorded) >= 3, forged
     assert lesson.read_signed_score("", key, N) == ({}, {})

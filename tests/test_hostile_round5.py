@@ -5,6 +5,7 @@ run_class.sh checks IPv6 and host names by their real rules and checks KVVIZ_POL
 Pure tier: the store on a SQLite file of the test's own (and a PostgreSQL address where nothing listens: a stopped
 server refuses the connection the same way); the app tier: the lesson and the join page in AppTest on a store that
 is away."""
+
 from __future__ import annotations
 
 import contextlib
@@ -26,8 +27,9 @@ STEP = 3
 
 
 def _polls(step: int = STEP) -> dict[str, PollQuestion]:
-    return {lang: PollQuestion(step, f"{lang}: question", ("a", "b", "c"), 1, ("m0", "", "m2"))
-            for lang in i18n.LANGUAGES}
+    return {
+        lang: PollQuestion(step, f"{lang}: question", ("a", "b", "c"), 1, ("m0", "", "m2")) for lang in i18n.LANGUAGES
+    }
 
 
 @pytest.fixture
@@ -125,27 +127,38 @@ def test_a_lock_held_past_the_busy_timeout_refuses_the_vote_and_the_poll_resumes
     assert quick.voted_count(room.code, STEP, 1) == 1
 
 
-@pytest.mark.parametrize(("url", "said"), [
-    ("sqlite://", "in-memory SQLite"),
-    ("sqlite:///:memory:", "in-memory SQLite"),
-    ("not a url", "is not a database URL"),
-    ("mysql://user@host/kvviz", "SQLite or PostgreSQL only"),
-    ("oracle://x", "names oracle: the class poll keeps its votes in SQLite or PostgreSQL only"),
-    ("postgresql+psycopg2://user@host/kvviz", "not installed here"),
-    ("sqlite:///file::memory:?mode=memory&cache=shared", "in-memory SQLite"),
-    ("x" * 10_000, "is not a database URL"),
-])
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("sqlite://", "in-memory SQLite"),
+        ("sqlite:///:memory:", "in-memory SQLite"),
+        ("not a url", "is not a database URL"),
+        ("mysql://user@host/kvviz", "SQLite or PostgreSQL only"),
+        ("oracle://x", "names oracle: the class poll keeps its votes in SQLite or PostgreSQL only"),
+        ("postgresql+psycopg2://user@host/kvviz", "not installed here"),
+        ("sqlite:///file::memory:?mode=memory&cache=shared", "in-memory SQLite"),
+        ("x" * 10_000, "is not a database URL"),
+    ],
+)
 def test_a_bad_kvviz_poll_db_is_refused_in_one_line(url, said):
     with pytest.raises(ps.BadStoreURL, match=said):
         ps.check_url(url)
 
 
-@pytest.mark.parametrize(("url", "said"), [("sqlite://", "in-memory SQLite"), ("mysql://u@h/db", "SQLite or PostgreSQL"),
-                                           ("@stopped", "cannot be reached")])
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [("sqlite://", "in-memory SQLite"), ("mysql://u@h/db", "SQLite or PostgreSQL"), ("@stopped", "cannot be reached")],
+)
 def test_the_start_check_says_one_line_and_exits_2(url, said):
     env = {**os.environ, ps.ENV_URL: _stopped_postgres() if url == "@stopped" else url}
-    done = subprocess.run([sys.executable, "-m", "kvviz.teaching.poll_store"], capture_output=True, text=True,
-                          env=env, timeout=60, cwd=REPO)
+    done = subprocess.run(
+        [sys.executable, "-m", "kvviz.teaching.poll_store"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        cwd=REPO,
+    )
     assert done.returncode == 2 and said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
@@ -209,23 +222,37 @@ def test_a_full_width_code_as_a_chinese_keyboard_types_it_is_normalised(typed):
 # ----- 7. run_class.sh ----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("listen", ["::::", "1::2::3", "2001:db8::1:2:3:4:5:6:7", "1.2.3.4.5", "12345"])
 def test_run_class_refuses_what_is_neither_an_address_nor_a_host_name(listen):
-    done = subprocess.run(["bash", str(REPO / "deploy" / "run_class.sh"), "--listen", listen], capture_output=True,
-                          text=True, env={**os.environ, "NGINX": "/nonexistent/nginx"}, timeout=30)
+    done = subprocess.run(
+        ["bash", str(REPO / "deploy" / "run_class.sh"), "--listen", listen],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NGINX": "/nonexistent/nginx"},
+        timeout=30,
+    )
     assert done.returncode == 2 and "--listen must be an IP address or a host name" in done.stderr, done.stderr
 
 
 @pytest.mark.parametrize("listen", ["::1", "[fe80::1]", "::ffff:127.0.0.1", "kvviz.example.org", "localhost"])
 def test_run_class_takes_a_real_ipv6_address_or_host_name(listen):
-    done = subprocess.run(["bash", str(REPO / "deploy" / "run_class.sh"), "--listen", listen], capture_output=True,
-                          text=True, env={**os.environ, "NGINX": "/nonexistent/nginx"}, timeout=30)
+    done = subprocess.run(
+        ["bash", str(REPO / "deploy" / "run_class.sh"), "--listen", listen],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NGINX": "/nonexistent/nginx"},
+        timeout=30,
+    )
     assert done.returncode == 1 and "not found" in done.stderr, done.stderr  # past the checks: no nginx here
 
 
 def test_run_class_refuses_a_bad_poll_store_before_it_starts_anything(tmp_path):
     run_dir = tmp_path / "run"
-    done = subprocess.run(["bash", str(REPO / "deploy" / "run_class.sh"), "-p", str(free_port()), "-n", "1",
-                           "--run-dir", str(run_dir)], capture_output=True, text=True,
-                          env={**os.environ, ps.ENV_URL: "sqlite://"}, timeout=60)
+    done = subprocess.run(
+        ["bash", str(REPO / "deploy" / "run_class.sh"), "-p", str(free_port()), "-n", "1", "--run-dir", str(run_dir)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, ps.ENV_URL: "sqlite://"},
+        timeout=60,
+    )
     assert done.returncode == 2 and "in-memory SQLite" in done.stderr and not run_dir.exists(), done.stderr
 
 
@@ -245,8 +272,9 @@ def test_a_stopped_store_leaves_the_lesson_page_whole_with_one_sentence(away):
     from support.pages import open_page
 
     room = ps.NewRoom("QZJBSS", "k" * 43)  # the teacher's room, as the host cookie brings it to every run
-    at = open_page("pages/lesson.py", query={"step": "1", "lesson_class": "true"}, router=True,
-                   session_state={"poll_room": room})
+    at = open_page(
+        "pages/lesson.py", query={"step": "1", "lesson_class": "true"}, router=True, session_state={"poll_room": room}
+    )
     sentence = "The class poll cannot reach its store: the lesson goes on without it."
     assert [w.value for w in at.warning].count(sentence) == 1, [w.value for w in at.warning]
     assert at.button(key="lesson_reveal_btn_1") and at.button(key="poll_retry")
@@ -296,9 +324,22 @@ def test_the_stuffing_bench_moves_the_count_by_at_most_two_through_run_class(tmp
     """bench/poll_stuffing.py against deploy/run_class.sh (1 replica, nginx on 127.0.0.1): 12 sessions from one
     address, fresh tokens or no cookie; the store's count moves by 2 and only those 2 were acknowledged."""
     out = tmp_path / "stuffing.json"
-    done = subprocess.run([sys.executable, str(REPO / "bench" / "poll_stuffing.py"), "--sessions", "12",
-                           "--concurrency", "3", "--json", str(out)], capture_output=True, text=True, timeout=400,
-                          cwd=REPO)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "bench" / "poll_stuffing.py"),
+            "--sessions",
+            "12",
+            "--concurrency",
+            "3",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        cwd=REPO,
+    )
     import json
 
     assert out.exists(), done.stdout + done.stderr
@@ -309,8 +350,10 @@ def test_the_stuffing_bench_moves_the_count_by_at_most_two_through_run_class(tmp
 
 # ----- 5. Infinity and NaN over the WebSocket ----------------------------------------------------------------------
 @pytest.mark.app
-@pytest.mark.parametrize(("page", "key", "default"), [("pages/internals_layout.py", "int_layout_layer", "0"),
-                                                      ("pages/memory_budget.py", "mem_context", "4,096")])
+@pytest.mark.parametrize(
+    ("page", "key", "default"),
+    [("pages/internals_layout.py", "int_layout_layer", "0"), ("pages/memory_budget.py", "mem_context", "4,096")],
+)
 @pytest.mark.parametrize("sent", [float("inf"), float("-inf"), float("nan")])
 def test_infinity_and_nan_are_named_and_the_session_goes_on(page, key, default, sent):
     from support.pages import open_page
@@ -325,8 +368,10 @@ def test_infinity_and_nan_are_named_and_the_session_goes_on(page, key, default, 
 
 
 @pytest.mark.app
-@pytest.mark.parametrize(("typed", "said"), [(-5.0, "cannot be negative (got -5)"), (float("nan"), "not a number"),
-                                             (float("inf"), "too large for this box")])
+@pytest.mark.parametrize(
+    ("typed", "said"),
+    [(-5.0, "cannot be negative (got -5)"), (float("nan"), "not a number"), (float("inf"), "too large for this box")],
+)
 def test_the_lessons_answer_box_names_a_value_it_cannot_take(typed, said):
     from kvviz.teaching import lesson
     from support.pages import open_page
@@ -342,8 +387,10 @@ def test_the_lessons_answer_box_names_a_value_it_cannot_take(typed, said):
 
 # ----- 6. every refused link value named ---------------------------------------------------------------------------
 @pytest.mark.app
-@pytest.mark.parametrize(("lang", "plan", "opens"), [("zh-CN", "45 minutes", 1), ("en", "45 分钟", 1), ("en", "45", 1),
-                                                     ("zh-CN", "30", 0), ("en", "45  MINUTES", 1)])
+@pytest.mark.parametrize(
+    ("lang", "plan", "opens"),
+    [("zh-CN", "45 minutes", 1), ("en", "45 分钟", 1), ("en", "45", 1), ("zh-CN", "30", 0), ("en", "45  MINUTES", 1)],
+)
 def test_a_plan_link_in_either_language_or_by_its_minutes_opens_that_plan(lang, plan, opens):
     from kvviz.teaching import guide
     from support.pages import open_page
@@ -351,7 +398,8 @@ def test_a_plan_link_in_either_language_or_by_its_minutes_opens_that_plan(lang, 
     at = open_page("pages/teachers.py", lang=lang, query={"teach_plan": plan}, router=True)
     with i18n.language(lang):
         label = ("{n} 分钟" if lang == "zh-CN" else "{n} minutes").format(
-            n=guide.total_minutes((guide.PLAN_30, guide.PLAN_45)[opens]))
+            n=guide.total_minutes((guide.PLAN_30, guide.PLAN_45)[opens])
+        )
     assert at.session_state["teach_plan"] == label and not at.warning, [w.value for w in at.warning]
 
 
@@ -386,14 +434,24 @@ def test_a_class_mode_link_value_that_is_not_true_or_false_is_named(value):
 
 
 # ----- 8. the CLI: one range per flag, stated once -----------------------------------------------------------------
-@pytest.mark.parametrize(("flag", "value", "said"), [("--new-tokens", "0", "from 1 to 1,000,000 (got 0)"),
-                                                     ("--new-tokens", "2000000000", "from 1 to 1,000,000"),
-                                                     ("--prompt-len", "0", "from 1 to 1,000,000 (got 0)"),
-                                                     ("--repeats", "0", "from 1 to 50 (got 0)"),
-                                                     ("--repeats", "51", "from 1 to 50 (got 51)")])
+@pytest.mark.parametrize(
+    ("flag", "value", "said"),
+    [
+        ("--new-tokens", "0", "from 1 to 1,000,000 (got 0)"),
+        ("--new-tokens", "2000000000", "from 1 to 1,000,000"),
+        ("--prompt-len", "0", "from 1 to 1,000,000 (got 0)"),
+        ("--repeats", "0", "from 1 to 50 (got 0)"),
+        ("--repeats", "51", "from 1 to 50 (got 51)"),
+    ],
+)
 def test_bench_states_one_range_per_flag(flag, value, said):
-    done = subprocess.run([sys.executable, "-m", "kvviz", "bench", "--model", "/nonexistent", flag, value],
-                          capture_output=True, text=True, timeout=120, cwd=REPO)
+    done = subprocess.run(
+        [sys.executable, "-m", "kvviz", "bench", "--model", "/nonexistent", flag, value],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
     last = done.stderr.strip().splitlines()[-1]  # argparse's usage above it, then the one message
     assert done.returncode == 2 and said in last and flag in last and done.stderr.count(" to ") == 1, done.stderr
 
@@ -420,7 +478,8 @@ def test_the_projector_sets_the_limits_and_names_the_votes_held_back(tmp_path, m
         at.run()
         assert not at.exception
         assert [w.value for w in at.warning if "held back" in w.value] == [
-            "5 votes for a class of 3: 2 held back, not counted."]
+            "5 votes for a class of 3: 2 held back, not counted."
+        ]
     finally:
         poll.store.clear()
 
@@ -451,8 +510,9 @@ def test_the_poll_resumes_when_its_store_comes_back_without_a_restart(tmp_path, 
 def test_a_refused_list_value_names_what_the_page_uses_in_words_not_as_a_python_list():
     from kvviz.inputs.links import link_refusals
 
-    [said] = link_refusals({"evict_drawn": ["random", "bogus"]}, {"evict_drawn": ["random"]},
-                           {"evict_drawn": ["random", "recent"]})
+    [said] = link_refusals(
+        {"evict_drawn": ["random", "bogus"]}, {"evict_drawn": ["random"]}, {"evict_drawn": ["random", "recent"]}
+    )
     assert said.endswith(f"using random{i18n.list_sep()}recent.") and "[" not in said, said
     [none] = link_refusals({"evict_drawn": ["bogus"]}, {}, {"evict_drawn": []})
     assert none.endswith("using none."), none
@@ -482,7 +542,8 @@ def test_a_postgresql_stopped_mid_class_costs_the_poll_and_the_poll_resumes_when
                     store.vote(room.code, "phone-during", STEP, 1, 1)
                 at = open_page("pages/join.py", lang=i18n.ENGLISH, query={"room": room.code}, check=False)
                 assert not at.exception and [w.value for w in at.warning] == [
-                    "The class poll cannot reach its store: the lesson goes on without it."]
+                    "The class poll cannot reach its store: the lesson goes on without it."
+                ]
             store.vote(room.code, "phone-after", STEP, 1, 2)
             assert store.tally(room.code, STEP, 1, room.host_key).counts == (1, 0, 1)
             at.button(key="join_retry").click().run()  # the page's own store, cached in the server: resumes too
@@ -492,14 +553,17 @@ def test_a_postgresql_stopped_mid_class_costs_the_poll_and_the_poll_resumes_when
             store.engine.dispose()
 
 
-@pytest.mark.parametrize(("peer", "headers", "trusted", "address"), [
-    (None, {"X-Real-IP": "203.0.113.7"}, "", "203.0.113.7"),  # nginx of run_class.sh on this computer
-    (None, {}, "", None),  # a browser on this computer, no proxy: not limited
-    ("198.51.100.9", {"X-Real-IP": "1.2.3.4"}, "", "198.51.100.9"),  # a direct client's own header is not believed
-    ("10.1.2.3", {"X-Real-IP": "203.0.113.8"}, "10.0.0.0/8", "203.0.113.8"),  # the Kubernetes ingress
-    ("10.1.2.3", {"X-Forwarded-For": "6.6.6.6, 203.0.113.9"}, "10.0.0.0/8", "203.0.113.9"),  # the proxy's entry
-    ("10.1.2.3", {"X-Real-IP": "<b>x</b>"}, "10.0.0.0/8,not a network", "10.1.2.3"),
-])
+@pytest.mark.parametrize(
+    ("peer", "headers", "trusted", "address"),
+    [
+        (None, {"X-Real-IP": "203.0.113.7"}, "", "203.0.113.7"),  # nginx of run_class.sh on this computer
+        (None, {}, "", None),  # a browser on this computer, no proxy: not limited
+        ("198.51.100.9", {"X-Real-IP": "1.2.3.4"}, "", "198.51.100.9"),  # a direct client's own header is not believed
+        ("10.1.2.3", {"X-Real-IP": "203.0.113.8"}, "10.0.0.0/8", "203.0.113.8"),  # the Kubernetes ingress
+        ("10.1.2.3", {"X-Forwarded-For": "6.6.6.6, 203.0.113.9"}, "10.0.0.0/8", "203.0.113.9"),  # the proxy's entry
+        ("10.1.2.3", {"X-Real-IP": "<b>x</b>"}, "10.0.0.0/8,not a network", "10.1.2.3"),
+    ],
+)
 def test_the_client_address_is_the_connections_or_a_trusted_proxys(monkeypatch, peer, headers, trusted, address):
     import types
 

@@ -1,6 +1,7 @@
 """Serving a class the easy way is the safe way: a server listening beyond loopback runs in shared mode unless the
 teacher says otherwise, the sidebar says which mode it runs in, and a link's ?model= never loads (or downloads) a
 model its reader did not choose: the reader is told what it costs and asked first. The real sidebar in AppTest."""
+
 from __future__ import annotations
 
 import pytest
@@ -39,21 +40,36 @@ def listening_on(monkeypatch):
     st_config.set_option("server.address", before)
 
 
-@pytest.mark.parametrize(("switch", "address", "shared"), [
-    (None, "0.0.0.0", True), (None, "::", True), (None, None, True), (None, "", True),  # None: every interface
-    (None, "192.168.1.20", True), (None, "class.example.org", True), (None, "[::]", True),
-    (None, "127.0.0.1", False), (None, "::1", False), (None, "localhost", False), (None, "127.0.0.2", False),
-    ("0", "0.0.0.0", False), ("off", "::", False),  # the teacher's explicit say-so
-    ("1", "127.0.0.1", True), ("yes", "localhost", True), ("maybe", "127.0.0.1", True),  # only an explicit off is off
-])
+@pytest.mark.parametrize(
+    ("switch", "address", "shared"),
+    [
+        (None, "0.0.0.0", True),
+        (None, "::", True),
+        (None, None, True),
+        (None, "", True),  # None: every interface
+        (None, "192.168.1.20", True),
+        (None, "class.example.org", True),
+        (None, "[::]", True),
+        (None, "127.0.0.1", False),
+        (None, "::1", False),
+        (None, "localhost", False),
+        (None, "127.0.0.2", False),
+        ("0", "0.0.0.0", False),
+        ("off", "::", False),  # the teacher's explicit say-so
+        ("1", "127.0.0.1", True),
+        ("yes", "localhost", True),
+        ("maybe", "127.0.0.1", True),  # only an explicit off is off
+    ],
+)
 def test_shared_mode_follows_the_listening_address_unless_the_switch_says(switch, address, shared):
     environ = {} if switch is None else {shared_mode.ENV_SWITCH: switch}
     assert shared_mode.shared_mode_on(environ, listen_address=address) is shared
 
 
 @pytest.mark.app
-def test_a_server_on_every_interface_with_no_switch_refuses_a_gpt2_xl_link(monkeypatch, listening_on,
-                                                                            fresh_streamlit_caches):
+def test_a_server_on_every_interface_with_no_switch_refuses_a_gpt2_xl_link(
+    monkeypatch, listening_on, fresh_streamlit_caches
+):
     """`streamlit run app.py --server.address 0.0.0.0` and nothing else: shared mode, so /step?model=random:gpt2-xl
     (6 GiB of float32 weights, 45 s of CPU) is refused in one line, and the server's memory does not grow by it."""
     monkeypatch.delenv(shared_mode.ENV_SWITCH, raising=False)
@@ -68,14 +84,16 @@ def test_a_server_on_every_interface_with_no_switch_refuses_a_gpt2_xl_link(monke
     assert not at.exception
     assert at.session_state["model_spec"] == "bundled" and at.query_params["model"] == "bundled"
     assert [w.value for w in at.sidebar.warning] == [
-        sidebar.LINKED_MODEL_REFUSED.format(model=loading.bundled_info().shown_label())]
+        sidebar.LINKED_MODEL_REFUSED.format(model=loading.bundled_info().shown_label())
+    ]
     assert grown_mib < 200, grown_mib  # gpt2-xl would add about 6,000 MiB
     assert any(sidebar.MODE_SHARED in m.value for m in at.sidebar.markdown)  # the page says which mode
 
 
 @pytest.mark.app
-def test_the_teachers_explicit_off_on_every_interface_is_said_in_the_sidebar(monkeypatch, listening_on,
-                                                                             fresh_streamlit_caches):
+def test_the_teachers_explicit_off_on_every_interface_is_said_in_the_sidebar(
+    monkeypatch, listening_on, fresh_streamlit_caches
+):
     monkeypatch.setenv(shared_mode.ENV_SWITCH, "0")
     listening_on("0.0.0.0")
     at = app_test(_picker_and_page)

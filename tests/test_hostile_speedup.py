@@ -3,6 +3,7 @@ pass its budget (with the estimate); a running benchmark stops within a fraction
 be shown never sticks to the session; 1 new token (no decode pass) is described, not a TypeError.
 
 Real bundled model, real timed passes (the estimate is checked for its shape, never for a speed)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -34,19 +35,27 @@ ESTIMATE_EXAMPLES = 200
 
 
 @settings(max_examples=ESTIMATE_EXAMPLES, deadline=None, derandomize=True)
-@given(p=st.integers(1, 512), n=st.integers(1, 511), repeats=st.integers(1, 10), warmup=st.integers(0, 5),
-       uncached_generate=st.booleans())
-def test_the_estimate_grows_with_the_work_and_the_uncached_part_with_n_squared(p, n, repeats, warmup,
-                                                                              uncached_generate):
-    s = BenchSettings(prompt_len=p, new_tokens=n, repeats=repeats, warmup=warmup,
-                      include_generate_no_cache=uncached_generate)
+@given(
+    p=st.integers(1, 512),
+    n=st.integers(1, 511),
+    repeats=st.integers(1, 10),
+    warmup=st.integers(0, 5),
+    uncached_generate=st.booleans(),
+)
+def test_the_estimate_grows_with_the_work_and_the_uncached_part_with_n_squared(
+    p, n, repeats, warmup, uncached_generate
+):
+    s = BenchSettings(
+        prompt_len=p, new_tokens=n, repeats=repeats, warmup=warmup, include_generate_no_cache=uncached_generate
+    )
     est = estimate_seconds(s, GPT2_124M, RATES)
     assert est > 0
     assert estimate_seconds(dataclasses.replace(s, new_tokens=n + 1), GPT2_124M, RATES) > est
     assert estimate_seconds(dataclasses.replace(s, repeats=repeats + 1), GPT2_124M, RATES) > est
     fits = longest_within(s, GPT2_124M, RATES, PAGE_BUDGET_S)
-    assert fits <= n and (fits == 0 or estimate_seconds(dataclasses.replace(s, new_tokens=fits), GPT2_124M,
-                                                         RATES) <= PAGE_BUDGET_S)
+    assert fits <= n and (
+        fits == 0 or estimate_seconds(dataclasses.replace(s, new_tokens=fits), GPT2_124M, RATES) <= PAGE_BUDGET_S
+    )
 
 
 def test_uncached_cost_grows_with_the_square_of_the_length():
@@ -76,8 +85,9 @@ def test_a_real_runs_estimate_comes_from_real_passes(sdpa_model, monkeypatch):
     rates = harness.pass_rates(sdpa_model, 1)  # real passes: positive rates, whatever the load
     assert rates.s_per_op > 0 and rates.overhead_s >= 0
     small_run = BenchSettings(prompt_len=4, new_tokens=8, repeats=1, warmup=0, threads=1)
-    big_run = BenchSettings(prompt_len=1, new_tokens=255, repeats=10, warmup=5, threads=1,
-                            include_generate_no_cache=True)
+    big_run = BenchSettings(
+        prompt_len=1, new_tokens=255, repeats=10, warmup=5, threads=1, include_generate_no_cache=True
+    )
     shape = sdpa_model.info.ops_shape()
     assert harness.estimate(sdpa_model, small_run) == estimate_seconds(small_run, shape, rates)  # from those passes
     laptop, asked = LAPTOP_RATES, []
@@ -95,8 +105,9 @@ def test_a_real_runs_estimate_comes_from_real_passes(sdpa_model, monkeypatch):
 def test_a_running_benchmark_stops_within_a_second(sdpa_model):
     from kvviz.speedup import harness
 
-    settings_ = BenchSettings(prompt_len=1, new_tokens=255, repeats=10, warmup=5, threads=1,
-                              include_generate_no_cache=True)  # minutes of work
+    settings_ = BenchSettings(
+        prompt_len=1, new_tokens=255, repeats=10, warmup=5, threads=1, include_generate_no_cache=True
+    )  # minutes of work
     asked = []
 
     def should_stop() -> bool:

@@ -4,8 +4,10 @@
 Property-based: hypothesis throws arbitrary text, huge digit strings, floats written every way and unicode digits
 at each validator; the counts of inputs tried are in INPUTS_TRIED (how much each property really tried).
 """
+
 from __future__ import annotations
 
+import ast
 import json
 import math
 import re
@@ -28,8 +30,31 @@ HOSTILE_TEXT = st.one_of(
     st.text(max_size=60),
     st.from_regex(r"[+-]?[0-9]{1,6000}", fullmatch=True),  # up to 6,000 digits: past Python's 4,300 limit
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
-    st.sampled_from(["inf", "-inf", "Infinity", "nan", "NaN", "1e308", "1e309", "-3", "1.5", "0x10", "１２",
-                     "٣", " 7 ", "", "+", "--1", "1_000", "9" * 5000, "x" * 1_000_000, PADDED, "-" + PADDED]),
+    st.sampled_from(
+        [
+            "inf",
+            "-inf",
+            "Infinity",
+            "nan",
+            "NaN",
+            "1e308",
+            "1e309",
+            "-3",
+            "1.5",
+            "0x10",
+            "１２",
+            "٣",
+            " 7 ",
+            "",
+            "+",
+            "--1",
+            "1_000",
+            "9" * 5000,
+            "x" * 1_000_000,
+            PADDED,
+            "-" + PADDED,
+        ]
+    ),
     st.tuples(st.integers(0, 6000), st.integers(0, 10**6)).map(lambda t: "0" * t[0] + str(t[1])),  # zero-padded
 )
 
@@ -46,9 +71,14 @@ def test_whole_number_takes_exactly_digit_strings_in_range(text, lo, span):
     hi = lo + span
     stripped = text.strip()
     expected = None
-    if stripped.isascii() and stripped.lstrip("+-").isdigit() and stripped.count("-") + stripped.count("+") <= 1 \
-            and stripped[:1] in "+-0123456789" and len(stripped.lstrip("+-0")) < 12 \
-            and len(stripped) <= query_values.MAX_NUMBER_CHARS:
+    if (
+        stripped.isascii()
+        and stripped.lstrip("+-").isdigit()
+        and stripped.count("-") + stripped.count("+") <= 1
+        and stripped[:1] in "+-0123456789"
+        and len(stripped.lstrip("+-0")) < 12
+        and len(stripped) <= query_values.MAX_NUMBER_CHARS
+    ):
         expected = int(stripped.lstrip("+-").lstrip("0") or "0") * (-1 if stripped[0] == "-" else 1)
     try:
         got = query_values.whole_number(text, lo, hi, "steps")
@@ -71,8 +101,13 @@ def test_finite_number_refuses_nan_inf_and_words_in_one_sentence(text):
 
 
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True)
-@given(values=st.dictionaries(st.sampled_from(["mem_layers", "mem_batch", "ops_prompt", "other"]),
-                              st.lists(HOSTILE_TEXT, min_size=1, max_size=3), max_size=4))
+@given(
+    values=st.dictionaries(
+        st.sampled_from(["mem_layers", "mem_batch", "ops_prompt", "other"]),
+        st.lists(HOSTILE_TEXT, min_size=1, max_size=3),
+        max_size=4,
+    )
+)
 def test_link_numbers_refused_are_exactly_those_no_widget_may_parse(values):
     keys = ["mem_layers", "mem_batch", "ops_prompt"]
     refused = query_values.refused_link_numbers(values, keys)
@@ -81,8 +116,12 @@ def test_link_numbers_refused_are_exactly_those_no_widget_may_parse(values):
         if key not in keys:
             continue
         text = raw[0].strip()
-        ok = len(raw) == 1 and re.fullmatch(r"[+-]?[0-9]+", text) is not None \
-            and len(text) <= query_values.MAX_NUMBER_CHARS and abs(int(text)) <= 10**15
+        ok = (
+            len(raw) == 1
+            and re.fullmatch(r"[+-]?[0-9]+", text) is not None
+            and len(text) <= query_values.MAX_NUMBER_CHARS
+            and abs(int(text)) <= 10**15
+        )
         assert (key in refused) != ok, (key, raw, refused)
         if key in refused:
             # the value is echoed in a code span: a backtick in it makes the span's fence two backticks (`` a`b ``)
@@ -143,10 +182,12 @@ def test_number_readers_agree_on_huge_python_ints():
     from kvviz.inputs.prompt_rules import check_int_in_range
 
     huge = 10**5000
-    for check in (lambda: check_int_in_range(huge, 0, 10, "block size"),
-                  lambda: memory.check_int("n_layer", huge),
-                  lambda: ops.ModelShape(huge, 1, 1, 1, 1, 1, 1),
-                  lambda: query_values.whole_number(huge, 0, 10, "steps")):
+    for check in (
+        lambda: check_int_in_range(huge, 0, 10, "block size"),
+        lambda: memory.check_int("n_layer", huge),
+        lambda: ops.ModelShape(huge, 1, 1, 1, 1, 1, 1),
+        lambda: query_values.whole_number(huge, 0, 10, "steps"),
+    ):
         with pytest.raises(ValueError) as caught:
             check()
         assert len(str(caught.value)) < 240 and "4300" not in str(caught.value)
@@ -156,8 +197,20 @@ def test_number_readers_agree_on_huge_python_ints():
 
 
 def _bound_int_keys(page: str, prefix: str) -> list[str]:
-    """The page's URL-bound number inputs, read from its source (a key added later is covered too)."""
-    return sorted(set(re.findall(rf'int_input\([^\n]*?"({prefix}_\w+)"', (REPO / "pages" / f"{page}.py").read_text())))
+    """The page's URL-bound number inputs, read from its source (a key added later is covered too): the key is each
+    `int_input(label, key, ...)` call's second argument, however the call is wrapped."""
+    tree = ast.parse((REPO / "pages" / f"{page}.py").read_text())
+    return sorted(
+        {
+            node.args[1].value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and getattr(node.func, "id", None) == "int_input"
+            and len(node.args) > 1
+            and isinstance(node.args[1], ast.Constant)
+            and str(node.args[1].value).startswith(f"{prefix}_")
+        }
+    )
 
 
 # page -> (the numeric link keys it reads, the link's other values it needs)
@@ -168,9 +221,28 @@ NUMBER_LINK_KEYS = {
     "attention_ops": (_bound_int_keys("attention_ops", "ops"), {"ops_model": "custom"}),
 }
 HOSTILE_LINK_VALUES = [  # one or more of each class: padded digits, huge lengths, non-ASCII digits, markup, control characters
-    PADDED, "-" + PADDED, "0" * 63 + "7", "0" * 64 + "7", "9" * 5000, "1" * 100_000, "٣", "３２", "1_6", "𝟙",
-    "1e309", "nan", "-inf", "![p](http://127.0.0.1:9/x.png)", "$\\frac{1}{0}$", "`5`", "**5**", "\x1b]0;PWNED\x07",
-    "\x00", "5\n6", "\u202e12", "",
+    PADDED,
+    "-" + PADDED,
+    "0" * 63 + "7",
+    "0" * 64 + "7",
+    "9" * 5000,
+    "1" * 100_000,
+    "٣",
+    "３２",
+    "1_6",
+    "𝟙",
+    "1e309",
+    "nan",
+    "-inf",
+    "![p](http://127.0.0.1:9/x.png)",
+    "$\\frac{1}{0}$",
+    "`5`",
+    "**5**",
+    "\x1b]0;PWNED\x07",
+    "\x00",
+    "5\n6",
+    "\u202e12",
+    "",
 ]
 LINKS_PER_PAGE = 4  # AppTest runs: each link sets every numeric key of the page at once, to a seeded draw
 
@@ -184,14 +256,15 @@ def _open_through_router(page: str, link: dict[str, str]):
 
 def test_every_number_link_key_is_found():
     assert {"mem_layers", "mem_context", "mem_window", "mem_local", "mem_hidden", "mem_gpu_gib"} <= set(
-        NUMBER_LINK_KEYS["memory_budget"][0])
+        NUMBER_LINK_KEYS["memory_budget"][0]
+    )
     assert {"ops_prompt", "ops_new", "ops_layers"} <= set(NUMBER_LINK_KEYS["attention_ops"][0])
 
 
 @pytest.mark.app
 @pytest.mark.parametrize("page", sorted(NUMBER_LINK_KEYS))
 def test_a_zero_padded_number_in_every_key_of_a_page_is_one_notice_each(page):
-    """"0" * 5000 + "1" in any whole-number link value of these pages is one notice, never ValueError (4300
+    """ "0" * 5000 + "1" in any whole-number link value of these pages is one notice, never ValueError (4300
     digits), on this run or the next (Memory budget and Count the work rerun with the URL as it is)."""
     keys, extra = NUMBER_LINK_KEYS[page]
     at = _open_through_router(page, {**extra, **{key: PADDED for key in keys}})
@@ -250,12 +323,15 @@ def test_a_huge_safetensors_header_is_refused_before_it_is_read(tmp_path):
         load_cost.safetensors_header(path)
 
 
-@pytest.mark.parametrize("config, words", [
-    ({"n_head": 0}, "n_head, a positive whole number dividing n_embd"),
-    ({"n_head": 3}, "n_head, a positive whole number dividing n_embd"),
-    ({"torch_dtype": "bogus"}, "torch_dtype = 'bogus'"),
-    ({"n_layer": "x" * 1_000_000}, "no usable n_layer"),
-])
+@pytest.mark.parametrize(
+    "config, words",
+    [
+        ({"n_head": 0}, "n_head, a positive whole number dividing n_embd"),
+        ({"n_head": 3}, "n_head, a positive whole number dividing n_embd"),
+        ({"torch_dtype": "bogus"}, "torch_dtype = 'bogus'"),
+        ({"n_layer": "x" * 1_000_000}, "no usable n_layer"),
+    ],
+)
 def test_config_shapes_python_cannot_build_get_one_sentence(tmp_path, config, words):
     folder = _gpt2_folder(tmp_path, **config)
     _write_safetensors(folder / "model.safetensors", {"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})
@@ -279,9 +355,11 @@ def test_a_missing_folder_is_not_sent_to_hf_download():
 
 
 def test_raw_python_errors_become_one_plain_sentence():
-    for exc in (ZeroDivisionError("integer division or modulo by zero"),
-                AttributeError("module 'torch' has no attribute 'bogus'"),
-                ValueError("Exceeds the limit (4300 digits); use sys.set_int_max_str_digits()")):
+    for exc in (
+        ZeroDivisionError("integer division or modulo by zero"),
+        AttributeError("module 'torch' has no attribute 'bogus'"),
+        ValueError("Exceeds the limit (4300 digits); use sys.set_int_max_str_digits()"),
+    ):
         text = loading._one_line(exc)
         assert "modulo" not in text and "torch'" not in text and "set_int_max" not in text
         assert text.startswith("its files do not describe a GPT-2 model")
@@ -306,4 +384,6 @@ def test_back_right_after_reset_says_the_cache_is_empty(bundled):
 
 
 # properties + the named cases (links)
-INPUTS_TRIED = 3 * EXAMPLES + 5 + 2 + 4 + 1 + 1 + 3 + 1 + 1 + 5 + 4 + 11 + 4 + len(NUMBER_LINK_KEYS) * (1 + LINKS_PER_PAGE)
+INPUTS_TRIED = (
+    3 * EXAMPLES + 5 + 2 + 4 + 1 + 1 + 3 + 1 + 1 + 5 + 4 + 11 + 4 + len(NUMBER_LINK_KEYS) * (1 + LINKS_PER_PAGE)
+)

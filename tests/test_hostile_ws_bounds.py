@@ -5,6 +5,7 @@ runs with the default, and the server logs no traceback.
 Streamlit (1.67) turns such a value into the widget's `value` without a word; kvviz.ui.bounded makes that visible.
 The client is the load test's protocol-level student (bench/classroom_ws.py) against a real `streamlit run`.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -28,8 +29,9 @@ def server_url():
         yield url
 
 
-def send_value(url: str, page: str, key: str, value, kind: str = "number_input",
-               popover: str | None = None) -> tuple[dict, object]:
+def send_value(
+    url: str, page: str, key: str, value, kind: str = "number_input", popover: str | None = None
+) -> tuple[dict, object]:
     """Open `page` (and the popover labelled `popover`, whose widgets are drawn only while it is open), send `key`'s
     widget `value` as its own frontend encodes it (a number box: int_value or double_value; a slider: a list of
     floats; a select_slider: a list of option labels), and return the page's state after that run and the widget's
@@ -76,14 +78,18 @@ def _refused_once(state: dict, name: str, default: str) -> None:
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("page,key,value,name,default", [
-    ("internals_eviction", "evict_sinks", -1, "sink tokens S", 4),
-    ("internals_paging", "int_paging_block", -1, "block size", 16),
-    ("internals_crossattn", "int_cross_src", 0, "source length", 12),
-    ("internals_speculative", "int_spec_k", 0, "draft length k", 4),
-])
-def test_a_value_past_the_bounds_sent_over_the_websocket_is_refused_and_named(server_url, page, key, value, name,
-                                                                              default):
+@pytest.mark.parametrize(
+    "page,key,value,name,default",
+    [
+        ("internals_eviction", "evict_sinks", -1, "sink tokens S", 4),
+        ("internals_paging", "int_paging_block", -1, "block size", 16),
+        ("internals_crossattn", "int_cross_src", 0, "source length", 12),
+        ("internals_speculative", "int_spec_k", 0, "draft length k", 4),
+    ],
+)
+def test_a_value_past_the_bounds_sent_over_the_websocket_is_refused_and_named(
+    server_url, page, key, value, name, default
+):
     state, box = send_number(server_url, page, key, value)
     _refused_once(state, name, str(default))
     assert box.value == default  # the box shows what the page used
@@ -91,16 +97,20 @@ def test_a_value_past_the_bounds_sent_over_the_websocket_is_refused_and_named(se
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("page,key,value,name,default,kind,popover", [
-    ("memory_budget", "mem_batch", 2**30, "batch (sequences)", 1, "number_input", None),  # bound to the URL
-    ("attention_ops", "ops_new", 10**7, "new tokens N", 200, "number_input", None),  # in a fragment
-    ("internals_layout", "int_layout_layer", 999, "layer", 0, "number_input", None),  # bounded by the model
-    ("step_through", "step_top_k", 999, "top-k", 40, "number_input", "Prompt"),
-    ("step_through", "step_temperature", [9.0], "temperature", 0.8, "slider", "Prompt"),
-    ("internals_eviction", "evict_keep", ["33"], "budget", 25, "select_slider", None),  # not one of the options
-])
-def test_every_page_names_a_value_it_refuses_over_the_websocket(server_url, page, key, value, name, default, kind,
-                                                               popover):
+@pytest.mark.parametrize(
+    "page,key,value,name,default,kind,popover",
+    [
+        ("memory_budget", "mem_batch", 2**30, "batch (sequences)", 1, "number_input", None),  # bound to the URL
+        ("attention_ops", "ops_new", 10**7, "new tokens N", 200, "number_input", None),  # in a fragment
+        ("internals_layout", "int_layout_layer", 999, "layer", 0, "number_input", None),  # bounded by the model
+        ("step_through", "step_top_k", 999, "top-k", 40, "number_input", "Prompt"),
+        ("step_through", "step_temperature", [9.0], "temperature", 0.8, "slider", "Prompt"),
+        ("internals_eviction", "evict_keep", ["33"], "budget", 25, "select_slider", None),  # not one of the options
+    ],
+)
+def test_every_page_names_a_value_it_refuses_over_the_websocket(
+    server_url, page, key, value, name, default, kind, popover
+):
     state, box = send_value(server_url, page, key, value, kind, popover)
     _refused_once(state, name, str(default))
     if kind == "number_input":  # the box shows what the page used (a URL-bound box: its own first value)

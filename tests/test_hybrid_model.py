@@ -3,6 +3,7 @@ attention layer, shipped in kvviz/assets/bundled_hybrid. It loads offline from t
 `generate`'s; each linear layer's state is the cache's own tensors, byte for byte, and the same size at every step,
 while the attention layer's K/V grows one row per step; Back puts the states back exactly. Tiny on purpose: the
 whole module runs in seconds."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -54,7 +55,7 @@ def test_stage_tokens_equal_generates_greedy_tokens(hybrid, stepped):
     prompt_ids = torch.tensor([stepped.token_ids[: stepped.prompt_len]])
     with torch.inference_mode():
         out = hybrid.model.generate(prompt_ids, max_new_tokens=N_STEPS + 1, do_sample=False, pad_token_id=0)
-    assert out[0, stepped.prompt_len:].tolist() == stepped.generated_ids() + [stepped.pending_token_id]
+    assert out[0, stepped.prompt_len :].tolist() == stepped.generated_ids() + [stepped.pending_token_id]
 
 
 @pytest.mark.model
@@ -180,8 +181,10 @@ def test_one_tokens_cost_per_layer_is_what_flop_counter_mode_counts(hybrid):
         counter = FlopCounterMode(display=False)
         with counter:
             model(input_ids=torch.tensor([[7]]), past_key_values=cache, use_cache=True)
-    counts = {name.removeprefix("OlmoHybridForCausalLM.model."): {str(op): n for op, n in c.items()}
-              for name, c in counter.get_flop_counts().items()}
+    counts = {
+        name.removeprefix("OlmoHybridForCausalLM.model."): {str(op): n for op, n in c.items()}
+        for name, c in counter.get_flop_counts().items()
+    }
     assert counts["layers.3.self_attn"]["aten.bmm"] == ops.FLOPS_PER_OP * ops.attention_token_ops(4, 32, position)
     linear = counts["layers.0.linear_attn"]
     conv_ops = info.conv_channels * info.conv_kernel
@@ -195,8 +198,9 @@ def test_one_tokens_cost_per_layer_is_what_flop_counter_mode_counts(hybrid):
     q, k = (torch.nn.functional.normalize(torch.randn(1, 1, heads, d_k, generator=gen), dim=-1) for _ in range(2))
     v = torch.randn(1, 1, heads, d_v, generator=gen)
     g, beta = -torch.rand(1, 1, heads, generator=gen), torch.rand(1, 1, heads, generator=gen)
-    expected, expected_state = olmo.torch_recurrent_gated_delta_rule(q, k, v, g=g, beta=beta, initial_state=state,
-                                                                    output_final_state=True)
+    expected, expected_state = olmo.torch_recurrent_gated_delta_rule(
+        q, k, v, g=g, beta=beta, initial_state=state, output_final_state=True
+    )
     qh, kh, vh = q[0, 0] * d_k**-0.5, k[0, 0], v[0, 0]  # [heads, d]
     counter = FlopCounterMode(display=False)
     with counter:
@@ -217,8 +221,11 @@ def test_the_race_against_all_attention_times_both_at_every_context_and_leaves_t
 
     twin = loading.attention_twin()
     assert twin.info.all_attention and twin.info.n_layer == hybrid.info.n_layer == 4
-    assert (twin.info.n_embd, twin.info.n_head, twin.info.d_ff) == (hybrid.info.n_embd, hybrid.info.n_head,
-                                                                     hybrid.info.d_ff)
+    assert (twin.info.n_embd, twin.info.n_head, twin.info.d_ff) == (
+        hybrid.info.n_embd,
+        hybrid.info.n_head,
+        hybrid.info.d_ff,
+    )
     ids = hybrid.tokenizer("ROMEO:\nBut soft, what light through yonder window breaks? It is the east").input_ids
     race = context_race(hybrid, twin, ids, (4, len(ids)), budget_s=0.05, max_repeats=3)
     assert race.contexts == (4, len(ids)) and race.repeats >= 1

@@ -4,6 +4,7 @@ The oracle for "Chinese throughout" is tests/i18n_support.py: every string an el
 tooltips, captions, tables, chart titles and hover text) is scanned for runs of four or more English words;
 names, code and the model's own English output are allowed.
 """
+
 from __future__ import annotations
 
 import re
@@ -20,19 +21,40 @@ PAGES = sorted(p.name for p in (REPO / "pages").glob("*.py") if p.name != "inter
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
-@pytest.mark.parametrize("code, expected", [
-    ("zh-CN", "zh-CN"), ("zh_cn", "zh-CN"), ("ZH", "zh-CN"), ("zh-Hans", "zh-CN"), ("zh-Hans-CN", "zh-CN"),
-    ("zh-SG", "zh-CN"), ("en", "en"), ("en-US", "en"), ("en_GB", "en"),
-    ("zh-TW", None), ("zh-Hant-HK", None), ("fr", None), ("", None), (" ", None), ("x" * 10_000, None),
-    ("<script>alert(1)</script>", None), ("zh-CN\x00", None), ("中文", None), ("../../etc/passwd", None),
-    (None, None), (42, None),
-])
+@pytest.mark.parametrize(
+    "code, expected",
+    [
+        ("zh-CN", "zh-CN"),
+        ("zh_cn", "zh-CN"),
+        ("ZH", "zh-CN"),
+        ("zh-Hans", "zh-CN"),
+        ("zh-Hans-CN", "zh-CN"),
+        ("zh-SG", "zh-CN"),
+        ("en", "en"),
+        ("en-US", "en"),
+        ("en_GB", "en"),
+        ("zh-TW", None),
+        ("zh-Hant-HK", None),
+        ("fr", None),
+        ("", None),
+        (" ", None),
+        ("x" * 10_000, None),
+        ("<script>alert(1)</script>", None),
+        ("zh-CN\x00", None),
+        ("中文", None),
+        ("../../etc/passwd", None),
+        (None, None),
+        (42, None),
+    ],
+)
 def test_normalize_accepts_language_tags_and_refuses_everything_else(code, expected):
     assert i18n.normalize(code) == expected
 
 
-@pytest.mark.parametrize("locale, expected", [("zh-CN", "zh-CN"), ("zh", "zh-CN"), ("zh-TW", "en"),
-                                              ("en-US", "en"), ("de-DE", "en"), (None, "en"), ("", "en")])
+@pytest.mark.parametrize(
+    "locale, expected",
+    [("zh-CN", "zh-CN"), ("zh", "zh-CN"), ("zh-TW", "en"), ("en-US", "en"), ("de-DE", "en"), (None, "en"), ("", "en")],
+)
 def test_browser_locale_decides_the_default(locale, expected):
     assert i18n.from_browser(locale) == expected
 
@@ -89,9 +111,15 @@ def test_glossary_has_a_chinese_column_and_the_catalog_follows_it():
 # The field's Chinese terms (the two Chinese source texts' words): wherever a message says the English term,
 # its translation says the Chinese one. Code spans and quoted titles are set aside.
 KEY_TERMS = {
-    r"\bKV[- ]cache": "KV 缓存", r"\bprefill": "预填充", r"\bautoregressive": "自回归",
-    r"\bdot products?\b": "点积", r"\bGPU memory\b": "显存", r"\bsliding window": "滑动窗口",
-    r"\bspeculative decoding": "推测解码", r"\bquantiz": "量化", r"\binside the noise\b": "噪声",
+    r"\bKV[- ]cache": "KV 缓存",
+    r"\bprefill": "预填充",
+    r"\bautoregressive": "自回归",
+    r"\bdot products?\b": "点积",
+    r"\bGPU memory\b": "显存",
+    r"\bsliding window": "滑动窗口",
+    r"\bspeculative decoding": "推测解码",
+    r"\bquantiz": "量化",
+    r"\binside the noise\b": "噪声",
 }
 
 
@@ -105,7 +133,9 @@ def test_key_terms_are_translated_the_same_way_everywhere():
     for message in held:
         if not message.id or not message.string or message.id in QUOTED_AS_WRITTEN:
             continue
-        source = re.sub(r"""`[^`]*`|"[^"]*"|'[^']*'""", " ", message.id if isinstance(message.id, str) else message.id[0])
+        source = re.sub(
+            r"""`[^`]*`|"[^"]*"|'[^']*'""", " ", message.id if isinstance(message.id, str) else message.id[0]
+        )
         string = message.string if isinstance(message.string, str) else message.string[0]
         for pattern, chinese in KEY_TERMS.items():
             if re.search(pattern, source, re.I) and chinese not in string:
@@ -168,8 +198,19 @@ def test_no_function_shadows_the_translation_function():
 
     def own_nodes(node):
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp,
-                                  ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            if isinstance(
+                child,
+                (
+                    ast.FunctionDef,
+                    ast.AsyncFunctionDef,
+                    ast.Lambda,
+                    ast.ClassDef,
+                    ast.ListComp,
+                    ast.SetComp,
+                    ast.DictComp,
+                    ast.GeneratorExp,
+                ),
+            ):
                 continue
             yield child
             yield from own_nodes(child)

@@ -1,6 +1,7 @@
 """The claims and Count-the-work pages in Simplified Chinese: both pages drawn in Simplified Chinese leave no English sentence
 (names, code, units and the English sources' titles aside), the claims keep their exact numbers, the Chinese sources
 are quoted as written, and `?lang=en` still gives English. Real counts, real claims: nothing mocked."""
+
 from __future__ import annotations
 
 import pytest
@@ -43,10 +44,12 @@ def test_claims_page_in_chinese_has_no_english_sentence_and_the_same_numbers():
     # the exact arithmetic survives translation
     assert any("570,425,344 B" in c.value and "层" in c.value for c in at.code)
     counts = {m.label: m.value for m in at.metric}
-    assert counts == {"成立": str(sum(c.verdict == "holds" for c in found)),
-                      "错误": str(sum(c.verdict == "wrong" for c in found)),
-                      "部分正确": str(sum(c.verdict == "partly true" for c in found)),
-                      "无法判定": str(sum(c.verdict == "cannot be judged" for c in found))}
+    assert counts == {
+        "成立": str(sum(c.verdict == "holds" for c in found)),
+        "错误": str(sum(c.verdict == "wrong" for c in found)),
+        "部分正确": str(sum(c.verdict == "partly true" for c in found)),
+        "无法判定": str(sum(c.verdict == "cannot be judged" for c in found)),
+    }
     # the seeds' Chinese words as written, with no translation back into Chinese beside them
     seeds = {c.key: c for c in found}
     assert seeds["seed-zhihu-gpt3-472mb"].quote == claims.ZHIHU_QUOTE
@@ -74,8 +77,9 @@ def test_claims_in_english_are_unchanged_by_the_catalog():
     assert any(m.label == "Holds" for m in at.metric)
 
 
-@pytest.mark.parametrize("tab", ["Cumulative", "Ratio", "Per component", "Per pass", "The '500x' claim",
-                                 "Why no Q cache?"])
+@pytest.mark.parametrize(
+    "tab", ["Cumulative", "Ratio", "Per component", "Per pass", "The '500x' claim", "Why no Q cache?"]
+)
 def test_count_the_work_in_chinese_every_tab(tab):
     with i18n.language(i18n.CHINESE):
         label = i18n._(tab)

@@ -2,6 +2,7 @@
 and the rest of the terminology (glossary.VOCABULARY) agree, tooltips follow the session's language, and the
 glossary, teacher's guide and home page at ?lang=zh-CN leave no English sentence (names, code and the model's
 label aside); ?lang=en gives English back."""
+
 from __future__ import annotations
 
 import re
@@ -70,7 +71,9 @@ def test_glossary_page_in_chinese(fresh_streamlit_caches):
     assert at.title[0].value == "术语表"
     headers = [h.value for h in at.header]
     assert len(headers) == len(glossary.TERMS)
-    for header, term in zip(headers, glossary.TERMS, strict=True):  # titled by the Chinese term, the English name beside it
+    for header, term in zip(
+        headers, glossary.TERMS, strict=True
+    ):  # titled by the Chinese term, the English name beside it
         assert header.startswith(term.zh) and (term.name in header or term.zh.lower() == term.name.lower())
     left = english_leftovers(page_texts(at), allowed=_allowed_names())
     assert not left, left
@@ -100,8 +103,9 @@ def test_teachers_page_in_chinese(fresh_streamlit_caches):
     left = english_leftovers(page_texts(at), allowed=_allowed_names())
     assert not left, left
     links = [p for p in at.get("page_link")]
-    assert links and all(f"{i18n.QUERY_PARAM}=zh-CN" in p.proto.query_string for p in links), \
-        [p.proto.query_string for p in links]
+    assert links and all(f"{i18n.QUERY_PARAM}=zh-CN" in p.proto.query_string for p in links), [
+        p.proto.query_string for p in links
+    ]
     assert _page("pages/teachers.py", i18n.ENGLISH).title[0].value == "For teachers"
 
 

@@ -1,6 +1,7 @@
 """The seven "Cache internals" pages in Simplified Chinese: rendered with ?lang=zh-CN, every label,
 caption, tile, table header, explanation, message and chart text a student sees is Chinese (names, code, units
 and the model's own English output aside); ?lang=en gives the English pages back. Real model, real pages."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -76,8 +77,11 @@ def test_layout_measurement_and_its_verdict_in_chinese(monkeypatch):
     real = layout.bench_head_read
 
     def overlapping(*args, **kwargs):  # the real benchmark's shape, with repeats a busy machine once produced
-        return dataclasses.replace(real(*args, **kwargs), contiguous=Timing((0.090, 0.100, 0.130), 1.7),
-                                   strided=Timing((0.095, 0.110, 0.120), 1.7))
+        return dataclasses.replace(
+            real(*args, **kwargs),
+            contiguous=Timing((0.090, 0.100, 0.130), 1.7),
+            strided=Timing((0.095, 0.110, 0.120), 1.7),
+        )
 
     monkeypatch.setattr(layout, "bench_head_read", overlapping)
     at = _app("layout", i18n.CHINESE)
@@ -97,8 +101,9 @@ def test_prefix_measurement_in_chinese_shows_the_noise_rules_verdict(monkeypatch
     real = prefix.prefix_reuse
 
     def noisy(*args, **kwargs):  # overlapping repeats: the verdict must not crown a winner
-        return dataclasses.replace(real(*args, **kwargs), fresh=Timing((9.0, 9.9, 12.0), 2.0),
-                                   reuse=Timing((8.8, 10.1, 11.0), 2.0))
+        return dataclasses.replace(
+            real(*args, **kwargs), fresh=Timing((9.0, 9.9, 12.0), 2.0), reuse=Timing((8.8, 10.1, 11.0), 2.0)
+        )
 
     monkeypatch.setattr(prefix, "prefix_reuse", noisy)
     at = _app("prefix", i18n.CHINESE)

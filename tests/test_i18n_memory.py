@@ -2,6 +2,7 @@
 Chinese (no English sentence left, names, code and paper titles aside), a config.json import error and an import
 report come back in Chinese, the charts speak Chinese, the shareable link carries lang=, and ?lang=en gives
 English back. The page runs standalone on the real bundled model (its "loaded model" tab runs a real prefill)."""
+
 from __future__ import annotations
 
 import ast
@@ -24,10 +25,14 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 # Names that stay as they are: the presets' paper titles (citations), and kvviz.claims' own verdicts and arithmetic
 # on the "Textbook figures" tab (claims' slice of the translation; listed here so this test checks this page's words).
 # And the probe prompt the "loaded model" tab quotes: the bundled model's own English (Shakespeare) input.
-PROBE_PROMPT = next(ast.literal_eval(node.value) for node in ast.parse(PAGE.read_text(encoding="utf-8")).body
-                    if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "PROBE_PROMPT")
+PROBE_PROMPT = next(
+    ast.literal_eval(node.value)
+    for node in ast.parse(PAGE.read_text(encoding="utf-8")).body
+    if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "PROBE_PROMPT"
+)
 ALLOWED = [PROBE_PROMPT, *(p.paper for p in PRESETS.values())] + [
-    t for c in claims.published_figure_checks() for t in (c.verdict, c.explanation, c.figure.where)]
+    t for c in claims.published_figure_checks() for t in (c.verdict, c.explanation, c.figure.where)
+]
 
 
 def chinese_page(**query: str) -> AppTest:
@@ -44,7 +49,9 @@ def chart_text(at: AppTest) -> str:
     return " ".join(json.dumps(json.loads(c.proto.spec), ensure_ascii=False) for c in at.get("plotly_chart"))
 
 
-@pytest.mark.parametrize("tab", ["大小随上下文长度变化", "逐层", "能放下多少", "分页与扁平对比", "教材中的数字", "已加载的模型"])
+@pytest.mark.parametrize(
+    "tab", ["大小随上下文长度变化", "逐层", "能放下多少", "分页与扁平对比", "教材中的数字", "已加载的模型"]
+)
 def test_every_tab_reads_in_chinese(tab):
     at = chinese_page(mem_preset="gemma-3-4b", mem_tab=tab)  # Gemma 3: windowed, so the per-layer chart is drawn
     assert at.title[0].value == "显存预算"
@@ -82,8 +89,9 @@ def test_config_import_error_and_report_in_chinese():
         at.run()
     assert not at.exception and at.selectbox(key="mem_preset").value == "custom"  # the picker kept its choice
     assert at.number_input(key="mem_layers").value == 34
-    assert at.success[0].value.startswith("Imported **") and "layer_types = 29 sliding + 5 full of 34" in \
-        shown(at.success[0].value)
+    assert at.success[0].value.startswith("Imported **") and "layer_types = 29 sliding + 5 full of 34" in shown(
+        at.success[0].value
+    )
 
 
 def test_the_link_carries_the_language_and_english_comes_back():

@@ -2,6 +2,7 @@
 billion, Chinese 万 / 亿 / 万亿; never the calque 百万 / 十亿), from Babel's CLDR data through kvviz.i18n.numbers,
 on the metric tiles and on the chart axes. The scale is display only: the exact integer stays on the hover and in
 the tooltip. Real counts (kvviz.ops), the real catalog, the page through AppTest."""
+
 from __future__ import annotations
 
 import re
@@ -18,20 +19,37 @@ from support.pages import app_test
 EN, ZH = i18n.ENGLISH, i18n.CHINESE
 
 
-@pytest.mark.parametrize("n, english", [
-    (999_999, "999,999"), (1_000_000, "1 million"), (1_234_567, "1.235 million"), (245_300_000, "245.3 million"),
-    (26_873_280, "26.87 million"), (10**9, "1 billion"), (1_500_000_000_000, "1.5 trillion"),
-    (3 * 10**15, "3 quadrillion"), (5 * 10**18, "5 quintillion"),
-])
+@pytest.mark.parametrize(
+    "n, english",
+    [
+        (999_999, "999,999"),
+        (1_000_000, "1 million"),
+        (1_234_567, "1.235 million"),
+        (245_300_000, "245.3 million"),
+        (26_873_280, "26.87 million"),
+        (10**9, "1 billion"),
+        (1_500_000_000_000, "1.5 trillion"),
+        (3 * 10**15, "3 quadrillion"),
+        (5 * 10**18, "5 quintillion"),
+    ],
+)
 def test_english_reads_as_before(n, english):
     """What the ops page's tiles said, unchanged (they started at a million)."""
     assert numbers.count_in_words(n, EN, scale_from=10**6) == english
 
 
-@pytest.mark.parametrize("n, chinese", [
-    (245_300_000, "2.453 亿"), (1_234_567, "123.5 万"), (26_873_280, "2,687 万"), (10**8, "1 亿"),
-    (1_500_000_000_000, "1.5 万亿"), (12_345, "1.234 万"), (9_999, "9,999"),
-])
+@pytest.mark.parametrize(
+    "n, chinese",
+    [
+        (245_300_000, "2.453 亿"),
+        (1_234_567, "123.5 万"),
+        (26_873_280, "2,687 万"),
+        (10**8, "1 亿"),
+        (1_500_000_000_000, "1.5 万亿"),
+        (12_345, "1.234 万"),
+        (9_999, "9,999"),
+    ],
+)
 def test_chinese_counts_in_wan_and_yi(n, chinese):
     assert numbers.count_in_words(n, ZH) == chinese
 
@@ -52,10 +70,15 @@ def test_the_current_language_decides():
         assert numbers.axis_scale(245_300_000) == (10**6, "millions")
 
 
-@pytest.mark.parametrize("peak, english, chinese", [
-    (5_000, (10**3, "thousands"), (1, "")), (50_000_000, (10**6, "millions"), (10**4, "万")),
-    (3 * 10**9, (10**9, "billions"), (10**8, "亿")), (2 * 10**12, (10**12, "trillions"), (10**12, "万亿")),
-])
+@pytest.mark.parametrize(
+    "peak, english, chinese",
+    [
+        (5_000, (10**3, "thousands"), (1, "")),
+        (50_000_000, (10**6, "millions"), (10**4, "万")),
+        (3 * 10**9, (10**9, "billions"), (10**8, "亿")),
+        (2 * 10**12, (10**12, "trillions"), (10**12, "万亿")),
+    ],
+)
 def test_axis_scale_picks_the_languages_unit(peak, english, chinese):
     assert numbers.axis_scale(peak, EN) == english
     assert numbers.axis_scale(peak, ZH) == chinese
@@ -80,12 +103,17 @@ def test_an_ops_chart_in_chinese_counts_in_yi_or_wan_and_hovers_the_exact_count(
 
 @pytest.mark.app
 def test_the_ops_page_tiles_in_chinese_say_yi_and_keep_the_exact_count():
-    at = app_test("pages/attention_ops.py", lang=ZH, query={"ops_model": "llama-3-8b", "ops_prompt": "1", "ops_new": "1000"})
+    at = app_test(
+        "pages/attention_ops.py", lang=ZH, query={"ops_model": "llama-3-8b", "ops_prompt": "1", "ops_new": "1000"}
+    )
     at.run()
     assert not at.exception
     cached, uncached = ops.generation_totals(get_preset("llama-3-8b").shape, 1, 1000, lm_head_all_positions=False)
     tiles = {m.label: m for m in at.metric}
-    for label, exact in (("使用 KV 缓存（运算次数）", cached.total_ops), ("不使用缓存（运算次数）", uncached.total_ops)):
+    for label, exact in (
+        ("使用 KV 缓存（运算次数）", cached.total_ops),
+        ("不使用缓存（运算次数）", uncached.total_ops),
+    ):
         tile = tiles[label]
         assert tile.value == numbers.count_in_words(exact, ZH, scale_from=10**6)
         assert re.fullmatch(r"[\d,.]+ (万|亿|万亿)", tile.value), tile.value

@@ -1,6 +1,7 @@
 """Cache internals: address arithmetic vs numpy, prefix reuse vs fresh prefill, cross-attention cache, windows
 vs the memory calculator, block tables by hand. transformers' own caches are the oracle where they exist
 (DynamicCache growth, StaticCache in place). Quantized caches and speculative rollback: test_internals_quant.py."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,8 +27,12 @@ def test_strides_and_offsets_match_numpy(name, heads, max_len, head_dim, elem):
     rng = np.random.default_rng(0)
     for _ in range(20):
         h, p, d = int(rng.integers(heads)), int(rng.integers(max_len)), int(rng.integers(head_dim))
-        index = {"head_major": (h, p, d), "dynamic": (h, p, d), "position_major": (p, h, d),
-                 "transposed": (h * head_dim + d, p)}[name]
+        index = {
+            "head_major": (h, p, d),
+            "dynamic": (h, p, d),
+            "position_major": (p, h, d),
+            "transposed": (h * head_dim + d, p),
+        }[name]
         assert layout.element_offset_bytes(name, shape, h, p, d) == int(flat[index]) * elem
         address = layout.element_address_bytes(name, shape, 3, 2, h, p, d)
         assert address == 2 * shape.layer_bytes + int(flat[index]) * elem
@@ -85,8 +90,7 @@ def test_append_cost_matches_transformers_caches(bundled):
             before_ptr_d, before_ptr_s = before_d.data_ptr(), static.layers[0].keys.data_ptr()
             token = torch.tensor([[step + 5]])
             model(input_ids=token, past_key_values=dynamic, use_cache=True)
-            model(input_ids=token, past_key_values=static, use_cache=True,
-                  cache_position=torch.tensor([seq_len]))
+            model(input_ids=token, past_key_values=static, use_cache=True, cache_position=torch.tensor([seq_len]))
             after_d = dynamic.layers[0].keys  # (1, kv_heads, seq_len + 1, head_dim)
             assert after_d.data_ptr() != before_ptr_d and torch.equal(after_d[:, :, :seq_len], before_d)
             copied = before_d.numel() * before_d.element_size()

@@ -1,6 +1,7 @@
 """Cache internals, part 2: quantized caches (round-trip bounds, bytes vs the calculator, the agreement of greedy
 decoding over quantized rows) and speculative decoding's rollback. transformers' QuantizedCache defaults and plain
 greedy decoding are the oracles. Part 1 (layout, prefix reuse, cross-attention, windows, paging): test_internals.py."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -70,8 +71,9 @@ def test_greedy_agreement_counts(bundled, monkeypatch):
     prompts = ["ROMEO:", "JULIET: O Romeo"]
     # The full-precision baseline is plain greedy decoding (checked against the stepping engine).
     for p in prompts:
-        assert quant._run(bundled, bundled.tokenizer(p).input_ids, 4, None, 32, None) == generate_greedy(
-            bundled, p, 4)[0]
+        assert (
+            quant._run(bundled, bundled.tokenizer(p).input_ids, 4, None, 32, None) == generate_greedy(bundled, p, 4)[0]
+        )
     results = quant.greedy_agreement(bundled, prompts, n_new=4, schemes=("int8", "int4"), group_size=32)
     for r in results:
         assert r.steps == 8 and 0 <= r.same_token_steps <= 8 and len(r.first_mismatch) == 2
@@ -115,8 +117,10 @@ def test_residual_window_bytes_and_transformers_default(bundled):
 
     from transformers.cache_utils import QuantizedCache, QuantizedLayer
 
-    assert quant.transformers_residual_length() == inspect.signature(
-        QuantizedLayer.__init__).parameters["residual_length"].default
+    assert (
+        quant.transformers_residual_length()
+        == inspect.signature(QuantizedLayer.__init__).parameters["residual_length"].default
+    )
     assert "residual_length" in QuantizedCache.__init__.__code__.co_varnames
     plain = quant.quant_report(bundled, PROMPT, "int4", 32)
     seq_len = plain.seq_len
@@ -126,7 +130,9 @@ def test_residual_window_bytes_and_transformers_default(bundled):
     assert kept.residual_rows == 7 and kept.residual_bytes == 7 * row * 4  # float32
     assert kept.stored_bytes == (seq_len - 7) * row // 2 + (seq_len - 7) * row // 32 * 4 + 7 * row * 4
     assert kept.stored_bytes == kept.calculator_bytes
-    assert all(a.key_rel_rms < b.key_rel_rms for a, b in zip(kept.layers, plain.layers, strict=True))  # fewer rows rounded
+    assert all(
+        a.key_rel_rms < b.key_rel_rms for a, b in zip(kept.layers, plain.layers, strict=True)
+    )  # fewer rows rounded
     everything = quant.quant_report(bundled, PROMPT, "int8", 32, residual_rows=10_000 % (info.n_positions + 1))
     assert everything.residual_rows == min(10_000 % (info.n_positions + 1), seq_len)
 

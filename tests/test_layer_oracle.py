@@ -11,6 +11,7 @@ the docs, so the published table reproduces from
 
     .venv/bin/python -m pytest tests/test_layer_oracle.py -m model
 """
+
 from __future__ import annotations
 
 import functools
@@ -21,10 +22,34 @@ from support import arch_oracle
 from support.repo import REPO
 
 TOKENS = 40  # the prefill; then one more token
-ARCHITECTURES = ["llama", "qwen2", "gemma3_text", "gpt_oss", "gemma3n_text", "deepseek_v3", "deepseek_v32",
-                 "qwen3_next", "qwen3_5_text", "olmo_hybrid", "jamba", "falcon_h1", "zamba2", "nemotron_h", "lfm2",
-                 "minimax", "granitemoehybrid", "bamba", "kimi_linear", "gemma4_text", "llama4_text", "mamba2",
-                 "recurrent_gemma", "gemma4_text+kv_shared", "mamba", "falcon_mamba"]
+ARCHITECTURES = [
+    "llama",
+    "qwen2",
+    "gemma3_text",
+    "gpt_oss",
+    "gemma3n_text",
+    "deepseek_v3",
+    "deepseek_v32",
+    "qwen3_next",
+    "qwen3_5_text",
+    "olmo_hybrid",
+    "jamba",
+    "falcon_h1",
+    "zamba2",
+    "nemotron_h",
+    "lfm2",
+    "minimax",
+    "granitemoehybrid",
+    "bamba",
+    "kimi_linear",
+    "gemma4_text",
+    "llama4_text",
+    "mamba2",
+    "recurrent_gemma",
+    "gemma4_text+kv_shared",
+    "mamba",
+    "falcon_mamba",
+]
 DTYPES = {"float32": "fp32", "bfloat16": "bf16"}
 DOCS = REPO / "docs" / "measurements.md"
 TABLE_START, TABLE_END = "<!-- layer-oracle-table: start -->", "<!-- layer-oracle-table: end -->"
@@ -122,9 +147,11 @@ def oracle_table() -> str:
     """The docs' table: per architecture, its layers, and kvviz's and transformers' bytes after TOKENS + 1 tokens."""
     from kvviz.memory.layers import KINDS
 
-    rows = ["| architecture | layers (kind x count) | kvviz fp32 (B) | transformers fp32 (B) | kvviz bf16 (B) "
-            "| transformers bf16 (B) | as if every layer were full attention, fp32 (B) | equal |",
-            "|---|---|---:|---:|---:|---:|---:|---|"]
+    rows = [
+        "| architecture | layers (kind x count) | kvviz fp32 (B) | transformers fp32 (B) | kvviz bf16 (B) "
+        "| transformers bf16 (B) | as if every layer were full attention, fp32 (B) | equal |",
+        "|---|---|---:|---:|---:|---:|---:|---|",
+    ]
     for name in ARCHITECTURES:
         real32, imp32 = measured(name, "float32")
         real16, imp16 = measured(name, "bfloat16")
@@ -133,8 +160,10 @@ def oracle_table() -> str:
         uniform = stack.as_all_attention()
         ours32, ours16 = stack.bytes_at(TOKENS + 1), imp16.layers.bytes_at(TOKENS + 1)
         equal = ours32 == sum(real32) and ours16 == sum(real16)
-        rows.append(f"| {name} | {mix} | {ours32:,} | {sum(real32):,} | {ours16:,} | {sum(real16):,} | "
-                    f"{'–' if uniform is None else f'{uniform.bytes_at(TOKENS + 1):,}'} | {'yes' if equal else 'NO'} |")
+        rows.append(
+            f"| {name} | {mix} | {ours32:,} | {sum(real32):,} | {ours16:,} | {sum(real16):,} | "
+            f"{'–' if uniform is None else f'{uniform.bytes_at(TOKENS + 1):,}'} | {'yes' if equal else 'NO'} |"
+        )
     return "\n".join(rows)
 
 

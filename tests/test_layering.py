@@ -15,6 +15,7 @@
 - Every kvviz.internals module (an idea's limits, prompts, texts and records) imports without torch or
   transformers: they are imported inside the functions that run a model.
 """
+
 from __future__ import annotations
 
 import ast
@@ -57,8 +58,9 @@ def _view_modules() -> list[Path]:
 
 def _view_imports(path: Path) -> list[str]:
     """The kvviz modules and heavy libraries a page or figure module imports at its top."""
-    modules = sorted({n for n in _top_level_imports(path) if n.split(".")[0] in ("kvviz", "pages")
-                      or n.split(".")[0] in HEAVY})
+    modules = sorted(
+        {n for n in _top_level_imports(path) if n.split(".")[0] in ("kvviz", "pages") or n.split(".")[0] in HEAVY}
+    )
     return [m for m in modules if _importable(m)]  # `from kvviz import ui` lists kvviz.ui (a module) too
 
 
@@ -70,8 +72,11 @@ def _view_id(path: Path) -> str:
 def views_loaded() -> dict[str, list[str]]:
     """Each view's top-level imports, each set in a fresh interpreter's state (one interpreter, a fork per set:
     support.fresh_imports); Streamlit and plotly, which every view imports anyway, are imported once before."""
-    return libraries_loaded({_view_id(p): _view_imports(p) for p in _view_modules()}, watch=HEAVY,
-                            preload=("streamlit", "plotly.graph_objects", "numpy"))
+    return libraries_loaded(
+        {_view_id(p): _view_imports(p) for p in _view_modules()},
+        watch=HEAVY,
+        preload=("streamlit", "plotly.graph_objects", "numpy"),
+    )
 
 
 @pytest.mark.slow
@@ -83,9 +88,12 @@ def test_pages_and_figures_do_not_load_torch(path, views_loaded):
 
 def test_only_kvviz_ui_imports_streamlit():
     assert (REPO / "kvviz" / "ui" / "__init__.py").exists()  # the one package exempt below
-    offenders = [str(p.relative_to(REPO)) for p in (REPO / "kvviz").rglob("*.py")
-                 if p.relative_to(REPO / "kvviz").parts[0] != "ui"
-                 and any(n.split(".")[0] == "streamlit" for n in _all_imports(p))]
+    offenders = [
+        str(p.relative_to(REPO))
+        for p in (REPO / "kvviz").rglob("*.py")
+        if p.relative_to(REPO / "kvviz").parts[0] != "ui"
+        and any(n.split(".")[0] == "streamlit" for n in _all_imports(p))
+    ]
     assert offenders == []
 
 
@@ -127,10 +135,15 @@ def test_every_page_calls_the_router_workaround_before_it_draws(path):
     it at top level, before its first other statement that is not an import, a definition or a docstring."""
     if path.name == "internals_shared.py":  # a helper of the internals pages, not a page
         return
-    body = [n for n in ast.parse(path.read_text()).body
-            if not isinstance(n, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign))
-            and not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
-    assert body and ast.unparse(body[0]) == "router.ensure_router()", f"{path.name}: first statement {ast.unparse(body[0])!r}"
+    body = [
+        n
+        for n in ast.parse(path.read_text()).body
+        if not isinstance(n, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign))
+        and not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))
+    ]
+    assert body and ast.unparse(body[0]) == "router.ensure_router()", (
+        f"{path.name}: first statement {ast.unparse(body[0])!r}"
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -152,8 +165,12 @@ def _package_imports() -> dict[str, dict[str, list[str]]]:
 
 def _imported_submodules(path: Path) -> list[str]:
     """`from kvviz import memory` imports the package kvviz.memory: name it."""
-    return [f"{node.module}.{a.name}" for node in ast.walk(ast.parse(path.read_text()))
-            if isinstance(node, ast.ImportFrom) and node.module == "kvviz" for a in node.names]
+    return [
+        f"{node.module}.{a.name}"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and node.module == "kvviz"
+        for a in node.names
+    ]
 
 
 def test_no_import_cycle_between_kvviz_packages():
@@ -165,7 +182,7 @@ def test_no_import_cycle_between_kvviz_packages():
         state[package] = "open"
         for imported in sorted(graph[package]):
             if state.get(imported) == "open":
-                cycle = path[path.index(imported):] + [imported]
+                cycle = path[path.index(imported) :] + [imported]
                 steps = [f"{a} -> {b} ({', '.join(sorted(set(graph[a][b])))})" for a, b in pairwise(cycle)]
                 pytest.fail("import cycle between kvviz packages: " + "; ".join(steps))
             if imported not in state:
@@ -180,24 +197,32 @@ def test_no_import_cycle_between_kvviz_packages():
 _OTHERS = ("cli", "figures", "inputs", "internals", "measure", "memory", "model", "speedup", "step", "training")
 # (package, package it never imports): why. Every import counts, a function's lazy one too.
 NEVER = {
-    **{(package, "teaching"): "the lesson stands on every concept; none stands on the lesson"
-       for package in (*_OTHERS, "i18n")},
+    **{
+        (package, "teaching"): "the lesson stands on every concept; none stands on the lesson"
+        for package in (*_OTHERS, "i18n")
+    },
     **{("i18n", package): "the interface language is the ground floor" for package in (*_OTHERS, "teaching")},
     ("figures", "teaching"): "a figure draws plain arguments (a Picture's kind and data); the lesson builds them",
     ("memory", "model"): "the calculator takes any config; a model converts its own dimensions (kvviz.model.dims)",
     ("figures", "model"): "a figure never loads a model: plain records in, plotly out",
     ("speedup", "step"): "the benchmark times its own runs, not the stage's engine",
     ("step", "speedup"): "the stage's clock stands on kvviz.measure, not on the benchmark",
-    **{(package, "ui"): "kvviz never draws: only pages and app.py use the Streamlit adapter"
-       for package in (*_OTHERS, "i18n", "teaching")},
+    **{
+        (package, "ui"): "kvviz never draws: only pages and app.py use the Streamlit adapter"
+        for package in (*_OTHERS, "i18n", "teaching")
+    },
 }
 # Rules that do not hold yet, with the import that breaks them (strict xfail: when it goes, drop the entry here).
 PENDING: dict[tuple[str, str], str] = {}
 
 
-@pytest.mark.parametrize("package, forbidden", [
-    pytest.param(*rule, marks=pytest.mark.xfail(strict=True, reason=PENDING[rule])) if rule in PENDING else rule
-    for rule in NEVER])
+@pytest.mark.parametrize(
+    "package, forbidden",
+    [
+        pytest.param(*rule, marks=pytest.mark.xfail(strict=True, reason=PENDING[rule])) if rule in PENDING else rule
+        for rule in NEVER
+    ],
+)
 def test_concept_rules(package, forbidden):
     graph, why = _package_imports(), NEVER[(package, forbidden)]
     assert package in graph and forbidden in graph, (package, forbidden)  # a rule about a package that is gone
@@ -207,13 +232,19 @@ def test_concept_rules(package, forbidden):
 
 # Modules that import without these libraries (a page, the CLI or a test may use them before any chart or model).
 LIGHT: dict[str, tuple[str, ...]] = {
-    **{f"kvviz.teaching.{p.stem}": ("plotly", *HEAVY) for p in sorted((REPO / "kvviz" / "teaching").glob("*.py"))
-       if p.stem != "__init__"},  # the lesson's content: figures draw it, the handout imports them when it draws
+    **{
+        f"kvviz.teaching.{p.stem}": ("plotly", *HEAVY)
+        for p in sorted((REPO / "kvviz" / "teaching").glob("*.py"))
+        if p.stem != "__init__"
+    },  # the lesson's content: figures draw it, the handout imports them when it draws
     "kvviz.model.dims": ("plotly", *HEAVY),  # a model's dimensions, torch-free
     "kvviz.routes": ("plotly", *HEAVY),  # the routes table: app.py, every page and the lesson's links read it
     # each cache-internals idea: its limits, prompts and texts; pages import it, torch loads when a function runs
-    **{f"kvviz.internals.{p.stem}": HEAVY for p in sorted((REPO / "kvviz" / "internals").glob("*.py"))
-       if p.stem != "__init__"},
+    **{
+        f"kvviz.internals.{p.stem}": HEAVY
+        for p in sorted((REPO / "kvviz" / "internals").glob("*.py"))
+        if p.stem != "__init__"
+    },
 }
 
 

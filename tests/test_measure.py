@@ -7,6 +7,7 @@
 - One statistic: the race's record, its figure and Timing judge the same samples the same way.
 - One interleaved loop: the rotation, the budget and the first repeat that always runs.
 """
+
 from __future__ import annotations
 
 import ast
@@ -44,16 +45,20 @@ def _kvviz_imports(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("path", sorted(MEASURE.glob("*.py")), ids=lambda p: p.name)
 def test_the_floor_stands_alone(path):
-    foreign = sorted(n for n in _kvviz_imports(path) if n != "kvviz"
-                     and not n.startswith(("kvviz.measure", "kvviz.i18n")))
+    foreign = sorted(
+        n for n in _kvviz_imports(path) if n != "kvviz" and not n.startswith(("kvviz.measure", "kvviz.i18n"))
+    )
     assert foreign == [], f"kvviz/measure/{path.name} imports {foreign}"
 
 
 @pytest.mark.slow
 def test_the_floor_loads_no_torch():
     modules = [f"kvviz.measure.{p.stem}" for p in sorted(MEASURE.glob("*.py")) if p.stem != "__init__"]
-    code = "import sys\n" + "".join(f"import {m}\n" for m in modules) + (
-        "print(','.join(m for m in ('torch', 'transformers') if m in sys.modules))\n")
+    code = (
+        "import sys\n"
+        + "".join(f"import {m}\n" for m in modules)
+        + ("print(','.join(m for m in ('torch', 'transformers') if m in sys.modules))\n")
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == ""
@@ -75,8 +80,12 @@ def _sources_outside_the_floor() -> list[Path]:
 @pytest.mark.parametrize("rule", sorted(OWN_RULES))
 def test_no_module_outside_the_floor_writes_its_own(rule):
     pattern = OWN_RULES[rule]
-    offenders = [f"{p.relative_to(REPO)}:{n}" for p in _sources_outside_the_floor()
-                 for n, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    offenders = [
+        f"{p.relative_to(REPO)}:{n}"
+        for p in _sources_outside_the_floor()
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
     assert offenders == [], f"{rule} outside kvviz/measure: {offenders}"
 
 
@@ -89,9 +98,13 @@ GUARDED = {"kvviz/speedup/machine.py"}  # default_thread_count says "machine loa
 
 
 def test_no_sentence_formats_the_load_by_hand():
-    offenders = [f"{p.relative_to(REPO)}:{n}" for p in _sources_outside_the_floor()
-                 if str(p.relative_to(REPO)) not in GUARDED
-                 for n, line in enumerate(p.read_text().splitlines(), 1) if HAND_FORMATTED_LOAD.search(line)]
+    offenders = [
+        f"{p.relative_to(REPO)}:{n}"
+        for p in _sources_outside_the_floor()
+        if str(p.relative_to(REPO)) not in GUARDED
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if HAND_FORMATTED_LOAD.search(line)
+    ]
     assert offenders == [], offenders
     assert HAND_FORMATTED_LOAD.search('"Load {load:.1f} on"') and HAND_FORMATTED_LOAD.search("{load_before:.2f}")
 
@@ -118,8 +131,10 @@ def test_an_unknown_load_is_nan_everywhere_and_said_so(monkeypatch, how):
     if how == "no load average on this OS":  # Windows: os has no getloadavg at all
         monkeypatch.delattr(os, "getloadavg", raising=False)
     else:
+
         def unreadable():
             raise OSError("load average unobtainable")
+
         monkeypatch.setattr(os, "getloadavg", unreadable)
     assert all(math.isnan(x) for x in load.load_average()) and math.isnan(load.load_avg_1min())
     assert load.load_label(load.load_avg_1min()) == "machine load unknown"
@@ -187,15 +202,16 @@ def _passes(clock: Clock, cost_s: dict[str, float], order: list[str]):
             order.append(name)
             clock.now += cost_s[name]
             return cost_s[name]
+
         return run
+
     return {name: make(name) for name in cost_s}
 
 
 def test_the_loop_rotates_its_orders_and_runs_every_repeat_without_a_budget():
     clock, order = Clock(), []
     orders = (("a", "b", "c"), ("b", "c", "a"), ("c", "a", "b"))
-    seconds = interleaved_repeats(_passes(clock, {"a": 1.0, "b": 2.0, "c": 3.0}, order), 4, orders=orders,
-                                  clock=clock)
+    seconds = interleaved_repeats(_passes(clock, {"a": 1.0, "b": 2.0, "c": 3.0}, order), 4, orders=orders, clock=clock)
     assert order == ["a", "b", "c", "b", "c", "a", "c", "a", "b", "a", "b", "c"]
     assert seconds == {"a": (1.0,) * 4, "b": (2.0,) * 4, "c": (3.0,) * 4}
 
@@ -204,9 +220,13 @@ def test_the_loop_rotates_its_orders_and_runs_every_repeat_without_a_budget():
 def test_the_loop_spends_its_budget_or_one_repeat(budget_s, repeats):
     clock, order = Clock(), []
     warm = []
-    seconds = interleaved_repeats(_passes(clock, {"a": 1.0, "b": 2.0}, order), 5, budget_s=budget_s,
-                                  warm_up=lambda: (warm.append(1), setattr(clock, "now", clock.now + 0.5)),
-                                  clock=clock)
+    seconds = interleaved_repeats(
+        _passes(clock, {"a": 1.0, "b": 2.0}, order),
+        5,
+        budget_s=budget_s,
+        warm_up=lambda: (warm.append(1), setattr(clock, "now", clock.now + 0.5)),
+        clock=clock,
+    )
     assert warm == [1] and len(seconds["a"]) == len(seconds["b"]) == repeats
     assert clock.now == pytest.approx(0.5 + 3.0 * repeats)
     assert clock.now <= max(budget_s, 0.5 + 3.0) + 1e-9  # the warm-up counts against the budget

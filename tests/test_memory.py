@@ -1,4 +1,5 @@
 """kvviz.memory and kvviz.memory.presets: golden values, exact scaling, config import, what-fits, and the real cache."""
+
 from __future__ import annotations
 
 import json
@@ -129,9 +130,17 @@ def test_bad_context(bad):
 # ----- config.json import -----------------------------------------------------------------------------------
 @pytest.mark.model
 def test_import_llama_style_config():
-    cfg = {"model_type": "llama", "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
-           "hidden_size": 4096, "torch_dtype": "bfloat16", "max_position_embeddings": 8192,
-           "intermediate_size": 14336, "vocab_size": 128256}
+    cfg = {
+        "model_type": "llama",
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "hidden_size": 4096,
+        "torch_dtype": "bfloat16",
+        "max_position_embeddings": 8192,
+        "intermediate_size": 14336,
+        "vocab_size": 128256,
+    }
     imported = config_import.parse_hf_config(json.dumps(cfg))
     assert imported.config.bytes_per_token == 131_072
     assert imported.used["num_key_value_heads"] == 8 and imported.max_context == 8192
@@ -142,22 +151,58 @@ def test_import_llama_style_config():
 def test_import_gpt2_mqa_gemma3_deepseek_qwen():
     gpt2 = config_import.parse_hf_config({"n_layer": 12, "n_head": 12, "n_embd": 768, "n_positions": 1024})
     assert gpt2.config.n_kv_heads == 12 and any("num_key_value_heads" in m for m in gpt2.missing)
-    falcon = config_import.parse_hf_config({"num_hidden_layers": 32, "num_attention_heads": 71, "hidden_size": 4544,
-                                     "multi_query": True, "head_dim": 64})
+    falcon = config_import.parse_hf_config(
+        {"num_hidden_layers": 32, "num_attention_heads": 71, "hidden_size": 4544, "multi_query": True, "head_dim": 64}
+    )
     assert falcon.config.n_kv_heads == 1
-    gemma = config_import.parse_hf_config({"model_type": "gemma3", "torch_dtype": "bfloat16", "text_config": {
-        "num_hidden_layers": 34, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
-        "sliding_window": 1024, "sliding_window_pattern": 6}})
+    gemma = config_import.parse_hf_config(
+        {
+            "model_type": "gemma3",
+            "torch_dtype": "bfloat16",
+            "text_config": {
+                "num_hidden_layers": 34,
+                "num_attention_heads": 8,
+                "num_key_value_heads": 4,
+                "head_dim": 256,
+                "sliding_window": 1024,
+                "sliding_window_pattern": 6,
+            },
+        }
+    )
     assert gemma.config == replace(get_preset("gemma-3-4b").kv, name=gemma.config.name)
     types = ["sliding_attention"] * 5 + ["full_attention"]
-    gemma_lt = config_import.parse_hf_config({"num_hidden_layers": 12, "num_attention_heads": 8, "head_dim": 256,
-                                       "sliding_window": 512, "layer_types": types * 2})
+    gemma_lt = config_import.parse_hf_config(
+        {
+            "num_hidden_layers": 12,
+            "num_attention_heads": 8,
+            "head_dim": 256,
+            "sliding_window": 512,
+            "layer_types": types * 2,
+        }
+    )
     assert gemma_lt.config.local_per_global == 5 and gemma_lt.config.n_global_layers == 2
-    ds = config_import.parse_hf_config({"num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128,
-                                 "torch_dtype": "bfloat16", "hidden_size": 7168, "kv_lora_rank": 512, "qk_rope_head_dim": 64})
+    ds = config_import.parse_hf_config(
+        {
+            "num_hidden_layers": 61,
+            "num_attention_heads": 128,
+            "num_key_value_heads": 128,
+            "torch_dtype": "bfloat16",
+            "hidden_size": 7168,
+            "kv_lora_rank": 512,
+            "qk_rope_head_dim": 64,
+        }
+    )
     assert ds.config.is_mla and ds.config.bytes_per_token == get_preset("deepseek-v3").kv.bytes_per_token
-    qwen = config_import.parse_hf_config({"num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
-                                   "hidden_size": 3584, "sliding_window": 131072, "use_sliding_window": False})
+    qwen = config_import.parse_hf_config(
+        {
+            "num_hidden_layers": 28,
+            "num_attention_heads": 28,
+            "num_key_value_heads": 4,
+            "hidden_size": 3584,
+            "sliding_window": 131072,
+            "use_sliding_window": False,
+        }
+    )
     assert qwen.config.window is None
 
 
@@ -196,11 +241,13 @@ def test_the_fit_report_says_what_fits_and_where_the_cache_outweighs_the_weights
     gpu = GPUS["NVIDIA A100 80GB"].memory_bytes
     weights = capacity.weight_bytes(llama.n_params, "bf16")
     assert weights == llama.n_params * 2 and capacity.weight_bytes(3, "int4") == 2  # rounded up to a whole byte
-    report = capacity.fit_report(llama.kv, gpu, llama.n_params, "bf16", 2048, 4, 8192, "llama-3-8b",
-                                 llama.max_context)
+    report = capacity.fit_report(llama.kv, gpu, llama.n_params, "bf16", 2048, 4, 8192, "llama-3-8b", llama.max_context)
     assert report.fit == capacity.what_fits(llama.kv, gpu, weights, 2048 * units.MIB, 4, 8192)
     assert report.free_line.endswith(f"= **{units.format_bytes(report.fit.free_bytes)}** for the cache.")
-    assert report.longest_value == f"{report.fit.max_context:,} tokens" and report.batch_value == f"{report.fit.max_batch:,}"
+    assert (
+        report.longest_value == f"{report.fit.max_context:,} tokens"
+        and report.batch_value == f"{report.fit.max_batch:,}"
+    )
     assert report.over == "" and report.no_room == "" and report.past_window.startswith("Memory allows more than")
     at = capacity.max_context(llama.kv, 4, weights) + 1  # the first context whose cache outweighs the weights
     assert memory.kv_bytes(llama.kv, at - 1, 4) <= weights < memory.kv_bytes(llama.kv, at, 4)
@@ -276,8 +323,11 @@ def test_residual_window_default_is_read_from_transformers():
 
     from transformers.cache_utils import QuantizedLayer
 
-    real = {k: p.default for k, p in inspect.signature(QuantizedLayer.__init__).parameters.items()
-            if p.default is not inspect.Parameter.empty}
+    real = {
+        k: p.default
+        for k, p in inspect.signature(QuantizedLayer.__init__).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
     assert dtypes.transformers_quantized_defaults() == real
     assert real["residual_length"] > 1
 
@@ -320,7 +370,9 @@ def test_paged_view_of_a_qwen2_style_window_counts_every_layer_global():
     drawn without its window, never refused (the memory page runs all its tabs on it)."""
     from kvviz.memory import KVConfig, capacity, kv_bytes
 
-    qwen2 = KVConfig(n_layer=28, n_head=28, n_kv_heads=4, head_dim=128, dtype="bf16", window=4096, first_windowed_layer=21)
+    qwen2 = KVConfig(
+        n_layer=28, n_head=28, n_kv_heads=4, head_dim=128, dtype="bf16", window=4096, first_windowed_layer=21
+    )
     view = capacity.paged_view(qwen2, 8192, 1, 16, 8192)
     assert qwen2.all_global() == KVConfig(n_layer=28, n_head=28, n_kv_heads=4, head_dim=128, dtype="bf16")
     assert view.used_bytes == kv_bytes(qwen2.all_global(), 8192) == 28 * 2 * 4 * 128 * 2 * 8192

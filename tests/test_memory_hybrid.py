@@ -1,6 +1,7 @@
 """A model of mixed layers in `python -m kvviz memory` and on the Memory budget page: the per-layer kinds and totals,
 the two parts (K/V that grows, state that does not), the crossover, what the old every-layer-attention figure said,
 and the refusals. The presets are their published config.json files, read through transformers' own classes."""
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,25 @@ def test_the_cli_carries_qwen3_next_layer_by_layer(capsys):
 
 @pytest.mark.model
 def test_the_cli_counts_a_pattern_by_hand_and_refuses_a_word_it_does_not_know(capsys):
-    argv = ["--layers", "48", "--heads", "16", "--kv-heads", "2", "--head-dim", "256", "--dtype", "bf16",
-            "--linear-heads", "32", "--linear-head-dim", "128", "--context", "1000", "--json"]
+    argv = [
+        "--layers",
+        "48",
+        "--heads",
+        "16",
+        "--kv-heads",
+        "2",
+        "--head-dim",
+        "256",
+        "--dtype",
+        "bf16",
+        "--linear-heads",
+        "32",
+        "--linear-head-dim",
+        "128",
+        "--context",
+        "1000",
+        "--json",
+    ]
     out = cli_json(capsys, *argv, "--pattern", "3 linear : 1 full")
     assert [layer["kind"] for layer in out["layers"]][:4] == ["state", "state", "state", "full"]
     assert out["bytes_per_token"] == 12 * 2048
@@ -69,8 +87,9 @@ def test_the_page_shows_qwen3_next_in_two_parts_with_its_layer_strip(lang):
     at = app_test("pages/memory_budget.py", lang=lang, query={"mem_preset": QWEN3_NEXT, "mem_context": "131072"})
     at.run()
     assert not at.exception
-    assert [e.value for e in at.error] == [] or all("80,000,000,000" in e.value or "160,000,000,000" in e.value
-                                                    for e in at.error)  # 80B bf16 weights fill an 80 GiB A100
+    assert [e.value for e in at.error] == [] or all(
+        "80,000,000,000" in e.value or "160,000,000,000" in e.value for e in at.error
+    )  # 80B bf16 weights fill an 80 GiB A100
     shown = list(metrics(at).values())
     assert shown[:3] == ["24 KiB", "74.25 MiB", "3.073 GiB"]
     assert at.number_input(key="mem_layers").disabled  # the layer list answers, not the form

@@ -2,6 +2,7 @@
 agree with the calculator and with transformers' figure, the crossover is the first token where the K/V reaches the
 state, a pattern written by hand is read or refused in one sentence, and vLLM's pages round as its code does.
 The real caches are the oracle in tests/test_layer_oracle.py (model tier)."""
+
 from __future__ import annotations
 
 import json
@@ -29,14 +30,35 @@ def test_a_uniform_layout_as_layers_stores_what_transformers_stores_and_peaks_at
 def toy_hybrid(state_numbers: int = 1000, per_token: int = 64) -> CacheLayers:
     """3 state layers (a conv state of 100 numbers in the model's fp16, a recurrent state in fp32) : 1 full-attention
     layer (fp16 K/V)."""
-    state = CacheLayer(0, "state", "linear_attention", "Gated DeltaNet",
-                       (CachePart("conv_state", (100,), "fp16"), CachePart("recurrent_state", (state_numbers,), "fp32")))
-    full = CacheLayer(3, "full", "full_attention", "attention",
-                      (CachePart("keys", (1, S, per_token // 4), "fp16", True),
-                       CachePart("values", (1, S, per_token // 4), "fp16", True)))
-    return CacheLayers("toy", (state, *(CacheLayer(i, **{f: getattr(state, f) for f in ("kind", "layer_type",
-                                                                                          "mixer", "parts")})
-                                        for i in (1, 2)), full), "fp16")
+    state = CacheLayer(
+        0,
+        "state",
+        "linear_attention",
+        "Gated DeltaNet",
+        (CachePart("conv_state", (100,), "fp16"), CachePart("recurrent_state", (state_numbers,), "fp32")),
+    )
+    full = CacheLayer(
+        3,
+        "full",
+        "full_attention",
+        "attention",
+        (
+            CachePart("keys", (1, S, per_token // 4), "fp16", True),
+            CachePart("values", (1, S, per_token // 4), "fp16", True),
+        ),
+    )
+    return CacheLayers(
+        "toy",
+        (
+            state,
+            *(
+                CacheLayer(i, **{f: getattr(state, f) for f in ("kind", "layer_type", "mixer", "parts")})
+                for i in (1, 2)
+            ),
+            full,
+        ),
+        "fp16",
+    )
 
 
 def test_the_crossover_is_the_first_length_where_the_kv_reaches_the_state():
@@ -52,16 +74,28 @@ def test_the_crossover_is_the_first_length_where_the_kv_reaches_the_state():
 
 def test_a_pattern_by_hand_is_read_or_refused_in_one_sentence():
     assert layers.parse_pattern("3 linear : 1 full", 8) == ("linear_attention",) * 3 + ("full_attention",) + (
-        "linear_attention",) * 3 + ("full_attention",)
+        "linear_attention",
+    ) * 3 + ("full_attention",)
     assert layers.parse_pattern("linear, full", 3) == ("linear_attention", "full_attention", "linear_attention")
     for bad, said in (("3 retention : 1 full", "retention"), ("", "empty"), ("9 linear", "9")):
         with pytest.raises(memory.MemoryInputError) as info:
             layers.parse_pattern(bad, 8)
         assert said in str(info.value) and "\n" not in str(info.value)
     config = memory.KVConfig(8, 16, 2, 256, "bf16")
-    _mixer, state = layers.STATE_FORMULAS["qwen3_next"](type("C", (), dict(
-        linear_num_key_heads=16, linear_num_value_heads=32, linear_key_head_dim=128, linear_value_head_dim=128,
-        linear_conv_kernel_dim=4))(), "bf16")
+    _mixer, state = layers.STATE_FORMULAS["qwen3_next"](
+        type(
+            "C",
+            (),
+            dict(
+                linear_num_key_heads=16,
+                linear_num_value_heads=32,
+                linear_key_head_dim=128,
+                linear_value_head_dim=128,
+                linear_conv_kernel_dim=4,
+            ),
+        )(),
+        "bf16",
+    )
     stack = layers.from_pattern(config, layers.parse_pattern("3 linear : 1 full", 8), state)
     assert [x.kind for x in stack.layers] == ["state"] * 3 + ["full"] + ["state"] * 3 + ["full"]
     # Qwen3-Next's linear layer: conv (2*16*128 + 32*128) x 4 in bf16, recurrent 32 x 128 x 128 in fp32

@@ -1,4 +1,5 @@
 """The model loader: bundled model, random architectures, pretrained lookups that fail fast offline."""
+
 from __future__ import annotations
 
 import json
@@ -114,8 +115,12 @@ def test_pretrained_name_is_found_in_the_hugging_face_cache(tmp_path):
     (tmp_path / "models--gpt2" / "refs" / "main").write_text("0123abcd")
     code = "from kvviz.model.loading import load_model; i = load_model('gpt2').info; print(i.kind, i.spec, i.n_params)"
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-        env={**os.environ, "HF_HUB_CACHE": str(tmp_path), "HF_HUB_OFFLINE": "1"}, cwd=REPO,
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HF_HUB_CACHE": str(tmp_path), "HF_HUB_OFFLINE": "1"},
+        cwd=REPO,
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["pretrained", "gpt2", str(loading.bundled_info().n_params)]
@@ -163,7 +168,9 @@ def test_cap_reads_the_safetensors_header_not_the_weights(tmp_path):
     header = json.dumps({"wte.weight": {"dtype": "F32", "shape": [300_000, 1000], "data_offsets": [0, 1_200_000_000]}})
     raw = header.encode()
     (folder / "model.safetensors").write_bytes(len(raw).to_bytes(8, "little") + raw)
-    with pytest.raises(loading.ModelLoadError, match=r"safetensors header says 300,000,000 parameters.*at most 200,000,000"):
+    with pytest.raises(
+        loading.ModelLoadError, match=r"safetensors header says 300,000,000 parameters.*at most 200,000,000"
+    ):
         loading.load_model(str(folder), cap=loading.LoadCap(200_000_000))
     fits = model_folder(tmp_path / "fits")
     n_params = loading.bundled_info().n_params
@@ -205,12 +212,15 @@ def test_one_load_at_a_time_the_second_waits_for_the_first():
     assert loading.load_busy_for_s() is None
 
 
-@pytest.mark.parametrize(("content", "reason"), [
-    (b"abc", "too short to be a safetensors file"),
-    ((2**40).to_bytes(8, "little"), "declares a 1,099,511,627,776-byte header"),
-    ((5).to_bytes(8, "little") + b"[1,2]", "no valid safetensors header"),
-    ((41).to_bytes(8, "little") + b'{"w": {"dtype": "F32", "shape": [-1, 2]}}', "invalid shape"),
-])
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"abc", "too short to be a safetensors file"),
+        ((2**40).to_bytes(8, "little"), "declares a 1,099,511,627,776-byte header"),
+        ((5).to_bytes(8, "little") + b"[1,2]", "no valid safetensors header"),
+        ((41).to_bytes(8, "little") + b'{"w": {"dtype": "F32", "shape": [-1, 2]}}', "invalid shape"),
+    ],
+)
 def test_corrupt_safetensors_headers_are_one_line_errors_even_without_a_cap(tmp_path, content, reason):
     folder = model_folder(tmp_path / "corrupt")
     (folder / "model.safetensors").write_bytes(content)

@@ -4,6 +4,7 @@ The cross-check runs the real bundled GPT-2 (eager attention) under a TorchDispa
 aten matmul it executes, classifies each one (Q/K/V projection, QK^T, AV, output projection, MLP, LM head)
 and adds up its multiply-adds from the operand shapes. Those brute-force totals must equal kvviz.ops exactly.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -54,7 +55,11 @@ def test_flops_are_two_per_op():
 @pytest.mark.model
 def test_a_loaded_models_ops_shape_is_its_real_width(bundled):
     shape = bundled.info.ops_shape()
-    assert (shape.n_layer, shape.n_head, shape.head_dim) == (bundled.info.n_layer, bundled.info.n_head, bundled.info.head_dim)
+    assert (shape.n_layer, shape.n_head, shape.head_dim) == (
+        bundled.info.n_layer,
+        bundled.info.n_head,
+        bundled.info.head_dim,
+    )
     assert shape.d_ff == bundled.model.config.n_inner or shape.d_ff == 4 * bundled.info.n_embd
     assert shape.d_ff == bundled.model.transformer.h[0].mlp.c_fc.weight.shape[1]  # the real MLP width
 
@@ -220,10 +225,16 @@ def test_counts_equal_the_matmuls_the_real_model_executes(bundled, logits_to_kee
 
     def decode(pos):
         def run():
-            out = model(ids[:, pos : pos + 1], past_key_values=state["cache"], use_cache=True,
-                        output_attentions=True, logits_to_keep=logits_to_keep)
+            out = model(
+                ids[:, pos : pos + 1],
+                past_key_values=state["cache"],
+                use_cache=True,
+                output_attentions=True,
+                logits_to_keep=logits_to_keep,
+            )
             state["cache"] = out.past_key_values
             return out
+
         return run
 
     cached_runs = [prefill] + [decode(5 + k) for k in range(n_new_tokens - 1)]
@@ -282,7 +293,9 @@ def test_attention_per_head_is_the_counts_and_their_closed_forms(p, n):
     cached, uncached = ops.generation_totals(GPT2, p, n)
     heads = GPT2.n_layer * GPT2.n_head
     assert (heads * per_head.run_cached, heads * per_head.run_uncached) == (
-        cached.attention_dot_products, uncached.attention_dot_products)
+        cached.attention_dot_products,
+        uncached.attention_dot_products,
+    )
     assert per_head.positions == t and per_head.run_cached == t * (t + 1) // 2
     assert per_head.run_uncached == per_head.all_triangles - per_head.prompt_triangles
     assert (per_head.last_step_cached, per_head.last_step_uncached) == (t, t * (t + 1) // 2)

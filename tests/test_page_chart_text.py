@@ -1,6 +1,7 @@
 """Charts for those who cannot see them, on the pages: each chart of the memory budget page and of the
 step page's race view has its data beside it as a visually hidden text (kvviz.ui.screen_reader_text), in the page's
 language, saying the numbers of the chart drawn next to it. AppTest, on the real bundled model."""
+
 from __future__ import annotations
 
 import json
@@ -45,7 +46,9 @@ def test_the_memory_pages_three_charts_each_have_their_data_as_hidden_text():
     ctx, layers, blocks = chart_specs(at)[:3]  # the first four tabs always run: size, per layer, (what fits), paged
     for line in (d for d in ctx["data"] if d.get("mode") == "lines"):
         assert f"{format_bytes(line['customdata'][-1])} at {line['x'][-1]:,} tokens" in size
-    assert size.startswith("Chart: KV cache size against context length") and "A dotted line marks 4,096 tokens." in size
+    assert (
+        size.startswith("Chart: KV cache size against context length") and "A dotted line marks 4,096 tokens." in size
+    )
     bars = layers["data"][0]
     assert f"All layers together: {format_bytes(sum(b for _t, b in bars['customdata']))}." in per_layer
     assert f"the {len(bars['x'])} layers holds" in per_layer
@@ -72,12 +75,15 @@ def race_page(lang: str | None = None) -> AppTest:
     return at
 
 
-NOISE = RaceTiming(seq_len=9, cached_ms=(2.0, 2.2, 2.6, 3.0), uncached_ms=(2.4, 2.8, 3.1, 3.3),
-                   fixed_ms=(1.8, 1.9, 2.0, 2.1))
-FASTER = RaceTiming(seq_len=9, cached_ms=(2.0, 2.1, 2.2, 2.3), uncached_ms=(6.0, 6.4, 6.8, 7.2),
-                    fixed_ms=(1.5, 1.6, 1.7, 1.8))
-SLOWER = RaceTiming(seq_len=9, cached_ms=(7.0, 7.1, 7.2, 7.3), uncached_ms=(3.0, 3.1, 3.2, 3.3),
-                    fixed_ms=(1.5, 1.6, 1.7, 1.8))
+NOISE = RaceTiming(
+    seq_len=9, cached_ms=(2.0, 2.2, 2.6, 3.0), uncached_ms=(2.4, 2.8, 3.1, 3.3), fixed_ms=(1.8, 1.9, 2.0, 2.1)
+)
+FASTER = RaceTiming(
+    seq_len=9, cached_ms=(2.0, 2.1, 2.2, 2.3), uncached_ms=(6.0, 6.4, 6.8, 7.2), fixed_ms=(1.5, 1.6, 1.7, 1.8)
+)
+SLOWER = RaceTiming(
+    seq_len=9, cached_ms=(7.0, 7.1, 7.2, 7.3), uncached_ms=(3.0, 3.1, 3.2, 3.3), fixed_ms=(1.5, 1.6, 1.7, 1.8)
+)
 
 
 @pytest.mark.app
@@ -88,15 +94,20 @@ def test_the_race_views_charts_have_their_data_as_hidden_text_and_the_clock_says
     n, layers = engine.cache_len, engine.loaded.info.n_layer
     assert with_cache.startswith("Chart, with the cache") and without.startswith("Chart, without the cache")
     for said in (with_cache, without):
-        assert f"each of the {layers} layers, {n} rows of {engine.loaded.info.head_dim} numbers, positions 0 to {n - 1}." in said
+        assert (
+            f"each of the {layers} layers, {n} rows of {engine.loaded.info.head_dim} numbers, positions 0 to {n - 1}."
+            in said
+        )
     assert f"computes 1 row, position {n - 1} (outlined)" in with_cache and "recomputes all of them" in without
     measured = at.session_state["step_race_timing"][1]
     assert f"with the cache, median {measured.cached_median_ms:.1f} ms" in clock
     key = at.session_state["step_race_timing"][0]
     x = f"{FASTER.uncached_median_ms / FASTER.cached_median_ms:.1f}x"
-    for timing, caption, hidden in ((NOISE, "**Inside the noise**", "The difference is inside the noise"),
-                                    (FASTER, f"**{x} faster with the cache**", f"The step with the cache is {x} faster."),
-                                    (SLOWER, "**The cached step measured slower**", "The cached step measured slower")):
+    for timing, caption, hidden in (
+        (NOISE, "**Inside the noise**", "The difference is inside the noise"),
+        (FASTER, f"**{x} faster with the cache**", f"The step with the cache is {x} faster."),
+        (SLOWER, "**The cached step measured slower**", "The cached step measured slower"),
+    ):
         at.session_state["step_race_timing"] = (key, timing)  # the page's caption and the hidden text, one verdict
         at.run()
         assert not at.exception

@@ -1,5 +1,6 @@
 """AppTest of the "Claims checked" page: it renders every claim with its verdict, links each to its live page,
 and the GPU picker changes the prefill claim's verdict. Rendered through app.py so the page links resolve."""
+
 from __future__ import annotations
 
 import pytest
@@ -59,7 +60,7 @@ def test_seed_figures_lead_the_page_with_their_sources():
     first = next(i for i, t in enumerate(texts) if "472MB" in t)
     assert texts[first] == f"**“{claims.ZHIHU_QUOTE}”**"  # the words as written, nothing inside the quotes added
     assert texts[first + 1] == f"Translation: {claims.ZHIHU_TRANSLATION}"  # the translation beside them
-    assert any("4GB/样本" in t for t in texts[first:first + 6])
+    assert any("4GB/样本" in t for t in texts[first : first + 6])
     captions = " ".join(c.value for c in at.caption)
     assert "https://www.zhihu.com/question/596900067/answer/3040011798" in captions
     assert "'KV Cache 原理' (address not recorded" in captions

@@ -1,6 +1,7 @@
 """The Memory budget page's config.json import, end to end (AppTest): the published Gemma-3 multimodal config
 fills the form with transformers' defaults and says which ones; a Falcon-40B config gets its caching note;
 hostile input is one error line, never an exception."""
+
 from __future__ import annotations
 
 import json
@@ -29,18 +30,37 @@ def test_gemma3_import_fills_the_form_and_names_the_defaults():
     report = shown(at.success[0].value)  # the words a reader sees (the file's values are escaped markdown)
     assert "num_key_value_heads = 4 (transformers' Gemma3TextConfig default)" in report
     assert "layer_types = 29 sliding + 5 full of 34" in report and "keep the last 1,023 tokens" in report
-    values = {k: at.number_input(key=k).value for k in ("mem_layers", "mem_heads", "mem_kv_heads", "mem_head_dim",
-                                                          "mem_window", "mem_local")}
-    assert values == {"mem_layers": 34, "mem_heads": 8, "mem_kv_heads": 4, "mem_head_dim": 256, "mem_window": 1024,
-                      "mem_local": 5}
+    values = {
+        k: at.number_input(key=k).value
+        for k in ("mem_layers", "mem_heads", "mem_kv_heads", "mem_head_dim", "mem_window", "mem_local")
+    }
+    assert values == {
+        "mem_layers": 34,
+        "mem_heads": 8,
+        "mem_kv_heads": 4,
+        "mem_head_dim": 256,
+        "mem_window": 1024,
+        "mem_local": 5,
+    }
 
 
 def test_falcon_40b_note_and_hostile_input_on_the_page():
     at = app_test(PAGE)
     at.run()
-    import_config(at, json.dumps({"model_type": "falcon", "hidden_size": 8192, "num_attention_heads": 128,
-                                  "num_kv_heads": 8, "num_hidden_layers": 60, "new_decoder_architecture": True,
-                                  "torch_dtype": "bfloat16"}))
+    import_config(
+        at,
+        json.dumps(
+            {
+                "model_type": "falcon",
+                "hidden_size": 8192,
+                "num_attention_heads": 128,
+                "num_kv_heads": 8,
+                "num_hidden_layers": 60,
+                "new_decoder_architecture": True,
+                "torch_dtype": "bfloat16",
+            }
+        ),
+    )
     assert "16x the GQA figure" in shown(at.success[0].value)
     for hostile in ('{"model_type": "gemma3_text", "sliding_window_pattern": "abc"}', "[" * 100_000 + "]" * 100_000):
         import_config(at, hostile)
@@ -60,9 +80,17 @@ def test_windowed_preset_shows_transformers_figure_beside_kvviz():
 
 
 T5_3B = {"model_type": "t5", "d_model": 1024, "d_kv": 128, "num_heads": 32, "num_layers": 24}  # google-t5/t5-3b
-QWEN2_WINDOWED = {"model_type": "qwen2", "hidden_size": 3584, "num_attention_heads": 28, "num_key_value_heads": 4,
-                  "num_hidden_layers": 28, "sliding_window": 4096, "use_sliding_window": True,
-                  "max_window_layers": 21, "torch_dtype": "bfloat16"}
+QWEN2_WINDOWED = {
+    "model_type": "qwen2",
+    "hidden_size": 3584,
+    "num_attention_heads": 28,
+    "num_key_value_heads": 4,
+    "num_hidden_layers": 28,
+    "sliding_window": 4096,
+    "use_sliding_window": True,
+    "max_window_layers": 21,
+    "torch_dtype": "bfloat16",
+}
 
 
 def markdown_text(at: AppTest) -> str:
@@ -82,14 +110,18 @@ def test_t5_total_is_self_plus_cross_attention_once_the_encoder_length_is_given(
     self_bytes = per_token * 4096  # the page's default context, batch 1
     labels = [m.label for m in at.metric]
     assert "Total: decoder self-attention only" in labels and "Cross-attention" in labels
-    assert "decoder's self-attention only" in markdown_text(at) and f"{per_token:,} B per encoder token" in \
-        markdown_text(at)
+    assert "decoder's self-attention only" in markdown_text(
+        at
+    ) and f"{per_token:,} B per encoder token" in markdown_text(at)
     at.number_input(key="mem_encoder_len").set_value(1000).run()
     at.number_input(key="mem_batch").set_value(2).run()
     assert not at.exception
     labels = [m.label for m in at.metric]
-    assert {"Total: self + cross-attention", "Cross-attention: 1,000 encoder tokens x batch 2",
-            "Self-attention: 4,096 decoder tokens x batch 2"} <= set(labels)
+    assert {
+        "Total: self + cross-attention",
+        "Cross-attention: 1,000 encoder tokens x batch 2",
+        "Self-attention: 4,096 decoder tokens x batch 2",
+    } <= set(labels)
     text = markdown_text(at)
     total = 2 * self_bytes + 2 * per_token * 1000
     assert f"cross-attention {2 * per_token * 1000:,} B = **total {units.format_bytes(total)}**" in text

@@ -1,6 +1,7 @@
 """AppTest of the eviction page (Cache internals: What to forget) on the real bundled model: it renders in English
 and in Chinese with its explanation, grid, curves and computed takeaways; changing the policy, the budget and S
 changes what is shown; a value past a cap gets a message, never an exception."""
+
 from __future__ import annotations
 
 import pytest

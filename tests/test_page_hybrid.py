@@ -2,6 +2,7 @@
 (the attention layer's K/V grows, each linear layer's state keeps its size, Back works), the attention-patterns page
 offers its attention layer and says what the linear layers keep instead; a page that moves, counts or evicts K/V rows
 in every layer says so in one sentence and offers the other bundled models. No page shows a stack trace."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,8 +14,16 @@ from support.pages import app_test, open_page
 
 HYBRID = {MODEL_SPEC_KEY: loading.BUNDLED_HYBRID}
 # The pages that need K/V in every layer (kvviz.ui.sidebar.needs_all_attention ends them with the offer)
-ALL_ATTENTION_PAGES = ("internals_eviction", "internals_layout", "internals_paging", "internals_prefix",
-                       "internals_quant", "internals_speculative", "internals_window", "lesson")
+ALL_ATTENTION_PAGES = (
+    "internals_eviction",
+    "internals_layout",
+    "internals_paging",
+    "internals_prefix",
+    "internals_quant",
+    "internals_speculative",
+    "internals_window",
+    "lesson",
+)
 
 
 def _tiles(at) -> dict[str, str]:
@@ -80,8 +89,9 @@ def test_the_offer_switches_the_model_and_the_page_runs_on_it():
 @pytest.mark.app
 def test_count_the_work_on_the_hybrid_shows_one_tokens_cost_per_kind_of_layer():
     at = open_page("pages/attention_ops.py", session_state=HYBRID, router=True)
-    assert any("this page counts a whole generation only for models whose every layer is attention" in i.value
-               for i in at.info)
+    assert any(
+        "this page counts a whole generation only for models whose every layer is attention" in i.value for i in at.info
+    )
     assert not at.error
     said = " ".join(m.value for m in at.markdown)
     # attention: 2 x 4 heads x 32 x (p + 1) = 256 (p + 1); a linear layer: 3 x 4 x 32 x 32 + 384 x 4 = 13,824
@@ -143,8 +153,10 @@ def test_the_teachers_hybrid_question_opens_the_stage_at_its_40_tokens_and_answe
     assert "from 66 tokens on" in said  # 66 KiB of states / 1 KiB a row
     stage = open_page("pages/step_through.py", query=question.link_query, router=True)
     assert stage.session_state[MODEL_SPEC_KEY] == loading.BUNDLED_HYBRID
-    assert len(loading.load_model(loading.BUNDLED_HYBRID).tokenizer(guide.HYBRID_PROMPT).input_ids) == \
-        guide.HYBRID_PROMPT_TOKENS
+    assert (
+        len(loading.load_model(loading.BUNDLED_HYBRID).tokenizer(guide.HYBRID_PROMPT).input_ids)
+        == guide.HYBRID_PROMPT_TOKENS
+    )
     tiles = _tiles(stage)
     assert tiles["K/V"] == f"{question.kv_rows[3]} rows, 40 KiB (grows)" and tiles["State"] == "66 KiB (fixed)"
     assert sum(question.state_bytes) == 66 * 1024

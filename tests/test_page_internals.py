@@ -1,6 +1,7 @@
 """AppTest of the "Cache internals" pages: each renders on the bundled model with its explanation and pictures;
 widgets change what is shown; every bounded input rejects a value past its cap with a message, never an
 exception; timings are per session (never served from a cross-session cache)."""
+
 from __future__ import annotations
 
 import pytest
@@ -14,8 +15,12 @@ from support.pages import PAGES_DIR, app_test
 INFO = bundled_info()  # the pages run on the bundled model in these tests
 
 PAGES = {
-    "layout": "Memory layout of the cache", "prefix": "Prefix reuse", "crossattn": "Cross-attention cache",
-    "window": "Sliding windows", "paging": "Paged blocks", "quant": "Quantized caches",
+    "layout": "Memory layout of the cache",
+    "prefix": "Prefix reuse",
+    "crossattn": "Cross-attention cache",
+    "window": "Sliding windows",
+    "paging": "Paged blocks",
+    "quant": "Quantized caches",
     "speculative": "Speculative decoding: rollback",
 }
 
@@ -28,8 +33,9 @@ def _app(name: str) -> AppTest:
 
 
 def _texts(at: AppTest) -> str:
-    return " ".join(str(e.value) for kind in (at.markdown, at.caption, at.metric, at.error, at.warning, at.info)
-                    for e in kind)
+    return " ".join(
+        str(e.value) for kind in (at.markdown, at.caption, at.metric, at.error, at.warning, at.info) for e in kind
+    )
 
 
 def _errors(at: AppTest) -> str:
@@ -85,8 +91,9 @@ def _fake_layout_bench(monkeypatch, contiguous_ms, strided_ms, load):
     real = layout.bench_head_read
 
     def fake(*args, **kwargs):
-        return dataclasses.replace(real(*args, **kwargs), contiguous=Timing(contiguous_ms, load),
-                                   strided=Timing(strided_ms, load))
+        return dataclasses.replace(
+            real(*args, **kwargs), contiguous=Timing(contiguous_ms, load), strided=Timing(strided_ms, load)
+        )
 
     monkeypatch.setattr(layout, "bench_head_read", fake)
 
@@ -134,28 +141,45 @@ def test_prefix_page_measures_on_request_and_reports_load():
 
 
 @pytest.mark.app
-@pytest.mark.parametrize("page,key,value,message", [
-    # a box's own bounds are its setting's: Streamlit resets a value past them, which the setting names
-    ("layout", "int_layout_layer", INFO.n_layer, f"layer must be a whole number from 0 to {INFO.n_layer - 1}"),
-    ("layout", "int_layout_head", INFO.n_kv_heads, f"head must be a whole number from 0 to {INFO.n_kv_heads - 1}"),
-    ("layout", "int_layout_seq", INFO.n_positions + 1,
-     f"cached positions must be a whole number from 1 to {INFO.n_positions}"),
-    ("layout", "int_layout_pos", INFO.n_positions, f"position must be a whole number from 0 to {INFO.n_positions - 1}"),
-    ("layout", "int_layout_dim", INFO.head_dim, f"dim must be a whole number from 0 to {INFO.head_dim - 1}"),
-    ("crossattn", "int_cross_src", crossattn.MAX_SOURCE_LEN + 1, "source length"),
-    ("crossattn", "int_cross_steps", crossattn.MAX_STEPS + 1, "decode steps"),
-    ("window", "int_window_w", INFO.n_positions + 1, "window"),
-    ("window", "int_window_gemma_ctx", 131073, "Gemma 3 4B context"),
-    ("paging", "int_paging_block", paging.MAX_BLOCK_SIZE + 1, "block size"),
-    ("paging", "int_paging_na", paging.MAX_NEW_TOKENS + 1, "tokens for sequence A"),
-    ("paging", "int_paging_nb", paging.MAX_NEW_TOKENS + 1, "tokens for sequence B"),
-    ("quant", "int_quant_group", 5, "group size must divide head_dim"),
-    ("quant", "int_quant_group", 64, f"group size must be a whole number from {quant.MIN_GROUP} to {INFO.head_dim}"),
-    ("quant", "int_quant_residual", 128, "full-precision residual rows"),
-    ("speculative", "int_spec_k", speculative.MAX_K + 1, "draft length k"),
-    ("speculative", "int_spec_n", speculative.MAX_NEW + 1, "tokens to generate"),
-    ("speculative", "int_spec_t", speculative.MAX_TEMPERATURE + 1, "draft temperature"),
-])
+@pytest.mark.parametrize(
+    "page,key,value,message",
+    [
+        # a box's own bounds are its setting's: Streamlit resets a value past them, which the setting names
+        ("layout", "int_layout_layer", INFO.n_layer, f"layer must be a whole number from 0 to {INFO.n_layer - 1}"),
+        ("layout", "int_layout_head", INFO.n_kv_heads, f"head must be a whole number from 0 to {INFO.n_kv_heads - 1}"),
+        (
+            "layout",
+            "int_layout_seq",
+            INFO.n_positions + 1,
+            f"cached positions must be a whole number from 1 to {INFO.n_positions}",
+        ),
+        (
+            "layout",
+            "int_layout_pos",
+            INFO.n_positions,
+            f"position must be a whole number from 0 to {INFO.n_positions - 1}",
+        ),
+        ("layout", "int_layout_dim", INFO.head_dim, f"dim must be a whole number from 0 to {INFO.head_dim - 1}"),
+        ("crossattn", "int_cross_src", crossattn.MAX_SOURCE_LEN + 1, "source length"),
+        ("crossattn", "int_cross_steps", crossattn.MAX_STEPS + 1, "decode steps"),
+        ("window", "int_window_w", INFO.n_positions + 1, "window"),
+        ("window", "int_window_gemma_ctx", 131073, "Gemma 3 4B context"),
+        ("paging", "int_paging_block", paging.MAX_BLOCK_SIZE + 1, "block size"),
+        ("paging", "int_paging_na", paging.MAX_NEW_TOKENS + 1, "tokens for sequence A"),
+        ("paging", "int_paging_nb", paging.MAX_NEW_TOKENS + 1, "tokens for sequence B"),
+        ("quant", "int_quant_group", 5, "group size must divide head_dim"),
+        (
+            "quant",
+            "int_quant_group",
+            64,
+            f"group size must be a whole number from {quant.MIN_GROUP} to {INFO.head_dim}",
+        ),
+        ("quant", "int_quant_residual", 128, "full-precision residual rows"),
+        ("speculative", "int_spec_k", speculative.MAX_K + 1, "draft length k"),
+        ("speculative", "int_spec_n", speculative.MAX_NEW + 1, "tokens to generate"),
+        ("speculative", "int_spec_t", speculative.MAX_TEMPERATURE + 1, "draft temperature"),
+    ],
+)
 def test_bounded_inputs_reject_past_cap_values(page, key, value, message):
     at = _app(page)
     if key == "int_spec_t":  # the temperature is for a sampled draft only
@@ -166,12 +190,15 @@ def test_bounded_inputs_reject_past_cap_values(page, key, value, message):
 
 
 @pytest.mark.app
-@pytest.mark.parametrize("prompts,n_new,message", [
-    ("\n".join(f"P{i}:" for i in range(quant.AGREEMENT_MAX_PROMPTS + 1)), 4, "number of prompts"),
-    ("ROMEO:", quant.AGREEMENT_MAX_TOKENS + 1, "tokens per prompt"),
-    ("\n".join(f"P{i}:" for i in range(8)), 17, "the cap is 128"),  # 8 x 17 = 136 > 128
-    ("\n".join(["x " * 1020, "ROMEO:"]), 8, "prompt on line 1"),  # a too-long line is refused, not cut
-])
+@pytest.mark.parametrize(
+    "prompts,n_new,message",
+    [
+        ("\n".join(f"P{i}:" for i in range(quant.AGREEMENT_MAX_PROMPTS + 1)), 4, "number of prompts"),
+        ("ROMEO:", quant.AGREEMENT_MAX_TOKENS + 1, "tokens per prompt"),
+        ("\n".join(f"P{i}:" for i in range(8)), 17, "the cap is 128"),  # 8 x 17 = 136 > 128
+        ("\n".join(["x " * 1020, "ROMEO:"]), 8, "prompt on line 1"),  # a too-long line is refused, not cut
+    ],
+)
 def test_quant_agreement_rejects_past_cap_work(prompts, n_new, message):
     at = _app("quant")
     at.text_area(key="int_quant_prompts").set_value(prompts)
@@ -212,8 +239,15 @@ def test_widgets_change_the_numbers():
 
 
 @pytest.mark.app
-@pytest.mark.parametrize("page,key", [("speculative", "int_spec_prompt"), ("paging", "int_paging_prompt"),
-                                      ("window", "int_window_prompt"), ("quant", "int_quant_prompt")])
+@pytest.mark.parametrize(
+    "page,key",
+    [
+        ("speculative", "int_spec_prompt"),
+        ("paging", "int_paging_prompt"),
+        ("window", "int_window_prompt"),
+        ("quant", "int_quant_prompt"),
+    ],
+)
 def test_empty_prompt_gives_a_message(page, key):
     at = _app(page)
     at.text_area(key=key).set_value("   ").run()
@@ -235,11 +269,14 @@ def test_pages_and_figures_import_no_torch():
                 modules.add(node.module)
             elif isinstance(node, ast.Import):
                 modules.update(alias.name for alias in node.names)
-    code = ("import importlib, sys\n"
-            f"for m in {sorted(modules)!r}: importlib.import_module(m)\n"
-            "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=PAGES_DIR.parent).stdout
+    code = (
+        "import importlib, sys\n"
+        f"for m in {sorted(modules)!r}: importlib.import_module(m)\n"
+        "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=PAGES_DIR.parent
+    ).stdout
     assert out.strip() == "[]", modules
 
 
@@ -302,8 +339,9 @@ def test_a_timing_that_contradicts_the_lesson_is_labelled(monkeypatch):
     real = prefix.prefix_reuse
 
     def busy_machine(*args, **kwargs):  # the real run, with the timings a loaded machine once produced
-        return dataclasses.replace(real(*args, **kwargs), fresh=Timing((8.8, 9.0, 9.1), 7.5),
-                                   reuse=Timing((29.0, 30.0, 31.0), 7.5))
+        return dataclasses.replace(
+            real(*args, **kwargs), fresh=Timing((8.8, 9.0, 9.1), 7.5), reuse=Timing((29.0, 30.0, 31.0), 7.5)
+        )
 
     monkeypatch.setattr(prefix, "prefix_reuse", busy_machine)
     at = _app("prefix")
@@ -331,8 +369,9 @@ def test_prefix_timing_inside_the_noise_crowns_nobody(monkeypatch):
     real = prefix.prefix_reuse
 
     def noisy(*args, **kwargs):
-        return dataclasses.replace(real(*args, **kwargs), fresh=Timing((9.0, 9.9, 12.0), 2.0),
-                                   reuse=Timing((8.8, 10.1, 11.0), 2.0))
+        return dataclasses.replace(
+            real(*args, **kwargs), fresh=Timing((9.0, 9.9, 12.0), 2.0), reuse=Timing((8.8, 10.1, 11.0), 2.0)
+        )
 
     monkeypatch.setattr(prefix, "prefix_reuse", noisy)
     at = _app("prefix")

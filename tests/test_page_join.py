@@ -1,6 +1,7 @@
 """The class poll's phone page (pages/join.py) in AppTest, on a store of the test's own (KVVIZ_POLL_DB): the code
 typed or linked, one tap votes and says so, a changed vote replaces the first, a forged or expired code and a vote
 after Lock each get a clear message and change nothing, the counts show only after the reveal, both languages."""
+
 from __future__ import annotations
 
 import pytest
@@ -27,8 +28,10 @@ def store(tmp_path, monkeypatch):
 
 def _polls() -> dict[str, PollQuestion]:
     texts = {i18n.ENGLISH: ("How many rows?", ("10", "11", "12")), i18n.CHINESE: ("有多少行？", ("10", "11", "12"))}
-    return {lang: PollQuestion(STEP, text, choices, 1, ("Off by one.", "", "One too many."))
-            for lang, (text, choices) in texts.items()}
+    return {
+        lang: PollQuestion(STEP, text, choices, 1, ("Off by one.", "", "One too many."))
+        for lang, (text, choices) in texts.items()
+    }
 
 
 @pytest.fixture

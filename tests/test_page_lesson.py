@@ -1,6 +1,7 @@
 """AppTest of the guided lesson on the real bundled model: every step renders with its figure, answers are judged
 against the numbers computed live (first wrong answer -> a hint without the number, second -> the worked answer),
 byte answers in any unit, the ending's score, class mode's one-click reveal, and ?step=N deep links."""
+
 from __future__ import annotations
 
 import re
@@ -32,8 +33,11 @@ def _question(at: AppTest) -> str:
 
 
 def _answer(at: AppTest, number: int, value, unit: str | None = None) -> AppTest:
-    widget = at.radio(key=f"lesson_answer_{number}") if isinstance(value, str) else at.number_input(
-        key=f"lesson_answer_{number}")
+    widget = (
+        at.radio(key=f"lesson_answer_{number}")
+        if isinstance(value, str)
+        else at.number_input(key=f"lesson_answer_{number}")
+    )
     widget.set_value(value)  # in the step's form: sent with the click on Check, as a browser sends them
     if unit is not None:
         at.selectbox(key=f"lesson_unit_{number}").set_value(unit)

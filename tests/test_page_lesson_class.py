@@ -2,6 +2,7 @@
 test_browser_lesson.py): class mode scores the room (V reveals, Y/N mark; no key reads as a choice's letter), the
 score rides in the URL so a reload keeps it, a deep link's Back works on its first run, step 9's MB/MiB slip gets the
 targeted hint, step 4's chart names every bar, step 7's triangle never runs past its rows, and the worksheet exists."""
+
 from __future__ import annotations
 
 import re
@@ -74,9 +75,11 @@ def test_the_score_rides_in_the_url_and_a_reload_keeps_it(fresh_streamlit_caches
     # a reload: a new session opened at the same URL
     again = _open(step="End", lesson_score=code)
     assert again.metric[0].value == f"1 of {N}" and again.metric[1].value == "1"
-    assert lesson.decode_outcomes("fhsx" + "-" * 20, N) == {1: lesson.Outcome("first try", ""),
-                                                            2: lesson.Outcome("after a hint", ""),
-                                                            3: lesson.Outcome("shown", "")}
+    assert lesson.decode_outcomes("fhsx" + "-" * 20, N) == {
+        1: lesson.Outcome("first try", ""),
+        2: lesson.Outcome("after a hint", ""),
+        3: lesson.Outcome("shown", ""),
+    }
 
 
 @pytest.mark.app
@@ -186,7 +189,7 @@ def test_the_handout_prints_no_markdown(bundled):
             doc = handout.handout_html([step], [question], "GPT-2")
         assert "`" in question.answer_text() + "".join(question.choices)  # the lesson writes them as code
         body = re.sub(r"<script.*?</script>|<style.*?</style>", " ", doc, flags=re.S)
-        text = re.sub(r"<[^>]+>", " ", body[body.index("<body>"):])
+        text = re.sub(r"<[^>]+>", " ", body[body.index("<body>") :])
         assert "`" not in text and "**" not in text, language
         assert "<code>" in body.split("class='choices'")[1], language
 
@@ -231,8 +234,10 @@ def test_the_handout_popover_names_the_preset_steps(fresh_streamlit_caches):
     """On the page: the handout's note does not say every number is the lesson's model's."""
     at = _open(step="1")
     text = " ".join(m.value for m in at.markdown)
-    assert "except where a step uses a published model's preset (step 9: GPT-2 small; step 10: Llama-3-8B; " \
-           "step 12: Llama-3-8B)" in text
+    assert (
+        "except where a step uses a published model's preset (step 9: GPT-2 small; step 10: Llama-3-8B; "
+        "step 12: Llama-3-8B)" in text
+    )
     assert "with every number computed for" not in text
 
 
@@ -251,8 +256,9 @@ def test_the_key_queues_badge_speaks_the_runs_language_and_counts_one_press_in_t
     """The key queue's script is installed once per tab; its badge's words come from the state element every run
     writes, so a language switch changes them (the badge kept the tab's first language) and one press is 'key
     press' (it said '1 key presses')."""
+
     def state(at: AppTest) -> str:
-        return next(h.proto.body for h in at.get("html") if h.proto.body.startswith("<div class=\"kvviz-lesson-state"))
+        return next(h.proto.body for h in at.get("html") if h.proto.body.startswith('<div class="kvviz-lesson-state'))
 
     english = state(_open(step="2"))
     assert 'data-busy-one="Lesson busy: {n} key press queued"' in english

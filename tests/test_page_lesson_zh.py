@@ -2,6 +2,7 @@
 answers, class mode, summary and handout read in Chinese (no English sentence left but names and the model's own
 text), numbers are judged exactly as in English, a choice is accepted in either language, ?step=End still opens
 the summary, and the lesson's own links carry the language."""
+
 from __future__ import annotations
 
 import re
@@ -30,8 +31,9 @@ def _leftovers(at: AppTest, number: int | None = None) -> list[str]:
     """English runs on the page, the glossary's own tooltips aside (the glossary translates those: its slice)."""
     with i18n.language(i18n.CHINESE):
         tooltips = {glossary.help_text(t) for t in lesson.STEPS[number - 1].terms} if number else set()
-    return english_leftovers([t for t in page_texts(at) if t not in tooltips],
-                             allowed=[t.name for t in glossary.TERMS])  # a term's English name may stand beside it
+    return english_leftovers(
+        [t for t in page_texts(at) if t not in tooltips], allowed=[t.name for t in glossary.TERMS]
+    )  # a term's English name may stand beside it
 
 
 def _page_links(at: AppTest) -> list:
@@ -103,7 +105,9 @@ def test_the_summary_shows_a_choice_in_the_readers_language(fresh_streamlit_cach
     at.segmented_control(key="step").set_value(len(lesson.STEPS) + 1).run()
     assert not at.exception
     table = at.table[0].value
-    assert table.loc[table["step"] == 4, "your answer"].iloc[0] == lesson.NO_Q  # English, as the page reads after the switch
+    assert (
+        table.loc[table["step"] == 4, "your answer"].iloc[0] == lesson.NO_Q
+    )  # English, as the page reads after the switch
     assert table.loc[table["step"] == 4, "result"].iloc[0] == "first try"
 
 
@@ -131,7 +135,7 @@ def test_the_handout_in_chinese(bundled):
         doc = handout.handout_html(steps, [s.ask(engine) for s in steps], "GPT-2")
     assert "<html lang='zh-CN'>" in doc and "第 1 步" in doc and "提示：" in doc and "<b>答案：" in doc
     body = re.sub(r"<script.*?</script>|<div class=\"plotly-graph-div\".*?</div>", " ", doc, flags=re.S)
-    text = [t for t in re.sub(r"<[^>]+>", "\n", body[body.index("<body>"):]).split("\n") if t.strip()]
+    text = [t for t in re.sub(r"<[^>]+>", "\n", body[body.index("<body>") :]).split("\n") if t.strip()]
     assert not english_leftovers(text)
 
 
@@ -164,4 +168,4 @@ def test_the_handouts_ratio_in_both_languages(bundled):
     assert zh_answer.endswith(" 倍") and en_answer.endswith("x") and zh_answer[:-2] == en_answer[:-1]
     assert f"答案：{zh_answer}" in zh_doc and f"Answer: {en_answer}" in en_doc
     body = re.sub(r"<script.*?</script>", " ", zh_doc, flags=re.S)
-    assert english_ratios(re.sub(r"<[^>]+>", "\n", body[body.index("<body>"):]).split("\n")) == []
+    assert english_ratios(re.sub(r"<[^>]+>", "\n", body[body.index("<body>") :]).split("\n")) == []

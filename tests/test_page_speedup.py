@@ -1,6 +1,7 @@
 """AppTest of the "Measured speed-up" page: a tiny benchmark end to end on the bundled model, its charts,
 table and download; one estimator for the headline and the explanation; past-cap inputs refused with a
 message that keeps the earlier results; the batched-decode sweep; results kept per session."""
+
 from __future__ import annotations
 
 import sys
@@ -77,10 +78,18 @@ def test_tiny_benchmark_end_to_end_shows_charts(app):
     "key, value, message",
     [
         # past the box's bounds: Streamlit resets the value; the setting's rule names it (kvviz.ui.bounded)
-        ("bench_repeats", 11, "Rounds must be a whole number from 1 to 10: the box was empty, or the browser sent a "
-                              "value outside that range. Using 3 until it is changed."),
-        ("bench_warmup", 6, "Warm-up runs must be a whole number from 0 to 5: the box was empty, or the browser "
-                            "sent a value outside that range. Using 1 until it is changed."),
+        (
+            "bench_repeats",
+            11,
+            "Rounds must be a whole number from 1 to 10: the box was empty, or the browser sent a "
+            "value outside that range. Using 3 until it is changed.",
+        ),
+        (
+            "bench_warmup",
+            6,
+            "Warm-up runs must be a whole number from 0 to 5: the box was empty, or the browser "
+            "sent a value outside that range. Using 1 until it is changed.",
+        ),
         ("bench_threads", 9, "Torch threads must be between 1 and 8 (got 9). Using auto ("),
         ("bench_prompt_len", 300, "Prompt length must be between 1 and 256 (got 300)"),
     ],
@@ -146,10 +155,11 @@ def test_page_renders_without_importing_torch():
     """The first render (form, explanation) needs no torch: the harness is imported only when a run starts."""
     import subprocess
 
-    code = ("import sys; from streamlit.testing.v1 import AppTest; "
-            f"at = AppTest.from_file({PAGE!r}, default_timeout=60).run(); "
-            "assert not at.exception, at.exception; "
-            "assert 'torch' not in sys.modules and 'transformers' not in sys.modules, 'torch imported'")
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
-                          timeout=APP_TIMEOUT_S)
+    code = (
+        "import sys; from streamlit.testing.v1 import AppTest; "
+        f"at = AppTest.from_file({PAGE!r}, default_timeout=60).run(); "
+        "assert not at.exception, at.exception; "
+        "assert 'torch' not in sys.modules and 'transformers' not in sys.modules, 'torch imported'"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=APP_TIMEOUT_S)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -2,6 +2,7 @@
 the bundled model, then every text a student sees (titles, captions, metrics, the table's headers, the
 roofline and int8 paragraphs, the charts' titles, axes, legends and hover templates) carries no English
 sentence, and the numbers are formatted exactly as in English."""
+
 from __future__ import annotations
 
 import re

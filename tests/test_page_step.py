@@ -1,4 +1,5 @@
 """AppTest of the router (app.py) and the step-through page, on the real bundled model."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,7 +26,11 @@ def _cache_len(at: AppTest) -> int:
 def _total_dot_products(at: AppTest) -> int:
     """Cumulative dot products with the cache, from the stage's caption (computed by kvviz.step.view)."""
     text = " ".join(c.value for c in at.caption)
-    return int(re.search(r"All passes so far, the prefill included: ([\d,]+) dot products with the cache", text).group(1).replace(",", ""))
+    return int(
+        re.search(r"All passes so far, the prefill included: ([\d,]+) dot products with the cache", text)
+        .group(1)
+        .replace(",", "")
+    )
 
 
 @pytest.fixture
@@ -111,11 +116,15 @@ def test_race_view_shows_both_sides_with_their_counters(step_page, bundled):
     assert not at.exception
     text = " ".join(m.value for m in at.markdown)
     info, seq = bundled.info, _cache_len(at)
-    assert (f"**With the cache**, this step: {info.n_layer * info.n_head * seq:,} dot products; K and V of 1 token "
-            f"in each of {info.n_layer} layers") in text
+    assert (
+        f"**With the cache**, this step: {info.n_layer * info.n_head * seq:,} dot products; K and V of 1 token "
+        f"in each of {info.n_layer} layers"
+    ) in text
     uncached = info.n_layer * info.n_head * seq * (seq + 1) // 2
-    assert (f"**Without the cache**, this step: {uncached:,} dot products; K and V of {seq:,} tokens in each of "
-            f"{info.n_layer} layers") in text
+    assert (
+        f"**Without the cache**, this step: {uncached:,} dot products; K and V of {seq:,} tokens in each of "
+        f"{info.n_layer} layers"
+    ) in text
     # one meaning per word: a "row" is one head's row at one cache position (the heatmap, the
     # lesson), so the race does not call a token's K/V across all heads of a layer a row; and a total since the
     # prefill is never worded like one pass's count

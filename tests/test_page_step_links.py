@@ -2,6 +2,7 @@
 switching the model keeps one generation per model, a model dropped from the shared cache stays with the session
 using it, and the race view times the step as a fair statistic. AppTest on the real bundled models; the link
 parsing is checked on its own (a typed, pasted or truncated link never crashes the page)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,22 +25,51 @@ def _cache_len(at: AppTest) -> int:
     return int(next(m.value for m in at.metric if m.label == "Cache length").split()[0])
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("12", 12), ("-3", 0), ("1.5", 5), ("nan", 5), ("9" * 40, 100), ("", 5), (None, 5), (" 7 ", 7), ("0007", 7),
-    ("1e3", 5), ("x", 5),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("12", 12),
+        ("-3", 0),
+        ("1.5", 5),
+        ("nan", 5),
+        ("9" * 40, 100),
+        ("", 5),
+        (None, 5),
+        (" 7 ", 7),
+        ("0007", 7),
+        ("1e3", 5),
+        ("x", 5),
+    ],
+)
 def test_link_integers_are_read_defensively(text, expected):
     assert stage_link.url_int(text, 5, 0, 100) == expected
 
 
 def test_a_link_round_trips_through_its_own_query():
-    link = stage_link.StageLink(prompt="First Citizen:\nBefore we proceed", steps=4, greedy=False, temperature=0.65,
-                               top_k=12, seed=31, view="race", present=True, layer=2, head=3)
+    link = stage_link.StageLink(
+        prompt="First Citizen:\nBefore we proceed",
+        steps=4,
+        greedy=False,
+        temperature=0.65,
+        top_k=12,
+        seed=31,
+        view="race",
+        present=True,
+        layer=2,
+        head=3,
+    )
     query = link.query()
     assert query["step_layer"] == "L2" and query["step_head"] == "H3"  # the pickers' own URL keys and labels
     assert stage_link.parse_link(query, 256) == link
-    hostile = {"prompt": "ROMEO:", "steps": "9" * 60, "temperature": "nan", "top_k": "-4", "seed": "1.5",
-               "view": "<script>", "step_layer": "L-1"}
+    hostile = {
+        "prompt": "ROMEO:",
+        "steps": "9" * 60,
+        "temperature": "nan",
+        "top_k": "-4",
+        "seed": "1.5",
+        "view": "<script>",
+        "step_layer": "L-1",
+    }
     parsed = stage_link.parse_link(hostile, 256)
     assert (parsed.steps, parsed.temperature, parsed.top_k, parsed.seed, parsed.view) == (256, 0.8, 0, 0, "one")
 
@@ -52,12 +82,20 @@ def test_the_sampling_limits_live_in_one_place_the_widget_the_link_and_the_recor
 
     high = stage_link.parse_link({"prompt": "x", "temperature": "9", "top_k": "99999", "seed": "9" * 9}, 256)
     low = stage_link.parse_link({"prompt": "x", "temperature": "0.001"}, 256)
-    assert (high.temperature, high.top_k, high.seed, low.temperature) == (TEMPERATURE_MAX, TOP_K_MAX, SEED_MAX,
-                                                                         TEMPERATURE_MIN)
+    assert (high.temperature, high.top_k, high.seed, low.temperature) == (
+        TEMPERATURE_MAX,
+        TOP_K_MAX,
+        SEED_MAX,
+        TEMPERATURE_MIN,
+    )
     for link in (high, low):  # whatever a link says, the record takes it
         Sampling(greedy=False, temperature=link.temperature, top_k=link.top_k, seed=link.seed)
-    for wrong in ({"temperature": TEMPERATURE_MAX + 0.01}, {"temperature": TEMPERATURE_MIN / 2},
-                  {"top_k": TOP_K_MAX + 1}, {"seed": SEED_MAX + 1}):
+    for wrong in (
+        {"temperature": TEMPERATURE_MAX + 0.01},
+        {"temperature": TEMPERATURE_MIN / 2},
+        {"top_k": TOP_K_MAX + 1},
+        {"seed": SEED_MAX + 1},
+    ):
         with pytest.raises(ValueError):
             Sampling(greedy=False, **wrong)
     at = _page()
@@ -69,16 +107,28 @@ def test_the_sampling_limits_live_in_one_place_the_widget_the_link_and_the_recor
 
 
 @pytest.mark.app
-def test_a_link_restores_sampling_view_and_presenter_mode_and_replays_the_generation(fresh_streamlit_caches,
-                                                                                        bundled):
+def test_a_link_restores_sampling_view_and_presenter_mode_and_replays_the_generation(fresh_streamlit_caches, bundled):
     from kvviz.step.engine import StepEngine
 
-    at = _page(prompt="JULIET:", steps="4", seed="7", temperature="0.9", top_k="20", greedy="0", view="race",
-               present="1", step_layer="L2", step_head="H3")
+    at = _page(
+        prompt="JULIET:",
+        steps="4",
+        seed="7",
+        temperature="0.9",
+        top_k="20",
+        greedy="0",
+        view="race",
+        present="1",
+        step_layer="L2",
+        step_head="H3",
+    )
     engine = at.session_state["step_engine"]
     assert engine.prompt_text == "JULIET:" and len(engine.records) == 5
-    assert (at.session_state["step_seed"], at.session_state["step_temperature"], at.session_state["step_top_k"]) \
-        == (7, 0.9, 20)
+    assert (at.session_state["step_seed"], at.session_state["step_temperature"], at.session_state["step_top_k"]) == (
+        7,
+        0.9,
+        20,
+    )
     assert at.session_state["step_view"] == "race" and at.toggle(key="step_present").value is True
     reference = StepEngine(bundled, DEFAULT_SAMPLING.__class__(greedy=False, temperature=0.9, top_k=20, seed=7))
     reference.prefill("JULIET:")
@@ -223,9 +273,14 @@ def test_the_stage_charts_read_from_the_back_of_the_room(bundled):
     snap = engine.snapshot(0, 0, all_layers=True)
     assert snap.copy is not None and snap.cache_len > 20
     timing = engine.race(budget_s=0.0)
-    charts = [figs.stage_figure(snap), figs.group_figure(snap), figs.race_figure(snap, True),
-              figs.race_timing_figure(timing.cached_ms, timing.uncached_ms, timing.fixed_ms),
-              figs.next_token_bars(["a", "b"], [0.6, 0.4], "a"), figs.growth_chart([0, 1], [1, 2], [1, 3], "dots")]
+    charts = [
+        figs.stage_figure(snap),
+        figs.group_figure(snap),
+        figs.race_figure(snap, True),
+        figs.race_timing_figure(timing.cached_ms, timing.uncached_ms, timing.fixed_ms),
+        figs.next_token_bars(["a", "b"], [0.6, 0.4], "a"),
+        figs.growth_chart([0, 1], [1, 2], [1, 3], "dots"),
+    ]
     for fig in charts:
         layout = fig.to_plotly_json()["layout"]
         for name, axis in layout.items():

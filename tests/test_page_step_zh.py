@@ -2,6 +2,7 @@
 on the stage (the model's own English output, and names, aside), a prompt with Chinese characters prefills and
 steps (the tokenizer is byte-level: the strip names the characters its byte tokens make), the Link carries the
 language, and the keyboard shortcuts find the stage's buttons by key, never by their (translated) labels."""
+
 from __future__ import annotations
 
 import ast
@@ -43,7 +44,7 @@ def _model_text(at: AppTest) -> set[str]:
 
 def _presets() -> list[str]:
     source = PAGE.read_text(encoding="utf-8")
-    block = source[source.index("PRESETS = {"): source.index("}", source.index("PRESETS = {"))]
+    block = source[source.index("PRESETS = {") : source.index("}", source.index("PRESETS = {"))]
     return [ast.literal_eval(s) for s in re.findall(r'"(?:[^"\\]|\\.)*"', block)]
 
 

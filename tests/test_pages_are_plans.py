@@ -6,6 +6,7 @@ below it, read as globals when it is finally called), and a reader has to jump a
 Values reach a page's functions as parameters, or are assigned above them. Names bound by `def` or `class` are not
 counted: calling a helper written lower down is ordinary. Read with `ast`, never imported.
 """
+
 from __future__ import annotations
 
 import ast
@@ -138,4 +139,5 @@ def test_the_rule_sees_a_later_global_and_nothing_else():
 @pytest.mark.parametrize("page", sorted(Path(PAGES_DIR).glob("*.py")), ids=lambda path: path.name)
 def test_no_page_function_reads_a_global_assigned_below_it(page: Path):
     assert reads_of_later_globals(page.read_text()) == [], (
-        f"{page.name}: pass these values as parameters, or assign them above the function")
+        f"{page.name}: pass these values as parameters, or assign them above the function"
+    )

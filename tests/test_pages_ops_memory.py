@@ -1,5 +1,6 @@
 """AppTest of the "Count the work" and "Memory budget" pages: they render, react to inputs, restore URL state,
 and turn bad input into messages. The pages run standalone (no app.py) on the real bundled model."""
+
 from __future__ import annotations
 
 import json
@@ -77,9 +78,19 @@ def test_memory_page_renders_reacts_and_writes_the_url():
 @pytest.mark.app
 def test_memory_page_restores_state_from_the_url():
     at = page("memory_budget")
-    at.query_params.update({"mem_preset": "gpt2", "mem_layers": "12", "mem_heads": "12", "mem_kv_heads": "12",
-                            "mem_head_dim": "64", "mem_dtype": "fp32", "mem_context": "1024", "mem_batch": "2",
-                            "mem_compare": ["llama-3-8b", "gemma-3-4b"]})  # a multiselect's link repeats the key
+    at.query_params.update(
+        {
+            "mem_preset": "gpt2",
+            "mem_layers": "12",
+            "mem_heads": "12",
+            "mem_kv_heads": "12",
+            "mem_head_dim": "64",
+            "mem_dtype": "fp32",
+            "mem_context": "1024",
+            "mem_batch": "2",
+            "mem_compare": ["llama-3-8b", "gemma-3-4b"],
+        }
+    )  # a multiselect's link repeats the key
     at.run()
     assert not at.exception
     shown = metrics(at)
@@ -102,8 +113,14 @@ def test_memory_page_refuses_bad_url_values_with_a_notice():
 def test_memory_page_imports_a_config_json():
     at = page("memory_budget")
     at.run()
-    cfg = {"num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4, "hidden_size": 3584,
-           "torch_dtype": "bfloat16", "max_position_embeddings": 32768}
+    cfg = {
+        "num_hidden_layers": 28,
+        "num_attention_heads": 28,
+        "num_key_value_heads": 4,
+        "hidden_size": 3584,
+        "torch_dtype": "bfloat16",
+        "max_position_embeddings": 32768,
+    }
     at.text_area(key="mem_paste").set_value(json.dumps(cfg)).run()
     at.button(key="mem_import").click().run()
     assert not at.exception and "Imported" in at.success[0].value and "head_dim" in shown(at.success[0].value)
@@ -150,11 +167,13 @@ def test_first_views_import_no_torch():
     import subprocess
     import sys
 
-    code = ("import sys; from streamlit.testing.v1 import AppTest\n"
-            "for name in ('attention_ops', 'memory_budget'):\n"
-            f"    at = AppTest.from_file({str(PAGES_DIR)!r} + '/' + name + '.py', default_timeout=120); at.run()\n"
-            "    assert not at.exception and at.metric, name\n"
-            "print('torch' in sys.modules, 'transformers' in sys.modules)")
+    code = (
+        "import sys; from streamlit.testing.v1 import AppTest\n"
+        "for name in ('attention_ops', 'memory_budget'):\n"
+        f"    at = AppTest.from_file({str(PAGES_DIR)!r} + '/' + name + '.py', default_timeout=120); at.run()\n"
+        "    assert not at.exception and at.metric, name\n"
+        "print('torch' in sys.modules, 'transformers' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "False False"
@@ -165,7 +184,9 @@ def test_memory_page_explains_what_does_not_fit():
     at = page("memory_budget")
     at.query_params.update({"mem_preset": "deepseek-v3", "mem_tab": "What fits"})
     at.run()
-    assert not at.exception and "do not fit" in at.error[0].value and "nothing is left for the cache" in at.error[0].value
+    assert (
+        not at.exception and "do not fit" in at.error[0].value and "nothing is left for the cache" in at.error[0].value
+    )
     at = page("memory_budget")
     at.query_params.update({"mem_preset": "mistral-7b", "mem_tab": "What fits", "mem_gpu": "NVIDIA H100 80GB"})
     at.run()
@@ -183,11 +204,23 @@ def test_memory_page_explains_what_does_not_fit():
 def test_link_refusals_name_only_what_streamlit_dropped_or_changed():
     from kvviz.inputs.links import link_refusals
 
-    linked = {"mem_layers": ["nan"], "mem_batch": ["8"], "mem_gpu": ["NVIDIA H100 80GB"], "mem_context": ["7.5"],
-              "mem_compare": ["gpt2", "nope"], "ops_flops": ["true"]}
+    linked = {
+        "mem_layers": ["nan"],
+        "mem_batch": ["8"],
+        "mem_gpu": ["NVIDIA H100 80GB"],
+        "mem_context": ["7.5"],
+        "mem_compare": ["gpt2", "nope"],
+        "ops_flops": ["true"],
+    }
     now = {"mem_batch": ["8"], "mem_gpu": ["NVIDIA H100 80GB"], "mem_context": ["7"], "mem_compare": ["gpt2"]}
-    shown = {"mem_layers": 32, "mem_batch": 8, "mem_gpu": "NVIDIA A100 80GB", "mem_context": 7,
-             "mem_compare": ["gpt2"], "ops_flops": True}
+    shown = {
+        "mem_layers": 32,
+        "mem_batch": 8,
+        "mem_gpu": "NVIDIA A100 80GB",
+        "mem_context": 7,
+        "mem_compare": ["gpt2"],
+        "ops_flops": True,
+    }
     out = link_refusals(linked, now, shown)
     # kept as linked (even when the widget was not drawn: mem_gpu in a closed tab) -> no message;
     # removed but equal to what is shown (a default) -> no message
@@ -212,7 +245,8 @@ def test_pages_show_the_savings_sentence_and_the_quantized_residual():
     assert metrics(at)["Total: 4,096 tokens x batch 1"] == units.short_bytes(with_window)
     at.number_input(key="mem_residual").set_value(0).run()
     assert metrics(at)["Total: 4,096 tokens x batch 1"] == units.short_bytes(
-        memory.kv_bytes(replace(llama, dtype="int4"), 4096))
+        memory.kv_bytes(replace(llama, dtype="int4"), 4096)
+    )
 
 
 @pytest.mark.app
@@ -237,6 +271,7 @@ def test_the_plans_memory_link_answers_when_the_cache_outweighs_the_weights():
 def test_only_a_link_that_names_a_tab_scrolls_to_it():
     """The scroll to the tab bar is for a link that opens the page on a tab, never for an ordinary tab click (it
     scrolls for 15 s, and under a GPU picker the reader has opened its list would close)."""
+
     def scrolls(at: AppTest) -> bool:
         return any("scrollIntoView" in h.proto.body for h in at.get("html"))
 
@@ -257,21 +292,25 @@ def test_only_a_link_that_names_a_tab_scrolls_to_it():
 @pytest.mark.app
 def test_a_batch_that_does_not_fit_says_so():
     at = page("memory_budget")
-    at.query_params.update({"mem_preset": "llama-3-8b", "mem_context": "8192", "mem_batch": "500",
-                            "mem_tab": "What fits"})
+    at.query_params.update(
+        {"mem_preset": "llama-3-8b", "mem_context": "8192", "mem_batch": "500", "mem_tab": "What fits"}
+    )
     at.run()
     assert not at.exception
     largest = metrics(at)["Largest batch at 8,192 tokens"]
     assert int(largest.replace(",", "")) < 500
-    assert any("Does not fit" in e.value and f"largest batch that fits at this context is {largest}" in e.value
-               for e in at.error)
+    assert any(
+        "Does not fit" in e.value and f"largest batch that fits at this context is {largest}" in e.value
+        for e in at.error
+    )
 
 
 @pytest.mark.app
 def test_every_tabs_inputs_stay_in_the_url_when_the_tab_changes():
     at = page("memory_budget")
-    at.query_params.update({"mem_compare": ["gpt2"], "mem_gpu": "NVIDIA H100 80GB", "mem_block": "32",
-                            "mem_tab": "What fits"})
+    at.query_params.update(
+        {"mem_compare": ["gpt2"], "mem_gpu": "NVIDIA H100 80GB", "mem_block": "32", "mem_tab": "What fits"}
+    )
     at.run()
     for tab in ("Size vs context", "Paged vs flat", "Textbook figures", "What fits"):
         open_tab(at, "mem_tab", tab)

@@ -1,5 +1,6 @@
 """Attention patterns: the scores on matrices built by hand, the full matrices of a real uncached pass (whose
 last row is exactly the row a cached step computes), the figures, and the page on both bundled models."""
+
 from __future__ import annotations
 
 import numpy as np

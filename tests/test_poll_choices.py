@@ -2,6 +2,7 @@
 (a choice question keeps its own, 2 to 5), the right answer exactly once, no two alike, each wrong one explained,
 and one order for a room and step whatever the language. Steps 9, 10 and 12 compute from published presets (no
 model: the pure tier); the others run the bundled model (the model tier)."""
+
 from __future__ import annotations
 
 import pytest
@@ -111,5 +112,6 @@ def test_polls_of_the_steps_with_the_model(bundled):
             with i18n.language(code):
                 by_language[code] = lesson.STEPS[step - 1].ask(engine)
         measured = step == MEASURED_STEP and not lesson.same_choice(
-            str(by_language[i18n.ENGLISH].answer), str(by_language[i18n.CHINESE].answer))
+            str(by_language[i18n.ENGLISH].answer), str(by_language[i18n.CHINESE].answer)
+        )
         check_step(step, by_language, across_languages=not measured)

@@ -2,6 +2,7 @@
 tier) and on a throwaway PostgreSQL server (support.postgres, marked slow: it starts a server). Votes counted once per
 voter, the latest counting; rounds apart; host actions only with the host key; expiry on an injected clock; the CSV
 equal to the votes; every refusal a clear exception; two processes voting at once on one SQLite file."""
+
 from __future__ import annotations
 
 import csv
@@ -96,13 +97,19 @@ def test_host_actions_refuse_without_the_host_key(store, room, key):
     if key == "other-room":
         key = store.create_room().host_key
     store.vote(room.code, "a", STEP, 1, 1)
-    actions = [lambda: store.open_step(room.code, key, polls(STEP + 1)),
-               lambda: store.next_question(room.code, key, polls(STEP + 1)),
-               lambda: store.reveal(room.code, key), lambda: store.lock(room.code, key),
-               lambda: store.unlock(room.code, key), lambda: store.vote_again(room.code, key),
-               lambda: store.reset(room.code, key), lambda: store.mark_result(room.code, key, STEP, True),
-               lambda: store.export_csv(room.code, key, "en"), lambda: store.results(room.code, key),
-               lambda: store.check_host(room.code, key)]
+    actions = [
+        lambda: store.open_step(room.code, key, polls(STEP + 1)),
+        lambda: store.next_question(room.code, key, polls(STEP + 1)),
+        lambda: store.reveal(room.code, key),
+        lambda: store.lock(room.code, key),
+        lambda: store.unlock(room.code, key),
+        lambda: store.vote_again(room.code, key),
+        lambda: store.reset(room.code, key),
+        lambda: store.mark_result(room.code, key, STEP, True),
+        lambda: store.export_csv(room.code, key, "en"),
+        lambda: store.results(room.code, key),
+        lambda: store.check_host(room.code, key),
+    ]
     for action in actions:
         with pytest.raises(ps.NotHost):
             action()
@@ -148,8 +155,10 @@ def test_an_idle_room_expires_is_refused_and_purged(store, room, clock, url):
         store.reveal(room.code, room.host_key)
     engine = sa.create_engine(url)
     with engine.connect() as conn:  # the room and everything in it are gone from the database
-        left = {t.name: conn.execute(sa.select(sa.func.count()).select_from(t)).scalar_one()
-                for t in (ps.rooms, *ps._ROOM_TABLES)}
+        left = {
+            t.name: conn.execute(sa.select(sa.func.count()).select_from(t)).scalar_one()
+            for t in (ps.rooms, *ps._ROOM_TABLES)
+        }
     engine.dispose()
     assert left == dict.fromkeys(left, 0)
 
@@ -183,23 +192,36 @@ def test_the_csv_matches_the_votes_and_names_no_voter(store, room):
     rows = _csv_rows(text)
     assert list(rows[0]) == ["step", "round", "question", "letter", "choice", "right", "mistake", "votes"]
     assert "voter-token" not in text
-    got = {(int(r["step"]), int(r["round"]), r["letter"], r["choice"]): (r["right"], r["mistake"], int(r["votes"]))
-           for r in rows}
+    got = {
+        (int(r["step"]), int(r["round"]), r["letter"], r["choice"]): (r["right"], r["mistake"], int(r["votes"]))
+        for r in rows
+    }
     assert got == {
-        (STEP, 1, "A", "en choice 0"): ("no", "en mistake 0", 1), (STEP, 1, "B", "en choice 1"): ("yes", "", 2),
-        (STEP, 1, "C", "en choice 2"): ("no", "en mistake 2", 0), (STEP, 1, "D", "en choice 3"): ("no", "en mistake 3", 0),
-        (STEP, 2, "A", "en choice 0"): ("no", "en mistake 0", 0), (STEP, 2, "B", "en choice 1"): ("yes", "", 1),
-        (STEP, 2, "C", "en choice 2"): ("no", "en mistake 2", 0), (STEP, 2, "D", "en choice 3"): ("no", "en mistake 3", 0),
+        (STEP, 1, "A", "en choice 0"): ("no", "en mistake 0", 1),
+        (STEP, 1, "B", "en choice 1"): ("yes", "", 2),
+        (STEP, 1, "C", "en choice 2"): ("no", "en mistake 2", 0),
+        (STEP, 1, "D", "en choice 3"): ("no", "en mistake 3", 0),
+        (STEP, 2, "A", "en choice 0"): ("no", "en mistake 0", 0),
+        (STEP, 2, "B", "en choice 1"): ("yes", "", 1),
+        (STEP, 2, "C", "en choice 2"): ("no", "en mistake 2", 0),
+        (STEP, 2, "D", "en choice 3"): ("no", "en mistake 3", 0),
         (STEP + 1, 1, "A", "en choice 0"): ("no", "en mistake 0", 0),
         (STEP + 1, 1, "B", "en choice 1"): ("no", "en mistake 1", 0),
-        (STEP + 1, 1, "C", "en choice 2"): ("yes", "", 1)}
-    assert {(int(r["step"]), r["question"]) for r in rows} == {(STEP, f"en: question {STEP}"),
-                                                               (STEP + 1, f"en: question {STEP + 1}")}
+        (STEP + 1, 1, "C", "en choice 2"): ("yes", "", 1),
+    }
+    assert {(int(r["step"]), r["question"]) for r in rows} == {
+        (STEP, f"en: question {STEP}"),
+        (STEP + 1, f"en: question {STEP + 1}"),
+    }
     for tally in store.results(room.code, room.host_key):  # the CSV's sums are the tallies
-        assert sum(v for (s, r, _l, _c), (_r, _m, v) in got.items() if (s, r) == (tally.step, tally.round)) == tally.voted
+        assert (
+            sum(v for (s, r, _l, _c), (_r, _m, v) in got.items() if (s, r) == (tally.step, tally.round)) == tally.voted
+        )
     chinese = _csv_rows(store.export_csv(room.code, room.host_key, "zh-CN"))
     assert {r["choice"] for r in chinese} >= {"zh-CN choice 1"} and {r["question"] for r in chinese} == {
-        f"zh-CN: question {STEP}", f"zh-CN: question {STEP + 1}"}
+        f"zh-CN: question {STEP}",
+        f"zh-CN: question {STEP + 1}",
+    }
 
 
 def test_the_csv_lists_only_the_polled_steps_in_plain_text(store, room):
@@ -207,8 +229,16 @@ def test_the_csv_lists_only_the_polled_steps_in_plain_text(store, room):
     or with only a held-back vote, is listed; markdown's code backticks are dropped from every text."""
     store.vote(room.code, "a", STEP, 1, 1)
     store.open_step(room.code, room.host_key, polls(STEP + 1))  # passed through: 0 votes, no action
-    coded = {language: PollQuestion(STEP + 2, f"{language}: which row holds `en`?", ("Row 8: `en`", "Row 0: ``red``"),
-                                    0, ("", "reads the `mask`")) for language in i18n.LANGUAGES}
+    coded = {
+        language: PollQuestion(
+            STEP + 2,
+            f"{language}: which row holds `en`?",
+            ("Row 8: `en`", "Row 0: ``red``"),
+            0,
+            ("", "reads the `mask`"),
+        )
+        for language in i18n.LANGUAGES
+    }
     store.open_step(room.code, room.host_key, coded)
     store.reveal(room.code, room.host_key)  # revealed with no vote: polled
     store.open_step(room.code, room.host_key, polls(STEP + 3))
@@ -221,7 +251,9 @@ def test_the_csv_lists_only_the_polled_steps_in_plain_text(store, room):
     assert sorted({int(r["step"]) for r in rows}) == [STEP, STEP + 2, STEP + 3]
     assert [t.step for t in store.results(room.code, room.host_key)] == [STEP, STEP + 2, STEP + 3]
     assert [(r["question"], r["letter"], r["choice"], r["mistake"]) for r in rows if int(r["step"]) == STEP + 2] == [
-        ("en: which row holds en?", "A", "Row 8: en", ""), ("en: which row holds en?", "B", "Row 0: red", "reads the mask")]
+        ("en: which row holds en?", "A", "Row 8: en", ""),
+        ("en: which row holds en?", "B", "Row 0: red", "reads the mask"),
+    ]
     assert "`" not in store.export_csv(room.code, room.host_key, "zh-CN")
 
 
@@ -266,7 +298,9 @@ def test_a_revealed_round_is_final(store, room):
         store.poll_again(room.code, room.host_key, polls())
     assert store.open_step(room.code, room.host_key, polls()).phase == "revealed"
     assert [(t.round, t.counts) for t in store.results(room.code, room.host_key) if t.step == STEP] == [
-        (1, (0, 1, 1, 0)), (2, (0, 1, 0, 0))]
+        (1, (0, 1, 1, 0)),
+        (2, (0, 1, 0, 0)),
+    ]
     # Reset is the teacher's explicit action: it drops the step's votes and opens round 1.
     assert (store.reset(room.code, room.host_key).round, store.room(room.code).phase) == (1, "open")
     assert store.voted_count(room.code, STEP, 1) == 0
@@ -293,8 +327,12 @@ def test_an_unrevealed_step_reopens_in_its_round_and_every_host_action_bumps_the
 
 @pytest.mark.parametrize("code", ["ZZZZZZ", "ABC23", "ABC2345", "O0OIL1", "", None, "A" * 10_000, "💥💥💥💥💥💥"])
 def test_a_forged_code_is_refused(store, room, code):
-    for attempt in (lambda: store.room(code), lambda: store.vote(code, "a", STEP, 1, 0),
-                    lambda: store.voted_count(code, STEP, 1), lambda: store.reveal(code, room.host_key)):
+    for attempt in (
+        lambda: store.room(code),
+        lambda: store.vote(code, "a", STEP, 1, 0),
+        lambda: store.voted_count(code, STEP, 1),
+        lambda: store.reveal(code, room.host_key),
+    ):
         with pytest.raises(ps.RoomNotFound):
             attempt()
 

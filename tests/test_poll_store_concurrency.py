@@ -5,6 +5,7 @@ process, each store call its own transaction on its own pooled connection, as a 
   its check and its insert while the teacher locks; 20 voters tapping while the teacher locks, three times over).
 - The rate-limit counter is atomic: 20 taps at once from one voter give exactly VOTES_PER_MINUTE votes, none lost.
 """
+
 from __future__ import annotations
 
 import threading
@@ -25,9 +26,16 @@ TAP_GAP_S = 0.005  # between one voter's taps (with none, 20 tight loops can sta
 
 
 def polls(step: int) -> dict[str, PollQuestion]:
-    return {language: PollQuestion(step, f"{language}: question {step}", tuple(f"{language} {i}" for i in range(4)),
-                                   1, tuple("" if i == 1 else f"mistake {i}" for i in range(4)))
-            for language in i18n.LANGUAGES}
+    return {
+        language: PollQuestion(
+            step,
+            f"{language}: question {step}",
+            tuple(f"{language} {i}" for i in range(4)),
+            1,
+            tuple("" if i == 1 else f"mistake {i}" for i in range(4)),
+        )
+        for language in i18n.LANGUAGES
+    }
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +77,8 @@ def test_a_vote_held_between_its_check_and_its_insert_never_counts_after_the_loc
     @event.listens_for(store.engine, "before_cursor_execute")
     def _hold(conn, cursor, statement, parameters, context, executemany):
         if threading.current_thread().name == "voter" and statement.lstrip().upper().startswith(
-                "INSERT INTO POLL_VOTES"):
+            "INSERT INTO POLL_VOTES"
+        ):
             at_insert.set()
             go_on.wait(timeout=JOIN_S)
 
@@ -112,8 +121,16 @@ def test_twenty_voters_and_a_lock_in_the_middle_no_vote_counts_after_it(store, a
         some_counted = threading.Event()
         stop = threading.Event()
 
-        def voter(k: int, step: int = step, acknowledged=acknowledged, refused=refused, faults=faults,
-                  started=started, some_counted=some_counted, stop=stop) -> None:
+        def voter(
+            k: int,
+            step: int = step,
+            acknowledged=acknowledged,
+            refused=refused,
+            faults=faults,
+            started=started,
+            some_counted=some_counted,
+            stop=stop,
+        ) -> None:
             started.wait(timeout=JOIN_S)
             for i in range(10_000):
                 token = f"phone-{step}-{k}-{i}"

@@ -2,6 +2,7 @@
 had versions (the "v0" tables below, copied from that kvviz's poll_store.py, with rows in them) upgrades in place when
 the new code opens it, its rooms and votes kept; a new database is made at the newest version; several processes
 opening an old store at once upgrade it once. On SQLite (pure tier) and a throwaway PostgreSQL (slow)."""
+
 from __future__ import annotations
 
 import threading
@@ -22,7 +23,8 @@ CODE, HOST_KEY = "ABC234", "the-host-key"
 # ----- the schema before versions: poll_store.py's tables as they were (metadata.create_all made them) -------------
 v0 = sa.MetaData()
 v0_rooms = sa.Table(
-    "poll_rooms", v0,
+    "poll_rooms",
+    v0,
     sa.Column("code", sa.String(16), primary_key=True),
     sa.Column("host_key_sha256", sa.String(64), nullable=False),
     sa.Column("created_s", sa.Float, nullable=False),
@@ -30,58 +32,80 @@ v0_rooms = sa.Table(
     sa.Column("step", sa.Integer, nullable=False),  # 0: no step opened yet
     sa.Column("round", sa.Integer, nullable=False),
     sa.Column("phase", sa.String(16), nullable=False),
-    sa.Column("n_choices", sa.Integer, nullable=False))
+    sa.Column("n_choices", sa.Integer, nullable=False),
+)
 v0_questions = sa.Table(
-    "poll_questions", v0,
+    "poll_questions",
+    v0,
     sa.Column("room", sa.String(16), primary_key=True),
     sa.Column("step", sa.Integer, primary_key=True),
     sa.Column("language", sa.String(16), primary_key=True),
-    sa.Column("poll_json", sa.Text, nullable=False))
+    sa.Column("poll_json", sa.Text, nullable=False),
+)
 v0_votes = sa.Table(
-    "poll_votes", v0,
+    "poll_votes",
+    v0,
     sa.Column("room", sa.String(16), primary_key=True),
     sa.Column("step", sa.Integer, primary_key=True),
     sa.Column("round", sa.Integer, primary_key=True),
     sa.Column("voter_sha256", sa.String(64), primary_key=True),
     sa.Column("choice", sa.Integer, nullable=False),
-    sa.Column("voted_s", sa.Float, nullable=False))
+    sa.Column("voted_s", sa.Float, nullable=False),
+)
 v0_voters = sa.Table(
-    "poll_voters", v0,
+    "poll_voters",
+    v0,
     sa.Column("room", sa.String(16), primary_key=True),
     sa.Column("voter_sha256", sa.String(64), primary_key=True),
     sa.Column("minute", sa.Integer, nullable=False),
-    sa.Column("votes", sa.Integer, nullable=False))
+    sa.Column("votes", sa.Integer, nullable=False),
+)
 sa.Table(
-    "poll_results", v0,
+    "poll_results",
+    v0,
     sa.Column("room", sa.String(16), primary_key=True),
     sa.Column("step", sa.Integer, primary_key=True),
-    sa.Column("right", sa.Boolean, nullable=False))
+    sa.Column("right", sa.Boolean, nullable=False),
+)
 v0_limits = sa.Table(
-    "poll_limits", v0,
+    "poll_limits",
+    v0,
     sa.Column("room", sa.String(16), primary_key=True),
     sa.Column("per_address", sa.Integer, nullable=False),
-    sa.Column("class_size", sa.Integer, nullable=True))
+    sa.Column("class_size", sa.Integer, nullable=True),
+)
 sa.Table(
-    "poll_clients", v0,
+    "poll_clients",
+    v0,
     sa.Column("room", sa.String(16), primary_key=True),
     sa.Column("client_sha256", sa.String(64), primary_key=True),
-    sa.Column("voter_sha256", sa.String(64), primary_key=True))
+    sa.Column("voter_sha256", sa.String(64), primary_key=True),
+)
 sa.Table(
-    "poll_held", v0,
+    "poll_held",
+    v0,
     sa.Column("room", sa.String(16), primary_key=True),
     sa.Column("step", sa.Integer, primary_key=True),
     sa.Column("round", sa.Integer, primary_key=True),
-    sa.Column("voter_sha256", sa.String(64), primary_key=True))
+    sa.Column("voter_sha256", sa.String(64), primary_key=True),
+)
 v0_openers = sa.Table(
-    "poll_openers", v0,
+    "poll_openers",
+    v0,
     sa.Column("code", sa.String(16), primary_key=True),
     sa.Column("client_sha256", sa.String(64), nullable=False),
-    sa.Column("created_s", sa.Float, nullable=False))
+    sa.Column("created_s", sa.Float, nullable=False),
+)
 
 
 def poll(step: int, language: str) -> PollQuestion:
-    return PollQuestion(step, f"{language}: question {step}", tuple(f"{language} {i}" for i in range(3)), 1,
-                        tuple("" if i == 1 else f"{language} mistake {i}" for i in range(3)))
+    return PollQuestion(
+        step,
+        f"{language}: question {step}",
+        tuple(f"{language} {i}" for i in range(3)),
+        1,
+        tuple("" if i == 1 else f"{language} mistake {i}" for i in range(3)),
+    )
 
 
 def polls(step: int) -> dict[str, PollQuestion]:
@@ -93,17 +117,33 @@ def write_v0_store(url: str) -> None:
     engine = sa.create_engine(url)
     v0.create_all(engine)
     with engine.begin() as conn:
-        conn.execute(v0_rooms.insert().values(code=CODE, host_key_sha256=ps._hash(HOST_KEY), created_s=NOW,
-                                              active_s=NOW, step=3, round=1, phase="revealed", n_choices=3))
+        conn.execute(
+            v0_rooms.insert().values(
+                code=CODE,
+                host_key_sha256=ps._hash(HOST_KEY),
+                created_s=NOW,
+                active_s=NOW,
+                step=3,
+                round=1,
+                phase="revealed",
+                n_choices=3,
+            )
+        )
         conn.execute(v0_openers.insert().values(code=CODE, client_sha256="c" * 64, created_s=NOW))
         conn.execute(v0_limits.insert().values(room=CODE, per_address=30, class_size=None))
         for step in (2, 3):
             for language in i18n.LANGUAGES:
-                conn.execute(v0_questions.insert().values(room=CODE, step=step, language=language,
-                                                          poll_json=poll(step, language).to_json()))
+                conn.execute(
+                    v0_questions.insert().values(
+                        room=CODE, step=step, language=language, poll_json=poll(step, language).to_json()
+                    )
+                )
         for voter, (step, choice) in enumerate([(2, 0), (2, 1), (3, 1), (3, 1), (3, 2)]):
-            conn.execute(v0_votes.insert().values(room=CODE, step=step, round=1, voter_sha256=f"{voter:064d}",
-                                                  choice=choice, voted_s=NOW))
+            conn.execute(
+                v0_votes.insert().values(
+                    room=CODE, step=step, round=1, voter_sha256=f"{voter:064d}", choice=choice, voted_s=NOW
+                )
+            )
         conn.execute(v0_voters.insert().values(room=CODE, voter_sha256=f"{0:064d}", minute=int(NOW // 60), votes=4))
     engine.dispose()
 
@@ -146,8 +186,12 @@ def test_a_store_from_before_versions_upgrades_in_place_and_keeps_its_rows(url):
     store = ps.PollStore(url, clock=Clock(NOW + 60))
     try:
         assert schema_version(url) == poll_migrations.HEAD
-        assert "version" in columns(url, "poll_rooms") and columns(url, "poll_steps") == {"room", "step", "round",
-                                                                                           "phase"}
+        assert "version" in columns(url, "poll_rooms") and columns(url, "poll_steps") == {
+            "room",
+            "step",
+            "round",
+            "phase",
+        }
         state = store.check_host(CODE, HOST_KEY)  # the old room and its host key
         assert (state.step, state.round, state.phase, state.version) == (3, 1, "revealed", 0)
         assert store.limits(CODE) == (30, None)

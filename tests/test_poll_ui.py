@@ -1,5 +1,6 @@
 """The class poll's pieces that need no page run: which join links a phone cannot open, the QR code drawn here, and
 the reveal's figure (the projector's round 1 beside round 2, the right choice marked)."""
+
 from __future__ import annotations
 
 import base64
@@ -11,11 +12,16 @@ from kvviz.figures.poll import choice_letter, poll_figure
 from kvviz.ui.poll import only_this_computer, qr_image
 
 
-@pytest.mark.parametrize("url, local", [
-    ("http://127.0.0.1:8501/join?room=ABC234", True), ("http://localhost:8501/join", True),
-    ("http://[::1]:8501/join", True), ("http://192.168.1.20:8500/join?room=ABC234", False),
-    ("http://class-laptop.local:8500/join", False),
-])
+@pytest.mark.parametrize(
+    "url, local",
+    [
+        ("http://127.0.0.1:8501/join?room=ABC234", True),
+        ("http://localhost:8501/join", True),
+        ("http://[::1]:8501/join", True),
+        ("http://192.168.1.20:8500/join?room=ABC234", False),
+        ("http://class-laptop.local:8500/join", False),
+    ],
+)
 def test_a_join_link_on_this_computer_is_flagged(url, local):
     assert only_this_computer(url) is local
 

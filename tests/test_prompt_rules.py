@@ -1,4 +1,5 @@
 """The one prompt rule and the bounded-number validators (kvviz/inputs/prompt_rules.py), with the bundled tokenizer."""
+
 from __future__ import annotations
 
 import math
@@ -66,16 +67,19 @@ def test_check_int_in_range_accepts_whole_numbers():
     assert type(check_int_in_range(np.int64(2), 1, 5, "n")) is int
 
 
-@pytest.mark.parametrize("value, message", [
-    (0, r"block size must be between 1 and 64 \(got 0\)"),
-    (65, r"block size must be between 1 and 64 \(got 65\)"),
-    (2.5, "whole number"),
-    (math.nan, "whole number"),
-    (math.inf, "whole number"),
-    (True, "whole number"),
-    ("7", "whole number"),
-    (None, "whole number"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (0, r"block size must be between 1 and 64 \(got 0\)"),
+        (65, r"block size must be between 1 and 64 \(got 65\)"),
+        (2.5, "whole number"),
+        (math.nan, "whole number"),
+        (math.inf, "whole number"),
+        (True, "whole number"),
+        ("7", "whole number"),
+        (None, "whole number"),
+    ],
+)
 def test_check_int_in_range_refuses(value, message):
     with pytest.raises(ValueError, match=message):
         check_int_in_range(value, 1, 64, "block size")

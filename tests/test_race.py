@@ -5,6 +5,7 @@ ends a race within one transformer block, and the caption never says what the ch
 
 The passes are real (the bundled model); the clock is injected where a test counts work against the budget: a
 forward pre-hook advances it by a pass's cost at stated rates, so the arithmetic is checked, never a speed."""
+
 from __future__ import annotations
 
 import random
@@ -15,7 +16,10 @@ from streamlit.testing.v1 import AppTest
 from kvviz.step.records import RACE_BUDGET_S, RaceTiming
 from support.pages import app_test
 
-GPT2_124M_RATES = (0.070, 0.008)  # s per pass, s per token fed: docs/measurements.md: GPT-2 124M on one thread (70 ms floor, 330 ms at 32 tokens)
+GPT2_124M_RATES = (
+    0.070,
+    0.008,
+)  # s per pass, s per token fed: docs/measurements.md: GPT-2 124M on one thread (70 ms floor, 330 ms at 32 tokens)
 
 
 class PassClock:
@@ -66,8 +70,14 @@ def test_a_click_at_the_124m_shape_and_255_tokens_does_one_repeat_and_one_long_p
     assert clock.now == pytest.approx(4 * one_pass(1) + one_pass(length))
 
 
-RATE_CASES = [(random.Random(seed).uniform(1e-5, 0.2), random.Random(seed + 99).uniform(0.0, 0.02),
-               random.Random(seed + 7).randint(2, 48)) for seed in range(14)]
+RATE_CASES = [
+    (
+        random.Random(seed).uniform(1e-5, 0.2),
+        random.Random(seed + 99).uniform(0.0, 0.02),
+        random.Random(seed + 7).randint(2, 48),
+    )
+    for seed in range(14)
+]
 RATE_CASES += [(0.0005, 0.00002, 30), (0.07, 0.008, 40), (0.05, 0.0, 2)]  # the bundled model quiet; 124M; 1 row
 
 
@@ -135,10 +145,22 @@ def test_an_engine_race_changes_nothing_and_with_no_budget_measures_once(bundled
 
 
 # ----- the caption: computed from the numbers ---------------------------------------------------------------
-UNDER = RaceTiming(seq_len=10, cached_ms=(1.9, 2.0, 2.1), uncached_ms=(18.0, 19.1, 20.0), fixed_ms=(3.5, 3.6, 3.7),
-                   model_label="bundled", load_1min=1.0)  # the cached median under the floor
-ABOVE = RaceTiming(seq_len=10, cached_ms=(4.0, 4.1, 4.2), uncached_ms=(18.0, 19.1, 20.0), fixed_ms=(3.5, 3.6, 3.7),
-                   model_label="bundled", load_1min=1.0)
+UNDER = RaceTiming(
+    seq_len=10,
+    cached_ms=(1.9, 2.0, 2.1),
+    uncached_ms=(18.0, 19.1, 20.0),
+    fixed_ms=(3.5, 3.6, 3.7),
+    model_label="bundled",
+    load_1min=1.0,
+)  # the cached median under the floor
+ABOVE = RaceTiming(
+    seq_len=10,
+    cached_ms=(4.0, 4.1, 4.2),
+    uncached_ms=(18.0, 19.1, 20.0),
+    fixed_ms=(3.5, 3.6, 3.7),
+    model_label="bundled",
+    load_1min=1.0,
+)
 
 
 def test_below_floor_names_the_sides_under_the_one_token_forward():
@@ -165,9 +187,10 @@ def _text(at: AppTest) -> str:
 def test_the_caption_never_says_both_stand_on_a_floor_one_is_drawn_under(fresh_streamlit_caches):
     at = _race_page()
     key, _measured = at.session_state["step_race_timing"]
-    for timing, says, never in ((UNDER, "The cached step's median (2.0 ms) came in under the dashed line",
-                                 "Both stand on the dashed line"),
-                                (ABOVE, "Both stand on the dashed line", "came in under the dashed line")):
+    for timing, says, never in (
+        (UNDER, "The cached step's median (2.0 ms) came in under the dashed line", "Both stand on the dashed line"),
+        (ABOVE, "Both stand on the dashed line", "came in under the dashed line"),
+    ):
         at.session_state["step_race_timing"] = (key, timing)
         at.run()
         assert not at.exception
@@ -185,7 +208,9 @@ def test_on_the_124m_shape_each_part_of_the_race_says_which_model_it_shows(fresh
     timing = at.session_state["step_race_timing"][1]
     assert timing.model_label != small and "gpt2" in timing.model_label
     text = _text(at)
-    assert f"K caches and counts below: {small}, the model generating. The clock under them: {timing.model_label}" in text
+    assert (
+        f"K caches and counts below: {small}, the model generating. The clock under them: {timing.model_label}" in text
+    )
     assert f"The tiles above count {small}; the clock and the verdict below time {timing.model_label}." in text
     assert f"Clock: {timing.model_label}." in text
     assert "At this shape:" in text or "Inside the noise" in text or "measured slower" in text

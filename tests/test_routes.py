@@ -1,6 +1,7 @@
 """kvviz.routes: the one table of pages. Every link the library and the pages build names a route of the table and
 only query keys that route declares, and every declared key is read by its page's script: a page that renames a
 key fails here, not in a classroom. Pure: the sources are read (ast), the pure library is imported, no page runs."""
+
 from __future__ import annotations
 
 import ast
@@ -50,9 +51,12 @@ def test_a_query_names_only_the_fields_its_page_reads():
 
 def test_no_file_path_outside_the_table():
     """A page's file is written once: Route.file (from PAGE_FOLDER). No source spells "pages/...", app.py included."""
-    found = [f"{path.relative_to(REPO)}:{node.lineno}" for path in _sources()
-             for node in ast.walk(ast.parse(path.read_text()))
-             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("pages/")]
+    found = [
+        f"{path.relative_to(REPO)}:{node.lineno}"
+        for path in _sources()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("pages/")
+    ]
     assert found == []
     assert "routes.ROUTES" in (REPO / "app.py").read_text()  # the navigation is built from the table
 
@@ -85,9 +89,14 @@ def test_library_links_name_routes_and_their_keys():
 
 def _route_query_calls(path: Path) -> list[tuple[ast.Call, str]]:
     """`X.query(field=...)` calls (keyword fields) and their receiver's source."""
-    return [(node, ast.unparse(node.func.value)) for node in ast.walk(ast.parse(path.read_text()))
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "query"
-            and node.keywords]
+    return [
+        (node, ast.unparse(node.func.value))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "query"
+        and node.keywords
+    ]
 
 
 @pytest.mark.parametrize("module", LINK_MODULES)
@@ -110,16 +119,24 @@ def test_no_page_key_is_written_in_the_library():
     keys = {key for r in routes.ROUTES for name, key in r.reads.items() if key != name}
     assert {"mem_preset", "ops_tab", "pat_source", "step_layer", "lesson_class"} <= keys
     allowed = {REPO / "kvviz" / "routes.py", REPO / "kvviz" / "ui.py"}
-    found = [f"{path.relative_to(REPO)}:{node.lineno}: {node.value}" for path in (REPO / "kvviz").rglob("*.py")
-             if path not in allowed for node in ast.walk(ast.parse(path.read_text()))
-             if isinstance(node, ast.Constant) and node.value in keys]
+    found = [
+        f"{path.relative_to(REPO)}:{node.lineno}: {node.value}"
+        for path in (REPO / "kvviz").rglob("*.py")
+        if path not in allowed
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and node.value in keys
+    ]
     assert found == []
 
 
 # ----- the links the pages build --------------------------------------------------------------------------------
 def _page_links() -> list[tuple[Path, ast.Call]]:
-    return [(path, node) for path in sorted(PAGES.glob("*.py")) for node in ast.walk(ast.parse(path.read_text()))
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "page_link"]
+    return [
+        (path, node)
+        for path in sorted(PAGES.glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "page_link"
+    ]
 
 
 def test_page_links_name_a_route_and_keep_the_language_and_the_model():
@@ -140,17 +157,28 @@ def test_page_links_name_a_route_and_keep_the_language_and_the_model():
         tree = ast.parse(path.read_text())
         helpers = {f.name: ast.unparse(f) for f in tree.body if isinstance(f, ast.FunctionDef)}
         names = {n.id for n in ast.walk(query) if isinstance(n, ast.Name)}
-        built = ast.unparse(query) + "".join(helpers.get(name, "") for name in names) + "".join(
-            ast.unparse(a.value) for a in ast.walk(tree) if isinstance(a, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id in names for t in a.targets))
+        built = (
+            ast.unparse(query)
+            + "".join(helpers.get(name, "") for name in names)
+            + "".join(
+                ast.unparse(a.value)
+                for a in ast.walk(tree)
+                if isinstance(a, ast.Assign) and any(isinstance(t, ast.Name) and t.id in names for t in a.targets)
+            )
+        )
         assert "link_params" in built, f"{where}: the link drops lang or model (links.link_params)"
-        assert not any(isinstance(key, ast.Constant) for node in ast.walk(query) if isinstance(node, ast.Dict)
-                       for key in node.keys), f"{where}: a key written by hand (use route.query)"
+        assert not any(
+            isinstance(key, ast.Constant) for node in ast.walk(query) if isinstance(node, ast.Dict) for key in node.keys
+        ), f"{where}: a key written by hand (use route.query)"
 
 
 def test_every_query_the_pages_write_names_declared_fields():
-    calls = [(path, call, receiver) for path in sorted(PAGES.glob("*.py")) for call, receiver in _route_query_calls(path)
-             if receiver.startswith("routes.")]
+    calls = [
+        (path, call, receiver)
+        for path in sorted(PAGES.glob("*.py"))
+        for call, receiver in _route_query_calls(path)
+        if receiver.startswith("routes.")
+    ]
     assert calls
     for path, call, receiver in calls:
         route = eval(receiver, {"routes": routes})  # noqa: S307
@@ -173,7 +201,7 @@ def _reads(tree: ast.Module, source: str, key: str) -> bool:
     lines = source.splitlines()
 
     def reads_url(node: ast.AST) -> bool:  # the node's lines
-        text = "\n".join(lines[node.lineno - 1:node.end_lineno])
+        text = "\n".join(lines[node.lineno - 1 : node.end_lineno])
         return any(mark in text for mark in URL_READ)
 
     binders = {f.name for f in tree.body if isinstance(f, ast.FunctionDef) and reads_url(f)}
@@ -181,14 +209,23 @@ def _reads(tree: ast.Module, source: str, key: str) -> bool:
         stmt = innermost(const)
         if reads_url(stmt):
             return True
-        calls = [c for c in ast.walk(stmt) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
-                 and c.func.id in binders and any(a is const for a in ast.walk(c))]
+        calls = [
+            c
+            for c in ast.walk(stmt)
+            if isinstance(c, ast.Call)
+            and isinstance(c.func, ast.Name)
+            and c.func.id in binders
+            and any(a is const for a in ast.walk(c))
+        ]
         if calls:
             return True
         if stmt in tree.body and isinstance(stmt, ast.Assign):  # a constant: SCORE_PARAM = "lesson_score"
             names = {t.id for t in stmt.targets if isinstance(t, ast.Name)}
-            if any(isinstance(n, ast.Name) and n.id in names and reads_url(innermost(n)) for n in ast.walk(tree)
-                   if n is not stmt.targets[0]):
+            if any(
+                isinstance(n, ast.Name) and n.id in names and reads_url(innermost(n))
+                for n in ast.walk(tree)
+                if n is not stmt.targets[0]
+            ):
                 return True
     return False
 

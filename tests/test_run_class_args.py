@@ -5,6 +5,7 @@ replica or nginx is ever started; the script never gets past its checks here. A 
 check is given free ports (-p), never the default 8500, which anything else on the machine may hold: the default
 itself is read from the script, never bound.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,29 +26,32 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=30)
 
 
-@pytest.mark.parametrize(("args", "said"), [
-    # What the hostile round tried: a listen value that injects nginx configuration, numbers bash reads as octal
-    # or as a sum, ports that are the system's or past 65535.
-    (["--listen", "127.0.0.1 default_server; location /x { alias /etc/; } #"], "--listen must be an IP address"),
-    (["--listen", "0.0.0.0:80"], "--listen must be an IP address"),
-    (["--listen", "256.1.1.1"], "--listen must be an IP address"),
-    (["--listen", "host\nname"], "--listen must be an IP address"),
-    (["--listen", ""], "--listen must be an IP address"),
-    (["-p", "8632+1"], "--port must be a whole number from 1024 to 65535"),
-    (["-p", "0x2000"], "--port must be a whole number from 1024 to 65535"),
-    (["-p", "-1"], "--port must be a whole number from 1024 to 65535"),
-    (["-p", "80"], "--port must be from 1024 to 65535 (got 80): the replicas take the ports after it"),
-    (["-p", "65536"], "--port must be from 1024 to 65535"),
-    (["-p", "65535", "-n", "2"], "needs ports up to 65537; the last port is 65535"),
-    (["-n", "0"], "--replicas must be from 1 to 32 (got 0)"),
-    (["-n", "33"], "--replicas must be from 1 to 32"),
-    (["-n", "9" * 40], "--replicas must be from 1 to 32"),
-    (["-n", "2.5"], "--replicas must be a whole number from 1 to 32"),
-    (["-n", "٣"], "--replicas must be a whole number from 1 to 32"),
-    (["-n"], "-n needs a value"),
-    (["--run-dir", "run; } server { listen 80;"], "--run-dir must be a path"),
-    (["--bogus"], "unknown option --bogus"),
-])
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        # What the hostile round tried: a listen value that injects nginx configuration, numbers bash reads as octal
+        # or as a sum, ports that are the system's or past 65535.
+        (["--listen", "127.0.0.1 default_server; location /x { alias /etc/; } #"], "--listen must be an IP address"),
+        (["--listen", "0.0.0.0:80"], "--listen must be an IP address"),
+        (["--listen", "256.1.1.1"], "--listen must be an IP address"),
+        (["--listen", "host\nname"], "--listen must be an IP address"),
+        (["--listen", ""], "--listen must be an IP address"),
+        (["-p", "8632+1"], "--port must be a whole number from 1024 to 65535"),
+        (["-p", "0x2000"], "--port must be a whole number from 1024 to 65535"),
+        (["-p", "-1"], "--port must be a whole number from 1024 to 65535"),
+        (["-p", "80"], "--port must be from 1024 to 65535 (got 80): the replicas take the ports after it"),
+        (["-p", "65536"], "--port must be from 1024 to 65535"),
+        (["-p", "65535", "-n", "2"], "needs ports up to 65537; the last port is 65535"),
+        (["-n", "0"], "--replicas must be from 1 to 32 (got 0)"),
+        (["-n", "33"], "--replicas must be from 1 to 32"),
+        (["-n", "9" * 40], "--replicas must be from 1 to 32"),
+        (["-n", "2.5"], "--replicas must be a whole number from 1 to 32"),
+        (["-n", "٣"], "--replicas must be a whole number from 1 to 32"),
+        (["-n"], "-n needs a value"),
+        (["--run-dir", "run; } server { listen 80;"], "--run-dir must be a path"),
+        (["--bogus"], "unknown option --bogus"),
+    ],
+)
 def test_each_bad_option_is_refused_with_one_line_and_exit_2(args, said):
     done = _run(*args)
     assert done.returncode == 2, (args, done.returncode, done.stderr)
@@ -62,11 +66,17 @@ def _on_ports_found_free(args: list[str]) -> list[str]:
     return [*args, "-p", str(free_port_block(replicas + 1))]
 
 
-@pytest.mark.parametrize("args", [
-    ["-n", "08"],  # decimal eight, not an octal error
-    ["--listen", "127.0.0.1"], ["--listen", "::1"], ["--listen", "[::]"], ["--listen", "class-laptop.local"],
-    ["--run-dir", "RUN_DIR"],  # a plain path: the test's own temporary folder
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-n", "08"],  # decimal eight, not an octal error
+        ["--listen", "127.0.0.1"],
+        ["--listen", "::1"],
+        ["--listen", "[::]"],
+        ["--listen", "class-laptop.local"],
+        ["--run-dir", "RUN_DIR"],  # a plain path: the test's own temporary folder
+    ],
+)
 def test_good_options_pass_the_checks(args, tmp_path):
     done = _run(*_on_ports_found_free([str(tmp_path / "run") if a == "RUN_DIR" else a for a in args]))
     assert done.returncode == 1 and f"{NO_NGINX} not found" in done.stderr, done.stderr

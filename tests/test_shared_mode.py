@@ -2,6 +2,7 @@
 
 Real folders built in tmp_path from the bundled model's own files; the real sidebar picker in AppTest.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -66,7 +67,9 @@ def test_the_teachers_file_is_read_into_names_students_may_see(classroom):
     policy = shared_mode.current_policy()
     assert policy.enabled and policy.cap == loading.LoadCap(200_000_000)
     assert [(m.name, m.label) for m in policy.offered] == [
-        ("listed", "listed (a folder on this server)"), ("notok", "notok (a folder on this server)"), ("big", "GPT-2 XL"),
+        ("listed", "listed (a folder on this server)"),
+        ("notok", "notok (a folder on this server)"),
+        ("big", "GPT-2 XL"),
     ]
     assert policy.find("listed").source == str(classroom["listed"].resolve())
     assert policy.find(str(classroom["listed"])) is None  # a path is never a name
@@ -79,8 +82,18 @@ def test_off_by_default_and_bad_entries_are_skipped(tmp_path, monkeypatch):
     monkeypatch.delenv(shared_mode.ENV_SWITCH, raising=False)
     assert shared_mode.current_policy() == shared_mode.LOCAL
     policy = shared_mode.parse_policy(
-        {"max_params": -5, "models": ["gpt2", "gpt2", "", 7, {"name": "/etc", "source": "gpt2"},
-                                      {"name": "bundled", "source": "x"}, "random:gpt2"]},
+        {
+            "max_params": -5,
+            "models": [
+                "gpt2",
+                "gpt2",
+                "",
+                7,
+                {"name": "/etc", "source": "gpt2"},
+                {"name": "bundled", "source": "x"},
+                "random:gpt2",
+            ],
+        },
         base=tmp_path,
     )
     assert [m.name for m in policy.offered] == ["gpt2", "random:gpt2"]
@@ -89,16 +102,23 @@ def test_off_by_default_and_bad_entries_are_skipped(tmp_path, monkeypatch):
 
 @pytest.mark.app
 def test_shared_sidebar_offers_only_the_list_and_refuses_a_forged_folder(classroom):
-    at = app_test(_picker_and_page, session_state={
-        "model_spec": str(classroom["unlisted"]),  # a crafted request: a real, loadable folder
-        "app_model_offered": "/etc"})
+    at = app_test(
+        _picker_and_page,
+        session_state={
+            "model_spec": str(classroom["unlisted"]),  # a crafted request: a real, loadable folder
+            "app_model_offered": "/etc",
+        },
+    )
     at.run()
     assert not at.exception
     assert not at.text_input and not at.selectbox and not at.button  # nothing free-form
     assert at.sidebar.radio(key="app_model_offered").options == [
-        "Bundled Tiny-Shakespeare GPT-2 (offline)", "Bundled Tiny-Shakespeare Llama, GQA (offline)",
+        "Bundled Tiny-Shakespeare GPT-2 (offline)",
+        "Bundled Tiny-Shakespeare Llama, GQA (offline)",
         "Bundled Tiny-Shakespeare hybrid, linear attention + attention (offline)",
-        "listed (a folder on this server)", "notok (a folder on this server)", "GPT-2 XL",
+        "listed (a folder on this server)",
+        "notok (a folder on this server)",
+        "GPT-2 XL",
     ]
     assert at.session_state["model_spec"] == "bundled"
     assert _model_in_use(at).startswith("model in use: bundled")
@@ -143,10 +163,13 @@ def test_a_listed_folder_loads_under_its_name(classroom):
     assert str(classroom["listed"].parent) not in _texts(at)
 
 
-@pytest.mark.parametrize(("choice", "reason"), [
-    ("notok", "the folder has no tokenizer files"),
-    ("big", "too large for this server: its config.json says 1,557,611,200 parameters"),
-])
+@pytest.mark.parametrize(
+    ("choice", "reason"),
+    [
+        ("notok", "the folder has no tokenizer files"),
+        ("big", "too large for this server: its config.json says 1,557,611,200 parameters"),
+    ],
+)
 @pytest.mark.app
 def test_a_failing_listed_model_is_one_line_and_the_previous_model_stays(classroom, choice, reason):
     at = app_test(_picker_and_page)
@@ -187,8 +210,9 @@ def test_every_loading_path_is_guarded_not_only_the_sidebar(classroom, monkeypat
 
 
 @pytest.mark.app
-def test_localhost_a_failed_load_keeps_the_previous_model_not_just_the_bundled_one(tmp_path, monkeypatch,
-                                                                                  fresh_streamlit_caches):
+def test_localhost_a_failed_load_keeps_the_previous_model_not_just_the_bundled_one(
+    tmp_path, monkeypatch, fresh_streamlit_caches
+):
     """Shared mode off: free-form names and folders are offered; after a good folder, a folder without
     tokenizer files gives one line and the good folder stays in use."""
     monkeypatch.delenv(shared_mode.ENV_SWITCH, raising=False)

@@ -1,5 +1,6 @@
 """The speed-up header's thread reason never calls a busy machine's floor of one thread a free core
 (at load 6.8 on 2 cores, not "1 of 2 cores free")."""
+
 from __future__ import annotations
 
 from kvviz.speedup import machine

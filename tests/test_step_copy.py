@@ -1,6 +1,7 @@
 """The step page's copy readout (view.copy_lookup) on the real bundled models: where an induction head
 would look for the newest token, and how much attention each head really puts there; and the page's default
 decoding (seeded sampling, kvviz.step.records.DEFAULT_SAMPLING) reads as text, not a loop."""
+
 from __future__ import annotations
 
 import html
@@ -127,7 +128,7 @@ def test_greedy_decoding_loops_on_the_bundled_models_which_is_why_sampling_is_th
 @pytest.mark.app
 @pytest.mark.parametrize("name", ["bundled", "bundled-gqa"])
 def test_step_page_names_the_copying_head_and_shows_it_on_request(fresh_streamlit_caches, name):
-    """"Repeat a pattern" on the step page: the caption names the head that reads the row after the previous
+    """ "Repeat a pattern" on the step page: the caption names the head that reads the row after the previous
     occurrence, and its button points the stage at that head."""
     from kvviz.step.engine import StepEngine
 

@@ -1,6 +1,7 @@
 """The stage's snapshot on a grouped-query-attention model (transformers' own LlamaForCausalLM, random weights,
 8 query heads sharing 2 K/V heads): the group mapping, the group's attention over the shared rows, and the
 cache bytes of the real tensors against the calculator with and without GQA."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -21,15 +22,29 @@ def gqa(bundled) -> LoadedModel:
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=bundled.info.vocab_size, hidden_size=128, intermediate_size=256,
-                         num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=2,
-                         max_position_embeddings=64, attn_implementation="eager")
+    config = LlamaConfig(
+        vocab_size=bundled.info.vocab_size,
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=8,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        attn_implementation="eager",
+    )
     model = LlamaForCausalLM(config).eval()
     dims = ModelDims.from_config(config.to_dict())  # the dimensions as kvviz reads them from any config
     assert (dims.n_layer, dims.n_head, dims.n_kv_heads, dims.head_dim, dims.n_positions) == (2, 8, 2, 16, 64)
-    info = ModelInfo(**dataclasses.asdict(dims), spec="test:llama-gqa", kind="random", label="random Llama GQA",
-                     n_params=sum(p.numel() for p in model.parameters()), dtype="float32",
-                     attn_implementation="eager", weights_are_random=True)
+    info = ModelInfo(
+        **dataclasses.asdict(dims),
+        spec="test:llama-gqa",
+        kind="random",
+        label="random Llama GQA",
+        n_params=sum(p.numel() for p in model.parameters()),
+        dtype="float32",
+        attn_implementation="eager",
+        weights_are_random=True,
+    )
     return LoadedModel(model, bundled.tokenizer, info)
 
 

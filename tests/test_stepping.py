@@ -1,4 +1,5 @@
 """The stepping engine on the real bundled model: cache shapes, equivalence with recomputation, rollback."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -82,10 +83,11 @@ def test_greedy_matches_transformers_generate(bundled):
 
     ids = bundled.tokenizer("First Citizen:").input_ids
     with torch.inference_mode():
-        out = bundled.model.generate(torch.tensor([ids]), max_new_tokens=10, do_sample=False,
-                                     pad_token_id=bundled.tokenizer.eos_token_id)
+        out = bundled.model.generate(
+            torch.tensor([ids]), max_new_tokens=10, do_sample=False, pad_token_id=bundled.tokenizer.eos_token_id
+        )
     tokens, _ = generate_greedy(bundled, "First Citizen:", 10)
-    assert out[0, len(ids):].tolist() == tokens
+    assert out[0, len(ids) :].tolist() == tokens
 
 
 def test_check_without_cache_reports_near_zero_differences(bundled):

@@ -7,6 +7,7 @@ attribute starting with "_" (not a dunder) read from a Streamlit object: a name 
 call, attribute or subscript of one returned, followed through plain assignments (`state = get_session_state()`,
 then `state._key_id_mapper`), and getattr(obj, "_name") the same way.
 """
+
 from __future__ import annotations
 
 import ast
@@ -25,8 +26,11 @@ PUBLIC_MODULES = {"streamlit", "streamlit.components.v1", "streamlit.column_conf
 # (docs.streamlit.io/develop/concepts/design/multithreading) imports these two from streamlit.runtime.scriptrunner.
 # streamlit.web.cli is the `streamlit` command itself: its package metadata's console script is
 # streamlit.web.cli:main (kvviz.ui.warm runs it in-process).
-PUBLIC_NAMES = {("streamlit.runtime.scriptrunner", "get_script_run_ctx"),
-                ("streamlit.runtime.scriptrunner", "add_script_run_ctx"), ("streamlit.web", "cli")}
+PUBLIC_NAMES = {
+    ("streamlit.runtime.scriptrunner", "get_script_run_ctx"),
+    ("streamlit.runtime.scriptrunner", "add_script_run_ctx"),
+    ("streamlit.web", "cli"),
+}
 
 
 def _private(name: str) -> bool:
@@ -98,8 +102,14 @@ def _reads_private(node: ast.AST, from_streamlit) -> bool:
     """obj._name, getattr(obj, "_name") or hasattr(obj, "_name"), obj a Streamlit object."""
     if isinstance(node, ast.Attribute):
         return _private(node.attr) and from_streamlit(node.value)
-    named = (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
-             and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str))
+    named = (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("getattr", "hasattr")
+        and len(node.args) >= 2
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+    )
     return named and _private(node.args[1].value) and from_streamlit(node.args[0])
 
 
@@ -108,8 +118,11 @@ def _app_sources() -> list[Path]:
 
 
 def test_no_module_but_the_router_reads_a_private_streamlit_name():
-    offenders = {str(path.relative_to(REPO)): reads for path in _app_sources() if path != ROUTER
-                 and (reads := private_streamlit_reads(path.read_text()))}
+    offenders = {
+        str(path.relative_to(REPO)): reads
+        for path in _app_sources()
+        if path != ROUTER and (reads := private_streamlit_reads(path.read_text()))
+    }
     assert offenders == {}, "move each read into kvviz/ui/router.py (and say why there), or use public API"
 
 
@@ -120,32 +133,40 @@ def test_the_router_is_where_they_are():
         assert name in reads, reads
 
 
-@pytest.mark.parametrize("offender", [
-    "from streamlit.runtime.state import get_session_state\nget_session_state()._state",
-    "import streamlit as st\nst.session_state._state",
-    "import streamlit as st\nx = st.session_state\ny = x._state",
-    "from streamlit.runtime.scriptrunner import get_script_run_ctx\nctx = get_script_run_ctx()\n"
-    "ctx.script_requests._rerun_data",
-    "import streamlit as st\ngetattr(st.session_state, '_state')",
-    "from streamlit.elements.widgets.number_input import NumberInputSerde",
-    "import streamlit.runtime.state",
-    "from streamlit import _private_thing",
-    "def f():\n    from streamlit.runtime.pages_manager import PagesManager\n    PagesManager.uses_pages_directory = False",
-    "import streamlit as st\nif (s := st.context)._headers: pass",
-], ids=range(10))
+@pytest.mark.parametrize(
+    "offender",
+    [
+        "from streamlit.runtime.state import get_session_state\nget_session_state()._state",
+        "import streamlit as st\nst.session_state._state",
+        "import streamlit as st\nx = st.session_state\ny = x._state",
+        "from streamlit.runtime.scriptrunner import get_script_run_ctx\nctx = get_script_run_ctx()\n"
+        "ctx.script_requests._rerun_data",
+        "import streamlit as st\ngetattr(st.session_state, '_state')",
+        "from streamlit.elements.widgets.number_input import NumberInputSerde",
+        "import streamlit.runtime.state",
+        "from streamlit import _private_thing",
+        "def f():\n    from streamlit.runtime.pages_manager import PagesManager\n    PagesManager.uses_pages_directory = False",
+        "import streamlit as st\nif (s := st.context)._headers: pass",
+    ],
+    ids=range(10),
+)
 def test_the_check_finds_a_deliberate_offender(offender):
     assert private_streamlit_reads(offender), offender
 
 
-@pytest.mark.parametrize("clean", [
-    "import streamlit as st\nst.session_state['x'] = st.query_params.get('lang')\nst.context.locale",
-    "import sys\nsys._getframe(1)",  # not Streamlit
-    "import streamlit.components.v1 as components\ncomponents.html('')",
-    "from streamlit.runtime.scriptrunner import get_script_run_ctx\nget_script_run_ctx(suppress_warning=True)",
-    "class A:\n    def f(self):\n        return self._x",
-    "import streamlit as st\nst.session_state.__class__",
-    "from streamlit.web import cli\ncli.main()",
-], ids=range(7))
+@pytest.mark.parametrize(
+    "clean",
+    [
+        "import streamlit as st\nst.session_state['x'] = st.query_params.get('lang')\nst.context.locale",
+        "import sys\nsys._getframe(1)",  # not Streamlit
+        "import streamlit.components.v1 as components\ncomponents.html('')",
+        "from streamlit.runtime.scriptrunner import get_script_run_ctx\nget_script_run_ctx(suppress_warning=True)",
+        "class A:\n    def f(self):\n        return self._x",
+        "import streamlit as st\nst.session_state.__class__",
+        "from streamlit.web import cli\ncli.main()",
+    ],
+    ids=range(7),
+)
 def test_the_check_passes_public_use(clean):
     assert private_streamlit_reads(clean) == []
 
@@ -156,5 +177,6 @@ def test_streamlit_is_pinned_to_the_version_the_router_was_written_for():
     pins = re.findall(r"^streamlit==(\d+)\.(\d+)\.\d+\s*$", (REPO / "requirements.txt").read_text(), re.M)
     assert len(pins) == 1, "streamlit is pinned exactly once, ==X.Y.Z, in requirements.txt"
     major, minor = pins[0]
-    assert f"Streamlit {major}.{minor}," in ROUTER.read_text().split('"""')[1], \
+    assert f"Streamlit {major}.{minor}," in ROUTER.read_text().split('"""')[1], (
         f"kvviz/ui/router.py's docstring names the pinned Streamlit {major}.{minor}"
+    )

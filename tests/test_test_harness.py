@@ -8,6 +8,7 @@ Chromium launched by hand (Playwright's sync_playwright, a browser context), an 
 (AppTest.from_file/from_function/from_string: support.pages.app_test), or the repository's root spelled again
 (__file__, an absolute path into the folder holding it: support.pages.REPO and SHARED).
 """
+
 from __future__ import annotations
 
 import ast
@@ -57,8 +58,9 @@ def offences(source: str, *, shared: bool = False) -> list[str]:
                 found.append(f"{line}: imports from test module {'.' * node.level}{module}")
             elif top == "socket" and not shared:
                 found.append(f"{line}: a socket of its own (free ports: support.server)")
-            elif module == "playwright.sync_api" and any(a.name == "sync_playwright" for a in node.names) \
-                    and not shared:
+            elif (
+                module == "playwright.sync_api" and any(a.name == "sync_playwright" for a in node.names) and not shared
+            ):
                 found.append(f"{line}: launches Playwright itself (support.browser.chromium, the browser fixture)")
         elif shared:
             continue
@@ -71,13 +73,21 @@ def offences(source: str, *, shared: bool = False) -> list[str]:
                 found.append(f"{line}: starts streamlit itself (support.server.streamlit_server)")
             elif called == "urlopen" and any("_stcore/health" in s for s in strings):
                 found.append(f"{line}: polls /_stcore/health itself (support.server.streamlit_server)")
-            elif called == "launch" and isinstance(node.func, ast.Attribute) \
-                    and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "chromium":
+            elif (
+                called == "launch"
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Attribute)
+                and node.func.value.attr == "chromium"
+            ):
                 found.append(f"{line}: launches Chromium itself (support.browser.chromium, the browser fixture)")
             elif called == "new_context":
                 found.append(f"{line}: opens a browser context itself (support.browser.new_tab, open_tab)")
-            elif called in APPTEST_BUILDERS and isinstance(node.func, ast.Attribute) \
-                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "AppTest":
+            elif (
+                called in APPTEST_BUILDERS
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "AppTest"
+            ):
                 found.append(f"{line}: builds an AppTest itself (support.pages.app_test, open_page)")
         elif isinstance(node, ast.Name) and node.id == "__file__":
             found.append(f"{line}: spells a path from __file__ (support.pages.REPO)")
@@ -123,15 +133,35 @@ def serve(port):
 '''
     found = [o.split(": ", 1)[1] for o in offences(module)]
     assert len(found) == 15, found
-    for words in ("socket of its own", "test module conftest", "test module test_page_step", "test module test_browser",
-                  "test module .sibling", "Playwright itself", "__file__", f"'{WORKSPACE}shared", "defines _free_port",
-                  "starts streamlit", "polls /_stcore/health", "Chromium itself", "browser context",
-                  "builds an AppTest"):
+    for words in (
+        "socket of its own",
+        "test module conftest",
+        "test module test_page_step",
+        "test module test_browser",
+        "test module .sibling",
+        "Playwright itself",
+        "__file__",
+        f"'{WORKSPACE}shared",
+        "defines _free_port",
+        "starts streamlit",
+        "polls /_stcore/health",
+        "Chromium itself",
+        "browser context",
+        "builds an AppTest",
+    ):
         assert any(words in f for f in found), (words, found)
     # support/ holds the port, the launcher, Chromium and the builder; it imports no test module either
     assert [o.split(": ", 1)[1] for o in offences(module, shared=True)] == [
-        "imports from test module conftest", "imports from test module test_page_step", "imports test module test_browser",
-        "imports from test module .sibling"]
+        "imports from test module conftest",
+        "imports from test module test_page_step",
+        "imports test module test_browser",
+        "imports from test module .sibling",
+    ]
     # a test that runs python -c with AppTest in its code, or checks a manifest's probe path, is not a launcher
-    assert offences('subprocess.run([sys.executable, "-c", "from streamlit.testing.v1 import AppTest"])\n'
-                    'assert probe == {"path": "/_stcore/health"}\n') == []
+    assert (
+        offences(
+            'subprocess.run([sys.executable, "-c", "from streamlit.testing.v1 import AppTest"])\n'
+            'assert probe == {"path": "/_stcore/health"}\n'
+        )
+        == []
+    )

@@ -6,6 +6,7 @@ whose later, unmarked tests reach torch, an AppTest and a server anyway, checked
 fresh pytest. A check that only asks whether torch is in sys.modules passes every one of them (torch is there
 already); this one must fail each, and pass the tests that are pure.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,7 +19,7 @@ import pytest
 from support import tiers
 from support.repo import REPO
 
-OFFENDER = '''
+OFFENDER = """
 import pytest
 
 from support import tiers
@@ -100,23 +101,23 @@ def test_pure_and_pure():
     from kvviz import ops
 
     assert ops
-'''
+"""
 
 CAUGHT = {
     "test_pure_but_imports_torch": "this test imported torch: mark it @pytest.mark.model",
-    "test_pure_but_imports_a_module_whose_top_imports_torch":
-        "this test imported torch (kvviz.step.engine -> torch): mark it @pytest.mark.model",
+    "test_pure_but_imports_a_module_whose_top_imports_torch": "this test imported torch (kvviz.step.engine -> torch): mark it @pytest.mark.model",
     "test_pure_but_imports_it_by_name": "(kvviz.step.engine -> torch): mark it @pytest.mark.model",
-    "test_pure_but_reuses_the_modules_tensor":
-        "uses the fixture zeros, which imported torch when it was set up: mark it @pytest.mark.model",
-    "test_pure_but_reuses_the_modules_page":
-        "uses the fixture page, which ran a page in AppTest when it was set up: mark it @pytest.mark.app",
-    "test_pure_but_reuses_the_modules_server":
-        "uses the fixture server, which started a streamlit server when it was set up: mark it @pytest.mark.browser",
+    "test_pure_but_reuses_the_modules_tensor": "uses the fixture zeros, which imported torch when it was set up: mark it @pytest.mark.model",
+    "test_pure_but_reuses_the_modules_page": "uses the fixture page, which ran a page in AppTest when it was set up: mark it @pytest.mark.app",
+    "test_pure_but_reuses_the_modules_server": "uses the fixture server, which started a streamlit server when it was set up: mark it @pytest.mark.browser",
     "test_pure_but_builds_a_page": "this test ran a page in AppTest: mark it @pytest.mark.app",
 }
-PASSED = ("test_a_model_test_loads_torch_first", "test_an_app_test_builds_the_modules_page",
-          "test_a_browser_test_starts_the_modules_server", "test_pure_and_pure")
+PASSED = (
+    "test_a_model_test_loads_torch_first",
+    "test_an_app_test_builds_the_modules_page",
+    "test_a_browser_test_starts_the_modules_server",
+    "test_pure_and_pure",
+)
 
 
 def run_offender(tmp_path, conftest_dir=REPO / "tests") -> dict[str, str | None]:
@@ -127,10 +128,29 @@ def run_offender(tmp_path, conftest_dir=REPO / "tests") -> dict[str, str | None]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env["PYTHONPATH"] = os.pathsep.join([str(conftest_dir), str(REPO / "tests"), str(REPO)])
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-c", str(REPO / "pyproject.toml"), "--rootdir", str(tmp_path),
-         "-p", "conftest", "-p", "no:cacheprovider", "--all-tiers", "-q", f"--junitxml={report}",
-         str(tmp_path / "test_offender.py")],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-c",
+            str(REPO / "pyproject.toml"),
+            "--rootdir",
+            str(tmp_path),
+            "-p",
+            "conftest",
+            "-p",
+            "no:cacheprovider",
+            "--all-tiers",
+            "-q",
+            f"--junitxml={report}",
+            str(tmp_path / "test_offender.py"),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert report.exists(), done.stdout[-3000:] + done.stderr[-3000:]
     outcomes = {}
     for case in ET.parse(report).iter("testcase"):

@@ -1,5 +1,6 @@
 """The training script end to end on a tiny budget (the real loop, model classes and outputs), and the two pieces
 of the copy curriculum: warm-up rows placed anywhere in the context, and the sinusoid start of GPT-2's positions."""
+
 from __future__ import annotations
 
 import json

@@ -11,6 +11,7 @@ The bytes of the tensors the real cache holds (cache.layers[i].keys / .values; t
 scales for the fp8 cache) must equal kvviz's figure, or differ by exactly the documented convention counted in
 kvviz.memory.hf_cache (sliding layers keep W - 1 tokens; Falcon-40B caches K/V broadcast to every query head).
 """
+
 from __future__ import annotations
 
 import copy
@@ -26,82 +27,271 @@ HUB = "https://huggingface.co/{}/blob/main/config.json"
 
 # name: (hub repo, published config.json excerpt)
 PUBLISHED: dict[str, tuple[str, dict]] = {
-    "gpt2": ("openai-community/gpt2", {
-        "model_type": "gpt2", "activation_function": "gelu_new", "n_ctx": 1024, "n_embd": 768, "n_head": 12,
-        "n_layer": 12, "n_positions": 1024, "vocab_size": 50257}),  # no torch_dtype: loads in float32
-    "opt-13b": ("facebook/opt-13b", {
-        "model_type": "opt", "hidden_size": 5120, "num_attention_heads": 40, "num_hidden_layers": 40,
-        "ffn_dim": 20480, "max_position_embeddings": 2048, "vocab_size": 50272, "word_embed_proj_dim": 5120,
-        "do_layer_norm_before": True, "torch_dtype": "float16"}),
-    "llama-2-7b": ("meta-llama/Llama-2-7b-hf", {
-        "model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, "num_attention_heads": 32,
-        "num_hidden_layers": 32, "num_key_value_heads": 32, "max_position_embeddings": 4096, "vocab_size": 32000,
-        "rms_norm_eps": 1e-05, "torch_dtype": "float16"}),
-    "llama-3-8b": ("meta-llama/Meta-Llama-3-8B", {
-        "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
-        "num_hidden_layers": 32, "num_key_value_heads": 8, "max_position_embeddings": 8192, "vocab_size": 128256,
-        "rope_theta": 500000.0, "rms_norm_eps": 1e-05, "torch_dtype": "bfloat16"}),
-    "mistral-7b": ("mistralai/Mistral-7B-v0.1", {  # every layer slides (rolling buffer of 4096)
-        "model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
-        "num_hidden_layers": 32, "num_key_value_heads": 8, "max_position_embeddings": 32768,
-        "sliding_window": 4096, "rope_theta": 10000.0, "vocab_size": 32000, "torch_dtype": "bfloat16"}),
-    "mixtral-8x7b": ("mistralai/Mixtral-8x7B-v0.1", {
-        "model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
-        "num_hidden_layers": 32, "num_key_value_heads": 8, "num_local_experts": 8, "num_experts_per_tok": 2,
-        "max_position_embeddings": 32768, "sliding_window": None, "rope_theta": 1e6, "vocab_size": 32000,
-        "torch_dtype": "bfloat16"}),
-    "qwen2.5-7b": ("Qwen/Qwen2.5-7B", {
-        "model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 18944, "num_attention_heads": 28,
-        "num_hidden_layers": 28, "num_key_value_heads": 4, "max_position_embeddings": 131072,
-        "max_window_layers": 28, "sliding_window": 131072, "use_sliding_window": False, "rope_theta": 1e6,
-        "vocab_size": 152064, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}),
-    "falcon-7b": ("tiiuae/falcon-7b", {
-        "model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71, "num_hidden_layers": 32,
-        "multi_query": True, "new_decoder_architecture": False, "parallel_attn": True, "alibi": False,
-        "bias": False, "vocab_size": 65024, "torch_dtype": "bfloat16"}),
-    "falcon-40b": ("tiiuae/falcon-40b", {
-        "model_type": "falcon", "hidden_size": 8192, "num_attention_heads": 128, "num_kv_heads": 8,
-        "num_hidden_layers": 60, "new_decoder_architecture": True, "parallel_attn": True, "alibi": False,
-        "bias": False, "vocab_size": 65024, "torch_dtype": "bfloat16"}),
-    "pythia-160m": ("EleutherAI/pythia-160m", {
-        "model_type": "gpt_neox", "hidden_size": 768, "intermediate_size": 3072, "num_attention_heads": 12,
-        "num_hidden_layers": 12, "rotary_pct": 0.25, "max_position_embeddings": 2048, "vocab_size": 50304,
-        "use_parallel_residual": True, "torch_dtype": "float16"}),
-    "deepseek-v2-lite": ("deepseek-ai/DeepSeek-V2-Lite", {
-        "model_type": "deepseek_v2", "hidden_size": 2048, "intermediate_size": 10944, "moe_intermediate_size": 1408,
-        "num_attention_heads": 16, "num_key_value_heads": 16, "num_hidden_layers": 27, "kv_lora_rank": 512,
-        "q_lora_rank": None, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
-        "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6, "first_k_dense_replace": 1,
-        "max_position_embeddings": 163840, "vocab_size": 102400, "torch_dtype": "bfloat16"}),
-    "deepseek-v3": ("deepseek-ai/DeepSeek-V3", {
-        "model_type": "deepseek_v3", "hidden_size": 7168, "intermediate_size": 18432, "moe_intermediate_size": 2048,
-        "num_attention_heads": 128, "num_key_value_heads": 128, "num_hidden_layers": 61, "kv_lora_rank": 512,
-        "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
-        "n_routed_experts": 256, "n_shared_experts": 1, "num_experts_per_tok": 8, "first_k_dense_replace": 3,
-        "max_position_embeddings": 163840, "vocab_size": 129280, "torch_dtype": "bfloat16"}),
-    "gemma-3-4b": ("google/gemma-3-4b-pt", {  # heads, head size and the layer pattern left to the defaults
-        "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3", "torch_dtype": "bfloat16",
-        "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
-                        "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
-                        "sliding_window": 1024}}),
-    "t5-3b": ("google-t5/t5-3b", {
-        "model_type": "t5", "d_model": 1024, "d_kv": 128, "d_ff": 16384, "num_heads": 32, "num_layers": 24,
-        "vocab_size": 32128, "is_encoder_decoder": True}),
-    "bart-large": ("facebook/bart-large", {
-        "model_type": "bart", "d_model": 1024, "encoder_layers": 12, "decoder_layers": 12,
-        "encoder_attention_heads": 16, "decoder_attention_heads": 16, "encoder_ffn_dim": 4096,
-        "decoder_ffn_dim": 4096, "max_position_embeddings": 1024, "vocab_size": 50265, "is_encoder_decoder": True}),
+    "gpt2": (
+        "openai-community/gpt2",
+        {
+            "model_type": "gpt2",
+            "activation_function": "gelu_new",
+            "n_ctx": 1024,
+            "n_embd": 768,
+            "n_head": 12,
+            "n_layer": 12,
+            "n_positions": 1024,
+            "vocab_size": 50257,
+        },
+    ),  # no torch_dtype: loads in float32
+    "opt-13b": (
+        "facebook/opt-13b",
+        {
+            "model_type": "opt",
+            "hidden_size": 5120,
+            "num_attention_heads": 40,
+            "num_hidden_layers": 40,
+            "ffn_dim": 20480,
+            "max_position_embeddings": 2048,
+            "vocab_size": 50272,
+            "word_embed_proj_dim": 5120,
+            "do_layer_norm_before": True,
+            "torch_dtype": "float16",
+        },
+    ),
+    "llama-2-7b": (
+        "meta-llama/Llama-2-7b-hf",
+        {
+            "model_type": "llama",
+            "hidden_size": 4096,
+            "intermediate_size": 11008,
+            "num_attention_heads": 32,
+            "num_hidden_layers": 32,
+            "num_key_value_heads": 32,
+            "max_position_embeddings": 4096,
+            "vocab_size": 32000,
+            "rms_norm_eps": 1e-05,
+            "torch_dtype": "float16",
+        },
+    ),
+    "llama-3-8b": (
+        "meta-llama/Meta-Llama-3-8B",
+        {
+            "model_type": "llama",
+            "hidden_size": 4096,
+            "intermediate_size": 14336,
+            "num_attention_heads": 32,
+            "num_hidden_layers": 32,
+            "num_key_value_heads": 8,
+            "max_position_embeddings": 8192,
+            "vocab_size": 128256,
+            "rope_theta": 500000.0,
+            "rms_norm_eps": 1e-05,
+            "torch_dtype": "bfloat16",
+        },
+    ),
+    "mistral-7b": (
+        "mistralai/Mistral-7B-v0.1",
+        {  # every layer slides (rolling buffer of 4096)
+            "model_type": "mistral",
+            "hidden_size": 4096,
+            "intermediate_size": 14336,
+            "num_attention_heads": 32,
+            "num_hidden_layers": 32,
+            "num_key_value_heads": 8,
+            "max_position_embeddings": 32768,
+            "sliding_window": 4096,
+            "rope_theta": 10000.0,
+            "vocab_size": 32000,
+            "torch_dtype": "bfloat16",
+        },
+    ),
+    "mixtral-8x7b": (
+        "mistralai/Mixtral-8x7B-v0.1",
+        {
+            "model_type": "mixtral",
+            "hidden_size": 4096,
+            "intermediate_size": 14336,
+            "num_attention_heads": 32,
+            "num_hidden_layers": 32,
+            "num_key_value_heads": 8,
+            "num_local_experts": 8,
+            "num_experts_per_tok": 2,
+            "max_position_embeddings": 32768,
+            "sliding_window": None,
+            "rope_theta": 1e6,
+            "vocab_size": 32000,
+            "torch_dtype": "bfloat16",
+        },
+    ),
+    "qwen2.5-7b": (
+        "Qwen/Qwen2.5-7B",
+        {
+            "model_type": "qwen2",
+            "hidden_size": 3584,
+            "intermediate_size": 18944,
+            "num_attention_heads": 28,
+            "num_hidden_layers": 28,
+            "num_key_value_heads": 4,
+            "max_position_embeddings": 131072,
+            "max_window_layers": 28,
+            "sliding_window": 131072,
+            "use_sliding_window": False,
+            "rope_theta": 1e6,
+            "vocab_size": 152064,
+            "tie_word_embeddings": False,
+            "torch_dtype": "bfloat16",
+        },
+    ),
+    "falcon-7b": (
+        "tiiuae/falcon-7b",
+        {
+            "model_type": "falcon",
+            "hidden_size": 4544,
+            "num_attention_heads": 71,
+            "num_hidden_layers": 32,
+            "multi_query": True,
+            "new_decoder_architecture": False,
+            "parallel_attn": True,
+            "alibi": False,
+            "bias": False,
+            "vocab_size": 65024,
+            "torch_dtype": "bfloat16",
+        },
+    ),
+    "falcon-40b": (
+        "tiiuae/falcon-40b",
+        {
+            "model_type": "falcon",
+            "hidden_size": 8192,
+            "num_attention_heads": 128,
+            "num_kv_heads": 8,
+            "num_hidden_layers": 60,
+            "new_decoder_architecture": True,
+            "parallel_attn": True,
+            "alibi": False,
+            "bias": False,
+            "vocab_size": 65024,
+            "torch_dtype": "bfloat16",
+        },
+    ),
+    "pythia-160m": (
+        "EleutherAI/pythia-160m",
+        {
+            "model_type": "gpt_neox",
+            "hidden_size": 768,
+            "intermediate_size": 3072,
+            "num_attention_heads": 12,
+            "num_hidden_layers": 12,
+            "rotary_pct": 0.25,
+            "max_position_embeddings": 2048,
+            "vocab_size": 50304,
+            "use_parallel_residual": True,
+            "torch_dtype": "float16",
+        },
+    ),
+    "deepseek-v2-lite": (
+        "deepseek-ai/DeepSeek-V2-Lite",
+        {
+            "model_type": "deepseek_v2",
+            "hidden_size": 2048,
+            "intermediate_size": 10944,
+            "moe_intermediate_size": 1408,
+            "num_attention_heads": 16,
+            "num_key_value_heads": 16,
+            "num_hidden_layers": 27,
+            "kv_lora_rank": 512,
+            "q_lora_rank": None,
+            "qk_nope_head_dim": 128,
+            "qk_rope_head_dim": 64,
+            "v_head_dim": 128,
+            "n_routed_experts": 64,
+            "n_shared_experts": 2,
+            "num_experts_per_tok": 6,
+            "first_k_dense_replace": 1,
+            "max_position_embeddings": 163840,
+            "vocab_size": 102400,
+            "torch_dtype": "bfloat16",
+        },
+    ),
+    "deepseek-v3": (
+        "deepseek-ai/DeepSeek-V3",
+        {
+            "model_type": "deepseek_v3",
+            "hidden_size": 7168,
+            "intermediate_size": 18432,
+            "moe_intermediate_size": 2048,
+            "num_attention_heads": 128,
+            "num_key_value_heads": 128,
+            "num_hidden_layers": 61,
+            "kv_lora_rank": 512,
+            "q_lora_rank": 1536,
+            "qk_nope_head_dim": 128,
+            "qk_rope_head_dim": 64,
+            "v_head_dim": 128,
+            "n_routed_experts": 256,
+            "n_shared_experts": 1,
+            "num_experts_per_tok": 8,
+            "first_k_dense_replace": 3,
+            "max_position_embeddings": 163840,
+            "vocab_size": 129280,
+            "torch_dtype": "bfloat16",
+        },
+    ),
+    "gemma-3-4b": (
+        "google/gemma-3-4b-pt",
+        {  # heads, head size and the layer pattern left to the defaults
+            "architectures": ["Gemma3ForConditionalGeneration"],
+            "model_type": "gemma3",
+            "torch_dtype": "bfloat16",
+            "text_config": {
+                "hidden_size": 2560,
+                "intermediate_size": 10240,
+                "model_type": "gemma3_text",
+                "num_hidden_layers": 34,
+                "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                "sliding_window": 1024,
+            },
+        },
+    ),
+    "t5-3b": (
+        "google-t5/t5-3b",
+        {
+            "model_type": "t5",
+            "d_model": 1024,
+            "d_kv": 128,
+            "d_ff": 16384,
+            "num_heads": 32,
+            "num_layers": 24,
+            "vocab_size": 32128,
+            "is_encoder_decoder": True,
+        },
+    ),
+    "bart-large": (
+        "facebook/bart-large",
+        {
+            "model_type": "bart",
+            "d_model": 1024,
+            "encoder_layers": 12,
+            "decoder_layers": 12,
+            "encoder_attention_heads": 16,
+            "decoder_attention_heads": 16,
+            "encoder_ffn_dim": 4096,
+            "decoder_ffn_dim": 4096,
+            "max_position_embeddings": 1024,
+            "vocab_size": 50265,
+            "is_encoder_decoder": True,
+        },
+    ),
 }
 ENC_DEC = {"t5-3b", "bart-large"}
 
 
 def no_grad(fn):
     """`@torch.no_grad()`, with torch imported at the first call (collecting this module never imports torch)."""
+
     @functools.wraps(fn)
     def call(*args, **kwargs):
         import torch
 
         return torch.no_grad()(fn)(*args, **kwargs)
+
     return call
 
 
@@ -109,33 +299,83 @@ def no_grad(fn):
 _SMALL_LLAMA = {"hidden_size": 64, "intermediate_size": 32, "vocab_size": 64, "num_hidden_layers": 2}
 SHRINK: dict[str, dict] = {
     "gpt2": {"vocab_size": 64, "n_layer": 2, "n_inner": 32},  # head size = n_embd / n_head: n_embd kept
-    "opt-13b": {"hidden_size": 256, "word_embed_proj_dim": 256, "num_attention_heads": 2, "ffn_dim": 32,
-                "vocab_size": 64, "num_hidden_layers": 2},  # 2 heads x 128 (head size kept)
+    "opt-13b": {
+        "hidden_size": 256,
+        "word_embed_proj_dim": 256,
+        "num_attention_heads": 2,
+        "ffn_dim": 32,
+        "vocab_size": 64,
+        "num_hidden_layers": 2,
+    },  # 2 heads x 128 (head size kept)
     "llama-2-7b": {**_SMALL_LLAMA, "head_dim": 128},
     "llama-3-8b": {**_SMALL_LLAMA, "head_dim": 128},
     "mistral-7b": {**_SMALL_LLAMA, "head_dim": 128, "sliding_window": 4},  # window < prompt: W - 1 shows
     "mixtral-8x7b": {**_SMALL_LLAMA, "head_dim": 128},
     "qwen2.5-7b": {**_SMALL_LLAMA, "head_dim": 128},
-    "falcon-7b": {"hidden_size": 128, "num_attention_heads": 2, "ffn_hidden_size": 32, "vocab_size": 64,
-                  "num_hidden_layers": 2},  # MQA kept: 2 query heads x 64 share one K/V head
-    "falcon-40b": {"hidden_size": 1024, "num_attention_heads": 16, "num_kv_heads": 1, "ffn_hidden_size": 32,
-                   "vocab_size": 64, "num_hidden_layers": 2},  # 16 query heads per K/V head, as in the real one
+    "falcon-7b": {
+        "hidden_size": 128,
+        "num_attention_heads": 2,
+        "ffn_hidden_size": 32,
+        "vocab_size": 64,
+        "num_hidden_layers": 2,
+    },  # MQA kept: 2 query heads x 64 share one K/V head
+    "falcon-40b": {
+        "hidden_size": 1024,
+        "num_attention_heads": 16,
+        "num_kv_heads": 1,
+        "ffn_hidden_size": 32,
+        "vocab_size": 64,
+        "num_hidden_layers": 2,
+    },  # 16 query heads per K/V head, as in the real one
     "pythia-160m": {"intermediate_size": 32, "vocab_size": 64, "num_hidden_layers": 2},
-    "deepseek-v2-lite": {"hidden_size": 64, "num_attention_heads": 2, "num_key_value_heads": 2,
-                         "intermediate_size": 32, "moe_intermediate_size": 16, "n_routed_experts": 4,
-                         "num_experts_per_tok": 2, "vocab_size": 64, "num_hidden_layers": 2},  # latent kept
-    "deepseek-v3": {"hidden_size": 64, "num_attention_heads": 2, "num_key_value_heads": 2, "q_lora_rank": 32,
-                    "intermediate_size": 32, "moe_intermediate_size": 16, "n_routed_experts": 4, "n_group": 1,
-                    "topk_group": 1, "num_experts_per_tok": 2, "first_k_dense_replace": 1, "vocab_size": 64,
-                    "num_hidden_layers": 2},
+    "deepseek-v2-lite": {
+        "hidden_size": 64,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 2,
+        "intermediate_size": 32,
+        "moe_intermediate_size": 16,
+        "n_routed_experts": 4,
+        "num_experts_per_tok": 2,
+        "vocab_size": 64,
+        "num_hidden_layers": 2,
+    },  # latent kept
+    "deepseek-v3": {
+        "hidden_size": 64,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 2,
+        "q_lora_rank": 32,
+        "intermediate_size": 32,
+        "moe_intermediate_size": 16,
+        "n_routed_experts": 4,
+        "n_group": 1,
+        "topk_group": 1,
+        "num_experts_per_tok": 2,
+        "first_k_dense_replace": 1,
+        "vocab_size": 64,
+        "num_hidden_layers": 2,
+    },
     "t5-3b": {"d_model": 64, "d_ff": 32, "vocab_size": 64, "num_layers": 2},
-    "bart-large": {"d_model": 128, "encoder_attention_heads": 2, "decoder_attention_heads": 2,
-                   "encoder_ffn_dim": 32, "decoder_ffn_dim": 32, "vocab_size": 64, "encoder_layers": 1,
-                   "decoder_layers": 2},  # 2 heads x 64 (head size kept)
+    "bart-large": {
+        "d_model": 128,
+        "encoder_attention_heads": 2,
+        "decoder_attention_heads": 2,
+        "encoder_ffn_dim": 32,
+        "decoder_ffn_dim": 32,
+        "vocab_size": 64,
+        "encoder_layers": 1,
+        "decoder_layers": 2,
+    },  # 2 heads x 64 (head size kept)
 }
 # Gemma-3: 6 layers keep one full 5 local : 1 global period; window shrunk to 4 so the prompt overflows it.
-SHRINK_TEXT = {"gemma-3-4b": {"hidden_size": 64, "intermediate_size": 32, "vocab_size": 64,
-                              "num_hidden_layers": 6, "sliding_window": 4}}
+SHRINK_TEXT = {
+    "gemma-3-4b": {
+        "hidden_size": 64,
+        "intermediate_size": 32,
+        "vocab_size": 64,
+        "num_hidden_layers": 6,
+        "sliding_window": 4,
+    }
+}
 PROMPT, DECODE, ENCODER = 6, 3, 7
 
 
@@ -205,8 +445,10 @@ def run(model, enc_dec: bool, device: str, cache=None, steps: int = DECODE) -> t
 
 def expected(imported, tokens: int) -> tuple[int, int]:
     """(kvviz's figure, transformers' figure per kvviz.memory.hf_cache) after `tokens` tokens."""
-    return (kvviz_total_bytes(imported, tokens, encoder_len=ENCODER),
-            hf_cache.transformers_cache_bytes(imported, tokens, encoder_len=ENCODER))
+    return (
+        kvviz_total_bytes(imported, tokens, encoder_len=ENCODER),
+        hf_cache.transformers_cache_bytes(imported, tokens, encoder_len=ENCODER),
+    )
 
 
 @pytest.mark.model
@@ -309,15 +551,18 @@ def test_encoder_decoder_counts_cross_attention_and_t5_d_kv():
     assert kvviz_total_bytes(imported, 512, encoder_len=512) == 16 * old_figure
 
 
-@pytest.mark.parametrize("text", [
-    '{"model_type": "gemma3_text", "sliding_window": 512, "sliding_window_pattern": "abc"}',
-    '{"model_type": "gemma3_text", "sliding_window": 512, "sliding_window_pattern": [6]}',
-    '{"model_type": "gemma3_text", "sliding_window": 512, "sliding_window_pattern": 1e400}',
-    '{"n_layer": 2, "n_head": 2, "n_embd": 8, "sliding_window": 4, "sliding_window_pattern": "abc"}',
-    "[" * 100_000 + "]" * 100_000,
-    '{"text_config": ' * 100_000 + "{}" + "}" * 100_000,
-    '{"model_type": "llama", "num_hidden_layers": 1000000000}',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"model_type": "gemma3_text", "sliding_window": 512, "sliding_window_pattern": "abc"}',
+        '{"model_type": "gemma3_text", "sliding_window": 512, "sliding_window_pattern": [6]}',
+        '{"model_type": "gemma3_text", "sliding_window": 512, "sliding_window_pattern": 1e400}',
+        '{"n_layer": 2, "n_head": 2, "n_embd": 8, "sliding_window": 4, "sliding_window_pattern": "abc"}',
+        "[" * 100_000 + "]" * 100_000,
+        '{"text_config": ' * 100_000 + "{}" + "}" * 100_000,
+        '{"model_type": "llama", "num_hidden_layers": 1000000000}',
+    ],
+)
 def test_hostile_configs_give_one_clear_line(text):
     with pytest.raises(memory.MemoryInputError) as info:
         config_import.parse_hf_config(text)
@@ -350,8 +595,9 @@ def run_encoder_decoder(model, batch: int, device: str, decoder_tokens: int, enc
     yield decoder_tokens, cache_tensor_bytes(cache)
     for step in range(steps):
         token = torch.full((batch, 1), 3 + step, device=device)
-        cache = model(encoder_outputs=enc, decoder_input_ids=token, past_key_values=cache,
-                      use_cache=True).past_key_values
+        cache = model(
+            encoder_outputs=enc, decoder_input_ids=token, past_key_values=cache, use_cache=True
+        ).past_key_values
         yield decoder_tokens + step + 1, cache_tensor_bytes(cache)
 
 
@@ -372,8 +618,23 @@ def test_encoder_decoder_total_is_the_whole_encoder_decoder_cache(name, batch, t
         whole = memory.encoder_decoder_budget(imported.config, imported.cross_attention, tokens, batch, ENCODER)
         assert whole.complete and whole.total_bytes == held, (name, batch, tokens)
         assert whole.cross_bytes == batch * ENCODER * whole.cross_bytes_per_encoder_token  # the part that stays
-        assert memory_cli(["memory", "--config", str(path), "--context", str(tokens), "--batch", str(batch),
-                           "--encoder-len", str(ENCODER), "--json"][1:]) == 0
+        assert (
+            memory_cli(
+                [
+                    "memory",
+                    "--config",
+                    str(path),
+                    "--context",
+                    str(tokens),
+                    "--batch",
+                    str(batch),
+                    "--encoder-len",
+                    str(ENCODER),
+                    "--json",
+                ][1:]
+            )
+            == 0
+        )
         out = __import__("json").loads(capsys.readouterr().out)
         assert out["total_bytes"] == out["self_attention_bytes"] + out["cross_attention_bytes"] == held
     without = memory.encoder_decoder_budget(imported.config, imported.cross_attention, PROMPT, batch)
@@ -432,13 +693,22 @@ def _transformers_reads(cfg: dict, tmp_path) -> tuple[object | None, str | None]
 
 
 @pytest.mark.model
-@pytest.mark.parametrize("cfg", [
-    {"model_type": "llama", "num_hidden_layers": 32.0, "torch_dtype": "bfloat16"},
-    {"model_type": "llama", "num_hidden_layers": 4, "num_key_value_heads": 8, "text_config": "a string",
-     "torch_dtype": "bfloat16"},
-    {"model_type": "llava", "text_config": "a string"},
-    {"model_type": "qwen2", "num_hidden_layers": 2.0, "sliding_window": 4, "use_sliding_window": True},
-], ids=["float-layers", "llama-text-config-string", "llava-text-config-string", "qwen2-float-layers"])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        {"model_type": "llama", "num_hidden_layers": 32.0, "torch_dtype": "bfloat16"},
+        {
+            "model_type": "llama",
+            "num_hidden_layers": 4,
+            "num_key_value_heads": 8,
+            "text_config": "a string",
+            "torch_dtype": "bfloat16",
+        },
+        {"model_type": "llava", "text_config": "a string"},
+        {"model_type": "qwen2", "num_hidden_layers": 2.0, "sliding_window": 4, "use_sliding_window": True},
+    ],
+    ids=["float-layers", "llama-text-config-string", "llava-text-config-string", "qwen2-float-layers"],
+)
 def test_kvviz_reads_what_transformers_reads_and_quotes_what_it_refuses(cfg, tmp_path):
     """Where AutoConfig.from_pretrained reads a config, kvviz reads it too: the model transformers builds from it
     (full size, meta device) holds exactly kvviz's bytes after a prefill. Where it refuses, kvviz refuses on one
@@ -456,8 +726,9 @@ def test_kvviz_reads_what_transformers_reads_and_quotes_what_it_refuses(cfg, tmp
         with torch.device("meta"):
             model = AutoModelForCausalLM.from_config(top, dtype=torch.bfloat16).eval()
         with torch.no_grad():
-            cache = model(input_ids=torch.ones(1, PROMPT, dtype=torch.long, device="meta"),
-                          use_cache=True).past_key_values
+            cache = model(
+                input_ids=torch.ones(1, PROMPT, dtype=torch.long, device="meta"), use_cache=True
+            ).past_key_values
         assert cache_tensor_bytes(cache) == memory.kv_bytes(imported.config, PROMPT) > 0
         assert imported.config.n_layer == 4 and imported.config.n_kv_heads == 8
         assert any("text_config" in m and "ignored, as transformers does" in m for m in imported.missing)

@@ -1,6 +1,7 @@
 """The server's warm-up (kvviz.ui.warm): it loads the bundled model into the very cache entry the pages read, under
 the server's policy, and a page waiting for that load is not told another model is loading. The thread itself runs
 in a real server: tests/test_browser_warm.py."""
+
 from __future__ import annotations
 
 import pytest

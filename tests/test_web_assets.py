@@ -4,6 +4,7 @@ stage and the lesson share is written once; no page and not app.py writes a <scr
 The key scripts are also run in node against a small stand-in page (one press each, clicked on its button): the
 browser tests press the real keys in Chromium. Node is used where it is on PATH; without it those tests skip
 and say so."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,10 @@ from support.repo import REPO
 WEB = assets.WEB_DIR
 ASSET_NAME = re.compile(r"""["']([\w-]+\.(?:js|css))["']""")  # "stage_keys.js" as a page or module writes it
 NODE = shutil.which("node")
-needs_node = pytest.mark.skipif(NODE is None, reason="node is not on PATH: the scripts' syntax and behaviour "
-                                                     "are checked only where node is installed")
+needs_node = pytest.mark.skipif(
+    NODE is None,
+    reason="node is not on PATH: the scripts' syntax and behaviour are checked only where node is installed",
+)
 
 
 def _python_sources() -> list[Path]:
@@ -39,7 +42,7 @@ def _node(code: str) -> subprocess.CompletedProcess:
 def _inner(html: str) -> str:
     """The code of a <script> assets.script returned."""
     assert html.startswith("<script>\n") and html.endswith("</script>"), html[:40]
-    return html[len("<script>\n"):-len("</script>")]
+    return html[len("<script>\n") : -len("</script>")]
 
 
 def test_every_asset_is_drawn_and_every_name_given_is_a_file():
@@ -58,14 +61,15 @@ def test_every_asset_opens_with_a_header_saying_what_it_does():
     for path in _assets():
         text = path.read_text(encoding="utf-8")
         assert text.startswith("/* ") and "*/\n" in text, path.name
-        header = text[:text.index("*/")]
+        header = text[: text.index("*/")]
         assert len(header.split()) >= 15, f"{path.name}: a header of a few words says neither what nor why"
         assert not assets.source(path.name).lstrip().startswith("/*"), path.name  # the page gets the code only
 
 
 def test_the_loader_wraps_files_in_order_and_refuses_a_path():
     assert assets.style("presenter.css", "hide_sidebar.css") == (
-        "<style>\n" + assets.source("presenter.css") + assets.source("hide_sidebar.css") + "</style>")
+        "<style>\n" + assets.source("presenter.css") + assets.source("hide_sidebar.css") + "</style>"
+    )
     assert assets.script("scroll_to_tabs.js") == "<script>\n" + assets.source("scroll_to_tabs.js") + "</script>"
     assert assets.source("stage.css") is assets.source("stage.css")  # read once
     for bad in ("../ui.py", "web/stage.css", "/etc/passwd"):
@@ -74,8 +78,7 @@ def test_the_loader_wraps_files_in_order_and_refuses_a_path():
 
 
 @needs_node
-@pytest.mark.parametrize("path", [p for p in _assets() if p.suffix == ".js"],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [p for p in _assets() if p.suffix == ".js"], ids=lambda p: p.name)
 def test_every_script_parses(path):
     done = subprocess.run([NODE, "--check", str(path)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -83,7 +86,9 @@ def test_every_script_parses(path):
 
 @needs_node
 def test_data_reaches_a_script_as_json_and_cannot_close_it(tmp_path, monkeypatch):
-    (tmp_path / "read_data.js").write_text("/* A test's script: it hands KVVIZ back. */\nglobalThis.seen.push(KVVIZ);\n")
+    (tmp_path / "read_data.js").write_text(
+        "/* A test's script: it hands KVVIZ back. */\nglobalThis.seen.push(KVVIZ);\n"
+    )
     monkeypatch.setattr(assets, "WEB_DIR", tmp_path)
     assets.source.cache_clear()
     try:
@@ -100,8 +105,16 @@ def test_data_reaches_a_script_as_json_and_cannot_close_it(tmp_path, monkeypatch
 
 
 # The keyboard queue's common part: each line below is written once, in keyboard_queue.js.
-QUEUE_LINES = ("isContentEditable", "stStatusWidget", "stPopoverBody", "background:#c2410c",
-               "document.createTextNode", "e.repeat && ", "el.blur()", "Math.max(...all)")
+QUEUE_LINES = (
+    "isContentEditable",
+    "stStatusWidget",
+    "stPopoverBody",
+    "background:#c2410c",
+    "document.createTextNode",
+    "e.repeat && ",
+    "el.blur()",
+    "Math.max(...all)",
+)
 
 
 def test_the_keyboard_queue_is_written_once_and_both_pages_draw_it():
@@ -115,9 +128,12 @@ def test_the_keyboard_queue_is_written_once_and_both_pages_draw_it():
 
 
 def test_no_page_writes_a_script_or_a_style_of_its_own():
-    found = [f"{path.relative_to(REPO)}:{n}" for path in [*sorted((REPO / "pages").glob("*.py")), REPO / "app.py"]
-             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-             if re.search(r"<(script|style)\b", line, re.I)]
+    found = [
+        f"{path.relative_to(REPO)}:{n}"
+        for path in [*sorted((REPO / "pages").glob("*.py")), REPO / "app.py"]
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"<(script|style)\b", line, re.I)
+    ]
     assert found == []
 
 
@@ -157,7 +173,12 @@ const press = (key, focused) => {
 def test_one_press_on_the_stage_and_one_in_the_lesson_click_their_buttons_through_the_shared_queue():
     stage = _inner(assets.script("keyboard_queue.js", "stage_keys.js"))
     lesson = _inner(assets.script("keyboard_queue.js", "lesson_keys.js"))
-    run = STAND_IN + stage + lesson + stage + r"""
+    run = (
+        STAND_IN
+        + stage
+        + lesson
+        + stage
+        + r"""
 const out = {keys: Object.keys(window.__kvvizKeys).sort(), listeners: listeners.keydown.length};
 elements[".st-key-step_btn_next"] = {};
 elements[".st-key-step_btn_next button"] = button("step_btn_next");
@@ -186,6 +207,7 @@ setTimeout(() => {
   }, 200);
 }, 200);
 """
+    )
     done = _node(run)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)

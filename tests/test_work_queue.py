@@ -1,4 +1,5 @@
 """kvviz.work_queue: one job at a time, first come first served, queue positions, and leaving the queue."""
+
 from __future__ import annotations
 
 import subprocess

@@ -10,6 +10,7 @@
 - output_problem(path, folder=...): say before the work starts whether a result can be written there.
 - read_regular_file(path, limit): a regular file's bytes, never a FIFO, a device or a socket, with a time bound.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -118,7 +119,9 @@ def output_problem(path: Path, *, folder: bool) -> str | None:
             with open(path, "xb"):
                 made = path
     except OSError as exc:
-        return f"{flag} {path}: cannot write there ({exc.strerror or type(exc).__name__}); give a path you can write to."
+        return (
+            f"{flag} {path}: cannot write there ({exc.strerror or type(exc).__name__}); give a path you can write to."
+        )
     finally:
         if made is not None:
             with contextlib.suppress(OSError):
@@ -145,8 +148,10 @@ def read_regular_file(path: Path, limit: int, timeout_s: float = READ_TIMEOUT_S)
     if stat.S_ISDIR(info.st_mode):
         raise ReadRefused(f"cannot read {path}: it is a folder; give the config.json file inside it")
     if not stat.S_ISREG(info.st_mode):
-        raise ReadRefused(f"cannot read {path}: it is not a regular file (a pipe, a device or a socket); give the "
-                          "path of a config.json")
+        raise ReadRefused(
+            f"cannot read {path}: it is not a regular file (a pipe, a device or a socket); give the "
+            "path of a config.json"
+        )
     result: list[bytes | BaseException] = []
 
     def read() -> None:

@@ -12,6 +12,7 @@ The same harness (kvviz.speedup.harness) drives the "Measured speed-up" page, so
 the modes that make sense on that device, its measured read and matmul roofs, and the cached decode step
 against the uncached pass across 128 ... 8192 cached tokens. A device that is not here: one line, exit 2.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,35 +49,59 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="python -m kvviz bench",
         description="Time the same greedy generation with no cache, DynamicCache, StaticCache, the flat pre-allocated "
-                    "engine (fp32 in the format measured fastest, and int8) and model.generate.",
+        "engine (fp32 in the format measured fastest, and int8) and model.generate.",
     )
     parser.add_argument("--model", default="bundled", help="bundled (default), random:gpt2, gpt2, or a folder")
     parser.add_argument("--prompt-len", type=LENGTH, default=16, help="prompt tokens P (default 16)")
     parser.add_argument("--new-tokens", type=LENGTH, default=64, help="generated tokens N (default 64)")
-    parser.add_argument("--repeats", type=whole(1, MAX_REPEATS), default=3,
-                        help="timed rounds; medians are reported (default 3)")
-    parser.add_argument("--warmup", type=whole(0, MAX_WARMUP), default=1,
-                        help="untimed warm-up runs per mode (default 1)")
-    parser.add_argument("--threads", type=whole(1, MAX_THREADS_INPUT), default=None,
-                        help="torch threads (default: the free cores from the load average, at most 8)")
+    parser.add_argument(
+        "--repeats", type=whole(1, MAX_REPEATS), default=3, help="timed rounds; medians are reported (default 3)"
+    )
+    parser.add_argument(
+        "--warmup", type=whole(0, MAX_WARMUP), default=1, help="untimed warm-up runs per mode (default 1)"
+    )
+    parser.add_argument(
+        "--threads",
+        type=whole(1, MAX_THREADS_INPUT),
+        default=None,
+        help="torch threads (default: the free cores from the load average, at most 8)",
+    )
     parser.add_argument("--attn", default="sdpa", choices=("sdpa", "eager"), help="attention kernel (default sdpa)")
     parser.add_argument("--no-generate", action="store_true", help="skip the model.generate reference runs")
     parser.add_argument(
         "--no-generate-uncached", action="store_true", help="keep generate(use_cache=True), skip use_cache=False"
     )
-    parser.add_argument("--weight-format", default="auto", choices=("auto", "stored", "onednn"),
-                        help="flat engine fp32 weights: auto measures both here and keeps the faster (default)")
+    parser.add_argument(
+        "--weight-format",
+        default="auto",
+        choices=("auto", "stored", "onednn"),
+        help="flat engine fp32 weights: auto measures both here and keeps the faster (default)",
+    )
     parser.add_argument("--no-prepack", action="store_true", help="same as --weight-format stored")
     parser.add_argument("--no-static", action="store_true", help="skip transformers' StaticCache mode")
     parser.add_argument("--no-int8", action="store_true", help="skip the int8-weight mode")
-    parser.add_argument("--compile", action="store_true",
-                        help="also time StaticCache with torch.compile (a reference; compiling takes 10-60 s first)")
-    parser.add_argument("--device", default="cpu", choices=devices.DEVICES,
-                        help="where to run (default cpu); cuda or mps runs the device report")
-    parser.add_argument("--dtype", default=None, choices=tuple(devices.DTYPES),
-                        help="weights and cache dtype for the device report (default float16 on a GPU, float32 on the CPU)")
-    parser.add_argument("--sweep", action="store_true",
-                        help="run the device report (on --device, the CPU included) with its context sweep")
+    parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="also time StaticCache with torch.compile (a reference; compiling takes 10-60 s first)",
+    )
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        choices=devices.DEVICES,
+        help="where to run (default cpu); cuda or mps runs the device report",
+    )
+    parser.add_argument(
+        "--dtype",
+        default=None,
+        choices=tuple(devices.DTYPES),
+        help="weights and cache dtype for the device report (default float16 on a GPU, float32 on the CPU)",
+    )
+    parser.add_argument(
+        "--sweep",
+        action="store_true",
+        help="run the device report (on --device, the CPU included) with its context sweep",
+    )
     parser.add_argument("--no-sweep", action="store_true", help="device report without the context sweep")
     parser.add_argument("--json", action="store_true", help="print the full results as JSON")
     parser.add_argument("--csv", metavar="PATH", help="also write every timed pass to a CSV file")
@@ -102,8 +127,13 @@ def format_report(result: BenchResult) -> str:
     ]
     for mode in result.modes:
         tps = mode.tokens_per_s
-        same = (f"{result.token_agreement(mode.mode):.0%}" if mode.mode in LOSSY_MODES
-                else "same" if result.tokens_match(mode.mode) else "DIFFER")
+        same = (
+            f"{result.token_agreement(mode.mode):.0%}"
+            if mode.mode in LOSSY_MODES
+            else "same"
+            if result.tokens_match(mode.mode)
+            else "DIFFER"
+        )
         lines.append(
             f"{mode.label:<50} {mode.median_tokens_per_s:8.2f} {f'{tps.min():.2f}-{tps.max():.2f}':>15} "
             f"{mode.median_decode_tokens_per_s:13.2f} {result.speedup(mode.mode):11.2f} {same:>7}"
@@ -120,9 +150,14 @@ def format_report(result: BenchResult) -> str:
         if result.has(name):
             lines.append(f"  {MODE_LABELS[name]:<50} {result.roofline_verdict(name).describe()}")
     if result.has("generate_cache"):
-        lines += ["", "  ".join(f"{name} / generate(cache) = {result.speedup(name, over='generate_cache'):.3f}x"
-                                for name in ("dynamic", "static", "static_compiled", "preallocated", "int8")
-                                if result.has(name))]
+        lines += [
+            "",
+            "  ".join(
+                f"{name} / generate(cache) = {result.speedup(name, over='generate_cache'):.3f}x"
+                for name in ("dynamic", "static", "static_compiled", "preallocated", "int8")
+                if result.has(name)
+            ),
+        ]
     lines.append(f"theoretical op ratio (no cache / cache) after {s.new_tokens} tokens: {result.op_ratio[-1][1]:.1f}x")
     return "\n".join(lines)
 
@@ -167,28 +202,38 @@ def main(argv: list[str]) -> int:
         include_compiled=args.compile,
         weight_format="stored" if args.no_prepack else args.weight_format,
     )
+
     def work() -> BenchResult:
         validate(settings, n_positions=ANY_LENGTH)  # the flags' own ranges (argparse's): no model load for a typo
         loaded = load_model(args.model, attn_implementation=args.attn)
         validate(settings, loaded.info.n_positions, loaded.info)
         # The CLI may run long on purpose, but says so first: the same estimate as the page's bound
-        say(f"kvviz bench: this run should take about {duration(harness.estimate(loaded, settings))} here "
-              "(estimated from two timed passes of this model; Ctrl-C stops it).", file=sys.stderr, flush=True)
+        say(
+            f"kvviz bench: this run should take about {duration(harness.estimate(loaded, settings))} here "
+            "(estimated from two timed passes of this model; Ctrl-C stops it).",
+            file=sys.stderr,
+            flush=True,
+        )
         return harness.run_benchmark(loaded, settings, progress=None if args.json else _progress)
 
     result, code = _in_one_line(work, refused=(BenchInputError, harness.BenchBusyError))
     if result is None:
         return code
     # allow_nan=False: an unknown load (nan) must not print as NaN, which is not JSON; tables.to_dict writes null
-    say(json.dumps(tables.to_dict(result), indent=2, allow_nan=False) if args.json else format_report(result),
-        flush=True)
+    say(
+        json.dumps(tables.to_dict(result), indent=2, allow_nan=False) if args.json else format_report(result),
+        flush=True,
+    )
     if args.csv:  # after the report: a disk that fills up (/dev/full) loses the CSV, never the measured results
         try:
             with open(args.csv, "w", encoding="utf-8", newline="") as fh:
                 fh.write(tables.per_token_csv(result))
         except OSError as exc:
-            say(f"kvviz bench: the report above is complete, but the CSV was not written: cannot write {args.csv} "
-                f"({exc.strerror or type(exc).__name__})", file=sys.stderr)
+            say(
+                f"kvviz bench: the report above is complete, but the CSV was not written: cannot write {args.csv} "
+                f"({exc.strerror or type(exc).__name__})",
+                file=sys.stderr,
+            )
             return 1
     return 0
 
@@ -211,13 +256,24 @@ def _device_report(args: argparse.Namespace) -> int:
         warmup = whole("warm-up runs", args.warmup, 0, 10)
         loaded = load_model(args.model, attn_implementation=args.attn)
         if prompt_len + new_tokens > loaded.info.n_positions:
-            raise BenchInputError(f"prompt + new tokens ({prompt_len + new_tokens}) is more than the model's "
-                                  f"{loaded.info.n_positions} positions")
+            raise BenchInputError(
+                f"prompt + new tokens ({prompt_len + new_tokens}) is more than the model's "
+                f"{loaded.info.n_positions} positions"
+            )
         return accelerator.run_device_benchmark(
-            loaded, harness.prompt_token_ids(loaded, prompt_len), new_tokens, args.device, dtype, repeats=repeats,
-            warmup=warmup, compile_step=args.compile, sweep=not args.no_sweep,
-            progress=None if args.json else (lambda message: say(f"[{args.device}] {message}", file=sys.stderr,
-                                                                  flush=True)))
+            loaded,
+            harness.prompt_token_ids(loaded, prompt_len),
+            new_tokens,
+            args.device,
+            dtype,
+            repeats=repeats,
+            warmup=warmup,
+            compile_step=args.compile,
+            sweep=not args.no_sweep,
+            progress=None
+            if args.json
+            else (lambda message: say(f"[{args.device}] {message}", file=sys.stderr, flush=True)),
+        )
 
     result, code = _in_one_line(work, refused=(BenchInputError, ValueError, devices.DeviceUnavailable))
     if result is None:

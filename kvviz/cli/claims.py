@@ -6,6 +6,7 @@
 
 Bad input ends with one line on stderr and exit status 2.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,8 +18,11 @@ from kvviz.cli import ArgumentError, Parser, one_line, say
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="python -m kvviz claims", description="Published KV-cache figures and sentences, checked.",
-               refusal=ArgumentError)
+    p = Parser(
+        prog="python -m kvviz claims",
+        description="Published KV-cache figures and sentences, checked.",
+        refusal=ArgumentError,
+    )
     p.add_argument("--gpu", default=claims.DEFAULT_GPU, help=f"for the prefill claim: {', '.join(claims.GPU_COMPUTE)}")
     p.add_argument("--json", action="store_true", help="print JSON")
     return p
@@ -28,7 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.gpu not in claims.GPU_COMPUTE:
-            raise ArgumentError(f"unknown GPU {one_line(repr(args.gpu), 40)}; choose one of: {', '.join(claims.GPU_COMPUTE)}")
+            raise ArgumentError(
+                f"unknown GPU {one_line(repr(args.gpu), 40)}; choose one of: {', '.join(claims.GPU_COMPUTE)}"
+            )
     except ArgumentError as exc:
         say(f"kvviz claims: {one_line(exc, 2000)}", file=sys.stderr)
         return 2

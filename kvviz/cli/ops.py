@@ -6,6 +6,7 @@
 Units: 1 op = 1 multiply-add; FLOPs = 2 x ops. Convention: see kvviz.ops (N new tokens = N forward passes,
 the first one the prefill). Bad input ends with one line on stderr and exit status 2.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,8 +20,11 @@ from kvviz.memory.presets import get_preset, ops_presets
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="python -m kvviz ops", description="Op counts with vs without the KV cache (1 op = 1 multiply-add).",
-               refusal=ops.OpsInputError)
+    p = Parser(
+        prog="python -m kvviz ops",
+        description="Op counts with vs without the KV cache (1 op = 1 multiply-add).",
+        refusal=ops.OpsInputError,
+    )
     # Whole numbers within the Count-the-work page's own limits (pages/attention_ops.py), read by the app's parser
     p.add_argument("--preset", help=f"one of: {', '.join(ops_presets())}")
     p.add_argument("--layers", type=within(ops.INPUTS["layers"]))
@@ -34,7 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prompt-len", type=within(ops.INPUTS["prompt"]), default=16, help="P prompt tokens (default 16)")
     p.add_argument("--new-tokens", type=within(ops.INPUTS["new"]), default=100, help="N generated tokens (default 100)")
     p.add_argument(
-        "--lm-head", choices=("last", "all"), default="last",
+        "--lm-head",
+        choices=("last", "all"),
+        default="last",
         help="logits for the last position only (generate(), default) or every position fed (plain model(ids))",
     )
     p.add_argument("--json", action="store_true")
@@ -55,8 +61,12 @@ def shape_from_args(args: argparse.Namespace) -> ops.ModelShape:
     if any(v is None for v in explicit):
         raise ops.OpsInputError("give --preset NAME, or all of --layers --heads --head-dim --hidden --vocab")
     return ops.ModelShape(
-        n_layer=args.layers, n_head=args.heads, n_kv_heads=args.heads if args.kv_heads is None else args.kv_heads,
-        head_dim=args.head_dim, n_embd=args.hidden, d_ff=4 * args.hidden if args.d_ff is None else args.d_ff,
+        n_layer=args.layers,
+        n_head=args.heads,
+        n_kv_heads=args.heads if args.kv_heads is None else args.kv_heads,
+        head_dim=args.head_dim,
+        n_embd=args.hidden,
+        d_ff=4 * args.hidden if args.d_ff is None else args.d_ff,
         vocab_size=args.vocab,
         mlp_matrices=3 if args.gated_mlp else 2,
     )
@@ -91,8 +101,10 @@ def main(argv: list[str]) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"{result['model']}: prompt {args.prompt_len} tokens, {args.new_tokens} new tokens "
-          f"(1 op = 1 multiply-add; FLOPs = 2 x ops)")
+    print(
+        f"{result['model']}: prompt {args.prompt_len} tokens, {args.new_tokens} new tokens "
+        f"(1 op = 1 multiply-add; FLOPs = 2 x ops)"
+    )
     print(f"{'component':<24} {'with cache':>22} {'without cache':>24} {'ratio':>10}")
     for comp in ops.COMPONENTS + ("total",):
         key = f"{comp}_ops"

@@ -9,6 +9,7 @@ are labelled on the line instead), and a log axis is drawn only where its title 
 with `log_ticks()` (1, 2, 5 x 10^k in full). `readable()` applies the font sizes; the browser test
 (tests/test_browser_charts.py) reads the rendered SVG to check them on every page.
 """
+
 from __future__ import annotations
 
 import functools
@@ -99,8 +100,9 @@ def readable(fig: go.Figure, font_px: int = MIN_TICK_FONT_PX) -> go.Figure:
     fig.update_xaxes(tickfont_size=font_px, title_font_size=font_px)
     fig.update_yaxes(tickfont_size=font_px, title_font_size=font_px)
     fig.update_annotations(font_size=font_px)
-    fig.update_layout(font={"size": font_px}, hoverlabel={"font_size": font_px}, legend_font_size=font_px,
-                      title_font_size=font_px + 2)
+    fig.update_layout(
+        font={"size": font_px}, hoverlabel={"font_size": font_px}, legend_font_size=font_px, title_font_size=font_px + 2
+    )
     fig.update_coloraxes(colorbar_tickfont_size=font_px)
     for trace in fig.data:  # a trace's own colour bar (heatmaps without a shared colour axis)
         if "colorbar" in trace:
@@ -112,8 +114,16 @@ def top_legend(entries: int, title_px: int = 50, row_px: int = 24) -> tuple[dict
     """(legend, top margin px): a legend between the title and the plot, two entries per row (long names would
     otherwise wrap one per row into the title), and the top margin that holds the title and those rows."""
     rows = max(1, -(-entries // 2))
-    legend = dict(orientation="h", x=0, xanchor="left", y=1.02, yanchor="bottom", entrywidth=0.5,
-                  entrywidthmode="fraction", traceorder="normal")  # "normal": legend groups share rows
+    legend = dict(
+        orientation="h",
+        x=0,
+        xanchor="left",
+        y=1.02,
+        yanchor="bottom",
+        entrywidth=0.5,
+        entrywidthmode="fraction",
+        traceorder="normal",
+    )  # "normal": legend groups share rows
     return legend, title_px + row_px * rows
 
 
@@ -143,9 +153,12 @@ def counted_axis(fig: go.Figure) -> go.Figure:
     for trace in fig.data:
         exact = [int(v) for v in trace.y]
         xs = list(trace.x) if trace.x is not None else list(range(len(exact)))
-        trace.update(y=[v / factor for v in exact], customdata=exact,
-                     hovertext=[_hover_count(x, v, factor) for x, v in zip(xs, exact, strict=True)],
-                     hovertemplate="%{hovertext}<extra>%{fullData.name}</extra>")
+        trace.update(
+            y=[v / factor for v in exact],
+            customdata=exact,
+            hovertext=[_hover_count(x, v, factor) for x, v in zip(xs, exact, strict=True)],
+            hovertemplate="%{hovertext}<extra>%{fullData.name}</extra>",
+        )
     if word:
         fig.update_yaxes(title_text=_("{title}, {scale}").format(title=fig.layout.yaxis.title.text, scale=word))
     fig.update_yaxes(exponentformat="none", separatethousands=True)
@@ -163,20 +176,27 @@ def bytes_axis(fig: go.Figure) -> go.Figure:
     for trace in fig.data:
         exact = [int(v) for v in trace.y]
         xs = list(trace.x) if trace.x is not None else list(range(len(exact)))
-        trace.update(y=[v / size for v in exact], customdata=exact,
-                     hovertext=[_("{where}: {count}").format(where=f"{x:,}" if isinstance(x, int) else str(x),
-                                                              count=format_bytes(v)) for x, v in zip(xs, exact,
-                                                                                                   strict=True)],
-                     hovertemplate="%{hovertext}<extra>%{fullData.name}</extra>")
+        trace.update(
+            y=[v / size for v in exact],
+            customdata=exact,
+            hovertext=[
+                _("{where}: {count}").format(where=f"{x:,}" if isinstance(x, int) else str(x), count=format_bytes(v))
+                for x, v in zip(xs, exact, strict=True)
+            ],
+            hovertemplate="%{hovertext}<extra>%{fullData.name}</extra>",
+        )
     if size > 1:
-        fig.update_yaxes(title_text=_("{title}, {unit} ({size:,} bytes)").format(
-            title=fig.layout.yaxis.title.text, unit=unit, size=size))
+        fig.update_yaxes(
+            title_text=_("{title}, {unit} ({size:,} bytes)").format(
+                title=fig.layout.yaxis.title.text, unit=unit, size=size
+            )
+        )
     fig.update_yaxes(exponentformat="none", separatethousands=True)
     return fig
 
 
 def _hover_count(x, count: int, factor: int) -> str:
-    """"157: 125.3 亿 (12,530,257,920)": where it is, the count as the axis reads it, and exactly."""
+    """ "157: 125.3 亿 (12,530,257,920)": where it is, the count as the axis reads it, and exactly."""
     exact = numbers.format_number(count)
     words = numbers.count_in_words(count, scale_from=factor) if factor > 1 else exact
     shown = exact if words == exact else _("{count_in_words} ({exact})").format(count_in_words=words, exact=exact)
@@ -198,12 +218,28 @@ def legend_entries(fig: go.Figure) -> int:
 # file, so the dictionary travels in each chart's config (plotly's config.locales), translated in the catalog.
 # Streamlit's own Fullscreen button on the mode bar is not plotly's: its title stays as Streamlit writes it.
 PLOTLY_CHROME = (
-    N_("Download plot as a PNG"), N_("Download plot"), N_("Zoom"), N_("Pan"), N_("Box Select"), N_("Lasso Select"),
-    N_("Zoom in"), N_("Zoom out"), N_("Autoscale"), N_("Reset axes"), N_("Reset view"), N_("Reset views"),
-    N_("Reset"), N_("Toggle Spike Lines"), N_("Show closest data on hover"), N_("Compare data on hover"),
-    N_("Toggle show closest data on hover"), N_("Double-click to zoom back out"),
-    N_("Double-click on legend to isolate one trace"), N_("Preparing image - this may take a few seconds"),
-    N_("Image download succeeded"), N_("Sorry, there was a problem downloading your image!"),
+    N_("Download plot as a PNG"),
+    N_("Download plot"),
+    N_("Zoom"),
+    N_("Pan"),
+    N_("Box Select"),
+    N_("Lasso Select"),
+    N_("Zoom in"),
+    N_("Zoom out"),
+    N_("Autoscale"),
+    N_("Reset axes"),
+    N_("Reset view"),
+    N_("Reset views"),
+    N_("Reset"),
+    N_("Toggle Spike Lines"),
+    N_("Show closest data on hover"),
+    N_("Compare data on hover"),
+    N_("Toggle show closest data on hover"),
+    N_("Double-click to zoom back out"),
+    N_("Double-click on legend to isolate one trace"),
+    N_("Preparing image - this may take a few seconds"),
+    N_("Image download succeeded"),
+    N_("Sorry, there was a problem downloading your image!"),
 )
 
 
@@ -256,7 +292,8 @@ def _trace_text(trace, name: str) -> str:
         z = np.asarray(trace.z, dtype=float)
         if z.ndim == 2 and np.isfinite(z).any():
             return _("{name}: {rows} x {cols} cells, values from {low} to {high}.").format(
-                name=name, rows=z.shape[0], cols=z.shape[1], low=_num(np.nanmin(z)), high=_num(np.nanmax(z)))
+                name=name, rows=z.shape[0], cols=z.shape[1], low=_num(np.nanmin(z)), high=_num(np.nanmax(z))
+            )
     if trace.type in ("bar", "scatter"):
         horizontal = getattr(trace, "orientation", None) == "h"
         labels, values = (trace.y, trace.x) if horizontal else (trace.x, trace.y)
@@ -269,11 +306,19 @@ def _trace_text(trace, name: str) -> str:
             return _("{name}: no points.").format(name=name)
         top = max(points, key=lambda p: p[1])
         if trace.type == "bar" and len(points) <= MAX_LISTED_POINTS:
-            return _("{name}: {points}.").format(name=name, points=list_sep().join(
-                f"{_plain(label)} {_num(value)}" for label, value in points))
+            return _("{name}: {points}.").format(
+                name=name, points=list_sep().join(f"{_plain(label)} {_num(value)}" for label, value in points)
+            )
         return _("{name}: {n} points, from {x0} ({y0}) to {x1} ({y1}); highest {top} at {at}.").format(
-            name=name, n=len(points), x0=_plain(points[0][0]), y0=_num(points[0][1]), x1=_plain(points[-1][0]),
-            y1=_num(points[-1][1]), top=_num(top[1]), at=_plain(top[0]))
+            name=name,
+            n=len(points),
+            x0=_plain(points[0][0]),
+            y0=_num(points[0][1]),
+            x1=_plain(points[-1][0]),
+            y1=_num(points[-1][1]),
+            top=_num(top[1]),
+            at=_plain(top[0]),
+        )
     return _("{name} ({kind}).").format(name=name, kind=_kind(trace))
 
 

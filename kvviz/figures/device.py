@@ -8,6 +8,7 @@ spread of repeats (SweepPoint.bound) is marked on the chart.
 
 Input: the sweep's points (context, medians, bound), plain numbers. Output: a plotly figure. No Streamlit, no torch.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -29,26 +30,55 @@ def context_sweep_figure(points: Sequence[Any], device_label: str) -> go.Figure:
     uncached = [p.uncached_median_ms for p in points]
     ratio = [p.ratio for p in points]
     fig = go.Figure()
-    fig.add_trace(go.Scatter(
-        x=contexts, y=uncached, mode="lines+markers", name=_("uncached pass"), line={"color": UNCACHED_COLOR},
-        customdata=ratio,
-        hovertemplate=_("%{x} cached tokens: the uncached pass over them takes %{y:.3f} ms "
-                        "(%{customdata:.1f}x the cached step)<extra></extra>")))
-    fig.add_trace(go.Scatter(
-        x=contexts, y=cached, mode="lines+markers", name=_("cached step"), line={"color": CACHED_COLOR},
-        hovertemplate=_("%{x} cached tokens: one cached decode step takes %{y:.3f} ms<extra></extra>")))
+    fig.add_trace(
+        go.Scatter(
+            x=contexts,
+            y=uncached,
+            mode="lines+markers",
+            name=_("uncached pass"),
+            line={"color": UNCACHED_COLOR},
+            customdata=ratio,
+            hovertemplate=_(
+                "%{x} cached tokens: the uncached pass over them takes %{y:.3f} ms "
+                "(%{customdata:.1f}x the cached step)<extra></extra>"
+            ),
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=contexts,
+            y=cached,
+            mode="lines+markers",
+            name=_("cached step"),
+            line={"color": CACHED_COLOR},
+            hovertemplate=_("%{x} cached tokens: one cached decode step takes %{y:.3f} ms<extra></extra>"),
+        )
+    )
     first_bandwidth = next((p for p in points if p.bound == "cache"), None)
     if first_bandwidth is not None:
         fig.add_vline(x=first_bandwidth.context, line={"color": MARKER_COLOR, "dash": "dot", "width": 2})
-        fig.add_annotation(x=first_bandwidth.context, y=1, yref="paper", xanchor="left", yanchor="top",
-                           showarrow=False, font={"color": MARKER_COLOR},
-                           text=_("reading the cache dominates from here"))
+        fig.add_annotation(
+            x=first_bandwidth.context,
+            y=1,
+            yref="paper",
+            xanchor="left",
+            yanchor="top",
+            showarrow=False,
+            font={"color": MARKER_COLOR},
+            text=_("reading the cache dominates from here"),
+        )
     legend, top = top_legend(2)
     fig.update_layout(
         title={"text": _("The cache grows: one step with it, one pass without ({device})").format(device=device_label)},
-        xaxis={"title": {"text": _("cached tokens (log scale)")}, "type": "log",  # ticked at the contexts run
-               "tickvals": contexts, "ticktext": [f"{c:,}" for c in contexts]},
+        xaxis={
+            "title": {"text": _("cached tokens (log scale)")},
+            "type": "log",  # ticked at the contexts run
+            "tickvals": contexts,
+            "ticktext": [f"{c:,}" for c in contexts],
+        },
         yaxis={"title": {"text": _("milliseconds (log scale)")}, "type": "log", **log_ticks(cached + uncached)},
-        legend=legend, margin={"t": top, "l": 70, "r": 20, "b": 60}, height=420,
+        legend=legend,
+        margin={"t": top, "l": 70, "r": 20, "b": 60},
+        height=420,
     )
     return readable(fig)

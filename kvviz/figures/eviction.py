@@ -5,6 +5,7 @@ Plain records from `kvviz.internals.records` in, plotly figures out. No Streamli
 most MAX_LEGEND_ENTRIES lines: the caller picks which policies to draw; the full cache and the quantized formats are
 labelled on the chart instead.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -18,10 +19,21 @@ from kvviz.internals.records import EvictionGrid, EvictionPoint, EvictionSweep
 from kvviz.memory.units import binary_unit
 from kvviz.step.view import visible
 
-POLICY_COLORS = {"random": "#7f7f7f", "recent": "#9467bd", "streaming": "#1f77b4", "h2o": "#d62728", "h2o_heavy": "#ff9896",
-                 "tova": "#8c564b", "snapkv": "#2ca02c", "key_norm": "#e377c2",
-                 "keydiff": "#bcbd22", "duoattention": "#17becf", "duo_probe": "#9edae5", "kvzip": "#393b79",
-                 "kvzip_head": "#6b6ecf"}
+POLICY_COLORS = {
+    "random": "#7f7f7f",
+    "recent": "#9467bd",
+    "streaming": "#1f77b4",
+    "h2o": "#d62728",
+    "h2o_heavy": "#ff9896",
+    "tova": "#8c564b",
+    "snapkv": "#2ca02c",
+    "key_norm": "#e377c2",
+    "keydiff": "#bcbd22",
+    "duoattention": "#17becf",
+    "duo_probe": "#9edae5",
+    "kvzip": "#393b79",
+    "kvzip_head": "#6b6ecf",
+}
 QUANT_COLOR = ORANGE
 KEPT_COLOR, EVICTED_COLOR, SINK_COLOR = BLUE, "#e8e8e8", ORANGE
 METRICS = ("copy", "loss")
@@ -32,11 +44,15 @@ GRID_BOTTOM_PX = 30  # room under the grid's axis title
 GRID_MAX_LABELS = 32  # the grid's token axis labels every position up to this many, else a stated stride
 
 
-def _layout(fig: go.Figure, title: str, height_px: int, right_px: int = 10, top_px: int = 90,
-            bottom_px: int = 10) -> go.Figure:
-    fig.update_layout(title=dict(text=title, y=0.98, yanchor="top"), height=height_px,
-                      margin=dict(l=10, r=right_px, t=top_px, b=bottom_px),
-                      legend=dict(orientation="h", x=0, xanchor="left", y=1.02, yanchor="bottom"))
+def _layout(
+    fig: go.Figure, title: str, height_px: int, right_px: int = 10, top_px: int = 90, bottom_px: int = 10
+) -> go.Figure:
+    fig.update_layout(
+        title=dict(text=title, y=0.98, yanchor="top"),
+        height=height_px,
+        margin=dict(l=10, r=right_px, t=top_px, b=bottom_px),
+        legend=dict(orientation="h", x=0, xanchor="left", y=1.02, yanchor="bottom"),
+    )
     return readable(fig)
 
 
@@ -107,30 +123,61 @@ def quality_figure(sweep: EvictionSweep, policies: Sequence[str], metric: str = 
     fence = outlier_fence([_value(p, metric) for p in shown]) if metric == "loss" else None
     for policy in drawn:
         curve = sorted(sweep.curve(policy), key=lambda p: p.kv_bytes_kept)
-        fig.add_scatter(x=[measured_fraction(p, metric, sweep) for p in curve], y=[_value(p, metric) for p in curve],
-                        error_y=dict(type="data", array=[_half_width(p, metric) for p in curve], thickness=1.5),
-                        mode="lines+markers", name=policy_short(policy),
-                        line=dict(color=POLICY_COLORS.get(policy), width=3),
-                        customdata=[[p.keep_percent, p.rows_kept, p.kv_bytes_kept] for p in curve],
-                        hovertemplate=_("{policy}: {kept} · {rows} rows · {bytes} B · {value}").format(
-                            policy=policy_short(policy), kept="%{customdata[0]}%", rows="%{customdata[1]}",
-                            bytes="%{customdata[2]:,}", value="%{y:.3f}") + "<extra></extra>")
+        fig.add_scatter(
+            x=[measured_fraction(p, metric, sweep) for p in curve],
+            y=[_value(p, metric) for p in curve],
+            error_y=dict(type="data", array=[_half_width(p, metric) for p in curve], thickness=1.5),
+            mode="lines+markers",
+            name=policy_short(policy),
+            line=dict(color=POLICY_COLORS.get(policy), width=3),
+            customdata=[[p.keep_percent, p.rows_kept, p.kv_bytes_kept] for p in curve],
+            hovertemplate=_("{policy}: {kept} · {rows} rows · {bytes} B · {value}").format(
+                policy=policy_short(policy),
+                kept="%{customdata[0]}%",
+                rows="%{customdata[1]}",
+                bytes="%{customdata[2]:,}",
+                value="%{y:.3f}",
+            )
+            + "<extra></extra>",
+        )
     q_x = [measured_fraction(q, metric, sweep) for q in quantized]
     q_y = [_value(q, metric) for q in quantized]
-    fig.add_scatter(x=q_x, y=q_y, mode="markers", name=_("quantized formats"),
-                    marker=dict(symbol="diamond", size=14, color=QUANT_COLOR), showlegend=False,
-                    text=[q.policy for q in quantized], customdata=[q.kv_bytes_kept for q in quantized],
-                    hovertemplate="%{text}: %{customdata:,} B · %{y:.3f}<extra></extra>")
+    fig.add_scatter(
+        x=q_x,
+        y=q_y,
+        mode="markers",
+        name=_("quantized formats"),
+        marker=dict(symbol="diamond", size=14, color=QUANT_COLOR),
+        showlegend=False,
+        text=[q.policy for q in quantized],
+        customdata=[q.kv_bytes_kept for q in quantized],
+        hovertemplate="%{text}: %{customdata:,} B · %{y:.3f}<extra></extra>",
+    )
     for q, x, y, level in zip(quantized, q_x, q_y, label_levels(q_x), strict=True):
         if fence is not None and y > fence:
             continue  # off the axis: _clip_outliers marks it with ▲ and its value
-        fig.add_annotation(x=x, y=y, text=q.policy, showarrow=True,
-                           arrowhead=0, arrowcolor=QUANT_COLOR, ax=0, ay=_level_offset_px(level),
-                           bgcolor="rgba(255,255,255,0.85)")
+        fig.add_annotation(
+            x=x,
+            y=y,
+            text=q.policy,
+            showarrow=True,
+            arrowhead=0,
+            arrowcolor=QUANT_COLOR,
+            ax=0,
+            ay=_level_offset_px(level),
+            bgcolor="rgba(255,255,255,0.85)",
+        )
     full = sweep.point("full", 100)
     fig.add_hline(y=_value(full, metric), line=dict(color=MARKER_COLOR, dash="dot"))
-    fig.add_annotation(x=1, xref="paper", xanchor="left", y=_value(full, metric), yanchor="middle",
-                       text=_("full cache"), showarrow=False)  # in the right margin: no point is there
+    fig.add_annotation(
+        x=1,
+        xref="paper",
+        xanchor="left",
+        y=_value(full, metric),
+        yanchor="middle",
+        text=_("full cache"),
+        showarrow=False,
+    )  # in the right margin: no point is there
     fig.update_xaxes(title=_("% of the full cache kept where it was measured"), range=[0, 104], ticksuffix="%")
     if metric == "copy":
         fig.update_yaxes(title=_("copy-test accuracy (%)"), range=[0, 112])  # room for the formats' labels
@@ -158,16 +205,25 @@ def _clip_outliers(fig: go.Figure, sweep: EvictionSweep, drawn: Sequence[str], f
     for p, x, level in zip(out, xs, label_levels(xs), strict=True):
         policy = p.policy
         quantized = p.kind == "quantized"
-        fig.add_annotation(x=x, y=top, yanchor="top",
-                           text=f"▲ {policy + ' ' if quantized else ''}{_value(p, 'loss'):+.2f}", showarrow=False,
-                           yshift=-LABEL_STEP_PX * level,
-                           font=dict(color=QUANT_COLOR if quantized else POLICY_COLORS.get(policy, MARKER_COLOR)),
-                           bgcolor="rgba(255,255,255,0.85)",
-                           hovertext=_("{policy} at {keep}%: {value:+.3f} nats, above the axis").format(
-                               policy=policy_short(policy), keep=p.keep_percent, value=_value(p, "loss")))
+        fig.add_annotation(
+            x=x,
+            y=top,
+            yanchor="top",
+            text=f"▲ {policy + ' ' if quantized else ''}{_value(p, 'loss'):+.2f}",
+            showarrow=False,
+            yshift=-LABEL_STEP_PX * level,
+            font=dict(color=QUANT_COLOR if quantized else POLICY_COLORS.get(policy, MARKER_COLOR)),
+            bgcolor="rgba(255,255,255,0.85)",
+            hovertext=_("{policy} at {keep}%: {value:+.3f} nats, above the axis").format(
+                policy=policy_short(policy), keep=p.keep_percent, value=_value(p, "loss")
+            ),
+        )
     # under the title, not on the plot's top edge: there it sat on the legend's row
-    fig.update_layout(title_subtitle=dict(text=_("▲ above the axis, with its value"),
-                                          font=dict(size=MIN_TICK_FONT_PX, color=MARKER_COLOR)))
+    fig.update_layout(
+        title_subtitle=dict(
+            text=_("▲ above the axis, with its value"), font=dict(size=MIN_TICK_FONT_PX, color=MARKER_COLOR)
+        )
+    )
 
 
 def grid_tick_stride(n_tokens: int) -> int:
@@ -189,22 +245,45 @@ def grid_figure(grid: EvictionGrid) -> go.Figure:
             labels.append(_("layer {layer} · KV head {head}").format(layer=layer.layer, head=head))
             hover.append(tokens)
     states = [_("evicted"), _("kept"), _("sink (kept)")]
-    fig = go.Figure(go.Heatmap(
-        z=z, x=list(range(len(tokens))), y=labels, zmin=0, zmax=2, showscale=False, xgap=1, ygap=2,
-        colorscale=[[0, EVICTED_COLOR], [0.33, EVICTED_COLOR], [0.34, KEPT_COLOR], [0.66, KEPT_COLOR],
-                    [0.67, SINK_COLOR], [1, SINK_COLOR]],
-        customdata=[[states[v] for v in row] for row in z], text=hover,
-        hovertemplate="%{y}, " + _("position") + " %{x} %{text}: %{customdata}<extra></extra>"))
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=list(range(len(tokens))),
+            y=labels,
+            zmin=0,
+            zmax=2,
+            showscale=False,
+            xgap=1,
+            ygap=2,
+            colorscale=[
+                [0, EVICTED_COLOR],
+                [0.33, EVICTED_COLOR],
+                [0.34, KEPT_COLOR],
+                [0.66, KEPT_COLOR],
+                [0.67, SINK_COLOR],
+                [1, SINK_COLOR],
+            ],
+            customdata=[[states[v] for v in row] for row in z],
+            text=hover,
+            hovertemplate="%{y}, " + _("position") + " %{x} %{text}: %{customdata}<extra></extra>",
+        )
+    )
     stride = grid_tick_stride(len(tokens))
     ticks = list(range(0, len(tokens), stride))
-    fig.update_xaxes(tickvals=ticks, ticktext=[f"{pos} {tokens[pos]}" for pos in ticks], tickangle=-90,
-                     title=(_("position and its token (· a space, ↵ a newline)") if stride == 1 else
-                            _("position and its token, one label every {n} positions (· a space, ↵ a newline)").format(
-                                n=stride)))
+    fig.update_xaxes(
+        tickvals=ticks,
+        ticktext=[f"{pos} {tokens[pos]}" for pos in ticks],
+        tickangle=-90,
+        title=(
+            _("position and its token (· a space, ↵ a newline)")
+            if stride == 1
+            else _("position and its token, one label every {n} positions (· a space, ↵ a newline)").format(n=stride)
+        ),
+    )
     fig.update_yaxes(autorange="reversed")
     title = _("{policy} at {keep}%: blue kept, grey evicted{sink}").format(
-        policy=policy_label(grid.policy), keep=grid.keep_percent,
-        sink=_(", orange the sink rows") if sinks else "")
+        policy=policy_label(grid.policy), keep=grid.keep_percent, sink=_(", orange the sink rows") if sinks else ""
+    )
     # bottom: the axis title under the rotated labels (with 10 px its descenders were cut)
     return _layout(fig, title, 220 + 28 * len(z) + 90, bottom_px=GRID_BOTTOM_PX)
 
@@ -214,15 +293,30 @@ def layer_bytes_figure(grid: EvictionGrid) -> go.Figure:
     unit, size = binary_unit(max([la.kv_bytes_full for la in grid.layers] + [1]))
     x = [str(la.layer) for la in grid.layers]
     fig = go.Figure()
-    fig.add_bar(x=x, y=[la.kv_bytes_kept / size for la in grid.layers], name=_("kept"), marker_color=KEPT_COLOR,
-                text=[_("{rows} rows").format(rows=la.rows_kept) for la in grid.layers], textposition="inside",
-                customdata=[la.kv_bytes_kept for la in grid.layers],
-                hovertemplate=_("layer") + " %{x}: %{customdata:,} B<extra></extra>")
-    fig.add_bar(x=x, y=[(la.kv_bytes_full - la.kv_bytes_kept) / size for la in grid.layers], name=_("evicted"),
-                marker_color=EVICTED_COLOR, customdata=[la.kv_bytes_full - la.kv_bytes_kept for la in grid.layers],
-                hovertemplate=_("layer") + " %{x}: %{customdata:,} B<extra></extra>")
+    fig.add_bar(
+        x=x,
+        y=[la.kv_bytes_kept / size for la in grid.layers],
+        name=_("kept"),
+        marker_color=KEPT_COLOR,
+        text=[_("{rows} rows").format(rows=la.rows_kept) for la in grid.layers],
+        textposition="inside",
+        customdata=[la.kv_bytes_kept for la in grid.layers],
+        hovertemplate=_("layer") + " %{x}: %{customdata:,} B<extra></extra>",
+    )
+    fig.add_bar(
+        x=x,
+        y=[(la.kv_bytes_full - la.kv_bytes_kept) / size for la in grid.layers],
+        name=_("evicted"),
+        marker_color=EVICTED_COLOR,
+        customdata=[la.kv_bytes_full - la.kv_bytes_kept for la in grid.layers],
+        hovertemplate=_("layer") + " %{x}: %{customdata:,} B<extra></extra>",
+    )
     fig.update_layout(barmode="stack", legend_traceorder="normal")
     fig.update_xaxes(title=_("layer"), type="category")
-    fig.update_yaxes(title=_("{unit}, one span (1 {unit} = {size:,} B)").format(unit=unit, size=size)
-                     if size > 1 else _("bytes, one span"), rangemode="tozero")
+    fig.update_yaxes(
+        title=_("{unit}, one span (1 {unit} = {size:,} B)").format(unit=unit, size=size)
+        if size > 1
+        else _("bytes, one span"),
+        rangemode="tozero",
+    )
     return _layout(fig, _("Bytes and rows per layer"), 340)

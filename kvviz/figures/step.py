@@ -5,6 +5,7 @@ Plain numpy / StageSnapshot in, plotly figures out (no Streamlit, no torch). Row
 the oldest drawn row, as a table reads; the stage draws at most the newest MAX_STAGE_ROWS rows so the newest
 row stays on screen. Text is at least 14 px for a projector; colours read on light and dark backgrounds.
 """
+
 from __future__ import annotations
 
 import functools
@@ -39,8 +40,11 @@ def _margins(font_px: int) -> dict:
 def stage_config(filename: str = "kv_cache_stage") -> dict:
     """plotly config for the stage's charts: the mode bar holds only the camera (a 2x PNG for slides), so it
     is small, and the margins above keep every title clear of it."""
-    return {"displaylogo": False, "modeBarButtons": [["toImage"]],
-            "toImageButtonOptions": {"format": "png", "scale": 2, "filename": filename}}
+    return {
+        "displaylogo": False,
+        "modeBarButtons": [["toImage"]],
+        "toImageButtonOptions": {"format": "png", "scale": 2, "filename": filename},
+    }
 
 
 def _fonts(fig: go.Figure, font_px: int) -> go.Figure:
@@ -61,8 +65,14 @@ def _fonts(fig: go.Figure, font_px: int) -> go.Figure:
 # checks they serialise exactly as plotly's own subplot API builds them.
 @functools.lru_cache(maxsize=32)
 def _grid_json(cols: int, widths: tuple[float, ...] | None, spacing: float) -> str:
-    fig = make_subplots(rows=1, cols=cols, shared_yaxes=True, column_widths=list(widths) if widths else None,
-                        horizontal_spacing=spacing, subplot_titles=["·"] * cols)
+    fig = make_subplots(
+        rows=1,
+        cols=cols,
+        shared_yaxes=True,
+        column_widths=list(widths) if widths else None,
+        horizontal_spacing=spacing,
+        subplot_titles=["·"] * cols,
+    )
     layout = fig.to_dict()["layout"]
     layout.pop("template", None)
     return json.dumps(layout)
@@ -103,9 +113,19 @@ def _fonts_dict(layout: dict, font_px: int) -> dict:
 
 
 def _outline_shapes(positions: Sequence[int], width: int, col: int, color: str) -> list[dict]:
-    return [{"type": "rect", "x0": -0.5, "x1": width - 0.5, "y0": pos - 0.5, "y1": pos + 0.5,
-             "line": {"color": color, "width": 3}, "xref": _axis("x", col), "yref": _axis("y", col)}
-            for pos in positions]
+    return [
+        {
+            "type": "rect",
+            "x0": -0.5,
+            "x1": width - 0.5,
+            "y0": pos - 0.5,
+            "y1": pos + 0.5,
+            "line": {"color": color, "width": 3},
+            "xref": _axis("x", col),
+            "yref": _axis("y", col),
+        }
+        for pos in positions
+    ]
 
 
 def _row_ticks(first_row: int, labels: Sequence[str], must: Sequence[int] = ()) -> dict:
@@ -122,16 +142,38 @@ def _row_ticks(first_row: int, labels: Sequence[str], must: Sequence[int] = ()) 
 
 def _colorbar(x: float, font_px: int) -> dict:
     """A thin vertical colour scale just right of a heatmap panel (x = the panel's right edge, paper coordinates)."""
-    return {"x": x, "xanchor": "left", "xpad": 2, "y": 0.5, "len": 0.6, "thickness": 8, "outlinewidth": 0,
-            "tickfont": {"size": font_px}, "nticks": 4, "ticklen": 3}
+    return {
+        "x": x,
+        "xanchor": "left",
+        "xpad": 2,
+        "y": 0.5,
+        "len": 0.6,
+        "thickness": 8,
+        "outlinewidth": 0,
+        "tickfont": {"size": font_px},
+        "nticks": 4,
+        "ticklen": 3,
+    }
 
 
 def _colorbar_under(domain: Sequence[float], font_px: int) -> dict:
     """A thin horizontal colour scale under a heatmap panel (`domain`: the panel's x range, paper coordinates), at
     the figure's bottom edge: its ticks never reach a neighbouring panel, however narrow the screen (a phone)."""
-    return {"orientation": "h", "x": (domain[0] + domain[1]) / 2, "xanchor": "center", "len": domain[1] - domain[0],
-            "y": 0, "yref": "container", "yanchor": "bottom", "ypad": 4, "thickness": 8, "outlinewidth": 0,
-            "tickfont": {"size": font_px}, "nticks": 3, "ticklen": 3}
+    return {
+        "orientation": "h",
+        "x": (domain[0] + domain[1]) / 2,
+        "xanchor": "center",
+        "len": domain[1] - domain[0],
+        "y": 0,
+        "yref": "container",
+        "yanchor": "bottom",
+        "ypad": 4,
+        "thickness": 8,
+        "outlinewidth": 0,
+        "tickfont": {"size": font_px},
+        "nticks": 3,
+        "ticklen": 3,
+    }
 
 
 def _stage_margins(font_px: int) -> dict:
@@ -146,23 +188,54 @@ def stage_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 420) -
     rows, head_dim = snap.keys.shape
     y = list(range(snap.first_row, snap.first_row + rows))
     layout = _panels(("K", "V", _("attention")), STAGE_WIDTHS, PANEL_GAP)
-    layout["title"] = {"text": _("layer {layer} · kv head {kv_head} · q head {head}").format(
-        layer=snap.layer, kv_head=snap.kv_head, head=snap.q_head), "x": 0, "xref": "paper", "xanchor": "left",
-        "y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 6}}
+    layout["title"] = {
+        "text": _("layer {layer} · kv head {kv_head} · q head {head}").format(
+            layer=snap.layer, kv_head=snap.kv_head, head=snap.q_head
+        ),
+        "x": 0,
+        "xref": "paper",
+        "xanchor": "left",
+        "y": 1,
+        "yref": "container",
+        "yanchor": "top",
+        "pad": {"t": 6},
+    }
     data, shapes = [], []
     for col, (name, values) in enumerate((("K", snap.keys), ("V", snap.values)), start=1):
         limit = float(np.abs(values).max()) or 1.0
         domain = layout[_axis("xaxis", col)]["domain"]
-        data.append({"type": "heatmap", "z": values.astype(np.float32), "x": list(range(head_dim)), "y": y,
-                     "colorscale": _colorscale(HEATMAP_SCALE), "zmin": -limit, "zmax": limit, "showscale": True,
-                     "colorbar": _colorbar_under(domain, font_px), "name": name,
-                     "hovertemplate": _("{name}[position %{{y}}, dim %{{x}}] = %{{z:.3f}}<extra></extra>").format(
-                         name=name), "xaxis": _axis("x", col), "yaxis": _axis("y", col)})
+        data.append(
+            {
+                "type": "heatmap",
+                "z": values.astype(np.float32),
+                "x": list(range(head_dim)),
+                "y": y,
+                "colorscale": _colorscale(HEATMAP_SCALE),
+                "zmin": -limit,
+                "zmax": limit,
+                "showscale": True,
+                "colorbar": _colorbar_under(domain, font_px),
+                "name": name,
+                "hovertemplate": _("{name}[position %{{y}}, dim %{{x}}] = %{{z:.3f}}<extra></extra>").format(name=name),
+                "xaxis": _axis("x", col),
+                "yaxis": _axis("y", col),
+            }
+        )
         shapes += _outline_shapes(snap.new_rows, head_dim, col, NEW_ROW_COLOR)
     colors = [NEW_ROW_COLOR if p in snap.new_rows else ATTENTION_COLOR for p in y]
-    data.append({"type": "bar", "x": np.round(snap.attention, 4), "y": y, "orientation": "h",
-                 "marker": {"color": colors}, "hovertemplate": _("position %{y}: weight %{x:.3f}<extra></extra>"),
-                 "name": _("attention"), "xaxis": "x3", "yaxis": "y3"})
+    data.append(
+        {
+            "type": "bar",
+            "x": np.round(snap.attention, 4),
+            "y": y,
+            "orientation": "h",
+            "marker": {"color": colors},
+            "hovertemplate": _("position %{y}: weight %{x:.3f}<extra></extra>"),
+            "name": _("attention"),
+            "xaxis": "x3",
+            "yaxis": "y3",
+        }
+    )
     top = float(snap.attention.max()) if rows else 1.0
     layout["xaxis3"].update(range=[0, max(top * 1.1, 0.05)], nticks=3)
     for key in ("xaxis", "xaxis2"):
@@ -185,15 +258,26 @@ def stage_figure_text(snap: StageSnapshot) -> str:
         token = tokens.get(position, "")
         return _("position {position} (“{token}”)").format(position=position, token=token.strip() or visible(token))
 
-    text = _("Chart: layer {layer}, K/V head {kv_head}, read by query head {q_head}. K and V each hold {rows} rows "
-             "of {head_dim} numbers, positions {first} to {last}; the newest row is {newest}. The query of the "
-             "newest token puts its largest attention weight, {weight:.2f}, on {peak}.").format(
-        layer=snap.layer, kv_head=snap.kv_head, q_head=snap.q_head, rows=rows, head_dim=head_dim,
-        first=snap.first_row, last=last, newest=row(last), weight=float(snap.attention[peak - snap.first_row]),
-        peak=row(peak))
+    text = _(
+        "Chart: layer {layer}, K/V head {kv_head}, read by query head {q_head}. K and V each hold {rows} rows "
+        "of {head_dim} numbers, positions {first} to {last}; the newest row is {newest}. The query of the "
+        "newest token puts its largest attention weight, {weight:.2f}, on {peak}."
+    ).format(
+        layer=snap.layer,
+        kv_head=snap.kv_head,
+        q_head=snap.q_head,
+        rows=rows,
+        head_dim=head_dim,
+        first=snap.first_row,
+        last=last,
+        newest=row(last),
+        weight=float(snap.attention[peak - snap.first_row]),
+        peak=row(peak),
+    )
     if snap.first_row:
         text += " " + _("{n} older rows are not drawn; they got {share:.0%} of the attention.").format(
-            n=snap.first_row, share=snap.attention_above)
+            n=snap.first_row, share=snap.attention_above
+        )
     return text
 
 
@@ -201,9 +285,9 @@ def head_conv(state: LinearState, head: int) -> np.ndarray:
     """One head's columns of a linear layer's conv state, [conv_kernel, 3 x d]: its q, k and v channels (the conv
     runs over q, k and v of every head side by side: all heads' q, then all k, then all v), oldest input first."""
     heads, d_k, d_v = state.recurrent.shape
-    q = state.conv[head * d_k:(head + 1) * d_k]
-    k = state.conv[heads * d_k + head * d_k: heads * d_k + (head + 1) * d_k]
-    v = state.conv[2 * heads * d_k + head * d_v: 2 * heads * d_k + (head + 1) * d_v]
+    q = state.conv[head * d_k : (head + 1) * d_k]
+    k = state.conv[heads * d_k + head * d_k : heads * d_k + (head + 1) * d_k]
+    v = state.conv[2 * heads * d_k + head * d_v : 2 * heads * d_k + (head + 1) * d_v]
     return np.concatenate([q, k, v]).T
 
 
@@ -217,29 +301,73 @@ def state_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 370) -
     per_head_recurrent = state.recurrent_bytes // heads
     # short panel titles (a phone's panel is ~70 px wide): the head; each row's shape and bytes on its left axis
     titles = [f"H{h}" for h in range(heads)] + [""] * heads
-    fig = make_subplots(rows=2, cols=heads, row_heights=[0.72, 0.28], vertical_spacing=0.08,
-                        horizontal_spacing=0.02, subplot_titles=titles)
+    fig = make_subplots(
+        rows=2,
+        cols=heads,
+        row_heights=[0.72, 0.28],
+        vertical_spacing=0.08,
+        horizontal_spacing=0.02,
+        subplot_titles=titles,
+    )
     limit = float(np.abs(state.recurrent).max()) or 1.0
     conv_limit = float(np.abs(state.conv).max()) or 1.0
     for h in range(heads):
-        fig.add_trace(go.Heatmap(z=state.recurrent[h].astype(np.float32), colorscale=HEATMAP_SCALE, zmin=-limit,
-                                 zmax=limit, showscale=h == heads - 1, colorbar={"thickness": 8, "len": 0.6, "y": 0.65},
-                                 hovertemplate=_("head {head}: S[k %{{y}}, v %{{x}}] = %{{z:.3f}}<extra></extra>").format(
-                                     head=h)), row=1, col=h + 1)
-        fig.add_trace(go.Heatmap(z=head_conv(state, h).astype(np.float32), colorscale=HEATMAP_SCALE,
-                                 zmin=-conv_limit, zmax=conv_limit, showscale=False,
-                                 hovertemplate=_("head {head}: conv input %{{y}}, channel %{{x}} = %{{z:.3f}}"
-                                                 "<extra></extra>").format(head=h)), row=2, col=h + 1)
+        fig.add_trace(
+            go.Heatmap(
+                z=state.recurrent[h].astype(np.float32),
+                colorscale=HEATMAP_SCALE,
+                zmin=-limit,
+                zmax=limit,
+                showscale=h == heads - 1,
+                colorbar={"thickness": 8, "len": 0.6, "y": 0.65},
+                hovertemplate=_("head {head}: S[k %{{y}}, v %{{x}}] = %{{z:.3f}}<extra></extra>").format(head=h),
+            ),
+            row=1,
+            col=h + 1,
+        )
+        fig.add_trace(
+            go.Heatmap(
+                z=head_conv(state, h).astype(np.float32),
+                colorscale=HEATMAP_SCALE,
+                zmin=-conv_limit,
+                zmax=conv_limit,
+                showscale=False,
+                hovertemplate=_("head {head}: conv input %{{y}}, channel %{{x}} = %{{z:.3f}}<extra></extra>").format(
+                    head=h
+                ),
+            ),
+            row=2,
+            col=h + 1,
+        )
     fig.update_xaxes(showticklabels=False)
     fig.update_yaxes(showticklabels=False, autorange="reversed")
-    fig.update_yaxes(title={"text": _("state {d_k}x{d_v} · {size}").format(d_k=d_k, d_v=d_v,
-                                                                          size=short_bytes(per_head_recurrent)),
-                            "standoff": 2}, row=1, col=1)
-    fig.update_yaxes(title={"text": _("conv {kernel}x{channels}").format(kernel=kernel, channels=2 * d_k + d_v),
-                            "standoff": 2}, row=2, col=1)
-    fig.update_layout(height=height_px, margin={**_margins(font_px), "l": 2 * font_px + 10}, showlegend=False,
-                      title={"text": _("layer {layer} · linear attention state (fixed size)").format(layer=state.layer),
-                             "x": 0, "xanchor": "left", "y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 6}})
+    fig.update_yaxes(
+        title={
+            "text": _("state {d_k}x{d_v} · {size}").format(d_k=d_k, d_v=d_v, size=short_bytes(per_head_recurrent)),
+            "standoff": 2,
+        },
+        row=1,
+        col=1,
+    )
+    fig.update_yaxes(
+        title={"text": _("conv {kernel}x{channels}").format(kernel=kernel, channels=2 * d_k + d_v), "standoff": 2},
+        row=2,
+        col=1,
+    )
+    fig.update_layout(
+        height=height_px,
+        margin={**_margins(font_px), "l": 2 * font_px + 10},
+        showlegend=False,
+        title={
+            "text": _("layer {layer} · linear attention state (fixed size)").format(layer=state.layer),
+            "x": 0,
+            "xanchor": "left",
+            "y": 1,
+            "yref": "container",
+            "yanchor": "top",
+            "pad": {"t": 6},
+        },
+    )
     return _fonts(fig, font_px)
 
 
@@ -247,11 +375,20 @@ def state_figure_text(snap: StageSnapshot) -> str:
     """state_figure's data as a sentence, for a reader who cannot see the chart."""
     state = snap.state
     heads, d_k, d_v = state.recurrent.shape
-    return _("Chart: layer {layer}'s linear-attention state, per head: {heads} state matrices of {d_k} x {d_v} numbers "
-             "({recurrent}) and each head's last {kernel} convolution inputs ({conv}); {total} in all, the same "
-             "size at every step.").format(
-        layer=state.layer, heads=heads, d_k=d_k, d_v=d_v, recurrent=short_bytes(state.recurrent_bytes),
-        kernel=state.conv.shape[1], conv=short_bytes(state.conv_bytes), total=short_bytes(state.total_bytes))
+    return _(
+        "Chart: layer {layer}'s linear-attention state, per head: {heads} state matrices of {d_k} x {d_v} numbers "
+        "({recurrent}) and each head's last {kernel} convolution inputs ({conv}); {total} in all, the same "
+        "size at every step."
+    ).format(
+        layer=state.layer,
+        heads=heads,
+        d_k=d_k,
+        d_v=d_v,
+        recurrent=short_bytes(state.recurrent_bytes),
+        kernel=state.conv.shape[1],
+        conv=short_bytes(state.conv_bytes),
+        total=short_bytes(state.total_bytes),
+    )
 
 
 def group_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 360) -> go.Figure:
@@ -260,40 +397,80 @@ def group_figure(snap: StageSnapshot, font_px: int = 14, height_px: int = 360) -
     rows, head_dim = snap.keys.shape
     y = list(range(snap.first_row, snap.first_row + rows))
     n = len(snap.group_heads)
-    layout = _panels([_("K · kv head {kv_head}").format(kv_head=snap.kv_head)] + [f"q{h}" for h in snap.group_heads],
-                     (0.34, *[0.66 / n] * n), 0.02)
+    layout = _panels(
+        [_("K · kv head {kv_head}").format(kv_head=snap.kv_head)] + [f"q{h}" for h in snap.group_heads],
+        (0.34, *[0.66 / n] * n),
+        0.02,
+    )
     limit = float(np.abs(snap.keys).max()) or 1.0
-    data = [{"type": "heatmap", "z": snap.keys.astype(np.float32), "y": y, "colorscale": _colorscale(HEATMAP_SCALE),
-             "zmin": -limit, "zmax": limit, "showscale": True,
-             "colorbar": {**_colorbar(1.0, font_px), "title": {"text": "K", "side": "top"}},
-             "hovertemplate": _("{name}[position %{{y}}, dim %{{x}}] = %{{z:.3f}}<extra></extra>").format(name="K"),
-             "xaxis": "x", "yaxis": "y"}]
+    data = [
+        {
+            "type": "heatmap",
+            "z": snap.keys.astype(np.float32),
+            "y": y,
+            "colorscale": _colorscale(HEATMAP_SCALE),
+            "zmin": -limit,
+            "zmax": limit,
+            "showscale": True,
+            "colorbar": {**_colorbar(1.0, font_px), "title": {"text": "K", "side": "top"}},
+            "hovertemplate": _("{name}[position %{{y}}, dim %{{x}}] = %{{z:.3f}}<extra></extra>").format(name="K"),
+            "xaxis": "x",
+            "yaxis": "y",
+        }
+    ]
     for i, head in enumerate(snap.group_heads):
         weights = snap.group_attention[i]
-        data.append({"type": "bar", "x": np.round(weights, 4), "y": y, "orientation": "h",
-                     "marker": {"color": ATTENTION_COLOR},
-                     "hovertemplate": _("q head {head}, position %{{y}}: %{{x:.3f}}<extra></extra>").format(head=head),
-                     "xaxis": _axis("x", 2 + i), "yaxis": _axis("y", 2 + i)})
+        data.append(
+            {
+                "type": "bar",
+                "x": np.round(weights, 4),
+                "y": y,
+                "orientation": "h",
+                "marker": {"color": ATTENTION_COLOR},
+                "hovertemplate": _("q head {head}, position %{{y}}: %{{x:.3f}}<extra></extra>").format(head=head),
+                "xaxis": _axis("x", 2 + i),
+                "yaxis": _axis("y", 2 + i),
+            }
+        )
         layout[f"xaxis{2 + i}"].update(range=[0, max(float(weights.max()) * 1.1, 0.05)], showticklabels=False)
     layout["xaxis"].update(showticklabels=False, title={"text": "head_dim"})
     layout["yaxis"].update(autorange="reversed", **_row_ticks(snap.first_row, snap.row_labels))
-    layout.update(height=height_px, margin={**_margins(font_px), "r": 3 * font_px + 10}, showlegend=False,
-                  bargap=0.1, shapes=_outline_shapes(snap.new_rows, head_dim, 1, NEW_ROW_COLOR))  # r: the colour scale
+    layout.update(
+        height=height_px,
+        margin={**_margins(font_px), "r": 3 * font_px + 10},
+        showlegend=False,
+        bargap=0.1,
+        shapes=_outline_shapes(snap.new_rows, head_dim, 1, NEW_ROW_COLOR),
+    )  # r: the colour scale
     return SpecFigure({"data": data, "layout": _fonts_dict(layout, font_px)})
-
 
 
 def group_figure_text(snap: StageSnapshot) -> str:
     """group_figure's data as a sentence, for a reader who cannot see the chart: the K/V head's rows
     drawn, and for each query head that reads them, where its largest weight falls."""
     rows, head_dim = snap.keys.shape
-    heads = list_sep().join([_("query head {head}: {weight:.2f} on position {position}").format(
-        head=head, weight=float(weights.max()), position=snap.first_row + int(np.argmax(weights)))
-        for head, weights in zip(snap.group_heads, snap.group_attention, strict=True)])
-    return _("Chart: K/V head {kv_head} of layer {layer}, {rows} rows of {head_dim} numbers, positions {first} to "
-             "{last}, read by {n} query heads. Their largest attention weights: {heads}.").format(
-        kv_head=snap.kv_head, layer=snap.layer, rows=rows, head_dim=head_dim, first=snap.first_row,
-        last=snap.first_row + rows - 1, n=len(snap.group_heads), heads=heads)
+    heads = list_sep().join(
+        [
+            _("query head {head}: {weight:.2f} on position {position}").format(
+                head=head, weight=float(weights.max()), position=snap.first_row + int(np.argmax(weights))
+            )
+            for head, weights in zip(snap.group_heads, snap.group_attention, strict=True)
+        ]
+    )
+    return _(
+        "Chart: K/V head {kv_head} of layer {layer}, {rows} rows of {head_dim} numbers, positions {first} to "
+        "{last}, read by {n} query heads. Their largest attention weights: {heads}."
+    ).format(
+        kv_head=snap.kv_head,
+        layer=snap.layer,
+        rows=rows,
+        head_dim=head_dim,
+        first=snap.first_row,
+        last=snap.first_row + rows - 1,
+        n=len(snap.group_heads),
+        heads=heads,
+    )
+
 
 def race_figure(snap: StageSnapshot, cached: bool, font_px: int = 14, height_px: int = 300) -> go.Figure:
     """Every layer's K cache of one head. cached=True: one new row per layer is computed (outlined orange);
@@ -307,16 +484,37 @@ def race_figure(snap: StageSnapshot, cached: bool, font_px: int = 14, height_px:
         limit = float(np.abs(rows).max()) or 1.0
         y = list(range(snap.first_row, snap.first_row + rows.shape[0]))
         col = col_index + 1
-        data.append({"type": "heatmap", "z": rows.astype(np.float32), "y": y, "colorscale": _colorscale(HEATMAP_SCALE),
-                     "zmin": -limit, "zmax": limit, "showscale": False,
-                     "hovertemplate": _("layer {layer}, position %{{y}}<extra></extra>").format(layer=layer),
-                     "xaxis": _axis("x", col), "yaxis": _axis("y", col)})
+        data.append(
+            {
+                "type": "heatmap",
+                "z": rows.astype(np.float32),
+                "y": y,
+                "colorscale": _colorscale(HEATMAP_SCALE),
+                "zmin": -limit,
+                "zmax": limit,
+                "showscale": False,
+                "hovertemplate": _("layer {layer}, position %{{y}}<extra></extra>").format(layer=layer),
+                "xaxis": _axis("x", col),
+                "yaxis": _axis("y", col),
+            }
+        )
         if cached:
             shapes += _outline_shapes(snap.new_rows or y, rows.shape[1], col, NEW_ROW_COLOR)
         else:  # the whole block is recomputed: a red veil over every row
-            shapes.append({"type": "rect", "x0": -0.5, "x1": rows.shape[1] - 0.5, "y0": y[0] - 0.5, "y1": y[-1] + 0.5,
-                           "line": {"color": RECOMPUTED_COLOR, "width": 4}, "fillcolor": RECOMPUTED_COLOR,
-                           "opacity": 0.35, "xref": _axis("x", col), "yref": _axis("y", col)})
+            shapes.append(
+                {
+                    "type": "rect",
+                    "x0": -0.5,
+                    "x1": rows.shape[1] - 0.5,
+                    "y0": y[0] - 0.5,
+                    "y1": y[-1] + 0.5,
+                    "line": {"color": RECOMPUTED_COLOR, "width": 4},
+                    "fillcolor": RECOMPUTED_COLOR,
+                    "opacity": 0.35,
+                    "xref": _axis("x", col),
+                    "yref": _axis("y", col),
+                }
+            )
     for key, axis in layout.items():
         if key.startswith("yaxis"):
             axis.update(autorange="reversed", showticklabels=False)
@@ -340,11 +538,17 @@ def race_figure_text(snap: StageSnapshot, cached: bool) -> str:
     n_layer = len(snap.layer_keys)
     rows, head_dim = snap.layer_keys[0].shape if n_layer else (0, 0)
     drawn = list(range(snap.first_row, snap.first_row + rows))
-    text = (_("Chart, with the cache: the K rows of K/V head {kv_head} in each of the {layers} layers, {rows} rows of "
-              "{head_dim} numbers, {positions}.") if cached else
-            _("Chart, without the cache: the K rows of K/V head {kv_head} in each of the {layers} layers, {rows} rows "
-              "of {head_dim} numbers, {positions}.")).format(
-        kv_head=snap.kv_head, layers=n_layer, rows=rows, head_dim=head_dim, positions=_positions(drawn))
+    text = (
+        _(
+            "Chart, with the cache: the K rows of K/V head {kv_head} in each of the {layers} layers, {rows} rows of "
+            "{head_dim} numbers, {positions}."
+        )
+        if cached
+        else _(
+            "Chart, without the cache: the K rows of K/V head {kv_head} in each of the {layers} layers, {rows} rows "
+            "of {head_dim} numbers, {positions}."
+        )
+    ).format(kv_head=snap.kv_head, layers=n_layer, rows=rows, head_dim=head_dim, positions=_positions(drawn))
     if not cached:
         text += " " + _("In every layer this step recomputes all of them (shaded red).")
     elif not snap.new_rows:  # race_figure outlines every drawn row: the prefill, with nothing cached before it
@@ -352,12 +556,15 @@ def race_figure_text(snap: StageSnapshot, cached: bool) -> str:
     else:
         text += " " + ngettext(
             "In every layer this step computes {n} row, {positions} (outlined); the other {rest} are read from the "
-            "cache.", "In every layer this step computes {n} rows, {positions} (outlined); the other {rest} are read "
-            "from the cache.", len(snap.new_rows)).format(
-            n=len(snap.new_rows), positions=_positions(snap.new_rows), rest=rows - len(snap.new_rows))
+            "cache.",
+            "In every layer this step computes {n} rows, {positions} (outlined); the other {rest} are read "
+            "from the cache.",
+            len(snap.new_rows),
+        ).format(n=len(snap.new_rows), positions=_positions(snap.new_rows), rest=rows - len(snap.new_rows))
     if snap.first_row:
-        text += " " + ngettext("{n} older row is not drawn.", "{n} older rows are not drawn.",
-                               snap.first_row).format(n=snap.first_row)
+        text += " " + ngettext("{n} older row is not drawn.", "{n} older rows are not drawn.", snap.first_row).format(
+            n=snap.first_row
+        )
     return text
 
 
@@ -368,8 +575,13 @@ def _median_spread(samples: Sequence[float]) -> tuple[float, float, float]:
     return med, med - q1, q3 - med
 
 
-def race_timing_figure(cached_ms: Sequence[float], uncached_ms: Sequence[float], fixed_ms: Sequence[float],
-                       font_px: int = 14, height_px: int = 120) -> go.Figure:
+def race_timing_figure(
+    cached_ms: Sequence[float],
+    uncached_ms: Sequence[float],
+    fixed_ms: Sequence[float],
+    font_px: int = 14,
+    height_px: int = 120,
+) -> go.Figure:
     """The race's clock: each side's median (bar) with its middle half of repeats (whisker: 25th-75th
     percentile), and the 1-token forward, timed between them the same way, as the same statistic: its median a
     dashed line, its middle half a grey band (the floor every forward stands on here). One repeat a side has no
@@ -377,31 +589,68 @@ def race_timing_figure(cached_ms: Sequence[float], uncached_ms: Sequence[float],
     names = [_("without the cache"), _("with the cache")]  # top to bottom: the slow side on top reads as a race
     rows = [_median_spread(uncached_ms), _median_spread(cached_ms)]
     single = min(len(cached_ms), len(uncached_ms)) < 2
-    fig = go.Figure(go.Bar(
-        x=[r[0] for r in rows], y=names, orientation="h", marker_color=[RECOMPUTED_COLOR, NEW_ROW_COLOR],
-        error_x={"type": "data", "symmetric": False, "array": [r[2] for r in rows],
-                 "arrayminus": [r[1] for r in rows], "thickness": 2, "width": 6, "visible": not single},
-        text=[f"{r[0]:.1f} ms" for r in rows], textposition="inside", insidetextanchor="start", cliponaxis=False,
-        hovertemplate=_("%{y}: median %{x:.2f} ms<extra></extra>")))
+    fig = go.Figure(
+        go.Bar(
+            x=[r[0] for r in rows],
+            y=names,
+            orientation="h",
+            marker_color=[RECOMPUTED_COLOR, NEW_ROW_COLOR],
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": [r[2] for r in rows],
+                "arrayminus": [r[1] for r in rows],
+                "thickness": 2,
+                "width": 6,
+                "visible": not single,
+            },
+            text=[f"{r[0]:.1f} ms" for r in rows],
+            textposition="inside",
+            insidetextanchor="start",
+            cliponaxis=False,
+            hovertemplate=_("%{y}: median %{x:.2f} ms<extra></extra>"),
+        )
+    )
     fixed, fixed_below, fixed_above = _median_spread(fixed_ms)
     if fixed_below + fixed_above > 0:  # the floor's middle half, as the whiskers show the sides'
-        fig.add_vrect(x0=fixed - fixed_below, x1=fixed + fixed_above, fillcolor="#868e96", opacity=0.2, line_width=0,
-                      layer="below")
+        fig.add_vrect(
+            x0=fixed - fixed_below,
+            x1=fixed + fixed_above,
+            fillcolor="#868e96",
+            opacity=0.2,
+            line_width=0,
+            layer="below",
+        )
     fig.add_vline(x=fixed, line={"dash": "dash", "color": "#868e96", "width": 2})
     top = max(max(r[0] + r[2] for r in rows), fixed + fixed_above)
     label = _("1-token forward, median: {ms:.1f} ms").format(ms=fixed)
     # beside the dashed line, on the side with room: a floor in the right half of the axis reads its label to the
     # left of the line (to its right it ran past the chart's edge, longest in Chinese)
     right_half = fixed > top * 1.15 / 2
-    fig.add_annotation(x=fixed, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
-                       xanchor="right" if right_half else "left",
-                       text=f"{label} ┆" if right_half else f"┆ {label}")
+    fig.add_annotation(
+        x=fixed,
+        y=1.0,
+        yref="paper",
+        yanchor="bottom",
+        showarrow=False,
+        xanchor="right" if right_half else "left",
+        text=f"{label} ┆" if right_half else f"┆ {label}",
+    )
     if single:  # bottom right: beside the short cached bar, clear of the floor's label above the plot
-        fig.add_annotation(x=1.0, xref="paper", y=0.0, yref="paper", yanchor="bottom", xanchor="right",
-                           showarrow=False, text=_("one repeat: no spread"))
+        fig.add_annotation(
+            x=1.0,
+            xref="paper",
+            y=0.0,
+            yref="paper",
+            yanchor="bottom",
+            xanchor="right",
+            showarrow=False,
+            text=_("one repeat: no spread"),
+        )
     fig.update_xaxes(range=[0, top * 1.15], nticks=5, ticksuffix=" ms")
-    fig.update_layout(height=height_px, margin={"l": 10, "r": 10, "t": font_px + 12, "b": 10}, showlegend=False,
-                      bargap=0.3)
+    fig.update_layout(
+        height=height_px, margin={"l": 10, "r": 10, "t": font_px + 12, "b": 10}, showlegend=False, bargap=0.3
+    )
     fig.update_traces(textfont_size=font_px)
     return _fonts(fig, font_px)
 
@@ -418,12 +667,17 @@ def race_timing_figure_text(timing: RaceTiming) -> str:
         if not drawn or below + above == 0:  # no whisker (one repeat a side) or no grey band: no spread to say
             return _("median {median:.1f} ms").format(median=med)
         return _("median {median:.1f} ms, middle half {q1:.1f} to {q3:.1f} ms").format(
-            median=med, q1=med - below, q3=med + above)
+            median=med, q1=med - below, q3=med + above
+        )
 
-    text = _("Clock chart: without the cache, {uncached}; with the cache, {cached}; the dashed line, a 1-token forward "
-             "with nothing cached (the fixed cost every forward pays), {fixed}.").format(
-        uncached=said(timing.uncached_ms, not single), cached=said(timing.cached_ms, not single),
-        fixed=said(timing.fixed_ms))
+    text = _(
+        "Clock chart: without the cache, {uncached}; with the cache, {cached}; the dashed line, a 1-token forward "
+        "with nothing cached (the fixed cost every forward pays), {fixed}."
+    ).format(
+        uncached=said(timing.uncached_ms, not single),
+        cached=said(timing.cached_ms, not single),
+        fixed=said(timing.fixed_ms),
+    )
     if single:
         text += " " + _("One repeat a side: no spread.")
     if timing.inside_noise:
@@ -432,31 +686,47 @@ def race_timing_figure_text(timing: RaceTiming) -> str:
         verdict = _("The cached step measured slower this time.")
     else:
         verdict = _("The step with the cache is {x:.1f}x faster.").format(
-            x=timing.uncached_median_ms / timing.cached_median_ms)
+            x=timing.uncached_median_ms / timing.cached_median_ms
+        )
     return f"{text} {verdict}"
 
 
-def next_token_bars(texts: Sequence[str], probs: Sequence[float], chosen: str, font_px: int = 14,
-                    height_px: int = 300) -> go.Figure:
+def next_token_bars(
+    texts: Sequence[str], probs: Sequence[float], chosen: str, font_px: int = 14, height_px: int = 300
+) -> go.Figure:
     """Top-k next-token probabilities, most likely on top, the chosen token in orange. The axis scales to the
     largest probability, so a near-uniform random model's tiny bars are still visible (never an empty chart)."""
     labels = [f"'{visible(t)[:14]}'" for t in texts]
     colors = [NEW_ROW_COLOR if t == chosen else "#868e96" for t in texts]
     top = max(probs) if probs else 1.0
-    bar = {"type": "bar", "x": [round(p, 4) for p in probs][::-1], "y": labels[::-1], "orientation": "h",
-           "marker": {"color": colors[::-1]}, "text": [f"{p:.3f}" for p in probs][::-1],
-           "textposition": "outside", "cliponaxis": False,  # a 0.9 bar's label may pass x = 1
-           "hovertemplate": "%{y}: %{x:.4f}<extra></extra>", "textfont": {"size": font_px}}
-    layout = {"yaxis": {"tickmode": "array", "tickvals": labels, "ticktext": labels},  # every label, even at 18 px
-              # under the mode bar (its camera reaches 32 px down on hover): in the stage's narrow column the title
-              # runs to the camera's edge
-              "title": {"text": _("Next-token probabilities"), "yref": "container", "y": 1, "yanchor": "top",
-                        "pad": {"t": MODEBAR_PX + 6}},
-              "xaxis": {"range": [0, min(1.0, top * 1.35) or 1.0], "title": {"text": _("probability")}},
-              "height": height_px,
-              "margin": {**_margins(font_px), "t": MODEBAR_PX + font_px + 16, "r": 3 * font_px}}  # r: that label
+    bar = {
+        "type": "bar",
+        "x": [round(p, 4) for p in probs][::-1],
+        "y": labels[::-1],
+        "orientation": "h",
+        "marker": {"color": colors[::-1]},
+        "text": [f"{p:.3f}" for p in probs][::-1],
+        "textposition": "outside",
+        "cliponaxis": False,  # a 0.9 bar's label may pass x = 1
+        "hovertemplate": "%{y}: %{x:.4f}<extra></extra>",
+        "textfont": {"size": font_px},
+    }
+    layout = {
+        "yaxis": {"tickmode": "array", "tickvals": labels, "ticktext": labels},  # every label, even at 18 px
+        # under the mode bar (its camera reaches 32 px down on hover): in the stage's narrow column the title
+        # runs to the camera's edge
+        "title": {
+            "text": _("Next-token probabilities"),
+            "yref": "container",
+            "y": 1,
+            "yanchor": "top",
+            "pad": {"t": MODEBAR_PX + 6},
+        },
+        "xaxis": {"range": [0, min(1.0, top * 1.35) or 1.0], "title": {"text": _("probability")}},
+        "height": height_px,
+        "margin": {**_margins(font_px), "t": MODEBAR_PX + font_px + 16, "r": 3 * font_px},
+    }  # r: that label
     return SpecFigure({"data": [bar], "layout": _fonts_dict(layout, font_px)})
-
 
 
 def next_token_bars_text(texts: Sequence[str], probs: Sequence[float], chosen: str) -> str:
@@ -464,40 +734,74 @@ def next_token_bars_text(texts: Sequence[str], probs: Sequence[float], chosen: s
     most likely first, with their probabilities as the bars' labels print them, and the token drawn."""
     if not texts:
         return ""
-    listed = list_sep().join([_("“{token}” {p:.3f}").format(token=t.strip() or visible(t), p=p)
-                              for t, p in zip(texts, probs, strict=True)])
-    return _("Next-token chart: the {n} most likely next tokens, most likely first: {listed}. Chosen: “{chosen}”."
-             ).format(n=len(texts), listed=listed, chosen=chosen.strip() or visible(chosen))
+    listed = list_sep().join(
+        [_("“{token}” {p:.3f}").format(token=t.strip() or visible(t), p=p) for t, p in zip(texts, probs, strict=True)]
+    )
+    return _(
+        "Next-token chart: the {n} most likely next tokens, most likely first: {listed}. Chosen: “{chosen}”."
+    ).format(n=len(texts), listed=listed, chosen=chosen.strip() or visible(chosen))
 
-def growth_chart(steps: Sequence[int], with_cache: Sequence[int], without_cache: Sequence[int], what: str,
-                 font_px: int = 14) -> go.Figure:
+
+def growth_chart(
+    steps: Sequence[int], with_cache: Sequence[int], without_cache: Sequence[int], what: str, font_px: int = 14
+) -> go.Figure:
     """Cumulative work with vs without cache, step by step."""
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=list(steps), y=list(with_cache), mode="lines+markers", name=_("with KV cache")))
     fig.add_trace(go.Scatter(x=list(steps), y=list(without_cache), mode="lines+markers", name=_("without cache")))
-    fig.update_layout(title=_("Cumulative {what}").format(what=what), xaxis_title=_("step (0 = prefill)"),
-                      yaxis_title=what, height=300,
-                      margin=_margins(font_px))
+    fig.update_layout(
+        title=_("Cumulative {what}").format(what=what),
+        xaxis_title=_("step (0 = prefill)"),
+        yaxis_title=what,
+        height=300,
+        margin=_margins(font_px),
+    )
     return _fonts(fig, font_px)
 
 
-def hybrid_layers_figure(layers: Sequence[int], kv_rows: Sequence[int], kv_bytes: Sequence[int],
-                         state_bytes: Sequence[int], tokens: int, font_px: int = 14, height_px: int = 300) -> go.Figure:
+def hybrid_layers_figure(
+    layers: Sequence[int],
+    kv_rows: Sequence[int],
+    kv_bytes: Sequence[int],
+    state_bytes: Sequence[int],
+    tokens: int,
+    font_px: int = 14,
+    height_px: int = 300,
+) -> go.Figure:
     """A hybrid's cache after `tokens` tokens, one bar per layer: the K/V that grows (its rows written on it) and the
     fixed state, in bytes."""
     names = [_("layer {layer}").format(layer=i) for i in layers]
     kib = [b / 1024 for b in kv_bytes]
-    fig = go.Figure([
-        go.Bar(x=names, y=kib, name=_("K/V rows (grows)"), marker_color=NEW_ROW_COLOR,
-               text=[ngettext("{n} row", "{n} rows", r).format(n=r) if r else "" for r in kv_rows],
-               textposition="inside", hovertemplate=_("%{x}: K/V %{y:.1f} KiB<extra></extra>")),
-        go.Bar(x=names, y=[b / 1024 for b in state_bytes], name=_("state (fixed)"), marker_color=ATTENTION_COLOR,
-               text=[short_bytes(b) if b else "" for b in state_bytes], textposition="inside",
-               hovertemplate=_("%{x}: state %{y:.1f} KiB<extra></extra>")),
-    ])
-    fig.update_layout(barmode="stack", height=height_px, margin=_margins(font_px),
-                      title=_("After {tokens} tokens: what each layer keeps").format(tokens=tokens),
-                      yaxis_title="KiB", legend={"orientation": "h", "y": -0.15})
+    fig = go.Figure(
+        [
+            go.Bar(
+                x=names,
+                y=kib,
+                name=_("K/V rows (grows)"),
+                marker_color=NEW_ROW_COLOR,
+                text=[ngettext("{n} row", "{n} rows", r).format(n=r) if r else "" for r in kv_rows],
+                textposition="inside",
+                hovertemplate=_("%{x}: K/V %{y:.1f} KiB<extra></extra>"),
+            ),
+            go.Bar(
+                x=names,
+                y=[b / 1024 for b in state_bytes],
+                name=_("state (fixed)"),
+                marker_color=ATTENTION_COLOR,
+                text=[short_bytes(b) if b else "" for b in state_bytes],
+                textposition="inside",
+                hovertemplate=_("%{x}: state %{y:.1f} KiB<extra></extra>"),
+            ),
+        ]
+    )
+    fig.update_layout(
+        barmode="stack",
+        height=height_px,
+        margin=_margins(font_px),
+        title=_("After {tokens} tokens: what each layer keeps").format(tokens=tokens),
+        yaxis_title="KiB",
+        legend={"orientation": "h", "y": -0.15},
+    )
     return _fonts(fig, font_px)
 
 
@@ -505,16 +809,35 @@ def context_race_figure(race: ContextRace, font_px: int = 14, height_px: int = 3
     """One decode step's time against the context, the hybrid beside its all-attention twin: medians, whiskers over
     the middle half of the repeats (the noise rule's range)."""
     fig = go.Figure()
-    for name, samples, color in ((_("hybrid"), race.hybrid_ms, ATTENTION_COLOR),
-                                 (_("all attention, same shape"), race.twin_ms, RECOMPUTED_COLOR)):
+    for name, samples, color in (
+        (_("hybrid"), race.hybrid_ms, ATTENTION_COLOR),
+        (_("all attention, same shape"), race.twin_ms, RECOMPUTED_COLOR),
+    ):
         medians = [median(x) for x in samples]
         low, high = zip(*(quartiles(x) for x in samples), strict=True)
-        fig.add_trace(go.Scatter(
-            x=list(race.contexts), y=medians, name=name, mode="lines+markers", line={"color": color, "width": 3},
-            error_y={"type": "data", "symmetric": False, "array": [h - m for h, m in zip(high, medians, strict=True)],
-                     "arrayminus": [m - lo for m, lo in zip(medians, low, strict=True)]},
-            hovertemplate=_("%{x} tokens: %{y:.2f} ms<extra></extra>")))
-    fig.update_layout(height=height_px, margin=_margins(font_px), title=_("One decode step as the context grows"),
-                      xaxis_title=_("tokens in the cache"), yaxis_title=_("ms per step"), yaxis_rangemode="tozero",
-                      legend={"orientation": "h", "y": -0.25})
+        fig.add_trace(
+            go.Scatter(
+                x=list(race.contexts),
+                y=medians,
+                name=name,
+                mode="lines+markers",
+                line={"color": color, "width": 3},
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [h - m for h, m in zip(high, medians, strict=True)],
+                    "arrayminus": [m - lo for m, lo in zip(medians, low, strict=True)],
+                },
+                hovertemplate=_("%{x} tokens: %{y:.2f} ms<extra></extra>"),
+            )
+        )
+    fig.update_layout(
+        height=height_px,
+        margin=_margins(font_px),
+        title=_("One decode step as the context grows"),
+        xaxis_title=_("tokens in the cache"),
+        yaxis_title=_("ms per step"),
+        yaxis_rangemode="tozero",
+        legend={"orientation": "h", "y": -0.25},
+    )
     return _fonts(fig, font_px)

@@ -16,6 +16,7 @@ large count said with a scale word: kvviz.i18n.numbers writes it in the language
 2.453 亿, never 245.3 百万). A text's shape in either language (a list's separator, a width, a sentence set
 inside another, a label without its aside) is written once, at the bottom of this module.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -61,8 +62,11 @@ def normalize(code: object) -> str | None:
         return None
     if parts[0] == "en":
         return ENGLISH
-    if parts[0] == "zh" and not _TRADITIONAL.intersection(parts[1:]) and (
-            len(parts) == 1 or "hans" in parts[1:] or _SIMPLIFIED_REGIONS.intersection(parts[1:])):
+    if (
+        parts[0] == "zh"
+        and not _TRADITIONAL.intersection(parts[1:])
+        and (len(parts) == 1 or "hans" in parts[1:] or _SIMPLIFIED_REGIONS.intersection(parts[1:]))
+    ):
         return CHINESE
     return None
 

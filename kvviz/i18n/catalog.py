@@ -10,6 +10,7 @@
 Strings are marked in the source with `_()`, `N_()` and `ngettext()` (kvviz.i18n); Babel's Python extractor
 finds them. The CLI (kvviz/cli, kvviz/__main__.py) and the training script stay English and are not extracted.
 """
+
 from __future__ import annotations
 
 import io
@@ -45,7 +46,7 @@ def source_files() -> list[Path]:
 def extract(paths: Iterable[Path] | None = None) -> Catalog:
     """A template catalog of every marked string in `paths` (default: every app source), with locations."""
     template = Catalog(project="kvviz", fuzzy=False)
-    for path in (source_files() if paths is None else [Path(p).resolve() for p in paths]):
+    for path in source_files() if paths is None else [Path(p).resolve() for p in paths]:
         relative = path.relative_to(REPO).as_posix()
         for lineno, message, comments, context in extract_from_file("python", path, keywords=KEYWORDS):
             template.add(message, None, [(relative, lineno)], auto_comments=comments, context=context)
@@ -56,8 +57,13 @@ def fields(text: str) -> list[str]:
     """The placeholders and tags a translation must keep, sorted (a multiset)."""
     plotly = _PLOTLY_FIELD.findall(text)
     rest = _PLOTLY_FIELD.sub("", text)
-    return sorted(plotly + _FORMAT_FIELD.findall(rest) + _PRINTF_FIELD.findall(rest) + _HTML_TAG.findall(rest)
-                  + ["`"] * (rest.count("`") % 2))
+    return sorted(
+        plotly
+        + _FORMAT_FIELD.findall(rest)
+        + _PRINTF_FIELD.findall(rest)
+        + _HTML_TAG.findall(rest)
+        + ["`"] * (rest.count("`") % 2)
+    )
 
 
 def problems(catalog: Catalog) -> list[str]:
@@ -74,7 +80,9 @@ def problems(catalog: Catalog) -> list[str]:
             continue
         for string in strings:
             if fields(string) != fields(sources[-1]) and fields(string) != fields(sources[0]):
-                out.append(f"placeholders differ ({where}): {sources[0][:60]!r}: {fields(sources[0])} vs {fields(string)}")
+                out.append(
+                    f"placeholders differ ({where}): {sources[0][:60]!r}: {fields(sources[0])} vs {fields(string)}"
+                )
     return out
 
 
@@ -134,8 +142,10 @@ def main(argv: list[str]) -> int:
         return 0
     if command == "update":
         catalog = update()
-        print(f"{i18n.catalog_path(i18n.CHINESE).relative_to(REPO)}: {len(catalog)} messages, "
-              f"{sum(1 for m in catalog if m.id and not i18n.is_translated(m))} untranslated")
+        print(
+            f"{i18n.catalog_path(i18n.CHINESE).relative_to(REPO)}: {len(catalog)} messages, "
+            f"{sum(1 for m in catalog if m.id and not i18n.is_translated(m))} untranslated"
+        )
         return 0
     if command == "fill":
         left = fill(Path(args[0]))

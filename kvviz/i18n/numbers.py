@@ -12,6 +12,7 @@ One home for this rule: a metric tile's "245.3 million" (`count_in_words`) and a
 goes through it. So has a range, `span`: "0–5", "0～5". The scale is for display only: the exact integer stays in the record,
 the tooltip and the hover. UI-free: no Streamlit import here.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -77,8 +78,9 @@ def _significant(value: Decimal, digits: int) -> Decimal:
     return value.quantize(Decimal(1).scaleb(value.adjusted() - digits + 1), rounding=decimal.ROUND_HALF_EVEN)
 
 
-def scaled(n: int, lang: str | None = None, *, scale_from: int = 1,
-           digits: int = SIGNIFICANT_DIGITS) -> tuple[Decimal | int, Scale | None]:
+def scaled(
+    n: int, lang: str | None = None, *, scale_from: int = 1, digits: int = SIGNIFICANT_DIGITS
+) -> tuple[Decimal | int, Scale | None]:
     """A count as (its value in the language's largest scale that fits, that scale), the value rounded to `digits`
     significant digits: 245_300_000 -> (245.3, million) in English, (2.453, 亿) in Chinese. A count below
     `scale_from`, or below the language's smallest scale, is returned whole with no scale. A count that rounds up
@@ -104,12 +106,10 @@ def format_number(value: Decimal | int | float, lang: str | None = None) -> str:
         return f"{value:,}"
     from babel.numbers import format_decimal
 
-    return format_decimal(value, format="#,##0.###", locale=_BABEL_LOCALES[_language(lang)],
-                          decimal_quantization=False)
+    return format_decimal(value, format="#,##0.###", locale=_BABEL_LOCALES[_language(lang)], decimal_quantization=False)
 
 
-def count_in_words(n: int, lang: str | None = None, *, scale_from: int = 1,
-                   digits: int = SIGNIFICANT_DIGITS) -> str:
+def count_in_words(n: int, lang: str | None = None, *, scale_from: int = 1, digits: int = SIGNIFICANT_DIGITS) -> str:
     """A count for a reader in the current language (or `lang`): "245.3 million" / "2.453 亿"; "1,234" below
     `scale_from` (or the smallest scale word). For display only: show the exact integer beside it (a tooltip)."""
     value, scale = scaled(n, lang, scale_from=scale_from, digits=digits)

@@ -24,6 +24,7 @@ none of the patterns can form, and the reader sees the text as it was written (c
 tests/test_browser_injection.py; plain backslash escapes still let `http://x`, `:streamlit:` and `->` through).
 UI-free and torch-free.
 """
+
 from __future__ import annotations
 
 import re
@@ -47,8 +48,18 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # left after whitespace is flatt
 # Python's own words for a failure say nothing to a student ("integer division or modulo by zero", "unsupported
 # operand type(s) for %: 'int' and 'NoneType'"): these exception types get one plain sentence instead of their text
 # (a model that will not load, a config transformers' class cannot build).
-RAW_PYTHON_ERRORS = (ZeroDivisionError, AttributeError, TypeError, KeyError, IndexError, OverflowError,
-                     MemoryError, RecursionError, UnboundLocalError, NameError)
+RAW_PYTHON_ERRORS = (
+    ZeroDivisionError,
+    AttributeError,
+    TypeError,
+    KeyError,
+    IndexError,
+    OverflowError,
+    MemoryError,
+    RecursionError,
+    UnboundLocalError,
+    NameError,
+)
 
 
 def one_line(value: object, max_chars: int | None = None) -> str:

@@ -4,6 +4,7 @@ Pages bind their widgets to the URL with Streamlit's `bind="query-params"`, whic
 clamps it) silently. A page notes the link's values before its widgets run and passes them here afterwards,
 with what the URL holds now and what the widgets show, to tell the user in one line per value. UI-free.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -33,7 +34,8 @@ def refused_value(key: str, raw: str | list[str], used: str) -> str:
     page uses instead (`used`, already in the reader's words: a label, a language's name, "off")."""
     text = ",".join(raw) if isinstance(raw, list) else str(raw)
     return _("Ignored {setting} from the link (not a valid value); using {used}.").format(
-        setting=echo.code(f"{key}={quoted(text)}"), used=echo.literal(used))
+        setting=echo.code(f"{key}={quoted(text)}"), used=echo.literal(used)
+    )
 
 
 def link_refusals(linked: Mapping[str, list[str]], now: Mapping[str, list[str]], shown: Mapping[str, Any]) -> list[str]:

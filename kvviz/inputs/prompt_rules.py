@@ -13,6 +13,7 @@ truncated silently; a caller that wants to cut a prompt must show the cut itself
 `error=` lets a module raise its own ValueError subclass (e.g. PrefixError) with the same wording, so a page
 can keep catching the error of the module it calls.
 """
+
 from __future__ import annotations
 
 import math
@@ -33,8 +34,15 @@ class PromptError(ValueError):
     """The prompt cannot be used; the message tells the user what to change."""
 
 
-def check_prompt(tokenizer, text: str | None, max_tokens: int, what: str = "prompt", *, new_tokens: int = 0,
-                 error: type[ValueError] = PromptError) -> list[int]:
+def check_prompt(
+    tokenizer,
+    text: str | None,
+    max_tokens: int,
+    what: str = "prompt",
+    *,
+    new_tokens: int = 0,
+    error: type[ValueError] = PromptError,
+) -> list[int]:
     """Token ids of `text`, or `error` with a one-line message when it is empty or too long.
 
     max_tokens: the model's positions (its context limit). new_tokens: positions the caller will still
@@ -45,36 +53,59 @@ def check_prompt(tokenizer, text: str | None, max_tokens: int, what: str = "prom
     if text is not None and not isinstance(text, str):
         raise error(_("The {what} must be text (got {type}).").format(what=shown_what, type=type(text).__name__))
     if text is None or not text.strip():
-        raise error(_("The {what} is empty (or only spaces and line breaks): type a few words, for example ROMEO:").format(
-            what=shown_what))
+        raise error(
+            _("The {what} is empty (or only spaces and line breaks): type a few words, for example ROMEO:").format(
+                what=shown_what
+            )
+        )
     ids = list(tokenizer(text).input_ids)
     room = max_tokens - new_tokens
     if len(ids) > room:
         fields = dict(what=shown_what, n=len(ids), positions=max_tokens, new=new_tokens, cut=len(ids) - room)
         shorten = shorten_by(len(ids) - room)
         if new_tokens:
-            still = ngettext("the {new} token still to generate", "the {new} tokens still to generate",
-                             new_tokens).format(new=new_tokens)
-            raise error(join_sentences((ngettext(
-                "The {what} is {n} token, but this model has only {positions} positions (its context limit) minus "
-                "{still}.",
-                "The {what} is {n} tokens, but this model has only {positions} positions (its context limit) minus "
-                "{still}.", len(ids)).format(still=still, **fields), shorten)))
-        raise error(join_sentences((ngettext(
-            "The {what} is {n} token, but this model has only {positions} positions (its context limit).",
-            "The {what} is {n} tokens, but this model has only {positions} positions (its context limit).",
-            len(ids)).format(**fields), shorten)))
+            still = ngettext(
+                "the {new} token still to generate", "the {new} tokens still to generate", new_tokens
+            ).format(new=new_tokens)
+            raise error(
+                join_sentences(
+                    (
+                        ngettext(
+                            "The {what} is {n} token, but this model has only {positions} positions (its context limit) minus "
+                            "{still}.",
+                            "The {what} is {n} tokens, but this model has only {positions} positions (its context limit) minus "
+                            "{still}.",
+                            len(ids),
+                        ).format(still=still, **fields),
+                        shorten,
+                    )
+                )
+            )
+        raise error(
+            join_sentences(
+                (
+                    ngettext(
+                        "The {what} is {n} token, but this model has only {positions} positions (its context limit).",
+                        "The {what} is {n} tokens, but this model has only {positions} positions (its context limit).",
+                        len(ids),
+                    ).format(**fields),
+                    shorten,
+                )
+            )
+        )
     return ids
 
 
 def shorten_by(tokens: int) -> str:
-    """"Shorten it by at least 3 tokens." (1 token: the singular)."""
+    """ "Shorten it by at least 3 tokens." (1 token: the singular)."""
     return ngettext("Shorten it by at least {cut} token.", "Shorten it by at least {cut} tokens.", tokens).format(
-        cut=tokens)
+        cut=tokens
+    )
 
 
-def check_int_in_range(value, lo: int, hi: int, name: str, *, error: type[ValueError] = ValueError,
-                       text: bool = False) -> int:
+def check_int_in_range(
+    value, lo: int, hi: int, name: str, *, error: type[ValueError] = ValueError, text: bool = False
+) -> int:
     """`value` as an int if it is a whole number in [lo, hi]; otherwise `error` naming `name` and the range.
 
     Accepts Python/numpy integers and floats that are whole (3.0); refuses bools, NaN, 2.5 and text (text=True:
@@ -85,16 +116,29 @@ def check_int_in_range(value, lo: int, hi: int, name: str, *, error: type[ValueE
         return bounded_int(value, lo, hi, text=text, whole_floats=True)  # the one reader (query_values)
     except WholeNumberRefused as refused:
         if value is None:  # a widget's empty box, or Streamlit's answer to a value past its bounds (kvviz.ui.bounded)
-            raise error(_("{name} must be a whole number from {lo:,} to {hi:,}: the box was empty, or the browser "
-                          "sent a value outside that range").format(name=_(name), lo=lo, hi=hi)) from None
+            raise error(
+                _(
+                    "{name} must be a whole number from {lo:,} to {hi:,}: the box was empty, or the browser "
+                    "sent a value outside that range"
+                ).format(name=_(name), lo=lo, hi=hi)
+            ) from None
         if refused.kind != "out_of_range":
-            raise error(_("{name} must be a whole number between {lo:,} and {hi:,} (got {value!r})").format(
-                name=_(name), lo=lo, hi=hi, value=shown(value))) from None
+            raise error(
+                _("{name} must be a whole number between {lo:,} and {hi:,} (got {value!r})").format(
+                    name=_(name), lo=lo, hi=hi, value=shown(value)
+                )
+            ) from None
         if refused.number is None:  # thousands of digits: counted, never str()'d
-            raise error(_("{name} must be from {lo:,} to {hi:,} (got a {digits:,}-digit number).").format(
-                name=_(name), lo=lo, hi=hi, digits=refused.digits)) from None
-        raise error(_("{name} must be between {lo:,} and {hi:,} (got {value:,})").format(
-            name=_(name), lo=lo, hi=hi, value=refused.number)) from None
+            raise error(
+                _("{name} must be from {lo:,} to {hi:,} (got a {digits:,}-digit number).").format(
+                    name=_(name), lo=lo, hi=hi, digits=refused.digits
+                )
+            ) from None
+        raise error(
+            _("{name} must be between {lo:,} and {hi:,} (got {value:,})").format(
+                name=_(name), lo=lo, hi=hi, value=refused.number
+            )
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -142,14 +186,21 @@ class FloatSetting:
     def check(self, value, *, error: type[ValueError] = ValueError) -> float:
         """check_float_in_range with this setting's bounds and name."""
         if value is None:  # as IntSetting.check: an empty box, or a value past the bounds reset by Streamlit
-            raise error(_("{name} must be a number from {lo:g} to {hi:g}: the box was empty, or the browser sent "
-                          "a value outside that range").format(name=_(self.name), lo=self.lo, hi=self.hi))
+            raise error(
+                _(
+                    "{name} must be a number from {lo:g} to {hi:g}: the box was empty, or the browser sent "
+                    "a value outside that range"
+                ).format(name=_(self.name), lo=self.lo, hi=self.hi)
+            )
         return check_float_in_range(value, self.lo, self.hi, self.name, error=error)
 
 
 def check_float_in_range(value, lo: float, hi: float, name: str, *, error: type[ValueError] = ValueError) -> float:
     """`value` as a float if it is a finite number in [lo, hi]; otherwise `error` naming `name` and the range."""
     if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value) or not lo <= value <= hi:
-        raise error(_("{name} must be between {lo:g} and {hi:g} (got {value!r})").format(
-            name=_(name), lo=lo, hi=hi, value=value))
+        raise error(
+            _("{name} must be between {lo:g} and {hi:g} (got {value!r})").format(
+                name=_(name), lo=lo, hi=hi, value=value
+            )
+        )
     return float(value)

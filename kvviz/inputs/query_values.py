@@ -15,6 +15,7 @@ Pages whose widgets are bound to the URL (`bind="query-params"`) run `refused_li
 the widgets read it: Streamlit's number_input raises OverflowError on `inf` or `1e309` while it seeds itself
 from the URL. UI-free and torch-free.
 """
+
 from __future__ import annotations
 
 import math
@@ -87,8 +88,12 @@ def bounded_int(value: object, lo: int, hi: int, *, text: bool = True, whole_flo
         raise WholeNumberRefused("not_whole")
     if not lo <= number <= hi:
         huge = number.bit_length() > 200  # never str() it: past 4,300 digits that raises; nobody reads 60 digits
-        raise WholeNumberRefused("out_of_range", number=None if huge else number, sign=-1 if number < 0 else 1,
-                                 digits=int(number.bit_length() * 0.30103) + 1 if huge else len(str(abs(number))))
+        raise WholeNumberRefused(
+            "out_of_range",
+            number=None if huge else number,
+            sign=-1 if number < 0 else 1,
+            digits=int(number.bit_length() * 0.30103) + 1 if huge else len(str(abs(number))),
+        )
     return number
 
 
@@ -110,37 +115,50 @@ def whole_number(text: object, lo: int, hi: int, name: str, *, error: type[Value
         return bounded_int(text, lo, hi)
     except WholeNumberRefused as refused:
         if refused.kind == "too_long":
-            message = _("{name} must be a whole number from {lo:,} to {hi:,} written in at most {most} characters "
-                        "(got {chars:,}).").format(name=_(name), lo=lo, hi=hi, most=MAX_NUMBER_CHARS,
-                                                   chars=refused.chars)
+            message = _(
+                "{name} must be a whole number from {lo:,} to {hi:,} written in at most {most} characters "
+                "(got {chars:,})."
+            ).format(name=_(name), lo=lo, hi=hi, most=MAX_NUMBER_CHARS, chars=refused.chars)
         elif refused.kind == "out_of_range" and refused.number is None:
             message = _("{name} must be from {lo:,} to {hi:,} (got a {digits:,}-digit number).").format(
-                name=_(name), lo=lo, hi=hi, digits=refused.digits)
+                name=_(name), lo=lo, hi=hi, digits=refused.digits
+            )
         elif refused.kind == "out_of_range":
             message = _("{name} must be from {lo:,} to {hi:,} (got {value}).").format(
-                name=_(name), lo=lo, hi=hi, value=shown(refused.number))
+                name=_(name), lo=lo, hi=hi, value=shown(refused.number)
+            )
         else:
             message = _("{name} must be a whole number from {lo:,} to {hi:,} (got {value!r}).").format(
-                name=_(name), lo=lo, hi=hi, value=shown(text))
+                name=_(name), lo=lo, hi=hi, value=shown(text)
+            )
         raise error(message) from None
 
 
 def finite_number(text: object, lo: float, hi: float, name: str, *, error: type[ValueError] = QueryValueError) -> float:
     """`text` (a decimal number such as 0.1, 1e-3) as a finite float in [lo, hi]; refuses nan, inf and 1e999."""
     if isinstance(text, bool):
-        raise error(_("{name} must be a number from {lo:g} to {hi:g} (got {value!r}).").format(
-            name=_(name), lo=lo, hi=hi, value=shown(text)))
+        raise error(
+            _("{name} must be a number from {lo:g} to {hi:g} (got {value!r}).").format(
+                name=_(name), lo=lo, hi=hi, value=shown(text)
+            )
+        )
     if isinstance(text, (int, float)):
         value = float(text) if not isinstance(text, int) or abs(text) < 10**300 else math.inf
     else:
         raw = str(text).strip()
         if not raw.isascii() or len(raw) > 64 or not _DECIMAL.fullmatch(raw):
-            raise error(_("{name} must be a number from {lo:g} to {hi:g} (got {value!r}).").format(
-                name=_(name), lo=lo, hi=hi, value=shown(text)))
+            raise error(
+                _("{name} must be a number from {lo:g} to {hi:g} (got {value!r}).").format(
+                    name=_(name), lo=lo, hi=hi, value=shown(text)
+                )
+            )
         value = float(raw)
     if not math.isfinite(value) or not lo <= value <= hi:
-        raise error(_("{name} must be a finite number from {lo:g} to {hi:g} (got {value}).").format(
-            name=_(name), lo=lo, hi=hi, value=shown(text)))
+        raise error(
+            _("{name} must be a finite number from {lo:g} to {hi:g} (got {value}).").format(
+                name=_(name), lo=lo, hi=hi, value=shown(text)
+            )
+        )
     return value
 
 
@@ -156,8 +174,9 @@ def choice(text: object, choices: Sequence[str], name: str, *, error: type[Value
 
 def link_notice(key: str, raw: object, reason: str) -> str:
     """One line for a link value the page ignored: what was ignored and why."""
-    return _("Ignored {setting} from the link: {reason}").format(setting=echo.code(f"{key}={shown(raw)}"),
-                                                                 reason=echo.literal(reason, None))
+    return _("Ignored {setting} from the link: {reason}").format(
+        setting=echo.code(f"{key}={shown(raw)}"), reason=echo.literal(reason, None)
+    )
 
 
 def refused_link_whole(raw: str | None, lo: int, hi: int, name: str, instead: str) -> str | None:
@@ -172,8 +191,9 @@ def refused_link_whole(raw: str | None, lo: int, hi: int, name: str, instead: st
     return None
 
 
-def refused_link_numbers(params: Mapping[str, Sequence[str] | str], keys: Iterable[str],
-                         limit: int = LINK_NUMBER_LIMIT) -> dict[str, str]:
+def refused_link_numbers(
+    params: Mapping[str, Sequence[str] | str], keys: Iterable[str], limit: int = LINK_NUMBER_LIMIT
+) -> dict[str, str]:
     """{key: notice} for each of `keys` in a link whose value is not a whole number within +-limit.
 
     Ranges narrower than that are the widgets' own (Streamlit resets an out-of-range link value to the default
@@ -198,12 +218,17 @@ def refused_link_numbers(params: Mapping[str, Sequence[str] | str], keys: Iterab
             if refused_number.kind == "not_whole":
                 refused[key] = link_notice(key, text, _("it is not a whole number written in digits."))
             elif refused_number.kind == "too_long":
-                refused[key] = link_notice(key, text, _(
-                    "it is {chars:,} characters long; a number field takes at most {most}.").format(
-                    chars=refused_number.chars, most=MAX_NUMBER_CHARS))
+                refused[key] = link_notice(
+                    key,
+                    text,
+                    _("it is {chars:,} characters long; a number field takes at most {most}.").format(
+                        chars=refused_number.chars, most=MAX_NUMBER_CHARS
+                    ),
+                )
             else:
-                refused[key] = link_notice(key, text, _(
-                    "it is far larger than this field allows (at most {limit:,}).").format(limit=limit))
+                refused[key] = link_notice(
+                    key, text, _("it is far larger than this field allows (at most {limit:,}).").format(limit=limit)
+                )
     return refused
 
 

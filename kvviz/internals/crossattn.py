@@ -10,6 +10,7 @@ transformers keeps both in one `EncoderDecoderCache(self_attention_cache, cross_
 here has RANDOM weights (no download, no tokenizer: token ids are fed directly); the cache mechanics, not the
 text, are the point.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -22,8 +23,18 @@ from kvviz.model.loading import inference_mode
 if TYPE_CHECKING:
     from transformers import BartConfig, BartForConditionalGeneration, DynamicCache
 
-__all__ = ["DECODE_STEPS", "MAX_SOURCE_LEN", "MAX_STEPS", "SOURCE_LEN", "CrossAttnError", "CrossAttnRun", "CrossStep", "build_tiny_bart",
-           "run_cross_attention", "tiny_bart_config"]
+__all__ = [
+    "DECODE_STEPS",
+    "MAX_SOURCE_LEN",
+    "MAX_STEPS",
+    "SOURCE_LEN",
+    "CrossAttnError",
+    "CrossAttnRun",
+    "CrossStep",
+    "build_tiny_bart",
+    "run_cross_attention",
+    "tiny_bart_config",
+]
 
 MAX_SOURCE_LEN = 64
 MAX_STEPS = 48
@@ -41,10 +52,20 @@ def tiny_bart_config() -> BartConfig:
     from transformers import BartConfig
 
     return BartConfig(
-        vocab_size=VOCAB_SIZE, d_model=32, encoder_layers=2, decoder_layers=2,
-        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
-        max_position_embeddings=MAX_SOURCE_LEN + MAX_STEPS, pad_token_id=1, bos_token_id=0, eos_token_id=2,
-        decoder_start_token_id=2, forced_eos_token_id=None,
+        vocab_size=VOCAB_SIZE,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=MAX_SOURCE_LEN + MAX_STEPS,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        decoder_start_token_id=2,
+        forced_eos_token_id=None,
     )
 
 
@@ -89,26 +110,32 @@ def run_cross_attention(source_len: int = 12, n_steps: int = 8, seed: int = 0) -
             first_cross = [(la.keys.clone(), la.values.clone()) for la in cross_c.layers]
             first_ptrs = [(la.keys.data_ptr(), la.values.data_ptr()) for la in cross_c.layers]
         cross_equal = all(
-            torch.equal(la.keys, k0) and torch.equal(la.values, v0) for la, (k0, v0) in zip(cross_c.layers, first_cross, strict=True)
+            torch.equal(la.keys, k0) and torch.equal(la.values, v0)
+            for la, (k0, v0) in zip(cross_c.layers, first_cross, strict=True)
         )
         same_storage = all(
-            (la.keys.data_ptr(), la.values.data_ptr()) == ptrs for la, ptrs in zip(cross_c.layers, first_ptrs, strict=True)
+            (la.keys.data_ptr(), la.values.data_ptr()) == ptrs
+            for la, ptrs in zip(cross_c.layers, first_ptrs, strict=True)
         )
         rows = self_c.get_seq_length()
-        prefix_equal = all(torch.equal(la.keys[:, :, : rows - 1], old)  # no earlier rows at the first step
-                           for la, old in zip(self_c.layers, prev_self, strict=False))
+        prefix_equal = all(
+            torch.equal(la.keys[:, :, : rows - 1], old)  # no earlier rows at the first step
+            for la, old in zip(self_c.layers, prev_self, strict=False)
+        )
         prev_self = [la.keys.clone() for la in self_c.layers]
-        steps.append(CrossStep(
-            step=step,
-            fed_token_id=int(token[0, 0]),
-            self_rows=rows,
-            self_bytes=_bytes(self_c),
-            cross_rows=cross_c.get_seq_length(),
-            cross_bytes=_bytes(cross_c),
-            cross_equal_to_first=cross_equal,
-            cross_same_storage=same_storage,
-            self_prefix_equal=prefix_equal,
-        ))
+        steps.append(
+            CrossStep(
+                step=step,
+                fed_token_id=int(token[0, 0]),
+                self_rows=rows,
+                self_bytes=_bytes(self_c),
+                cross_rows=cross_c.get_seq_length(),
+                cross_bytes=_bytes(cross_c),
+                cross_equal_to_first=cross_equal,
+                cross_same_storage=same_storage,
+                self_prefix_equal=prefix_equal,
+            )
+        )
         logits = out.logits[:, -1].clone()  # (1, vocab)
         logits[:, :3] = float("-inf")  # skip the special ids so random weights do not just repeat </s>
         token = logits.argmax(-1, keepdim=True)  # (1, 1) greedy next token

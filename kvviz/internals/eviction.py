@@ -56,6 +56,7 @@ functions that run a model):
                                         split and KVzip's global ranking), measures (copy test, loss), quantized,
                                         runs (the sweep, a policy's line, a grid)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -64,11 +65,35 @@ from pathlib import Path
 from kvviz.i18n import N_, _
 from kvviz.inputs.prompt_rules import IntSetting, check_int_in_range
 
-__all__ = ["EVICT_AT_SCALE", "EVICT_DUO_DRAWS", "EVICT_DUO_RECENT", "EVICT_KEEP_PERCENTS", "EVICT_MAX_SINKS",
-           "EVICT_POLICIES", "EVICT_POLICY_LABELS", "EVICT_POLICY_RULES", "EVICT_POLICY_SETTINGS", "EVICT_POLICY_SHORT",
-           "EVICT_QUANT_SCHEMES", "EVICT_RAGGED", "EVICT_VARIANTS", "HELD_OUT_TEXT_PATH", "KVZIP_REPEAT_PROMPT",
-           "SINK_TOKENS", "EvictSettings", "EvictionError", "check_keep_percent", "check_policy", "check_sink_tokens",
-           "duo_split", "held_out_text", "policy_label", "policy_note", "policy_short", "rows_for_budget"]
+__all__ = [
+    "EVICT_AT_SCALE",
+    "EVICT_DUO_DRAWS",
+    "EVICT_DUO_RECENT",
+    "EVICT_KEEP_PERCENTS",
+    "EVICT_MAX_SINKS",
+    "EVICT_POLICIES",
+    "EVICT_POLICY_LABELS",
+    "EVICT_POLICY_RULES",
+    "EVICT_POLICY_SETTINGS",
+    "EVICT_POLICY_SHORT",
+    "EVICT_QUANT_SCHEMES",
+    "EVICT_RAGGED",
+    "EVICT_VARIANTS",
+    "HELD_OUT_TEXT_PATH",
+    "KVZIP_REPEAT_PROMPT",
+    "SINK_TOKENS",
+    "EvictSettings",
+    "EvictionError",
+    "check_keep_percent",
+    "check_policy",
+    "check_sink_tokens",
+    "duo_split",
+    "held_out_text",
+    "policy_label",
+    "policy_note",
+    "policy_short",
+    "rows_for_budget",
+]
 
 
 class EvictionError(ValueError):
@@ -76,8 +101,22 @@ class EvictionError(ValueError):
 
 
 # The policies, in the order the page lists them. Names are the CLI's words; labels are shown through _().
-EVICT_POLICIES = ("full", "random", "recent", "streaming", "h2o", "h2o_heavy", "tova", "snapkv", "key_norm",
-                  "keydiff", "duoattention", "duo_probe", "kvzip", "kvzip_head")
+EVICT_POLICIES = (
+    "full",
+    "random",
+    "recent",
+    "streaming",
+    "h2o",
+    "h2o_heavy",
+    "tova",
+    "snapkv",
+    "key_norm",
+    "keydiff",
+    "duoattention",
+    "duo_probe",
+    "kvzip",
+    "kvzip_head",
+)
 EVICT_RAGGED = frozenset({"duoattention", "duo_probe", "kvzip"})  # their heads keep different numbers of rows
 # a named variant -> the policy it varies (a conclusion that rests on one names it)
 EVICT_VARIANTS = {"h2o_heavy": "h2o", "duo_probe": "duoattention", "kvzip_head": "kvzip"}
@@ -98,75 +137,125 @@ EVICT_POLICY_LABELS = {
     "kvzip_head": N_("KVzip-style, the same rows in every head (a variant)"),
 }
 # Short names, for chart legends and sentences (the papers' names stay as written).
-EVICT_POLICY_SHORT = {"full": N_("full cache"), "random": N_("random"), "recent": N_("recent window"),
-                      "streaming": "StreamingLLM", "h2o": "H2O", "h2o_heavy": N_("heavy hitters only"),
-                      "tova": "TOVA", "snapkv": "SnapKV", "key_norm": N_("key norm"),
-                      "keydiff": "KeyDiff", "duoattention": "DuoAttention", "duo_probe": N_("DuoAttention (probe)"),
-                      "kvzip": "KVzip", "kvzip_head": N_("KVzip (per head)"), "fp8-hf": N_("fp8 (transformers)")}
-_TRANSLATED_SHORT = ("full cache", "random", "recent window", "heavy hitters only", "key norm", "fp8 (transformers)",
-                     "DuoAttention (probe)", "KVzip (per head)")
+EVICT_POLICY_SHORT = {
+    "full": N_("full cache"),
+    "random": N_("random"),
+    "recent": N_("recent window"),
+    "streaming": "StreamingLLM",
+    "h2o": "H2O",
+    "h2o_heavy": N_("heavy hitters only"),
+    "tova": "TOVA",
+    "snapkv": "SnapKV",
+    "key_norm": N_("key norm"),
+    "keydiff": "KeyDiff",
+    "duoattention": "DuoAttention",
+    "duo_probe": N_("DuoAttention (probe)"),
+    "kvzip": "KVzip",
+    "kvzip_head": N_("KVzip (per head)"),
+    "fp8-hf": N_("fp8 (transformers)"),
+}
+_TRANSLATED_SHORT = (
+    "full cache",
+    "random",
+    "recent window",
+    "heavy hitters only",
+    "key norm",
+    "fp8 (transformers)",
+    "DuoAttention (probe)",
+    "KVzip (per head)",
+)
 # What each policy keeps, and where its choice differs (per layer, per KV head): shown beside the grid.
 EVICT_POLICY_RULES = {
     "full": N_("Keeps every row: the reference every other line is measured against."),
-    "random": N_("Keeps a seeded random set of rows, drawn anew for every layer and KV head: the control a "
-                 "policy must beat to show it knows anything."),
+    "random": N_(
+        "Keeps a seeded random set of rows, drawn anew for every layer and KV head: the control a "
+        "policy must beat to show it knows anything."
+    ),
     "recent": N_("Keeps the last W rows; the same rows in every layer and head (StreamingLLM with S = 0)."),
-    "streaming": N_("Keeps the first S rows (the attention sinks) and the last W - S; the same rows in every layer "
-                    "and head. A budget of S rows or fewer keeps only the first rows."),
-    "h2o": N_("The H2O paper's split: half the budget holds the heavy hitters (the rows that received the most "
-              "attention, summed over every query of the prefill and averaged over the query heads that share a "
-              "KV head), the other half the newest rows: chosen once after the prefill, per layer and per KV "
-              "head."),
-    "h2o_heavy": N_("A variant, not the paper's H2O: the whole budget holds heavy hitters (the most attention "
-                    "received, summed over every query of the prefill and averaged over the query heads that share "
-                    "a KV head), chosen once after the prefill, with no recent window: at small budgets even the "
-                    "newest row can go."),
-    "tova": N_("Keeps the rows the newest query attends to most, averaged over all heads of a layer: one choice "
-               "per layer, shared by its KV heads (as the TOVA paper does)."),
-    "snapkv": N_("Keeps the last {window} rows (the observation window) and, from the rows before it, those its "
-                 "queries attend to most, summed over the window and smoothed over 5 neighbouring positions as "
-                 "SnapKV's code does: chosen per layer and per KV head. A budget under {window} rows keeps only "
-                 "the window's newest rows, which is the recent window."),
-    "key_norm": N_("Keeps the keys with the smallest L2 norm (low-norm keys tend to draw high attention, Devoto et "
-                   "al. 2024, arXiv:2406.11430): chosen per layer and per KV head, without reading any attention."),
-    "keydiff": N_("Keeps the keys least similar (cosine) to the mean key of their layer and KV head: distinctive "
-                  "keys are the ones no other row stands in for (KeyDiff, 2025, arXiv:2504.15364). Chosen per "
-                  "layer and per KV head, without any query or attention."),
-    "duoattention": N_("Splits the heads (DuoAttention, Xiao et al. 2024, arXiv:2410.10819): retrieval heads keep "
-                       "every row, streaming heads keep the first S rows and the newest {recent}. The retrieval "
-                       "heads are the KV heads whose streaming changes the output most: each head in turn keeps "
-                       "only those rows while the model reads random tokens repeated, and the change in its "
-                       "next-token predictions ranks it. The budget decides how many ({retrieval} of {heads} "
-                       "here). The heads keep different numbers of rows, so the cache is stored head by head and "
-                       "the bytes are those rows."),
-    "duo_probe": N_("A variant of DuoAttention's split: the retrieval heads are the KV heads that copy most on the "
-                    "induction probe of the attention-patterns page ({retrieval} of {heads} here). The probe scores "
-                    "most heads near zero, so which of those retrieve is decided by noise."),
-    "kvzip": N_("Lets the model re-read the context (a repeat prompt, then the context again) on top of its "
-                "cache, and keeps the rows that get the most attention from any re-reading query (KVzip, Kim et "
-                "al. 2025, arXiv:2505.23416): about twice the prefill's work, once. The rows compete across all "
-                "layers and KV heads, as the paper allocates, so heads keep different numbers of rows at the "
-                "budget's bytes."),
-    "kvzip_head": N_("A variant of KVzip: the same re-reading scores, but every layer and KV head keeps the same "
-                     "number of rows, its own best."),
+    "streaming": N_(
+        "Keeps the first S rows (the attention sinks) and the last W - S; the same rows in every layer "
+        "and head. A budget of S rows or fewer keeps only the first rows."
+    ),
+    "h2o": N_(
+        "The H2O paper's split: half the budget holds the heavy hitters (the rows that received the most "
+        "attention, summed over every query of the prefill and averaged over the query heads that share a "
+        "KV head), the other half the newest rows: chosen once after the prefill, per layer and per KV "
+        "head."
+    ),
+    "h2o_heavy": N_(
+        "A variant, not the paper's H2O: the whole budget holds heavy hitters (the most attention "
+        "received, summed over every query of the prefill and averaged over the query heads that share "
+        "a KV head), chosen once after the prefill, with no recent window: at small budgets even the "
+        "newest row can go."
+    ),
+    "tova": N_(
+        "Keeps the rows the newest query attends to most, averaged over all heads of a layer: one choice "
+        "per layer, shared by its KV heads (as the TOVA paper does)."
+    ),
+    "snapkv": N_(
+        "Keeps the last {window} rows (the observation window) and, from the rows before it, those its "
+        "queries attend to most, summed over the window and smoothed over 5 neighbouring positions as "
+        "SnapKV's code does: chosen per layer and per KV head. A budget under {window} rows keeps only "
+        "the window's newest rows, which is the recent window."
+    ),
+    "key_norm": N_(
+        "Keeps the keys with the smallest L2 norm (low-norm keys tend to draw high attention, Devoto et "
+        "al. 2024, arXiv:2406.11430): chosen per layer and per KV head, without reading any attention."
+    ),
+    "keydiff": N_(
+        "Keeps the keys least similar (cosine) to the mean key of their layer and KV head: distinctive "
+        "keys are the ones no other row stands in for (KeyDiff, 2025, arXiv:2504.15364). Chosen per "
+        "layer and per KV head, without any query or attention."
+    ),
+    "duoattention": N_(
+        "Splits the heads (DuoAttention, Xiao et al. 2024, arXiv:2410.10819): retrieval heads keep "
+        "every row, streaming heads keep the first S rows and the newest {recent}. The retrieval "
+        "heads are the KV heads whose streaming changes the output most: each head in turn keeps "
+        "only those rows while the model reads random tokens repeated, and the change in its "
+        "next-token predictions ranks it. The budget decides how many ({retrieval} of {heads} "
+        "here). The heads keep different numbers of rows, so the cache is stored head by head and "
+        "the bytes are those rows."
+    ),
+    "duo_probe": N_(
+        "A variant of DuoAttention's split: the retrieval heads are the KV heads that copy most on the "
+        "induction probe of the attention-patterns page ({retrieval} of {heads} here). The probe scores "
+        "most heads near zero, so which of those retrieve is decided by noise."
+    ),
+    "kvzip": N_(
+        "Lets the model re-read the context (a repeat prompt, then the context again) on top of its "
+        "cache, and keeps the rows that get the most attention from any re-reading query (KVzip, Kim et "
+        "al. 2025, arXiv:2505.23416): about twice the prefill's work, once. The rows compete across all "
+        "layers and KV heads, as the paper allocates, so heads keep different numbers of rows at the "
+        "budget's bytes."
+    ),
+    "kvzip_head": N_(
+        "A variant of KVzip: the same re-reading scores, but every layer and KV head keeps the same "
+        "number of rows, its own best."
+    ),
 }
 # What each newer method needs on a large model that it does not need here (shown on the page, under its sources).
 EVICT_AT_SCALE = {
-    "keydiff": N_("KeyDiff on a long prompt scores while it reads, block by block, so the cache never exceeds its "
-                  "budget, and it works with FlashAttention because it reads no attention weights. Here the span "
-                  "fits at once, so it scores once after the prefill."),
-    "duoattention": N_("DuoAttention on a large model finds its retrieval heads by an offline optimisation: one "
-                       "gate per KV head, trained on synthetic passkey-retrieval data (a number hidden in long "
-                       "filler text) to keep the full model's outputs while pushing gates towards streaming; and "
-                       "it needs kernels that run full attention on some heads and sink + recent attention on "
-                       "others. Here each head's effect when it alone streams, measured on a few calibration draws, "
-                       "stands in for the learned gates, and a padded copy with a per-head mask stands in for the "
-                       "kernels."),
-    "kvzip": N_("KVzip on a long context re-reads it in chunks (a few thousand tokens each) and ranks the rows "
-                "across all heads and layers, so heads keep different numbers of rows; it needs an attention "
-                "kernel that returns each key's largest weight without writing the whole matrix, and it pays the "
-                "re-read once per context, which pays off when many questions reuse the compressed cache. Here the "
-                "re-read fits in one or two chunks and the eager attention's weights are read directly."),
+    "keydiff": N_(
+        "KeyDiff on a long prompt scores while it reads, block by block, so the cache never exceeds its "
+        "budget, and it works with FlashAttention because it reads no attention weights. Here the span "
+        "fits at once, so it scores once after the prefill."
+    ),
+    "duoattention": N_(
+        "DuoAttention on a large model finds its retrieval heads by an offline optimisation: one "
+        "gate per KV head, trained on synthetic passkey-retrieval data (a number hidden in long "
+        "filler text) to keep the full model's outputs while pushing gates towards streaming; and "
+        "it needs kernels that run full attention on some heads and sink + recent attention on "
+        "others. Here each head's effect when it alone streams, measured on a few calibration draws, "
+        "stands in for the learned gates, and a padded copy with a per-head mask stands in for the "
+        "kernels."
+    ),
+    "kvzip": N_(
+        "KVzip on a long context re-reads it in chunks (a few thousand tokens each) and ranks the rows "
+        "across all heads and layers, so heads keep different numbers of rows; it needs an attention "
+        "kernel that returns each key's largest weight without writing the whole matrix, and it pays the "
+        "re-read once per context, which pays off when many questions reuse the compressed cache. Here the "
+        "re-read fits in one or two chunks and the eager attention's weights are read directly."
+    ),
 }
 EVICT_KEEP_PERCENTS = (100, 75, 50, 35, 25, 15, 10, 5)  # the sweep's budgets: % of KV bytes kept
 # Compression points on the same axis. fp16/int8/int4/int2: kvviz.internals.quant's arithmetic; fp8: transformers'
@@ -183,8 +272,13 @@ SINK_TOKENS = IntSetting(N_("sink tokens S"), 0, EVICT_MAX_SINKS, default=4)  # 
 EVICT_MAX_SNAP_WINDOW = 64
 # The settings each policy reads beyond the texts' (the others' points do not change with them: a page keys its
 # cached lines on settings_for, so a new S re-measures StreamingLLM alone).
-EVICT_POLICY_SETTINGS = {"streaming": ("sink_tokens",), "duoattention": ("sink_tokens",),
-                         "duo_probe": ("sink_tokens",), "snapkv": ("snap_window",), "random": ("seed",)}
+EVICT_POLICY_SETTINGS = {
+    "streaming": ("sink_tokens",),
+    "duoattention": ("sink_tokens",),
+    "duo_probe": ("sink_tokens",),
+    "snapkv": ("snap_window",),
+    "random": ("seed",),
+}
 EVICT_DUO_RECENT = 4  # DuoAttention's streaming heads: S sinks + this many newest rows (the paper: 64 + 256 on 32k)
 EVICT_DUO_DRAWS = 8  # head_ranking's calibration draws (the induction probe's seeded random tokens, seeds 0..7)
 # KVzip's re-read starts with a repeat request (the paper's prompt); a base model reads it as plain text
@@ -205,8 +299,11 @@ def check_keep_percent(value) -> int:
 
 def check_policy(policy: str) -> str:
     if policy not in EVICT_POLICIES:
-        raise EvictionError(_("unknown eviction policy {policy!r}; choose one of {names}").format(
-            policy=str(policy)[:40], names=", ".join(EVICT_POLICIES)))
+        raise EvictionError(
+            _("unknown eviction policy {policy!r}; choose one of {names}").format(
+                policy=str(policy)[:40], names=", ".join(EVICT_POLICIES)
+            )
+        )
     return policy
 
 
@@ -240,17 +337,21 @@ class EvictSettings:
     def checked(self, n_positions: int) -> EvictSettings:
         """Every field in its range for a model with n_positions positions (one message naming the field)."""
         e = EvictionError
-        half = check_int_in_range(self.half_tokens, EVICT_MIN_SPAN_TOKENS, n_positions // 2,
-                                  N_("copy-test span (tokens)"), error=e)
+        half = check_int_in_range(
+            self.half_tokens, EVICT_MIN_SPAN_TOKENS, n_positions // 2, N_("copy-test span (tokens)"), error=e
+        )
         spans = check_int_in_range(self.n_spans, 1, EVICT_MAX_SPANS, N_("copy-test spans"), error=e)
-        context = check_int_in_range(self.context_tokens, EVICT_MIN_SPAN_TOKENS, n_positions - 2,
-                                     N_("loss context (tokens)"), error=e)
-        cont = check_int_in_range(self.continuation_tokens, 2, n_positions - context,
-                                  N_("loss continuation (tokens)"), error=e)
+        context = check_int_in_range(
+            self.context_tokens, EVICT_MIN_SPAN_TOKENS, n_positions - 2, N_("loss context (tokens)"), error=e
+        )
+        cont = check_int_in_range(
+            self.continuation_tokens, 2, n_positions - context, N_("loss continuation (tokens)"), error=e
+        )
         passages = check_int_in_range(self.n_passages, 1, EVICT_MAX_PASSAGES, N_("loss passages"), error=e)
         sinks = check_sink_tokens(self.sink_tokens)
-        window = check_int_in_range(self.snap_window, 1, EVICT_MAX_SNAP_WINDOW, N_("SnapKV observation window"),
-                                    error=e)
+        window = check_int_in_range(
+            self.snap_window, 1, EVICT_MAX_SNAP_WINDOW, N_("SnapKV observation window"), error=e
+        )
         seed = check_int_in_range(self.seed, 0, 2**31 - 1, N_("random seed"), error=e)
         return EvictSettings(half, spans, context, cont, passages, sinks, window, seed)
 
@@ -260,8 +361,15 @@ class EvictSettings:
         policies that read S. The points are the same: the fields reset are never read for it."""
         default = EvictSettings()
         read = EVICT_POLICY_SETTINGS.get(policy, ())
-        return replace(self, **{name: getattr(default, name) for names in EVICT_POLICY_SETTINGS.values()
-                                for name in names if name not in read})
+        return replace(
+            self,
+            **{
+                name: getattr(default, name)
+                for names in EVICT_POLICY_SETTINGS.values()
+                for name in names
+                if name not in read
+            },
+        )
 
 
 def policy_label(policy: str) -> str:
@@ -291,10 +399,14 @@ def policy_note(policy: str, rows: int, settings: EvictSettings, retrieval_heads
     """What a policy keeps where its definition runs out of room, or None: SnapKV below its window, DuoAttention
     with no room for a retrieval head (retrieval_heads: how many the grid holds)."""
     if policy in ("duoattention", "duo_probe") and retrieval_heads == 0:
-        return _("At {rows} rows per head on average the budget holds no retrieval head: every head streams, "
-                 "keeping the rows StreamingLLM keeps with the same S.").format(rows=rows)
+        return _(
+            "At {rows} rows per head on average the budget holds no retrieval head: every head streams, "
+            "keeping the rows StreamingLLM keeps with the same S."
+        ).format(rows=rows)
     if policy == "snapkv" and rows < settings.snap_window:
-        return _("SnapKV always keeps its observation window of {window} rows; at {rows} rows the budget is "
-                 "smaller than the window, so it keeps the window's newest {rows} rows: exactly the recent "
-                 "window.").format(window=settings.snap_window, rows=rows)
+        return _(
+            "SnapKV always keeps its observation window of {window} rows; at {rows} rows the budget is "
+            "smaller than the window, so it keeps the window's newest {rows} rows: exactly the recent "
+            "window."
+        ).format(window=settings.snap_window, rows=rows)
     return None

@@ -4,6 +4,7 @@ are worth. Every comparison goes through kvviz.measure's paired rule (inside_noi
 difference, unit by unit (the copy test's spans, the loss's passages), holds 0, no side is named. Torch-free: the
 points are plain records (kvviz.internals.records).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -71,8 +72,14 @@ class _Judge:
 def _names(points, metric: str = "copy", settings: EvictSettings | None = None) -> str:
     """Policies' short names as a list in the interface language (Chinese lists them with 、); a point that holds
     fewer bytes than its budget gives the others (DuoAttention: whole heads only) says so (_named)."""
-    return _(", ").join(p if isinstance(p, str) and settings is None else
-                        policy_short(p) if isinstance(p, str) else _named(p, metric, settings) for p in points)
+    return _(", ").join(
+        p
+        if isinstance(p, str) and settings is None
+        else policy_short(p)
+        if isinstance(p, str)
+        else _named(p, metric, settings)
+        for p in points
+    )
 
 
 def _named(p: EvictionPoint, metric: str, settings: EvictSettings | None) -> str:
@@ -99,8 +106,14 @@ def _family(policy: str) -> str:
 def _best_in_bytes(sweep: EvictionSweep, q: EvictionPoint, leave_out: str | None = None) -> EvictionPoint | None:
     """The evicting point with the best copy accuracy that fits in q's bytes (the fewest bytes among equals),
     leaving out one policy family."""
-    fits = [p for p in sweep.points if p.kind == "eviction" and p.policy != "full" and p.kv_bytes_kept <= q.kv_bytes_kept
-            and (leave_out is None or _family(p.policy) != leave_out)]
+    fits = [
+        p
+        for p in sweep.points
+        if p.kind == "eviction"
+        and p.policy != "full"
+        and p.kv_bytes_kept <= q.kv_bytes_kept
+        and (leave_out is None or _family(p.policy) != leave_out)
+    ]
     return max(fits, key=lambda p: (p.copy_accuracy, -p.kv_bytes_kept)) if fits else None
 
 
@@ -119,10 +132,14 @@ def eviction_takeaways(sweep: EvictionSweep, claims: list[Claim] | None = None) 
     full = sweep.point("full", 100)
     settings = sweep.settings
     evicting = [p for p in EVICT_POLICIES[1:] if sweep.curve(p)]
-    lines = [_("Every ± is an interval at 95%: the copy accuracy's over the {spans} spans, the loss change's over "
-               "the {passages} passages (each against the full cache on the same passage). A side is "
-               "named only where the paired interval of the difference, unit by unit, excludes 0; otherwise the "
-               "difference is inside the noise.").format(spans=full.n_spans, passages=full.n_passages)]
+    lines = [
+        _(
+            "Every ± is an interval at 95%: the copy accuracy's over the {spans} spans, the loss change's over "
+            "the {passages} passages (each against the full cache on the same passage). A side is "
+            "named only where the paired interval of the difference, unit by unit, excludes 0; otherwise the "
+            "difference is inside the noise."
+        ).format(spans=full.n_spans, passages=full.n_passages)
+    ]
     holds = {}
     for policy in evicting:
         inside = [p for p in sweep.curve(policy) if p.keep_percent < 100 and judge.inside(p, full, "copy")]
@@ -130,16 +147,30 @@ def eviction_takeaways(sweep: EvictionSweep, claims: list[Claim] | None = None) 
             holds[policy] = min(inside, key=lambda p: p.keep_percent)
     if holds:
         best_keep = min(p.keep_percent for p in holds.values())
-        lines.append(_("Copying stays inside the noise of the full cache's {acc} down to {keep}% of the bytes with "
-                       "{policies}.").format(acc=_pm(full, "copy"), keep=best_keep, policies=_names(
-                           [p for p in holds.values() if p.keep_percent == best_keep], "copy", settings)))
+        lines.append(
+            _(
+                "Copying stays inside the noise of the full cache's {acc} down to {keep}% of the bytes with {policies}."
+            ).format(
+                acc=_pm(full, "copy"),
+                keep=best_keep,
+                policies=_names([p for p in holds.values() if p.keep_percent == best_keep], "copy", settings),
+            )
+        )
         if len({_family(p) for p in holds}) == 1:  # the conclusion rests on one policy: name what it rests on
-            lines.append(_("Only {policies} keep copying inside that noise once rows are evicted; every other "
-                           "policy falls below it.").format(policies=_names(list(holds))))
+            lines.append(
+                _(
+                    "Only {policies} keep copying inside that noise once rows are evicted; every other "
+                    "policy falls below it."
+                ).format(policies=_names(list(holds)))
+            )
     else:
-        lines.append(_("No policy keeps copying inside the noise of the full cache's {acc} once rows are evicted: "
-                       "the repeat needs the rows of the whole first copy, and every policy throws some of them "
-                       "away.").format(acc=_pm(full, "copy")))
+        lines.append(
+            _(
+                "No policy keeps copying inside the noise of the full cache's {acc} once rows are evicted: "
+                "the repeat needs the rows of the whole first copy, and every policy throws some of them "
+                "away."
+            ).format(acc=_pm(full, "copy"))
+        )
     budgets = {p.keep_percent for p in sweep.curve("random")}
     for keep in (50, 25, 10, 5):
         if keep not in budgets:
@@ -151,17 +182,25 @@ def eviction_takeaways(sweep: EvictionSweep, claims: list[Claim] | None = None) 
         low = min(at, key=lambda p: p.loss_change_nats)
         high = max(at, key=lambda p: p.loss_change_nats)
         copy_part = _("At {keep}%: best copying {policy} {acc}").format(
-            keep=keep, policy=_named(top, "copy", settings), acc=_pm(top, "copy"))
+            keep=keep, policy=_named(top, "copy", settings), acc=_pm(top, "copy")
+        )
         if tied:
             copy_part += _(", with {others} inside its noise").format(others=_names(tied, "copy", settings))
-        copy_part += (_("; the random control's {rand} is inside the noise of it") if judge.inside(rand, top, "copy")
-                      else _("; the random control's {rand} is below it")).format(rand=_pm(rand, "copy"))
-        loss_part = (_("loss change from {low} nats ({low_policy}) to {high} ({high_policy}), inside the noise of "
-                       "each other") if judge.inside(low, high, "loss") else
-                     _("loss change from {low} nats ({low_policy}) to {high} ({high_policy}), apart beyond the "
-                       "noise")).format(
-            low=_pm(low, "loss"), low_policy=_named(low, "loss", settings), high=_pm(high, "loss"),
-            high_policy=_named(high, "loss", settings))
+        copy_part += (
+            _("; the random control's {rand} is inside the noise of it")
+            if judge.inside(rand, top, "copy")
+            else _("; the random control's {rand} is below it")
+        ).format(rand=_pm(rand, "copy"))
+        loss_part = (
+            _("loss change from {low} nats ({low_policy}) to {high} ({high_policy}), inside the noise of each other")
+            if judge.inside(low, high, "loss")
+            else _("loss change from {low} nats ({low_policy}) to {high} ({high_policy}), apart beyond the noise")
+        ).format(
+            low=_pm(low, "loss"),
+            low_policy=_named(low, "loss", settings),
+            high=_pm(high, "loss"),
+            high_policy=_named(high, "loss", settings),
+        )
         lines.append(_("{clauses}.").format(clauses=copy_part + _("; ") + loss_part))
     wins = []
     for q in sweep.quantized:
@@ -171,23 +210,42 @@ def eviction_takeaways(sweep: EvictionSweep, claims: list[Claim] | None = None) 
             continue
         verdict = _quant_verdict(judge, q, rival)
         wins.append((q, verdict == _("quantizing wins"), rival))
-        line = _("{format} ({share:.0%} of the bytes) copies {q_acc}; the best eviction in no more bytes, {policy} "
-                 "at {keep}%, copies {e_acc}: {verdict}.").format(
-            format=policy_short(q.policy), share=q.bytes_fraction, q_acc=_pm(q, "copy"),
-            policy=_named(rival, "copy", settings), keep=rival.keep_percent, e_acc=_pm(rival, "copy"),
-            verdict=verdict)
+        line = _(
+            "{format} ({share:.0%} of the bytes) copies {q_acc}; the best eviction in no more bytes, {policy} "
+            "at {keep}%, copies {e_acc}: {verdict}."
+        ).format(
+            format=policy_short(q.policy),
+            share=q.bytes_fraction,
+            q_acc=_pm(q, "copy"),
+            policy=_named(rival, "copy", settings),
+            keep=rival.keep_percent,
+            e_acc=_pm(rival, "copy"),
+            verdict=verdict,
+        )
         other = _best_in_bytes(sweep, q, leave_out=_family(rival.policy))
         if other is not None and (other_verdict := _quant_verdict(judge, q, other)) != verdict:
-            line = i18n.join_sentences([line, _(
-                "This rests on {policy}: without it, the best is {other} at {keep}% with {acc}: {verdict}.").format(
-                policy=policy_short(rival.policy), other=_named(other, "copy", settings), keep=other.keep_percent,
-                acc=_pm(other, "copy"), verdict=other_verdict)])
+            line = i18n.join_sentences(
+                [
+                    line,
+                    _(
+                        "This rests on {policy}: without it, the best is {other} at {keep}% with {acc}: {verdict}."
+                    ).format(
+                        policy=policy_short(rival.policy),
+                        other=_named(other, "copy", settings),
+                        keep=other.keep_percent,
+                        acc=_pm(other, "copy"),
+                        verdict=other_verdict,
+                    ),
+                ]
+            )
         lines.append(line)
     if wins:
         won = sum(w for _q, w, _r in wins)
-        summary = ngettext("Quantizing beats evicting at equal bytes, beyond the noise, for {won} format of {n}.",
-                           "Quantizing beats evicting at equal bytes, beyond the noise, for {won} formats of {n}.",
-                           won).format(won=won, n=len(wins))
+        summary = ngettext(
+            "Quantizing beats evicting at equal bytes, beyond the noise, for {won} format of {n}.",
+            "Quantizing beats evicting at equal bytes, beyond the noise, for {won} formats of {n}.",
+            won,
+        ).format(won=won, n=len(wins))
         # the policy most often the rival: without its family, how many would it be?
         rivals = [_family(r.policy) for _q, _w, r in wins]
         key = max(set(rivals), key=rivals.count)
@@ -196,50 +254,84 @@ def eviction_takeaways(sweep: EvictionSweep, claims: list[Claim] | None = None) 
             other = _best_in_bytes(sweep, q, leave_out=key)
             won_without += other is None or _quant_verdict(judge, q, other) == _("quantizing wins")
         if won_without != won:
-            summary = i18n.join_sentences([summary, ngettext(
-                "This count rests on {policy}: without it, {won} format of {n}.",
-                "This count rests on {policy}: without it, {won} formats of {n}.",
-                won_without).format(policy=policy_short(key), won=won_without, n=len(wins))])
+            summary = i18n.join_sentences(
+                [
+                    summary,
+                    ngettext(
+                        "This count rests on {policy}: without it, {won} format of {n}.",
+                        "This count rests on {policy}: without it, {won} formats of {n}.",
+                        won_without,
+                    ).format(policy=policy_short(key), won=won_without, n=len(wins)),
+                ]
+            )
         lines.append(summary)
     ranking = sweep.head_ranking
     if ranking is not None and ranking.effects:
         draws = len(ranking.effects)
-        k = duo_split(len(ranking.heads), settings.half_tokens, rows_for_budget(50, settings.half_tokens),
-                      settings)[0]
+        k = duo_split(len(ranking.heads), settings.half_tokens, rows_for_budget(50, settings.half_tokens), settings)[0]
         top = ranking.order[: max(k, 1)]
-        lines.append(ngettext(
-            "DuoAttention's heads, ranked by what each does when it alone streams (the change in the model's "
-            "next-token predictions over {draws} calibration draw): {heads}. The {k} that retrieve at 50% are the "
-            "same heads in {agree} of {draws} draws; the last of them, {last}, ranks between {best} and {worst}.",
-            "DuoAttention's heads, ranked by what each does when it alone streams (the change in the model's "
-            "next-token predictions over {draws} calibration draws): {heads}. The {k} that retrieve at 50% are the "
-            "same heads in {agree} of {draws} draws; the last of them, {last}, ranks between {best} and {worst}.",
-            draws).format(draws=draws, heads=_(", ").join(f"{layer}.{head}" for layer, head in top), k=len(top),
-                          last="{}.{}".format(*top[-1]), agree=ranking.top_set_agreement(len(top)), best=ranking.rank_range(top[-1])[0],
-                          worst=ranking.rank_range(top[-1])[1]))
+        lines.append(
+            ngettext(
+                "DuoAttention's heads, ranked by what each does when it alone streams (the change in the model's "
+                "next-token predictions over {draws} calibration draw): {heads}. The {k} that retrieve at 50% are the "
+                "same heads in {agree} of {draws} draws; the last of them, {last}, ranks between {best} and {worst}.",
+                "DuoAttention's heads, ranked by what each does when it alone streams (the change in the model's "
+                "next-token predictions over {draws} calibration draws): {heads}. The {k} that retrieve at 50% are the "
+                "same heads in {agree} of {draws} draws; the last of them, {last}, ranks between {best} and {worst}.",
+                draws,
+            ).format(
+                draws=draws,
+                heads=_(", ").join(f"{layer}.{head}" for layer, head in top),
+                k=len(top),
+                last="{}.{}".format(*top[-1]),
+                agree=ranking.top_set_agreement(len(top)),
+                best=ranking.rank_range(top[-1])[0],
+                worst=ranking.rank_range(top[-1])[1],
+            )
+        )
     s = sweep.settings.sink_tokens
     for keep in (75, 25, 5):  # a large, a middle and the smallest budget
-        if keep not in {p.keep_percent for p in sweep.curve("streaming")} & {p.keep_percent for p in
-                                                                             sweep.curve("recent")}:
+        if keep not in {p.keep_percent for p in sweep.curve("streaming")} & {
+            p.keep_percent for p in sweep.curve("recent")
+        }:
             continue
         without, with_ = sweep.point("recent", keep), sweep.point("streaming", keep)
-        verdicts = [_("copying inside the noise") if judge.inside(without, with_, "copy") else
-                    _("copying differs beyond the noise"),
-                    _("loss inside the noise") if judge.inside(without, with_, "loss") else
-                    _("loss differs beyond the noise")]
-        lines.append(_("Sinks at {keep}%: the window alone (S = 0) copies {a0:.0%} with loss change {l0:+.3f} "
-                       "nats; with the first S = {s} rows kept, {a1:.0%} and {l1:+.3f} nats ({verdicts}).").format(
-            keep=keep, a0=without.copy_accuracy, l0=without.loss_change_nats, s=s, a1=with_.copy_accuracy,
-            l1=with_.loss_change_nats, verdicts=_("; ").join(verdicts)))
+        verdicts = [
+            _("copying inside the noise")
+            if judge.inside(without, with_, "copy")
+            else _("copying differs beyond the noise"),
+            _("loss inside the noise") if judge.inside(without, with_, "loss") else _("loss differs beyond the noise"),
+        ]
+        lines.append(
+            _(
+                "Sinks at {keep}%: the window alone (S = 0) copies {a0:.0%} with loss change {l0:+.3f} "
+                "nats; with the first S = {s} rows kept, {a1:.0%} and {l1:+.3f} nats ({verdicts})."
+            ).format(
+                keep=keep,
+                a0=without.copy_accuracy,
+                l0=without.loss_change_nats,
+                s=s,
+                a1=with_.copy_accuracy,
+                l1=with_.loss_change_nats,
+                verdicts=_("; ").join(verdicts),
+            )
+        )
     negative = [p for p in sweep.points if p.policy != "full" and p.loss_change_nats < 0]
     lower = [p for p in negative if not judge.inside(p, full, "loss")]
     if lower:
         best = min(lower, key=lambda p: p.loss_change_nats)
-        lines.append(_("Some points lower the loss beyond the noise (best: {policy} at {keep}%, {change} nats): "
-                       "dropping rows can also drop context that misled the model on this text; on other text the "
-                       "same policy may raise it.").format(policy=_named(best, "loss", settings), keep=best.keep_percent,
-                                                           change=_pm(best, "loss")))
+        lines.append(
+            _(
+                "Some points lower the loss beyond the noise (best: {policy} at {keep}%, {change} nats): "
+                "dropping rows can also drop context that misled the model on this text; on other text the "
+                "same policy may raise it."
+            ).format(policy=_named(best, "loss", settings), keep=best.keep_percent, change=_pm(best, "loss"))
+        )
     elif negative:
-        lines.append(_("The negative loss changes are inside the noise of zero: these passages are too few to say "
-                       "that evicting rows helps this model."))
+        lines.append(
+            _(
+                "The negative loss changes are inside the noise of zero: these passages are too few to say "
+                "that evicting rows helps this model."
+            )
+        )
     return lines

@@ -28,6 +28,7 @@ new buffer and copy every past row (an O(n) copy per step, O(n^2) bytes over a g
 `bench_head_read` times a contiguous vs a strided read on this machine (a measurement, not a promise), by the
 one noise rule of kvviz.measure: interleaved repeats, medians with their spread and the load.
 """
+
 from __future__ import annotations
 
 import time
@@ -67,8 +68,13 @@ DIM = IntSetting(N_("dim"), 0, _ANY, default=3)
 
 def index_settings(dims: ModelDims) -> tuple[IntSetting, ...]:
     """(layer, head, cached positions, position, dim), each bounded by this model's sizes."""
-    return (LAYER.up_to(dims.n_layer - 1), HEAD.up_to(dims.n_kv_heads - 1), SEQ_LEN.up_to(dims.n_positions),
-            POSITION.up_to(dims.n_positions - 1), DIM.up_to(dims.head_dim - 1))
+    return (
+        LAYER.up_to(dims.n_layer - 1),
+        HEAD.up_to(dims.n_kv_heads - 1),
+        SEQ_LEN.up_to(dims.n_positions),
+        POSITION.up_to(dims.n_positions - 1),
+        DIM.up_to(dims.head_dim - 1),
+    )
 
 
 EXACT_SIZE = frozenset({"dynamic", "transposed"})  # the buffer is exactly seq_len long: appending copies it
@@ -146,8 +152,12 @@ def strides_bytes(layout: str, shape: BufferShape) -> tuple[int, ...]:
 
 
 def _check_index(shape: BufferShape, n_layer: int, layer: int, head: int, pos: int, dim: int) -> None:
-    bounds = {"layer": (layer, n_layer), "head": (head, shape.kv_heads), "position": (pos, shape.max_len),
-              "dim": (dim, shape.head_dim)}
+    bounds = {
+        "layer": (layer, n_layer),
+        "head": (head, shape.kv_heads),
+        "position": (pos, shape.max_len),
+        "dim": (dim, shape.head_dim),
+    }
     for name, (value, extent) in bounds.items():
         if not 0 <= value < extent:
             raise LayoutError(f"{name} {value} is outside 0..{extent - 1}")
@@ -165,8 +175,9 @@ def element_offset_bytes(layout: str, shape: BufferShape, head: int, pos: int, d
     return (head * shape.head_dim + dim) * strides[0] + pos * strides[1]
 
 
-def element_address_bytes(layout: str, shape: BufferShape, n_layer: int, layer: int, head: int, pos: int,
-                          dim: int) -> int:
+def element_address_bytes(
+    layout: str, shape: BufferShape, n_layer: int, layer: int, head: int, pos: int, dim: int
+) -> int:
     """Byte address of K[layer, head, pos, dim] from the start of the whole cache (layers end to end)."""
     _check_index(shape, n_layer, layer, head, pos, dim)
     return layer * shape.layer_bytes + element_offset_bytes(layout, shape, head, pos, dim)
@@ -321,22 +332,28 @@ class LayoutBench:
         c, s = self.contiguous_us, self.strided_us
         load = load_label(self.load_1min)
         if self.inside_noise:
-            return _("The contiguous read ({c:,.1f} µs) and the strided read ({s:,.1f} µs) are inside the noise: "
-                     "the middle halves of their {n_c} and {n_s} repeats overlap ({load}), so this machine cannot "
-                     "tell them apart at this size.").format(c=c, s=s, n_c=self.contiguous.repeats,
-                                                            n_s=self.strided.repeats, load=load)
+            return _(
+                "The contiguous read ({c:,.1f} µs) and the strided read ({s:,.1f} µs) are inside the noise: "
+                "the middle halves of their {n_c} and {n_s} repeats overlap ({load}), so this machine cannot "
+                "tell them apart at this size."
+            ).format(c=c, s=s, n_c=self.contiguous.repeats, n_s=self.strided.repeats, load=load)
         comparison = self.comparison
         if comparison.faster_name == "the contiguous read":
-            return _("The contiguous read took {c:,.1f} µs, the strided read {s:,.1f} µs: {ratio:.2f}x faster, "
-                     "beyond the spread of the repeats ({load}).").format(c=c, s=s, ratio=comparison.ratio, load=load)
-        return _("The strided read took {s:,.1f} µs, the contiguous read {c:,.1f} µs: {ratio:.2f}x faster, "
-                 "beyond the spread of the repeats ({load}).").format(c=c, s=s, ratio=comparison.ratio, load=load)
+            return _(
+                "The contiguous read took {c:,.1f} µs, the strided read {s:,.1f} µs: {ratio:.2f}x faster, "
+                "beyond the spread of the repeats ({load})."
+            ).format(c=c, s=s, ratio=comparison.ratio, load=load)
+        return _(
+            "The strided read took {s:,.1f} µs, the contiguous read {c:,.1f} µs: {ratio:.2f}x faster, "
+            "beyond the spread of the repeats ({load})."
+        ).format(c=c, s=s, ratio=comparison.ratio, load=load)
 
 
 def us_label(timing: Timing) -> str:
     """'112.4 µs (median of 15, 98.0-180.3 µs)': a Timing's label in microseconds."""
     return _("{median:,.1f} µs (median of {n}, {lo:,.1f}-{hi:,.1f} µs)").format(
-        median=timing.median_ms * 1000, n=timing.repeats, lo=timing.min_ms * 1000, hi=timing.max_ms * 1000)
+        median=timing.median_ms * 1000, n=timing.repeats, lo=timing.min_ms * 1000, hi=timing.max_ms * 1000
+    )
 
 
 def head_read_views(kv_heads: int, seq_len: int, head_dim: int) -> tuple[np.ndarray, np.ndarray]:
@@ -349,8 +366,13 @@ def head_read_views(kv_heads: int, seq_len: int, head_dim: int) -> tuple[np.ndar
     return head_major[head], position_major[:, head]
 
 
-def bench_head_read(kv_heads: int = 16, seq_len: int = 4096, head_dim: int = 64, repeats: int = BENCH_REPEATS,
-                    clock: Callable[[], float] = time.perf_counter) -> LayoutBench:
+def bench_head_read(
+    kv_heads: int = 16,
+    seq_len: int = 4096,
+    head_dim: int = 64,
+    repeats: int = BENCH_REPEATS,
+    clock: Callable[[], float] = time.perf_counter,
+) -> LayoutBench:
     """Time reading (copying) one head's keys: contiguous head_major vs strided position_major, float32.
 
     The two reads are interleaved (contiguous, strided, contiguous, ...) after one untimed warm-up each
@@ -358,11 +380,19 @@ def bench_head_read(kv_heads: int = 16, seq_len: int = 4096, head_dim: int = 64,
     each; BENCH_REPEATS of each take well under a second.
     """
     if not (1 <= kv_heads <= 64 and 1 <= seq_len <= 32768 and 1 <= head_dim <= 256 and 1 <= repeats <= 200):
-        raise LayoutError("benchmark sizes out of range: kv_heads 1..64, seq_len 1..32768, head_dim 1..256, "
-                          "repeats 1..200")
+        raise LayoutError(
+            "benchmark sizes out of range: kv_heads 1..64, seq_len 1..32768, head_dim 1..256, repeats 1..200"
+        )
     contiguous, strided = head_read_views(kv_heads, seq_len, head_dim)
     out = np.empty((seq_len, head_dim), dtype=np.float32)
-    contiguous_t, strided_t = time_pair(lambda: np.copyto(out, contiguous), lambda: np.copyto(out, strided),
-                                        repeats, clock=clock)
-    return LayoutBench(kv_heads=kv_heads, seq_len=seq_len, head_dim=head_dim, bytes_read=seq_len * head_dim * 4,
-                       contiguous=contiguous_t, strided=strided_t)
+    contiguous_t, strided_t = time_pair(
+        lambda: np.copyto(out, contiguous), lambda: np.copyto(out, strided), repeats, clock=clock
+    )
+    return LayoutBench(
+        kv_heads=kv_heads,
+        seq_len=seq_len,
+        head_dim=head_dim,
+        bytes_read=seq_len * head_dim * 4,
+        contiguous=contiguous_t,
+        strided=strided_t,
+    )

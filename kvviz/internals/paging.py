@@ -11,6 +11,7 @@ engine copies it first).
 `paged_generation` runs the real model for two sequences from one prompt, writes their real K/V rows into a
 block pool through their block tables, and reads them back through the tables to check the layout.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -25,9 +26,20 @@ from kvviz.step.records import Sampling
 if TYPE_CHECKING:
     from kvviz.step.engine import StepEngine
 
-__all__ = ["BLOCK_SIZE", "MAX_BLOCK_SIZE", "MAX_NEW_TOKENS", "NEW_TOKENS_A", "NEW_TOKENS_B", "BlockTable", "PagedRun", "PagingError", "PagingPlan",
-           "block_table",
-           "paged_generation", "plan_two_sequences"]
+__all__ = [
+    "BLOCK_SIZE",
+    "MAX_BLOCK_SIZE",
+    "MAX_NEW_TOKENS",
+    "NEW_TOKENS_A",
+    "NEW_TOKENS_B",
+    "BlockTable",
+    "PagedRun",
+    "PagingError",
+    "PagingPlan",
+    "block_table",
+    "paged_generation",
+    "plan_two_sequences",
+]
 
 MAX_BLOCK_SIZE = 256
 MAX_NEW_TOKENS = 128
@@ -46,12 +58,18 @@ def block_table(seq_len: int, block_size: int) -> BlockTable:
     if seq_len < 0:
         raise PagingError(_("sequence length must be 0 or more (got {n})").format(n=seq_len))
     n_blocks = -(-seq_len // block_size)
-    return BlockTable(seq_len, block_size, n_blocks, seq_len - (n_blocks - 1) * block_size if n_blocks else 0,
-                      n_blocks * block_size - seq_len)
+    return BlockTable(
+        seq_len,
+        block_size,
+        n_blocks,
+        seq_len - (n_blocks - 1) * block_size if n_blocks else 0,
+        n_blocks * block_size - seq_len,
+    )
 
 
-def plan_two_sequences(len_a: int, len_b: int, shared_prefix_len: int, block_size: int, max_len: int,
-                       bytes_per_token: int) -> PagingPlan:
+def plan_two_sequences(
+    len_a: int, len_b: int, shared_prefix_len: int, block_size: int, max_len: int, bytes_per_token: int
+) -> PagingPlan:
     """Block tables for sequences A and B (A allocated first, B reuses A's full prefix blocks)."""
     a, b = block_table(len_a, block_size), block_table(len_b, block_size)
     if not 0 <= shared_prefix_len <= min(len_a, len_b):
@@ -96,8 +114,15 @@ def _generate(loaded: LoadedModel, prompt: str, n_new: int, sampling: Sampling) 
 
 
 @inference_mode
-def paged_generation(loaded: LoadedModel, prompt: str, n_new_a: int = 20, n_new_b: int = 12, block_size: int = 16,
-                     max_len: int | None = None, seed: int = 1) -> PagedRun:
+def paged_generation(
+    loaded: LoadedModel,
+    prompt: str,
+    n_new_a: int = 20,
+    n_new_b: int = 12,
+    block_size: int = 16,
+    max_len: int | None = None,
+    seed: int = 1,
+) -> PagedRun:
     """Generate two continuations of `prompt` with the real model and page their real caches."""
     import torch
 
@@ -106,15 +131,19 @@ def paged_generation(loaded: LoadedModel, prompt: str, n_new_a: int = 20, n_new_
         setting.check(n, error=PagingError)
     block_table(1, block_size)  # validates the block size before any model work
     if not 1 <= max_len <= loaded.info.n_positions:
-        raise PagingError(_("max length must be between 1 and the model's {n} positions").format(
-            n=loaded.info.n_positions))
+        raise PagingError(
+            _("max length must be between 1 and the model's {n} positions").format(n=loaded.info.n_positions)
+        )
     check_prompt(loaded.tokenizer, prompt, loaded.info.n_positions, error=PagingError)
     eng_a = _generate(loaded, prompt, n_new_a, Sampling())
     eng_b = _generate(loaded, prompt, n_new_b, Sampling(greedy=False, temperature=1.0, seed=seed))
     if max_len < max(eng_a.cache_len, eng_b.cache_len):
-        raise PagingError(_("max length ({max_len}) is shorter than the generated sequences ({n} tokens): raise it "
-                            "or generate fewer tokens").format(max_len=max_len,
-                                                               n=max(eng_a.cache_len, eng_b.cache_len)))
+        raise PagingError(
+            _(
+                "max length ({max_len}) is shorter than the generated sequences ({n} tokens): raise it "
+                "or generate fewer tokens"
+            ).format(max_len=max_len, n=max(eng_a.cache_len, eng_b.cache_len))
+        )
     shared = shared_prefix_len(eng_a.token_ids, eng_b.token_ids)
     bytes_per_token = eng_a.cache_bytes // eng_a.cache_len
     plan = plan_two_sequences(eng_a.cache_len, eng_b.cache_len, shared, block_size, max_len, bytes_per_token)
@@ -129,7 +158,7 @@ def paged_generation(loaded: LoadedModel, prompt: str, n_new_a: int = 20, n_new_
         for layer_idx, layer in enumerate(engine.cache.layers):
             for kv, tensor in enumerate((layer.keys[0], layer.values[0])):  # [num_kv_heads, seq_len, head_dim]
                 for logical, phys in enumerate(table):
-                    rows = tensor[:, logical * block_size: (logical + 1) * block_size]
+                    rows = tensor[:, logical * block_size : (logical + 1) * block_size]
                     if engine is eng_b and logical < plan.shared_blocks:  # stored once, by A: compare only
                         stored = pools[layer_idx][kv][phys, :, : rows.shape[1]]
                         shared_diff = max(shared_diff, float((stored - rows).abs().max()))

@@ -8,6 +8,7 @@ Causal attention makes this exact: the K/V row of position p depends only on tok
 rows of A's cache are exactly the rows B would compute. The prefix is shared in *tokens*, not characters:
 BPE may split the same text differently once the following characters change.
 """
+
 from __future__ import annotations
 
 import copy
@@ -18,16 +19,26 @@ from kvviz.internals.records import PrefixReuse
 from kvviz.measure.repeats import time_pair
 from kvviz.model.loading import LoadedModel, inference_mode
 
-__all__ = ["DEFAULT_A", "DEFAULT_B", "SHARED_OPENING", "PrefixError", "PrefixReuse", "TIMING_REPEATS", "prefix_reuse",
-           "shared_prefix_len"]
+__all__ = [
+    "DEFAULT_A",
+    "DEFAULT_B",
+    "SHARED_OPENING",
+    "PrefixError",
+    "PrefixReuse",
+    "TIMING_REPEATS",
+    "prefix_reuse",
+    "shared_prefix_len",
+]
 
 TIMING_REPEATS = 9  # median of this many runs for each measured prefill (interleaved, 1 warm-up)
 # The page's default prompts (bench/timed_comparisons.py times them too): a long shared opening (like a system
 # prompt every request starts with) and two different endings, the case prefix caching is for. Shakespeare's Romeo
 # and Juliet, the Prologue (public domain), as the bundled model knows it.
-SHARED_OPENING = ("Two households, both alike in dignity,\nIn fair Verona, where we lay our scene,\nFrom "
-                  "ancient grudge break to new mutiny,\nWhere civil blood makes civil hands unclean.\nFrom "
-                  "forth the fatal loins of these two foes\nA pair of star-cross'd lovers take their life;\n\n")
+SHARED_OPENING = (
+    "Two households, both alike in dignity,\nIn fair Verona, where we lay our scene,\nFrom "
+    "ancient grudge break to new mutiny,\nWhere civil blood makes civil hands unclean.\nFrom "
+    "forth the fatal loins of these two foes\nA pair of star-cross'd lovers take their life;\n\n"
+)
 DEFAULT_A = SHARED_OPENING + "ROMEO:\nBut soft, what light through yonder window breaks?"
 DEFAULT_B = SHARED_OPENING + "JULIET:\nO Romeo, Romeo! wherefore art thou Romeo?"
 
@@ -47,8 +58,9 @@ def shared_prefix_len(ids_a: list[int], ids_b: list[int]) -> int:
 
 
 def _tokenize(loaded: LoadedModel, prompt: str, name: str) -> list[int]:
-    return check_prompt(loaded.tokenizer, prompt, loaded.info.n_positions, _("prompt {name}").format(name=name),
-                        error=PrefixError)
+    return check_prompt(
+        loaded.tokenizer, prompt, loaded.info.n_positions, _("prompt {name}").format(name=name), error=PrefixError
+    )
 
 
 @inference_mode
@@ -66,8 +78,9 @@ def prefix_reuse(loaded: LoadedModel, prompt_a: str, prompt_b: str, repeats: int
     reused = min(shared, len(ids_b) - 1)  # B's last token must still be fed to produce its next-token logits
 
     # Prompt A's cache, then rolled back to the shared prefix: rows 0..reused-1 are kept untouched.
-    cache_a = model(input_ids=torch.tensor([ids_a]), past_key_values=DynamicCache(config=model.config),
-                    use_cache=True).past_key_values
+    cache_a = model(
+        input_ids=torch.tensor([ids_a]), past_key_values=DynamicCache(config=model.config), use_cache=True
+    ).past_key_values
     crop_cache(cache_a, reused)
     reused_bytes = cache_bytes(cache_a)
     suffix = torch.tensor([ids_b[reused:]])  # (1, len(B) - reused)
@@ -84,8 +97,9 @@ def prefix_reuse(loaded: LoadedModel, prompt_a: str, prompt_b: str, repeats: int
         return DynamicCache(config=model.config)
 
     reuse_out, fresh_out = run_reuse(copy.deepcopy(cache_a)), run_fresh(empty())
-    reuse_t, fresh_t = time_pair(run_reuse, run_fresh, repeats, prepare_a=lambda: copy.deepcopy(cache_a),
-                                 prepare_b=empty)
+    reuse_t, fresh_t = time_pair(
+        run_reuse, run_fresh, repeats, prepare_a=lambda: copy.deepcopy(cache_a), prepare_b=empty
+    )
     logits_reuse, logits_fresh = reuse_out.logits[0, -1], fresh_out.logits[0, -1]
     kv_diff = max(
         max(float((a.keys - b.keys).abs().max()), float((a.values - b.values).abs().max()))

@@ -25,6 +25,7 @@ key outliers sit in fixed channels. transformers' QuantizedCache keeps the newes
 after t decode steps it holds t mod residual_length full-precision rows, then re-quantizes them all at once.
 `quant_report(..., residual_rows=r)` counts the bytes and errors with the newest r rows left unquantized.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -44,11 +45,30 @@ if TYPE_CHECKING:
     import torch
     from transformers import DynamicCache
 
-__all__ = ["AGREEMENT_TOKENS", "GROUP_SIZE", "RESIDUAL_ROWS",
-           "AGREEMENT_MAX_PROMPTS", "AGREEMENT_MAX_PROMPT_TOKENS", "AGREEMENT_MAX_TOKENS", "MIN_GROUP", "SCHEMES",
-           "LayerError", "QuantError", "QuantReport", "Quantized", "SchemeAgreement", "check_agreement_work",
-           "dequantize", "error_bound", "greedy_agreement", "prompt_cache", "quant_report", "quantize", "round_trip",
-           "transformers_residual_length"]
+__all__ = [
+    "AGREEMENT_TOKENS",
+    "GROUP_SIZE",
+    "RESIDUAL_ROWS",
+    "AGREEMENT_MAX_PROMPTS",
+    "AGREEMENT_MAX_PROMPT_TOKENS",
+    "AGREEMENT_MAX_TOKENS",
+    "MIN_GROUP",
+    "SCHEMES",
+    "LayerError",
+    "QuantError",
+    "QuantReport",
+    "Quantized",
+    "SchemeAgreement",
+    "check_agreement_work",
+    "dequantize",
+    "error_bound",
+    "greedy_agreement",
+    "prompt_cache",
+    "quant_report",
+    "quantize",
+    "round_trip",
+    "transformers_residual_length",
+]
 
 SCHEMES = ("fp16", "bf16", "int8", "int4")  # the Quantized caches page's formats
 MIN_GROUP = 4
@@ -72,13 +92,17 @@ class QuantError(ValueError):
 
 def check_agreement_work(n_prompts: int, n_new: int) -> None:
     """Refuse a greedy-agreement run past its caps (prompts, tokens per prompt, and their product)."""
-    n_prompts = check_int_in_range(n_prompts, 1, AGREEMENT_MAX_PROMPTS, _("number of prompts (one per line)"),
-                                   error=QuantError)
+    n_prompts = check_int_in_range(
+        n_prompts, 1, AGREEMENT_MAX_PROMPTS, _("number of prompts (one per line)"), error=QuantError
+    )
     n_new = AGREEMENT_TOKENS.check(n_new, error=QuantError)
     if n_prompts * n_new > AGREEMENT_MAX_PROMPT_TOKENS:
-        raise QuantError(_("{prompts} prompts x {tokens} tokens = {total} generated tokens; the cap is {cap} (prompts "
-                           "x tokens). Use fewer prompts or fewer tokens.").format(
-            prompts=n_prompts, tokens=n_new, total=n_prompts * n_new, cap=AGREEMENT_MAX_PROMPT_TOKENS))
+        raise QuantError(
+            _(
+                "{prompts} prompts x {tokens} tokens = {total} generated tokens; the cap is {cap} (prompts "
+                "x tokens). Use fewer prompts or fewer tokens."
+            ).format(prompts=n_prompts, tokens=n_new, total=n_prompts * n_new, cap=AGREEMENT_MAX_PROMPT_TOKENS)
+        )
 
 
 BITS = {"int8": 8, "int4": 4, "int2": 2}
@@ -97,11 +121,18 @@ def check_scheme(scheme: str, head_dim: int, group_size: int, schemes: tuple[str
     no format can use is refused here, once, in these words, not later by the calculator (kvviz.memory)."""
     if scheme not in schemes:
         raise QuantError(f"unknown cache format {scheme!r}; choose one of {', '.join(schemes)}")
-    if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < MIN_GROUP or head_dim % group_size:
+    if (
+        isinstance(group_size, bool)
+        or not isinstance(group_size, int)
+        or group_size < MIN_GROUP
+        or head_dim % group_size
+    ):
         allowed = [g for g in range(MIN_GROUP, head_dim + 1) if head_dim % g == 0]
-        raise QuantError(_("group size must divide head_dim={head_dim} and be at least {min_group}: one of {allowed} "
-                           "(got {got})").format(head_dim=head_dim, min_group=MIN_GROUP, allowed=allowed,
-                                                 got=group_size))
+        raise QuantError(
+            _(
+                "group size must divide head_dim={head_dim} and be at least {min_group}: one of {allowed} (got {got})"
+            ).format(head_dim=head_dim, min_group=MIN_GROUP, allowed=allowed, got=group_size)
+        )
 
 
 @dataclass(frozen=True)
@@ -141,7 +172,9 @@ def quantize(x: torch.Tensor, bits: int, group_size: int) -> Quantized:
     if head_dim % (8 // bits):
         raise QuantError(f"head_dim {head_dim} must be a multiple of {8 // bits} to pack {bits}-bit values")
     if not torch.isfinite(x).all() or float(x.abs().max()) > FP16_MAX:
-        raise QuantError(f"values must be finite and within ±{FP16_MAX:g}: the fp16 scale and zero point cannot hold them")
+        raise QuantError(
+            f"values must be finite and within ±{FP16_MAX:g}: the fp16 scale and zero point cannot hold them"
+        )
     levels = 2**bits - 1
     g = x.float().reshape(*x.shape[:-1], head_dim // group_size, group_size)  # (..., n_groups, group_size)
     zero = _round_fp16(g.amin(-1), up=False)  # (..., n_groups)
@@ -195,13 +228,15 @@ def prompt_cache(loaded: LoadedModel, prompt: str) -> DynamicCache:
     from transformers import DynamicCache
 
     ids = check_prompt(loaded.tokenizer, prompt, loaded.info.n_positions, error=QuantError)
-    return loaded.model(input_ids=torch.tensor([ids]), past_key_values=DynamicCache(config=loaded.model.config),
-                        use_cache=True).past_key_values
+    return loaded.model(
+        input_ids=torch.tensor([ids]), past_key_values=DynamicCache(config=loaded.model.config), use_cache=True
+    ).past_key_values
 
 
 @inference_mode
-def quant_report(loaded: LoadedModel, prompt: str, scheme: str, group_size: int = 32,
-                 residual_rows: int = 0) -> QuantReport:
+def quant_report(
+    loaded: LoadedModel, prompt: str, scheme: str, group_size: int = 32, residual_rows: int = 0
+) -> QuantReport:
     """`scheme` applied to the real cache of `prompt`; the newest `residual_rows` rows stay full precision."""
     info = loaded.info
     check_scheme(scheme, info.head_dim, group_size)
@@ -222,7 +257,7 @@ def quant_report(loaded: LoadedModel, prompt: str, scheme: str, group_size: int 
             tail = x[:, :, split:]
             residual_bytes += tail.numel() * tail.element_size()
             fp32 += x.numel() * x.element_size()
-            diff = (x_hat - x.float())
+            diff = x_hat - x.float()
             errs.append((float(diff.norm() / x.float().norm()), float(diff.abs().max())))
         if scheme in BITS:
             n_groups = 2 * layer.keys[:, :, :split].numel() // group_size
@@ -232,8 +267,18 @@ def quant_report(loaded: LoadedModel, prompt: str, scheme: str, group_size: int 
     config = info.kv_config(dtype=scheme, quant_group_size=group_size)
     full = info.kv_config()  # the model's own dtype: what the residual rows stay in
     calculator = memory.kv_bytes(config, split) + memory.kv_bytes(full, kept)
-    return QuantReport(scheme, group_size, seq_len, fp32, stored, calculator, overhead, tuple(layers),
-                       residual_rows=kept, residual_bytes=residual_bytes)
+    return QuantReport(
+        scheme,
+        group_size,
+        seq_len,
+        fp32,
+        stored,
+        calculator,
+        overhead,
+        tuple(layers),
+        residual_rows=kept,
+        residual_bytes=residual_bytes,
+    )
 
 
 @inference_mode
@@ -245,8 +290,9 @@ def _qdq_new_rows(cache: DynamicCache, start: int, scheme: str, group_size: int)
 
 
 @inference_mode
-def _run(loaded: LoadedModel, ids: list[int], n_new: int, scheme: str | None, group_size: int,
-         forced: list[int] | None) -> list[int]:
+def _run(
+    loaded: LoadedModel, ids: list[int], n_new: int, scheme: str | None, group_size: int, forced: list[int] | None
+) -> list[int]:
     """Greedy choices for n_new steps; with `forced`, feed those tokens instead of the model's own choices."""
     import torch
     from transformers import DynamicCache
@@ -267,8 +313,9 @@ def _run(loaded: LoadedModel, ids: list[int], n_new: int, scheme: str | None, gr
     return chosen
 
 
-def greedy_agreement(loaded: LoadedModel, prompts: list[str], n_new: int = 16, schemes: tuple[str, ...] = SCHEMES,
-                     group_size: int = 32) -> tuple[SchemeAgreement, ...]:
+def greedy_agreement(
+    loaded: LoadedModel, prompts: list[str], n_new: int = 16, schemes: tuple[str, ...] = SCHEMES, group_size: int = 32
+) -> tuple[SchemeAgreement, ...]:
     """For each format: how often greedy decoding over a quantized cache picks the full-precision token."""
     prompts = [p for p in prompts if p and p.strip()]
     if not prompts:
@@ -276,8 +323,17 @@ def greedy_agreement(loaded: LoadedModel, prompts: list[str], n_new: int = 16, s
     check_agreement_work(len(prompts), n_new)
     for scheme in schemes:
         check_scheme(scheme, loaded.info.head_dim, group_size)
-    prompt_ids = [check_prompt(loaded.tokenizer, p, loaded.info.n_positions, _("prompt on line {n}").format(n=i + 1),
-                               new_tokens=n_new, error=QuantError) for i, p in enumerate(prompts)]
+    prompt_ids = [
+        check_prompt(
+            loaded.tokenizer,
+            p,
+            loaded.info.n_positions,
+            _("prompt on line {n}").format(n=i + 1),
+            new_tokens=n_new,
+            error=QuantError,
+        )
+        for i, p in enumerate(prompts)
+    ]
     baselines = [_run(loaded, ids, n_new, None, group_size, None) for ids in prompt_ids]
     results = []
     for scheme in schemes:

@@ -4,6 +4,7 @@ Each idea's module (prefix, crossattn, window, paging, quant, speculative, evict
 prompts, texts, checks and errors, and imports torch only inside the functions that run a model; the records it
 returns live here, so a figure draws a result from this module alone.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -286,7 +287,6 @@ class SpecRun:
         return sum(r.accepted for r in self.rounds) / proposed if proposed else float("nan")
 
 
-
 # ----- eviction: what to forget -------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class EvictionPoint:
@@ -438,4 +438,3 @@ class EvictionSweep:
     @property
     def quantized(self) -> tuple[EvictionPoint, ...]:
         return tuple(p for p in self.points if p.kind == "quantized")
-

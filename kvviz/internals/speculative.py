@@ -17,6 +17,7 @@ What drives acceptance: how often the draft's guess is the verifier's greedy cho
 predict (a line repeated from the prompt: both bundled models learned to copy) is accepted in long runs; free
 invention (a new line of verse) is where two small models disagree, and a hotter sampled draft disagrees more.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -29,8 +30,20 @@ from kvviz.model.loading import LoadedModel, inference_mode
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["DEFAULT_PROMPT", "DRAFT_K", "DRAFT_TEMPERATURE", "MAX_K", "NEW_TOKENS", "MAX_NEW", "MAX_TEMPERATURE", "MIN_TEMPERATURE", "SpecRound", "SpecRun",
-           "SpeculativeError", "speculative_decode"]
+__all__ = [
+    "DEFAULT_PROMPT",
+    "DRAFT_K",
+    "DRAFT_TEMPERATURE",
+    "MAX_K",
+    "NEW_TOKENS",
+    "MAX_NEW",
+    "MAX_TEMPERATURE",
+    "MIN_TEMPERATURE",
+    "SpecRound",
+    "SpecRun",
+    "SpeculativeError",
+    "speculative_decode",
+]
 
 # The page's default prompt (bench/timed_comparisons.py times it too). The default pairing and prompt were
 # measured (greedy, k = 4, 24 tokens): with the bundled GPT-2 verifying and the bundled GQA Llama drafting, this
@@ -56,8 +69,9 @@ def same_tokenizer(a: LoadedModel, b: LoadedModel) -> bool:
 
 
 @inference_mode
-def _draft(draft: LoadedModel, context: list[int], k: int, temperature: float | None,
-           gen: torch.Generator) -> list[int]:
+def _draft(
+    draft: LoadedModel, context: list[int], k: int, temperature: float | None, gen: torch.Generator
+) -> list[int]:
     """k tokens from the draft model continuing `context` (its own cache, thrown away): greedy when
     temperature is None, else sampled at `temperature`."""
     import torch
@@ -78,9 +92,15 @@ def _draft(draft: LoadedModel, context: list[int], k: int, temperature: float | 
 
 
 @inference_mode
-def speculative_decode(loaded: LoadedModel, prompt: str, n_new: int = 24, k: int = 4,
-                       draft_temperature: float | None = 1.0, seed: int = 0,
-                       draft: LoadedModel | None = None) -> SpecRun:
+def speculative_decode(
+    loaded: LoadedModel,
+    prompt: str,
+    n_new: int = 24,
+    k: int = 4,
+    draft_temperature: float | None = 1.0,
+    seed: int = 0,
+    draft: LoadedModel | None = None,
+) -> SpecRun:
     """Generate n_new tokens with a draft and a greedy verifier (`loaded`) over one real DynamicCache.
 
     draft: the model that proposes (None: the verifier itself); draft_temperature: None for a greedy draft,
@@ -97,9 +117,12 @@ def speculative_decode(loaded: LoadedModel, prompt: str, n_new: int = 24, k: int
         draft_temperature = DRAFT_TEMPERATURE.check(draft_temperature, error=SpeculativeError)
     draft = loaded if draft is None else draft
     if draft is not loaded and not same_tokenizer(loaded, draft):
-        raise SpeculativeError(_("{draft} and {verifier} use different tokenizers: a draft must propose token ids "
-                                 "the verifier reads. Pick a draft with the same tokenizer.").format(
-            draft=draft.info.shown_label(), verifier=loaded.info.shown_label()))
+        raise SpeculativeError(
+            _(
+                "{draft} and {verifier} use different tokenizers: a draft must propose token ids "
+                "the verifier reads. Pick a draft with the same tokenizer."
+            ).format(draft=draft.info.shown_label(), verifier=loaded.info.shown_label())
+        )
     limit = min(loaded.info.n_positions, draft.info.n_positions)
     ids = check_prompt(loaded.tokenizer, prompt, limit, new_tokens=n_new, error=SpeculativeError)
     model = loaded.model
@@ -122,24 +145,40 @@ def speculative_decode(loaded: LoadedModel, prompt: str, n_new: int = 24, k: int
         crop_cache(cache, before + 1 + accepted)  # drop the rows of the rejected proposals
         emitted = proposed[:accepted] + [choice[accepted]]
         tokens.extend(emitted)
-        rounds.append(SpecRound(
-            index=len(rounds), proposed=tuple(proposed),
-            proposed_text=tuple(loaded.tokenizer.decode([t]) for t in proposed), verifier_choice=tuple(choice),
-            accepted=accepted, cache_len_before=before, cache_len_verified=verified,
-            cache_len_after_crop=cache.get_seq_length(), emitted=tuple(emitted),
-        ))
+        rounds.append(
+            SpecRound(
+                index=len(rounds),
+                proposed=tuple(proposed),
+                proposed_text=tuple(loaded.tokenizer.decode([t]) for t in proposed),
+                verifier_choice=tuple(choice),
+                accepted=accepted,
+                cache_len_before=before,
+                cache_len_verified=verified,
+                cache_len_after_crop=cache.get_seq_length(),
+                emitted=tuple(emitted),
+            )
+        )
     tokens = tokens[:n_new]
     fed = ids + tokens[:-1]  # what the cache should now hold
     crop_cache(cache, min(cache.get_seq_length(), len(fed)))
-    fresh = model(input_ids=torch.tensor([fed[: cache.get_seq_length()]]), past_key_values=DynamicCache(
-        config=model.config), use_cache=True).past_key_values
+    fresh = model(
+        input_ids=torch.tensor([fed[: cache.get_seq_length()]]),
+        past_key_values=DynamicCache(config=model.config),
+        use_cache=True,
+    ).past_key_values
     diff = max(
         max(float((a.keys - b.keys).abs().max()), float((a.values - b.values).abs().max()))
         for a, b in zip(cache.layers, fresh.layers, strict=True)
     )
     return SpecRun(
-        prompt_tokens=len(ids), k=k, draft_temperature=draft_temperature, rounds=tuple(rounds), tokens=tuple(tokens),
+        prompt_tokens=len(ids),
+        k=k,
+        draft_temperature=draft_temperature,
+        rounds=tuple(rounds),
+        tokens=tuple(tokens),
         draft_label=draft.info.label if draft is not loaded else SPEC_SELF_DRAFT,
-        text=loaded.tokenizer.decode(tokens), verifier_passes=passes, final_cache_len=cache.get_seq_length(),
+        text=loaded.tokenizer.decode(tokens),
+        verifier_passes=passes,
+        final_cache_len=cache.get_seq_length(),
         cache_vs_fresh_max_abs_diff=diff,
     )

@@ -9,6 +9,7 @@ GPT-2 was trained with full attention, so we do not pretend it runs windowed. In
 measure, from its real attention weights, how much attention the newest token paid to the rows a window would
 have evicted: the information a windowed layer could no longer read directly.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,8 +20,20 @@ from kvviz.inputs.prompt_rules import IntSetting, check_int_in_range, check_prom
 from kvviz.internals.records import LayerWindow, PresetLayers, WindowRun, WindowState
 from kvviz.model.loading import LoadedModel, inference_mode
 
-__all__ = ["GEMMA_CONTEXT", "WINDOW", "LayerWindow", "PresetLayers", "WindowError", "WindowRun", "WindowState", "layer_config",
-           "preset_layers", "visibility", "window_on_model", "window_state"]
+__all__ = [
+    "GEMMA_CONTEXT",
+    "WINDOW",
+    "LayerWindow",
+    "PresetLayers",
+    "WindowError",
+    "WindowRun",
+    "WindowState",
+    "layer_config",
+    "preset_layers",
+    "visibility",
+    "window_on_model",
+    "window_state",
+]
 
 
 # The page's inputs. The window's maximum is the model's context (WINDOW.up_to(n_positions)).
@@ -55,8 +68,9 @@ def layer_config(loaded: LoadedModel, window: int, local_per_global: int | None)
     """The loaded model's cache layout with a sliding window (and hybrid pattern) added, as the calculator sees it."""
     window = WINDOW.up_to(loaded.info.n_positions).check(window, error=WindowError)
     if local_per_global is not None:
-        local_per_global = check_int_in_range(local_per_global, 0, 64, _("local layers per global layer"),
-                                              error=WindowError)
+        local_per_global = check_int_in_range(
+            local_per_global, 0, 64, _("local layers per global layer"), error=WindowError
+        )
     return loaded.info.kv_config(window=window, local_per_global=local_per_global)
 
 
@@ -68,26 +82,32 @@ def window_on_model(loaded: LoadedModel, prompt: str, window: int, local_per_glo
 
     config = layer_config(loaded, window, local_per_global)
     ids = check_prompt(loaded.tokenizer, prompt, loaded.info.n_positions, error=WindowError)  # [seq_len]
-    out = loaded.model(input_ids=torch.tensor([ids]), past_key_values=DynamicCache(config=loaded.model.config),
-                       use_cache=True, output_attentions=True)
+    out = loaded.model(
+        input_ids=torch.tensor([ids]),
+        past_key_values=DynamicCache(config=loaded.model.config),
+        use_cache=True,
+        output_attentions=True,
+    )
     seq_len = len(ids)
     budget = memory.budget(config, seq_len)
     layers = []
     for i, layer in enumerate(out.past_key_values.layers):
         rows_kept = budget.layer_tokens[i]
-        kept_k, kept_v = layer.keys[:, :, seq_len - rows_kept:], layer.values[:, :, seq_len - rows_kept:]
+        kept_k, kept_v = layer.keys[:, :, seq_len - rows_kept :], layer.values[:, :, seq_len - rows_kept :]
         attn_last = out.attentions[i][0, :, -1, :]  # [num_heads, seq_len]: the newest token's query
         lost = float(attn_last[:, : seq_len - rows_kept].sum(-1).mean())
-        layers.append(LayerWindow(
-            layer=i,
-            kind="global" if config.layer_window(i) is None else "local",
-            rows_full=layer.keys.shape[2],
-            rows_kept=rows_kept,
-            bytes_full=(layer.keys.numel() + layer.values.numel()) * layer.keys.element_size(),
-            bytes_kept=(kept_k.numel() + kept_v.numel()) * kept_k.element_size(),
-            calculator_bytes=budget.layer_bytes[i],
-            attention_lost=lost,
-        ))
+        layers.append(
+            LayerWindow(
+                layer=i,
+                kind="global" if config.layer_window(i) is None else "local",
+                rows_full=layer.keys.shape[2],
+                rows_kept=rows_kept,
+                bytes_full=(layer.keys.numel() + layer.values.numel()) * layer.keys.element_size(),
+                bytes_kept=(kept_k.numel() + kept_v.numel()) * kept_k.element_size(),
+                calculator_bytes=budget.layer_bytes[i],
+                attention_lost=lost,
+            )
+        )
     state = window_state(seq_len, window)
     tok = loaded.tokenizer
     return WindowRun(

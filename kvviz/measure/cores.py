@@ -6,6 +6,7 @@ them is not twice as fast: a load average compared with logical CPUs would call 
 The logical CPU count is read here too, as a fact a benchmark record keeps beside it, never as "the cores".
 Torch-free.
 """
+
 from __future__ import annotations
 
 import os

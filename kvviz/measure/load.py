@@ -4,6 +4,7 @@ One behaviour where the OS has no load average (Windows) or cannot read it: nan,
 would claim an idle machine; a label then says "machine load unknown", and a caller that must decide from the
 load (how many threads to use) decides as on an idle machine and says the load is unknown. Torch-free.
 """
+
 from __future__ import annotations
 
 import math
@@ -46,5 +47,6 @@ def load_label(load_1min: float, cores: int | None = None) -> str:
     cores = usable_cores() if cores is None else cores
     if not load_known(load_1min):
         return _("machine load unknown")
-    return ngettext("1-min load {load:.2f} on {cores} core", "1-min load {load:.2f} on {cores} cores",
-                    cores).format(load=load_1min, cores=cores)
+    return ngettext("1-min load {load:.2f} on {cores} core", "1-min load {load:.2f} on {cores} cores", cores).format(
+        load=load_1min, cores=cores
+    )

@@ -10,6 +10,7 @@ while it is expected (from the last repeat's cost) to end within budget_s of the
 for two callables with untimed set-up; kvviz.step.engine.race_timing drives it with the model's three passes.
 Torch-free.
 """
+
 from __future__ import annotations
 
 import time
@@ -21,10 +22,14 @@ from kvviz.measure.timing import Timing
 __all__ = ["interleaved_repeats", "time_pair"]
 
 
-def interleaved_repeats(passes: Mapping[str, Callable[[], float]], max_repeats: int,
-                        orders: Sequence[Sequence[str]] | None = None, budget_s: float | None = None,
-                        warm_up: Callable[[], object] | None = None,
-                        clock: Callable[[], float] = time.perf_counter) -> dict[str, tuple[float, ...]]:
+def interleaved_repeats(
+    passes: Mapping[str, Callable[[], float]],
+    max_repeats: int,
+    orders: Sequence[Sequence[str]] | None = None,
+    budget_s: float | None = None,
+    warm_up: Callable[[], object] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[str, tuple[float, ...]]:
     """Seconds of each named pass, repeat by repeat: up to max_repeats, repeat i in orders[i % len(orders)]
     (default: the passes' own order every time).
 
@@ -55,24 +60,33 @@ def interleaved_repeats(passes: Mapping[str, Callable[[], float]], max_repeats: 
     return {name: tuple(xs) for name, xs in samples.items()}
 
 
-def time_pair(run_a: Callable[[], object], run_b: Callable[[], object], repeats: int,
-              prepare_a: Callable[[], object] | None = None, prepare_b: Callable[[], object] | None = None,
-              clock: Callable[[], float] = time.perf_counter) -> tuple[Timing, Timing]:
+def time_pair(
+    run_a: Callable[[], object],
+    run_b: Callable[[], object],
+    repeats: int,
+    prepare_a: Callable[[], object] | None = None,
+    prepare_b: Callable[[], object] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> tuple[Timing, Timing]:
     """Time run_a and run_b `repeats` times each, interleaved (a, b, a, b, ...), after one untimed warm-up each.
 
     prepare_x(): untimed set-up before each run (e.g. a fresh copy of a cache); its result is passed to run_x
     when given, so the set-up never lands inside the timer. Both Timings carry the load when the repeats ended.
     """
+
     def timed(run: Callable[..., object], prepare: Callable[[], object] | None) -> Callable[[], float]:
         def once() -> float:
             arg = prepare() if prepare is not None else None
             began = clock()
             run(arg) if prepare is not None else run()
             return clock() - began
+
         return once
 
     a, b = timed(run_a, prepare_a), timed(run_b, prepare_b)
     seconds = interleaved_repeats({"a": a, "b": b}, repeats, warm_up=lambda: (a(), b()))
     load = load_avg_1min()
-    return (Timing(tuple(s * 1000.0 for s in seconds["a"]), load),
-            Timing(tuple(s * 1000.0 for s in seconds["b"]), load))
+    return (
+        Timing(tuple(s * 1000.0 for s in seconds["a"]), load),
+        Timing(tuple(s * 1000.0 for s in seconds["b"]), load),
+    )

@@ -22,6 +22,7 @@ together, so counting them as samples would narrow the interval past what the da
 `median`, `quartiles` and `middle_halves_overlap` work on plain samples (the race's records and figures keep
 tuples); `Timing` and `Comparison` wrap them for a named pair. Torch-free.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -32,14 +33,56 @@ import numpy as np
 from kvviz.i18n import _
 from kvviz.measure.load import load_known, load_label
 
-__all__ = ["Comparison", "Timing", "inside_noise", "intervals_overlap", "mean_interval", "median",
-           "median_per_position", "middle_halves_overlap", "paired_inside_noise", "paired_interval", "quartiles",
-           "spread_pct", "t_quantile_95"]
+__all__ = [
+    "Comparison",
+    "Timing",
+    "inside_noise",
+    "intervals_overlap",
+    "mean_interval",
+    "median",
+    "median_per_position",
+    "middle_halves_overlap",
+    "paired_inside_noise",
+    "paired_interval",
+    "quartiles",
+    "spread_pct",
+    "t_quantile_95",
+]
 
 # Student's t, 97.5th percentile (a two-sided 95% interval), for 1..30 degrees of freedom; beyond, the values at 40,
 # 60 and 120, then the normal's 1.96 (tables of the t distribution; scipy.stats.t.ppf(0.975, df) to 3 decimals).
-_T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-          2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+_T_975 = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+)
 _T_975_BEYOND = ((40, 2.021), (60, 2.000), (120, 1.980))
 
 
@@ -156,7 +199,8 @@ class Timing:
         """'9.9 ms (median of 7, 8.8-12.1 ms)'."""
         median_, fastest, slowest = (f"{x:.{digits}f}" for x in (self.median_ms, self.min_ms, self.max_ms))
         return _("{median} ms (median of {repeats}, {fastest}-{slowest} ms)").format(
-            median=median_, repeats=self.repeats, fastest=fastest, slowest=slowest)
+            median=median_, repeats=self.repeats, fastest=fastest, slowest=slowest
+        )
 
 
 def inside_noise(a: Timing, b: Timing) -> bool:
@@ -203,13 +247,24 @@ class Comparison:
     def _sentence(self) -> str:
         load = load_label(self.load_1min)
         if self.inside_noise:
-            return _("{a} ({a_ms:.1f} ms) and {b} ({b_ms:.1f} ms) are inside the noise: the middle halves of their "
-                     "{a_repeats} and {b_repeats} repeats overlap ({load}), so this machine cannot tell them apart "
-                     "at this size.").format(a=self.a_name, a_ms=self.a.median_ms, b=self.b_name,
-                                             b_ms=self.b.median_ms, a_repeats=self.a.repeats,
-                                             b_repeats=self.b.repeats, load=load)
+            return _(
+                "{a} ({a_ms:.1f} ms) and {b} ({b_ms:.1f} ms) are inside the noise: the middle halves of their "
+                "{a_repeats} and {b_repeats} repeats overlap ({load}), so this machine cannot tell them apart "
+                "at this size."
+            ).format(
+                a=self.a_name,
+                a_ms=self.a.median_ms,
+                b=self.b_name,
+                b_ms=self.b.median_ms,
+                a_repeats=self.a.repeats,
+                b_repeats=self.b.repeats,
+                load=load,
+            )
         fast, slow = (self.a, self.b) if self.a.median_ms < self.b.median_ms else (self.b, self.a)
         fast_name, slow_name = (self.a_name, self.b_name) if fast is self.a else (self.b_name, self.a_name)
-        return _("{fast} took {fast_ms:.1f} ms, {slow} {slow_ms:.1f} ms: {ratio:.2f}x faster, beyond the spread "
-                 "of the repeats ({load}).").format(fast=fast_name, fast_ms=fast.median_ms, slow=slow_name,
-                                                    slow_ms=slow.median_ms, ratio=self.ratio, load=load)
+        return _(
+            "{fast} took {fast_ms:.1f} ms, {slow} {slow_ms:.1f} ms: {ratio:.2f}x faster, beyond the spread "
+            "of the repeats ({load})."
+        ).format(
+            fast=fast_name, fast_ms=fast.median_ms, slow=slow_name, slow_ms=slow.median_ms, ratio=self.ratio, load=load
+        )

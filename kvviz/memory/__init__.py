@@ -17,6 +17,7 @@ Everything is a Python int, exact at any size; limits below refuse absurd inputs
 Cache number formats (fp32 ... int4, quantization overhead, QuantizedCache's residual window, fp8 scales) are
 described in kvviz.memory.dtypes. Byte units and the one formatter (format_bytes, short_bytes) live in kvviz.memory.units.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -61,9 +62,22 @@ INPUTS: dict[str, IntSetting] = {
     "max_len": IntSetting(N_("flat buffer length (tokens)"), 1, 2**40, default=4096),
 }
 # The highest value of each library input (check_int's default bound; readers that need only the top)
-LIMITS: dict[str, int] = {name: INPUTS[name].hi for name in (
-    "n_layer", "n_head", "n_kv_heads", "head_dim", "mla_latent_rank", "mla_rope_dim", "window", "context_len", "batch",
-    "quant_group_size", "quant_residual_tokens")}
+LIMITS: dict[str, int] = {
+    name: INPUTS[name].hi
+    for name in (
+        "n_layer",
+        "n_head",
+        "n_kv_heads",
+        "head_dim",
+        "mla_latent_rank",
+        "mla_rope_dim",
+        "window",
+        "context_len",
+        "batch",
+        "quant_group_size",
+        "quant_residual_tokens",
+    )
+}
 
 
 class MemoryInputError(ValueError):
@@ -88,8 +102,11 @@ def short_repr(value: Any, limit: int = 40) -> str:
 def resolve_dtype(name: str) -> CacheDType:
     key = DTYPE_ALIASES.get(str(name).strip().lower()[:40], str(name).strip().lower()[:40])
     if key not in DTYPES:
-        raise MemoryInputError(_("unknown cache dtype {value}; choose one of {choices}").format(
-            value=short_repr(name), choices=", ".join(DTYPES)))
+        raise MemoryInputError(
+            _("unknown cache dtype {value}; choose one of {choices}").format(
+                value=short_repr(name), choices=", ".join(DTYPES)
+            )
+        )
     return DTYPES[key]
 
 
@@ -100,10 +117,14 @@ def check_int(name: str, value: Any, lo: int = 1, hi: int | None = None) -> int:
         return bounded_int(value, lo, hi, text=False, whole_floats=True)  # the one reader (kvviz.inputs)
     except WholeNumberRefused as refused:
         if refused.kind != "out_of_range":
-            raise MemoryInputError(_("{name} must be a whole number, got {value}").format(
-                name=name, value=short_repr(value))) from None
-        raise MemoryInputError(_("{name} must be between {lo:,} and {hi:,}, got {value}").format(
-            name=name, lo=lo, hi=hi, value=short_repr(int(value)))) from None
+            raise MemoryInputError(
+                _("{name} must be a whole number, got {value}").format(name=name, value=short_repr(value))
+            ) from None
+        raise MemoryInputError(
+            _("{name} must be between {lo:,} and {hi:,}, got {value}").format(
+                name=name, lo=lo, hi=hi, value=short_repr(int(value))
+            )
+        ) from None
 
 
 def head_dim_from_hidden(hidden_size: int, n_head: int) -> int:
@@ -112,9 +133,11 @@ def head_dim_from_hidden(hidden_size: int, n_head: int) -> int:
     check_int("n_head", n_head)
     if hidden_size % n_head:
         raise MemoryInputError(
-            _("hidden size {hidden} is not a multiple of {heads} heads; give head_dim explicitly "
-              "(some models, e.g. Gemma, use a head_dim that is not hidden_size / n_head)").format(
-                hidden=hidden_size, heads=n_head))
+            _(
+                "hidden size {hidden} is not a multiple of {heads} heads; give head_dim explicitly "
+                "(some models, e.g. Gemma, use a head_dim that is not hidden_size / n_head)"
+            ).format(hidden=hidden_size, heads=n_head)
+        )
     return hidden_size // n_head
 
 
@@ -143,8 +166,10 @@ class KVConfig:
         object.__setattr__(self, "dtype", resolve_dtype(self.dtype).name)
         if self.n_kv_heads > self.n_head or self.n_head % self.n_kv_heads:
             raise MemoryInputError(
-                _("KV heads ({kv}) must divide query heads ({heads}): in GQA each K/V head "
-                  "serves an equal group of query heads (MHA: equal; MQA: 1)").format(kv=self.n_kv_heads, heads=self.n_head)
+                _(
+                    "KV heads ({kv}) must divide query heads ({heads}): in GQA each K/V head "
+                    "serves an equal group of query heads (MHA: equal; MQA: 1)"
+                ).format(kv=self.n_kv_heads, heads=self.n_head)
             )
         check_int("mla_latent_rank", self.mla_latent_rank, lo=0)
         check_int("mla_rope_dim", self.mla_rope_dim, lo=0)
@@ -177,9 +202,14 @@ class KVConfig:
         else:
             kind = "GQA"
         if self.window is not None:
-            kind += (_(" + sliding window from layer {layer}").format(layer=self.first_windowed_layer)
-                     if self.first_windowed_layer else _(" + sliding window")) if self.local_per_global is None else (
-                _(" + hybrid {n} local : 1 global").format(n=self.local_per_global)
+            kind += (
+                (
+                    _(" + sliding window from layer {layer}").format(layer=self.first_windowed_layer)
+                    if self.first_windowed_layer
+                    else _(" + sliding window")
+                )
+                if self.local_per_global is None
+                else (_(" + hybrid {n} local : 1 global").format(n=self.local_per_global))
             )
         return kind
 
@@ -299,15 +329,31 @@ class KVBudget:
         """Plain JSON: the layout, the inputs, exact bytes (and GiB / GB for reading)."""
         c = self.config
         quantized = DTYPES[c.dtype].quantized
-        layout = ("n_layer", "n_head", "n_kv_heads", "head_dim", "mla_latent_rank", "mla_rope_dim", "window",
-                  "local_per_global", "dtype")
+        layout = (
+            "n_layer",
+            "n_head",
+            "n_kv_heads",
+            "head_dim",
+            "mla_latent_rank",
+            "mla_rope_dim",
+            "window",
+            "local_per_global",
+            "dtype",
+        )
         return {
-            "name": c.name, "attention": c.attention_kind, **{f: getattr(c, f) for f in layout},
+            "name": c.name,
+            "attention": c.attention_kind,
+            **{f: getattr(c, f) for f in layout},
             "quant_group_size": c.quant_group_size if quantized else None,
             "quant_residual_tokens": c.quant_residual_tokens if quantized else None,
-            "context": self.context_len, "batch": self.batch, "bytes_per_token": self.bytes_per_token,
-            "bytes_per_token_per_layer": self.bytes_per_token_per_layer, "layer_bytes": list(self.layer_bytes),
-            "total_bytes": self.total_bytes, "total_GiB": self.total_bytes / GIB, "total_GB": self.total_bytes / GB,
+            "context": self.context_len,
+            "batch": self.batch,
+            "bytes_per_token": self.bytes_per_token,
+            "bytes_per_token_per_layer": self.bytes_per_token_per_layer,
+            "layer_bytes": list(self.layer_bytes),
+            "total_bytes": self.total_bytes,
+            "total_GiB": self.total_bytes / GIB,
+            "total_GB": self.total_bytes / GB,
             "warnings": list(self.warnings),
         }
 
@@ -318,16 +364,24 @@ def budget(config: KVConfig, context_len: int, batch: int = 1) -> KVBudget:
     warnings = []
     if config.window is not None and config.window >= context_len:
         warnings.append(
-            _("The sliding window ({window:,} tokens) is not smaller than the context ({context:,}): "
-              "at this length it saves nothing; every layer holds every token.").format(
-                window=config.window, context=context_len)
+            _(
+                "The sliding window ({window:,} tokens) is not smaller than the context ({context:,}): "
+                "at this length it saves nothing; every layer holds every token."
+            ).format(window=config.window, context=context_len)
         )
     per_layer = config.bytes_per_token_per_layer
     tokens = tuple(config.tokens_held(i, context_len) for i in range(config.n_layer))
     scales = FP8_SCALE_BYTES_PER_LAYER if config.dtype == "fp8" and context_len else 0
     layer_bytes = tuple(batch * config.layer_bytes_for(t) + scales for t in tokens)
     return KVBudget(
-        config, context_len, batch, config.bytes_per_token, per_layer, tokens, layer_bytes, sum(layer_bytes),
+        config,
+        context_len,
+        batch,
+        config.bytes_per_token,
+        per_layer,
+        tokens,
+        layer_bytes,
+        sum(layer_bytes),
         tuple(warnings),
     )
 
@@ -364,26 +418,35 @@ class EncoderDecoderBudget:
     def total_covers(self) -> str:
         if self.complete:
             return _("decoder self-attention + cross-attention (the whole EncoderDecoderCache)")
-        return _("decoder self-attention only: the encoder length is not given, so the cross-attention cache is not "
-                 "counted")
+        return _(
+            "decoder self-attention only: the encoder length is not given, so the cross-attention cache is not counted"
+        )
 
     def as_dict(self) -> dict[str, Any]:
         """The self-attention budget's fields, then both parts and their sum (total_bytes = self + cross)."""
         return {
-            **self.self_attention.as_dict(), "encoder_len": self.encoder_len,
-            "self_attention_bytes": self.self_attention.total_bytes, "cross_attention_bytes": self.cross_bytes,
+            **self.self_attention.as_dict(),
+            "encoder_len": self.encoder_len,
+            "self_attention_bytes": self.self_attention.total_bytes,
+            "cross_attention_bytes": self.cross_bytes,
             "cross_attention_bytes_per_encoder_token": self.cross_bytes_per_encoder_token,
-            "total_bytes": self.total_bytes, "total_GiB": self.total_bytes / GIB, "total_GB": self.total_bytes / GB,
+            "total_bytes": self.total_bytes,
+            "total_GiB": self.total_bytes / GIB,
+            "total_GB": self.total_bytes / GB,
             "total_covers": self.total_covers,
         }
 
 
-def encoder_decoder_budget(config: KVConfig, cross: KVConfig, context_len: int, batch: int = 1,
-                           encoder_len: int | None = None) -> EncoderDecoderBudget:
+def encoder_decoder_budget(
+    config: KVConfig, cross: KVConfig, context_len: int, batch: int = 1, encoder_len: int | None = None
+) -> EncoderDecoderBudget:
     """Self-attention at `context_len` decoder tokens plus cross-attention at `encoder_len` encoder tokens."""
     self_part = budget(config, context_len, batch)
-    cross_part = None if encoder_len is None else budget(cross, check_int("encoder_len", encoder_len,
-                                                                           hi=LIMITS["context_len"]), batch)
+    cross_part = (
+        None
+        if encoder_len is None
+        else budget(cross, check_int("encoder_len", encoder_len, hi=LIMITS["context_len"]), batch)
+    )
     return EncoderDecoderBudget(self_part, cross_part, cross.bytes_per_token, encoder_len)
 
 
@@ -400,4 +463,3 @@ def predicted_cache_bytes(info: DescribesItsCache, seq_len: int, batch: int = 1)
     The stepping engine's `cache_bytes` sums the real tensors; the two must agree exactly.
     """
     return kv_bytes(info.kv_config(), seq_len, batch)
-

@@ -1,6 +1,7 @@
 """What config.json calls each dimension of a model: the one table the config import (kvviz.memory.config_import),
 a model's dimensions (kvviz.model.dims) and the load cost (kvviz.model.load_cost) read config.json with. Plain
 Python: reading a name needs no transformers."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping

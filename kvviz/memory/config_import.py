@@ -26,6 +26,7 @@ with 256: transformers' `per_layer_config`) is answered by that list (`_parse_la
 counted as all attention; `config` then holds its attention layers' shape, for the form. A layer type transformers
 does not know is refused naming it and its layer (`hf_config.check_layer_types`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -78,9 +79,12 @@ def parse_hf_config(text_or_dict: str | bytes | dict[str, Any], dtype: str | Non
         raise MemoryInputError(_("this config is nested too deeply")) from None
     except (TypeError, ValueError, AttributeError, KeyError, ZeroDivisionError, OverflowError) as exc:
         # a value of a kind no check above foresaw: name the fault, never Python's own words
-        raise MemoryInputError(_("a field of this config has a value of the wrong kind ({kind}): check "
-                                 "that layers, heads and head sizes are whole numbers").format(
-                                     kind=type(exc).__name__)) from None
+        raise MemoryInputError(
+            _(
+                "a field of this config has a value of the wrong kind ({kind}): check "
+                "that layers, heads and head sizes are whole numbers"
+            ).format(kind=type(exc).__name__)
+        ) from None
 
 
 def _parse(raw: dict[str, Any], dtype: str | None) -> ImportedConfig:
@@ -94,14 +98,18 @@ def _parse(raw: dict[str, Any], dtype: str | None) -> ImportedConfig:
     for cfg in (raw, text_raw):
         check_layer_types(cfg)
     resolved = transformers_config(raw)
-    imported = (_parse_as_written(raw, text_raw, dtype) if resolved is None
-                else _parse_resolved(raw, text_raw, resolved, dtype))
+    imported = (
+        _parse_as_written(raw, text_raw, dtype) if resolved is None else _parse_resolved(raw, text_raw, resolved, dtype)
+    )
     if text_note is not None:
         imported = replace(imported, missing=(*imported.missing, text_note))
     max_ctx = imported.max_context
-    return replace(imported, used={k: _shown(v) for k, v in imported.used.items()},
-                   max_context=max_ctx if max_ctx is not None and 1 <= max_ctx <= LIMITS["context_len"] else None,
-                   extras={k: v for k, v in imported.extras.items() if 1 <= v <= 10**12})
+    return replace(
+        imported,
+        used={k: _shown(v) for k, v in imported.used.items()},
+        max_context=max_ctx if max_ctx is not None and 1 <= max_ctx <= LIMITS["context_len"] else None,
+        extras={k: v for k, v in imported.extras.items() if 1 <= v <= 10**12},
+    )
 
 
 def _text_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
@@ -114,17 +122,25 @@ def _text_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     if isinstance(text, dict):
         sub_type = text.get("model_type")
         if sub_type is not None and not (isinstance(sub_type, str) and known_model_type(sub_type)):
-            raise MemoryInputError(_("text_config's model_type {value} is not one the installed "
-                                     "transformers knows: use the language model's own type (e.g. llama, "
-                                     "gemma3_text), or remove it").format(value=short_repr(sub_type)))
+            raise MemoryInputError(
+                _(
+                    "text_config's model_type {value} is not one the installed "
+                    "transformers knows: use the language model's own type (e.g. llama, "
+                    "gemma3_text), or remove it"
+                ).format(value=short_repr(sub_type))
+            )
         return text, None
     model_type = raw.get("model_type")
     if isinstance(model_type, str) and known_model_type(model_type) and "text_config" in sub_configs(model_type):
-        raise MemoryInputError(_("text_config must be a JSON object ({{...}}) holding the language model's fields, "
-                                 "not {value}: transformers' {model_type} config refuses it too").format(
-                                     value=short_repr(text), model_type=model_type))
-    return {}, _("text_config {value} is not an object of fields: ignored, as transformers does; "
-                 "the top-level fields were read").format(value=short_repr(text))
+        raise MemoryInputError(
+            _(
+                "text_config must be a JSON object ({{...}}) holding the language model's fields, "
+                "not {value}: transformers' {model_type} config refuses it too"
+            ).format(value=short_repr(text), model_type=model_type)
+        )
+    return {}, _(
+        "text_config {value} is not an object of fields: ignored, as transformers does; the top-level fields were read"
+    ).format(value=short_repr(text))
 
 
 def _shown(value: Any) -> Any:
@@ -150,8 +166,9 @@ class _Reading:
     def __init__(self, t: Any, raw: dict[str, Any], text_raw: dict[str, Any]):
         given = {**raw, **text_raw} if text_raw else dict(raw)
         aliases = dict(type(t).attribute_map)
-        self.given_names = (set(given) | {aliases.get(k, k) for k in given}
-                            | {a for a, n in aliases.items() if n in given})
+        self.given_names = (
+            set(given) | {aliases.get(k, k) for k in given} | {a for a, n in aliases.items() if n in given}
+        )
         self.used = _used_start(raw, text_raw)
         self.defaults: dict[str, Any] = {}
 
@@ -171,7 +188,8 @@ def _parse_resolved(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, dty
     from kvviz.memory.hf_cache import kv_heads_transformers_stores, window_fields
 
     enc_dec = bool(getattr(top, "is_encoder_decoder", False)) and (
-        hasattr(top, "num_decoder_layers") or hasattr(top, "decoder_layers"))
+        hasattr(top, "num_decoder_layers") or hasattr(top, "decoder_layers")
+    )
     t = top if enc_dec else top.get_text_config(decoder=True)  # (BART's decoder view resets to defaults)
     stack = None if enc_dec else _layer_list(raw, text_raw, top, t, dtype)
     if stack is not None and not plain_attention(stack):  # hybrids, per-layer shapes: counted layer by layer
@@ -184,22 +202,45 @@ def _parse_resolved(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, dty
     n_layer, shared_note = _cached_layers(t, n_layer)
     window, per_global, first_windowed, window_note = window_fields(t, n_layer, reading.take)
     dt, dtype_note = _dtype(dtype, t, top, reading.used, reading.given_names)
-    missing = [_("{field} = {value} (transformers' {cls} default)").format(field=k, value=v, cls=type(t).__name__)
-               for k, v in reading.defaults.items()]
+    missing = [
+        _("{field} = {value} (transformers' {cls} default)").format(field=k, value=v, cls=type(t).__name__)
+        for k, v in reading.defaults.items()
+    ]
     missing += [m for m in (derived_note, dtype_note, window_note, shared_note) if m]
     name = display_name(raw)
-    config = KVConfig(n_layer, n_head, n_kv, head_dim, dt, mla_rank, mla_rope, window, per_global, name=name,
-                      first_windowed_layer=first_windowed)
+    config = KVConfig(
+        n_layer,
+        n_head,
+        n_kv,
+        head_dim,
+        dt,
+        mla_rank,
+        mla_rope,
+        window,
+        per_global,
+        name=name,
+        first_windowed_layer=first_windowed,
+    )
     stored = kv_heads_transformers_stores(t, n_kv)
     extras = _extras(t, getattr(t, "hidden_size", None))
-    return ImportedConfig(config, reading.used, tuple(missing), _max_context(t), extras, reading.defaults,
-                          _resolved_notes(t, enc_dec, n_layer, n_kv, head_dim, window, stored),
-                          config.cross_attention_layout() if enc_dec else None, stored if stored != n_kv else None,
-                          type(t).__name__, None if stack is None else replace(stack, name=name))
+    return ImportedConfig(
+        config,
+        reading.used,
+        tuple(missing),
+        _max_context(t),
+        extras,
+        reading.defaults,
+        _resolved_notes(t, enc_dec, n_layer, n_kv, head_dim, window, stored),
+        config.cross_attention_layout() if enc_dec else None,
+        stored if stored != n_kv else None,
+        type(t).__name__,
+        None if stack is None else replace(stack, name=name),
+    )
 
 
-def _layer_list(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, t: Any,
-                dtype: str | None) -> layers.CacheLayers | None:
+def _layer_list(
+    raw: dict[str, Any], text_raw: dict[str, Any], top: Any, t: Any, dtype: str | None
+) -> layers.CacheLayers | None:
     """The layer list DynamicCache(config=...) builds: the figure every page and the CLI count. None where
     transformers cannot read the layer types: the reading after says why, in its own words (an assistant model: no
     cache of its own)."""
@@ -217,9 +258,11 @@ def _layers_and_heads(t: Any, enc_dec: bool, take: Any) -> tuple[int, int]:
     else:
         layers_name, heads_name = "num_hidden_layers", "num_attention_heads"
     if getattr(t, layers_name, None) is None or getattr(t, heads_name, None) is None:
-        raise MemoryInputError(_("transformers' {cls} has no {layers} / {heads}: not an "
-                                 "attention model whose KV cache kvviz can count").format(
-                                     cls=type(t).__name__, layers=layers_name, heads=heads_name))
+        raise MemoryInputError(
+            _(
+                "transformers' {cls} has no {layers} / {heads}: not an attention model whose KV cache kvviz can count"
+            ).format(cls=type(t).__name__, layers=layers_name, heads=heads_name)
+        )
     n_layer = take(layers_name, check_int(layers_name, getattr(t, layers_name), hi=LIMITS["n_layer"]))
     return n_layer, take(heads_name, check_int("n_head", getattr(t, heads_name)))
 
@@ -241,23 +284,30 @@ def _head_shape(t: Any, n_head: int, reading: _Reading) -> tuple[int, int, int, 
     return head_dim_from_hidden(check_int("hidden_size", hidden, hi=10**7), check_int("n_head", n_head)), 0, 0, None
 
 
-def _resolved_notes(t: Any, enc_dec: bool, n_layer: int, n_kv: int, head_dim: int, window: int | None,
-                    stored: int) -> tuple[str, ...]:
+def _resolved_notes(
+    t: Any, enc_dec: bool, n_layer: int, n_kv: int, head_dim: int, window: int | None, stored: int
+) -> tuple[str, ...]:
     """Where transformers' own cache differs from the figure kvviz shows: the cross-attention cache, Falcon's
     stored heads, the sliding layers' window - 1."""
     from kvviz.memory.hf_cache import falcon_notes
 
     notes: list[str] = []
     if enc_dec:
-        notes.append(_("Encoder-decoder: besides the self-attention cache above, each of the {layers} decoder "
-                       "layers caches K and V of every encoder token for cross-attention (encoder length x "
-                       "{layers} layers x {heads} heads x {head_dim} x 2 numbers), computed once per input.").format(
-                           layers=n_layer, heads=n_kv, head_dim=head_dim))
+        notes.append(
+            _(
+                "Encoder-decoder: besides the self-attention cache above, each of the {layers} decoder "
+                "layers caches K and V of every encoder token for cross-attention (encoder length x "
+                "{layers} layers x {heads} heads x {head_dim} x 2 numbers), computed once per input."
+            ).format(layers=n_layer, heads=n_kv, head_dim=head_dim)
+        )
     notes += falcon_notes(t, n_kv, stored)
     if window is not None:
-        notes.append(_("transformers' sliding layers keep the last {kept:,} tokens (window - 1), kvviz counts "
-                       "{window:,}: the token being added is attended to without being stored yet.").format(
-                           kept=window - 1, window=window))
+        notes.append(
+            _(
+                "transformers' sliding layers keep the last {kept:,} tokens (window - 1), kvviz counts "
+                "{window:,}: the token being added is attended to without being stored yet."
+            ).format(kept=window - 1, window=window)
+        )
     return tuple(notes)
 
 
@@ -266,19 +316,23 @@ def _max_context(t: Any) -> int | None:
     return max_ctx if isinstance(max_ctx, int) else None
 
 
-
 def plain_attention(stack: layers.CacheLayers) -> bool:
     """Every layer full, sliding or MLA attention of one K/V shape (windows aside), or a layer that reuses an earlier
     layer's K/V (Gemma 3n's and Gemma 4's shared layers, which the KVConfig reading leaves out): what one KVConfig
     describes. An MLP/MoE block without attention (Nemotron-H) is not: the layer list counts it as nothing."""
     attention = stack.attention_layers()
     shared = [x for x in stack.layers if x.kind == "none" and x.layer_type not in ("mlp", "moe")]
-    return (bool(attention) and len(attention) + len(shared) == stack.n_layer
-            and {x.kind for x in attention} <= {"full", "sliding", "mla"} and len({x.parts for x in attention}) == 1)
+    return (
+        bool(attention)
+        and len(attention) + len(shared) == stack.n_layer
+        and {x.kind for x in attention} <= {"full", "sliding", "mla"}
+        and len({x.parts for x in attention}) == 1
+    )
 
 
-def _parse_layers(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, t: Any, stack: layers.CacheLayers,
-                  dtype: str | None) -> ImportedConfig:
+def _parse_layers(
+    raw: dict[str, Any], text_raw: dict[str, Any], top: Any, t: Any, stack: layers.CacheLayers, dtype: str | None
+) -> ImportedConfig:
     """A model whose layers are not all attention of one shape (Qwen3-Next, Jamba, Mamba-2, Gemma 4 ...): the layer
     list is the result. `config` is its attention layers' shape as if every layer were one (None without
     attention): the comparison "every layer full attention", and what the form shows."""
@@ -291,14 +345,44 @@ def _parse_layers(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, t: An
         for layer_type in types:
             counts[str(layer_type)] = counts.get(str(layer_type), 0) + 1
         used["layer_types"] = " + ".join(f"{n} {kind}" for kind, n in counts.items())
-    for key in ("num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "kv_lora_rank",
-                "qk_rope_head_dim", "index_head_dim", "sliding_window", "attention_chunk_size",
-                "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
-                "linear_conv_kernel_dim", "linear_num_heads", "linear_head_dim", "mamba_d_state", "mamba_d_conv",
-                "mamba_expand", "mamba_n_heads", "mamba_d_head", "mamba_n_groups", "mamba_num_heads",
-                "mamba_head_dim", "ssm_state_size", "state_size", "conv_kernel", "num_heads", "n_groups",
-                "conv_L_cache", "lru_width", "conv1d_width", "attention_window_size", "num_kv_shared_layers",
-                "global_head_dim", "num_global_key_value_heads"):
+    for key in (
+        "num_hidden_layers",
+        "num_attention_heads",
+        "num_key_value_heads",
+        "head_dim",
+        "kv_lora_rank",
+        "qk_rope_head_dim",
+        "index_head_dim",
+        "sliding_window",
+        "attention_chunk_size",
+        "linear_num_key_heads",
+        "linear_num_value_heads",
+        "linear_key_head_dim",
+        "linear_value_head_dim",
+        "linear_conv_kernel_dim",
+        "linear_num_heads",
+        "linear_head_dim",
+        "mamba_d_state",
+        "mamba_d_conv",
+        "mamba_expand",
+        "mamba_n_heads",
+        "mamba_d_head",
+        "mamba_n_groups",
+        "mamba_num_heads",
+        "mamba_head_dim",
+        "ssm_state_size",
+        "state_size",
+        "conv_kernel",
+        "num_heads",
+        "n_groups",
+        "conv_L_cache",
+        "lru_width",
+        "conv1d_width",
+        "attention_window_size",
+        "num_kv_shared_layers",
+        "global_head_dim",
+        "num_global_key_value_heads",
+    ):
         if key in given and _global_attr(t, key) is not None:
             used[key] = _global_attr(t, key)
     missing = [m for m in (dtype_note,) if m]
@@ -312,16 +396,25 @@ def _parse_layers(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, t: An
         heads = _global_attr(t, "num_attention_heads")
         if first.kind == "mla":
             rope = first.parts[1].shape[-1] if len(first.parts) > 1 else 0
-            config = KVConfig(stack.n_layer, heads or 1, 1, int(keys.shape[-1]) + int(rope), dt,
-                              int(keys.shape[-1]), int(rope), name=name)
+            config = KVConfig(
+                stack.n_layer,
+                heads or 1,
+                1,
+                int(keys.shape[-1]) + int(rope),
+                dt,
+                int(keys.shape[-1]),
+                int(rope),
+                name=name,
+            )
         else:
             kv_heads, head_dim = int(keys.shape[0]), int(keys.shape[-1])
             heads = heads if isinstance(heads, int) and heads >= kv_heads and heads % kv_heads == 0 else kv_heads
             config = KVConfig(stack.n_layer, heads, kv_heads, head_dim, dt, name=name)
     notes = list(layer_notes(stack))
     extras = _extras(t, getattr(t, "hidden_size", None))
-    return ImportedConfig(config, used, tuple(missing), _max_context(t), extras, {},
-                          tuple(notes), None, None, type(t).__name__, stack)
+    return ImportedConfig(
+        config, used, tuple(missing), _max_context(t), extras, {}, tuple(notes), None, None, type(t).__name__, stack
+    )
 
 
 def _global_attr(t: Any, key: str) -> Any:
@@ -341,17 +434,33 @@ def layer_notes(stack: layers.CacheLayers) -> tuple[str, ...]:
     notes = []
     windowed = [x for x in stack.layers if x.window is not None]
     if windowed:
-        notes.append(_("transformers' windowed layers keep the last window - 1 tokens ({kept:,}); the figure counts "
-                       "that, and the peak during a step holds one row more per windowed layer.").format(
-                           kept=windowed[0].window - 1))
+        notes.append(
+            _(
+                "transformers' windowed layers keep the last window - 1 tokens ({kept:,}); the figure counts "
+                "that, and the peak during a step holds one row more per windowed layer."
+            ).format(kept=windowed[0].window - 1)
+        )
     notes += serving.vllm_notes(stack)
     return tuple(notes)
 
 
 # What shapes a layer's K/V cache: these must be one value across the layers that hold a cache.
-_KV_SHAPE_ATTRS = ("num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "hidden_size",
-                   "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "sliding_window",
-                   "attention_chunk_size", "multi_query", "num_kv_heads", "layer_types")
+_KV_SHAPE_ATTRS = (
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "hidden_size",
+    "kv_lora_rank",
+    "qk_rope_head_dim",
+    "qk_nope_head_dim",
+    "v_head_dim",
+    "sliding_window",
+    "attention_chunk_size",
+    "multi_query",
+    "num_kv_heads",
+    "layer_types",
+)
 
 
 def uniform_layers(t: Any) -> Any:
@@ -364,8 +473,9 @@ def uniform_layers(t: Any) -> Any:
         return t
     n_layer = check_int("num_hidden_layers", t.num_hidden_layers, hi=LIMITS["n_layer"])
     types = getattr(t, "layer_types", None)
-    sliding = [i for i in range(n_layer) if isinstance(types, list) and i < len(types)
-               and types[i] == "sliding_attention"]
+    sliding = [
+        i for i in range(n_layer) if isinstance(types, list) and i < len(types) and types[i] == "sliding_attention"
+    ]
     sliding_set = set(sliding)
     attrs = sorted(t.per_layer_attributes or ())
     seen: dict[str, list[Any]] = {attr: [] for attr in attrs}
@@ -385,9 +495,13 @@ def uniform_layers(t: Any) -> Any:
         else:
             setattr(view, attr, None)
     if differ:
-        raise MemoryInputError(_("transformers' {cls} gives its layers different K/V shapes ({fields}, in "
-                                 "per_layer_config); kvviz counts one shape for every layer, so it cannot count this "
-                                 "model yet").format(cls=type(t).__name__, fields="; ".join(differ)))
+        raise MemoryInputError(
+            _(
+                "transformers' {cls} gives its layers different K/V shapes ({fields}, in "
+                "per_layer_config); kvviz counts one shape for every layer, so it cannot count this "
+                "model yet"
+            ).format(cls=type(t).__name__, fields="; ".join(differ))
+        )
     return view
 
 
@@ -399,21 +513,32 @@ def _cached_layers(t: Any, n_layer: int) -> tuple[int, str | None]:
         return n_layer, None
     shared = check_int("num_kv_shared_layers", shared, lo=0, hi=LIMITS["n_layer"])
     if shared >= n_layer:
-        raise MemoryInputError(_("num_kv_shared_layers = {shared:,} of {layers:,} layers: every layer reuses K/V "
-                                 "computed elsewhere (an assistant model that reads its target model's cache), so "
-                                 "it has no KV cache of its own to count").format(shared=shared, layers=n_layer))
+        raise MemoryInputError(
+            _(
+                "num_kv_shared_layers = {shared:,} of {layers:,} layers: every layer reuses K/V "
+                "computed elsewhere (an assistant model that reads its target model's cache), so "
+                "it has no KV cache of its own to count"
+            ).format(shared=shared, layers=n_layer)
+        )
     try:
         modes = t.kv_sharing_modes
     except (ValueError, TypeError, IndexError) as exc:
-        raise MemoryInputError(_("transformers' {cls} refuses this layer sharing: {reason}").format(
-            cls=type(t).__name__, reason=echo.one_line(exc, MAX_MESSAGE_CHARS))) from None
+        raise MemoryInputError(
+            _("transformers' {cls} refuses this layer sharing: {reason}").format(
+                cls=type(t).__name__, reason=echo.one_line(exc, MAX_MESSAGE_CHARS)
+            )
+        ) from None
     cached = sum(mode != "reuse" for mode in modes)
     if list(modes[cached:]) != ["reuse"] * (n_layer - cached):  # the shared layers are the last ones
-        raise MemoryInputError(_("transformers' {cls} shares K/V between layers in a pattern kvviz cannot count "
-                                 "(num_kv_shared_layers)").format(cls=type(t).__name__))
-    return cached, _("num_kv_shared_layers = {shared:,}: the last {shared:,} of {layers:,} layers reuse an earlier "
-                     "layer's K/V, so {cached:,} layers hold a cache (counted as the layers)").format(
-                         shared=shared, layers=n_layer, cached=cached)
+        raise MemoryInputError(
+            _(
+                "transformers' {cls} shares K/V between layers in a pattern kvviz cannot count (num_kv_shared_layers)"
+            ).format(cls=type(t).__name__)
+        )
+    return cached, _(
+        "num_kv_shared_layers = {shared:,}: the last {shared:,} of {layers:,} layers reuse an earlier "
+        "layer's K/V, so {cached:,} layers hold a cache (counted as the layers)"
+    ).format(shared=shared, layers=n_layer, cached=cached)
 
 
 def kv_heads(t: Any, n_head: int, take: Any) -> int:
@@ -430,8 +555,11 @@ def kv_heads(t: Any, n_head: int, take: Any) -> int:
 
 def _extras(t: Any, hidden: Any) -> dict[str, int]:
     """n_embd, d_ff and vocab_size when the config gives them as whole numbers (for op counts)."""
-    return {k: v for k, v in (("n_embd", hidden), ("d_ff", _d_ff(t, hidden)), ("vocab_size",
-            getattr(t, "vocab_size", None))) if isinstance(v, int)}
+    return {
+        k: v
+        for k, v in (("n_embd", hidden), ("d_ff", _d_ff(t, hidden)), ("vocab_size", getattr(t, "vocab_size", None)))
+        if isinstance(v, int)
+    }
 
 
 def _d_ff(t: Any, hidden: Any) -> Any:
@@ -478,10 +606,12 @@ def _parse_as_written(raw: dict[str, Any], text_raw: dict[str, Any], dtype: str 
     n_layer = _first(cfg, "n_layer", used)
     n_head = _first(cfg, "n_head", used)
     if n_layer is None or n_head is None:
-        raise MemoryInputError(_(
-            "this JSON does not look like a transformer config.json: it has no number of layers "
-            "(num_hidden_layers / n_layer) or no number of attention heads (num_attention_heads / n_head)"
-        ))
+        raise MemoryInputError(
+            _(
+                "this JSON does not look like a transformer config.json: it has no number of layers "
+                "(num_hidden_layers / n_layer) or no number of attention heads (num_attention_heads / n_head)"
+            )
+        )
     n_kv = _kv_heads_as_written(cfg, n_head, used, missing)
     head_dim, mla_rank, mla_rope, hidden = _head_shape_as_written(cfg, n_head, used, missing)
     window, per_global, first_windowed = window_from_dict(cfg, used, missing)
@@ -491,13 +621,31 @@ def _parse_as_written(raw: dict[str, Any], text_raw: dict[str, Any], dtype: str 
     if isinstance(hidden, int):
         extras["n_embd"] = hidden
     name = display_name(raw, text_raw)
-    config = KVConfig(n_layer, n_head, n_kv, head_dim, dt, mla_rank, mla_rope, window, per_global, name=name,
-                      first_windowed_layer=first_windowed)
-    notes = () if window is None else (
-        _("transformers' sliding layers keep the last {kept:,} tokens (window - 1); kvviz counts {window:,}.").format(
-            kept=window - 1, window=window),)
-    return ImportedConfig(config, used, tuple(missing), max_ctx if isinstance(max_ctx, int) else None, extras,
-                          notes=notes)
+    config = KVConfig(
+        n_layer,
+        n_head,
+        n_kv,
+        head_dim,
+        dt,
+        mla_rank,
+        mla_rope,
+        window,
+        per_global,
+        name=name,
+        first_windowed_layer=first_windowed,
+    )
+    notes = (
+        ()
+        if window is None
+        else (
+            _(
+                "transformers' sliding layers keep the last {kept:,} tokens (window - 1); kvviz counts {window:,}."
+            ).format(kept=window - 1, window=window),
+        )
+    )
+    return ImportedConfig(
+        config, used, tuple(missing), max_ctx if isinstance(max_ctx, int) else None, extras, notes=notes
+    )
 
 
 def _kv_heads_as_written(cfg: dict[str, Any], n_head: Any, used: dict[str, Any], missing: list[str]) -> Any:
@@ -510,8 +658,9 @@ def _kv_heads_as_written(cfg: dict[str, Any], n_head: Any, used: dict[str, Any],
     return n_kv
 
 
-def _head_shape_as_written(cfg: dict[str, Any], n_head: Any, used: dict[str, Any],
-                           missing: list[str]) -> tuple[Any, int, int, Any]:
+def _head_shape_as_written(
+    cfg: dict[str, Any], n_head: Any, used: dict[str, Any], missing: list[str]
+) -> tuple[Any, int, int, Any]:
     """(head_dim, MLA latent rank, MLA RoPE key dim, hidden_size) as the file writes them."""
     mla_rank = cfg.get("kv_lora_rank") or 0
     mla_rope = (cfg.get("qk_rope_head_dim") or 0) if mla_rank else 0

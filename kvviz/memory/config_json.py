@@ -11,6 +11,7 @@ never turned into a default or a TypeError.
 No transformers here: kvviz.memory.hf_config builds transformers' own config from the checked dict, and
 kvviz.memory.config_import reads the cache layout from it.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,13 +31,22 @@ MAX_INT = 2**63 - 1  # no config field is larger than an int64; a bigger number 
 # Counts that transformers' config classes loop over or multiply a list by (`range(self.num_hidden_layers)`,
 # `["dense"] * n_dense`, `first_k_dense_replace`, `num_mtp_layers`, `num_residual_layers`...), at any depth
 _COUNT_KEY = re.compile(r"(^|_)(layers?|blocks?|stages?|depth|cycles|replace)$")
-_LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "num_decoder_layers", "decoder_layers",
-               "encoder_layers")
+_LAYER_KEYS = (
+    "num_hidden_layers",
+    "n_layer",
+    "num_layers",
+    "n_layers",
+    "num_decoder_layers",
+    "decoder_layers",
+    "encoder_layers",
+)
 # Whole-number fields that size the cache, checked before any code reads them: (keys, largest value). Each must be
 # >= 1 where given: a head of 0 numbers or 0 heads caches nothing, and a 0 must not quietly become a default.
 _SHAPE_FIELDS: tuple[tuple[tuple[str, ...], int], ...] = (
-    (("num_attention_heads", "n_head", "num_heads", "decoder_attention_heads", "encoder_attention_heads"),
-     LIMITS["n_head"]),
+    (
+        ("num_attention_heads", "n_head", "num_heads", "decoder_attention_heads", "encoder_attention_heads"),
+        LIMITS["n_head"],
+    ),
     (("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num"), LIMITS["n_kv_heads"]),
     (("head_dim", "d_kv", "kv_channels", "qk_nope_head_dim", "v_head_dim"), LIMITS["head_dim"]),
     (("qk_rope_head_dim",), LIMITS["mla_rope_dim"]),
@@ -59,17 +69,23 @@ def load_json_object(text_or_dict: str | bytes | dict[str, Any]) -> dict[str, An
     if isinstance(text_or_dict, dict):
         return text_or_dict
     if len(text_or_dict) > MAX_CONFIG_CHARS:
-        raise MemoryInputError(_("this is {n:,} characters; a config.json is a few thousand").format(n=len(text_or_dict)))
+        raise MemoryInputError(
+            _("this is {n:,} characters; a config.json is a few thousand").format(n=len(text_or_dict))
+        )
     try:
         raw = json.loads(text_or_dict)
     except RecursionError:
         raise MemoryInputError(_("this JSON is nested too deeply to be a config.json")) from None
     except (ValueError, UnicodeDecodeError) as exc:
         if "digits" in str(exc) and "integer string conversion" in str(exc):  # Python's 4,300-digit guard
-            raise MemoryInputError(_("a number in this JSON has thousands of digits; no config.json field needs "
-                                     "that: correct the number")) from None
-        raise MemoryInputError(_("this is not valid JSON ({reason}); paste the model's config.json").format(
-            reason=echo.one_line(exc, MAX_MESSAGE_CHARS))) from None
+            raise MemoryInputError(
+                _("a number in this JSON has thousands of digits; no config.json field needs that: correct the number")
+            ) from None
+        raise MemoryInputError(
+            _("this is not valid JSON ({reason}); paste the model's config.json").format(
+                reason=echo.one_line(exc, MAX_MESSAGE_CHARS)
+            )
+        ) from None
     if not isinstance(raw, dict):
         raise MemoryInputError(_("config.json must be a JSON object ({...}), not a list or a single value"))
     return raw
@@ -79,10 +95,11 @@ def _shape_int(key: str, value: Any, lo: int, hi: int) -> int:
     try:
         return check_int(key, value, lo=lo, hi=hi)
     except MemoryInputError:
-        raise MemoryInputError(_("{key} must be a whole number from {lo:,} to {hi:,}, not {value}: "
-                                 "correct it, or remove the field").format(key=key, lo=lo, hi=hi,
-                                                                          value=short_repr(value))) from None
-
+        raise MemoryInputError(
+            _(
+                "{key} must be a whole number from {lo:,} to {hi:,}, not {value}: correct it, or remove the field"
+            ).format(key=key, lo=lo, hi=hi, value=short_repr(value))
+        ) from None
 
 
 def precheck(cfg: dict[str, Any]) -> None:
@@ -99,11 +116,11 @@ def _check_layer_type_names(types: Any) -> None:
     if types is None:
         return
     if not isinstance(types, list) or len(types) > LIMITS["n_layer"] or not all(isinstance(t, str) for t in types):
-        raise MemoryInputError(_("layer_types must be a list of strings such as \"sliding_attention\", one per "
-                                 "layer"))
+        raise MemoryInputError(_('layer_types must be a list of strings such as "sliding_attention", one per layer'))
     if any(len(t) > 100 for t in types):
-        raise MemoryInputError(_("layer_types entries are short names such as \"sliding_attention\" or "
-                                 "\"full_attention\"; correct them"))
+        raise MemoryInputError(
+            _('layer_types entries are short names such as "sliding_attention" or "full_attention"; correct them')
+        )
 
 
 def _path(path: tuple[Any, ...]) -> str:
@@ -141,10 +158,12 @@ def bound_nesting(raw: dict[str, Any]) -> None:
     """Refuse objects and lists nested more than MAX_NESTING deep (transformers deep-copies and recurses)."""
     for path, _value, depth in _walk(raw):
         if depth > MAX_NESTING:
-            raise MemoryInputError(_("this config nests objects and lists more than {max} levels deep (at {path}); "
-                                     "a config.json nests a few: correct it").format(max=MAX_NESTING,
-                                                                                    path=_path(path[:3]) + "…"))
-
+            raise MemoryInputError(
+                _(
+                    "this config nests objects and lists more than {max} levels deep (at {path}); "
+                    "a config.json nests a few: correct it"
+                ).format(max=MAX_NESTING, path=_path(path[:3]) + "…")
+            )
 
 
 def bound_allocations(raw: dict[str, Any]) -> None:
@@ -159,47 +178,76 @@ def bound_allocations(raw: dict[str, Any]) -> None:
         if key is not None and value is not None:
             labels += _bound_field(path, key, value)
         if labels > MAX_LABELS:
-            raise MemoryInputError(_("this config asks for more than {max:,} class labels in all (num_labels, "
-                                     "id2label, label2id); labels do not change the KV cache: remove them").format(
-                                         max=MAX_LABELS))
+            raise MemoryInputError(
+                _(
+                    "this config asks for more than {max:,} class labels in all (num_labels, "
+                    "id2label, label2id); labels do not change the KV cache: remove them"
+                ).format(max=MAX_LABELS)
+            )
 
 
 def _bound_size(path: tuple[Any, ...], key: str | None, value: Any) -> None:
     """Any value: a whole number within int64, an object or list of at most MAX_ENTRIES (label tables aside)."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
-        raise MemoryInputError(_("{path} = {value} is larger than any config.json field can be (at most "
-                                 "2^63 - 1): correct it").format(path=_path(path), value=short_repr(value)))
+        raise MemoryInputError(
+            _("{path} = {value} is larger than any config.json field can be (at most 2^63 - 1): correct it").format(
+                path=_path(path), value=short_repr(value)
+            )
+        )
     if isinstance(value, (dict, list)) and len(value) > MAX_ENTRIES and key not in _LABEL_TABLES:
-        raise MemoryInputError(_("{path} holds {n:,} entries; an object or list in a config.json holds a few "
-                                 "hundred (kvviz reads at most {max:,}): correct it").format(
-                                     path=_path(path), n=len(value), max=MAX_ENTRIES))
+        raise MemoryInputError(
+            _(
+                "{path} holds {n:,} entries; an object or list in a config.json holds a few "
+                "hundred (kvviz reads at most {max:,}): correct it"
+            ).format(path=_path(path), n=len(value), max=MAX_ENTRIES)
+        )
 
 
 def _bound_field(path: tuple[Any, ...], key: str, value: Any) -> int:
     """A named field that makes transformers allocate: refused past its bound. Returns the class labels it adds."""
     if key == "num_labels":
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_LABELS:
-            raise MemoryInputError(_("{path} = {value}: transformers builds a table with one entry per class "
-                                     "label, and labels do not change the KV cache; kvviz reads at most {max:,} "
-                                     "labels: remove the field").format(path=_path(path), value=short_repr(value),
-                                                                        max=MAX_LABELS))
+            raise MemoryInputError(
+                _(
+                    "{path} = {value}: transformers builds a table with one entry per class "
+                    "label, and labels do not change the KV cache; kvviz reads at most {max:,} "
+                    "labels: remove the field"
+                ).format(path=_path(path), value=short_repr(value), max=MAX_LABELS)
+            )
         return value
     if key in _LABEL_TABLES:
-        if not isinstance(value, dict) or key == "id2label" and not all(
-                isinstance(k, int) or isinstance(k, str) and k.isascii() and k.isdigit() and len(k) <= 9
-                for k in value):
-            raise MemoryInputError(_("{path} must be an object of class labels (id2label: {{\"0\": \"LABEL_0\"}}); "
-                                     "labels do not change the KV cache: correct it, or remove it").format(
-                                         path=_path(path)))
+        if (
+            not isinstance(value, dict)
+            or key == "id2label"
+            and not all(
+                isinstance(k, int) or isinstance(k, str) and k.isascii() and k.isdigit() and len(k) <= 9 for k in value
+            )
+        ):
+            raise MemoryInputError(
+                _(
+                    '{path} must be an object of class labels (id2label: {{"0": "LABEL_0"}}); '
+                    "labels do not change the KV cache: correct it, or remove it"
+                ).format(path=_path(path))
+            )
         return len(value)
-    if key == "per_layer_config" and not (isinstance(value, dict) and all(
+    if key == "per_layer_config" and not (
+        isinstance(value, dict)
+        and all(
             isinstance(k, str) and k.isascii() and k.isdigit() and len(k) <= 5 and isinstance(v, dict)
-            for k, v in value.items())):
-        raise MemoryInputError(_("{path} must be an object from layer numbers to the fields that differ in that "
-                                 "layer, e.g. {{\"5\": {{\"head_dim\": 512}}}}: correct it, or remove it").format(
-                                     path=_path(path)))
+            for k, v in value.items()
+        )
+    ):
+        raise MemoryInputError(
+            _(
+                "{path} must be an object from layer numbers to the fields that differ in that "
+                'layer, e.g. {{"5": {{"head_dim": 512}}}}: correct it, or remove it'
+            ).format(path=_path(path))
+        )
     if _COUNT_KEY.search(key) and isinstance(value, int) and not isinstance(value, bool) and value > LIMITS["n_layer"]:
-        raise MemoryInputError(_("{path} = {value}: transformers builds a list with one entry per layer (or block) "
-                                 "it counts; kvviz reads at most {max:,}: correct it").format(
-                                     path=_path(path), value=short_repr(value), max=LIMITS["n_layer"]))
+        raise MemoryInputError(
+            _(
+                "{path} = {value}: transformers builds a list with one entry per layer (or block) "
+                "it counts; kvviz reads at most {max:,}: correct it"
+            ).format(path=_path(path), value=short_repr(value), max=LIMITS["n_layer"])
+        )
     return 0

@@ -10,6 +10,7 @@ so `quant_residual_tokens` = R counts the peak, min(tokens, R - 1) rows at 16 bi
 QuantizedCache(backend="fp8"), cache_utils.Fp8QuantizedLayer) keeps one float32 scale for the keys and one for the
 values of each layer, per tensor (whole batch): FP8_SCALE_BYTES_PER_LAYER = 8 bytes per layer, counted once.
 """
+
 from __future__ import annotations
 
 import ast
@@ -40,8 +41,16 @@ DTYPES: dict[str, CacheDType] = {
 FP8_SCALE_BYTES_PER_LAYER = 2 * 4  # Fp8QuantizedLayer: one float32 scale for K, one for V, per layer
 QUANT_OVERHEAD_BYTES_PER_GROUP = 4  # fp16 scale (2 bytes) + fp16 zero point (2 bytes)
 DEFAULT_QUANT_GROUP = 64
-DTYPE_ALIASES = {"float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float8": "fp8",
-                 "float8_e4m3fn": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}
+DTYPE_ALIASES = {
+    "float32": "fp32",
+    "float16": "fp16",
+    "half": "fp16",
+    "bfloat16": "bf16",
+    "float8": "fp8",
+    "float8_e4m3fn": "fp8",
+    "fp8_e4m3": "fp8",
+    "fp8_e5m2": "fp8",
+}
 
 
 @functools.lru_cache(maxsize=1)
@@ -60,7 +69,7 @@ def transformers_quantized_defaults() -> dict[str, int]:
         if isinstance(node, ast.ClassDef) and node.name == "QuantizedLayer":
             for fn in node.body:
                 if isinstance(fn, ast.FunctionDef) and fn.name == "__init__":
-                    named = fn.args.args[len(fn.args.args) - len(fn.args.defaults):]
+                    named = fn.args.args[len(fn.args.args) - len(fn.args.defaults) :]
                     found = {}
                     for a, d in zip(named, fn.args.defaults, strict=True):
                         try:  # a default that is not a literal (a named constant) is simply not reported

@@ -17,6 +17,7 @@ documented ways, each counted here to the byte (tests/test_transformers_oracle.p
 Also here: reading the layer pattern (which layers slide) from a transformers config or a plain dict.
 Torch-free: the transformers config object is passed in, never imported here.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -30,8 +31,13 @@ def _pattern(types: list[str], n_layer: int) -> tuple[bool, int | None, int, str
     """(any sliding, local_per_global, first_windowed_layer, note) from a list of layer types."""
     sliding = [t == "sliding_attention" for t in types[:n_layer]]
     other = sorted({t for t in types if t not in ("sliding_attention", "full_attention")})
-    note = _("layer types {types} are counted as full attention (kvviz models only full and sliding "
-             "layers)").format(types=", ".join(other)) if other else None
+    note = (
+        _("layer types {types} are counted as full attention (kvviz models only full and sliding layers)").format(
+            types=", ".join(other)
+        )
+        if other
+        else None
+    )
     if not any(sliding):
         return False, None, 0, note
     if all(sliding):
@@ -43,7 +49,8 @@ def _pattern(types: list[str], n_layer: int) -> tuple[bool, int | None, int, str
     probe = KVConfig(1, 1, 1, 1, window=1, local_per_global=per_global)
     if sliding != [probe.layer_window(i) is not None for i in range(len(sliding))]:
         note = ((note + "; ") if note else "") + (
-            _("layer_types is not a regular {n} local : 1 global pattern (counted as if it were)").format(n=per_global))
+            _("layer_types is not a regular {n} local : 1 global pattern (counted as if it were)").format(n=per_global)
+        )
     return True, per_global, 0, note
 
 
@@ -58,33 +65,46 @@ def window_fields(t: Any, n_layer: int, take: Callable[..., Any]) -> tuple[int |
             take("max_window_layers", t.max_window_layers)
             if not any_sliding:
                 note = ((note + "; ") if note else "") + (
-                    _("use_sliding_window is on, but max_window_layers ({max_window_layers:,}) is not below the "
-                      "{layers:,} layers: transformers' layer_types has no sliding layer, so none slides").format(
-                          max_window_layers=t.max_window_layers, layers=n_layer))
+                    _(
+                        "use_sliding_window is on, but max_window_layers ({max_window_layers:,}) is not below the "
+                        "{layers:,} layers: transformers' layer_types has no sliding layer, so none slides"
+                    ).format(max_window_layers=t.max_window_layers, layers=n_layer)
+                )
         if not any_sliding or window is None:
             return None, None, 0, note
         n_sliding = sum(x == "sliding_attention" for x in types)
         take("sliding_window", window)
-        take("layer_types", _("{sliding} sliding + {full} full of {n}").format(
-            sliding=n_sliding, full=len(types) - n_sliding, n=len(types)),
-             "sliding_window_pattern", "max_window_layers")
+        take(
+            "layer_types",
+            _("{sliding} sliding + {full} full of {n}").format(
+                sliding=n_sliding, full=len(types) - n_sliding, n=len(types)
+            ),
+            "sliding_window_pattern",
+            "max_window_layers",
+        )
         return window, per_global, first, note
     if window and getattr(t, "use_sliding_window", True):
         return take("sliding_window", window), None, 0, None
     return None, None, 0, None
 
 
-def window_from_dict(cfg: dict[str, Any], used: dict[str, Any], missing: list[str]) -> tuple[int | None, int | None, int]:
+def window_from_dict(
+    cfg: dict[str, Any], used: dict[str, Any], missing: list[str]
+) -> tuple[int | None, int | None, int]:
     """(window, local_per_global, first_windowed_layer) from a config read as written (no transformers)."""
     window = cfg.get("sliding_window")
     n_layer = next((cfg[k] for k in ("num_hidden_layers", "n_layer", "num_layers", "n_layers") if cfg.get(k)), 0)
     types = cfg.get("layer_types")
     if isinstance(types, list) and len(types) != n_layer:  # transformers' validate_layer_type refuses it too
-        raise MemoryInputError(_("layer_types has {n:,} entries for {layers:,} layers: give one per layer, "
-                                 "or remove it").format(n=len(types), layers=n_layer))
+        raise MemoryInputError(
+            _("layer_types has {n:,} entries for {layers:,} layers: give one per layer, or remove it").format(
+                n=len(types), layers=n_layer
+            )
+        )
     if isinstance(types, list) and window is None and "sliding_attention" in types:
-        missing.append(_("layer_types names sliding layers but sliding_window is absent: every layer counted as "
-                         "full attention"))
+        missing.append(
+            _("layer_types names sliding layers but sliding_window is absent: every layer counted as full attention")
+        )
     if window is None or cfg.get("use_sliding_window") is False:
         if window is not None:
             used["use_sliding_window"] = False  # Qwen2 configs carry a window they do not use
@@ -115,10 +135,13 @@ def kv_heads_transformers_stores(t: Any, n_kv_heads: int) -> int:
 def falcon_notes(t: Any, n_kv_heads: int, stored_heads: int) -> list[str]:
     if stored_heads == n_kv_heads:
         return []
-    return [_("Falcon new_decoder_architecture: transformers caches K/V already broadcast to all {stored} "
-              "query heads, {factor}x the GQA figure of {kv} K/V heads shown here; "
-              "serving engines (vLLM, TGI) store the GQA figure.").format(
-                  stored=stored_heads, factor=stored_heads // n_kv_heads, kv=n_kv_heads)]
+    return [
+        _(
+            "Falcon new_decoder_architecture: transformers caches K/V already broadcast to all {stored} "
+            "query heads, {factor}x the GQA figure of {kv} K/V heads shown here; "
+            "serving engines (vLLM, TGI) store the GQA figure."
+        ).format(stored=stored_heads, factor=stored_heads // n_kv_heads, kv=n_kv_heads)
+    ]
 
 
 def transformers_cache_bytes(
@@ -132,8 +155,14 @@ def transformers_cache_bytes(
     """
     c: KVConfig = imported if isinstance(imported, KVConfig) else imported.config
     stored = getattr(imported, "transformers_kv_heads", None) or c.n_kv_heads
-    per_token_layer = c.bytes_per_token_per_layer if c.is_mla else 2 * stored * c.head_dim * (
-        1 if fp8_cache else c.bytes_per_token_per_layer // (2 * c.n_kv_heads * c.head_dim))
+    per_token_layer = (
+        c.bytes_per_token_per_layer
+        if c.is_mla
+        else 2
+        * stored
+        * c.head_dim
+        * (1 if fp8_cache else c.bytes_per_token_per_layer // (2 * c.n_kv_heads * c.head_dim))
+    )
     total = 0
     for layer in range(c.n_layer):
         w = c.layer_window(layer)

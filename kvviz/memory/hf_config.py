@@ -8,6 +8,7 @@ before it foresaw (kvviz.memory.config_json), the server keeps its memory and th
 transformers pulls in torch, so it is imported inside the functions here, only when a config is actually imported:
 the memory page imports kvviz.memory.config_import without torch.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -28,8 +29,11 @@ BUILD_SECONDS = 15.0  # ... and wall time (a real config takes milliseconds; the
 # Layer types kvviz counts when transformers' class is not there to read them (a config read as written)
 _ATTENTION_TYPES = ("full_attention", "sliding_attention")
 # What other configs call their layer list: a non-attention entry in any of these is never counted as attention
-_OTHER_LAYER_LISTS = {"attn_type_list": (0,), "layers_block_type": ("mamba", "linear_attention", "mlp", "moe"),
-                      "block_types": ("recurrent",)}
+_OTHER_LAYER_LISTS = {
+    "attn_type_list": (0,),
+    "layers_block_type": ("mamba", "linear_attention", "mlp", "moe"),
+    "block_types": ("recurrent",),
+}
 
 
 def known_model_type(model_type: str) -> bool:
@@ -69,29 +73,39 @@ def check_layer_types(cfg: dict[str, Any]) -> None:
         for i, layer_type in enumerate(types):
             if layer_type not in allowed:
                 if layer_type in transformers_types:
-                    raise MemoryInputError(_(
-                        "layer {layer} is a {type} layer, but model_type {model_type} is not one the installed "
-                        "transformers knows, so kvviz cannot size its state; it is never counted as attention: use "
-                        "the model_type of the transformers class that implements it").format(
-                            layer=i, type=short_repr(layer_type), model_type=short_repr(model_type)))
-                raise MemoryInputError(_("layer {layer} has the layer type {type}, which transformers does not know "
-                                         "(e.g. full_attention, sliding_attention, linear_attention); kvviz never "
-                                         "counts an unknown layer as attention").format(
-                                             layer=i, type=short_repr(layer_type)))
+                    raise MemoryInputError(
+                        _(
+                            "layer {layer} is a {type} layer, but model_type {model_type} is not one the installed "
+                            "transformers knows, so kvviz cannot size its state; it is never counted as attention: use "
+                            "the model_type of the transformers class that implements it"
+                        ).format(layer=i, type=short_repr(layer_type), model_type=short_repr(model_type))
+                    )
+                raise MemoryInputError(
+                    _(
+                        "layer {layer} has the layer type {type}, which transformers does not know "
+                        "(e.g. full_attention, sliding_attention, linear_attention); kvviz never "
+                        "counts an unknown layer as attention"
+                    ).format(layer=i, type=short_repr(layer_type))
+                )
         if isinstance(n_layer, int) and not isinstance(n_layer, bool) and len(types) != n_layer:
-            raise MemoryInputError(_("layer_types has {n:,} entries for {layers:,} layers: give one per layer, "
-                                     "or remove it").format(n=len(types), layers=n_layer))
+            raise MemoryInputError(
+                _("layer_types has {n:,} entries for {layers:,} layers: give one per layer, or remove it").format(
+                    n=len(types), layers=n_layer
+                )
+            )
     if known:
         return
     for key, others in _OTHER_LAYER_LISTS.items():
         listed = cfg.get(key)
         if isinstance(listed, list) and any(x in others for x in listed):
             layer = next(i for i, x in enumerate(listed) if x in others)
-            raise MemoryInputError(_(
-                "{key} makes layer {layer} something other than attention ({value}), and model_type {model_type} is "
-                "not one the installed transformers knows, so kvviz cannot size its state; it is never counted as "
-                "attention: use the model_type of the transformers class that implements it").format(
-                    key=key, layer=layer, value=short_repr(listed[layer]), model_type=short_repr(model_type)))
+            raise MemoryInputError(
+                _(
+                    "{key} makes layer {layer} something other than attention ({value}), and model_type {model_type} is "
+                    "not one the installed transformers knows, so kvviz cannot size its state; it is never counted as "
+                    "attention: use the model_type of the transformers class that implements it"
+                ).format(key=key, layer=layer, value=short_repr(listed[layer]), model_type=short_repr(model_type))
+            )
 
 
 def transformers_config(raw: dict[str, Any]) -> Any | None:
@@ -127,16 +141,25 @@ def transformers_config(raw: dict[str, Any]) -> Any | None:
     if kind == "deep":
         raise MemoryInputError(_("this config is nested too deeply"))
     if kind == "memory":
-        raise MemoryInputError(_("building transformers' {model_type} config from this file needed more than "
-                                 "{mib:,} MiB of memory; a real config needs a few: check its counts and lists").format(
-                                     model_type=model_type, mib=BUILD_MEMORY_BYTES // 2**20))
+        raise MemoryInputError(
+            _(
+                "building transformers' {model_type} config from this file needed more than "
+                "{mib:,} MiB of memory; a real config needs a few: check its counts and lists"
+            ).format(model_type=model_type, mib=BUILD_MEMORY_BYTES // 2**20)
+        )
     if kind == "time":
-        raise MemoryInputError(_("building transformers' {model_type} config from this file took more than {s:g} s "
-                                 "(a real config takes milliseconds): check its counts and lists").format(
-                                     model_type=model_type, s=BUILD_SECONDS))
+        raise MemoryInputError(
+            _(
+                "building transformers' {model_type} config from this file took more than {s:g} s "
+                "(a real config takes milliseconds): check its counts and lists"
+            ).format(model_type=model_type, s=BUILD_SECONDS)
+        )
     # transformers' validators raise many types; the user gets its whole reason, one line
-    raise MemoryInputError(_("transformers' {model_type} config class refuses this config: {reason}").format(
-        model_type=model_type, reason=payload))
+    raise MemoryInputError(
+        _("transformers' {model_type} config class refuses this config: {reason}").format(
+            model_type=model_type, reason=payload
+        )
+    )
 
 
 def _construct(cls: Any, raw: dict[str, Any]) -> tuple[str, Any]:
@@ -148,11 +171,11 @@ def _construct(cls: Any, raw: dict[str, Any]) -> tuple[str, Any]:
     except MemoryError:
         return "memory", None
     except echo.RAW_PYTHON_ERRORS as exc:  # the class's own code tripped on a value: Python's words say nothing
-        return "error", _("its values do not fit together ({error}); compare them with the model's published "
-                          "config.json").format(error=type(exc).__name__)
+        return "error", _(
+            "its values do not fit together ({error}); compare them with the model's published config.json"
+        ).format(error=type(exc).__name__)
     except Exception as exc:  # noqa: BLE001 -- transformers' validators raise many types
         return "error", echo.one_line(exc, MAX_MESSAGE_CHARS) or type(exc).__name__
-
 
 
 def _vm_size_bytes() -> int | None:
@@ -201,7 +224,7 @@ def _build_in_child(cls: Any, raw: dict[str, Any], vm_size: int, read_fd: int, w
         resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
         view = memoryview(_pickled(_construct(cls, raw)))
         while view:
-            view = view[os.write(write_fd, view):]
+            view = view[os.write(write_fd, view) :]
         status = 0
     finally:
         os._exit(status)
@@ -255,8 +278,12 @@ def _check_torch_dtype(raw: dict[str, Any]) -> None:
     for cfg in (raw, raw.get("text_config") if isinstance(raw.get("text_config"), dict) else {}):
         for key in ("torch_dtype", "dtype"):
             value = cfg.get(key)
-            if isinstance(value, str) and not isinstance(getattr(torch, value, None) if value.isidentifier() else None,
-                                                         torch.dtype):
-                raise MemoryInputError(_("{key} {value} is not a torch dtype name (e.g. bfloat16, float16, "
-                                         "float32): correct it, or remove it (transformers then loads float32)").format(
-                                             key=key, value=short_repr(value)))
+            if isinstance(value, str) and not isinstance(
+                getattr(torch, value, None) if value.isidentifier() else None, torch.dtype
+            ):
+                raise MemoryInputError(
+                    _(
+                        "{key} {value} is not a torch dtype name (e.g. bfloat16, float16, "
+                        "float32): correct it, or remove it (transformers then loads float32)"
+                    ).format(key=key, value=short_repr(value))
+                )

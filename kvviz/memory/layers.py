@@ -30,6 +30,7 @@ model's: the Gated DeltaNet and KDA recurrent states are float32 in a bf16 model
 recurrence in float32 and hand back that tensor). Every formula below is checked against transformers' real caches
 by tests/test_layer_oracle.py (a tiny instance of each architecture, every tensor summed).
 """
+
 from __future__ import annotations
 
 import math
@@ -54,17 +55,28 @@ KINDS: dict[str, str] = {
 }
 # The same kinds in a word or two, for a chart's legend on a phone (KINDS explains them in the table beside it)
 KIND_NAMES: dict[str, str] = {
-    "full": N_("full attention"), "sliding": N_("sliding window"), "chunked": N_("chunked attention"),
-    "mla": N_("MLA latent"), "indexed": N_("MLA + indexer"), "state": N_("fixed state"),
-    "hybrid": N_("attention + state"), "none": N_("nothing cached"),
+    "full": N_("full attention"),
+    "sliding": N_("sliding window"),
+    "chunked": N_("chunked attention"),
+    "mla": N_("MLA latent"),
+    "indexed": N_("MLA + indexer"),
+    "state": N_("fixed state"),
+    "hybrid": N_("attention + state"),
+    "none": N_("nothing cached"),
 }
 GROWING_KINDS = ("full", "sliding", "chunked", "mla", "indexed", "hybrid")
 WINDOWED_KINDS = ("sliding", "chunked")
 # transformers' layer type -> kvviz kind (before MLA and indexers are told apart, which the config decides)
 _KIND_OF_CACHE_TYPE = {
-    "full_attention": "full", "sliding_attention": "sliding", "chunked_attention": "chunked",
-    "indexed_attention": "indexed", "linear_attention": "state", "conv": "state", "hybrid": "hybrid",
-    "hybrid_sliding": "hybrid", "dummy": "none",
+    "full_attention": "full",
+    "sliding_attention": "sliding",
+    "chunked_attention": "chunked",
+    "indexed_attention": "indexed",
+    "linear_attention": "state",
+    "conv": "state",
+    "hybrid": "hybrid",
+    "hybrid_sliding": "hybrid",
+    "dummy": "none",
 }
 # A growing axis: the part gains one row per token (S in transformers' docstrings).
 S = "S"
@@ -147,7 +159,8 @@ class CacheLayer:
         rows, and a windowed layer's window tensor always."""
         fp8 = any(p.dtype == "fp8" and p.quantizable for p in self.parts)
         return (FP8_SCALE_BYTES_PER_LAYER if fp8 and tokens else 0) + (
-            WINDOW_TENSOR_BYTES if self.window is not None else 0)
+            WINDOW_TENSOR_BYTES if self.window is not None else 0
+        )
 
     def bytes_at(self, tokens: int, batch: int = 1) -> int:
         """What this layer stores after `tokens` tokens of `batch` sequences (transformers' figure)."""
@@ -245,32 +258,60 @@ class CacheLayers:
         first = attention[0]
         kv = tuple(p for p in first.parts if p.grows)
         kind = "mla" if first.kind in ("mla", "indexed") else "full"
-        layers = tuple(replace(first, index=i, kind=kind, layer_type="full_attention", mixer="attention", parts=kv,
-                               window=None) for i in range(self.n_layer))
-        return replace(self, name=_("{name}, every layer full attention").format(name=self.name), layers=layers,
-                       notes=())
+        layers = tuple(
+            replace(first, index=i, kind=kind, layer_type="full_attention", mixer="attention", parts=kv, window=None)
+            for i in range(self.n_layer)
+        )
+        return replace(
+            self, name=_("{name}, every layer full attention").format(name=self.name), layers=layers, notes=()
+        )
 
     def kind_summary(self) -> tuple[tuple[str, int, int, int], ...]:
         """(kind, layers, bytes per token, fixed bytes) per kind present, one sequence."""
-        return tuple((k, self.count(k), sum(x.bytes_per_token for x in self.layers if x.kind == k),
-                      sum(x.fixed_bytes for x in self.layers if x.kind == k)) for k in self.kinds)
+        return tuple(
+            (
+                k,
+                self.count(k),
+                sum(x.bytes_per_token for x in self.layers if x.kind == k),
+                sum(x.fixed_bytes for x in self.layers if x.kind == k),
+            )
+            for k in self.kinds
+        )
 
     def as_dict(self, tokens: int, batch: int = 1) -> dict[str, Any]:
         """Plain JSON: every layer's kind, parts, bytes per token and fixed bytes; totals at `tokens` x `batch`."""
         per_layer = self.layer_bytes(tokens, batch)
         return {
-            "name": self.name, "model_type": self.model_type, "dtype": self.dtype, "context": tokens, "batch": batch,
-            "layers": [{
-                "layer": x.index, "kind": x.kind, "layer_type": x.layer_type, "mixer": x.mixer, "window": x.window,
-                "rows_held": x.rows_held(tokens) if x.kind in GROWING_KINDS else 0,
-                "bytes_per_token": x.bytes_per_token, "fixed_bytes": x.fixed_bytes, "bytes": held,
-                "parts": [{"name": p.name, "shape": [d for d in p.shape], "dtype": p.dtype} for p in x.parts],
-            } for x, held in zip(self.layers, per_layer, strict=True)],
-            "kinds": {k: {"layers": n, "bytes_per_token": per_token, "fixed_bytes": fixed}
-                      for k, n, per_token, fixed in self.kind_summary()},
-            "bytes_per_token": self.bytes_per_token, "fixed_bytes": self.fixed_bytes,
-            "kv_bytes": self.growing_bytes_at(tokens, batch), "state_bytes": batch * self.fixed_bytes if tokens else 0,
-            "total_bytes": sum(per_layer), "peak_bytes": self.peak_bytes_at(tokens, batch),
+            "name": self.name,
+            "model_type": self.model_type,
+            "dtype": self.dtype,
+            "context": tokens,
+            "batch": batch,
+            "layers": [
+                {
+                    "layer": x.index,
+                    "kind": x.kind,
+                    "layer_type": x.layer_type,
+                    "mixer": x.mixer,
+                    "window": x.window,
+                    "rows_held": x.rows_held(tokens) if x.kind in GROWING_KINDS else 0,
+                    "bytes_per_token": x.bytes_per_token,
+                    "fixed_bytes": x.fixed_bytes,
+                    "bytes": held,
+                    "parts": [{"name": p.name, "shape": [d for d in p.shape], "dtype": p.dtype} for p in x.parts],
+                }
+                for x, held in zip(self.layers, per_layer, strict=True)
+            ],
+            "kinds": {
+                k: {"layers": n, "bytes_per_token": per_token, "fixed_bytes": fixed}
+                for k, n, per_token, fixed in self.kind_summary()
+            },
+            "bytes_per_token": self.bytes_per_token,
+            "fixed_bytes": self.fixed_bytes,
+            "kv_bytes": self.growing_bytes_at(tokens, batch),
+            "state_bytes": batch * self.fixed_bytes if tokens else 0,
+            "total_bytes": sum(per_layer),
+            "peak_bytes": self.peak_bytes_at(tokens, batch),
             "state_dominates_until_tokens": self.state_dominates_until(),
             "notes": list(self.notes),
         }
@@ -286,19 +327,32 @@ def from_kv_config(config: KVConfig) -> CacheLayers:
     them. Its peak figure is kvviz.memory.kv_bytes's exactly; its stored figure is transformers' (window - 1)."""
     count, length = config.vectors_per_token_per_layer
     if config.is_mla:
-        parts = (CachePart("keys", (1, S, config.mla_latent_rank), config.dtype, True),
-                 CachePart("values", (1, S, config.mla_rope_dim), config.dtype, True))
+        parts = (
+            CachePart("keys", (1, S, config.mla_latent_rank), config.dtype, True),
+            CachePart("values", (1, S, config.mla_rope_dim), config.dtype, True),
+        )
     else:
         half = count // 2
-        parts = (CachePart("keys", (half, S, length), config.dtype, True),
-                 CachePart("values", (half, S, length), config.dtype, True))
+        parts = (
+            CachePart("keys", (half, S, length), config.dtype, True),
+            CachePart("values", (half, S, length), config.dtype, True),
+        )
     layers = []
     for i in range(config.n_layer):
         window = config.layer_window(i)
         kind = ("mla" if config.is_mla else "full") if window is None else "sliding"
-        layers.append(CacheLayer(i, kind, "full_attention" if window is None else "sliding_attention", "attention",
-                                 _mla_split(parts, config) if config.is_mla else parts, window,
-                                 config.quant_group_size, config.quant_residual_tokens))
+        layers.append(
+            CacheLayer(
+                i,
+                kind,
+                "full_attention" if window is None else "sliding_attention",
+                "attention",
+                _mla_split(parts, config) if config.is_mla else parts,
+                window,
+                config.quant_group_size,
+                config.quant_residual_tokens,
+            )
+        )
     return CacheLayers(config.name, tuple(layers), config.dtype)
 
 
@@ -308,8 +362,15 @@ def _mla_split(parts: tuple[CachePart, ...], config: KVConfig) -> tuple[CachePar
 
 
 # ----- a pattern stated by hand: "3 linear : 1 full" ---------------------------------------------------------------
-PATTERN_WORDS = {"full": "full_attention", "attention": "full_attention", "sliding": "sliding_attention",
-                 "linear": "linear_attention", "state": "linear_attention", "none": "dummy", "mlp": "dummy"}
+PATTERN_WORDS = {
+    "full": "full_attention",
+    "attention": "full_attention",
+    "sliding": "sliding_attention",
+    "linear": "linear_attention",
+    "state": "linear_attention",
+    "none": "dummy",
+    "mlp": "dummy",
+}
 
 
 def parse_pattern(text: str, n_layer: int) -> tuple[str, ...]:
@@ -317,7 +378,7 @@ def parse_pattern(text: str, n_layer: int) -> tuple[str, ...]:
     layer type per layer (repeated to `n_layer`). Refuses, in one sentence, a word it does not know."""
     text = str(text).strip()[:200]
     if not text:
-        raise MemoryInputError(_("the layer pattern is empty: write e.g. \"3 linear : 1 full\""))
+        raise MemoryInputError(_('the layer pattern is empty: write e.g. "3 linear : 1 full"'))
     period: list[str] = []
     for chunk in text.replace(",", ":").split(":"):
         words = chunk.split()
@@ -328,21 +389,31 @@ def parse_pattern(text: str, n_layer: int) -> tuple[str, ...]:
             count = check_int("layers", int(words[0]), hi=LIMITS["n_layer"])
             words = words[1:]
         if len(words) != 1 or words[0].lower() not in PATTERN_WORDS:
-            raise MemoryInputError(_("unknown layer kind {word} in the pattern; use {words}").format(
-                word=repr(" ".join(words)[:40]), words=", ".join(PATTERN_WORDS)))
+            raise MemoryInputError(
+                _("unknown layer kind {word} in the pattern; use {words}").format(
+                    word=repr(" ".join(words)[:40]), words=", ".join(PATTERN_WORDS)
+                )
+            )
         period += [PATTERN_WORDS[words[0].lower()]] * count
     if not period or len(period) > n_layer:
-        raise MemoryInputError(_("the layer pattern has {n:,} layers in its period, for a model of {layers:,} "
-                                 "layers").format(n=len(period), layers=n_layer))
+        raise MemoryInputError(
+            _("the layer pattern has {n:,} layers in its period, for a model of {layers:,} layers").format(
+                n=len(period), layers=n_layer
+            )
+        )
     return tuple(period[i % len(period)] for i in range(n_layer))
 
 
-def from_pattern(config: KVConfig, pattern: tuple[str, ...], state: tuple[CachePart, ...],
-                 mixer: str = "linear attention") -> CacheLayers:
+def from_pattern(
+    config: KVConfig, pattern: tuple[str, ...], state: tuple[CachePart, ...], mixer: str = "linear attention"
+) -> CacheLayers:
     """A KVConfig's attention layers in the places `pattern` names; its linear layers hold `state` (fixed parts)."""
     if len(pattern) != config.n_layer:
-        raise MemoryInputError(_("the layer pattern names {n:,} layers; the model has {layers:,}").format(
-            n=len(pattern), layers=config.n_layer))
+        raise MemoryInputError(
+            _("the layer pattern names {n:,} layers; the model has {layers:,}").format(
+                n=len(pattern), layers=config.n_layer
+            )
+        )
     attention = from_kv_config(replace(config, window=None, local_per_global=None, first_windowed_layer=0)).layers[0]
     layers = []
     for i, layer_type in enumerate(pattern):
@@ -354,8 +425,15 @@ def from_pattern(config: KVConfig, pattern: tuple[str, ...], state: tuple[CacheP
             window = config.window if layer_type == "sliding_attention" else None
             if layer_type == "sliding_attention" and window is None:
                 raise MemoryInputError(_("the layer pattern has sliding layers: give the sliding window"))
-            layers.append(replace(attention, index=i, kind="sliding" if window else attention.kind,
-                                  layer_type=layer_type, window=window))
+            layers.append(
+                replace(
+                    attention,
+                    index=i,
+                    kind="sliding" if window else attention.kind,
+                    layer_type=layer_type,
+                    window=window,
+                )
+            )
     return CacheLayers(config.name, tuple(layers), config.dtype)
 
 
@@ -382,10 +460,12 @@ def _whole(cfg: Any, *names: str) -> int:
     """A shape field the formula needs, as a whole number >= 1; refused in one sentence naming it otherwise."""
     value = _get(cfg, *names)
     if value is None or isinstance(value, bool):
-        raise MemoryInputError(_("transformers' {cls} has no {field}: kvviz cannot size this layer's state").format(
-            cls=type(cfg).__name__, field=names[0]))
-    return check_int(names[0], int(value) if isinstance(value, float) and value.is_integer() else value,
-                     hi=10**7)
+        raise MemoryInputError(
+            _("transformers' {cls} has no {field}: kvviz cannot size this layer's state").format(
+                cls=type(cfg).__name__, field=names[0]
+            )
+        )
+    return check_int(names[0], int(value) if isinstance(value, float) and value.is_integer() else value, hi=10**7)
 
 
 # State formulas: (what the layer computes, its fixed parts) from a layer's config, the model dtype and the cache's.
@@ -398,53 +478,76 @@ def _gated_deltanet(c: Any, model: str) -> tuple[str, tuple[CachePart, ...]]:
     heads_k, dk = _whole(c, "linear_num_key_heads"), _whole(c, "linear_key_head_dim")
     heads_v, dv = _whole(c, "linear_num_value_heads"), _whole(c, "linear_value_head_dim")
     conv = 2 * heads_k * dk + heads_v * dv
-    return "Gated DeltaNet", (CachePart("conv_state", (conv, _whole(c, "linear_conv_kernel_dim")), model),
-                              CachePart("recurrent_state", (heads_v, dk, dv), "fp32"))
+    return "Gated DeltaNet", (
+        CachePart("conv_state", (conv, _whole(c, "linear_conv_kernel_dim")), model),
+        CachePart("recurrent_state", (heads_v, dk, dv), "fp32"),
+    )
 
 
 def _kda(c: Any, model: str) -> tuple[str, tuple[CachePart, ...]]:
     """Kimi Linear's KDA: three causal convs (q, k, v of heads x head_dim channels each), and a float32 Dk x Dv
     state per head (a per-channel decay: the delta rule of Gated DeltaNet)."""
     heads, d = _whole(c, "linear_num_heads"), _whole(c, "linear_head_dim")
-    return "KDA", (CachePart("conv_state", (3 * heads * d, _whole(c, "linear_conv_kernel_dim")), model),
-                   CachePart("recurrent_state", (heads, d, d), "fp32"))
+    return "KDA", (
+        CachePart("conv_state", (3 * heads * d, _whole(c, "linear_conv_kernel_dim")), model),
+        CachePart("recurrent_state", (heads, d, d), "fp32"),
+    )
 
 
 def _mamba1(c: Any, model: str) -> tuple[str, tuple[CachePart, ...]]:
     """Jamba's Mamba-1 layers: a causal conv over the expanded channels (expand x hidden, kernel d_conv) and a
     d_state-wide selective-scan state per channel, float32 (the reference scan's)."""
     inner = _whole(c, "mamba_expand") * _whole(c, "hidden_size")
-    return "Mamba", (CachePart("conv_state", (inner, _whole(c, "mamba_d_conv")), model),
-                     CachePart("recurrent_state", (inner, _whole(c, "mamba_d_state")), "fp32"))
+    return "Mamba", (
+        CachePart("conv_state", (inner, _whole(c, "mamba_d_conv")), model),
+        CachePart("recurrent_state", (inner, _whole(c, "mamba_d_state")), "fp32"),
+    )
 
 
 def _mamba1_plain(c: Any, model: str) -> tuple[str, tuple[CachePart, ...]]:
     """Mamba (and Falcon-Mamba): the same layer as Jamba's, its width named intermediate_size (expand x hidden)."""
     inner = _whole(c, "intermediate_size")
-    return "Mamba", (CachePart("conv_state", (inner, _whole(c, "conv_kernel")), model),
-                     CachePart("recurrent_state", (inner, _whole(c, "state_size")), "fp32"))
+    return "Mamba", (
+        CachePart("conv_state", (inner, _whole(c, "conv_kernel")), model),
+        CachePart("recurrent_state", (inner, _whole(c, "state_size")), "fp32"),
+    )
 
 
-def _mamba2_parts(heads: int, head_dim: int, groups: int, state: int, kernel: int,
-                  model: str) -> tuple[str, tuple[CachePart, ...]]:
+def _mamba2_parts(
+    heads: int, head_dim: int, groups: int, state: int, kernel: int, model: str
+) -> tuple[str, tuple[CachePart, ...]]:
     """Mamba-2: a causal conv over x, B and C (heads x head_dim + 2 x groups x d_state channels, kernel K) and one
     head_dim x d_state state per head, float32 (the reference scan accumulates in float32 and caches that)."""
     inner = heads * head_dim
-    return "Mamba-2", (CachePart("conv_state", (inner + 2 * groups * state, kernel), model),
-                       CachePart("recurrent_state", (heads, head_dim, state), "fp32"))
+    return "Mamba-2", (
+        CachePart("conv_state", (inner + 2 * groups * state, kernel), model),
+        CachePart("recurrent_state", (heads, head_dim, state), "fp32"),
+    )
 
 
 def _mamba2(c: Any, model: str) -> tuple[str, tuple[CachePart, ...]]:
-    return _mamba2_parts(_whole(c, "num_heads"), _whole(c, "head_dim"), _whole(c, "n_groups"),
-                         _whole(c, "state_size"), _whole(c, "conv_kernel"), model)
+    return _mamba2_parts(
+        _whole(c, "num_heads"),
+        _whole(c, "head_dim"),
+        _whole(c, "n_groups"),
+        _whole(c, "state_size"),
+        _whole(c, "conv_kernel"),
+        model,
+    )
 
 
 def _mamba2_expanded(c: Any, model: str) -> tuple[str, tuple[CachePart, ...]]:
     """Bamba, Granite-4.0-H, Zamba2: heads = mamba_n_heads (or expand x hidden / mamba_headdim)."""
     head_dim = _whole(c, "mamba_d_head", "mamba_headdim")
     heads = _get(c, "mamba_n_heads") or _whole(c, "mamba_expand") * _whole(c, "hidden_size") // head_dim
-    return _mamba2_parts(heads, head_dim, _whole(c, "mamba_n_groups", "mamba_ngroups"), _whole(c, "mamba_d_state"),
-                         _whole(c, "mamba_d_conv"), model)
+    return _mamba2_parts(
+        heads,
+        head_dim,
+        _whole(c, "mamba_n_groups", "mamba_ngroups"),
+        _whole(c, "mamba_d_state"),
+        _whole(c, "mamba_d_conv"),
+        model,
+    )
 
 
 def _mamba2_falcon_h1(c: Any, model: str) -> tuple[str, tuple[CachePart, ...]]:
@@ -452,13 +555,20 @@ def _mamba2_falcon_h1(c: Any, model: str) -> tuple[str, tuple[CachePart, ...]]:
     head_dim = _whole(c, "mamba_d_head")
     inner = _get(c, "mamba_d_ssm") or _whole(c, "mamba_expand") * _whole(c, "hidden_size")
     heads = _get(c, "mamba_n_heads") or inner // head_dim
-    return _mamba2_parts(heads, head_dim, _whole(c, "mamba_n_groups"), _whole(c, "mamba_d_state"),
-                         _whole(c, "mamba_d_conv"), model)
+    return _mamba2_parts(
+        heads, head_dim, _whole(c, "mamba_n_groups"), _whole(c, "mamba_d_state"), _whole(c, "mamba_d_conv"), model
+    )
 
 
 def _mamba2_nemotron(c: Any, model: str) -> tuple[str, tuple[CachePart, ...]]:
-    return _mamba2_parts(_whole(c, "mamba_num_heads"), _whole(c, "mamba_head_dim"), _whole(c, "n_groups"),
-                         _whole(c, "ssm_state_size"), _whole(c, "conv_kernel"), model)
+    return _mamba2_parts(
+        _whole(c, "mamba_num_heads"),
+        _whole(c, "mamba_head_dim"),
+        _whole(c, "n_groups"),
+        _whole(c, "ssm_state_size"),
+        _whole(c, "conv_kernel"),
+        model,
+    )
 
 
 def _short_conv(c: Any, model: str) -> tuple[str, tuple[CachePart, ...]]:
@@ -477,16 +587,30 @@ def _rg_lru(c: Any, model: str) -> tuple[str, tuple[CachePart, ...]]:
     """RecurrentGemma's recurrent blocks: a conv over lru_width channels (kernel conv1d_width - 1 kept) and the
     RG-LRU's one number per channel, kept in float32."""
     width = _get(c, "lru_width") or _whole(c, "hidden_size")
-    return "RG-LRU", (CachePart("conv_state", (width, _whole(c, "conv1d_width") - 1), model),
-                      CachePart("recurrent_state", (width,), "fp32"))
+    return "RG-LRU", (
+        CachePart("conv_state", (width, _whole(c, "conv1d_width") - 1), model),
+        CachePart("recurrent_state", (width,), "fp32"),
+    )
 
 
 STATE_FORMULAS: dict[str, StateFormula] = {
-    "qwen3_next": _gated_deltanet, "qwen3_5_text": _gated_deltanet, "qwen3_5_moe_text": _gated_deltanet,
-    "olmo_hybrid": _gated_deltanet, "kimi_linear": _kda, "jamba": _mamba1, "mamba": _mamba1_plain,
-    "falcon_mamba": _mamba1_plain, "mamba2": _mamba2, "bamba": _mamba2_expanded,
-    "granitemoehybrid": _mamba2_expanded, "zamba2": _mamba2_expanded, "falcon_h1": _mamba2_falcon_h1,
-    "nemotron_h": _mamba2_nemotron, "lfm2": _short_conv, "lfm2_moe": _short_conv, "minimax": _lightning,
+    "qwen3_next": _gated_deltanet,
+    "qwen3_5_text": _gated_deltanet,
+    "qwen3_5_moe_text": _gated_deltanet,
+    "olmo_hybrid": _gated_deltanet,
+    "kimi_linear": _kda,
+    "jamba": _mamba1,
+    "mamba": _mamba1_plain,
+    "falcon_mamba": _mamba1_plain,
+    "mamba2": _mamba2,
+    "bamba": _mamba2_expanded,
+    "granitemoehybrid": _mamba2_expanded,
+    "zamba2": _mamba2_expanded,
+    "falcon_h1": _mamba2_falcon_h1,
+    "nemotron_h": _mamba2_nemotron,
+    "lfm2": _short_conv,
+    "lfm2_moe": _short_conv,
+    "minimax": _lightning,
     "recurrent_gemma": _rg_lru,
 }
 
@@ -513,8 +637,10 @@ def _attention_parts(c: Any, kind: str, kv_dtype: str, model_type: str | None) -
     head_dim = _get(c, "head_dim", "attention_head_dim")
     if not head_dim:
         head_dim = _whole(c, "hidden_size") // heads
-    return (CachePart("keys", (kv_heads, S, head_dim), kv_dtype, True),
-            CachePart("values", (kv_heads, S, head_dim), kv_dtype, True))
+    return (
+        CachePart("keys", (kv_heads, S, head_dim), kv_dtype, True),
+        CachePart("values", (kv_heads, S, head_dim), kv_dtype, True),
+    )
 
 
 class LayerTypesUnreadable(MemoryInputError):
@@ -533,35 +659,46 @@ def from_transformers(t: Any, kv_dtype: str, name: str, model_type: str | None =
     from transformers.cache_utils import DYNAMIC_LAYER_TYPE_MAPPING, get_layer_types_and_kwargs  # lazy: torch
 
     model_type = model_type or getattr(t, "model_type", None)
-    n_layer = check_int("num_hidden_layers", _whole(t, "num_hidden_layers", "num_layers", "n_layer"),
-                        hi=LIMITS["n_layer"])
+    n_layer = check_int(
+        "num_hidden_layers", _whole(t, "num_hidden_layers", "num_layers", "n_layer"), hi=LIMITS["n_layer"]
+    )
     declared = getattr(t, "layer_types", None)
     if isinstance(declared, (list, tuple)) and len(declared) != n_layer:
-        raise MemoryInputError(_("layer_types has {n:,} entries for {layers:,} layers: give one per layer, "
-                                 "or remove it").format(n=len(declared), layers=n_layer))
+        raise MemoryInputError(
+            _("layer_types has {n:,} entries for {layers:,} layers: give one per layer, or remove it").format(
+                n=len(declared), layers=n_layer
+            )
+        )
     try:
         types, kwargs = get_layer_types_and_kwargs(t)
     except (AttributeError, TypeError, ValueError, IndexError, KeyError) as exc:
-        raise LayerTypesUnreadable(_("transformers cannot read this config's layer types ({error})").format(
-            error=type(exc).__name__)) from None
+        raise LayerTypesUnreadable(
+            _("transformers cannot read this config's layer types ({error})").format(error=type(exc).__name__)
+        ) from None
     types = list(types)
     if len(types) != n_layer:
-        raise MemoryInputError(_("transformers reads {n:,} layer types for {layers:,} layers").format(
-            n=len(types), layers=n_layer))
+        raise MemoryInputError(
+            _("transformers reads {n:,} layer types for {layers:,} layers").format(n=len(types), layers=n_layer)
+        )
     model_dtype = _torch_dtype_name(getattr(t, "dtype", None)) or "fp32"
     layer_configs = t.per_layer_config
     layers = []
     for i, (cache_type, layer_kwargs) in enumerate(zip(types, kwargs, strict=True)):
         own = declared[i] if isinstance(declared, (list, tuple)) else cache_type
         if cache_type not in DYNAMIC_LAYER_TYPE_MAPPING or cache_type not in _KIND_OF_CACHE_TYPE:
-            raise MemoryInputError(_("layer {layer} has the layer type {type}, which transformers' cache does not "
-                                     "know; kvviz never counts an unknown layer as attention").format(
-                                         layer=i, type=repr(str(own)[:40])))
+            raise MemoryInputError(
+                _(
+                    "layer {layer} has the layer type {type}, which transformers' cache does not "
+                    "know; kvviz never counts an unknown layer as attention"
+                ).format(layer=i, type=repr(str(own)[:40]))
+            )
         c = layer_configs[i]
         kind = _KIND_OF_CACHE_TYPE[cache_type]
         if kind == "full" and _get(c, "kv_lora_rank"):
             kind = "mla"
-        window = layer_kwargs.get("sliding_window") if kind in WINDOWED_KINDS or cache_type == "hybrid_sliding" else None
+        window = (
+            layer_kwargs.get("sliding_window") if kind in WINDOWED_KINDS or cache_type == "hybrid_sliding" else None
+        )
         if window is not None:
             window = check_int("sliding_window", window, hi=LIMITS["window"])
         parts: tuple[CachePart, ...] = ()
@@ -571,9 +708,12 @@ def from_transformers(t: Any, kv_dtype: str, name: str, model_type: str | None =
         if kind in ("state", "hybrid"):
             formula = STATE_FORMULAS.get(str(model_type))
             if formula is None:
-                raise MemoryInputError(_("layer {layer} ({type}) keeps a fixed state whose shape kvviz does not know "
-                                         "for {model_type}; it is not counted as attention").format(
-                                             layer=i, type=repr(str(own)[:40]), model_type=model_type))
+                raise MemoryInputError(
+                    _(
+                        "layer {layer} ({type}) keeps a fixed state whose shape kvviz does not know "
+                        "for {model_type}; it is not counted as attention"
+                    ).format(layer=i, type=repr(str(own)[:40]), model_type=model_type)
+                )
             state_mixer, state = formula(c, model_dtype)
             mixer = state_mixer if kind == "state" else f"attention + {state_mixer}"
             parts = parts + state

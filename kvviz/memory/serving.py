@@ -18,6 +18,7 @@ and differs in three documented ways (its source files named; the numbers below 
 `paged_per_sequence` applies the three, layer by layer; `fits` answers "how many sequences of L tokens fit in M
 bytes" both ways. Integer-exact, torch-free.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -45,8 +46,9 @@ def vllm_state_bytes(stack: CacheLayers, model_dtype: str) -> int:
     except where vLLM's model hook keeps them in float32."""
     conv = _bytes_per_number(model_dtype)
     ssm = 4 if stack.model_type in VLLM_FP32_SSM_STATE else conv
-    return sum(p.numbers * (ssm if p.name == "recurrent_state" else conv)
-               for x in stack.layers for p in x.parts if not p.grows)
+    return sum(
+        p.numbers * (ssm if p.name == "recurrent_state" else conv) for x in stack.layers for p in x.parts if not p.grows
+    )
 
 
 def state_model_dtype(stack: CacheLayers) -> str | None:
@@ -81,8 +83,13 @@ def paged_layout(stack: CacheLayers, block_size: int = VLLM_BLOCK_SIZE) -> Paged
     model = state_model_dtype(stack)
     size = _bytes_per_number(model) if model else 0
     ssm = 4 if stack.model_type in VLLM_FP32_SSM_STATE else size
-    state = max((sum(p.numbers * (ssm if p.name == "recurrent_state" else size) for p in x.parts if not p.grows)
-                 for x in stack.layers), default=0)
+    state = max(
+        (
+            sum(p.numbers * (ssm if p.name == "recurrent_state" else size) for p in x.parts if not p.grows)
+            for x in stack.layers
+        ),
+        default=0,
+    )
     block = block_size
     if state and per_token and block * per_token < state:
         step = KERNEL_BLOCK_ALIGNMENT * per_token
@@ -128,8 +135,15 @@ def fits(stack: CacheLayers, memory_bytes: int, tokens: int, block_size: int = V
     shared = sum(x.per_layer_bytes(tokens) for x in stack.layers)  # once for the whole batch
     transformers_n = 0 if per_sequence <= 0 else max(0, (memory_bytes - shared) // per_sequence)
     paged = paged_per_sequence(stack, tokens, block_size)
-    return Fits(tokens, memory_bytes, per_sequence, transformers_n, paged, memory_bytes // paged if paged else 0,
-                paged_layout(stack, block_size).block_tokens)
+    return Fits(
+        tokens,
+        memory_bytes,
+        per_sequence,
+        transformers_n,
+        paged,
+        memory_bytes // paged if paged else 0,
+        paged_layout(stack, block_size).block_tokens,
+    )
 
 
 def vllm_notes(stack: CacheLayers) -> list[str]:
@@ -140,16 +154,22 @@ def vllm_notes(stack: CacheLayers) -> list[str]:
     notes = []
     vllm = vllm_state_bytes(stack, model)
     if vllm != stack.fixed_bytes:
-        notes.append(_("vLLM keeps these states in the model's dtype ({dtype}) by default: {vllm:,} B per sequence "
-                       "where transformers holds {held:,} B (transformers keeps the recurrent states in float32; "
-                       "vllm/model_executor/layers/mamba/mamba_utils.py).").format(
-                           dtype=model, vllm=vllm, held=stack.fixed_bytes))
+        notes.append(
+            _(
+                "vLLM keeps these states in the model's dtype ({dtype}) by default: {vllm:,} B per sequence "
+                "where transformers holds {held:,} B (transformers keeps the recurrent states in float32; "
+                "vllm/model_executor/layers/mamba/mamba_utils.py)."
+            ).format(dtype=model, vllm=vllm, held=stack.fixed_bytes)
+        )
     layout = paged_layout(stack)
     if layout.state_padding_bytes:
-        notes.append(_("vLLM pads each state layer's page to the attention page ({page:,} B, a block of {block:,} "
-                       "tokens): {pad:,} B more per state layer per sequence "
-                       "(vllm/model_executor/models/config.py).").format(
-                           page=layout.state_page_bytes, block=layout.block_tokens, pad=layout.state_padding_bytes))
+        notes.append(
+            _(
+                "vLLM pads each state layer's page to the attention page ({page:,} B, a block of {block:,} "
+                "tokens): {pad:,} B more per state layer per sequence "
+                "(vllm/model_executor/models/config.py)."
+            ).format(page=layout.state_page_bytes, block=layout.block_tokens, pad=layout.state_padding_bytes)
+        )
     return notes
 
 

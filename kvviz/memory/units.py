@@ -3,6 +3,7 @@
 1 KiB = 1024 bytes, 1 MiB = 2**20, 1 GiB = 2**30; 1 kB = 1000 bytes, 1 GB = 10**9. Numbers read naturally:
 4 significant digits, never scientific notation ('73.73 kB', never '7.373e-05 GB').
 """
+
 from __future__ import annotations
 
 import math
@@ -13,8 +14,19 @@ GB = 10**9
 # Every byte unit kvviz reads or writes, in bytes. The formatter writes SI's "kB"; "KB", as sources print it and as
 # the lesson's unit picker offers it, is read the same: 10^3 (the units rule, kvviz.claims.UNITS_RULE).
 UNIT_BYTES: dict[str, int] = {
-    "B": 1, "kB": 10**3, "KB": 10**3, "MB": 10**6, "GB": GB, "TB": 10**12, "PB": 10**15,
-    "KiB": KIB, "MiB": MIB, "GiB": GIB, "TiB": TIB, "PiB": 2**50, "EiB": 2**60,
+    "B": 1,
+    "kB": 10**3,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": GB,
+    "TB": 10**12,
+    "PB": 10**15,
+    "KiB": KIB,
+    "MiB": MIB,
+    "GiB": GIB,
+    "TiB": TIB,
+    "PiB": 2**50,
+    "EiB": 2**60,
 }
 # A decimal unit's binary twin: the pairs a reader mixes up (a "GB" that means GiB).
 BINARY_TWIN: dict[str, str] = {"kB": "KiB", "KB": "KiB", "MB": "MiB", "GB": "GiB", "TB": "TiB", "PB": "PiB"}

@@ -33,6 +33,7 @@ cache_utils.py writes `[batch_size, num_heads, seq_len, head_dim]` throughout), 
 
 An uncached pass has q_len = seq_len, so its attention weights are [batch_size, num_heads, seq_len, seq_len].
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -98,6 +99,7 @@ class ModelDims:
         the names kvviz.memory.config_fields.CONFIG_FIELDS lists (GPT-2's n_layer, n_head, n_embd, n_inner,
         n_positions; Llama's num_hidden_layers, num_attention_heads, num_key_value_heads, hidden_size, head_dim,
         intermediate_size, max_position_embeddings). Llama's MLP is gated (3 matrices)."""
+
         def value(dimension: str) -> Any:
             found = config_field(config, dimension)
             return None if found is None else found[1]
@@ -108,14 +110,26 @@ class ModelDims:
         gated = model_type == "llama" or hybrid
         linear = {}
         if hybrid:  # OLMo-hybrid's Gated DeltaNet layers (transformers' OlmoHybridConfig names)
-            linear = dict(layer_types=tuple(config["layer_types"]), linear_heads=config["linear_num_value_heads"],
-                          linear_key_dim=config["linear_key_head_dim"],
-                          linear_value_dim=config["linear_value_head_dim"],
-                          conv_kernel=config["linear_conv_kernel_dim"])
-        return cls(n_layer=value("n_layer"), n_head=n_head, n_kv_heads=value("n_kv_heads") or n_head,
-                   head_dim=value("head_dim") or n_embd // n_head, n_embd=n_embd, d_ff=value("d_ff") or 4 * n_embd,
-                   vocab_size=value("vocab_size"), n_positions=value("max_context"), mlp_matrices=3 if gated else 2,
-                   model_type=model_type if model_type in ("llama", "olmo_hybrid") else "gpt2", **linear)
+            linear = dict(
+                layer_types=tuple(config["layer_types"]),
+                linear_heads=config["linear_num_value_heads"],
+                linear_key_dim=config["linear_key_head_dim"],
+                linear_value_dim=config["linear_value_head_dim"],
+                conv_kernel=config["linear_conv_kernel_dim"],
+            )
+        return cls(
+            n_layer=value("n_layer"),
+            n_head=n_head,
+            n_kv_heads=value("n_kv_heads") or n_head,
+            head_dim=value("head_dim") or n_embd // n_head,
+            n_embd=n_embd,
+            d_ff=value("d_ff") or 4 * n_embd,
+            vocab_size=value("vocab_size"),
+            n_positions=value("max_context"),
+            mlp_matrices=3 if gated else 2,
+            model_type=model_type if model_type in ("llama", "olmo_hybrid") else "gpt2",
+            **linear,
+        )
 
     @classmethod
     def from_preset(cls, preset: Preset, model_type: str) -> ModelDims:
@@ -123,22 +137,46 @@ class ModelDims:
         if preset.shape is None:
             raise ValueError(f"preset {preset.name!r} has no dense shape (MoE or MLA): its dimensions are not known")
         s = preset.shape
-        return cls(n_layer=s.n_layer, n_head=s.n_head, n_kv_heads=s.n_kv_heads, head_dim=s.head_dim, n_embd=s.n_embd,
-                   d_ff=s.d_ff, vocab_size=s.vocab_size, n_positions=preset.max_context, mlp_matrices=s.mlp_matrices,
-                   model_type=model_type)
+        return cls(
+            n_layer=s.n_layer,
+            n_head=s.n_head,
+            n_kv_heads=s.n_kv_heads,
+            head_dim=s.head_dim,
+            n_embd=s.n_embd,
+            d_ff=s.d_ff,
+            vocab_size=s.vocab_size,
+            n_positions=preset.max_context,
+            mlp_matrices=s.mlp_matrices,
+            model_type=model_type,
+        )
 
     def ops_shape(self, name: str = "custom") -> ModelShape:
         """The numbers kvviz.ops counts a forward pass's matmul work with."""
-        return ModelShape(n_layer=self.n_layer, n_head=self.n_head, n_kv_heads=self.n_kv_heads,
-                          head_dim=self.head_dim, n_embd=self.n_embd, d_ff=self.d_ff, vocab_size=self.vocab_size,
-                          mlp_matrices=self.mlp_matrices, name=name)
+        return ModelShape(
+            n_layer=self.n_layer,
+            n_head=self.n_head,
+            n_kv_heads=self.n_kv_heads,
+            head_dim=self.head_dim,
+            n_embd=self.n_embd,
+            d_ff=self.d_ff,
+            vocab_size=self.vocab_size,
+            mlp_matrices=self.mlp_matrices,
+            name=name,
+        )
 
     def kv_config(self, dtype: str, name: str = "custom", **layout: int | None) -> KVConfig:
         """The cache layout the memory calculator sizes, with the cache's number format and, in `layout`, any of
         KVConfig's other fields (window, local_per_global, quant_group_size, ...). Its layers are the ones that keep
         K/V (a hybrid's attention layers; its linear layers' fixed states: linear_state_bytes)."""
-        return KVConfig(n_layer=len(self.attention_layers), n_head=self.n_head, n_kv_heads=self.n_kv_heads, head_dim=self.head_dim,
-                        dtype=dtype, name=name, **layout)  # KVConfig checks each field
+        return KVConfig(
+            n_layer=len(self.attention_layers),
+            n_head=self.n_head,
+            n_kv_heads=self.n_kv_heads,
+            head_dim=self.head_dim,
+            dtype=dtype,
+            name=name,
+            **layout,
+        )  # KVConfig checks each field
 
     def kv_bytes_per_position(self, bytes_per_element: int) -> int:
         """K and V of one position in every attention layer: 2 x layers x n_kv_heads x head_dim numbers."""
@@ -148,13 +186,23 @@ class ModelDims:
         """The cache layer by layer, as transformers builds it (kvviz.memory.layers, the one home of every layer
         kind's bytes): attention layers of kv_config's shape, and a hybrid's linear-attention layers with Gated
         DeltaNet's state (the recurrent state in float32, the conv state in `dtype`, as transformers keeps them)."""
-        full = KVConfig(n_layer=self.n_layer, n_head=self.n_head, n_kv_heads=self.n_kv_heads, head_dim=self.head_dim,
-                        dtype=dtype, name=name)
+        full = KVConfig(
+            n_layer=self.n_layer,
+            n_head=self.n_head,
+            n_kv_heads=self.n_kv_heads,
+            head_dim=self.head_dim,
+            dtype=dtype,
+            name=name,
+        )
         if self.all_attention:
             return cache_layers.from_kv_config(full)
-        shape = SimpleNamespace(linear_num_key_heads=self.linear_heads, linear_num_value_heads=self.linear_heads,
-                                linear_key_head_dim=self.linear_key_dim, linear_value_head_dim=self.linear_value_dim,
-                                linear_conv_kernel_dim=self.conv_kernel)
+        shape = SimpleNamespace(
+            linear_num_key_heads=self.linear_heads,
+            linear_num_value_heads=self.linear_heads,
+            linear_key_head_dim=self.linear_key_dim,
+            linear_value_head_dim=self.linear_value_dim,
+            linear_conv_kernel_dim=self.conv_kernel,
+        )
         mixer, state = cache_layers.STATE_FORMULAS[self.model_type](shape, full.dtype)
         return cache_layers.from_pattern(full, self.layer_types, state, mixer)
 
@@ -168,12 +216,18 @@ class ModelDims:
     def gpt2_config(self) -> dict[str, int]:
         """transformers.GPT2Config's arguments for a GPT-2 of these dimensions (and kvviz.model.load_cost's input):
         n_inner only when the MLP is not GPT-2's default 4 x n_embd."""
-        config = dict(n_layer=self.n_layer, n_head=self.n_head, n_embd=self.n_embd, n_positions=self.n_positions,
-                      vocab_size=self.vocab_size)
+        config = dict(
+            n_layer=self.n_layer,
+            n_head=self.n_head,
+            n_embd=self.n_embd,
+            n_positions=self.n_positions,
+            vocab_size=self.vocab_size,
+        )
         return config if self.d_ff == 4 * self.n_embd else {**config, "n_inner": self.d_ff}
 
 
 # The public GPT-2 checkpoints, for random-weight builds of their shapes: from kvviz.memory.presets, the one source of
 # their numbers (each cites its config.json on the Hugging Face hub). In the presets' order, smallest first.
-GPT2_FAMILY: dict[str, ModelDims] = {name: ModelDims.from_preset(preset, "gpt2") for name, preset in PRESETS.items()
-                                     if "gpt2" in name}
+GPT2_FAMILY: dict[str, ModelDims] = {
+    name: ModelDims.from_preset(preset, "gpt2") for name, preset in PRESETS.items() if "gpt2" in name
+}

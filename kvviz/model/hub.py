@@ -3,6 +3,7 @@
 The hub is never waited on: one 2-second TCP connect says whether it is reachable, instead of transformers'
 30 s of retries when offline. Torch-free (huggingface_hub only).
 """
+
 from __future__ import annotations
 
 import os

@@ -5,6 +5,7 @@ Streamlit; a forward pass makes no such call for seconds (1,000 tokens through G
 Streamlit (a status line's write) before every block gives the pass those stopping points. The stage's race and the
 benchmark both use it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,8 +28,9 @@ def checks_inside_passes(model: torch.nn.Module, check: Callable[[], None]) -> I
         if threading.get_ident() == owner:
             check()
 
-    blocks = getattr(getattr(model, "transformer", None), "h", None) or getattr(getattr(model, "model", None),
-                                                                                 "layers", [])
+    blocks = getattr(getattr(model, "transformer", None), "h", None) or getattr(
+        getattr(model, "model", None), "layers", []
+    )
     handles = [block.register_forward_pre_hook(hook) for block in blocks]
     try:
         yield

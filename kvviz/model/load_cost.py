@@ -12,6 +12,7 @@ reading a single weight byte:
 The loader keeps every weight in float32, so the memory a load takes is 4 bytes per parameter.
 UI-free and torch-free.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,7 +35,11 @@ SAFETENSORS_INDEX = "model.safetensors.index.json"  # sharded checkpoints: weigh
 
 # GPT2Config's defaults (the 124M gpt2 shape): a config.json may leave any of them out.
 GPT2_CONFIG_DEFAULTS: dict[str, Any] = {
-    "n_layer": 12, "n_embd": 768, "n_positions": 1024, "vocab_size": 50257, "n_inner": None,
+    "n_layer": 12,
+    "n_embd": 768,
+    "n_positions": 1024,
+    "vocab_size": 50257,
+    "n_inner": None,
     "tie_word_embeddings": True,
 }
 
@@ -56,11 +61,16 @@ class LoadCap:
     def describe(self) -> str:
         """One line for the UI and docs/deploying.md, e.g. '200,000,000 parameters (0.75 GiB of float32 weights)'."""
         return _("{params:,} parameters ({gib:.2f} GiB of float32 weights)").format(
-            params=self.max_params, gib=self.max_float32_bytes / 2**30)
+            params=self.max_params, gib=self.max_float32_bytes / 2**30
+        )
 
 
 def gpt2_param_count(
-    n_layer: int, n_embd: int, n_positions: int, vocab_size: int, n_inner: int | None = None,
+    n_layer: int,
+    n_embd: int,
+    n_positions: int,
+    vocab_size: int,
+    n_inner: int | None = None,
     tie_word_embeddings: bool = True,
 ) -> int:
     """Parameters of a GPT2LMHeadModel: token + position embeddings, n_layer blocks, final LayerNorm.
@@ -84,14 +94,20 @@ def read_config(folder: Path) -> dict[str, Any]:
         raise ValueError(_("the folder has no config.json: it is not a saved model folder"))
     try:
         if path.stat().st_size > MAX_HEADER_BYTES:
-            raise ValueError(_("its config.json is {size:,} bytes: far too large for a model config").format(
-                size=path.stat().st_size))
+            raise ValueError(
+                _("its config.json is {size:,} bytes: far too large for a model config").format(
+                    size=path.stat().st_size
+                )
+            )
         cfg = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(_("its config.json is not valid JSON ({error})").format(error=exc.__class__.__name__)) from None
+        raise ValueError(
+            _("its config.json is not valid JSON ({error})").format(error=exc.__class__.__name__)
+        ) from None
     except ValueError as exc:  # Python's 4,300-digit limit on a number, or the size above (which names config.json)
-        raise ValueError(str(exc) if "config.json" in str(exc) else
-                         _("its config.json holds a number with thousands of digits")) from None
+        raise ValueError(
+            str(exc) if "config.json" in str(exc) else _("its config.json holds a number with thousands of digits")
+        ) from None
     if not isinstance(cfg, dict):
         raise ValueError(_("its config.json is not a JSON object"))
     return cfg
@@ -102,25 +118,41 @@ def params_from_config(cfg: dict[str, Any]) -> int:
     values = {key: _gpt2_value(cfg, key, default) for key, default in GPT2_CONFIG_DEFAULTS.items()}
     for key in ("n_layer", "n_embd", "n_positions", "vocab_size"):
         if not isinstance(values[key], int) or isinstance(values[key], bool) or values[key] <= 0:
-            raise ValueError(_("its config.json has no usable {key} (got {value})").format(
-                key=key, value=_short(values[key])))
+            raise ValueError(
+                _("its config.json has no usable {key} (got {value})").format(key=key, value=_short(values[key]))
+            )
     if values["n_inner"] is not None and (not isinstance(values["n_inner"], int) or values["n_inner"] <= 0):
-        raise ValueError(_("its config.json has no usable {key} (got {value})").format(
-            key="n_inner", value=_short(values["n_inner"])))
+        raise ValueError(
+            _("its config.json has no usable {key} (got {value})").format(
+                key="n_inner", value=_short(values["n_inner"])
+            )
+        )
     n_head = _gpt2_value(cfg, "n_head", 12)
     if not isinstance(n_head, int) or isinstance(n_head, bool) or n_head <= 0 or values["n_embd"] % n_head:
-        raise ValueError(_("its config.json needs n_head, a positive whole number dividing n_embd = {n_embd:,} "
-                           "(got {value})").format(n_embd=values["n_embd"], value=_short(n_head)))
+        raise ValueError(
+            _(
+                "its config.json needs n_head, a positive whole number dividing n_embd = {n_embd:,} (got {value})"
+            ).format(n_embd=values["n_embd"], value=_short(n_head))
+        )
     for key in ("torch_dtype", "dtype"):
         if key in cfg and cfg[key] is not None and cfg[key] not in TORCH_DTYPES:
-            raise ValueError(_("its config.json gives {key} = {value}; use one of {choices}").format(
-                key=key, value=_short(cfg[key]), choices=", ".join(TORCH_DTYPES)))
+            raise ValueError(
+                _("its config.json gives {key} = {value}; use one of {choices}").format(
+                    key=key, value=_short(cfg[key]), choices=", ".join(TORCH_DTYPES)
+                )
+            )
     return gpt2_param_count(**values)
 
 
 # GPT2Config's argument -> the dimension config.json may name it by (kvviz.memory.config_fields.CONFIG_FIELDS)
-_GPT2_DIMENSIONS = {"n_layer": "n_layer", "n_head": "n_head", "n_embd": "hidden", "n_positions": "max_context",
-                    "vocab_size": "vocab_size", "n_inner": "d_ff"}
+_GPT2_DIMENSIONS = {
+    "n_layer": "n_layer",
+    "n_head": "n_head",
+    "n_embd": "hidden",
+    "n_positions": "max_context",
+    "vocab_size": "vocab_size",
+    "n_inner": "d_ff",
+}
 
 
 def _gpt2_value(cfg: dict[str, Any], key: str, default: Any) -> Any:
@@ -150,8 +182,9 @@ def safetensors_files(folder: Path) -> list[Path]:
     files = []
     for name in names:
         if not isinstance(name, str) or Path(name).name != name or not (folder / name).is_file():
-            raise ValueError(_("its {index} names a shard that is not a file in the folder").format(
-                index=SAFETENSORS_INDEX))
+            raise ValueError(
+                _("its {index} names a shard that is not a file in the folder").format(index=SAFETENSORS_INDEX)
+            )
         files.append(folder / name)
     return files
 
@@ -164,9 +197,12 @@ def safetensors_header(path: Path) -> dict[str, dict[str, Any]]:
             raise ValueError(_("{file} is too short to be a safetensors file").format(file=path.name))
         (header_len,) = struct.unpack("<Q", raw_len)
         if header_len > MAX_HEADER_BYTES:
-            raise ValueError(_("{file} declares a {size:,}-byte header, more than the {limit_mib} MiB kvviz reads "
-                               "(a GPT-2's is under 100 KB)").format(file=path.name, size=header_len,
-                                                                    limit_mib=MAX_HEADER_BYTES // 2**20))
+            raise ValueError(
+                _(
+                    "{file} declares a {size:,}-byte header, more than the {limit_mib} MiB kvviz reads "
+                    "(a GPT-2's is under 100 KB)"
+                ).format(file=path.name, size=header_len, limit_mib=MAX_HEADER_BYTES // 2**20)
+            )
         try:
             header = json.loads(fh.read(header_len))
             tensors = {name: t for name, t in header.items() if name != "__metadata__"}
@@ -193,8 +229,11 @@ def check_folder(folder: Path, cap: LoadCap | None) -> int:
     """
     cfg = read_config(folder)
     if cfg.get("model_type") != "gpt2":
-        raise ValueError(_("it is a {model_type} model; kvviz steps through GPT-2 models").format(
-            model_type=_short(cfg.get("model_type"))))
+        raise ValueError(
+            _("it is a {model_type} model; kvviz steps through GPT-2 models").format(
+                model_type=_short(cfg.get("model_type"))
+            )
+        )
     from_config = params_from_config(cfg)  # checks the shape too: transformers would fail on it in raw words
     if cap is not None:
         refuse_over_cap(from_config, cap, _("its config.json"))
@@ -208,7 +247,9 @@ def check_folder(folder: Path, cap: LoadCap | None) -> int:
 
 def refuse_over_cap(n_params: int, cap: LoadCap, where: str) -> None:
     if n_params > cap.max_params:
-        raise LoadTooLarge(_(
-            "the model is too large for this server: {where} says {params:,} parameters ({gib:.2f} GiB as "
-            "float32); one load may take at most {cap}"
-        ).format(where=where, params=n_params, gib=n_params * FLOAT32_BYTES / 2**30, cap=cap.describe()))
+        raise LoadTooLarge(
+            _(
+                "the model is too large for this server: {where} says {params:,} parameters ({gib:.2f} GiB as "
+                "float32); one load may take at most {cap}"
+            ).format(where=where, params=n_params, gib=n_params * FLOAT32_BYTES / 2**30, cap=cap.describe())
+        )

@@ -22,6 +22,7 @@ clear message when it is unreachable, instead of transformers' 30 s of retries (
 is read (kvviz.model.load_cost), and forbids downloads. One load runs at a time per process; every failure is a
 ModelLoadError with a one-line message.
 """
+
 from __future__ import annotations
 
 import functools
@@ -84,7 +85,6 @@ def inference_mode(fn: Callable[P, R]) -> Callable[P, R]:
     return run
 
 
-
 @dataclass(frozen=True)
 class BundledSpec:
     """A model shipped with kvviz: offered offline, in every mode, without a cap."""
@@ -99,8 +99,11 @@ class BundledSpec:
 BUNDLED_MODELS: dict[str, BundledSpec] = {
     BUNDLED: BundledSpec(BUNDLED, ASSETS_DIR / "bundled", N_("Bundled Tiny-Shakespeare GPT-2")),
     BUNDLED_GQA: BundledSpec(BUNDLED_GQA, ASSETS_DIR / "bundled_gqa", N_("Bundled Tiny-Shakespeare Llama, GQA")),
-    BUNDLED_HYBRID: BundledSpec(BUNDLED_HYBRID, ASSETS_DIR / "bundled_hybrid",
-                                N_("Bundled Tiny-Shakespeare hybrid, linear attention + attention")),
+    BUNDLED_HYBRID: BundledSpec(
+        BUNDLED_HYBRID,
+        ASSETS_DIR / "bundled_hybrid",
+        N_("Bundled Tiny-Shakespeare hybrid, linear attention + attention"),
+    ),
 }
 # model_type -> transformers class
 MODEL_CLASSES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "olmo_hybrid": "OlmoHybridForCausalLM"}
@@ -173,10 +176,14 @@ def _info(dims: ModelDims, **loaded: Any) -> ModelInfo:
 def _describe(spec: str, kind: str, label: dict[str, Any], model: Any) -> ModelInfo:
     cfg = model.config
     return _info(
-        ModelDims.from_config(cfg.to_dict()), spec=spec, kind=kind, **label,
+        ModelDims.from_config(cfg.to_dict()),
+        spec=spec,
+        kind=kind,
+        **label,
         n_params=sum(p.numel() for p in model.parameters()),
         dtype=str(next(model.parameters()).dtype).removeprefix("torch."),
-        attn_implementation=cfg._attn_implementation, weights_are_random=(kind == "random"),
+        attn_implementation=cfg._attn_implementation,
+        weights_are_random=(kind == "random"),
     )
 
 
@@ -190,28 +197,55 @@ def _from_folder(folder: Path | str, attn_implementation: str, local_files_only:
     # config.json picks the class: llama only for a bundled model (load_cost admits GPT-2 folders only)
     model_type = load_cost.read_config(Path(folder)).get("model_type") if Path(folder).is_dir() else "gpt2"
     model_class = getattr(transformers, MODEL_CLASSES.get(model_type, MODEL_CLASSES["gpt2"]))
-    model = model_class.from_pretrained(folder, use_safetensors=True, trust_remote_code=False, dtype=torch.float32,
-                                        local_files_only=local_files_only, attn_implementation=attn_implementation)
+    model = model_class.from_pretrained(
+        folder,
+        use_safetensors=True,
+        trust_remote_code=False,
+        dtype=torch.float32,
+        local_files_only=local_files_only,
+        attn_implementation=attn_implementation,
+    )
     tokenizer = GPT2TokenizerFast.from_pretrained(folder, local_files_only=local_files_only)
     if not 1 < len(tokenizer) <= model.config.vocab_size:
         # transformers 5 builds an EMPTY tokenizer from a folder without tokenizer files, instead of failing
-        raise ValueError(_("its tokenizer has {n_tokens} tokens for a model of {vocab_size}").format(
-            n_tokens=len(tokenizer), vocab_size=model.config.vocab_size))
+        raise ValueError(
+            _("its tokenizer has {n_tokens} tokens for a model of {vocab_size}").format(
+                n_tokens=len(tokenizer), vocab_size=model.config.vocab_size
+            )
+        )
     return model.eval(), tokenizer
 
 
 def _bundled_label(title: str, dims: ModelDims) -> dict[str, Any]:
-    shown = dict(title=i18n.Message(title), n_layer=dims.n_layer, n_head=dims.n_head, head_dim=dims.head_dim,
-                 n_positions=dims.n_positions)
+    shown = dict(
+        title=i18n.Message(title),
+        n_layer=dims.n_layer,
+        n_head=dims.n_head,
+        head_dim=dims.head_dim,
+        n_positions=dims.n_positions,
+    )
     if not dims.all_attention:
-        return _label(N_("{title} ({n_linear} Gated DeltaNet layers with a fixed state + {n_attention} attention "
-                         "layer of {n_head} heads, head_dim {head_dim}, {n_positions} positions)"), **shown,
-                      n_linear=len(dims.linear_layers), n_attention=len(dims.attention_layers))
+        return _label(
+            N_(
+                "{title} ({n_linear} Gated DeltaNet layers with a fixed state + {n_attention} attention "
+                "layer of {n_head} heads, head_dim {head_dim}, {n_positions} positions)"
+            ),
+            **shown,
+            n_linear=len(dims.linear_layers),
+            n_attention=len(dims.attention_layers),
+        )
     if dims.n_kv_heads != dims.n_head:
-        return _label(N_("{title} ({n_layer} layers x {n_head} heads sharing {n_kv_heads} K/V heads, head_dim "
-                         "{head_dim}, {n_positions} positions)"), **shown, n_kv_heads=dims.n_kv_heads)
-    return _label(N_("{title} ({n_layer} layers x {n_head} heads, head_dim {head_dim}, {n_positions} positions)"),
-                  **shown)
+        return _label(
+            N_(
+                "{title} ({n_layer} layers x {n_head} heads sharing {n_kv_heads} K/V heads, head_dim "
+                "{head_dim}, {n_positions} positions)"
+            ),
+            **shown,
+            n_kv_heads=dims.n_kv_heads,
+        )
+    return _label(
+        N_("{title} ({n_layer} layers x {n_head} heads, head_dim {head_dim}, {n_positions} positions)"), **shown
+    )
 
 
 @functools.lru_cache(maxsize=8)
@@ -225,19 +259,26 @@ def bundled_info(attn_implementation: str = "eager", name: str = BUNDLED) -> Mod
     n_params = load_cost.stored_elements(weights)
     dtypes = {t["dtype"] for t in load_cost.safetensors_header(weights).values()}
     return _info(
-        dims, spec=name, kind="bundled", **_bundled_label(spec.title, dims), n_params=n_params,
+        dims,
+        spec=name,
+        kind="bundled",
+        **_bundled_label(spec.title, dims),
+        n_params=n_params,
         dtype="float32" if dtypes == {"F32"} else ",".join(sorted(dtypes)),
-        attn_implementation=attn_implementation, weights_are_random=False,
+        attn_implementation=attn_implementation,
+        weights_are_random=False,
     )
 
 
 def load_bundled(attn_implementation: str = "eager", name: str = BUNDLED) -> LoadedModel:
     spec = BUNDLED_MODELS[name]
     if not (spec.folder / "model.safetensors").is_file():
-        raise ModelLoadError(_(
-            "The bundled model is missing from {folder}. Re-create it with "
-            "`python -m kvviz.training.train --text ../shared/data/tinyshakespeare.txt`."
-        ).format(folder=spec.folder))
+        raise ModelLoadError(
+            _(
+                "The bundled model is missing from {folder}. Re-create it with "
+                "`python -m kvviz.training.train --text ../shared/data/tinyshakespeare.txt`."
+            ).format(folder=spec.folder)
+        )
     model, tokenizer = _from_folder(spec.folder, attn_implementation)
     label = _bundled_label(spec.title, ModelDims.from_config(model.config.to_dict()))
     return LoadedModel(model, tokenizer, _describe(name, "bundled", label, model))
@@ -256,12 +297,22 @@ def attention_twin(name: str = BUNDLED_HYBRID) -> LoadedModel:
     cfg = json.loads((spec.folder / "config.json").read_text(encoding="utf-8"))
     generator_state = torch.random.get_rng_state()
     torch.manual_seed(0)
-    model = Olmo3ForCausalLM(Olmo3Config(
-        vocab_size=cfg["vocab_size"], hidden_size=cfg["hidden_size"], intermediate_size=cfg["intermediate_size"],
-        num_hidden_layers=cfg["num_hidden_layers"], num_attention_heads=cfg["num_attention_heads"],
-        num_key_value_heads=cfg["num_key_value_heads"], max_position_embeddings=cfg["max_position_embeddings"],
-        layer_types=["full_attention"] * cfg["num_hidden_layers"], tie_word_embeddings=cfg["tie_word_embeddings"],
-        pad_token_id=None, bos_token_id=cfg["bos_token_id"], eos_token_id=cfg["eos_token_id"]))
+    model = Olmo3ForCausalLM(
+        Olmo3Config(
+            vocab_size=cfg["vocab_size"],
+            hidden_size=cfg["hidden_size"],
+            intermediate_size=cfg["intermediate_size"],
+            num_hidden_layers=cfg["num_hidden_layers"],
+            num_attention_heads=cfg["num_attention_heads"],
+            num_key_value_heads=cfg["num_key_value_heads"],
+            max_position_embeddings=cfg["max_position_embeddings"],
+            layer_types=["full_attention"] * cfg["num_hidden_layers"],
+            tie_word_embeddings=cfg["tie_word_embeddings"],
+            pad_token_id=None,
+            bos_token_id=cfg["bos_token_id"],
+            eos_token_id=cfg["eos_token_id"],
+        )
+    )
     torch.random.set_rng_state(generator_state)
     model.set_attn_implementation("eager")
     tokenizer = GPT2TokenizerFast.from_pretrained(spec.folder, local_files_only=True)
@@ -269,11 +320,16 @@ def attention_twin(name: str = BUNDLED_HYBRID) -> LoadedModel:
     return LoadedModel(model.eval(), tokenizer, _describe(f"attention-twin:{name}", "random", label, model))
 
 
-def load_random(arch: str, attn_implementation: str = "eager", seed: int = 0, cap: LoadCap | None = None) -> LoadedModel:
+def load_random(
+    arch: str, attn_implementation: str = "eager", seed: int = 0, cap: LoadCap | None = None
+) -> LoadedModel:
     """A GPT-2 architecture with random weights. Timings and cache sizes are real; the text is not."""
     if arch not in GPT2_FAMILY:
-        raise ModelLoadError(_("Unknown GPT-2 architecture {arch}; choose one of {choices}.").format(
-            arch=shown_spec(arch), choices=", ".join(GPT2_FAMILY)))
+        raise ModelLoadError(
+            _("Unknown GPT-2 architecture {arch}; choose one of {choices}.").format(
+                arch=shown_spec(arch), choices=", ".join(GPT2_FAMILY)
+            )
+        )
     config = GPT2_FAMILY[arch].gpt2_config()
     if cap is not None:
         n_params = load_cost.params_from_config(config)
@@ -303,37 +359,57 @@ def load_pretrained(
     """Pretrained GPT-2 weights: a local folder, else the HF cache, else the hub (if allowed and answering)."""
     folder = Path(name).expanduser()
     if looks_like_path(name) and not folder.is_dir():  # never suggest `hf download /some/path`
-        raise ModelLoadError(_("There is no model folder at {path}: give a folder holding config.json, "
-                               "model.safetensors and the tokenizer files, or a model name such as gpt2.").format(
-                                   path=shown_spec(name)))
+        raise ModelLoadError(
+            _(
+                "There is no model folder at {path}: give a folder holding config.json, "
+                "model.safetensors and the tokenizer files, or a model name such as gpt2."
+            ).format(path=shown_spec(name))
+        )
     if folder.is_dir():
         where, label = shown_spec(str(folder)), _label(N_("{name} (local folder)"), name=folder.name)
     else:
-        where, label, folder = shown_spec(name), _label(N_("{name} (pretrained weights)"), name=name), cached_snapshot(name)
+        where, label, folder = (
+            shown_spec(name),
+            _label(N_("{name} (pretrained weights)"), name=name),
+            cached_snapshot(name),
+        )
     if folder is not None:
         try:
             _check_local(folder, cap)
             model, tokenizer = _from_folder(folder, attn_implementation)
         except Exception as exc:  # noqa: BLE001 - any loader failure becomes one line for the user
-            raise ModelLoadError(_("Could not load {model}: {reason}.").format(model=where, reason=_one_line(exc))) from exc
+            raise ModelLoadError(
+                _("Could not load {model}: {reason}.").format(model=where, reason=_one_line(exc))
+            ) from exc
         return LoadedModel(model, tokenizer, _describe(name, "pretrained", label, model))
     if not allow_download:
-        raise ModelLoadError(_("{model} is not in this server's Hugging Face cache, and this server downloads "
-                               "nothing.").format(model=shown_spec(name)))
+        raise ModelLoadError(
+            _("{model} is not in this server's Hugging Face cache, and this server downloads nothing.").format(
+                model=shown_spec(name)
+            )
+        )
     if not hub_reachable():
-        raise ModelLoadError(_(
-            "{model} is not in the local Hugging Face cache and the hub is unreachable (offline). "
-            "Staying on the current model. To use it, download it once on a connected machine "
-            "(e.g. {command}) or pass a local folder."
-        ).format(model=shown_spec(name), command=echo.code(f"hf download {name}", 120)))
+        raise ModelLoadError(
+            _(
+                "{model} is not in the local Hugging Face cache and the hub is unreachable (offline). "
+                "Staying on the current model. To use it, download it once on a connected machine "
+                "(e.g. {command}) or pass a local folder."
+            ).format(model=shown_spec(name), command=echo.code(f"hf download {name}", 120))
+        )
     try:
         model, tokenizer = _from_folder(name, attn_implementation, local_files_only=False)
         if model.config.model_type != "gpt2":
-            raise ValueError(_("it is a {model_type} model; kvviz steps through GPT-2 models").format(
-                model_type=repr(model.config.model_type)))
+            raise ValueError(
+                _("it is a {model_type} model; kvviz steps through GPT-2 models").format(
+                    model_type=repr(model.config.model_type)
+                )
+            )
     except Exception as exc:  # noqa: BLE001
-        raise ModelLoadError(_("Could not download {model} as a GPT-2 safetensors model: {reason}.").format(
-            model=shown_spec(name), reason=_one_line(exc))) from exc
+        raise ModelLoadError(
+            _("Could not download {model} as a GPT-2 safetensors model: {reason}.").format(
+                model=shown_spec(name), reason=_one_line(exc)
+            )
+        ) from exc
     return LoadedModel(model, tokenizer, _describe(name, "pretrained", label, model))
 
 
@@ -381,8 +457,10 @@ def shown_spec(spec: str, max_chars: int = 80) -> str:
 
 def _one_line(exc: BaseException) -> str:
     if isinstance(exc, echo.RAW_PYTHON_ERRORS) or "set_int_max_str_digits" in str(exc):
-        return _("its files do not describe a GPT-2 model transformers can build ({error}); "
-                 "check config.json against a working GPT-2 folder").format(error=exc.__class__.__name__)
+        return _(
+            "its files do not describe a GPT-2 model transformers can build ({error}); "
+            "check config.json against a working GPT-2 folder"
+        ).format(error=exc.__class__.__name__)
     text = " ".join(str(exc).split()) or exc.__class__.__name__
     return echo.one_line(text.rstrip("."), MESSAGE_CHARS)
 
@@ -420,7 +498,9 @@ def load_model(
     except ModelLoadError:
         raise
     except Exception as exc:  # noqa: BLE001 - e.g. out of memory while building a random model
-        raise ModelLoadError(_("Could not load {model}: {reason}.").format(model=shown_spec(spec), reason=_one_line(exc))) from exc
+        raise ModelLoadError(
+            _("Could not load {model}: {reason}.").format(model=shown_spec(spec), reason=_one_line(exc))
+        ) from exc
     finally:
         _load_started_at.clear()
         _LOAD_LOCK.release()

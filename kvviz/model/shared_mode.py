@@ -28,6 +28,7 @@ capped (kvviz.model.load_cost) and messages never show a server path (`redact`).
 leaves only the bundled model(s) and is reported in the server's log, never to students.
 UI-free: kvviz.ui applies the policy.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -148,8 +149,10 @@ def _policy_from_file(path: str, stamp: int | None) -> SharedPolicy:
     policy is built in a local and returned from it, so another thread clearing the cache never loses it."""
     policy = _cache.get((path, stamp))
     if policy is None:
-        policy = _read_policy(Path(path)) if stamp is not None else SharedPolicy(
-            enabled=True, cap=LoadCap(DEFAULT_MAX_PARAMS)
+        policy = (
+            _read_policy(Path(path))
+            if stamp is not None
+            else SharedPolicy(enabled=True, cap=LoadCap(DEFAULT_MAX_PARAMS))
         )
         _cache.clear()
         _cache[(path, stamp)] = policy

@@ -1,5 +1,6 @@
 """A token's text as a student reads it on the stage, the strip and the labs: byte-level pieces shown by their bytes,
 an empty token by its id. Plain Python over a loaded tokenizer (no torch)."""
+
 from __future__ import annotations
 
 import functools

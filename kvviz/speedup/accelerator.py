@@ -19,6 +19,7 @@ All timings synchronise the device (kvviz.speedup.device.Clock) and take a warm-
 the modes (order rotating) and report medians with their fastest-slowest spread. Runs on a private copy of the
 model (moved to the device and dtype): the shared model object is never touched.
 """
+
 from __future__ import annotations
 
 import copy
@@ -187,23 +188,39 @@ class DeviceBenchResult:
         return {
             "device": dataclasses.asdict(self.device),
             "model": self.model_label,
-            "prompt_len": self.prompt_len, "new_tokens": self.new_tokens, "repeats": self.repeats,
+            "prompt_len": self.prompt_len,
+            "new_tokens": self.new_tokens,
+            "repeats": self.repeats,
             "roofs": dataclasses.asdict(self.roofs),
-            "weight_bytes_per_decode_step": self.weight_bytes, "kv_row_bytes": self.kv_row_bytes,
-            "modes": {m.mode: {
-                "label": m.label,
-                "decode_tokens_per_s": list(m.decode_tokens_per_s),
-                "median_decode_step_ms": m.median_decode_step_ms,
-                "speedup_over_no_cache": self.speedup(m.mode),
-                "tokens_match_no_cache": self.tokens_match(m.mode),
-                "read_roof_fraction": self.roof_fraction(m.mode),
-            } for m in self.modes},
+            "weight_bytes_per_decode_step": self.weight_bytes,
+            "kv_row_bytes": self.kv_row_bytes,
+            "modes": {
+                m.mode: {
+                    "label": m.label,
+                    "decode_tokens_per_s": list(m.decode_tokens_per_s),
+                    "median_decode_step_ms": m.median_decode_step_ms,
+                    "speedup_over_no_cache": self.speedup(m.mode),
+                    "tokens_match_no_cache": self.tokens_match(m.mode),
+                    "read_roof_fraction": self.roof_fraction(m.mode),
+                }
+                for m in self.modes
+            },
             "skipped": self.skipped,
-            "sweep": [{"context": p.context, "cached_step_ms": list(p.cached_step_ms),
-                       "uncached_ms": list(p.uncached_ms), "ratio": p.ratio, "bytes_read": p.bytes_read,
-                       "kv_bytes_read": p.kv_bytes_read, "read_roof_fraction": p.roof_fraction,
-                       "beats_roof": p.beats_roof, "read_share_slowest_fastest": list(p.read_share_range),
-                       "bound": p.bound} for p in self.sweep],
+            "sweep": [
+                {
+                    "context": p.context,
+                    "cached_step_ms": list(p.cached_step_ms),
+                    "uncached_ms": list(p.uncached_ms),
+                    "ratio": p.ratio,
+                    "bytes_read": p.bytes_read,
+                    "kv_bytes_read": p.kv_bytes_read,
+                    "read_roof_fraction": p.roof_fraction,
+                    "beats_roof": p.beats_roof,
+                    "read_share_slowest_fastest": list(p.read_share_range),
+                    "bound": p.bound,
+                }
+                for p in self.sweep
+            ],
             "sweep_notes": list(self.sweep_notes),
         }
 
@@ -219,8 +236,9 @@ def measure_roofs(device: str, dtype: str, repeats: int = 5) -> DeviceRoofs:
     if device == "cpu":
         probe = probes.ReadProbe()
         read = probe.measure(repeats=repeats)
-        return DeviceRoofs(max(read.rates), probes.measure_peak_flops(repeats=repeats), probe.buffer_bytes,
-                           probes.GEMM_SIZE)
+        return DeviceRoofs(
+            max(read.rates), probes.measure_peak_flops(repeats=repeats), probe.buffer_bytes, probes.GEMM_SIZE
+        )
     free = devices.free_memory_bytes(device)
     buffer_bytes = min(2 * 2**30, free // 4) if free else 512 * 2**20
     buffer = torch.ones(buffer_bytes // 4, dtype=torch.float32, device=device)
@@ -244,8 +262,15 @@ def measure_roofs(device: str, dtype: str, repeats: int = 5) -> DeviceRoofs:
     return DeviceRoofs(max(rates), 2 * size**3 / min(times), buffer_bytes, size)
 
 
-def run_modes(model: torch.nn.Module, prompt_ids: list[int], new_tokens: int, repeats: int, warmup: int,
-              compile_step: bool, progress: ProgressFn | None = None) -> tuple[list[DeviceMode], dict[str, str]]:
+def run_modes(
+    model: torch.nn.Module,
+    prompt_ids: list[int],
+    new_tokens: int,
+    repeats: int,
+    warmup: int,
+    compile_step: bool,
+    progress: ProgressFn | None = None,
+) -> tuple[list[DeviceMode], dict[str, str]]:
     """Every device mode on the same prompt: warm-up runs, then `repeats` rounds with the order rotating."""
     device = model.device.type
     skipped = dict(CPU_ONLY_MODES) if device != "cpu" else {}
@@ -257,10 +282,12 @@ def run_modes(model: torch.nn.Module, prompt_ids: list[int], new_tokens: int, re
     }
     if compile_step:
         try:
-            forward, _seconds = runs.compile_forward(model, prompt_ids, len(prompt_ids) + new_tokens,
-                                                     mode="reduce-overhead" if device == "cuda" else None)
+            forward, _seconds = runs.compile_forward(
+                model, prompt_ids, len(prompt_ids) + new_tokens, mode="reduce-overhead" if device == "cuda" else None
+            )
             runners["static_compiled"] = lambda: runs.run_hf_cache(
-                model, prompt_ids, new_tokens, "static", decode_forward=forward)
+                model, prompt_ids, new_tokens, "static", decode_forward=forward
+            )
         except runs.CompileUnavailable as exc:
             skipped["static_compiled"] = str(exc)
     else:
@@ -271,7 +298,7 @@ def run_modes(model: torch.nn.Module, prompt_ids: list[int], new_tokens: int, re
             runners[name]()
     timings: dict[str, list[RunTiming]] = {name: [] for name in order}
     for round_index in range(repeats):
-        rotated = order[round_index % len(order):] + order[: round_index % len(order)]
+        rotated = order[round_index % len(order) :] + order[: round_index % len(order)]
         for name in rotated:
             if progress:
                 progress(f"round {round_index + 1}/{repeats}: {MODE_LABELS[name]}")
@@ -279,8 +306,9 @@ def run_modes(model: torch.nn.Module, prompt_ids: list[int], new_tokens: int, re
     return [DeviceMode(n, MODE_LABELS[n], tuple(timings[n])) for n in order], skipped
 
 
-def sweep_contexts(model: torch.nn.Module, row_bytes: int, contexts: tuple[int, ...] = SWEEP_CONTEXTS
-                   ) -> tuple[list[int], list[str]]:
+def sweep_contexts(
+    model: torch.nn.Module, row_bytes: int, contexts: tuple[int, ...] = SWEEP_CONTEXTS
+) -> tuple[list[int], list[str]]:
     """The contexts the sweep can take here, and a note for each one left out (positions, memory).
     row_bytes: one token's K and V in every layer, in the model's dtype."""
     device = model.device.type
@@ -290,27 +318,45 @@ def sweep_contexts(model: torch.nn.Module, row_bytes: int, contexts: tuple[int, 
     kept, notes = [], []
     longest = n_positions - 1  # the model's last position: the longest context a step can be timed at
     if contexts and max(contexts) > longest and longest not in contexts and longest > min(contexts):
-        contexts = tuple(sorted({*(c for c in contexts if c < longest), longest, *(c for c in contexts if c > longest)}))
+        contexts = tuple(
+            sorted({*(c for c in contexts if c < longest), longest, *(c for c in contexts if c > longest)})
+        )
     for context in contexts:
         if context + 1 > n_positions:
-            notes.append(_("{context} tokens: past the model's {n_positions} positions").format(
-                context=context, n_positions=n_positions))
+            notes.append(
+                _("{context} tokens: past the model's {n_positions} positions").format(
+                    context=context, n_positions=n_positions
+                )
+            )
             continue
         # the cache, plus the uncached pass's activations (hidden states and one layer's attention scores)
-        need = context * row_bytes + (context + 1) * (model.config.n_embd * 8 + model.config.n_head * (context + 1)) * element
+        need = (
+            context * row_bytes
+            + (context + 1) * (model.config.n_embd * 8 + model.config.n_head * (context + 1)) * element
+        )
         if free is not None and need > SWEEP_MEMORY_SHARE * free:
-            notes.append(_("{context} tokens: needs ~{gib:.1f} GiB, over half of the free memory").format(
-                context=context, gib=need / 2**30))
+            notes.append(
+                _("{context} tokens: needs ~{gib:.1f} GiB, over half of the free memory").format(
+                    context=context, gib=need / 2**30
+                )
+            )
             continue
         kept.append(context)
     return kept, notes
 
 
 @torch.inference_mode()
-def context_sweep(model: torch.nn.Module, roofs: DeviceRoofs, weight_bytes: int, row_bytes: int,
-                  contexts: tuple[int, ...] = SWEEP_CONTEXTS, steps: int = 9, uncached_repeats: int = 3,
-                  budget_s: float = SWEEP_BUDGET_S, progress: ProgressFn | None = None
-                  ) -> tuple[list[SweepPoint], list[str]]:
+def context_sweep(
+    model: torch.nn.Module,
+    roofs: DeviceRoofs,
+    weight_bytes: int,
+    row_bytes: int,
+    contexts: tuple[int, ...] = SWEEP_CONTEXTS,
+    steps: int = 9,
+    uncached_repeats: int = 3,
+    budget_s: float = SWEEP_BUDGET_S,
+    progress: ProgressFn | None = None,
+) -> tuple[list[SweepPoint], list[str]]:
     """Per context: `steps` cached decode steps (each on a cache of exactly `context` rows: the step's row is
     cropped off again) interleaved with uncached passes over the same context + 1 tokens. weight_bytes and
     row_bytes: what one cached step reads of the weights, and one token's K and V (the report's own figures)."""
@@ -321,8 +367,11 @@ def context_sweep(model: torch.nn.Module, roofs: DeviceRoofs, weight_bytes: int,
     clock = devices.Clock(device)
     for context in kept:
         if spent_s > budget_s:
-            notes.append(_("{context} tokens: the sweep's {budget_s:.0f} s budget is spent").format(
-                context=context, budget_s=budget_s))
+            notes.append(
+                _("{context} tokens: the sweep's {budget_s:.0f} s budget is spent").format(
+                    context=context, budget_s=budget_s
+                )
+            )
             continue
         if progress:
             progress(f"context sweep: {context} cached tokens")
@@ -346,16 +395,33 @@ def context_sweep(model: torch.nn.Module, roofs: DeviceRoofs, weight_bytes: int,
                 uncached.append(clock.ms)
             spent_s += (cached[-1] + (uncached[-1] if uncached else 0.0)) / 1000.0
         del cache
-        points.append(SweepPoint(context, tuple(cached), tuple(uncached), weight_bytes + context * row_bytes,
-                                 context * row_bytes, roofs.read_bytes_per_s))
+        points.append(
+            SweepPoint(
+                context,
+                tuple(cached),
+                tuple(uncached),
+                weight_bytes + context * row_bytes,
+                context * row_bytes,
+                roofs.read_bytes_per_s,
+            )
+        )
     return points, notes
 
 
-def run_device_benchmark(loaded: LoadedModel, prompt_ids: list[int], new_tokens: int, device: str, dtype: str,
-                         repeats: int = 3, warmup: int = 1, compile_step: bool = False,
-                         sweep: bool = True, sweep_contexts_: tuple[int, ...] = SWEEP_CONTEXTS,
-                         sweep_budget_s: float = SWEEP_BUDGET_S, progress: ProgressFn | None = None
-                         ) -> DeviceBenchResult:
+def run_device_benchmark(
+    loaded: LoadedModel,
+    prompt_ids: list[int],
+    new_tokens: int,
+    device: str,
+    dtype: str,
+    repeats: int = 3,
+    warmup: int = 1,
+    compile_step: bool = False,
+    sweep: bool = True,
+    sweep_contexts_: tuple[int, ...] = SWEEP_CONTEXTS,
+    sweep_budget_s: float = SWEEP_BUDGET_S,
+    progress: ProgressFn | None = None,
+) -> DeviceBenchResult:
     """The whole device report. Raises DeviceUnavailable (no such device here) or ValueError (a dtype that
     makes no sense there; BenchInputError, a ValueError, for a model the GPT-2 byte counts do not describe),
     before any work."""
@@ -372,12 +438,27 @@ def run_device_benchmark(loaded: LoadedModel, prompt_ids: list[int], new_tokens:
         row_bytes = loaded.info.kv_bytes_per_position(next(twin.parameters()).element_size())
         roofs = measure_roofs(device, dtype)
         modes, skipped = run_modes(twin, prompt_ids, new_tokens, repeats, warmup, compile_step, progress)
-        points, notes = (context_sweep(twin, roofs, weight_bytes, row_bytes, sweep_contexts_,
-                                       budget_s=sweep_budget_s, progress=progress) if sweep
-                         else ([], [_("not asked for")]))
+        points, notes = (
+            context_sweep(
+                twin, roofs, weight_bytes, row_bytes, sweep_contexts_, budget_s=sweep_budget_s, progress=progress
+            )
+            if sweep
+            else ([], [_("not asked for")])
+        )
         return DeviceBenchResult(
-            devices.describe(device, dtype), loaded.info.label, len(prompt_ids), new_tokens, repeats, tuple(modes),
-            skipped, roofs, weight_bytes, row_bytes, tuple(points), tuple(notes))
+            devices.describe(device, dtype),
+            loaded.info.label,
+            len(prompt_ids),
+            new_tokens,
+            repeats,
+            tuple(modes),
+            skipped,
+            roofs,
+            weight_bytes,
+            row_bytes,
+            tuple(points),
+            tuple(notes),
+        )
     finally:
         del twin
         if device == "cuda":
@@ -402,24 +483,31 @@ def format_report(result: DeviceBenchResult) -> str:
         lines.append(
             f"{mode.label:<42} {timing.median(tps):13.1f} {f'{max(tps):.1f}-{min(tps):.1f}':>17} "
             f"{result.speedup(mode.mode):11.2f} {result.roof_fraction(mode.mode):10.0%} "
-            f"{'same' if result.tokens_match(mode.mode) else 'DIFFER':>7}")
+            f"{'same' if result.tokens_match(mode.mode) else 'DIFFER':>7}"
+        )
     for name, reason in result.skipped.items():
         lines.append(f"skipped {MODE_LABELS.get(name, name)}: {reason}")
     if result.sweep:
-        lines += ["", "context sweep: one cached decode step vs one uncached pass over the same tokens (medians)",
-                  f"{'cached':>8} {'step ms':>9} {'uncached ms':>12} {'ratio':>7} {'cache share':>12} "
-                  f"{'read roof':>10} {'slowest-fastest':>16}  bound by"]
+        lines += [
+            "",
+            "context sweep: one cached decode step vs one uncached pass over the same tokens (medians)",
+            f"{'cached':>8} {'step ms':>9} {'uncached ms':>12} {'ratio':>7} {'cache share':>12} "
+            f"{'read roof':>10} {'slowest-fastest':>16}  bound by",
+        ]
         for p in result.sweep:
             share = p.kv_bytes_read / p.bytes_read
             slowest, fastest = (min(1.0, x) for x in p.read_share_range)  # shown as the read roof is: at most 100%
-            lines.append(f"{p.context:8d} {p.cached_ms:9.3f} {p.uncached_median_ms:12.3f} {p.ratio:7.1f} "
-                         f"{share:12.0%} {p.roof_fraction:10.0%}{'*' if p.beats_roof else ' '}"
-                         f"{f'{slowest:.0%}-{fastest:.0%}':>16}  {BOUND_NAMES[p.bound]}")
-        lines.append("bound by: named only when the whole slowest-fastest range of the read-roof share falls in one "
-                     "zone (under 15%: time not explained by reading bytes; 15% to a third: neither dominates; a "
-                     "third or more: reading the weights or the cache)")
+            lines.append(
+                f"{p.context:8d} {p.cached_ms:9.3f} {p.uncached_median_ms:12.3f} {p.ratio:7.1f} "
+                f"{share:12.0%} {p.roof_fraction:10.0%}{'*' if p.beats_roof else ' '}"
+                f"{f'{slowest:.0%}-{fastest:.0%}':>16}  {BOUND_NAMES[p.bound]}"
+            )
+        lines.append(
+            "bound by: named only when the whole slowest-fastest range of the read-roof share falls in one "
+            "zone (under 15%: time not explained by reading bytes; 15% to a third: neither dominates; a "
+            "third or more: reading the weights or the cache)"
+        )
         if any(p.beats_roof for p in result.sweep):
             lines.append("* moved more bytes per second than the read probe measured (caches helped): shown as 100%")
     lines += [f"sweep: {note}" for note in result.sweep_notes]
     return "\n".join(lines)
-

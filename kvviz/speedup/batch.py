@@ -10,6 +10,7 @@ The cache is filled by setting its length, not by prefilling B x context tokens 
 attention's time depends on how many rows it reads, not on their values. Every step is timed at the same
 context (the cache length is reset before each step). Runs in the benchmark line (kvviz.speedup.harness.hold_turn).
 """
+
 from __future__ import annotations
 
 import time
@@ -46,10 +47,12 @@ def validate(loaded: LoadedModel, max_batch: int, context: int) -> int:
     row = info.kv_bytes_per_position(4)
     cache_bytes = max_batch * (context + 1) * row
     if cache_bytes > MAX_CACHE_BYTES:
-        raise BenchInputError(gettext(
-            "Batch {batch} x {positions} positions needs {gib:.2f} GiB of K/V buffers; the cap is {cap:.0f} GiB. "
-            "Lower the batch or the context.").format(batch=max_batch, positions=context + 1,
-                                                       gib=cache_bytes / 2**30, cap=MAX_CACHE_BYTES / 2**30))
+        raise BenchInputError(
+            gettext(
+                "Batch {batch} x {positions} positions needs {gib:.2f} GiB of K/V buffers; the cap is {cap:.0f} GiB. "
+                "Lower the batch or the context."
+            ).format(batch=max_batch, positions=context + 1, gib=cache_bytes / 2**30, cap=MAX_CACHE_BYTES / 2**30)
+        )
     return cache_bytes
 
 
@@ -67,8 +70,15 @@ def time_decode_step(engine: FlatCacheGPT2, context: int, steps: int = STEPS) ->
     return timing.median(times)
 
 
-def run_batch_sweep(loaded: LoadedModel, max_batch: int, context: int, threads: int, weight_format: str = "stored",
-                    progress: ProgressFn | None = None, on_wait: WaitFn | None = None) -> roofline.BatchSweep:
+def run_batch_sweep(
+    loaded: LoadedModel,
+    max_batch: int,
+    context: int,
+    threads: int,
+    weight_format: str = "stored",
+    progress: ProgressFn | None = None,
+    on_wait: WaitFn | None = None,
+) -> roofline.BatchSweep:
     """Decode tokens/s at batch 1, 2, 4, ... max_batch, each sequence attending over `context` rows."""
     validate(loaded, max_batch, context)
     whole(gettext("Threads"), threads, 1, 256)
@@ -83,8 +93,12 @@ def run_batch_sweep(loaded: LoadedModel, max_batch: int, context: int, threads: 
         roofs = roofline.Roofs(probes.measure_peak_flops(), probes.ReadProbe().measure().bytes_per_s)
         points = []
         for i, batch in enumerate(sizes):
-            progress((i + 1) / (len(sizes) + 1), gettext("Batch {batch}: timing {steps} decode steps at context "
-                                                         "{context}").format(batch=batch, steps=STEPS, context=context))
+            progress(
+                (i + 1) / (len(sizes) + 1),
+                gettext("Batch {batch}: timing {steps} decode steps at context {context}").format(
+                    batch=batch, steps=STEPS, context=context
+                ),
+            )
             engine = FlatCacheGPT2(model, context + 1, weight_format, batch=batch)
             step = roofline.batch_step(shape, batch, context + 1, weights, row)
             points.append(roofline.BatchPoint(step, time_decode_step(engine, context)))

@@ -7,6 +7,7 @@ measures the launch, not the work. `Clock` does that around every timed region.
 Without the device, one line says why (e.g. "No CUDA device here: torch.cuda.is_available() is False") and
 `require` raises DeviceUnavailable with it; the CLI prints it and exits non-zero; the page does not offer it.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -37,13 +38,16 @@ def unavailable_reason(device: str) -> str | None:
             return None
         if torch.version.cuda:
             return _("No CUDA device here: torch.cuda.is_available() is False.")
-        return _("No CUDA device here: torch.cuda.is_available() is False (this torch, {version}, is built "
-                 "without CUDA).").format(version=torch.__version__)
+        return _(
+            "No CUDA device here: torch.cuda.is_available() is False (this torch, {version}, is built without CUDA)."
+        ).format(version=torch.__version__)
     if device == "mps":
         if torch.backends.mps.is_available():
             return None
         return _("No Apple GPU here: torch.backends.mps.is_available() is False.")
-    return _("Unknown device {device!r}: choose one of {devices}.").format(device=device[:40], devices=", ".join(DEVICES))
+    return _("Unknown device {device!r}: choose one of {devices}.").format(
+        device=device[:40], devices=", ".join(DEVICES)
+    )
 
 
 def available() -> list[str]:
@@ -63,8 +67,10 @@ def dtype_problem(device: str, dtype: str) -> str | None:
     if dtype not in DTYPES:
         return _("Unknown dtype {dtype!r}: choose one of {dtypes}.").format(dtype=dtype[:40], dtypes=", ".join(DTYPES))
     if device == "cpu" and dtype != "float32":
-        return _("{dtype} on the CPU: its matmuls run through slow conversion paths here, so the timing would "
-                 "teach the wrong lesson; use float32 on the CPU.").format(dtype=dtype)
+        return _(
+            "{dtype} on the CPU: its matmuls run through slow conversion paths here, so the timing would "
+            "teach the wrong lesson; use float32 on the CPU."
+        ).format(dtype=dtype)
     if device == "cuda" and dtype == "bfloat16" and not torch.cuda.is_bf16_supported():
         return _("bfloat16 is not supported by this CUDA device (torch.cuda.is_bf16_supported() is False).")
     return None
@@ -82,10 +88,10 @@ def synchronize(device: torch.device | str) -> None:
 class Clock:
     """Wall time of a region of device work: synchronise, read the clock, run, synchronise, read the clock.
 
-        clock = Clock(device)
-        with clock:
-            model(...)
-        clock.ms
+    clock = Clock(device)
+    with clock:
+        model(...)
+    clock.ms
     """
 
     def __init__(self, device: torch.device | str) -> None:
@@ -126,8 +132,12 @@ def _nvidia_driver() -> str:
     if shutil.which("nvidia-smi") is None:
         return ""
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=10)
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.SubprocessError):
         return ""
     return (out.stdout.strip().splitlines() or [""])[0]
@@ -137,15 +147,30 @@ def describe(device: str, dtype: str) -> DeviceInfo:
     """Name the device a run used (call only for an available device)."""
     if device == "cuda":
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
-        return DeviceInfo("cuda", props.name, dtype, torch.__version__, f"CUDA {torch.version.cuda}",
-                          _nvidia_driver(), int(props.total_memory))
+        return DeviceInfo(
+            "cuda",
+            props.name,
+            dtype,
+            torch.__version__,
+            f"CUDA {torch.version.cuda}",
+            _nvidia_driver(),
+            int(props.total_memory),
+        )
     if device == "mps":
-        return DeviceInfo("mps", platform.processor() or "Apple GPU", dtype, torch.__version__,
-                          f"MPS (macOS {platform.mac_ver()[0] or '?'})", "", None)
+        return DeviceInfo(
+            "mps",
+            platform.processor() or "Apple GPU",
+            dtype,
+            torch.__version__,
+            f"MPS (macOS {platform.mac_ver()[0] or '?'})",
+            "",
+            None,
+        )
     from kvviz.speedup.machine import cpu_name
 
-    return DeviceInfo("cpu", cpu_name(), dtype, torch.__version__, f"CPU, {torch.get_num_threads()} torch threads",
-                      "", None)
+    return DeviceInfo(
+        "cpu", cpu_name(), dtype, torch.__version__, f"CPU, {torch.get_num_threads()} torch threads", "", None
+    )
 
 
 def free_memory_bytes(device: str) -> int | None:

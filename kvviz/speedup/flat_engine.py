@@ -30,6 +30,7 @@ Weight formats (the part that decides decode speed at these lengths; the cache l
 The oneDNN ops are private (torch.ops.mkldnn); packing is probed with the forward op on a real vector and
 compared with MKL's result, so a changed signature gives a clear FormatUnavailable, not a crash mid-run.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -90,7 +91,8 @@ def _int8_quantize(weight_in_out: torch.Tensor, bias: torch.Tensor | None) -> to
         warnings.simplefilter("ignore")  # torch.ao.quantization's deprecation notice
         try:
             quantized = torch.ao.quantization.quantize_dynamic(
-                torch.nn.Sequential(linear), {torch.nn.Linear}, dtype=torch.qint8)[0]
+                torch.nn.Sequential(linear), {torch.nn.Linear}, dtype=torch.qint8
+            )[0]
         except (AttributeError, RuntimeError) as exc:
             raise FormatUnavailable(f"torch dynamic int8 quantization is not usable here: {exc}") from exc
     return quantized
@@ -131,10 +133,12 @@ class FlatCacheGPT2:
         with torch.no_grad():
             self.blocks = tuple(  # Conv1D weights are [in, out]; E = hidden_size
                 (
-                    block.ln_1.weight, block.ln_1.bias,
+                    block.ln_1.weight,
+                    block.ln_1.bias,
                     *_convert(weight_format, block.attn.c_attn.weight, block.attn.c_attn.bias),  # [E, 3 * E]
                     *_convert(weight_format, block.attn.c_proj.weight, block.attn.c_proj.bias),  # [E, E]
-                    block.ln_2.weight, block.ln_2.bias,
+                    block.ln_2.weight,
+                    block.ln_2.bias,
                     *_convert(weight_format, block.mlp.c_fc.weight, block.mlp.c_fc.bias),  # [E, 4 * E]
                     *_convert(weight_format, block.mlp.c_proj.weight, block.mlp.c_proj.bias),  # [4 * E, E]
                     block.mlp.act,  # the model's own GELU

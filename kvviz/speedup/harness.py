@@ -19,6 +19,7 @@ roofline fraction of a round uses its own probe). Medians over rounds; pass 1 (t
 One benchmark at a time per server process: a first-come-first-served line (`hold_turn`, over
 kvviz.work_queue) makes the others wait and tells them how many runs are ahead of them. The torch thread count is set for the run and restored after.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -150,9 +151,15 @@ def op_ratio_curve(shape: ops.ModelShape, prompt_len: int, new_tokens: int) -> t
 
 
 # ----- the benchmark -------------------------------------------------------------------------------------
-def run_benchmark(loaded: LoadedModel, settings: BenchSettings, progress: ProgressFn | None = None,
-                  lock_wait_s: float = LOCK_WAIT_S, on_wait: WaitFn | None = None,
-                  thread_reason: str | None = None, should_stop: Callable[[], bool] | None = None) -> BenchResult:
+def run_benchmark(
+    loaded: LoadedModel,
+    settings: BenchSettings,
+    progress: ProgressFn | None = None,
+    lock_wait_s: float = LOCK_WAIT_S,
+    on_wait: WaitFn | None = None,
+    thread_reason: str | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> BenchResult:
     """Run every mode side by side, after the benchmarks ahead in the line (waits up to lock_wait_s).
 
     Raises BenchInputError for impossible settings, BenchBusyError if the wait times out, BenchStopped when
@@ -179,14 +186,23 @@ def run_benchmark(loaded: LoadedModel, settings: BenchSettings, progress: Progre
         if time.monotonic() - last["at"] >= CHECK_EVERY_S:
             tracked(last["fraction"], last["message"])
 
-    inside = (contextlib.nullcontext() if settings.include_compiled  # hooks would break torch.compile's graph
-              else checks_inside_passes(loaded.model, check))
+    inside = (
+        contextlib.nullcontext()
+        if settings.include_compiled  # hooks would break torch.compile's graph
+        else checks_inside_passes(loaded.model, check)
+    )
     with hold_turn(on_wait, lock_wait_s), torch_threads(threads), inside:
         return _run(loaded, settings, threads, thread_reason, tracked, check)
 
 
-def _run(loaded: LoadedModel, settings: BenchSettings, threads: int, thread_reason: str,
-         progress: ProgressFn, check: Callable[[], None]) -> BenchResult:
+def _run(
+    loaded: LoadedModel,
+    settings: BenchSettings,
+    threads: int,
+    thread_reason: str,
+    progress: ProgressFn,
+    check: Callable[[], None],
+) -> BenchResult:
     load_before = load_average()
     model, p, n = loaded.model, settings.prompt_len, settings.new_tokens
     prompt = prompt_token_ids(loaded, p)
@@ -208,8 +224,16 @@ def _run(loaded: LoadedModel, settings: BenchSettings, threads: int, thread_reas
         progress(0.04, gettext("Quantizing a copy of the weights to int8"))
         int8_engine = FlatCacheGPT2(model, p + n, "int8")
         runners["int8"] = lambda tokens: run_flat(int8_engine, prompt, tokens, between_passes=check)
-        fp32_matrix_bytes = sum(4 * m.numel() for layer in model.transformer.h for m in (
-            layer.attn.c_attn.weight, layer.attn.c_proj.weight, layer.mlp.c_fc.weight, layer.mlp.c_proj.weight))
+        fp32_matrix_bytes = sum(
+            4 * m.numel()
+            for layer in model.transformer.h
+            for m in (
+                layer.attn.c_attn.weight,
+                layer.attn.c_proj.weight,
+                layer.mlp.c_fc.weight,
+                layer.mlp.c_proj.weight,
+            )
+        )
         fp32_matrix_bytes += 4 * model.lm_head.weight.numel()
         int8_bytes = roofline.weight_bytes_per_decode_token(model) - fp32_matrix_bytes + int8_engine.int8_weight_bytes()
     compile_note = ""
@@ -218,7 +242,8 @@ def _run(loaded: LoadedModel, settings: BenchSettings, threads: int, thread_reas
         try:
             compiled, compile_s = compile_forward(model, prompt, p + n)
             runners["static_compiled"] = lambda tokens: run_hf_cache(
-                model, prompt, tokens, "static", decode_forward=compiled, cache_len=p + n)
+                model, prompt, tokens, "static", decode_forward=compiled, cache_len=p + n
+            )
             compile_note = f"torch.compile took {compile_s:.1f} s (inductor, one graph for every decode pass)"
         except CompileUnavailable as exc:
             compile_note = f"StaticCache + torch.compile skipped: {exc}"
@@ -235,8 +260,9 @@ def _run(loaded: LoadedModel, settings: BenchSettings, threads: int, thread_reas
     done, start = 0.0, 0.05
     for _ in range(settings.warmup):
         for mode, run in runners.items():
-            progress(start + (1 - start) * done / total,
-                     gettext("Warm-up: {mode}").format(mode=gettext(MODE_LABELS[mode])))
+            progress(
+                start + (1 - start) * done / total, gettext("Warm-up: {mode}").format(mode=gettext(MODE_LABELS[mode]))
+            )
             run(warm_tokens)
             done += cost(mode, warm_tokens)
     timings: dict[str, list[RunTiming]] = {mode: [] for mode in runners}
@@ -246,8 +272,12 @@ def _run(loaded: LoadedModel, settings: BenchSettings, threads: int, thread_reas
             if mode == "dynamic":  # the cached modes follow: probe the two roofs right beside them
                 read_probes.append(probe.measure(PROBE_REPEATS))
                 peak_flops.append(probes.measure_peak_flops(repeats=PROBE_REPEATS))
-            progress(start + (1 - start) * done / total, gettext("Round {round}/{rounds}: {mode}").format(
-                round=repeat + 1, rounds=settings.repeats, mode=gettext(MODE_LABELS[mode])))
+            progress(
+                start + (1 - start) * done / total,
+                gettext("Round {round}/{rounds}: {mode}").format(
+                    round=repeat + 1, rounds=settings.repeats, mode=gettext(MODE_LABELS[mode])
+                ),
+            )
             timings[mode].append(run(n))
             done += cost(mode, n)
     del probe, engine
@@ -263,12 +293,19 @@ def _run(loaded: LoadedModel, settings: BenchSettings, threads: int, thread_reas
         prompt_ids=tuple(prompt),
         modes=tuple(ModeResult(mode, MODE_LABELS[mode], tuple(runs)) for mode, runs in timings.items()),
         machine=MachineInfo(
-            cpu=machine.cpu_name(), logical_cpus=logical_cpus(),
-            physical_cores=physical_cores(), threads=threads, thread_reason=thread_reason,
-            last_level_cache_bytes=machine.last_level_cache_bytes(), load_before=load_before,
-            load_after=load_average(), torch_version=torch.__version__,
-            transformers_version=transformers.__version__, python_version=platform.python_version(),
-            dtype=info.dtype, attn_implementation=info.attn_implementation,
+            cpu=machine.cpu_name(),
+            logical_cpus=logical_cpus(),
+            physical_cores=physical_cores(),
+            threads=threads,
+            thread_reason=thread_reason,
+            last_level_cache_bytes=machine.last_level_cache_bytes(),
+            load_before=load_before,
+            load_after=load_average(),
+            torch_version=torch.__version__,
+            transformers_version=transformers.__version__,
+            python_version=platform.python_version(),
+            dtype=info.dtype,
+            attn_implementation=info.attn_implementation,
         ),
         read_bandwidth=tuple(read_probes),
         copy_bandwidth=copy_bandwidth,

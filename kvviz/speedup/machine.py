@@ -4,6 +4,7 @@ Cores and load are measurement's floor (kvviz.measure.cores, kvviz.measure.load)
 here. Torch-free (versions are read from the installed packages' metadata), so the speed-up page can show the
 default thread count without importing torch.
 """
+
 from __future__ import annotations
 
 import platform
@@ -44,15 +45,19 @@ def default_thread_count(other_sessions: int = 0, load_1min: float | None = None
     if not load_known(load):  # no load average on this OS: every core counted free, and said unknown
         why = _("machine load unknown")
     elif cores - int(round(load)) >= 1:
-        why = _("{threads} of {cores} cores free (1-min load {load:.2f})").format(threads=threads, cores=cores,
-                                                                                 load=load)
+        why = _("{threads} of {cores} cores free (1-min load {load:.2f})").format(
+            threads=threads, cores=cores, load=load
+        )
     else:  # free_cores' floor of 1 is not a free core: say the machine is busy
-        why = _("no core free: 1-min load {load:.2f} on {cores} cores, so {threads} thread, the least a run can "
-                "use (its times include the waiting)").format(threads=threads, cores=cores, load=load)
+        why = _(
+            "no core free: 1-min load {load:.2f} on {cores} cores, so {threads} thread, the least a run can "
+            "use (its times include the waiting)"
+        ).format(threads=threads, cores=cores, load=load)
     if other_sessions > 0 and threads >= cores and cores > 1:
         threads = cores - 1
         why = _("{threads} of {cores} cores: {others} other session(s) are using this server").format(
-            threads=threads, cores=cores, others=other_sessions)
+            threads=threads, cores=cores, others=other_sessions
+        )
     return threads, why
 
 

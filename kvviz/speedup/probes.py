@@ -9,6 +9,7 @@ minute. The STREAM copy (McCalpin, 1995: bytes read + bytes written) is kept as 
 
 Peak FLOP/s: a large square fp32 matmul (a GEMM, compute-bound), median of repeats.
 """
+
 from __future__ import annotations
 
 import time

@@ -12,6 +12,7 @@ whose decode moved more bytes per second than its probe measured (fraction > 100
 impossible as a steady state: the machine was disturbed between the probe and the runs, and the run is
 flagged instead of showing the number.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -39,8 +40,7 @@ MODE_LABELS: dict[str, str] = {
 CACHED_MODES: tuple[str, ...] = ("dynamic", "static", "static_compiled", "preallocated", "int8", "generate_cache")
 LOSSY_MODES: tuple[str, ...] = ("int8",)  # may pick other tokens: reported as agreement, not as "match"
 # Module constants are marked N_() (the language is per session): show them through _() (kvviz.i18n).
-ESTIMATOR = N_("median over rounds of the time to generate the tokens (sum of the timed passes), "
-               "no cache / this mode")
+ESTIMATOR = N_("median over rounds of the time to generate the tokens (sum of the timed passes), no cache / this mode")
 
 
 @dataclass(frozen=True)
@@ -179,7 +179,8 @@ class FormatChoice:
         if margin is None:
             return _("{chosen} ({how}; one decode step: {times})").format(chosen=chosen, how=how, times=times)
         return _("{chosen} ({how}, {margin:.2f}x faster; one decode step: {times})").format(
-            chosen=chosen, how=how, margin=margin, times=times)
+            chosen=chosen, how=how, margin=margin, times=times
+        )
 
 
 @dataclass(frozen=True)
@@ -208,23 +209,32 @@ class RooflineVerdict:
 
     def describe(self) -> str:
         if not self.fractions:
-            return _("no decode pass was timed (1 new token is the prefill alone), so no roofline fraction; "
-                     "ask for 2 or more new tokens")
+            return _(
+                "no decode pass was timed (1 new token is the prefill alone), so no roofline fraction; "
+                "ask for 2 or more new tokens"
+            )
         if self.in_cache and self.fraction is None:
-            return _("above the DRAM read roof in some round: the weights fit in the last-level cache, so "
-                     "DRAM bandwidth is not this model's bound (no fraction is reported)")
+            return _(
+                "above the DRAM read roof in some round: the weights fit in the last-level cache, so "
+                "DRAM bandwidth is not this model's bound (no fraction is reported)"
+            )
         if self.disturbed:
             over = sum(f > 1.0 for f in self.fractions)
-            return ngettext("disturbed: {over} of {rounds} round moved more bytes/s than the bandwidth probed beside "
-                            "it (other work on the machine); no roofline fraction is reported",
-                            "disturbed: {over} of {rounds} rounds moved more bytes/s than the bandwidth probed "
-                            "beside them (other work on the machine); no roofline fraction is reported",
-                            len(self.fractions)).format(over=over, rounds=len(self.fractions))
+            return ngettext(
+                "disturbed: {over} of {rounds} round moved more bytes/s than the bandwidth probed beside "
+                "it (other work on the machine); no roofline fraction is reported",
+                "disturbed: {over} of {rounds} rounds moved more bytes/s than the bandwidth probed "
+                "beside them (other work on the machine); no roofline fraction is reported",
+                len(self.fractions),
+            ).format(over=over, rounds=len(self.fractions))
         if self.in_cache:
-            return _("{fraction:.0%} of the read roofline (median of {rounds} rounds) (the weights fit in the "
-                     "last-level cache)").format(fraction=self.fraction, rounds=len(self.fractions))
+            return _(
+                "{fraction:.0%} of the read roofline (median of {rounds} rounds) (the weights fit in the "
+                "last-level cache)"
+            ).format(fraction=self.fraction, rounds=len(self.fractions))
         return _("{fraction:.0%} of the read roofline (median of {rounds} rounds)").format(
-            fraction=self.fraction, rounds=len(self.fractions))
+            fraction=self.fraction, rounds=len(self.fractions)
+        )
 
 
 @dataclass(frozen=True)
@@ -303,7 +313,8 @@ class BenchResult:
         runs = self.mode(name).runs
         fractions = tuple(
             run.decode_tokens_per_s * self.bytes_per_token(name) / probe.bytes_per_s
-            for run, probe in zip(runs, self.read_bandwidth, strict=True) if run.decode_ms
+            for run, probe in zip(runs, self.read_bandwidth, strict=True)
+            if run.decode_ms
         )
         over = any(f > 1.0 for f in fractions)
         in_cache = self.weights_fit_in_cache

@@ -17,6 +17,7 @@ cache, not the weights, is what a decode step mostly reads.
 This module is arithmetic only (no torch): exact Python ints for bytes and FLOPs, floats for rates. The
 probes that measure bandwidth and peak FLOP/s live in kvviz.speedup.probes.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -44,8 +45,7 @@ class Bandwidth:
 def summarize(rates: list[float], buffer_bytes: int, threads: int, method: str) -> Bandwidth:
     """One Bandwidth from raw rates: the median (a lucky pass on a shared machine would swing the roof)."""
     ordered = sorted(rates)
-    return Bandwidth(ordered[len(ordered) // 2], ordered[-1], buffer_bytes, len(ordered), threads, tuple(rates),
-                     method)
+    return Bandwidth(ordered[len(ordered) // 2], ordered[-1], buffer_bytes, len(ordered), threads, tuple(rates), method)
 
 
 def combine(measurements: list[Bandwidth]) -> Bandwidth:
@@ -124,8 +124,18 @@ class PassPoint:
         return self.flops / (self.ms / 1000.0)
 
 
-def pass_point(label: str, kind: str, shape: ops.ModelShape, cached_before: int, n_new: int, cached: bool,
-               weight_bytes: int, row_bytes: int, ms: float, batch: int = 1) -> PassPoint:
+def pass_point(
+    label: str,
+    kind: str,
+    shape: ops.ModelShape,
+    cached_before: int,
+    n_new: int,
+    cached: bool,
+    weight_bytes: int,
+    row_bytes: int,
+    ms: float,
+    batch: int = 1,
+) -> PassPoint:
     """A pass adding n_new tokens to cached_before earlier ones (logits for the last position only).
 
     Bytes: the weights once per pass (for the whole batch) plus, with a cache, every cached K/V row read by

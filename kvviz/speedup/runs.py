@@ -11,6 +11,7 @@ on whatever device the model sits on (its tensors are made there) and synchronis
     run_flat         kvviz.speedup.flat_engine.FlatCacheGPT2 (any weight format)
     run_generate     model.generate(use_cache=True/False), timed per token through a streamer
 """
+
 from __future__ import annotations
 
 import time
@@ -29,8 +30,9 @@ from kvviz.speedup.records import RunTiming
 
 def hf_cache_bytes(cache) -> int:
     """Bytes of the K/V tensors a transformers cache holds (allocated, written or not)."""
-    return sum(t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values)
-               if t is not None)
+    return sum(
+        t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values) if t is not None
+    )
 
 
 @torch.inference_mode()
@@ -58,8 +60,9 @@ class CompileUnavailable(RuntimeError):
     """torch.compile cannot build the decode step here (no C++ compiler, an unsupported op): the message says why."""
 
 
-def compile_forward(model: torch.nn.Module, prompt_ids: list[int], cache_len: int,
-                    mode: str | None = None) -> tuple[Callable[..., Any], float]:
+def compile_forward(
+    model: torch.nn.Module, prompt_ids: list[int], cache_len: int, mode: str | None = None
+) -> tuple[Callable[..., Any], float]:
     """model.forward through torch.compile (inductor, static shapes), compiled now by one short StaticCache run.
 
     With a StaticCache of one size (cache_len) every decode pass has the same shapes, so one graph serves them
@@ -78,8 +81,14 @@ def compile_forward(model: torch.nn.Module, prompt_ids: list[int], cache_len: in
 
 
 @torch.inference_mode()
-def run_hf_cache(model: torch.nn.Module, prompt_ids: list[int], new_tokens: int, kind: str,
-                 decode_forward: Callable[..., Any] | None = None, cache_len: int | None = None) -> RunTiming:
+def run_hf_cache(
+    model: torch.nn.Module,
+    prompt_ids: list[int],
+    new_tokens: int,
+    kind: str,
+    decode_forward: Callable[..., Any] | None = None,
+    cache_len: int | None = None,
+) -> RunTiming:
     """kind "dynamic": DynamicCache (grows by concatenation); "static": StaticCache sized to cache_len (P + N).
 
     decode_forward: what runs the decode passes (default: the model itself; compile_forward's compiled one).
@@ -107,8 +116,9 @@ def run_hf_cache(model: torch.nn.Module, prompt_ids: list[int], new_tokens: int,
 
 
 @torch.inference_mode()
-def run_flat(engine: FlatCacheGPT2, prompt_ids: list[int], new_tokens: int,
-             between_passes: Callable[[], None] | None = None) -> RunTiming:
+def run_flat(
+    engine: FlatCacheGPT2, prompt_ids: list[int], new_tokens: int, between_passes: Callable[[], None] | None = None
+) -> RunTiming:
     """between_passes(): called before each pass, untimed (the harness checks there whether to stop)."""
     began = time.perf_counter()
     engine.reset()

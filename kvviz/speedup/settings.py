@@ -2,6 +2,7 @@
 
 Torch-free: the speed-up page checks its inputs before importing the harness. Caps are stated here once.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -55,10 +56,13 @@ def whole(name: str, value: object, lo: int, hi: int) -> int:
 def check_gpt2(info: ModelInfo) -> None:
     """The timed engines (the flat engine, the batch sweep, the weight bytes) are written for GPT2LMHeadModel."""
     if info.model_type != "gpt2":
-        raise BenchInputError(_(
-            "The benchmark's engines are written for GPT-2 (the flat engine mirrors GPT2LMHeadModel); "
-            "{model} is a {kind} model. Pick the bundled GPT-2, the GPT-2 shape with random weights or a "
-            "pretrained GPT-2.").format(model=info.label or _("this model"), kind=info.model_type))
+        raise BenchInputError(
+            _(
+                "The benchmark's engines are written for GPT-2 (the flat engine mirrors GPT2LMHeadModel); "
+                "{model} is a {kind} model. Pick the bundled GPT-2, the GPT-2 shape with random weights or a "
+                "pretrained GPT-2."
+            ).format(model=info.label or _("this model"), kind=info.model_type)
+        )
 
 
 def validate(settings: BenchSettings, n_positions: int, info: ModelInfo | None = None) -> None:
@@ -72,15 +76,23 @@ def validate(settings: BenchSettings, n_positions: int, info: ModelInfo | None =
     if settings.threads is not None:
         whole(_("Threads"), settings.threads, 1, MAX_THREADS_INPUT)
     if settings.weight_format not in WEIGHT_FORMAT_CHOICES:
-        raise BenchInputError(_("Weight format must be auto, stored or onednn, got {value!r}.").format(
-            value=settings.weight_format))
+        raise BenchInputError(
+            _("Weight format must be auto, stored or onednn, got {value!r}.").format(value=settings.weight_format)
+        )
     total = settings.prompt_len + settings.new_tokens
     if total > n_positions:
-        raise BenchInputError(_(
-            "Prompt ({prompt}) + new tokens ({new}) = {total} tokens, but this model has only {positions} "
-            "positions (GPT-2 cannot go past its learned positions). Reduce them by {excess}.").format(
-            prompt=settings.prompt_len, new=settings.new_tokens, total=total, positions=n_positions,
-            excess=total - n_positions))
+        raise BenchInputError(
+            _(
+                "Prompt ({prompt}) + new tokens ({new}) = {total} tokens, but this model has only {positions} "
+                "positions (GPT-2 cannot go past its learned positions). Reduce them by {excess}."
+            ).format(
+                prompt=settings.prompt_len,
+                new=settings.new_tokens,
+                total=total,
+                positions=n_positions,
+                excess=total - n_positions,
+            )
+        )
 
 
 # ----- what a run costs, before it runs ---------------------------------------------------------------------
@@ -104,8 +116,9 @@ def modes_run(settings: BenchSettings) -> tuple[tuple[str, bool], ...]:
     modes += [("preallocated", True)] + ([("int8", True)] if settings.include_int8 else [])
     modes += [("static_compiled", True)] if settings.include_compiled else []
     if settings.include_generate:
-        modes += [("generate_cache", True)] + ([("generate_no_cache", False)] if settings.include_generate_no_cache
-                                               else [])
+        modes += [("generate_cache", True)] + (
+            [("generate_no_cache", False)] if settings.include_generate_no_cache else []
+        )
     return tuple(modes)
 
 
@@ -122,8 +135,9 @@ def estimate_seconds(settings: BenchSettings, shape, rates: PassRates, warmup_to
     warm = min(settings.new_tokens, warmup_tokens)
     total = SETUP_S + settings.repeats * ROUND_PROBES_S
     for _mode, cached in modes_run(settings):
-        total += settings.warmup * generation_s(warm, cached) + settings.repeats * generation_s(settings.new_tokens,
-                                                                                                  cached)
+        total += settings.warmup * generation_s(warm, cached) + settings.repeats * generation_s(
+            settings.new_tokens, cached
+        )
     return total
 
 
@@ -159,15 +173,27 @@ def check_budget(settings: BenchSettings, shape, rates: PassRates, budget_s: flo
     fits = longest_within(settings, shape, rates, budget_s)
     uncached = [m for m, cached in modes_run(settings) if not cached]
     if fits < 1:
-        hint = (_("Even 1 new token does not fit at these settings; or ask for fewer rounds or warm-ups, or untick "
-                  "generate(use_cache=False).") if "generate_no_cache" in uncached else
-                _("Even 1 new token does not fit at these settings; or ask for fewer rounds or warm-ups."))
+        hint = (
+            _(
+                "Even 1 new token does not fit at these settings; or ask for fewer rounds or warm-ups, or untick "
+                "generate(use_cache=False)."
+            )
+            if "generate_no_cache" in uncached
+            else _("Even 1 new token does not fit at these settings; or ask for fewer rounds or warm-ups.")
+        )
     else:
-        hint = (_("At these settings at most {fits:,} new tokens fit; or ask for fewer rounds or warm-ups, or "
-                  "untick generate(use_cache=False).") if "generate_no_cache" in uncached else
-                _("At these settings at most {fits:,} new tokens fit; or ask for fewer rounds or warm-ups.")
-                ).format(fits=fits)
-    raise BenchInputError(_(
-        "This run would take about {estimate} on this machine, over this page's {budget:.0f} s budget "
-        "(estimated from two timed passes of this model; uncached work grows with the square of the length). "
-        "{hint}").format(estimate=duration(estimate), budget=budget_s, hint=hint))
+        hint = (
+            _(
+                "At these settings at most {fits:,} new tokens fit; or ask for fewer rounds or warm-ups, or "
+                "untick generate(use_cache=False)."
+            )
+            if "generate_no_cache" in uncached
+            else _("At these settings at most {fits:,} new tokens fit; or ask for fewer rounds or warm-ups.")
+        ).format(fits=fits)
+    raise BenchInputError(
+        _(
+            "This run would take about {estimate} on this machine, over this page's {budget:.0f} s budget "
+            "(estimated from two timed passes of this model; uncached work grows with the square of the length). "
+            "{hint}"
+        ).format(estimate=duration(estimate), budget=budget_s, hint=hint)
+    )

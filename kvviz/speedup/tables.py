@@ -1,6 +1,7 @@
 """Tables from a BenchResult: the JSON of `python -m kvviz bench --json`, the page's table, the CSV of every
 timed pass, and the roofline points of the measured passes. Torch-free.
 """
+
 from __future__ import annotations
 
 import csv
@@ -70,9 +71,12 @@ def _to_dict(result: BenchResult) -> dict:
         "machine": asdict(result.machine),
         "estimator": ESTIMATOR,
         "tokens_match": result.all_tokens_match,
-        "weight_format": {"chosen": result.weight_choice.chosen, "how": result.weight_choice.how,
-                          "ms_by_format": dict(result.weight_choice.ms_by_format),
-                          "margin": result.weight_choice.margin},
+        "weight_format": {
+            "chosen": result.weight_choice.chosen,
+            "how": result.weight_choice.how,
+            "ms_by_format": dict(result.weight_choice.ms_by_format),
+            "margin": result.weight_choice.margin,
+        },
         "compile_note": result.compile_note,
         "roofline": {
             "read_bytes_per_s_by_round": [b.bytes_per_s for b in result.read_bandwidth],
@@ -108,8 +112,11 @@ def summary_rows(result: BenchResult) -> list[dict[str, object]]:
             _("decode tokens/s"): round(m.median_decode_tokens_per_s, 2),
             _("prefill ms"): round(m.median_prefill_ms, 2),
             _("speed-up vs no cache"): round(result.speedup(m.mode), 2),
-            _("tokens match no cache"): f"{result.token_agreement(m.mode):.0%}" if m.mode in LOSSY_MODES
-            else _("yes") if result.tokens_match(m.mode) else _("NO"),
+            _("tokens match no cache"): f"{result.token_agreement(m.mode):.0%}"
+            if m.mode in LOSSY_MODES
+            else _("yes")
+            if result.tokens_match(m.mode)
+            else _("NO"),
             _("MB read / decode token"): round(result.bytes_per_token(m.mode) / 1e6, 1) if verdict else None,
             _("read roofline"): verdict.label if verdict and verdict.fractions else None,
             _("peak cache KiB"): None if m.peak_cache_bytes is None else round(m.peak_cache_bytes / 2**10, 1),
@@ -142,19 +149,44 @@ def pass_points(result: BenchResult) -> list[roofline.PassPoint]:
     weights = result.weight_bytes_per_token
     flat = result.mode("preallocated").median_token_ms
     # Labels (hover text) in the current language; kinds stay English keys (kvviz.figures.bench names them).
-    points = [roofline.pass_point(ngettext("prefill ({tokens} token)", "prefill ({tokens} tokens)", p).format(tokens=p), "prefill", shape, 0, p, True,
-                                  weights, row, flat[0])]
+    points = [
+        roofline.pass_point(
+            ngettext("prefill ({tokens} token)", "prefill ({tokens} tokens)", p).format(tokens=p),
+            "prefill",
+            shape,
+            0,
+            p,
+            True,
+            weights,
+            row,
+            flat[0],
+        )
+    ]
     ks = sorted({k for k in (2, (n + 1) // 2, n) if 2 <= k <= n})
     uncached = result.mode("no_cache").median_token_ms
     for k in ks:
-        points.append(roofline.pass_point(_("uncached pass {k} ({tokens} tokens)").format(k=k, tokens=p + k - 1),
-                                          "uncached", shape, p + k - 2, 1, False, weights, row, uncached[k - 1]))
-    steps = {"preallocated": ("cached decode", _("cached decode, step {k}")),
-             "int8": ("cached decode, int8 weights", _("cached decode, int8 weights, step {k}"))}
+        points.append(
+            roofline.pass_point(
+                _("uncached pass {k} ({tokens} tokens)").format(k=k, tokens=p + k - 1),
+                "uncached",
+                shape,
+                p + k - 2,
+                1,
+                False,
+                weights,
+                row,
+                uncached[k - 1],
+            )
+        )
+    steps = {
+        "preallocated": ("cached decode", _("cached decode, step {k}")),
+        "int8": ("cached decode, int8 weights", _("cached decode, int8 weights, step {k}")),
+    }
     for name, (kind, label) in steps.items():
         if result.has(name):
             ms = result.mode(name).median_token_ms
             w = result.int8_weight_bytes_per_token if name == "int8" else weights
-            points += [roofline.pass_point(label.format(k=k), kind, shape, p + k - 2, 1, True, w, row, ms[k - 1])
-                       for k in ks]
+            points += [
+                roofline.pass_point(label.format(k=k), kind, shape, p + k - 2, 1, True, w, row, ms[k - 1]) for k in ks
+            ]
     return points

@@ -6,6 +6,7 @@ assumed: at the start of a benchmark both formats run the real decode work (ever
 one activation vector, as one decode step does), interleaved over a few rounds, and the faster is kept.
 The loser's copies are dropped at once: the engine never holds two copies of a matrix it does not use.
 """
+
 from __future__ import annotations
 
 import time
@@ -22,8 +23,9 @@ CHOOSER_ROUNDS = 5
 CANDIDATES: tuple[str, ...] = ("stored", "onednn")
 
 
-def pick_fastest(candidates: dict[str, Callable[[], Any]], rounds: int = CHOOSER_ROUNDS,
-                 how: str = N_("measured")) -> FormatChoice:
+def pick_fastest(
+    candidates: dict[str, Callable[[], Any]], rounds: int = CHOOSER_ROUNDS, how: str = N_("measured")
+) -> FormatChoice:
     """Time every candidate once per round, interleaved (one warm-up call each first); keep the fastest.
 
     Each candidate's figure is its best round (as `timeit` reports): other work on the machine only ever adds
@@ -66,8 +68,9 @@ def _in_features(engine: FlatCacheGPT2, weight: Any) -> int:
     return weight.weight().shape[1]  # quantized nn.Linear: [out, in]
 
 
-def choose_engine(model: torch.nn.Module, max_len: int, weight_format: str = "auto",
-                  rounds: int = CHOOSER_ROUNDS) -> tuple[FlatCacheGPT2, FormatChoice]:
+def choose_engine(
+    model: torch.nn.Module, max_len: int, weight_format: str = "auto", rounds: int = CHOOSER_ROUNDS
+) -> tuple[FlatCacheGPT2, FormatChoice]:
     """The flat fp32 engine in the faster format ("auto"), or in the one asked for; with the evidence."""
     if weight_format in CANDIDATES:
         forced = FormatChoice(weight_format, (), N_("forced by the settings"))

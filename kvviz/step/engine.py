@@ -18,6 +18,7 @@ state that every token rewrites in place: nothing in it can be cropped (transfor
 state). So each record keeps an exact copy of every linear layer's state after its pass (LinearState: a few KiB), and
 `back` crops the attention layers' K/V by one row and copies the previous record's states back into the cache.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -55,8 +56,6 @@ from kvviz.step.view import CONTEXT_RACE_CONTEXTS, StageSnapshot, StageView, bui
 TOP_K_SHOWN = 10  # next-token candidates kept in each record
 
 
-
-
 def is_linear_layer(layer: object) -> bool:
     """A cache layer that keeps a fixed-size state (transformers' linear-attention layers), not K/V rows."""
     return isinstance(layer, LinearAttentionCacheLayerMixin)
@@ -89,9 +88,15 @@ def read_states(cache: DynamicCache) -> tuple[LinearState, ...]:
         if not is_linear_layer(layer):
             continue
         recurrent, conv = layer.recurrent_states[0], layer.conv_states[0]  # [B, H, d_k, d_v], [B, C, kernel]
-        states.append(LinearState(
-            layer=i, recurrent=recurrent[0].detach().float().numpy().copy(), conv=conv[0].detach().float().numpy().copy(),
-            recurrent_bytes=recurrent.numel() * recurrent.element_size(), conv_bytes=conv.numel() * conv.element_size()))
+        states.append(
+            LinearState(
+                layer=i,
+                recurrent=recurrent[0].detach().float().numpy().copy(),
+                conv=conv[0].detach().float().numpy().copy(),
+                recurrent_bytes=recurrent.numel() * recurrent.element_size(),
+                conv_bytes=conv.numel() * conv.element_size(),
+            )
+        )
     return tuple(states)
 
 
@@ -129,9 +134,14 @@ RACE_MAX_REPEATS = 15  # a quiet machine does 15 repeats of the bundled model in
 
 
 @torch.inference_mode()
-def race_timing(loaded: LoadedModel, token_ids: list[int], budget_s: float = RACE_BUDGET_S,
-                max_repeats: int = RACE_MAX_REPEATS, check: Callable[[], None] | None = None,
-                clock: Callable[[], float] = time.perf_counter) -> RaceTiming:
+def race_timing(
+    loaded: LoadedModel,
+    token_ids: list[int],
+    budget_s: float = RACE_BUDGET_S,
+    max_repeats: int = RACE_MAX_REPEATS,
+    check: Callable[[], None] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> RaceTiming:
     """Time the step that fed token_ids[-1] both ways, as a fair statistic: repeats of the three passes
     interleaved (kvviz.measure.repeats: the order rotates, so a burst of load hits all three alike), each pass
     run the same way (one forward over a DynamicCache, so no side pays a code path the others skip).
@@ -201,13 +211,18 @@ def race_timing(loaded: LoadedModel, token_ids: list[int], budget_s: float = RAC
     orders = (("uncached", "cached", "fixed"), ("cached", "fixed", "uncached"), ("fixed", "uncached", "cached"))
     inside = checks_inside_passes(model, check) if check is not None else contextlib.nullcontext()
     with inside:
-        seconds = interleaved_repeats(passes, max(1, max_repeats), orders=orders, budget_s=budget_s,
-                                      warm_up=lambda: timed("fixed"), clock=clock)
+        seconds = interleaved_repeats(
+            passes, max(1, max_repeats), orders=orders, budget_s=budget_s, warm_up=lambda: timed("fixed"), clock=clock
+        )
     ms = {kind: tuple(1000.0 * s for s in xs) for kind, xs in seconds.items()}
-    return RaceTiming(seq_len=len(ids), cached_ms=ms["cached"], uncached_ms=ms["uncached"], fixed_ms=ms["fixed"],
-                      model_label=loaded.info.label, load_1min=load_avg_1min())
-
-
+    return RaceTiming(
+        seq_len=len(ids),
+        cached_ms=ms["cached"],
+        uncached_ms=ms["uncached"],
+        fixed_ms=ms["fixed"],
+        model_label=loaded.info.label,
+        load_1min=load_avg_1min(),
+    )
 
 
 CONTEXT_RACE_BUDGET_S = 2.0  # the whole hybrid-vs-attention race, every context (one click)
@@ -215,9 +230,15 @@ HELD_OUT_TEXT = ASSETS_DIR / "held_out_shakespeare.txt"  # text none of the bund
 
 
 @torch.inference_mode()
-def context_race(hybrid: LoadedModel, twin: LoadedModel, token_ids: list[int], contexts: tuple[int, ...],
-                 budget_s: float = CONTEXT_RACE_BUDGET_S, max_repeats: int = RACE_MAX_REPEATS,
-                 clock: Callable[[], float] = time.perf_counter) -> ContextRace:
+def context_race(
+    hybrid: LoadedModel,
+    twin: LoadedModel,
+    token_ids: list[int],
+    contexts: tuple[int, ...],
+    budget_s: float = CONTEXT_RACE_BUDGET_S,
+    max_repeats: int = RACE_MAX_REPEATS,
+    clock: Callable[[], float] = time.perf_counter,
+) -> ContextRace:
     """A hybrid's decode step against its all-attention twin's, at each context length: per context, each model's
     cache of the first c - 1 tokens is filled once (untimed), then the step feeding token c - 1 is timed, the two
     models' repeats interleaved (their order alternating), and after each timed step the cache goes back to its c - 1
@@ -231,12 +252,24 @@ def context_race(hybrid: LoadedModel, twin: LoadedModel, token_ids: list[int], c
         seconds = _race_at(hybrid, twin, [int(t) for t in token_ids[:c]], per_context_s, max_repeats, clock)
         hybrid_ms.append(tuple(1000.0 * x for x in seconds["hybrid"]))
         twin_ms.append(tuple(1000.0 * x for x in seconds["twin"]))
-    return ContextRace(contexts=tuple(contexts), hybrid_ms=tuple(hybrid_ms), twin_ms=tuple(twin_ms),
-                       hybrid_label=hybrid.info.label, twin_label=twin.info.label, load_1min=load_avg_1min())
+    return ContextRace(
+        contexts=tuple(contexts),
+        hybrid_ms=tuple(hybrid_ms),
+        twin_ms=tuple(twin_ms),
+        hybrid_label=hybrid.info.label,
+        twin_label=twin.info.label,
+        load_1min=load_avg_1min(),
+    )
 
 
-def _race_at(hybrid: LoadedModel, twin: LoadedModel, ids: list[int], budget_s: float, max_repeats: int,
-             clock: Callable[[], float]) -> dict[str, tuple[float, ...]]:
+def _race_at(
+    hybrid: LoadedModel,
+    twin: LoadedModel,
+    ids: list[int],
+    budget_s: float,
+    max_repeats: int,
+    clock: Callable[[], float],
+) -> dict[str, tuple[float, ...]]:
     """context_race at one context: seconds of each side's step feeding ids[-1] over a cache of ids[:-1]."""
     keep = len(ids) - 1
     sides = {}
@@ -256,9 +289,14 @@ def _race_at(hybrid: LoadedModel, twin: LoadedModel, ids: list[int], budget_s: f
         crop_cache(cache, keep, states)  # back to the ids[:-1] tokens: every repeat times the same step
         return s
 
-    return interleaved_repeats({"hybrid": lambda: step("hybrid"), "twin": lambda: step("twin")}, max(1, max_repeats),
-                               orders=(("hybrid", "twin"), ("twin", "hybrid")), budget_s=budget_s,
-                               warm_up=lambda: (step("hybrid"), step("twin")), clock=clock)
+    return interleaved_repeats(
+        {"hybrid": lambda: step("hybrid"), "twin": lambda: step("twin")},
+        max(1, max_repeats),
+        orders=(("hybrid", "twin"), ("twin", "hybrid")),
+        budget_s=budget_s,
+        warm_up=lambda: (step("hybrid"), step("twin")),
+        clock=clock,
+    )
 
 
 class StepEngine:
@@ -315,8 +353,9 @@ class StepEngine:
     def snapshot(self, layer: int, q_head: int, at: int | None = None, all_layers: bool = False) -> StageSnapshot:
         """What the stage shows after record `at` (default: the newest) for one layer and query head: the page
         asks the engine, which knows its model's shape, instead of passing the dimensions back down."""
-        return build_snapshot(self.records, self.prompt_len, self.loaded.info, layer, q_head, at=at,
-                              all_layers=all_layers)
+        return build_snapshot(
+            self.records, self.prompt_len, self.loaded.info, layer, q_head, at=at, all_layers=all_layers
+        )
 
     def stage_view(self, layer: int, q_head: int, at: int | None = None, all_layers: bool = False) -> StageView:
         """The snapshot with every sentence and number the stage shows around it (kvviz.step.view.stage_view)."""
@@ -351,10 +390,12 @@ class StepEngine:
         if not self.started:
             raise PromptError(_("Prefill a prompt first: the cache is empty."))
         if self.at_context_limit:
-            raise ContextFullError(_(
-                "The cache holds {n} tokens, all {positions} positions this model learned. GPT-2 has absolute "
-                "position embeddings, so it cannot go further: step back, or reset with a shorter prompt."
-            ).format(n=self.cache_len, positions=self.n_positions))
+            raise ContextFullError(
+                _(
+                    "The cache holds {n} tokens, all {positions} positions this model learned. GPT-2 has absolute "
+                    "position embeddings, so it cannot go further: step back, or reset with a shorter prompt."
+                ).format(n=self.cache_len, positions=self.n_positions)
+            )
         return self._forward([self.pending_token_id], kind="decode")
 
     def back(self) -> StepRecord:
@@ -404,7 +445,8 @@ class StepEngine:
             attention=attention,
             next_logits=logits.numpy().copy(),
             top_k=tuple(
-                TokenProb(int(i), token_text(tok, int(i)), float(p)) for p, i in zip(top.values, top.indices, strict=True)
+                TokenProb(int(i), token_text(tok, int(i)), float(p))
+                for p, i in zip(top.values, top.indices, strict=True)
             ),
             next_token_id=next_id,
             next_token_text=token_text(tok, next_id),
@@ -432,30 +474,39 @@ class StepEngine:
 
     def parked(self) -> ParkedGeneration:
         """This generation as plain values, to put aside while the student uses another model."""
-        return ParkedGeneration(spec=self.loaded.info.spec, model_label=self.loaded.info.label,
-                                prompt_text=self.prompt_text, prompt_len=self.prompt_len,
-                                token_ids=tuple(self.token_ids), sampling=self.sampling)
+        return ParkedGeneration(
+            spec=self.loaded.info.spec,
+            model_label=self.loaded.info.label,
+            prompt_text=self.prompt_text,
+            prompt_len=self.prompt_len,
+            token_ids=tuple(self.token_ids),
+            sampling=self.sampling,
+        )
 
     def restore(self, parked: ParkedGeneration) -> None:
         """Replay a parked generation: prefill its prompt, then feed exactly the tokens it fed (not a new
         draw), so the records, the cache and the pending token are what the student left."""
         self.prefill(parked.prompt_text, parked.sampling)
-        for token_id in parked.token_ids[parked.prompt_len:]:
+        for token_id in parked.token_ids[parked.prompt_len :]:
             if self.at_context_limit:
                 break
             self.pending_token_id = int(token_id)
             self.step()
 
-    def race(self, at: int | None = None, budget_s: float = RACE_BUDGET_S, on: LoadedModel | None = None,
-             check: Callable[[], None] | None = None) -> RaceTiming:
+    def race(
+        self,
+        at: int | None = None,
+        budget_s: float = RACE_BUDGET_S,
+        on: LoadedModel | None = None,
+        check: Callable[[], None] | None = None,
+    ) -> RaceTiming:
         """The step of record `at` (default the newest) timed with and without the cache (race_timing: bounded
         to budget_s or one repeat, ended by whatever check() raises), on this engine's model or `on` another of
         the same tokenizer (the race at a larger shape). Changes nothing."""
         if not self.started:
             raise PromptError(_("Prefill a prompt first."))
         record = self.records[-1 if at is None else at]
-        return race_timing(on or self.loaded, self.token_ids[: record.cache_len], budget_s=budget_s,
-                           check=check)
+        return race_timing(on or self.loaded, self.token_ids[: record.cache_len], budget_s=budget_s, check=check)
 
     def versus_attention(self, budget_s: float = CONTEXT_RACE_BUDGET_S) -> ContextRace:
         """A hybrid's decode step against its all-attention twin's (loading.attention_twin: the same shape, every

@@ -1,6 +1,7 @@
 """A link to the step-through stage: what it carries (prompt, steps, sampling, layer, head, view, presenter
 mode), written to and read from a page's query parameters. Read defensively: a link is typed, pasted, truncated;
 every value is clamped to the limits the widgets and the records use, or defaulted. Torch-free and UI-free."""
+
 from __future__ import annotations
 
 import math
@@ -68,10 +69,18 @@ class StageLink:
     def query(self) -> dict[str, str]:
         """The link's query parameters (keys: the step page's route). Layer and head use the pickers' own URL keys
         and labels."""
-        return _STAGE.query(prompt=self.prompt, steps=self.steps, greedy=int(self.greedy),
-                            temperature=f"{self.temperature:g}", top_k=self.top_k, seed=self.seed, view=self.view,
-                            present=int(self.present), layer=picker_label("L", self.layer),
-                            head=picker_label("H", self.head))
+        return _STAGE.query(
+            prompt=self.prompt,
+            steps=self.steps,
+            greedy=int(self.greedy),
+            temperature=f"{self.temperature:g}",
+            top_k=self.top_k,
+            seed=self.seed,
+            view=self.view,
+            present=int(self.present),
+            layer=picker_label("L", self.layer),
+            head=picker_label("H", self.head),
+        )
 
     @property
     def replay_key(self) -> tuple:
@@ -82,6 +91,7 @@ class StageLink:
 def parse_link(query: Mapping[str, str], n_positions: int, default: Sampling = DEFAULT_SAMPLING) -> StageLink | None:
     """The link in a page's query parameters, or None without ?prompt=. Every value is clamped to the sampling
     limits (kvviz.step.records) or, when it is not a number, taken from `default`."""
+
     def get(name: str, default: str | None = None) -> str | None:
         return query.get(_STAGE.key(name), default)
 
@@ -92,13 +102,17 @@ def parse_link(query: Mapping[str, str], n_positions: int, default: Sampling = D
 
     def picker(name: str, prefix: str) -> int:
         text = get(name, "")
-        return url_int(text[len(prefix):] if text.startswith(prefix) else text, 0, 0, 10_000)
+        return url_int(text[len(prefix) :] if text.startswith(prefix) else text, 0, 0, 10_000)
 
     return StageLink(
-        prompt=prompt[:MAX_TEXT_CHARS], steps=url_int(get("steps"), 0, 0, n_positions),
+        prompt=prompt[:MAX_TEXT_CHARS],
+        steps=url_int(get("steps"), 0, 0, n_positions),
         greedy=url_flag(get("greedy")),
         temperature=url_float(get("temperature"), default.temperature, TEMPERATURE.lo, TEMPERATURE.hi),
         top_k=url_int(get("top_k"), default.top_k, TOP_K.lo, TOP_K.hi),  # the page's boxes' own bounds
         seed=url_int(get("seed"), default.seed, SEED.lo, SEED.hi),
-        view=view if view in VIEW_NAMES else "one", present=url_flag(get("present")),
-        layer=picker("layer", "L"), head=picker("head", "H"))
+        view=view if view in VIEW_NAMES else "one",
+        present=url_flag(get("present")),
+        layer=picker("layer", "L"),
+        head=picker("head", "H"),
+    )

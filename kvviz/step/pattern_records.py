@@ -15,6 +15,7 @@ whole triangle. Three patterns are recognised from the numbers alone:
 A head is labelled when its score reaches the threshold below; uniform attention over a 40-token context
 would score about 0.03 on each.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -125,12 +126,16 @@ def strongest_induction_head(layer: LayerPatterns) -> int | None:
     the highest induction score on this sequence. None when no head is named induction or no token repeats. On the
     lesson's repeat prompt this is the head the lesson calls the copying head (a layer may hold several induction
     heads: they all copy on the probe, one copies most here)."""
-    named = [h for h in range(layer.n_head) if layer.probe_induction_score[h] >= INDUCTION_THRESHOLD
-             and not np.isnan(layer.induction_score[h])]
+    named = [
+        h
+        for h in range(layer.n_head)
+        if layer.probe_induction_score[h] >= INDUCTION_THRESHOLD and not np.isnan(layer.induction_score[h])
+    ]
     return max(named, key=lambda h: float(layer.induction_score[h])) if named else None
 
 
 def thresholds_text() -> str:
     """The thresholds that name a head, in the current language."""
     return _("previous-token >= {previous}, first-token >= {first}, induction (probe) >= {induction}").format(
-        previous=PREVIOUS_TOKEN_THRESHOLD, first=FIRST_TOKEN_THRESHOLD, induction=INDUCTION_THRESHOLD)
+        previous=PREVIOUS_TOKEN_THRESHOLD, first=FIRST_TOKEN_THRESHOLD, induction=INDUCTION_THRESHOLD
+    )

@@ -8,6 +8,7 @@ every model that way. The pass runs under the shared model's MODEL_LOCK (kvviz.m
 lesson's passes, so a classroom of sessions never piles passes onto the cores. A second, fixed pass over the induction
 probe (seeded random tokens, repeated once) scores every head's induction behaviour whatever the prompt is.
 """
+
 from __future__ import annotations
 
 import weakref

@@ -4,6 +4,7 @@ kvviz.step.engine (which runs the model) creates them; pages, figures and kvviz.
 importing torch. Shapes use L = n_layer, H = key/value heads, Hq = query heads, D = head_dim,
 N = tokens fed in the pass, S = cache length after it.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -15,9 +16,28 @@ from kvviz.i18n import N_
 from kvviz.inputs.prompt_rules import FloatSetting, IntSetting, PromptError, check_int_in_range
 from kvviz.measure.timing import median, middle_halves_overlap
 
-__all__ = ["ContextFullError", "ContextRace", "Equivalence", "LinearState", "ParkedGeneration", "PromptError", "RACE_BUDGET_S", "RaceTiming",
-           "PLAY_STEPS", "SEED", "SEED_MAX", "TEMPERATURE", "TOP_K",
-           "Sampling", "StepRecord", "TEMPERATURE_MAX", "TEMPERATURE_MIN", "TOP_K_MAX", "TokenProb", "draw_seed"]
+__all__ = [
+    "ContextFullError",
+    "ContextRace",
+    "Equivalence",
+    "LinearState",
+    "ParkedGeneration",
+    "PromptError",
+    "RACE_BUDGET_S",
+    "RaceTiming",
+    "PLAY_STEPS",
+    "SEED",
+    "SEED_MAX",
+    "TEMPERATURE",
+    "TOP_K",
+    "Sampling",
+    "StepRecord",
+    "TEMPERATURE_MAX",
+    "TEMPERATURE_MIN",
+    "TOP_K_MAX",
+    "TokenProb",
+    "draw_seed",
+]
 
 
 class ContextFullError(ValueError):
@@ -47,7 +67,9 @@ class Sampling:
     def __post_init__(self) -> None:
         if not (TEMPERATURE_MIN <= self.temperature <= TEMPERATURE_MAX):
             raise ValueError(f"temperature must be between {TEMPERATURE_MIN} and {TEMPERATURE_MAX}")
-        check_int_in_range(self.top_k, 0, TOP_K_MAX, "top_k")  # 0 = off; the one reader of a whole number (kvviz.inputs)
+        check_int_in_range(
+            self.top_k, 0, TOP_K_MAX, "top_k"
+        )  # 0 = off; the one reader of a whole number (kvviz.inputs)
         check_int_in_range(self.seed, 0, SEED_MAX, "seed")
 
 
@@ -58,8 +80,9 @@ class Sampling:
 # A seeded draw at temperature 0.8 from the 40 likeliest tokens leaves the loop and stays reproducible.
 DEFAULT_SAMPLING = Sampling(greedy=False, temperature=0.8, top_k=40, seed=0)
 # The step-through page's boxes and its link's values: each setting's one home.
-TEMPERATURE = FloatSetting(N_("temperature"), TEMPERATURE_MIN, TEMPERATURE_MAX, default=DEFAULT_SAMPLING.temperature,
-                           step=0.05)
+TEMPERATURE = FloatSetting(
+    N_("temperature"), TEMPERATURE_MIN, TEMPERATURE_MAX, default=DEFAULT_SAMPLING.temperature, step=0.05
+)
 TOP_K = IntSetting(N_("top-k"), 0, TOP_K_MAX, default=DEFAULT_SAMPLING.top_k)
 SEED = IntSetting(N_("seed"), 0, SEED_MAX, default=DEFAULT_SAMPLING.seed)
 PLAY_STEPS = IntSetting(N_("steps to play"), 1, 64, default=8)
@@ -204,8 +227,11 @@ class RaceTiming:
         does that forward's work and more, so such a gap is noise; a caption must never say that side stands on
         the floor (the chart would contradict it)."""
         floor = self.fixed_median_ms
-        return tuple(side for side, median in (("cached", self.cached_median_ms), ("uncached", self.uncached_median_ms))
-                     if median < floor)
+        return tuple(
+            side
+            for side, median in (("cached", self.cached_median_ms), ("uncached", self.uncached_median_ms))
+            if median < floor
+        )
 
     @property
     def paired_saving_ms(self) -> float:

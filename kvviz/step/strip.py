@@ -1,6 +1,7 @@
 """The token strip as HTML: the prompt, the generated tokens (the newest marked) and the pending token as chips
 over their cache positions, with a colour key. Torch-free and UI-free: the stage draws it with st.markdown, and the
 classroom load test reads it back (bench/classroom_ws.py)."""
+
 from __future__ import annotations
 
 import html
@@ -57,8 +58,9 @@ def byte_characters(texts: Sequence[str]) -> list[str]:
     return out
 
 
-def strip_html(strip: Sequence[StripToken], max_tokens: int = 36, font_rem: float = 1.0, legend: bool = True,
-               note: str = "") -> str:
+def strip_html(
+    strip: Sequence[StripToken], max_tokens: int = 36, font_rem: float = 1.0, legend: bool = True, note: str = ""
+) -> str:
     """The token strip as HTML: the last max_tokens tokens as chips (text escaped, whitespace visible).
     `note`: a short remark drawn after the colour key, on its line (only with the legend).
 
@@ -66,8 +68,10 @@ def strip_html(strip: Sequence[StripToken], max_tokens: int = 36, font_rem: floa
     the classroom load test can read the strip; the container has the class kvviz-strip.
     """
     hidden = max(0, len(strip) - max_tokens)
-    chip = (f"border-radius:4px;padding:1px 4px;margin:1px;display:inline-block;font-family:monospace;"
-            f"font-size:{font_rem}rem")
+    chip = (
+        f"border-radius:4px;padding:1px 4px;margin:1px;display:inline-block;font-family:monospace;"
+        f"font-size:{font_rem}rem"
+    )
     spans = []
     if hidden:
         earlier = html.escape(_("⋯ {n} earlier").format(n=hidden))
@@ -79,8 +83,14 @@ def strip_html(strip: Sequence[StripToken], max_tokens: int = 36, font_rem: floa
         where = "next" if t.position is None else str(t.position)
         title = html.escape(_(_ROLE_TITLE[t.role]))
         if _BYTES_TOKEN.fullmatch(t.text):  # part of a character: say so, and name it where it completes
-            title += html.escape(" · " + (_("its byte completes the UTF-8 character {char}").format(char=character)
-                                          if character else _("part of a UTF-8 character (a byte-level token)")))
+            title += html.escape(
+                " · "
+                + (
+                    _("its byte completes the UTF-8 character {char}").format(char=character)
+                    if character
+                    else _("part of a UTF-8 character (a byte-level token)")
+                )
+            )
             if character:
                 shown += f'<b style="font-family:sans-serif">→{html.escape(visible(character))}</b>'
         label = html.escape(_("next")) if t.position is None else where  # data-pos stays "next" (tests read it)
@@ -97,5 +107,6 @@ def strip_html(strip: Sequence[StripToken], max_tokens: int = 36, font_rem: floa
     if note:
         # muted as every caption is: the class kvviz.ui.a11y.MUTED (readable.css styles it), never an opacity of its own
         key += f' <span class="kvviz-muted" style="font-size:{0.8 * font_rem}rem">{html.escape(note)}</span>'
-    return (f'<div class="kvviz-strip" style="line-height:1.9">{"".join(spans)}</div>'
-            + (f'<div class="kvviz-strip-key" style="margin-top:2px">{key}</div>' if legend else ""))
+    return f'<div class="kvviz-strip" style="line-height:1.9">{"".join(spans)}</div>' + (
+        f'<div class="kvviz-strip-key" style="margin-top:2px">{key}</div>' if legend else ""
+    )

@@ -12,6 +12,7 @@ head_dim, causal (a query at position p scores keys 0..p), counted over all laye
 whole sequence, so every query is recomputed. Likewise K/V rows: 1 new row per layer with the cache, every
 row of the sequence per layer without it.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -178,8 +179,14 @@ def _rows(records: Sequence[StepRecord], attr: str, layer: int, kv_head: int, fi
 
 
 def build_snapshot(
-    records: Sequence[StepRecord], prompt_len: int, dims: ModelDims, layer: int, q_head: int, at: int | None = None,
-    max_rows: int = MAX_STAGE_ROWS, all_layers: bool = False,
+    records: Sequence[StepRecord],
+    prompt_len: int,
+    dims: ModelDims,
+    layer: int,
+    q_head: int,
+    at: int | None = None,
+    max_rows: int = MAX_STAGE_ROWS,
+    all_layers: bool = False,
 ) -> StageSnapshot:
     """The stage after record `at` (default: the newest), for one layer and one query head of a model of `dims`."""
     if not records:
@@ -204,25 +211,45 @@ def build_snapshot(
         keys, values = keys[:0], values[:0]
         attention, group_attention = attention[:0], group_attention[:, :0]
     return StageSnapshot(
-        at=at, latest=latest, kind=record.kind, strip=strip, layer=layer, q_head=q_head, kv_head=kv_head,
-        first_row=first_row, row_labels=labels if state is None else (), keys=keys, values=values,
-        attention=attention, attention_above=float(weights[:first_row].sum()) if state is None else 0.0,
+        at=at,
+        latest=latest,
+        kind=record.kind,
+        strip=strip,
+        layer=layer,
+        q_head=q_head,
+        kv_head=kv_head,
+        first_row=first_row,
+        row_labels=labels if state is None else (),
+        keys=keys,
+        values=values,
+        attention=attention,
+        attention_above=float(weights[:first_row].sum()) if state is None else 0.0,
         new_rows=record.fed_positions if record.kind == "decode" else (),
-        query_text=record.fed_token_texts[-1], top_k=record.top_k, next_token_text=record.next_token_text,
-        counters=counters(shown, dims), cache_len=record.cache_len, cache_bytes=record.cache_bytes,
+        query_text=record.fed_token_texts[-1],
+        top_k=record.top_k,
+        next_token_text=record.next_token_text,
+        counters=counters(shown, dims),
+        cache_len=record.cache_len,
+        cache_bytes=record.cache_bytes,
         step_ms=record.step_ms,
         layer_keys=tuple(_rows(shown, "new_keys", i, kv_head, first_row) for i in range(len(kv_layers)))
-        if all_layers else (),
-        group_heads=group_heads, group_attention=group_attention,
+        if all_layers
+        else (),
+        group_heads=group_heads,
+        group_attention=group_attention,
         copy=copy_lookup(records, layer, q_head, at, kv_layers) if state is None else None,
-        kv_layers=kv_layers, state=state, states=record.states, state_bytes=record.state_bytes,
+        kv_layers=kv_layers,
+        state=state,
+        states=record.states,
+        state_bytes=record.state_bytes,
     )
 
 
 def group_mapping(n_head: int, n_kv_heads: int) -> list[tuple[int, tuple[int, ...]]]:
     """[(kv_head, the query heads that read it)], by kv_head_of."""
-    return [(kv, tuple(h for h in range(n_head) if kv_head_of(h, n_head, n_kv_heads) == kv))
-            for kv in range(n_kv_heads)]
+    return [
+        (kv, tuple(h for h in range(n_head) if kv_head_of(h, n_head, n_kv_heads) == kv)) for kv in range(n_kv_heads)
+    ]
 
 
 @dataclass(frozen=True)
@@ -242,8 +269,13 @@ class CopyLookup:
     chosen_weight: float
 
 
-def copy_lookup(records: Sequence[StepRecord], layer: int, q_head: int, at: int | None = None,
-                kv_layers: Sequence[int] | None = None) -> CopyLookup | None:
+def copy_lookup(
+    records: Sequence[StepRecord],
+    layer: int,
+    q_head: int,
+    at: int | None = None,
+    kv_layers: Sequence[int] | None = None,
+) -> CopyLookup | None:
     """The copy candidate for the newest query of record `at` (default the newest), or None when its token has
     not occurred before (or only just before it: then the "token after" is the query itself). The rule is the
     attention-patterns page's induction rule (pattern_records.induction_targets), applied to the newest query.
@@ -261,8 +293,13 @@ def copy_lookup(records: Sequence[StepRecord], layer: int, q_head: int, at: int 
     kv_layers = list(range(weights.shape[0])) if kv_layers is None else list(kv_layers)
     best_slot, best_head = (int(i) for i in np.unravel_index(int(np.argmax(weights)), weights.shape))
     return CopyLookup(
-        query_pos=query_pos, query_text=texts[query_pos], prev_pos=prev_pos, target_pos=target,
-        target_text=texts[target], best_layer=kv_layers[best_slot], best_head=best_head,
+        query_pos=query_pos,
+        query_text=texts[query_pos],
+        prev_pos=prev_pos,
+        target_pos=target,
+        target_text=texts[target],
+        best_layer=kv_layers[best_slot],
+        best_head=best_head,
         best_weight=float(weights[best_slot, best_head]),
         chosen_weight=float(weights[kv_layers.index(layer), q_head]) if layer in kv_layers else 0.0,
     )
@@ -275,15 +312,24 @@ def copy_sentence(copy: CopyLookup | None, strong: float = COPYING_WEIGHT) -> st
     """One line for the stage: does a head read the row after the newest token's previous occurrence?"""
     if copy is None:
         return ""
-    fields = dict(query=repr(visible(copy.query_text)), query_row=copy.query_pos, prev_row=copy.prev_pos,
-                  target=repr(visible(copy.target_text)), target_row=copy.target_pos, weight=copy.best_weight)
+    fields = dict(
+        query=repr(visible(copy.query_text)),
+        query_row=copy.query_pos,
+        prev_row=copy.prev_pos,
+        target=repr(visible(copy.target_text)),
+        target_row=copy.target_pos,
+        weight=copy.best_weight,
+    )
     if copy.best_weight >= strong:
-        return _("{query} (row {query_row}) occurred before at row {prev_row}; the token after it, {target} (row "
-                 "{target_row}), gets {weight:.0%} of layer {layer} head {head}'s attention (the head drawn: "
-                 "{chosen:.0%}): an induction head reads that old row to copy {target}.").format(
-            layer=copy.best_layer, head=copy.best_head, chosen=copy.chosen_weight, **fields)
-    return _("{query} (row {query_row}) occurred before at row {prev_row}; the token after it, {target} (row "
-             "{target_row}), gets at most {weight:.0%} of any head's attention: no head copies it here.").format(**fields)
+        return _(
+            "{query} (row {query_row}) occurred before at row {prev_row}; the token after it, {target} (row "
+            "{target_row}), gets {weight:.0%} of layer {layer} head {head}'s attention (the head drawn: "
+            "{chosen:.0%}): an induction head reads that old row to copy {target}."
+        ).format(layer=copy.best_layer, head=copy.best_head, chosen=copy.chosen_weight, **fields)
+    return _(
+        "{query} (row {query_row}) occurred before at row {prev_row}; the token after it, {target} (row "
+        "{target_row}), gets at most {weight:.0%} of any head's attention: no head copies it here."
+    ).format(**fields)
 
 
 # ----- the stage's view: every sentence and number it shows, built from the records above -------------------------
@@ -334,20 +380,30 @@ def stage_view(snap: StageSnapshot, model: ModelInfo) -> StageView:
     copy = snap.copy
     found = copy is not None and copy.best_weight >= COPYING_WEIGHT
     button = CopyButton(
-        label=_("Copying head L{layer} H{head}").format(layer=copy.best_layer, head=copy.best_head) if found
+        label=_("Copying head L{layer} H{head}").format(layer=copy.best_layer, head=copy.best_head)
+        if found
         else _("Copying head"),
         target=(copy.best_layer, copy.best_head) if found else (snap.layer, snap.q_head),
-        enabled=found and (copy.best_layer, copy.best_head) != (snap.layer, snap.q_head))
+        enabled=found and (copy.best_layer, copy.best_head) != (snap.layer, snap.q_head),
+    )
     return StageView(
-        snapshot=snap, top_tokens=snap.top_k[:NEXT_TOKEN_BARS], copy_button=button,
+        snapshot=snap,
+        top_tokens=snap.top_k[:NEXT_TOKEN_BARS],
+        copy_button=button,
         readout=state_sentence(snap, model) if snap.state is not None else copy_sentence(copy),
-        readout_hint=_("When the newest token occurred before, this line names the head that reads the row after that "
-                       "occurrence (an induction head copying)."),
-        rows_caption=_rows_caption(snap), tiles=_tiles(snap, model), step_line=step_line(snap, model),
+        readout_hint=_(
+            "When the newest token occurred before, this line names the head that reads the row after that "
+            "occurrence (an induction head copying)."
+        ),
+        rows_caption=_rows_caption(snap),
+        tiles=_tiles(snap, model),
+        step_line=step_line(snap, model),
         gqa_text=gqa_text(snap, model) if model.n_kv_heads < model.n_head else "",
         race_sides=(_race_side(snap, model, cached=True), _race_side(snap, model, cached=False)),
-        model_label=model.label, model_shown=model.shown_label(),
-        hybrid_text=hybrid_text(snap, model) if snap.states else "")
+        model_label=model.label,
+        model_shown=model.shown_label(),
+        hybrid_text=hybrid_text(snap, model) if snap.states else "",
+    )
 
 
 def _layer_list(layers: Sequence[int]) -> str:
@@ -359,27 +415,42 @@ def state_sentence(snap: StageSnapshot, dims: ModelDims) -> str:
     state = snap.state
     heads, d_k, d_v = state.recurrent.shape
     channels, kernel = state.conv.shape
-    return _("Layer {layer} is linear attention (Gated DeltaNet): it keeps no K/V rows. Each of its {heads} heads "
-             "keeps one {d_k} x {d_v} state matrix that every token rewrites, and the layer keeps the last {kernel} "
-             "inputs of its short convolution ({channels} channels): {size} in all, the same at every step.").format(
-        layer=state.layer, heads=heads, d_k=d_k, d_v=d_v, kernel=kernel, channels=channels,
-        size=units.short_bytes(state.total_bytes))
+    return _(
+        "Layer {layer} is linear attention (Gated DeltaNet): it keeps no K/V rows. Each of its {heads} heads "
+        "keeps one {d_k} x {d_v} state matrix that every token rewrites, and the layer keeps the last {kernel} "
+        "inputs of its short convolution ({channels} channels): {size} in all, the same at every step."
+    ).format(
+        layer=state.layer,
+        heads=heads,
+        d_k=d_k,
+        d_v=d_v,
+        kernel=kernel,
+        channels=channels,
+        size=units.short_bytes(state.total_bytes),
+    )
 
 
 def hybrid_text(snap: StageSnapshot, dims: ModelDims) -> str:
     """A hybrid's two facts under the stage: which layers keep what, and what Back does on it, and why."""
     per_layer = snap.states[0].total_bytes
-    return _("Layers {linear} keep a fixed state ({size} each); only layer {attention} keeps K/V rows. Back crops "
-             "layer {attention}'s K/V by one row and copies each state back from the copy kept after the previous "
-             "step: every token is mixed into all of a state's numbers, so no row can be cut out of it.").format(
-        linear=_layer_list([s.layer for s in snap.states]), size=units.short_bytes(per_layer),
-        attention=_layer_list(snap.kv_layers))
+    return _(
+        "Layers {linear} keep a fixed state ({size} each); only layer {attention} keeps K/V rows. Back crops "
+        "layer {attention}'s K/V by one row and copies each state back from the copy kept after the previous "
+        "step: every token is mixed into all of a state's numbers, so no row can be cut out of it."
+    ).format(
+        linear=_layer_list([s.layer for s in snap.states]),
+        size=units.short_bytes(per_layer),
+        attention=_layer_list(snap.kv_layers),
+    )
+
 
 def _rows_caption(snap: StageSnapshot) -> str:
     if not snap.first_row:
         return _("Rows = cache positions; the newest row is outlined.")
-    return _("Rows = cache positions; the newest row is outlined · {n} older rows above not drawn (they got "
-             "{share:.0%} of the attention).").format(n=snap.first_row, share=snap.attention_above)
+    return _(
+        "Rows = cache positions; the newest row is outlined · {n} older rows above not drawn (they got "
+        "{share:.0%} of the attention)."
+    ).format(n=snap.first_row, share=snap.attention_above)
 
 
 def _tiles(snap: StageSnapshot, dims: ModelDims) -> tuple[Tile, ...]:
@@ -387,30 +458,47 @@ def _tiles(snap: StageSnapshot, dims: ModelDims) -> tuple[Tile, ...]:
     scrubbed = snap.at < snap.latest  # the tiles say they show a recorded step, not the cache as it is
     if snap.states:  # a hybrid: the K/V that grows, the state that does not
         return (
-            Tile(_("K/V at step {at} (history)").format(at=snap.at) if scrubbed else _("K/V"),
-                 ngettext("{n} row, {size} (grows)", "{n} rows, {size} (grows)", snap.cache_len).format(
-                     n=snap.cache_len, size=units.short_bytes(snap.cache_bytes)),
-                 ngettext("layer {layers}'s keys and values, summed from the real tensors: {bytes}",
-                          "layers {layers}' keys and values, summed from the real tensors: {bytes}",
-                          len(snap.kv_layers)).format(layers=_layer_list(snap.kv_layers),
-                                                      bytes=units.format_bytes(snap.cache_bytes))),
-            Tile(_("State at step {at} (history)").format(at=snap.at) if scrubbed else _("State"),
-                 _("{size} (fixed)").format(size=units.short_bytes(snap.state_bytes)),
-                 _("layers {layers}' recurrent and conv states, summed from the real tensors: {bytes}").format(
-                     layers=_layer_list([s.layer for s in snap.states]), bytes=units.format_bytes(snap.state_bytes))),
+            Tile(
+                _("K/V at step {at} (history)").format(at=snap.at) if scrubbed else _("K/V"),
+                ngettext("{n} row, {size} (grows)", "{n} rows, {size} (grows)", snap.cache_len).format(
+                    n=snap.cache_len, size=units.short_bytes(snap.cache_bytes)
+                ),
+                ngettext(
+                    "layer {layers}'s keys and values, summed from the real tensors: {bytes}",
+                    "layers {layers}' keys and values, summed from the real tensors: {bytes}",
+                    len(snap.kv_layers),
+                ).format(layers=_layer_list(snap.kv_layers), bytes=units.format_bytes(snap.cache_bytes)),
+            ),
+            Tile(
+                _("State at step {at} (history)").format(at=snap.at) if scrubbed else _("State"),
+                _("{size} (fixed)").format(size=units.short_bytes(snap.state_bytes)),
+                _("layers {layers}' recurrent and conv states, summed from the real tensors: {bytes}").format(
+                    layers=_layer_list([s.layer for s in snap.states]), bytes=units.format_bytes(snap.state_bytes)
+                ),
+            ),
             *_tiles(dataclasses.replace(snap, states=()), dims)[2:],
         )
     return (
-        Tile(_("Cache length at step {at} (history)").format(at=snap.at) if scrubbed else _("Cache length"),
-             ngettext("{n} token", "{n} tokens", snap.cache_len).format(n=snap.cache_len),
-             _("at most {n} positions").format(n=dims.n_positions)),
-        Tile(_("Cache size at step {at} (history)").format(at=snap.at) if scrubbed else _("Cache size"),
-             units.short_bytes(snap.cache_bytes),
-             _("summed from the real K/V tensors: {bytes}").format(bytes=units.format_bytes(snap.cache_bytes))),
-        Tile(_("This step: dots with cache"), f"{c.this_dot_products_cached:,}",
-             _("query-key dot products this step computes with the cache: the newest query only")),
-        Tile(_("This step: dots without cache"), f"{c.this_dot_products_uncached:,}",
-             _("the same step if the whole sequence were recomputed (causal pairs: L(L+1)/2 per head and layer)")),
+        Tile(
+            _("Cache length at step {at} (history)").format(at=snap.at) if scrubbed else _("Cache length"),
+            ngettext("{n} token", "{n} tokens", snap.cache_len).format(n=snap.cache_len),
+            _("at most {n} positions").format(n=dims.n_positions),
+        ),
+        Tile(
+            _("Cache size at step {at} (history)").format(at=snap.at) if scrubbed else _("Cache size"),
+            units.short_bytes(snap.cache_bytes),
+            _("summed from the real K/V tensors: {bytes}").format(bytes=units.format_bytes(snap.cache_bytes)),
+        ),
+        Tile(
+            _("This step: dots with cache"),
+            f"{c.this_dot_products_cached:,}",
+            _("query-key dot products this step computes with the cache: the newest query only"),
+        ),
+        Tile(
+            _("This step: dots without cache"),
+            f"{c.this_dot_products_uncached:,}",
+            _("the same step if the whole sequence were recomputed (causal pairs: L(L+1)/2 per head and layer)"),
+        ),
     )
 
 
@@ -420,33 +508,51 @@ def step_line(snap: StageSnapshot, dims: ModelDims) -> str:
     if snap.kind == "prefill":
         what = _("Prefill: fed the {n} prompt tokens at once in {ms:.1f} ms (one run).").format(n=seq, ms=snap.step_ms)
     elif snap.at < snap.latest:
-        what = _("Decode step {at} of {latest}, the newest is step {latest}: fed 1 token in {ms:.1f} ms (one run)."
-                 ).format(at=snap.at, latest=snap.latest, ms=snap.step_ms)
+        what = _(
+            "Decode step {at} of {latest}, the newest is step {latest}: fed 1 token in {ms:.1f} ms (one run)."
+        ).format(at=snap.at, latest=snap.latest, ms=snap.step_ms)
     else:
         what = _("Decode step {at} of {latest}: fed 1 token in {ms:.1f} ms (one run).").format(
-            at=snap.at, latest=snap.latest, ms=snap.step_ms)
+            at=snap.at, latest=snap.latest, ms=snap.step_ms
+        )
     layers = len(dims.attention_layers)
     eager = ops.attention_dot_products_dense(layers, dims.n_head, 0, seq, cached=False)
-    return what + " " + _(
-        "All passes so far, the prefill included: {cached:,} dot products with the cache vs {uncached:,} if every "
-        "step recomputed the whole sequence. Counted as causal "
-        "pairs: a query at position p scores keys 0..p, so L(L+1)/2 per head and layer without the cache; eager "
-        "attention scores all L x L ({layers} x {heads} x {seq}² = {eager:,} here) and masks the rest.").format(
-        cached=c.total_dot_products_cached, uncached=c.total_dot_products_uncached, layers=layers,
-        heads=dims.n_head, seq=seq, eager=eager)
+    return (
+        what
+        + " "
+        + _(
+            "All passes so far, the prefill included: {cached:,} dot products with the cache vs {uncached:,} if every "
+            "step recomputed the whole sequence. Counted as causal "
+            "pairs: a query at position p scores keys 0..p, so L(L+1)/2 per head and layer without the cache; eager "
+            "attention scores all L x L ({layers} x {heads} x {seq}² = {eager:,} here) and masks the rest."
+        ).format(
+            cached=c.total_dot_products_cached,
+            uncached=c.total_dot_products_uncached,
+            layers=layers,
+            heads=dims.n_head,
+            seq=seq,
+            eager=eager,
+        )
+    )
 
 
 def gqa_text(snap: StageSnapshot, model: ModelInfo) -> str:
     """Which query heads read which K/V head, and the bytes measured vs the same model with full MHA."""
-    groups = "; ".join(f"kv {kv} ← q {', '.join(map(str, qs))}"
-                       for kv, qs in group_mapping(model.n_head, model.n_kv_heads))
+    groups = "; ".join(
+        f"kv {kv} ← q {', '.join(map(str, qs))}" for kv, qs in group_mapping(model.n_head, model.n_kv_heads)
+    )
     gqa = model.kv_config()  # in the dtype the model runs in, as the measured tensors are
     mha_bytes, factor = memory.mha_cost(gqa, snap.cache_len)
-    return (f"kv_head = q_head // {model.n_head // model.n_kv_heads}: {groups}. " + _(
+    return f"kv_head = q_head // {model.n_head // model.n_kv_heads}: {groups}. " + _(
         "Cache measured from the real tensors: {measured:,} B (calculator: {calculated:,} B); with full MHA "
-        "({heads} K/V heads) the same model would hold {mha:,} B, {ratio:.0f}x more.").format(
-        measured=snap.cache_bytes, calculated=memory.kv_bytes(gqa, snap.cache_len), heads=model.n_head,
-        mha=mha_bytes, ratio=factor))
+        "({heads} K/V heads) the same model would hold {mha:,} B, {ratio:.0f}x more."
+    ).format(
+        measured=snap.cache_bytes,
+        calculated=memory.kv_bytes(gqa, snap.cache_len),
+        heads=model.n_head,
+        mha=mha_bytes,
+        ratio=factor,
+    )
 
 
 def _race_side(snap: StageSnapshot, dims: ModelDims, cached: bool) -> str:
@@ -457,15 +563,24 @@ def _race_side(snap: StageSnapshot, dims: ModelDims, cached: bool) -> str:
     # head's row at one cache position
     layers = len(dims.attention_layers)
     tokens = (c.this_kv_rows_cached if cached else c.this_kv_rows_uncached) // layers
-    fed = ngettext("K and V of {n:,} token in each of {layers} layers", "K and V of {n:,} tokens in each of {layers} layers",
-                   tokens).format(n=tokens, layers=layers)
+    fed = ngettext(
+        "K and V of {n:,} token in each of {layers} layers",
+        "K and V of {n:,} tokens in each of {layers} layers",
+        tokens,
+    ).format(n=tokens, layers=layers)
     if snap.states:  # a hybrid: K/V only where it attends; the linear layers' states are updated once per token
-        fed = ngettext("K and V of {n:,} token in the attention layers ({layers}); each linear layer ({linear}) "
-                       "folds it into its fixed state", "K and V of {n:,} tokens in the attention layers ({layers}); "
-                       "each linear layer ({linear}) folds them into its fixed state, one by one", tokens).format(
-            n=tokens, layers=_layer_list(snap.kv_layers), linear=_layer_list([s.layer for s in snap.states]))
-    return (_("**With the cache**, this step: {dots:,} dot products; {fed}") if cached else
-            _("**Without the cache**, this step: {dots:,} dot products; {fed}")).format(dots=dots, fed=fed)
+        fed = ngettext(
+            "K and V of {n:,} token in the attention layers ({layers}); each linear layer ({linear}) "
+            "folds it into its fixed state",
+            "K and V of {n:,} tokens in the attention layers ({layers}); "
+            "each linear layer ({linear}) folds them into its fixed state, one by one",
+            tokens,
+        ).format(n=tokens, layers=_layer_list(snap.kv_layers), linear=_layer_list([s.layer for s in snap.states]))
+    return (
+        _("**With the cache**, this step: {dots:,} dot products; {fed}")
+        if cached
+        else _("**Without the cache**, this step: {dots:,} dot products; {fed}")
+    ).format(dots=dots, fed=fed)
 
 
 @dataclass(frozen=True)
@@ -487,21 +602,32 @@ def race_view(view: StageView, timing: RaceTiming | None, big: bool) -> RaceView
     names = race_models(view, timing)
     models_caption = tiles_caption = clock_caption = ""
     if names is not None:
-        models_caption = _("K caches and counts below: {model}, the model generating. The clock under them: {race}, "
-                           "fed the same {n} tokens.").format(model=names[0], race=names[1], n=timing.seq_len)
+        models_caption = _(
+            "K caches and counts below: {model}, the model generating. The clock under them: {race}, "
+            "fed the same {n} tokens."
+        ).format(model=names[0], race=names[1], n=timing.seq_len)
         tiles_caption = _("The tiles above count {model}; the clock and the verdict below time {race}.").format(
-            model=names[0], race=names[1])
+            model=names[0], race=names[1]
+        )
         clock_caption = _("Clock: {race}.").format(race=names[1])
     if view.snapshot.kind == "prefill":
-        note = _("The prefill computes every prompt row either way (nothing is cached yet): the race starts with the "
-                 "first Next token.")
+        note = _(
+            "The prefill computes every prompt row either way (nothing is cached yet): the race starts with the "
+            "first Next token."
+        )
     elif timing is None:
         note = _("The clock runs when the animation stops (timing every frame would slow it down).")
     else:
         note = ""
-    return RaceView(sides=view.race_sides, models_caption=models_caption, tiles_caption=tiles_caption, note=note,
-                    clock_caption=clock_caption, verdict="" if timing is None else race_verdict(timing, big),
-                    timing=timing)
+    return RaceView(
+        sides=view.race_sides,
+        models_caption=models_caption,
+        tiles_caption=tiles_caption,
+        note=note,
+        clock_caption=clock_caption,
+        verdict="" if timing is None else race_verdict(timing, big),
+        timing=timing,
+    )
 
 
 def race_models(view: StageView, timing: RaceTiming | None) -> tuple[str, str] | None:
@@ -517,20 +643,26 @@ def floor_sentence(t: RaceTiming) -> str:
     the 1-token forward's is never said to stand on it."""
     below = t.below_floor
     if not below:
-        return _("Both stand on the dashed line: a 1-token forward with nothing cached, {ms:.1f} ms here whatever "
-                 "the length (its median, timed between the sides).").format(ms=t.fixed_median_ms)
+        return _(
+            "Both stand on the dashed line: a 1-token forward with nothing cached, {ms:.1f} ms here whatever "
+            "the length (its median, timed between the sides)."
+        ).format(ms=t.fixed_median_ms)
     if below == ("cached",):
-        return _("The cached step's median ({side:.1f} ms) came in under the dashed line, a 1-token forward with "
-                 "nothing cached ({ms:.1f} ms): it does that forward's work and more, so the gap is noise; at this "
-                 "size a cached step costs about a forward's fixed cost.").format(
-            side=t.cached_median_ms, ms=t.fixed_median_ms)
+        return _(
+            "The cached step's median ({side:.1f} ms) came in under the dashed line, a 1-token forward with "
+            "nothing cached ({ms:.1f} ms): it does that forward's work and more, so the gap is noise; at this "
+            "size a cached step costs about a forward's fixed cost."
+        ).format(side=t.cached_median_ms, ms=t.fixed_median_ms)
     if below == ("uncached",):
-        return _("The uncached step's median ({side:.1f} ms) came in under the dashed line, a 1-token forward with "
-                 "nothing cached ({ms:.1f} ms): it does that forward's work and more, so the gap is noise.").format(
-            side=t.uncached_median_ms, ms=t.fixed_median_ms)
-    return _("Both medians came in under the dashed line, a 1-token forward with nothing cached ({ms:.1f} ms): "
-             "each side does that forward's work and more, so the gaps are noise; at this size every forward "
-             "costs about its fixed cost.").format(ms=t.fixed_median_ms)
+        return _(
+            "The uncached step's median ({side:.1f} ms) came in under the dashed line, a 1-token forward with "
+            "nothing cached ({ms:.1f} ms): it does that forward's work and more, so the gap is noise."
+        ).format(side=t.uncached_median_ms, ms=t.fixed_median_ms)
+    return _(
+        "Both medians came in under the dashed line, a 1-token forward with nothing cached ({ms:.1f} ms): "
+        "each side does that forward's work and more, so the gaps are noise; at this size every forward "
+        "costs about its fixed cost."
+    ).format(ms=t.fixed_median_ms)
 
 
 def race_verdict(t: RaceTiming, big: bool) -> str:
@@ -538,24 +670,32 @@ def race_verdict(t: RaceTiming, big: bool) -> str:
     verdict, or 'inside the noise' when it is, and the machine's load; one repeat a side is said as such. `big`:
     the clock ran on the GPT-2 124M shape (its dot products are said beside a win)."""
     if t.single_repeat:
-        how = _("One repeat a side: a repeat costs more than the click's {budget:.2f} s, so the click measures "
-                "once and there is no spread to show. {load}.").format(budget=RACE_BUDGET_S, load=load_label(t.load_1min))
+        how = _(
+            "One repeat a side: a repeat costs more than the click's {budget:.2f} s, so the click measures "
+            "once and there is no spread to show. {load}."
+        ).format(budget=RACE_BUDGET_S, load=load_label(t.load_1min))
     else:
         how = _("Medians of {repeats} repeats a side, interleaved; whiskers: the middle half. {load}.").format(
-            repeats=t.repeats, load=load_label(t.load_1min))
+            repeats=t.repeats, load=load_label(t.load_1min)
+        )
     if t.inside_noise:
-        noise = _("**Inside the noise**: the middle halves overlap. At this size a forward is mostly its fixed cost "
-                  "(the dashed line: 1 token, nothing cached), which hides the saving.")
+        noise = _(
+            "**Inside the noise**: the middle halves overlap. At this size a forward is mostly its fixed cost "
+            "(the dashed line: 1 token, nothing cached), which hides the saving."
+        )
         return i18n.join_sentences([noise] + ([] if big else [_("Try the GPT-2 124M shape.")]) + [how])
     if not t.cached_faster:
-        return i18n.join_sentences([_("**The cached step measured slower** this time: a burst of load, most likely."),
-                         floor_sentence(t), how])
+        return i18n.join_sentences(
+            [_("**The cached step measured slower** this time: a burst of load, most likely."), floor_sentence(t), how]
+        )
     extra = ""
     if big:
         shape = GPT2_FAMILY["gpt2"]
         with_c = ops.attention_dot_products(shape.n_layer, shape.n_head, t.seq_len - 1, 1, cached=True)
         without = ops.attention_dot_products(shape.n_layer, shape.n_head, t.seq_len - 1, 1, cached=False)
-        extra = " " + _("At this shape: {cached:,} dot products vs {uncached:,}.").format(cached=with_c, uncached=without)
+        extra = " " + _("At this shape: {cached:,} dot products vs {uncached:,}.").format(
+            cached=with_c, uncached=without
+        )
     faster = _("**{x:.1f}x faster with the cache**.").format(x=t.uncached_median_ms / t.cached_median_ms)
     return f"{faster}{extra} {floor_sentence(t)} {how}"
 
@@ -581,10 +721,16 @@ def without_cache_view(check: Equivalence, records: Sequence[StepRecord], dims: 
         "- max |K difference| {key:.1e}, max |V difference| {value:.1e}\n"
         "- same next token: **{same}**\n\n"
         "The differences are float32 rounding (summation order), not a different result: caching changes "
-        "speed, not answers.").format(
-        rows=check.recomputed_rows, layers=dims.n_layer, ms=check.uncached_ms,
-        logit=check.max_abs_logit_diff, key=check.max_abs_key_diff, value=check.max_abs_value_diff,
-        same=_("yes") if check.same_next_token else _("no"))
+        "speed, not answers."
+    ).format(
+        rows=check.recomputed_rows,
+        layers=dims.n_layer,
+        ms=check.uncached_ms,
+        logit=check.max_abs_logit_diff,
+        key=check.max_abs_key_diff,
+        value=check.max_abs_value_diff,
+        same=_("yes") if check.same_next_token else _("no"),
+    )
     if not dims.all_attention:  # a hybrid: K/V in its attention layers only; its states rebuilt from the start
         text = _(
             "An uncached step feeds all **{rows}** tokens again: it recomputes every K and V row of the attention "
@@ -594,11 +740,17 @@ def without_cache_view(check: Equivalence, records: Sequence[StepRecord], dims: 
             "- max |K difference| {key:.1e}, max |V difference| {value:.1e}\n"
             "- same next token: **{same}**\n\n"
             "The differences are float32 rounding (summation order), not a different result: caching changes "
-            "speed, not answers.").format(
-            rows=check.recomputed_rows, attention=_layer_list(dims.attention_layers),
-            linear=_layer_list(dims.linear_layers), ms=check.uncached_ms, logit=check.max_abs_logit_diff,
-            key=check.max_abs_key_diff, value=check.max_abs_value_diff,
-            same=_("yes") if check.same_next_token else _("no"))
+            "speed, not answers."
+        ).format(
+            rows=check.recomputed_rows,
+            attention=_layer_list(dims.attention_layers),
+            linear=_layer_list(dims.linear_layers),
+            ms=check.uncached_ms,
+            logit=check.max_abs_logit_diff,
+            key=check.max_abs_key_diff,
+            value=check.max_abs_value_diff,
+            same=_("yes") if check.same_next_token else _("no"),
+        )
     steps, with_cache, without_cache = cumulative_series(records, dims)
     return WithoutCacheView(text, steps, with_cache, without_cache, _("query-key dot products"))
 
@@ -612,17 +764,24 @@ def context_race_verdict(race: ContextRace) -> str:
     parts = []
     for c, (hybrid, twin), noisy in zip(race.contexts, race.medians(), race.inside_noise(), strict=True):
         if noisy:
-            parts.append(_("{n} tokens: inside the noise ({hybrid:.1f} vs {twin:.1f} ms).").format(
-                n=c, hybrid=hybrid, twin=twin))
+            parts.append(
+                _("{n} tokens: inside the noise ({hybrid:.1f} vs {twin:.1f} ms).").format(n=c, hybrid=hybrid, twin=twin)
+            )
         elif hybrid < twin:
             parts.append(_("{n} tokens: the hybrid is {ms:.1f} ms faster.").format(n=c, ms=twin - hybrid))
         else:
             parts.append(_("{n} tokens: the hybrid is {ms:.1f} ms slower.").format(n=c, ms=hybrid - twin))
-    return i18n.join_sentences([
-        *parts,
-        _("Medians of {repeats} repeats or more a side, interleaved; whiskers: the middle half. {load}.").format(
-            repeats=race.repeats, load=load_label(race.load_1min)),
-        _("At this size a step is mostly its fixed cost, and transformers' reference kernels run the linear layers' "
-          "recurrence as small separate operations: the hybrid's saving here is memory (its states do not grow), "
-          "and its time saving needs contexts far longer than 256 tokens, where attention's cost per token keeps "
-          "growing and a linear layer's does not (the Count the work page).")])
+    return i18n.join_sentences(
+        [
+            *parts,
+            _("Medians of {repeats} repeats or more a side, interleaved; whiskers: the middle half. {load}.").format(
+                repeats=race.repeats, load=load_label(race.load_1min)
+            ),
+            _(
+                "At this size a step is mostly its fixed cost, and transformers' reference kernels run the linear layers' "
+                "recurrence as small separate operations: the hybrid's saving here is memory (its states do not grow), "
+                "and its time saving needs contexts far longer than 256 tokens, where attention's cost per token keeps "
+                "growing and a linear layer's does not (the Count the work page)."
+            ),
+        ]
+    )

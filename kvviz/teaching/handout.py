@@ -4,6 +4,7 @@ opens offline) and printable (print CSS: a page break after each step, no screen
 Written in the current language (kvviz.i18n: the caller wraps it in `i18n.language(code)` when it runs off the
 session's thread); the questions come in the language they were asked in.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -81,8 +82,9 @@ def _inline(text: str) -> str:
     return "".join(done)
 
 
-def handout_html(steps: Sequence[LessonStep], questions: Sequence[Question], model_label: str,
-                 worksheet: bool = False) -> str:
+def handout_html(
+    steps: Sequence[LessonStep], questions: Sequence[Question], model_label: str, worksheet: bool = False
+) -> str:
     """One page per step, in order: title, what to look at, the question (and its choices), the figure(s), the
     hint and the worked answer. The worksheet is the same pages without the hint, the answer and the figures that
     would give the answer away (those shown only after the answer in the lesson)."""
@@ -97,50 +99,71 @@ def handout_html(steps: Sequence[LessonStep], questions: Sequence[Question], mod
             fig = lesson_figure(pic.kind, pic.data, font_px=13)
             cap = 320 if len(pictures) == 1 else 250  # one printed page per step
             fig.update_layout(template="plotly_white", width=760, height=min(fig.layout.height or cap, cap))
-            div = fig.to_html(full_html=False, include_plotlyjs=plotly_js == "inline",
-                              config={"staticPlot": True, "displayModeBar": False})
+            div = fig.to_html(
+                full_html=False,
+                include_plotlyjs=plotly_js == "inline",
+                config={"staticPlot": True, "displayModeBar": False},
+            )
             plotly_js = "done"
             figures.append(f'<div class="figure">{div}<div class="caption">{html.escape(pic.caption)}</div></div>')
-        choices = ("<ol class='choices' type='A'>" + "".join(f"<li>{_inline(c)}</li>" for c in q.choices)
-                   + "</ol>") if q.is_choice else ""
-        tolerance = (_(" (accepted within {tolerance:.0%})").format(tolerance=q.rel_tolerance)
-                     if q.rel_tolerance and not q.states_tolerance else "")
+        choices = (
+            ("<ol class='choices' type='A'>" + "".join(f"<li>{_inline(c)}</li>" for c in q.choices) + "</ol>")
+            if q.is_choice
+            else ""
+        )
+        tolerance = (
+            _(" (accepted within {tolerance:.0%})").format(tolerance=q.rel_tolerance)
+            if q.rel_tolerance and not q.states_tolerance
+            else ""
+        )
         heading = _("Step {number}. {title}").format(number=number, title=_(step.title))
         question = _("<b>Question.</b> {question}").format(question=_inline(q.text) + tolerance)
-        answer = _("<b>Answer: {answer}.</b> {arithmetic}").format(answer=_inline(q.answer_text()),
-                                                                   arithmetic=markdown_html(q.arithmetic))
+        answer = _("<b>Answer: {answer}.</b> {arithmetic}").format(
+            answer=_inline(q.answer_text()), arithmetic=markdown_html(q.arithmetic)
+        )
         hint = _("Hint: {hint}").format(hint=_inline(q.hint))
         on_screen = _("On screen: kvviz, page “{page}”.").format(page=_(step.page.title))
-        used = (_("Computed for {model} (a published model's preset), not the lesson's model.").format(model=q.model)
-                if q.model else _("Computed for {model}, the model the lesson ran on.").format(model=model_label))
+        used = (
+            _("Computed for {model} (a published model's preset), not the lesson's model.").format(model=q.model)
+            if q.model
+            else _("Computed for {model}, the model the lesson ran on.").format(model=model_label)
+        )
         pages.append(
             f'<section class="step" id="step-{number}"><h2>{html.escape(heading)}</h2>'
             f"{markdown_html(_(step.teach))}"
             f'<div class="question">{question}{choices}</div>'
             f"{''.join(figures)}"
-            + ("<div class='work'></div>" if worksheet  # room to write the answer
-               else f'<p class="hint">{hint}</p><div class="answer">{answer}</div>')
-            + f"<p class='caption'>{html.escape(i18n.join_sentences((used, on_screen)))}</p></section>")
+            + (
+                "<div class='work'></div>"
+                if worksheet  # room to write the answer
+                else f'<p class="hint">{hint}</p><div class="answer">{answer}</div>'
+            )
+            + f"<p class='caption'>{html.escape(i18n.join_sentences((used, on_screen)))}</p></section>"
+        )
     title = _("The KV cache in {n} questions").format(n=len(steps))
     preset_steps = [(n, q.model) for n, q in enumerate(questions, start=1) if q.model]
     others = i18n.list_sep().join(_("step {number}: {model}").format(number=n, model=m) for n, m in preset_steps)
     model = html.escape(model_label)
     if preset_steps:
-        computed = _("The numbers were computed for <b>{model}</b>, the model the lesson ran on, except where a step "
-                     "uses a published model's preset ({others}); each page names its model.").format(
-            model=model, others=html.escape(others))
+        computed = _(
+            "The numbers were computed for <b>{model}</b>, the model the lesson ran on, except where a step "
+            "uses a published model's preset ({others}); each page names its model."
+        ).format(model=model, others=html.escape(others))
     else:
         computed = _("Every number was computed for <b>{model}</b>, the model the lesson ran on.").format(model=model)
     if worksheet:
         title = _("The KV cache in {n} questions: worksheet").format(n=len(steps))
-        intro = _("Worksheet from kvviz's lesson: the handout's pages without hints or answers, for students to "
-                  "write on. {computed} The handout with the worked answers downloads from the same "
-                  "button.").format(computed=computed)
+        intro = _(
+            "Worksheet from kvviz's lesson: the handout's pages without hints or answers, for students to "
+            "write on. {computed} The handout with the worked answers downloads from the same "
+            "button."
+        ).format(computed=computed)
     else:
-        intro = _("Handout from kvviz's lesson. {computed} The measured step, 11, is this machine's timing when the "
-                  "lesson ran. One page per step: question, figure, hint, worked answer. For students, download the "
-                  "worksheet from the same button: the same pages without hints or answers.").format(
-            computed=computed)
+        intro = _(
+            "Handout from kvviz's lesson. {computed} The measured step, 11, is this machine's timing when the "
+            "lesson ran. One page per step: question, figure, hint, worked answer. For students, download the "
+            "worksheet from the same button: the same pages without hints or answers."
+        ).format(computed=computed)
     doc_title = _("kvviz lesson handout: {title}").format(title=title)
     print_note = _("Print with your browser (Ctrl+P / Cmd+P): one page per step.")
     return (
@@ -148,7 +171,8 @@ def handout_html(steps: Sequence[LessonStep], questions: Sequence[Question], mod
         f"<title>{html.escape(doc_title)}</title><style>{_CSS}</style>"
         f"</head><body><header class='intro'><h1>{html.escape(title)}</h1><p>{intro}</p>"
         f"<p class='no-print'>{html.escape(print_note)}</p>"
-        "</header>" + "".join(pages) + "</body></html>")
+        "</header>" + "".join(pages) + "</body></html>"
+    )
 
 
 def questions_digest(computed: Mapping[int, Question]) -> str:
@@ -178,17 +202,30 @@ def cached_handout(key: Hashable, draw: Callable[[], str]) -> str:
     return text
 
 
-def handout_maker(loaded: Any, computed: Mapping[int, Question], model_label: str, *, worksheet: bool = False,
-                  steps: Sequence[LessonStep] = STEPS,
-                  new_engine: Callable[[], Any] | None = None) -> Callable[[], str]:
+def handout_maker(
+    loaded: Any,
+    computed: Mapping[int, Question],
+    model_label: str,
+    *,
+    worksheet: bool = False,
+    steps: Sequence[LessonStep] = STEPS,
+    new_engine: Callable[[], Any] | None = None,
+) -> Callable[[], str]:
     """A callable for a download button: the handout of `steps` for `loaded` (a kvviz.model.loading.LoadedModel)
     in the current language, with the questions this session has computed and the others asked of a fresh engine
     of the same model (`new_engine()`, made only if a question is missing: the page hands it over, so the lesson's
     content never imports the model's engine), through cached_handout. The callable may run on another thread:
     the language is read now."""
     lang = i18n.current()
-    key = (loaded.info.spec, loaded.info.attn_implementation, lang, worksheet, model_label, len(steps),
-           questions_digest(computed))
+    key = (
+        loaded.info.spec,
+        loaded.info.attn_implementation,
+        lang,
+        worksheet,
+        model_label,
+        len(steps),
+        questions_digest(computed),
+    )
 
     def draw() -> str:
         with i18n.language(lang):

@@ -22,6 +22,7 @@ How the choices are made:
   fewer, twice, half; any other number: twice, half. Each has its own explanation (UNIT_SLIP, OFF_BY_ONE,
   FACTOR_OF_TWO). At most MAX_CHOICES - 1 wrong values are kept, in the lesson's order of traps.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,9 @@ from kvviz.teaching import lesson
 
 MIN_CHOICES, MAX_CHOICES = 3, 5  # a number question's poll; a choice question keeps its own (2 to MAX_CHOICES)
 
-UNIT_SLIP = N_("The right digits under the wrong unit: MB counts 10^6 bytes, MiB 2^20 bytes (the same for KB/KiB "
-               "and GB/GiB).")
+UNIT_SLIP = N_(
+    "The right digits under the wrong unit: MB counts 10^6 bytes, MiB 2^20 bytes (the same for KB/KiB and GB/GiB)."
+)
 OFF_BY_ONE = N_("Off by one: check where the count starts, and whether a last, partly filled one counts.")
 FACTOR_OF_TWO = N_("Off by a factor of two: check what is counted twice, or not at all.")
 NO_EXPLANATION = N_("Not this one: compare it with the worked answer.")
@@ -63,8 +65,9 @@ class PollQuestion:
     @classmethod
     def from_json(cls, text: str) -> PollQuestion:
         data = json.loads(text)
-        return cls(int(data["step"]), str(data["text"]), tuple(data["choices"]), int(data["right"]),
-                   tuple(data["mistakes"]))
+        return cls(
+            int(data["step"]), str(data["text"]), tuple(data["choices"]), int(data["right"]), tuple(data["mistakes"])
+        )
 
     def same_shape(self, other: PollQuestion) -> bool:
         """The same poll in another language: same step, same number of choices, the right one at the same place."""
@@ -88,14 +91,16 @@ def choices_for(question: lesson.Question, step: int, room_code: str = "") -> Po
     options = [(right, "")] + wrong
     order = list(range(len(options)))
     rng.shuffle(order)
-    return PollQuestion(step, question.text, tuple(options[i][0] for i in order), order.index(0),
-                        tuple(options[i][1] for i in order))
+    return PollQuestion(
+        step, question.text, tuple(options[i][0] for i in order), order.index(0), tuple(options[i][1] for i in order)
+    )
 
 
 def _choice_options(question: lesson.Question) -> tuple[str, list[tuple[str, str]]]:
     answer = str(question.answer)
     right = next((c for c in question.choices if c == answer), None) or next(
-        c for c in question.choices if lesson.same_choice(c, answer))
+        c for c in question.choices if lesson.same_choice(c, answer)
+    )
     trapped, plain = [], []
     for choice in dict.fromkeys(question.choices):  # a repeated label would be one choice
         if choice == right:
@@ -105,7 +110,7 @@ def _choice_options(question: lesson.Question) -> tuple[str, list[tuple[str, str
             trapped.append((choice, why))
         else:
             plain.append((choice, question.hint or _(NO_EXPLANATION)))
-    return right, (trapped + plain)[:MAX_CHOICES - 1]
+    return right, (trapped + plain)[: MAX_CHOICES - 1]
 
 
 def _number_options(question: lesson.Question, family: str) -> tuple[str, list[tuple[str, str]]]:
@@ -143,7 +148,7 @@ def _number_options(question: lesson.Question, family: str) -> tuple[str, list[t
         if usable(value) and label(value) not in taken:
             wrong.append((label(value), _(why)))
             taken.add(label(value))
-    return right, wrong[:MAX_CHOICES - 1]
+    return right, wrong[: MAX_CHOICES - 1]
 
 
 def _made_up(question: lesson.Question, family: str) -> list[tuple[Any, str]]:
@@ -155,8 +160,12 @@ def _made_up(question: lesson.Question, family: str) -> list[tuple[Any, str]]:
         slip = [(round(float(number.replace(",", "")) * _unit_bytes(other, unit)), UNIT_SLIP)] if unit != "B" else []
         return slip + [(answer * 2, FACTOR_OF_TWO), (answer // 2, FACTOR_OF_TWO)]
     if isinstance(answer, int):
-        return [(answer + 1, OFF_BY_ONE), (answer - 1, OFF_BY_ONE), (answer * 2, FACTOR_OF_TWO),
-                (answer // 2, FACTOR_OF_TWO)]
+        return [
+            (answer + 1, OFF_BY_ONE),
+            (answer - 1, OFF_BY_ONE),
+            (answer * 2, FACTOR_OF_TWO),
+            (answer // 2, FACTOR_OF_TWO),
+        ]
     return [(round(answer * 2, 1), FACTOR_OF_TWO), (round(answer / 2, 1), FACTOR_OF_TWO)]
 
 

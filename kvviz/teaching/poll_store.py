@@ -52,6 +52,7 @@ connects once (deploy/run_class.sh runs it before starting the replicas).
 
 Every refusal is a PollRefused subclass whose str() is a user-facing sentence in the current language.
 """
+
 from __future__ import annotations
 
 import csv
@@ -96,7 +97,8 @@ ROUNDS = (1, 2)
 
 metadata = sa.MetaData()
 rooms = sa.Table(
-    "poll_rooms", metadata,
+    "poll_rooms",
+    metadata,
     sa.Column("code", sa.String(16), primary_key=True),
     sa.Column("host_key_sha256", sa.String(64), nullable=False),
     sa.Column("created_s", sa.Float, nullable=False),
@@ -105,65 +107,86 @@ rooms = sa.Table(
     sa.Column("round", sa.Integer, nullable=False),
     sa.Column("phase", sa.String(16), nullable=False),
     sa.Column("n_choices", sa.Integer, nullable=False),  # the current step's, so a vote reads one row
-    sa.Column("version", sa.Integer, nullable=False, server_default="0"))  # bumped by every host action
+    sa.Column("version", sa.Integer, nullable=False, server_default="0"),
+)  # bumped by every host action
 steps = sa.Table(  # each step the room has shown: its last round and phase, kept when the room moves on
-    "poll_steps", metadata,
+    "poll_steps",
+    metadata,
     sa.Column("room", sa.String(16), primary_key=True),
     sa.Column("step", sa.Integer, primary_key=True),
     sa.Column("round", sa.Integer, nullable=False),
-    sa.Column("phase", sa.String(16), nullable=False))
+    sa.Column("phase", sa.String(16), nullable=False),
+)
 questions = sa.Table(
-    "poll_questions", metadata,
+    "poll_questions",
+    metadata,
     sa.Column("room", sa.String(16), primary_key=True),
     sa.Column("step", sa.Integer, primary_key=True),
     sa.Column("language", sa.String(16), primary_key=True),
-    sa.Column("poll_json", sa.Text, nullable=False))
+    sa.Column("poll_json", sa.Text, nullable=False),
+)
 votes = sa.Table(
-    "poll_votes", metadata,
+    "poll_votes",
+    metadata,
     sa.Column("room", sa.String(16), primary_key=True),
     sa.Column("step", sa.Integer, primary_key=True),
     sa.Column("round", sa.Integer, primary_key=True),
     sa.Column("voter_sha256", sa.String(64), primary_key=True),
     sa.Column("choice", sa.Integer, nullable=False),
-    sa.Column("voted_s", sa.Float, nullable=False))
+    sa.Column("voted_s", sa.Float, nullable=False),
+)
 views = sa.Table(  # the phones that drew a step's question: the projector's "Voted N of M" counts them (M)
-    "poll_views", metadata,
+    "poll_views",
+    metadata,
     sa.Column("room", sa.String(16), primary_key=True),
     sa.Column("step", sa.Integer, primary_key=True),
     sa.Column("voter_sha256", sa.String(64), primary_key=True),
-    sa.Column("seen_s", sa.Float, nullable=False))
+    sa.Column("seen_s", sa.Float, nullable=False),
+)
 voters = sa.Table(  # the rate limit: votes in the current minute, per voter and room
-    "poll_voters", metadata,
+    "poll_voters",
+    metadata,
     sa.Column("room", sa.String(16), primary_key=True),
     sa.Column("voter_sha256", sa.String(64), primary_key=True),
     sa.Column("minute", sa.Integer, nullable=False),
-    sa.Column("votes", sa.Integer, nullable=False))
+    sa.Column("votes", sa.Integer, nullable=False),
+)
 results = sa.Table(  # the teacher's "the room got it / missed it" per step (class mode without a poll)
-    "poll_results", metadata,
+    "poll_results",
+    metadata,
     sa.Column("room", sa.String(16), primary_key=True),
     sa.Column("step", sa.Integer, primary_key=True),
-    sa.Column("right", sa.Boolean, nullable=False))
+    sa.Column("right", sa.Boolean, nullable=False),
+)
 limits = sa.Table(  # the teacher's settings for a room: voters per client address, the class size (None: unset)
-    "poll_limits", metadata,
+    "poll_limits",
+    metadata,
     sa.Column("room", sa.String(16), primary_key=True),
     sa.Column("per_address", sa.Integer, nullable=False),
-    sa.Column("class_size", sa.Integer, nullable=True))
+    sa.Column("class_size", sa.Integer, nullable=True),
+)
 clients = sa.Table(  # which voters each client address brought into a room (hashes only)
-    "poll_clients", metadata,
+    "poll_clients",
+    metadata,
     sa.Column("room", sa.String(16), primary_key=True),
     sa.Column("client_sha256", sa.String(64), primary_key=True),
-    sa.Column("voter_sha256", sa.String(64), primary_key=True))
+    sa.Column("voter_sha256", sa.String(64), primary_key=True),
+)
 held = sa.Table(  # votes past the class size: kept apart, never counted, named on the projector
-    "poll_held", metadata,
+    "poll_held",
+    metadata,
     sa.Column("room", sa.String(16), primary_key=True),
     sa.Column("step", sa.Integer, primary_key=True),
     sa.Column("round", sa.Integer, primary_key=True),
-    sa.Column("voter_sha256", sa.String(64), primary_key=True))
+    sa.Column("voter_sha256", sa.String(64), primary_key=True),
+)
 openers = sa.Table(  # who opened which room when: at most ROOMS_PER_ADDRESS_HOUR an hour per client address
-    "poll_openers", metadata,
+    "poll_openers",
+    metadata,
     sa.Column("code", sa.String(16), primary_key=True),
     sa.Column("client_sha256", sa.String(64), nullable=False),
-    sa.Column("created_s", sa.Float, nullable=False))
+    sa.Column("created_s", sa.Float, nullable=False),
+)
 _ROOM_TABLES = (questions, votes, voters, results, limits, clients, held, steps, views)  # rows that go with their room
 log = logging.getLogger("kvviz.poll")
 
@@ -179,8 +202,10 @@ class PollRefused(Exception):
 
 
 class RoomNotFound(PollRefused):
-    message = N_("No open room has this code. Check it with your teacher: a room closes after 4 hours without "
-                 "activity, and 12 hours after it opened.")
+    message = N_(
+        "No open room has this code. Check it with your teacher: a room closes after 4 hours without "
+        "activity, and 12 hours after it opened."
+    )
 
 
 class NotHost(PollRefused):
@@ -211,21 +236,26 @@ class TooManyVotersHere(PollRefused):
         self.per_address = per_address
 
     def __str__(self) -> str:
-        return ngettext("This room takes {n} voter from each network address, and yours has voted: this vote was "
-                        "not counted. If your class shares one address, ask your teacher to allow more.",
-                        "This room takes {n} voters from each network address, and yours has them all: this vote "
-                        "was not counted. If your class shares one address, ask your teacher to allow more.",
-                        self.per_address).format(n=self.per_address)
+        return ngettext(
+            "This room takes {n} voter from each network address, and yours has voted: this vote was "
+            "not counted. If your class shares one address, ask your teacher to allow more.",
+            "This room takes {n} voters from each network address, and yours has them all: this vote "
+            "was not counted. If your class shares one address, ask your teacher to allow more.",
+            self.per_address,
+        ).format(n=self.per_address)
 
 
 class HeldBack(PollRefused):
-    message = N_("The room has as many votes as the class has students: yours is held back, not counted. Tell your "
-                 "teacher.")
+    message = N_(
+        "The room has as many votes as the class has students: yours is held back, not counted. Tell your teacher."
+    )
 
 
 class TooManyRooms(PollRefused):
-    message = N_("This network address has opened too many rooms in the last hour: keep using the room you have, "
-                 "or try again in an hour.")
+    message = N_(
+        "This network address has opened too many rooms in the last hour: keep using the room you have, "
+        "or try again in an hour."
+    )
 
 
 class StoreUnavailable(PollRefused):
@@ -235,8 +265,9 @@ class StoreUnavailable(PollRefused):
 
 
 class VoteNotStored(StoreUnavailable):
-    message = N_("The class poll cannot reach its store, so your vote was not counted: tap your choice again in a "
-                 "moment.")
+    message = N_(
+        "The class poll cannot reach its store, so your vote was not counted: tap your choice again in a moment."
+    )
 
 
 class StoreReplaced(StoreUnavailable):
@@ -291,7 +322,7 @@ def default_path() -> Path:
     else ~/.local/share/kvviz), never inside the package (an installed copy would write beside site-packages)."""
     data = os.environ.get(DATA_ENV, "").strip()
     base = Path(data) if data and Path(data).is_absolute() else Path.home() / ".local" / "share"  # the spec: a
-    return base / "kvviz" / "poll.sqlite3"                                                      # relative one is void
+    return base / "kvviz" / "poll.sqlite3"  # relative one is void
 
 
 def database_url() -> str:
@@ -312,22 +343,37 @@ def check_url(url: str) -> sa.URL:
     try:
         url_obj = sa.make_url(url)
     except (exc.ArgumentError, ValueError):
-        raise BadStoreURL(_("{env} is not a database URL (got {value!r}): give sqlite:////path/to/poll.sqlite3 or "
-                            "postgresql://user@host/db.").format(env=ENV_URL, value=shown)) from None
+        raise BadStoreURL(
+            _(
+                "{env} is not a database URL (got {value!r}): give sqlite:////path/to/poll.sqlite3 or "
+                "postgresql://user@host/db."
+            ).format(env=ENV_URL, value=shown)
+        ) from None
     backend = url_obj.get_backend_name()
     if backend not in ("sqlite", "postgresql"):
-        raise BadStoreURL(_("{env} names {backend}: the class poll keeps its votes in SQLite or PostgreSQL "
-                            "only.").format(env=ENV_URL, backend=backend))
+        raise BadStoreURL(
+            _("{env} names {backend}: the class poll keeps its votes in SQLite or PostgreSQL only.").format(
+                env=ENV_URL, backend=backend
+            )
+        )
     if url_obj.drivername == "postgresql":
         url_obj = url_obj.set(drivername="postgresql+psycopg")
     try:
         url_obj.get_dialect().import_dbapi()  # the driver named (postgresql+psycopg2, say) is installed
     except (ImportError, exc.NoSuchModuleError):
-        raise BadStoreURL(_("{env} names the driver {driver}, which is not installed here: write postgresql:// "
-                            "(psycopg 3) or sqlite:///.").format(env=ENV_URL, driver=url_obj.drivername)) from None
+        raise BadStoreURL(
+            _(
+                "{env} names the driver {driver}, which is not installed here: write postgresql:// "
+                "(psycopg 3) or sqlite:///."
+            ).format(env=ENV_URL, driver=url_obj.drivername)
+        ) from None
     if backend == "sqlite" and (url_obj.database in (None, "", ":memory:") or "memory" in str(url_obj.query)):
-        raise BadStoreURL(_("{env} names an in-memory SQLite database, which every server thread would see empty: "
-                            "give a file, e.g. sqlite:////path/to/poll.sqlite3.").format(env=ENV_URL))
+        raise BadStoreURL(
+            _(
+                "{env} names an in-memory SQLite database, which every server thread would see empty: "
+                "give a file, e.g. sqlite:////path/to/poll.sqlite3."
+            ).format(env=ENV_URL)
+        )
     return url_obj
 
 
@@ -350,8 +396,11 @@ def normalize_code(code: object) -> str | None:
     then spaces, underscores and every dash (Unicode's Pd) are dropped."""
     if not isinstance(code, str) or len(code) > 4 * CODE_CHARS:
         return None
-    text = "".join(ch for ch in unicodedata.normalize("NFKC", code).upper()
-                   if not (ch.isspace() or ch == "_" or unicodedata.category(ch) == "Pd"))
+    text = "".join(
+        ch
+        for ch in unicodedata.normalize("NFKC", code).upper()
+        if not (ch.isspace() or ch == "_" or unicodedata.category(ch) == "Pd")
+    )
     return text if len(text) == CODE_CHARS and all(ch in CODE_ALPHABET for ch in text) else None
 
 
@@ -366,15 +415,17 @@ class PollStore:
         self.is_sqlite = url_obj.get_backend_name() == "sqlite"
         self.path = url_obj.database if self.is_sqlite else None
         self.engine = sa.create_engine(
-            url_obj, pool_pre_ping=not self.is_sqlite,
-            connect_args={} if self.is_sqlite else {"connect_timeout": CONNECT_TIMEOUT_S})
+            url_obj,
+            pool_pre_ping=not self.is_sqlite,
+            connect_args={} if self.is_sqlite else {"connect_timeout": CONNECT_TIMEOUT_S},
+        )
         self._reader = self.engine.execution_options(kvviz_read=True)
         if self.is_sqlite:
             self._sqlite_settings()
         self._ready = False  # the tables are made at the first call that reaches the database (and after a new file)
         self._purged_s = float("-inf")
         with suppress(exc.DBAPIError, OSError):  # the database is away: the poll waits for it (every call tries
-            self._ensure_tables()                  # again), the server starts
+            self._ensure_tables()  # again), the server starts
 
     # ----- the connection's settings and the one transaction --------------------------------------------------------
     def _sqlite_settings(self) -> None:
@@ -407,8 +458,11 @@ class PollStore:
                 yield conn
                 self._check_file(conn)  # the last moment before the commit: a vote is never kept in a lost file
         except _FileReplaced:
-            print(f"kvviz poll: the store file {self.path} was deleted or replaced under the running server; "
-                  "nothing more is written to the old one, the poll starts afresh in a new file", file=sys.stderr)
+            print(
+                f"kvviz poll: the store file {self.path} was deleted or replaced under the running server; "
+                "nothing more is written to the old one, the poll starts afresh in a new file",
+                file=sys.stderr,
+            )
             self.engine.dispose()  # every connection to the old file closed; the next call opens the new one
             self._ready = False
             raise StoreReplaced() from None
@@ -452,8 +506,11 @@ class PollStore:
 
     def _upsert(self, conn: sa.Connection, table: sa.Table, key: dict, values: dict) -> None:
         """Insert the row; when its key exists, update it: one atomic statement (INSERT ... ON CONFLICT DO UPDATE)."""
-        conn.execute(self._insert(conn, table).values(**key, **values).on_conflict_do_update(
-            index_elements=[table.c[k] for k in key], set_=values))
+        conn.execute(
+            self._insert(conn, table)
+            .values(**key, **values)
+            .on_conflict_do_update(index_elements=[table.c[k] for k in key], set_=values)
+        )
 
     def _insert_new(self, conn: sa.Connection, table: sa.Table, row: dict) -> None:
         """Insert the row unless its key is there already (INSERT ... ON CONFLICT DO NOTHING)."""
@@ -471,12 +528,28 @@ class PollStore:
             host_key = secrets.token_urlsafe(32)
             try:
                 with self._transaction() as conn:
-                    if client is not None and conn.execute(sa.select(sa.func.count()).select_from(openers).where(
-                            openers.c.client_sha256 == opener,
-                            openers.c.created_s > now - 3600)).scalar_one() >= ROOMS_PER_ADDRESS_HOUR:
+                    if (
+                        client is not None
+                        and conn.execute(
+                            sa.select(sa.func.count())
+                            .select_from(openers)
+                            .where(openers.c.client_sha256 == opener, openers.c.created_s > now - 3600)
+                        ).scalar_one()
+                        >= ROOMS_PER_ADDRESS_HOUR
+                    ):
                         raise TooManyRooms()
-                    conn.execute(rooms.insert().values(code=code, host_key_sha256=_hash(host_key), created_s=now,
-                                                       active_s=now, step=0, round=1, phase="locked", n_choices=0))
+                    conn.execute(
+                        rooms.insert().values(
+                            code=code,
+                            host_key_sha256=_hash(host_key),
+                            created_s=now,
+                            active_s=now,
+                            step=0,
+                            round=1,
+                            phase="locked",
+                            n_choices=0,
+                        )
+                    )
                     conn.execute(openers.insert().values(code=code, client_sha256=opener, created_s=now))
                 return NewRoom(code, host_key)
             except exc.IntegrityError:
@@ -490,8 +563,12 @@ class PollStore:
         self._purged_s = now
         with self._transaction() as conn:
             conn.execute(openers.delete().where(openers.c.created_s < now - 3600))
-            return self._purge(conn, sa.select(rooms.c.code).where(sa.or_(
-                rooms.c.active_s < now - ROOM_IDLE_S, rooms.c.created_s < now - ROOM_MAX_LIFE_S)))
+            return self._purge(
+                conn,
+                sa.select(rooms.c.code).where(
+                    sa.or_(rooms.c.active_s < now - ROOM_IDLE_S, rooms.c.created_s < now - ROOM_MAX_LIFE_S)
+                ),
+            )
 
     def _purge(self, conn: sa.Connection, codes: sa.Select) -> int:
         gone = [row.code for row in conn.execute(codes.with_for_update())]  # (PostgreSQL) no vote in flight in them
@@ -548,8 +625,11 @@ class PollStore:
     def _change(self, conn: sa.Connection, row, **values) -> RoomState:
         """(Inside a host action, the room's row locked.) The room's row changed, its version bumped, and its
         current step's row (round, phase) kept equal to it."""
-        conn.execute(rooms.update().where(rooms.c.code == row.code).values(
-            active_s=self.clock(), version=rooms.c.version + 1, **values))
+        conn.execute(
+            rooms.update()
+            .where(rooms.c.code == row.code)
+            .values(active_s=self.clock(), version=rooms.c.version + 1, **values)
+        )
         new = self._room(conn, row.code)
         if new.step:
             self._upsert(conn, steps, {"room": new.code, "step": new.step}, {"round": new.round, "phase": new.phase})
@@ -581,8 +661,10 @@ class PollStore:
     def _show(self, conn: sa.Connection, row, step: int, polls: Mapping[str, PollQuestion], kept) -> RoomState:
         """(Inside a host action.) The step, not revealed, becomes the room's question, open: its polls stored (its
         votes dropped when its choices changed), its last round kept."""
-        stored = {r.language: r.poll_json for r in conn.execute(sa.select(questions).where(
-            questions.c.room == row.code, questions.c.step == step))}
+        stored = {
+            r.language: r.poll_json
+            for r in conn.execute(sa.select(questions).where(questions.c.room == row.code, questions.c.step == step))
+        }
         new = {language: poll.to_json() for language, poll in polls.items()}
         round_ = kept.round if kept is not None else 1
         if stored and any(stored.get(language, text) != text for language, text in new.items()):
@@ -591,10 +673,10 @@ class PollStore:
             conn.execute(questions.delete().where(questions.c.room == row.code, questions.c.step == step))
             round_ = 1  # other choices: a new question, its rounds afresh
         for language, text in new.items():
-            self._upsert(conn, questions, {"room": row.code, "step": step, "language": language},
-                         {"poll_json": text})
-        return self._change(conn, row, step=step, round=round_, phase="open",
-                            n_choices=len(next(iter(polls.values())).choices))
+            self._upsert(conn, questions, {"room": row.code, "step": step, "language": language}, {"poll_json": text})
+        return self._change(
+            conn, row, step=step, round=round_, phase="open", n_choices=len(next(iter(polls.values())).choices)
+        )
 
     def open_step(self, code: str, host_key: str, polls: Mapping[str, PollQuestion]) -> RoomState:
         """Show a step: its poll in each language (language code -> PollQuestion, all of one step and one shape),
@@ -624,8 +706,14 @@ class PollStore:
             kept = self._kept(conn, row.code, step)
             if kept is not None and kept.phase == "revealed":
                 shown = self._any_poll(conn, row.code, step)
-                return self._change(conn, row, step=step, round=kept.round, phase="revealed",
-                                    n_choices=len(shown.choices) if shown else 0)
+                return self._change(
+                    conn,
+                    row,
+                    step=step,
+                    round=kept.round,
+                    phase="revealed",
+                    n_choices=len(shown.choices) if shown else 0,
+                )
             return self._show(conn, row, step, polls, kept)
 
     def poll_again(self, code: str, host_key: str, polls: Mapping[str, PollQuestion]) -> RoomState:
@@ -641,8 +729,14 @@ class PollStore:
             if kept.round >= ROUNDS[-1]:
                 raise ValueError(f"step {step} has had its {ROUNDS[-1]} rounds: reset it to poll it afresh")
             shown = self._any_poll(conn, row.code, step)
-            return self._change(conn, row, step=step, round=kept.round + 1, phase="open",
-                                n_choices=len(shown.choices) if shown else len(next(iter(polls.values())).choices))
+            return self._change(
+                conn,
+                row,
+                step=step,
+                round=kept.round + 1,
+                phase="open",
+                n_choices=len(shown.choices) if shown else len(next(iter(polls.values())).choices),
+            )
 
     def step_state(self, code: str, host_key: str, step: int) -> RoomState | None:
         """A step's state as the room left it, read only (a tab draws its step's panel without moving the room):
@@ -703,17 +797,23 @@ class PollStore:
         """step -> the teacher's verdict, for the steps marked."""
         with self._live(read=True) as conn:
             row = self._room(conn, code)
-            return {r.step: bool(r.right) for r in conn.execute(
-                sa.select(results).where(results.c.room == row.code).order_by(results.c.step))}
+            return {
+                r.step: bool(r.right)
+                for r in conn.execute(sa.select(results).where(results.c.room == row.code).order_by(results.c.step))
+            }
 
     # ----- the phones ----------------------------------------------------------------------------------------------
     def poll(self, code: str, language: str, step: int | None = None) -> PollQuestion | None:
         """A step's poll in `language` (the current step's by default; None when not stored in that language)."""
         with self._live(read=True) as conn:
             row = self._room(conn, code)
-            text = conn.execute(sa.select(questions.c.poll_json).where(
-                questions.c.room == row.code, questions.c.step == (row.step if step is None else step),
-                questions.c.language == language)).scalar_one_or_none()
+            text = conn.execute(
+                sa.select(questions.c.poll_json).where(
+                    questions.c.room == row.code,
+                    questions.c.step == (row.step if step is None else step),
+                    questions.c.language == language,
+                )
+            ).scalar_one_or_none()
         return None if text is None else PollQuestion.from_json(text)
 
     def vote(self, code: str, voter_token: str, step: int, round: int, choice: int, client: str | None = None) -> None:
@@ -732,8 +832,7 @@ class PollStore:
             raise VoteNotStored() from None
         raise HeldBack()
 
-    def _vote(self, code: str, voter: str, now: float, step: int, round: int, choice: int,
-              client: str | None) -> bool:
+    def _vote(self, code: str, voter: str, now: float, step: int, round: int, choice: int, client: str | None) -> bool:
         """(vote.) True: counted; False: held back (past the class size). The room's row is locked first and held to
         the commit, so the phase checked here is the phase when the vote counts (a Lock waits for this vote, or
         this vote waits for the Lock and is refused)."""
@@ -748,20 +847,36 @@ class PollStore:
             per_address, class_size = self._limits(conn, row.code)
             if client is not None:
                 here = _hash(f"client:{client}")
-                brought = {r.voter_sha256 for r in conn.execute(sa.select(clients.c.voter_sha256).where(
-                    clients.c.room == row.code, clients.c.client_sha256 == here))}
+                brought = {
+                    r.voter_sha256
+                    for r in conn.execute(
+                        sa.select(clients.c.voter_sha256).where(
+                            clients.c.room == row.code, clients.c.client_sha256 == here
+                        )
+                    )
+                }
                 if voter not in brought:
                     if len(brought) >= per_address:
                         raise TooManyVotersHere(per_address)
                     self._insert_new(conn, clients, {"room": row.code, "client_sha256": here, "voter_sha256": voter})
             this_question = (votes.c.room == row.code, votes.c.step == step, votes.c.round == round)
-            if class_size is not None and conn.execute(sa.select(votes.c.choice).where(
-                    *this_question, votes.c.voter_sha256 == voter)).one_or_none() is None and conn.execute(
-                    sa.select(sa.func.count()).select_from(votes).where(*this_question)).scalar_one() >= class_size:
+            if (
+                class_size is not None
+                and conn.execute(
+                    sa.select(votes.c.choice).where(*this_question, votes.c.voter_sha256 == voter)
+                ).one_or_none()
+                is None
+                and conn.execute(sa.select(sa.func.count()).select_from(votes).where(*this_question)).scalar_one()
+                >= class_size
+            ):
                 self._insert_new(conn, held, {"room": row.code, "step": step, "round": round, "voter_sha256": voter})
                 return False
-            self._upsert(conn, votes, {"room": row.code, "step": step, "round": round, "voter_sha256": voter},
-                         {"choice": choice, "voted_s": now})
+            self._upsert(
+                conn,
+                votes,
+                {"room": row.code, "step": step, "round": round, "voter_sha256": voter},
+                {"choice": choice, "voted_s": now},
+            )
             if now - row.active_s > ACTIVE_EVERY_S:
                 conn.execute(rooms.update().where(rooms.c.code == row.code).values(active_s=now))
             return True
@@ -770,16 +885,21 @@ class PollStore:
         """The voter's votes in this room this minute, this one included: one atomic statement (a new minute starts
         at 1, the same minute adds 1 to the stored count), so two taps at once never both read the old count."""
         same_minute = voters.c.minute == minute
-        return conn.execute(self._insert(conn, voters).values(
-            room=room, voter_sha256=voter, minute=minute, votes=1).on_conflict_do_update(
-            index_elements=[voters.c.room, voters.c.voter_sha256],
-            set_={"votes": sa.case((same_minute, voters.c.votes + 1), else_=1), "minute": minute},
-        ).returning(voters.c.votes)).scalar_one()
+        return conn.execute(
+            self._insert(conn, voters)
+            .values(room=room, voter_sha256=voter, minute=minute, votes=1)
+            .on_conflict_do_update(
+                index_elements=[voters.c.room, voters.c.voter_sha256],
+                set_={"votes": sa.case((same_minute, voters.c.votes + 1), else_=1), "minute": minute},
+            )
+            .returning(voters.c.votes)
+        ).scalar_one()
 
     @staticmethod
     def _limits(conn: sa.Connection, room: str) -> tuple[int, int | None]:
-        row = conn.execute(sa.select(limits.c.per_address, limits.c.class_size).where(
-            limits.c.room == room)).one_or_none()
+        row = conn.execute(
+            sa.select(limits.c.per_address, limits.c.class_size).where(limits.c.room == room)
+        ).one_or_none()
         return (VOTERS_PER_ADDRESS, None) if row is None else (row.per_address, row.class_size)
 
     def limits(self, code: str) -> tuple[int, int | None]:
@@ -804,12 +924,19 @@ class PollStore:
         of "Voted N of M")."""
         with self._live(read=True) as conn:
             row = self._room(conn, code)
-            voted = conn.execute(sa.select(sa.func.count()).select_from(votes).where(
-                votes.c.room == row.code, votes.c.step == step, votes.c.round == round)).scalar_one()
-            held_n = conn.execute(sa.select(sa.func.count()).select_from(held).where(
-                held.c.room == row.code, held.c.step == step, held.c.round == round)).scalar_one()
-            opened = conn.execute(sa.select(sa.func.count()).select_from(views).where(
-                views.c.room == row.code, views.c.step == step)).scalar_one()
+            voted = conn.execute(
+                sa.select(sa.func.count())
+                .select_from(votes)
+                .where(votes.c.room == row.code, votes.c.step == step, votes.c.round == round)
+            ).scalar_one()
+            held_n = conn.execute(
+                sa.select(sa.func.count())
+                .select_from(held)
+                .where(held.c.room == row.code, held.c.step == step, held.c.round == round)
+            ).scalar_one()
+            opened = conn.execute(
+                sa.select(sa.func.count()).select_from(views).where(views.c.room == row.code, views.c.step == step)
+            ).scalar_one()
             return voted, held_n, self._limits(conn, row.code)[1], opened
 
     def saw(self, code: str, voter_token: str, step: int) -> None:
@@ -819,31 +946,45 @@ class PollStore:
             return
         with self._live() as conn:
             row = self._room(conn, code)
-            self._insert_new(conn, views, {"room": row.code, "step": int(step), "voter_sha256": _hash(voter_token),
-                                           "seen_s": self.clock()})
+            self._insert_new(
+                conn,
+                views,
+                {"room": row.code, "step": int(step), "voter_sha256": _hash(voter_token), "seen_s": self.clock()},
+            )
 
     def choice_of(self, code: str, voter_token: str, step: int, round: int) -> int | None:
         """The choice this phone's vote on (step, round) counts for now; None when it has no counted vote there (it
         never voted, the round was reset, or its vote was held back past the class size)."""
         with self._live(read=True) as conn:
             row = self._room(conn, code)
-            return conn.execute(sa.select(votes.c.choice).where(
-                votes.c.room == row.code, votes.c.step == step, votes.c.round == round,
-                votes.c.voter_sha256 == _hash(voter_token))).scalar_one_or_none()
+            return conn.execute(
+                sa.select(votes.c.choice).where(
+                    votes.c.room == row.code,
+                    votes.c.step == step,
+                    votes.c.round == round,
+                    votes.c.voter_sha256 == _hash(voter_token),
+                )
+            ).scalar_one_or_none()
 
     def held_back(self, code: str, step: int, round: int) -> int:
         """How many votes on (step, round) came past the class size and were not counted."""
         with self._live(read=True) as conn:
             row = self._room(conn, code)
-            return conn.execute(sa.select(sa.func.count()).select_from(held).where(
-                held.c.room == row.code, held.c.step == step, held.c.round == round)).scalar_one()
+            return conn.execute(
+                sa.select(sa.func.count())
+                .select_from(held)
+                .where(held.c.room == row.code, held.c.step == step, held.c.round == round)
+            ).scalar_one()
 
     def voted_count(self, code: str, step: int, round: int) -> int:
         """How many voted on (step, round): what the room sees before the reveal (one COUNT)."""
         with self._live(read=True) as conn:
             row = self._room(conn, code)
-            return conn.execute(sa.select(sa.func.count()).select_from(votes).where(
-                votes.c.room == row.code, votes.c.step == step, votes.c.round == round)).scalar_one()
+            return conn.execute(
+                sa.select(sa.func.count())
+                .select_from(votes)
+                .where(votes.c.room == row.code, votes.c.step == step, votes.c.round == round)
+            ).scalar_one()
 
     # ----- results ------------------------------------------------------------------------------------------------
     def tally(self, code: str, step: int, round: int, host_key: str | None = None) -> Tally:
@@ -858,16 +999,23 @@ class PollStore:
     def _tally(self, conn: sa.Connection, room: str, step: int, round: int) -> Tally:
         poll = self._any_poll(conn, room, step)
         counts = [0] * (len(poll.choices) if poll else 0)
-        for choice, n in conn.execute(sa.select(votes.c.choice, sa.func.count()).where(
-                votes.c.room == room, votes.c.step == step, votes.c.round == round).group_by(votes.c.choice)):
+        for choice, n in conn.execute(
+            sa.select(votes.c.choice, sa.func.count())
+            .where(votes.c.room == room, votes.c.step == step, votes.c.round == round)
+            .group_by(votes.c.choice)
+        ):
             if 0 <= choice < len(counts):
                 counts[choice] = n
         return Tally(step, round, tuple(counts), poll.right if poll else 0)
 
     @staticmethod
     def _any_poll(conn: sa.Connection, room: str, step: int) -> PollQuestion | None:
-        text = conn.execute(sa.select(questions.c.poll_json).where(questions.c.room == room, questions.c.step == step)
-                            .order_by(questions.c.language).limit(1)).scalar_one_or_none()
+        text = conn.execute(
+            sa.select(questions.c.poll_json)
+            .where(questions.c.room == room, questions.c.step == step)
+            .order_by(questions.c.language)
+            .limit(1)
+        ).scalar_one_or_none()
         return None if text is None else PollQuestion.from_json(text)
 
     def results(self, code: str, host_key: str) -> list[Tally]:
@@ -880,12 +1028,17 @@ class PollStore:
 
     def _polled(self, conn: sa.Connection, room: str) -> list[tuple[Tally, PollQuestion | None]]:
         kept = {r.step: r for r in conn.execute(sa.select(steps).where(steps.c.room == room))}
-        voted = {(r.step, r.round) for r in conn.execute(sa.select(votes.c.step, votes.c.round).where(
-            votes.c.room == room).distinct())}
-        voted |= {(r.step, r.round) for r in conn.execute(sa.select(held.c.step, held.c.round).where(
-            held.c.room == room).distinct())}
-        shown = sorted({r.step for r in conn.execute(
-            sa.select(questions.c.step).where(questions.c.room == room).distinct())})
+        voted = {
+            (r.step, r.round)
+            for r in conn.execute(sa.select(votes.c.step, votes.c.round).where(votes.c.room == room).distinct())
+        }
+        voted |= {
+            (r.step, r.round)
+            for r in conn.execute(sa.select(held.c.step, held.c.round).where(held.c.room == room).distinct())
+        }
+        shown = sorted(
+            {r.step for r in conn.execute(sa.select(questions.c.step).where(questions.c.room == room).distinct())}
+        )
         out = []
         for step in shown:
             state = kept.get(step)
@@ -908,8 +1061,14 @@ class PollStore:
         with self._live(read=True) as conn:
             row = self._room(conn, code, host_key, host=True)
             polled = self._polled(conn, row.code)
-            texts = {r.step: r.poll_json for r in conn.execute(sa.select(questions.c.step, questions.c.poll_json).where(
-                questions.c.room == row.code, questions.c.language == language))}
+            texts = {
+                r.step: r.poll_json
+                for r in conn.execute(
+                    sa.select(questions.c.step, questions.c.poll_json).where(
+                        questions.c.room == row.code, questions.c.language == language
+                    )
+                )
+            }
         out = io.StringIO()
         out.write("\ufeff")  # the byte-order mark: Excel reads the file as UTF-8 only with it
         writer = csv.writer(out, lineterminator="\r\n")  # RFC 4180's line end, as Excel writes it
@@ -919,9 +1078,18 @@ class PollStore:
             if poll is None:
                 continue
             for i, label in enumerate(poll.choices):
-                writer.writerow([tally.step, tally.round, plain_label(poll.text), choice_letter(i), plain_label(label),
-                                 "yes" if i == poll.right else "no", plain_label(poll.mistakes[i]),
-                                 tally.counts[i] if i < len(tally.counts) else 0])
+                writer.writerow(
+                    [
+                        tally.step,
+                        tally.round,
+                        plain_label(poll.text),
+                        choice_letter(i),
+                        plain_label(label),
+                        "yes" if i == poll.right else "no",
+                        plain_label(poll.mistakes[i]),
+                        tally.counts[i] if i < len(tally.counts) else 0,
+                    ]
+                )
         return out.getvalue()
 
 
@@ -953,8 +1121,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except PollRefused as fault:
         cause = str(fault.__cause__).splitlines()[0] if fault.__cause__ else ""
-        print(_("kvviz poll: {env} cannot be reached ({cause}): fix it, or unset it to keep votes in "
-                "{default}.").format(env=ENV_URL, cause=cause[:200], default=default_path()), file=sys.stderr)
+        print(
+            _("kvviz poll: {env} cannot be reached ({cause}): fix it, or unset it to keep votes in {default}.").format(
+                env=ENV_URL, cause=cause[:200], default=default_path()
+            ),
+            file=sys.stderr,
+        )
         return 2
     print(_("kvviz poll: votes are kept in {url}").format(url=sa.make_url(url).render_as_string(hide_password=True)))
     return 0

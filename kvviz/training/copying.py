@@ -19,6 +19,7 @@ positions L+1 .. 2L-1: the first token of the repeat cannot be known to repeat) 
 the first half (targets 1 .. L-1). A model that copies scores near 100% on the repeat whatever it scores on
 the first half.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -30,8 +31,13 @@ IGNORE_INDEX = -100  # transformers' loss ignores labels equal to this
 
 
 def repeat_batch(
-    ids: torch.Tensor, n_rows: int, n_positions: int, vocab_size: int, gen: torch.Generator,
-    random_span_share: float = 0.5, max_span: int | None = None,
+    ids: torch.Tensor,
+    n_rows: int,
+    n_positions: int,
+    vocab_size: int,
+    gen: torch.Generator,
+    random_span_share: float = 0.5,
+    max_span: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """n_rows sequences with a repeated span: (input_ids, labels), both (n_rows, n_positions)."""
     inputs, labels = [], []

@@ -3,6 +3,7 @@
 A Recipe is complete: the same recipe, seed and thread count give the same weights. `recipe_for(arch)` holds the
 shipped recipe of each bundled model; command-line flags override single fields. Torch-free.
 """
+
 from __future__ import annotations
 
 import math
@@ -65,8 +66,18 @@ def recipe_for(arch: str, **overrides: object) -> Recipe:
         # 352 ~ 8/3 x 128, as in Llama. 1,200 warm-up steps of short rows of repeated random spans grow the
         # induction circuit; then half of each batch's rows repeat a span (30% of those random tokens, 70%
         # corpus text: copying text, which the model could also guess, is what the held-out figure measures)
-        base = dict(n_head=8, n_kv_heads=2, intermediate_size=352, dropout=0.0, repeat_share=0.5,
-                    random_span_share=0.3, max_span=128, copy_warmup_steps=1200, steps=4500, weight_decay=0.0)
+        base = dict(
+            n_head=8,
+            n_kv_heads=2,
+            intermediate_size=352,
+            dropout=0.0,
+            repeat_share=0.5,
+            random_span_share=0.3,
+            max_span=128,
+            copy_warmup_steps=1200,
+            steps=4500,
+            weight_decay=0.0,
+        )
     elif arch == "gpt2":
         # Learned positions make the previous-token head slow to form: started as a sinusoid table and at lr
         # 3e-3, the induction circuit formed after ~1,100 warm-up steps in trials (not within 1,500 from
@@ -74,9 +85,19 @@ def recipe_for(arch: str, **overrides: object) -> Recipe:
         # Then 6 of 16 rows repeat a span; no dropout (it breaks the circuit). Weight decay 0.1 keeps the text loss
         # within 0.01 of the non-copying model's (3.880 vs 3.870; 3.989 without): it delays the circuit to steps
         # ~2,250-2,750 (after the warm-up) but the circuit still forms and copies 92.9% of held-out repeats
-        base = dict(dropout=0.0, position_init="sinusoid", learning_rate=3e-3, min_learning_rate=3e-4,
-                    repeat_share=0.375, random_span_share=0.3, max_span=128, copy_warmup_steps=2000, steps=5300,
-                    weight_decay=0.1, warmup_anywhere=True)
+        base = dict(
+            dropout=0.0,
+            position_init="sinusoid",
+            learning_rate=3e-3,
+            min_learning_rate=3e-4,
+            repeat_share=0.375,
+            random_span_share=0.3,
+            max_span=128,
+            copy_warmup_steps=2000,
+            steps=5300,
+            weight_decay=0.1,
+            warmup_anywhere=True,
+        )
     elif arch == "hybrid":
         # transformers' OLMo-hybrid (Gated DeltaNet linear attention + attention, dense SwiGLU MLP): 3 linear layers
         # and 1 attention layer (the last, as in Qwen3-Next's and OLMo-hybrid's 3:1 pattern). The reference PyTorch
@@ -85,9 +106,22 @@ def recipe_for(arch: str, **overrides: object) -> Recipe:
         # trial the loss fell from 6.3 to 2.4 between steps 150 and 250: the short convolution hands the attention
         # layer the previous token, so one attention layer can copy), then 800 steps of the Llama's mix at a
         # higher learning rate
-        base = dict(n_head=4, n_kv_heads=4, intermediate_size=352, dropout=0.0, full_attention_layers=(3,),
-                    learning_rate=3e-3, min_learning_rate=3e-4, repeat_share=0.5, random_span_share=0.3,
-                    max_span=128, copy_warmup_steps=300, steps=1100, weight_decay=0.0, threads=1)
+        base = dict(
+            n_head=4,
+            n_kv_heads=4,
+            intermediate_size=352,
+            dropout=0.0,
+            full_attention_layers=(3,),
+            learning_rate=3e-3,
+            min_learning_rate=3e-4,
+            repeat_share=0.5,
+            random_span_share=0.3,
+            max_span=128,
+            copy_warmup_steps=300,
+            steps=1100,
+            weight_decay=0.0,
+            threads=1,
+        )
     else:
         raise ValueError(f"unknown arch {arch!r}; choose gpt2, llama or hybrid")
     return Recipe(arch=arch, **{**base, **overrides})

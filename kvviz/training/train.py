@@ -24,6 +24,7 @@ batches drawn from a seeded generator. Writes into --out:
     tokenizer.json, tokenizer_config.json                    the tokenizer
     training_report.json                                     recipe, held-out validation loss, copying, a sample
 """
+
 from __future__ import annotations
 
 import argparse
@@ -77,17 +78,22 @@ def train_tokenizer(text: str, vocab_size: int) -> GPT2TokenizerFast:
         show_progress=False,
     )
     tok.train_from_iterator([text], trainer=trainer)
-    return GPT2TokenizerFast(
-        tokenizer_object=tok, bos_token=END_OF_TEXT, eos_token=END_OF_TEXT, unk_token=END_OF_TEXT
-    )
+    return GPT2TokenizerFast(tokenizer_object=tok, bos_token=END_OF_TEXT, eos_token=END_OF_TEXT, unk_token=END_OF_TEXT)
 
 
 def build_model(recipe: Recipe, vocab_size: int, eos_id: int) -> torch.nn.Module:
     if recipe.arch == "gpt2":
         config = GPT2Config(
-            vocab_size=vocab_size, n_positions=recipe.n_positions, n_embd=recipe.n_embd, n_layer=recipe.n_layer,
-            n_head=recipe.n_head, resid_pdrop=recipe.dropout, embd_pdrop=recipe.dropout, attn_pdrop=recipe.dropout,
-            bos_token_id=eos_id, eos_token_id=eos_id,
+            vocab_size=vocab_size,
+            n_positions=recipe.n_positions,
+            n_embd=recipe.n_embd,
+            n_layer=recipe.n_layer,
+            n_head=recipe.n_head,
+            resid_pdrop=recipe.dropout,
+            embd_pdrop=recipe.dropout,
+            attn_pdrop=recipe.dropout,
+            bos_token_id=eos_id,
+            eos_token_id=eos_id,
         )
         model = GPT2LMHeadModel(config)
         if recipe.position_init == "sinusoid":
@@ -97,10 +103,18 @@ def build_model(recipe: Recipe, vocab_size: int, eos_id: int) -> torch.nn.Module
     if recipe.arch == "hybrid":
         return OlmoHybridForCausalLM(hybrid_config(recipe, vocab_size, eos_id))
     config = LlamaConfig(
-        vocab_size=vocab_size, hidden_size=recipe.n_embd, intermediate_size=recipe.intermediate_size,
-        num_hidden_layers=recipe.n_layer, num_attention_heads=recipe.n_head, num_key_value_heads=recipe.n_kv_heads,
-        head_dim=recipe.n_embd // recipe.n_head, max_position_embeddings=recipe.n_positions,
-        attention_dropout=recipe.dropout, tie_word_embeddings=True, bos_token_id=eos_id, eos_token_id=eos_id,
+        vocab_size=vocab_size,
+        hidden_size=recipe.n_embd,
+        intermediate_size=recipe.intermediate_size,
+        num_hidden_layers=recipe.n_layer,
+        num_attention_heads=recipe.n_head,
+        num_key_value_heads=recipe.n_kv_heads,
+        head_dim=recipe.n_embd // recipe.n_head,
+        max_position_embeddings=recipe.n_positions,
+        attention_dropout=recipe.dropout,
+        tie_word_embeddings=True,
+        bos_token_id=eos_id,
+        eos_token_id=eos_id,
     )
     return LlamaForCausalLM(config)
 
@@ -108,17 +122,29 @@ def build_model(recipe: Recipe, vocab_size: int, eos_id: int) -> torch.nn.Module
 def hybrid_config(recipe: Recipe, vocab_size: int, eos_id: int) -> OlmoHybridConfig:
     """The hybrid's config: recipe.full_attention_layers keep a K/V cache, every other layer is Gated DeltaNet
     linear attention (a [linear_heads, d_k, d_v] recurrent state and a short-convolution state, fixed in size)."""
-    layer_types = ["full_attention" if i in recipe.full_attention_layers else "linear_attention"
-                   for i in range(recipe.n_layer)]
+    layer_types = [
+        "full_attention" if i in recipe.full_attention_layers else "linear_attention" for i in range(recipe.n_layer)
+    ]
     return OlmoHybridConfig(
-        vocab_size=vocab_size, hidden_size=recipe.n_embd, intermediate_size=recipe.intermediate_size,
-        num_hidden_layers=recipe.n_layer, num_attention_heads=recipe.n_head, num_key_value_heads=recipe.n_kv_heads,
-        max_position_embeddings=recipe.n_positions, layer_types=layer_types,
-        linear_num_key_heads=recipe.linear_heads, linear_num_value_heads=recipe.linear_heads,
-        linear_key_head_dim=recipe.linear_head_dim, linear_value_head_dim=recipe.linear_head_dim,
-        linear_conv_kernel_dim=recipe.conv_kernel, attention_dropout=recipe.dropout, tie_word_embeddings=True,
+        vocab_size=vocab_size,
+        hidden_size=recipe.n_embd,
+        intermediate_size=recipe.intermediate_size,
+        num_hidden_layers=recipe.n_layer,
+        num_attention_heads=recipe.n_head,
+        num_key_value_heads=recipe.n_kv_heads,
+        max_position_embeddings=recipe.n_positions,
+        layer_types=layer_types,
+        linear_num_key_heads=recipe.linear_heads,
+        linear_num_value_heads=recipe.linear_heads,
+        linear_key_head_dim=recipe.linear_head_dim,
+        linear_value_head_dim=recipe.linear_head_dim,
+        linear_conv_kernel_dim=recipe.conv_kernel,
+        attention_dropout=recipe.dropout,
+        tie_word_embeddings=True,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-        pad_token_id=None, bos_token_id=eos_id, eos_token_id=eos_id,
+        pad_token_id=None,
+        bos_token_id=eos_id,
+        eos_token_id=eos_id,
     )
 
 
@@ -152,8 +178,9 @@ def random_batch(
     plain = torch.stack(windows) if windows else ids[:0].view(0, recipe.n_positions)
     if n_repeat == 0:
         return plain, plain
-    rep_inputs, rep_labels = copying.repeat_batch(ids, n_repeat, recipe.n_positions, vocab_size, gen,
-                                                   recipe.random_span_share, recipe.max_span)
+    rep_inputs, rep_labels = copying.repeat_batch(
+        ids, n_repeat, recipe.n_positions, vocab_size, gen, recipe.random_span_share, recipe.max_span
+    )
     return torch.cat([plain, rep_inputs]), torch.cat([plain, rep_labels])
 
 
@@ -218,13 +245,16 @@ def read_corpus(text_path: Path) -> str:
     try:
         text = text_path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise TrainInputError(f"{text_path.name} is not UTF-8 text; give a plain text file such as "
-                              "tinyshakespeare.txt.") from None
+        raise TrainInputError(
+            f"{text_path.name} is not UTF-8 text; give a plain text file such as tinyshakespeare.txt."
+        ) from None
     except OSError as exc:
         raise TrainInputError(f"Cannot read {text_path.name}: {exc.strerror or exc.__class__.__name__}.") from None
     if len(text.strip()) < MIN_TEXT_CHARS:
-        raise TrainInputError(f"{text_path.name} holds {len(text.strip()):,} characters; training needs at least "
-                              f"{MIN_TEXT_CHARS:,} (Tiny Shakespeare has 1.1 million).")
+        raise TrainInputError(
+            f"{text_path.name} holds {len(text.strip()):,} characters; training needs at least "
+            f"{MIN_TEXT_CHARS:,} (Tiny Shakespeare has 1.1 million)."
+        )
     return text
 
 
@@ -248,9 +278,11 @@ def train(text_path: Path, out_dir: Path, recipe: Recipe, save_every: int = 0) -
     val_ids = torch.tensor(tokenizer(val_text).input_ids, dtype=torch.long)
     need = max(recipe.n_positions, COPY_HALF_TOKENS) + 1
     if min(len(train_ids), len(val_ids)) <= need:
-        raise TrainInputError(f"{text_path.name} gives {len(train_ids):,} training and {len(val_ids):,} held-out "
-                              f"tokens; each part needs more than {need:,} (one row of the model's positions): "
-                              "give a longer text.")
+        raise TrainInputError(
+            f"{text_path.name} gives {len(train_ids):,} training and {len(val_ids):,} held-out "
+            f"tokens; each part needs more than {need:,} (one row of the model's positions): "
+            "give a longer text."
+        )
     copy_set = copying.held_out_repeats(val_ids, COPY_SEQUENCES, COPY_HALF_TOKENS)
 
     vocab_size = len(tokenizer)
@@ -262,8 +294,13 @@ def train(text_path: Path, out_dir: Path, recipe: Recipe, save_every: int = 0) -
         lr=recipe.learning_rate,
         betas=(0.9, 0.95),
     )
-    data = {"val_ids": val_ids, "copy_set": copy_set, "corpus": text_path.name, "corpus_chars": len(text),
-            "train_tokens": len(train_ids)}
+    data = {
+        "val_ids": val_ids,
+        "copy_set": copy_set,
+        "corpus": text_path.name,
+        "corpus_chars": len(text),
+        "train_tokens": len(train_ids),
+    }
     gen = torch.Generator().manual_seed(recipe.seed)
     started = time.perf_counter()
     model.train()
@@ -295,8 +332,15 @@ def train(text_path: Path, out_dir: Path, recipe: Recipe, save_every: int = 0) -
     return write_outputs(model, tokenizer, out_dir, recipe, step + 1, time.perf_counter() - started, data)
 
 
-def write_outputs(model: torch.nn.Module, tokenizer: GPT2TokenizerFast, out_dir: Path, recipe: Recipe, steps_done: int,
-                  train_seconds: float, data: dict) -> dict:
+def write_outputs(
+    model: torch.nn.Module,
+    tokenizer: GPT2TokenizerFast,
+    out_dir: Path,
+    recipe: Recipe,
+    steps_done: int,
+    train_seconds: float,
+    data: dict,
+) -> dict:
     """Evaluate (held-out loss, copying, a greedy sample) and write model, tokenizer and report into out_dir.
     Leaves the global RNG as it found it, so a checkpoint (--save-every) never changes the rest of the run."""
     rng_state = torch.get_rng_state()
@@ -350,27 +394,39 @@ def write_outputs(model: torch.nn.Module, tokenizer: GPT2TokenizerFast, out_dir:
 
 def main(argv: list[str] | None = None) -> int:
     whole, number = query_values.cli_whole, query_values.cli_number
-    parser = Parser(prog="python -m kvviz train", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(
+        prog="python -m kvviz train", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--text", type=Path, required=True, help="training corpus (UTF-8 text file)")
     parser.add_argument("--arch", choices=sorted(OUT_DIRS), default="gpt2", help="architecture (default gpt2)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: the arch's bundled folder)")
     parser.add_argument("--steps", type=whole(1, 10**7), help="optimizer steps (default: the arch's shipped recipe)")
     parser.add_argument("--batch-size", type=whole(1, 4096), help="rows of n_positions tokens per step")
-    parser.add_argument("--repeat-share", type=number(0.0, 1.0), help="share of each batch's rows with a repeated span, 0..1")
-    parser.add_argument("--random-span-share", type=number(0.0, 1.0),
-                        help="of the repeated rows, the share of random tokens, 0..1")
+    parser.add_argument(
+        "--repeat-share", type=number(0.0, 1.0), help="share of each batch's rows with a repeated span, 0..1"
+    )
+    parser.add_argument(
+        "--random-span-share", type=number(0.0, 1.0), help="of the repeated rows, the share of random tokens, 0..1"
+    )
     parser.add_argument("--max-span", type=whole(copying.MIN_SPAN, 10**6), help="longest repeated span, tokens")
     parser.add_argument("--copy-warmup-steps", type=whole(0, 10**7), help="first steps on repeated spans only")
     parser.add_argument("--position-init", choices=("normal", "sinusoid"), help="gpt2: start of the learned positions")
     parser.add_argument("--weight-decay", type=number(0.0, 10.0))
-    parser.add_argument("--warmup-weight-decay", type=number(-1.0, 10.0),
-                        help="weight decay during the copy warm-up (default, or < 0: the same)")
-    parser.add_argument("--stop-after-steps", type=whole(0, 10**7),
-                        help="stop after this many steps (schedule planned for --steps)")
+    parser.add_argument(
+        "--warmup-weight-decay",
+        type=number(-1.0, 10.0),
+        help="weight decay during the copy warm-up (default, or < 0: the same)",
+    )
+    parser.add_argument(
+        "--stop-after-steps", type=whole(0, 10**7), help="stop after this many steps (schedule planned for --steps)"
+    )
     parser.add_argument("--seed", type=whole(0, 2**63 - 1))
-    parser.add_argument("--save-every", type=whole(0, 10**7), default=0,
-                        help="also write model + report every N steps (a checkpoint; its report says steps_done)")
+    parser.add_argument(
+        "--save-every",
+        type=whole(0, 10**7),
+        default=0,
+        help="also write model + report every N steps (a checkpoint; its report says steps_done)",
+    )
     parser.add_argument("--threads", type=whole(1, 256))
     try:
         args = parser.parse_args(argv)
@@ -382,11 +438,20 @@ def main(argv: list[str] | None = None) -> int:
     if not args.text.is_file():
         say(f"kvviz train: no such text file: {one_line(args.text)}", file=sys.stderr)
         return 2
-    given = {"steps": args.steps, "batch_size": args.batch_size, "repeat_share": args.repeat_share, "seed": args.seed,
-             "threads": args.threads, "random_span_share": args.random_span_share,
-             "max_span": args.max_span, "copy_warmup_steps": args.copy_warmup_steps,
-             "stop_after_steps": args.stop_after_steps, "position_init": args.position_init,
-             "weight_decay": args.weight_decay, "warmup_weight_decay": args.warmup_weight_decay}
+    given = {
+        "steps": args.steps,
+        "batch_size": args.batch_size,
+        "repeat_share": args.repeat_share,
+        "seed": args.seed,
+        "threads": args.threads,
+        "random_span_share": args.random_span_share,
+        "max_span": args.max_span,
+        "copy_warmup_steps": args.copy_warmup_steps,
+        "stop_after_steps": args.stop_after_steps,
+        "position_init": args.position_init,
+        "weight_decay": args.weight_decay,
+        "warmup_weight_decay": args.warmup_weight_decay,
+    }
     recipe = recipe_for(args.arch, **{k: v for k, v in given.items() if v is not None})
     try:
         report = train(args.text, args.out or OUT_DIRS[args.arch], recipe, save_every=args.save_every)

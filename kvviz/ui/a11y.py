@@ -1,5 +1,6 @@
 """Accessibility: the style that keeps text readable (READABLE_CSS, the class MUTED), and text for a screen reader
 beside what the eye reads off a chart (chart, screen_reader_text); tables drawn with pandas imported late."""
+
 from __future__ import annotations
 
 import html
@@ -13,8 +14,10 @@ READABLE_CSS = assets.style("readable.css")  # text readable at WCAG AA's 4.5:1 
 
 
 # Visually hidden, read by a screen reader (the usual "sr-only" rules): a chart's data as text.
-SCREEN_READER_ONLY = ("position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;"
-                      "clip:rect(0,0,0,0);white-space:nowrap;border:0")
+SCREEN_READER_ONLY = (
+    "position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;"
+    "clip:rect(0,0,0,0);white-space:nowrap;border:0"
+)
 
 
 def table(rows: list[dict], **kwargs) -> None:

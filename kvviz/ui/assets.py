@@ -19,6 +19,7 @@ element the page draws every run (.kvviz-stage-state, .kvviz-lesson-state). A st
 No Streamlit here (it only reads files): a test reads and checks them without
 a script run.
 """
+
 from __future__ import annotations
 
 import functools
@@ -36,7 +37,7 @@ def source(name: str) -> str:
         raise ValueError(f"{name!r}: a file name in {WEB_DIR}, not a path")
     text = (WEB_DIR / name).read_text(encoding="utf-8")
     if text.startswith("/*"):
-        text = text[text.index("*/") + 2:].removeprefix("\n")
+        text = text[text.index("*/") + 2 :].removeprefix("\n")
     return text
 
 

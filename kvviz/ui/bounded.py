@@ -20,6 +20,7 @@ value is read, and the session stays wedged until a reload. Every path here read
 (sent_value), names it like any other refused value, and sets the widget's session value to the default before
 anything reads the widget, so Streamlit never converts it and the next valid value is taken.
 """
+
 from __future__ import annotations
 
 import math
@@ -56,8 +57,9 @@ def _message(setting: Setting, refused: ValueError) -> str:
     return _refused(str(refused), setting.default)
 
 
-def number(place, setting: Setting, label: str, *, key: str, notices=None, refused: list[str] | None = None,
-           **widget) -> int | float:
+def number(
+    place, setting: Setting, label: str, *, key: str, notices=None, refused: list[str] | None = None, **widget
+) -> int | float:
     """place.number_input for `setting` (min, max, step from it), its value checked; a refused value gets one
     message in `notices` (default: `place`, above the box) and the page goes on with the default.
 
@@ -66,8 +68,9 @@ def number(place, setting: Setting, label: str, *, key: str, notices=None, refus
     message = refusal(setting, key)
     if message:
         (notices or place).error(message)
-    value = place.number_input(label, min_value=setting.lo, max_value=setting.hi, value=None, step=setting.step,
-                               key=key, **widget)
+    value = place.number_input(
+        label, min_value=setting.lo, max_value=setting.hi, value=None, step=setting.step, key=key, **widget
+    )
     try:
         checked = setting.check(value)
     except ValueError as exc:  # e.g. a history entry's bad link value, reset after refusal() ran
@@ -132,8 +135,11 @@ def answer_refusal(key: str, given: float | None) -> str | None:
     if isinstance(sent, float) and math.isnan(sent):
         return _("That answer is not a number: type it in digits, e.g. 4096.")
     if isinstance(sent, float) and math.isinf(sent):
-        return (_("That answer is too large for this box: type it in digits, or with a unit.") if sent > 0 else
-                _("An answer here cannot be negative."))
+        return (
+            _("That answer is too large for this box: type it in digits, or with a unit.")
+            if sent > 0
+            else _("An answer here cannot be negative.")
+        )
     if given is not None and given < 0:
         return _("An answer here cannot be negative (got {value:g}).").format(value=given)
     return None
@@ -142,8 +148,17 @@ def answer_refusal(key: str, given: float | None) -> str | None:
 EMPTY = object()  # guard(default=EMPTY): a box whose empty value is valid (an automatic choice)
 
 
-def guard(place, setting: Setting, key: str, *, default=None, notices=None, refused: list[str] | None = None,
-          reset: bool = True, shown: str | None = None) -> str | None:
+def guard(
+    place,
+    setting: Setting,
+    key: str,
+    *,
+    default=None,
+    notices=None,
+    refused: list[str] | None = None,
+    reset: bool = True,
+    shown: str | None = None,
+) -> str | None:
     """Before a slider, a URL-bound box or a box that may be empty is drawn: a value the browser sent past
     `setting` is named in `notices` (default: `place`) and the widget is set to `default` (the setting's, unless
     given: a preset's value, or EMPTY for an empty box), which the page then goes on with. reset=False: the
@@ -160,13 +175,14 @@ def guard(place, setting: Setting, key: str, *, default=None, notices=None, refu
     return message
 
 
-
-
 def linked_number(place, setting: IntSetting, label: str, *, key: str, value: int, notices=None, **widget) -> int:
     """A whole-number box for `setting` that keeps its first `value` (a preset's, or the setting's default): for a
     box bound to the URL (the caller passes bind="query-params"), which leaves a value equal to it out of the link.
     Min, max and step from the setting; a value the browser sent past the bounds is named in `notices` (default:
     `place`), and the page goes on with `value`, as Streamlit would reset it."""
     guard(place, setting, key, default=value, notices=notices, reset=False)
-    return int(place.number_input(label, min_value=setting.lo, max_value=setting.hi, value=value, step=setting.step,
-                                  key=key, **widget))
+    return int(
+        place.number_input(
+            label, min_value=setting.lo, max_value=setting.hi, value=value, step=setting.step, key=key, **widget
+        )
+    )

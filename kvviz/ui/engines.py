@@ -2,6 +2,7 @@
 when it comes back. A page names the session key its engine lives under (the stage's is STEP_ENGINE_KEY, the
 lesson keeps its own so it never disturbs the stage's cache); the keys used are listed in the session, so the
 model cache (kvviz.ui.models) can keep a model a started engine still runs on."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -40,7 +41,8 @@ def step_engine(loaded: loading.LoadedModel, key: str = STEP_ENGINE_KEY) -> Step
         st.session_state[f"{key}_notice"] = ngettext(
             "Your generation on {model} ({n} step) is kept: choose that model again in the sidebar to go on with it.",
             "Your generation on {model} ({n} steps) is kept: choose that model again in the sidebar to go on with it.",
-            steps).format(model=engine.loaded.info.shown_label(), n=steps)
+            steps,
+        ).format(model=engine.loaded.info.shown_label(), n=steps)
     engine = StepEngine(loaded)
     back = parked.pop(loaded.info.spec, None)
     if back is not None:
@@ -49,11 +51,13 @@ def step_engine(loaded: loading.LoadedModel, key: str = STEP_ENGINE_KEY) -> Step
             st.session_state[f"{key}_notice"] = ngettext(
                 "Restored your generation on {model}: the prompt and {n} step, replayed.",
                 "Restored your generation on {model}: the prompt and {n} steps, replayed.",
-                back.steps).format(model=loaded.info.shown_label(), n=back.steps)
+                back.steps,
+            ).format(model=loaded.info.shown_label(), n=back.steps)
         except ValueError as exc:  # PromptError / ContextFullError: say it, keep the page alive
             engine.reset()
-            st.session_state[f"{key}_notice"] = _("Your earlier generation on this model could not be replayed: "
-                                                  "{error}").format(error=exc)
+            st.session_state[f"{key}_notice"] = _(
+                "Your earlier generation on this model could not be replayed: {error}"
+            ).format(error=exc)
     st.session_state[key] = engine
     return engine
 

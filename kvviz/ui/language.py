@@ -1,5 +1,6 @@
 """The interface language: each run's language (a link's ?lang=, the session's choice, the browser's), the
 sidebar's switch, widget choices kept across a switch, and <html lang> set to match."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -97,8 +98,13 @@ def sidebar_language_switch() -> None:
         st.query_params[i18n.QUERY_PARAM] = st.session_state[LANGUAGE_KEY]
 
     st.sidebar.segmented_control(
-        "Language / 语言", list(i18n.LANGUAGES), format_func=i18n.LANGUAGES.__getitem__, key=_LANGUAGE_PICKER_KEY,
-        on_change=_on_change, selection_mode="single", required=True,
+        "Language / 语言",
+        list(i18n.LANGUAGES),
+        format_func=i18n.LANGUAGES.__getitem__,
+        key=_LANGUAGE_PICKER_KEY,
+        on_change=_on_change,
+        selection_mode="single",
+        required=True,
     )
     set_document_language()
 
@@ -107,10 +113,25 @@ def sidebar_language_switch() -> None:
 _DOCUMENT_LANGUAGE_KEY = "kvviz_hidden_document_language"
 _STREAMLIT_LABELS_KEY = "kvviz_hidden_streamlit_labels"
 # Streamlit's own screen-reader labels, as it writes them (English): streamlit_labels.js puts the page's words there.
-STREAMLIT_LABELS = (N_("Increment"), N_("Decrement"), N_("Open"), N_("Clear value"), N_("Collapse sidebar"),
-                    N_("Expand sidebar"), N_("Sidebar"), N_("Fullscreen"), N_("Close fullscreen"), N_("Search"),
-                    N_("Download as CSV"), N_("Show/hide columns"), N_("Link to heading"), N_("progress"),
-                    N_("file upload"), N_("Close"), N_("computer icon"))
+STREAMLIT_LABELS = (
+    N_("Increment"),
+    N_("Decrement"),
+    N_("Open"),
+    N_("Clear value"),
+    N_("Collapse sidebar"),
+    N_("Expand sidebar"),
+    N_("Sidebar"),
+    N_("Fullscreen"),
+    N_("Close fullscreen"),
+    N_("Search"),
+    N_("Download as CSV"),
+    N_("Show/hide columns"),
+    N_("Link to heading"),
+    N_("progress"),
+    N_("file upload"),
+    N_("Close"),
+    N_("computer icon"),
+)
 
 
 def set_document_language() -> None:
@@ -120,8 +141,16 @@ def set_document_language() -> None:
     st.html(READABLE_CSS + assets.style("hidden_helpers.css", "narrow.css"))
     st.sidebar.container(key=_DOCUMENT_LANGUAGE_KEY).html(
         assets.script("document_language.js", "page_links.js", data={"lang": i18n.current()}),
-        unsafe_allow_javascript=True)
+        unsafe_allow_javascript=True,
+    )
     english = i18n.current() == i18n.ENGLISH
-    st.sidebar.container(key=_STREAMLIT_LABELS_KEY).html(assets.script("streamlit_labels.js", data={
-        "labels": {} if english else {label: _(label) for label in STREAMLIT_LABELS},
-        "shortcut": "" if english else _("Shortcut {key}")}), unsafe_allow_javascript=True)
+    st.sidebar.container(key=_STREAMLIT_LABELS_KEY).html(
+        assets.script(
+            "streamlit_labels.js",
+            data={
+                "labels": {} if english else {label: _(label) for label in STREAMLIT_LABELS},
+                "shortcut": "" if english else _("Shortcut {key}"),
+            },
+        ),
+        unsafe_allow_javascript=True,
+    )

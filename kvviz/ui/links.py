@@ -1,5 +1,6 @@
 """Links kvviz builds and reads: every link carries the language and the session's model; number values a link
 holds that no widget could take are dropped before the page draws them."""
+
 from __future__ import annotations
 
 import contextlib
@@ -32,8 +33,9 @@ def drop_refused_link_numbers(keys: list[str], notices_key: str) -> list[str]:
     while it seeds itself from the URL (kvviz.inputs.query_values checks the text before any widget parses it)."""
     from kvviz.inputs import query_values
 
-    refused = query_values.refused_link_numbers({k: st.query_params.get_all(k) for k in keys if k in st.query_params},
-                                                keys)
+    refused = query_values.refused_link_numbers(
+        {k: st.query_params.get_all(k) for k in keys if k in st.query_params}, keys
+    )
     if refused:
         for key in refused:
             with contextlib.suppress(Exception):  # already bound by an earlier run: Streamlit keeps the widget's value

@@ -12,6 +12,7 @@ kvviz.ui.warm loads the bundled model in a daemon thread (at the server's start,
 through `preload_model`, into the very cache entry `cached_model` reads; a page that needs the model while that
 load runs waits for it (Streamlit's lock per cache entry) instead of starting a second one.
 """
+
 from __future__ import annotations
 
 import gc
@@ -45,7 +46,11 @@ MODEL_NOTICE_KEY = "model_notice"
 
 @st.cache_resource(show_spinner=False, max_entries=4)  # the spinner's text is the session's language: cached_model
 def _cached_load(
-    spec: str, source: str, attn_implementation: str, cap: loading.LoadCap | None, allow_download: bool,
+    spec: str,
+    source: str,
+    attn_implementation: str,
+    cap: loading.LoadCap | None,
+    allow_download: bool,
     offered: shared_mode.OfferedModel | None = None,
 ) -> loading.LoadedModel:
     import dataclasses
@@ -65,8 +70,9 @@ def _cached_load(
     # its server path or folder name.
     if offered is None:
         return dataclasses.replace(loaded, info=dataclasses.replace(loaded.info, spec=spec))
-    return dataclasses.replace(loaded, info=dataclasses.replace(
-        loaded.info, spec=spec, label=offered.label, label_text=offered.label_text))
+    return dataclasses.replace(
+        loaded, info=dataclasses.replace(loaded.info, spec=spec, label=offered.label, label_text=offered.label_text)
+    )
 
 
 def _freeze_long_lived_objects() -> None:
@@ -111,8 +117,10 @@ def cached_model(spec: str, attn_implementation: str = "eager") -> loading.Loade
     waiting = None
     if busy_s is not None and (spec, attn_implementation) not in _loaded_keys | _preloading:
         waiting = st.info(
-            _("Another model is loading on this server (for {seconds:.0f} s). Yours starts as soon as it "
-              "finishes: one load at a time keeps the server's memory safe.").format(seconds=busy_s),
+            _(
+                "Another model is loading on this server (for {seconds:.0f} s). Yours starts as soon as it "
+                "finishes: one load at a time keeps the server's memory safe."
+            ).format(seconds=busy_s),
             icon=":material/hourglass_top:",
         )
     try:
@@ -198,8 +206,13 @@ def _held_model(spec: str, attn_implementation: str) -> loading.LoadedModel | No
     for key in st.session_state.get(ENGINES_KEY, ()):
         engine = st.session_state.get(key)
         loaded = getattr(engine, "loaded", None)
-        if (loaded is not None and engine.started and loaded.info.spec == spec
-                and loaded.info.attn_implementation == attn_implementation and model_offered(spec)):
+        if (
+            loaded is not None
+            and engine.started
+            and loaded.info.spec == spec
+            and loaded.info.attn_implementation == attn_implementation
+            and model_offered(spec)
+        ):
             return loaded
     return None
 
@@ -232,5 +245,8 @@ def other_active_sessions() -> int:
     note_session_active()
     now = time.monotonic()
     with _SEEN_LOCK:
-        return sum(1 for k, t in _sessions_last_seen().items()
-                   if k != st.session_state["kvviz_session_id"] and now - t <= SESSION_SEEN_WINDOW_S)
+        return sum(
+            1
+            for k, t in _sessions_last_seen().items()
+            if k != st.session_state["kvviz_session_id"] and now - t <= SESSION_SEEN_WINDOW_S
+        )

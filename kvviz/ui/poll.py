@@ -16,6 +16,7 @@ teacher's panel and the phones say so in one sentence, the lesson and its marks 
 run tries the store again. A phone's vote carries its network address (client_address) so that one script with a
 fresh token per vote moves the count by at most the room's voters per address.
 """
+
 from __future__ import annotations
 
 import html
@@ -46,7 +47,9 @@ QR_SCALE = 7  # pixels per module: a join link's code (33 modules and a 3-module
 
 
 FAULT_KEY = "poll_fault"  # session: a store fault met outside the panel (a callback, the host cookie), shown by it
-REAL_IP_HEADER = "X-Real-IP"  # set by deploy/nginx.conf.template to the address nginx saw (the client's own is replaced)
+REAL_IP_HEADER = (
+    "X-Real-IP"  # set by deploy/nginx.conf.template to the address nginx saw (the client's own is replaced)
+)
 FORWARDED_HEADER = "X-Forwarded-For"  # a proxy appends the address it saw: its last entry, never a client's own
 TRUSTED_PROXIES_ENV = "KVVIZ_TRUSTED_PROXIES"  # networks whose connections are a proxy's (the Kubernetes ingress)
 
@@ -64,8 +67,11 @@ def trusted_proxies() -> tuple:
             try:
                 networks.append(ipaddress.ip_network(item.strip(), strict=False))
             except ValueError:
-                logging.getLogger("kvviz.poll").error("kvviz poll: %s: %r is not a network (e.g. 10.0.0.0/8); left "
-                                                      "out", TRUSTED_PROXIES_ENV, item.strip()[:80])
+                logging.getLogger("kvviz.poll").error(
+                    "kvviz poll: %s: %r is not a network (e.g. 10.0.0.0/8); left out",
+                    TRUSTED_PROXIES_ENV,
+                    item.strip()[:80],
+                )
     return tuple(networks)
 
 
@@ -100,7 +106,8 @@ def client_address() -> str | None:
             return str(peer)
         headers = st.context.headers
         forwarded = _address(headers.get(REAL_IP_HEADER)) or _address(
-            (headers.get(FORWARDED_HEADER) or "").split(",")[-1])
+            (headers.get(FORWARDED_HEADER) or "").split(",")[-1]
+        )
     except Exception:  # noqa: BLE001 - no browser context (a bare run)
         return None
     return str(forwarded) if forwarded is not None else (None if peer is None else str(peer))
@@ -131,7 +138,8 @@ def _set_cookie(name: str, value: str, max_age_s: int) -> None:
     """Keep `value` in this browser (a container hidden_helpers.css hides: its script runs when the value changes)."""
     st.container(key=f"kvviz_hidden_cookie_{name}").html(
         assets.script("set_cookie.js", data={"name": name, "value": value, "max_age_s": int(max_age_s)}),
-        unsafe_allow_javascript=True)
+        unsafe_allow_javascript=True,
+    )
 
 
 # ----- a phone ------------------------------------------------------------------------------------------------------
@@ -231,14 +239,23 @@ def live_count(room: poll_store.NewRoom, step: int, round_: int) -> None:
             _host_call("lock", room)
             st.rerun(scope="app")  # the panel's buttons and the phones' state follow the lock
         st.metric(_("Closes in"), _("{seconds} s").format(seconds=math.ceil(left_s)))
-    st.metric(_("Voted"), _("{voted:,} of {opened:,}").format(voted=voted, opened=max(opened, voted)),
-              help=_("Votes so far on this question and round, of the phones that opened it; the choices are shown "
-                     "when you reveal the answer."))
+    st.metric(
+        _("Voted"),
+        _("{voted:,} of {opened:,}").format(voted=voted, opened=max(opened, voted)),
+        help=_(
+            "Votes so far on this question and round, of the phones that opened it; the choices are shown "
+            "when you reveal the answer."
+        ),
+    )
     if held:
-        st.warning(ngettext("{total} votes for a class of {size}: {held} held back, not counted.",
-                            "{total} votes for a class of {size}: {held} held back, not counted.", held).format(
-            total=voted + held, size=class_size if class_size is not None else voted, held=held),
-            icon=":material/front_hand:")
+        st.warning(
+            ngettext(
+                "{total} votes for a class of {size}: {held} held back, not counted.",
+                "{total} votes for a class of {size}: {held} held back, not counted.",
+                held,
+            ).format(total=voted + held, size=class_size if class_size is not None else voted, held=held),
+            icon=":material/front_hand:",
+        )
 
 
 def polls_for(step: int, code: str, ask) -> dict[str, PollQuestion]:
@@ -346,8 +363,9 @@ def marks(room: poll_store.NewRoom | None) -> dict[int, bool]:
         return {}
 
 
-def projector_panel(step: int, ask, font_px: int, answer_shown: bool = False, on_next=None,
-                    moved_here: bool = False) -> None:
+def projector_panel(
+    step: int, ask, font_px: int, answer_shown: bool = False, on_next=None, moved_here: bool = False
+) -> None:
     """Class mode's poll: a button that starts it, or the running poll of this step (join code, QR code, the live
     count, Lock / Vote again / Reset, and after Reveal the room's votes with each wrong choice's mistake).
     `ask(language)` computes the step's lesson Question in a language (the poll is stored in every language);
@@ -376,6 +394,7 @@ def _panel(step: int, ask, font_px: int, answer_shown: bool, on_next, moved_here
     if room is not None:
         keep_room_in_browser(room)
     if state is None or state.step == 0:
+
         def _start() -> None:
             try:
                 new = room or start_room()
@@ -383,9 +402,16 @@ def _panel(step: int, ask, font_px: int, answer_shown: bool, on_next, moved_here
             except poll_store.PollRefused as refused:  # too many rooms from this address, or the store away
                 _fault(refused)
 
-        st.button(_("Start a class poll"), key="poll_start", icon=":material/how_to_vote:", on_click=_start,
-                  help=_("The room answers on its own phones: a join code and a QR code, one tap per student, "
-                         "the votes hidden until you reveal the answer"))
+        st.button(
+            _("Start a class poll"),
+            key="poll_start",
+            icon=":material/how_to_vote:",
+            on_click=_start,
+            help=_(
+                "The room answers on its own phones: a join code and a QR code, one tap per student, "
+                "the votes hidden until you reveal the answer"
+            ),
+        )
         return
     if state.step != step:
         if not (moved_here or holds_room(state)):  # an old tab reloaded, a new tab: the room stays where it is
@@ -401,34 +427,68 @@ def _panel(step: int, ask, font_px: int, answer_shown: bool, on_next, moved_here
         left, right = st.columns([2, 3], vertical_alignment="center")
         left.html(qr_image(url, _("QR code of the join link: {url}").format(url=url), scale=QR_SCALE))
         right.markdown(_("### Join: {code}").format(code=room.code) + f"  \n{url}")
-        if right.button(_("Full screen"), key="poll_full_screen", icon=":material/fullscreen:",
-                        help=_("The join code and its QR code on the whole screen, for the back of the hall")):
+        if right.button(
+            _("Full screen"),
+            key="poll_full_screen",
+            icon=":material/fullscreen:",
+            help=_("The join code and its QR code on the whole screen, for the back of the hall"),
+        ):
             join_full_screen(room.code, url)
         if only_this_computer(url):
-            right.warning(_("This address is this computer's own: phones cannot reach it. Serve the class on the "
-                            "network (docs/deploying.md), then start the poll from that address."),
-                          icon=":material/wifi_off:")
+            right.warning(
+                _(
+                    "This address is this computer's own: phones cannot reach it. Serve the class on the "
+                    "network (docs/deploying.md), then start the poll from that address."
+                ),
+                icon=":material/wifi_off:",
+            )
         row = right.container(horizontal=True, vertical_alignment="center")
         with row:
             live_count(room, state.step, state.round)
         phase = {"open": _("voting open"), "locked": _("voting closed"), "revealed": _("answer revealed")}
         row.caption(_("Round {round}, {phase}").format(round=state.round, phase=phase[state.phase]))
         if state.phase == "open":
-            row.button(_("Lock"), key="poll_lock", icon=":material/lock:", shortcut=LOCK_KEY,
-                       on_click=_host_call, args=("lock", room))
+            row.button(
+                _("Lock"),
+                key="poll_lock",
+                icon=":material/lock:",
+                shortcut=LOCK_KEY,
+                on_click=_host_call,
+                args=("lock", room),
+            )
             _countdown_menu(row, state)
         elif state.phase == "locked":
-            row.button(_("Unlock"), key="poll_unlock", icon=":material/lock_open:", on_click=_host_call,
-                       args=("unlock", room))
+            row.button(
+                _("Unlock"), key="poll_unlock", icon=":material/lock_open:", on_click=_host_call, args=("unlock", room)
+            )
         if answer_shown and state.phase != "revealed":  # round 2 after the answer: V shows its votes
-            row.button(_("Show the votes"), key="poll_show", icon=":material/bar_chart:", shortcut=REVEAL_KEY,
-                       type="primary", on_click=_host_call, args=("reveal", room))
+            row.button(
+                _("Show the votes"),
+                key="poll_show",
+                icon=":material/bar_chart:",
+                shortcut=REVEAL_KEY,
+                type="primary",
+                on_click=_host_call,
+                args=("reveal", room),
+            )
         if state.round == 1 and state.phase != "open":
-            row.button(_("Vote again"), key="poll_again", icon=":material/replay:", shortcut=AGAIN_KEY,
-                       on_click=_host_call, args=("vote_again", room),
-                       help=_("A second round after the room discusses: round 1 is kept and shown beside it"))
-        row.button(_("Reset"), key="poll_reset", icon=":material/restart_alt:", on_click=_host_call,
-                   args=("reset", room), help=_("Forget this question's votes (both rounds) and open it again"))
+            row.button(
+                _("Vote again"),
+                key="poll_again",
+                icon=":material/replay:",
+                shortcut=AGAIN_KEY,
+                on_click=_host_call,
+                args=("vote_again", room),
+                help=_("A second round after the room discusses: round 1 is kept and shown beside it"),
+            )
+        row.button(
+            _("Reset"),
+            key="poll_reset",
+            icon=":material/restart_alt:",
+            on_click=_host_call,
+            args=("reset", room),
+            help=_("Forget this question's votes (both rounds) and open it again"),
+        )
         _limits_popover(row, room)
         if on_next is not None:  # the lesson's Next: it opens the next step's question in the room
             row.button(_("Next question"), key="poll_next", icon=":material/arrow_forward:", on_click=on_next)
@@ -438,13 +498,19 @@ def _panel(step: int, ask, font_px: int, answer_shown: bool, on_next, moved_here
 
 def _countdown_menu(where, state: poll_store.RoomState) -> None:
     """An optional countdown that closes the vote: 15, 30 or 60 seconds from the click, shown beside the count."""
+
     def _start(seconds: int) -> None:
         st.session_state[COUNTDOWN_KEY] = (state.step, state.round, time.time() + seconds)
 
     with where.popover(_("Countdown"), icon=":material/timer:", key="poll_countdown_menu"):
         for seconds in COUNTDOWN_OPTIONS_S:
-            st.button(_("Close the vote in {seconds} s").format(seconds=seconds), key=f"poll_countdown_{seconds}",
-                      on_click=_start, args=(seconds,), use_container_width=True)
+            st.button(
+                _("Close the vote in {seconds} s").format(seconds=seconds),
+                key=f"poll_countdown_{seconds}",
+                on_click=_start,
+                args=(seconds,),
+                use_container_width=True,
+            )
 
 
 def _elsewhere(room: poll_store.NewRoom, state: poll_store.RoomState, step: int, ask, font_px: int) -> None:
@@ -454,8 +520,12 @@ def _elsewhere(room: poll_store.NewRoom, state: poll_store.RoomState, step: int,
     with st.container(border=True, key="poll_panel"):
         if kept is not None and kept.phase == "revealed":
             votes(room, step, kept.round, font_px)
-        st.info(_("The room's phones are on question {current}. This tab shows question {step}.").format(
-            current=state.step, step=step), icon=":material/devices:")
+        st.info(
+            _("The room's phones are on question {current}. This tab shows question {step}.").format(
+                current=state.step, step=step
+            ),
+            icon=":material/devices:",
+        )
 
         def _here() -> None:
             try:
@@ -463,18 +533,26 @@ def _elsewhere(room: poll_store.NewRoom, state: poll_store.RoomState, step: int,
             except poll_store.PollRefused as refused:
                 st.session_state["poll_refused"] = str(refused)
 
-        st.button(_("Show this question on the phones"), key="poll_here", icon=":material/how_to_vote:",
-                  on_click=_here, help=_("The room moves to this question; a revealed one shows its result"))
+        st.button(
+            _("Show this question on the phones"),
+            key="poll_here",
+            icon=":material/how_to_vote:",
+            on_click=_here,
+            help=_("The room moves to this question; a revealed one shows its result"),
+        )
 
 
 def join_full_screen(code: str, url: str) -> None:
     """The join code and its QR code as large as the screen allows, for a hall; Esc or the close button returns.
     (The dialog is made per call: its title is drawn in the reader's language.)"""
+
     @st.dialog(_(routes.JOIN.title), width="large")
     def _full() -> None:
-        st.html(f'<div class="kvviz-join-full"><p class="kvviz-join-code">{html.escape(code)}</p>'
-                + qr_image(url, _("QR code of the join link: {url}").format(url=url), scale=QR_SCALE * 2)
-                + f"<p>{html.escape(url)}</p></div>")
+        st.html(
+            f'<div class="kvviz-join-full"><p class="kvviz-join-code">{html.escape(code)}</p>'
+            + qr_image(url, _("QR code of the join link: {url}").format(url=url), scale=QR_SCALE * 2)
+            + f"<p>{html.escape(url)}</p></div>"
+        )
 
     _full()
 
@@ -487,19 +565,36 @@ def _limits_popover(where, room: poll_store.NewRoom) -> None:
     def _save() -> None:
         size = st.session_state.get("poll_class_size")
         try:
-            store().set_limits(room.code, room.host_key, int(st.session_state["poll_per_address"]),
-                               int(size) if size else None)
+            store().set_limits(
+                room.code, room.host_key, int(st.session_state["poll_per_address"]), int(size) if size else None
+            )
         except poll_store.PollRefused as refused:
             st.session_state["poll_refused"] = str(refused)
 
     with where.popover(_("Limits"), icon=":material/group:"):
-        st.number_input(_("Voters per network address"), min_value=1, max_value=poll_store.MAX_PER_ADDRESS,
-                        value=per_address, step=1, key="poll_per_address", on_change=_save,
-                        help=_("Phones that share one address (a school network behind one router) count as this "
-                               "many voters at most. Where the whole class shares one address, set the class size."))
-        st.number_input(_("Class size (0: no limit)"), min_value=0, max_value=poll_store.MAX_CLASS_SIZE,
-                        value=class_size or 0, step=1, key="poll_class_size", on_change=_save,
-                        help=_("Votes past this many on a question are held back, not counted, and named here."))
+        st.number_input(
+            _("Voters per network address"),
+            min_value=1,
+            max_value=poll_store.MAX_PER_ADDRESS,
+            value=per_address,
+            step=1,
+            key="poll_per_address",
+            on_change=_save,
+            help=_(
+                "Phones that share one address (a school network behind one router) count as this "
+                "many voters at most. Where the whole class shares one address, set the class size."
+            ),
+        )
+        st.number_input(
+            _("Class size (0: no limit)"),
+            min_value=0,
+            max_value=poll_store.MAX_CLASS_SIZE,
+            value=class_size or 0,
+            step=1,
+            key="poll_class_size",
+            on_change=_save,
+            help=_("Votes past this many on a question are held back, not counted, and named here."),
+        )
 
 
 def votes(room: poll_store.NewRoom, step: int, last_round: int, font_px: int) -> None:
@@ -512,15 +607,30 @@ def votes(room: poll_store.NewRoom, step: int, last_round: int, font_px: int) ->
     from kvviz.figures.poll import choice_letter, plain_label, poll_figure
     from kvviz.ui.a11y import chart
 
-    chart(st, poll_figure(question.choices, [t.counts for t in tallies], question.right, font_px),
-          config={"displayModeBar": False}, key=f"poll_votes_{step}_{last_round}")
+    chart(
+        st,
+        poll_figure(question.choices, [t.counts for t in tallies], question.right, font_px),
+        config={"displayModeBar": False},
+        key=f"poll_votes_{step}_{last_round}",
+    )
     shares = [t.share_right for t in tallies]
     if len(tallies) == 2 and None not in shares:
-        st.markdown(_("Right: **{before:.0%}** in round 1, **{after:.0%}** in round 2.").format(
-            before=shares[0], after=shares[1]))
-    st.table([{_("choice"): f"{choice_letter(i)}. {plain_label(label)}", _("votes"): tallies[-1].counts[i],
-               _("the mistake it stands for"): _("the right answer") if i == question.right else question.mistakes[i]}
-              for i, label in enumerate(question.choices)], hide_index=True)  # static: long mistakes wrap
+        st.markdown(
+            _("Right: **{before:.0%}** in round 1, **{after:.0%}** in round 2.").format(
+                before=shares[0], after=shares[1]
+            )
+        )
+    st.table(
+        [
+            {
+                _("choice"): f"{choice_letter(i)}. {plain_label(label)}",
+                _("votes"): tallies[-1].counts[i],
+                _("the mistake it stands for"): _("the right answer") if i == question.right else question.mistakes[i],
+            }
+            for i, label in enumerate(question.choices)
+        ],
+        hide_index=True,
+    )  # static: long mistakes wrap
 
 
 def room_results(room: poll_store.NewRoom | None) -> None:
@@ -537,14 +647,29 @@ def room_results(room: poll_store.NewRoom | None) -> None:
     if not tallies:
         return
     st.subheader(_("The room's votes"))
-    st.table([{_("step"): t.step, _("round"): t.round, _("voted"): t.voted,
-               _("share right"): "—" if t.share_right is None else f"{t.share_right:.0%}"} for t in tallies],
-             hide_index=True)
+    st.table(
+        [
+            {
+                _("step"): t.step,
+                _("round"): t.round,
+                _("voted"): t.voted,
+                _("share right"): "—" if t.share_right is None else f"{t.share_right:.0%}",
+            }
+            for t in tallies
+        ],
+        hide_index=True,
+    )
     try:
         data = store().export_csv(room.code, room.host_key, i18n.current())
     except poll_store.PollRefused as refused:
         st.warning(str(refused), icon=":material/cloud_off:")
         return
-    st.download_button(_("Export the room's results (CSV)"), key="poll_export", icon=":material/download:",
-                       data=data,
-                       file_name=f"kvviz-poll-{room.code}.csv", mime="text/csv", on_click="ignore")
+    st.download_button(
+        _("Export the room's results (CSV)"),
+        key="poll_export",
+        icon=":material/download:",
+        data=data,
+        file_name=f"kvviz-poll-{room.code}.csv",
+        mime="text/csv",
+        on_click="ignore",
+    )

@@ -11,6 +11,7 @@ requirements.txt; tests/test_streamlit_private.py fails if any other module does
   language switch).
 
 Each says why no public API does it. After a Streamlit upgrade, this module is the one to read again."""
+
 from __future__ import annotations
 
 import sys
@@ -94,9 +95,12 @@ def option_widget_keys() -> list[str]:
     try:
         state = get_session_state()._state  # SessionState behind st.session_state's proxy
         metadata = state._new_widget_state.widget_metadata
-        return [key for key in list(st.session_state.keys())
-                if (wid := state._key_id_mapper.get_id_from_key(key)) in metadata
-                and hasattr(getattr(metadata[wid].deserializer, "__self__", None), "format_func")]
+        return [
+            key
+            for key in list(st.session_state.keys())
+            if (wid := state._key_id_mapper.get_id_from_key(key)) in metadata
+            and hasattr(getattr(metadata[wid].deserializer, "__self__", None), "format_func")
+        ]
     except (AttributeError, KeyError):
         return []
 
@@ -145,8 +149,10 @@ def _in_a_legacy_run(caller: str | None) -> bool:
     main = os.path.realpath(ctx.pages_manager.main_script_path)
     if caller is None or os.path.realpath(caller) == main:
         return False
-    return any("url_pathname" in page and os.path.realpath(page.get("script_path") or "") == main
-               for page in ctx.pages_manager.get_pages().values())
+    return any(
+        "url_pathname" in page and os.path.realpath(page.get("script_path") or "") == main
+        for page in ctx.pages_manager.get_pages().values()
+    )
 
 
 def _run_router_in_place() -> None:

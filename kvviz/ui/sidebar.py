@@ -2,6 +2,7 @@
 list in shared mode; a link's ?model= applied before it is drawn (a bundled model at once, any other only once the
 reader has seen its cost and said yes); a failed switch keeps the model in use; a line saying which mode the
 server runs in."""
+
 from __future__ import annotations
 
 import streamlit as st
@@ -48,7 +49,8 @@ def _size_caption(kind: str) -> str:
         return ""
     weights = loading.BUNDLED_MODELS[kind].folder / "model.safetensors"
     return _("{params:,} parameters, {size} of weights").format(
-        params=loading.bundled_info(name=kind).n_params, size=_memory_text(weights.stat().st_size))
+        params=loading.bundled_info(name=kind).n_params, size=_memory_text(weights.stat().st_size)
+    )
 
 
 def _kind_of(spec: str) -> str:
@@ -97,17 +99,23 @@ def _ask_about_link(wanted: str, policy: shared_mode.SharedPolicy) -> None:
     estimate = loading.estimate_load(offered.source if offered is not None else wanted)
     model = loading.shown_spec(wanted)
     if estimate.n_params is None:
-        cost = _("It is not on this server: loading it downloads it from the Hugging Face hub, and its size is known "
-                 "only then.")
+        cost = _(
+            "It is not on this server: loading it downloads it from the Hugging Face hub, and its size is known "
+            "only then."
+        )
     else:
         cost = _("It has {params:,} parameters: loading it takes about {memory} of the server's memory.").format(
-            params=estimate.n_params, memory=_memory_text(estimate.float32_bytes))
+            params=estimate.n_params, memory=_memory_text(estimate.float32_bytes)
+        )
     with st.container(border=True, key="app_model_link_question"):
         st.markdown(_("This link asks for the model {model}. {cost} Load it?").format(model=model, cost=cost))
         left, right = st.columns(2)
         left.button(_("Load it"), key="app_model_link_load", on_click=_confirm_link, args=(wanted,))
-        right.button(_("Stay on {model}").format(model=current_info().shown_label()), key="app_model_link_stay",
-                     on_click=_decline_link)
+        right.button(
+            _("Stay on {model}").format(model=current_info().shown_label()),
+            key="app_model_link_stay",
+            on_click=_decline_link,
+        )
 
 
 def _memory_text(n_bytes: int | None) -> str:
@@ -183,10 +191,19 @@ def _shared_picker(policy: shared_mode.SharedPolicy) -> None:
     labels |= {m.name: m.shown_label() for m in policy.offered}
     if st.session_state.get(_SHARED_KEY) != st.session_state[MODEL_SPEC_KEY]:  # first run, a forged value, or a
         st.session_state[_SHARED_KEY] = st.session_state[MODEL_SPEC_KEY]  # link's model just chosen: the real one
-    st.radio(_("Which model"), list(labels), format_func=labels.__getitem__, key=_SHARED_KEY,
-             captions=[_size_caption(name) for name in labels], on_change=lambda: _switch_to(st.session_state[_SHARED_KEY], _SHARED_KEY))
-    st.caption(_("Shared server: the teacher chose these models. One load at a time, at most {cap}.").format(
-        cap=policy.cap.describe()))
+    st.radio(
+        _("Which model"),
+        list(labels),
+        format_func=labels.__getitem__,
+        key=_SHARED_KEY,
+        captions=[_size_caption(name) for name in labels],
+        on_change=lambda: _switch_to(st.session_state[_SHARED_KEY], _SHARED_KEY),
+    )
+    st.caption(
+        _("Shared server: the teacher chose these models. One load at a time, at most {cap}.").format(
+            cap=policy.cap.describe()
+        )
+    )
 
 
 def _local_picker() -> None:
@@ -198,17 +215,33 @@ def _local_picker() -> None:
         st.session_state[_KIND_KEY] = next(label for label, k in _KINDS.items() if k == kind)
     if kind == "random":
         st.session_state[_ARCH_KEY] = spec.removeprefix(loading.RANDOM_PREFIX)
-    choice = _KINDS[st.radio(_("Which model"), list(_KINDS), format_func=_kind_label, key=_KIND_KEY,
-                             captions=[_size_caption(_KINDS[option]) for option in _KINDS], on_change=_on_kind_change)]
+    choice = _KINDS[
+        st.radio(
+            _("Which model"),
+            list(_KINDS),
+            format_func=_kind_label,
+            key=_KIND_KEY,
+            captions=[_size_caption(_KINDS[option]) for option in _KINDS],
+            on_change=_on_kind_change,
+        )
+    ]
     if choice == "pretrained":
         st.session_state.setdefault(_NAME_KEY, spec if kind == "pretrained" else "gpt2")
-        st.text_input(_("Name or folder"), key=_NAME_KEY, max_chars=1000,
-                      help=_("e.g. gpt2, distilgpt2, gpt2-medium (from the Hugging Face cache), or a local folder"))
+        st.text_input(
+            _("Name or folder"),
+            key=_NAME_KEY,
+            max_chars=1000,
+            help=_("e.g. gpt2, distilgpt2, gpt2-medium (from the Hugging Face cache), or a local folder"),
+        )
         st.button(_("Load"), key="app_model_load", on_click=_on_load)
     elif choice == "random":
         st.session_state.setdefault(_ARCH_KEY, "gpt2")
-        st.selectbox(_("Architecture"), list(GPT2_FAMILY), key=_ARCH_KEY,
-                     on_change=lambda: _switch_to(loading.RANDOM_PREFIX + st.session_state[_ARCH_KEY], _ARCH_KEY))
+        st.selectbox(
+            _("Architecture"),
+            list(GPT2_FAMILY),
+            key=_ARCH_KEY,
+            on_change=lambda: _switch_to(loading.RANDOM_PREFIX + st.session_state[_ARCH_KEY], _ARCH_KEY),
+        )
 
 
 def _on_kind_change() -> None:
@@ -247,14 +280,18 @@ def _switch_to(spec: str, widget_key: str | None = None) -> None:
         st.query_params[MODEL_QUERY_PARAM] = spec  # the address bar follows, so the link never switches back
 
 
-NOT_ALL_ATTENTION = N_("{model} keeps a fixed state instead of K/V rows in {n_linear} of its {n_layer} layers, and "
-                       "this page works only on models whose every layer is attention: choose another bundled model.")
+NOT_ALL_ATTENTION = N_(
+    "{model} keeps a fixed state instead of K/V rows in {n_linear} of its {n_layer} layers, and "
+    "this page works only on models whose every layer is attention: choose another bundled model."
+)
 
 
-NOT_ALL_ATTENTION_COUNTS = N_("{model} keeps a fixed state instead of K/V rows in {n_linear} of its {n_layer} "
-                              "layers; this page counts a whole generation only for models whose every layer is "
-                              "attention: choose another bundled model or a preset for that. Below, what one token "
-                              "costs in each kind of its layers.")
+NOT_ALL_ATTENTION_COUNTS = N_(
+    "{model} keeps a fixed state instead of K/V rows in {n_linear} of its {n_layer} "
+    "layers; this page counts a whole generation only for models whose every layer is "
+    "attention: choose another bundled model or a preset for that. Below, what one token "
+    "costs in each kind of its layers."
+)
 
 
 def needs_all_attention(info: loading.ModelInfo, stop: bool = True, message: str = NOT_ALL_ATTENTION) -> bool:
@@ -265,8 +302,10 @@ def needs_all_attention(info: loading.ModelInfo, stop: bool = True, message: str
     if info.all_attention:
         return True
     with st.container(border=True, key="app_needs_all_attention"):
-        st.info(_(message).format(model=info.shown_label(), n_linear=len(info.linear_layers),
-                                            n_layer=info.n_layer), icon=":material/info:")
+        st.info(
+            _(message).format(model=info.shown_label(), n_linear=len(info.linear_layers), n_layer=info.n_layer),
+            icon=":material/info:",
+        )
         row = st.container(horizontal=True)
         for name, spec in loading.BUNDLED_MODELS.items():
             if loading.bundled_info(name=name).all_attention:

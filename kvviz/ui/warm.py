@@ -19,6 +19,7 @@ Nothing is drawn from the thread and no page script imports torch for it: the fi
 thread holds the GIL for most of its imports, so a first page opened during the warm-up renders more slowly
 (measured beside the lesson's figures in docs/measurements.md); it prints one line to stderr when done.
 """
+
 from __future__ import annotations
 
 import sys
@@ -77,8 +78,11 @@ def _warm(delay_s: float, wait_for_runtime: bool) -> None:
         models.import_model_modules()  # the rest a model page runs on (the stepping engine, pandas)
         print(f"{DONE_LINE} ({time.perf_counter() - began:.1f} s)", file=sys.stderr, flush=True)
     except Exception as exc:  # noqa: BLE001 - a warm-up never takes the server down: the page loads as before
-        print(f"kvviz warm-up: failed, pages load the model themselves ({type(exc).__name__}: {exc})",
-              file=sys.stderr, flush=True)
+        print(
+            f"kvviz warm-up: failed, pages load the model themselves ({type(exc).__name__}: {exc})",
+            file=sys.stderr,
+            flush=True,
+        )
     finally:
         _finished.set()
 

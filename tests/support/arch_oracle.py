@@ -36,6 +36,7 @@ counted twice.
 No network: every model is built from its config class. torch / transformers are imported inside functions only,
 so collecting the test suite does not import torch.
 """
+
 from __future__ import annotations
 
 import re
@@ -49,128 +50,378 @@ _IDS = dict(pad_token_id=0, bos_token_id=1, eos_token_id=2)  # for configs whose
 # model_type -> config kwargs. Comments: the layer pattern the tiny model keeps, and what each layer kind caches.
 TINY: dict[str, dict[str, Any]] = {
     # 2 x full attention. K, V: [b, num_key_value_heads, T, head_dim]; head_dim 24 != hidden/heads 16.
-    "llama": dict(hidden_size=_H, intermediate_size=80, vocab_size=_V, num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=2, head_dim=24),
+    "llama": dict(
+        hidden_size=_H,
+        intermediate_size=80,
+        vocab_size=_V,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=24,
+    ),
     # Qwen2 with use_sliding_window: layers < max_window_layers full, layers >= it sliding (window 8):
     # [full, full, sliding, sliding]. Sliding K/V keep sliding_window - 1 rows.
-    "qwen2": dict(hidden_size=_H, intermediate_size=80, vocab_size=_V, num_hidden_layers=4, num_attention_heads=4,
-                  num_key_value_heads=2, use_sliding_window=True, sliding_window=8, max_window_layers=2),
+    "qwen2": dict(
+        hidden_size=_H,
+        intermediate_size=80,
+        vocab_size=_V,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        use_sliding_window=True,
+        sliding_window=8,
+        max_window_layers=2,
+    ),
     # Gemma-3 text: 5 sliding : 1 full (the default layer_types period of 6), window 8, head_dim 24.
-    "gemma3_text": dict(hidden_size=_H, intermediate_size=80, vocab_size=_V, num_hidden_layers=6,
-                        num_attention_heads=4, num_key_value_heads=2, head_dim=24, query_pre_attn_scalar=24,
-                        sliding_window=8),
+    "gemma3_text": dict(
+        hidden_size=_H,
+        intermediate_size=80,
+        vocab_size=_V,
+        num_hidden_layers=6,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=24,
+        query_pre_attn_scalar=24,
+        sliding_window=8,
+    ),
     # gpt-oss: alternating [sliding, full] (default layer_types), window 8; 4 experts, 2 active; attention sinks are
     # parameters, not cache.
-    "gpt_oss": dict(hidden_size=_H, intermediate_size=32, vocab_size=_V, num_hidden_layers=4, num_attention_heads=4,
-                    num_key_value_heads=2, head_dim=24, sliding_window=8, num_local_experts=4, num_experts_per_tok=2),
+    "gpt_oss": dict(
+        hidden_size=_H,
+        intermediate_size=32,
+        vocab_size=_V,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=24,
+        sliding_window=8,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+    ),
     # Gemma-3n text: the default pattern (4 sliding, 1 full) x 2 = 10 layers; the last num_kv_shared_layers=5
     # layers reuse the K/V of the last non-shared layer of their type (layer 3 sliding, layer 4 full) and hold
     # nothing themselves. AltUp / LAuReL / per-layer inputs kept, shrunk.
-    "gemma3n_text": dict(hidden_size=_H, intermediate_size=80, vocab_size=_V, vocab_size_per_layer_input=_V,
-                         hidden_size_per_layer_input=8, num_hidden_layers=10, num_attention_heads=4,
-                         num_key_value_heads=2, head_dim=24, sliding_window=8, num_kv_shared_layers=5,
-                         laurel_rank=4, activation_sparsity_pattern=[0.95, 0.95] + [0.0] * 8),
+    "gemma3n_text": dict(
+        hidden_size=_H,
+        intermediate_size=80,
+        vocab_size=_V,
+        vocab_size_per_layer_input=_V,
+        hidden_size_per_layer_input=8,
+        num_hidden_layers=10,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=24,
+        sliding_window=8,
+        num_kv_shared_layers=5,
+        laurel_rank=4,
+        activation_sparsity_pattern=[0.95, 0.95] + [0.0] * 8,
+    ),
     # DeepSeek-V3: MLA on every layer (layer 0 dense MLP, layer 1 MoE). transformers 5.x caches the compressed
     # latent, one "head": keys = normalised c_KV [b, 1, T, kv_lora_rank], values = the shared RoPE key
     # k_R [b, 1, T, qk_rope_head_dim]; not per-head K/V.
-    "deepseek_v3": dict(hidden_size=_H, intermediate_size=80, moe_intermediate_size=16, vocab_size=_V,
-                        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4, q_lora_rank=32,
-                        kv_lora_rank=24, qk_nope_head_dim=12, qk_rope_head_dim=8, v_head_dim=18, n_routed_experts=4,
-                        num_experts_per_tok=2, n_group=1, topk_group=1, first_k_dense_replace=1),
+    "deepseek_v3": dict(
+        hidden_size=_H,
+        intermediate_size=80,
+        moe_intermediate_size=16,
+        vocab_size=_V,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        q_lora_rank=32,
+        kv_lora_rank=24,
+        qk_nope_head_dim=12,
+        qk_rope_head_dim=8,
+        v_head_dim=18,
+        n_routed_experts=4,
+        num_experts_per_tok=2,
+        n_group=1,
+        topk_group=1,
+        first_k_dense_replace=1,
+    ),
     # DeepSeek-V3.2: MLA + the DSA lightning indexer ("indexed_attention" layers): K/V as MLA plus
     # indexer_keys [b, T, index_head_dim]. index_topk 16 < 40 tokens, so the sparse selection is exercised.
-    "deepseek_v32": dict(hidden_size=_H, intermediate_size=80, moe_intermediate_size=16, vocab_size=_V,
-                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4, q_lora_rank=32,
-                         kv_lora_rank=24, qk_nope_head_dim=12, qk_rope_head_dim=8, v_head_dim=18,
-                         n_routed_experts=4, num_experts_per_tok=2, n_group=1, topk_group=1, first_k_dense_replace=1,
-                         index_topk=16, index_head_dim=28, index_n_heads=2),
+    "deepseek_v32": dict(
+        hidden_size=_H,
+        intermediate_size=80,
+        moe_intermediate_size=16,
+        vocab_size=_V,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        q_lora_rank=32,
+        kv_lora_rank=24,
+        qk_nope_head_dim=12,
+        qk_rope_head_dim=8,
+        v_head_dim=18,
+        n_routed_experts=4,
+        num_experts_per_tok=2,
+        n_group=1,
+        topk_group=1,
+        first_k_dense_replace=1,
+        index_topk=16,
+        index_head_dim=28,
+        index_n_heads=2,
+    ),
     # Qwen3-Next: 3 Gated DeltaNet (linear_attention) : 1 gated full attention; MoE MLP. DeltaNet: conv state
     # [b, 2*k_heads*k_dim + v_heads*v_dim, linear_conv_kernel_dim], recurrent [b, v_heads, k_dim, v_dim].
-    "qwen3_next": dict(hidden_size=_H, intermediate_size=80, vocab_size=_V, num_hidden_layers=4,
-                       num_attention_heads=4, num_key_value_heads=2, head_dim=24, linear_num_key_heads=2,
-                       linear_num_value_heads=4, linear_key_head_dim=12, linear_value_head_dim=20,
-                       linear_conv_kernel_dim=4, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
-                       shared_expert_intermediate_size=16),
+    "qwen3_next": dict(
+        hidden_size=_H,
+        intermediate_size=80,
+        vocab_size=_V,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=24,
+        linear_num_key_heads=2,
+        linear_num_value_heads=4,
+        linear_key_head_dim=12,
+        linear_value_head_dim=20,
+        linear_conv_kernel_dim=4,
+        num_experts=4,
+        num_experts_per_tok=2,
+        moe_intermediate_size=16,
+        shared_expert_intermediate_size=16,
+    ),
     # Qwen3.5 text: the same 3 : 1 Gated DeltaNet / full attention mix, dense MLP.
-    "qwen3_5_text": dict(hidden_size=_H, intermediate_size=80, vocab_size=_V, num_hidden_layers=4,
-                         num_attention_heads=4, num_key_value_heads=2, head_dim=24, linear_num_key_heads=2,
-                         linear_num_value_heads=4, linear_key_head_dim=12, linear_value_head_dim=20,
-                         linear_conv_kernel_dim=4),
+    "qwen3_5_text": dict(
+        hidden_size=_H,
+        intermediate_size=80,
+        vocab_size=_V,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=24,
+        linear_num_key_heads=2,
+        linear_num_value_heads=4,
+        linear_key_head_dim=12,
+        linear_value_head_dim=20,
+        linear_conv_kernel_dim=4,
+    ),
     # OLMo-Hybrid: 3 Gated DeltaNet : 1 full attention (default layer_types period), dense MLP.
-    "olmo_hybrid": dict(hidden_size=_H, intermediate_size=80, vocab_size=_V, num_hidden_layers=4,
-                        num_attention_heads=4, num_key_value_heads=2, linear_num_key_heads=2,
-                        linear_num_value_heads=4, linear_key_head_dim=12, linear_value_head_dim=20,
-                        linear_conv_kernel_dim=4, **_IDS),
+    "olmo_hybrid": dict(
+        hidden_size=_H,
+        intermediate_size=80,
+        vocab_size=_V,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        linear_num_key_heads=2,
+        linear_num_value_heads=4,
+        linear_key_head_dim=12,
+        linear_value_head_dim=20,
+        linear_conv_kernel_dim=4,
+        **_IDS,
+    ),
     # Jamba: attention in 1 of attn_layer_period=4 layers (offset 2): [mamba, mamba, attention, mamba]; MoE every
     # 2nd layer. Mamba-1: conv [b, mamba_expand*hidden, mamba_d_conv], ssm [b, mamba_expand*hidden, mamba_d_state].
-    "jamba": dict(hidden_size=_H, intermediate_size=80, vocab_size=_V, num_hidden_layers=4, num_attention_heads=4,
-                  num_key_value_heads=2, attn_layer_period=4, attn_layer_offset=2, expert_layer_period=2,
-                  expert_layer_offset=1, num_experts=4, num_experts_per_tok=2, mamba_d_state=12, mamba_d_conv=3,
-                  mamba_expand=2, mamba_dt_rank=8),
+    "jamba": dict(
+        hidden_size=_H,
+        intermediate_size=80,
+        vocab_size=_V,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        attn_layer_period=4,
+        attn_layer_offset=2,
+        expert_layer_period=2,
+        expert_layer_offset=1,
+        num_experts=4,
+        num_experts_per_tok=2,
+        mamba_d_state=12,
+        mamba_d_conv=3,
+        mamba_expand=2,
+        mamba_dt_rank=8,
+    ),
     # Falcon-H1: every layer is "hybrid": attention AND a Mamba-2 mixer side by side in the same layer, one cache
     # layer holding K/V + conv + ssm. mamba_d_ssm 48 = mamba_n_heads 4 x mamba_d_head 12.
-    "falcon_h1": dict(hidden_size=_H, intermediate_size=80, vocab_size=_V, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, head_dim=24, mamba_d_ssm=48, mamba_n_heads=4,
-                      mamba_d_head=12, mamba_n_groups=2, mamba_d_state=10, mamba_d_conv=3, mamba_chunk_size=16),
+    "falcon_h1": dict(
+        hidden_size=_H,
+        intermediate_size=80,
+        vocab_size=_V,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=24,
+        mamba_d_ssm=48,
+        mamba_n_heads=4,
+        mamba_d_head=12,
+        mamba_n_groups=2,
+        mamba_d_state=10,
+        mamba_d_conv=3,
+        mamba_chunk_size=16,
+    ),
     # Zamba2: Mamba-2 layers, some of which ("hybrid") also run the shared transformer block (attention over
     # concat(hidden, embeddings): attention_hidden_size = 2*hidden, head_dim = 2*hidden/num_attention_heads).
-    "zamba2": dict(hidden_size=_H, vocab_size=_V, num_hidden_layers=4,
-                   layers_block_type=["linear_attention", "hybrid", "linear_attention", "hybrid"],
-                   num_attention_heads=4, num_key_value_heads=4, mamba_d_state=10, mamba_d_conv=3, mamba_expand=2,
-                   mamba_ngroups=2, n_mamba_heads=4, chunk_size=16, intermediate_size=80),
+    "zamba2": dict(
+        hidden_size=_H,
+        vocab_size=_V,
+        num_hidden_layers=4,
+        layers_block_type=["linear_attention", "hybrid", "linear_attention", "hybrid"],
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        mamba_d_state=10,
+        mamba_d_conv=3,
+        mamba_expand=2,
+        mamba_ngroups=2,
+        n_mamba_heads=4,
+        chunk_size=16,
+        intermediate_size=80,
+    ),
     # Nemotron-H: separate blocks per layer: Mamba-2 ("linear_attention"), MoE, attention, MLP (the default
     # 4-block pattern); MoE / MLP layers hold nothing. mamba_ssm_cache_dtype float32 (the default).
-    "nemotron_h": dict(hidden_size=_H, vocab_size=_V,
-                       layers_block_type=["linear_attention", "moe", "full_attention", "mlp"],
-                       num_attention_heads=4, num_key_value_heads=2, head_dim=24, intermediate_size=80,
-                       ssm_state_size=10, mamba_num_heads=4, mamba_head_dim=12, n_groups=2, conv_kernel=3,
-                       chunk_size=16, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
-                       moe_shared_expert_intermediate_size=16),
+    "nemotron_h": dict(
+        hidden_size=_H,
+        vocab_size=_V,
+        layers_block_type=["linear_attention", "moe", "full_attention", "mlp"],
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=24,
+        intermediate_size=80,
+        ssm_state_size=10,
+        mamba_num_heads=4,
+        mamba_head_dim=12,
+        n_groups=2,
+        conv_kernel=3,
+        chunk_size=16,
+        n_routed_experts=4,
+        num_experts_per_tok=2,
+        moe_intermediate_size=16,
+        moe_shared_expert_intermediate_size=16,
+    ),
     # LFM2: short gated convolutions ("conv") and full attention: [conv, attn, conv, conv, attn, conv].
     # conv: [b, hidden, conv_L_cache].
-    "lfm2": dict(hidden_size=_H, intermediate_size=80, block_auto_adjust_ff_dim=False, vocab_size=_V,
-                 num_hidden_layers=6, num_attention_heads=4, num_key_value_heads=2, conv_L_cache=3,
-                 full_attn_idxs=[1, 4]),
+    "lfm2": dict(
+        hidden_size=_H,
+        intermediate_size=80,
+        block_auto_adjust_ff_dim=False,
+        vocab_size=_V,
+        num_hidden_layers=6,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        conv_L_cache=3,
+        full_attn_idxs=[1, 4],
+    ),
     # MiniMax-01: lightning (linear) attention and softmax attention alternating (the default layer_types):
     # [full, linear, full, linear]. Linear layers' state [b, heads, head_dim, head_dim] lives in
     # MiniMaxCache.linear_cache. block_size 16 < 40 so the prompt spans blocks.
-    "minimax": dict(hidden_size=_H, intermediate_size=32, vocab_size=_V, num_hidden_layers=4,
-                    num_attention_heads=4, num_key_value_heads=2, head_dim=24, block_size=16, num_local_experts=4,
-                    num_experts_per_tok=2),
+    "minimax": dict(
+        hidden_size=_H,
+        intermediate_size=32,
+        vocab_size=_V,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=24,
+        block_size=16,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+    ),
     # Granite-4.0-H (GraniteMoeHybrid with Mamba-2 layers): 3 mamba : 1 attention; MoE + shared MLP.
-    "granitemoehybrid": dict(hidden_size=_H, intermediate_size=32, shared_intermediate_size=48, vocab_size=_V,
-                             num_hidden_layers=4, layer_types=["mamba", "mamba", "attention", "mamba"],
-                             num_attention_heads=4, num_key_value_heads=2, mamba_n_heads=4, mamba_d_head=32,
-                             mamba_n_groups=2, mamba_d_state=10, mamba_d_conv=3, mamba_expand=2,
-                             mamba_chunk_size=16, num_local_experts=4, num_experts_per_tok=2),
+    "granitemoehybrid": dict(
+        hidden_size=_H,
+        intermediate_size=32,
+        shared_intermediate_size=48,
+        vocab_size=_V,
+        num_hidden_layers=4,
+        layer_types=["mamba", "mamba", "attention", "mamba"],
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        mamba_n_heads=4,
+        mamba_d_head=32,
+        mamba_n_groups=2,
+        mamba_d_state=10,
+        mamba_d_conv=3,
+        mamba_expand=2,
+        mamba_chunk_size=16,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+    ),
     # Bamba: Mamba-2 layers with attention at attn_layer_indices: [mamba, attention, mamba, mamba].
-    "bamba": dict(hidden_size=_H, intermediate_size=80, vocab_size=_V, num_hidden_layers=4, num_attention_heads=4,
-                  num_key_value_heads=2, attn_layer_indices=[1], mamba_n_heads=4, mamba_d_head=32,
-                  mamba_n_groups=2, mamba_d_state=10, mamba_d_conv=3, mamba_expand=2, mamba_chunk_size=16),
+    "bamba": dict(
+        hidden_size=_H,
+        intermediate_size=80,
+        vocab_size=_V,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        attn_layer_indices=[1],
+        mamba_n_heads=4,
+        mamba_d_head=32,
+        mamba_n_groups=2,
+        mamba_d_state=10,
+        mamba_d_conv=3,
+        mamba_expand=2,
+        mamba_chunk_size=16,
+    ),
     # Kimi Linear: KDA (Kimi Delta Attention, "linear_attention") with MLA full-attention layers every 4th
     # (default layer_types for 5 layers: [KDA, KDA, KDA, KDA, MLA]); MoE from layer 1.
-    "kimi_linear": dict(hidden_size=_H, intermediate_size=80, moe_intermediate_size=16, vocab_size=_V,
-                        num_hidden_layers=5, num_attention_heads=4, num_key_value_heads=4, kv_lora_rank=24,
-                        qk_nope_head_dim=12, qk_rope_head_dim=8, v_head_dim=18, num_experts=4,
-                        num_experts_per_token=2, linear_num_heads=2, linear_head_dim=28, linear_conv_kernel_dim=3,
-                        **_IDS),
+    "kimi_linear": dict(
+        hidden_size=_H,
+        intermediate_size=80,
+        moe_intermediate_size=16,
+        vocab_size=_V,
+        num_hidden_layers=5,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        kv_lora_rank=24,
+        qk_nope_head_dim=12,
+        qk_rope_head_dim=8,
+        v_head_dim=18,
+        num_experts=4,
+        num_experts_per_token=2,
+        linear_num_heads=2,
+        linear_head_dim=28,
+        linear_conv_kernel_dim=3,
+        **_IDS,
+    ),
     # Gemma-4 text (31B / 26B-A4B style): 5 sliding : 1 full, window 8; full layers with their own head size
     # (global_head_dim 40 vs head_dim 24) and, with attention_k_eq_v, their own K/V head count
     # (num_global_key_value_heads 1 vs num_key_value_heads 2; V computed from K's projection, stored apart).
     # No KV sharing: the config class's default num_kv_shared_layers is 0 (see VARIANTS for the E2B-style one).
-    "gemma4_text": dict(hidden_size=_H, intermediate_size=80, vocab_size=_V, vocab_size_per_layer_input=_V,
-                        hidden_size_per_layer_input=8, num_hidden_layers=6, num_attention_heads=4,
-                        num_key_value_heads=2, head_dim=24, global_head_dim=40, attention_k_eq_v=True,
-                        num_global_key_value_heads=1, sliding_window=8),
+    "gemma4_text": dict(
+        hidden_size=_H,
+        intermediate_size=80,
+        vocab_size=_V,
+        vocab_size_per_layer_input=_V,
+        hidden_size_per_layer_input=8,
+        num_hidden_layers=6,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=24,
+        global_head_dim=40,
+        attention_k_eq_v=True,
+        num_global_key_value_heads=1,
+        sliding_window=8,
+    ),
     # Llama-4 text: 3 chunked (attention_chunk_size 8) : 1 full (the NoPE layer); MoE on every layer.
     # transformers caches chunked layers like sliding ones: attention_chunk_size - 1 rows.
-    "llama4_text": dict(hidden_size=_H, intermediate_size=32, intermediate_size_mlp=80, vocab_size=_V,
-                        num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=24,
-                        attention_chunk_size=8, num_local_experts=2, num_experts_per_tok=1),
+    "llama4_text": dict(
+        hidden_size=_H,
+        intermediate_size=32,
+        intermediate_size_mlp=80,
+        vocab_size=_V,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=24,
+        attention_chunk_size=8,
+        num_local_experts=2,
+        num_experts_per_tok=1,
+    ),
     # Mamba-2: every layer a Mamba-2 mixer. conv [b, expand*hidden + 2*n_groups*state_size, conv_kernel],
     # ssm [b, num_heads, head_dim, state_size]; num_heads*head_dim = expand*hidden.
-    "mamba2": dict(hidden_size=_H, vocab_size=_V, num_hidden_layers=2, num_heads=4, head_dim=32, expand=2,
-                   state_size=10, n_groups=2, conv_kernel=3, chunk_size=16),
+    "mamba2": dict(
+        hidden_size=_H,
+        vocab_size=_V,
+        num_hidden_layers=2,
+        num_heads=4,
+        head_dim=32,
+        expand=2,
+        state_size=10,
+        n_groups=2,
+        conv_kernel=3,
+        chunk_size=16,
+    ),
     # Mamba-1 (and Falcon-Mamba, the same layer): 2 x mamba. conv [b, intermediate_size, conv_kernel]; recurrent
     # [b, intermediate_size, state_size]; intermediate_size = expand x hidden (128 = 2 x 64 here).
     "mamba": dict(hidden_size=_H, vocab_size=_V, num_hidden_layers=2, expand=2, state_size=10, conv_kernel=3),
@@ -178,19 +429,40 @@ TINY: dict[str, dict[str, Any]] = {
     # RecurrentGemma (Griffin): [recurrent, recurrent, attention] (block_types); local attention window 8 (MQA).
     # Recurrent layers: conv1d_state [b, lru_width, conv1d_width - 1] and RG-LRU state [b, lru_width] (float32),
     # held on the modules.
-    "recurrent_gemma": dict(hidden_size=_H, intermediate_size=80, vocab_size=_V, num_hidden_layers=3,
-                            num_attention_heads=4, num_key_value_heads=1, lru_width=80, conv1d_width=3,
-                            attention_window_size=8),
+    "recurrent_gemma": dict(
+        hidden_size=_H,
+        intermediate_size=80,
+        vocab_size=_V,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        num_key_value_heads=1,
+        lru_width=80,
+        conv1d_width=3,
+        attention_window_size=8,
+    ),
 }
 
 # name -> (model_type, kwargs): another shape of an architecture already in TINY.
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     # Gemma-4 E2B / E4B style: KV sharing (the last num_kv_shared_layers layers reuse the K/V of the last
     # non-shared sliding / full layer; their cache layers are DummyLayer), no attention_k_eq_v.
-    "gemma4_text+kv_shared": ("gemma4_text", dict(
-        hidden_size=_H, intermediate_size=80, vocab_size=_V, vocab_size_per_layer_input=_V,
-        hidden_size_per_layer_input=8, num_hidden_layers=12, num_attention_heads=4, num_key_value_heads=2,
-        head_dim=24, global_head_dim=40, sliding_window=8, num_kv_shared_layers=6)),
+    "gemma4_text+kv_shared": (
+        "gemma4_text",
+        dict(
+            hidden_size=_H,
+            intermediate_size=80,
+            vocab_size=_V,
+            vocab_size_per_layer_input=_V,
+            hidden_size_per_layer_input=8,
+            num_hidden_layers=12,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=24,
+            global_head_dim=40,
+            sliding_window=8,
+            num_kv_shared_layers=6,
+        ),
+    ),
 }
 
 # Config fields worth printing (whichever a config has): the ones that size or shape the cache.
@@ -198,7 +470,8 @@ _FIELD_RE = re.compile(
     r"layer_types|block_type|layers_block|attn_layer|full_attn_idxs|max_window_layers|use_sliding_window|"
     r"num_hidden_layers|heads|head_dim|headdim|hidden_size$|attention_hidden_size|kv_channels|lora_rank|"
     r"index_|state|d_ssm|expand|n_groups|ngroups|conv|window|chunk|lru_width|kv_shared|k_eq_v|per_layer_config|"
-    r"dtype|block_size|num_mem_blocks|hybrid_layer_ids|first_k_dense|mlp_only|no_rope")
+    r"dtype|block_size|num_mem_blocks|hybrid_layer_ids|first_k_dense|mlp_only|no_rope"
+)
 
 
 def _resolve(name: str) -> tuple[str, dict[str, Any]]:
@@ -220,21 +493,33 @@ def build_config(name: str):
 def _torch_dtype(dtype: str):
     import torch
 
-    return {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
-            "float16": torch.float16, "fp16": torch.float16}[dtype]
+    return {
+        "float32": torch.float32,
+        "fp32": torch.float32,
+        "bfloat16": torch.bfloat16,
+        "bf16": torch.bfloat16,
+        "float16": torch.float16,
+        "fp16": torch.float16,
+    }[dtype]
 
 
 # ----- walking: every tensor reachable from an object ----------------------------------------------------------
+
 
 def _skip(obj) -> bool:
     """Objects a walk does not enter: classes, functions, modules, configs, streams, plain values."""
     import torch
     from transformers import PreTrainedConfig
 
-    return (obj is None or callable(obj)
-            or isinstance(obj, (type, str, bytes, int, float, bool, complex, torch.nn.Module, PreTrainedConfig,
-                                torch.dtype, torch.device))
-            or (type(obj).__module__.startswith("torch.") and not isinstance(obj, torch.Tensor)))
+    return (
+        obj is None
+        or callable(obj)
+        or isinstance(
+            obj,
+            (type, str, bytes, int, float, bool, complex, torch.nn.Module, PreTrainedConfig, torch.dtype, torch.device),
+        )
+        or (type(obj).__module__.startswith("torch.") and not isinstance(obj, torch.Tensor))
+    )
 
 
 def _walk(obj, path: str, out: list, seen: set) -> None:
@@ -368,13 +653,17 @@ def _run(name: str, tokens: int, dtype: str, extra_tokens: int) -> dict:
     for path, t in everything:
         unique.setdefault(_view_key(t), (path, t))
     walker_total = sum(_nbytes(t) for _, t in unique.values())
-    walker_storage = sum({t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
-                          for _, t in unique.values() if t.numel()}.values())
+    walker_storage = sum(
+        {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for _, t in unique.values() if t.numel()}.values()
+    )
 
     # 2. Per layer: the cache's per-layer containers (cache.layers[i], and any other per-layer list such as
     # MiniMaxCache.linear_cache[i]) and the module state under model.layers.{i}.
-    per_layer_lists = {attr: value for attr, value in vars(cache).items()
-                       if isinstance(value, (list, tuple)) and value and len(value) <= n_layers}
+    per_layer_lists = {
+        attr: value
+        for attr, value in vars(cache).items()
+        if isinstance(value, (list, tuple)) and value and len(value) <= n_layers
+    }
     counted: dict = {}  # view key -> (layer, part name), the first place a tensor is met
     storages: set = set()
     layers = []
@@ -390,7 +679,7 @@ def _run(name: str, tokens: int, dtype: str, extra_tokens: int) -> dict:
         for qual, t in module_state.items():
             m = _LAYER_RE.search(qual)
             if m and int(m.group(1)) == i:
-                found.append((qual[m.end():], t))
+                found.append((qual[m.end() :], t))
         parts, aliases, storage_bytes, bookkeeping = {}, {}, 0, 0
         for path, t in found:
             key = _view_key(t)
@@ -406,10 +695,18 @@ def _run(name: str, tokens: int, dtype: str, extra_tokens: int) -> dict:
                 storage_bytes += t.untyped_storage().nbytes()
         # The cache class: cache.layers[i]'s, then where else this layer's tensors live (MiniMaxCache.linear_cache,
         # a module); a cache layer holding nothing while another place does is named "(empty)".
-        holders = [f"{type(cache).__name__}.{attr}" for attr in per_layer_lists if attr != "layers"
-                   and any(p == attr or p.startswith((attr + "[", attr + ".")) for p in parts)]
-        holders += sorted({f"module {type(_module_at(model, q)).__name__}" for q in module_state
-                           if (m := _LAYER_RE.search(q)) and int(m.group(1)) == i})
+        holders = [
+            f"{type(cache).__name__}.{attr}"
+            for attr in per_layer_lists
+            if attr != "layers" and any(p == attr or p.startswith((attr + "[", attr + ".")) for p in parts)
+        ]
+        holders += sorted(
+            {
+                f"module {type(_module_at(model, q)).__name__}"
+                for q in module_state
+                if (m := _LAYER_RE.search(q)) and int(m.group(1)) == i
+            }
+        )
         if cache_layer is None:
             cache_class = " + ".join(holders) or "(no cache layer)"
         else:
@@ -425,23 +722,43 @@ def _run(name: str, tokens: int, dtype: str, extra_tokens: int) -> dict:
             row = (keys.numel() // keys.shape[-2]) * keys.element_size()
             # keys is a [b, heads, rows, head_dim] slice along rows of a [b, heads, R, head_dim] tensor: R rows
             # live in its storage
-            windowed = {"window": int(window), "rows": keys.shape[-2],
-                        "storage_rows": keys.untyped_storage().nbytes() // row}
-        layers.append({"layer": i, "cache_class": cache_class, "parts": parts, "aliases": aliases,
-                       "bytes": sum(p[2] for p in parts.values()), "storage_bytes": storage_bytes,
-                       "bookkeeping_bytes": bookkeeping, "windowed": windowed})
+            windowed = {
+                "window": int(window),
+                "rows": keys.shape[-2],
+                "storage_rows": keys.untyped_storage().nbytes() // row,
+            }
+        layers.append(
+            {
+                "layer": i,
+                "cache_class": cache_class,
+                "parts": parts,
+                "aliases": aliases,
+                "bytes": sum(p[2] for p in parts.values()),
+                "storage_bytes": storage_bytes,
+                "bookkeeping_bytes": bookkeeping,
+                "windowed": windowed,
+            }
+        )
 
     # Nothing missed (a tensor the cache holds outside every layer's container), nothing counted twice.
     per_layer_total = sum(layer["bytes"] for layer in layers)
     missed = [path for key, (path, _) in unique.items() if key not in counted]
     if missed or per_layer_total != walker_total:
-        raise AssertionError(f"{name} ({dtype}): the layers' parts add up to {per_layer_total} B, the whole cache "
-                             f"holds {walker_total} B; held outside every layer: {missed}")
+        raise AssertionError(
+            f"{name} ({dtype}): the layers' parts add up to {per_layer_total} B, the whole cache "
+            f"holds {walker_total} B; held outside every layer: {missed}"
+        )
     per_layer_storage = sum(layer["storage_bytes"] for layer in layers)
     if per_layer_storage != walker_storage:
         raise AssertionError(f"{name} ({dtype}): storages {per_layer_storage} B per layer, {walker_storage} B in all")
-    return {"name": name, "model_type": model_type, "config": config, "cache_class": type(cache).__name__,
-            "layers": layers, "model_dtype": dtype}
+    return {
+        "name": name,
+        "model_type": model_type,
+        "config": config,
+        "cache_class": type(cache).__name__,
+        "layers": layers,
+        "model_dtype": dtype,
+    }
 
 
 def _forward_params(model) -> set[str]:
@@ -461,72 +778,72 @@ def _module_at(model, qual: str):
 NOTES: dict[str, str] = {
     "llama": "full: keys, values [b, num_key_value_heads, T, head_dim].",
     "qwen2": "layer i < max_window_layers: full K/V [b, num_key_value_heads, T, hidden_size/num_attention_heads]; "
-             "i >= max_window_layers (use_sliding_window): sliding K/V [b, kv_heads, min(T, sliding_window-1), hd] "
-             "+ a 0-dim int64 _sliding_window_tensor (8 B).",
+    "i >= max_window_layers (use_sliding_window): sliding K/V [b, kv_heads, min(T, sliding_window-1), hd] "
+    "+ a 0-dim int64 _sliding_window_tensor (8 B).",
     "gemma3_text": "sliding: K/V [b, num_key_value_heads, min(T, sliding_window-1), head_dim] + 8 B int64; full: "
-                   "[b, kv_heads, T, head_dim].",
+    "[b, kv_heads, T, head_dim].",
     "gpt_oss": "as gemma3_text (sliding / full alternating); sinks are parameters, not cache.",
     "gemma3n_text": "non-shared layers as gemma3_text; the last num_kv_shared_layers layers are DummyLayer: 0 B "
-                    "(they read the last non-shared layer of their type's K/V through a per-forward dict that is not "
-                    "part of the cache).",
+    "(they read the last non-shared layer of their type's K/V through a per-forward dict that is not "
+    "part of the cache).",
     "deepseek_v3": "MLA, compressed: keys = c_KV [b, 1, T, kv_lora_rank], values = k_rope [b, 1, T, "
-                   "qk_rope_head_dim]; nothing per head (num_key_value_heads, qk_nope_head_dim, v_head_dim unused).",
+    "qk_rope_head_dim]; nothing per head (num_key_value_heads, qk_nope_head_dim, v_head_dim unused).",
     "deepseek_v32": "as deepseek_v3 plus indexer_keys [b, T, index_head_dim] (one head: index_n_heads does not "
-                    "multiply it), cache layer DynamicIndexedLayer.",
+    "multiply it), cache layer DynamicIndexedLayer.",
     "qwen3_next": "linear_attention (Gated DeltaNet): conv_states[0] [b, 2*linear_num_key_heads*linear_key_head_dim "
-                  "+ linear_num_value_heads*linear_value_head_dim, linear_conv_kernel_dim] (model dtype), "
-                  "recurrent_states[0] [b, linear_num_value_heads, linear_key_head_dim, linear_value_head_dim] "
-                  "(float32 even in a bf16 model); full_attention: K/V [b, num_key_value_heads, T, head_dim].",
+    "+ linear_num_value_heads*linear_value_head_dim, linear_conv_kernel_dim] (model dtype), "
+    "recurrent_states[0] [b, linear_num_value_heads, linear_key_head_dim, linear_value_head_dim] "
+    "(float32 even in a bf16 model); full_attention: K/V [b, num_key_value_heads, T, head_dim].",
     "qwen3_5_text": "as qwen3_next.",
     "olmo_hybrid": "as qwen3_next (full attention head size hidden_size/num_attention_heads).",
     "jamba": "mamba (Mamba-1): conv_states[0] [b, mamba_expand*hidden_size, mamba_d_conv] (model dtype), "
-             "recurrent_states[0] [b, mamba_expand*hidden_size, mamba_d_state] (float32); attention: K/V "
-             "[b, num_key_value_heads, T, hidden_size/num_attention_heads].",
+    "recurrent_states[0] [b, mamba_expand*hidden_size, mamba_d_state] (float32); attention: K/V "
+    "[b, num_key_value_heads, T, hidden_size/num_attention_heads].",
     "falcon_h1": "every layer hybrid, one LinearAttentionAndFullAttentionLayer holding K/V [b, num_key_value_heads, "
-                 "T, head_dim] + conv_states[0] [b, mamba_d_ssm + 2*mamba_n_groups*mamba_d_state, mamba_d_conv] + "
-                 "recurrent_states[0] [b, mamba_n_heads, mamba_d_head, mamba_d_state] (float32).",
+    "T, head_dim] + conv_states[0] [b, mamba_d_ssm + 2*mamba_n_groups*mamba_d_state, mamba_d_conv] + "
+    "recurrent_states[0] [b, mamba_n_heads, mamba_d_head, mamba_d_state] (float32).",
     "zamba2": "mamba layers: conv_states[0] [b, mamba_expand*hidden_size + 2*mamba_ngroups*mamba_d_state, "
-              "mamba_d_conv], recurrent_states[0] [b, n_mamba_heads, mamba_headdim, mamba_d_state] (float32); "
-              "hybrid layers add K/V [b, num_key_value_heads, T, attention_head_dim = 2*hidden_size/"
-              "num_attention_heads] (the shared block attends over concat(hidden, embeddings)).",
+    "mamba_d_conv], recurrent_states[0] [b, n_mamba_heads, mamba_headdim, mamba_d_state] (float32); "
+    "hybrid layers add K/V [b, num_key_value_heads, T, attention_head_dim = 2*hidden_size/"
+    "num_attention_heads] (the shared block attends over concat(hidden, embeddings)).",
     "nemotron_h": "mamba (linear_attention): conv_states[0] [b, mamba_num_heads*mamba_head_dim + 2*n_groups*"
-                  "ssm_state_size, conv_kernel], recurrent_states[0] [b, mamba_num_heads, mamba_head_dim, "
-                  "ssm_state_size] (float32); attention: K/V [b, num_key_value_heads, T, head_dim]; moe / mlp: "
-                  "DummyLayer, 0 B. mamba_ssm_cache_dtype is read by no modeling code: with it set to bfloat16 "
-                  "the state is still float32.",
+    "ssm_state_size, conv_kernel], recurrent_states[0] [b, mamba_num_heads, mamba_head_dim, "
+    "ssm_state_size] (float32); attention: K/V [b, num_key_value_heads, T, head_dim]; moe / mlp: "
+    "DummyLayer, 0 B. mamba_ssm_cache_dtype is read by no modeling code: with it set to bfloat16 "
+    "the state is still float32.",
     "lfm2": "conv: conv_states[0] [b, hidden_size, conv_L_cache] only (no recurrent state); full_attention: K/V "
-            "[b, num_key_value_heads, T, hidden_size/num_attention_heads].",
+    "[b, num_key_value_heads, T, hidden_size/num_attention_heads].",
     "minimax": "full_attention: K/V [b, num_key_value_heads, T, head_dim] in cache.layers[i]; linear_attention: "
-               "MiniMaxCache.linear_cache[i] [b, num_attention_heads, head_dim, head_dim] in the MODEL dtype "
-               "(bf16 in a bf16 model), its cache.layers[i] an empty DynamicLayer (or none past the last full "
-               "layer). The model builds MiniMaxCache itself; generate passes no cache for it.",
+    "MiniMaxCache.linear_cache[i] [b, num_attention_heads, head_dim, head_dim] in the MODEL dtype "
+    "(bf16 in a bf16 model), its cache.layers[i] an empty DynamicLayer (or none past the last full "
+    "layer). The model builds MiniMaxCache itself; generate passes no cache for it.",
     "granitemoehybrid": "mamba: conv_states[0] [b, mamba_expand*hidden_size + 2*mamba_n_groups*mamba_d_state, "
-                        "mamba_d_conv], recurrent_states[0] [b, mamba_n_heads, mamba_d_head, mamba_d_state] "
-                        "(float32); attention: K/V [b, num_key_value_heads, T, hidden_size/num_attention_heads]. "
-                        "layer_types 'mamba'/'attention' become 'linear_attention'/'full_attention'.",
+    "mamba_d_conv], recurrent_states[0] [b, mamba_n_heads, mamba_d_head, mamba_d_state] "
+    "(float32); attention: K/V [b, num_key_value_heads, T, hidden_size/num_attention_heads]. "
+    "layer_types 'mamba'/'attention' become 'linear_attention'/'full_attention'.",
     "bamba": "as granitemoehybrid (attention at attn_layer_indices).",
     "kimi_linear": "KDA (linear_attention): conv_states[0] [b, 3*linear_num_heads*linear_head_dim, "
-                   "linear_conv_kernel_dim] (q, k, v convolutions in one tensor), recurrent_states[0] "
-                   "[b, linear_num_heads, linear_head_dim, linear_head_dim] (float32, cast explicitly); MLA "
-                   "(full_attention): keys = c_KV [b, 1, T, kv_lora_rank], values = k_rope [b, 1, T, "
-                   "qk_rope_head_dim].",
+    "linear_conv_kernel_dim] (q, k, v convolutions in one tensor), recurrent_states[0] "
+    "[b, linear_num_heads, linear_head_dim, linear_head_dim] (float32, cast explicitly); MLA "
+    "(full_attention): keys = c_KV [b, 1, T, kv_lora_rank], values = k_rope [b, 1, T, "
+    "qk_rope_head_dim].",
     "gemma4_text": "sliding: K/V [b, num_key_value_heads, min(T, sliding_window-1), head_dim]; full: K/V [b, "
-                   "num_global_key_value_heads (attention_k_eq_v; else num_key_value_heads), T, global_head_dim] "
-                   "(per_layer_config); with attention_k_eq_v V is computed from K's projection but stored as its "
-                   "own tensor (2 tensors, no aliasing).",
+    "num_global_key_value_heads (attention_k_eq_v; else num_key_value_heads), T, global_head_dim] "
+    "(per_layer_config); with attention_k_eq_v V is computed from K's projection but stored as its "
+    "own tensor (2 tensors, no aliasing).",
     "llama4_text": "chunked_attention: cached like sliding, K/V [b, num_key_value_heads, min(T, "
-                   "attention_chunk_size-1), head_dim]; full: [b, kv_heads, T, head_dim].",
+    "attention_chunk_size-1), head_dim]; full: [b, kv_heads, T, head_dim].",
     "mamba2": "conv_states[0] [b, expand*hidden_size + 2*n_groups*state_size, conv_kernel], recurrent_states[0] "
-              "[b, num_heads, head_dim, state_size] (float32).",
+    "[b, num_heads, head_dim, state_size] (float32).",
     "recurrent_gemma": "recurrent: ON THE MODULES, not in the cache: temporal_block.conv1d_state [b, lru_width, "
-                       "conv1d_width-1] (model dtype) and temporal_block.rg_lru.recurrent_states [b, lru_width] "
-                       "(float32 always); their cache.layers[i] (LinearAttentionLayer) stay empty. attention: "
-                       "K/V [b, num_key_value_heads, min(T, attention_window_size-1), hidden_size/"
-                       "num_attention_heads] in the DynamicCache. The model builds a DynamicCache but does not "
-                       "return it, and a call with no cache re-zeroes the module state (_setup_cache): the caller "
-                       "must pass the cache in, as generate does.",
+    "conv1d_width-1] (model dtype) and temporal_block.rg_lru.recurrent_states [b, lru_width] "
+    "(float32 always); their cache.layers[i] (LinearAttentionLayer) stay empty. attention: "
+    "K/V [b, num_key_value_heads, min(T, attention_window_size-1), hidden_size/"
+    "num_attention_heads] in the DynamicCache. The model builds a DynamicCache but does not "
+    "return it, and a call with no cache re-zeroes the module state (_setup_cache): the caller "
+    "must pass the cache in, as generate does.",
     "gemma4_text+kv_shared": "the last num_kv_shared_layers layers are DummyLayer (0 B); full layers K/V [b, "
-                             "num_key_value_heads, T, global_head_dim].",
+    "num_key_value_heads, T, global_head_dim].",
 }
 
 
@@ -580,8 +897,12 @@ class _Fallbacks:
         self.logger.removeHandler(self.handler)
 
 
-def report(names: list[str] | None = None, tokens: int = 40, extra_tokens: int = 1,
-           dtypes: tuple[str, ...] = ("float32", "bfloat16")) -> str:
+def report(
+    names: list[str] | None = None,
+    tokens: int = 40,
+    extra_tokens: int = 1,
+    dtypes: tuple[str, ...] = ("float32", "bfloat16"),
+) -> str:
     """The human-readable report: per architecture, the config class and the fields that size the cache, then per
     dtype and layer the cache class and each part's shape, dtype and bytes; what each state is stored in under
     bf16; windowed layers' rows after the run and right after the prompt."""
@@ -615,8 +936,10 @@ def report(names: list[str] | None = None, tokens: int = 40, extra_tokens: int =
             for f in fb.seen:
                 all_fallbacks.setdefault(f, []).append(name)
             total = sum(layer["bytes"] for layer in run["layers"])
-            body.append(f"  [{dtype}] cache object {run['cache_class']}: {total} B in {len(run['layers'])} layers "
-                        f"({time.perf_counter() - t0:.1f} s)")
+            body.append(
+                f"  [{dtype}] cache object {run['cache_class']}: {total} B in {len(run['layers'])} layers "
+                f"({time.perf_counter() - t0:.1f} s)"
+            )
             for layer in run["layers"]:
                 head = f"    layer {layer['layer']}: {layer['cache_class']}  {layer['bytes']} B"
                 if layer["storage_bytes"] != layer["bytes"]:
@@ -632,8 +955,9 @@ def report(names: list[str] | None = None, tokens: int = 40, extra_tokens: int =
             for layer in run["layers"]:
                 for part, (_, dt, _) in layer["parts"].items():
                     kinds.setdefault(_kind(part), set()).add(dt)
-            body.append(f"  stored dtypes, {dtype} model: "
-                        + "; ".join(f"{k}: {'/'.join(sorted(v))}" for k, v in kinds.items()))
+            body.append(
+                f"  stored dtypes, {dtype} model: " + "; ".join(f"{k}: {'/'.join(sorted(v))}" for k, v in kinds.items())
+            )
         # Windowed layers: rows kept after the run, and right after the prompt alone.
         run = next(iter(runs.values()), None)
         if run and any(layer["windowed"] for layer in run["layers"]):
@@ -641,26 +965,30 @@ def report(names: list[str] | None = None, tokens: int = 40, extra_tokens: int =
             for layer, first in zip(run["layers"], prompt_only["layers"], strict=True):
                 w, w0 = layer["windowed"], first["windowed"]
                 if w:
-                    body.append(f"  windowed layer {layer['layer']}: window {w['window']}: after {tokens}+"
-                                f"{extra_tokens} tokens keys/values hold {w['rows']} rows (window - 1), their "
-                                f"storage {w['storage_rows']} rows; right after the {tokens}-token prompt "
-                                f"{w0['rows']} rows held, storage {w0['storage_rows']} rows")
+                    body.append(
+                        f"  windowed layer {layer['layer']}: window {w['window']}: after {tokens}+"
+                        f"{extra_tokens} tokens keys/values hold {w['rows']} rows (window - 1), their "
+                        f"storage {w['storage_rows']} rows; right after the {tokens}-token prompt "
+                        f"{w0['rows']} rows held, storage {w0['storage_rows']} rows"
+                    )
         body.append("")
 
-    head = [f"kvviz arch oracle (tests/support/arch_oracle.py): transformers {transformers.__version__}, torch "
-            f"{torch.__version__}, CPU. Each model: one forward over {tokens} random token ids (use_cache=True, "
-            f"the model making its cache as generate would), then {extra_tokens} one-token forward(s) feeding the "
-            f"cache back: {tokens + extra_tokens} tokens, batch 1. Total run time {time.perf_counter() - started:.0f}"
-            " s.",
-            "Per layer: every tensor the cache holds (name, shape, dtype, bytes as held); 'storage' when the "
-            "storages those views keep alive are larger (a sliding layer's keys are a slice of the tensor they were "
-            "cut from). The per-layer parts are asserted to equal an independent walk over the whole cache object.",
-            "Every architecture ran on CPU. transformers fell back to its reference PyTorch implementation for: "
-            + ("; ".join(f"{k} ({', '.join(v)})" for k, v in all_fallbacks.items()) or "nothing")
-            + ". (transformers logs each fallback once per process: the first model that used it is named.) The "
-            "fused kernels (mamba_ssm, causal_conv1d, flash-linear-attention) were not run; their chunked scans also "
-            "return the final state in float32.",
-            ""]
+    head = [
+        f"kvviz arch oracle (tests/support/arch_oracle.py): transformers {transformers.__version__}, torch "
+        f"{torch.__version__}, CPU. Each model: one forward over {tokens} random token ids (use_cache=True, "
+        f"the model making its cache as generate would), then {extra_tokens} one-token forward(s) feeding the "
+        f"cache back: {tokens + extra_tokens} tokens, batch 1. Total run time {time.perf_counter() - started:.0f}"
+        " s.",
+        "Per layer: every tensor the cache holds (name, shape, dtype, bytes as held); 'storage' when the "
+        "storages those views keep alive are larger (a sliding layer's keys are a slice of the tensor they were "
+        "cut from). The per-layer parts are asserted to equal an independent walk over the whole cache object.",
+        "Every architecture ran on CPU. transformers fell back to its reference PyTorch implementation for: "
+        + ("; ".join(f"{k} ({', '.join(v)})" for k, v in all_fallbacks.items()) or "nothing")
+        + ". (transformers logs each fallback once per process: the first model that used it is named.) The "
+        "fused kernels (mamba_ssm, causal_conv1d, flash-linear-attention) were not run; their chunked scans also "
+        "return the final state in float32.",
+        "",
+    ]
     return "\n".join(head + body)
 
 

@@ -14,6 +14,7 @@ a screen reader's user moves through a page by its headings.
   failing          the ones the rule above fails
   failing_now      failing, each looked at again 2 s later: a node seen while the page still drew is not counted
 """
+
 from __future__ import annotations
 
 TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]
@@ -33,12 +34,18 @@ CHARTS_DRAWN = """() => [...document.querySelectorAll('[data-testid="stPlotlyCha
     .filter(e => e.getClientRects().length).every(e => !!e.querySelector('.main-svg'))"""
 # ... and both held for STEADY_MS on end: a second run (a fragment, a model load, a rerun) that starts meanwhile shows
 # its status widget or its stale elements, and the wait starts again when it is over.
-STEADY = """([steady_ms]) => {
+STEADY = (
+    """([steady_ms]) => {
   const now = performance.now();
-  if (!((""" + DRAWN + """)() && (""" + CHARTS_DRAWN + """)())) { window.__kvvizDrawnSince = null; return false; }
+  if (!(("""
+    + DRAWN
+    + """)() && ("""
+    + CHARTS_DRAWN
+    + """)())) { window.__kvvizDrawnSince = null; return false; }
   if (window.__kvvizDrawnSince == null) window.__kvvizDrawnSince = now;
   return now - window.__kvvizDrawnSince >= steady_ms;
 }"""
+)
 STEADY_MS = 1000
 RECHECK_AFTER_MS = 2000
 
@@ -66,8 +73,7 @@ def violations(tab) -> list[Violation]:
 
 def failing(found: list[Violation]) -> list[Violation]:
     """The violations that fail a scan: serious or critical, or heading-order; none that ALLOWED names."""
-    return [v for v in found if (v[1] in FAILING_IMPACTS or v[0] in ALSO_FAILING_RULES)
-            and (v[0], v[2]) not in ALLOWED]
+    return [v for v in found if (v[1] in FAILING_IMPACTS or v[0] in ALSO_FAILING_RULES) and (v[0], v[2]) not in ALLOWED]
 
 
 def failing_now(tab) -> list[Violation]:

@@ -10,6 +10,7 @@ a page. The fixtures (app_url, page, browser, busy_core) live in tests/conftest.
   choose_tab      a tab bar's tab opened, and still open once the run is over
   choose_option   a searchable select's option chosen, and kept in the URL
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -30,9 +31,20 @@ from support.server import streamlit_server
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-dev-shm-usage"]
 PAGES = [  # url paths st.navigation derives: every page of the app
-    "lesson", "attention_patterns", "attention_ops", "memory_budget", "speedup", "claims", "internals_layout",
-    "internals_prefix", "internals_crossattn", "internals_window", "internals_paging", "internals_quant",
-    "internals_speculative", "internals_eviction",
+    "lesson",
+    "attention_patterns",
+    "attention_ops",
+    "memory_budget",
+    "speedup",
+    "claims",
+    "internals_layout",
+    "internals_prefix",
+    "internals_crossattn",
+    "internals_window",
+    "internals_paging",
+    "internals_quant",
+    "internals_speculative",
+    "internals_eviction",
 ]
 ARTIFACTS = Path(os.environ.get("KVVIZ_ARTIFACTS", REPO / "test-artifacts"))  # screenshots to be looked at
 IDLE_TIMEOUT_MS = 90_000
@@ -103,8 +115,9 @@ def choose_tab(tab, name: str, *, tries: int = 3, timeout_ms: int = 60_000) -> N
     raise AssertionError(f"the tab {name!r} did not stay open after {tries} clicks")
 
 
-def choose_option(tab, key: str, typed: str, option: str, in_url: str, *, tries: int = 3,
-                  timeout_ms: int = 30_000) -> None:
+def choose_option(
+    tab, key: str, typed: str, option: str, in_url: str, *, tries: int = 3, timeout_ms: int = 30_000
+) -> None:
     """In the select or multiselect keyed `key`, `typed` typed (it filters the list) and `option` chosen, until the
     URL carries `in_url`. A choice made while the page's first run is still drawing the box can be lost with the box
     it was made in, so it is made again, `tries` times at most."""
@@ -154,9 +167,18 @@ def page_url(base_url: str, path: str = "", *, lang: str | None = None, query: M
     return f"{base_url}/{path}" + (f"?{urlencode(params, safe='/', quote_via=quote)}" if params else "")
 
 
-def goto_drawn(tab, base_url: str, path: str = "", *, lang: str | None = None, query: Mapping[str, str] | None = None,
-               drawn: Sequence[str] = ("h1",), state: str = "visible", drawn_timeout_ms: int | None = None,
-               settle: Callable = wait_idle):
+def goto_drawn(
+    tab,
+    base_url: str,
+    path: str = "",
+    *,
+    lang: str | None = None,
+    query: Mapping[str, str] | None = None,
+    drawn: Sequence[str] = ("h1",),
+    state: str = "visible",
+    drawn_timeout_ms: int | None = None,
+    settle: Callable = wait_idle,
+):
     """`tab` sent to the page (page_url's arguments), then waited for until drawn: each selector of `drawn` in
     `state` (within drawn_timeout_ms, None: the tab's own), then `settle(tab)` (wait_idle: the run is over).
     Returns the tab."""
@@ -167,14 +189,35 @@ def goto_drawn(tab, base_url: str, path: str = "", *, lang: str | None = None, q
     return tab
 
 
-def open_tab(browser, base_url: str, path: str = "", *, lang: str | None = None,
-             query: Mapping[str, str] | None = None, width: int = 1280, height: int = 720,
-             timeout_ms: int | None = 120_000, drawn: Sequence[str] = ("h1",), state: str = "visible",
-             drawn_timeout_ms: int | None = None, settle: Callable = wait_idle, **context):
+def open_tab(
+    browser,
+    base_url: str,
+    path: str = "",
+    *,
+    lang: str | None = None,
+    query: Mapping[str, str] | None = None,
+    width: int = 1280,
+    height: int = 720,
+    timeout_ms: int | None = 120_000,
+    drawn: Sequence[str] = ("h1",),
+    state: str = "visible",
+    drawn_timeout_ms: int | None = None,
+    settle: Callable = wait_idle,
+    **context,
+):
     """A new tab (new_tab's arguments) on the page in `lang` with `query`, drawn (goto_drawn's arguments)."""
     tab = new_tab(browser, width=width, height=height, timeout_ms=timeout_ms, **context)
-    return goto_drawn(tab, base_url, path, lang=lang, query=query, drawn=drawn, state=state,
-                      drawn_timeout_ms=drawn_timeout_ms, settle=settle)
+    return goto_drawn(
+        tab,
+        base_url,
+        path,
+        lang=lang,
+        query=query,
+        drawn=drawn,
+        state=state,
+        drawn_timeout_ms=drawn_timeout_ms,
+        settle=settle,
+    )
 
 
 def cache_length(tab) -> int:
@@ -204,8 +247,13 @@ CHECKED_MODEL = """() => [...document.querySelectorAll('[data-testid="stSidebar"
 
 def inside(box: dict | None, width: int, height: int) -> bool:
     """A bounding box wholly inside a `width` x `height` viewport (a pixel's rounding allowed)."""
-    return box is not None and box["x"] >= 0 and box["y"] >= 0 and box["x"] + box["width"] <= width + 1 \
+    return (
+        box is not None
+        and box["x"] >= 0
+        and box["y"] >= 0
+        and box["x"] + box["width"] <= width + 1
         and box["y"] + box["height"] <= height + 1
+    )
 
 
 def assert_no_errors(tab) -> None:

@@ -1,4 +1,5 @@
 """An injected clock for the poll store's tests: seconds, moved by hand (the store takes `clock=`)."""
+
 from __future__ import annotations
 
 

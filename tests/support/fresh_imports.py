@@ -9,6 +9,7 @@ set, so each set starts from that clean state without paying a new interpreter a
 Run as `python -m support.fresh_imports` (from the repository, tests/ on the path) it is the interpreter itself:
 the request as JSON on stdin, the answer as JSON on stdout.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,13 +21,21 @@ from collections.abc import Mapping, Sequence
 from support.repo import REPO
 
 
-def libraries_loaded(checks: Mapping[str, Sequence[str]], watch: Sequence[str],
-                     preload: Sequence[str] = ()) -> dict[str, list[str]]:
+def libraries_loaded(
+    checks: Mapping[str, Sequence[str]], watch: Sequence[str], preload: Sequence[str] = ()
+) -> dict[str, list[str]]:
     """check id -> the `watch` libraries found in sys.modules after importing that check's modules."""
     request = {"checks": {k: list(v) for k, v in checks.items()}, "watch": list(watch), "preload": list(preload)}
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run([sys.executable, "-m", "support.fresh_imports"], input=json.dumps(request), cwd=REPO,
-                         env=env, capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-m", "support.fresh_imports"],
+        input=json.dumps(request),
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-4000:])
     answer = json.loads(out.stdout)

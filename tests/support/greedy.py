@@ -1,6 +1,7 @@
 """Greedy generation, the tests' oracle: tokens with the stepping engine (cached) and with full recomputation; the
 prompts the model tests run them on. torch is imported when a generation runs, never when a test module is
 collected (a bare `pytest` stays torch-free)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -12,12 +13,28 @@ if TYPE_CHECKING:
 
 # 20+ prompts of different lengths, scripts and styles: Shakespeare, modern English, code, numbers, non-Latin.
 PROMPTS = [
-    "ROMEO:", "JULIET:\nO Romeo, Romeo!", "First Citizen:\nBefore we proceed any further, hear me speak.",
-    "KING RICHARD III:\nNow is the winter", "To be, or not to be", "What light through yonder window breaks?", "A.",
-    "MENENIUS:\nThere was a time when all the body's members", "A", "the the the the the",
-    "one two three one two three", "def f(x): return x + 1", "1 2 3 4 5 6 7 8 9", "Hello, world!",
-    "Ça va? Très bien.", "Привет, мир", "こんにちは", "emoji 🙂 test", "CORIOLANUS:\nYou common cry of curs!",
-    "Good morrow, cousin.", "LADY MACBETH:\nOut, damned spot!", "    indented text",
+    "ROMEO:",
+    "JULIET:\nO Romeo, Romeo!",
+    "First Citizen:\nBefore we proceed any further, hear me speak.",
+    "KING RICHARD III:\nNow is the winter",
+    "To be, or not to be",
+    "What light through yonder window breaks?",
+    "A.",
+    "MENENIUS:\nThere was a time when all the body's members",
+    "A",
+    "the the the the the",
+    "one two three one two three",
+    "def f(x): return x + 1",
+    "1 2 3 4 5 6 7 8 9",
+    "Hello, world!",
+    "Ça va? Très bien.",
+    "Привет, мир",
+    "こんにちは",
+    "emoji 🙂 test",
+    "CORIOLANUS:\nYou common cry of curs!",
+    "Good morrow, cousin.",
+    "LADY MACBETH:\nOut, damned spot!",
+    "    indented text",
 ]
 
 

@@ -7,6 +7,7 @@ more English words that remain once names, code and units are set aside; ALLOWED
 `shown_texts(at)` adds what `page_texts` leaves out as data (metric values, table headers and cells), and
 `english_ratios(texts)` finds a ratio written the English way ("81.3x") outside a quoted source's own words.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,9 +17,36 @@ from collections.abc import Iterable
 from google.protobuf.json_format import MessageToDict
 
 # Proto fields that carry no text for a reader (ids, keys, styling, data).
-_SKIP_KEYS = {"id", "formId", "key", "queryParamKey", "icon", "type", "format", "data", "arrowData", "styler",
-              "uuid", "theme", "css", "color", "width", "height", "scrolling", "url", "src", "deltaPath",
-              "fragmentId", "spec", "config", "selectionMode", "value", "default", "styles", "bodyText"}
+_SKIP_KEYS = {
+    "id",
+    "formId",
+    "key",
+    "queryParamKey",
+    "icon",
+    "type",
+    "format",
+    "data",
+    "arrowData",
+    "styler",
+    "uuid",
+    "theme",
+    "css",
+    "color",
+    "width",
+    "height",
+    "scrolling",
+    "url",
+    "src",
+    "deltaPath",
+    "fragmentId",
+    "spec",
+    "config",
+    "selectionMode",
+    "value",
+    "default",
+    "styles",
+    "bodyText",
+}
 # Plotly JSON keys whose strings a reader sees.
 _PLOTLY_TEXT_KEYS = {"text", "name", "hovertemplate", "ticktext", "title", "legendgrouptitle", "texttemplate"}
 
@@ -94,8 +122,15 @@ def _glossary_names() -> tuple[str, ...]:
 
 # Names may stay English on a Chinese page: the glossary's English names beside their Chinese ones, cited papers'
 # titles, and the bundled model's own words.
-ALLOWED = ("Transformer Explainer", "Hugging Face", "Attention Is All You Need", "Shakespeare",
-           "The Llama 3 Herd of Models", "Language Models are Few-Shot Learners", *_glossary_names())
+ALLOWED = (
+    "Transformer Explainer",
+    "Hugging Face",
+    "Attention Is All You Need",
+    "Shakespeare",
+    "The Llama 3 Herd of Models",
+    "Language Models are Few-Shot Learners",
+    *_glossary_names(),
+)
 
 
 # A ratio with the English suffix: "81.3x", "2.21x", "500x" (not "4096x4096", not "0x10").
@@ -140,6 +175,5 @@ def punctuation_faults(texts: Iterable[str]) -> list[tuple[str, str]]:
     for text in (t for t in texts if re.search(_CJK, t)):  # a Chinese text (a page's CSS or script is none)
         plain = re.sub(r"`[^`]*`|<[^>]*>|\]\([^)]*\)|%\{[^}]*\}|“[^”]*”", " ", text)
         for rule, pattern in PUNCTUATION_RULES.items():
-            found += [(rule, plain[max(0, m.start() - 20):m.end() + 20]) for m in pattern.finditer(plain)]
+            found += [(rule, plain[max(0, m.start() - 20) : m.end() + 20]) for m in pattern.finditer(plain)]
     return found
-

@@ -33,6 +33,7 @@ cache) whose attention weights on the prefill rows are recorded.
 Add a policy: a function (Observed, rows, settings) -> per layer [batch_size, num_kv_heads, rows] long, in KEPT
 (a policy whose heads keep different counts: per layer [batch_size, num_kv_heads, P] bool, True = kept).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -73,7 +74,7 @@ def _masked_attention(module, query, key, value, attention_mask, scaling=None, d
     group = hq // hkv
     k = key.repeat_interleave(group, dim=1)  # query head h reads KV head h // group
     v = value.repeat_interleave(group, dim=1)
-    scores = torch.matmul(query, k.transpose(-1, -2)) * (d ** -0.5 if scaling is None else scaling)
+    scores = torch.matmul(query, k.transpose(-1, -2)) * (d**-0.5 if scaling is None else scaling)
     pos = torch.arange(t)
     visible = (pos[None, :] <= pos[:, None]).expand(b, hkv, t, t).clone()  # causal
     if run.kept is not None:
@@ -190,8 +191,11 @@ def kept_h2o(obs: Observed, rows: int, settings) -> list[torch.Tensor]:
     p = obs.prefill_len
     recent = rows - rows // 2
     received = [_group_sum(a, obs.kv_heads).sum(dim=-2) for a in obs.attentions]  # [b, kv, P]
-    return _per_head(obs, lambda layer, i, h: _best(received[layer][i, h], rows // 2, range(p - recent))
-                     + list(range(p - recent, p)), rows)
+    return _per_head(
+        obs,
+        lambda layer, i, h: _best(received[layer][i, h], rows // 2, range(p - recent)) + list(range(p - recent, p)),
+        rows,
+    )
 
 
 def kept_h2o_heavy(obs: Observed, rows: int, settings) -> list[torch.Tensor]:
@@ -222,8 +226,7 @@ def kept_snapkv(obs: Observed, rows: int, settings) -> list[torch.Tensor]:
     for a in obs.attentions:
         summed = _group_sum(a[:, :, prefix:, :prefix], obs.kv_heads).sum(dim=-2)  # [b, kv, prefix]
         pooled.append(F.avg_pool1d(summed, kernel_size=SNAPKV_POOL, padding=SNAPKV_POOL // 2, stride=1))
-    return _per_head(obs, lambda layer, i, h: _best(pooled[layer][i, h], rows - window) + list(range(prefix, p)),
-                     rows)
+    return _per_head(obs, lambda layer, i, h: _best(pooled[layer][i, h], rows - window) + list(range(prefix, p)), rows)
 
 
 def kept_key_norm(obs: Observed, rows: int, settings) -> list[torch.Tensor]:
@@ -259,8 +262,9 @@ def duo_retrieval_heads(n_heads: int, seq_len: int, rows: int, settings, recent:
     return best, stream
 
 
-def kept_duoattention(obs: Observed, rows: int, settings, recent: int = 4,
-                      order: Sequence[tuple[int, int]] | None = None) -> list[torch.Tensor]:
+def kept_duoattention(
+    obs: Observed, rows: int, settings, recent: int = 4, order: Sequence[tuple[int, int]] | None = None
+) -> list[torch.Tensor]:
     """DuoAttention (arXiv:2410.10819): a retrieval head keeps every row; a streaming head keeps the attention
     sinks (the first S rows) and the newest rows (StreamingLLM's rule per head). Which heads retrieve comes from the
     lab's ablation ranking (obs.head_order; the probe's for duo_probe); how many, from the budget
@@ -273,9 +277,15 @@ def kept_duoattention(obs: Observed, rows: int, settings, recent: int = 4,
     sinks = min(settings.sink_tokens, stream)
     streaming = torch.zeros(p, dtype=torch.bool)
     streaming[:sinks] = True
-    streaming[p - (stream - sinks):] = True
-    return [torch.stack([torch.ones(p, dtype=torch.bool) if (layer, h) in heads else streaming
-                         for h in range(obs.kv_heads)])[None].expand(b, -1, -1).clone() for layer in range(layers)]
+    streaming[p - (stream - sinks) :] = True
+    return [
+        torch.stack(
+            [torch.ones(p, dtype=torch.bool) if (layer, h) in heads else streaming for h in range(obs.kv_heads)]
+        )[None]
+        .expand(b, -1, -1)
+        .clone()
+        for layer in range(layers)
+    ]
 
 
 def kvzip_scores(obs: Observed, n_positions: int) -> list[torch.Tensor]:
@@ -292,7 +302,7 @@ def kvzip_scores(obs: Observed, n_positions: int) -> list[torch.Tensor]:
     assert chunk >= 1
     best = None
     for start in range(0, p, chunk):
-        seq = torch.cat([ids, prompt, ids[:, start:start + chunk]], dim=1)
+        seq = torch.cat([ids, prompt, ids[:, start : start + chunk]], dim=1)
         run = _Pass(seq.shape[1], record=True, attentions={}, keys={})
         _forward(obs.model, seq, run)
         got = []
@@ -331,9 +341,18 @@ def kept_kvzip(obs: Observed, rows: int, settings) -> list[torch.Tensor]:
 
 
 KEPT: dict[str, Callable[[Observed, int, object], list[torch.Tensor]]] = {
-    "full": kept_full, "recent": kept_recent, "streaming": kept_streaming, "h2o": kept_h2o,
-    "h2o_heavy": kept_h2o_heavy, "tova": kept_tova, "snapkv": kept_snapkv, "key_norm": kept_key_norm,
-    "keydiff": kept_keydiff, "duoattention": kept_duoattention, "duo_probe": kept_duo_probe, "kvzip": kept_kvzip,
+    "full": kept_full,
+    "recent": kept_recent,
+    "streaming": kept_streaming,
+    "h2o": kept_h2o,
+    "h2o_heavy": kept_h2o_heavy,
+    "tova": kept_tova,
+    "snapkv": kept_snapkv,
+    "key_norm": kept_key_norm,
+    "keydiff": kept_keydiff,
+    "duoattention": kept_duoattention,
+    "duo_probe": kept_duo_probe,
+    "kvzip": kept_kvzip,
     "kvzip_head": kept_kvzip_head,
 }
 RAGGED = frozenset({"duoattention", "duo_probe", "kvzip"})  # their KEPT returns per-head masks, not equal counts
@@ -349,12 +368,19 @@ def copy_count(model, sequences: torch.Tensor, kept: Sequence[torch.Tensor]) -> 
     the first copy's evicted rows."""
     half = sequences.shape[1] // 2
     logits = _forward(model, sequences, _Pass(half, kept))
-    return int((logits[:, half:-1].argmax(-1) == sequences[:, half + 1:]).sum())
+    return int((logits[:, half:-1].argmax(-1) == sequences[:, half + 1 :]).sum())
 
 
 def mean_loss(model, passages: torch.Tensor, context: int, kept: Sequence[torch.Tensor] | None) -> float:
     """passages [n, context + continuation]: the mean next-token loss (nats) of the continuation's predictions
     (its first token is fed, not predicted) when it cannot see the context's evicted rows (kept None: it sees all)."""
     logits = _forward(model, passages, _Pass(context, kept))
-    return float(F.cross_entropy(logits[:, context:-1].reshape(-1, logits.shape[-1]).float(),
-                                 passages[:, context + 1:].reshape(-1), reduction="none").double().mean())
+    return float(
+        F.cross_entropy(
+            logits[:, context:-1].reshape(-1, logits.shape[-1]).float(),
+            passages[:, context + 1 :].reshape(-1),
+            reduction="none",
+        )
+        .double()
+        .mean()
+    )

@@ -1,4 +1,5 @@
 """Library figures only tests need, computed through the functions the app itself calls."""
+
 from __future__ import annotations
 
 import re
@@ -13,8 +14,9 @@ def kvviz_total_bytes(imported: Any, context_len: int, batch: int = 1, encoder_l
     `python -m kvviz memory` compute it: self-attention, plus cross-attention for an encoder-decoder."""
     if imported.cross_attention is None:
         return memory.budget(imported.config, context_len, batch).total_bytes
-    return memory.encoder_decoder_budget(imported.config, imported.cross_attention, context_len, batch,
-                                         encoder_len).total_bytes
+    return memory.encoder_decoder_budget(
+        imported.config, imported.cross_attention, context_len, batch, encoder_len
+    ).total_bytes
 
 
 def term_named(name: str) -> glossary.Term:

@@ -3,6 +3,7 @@
 `shown(md)` renders it with markdown-it-py (CommonMark, the grammar under Streamlit's react-markdown), drops the
 tags, decodes entities and removes the invisible word joiners kvviz.inputs.echo puts into echoed text.
 """
+
 from __future__ import annotations
 
 import html

@@ -1,6 +1,7 @@
 """Open a page the way a test needs it: a page file (or a function) by itself, or through app.py's router as a
 browser opens a link; in a language; with a link's query and a session's state. The one repository root every test
 uses, and the shared folder beside it."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -19,9 +20,14 @@ TINY_SHAKESPEARE = SHARED / "data" / "tinyshakespeare.txt"  # the corpus the bun
 APP_TIMEOUT_S = 120  # AppTest default_timeout: generous, the CI machine has 2 shared cores
 
 
-def app_test(page: str | Path | Callable[[], None] = "app.py", *, lang: str | None = None,
-             query: Mapping[str, str] | None = None, session_state: Mapping[str, Any] | None = None,
-             timeout: float = APP_TIMEOUT_S) -> AppTest:
+def app_test(
+    page: str | Path | Callable[[], None] = "app.py",
+    *,
+    lang: str | None = None,
+    query: Mapping[str, str] | None = None,
+    session_state: Mapping[str, Any] | None = None,
+    timeout: float = APP_TIMEOUT_S,
+) -> AppTest:
     """`page` ("app.py", "pages/memory_budget.py", relative to the repository, or a whole path; or a function, run as
     a page of its own) as an AppTest, not run yet; its link carries the language (?lang=) first, then `query`; its
     session starts with `session_state` (a request a browser could not make, a model already chosen)."""
@@ -39,16 +45,25 @@ def app_test(page: str | Path | Callable[[], None] = "app.py", *, lang: str | No
     return at
 
 
-def open_page(page: str | Path | Callable[[], None] = "app.py", *, lang: str | None = None,
-              query: Mapping[str, str] | None = None, session_state: Mapping[str, Any] | None = None,
-              router: bool = False, timeout: float = APP_TIMEOUT_S, check: bool = True) -> AppTest:
+def open_page(
+    page: str | Path | Callable[[], None] = "app.py",
+    *,
+    lang: str | None = None,
+    query: Mapping[str, str] | None = None,
+    session_state: Mapping[str, Any] | None = None,
+    router: bool = False,
+    timeout: float = APP_TIMEOUT_S,
+    check: bool = True,
+) -> AppTest:
     """`page` run once, in `lang` with `query` in its link and `session_state` in its session. router=True opens it
     as a browser opens /<page>?<query>: app.py runs with the link, then switches to the page (page links need
     st.navigation). check: no exception on the page."""
     at = app_test("app.py" if router else page, lang=lang, query=query, session_state=session_state, timeout=timeout)
     at.run()
     if router and str(page) != "app.py":
-        at.switch_page(str(page)).run()  # (conftest: AppTest's side re-reads translated labels in the session's language)
+        at.switch_page(
+            str(page)
+        ).run()  # (conftest: AppTest's side re-reads translated labels in the session's language)
     if check:
         assert not at.exception, [e.value for e in at.exception]
     return at

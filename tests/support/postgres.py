@@ -6,6 +6,7 @@ and deleted after. PostgreSQL refuses to run as root: as root the server runs as
 creates (else `nobody`) through runuser, in a directory it owns. Without the binaries the caller's test skips, with
 the reason printed.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,8 +28,9 @@ USER = "kvviz"  # the database role initdb makes (trust: no password on 127.0.0.
 
 def binaries() -> Path | None:
     """The newest installed PostgreSQL's bin/ folder with initdb and pg_ctl, or None."""
-    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]) if
-                   p.parts[-3].isdigit() else 0)
+    found = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]) if p.parts[-3].isdigit() else 0
+    )
     return found[-1].parent if found and (found[-1].parent / "pg_ctl").exists() else None
 
 
@@ -80,14 +82,40 @@ def throwaway_postgres() -> Iterator[str]:
     port = free_port()
     try:
         run(str(bin_dir / "initdb"), "-D", str(data), "-U", USER, "--auth=trust", "-E", "UTF8", "--no-sync")
-        options = (f"-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories={top} -c fsync=off "
-                   "-c synchronous_commit=off -c full_page_writes=off")
-        run(str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(top / "log"), "-w", "-t", str(START_TIMEOUT_S),
-            "-o", options, "start")
+        options = (
+            f"-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories={top} -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off"
+        )
+        run(
+            str(bin_dir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-l",
+            str(top / "log"),
+            "-w",
+            "-t",
+            str(START_TIMEOUT_S),
+            "-o",
+            options,
+            "start",
+        )
         url = f"postgresql+psycopg://{USER}@127.0.0.1:{port}/postgres"
-        _running[url] = (lambda: run(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"),
-                         lambda: run(str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(top / "log"), "-w", "-t",
-                                     str(START_TIMEOUT_S), "-o", options, "start"))
+        _running[url] = (
+            lambda: run(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"),
+            lambda: run(
+                str(bin_dir / "pg_ctl"),
+                "-D",
+                str(data),
+                "-l",
+                str(top / "log"),
+                "-w",
+                "-t",
+                str(START_TIMEOUT_S),
+                "-o",
+                options,
+                "start",
+            ),
+        )
         try:
             yield url
         finally:

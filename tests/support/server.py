@@ -1,5 +1,6 @@
 """Start the app: free ports, and the one launcher of a streamlit server every server test uses (`streamlit run
 app.py`, or a deployment's start command as written)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -54,8 +55,13 @@ def port_in_use(port: int) -> Iterator[int]:
 
 
 @contextlib.contextmanager
-def streamlit_server(port: int | None = None, extra_args: Sequence[str] = (), *, args: Sequence[str] | None = None,
-                     env: Mapping[str, str] | None = None) -> Iterator[str]:
+def streamlit_server(
+    port: int | None = None,
+    extra_args: Sequence[str] = (),
+    *,
+    args: Sequence[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Iterator[str]:
     """A new streamlit process in the repository (nothing run yet: a fresh server's first visitor), offline; yields
     its URL once /_stcore/health answers, and stops it after.
 
@@ -66,8 +72,18 @@ def streamlit_server(port: int | None = None, extra_args: Sequence[str] = (), *,
     tiers.count("server")
     if args is None:
         port = free_port() if port is None else port
-        args = ["streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true",
-                "--browser.gatherUsageStats", "false", *extra_args]
+        args = [
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.port",
+            str(port),
+            "--server.headless",
+            "true",
+            "--browser.gatherUsageStats",
+            "false",
+            *extra_args,
+        ]
     elif port is not None or extra_args:
         raise TypeError("a whole command (args) names its own port and flags")
     else:
@@ -75,10 +91,15 @@ def streamlit_server(port: int | None = None, extra_args: Sequence[str] = (), *,
     # The server's log goes to a file, never to a pipe nobody reads: a server that lives through a test module
     # fills a pipe's 64 KiB, and its next log line then blocks the thread writing it (its event loop included).
     log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - open for the server's whole life, closed in the finally
-        "w+", prefix=f"kvviz-server-{port}-", suffix=".log", delete=False)
+        "w+", prefix=f"kvviz-server-{port}-", suffix=".log", delete=False
+    )
     server = subprocess.Popen(
-        [sys.executable, "-m", *args], cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
-        stdout=log, stderr=subprocess.STDOUT, text=True,
+        [sys.executable, "-m", *args],
+        cwd=REPO,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + START_TIMEOUT_S
     try:

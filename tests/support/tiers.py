@@ -24,6 +24,7 @@ worker (tests/test_tiers.py runs a deliberate offender to show it). What the che
   of torch, transformers and the like, and every import of a module of this repository whose top imports them
   (`route_to_torch`, read from the modules' syntax trees, so it holds whichever modules are loaded already).
 """
+
 from __future__ import annotations
 
 import ast
@@ -130,8 +131,11 @@ def _top_imports(name: str) -> list[str]:
                     found += _with_parents(alias.name)
                 continue
             try:
-                base = importlib.util.resolve_name("." * node.level + (node.module or ""), package) \
-                    if node.level else node.module or ""
+                base = (
+                    importlib.util.resolve_name("." * node.level + (node.module or ""), package)
+                    if node.level
+                    else node.module or ""
+                )
             except ImportError:
                 continue
             found += _with_parents(base)

@@ -17,6 +17,7 @@ is (with RoPE, the relative distance q - k in each score would be wrong). So eve
 physical length (`get_mask_sizes`), not from the positions, so the new tokens see every kept row and each other
 causally. (transformers 5 takes no `cache_position` argument; position_ids is the one to set.)
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -35,8 +36,9 @@ def prune(pre: Prefill, kept: list[torch.Tensor]) -> DynamicCache:
     pruned = DynamicCache(config=pre.loaded.model.config)
     for i, (layer, idx) in enumerate(zip(pre.cache.layers, kept, strict=True)):
         index = idx[..., None].expand(-1, -1, -1, layer.keys.shape[-1])  # [batch_size, num_kv_heads, rows, head_dim]
-        pruned.update(torch.gather(layer.keys, 2, index).contiguous(),
-                      torch.gather(layer.values, 2, index).contiguous(), i)
+        pruned.update(
+            torch.gather(layer.keys, 2, index).contiguous(), torch.gather(layer.values, 2, index).contiguous(), i
+        )
     return pruned
 
 
@@ -50,16 +52,26 @@ class HeadSplitCache:
     heads are the model's); or per_sequence: [sequence][layer][kv head], each sequence its own (KVzip's global
     ranking scores each sequence's rows)."""
 
-    def __init__(self, pre: Prefill, kept: list[list[torch.Tensor]] | None = None,
-                 per_sequence: list[list[list[torch.Tensor]]] | None = None):
+    def __init__(
+        self,
+        pre: Prefill,
+        kept: list[list[torch.Tensor]] | None = None,
+        per_sequence: list[list[list[torch.Tensor]]] | None = None,
+    ):
         self.config = pre.loaded.model.config
         b = pre.input_ids.shape[0]
         self.per_sequence = per_sequence if per_sequence is not None else [kept] * b
         self.kept = self.per_sequence[0]  # [layer][kv head] positions kept by the first sequence (all, if shared)
-        self.heads = [[[(layer.keys[i, h, idx].contiguous(), layer.values[i, h, idx].contiguous())
-                        for h, idx in enumerate(per_head)]
-                       for layer, per_head in zip(pre.cache.layers, seq, strict=True)]
-                      for i, seq in enumerate(self.per_sequence)]  # [sequence][layer][kv head] (K, V)
+        self.heads = [
+            [
+                [
+                    (layer.keys[i, h, idx].contiguous(), layer.values[i, h, idx].contiguous())
+                    for h, idx in enumerate(per_head)
+                ]
+                for layer, per_head in zip(pre.cache.layers, seq, strict=True)
+            ]
+            for i, seq in enumerate(self.per_sequence)
+        ]  # [sequence][layer][kv head] (K, V)
 
     @property
     def nbytes(self) -> int:
@@ -90,7 +102,7 @@ class HeadSplitCache:
             ok = torch.zeros(b, hkv, rows, dtype=torch.bool)
             for n, seq in enumerate(self.heads):
                 for h, (k, v) in enumerate(seq[i]):
-                    keys[n, h, :k.shape[0]], values[n, h, :k.shape[0]], ok[n, h, :k.shape[0]] = k, v, True
+                    keys[n, h, : k.shape[0]], values[n, h, : k.shape[0]], ok[n, h, : k.shape[0]] = k, v, True
             cache.update(keys, values, i)
             real.append(ok)
         return cache, real
@@ -108,6 +120,7 @@ def _head_masks(model, real: list[torch.Tensor]):
     the eager attention mask [batch_size, 1, q_len, rows + q_len] and sets -inf-like (the dtype's minimum, as
     transformers' masks do) on the columns of padded rows, per sequence and query head (each KV head's mask
     repeated over the query heads that share it). The new tokens' own columns keep their causal mask."""
+
     @contextlib.contextmanager
     def active():
         handles = []
@@ -134,8 +147,9 @@ def _head_masks(model, real: list[torch.Tensor]):
     return active()
 
 
-def continue_from(loaded: LoadedModel, cache: DynamicCache | HeadSplitCache, input_ids: torch.Tensor,
-                  original_len: int) -> torch.Tensor:
+def continue_from(
+    loaded: LoadedModel, cache: DynamicCache | HeadSplitCache, input_ids: torch.Tensor, original_len: int
+) -> torch.Tensor:
     """Feed input_ids [batch_size, q_len] after a (possibly pruned) cache of a prefill of `original_len` tokens:
     positions continue at original_len (module docstring: why). Returns the logits [batch_size, q_len, vocab_size]."""
     b, n = input_ids.shape
@@ -145,5 +159,6 @@ def continue_from(loaded: LoadedModel, cache: DynamicCache | HeadSplitCache, inp
         cache, real = cache.view()
         masks = _head_masks(loaded.model, real)
     with MODEL_LOCK, torch.inference_mode(), masks:
-        return loaded.model(input_ids=input_ids, past_key_values=cache, position_ids=position_ids,
-                            use_cache=True).logits
+        return loaded.model(
+            input_ids=input_ids, past_key_values=cache, position_ids=position_ids, use_cache=True
+        ).logits

@@ -7,6 +7,7 @@ after a pruned context. The quantized formats of kvviz.internals.quant are measu
 SweepTexts holds the two prefills every point of a sweep starts from; policy_points measures one policy at every
 budget.
 """
+
 from __future__ import annotations
 
 import torch
@@ -29,8 +30,17 @@ from kvviz.internals.eviction_lab.scoring import keep_order, keep_rows, prefill
 from kvviz.internals.records import EvictionPoint
 from kvviz.model.loading import LoadedModel
 
-__all__ = ["SweepTexts", "copy_correct", "copy_hits", "copy_sequences", "evenly_spaced_starts", "loss_passages",
-           "policy_points", "text_ids", "token_losses"]
+__all__ = [
+    "SweepTexts",
+    "copy_correct",
+    "copy_hits",
+    "copy_sequences",
+    "evenly_spaced_starts",
+    "loss_passages",
+    "policy_points",
+    "text_ids",
+    "token_losses",
+]
 
 
 def text_ids(loaded: LoadedModel, text: str | None) -> torch.Tensor:
@@ -43,9 +53,13 @@ def text_ids(loaded: LoadedModel, text: str | None) -> torch.Tensor:
 def _need(ids: torch.Tensor, tokens: int, what: str) -> None:
     if len(ids) < tokens:
         # The measures' lengths are fixed (the page offers no setting for them): only the text can change.
-        raise EvictionError(ngettext("The text has {n} token; {what} needs at least {need}: paste a longer text.",
-                                     "The text has {n} tokens; {what} needs at least {need}: paste a longer text.",
-                                     len(ids)).format(n=len(ids), what=what, need=tokens))
+        raise EvictionError(
+            ngettext(
+                "The text has {n} token; {what} needs at least {need}: paste a longer text.",
+                "The text has {n} tokens; {what} needs at least {need}: paste a longer text.",
+                len(ids),
+            ).format(n=len(ids), what=what, need=tokens)
+        )
 
 
 def evenly_spaced_starts(n_tokens: int, length: int, n: int) -> list[int]:
@@ -60,7 +74,7 @@ def copy_sequences(ids: torch.Tensor, settings: EvictSettings) -> torch.Tensor:
     equal; not imported from there, because kvviz.training sits above the CLI and kvviz.cli imports this module)."""
     _need(ids, settings.half_tokens, _("the copy test"))
     half = settings.half_tokens
-    spans = torch.stack([ids[s:s + half] for s in evenly_spaced_starts(len(ids), half, settings.n_spans)])
+    spans = torch.stack([ids[s : s + half] for s in evenly_spaced_starts(len(ids), half, settings.n_spans)])
     return torch.cat([spans, spans], dim=1)
 
 
@@ -68,7 +82,7 @@ def loss_passages(ids: torch.Tensor, settings: EvictSettings) -> torch.Tensor:
     """(n_passages, context + continuation) at evenly spaced offsets of the text."""
     length = settings.context_tokens + settings.continuation_tokens
     _need(ids, length, _("the loss measure"))
-    return torch.stack([ids[s:s + length] for s in evenly_spaced_starts(len(ids), length, settings.n_passages)])
+    return torch.stack([ids[s : s + length] for s in evenly_spaced_starts(len(ids), length, settings.n_passages)])
 
 
 def copy_hits(loaded: LoadedModel, cache: DynamicCache, sequences: torch.Tensor) -> torch.Tensor:
@@ -76,7 +90,7 @@ def copy_hits(loaded: LoadedModel, cache: DynamicCache, sequences: torch.Tensor)
     cache of its first copy."""
     half = sequences.shape[1] // 2
     logits = continue_from(loaded, cache, sequences[:, half:], half)  # [batch_size, q_len = half, vocab_size]
-    return logits[:, :-1].argmax(-1) == sequences[:, half + 1:]  # logits[:, t] guesses token half + t + 1
+    return logits[:, :-1].argmax(-1) == sequences[:, half + 1 :]  # logits[:, t] guesses token half + t + 1
 
 
 def copy_correct(loaded: LoadedModel, cache: DynamicCache, sequences: torch.Tensor) -> tuple[int, int]:
@@ -89,9 +103,10 @@ def token_losses(loaded: LoadedModel, cache: DynamicCache, passages: torch.Tenso
     """[n_passages x (continuation - 1)] float64: the next-token loss (nats) of every prediction of the
     continuation after the (pruned) cache of the context (the continuation's first token is fed, not predicted)."""
     logits = continue_from(loaded, cache, passages[:, context:], context)  # [batch_size, q_len, vocab_size]
-    targets = passages[:, context + 1:]
-    return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(), targets.reshape(-1),
-                           reduction="none").double()
+    targets = passages[:, context + 1 :]
+    return F.cross_entropy(
+        logits[:, :-1].reshape(-1, logits.shape[-1]).float(), targets.reshape(-1), reduction="none"
+    ).double()
 
 
 class SweepTexts:
@@ -105,34 +120,59 @@ class SweepTexts:
         self.passages = loss_passages(ids, settings)
         half = settings.half_tokens
         self.copy = prefill(loaded, self.sequences[:, :half])
-        self.context = prefill(loaded, self.passages[:, :settings.context_tokens])
+        self.context = prefill(loaded, self.passages[:, : settings.context_tokens])
         self.full_bytes = cache_nbytes(self.copy.cache) // settings.n_spans  # one sequence
         self.token_losses_full = token_losses(
-            loaded, prune(self.context, keep_rows(keep_order("full", self.context, settings), settings.context_tokens)),
-            self.passages, settings.context_tokens)
+            loaded,
+            prune(self.context, keep_rows(keep_order("full", self.context, settings), settings.context_tokens)),
+            self.passages,
+            settings.context_tokens,
+        )
         self.loss_full = float(self.token_losses_full.mean())
 
-    def point(self, policy: str, kind: str, keep: int, rows: int, kept_bytes: int, hits: torch.Tensor,
-              token_losses: torch.Tensor, loss_bytes_fraction: float = float("nan")) -> EvictionPoint:
+    def point(
+        self,
+        policy: str,
+        kind: str,
+        keep: int,
+        rows: int,
+        kept_bytes: int,
+        hits: torch.Tensor,
+        token_losses: torch.Tensor,
+        loss_bytes_fraction: float = float("nan"),
+    ) -> EvictionPoint:
         """The record of one measured point: counts and means, and the units they come from (each span's hits,
         each passage's loss change against the full cache's)."""
         n = self.passages.shape[0]
         change = (token_losses.reshape(n, -1) - self.token_losses_full.reshape(n, -1)).mean(dim=1)  # [n_passages]
-        return EvictionPoint(policy, kind, keep, rows, self.copy.seq_len, kept_bytes, self.full_bytes,
-                             int(hits.sum()), hits.numel(), float(token_losses.mean()), self.loss_full,
-                             tuple(int(x) for x in hits.reshape(self.sequences.shape[0], -1).sum(dim=1)),
-                             tuple(float(x) for x in change), loss_bytes_fraction)
+        return EvictionPoint(
+            policy,
+            kind,
+            keep,
+            rows,
+            self.copy.seq_len,
+            kept_bytes,
+            self.full_bytes,
+            int(hits.sum()),
+            hits.numel(),
+            float(token_losses.mean()),
+            self.loss_full,
+            tuple(int(x) for x in hits.reshape(self.sequences.shape[0], -1).sum(dim=1)),
+            tuple(float(x) for x in change),
+            loss_bytes_fraction,
+        )
 
 
-def policy_points(loaded: LoadedModel, texts: SweepTexts, policy: str,
-                  keep_percents: tuple[int, ...] = EVICT_KEEP_PERCENTS) -> list[EvictionPoint]:
+def policy_points(
+    loaded: LoadedModel, texts: SweepTexts, policy: str, keep_percents: tuple[int, ...] = EVICT_KEEP_PERCENTS
+) -> list[EvictionPoint]:
     """One policy at every budget (the full cache: once, at 100%)."""
     settings = texts.settings
     ragged = policy in EVICT_RAGGED  # no order: its heads keep different rows (duo_kept, kvzip_kept)
     copy_order = None if ragged else keep_order(policy, texts.copy, settings)
     context_order = None if ragged else keep_order(policy, texts.context, settings)
     points = []
-    for keep in ((100,) if policy == "full" else tuple(check_keep_percent(k) for k in keep_percents)):
+    for keep in (100,) if policy == "full" else tuple(check_keep_percent(k) for k in keep_percents):
         rows = rows_for_budget(keep, texts.copy.seq_len)
         cache = evict(policy, texts.copy, settings, rows, copy_order)
         kept_bytes = cache_nbytes(cache) // settings.n_spans  # counted before the repeat appends its rows

@@ -5,6 +5,7 @@ DuoAttention's split needs its heads ranked: head_ranking measures what each KV 
 duo_probe variant). KVzip ranks every row of every layer and KV head at once on its re-reading score (kvzip_kept).
 The other policies keep a prefix of their keep order (kvviz.internals.eviction_lab.scoring), pruned rectangular.
 """
+
 from __future__ import annotations
 
 import weakref
@@ -32,8 +33,11 @@ def retrieval_order(loaded: LoadedModel) -> list[tuple[int, int]]:
     synthetic passkey data instead; on these small models the probe names the heads that read far back."""
     info = loaded.info
     group = info.n_head // info.n_kv_heads
-    scores = {(layer, h): float(s[h * group:(h + 1) * group].max())
-              for layer, s in enumerate(probe_induction_scores(loaded)) for h in range(info.n_kv_heads)}
+    scores = {
+        (layer, h): float(s[h * group : (h + 1) * group].max())
+        for layer, s in enumerate(probe_induction_scores(loaded))
+        for h in range(info.n_kv_heads)
+    }
     return sorted(scores, key=lambda lh: (-scores[lh], lh))
 
 
@@ -41,8 +45,9 @@ def retrieval_order(loaded: LoadedModel) -> list[tuple[int, int]]:
 _HEAD_RANKINGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def head_ranking(loaded: LoadedModel, sink_tokens: int = SINK_TOKENS.default,
-                 draws: int = EVICT_DUO_DRAWS) -> HeadRanking:
+def head_ranking(
+    loaded: LoadedModel, sink_tokens: int = SINK_TOKENS.default, draws: int = EVICT_DUO_DRAWS
+) -> HeadRanking:
     """DuoAttention's KV heads ranked by what they do, the closest offline stand-in for the paper's learned gates
     (which are trained to keep the full model's outputs while pushing heads to stream): each KV head in turn
     streams alone (keeps the first S rows + the EVICT_DUO_RECENT newest, every other head keeps every row) and its
@@ -55,8 +60,9 @@ def head_ranking(loaded: LoadedModel, sink_tokens: int = SINK_TOKENS.default,
     if key in known:
         return known[key]
     info = loaded.info
-    ids = torch.tensor([probe_token_ids(info.vocab_size, PROBE_HALF_TOKENS, seed) for seed in range(draws)],
-                       dtype=torch.long)  # [draws, 2 x half]
+    ids = torch.tensor(
+        [probe_token_ids(info.vocab_size, PROBE_HALF_TOKENS, seed) for seed in range(draws)], dtype=torch.long
+    )  # [draws, 2 x half]
     half = PROBE_HALF_TOKENS
     pre = prefill(loaded, ids[:, :half])
     n_layers, hkv = len(pre.cache.layers), pre.cache.layers[0].keys.shape[1]
@@ -64,8 +70,10 @@ def head_ranking(loaded: LoadedModel, sink_tokens: int = SINK_TOKENS.default,
     stream = min(sink_tokens + EVICT_DUO_RECENT, half)
     streaming = torch.sort(keep_order("streaming", pre, settings)[0][0, 0, :stream]).values
     everything = torch.arange(half)
-    full = F.log_softmax(continue_from(loaded, HeadSplitCache(pre, [[everything] * hkv] * n_layers), ids[:, half:],
-                                       half).double(), dim=-1)  # [draws, half, vocab]
+    full = F.log_softmax(
+        continue_from(loaded, HeadSplitCache(pre, [[everything] * hkv] * n_layers), ids[:, half:], half).double(),
+        dim=-1,
+    )  # [draws, half, vocab]
     heads = [(layer, h) for layer in range(n_layers) for h in range(hkv)]
     columns = []
     for layer, h in heads:
@@ -78,8 +86,9 @@ def head_ranking(loaded: LoadedModel, sink_tokens: int = SINK_TOKENS.default,
     return ranking
 
 
-def duo_kept(pre: Prefill, rows: int, settings: EvictSettings,
-             order: list[tuple[int, int]] | None = None) -> list[list[torch.Tensor]]:
+def duo_kept(
+    pre: Prefill, rows: int, settings: EvictSettings, order: list[tuple[int, int]] | None = None
+) -> list[list[torch.Tensor]]:
     """[layer][kv head] positions DuoAttention keeps at `rows` per head on average (duo_split): all of them for the
     retrieval heads, StreamingLLM's first S + newest rows for the streaming heads. The same for every sequence of
     the batch (the heads are the model's, the positions are positions). `order`: the heads, most retrieving first
@@ -111,8 +120,9 @@ def kvzip_kept(pre: Prefill, rows: int, settings: EvictSettings) -> list[list[li
     return out
 
 
-def evict(policy: str, pre: Prefill, settings: EvictSettings, rows: int,
-          order: list[torch.Tensor] | None = None) -> DynamicCache | HeadSplitCache:
+def evict(
+    policy: str, pre: Prefill, settings: EvictSettings, rows: int, order: list[torch.Tensor] | None = None
+) -> DynamicCache | HeadSplitCache:
     """The cache `policy` leaves at `rows` rows per layer and KV head (DuoAttention: on average), to continue from.
     `order`: the policy's keep_order, when already computed (a sweep computes it once for every budget). A ragged
     policy (EVICT_RAGGED) gives a HeadSplitCache."""

@@ -5,6 +5,7 @@ fp16/int8/int4/int2: kvviz.internals.quant's arithmetic (round_trip); fp8: trans
 on the prefill's rows, under the same protocol (the rows appended afterwards stay float32); fp8-hf: transformers' own
 QuantizedCache(backend="fp8"), which stores the appended rows in fp8 too.
 """
+
 from __future__ import annotations
 
 import torch
@@ -60,8 +61,9 @@ def _fp8_run(loaded: LoadedModel, prefix: torch.Tensor, feed: torch.Tensor) -> t
     cache = QuantizedCache(backend="fp8", config=loaded.model.config)
     with MODEL_LOCK, torch.inference_mode():
         loaded.model(input_ids=prefix, past_key_values=cache, use_cache=True)
-        stored = sum(t.nbytes for layer in cache.layers
-                     for t in (*layer._quantized_keys, *layer._quantized_values))  # (fp8 tensor, fp32 scale) x 2
+        stored = sum(
+            t.nbytes for layer in cache.layers for t in (*layer._quantized_keys, *layer._quantized_values)
+        )  # (fp8 tensor, fp32 scale) x 2
         logits = loaded.model(input_ids=feed, past_key_values=cache, use_cache=True).logits
     return logits, stored
 
@@ -73,15 +75,19 @@ def _fp8_hf_point(loaded: LoadedModel, texts: SweepTexts) -> EvictionPoint:
     stored = 0
     for row in texts.sequences:
         logits, stored = _fp8_run(loaded, row[None, :half], row[None, half:])
-        hits.append(logits[0, :-1].argmax(-1) == row[half + 1:])
+        hits.append(logits[0, :-1].argmax(-1) == row[half + 1 :])
     for row in texts.passages:
         logits, _bytes = _fp8_run(loaded, row[None, :context], row[None, context:])
-        losses.append(F.cross_entropy(logits[0, :-1].float(), row[context + 1:], reduction="none").double())
+        losses.append(F.cross_entropy(logits[0, :-1].float(), row[context + 1 :], reduction="none").double())
     return texts.point("fp8-hf", "quantized", 100, half, stored, torch.stack(hits), torch.cat(losses))
 
 
-def quant_points(loaded: LoadedModel, texts: SweepTexts, schemes: tuple[str, ...] = EVICT_QUANT_SCHEMES,
-                 group_size: int | None = None) -> list[EvictionPoint]:
+def quant_points(
+    loaded: LoadedModel,
+    texts: SweepTexts,
+    schemes: tuple[str, ...] = EVICT_QUANT_SCHEMES,
+    group_size: int | None = None,
+) -> list[EvictionPoint]:
     """The quantized formats on the same axis: every row kept, at the bytes they store (fp16/int8/int4/int2:
     quant.round_trip's; fp8: Fp8QuantizedLayer's arithmetic; fp8-hf: transformers' QuantizedCache itself)."""
     group = loaded.info.head_dim if group_size is None else group_size
@@ -96,6 +102,7 @@ def quant_points(loaded: LoadedModel, texts: SweepTexts, schemes: tuple[str, ...
         hits = copy_hits(loaded, cache, texts.sequences)
         context_cache, _stored = _quantized_cache(texts.context, scheme, group)
         losses = token_losses(loaded, context_cache, texts.passages, texts.settings.context_tokens)
-        points.append(texts.point(scheme, "quantized", 100, texts.copy.seq_len, stored // texts.settings.n_spans,
-                                  hits, losses))
+        points.append(
+            texts.point(scheme, "quantized", 100, texts.copy.seq_len, stored // texts.settings.n_spans, hits, losses)
+        )
     return points

@@ -6,6 +6,7 @@ read the prefill's attention weights (eager attention, which the app loads). Wit
 KV head are averaged (a sum would rank the rows the same), so the choice is per KV head and every head keeps the same
 number of rows: the pruned tensors stay rectangular (kvviz.internals.eviction_lab.cache.prune).
 """
+
 from __future__ import annotations
 
 import torch
@@ -37,8 +38,12 @@ class Prefill:
         self.loaded = loaded
         self.input_ids = input_ids  # [batch_size, seq_len]
         with MODEL_LOCK, torch.inference_mode():
-            out = loaded.model(input_ids=input_ids, past_key_values=DynamicCache(config=loaded.model.config),
-                               use_cache=True, output_attentions=True)
+            out = loaded.model(
+                input_ids=input_ids,
+                past_key_values=DynamicCache(config=loaded.model.config),
+                use_cache=True,
+                output_attentions=True,
+            )
         self.cache: DynamicCache = out.past_key_values
         self.attentions = [a.float() for a in out.attentions]  # per layer [batch_size, num_heads, seq_len, seq_len]
 
@@ -65,19 +70,27 @@ class Prefill:
             prompt = torch.tensor(loaded.tokenizer(KVZIP_REPEAT_PROMPT).input_ids, dtype=torch.long).expand(b, -1)
             chunk = min(s, loaded.info.n_positions - s - prompt.shape[1])
             if chunk < 1:
-                raise EvictionError(_("KVzip re-reads the context after it: {need} positions, where the model has "
-                                      "{have}; lower the loss context.").format(need=2 * s + prompt.shape[1],
-                                                                               have=loaded.info.n_positions))
+                raise EvictionError(
+                    _(
+                        "KVzip re-reads the context after it: {need} positions, where the model has "
+                        "{have}; lower the loss context."
+                    ).format(need=2 * s + prompt.shape[1], have=loaded.info.n_positions)
+                )
             best = None
             for start in range(0, s, chunk):
-                feed = torch.cat([prompt, self.input_ids[:, start:start + chunk]], dim=1)
+                feed = torch.cat([prompt, self.input_ids[:, start : start + chunk]], dim=1)
                 cache = DynamicCache(config=loaded.model.config)
                 for i, layer in enumerate(self.cache.layers):  # the next update concatenates: this cache stays intact
                     cache.update(layer.keys, layer.values, i)
                 position_ids = torch.arange(s, s + feed.shape[1])[None, :].expand(b, -1)
                 with MODEL_LOCK, torch.inference_mode():
-                    out = loaded.model(input_ids=feed, past_key_values=cache, position_ids=position_ids,
-                                       use_cache=True, output_attentions=True)
+                    out = loaded.model(
+                        input_ids=feed,
+                        past_key_values=cache,
+                        position_ids=position_ids,
+                        use_cache=True,
+                        output_attentions=True,
+                    )
                 got = [a[..., :s].float().amax(dim=-2) for a in out.attentions]  # [batch_size, num_heads, seq_len]
                 best = got if best is None else [torch.maximum(x, y) for x, y in zip(best, got, strict=True)]
             self._reread = best
@@ -132,8 +145,9 @@ def row_scores(policy: str, pre: Prefill, layer: int, settings: EvictSettings) -
         scores = position + 2.0 * s
         if prefix:  # as SnapKV's code: the window's queries on the prefix only, padding counted in the average
             observed = _per_kv_head(attn, hkv)[:, :, prefix:, :prefix].sum(dim=-2)  # [batch_size, num_kv_heads, prefix]
-            pooled = F.avg_pool1d(observed.reshape(b * hkv, 1, prefix), EVICT_SNAP_POOL, stride=1,
-                                  padding=EVICT_SNAP_POOL // 2).reshape(b, hkv, prefix)
+            pooled = F.avg_pool1d(
+                observed.reshape(b * hkv, 1, prefix), EVICT_SNAP_POOL, stride=1, padding=EVICT_SNAP_POOL // 2
+            ).reshape(b, hkv, prefix)
             scores[..., :prefix] = pooled  # at most `window` (a sum of window attention rows), below 2 s
         return scores
     raise EvictionError(f"no scorer for {policy!r}")
@@ -145,8 +159,10 @@ def keep_order(policy: str, pre: Prefill, settings: EvictSettings) -> list[torch
     check_policy(policy)
     if policy in EVICT_RAGGED:
         raise EvictionError(f"{policy} keeps different rows per head: use evict()")
-    return [torch.argsort(row_scores(policy, pre, i, settings), dim=-1, descending=True, stable=True)
-            for i in range(len(pre.cache.layers))]
+    return [
+        torch.argsort(row_scores(policy, pre, i, settings), dim=-1, descending=True, stable=True)
+        for i in range(len(pre.cache.layers))
+    ]
 
 
 def keep_rows(order: list[torch.Tensor], rows: int) -> list[torch.Tensor]:

@@ -16,6 +16,7 @@ A new migration: a file versions/NNNN_what.py with `revision = "NNNN"`, `down_re
 `upgrade()` written with alembic.op against table definitions frozen in the file (never poll_store's live tables,
 which follow the newest schema); then poll_store's tables are changed to match.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -9,6 +9,7 @@
 Revision ID: 0002
 Revises: 0001
 """
+
 from __future__ import annotations
 
 import sqlalchemy as sa
@@ -27,11 +28,15 @@ def upgrade() -> None:
         sa.Column("room", sa.String(16), primary_key=True),
         sa.Column("step", sa.Integer, primary_key=True),
         sa.Column("round", sa.Integer, nullable=False),
-        sa.Column("phase", sa.String(16), nullable=False))
+        sa.Column("phase", sa.String(16), nullable=False),
+    )
     rooms = sa.table("poll_rooms", sa.column("code"), sa.column("step"), sa.column("round"), sa.column("phase"))
-    op.execute(steps.insert().from_select(
-        ["room", "step", "round", "phase"],
-        sa.select(rooms.c.code, rooms.c.step, rooms.c.round, rooms.c.phase).where(rooms.c.step > 0)))
+    op.execute(
+        steps.insert().from_select(
+            ["room", "step", "round", "phase"],
+            sa.select(rooms.c.code, rooms.c.step, rooms.c.round, rooms.c.phase).where(rooms.c.step > 0),
+        )
+    )
 
 
 def downgrade() -> None:

@@ -6,6 +6,7 @@
 Revision ID: 0003
 Revises: 0002
 """
+
 from __future__ import annotations
 
 import sqlalchemy as sa
@@ -23,7 +24,8 @@ def upgrade() -> None:
         sa.Column("room", sa.String(16), primary_key=True),
         sa.Column("step", sa.Integer, primary_key=True),
         sa.Column("voter_sha256", sa.String(64), primary_key=True),
-        sa.Column("seen_s", sa.Float, nullable=False))
+        sa.Column("seen_s", sa.Float, nullable=False),
+    )
 
 
 def downgrade() -> None:
