@@ -60,7 +60,7 @@ from poll_load import (  # noqa: E402
 )
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
 
-from kvviz.teaching import poll_store  # noqa: E402
+from kvviz.poll import store as poll_store  # noqa: E402
 
 MAX_STUDENTS = 80
 MAX_WINDOW_S = 120.0

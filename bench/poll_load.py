@@ -59,8 +59,8 @@ from classroom_load import _stats  # noqa: E402
 from classroom_ws import Student  # noqa: E402
 from streamlit.proto.Alert_pb2 import Alert  # noqa: E402
 
-from kvviz.teaching import poll_store  # noqa: E402
-from kvviz.teaching.poll_choices import PollQuestion  # noqa: E402
+from kvviz.poll import store as poll_store  # noqa: E402
+from kvviz.poll.question import PollQuestion  # noqa: E402
 
 MAX_STUDENTS = 80
 STEPS = 12  # the lesson's steps 1..12

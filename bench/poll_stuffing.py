@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from classroom_ws import Student  # noqa: E402
 from poll_load import acked, class_servers, database, fixed_polls, shown_alerts  # noqa: E402
 
-from kvviz.teaching import poll_store  # noqa: E402
+from kvviz.poll import store as poll_store  # noqa: E402
 
 
 async def stuff(url: str, code: str, sessions: int, concurrency: int) -> list[dict]:

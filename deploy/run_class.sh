@@ -111,9 +111,9 @@ run_dir=$(cd "$run_dir" && pwd)
 chmod 755 "$run_dir"  # when started as root, nginx's workers run as nobody and must reach tmp/
 # The class poll's store (KVVIZ_POLL_DB, else poll.sqlite3 in the run directory, shared by every replica) is checked
 # and reached once now, so a bad value is one line here and not an error box at the first vote (python -m
-# kvviz.teaching.poll_store says what is wrong); it also brings an older store's schema up to date, once.
+# kvviz.poll.store says what is wrong); it also brings an older store's schema up to date, once.
 export KVVIZ_POLL_DB=${KVVIZ_POLL_DB:-sqlite:///$run_dir/poll.sqlite3}
-if ! "$PYTHON" -m kvviz.teaching.poll_store >/dev/null; then
+if ! "$PYTHON" -m kvviz.poll.store >/dev/null; then
   [ -z "$made_run_dir" ] || rm -rf -- "$made_run_dir"  # only a run directory made above, nothing else
   exit 2
 fi

@@ -16,7 +16,7 @@ import streamlit as st
 from kvviz import routes
 from kvviz.figures.poll import choice_letter, poll_figure
 from kvviz.i18n import _
-from kvviz.teaching import poll_store
+from kvviz.poll import store as poll_store
 from kvviz.ui import a11y, assets, poll, router
 
 FOLLOW_S = 2.0  # a phone shows the teacher's move within about this, plus one run of the page

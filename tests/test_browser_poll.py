@@ -197,8 +197,8 @@ def test_the_rooms_score_survives_new_tabs_back_and_reload(poll_url, browser):
 def test_the_phone_view_has_no_serious_axe_violation(poll_url, poll_db, browser, lang, scheme):
     """The student's view at 390x844 (touch): the code form, a question with its choices, a vote received, and the
     counts after the reveal; in each language, in one colour scheme each."""
-    from kvviz.teaching import poll_store
-    from kvviz.teaching.poll_choices import PollQuestion
+    from kvviz.poll import store as poll_store
+    from kvviz.poll.question import PollQuestion
 
     store = poll_store.PollStore(poll_db)  # the server's own file: the teacher's side, run from here
     room = store.create_room()

@@ -17,8 +17,8 @@ import sys
 import pytest
 
 from kvviz import i18n
-from kvviz.teaching import poll_store as ps
-from kvviz.teaching.poll_choices import PollQuestion
+from kvviz.poll import store as ps
+from kvviz.poll.question import PollQuestion
 from support.clock import Clock
 from support.repo import REPO
 from support.server import free_port
@@ -152,7 +152,7 @@ def test_a_bad_kvviz_poll_db_is_refused_in_one_line(url, said):
 def test_the_start_check_says_one_line_and_exits_2(url, said):
     env = {**os.environ, ps.ENV_URL: _stopped_postgres() if url == "@stopped" else url}
     done = subprocess.run(
-        [sys.executable, "-m", "kvviz.teaching.poll_store"],
+        [sys.executable, "-m", "kvviz.poll.store"],
         capture_output=True,
         text=True,
         env=env,

@@ -9,7 +9,8 @@
 - The concept rules (NEVER): figures never import teaching or load a model, the benchmark and the stage never
   import each other, no package imports teaching (the lesson stands on every concept, none on the lesson), i18n
   imports no other kvviz package, the memory calculator never imports model (a model converts its own dimensions),
-  no package imports ui (kvviz never draws: pages and app.py use the adapter).
+  no package imports ui (kvviz never draws: pages and app.py use the adapter). The class poll (kvviz.poll) is one
+  of the concepts: it never imports teaching or ui (kvviz.teaching.poll_choices turns a lesson question into a poll).
 - The lesson's content needs no plotly: every kvviz.teaching module, and kvviz.model.dims (the record of a model's
   dimensions), imports without plotly, torch or transformers (a fresh interpreter, then sys.modules).
 - Every kvviz.internals module (an idea's limits, prompts, texts and records) imports without torch or
@@ -194,7 +195,7 @@ def test_no_import_cycle_between_kvviz_packages():
             visit(package, [package])
 
 
-_OTHERS = ("cli", "figures", "inputs", "internals", "measure", "memory", "model", "speedup", "step", "training")
+_OTHERS = ("cli", "figures", "inputs", "internals", "measure", "memory", "model", "poll", "speedup", "step", "training")
 # (package, package it never imports): why. Every import counts, a function's lazy one too.
 NEVER = {
     **{
@@ -238,6 +239,8 @@ LIGHT: dict[str, tuple[str, ...]] = {
         if p.stem != "__init__"
     },  # the lesson's content: figures draw it, the handout imports them when it draws
     "kvviz.model.dims": ("plotly", *HEAVY),  # a model's dimensions, torch-free
+    # the class poll: a phone's page and the store's check (`python -m kvviz.poll.store`) draw no chart at import
+    **{f"kvviz.poll.{name}": ("plotly", *HEAVY) for name in ("question", "store")},
     "kvviz.routes": ("plotly", *HEAVY),  # the routes table: app.py, every page and the lesson's links read it
     # each cache-internals idea: its limits, prompts and texts; pages import it, torch loads when a function runs
     **{

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from kvviz import i18n
-from kvviz.teaching import poll_store
-from kvviz.teaching.poll_choices import PollQuestion
+from kvviz.poll import store as poll_store
+from kvviz.poll.question import PollQuestion
 from support.pages import open_page
 
 pytestmark = pytest.mark.app

@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 
 from kvviz import i18n
+from kvviz.poll.question import PollQuestion
 from kvviz.teaching import lesson, poll_choices
-from kvviz.teaching.poll_choices import PollQuestion, choices_for
+from kvviz.teaching.poll_choices import choices_for
 
 NO_MODEL_STEPS = (9, 10, 12)  # their ask() never touches the engine
 MODEL_STEPS = tuple(n for n in range(1, len(lesson.STEPS) + 1) if n not in NO_MODEL_STEPS)

@@ -1,4 +1,4 @@
-"""The class poll's store (kvviz.teaching.poll_store): the same tests on SQLite (a file in a temp folder, the pure
+"""The class poll's store (kvviz.poll.store): the same tests on SQLite (a file in a temp folder, the pure
 tier) and on a throwaway PostgreSQL server (support.postgres, marked slow: it starts a server). Votes counted once per
 voter, the latest counting; rounds apart; host actions only with the host key; expiry on an injected clock; the CSV
 equal to the votes; every refusal a clear exception; two processes voting at once on one SQLite file."""
@@ -14,8 +14,8 @@ import pytest
 import sqlalchemy as sa
 
 from kvviz import i18n
-from kvviz.teaching import poll_store as ps
-from kvviz.teaching.poll_choices import PollQuestion
+from kvviz.poll import store as ps
+from kvviz.poll.question import PollQuestion
 from support.clock import Clock
 from support.postgres import empty, throwaway_postgres
 from support.repo import REPO

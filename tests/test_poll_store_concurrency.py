@@ -16,8 +16,8 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from kvviz import i18n
-from kvviz.teaching import poll_store as ps
-from kvviz.teaching.poll_choices import PollQuestion
+from kvviz.poll import store as ps
+from kvviz.poll.question import PollQuestion
 from support.postgres import empty, throwaway_postgres
 
 VOTERS = 20  # threads voting at once

@@ -1,4 +1,4 @@
-"""The poll store's schema versions (kvviz.teaching.poll_migrations, Alembic): a store written by the schema before it
+"""The poll store's schema versions (kvviz.poll.migrations, Alembic): a store written by the schema before it
 had versions (the "v0" tables below, copied from that kvviz's poll_store.py, with rows in them) upgrades in place when
 the new code opens it, its rooms and votes kept; a new database is made at the newest version; several processes
 opening an old store at once upgrade it once. On SQLite (pure tier) and a throwaway PostgreSQL (slow)."""
@@ -11,9 +11,9 @@ import pytest
 import sqlalchemy as sa
 
 from kvviz import i18n
-from kvviz.teaching import poll_migrations
-from kvviz.teaching import poll_store as ps
-from kvviz.teaching.poll_choices import PollQuestion
+from kvviz.poll import migrations as poll_migrations
+from kvviz.poll import store as ps
+from kvviz.poll.question import PollQuestion
 from support.clock import Clock
 from support.postgres import empty, throwaway_postgres
 

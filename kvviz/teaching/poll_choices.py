@@ -1,10 +1,11 @@
 """A lesson question as a class poll: 3 to 5 labelled choices for a room to vote on (torch-free, UI-free).
 
-`choices_for(question, step, room_code)` turns a lesson.Question into a PollQuestion: the right answer among the
-question's own known mistakes (its traps), each wrong choice carrying the sentence that explains that mistake, in
-an order shuffled by a seed made of the room's code and the step number. The seed never reads the question's text,
-so the English and the Chinese poll of one step in one room put the same choice at the same place (the teacher's
-side builds both, one per language, and kvviz.teaching.poll_store checks that they agree).
+`choices_for(question, step, room_code)` turns a lesson.Question into a PollQuestion (kvviz.poll.question): the right
+answer among the question's own known mistakes (its traps), each wrong choice carrying the sentence that explains that
+mistake, in an order shuffled by a seed made of the room's code and the step number. The seed never reads the
+question's text, so the English and the Chinese poll of one step in one room put the same choice at the same place
+(the teacher's side builds both, one per language, and kvviz.poll.store checks that they agree). The poll stands
+apart from the lesson; this module, in the lesson's package, is where a lesson question becomes a poll.
 
 How the choices are made:
 - A choice question (Question.choices) votes on its own choices, translated as the lesson shows them; a wrong one
@@ -25,12 +26,12 @@ How the choices are made:
 
 from __future__ import annotations
 
-import json
 import random
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from kvviz.i18n import N_, _
+from kvviz.poll.question import PollQuestion
 from kvviz.teaching import lesson
 
 MIN_CHOICES, MAX_CHOICES = 3, 5  # a number question's poll; a choice question keeps its own (2 to MAX_CHOICES)
@@ -44,34 +45,6 @@ NO_EXPLANATION = N_("Not this one: compare it with the worked answer.")
 
 _FAMILIES = ("decimal", "binary")  # how a byte value is written: "73.73 MB" or "70.31 MiB"
 _UNITS = {"decimal": ("GB", "MB", "KB"), "binary": ("GiB", "MiB", "KiB")}  # lesson.BYTE_UNITS' names, largest first
-
-
-@dataclass(frozen=True)
-class PollQuestion:
-    """One step's poll in one language: what a phone shows and what the reveal explains."""
-
-    step: int  # the lesson's step number (1-based)
-    text: str  # the question, in markdown
-    choices: tuple[str, ...]  # the labels, in the poll's order
-    right: int  # the right choice's index
-    mistakes: tuple[str, ...]  # per choice: the mistake it stands for ("" for the right one)
-
-    def is_right(self, choice: int) -> bool:
-        return choice == self.right
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> PollQuestion:
-        data = json.loads(text)
-        return cls(
-            int(data["step"]), str(data["text"]), tuple(data["choices"]), int(data["right"]), tuple(data["mistakes"])
-        )
-
-    def same_shape(self, other: PollQuestion) -> bool:
-        """The same poll in another language: same step, same number of choices, the right one at the same place."""
-        return (self.step, len(self.choices), self.right) == (other.step, len(other.choices), other.right)
 
 
 def seed(step: int, room_code: str) -> str:

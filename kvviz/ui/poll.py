@@ -1,6 +1,6 @@
 """The class poll in Streamlit: the room a teacher hosts, the projector's panel, a phone's vote.
 
-The room lives in kvviz.teaching.poll_store (one store per server process, shared by every session and, through
+The room lives in kvviz.poll.store (one store per server process, shared by every session and, through
 its database, by every replica). A Streamlit session is one browser tab, so what must outlive a tab is kept in the
 browser as a cookie (set_cookie.js): the teacher's room and host key (a new tab from the plan, a reload or Back keeps
 running the same room and reads the same score), and a phone's voter token (a second tab votes as the same voter).
@@ -32,8 +32,8 @@ import streamlit as st
 
 from kvviz import i18n, routes
 from kvviz.i18n import _, ngettext
-from kvviz.teaching import poll_store
-from kvviz.teaching.poll_choices import PollQuestion
+from kvviz.poll import store as poll_store
+from kvviz.poll.question import PollQuestion
 from kvviz.ui import assets
 
 VOTER_COOKIE = "kvviz_voter"  # a phone's token: its latest vote per question and round counts

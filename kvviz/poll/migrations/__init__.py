@@ -1,6 +1,6 @@
 """The class poll store's schema versions, as Alembic (SQLAlchemy's migration tool) migrations.
 
-kvviz.teaching.poll_store runs them when a store opens (`upgrade()` below, on the store's own connection, in one
+kvviz.poll.store runs them when a store opens (`upgrade()` below, on the store's own connection, in one
 transaction that one process holds at a time: BEGIN IMMEDIATE on SQLite, an advisory lock on PostgreSQL), so a store
 written by any earlier kvviz upgrades in place and no alembic.ini is needed. The revision a store is at is kept in
 its table `poll_schema_version` (not Alembic's default name: a school's PostgreSQL database may hold another
@@ -13,8 +13,8 @@ application's alembic_version).
 - versions/0003_views.py: the phones that drew each step's question (the projector's "Voted N of M").
 
 A new migration: a file versions/NNNN_what.py with `revision = "NNNN"`, `down_revision` the last one's, and
-`upgrade()` written with alembic.op against table definitions frozen in the file (never poll_store's live tables,
-which follow the newest schema); then poll_store's tables are changed to match.
+`upgrade()` written with alembic.op against table definitions frozen in the file (never the store's live tables,
+which follow the newest schema); then kvviz.poll.store's tables are changed to match.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Alembic's environment for the poll store: the migrations run on the connection the store hands over
-(kvviz.teaching.poll_migrations.upgrade), inside the store's transaction, which commits them."""
+(kvviz.poll.migrations.upgrade), inside the store's transaction, which commits them."""
 
 from __future__ import annotations
 
 from alembic import context
 
-from kvviz.teaching.poll_migrations import VERSION_TABLE
+from kvviz.poll.migrations import VERSION_TABLE
 
 context.configure(
     connection=context.config.attributes["connection"], version_table=VERSION_TABLE, transactional_ddl=True

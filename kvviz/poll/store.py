@@ -15,7 +15,7 @@ checks the phase and inserts under that lock, and Lock, Reveal, Reset and the re
 flight either commits before the Lock returns or sees the room locked; none counts after. Upserts and the rate-limit
 counter are single statements (INSERT ... ON CONFLICT DO UPDATE, the counter `votes + 1`), never read-then-write.
 
-The schema is versioned: kvviz.teaching.poll_migrations (Alembic) upgrades a store in place when it opens, one process
+The schema is versioned: kvviz.poll.migrations (Alembic) upgrades a store in place when it opens, one process
 at a time, so a store written by an earlier kvviz keeps its rooms and votes.
 
 A room: a join code of CODE_CHARS characters from CODE_ALPHABET (no 0/O, 1/I/L, U/V look-alikes; 29^6, about
@@ -47,7 +47,7 @@ vote that was not stored raises VoteNotStored, so no phone is told its vote coun
 replaced under the running server is noticed before each commit (the file at the path is compared with the one the
 connection opened): the store says so in one line on stderr, drops its connections and starts afresh in a new file.
 check_url refuses a URL that cannot be a poll store (not a URL, another database, SQLite in memory: each connection
-would see its own empty database) in one sentence; `python -m kvviz.teaching.poll_store` checks KVVIZ_POLL_DB and
+would see its own empty database) in one sentence; `python -m kvviz.poll.store` checks KVVIZ_POLL_DB and
 connects once (deploy/run_class.sh runs it before starting the replicas).
 
 Every refusal is a PollRefused subclass whose str() is a user-facing sentence in the current language.
@@ -74,7 +74,7 @@ import sqlalchemy as sa
 from sqlalchemy import event, exc
 
 from kvviz.i18n import N_, _, ngettext
-from kvviz.teaching.poll_choices import PollQuestion
+from kvviz.poll.question import PollQuestion
 
 ENV_URL = "KVVIZ_POLL_DB"
 DATA_ENV = "XDG_DATA_HOME"  # the user's data folder (freedesktop.org's base directories): kvviz/poll.sqlite3 in it
@@ -482,12 +482,12 @@ class PollStore:
             raise _FileReplaced()
 
     def _ensure_tables(self) -> None:
-        """The schema at its newest version (kvviz.teaching.poll_migrations): made in an empty database, upgraded in
+        """The schema at its newest version (kvviz.poll.migrations): made in an empty database, upgraded in
         place in an older one. One process migrates at a time (SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory
         lock held to the commit); the next finds the store at head and changes nothing."""
         if self._ready:
             return
-        from kvviz.teaching import poll_migrations
+        from kvviz.poll import migrations as poll_migrations
 
         with self.engine.begin() as conn:
             if not self.is_sqlite:
@@ -1108,7 +1108,7 @@ def _state(row) -> RoomState:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m kvviz.teaching.poll_store`: check KVVIZ_POLL_DB (or the default file) and reach it once; one line
+    """`python -m kvviz.poll.store`: check KVVIZ_POLL_DB (or the default file) and reach it once; one line
     either way, exit status 0 when the poll can keep votes, 2 otherwise (deploy/run_class.sh runs it first)."""
     url = database_url()
     log.setLevel(logging.CRITICAL)  # the one line below says it
