@@ -24,10 +24,6 @@ from kvviz.memory.layers import KIND_NAMES, KINDS, CacheLayers
 from kvviz.memory.presets import GPUS, LAYERED_PRESETS, PRESETS, get_preset, past_trained_positions
 from kvviz.ui import a11y, assets, bounded, engines, links, models, router
 
-# A link that names a tab lands on it, scrolled to the top of the screen (kvviz/assets/web/scroll_to_tabs.js says
-# when it scrolls and when it leaves the page alone).
-SCROLL_TO_TABS_JS = assets.script("scroll_to_tabs.js")
-
 CUSTOM, DEFAULT_PRESET, CUSTOM_GPU = "custom", "llama-3-8b", "custom"
 PROBE_PROMPT = "ROMEO: What light through yonder window breaks?"
 RESIDUAL_DEFAULT = dtypes.transformers_quantized_defaults().get("residual_length", 0)
@@ -582,9 +578,10 @@ def layered_source(dtype: str) -> CacheLayers:
     return imported_layers(st.session_state["mem_layers_text"], dtype)
 
 
-def layered_result(stack: CacheLayers, context: int, batch: int) -> None:
+def layered_result(stack: CacheLayers, context: int, batch: int, results_slot: Any = st) -> None:
     """The cache of a model whose layers differ: the two parts (K/V that grows, state that does not), the layer strip,
-    what fits, and where vLLM stores it differently. Every byte is transformers' (kvviz.memory.layers)."""
+    what fits, and where vLLM stores it differently; its tabs in `results_slot` (result_tabs). Every byte is
+    transformers' (kvviz.memory.layers)."""
     total, peak = stack.bytes_at(context, batch), stack.peak_bytes_at(context, batch)
     m = st.container(key="mem_metrics").columns(3)
     show_bytes(
@@ -639,7 +636,7 @@ def layered_result(stack: CacheLayers, context: int, batch: int) -> None:
         )
     for note in config_import.layer_notes(stack):
         st.caption(note)
-    tabs = result_tabs()
+    tabs = result_tabs(results_slot)
     with tabs[0]:
         drawn = (stack, max(context, until or 0, 1), batch, context)
         a11y.chart(
@@ -674,15 +671,21 @@ def layered_result(stack: CacheLayers, context: int, batch: int) -> None:
     reference_tabs(tabs)
 
 
-def result_tabs() -> list:
-    """The result's tabs, bound to the URL (it keeps the tab's label, in the link's language); a link that names a
-    tab scrolls to it on arrival. The first four always run (their inputs live in the URL: a closed tab's widgets
-    would drop theirs from a copied link); reference_tabs runs the last two only when open."""
-    opened = "mem_tab" not in st.session_state  # the tabs' state is dropped when the reader leaves the page
-    tabs = st.tabs([_(t) for t in TABS], key="mem_tab", bind="query-params")
-    if opened and "mem_tab" in st.query_params:
-        st.html(SCROLL_TO_TABS_JS, unsafe_allow_javascript=True)
-    return tabs
+def results_first() -> bool:
+    """A link that names a tab (For teachers' plan opens "What fits" for its question) puts the tabs right under
+    the preset box, the model's inputs below them, for the whole visit (the order never jumps under the reader). The
+    inputs fill a 1280x720 screen: below them, the tab's answer (the context where the cache outweighs the weights)
+    was off the first screen, and scrolling down to it hid the preset box the teacher names."""
+    if "mem_tab" not in st.session_state:  # the page just opened: the tabs' state is dropped when the reader leaves
+        st.session_state["mem_results_first"] = "mem_tab" in st.query_params
+    return bool(st.session_state.get("mem_results_first"))
+
+
+def result_tabs(where: Any = st) -> list:
+    """The result's tabs in `where` (the page, or the slot under the preset box: results_first), bound to the URL
+    (it keeps the tab's label, in the link's language). The first four always run (their inputs live in the URL: a
+    closed tab's widgets would drop theirs from a copied link); reference_tabs runs the last two only when open."""
+    return where.tabs([_(t) for t in TABS], key="mem_tab", bind="query-params")
 
 
 def reference_tabs(tabs: list) -> None:
@@ -825,6 +828,10 @@ def calculator() -> None:
             _("Source: [{url}]({url}) · {paper}").format(url=p.source, paper=p.paper)
             + (f" · {_(p.note)}" if p.note else "")
         )
+    results_slot = st
+    if results_first():
+        st.html(assets.style("memory_results_first.css"))
+        results_slot = st.container()
     with st.expander(_("Import a Hugging Face config.json")):
         # Streamlit draws the box's own words (Upload, "200MB per file • JSON") in English whatever the page's
         # language: the help says in the reader's what the box wants.
@@ -868,7 +875,7 @@ def calculator() -> None:
         except memory.MemoryInputError as exc:
             st.error(_("This layout cannot be computed: {reason}.").format(reason=i18n.as_clause(str(exc))))
         else:
-            layered_result(stack, context, batch)
+            layered_result(stack, context, batch, results_slot)
         report_link(linked, notices)
         return
     if cfg is None:
@@ -905,7 +912,7 @@ def calculator() -> None:
             ).format(held=units.format_bytes(held), kept=cfg.window - 1, window=cfg.window)
         )
 
-    tabs = result_tabs()
+    tabs = result_tabs(results_slot)
     with tabs[0]:
         compare = st.multiselect(
             _("Compare with"),

@@ -70,7 +70,7 @@ def test_the_loader_wraps_files_in_order_and_refuses_a_path():
     assert assets.style("presenter.css", "hide_sidebar.css") == (
         "<style>\n" + assets.source("presenter.css") + assets.source("hide_sidebar.css") + "</style>"
     )
-    assert assets.script("scroll_to_tabs.js") == "<script>\n" + assets.source("scroll_to_tabs.js") + "</script>"
+    assert assets.script("page_links.js") == "<script>\n" + assets.source("page_links.js") + "</script>"
     assert assets.source("stage.css") is assets.source("stage.css")  # read once
     for bad in ("../ui.py", "web/stage.css", "/etc/passwd"):
         with pytest.raises(ValueError):
