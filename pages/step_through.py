@@ -289,7 +289,7 @@ def _keep_popover_state() -> None:
 def _controls() -> tuple[dict[str, bool], st.delta_generator.DeltaGenerator | None]:
     """The control row (the clicks, and the Link popover to fill once the pickers have run). Shortcut hints are
     drawn on the buttons by Streamlit itself."""
-    row = st.container(horizontal=True, vertical_alignment="bottom")
+    row = st.container(horizontal=True, vertical_alignment="bottom", key="step_controls")  # one row on a phone
     # Buttons are found by their keys (.st-key-step_btn_*: KEYS_JS, tests), never by their labels, which are
     # translated.
     _keep_popover_state()
@@ -637,7 +637,7 @@ def stage() -> None:
         )
         _sync_url()
         return
-    pick = st.container(horizontal=True, vertical_alignment="center")
+    pick = st.container(horizontal=True, vertical_alignment="center", key="step_pickers")
     layer = _choice(pick, _("Layer"), info.n_layer, "step_layer", "L")
     # more than 4 heads as buttons (the GQA model's 8) wrapped the row at 1280x720 and pushed the newest row down
     head = _choice(pick, _("Query head"), info.n_head, "step_head", "H", max_buttons=4)

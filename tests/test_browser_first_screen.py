@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from kvviz.teaching import guide
-from support.browser import inside, new_tab, wait_settled
+from support.browser import inside, new_tab, open_tab, wait_settled
 
 pytestmark = pytest.mark.browser
 SCREENS = [(1024, 768), (1280, 720)]
@@ -41,4 +41,36 @@ def test_the_memory_link_opens_at_the_top_with_the_preset_box_and_the_answer(app
     assert inside(_box(tab, ".st-key-mem_metrics_fit"), width, height), _box(tab, ".st-key-mem_metrics_fit")
     assert inside(answer.bounding_box(), width, height), answer.bounding_box()
     assert tab.get_by_role("tab", name="What fits").get_attribute("aria-selected") == "true"
+    tab.context.close()
+
+
+PHONE = {"width": 390, "height": 844, "is_mobile": True, "has_touch": True, "device_scale_factor": 2}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_the_phone_stage_shows_its_kv_chart_under_one_row_of_controls(app_url, browser, lang):
+    """Three rows of buttons and three of pickers pushed the K/V chart 705 px down a 844 px phone screen, and "Query
+    head" ended the Layer row with its H0-H3 wrapped below. Now one row of controls (it scrolls sideways), L0-L3 and
+    H0-H3 in one row, and the chart's rows on the first screen."""
+    tab = open_tab(
+        browser,
+        app_url,
+        "step_through",
+        lang=lang,
+        query={"prompt": "ROMEO:", "steps": "2"},
+        drawn=(".kvviz-strip",),
+        **PHONE,
+    )
+    wait_settled(tab, timeout_ms=120_000)
+    tab.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for()
+    top = {
+        key: round(_box(tab, f".st-key-{key}")["y"]) for key in ("step_btn_prefill", "step_btn_back", "step_btn_next")
+    }
+    assert len(set(top.values())) == 1, top  # one row
+    assert inside(_box(tab, ".st-key-step_btn_next"), PHONE["width"], PHONE["height"])  # the main button, whole
+    layer, head = _box(tab, ".st-key-step_layer"), _box(tab, ".st-key-step_head")
+    assert round(layer["y"]) == round(head["y"]), (layer, head)
+    chart = _box(tab, '[data-testid="stPlotlyChart"]')  # the first chart: the chosen head's K, V and attention
+    assert chart["y"] + 320 <= PHONE["height"], chart  # its title and rows on the first screen
+    assert tab.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]  # the row scrolls, not the page
     tab.context.close()
