@@ -231,3 +231,34 @@ def test_the_phone_view_has_no_serious_axe_violation(poll_url, poll_db, browser,
         failing["the counts after the reveal"] = bad
     tab.screenshot(path=str(ARTIFACTS / f"phone_revealed_{lang}_{scheme}.png"))
     assert not failing, "\n".join(f"{state}: {v}" for state, found in failing.items() for v in found)
+
+
+LOADED_CODE = """(files) => files.every(file => performance.getEntriesByType('resource')
+    .some(entry => entry.name.endsWith('/' + file)))"""
+
+
+def test_a_fresh_projector_tab_has_the_chart_code_before_its_first_reveal(poll_url, browser):
+    """Step 5 draws no chart before its question: Streamlit would load plotly's code (and the table's) at the Reveal,
+    the wait issue 54 measured. A fresh tab fetches them while the room votes (kvviz.ui.chart_code), before any chart
+    is on the page; the Reveal then draws the room's votes."""
+    from kvviz.ui import chart_code
+
+    files = chart_code.chunk_files()
+    assert [f.split(".")[0] for f in files] == list(chart_code.CHUNKS), files
+    query = {"step": "5", "lesson_class": "true"}
+    teacher = open_tab(browser, poll_url, "lesson", lang="en", query=query)
+    teacher.get_by_text("Step 5 of 12").first.wait_for()
+    _settled(teacher)
+    teacher.locator(".st-key-poll_start").get_by_role("button", name="Start a class poll").click()
+    teacher.locator(".st-key-poll_panel h3").first.wait_for()
+    _settled(teacher)
+    projector = teacher.context.new_page()  # the same browser's new tab: a new session, the room's host cookie
+    projector.goto(page_url(poll_url, "lesson", lang="en", query=query))
+    projector.locator(".st-key-poll_panel h3").first.wait_for()
+    _settled(projector)
+    projector.wait_for_function(LOADED_CODE, arg=list(files), timeout=30_000)
+    assert projector.locator(".js-plotly-plot").count() == 0  # no chart drew it: the preload did
+    projector.keyboard.press("v")
+    projector.locator(".st-key-poll_panel .js-plotly-plot .main-svg").first.wait_for()
+    projector.locator(".st-key-poll_panel table").first.wait_for()
+    teacher.context.close()

@@ -34,7 +34,7 @@ from kvviz import i18n, routes
 from kvviz.i18n import _, ngettext
 from kvviz.poll import store as poll_store
 from kvviz.poll.question import PollQuestion
-from kvviz.ui import assets
+from kvviz.ui import assets, chart_code
 
 VOTER_COOKIE = "kvviz_voter"  # a phone's token: its latest vote per question and round counts
 HOST_COOKIE = "kvviz_poll_host"  # "<code>.<host key>": the room this browser hosts
@@ -374,6 +374,8 @@ def projector_panel(
     run's step comes from this tab's own control (Next, Back, the step picker), so the room follows it. A store fault
     draws one sentence in its place (and a button that tries again); the lesson around it goes on."""
     shown = fault_notice()
+    if not answer_shown:  # the Reveal's chart and table then draw at once, even in a fresh tab (chart_code says why)
+        chart_code.preload()
     try:
         _panel(step, ask, font_px, answer_shown, on_next, moved_here)
     except poll_store.StoreUnavailable as fault:
