@@ -33,12 +33,16 @@ class Route:
     # Fields whose link value is one of the page's shown labels (a tab, a sequence's name): a link carries the
     # English label, translated when the link is drawn (localized), as the page's URL-bound widget writes it.
     labels: tuple[str, ...] = ()
+    # Fields whose change in the address bar rewrites the page's browser-history entry instead of adding one
+    # (kvviz/assets/web/history_entries.js): a state the page writes as it goes (the stage at every step, the
+    # lesson's room score at every mark), so Back leaves the page or goes to the step before, never to a mark.
+    in_place: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "reads", MappingProxyType(dict(self.reads)))
-        unknown = set(self.labels) - set(self.reads)
-        if unknown:
-            raise ValueError(f"{self.name}: label fields {sorted(unknown)} are not among the keys it reads")
+        for kind, fields in (("label", self.labels), ("in-place", self.in_place)):
+            if unknown := set(fields) - set(self.reads):
+                raise ValueError(f"{self.name}: {kind} fields {sorted(unknown)} are not among the keys it reads")
 
     @property
     def file(self) -> str:
@@ -81,6 +85,7 @@ LESSON = Route(
     N_("Lesson"),
     ":material/school:",
     reads={"step": "step", "class_mode": "lesson_class", "score": "lesson_score"},
+    in_place=("score",),
 )
 JOIN = Route("join", N_("Join a class poll"), ":material/how_to_vote:", reads={"room": "room"})
 HOME = Route("home", N_("Start here"), ":material/home:", default=True)
@@ -101,6 +106,7 @@ STEP_THROUGH = Route(
         "head": "step_head",
         "fresh": "fresh",
     },
+    in_place=("prompt", "steps", "greedy", "temperature", "top_k", "seed", "view", "present", "layer", "head", "fresh"),
 )
 ATTENTION_PATTERNS = Route(
     "attention_patterns",
@@ -166,6 +172,11 @@ ROUTES: tuple[Route, ...] = (
     INTERNALS_SPECULATIVE,
     INTERNALS_EVICTION,
 )
+
+
+def in_place_keys() -> dict[str, list[str]]:
+    """{URL path: the query keys whose change rewrites the page's history entry} (Route.in_place), for the browser."""
+    return {route.name: [route.key(f) for f in route.in_place] for route in ROUTES if route.in_place}
 
 
 def by_name(name: str) -> Route:

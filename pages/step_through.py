@@ -216,7 +216,7 @@ def _sync_url() -> None:
     else:
         query = {"present": "1"} if s.get("step_present") else {}
     wanted = {k: v for k, v in query.items() if k in LINK_PARAMS}
-    for key in LINK_PARAMS:
+    for key in (*LINK_PARAMS, "fresh") if engine.started else LINK_PARAMS:  # a plan's ?fresh=1 leaves with Prefill
         if key not in wanted and key in st.query_params:
             del st.query_params[key]
     changed = {key: value for key, value in wanted.items() if st.query_params.get(key) != value}
@@ -224,18 +224,25 @@ def _sync_url() -> None:
         st.query_params.update(changed)
 
 
+FRESH_TAKEN = "step_fresh_taken"  # this session has opened the stage fresh for the ?fresh=1 now in its URL
+
+
 def _open_fresh() -> None:
     """A plan's link (?fresh=1) opens the stage as its row describes it, whatever this session did here before: the
-    cache empty (the generation is dropped) and presenter mode as the link says. Once: the flag leaves the URL, so a
-    reload keeps what the class did since."""
-    raw = st.query_params.get("fresh")
-    if raw is not None and not stage_link.is_url_flag(raw):  # ?fresh=2: named, the stage as this session left it
-        st.session_state["step_link_warning"] = refused_value("fresh", raw, _("the stage as this session left it"))
+    cache empty (the generation is dropped) and presenter mode as the link says. Once per arrival: the flag stays in
+    the URL until the stage's first state is written there (Prefill: _sync_url takes it out, in place), so a reload
+    after that keeps what the class did. Taken out on arrival, it made Streamlit add a history entry that still held
+    it: Back after Prefill and a few steps went to that entry and emptied the stage."""
+    raw, s = st.query_params.get("fresh"), st.session_state
+    if raw is None:
+        s.pop(FRESH_TAKEN, None)  # the next plan link opens the stage fresh again
+    elif not stage_link.is_url_flag(raw):  # ?fresh=2: named, the stage as this session left it
+        s["step_link_warning"] = refused_value("fresh", raw, _("the stage as this session left it"))
         del st.query_params["fresh"]
-    elif stage_link.url_flag(raw):
+    elif stage_link.url_flag(raw) and not s.get(FRESH_TAKEN):
+        s[FRESH_TAKEN] = True
         engine.reset()
-        st.session_state["step_present"] = stage_link.url_flag(st.query_params.get("present"))
-        del st.query_params["fresh"]
+        s["step_present"] = stage_link.url_flag(st.query_params.get("present"))
 
 
 _open_fresh()

@@ -347,3 +347,26 @@ def test_at_150_percent_zoom_the_stage_figure_starts_on_screen(app_url, browser)
         if present == "1":  # presenting, the newest row too
             assert inside(figure.locator(".shapelayer path").last.bounding_box(), 853, 480)
         tab.context.close()
+
+
+def test_back_and_forward_after_a_plans_link_prefill_and_five_steps(app_url, browser):
+    """The plan's stage link (?fresh=1, a fresh stage) pushed a second history entry when the page took the flag
+    out on arrival; Back after Prefill and 5 Next went to it and emptied the stage, and Forward did not bring the
+    generation back. Now the flag leaves with the first state written (in place): Back returns to the plan, and
+    Forward to the stage as it was, 5 steps in."""
+    tab = open_tab(browser, app_url, "teachers", **STAGE)
+    tab.get_by_text("Running it for a class").wait_for()
+    _idle(tab)
+    tab.locator('[data-testid="stMain"] a[href*="fresh=1"]').first.click()
+    tab.wait_for_selector(".st-key-step_btn_prefill")
+    _idle(tab)
+    start = _prefill(tab)
+    _steps(tab, start, 5)
+    assert "steps=5" in tab.url and "fresh" not in tab.url
+    tab.go_back()
+    tab.get_by_text("Running it for a class").wait_for()
+    _idle(tab)
+    tab.go_forward()
+    _wait_cache_len(tab, start + 5)
+    _idle(tab)
+    assert cache_length(tab) == start + 5 and "steps=5" in tab.url

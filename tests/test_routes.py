@@ -236,3 +236,13 @@ def test_every_declared_key_is_read_by_its_page(route):
     tree = ast.parse(source)
     unread = [key for key in route.query_keys if not _reads(tree, source, key)]
     assert not unread, f"{route.file} does not read {unread} from its URL (renamed? update kvviz/routes.py)"
+
+
+def test_in_place_fields_are_keys_the_page_reads_and_reach_the_browser_by_key():
+    """Route.in_place names fields (a link names the field, never the key); the browser's rule gets their keys."""
+    keys = routes.in_place_keys()
+    assert keys["lesson"] == ["lesson_score"]  # a Y/N mark is no history entry; a step is one
+    assert "step" not in keys["lesson"] and "lesson_class" not in keys["lesson"]
+    assert set(keys["step_through"]) == set(routes.STEP_THROUGH.query_keys)  # the stage writes all of its state
+    with pytest.raises(ValueError, match="in-place fields"):
+        routes.Route("x", "X", ":material/home:", reads={"a": "x_a"}, in_place=("b",))

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from kvviz import i18n
+from kvviz import i18n, routes
 from kvviz.i18n import N_, _
 from kvviz.ui import assets
 from kvviz.ui.a11y import READABLE_CSS
@@ -136,11 +136,17 @@ STREAMLIT_LABELS = (
 
 def set_document_language() -> None:
     """<html lang> follows the interface language: "zh-CN" on a Chinese page, "en" on an English one. (With the
-    style that keeps text readable, READABLE_CSS, the phone's layout, narrow.css, and page links that open in a new
-    tab as a browser's do, page_links.js: all belong to every page, drawn once per run.)"""
+    style that keeps text readable, READABLE_CSS, the phone's layout, narrow.css, page links that open in a new
+    tab as a browser's do, page_links.js, and a page's own state that rewrites its history entry,
+    history_entries.js: all belong to every page, drawn once per run.)"""
     st.html(READABLE_CSS + assets.style("hidden_helpers.css", "narrow.css"))
     st.sidebar.container(key=_DOCUMENT_LANGUAGE_KEY).html(
-        assets.script("document_language.js", "page_links.js", data={"lang": i18n.current()}),
+        assets.script(
+            "document_language.js",
+            "page_links.js",
+            "history_entries.js",
+            data={"lang": i18n.current(), "inPlace": routes.in_place_keys()},
+        ),
         unsafe_allow_javascript=True,
     )
     english = i18n.current() == i18n.ENGLISH

@@ -24,10 +24,8 @@
    lost click never holds the queue for long; leaving the stage empties it.
 
    Streamlit's own Left/Right shortcuts listen on document (bubbling): a press on the focused history slider is
-   handled by the slider inside the app's root, and a body listener keeps it from going further. The stage writes
-   its state into the address bar at every step (a reload replays it), and Streamlit pushes a browser history entry
-   per query change: on the stage a change of the query alone replaces the entry instead, so the browser's Back
-   leaves the page (as a teacher expects) instead of replaying the stage one step earlier.
+   handled by the slider inside the app's root, and a body listener keeps it from going further. (The stage's state
+   in the address bar rewrites its history entry: history_entries.js, on every page.)
 
    Installed once per browser tab (window.__kvvizStage: its queue, busy flag, presses taken and the last Stop's
    readings, which the browser tests read); inert off the stage. */
@@ -106,13 +104,6 @@
       }
     }});
     pump();
-  };
-  const push = history.pushState.bind(history);
-  history.pushState = (state, title, url) => {
-    let same = false;
-    try { same = !!url && !!document.querySelector(".st-key-step_btn_next") &&
-                 new URL(url, location.href).pathname === location.pathname; } catch (err) { same = false; }
-    return same ? history.replaceState(state, title, url) : push(state, title, url);
   };
   document.body.addEventListener("keydown", (e) => {
     if (SLIDER_KEYS.includes(e.key) && inSlider(e.target)) e.stopPropagation();
