@@ -22,7 +22,7 @@ from kvviz.step.pattern_records import (
     thresholds_text,
 )
 from kvviz.step.view import REPEAT_PROMPT, kv_head_of
-from kvviz.ui import a11y, engines, models, router
+from kvviz.ui import a11y, assets, engines, models, router
 
 PRESETS = {  # name (a stable value, also the lesson's; shown through _()) -> prompt
     N_("Repeat a pattern"): REPEAT_PROMPT,
@@ -31,6 +31,7 @@ PRESETS = {  # name (a stable value, also the lesson's; shown through _()) -> pr
 }
 STEP_SEQUENCE = N_("The step page's sequence")
 TYPE_A_PROMPT = N_("Type a prompt")
+HEAD_FIRST_PX = 480  # the large head under the pickers (head_first): its last row above a 720-px screen's fold
 
 
 @st.cache_data(
@@ -42,9 +43,21 @@ def pattern_run(loaded: LoadedModel, token_ids: tuple[int, ...]) -> PatternRun:
     return patterns.pattern_run(loaded, list(token_ids))
 
 
+def head_first() -> bool:
+    """A link that names a head (For teachers' row 4: layer 3, head 1, its copying stripe) is about that head: its
+    large view comes right under the pickers, a screen high, the explanation folded, for the whole visit (nothing
+    moves under the reader). Below the gallery and the table it started 1,337 px down a 1280x720 screen."""
+    if "pat_head" not in st.session_state:  # the page just opened: a widget's state is dropped when the reader leaves
+        st.session_state["pat_head_first"] = "pat_head" in st.query_params
+    return bool(st.session_state.get("pat_head_first"))
+
+
 router.ensure_router()  # before anything is drawn: see its docstring
+HEAD_FIRST = head_first()
+if HEAD_FIRST:
+    st.html(assets.style("link_view_first.css"))
 st.title(_("Attention patterns"))
-with st.expander(_("What you are seeing"), expanded=True):
+with st.expander(_("What you are seeing"), expanded=not HEAD_FIRST):
     st.markdown(
         _(
             "Each square is one attention head of the chosen layer: row *i* is what the token at position *i* "
@@ -74,6 +87,7 @@ source = c1.selectbox(
 # a hybrid's linear-attention layers compute no attention matrix: only its attention layers are offered
 layer = c2.selectbox(_("Layer"), list(info.attention_layers), key="pat_layer", bind="query-params")
 head = c3.selectbox(_("Head to enlarge"), list(range(info.n_head)), key="pat_head", bind="query-params")
+large_head = st.container() if HEAD_FIRST else None
 if source == STEP_SEQUENCE:
     token_ids = list(step_ids)
 else:
@@ -197,10 +211,11 @@ st.caption(
     ).format(probe=PROBE_HALF_TOKENS, thresholds=thresholds_text())
 )
 
-st.header(_("Head {head}, large").format(head=head))
-a11y.chart(
-    st,
-    figs.head_figure(lp, head, run.tokens, info.n_kv_heads),
-    config=export_config("attention_patterns"),
-    key="pat_head_fig",
-)
+with large_head or st.container():
+    st.header(_("Head {head}, large").format(head=head))
+    a11y.chart(
+        st,
+        figs.head_figure(lp, head, run.tokens, info.n_kv_heads, height_px=HEAD_FIRST_PX if HEAD_FIRST else 640),
+        config=export_config("attention_patterns"),
+        key="pat_head_fig",
+    )

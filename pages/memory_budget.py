@@ -830,7 +830,7 @@ def calculator() -> None:
         )
     results_slot = st
     if results_first():
-        st.html(assets.style("memory_results_first.css"))
+        st.html(assets.style("link_view_first.css"))
         results_slot = st.container()
     with st.expander(_("Import a Hugging Face config.json")):
         # Streamlit draws the box's own words (Upload, "200MB per file • JSON") in English whatever the page's

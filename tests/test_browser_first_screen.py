@@ -74,3 +74,22 @@ def test_the_phone_stage_shows_its_kv_chart_under_one_row_of_controls(app_url, b
     assert chart["y"] + 320 <= PHONE["height"], chart  # its title and rows on the first screen
     assert tab.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]  # the row scrolls, not the page
     tab.context.close()
+
+
+@pytest.mark.parametrize("width, height", SCREENS, ids=SCREEN_IDS)
+def test_the_plans_head_link_shows_the_enlarged_head_on_the_first_screen(app_url, browser, width, height):
+    """For teachers' row 4 (Repeat a pattern, layer 3, head 1) asks the teacher to point at the enlarged head's
+    stripe: below the explanation, the gallery and the table, it started 1,337 px down at 1280x720."""
+    tab = new_tab(browser, width=width, height=height)
+    tab.goto(f"{app_url}{_block('pages/attention_patterns.py').link}")
+    tab.get_by_text("Head 1, large").wait_for()
+    tab.locator(".st-key-pat_head_fig .heatmaplayer image, .st-key-pat_head_fig .hm image").first.wait_for()
+    wait_settled(tab, timeout_ms=120_000)
+    assert tab.locator('[data-testid="stSidebar"]').is_visible()
+    assert tab.evaluate(SCROLLED) == 0
+    header = tab.get_by_text("Head 1, large").bounding_box()
+    cells = _box(tab, ".st-key-pat_head_fig .heatmaplayer image, .st-key-pat_head_fig .hm image")  # every row
+    picker = _box(tab, ".st-key-pat_head")
+    for shown in (picker, header, cells):
+        assert inside(shown, width, height), (shown, header, cells)
+    tab.context.close()
