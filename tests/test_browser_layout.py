@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from support.browser import ARTIFACTS as ALL_ARTIFACTS
-from support.browser import open_tab, wait_settled
+from support.browser import CLIPPED_JS, open_tab, wait_settled
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = ALL_ARTIFACTS / "layout"
@@ -23,53 +23,7 @@ DEVICES = {
 }
 SETTLE_MS = 180_000  # the lead runs the whole browser tier beside this module: a loaded machine
 
-# Every visible text node of the page as a [what, its text] problem when it is cut: a text node's rectangles
-# beyond an ancestor that clips (overflow other than visible, and not a scroll box the reader can scroll), or a
-# text ending in "…" (CSS ellipsis, or a label shortened by the app); then every chart's text outside its chart.
-CLIPPED_JS = """() => {
-  const out = [];
-  const root = document.querySelector('[data-testid="stApp"]');
-  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
-  // a collapsed sidebar sits off the screen (0 px wide: its buttons squeezed); a closed expander's content is
-  // not drawn (checkVisibility): neither is text a reader sees
-  const sidebar = document.querySelector('[data-testid="stSidebar"]');
-  const sidebarShut = sidebar && sidebar.getBoundingClientRect().right <= 0;
-  const hiddenish = e => e.closest('.kvviz-sr-only, [aria-hidden="true"], script, style, .js-plotly-plot, '
-    + '[data-testid="stTooltipContent"], .kvviz-stage-state') || !e.checkVisibility()
-    || (sidebarShut && sidebar.contains(e));
-  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-    const text = n.textContent.trim();
-    const e = n.parentElement;
-    if (!text || !e || hiddenish(e)) continue;
-    const range = document.createRange(); range.selectNodeContents(n);
-    const r = range.getBoundingClientRect();
-    if (r.width === 0 || r.height === 0) continue;
-    const style = getComputedStyle(e);
-    if (style.visibility === 'hidden' || +style.opacity === 0) continue;
-    if (style.textOverflow === 'ellipsis' && e.scrollWidth > e.clientWidth + 1) { out.push(['ellipsis', text]); continue; }
-    for (let a = e; a && a !== root; a = a.parentElement) {
-      const s = getComputedStyle(a);
-      if (s.overflowX === 'visible' && s.overflowY === 'visible') continue;
-      if (['auto', 'scroll'].includes(s.overflowX) || ['auto', 'scroll'].includes(s.overflowY)) break;
-      const b = a.getBoundingClientRect();
-      if (b.width === 0 || b.height <= 2) break;  // a collapsed or visually-hidden box, not a cut
-      if (r.left < b.left - 1 || r.right > b.right + 1 || r.top < b.top - 2 || r.bottom > b.bottom + 2) {
-        out.push(['cut by ' + (a.dataset.testid || a.className || a.tagName), text]); break;
-      }
-    }
-  }
-  for (const plot of document.querySelectorAll('.js-plotly-plot')) {
-    const b = plot.getBoundingClientRect();
-    if (b.width === 0) continue;
-    for (const t of plot.querySelectorAll('.main-svg text, .main-svg .gtitle')) {
-      const r = t.getBoundingClientRect();
-      if (r.width === 0 || !t.textContent.trim()) continue;
-      if (r.left < b.left - 1 || r.right > b.right + 1 || r.top < b.top - 1 || r.bottom > b.bottom + 1)
-        out.push(['outside its chart', t.textContent.trim()]);
-    }
-  }
-  return out;
-}"""
+# CLIPPED_JS (support.browser): every visible text cut by its box, and every chart's text outside its chart.
 
 # Pairs of labels whose boxes overlap (more than 2 px each way). HTML: headings, button labels, widget labels,
 # metric labels and values, the stage's readout, Streamlit's header bar. In each chart: titles, subplot titles

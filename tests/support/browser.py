@@ -9,6 +9,7 @@ a page. The fixtures (app_url, page, browser, busy_core) live in tests/conftest.
   open_tab        new_tab + goto_drawn
   choose_tab      a tab bar's tab opened, and still open once the run is over
   choose_option   a searchable select's option chosen, and kept in the URL
+  CLIPPED_JS      the layout test's clipped-text rule: every visible text cut by its box (a page.evaluate script)
 """
 
 from __future__ import annotations
@@ -48,6 +49,55 @@ PAGES = [  # url paths st.navigation derives: every page of the app
 ]
 ARTIFACTS = Path(os.environ.get("KVVIZ_ARTIFACTS", REPO / "test-artifacts"))  # screenshots to be looked at
 IDLE_TIMEOUT_MS = 90_000
+
+# The layout test's clipped-text rule (test_browser_layout, test_browser_words_zh): every visible text node of the
+# page as a [what, its text] problem when it is cut: a text node's rectangles beyond an ancestor that clips (overflow
+# other than visible, and not a scroll box the reader can scroll), or a text ending in "…" (CSS ellipsis, or a label
+# shortened by the app); then every chart's text outside its chart.
+CLIPPED_JS = """() => {
+  const out = [];
+  const root = document.querySelector('[data-testid="stApp"]');
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  // a collapsed sidebar sits off the screen (0 px wide: its buttons squeezed); a closed expander's content is
+  // not drawn (checkVisibility): neither is text a reader sees
+  const sidebar = document.querySelector('[data-testid="stSidebar"]');
+  const sidebarShut = sidebar && sidebar.getBoundingClientRect().right <= 0;
+  const hiddenish = e => e.closest('.kvviz-sr-only, [aria-hidden="true"], script, style, .js-plotly-plot, '
+    + '[data-testid="stTooltipContent"], .kvviz-stage-state') || !e.checkVisibility()
+    || (sidebarShut && sidebar.contains(e));
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const text = n.textContent.trim();
+    const e = n.parentElement;
+    if (!text || !e || hiddenish(e)) continue;
+    const range = document.createRange(); range.selectNodeContents(n);
+    const r = range.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) continue;
+    const style = getComputedStyle(e);
+    if (style.visibility === 'hidden' || +style.opacity === 0) continue;
+    if (style.textOverflow === 'ellipsis' && e.scrollWidth > e.clientWidth + 1) { out.push(['ellipsis', text]); continue; }
+    for (let a = e; a && a !== root; a = a.parentElement) {
+      const s = getComputedStyle(a);
+      if (s.overflowX === 'visible' && s.overflowY === 'visible') continue;
+      if (['auto', 'scroll'].includes(s.overflowX) || ['auto', 'scroll'].includes(s.overflowY)) break;
+      const b = a.getBoundingClientRect();
+      if (b.width === 0 || b.height <= 2) break;  // a collapsed or visually-hidden box, not a cut
+      if (r.left < b.left - 1 || r.right > b.right + 1 || r.top < b.top - 2 || r.bottom > b.bottom + 2) {
+        out.push(['cut by ' + (a.dataset.testid || a.className || a.tagName), text]); break;
+      }
+    }
+  }
+  for (const plot of document.querySelectorAll('.js-plotly-plot')) {
+    const b = plot.getBoundingClientRect();
+    if (b.width === 0) continue;
+    for (const t of plot.querySelectorAll('.main-svg text, .main-svg .gtitle')) {
+      const r = t.getBoundingClientRect();
+      if (r.width === 0 || !t.textContent.trim()) continue;
+      if (r.left < b.left - 1 || r.right > b.right + 1 || r.top < b.top - 1 || r.bottom > b.bottom + 1)
+        out.push(['outside its chart', t.textContent.trim()]);
+    }
+  }
+  return out;
+}"""
 
 
 def require(path: str, package: str) -> None:
