@@ -216,6 +216,14 @@ TERMS = {
     r"\boutlined\b": ("带描边", ("加框", "加了边框")),
     r"\bstep[- ]through session\b|\bstep page\b": ("逐步生成", ("逐步页面", "逐步执行")),  # the page, by its title
     r"\btokens?/s\b": ("token/s", ("token/秒",)),
+    # a head's index as the stage's picker writes it (H0, H1 ...): 头 H1, 查询头 H1, KV 头 H1, never 头 1
+    r"\b(?:q(?:uery)? |kv |K/V )?head \{\w+\}|\bhead \d": (
+        "头 H",
+        ("头 {head}", "头 {kv_head}", "头 {kv}", "头 {q_head}"),
+    ),
+    r"\bms\b|\bmilliseconds?\b": ("ms", ("毫秒",)),  # a unit's symbol, as token/s, GB/s and µs are written
+    r"\bfp8 \(transformers\)|\bfp8-hf\b": ("fp8（transformers）", ("fp8-hf",)),  # transformers' own fp8 cache
+    r"\bKB\b": ("KB", ("kB",)),  # the units rule's spelling, as the byte formatter writes it
 }
 
 
@@ -576,3 +584,36 @@ def test_the_chinese_handout_never_slants_chinese():
     assert ":lang(zh) .hint" in rules and ":lang(zh) i" in rules
     zh_rule = re.search(r":lang\(zh\) \.hint, :lang\(zh\) i \{([^}]*)\}", rules)
     assert zh_rule and "font-style: normal" in zh_rule.group(1) and "text-emphasis" in zh_rule.group(1)
+
+
+def test_one_name_for_a_format_and_one_spelling_for_a_unit_where_code_writes_them():
+    """Beside the catalog (TERMS): the eviction chart labels transformers' fp8 cache by its name, fp8（transformers）,
+    as the text does (its key, fp8-hf, was the legend's label), and the byte formatter writes KB, the units rule's
+    spelling (it printed "131.1 kB" beside a "KB" label)."""
+    import json
+
+    from kvviz.figures import eviction as eviction_figs
+    from kvviz.internals.eviction import EvictSettings
+    from kvviz.internals.records import EvictionPoint, EvictionSweep
+    from kvviz.memory import units
+
+    def point(policy: str, kind: str, keep: int, kept: int) -> EvictionPoint:
+        return EvictionPoint(policy, kind, keep, 64, 64, kept, 1024, 40, 50, 3.1, 3.0, (20, 20), (0.1, 0.1))
+
+    sweep = EvictionSweep(
+        "test model",
+        EvictSettings(),
+        (
+            point("full", "eviction", 100, 1024),
+            *(point("recent", "eviction", keep, 1024 * keep // 100) for keep in (50, 25)),
+            point("fp8", "quantized", 100, 256),
+            point("fp8-hf", "quantized", 100, 256),
+        ),
+        32,
+        2000,
+    )
+    for metric in ("copy", "loss"):
+        with i18n.language(i18n.CHINESE):
+            shown = json.dumps(eviction_figs.quality_figure(sweep, ["recent"], metric).to_dict(), ensure_ascii=False)
+        assert "fp8-hf" not in shown and "fp8（transformers）" in shown, metric
+    assert units.decimal_bytes(131_072) == "131.1 KB" and units.format_bytes(131_072).endswith("= 128 KiB = 131.1 KB")

@@ -59,7 +59,7 @@ def test_quantized_labels_never_share_a_place_and_full_cache_sits_in_the_margin(
     for metric in ("copy", "loss"):
         layout = _layout_json(fig.quality_figure(_sweep(), ["random", "recent", "streaming", "h2o"], metric))
         notes = layout["annotations"]
-        quant = [a for a in notes if a["text"] in ("fp16", "fp8", "fp8-hf", "int8", "int4", "int2")]
+        quant = [a for a in notes if a["text"] in ("fp16", "fp8", "fp8 (transformers)", "int8", "int4", "int2")]
         assert len(quant) == 6
         for i, a in enumerate(quant):  # near in x means apart in height
             for b in quant[i + 1 :]:

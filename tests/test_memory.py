@@ -287,7 +287,7 @@ def test_published_figures_are_checked_with_arithmetic():
 
 def test_format_bytes_is_unambiguous():
     assert units.format_bytes(536_870_912) == "536,870,912 B = 512 MiB = 0.5369 GB"
-    assert units.format_bytes(73_728) == "73,728 B = 72 KiB = 73.73 kB"  # never "7.373e-05 GB"
+    assert units.format_bytes(73_728) == "73,728 B = 72 KiB = 73.73 KB"  # never "7.373e-05 GB"
 
 
 # ----- the calculator == the real cache tensors -----------------------------------------------------------------
@@ -392,7 +392,7 @@ def test_the_same_cache_with_mha_and_the_cross_attention_layout():
 
 
 def test_one_table_of_byte_units_reads_kb_either_way():
-    """The formatter writes SI's kB; a printed KB (the claims' sources, the lesson's picker) is the same 10^3."""
+    """The formatter writes KB (the units rule's spelling); a printed kB (SI's) is the same 10^3."""
     assert units.UNIT_BYTES["kB"] == units.UNIT_BYTES["KB"] == 1000 and units.UNIT_BYTES["KiB"] == 1024
     assert units.binary_and_decimal("GB") == (2**30, 10**9) and units.binary_and_decimal("MiB") == (2**20, 2**20)
     assert units.binary_and_decimal("KB") == units.binary_and_decimal("kB") == (1024, 1000)

@@ -149,7 +149,7 @@ def quality_figure(sweep: EvictionSweep, policies: Sequence[str], metric: str = 
         name=_("quantized formats"),
         marker=dict(symbol="diamond", size=14, color=QUANT_COLOR),
         showlegend=False,
-        text=[q.policy for q in quantized],
+        text=[policy_short(q.policy) for q in quantized],  # fp8-hf reads fp8 (transformers), as the text says
         customdata=[q.kv_bytes_kept for q in quantized],
         hovertemplate="%{text}: %{customdata:,} B · %{y:.3f}<extra></extra>",
     )
@@ -159,7 +159,7 @@ def quality_figure(sweep: EvictionSweep, policies: Sequence[str], metric: str = 
         fig.add_annotation(
             x=x,
             y=y,
-            text=q.policy,
+            text=policy_short(q.policy),
             showarrow=True,
             arrowhead=0,
             arrowcolor=QUANT_COLOR,
@@ -209,7 +209,7 @@ def _clip_outliers(fig: go.Figure, sweep: EvictionSweep, drawn: Sequence[str], f
             x=x,
             y=top,
             yanchor="top",
-            text=f"▲ {policy + ' ' if quantized else ''}{_value(p, 'loss'):+.2f}",
+            text=f"▲ {policy_short(policy) + ' ' if quantized else ''}{_value(p, 'loss'):+.2f}",
             showarrow=False,
             yshift=-LABEL_STEP_PX * level,
             font=dict(color=QUANT_COLOR if quantized else POLICY_COLORS.get(policy, MARKER_COLOR)),

@@ -1,7 +1,7 @@
 """Byte units and the project's one byte formatter: exact bytes first, then binary and decimal units.
 
-1 KiB = 1024 bytes, 1 MiB = 2**20, 1 GiB = 2**30; 1 kB = 1000 bytes, 1 GB = 10**9. Numbers read naturally:
-4 significant digits, never scientific notation ('73.73 kB', never '7.373e-05 GB').
+1 KiB = 1024 bytes, 1 MiB = 2**20, 1 GiB = 2**30; 1 KB = 1000 bytes, 1 GB = 10**9. Numbers read naturally:
+4 significant digits, never scientific notation ('73.73 KB', never '7.373e-05 GB').
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import math
 KIB, MIB, GIB, TIB = 2**10, 2**20, 2**30, 2**40
 GB = 10**9
 
-# Every byte unit kvviz reads or writes, in bytes. The formatter writes SI's "kB"; "KB", as sources print it and as
-# the lesson's unit picker offers it, is read the same: 10^3 (the units rule, kvviz.claims.UNITS_RULE).
+# Every byte unit kvviz reads or writes, in bytes. The formatter writes "KB", as the lesson's unit picker, the glossary
+# and the units rule name it (kvviz.claims.UNITS_RULE: GB, MB, KB decimal), one spelling on every page; SI's "kB", as
+# some sources print it, is read the same: 10^3.
 UNIT_BYTES: dict[str, int] = {
     "B": 1,
     "kB": 10**3,
@@ -32,7 +33,7 @@ UNIT_BYTES: dict[str, int] = {
 BINARY_TWIN: dict[str, str] = {"kB": "KiB", "KB": "KiB", "MB": "MiB", "GB": "GiB", "TB": "TiB", "PB": "PiB"}
 
 _BINARY = tuple((unit, UNIT_BYTES[unit]) for unit in ("EiB", "PiB", "TiB", "GiB", "MiB", "KiB"))
-_DECIMAL = tuple((unit, UNIT_BYTES[unit]) for unit in ("PB", "TB", "GB", "MB", "kB"))
+_DECIMAL = tuple((unit, UNIT_BYTES[unit]) for unit in ("PB", "TB", "GB", "MB", "KB"))
 
 
 def binary_and_decimal(unit: str) -> tuple[int, int]:
@@ -61,7 +62,7 @@ def short_bytes(n_bytes: int) -> str:
 
 
 def decimal_bytes(n_bytes: int) -> str:
-    """Decimal form, GB down to 0.01 GB, then MB or kB: '0.5369 GB', '73.73 kB' (never '7.373e-05 GB')."""
+    """Decimal form, GB down to 0.01 GB, then MB or KB: '0.5369 GB', '73.73 KB' (never '7.373e-05 GB')."""
     for unit, size in _DECIMAL:
         if n_bytes >= (size // 100 if unit == "GB" else size):
             return f"{_number(n_bytes / size)} {unit}"
