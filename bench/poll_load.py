@@ -23,10 +23,20 @@ What runs:
   acknowledgement: from sending the click to the ForwardMsg after which the page shows the success alert
   ("Vote received").
 
-Reported: ack median / p90 / max, votes sent vs counted per question and round (the store's rows; every
-acknowledged vote must be a row with the chosen index), the load average (before, the run's peak, after), thread
-counts (the machine's, from /proc/loadavg, and each replica's), the replicas' CPU seconds, the projector's refresh
-cost, and with --kill-replica how many students lost their connection and rejoined. JSON in bench/results/.
+Every tap is accounted for as the phone's page does it (kvviz/assets/web/join_phone.js, whose rule tap() applies to
+the messages read): the page draws which run of which session it is and how many taps that session acted on
+(.kvviz-join-state); the next run after a tap either acted on it (the receipt, "acknowledged", or a sentence saying
+why not, "refused") or did not (another session: the tap went to a replica that is gone), and no run within 10 s
+counts as not: then the page shows "Your tap did not reach the class poll ... Tap your answer again" ("told"), and the
+student taps again. A dropped connection after a tap is told too (the browser reconnects to a new session). A tap
+with none of these within ACK_TIMEOUT_S is lost without a message; the run exits 1 unless there are none and taps
+sent = acknowledged + told + refused.
+
+Reported: ack median / p90 / max, taps sent / acknowledged / told / refused / lost without a message, votes sent vs
+counted per question and round (the store's rows; every acknowledged vote must be a row with the chosen index), the
+load average (before, the run's peak, after), thread counts (the machine's, from /proc/loadavg, and each replica's),
+the replicas' CPU seconds, the projector's refresh cost, and with --kill-replica how many students lost their
+connection and rejoined. JSON in bench/results/.
 Localhost only; caps: MAX_STUDENTS students, --max-minutes wall clock for the class (servers' start not counted).
 """
 
@@ -39,6 +49,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import secrets
 import signal
 import socket
@@ -58,6 +69,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from classroom_load import _stats  # noqa: E402
 from classroom_ws import Student  # noqa: E402
 from streamlit.proto.Alert_pb2 import Alert  # noqa: E402
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
+from websockets.exceptions import ConnectionClosed  # noqa: E402
 
 from kvviz.poll import store as poll_store  # noqa: E402
 from kvviz.poll.question import PollQuestion  # noqa: E402
@@ -321,6 +334,92 @@ class Lesson:
                 )
 
 
+# ----- a tap, as the phone's page accounts for it (kvviz/assets/web/join_phone.js) ---------------------------------
+LOST_AFTER_S = 10.0  # join_phone.js's LOST_AFTER_MS: no run drawn this long after a tap, and the page says so
+MARKER = re.compile(r'class="kvviz-join-state" data-run="([^"]*)" data-taps="(\d+)"')
+
+
+class NotSent(Exception):
+    """The tap's message could not be sent: the connection was already closed (a browser shows the page
+    reconnecting with its buttons disabled, so no tap is made)."""
+
+
+def drawn_marker(student: Student) -> tuple[str, int] | None:
+    """The page's .kvviz-join-state (pages/join.py): (which run of which session, "<session>:<run>"; how many taps
+    that session acted on), as join_phone.js reads it from the DOM; None before the page drew one."""
+    for kind, el, _ in student.page.elements.values():
+        if kind == "html" and "kvviz-join-state" in el.body and (found := MARKER.search(el.body)):
+            return found.group(1), int(found.group(2))
+    return None
+
+
+def receipt_this_run(student: Student) -> bool:
+    """The page shows the vote's receipt (a success alert) drawn by the run now under way or just finished."""
+    return any(
+        kind == "alert" and el.format == Alert.SUCCESS and path in student.page.touched
+        for path, (kind, el, _) in student.page.elements.items()
+    )
+
+
+async def tap(student: Student, key: str) -> dict:
+    """Tap the choice button `key` and account for it as the phone's page does (join_phone.js): the marker drawn when
+    tapped is remembered; the next run drawn either acted on the tap (the same session, more taps) or did not (another
+    session: the tap went to a replica that is gone), and no run within LOST_AFTER_S counts as not. Returns the tap's
+    outcome, after every message read:
+
+    - "acknowledged": a run that acted on the tap drew the receipt ("Vote received"), ack_ms from the send;
+    - "refused": a run that acted on it finished with no receipt (a sentence says why: voting closed, a limit);
+    - "told": the page would show join_phone.js's line "Your tap did not reach the class poll ... Tap your answer
+      again": the next run drawn did not act on it, or none came within LOST_AFTER_S, or the connection dropped (a
+      browser then reconnects, to a new session on another replica, whose first run is another session's: told;
+      `disconnected` True and told_ms left to the caller, which reconnects);
+    - "silent": none of these within ACK_TIMEOUT_S: a tap lost without a message (the count that must stay 0)."""
+    found = student.page.find_key("button", key)
+    if found is None:
+        raise RuntimeError(f"no button keyed {key!r}")
+    before = drawn_marker(student) or ("", 0)
+    t0 = time.perf_counter()
+    try:
+        await student.rerun(trigger=found[0], fragment_id=found[1])
+    except ConnectionClosed as closed:
+        raise NotSent(str(closed)) from closed
+    out = {"outcome": "silent", "ack_ms": None, "told_ms": None, "disconnected": False, "alerts": []}
+    acted = False
+    while True:
+        elapsed_s = time.perf_counter() - t0
+        if elapsed_s > ACK_TIMEOUT_S or (not acted and elapsed_s > LOST_AFTER_S):
+            if not acted:
+                out.update(outcome="told", told_ms=round(LOST_AFTER_S * 1000, 1))
+            out["alerts"] = shown_alerts(student)
+            return out
+        limit_s = (ACK_TIMEOUT_S if acted else LOST_AFTER_S) - elapsed_s
+        try:
+            data = await asyncio.wait_for(student.ws.recv(), limit_s)
+        except TimeoutError:
+            continue
+        except ConnectionClosed:
+            out.update(outcome="told", disconnected=True)
+            return out
+        msg = ForwardMsg()
+        msg.ParseFromString(data)
+        msg = student.page.apply(msg)
+        kind = msg.WhichOneof("type")
+        now_ms = round((time.perf_counter() - t0) * 1000, 1)
+        marker = drawn_marker(student)
+        if not acted and marker is not None and marker[0] != before[0]:
+            same_session = marker[0].split(":")[0] == before[0].split(":")[0]
+            if not (same_session and marker[1] > before[1]):
+                out.update(outcome="told", told_ms=now_ms, alerts=shown_alerts(student))
+                return out
+            acted = True  # this session acted on the tap: the receipt, or a sentence, comes in this run
+        if acted and receipt_this_run(student):
+            out.update(outcome="acknowledged", ack_ms=now_ms)
+            return out
+        if acted and kind == "script_finished" and msg.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+            out.update(outcome="refused", alerts=shown_alerts(student))
+            return out
+
+
 async def phone(url: str, lesson: Lesson, me: Phone, spread_s: float) -> None:
     rng = random.Random(me.index)
     query = f"room={lesson.room.code}" + ("&lang=zh-CN" if me.index % 2 else "")
@@ -351,12 +450,13 @@ async def phone(url: str, lesson: Lesson, me: Phone, spread_s: float) -> None:
             key = (step, round_)
             await lesson.opened[key].wait()
             await asyncio.sleep(rng.uniform(0, spread_s))
-            choice = None
-            for attempt in range(3):
+            choice, reconnect = None, student is None
+            for attempt in range(3):  # a tap the page says did not reach the poll is tapped again
                 try:
-                    if attempt or student is None:
-                        me.rejoins += bool(attempt)
+                    if reconnect:
+                        me.rejoins += attempt > 0
                         await connect()
+                        reconnect = False
                     t0 = time.perf_counter()
                     await student.click_key("join_refresh", timeout_s=ACK_TIMEOUT_S)
                     refresh_ms = (time.perf_counter() - t0) * 1000
@@ -366,25 +466,40 @@ async def phone(url: str, lesson: Lesson, me: Phone, spread_s: float) -> None:
                         me.problems.append(f"{key}: no choice buttons after refresh; alerts {shown_alerts(student)}")
                         break
                     choice = rng.randrange(n) if choice is None else choice  # a retry votes the same again
-                    vote = {
-                        "step": step,
-                        "round": round_,
-                        "choice": choice,
-                        "refresh_ms": round(refresh_ms, 1),
-                        "ack_ms": None,
-                        "replica": student.cookies.get("kvviz_replica"),
-                        "attempt": attempt,
-                    }
-                    me.votes.append(vote)
-                    _, ack_ms = await student.click_key(
-                        f"{prefix}{choice}", settled=lambda _s: acked(student), timeout_s=ACK_TIMEOUT_S
-                    )
-                    vote["ack_ms"] = None if ack_ms is None else round(ack_ms, 1)
-                    if ack_ms is None:
-                        me.problems.append(f"{key}: no receipt; alerts {shown_alerts(student)}")
-                    break
-                except Exception as exc:  # noqa: BLE001 - a dropped connection (the killed replica): rejoin
+                    sent_at = time.perf_counter()
+                    result = await tap(student, f"{prefix}{choice}")
+                except Exception as exc:  # noqa: BLE001 - no tap sent: a dropped connection (the killed replica)
                     me.problems.append(f"{key} attempt {attempt}: {type(exc).__name__}: {str(exc)[:120]}")
+                    reconnect = True
+                    continue
+                vote = {
+                    "step": step,
+                    "round": round_,
+                    "choice": choice,
+                    "refresh_ms": round(refresh_ms, 1),
+                    "ack_ms": result["ack_ms"],
+                    "outcome": result["outcome"],
+                    "told_ms": result["told_ms"],
+                    "replica": student.cookies.get("kvviz_replica"),
+                    "attempt": attempt,
+                }
+                me.votes.append(vote)
+                if result["disconnected"]:  # the browser reconnects by itself; its new session's first run tells
+                    me.problems.append(f"{key} attempt {attempt}: the connection dropped after the tap")
+                    reconnect = True
+                    with contextlib.suppress(Exception):
+                        me.rejoins += 1
+                        await connect()
+                        reconnect = False
+                    drawn_ms = (time.perf_counter() - sent_at) * 1000
+                    vote["told_ms"] = round(min(drawn_ms, LOST_AFTER_S * 1000), 1)  # that run, or the page's timer
+                if result["outcome"] in ("acknowledged", "refused"):
+                    if result["outcome"] == "refused":
+                        me.problems.append(f"{key}: refused; alerts {result['alerts']}")
+                    break
+                if result["outcome"] == "silent":
+                    me.problems.append(f"{key}: lost without a message; alerts {result['alerts']}")
+                    break
             lesson.finished(key)
     with contextlib.suppress(Exception):
         await student.close()
@@ -478,6 +593,8 @@ def report(args, lesson: Lesson, phones: list[Phone], projector: Projector, stor
             per_round.append(
                 {"step": s, "round": r, "sent": sent[(s, r)], "acked": acks[(s, r)], "counted": counted[(s, r)]}
             )
+    taps = Counter(v["outcome"] for p in phones for v in p.votes)
+    told_ms = [v["told_ms"] for p in phones for v in p.votes if v["outcome"] == "told" and v["told_ms"] is not None]
     acks_ms = [v["ack_ms"] for p in phones for v in p.votes if v["ack_ms"] is not None]
     refresh_ms = [v["refresh_ms"] for p in phones for v in p.votes]
     ack = _stats(acks_ms)
@@ -500,6 +617,16 @@ def report(args, lesson: Lesson, phones: list[Phone], projector: Projector, stor
         "clicks_sent": clicks,
         "votes_acked": len(acks_ms),
         "votes_counted": sum(counted.values()),
+        # every tap sent, as the phone's page accounts for it (join_phone.js's rule, applied to the messages read)
+        "taps": {
+            "sent": clicks,
+            "acknowledged": taps["acknowledged"],
+            "told": taps["told"],
+            "refused": taps["refused"],
+            "lost_without_a_message": taps["silent"],
+            "told_after_s": _stats(told_ms),
+            "sent_equals_acknowledged_told_refused": clicks == taps["acknowledged"] + taps["told"] + taps["refused"],
+        },
         "sent_equals_counted": sent == counted,
         "acked_votes_missing_from_store": lost,
         "per_round": per_round,
@@ -546,6 +673,13 @@ def summary(result: dict) -> str:
             "clicks / votes sent / acked / counted",
             f"{result['clicks_sent']} / {result['votes_sent']} / {result['votes_acked']} / {result['votes_counted']} "
             f"(sent == counted per round: {result['sent_equals_counted']})",
+        ),
+        (
+            "taps sent / acknowledged / told / refused / lost",
+            f"{result['taps']['sent']} / {result['taps']['acknowledged']} / {result['taps']['told']} / "
+            f"{result['taps']['refused']} / {result['taps']['lost_without_a_message']} (told = the page's line "
+            f"'Your tap did not reach the class poll', after {result['taps']['told_after_s'].get('median_s')} s "
+            f"median, {result['taps']['told_after_s'].get('max_s')} s max)",
         ),
         ("acked votes missing from store", len(result["acked_votes_missing_from_store"])),
         (
@@ -619,6 +753,9 @@ def main() -> None:
     out.write_text(json.dumps(full, indent=1, ensure_ascii=False))
     print(summary(result))
     print(f"(JSON: {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out})")
+    taps = result["taps"]
+    if taps["lost_without_a_message"] or not taps["sent_equals_acknowledged_told_refused"]:
+        raise SystemExit(f"taps lost without a message: {taps}")
 
 
 if __name__ == "__main__":
