@@ -253,3 +253,32 @@ def test_a_search_of_hyphens_or_underscores_alone_matches_as_typed_not_everythin
     ]
     assert len(found) < len(glossary.TERMS)
     assert set(expected) <= set(found)
+
+
+def test_the_command_that_serves_a_class_runs_as_printed_in_both_languages():
+    """The teacher page's command held a placeholder ("--browser.serverAddress <host students type>", issue 58):
+    printed in both languages it runs as it stands (a real address, no <…>), the page says what that address
+    stands for and how to find this computer's, and gives students the link with it. The guides print the same
+    command (kvviz.teaching.guide.SERVE_A_CLASS, one home)."""
+    import ipaddress
+    import re
+    import shlex
+
+    from kvviz import i18n
+
+    command = guide.SERVE_A_CLASS
+    words = shlex.split(command)
+    address = words[words.index("--browser.serverAddress") + 1]
+    ipaddress.ip_address(address)  # an address Streamlit accepts, not a placeholder
+    assert words[0] == "KVVIZ_SHARED=1" and words[1:4] == [".venv/bin/streamlit", "run", "app.py"]
+    for language in (i18n.ENGLISH, i18n.CHINESE):
+        with i18n.language(language):
+            text = guide.run_for_a_class()
+        assert not re.search(r"<[^<>`]*>", text), (language, re.findall(r"<[^<>`]*>", text))
+        assert f"`{command}`" in text and "hostname -I" in text, language
+        assert f"`http://{address}:{guide.STREAMLIT_PORT}/lesson?step=1`" in text, language
+        said = text.replace(f"`{command}`", "").replace(f"`http://{address}", "")
+        assert address in said, language  # what the address stands for, outside the command and the link
+    for doc in ("docs/deploying.md", "docs/teaching.md", ".streamlit/config.toml", "kvviz/model/shared_mode.py"):
+        held = (REPO / doc).read_text(encoding="utf-8")
+        assert "<host students type>" not in held and command in held.replace("\n", " "), doc

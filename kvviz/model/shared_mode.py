@@ -4,9 +4,10 @@ On whenever the server listens beyond this computer (Streamlit's server.address 
 localhost), off on a laptop listening on loopback only (any name, folder or random shape, no cap). The one
 command to serve a class is therefore the plain one:
 
-    KVVIZ_SHARED=1 .venv/bin/streamlit run app.py --server.address 0.0.0.0 --browser.serverAddress <host students type>
+    KVVIZ_SHARED=1 .venv/bin/streamlit run app.py --server.address 0.0.0.0 --browser.serverAddress 192.168.1.20
 
-and an environment variable overrides the address's choice either way: KVVIZ_SHARED=1 turns it on on loopback (a
+(192.168.1.20: this computer's address on the room's network, the one students type; kvviz.teaching.guide explains
+it to the teacher), and an environment variable overrides the address's choice either way: KVVIZ_SHARED=1 turns it on on loopback (a
 server behind a proxy on the same machine), KVVIZ_SHARED=0 turns it off for a trusted network (the teacher's explicit
 say-so; any other non-empty value means on).
 

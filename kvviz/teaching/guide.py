@@ -132,17 +132,27 @@ PLAN_45: tuple[Block, ...] = PLAN_30[:3] + (
     ),
 )
 
+# The one command that serves a class (docs/deploying.md and docs/teaching.md print it too): runnable as printed, its
+# address an example the guide explains (this computer's address on the room's network, the one students type;
+# Streamlit prints its link with it and never looks up an external address).
+EXAMPLE_ADDRESS = "192.168.1.20"
+STREAMLIT_PORT = 8501  # Streamlit's default
+SERVE_A_CLASS = (
+    f"KVVIZ_SHARED=1 .venv/bin/streamlit run app.py --server.address 0.0.0.0 --browser.serverAddress {EXAMPLE_ADDRESS}"
+)
+
 RUN_FOR_A_CLASS = N_(
     "**One laptop and a projector.** Run `.venv/bin/streamlit run app.py`, open the Lesson, turn on **Class mode** "
     "(or open `{class_link}`): no sidebar, large type, no typing, **Reveal the answer** (or V) "
     "shows the answer and its figure, then **The room got it** (Y) or **The room missed it** (N) scores the room: "
     "the summary shows the room's score. Right/Left arrows move between steps. On the step page, Presenter mode "
     "(`?{presenter_query}`) hides the sidebar.\n\n"
-    "**Students on their own devices, one link.** Start one server for the room in shared mode and give students "
-    "one address: `KVVIZ_SHARED=1 .venv/bin/streamlit run app.py --server.address 0.0.0.0 --browser.serverAddress <host students type>` "
-    "(or `deploy/run_class.sh` for one process per core behind nginx). Each student's lesson, answers and cache "
-    "are their own session; the link `{step_one_link}` starts them at step 1. Shared mode offers only the models "
-    "you list, so no browser can make the server load anything else.\n\n"
+    "**Students on their own devices, one link.** Start one server for the room in shared mode: `{command}` (or "
+    "`deploy/run_class.sh` for one process per core behind nginx), where {address} stands for this computer's "
+    "address on the room's network (`hostname -I` prints it on Linux, `ipconfig getifaddr en0` on a Mac). Give "
+    "students one link, `{student_link}`: it starts them at step 1. Each student's lesson, answers and cache are "
+    "their own session. Shared mode offers only the models you list, so no browser can make the server load "
+    "anything else.\n\n"
     "**The handout.** From the lesson's **Handout** button: one printable page per step with the question, the "
     "figure and the worked answer, computed for the model the lesson ran on, and beside it the worksheet: the "
     "same pages without hints or answers. Print them from the browser."
@@ -154,7 +164,9 @@ def run_for_a_class() -> str:
     return _(RUN_FOR_A_CLASS).format(
         class_link=_LESSON.url(_LESSON.query(step=1, class_mode="true")),
         presenter_query=urlencode(routes.STEP_THROUGH.query(present=1, fresh=1)),
-        step_one_link=_LESSON.url(_LESSON.query(step=1)),
+        command=SERVE_A_CLASS,
+        address=EXAMPLE_ADDRESS,
+        student_link=f"http://{EXAMPLE_ADDRESS}:{STREAMLIT_PORT}{_LESSON.url(_LESSON.query(step=1))}",
     )
 
 
