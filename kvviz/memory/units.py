@@ -31,6 +31,8 @@ UNIT_BYTES: dict[str, int] = {
 }
 # A decimal unit's binary twin: the pairs a reader mixes up (a "GB" that means GiB).
 BINARY_TWIN: dict[str, str] = {"kB": "KiB", "KB": "KiB", "MB": "MiB", "GB": "GiB", "TB": "TiB", "PB": "PiB"}
+# A binary unit's decimal twin, as the lesson writes it ("KB", not "kB").
+DECIMAL_TWIN: dict[str, str] = {binary: decimal for decimal, binary in BINARY_TWIN.items() if decimal != "kB"}
 
 _BINARY = tuple((unit, UNIT_BYTES[unit]) for unit in ("EiB", "PiB", "TiB", "GiB", "MiB", "KiB"))
 _DECIMAL = tuple((unit, UNIT_BYTES[unit]) for unit in ("PB", "TB", "GB", "MB", "KB"))
@@ -42,7 +44,7 @@ def binary_and_decimal(unit: str) -> tuple[int, int]:
     return UNIT_BYTES[BINARY_TWIN.get(unit, unit)], UNIT_BYTES[unit]
 
 
-def _number(value: float) -> str:
+def significant(value: float) -> str:
     """4 significant digits, never scientific notation: 0.5369, 12.5, 1,024, 4,612."""
     if value >= 1000:
         return f"{value:,.0f}"
@@ -58,14 +60,14 @@ def binary_unit(n_bytes: int) -> tuple[str, int]:
 def short_bytes(n_bytes: int) -> str:
     """Compact binary form for metric tiles: '512 MiB', '72 KiB', '640 B'."""
     unit, size = binary_unit(n_bytes)
-    return f"{n_bytes:,} B" if size == 1 else f"{_number(n_bytes / size)} {unit}"
+    return f"{n_bytes:,} B" if size == 1 else f"{significant(n_bytes / size)} {unit}"
 
 
 def decimal_bytes(n_bytes: int) -> str:
     """Decimal form, GB down to 0.01 GB, then MB or KB: '0.5369 GB', '73.73 KB' (never '7.373e-05 GB')."""
     for unit, size in _DECIMAL:
         if n_bytes >= (size // 100 if unit == "GB" else size):
-            return f"{_number(n_bytes / size)} {unit}"
+            return f"{significant(n_bytes / size)} {unit}"
     return f"{n_bytes:,} B"
 
 

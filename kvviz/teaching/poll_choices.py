@@ -31,6 +31,7 @@ from dataclasses import replace
 from typing import Any
 
 from kvviz.i18n import N_, _
+from kvviz.memory import units
 from kvviz.poll.question import PollQuestion
 from kvviz.teaching import lesson
 
@@ -144,7 +145,7 @@ def _made_up(question: lesson.Question, family: str) -> list[tuple[Any, str]]:
 
 def _unit_bytes(family: str, unit: str) -> int:
     """The size of `unit`'s counterpart in `family` ("MB" -> 2^20 in binary, "MiB" -> 10^6 in decimal)."""
-    return lesson.BYTE_UNITS[f"{unit[0]}iB" if family == "binary" else f"{unit[0]}B"]
+    return lesson.BYTE_UNITS[(units.BINARY_TWIN if family == "binary" else units.DECIMAL_TWIN)[unit]]
 
 
 def _label(question: lesson.Question, value: Any, family: str) -> str:
@@ -155,7 +156,7 @@ def _label(question: lesson.Question, value: Any, family: str) -> str:
     n_bytes = int(value)
     unit = next((u for u in _UNITS[family] if n_bytes >= lesson.BYTE_UNITS[u]), "B")
     number = n_bytes / lesson.BYTE_UNITS[unit]
-    return f"{number:,.0f} {unit}" if unit == "B" or number >= 1000 else f"{number:.4g} {unit}"
+    return f"{number:,.0f} {unit}" if unit == "B" else f"{units.significant(number)} {unit}"
 
 
 def _number_part(label: str) -> str:
