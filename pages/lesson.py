@@ -345,6 +345,17 @@ def class_box(number: int, question: lesson.Question, step: lesson.LessonStep, f
     # the question is the first heading under the page's title (h2: headings in order, axe's heading-order), its
     # choices and the answer h3 under it; drawn at the h3's size and spacing it had (CLASS_CSS, READABLE_CSS)
     st.container(key="lesson_question").markdown(f"## {question.text}")
+    # With this tab's class poll running, its panel (the QR code, the count, after Reveal the room's votes) sits
+    # beside the question's choices and figure: under the question it pushed step 2's prompt (its figure) and, after
+    # Reveal, the vote chart below a 1024x768 projector's fold
+    main, side = st.columns([2, 1], gap="medium") if poll.hosted_room() is not None else (st.container(), None)
+    with main:
+        _class_question(number, question, step, font_px, ask, side)
+
+
+def _class_question(number: int, question: lesson.Question, step: lesson.LessonStep, font_px: int, ask, side) -> None:
+    """class_box's choices, Reveal or the answer and the room's mark, the poll panel (in `side` when given) and the
+    figure."""
     # With a class poll running, the room's letters: the poll's choices in its order, as every phone and the vote
     # chart letter them (on number steps too), so "the answer is C" sends the room to one choice
     choices = poll.room_choices(number, question) or (question.choices if question.is_choice else ())
@@ -357,7 +368,8 @@ def class_box(number: int, question: lesson.Question, step: lesson.LessonStep, f
     reveal_key = f"lesson_reveal_{number}"
     revealed = bool(st.session_state.get(reveal_key)) or number in _outcomes()
     if not revealed:
-        row = st.container(horizontal=True)
+        # beside the choices over the room's panel when a poll runs: the figure under the choices stays on the screen
+        row = (side or st).container(horizontal=True)
         row.button(
             _("Reveal the answer"),
             key=f"lesson_reveal_btn_{number}",
@@ -375,7 +387,8 @@ def class_box(number: int, question: lesson.Question, step: lesson.LessonStep, f
         )
         if st.session_state.get(f"lesson_class_hint_{number}"):
             st.warning(question.hint, icon=":material/lightbulb:")
-        poll.projector_panel(number, ask, font_px, moved_here=bool(st.session_state.get(CLICKED)))
+        with side or st.container():
+            poll.projector_panel(number, ask, font_px, moved_here=bool(st.session_state.get(CLICKED)))
     else:
         st.success(_("### Answer: {answer}").format(answer=question.answer_text()))
         outcome = _outcomes().get(number)
@@ -404,14 +417,15 @@ def class_box(number: int, question: lesson.Question, step: lesson.LessonStep, f
                     result=lesson.result_label(outcome.result) if outcome.right else _("missed (answer shown)")
                 )
             )
-        poll.projector_panel(
-            number,
-            ask,
-            font_px,
-            answer_shown=True,
-            moved_here=bool(st.session_state.get(CLICKED)),
-            on_next=(lambda: _go(1)) if number < N_STEPS else None,
-        )
+        with side or st.container():
+            poll.projector_panel(
+                number,
+                ask,
+                font_px,
+                answer_shown=True,
+                moved_here=bool(st.session_state.get(CLICKED)),
+                on_next=(lambda: _go(1)) if number < N_STEPS else None,
+            )
     _figures(question, False, font_px, number)  # the figure the question is about, under it
     if revealed:
         _worked(number, question, step, font_px)

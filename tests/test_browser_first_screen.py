@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from kvviz.teaching import guide
-from support.browser import inside, new_tab, open_tab, wait_settled
+from support.browser import inside, new_tab, open_tab, require_chromium, wait_settled
+from support.server import streamlit_server
 
 pytestmark = pytest.mark.browser
 SCREENS = [(1024, 768), (1280, 720)]
@@ -93,3 +94,51 @@ def test_the_plans_head_link_shows_the_enlarged_head_on_the_first_screen(app_url
     for shown in (picker, header, cells):
         assert inside(shown, width, height), (shown, header, cells)
     tab.context.close()
+
+
+@pytest.fixture(scope="module")
+def poll_url(tmp_path_factory):
+    """A fresh server on this module's own poll store (a SQLite file)."""
+    require_chromium()
+    with streamlit_server(
+        env={"KVVIZ_POLL_DB": f"sqlite:///{tmp_path_factory.mktemp('poll') / 'poll.sqlite3'}"}
+    ) as url:
+        yield url
+
+
+@pytest.mark.parametrize("width, height", SCREENS, ids=SCREEN_IDS)
+def test_with_a_class_poll_open_the_prompt_and_then_the_votes_are_on_the_first_screen(poll_url, browser, width, height):
+    """Step 2 asks about "the prompt shown here": with a poll open, the panel (its QR code about 250 px) sat between
+    the question and the prompt, which started near 1,000 px down a 768 px projector; after Reveal the vote chart
+    was below the fold too. The panel sits beside the question now."""
+    teacher = open_tab(
+        browser,
+        poll_url,
+        "lesson",
+        lang="en",
+        query={"step": "2", "lesson_class": "true"},
+        width=width,
+        height=height,
+        drawn=(".st-key-poll_start",),
+    )
+    wait_settled(teacher, timeout_ms=60_000)
+    teacher.locator(".st-key-poll_start button").first.click()
+    teacher.locator(".st-key-poll_panel img.kvviz-poll-qr").wait_for()
+    wait_settled(teacher, timeout_ms=60_000)
+    assert teacher.evaluate(SCROLLED) == 0
+    for shown in (
+        ".st-key-lesson_question",
+        ".st-key-lesson_choices",
+        ".kvviz-token-grid",
+        ".st-key-lesson_reveal_btn_2",
+    ):
+        assert inside(_box(teacher, shown), width, height), (shown, _box(teacher, shown))
+    assert inside(_box(teacher, ".st-key-poll_panel img.kvviz-poll-qr"), width, height)  # the room can still join
+    teacher.keyboard.press("v")
+    teacher.locator(".st-key-poll_panel .js-plotly-plot").wait_for()
+    wait_settled(teacher, timeout_ms=60_000)
+    assert inside(_box(teacher, ".st-key-poll_panel .js-plotly-plot"), width, height), _box(
+        teacher, ".st-key-poll_panel .js-plotly-plot"
+    )
+    assert inside(_box(teacher, ".st-key-lesson_question"), width, height)
+    teacher.context.close()

@@ -426,7 +426,9 @@ def _panel(step: int, ask, font_px: int, answer_shown: bool, on_next, moved_here
     with st.container(border=True, key="poll_panel"):
         if state.phase == "revealed":  # what the room answered first, the join code under it for late phones
             votes(room, state.step, state.round, font_px)
-        left, right = st.columns([2, 3], vertical_alignment="center")
+        # stacked, the QR code on top: the lesson draws the panel beside the question (pages/lesson.py, class_box),
+        # a column where the code beside the QR code squeezed it under 200 px
+        left = right = st.container()
         left.html(qr_image(url, _("QR code of the join link: {url}").format(url=url), scale=QR_SCALE))
         right.markdown(_("### Join: {code}").format(code=room.code) + f"  \n{url}")
         if right.button(
