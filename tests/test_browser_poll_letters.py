@@ -37,8 +37,9 @@ def _settled(tab) -> None:
     wait_settled(tab, timeout_ms=60_000)
 
 
-def _projector(poll_url: str, browser, step: int, lang: str):
-    """A teacher's projector in class mode on `step`, its class poll started; (the tab, the room's code)."""
+def _projector(poll_url: str, browser, step: int, lang: str, **tab):
+    """A teacher's projector in class mode on `step`, its class poll started (`tab`: open_tab's other arguments, a
+    size or a colour scheme); (the tab, the room's code)."""
     teacher = open_tab(
         browser,
         poll_url,
@@ -46,6 +47,7 @@ def _projector(poll_url: str, browser, step: int, lang: str):
         lang=lang,
         query={"step": str(step), "lesson_class": "true"},
         drawn=(".st-key-poll_start",),
+        **tab,
     )
     _settled(teacher)
     teacher.locator(".st-key-poll_start button").first.click()
@@ -272,5 +274,41 @@ def test_a_tap_lost_with_its_server_is_named(poll_url, browser):
     lost.wait_for(timeout=20_000)
     assert "Tap your answer again" in lost.inner_text()
     phone.screenshot(path=str(ARTIFACTS / "phone_tap_lost.png"))
+    phone.context.close()
+    teacher.context.close()
+
+
+@pytest.mark.parametrize("lang, scheme", [("en", "light"), ("zh-CN", "dark")])
+def test_every_poll_state_on_a_1024x768_projector_passes_axe(poll_url, browser, lang, scheme):
+    """The projector's poll in each state a class sees, on an old projector (the panel beside the question): open
+    with a vote in, locked, revealed (the vote chart and the mistakes table), and Full screen; axe finds no serious
+    or critical violation, nor heading-order, in either language and theme. Step 2: its prompt stays on the first
+    screen beside the panel."""
+    from support import axe
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    teacher, code = _projector(poll_url, browser, 2, lang, width=1024, height=768, color_scheme=scheme)
+    phone = _phone(poll_url, browser, code, lang)
+    phone.locator("[class*='st-key-join_choice_'] button").first.click()
+    _settled(phone)
+    failing: dict = {}
+
+    def scan(state: str) -> None:
+        axe.settle(teacher)
+        if bad := axe.failing_now(teacher):
+            failing[state] = bad
+        teacher.screenshot(path=str(ARTIFACTS / f"projector_1024_{state.replace(' ', '_')}_{lang}.png"))
+
+    scan("open")
+    teacher.locator(".st-key-poll_lock button").first.click()
+    teacher.locator(".st-key-poll_unlock").wait_for()
+    scan("locked")
+    teacher.keyboard.press("v")
+    teacher.locator(".st-key-poll_panel .js-plotly-plot").first.wait_for()
+    scan("revealed")
+    teacher.locator(".st-key-poll_full_screen button").first.click()
+    teacher.get_by_role("dialog").locator(".kvviz-join-code").wait_for()
+    scan("full screen")
+    assert not failing, "\n".join(f"{state}: {v}" for state, found in failing.items() for v in found)
     phone.context.close()
     teacher.context.close()

@@ -428,10 +428,9 @@ def _panel(step: int, ask, font_px: int, answer_shown: bool, on_next, moved_here
             votes(room, state.step, state.round, font_px)
         # stacked, the QR code on top: the lesson draws the panel beside the question (pages/lesson.py, class_box),
         # a column where the code beside the QR code squeezed it under 200 px
-        left = right = st.container()
-        left.html(qr_image(url, _("QR code of the join link: {url}").format(url=url), scale=QR_SCALE))
-        right.markdown(_("### Join: {code}").format(code=room.code) + f"  \n{url}")
-        if right.button(
+        st.html(qr_image(url, _("QR code of the join link: {url}").format(url=url), scale=QR_SCALE))
+        st.markdown(_("### Join: {code}").format(code=room.code) + f"  \n{url}")
+        if st.button(
             _("Full screen"),
             key="poll_full_screen",
             icon=":material/fullscreen:",
@@ -439,14 +438,14 @@ def _panel(step: int, ask, font_px: int, answer_shown: bool, on_next, moved_here
         ):
             join_full_screen(room.code, url)
         if only_this_computer(url):
-            right.warning(
+            st.warning(
                 _(
                     "This address is this computer's own: phones cannot reach it. Serve the class on the "
                     "network (docs/deploying.md), then start the poll from that address."
                 ),
                 icon=":material/wifi_off:",
             )
-        row = right.container(horizontal=True, vertical_alignment="center")
+        row = st.container(horizontal=True, vertical_alignment="center")
         with row:
             live_count(room, state.step, state.round)
         phase = {"open": _("voting open"), "locked": _("voting closed"), "revealed": _("answer revealed")}
