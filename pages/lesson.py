@@ -24,15 +24,15 @@ from kvviz.figures.lesson import lesson_figure, tokens_html
 from kvviz.figures.poll import choice_letter
 from kvviz.i18n import N_, _, ngettext
 from kvviz.inputs import query_values
-from kvviz.teaching import glossary, handout, lesson
+from kvviz.teaching import glossary, grading, handout, lesson, score
 from kvviz.ui import a11y, assets, bounded, engines, links, models, poll, router, sidebar
 
 N_STEPS = len(lesson.STEPS)
 END = N_STEPS + 1  # the summary page, after step 12
-OUTCOMES = "lesson_outcomes"  # {step number: lesson.Outcome}
+OUTCOMES = "lesson_outcomes"  # {step number: score.Outcome}
 END_LABEL = N_("End")  # the summary's place in the step control (and ?step=End in an English link)
 URL_STEP = "lesson_url_step"  # the step this session last wrote into the URL (_step_to_url)
-SCORE_PARAM = "lesson_score"  # the outcomes in the URL: one letter per step (lesson.encode_outcomes)
+SCORE_PARAM = "lesson_score"  # the outcomes in the URL: one letter per step (score.encode_outcomes)
 SCORE_WRITTEN = "lesson_url_score"  # the score this session last wrote into the URL (or last read from it)
 SCORE_HOLD = "lesson_score_hold"  # this run writes no score (the URL came without one: _outcomes)
 SCORE_UNRECORDED = "lesson_score_unrecorded"  # outcomes a URL's score carried that this server did not sign
@@ -50,7 +50,7 @@ router.ensure_router()  # before anything is drawn: see its docstring
 def _url_step() -> int | None:
     """The step the URL names (?step=4, ?step=End in any language), or None."""
     raw = st.query_params.get("step")
-    if raw in lesson.translations(END_LABEL):
+    if raw in grading.translations(END_LABEL):
         return END
     try:
         return query_values.bounded_int(raw, 1, N_STEPS) if raw else None
@@ -109,12 +109,12 @@ def _restart() -> None:
 
 
 def _score_key() -> bytes:
-    """The key that signs this server's scores (kvviz.teaching.lesson.score_key): a score in a link is counted only
+    """The key that signs this server's scores (kvviz.teaching.score.score_key): a score in a link is counted only
     when this server wrote it, so ?lesson_score=ffffffffffff cannot show "Right 12 of 12"."""
-    return lesson.score_key(st.get_option("server.cookieSecret"))
+    return score.score_key(st.get_option("server.cookieSecret"))
 
 
-def _outcomes() -> dict[int, lesson.Outcome]:
+def _outcomes() -> dict[int, score.Outcome]:
     """This session's outcomes. A score in the URL that this session did not write (a reload, a link that carries
     one, the browser's Back or Forward) wins: a reload keeps the score, and Back after a mark takes that mark back.
     A URL without a score (a plan's link, Back to before the first mark) keeps the session's, and this run writes
@@ -125,7 +125,7 @@ def _outcomes() -> dict[int, lesson.Outcome]:
     ):
         old = st.session_state.get(OUTCOMES, {})
         if url or OUTCOMES not in st.session_state:
-            recorded, unrecorded = lesson.read_signed_score(url, _score_key(), N_STEPS)
+            recorded, unrecorded = score.read_signed_score(url, _score_key(), N_STEPS)
             if unrecorded:  # said once (after the handout), never counted, gone from the URL at the run's end
                 st.session_state[SCORE_UNRECORDED] = unrecorded
             st.session_state[OUTCOMES] = {
@@ -137,16 +137,16 @@ def _outcomes() -> dict[int, lesson.Outcome]:
     outcomes = st.session_state[OUTCOMES]
     for n, right in poll.marks(poll.hosted_room()).items():  # the room's marks, from any tab of this browser: they win
         if n not in outcomes or not outcomes[n].room or outcomes[n].right != right:
-            outcomes[n] = lesson.Outcome("first try" if right else "shown", _("the room"), None, True)
+            outcomes[n] = score.Outcome("first try" if right else "shown", _("the room"), None, True)
     return outcomes
 
 
 def _score_to_url() -> None:
     """Write the outcomes into the URL when they differ from it (an unchanged URL adds no history entry)."""
-    code = lesson.encode_outcomes(_outcomes(), N_STEPS)
+    code = score.encode_outcomes(_outcomes(), N_STEPS)
     if st.session_state.pop(SCORE_HOLD, False):
         return
-    code = lesson.sign_score(code if code.strip("-") else "", _score_key())
+    code = score.sign_score(code if code.strip("-") else "", _score_key())
     st.session_state[SCORE_WRITTEN] = code
     if code and st.query_params.get(SCORE_PARAM) != code:
         st.query_params[SCORE_PARAM] = code
@@ -158,7 +158,7 @@ def _record(number: int, result: str, given: str, choice: int | None = None, roo
     """Keep the first verdict a step earned (a later 'Show me' does not turn a right answer into 'shown')."""
     outcomes = _outcomes()
     if number not in outcomes or outcomes[number].result == "":
-        outcomes[number] = lesson.Outcome(result, given, choice, room)
+        outcomes[number] = score.Outcome(result, given, choice, room)
 
 
 def _finish(run_marker) -> None:
@@ -292,7 +292,7 @@ def student_box(number: int, question: lesson.Question, step: lesson.LessonStep,
     written = "" if given is None else (str(given) if question.is_choice else f"{given:g}{' ' + unit if unit else ''}")
     choice = question.choices.index(given) if question.is_choice and given in question.choices else None
     if checked:
-        if lesson.check(question, given, unit):
+        if grading.check(question, given, unit):
             st.session_state[result_key] = "right"
             _record(number, "first try" if not st.session_state.get(tries_key) else "after a hint", written, choice)
         else:
@@ -302,7 +302,7 @@ def student_box(number: int, question: lesson.Question, step: lesson.LessonStep,
                 _record(number, "shown", written, choice)
             else:
                 st.session_state[result_key] = "hint"
-                st.session_state[f"lesson_hint_{number}"] = lesson.hint(question, given, unit)
+                st.session_state[f"lesson_hint_{number}"] = grading.hint(question, given, unit)
     if shown:
         st.session_state[result_key] = "shown"
         _record(number, "shown", written, choice)
@@ -414,7 +414,7 @@ def _class_question(number: int, question: lesson.Question, step: lesson.LessonS
         else:
             st.caption(
                 _("Marked for the room: {result}. The ending counts the room's score.").format(
-                    result=lesson.result_label(outcome.result) if outcome.right else _("missed (answer shown)")
+                    result=score.result_label(outcome.result) if outcome.right else _("missed (answer shown)")
                 )
             )
         with side or st.container():
@@ -434,7 +434,7 @@ def _class_question(number: int, question: lesson.Question, step: lesson.LessonS
 def summary(loaded, engine) -> None:
     """The ending: the twelve ideas with the student's answers, a score, start again, the handout."""
     outcomes = _outcomes()
-    right, first = lesson.score(outcomes)
+    right, first = score.score(outcomes)
     st.header(_("What you learned"))
     c = st.columns(3)
     c[0].metric(_("Right"), _("{right} of {n}").format(right=right, n=N_STEPS))
@@ -442,7 +442,7 @@ def summary(loaded, engine) -> None:
     c[2].metric(_("Answers shown"), f"{sum(o.result == 'shown' for o in outcomes.values())}")
     rows = []
     for n, step in enumerate(lesson.STEPS, start=1):
-        o = outcomes.get(n, lesson.Outcome("", ""))
+        o = outcomes.get(n, score.Outcome("", ""))
         if o.choice is not None or o.room:  # a choice's text is shown in the reader's language: ask it in this one
             _question(n, loaded, engine)
         q = next(
@@ -458,7 +458,7 @@ def summary(loaded, engine) -> None:
                 _("step"): n,
                 _("the idea"): _(step.idea),
                 _("your answer"): o.shown(q),
-                _("result"): lesson.result_label(o.result),
+                _("result"): score.result_label(o.result),
                 _("computed answer"): q.answer_text() if q else "—",
             }
         )
@@ -497,7 +497,7 @@ top = st.container(horizontal=True, vertical_alignment="center")
 if not st.session_state.get("lesson_link_checked"):
     st.session_state["lesson_link_checked"] = True
     raw_step = st.query_params.get("step")
-    if raw_step not in lesson.translations(END_LABEL) and (
+    if raw_step not in grading.translations(END_LABEL) and (
         link_notice := query_values.refused_link_whole(
             raw_step, 1, N_STEPS, "step", _("Opening step 1 (or ?step=End for the summary).")
         )
@@ -591,7 +591,7 @@ if unrecorded := st.session_state.pop(SCORE_UNRECORDED, None):
             "This link carries a score ({right} of {n} right) that this page did not record, so it is not "
             "counted: a score is kept only as this server wrote it (a reload after the server restarted loses "
             "it too)."
-        ).format(right=lesson.score(unrecorded)[0], n=N_STEPS)
+        ).format(right=score.score(unrecorded)[0], n=N_STEPS)
     )
 if number == END:
     st.progress(1.0, text=_("The end: your answers"))

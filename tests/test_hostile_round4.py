@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from kvviz import i18n
-from kvviz.teaching import handout, lesson
+from kvviz.teaching import handout, lesson, score
 from support.pages import open_page
 
 N = len(lesson.STEPS)
@@ -85,22 +85,22 @@ def test_drawings_for_different_sessions_run_one_at_a_time(monkeypatch):
 
 
 def test_a_score_is_counted_only_as_this_server_signed_it():
-    key, other = lesson.score_key("server secret"), lesson.score_key("another server")
-    signed = lesson.sign_score("fh-s" + "-" * (N - 4), key)
-    recorded, unrecorded = lesson.read_signed_score(signed, key, N)
+    key, other = score.score_key("server secret"), score.score_key("another server")
+    signed = score.sign_score("fh-s" + "-" * (N - 4), key)
+    recorded, unrecorded = score.read_signed_score(signed, key, N)
     assert [o.result for o in recorded.values()] == ["first try", "after a hint", "shown"] and not unrecorded
     for forged in (
         "f" * N,
         "f" * N + ".0123456789abcdef",
         "f" * N + "." + signed.partition(".")[2],
-        lesson.sign_score("f" * N, other),
+        score.sign_score("f" * N, other),
         "f" * N + ".",
         signed.partition(".")[0] + ".é" * 16,
     ):
-        recorded, unrecorded = lesson.read_signed_score(forged, key, N)
+        recorded, unrecorded = score.read_signed_score(forged, key, N)
         assert not recorded and len(unrecorded) >= 3, forged
-    assert lesson.read_signed_score("", key, N) == ({}, {})
-    assert lesson.read_signed_score("x" * 1_000_000, key, N) == ({}, {})  # no score at all: nothing to say
+    assert score.read_signed_score("", key, N) == ({}, {})
+    assert score.read_signed_score("x" * 1_000_000, key, N) == ({}, {})  # no score at all: nothing to say
 
 
 @pytest.mark.app

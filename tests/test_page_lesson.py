@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from kvviz import memory
 from kvviz.measure.timing import quartiles
 from kvviz.memory.presets import get_preset
-from kvviz.teaching import lesson
+from kvviz.teaching import grading, lesson
 from support.pages import app_test, open_page
 
 N = len(lesson.STEPS)
@@ -169,11 +169,11 @@ def test_deep_links_open_the_right_step(fresh_streamlit_caches, number):
 
 def test_check_judges_numbers_within_tolerance_and_choices_exactly():
     q = lesson.Question("?", 72.3, "", rel_tolerance=0.25)
-    assert lesson.check(q, 60) and lesson.check(q, 90) and not lesson.check(q, 50) and not lesson.check(q, None)
+    assert grading.check(q, 60) and grading.check(q, 90) and not grading.check(q, 50) and not grading.check(q, None)
     c = lesson.Question("?", "b", "", choices=("a", "b"))
-    assert lesson.check(c, "b") and not lesson.check(c, "a")
+    assert grading.check(c, "b") and not grading.check(c, "a")
     b = lesson.Question("?", 73_728_000, "", rel_tolerance=0.01, unit="bytes")
-    assert lesson.check(b, 70.31, "MiB") and lesson.check(b, 73.7, "MB") and not lesson.check(b, 70.31, "MB")
+    assert grading.check(b, 70.31, "MiB") and grading.check(b, 73.7, "MB") and not grading.check(b, 70.31, "MB")
 
 
 @pytest.mark.model
@@ -204,9 +204,9 @@ def test_whole_run_notation_matches_the_numbers_shown(bundled):
     cached, uncached = ops.generation_totals(shape, 16, 200)
     assert cached.attention_dot_products == heads * t * (t + 1) // 2  # the formula the question states
     assert f"{heads * t * (t + 1) // 2:,}" in q.arithmetic
-    assert lesson.check(q, (t + 2) / 3) and lesson.check(q, t / 3)  # the derived rule is accepted
-    assert not lesson.check(q, (t + 1) / 2)  # extrapolating the last step's ratio is not
-    assert "last step" in lesson.hint(q, (t + 1) / 2)
+    assert grading.check(q, (t + 2) / 3) and grading.check(q, t / 3)  # the derived rule is accepted
+    assert not grading.check(q, (t + 1) / 2)  # extrapolating the last step's ratio is not
+    assert "last step" in grading.hint(q, (t + 1) / 2)
 
 
 @pytest.mark.app

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from kvviz import i18n
 from kvviz.figures.lesson import lesson_figure
-from kvviz.teaching import handout, lesson
+from kvviz.teaching import grading, handout, lesson, score
 from support.pages import open_page
 
 N = len(lesson.STEPS)
@@ -29,7 +29,7 @@ def _signed(code: str) -> str:
     """A score as the page writes it into the URL: signed with the key this (test) server keeps."""
     import streamlit as st
 
-    return lesson.sign_score(code, lesson.score_key(st.get_option("server.cookieSecret")))
+    return score.sign_score(code, score.score_key(st.get_option("server.cookieSecret")))
 
 
 def _shortcuts(at: AppTest) -> set[str]:
@@ -75,10 +75,10 @@ def test_the_score_rides_in_the_url_and_a_reload_keeps_it(fresh_streamlit_caches
     # a reload: a new session opened at the same URL
     again = _open(step="End", lesson_score=code)
     assert again.metric[0].value == f"1 of {N}" and again.metric[1].value == "1"
-    assert lesson.decode_outcomes("fhsx" + "-" * 20, N) == {
-        1: lesson.Outcome("first try", ""),
-        2: lesson.Outcome("after a hint", ""),
-        3: lesson.Outcome("shown", ""),
+    assert score.decode_outcomes("fhsx" + "-" * 20, N) == {
+        1: score.Outcome("first try", ""),
+        2: score.Outcome("after a hint", ""),
+        3: score.Outcome("shown", ""),
     }
 
 
@@ -141,8 +141,8 @@ def test_the_mb_mib_slip_gets_the_targeted_hint(bundled):
     q = lesson._bytes_at_1000(StepEngine(bundled))
     mib, mb = lesson.BYTE_UNITS["MiB"], lesson.BYTE_UNITS["MB"]
     for value, unit in ((q.answer / mb, "MiB"), (q.answer / mib, "MB")):
-        assert not lesson.check(q, value, unit)
-        assert "MiB" in lesson.hint(q, value, unit) and lesson.hint(q, value, unit) != q.hint
+        assert not grading.check(q, value, unit)
+        assert "MiB" in grading.hint(q, value, unit) and grading.hint(q, value, unit) != q.hint
 
 
 @pytest.mark.model

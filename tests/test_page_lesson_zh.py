@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from kvviz import i18n
 from kvviz.i18n import _
-from kvviz.teaching import glossary, handout, lesson
+from kvviz.teaching import glossary, grading, handout, lesson
 from support.i18n_text import english_leftovers, english_ratios, page_texts, shown_texts
 from support.pages import open_page
 
@@ -87,9 +87,9 @@ def test_a_choice_is_chinese_and_accepted_in_either_language(fresh_streamlit_cac
     with i18n.language(i18n.CHINESE):
         question = lesson._why_no_q(StepEngine(bundled))
     assert question.answer == chinese and CJK.search(question.arithmetic)
-    assert lesson.check(question, lesson.NO_Q) and lesson.check(question, chinese)  # the English words count too
-    assert not lesson.check(question, lesson.ONLY_Q)
-    assert CJK.search(lesson.hint(question, lesson.ONLY_Q))  # the targeted hint, found from the English choice
+    assert grading.check(question, lesson.NO_Q) and grading.check(question, chinese)  # the English words count too
+    assert not grading.check(question, lesson.ONLY_Q)
+    assert CJK.search(grading.hint(question, lesson.ONLY_Q))  # the targeted hint, found from the English choice
 
 
 @pytest.mark.app

@@ -9,7 +9,7 @@ import pytest
 
 from kvviz import i18n
 from kvviz.poll.question import PollQuestion
-from kvviz.teaching import lesson, poll_choices
+from kvviz.teaching import grading, lesson, poll_choices
 from kvviz.teaching.poll_choices import choices_for
 
 NO_MODEL_STEPS = (9, 10, 12)  # their ask() never touches the engine
@@ -34,14 +34,14 @@ def check_poll(question: lesson.Question, poll: PollQuestion) -> None:
     assert all(m for i, m in enumerate(poll.mistakes) if i != poll.right), poll.mistakes
     assert poll.text == question.text
     if question.is_choice:
-        assert lesson.check(question, poll.choices[poll.right])
-        assert [c for c in poll.choices if lesson.check(question, c)] == [poll.choices[poll.right]]
+        assert grading.check(question, poll.choices[poll.right])
+        assert [c for c in poll.choices if grading.check(question, c)] == [poll.choices[poll.right]]
         assert set(poll.choices) <= set(question.choices)
     else:
         right = _value(question, poll.choices[poll.right])
-        assert lesson.check(question, *right), (poll.choices[poll.right], question.answer)
+        assert grading.check(question, *right), (poll.choices[poll.right], question.answer)
         wrong = [c for i, c in enumerate(poll.choices) if i != poll.right]
-        assert not [c for c in wrong if lesson.check(question, *_value(question, c))], wrong
+        assert not [c for c in wrong if grading.check(question, *_value(question, c))], wrong
 
 
 def _value(question: lesson.Question, label: str) -> tuple[float, str | None]:
@@ -112,7 +112,7 @@ def test_polls_of_the_steps_with_the_model(bundled):
             engine.reset()
             with i18n.language(code):
                 by_language[code] = lesson.STEPS[step - 1].ask(engine)
-        measured = step == MEASURED_STEP and not lesson.same_choice(
+        measured = step == MEASURED_STEP and not grading.same_choice(
             str(by_language[i18n.ENGLISH].answer), str(by_language[i18n.CHINESE].answer)
         )
         check_step(step, by_language, across_languages=not measured)

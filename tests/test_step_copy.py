@@ -98,7 +98,7 @@ def test_default_decoding_reads_as_text_over_30_tokens(loaded, prompt):
 def test_the_lessons_copying_question_is_answered_by_the_live_model(loaded):
     """The lesson's "which row does the copying head read?" step: its answer is the row the real head weighs most."""
     from kvviz.step.engine import StepEngine
-    from kvviz.teaching import lesson
+    from kvviz.teaching import grading, lesson
 
     engine = StepEngine(loaded)
     question = lesson._copying_head(engine)
@@ -107,7 +107,7 @@ def test_the_lessons_copying_question_is_answered_by_the_live_model(loaded):
     top_row = int(np.argmax(weights))
     assert question.answer in question.choices
     assert question.answer == lesson.OTHER_ROW or question.answer.startswith(f"Row {top_row}: ")
-    assert lesson.check(question, question.answer)
+    assert grading.check(question, question.answer)
 
 
 @pytest.mark.model

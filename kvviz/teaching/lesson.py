@@ -3,8 +3,11 @@
 Every answer is computed live: from the real model through the caller's StepEngine (passed in, so this
 module never imports torch), or from kvviz's own arithmetic (ops, memory, capacity, presets). A step's
 `ask(engine)` returns a Question with the computed answer, a picture (plain numbers for
-kvviz.figures.lesson to draw), hints for a first wrong answer and the worked answer for a second;
-`check(question, given, unit)` judges an answer and `hint(question, given, unit)` picks the hint.
+kvviz.figures.lesson to draw), hints for a first wrong answer and the worked answer for a second.
+
+The records a step builds (Picture, Question, LessonStep) live here, with the steps that build them:
+kvviz.teaching.grading (how an answer is judged and hinted) and kvviz.teaching.score (the score a page keeps and
+signs) import them, and this module imports neither, so there is no cycle.
 
 Ask, then help, then tell: a first wrong answer gets a hint that never contains the answer (targeted where
 the mistake is predictable, e.g. forgetting that the new token scores its own key); a second wrong answer, or
@@ -12,13 +15,11 @@ the mistake is predictable, e.g. forgetting that the new token scores its own ke
 
 Language: a Question is built in the language current when `ask` runs (its text, choices and answer), so the page
 keeps one per language. The steps' own texts (title, idea, teach) are marked with N_() and translated
-where they are shown; a choice answer given in the other language is still recognised (`check`).
+where they are shown; a choice answer given in the other language is still recognised (grading.check).
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -106,53 +107,6 @@ class LessonStep:
     page: routes.Route  # the full page for this idea (its title: _(page.title))
     terms: tuple[str, ...] = ()  # the glossary's words this step uses (kvviz.teaching.glossary names)
     preset: str = ""  # the published model's preset it computes with (a PRESET_MODELS key); "" = the lesson's model
-
-
-def _in_base_units(question: Question, given: float, unit: str | None) -> float:
-    return float(given) * BYTE_UNITS.get(unit or "B", 1) if question.unit == "bytes" else float(given)
-
-
-def _close(question: Question, value: float, target: float) -> bool:
-    return abs(value - target) <= question.rel_tolerance * abs(target) + 1e-9
-
-
-def translations(text: str) -> set[str]:
-    """`text` and its translation in every language (a msgid and its Chinese form)."""
-    out = {text}
-    for code in i18n.LANGUAGES:
-        with i18n.language(code):
-            out.add(_(text))
-    return out
-
-
-def same_choice(given: str, answer: str) -> bool:
-    """A choice equals the answer in either language: the English msgid or its translation. (A choice built
-    from a template, like a row label, is compared as it is: a Question asks in one language.)"""
-    if given == answer:
-        return True
-    return bool(translations(given) & translations(answer))
-
-
-def check(question: Question, given: int | float | str | None, unit: str | None = None) -> bool:
-    """True when `given` (in `unit`, for byte answers) is the computed answer, within rel_tolerance. A choice
-    may be given in either language (its English text or its Chinese translation)."""
-    if given is None:
-        return False
-    if question.is_choice:
-        return isinstance(given, str) and same_choice(given, str(question.answer))
-    return _close(question, _in_base_units(question, float(given), unit), float(question.answer))
-
-
-def hint(question: Question, given: int | float | str | None, unit: str | None = None) -> str:
-    """The hint for a first wrong answer: the targeted one when `given` is a predictable mistake."""
-    for trap, why in question.traps:
-        if question.is_choice and isinstance(given, str) and isinstance(trap, str) and same_choice(given, trap):
-            return why
-        if not question.is_choice and given is not None and not isinstance(trap, str):
-            value = _in_base_units(question, float(given), unit)
-            if abs(value - float(trap)) <= max(question.rel_tolerance, 0.005) * abs(float(trap)) + 1e-9:
-                return why
-    return question.hint
 
 
 def _prefilled(engine: Any, prompt: str = LESSON_PROMPT) -> Any:
@@ -986,95 +940,3 @@ def preset_steps(steps: tuple[LessonStep, ...] = STEPS) -> list[tuple[int, str]]
 def preset_steps_text(steps: tuple[LessonStep, ...] = STEPS) -> str:
     """ "step 9: GPT-2 small; step 10: Llama-3-8B; ...", in the current language."""
     return i18n.list_sep().join(_("step {number}: {model}").format(number=n, model=m) for n, m in preset_steps(steps))
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """How one step went: 'first try', 'after a hint', 'shown' (worked answer given), or '' (not attempted)."""
-
-    result: str  # a stable value (one of RESULTS' keys); show it with result_label()
-    given: str  # the student's last answer, as they wrote it ("" when none)
-    choice: int | None = (
-        None  # a multiple-choice answer's index: shown in the reader's language, not the one answered in
-    )
-    room: bool = False  # marked by the teacher for the room (class mode)
-
-    @property
-    def right(self) -> bool:
-        """Counts as right: at the first try or after a hint (a shown answer does not)."""
-        return self.result in ("first try", "after a hint")
-
-    def shown(self, question: Question | None) -> str:
-        """The answer as the summary shows it, in the current language where the question is known."""
-        if self.room:
-            return (
-                _("the room: {answer}").format(answer=question.answer_text())
-                if self.right and question
-                else _("the room")
-            )
-        if self.choice is not None and question is not None and self.choice < len(question.choices):
-            return question.choices[self.choice]
-        return self.given or "—"
-
-
-RESULTS = {
-    "first try": N_("first try"),
-    "after a hint": N_("after a hint"),
-    "shown": N_("shown"),
-    "": N_("not answered"),
-}
-
-
-_CODES = {"first try": "f", "after a hint": "h", "shown": "s"}  # one letter per step in the URL; "-" = not answered
-
-
-def encode_outcomes(outcomes: dict[int, Outcome], n_steps: int) -> str:
-    """The outcomes as one letter per step ("fh-s..."): what a reload needs to keep the score (the answers as
-    written are not kept: the summary then shows the result without them)."""
-    return "".join(_CODES.get(outcomes[n].result, "-") if n in outcomes else "-" for n in range(1, n_steps + 1))
-
-
-def decode_outcomes(code: str | None, n_steps: int) -> dict[int, Outcome]:
-    """encode_outcomes' inverse; anything else in a link (a letter it never writes, too long) counts as not answered."""
-    results = {v: k for k, v in _CODES.items()}
-    return {n: Outcome(results[c], "") for n, c in enumerate((code or "")[:n_steps], start=1) if c in results}
-
-
-SCORE_SIGNATURE_CHARS = 16  # hex digits of the score's HMAC-SHA256 after a '.': 64 bits, beyond guessing by hand
-
-
-def score_key(server_secret: str) -> bytes:
-    """The key that signs the scores a page writes, derived from a secret only the server holds (Streamlit's
-    cookie secret, shared by every replica of a class's server), so that the secret itself never signs a URL."""
-    return hmac.new(server_secret.encode(), b"kvviz lesson score", hashlib.sha256).digest()
-
-
-def sign_score(code: str, key: bytes) -> str:
-    """encode_outcomes' code as the URL carries it: "fh-s...." + its signature ("" stays "")."""
-    if not code:
-        return ""
-    return f"{code}.{hmac.new(key, code.encode(), hashlib.sha256).hexdigest()[:SCORE_SIGNATURE_CHARS]}"
-
-
-def read_signed_score(text: str | None, key: bytes, n_steps: int) -> tuple[dict[int, Outcome], dict[int, Outcome]]:
-    """(recorded, unrecorded) from a URL's score: the outcomes of a score this server signed, and those of one it did
-    not (a score typed into a link, signed elsewhere, or from before the server's secret changed), which a page
-    shows as such and never counts. Anything that is no score at all is neither."""
-    code, _dot, signature = (text or "").partition(".")
-    outcomes = decode_outcomes(code[:n_steps], n_steps)
-    expected = sign_score(code, key).partition(".")[2]
-    if code and signature and hmac.compare_digest(signature.encode(), expected.encode()):
-        return outcomes, {}
-    return {}, outcomes
-
-
-def result_label(result: str) -> str:
-    """An Outcome's result as the summary shows it, in the current language."""
-    return _(RESULTS.get(result, result))
-
-
-def score(outcomes: dict[int, Outcome]) -> tuple[int, int]:
-    """(right, right at the first try) over the steps answered: a step counts once."""
-    right = sum(o.right for o in outcomes.values())
-    first = sum(o.result == "first try" for o in outcomes.values())
-    return right, first

@@ -17,7 +17,8 @@ How the choices are made:
   shown that way ("73.73 MiB"), since that is the slip it stands for.
 - Traps that share one explanation are one mistake (the lesson's six MB/MiB, KB/KiB, GB/GiB slips): the poll shows
   it once, preferring the value whose label repeats the right answer's number. A value the lesson would accept
-  (within the question's tolerance), a negative one, or one whose label another choice already has, is left out.
+  (grading.check: within the question's tolerance), a negative one, or one whose label another choice already has,
+  is left out.
 - With fewer than two wrong values left, distractors are made from the answer, in this order, until there are two:
   bytes: the right number under the other unit family, then twice and half the bytes; a whole count: one more, one
   fewer, twice, half; any other number: twice, half. Each has its own explanation (UNIT_SLIP, OFF_BY_ONE,
@@ -33,7 +34,7 @@ from typing import Any
 from kvviz.i18n import N_, _
 from kvviz.memory import units
 from kvviz.poll.question import PollQuestion
-from kvviz.teaching import lesson
+from kvviz.teaching import grading, lesson
 
 MIN_CHOICES, MAX_CHOICES = 3, 5  # a number question's poll; a choice question keeps its own (2 to MAX_CHOICES)
 
@@ -73,13 +74,13 @@ def choices_for(question: lesson.Question, step: int, room_code: str = "") -> Po
 def _choice_options(question: lesson.Question) -> tuple[str, list[tuple[str, str]]]:
     answer = str(question.answer)
     right = next((c for c in question.choices if c == answer), None) or next(
-        c for c in question.choices if lesson.same_choice(c, answer)
+        c for c in question.choices if grading.same_choice(c, answer)
     )
     trapped, plain = [], []
     for choice in dict.fromkeys(question.choices):  # a repeated label would be one choice
         if choice == right:
             continue
-        why = next((w for t, w in question.traps if isinstance(t, str) and lesson.same_choice(choice, t)), None)
+        why = next((w for t, w in question.traps if isinstance(t, str) and grading.same_choice(choice, t)), None)
         if why:
             trapped.append((choice, why))
         else:
@@ -102,7 +103,7 @@ def _number_options(question: lesson.Question, family: str) -> tuple[str, list[t
         return _label(question, value, family)
 
     def usable(value: Any) -> bool:
-        return value >= 0 and not lesson.check(question, value, "B" if is_bytes else None)
+        return value >= 0 and not grading.check(question, value, "B" if is_bytes else None)
 
     wrong: list[tuple[str, str]] = []
     taken = {right}
