@@ -68,7 +68,7 @@ def test_the_race_charts_text_says_the_rows_each_side_draws_and_computes(stepped
                 assert f"{first} older rows are not drawn." in said
             else:
                 assert (
-                    f"{layers} 层中每层 KV 头 {snap.kv_head} 的 K 行，共 {rows} 行，每行 {head_dim} 个数，位置 {first} 到 {last}。"
+                    f"{layers} 层中每层 KV 头 H{snap.kv_head} 的 K 行，共 {rows} 行，每行 {head_dim} 个数，位置 {first} 到 {last}。"
                     in said
                 )
                 assert f"另有 {first} 个更早的行未画出。" in said
@@ -366,7 +366,7 @@ def test_the_gqa_text_names_each_query_heads_largest_weight(bundled_gqa_engine, 
     assert len(bars) == len(snap.group_heads) > 1
     found = [
         (int(h), float(w), int(p))
-        for h, w, p in re.findall(r"(?:query head|查询头) (\d+)：?:? ?(\d\.\d\d) (?:on position|在位置) (\d+)", said)
+        for h, w, p in re.findall(r"(?:query head |查询头 H)(\d+)：?:? ?(\d\.\d\d) (?:on position|在位置) (\d+)", said)
     ]
     assert [h for h, _w, _p in found] == list(snap.group_heads)
     for (_head, weight, position), bar in zip(found, bars, strict=True):

@@ -71,7 +71,7 @@ def test_tiny_run_and_batch_sweep_leave_no_english_sentence(app):
     assert english_leftovers(texts, allowed=_names(result)) == []
     # numbers formatted exactly as in English, words in Chinese; a ratio reads N 倍, not the English "Nx"
     metrics = {m.label: m.value for m in app.metric}
-    assert metrics["扁平缓存相对不使用缓存"] == f"{result.speedup('preallocated'):.2f} 倍"
+    assert metrics["扁平缓存：相对不使用缓存"] == f"{result.speedup('preallocated'):.2f} 倍"
     assert english_ratios(shown_texts(app)) == []  # every speed-up tile, delta and table cell
     why = next(m.value for m in app.markdown if "远低于运算量之比" in m.value)
     assert f"（{result.speedup('preallocated'):.1f} 倍）" in why and _zh(ESTIMATOR) in why

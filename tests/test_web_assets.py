@@ -219,3 +219,12 @@ setTimeout(() => {
     assert out["badgeWhileBusy"] == "1 queued" and out["badgeAfter"] is None  # the shared badge, then gone
     assert out["noButton"] is False  # H with no hint button on an idle page: not the lesson's
     assert out["clicked"] == ["step_btn_next", "lesson_reveal_btn_"]
+
+
+def test_no_script_or_style_holds_chinese():
+    """The styles and scripts are drawn into every page, Chinese or English: a Chinese character in one (a comment
+    quoting a label) made the whole block read as a Chinese sentence to the page-text tests, and its CSS as English
+    left on a Chinese page. Text shown to a reader comes from the catalog, never from an asset."""
+    cjk = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
+    holding = [str(p.relative_to(REPO)) for p in _assets() if cjk.search(p.read_text(encoding="utf-8"))]
+    assert holding == []

@@ -172,7 +172,9 @@ def punctuation_faults(texts: Iterable[str]) -> list[tuple[str, str]]:
     quotations (`...`, <...>, ](...), “...”) are left out first: a formula or an address is not a sentence, and a
     source quoted is quoted as it was written."""
     found = []
-    for text in (t for t in texts if re.search(_CJK, t)):  # a Chinese text (a page's CSS or script is none)
+    # a page's CSS and scripts are no text, whatever their comments hold (readable.css quotes Chinese labels)
+    texts = [re.sub(r"<(style|script)\b.*?</\1>", " ", t, flags=re.S | re.I) for t in texts]
+    for text in (t for t in texts if re.search(_CJK, t)):  # a Chinese text
         plain = re.sub(r"`[^`]*`|<[^>]*>|\]\([^)]*\)|%\{[^}]*\}|“[^”]*”", " ", text)
         for rule, pattern in PUNCTUATION_RULES.items():
             found += [(rule, plain[max(0, m.start() - 20) : m.end() + 20]) for m in pattern.finditer(plain)]
