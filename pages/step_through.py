@@ -137,6 +137,7 @@ LINK_PARAMS = ("prompt", "steps", "greedy", "temperature", "top_k", "seed", "vie
 # full rerun before the browser has applied the frame's URL): that URL is this session's own past state, never a
 # link to replay (it cropped Play 8 to 7 steps).
 OWN_LINKS, OWN_LINKS_KEPT = "step_own_links", 256
+FRESH_TAKEN = "step_fresh_taken"  # this session has opened the stage fresh for the ?fresh=1 now in its URL
 
 
 def _apply_link() -> None:
@@ -216,15 +217,15 @@ def _sync_url() -> None:
     else:
         query = {"present": "1"} if s.get("step_present") else {}
     wanted = {k: v for k, v in query.items() if k in LINK_PARAMS}
-    for key in (*LINK_PARAMS, "fresh") if engine.started else LINK_PARAMS:  # a plan's ?fresh=1 leaves with Prefill
+    for key in LINK_PARAMS:
         if key not in wanted and key in st.query_params:
             del st.query_params[key]
+    if engine.started and "fresh" in st.query_params:  # a plan's ?fresh=1 leaves with Prefill (_open_fresh)
+        del st.query_params["fresh"]
+        s.pop(FRESH_TAKEN, None)  # the stage runs as a fragment: the next plan link opens it fresh again
     changed = {key: value for key, value in wanted.items() if st.query_params.get(key) != value}
     if changed:  # one message to the browser, not one per key
         st.query_params.update(changed)
-
-
-FRESH_TAKEN = "step_fresh_taken"  # this session has opened the stage fresh for the ?fresh=1 now in its URL
 
 
 def _open_fresh() -> None:
@@ -235,7 +236,7 @@ def _open_fresh() -> None:
     it: Back after Prefill and a few steps went to that entry and emptied the stage."""
     raw, s = st.query_params.get("fresh"), st.session_state
     if raw is None:
-        s.pop(FRESH_TAKEN, None)  # the next plan link opens the stage fresh again
+        s.pop(FRESH_TAKEN, None)
     elif not stage_link.is_url_flag(raw):  # ?fresh=2: named, the stage as this session left it
         s["step_link_warning"] = refused_value("fresh", raw, _("the stage as this session left it"))
         del st.query_params["fresh"]

@@ -370,3 +370,10 @@ def test_back_and_forward_after_a_plans_link_prefill_and_five_steps(app_url, bro
     _wait_cache_len(tab, start + 5)
     _idle(tab)
     assert cache_length(tab) == start + 5 and "steps=5" in tab.url
+    tab.go_back()  # and the plan's link, clicked again in this session, opens the stage fresh again
+    tab.get_by_text("Running it for a class").wait_for()
+    _idle(tab)
+    tab.locator('[data-testid="stMain"] a[href*="fresh=1"]').first.click()
+    tab.wait_for_selector(".st-key-step_btn_prefill")
+    _idle(tab)
+    assert tab.locator('[data-testid="stMetric"]', has_text="Cache length").count() == 0  # the cache is empty
