@@ -22,7 +22,7 @@ from kvviz.step.pattern_records import (
     thresholds_text,
 )
 from kvviz.step.view import REPEAT_PROMPT, kv_head_of
-from kvviz.ui import a11y, assets, engines, models, router
+from kvviz.ui import a11y, assets, engines, links, models, router
 
 PRESETS = {  # name (a stable value, also the lesson's; shown through _()) -> prompt
     N_("Repeat a pattern"): REPEAT_PROMPT,
@@ -47,9 +47,7 @@ def head_first() -> bool:
     """A link that names a head (For teachers' row 4: layer 3, head 1, its copying stripe) is about that head: its
     large view comes right under the pickers, a screen high, the explanation folded, for the whole visit (nothing
     moves under the reader). Below the gallery and the table it started 1,337 px down a 1280x720 screen."""
-    if "pat_head" not in st.session_state:  # the page just opened: a widget's state is dropped when the reader leaves
-        st.session_state["pat_head_first"] = "pat_head" in st.query_params
-    return bool(st.session_state.get("pat_head_first"))
+    return links.visit_opened_naming("pat_head")
 
 
 router.ensure_router()  # before anything is drawn: see its docstring

@@ -676,9 +676,7 @@ def results_first() -> bool:
     the preset box, the model's inputs below them, for the whole visit (the order never jumps under the reader). The
     inputs fill a 1280x720 screen: below them, the tab's answer (the context where the cache outweighs the weights)
     was off the first screen, and scrolling down to it hid the preset box the teacher names."""
-    if "mem_tab" not in st.session_state:  # the page just opened: the tabs' state is dropped when the reader leaves
-        st.session_state["mem_results_first"] = "mem_tab" in st.query_params
-    return bool(st.session_state.get("mem_results_first"))
+    return links.visit_opened_naming("mem_tab")
 
 
 def result_tabs(where: Any = st) -> list:

@@ -18,6 +18,7 @@ from kvviz.model.loading import LoadedModel, load_model  # noqa: E402  (torch on
 from support import tiers  # noqa: E402
 from support.browser import busy_core as one_core_kept_busy  # noqa: E402
 from support.browser import chromium, fresh_server, new_tab, require_chromium
+from support.server import streamlit_server
 
 
 # ----- tiers (support/tiers.py says what each is) ---------------------------------------------------------------
@@ -149,6 +150,20 @@ def sdpa_model() -> LoadedModel:
 def app_url():
     """One fresh `streamlit run app.py` per test module (skips without Chromium); its URL."""
     with fresh_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def poll_db(tmp_path_factory) -> str:
+    """The test module's own class-poll store: a SQLite file (its SQLAlchemy URL)."""
+    return f"sqlite:///{tmp_path_factory.mktemp('poll') / 'poll.sqlite3'}"
+
+
+@pytest.fixture(scope="module")
+def poll_url(poll_db):
+    """One fresh `streamlit run app.py` per test module on the module's poll store (poll_db); its URL."""
+    require_chromium()
+    with streamlit_server(env={"KVVIZ_POLL_DB": poll_db}) as url:
         yield url
 
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 import pytest
 
 from kvviz.teaching import guide
-from support.browser import inside, new_tab, open_tab, require_chromium, wait_settled
-from support.server import streamlit_server
+from support.browser import inside, new_tab, open_tab, wait_settled
 
 pytestmark = pytest.mark.browser
 SCREENS = [(1024, 768), (1280, 720)]
@@ -94,16 +93,6 @@ def test_the_plans_head_link_shows_the_enlarged_head_on_the_first_screen(app_url
     for shown in (picker, header, cells):
         assert inside(shown, width, height), (shown, header, cells)
     tab.context.close()
-
-
-@pytest.fixture(scope="module")
-def poll_url(tmp_path_factory):
-    """A fresh server on this module's own poll store (a SQLite file)."""
-    require_chromium()
-    with streamlit_server(
-        env={"KVVIZ_POLL_DB": f"sqlite:///{tmp_path_factory.mktemp('poll') / 'poll.sqlite3'}"}
-    ) as url:
-        yield url
 
 
 @pytest.mark.parametrize("width, height", SCREENS, ids=SCREEN_IDS)

@@ -13,26 +13,11 @@ import pytest
 
 from support import axe
 from support.browser import ARTIFACTS as ALL_ARTIFACTS
-from support.browser import new_tab, open_tab, page_url, require_chromium, wait_settled
-from support.server import streamlit_server
+from support.browser import new_tab, open_tab, page_url, wait_settled
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = ALL_ARTIFACTS / "poll"
 PHONE = {"width": 390, "height": 844, "is_mobile": True, "has_touch": True, "device_scale_factor": 2}
-
-
-@pytest.fixture(scope="module")
-def poll_db(tmp_path_factory) -> str:
-    """This module's own poll store: a SQLite file (its SQLAlchemy URL)."""
-    return f"sqlite:///{tmp_path_factory.mktemp('poll') / 'poll.sqlite3'}"
-
-
-@pytest.fixture(scope="module")
-def poll_url(poll_db):
-    """A fresh server on this module's poll store."""
-    require_chromium()
-    with streamlit_server(env={"KVVIZ_POLL_DB": poll_db}) as url:
-        yield url
 
 
 def _settled(tab) -> None:

@@ -14,23 +14,12 @@ import time
 import pytest
 
 from support.browser import ARTIFACTS as ALL_ARTIFACTS
-from support.browser import new_tab, open_tab, page_url, require_chromium, wait_settled
-from support.server import streamlit_server
+from support.browser import new_tab, open_tab, page_url, wait_settled
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = ALL_ARTIFACTS / "poll"
 PHONE = {"width": 390, "height": 844, "is_mobile": True, "has_touch": True, "device_scale_factor": 2}
 LOCALES = {"en": "en-US", "zh-CN": "zh-CN"}
-
-
-@pytest.fixture(scope="module")
-def poll_url(tmp_path_factory):
-    """A fresh server on this module's own poll store (a SQLite file)."""
-    require_chromium()
-    with streamlit_server(
-        env={"KVVIZ_POLL_DB": f"sqlite:///{tmp_path_factory.mktemp('poll') / 'poll.sqlite3'}"}
-    ) as url:
-        yield url
 
 
 def _settled(tab) -> None:

@@ -43,3 +43,13 @@ def drop_refused_link_numbers(keys: list[str], notices_key: str) -> list[str]:
         st.session_state[notices_key] = [*st.session_state.get(notices_key, []), *refused.values()]
         st.rerun()  # the rerun's link no longer holds them (st.query_params updates the run's query string)
     return st.session_state.pop(notices_key, [])
+
+
+def visit_opened_naming(key: str) -> bool:
+    """Whether this visit to the page was opened by a link that names `key` (a URL-bound widget's key): decided on the
+    visit's first run (the widget's state is dropped when the reader leaves the page, so its absence marks a new
+    visit) and kept for the whole visit, so a layout chosen for the link never jumps under the reader."""
+    opened = f"{key}_opened_by_link"
+    if key not in st.session_state:
+        st.session_state[opened] = key in st.query_params
+    return bool(st.session_state.get(opened))
