@@ -1,5 +1,6 @@
 """Shared fixtures: the real bundled model, loaded once per test session (no stubs, no network); for the browser
-tests a fresh server per module, a headless Chromium (a tab per module, or a browser per test) and a busy core.
+tests a server per pytest worker (a fresh one where a test needs it), a headless Chromium (a tab per module, or a
+browser per test) and a busy core.
 Helpers (open a page, start a server, read a browser page) live in tests/support/; test modules import them from
 there, never from this file or from each other (tests/test_test_harness.py checks)."""
 
@@ -146,9 +147,25 @@ def sdpa_model() -> LoadedModel:
     return load_model("bundled", attn_implementation="sdpa")
 
 
+@pytest.fixture(scope="session")
+def shared_app_url():
+    """One `streamlit run app.py` per pytest worker (skips without Chromium), shared by its browser modules: a server
+    start and its first page cost about 12 s on 2 cores (torch, the bundled model, the page's code), once per worker
+    rather than once per module. A class's server serves many sessions too; a test about a fresh server's first
+    visitor asks for fresh_app_url."""
+    with fresh_server() as url:
+        yield url
+
+
 @pytest.fixture(scope="module")
-def app_url():
-    """One fresh `streamlit run app.py` per test module (skips without Chromium); its URL."""
+def app_url(shared_app_url):
+    """The worker's shared server (shared_app_url): its URL."""
+    return shared_app_url
+
+
+@pytest.fixture(scope="module")
+def fresh_app_url():
+    """A fresh `streamlit run app.py` for the module (nothing run yet: a fresh server's first visitor); its URL."""
     with fresh_server() as url:
         yield url
 

@@ -3,6 +3,8 @@
 # This is the README's test command and what CI runs (.ci/run). Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+phase() { echo "== $1: $(( SECONDS - phase_start )) s"; phase_start=$SECONDS; }  # each phase's time, in the log
+phase_start=$SECONDS
 
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ] || [ ! -x /usr/sbin/nginx ] || ! command -v curl >/dev/null \
    || [ ! -d /usr/share/fonts/opentype/noto ] || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
@@ -15,23 +17,37 @@ fi
 
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+phase "install"
 
 export KVVIZ_REQUIRE_BROWSER=1  # here Chromium is installed: the browser test must run, not skip
 export HF_HUB_OFFLINE=1         # tests never touch the network
 .venv/bin/ruff check .         # lint first (pyproject.toml: E, F, W, I, B, UP, SIM): a lint error fails CI
 .venv/bin/ruff format --check .  # and the layout is ruff format's (pyproject.toml: 120 columns): a file it would change fails CI
-# Every tier (tests/support/tiers.py), in two pytest-xdist workers (one a core; each loads its own bundled model, a
-# second or two). The pure tier first, alone (the tests with no tier marker, what a bare `pytest` runs): it is
-# quick, and no other tier has run in its workers. Then the other tiers without a server; then the browser tier on
-# its own, a whole module on a worker (--dist loadfile: a module's server and tab stay with its tests), so two
-# servers and two Chromium tabs share the cores: a harder load than one busy core, under which the busy-core tests
-# keep their own spinner too. The three runs together are every test, each once.
+phase "lint"
+# Every tier (tests/support/tiers.py), each test once, in pytest-xdist workers, with each phase's time printed.
+# The pure tier first, alone (the tests with no tier marker, what a bare `pytest` runs): it is quick, and no other
+# tier has run in its workers. Then two runs side by side, because they use the machine differently: the model, app
+# and slow tiers keep their two workers busy computing, while the browser tier's two workers mostly wait (on a
+# server's run, on Chromium drawing, on a page's timers: about 0.6 of a core between them, docs/architecture.md), so
+# alone it leaves a core idle. The browser run takes a whole module per worker (--dist loadfile: a module's tab
+# stays with its tests); the other run keeps no pytest cache, so the cache's last-failed list is the browser run's.
+# Under the first run's load the busy-core browser tests keep their own spinner too: a harder load than one busy core.
 status=0
 .venv/bin/python -m pytest -m "not (model or app or browser or slow)" -n 2 "$@" || status=$?  # the pure tier
-.venv/bin/python -m pytest --all-tiers -m "(model or app or slow) and not browser" -n 2 "$@" || status=$?
-browser_status=0
+phase "pure tier"
 rm -f .pytest_cache/v/cache/lastfailed  # from here on it records the browser run alone
+model_log=$(mktemp)
+.venv/bin/python -m pytest --all-tiers -m "(model or app or slow) and not browser" -n 2 -p no:cacheprovider "$@" \
+  >"$model_log" 2>&1 &
+model_run=$!
+browser_status=0
 .venv/bin/python -m pytest --all-tiers -m browser -n 2 --dist loadfile "$@" || browser_status=$?
+phase "browser tier"
+wait "$model_run" || status=$?
+phase "the model, app and slow tiers, after the browser tier"
+echo "== the model, app and slow tiers' run:"
+cat "$model_log"
+rm -f "$model_log"
 # A browser test drives a real server and Chromium on a shared 2-core machine; a race it finds under load is a real
 # fault to fix, but one intermittent miss should not hold back everything else.
 # So: when the only failures are at most 3 browser tests, they run once more, and the log names them either way.

@@ -1,5 +1,5 @@
 """Accessibility of every lesson step as a class sees it: axe-core scans (support.axe: the runner, rules and failing
-rule of tests/test_browser_axe.py) of each of the 12 steps as first drawn, in the student's mode and in class mode.
+rule of tests/test_browser_every_page.py) of each of the 12 steps as first drawn, in the student's mode and in class mode.
 
 Each step is scanned once per mode, as (English, light) or (Chinese, dark) alternating step by step, the other way
 round in class mode: every step in both modes, and both languages and both themes in each mode, at half the time of

@@ -1,5 +1,5 @@
 """Accessibility in the states a class actually sees: axe-core scans (support.axe: the same runner, rules
-and failing rule as tests/test_browser_axe.py, which scans each page as first drawn) of the states a class reaches
+and failing rule as tests/test_browser_every_page.py, which scans each page as first drawn) of the states a class reaches
 after clicks and links:
 
 - the stage after Prefill and 3 tokens (a replayed link), in each of its views (K/V/attention, race, GQA: the GQA

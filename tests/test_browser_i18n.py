@@ -1,42 +1,35 @@
-"""The app in a zh-CN browser, in headless Chromium at 1280x720, light and dark.
+"""The app in a zh-CN browser, in headless Chromium at 1280x720.
 
 A browser whose language is zh-CN gets Chinese without asking (Streamlit's st.context.locale), and the URL then
-says so (?lang=zh-CN); an en-US browser gets English; ?lang=en in a zh-CN browser gives English back. Every page
-in Chinese: no English sentence in what the page shows (the page's innerText, scanned as the AppTest check does),
-nothing wider than the window, every button's label inside its button. Screenshots of every page, light and
-dark, go to $KVVIZ_SCREENSHOTS (default /tmp/kvviz_zh) to be looked at; the CJK font comes from Debian's
-fonts-noto-cjk (tests/install_and_run.sh installs it), and without it Chromium draws boxes.
+says so (?lang=zh-CN); an en-US browser gets English; ?lang=en in a zh-CN browser gives English back. A fresh
+server's first visitor sees the page and nothing else; the language round trip keeps the page and the model. Every
+page in Chinese, light and dark (no English sentence, nothing wider than the window), is checked in
+tests/test_browser_every_page.py's sweeps; the CJK font comes from Debian's fonts-noto-cjk
+(tests/install_and_run.sh installs it), and without it Chromium draws boxes.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
 
 from support.browser import (
     CHECKED_MODEL,
-    PAGES,
     assert_no_errors,
     busy_core,
     chromium,
     fresh_server,
-    goto_drawn,
     new_tab,
     open_tab,
     wait_idle,
 )
-from support.i18n_text import ALLOWED, english_leftovers
 
 pytestmark = pytest.mark.browser
 WIDTH, HEIGHT = 1280, 720
-SHOTS = Path(os.environ.get("KVVIZ_SCREENSHOTS") or Path(tempfile.gettempdir()) / "kvviz_zh")
 CJK = re.compile(r"[\u4e00-\u9fff]")
 NAV = ".st-key-kvviz_nav"  # the sidebar's page links (sidebar.sidebar_navigation)
 SIDEBAR = '[data-testid="stSidebar"]'
@@ -50,29 +43,6 @@ WITH_SIDEBAR = {
     "height": HEIGHT,
 }
 
-# What a reader reads as the page's own words: every text node outside code (the model's English output and the
-# prompts are shown as code or typed into text boxes), scripts and styles.
-READ_WORDS = """() => {
-    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-    const lines = [];
-    while (walker.nextNode()) {
-        const node = walker.currentNode;
-        if (node.parentElement.closest('code, pre, textarea, script, style, noscript')) continue;
-        if (node.textContent.trim()) lines.push(node.textContent.trim());
-    }
-    return lines;
-}"""
-# Streamlit's own interface text, which it does not translate (its accessibility link, its file uploader).
-STREAMLIT_OWN = ("Skip to main content", "Drag and drop file here", "Limit 200MB per file")
-
-# Wider than the window, or a button whose label does not fit inside it.
-READ_OVERFLOW = """() => ({
-    page: document.documentElement.scrollWidth - window.innerWidth,
-    buttons: [...document.querySelectorAll('button')]
-        .filter(b => b.offsetParent !== null && b.innerText.trim() && b.scrollWidth > b.clientWidth + 2)
-        .map(b => b.innerText.trim()),
-})"""
-
 
 def test_a_cjk_font_is_installed_for_chromium():
     assert shutil.which("fc-list"), "fontconfig is missing"
@@ -80,18 +50,18 @@ def test_a_cjk_font_is_installed_for_chromium():
     assert fonts.strip(), "no font covers zh-CN: install Debian's fonts-noto-cjk (tests/install_and_run.sh does)"
 
 
-def test_the_browser_language_decides_and_lang_overrides(app_url):
+def test_the_browser_language_decides_and_lang_overrides(fresh_app_url):
     """The first visitor of this module's fresh server, with a busy core (so it reads the sidebar while a slow first
     visit could still flash Streamlit's legacy page list)."""
     with busy_core(), chromium() as browser:
-        tab = open_tab(browser, app_url, locale="zh-CN", **WITH_SIDEBAR)
+        tab = open_tab(browser, fresh_app_url, locale="zh-CN", **WITH_SIDEBAR)
         assert "lang=zh-CN" in tab.url
         assert "从这里开始" in tab.locator(NAV).inner_text()
         tab.context.close()
-        tab = open_tab(browser, app_url, lang="en", locale="zh-CN", **WITH_SIDEBAR)
+        tab = open_tab(browser, fresh_app_url, lang="en", locale="zh-CN", **WITH_SIDEBAR)
         assert "Start here" in tab.locator(NAV).inner_text()
         tab.context.close()
-        tab = open_tab(browser, app_url, locale="en-US", **WITH_SIDEBAR)
+        tab = open_tab(browser, fresh_app_url, locale="en-US", **WITH_SIDEBAR)
         assert "lang=en" in tab.url and "Start here" in tab.inner_text("body")
         # The switch: one click, every label follows, and the URL carries it.
         tab.locator('[data-testid="stSidebar"]').get_by_text("简体中文", exact=True).click()
@@ -103,25 +73,6 @@ def test_the_browser_language_decides_and_lang_overrides(app_url):
         wait_idle(tab)
         assert "memory_budget" in tab.url and "lang=zh-CN" in tab.url
         tab.context.close()
-
-
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_every_page_in_chinese_at_1280x720(app_url, browser, scheme):
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    problems = []
-    tab = open_tab(browser, app_url, lang="zh-CN", locale="zh-CN", color_scheme=scheme, **WITH_SIDEBAR)
-    for path in ["", "glossary", "teachers", "step_through", *PAGES]:
-        goto_drawn(tab, app_url, path, lang="zh-CN", drawn=(SIDEBAR,), drawn_timeout_ms=120_000)
-        tab.wait_for_timeout(500)
-        assert_no_errors(tab)
-        tab.screenshot(path=str(SHOTS / f"{path or 'home'}_{scheme}.png"))
-        text = tab.inner_text("body")
-        assert CJK.search(text), path
-        left = english_leftovers(tab.evaluate(READ_WORDS), (*ALLOWED, *STREAMLIT_OWN))
-        overflow = tab.evaluate(READ_OVERFLOW)
-        if left or overflow["page"] > 0 or overflow["buttons"]:
-            problems.append((path, left[:5], overflow))
-    assert not problems, problems
 
 
 # Sampled from the first load on: the script state Streamlit's client shows, the sidebar's navigation links, the

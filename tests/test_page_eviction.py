@@ -17,10 +17,22 @@ pytestmark = pytest.mark.app  # every test runs the page in AppTest
 PAGE = "pages/internals_eviction.py"
 
 
-def _app(lang: str = i18n.ENGLISH) -> AppTest:
+@pytest.fixture(autouse=True, scope="module")
+def one_sweep_for_the_module():
+    """The page caches each measurement on everything it reads (st.cache_data: deterministic, so the page shares it
+    between readers). The module starts and ends with empty caches, and between them its tests share what they
+    measured, as a class's readers do: the sweep at the default settings is measured once, not once per test (it is
+    most of this module's time). (Stop is the reader's: it holds whatever is cached.)"""
     import streamlit as st
 
     st.cache_data.clear()
+    st.cache_resource.clear()
+    yield
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+def _app(lang: str = i18n.ENGLISH) -> AppTest:
     at = app_test(PAGE, lang=lang)
     with i18n.language(lang):
         return at.run()
@@ -39,7 +51,7 @@ def _markdown(at: AppTest) -> str:
     return " ".join(m.value for m in at.markdown)
 
 
-def test_page_renders_and_policy_budget_and_sinks_change_what_is_shown(fresh_streamlit_caches):
+def test_page_renders_and_policy_budget_and_sinks_change_what_is_shown():
     at = _app()
     assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
     assert at.title[0].value == "What to forget: eviction and compression"
@@ -69,7 +81,7 @@ def test_page_renders_and_policy_budget_and_sinks_change_what_is_shown(fresh_str
     assert "S = 0" in _markdown(at)
 
 
-def test_the_ragged_policies_and_the_paired_rule_are_on_the_page(fresh_streamlit_caches):
+def test_the_ragged_policies_and_the_paired_rule_are_on_the_page():
     """KVzip ranked across all heads keeps different rows per head at the budget's bytes; the takeaways say the
     method in one line (intervals over spans and passages, the paired interval's 0) and report DuoAttention's
     ranking over its calibration draws; the variants are offered by their own names."""
@@ -88,7 +100,7 @@ def test_the_ragged_policies_and_the_paired_rule_are_on_the_page(fresh_streamlit
     assert "KVzip (per head)" in at.selectbox(key="evict_policy").options
 
 
-def test_page_speaks_chinese(fresh_streamlit_caches):
+def test_page_speaks_chinese():
     at = _app(i18n.CHINESE)
     assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
     assert at.title[0].value == "该忘掉什么：驱逐与压缩"
@@ -100,10 +112,7 @@ def test_page_speaks_chinese(fresh_streamlit_caches):
     assert english_leftovers(page_texts(at), allowed) == []
 
 
-def test_a_value_past_a_cap_gets_a_message(fresh_streamlit_caches):
-    import streamlit as st
-
-    st.cache_data.clear()
+def test_a_value_past_a_cap_gets_a_message():
     # Past the widget's maximum: only a client speaking the WebSocket itself sends it (AppTest: the session's value
     # before the widget is drawn; once drawn, Streamlit's own bounds turn a value past them into the default).
     at = app_test(PAGE, session_state={"evict_sinks": 10_000}).run()
@@ -116,7 +125,7 @@ def test_a_value_past_a_cap_gets_a_message(fresh_streamlit_caches):
     assert not at.exception and "tokens" in " ".join(e.value for e in at.error)
 
 
-def test_a_browser_value_below_the_minimum_gets_the_same_one_message(fresh_streamlit_caches):
+def test_a_browser_value_below_the_minimum_gets_the_same_one_message():
     at = app_test(PAGE, session_state={"evict_sinks": -1}).run()
     assert not at.exception
     errors = [e.value for e in at.error]
@@ -125,12 +134,9 @@ def test_a_browser_value_below_the_minimum_gets_the_same_one_message(fresh_strea
     assert len(at.get("plotly_chart")) == 4  # the page is whole, at the default S
 
 
-def test_a_link_opens_the_page_at_its_policy_budget_s_and_drawn_policies(fresh_streamlit_caches):
-    import streamlit as st
-
+def test_a_link_opens_the_page_at_its_policy_budget_s_and_drawn_policies():
     from kvviz import routes
 
-    st.cache_data.clear()
     route = routes.INTERNALS_EVICTION
     at = app_test(PAGE, query=route.query(policy="H2O", budget=50, sinks=8))
     at.query_params[route.key("drawn")] = ["random", "TOVA"]
@@ -146,10 +152,7 @@ def test_a_link_opens_the_page_at_its_policy_budget_s_and_drawn_policies(fresh_s
 
 
 @pytest.mark.parametrize("value", ["255", "-1", "inf", "four", "1" * 5000])
-def test_a_hostile_link_s_gets_one_message_naming_the_setting(fresh_streamlit_caches, value):
-    import streamlit as st
-
-    st.cache_data.clear()
+def test_a_hostile_link_s_gets_one_message_naming_the_setting(value):
     at = app_test(PAGE, query={"evict_sinks": value, "evict_policy": "StreamingLLM"}).run()
     assert not at.exception
     errors = [e.value for e in at.error]
@@ -158,10 +161,7 @@ def test_a_hostile_link_s_gets_one_message_naming_the_setting(fresh_streamlit_ca
     assert len(at.get("plotly_chart")) == 4  # the page stays whole
 
 
-def test_a_hostile_link_policy_is_named_and_the_page_stays(fresh_streamlit_caches):
-    import streamlit as st
-
-    st.cache_data.clear()
+def test_a_hostile_link_policy_is_named_and_the_page_stays():
     at = app_test(PAGE, query={"evict_policy": "<script>", "evict_keep": "33"}).run()
     assert not at.exception and not at.error
     warnings = " ".join(w.value for w in at.warning)
@@ -169,7 +169,7 @@ def test_a_hostile_link_policy_is_named_and_the_page_stays(fresh_streamlit_cache
     assert at.selectbox(key="evict_policy").value == "streaming" and len(at.get("plotly_chart")) == 4
 
 
-def test_stop_ends_the_sweep_until_the_reader_measures_the_rest(fresh_streamlit_caches):
+def test_stop_ends_the_sweep_until_the_reader_measures_the_rest():
     at = _app()
     at = at.button(key="evict_stop").click().run()
     assert not at.exception
@@ -179,14 +179,12 @@ def test_stop_ends_the_sweep_until_the_reader_measures_the_rest(fresh_streamlit_
     assert not at.exception and len(at.get("plotly_chart")) == 4
 
 
-def test_page_on_the_gqa_llama_counts_its_two_kv_heads(fresh_streamlit_caches):
+def test_page_on_the_gqa_llama_counts_its_two_kv_heads():
     """The sidebar's second bundled model: 4 layers x 2 KV heads x head_dim 16, so 25% of a 64-token span is
     16 rows and 2 x 4 x 2 x 16 x 16 x 4 = 16,384 bytes; the grid draws one row per layer and KV head."""
-    import streamlit as st
 
     from kvviz.ui.links import MODEL_SPEC_KEY
 
-    st.cache_data.clear()
     at = app_test(PAGE, session_state={MODEL_SPEC_KEY: "bundled-gqa"})
     at.run()
     assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])

@@ -7,7 +7,7 @@ Readable from the back of a room: every chart's tick labels are at least MIN_TIC
 1280x720, a legend holds at most MAX_LEGEND_ENTRIES entries (the caller picks which lines; roofs and ceilings
 are labelled on the line instead), and a log axis is drawn only where its title or the chart's says "log",
 with `log_ticks()` (1, 2, 5 x 10^k in full). `readable()` applies the font sizes; the browser test
-(tests/test_browser_charts.py) reads the rendered SVG to check them on every page.
+(tests/test_browser_every_page.py) reads the rendered SVG to check them on every page.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """axe-core scans of the app in a real browser: axe-playwright-python (pinned in
 requirements-dev.txt; it drives Debian's Chromium, no browser download) run on a tab as it is now, and the rule a
-scan is judged by. tests/test_browser_axe.py scans every page as first drawn; tests/test_browser_axe_states.py the
+scan is judged by. tests/test_browser_every_page.py scans every page as first drawn; tests/test_browser_axe_states.py the
 states a class reaches (after clicks, in class and presenter mode, on a phone).
 
 Rules: axe's WCAG 2.0/2.1 A and AA rules plus its best-practice rules (TAGS). A serious or critical violation fails
