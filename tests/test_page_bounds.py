@@ -89,9 +89,8 @@ OPEN = {"pages/step_through.py": {"step_popover_prompt": True}}  # widgets drawn
 
 
 def _page(page: str):
-    import streamlit as st
-
-    st.cache_data.clear()
+    """The page's first run. Its st.cache_data entries are kept: each is keyed on everything the computation reads,
+    and no bound depends on them (a cleared cache made every eviction page run measure its whole sweep again)."""
     return app_test(page, session_state=OPEN.get(page)).run()
 
 
