@@ -1,6 +1,6 @@
 """Shared fixtures: the real bundled model, loaded once per test session (no stubs, no network); for the browser
-tests a server per pytest worker (a fresh one where a test needs it), a headless Chromium (a tab per module, or a
-browser per test) and a busy core.
+tests a server per pytest worker (a fresh one where a test needs it), the worker's headless Chromium (a tab per
+module, or the tabs a test opens, closed after it) and a busy core.
 Helpers (open a page, start a server, read a browser page) live in tests/support/; test modules import them from
 there, never from this file or from each other (tests/test_test_harness.py checks)."""
 
@@ -18,7 +18,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from kvviz.model.loading import LoadedModel, load_model  # noqa: E402  (torch only when a model loads)
 from support import tiers  # noqa: E402
 from support.browser import busy_core as one_core_kept_busy  # noqa: E402
-from support.browser import chromium, fresh_server, new_tab, require_chromium
+from support.browser import chromium, fresh_server, new_tab, require_chromium, stop_chromium
 from support.server import streamlit_server
 
 
@@ -193,12 +193,26 @@ def page(app_url):
 
 @pytest.fixture
 def browser():
-    """Debian's headless Chromium for one test (skips without it), closed after; new_tab / open_tab open its tabs.
-    (One Chromium per test, not per session: Playwright's sync API holds an event loop in its thread while it runs,
-    and the load tests' asyncio clients cannot start beside it.)"""
+    """Debian's headless Chromium for one test (skips without it): the worker's one Chromium, the tabs the test opened
+    closed after it; new_tab / open_tab open its tabs."""
     require_chromium()
     with chromium() as launched:
         yield launched
+
+
+@pytest.fixture(autouse=True)
+def no_chromium_beside_asyncio(request):
+    """A test module that runs asyncio clients (the load tests' protocol-level students) runs with the worker's
+    Chromium stopped: Playwright's sync API holds an event loop in its thread while it runs, and asyncio.run cannot
+    start beside it."""
+    if "asyncio" in vars(request.module):
+        stop_chromium()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def chromium_stopped_at_the_end():
+    yield
+    stop_chromium()
 
 
 @pytest.fixture

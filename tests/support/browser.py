@@ -2,7 +2,8 @@
 core; a page opened in a language with a link's query and waited for until drawn; what every browser test reads off
 a page. The fixtures (app_url, page, browser, busy_core) live in tests/conftest.py.
 
-  chromium()      Chromium launched (a context manager; the `browser` fixture is one per test)
+  chromium()      the worker's Chromium (a context manager: the contexts a block opens close with it)
+  stop_chromium   the worker's Chromium stopped (before a test's asyncio clients)
   new_tab         a tab in a context of its own (its own session: a fresh browser, as far as the app can tell)
   page_url        the app's URL for a page, in a language (?lang=), with a query
   goto_drawn      a tab sent to a page and waited for until drawn (selectors, then the script run over)
@@ -188,17 +189,42 @@ def choose_option(
     raise AssertionError(f"choosing {option!r} in {key} never reached the URL ({in_url!r}) in {tries} tries")
 
 
+# The worker's one Chromium and the Playwright driver behind it, launched on first use. Launching both costs about a
+# second of CPU: once per test it was some 150 CPU seconds of a browser run; now once per worker.
+_launched: list = []  # [(playwright, browser)] while launched
+
+
 @contextlib.contextmanager
 def chromium() -> Iterator:
-    """Debian's headless Chromium, launched through Playwright (never a downloaded browser); closed after."""
+    """Debian's headless Chromium, driven by Playwright (never a downloaded browser): the worker's one Chromium,
+    launched on first use (and again if it went away). Each block gets it as a fresh browser: the contexts (tabs and
+    their sessions) the block opened are closed when it ends, whatever the block did."""
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield browser
-        finally:
+    if _launched and not _launched[0][1].is_connected():
+        stop_chromium()
+    if not _launched:
+        pw = sync_playwright().start()
+        _launched.append((pw, pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)))
+    browser = _launched[0][1]
+    before = set(browser.contexts)
+    try:
+        yield browser
+    finally:
+        for context in browser.contexts:
+            if context not in before:
+                with contextlib.suppress(Exception):  # a context its test closed, or a browser gone away
+                    context.close()
+
+
+def stop_chromium() -> None:
+    """The worker's Chromium and its Playwright driver stopped (a later chromium() launches them again). Playwright's
+    sync API holds an event loop in its thread while it runs: a test that runs asyncio clients needs it stopped."""
+    if _launched:
+        pw, browser = _launched.pop()
+        with contextlib.suppress(Exception):  # already gone
             browser.close()
+        pw.stop()
 
 
 def new_tab(browser, *, width: int = 1280, height: int = 720, timeout_ms: int | None = 120_000, **context):
