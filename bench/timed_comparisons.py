@@ -36,10 +36,10 @@ def main() -> None:
     from kvviz.internals.prefix import DEFAULT_A, DEFAULT_B, TIMING_REPEATS
     from kvviz.internals.speculative import DEFAULT_PROMPT
     from kvviz.measure.load import load_label
-    from kvviz.model import loading
+    from kvviz.model import loaders, loading
 
     torch.set_num_threads(args.threads)
-    gpt2, llama = loading.load_bundled(), loading.load_bundled(name=loading.BUNDLED_GQA)
+    gpt2, llama = loaders.load_bundled(), loaders.load_bundled(name=loading.BUNDLED_GQA)
 
     print(f"Prefix reuse, page defaults, bundled GPT-2, {args.threads} thread(s), {TIMING_REPEATS} repeats")
     verdicts = []

@@ -32,8 +32,10 @@ SETTINGS = ev.EvictSettings()
 def loaded(request) -> loading.LoadedModel:
     import torch
 
+    from kvviz.model import loaders
+
     torch.set_num_threads(1)  # a shared 2-core machine
-    return loading.load_model(request.param, attn_implementation="eager")
+    return loaders.load_model(request.param, attn_implementation="eager")
 
 
 @pytest.fixture(scope="module")

@@ -388,13 +388,13 @@ def test_speculative_default_pairs_the_two_bundled_models():
     """The default draft is the other bundled model (same tokenizer), greedy; its acceptance on the default
     prompt is what the page shows, and the output equals the verifier's plain greedy decoding."""
     from kvviz.internals.lab import speculative as speculative_lab
-    from kvviz.model import loading
+    from kvviz.model import loaders, loading
     from support.greedy import generate_greedy
 
     at = _app("speculative")
     assert not at.exception and not _errors(at)
     assert at.selectbox(key="int_spec_draft").value == loading.BUNDLED_GQA
-    verifier, draft = loading.load_bundled(), loading.load_bundled(name=loading.BUNDLED_GQA)
+    verifier, draft = loaders.load_bundled(), loaders.load_bundled(name=loading.BUNDLED_GQA)
     prompt = at.text_area(key="int_spec_prompt").value
     result = speculative_lab.speculative_decode(verifier, prompt, 24, 4, None, draft=draft)
     assert {m.label: m.value for m in at.metric}["Acceptance"] == f"{result.acceptance_rate:.0%}"

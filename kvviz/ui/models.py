@@ -60,8 +60,10 @@ def _cached_load(
         import torch
         import transformers  # noqa: F401  (finish the import before loading: see _IMPORT_LOCK)
 
+        from kvviz.model import loaders  # torch and transformers at its top: imported under the lock, like them
+
     torch.set_num_threads(INTERACTIVE_TORCH_THREADS)
-    loaded = loading.load_model(source, attn_implementation, cap=cap, allow_download=allow_download)
+    loaded = loaders.load_model(source, attn_implementation, cap=cap, allow_download=allow_download)
     _freeze_long_lived_objects()
     _loaded_keys.add((spec, attn_implementation))
     if loaded.info.spec == spec and offered is None:
