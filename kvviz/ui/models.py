@@ -15,6 +15,7 @@ load runs waits for it (Streamlit's lock per cache entry) instead of starting a 
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import importlib
 import threading
@@ -53,8 +54,6 @@ def _cached_load(
     allow_download: bool,
     offered: shared_mode.OfferedModel | None = None,
 ) -> loading.LoadedModel:
-    import dataclasses
-
     with _IMPORT_LOCK:
         import pandas  # noqa: F401  (plotly in another session can see a half-imported pandas: import it whole here)
         import torch
