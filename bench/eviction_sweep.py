@@ -47,7 +47,7 @@ def main() -> None:
     from kvviz.internals.eviction_lab import runs
     from kvviz.measure.load import load_avg_1min, load_label
     from kvviz.measure.timing import median
-    from kvviz.model.loading import load_model
+    from kvviz.model.loaders import load_model
     from kvviz.work_queue import shared_queue
 
     torch.set_num_threads(args.threads)

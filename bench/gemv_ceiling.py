@@ -87,7 +87,7 @@ def main(argv: list[str]) -> int:
     import torch
 
     from kvviz.measure.load import load_average
-    from kvviz.model.loading import load_model
+    from kvviz.model.loaders import load_model
     from kvviz.speedup import machine, probes
 
     torch.set_num_threads(args.threads)

@@ -36,7 +36,7 @@ MAX_ROUNDS = 9
 
 def write_model(folder: Path) -> None:
     sys.path.insert(0, str(REPO))
-    from kvviz.model.loading import load_model
+    from kvviz.model.loaders import load_model
 
     loaded = load_model("random:gpt2", attn_implementation="sdpa")
     loaded.model.save_pretrained(folder, safe_serialization=True)

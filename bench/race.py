@@ -49,7 +49,7 @@ def main() -> None:
 
     from kvviz.measure.cores import usable_cores
     from kvviz.measure.load import load_average
-    from kvviz.model.loading import load_model
+    from kvviz.model.loaders import load_model
     from kvviz.step.engine import RACE_BUDGET_S, StepEngine
     from kvviz.step.records import DEFAULT_SAMPLING
 

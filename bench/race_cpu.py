@@ -33,7 +33,7 @@ def main() -> None:
     import torch
 
     from kvviz.measure.load import load_average
-    from kvviz.model.loading import load_model
+    from kvviz.model.loaders import load_model
     from kvviz.step.engine import StepEngine
     from kvviz.step.records import DEFAULT_SAMPLING
 

@@ -1,7 +1,7 @@
 """The cache-internals pages' timed comparison and the speculative page's default, measured.
 
 1. Prefix reuse vs a fresh prefill of B, the page's default prompts, `--tries` times in a row: each try is
-   what one press of the page's button measures (kvviz.internals.prefix.prefix_reuse: interleaved repeats,
+   what one press of the page's button measures (kvviz.internals.lab.prefix.prefix_reuse: interleaved repeats,
    medians, the kvviz.measure.timing rule). Prints per try the medians, the spread and the verdict, then how many
    tries named reuse faster, how many were inside the noise and how many (wrongly) named a fresh prefill faster.
 2. Speculative decoding: acceptance and verifier passes for candidate draft/verifier pairings on the page's
@@ -31,19 +31,20 @@ def main() -> None:
 
     import torch
 
-    from kvviz.internals import prefix, speculative
-    from kvviz.internals.prefix import DEFAULT_A, DEFAULT_B
+    from kvviz.internals.lab.prefix import prefix_reuse
+    from kvviz.internals.lab.speculative import speculative_decode
+    from kvviz.internals.prefix import DEFAULT_A, DEFAULT_B, TIMING_REPEATS
     from kvviz.internals.speculative import DEFAULT_PROMPT
     from kvviz.measure.load import load_label
-    from kvviz.model import loading
+    from kvviz.model import loaders, loading
 
     torch.set_num_threads(args.threads)
-    gpt2, llama = loading.load_bundled(), loading.load_bundled(name=loading.BUNDLED_GQA)
+    gpt2, llama = loaders.load_bundled(), loaders.load_bundled(name=loading.BUNDLED_GQA)
 
-    print(f"Prefix reuse, page defaults, bundled GPT-2, {args.threads} thread(s), {prefix.TIMING_REPEATS} repeats")
+    print(f"Prefix reuse, page defaults, bundled GPT-2, {args.threads} thread(s), {TIMING_REPEATS} repeats")
     verdicts = []
     for i in range(args.tries):
-        r = prefix.prefix_reuse(gpt2, DEFAULT_A, DEFAULT_B)
+        r = prefix_reuse(gpt2, DEFAULT_A, DEFAULT_B)
         verdicts.append(r.timing.faster_name)
         print(
             f"  try {i + 1}: reuse {r.reuse.label()} | fresh {r.fresh.label()} | "
@@ -71,7 +72,7 @@ def main() -> None:
     for name, text in prompts.items():
         cells = []
         for label, verifier, draft, temperature in pairings:
-            run = speculative.speculative_decode(verifier, text, 24, 4, temperature, draft=draft)
+            run = speculative_decode(verifier, text, 24, 4, temperature, draft=draft)
             cells.append(f"{label}: {run.acceptance_rate:.0%}, {run.verifier_passes} passes")
         print(f"  {name}: " + " | ".join(cells))
 

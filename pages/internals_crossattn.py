@@ -16,8 +16,9 @@ from pages.internals_shared import PLOT, explain
 @st.cache_data(show_spinner=False, max_entries=16)  # the spinner is at the call, in the page's language
 def cross_run(source_len: int, n_steps: int) -> CrossAttnRun:
     """Deterministic (fixed seed, no timing): safe to share between sessions."""
+    from kvviz.internals.lab import crossattn as crossattn_lab  # torch: imported only when the model runs
 
-    return crossattn.run_cross_attention(source_len, n_steps)
+    return crossattn_lab.run_cross_attention(source_len, n_steps)
 
 
 router.ensure_router()  # before anything is drawn: see its docstring

@@ -19,8 +19,9 @@ from pages.internals_shared import DEFAULT_PROMPT, MODEL_HASH, PLOT, explain
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=MODEL_HASH)  # spinner at the call, translated
 def paged_run(loaded: LoadedModel, prompt: str, n_a: int, n_b: int, block: int) -> PagedRun:
     """Deterministic (fixed seed, no timing): safe to share between sessions."""
+    from kvviz.internals.lab import paging as paging_lab  # torch: imported only when the model runs
 
-    return paging.paged_generation(loaded, prompt, n_a, n_b, block)
+    return paging_lab.paged_generation(loaded, prompt, n_a, n_b, block)
 
 
 router.ensure_router()  # before anything is drawn: see its docstring

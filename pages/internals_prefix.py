@@ -50,8 +50,9 @@ if st.button(_("Prefill both and compare"), key="int_prefix_run", type="primary"
     loaded = models.current_model()
 
     def measure() -> PrefixReuse:
+        from kvviz.internals.lab import prefix as prefix_lab  # torch: imported only when the model runs
 
-        return prefix.prefix_reuse(loaded, a, b)
+        return prefix_lab.prefix_reuse(loaded, a, b)
 
     try:
         result = run_queued(_("Prefilling both prompts"), measure)

@@ -34,14 +34,16 @@ def transformers_residual_length() -> int:
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=MODEL_HASH)  # spinner at the call, translated
 def reports(loaded: LoadedModel, prompt: str, group: int, residual_rows: int) -> list[QuantReport]:
     """Deterministic (no timing): safe to share between sessions."""
+    from kvviz.internals.lab import quant as quant_lab  # torch: imported only when the model runs
 
-    return [quant.quant_report(loaded, prompt, s, group, residual_rows) for s in quant.SCHEMES]
+    return [quant_lab.quant_report(loaded, prompt, s, group, residual_rows) for s in quant.SCHEMES]
 
 
 @st.cache_data(show_spinner=False, max_entries=8, hash_funcs=MODEL_HASH)
 def agreement(loaded: LoadedModel, prompts: tuple[str, ...], n_new: int, group: int) -> tuple[SchemeAgreement, ...]:
+    from kvviz.internals.lab import quant as quant_lab  # torch: imported only when the model runs
 
-    return quant.greedy_agreement(loaded, list(prompts), n_new, quant.SCHEMES, group)
+    return quant_lab.greedy_agreement(loaded, list(prompts), n_new, quant.SCHEMES, group)
 
 
 router.ensure_router()  # before anything is drawn: see its docstring

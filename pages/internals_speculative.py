@@ -27,8 +27,9 @@ def spec_run(
     loaded: LoadedModel, prompt: str, n_new: int, k: int, temperature: float | None, draft: LoadedModel | None
 ) -> SpecRun:
     """Deterministic (fixed seed, no timing): safe to share between sessions."""
+    from kvviz.internals.lab import speculative as speculative_lab  # torch: imported only when the model runs
 
-    return speculative.speculative_decode(loaded, prompt, n_new, k, temperature, draft=draft)
+    return speculative_lab.speculative_decode(loaded, prompt, n_new, k, temperature, draft=draft)
 
 
 router.ensure_router()  # before anything is drawn: see its docstring

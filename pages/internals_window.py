@@ -28,14 +28,14 @@ PATTERN_LABELS = {
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=MODEL_HASH)  # spinner at the call, translated
 def window_run(loaded: LoadedModel, prompt: str, w: int, local_per_global: int | None) -> tuple[WindowRun, np.ndarray]:
     """The run and the last 48 tokens' visibility mask. Deterministic (no timing): safe to share."""
+    from kvviz.internals.lab import window as window_lab  # torch: imported only when the model runs
 
-    run = window.window_on_model(loaded, prompt, w, local_per_global)
+    run = window_lab.window_on_model(loaded, prompt, w, local_per_global)
     return run, window.visibility(min(len(run.tokens), 48), w)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def gemma_layers(context_len: int) -> PresetLayers:
-
     return window.preset_layers("gemma-3-4b", context_len)
 
 

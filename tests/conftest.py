@@ -15,7 +15,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from kvviz.model.loading import LoadedModel, load_model  # noqa: E402  (torch only when a model loads)
+from kvviz.model.loading import LoadedModel  # noqa: E402  (torch-free: the loaders are imported in the fixtures)
 from support import tiers  # noqa: E402
 from support.browser import busy_core as one_core_kept_busy  # noqa: E402
 from support.browser import chromium, fresh_server, new_tab, require_chromium, stop_chromium
@@ -138,12 +138,16 @@ def pytest_runtest_call(item):
 @pytest.fixture(scope="session")
 def bundled() -> LoadedModel:
     """The bundled GPT-2 with eager attention (so attention weights can be read)."""
+    from kvviz.model.loaders import load_model  # torch at its top: collecting never imports it
+
     return load_model("bundled", attn_implementation="eager")
 
 
 @pytest.fixture(scope="session")
 def sdpa_model() -> LoadedModel:
     """The bundled GPT-2 with SDPA attention, as the benchmark page loads it."""
+    from kvviz.model.loaders import load_model  # torch at its top: collecting never imports it
+
     return load_model("bundled", attn_implementation="sdpa")
 
 

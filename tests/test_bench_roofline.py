@@ -151,7 +151,7 @@ def test_gemv_ceiling_times_every_kernel_on_the_real_matrices(tmp_path):
     import importlib.util
     import json
 
-    from kvviz.model.loading import load_bundled
+    from kvviz.model.loaders import load_bundled
 
     path = REPO / "bench" / "gemv_ceiling.py"
     spec = importlib.util.spec_from_file_location("gemv_ceiling", path)

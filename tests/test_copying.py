@@ -32,7 +32,9 @@ def _report(name: str) -> dict:
 
 @pytest.fixture(scope="module", params=MODELS)
 def named(request) -> tuple[str, loading.LoadedModel]:
-    return request.param, loading.load_model(request.param, attn_implementation="eager")
+    from kvviz.model import loaders
+
+    return request.param, loaders.load_model(request.param, attn_implementation="eager")
 
 
 def test_random_token_copying_is_recomputed_and_clears_the_threshold(named):

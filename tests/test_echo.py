@@ -199,21 +199,22 @@ def test_memory_link_notices_hold_a_backtick_breaking_value(key, piece):
     assert {c.type for c in children} == {"text", "code_inline"}
 
 
+@pytest.mark.model  # load_model lives in kvviz.model.loaders, torch at its top
 def test_a_model_names_load_message_keeps_the_name_in_its_code_span(monkeypatch):
     """The sidebar's model box and a link's ?model= reach the loader's messages: the name is a code span there,
     so a backtick, a link or an image in it is shown as text (the message's own code spans stay code)."""
     import pytest
 
-    from kvviz.model import loading
+    from kvviz.model import loaders, loading
 
-    monkeypatch.setattr(loading, "cached_snapshot", lambda name: None)
-    monkeypatch.setattr(loading, "hub_reachable", lambda: False)  # offline, as on our machines
+    monkeypatch.setattr(loaders, "cached_snapshot", lambda name: None)
+    monkeypatch.setattr(loaders, "hub_reachable", lambda: False)  # offline, as on our machines
     for hostile, words in (
         ("x`![p](t.png)` [Log in](phish) $x$ :red[y]", "hf download x`"),  # a hub name
         ("x`![p](http://host/t.png)` [Log in](http://host/phish)", "no model folder"),
     ):  # a path
         with pytest.raises(loading.ModelLoadError) as caught:
-            loading.load_pretrained(hostile)
+            loaders.load_pretrained(hostile)
         message = str(caught.value)
         rendered = MarkdownIt("commonmark").render(message)
         assert "<img" not in rendered and "<a " not in rendered

@@ -11,8 +11,6 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from kvviz.model.loading import load_model
-
 if TYPE_CHECKING:
     from transformers import DynamicCache
 
@@ -25,6 +23,8 @@ INT8_LOGIT_ATOL = 0.5  # int8 weights on the bundled model: max |logit differenc
 
 @pytest.fixture(scope="module")
 def loaded():
+    from kvviz.model.loaders import load_model
+
     return load_model("bundled", attn_implementation="sdpa")
 
 

@@ -32,8 +32,10 @@ SETTINGS = ev.EvictSettings()
 def loaded(request) -> loading.LoadedModel:
     import torch
 
+    from kvviz.model import loaders
+
     torch.set_num_threads(1)  # a shared 2-core machine
-    return loading.load_model(request.param, attn_implementation="eager")
+    return loaders.load_model(request.param, attn_implementation="eager")
 
 
 @pytest.fixture(scope="module")
@@ -100,15 +102,15 @@ def test_bytes_reported_are_the_pruned_tensors_nbytes(loaded, keep):
 
 
 def test_quantized_points_report_quant_round_trip_bytes(loaded):
-    from kvviz.internals import quant
     from kvviz.internals.eviction_lab.measures import SweepTexts
     from kvviz.internals.eviction_lab.quantized import quant_points
+    from kvviz.internals.lab.quant import round_trip
 
     settings = ev.EvictSettings(n_spans=2)
     texts = SweepTexts(loaded, None, settings)
     for point in quant_points(loaded, texts, ("int8", "int4")):
         want = sum(
-            quant.round_trip(x, point.policy, loaded.info.head_dim)[1]
+            round_trip(x, point.policy, loaded.info.head_dim)[1]
             for layer in texts.copy.cache.layers
             for x in (layer.keys, layer.values)
         )

@@ -48,9 +48,10 @@ def both(request, indep):
 
     from kvviz.internals.eviction_lab.measures import SweepTexts, copy_sequences, loss_passages, text_ids
     from kvviz.internals.eviction_lab.policies import head_ranking, retrieval_order
+    from kvviz.model import loaders
 
     torch.set_num_threads(1)  # a shared 2-core machine
-    lab = loading.load_model(request.param, attn_implementation="eager")
+    lab = loaders.load_model(request.param, attn_implementation="eager")
     texts = SweepTexts(lab, None, SETTINGS)
     model = indep.load(loading.BUNDLED_MODELS[request.param].folder)
     ids = text_ids(lab, None)

@@ -378,10 +378,10 @@ def test_the_gqa_text_names_each_query_heads_largest_weight(bundled_gqa_engine, 
 
 @pytest.fixture(scope="module")
 def bundled_gqa_engine() -> StepEngine:
-    from kvviz.model import loading
+    from kvviz.model import loaders, loading
     from kvviz.step.engine import StepEngine
 
-    engine = StepEngine(loading.load_bundled(name=loading.BUNDLED_GQA))
+    engine = StepEngine(loaders.load_bundled(name=loading.BUNDLED_GQA))
     engine.prefill("ROMEO: the king")
     for _step in range(3):
         engine.step()

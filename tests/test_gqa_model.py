@@ -17,7 +17,9 @@ from support.pages import app_test, open_page
 
 @pytest.fixture(scope="module")
 def gqa() -> loading.LoadedModel:
-    return loading.load_model(loading.BUNDLED_GQA)
+    from kvviz.model import loaders
+
+    return loaders.load_model(loading.BUNDLED_GQA)
 
 
 @pytest.mark.model

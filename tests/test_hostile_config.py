@@ -572,9 +572,9 @@ def test_allocating_configs_are_refused_within_a_memory_bound():
 @pytest.mark.model
 def test_a_config_build_past_its_time_limit_is_refused_and_the_process_goes_on(monkeypatch):
     """The bounded child is killed past BUILD_SECONDS and the import refused in one line; the next import works."""
-    from kvviz.memory import hf_config
+    from kvviz.memory import config_build
 
-    monkeypatch.setattr(hf_config, "BUILD_SECONDS", 0.0)
+    monkeypatch.setattr(config_build, "BUILD_SECONDS", 0.0)
     outcome, message = parse_outcome(json.dumps(_TINY_LLAMA))
     assert outcome == "refused" and "took more than 0 s" in message
     monkeypatch.undo()

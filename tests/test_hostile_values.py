@@ -348,9 +348,12 @@ def test_a_config_with_a_5000_digit_number_gets_one_sentence(tmp_path):
         load_cost.read_config(folder)
 
 
+@pytest.mark.model  # load_model lives in kvviz.model.loaders, torch at its top
 def test_a_missing_folder_is_not_sent_to_hf_download():
+    from kvviz.model import loaders
+
     with pytest.raises(loading.ModelLoadError) as caught:
-        loading.load_model("/nonexistent/model")
+        loaders.load_model("/nonexistent/model")
     assert "hf download" not in str(caught.value) and "no model folder" in str(caught.value)
 
 
@@ -360,7 +363,7 @@ def test_raw_python_errors_become_one_plain_sentence():
         AttributeError("module 'torch' has no attribute 'bogus'"),
         ValueError("Exceeds the limit (4300 digits); use sys.set_int_max_str_digits()"),
     ):
-        text = loading._one_line(exc)
+        text = loading.failure_reason(exc)
         assert "modulo" not in text and "torch'" not in text and "set_int_max" not in text
         assert text.startswith("its files do not describe a GPT-2 model")
 

@@ -16,7 +16,9 @@ N_STEPS = 5
 
 @pytest.fixture(scope="module")
 def hybrid() -> loading.LoadedModel:
-    return loading.load_model(loading.BUNDLED_HYBRID)
+    from kvviz.model import loaders
+
+    return loaders.load_model(loading.BUNDLED_HYBRID)
 
 
 @pytest.fixture(scope="module")
@@ -217,9 +219,10 @@ def test_one_tokens_cost_per_layer_is_what_flop_counter_mode_counts(hybrid):
 
 @pytest.mark.model
 def test_the_race_against_all_attention_times_both_at_every_context_and_leaves_their_caches(hybrid):
+    from kvviz.model import loaders
     from kvviz.step.engine import StepEngine, context_race
 
-    twin = loading.attention_twin()
+    twin = loaders.attention_twin()
     assert twin.info.all_attention and twin.info.n_layer == hybrid.info.n_layer == 4
     assert (twin.info.n_embd, twin.info.n_head, twin.info.d_ff) == (
         hybrid.info.n_embd,

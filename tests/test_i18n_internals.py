@@ -96,16 +96,16 @@ def test_layout_measurement_and_its_verdict_in_chinese(monkeypatch):
 def test_prefix_measurement_in_chinese_shows_the_noise_rules_verdict(monkeypatch):
     """The prefix page's verdict is kvviz.measure.timing's sentence (translated in that slice), naming the two
     prefills in Chinese; everything else the measurement adds is Chinese."""
-    from kvviz.internals import prefix
+    from kvviz.internals.lab import prefix as prefix_lab
 
-    real = prefix.prefix_reuse
+    real = prefix_lab.prefix_reuse
 
     def noisy(*args, **kwargs):  # overlapping repeats: the verdict must not crown a winner
         return dataclasses.replace(
             real(*args, **kwargs), fresh=Timing((9.0, 9.9, 12.0), 2.0), reuse=Timing((8.8, 10.1, 11.0), 2.0)
         )
 
-    monkeypatch.setattr(prefix, "prefix_reuse", noisy)
+    monkeypatch.setattr(prefix_lab, "prefix_reuse", noisy)
     at = _app("prefix", i18n.CHINESE)
     at = _run(at.button(key="int_prefix_run").click().run)
     assert not at.exception and not at.error and not at.warning

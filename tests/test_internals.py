@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kvviz import memory
-from kvviz.internals import layout
+from kvviz.internals import crossattn, layout, paging, prefix, window
 from kvviz.memory import capacity
 
 PROMPT = "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun."
@@ -155,9 +155,7 @@ def test_bench_interleaves_the_two_reads_and_applies_the_noise_rule():
 
 
 # ----- prefix reuse ------------------------------------------------------------------------------------------
-@pytest.mark.model
-def test_shared_prefix_len():
-    from kvviz.internals import prefix
+def test_shared_prefix_len():  # torch-free: the pure tier
 
     assert prefix.shared_prefix_len([1, 2, 3], [1, 2, 4, 5]) == 2
     assert prefix.shared_prefix_len([], [1]) == 0
@@ -166,10 +164,10 @@ def test_shared_prefix_len():
 
 @pytest.mark.model
 def test_prefix_reuse_equals_fresh_prefill(bundled):
-    from kvviz.internals import prefix
+    from kvviz.internals.lab import prefix as prefix_lab
 
     b = PROMPT.replace("It is the east", "Arise, fair sun")
-    r = prefix.prefix_reuse(bundled, PROMPT, b, repeats=1)
+    r = prefix_lab.prefix_reuse(bundled, PROMPT, b, repeats=1)
     ids_a, ids_b = bundled.tokenizer(PROMPT).input_ids, bundled.tokenizer(b).input_ids
     assert r.shared_len == prefix.shared_prefix_len(ids_a, ids_b) > 0
     assert r.reused_len == r.tokens_saved == r.shared_len
@@ -180,29 +178,29 @@ def test_prefix_reuse_equals_fresh_prefill(bundled):
 
 @pytest.mark.model
 def test_prefix_reuse_identical_prompts_feeds_the_last_token(bundled):
-    from kvviz.internals import prefix
+    from kvviz.internals.lab import prefix as prefix_lab
 
-    r = prefix.prefix_reuse(bundled, "ROMEO: hello", "ROMEO: hello", repeats=1)
+    r = prefix_lab.prefix_reuse(bundled, "ROMEO: hello", "ROMEO: hello", repeats=1)
     assert r.shared_len == len(r.tokens_b) and r.reused_len == r.shared_len - 1 and r.new_tokens_computed == 1
     assert r.max_abs_logit_diff < 1e-4
 
 
 @pytest.mark.model
 def test_prefix_bad_input(bundled):
-    from kvviz.internals import prefix
+    from kvviz.internals.lab import prefix as prefix_lab
 
     with pytest.raises(prefix.PrefixError, match="empty"):
-        prefix.prefix_reuse(bundled, "", "ROMEO")
+        prefix_lab.prefix_reuse(bundled, "", "ROMEO")
     with pytest.raises(prefix.PrefixError, match="positions"):
-        prefix.prefix_reuse(bundled, "ROMEO", "a " * 400)
+        prefix_lab.prefix_reuse(bundled, "ROMEO", "a " * 400)
 
 
 # ----- cross-attention ---------------------------------------------------------------------------------------
 @pytest.mark.model
 def test_cross_attention_cache_fixed_while_self_grows():
-    from kvviz.internals import crossattn
+    from kvviz.internals.lab import crossattn as crossattn_lab
 
-    run = crossattn.run_cross_attention(source_len=9, n_steps=6)
+    run = crossattn_lab.run_cross_attention(source_len=9, n_steps=6)
     per_row = run.n_layer * 2 * run.n_heads * run.head_dim * 4  # K+V, float32, every decoder layer
     for s in run.steps:
         assert s.self_rows == s.step + 1 and s.self_bytes == s.self_rows * per_row
@@ -214,18 +212,16 @@ def test_cross_attention_cache_fixed_while_self_grows():
 
 @pytest.mark.model
 def test_cross_attention_bad_input():
-    from kvviz.internals import crossattn
+    from kvviz.internals.lab import crossattn as crossattn_lab
 
     with pytest.raises(crossattn.CrossAttnError, match="source length"):
-        crossattn.run_cross_attention(source_len=0)
+        crossattn_lab.run_cross_attention(source_len=0)
     with pytest.raises(crossattn.CrossAttnError, match="decode steps"):
-        crossattn.run_cross_attention(n_steps=crossattn.MAX_STEPS + 1)
+        crossattn_lab.run_cross_attention(n_steps=crossattn.MAX_STEPS + 1)
 
 
 # ----- sliding windows ---------------------------------------------------------------------------------------
-@pytest.mark.model
-def test_window_state_and_visibility_by_hand():
-    from kvviz.internals import window
+def test_window_state_and_visibility_by_hand():  # torch-free: the pure tier
 
     s = window.window_state(seq_len=10, window=4)
     assert (s.kept_start, s.rows_kept, s.rows_evicted) == (6, 4, 6)
@@ -241,9 +237,9 @@ def test_window_state_and_visibility_by_hand():
 @pytest.mark.model
 @pytest.mark.parametrize("w,pattern", [(8, None), (8, 1), (5, 3)])
 def test_window_on_model_matches_calculator(bundled, w, pattern):
-    from kvviz.internals import window
+    from kvviz.internals.lab import window as window_lab
 
-    run = window.window_on_model(bundled, PROMPT, w, pattern)
+    run = window_lab.window_on_model(bundled, PROMPT, w, pattern)
     seq_len = run.state.seq_len
     assert seq_len == len(bundled.tokenizer(PROMPT).input_ids) > w
     config = window.layer_config(bundled, w, pattern)
@@ -260,15 +256,13 @@ def test_window_on_model_matches_calculator(bundled, w, pattern):
 
 @pytest.mark.model
 def test_window_wider_than_prompt_loses_nothing(bundled):
-    from kvviz.internals import window
+    from kvviz.internals.lab import window as window_lab
 
-    run = window.window_on_model(bundled, "ROMEO: hi", 200)
+    run = window_lab.window_on_model(bundled, "ROMEO: hi", 200)
     assert all(la.attention_lost == 0.0 and la.rows_kept == la.rows_full for la in run.layers)
 
 
-@pytest.mark.model
-def test_gemma3_preset_layers():
-    from kvviz.internals import window
+def test_gemma3_preset_layers():  # torch-free: the pure tier
 
     p = window.preset_layers("gemma-3-4b", 32768)
     per_token_layer = 2 * 4 * 256 * 2  # K+V, 4 KV heads, head_dim 256, bf16
@@ -280,20 +274,18 @@ def test_gemma3_preset_layers():
 
 @pytest.mark.model
 def test_window_bad_input(bundled):
-    from kvviz.internals import window
+    from kvviz.internals.lab import window as window_lab
 
     with pytest.raises(window.WindowError, match="window"):
-        window.window_on_model(bundled, PROMPT, 0)
+        window_lab.window_on_model(bundled, PROMPT, 0)
     with pytest.raises(window.WindowError, match="window"):
-        window.window_on_model(bundled, PROMPT, bundled.info.n_positions + 1)
+        window_lab.window_on_model(bundled, PROMPT, bundled.info.n_positions + 1)
     with pytest.raises(window.WindowError, match="empty"):
-        window.window_on_model(bundled, "   ", 4)
+        window_lab.window_on_model(bundled, "   ", 4)
 
 
 # ----- paging ------------------------------------------------------------------------------------------------
-@pytest.mark.model
-def test_block_table_by_hand():
-    from kvviz.internals import paging
+def test_block_table_by_hand():  # torch-free: the pure tier
 
     assert paging.block_table(17, 16) == paging.BlockTable(17, 16, 2, 1, 15)
     assert paging.block_table(32, 16) == paging.BlockTable(32, 16, 2, 16, 0)
@@ -301,9 +293,7 @@ def test_block_table_by_hand():
     assert paging.block_table(5, 1).waste_slots == 0
 
 
-@pytest.mark.model
-def test_two_sequences_by_hand():
-    from kvviz.internals import paging
+def test_two_sequences_by_hand():  # torch-free: the pure tier
 
     p = paging.plan_two_sequences(40, 37, 35, block_size=16, max_len=64, bytes_per_token=10)
     assert p.shared_blocks == 2  # 35 shared tokens = 2 full blocks + 3 tokens in a block that is not shared
@@ -318,7 +308,6 @@ def test_two_sequences_by_hand():
 
 @pytest.mark.model
 def test_single_sequence_agrees_with_memory_calculator(bundled):
-    from kvviz.internals import paging
 
     config = bundled.info.kv_config()
     view = capacity.paged_view(config, context_len=37, batch=1, block_tokens=16, max_len=256)
@@ -328,7 +317,7 @@ def test_single_sequence_agrees_with_memory_calculator(bundled):
 
 @pytest.mark.model
 def test_paging_bad_input(bundled):
-    from kvviz.internals import paging
+    from kvviz.internals.lab import paging as paging_lab
 
     with pytest.raises(paging.PagingError, match="block size"):
         paging.block_table(10, 0)
@@ -337,14 +326,14 @@ def test_paging_bad_input(bundled):
     with pytest.raises(paging.PagingError, match="max length"):
         paging.plan_two_sequences(10, 20, 5, 4, 16, 1)
     with pytest.raises(paging.PagingError, match="block size"):
-        paging.paged_generation(bundled, PROMPT, block_size=10_000)
+        paging_lab.paged_generation(bundled, PROMPT, block_size=10_000)
 
 
 @pytest.mark.model
 def test_paged_generation_reads_back_the_real_cache(bundled):
-    from kvviz.internals import paging
+    from kvviz.internals.lab import paging as paging_lab
 
-    run = paging.paged_generation(bundled, PROMPT, n_new_a=6, n_new_b=3, block_size=8)
+    run = paging_lab.paged_generation(bundled, PROMPT, n_new_a=6, n_new_b=3, block_size=8)
     p = run.plan
     n_prompt = len(bundled.tokenizer(PROMPT).input_ids)
     assert run.prompt_tokens == n_prompt and p.seq_lens == (n_prompt + 6, n_prompt + 3)

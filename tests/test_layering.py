@@ -14,7 +14,10 @@
 - The lesson's content needs no plotly: every kvviz.teaching module, and kvviz.model.dims (the record of a model's
   dimensions), imports without plotly, torch or transformers (a fresh interpreter, then sys.modules).
 - Every kvviz.internals module (an idea's limits, prompts, texts and records) imports without torch or
-  transformers: they are imported inside the functions that run a model.
+  transformers; what runs the model is in kvviz.internals.lab and kvviz.internals.eviction_lab, with torch at
+  their top. So do the other torch-free halves of a split: kvviz.model.loading (the models offered, the records of
+  a load; the loaders are kvviz.model.loaders) and the config.json reading of kvviz.memory (config_json,
+  config_build, config_import; transformers' config classes are kvviz.memory.hf_config).
 """
 
 from __future__ import annotations
@@ -242,12 +245,17 @@ LIGHT: dict[str, tuple[str, ...]] = {
     # the class poll: a phone's page and the store's check (`python -m kvviz.poll.store`) draw no chart at import
     **{f"kvviz.poll.{name}": ("plotly", *HEAVY) for name in ("question", "store")},
     "kvviz.routes": ("plotly", *HEAVY),  # the routes table: app.py, every page and the lesson's links read it
-    # each cache-internals idea: its limits, prompts and texts; pages import it, torch loads when a function runs
+    # each cache-internals idea: its limits, prompts and texts; pages import it, and the lab that runs it (torch at
+    # its top) inside the function that runs the model
     **{
         f"kvviz.internals.{p.stem}": HEAVY
         for p in sorted((REPO / "kvviz" / "internals").glob("*.py"))
         if p.stem != "__init__"
     },
+    # the models offered and the records of a load: the sidebar, the home page and the lesson read them before torch
+    "kvviz.model.loading": HEAVY,
+    # a config.json read as written (no model_type) needs no transformers: the memory page's form and the pure tests
+    **{f"kvviz.memory.{name}": HEAVY for name in ("config_json", "config_build", "config_import")},
 }
 
 

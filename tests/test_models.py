@@ -58,22 +58,30 @@ def test_bundled_model_writes_shakespeare_like_text(bundled):
 
 @pytest.mark.model
 def test_random_architecture_has_the_real_gpt2_shape():
-    loaded = loading.load_model("random:distilgpt2", attn_implementation="sdpa")
+    from kvviz.model import loaders
+
+    loaded = loaders.load_model("random:distilgpt2", attn_implementation="sdpa")
     info = loaded.info
     assert info.weights_are_random and "RANDOM" in info.label
     assert (info.n_layer, info.n_head, info.head_dim, info.n_positions) == (6, 12, 64, 1024)
     assert info.n_params == 81_912_576  # distilgpt2's parameter count with tied embeddings
 
 
+@pytest.mark.model  # load_model lives in kvviz.model.loaders, torch at its top
 def test_unknown_random_architecture_is_a_clear_error():
+    from kvviz.model import loaders
+
     with pytest.raises(loading.ModelLoadError, match="Unknown GPT-2 architecture"):
-        loading.load_model("random:gpt5")
+        loaders.load_model("random:gpt5")
 
 
+@pytest.mark.model  # load_model lives in kvviz.model.loaders, torch at its top
 def test_pretrained_lookup_fails_fast_offline_with_a_one_line_message():
+    from kvviz.model import loaders
+
     began = time.perf_counter()
     with pytest.raises(loading.ModelLoadError) as caught:
-        loading.load_model("gpt2-medium")
+        loaders.load_model("gpt2-medium")
     assert time.perf_counter() - began < 10
     message = str(caught.value)
     assert "offline" in message and "gpt2-medium" in message and "\n" not in message
@@ -81,16 +89,18 @@ def test_pretrained_lookup_fails_fast_offline_with_a_one_line_message():
 
 @pytest.mark.model
 def test_local_folder_is_loaded_and_bad_folders_are_explained(tmp_path, bundled):
+    from kvviz.model import loaders
+
     bundled.model.save_pretrained(tmp_path / "copy")
     bundled.tokenizer.save_pretrained(tmp_path / "copy")
-    loaded = loading.load_model(str(tmp_path / "copy"))
+    loaded = loaders.load_model(str(tmp_path / "copy"))
     assert loaded.info.kind == "pretrained" and loaded.info.n_params == bundled.info.n_params
     with pytest.raises(loading.ModelLoadError, match="no config.json"):
-        loading.load_model(str(tmp_path))
+        loaders.load_model(str(tmp_path))
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "config.json").write_text("{not json")
     with pytest.raises(loading.ModelLoadError):
-        loading.load_model(str(tmp_path / "broken"))
+        loaders.load_model(str(tmp_path / "broken"))
 
 
 @pytest.mark.model
@@ -113,7 +123,7 @@ def test_pretrained_name_is_found_in_the_hugging_face_cache(tmp_path):
     shutil.copytree(loading.BUNDLED_DIR, snapshot)
     (tmp_path / "models--gpt2" / "refs").mkdir()
     (tmp_path / "models--gpt2" / "refs" / "main").write_text("0123abcd")
-    code = "from kvviz.model.loading import load_model; i = load_model('gpt2').info; print(i.kind, i.spec, i.n_params)"
+    code = "from kvviz.model.loaders import load_model; i = load_model('gpt2').info; print(i.kind, i.spec, i.n_params)"
     out = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -150,20 +160,24 @@ def test_cap_refuses_an_oversize_config_before_reading_weights(tmp_path):
     """gpt2-xl's config.json and no weights at all: refused by the cap, from the config alone."""
     from transformers import GPT2Config
 
+    from kvviz.model import loaders
+
     folder = tmp_path / "gpt2-xl-config-only"
     GPT2Config(**GPT2_FAMILY["gpt2-xl"].gpt2_config()).save_pretrained(folder)
     assert sorted(p.name for p in folder.iterdir()) == ["config.json"]
     cap = loading.LoadCap(200_000_000)
     with pytest.raises(loading.ModelLoadError, match=r"too large.*config\.json says 1,557,611,200 parameters"):
-        loading.load_model(str(folder), cap=cap)
+        loaders.load_model(str(folder), cap=cap)
     with pytest.raises(loading.ModelLoadError, match="no model.safetensors"):  # without a cap: the real problem
-        loading.load_model(str(folder))
+        loaders.load_model(str(folder))
 
 
 @pytest.mark.model
 def test_cap_reads_the_safetensors_header_not_the_weights(tmp_path):
     """A small config whose safetensors header claims a 300M-element tensor and holds no data: refused
     by the header's count, and the cap is stated; the bundled copy itself loads under a cap it fits."""
+    from kvviz.model import loaders
+
     folder = model_folder(tmp_path / "lying")
     header = json.dumps({"wte.weight": {"dtype": "F32", "shape": [300_000, 1000], "data_offsets": [0, 1_200_000_000]}})
     raw = header.encode()
@@ -171,26 +185,32 @@ def test_cap_reads_the_safetensors_header_not_the_weights(tmp_path):
     with pytest.raises(
         loading.ModelLoadError, match=r"safetensors header says 300,000,000 parameters.*at most 200,000,000"
     ):
-        loading.load_model(str(folder), cap=loading.LoadCap(200_000_000))
+        loaders.load_model(str(folder), cap=loading.LoadCap(200_000_000))
     fits = model_folder(tmp_path / "fits")
     n_params = loading.bundled_info().n_params
-    assert loading.load_model(str(fits), cap=loading.LoadCap(n_params)).info.n_params == n_params
+    assert loaders.load_model(str(fits), cap=loading.LoadCap(n_params)).info.n_params == n_params
     with pytest.raises(loading.ModelLoadError, match="too large"):
-        loading.load_model(str(fits), cap=loading.LoadCap(n_params - 1))
+        loaders.load_model(str(fits), cap=loading.LoadCap(n_params - 1))
 
 
+@pytest.mark.model  # load_model lives in kvviz.model.loaders, torch at its top
 def test_cap_refuses_a_random_shape_before_building_it():
+    from kvviz.model import loaders
+
     began = time.perf_counter()
     with pytest.raises(loading.ModelLoadError, match=r"gpt2-xl shape says 1,557,611,200 parameters"):
-        loading.load_model("random:gpt2-xl", cap=loading.LoadCap(200_000_000))
+        loaders.load_model("random:gpt2-xl", cap=loading.LoadCap(200_000_000))
     assert time.perf_counter() - began < 1  # building 1.5 B random parameters takes minutes; nothing was built
 
 
+@pytest.mark.model  # load_model lives in kvviz.model.loaders, torch at its top
 def test_folder_without_tokenizer_files_is_a_one_line_error(tmp_path):
     """transformers 5 would build an EMPTY tokenizer from such a folder and the app would fail later."""
+    from kvviz.model import loaders
+
     folder = model_folder(tmp_path / "no-tokenizer", with_tokenizer=False)
     with pytest.raises(loading.ModelLoadError, match="no tokenizer files") as caught:
-        loading.load_model(str(folder))
+        loaders.load_model(str(folder))
     assert "\n" not in str(caught.value)
 
 
@@ -198,14 +218,16 @@ def test_folder_without_tokenizer_files_is_a_one_line_error(tmp_path):
 def test_one_load_at_a_time_the_second_waits_for_the_first():
     """A random 124M-parameter GPT-2 takes seconds to build; a bundled load started meanwhile (0.1 s on
     its own) returns only after it, and the busy time is reported while it runs."""
+    from kvviz.model import loaders
+
     assert loading.load_busy_for_s() is None
     first_done: list[float] = []
-    first = threading.Thread(target=lambda: (loading.load_model("random:gpt2"), first_done.append(time.perf_counter())))
+    first = threading.Thread(target=lambda: (loaders.load_model("random:gpt2"), first_done.append(time.perf_counter())))
     first.start()
     while loading.load_busy_for_s() is None and first.is_alive():
         time.sleep(0.001)
     assert loading.load_busy_for_s() is not None and not first_done
-    loading.load_model("bundled")
+    loaders.load_model("bundled")
     second_done = time.perf_counter()
     first.join()
     assert first_done and first_done[0] <= second_done
@@ -221,9 +243,12 @@ def test_one_load_at_a_time_the_second_waits_for_the_first():
         ((41).to_bytes(8, "little") + b'{"w": {"dtype": "F32", "shape": [-1, 2]}}', "invalid shape"),
     ],
 )
+@pytest.mark.model  # load_model lives in kvviz.model.loaders, torch at its top
 def test_corrupt_safetensors_headers_are_one_line_errors_even_without_a_cap(tmp_path, content, reason):
+    from kvviz.model import loaders
+
     folder = model_folder(tmp_path / "corrupt")
     (folder / "model.safetensors").write_bytes(content)
     with pytest.raises(loading.ModelLoadError, match=reason) as caught:
-        loading.load_model(str(folder))
+        loaders.load_model(str(folder))
     assert "\n" not in str(caught.value)

@@ -143,6 +143,7 @@ def test_stage_steps_the_hybrid_in_chinese():
 
 @pytest.mark.app
 def test_the_teachers_hybrid_question_opens_the_stage_at_its_40_tokens_and_answers_from_the_model():
+    from kvviz.model import loaders
     from kvviz.teaching import guide
 
     question = guide.hybrid_question()
@@ -154,7 +155,7 @@ def test_the_teachers_hybrid_question_opens_the_stage_at_its_40_tokens_and_answe
     stage = open_page("pages/step_through.py", query=question.link_query, router=True)
     assert stage.session_state[MODEL_SPEC_KEY] == loading.BUNDLED_HYBRID
     assert (
-        len(loading.load_model(loading.BUNDLED_HYBRID).tokenizer(guide.HYBRID_PROMPT).input_ids)
+        len(loaders.load_model(loading.BUNDLED_HYBRID).tokenizer(guide.HYBRID_PROMPT).input_ids)
         == guide.HYBRID_PROMPT_TOKENS
     )
     tiles = _tiles(stage)

@@ -334,21 +334,21 @@ def test_a_timing_that_contradicts_the_lesson_is_labelled(monkeypatch):
     """Reuse measured slower than a fresh prefill (a busy machine) is said to be so, with the load at the time."""
     import dataclasses
 
-    from kvviz.internals import prefix
+    from kvviz.internals.lab import prefix as prefix_lab
 
-    real = prefix.prefix_reuse
+    real = prefix_lab.prefix_reuse
 
     def busy_machine(*args, **kwargs):  # the real run, with the timings a loaded machine once produced
         return dataclasses.replace(
             real(*args, **kwargs), fresh=Timing((8.8, 9.0, 9.1), 7.5), reuse=Timing((29.0, 30.0, 31.0), 7.5)
         )
 
-    monkeypatch.setattr(prefix, "prefix_reuse", busy_machine)
+    monkeypatch.setattr(prefix_lab, "prefix_reuse", busy_machine)
     at = _app("prefix")
     at.button(key="int_prefix_run").click().run()
     warnings = " ".join(w.value for w in at.warning)
     assert "busy machine" in warnings and "7.50" in warnings and "30.0 ms" in warnings
-    monkeypatch.setattr(prefix, "prefix_reuse", real)
+    monkeypatch.setattr(prefix_lab, "prefix_reuse", real)
     quiet = _app("prefix")
     quiet.button(key="int_prefix_run").click().run()
     r = quiet.session_state["int_prefix_result"][1]
@@ -364,16 +364,16 @@ def test_prefix_timing_inside_the_noise_crowns_nobody(monkeypatch):
     """Overlapping repeats: the page says "inside the noise" in one sentence, with no faster/slower delta."""
     import dataclasses
 
-    from kvviz.internals import prefix
+    from kvviz.internals.lab import prefix as prefix_lab
 
-    real = prefix.prefix_reuse
+    real = prefix_lab.prefix_reuse
 
     def noisy(*args, **kwargs):
         return dataclasses.replace(
             real(*args, **kwargs), fresh=Timing((9.0, 9.9, 12.0), 2.0), reuse=Timing((8.8, 10.1, 11.0), 2.0)
         )
 
-    monkeypatch.setattr(prefix, "prefix_reuse", noisy)
+    monkeypatch.setattr(prefix_lab, "prefix_reuse", noisy)
     at = _app("prefix")
     at.button(key="int_prefix_run").click().run()
     infos = " ".join(x.value for x in at.info)
@@ -387,15 +387,16 @@ def test_prefix_timing_inside_the_noise_crowns_nobody(monkeypatch):
 def test_speculative_default_pairs_the_two_bundled_models():
     """The default draft is the other bundled model (same tokenizer), greedy; its acceptance on the default
     prompt is what the page shows, and the output equals the verifier's plain greedy decoding."""
-    from kvviz.model import loading
+    from kvviz.internals.lab import speculative as speculative_lab
+    from kvviz.model import loaders, loading
     from support.greedy import generate_greedy
 
     at = _app("speculative")
     assert not at.exception and not _errors(at)
     assert at.selectbox(key="int_spec_draft").value == loading.BUNDLED_GQA
-    verifier, draft = loading.load_bundled(), loading.load_bundled(name=loading.BUNDLED_GQA)
+    verifier, draft = loaders.load_bundled(), loaders.load_bundled(name=loading.BUNDLED_GQA)
     prompt = at.text_area(key="int_spec_prompt").value
-    result = speculative.speculative_decode(verifier, prompt, 24, 4, None, draft=draft)
+    result = speculative_lab.speculative_decode(verifier, prompt, 24, 4, None, draft=draft)
     assert {m.label: m.value for m in at.metric}["Acceptance"] == f"{result.acceptance_rate:.0%}"
     assert result.acceptance_rate >= 0.5 and result.rows_cropped > 0  # shows both: accepted runs and a rollback
     assert list(result.tokens) == generate_greedy(verifier, prompt, 24)[0]

@@ -238,7 +238,7 @@ def test_full_page_links_carry_the_lessons_state(fresh_streamlit_caches, bundled
 def test_step_1_teaches_projections_of_the_whole_vector_and_k_v_heads():
     """No 'equal slice' of the hidden vector; on the GQA model one layer's K per token is
     n_kv_heads x head_dim (2 x 16 = 32), not a share of the hidden size."""
-    from kvviz.model.loading import load_model
+    from kvviz.model.loaders import load_model
     from kvviz.step.engine import StepEngine
 
     first = lesson.STEPS[0]

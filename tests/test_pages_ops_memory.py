@@ -12,7 +12,6 @@ from streamlit.testing.v1 import AppTest
 from kvviz import memory, ops
 from kvviz.memory import dtypes, units
 from kvviz.memory.presets import get_preset
-from kvviz.model.loading import load_model
 from support.markdown_text import shown
 from support.pages import PAGES_DIR, app_test
 
@@ -133,6 +132,8 @@ def test_memory_page_imports_a_config_json():
 
 @pytest.mark.app
 def test_ops_page_renders_reacts_and_restores_url():
+    from kvviz.model.loaders import load_model
+
     at = page("attention_ops")
     at.run()
     assert not at.exception and not at.error and at.title[0].value == "Count the work"
@@ -230,6 +231,8 @@ def test_link_refusals_name_only_what_streamlit_dropped_or_changed():
 
 @pytest.mark.app
 def test_pages_show_the_savings_sentence_and_the_quantized_residual():
+    from kvviz.model.loaders import load_model
+
     at = page("attention_ops")
     at.run()
     shape = load_model("bundled").info.ops_shape()

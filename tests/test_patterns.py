@@ -74,9 +74,10 @@ def test_uncached_triangle_last_row_is_the_cached_steps_row(bundled):
 @pytest.mark.model
 @pytest.mark.parametrize("spec", list(loading.BUNDLED_MODELS))
 def test_both_bundled_models_give_one_matrix_per_query_head(spec):
+    from kvviz.model import loaders
     from kvviz.step import patterns
 
-    loaded = loading.load_model(spec)
+    loaded = loaders.load_model(spec)
     ids = loaded.tokenizer("ROMEO:\nBut soft, what light").input_ids
     run = patterns.pattern_run(loaded, ids)
     assert run.n_head == loaded.info.n_head and run.n_kv_heads == loaded.info.n_kv_heads

@@ -102,6 +102,8 @@ def test_off_by_default_and_bad_entries_are_skipped(tmp_path, monkeypatch):
 
 @pytest.mark.app
 def test_shared_sidebar_offers_only_the_list_and_refuses_a_forged_folder(classroom):
+    from kvviz.model import loaders
+
     at = app_test(
         _picker_and_page,
         session_state={
@@ -126,7 +128,7 @@ def test_shared_sidebar_offers_only_the_list_and_refuses_a_forged_folder(classro
     assert any("at most 200,000,000 parameters" in c.value for c in at.sidebar.caption)  # the cap is stated
     assert str(classroom["unlisted"].parent.parent) not in _texts(at)
     # The same folder is a valid model: on localhost (shared mode off) it loads. The refusal was the policy.
-    assert loading.load_model(str(classroom["unlisted"])).info.n_params == loading.bundled_info().n_params
+    assert loaders.load_model(str(classroom["unlisted"])).info.n_params == loading.bundled_info().n_params
 
 
 @pytest.mark.app
@@ -237,6 +239,8 @@ def test_localhost_a_failed_load_keeps_the_previous_model_not_just_the_bundled_o
 def test_a_listed_folder_on_a_long_path_is_named_by_its_name_where_the_loader_cut_the_path(tmp_path, monkeypatch):
     """The loader shows a spec cut at 80 characters; redaction names the listed folder in that cut form too (it
     read 'a server folder… (cut 4 of 84 characters)' when pytest-xdist's longer tmp folder passed 80)."""
+    from kvviz.model import loaders
+
     folder = model_folder(tmp_path / ("deep" * 25) / "notok", with_tokenizer=False)
     assert len(str(folder)) > 100
     config = tmp_path / "kvviz_shared.toml"
@@ -245,7 +249,7 @@ def test_a_listed_folder_on_a_long_path_is_named_by_its_name_where_the_loader_cu
     monkeypatch.setenv(shared_mode.ENV_CONFIG, str(config))
     policy = shared_mode.current_policy()
     with pytest.raises(loading.ModelLoadError) as caught:
-        loading.load_model(str(folder), cap=policy.cap, allow_download=False)
+        loaders.load_model(str(folder), cap=policy.cap, allow_download=False)
     message = policy.redact(str(caught.value))
     assert message.startswith("Could not load `notok`: the folder has no tokenizer files"), message
     assert "a server folder" not in message and "/" not in message

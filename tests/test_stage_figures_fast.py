@@ -116,9 +116,9 @@ def test_the_stage_figure_is_plotlys_subplot_figure(bundled):
 
 @pytest.fixture(scope="module")
 def bundled_gqa():
-    from kvviz.model import loading
+    from kvviz.model import loaders, loading
 
-    return loading.load_bundled(name=loading.BUNDLED_GQA)
+    return loaders.load_bundled(name=loading.BUNDLED_GQA)
 
 
 def test_every_per_click_figure_is_a_valid_plotly_figure(bundled_gqa):

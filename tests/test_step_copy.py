@@ -9,7 +9,6 @@ import html
 import numpy as np
 import pytest
 
-from kvviz.model.loading import load_model
 from kvviz.step import view
 from kvviz.step.records import DEFAULT_SAMPLING, Sampling
 from support.pages import app_test
@@ -19,6 +18,8 @@ REPEAT_PROMPT = view.REPEAT_PROMPT  # the step page's "Repeat a pattern" preset
 
 @pytest.fixture(scope="module", params=["bundled", "bundled-gqa"])
 def loaded(request):
+    from kvviz.model.loaders import load_model
+
     return load_model(request.param, attn_implementation="eager")
 
 
@@ -118,6 +119,7 @@ def test_greedy_decoding_loops_on_the_bundled_models_which_is_why_sampling_is_th
     import json
 
     from kvviz.model import loading
+    from kvviz.model.loaders import load_model
 
     report = json.loads((loading.BUNDLED_MODELS[name].folder / "training_report.json").read_text())
     loaded = load_model(name, attn_implementation="eager")
@@ -130,6 +132,7 @@ def test_greedy_decoding_loops_on_the_bundled_models_which_is_why_sampling_is_th
 def test_step_page_names_the_copying_head_and_shows_it_on_request(fresh_streamlit_caches, name):
     """ "Repeat a pattern" on the step page: the caption names the head that reads the row after the previous
     occurrence, and its button points the stage at that head."""
+    from kvviz.model.loaders import load_model
     from kvviz.step.engine import StepEngine
 
     at = app_test("pages/step_through.py")

@@ -24,7 +24,8 @@ from typing import TypeVar
 
 from kvviz.cli import Parser, one_line, output_problem, say, whole
 from kvviz.measure.load import load_number
-from kvviz.model.loading import ModelLoadError, load_model
+from kvviz.model.loaders import load_model
+from kvviz.model.loading import ModelLoadError
 from kvviz.speedup import device as devices
 from kvviz.speedup import harness, tables
 from kvviz.speedup.records import CACHED_MODES, ESTIMATOR, LOSSY_MODES, MODE_LABELS, BenchResult, BenchSettings

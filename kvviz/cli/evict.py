@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch  # only now: --help and bad values answer without loading torch
 
     from kvviz.internals.eviction_lab import runs
-    from kvviz.model.loading import load_model
+    from kvviz.model.loaders import load_model
     from kvviz.speedup.machine import free_cores
 
     torch.set_num_threads(free_cores())  # the measure floor's rule: usable cores not already busy (load), >= 1

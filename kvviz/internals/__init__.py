@@ -13,14 +13,15 @@
     speculative  draft, verify, and crop the verifier's cache to the accepted length
     eviction     what to forget: the policies that prune the real DynamicCache after a prefill, their settings,
                  limits, names and rules; eviction_takeaways: what a class takes away from a sweep
+    lab          the runs of the ideas above on a real model (torch at each module's top), one module per idea
     eviction_lab the eviction runs (torch at each module's top): scores, the pruned cache (bytes from its tensors,
                  decoding on at the continued positions), copy test and loss change, the quantized formats on the
                  same bytes axis, the sweep
 
-Each idea's module holds the whole idea: its limits, default prompts, texts, checks, errors and takeaways, with the
-code that measures it. Torch and transformers are imported inside the functions that run a model, so a page imports
-an idea's module for its limits and texts without loading torch (tests/test_layering.py checks it). Eviction, the
-largest idea, is split where its ideas part: its torch-free modules here, and eviction_lab/, whose modules run the
-model with torch imported at their top (a page imports them inside the functions that run it).
+Each idea's module here holds the idea's settings: its limits, default prompts, texts, checks, errors and the
+arithmetic that needs no model; it imports no torch, so a page imports it at its top (tests/test_layering.py checks
+it). What runs the model is split off where the ideas part: lab/ holds one module per idea (lab.quant,
+lab.speculative, lab.crossattn, lab.window, lab.prefix, lab.paging), and eviction_lab/ the eviction runs; their
+modules import torch and transformers at their top, and a page imports them inside the functions that run a model.
 Everything here is UI-free (no streamlit). Prompts are checked by kvviz.inputs.prompt_rules (refused, never truncated).
 """

@@ -1,8 +1,8 @@
 """The result records of kvviz.internals: frozen dataclasses of plain Python numbers, strings and tuples.
 
 Each idea's module (prefix, crossattn, window, paging, quant, speculative, eviction) holds its own limits, default
-prompts, texts, checks and errors, and imports torch only inside the functions that run a model; the records it
-returns live here, so a figure draws a result from this module alone.
+prompts, texts, checks and errors, torch-free; its lab (kvviz.internals.lab, eviction_lab) runs the model with torch
+at its top. The records they return live here, so a figure draws a result from this module alone.
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
-"""Sliding-window attention on the real cache: which rows a window of W tokens evicts, what it caps, what is lost.
+"""Sliding-window attention, its settings and arithmetic: which rows a window of W tokens evicts, who may attend to
+whom, the loaded model's layout with a window (and a hybrid pattern) as the calculator sees it, and a real preset's
+layers (Gemma 3). Torch-free: a page imports it at its top; the run on the real cache is kvviz.internals.lab.window.
 
 A local (sliding-window) layer keeps only the last W positions: when token t arrives, row t - W is evicted
 (Mistral's rolling buffer). Its cache stops growing at W rows; a global layer keeps every row. Hybrid models
 interleave them (Gemma 3: 5 local layers, then 1 global). Per-layer sizes come from `kvviz.memory` (the memory
-calculator), and are checked here against the bytes of the real tensors a window would keep.
-
-GPT-2 was trained with full attention, so we do not pretend it runs windowed. Instead we run it normally and
-measure, from its real attention weights, how much attention the newest token paid to the rows a window would
-have evicted: the information a windowed layer could no longer read directly.
+calculator).
 """
 
 from __future__ import annotations
@@ -16,9 +14,10 @@ import numpy as np
 
 from kvviz import memory
 from kvviz.i18n import N_, _
-from kvviz.inputs.prompt_rules import IntSetting, check_int_in_range, check_prompt
+from kvviz.inputs.prompt_rules import IntSetting, check_int_in_range
 from kvviz.internals.records import LayerWindow, PresetLayers, WindowRun, WindowState
-from kvviz.model.loading import LoadedModel, inference_mode
+from kvviz.memory.presets import get_preset
+from kvviz.model.loading import LoadedModel
 
 __all__ = [
     "GEMMA_CONTEXT",
@@ -31,7 +30,6 @@ __all__ = [
     "layer_config",
     "preset_layers",
     "visibility",
-    "window_on_model",
     "window_state",
 ]
 
@@ -74,56 +72,8 @@ def layer_config(loaded: LoadedModel, window: int, local_per_global: int | None)
     return loaded.info.kv_config(window=window, local_per_global=local_per_global)
 
 
-@inference_mode
-def window_on_model(loaded: LoadedModel, prompt: str, window: int, local_per_global: int | None = None) -> WindowRun:
-    """Run the real model on `prompt` (full attention) and apply the window/pattern to its real cache."""
-    import torch
-    from transformers import DynamicCache
-
-    config = layer_config(loaded, window, local_per_global)
-    ids = check_prompt(loaded.tokenizer, prompt, loaded.info.n_positions, error=WindowError)  # [seq_len]
-    out = loaded.model(
-        input_ids=torch.tensor([ids]),
-        past_key_values=DynamicCache(config=loaded.model.config),
-        use_cache=True,
-        output_attentions=True,
-    )
-    seq_len = len(ids)
-    budget = memory.budget(config, seq_len)
-    layers = []
-    for i, layer in enumerate(out.past_key_values.layers):
-        rows_kept = budget.layer_tokens[i]
-        kept_k, kept_v = layer.keys[:, :, seq_len - rows_kept :], layer.values[:, :, seq_len - rows_kept :]
-        attn_last = out.attentions[i][0, :, -1, :]  # [num_heads, seq_len]: the newest token's query
-        lost = float(attn_last[:, : seq_len - rows_kept].sum(-1).mean())
-        layers.append(
-            LayerWindow(
-                layer=i,
-                kind="global" if config.layer_window(i) is None else "local",
-                rows_full=layer.keys.shape[2],
-                rows_kept=rows_kept,
-                bytes_full=(layer.keys.numel() + layer.values.numel()) * layer.keys.element_size(),
-                bytes_kept=(kept_k.numel() + kept_v.numel()) * kept_k.element_size(),
-                calculator_bytes=budget.layer_bytes[i],
-                attention_lost=lost,
-            )
-        )
-    state = window_state(seq_len, window)
-    tok = loaded.tokenizer
-    return WindowRun(
-        tokens=tuple(tok.decode([t]) for t in ids),
-        window=window,
-        local_per_global=local_per_global,
-        state=state,
-        layers=tuple(layers),
-        evicted_tokens=tuple(tok.decode([t]) for t in ids[: state.kept_start]),
-    )
-
-
 def preset_layers(preset_name: str = "gemma-3-4b", context_len: int = 32768) -> PresetLayers:
     """e.g. Gemma 3 4B: 34 layers, 5 local (1024-token window) : 1 global, bf16."""
-    from kvviz.memory.presets import get_preset
-
     context_len = check_int_in_range(context_len, 1, 2**24, _("context length (tokens)"), error=WindowError)
     config = get_preset(preset_name).kv
     b = memory.budget(config, context_len)

@@ -7,7 +7,8 @@ takes three steps, each in its own module:
                                 `bound_nesting`, `bound_allocations`): one sentence naming a refused field
     kvviz.memory.hf_config      transformers' own config class for the model_type
                                 (`CONFIG_MAPPING[model_type](**config)`, what `AutoConfig` does), built in a child
-                                process bounded in memory and time
+                                process bounded in memory and time (kvviz.memory.config_build); transformers (and
+                                torch) at its top, so it is imported here only for a config that names a model_type
     kvviz.memory.config_import  the cache layout read from that object (here), or from the fields as written
 
 When the config names a `model_type` that the installed transformers knows, every field the file leaves out takes
@@ -24,12 +25,13 @@ Every decoder config is also read as the list of layers transformers' cache buil
 MLP blocks without attention, indexers, Gemma 4's full-attention layers with head_dim 512 beside sliding ones
 with 256: transformers' `per_layer_config`) is answered by that list (`_parse_layers`), never refused and never
 counted as all attention; `config` then holds its attention layers' shape, for the form. A layer type transformers
-does not know is refused naming it and its layer (`hf_config.check_layer_types`).
+does not know is refused naming it and its layer (`config_json.check_layer_types`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from types import ModuleType
 from typing import Any
 
 from kvviz.i18n import _
@@ -45,8 +47,14 @@ from kvviz.memory import (
     short_repr,
 )
 from kvviz.memory.config_fields import config_field
-from kvviz.memory.config_json import MAX_MESSAGE_CHARS, bound_allocations, bound_nesting, load_json_object, precheck
-from kvviz.memory.hf_config import check_layer_types, known_model_type, sub_configs, transformers_config
+from kvviz.memory.config_json import (
+    MAX_MESSAGE_CHARS,
+    bound_allocations,
+    bound_nesting,
+    check_layer_types,
+    load_json_object,
+    precheck,
+)
 
 MAX_NAME_CHARS = 80  # `_name_or_path` as shown: a label, not a payload
 
@@ -96,8 +104,8 @@ def _parse(raw: dict[str, Any], dtype: str | None) -> ImportedConfig:
     if text_note is not None:  # transformers reads such a config from its top-level fields: hand it those
         raw = {k: v for k, v in raw.items() if k != "text_config"}
     for cfg in (raw, text_raw):
-        check_layer_types(cfg)
-    resolved = transformers_config(raw)
+        _check_layer_types(cfg)
+    resolved = _hf_config().transformers_config(raw) if isinstance(raw.get("model_type"), str) else None
     imported = (
         _parse_as_written(raw, text_raw, dtype) if resolved is None else _parse_resolved(raw, text_raw, resolved, dtype)
     )
@@ -112,6 +120,17 @@ def _parse(raw: dict[str, Any], dtype: str | None) -> ImportedConfig:
     )
 
 
+def _check_layer_types(cfg: dict[str, Any]) -> None:
+    """config_json.check_layer_types with transformers' knowledge of cfg's model_type; a config without one is read
+    as written, and no transformers is imported for it (the memory page's form, the pure tests)."""
+    model_type = cfg.get("model_type")
+    if not isinstance(model_type, str):
+        check_layer_types(cfg)
+        return
+    hf_config = _hf_config()
+    check_layer_types(cfg, hf_config.known_model_type(model_type), hf_config.TRANSFORMERS_LAYER_TYPES)
+
+
 def _text_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     """(the language model's fields, a note): `text_config` when it is an object; when it is anything else,
     transformers' config classes without a text sub-config ignore it and read the top-level fields (so does kvviz,
@@ -121,7 +140,7 @@ def _text_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
         return {}, None
     if isinstance(text, dict):
         sub_type = text.get("model_type")
-        if sub_type is not None and not (isinstance(sub_type, str) and known_model_type(sub_type)):
+        if sub_type is not None and not (isinstance(sub_type, str) and _hf_config().known_model_type(sub_type)):
             raise MemoryInputError(
                 _(
                     "text_config's model_type {value} is not one the installed "
@@ -131,7 +150,11 @@ def _text_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
             )
         return text, None
     model_type = raw.get("model_type")
-    if isinstance(model_type, str) and known_model_type(model_type) and "text_config" in sub_configs(model_type):
+    if (
+        isinstance(model_type, str)
+        and _hf_config().known_model_type(model_type)
+        and "text_config" in _hf_config().sub_configs(model_type)
+    ):
         raise MemoryInputError(
             _(
                 "text_config must be a JSON object ({{...}}) holding the language model's fields, "
@@ -141,6 +164,15 @@ def _text_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     return {}, _(
         "text_config {value} is not an object of fields: ignored, as transformers does; the top-level fields were read"
     ).format(value=short_repr(text))
+
+
+def _hf_config() -> ModuleType:
+    """kvviz.memory.hf_config, for a config that names a model_type. It imports transformers (and torch) at its top;
+    a config without a model_type is read as written without them (the memory page's form, the pure tests), so this
+    is the one place config_import imports it, when a model_type asks."""
+    from kvviz.memory import hf_config
+
+    return hf_config
 
 
 def _shown(value: Any) -> Any:

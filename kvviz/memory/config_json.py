@@ -8,8 +8,9 @@ all, every layer/block/stage count at most LIMITS["n_layer"]. The fields that si
 (`precheck`): a 0, a string or a float where a whole number belongs is refused in one sentence naming the field,
 never turned into a default or a TypeError.
 
-No transformers here: kvviz.memory.hf_config builds transformers' own config from the checked dict, and
-kvviz.memory.config_import reads the cache layout from it.
+The layer types are checked here too (`check_layer_types`): a type transformers does not know is refused, never
+counted as attention; transformers' own list is handed in by the caller. No transformers here: kvviz.memory.hf_config
+builds transformers' own config from the checked dict, and kvviz.memory.config_import reads the cache layout from it.
 """
 
 from __future__ import annotations
@@ -30,6 +31,14 @@ MAX_ENTRIES = 10_000  # fields in one object / entries in one list (id2label asi
 MAX_INT = 2**63 - 1  # no config field is larger than an int64; a bigger number only costs time
 # Counts that transformers' config classes loop over or multiply a list by (`range(self.num_hidden_layers)`,
 # `["dense"] * n_dense`, `first_k_dense_replace`, `num_mtp_layers`, `num_residual_layers`...), at any depth
+# Layer types kvviz counts when transformers' class is not there to read them (a config read as written)
+_ATTENTION_TYPES = ("full_attention", "sliding_attention")
+# What other configs call their layer list: a non-attention entry in any of these is never counted as attention
+_OTHER_LAYER_LISTS = {
+    "attn_type_list": (0,),
+    "layers_block_type": ("mamba", "linear_attention", "mlp", "moe"),
+    "block_types": ("recurrent",),
+}
 _COUNT_KEY = re.compile(r"(^|_)(layers?|blocks?|stages?|depth|cycles|replace)$")
 _LAYER_KEYS = (
     "num_hidden_layers",
@@ -251,3 +260,55 @@ def _bound_field(path: tuple[Any, ...], key: str, value: Any) -> int:
             ).format(path=_path(path), value=short_repr(value), max=LIMITS["n_layer"])
         )
     return 0
+
+
+def check_layer_types(cfg: dict[str, Any], known: bool = False, transformers_types: tuple[str, ...] = ()) -> None:
+    """Refuse, in one sentence naming it and its layer, a layer type transformers does not know (never counted as
+    attention), and a layer list whose length disagrees with the layer count. A config whose model_type transformers
+    does not know is read as written: a layer that is not attention is refused there too (kvviz cannot size its
+    state without the model's class).
+
+    known: the installed transformers knows cfg's model_type; transformers_types: the layer types its classes accept
+    (kvviz.memory.hf_config.TRANSFORMERS_LAYER_TYPES). A config without a model_type passes neither: it is read as
+    written, and no transformers is imported for it."""
+    types = cfg.get("layer_types")
+    n_layer = cfg.get("num_hidden_layers")
+    model_type = cfg.get("model_type")
+    if isinstance(types, list):
+        allowed = transformers_types if known else _ATTENTION_TYPES
+        for i, layer_type in enumerate(types):
+            if layer_type not in allowed:
+                if layer_type in transformers_types:
+                    raise MemoryInputError(
+                        _(
+                            "layer {layer} is a {type} layer, but model_type {model_type} is not one the installed "
+                            "transformers knows, so kvviz cannot size its state; it is never counted as attention: use "
+                            "the model_type of the transformers class that implements it"
+                        ).format(layer=i, type=short_repr(layer_type), model_type=short_repr(model_type))
+                    )
+                raise MemoryInputError(
+                    _(
+                        "layer {layer} has the layer type {type}, which transformers does not know "
+                        "(e.g. full_attention, sliding_attention, linear_attention); kvviz never "
+                        "counts an unknown layer as attention"
+                    ).format(layer=i, type=short_repr(layer_type))
+                )
+        if isinstance(n_layer, int) and not isinstance(n_layer, bool) and len(types) != n_layer:
+            raise MemoryInputError(
+                _("layer_types has {n:,} entries for {layers:,} layers: give one per layer, or remove it").format(
+                    n=len(types), layers=n_layer
+                )
+            )
+    if known:
+        return
+    for key, others in _OTHER_LAYER_LISTS.items():
+        listed = cfg.get(key)
+        if isinstance(listed, list) and any(x in others for x in listed):
+            layer = next(i for i, x in enumerate(listed) if x in others)
+            raise MemoryInputError(
+                _(
+                    "{key} makes layer {layer} something other than attention ({value}), and model_type {model_type} is "
+                    "not one the installed transformers knows, so kvviz cannot size its state; it is never counted as "
+                    "attention: use the model_type of the transformers class that implements it"
+                ).format(key=key, layer=layer, value=short_repr(listed[layer]), model_type=short_repr(model_type))
+            )

@@ -35,7 +35,8 @@ from kvviz.inputs.prompt_rules import check_prompt
 from kvviz.measure.load import load_avg_1min
 from kvviz.measure.repeats import interleaved_repeats
 from kvviz.model.interrupt import checks_inside_passes
-from kvviz.model.loading import ASSETS_DIR, MODEL_LOCK, LoadedModel, attention_twin
+from kvviz.model.loaders import attention_twin
+from kvviz.model.loading import ASSETS_DIR, MODEL_LOCK, LoadedModel
 from kvviz.model.tokens import token_text
 from kvviz.step.records import (
     RACE_BUDGET_S,
@@ -509,7 +510,7 @@ class StepEngine:
         return race_timing(on or self.loaded, self.token_ids[: record.cache_len], budget_s=budget_s, check=check)
 
     def versus_attention(self, budget_s: float = CONTEXT_RACE_BUDGET_S) -> ContextRace:
-        """A hybrid's decode step against its all-attention twin's (loading.attention_twin: the same shape, every
+        """A hybrid's decode step against its all-attention twin's (loaders.attention_twin: the same shape, every
         layer attention), at CONTEXT_RACE_CONTEXTS tokens of held-out Shakespeare (the same text for every
         session, so a class compares like with like): context_race, bounded to budget_s. Changes nothing."""
         if self.loaded.info.all_attention:

@@ -15,6 +15,7 @@ load runs waits for it (Streamlit's lock per cache entry) instead of starting a 
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import importlib
 import threading
@@ -53,15 +54,15 @@ def _cached_load(
     allow_download: bool,
     offered: shared_mode.OfferedModel | None = None,
 ) -> loading.LoadedModel:
-    import dataclasses
-
     with _IMPORT_LOCK:
         import pandas  # noqa: F401  (plotly in another session can see a half-imported pandas: import it whole here)
         import torch
         import transformers  # noqa: F401  (finish the import before loading: see _IMPORT_LOCK)
 
+        from kvviz.model import loaders  # torch and transformers at its top: imported under the lock, like them
+
     torch.set_num_threads(INTERACTIVE_TORCH_THREADS)
-    loaded = loading.load_model(source, attn_implementation, cap=cap, allow_download=allow_download)
+    loaded = loaders.load_model(source, attn_implementation, cap=cap, allow_download=allow_download)
     _freeze_long_lived_objects()
     _loaded_keys.add((spec, attn_implementation))
     if loaded.info.spec == spec and offered is None:

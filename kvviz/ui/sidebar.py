@@ -8,7 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from kvviz.i18n import N_, _
-from kvviz.model import loading, shared_mode
+from kvviz.model import hub, loading, shared_mode
 from kvviz.model.dims import GPT2_FAMILY
 from kvviz.ui.links import MODEL_QUERY_PARAM, MODEL_SPEC_KEY, link_params
 from kvviz.ui.models import (
@@ -90,7 +90,7 @@ def _could_load(spec: str, policy: shared_mode.SharedPolicy) -> bool:
     estimate = loading.estimate_load(offered.source if offered is not None else spec)
     if estimate.n_params is not None:
         return True
-    return estimate.downloads and not policy.enabled and loading.hub_reachable()
+    return estimate.downloads and not policy.enabled and hub.hub_reachable()
 
 
 def _ask_about_link(wanted: str, policy: shared_mode.SharedPolicy) -> None:

@@ -1,7 +1,7 @@
 """The quantized formats on the eviction sweep's bytes axis: every row kept, at the bytes each format stores,
 measured by the same copy test and loss change (kvviz.internals.eviction_lab.measures).
 
-fp16/int8/int4/int2: kvviz.internals.quant's arithmetic (round_trip); fp8: transformers' Fp8QuantizedLayer arithmetic
+fp16/int8/int4/int2: kvviz.internals.lab.quant's arithmetic (round_trip); fp8: transformers' Fp8QuantizedLayer arithmetic
 on the prefill's rows, under the same protocol (the rows appended afterwards stay float32); fp8-hf: transformers' own
 QuantizedCache(backend="fp8"), which stores the appended rows in fp8 too.
 """
@@ -16,6 +16,7 @@ from kvviz.internals import quant
 from kvviz.internals.eviction import EVICT_QUANT_SCHEMES
 from kvviz.internals.eviction_lab.measures import SweepTexts, copy_hits, token_losses
 from kvviz.internals.eviction_lab.scoring import Prefill
+from kvviz.internals.lab.quant import round_trip
 from kvviz.internals.records import EvictionPoint
 from kvviz.model.loading import MODEL_LOCK, LoadedModel
 
@@ -27,13 +28,13 @@ def _empty_cache(loaded: LoadedModel) -> DynamicCache:
 
 
 def _quantized_cache(pre: Prefill, scheme: str, group_size: int) -> tuple[DynamicCache, int]:
-    """The prefill's cache stored in `scheme` and read back (kvviz.internals.quant.round_trip: its arithmetic,
+    """The prefill's cache stored in `scheme` and read back (kvviz.internals.lab.quant.round_trip: its arithmetic,
     its bytes; fp8: _fp8_round_trip); the rows the measure appends afterwards stay full precision, as in
     QuantizedCache's residual window for its int backends (residual_length 128 > any span here)."""
     cache = _empty_cache(pre.loaded)
     stored = 0
     for i, layer in enumerate(pre.cache.layers):
-        trip = _fp8_round_trip if scheme == "fp8" else lambda x: quant.round_trip(x, scheme, group_size)
+        trip = _fp8_round_trip if scheme == "fp8" else lambda x: round_trip(x, scheme, group_size)
         k_hat, k_bytes = trip(layer.keys)
         v_hat, v_bytes = trip(layer.values)
         cache.update(k_hat.to(layer.keys.dtype), v_hat.to(layer.values.dtype), i)
@@ -89,7 +90,7 @@ def quant_points(
     group_size: int | None = None,
 ) -> list[EvictionPoint]:
     """The quantized formats on the same axis: every row kept, at the bytes they store (fp16/int8/int4/int2:
-    quant.round_trip's; fp8: Fp8QuantizedLayer's arithmetic; fp8-hf: transformers' QuantizedCache itself)."""
+    lab.quant.round_trip's; fp8: Fp8QuantizedLayer's arithmetic; fp8-hf: transformers' QuantizedCache itself)."""
     group = loaded.info.head_dim if group_size is None else group_size
     points = []
     for scheme in schemes:
