@@ -157,31 +157,147 @@ def N_(message: str) -> str:
     return message
 
 
+def Nn_(singular: str, plural: str) -> tuple[str, str]:
+    """Mark a plural pair for the catalog without translating it now: `Message.counted(*Nn_("{n} row", "{n} rows"),
+    n=3)` keeps both forms and picks one, for its count, where it is shown."""
+    return singular, plural
+
+
 @dataclasses.dataclass(frozen=True)
 class Message:
     """A text made now and shown later, in the language of whoever reads it: a message marked N_ and its fields'
-    values (a field that is itself a Message is shown in the same language). Records, keys and the CLI keep
-    `english`; a page shows `shown()`, or `shown_english(text)` for a text a record kept in English. kvviz's one
-    lazy translatable text (a model's label, a listed model's)."""
+    values (a field that is itself a Message, or any lazy text with a `shown()`, such as Joined, is shown in the same
+    language). Records, keys and the CLI keep `english`; a page shows `shown()`, or `shown_english(text)` for a text
+    a record kept in English. kvviz's one lazy translatable text (a model's label, a listed model's, a lesson's
+    question, a poll's choices).
+
+    `plural`: the plural msgid of a counted message (Message.counted): the field `n` picks the form, as ngettext does.
+    `translate=False`: a text that is the same in every language (a number with its unit, a token), shown as it is
+    (Message.verbatim). Equal messages are the same text: a choice is known by its Message, never by a translation.
+    A Message whose fields are plain JSON values (or lazy texts) goes to JSON and back: to_data / from_data."""
 
     msg: str
     fields: tuple[tuple[str, Any], ...] = ()
+    plural: str = ""
+    translate: bool = True
 
     @classmethod
     def of(cls, msg: str, **fields: Any) -> Message:
         """A message with its fields, remembered by its English text for shown_english."""
-        text = cls(msg, tuple(fields.items()))
+        text = cls(msg, _frozen(fields))
         _MADE.setdefault(text.english, text)
         return text
 
+    @classmethod
+    def lazy(cls, msg: str, **fields: Any) -> Message:
+        """A message with its fields, made for a record (not remembered by its English text: shown with shown())."""
+        return cls(msg, _frozen(fields))
+
+    @classmethod
+    def counted(cls, singular: str, plural: str, /, **fields: Any) -> Message:
+        """A message with a singular and a plural form (marked with Nn_), the form picked by the field `n`."""
+        if "n" not in fields:
+            raise ValueError("a counted message needs its count as the field n")
+        return cls(singular, _frozen(fields), plural)
+
+    @classmethod
+    def verbatim(cls, text: str) -> Message:
+        """A text the same in every language (a number and its unit, a token): shown as it is, never formatted."""
+        return cls(text, (), "", False)
+
     def shown(self) -> str:
         """The text in the current language."""
-        return _(self.msg).format(**{k: v.shown() if isinstance(v, Message) else v for k, v in self.fields})
+        if not self.translate:
+            return self.msg
+        values = {k: shown(v) for k, v in self.fields}
+        template = ngettext(self.msg, self.plural, int(values["n"])) if self.plural else _(self.msg)
+        return template.format(**values)
 
     @property
     def english(self) -> str:
         with language(ENGLISH):
             return self.shown()
+
+    def in_every_language(self) -> set[str]:
+        """This text as each language shows it (and its msgid): how a text typed or stored as words is recognised."""
+        out = {self.msg}
+        for code in LANGUAGES:
+            with language(code):
+                out.add(self.shown())
+        return out
+
+    def to_data(self) -> dict[str, Any]:
+        """This message as JSON-ready data (from_data reads it back): its fields' lazy texts nested, tagged."""
+        data: dict[str, Any] = {"msg": self.msg, "fields": {k: _to_data(v) for k, v in self.fields}}
+        if self.plural:
+            data["plural"] = self.plural
+        if not self.translate:
+            data["translate"] = False
+        return data
+
+    @classmethod
+    def from_data(cls, data: Any) -> Message:
+        """to_data's inverse; ValueError for anything that is not a message's data."""
+        if (
+            not isinstance(data, dict)
+            or not isinstance(data.get("msg"), str)
+            or not isinstance(data.get("fields"), dict)
+        ):
+            raise ValueError("not a message's data")
+        fields = _frozen({str(k): _from_data(v) for k, v in data["fields"].items()})
+        return cls(data["msg"], fields, str(data.get("plural", "")), bool(data.get("translate", True)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Joined:
+    """Lazy texts joined, in the reader's language, by one of this module's separators: "list" (list_sep: "; "),
+    "items" (item_sep: ", " or 、) or "sentences" (join_sentences). A field of a Message."""
+
+    items: tuple[Any, ...]
+    sep: str = "list"
+
+    def shown(self) -> str:
+        texts = [shown(item) for item in self.items]
+        if self.sep == "sentences":
+            return join_sentences(texts)
+        return (item_sep() if self.sep == "items" else list_sep()).join(texts)
+
+
+def shown(value: Any) -> Any:
+    """A field's value as it is shown: a lazy text (a Message, Joined) in the current language, anything else as it is."""
+    return value.shown() if isinstance(value, (Message, Joined)) else value
+
+
+def _frozen(fields: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """Fields as a hashable tuple in name order (a list value becomes a tuple): a record that holds a Message stays
+    hashable, and two messages with the same fields are equal however they were written (or read back from JSON)."""
+    return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(fields.items()))
+
+
+def _to_data(value: Any) -> Any:
+    if isinstance(value, Message):
+        return {"$message": value.to_data()}
+    if isinstance(value, Joined):
+        return {"$joined": [_to_data(v) for v in value.items], "sep": value.sep}
+    if isinstance(value, (list, tuple)):
+        return [_to_data(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if hasattr(value, "item") and not hasattr(value, "__len__"):  # a numpy scalar (a measured weight): plain Python
+        return value.item()
+    raise TypeError(f"a message field must be plain data or a lazy text, not {type(value).__name__}")
+
+
+def _from_data(value: Any) -> Any:
+    if isinstance(value, dict) and "$message" in value:
+        return Message.from_data(value["$message"])
+    if isinstance(value, dict) and "$joined" in value:
+        return Joined(tuple(_from_data(v) for v in value["$joined"]), str(value.get("sep", "list")))
+    if isinstance(value, list):
+        return tuple(_from_data(v) for v in value)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise ValueError("not a message field's data")
 
 
 _MADE: dict[str, Message] = {}  # English text -> the Message this process made it from (Message.of)
