@@ -60,7 +60,7 @@ def _choices(at) -> list:
 
 def test_a_tap_votes_and_a_second_tap_changes_the_vote(store, room):
     at = open_page("pages/join.py", lang=i18n.ENGLISH, query={"room": room.code})
-    assert "How many rows?" in at.markdown[0].value and len(_choices(at)) == 3
+    assert "How many rows will layer 0 hold?" in at.markdown[0].value and len(_choices(at)) == 3
     _choices(at)[0].click().run()
     assert "Vote received: A" in at.success[0].value
     _choices(at)[2].click().run()
@@ -73,7 +73,10 @@ def test_the_code_typed_in_any_case_joins(store, room):
     at = open_page("pages/join.py", lang=i18n.ENGLISH)
     at.text_input[0].input(room.code.lower())
     at.button[0].click().run()
-    assert at.query_params["room"] in (room.code, [room.code]) and "How many rows?" in at.markdown[0].value
+    assert (
+        at.query_params["room"] in (room.code, [room.code])
+        and "How many rows will layer 0 hold?" in at.markdown[0].value
+    )
 
 
 @pytest.mark.parametrize("code", ["ZZZZZZ", "<b>x</b>", "9" * 400])

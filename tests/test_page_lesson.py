@@ -36,7 +36,7 @@ def _question(at: AppTest) -> str:
 def _answer(at: AppTest, number: int, value, unit: str | None = None) -> AppTest:
     widget = (
         at.radio(key=f"lesson_answer_{number}")
-        if isinstance(value, str)
+        if isinstance(value, Message)  # a choice: the radio holds the choices themselves
         else at.number_input(key=f"lesson_answer_{number}")
     )
     widget.set_value(value)  # in the step's form: sent with the click on Check, as a browser sends them
@@ -154,10 +154,10 @@ def test_the_ending_scores_the_answers_and_starts_again(fresh_streamlit_caches, 
 def test_class_mode_asks_without_typing_and_reveals_with_one_click(fresh_streamlit_caches):
     at = _lesson(step=4, class_mode=True)
     assert not at.main.radio and not at.main.number_input  # nothing to type (the sidebar has the model radio)
-    assert any(lesson.NO_Q in m.value for m in at.markdown)  # the choices are on the screen, lettered
+    assert any(lesson.NO_Q.english in m.value for m in at.markdown)  # the choices are on the screen, lettered
     assert not at.success
     at.button(key="lesson_reveal_btn_4").click().run()
-    assert at.success and lesson.NO_Q in at.success[0].value
+    assert at.success and lesson.NO_Q.english in at.success[0].value
 
 
 @pytest.mark.app

@@ -171,7 +171,8 @@ class Message:
     a record kept in English. kvviz's one lazy translatable text (a model's label, a listed model's, a lesson's
     question, a poll's choices).
 
-    `plural`: the plural msgid of a counted message (Message.counted): the field `n` picks the form, as ngettext does.
+    `plural`: the plural msgid of a counted message (Message.counted): the field named `count` ("n" unless told)
+    picks the form, as ngettext does.
     `translate=False`: a text that is the same in every language (a number with its unit, a token), shown as it is
     (Message.verbatim). Equal messages are the same text: a choice is known by its Message, never by a translation.
     A Message whose fields are plain JSON values (or lazy texts) goes to JSON and back: to_data / from_data."""
@@ -180,6 +181,7 @@ class Message:
     fields: tuple[tuple[str, Any], ...] = ()
     plural: str = ""
     translate: bool = True
+    count: str = "n"  # the field whose value picks a counted message's form
 
     @classmethod
     def of(cls, msg: str, **fields: Any) -> Message:
@@ -194,11 +196,11 @@ class Message:
         return cls(msg, _frozen(fields))
 
     @classmethod
-    def counted(cls, singular: str, plural: str, /, **fields: Any) -> Message:
-        """A message with a singular and a plural form (marked with Nn_), the form picked by the field `n`."""
-        if "n" not in fields:
-            raise ValueError("a counted message needs its count as the field n")
-        return cls(singular, _frozen(fields), plural)
+    def counted(cls, singular: str, plural: str, /, by: str = "n", **fields: Any) -> Message:
+        """A message with a singular and a plural form (marked with Nn_), the form picked by the field `by`."""
+        if by not in fields:
+            raise ValueError(f"a counted message needs its count as the field {by}")
+        return cls(singular, _frozen(fields), plural, True, by)
 
     @classmethod
     def verbatim(cls, text: str) -> Message:
@@ -210,7 +212,7 @@ class Message:
         if not self.translate:
             return self.msg
         values = {k: shown(v) for k, v in self.fields}
-        template = ngettext(self.msg, self.plural, int(values["n"])) if self.plural else _(self.msg)
+        template = ngettext(self.msg, self.plural, int(values[self.count])) if self.plural else _(self.msg)
         return template.format(**values)
 
     @property
@@ -230,7 +232,7 @@ class Message:
         """This message as JSON-ready data (from_data reads it back): its fields' lazy texts nested, tagged."""
         data: dict[str, Any] = {"msg": self.msg, "fields": {k: _to_data(v) for k, v in self.fields}}
         if self.plural:
-            data["plural"] = self.plural
+            data["plural"], data["count"] = self.plural, self.count
         if not self.translate:
             data["translate"] = False
         return data
@@ -245,13 +247,15 @@ class Message:
         ):
             raise ValueError("not a message's data")
         fields = _frozen({str(k): _from_data(v) for k, v in data["fields"].items()})
-        return cls(data["msg"], fields, str(data.get("plural", "")), bool(data.get("translate", True)))
+        plural, translate, count = str(data.get("plural", "")), bool(data.get("translate", True)), data.get("count")
+        return cls(data["msg"], fields, plural, translate, str(count or "n"))
 
 
 @dataclasses.dataclass(frozen=True)
 class Joined:
     """Lazy texts joined, in the reader's language, by one of this module's separators: "list" (list_sep: "; "),
-    "items" (item_sep: ", " or 、) or "sentences" (join_sentences). A field of a Message."""
+    "items" (item_sep: ", " or 、), "sentences" (join_sentences), or "" (one text after the other: the clauses of one
+    sentence, each its own message). A field of a Message, or a text of its own."""
 
     items: tuple[Any, ...]
     sep: str = "list"
@@ -260,7 +264,12 @@ class Joined:
         texts = [shown(item) for item in self.items]
         if self.sep == "sentences":
             return join_sentences(texts)
-        return (item_sep() if self.sep == "items" else list_sep()).join(texts)
+        return {"items": item_sep, "list": list_sep}.get(self.sep, str)().join(texts)
+
+    @property
+    def english(self) -> str:
+        with language(ENGLISH):
+            return self.shown()
 
 
 def shown(value: Any) -> Any:
