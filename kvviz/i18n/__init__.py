@@ -1,7 +1,9 @@
 """The interface language: English (the source strings) or Simplified Chinese (a gettext catalog).
 
 Every user-facing string in kvviz goes through `_()` (or `ngettext` for a count, or `N_()` to mark a constant
-defined at import time and translated where it is shown). The catalog is one standard gettext `.po` file per
+defined at import time and translated where it is shown). A record that is stored or cached (a lesson question, a
+class poll, the eviction takeaways) keeps no translated sentence: it holds Messages (a msgid marked N_, or a plural
+pair marked Nn_, and its fields), and `_()` runs only when a page draws them (`Message.shown()`). The catalog is one standard gettext `.po` file per
 language, `kvviz/i18n/locale/<ll_CC>/LC_MESSAGES/kvviz.po`, read once per process and compiled in memory with
 Babel into the standard library's `gettext.GNUTranslations` (no compiled `.mo` kept in git to go stale).
 A message the catalog lacks shows its English source, never a key or an empty label.
@@ -273,7 +275,7 @@ class Joined:
 
 
 def shown(value: Any) -> Any:
-    """A field's value as it is shown: a lazy text (a Message, Joined) in the current language, anything else as it is."""
+    """A field's value as it is shown: a lazy text (a Message, Joined) in the current language, anything else as is."""
     return value.shown() if isinstance(value, (Message, Joined)) else value
 
 

@@ -41,7 +41,7 @@ from kvviz.step import view as step_view
 LESSON_PROMPT = "First Citizen:\nBefore we proceed any further, hear me speak."
 REPEAT_PROMPT = step_view.REPEAT_PROMPT  # the step page's "Repeat a pattern" preset
 # A link value (not shown here): its name in the Attention patterns page's sequence picker, whose URL-bound value is
-# its label in the link's language (the lesson draws the link with routes.ATTENTION_PATTERNS.localized: _(PATTERNS_PRESET)).
+# its label in the link's language (the lesson draws the link with the route's localized(): _(PATTERNS_PRESET)).
 PATTERNS_PRESET = "Repeat a pattern"
 
 # Units a byte answer may be given in: decimal (SI) and binary (IEC), 1 GiB = 2^30 bytes, 1 GB = 10^9 bytes.
