@@ -382,7 +382,7 @@ st.caption(
 )
 
 st.header(_("What a class takes away (computed from the sweep above)"))
-st.markdown("\n".join(f"- {line}" for line in eviction_takeaways(sweep)))
+st.markdown("\n".join(f"- {line.shown()}" for line in eviction_takeaways(sweep)))  # drawn in the reader's language
 
 with st.expander(_("Every measured point")):
     st.dataframe(

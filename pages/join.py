@@ -3,7 +3,8 @@ has open, and taps a choice. One tap votes; a tap on another choice changes the 
 No account, no name, nothing typed but the code. The page follows the teacher: a fragment reads the room's state
 (step, round, phase: one row by its key) every FOLLOW_S seconds and redraws the page when the teacher has moved (Next,
 Lock, Reveal, Vote again, Reset), as a presenter's audience app does. The language is the phone's own (its
-browser's), whatever the teacher's projector shows.
+browser's), whatever the teacher's projector shows: the store keeps one language-free poll per step (its texts are
+Messages), drawn here in that language.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ voter = poll.voter_token()
 client = poll.client_address()
 try:
     room = poll.store().room(code)
-    question = poll.poll_in_language(code) if room.step else None
+    question = poll.stored_poll(code) if room.step else None
     mine = None
     if question is not None:
         poll.store().saw(code, voter, room.step)  # one of the M in the projector's "Voted N of M"
@@ -108,7 +109,7 @@ if question is None:
 
 st.markdown(
     _("**Question {step}{round}.** {text}").format(
-        step=room.step, round=_(" (round 2)") if room.round == 2 else "", text=question.text
+        step=room.step, round=_(" (round 2)") if room.round == 2 else "", text=question.text.shown()
     )
 )
 
@@ -146,7 +147,7 @@ def _moved_on() -> str | None:
 
 for i, label in enumerate(question.choices):
     st.button(
-        f"{choice_letter(i)}. {label}",
+        f"{choice_letter(i)}. {label.shown()}",
         key=f"join_choice_{room.step}_{room.round}_{i}",
         type="primary" if mine == i else "secondary",
         use_container_width=True,
@@ -184,15 +185,15 @@ elif room.phase == "revealed":
         )
     else:
         st.info(_("The answer is {right}.").format(right=choice_letter(right)))
-    if mine is not None and mine != right and question.mistakes[mine]:
-        st.markdown(question.mistakes[mine])
+    if mine is not None and mine != right and mine < len(question.mistakes) and question.mistakes[mine] is not None:
+        st.markdown(question.mistakes[mine].shown())
     try:
         tally = poll.store().tally(code, room.step, room.round)
     except poll_store.StoreUnavailable as fault:
         _store_away(fault)
     a11y.chart(
         st,
-        poll_figure(question.choices, [tally.counts], right),
+        poll_figure([c.shown() for c in question.choices], [tally.counts], right),
         config={"displayModeBar": False},
         key=f"join_tally_{room.step}_{room.round}",
     )

@@ -8,8 +8,9 @@ room right (Y) or wrong (N), and the ending scores the room. ?step=4 opens step 
 key the server keeps), so a reload keeps it and a score typed into a link is shown as not recorded, never counted.
 The handout (one printable page per step) downloads from the top of every step and from the summary.
 
-Language (kvviz.i18n): every text is shown in the session's language. A question is computed in the language current
-when its step opens and kept per language; the handout is written in the language of the session that asks for it.
+Language (kvviz.i18n): every text is shown in the session's language. A question is computed once per step and model,
+language-free (its texts are Messages), and drawn in the language of the run that shows it: switching the language
+redraws it without running the model again. The handout is written in the language of the session that asks for it.
 """
 
 from __future__ import annotations
@@ -177,17 +178,17 @@ def _finish(run_marker) -> None:
     )
 
 
-def _question_key(number: int, loaded, lang: str | None = None) -> str:
-    """A question is kept per step, model and language (its text is written when it is asked)."""
-    return f"lesson_q_{number}_{loaded.info.label}_{lang or i18n.current()}"
+def _question_key(number: int, loaded) -> str:
+    """A question is kept per step and model: it is language-free, drawn in whichever language the page shows."""
+    return f"lesson_q_{number}_{loaded.info.label}"
 
 
-def _question(number: int, loaded, engine, lang: str | None = None) -> lesson.Question:
-    """The live question of step `number`, computed once per step, model and language (the session's, or `lang`:
-    the class poll stores every language's)."""
-    key = _question_key(number, loaded, lang)
+def _question(number: int, loaded, engine) -> lesson.Question:
+    """The live question of step `number`, computed once per step and model (the model runs once, whatever the
+    language the page is read in; the class poll stores this same question)."""
+    key = _question_key(number, loaded)
     if key not in st.session_state:
-        with st.spinner(_("Running the model for this question...")), i18n.language(lang or i18n.current()):
+        with st.spinner(_("Running the model for this question...")):
             st.session_state[key] = lesson.STEPS[number - 1].ask(engine)
     return st.session_state[key]
 
@@ -229,13 +230,19 @@ def _figures(question: lesson.Question, after: bool, font_px: int, number: int) 
                 config=export_config(f"lesson_step_{number}"),
                 key=f"lesson_fig_{number}_{int(after)}_{i}_{font_px}",
             )
-        st.caption(pic.caption)  # written in the question's language when it was asked
+        st.caption(pic.caption.shown())
 
 
 def _answer_input(number: int, question: lesson.Question):
     """The student's answer widget(s): a choice, a number, or a number and a byte unit. Returns (value, unit)."""
     if question.is_choice:
-        return st.radio(_("Your answer"), question.choices, index=None, key=f"lesson_answer_{number}"), None
+        return st.radio(
+            _("Your answer"),
+            question.choices,
+            index=None,
+            format_func=lambda choice: choice.shown(),  # a choice is its Message: graded by identity, drawn in words
+            key=f"lesson_answer_{number}",
+        ), None
     if question.unit == "bytes":
         row = st.container(horizontal=True, vertical_alignment="bottom")
         value = row.number_input(
@@ -258,13 +265,13 @@ def _answer_input(number: int, question: lesson.Question):
 
 def _worked(number: int, question: lesson.Question, step: lesson.LessonStep, font_px: int) -> None:
     """The worked answer: the arithmetic, the figures that would have given it away, the full page's link."""
-    st.markdown(question.arithmetic)
+    st.markdown(question.arithmetic.shown())
     _figures(question, True, font_px, number)
     st.page_link(
         step.page.file,
         label=_("See it on the full page: {page}").format(page=_(step.page.title)),
         icon=":material/open_in_new:",
-        query_params={**question.page_query, **links.link_params()},
+        query_params={**step.page.localized(question.page_query), **links.link_params()},
     )
 
 
@@ -289,7 +296,9 @@ def student_box(number: int, question: lesson.Question, step: lesson.LessonStep,
     elif checked and given is None:
         st.info(_("Type or choose an answer first, then press Check."), icon=":material/edit:")
         checked = False
-    written = "" if given is None else (str(given) if question.is_choice else f"{given:g}{' ' + unit if unit else ''}")
+    written = (
+        "" if given is None else (given.shown() if question.is_choice else f"{given:g}{' ' + unit if unit else ''}")
+    )
     choice = question.choices.index(given) if question.is_choice and given in question.choices else None
     if checked:
         if grading.check(question, given, unit):
@@ -308,8 +317,9 @@ def student_box(number: int, question: lesson.Question, step: lesson.LessonStep,
         _record(number, "shown", written, choice)
     result = st.session_state.get(result_key)
     if result == "hint":
+        hint = st.session_state[f"lesson_hint_{number}"]  # a Message: drawn in this run's language
         st.warning(
-            _("Not yet. {hint} Try again, or press *Show me*.").format(hint=st.session_state[f"lesson_hint_{number}"]),
+            _("Not yet. {hint} Try again, or press *Show me*.").format(hint=hint.shown() if hint else ""),
             icon=":material/lightbulb:",
         )
         return
@@ -341,10 +351,10 @@ def _mark_room(number: int, right: bool, answer: str) -> None:
 def class_box(number: int, question: lesson.Question, step: lesson.LessonStep, font_px: int, ask) -> None:
     """The projector: the question large, the choices lettered, nothing to type; one click (or V) reveals, then the
     teacher marks the room right (Y) or wrong (N) and the ending scores the room. With a class poll running, the
-    room votes on its phones (`ask(language)`: this step's question in a language, for the poll)."""
+    room votes on its phones (`ask()`: this step's question, computed once, for the poll)."""
     # the question is the first heading under the page's title (h2: headings in order, axe's heading-order), its
     # choices and the answer h3 under it; drawn at the h3's size and spacing it had (CLASS_CSS, READABLE_CSS)
-    st.container(key="lesson_question").markdown(f"## {question.text}")
+    st.container(key="lesson_question").markdown(f"## {question.text.shown()}")
     # With this tab's class poll running, its panel (the QR code, the count, after Reveal the room's votes) sits
     # beside the question's choices and figure: under the question it pushed step 2's prompt (its figure) and, after
     # Reveal, the vote chart below a 1024x768 projector's fold
@@ -358,7 +368,7 @@ def _class_question(number: int, question: lesson.Question, step: lesson.LessonS
     figure."""
     # With a class poll running, the room's letters: the poll's choices in its order, as every phone and the vote
     # chart letter them (on number steps too), so "the answer is C" sends the room to one choice
-    choices = poll.room_choices(number, question) or (question.choices if question.is_choice else ())
+    choices = poll.room_choices(number, question) or tuple(c.shown() for c in question.choices)
     if choices:
         st.container(key="lesson_choices").markdown(
             "\n".join(f"### {choice_letter(i)}. {c}" for i, c in enumerate(choices))
@@ -386,7 +396,7 @@ def _class_question(number: int, question: lesson.Question, step: lesson.LessonS
             on_click=lambda: st.session_state.update({f"lesson_class_hint_{number}": True}),
         )
         if st.session_state.get(f"lesson_class_hint_{number}"):
-            st.warning(question.hint, icon=":material/lightbulb:")
+            st.warning(question.hint.shown() if question.hint else "", icon=":material/lightbulb:")
         with side or st.container():
             poll.projector_panel(number, ask, font_px, moved_here=bool(st.session_state.get(CLICKED)))
     else:
@@ -443,16 +453,11 @@ def summary(loaded, engine) -> None:
     rows = []
     for n, step in enumerate(lesson.STEPS, start=1):
         o = outcomes.get(n, score.Outcome("", ""))
-        if o.choice is not None or o.room:  # a choice's text is shown in the reader's language: ask it in this one
+        if (
+            o.choice is not None or o.room
+        ):  # a choice's words are drawn from its question: compute it if a reload lost it
             _question(n, loaded, engine)
-        q = next(
-            (
-                st.session_state[k]
-                for lang in (i18n.current(), *i18n.LANGUAGES)  # asked in either language:
-                if (k := _question_key(n, loaded, lang)) in st.session_state
-            ),
-            None,
-        )  # the same computed answer
+        q = st.session_state.get(_question_key(n, loaded))
         rows.append(
             {
                 _("step"): n,
@@ -622,7 +627,7 @@ def _teach() -> None:
 
 if class_mode:  # the projector: the question and its answer first, above the fold; the figure under them
     with st.container(border=True):
-        class_box(number, question, step, font_px, lambda lang: _question(number, loaded, engine, lang))
+        class_box(number, question, step, font_px, lambda: _question(number, loaded, engine))
     _teach()
 else:
     _teach()
@@ -631,7 +636,7 @@ else:
     with st.container(key="lesson_figures"):
         _figures(question, False, font_px, number)
     with st.container(border=True, key="lesson_ask"):
-        st.markdown(_("**Question.** {question}").format(question=question.text))
+        st.markdown(_("**Question.** {question}").format(question=question.text.shown()))
         student_box(number, question, step, font_px)
 
 foot = st.container(horizontal=True, vertical_alignment="center", key="lesson_foot")

@@ -183,20 +183,23 @@ def test_the_rooms_score_survives_new_tabs_back_and_reload(poll_url, browser):
 def test_the_phone_view_has_no_serious_axe_violation(poll_url, poll_db, browser, lang, scheme):
     """The student's view at 390x844 (touch): the code form, a question with its choices, a vote received, and the
     counts after the reveal; in each language, in one colour scheme each."""
+    from kvviz.i18n import Message
     from kvviz.poll import store as poll_store
     from kvviz.poll.question import PollQuestion
+    from kvviz.teaching import poll_choices
 
     store = poll_store.PollStore(poll_db)  # the server's own file: the teacher's side, run from here
     room = store.create_room()
-    texts = {"en": ("How many rows?", ("20", "21", "22")), "zh-CN": ("有多少行？", ("20", "21", "22"))}
-    store.open_step(
-        room.code,
-        room.host_key,
-        {
-            language: PollQuestion(2, text, choices, 1, ("Off by one.", "", "One too many."))
-            for language, (text, choices) in texts.items()
-        },
+    question = Message.lazy(  # the lesson's step-3 question: one poll, each phone draws it in its language
+        "After the prefill of {prompt_rows} tokens the model takes **{steps} Next-token steps**. "
+        "How many rows will layer {layer} hold?",
+        prompt_rows=10,
+        steps=10,
+        layer=0,
     )
+    off_by_one = Message.lazy(poll_choices.OFF_BY_ONE)
+    choices = tuple(Message.verbatim(n) for n in ("20", "21", "22"))
+    store.open_step(room.code, room.host_key, PollQuestion(2, question, choices, 1, (off_by_one, None, off_by_one)))
     tab = new_tab(browser, locale=lang, color_scheme=scheme, **PHONE)
     failing: dict = {}
     for state, query in (("the code form", {}), ("a question", {"room": room.code})):

@@ -291,7 +291,7 @@ def test_takeaways_are_computed_from_the_sweep(loaded):
 
     sweep = runs.sweep(loaded, None, ev.EvictSettings(n_spans=4, n_passages=4))
     claims: list[Claim] = []
-    lines = eviction_takeaways(sweep, claims)
+    lines = [line.english for line in eviction_takeaways(sweep, claims)]
     for c in claims:  # every comparison a line makes: apart only where the paired interval over the units excludes 0
         d = np.array(c.a.units(c.metric)) - np.array(c.b.units(c.metric))
         half = 3.182 * d.std(ddof=1) / 2  # t(0.975, 3): 4 units

@@ -128,7 +128,7 @@ def test_duoattention_sits_at_the_bytes_it_holds_on_both_charts():
 def test_takeaways_name_the_bytes_a_policy_below_its_budget_holds():
     from kvviz.internals.eviction_takeaways import eviction_takeaways
 
-    lines = eviction_takeaways(_with_duoattention())
+    lines = [line.english for line in eviction_takeaways(_with_duoattention())]
     at50 = next(line for line in lines if line.startswith("At 50%"))
     assert at50.startswith("At 50%: best copying DuoAttention (holding only 45.3% of the bytes) 95%")
     assert "StreamingLLM (holding" not in " ".join(lines)  # a policy at its budget's bytes is named plainly

@@ -77,7 +77,7 @@ def test_the_issues_example_is_inside_the_noise_over_passages():
         points.append(_point(policy, 50, change, [40, 42, 38, 41]))
     sweep = EvictionSweep("test", ev.EvictSettings(n_spans=4, n_passages=4), tuple(points), 16, 900)
     claims: list[Claim] = []
-    at50 = next(line for line in eviction_takeaways(sweep, claims) if line.startswith("At 50%"))
+    at50 = next(line.english for line in eviction_takeaways(sweep, claims) if line.english.startswith("At 50%"))
     assert "(TOVA) to" in at50 and "(key norm), inside the noise of each other" in at50
     assert "beyond" not in at50
 
@@ -108,7 +108,7 @@ def _random_sweep(seed: int) -> EvictionSweep:
 def test_a_takeaway_calls_a_difference_real_only_where_its_paired_interval_excludes_zero(seed):
     sweep = _random_sweep(seed)
     claims: list[Claim] = []
-    lines = eviction_takeaways(sweep, claims)
+    lines = [line.english for line in eviction_takeaways(sweep, claims)]
     assert claims and any(c.differs for c in claims) and any(not c.differs for c in claims)
     for c in claims:
         low, high = _by_hand(np.array(c.a.units(c.metric)) - np.array(c.b.units(c.metric)))
@@ -144,7 +144,7 @@ def test_a_takeaway_calls_a_difference_real_only_where_its_paired_interval_exclu
 
 def test_the_first_takeaway_says_the_method_in_one_line():
     sweep = _random_sweep(0)
-    first = eviction_takeaways(sweep)[0]
+    first = eviction_takeaways(sweep)[0].english
     assert "16 spans" in first and "16 passages" in first and "excludes 0" in first
 
 
@@ -161,7 +161,7 @@ def test_a_conclusion_that_rests_on_one_policy_names_it():
             points.append(_point(policy, keep, zero, hits))
     points.append(_point("int8", 100, zero, [60] * 8 + [60] * 8, "quantized", 0.28))
     sweep = EvictionSweep("test", ev.EvictSettings(), tuple(points), 16, 3476)
-    lines = eviction_takeaways(sweep)
+    lines = [line.english for line in eviction_takeaways(sweep)]
     int8 = next(line for line in lines if line.startswith("int8"))
     assert "KVzip at 25%" in int8 and ": inside the noise." in int8
     assert "This rests on KVzip: without it" in int8 and "quantizing wins" in int8
@@ -173,10 +173,17 @@ def test_a_conclusion_that_rests_on_one_policy_names_it():
 def test_the_takeaways_read_as_chinese_sentences(seed):
     """In Chinese the takeaways join their clauses and sentences with the reader's separators: no ASCII full stop
     after a Chinese clause, no space after 。 (the sweeps are the random ones above, and the one whose verdict
-    rests on one policy, which adds a second sentence to a line)."""
+    rests on one policy, which adds a second sentence to a line). The takeaways are computed once, in no language,
+    and drawn in Chinese and in English from that one computation."""
     from kvviz import i18n
     from support.i18n_text import punctuation_faults
 
+    takeaways = eviction_takeaways(_random_sweep(seed))  # no language is current while they are computed
     with i18n.language(i18n.CHINESE):
-        lines = eviction_takeaways(_random_sweep(seed))
+        lines = [line.shown() for line in takeaways]
     assert lines and punctuation_faults(lines) == []
+    assert all(re.search(r"[\u4e00-\u9fff]", line) for line in lines)
+    english = [line.english for line in takeaways]
+    assert english[0].startswith("Every ± is an interval at 95%") and not any(
+        re.search(r"[\u4e00-\u9fff]", line) for line in english
+    )

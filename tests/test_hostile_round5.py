@@ -17,6 +17,7 @@ import sys
 import pytest
 
 from kvviz import i18n
+from kvviz.i18n import Message
 from kvviz.poll import store as ps
 from kvviz.poll.question import PollQuestion
 from support.clock import Clock
@@ -26,10 +27,10 @@ from support.server import free_port
 STEP = 3
 
 
-def _polls(step: int = STEP) -> dict[str, PollQuestion]:
-    return {
-        lang: PollQuestion(step, f"{lang}: question", ("a", "b", "c"), 1, ("m0", "", "m2")) for lang in i18n.LANGUAGES
-    }
+def _polls(step: int = STEP) -> PollQuestion:
+    """One step's poll, language-free (verbatim texts)."""
+    v = Message.verbatim
+    return PollQuestion(step, v("question"), (v("a"), v("b"), v("c")), 1, (v("m0"), None, v("m2")))
 
 
 @pytest.fixture

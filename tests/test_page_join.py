@@ -7,8 +7,10 @@ from __future__ import annotations
 import pytest
 
 from kvviz import i18n
+from kvviz.i18n import Message
 from kvviz.poll import store as poll_store
 from kvviz.poll.question import PollQuestion
+from kvviz.teaching import poll_choices
 from support.pages import open_page
 
 pytestmark = pytest.mark.app
@@ -26,12 +28,23 @@ def store(tmp_path, monkeypatch):
     poll.store.clear()
 
 
-def _polls() -> dict[str, PollQuestion]:
-    texts = {i18n.ENGLISH: ("How many rows?", ("10", "11", "12")), i18n.CHINESE: ("有多少行？", ("10", "11", "12"))}
-    return {
-        lang: PollQuestion(STEP, text, choices, 1, ("Off by one.", "", "One too many."))
-        for lang, (text, choices) in texts.items()
-    }
+# the lesson's step-3 question and the poll's off-by-one mistake: msgids the catalog translates
+QUESTION = (
+    "After the prefill of {prompt_rows} tokens the model takes **{steps} Next-token steps**. "
+    "How many rows will layer {layer} hold?"
+)
+
+
+def _polls() -> PollQuestion:
+    """One language-free poll, as the teacher's side stores it: each phone draws it in its own language."""
+    off_by_one = Message.lazy(poll_choices.OFF_BY_ONE)
+    return PollQuestion(
+        STEP,
+        Message.lazy(QUESTION, prompt_rows=10, steps=1, layer=0),
+        tuple(Message.verbatim(n) for n in ("10", "11", "12")),
+        1,
+        (off_by_one, None, off_by_one),
+    )
 
 
 @pytest.fixture
@@ -47,7 +60,7 @@ def _choices(at) -> list:
 
 def test_a_tap_votes_and_a_second_tap_changes_the_vote(store, room):
     at = open_page("pages/join.py", lang=i18n.ENGLISH, query={"room": room.code})
-    assert "How many rows?" in at.markdown[0].value and len(_choices(at)) == 3
+    assert "How many rows will layer 0 hold?" in at.markdown[0].value and len(_choices(at)) == 3
     _choices(at)[0].click().run()
     assert "Vote received: A" in at.success[0].value
     _choices(at)[2].click().run()
@@ -60,7 +73,10 @@ def test_the_code_typed_in_any_case_joins(store, room):
     at = open_page("pages/join.py", lang=i18n.ENGLISH)
     at.text_input[0].input(room.code.lower())
     at.button[0].click().run()
-    assert at.query_params["room"] in (room.code, [room.code]) and "How many rows?" in at.markdown[0].value
+    assert (
+        at.query_params["room"] in (room.code, [room.code])
+        and "How many rows will layer 0 hold?" in at.markdown[0].value
+    )
 
 
 @pytest.mark.parametrize("code", ["ZZZZZZ", "<b>x</b>", "9" * 400])
@@ -86,12 +102,16 @@ def test_the_counts_show_after_the_reveal_with_the_right_answer(store, room):
     store.reveal(room.code, room.host_key)
     at.button(key="join_refresh").click().run()
     assert "the answer is B" in at.error[0].value and at.get("plotly_chart")
-    assert any("Off by one." in m.value for m in at.markdown)  # the mistake the vote stood for
+    assert any("Off by one: check" in m.value for m in at.markdown)  # the mistake the vote stood for
 
 
 def test_the_phone_reads_its_own_language(store, room):
     at = open_page("pages/join.py", lang=i18n.CHINESE, query={"room": room.code})
-    assert "有多少行？" in at.markdown[0].value and at.title[0].value == "加入课堂投票"
+    with i18n.language(i18n.CHINESE):
+        chinese = _polls().text.shown()
+    assert "层" in chinese and chinese in at.markdown[0].value and at.title[0].value == "加入课堂投票"
+    english = open_page("pages/join.py", lang=i18n.ENGLISH, query={"room": room.code})  # the same stored poll
+    assert "How many rows will layer 0 hold?" in english.markdown[0].value
 
 
 def test_no_question_open_yet_says_to_wait(store):

@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from kvviz import memory
+from kvviz.i18n import Message
 from kvviz.measure.timing import quartiles
 from kvviz.memory.presets import get_preset
 from kvviz.teaching import grading, lesson
@@ -35,7 +36,7 @@ def _question(at: AppTest) -> str:
 def _answer(at: AppTest, number: int, value, unit: str | None = None) -> AppTest:
     widget = (
         at.radio(key=f"lesson_answer_{number}")
-        if isinstance(value, str)
+        if isinstance(value, Message)  # a choice: the radio holds the choices themselves
         else at.number_input(key=f"lesson_answer_{number}")
     )
     widget.set_value(value)  # in the step's form: sent with the click on Check, as a browser sends them
@@ -153,10 +154,10 @@ def test_the_ending_scores_the_answers_and_starts_again(fresh_streamlit_caches, 
 def test_class_mode_asks_without_typing_and_reveals_with_one_click(fresh_streamlit_caches):
     at = _lesson(step=4, class_mode=True)
     assert not at.main.radio and not at.main.number_input  # nothing to type (the sidebar has the model radio)
-    assert any(lesson.NO_Q in m.value for m in at.markdown)  # the choices are on the screen, lettered
+    assert any(lesson.NO_Q.english in m.value for m in at.markdown)  # the choices are on the screen, lettered
     assert not at.success
     at.button(key="lesson_reveal_btn_4").click().run()
-    assert at.success and lesson.NO_Q in at.success[0].value
+    assert at.success and lesson.NO_Q.english in at.success[0].value
 
 
 @pytest.mark.app
@@ -168,11 +169,14 @@ def test_deep_links_open_the_right_step(fresh_streamlit_caches, number):
 
 
 def test_check_judges_numbers_within_tolerance_and_choices_exactly():
-    q = lesson.Question("?", 72.3, "", rel_tolerance=0.25)
+    ask, none = Message.verbatim("?"), Message.verbatim("")
+    q = lesson.Question(ask, 72.3, none, rel_tolerance=0.25)
     assert grading.check(q, 60) and grading.check(q, 90) and not grading.check(q, 50) and not grading.check(q, None)
-    c = lesson.Question("?", "b", "", choices=("a", "b"))
-    assert grading.check(c, "b") and not grading.check(c, "a")
-    b = lesson.Question("?", 73_728_000, "", rel_tolerance=0.01, unit="bytes")
+    a, b = Message.verbatim("a"), Message.verbatim("b")
+    c = lesson.Question(ask, b, none, choices=(a, b))
+    assert grading.check(c, b) and not grading.check(c, a)  # a choice by its identity
+    assert grading.check(c, "b") and not grading.check(c, "a") and not grading.check(c, "c")  # or by its words
+    b = lesson.Question(ask, 73_728_000, none, rel_tolerance=0.01, unit="bytes")
     assert grading.check(b, 70.31, "MiB") and grading.check(b, 73.7, "MB") and not grading.check(b, 70.31, "MB")
 
 
@@ -184,12 +188,12 @@ def test_no_title_footer_or_hint_gives_the_answer_away(bundled):
     for number, step in enumerate(lesson.STEPS, start=1):
         q = step.ask(engine)
         numbers = [] if q.is_choice else [f"{q.answer:,}", f"{q.answer}"]
-        for text in (step.title, step.teach, q.hint, *(why for _, why in q.traps)):
+        for text in (step.title, step.teach, q.hint.english, *(why.english for _, why in q.traps)):
             assert not any(n in text for n in numbers), (number, text)
         if q.is_choice:
-            assert q.answer not in step.title
+            assert q.answer.english not in step.title
         for pic in q.pictures:  # a figure shown before the question must not carry the answer's number
-            assert pic.after or str(q.answer) not in pic.caption
+            assert pic.after or q.answer_text() not in pic.caption.english
     assert str(bundled.info.head_dim) not in bundled.info.label.split(" (")[0]  # the footer shows the title only
 
 
@@ -203,10 +207,10 @@ def test_whole_run_notation_matches_the_numbers_shown(bundled):
     heads, t = shape.n_layer * shape.n_head, 16 + 200 - 1
     cached, uncached = ops.generation_totals(shape, 16, 200)
     assert cached.attention_dot_products == heads * t * (t + 1) // 2  # the formula the question states
-    assert f"{heads * t * (t + 1) // 2:,}" in q.arithmetic
+    assert f"{heads * t * (t + 1) // 2:,}" in q.arithmetic.english
     assert grading.check(q, (t + 2) / 3) and grading.check(q, t / 3)  # the derived rule is accepted
     assert not grading.check(q, (t + 1) / 2)  # extrapolating the last step's ratio is not
-    assert "last step" in grading.hint(q, (t + 1) / 2)
+    assert "last step" in grading.hint(q, (t + 1) / 2).english
 
 
 @pytest.mark.app
@@ -218,7 +222,7 @@ def test_full_page_links_carry_the_lessons_state(fresh_streamlit_caches, bundled
     engine = StepEngine(bundled)
     copying = lesson._copying_head(engine)
     layer, head = copying.page_query["pat_layer"], copying.page_query["pat_head"]
-    assert f"Layer {layer}, head {head}" in copying.text
+    assert f"Layer {layer}, head {head}" in copying.text.english
     at = app_test("pages/attention_patterns.py", query=copying.page_query)
     at.run()
     assert not at.exception
@@ -248,8 +252,8 @@ def test_step_1_teaches_projections_of_the_whole_vector_and_k_v_heads():
     q = lesson._k_row(StepEngine(gqa))
     info = gqa.info
     assert info.n_kv_heads < info.n_head
-    assert f"{info.n_kv_heads} x {q.answer} = {info.n_kv_heads * q.answer} K numbers per token" in q.arithmetic
-    assert "split evenly between" not in q.arithmetic and "share" not in q.hint
+    assert f"{info.n_kv_heads} x {q.answer} = {info.n_kv_heads * q.answer} K numbers per token" in q.arithmetic.english
+    assert "split evenly between" not in q.arithmetic.english and "share" not in q.hint.english
 
 
 @pytest.mark.model
@@ -265,8 +269,8 @@ def test_step_8_formula_and_total_agree(bundled):
     _, uncached = ops.generation_totals(shape, p, 200)
     formula = heads * (t * (t + 1) * (t + 2) // 6 - (p - 1) * p * (p + 1) // 6)
     assert formula == uncached.attention_dot_products
-    assert f"**{formula:,}**" in q.arithmetic
-    assert "T(T+1)(T+2)/6 - (P-1)P(P+1)/6" in lesson.STEPS[7].teach and "(P-1)P(P+1)/6" in q.arithmetic
+    assert f"**{formula:,}**" in q.arithmetic.english
+    assert "T(T+1)(T+2)/6 - (P-1)P(P+1)/6" in lesson.STEPS[7].teach and "(P-1)P(P+1)/6" in q.arithmetic.english
 
 
 @pytest.mark.model
@@ -286,15 +290,15 @@ def test_step_11_times_both_sides_interleaved_with_the_races_noise_rule(bundled)
     engine.race = recorded
     q = lesson._measured_speedup(engine, steps=4, budget_s=0.5)
     (race,) = races
-    assert "interleaved" in q.arithmetic
-    assert f"cached step median {race.cached_median_ms:.2f} ms" in q.arithmetic
-    assert f"uncached pass median {race.uncached_median_ms:.2f} ms" in q.arithmetic
+    assert "interleaved" in q.arithmetic.english
+    assert f"cached step median {race.cached_median_ms:.2f} ms" in q.arithmetic.english
+    assert f"uncached pass median {race.uncached_median_ms:.2f} ms" in q.arithmetic.english
     c_lo, c_hi = quartiles(race.cached_ms)
-    assert f"interquartile range {c_lo:.2f} to {c_hi:.2f}" in q.arithmetic
+    assert f"interquartile range {c_lo:.2f} to {c_hi:.2f}" in q.arithmetic.english
     if race.single_repeat:
-        assert "no spread to judge the noise by" in q.arithmetic
+        assert "no spread to judge the noise by" in q.arithmetic.english
     elif race.inside_noise:
-        assert "inside the noise" in q.arithmetic
+        assert "inside the noise" in q.arithmetic.english
     else:
-        assert "larger than the noise" in q.arithmetic
+        assert "larger than the noise" in q.arithmetic.english
     assert sorted(q.picture.data["cached"]) == sorted(race.cached_ms)

@@ -78,18 +78,19 @@ def test_a_choice_is_chinese_and_accepted_in_either_language(fresh_streamlit_cac
 
     at = _lesson_zh(4)
     with i18n.language(i18n.CHINESE):
-        chinese = _(lesson.NO_Q)
-    assert chinese != lesson.NO_Q and chinese in at.radio(key="lesson_answer_4").options
-    at.radio(key="lesson_answer_4").set_value(chinese)
+        chinese = lesson.NO_Q.shown()
+    assert chinese != lesson.NO_Q.english and chinese in at.radio(key="lesson_answer_4").options
+    at.radio(key="lesson_answer_4").set_value(lesson.NO_Q)  # the choice itself: the radio draws its Chinese words
     at.button(key="lesson_check_4").click().run()
     assert at.success and chinese in at.success[0].value
     assert at.session_state["lesson_outcomes"][4].result == "first try"
+    question = lesson._why_no_q(StepEngine(bundled))  # one record, judged and drawn in either language
     with i18n.language(i18n.CHINESE):
-        question = lesson._why_no_q(StepEngine(bundled))
-    assert question.answer == chinese and CJK.search(question.arithmetic)
-    assert grading.check(question, lesson.NO_Q) and grading.check(question, chinese)  # the English words count too
-    assert not grading.check(question, lesson.ONLY_Q)
-    assert CJK.search(grading.hint(question, lesson.ONLY_Q))  # the targeted hint, found from the English choice
+        assert question.answer_text() == chinese and CJK.search(question.arithmetic.shown())
+        assert CJK.search(grading.hint(question, lesson.ONLY_Q).shown())  # the targeted hint, found by identity
+    assert question.answer == lesson.NO_Q and grading.check(question, lesson.NO_Q)
+    assert grading.check(question, chinese) and grading.check(question, lesson.NO_Q.english)  # words in either
+    assert not grading.check(question, lesson.ONLY_Q) and not grading.check(question, lesson.ONLY_Q.english)
 
 
 @pytest.mark.app
@@ -97,16 +98,14 @@ def test_the_summary_shows_a_choice_in_the_readers_language(fresh_streamlit_cach
     """A choice answered in Chinese, then the page switched to English: the ending shows no Chinese choice text
     under English headings. The answer is kept as the choice itself and shown in the reader's language."""
     at = _lesson_zh(4)
-    with i18n.language(i18n.CHINESE):
-        chinese = _(lesson.NO_Q)
-    at.radio(key="lesson_answer_4").set_value(chinese)
+    at.radio(key="lesson_answer_4").set_value(lesson.NO_Q)
     at.button(key="lesson_check_4").click().run()
     at.sidebar.segmented_control(key="app_language").set_value(i18n.ENGLISH).run()
     at.segmented_control(key="step").set_value(len(lesson.STEPS) + 1).run()
     assert not at.exception
     table = at.table[0].value
     assert (
-        table.loc[table["step"] == 4, "your answer"].iloc[0] == lesson.NO_Q
+        table.loc[table["step"] == 4, "your answer"].iloc[0] == lesson.NO_Q.english
     )  # English, as the page reads after the switch
     assert table.loc[table["step"] == 4, "result"].iloc[0] == "first try"
 

@@ -14,6 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from kvviz import i18n
+from kvviz.i18n import Message
 from kvviz.poll import store as ps
 from kvviz.poll.question import PollQuestion
 from support.clock import Clock
@@ -23,14 +24,16 @@ from support.repo import REPO
 STEP = 3
 
 
-def poll(step: int = STEP, n: int = 4, right: int = 1, language: str = "en") -> PollQuestion:
-    labels = tuple(f"{language} choice {i}" for i in range(n))
-    mistakes = tuple("" if i == right else f"{language} mistake {i}" for i in range(n))
-    return PollQuestion(step, f"{language}: question {step}", labels, right, mistakes)
+# msgids the catalog translates (kvviz's own): a stored poll is drawn in each reader's language
+QUESTION, CHOICE, MISTAKE = "Step {number}. {title}", "Row {row}: {token}", "step {number}: {model}"
 
 
-def polls(step: int = STEP, n: int = 4, right: int = 1) -> dict[str, PollQuestion]:
-    return {language: poll(step, n, right, language) for language in i18n.LANGUAGES}
+def poll(step: int = STEP, n: int = 4, right: int = 1) -> PollQuestion:
+    """One language-free poll: "Step 3. question", choices "Row 0: choice" ..., mistakes "step 0: mistake" ...
+    (in Chinese 第 3 步：question, 第 0 行：choice, 第 0 步：mistake)."""
+    labels = tuple(Message.lazy(CHOICE, row=i, token="choice") for i in range(n))
+    mistakes = tuple(None if i == right else Message.lazy(MISTAKE, number=i, model="mistake") for i in range(n))
+    return PollQuestion(step, Message.lazy(QUESTION, number=step, title="question"), labels, right, mistakes)
 
 
 @pytest.fixture(scope="session")
@@ -63,7 +66,7 @@ def store(url, clock):
 @pytest.fixture
 def room(store):
     new = store.create_room()
-    store.open_step(new.code, new.host_key, polls())
+    store.open_step(new.code, new.host_key, poll())
     return new
 
 
@@ -98,8 +101,8 @@ def test_host_actions_refuse_without_the_host_key(store, room, key):
         key = store.create_room().host_key
     store.vote(room.code, "a", STEP, 1, 1)
     actions = [
-        lambda: store.open_step(room.code, key, polls(STEP + 1)),
-        lambda: store.next_question(room.code, key, polls(STEP + 1)),
+        lambda: store.open_step(room.code, key, poll(STEP + 1)),
+        lambda: store.next_question(room.code, key, poll(STEP + 1)),
         lambda: store.reveal(room.code, key),
         lambda: store.lock(room.code, key),
         lambda: store.unlock(room.code, key),
@@ -186,7 +189,7 @@ def test_the_csv_matches_the_votes_and_names_no_voter(store, room):
     store.vote(room.code, "voter-token-3", STEP, 1, 1)
     store.vote_again(room.code, room.host_key)
     store.vote(room.code, "voter-token-1", STEP, 2, 1)
-    store.open_step(room.code, room.host_key, polls(STEP + 1, n=3, right=2))
+    store.open_step(room.code, room.host_key, poll(STEP + 1, n=3, right=2))
     store.vote(room.code, "voter-token-2", STEP + 1, 1, 2)
     text = store.export_csv(room.code, room.host_key, "en")
     rows = _csv_rows(text)
@@ -197,30 +200,30 @@ def test_the_csv_matches_the_votes_and_names_no_voter(store, room):
         for r in rows
     }
     assert got == {
-        (STEP, 1, "A", "en choice 0"): ("no", "en mistake 0", 1),
-        (STEP, 1, "B", "en choice 1"): ("yes", "", 2),
-        (STEP, 1, "C", "en choice 2"): ("no", "en mistake 2", 0),
-        (STEP, 1, "D", "en choice 3"): ("no", "en mistake 3", 0),
-        (STEP, 2, "A", "en choice 0"): ("no", "en mistake 0", 0),
-        (STEP, 2, "B", "en choice 1"): ("yes", "", 1),
-        (STEP, 2, "C", "en choice 2"): ("no", "en mistake 2", 0),
-        (STEP, 2, "D", "en choice 3"): ("no", "en mistake 3", 0),
-        (STEP + 1, 1, "A", "en choice 0"): ("no", "en mistake 0", 0),
-        (STEP + 1, 1, "B", "en choice 1"): ("no", "en mistake 1", 0),
-        (STEP + 1, 1, "C", "en choice 2"): ("yes", "", 1),
+        (STEP, 1, "A", "Row 0: choice"): ("no", "step 0: mistake", 1),
+        (STEP, 1, "B", "Row 1: choice"): ("yes", "", 2),
+        (STEP, 1, "C", "Row 2: choice"): ("no", "step 2: mistake", 0),
+        (STEP, 1, "D", "Row 3: choice"): ("no", "step 3: mistake", 0),
+        (STEP, 2, "A", "Row 0: choice"): ("no", "step 0: mistake", 0),
+        (STEP, 2, "B", "Row 1: choice"): ("yes", "", 1),
+        (STEP, 2, "C", "Row 2: choice"): ("no", "step 2: mistake", 0),
+        (STEP, 2, "D", "Row 3: choice"): ("no", "step 3: mistake", 0),
+        (STEP + 1, 1, "A", "Row 0: choice"): ("no", "step 0: mistake", 0),
+        (STEP + 1, 1, "B", "Row 1: choice"): ("no", "step 1: mistake", 0),
+        (STEP + 1, 1, "C", "Row 2: choice"): ("yes", "", 1),
     }
     assert {(int(r["step"]), r["question"]) for r in rows} == {
-        (STEP, f"en: question {STEP}"),
-        (STEP + 1, f"en: question {STEP + 1}"),
+        (STEP, f"Step {STEP}. question"),
+        (STEP + 1, f"Step {STEP + 1}. question"),
     }
     for tally in store.results(room.code, room.host_key):  # the CSV's sums are the tallies
         assert (
             sum(v for (s, r, _l, _c), (_r, _m, v) in got.items() if (s, r) == (tally.step, tally.round)) == tally.voted
         )
     chinese = _csv_rows(store.export_csv(room.code, room.host_key, "zh-CN"))
-    assert {r["choice"] for r in chinese} >= {"zh-CN choice 1"} and {r["question"] for r in chinese} == {
-        f"zh-CN: question {STEP}",
-        f"zh-CN: question {STEP + 1}",
+    assert {r["choice"] for r in chinese} >= {"第 1 行：choice"} and {r["question"] for r in chinese} == {
+        f"第 {STEP} 步：question",
+        f"第 {STEP + 1} 步：question",
     }
 
 
@@ -228,31 +231,28 @@ def test_the_csv_lists_only_the_polled_steps_in_plain_text(store, room):
     """A step passed through (opened, nobody voted, no action) is left out; a step locked or revealed with no vote,
     or with only a held-back vote, is listed; markdown's code backticks are dropped from every text."""
     store.vote(room.code, "a", STEP, 1, 1)
-    store.open_step(room.code, room.host_key, polls(STEP + 1))  # passed through: 0 votes, no action
-    coded = {
-        language: PollQuestion(
-            STEP + 2,
-            f"{language}: which row holds `en`?",
-            ("Row 8: `en`", "Row 0: ``red``"),
-            0,
-            ("", "reads the `mask`"),
-        )
-        for language in i18n.LANGUAGES
-    }
+    store.open_step(room.code, room.host_key, poll(STEP + 1))  # passed through: 0 votes, no action
+    coded = PollQuestion(
+        STEP + 2,
+        Message.lazy(QUESTION, number=STEP + 2, title="which row holds `en`?"),
+        (Message.lazy(CHOICE, row=8, token="`en`"), Message.lazy(CHOICE, row=0, token="``red``")),
+        0,
+        (None, Message.lazy(MISTAKE, number=1, model="reads the `mask`")),
+    )
     store.open_step(room.code, room.host_key, coded)
     store.reveal(room.code, room.host_key)  # revealed with no vote: polled
-    store.open_step(room.code, room.host_key, polls(STEP + 3))
+    store.open_step(room.code, room.host_key, poll(STEP + 3))
     store.set_limits(room.code, room.host_key, 2, 1)
     store.vote(room.code, "b", STEP + 3, 1, 0)
     with pytest.raises(ps.HeldBack):
         store.vote(room.code, "c", STEP + 3, 1, 0)
-    store.open_step(room.code, room.host_key, polls(STEP + 4))  # the current step, open, nobody voted yet
+    store.open_step(room.code, room.host_key, poll(STEP + 4))  # the current step, open, nobody voted yet
     rows = _csv_rows(store.export_csv(room.code, room.host_key, "en"))
     assert sorted({int(r["step"]) for r in rows}) == [STEP, STEP + 2, STEP + 3]
     assert [t.step for t in store.results(room.code, room.host_key)] == [STEP, STEP + 2, STEP + 3]
     assert [(r["question"], r["letter"], r["choice"], r["mistake"]) for r in rows if int(r["step"]) == STEP + 2] == [
-        ("en: which row holds en?", "A", "Row 8: en", ""),
-        ("en: which row holds en?", "B", "Row 0: red", "reads the mask"),
+        (f"Step {STEP + 2}. which row holds en?", "A", "Row 8: en", ""),
+        (f"Step {STEP + 2}. which row holds en?", "B", "Row 0: red", "step 1: reads the mask"),
     ]
     assert "`" not in store.export_csv(room.code, room.host_key, "zh-CN")
 
@@ -265,15 +265,15 @@ def test_a_revealed_round_is_final(store, room):
     store.reveal(room.code, room.host_key)
     assert store.lock(room.code, room.host_key).phase == "revealed"  # a revealed round is not hidden again
     assert store.unlock(room.code, room.host_key).phase == "revealed"  # nor reopened
-    store.open_step(room.code, room.host_key, polls(STEP + 4))  # the class moved on to a later question
+    store.open_step(room.code, room.host_key, poll(STEP + 4))  # the class moved on to a later question
     store.vote(room.code, "a", STEP + 4, 1, 0)
     version = store.room(room.code).version
-    for again in (polls(), polls(right=2)):  # the same choices, or a measured answer that came out otherwise
+    for again in (poll(), poll(right=2)):  # the same choices, or a measured answer that came out otherwise
         back = store.open_step(room.code, room.host_key, again)
         assert (back.step, back.round, back.phase) == (STEP, 1, "revealed")
         now = store.room(room.code)
         assert (now.step, now.round, now.phase, now.version) == (STEP + 4, 1, "open", version)  # nothing moved
-        assert store.poll(room.code, "en", STEP) == poll()  # the revealed question kept its choices
+        assert store.poll(room.code, STEP) == poll()  # the revealed question kept its choices
     for step, round_ in ((STEP, 1), (STEP, 2)):
         with pytest.raises(ps.VotingClosed):
             store.vote(room.code, "c", step, round_, 1)
@@ -282,21 +282,21 @@ def test_a_revealed_round_is_final(store, room):
     assert store.step_state(room.code, room.host_key, STEP + 1) is None  # never shown
     assert store.voted_count(room.code, STEP + 4, 1) == 1
     # The teacher's explicit Back shows the result to the room: still revealed, still no vote there.
-    shown = store.go_to_step(room.code, room.host_key, polls())
+    shown = store.go_to_step(room.code, room.host_key, poll())
     assert (shown.step, shown.round, shown.phase) == (STEP, 1, "revealed") and shown.version > version
     assert store.room(room.code).step == STEP
     with pytest.raises(ps.VotingClosed):
         store.vote(room.code, "c", STEP, 1, 1)
     assert store.tally(room.code, STEP, 1).counts == (0, 1, 1, 0)  # a phone sees the result
     # Only an explicit new round opens it; round 1 stays as revealed.
-    again = store.poll_again(room.code, room.host_key, polls())
+    again = store.poll_again(room.code, room.host_key, poll())
     assert (again.step, again.round, again.phase) == (STEP, 2, "open")
     store.vote(room.code, "c", STEP, 2, 1)
     store.reveal(room.code, room.host_key)
     assert store.vote_again(room.code, room.host_key).phase == "revealed"  # no round 3, round 2 stays revealed
     with pytest.raises(ValueError):
-        store.poll_again(room.code, room.host_key, polls())
-    assert store.open_step(room.code, room.host_key, polls()).phase == "revealed"
+        store.poll_again(room.code, room.host_key, poll())
+    assert store.open_step(room.code, room.host_key, poll()).phase == "revealed"
     assert [(t.round, t.counts) for t in store.results(room.code, room.host_key) if t.step == STEP] == [
         (1, (0, 1, 1, 0)),
         (2, (0, 1, 0, 0)),
@@ -311,8 +311,8 @@ def test_an_unrevealed_step_reopens_in_its_round_and_every_host_action_bumps_the
     store.lock(room.code, room.host_key)
     store.vote_again(room.code, room.host_key)
     store.vote(room.code, "a", STEP, 2, 1)
-    store.next_question(room.code, room.host_key, polls(STEP + 1))
-    back = store.open_step(room.code, room.host_key, polls())  # round 2 was open, not revealed: it reopens
+    store.next_question(room.code, room.host_key, poll(STEP + 1))
+    back = store.open_step(room.code, room.host_key, poll())  # round 2 was open, not revealed: it reopens
     assert (back.step, back.round, back.phase) == (STEP, 2, "open")
     with pytest.raises(ps.VotingClosed):
         store.vote(room.code, "b", STEP, 1, 0)  # round 1 was closed: it stays closed
@@ -353,7 +353,7 @@ def test_no_vote_after_lock_or_reveal_or_for_another_step(store, room):
     store.reveal(room.code, room.host_key)
     with pytest.raises(ps.VotingClosed):
         store.vote(room.code, "a", STEP, 1, 1)
-    store.next_question(room.code, room.host_key, polls(STEP + 1))
+    store.next_question(room.code, room.host_key, poll(STEP + 1))
     for step, round_ in ((STEP, 1), (STEP + 1, 2), (STEP + 2, 1)):
         with pytest.raises(ps.VotingClosed):
             store.vote(room.code, "b", step, round_, 0)
@@ -421,18 +421,38 @@ def test_voted_n_of_m_counts_the_phones_that_drew_the_question(store, room):
 
 def test_reopening_a_step_keeps_its_votes_unless_its_choices_changed(store, room):
     store.vote(room.code, "a", STEP, 1, 0)
-    store.open_step(room.code, room.host_key, polls())
+    store.open_step(room.code, room.host_key, poll())
     assert store.voted_count(room.code, STEP, 1) == 1
-    store.open_step(room.code, room.host_key, polls(right=2))  # a measured answer came out otherwise
+    store.open_step(room.code, room.host_key, poll(right=2))  # a measured answer came out otherwise
     assert store.voted_count(room.code, STEP, 1) == 0
-    assert store.poll(room.code, "zh-CN") == poll(right=2, language="zh-CN")
+    assert store.poll(room.code) == poll(right=2)
 
 
-def test_the_languages_polls_must_agree(store, room):
+def test_one_stored_poll_is_drawn_in_every_language(store, room, url):
+    """The store keeps one row per step, language-free; a phone in English and one in Chinese draw it from that one
+    record, each in its own words."""
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text("SELECT step, poll_json FROM poll_questions")).all()
+    engine.dispose()
+    assert [r.step for r in rows] == [STEP]
+    stored = store.poll(room.code)
+    assert stored == poll()
+    drawn = {}
+    for code in i18n.LANGUAGES:
+        with i18n.language(code):
+            drawn[code] = (stored.text.shown(), [c.shown() for c in stored.choices], stored.mistakes[0].shown())
+    assert drawn[i18n.ENGLISH] == (f"Step {STEP}. question", [f"Row {i}: choice" for i in range(4)], "step 0: mistake")
+    assert drawn[i18n.CHINESE] == (
+        f"第 {STEP} 步：question",
+        [f"第 {i} 行：choice" for i in range(4)],
+        "第 0 步：mistake",
+    )
+
+
+def test_next_question_takes_only_the_next_step(store, room):
     with pytest.raises(ValueError):
-        store.open_step(room.code, room.host_key, {"en": poll(right=1), "zh-CN": poll(right=2, language="zh-CN")})
-    with pytest.raises(ValueError):
-        store.next_question(room.code, room.host_key, polls(STEP + 2))
+        store.next_question(room.code, room.host_key, poll(STEP + 2))
 
 
 def test_the_room_result_marks(store, room):
@@ -491,7 +511,7 @@ def test_two_processes_vote_at_once_on_one_sqlite_file(tmp_path):
     url = f"sqlite:///{tmp_path / 'poll.sqlite3'}"
     store = ps.PollStore(url)
     room = store.create_room()
-    store.open_step(room.code, room.host_key, polls())
+    store.open_step(room.code, room.host_key, poll())
     context = multiprocessing.get_context("fork")
     workers = [context.Process(target=_vote_in_a_process, args=(url, room.code, k * 40, 40)) for k in range(2)]
     for worker in workers:

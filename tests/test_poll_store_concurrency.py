@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy import event
 
-from kvviz import i18n
+from kvviz.i18n import Message
 from kvviz.poll import store as ps
 from kvviz.poll.question import PollQuestion
 from support.postgres import empty, throwaway_postgres
@@ -25,17 +25,15 @@ JOIN_S = 120  # a thread that has not ended by then is a hang: the test fails an
 TAP_GAP_S = 0.005  # between one voter's taps (with none, 20 tight loops can starve the teacher of a connection)
 
 
-def polls(step: int) -> dict[str, PollQuestion]:
-    return {
-        language: PollQuestion(
-            step,
-            f"{language}: question {step}",
-            tuple(f"{language} {i}" for i in range(4)),
-            1,
-            tuple("" if i == 1 else f"mistake {i}" for i in range(4)),
-        )
-        for language in i18n.LANGUAGES
-    }
+def polls(step: int) -> PollQuestion:
+    """One step's poll, language-free (verbatim texts: the store keeps it as it is)."""
+    return PollQuestion(
+        step,
+        Message.verbatim(f"question {step}"),
+        tuple(Message.verbatim(str(i)) for i in range(4)),
+        1,
+        tuple(None if i == 1 else Message.verbatim(f"mistake {i}") for i in range(4)),
+    )
 
 
 @pytest.fixture(scope="module")

@@ -5,12 +5,14 @@ opening an old store at once upgrade it once. On SQLite (pure tier) and a throwa
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
 import sqlalchemy as sa
 
 from kvviz import i18n
+from kvviz.i18n import Message
 from kvviz.poll import migrations as poll_migrations
 from kvviz.poll import store as ps
 from kvviz.poll.question import PollQuestion
@@ -98,18 +100,30 @@ v0_openers = sa.Table(
 )
 
 
-def poll(step: int, language: str) -> PollQuestion:
-    return PollQuestion(
-        step,
-        f"{language}: question {step}",
-        tuple(f"{language} {i}" for i in range(3)),
-        1,
-        tuple("" if i == 1 else f"{language} mistake {i}" for i in range(3)),
+def old_poll_json(step: int, language: str) -> str:
+    """A step's poll as the code before 0004 stored it: one row per language, its texts in that language's words."""
+    return json.dumps(
+        {
+            "step": step,
+            "text": f"{language}: question {step}",
+            "choices": [f"{language} {i}" for i in range(3)],
+            "right": 1,
+            "mistakes": ["" if i == 1 else f"{language} mistake {i}" for i in range(3)],
+        },
+        ensure_ascii=False,
+        sort_keys=True,
     )
 
 
-def polls(step: int) -> dict[str, PollQuestion]:
-    return {language: poll(step, language) for language in i18n.LANGUAGES}
+def polls(step: int) -> PollQuestion:
+    """A step's poll as the code now stores it: one, language-free."""
+    return PollQuestion(
+        step,
+        Message.lazy("Step {number}. {title}", number=step, title="question"),
+        tuple(Message.verbatim(str(i)) for i in range(3)),
+        1,
+        tuple(None if i == 1 else Message.verbatim(f"mistake {i}") for i in range(3)),
+    )
 
 
 def write_v0_store(url: str) -> None:
@@ -135,7 +149,7 @@ def write_v0_store(url: str) -> None:
             for language in i18n.LANGUAGES:
                 conn.execute(
                     v0_questions.insert().values(
-                        room=CODE, step=step, language=language, poll_json=poll(step, language).to_json()
+                        room=CODE, step=step, language=language, poll_json=old_poll_json(step, language)
                     )
                 )
         for voter, (step, choice) in enumerate([(2, 0), (2, 1), (3, 1), (3, 1), (3, 2)]):
@@ -192,6 +206,16 @@ def test_a_store_from_before_versions_upgrades_in_place_and_keeps_its_rows(url):
             "round",
             "phase",
         }
+        assert columns(url, "poll_questions") == {"room", "step", "poll_json"}  # one poll per step (0004)
+        kept = store.poll(CODE, 3)  # the old poll, in the words it was written in (English where it had English)
+        for language in i18n.LANGUAGES:
+            with i18n.language(language):
+                assert kept.text.shown() == "en: question 3" and [c.shown() for c in kept.choices] == [
+                    "en 0",
+                    "en 1",
+                    "en 2",
+                ]
+        assert (kept.right, kept.mistakes[1], kept.mistakes[0].shown()) == (1, None, "en mistake 0")
         state = store.check_host(CODE, HOST_KEY)  # the old room and its host key
         assert (state.step, state.round, state.phase, state.version) == (3, 1, "revealed", 0)
         assert store.limits(CODE) == (30, None)

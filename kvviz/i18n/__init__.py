@@ -1,7 +1,9 @@
 """The interface language: English (the source strings) or Simplified Chinese (a gettext catalog).
 
 Every user-facing string in kvviz goes through `_()` (or `ngettext` for a count, or `N_()` to mark a constant
-defined at import time and translated where it is shown). The catalog is one standard gettext `.po` file per
+defined at import time and translated where it is shown). A record that is stored or cached (a lesson question, a
+class poll, the eviction takeaways) keeps no translated sentence: it holds Messages (a msgid marked N_, or a plural
+pair marked Nn_, and its fields), and `_()` runs only when a page draws them (`Message.shown()`). The catalog is one standard gettext `.po` file per
 language, `kvviz/i18n/locale/<ll_CC>/LC_MESSAGES/kvviz.po`, read once per process and compiled in memory with
 Babel into the standard library's `gettext.GNUTranslations` (no compiled `.mo` kept in git to go stale).
 A message the catalog lacks shows its English source, never a key or an empty label.
@@ -157,31 +159,156 @@ def N_(message: str) -> str:
     return message
 
 
+def Nn_(singular: str, plural: str) -> tuple[str, str]:
+    """Mark a plural pair for the catalog without translating it now: `Message.counted(*Nn_("{n} row", "{n} rows"),
+    n=3)` keeps both forms and picks one, for its count, where it is shown."""
+    return singular, plural
+
+
 @dataclasses.dataclass(frozen=True)
 class Message:
     """A text made now and shown later, in the language of whoever reads it: a message marked N_ and its fields'
-    values (a field that is itself a Message is shown in the same language). Records, keys and the CLI keep
-    `english`; a page shows `shown()`, or `shown_english(text)` for a text a record kept in English. kvviz's one
-    lazy translatable text (a model's label, a listed model's)."""
+    values (a field that is itself a Message, or any lazy text with a `shown()`, such as Joined, is shown in the same
+    language). Records, keys and the CLI keep `english`; a page shows `shown()`, or `shown_english(text)` for a text
+    a record kept in English. kvviz's one lazy translatable text (a model's label, a listed model's, a lesson's
+    question, a poll's choices).
+
+    `plural`: the plural msgid of a counted message (Message.counted): the field named `count` ("n" unless told)
+    picks the form, as ngettext does.
+    `translate=False`: a text that is the same in every language (a number with its unit, a token), shown as it is
+    (Message.verbatim). Equal messages are the same text: a choice is known by its Message, never by a translation.
+    A Message whose fields are plain JSON values (or lazy texts) goes to JSON and back: to_data / from_data."""
 
     msg: str
     fields: tuple[tuple[str, Any], ...] = ()
+    plural: str = ""
+    translate: bool = True
+    count: str = "n"  # the field whose value picks a counted message's form
 
     @classmethod
     def of(cls, msg: str, **fields: Any) -> Message:
         """A message with its fields, remembered by its English text for shown_english."""
-        text = cls(msg, tuple(fields.items()))
+        text = cls(msg, _frozen(fields))
         _MADE.setdefault(text.english, text)
         return text
 
+    @classmethod
+    def lazy(cls, msg: str, **fields: Any) -> Message:
+        """A message with its fields, made for a record (not remembered by its English text: shown with shown())."""
+        return cls(msg, _frozen(fields))
+
+    @classmethod
+    def counted(cls, singular: str, plural: str, /, by: str = "n", **fields: Any) -> Message:
+        """A message with a singular and a plural form (marked with Nn_), the form picked by the field `by`."""
+        if by not in fields:
+            raise ValueError(f"a counted message needs its count as the field {by}")
+        return cls(singular, _frozen(fields), plural, True, by)
+
+    @classmethod
+    def verbatim(cls, text: str) -> Message:
+        """A text the same in every language (a number and its unit, a token): shown as it is, never formatted."""
+        return cls(text, (), "", False)
+
     def shown(self) -> str:
         """The text in the current language."""
-        return _(self.msg).format(**{k: v.shown() if isinstance(v, Message) else v for k, v in self.fields})
+        if not self.translate:
+            return self.msg
+        values = {k: shown(v) for k, v in self.fields}
+        template = ngettext(self.msg, self.plural, int(values[self.count])) if self.plural else _(self.msg)
+        return template.format(**values)
 
     @property
     def english(self) -> str:
         with language(ENGLISH):
             return self.shown()
+
+    def in_every_language(self) -> set[str]:
+        """This text as each language shows it (and its msgid): how a text typed or stored as words is recognised."""
+        out = {self.msg}
+        for code in LANGUAGES:
+            with language(code):
+                out.add(self.shown())
+        return out
+
+    def to_data(self) -> dict[str, Any]:
+        """This message as JSON-ready data (from_data reads it back): its fields' lazy texts nested, tagged."""
+        data: dict[str, Any] = {"msg": self.msg, "fields": {k: _to_data(v) for k, v in self.fields}}
+        if self.plural:
+            data["plural"], data["count"] = self.plural, self.count
+        if not self.translate:
+            data["translate"] = False
+        return data
+
+    @classmethod
+    def from_data(cls, data: Any) -> Message:
+        """to_data's inverse; ValueError for anything that is not a message's data."""
+        if (
+            not isinstance(data, dict)
+            or not isinstance(data.get("msg"), str)
+            or not isinstance(data.get("fields"), dict)
+        ):
+            raise ValueError("not a message's data")
+        fields = _frozen({str(k): _from_data(v) for k, v in data["fields"].items()})
+        plural, translate, count = str(data.get("plural", "")), bool(data.get("translate", True)), data.get("count")
+        return cls(data["msg"], fields, plural, translate, str(count or "n"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Joined:
+    """Lazy texts joined, in the reader's language, by one of this module's separators: "list" (list_sep: "; "),
+    "items" (item_sep: ", " or 、), "sentences" (join_sentences), or "" (one text after the other: the clauses of one
+    sentence, each its own message). A field of a Message, or a text of its own."""
+
+    items: tuple[Any, ...]
+    sep: str = "list"
+
+    def shown(self) -> str:
+        texts = [shown(item) for item in self.items]
+        if self.sep == "sentences":
+            return join_sentences(texts)
+        return {"items": item_sep, "list": list_sep}.get(self.sep, str)().join(texts)
+
+    @property
+    def english(self) -> str:
+        with language(ENGLISH):
+            return self.shown()
+
+
+def shown(value: Any) -> Any:
+    """A field's value as it is shown: a lazy text (a Message, Joined) in the current language, anything else as is."""
+    return value.shown() if isinstance(value, (Message, Joined)) else value
+
+
+def _frozen(fields: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """Fields as a hashable tuple in name order (a list value becomes a tuple): a record that holds a Message stays
+    hashable, and two messages with the same fields are equal however they were written (or read back from JSON)."""
+    return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(fields.items()))
+
+
+def _to_data(value: Any) -> Any:
+    if isinstance(value, Message):
+        return {"$message": value.to_data()}
+    if isinstance(value, Joined):
+        return {"$joined": [_to_data(v) for v in value.items], "sep": value.sep}
+    if isinstance(value, (list, tuple)):
+        return [_to_data(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if hasattr(value, "item") and not hasattr(value, "__len__"):  # a numpy scalar (a measured weight): plain Python
+        return value.item()
+    raise TypeError(f"a message field must be plain data or a lazy text, not {type(value).__name__}")
+
+
+def _from_data(value: Any) -> Any:
+    if isinstance(value, dict) and "$message" in value:
+        return Message.from_data(value["$message"])
+    if isinstance(value, dict) and "$joined" in value:
+        return Joined(tuple(_from_data(v) for v in value["$joined"]), str(value.get("sep", "list")))
+    if isinstance(value, list):
+        return tuple(_from_data(v) for v in value)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise ValueError("not a message field's data")
 
 
 _MADE: dict[str, Message] = {}  # English text -> the Message this process made it from (Message.of)

@@ -26,7 +26,7 @@ from babel.messages.extract import extract_from_file
 from kvviz import i18n
 
 REPO = Path(__file__).resolve().parents[2]
-KEYWORDS = {"_": None, "N_": None, "gettext": None, "ngettext": (1, 2)}
+KEYWORDS = {"_": None, "N_": None, "gettext": None, "ngettext": (1, 2), "Nn_": (1, 2)}
 # The sources that speak to a user of the app. Not the CLI (English by design), nor training (a script).
 _EXCLUDED = ("kvviz/cli/", "kvviz/__main__.py", "kvviz/training/", "kvviz/i18n/catalog.py")
 

@@ -62,6 +62,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from kvviz import i18n
 from kvviz.i18n import N_, _
 from kvviz.inputs.prompt_rules import IntSetting, check_int_in_range
 
@@ -92,6 +93,7 @@ __all__ = [
     "policy_label",
     "policy_note",
     "policy_short",
+    "policy_short_text",
     "rows_for_budget",
 ]
 
@@ -379,9 +381,14 @@ def policy_label(policy: str) -> str:
 
 
 def policy_short(policy: str) -> str:
-    """A policy's (or a quantized format's) short name, for legends and sentences."""
+    """A policy's (or a quantized format's) short name, for legends and sentences, in the current language."""
+    return policy_short_text(policy).shown()
+
+
+def policy_short_text(policy: str) -> i18n.Message:
+    """A policy's short name as a record keeps it (a takeaway): drawn in the reader's language where it is shown."""
     name = EVICT_POLICY_SHORT.get(policy, policy)
-    return _(name) if name in _TRANSLATED_SHORT else name
+    return i18n.Message.lazy(name) if name in _TRANSLATED_SHORT else i18n.Message.verbatim(name)
 
 
 def duo_split(n_heads: int, seq_len: int, rows: int, settings: EvictSettings) -> tuple[int, int]:

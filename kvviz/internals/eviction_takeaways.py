@@ -3,20 +3,23 @@ at which budget, where quantizing beats evicting at equal bytes, what DuoAttenti
 are worth. Every comparison goes through kvviz.measure's paired rule (inside_noise): where the paired interval of a
 difference, unit by unit (the copy test's spans, the loss's passages), holds 0, no side is named. Torch-free: the
 points are plain records (kvviz.internals.records).
+
+The takeaways are language-free: each is a kvviz.i18n Message (its msgid and the numbers it carries; a list of
+names a Joined, drawn with the reader's separators), put into words by `shown()` where the page draws it. No `_()`
+runs while they are computed: one computation serves every language.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvviz import i18n
-from kvviz.i18n import _, ngettext
+from kvviz.i18n import N_, Joined, Message, Nn_
 from kvviz.internals.eviction import (
     EVICT_POLICIES,
     EVICT_VARIANTS,
     EvictSettings,
     duo_split,
-    policy_short,
+    policy_short_text,
     rows_for_budget,
 )
 from kvviz.internals.records import EvictionPoint, EvictionSweep
@@ -69,24 +72,27 @@ class _Judge:
         return verdict
 
 
-def _names(points, metric: str = "copy", settings: EvictSettings | None = None) -> str:
-    """Policies' short names as a list in the interface language (Chinese lists them with 、); a point that holds
-    fewer bytes than its budget gives the others (DuoAttention: whole heads only) says so (_named)."""
-    return _(", ").join(
-        p
-        if isinstance(p, str) and settings is None
-        else policy_short(p)
-        if isinstance(p, str)
-        else _named(p, metric, settings)
-        for p in points
+def _names(points, metric: str = "copy", settings: EvictSettings | None = None) -> Joined:
+    """Policies' short names as a list, drawn in the reader's language (Chinese lists them with 、); a point that
+    holds fewer bytes than its budget gives the others (DuoAttention: whole heads only) says so (_named)."""
+    return Joined(
+        tuple(
+            Message.verbatim(p)
+            if isinstance(p, str) and settings is None
+            else policy_short_text(p)
+            if isinstance(p, str)
+            else _named(p, metric, settings)
+            for p in points
+        ),
+        "items",
     )
 
 
-def _named(p: EvictionPoint, metric: str, settings: EvictSettings | None) -> str:
+def _named(p: EvictionPoint, metric: str, settings: EvictSettings | None) -> Message:
     """A point's short name, with its real share of the bytes where that is below what every other policy holds
     at the same budget (where the measure was taken: the copy span's cache, or the loss context's), so that no
     sentence compares it at a budget it does not fill."""
-    name = policy_short(p.policy)
+    name = policy_short_text(p.policy)
     if p.kind != "eviction" or settings is None:
         return name
     if metric == "copy":
@@ -94,7 +100,7 @@ def _named(p: EvictionPoint, metric: str, settings: EvictSettings | None) -> str
     else:
         share, rows = p.loss_bytes_fraction, settings.context_tokens
     if share == share and share < rows_for_budget(p.keep_percent, rows) / rows - 1e-9:  # NaN: not recorded
-        return _("{policy} (holding only {share:.1%} of the bytes)").format(policy=name, share=share)
+        return Message.lazy(N_("{policy} (holding only {share:.1%} of the bytes)"), policy=name, share=share)
     return name
 
 
@@ -117,28 +123,37 @@ def _best_in_bytes(sweep: EvictionSweep, q: EvictionPoint, leave_out: str | None
     return max(fits, key=lambda p: (p.copy_accuracy, -p.kv_bytes_kept)) if fits else None
 
 
-def _quant_verdict(judge: _Judge, q: EvictionPoint, rival: EvictionPoint) -> str:
+INSIDE_THE_NOISE = Message.lazy(N_("inside the noise"))
+QUANTIZING_WINS, EVICTING_WINS = Message.lazy(N_("quantizing wins")), Message.lazy(N_("evicting wins"))
+
+
+def _quant_verdict(judge: _Judge, q: EvictionPoint, rival: EvictionPoint) -> Message:
     if judge.inside(q, rival, "copy"):
-        return _("inside the noise")
-    return _("quantizing wins") if q.copy_accuracy > rival.copy_accuracy else _("evicting wins")
+        return INSIDE_THE_NOISE
+    return QUANTIZING_WINS if q.copy_accuracy > rival.copy_accuracy else EVICTING_WINS
 
 
-def eviction_takeaways(sweep: EvictionSweep, claims: list[Claim] | None = None) -> list[str]:
+def eviction_takeaways(sweep: EvictionSweep, claims: list[Claim] | None = None) -> list[Message | Joined]:
     """What a class takes away, computed from the sweep (never typed in): which policies hold up at which
     budget, where quantizing beats evicting at equal bytes, and what the sink rows are worth. Every comparison
     goes through kvviz.measure's paired rule (inside_noise): where the paired interval of a difference holds 0, no
-    side is named. `claims`, when given, receives every comparison made (Claim)."""
+    side is named. `claims`, when given, receives every comparison made (Claim). Each takeaway is a Message: show it
+    with shown() (markdown) in the reader's language."""
     judge = _Judge(claims)
     full = sweep.point("full", 100)
     settings = sweep.settings
     evicting = [p for p in EVICT_POLICIES[1:] if sweep.curve(p)]
     lines = [
-        _(
-            "Every ± is an interval at 95%: the copy accuracy's over the {spans} spans, the loss change's over "
-            "the {passages} passages (each against the full cache on the same passage). A side is "
-            "named only where the paired interval of the difference, unit by unit, excludes 0; otherwise the "
-            "difference is inside the noise."
-        ).format(spans=full.n_spans, passages=full.n_passages)
+        Message.lazy(
+            N_(
+                "Every ± is an interval at 95%: the copy accuracy's over the {spans} spans, the loss change's over "
+                "the {passages} passages (each against the full cache on the same passage). A side is "
+                "named only where the paired interval of the difference, unit by unit, excludes 0; otherwise the "
+                "difference is inside the noise."
+            ),
+            spans=full.n_spans,
+            passages=full.n_passages,
+        )
     ]
     holds = {}
     for policy in evicting:
@@ -148,9 +163,10 @@ def eviction_takeaways(sweep: EvictionSweep, claims: list[Claim] | None = None) 
     if holds:
         best_keep = min(p.keep_percent for p in holds.values())
         lines.append(
-            _(
-                "Copying stays inside the noise of the full cache's {acc} down to {keep}% of the bytes with {policies}."
-            ).format(
+            Message.lazy(
+                N_(
+                    "Copying stays inside the noise of the full cache's {acc} down to {keep}% of the bytes with {policies}."
+                ),
                 acc=_pm(full, "copy"),
                 keep=best_keep,
                 policies=_names([p for p in holds.values() if p.keep_percent == best_keep], "copy", settings),
@@ -158,18 +174,24 @@ def eviction_takeaways(sweep: EvictionSweep, claims: list[Claim] | None = None) 
         )
         if len({_family(p) for p in holds}) == 1:  # the conclusion rests on one policy: name what it rests on
             lines.append(
-                _(
-                    "Only {policies} keep copying inside that noise once rows are evicted; every other "
-                    "policy falls below it."
-                ).format(policies=_names(list(holds)))
+                Message.lazy(
+                    N_(
+                        "Only {policies} keep copying inside that noise once rows are evicted; every other "
+                        "policy falls below it."
+                    ),
+                    policies=_names(list(holds)),
+                )
             )
     else:
         lines.append(
-            _(
-                "No policy keeps copying inside the noise of the full cache's {acc} once rows are evicted: "
-                "the repeat needs the rows of the whole first copy, and every policy throws some of them "
-                "away."
-            ).format(acc=_pm(full, "copy"))
+            Message.lazy(
+                N_(
+                    "No policy keeps copying inside the noise of the full cache's {acc} once rows are evicted: "
+                    "the repeat needs the rows of the whole first copy, and every policy throws some of them "
+                    "away."
+                ),
+                acc=_pm(full, "copy"),
+            )
         )
     budgets = {p.keep_percent for p in sweep.curve("random")}
     for keep in (50, 25, 10, 5):
@@ -181,27 +203,36 @@ def eviction_takeaways(sweep: EvictionSweep, claims: list[Claim] | None = None) 
         tied = [p for p in at if p is not top and judge.inside(p, top, "copy")]
         low = min(at, key=lambda p: p.loss_change_nats)
         high = max(at, key=lambda p: p.loss_change_nats)
-        copy_part = _("At {keep}%: best copying {policy} {acc}").format(
-            keep=keep, policy=_named(top, "copy", settings), acc=_pm(top, "copy")
-        )
+        copy_part = [
+            Message.lazy(
+                N_("At {keep}%: best copying {policy} {acc}"),
+                keep=keep,
+                policy=_named(top, "copy", settings),
+                acc=_pm(top, "copy"),
+            )
+        ]
         if tied:
-            copy_part += _(", with {others} inside its noise").format(others=_names(tied, "copy", settings))
-        copy_part += (
-            _("; the random control's {rand} is inside the noise of it")
-            if judge.inside(rand, top, "copy")
-            else _("; the random control's {rand} is below it")
-        ).format(rand=_pm(rand, "copy"))
-        loss_part = (
-            _("loss change from {low} nats ({low_policy}) to {high} ({high_policy}), inside the noise of each other")
+            copy_part.append(
+                Message.lazy(N_(", with {others} inside its noise"), others=_names(tied, "copy", settings))
+            )
+        copy_part.append(
+            Message.lazy(
+                N_("; the random control's {rand} is inside the noise of it")
+                if judge.inside(rand, top, "copy")
+                else N_("; the random control's {rand} is below it"),
+                rand=_pm(rand, "copy"),
+            )
+        )
+        loss_part = Message.lazy(
+            N_("loss change from {low} nats ({low_policy}) to {high} ({high_policy}), inside the noise of each other")
             if judge.inside(low, high, "loss")
-            else _("loss change from {low} nats ({low_policy}) to {high} ({high_policy}), apart beyond the noise")
-        ).format(
+            else N_("loss change from {low} nats ({low_policy}) to {high} ({high_policy}), apart beyond the noise"),
             low=_pm(low, "loss"),
             low_policy=_named(low, "loss", settings),
             high=_pm(high, "loss"),
             high_policy=_named(high, "loss", settings),
         )
-        lines.append(_("{clauses}.").format(clauses=copy_part + _("; ") + loss_part))
+        lines.append(Message.lazy(N_("{clauses}."), clauses=Joined((Joined(tuple(copy_part), ""), loss_part), "list")))
     wins = []
     for q in sweep.quantized:
         # the evicting policies' best copy accuracy at the largest budget that fits in the format's bytes
@@ -209,12 +240,13 @@ def eviction_takeaways(sweep: EvictionSweep, claims: list[Claim] | None = None) 
         if rival is None:
             continue
         verdict = _quant_verdict(judge, q, rival)
-        wins.append((q, verdict == _("quantizing wins"), rival))
-        line = _(
-            "{format} ({share:.0%} of the bytes) copies {q_acc}; the best eviction in no more bytes, {policy} "
-            "at {keep}%, copies {e_acc}: {verdict}."
-        ).format(
-            format=policy_short(q.policy),
+        wins.append((q, verdict == QUANTIZING_WINS, rival))
+        line = Message.lazy(
+            N_(
+                "{format} ({share:.0%} of the bytes) copies {q_acc}; the best eviction in no more bytes, {policy} "
+                "at {keep}%, copies {e_acc}: {verdict}."
+            ),
+            format=policy_short_text(q.policy),
             share=q.bytes_fraction,
             q_acc=_pm(q, "copy"),
             policy=_named(rival, "copy", settings),
@@ -224,45 +256,55 @@ def eviction_takeaways(sweep: EvictionSweep, claims: list[Claim] | None = None) 
         )
         other = _best_in_bytes(sweep, q, leave_out=_family(rival.policy))
         if other is not None and (other_verdict := _quant_verdict(judge, q, other)) != verdict:
-            line = i18n.join_sentences(
-                [
+            line = Joined(
+                (
                     line,
-                    _(
-                        "This rests on {policy}: without it, the best is {other} at {keep}% with {acc}: {verdict}."
-                    ).format(
-                        policy=policy_short(rival.policy),
+                    Message.lazy(
+                        N_("This rests on {policy}: without it, the best is {other} at {keep}% with {acc}: {verdict}."),
+                        policy=policy_short_text(rival.policy),
                         other=_named(other, "copy", settings),
                         keep=other.keep_percent,
                         acc=_pm(other, "copy"),
                         verdict=other_verdict,
                     ),
-                ]
+                ),
+                "sentences",
             )
         lines.append(line)
     if wins:
         won = sum(w for _q, w, _r in wins)
-        summary = ngettext(
-            "Quantizing beats evicting at equal bytes, beyond the noise, for {won} format of {n}.",
-            "Quantizing beats evicting at equal bytes, beyond the noise, for {won} formats of {n}.",
-            won,
-        ).format(won=won, n=len(wins))
+        summary = Message.counted(
+            *Nn_(
+                "Quantizing beats evicting at equal bytes, beyond the noise, for {won} format of {n}.",
+                "Quantizing beats evicting at equal bytes, beyond the noise, for {won} formats of {n}.",
+            ),
+            by="won",
+            won=won,
+            n=len(wins),
+        )
         # the policy most often the rival: without its family, how many would it be?
         rivals = [_family(r.policy) for _q, _w, r in wins]
         key = max(set(rivals), key=rivals.count)
         won_without = 0
         for q, _w, _r in wins:
             other = _best_in_bytes(sweep, q, leave_out=key)
-            won_without += other is None or _quant_verdict(judge, q, other) == _("quantizing wins")
+            won_without += other is None or _quant_verdict(judge, q, other) == QUANTIZING_WINS
         if won_without != won:
-            summary = i18n.join_sentences(
-                [
+            summary = Joined(
+                (
                     summary,
-                    ngettext(
-                        "This count rests on {policy}: without it, {won} format of {n}.",
-                        "This count rests on {policy}: without it, {won} formats of {n}.",
-                        won_without,
-                    ).format(policy=policy_short(key), won=won_without, n=len(wins)),
-                ]
+                    Message.counted(
+                        *Nn_(
+                            "This count rests on {policy}: without it, {won} format of {n}.",
+                            "This count rests on {policy}: without it, {won} formats of {n}.",
+                        ),
+                        by="won",
+                        policy=policy_short_text(key),
+                        won=won_without,
+                        n=len(wins),
+                    ),
+                ),
+                "sentences",
             )
         lines.append(summary)
     ranking = sweep.head_ranking
@@ -271,17 +313,18 @@ def eviction_takeaways(sweep: EvictionSweep, claims: list[Claim] | None = None) 
         k = duo_split(len(ranking.heads), settings.half_tokens, rows_for_budget(50, settings.half_tokens), settings)[0]
         top = ranking.order[: max(k, 1)]
         lines.append(
-            ngettext(
-                "DuoAttention's heads, ranked by what each does when it alone streams (the change in the model's "
-                "next-token predictions over {draws} calibration draw): {heads}. The {k} that retrieve at 50% are the "
-                "same heads in {agree} of {draws} draws; the last of them, {last}, ranks between {best} and {worst}.",
-                "DuoAttention's heads, ranked by what each does when it alone streams (the change in the model's "
-                "next-token predictions over {draws} calibration draws): {heads}. The {k} that retrieve at 50% are the "
-                "same heads in {agree} of {draws} draws; the last of them, {last}, ranks between {best} and {worst}.",
-                draws,
-            ).format(
+            Message.counted(
+                *Nn_(
+                    "DuoAttention's heads, ranked by what each does when it alone streams (the change in the model's "
+                    "next-token predictions over {draws} calibration draw): {heads}. The {k} that retrieve at 50% are the "
+                    "same heads in {agree} of {draws} draws; the last of them, {last}, ranks between {best} and {worst}.",
+                    "DuoAttention's heads, ranked by what each does when it alone streams (the change in the model's "
+                    "next-token predictions over {draws} calibration draws): {heads}. The {k} that retrieve at 50% are the "
+                    "same heads in {agree} of {draws} draws; the last of them, {last}, ranks between {best} and {worst}.",
+                ),
+                by="draws",
                 draws=draws,
-                heads=_(", ").join(f"{layer}.{head}" for layer, head in top),
+                heads=Joined(tuple(f"{layer}.{head}" for layer, head in top), "items"),
                 k=len(top),
                 last="{}.{}".format(*top[-1]),
                 agree=ranking.top_set_agreement(len(top)),
@@ -297,23 +340,26 @@ def eviction_takeaways(sweep: EvictionSweep, claims: list[Claim] | None = None) 
             continue
         without, with_ = sweep.point("recent", keep), sweep.point("streaming", keep)
         verdicts = [
-            _("copying inside the noise")
+            Message.lazy(N_("copying inside the noise"))
             if judge.inside(without, with_, "copy")
-            else _("copying differs beyond the noise"),
-            _("loss inside the noise") if judge.inside(without, with_, "loss") else _("loss differs beyond the noise"),
+            else Message.lazy(N_("copying differs beyond the noise")),
+            Message.lazy(N_("loss inside the noise"))
+            if judge.inside(without, with_, "loss")
+            else Message.lazy(N_("loss differs beyond the noise")),
         ]
         lines.append(
-            _(
-                "Sinks at {keep}%: the window alone (S = 0) copies {a0:.0%} with loss change {l0:+.3f} "
-                "nats; with the first S = {s} rows kept, {a1:.0%} and {l1:+.3f} nats ({verdicts})."
-            ).format(
+            Message.lazy(
+                N_(
+                    "Sinks at {keep}%: the window alone (S = 0) copies {a0:.0%} with loss change {l0:+.3f} "
+                    "nats; with the first S = {s} rows kept, {a1:.0%} and {l1:+.3f} nats ({verdicts})."
+                ),
                 keep=keep,
                 a0=without.copy_accuracy,
                 l0=without.loss_change_nats,
                 s=s,
                 a1=with_.copy_accuracy,
                 l1=with_.loss_change_nats,
-                verdicts=_("; ").join(verdicts),
+                verdicts=Joined(tuple(verdicts), "list"),
             )
         )
     negative = [p for p in sweep.points if p.policy != "full" and p.loss_change_nats < 0]
@@ -321,17 +367,24 @@ def eviction_takeaways(sweep: EvictionSweep, claims: list[Claim] | None = None) 
     if lower:
         best = min(lower, key=lambda p: p.loss_change_nats)
         lines.append(
-            _(
-                "Some points lower the loss beyond the noise (best: {policy} at {keep}%, {change} nats): "
-                "dropping rows can also drop context that misled the model on this text; on other text the "
-                "same policy may raise it."
-            ).format(policy=_named(best, "loss", settings), keep=best.keep_percent, change=_pm(best, "loss"))
+            Message.lazy(
+                N_(
+                    "Some points lower the loss beyond the noise (best: {policy} at {keep}%, {change} nats): "
+                    "dropping rows can also drop context that misled the model on this text; on other text the "
+                    "same policy may raise it."
+                ),
+                policy=_named(best, "loss", settings),
+                keep=best.keep_percent,
+                change=_pm(best, "loss"),
+            )
         )
     elif negative:
         lines.append(
-            _(
-                "The negative loss changes are inside the noise of zero: these passages are too few to say "
-                "that evicting rows helps this model."
+            Message.lazy(
+                N_(
+                    "The negative loss changes are inside the noise of zero: these passages are too few to say "
+                    "that evicting rows helps this model."
+                )
             )
         )
     return lines

@@ -25,8 +25,9 @@ so neither the code nor the database gives it away. A room idle for ROOM_IDLE_S 
 forged code, and purged (its questions and votes with it).
 
 A room shows one step at a time: its current step, round (1, or 2 after "vote again", round 1 kept) and phase
-(open, locked, revealed). The teacher's side stores the step's PollQuestion in every language it shows (open_step);
-phones vote by index. Each step keeps its last round and phase when the room moves on, and a revealed round is final:
+(open, locked, revealed). The teacher's side stores the step's one PollQuestion (open_step), language-free (its texts
+are Messages, kvviz.poll.question): each phone draws it in its own language; phones vote by index. Each step keeps its
+last round and phase when the room moves on, and a revealed round is final:
 open_step on a step whose round was revealed (Back, an old tab reloaded) gives that revealed state back and moves
 nothing; only the teacher's explicit vote_again / poll_again opens a new round, and go_to_step (the teacher's Next
 or Back) moves the room to a revealed step to show its result. Every host action bumps the room's version.
@@ -65,7 +66,7 @@ import secrets
 import sys
 import time
 import unicodedata
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +74,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy import event, exc
 
+from kvviz import i18n
 from kvviz.i18n import N_, _, ngettext
 from kvviz.poll.question import PollQuestion
 
@@ -122,8 +124,7 @@ questions = sa.Table(
     metadata,
     sa.Column("room", sa.String(16), primary_key=True),
     sa.Column("step", sa.Integer, primary_key=True),
-    sa.Column("language", sa.String(16), primary_key=True),
-    sa.Column("poll_json", sa.Text, nullable=False),
+    sa.Column("poll_json", sa.Text, nullable=False),  # PollQuestion.to_json: one per step, in no language
 )
 votes = sa.Table(
     "poll_votes",
@@ -646,61 +647,47 @@ class PollStore:
 
     # ----- the teacher's actions (the host key) --------------------------------------------------------------------
     @staticmethod
-    def _shape(polls: Mapping[str, PollQuestion]) -> int:
-        """The step of `polls` (one step, one shape in every language); ValueError otherwise."""
-        shapes = {(p.step, len(p.choices), p.right) for p in polls.values()}
-        if len(shapes) != 1:
-            raise ValueError(f"the languages' polls differ in step, number of choices or right index: {shapes}")
-        return next(iter(polls.values())).step
-
-    @staticmethod
     def _kept(conn: sa.Connection, room: str, step: int):
         """The step's row (its last round and phase), or None when the room never showed it."""
         return conn.execute(sa.select(steps).where(steps.c.room == room, steps.c.step == step)).one_or_none()
 
-    def _show(self, conn: sa.Connection, row, step: int, polls: Mapping[str, PollQuestion], kept) -> RoomState:
-        """(Inside a host action.) The step, not revealed, becomes the room's question, open: its polls stored (its
-        votes dropped when its choices changed), its last round kept."""
-        stored = {
-            r.language: r.poll_json
-            for r in conn.execute(sa.select(questions).where(questions.c.room == row.code, questions.c.step == step))
-        }
-        new = {language: poll.to_json() for language, poll in polls.items()}
+    def _show(self, conn: sa.Connection, row, poll: PollQuestion, kept) -> RoomState:
+        """(Inside a host action.) The step, not revealed, becomes the room's question, open: its poll stored (its
+        votes dropped when the poll changed: other choices, another right one, other words), its last round kept."""
+        stored = conn.execute(
+            sa.select(questions.c.poll_json).where(questions.c.room == row.code, questions.c.step == poll.step)
+        ).scalar_one_or_none()
+        new = poll.to_json()
         round_ = kept.round if kept is not None else 1
-        if stored and any(stored.get(language, text) != text for language, text in new.items()):
-            conn.execute(votes.delete().where(votes.c.room == row.code, votes.c.step == step))
-            conn.execute(held.delete().where(held.c.room == row.code, held.c.step == step))
-            conn.execute(questions.delete().where(questions.c.room == row.code, questions.c.step == step))
+        if stored is not None and stored != new:
+            conn.execute(votes.delete().where(votes.c.room == row.code, votes.c.step == poll.step))
+            conn.execute(held.delete().where(held.c.room == row.code, held.c.step == poll.step))
             round_ = 1  # other choices: a new question, its rounds afresh
-        for language, text in new.items():
-            self._upsert(conn, questions, {"room": row.code, "step": step, "language": language}, {"poll_json": text})
-        return self._change(
-            conn, row, step=step, round=round_, phase="open", n_choices=len(next(iter(polls.values())).choices)
-        )
+        self._upsert(conn, questions, {"room": row.code, "step": poll.step}, {"poll_json": new})
+        return self._change(conn, row, step=poll.step, round=round_, phase="open", n_choices=len(poll.choices))
 
-    def open_step(self, code: str, host_key: str, polls: Mapping[str, PollQuestion]) -> RoomState:
-        """Show a step: its poll in each language (language code -> PollQuestion, all of one step and one shape),
-        open for votes, in its last round (1 for a new step). Reopening a step keeps its votes when its choices are
-        the same in every language, and drops them when they changed (a measured answer can: they counted other
-        choices).
+    def open_step(self, code: str, host_key: str, poll: PollQuestion) -> RoomState:
+        """Show a step: its poll (one, language-free), open for votes, in its last round (1 for a new step). Reopening
+        a step keeps its votes when its poll is the same, and drops them when it changed (a measured answer can: they
+        counted other choices).
 
         A step whose round was revealed is final: open_step changes nothing (not the room's current question, not
         the step's votes or choices) and returns that step's revealed state (its step, last round, "revealed"), so
         a reloaded old tab or a Back draws the result and never reopens the vote. The teacher's explicit actions:
         go_to_step (show a revealed step's result to the room), poll_again (a new round of a step), vote_again."""
-        step = self._shape(polls)
+        step = poll.step
         with self._live() as conn:
             row = self._room(conn, code, host_key, host=True)
             kept = self._kept(conn, row.code, step)
             if kept is not None and kept.phase == "revealed":
                 return RoomState(row.code, step, kept.round, "revealed", row.created_s, row.active_s, row.version)
-            return self._show(conn, row, step, polls, kept)
+            return self._show(conn, row, poll, kept)
 
-    def go_to_step(self, code: str, host_key: str, polls: Mapping[str, PollQuestion]) -> RoomState:
+    def go_to_step(self, code: str, host_key: str, poll: PollQuestion) -> RoomState:
         """The teacher's Next or Back: the step becomes the room's current question. A step whose round was
         revealed stays revealed (the phones see its result, a vote there is refused; its votes and choices are
-        kept whatever `polls` say); any other opens as open_step opens it."""
-        step = self._shape(polls)
+        kept whatever `poll` says); any other opens as open_step opens it."""
+        step = poll.step
         with self._live() as conn:
             row = self._room(conn, code, host_key, host=True)
             kept = self._kept(conn, row.code, step)
@@ -714,18 +701,18 @@ class PollStore:
                     phase="revealed",
                     n_choices=len(shown.choices) if shown else 0,
                 )
-            return self._show(conn, row, step, polls, kept)
+            return self._show(conn, row, poll, kept)
 
-    def poll_again(self, code: str, host_key: str, polls: Mapping[str, PollQuestion]) -> RoomState:
+    def poll_again(self, code: str, host_key: str, poll: PollQuestion) -> RoomState:
         """The teacher's explicit "poll this step again": the step becomes the room's question with a new round
         open (round 2 after round 1, round 1 kept; a step never shown opens round 1). ValueError when its two
         rounds are used (Reset it to poll it afresh)."""
-        step = self._shape(polls)
+        step = poll.step
         with self._live() as conn:
             row = self._room(conn, code, host_key, host=True)
             kept = self._kept(conn, row.code, step)
             if kept is None:
-                return self._show(conn, row, step, polls, kept)
+                return self._show(conn, row, poll, kept)
             if kept.round >= ROUNDS[-1]:
                 raise ValueError(f"step {step} has had its {ROUNDS[-1]} rounds: reset it to poll it afresh")
             shown = self._any_poll(conn, row.code, step)
@@ -735,7 +722,7 @@ class PollStore:
                 step=step,
                 round=kept.round + 1,
                 phase="open",
-                n_choices=len(shown.choices) if shown else len(next(iter(polls.values())).choices),
+                n_choices=len(shown.choices) if shown else len(poll.choices),
             )
 
     def step_state(self, code: str, host_key: str, step: int) -> RoomState | None:
@@ -750,11 +737,11 @@ class PollStore:
                 return None
             return RoomState(row.code, step, kept.round, kept.phase, row.created_s, row.active_s, row.version)
 
-    def next_question(self, code: str, host_key: str, polls: Mapping[str, PollQuestion]) -> RoomState:
-        """The teacher's Next: go_to_step for the step after the current one (polls: that step's, per language)."""
-        if self.room(code).step + 1 != next(iter(polls.values())).step:
-            raise ValueError("next_question: the polls are not the next step's")
-        return self.go_to_step(code, host_key, polls)
+    def next_question(self, code: str, host_key: str, poll: PollQuestion) -> RoomState:
+        """The teacher's Next: go_to_step for the step after the current one (poll: that step's)."""
+        if self.room(code).step + 1 != poll.step:
+            raise ValueError("next_question: the poll is not the next step's")
+        return self.go_to_step(code, host_key, poll)
 
     def lock(self, code: str, host_key: str) -> RoomState:
         """Stop the votes (the count stays hidden). A revealed round stays revealed."""
@@ -803,18 +790,12 @@ class PollStore:
             }
 
     # ----- the phones ----------------------------------------------------------------------------------------------
-    def poll(self, code: str, language: str, step: int | None = None) -> PollQuestion | None:
-        """A step's poll in `language` (the current step's by default; None when not stored in that language)."""
+    def poll(self, code: str, step: int | None = None) -> PollQuestion | None:
+        """A step's poll (the current step's by default; None when none is stored, or the one stored is
+        unreadable), language-free: the phone shows it in its own language."""
         with self._live(read=True) as conn:
             row = self._room(conn, code)
-            text = conn.execute(
-                sa.select(questions.c.poll_json).where(
-                    questions.c.room == row.code,
-                    questions.c.step == (row.step if step is None else step),
-                    questions.c.language == language,
-                )
-            ).scalar_one_or_none()
-        return None if text is None else PollQuestion.from_json(text)
+            return self._any_poll(conn, row.code, row.step if step is None else step)
 
     def vote(self, code: str, voter_token: str, step: int, round: int, choice: int, client: str | None = None) -> None:
         """Record `voter_token`'s vote (its latest counts) for the room's open step and round, as the phone showed
@@ -1010,13 +991,14 @@ class PollStore:
 
     @staticmethod
     def _any_poll(conn: sa.Connection, room: str, step: int) -> PollQuestion | None:
+        """The step's stored poll; None when there is none or it cannot be read (not a PollQuestion's JSON)."""
         text = conn.execute(
-            sa.select(questions.c.poll_json)
-            .where(questions.c.room == room, questions.c.step == step)
-            .order_by(questions.c.language)
-            .limit(1)
+            sa.select(questions.c.poll_json).where(questions.c.room == room, questions.c.step == step)
         ).scalar_one_or_none()
-        return None if text is None else PollQuestion.from_json(text)
+        try:
+            return None if text is None else PollQuestion.from_json(text)
+        except ValueError:
+            return None
 
     def results(self, code: str, host_key: str) -> list[Tally]:
         """The tally of every step the room was polled on, round 1 and (where opened or voted) round 2, in step
@@ -1053,43 +1035,36 @@ class PollStore:
     def export_csv(self, code: str, host_key: str, language: str) -> str:
         """The results as CSV, one row per choice of every polled step and round (as results()): step, round,
         question, letter (A, B, C as the phones and the projector show them), choice, right, mistake, votes; the
-        texts in `language` where stored, else in another language stored, as plain text (markdown's code
-        backticks dropped). UTF-8 text that starts with a byte-order mark, so Excel reads the Chinese. No names and
+        texts in `language` (kvviz.i18n's code: "en", "zh-CN"), as plain text (markdown's code backticks dropped).
+        UTF-8 text that starts with a byte-order mark, so Excel reads the Chinese. No names and
         no voter tokens: nothing in it says who voted what."""
         from kvviz.figures.poll import choice_letter, plain_label  # (plotly: only when a teacher exports)
 
         with self._live(read=True) as conn:
             row = self._room(conn, code, host_key, host=True)
             polled = self._polled(conn, row.code)
-            texts = {
-                r.step: r.poll_json
-                for r in conn.execute(
-                    sa.select(questions.c.step, questions.c.poll_json).where(
-                        questions.c.room == row.code, questions.c.language == language
-                    )
-                )
-            }
         out = io.StringIO()
         out.write("\ufeff")  # the byte-order mark: Excel reads the file as UTF-8 only with it
         writer = csv.writer(out, lineterminator="\r\n")  # RFC 4180's line end, as Excel writes it
         writer.writerow(["step", "round", "question", "letter", "choice", "right", "mistake", "votes"])
-        for tally, any_poll in polled:
-            poll = PollQuestion.from_json(texts[tally.step]) if tally.step in texts else any_poll
-            if poll is None:
-                continue
-            for i, label in enumerate(poll.choices):
-                writer.writerow(
-                    [
-                        tally.step,
-                        tally.round,
-                        plain_label(poll.text),
-                        choice_letter(i),
-                        plain_label(label),
-                        "yes" if i == poll.right else "no",
-                        plain_label(poll.mistakes[i]),
-                        tally.counts[i] if i < len(tally.counts) else 0,
-                    ]
-                )
+        with i18n.language(language):
+            for tally, poll in polled:
+                if poll is None:
+                    continue
+                for i, label in enumerate(poll.choices):
+                    mistake = poll.mistakes[i] if i < len(poll.mistakes) else None
+                    writer.writerow(
+                        [
+                            tally.step,
+                            tally.round,
+                            plain_label(poll.text.shown()),
+                            choice_letter(i),
+                            plain_label(label.shown()),
+                            "yes" if i == poll.right else "no",
+                            "" if mistake is None else plain_label(mistake.shown()),
+                            tally.counts[i] if i < len(tally.counts) else 0,
+                        ]
+                    )
         return out.getvalue()
 
 

@@ -2,7 +2,7 @@
 answer), every number computed for the model the lesson ran on. Self-contained (plotly.js inlined once, so it
 opens offline) and printable (print CSS: a page break after each step, no screen chrome). No Streamlit, no torch.
 Written in the current language (kvviz.i18n: the caller wraps it in `i18n.language(code)` when it runs off the
-session's thread); the questions come in the language they were asked in.
+session's thread), the questions too: they are language-free (their texts are Messages), drawn here.
 """
 
 from __future__ import annotations
@@ -105,9 +105,10 @@ def handout_html(
                 config={"staticPlot": True, "displayModeBar": False},
             )
             plotly_js = "done"
-            figures.append(f'<div class="figure">{div}<div class="caption">{html.escape(pic.caption)}</div></div>')
+            caption = html.escape(pic.caption.shown())
+            figures.append(f'<div class="figure">{div}<div class="caption">{caption}</div></div>')
         choices = (
-            ("<ol class='choices' type='A'>" + "".join(f"<li>{_inline(c)}</li>" for c in q.choices) + "</ol>")
+            ("<ol class='choices' type='A'>" + "".join(f"<li>{_inline(c.shown())}</li>" for c in q.choices) + "</ol>")
             if q.is_choice
             else ""
         )
@@ -117,11 +118,11 @@ def handout_html(
             else ""
         )
         heading = _("Step {number}. {title}").format(number=number, title=_(step.title))
-        question = _("<b>Question.</b> {question}").format(question=_inline(q.text) + tolerance)
+        question = _("<b>Question.</b> {question}").format(question=_inline(q.text.shown()) + tolerance)
         answer = _("<b>Answer: {answer}.</b> {arithmetic}").format(
-            answer=_inline(q.answer_text()), arithmetic=markdown_html(q.arithmetic)
+            answer=_inline(q.answer_text()), arithmetic=markdown_html(q.arithmetic.shown())
         )
-        hint = _("Hint: {hint}").format(hint=_inline(q.hint))
+        hint = _("Hint: {hint}").format(hint=_inline(q.hint.shown() if q.hint else ""))
         on_screen = _("On screen: kvviz, page “{page}”.").format(page=_(step.page.title))
         used = (
             _("Computed for {model} (a published model's preset), not the lesson's model.").format(model=q.model)

@@ -13,9 +13,12 @@ Ask, then help, then tell: a first wrong answer gets a hint that never contains 
 the mistake is predictable, e.g. forgetting that the new token scores its own key); a second wrong answer, or
 "Show me", gets the worked answer. Byte answers take a unit (B, KiB/MiB/GiB, KB/MB/GB) and a stated tolerance.
 
-Language: a Question is built in the language current when `ask` runs (its text, choices and answer), so the page
-keeps one per language. The steps' own texts (title, idea, teach) are marked with N_() and translated
-where they are shown; a choice answer given in the other language is still recognised (grading.check).
+Language: a Question is language-free, computed once and shown in every language. Its texts (the question, the
+worked answer, the hints, the captions, each choice) are kvviz.i18n Messages: a msgid marked N_() and the numbers
+its fields carry, put into words by `shown()` when a page, the handout or the poll draws them, in the reader's
+language. So the model runs once per question whatever the language, and no `_()` runs here while a question is
+computed (tests/test_lesson_messages.py checks it). A choice is known by its Message, never by its translation
+(grading compares identities). The steps' own texts (title, idea, teach) are msgids marked with N_() and shown with _().
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from kvviz import i18n, memory, ops, routes
-from kvviz.i18n import N_, _, ngettext, numbers
-from kvviz.measure.load import load_number
+from kvviz.i18n import N_, Message, Nn_, _, numbers
+from kvviz.measure.load import load_known, load_number
 from kvviz.measure.timing import quartiles
 from kvviz.memory import capacity, units
 from kvviz.memory.presets import get_preset
@@ -38,7 +41,7 @@ from kvviz.step import view as step_view
 LESSON_PROMPT = "First Citizen:\nBefore we proceed any further, hear me speak."
 REPEAT_PROMPT = step_view.REPEAT_PROMPT  # the step page's "Repeat a pattern" preset
 # A link value (not shown here): its name in the Attention patterns page's sequence picker, whose URL-bound value is
-# its label in the link's language (the link gives _(PATTERNS_PRESET): that page's own translation, if any).
+# its label in the link's language (the lesson draws the link with the route's localized(): _(PATTERNS_PRESET)).
 PATTERNS_PRESET = "Repeat a pattern"
 
 # Units a byte answer may be given in: decimal (SI) and binary (IEC), 1 GiB = 2^30 bytes, 1 GB = 10^9 bytes.
@@ -55,26 +58,28 @@ class Picture:
     the answer away; otherwise shown with the teaching, before the question."""
 
     kind: str  # which figure: "kv_rows", "tokens", "rows_per_layer", ... (kvviz.figures.lesson draws each)
-    data: dict[str, Any]  # its plain numbers and texts (lists, ints, floats, strings)
-    caption: str
+    data: dict[str, Any]  # its plain numbers and texts (lists, ints, floats, strings; token texts as the model wrote)
+    caption: Message  # shown under the figure, in the reader's language
     after: bool = True
 
 
 @dataclass(frozen=True)
 class Question:
-    text: str  # the question, in markdown
-    answer: int | float | str  # the computed answer (a number, or the right choice)
-    arithmetic: str  # markdown: the worked answer, shown after a second wrong answer or "Show me"
-    choices: tuple[str, ...] = ()  # empty = a number question
+    text: Message  # the question, in markdown
+    answer: int | float | Message  # the computed answer (a number, or the right choice: one of `choices`)
+    arithmetic: Message  # markdown: the worked answer, shown after a second wrong answer or "Show me"
+    choices: tuple[Message, ...] = ()  # empty = a number question
     rel_tolerance: float = 0.0  # accepted relative error (stated in the question when not zero)
     states_tolerance: bool = False  # the text itself says "accepted within ..." (else the page adds it)
     unit: str = ""  # "bytes": the answer is in bytes and the student picks a unit (BYTE_UNITS); else a label
-    hint: str = ""  # the first wrong answer's hint: never contains the answer
-    # (a wrong answer it catches, its targeted hint): numbers match within rel_tolerance (at least 0.5%)
-    traps: tuple[tuple[Any, str], ...] = ()
+    hint: Message | None = None  # the first wrong answer's hint: never contains the answer
+    # (a wrong answer it catches: a number, or a choice's Message; its targeted hint): numbers match within
+    # rel_tolerance (at least 0.5%)
+    traps: tuple[tuple[Any, Message], ...] = ()
     picture: Picture | None = None
     extra_pictures: tuple[Picture, ...] = ()  # e.g. step 5: the tokens before, the head's attention after
-    page_query: dict[str, str] = field(default_factory=dict)  # "See it on the full page" link's URL state
+    # "See it on the full page" link's URL state, in English: the page draws it with its route's localized()
+    page_query: dict[str, str] = field(default_factory=dict)
     model: str = ""  # the published model whose preset the step computes with ("" = the model the lesson runs on)
 
     @property
@@ -86,10 +91,11 @@ class Question:
         return ((self.picture,) if self.picture else ()) + self.extra_pictures
 
     def answer_text(self) -> str:
-        """The answer as the worked answer states it: bytes in all three forms (the same in every language), a
-        ratio as the language writes one ("72.3x", "72.3 倍": kvviz.i18n.numbers.ratio)."""
-        if self.is_choice:
-            return str(self.answer)
+        """The answer as the worked answer states it, in the current language: a choice's words, bytes in all three
+        forms (the same in every language), a ratio as the language writes one ("72.3x", "72.3 倍":
+        kvviz.i18n.numbers.ratio)."""
+        if isinstance(self.answer, Message):
+            return self.answer.shown()
         if self.unit == "bytes":
             return units.format_bytes(int(self.answer))
         spec = "," if isinstance(self.answer, int) else ",.1f"
@@ -107,6 +113,12 @@ class LessonStep:
     page: routes.Route  # the full page for this idea (its title: _(page.title))
     terms: tuple[str, ...] = ()  # the glossary's words this step uses (kvviz.teaching.glossary names)
     preset: str = ""  # the published model's preset it computes with (a PRESET_MODELS key); "" = the lesson's model
+
+
+def _load_text(load_1min: float) -> Message:
+    """The machine's load as a question's sentence says it (load_number: "1.7"), or "unknown" in the reader's
+    language (load_number's own word, drawn later)."""
+    return Message.verbatim(load_number(load_1min, 1)) if load_known(load_1min) else Message.lazy(N_("unknown"))
 
 
 def _prefilled(engine: Any, prompt: str = LESSON_PROMPT) -> Any:
@@ -129,28 +141,45 @@ def _k_row(engine: Any) -> Question:
     row_len = int(keys.shape[-1])
     texts = list(engine.records[-1].fed_token_texts)
     if row_len * info.n_head == info.n_embd:
-        convention = _(
-            "This model, like most, sets head_dim = hidden size / query heads = {n_embd} / {n_head} = "
-            "**{row_len}** numbers per head (a convention: some models choose another head_dim)."
-        ).format(n_embd=info.n_embd, n_head=info.n_head, row_len=row_len)
+        convention = Message.lazy(
+            N_(
+                "This model, like most, sets head_dim = hidden size / query heads = {n_embd} / {n_head} = "
+                "**{row_len}** numbers per head (a convention: some models choose another head_dim)."
+            ),
+            n_embd=info.n_embd,
+            n_head=info.n_head,
+            row_len=row_len,
+        )
     else:
-        convention = _(
-            "This model's config sets head_dim = **{row_len}**, not hidden size / query heads "
-            "({n_embd} / {n_head}): that split is only a convention."
-        ).format(n_embd=info.n_embd, n_head=info.n_head, row_len=row_len)
+        convention = Message.lazy(
+            N_(
+                "This model's config sets head_dim = **{row_len}**, not hidden size / query heads "
+                "({n_embd} / {n_head}): that split is only a convention."
+            ),
+            n_embd=info.n_embd,
+            n_head=info.n_head,
+            row_len=row_len,
+        )
     return Question(
-        _(
-            "In this model ({n_layer} layers, {n_head} query heads, {n_kv_heads} K/V heads, hidden size {n_embd}), "
-            "how many numbers does **one K row of one head** hold?"
-        ).format(n_layer=info.n_layer, n_head=info.n_head, n_kv_heads=info.n_kv_heads, n_embd=info.n_embd),
+        Message.lazy(
+            N_(
+                "In this model ({n_layer} layers, {n_head} query heads, {n_kv_heads} K/V heads, hidden size {n_embd}), "
+                "how many numbers does **one K row of one head** hold?"
+            ),
+            n_layer=info.n_layer,
+            n_head=info.n_head,
+            n_kv_heads=info.n_kv_heads,
+            n_embd=info.n_embd,
+        ),
         row_len,
-        _(
-            "The K projection reads the token's whole hidden vector of {n_embd} numbers; its output is split into "
-            "the {n_kv_heads} K/V heads. {convention} So one layer stores {n_kv_heads} x {row_len} = {k_numbers} K "
-            "numbers per token. Read from the real cache tensor of shape `{shape}` = [batch, kv_heads, seq_len, "
-            "head_dim]. The V row has the same "
-            "length."
-        ).format(
+        Message.lazy(
+            N_(
+                "The K projection reads the token's whole hidden vector of {n_embd} numbers; its output is split into "
+                "the {n_kv_heads} K/V heads. {convention} So one layer stores {n_kv_heads} x {row_len} = {k_numbers} K "
+                "numbers per token. Read from the real cache tensor of shape `{shape}` = [batch, kv_heads, seq_len, "
+                "head_dim]. The V row has the same "
+                "length."
+            ),
             n_embd=info.n_embd,
             n_kv_heads=info.n_kv_heads,
             convention=convention,
@@ -158,33 +187,43 @@ def _k_row(engine: Any) -> Question:
             k_numbers=info.n_kv_heads * row_len,
             shape=tuple(engine.cache.layers[0].keys.shape),
         ),
-        hint=_(
-            "Every head's projection reads the whole hidden vector; what is split into heads is the projection's "
-            "output, head_dim numbers per head. Most models set head_dim = hidden size / number of query heads."
+        hint=Message.lazy(
+            N_(
+                "Every head's projection reads the whole hidden vector; what is split into heads is the projection's "
+                "output, head_dim numbers per head. Most models set head_dim = hidden size / number of query heads."
+            )
         ),
         traps=(
             (
                 info.n_embd,
-                _(
-                    "That is the whole hidden vector, which every head's projection reads; one head's K "
-                    "row is only that head's part of the projection's output."
+                Message.lazy(
+                    N_(
+                        "That is the whole hidden vector, which every head's projection reads; one head's K "
+                        "row is only that head's part of the projection's output."
+                    )
                 ),
             ),
-            (2 * row_len, _("That counts a K row and a V row together; the question asks for one K row.")),
+            (
+                2 * row_len,
+                Message.lazy(N_("That counts a K row and a V row together; the question asks for one K row.")),
+            ),
         ),
         picture=Picture(
             "kv_rows",
             {"keys": keys.tolist(), "values": values.tolist(), "rows": texts},
-            _(
-                "Layer 0, head 0 of the real cache after the prompt {prompt}: one row per token, "
-                "one column per number (colour = the value)."
-            ).format(prompt=repr(prompt)),
+            Message.lazy(
+                N_(
+                    "Layer 0, head 0 of the real cache after the prompt {prompt}: one row per token, "
+                    "one column per number (colour = the value)."
+                ),
+                prompt=repr(prompt),
+            ),
         ),
         page_query=_step_link(prompt, 0),
     )
 
 
-def _token_strip(texts: list[str], caption: str, newest: int | None = None, after: bool = False) -> Picture:
+def _token_strip(texts: list[str], caption: Message, newest: int | None = None, after: bool = False) -> Picture:
     return Picture("tokens", {"texts": texts, "newest": newest}, caption, after=after)
 
 
@@ -194,32 +233,47 @@ def _prefill_rows(engine: Any) -> Question:
     rows = engine.cache_len
     texts = list(record.fed_token_texts)
     return Question(
-        _(
-            "The prompt shown here is **{n} tokens**, fed in one prefill pass. After the prefill, how many rows "
-            "does layer 0's K cache hold?"
-        ).format(n=len(ids)),
+        Message.lazy(
+            N_(
+                "The prompt shown here is **{n} tokens**, fed in one prefill pass. After the prefill, how many rows "
+                "does layer 0's K cache hold?"
+            ),
+            n=len(ids),
+        ),
         rows,
-        _(
-            "Prefill runs all {n} prompt tokens through the model in one pass and stores one K row and one V "
-            "row per token in every layer: the real cache holds **{rows}** rows, numbered 0 to {last} like the "
-            "positions in the strip."
-        ).format(n=len(ids), rows=rows, last=rows - 1),
-        hint=_("The prefill stores one K row for every token it feeds. Count the boxes in the strip."),
+        Message.lazy(
+            N_(
+                "Prefill runs all {n} prompt tokens through the model in one pass and stores one K row and one V "
+                "row per token in every layer: the real cache holds **{rows}** rows, numbered 0 to {last} like the "
+                "positions in the strip."
+            ),
+            n=len(ids),
+            rows=rows,
+            last=rows - 1,
+        ),
+        hint=Message.lazy(N_("The prefill stores one K row for every token it feeds. Count the boxes in the strip.")),
         traps=(
             (
                 rows - 1,
-                _(
-                    "Positions start at 0, so the last position number is one less than the number of "
-                    "tokens. How many boxes are there?"
+                Message.lazy(
+                    N_(
+                        "Positions start at 0, so the last position number is one less than the number of "
+                        "tokens. How many boxes are there?"
+                    )
                 ),
             ),
-            (2 * rows, _("K and V are two separate caches; the question asks for the rows of the K cache.")),
+            (
+                2 * rows,
+                Message.lazy(N_("K and V are two separate caches; the question asks for the rows of the K cache.")),
+            ),
         ),
         picture=_token_strip(
             texts,
-            _(
-                "The prompt as the model sees it: one box per token, its position above it. "
-                "A space belongs to the token after it (shown as ·), a newline as ↵."
+            Message.lazy(
+                N_(
+                    "The prompt as the model sees it: one box per token, its position above it. "
+                    "A space belongs to the token after it (shown as ·), a newline as ↵."
+                )
             ),
             after=False,
         ),
@@ -238,36 +292,52 @@ def _rows_after_steps(engine: Any, steps: int = 10, layer: int = 2) -> Question:
     prompt_rows = before[layer]
     rows = after[layer]
     return Question(
-        _(
-            "After the prefill of {prompt_rows} tokens the model takes **{steps} Next-token steps**. "
-            "How many rows will layer {layer} hold?"
-        ).format(prompt_rows=prompt_rows, steps=steps, layer=layer),
+        Message.lazy(
+            N_(
+                "After the prefill of {prompt_rows} tokens the model takes **{steps} Next-token steps**. "
+                "How many rows will layer {layer} hold?"
+            ),
+            prompt_rows=prompt_rows,
+            steps=steps,
+            layer=layer,
+        ),
         rows,
-        _(
-            "Each step feeds one token and appends one K row and one V row in *every* layer: "
-            "{prompt_rows} + {steps} = **{rows}** (measured on the real cache, in each of the {n_layer} "
-            "layers)."
-        ).format(prompt_rows=prompt_rows, steps=steps, rows=rows, n_layer=n_layer),
-        hint=_("Each Next-token step feeds one token, and every layer stores a row for it. The prompt's rows stay."),
+        Message.lazy(
+            N_(
+                "Each step feeds one token and appends one K row and one V row in *every* layer: "
+                "{prompt_rows} + {steps} = **{rows}** (measured on the real cache, in each of the {n_layer} "
+                "layers)."
+            ),
+            prompt_rows=prompt_rows,
+            steps=steps,
+            rows=rows,
+            n_layer=n_layer,
+        ),
+        hint=Message.lazy(
+            N_("Each Next-token step feeds one token, and every layer stores a row for it. The prompt's rows stay.")
+        ),
         traps=(
-            (prompt_rows, _("The steps do add rows: each one feeds a token, and that token's K and V are stored.")),
-            (steps, _("The prompt's rows are still in the cache: the steps add to them.")),
+            (
+                prompt_rows,
+                Message.lazy(N_("The steps do add rows: each one feeds a token, and that token's K and V are stored.")),
+            ),
+            (steps, Message.lazy(N_("The prompt's rows are still in the cache: the steps add to them."))),
             (
                 prompt_rows + steps * n_layer,
-                _("Each step adds one row to each layer; the question asks about one layer."),
+                Message.lazy(N_("Each step adds one row to each layer; the question asks about one layer.")),
             ),
         ),
         picture=Picture(
             "rows_per_layer",
             {"before": before, "after": after, "steps": steps},
-            _("Rows in every layer's K cache, measured after the prefill and after the steps."),
+            Message.lazy(N_("Rows in every layer's K cache, measured after the prefill and after the steps.")),
         ),
         page_query=_step_link(LESSON_PROMPT, steps),
     )
 
 
-NO_Q = N_("Their K and V (not their Q)")
-ALL_QKV, ONLY_Q = N_("Their Q, K and V"), N_("Only their Q")
+NO_Q = Message.lazy(N_("Their K and V (not their Q)"))
+ALL_QKV, ONLY_Q = Message.lazy(N_("Their Q, K and V")), Message.lazy(N_("Only their Q"))
 
 
 def _why_no_q(engine: Any) -> Question:
@@ -277,37 +347,52 @@ def _why_no_q(engine: Any) -> Question:
     texts = [t for r in engine.records for t in r.fed_token_texts]
     weights = record.attention[info.n_layer - 1].mean(axis=0)  # last layer, averaged over its query heads
     return Question(
-        _("To produce the next token, which vectors of the *earlier* tokens does a step need?"),
-        _(NO_Q),
-        _(
-            "The step fed **{n_fed}** token and computed its Q, K and V. Its one query was compared with all "
-            "**{keys}** keys, its own included (attention shape per layer: {n_head} heads x 1 query x {keys} keys), "
-            "and the weights averaged the values. Earlier queries are never used again: their work is done, so "
-            "there is nothing to cache for Q."
-        ).format(n_fed=record.n_fed, keys=record.cache_len, n_head=info.n_head),
-        choices=(_(ALL_QKV), _(NO_Q), _(ONLY_Q)),
-        hint=_("Look at what the new token's query is compared with, and what the weights then average."),
+        Message.lazy(N_("To produce the next token, which vectors of the *earlier* tokens does a step need?")),
+        NO_Q,
+        Message.lazy(
+            N_(
+                "The step fed **{n_fed}** token and computed its Q, K and V. Its one query was compared with all "
+                "**{keys}** keys, its own included (attention shape per layer: {n_head} heads x 1 query x {keys} keys), "
+                "and the weights averaged the values. Earlier queries are never used again: their work is done, so "
+                "there is nothing to cache for Q."
+            ),
+            n_fed=record.n_fed,
+            keys=record.cache_len,
+            n_head=info.n_head,
+        ),
+        choices=(ALL_QKV, NO_Q, ONLY_Q),
+        hint=Message.lazy(
+            N_("Look at what the new token's query is compared with, and what the weights then average.")
+        ),
         traps=(
             (
-                _(ALL_QKV),
-                _("Once an earlier token's query has produced its output, is it ever used again by a later step?"),
+                ALL_QKV,
+                Message.lazy(
+                    N_("Once an earlier token's query has produced its output, is it ever used again by a later step?")
+                ),
             ),
-            (_(ONLY_Q), _("The new token brings its own query. What does it compare that query with?")),
+            (
+                ONLY_Q,
+                Message.lazy(N_("The new token brings its own query. What does it compare that query with?")),
+            ),
         ),
         picture=Picture(
             "attention_row",
             {"weights": weights.tolist(), "texts": texts, "highlight": None},
-            _(
-                "The new token's attention over every cached row (last layer, mean of its {n_head} "
-                "query heads): one weight per earlier key, its own included."
-            ).format(n_head=info.n_head),
+            Message.lazy(
+                N_(
+                    "The new token's attention over every cached row (last layer, mean of its {n_head} "
+                    "query heads): one weight per earlier key, its own included."
+                ),
+                n_head=info.n_head,
+            ),
         ),
         page_query=_step_link(LESSON_PROMPT, 1),
     )
 
 
 # ----- 5-6: old rows matter, and the cache changes nothing -------------------------------------------------------
-OTHER_ROW = N_("Another row")
+OTHER_ROW = Message.lazy(N_("Another row"))
 
 
 def shown_token(token: str) -> str:
@@ -315,9 +400,9 @@ def shown_token(token: str) -> str:
     return f"`{step_view.visible(token)}`"
 
 
-def row_label(row: int, token: str) -> str:
+def row_label(row: int, token: str) -> Message:
     """A copying-question choice: a cached row and its token ("Row 7: `·the`")."""
-    return _("Row {row}: {token}").format(row=row, token=shown_token(token))
+    return Message.lazy(N_("Row {row}: {token}"), row=row, token=shown_token(token))
 
 
 def _copying_head(engine: Any) -> Question:
@@ -332,22 +417,33 @@ def _copying_head(engine: Any) -> Question:
     weights = record.attention[copy.best_layer, copy.best_head]  # that head's attention over every cached row
     top_row = int(weights.argmax())
     predicted = record.top_k[0]
-    wrong_prev = _(
-        "Row {row} holds the earlier copy of {token} itself. The head uses it to find its place, then "
-        "reads one row further on: what came next last time?"
-    ).format(row=copy.prev_pos, token=shown_token(texts[newest]))
+    wrong_prev = Message.lazy(
+        N_(
+            "Row {row} holds the earlier copy of {token} itself. The head uses it to find its place, then "
+            "reads one row further on: what came next last time?"
+        ),
+        row=copy.prev_pos,
+        token=shown_token(texts[newest]),
+    )
     return Question(
-        _(
-            "The newest token is {token} at row {row}. Layer {layer}, head {head} is this model's copying head. "
-            "Which cached row gets most of its attention?"
-        ).format(token=shown_token(texts[newest]), row=newest, layer=copy.best_layer, head=copy.best_head),
-        label.get(top_row, _(OTHER_ROW)),
-        _(
-            "Layer {layer}, head {head} puts **{weight:.0%}** of its attention on row {target} ({target_token}), the "
-            "token that followed the previous {token} (row {prev}); its largest weight is on row {top} "
-            "({top_weight:.0%}). The model then predicts {predicted} ({prob:.0%}). This is why old rows stay in the "
-            "cache: any of them may be the one a later query needs."
-        ).format(
+        Message.lazy(
+            N_(
+                "The newest token is {token} at row {row}. Layer {layer}, head {head} is this model's copying head. "
+                "Which cached row gets most of its attention?"
+            ),
+            token=shown_token(texts[newest]),
+            row=newest,
+            layer=copy.best_layer,
+            head=copy.best_head,
+        ),
+        label.get(top_row, OTHER_ROW),
+        Message.lazy(
+            N_(
+                "Layer {layer}, head {head} puts **{weight:.0%}** of its attention on row {target} ({target_token}), the "
+                "token that followed the previous {token} (row {prev}); its largest weight is on row {top} "
+                "({top_weight:.0%}). The model then predicts {predicted} ({prob:.0%}). This is why old rows stay in the "
+                "cache: any of them may be the one a later query needs."
+            ),
             layer=copy.best_layer,
             head=copy.best_head,
             weight=copy.best_weight,
@@ -360,27 +456,36 @@ def _copying_head(engine: Any) -> Question:
             predicted=shown_token(predicted.text),
             prob=predicted.prob,
         ),
-        choices=tuple(label.values()) + ((_(OTHER_ROW),) if top_row not in label else ()),
-        hint=_(
-            "Find the earlier {token} in the strip. A copying head reads the token that came right *after* it."
-        ).format(token=shown_token(texts[newest])),
+        choices=tuple(label.values()) + ((OTHER_ROW,) if top_row not in label else ()),
+        hint=Message.lazy(
+            N_("Find the earlier {token} in the strip. A copying head reads the token that came right *after* it."),
+            token=shown_token(texts[newest]),
+        ),
         traps=(
             (label.get(copy.prev_pos), wrong_prev),
             (
                 label.get(newest - 1),
-                _(
-                    "That is the token just before the newest one: a previous-token head "
-                    "reads it. A copying head looks much further back."
+                Message.lazy(
+                    N_(
+                        "That is the token just before the newest one: a previous-token head "
+                        "reads it. A copying head looks much further back."
+                    )
                 ),
             ),
             (
                 label.get(0),
-                _("Some heads park on the first token when they have nothing to do; a copying head has work here."),
+                Message.lazy(
+                    N_("Some heads park on the first token when they have nothing to do; a copying head has work here.")
+                ),
             ),
         ),
         picture=_token_strip(
             texts,
-            _("The prompt's tokens with their positions (= their rows in the cache); the newest token is outlined."),
+            Message.lazy(
+                N_(
+                    "The prompt's tokens with their positions (= their rows in the cache); the newest token is outlined."
+                )
+            ),
             newest=newest,
             after=False,
         ),
@@ -388,20 +493,22 @@ def _copying_head(engine: Any) -> Question:
             Picture(
                 "attention_row",
                 {"weights": weights.tolist(), "texts": texts, "highlight": copy.target_pos},
-                _(
-                    "Layer {layer}, head {head}: the newest query's attention over every cached row, "
-                    "measured on the real model."
-                ).format(layer=copy.best_layer, head=copy.best_head),
+                Message.lazy(
+                    N_(
+                        "Layer {layer}, head {head}: the newest query's attention over every cached row, "
+                        "measured on the real model."
+                    ),
+                    layer=copy.best_layer,
+                    head=copy.best_head,
+                ),
             ),
         ),
-        page_query=routes.ATTENTION_PATTERNS.query(
-            source=_(PATTERNS_PRESET), layer=copy.best_layer, head=copy.best_head
-        ),
+        page_query=routes.ATTENTION_PATTERNS.query(source=PATTERNS_PRESET, layer=copy.best_layer, head=copy.best_head),
     )
 
 
-SAME = N_("The same token (equal up to float rounding)")
-DIFFERENT = N_("A different token: the cache approximates")
+SAME = Message.lazy(N_("The same token (equal up to float rounding)"))
+DIFFERENT = Message.lazy(N_("A different token: the cache approximates"))
 
 
 def _cached_equals_uncached(engine: Any) -> Question:
@@ -412,16 +519,23 @@ def _cached_equals_uncached(engine: Any) -> Question:
     logits = np.sort(engine.records[-1].next_logits)
     gap = float(logits[-1] - logits[-2])
     return Question(
-        _("If we recompute the whole sequence without the cache, will the next token be different?"),
-        _(SAME),
-        _(
-            "Recomputed from scratch: max |logit difference| = {diff:.1e}, while the top two logits are {gap:.2f} "
-            "apart; same next token: **{same}**. The cache is an optimisation, not an approximation: the cached rows "
-            "are exactly what a recomputation would produce, because a token only attends to tokens before "
-            "it."
-        ).format(diff=check_.max_abs_logit_diff, gap=gap, same=_("yes") if check_.same_next_token else _("no")),
-        choices=(_(DIFFERENT), _(SAME)),
-        hint=_("Does anything that comes later change an earlier token's K and V? A token only attends to the past."),
+        Message.lazy(N_("If we recompute the whole sequence without the cache, will the next token be different?")),
+        SAME,
+        Message.lazy(
+            N_(
+                "Recomputed from scratch: max |logit difference| = {diff:.1e}, while the top two logits are {gap:.2f} "
+                "apart; same next token: **{same}**. The cache is an optimisation, not an approximation: the cached rows "
+                "are exactly what a recomputation would produce, because a token only attends to tokens before "
+                "it."
+            ),
+            diff=check_.max_abs_logit_diff,
+            gap=gap,
+            same=Message.lazy(N_("yes")) if check_.same_next_token else Message.lazy(N_("no")),
+        ),
+        choices=(DIFFERENT, SAME),
+        hint=Message.lazy(
+            N_("Does anything that comes later change an earlier token's K and V? A token only attends to the past.")
+        ),
         picture=Picture(
             "differences",
             {
@@ -430,9 +544,11 @@ def _cached_equals_uncached(engine: Any) -> Question:
                 "logit": check_.max_abs_logit_diff,
                 "gap": gap,
             },
-            _(
-                "Largest difference between the cached run and a full recomputation, against the gap "
-                "between the top two logits that decides the token (log scale)."
+            Message.lazy(
+                N_(
+                    "Largest difference between the cached run and a full recomputation, against the gap "
+                    "between the top two logits that decides the token (log scale)."
+                )
             ),
         ),
         page_query=_step_link(LESSON_PROMPT, 5),
@@ -449,18 +565,24 @@ def _dots_one_step(engine: Any) -> Question:
     seq = before + 1
     heads = info.n_layer * info.n_head
     return Question(
-        _(
-            "The cache holds {before} tokens; the next step adds one more. With the cache, how many query-key dot "
-            "products does that step compute over all {n_layer} layers x {n_head} heads?"
-        ).format(before=before, n_layer=info.n_layer, n_head=info.n_head),
+        Message.lazy(
+            N_(
+                "The cache holds {before} tokens; the next step adds one more. With the cache, how many query-key dot "
+                "products does that step compute over all {n_layer} layers x {n_head} heads?"
+            ),
+            before=before,
+            n_layer=info.n_layer,
+            n_head=info.n_head,
+        ),
         cached,
-        _(
-            "One new query per head scores all {seq} keys, its own included: {n_layer} x {n_head} x {seq} = "
-            "**{cached:,}**. Without the cache every one of the {seq} queries is recomputed: {n_layer} x "
-            "{n_head} x {seq} x {seq_plus_1} / 2 = {uncached:,}, {ratio:.1f}x more. (kvviz counts the "
-            "{pairs:,} causal pairs per head; eager attention computes all {seq} x {seq} = {square:,} and then "
-            "masks the future ones.)"
-        ).format(
+        Message.lazy(
+            N_(
+                "One new query per head scores all {seq} keys, its own included: {n_layer} x {n_head} x {seq} = "
+                "**{cached:,}**. Without the cache every one of the {seq} queries is recomputed: {n_layer} x "
+                "{n_head} x {seq} x {seq_plus_1} / 2 = {uncached:,}, {ratio:.1f}x more. (kvviz counts the "
+                "{pairs:,} causal pairs per head; eager attention computes all {seq} x {seq} = {square:,} and then "
+                "masks the future ones.)"
+            ),
             seq=seq,
             n_layer=info.n_layer,
             n_head=info.n_head,
@@ -471,31 +593,40 @@ def _dots_one_step(engine: Any) -> Question:
             pairs=seq * (seq + 1) // 2,
             square=seq * seq,
         ),
-        hint=_("One row of the triangle per head, in every layer: (keys in that row) x layers x heads."),
+        hint=Message.lazy(N_("One row of the triangle per head, in every layer: (keys in that row) x layers x heads.")),
         traps=(
             (
                 heads * before,
-                _("Does the new token's query score its own key too? Look at the diagonal cell of the outlined row."),
+                Message.lazy(
+                    N_(
+                        "Does the new token's query score its own key too? Look at the diagonal cell of the outlined row."
+                    )
+                ),
             ),
             (
                 uncached,
-                _(
-                    "That is the whole triangle, what a step without the cache computes. With the cache "
-                    "only the newest row is computed."
+                Message.lazy(
+                    N_(
+                        "That is the whole triangle, what a step without the cache computes. With the cache "
+                        "only the newest row is computed."
+                    )
                 ),
             ),
-            (seq, _("That is one head of one layer: every head of every layer does the same.")),
-            (before, _("That is one head of one layer, and it misses the new token's own key.")),
+            (seq, Message.lazy(N_("That is one head of one layer: every head of every layer does the same."))),
+            (before, Message.lazy(N_("That is one head of one layer, and it misses the new token's own key."))),
         ),
         picture=Picture(
             "triangle",
             {"seq": seq},
-            _(
-                "Query-key pairs of one head at {seq} tokens: rows are "
-                "queries, columns keys; a query sees only keys at or before its own position. The "
-                "outlined row is the one a cached step computes; the uncached step computes the whole "
-                "triangle."
-            ).format(seq=seq),
+            Message.lazy(
+                N_(
+                    "Query-key pairs of one head at {seq} tokens: rows are "
+                    "queries, columns keys; a query sees only keys at or before its own position. The "
+                    "outlined row is the one a cached step computes; the uncached step computes the whole "
+                    "triangle."
+                ),
+                seq=seq,
+            ),
             after=False,
         ),
         page_query=routes.ATTENTION_OPS.query(prompt=before, new=1),
@@ -510,19 +641,25 @@ def _quadratic(engine: Any, prompt_len: int = 16, new_tokens: int = 200) -> Ques
     t = per_head.positions  # positions the last pass sees (the last new token is never fed back)
     demo = 20
     return Question(
-        _(
-            "Generating **N = {new}** tokens after a **P = {prompt}**-token prompt, so T = P + N - 1 = {t} positions: "
-            "**about how many times more** attention dot products does the whole run take without the cache than "
-            "with it? (accepted within 25%)"
-        ).format(new=new_tokens, prompt=prompt_len, t=t),
+        Message.lazy(
+            N_(
+                "Generating **N = {new}** tokens after a **P = {prompt}**-token prompt, so T = P + N - 1 = {t} positions: "
+                "**about how many times more** attention dot products does the whole run take without the cache than "
+                "with it? (accepted within 25%)"
+            ),
+            new=new_tokens,
+            prompt=prompt_len,
+            t=t,
+        ),
         round(ratio, 1),
-        _(
-            "With the cache: {heads} heads x T(T+1)/2 = {heads} x {t} x {t_plus_1} / 2 = **{cached:,}**. Without it: "
-            "{heads} heads x (T(T+1)(T+2)/6 - (P-1)P(P+1)/6) = {heads} x ({all_triangles:,} - {skipped:,}) = "
-            "**{uncached:,}** (about {heads} x T^3/6). Ratio **{ratio:.1f}x**, about (T+2)/3. "
-            "The last step alone saves (T+1)/2 = {last:.0f}x, but the early steps save much less, so the whole run "
-            "saves about a third of T, not half."
-        ).format(
+        Message.lazy(
+            N_(
+                "With the cache: {heads} heads x T(T+1)/2 = {heads} x {t} x {t_plus_1} / 2 = **{cached:,}**. Without it: "
+                "{heads} heads x (T(T+1)(T+2)/6 - (P-1)P(P+1)/6) = {heads} x ({all_triangles:,} - {skipped:,}) = "
+                "**{uncached:,}** (about {heads} x T^3/6). Ratio **{ratio:.1f}x**, about (T+2)/3. "
+                "The last step alone saves (T+1)/2 = {last:.0f}x, but the early steps save much less, so the whole run "
+                "saves about a third of T, not half."
+            ),
             heads=heads,
             t=t,
             t_plus_1=t + 1,
@@ -536,31 +673,38 @@ def _quadratic(engine: Any, prompt_len: int = 16, new_tokens: int = 200) -> Ques
         rel_tolerance=0.25,
         states_tolerance=True,
         unit="x",
-        hint=_("Divide the two sums: T(T+1)(T+2)/6 over T(T+1)/2. Most factors cancel."),
+        hint=Message.lazy(N_("Divide the two sums: T(T+1)(T+2)/6 over T(T+1)/2. Most factors cancel.")),
         traps=(
             (
                 last_step,
-                _(
-                    "That is the saving of the last step only. The early steps, at short lengths, save "
-                    "much less: divide the two whole-run sums instead."
+                Message.lazy(
+                    N_(
+                        "That is the saving of the last step only. The early steps, at short lengths, save "
+                        "much less: divide the two whole-run sums instead."
+                    )
                 ),
             ),
             (
                 new_tokens / 2,
-                _(
-                    "Use T, every position the run reads (prompt included), not only the new "
-                    "tokens; and compare the sums, not the last step."
+                Message.lazy(
+                    N_(
+                        "Use T, every position the run reads (prompt included), not only the new "
+                        "tokens; and compare the sums, not the last step."
+                    )
                 ),
             ),
         ),
         picture=Picture(
             "per_step",
             {"t": demo},
-            _(
-                "Dot products of each pass for one head, T = {t} shown: with "
-                "the cache a pass at length t computes t (one row), without it t(t+1)/2 (a triangle). A "
-                "whole run adds up all the bars."
-            ).format(t=demo),
+            Message.lazy(
+                N_(
+                    "Dot products of each pass for one head, T = {t} shown: with "
+                    "the cache a pass at length t computes t (one row), without it t(t+1)/2 (a triangle). A "
+                    "whole run adds up all the bars."
+                ),
+                t=demo,
+            ),
             after=False,
         ),
         page_query=routes.ATTENTION_OPS.query(prompt=prompt_len, new=new_tokens),
@@ -573,21 +717,29 @@ def _bytes_at_1000(engine: Any) -> Question:
     kv, per_token = preset.kv, preset.kv.bytes_per_token
     total = memory.kv_bytes(kv, 1000)
     points = [0, 250, 500, 750, 1000]
-    mixed = _(
-        "The digits are right but the unit is not: MB counts 10^6 bytes, MiB 2^20 bytes, and the "
-        "same for KB/KiB and GB/GiB. Pick the unit that matches the way you divided."
+    mixed = Message.lazy(
+        N_(
+            "The digits are right but the unit is not: MB counts 10^6 bytes, MiB 2^20 bytes, and the "
+            "same for KB/KiB and GB/GiB. Pick the unit that matches the way you divided."
+        )
     )
     return Question(
-        _(
-            "GPT-2 small: {n_layer} layers, {n_kv_heads} heads, head_dim {head_dim}, float32 (4 bytes per number). "
-            "How big is its KV cache at 1000 tokens, batch 1? Give a number and pick its unit (accepted within 1%; "
-            "1 KB = 1,000 B, 1 KiB = 1,024 B)."
-        ).format(n_layer=kv.n_layer, n_kv_heads=kv.n_kv_heads, head_dim=kv.head_dim),
+        Message.lazy(
+            N_(
+                "GPT-2 small: {n_layer} layers, {n_kv_heads} heads, head_dim {head_dim}, float32 (4 bytes per number). "
+                "How big is its KV cache at 1000 tokens, batch 1? Give a number and pick its unit (accepted within 1%; "
+                "1 KB = 1,000 B, 1 KiB = 1,024 B)."
+            ),
+            n_layer=kv.n_layer,
+            n_kv_heads=kv.n_kv_heads,
+            head_dim=kv.head_dim,
+        ),
         total,
-        _(
-            "2 (K and V) x {n_layer} layers x {n_kv_heads} heads x {head_dim} dims x 4 bytes = {per_token:,} bytes "
-            "per token; x 1000 tokens = **{total}**."
-        ).format(
+        Message.lazy(
+            N_(
+                "2 (K and V) x {n_layer} layers x {n_kv_heads} heads x {head_dim} dims x 4 bytes = {per_token:,} bytes "
+                "per token; x 1000 tokens = **{total}**."
+            ),
             n_layer=kv.n_layer,
             n_kv_heads=kv.n_kv_heads,
             head_dim=kv.head_dim,
@@ -597,11 +749,16 @@ def _bytes_at_1000(engine: Any) -> Question:
         rel_tolerance=0.01,
         states_tolerance=True,
         unit="bytes",
-        hint=_("Multiply: 2 (K and V) x layers x heads x head_dim x bytes per number, then x tokens."),
+        hint=Message.lazy(N_("Multiply: 2 (K and V) x layers x heads x head_dim x bytes per number, then x tokens.")),
         traps=(
-            (total // 2, _("Off by a factor of two: did you count both K and V, and 4 bytes for each float32 number?")),
-            (total // 1000, _("That is one token; the question asks for 1000.")),
-            (total // 4, _("Each float32 number takes 4 bytes, not 1.")),
+            (
+                total // 2,
+                Message.lazy(
+                    N_("Off by a factor of two: did you count both K and V, and 4 bytes for each float32 number?")
+                ),
+            ),
+            (total // 1000, Message.lazy(N_("That is one token; the question asks for 1000."))),
+            (total // 4, Message.lazy(N_("Each float32 number takes 4 bytes, not 1."))),
             # the MB/MiB slip, both ways (and KB/KiB, GB/GiB): the right digits under the other unit's name
             *((total * BYTE_UNITS[binary] // BYTE_UNITS[decimal], mixed) for decimal, binary in SI_IEC),
             *((total * BYTE_UNITS[decimal] // BYTE_UNITS[binary], mixed) for decimal, binary in SI_IEC),
@@ -609,7 +766,7 @@ def _bytes_at_1000(engine: Any) -> Question:
         picture=Picture(
             "bytes",
             {"tokens": points, "bytes": [memory.kv_bytes(kv, n) for n in points]},
-            _("GPT-2 small's KV cache (float32, batch 1): it grows by the same bytes with every token."),
+            Message.lazy(N_("GPT-2 small's KV cache (float32, batch 1): it grows by the same bytes with every token.")),
         ),
         page_query=routes.MEMORY_BUDGET.query(preset="gpt2", context=1000),
         model=PRESET_MODELS["gpt2"],
@@ -623,16 +780,21 @@ def _gqa_saving(engine: Any) -> Question:
     context = preset.max_context
     saving = memory.kv_bytes(mha, context) // memory.kv_bytes(gqa, context)
     return Question(
-        _(
-            "Llama-3-8B has {n_head} query heads that share **{n_kv_heads} K/V heads** (grouped-query attention). "
-            "How many times smaller is its cache than with {n_head} K/V heads (full MHA)?"
-        ).format(n_head=gqa.n_head, n_kv_heads=gqa.n_kv_heads),
+        Message.lazy(
+            N_(
+                "Llama-3-8B has {n_head} query heads that share **{n_kv_heads} K/V heads** (grouped-query attention). "
+                "How many times smaller is its cache than with {n_head} K/V heads (full MHA)?"
+            ),
+            n_head=gqa.n_head,
+            n_kv_heads=gqa.n_kv_heads,
+        ),
         saving,
-        _(
-            "At its full context of {context:,} tokens: MHA {mha} vs GQA {gqa}: {n_head} / {n_kv_heads} = "
-            "**{saving}x**. Each group of query heads reads the same cached K/V rows; MQA (1 K/V head) goes all the "
-            "way."
-        ).format(
+        Message.lazy(
+            N_(
+                "At its full context of {context:,} tokens: MHA {mha} vs GQA {gqa}: {n_head} / {n_kv_heads} = "
+                "**{saving}x**. Each group of query heads reads the same cached K/V rows; MQA (1 K/V head) goes all the "
+                "way."
+            ),
             context=context,
             mha=units.short_bytes(memory.kv_bytes(mha, context)),
             gqa=units.short_bytes(memory.kv_bytes(gqa, context)),
@@ -640,13 +802,21 @@ def _gqa_saving(engine: Any) -> Question:
             n_kv_heads=gqa.n_kv_heads,
             saving=saving,
         ),
-        hint=_("The cache stores K and V per K/V head, not per query head: compare the two numbers of K/V heads."),
-        traps=((gqa.n_head, _("That is the number of query heads; the cache's size depends on K/V heads only.")),),
+        hint=Message.lazy(
+            N_("The cache stores K and V per K/V head, not per query head: compare the two numbers of K/V heads.")
+        ),
+        traps=(
+            (
+                gqa.n_head,
+                Message.lazy(N_("That is the number of query heads; the cache's size depends on K/V heads only.")),
+            ),
+        ),
         picture=Picture(
             "gqa",
             {"n_head": gqa.n_head, "n_kv_heads": gqa.n_kv_heads},
-            _("Llama-3-8B's {n_head} query heads, coloured by the K/V head whose cached rows they read.").format(
-                n_head=gqa.n_head
+            Message.lazy(
+                N_("Llama-3-8B's {n_head} query heads, coloured by the K/V head whose cached rows they read."),
+                n_head=gqa.n_head,
             ),
         ),
         page_query=routes.MEMORY_BUDGET.query(preset="llama-3-8b"),
@@ -655,8 +825,8 @@ def _gqa_saving(engine: Any) -> Question:
 
 
 # ----- 11-12: time, and serving -----------------------------------------------------------------------------------
-BELOW = N_("Well below the op ratio")
-ABOUT, ABOVE = N_("About the op ratio"), N_("Above the op ratio")
+BELOW = Message.lazy(N_("Well below the op ratio"))
+ABOUT, ABOVE = Message.lazy(N_("About the op ratio")), Message.lazy(N_("Above the op ratio"))
 
 
 def _measured_speedup(engine: Any, steps: int = 24, budget_s: float = 2.0) -> Question:
@@ -683,34 +853,41 @@ def _measured_speedup(engine: Any, steps: int = 24, budget_s: float = 2.0) -> Qu
     ratio_lo, ratio_hi = u_lo / max(c_hi, 1e-6), u_hi / max(c_lo, 1e-6)
     answer = BELOW if ratio_hi < 0.5 * op_ratio else (ABOVE if ratio_lo > 1.5 * op_ratio else ABOUT)
     if race.single_repeat:
-        noise = _(
-            "One repeat a side (a repeat cost more than the time budget): there is no spread to judge the noise by."
+        noise = Message.lazy(
+            N_("One repeat a side (a repeat cost more than the time budget): there is no spread to judge the noise by.")
         )
     elif race.inside_noise:
-        noise = _(
-            "The two ranges overlap: the difference between the medians is inside the noise, so this run "
-            "cannot say which side is faster, only how far both are from the op ratio."
+        noise = Message.lazy(
+            N_(
+                "The two ranges overlap: the difference between the medians is inside the noise, so this run "
+                "cannot say which side is faster, only how far both are from the op ratio."
+            )
         )
     else:
-        noise = _("The two ranges do not overlap: the difference is larger than the noise.")
+        noise = Message.lazy(N_("The two ranges do not overlap: the difference is larger than the noise."))
     return Question(
-        _(
-            "At {tokens} tokens, a step without the cache does **{op_ratio:.0f}x** the operations of a cached step. "
-            "On this CPU, will the measured time ratio be about that, well below it, or above it?"
-        ).format(tokens=record.cache_len, op_ratio=op_ratio),
-        _(answer),
-        _(
-            "Just measured on the real model, the two runs interleaved ({repeats}, alternating, so a burst of load "
-            "hits both alike; machine load {load}): cached step median {cached_ms:.2f} ms (interquartile "
-            "range {cached_lo:.2f} to {cached_hi:.2f}), uncached pass median {uncached_ms:.2f} ms ({uncached_lo:.2f} "
-            "to {uncached_hi:.2f}). Ratio of the medians **{measured:.1f}x** (from the quartiles, between "
-            "{ratio_lo:.1f}x and {ratio_hi:.1f}x), against an op ratio of {op_ratio:.0f}x. {noise} A cached step is a "
-            "handful of tiny matrix-vector products: fixed costs dominate it (Python and PyTorch's per-operator "
-            "dispatch, reading every weight from memory once), while the uncached pass batches its extra work into "
-            "efficient matrix-matrix products. The *Measured speed-up* page shows this with a roofline."
-        ).format(
-            repeats=ngettext("{n} repeat", "{n} repeats", race.repeats).format(n=race.repeats),
-            load=load_number(load, 1),
+        Message.lazy(
+            N_(
+                "At {tokens} tokens, a step without the cache does **{op_ratio:.0f}x** the operations of a cached step. "
+                "On this CPU, will the measured time ratio be about that, well below it, or above it?"
+            ),
+            tokens=record.cache_len,
+            op_ratio=op_ratio,
+        ),
+        answer,
+        Message.lazy(
+            N_(
+                "Just measured on the real model, the two runs interleaved ({repeats}, alternating, so a burst of load "
+                "hits both alike; machine load {load}): cached step median {cached_ms:.2f} ms (interquartile "
+                "range {cached_lo:.2f} to {cached_hi:.2f}), uncached pass median {uncached_ms:.2f} ms ({uncached_lo:.2f} "
+                "to {uncached_hi:.2f}). Ratio of the medians **{measured:.1f}x** (from the quartiles, between "
+                "{ratio_lo:.1f}x and {ratio_hi:.1f}x), against an op ratio of {op_ratio:.0f}x. {noise} A cached step is a "
+                "handful of tiny matrix-vector products: fixed costs dominate it (Python and PyTorch's per-operator "
+                "dispatch, reading every weight from memory once), while the uncached pass batches its extra work into "
+                "efficient matrix-matrix products. The *Measured speed-up* page shows this with a roofline."
+            ),
+            repeats=Message.counted(*Nn_("{n} repeat", "{n} repeats"), n=race.repeats),
+            load=_load_text(load),
             cached_ms=cached_ms,
             cached_lo=c_lo,
             cached_hi=c_hi,
@@ -723,17 +900,22 @@ def _measured_speedup(engine: Any, steps: int = 24, budget_s: float = 2.0) -> Qu
             op_ratio=op_ratio,
             noise=noise,
         ),
-        choices=(_(ABOUT), _(BELOW), _(ABOVE)),
-        hint=_(
-            "Arithmetic is not the only cost of a step. What does every forward pass pay, however few tokens it feeds?"
+        choices=(ABOUT, BELOW, ABOVE),
+        hint=Message.lazy(
+            N_(
+                "Arithmetic is not the only cost of a step. What does every forward pass pay, however few tokens it feeds?"
+            )
         ),
         picture=Picture(
             "timings",
             {"cached": cached, "uncached": uncached, "op_ratio": op_ratio, "load": load},
-            _(
-                "Measured on this machine (load {load}), the two runs interleaved: each dot is one "
-                "run, the bar the median."
-            ).format(load=load_number(load, 1)),
+            Message.lazy(
+                N_(
+                    "Measured on this machine (load {load}), the two runs interleaved: each dot is one "
+                    "run, the bar the median."
+                ),
+                load=_load_text(load),
+            ),
         ),
         page_query={},
     )
@@ -743,17 +925,22 @@ def _paging(engine: Any, tokens: int = 1000, block: int = 16) -> Question:
     view = capacity.paged_view(get_preset("llama-3-8b").kv, tokens, 1, block, 8192)
     blocks = view.blocks_per_sequence
     return Question(
-        _(
-            "Real engines (vLLM's PagedAttention) store the cache in blocks of {block} tokens, allocated as the "
-            "sequence grows. How many blocks does a {tokens:,}-token sequence need?"
-        ).format(block=block, tokens=tokens),
+        Message.lazy(
+            N_(
+                "Real engines (vLLM's PagedAttention) store the cache in blocks of {block} tokens, allocated as the "
+                "sequence grows. How many blocks does a {tokens:,}-token sequence need?"
+            ),
+            block=block,
+            tokens=tokens,
+        ),
         blocks,
-        _(
-            "ceil({tokens:,} / {block}) = **{blocks}** blocks; the last one has {empty} empty slots. For Llama-3-8B a "
-            "flat buffer pre-allocated for 8,192 tokens reserves {flat} where {used} are used; paging reserves "
-            "{paged}. Other levers: sliding windows keep only the last W tokens, quantized caches store K/V in 8 or "
-            "4 bits, and prefix caching shares the rows of a common system prompt."
-        ).format(
+        Message.lazy(
+            N_(
+                "ceil({tokens:,} / {block}) = **{blocks}** blocks; the last one has {empty} empty slots. For Llama-3-8B a "
+                "flat buffer pre-allocated for 8,192 tokens reserves {flat} where {used} are used; paging reserves "
+                "{paged}. Other levers: sliding windows keep only the last W tokens, quantized caches store K/V in 8 or "
+                "4 bits, and prefix caching shares the rows of a common system prompt."
+            ),
             tokens=tokens,
             block=block,
             blocks=blocks,
@@ -762,15 +949,20 @@ def _paging(engine: Any, tokens: int = 1000, block: int = 16) -> Question:
             used=units.short_bytes(view.used_bytes),
             paged=units.short_bytes(view.paged_bytes),
         ),
-        hint=_("Divide the tokens by the block size. A partly filled block still has to be allocated."),
+        hint=Message.lazy(N_("Divide the tokens by the block size. A partly filled block still has to be allocated.")),
         traps=(
-            (tokens // block, _("The last block is only partly filled, but it still has to be allocated: round up.")),
+            (
+                tokens // block,
+                Message.lazy(N_("The last block is only partly filled, but it still has to be allocated: round up.")),
+            ),
         ),
         picture=Picture(
             "blocks",
             {"blocks": blocks, "block": block, "tokens": tokens},
-            _("The sequence's {tokens:,} tokens in blocks of {block}: every block full except the last.").format(
-                tokens=tokens, block=block
+            Message.lazy(
+                N_("The sequence's {tokens:,} tokens in blocks of {block}: every block full except the last."),
+                tokens=tokens,
+                block=block,
             ),
         ),
         page_query=routes.MEMORY_BUDGET.query(preset="llama-3-8b", context=tokens),

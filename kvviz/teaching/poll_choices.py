@@ -2,13 +2,13 @@
 
 `choices_for(question, step, room_code)` turns a lesson.Question into a PollQuestion (kvviz.poll.question): the right
 answer among the question's own known mistakes (its traps), each wrong choice carrying the sentence that explains that
-mistake, in an order shuffled by a seed made of the room's code and the step number. The seed never reads the
-question's text, so the English and the Chinese poll of one step in one room put the same choice at the same place
-(the teacher's side builds both, one per language, and kvviz.poll.store checks that they agree). The poll stands
-apart from the lesson; this module, in the lesson's package, is where a lesson question becomes a poll.
+mistake, in an order shuffled by a seed made of the room's code and the step number. The poll is language-free, as the
+question is: its texts are the question's Messages (a number's label a Message too: "72.7x" is "72.7 倍" in Chinese),
+so one poll per step serves every phone in its own language, and no `_()` runs here. The poll stands apart from the
+lesson; this module, in the lesson's package, is where a lesson question becomes a poll.
 
 How the choices are made:
-- A choice question (Question.choices) votes on its own choices, translated as the lesson shows them; a wrong one
+- A choice question (Question.choices) votes on its own choices, the lesson's Messages; a wrong one
   is explained by its trap, else by the question's hint. The lesson's choice questions have 2 to 5 choices (step 6
   asks "the same token or a different one": two); past MAX_CHOICES the trapped wrong choices are kept first.
 - A number question shows each value as the lesson states its answer (Question.answer_text: "1,024", "72.7x").
@@ -31,7 +31,8 @@ import random
 from dataclasses import replace
 from typing import Any
 
-from kvviz.i18n import N_, _
+from kvviz.i18n import N_, Message
+from kvviz.i18n.numbers import RATIO
 from kvviz.memory import units
 from kvviz.poll.question import PollQuestion
 from kvviz.teaching import grading, lesson
@@ -50,20 +51,20 @@ _UNITS = {"decimal": ("GB", "MB", "KB"), "binary": ("GiB", "MiB", "KiB")}  # les
 
 
 def seed(step: int, room_code: str) -> str:
-    """The shuffle's seed: the room and the step, never the text (so both languages get one order). A str seed is
+    """The shuffle's seed: the room and the step, never the text. A str seed is
     hashed by random.Random with SHA-512: the same order in every process."""
     return f"kvviz-poll:{room_code}:{step}"
 
 
 def choices_for(question: lesson.Question, step: int, room_code: str = "") -> PollQuestion:
-    """The poll of `question` (built in the current language) for lesson step `step` in room `room_code`."""
+    """The poll of `question` for lesson step `step` in room `room_code`, language-free."""
     rng = random.Random(seed(step, room_code))
     family = rng.choice(_FAMILIES)  # drawn first, whatever the question: the shuffle below then draws alike
     if question.is_choice:
         right, wrong = _choice_options(question)
     else:
         right, wrong = _number_options(question, family)
-    options = [(right, "")] + wrong
+    options: list[Option] = [(right, None)] + wrong
     order = list(range(len(options)))
     rng.shuffle(order)
     return PollQuestion(
@@ -71,29 +72,29 @@ def choices_for(question: lesson.Question, step: int, room_code: str = "") -> Po
     )
 
 
-def _choice_options(question: lesson.Question) -> tuple[str, list[tuple[str, str]]]:
-    answer = str(question.answer)
-    right = next((c for c in question.choices if c == answer), None) or next(
-        c for c in question.choices if grading.same_choice(c, answer)
-    )
+Option = tuple[Message, Message | None]  # a choice's label and the mistake it stands for (None: the right one)
+
+
+def _choice_options(question: lesson.Question) -> tuple[Message, list[Option]]:
+    right = grading.choice_of(question, question.answer)
     trapped, plain = [], []
     for choice in dict.fromkeys(question.choices):  # a repeated label would be one choice
         if choice == right:
             continue
-        why = next((w for t, w in question.traps if isinstance(t, str) and grading.same_choice(choice, t)), None)
+        why = next((w for t, w in question.traps if t == choice), None)
         if why:
             trapped.append((choice, why))
         else:
-            plain.append((choice, question.hint or _(NO_EXPLANATION)))
+            plain.append((choice, question.hint or Message.lazy(NO_EXPLANATION)))
     return right, (trapped + plain)[: MAX_CHOICES - 1]
 
 
-def _number_options(question: lesson.Question, family: str) -> tuple[str, list[tuple[str, str]]]:
+def _number_options(question: lesson.Question, family: str) -> tuple[Message, list[Option]]:
     is_bytes = question.unit == "bytes"
     right = _label(question, question.answer, family)
     shown = _number_part(right)
 
-    def label(value: Any) -> str:
+    def label(value: Any) -> Message:
         """A wrong value in the right answer's family, or in the other one where it reads as the unit slip."""
         if is_bytes:
             for other in _FAMILIES:
@@ -105,9 +106,9 @@ def _number_options(question: lesson.Question, family: str) -> tuple[str, list[t
     def usable(value: Any) -> bool:
         return value >= 0 and not grading.check(question, value, "B" if is_bytes else None)
 
-    wrong: list[tuple[str, str]] = []
+    wrong: list[Option] = []
     taken = {right}
-    groups: dict[str, list[Any]] = {}  # explanation -> its values, in the lesson's order
+    groups: dict[Message, list[Any]] = {}  # explanation -> its values, in the lesson's order
     for value, why in question.traps:
         if not isinstance(value, str) and value is not None:
             groups.setdefault(why, []).append(value)
@@ -121,7 +122,7 @@ def _number_options(question: lesson.Question, family: str) -> tuple[str, list[t
         if len(wrong) >= MIN_CHOICES - 1:
             break
         if usable(value) and label(value) not in taken:
-            wrong.append((label(value), _(why)))
+            wrong.append((label(value), Message.lazy(why)))
             taken.add(label(value))
     return right, wrong[: MAX_CHOICES - 1]
 
@@ -131,7 +132,7 @@ def _made_up(question: lesson.Question, family: str) -> list[tuple[Any, str]]:
     answer = question.answer
     if question.unit == "bytes":
         other = "binary" if family == "decimal" else "decimal"
-        number, unit = _label(question, answer, family).split(" ")
+        number, unit = _label(question, answer, family).msg.split(" ")
         slip = [(round(float(number.replace(",", "")) * _unit_bytes(other, unit)), UNIT_SLIP)] if unit != "B" else []
         return slip + [(answer * 2, FACTOR_OF_TWO), (answer // 2, FACTOR_OF_TWO)]
     if isinstance(answer, int):
@@ -149,16 +150,21 @@ def _unit_bytes(family: str, unit: str) -> int:
     return lesson.BYTE_UNITS[(units.BINARY_TWIN if family == "binary" else units.DECIMAL_TWIN)[unit]]
 
 
-def _label(question: lesson.Question, value: Any, family: str) -> str:
-    """A value as the lesson writes its answer: a number as Question.answer_text does; bytes as a student answers
-    them in the lesson, a number and one of its units (lesson.BYTE_UNITS) in one family, 4 significant digits."""
+def _label(question: lesson.Question, value: Any, family: str) -> Message:
+    """A value as the lesson writes its answer, as a Message: a ratio as the reader's language writes one
+    (kvviz.i18n.numbers.RATIO: "72.7x", "72.7 倍"), any other number as Question.answer_text does (the same in every
+    language); bytes as a student answers them in the lesson, a number and one of its units (lesson.BYTE_UNITS) in
+    one family, 4 significant digits."""
+    if question.unit == "x":
+        return Message.lazy(RATIO, ratio=format(value, "," if isinstance(value, int) else ",.1f"))
     if question.unit != "bytes":
-        return replace(question, answer=value).answer_text()
+        return Message.verbatim(replace(question, answer=value).answer_text())
     n_bytes = int(value)
     unit = next((u for u in _UNITS[family] if n_bytes >= lesson.BYTE_UNITS[u]), "B")
     number = n_bytes / lesson.BYTE_UNITS[unit]
-    return f"{number:,.0f} {unit}" if unit == "B" else f"{units.significant(number)} {unit}"
+    return Message.verbatim(f"{number:,.0f} {unit}" if unit == "B" else f"{units.significant(number)} {unit}")
 
 
-def _number_part(label: str) -> str:
-    return label.split(" ")[0]
+def _number_part(label: Message) -> str:
+    """The number a label shows (its digits, before the unit), the same in every language."""
+    return str(dict(label.fields).get("ratio", label.msg.split(" ")[0]))

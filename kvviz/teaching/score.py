@@ -45,7 +45,7 @@ class Outcome:
                 else _("the room")
             )
         if self.choice is not None and question is not None and self.choice < len(question.choices):
-            return question.choices[self.choice]
+            return question.choices[self.choice].shown()
         return self.given or "—"
 
 

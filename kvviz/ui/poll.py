@@ -258,47 +258,36 @@ def live_count(room: poll_store.NewRoom, step: int, round_: int) -> None:
         )
 
 
-def polls_for(step: int, code: str, ask) -> dict[str, PollQuestion]:
-    """The step's poll in every language whose computed question agrees with this session's (`ask(language)`
-    returns the lesson's Question computed in that language). A measured answer (a timing) may differ between two
-    runs: a language whose poll disagrees is left out, and its phones read this session's language instead."""
+def poll_for(step: int, code: str, ask) -> PollQuestion:
+    """The step's poll for room `code`: its lesson Question (`ask()`, computed once per step and model by the page,
+    whatever the language) as a language-free PollQuestion, which every phone shows in its own language."""
     from kvviz.teaching.poll_choices import choices_for
 
-    polls = {i18n.current(): choices_for(ask(i18n.current()), step, code)}
-    for language in i18n.LANGUAGES:
-        if language not in polls:
-            with i18n.language(language):
-                other = choices_for(ask(language), step, code)
-            if other.same_shape(polls[i18n.current()]):
-                polls[language] = other
-    return polls
+    return choices_for(ask(), step, code)
 
 
-def poll_in_language(code: str, step: int | None = None) -> PollQuestion | None:
-    """The current (or given) step's poll in this session's language, else in any language stored."""
-    for language in (i18n.current(), *i18n.LANGUAGES):
-        if (poll := store().poll(code, language, step)) is not None:
-            return poll
-    return None
+def stored_poll(code: str, step: int | None = None) -> PollQuestion | None:
+    """The current (or given) step's poll as the store keeps it (language-free: draw its texts with shown())."""
+    return store().poll(code, step)
 
 
 def room_choices(step: int, question) -> tuple[str, ...] | None:
-    """The choices the room votes on at `step`, in the poll's order (the phones' and the vote chart's letters), while
-    this browser runs a class poll; None without one. Number steps have them too. The step's stored poll in this
-    session's language, else the one the panel is about to open: choices_for is seeded by the room and the step only,
-    so it draws what the store will hold. `question`: the step's lesson Question in this session's language."""
+    """The choices the room votes on at `step`, in the poll's order (the phones' and the vote chart's letters), in
+    this session's language, while this browser runs a class poll; None without one. Number steps have them too. The
+    step's stored poll, else the one the panel is about to open: choices_for is seeded by the room and the step only,
+    so it draws what the store will hold. `question`: the step's lesson Question."""
     room = hosted_room()
     try:
         if room is None or not store().room(room.code).step:
             return None
-        stored = poll_in_language(room.code, step)
+        stored = stored_poll(room.code, step)
     except poll_store.PollRefused:  # the panel says why; the projector keeps the lesson's own choices
         return None
     if stored is None or stored.step != step:
         from kvviz.teaching.poll_choices import choices_for
 
         stored = choices_for(question, step, room.code)
-    return stored.choices
+    return tuple(choice.shown() for choice in stored.choices)
 
 
 # ----- the projector ------------------------------------------------------------------------------------------------
@@ -368,7 +357,7 @@ def projector_panel(
 ) -> None:
     """Class mode's poll: a button that starts it, or the running poll of this step (join code, QR code, the live
     count, Lock / Vote again / Reset, and after Reveal the room's votes with each wrong choice's mistake).
-    `ask(language)` computes the step's lesson Question in a language (the poll is stored in every language);
+    `ask()` gives the step's lesson Question (computed once: the poll is stored once, language-free);
     `answer_shown`: the lesson shows the answer already (its own Reveal is gone: the panel's shows round 2's votes);
     `on_next`: the lesson's own Next (a button callback), drawn in the panel as Next question; `moved_here`: this
     run's step comes from this tab's own control (Next, Back, the step picker), so the room follows it. A store fault
@@ -400,7 +389,7 @@ def _panel(step: int, ask, font_px: int, answer_shown: bool, on_next, moved_here
         def _start() -> None:
             try:
                 new = room or start_room()
-                _acted(store().go_to_step(new.code, new.host_key, polls_for(step, new.code, ask)))
+                _acted(store().go_to_step(new.code, new.host_key, poll_for(step, new.code, ask)))
             except poll_store.PollRefused as refused:  # too many rooms from this address, or the store away
                 _fault(refused)
 
@@ -421,7 +410,7 @@ def _panel(step: int, ask, font_px: int, answer_shown: bool, on_next, moved_here
             return
         # the teacher moved (Next, Back, the step picker; this tab's browser Back): the room's question follows; a
         # revealed step shows its result, never reopens
-        state = _acted(store().go_to_step(room.code, room.host_key, polls_for(step, room.code, ask)))
+        state = _acted(store().go_to_step(room.code, room.host_key, poll_for(step, room.code, ask)))
     url = join_url(room.code)
     with st.container(border=True, key="poll_panel"):
         if state.phase == "revealed":  # what the room answered first, the join code under it for late phones
@@ -532,7 +521,7 @@ def _elsewhere(room: poll_store.NewRoom, state: poll_store.RoomState, step: int,
 
         def _here() -> None:
             try:
-                _acted(store().go_to_step(room.code, room.host_key, polls_for(step, room.code, ask)))
+                _acted(store().go_to_step(room.code, room.host_key, poll_for(step, room.code, ask)))
             except poll_store.PollRefused as refused:
                 st.session_state["poll_refused"] = str(refused)
 
@@ -603,7 +592,7 @@ def _limits_popover(where, room: poll_store.NewRoom) -> None:
 def votes(room: poll_store.NewRoom, step: int, last_round: int, font_px: int) -> None:
     """After Reveal: the room's votes per choice (round 1 beside round 2), the right one marked, each wrong choice
     with the mistake it stands for."""
-    question = poll_in_language(room.code, step)
+    question = stored_poll(room.code, step)
     if question is None:
         return
     tallies = [store().tally(room.code, step, r, room.host_key) for r in range(1, last_round + 1)]
@@ -612,7 +601,7 @@ def votes(room: poll_store.NewRoom, step: int, last_round: int, font_px: int) ->
 
     chart(
         st,
-        poll_figure(question.choices, [t.counts for t in tallies], question.right, font_px),
+        poll_figure([c.shown() for c in question.choices], [t.counts for t in tallies], question.right, font_px),
         config={"displayModeBar": False},
         key=f"poll_votes_{step}_{last_round}",
     )
@@ -626,9 +615,11 @@ def votes(room: poll_store.NewRoom, step: int, last_round: int, font_px: int) ->
     st.table(
         [
             {
-                _("choice"): f"{choice_letter(i)}. {plain_label(label)}",
+                _("choice"): f"{choice_letter(i)}. {plain_label(label.shown())}",
                 _("votes"): tallies[-1].counts[i],
-                _("the mistake it stands for"): _("the right answer") if i == question.right else question.mistakes[i],
+                _("the mistake it stands for"): _("the right answer")
+                if i == question.right or question.mistakes[i] is None
+                else plain_label(question.mistakes[i].shown()),
             }
             for i, label in enumerate(question.choices)
         ],

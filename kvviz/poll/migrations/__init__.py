@@ -11,6 +11,8 @@ application's alembic_version).
 - versions/0002_steps_and_room_version.py: each step's last round and phase (a revealed round stays revealed after
   the room moves on) and a per-room version number (every host action bumps it: a phone polls one integer).
 - versions/0003_views.py: the phones that drew each step's question (the projector's "Voted N of M").
+- versions/0004_one_poll_per_step.py: one language-free poll per step (its texts Messages), no language column; an
+  older store's polls are kept in the words they were written in.
 
 A new migration: a file versions/NNNN_what.py with `revision = "NNNN"`, `down_revision` the last one's, and
 `upgrade()` written with alembic.op against table definitions frozen in the file (never the store's live tables,
@@ -25,7 +27,7 @@ import sqlalchemy as sa
 
 HERE = Path(__file__).resolve().parent
 VERSION_TABLE = "poll_schema_version"
-HEAD = "0003"  # the newest revision (tests check the store reaches it)
+HEAD = "0004"  # the newest revision (tests check the store reaches it)
 
 
 def upgrade(conn: sa.Connection) -> None:
