@@ -290,7 +290,9 @@ def test_a_page_names_only_fields_its_route_declares():
     for path in sorted(PAGES.glob("*.py")):
         for table_name, fields in _url_state_fields(ast.parse(path.read_text())).items():
             route = getattr(routes, table_name)
-            assert fields - {"*"} <= set(route.reads), f"{path.name}: {route.name} declares no {fields - set(route.reads)}"
+            assert fields - {"*"} <= set(route.reads), (
+                f"{path.name}: {route.name} declares no {fields - set(route.reads)}"
+            )
 
 
 def test_in_place_fields_are_keys_the_page_reads_and_reach_the_browser_by_key():
