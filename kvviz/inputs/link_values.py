@@ -5,6 +5,7 @@ state back with it. Every parser is kvviz.inputs.query_values' (one home per rul
 command line refuse a value with the same sentence:
 
     Whole(1).parse("99", "step", hi=12)     -> QueryValueError("step must be from 1 to 12 (got 99).")
+    Whole(1).refusal("99", "step", "Opening step 1.", hi=12) -> "Ignored `step=99` from the link: step must ..."
     Whole(0).clamp("99", 0, hi=12)          -> 12 (a stage link is read leniently: typed, pasted, truncated)
     Flag().parse("yes", "present")          -> True;  Flag().text(True) -> "1"
     Choice(("one", "race")).parse("x", "view") -> QueryValueError("view must be one of one, race (got 'x').")
@@ -43,6 +44,17 @@ class LinkValue:
     def parse(self, text: str, name: str, **bounds: float) -> object:
         """`text` as the page uses it, else QueryValueError: one sentence naming `name` and what it takes."""
         return text
+
+    def refusal(self, text: str | None, key: str, instead: str, **bounds: float) -> str | None:
+        """The one sentence for a link's `key=text` this kind refuses: the value quoted, why, and what the page does
+        `instead` (a sentence in the reader's language); None when absent or usable."""
+        if text is None:
+            return None
+        try:
+            self.parse(text, key, **bounds)
+        except query_values.QueryValueError as exc:
+            return query_values.link_notice(key, text, f"{exc} {instead}")  # two sentences, in the reader's language
+        return None
 
     def clamp(self, text: str | None, default: object, **bounds: float) -> object:
         """A lenient reading, for a link replayed as far as it goes (the stage's): never raises."""

@@ -69,14 +69,7 @@ class UrlState:
     def refusal(self, name: str, instead: str, **bounds: float) -> str | None:
         """The one sentence for a value of the field that its kind refuses: the link's `key=value` quoted, why,
         and what the page does `instead` (a sentence in the reader's language); None when absent or usable."""
-        raw = self.raw(name)
-        if raw is None:
-            return None
-        try:
-            self.route.kinds[name].parse(raw, self.key(name), **bounds)
-        except query_values.QueryValueError as exc:
-            return query_values.link_notice(self.key(name), raw, f"{exc} {instead}")
-        return None
+        return self.route.kinds[name].refusal(self.raw(name), self.key(name), instead, **bounds)
 
     def texts(self) -> dict[str, str]:
         """{key: text} for each declared key the link holds (its last value): what a library parser of the whole
