@@ -14,7 +14,7 @@ kvviz.ui.url_state is the one reader and writer; no page touches st.query_params
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from urllib.parse import urlencode
@@ -62,7 +62,7 @@ class Route:
         """Whether `key` is one the page keeps in its link: a declared field's, or one of its bound widgets'."""
         return key in self.reads.values() or bool(self.widgets) and key.startswith(self.widgets)
 
-    def bound_keys(self, keys) -> list[str]:
+    def bound_keys(self, keys: Iterable[str]) -> list[str]:
         """Of `keys` (a link's), those of the page's widgets bound to the URL: BOUND fields and the prefixed."""
         declared = {self.reads[f] for f, kind in self.kinds.items() if kind.bound}
         return [k for k in keys if k in declared or (bool(self.widgets) and k.startswith(self.widgets))]
