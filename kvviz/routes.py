@@ -1,4 +1,4 @@
-"""The routes table: every page of the app, its URL path, its title, its icon, its section and the query keys it reads.
+"""The routes table: every page of the app, its URL path, its title, its icon, its section and the query keys it keeps.
 
 The one place a page's file or a link's query key is written: app.py builds its navigation from ROUTES, and every
 link the library describes (a lesson step's full page, a glossary entry's "see it live", a teacher's plan, a claim)
@@ -6,16 +6,22 @@ names a Route and builds its query with `Route.query(field=value)`, so a page th
 tests/test_routes.py instead of a class's link. Pages keep their own widget keys (key="mem_preset"); the test holds
 each key declared here to its page's source. No Streamlit: a page adds the language and the model to a link
 (kvviz.ui.link_params). Torch-free and plotly-free.
+
+The table is also each page's URL state: which keys it keeps in its link (reads, and the widgets' prefix), how each
+is parsed and bounded (kinds: kvviz.inputs.link_values), and which of them Back and Forward skip (in_place).
+kvviz.ui.url_state is the one reader and writer; no page touches st.query_params itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from urllib.parse import urlencode
 
 from kvviz.i18n import N_, _
+from kvviz.inputs.link_values import BOUND, TOGGLE_WORDS, Choice, Flag, LinkValue, Number, Text, Whole
+from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS
 
 PAGE_FOLDER = "pages"  # the page scripts' folder, relative to app.py (st.Page and st.page_link resolve it there)
 INTERNALS = N_("Cache internals")  # the sidebar's section of one small page per cache-internals idea
@@ -37,12 +43,29 @@ class Route:
     # (kvviz/assets/web/history_entries.js): a state the page writes as it goes (the stage at every step, the
     # lesson's room score at every mark), so Back leaves the page or goes to the step before, never to a mark.
     in_place: tuple[str, ...] = ()
+    # How each field's value is parsed and bounded (kvviz.inputs.link_values); a field not named here is a widget
+    # bound to the URL (BOUND: bind="query-params"), which Streamlit parses and writes itself.
+    kinds: Mapping[str, LinkValue] = field(default_factory=dict)
+    # The prefix of the page's other widgets bound to the URL (a form of many numbers: mem_layers, ops_new ...):
+    # kept in the link by Streamlit, read by url_state only to name a value a widget dropped. "" = none.
+    widgets: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "reads", MappingProxyType(dict(self.reads)))
-        for kind, fields in (("label", self.labels), ("in-place", self.in_place)):
+        kinds = dict(self.kinds)
+        object.__setattr__(self, "kinds", MappingProxyType({f: kinds.get(f, BOUND) for f in self.reads}))
+        for kind, fields in (("label", self.labels), ("in-place", self.in_place), ("kind", kinds)):
             if unknown := set(fields) - set(self.reads):
                 raise ValueError(f"{self.name}: {kind} fields {sorted(unknown)} are not among the keys it reads")
+
+    def keeps(self, key: str) -> bool:
+        """Whether `key` is one the page keeps in its link: a declared field's, or one of its bound widgets'."""
+        return key in self.reads.values() or bool(self.widgets) and key.startswith(self.widgets)
+
+    def bound_keys(self, keys: Iterable[str]) -> list[str]:
+        """Of `keys` (a link's), those of the page's widgets bound to the URL: BOUND fields and the prefixed."""
+        declared = {self.reads[f] for f, kind in self.kinds.items() if kind.bound}
+        return [k for k in keys if k in declared or (bool(self.widgets) and k.startswith(self.widgets))]
 
     @property
     def file(self) -> str:
@@ -86,8 +109,11 @@ LESSON = Route(
     ":material/school:",
     reads={"step": "step", "class_mode": "lesson_class", "score": "lesson_score"},
     in_place=("score",),
+    # step: 1 to the number of steps (given when read), or End in any language (the page's word for the summary);
+    # class_mode: the bound toggle's own words; score: one letter per step, signed (kvviz.teaching.score reads it)
+    kinds={"step": Whole(lo=1), "class_mode": Flag(TOGGLE_WORDS, bound=True), "score": Text()},
 )
-JOIN = Route("join", N_("Join a class poll"), ":material/how_to_vote:", reads={"room": "room"})
+JOIN = Route("join", N_("Join a class poll"), ":material/how_to_vote:", reads={"room": "room"}, kinds={"room": Text()})
 HOME = Route("home", N_("Start here"), ":material/home:", default=True)
 STEP_THROUGH = Route(
     "step_through",
@@ -107,6 +133,19 @@ STEP_THROUGH = Route(
         "fresh": "fresh",
     },
     in_place=("prompt", "steps", "greedy", "temperature", "top_k", "seed", "view", "present", "layer", "head", "fresh"),
+    # The stage's link is replayed leniently (kvviz.step.link.parse_link clamps each value to these kinds' bounds:
+    # the model's context, the sampling limits of kvviz.step.records); layer and head are the bound pickers'.
+    kinds={
+        "prompt": Text(MAX_TEXT_CHARS),
+        "steps": Whole(lo=0),
+        "greedy": Flag(),
+        "temperature": Number(),
+        "top_k": Whole(),
+        "seed": Whole(),
+        "view": Choice(("one", "race", "gqa"), default="one"),
+        "present": Flag(),
+        "fresh": Flag(),
+    },
 )
 ATTENTION_PATTERNS = Route(
     "attention_patterns",
@@ -121,6 +160,7 @@ ATTENTION_OPS = Route(
     ":material/calculate:",
     reads={"model": "ops_model", "prompt": "ops_prompt", "new": "ops_new", "tab": "ops_tab"},
     labels=("tab",),
+    widgets="ops_",
 )
 MEMORY_BUDGET = Route(
     "memory_budget",
@@ -128,6 +168,7 @@ MEMORY_BUDGET = Route(
     ":material/memory:",
     reads={"preset": "mem_preset", "context": "mem_context", "dtype": "mem_dtype", "tab": "mem_tab"},
     labels=("tab",),
+    widgets="mem_",
 )
 SPEEDUP = Route("speedup", N_("Measured speed-up"), ":material/timer:")
 CLAIMS = Route("claims", N_("Claims checked"), ":material/fact_check:", reads={"gpu": "claims_gpu"})

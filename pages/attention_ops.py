@@ -10,19 +10,20 @@ from typing import Any
 
 import streamlit as st
 
-from kvviz import ops
+from kvviz import ops, routes
 from kvviz.figures import export_config
 from kvviz.figures import ops as figs
 from kvviz.i18n import N_, _, numbers
 from kvviz.inputs.links import link_refusals
 from kvviz.memory.presets import ops_presets
-from kvviz.ui import a11y, assets, bounded, links, models, router, sidebar
+from kvviz.ui import a11y, assets, bounded, models, router, sidebar, url_state
 
 LOADED, CUSTOM = "loaded model (sidebar)", "custom"  # option values (stable); shown as _(MODEL_LABELS[v])
 MODEL_LABELS = {LOADED: N_("loaded model (sidebar)"), CUSTOM: N_("custom")}
 CLAIM_TOKENS = 1000
 # the numbers' defaults (from their settings, kvviz.ops.INPUTS); selectors default to their first option
 DEFAULTS: dict[str, Any] = {f"ops_{name}": setting.default for name, setting in ops.INPUTS.items()}
+URL = url_state.of(routes.ATTENTION_OPS)  # the page's keys in its link (its widgets bind the rest: ops_*)
 LM_LABELS = {"last": N_("last"), "all": N_("all")}  # option values -> their labels (an English URL says last / all)
 LM_CAPTIONS = {"last": N_("last position (generate)"), "all": N_("every position (model(ids))")}
 TAB_LABELS = (
@@ -177,10 +178,10 @@ def hybrid_step(info) -> None:
 
 def counter() -> None:
     notices = st.container()
-    for message in links.drop_refused_link_numbers(list(DEFAULTS), "ops_link_refused"):  # before any number input
+    for message in URL.drop_refused_numbers(DEFAULTS, "ops_link_refused"):  # before any number input
         notices.warning(message)
     first_run, st.session_state["ops_link_checked"] = not st.session_state.get("ops_link_checked"), True
-    linked = {k: st.query_params.get_all(k) for k in st.query_params if k.startswith("ops_")} if first_run else {}
+    linked = URL.bound_values() if first_run else {}  # the link's values before the widgets read them
     c = st.columns([2, 1, 1, 2])
     c[0].selectbox(
         _("Model"),
@@ -208,7 +209,7 @@ def counter() -> None:
     t = st.columns(3)
     flops = t[0].toggle(_("Show FLOPs (2 per op)"), value=False, key="ops_flops", bind="query-params")
     log_y = t[1].toggle(_("Log scale"), value=False, key="ops_log", bind="query-params")
-    now = {k: st.query_params.get_all(k) for k in linked}
+    now = URL.bound_values(linked)
     for message in link_refusals(linked, now, st.session_state):
         notices.warning(message)
     if shape is None:

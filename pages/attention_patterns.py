@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from kvviz import routes
 from kvviz.figures import export_config
 from kvviz.figures import patterns as figs
 from kvviz.i18n import N_, _, join_sentences, ngettext
@@ -22,7 +23,7 @@ from kvviz.step.pattern_records import (
     thresholds_text,
 )
 from kvviz.step.view import REPEAT_PROMPT, kv_head_of
-from kvviz.ui import a11y, assets, engines, links, models, router
+from kvviz.ui import a11y, assets, engines, models, router, url_state
 
 PRESETS = {  # name (a stable value, also the lesson's; shown through _()) -> prompt
     N_("Repeat a pattern"): REPEAT_PROMPT,
@@ -47,7 +48,7 @@ def head_first() -> bool:
     """A link that names a head (For teachers' row 4: layer 3, head 1, its copying stripe) is about that head: its
     large view comes right under the pickers, a screen high, the explanation folded, for the whole visit (nothing
     moves under the reader). Below the gallery and the table it started 1,337 px down a 1280x720 screen."""
-    return links.visit_opened_naming("pat_head")
+    return url_state.of(routes.ATTENTION_PATTERNS).visit_opened_naming("head")
 
 
 router.ensure_router()  # before anything is drawn: see its docstring

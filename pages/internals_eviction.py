@@ -4,10 +4,9 @@ every policy (the copy test and the loss change), and what a class takes away, c
 
 from __future__ import annotations
 
-import contextlib
-
 import streamlit as st
 
+from kvviz import routes
 from kvviz.figures import MAX_LEGEND_ENTRIES
 from kvviz.figures import eviction as fig
 from kvviz.i18n import N_, _, ngettext
@@ -32,10 +31,11 @@ from kvviz.internals.eviction import (
 from kvviz.internals.eviction_takeaways import eviction_takeaways
 from kvviz.internals.records import EvictionGrid, EvictionPoint, EvictionSweep
 from kvviz.model.loading import LoadedModel
-from kvviz.ui import a11y, bounded, models, router, sidebar
+from kvviz.ui import a11y, bounded, models, router, sidebar, url_state
 from pages.internals_shared import MODEL_HASH, PLOT, explain, run_queued
 
 DEFAULT_DRAWN = ("random", "recent", "streaming", "h2o")  # the takeaways cite the random control
+URL = url_state.of(routes.INTERNALS_EVICTION)  # the page's keys in its link, all held by bound widgets
 SINKS_KEY = "evict_sinks"
 LINKED_KEYS = ("evict_policy", "evict_keep", "evict_drawn")  # read by their widgets; a refused value gets a message
 STOPPED_KEY, SINKS_NOTICE_KEY = "evict_stopped_inputs", "evict_sinks_notice"
@@ -125,8 +125,8 @@ def sinks_refusal() -> str | None:
     try:
         if SINKS_KEY in st.session_state:
             eviction.check_sink_tokens(st.session_state[SINKS_KEY])
-        elif first_run and SINKS_KEY in st.query_params:
-            eviction.check_sink_tokens(st.query_params.get_all(SINKS_KEY)[-1], text=True)
+        elif first_run and URL.holds("sinks"):
+            eviction.check_sink_tokens(URL.raw("sinks"), text=True)
     except EvictionError as exc:
         message = _("{error}. The page shows S = {default} until it is changed.").format(
             error=str(exc).rstrip("."), default=EvictSettings().sink_tokens
@@ -134,8 +134,7 @@ def sinks_refusal() -> str | None:
         if SINKS_KEY in st.session_state:
             st.session_state[SINKS_KEY] = EvictSettings().sink_tokens  # before the widget: allowed, and kept
             return message
-        with contextlib.suppress(Exception):
-            del st.query_params[SINKS_KEY]
+        URL.drop("sinks")
         st.session_state[SINKS_NOTICE_KEY] = message
         st.rerun()  # the rerun's link no longer holds it
     return notice
@@ -171,11 +170,7 @@ notices = st.container()  # one message per refused setting, above the inputs it
 sinks_notice = sinks_refusal()
 if sinks_notice:
     notices.error(sinks_notice)
-first_link = (
-    {k: st.query_params.get_all(k) for k in LINKED_KEYS if k in st.query_params}
-    if not st.session_state.get(LINK_SEEN_KEY)
-    else {}
-)
+first_link = URL.bound_values(LINKED_KEYS) if not st.session_state.get(LINK_SEEN_KEY) else {}
 st.session_state[LINK_SEEN_KEY] = True
 c1, c2, c3 = st.columns([2, 2, 1])
 # The URL holds each input (bind="query-params"): a teacher's link opens the page at its policy, budget, S, drawn
@@ -365,7 +360,7 @@ drawn = st.multiselect(
 )
 for message in link_refusals(
     first_link,
-    {k: st.query_params.get_all(k) for k in first_link},
+    URL.bound_values(first_link),
     {"evict_policy": policy_short(policy), "evict_keep": keep, "evict_drawn": [policy_short(p) for p in drawn]},
 ):
     notices.warning(message)

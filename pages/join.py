@@ -18,16 +18,17 @@ from kvviz import routes
 from kvviz.figures.poll import choice_letter, poll_figure
 from kvviz.i18n import _
 from kvviz.poll import store as poll_store
-from kvviz.ui import a11y, assets, poll, router
+from kvviz.ui import a11y, assets, poll, router, url_state
 
 FOLLOW_S = 2.0  # a phone shows the teacher's move within about this, plus one run of the page
 FOLLOW_SHARE_S = 0.5  # a replica's phones share one read of the room's state for this long
 
 router.ensure_router()
+URL = url_state.of(routes.JOIN)  # ?room=<code>
 st.title(_(routes.JOIN.title))
 st.html(assets.style("join.css"))
 st.html(assets.script("join_phone.js"), unsafe_allow_javascript=True)
-code = poll_store.normalize_code(st.query_params.get(routes.JOIN.key("room")))
+code = poll_store.normalize_code(URL.raw("room"))
 
 
 def _join_form(message: str | None = None) -> None:
@@ -43,15 +44,13 @@ def _join_form(message: str | None = None) -> None:
             if joined is None:
                 st.error(_("A room code is six letters and digits, as the projector shows it."))
             else:
-                st.query_params[routes.JOIN.key("room")] = joined
+                URL.write({"room": joined})
                 st.rerun()
 
 
 if code is None:
     _join_form(
-        _("That link's room code cannot be right: type the code the projector shows.")
-        if st.query_params.get(routes.JOIN.key("room"))
-        else None
+        _("That link's room code cannot be right: type the code the projector shows.") if URL.raw("room") else None
     )
     st.stop()
 

@@ -24,16 +24,15 @@ from kvviz.figures import export_config
 from kvviz.figures.lesson import lesson_figure, tokens_html
 from kvviz.figures.poll import choice_letter
 from kvviz.i18n import N_, _, ngettext
-from kvviz.inputs import query_values
 from kvviz.teaching import glossary, grading, handout, lesson, score
-from kvviz.ui import a11y, assets, bounded, engines, links, models, poll, router, sidebar
+from kvviz.ui import a11y, assets, bounded, engines, links, models, poll, router, sidebar, url_state
 
 N_STEPS = len(lesson.STEPS)
 END = N_STEPS + 1  # the summary page, after step 12
 OUTCOMES = "lesson_outcomes"  # {step number: score.Outcome}
 END_LABEL = N_("End")  # the summary's place in the step control (and ?step=End in an English link)
 URL_STEP = "lesson_url_step"  # the step this session last wrote into the URL (_step_to_url)
-SCORE_PARAM = "lesson_score"  # the outcomes in the URL: one letter per step (score.encode_outcomes)
+URL = url_state.of(routes.LESSON)  # the page's keys in its link: step, class mode, score (kvviz.routes)
 SCORE_WRITTEN = "lesson_url_score"  # the score this session last wrote into the URL (or last read from it)
 SCORE_HOLD = "lesson_score_hold"  # this run writes no score (the URL came without one: _outcomes)
 SCORE_UNRECORDED = "lesson_score_unrecorded"  # outcomes a URL's score carried that this server did not sign
@@ -50,13 +49,9 @@ router.ensure_router()  # before anything is drawn: see its docstring
 
 def _url_step() -> int | None:
     """The step the URL names (?step=4, ?step=End in any language), or None."""
-    raw = st.query_params.get("step")
-    if raw in grading.translations(END_LABEL):
+    if URL.raw("step") in grading.translations(END_LABEL):
         return END
-    try:
-        return query_values.bounded_int(raw, 1, N_STEPS) if raw else None
-    except query_values.WholeNumberRefused:  # the link's notice says why (below); the session's step stays
-        return None
+    return URL.read("step", hi=N_STEPS)  # None for a refused one: the link's notice says why (below)
 
 
 def _sync_step_with_url() -> None:
@@ -74,9 +69,7 @@ def _step_to_url(number: int) -> None:
     """The step shown into the URL. Written by the page (not bound to the control, which replaces the URL in place):
     each move is a browser history entry, so the browser's Back goes to the step before."""
     st.session_state[URL_STEP] = number
-    label = _(END_LABEL) if number == END else str(number)
-    if st.query_params.get("step") != label:
-        st.query_params["step"] = label
+    URL.write({"step": _(END_LABEL) if number == END else number})
 
 
 def _clicked() -> None:
@@ -105,7 +98,7 @@ def _restart() -> None:
         del st.session_state[key]
     st.session_state[OUTCOMES] = {}
     st.session_state["step"] = 1
-    st.query_params.pop(SCORE_PARAM, None)
+    URL.drop("score")
     st.session_state[SCORE_WRITTEN] = ""
 
 
@@ -120,7 +113,7 @@ def _outcomes() -> dict[int, score.Outcome]:
     one, the browser's Back or Forward) wins: a reload keeps the score, and Back after a mark takes that mark back.
     A URL without a score (a plan's link, Back to before the first mark) keeps the session's, and this run writes
     none (writing it would push a history entry and undo the browser's Back)."""
-    url = st.query_params.get(SCORE_PARAM) or ""
+    url = URL.raw("score") or ""
     if OUTCOMES not in st.session_state or (
         url != st.session_state.get(SCORE_WRITTEN, "") and not st.session_state.get(CLICKED)
     ):
@@ -149,10 +142,7 @@ def _score_to_url() -> None:
         return
     code = score.sign_score(code if code.strip("-") else "", _score_key())
     st.session_state[SCORE_WRITTEN] = code
-    if code and st.query_params.get(SCORE_PARAM) != code:
-        st.query_params[SCORE_PARAM] = code
-    elif not code and SCORE_PARAM in st.query_params:
-        del st.query_params[SCORE_PARAM]
+    URL.write({"score": code or None})  # in place (Route.in_place): a mark is no history entry of its own
 
 
 def _record(number: int, result: str, given: str, choice: int | None = None, room: bool = False) -> None:
@@ -486,11 +476,7 @@ def summary(loaded, engine) -> None:
 
 
 # ----- the page -----------------------------------------------------------------------------------------------
-if (
-    st.session_state["lesson_class"]
-    if "lesson_class" in st.session_state
-    else st.query_params.get("lesson_class") == "true"
-):
+if st.session_state["lesson_class"] if "lesson_class" in st.session_state else URL.read("class_mode") is True:
     st.html(CLASS_CSS)  # before the title: class mode's chrome is small from the first frame
 st.title(_("Lesson: the KV cache in {n} questions").format(n=N_STEPS))
 sidebar.needs_all_attention(models.current_info())  # K/V in every layer: not a hybrid
@@ -501,18 +487,12 @@ top = st.container(horizontal=True, vertical_alignment="center")
 # Link check: a bad ?step= opens step 1; say so, once per session.
 if not st.session_state.get("lesson_link_checked"):
     st.session_state["lesson_link_checked"] = True
-    raw_step = st.query_params.get("step")
-    if raw_step not in grading.translations(END_LABEL) and (
-        link_notice := query_values.refused_link_whole(
-            raw_step, 1, N_STEPS, "step", _("Opening step 1 (or ?step=End for the summary).")
-        )
+    if URL.raw("step") not in grading.translations(END_LABEL) and (
+        link_notice := URL.refusal("step", _("Opening step 1 (or ?step=End for the summary)."), hi=N_STEPS)
     ):
         st.warning(link_notice)
-    raw_class = st.query_params.get_all("lesson_class")  # the toggle reads only true/false: name anything else
-    if raw_class and raw_class[-1] not in ("true", "false"):
-        from kvviz.inputs.links import refused_value
-
-        st.warning(refused_value("lesson_class", raw_class[-1], _("class mode off")))
+    if link_notice := URL.refusal("class_mode", _("Opening with class mode off.")):  # the toggle reads true/false
+        st.warning(link_notice)
 
 _sync_step_with_url()
 number = st.session_state["step"]

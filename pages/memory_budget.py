@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 
 import streamlit as st
 
-from kvviz import claims, i18n, memory
+from kvviz import claims, i18n, memory, routes
 from kvviz.figures import MAX_LEGEND_ENTRIES, export_config
 from kvviz.figures import layers as layer_figs
 from kvviz.figures import memory as figs
@@ -22,8 +22,9 @@ from kvviz.inputs.links import link_refusals
 from kvviz.memory import capacity, config_import, config_json, dtypes, hf_cache, serving, units
 from kvviz.memory.layers import KIND_NAMES, KINDS, CacheLayers
 from kvviz.memory.presets import GPUS, LAYERED_PRESETS, PRESETS, get_preset, past_trained_positions
-from kvviz.ui import a11y, assets, bounded, engines, links, models, router
+from kvviz.ui import a11y, assets, bounded, engines, models, router, url_state
 
+URL = url_state.of(routes.MEMORY_BUDGET)  # the page's keys in its link (its widgets bind the rest: mem_*)
 CUSTOM, DEFAULT_PRESET, CUSTOM_GPU = "custom", "llama-3-8b", "custom"
 PROBE_PROMPT = "ROMEO: What light through yonder window breaks?"
 RESIDUAL_DEFAULT = dtypes.transformers_quantized_defaults().get("residual_length", 0)
@@ -76,7 +77,7 @@ def preset_values(name: str) -> dict[str, Any]:
 def defaults() -> dict[str, Any]:
     """Each bound widget's default: the chosen preset's numbers (the link's preset on a first visit), so a link
     carries only what differs from its preset; `bind="query-params"` leaves defaults out of the URL."""
-    linked = st.query_params.get("mem_preset")
+    linked = URL.raw("preset")
     known = (*PRESETS, *LAYERED_PRESETS)
     start = st.session_state.get("mem_preset", linked if linked in known else DEFAULT_PRESET)
     return {
@@ -559,7 +560,7 @@ def encoder_decoder_result(cfg: memory.KVConfig, b: memory.KVBudget, name: str) 
 # ----- a model of mixed layers (a layered preset, or an imported config whose layers differ) ------------------------
 def layers_locked() -> bool:
     """The model's layers come from its config (a layered preset, or an import of mixed layers), not from the form."""
-    preset = st.session_state.get("mem_preset", st.query_params.get("mem_preset"))
+    preset = st.session_state.get("mem_preset", URL.raw("preset"))
     if preset in LAYERED_PRESETS:
         return LAYERED_PRESETS[preset].mixed
     return preset == CUSTOM and bool(st.session_state.get("mem_layers_text"))
@@ -676,7 +677,7 @@ def results_first() -> bool:
     the preset box, the model's inputs below them, for the whole visit (the order never jumps under the reader). The
     inputs fill a 1280x720 screen: below them, the tab's answer (the context where the cache outweighs the weights)
     was off the first screen, and scrolling down to it hid the preset box the teacher names."""
-    return links.visit_opened_naming("mem_tab")
+    return URL.visit_opened_naming("tab")
 
 
 def result_tabs(where: Any = st) -> list:
@@ -798,12 +799,12 @@ def layered_fits(stack: CacheLayers, context: int, batch: int) -> None:
 @st.fragment
 def calculator() -> None:
     notices = st.container()
-    for message in links.drop_refused_link_numbers(
+    for message in URL.drop_refused_numbers(
         [k for k, v in defaults().items() if isinstance(v, int)], "mem_link_refused"
     ):  # before any number input reads the URL
         notices.warning(message)
     first_run, st.session_state["mem_link_checked"] = not st.session_state.get("mem_link_checked"), True
-    linked = {k: st.query_params.get_all(k) for k in st.query_params if k.startswith("mem_")} if first_run else {}
+    linked = URL.bound_values() if first_run else {}  # the link's values before the widgets read them
     top = st.columns([2, 3])
     top[0].selectbox(
         _("Preset"),
@@ -957,7 +958,7 @@ def calculator() -> None:
 
 def report_link(linked: dict[str, list[str]], notices: Any) -> None:
     """One notice per link value the page's widgets dropped or changed (kvviz.inputs.links)."""
-    now = {k: st.query_params.get_all(k) for k in linked}
+    now = URL.bound_values(linked)
     for message in link_refusals(linked, now, st.session_state):
         notices.warning(message)
 

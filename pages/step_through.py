@@ -22,8 +22,6 @@ import streamlit as st
 from kvviz import i18n, routes
 from kvviz.figures import step as figs
 from kvviz.i18n import N_, _, ngettext
-from kvviz.inputs import query_values
-from kvviz.inputs.links import refused_value
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS, TEXT_CAP_HELP
 from kvviz.model import loading
 from kvviz.step import link as stage_link
@@ -40,7 +38,7 @@ from kvviz.step.records import (
     RaceTiming,
     Sampling,
 )
-from kvviz.ui import a11y, assets, bounded, engines, links, models, router
+from kvviz.ui import a11y, assets, bounded, engines, links, models, router, url_state
 
 PRESETS = {  # name (a stable key, shown through _()) -> prompt
     "ROMEO:": "ROMEO:",
@@ -105,6 +103,7 @@ STAGE_CSS = assets.style("stage.css")  # 1280x720 and 150% zoom on it
 PRESENTER_CSS = assets.style("presenter.css", "hide_sidebar.css")  # larger type, no sidebar
 
 router.ensure_router()  # before anything is drawn: see its docstring
+URL = url_state.of(routes.STEP_THROUGH)  # the stage's keys in its link, their kinds and bounds (kvviz.routes)
 loaded = models.current_model("eager")
 engine = engines.step_engine(loaded)
 info = loaded.info
@@ -131,7 +130,8 @@ def _views() -> list[str]:
     return [v for v in VIEWS if v != "gqa" or info.n_kv_heads < info.n_head]  # GQA view for GQA models only
 
 
-LINK_PARAMS = ("prompt", "steps", "greedy", "temperature", "top_k", "seed", "view", "present")  # + the pickers' own
+# The fields the stage writes into its address bar (StageLink.values): the pickers write layer and head themselves.
+LINK_FIELDS = ("prompt", "steps", "greedy", "temperature", "top_k", "seed", "view", "present")
 # The links this session replayed or wrote into its own address bar (their replay keys, the newest OWN_LINKS_KEPT):
 # never replayed (again). A full rerun can arrive with the address bar a step behind (Play's last frame asks for a
 # full rerun before the browser has applied the frame's URL): that URL is this session's own past state, never a
@@ -145,15 +145,13 @@ def _apply_link() -> None:
     prefill + N steps; view and presenter mode are set, layer and head come from the pickers' own URL keys.
     Keyed on what the generation depends on only, so the reader's clicks (Next, a layer: the bound pickers
     rewrite the URL) never replay it again and throw their work away."""
-    link = stage_link.parse_link(st.query_params, info.n_positions)
+    link = stage_link.parse_link(URL.texts(), info.n_positions)
     s = st.session_state
     if link is None or link.replay_key in s.get(OWN_LINKS, ()):
         return
     _own_link(link.replay_key)
-    # never int(text) here: kvviz.inputs.query_values says what a bad steps= was and what is done instead
-    if refused := query_values.refused_link_whole(
-        st.query_params.get("steps"), 0, info.n_positions - 1, "steps", _("Replaying the prompt only.")
-    ):
+    # never int(text) here: the route's kind for steps says what a bad steps= was and what is done instead
+    if refused := URL.refusal("steps", _("Replaying the prompt only."), hi=info.n_positions - 1):
         st.warning(refused)
         link = dataclasses.replace(link, steps=0)
     s["step_greedy"], s["step_temperature"], s["step_top_k"], s["step_seed"] = (
@@ -206,26 +204,23 @@ def _own_link(key: tuple) -> None:
 
 
 def _sync_url() -> None:
-    """Keep the address bar on the stage's state: the same query a Link carries, so a reload
+    """Keep the address bar on the stage's state: the same fields a Link carries (defaults left out), so a reload
     (a new session) replays to the same step. Written as this session's own (OWN_LINKS), so this session's own URL
-    never replays it again. The pickers write step_layer / step_head themselves (bound);
-    the router keeps ?lang= (and the model, ui's link helper) in the same query."""
+    never replays it again. Every field is in place (Route.in_place): Back leaves the stage, it never replays a
+    step. The pickers write step_layer / step_head themselves (bound); the router keeps ?lang= (and the model,
+    ui's link helper) in the same query."""
     s = st.session_state
+    state: dict[str, object] = dict.fromkeys(LINK_FIELDS)  # a field not written is taken out
     if engine.started:
-        query = _stage_link().query()
-        _own_link(stage_link.parse_link(query, info.n_positions).replay_key)
+        link = _stage_link()
+        _own_link(stage_link.parse_link(link.query(), info.n_positions).replay_key)  # as the URL reads back
+        state.update(link.values())
+        if URL.holds("fresh"):  # a plan's ?fresh=1 leaves with Prefill (_open_fresh), in the same message
+            state["fresh"] = None
+            s.pop(FRESH_TAKEN, None)  # the stage runs as a fragment: the next plan link opens it fresh again
     else:
-        query = {"present": "1"} if s.get("step_present") else {}
-    wanted = {k: v for k, v in query.items() if k in LINK_PARAMS}
-    for key in LINK_PARAMS:
-        if key not in wanted and key in st.query_params:
-            del st.query_params[key]
-    if engine.started and "fresh" in st.query_params:  # a plan's ?fresh=1 leaves with Prefill (_open_fresh)
-        del st.query_params["fresh"]
-        s.pop(FRESH_TAKEN, None)  # the stage runs as a fragment: the next plan link opens it fresh again
-    changed = {key: value for key, value in wanted.items() if st.query_params.get(key) != value}
-    if changed:  # one message to the browser, not one per key
-        st.query_params.update(changed)
+        state["present"] = bool(s.get("step_present"))
+    URL.write(state)
 
 
 def _open_fresh() -> None:
@@ -234,22 +229,22 @@ def _open_fresh() -> None:
     the URL until the stage's first state is written there (Prefill: _sync_url takes it out, in place), so a reload
     after that keeps what the class did. Taken out on arrival, it made Streamlit add a history entry that still held
     it: Back after Prefill and a few steps went to that entry and emptied the stage."""
-    raw, s = st.query_params.get("fresh"), st.session_state
-    if raw is None:
+    s = st.session_state
+    if not URL.holds("fresh"):
         s.pop(FRESH_TAKEN, None)
-    elif not stage_link.is_url_flag(raw):  # ?fresh=2: named, the stage as this session left it
-        s["step_link_warning"] = refused_value("fresh", raw, _("the stage as this session left it"))
-        del st.query_params["fresh"]
-    elif stage_link.url_flag(raw) and not s.get(FRESH_TAKEN):
+    elif refused := URL.refusal("fresh", _("Showing the stage as this session left it.")):  # ?fresh=2: named
+        s["step_link_warning"] = refused
+        URL.drop("fresh")
+    elif URL.read("fresh") and not s.get(FRESH_TAKEN):
         s[FRESH_TAKEN] = True
         engine.reset()
-        s["step_present"] = stage_link.url_flag(st.query_params.get("present"))
+        s["step_present"] = bool(URL.read("present"))
 
 
 _open_fresh()
 _apply_link()
 if "step_present" not in st.session_state:  # ?present=1 opens the page in presenter mode
-    st.session_state["step_present"] = stage_link.url_flag(st.query_params.get("present"))
+    st.session_state["step_present"] = bool(URL.read("present"))
 title_row = st.columns(
     [2, 1], vertical_alignment="bottom"
 )  # 1/5 cut the toggle to "Presente…" at 1024 px with the sidebar

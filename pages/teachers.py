@@ -9,7 +9,7 @@ from kvviz.figures import step as step_figures
 from kvviz.i18n import _, ngettext
 from kvviz.inputs import echo
 from kvviz.teaching import guide
-from kvviz.ui import a11y, links, router
+from kvviz.ui import a11y, links, router, url_state
 
 router.ensure_router()  # before anything is drawn: see its docstring
 link_params = links.link_params()  # every link the page makes keeps the language and the model
@@ -53,7 +53,8 @@ def plan_from_link() -> None:
     from kvviz import i18n
     from kvviz.inputs.links import refused_value
 
-    raw = st.query_params.get_all("teach_plan")
+    url = url_state.of(routes.TEACHERS)
+    raw = url.raw_all("plan")
     if not raw or raw[-1] in labels:
         return
     by_text = {}
@@ -62,9 +63,9 @@ def plan_from_link() -> None:
             by_text.update({minutes_label(plan).casefold(): i for i, plan in enumerate(plans.values())})
     by_text.update({str(guide.total_minutes(plan)): i for i, plan in enumerate(plans.values())})
     found = by_text.get(" ".join(raw[-1].split()).casefold())
-    del st.query_params["teach_plan"]  # the tabs then open at `chosen` and write its label back when changed
+    url.drop("plan")  # the tabs then open at `chosen` and write its label back when changed
     if found is None:
-        st.warning(refused_value("teach_plan", raw[-1], labels[st.session_state.get("teach_plan_chosen", 0)]))
+        st.warning(refused_value(url.key("plan"), raw[-1], labels[st.session_state.get("teach_plan_chosen", 0)]))
     else:
         st.session_state["teach_plan_chosen"] = found
 

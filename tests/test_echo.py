@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
-from kvviz.inputs import echo, links, query_values
+from kvviz.inputs import echo, link_values, links, query_values
 from support.markdown_text import shown
 from support.pages import open_page
 
@@ -131,7 +131,7 @@ def test_long_text_is_cut_and_says_how_much():
 
 def test_link_notices_keep_the_value_inside_their_code_span():
     value = "`![p](//evil.example/s.png)`"
-    notice = query_values.refused_link_whole(value, 0, 255, "steps", "Replaying the prompt only.")
+    notice = link_values.Whole(0, 255).refusal(value, "steps", "Replaying the prompt only.")
     children = inline_tokens(notice)
     assert [c.type for c in children if c.type != "text"] == ["code_inline"]
     assert children[1].content == f"steps={value}"

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvviz.inputs import query_values
+from kvviz.inputs import link_values, query_values
 from kvviz.inputs.query_values import QueryValueError
 from kvviz.model import load_cost, loading, shared_mode
 from support.markdown_text import shown
@@ -130,10 +130,10 @@ def test_link_numbers_refused_are_exactly_those_no_widget_may_parse(values):
 
 def test_the_issue_values_each_get_a_notice():
     for text in ("-3", "1.5", "nan", "1e308", "9" * 4400):
-        notice = query_values.refused_link_whole(text, 0, 255, "steps", "Replaying the prompt only.")
+        notice = link_values.Whole(0, 255).refusal(text, "steps", "Replaying the prompt only.")
         assert notice and notice.startswith("Ignored `steps=") and "Replaying" in notice and len(notice) < 200
-    assert query_values.refused_link_whole("12", 0, 255, "steps", "x") is None
-    assert query_values.refused_link_whole(None, 0, 255, "steps", "x") is None
+    assert link_values.Whole(0, 255).refusal("12", "steps", "x") is None
+    assert link_values.Whole(0, 255).refusal(None, "steps", "x") is None
 
 
 # ----- one reader of a bounded whole number --------------------------------------------------------------------
@@ -148,7 +148,7 @@ def test_every_reader_of_a_whole_number_refuses_zero_padding_past_its_length_cap
         query_values.whole_number(text, 0, 255, "steps")
     _one_sentence(str(caught.value))
     assert "at most 64 characters" in str(caught.value)
-    notice = query_values.refused_link_whole(text, 1, 12, "step", "Opening step 1.")
+    notice = link_values.Whole(1, 12).refusal(text, "step", "Opening step 1.")
     assert notice and "Opening step 1." in shown(notice) and len(notice) < 240
     refused = query_values.refused_link_numbers({"mem_layers": [text]}, ["mem_layers"])
     assert "64" in refused["mem_layers"] and len(refused["mem_layers"]) < 240

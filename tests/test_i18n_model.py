@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from kvviz import i18n
 from kvviz.i18n import CHINESE, ENGLISH
-from kvviz.inputs import prompt_rules, query_values
+from kvviz.inputs import link_values, prompt_rules, query_values
 from kvviz.model import load_cost, loading, shared_mode
 from kvviz.model.dims import GPT2_FAMILY
 from support.i18n_text import english_leftovers, page_texts
@@ -154,7 +154,7 @@ def test_messages_keep_their_numbers_and_names_in_both_languages():
         with pytest.raises(query_values.QueryValueError) as err:
             query_values.whole_number("1e309", 0, 1_023, "steps")
         assert str(err.value) == "steps 必须是 0 到 1,023 之间的整数（得到的是 '1e309'）。"
-        notice = query_values.refused_link_whole("abc", 1, 12, "step", "Opening step 1.")
+        notice = link_values.Whole(1, 12).refusal("abc", "step", "Opening step 1.")
         assert notice.startswith("已忽略链接中的 `step=abc`：步 必须是 1 到 12 之间的整数")  # the name translated too
         label = loading.bundled_info(name=loading.BUNDLED_GQA).shown_label()
         assert label.startswith("内置 Tiny-Shakespeare Llama，GQA（") and "个 KV 头" in label
@@ -163,8 +163,10 @@ def test_messages_keep_their_numbers_and_names_in_both_languages():
             loading.bundled_info(name=loading.BUNDLED_GQA).shown_label()
             == loading.bundled_info(name=loading.BUNDLED_GQA).label
         )
-        assert query_values.refused_link_whole("abc", 1, 12, "step", "Opening step 1.").startswith(
-            "Ignored `step=abc` from the link: step must be a whole number from 1 to 12"
+        assert (
+            link_values.Whole(1, 12)
+            .refusal("abc", "step", "Opening step 1.")
+            .startswith("Ignored `step=abc` from the link: step must be a whole number from 1 to 12")
         )
 
 

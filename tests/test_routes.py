@@ -1,6 +1,7 @@
 """kvviz.routes: the one table of pages. Every link the library and the pages build names a route of the table and
-only query keys that route declares, and every declared key is read by its page's script: a page that renames a
-key fails here, not in a classroom. Pure: the sources are read (ast), the pure library is imported, no page runs."""
+only query keys that route declares, and every declared key is read by its page's script (a bound widget under that
+key, or the page's URL state, kvviz.ui.url_state, naming the field): a page that renames a key fails here, not in a
+classroom. Pure: the sources are read (ast), the pure library is imported, no page runs."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ PAGES = REPO / "pages"
 PAGE_HELPERS = {"internals_shared"}  # a module the internals pages import, not a page
 # Library modules that build links: their `<route>.query(field=...)` calls are resolved in the module itself.
 LINK_MODULES = ("kvviz.teaching.lesson", "kvviz.teaching.guide", "kvviz.claims", "kvviz.step.link")
-URL_READ = ("query_params", 'bind="query-params"')  # how a page script reads its URL
+URL_READ = ('bind="query-params"',)  # how a page's widget reads its key from the URL (Streamlit's own sync)
+URL_STATE_READS = {"raw", "raw_all", "holds", "read", "refusal", "drop", "key", "visit_opened_naming"}
 
 
 def _sources() -> list[Path]:
@@ -188,9 +190,9 @@ def test_every_query_the_pages_write_names_declared_fields():
 
 # ----- every declared key is read by its page ------------------------------------------------------------------
 def _reads(tree: ast.Module, source: str, key: str) -> bool:
-    """Whether the page script reads `key` from its URL: the key's literal sits in a statement that reads the
-    URL (st.query_params, a widget bound with bind="query-params"), or is passed to one of the page's functions
-    that binds a widget to the URL under that key, or names a module-level constant such a statement uses."""
+    """Whether the page script binds a widget to `key`: the key's literal sits in a statement that binds a widget
+    (bind="query-params"), or is passed to one of the page's functions that binds a widget under that key, or
+    names a module-level constant such a statement uses."""
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
 
     def innermost(node: ast.AST) -> ast.stmt:
@@ -230,12 +232,67 @@ def _reads(tree: ast.Module, source: str, key: str) -> bool:
     return False
 
 
+def _url_state_fields(tree: ast.Module) -> dict[str, set[str]]:
+    """{route's name in the table (LESSON): the fields the page names through url_state.of(routes.LESSON)}: the
+    first argument of a read (url.read("step")), the keys of a write (url.write({"score": code})); "*" for the
+    whole link handed to a library parser (url.texts(): the stage's parse_link reads every field)."""
+    held = {}  # the page's names for a URL state: {"URL": "LESSON"}
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and ast.unparse(node.value.func) == "url_state.of"
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            held[node.targets[0].id] = ast.unparse(node.value.args[0]).removeprefix("routes.")
+    named: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        receiver = node.func.value
+        if isinstance(receiver, ast.Name) and receiver.id in held:
+            route = held[receiver.id]
+        elif isinstance(receiver, ast.Call) and ast.unparse(receiver.func) == "url_state.of":
+            route = ast.unparse(receiver.args[0]).removeprefix("routes.")
+        else:
+            continue
+        fields = named.setdefault(route, set())
+        if node.func.attr in URL_STATE_READS and node.args and isinstance(node.args[0], ast.Constant):
+            fields.add(node.args[0].value)
+        elif node.func.attr == "write" and node.args and isinstance(node.args[0], ast.Dict):
+            fields.update(k.value for k in node.args[0].keys if isinstance(k, ast.Constant))
+        elif node.func.attr == "texts":
+            fields.add("*")
+    return named
+
+
+def _table_name(route: routes.Route) -> str:
+    return next(name for name, value in vars(routes).items() if value is route)
+
+
 @pytest.mark.parametrize("route", [r for r in routes.ROUTES if r.reads], ids=lambda r: r.name)
 def test_every_declared_key_is_read_by_its_page(route):
+    """A bound field's key is a widget's key (bind="query-params"); any other field is named through the page's
+    URL state (or the whole link is handed to a parser that reads it, as the stage's parse_link does)."""
     source = (REPO / route.file).read_text()
     tree = ast.parse(source)
-    unread = [key for key in route.query_keys if not _reads(tree, source, key)]
+    named = _url_state_fields(tree).get(_table_name(route), set())
+    unread = [
+        route.key(field)
+        for field, kind in route.kinds.items()
+        if not (_reads(tree, source, route.key(field)) if kind.bound else field in named or "*" in named)
+    ]
     assert not unread, f"{route.file} does not read {unread} from its URL (renamed? update kvviz/routes.py)"
+
+
+def test_a_page_names_only_fields_its_route_declares():
+    """url.read("stepp") would fail at run time (KeyError); read here from the source, a branch no test runs too."""
+    for path in sorted(PAGES.glob("*.py")):
+        for table_name, fields in _url_state_fields(ast.parse(path.read_text())).items():
+            route = getattr(routes, table_name)
+            assert fields - {"*"} <= set(route.reads), (
+                f"{path.name}: {route.name} declares no {fields - set(route.reads)}"
+            )
 
 
 def test_in_place_fields_are_keys_the_page_reads_and_reach_the_browser_by_key():

@@ -179,18 +179,6 @@ def link_notice(key: str, raw: object, reason: str) -> str:
     )
 
 
-def refused_link_whole(raw: str | None, lo: int, hi: int, name: str, instead: str) -> str | None:
-    """None if a link's `name=raw` is a whole number in [lo, hi] (or absent), else the notice saying it was
-    ignored and what the page does `instead` (one sentence, e.g. "Opening step 1.")."""
-    if raw is None:
-        return None
-    try:
-        whole_number(raw, lo, hi, name)
-    except QueryValueError as exc:
-        return link_notice(name, raw, f"{exc} {instead}")  # two sentences, each in the interface language
-    return None
-
-
 def refused_link_numbers(
     params: Mapping[str, Sequence[str] | str], keys: Iterable[str], limit: int = LINK_NUMBER_LIMIT
 ) -> dict[str, str]:

@@ -4,45 +4,22 @@ every value is clamped to the limits the widgets and the records use, or default
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kvviz import routes
 from kvviz.inputs import query_values
-from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS
 from kvviz.step.records import DEFAULT_SAMPLING, SEED, TEMPERATURE, TOP_K, Sampling
 
 # ----- a link to the stage: what it carries, read defensively (a link is typed, pasted, truncated) ---------
-VIEW_NAMES = ("one", "race", "gqa")  # the stage's views, as a link names them (?view=race)
-_STAGE = routes.STEP_THROUGH  # the page a link to the stage opens: its query keys
+_STAGE = routes.STEP_THROUGH  # the page a link to the stage opens: its query keys and their kinds
+VIEW_NAMES = _STAGE.kinds["view"].options  # the stage's views, as a link names them (?view=race)
 
 
 def url_int(text: str | None, default: int, lo: int, hi: int) -> int:
     """A link's integer, clamped to [lo, hi]: '12' -> 12, '-3' -> lo, a 40-digit string -> hi; anything that is
     not a whole number ('1.5', 'nan', '', 'x') -> default. Never raises."""
     return query_values.clamped_int(text, default, lo, hi)  # the one reader of a whole number (kvviz.inputs)
-
-
-def url_float(text: str | None, default: float, lo: float, hi: float) -> float:
-    """A link's number, clamped to [lo, hi]; not a finite number -> default. Never raises."""
-    try:
-        value = float((text or "").strip()[:32])
-    except ValueError:
-        return default
-    return max(lo, min(hi, value)) if math.isfinite(value) else default
-
-
-FLAG_WORDS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
-
-
-def url_flag(text: str | None) -> bool:
-    return FLAG_WORDS.get((text or "").strip().lower(), False)
-
-
-def is_url_flag(text: str | None) -> bool:
-    """The value is one a flag takes (1/0, true/false, yes/no, on/off): anything else is named, not dropped."""
-    return (text or "").strip().lower() in FLAG_WORDS
 
 
 def picker_label(prefix: str, index: int) -> str:
@@ -82,6 +59,20 @@ class StageLink:
             head=picker_label("H", self.head),
         )
 
+    def values(self) -> dict[str, object]:
+        """{field: value} as the page's state writes it into its own URL (kvviz.ui.url_state: the route's kinds
+        write each value; the pickers' layer and head are the bound widgets' own, left out)."""
+        return {
+            "prompt": self.prompt,
+            "steps": self.steps,
+            "greedy": self.greedy,
+            "temperature": self.temperature,
+            "top_k": self.top_k,
+            "seed": self.seed,
+            "view": self.view,
+            "present": self.present,
+        }
+
     @property
     def replay_key(self) -> tuple:
         """What the replay depends on (not layer, head, view: the reader's own clicks rewrite those in the URL)."""
@@ -89,30 +80,31 @@ class StageLink:
 
 
 def parse_link(query: Mapping[str, str], n_positions: int, default: Sampling = DEFAULT_SAMPLING) -> StageLink | None:
-    """The link in a page's query parameters, or None without ?prompt=. Every value is clamped to the sampling
-    limits (kvviz.step.records) or, when it is not a number, taken from `default`."""
+    """The link in a page's query parameters ({key: text}), or None without ?prompt=. Every value is read by its
+    kind in the routes table, clamped to the sampling limits (kvviz.step.records) and the model's context or, when
+    it is not a number, taken from `default`."""
+    kinds = _STAGE.kinds
 
-    def get(name: str, default: str | None = None) -> str | None:
-        return query.get(_STAGE.key(name), default)
+    def read(name: str, fallback, **bounds):
+        return kinds[name].clamp(query.get(_STAGE.key(name)), fallback, **bounds)
 
-    prompt = get("prompt")
+    prompt = query.get(_STAGE.key("prompt"))
     if prompt is None:
         return None
-    view = get("view", "one")
 
     def picker(name: str, prefix: str) -> int:
-        text = get(name, "")
+        text = query.get(_STAGE.key(name), "")
         return url_int(text[len(prefix) :] if text.startswith(prefix) else text, 0, 0, 10_000)
 
     return StageLink(
-        prompt=prompt[:MAX_TEXT_CHARS],
-        steps=url_int(get("steps"), 0, 0, n_positions),
-        greedy=url_flag(get("greedy")),
-        temperature=url_float(get("temperature"), default.temperature, TEMPERATURE.lo, TEMPERATURE.hi),
-        top_k=url_int(get("top_k"), default.top_k, TOP_K.lo, TOP_K.hi),  # the page's boxes' own bounds
-        seed=url_int(get("seed"), default.seed, SEED.lo, SEED.hi),
-        view=view if view in VIEW_NAMES else "one",
-        present=url_flag(get("present")),
+        prompt=kinds["prompt"].parse(prompt, "prompt"),
+        steps=read("steps", 0, hi=n_positions),
+        greedy=read("greedy", False),
+        temperature=read("temperature", default.temperature, lo=TEMPERATURE.lo, hi=TEMPERATURE.hi),
+        top_k=read("top_k", default.top_k, lo=TOP_K.lo, hi=TOP_K.hi),  # the page's boxes' own bounds
+        seed=read("seed", default.seed, lo=SEED.lo, hi=SEED.hi),
+        view=read("view", "one"),
+        present=read("present", False),
         layer=picker("layer", "L"),
         head=picker("head", "H"),
     )
