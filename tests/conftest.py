@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 
 import pytest
 
 # Never touch the network in tests: the pretrained-model path must fail fast and offline.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Nor the user's data folder: the default class-poll store (kvviz.poll.store.default_path, under $XDG_DATA_HOME) is a
+# temporary folder of this test process and of the servers it starts. A store there that another checkout migrated
+# further failed this one's tests.
+os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="kvviz-test-data-")
 
 from kvviz.model.loading import LoadedModel  # noqa: E402  (torch-free: the loaders are imported in the fixtures)
 from support import tiers  # noqa: E402
