@@ -138,15 +138,17 @@ def read_config(text: str | bytes) -> tuple[config_import.ImportedConfig | None,
         imported = config_import.parse_hf_config(text)
     except memory.MemoryInputError as exc:  # parse_hf_config raises nothing else: one line
         return None, ("error", _("Not imported: {reason}.").format(reason=echo.literal(i18n.as_clause(str(exc)), None)))
-    used = i18n.item_sep().join(f"{echo.code(k)} = {echo.literal(v)}" for k, v in imported.used.items())  # file's words
+    used = i18n.item_sep().join(  # the file's words, and kvviz's about a field (a Message) in the reader's
+        f"{echo.code(k)} = {echo.literal(i18n.shown(v))}" for k, v in imported.used.items()
+    )
     name = imported.layers.name if imported.layers is not None else imported.config.name
     return imported, (
         "ok",
         _("Imported **{name}**. Used: {used}. Missing: {missing}. {notes}").format(
             name=echo.literal(name),
             used=used,
-            missing=i18n.list_sep().join(echo.literal(m, None) for m in imported.missing) or _("nothing"),
-            notes=i18n.join_sentences(echo.literal(n, None) for n in imported.notes),
+            missing=i18n.list_sep().join(echo.literal(m.shown(), None) for m in imported.missing) or _("nothing"),
+            notes=i18n.join_sentences(echo.literal(n.shown(), None) for n in imported.notes),
         ),
     )
 
@@ -636,7 +638,7 @@ def layered_result(stack: CacheLayers, context: int, batch: int, results_slot: A
             ).format(dtype=stack.dtype)
         )
     for note in config_import.layer_notes(stack):
-        st.caption(note)
+        st.caption(note.shown())
     tabs = result_tabs(results_slot)
     with tabs[0]:
         drawn = (stack, max(context, until or 0, 1), batch, context)

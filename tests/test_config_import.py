@@ -45,7 +45,7 @@ def test_gemma3_multimodal_config_takes_transformers_defaults_and_says_so():
         "layer_types": "29 sliding + 5 full of 34",
     }
     assert imported.transformers_class == "Gemma3TextConfig"
-    assert all("Gemma3TextConfig default" in m for m in imported.missing)
+    assert all("Gemma3TextConfig default" in m.english for m in imported.missing)
     # 128k tokens: the real 5:1 pattern vs every layer windowed (the mistake of ignoring layer_types): ~20x
     all_local = KVConfig(34, 8, 4, 256, "bf16", window=1024)
     assert memory.kv_bytes(c, 131072) == (5 * 131072 + 29 * 1024) * 4096 == 2_805_989_376
@@ -64,7 +64,7 @@ def test_llava_15_is_read_from_its_llama_defaults():
 @pytest.mark.model
 def test_no_torch_dtype_means_float32_like_transformers():
     gpt2 = config_import.parse_hf_config({"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12})
-    assert gpt2.config.dtype == "fp32" and any("float32" in m for m in gpt2.missing)
+    assert gpt2.config.dtype == "fp32" and any("float32" in m.english for m in gpt2.missing)
     assert memory.kv_bytes(gpt2.config, 1024) == 2 * 12 * 12 * 64 * 4 * 1024  # the gpt2 preset's figure
     plain = config_import.parse_hf_config({"n_layer": 2, "n_head": 2, "n_embd": 8})  # no model_type either
     assert plain.config.dtype == "fp32"
@@ -86,9 +86,9 @@ def test_qwen2_max_window_layers_rule():
     on = config_import.parse_hf_config({**base, "use_sliding_window": True, "max_window_layers": 21})
     assert [on.config.layer_window(i) for i in (0, 20, 21, 27)] == [None, None, 4096, 4096]
     assert on.config.n_global_layers == 21
-    assert on.used["max_window_layers"] == 21 and on.used["layer_types"] == "7 sliding + 21 full of 28"
+    assert on.used["max_window_layers"] == 21 and on.used["layer_types"].english == "7 sliding + 21 full of 28"
     default = config_import.parse_hf_config({**base, "use_sliding_window": True})  # Qwen2Config's default: 28
-    assert default.config.window is None and any("none slides" in m for m in default.missing)
+    assert default.config.window is None and any("none slides" in m.english for m in default.missing)
     assert memory.kv_bytes(on.config, 10_000) == (21 * 10_000 + 7 * 4096) * 2 * 4 * 128 * 2
     as_written = config_import.parse_hf_config(
         {**base, "model_type": None, "use_sliding_window": True, "max_window_layers": 21}
@@ -127,7 +127,7 @@ def test_falcon_new_decoder_architecture_note_and_t5_cross_attention():
         }
     )
     assert falcon.config.n_kv_heads == 8 and falcon.transformers_kv_heads == 128
-    assert "serving engines" in falcon.notes[0]
+    assert "serving engines" in falcon.notes[0].english
     bart = config_import.parse_hf_config(
         {"model_type": "bart", "d_model": 1024, "decoder_layers": 12, "decoder_attention_heads": 16}
     )
@@ -364,7 +364,7 @@ def test_gemma4_bytes_equal_transformers_cache(cfg, device):
     for tokens, layers in _run_cache(cfg, device, steps=1 if device == "meta" else DECODE):
         assert _cache_bytes(layers) == hf_cache.transformers_cache_bytes(imported, tokens), tokens
     if cfg.get("num_kv_shared_layers"):
-        assert imported.config.n_layer == 8 and any("num_kv_shared_layers = 4" in m for m in imported.missing)
+        assert imported.config.n_layer == 8 and any("num_kv_shared_layers = 4" in m.english for m in imported.missing)
         assert [layer.keys is None for layer in layers] == [False] * 8 + [True] * 4
 
 
@@ -403,7 +403,7 @@ def test_gemma3n_kv_shared_layers_add_nothing_to_the_cache():
         "torch_dtype": "bfloat16",
     }
     imported = config_import.parse_hf_config(cfg)
-    assert imported.config.n_layer == 6 and any("num_kv_shared_layers = 4" in m for m in imported.missing)
+    assert imported.config.n_layer == 6 and any("num_kv_shared_layers = 4" in m.english for m in imported.missing)
     for tokens, layers in _run_cache(cfg, "cpu", steps=DECODE):
         assert _cache_bytes(layers) == hf_cache.transformers_cache_bytes(imported, tokens), tokens
     assert [layer.keys is None for layer in layers] == [False] * 6 + [True] * 4

@@ -222,7 +222,7 @@ def check_read(imported: config_import.ImportedConfig) -> None:
     if imported.layers is not None:
         assert imported.layers.bytes_at(100) >= 0 and len(imported.layers.name) <= config_import.MAX_NAME_CHARS
     assert all(len(memory.short_repr(v, 10_000)) <= 80 for v in imported.used.values())
-    assert all(len(m) <= MAX_MESSAGE for m in imported.missing)
+    assert all(len(m.english) <= MAX_MESSAGE for m in imported.missing)
     assert imported.max_context is None or 1 <= imported.max_context <= memory.LIMITS["context_len"]
 
 
@@ -264,7 +264,7 @@ LLAMA = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, 
 def test_the_issues_configs_get_one_sentence(cfg, says):
     outcome, result = parse_outcome(json.dumps(cfg))
     if says is None:
-        assert outcome == "read" and any("not a cache dtype" in m for m in result.missing)
+        assert outcome == "read" and any("not a cache dtype" in m.english for m in result.missing)
     else:
         assert outcome == "refused" and says in result, result
 
@@ -274,7 +274,7 @@ def test_a_megabyte_name_is_cut_and_a_megabyte_value_summarised():
     imported = config_import.parse_hf_config({**LLAMA, "_name_or_path": BIG_TEXT})
     assert imported.config.name == "x" * (config_import.MAX_NAME_CHARS - 1) + "…"
     as_written = config_import.parse_hf_config({"n_layer": 2, "n_head": 2, "n_embd": 8, "torch_dtype": BIG_TEXT})
-    assert len(str(as_written.used["torch_dtype"])) < 80 and all(len(m) < 200 for m in as_written.missing)
+    assert len(str(as_written.used["torch_dtype"])) < 80 and all(len(m.english) < 200 for m in as_written.missing)
     outcome, message = parse_outcome(json.dumps({**LLAMA, "torch_dtype": BIG_TEXT}))
     assert outcome == "refused" and "is not a torch dtype name" in message
     outcome, message = parse_outcome(json.dumps({**LLAMA, "num_hidden_layers": BIG_TEXT}))

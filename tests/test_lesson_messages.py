@@ -6,6 +6,8 @@ takeaways are computed once, language-free (kvviz.i18n Messages), and drawn in t
 - One computation, both languages: a question computed once draws in English and in Chinese, its choices judged by
   identity; on the page, switching the language redraws the step's question without running the model again.
 - Messages survive the poll store's JSON (plural forms, nested messages, joined lists) and draw alike after it.
+- A config.json's reading (what was used, what was missing, the notes) is language-free too: only a refusal, raised
+  to the reader who asked, is written in a language.
 """
 
 from __future__ import annotations
@@ -82,6 +84,48 @@ def test_no_record_is_translated_while_it_is_computed():
         for line in _translating_calls(f)
     ]
     assert offenders == [], offenders
+
+
+# A config.json's reading (kvviz.memory.config_import's ImportedConfig, which presets.py caches per preset): what was
+# used, what was missing and the notes. Only a refusal may translate, since it is raised to the reader who asked, never
+# kept.
+CONFIG_MODULES = ("kvviz/memory/config_import.py", "kvviz/memory/hf_cache.py", "kvviz/memory/serving.py")
+
+
+def _raised_lines(tree: ast.AST) -> set[int]:
+    return {line for n in ast.walk(tree) if isinstance(n, ast.Raise) for line in range(n.lineno, n.end_lineno + 1)}
+
+
+def test_a_config_reading_is_not_translated_while_it_is_read():
+    offenders = []
+    for path in CONFIG_MODULES:
+        tree = ast.parse((REPO / path).read_text())
+        raised = _raised_lines(tree)
+        offenders += [f"{path}:{line}" for line in _translating_calls(tree) if line not in raised]
+    assert offenders == [], offenders
+
+
+def test_one_config_reading_draws_in_both_languages():
+    """A config read as written (no model_type: no transformers needed) keeps its missing fields and notes as
+    messages: the one reading draws in English and in Chinese."""
+    from kvviz.memory import config_import
+
+    imported = config_import.parse_hf_config(
+        {
+            "num_hidden_layers": 4,
+            "num_attention_heads": 4,
+            "hidden_size": 64,
+            "sliding_window": 16,
+            "layer_types": ["sliding_attention", "full_attention"] * 2,
+        }
+    )
+    assert imported.missing and imported.notes
+    texts = [*imported.missing, *imported.notes, imported.used["layer_types"]]
+    with i18n.language(i18n.CHINESE):
+        chinese = [t.shown() for t in texts]
+    english = [t.english for t in texts]
+    assert all(CJK.search(t) for t in chinese), chinese
+    assert not any(CJK.search(t) for t in english) and "model_type absent" in english[0], english
 
 
 def test_the_rule_catches_a_translated_record(tmp_path):

@@ -144,13 +144,13 @@ def test_import_llama_style_config():
     imported = config_import.parse_hf_config(json.dumps(cfg))
     assert imported.config.bytes_per_token == 131_072
     assert imported.used["num_key_value_heads"] == 8 and imported.max_context == 8192
-    assert any("head_dim" in m for m in imported.missing)  # derived from hidden_size, and said so
+    assert any("head_dim" in m.english for m in imported.missing)  # derived from hidden_size, and said so
 
 
 @pytest.mark.model
 def test_import_gpt2_mqa_gemma3_deepseek_qwen():
     gpt2 = config_import.parse_hf_config({"n_layer": 12, "n_head": 12, "n_embd": 768, "n_positions": 1024})
-    assert gpt2.config.n_kv_heads == 12 and any("num_key_value_heads" in m for m in gpt2.missing)
+    assert gpt2.config.n_kv_heads == 12 and any("num_key_value_heads" in m.english for m in gpt2.missing)
     falcon = config_import.parse_hf_config(
         {"num_hidden_layers": 32, "num_attention_heads": 71, "hidden_size": 4544, "multi_query": True, "head_dim": 64}
     )

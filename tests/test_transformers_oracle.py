@@ -517,7 +517,7 @@ def run_cache(model):
 def test_falcon_40b_transformers_caches_16x_the_gqa_figure():
     imported = config_import.parse_hf_config(PUBLISHED["falcon-40b"][1])
     assert imported.config.n_kv_heads == 8 and imported.transformers_kv_heads == 128
-    assert any("16x the GQA figure" in n for n in imported.notes)
+    assert any("16x the GQA figure" in n.english for n in imported.notes)
     tokens = 4096
     assert hf_cache.transformers_cache_bytes(imported, tokens) == 16 * memory.kv_bytes(imported.config, tokens)
 
@@ -731,7 +731,7 @@ def test_kvviz_reads_what_transformers_reads_and_quotes_what_it_refuses(cfg, tmp
             ).past_key_values
         assert cache_tensor_bytes(cache) == memory.kv_bytes(imported.config, PROMPT) > 0
         assert imported.config.n_layer == 4 and imported.config.n_kv_heads == 8
-        assert any("text_config" in m and "ignored, as transformers does" in m for m in imported.missing)
+        assert any("text_config" in m and "ignored, as transformers does" in m.english for m in imported.missing)
         return
     with pytest.raises(memory.MemoryInputError) as info:
         config_import.parse_hf_config(cfg)

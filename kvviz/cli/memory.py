@@ -23,6 +23,7 @@ from pathlib import Path
 
 from kvviz import memory
 from kvviz.cli import Parser, ReadRefused, one_line, printable, read_regular_file, say, whole, within
+from kvviz.i18n import shown
 from kvviz.memory import config_import, config_json, dtypes, layers, serving, units
 from kvviz.memory.presets import LAYERED_PRESETS, PRESETS, get_preset, past_trained_positions
 
@@ -141,7 +142,10 @@ def config_from_args(args: argparse.Namespace) -> tuple[memory.KVConfig, list[st
         layered = LAYERED_PRESETS[args.preset.strip().lower()]
         imported = layered.imported()
         cfg = imported.config
-        notes += [f"{layered.title}: {layered.source} (read from: {layered.retrieved_from})", *imported.notes]
+        notes += [
+            f"{layered.title}: {layered.source} (read from: {layered.retrieved_from})",
+            *map(shown, imported.notes),
+        ]
     elif args.preset is not None:
         preset = get_preset(args.preset)
         cfg = preset.kv
@@ -149,8 +153,8 @@ def config_from_args(args: argparse.Namespace) -> tuple[memory.KVConfig, list[st
     elif args.config is not None:
         imported = config_import.parse_hf_config(read_config_file(args.config))
         cfg, cross = imported.config, imported.cross_attention
-        notes.append("used from config.json: " + ", ".join(f"{k}={v}" for k, v in imported.used.items()))
-        notes += [f"missing: {m}" for m in imported.missing] + list(imported.notes)
+        notes.append("used from config.json: " + ", ".join(f"{k}={shown(v)}" for k, v in imported.used.items()))
+        notes += [f"missing: {shown(m)}" for m in imported.missing] + [shown(n) for n in imported.notes]
     else:
         if args.layers is None or args.heads is None:
             raise memory.MemoryInputError(
@@ -238,8 +242,8 @@ def layers_from_args(args: argparse.Namespace, cfg: memory.KVConfig | None) -> t
         imported = preset.imported(args.dtype)
         return imported.layers, [
             f"{preset.title}: {preset.source} (read from: {preset.retrieved_from})",
-            *imported.missing,
-            *imported.notes,
+            *map(shown, imported.missing),
+            *map(shown, imported.notes),
         ]
     if args.pattern is not None:
         if cfg is None or args.preset is not None or args.config is not None:
@@ -442,7 +446,7 @@ def layered_source(args: argparse.Namespace) -> tuple[layers.CacheLayers, list[s
     if imported.layers is None or config_import.plain_attention(imported.layers):
         return None
     return imported.layers, [
-        "used from config.json: " + ", ".join(f"{k}={v}" for k, v in imported.used.items()),
-        *[f"missing: {m}" for m in imported.missing],
-        *imported.notes,
+        "used from config.json: " + ", ".join(f"{k}={shown(v)}" for k, v in imported.used.items()),
+        *[f"missing: {shown(m)}" for m in imported.missing],
+        *map(shown, imported.notes),
     ]

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
 
-from kvviz.i18n import _
+from kvviz.i18n import N_, Joined, Message, _
 from kvviz.inputs import echo
 from kvviz.memory import (
     LIMITS,
@@ -64,11 +64,12 @@ class ImportedConfig:
     config: KVConfig | None  # a uniform layout's self-attention cache; for a model of mixed layers, its attention
     # layers' shape as if every layer were one (None: no attention layer at all, e.g. Mamba-2)
     used: dict[str, Any]  # config.json field -> value, for every field that fed the calculator
-    missing: tuple[str, ...]  # what was not in the file and what was taken instead (defaults included)
+    missing: tuple[Message | Joined, ...]  # what was not in the file and what was taken instead (defaults
+    # included); lazy texts, drawn in the reader's language (.shown())
     max_context: int | None
     extras: dict[str, int]  # n_embd, d_ff, vocab_size when known (for op counts)
     defaults: dict[str, Any] = field(default_factory=dict)  # field -> value taken from transformers' defaults
-    notes: tuple[str, ...] = ()  # where transformers' own cache differs from the figure kvviz shows, and why
+    notes: tuple[Message, ...] = ()  # where transformers' own cache differs from the figure kvviz shows, and why
     cross_attention: KVConfig | None = None  # encoder-decoder: cache of encoder K/V, one row per encoder token
     transformers_kv_heads: int | None = None  # heads transformers' DynamicCache stores, if not config.n_kv_heads
     transformers_class: str | None = None  # the config class that resolved the fields, e.g. "Gemma3TextConfig"
@@ -131,7 +132,7 @@ def _check_layer_types(cfg: dict[str, Any]) -> None:
     check_layer_types(cfg, hf_config.known_model_type(model_type), hf_config.TRANSFORMERS_LAYER_TYPES)
 
 
-def _text_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+def _text_config(raw: dict[str, Any]) -> tuple[dict[str, Any], Message | None]:
     """(the language model's fields, a note): `text_config` when it is an object; when it is anything else,
     transformers' config classes without a text sub-config ignore it and read the top-level fields (so does kvviz,
     and says so); those with one (LLaVA, Gemma 3) refuse it, and so does kvviz, in one sentence."""
@@ -161,9 +162,12 @@ def _text_config(raw: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
                 "not {value}: transformers' {model_type} config refuses it too"
             ).format(value=short_repr(text), model_type=model_type)
         )
-    return {}, _(
-        "text_config {value} is not an object of fields: ignored, as transformers does; the top-level fields were read"
-    ).format(value=short_repr(text))
+    return {}, Message.lazy(
+        N_(
+            "text_config {value} is not an object of fields: ignored, as transformers does; the top-level fields were read"
+        ),
+        value=short_repr(text),
+    )
 
 
 def _hf_config() -> ModuleType:
@@ -177,15 +181,20 @@ def _hf_config() -> ModuleType:
 
 def _shown(value: Any) -> Any:
     """A used field's value as the report may echo it: kept when short, else summarised (never a megabyte)."""
-    if value is None or isinstance(value, (bool, float)) or (isinstance(value, int) and value.bit_length() <= 96):
-        return value
+    if (
+        value is None
+        or isinstance(value, (bool, float, Message))
+        or (isinstance(value, int) and value.bit_length() <= 96)
+    ):
+        return value  # a Message: kvviz's own words about the field (drawn in the reader's language), never long
     return value if isinstance(value, str) and len(value) <= 60 else short_repr(value, 60)
 
 
 def display_name(raw: dict[str, Any], text_raw: dict[str, Any] | None = None) -> str:
-    """The config's label: `_name_or_path` (cut to MAX_NAME_CHARS), else its model_type."""
+    """The config's label: `_name_or_path` (cut to MAX_NAME_CHARS), else its model_type, else the file's name (the same
+    in every language: a name is kept, and drawn as written)."""
     cfg = {**raw, **(text_raw or {})}
-    name = cfg.get("_name_or_path") or cfg.get("model_type") or _("imported config")
+    name = cfg.get("_name_or_path") or cfg.get("model_type") or "config.json"
     name = str(name) if isinstance(name, str) else short_repr(name)
     return echo.one_line(name, MAX_NAME_CHARS)
 
@@ -212,7 +221,7 @@ class _Reading:
 def _used_start(raw: dict[str, Any], text_raw: dict[str, Any]) -> dict[str, Any]:
     used: dict[str, Any] = {"model_type": raw.get("model_type")}
     if text_raw:
-        used["text_config"] = _("(the language model's fields were read from here)")
+        used["text_config"] = Message.lazy(N_("(the language model's fields were read from here)"))
     return used
 
 
@@ -235,7 +244,7 @@ def _parse_resolved(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, dty
     window, per_global, first_windowed, window_note = window_fields(t, n_layer, reading.take)
     dt, dtype_note = _dtype(dtype, t, top, reading.used, reading.given_names)
     missing = [
-        _("{field} = {value} (transformers' {cls} default)").format(field=k, value=v, cls=type(t).__name__)
+        Message.lazy(N_("{field} = {value} (transformers' {cls} default)"), field=k, value=v, cls=type(t).__name__)
         for k, v in reading.defaults.items()
     ]
     missing += [m for m in (derived_note, dtype_note, window_note, shared_note) if m]
@@ -299,7 +308,7 @@ def _layers_and_heads(t: Any, enc_dec: bool, take: Any) -> tuple[int, int]:
     return n_layer, take(heads_name, check_int("n_head", getattr(t, heads_name)))
 
 
-def _head_shape(t: Any, n_head: int, reading: _Reading) -> tuple[int, int, int, str | None]:
+def _head_shape(t: Any, n_head: int, reading: _Reading) -> tuple[int, int, int, Message | None]:
     """(head_dim, MLA latent rank, MLA RoPE key dim, a note where head_dim was derived from hidden_size)."""
     mla_rank = getattr(t, "kv_lora_rank", None) or 0
     hidden = getattr(t, "hidden_size", None)
@@ -312,33 +321,47 @@ def _head_shape(t: Any, n_head: int, reading: _Reading) -> tuple[int, int, int, 
         derived = isinstance(hidden, int) and hidden % n_head == 0 and t.head_dim == hidden // n_head
         if "head_dim" in reading.given_names or not derived:
             return reading.take("head_dim", t.head_dim), 0, 0, None
-        return t.head_dim, 0, 0, _("head_dim (took hidden_size / num_attention_heads = {n})").format(n=t.head_dim)
+        return (
+            t.head_dim,
+            0,
+            0,
+            Message.lazy(N_("head_dim (took hidden_size / num_attention_heads = {n})"), n=t.head_dim),
+        )
     return head_dim_from_hidden(check_int("hidden_size", hidden, hi=10**7), check_int("n_head", n_head)), 0, 0, None
 
 
 def _resolved_notes(
     t: Any, enc_dec: bool, n_layer: int, n_kv: int, head_dim: int, window: int | None, stored: int
-) -> tuple[str, ...]:
+) -> tuple[Message, ...]:
     """Where transformers' own cache differs from the figure kvviz shows: the cross-attention cache, Falcon's
     stored heads, the sliding layers' window - 1."""
     from kvviz.memory.hf_cache import falcon_notes
 
-    notes: list[str] = []
+    notes: list[Message] = []
     if enc_dec:
         notes.append(
-            _(
-                "Encoder-decoder: besides the self-attention cache above, each of the {layers} decoder "
-                "layers caches K and V of every encoder token for cross-attention (encoder length x "
-                "{layers} layers x {heads} heads x {head_dim} x 2 numbers), computed once per input."
-            ).format(layers=n_layer, heads=n_kv, head_dim=head_dim)
+            Message.lazy(
+                N_(
+                    "Encoder-decoder: besides the self-attention cache above, each of the {layers} decoder "
+                    "layers caches K and V of every encoder token for cross-attention (encoder length x "
+                    "{layers} layers x {heads} heads x {head_dim} x 2 numbers), computed once per input."
+                ),
+                layers=n_layer,
+                heads=n_kv,
+                head_dim=head_dim,
+            )
         )
     notes += falcon_notes(t, n_kv, stored)
     if window is not None:
         notes.append(
-            _(
-                "transformers' sliding layers keep the last {kept:,} tokens (window - 1), kvviz counts "
-                "{window:,}: the token being added is attended to without being stored yet."
-            ).format(kept=window - 1, window=window)
+            Message.lazy(
+                N_(
+                    "transformers' sliding layers keep the last {kept:,} tokens (window - 1), kvviz counts "
+                    "{window:,}: the token being added is attended to without being stored yet."
+                ),
+                kept=window - 1,
+                window=window,
+            )
         )
     return tuple(notes)
 
@@ -458,7 +481,7 @@ def _global_attr(t: Any, key: str) -> Any:
         return None
 
 
-def layer_notes(stack: layers.CacheLayers) -> tuple[str, ...]:
+def layer_notes(stack: layers.CacheLayers) -> tuple[Message, ...]:
     """What the layer list means for the figure: which layers grow, which hold a fixed state, and where transformers'
     storage differs from vLLM's (cited in kvviz.memory.serving)."""
     from kvviz.memory import serving
@@ -467,10 +490,13 @@ def layer_notes(stack: layers.CacheLayers) -> tuple[str, ...]:
     windowed = [x for x in stack.layers if x.window is not None]
     if windowed:
         notes.append(
-            _(
-                "transformers' windowed layers keep the last window - 1 tokens ({kept:,}); the figure counts "
-                "that, and the peak during a step holds one row more per windowed layer."
-            ).format(kept=windowed[0].window - 1)
+            Message.lazy(
+                N_(
+                    "transformers' windowed layers keep the last window - 1 tokens ({kept:,}); the figure counts "
+                    "that, and the peak during a step holds one row more per windowed layer."
+                ),
+                kept=windowed[0].window - 1,
+            )
         )
     notes += serving.vllm_notes(stack)
     return tuple(notes)
@@ -537,7 +563,7 @@ def uniform_layers(t: Any) -> Any:
     return view
 
 
-def _cached_layers(t: Any, n_layer: int) -> tuple[int, str | None]:
+def _cached_layers(t: Any, n_layer: int) -> tuple[int, Message | None]:
     """(layers holding a cache of their own, note): Gemma 4's last `num_kv_shared_layers` layers reuse an earlier
     layer's K/V (transformers' `kv_sharing_modes`: "reuse"), so they add nothing to the cache."""
     shared = getattr(t, "num_kv_shared_layers", None)
@@ -567,10 +593,15 @@ def _cached_layers(t: Any, n_layer: int) -> tuple[int, str | None]:
                 "transformers' {cls} shares K/V between layers in a pattern kvviz cannot count (num_kv_shared_layers)"
             ).format(cls=type(t).__name__)
         )
-    return cached, _(
-        "num_kv_shared_layers = {shared:,}: the last {shared:,} of {layers:,} layers reuse an earlier "
-        "layer's K/V, so {cached:,} layers hold a cache (counted as the layers)"
-    ).format(shared=shared, layers=n_layer, cached=cached)
+    return cached, Message.lazy(
+        N_(
+            "num_kv_shared_layers = {shared:,}: the last {shared:,} of {layers:,} layers reuse an earlier "
+            "layer's K/V, so {cached:,} layers hold a cache (counted as the layers)"
+        ),
+        shared=shared,
+        layers=n_layer,
+        cached=cached,
+    )
 
 
 def kv_heads(t: Any, n_head: int, take: Any) -> int:
@@ -601,19 +632,23 @@ def _d_ff(t: Any, hidden: Any) -> Any:
     return 4 * hidden if getattr(t, "model_type", None) == "gpt2" and isinstance(hidden, int) else None
 
 
-def _dtype(dtype: str | None, t: Any, top: Any, used: dict[str, Any], given: set[str]) -> tuple[str, str | None]:
+def _dtype(dtype: str | None, t: Any, top: Any, used: dict[str, Any], given: set[str]) -> tuple[str, Message | None]:
     """The cache dtype: the one asked for, else the config's, else float32 (what transformers loads then)."""
     if dtype is not None:
         return resolve_dtype(dtype).name, None
     found = getattr(t, "dtype", None) or getattr(top, "dtype", None)
     if found is None:
-        return "fp32", _("torch_dtype absent: transformers loads such a model in float32, so kvviz counts fp32")
+        return "fp32", Message.lazy(
+            N_("torch_dtype absent: transformers loads such a model in float32, so kvviz counts fp32")
+        )
     name = str(found).removeprefix("torch.")
     used["torch_dtype"] = name
     try:
         return resolve_dtype(name).name, None
     except MemoryInputError:
-        return "bf16", _("dtype {value} is not a cache dtype kvviz knows (took bf16)").format(value=short_repr(name))
+        return "bf16", Message.lazy(
+            N_("dtype {value} is not a cache dtype kvviz knows (took bf16)"), value=short_repr(name)
+        )
 
 
 # ----- as written (no model_type transformers knows) ----------------------------------------------------------
@@ -632,7 +667,11 @@ def _parse_as_written(raw: dict[str, Any], text_raw: dict[str, Any], dtype: str 
 
     cfg = {**raw, **text_raw}
     used: dict[str, Any] = {}
-    missing = [_("model_type absent or unknown to the installed transformers: fields read as written, no defaults")]
+    missing = [
+        Message.lazy(
+            N_("model_type absent or unknown to the installed transformers: fields read as written, no defaults")
+        )
+    ]
     if raw.get("is_encoder_decoder"):
         raise MemoryInputError(_("an encoder-decoder config needs its model_type (e.g. t5, bart) to be read"))
     n_layer = _first(cfg, "n_layer", used)
@@ -670,9 +709,11 @@ def _parse_as_written(raw: dict[str, Any], text_raw: dict[str, Any], dtype: str 
         ()
         if window is None
         else (
-            _(
-                "transformers' sliding layers keep the last {kept:,} tokens (window - 1); kvviz counts {window:,}."
-            ).format(kept=window - 1, window=window),
+            Message.lazy(
+                N_("transformers' sliding layers keep the last {kept:,} tokens (window - 1); kvviz counts {window:,}."),
+                kept=window - 1,
+                window=window,
+            ),
         )
     )
     return ImportedConfig(
@@ -680,18 +721,18 @@ def _parse_as_written(raw: dict[str, Any], text_raw: dict[str, Any], dtype: str 
     )
 
 
-def _kv_heads_as_written(cfg: dict[str, Any], n_head: Any, used: dict[str, Any], missing: list[str]) -> Any:
+def _kv_heads_as_written(cfg: dict[str, Any], n_head: Any, used: dict[str, Any], missing: list[Message]) -> Any:
     n_kv = _first(cfg, "n_kv_heads", used)
     if n_kv is None and cfg.get("multi_query"):
         used["multi_query"] = n_kv = 1
     if n_kv is None:
-        missing.append(_("num_key_value_heads (took n_head: plain multi-head attention)"))
+        missing.append(Message.lazy(N_("num_key_value_heads (took n_head: plain multi-head attention)")))
         n_kv = n_head
     return n_kv
 
 
 def _head_shape_as_written(
-    cfg: dict[str, Any], n_head: Any, used: dict[str, Any], missing: list[str]
+    cfg: dict[str, Any], n_head: Any, used: dict[str, Any], missing: list[Message]
 ) -> tuple[Any, int, int, Any]:
     """(head_dim, MLA latent rank, MLA RoPE key dim, hidden_size) as the file writes them."""
     mla_rank = cfg.get("kv_lora_rank") or 0
@@ -704,19 +745,23 @@ def _head_shape_as_written(
     if head_dim is None:
         if hidden is None:
             raise MemoryInputError(_("config.json has neither head_dim nor hidden_size, so the head size is unknown"))
-        missing.append(_("head_dim (took hidden_size / num_attention_heads)"))
+        missing.append(Message.lazy(N_("head_dim (took hidden_size / num_attention_heads)")))
         head_dim = head_dim_from_hidden(check_int("hidden_size", hidden, hi=10**7), check_int("n_head", n_head))
     return head_dim, mla_rank, mla_rope, hidden
 
 
-def _dtype_as_written(dtype: str | None, cfg: dict[str, Any], used: dict[str, Any], missing: list[str]) -> str:
+def _dtype_as_written(dtype: str | None, cfg: dict[str, Any], used: dict[str, Any], missing: list[Message]) -> str:
     dt = dtype or _first(cfg, "dtype", used)
     if dt is None:
-        missing.append(_("torch_dtype absent: transformers loads such a model in float32, so kvviz counts fp32"))
+        missing.append(
+            Message.lazy(N_("torch_dtype absent: transformers loads such a model in float32, so kvviz counts fp32"))
+        )
         return "fp32"
     try:
         resolve_dtype(dt)
     except MemoryInputError:
-        missing.append(_("dtype {value} is not a cache dtype kvviz knows (took bf16)").format(value=short_repr(dt)))
+        missing.append(
+            Message.lazy(N_("dtype {value} is not a cache dtype kvviz knows (took bf16)"), value=short_repr(dt))
+        )
         return "bf16"
     return dt

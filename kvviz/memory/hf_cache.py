@@ -23,17 +23,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kvviz.i18n import _
+from kvviz.i18n import N_, Joined, Message, _
 from kvviz.memory import FP8_SCALE_BYTES_PER_LAYER, KVConfig, MemoryInputError, kv_bytes
 
 
-def _pattern(types: list[str], n_layer: int) -> tuple[bool, int | None, int, str | None]:
+def _also(note: Message | Joined | None, more: Message) -> Message | Joined:
+    """A note with one more clause, joined as a list in the reader's language."""
+    return more if note is None else Joined((note, more))
+
+
+def _pattern(types: list[str], n_layer: int) -> tuple[bool, int | None, int, Message | Joined | None]:
     """(any sliding, local_per_global, first_windowed_layer, note) from a list of layer types."""
     sliding = [t == "sliding_attention" for t in types[:n_layer]]
     other = sorted({t for t in types if t not in ("sliding_attention", "full_attention")})
     note = (
-        _("layer types {types} are counted as full attention (kvviz models only full and sliding layers)").format(
-            types=", ".join(other)
+        Message.lazy(
+            N_("layer types {types} are counted as full attention (kvviz models only full and sliding layers)"),
+            types=", ".join(other),
         )
         if other
         else None
@@ -48,13 +54,18 @@ def _pattern(types: list[str], n_layer: int) -> tuple[bool, int | None, int, str
     per_global = sliding.index(False)
     probe = KVConfig(1, 1, 1, 1, window=1, local_per_global=per_global)
     if sliding != [probe.layer_window(i) is not None for i in range(len(sliding))]:
-        note = ((note + "; ") if note else "") + (
-            _("layer_types is not a regular {n} local : 1 global pattern (counted as if it were)").format(n=per_global)
+        note = _also(
+            note,
+            Message.lazy(
+                N_("layer_types is not a regular {n} local : 1 global pattern (counted as if it were)"), n=per_global
+            ),
         )
     return True, per_global, 0, note
 
 
-def window_fields(t: Any, n_layer: int, take: Callable[..., Any]) -> tuple[int | None, int | None, int, str | None]:
+def window_fields(
+    t: Any, n_layer: int, take: Callable[..., Any]
+) -> tuple[int | None, int | None, int, Message | Joined | None]:
     """(window, local_per_global, first_windowed_layer, note) from a transformers config object."""
     window = getattr(t, "sliding_window", None)
     types = getattr(t, "layer_types", None)
@@ -64,11 +75,16 @@ def window_fields(t: Any, n_layer: int, take: Callable[..., Any]) -> tuple[int |
             take("use_sliding_window", True)  # Qwen2: transformers derived layer_types from these two
             take("max_window_layers", t.max_window_layers)
             if not any_sliding:
-                note = ((note + "; ") if note else "") + (
-                    _(
-                        "use_sliding_window is on, but max_window_layers ({max_window_layers:,}) is not below the "
-                        "{layers:,} layers: transformers' layer_types has no sliding layer, so none slides"
-                    ).format(max_window_layers=t.max_window_layers, layers=n_layer)
+                note = _also(
+                    note,
+                    Message.lazy(
+                        N_(
+                            "use_sliding_window is on, but max_window_layers ({max_window_layers:,}) is not below the "
+                            "{layers:,} layers: transformers' layer_types has no sliding layer, so none slides"
+                        ),
+                        max_window_layers=t.max_window_layers,
+                        layers=n_layer,
+                    ),
                 )
         if not any_sliding or window is None:
             return None, None, 0, note
@@ -76,8 +92,11 @@ def window_fields(t: Any, n_layer: int, take: Callable[..., Any]) -> tuple[int |
         take("sliding_window", window)
         take(
             "layer_types",
-            _("{sliding} sliding + {full} full of {n}").format(
-                sliding=n_sliding, full=len(types) - n_sliding, n=len(types)
+            Message.lazy(
+                N_("{sliding} sliding + {full} full of {n}"),
+                sliding=n_sliding,
+                full=len(types) - n_sliding,
+                n=len(types),
             ),
             "sliding_window_pattern",
             "max_window_layers",
@@ -89,7 +108,7 @@ def window_fields(t: Any, n_layer: int, take: Callable[..., Any]) -> tuple[int |
 
 
 def window_from_dict(
-    cfg: dict[str, Any], used: dict[str, Any], missing: list[str]
+    cfg: dict[str, Any], used: dict[str, Any], missing: list[Message | Joined]
 ) -> tuple[int | None, int | None, int]:
     """(window, local_per_global, first_windowed_layer) from a config read as written (no transformers)."""
     window = cfg.get("sliding_window")
@@ -103,7 +122,11 @@ def window_from_dict(
         )
     if isinstance(types, list) and window is None and "sliding_attention" in types:
         missing.append(
-            _("layer_types names sliding layers but sliding_window is absent: every layer counted as full attention")
+            Message.lazy(
+                N_(
+                    "layer_types names sliding layers but sliding_window is absent: every layer counted as full attention"
+                )
+            )
         )
     if window is None or cfg.get("use_sliding_window") is False:
         if window is not None:
@@ -111,7 +134,7 @@ def window_from_dict(
         return None, None, 0
     used["sliding_window"] = window
     if isinstance(cfg.get("layer_types"), list):
-        used["layer_types"] = _("list of {n}").format(n=len(cfg["layer_types"]))
+        used["layer_types"] = Message.lazy(N_("list of {n}"), n=len(cfg["layer_types"]))
         any_sliding, per_global, first, note = _pattern(cfg["layer_types"], n_layer)
         if note:
             missing.append(note)
@@ -132,15 +155,20 @@ def kv_heads_transformers_stores(t: Any, n_kv_heads: int) -> int:
     return n_kv_heads
 
 
-def falcon_notes(t: Any, n_kv_heads: int, stored_heads: int) -> list[str]:
+def falcon_notes(t: Any, n_kv_heads: int, stored_heads: int) -> list[Message]:
     if stored_heads == n_kv_heads:
         return []
     return [
-        _(
-            "Falcon new_decoder_architecture: transformers caches K/V already broadcast to all {stored} "
-            "query heads, {factor}x the GQA figure of {kv} K/V heads shown here; "
-            "serving engines (vLLM, TGI) store the GQA figure."
-        ).format(stored=stored_heads, factor=stored_heads // n_kv_heads, kv=n_kv_heads)
+        Message.lazy(
+            N_(
+                "Falcon new_decoder_architecture: transformers caches K/V already broadcast to all {stored} "
+                "query heads, {factor}x the GQA figure of {kv} K/V heads shown here; "
+                "serving engines (vLLM, TGI) store the GQA figure."
+            ),
+            stored=stored_heads,
+            factor=stored_heads // n_kv_heads,
+            kv=n_kv_heads,
+        )
     ]
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvviz.i18n import _
+from kvviz.i18n import N_, Message
 from kvviz.memory import check_int
 from kvviz.memory.dtypes import DTYPES
 from kvviz.memory.layers import GROWING_KINDS, CacheLayers
@@ -146,7 +146,7 @@ def fits(stack: CacheLayers, memory_bytes: int, tokens: int, block_size: int = V
     )
 
 
-def vllm_notes(stack: CacheLayers) -> list[str]:
+def vllm_notes(stack: CacheLayers) -> list[Message]:
     """Beside a figure with states: what vLLM stores instead, in bytes, with the file that decides it."""
     model = state_model_dtype(stack)
     if model is None or not stack.fixed_bytes:
@@ -155,20 +155,30 @@ def vllm_notes(stack: CacheLayers) -> list[str]:
     vllm = vllm_state_bytes(stack, model)
     if vllm != stack.fixed_bytes:
         notes.append(
-            _(
-                "vLLM keeps these states in the model's dtype ({dtype}) by default: {vllm:,} B per sequence "
-                "where transformers holds {held:,} B (transformers keeps the recurrent states in float32; "
-                "vllm/model_executor/layers/mamba/mamba_utils.py)."
-            ).format(dtype=model, vllm=vllm, held=stack.fixed_bytes)
+            Message.lazy(
+                N_(
+                    "vLLM keeps these states in the model's dtype ({dtype}) by default: {vllm:,} B per sequence "
+                    "where transformers holds {held:,} B (transformers keeps the recurrent states in float32; "
+                    "vllm/model_executor/layers/mamba/mamba_utils.py)."
+                ),
+                dtype=model,
+                vllm=vllm,
+                held=stack.fixed_bytes,
+            )
         )
     layout = paged_layout(stack)
     if layout.state_padding_bytes:
         notes.append(
-            _(
-                "vLLM pads each state layer's page to the attention page ({page:,} B, a block of {block:,} "
-                "tokens): {pad:,} B more per state layer per sequence "
-                "(vllm/model_executor/models/config.py)."
-            ).format(page=layout.state_page_bytes, block=layout.block_tokens, pad=layout.state_padding_bytes)
+            Message.lazy(
+                N_(
+                    "vLLM pads each state layer's page to the attention page ({page:,} B, a block of {block:,} "
+                    "tokens): {pad:,} B more per state layer per sequence "
+                    "(vllm/model_executor/models/config.py)."
+                ),
+                page=layout.state_page_bytes,
+                block=layout.block_tokens,
+                pad=layout.state_padding_bytes,
+            )
         )
     return notes
 
