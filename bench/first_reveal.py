@@ -43,7 +43,6 @@ from first_render import start_server, wait_warm  # noqa: E402
 from local_server import CHROMIUM_ARGS, REPO, free_port, wait_healthy  # noqa: E402
 
 sys.path.insert(0, str(REPO))
-from kvviz.i18n import ENGLISH  # noqa: E402
 from kvviz.measure.timing import median, quartiles  # noqa: E402
 from kvviz.poll import store as poll_store  # noqa: E402
 
@@ -117,7 +116,7 @@ def one_reveal(browser, url, store, room: tuple[str, str], step: int, n_votes: i
     code, cookie = room
     host_key = cookie.split(".", 1)[1]
     state = store.reset(code, host_key)
-    choices = len(store.poll(code, ENGLISH).choices)
+    choices = len(store.poll(code).choices)
     for i in range(n_votes):  # the phones: each its own voter and address
         store.vote(
             code, f"bench-{repeat}-{int(preload)}-{i}", state.step, 1, i % choices, f"10.{repeat}.{int(preload)}.{i}"

@@ -8,7 +8,7 @@ What runs:
 - deploy/run_class.sh -n 2 --listen 127.0.0.1 on a free port block, with KVVIZ_POLL_DB in its environment (the
   script exports nothing over it, so every replica inherits it) and a run dir of our own (its replica-PORT.pid);
 - the teacher, in this process, directly on the store (the same KVVIZ_POLL_DB): a room, then steps 1..12, each a
-  fixed PollQuestion in "en" and "zh-CN" (same shape), round 1 open -> lock -> vote again (round 2 open) -> reveal.
+  fixed PollQuestion (its words the same in every language), round 1 open -> lock -> vote again (round 2 open) -> reveal.
   A round closes when every student has voted (or ROUND_TIMEOUT_S), and lasts at least MIN_ROUND_S: the store
   allows a voter VOTES_PER_MINUTE votes a calendar minute, and a class is not faster than that;
 - the projector's refresh, in this process too: a thread calls store.voted_count once a second, as the projector's
@@ -72,6 +72,7 @@ from streamlit.proto.Alert_pb2 import Alert  # noqa: E402
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
 from websockets.exceptions import ConnectionClosed  # noqa: E402
 
+from kvviz.i18n import Message  # noqa: E402
 from kvviz.poll import store as poll_store  # noqa: E402
 from kvviz.poll.question import PollQuestion  # noqa: E402
 
@@ -86,25 +87,18 @@ KILL_STEP = 6  # --kill-replica: in this step's round 1
 SERVER_START_S = 240
 
 
-def fixed_polls(step: int) -> dict[str, PollQuestion]:
-    """The step's poll in both languages: 3 to 5 choices, the right one somewhere else each step."""
+def fixed_polls(step: int) -> PollQuestion:
+    """The step's poll: 3 to 5 choices, the right one somewhere else each step; its words the same in every language
+    (Message.verbatim: a load test's phones read no translation)."""
     n = 3 + step % 3
     right = step % n
-    en = PollQuestion(
+    return PollQuestion(
         step,
-        f"Question {step}: how many bytes?",
-        tuple(f"{(i + 1) * 64 * step:,} B" for i in range(n)),
+        Message.verbatim(f"Question {step}: how many bytes?"),
+        tuple(Message.verbatim(f"{(i + 1) * 64 * step:,} B") for i in range(n)),
         right,
-        tuple("" if i == right else "Off by a factor." for i in range(n)),
+        tuple(None if i == right else Message.verbatim("Off by a factor.") for i in range(n)),
     )
-    zh = PollQuestion(
-        step,
-        f"问题 {step}：多少字节？",
-        en.choices,
-        right,
-        tuple("" if i == right else "差了一个倍数。" for i in range(n)),
-    )
-    return {"en": en, "zh-CN": zh}
 
 
 # ----- the machine ----------------------------------------------------------------------------------------------
@@ -248,7 +242,7 @@ def store_call_ms(store: poll_store.PollStore, n: int = 100) -> dict:
     store.open_step(room.code, room.host_key, fixed_polls(1))
     calls = {
         "room": lambda i: store.room(room.code),
-        "poll": lambda i: store.poll(room.code, "en"),
+        "poll": lambda i: store.poll(room.code),
         "vote": lambda i: store.vote(room.code, f"bench-voter-{i:04d}", 1, 1, i % 3),
         "voted_count": lambda i: store.voted_count(room.code, 1, 1),
     }

@@ -445,11 +445,12 @@ def batch_section(spec: str, threads: int) -> None:
 
 
 @st.cache_resource(show_spinner=False)
-def _probe_devices() -> tuple[list[str], str | None]:
+def _probe_devices() -> tuple[str, ...]:
+    """The devices found, probed once per process. Only them: the reason a GPU is missing is a sentence, written in
+    the language of whoever reads it (cached here, it would reach every reader in the first reader's language)."""
     from kvviz.speedup import device as devices
 
-    offered = devices.available()
-    return offered, None if len(offered) > 1 else devices.unavailable_reason("cuda")
+    return tuple(devices.available())
 
 
 def offered_devices() -> tuple[list[str], str | None]:
@@ -458,7 +459,10 @@ def offered_devices() -> tuple[list[str], str | None]:
     any run does), only the CPU is offered and nothing is said about GPUs."""
     if "torch" not in sys.modules:
         return ["cpu"], None
-    return _probe_devices()
+    from kvviz.speedup import device as devices
+
+    offered = list(_probe_devices())
+    return offered, None if len(offered) > 1 else devices.unavailable_reason("cuda")
 
 
 def device_section(spec: str) -> None:

@@ -84,3 +84,26 @@ def test_tiny_run_and_batch_sweep_leave_no_english_sentence(app):
     assert list(table.columns)[:3] == ["模式", "token/s（中位数）", "token/s 最小"]
     assert list(table["模式"]) == [_zh(m.label) for m in result.modes]
     assert any("在噪声范围内" in t or "超出了各次重复的波动范围" in t for t in texts)  # the verdict's sentence
+
+
+def test_the_gpu_note_is_in_the_readers_language_whoever_probed_the_devices_first():
+    """The devices are probed once per process (st.cache_resource), and the sentence saying why no GPU is here is
+    written for each reader: an English reader's probe first, then a Chinese reader sees it in Chinese."""
+    import streamlit as st
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is here: no sentence says why not")
+    st.cache_resource.clear()
+    try:
+        english = app_test(PAGE)
+        english.query_params[i18n.QUERY_PARAM] = i18n.ENGLISH
+        english.run()
+        chinese = app_test(PAGE)
+        chinese.query_params[i18n.QUERY_PARAM] = i18n.CHINESE
+        chinese.run()
+    finally:
+        st.cache_resource.clear()
+    assert any("No CUDA device here" in text for text in page_texts(english))
+    assert not any("No CUDA device here" in text for text in page_texts(chinese)), page_texts(chinese)
+    assert english_leftovers(page_texts(chinese)) == []
