@@ -26,24 +26,25 @@ export HF_HUB_OFFLINE=1         # tests never touch the network
 .venv/bin/ruff check .         # lint first (pyproject.toml: E, F, W, I, B, UP, SIM): a lint error fails CI
 .venv/bin/ruff format --check .  # and the layout is ruff format's (pyproject.toml: 120 columns): a file it would change fails CI
 phase "lint"
-# Every tier (tests/support/tiers.py), each test once, in pytest-xdist workers, with each phase's time printed.
-# The pure tier first, alone (the tests with no tier marker, what a bare `pytest` runs): it is quick, and no other
-# tier has run in its workers. Then two runs side by side, because they use the machine differently: the model, app
-# and slow tiers keep their two workers busy computing, while the browser tier's two workers mostly wait (on a
-# server's run, on Chromium drawing, on a page's timers: about 0.6 of a core between them, docs/architecture.md), so
-# alone it leaves a core idle. The browser run takes a whole module per worker (--dist loadfile: a module's tab
-# stays with its tests); the other run keeps no pytest cache, so the cache's last-failed list is the browser run's.
-# Under the first run's load the busy-core browser tests keep their own spinner too: a harder load than one busy core.
+# Every tier (tests/support/tiers.py), each test once, in pytest-xdist workers, with each phase's time printed and
+# each run's slowest tests (--durations). The pure tier first, alone (the tests with no tier marker, what a bare
+# `pytest` runs): it is quick, and no other tier has run in its workers. Then two runs side by side, because they use
+# the machine differently: the model, app and slow tiers' two workers compute, while a browser worker mostly waits
+# (on its server's run, on Chromium drawing), so the browser tier run alone left a core idle: a whole run used about
+# one core of two (1,841 CPU s in 1,780 s). Side by side the cores are busy throughout, and the browser run, the
+# longer, gets three workers. It takes a whole module per worker (--dist loadfile: a module's tab stays with its
+# tests); the other run keeps no pytest cache, so the cache's last-failed list is the browser run's. Under the other
+# run's load the busy-core browser tests keep their own spinner too: a harder load than one busy core.
 status=0
 .venv/bin/python -m pytest -m "not (model or app or browser or slow)" -n 2 "$@" || status=$?  # the pure tier
 phase "pure tier"
 rm -f .pytest_cache/v/cache/lastfailed  # from here on it records the browser run alone
 model_log=$(mktemp)
-.venv/bin/python -m pytest --all-tiers -m "(model or app or slow) and not browser" -n 2 -p no:cacheprovider "$@" \
-  >"$model_log" 2>&1 &
+.venv/bin/python -m pytest --all-tiers -m "(model or app or slow) and not browser" -n 2 -p no:cacheprovider \
+  --durations=15 "$@" >"$model_log" 2>&1 &
 model_run=$!
 browser_status=0
-.venv/bin/python -m pytest --all-tiers -m browser -n 2 --dist loadfile "$@" || browser_status=$?
+.venv/bin/python -m pytest --all-tiers -m browser -n 3 --dist loadfile --durations=15 "$@" || browser_status=$?
 phase "browser tier"
 wait "$model_run" || status=$?
 phase "the model, app and slow tiers, after the browser tier"
