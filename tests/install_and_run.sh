@@ -31,10 +31,12 @@ phase "lint"
 # `pytest` runs): it is quick, and no other tier has run in its workers. Then two runs side by side, because they use
 # the machine differently: the model, app and slow tiers' two workers compute, while a browser worker mostly waits
 # (on its server's run, on Chromium drawing), so the browser tier run alone left a core idle: a whole run used about
-# one core of two (1,841 CPU s in 1,780 s). Side by side the cores are busy throughout, and the browser run, the
-# longer, gets three workers. It takes a whole module per worker (--dist loadfile: a module's tab stays with its
-# tests); the other run keeps no pytest cache, so the cache's last-failed list is the browser run's. Under the other
-# run's load the busy-core browser tests keep their own spinner too: a harder load than one busy core.
+# one core of two (1,841 CPU s in 1,780 s). Side by side the cores are busy throughout (vmstat: 0% idle), so a
+# third browser worker only adds contention (measured: 23:16 against 23:00, and the eviction page's first run on a
+# fresh server then outlasted its 90 s). The browser run takes a whole module per worker (--dist loadfile: a module's
+# tab stays with its tests); the other run keeps no pytest cache, so the cache's last-failed list is the browser
+# run's. Under the other run's load the busy-core browser tests keep their own spinner too: a harder load than one
+# busy core.
 status=0
 .venv/bin/python -m pytest -m "not (model or app or browser or slow)" -n 2 "$@" || status=$?  # the pure tier
 phase "pure tier"
@@ -44,7 +46,7 @@ model_log=$(mktemp)
   --durations=15 "$@" >"$model_log" 2>&1 &
 model_run=$!
 browser_status=0
-.venv/bin/python -m pytest --all-tiers -m browser -n 3 --dist loadfile --durations=15 "$@" || browser_status=$?
+.venv/bin/python -m pytest --all-tiers -m browser -n 2 --dist loadfile --durations=15 "$@" || browser_status=$?
 phase "browser tier"
 wait "$model_run" || status=$?
 phase "the model, app and slow tiers, after the browser tier"

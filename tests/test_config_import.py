@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from kvviz import memory
+from kvviz import i18n, memory
 from kvviz.memory import KVConfig, MemoryInputError, config_import, hf_cache
 from kvviz.memory import layers as layers_lib
 from support.library import kvviz_total_bytes
@@ -38,7 +38,7 @@ def test_gemma3_multimodal_config_takes_transformers_defaults_and_says_so():
     c = imported.config
     assert (c.n_layer, c.n_head, c.n_kv_heads, c.head_dim, c.dtype) == (34, 8, 4, 256, "bf16")
     assert (c.window, c.local_per_global, c.n_global_layers) == (1024, 5, 5)
-    assert imported.defaults == {
+    assert {k: i18n.shown(v) for k, v in imported.defaults.items()} == {  # kvviz's words (a Message), in English
         "num_attention_heads": 8,
         "num_key_value_heads": 4,
         "head_dim": 256,

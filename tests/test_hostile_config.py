@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kvviz import memory
+from kvviz import i18n, memory
 from kvviz.cli.memory import main as memory_cli
 from kvviz.memory import MemoryInputError, config_import
 from support.markdown_text import shown
@@ -221,7 +221,7 @@ def check_read(imported: config_import.ImportedConfig) -> None:
         assert memory.kv_bytes(imported.config, 100) >= 0
     if imported.layers is not None:
         assert imported.layers.bytes_at(100) >= 0 and len(imported.layers.name) <= config_import.MAX_NAME_CHARS
-    assert all(len(memory.short_repr(v, 10_000)) <= 80 for v in imported.used.values())
+    assert all(len(memory.short_repr(i18n.shown(v), 10_000)) <= 80 for v in imported.used.values())
     assert all(len(m.english) <= MAX_MESSAGE for m in imported.missing)
     assert imported.max_context is None or 1 <= imported.max_context <= memory.LIMITS["context_len"]
 

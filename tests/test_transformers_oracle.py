@@ -731,7 +731,9 @@ def test_kvviz_reads_what_transformers_reads_and_quotes_what_it_refuses(cfg, tmp
             ).past_key_values
         assert cache_tensor_bytes(cache) == memory.kv_bytes(imported.config, PROMPT) > 0
         assert imported.config.n_layer == 4 and imported.config.n_kv_heads == 8
-        assert any("text_config" in m and "ignored, as transformers does" in m.english for m in imported.missing)
+        assert any(
+            "text_config" in m.english and "ignored, as transformers does" in m.english for m in imported.missing
+        )
         return
     with pytest.raises(memory.MemoryInputError) as info:
         config_import.parse_hf_config(cfg)

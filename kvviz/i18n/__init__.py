@@ -186,14 +186,14 @@ class Message:
     count: str = "n"  # the field whose value picks a counted message's form
 
     @classmethod
-    def of(cls, msg: str, **fields: Any) -> Message:
+    def of(cls, msg: str, /, **fields: Any) -> Message:
         """A message with its fields, remembered by its English text for shown_english."""
         text = cls(msg, _frozen(fields))
         _MADE.setdefault(text.english, text)
         return text
 
     @classmethod
-    def lazy(cls, msg: str, **fields: Any) -> Message:
+    def lazy(cls, msg: str, /, **fields: Any) -> Message:
         """A message with its fields, made for a record (not remembered by its English text: shown with shown())."""
         return cls(msg, _frozen(fields))
 
