@@ -30,8 +30,8 @@ phase "lint"
 # each run's slowest tests (--durations). The pure tier first, alone (the tests with no tier marker, what a bare
 # `pytest` runs): it is quick, and no other tier has run in its workers. Then two runs side by side, because they use
 # the machine differently: the model, app and slow tiers' two workers compute, while a browser worker mostly waits
-# (on its server's run, on Chromium drawing), so the browser tier run alone left a core idle: a whole run used about
-# one core of two (1,841 CPU s in 1,780 s). Side by side the cores are busy throughout (vmstat: 0% idle), so a
+# (on its server's run, on Chromium drawing in turn), so the browser tier run alone left the cores idle at times (one
+# worker on the axe module: 48% idle). Side by side the cores are busy throughout (vmstat: 0% idle), so a
 # third browser worker only adds contention (measured: 23:16 against 23:00, and the eviction page's first run on a
 # fresh server then outlasted its 90 s). The browser run takes a whole module per worker (--dist loadfile: a module's
 # tab stays with its tests); the other run keeps no pytest cache, so the cache's last-failed list is the browser
