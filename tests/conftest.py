@@ -6,7 +6,9 @@ there, never from this file or from each other (tests/test_test_harness.py check
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 
@@ -25,6 +27,8 @@ from support import tiers  # noqa: E402
 from support.browser import busy_core as one_core_kept_busy  # noqa: E402
 from support.browser import chromium, fresh_server, new_tab, require_chromium, stop_chromium
 from support.server import streamlit_server
+
+atexit.register(shutil.rmtree, os.environ["XDG_DATA_HOME"], ignore_errors=True)  # the servers have stopped by then
 
 
 # ----- tiers (support/tiers.py says what each is) ---------------------------------------------------------------
