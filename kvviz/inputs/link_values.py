@@ -20,9 +20,10 @@ it is at its default: url_state leaves such a value out of the URL. UI-free and 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any, ClassVar
 
 from kvviz.inputs import query_values
 
@@ -80,17 +81,29 @@ class Text(LinkValue):
 
 
 @dataclass(frozen=True)
-class Whole(LinkValue):
+class _Ranged(LinkValue):
+    """A value in [lo, hi]; a bound left None is given when it is read (the context length, the lesson's steps)."""
+
+    lo: float | None = None
+    hi: float | None = None
+    WHAT: ClassVar[str] = "a value"  # for the programming error below
+    CONVERT: ClassVar[Callable[[float], float]] = float
+
+    def _bounds(self, bounds: Mapping[str, float]) -> tuple[Any, Any]:
+        lo, hi = bounds.get("lo", self.lo), bounds.get("hi", self.hi)
+        if lo is None or hi is None:
+            raise TypeError(f"{self.WHAT}'s bounds are given here or when it is read (lo=, hi=)")
+        return type(self).CONVERT(lo), type(self).CONVERT(hi)
+
+
+@dataclass(frozen=True)
+class Whole(_Ranged):
     """A whole number in [lo, hi] (query_values.whole_number); a bound left None is given when it is read."""
 
     lo: int | None = None
     hi: int | None = None
-
-    def _bounds(self, bounds: Mapping[str, float]) -> tuple[int, int]:
-        lo, hi = bounds.get("lo", self.lo), bounds.get("hi", self.hi)
-        if lo is None or hi is None:
-            raise TypeError("a whole number's bounds are given here or when it is read (lo=, hi=)")
-        return int(lo), int(hi)
+    WHAT: ClassVar[str] = "a whole number"
+    CONVERT: ClassVar[Callable[[float], float]] = int
 
     def parse(self, text: str, name: str, **bounds: float) -> int:
         lo, hi = self._bounds(bounds)
@@ -102,17 +115,10 @@ class Whole(LinkValue):
 
 
 @dataclass(frozen=True)
-class Number(LinkValue):
+class Number(_Ranged):
     """A finite number in [lo, hi] (query_values.finite_number); written as %g (0.8, not 0.8000000000000002)."""
 
-    lo: float | None = None
-    hi: float | None = None
-
-    def _bounds(self, bounds: Mapping[str, float]) -> tuple[float, float]:
-        lo, hi = bounds.get("lo", self.lo), bounds.get("hi", self.hi)
-        if lo is None or hi is None:
-            raise TypeError("a number's bounds are given here or when it is read (lo=, hi=)")
-        return float(lo), float(hi)
+    WHAT: ClassVar[str] = "a number"
 
     def parse(self, text: str, name: str, **bounds: float) -> float:
         lo, hi = self._bounds(bounds)
