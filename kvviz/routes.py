@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from urllib.parse import urlencode
 
+from kvviz import i18n
 from kvviz.i18n import N_, _
 from kvviz.inputs.link_values import BOUND, TOGGLE_WORDS, Choice, Flag, LinkValue, Number, Text, Whole
 from kvviz.inputs.prompt_rules import MAX_TEXT_CHARS
@@ -212,6 +213,17 @@ ROUTES: tuple[Route, ...] = (
     INTERNALS_QUANT,
     INTERNALS_SPECULATIVE,
     INTERNALS_EVICTION,
+)
+
+# The keys every page keeps in its link, whichever page it is: the reader's language and the session's model. Not a
+# page (no file, not in ROUTES): kvviz.ui.language and kvviz.ui.sidebar read and write them through
+# url_state.of(EVERY_PAGE), as a page does its own.
+EVERY_PAGE = Route(
+    "every_page",
+    "",
+    "",
+    reads={"language": i18n.QUERY_PARAM, "model": "model"},
+    kinds={"language": Text(), "model": Text()},
 )
 
 

@@ -17,6 +17,12 @@ import pytest
 # Never touch the network in tests: the pretrained-model path must fail fast and offline.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# One torch thread per test process, and per server and command it starts (they inherit it), as kvviz's own server
+# runs (kvviz.ui.models.INTERACTIVE_TORCH_THREADS): the suite runs four workers and their servers on two cores, where
+# a second OpenMP thread only waits at each barrier for a thread the other processes hold. Measured under the
+# suite's load (load average 9-10): an eviction sweep's two prefills took 0.3 s of CPU and 0.7-1.0 s wall with one
+# thread, 1.4-1.7 s of CPU and 4.5-5.6 s wall with two. A test that times threads sets its own (kvviz.speedup).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 # Nor the user's data folder: the default class-poll store (kvviz.poll.store.default_path, under $XDG_DATA_HOME) is a
 # temporary folder of this test process and of the servers it starts. A store there that another checkout migrated
 # further failed this one's tests.

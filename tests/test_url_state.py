@@ -18,9 +18,9 @@ from kvviz.step import link as stage_link
 from support.markdown_text import shown
 from support.repo import REPO
 
-# The language and the model ride in every link, whichever page (kvviz.ui.language, kvviz.ui.sidebar): the one
-# place besides url_state that reads st.query_params. No page is among them.
-QUERY_PARAMS_HOMES = {"kvviz/ui/url_state.py", "kvviz/ui/language.py", "kvviz/ui/sidebar.py"}
+# The one module that touches st.query_params: the language and the model, which ride in every page's link, go
+# through it too (routes.EVERY_PAGE, read and written by kvviz.ui.language and kvviz.ui.sidebar).
+QUERY_PARAMS_HOMES = {"kvviz/ui/url_state.py"}
 
 
 def touches_query_params(source: str) -> list[int]:
@@ -53,13 +53,13 @@ def test_no_page_touches_st_query_params():
     assert found == {}, f"use kvviz.ui.url_state: {found}"
 
 
-def test_only_url_state_and_the_language_and_model_read_query_params_in_the_library():
+def test_only_url_state_reads_query_params_in_the_library():
     found = {
         _relative(p)
         for p in [REPO / "app.py", *sorted((REPO / "kvviz").rglob("*.py"))]
         if touches_query_params(p.read_text())
     }
-    assert found <= QUERY_PARAMS_HOMES and "kvviz/ui/url_state.py" in found
+    assert found == QUERY_PARAMS_HOMES
 
 
 # ----- the kinds: each with kvviz.inputs' parser --------------------------------------------------------------------
@@ -172,6 +172,20 @@ def test_a_write_leaves_defaults_out_and_touches_only_declared_keys(query):
     url.write({"present": False, "steps": None, "fresh": None})
     assert dict(query) == {"lang": "zh-CN", "step_layer": "L2", "prompt": "ROMEO:", "temperature": "0.8"}
     assert url.texts() == {"step_layer": "L2", "prompt": "ROMEO:", "temperature": "0.8"}  # the page's keys only
+
+
+def test_the_language_and_the_model_every_page_keeps_go_through_the_same_helper(query):
+    """What the sidebar does on every page: a repeated ?lang= becomes the one language used, the page's keys stay."""
+    query["step"] = "4"
+    query["lang"] = ["xx", "en"]  # a link pasted twice: ?lang=xx&lang=en
+    url = _url(routes.EVERY_PAGE)
+    assert url.raw_all("language") == ["xx", "en"] and url.raw("language") == "en"
+    url.write({"language": "en"})
+    assert query.get_all("lang") == ["en"] and query["step"] == "4"
+    url.write({"model": "random:gqa"})
+    assert dict(query) == {"step": "4", "lang": "en", "model": "random:gqa"}
+    assert url.texts() == {"lang": "en", "model": "random:gqa"}
+    assert routes.EVERY_PAGE not in routes.ROUTES  # keys of every page, not a page of the navigation
 
 
 def test_the_stage_written_with_defaults_left_out_reads_back_as_the_same_link(query):

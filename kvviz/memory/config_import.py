@@ -44,6 +44,7 @@ from kvviz.memory import (
     head_dim_from_hidden,
     layers,
     resolve_dtype,
+    serving,
     short_repr,
 )
 from kvviz.memory.config_fields import config_field
@@ -55,6 +56,7 @@ from kvviz.memory.config_json import (
     load_json_object,
     precheck,
 )
+from kvviz.memory.hf_cache import falcon_notes, kv_heads_transformers_stores, window_fields, window_from_dict
 
 MAX_NAME_CHARS = 80  # `_name_or_path` as shown: a label, not a payload
 
@@ -226,8 +228,6 @@ def _used_start(raw: dict[str, Any], text_raw: dict[str, Any]) -> dict[str, Any]
 
 
 def _parse_resolved(raw: dict[str, Any], text_raw: dict[str, Any], top: Any, dtype: str | None) -> ImportedConfig:
-    from kvviz.memory.hf_cache import kv_heads_transformers_stores, window_fields
-
     enc_dec = bool(getattr(top, "is_encoder_decoder", False)) and (
         hasattr(top, "num_decoder_layers") or hasattr(top, "decoder_layers")
     )
@@ -335,8 +335,6 @@ def _resolved_notes(
 ) -> tuple[Message, ...]:
     """Where transformers' own cache differs from the figure kvviz shows: the cross-attention cache, Falcon's
     stored heads, the sliding layers' window - 1."""
-    from kvviz.memory.hf_cache import falcon_notes
-
     notes: list[Message] = []
     if enc_dec:
         notes.append(
@@ -484,8 +482,6 @@ def _global_attr(t: Any, key: str) -> Any:
 def layer_notes(stack: layers.CacheLayers) -> tuple[Message, ...]:
     """What the layer list means for the figure: which layers grow, which hold a fixed state, and where transformers'
     storage differs from vLLM's (cited in kvviz.memory.serving)."""
-    from kvviz.memory import serving
-
     notes = []
     windowed = [x for x in stack.layers if x.window is not None]
     if windowed:
@@ -663,8 +659,6 @@ def _first(cfg: dict[str, Any], dimension: str, used: dict[str, Any]) -> Any:
 
 
 def _parse_as_written(raw: dict[str, Any], text_raw: dict[str, Any], dtype: str | None) -> ImportedConfig:
-    from kvviz.memory.hf_cache import window_from_dict
-
     cfg = {**raw, **text_raw}
     used: dict[str, Any] = {}
     missing = [

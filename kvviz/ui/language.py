@@ -9,7 +9,7 @@ import streamlit as st
 
 from kvviz import i18n, routes
 from kvviz.i18n import N_, _
-from kvviz.ui import assets
+from kvviz.ui import assets, url_state
 from kvviz.ui.a11y import READABLE_CSS
 
 # The interface language. LANGUAGE_KEY holds the session's language, decided at the top of every run (app.py and
@@ -42,13 +42,14 @@ def apply_language() -> str:
     from kvviz.inputs.links import refused_value
 
     i18n.set_resolver(_session_language)  # the same function every run: later calls change nothing
-    linked = st.query_params.get_all(i18n.QUERY_PARAM)
+    url = url_state.of(routes.EVERY_PAGE)
+    linked = url.raw_all("language")
     chosen = i18n.normalize(linked[-1]) if linked else None
     if chosen is None:
         chosen = st.session_state.get(LANGUAGE_KEY) or i18n.from_browser(_browser_locale())
     st.session_state[LANGUAGE_KEY] = chosen
     if linked != [chosen]:
-        st.query_params[i18n.QUERY_PARAM] = chosen
+        url.write({"language": chosen})
         if linked and i18n.normalize(linked[-1]) is None:  # ?lang=xx, ?lang=zh-TW: named, not dropped silently
             st.warning(refused_value(i18n.QUERY_PARAM, linked[-1], i18n.LANGUAGES[chosen]), icon=":material/translate:")
     return chosen
@@ -95,7 +96,7 @@ def sidebar_language_switch() -> None:
     def _on_change() -> None:
         keep_choices_across_languages()
         st.session_state[LANGUAGE_KEY] = st.session_state[_LANGUAGE_PICKER_KEY]
-        st.query_params[i18n.QUERY_PARAM] = st.session_state[LANGUAGE_KEY]
+        url_state.of(routes.EVERY_PAGE).write({"language": st.session_state[LANGUAGE_KEY]})
 
     st.sidebar.segmented_control(
         "Language / 语言",

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import i18n
+from kvviz import i18n, routes
 
 MODEL_SPEC_KEY = "model_spec"  # the session's model (its spec), chosen in the sidebar: every link carries it
-MODEL_QUERY_PARAM = "model"  # a link's model: its spec (bundled name, offered name, hub name, random:shape)
+MODEL_QUERY_PARAM = routes.EVERY_PAGE.key(
+    "model"
+)  # a link's model: its spec (bundled, offered, hub name, random:shape)
 
 
 def link_params() -> dict[str, str]:

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from kvviz import routes
 from kvviz.i18n import N_, _
 from kvviz.model import hub, loading, shared_mode
 from kvviz.model.dims import GPT2_FAMILY
-from kvviz.ui.links import MODEL_QUERY_PARAM, MODEL_SPEC_KEY, link_params
+from kvviz.ui import url_state
+from kvviz.ui.links import MODEL_SPEC_KEY, link_params
 from kvviz.ui.models import (
     MODEL_NOTICE_KEY,
     cached_model,
@@ -66,7 +68,8 @@ def _apply_linked_model(policy: shared_mode.SharedPolicy) -> str | None:
     shape, not in the cache of a server that cannot download it) is tried now, failing before any weight with its
     one line. A model this server does not offer is refused with one line. The current model is kept meanwhile, and
     the address bar carries the session's model, as it carries the language, once the question is settled."""
-    linked = st.query_params.get_all(MODEL_QUERY_PARAM)
+    url = url_state.of(routes.EVERY_PAGE)
+    linked = url.raw_all("model")
     spec = st.session_state[MODEL_SPEC_KEY]
     if linked and linked[-1] != spec:
         wanted = linked[-1].strip()
@@ -80,7 +83,7 @@ def _apply_linked_model(policy: shared_mode.SharedPolicy) -> str | None:
             return wanted  # asked in the sidebar; the address keeps the link's model until the reader answers
         spec = st.session_state[MODEL_SPEC_KEY]
     if linked != [spec] and (linked or spec != loading.BUNDLED):
-        st.query_params[MODEL_QUERY_PARAM] = spec
+        url.write({"model": spec})
     return None
 
 
@@ -131,11 +134,11 @@ def _memory_text(n_bytes: int | None) -> str:
 def _confirm_link(wanted: str) -> None:
     """(A button callback.) The reader chose the link's model: load it (the policy is checked again there)."""
     _switch_to(wanted)
-    st.query_params[MODEL_QUERY_PARAM] = st.session_state[MODEL_SPEC_KEY]  # a failed load: the model in use
+    url_state.of(routes.EVERY_PAGE).write({"model": st.session_state[MODEL_SPEC_KEY]})  # a failed load: the one in use
 
 
 def _decline_link() -> None:
-    st.query_params[MODEL_QUERY_PARAM] = st.session_state[MODEL_SPEC_KEY]
+    url_state.of(routes.EVERY_PAGE).write({"model": st.session_state[MODEL_SPEC_KEY]})
 
 
 MODE_SHARED = N_("Shared server: students may load only the models listed below")
@@ -276,8 +279,9 @@ def _switch_to(spec: str, widget_key: str | None = None) -> None:
             st.session_state[_KIND_KEY] = next(label for label, k in _KINDS.items() if k == _kind_of(previous))
         return
     st.session_state[MODEL_SPEC_KEY] = spec
-    if MODEL_QUERY_PARAM in st.query_params or spec != loading.BUNDLED:
-        st.query_params[MODEL_QUERY_PARAM] = spec  # the address bar follows, so the link never switches back
+    url = url_state.of(routes.EVERY_PAGE)
+    if url.holds("model") or spec != loading.BUNDLED:
+        url.write({"model": spec})  # the address bar follows, so the link never switches back
 
 
 NOT_ALL_ATTENTION = N_(

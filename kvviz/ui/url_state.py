@@ -1,4 +1,5 @@
-"""A page's state in its URL: the one reader and writer of st.query_params for a page's own keys.
+"""A page's state in its URL: the one reader and writer of st.query_params for a page's own keys, and for the keys
+every page keeps (kvviz.routes.EVERY_PAGE: the language and the model, read and written by the sidebar).
 
 The routes table declares what a page keeps in its link (kvviz.routes.Route): its fields and their query keys
 (reads), how each is parsed and bounded (kinds, kvviz.inputs.link_values), the prefix of its other URL-bound
@@ -115,8 +116,8 @@ class UrlState:
     # ----- writing -------------------------------------------------------------------------------------------
     def write(self, values: Mapping[str, object]) -> None:
         """Write the page's state: each field's value as its kind writes it; a value equal to the kind's default,
-        or None, is taken out of the URL. Only the keys that change are sent, in one message (an unchanged URL
-        adds no history entry). A widget's bound key is Streamlit's to write: ValueError."""
+        or None, is taken out of the URL. A repeated key becomes one. Only the keys that change are sent, in one
+        message (an unchanged URL adds no history entry). A widget's bound key is Streamlit's to write: ValueError."""
         wanted = {}
         for name, value in values.items():
             key, kind = self.key(name), self.route.kinds[name]
@@ -126,7 +127,7 @@ class UrlState:
             wanted[key] = None if text == kind.default else text
         for key in [k for k, text in wanted.items() if text is None and k in st.query_params]:
             del st.query_params[key]
-        changed = {k: text for k, text in wanted.items() if text is not None and st.query_params.get(k) != text}
+        changed = {k: text for k, text in wanted.items() if text is not None and st.query_params.get_all(k) != [text]}
         if changed:
             st.query_params.update(changed)
 
