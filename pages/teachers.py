@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kvviz import routes
+from kvviz import i18n, routes
 from kvviz.figures import step as step_figures
 from kvviz.i18n import _, ngettext
 from kvviz.inputs import echo
+from kvviz.inputs.links import refused_value
 from kvviz.teaching import guide
 from kvviz.ui import a11y, links, router, url_state
 
@@ -50,9 +51,6 @@ def plan_from_link() -> None:
     """A link chooses a plan too: ?teach_plan=45 minutes, as Streamlit binds the tabs by their label. A label in
     the other language ("45 分钟" in an English browser) or the language-free number of minutes (?teach_plan=45)
     opens that plan; any other value is named in one line, with the plan shown instead."""
-    from kvviz import i18n
-    from kvviz.inputs.links import refused_value
-
     url = url_state.of(routes.TEACHERS)
     raw = url.raw_all("plan")
     if not raw or raw[-1] in labels:

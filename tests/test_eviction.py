@@ -402,7 +402,20 @@ def test_the_measurements_doc_tables_reproduce_from_the_command_beside_them(load
     heading = "GPT-2 (`bundled`):" if loaded.info.spec == loading.BUNDLED else "GQA Llama (`bundled-gqa`"
     rows = section[section.index(heading) :].split("\n\n")[1].splitlines()[2:]
     printed = table(list(runs.sweep(loaded).points)).splitlines()[1:]
-    assert [r.strip("| ").split(" | ") for r in rows] == [line.split() for line in printed]
+    documented = [r.strip("| ").split(" | ") for r in rows]
+    assert len(documented) == len(printed)
+    for doc_row, line in zip(documented, printed, strict=True):
+        cells = line.split()
+        loss = [_within_last_digit(d, p) for d, p in zip(doc_row[-2:], cells[-2:], strict=True)]
+        assert cells[:-2] == doc_row[:-2] and all(loss), (doc_row, line)
+
+
+def _within_last_digit(documented: str, printed: str) -> bool:
+    """The two loss columns (change and its interval, nats) are means of float32 losses: another CPU sums them in
+    another order, so a cell may differ by one unit of its last digit (docs/measurements.md names the one here).
+    Every other cell is a count, a share of counts or a name: equal."""
+    unit = 10.0 ** -len(documented.split(".")[1])
+    return abs(float(documented) - float(printed)) <= unit * 1.0001
 
 
 # ----- each policy as its paper defines it (computed here independently of the lab's scorers) -----------------

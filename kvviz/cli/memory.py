@@ -20,6 +20,7 @@ import json
 import sys
 from dataclasses import fields, replace
 from pathlib import Path
+from types import SimpleNamespace
 
 from kvviz import memory
 from kvviz.cli import Parser, ReadRefused, one_line, printable, read_regular_file, say, whole, within
@@ -250,7 +251,6 @@ def layers_from_args(args: argparse.Namespace, cfg: memory.KVConfig | None) -> t
             raise memory.MemoryInputError("--pattern goes with explicit numbers (--layers, --heads, --head-dim)")
         if args.linear_heads is None or args.linear_head_dim is None:
             raise memory.MemoryInputError("--pattern needs --linear-heads and --linear-head-dim: the state's shape")
-        from types import SimpleNamespace
 
         shape = SimpleNamespace(
             linear_num_key_heads=args.linear_heads,

@@ -14,6 +14,7 @@ finds them. The CLI (kvviz/cli, kvviz/__main__.py) and the training script stay 
 from __future__ import annotations
 
 import io
+import json
 import re
 import sys
 from collections.abc import Iterable
@@ -114,8 +115,6 @@ def update(code: str = i18n.CHINESE) -> Catalog:
 
 def fill(translations_json: Path, code: str = i18n.CHINESE) -> list[str]:
     """Translate the catalog's untranslated entries from a JSON map; returns the msgids still untranslated."""
-    import json
-
     table = json.loads(translations_json.read_text(encoding="utf-8"))
     path = i18n.catalog_path(code)
     catalog = read(path)

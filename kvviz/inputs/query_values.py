@@ -18,6 +18,7 @@ from the URL. UI-free and torch-free.
 
 from __future__ import annotations
 
+import argparse
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -222,7 +223,6 @@ def refused_link_numbers(
 
 def cli_whole(lo: int, hi: int) -> Callable[[str], int]:
     """An argparse `type=` for a whole number in [lo, hi]: argparse prints our one sentence, never a traceback."""
-    import argparse
 
     def parse(text: str) -> int:
         return whole_number(text, lo, hi, "the value", error=argparse.ArgumentTypeError)
@@ -232,7 +232,6 @@ def cli_whole(lo: int, hi: int) -> Callable[[str], int]:
 
 def cli_number(lo: float, hi: float) -> Callable[[str], float]:
     """An argparse `type=` for a finite number in [lo, hi] (refuses nan, inf, 1e999)."""
-    import argparse
 
     def parse(text: str) -> float:
         return finite_number(text, lo, hi, "the value", error=argparse.ArgumentTypeError)

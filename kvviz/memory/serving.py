@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvviz.i18n import N_, Message
-from kvviz.memory import check_int
+from kvviz.memory import LIMITS, check_int
 from kvviz.memory.dtypes import DTYPES
 from kvviz.memory.layers import GROWING_KINDS, CacheLayers
 
@@ -186,8 +186,6 @@ def vllm_notes(stack: CacheLayers) -> list[Message]:
 def longest_context(stack: CacheLayers, batch: int, free_bytes: int) -> int | None:
     """The most tokens per sequence whose cache fits in `free_bytes` at `batch` sequences (exact); None when any
     length fits (no layer grows past its window) and 0 when not even the states fit."""
-    from kvviz.memory import LIMITS
-
     top = LIMITS["context_len"]
     if stack.bytes_at(top, batch) <= free_bytes:
         return None

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from kvviz.i18n import _
+from kvviz.speedup.machine import cpu_name
 
 DEVICES = ("cpu", "cuda", "mps")
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -166,7 +167,6 @@ def describe(device: str, dtype: str) -> DeviceInfo:
             "",
             None,
         )
-    from kvviz.speedup.machine import cpu_name
 
     return DeviceInfo(
         "cpu", cpu_name(), dtype, torch.__version__, f"CPU, {torch.get_num_threads()} torch threads", "", None

@@ -5,7 +5,7 @@ Torch-free: the speed-up page checks its inputs before importing the harness. Ca
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from kvviz.i18n import N_, _
@@ -143,8 +143,6 @@ def estimate_seconds(settings: BenchSettings, shape, rates: PassRates, warmup_to
 
 def longest_within(settings: BenchSettings, shape, rates: PassRates, budget_s: float) -> int:
     """The most new tokens these settings can ask for within budget_s (0 if even one token is over it)."""
-    from dataclasses import replace
-
     lo, hi = 0, settings.new_tokens
     while lo < hi:  # the estimate grows with the new tokens: bisect
         mid = (lo + hi + 1) // 2

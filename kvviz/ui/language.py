@@ -9,6 +9,7 @@ import streamlit as st
 
 from kvviz import i18n, routes
 from kvviz.i18n import N_, _
+from kvviz.inputs.links import refused_value
 from kvviz.ui import assets, url_state
 from kvviz.ui.a11y import READABLE_CSS
 
@@ -39,8 +40,6 @@ def apply_language() -> str:
     URL-bound pickers, whose link values are their labels, read in the language they were written in). A `?lang=`
     value that names no language (unknown, zh-TW, huge) is named in one line, in the language used instead, and
     replaced in the URL by that language."""
-    from kvviz.inputs.links import refused_value
-
     i18n.set_resolver(_session_language)  # the same function every run: later calls change nothing
     url = url_state.of(routes.EVERY_PAGE)
     linked = url.raw_all("language")

@@ -23,6 +23,7 @@ import html
 import ipaddress
 import logging
 import math
+import os
 import re
 import secrets
 import time
@@ -59,8 +60,6 @@ def trusted_proxies() -> tuple:
     """The networks in KVVIZ_TRUSTED_PROXIES (comma-separated, e.g. 10.0.0.0/8), whose connections come from a
     proxy that forwards the client's address; this computer's own (None from st.context) always is. A value that
     is not a network is logged in one line and left out."""
-    import os
-
     networks = []
     for item in os.environ.get(TRUSTED_PROXIES_ENV, "").split(","):
         if item.strip():

@@ -14,7 +14,10 @@ Each says why no public API does it. After a Streamlit upgrade, this module is t
 
 from __future__ import annotations
 
+import math
+import os
 import sys
+import types
 
 import streamlit as st
 
@@ -28,8 +31,6 @@ def refuse_non_finite_numbers() -> None:
     a value deserializes as the widget's own value, as Streamlit already does for a number past the box's bounds;
     kvviz.ui.bounded then reads what the browser sent (sent_value) and names it like any other refused value. Applied
     once per process, when this module is imported."""
-    import math
-
     from streamlit.elements.widgets.number_input import NumberInputSerde
 
     if getattr(NumberInputSerde.deserialize, "kvviz_finite", False):
@@ -139,8 +140,6 @@ def _in_a_legacy_run(caller: str | None) -> bool:
     """Whether `caller`, a page file, runs by itself, routed by the legacy pages/ mode: the run's page registry lists
     the main script (st.navigation's registry never does). Read per run, not from the class flag: two first
     visitors on a fresh server may both start in legacy mode before either clears the flag."""
-    import os
-
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
     ctx = get_script_run_ctx(suppress_warning=True)
@@ -157,8 +156,6 @@ def _in_a_legacy_run(caller: str | None) -> bool:
 
 def _run_router_in_place() -> None:
     """Execute the main script (app.py) inside the current run, as Streamlit's own Page.run executes a page."""
-    import types
-
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
     ctx = get_script_run_ctx()
