@@ -1,8 +1,8 @@
 """The test tiers: what a test needs decides its marker, and the marker decides which run picks it.
 
   pure     (no marker)  numbers, texts, parsers, figures: no torch, no Streamlit script run, no server. A bare
-                        `pytest` runs this tier only: 1,158 tests in 54 s wall on this project's 2-core machine,
-                        collection included, one process, load average 1.2 to 3.8 (7 December 2026), measured
+                        `pytest` runs this tier only: 1,159 tests in 60-80 s wall on this project's 2-core machine,
+                        collection included, one process, load average 1 to 2 (7 December 2026), measured
                         with `time .venv/bin/python -m pytest -q -p no:cacheprovider -m "not (model or app or
                         browser or slow)"` (the same tests as a bare run); CI runs it first, alone, in two workers.
   model    loads a bundled model or builds torch / transformers objects (caches, configs' models)
