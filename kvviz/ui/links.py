@@ -8,9 +8,8 @@ import streamlit as st
 from kvviz import i18n, routes
 
 MODEL_SPEC_KEY = "model_spec"  # the session's model (its spec), chosen in the sidebar: every link carries it
-MODEL_QUERY_PARAM = routes.EVERY_PAGE.key(
-    "model"
-)  # a link's model: its spec (bundled, offered, hub name, random:shape)
+# a link's model: its spec (a bundled name, an offered name, a hub name, random:shape)
+MODEL_QUERY_PARAM = routes.EVERY_PAGE.key("model")
 
 
 def link_params() -> dict[str, str]:
