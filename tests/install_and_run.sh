@@ -20,7 +20,7 @@ python3 -m venv .venv
 # default compiles every file of every package at install (torch's and transformers' thousands): 65 s here, not 183.
 .venv/bin/python -m pip install -q --no-compile --disable-pip-version-check -r requirements-dev.txt
 # ... and keeps it (__pycache__), unless PYTHONDONTWRITEBYTECODE is set, as it is on this project's machines. The
-# suite starts some 200 interpreters (workers, servers, `python -m kvviz` commands); each compiled torch's,
+# suite starts many interpreters (workers, servers, `python -m kvviz` commands); each compiled torch's,
 # transformers', Streamlit's and plotly's modules again: importing them took 10 s of CPU without bytecode and 4 s
 # with it (`time python -c "import torch, transformers, streamlit, plotly.graph_objects"`).
 unset PYTHONDONTWRITEBYTECODE
