@@ -22,7 +22,7 @@ python3 -m venv .venv
 # ... and keeps it (__pycache__), unless PYTHONDONTWRITEBYTECODE is set, as it is on this project's machines. The
 # suite starts many interpreters (workers, servers, `python -m kvviz` commands); each compiled torch's,
 # transformers', Streamlit's and plotly's modules again: importing them took 10 s of CPU without bytecode and 4 s
-# with it (`time python -c "import torch, transformers, streamlit, plotly.graph_objects"`).
+# with it (`time python -c "import torch, transformers, streamlit, plotly.graph_objects, kvviz.model.loaders"`).
 unset PYTHONDONTWRITEBYTECODE
 phase "install"
 
