@@ -20,8 +20,10 @@ from support.browser import assert_no_errors, open_tab, wait_idle
 pytestmark = pytest.mark.browser
 STATUS = "Timing this step with and without the cache on"
 CLOCK = "1-token forward, median"  # the race's clock, drawn once it has measured
-# the race is measuring (its status line) or has measured the step Next token asked for (the link's steps=241)
-RACING_OR_RACED = "(status) => document.body.innerText.includes(status) || location.search.includes('steps=241')"
+STEPS = 240  # the link's generated tokens: 241 cached rows, a long pass on the 124M shape
+RACED = f"steps={STEPS + 1}"  # the link once Next token's step is measured and drawn
+# the race is measuring (its status line) or has measured the step Next token asked for
+RACING_OR_RACED = "([status, raced]) => document.body.innerText.includes(status) || location.search.includes(raced)"
 
 
 def _server_cpu_s(port: int) -> float:
@@ -55,7 +57,7 @@ def _race_page(browser, url: str):
         browser,
         url,
         "step_through",
-        query={"prompt": "ROMEO:", "steps": "240", "view": "race", "seed": "3"},
+        query={"prompt": "ROMEO:", "steps": str(STEPS), "view": "race", "seed": "3"},
         timeout_ms=240_000,
         drawn=(".kvviz-strip",),
     )
@@ -77,12 +79,12 @@ def test_the_124m_race_names_its_models_and_a_closed_tab_leaves_the_server_racin
     # shows once the race has run RACE_STATUS_AFTER_S; a quiet machine can finish the race before that, so the tab is
     # closed at the status or at the race's end, whichever comes first.
     tab.get_by_role("button", name=re.compile("^Next token")).click()
-    tab.wait_for_function(RACING_OR_RACED, arg=STATUS)
+    tab.wait_for_function(RACING_OR_RACED, arg=[STATUS, RACED])
     tab.context.close()
     _settled_cpu_s(port)
     tab = _race_page(browser, app_url)
     tab.get_by_role("button", name=re.compile("^Next token")).click()
-    tab.wait_for_function("() => location.search.includes('steps=241')")
+    tab.wait_for_function("(raced) => location.search.includes(raced)", arg=RACED)
     wait_idle(tab)
     assert_no_errors(tab)
     assert CLOCK in tab.locator("body").inner_text()  # the next student's race measured and drew its clock
