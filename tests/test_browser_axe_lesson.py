@@ -12,7 +12,7 @@ import pytest
 
 from kvviz.teaching import lesson
 from support import axe
-from support.browser import goto_drawn, new_tab
+from support.browser import close_tab, goto_drawn, new_tab
 
 pytestmark = pytest.mark.browser
 PAIRS = [("en", "light"), ("zh-CN", "dark")]
@@ -30,5 +30,5 @@ def test_every_lesson_step_has_no_serious_axe_violation(app_url, browser, class_
         if bad := axe.failing_now(tab):
             failing[f"step {number} ({lang}, {scheme})"] = bad
     for tab in tabs.values():
-        tab.context.close()
+        close_tab(tab)
     assert not failing, "\n".join(f"{state}: {v}" for state, found in failing.items() for v in found)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from support.browser import assert_no_errors, open_tab
+from support.browser import assert_no_errors, close_tab, open_tab
 
 pytestmark = pytest.mark.browser
 
@@ -35,4 +35,4 @@ def test_the_mode_bar_and_the_placeholder_speak_chinese(app_url, browser):
     assert not [t for t in titles if t.isascii()], chrome["titles"]
     assert "Choose" not in chrome["shown"] and "请选择" in chrome["shown"] + "".join(chrome["placeholders"]), chrome
     assert_no_errors(tab)
-    tab.context.close()
+    close_tab(tab)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from kvviz.teaching import guide
-from support.browser import inside, new_tab, open_tab, wait_settled
+from support.browser import close_tab, inside, new_tab, open_tab, wait_settled
 
 pytestmark = pytest.mark.browser
 SCREENS = [(1024, 768), (1280, 720)]
@@ -41,7 +41,7 @@ def test_the_memory_link_opens_at_the_top_with_the_preset_box_and_the_answer(app
     assert inside(_box(tab, ".st-key-mem_metrics_fit"), width, height), _box(tab, ".st-key-mem_metrics_fit")
     assert inside(answer.bounding_box(), width, height), answer.bounding_box()
     assert tab.get_by_role("tab", name="What fits").get_attribute("aria-selected") == "true"
-    tab.context.close()
+    close_tab(tab)
 
 
 PHONE = {"width": 390, "height": 844, "is_mobile": True, "has_touch": True, "device_scale_factor": 2}
@@ -73,7 +73,7 @@ def test_the_phone_stage_shows_its_kv_chart_under_one_row_of_controls(app_url, b
     chart = _box(tab, '[data-testid="stPlotlyChart"]')  # the first chart: the chosen head's K, V and attention
     assert chart["y"] + 320 <= PHONE["height"], chart  # its title and rows on the first screen
     assert tab.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]  # the row scrolls, not the page
-    tab.context.close()
+    close_tab(tab)
 
 
 @pytest.mark.parametrize("width, height", SCREENS, ids=SCREEN_IDS)
@@ -92,7 +92,7 @@ def test_the_plans_head_link_shows_the_enlarged_head_on_the_first_screen(app_url
     picker = _box(tab, ".st-key-pat_head")
     for shown in (picker, header, cells):
         assert inside(shown, width, height), (shown, header, cells)
-    tab.context.close()
+    close_tab(tab)
 
 
 @pytest.mark.parametrize("width, height", SCREENS, ids=SCREEN_IDS)
@@ -130,4 +130,4 @@ def test_with_a_class_poll_open_the_prompt_and_then_the_votes_are_on_the_first_s
         teacher, ".st-key-poll_panel .js-plotly-plot"
     )
     assert inside(_box(teacher, ".st-key-lesson_question"), width, height)
-    teacher.context.close()
+    close_tab(teacher)

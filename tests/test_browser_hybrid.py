@@ -11,7 +11,7 @@ import pytest
 
 from kvviz import i18n
 from kvviz.model.loading import BUNDLED_HYBRID
-from support.browser import ARTIFACTS, assert_no_errors, open_tab, wait_idle
+from support.browser import ARTIFACTS, assert_no_errors, close_tab, open_tab, wait_idle
 
 pytestmark = pytest.mark.browser
 METRIC_VALUES = """() => [...document.querySelectorAll('[data-testid="stMetricValue"]')].map(e => e.innerText)"""
@@ -70,4 +70,4 @@ def test_the_hybrid_steps_its_kv_grows_and_its_state_keeps_its_bytes(app_url, br
     assert _kv_rows(tab, lang) == start + 5
     assert_no_errors(tab)
     tab.screenshot(path=str(ARTIFACTS / f"hybrid_state_{lang}_{width}x{height}.png"))
-    tab.context.close()
+    close_tab(tab)

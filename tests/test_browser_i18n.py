@@ -22,6 +22,7 @@ from support.browser import (
     assert_no_errors,
     busy_core,
     chromium,
+    close_tab,
     fresh_server,
     new_tab,
     open_tab,
@@ -57,10 +58,10 @@ def test_the_browser_language_decides_and_lang_overrides(fresh_app_url):
         tab = open_tab(browser, fresh_app_url, locale="zh-CN", **WITH_SIDEBAR)
         assert "lang=zh-CN" in tab.url
         assert "从这里开始" in tab.locator(NAV).inner_text()
-        tab.context.close()
+        close_tab(tab)
         tab = open_tab(browser, fresh_app_url, lang="en", locale="zh-CN", **WITH_SIDEBAR)
         assert "Start here" in tab.locator(NAV).inner_text()
-        tab.context.close()
+        close_tab(tab)
         tab = open_tab(browser, fresh_app_url, locale="en-US", **WITH_SIDEBAR)
         assert "lang=en" in tab.url and "Start here" in tab.inner_text("body")
         # The switch: one click, every label follows, and the URL carries it.
@@ -72,7 +73,7 @@ def test_the_browser_language_decides_and_lang_overrides(fresh_app_url):
         tab.wait_for_url("**/memory_budget**", timeout=120_000)
         wait_idle(tab)
         assert "memory_budget" in tab.url and "lang=zh-CN" in tab.url
-        tab.context.close()
+        close_tab(tab)
 
 
 # Sampled from the first load on: the script state Streamlit's client shows, the sidebar's navigation links, the
@@ -99,7 +100,7 @@ def first_visit_samples(url: str, locale: str, every_s: float = 0.3, after_s: fl
     code, so on a busy core the sidebar's links come a second or two after the title.)"""
     samples = []
     with chromium() as browser:
-        tab = new_tab(browser, width=WIDTH, height=HEIGHT, timeout_ms=None, locale=locale)
+        tab = new_tab(browser, width=WIDTH, height=HEIGHT, timeout_ms=None, locale=locale, fresh=True)  # a cold browser
         tab.goto(url, wait_until="commit")
         start, done_at = time.monotonic(), None
         while time.monotonic() - start < 150 and (done_at is None or time.monotonic() - done_at < after_s):
@@ -184,7 +185,7 @@ def test_the_language_round_trip_keeps_the_page_and_the_model():
             assert_no_errors(tab)
             _wait_checked_model(tab, expected)
             assert "model=bundled-gqa" in tab.url, tab.url
-        tab.context.close()
+        close_tab(tab)
 
 
 def test_the_language_switch_is_at_the_top_of_the_sidebar_at_1280x720(app_url, browser):
@@ -196,7 +197,7 @@ def test_the_language_switch_is_at_the_top_of_the_sidebar_at_1280x720(app_url, b
         assert switch is not None and link is not None
         assert switch["y"] >= 0 and switch["y"] + switch["height"] <= HEIGHT, switch
         assert switch["y"] < link["y"], (switch, link)
-        tab.context.close()
+        close_tab(tab)
 
 
 def _summary_row(tab, step: int) -> list[str]:

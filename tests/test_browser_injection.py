@@ -38,7 +38,7 @@ def _alert_texts(tab, starting: str) -> list[str]:
 def browser_context():
     """One tab for the module's tests, every request its context makes recorded."""
     with chromium() as browser:
-        tab = new_tab(browser, width=1280, height=900, timeout_ms=120_000)
+        tab = new_tab(browser, width=1280, height=900, timeout_ms=120_000, fresh=True)  # its context has a listener
         requests: list[str] = []
         tab.context.on("request", lambda request: requests.append(request.url))
         yield tab, requests

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from kvviz.ui.language import STREAMLIT_LABELS
-from support.browser import open_tab, wait_settled
+from support.browser import close_tab, open_tab, wait_settled
 
 pytestmark = pytest.mark.browser
 LABELS = """() => [...document.querySelectorAll('[aria-label]')].map(e => e.getAttribute('aria-label'))"""
@@ -24,8 +24,8 @@ def test_streamlits_own_labels_speak_chinese_on_a_chinese_page(app_url, browser,
     english = [label for label in labels if label in STREAMLIT_LABELS or label.startswith("Shortcut ")]
     assert not english, english
     assert any(label in ("增加", "收起侧边栏") or label.startswith("快捷键") for label in labels), labels
-    tab.context.close()
+    close_tab(tab)
     english_tab = open_tab(browser, app_url, path, lang="en")
     wait_settled(english_tab, timeout_ms=120_000)
     assert "Collapse sidebar" in english_tab.evaluate(LABELS)
-    english_tab.context.close()
+    close_tab(english_tab)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from support.browser import ARTIFACTS as ALL_ARTIFACTS
-from support.browser import CLIPPED_JS, open_tab, wait_settled
+from support.browser import CLIPPED_JS, close_tab, open_tab, wait_settled
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = ALL_ARTIFACTS / "layout"
@@ -140,7 +140,7 @@ def test_layout_on_a_phone_and_an_old_projector(app_url, browser, device, lang):
     read = [text for _box, text in sorted(zip(boxes, texts, strict=True))]
     if len(read) == 4 and read != texts:
         problems["stage"].append(f"the tiles read out of order: {read}")
-    tab.context.close()
+    close_tab(tab)
 
     tab = _open(browser, app_url, device, lang, "lesson", {"step": "1"})
     tab.locator(".st-key-lesson_next button").first.click()
@@ -153,16 +153,16 @@ def test_layout_on_a_phone_and_an_old_projector(app_url, browser, device, lang):
         problems["lesson"].append(
             f"after Next the question starts {question and round(question['y'])} px down, below the {height} px screen"
         )
-    tab.context.close()
+    close_tab(tab)
 
     tab = _open(browser, app_url, device, lang, "lesson", {"step": "2", "lesson_class": "true"})
     problems["lesson class mode"] = _layout_problems(tab, width, height, f"lesson_class_{device}_{lang}")
-    tab.context.close()
+    close_tab(tab)
 
     tab = _open(browser, app_url, device, lang, "memory_budget")
     tab.wait_for_selector(".js-plotly-plot .main-svg")
     problems["memory"] = _layout_problems(tab, width, height, f"memory_{device}_{lang}")
-    tab.context.close()
+    close_tab(tab)
 
     found = {page: sorted(set(p)) for page, p in problems.items() if p}
     assert not found, f"{device} {width}x{height}, {lang}: " + "; ".join(

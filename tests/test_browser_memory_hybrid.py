@@ -9,7 +9,7 @@ import pytest
 
 from kvviz import i18n
 from support.browser import ARTIFACTS as ALL_ARTIFACTS
-from support.browser import choose_tab, open_tab, wait_settled
+from support.browser import choose_tab, close_tab, open_tab, wait_settled
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = ALL_ARTIFACTS / "memory_hybrid"
@@ -56,4 +56,4 @@ def test_a_hybrid_preset_shows_its_layer_strip_and_its_two_parts(app_url, browse
     tab.screenshot(path=str(ARTIFACTS / f"{preset}_{device}_{lang}_strip.png"), full_page=False)
     width = DEVICES[device]["width"]
     assert tab.evaluate("() => document.documentElement.scrollWidth") <= width + 1
-    tab.context.close()
+    close_tab(tab)

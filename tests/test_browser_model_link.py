@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from support.browser import CHECKED_MODEL, assert_no_errors, new_tab, page_url, wait_idle
+from support.browser import CHECKED_MODEL, assert_no_errors, close_tab, new_tab, page_url, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -33,7 +33,7 @@ def test_a_shared_link_opens_on_the_teachers_model_and_an_unknown_one_is_refused
     teacher.get_by_role("button", name=re.compile(r"\bLink\b")).click()
     link = teacher.locator('[data-testid="stPopoverBody"] code').inner_text().strip()
     assert "model=bundled-gqa" in link, link
-    teacher.context.close()
+    close_tab(teacher)
 
     student = new_tab(browser, locale="zh-CN")
     student.goto(link)  # the link opens in the language it was made in (?lang=en), on its model
@@ -51,4 +51,4 @@ def test_a_shared_link_opens_on_the_teachers_model_and_an_unknown_one_is_refused
     assert len(notices) == 1 and "no-such-model-xyz" in notices[0] and "继续使用当前模型" in notices[0], notices
     assert "model=bundled&" in student.url + "&"  # the address bar says what is in use
     assert_no_errors(student)
-    student.context.close()
+    close_tab(student)

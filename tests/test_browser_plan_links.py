@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from kvviz.teaching import guide
-from support.browser import open_tab, wait_settled
+from support.browser import close_tab, open_tab, wait_settled
 
 pytestmark = pytest.mark.browser
 PLAN_LINKS = '[role="tabpanel"]:visible [data-testid="stPageLink"] a'
@@ -29,7 +29,7 @@ def test_every_plan_link_names_its_page(app_url, browser):
     for index, block in enumerate(guide.PLAN_30):
         resolved = links.nth(index).evaluate("(a) => a.href")  # as a new tab would open it
         assert urlsplit(resolved).path == urlsplit(block.link).path, (block.link, resolved)
-    tab.context.close()
+    close_tab(tab)
 
 
 @pytest.mark.parametrize("how", ["ctrl", "middle"])
@@ -49,4 +49,4 @@ def test_a_plan_link_opens_a_new_tab_and_the_plan_stays(app_url, browser, how):
     tab.wait_for_timeout(1000)  # a click Streamlit handled would move this tab now
     assert urlsplit(tab.url).path == "/teachers", tab.url
     assert tab.get_by_text("Running it for a class").count() == 1
-    tab.context.close()
+    close_tab(tab)

@@ -13,7 +13,7 @@ import pytest
 
 from support import axe
 from support.browser import ARTIFACTS as ALL_ARTIFACTS
-from support.browser import new_tab, open_tab, page_url, wait_settled
+from support.browser import close_tab, new_tab, open_tab, page_url, wait_settled
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = ALL_ARTIFACTS / "poll"
@@ -250,4 +250,4 @@ def test_a_fresh_projector_tab_has_the_chart_code_before_its_first_reveal(poll_u
     projector.keyboard.press("v")
     projector.locator(".st-key-poll_panel .js-plotly-plot .main-svg").first.wait_for()
     projector.locator(".st-key-poll_panel table").first.wait_for()
-    teacher.context.close()
+    close_tab(teacher)

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from support.browser import ARTIFACTS as ALL_ARTIFACTS
-from support.browser import new_tab, open_tab, page_url, wait_settled
+from support.browser import close_tab, new_tab, open_tab, page_url, wait_settled
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = ALL_ARTIFACTS / "poll"
@@ -87,8 +87,8 @@ def test_the_projector_the_phones_and_the_chart_letter_the_choices_alike(poll_ur
     )
     assert table == projector, (table, projector)
     teacher.screenshot(path=str(ARTIFACTS / f"letters_step{step}_{lang}.png"))
-    phone.context.close()
-    teacher.context.close()
+    close_tab(phone)
+    close_tab(teacher)
 
 
 def test_a_phone_follows_the_teacher_without_a_tap(poll_url, browser):
@@ -112,8 +112,8 @@ def test_a_phone_follows_the_teacher_without_a_tap(poll_url, browser):
     assert phone.locator("[class*='st-key-join_choice_5_'] button").first.is_enabled()
     phone.screenshot(path=str(ARTIFACTS / "phone_followed_to_step5.png"))
     print(f"the phone showed question 5 {followed_s:.1f} s after the projector drew it")
-    phone.context.close()
-    teacher.context.close()
+    close_tab(phone)
+    close_tab(teacher)
 
 
 def test_a_phone_is_made_for_a_thumb_and_a_screen_reader(poll_url, browser):
@@ -141,8 +141,8 @@ def test_a_phone_is_made_for_a_thumb_and_a_screen_reader(poll_url, browser):
         document.querySelectorAll("[class*='st-key-join_choice_'] button").length - 2)""",
         timeout=10_000,
     )
-    phone.context.close()
-    teacher.context.close()
+    close_tab(phone)
+    close_tab(teacher)
 
 
 def test_the_join_code_reads_from_the_back_of_the_hall(poll_url, browser):
@@ -157,7 +157,7 @@ def test_the_join_code_reads_from_the_back_of_the_hall(poll_url, browser):
     box = dialog.locator("img.kvviz-poll-qr").bounding_box()
     assert box["width"] >= 400 and box["y"] + box["height"] <= 720, box  # as large as fits the screen
     teacher.screenshot(path=str(ARTIFACTS / "join_full_screen.png"))
-    teacher.context.close()
+    close_tab(teacher)
 
 
 def _voted_text(tab) -> str:
@@ -189,8 +189,8 @@ def test_a_revealed_round_stays_revealed_when_the_teacher_goes_back(poll_url, br
     buttons = phone.locator("[class*='st-key-join_choice_4_'] button")
     assert buttons.count() >= 2 and not any(buttons.nth(i).is_enabled() for i in range(buttons.count()))
     teacher.screenshot(path=str(ARTIFACTS / "back_to_a_revealed_step.png"))
-    phone.context.close()
-    teacher.context.close()
+    close_tab(phone)
+    close_tab(teacher)
 
 
 def test_after_reset_no_phone_says_its_vote_was_received(poll_url, browser):
@@ -214,8 +214,8 @@ def test_after_reset_no_phone_says_its_vote_was_received(poll_url, browser):
     _settled(teacher)
     voter.wait_for_function("() => !document.body.innerText.includes('Vote received')", timeout=10_000)
     assert _voted_text(teacher).startswith("0 of")
-    voter.context.close()
-    teacher.context.close()
+    close_tab(voter)
+    close_tab(teacher)
 
 
 def test_the_countdown_closes_the_vote(poll_url, browser):
@@ -227,8 +227,8 @@ def test_the_countdown_closes_the_vote(poll_url, browser):
     teacher.get_by_text("Closes in").first.wait_for(timeout=10_000)
     teacher.get_by_text("voting closed").first.wait_for(timeout=40_000)
     phone.get_by_text("Voting is closed").wait_for(timeout=10_000)
-    phone.context.close()
-    teacher.context.close()
+    close_tab(phone)
+    close_tab(teacher)
 
 
 def test_a_tap_lost_with_its_server_is_named(poll_url, browser):
@@ -263,8 +263,8 @@ def test_a_tap_lost_with_its_server_is_named(poll_url, browser):
     lost.wait_for(timeout=20_000)
     assert "Tap your answer again" in lost.inner_text()
     phone.screenshot(path=str(ARTIFACTS / "phone_tap_lost.png"))
-    phone.context.close()
-    teacher.context.close()
+    close_tab(phone)
+    close_tab(teacher)
 
 
 @pytest.mark.parametrize("lang, scheme", [("en", "light"), ("zh-CN", "dark")])
@@ -299,5 +299,5 @@ def test_every_poll_state_on_a_1024x768_projector_passes_axe(poll_url, browser, 
     teacher.get_by_role("dialog").locator(".kvviz-join-code").wait_for()
     scan("full screen")
     assert not failing, "\n".join(f"{state}: {v}" for state, found in failing.items() for v in found)
-    phone.context.close()
-    teacher.context.close()
+    close_tab(phone)
+    close_tab(teacher)

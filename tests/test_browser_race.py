@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from support.browser import assert_no_errors, open_tab, wait_idle
+from support.browser import assert_no_errors, close_tab, open_tab, wait_idle
 
 pytestmark = pytest.mark.browser
 STATUS = "Timing this step with and without the cache on"
@@ -80,7 +80,7 @@ def test_the_124m_race_names_its_models_and_a_closed_tab_leaves_the_server_racin
     # closed at the status or at the race's end, whichever comes first.
     tab.get_by_role("button", name=re.compile("^Next token")).click()
     tab.wait_for_function(RACING_OR_RACED, arg=[STATUS, RACED])
-    tab.context.close()
+    close_tab(tab)
     _settled_cpu_s(port)
     tab = _race_page(browser, app_url)
     tab.get_by_role("button", name=re.compile("^Next token")).click()

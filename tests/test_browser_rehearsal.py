@@ -21,6 +21,7 @@ from support.browser import (
     assert_no_errors,
     cache_length,
     choose_tab,
+    close_tab,
     new_tab,
     page_url,
     wait_cache_length,
@@ -188,7 +189,7 @@ def _rehearse(browser, url: str, plan_name: str, plan: tuple[guide.Block, ...]) 
         link.click()
         _check_block(tab, block, plan_name, index, done)
         _back_to(tab, at_teachers)
-    tab.context.close()
+    close_tab(tab)
 
 
 @pytest.mark.parametrize("plan_name", ["30", "45"])
@@ -219,9 +220,9 @@ def test_the_chosen_plan_stays_chosen_after_its_page_and_a_link_chooses_it(app_u
     _settled(tab)
     tab.locator('[data-testid="stSidebarNav"] a, .st-key-kvviz_nav a').filter(has_text="For teachers").first.click()
     assert _chosen_plan(tab) == "45 minutes"
-    tab.context.close()
+    close_tab(tab)
 
     fresh = new_tab(browser, timeout_ms=180_000)
     fresh.goto(page_url(app_url, "teachers", query={"teach_plan": "45 minutes"}))
     assert _chosen_plan(fresh) == "45 minutes"
-    fresh.context.close()
+    close_tab(fresh)

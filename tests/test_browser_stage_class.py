@@ -18,7 +18,7 @@ import urllib.parse
 
 import pytest
 
-from support.browser import ARTIFACTS, cache_length, inside, open_tab, wait_cache_length
+from support.browser import ARTIFACTS, cache_length, close_tab, inside, open_tab, wait_cache_length
 
 pytestmark = pytest.mark.browser
 TIMEOUT_MS = 150_000  # a shared 2-core machine with a core kept busy
@@ -35,7 +35,7 @@ SHOWN_AT_ESC = """window.addEventListener('keydown', (e) => {
 
 def _prefilled_watching_esc(browser, app_url: str):
     """The stage, prefilled, with SHOWN_AT_ESC installed before the page's own listener: (tab, cache length)."""
-    tab = open_tab(browser, app_url, "step_through", **STAGE)
+    tab = open_tab(browser, app_url, "step_through", fresh=True, **STAGE)  # a script of its own: a context of its own
     tab.context.add_init_script(SHOWN_AT_ESC)
     tab.reload()
     tab.wait_for_selector("h1", state="attached")
@@ -310,7 +310,7 @@ def test_the_stage_fits_1280x720_on_both_models_with_the_sidebar_and_presenting(
     tab.locator(".st-key-step_present label").click()
     _idle(tab)
     _assert_fits(tab, f"{scheme}_gqa_presenter")
-    tab.context.close()
+    close_tab(tab)
     tab = open_tab(
         browser,
         app_url,
@@ -346,7 +346,7 @@ def test_at_150_percent_zoom_the_stage_figure_starts_on_screen(app_url, browser)
         assert box is not None and box["y"] + 60 < 480, f"the stage figure is off screen (present={present})"
         if present == "1":  # presenting, the newest row too
             assert inside(figure.locator(".shapelayer path").last.bounding_box(), 853, 480)
-        tab.context.close()
+        close_tab(tab)
 
 
 def test_back_and_forward_after_a_plans_link_prefill_and_five_steps(app_url, browser):

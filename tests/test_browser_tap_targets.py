@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from support.browser import open_tab, wait_settled
+from support.browser import close_tab, open_tab, wait_settled
 
 pytestmark = pytest.mark.browser
 PHONE = {"width": 390, "height": 844, "is_mobile": True, "has_touch": True, "device_scale_factor": 2}
@@ -36,4 +36,4 @@ def test_every_tap_target_on_a_phone_is_at_least_44_px(app_url, browser, path, q
     assert targets, "no button found"
     small = [t for t in targets if t[1] < 44 or t[2] < 44]
     assert not small, small
-    tab.context.close()
+    close_tab(tab)

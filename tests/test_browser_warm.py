@@ -10,7 +10,7 @@ import time
 import pytest
 
 from kvviz.ui import warm
-from support.browser import new_tab, page_url, wait_idle
+from support.browser import close_tab, new_tab, page_url, wait_idle
 from support.server import free_port, server_log, streamlit_server
 
 pytestmark = pytest.mark.browser
@@ -37,13 +37,13 @@ def _wait_warm(url: str) -> None:
 
 def _first_lesson_visit(browser, url: str) -> list[str]:
     """A new session opens step 1 in class mode; every text it showed until its question was drawn and the run over."""
-    tab = new_tab(browser, width=1280, height=720)
+    tab = new_tab(browser, width=1280, height=720, fresh=True)  # a script of its own: a context of its own
     tab.add_init_script(SEEN_TEXT)
     tab.goto(page_url(url, LESSON[0], query=LESSON[1]))
     tab.wait_for_selector(".st-key-lesson_question", state="visible")
     wait_idle(tab)
     seen = tab.evaluate("() => window.__kvvizSeen")
-    tab.context.close()
+    close_tab(tab)
     return seen
 
 
@@ -80,6 +80,6 @@ def test_a_bare_server_loads_the_model_after_its_first_page(browser):
         tab.wait_for_selector("[data-testid=stMain] h1", state="visible")
         wait_idle(tab)
         _wait_warm(url)
-        tab.context.close()
+        close_tab(tab)
         seen = _first_lesson_visit(browser, url)
     assert not [text for text in seen if "Loading the model" in text]

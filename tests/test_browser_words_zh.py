@@ -14,7 +14,7 @@ import pytest
 from kvviz import i18n
 from kvviz.i18n import _
 from support.browser import ARTIFACTS as ALL_ARTIFACTS
-from support.browser import CLIPPED_JS, open_tab, wait_settled
+from support.browser import CLIPPED_JS, close_tab, open_tab, wait_settled
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = ALL_ARTIFACTS / "words_zh"
@@ -79,13 +79,13 @@ def test_chinese_labels_break_only_between_words(app_url, browser, screen):
     wait_settled(tab, timeout_ms=SETTLE_MS)
     assert tab.locator('[data-testid="stMetricLabel"]').count() >= 4
     problems["stage"] = _problems(tab, f"stage_{screen}")
-    tab.context.close()
+    close_tab(tab)
 
     for path in ("attention_ops", "memory_budget"):
         tab = open_tab(browser, app_url, path, lang="zh-CN", width=width, height=height, timeout_ms=SETTLE_MS)
         wait_settled(tab, timeout_ms=SETTLE_MS)
         problems[path] = _problems(tab, f"{path}_{screen}")
-        tab.context.close()
+        close_tab(tab)
 
     # the speed-up's metric row after a tiny benchmark (seconds): its weight format ("模型原有布局 + MKL")
     tab = open_tab(browser, app_url, "speedup", lang="zh-CN", width=width, height=height, timeout_ms=SETTLE_MS)
@@ -99,7 +99,7 @@ def test_chinese_labels_break_only_between_words(app_url, browser, screen):
     tab.wait_for_selector('.st-key-bench_metrics [data-testid="stMetricValue"]', timeout=SETTLE_MS)
     wait_settled(tab, timeout_ms=SETTLE_MS)
     problems["speedup"] = _problems(tab, f"speedup_{screen}")
-    tab.context.close()
+    close_tab(tab)
 
     found = {page: sorted(set(p)) for page, p in problems.items() if p}
     assert not found, f"zh-CN {screen}: " + "; ".join(f"{page}: {' | '.join(p)}" for page, p in found.items())

@@ -101,6 +101,26 @@ def test_bytes_reported_are_the_pruned_tensors_nbytes(loaded, keep):
     assert point.kv_bytes_full == 2 * info.n_layer * info.n_kv_heads * settings.half_tokens * info.head_dim * 4
 
 
+def test_every_policys_line_shares_one_pair_of_prefills_and_measures_what_prefills_of_its_own_would(loaded):
+    """The page measures a sweep one policy's line at a time, each with its own settings (S, SnapKV's window, the
+    seed): the lines of one model and text share one pair of prefills, and a line equals the one measured on
+    prefills made for it alone."""
+    from dataclasses import replace
+
+    from kvviz.internals.eviction_lab import measures, runs
+
+    settings = ev.EvictSettings(n_spans=2, n_passages=2)
+    with_s2 = replace(settings, sink_tokens=2)
+    first = measures.sweep_texts(loaded, None, settings.for_policy("snapkv"))
+    second = measures.sweep_texts(loaded, None, with_s2.for_policy("streaming"))
+    assert second.copy is first.copy and second.context is first.context
+    assert (first.settings.sink_tokens, second.settings.sink_tokens) == (SETTINGS.sink_tokens, 2)
+    assert measures.sweep_texts(loaded, None, replace(settings, n_spans=3)).copy is not first.copy  # other spans
+    shared = runs.measure_policy(loaded, "streaming", None, with_s2, (35,))
+    own = measures.policy_points(loaded, measures.SweepTexts(loaded, None, with_s2), "streaming", (35,))
+    assert shared == tuple(own)
+
+
 def test_quantized_points_report_quant_round_trip_bytes(loaded):
     from kvviz.internals.eviction_lab.measures import SweepTexts
     from kvviz.internals.eviction_lab.quantized import quant_points

@@ -5,6 +5,7 @@ a page. The fixtures (app_url, page, browser, busy_core) live in tests/conftest.
   chromium()      the worker's Chromium (a context manager: the contexts a block opens close with it)
   stop_chromium   the worker's Chromium stopped (before a test's asyncio clients)
   new_tab         a tab in a context of its own (its own session: a fresh browser, as far as the app can tell)
+  close_tab       a test's tab done with (kept, reset, for the next test that asks for the same options)
   page_url        the app's URL for a page, in a language (?lang=), with a query
   goto_drawn      a tab sent to a page and waited for until drawn (selectors, then the script run over)
   open_tab        new_tab + goto_drawn
@@ -31,7 +32,15 @@ from support.pages import REPO
 from support.server import streamlit_server
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-dev-shm-usage"]
+# --disable-back-forward-cache: a tab sent to about:blank (close_tab) unloads its page, and so ends its session,
+# rather than keeping it alive in the back/forward cache.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-dev-shm-usage",
+    "--disable-back-forward-cache",
+]
 PAGES = [  # url paths st.navigation derives: every page of the app
     "lesson",
     "attention_patterns",
@@ -193,12 +202,22 @@ def choose_option(
 # second of CPU: once per test it was some 150 CPU seconds of a browser run; now once per worker.
 _launched: list = []  # [(playwright, browser)] while launched
 
+# The worker's tabs whose test is over, kept for the next test that asks for the same options (close_tab resets one
+# first). Chromium spends less than half the CPU on a page opened in a tab that has shown a page before: six pages,
+# each in a new tab of its own context, 20.0-22.1 CPU-s of the machine's; each in one tab reset between them, 6.9-8.2
+# (`python bench/browser_tabs.py`, 3 rounds, 2 cores). A new tab in a shared context, --process-per-site or one
+# renderer process saved nothing of it.
+_spare: dict[tuple, list] = {}  # the options' key -> tabs ready for a test
+_kept: dict = {}  # every tab made to be kept (a page -> its options' key and viewport)
+_lent: list = []  # the kept tabs a test holds now, in the order lent
+SPARE_PER_KEY = 3  # tabs kept per set of options beyond this are closed (a test that opened many at once)
+
 
 @contextlib.contextmanager
 def chromium() -> Iterator:
     """Debian's headless Chromium, driven by Playwright (never a downloaded browser): the worker's one Chromium,
-    launched on first use (and again if it went away). Each block gets it as a fresh browser: the contexts (tabs and
-    their sessions) the block opened are closed when it ends, whatever the block did."""
+    launched on first use (and again if it went away). Each block gets it as a fresh browser: the tabs the block
+    opened are closed (close_tab) when it ends, whatever the block did, and any other context it opened too."""
     from playwright.sync_api import sync_playwright
 
     if _launched and not _launched[0][1].is_connected():
@@ -207,12 +226,15 @@ def chromium() -> Iterator:
         pw = sync_playwright().start()
         _launched.append((pw, pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)))
     browser = _launched[0][1]
-    before = set(browser.contexts)
+    contexts_before, lent_before = set(browser.contexts), list(_lent)
     try:
         yield browser
     finally:
+        for tab in [t for t in _lent if t not in lent_before]:
+            close_tab(tab)
+        kept_contexts = {tab.context for tab in _kept}
         for context in browser.contexts:
-            if context not in before:
+            if context not in contexts_before and context not in kept_contexts:
                 with contextlib.suppress(Exception):  # a context its test closed, or a browser gone away
                     context.close()
 
@@ -220,6 +242,9 @@ def chromium() -> Iterator:
 def stop_chromium() -> None:
     """The worker's Chromium and its Playwright driver stopped (a later chromium() launches them again). Playwright's
     sync API holds an event loop in its thread while it runs: a test that runs asyncio clients needs it stopped."""
+    _spare.clear()
+    _kept.clear()
+    _lent.clear()
     if _launched:
         pw, browser = _launched.pop()
         with contextlib.suppress(Exception):  # already gone
@@ -227,14 +252,75 @@ def stop_chromium() -> None:
         pw.stop()
 
 
-def new_tab(browser, *, width: int = 1280, height: int = 720, timeout_ms: int | None = 120_000, **context):
-    """A tab in a new browser context (cookies and storage of its own: a new session) with a `width` x `height`
+def new_tab(
+    browser, *, width: int = 1280, height: int = 720, timeout_ms: int | None = 120_000, fresh: bool = False, **context
+):
+    """A tab in a browser context of its own (cookies and storage of its own: a new session) with a `width` x `height`
     viewport and `context`'s other options (color_scheme, locale, device_scale_factor, accept_downloads ...);
-    Playwright's waits in it time out after `timeout_ms` (None: Playwright's own 30 s). tab.context closes it."""
-    tab = browser.new_context(viewport={"width": width, "height": height}, **context).new_page()
-    if timeout_ms is not None:
-        tab.set_default_timeout(timeout_ms)
+    Playwright's waits in it time out after `timeout_ms` (None: Playwright's own 30 s). close_tab(tab) ends it.
+
+    The tab is one an earlier test of this worker closed, with the same options, when there is one: blank, its
+    cookies and its origins' storage cleared, so the app sees a new visitor, as from a new context. fresh: a context
+    made for this tab alone and closed after it (a test that adds scripts or listeners to its context, or needs a
+    cold browser, as a fresh server's first visitor has)."""
+    viewport = {"width": width, "height": height}
+    key = (id(browser), width, height, repr(sorted(context.items())))
+    tab = None
+    while not fresh and _spare.get(key) and tab is None:
+        spare = _spare[key].pop()
+        tab = None if spare.is_closed() else spare
+    if tab is None:
+        tab = browser.new_context(viewport=viewport, **context).new_page()
+        if not fresh:
+            _kept[tab] = (key, viewport, set())
+            tab.on("framenavigated", lambda frame, tab=tab: _note_origin(tab, frame))
+    if not fresh:
+        _lent.append(tab)
+    tab.set_default_timeout(30_000 if timeout_ms is None else timeout_ms)
     return tab
+
+
+def _note_origin(tab, frame) -> None:
+    """The origins a kept tab has shown (their storage is cleared when the tab is closed)."""
+    url = frame.url
+    if url.startswith("http") and tab in _kept:
+        _kept[tab][2].add("/".join(url.split("/", 3)[:3]))
+
+
+def close_tab(tab) -> None:
+    """`tab`'s test is done with it. A kept tab (new_tab without fresh) is reset and kept for the next test that
+    asks for the same options: its other tabs closed, its page unloaded (about:blank: the app's session ends, as when
+    a tab closes), its cookies, permissions and every origin's storage it showed cleared, its viewport as made. A tab
+    that cannot be reset, or a fresh one, is closed with its context."""
+    if tab in _lent:
+        _lent.remove(tab)
+    kept = _kept.get(tab)
+    try:
+        if kept is None or tab.is_closed():
+            raise LookupError("not kept")
+        key, viewport, origins = kept
+        for other in tab.context.pages:
+            if other is not tab:
+                other.close()
+        if tab.url.startswith("http"):
+            tab.evaluate("() => sessionStorage.clear()")
+        tab.goto("about:blank")
+        cdp = tab.context.new_cdp_session(tab)
+        for origin in origins:
+            cdp.send("Storage.clearDataForOrigin", {"origin": origin, "storageTypes": "all"})
+        cdp.detach()
+        origins.clear()
+        tab.context.clear_cookies()
+        tab.context.clear_permissions()
+        tab.set_viewport_size(viewport)
+        spare = _spare.setdefault(key, [])
+        if len(spare) >= SPARE_PER_KEY:
+            raise LookupError("enough kept")
+        spare.append(tab)
+    except Exception:  # noqa: BLE001 - not kept, not resettable (a crashed tab, a browser gone away): closed
+        _kept.pop(tab, None)
+        with contextlib.suppress(Exception):
+            tab.context.close()
 
 
 def page_url(base_url: str, path: str = "", *, lang: str | None = None, query: Mapping[str, str] | None = None) -> str:

@@ -20,7 +20,7 @@ from kvviz.internals.eviction import (
     rows_for_budget,
 )
 from kvviz.internals.eviction_lab.cache import prune
-from kvviz.internals.eviction_lab.measures import SweepTexts, copy_sequences, policy_points, text_ids
+from kvviz.internals.eviction_lab.measures import copy_sequences, policy_points, sweep_texts, text_ids
 from kvviz.internals.eviction_lab.policies import evict, head_ranking
 from kvviz.internals.eviction_lab.quantized import quant_points
 from kvviz.internals.eviction_lab.scoring import keep_order, kept_rows, prefill
@@ -47,7 +47,7 @@ def sweep(
     called before each policy (a page's progress bar; a Streamlit rerun stops the run there)."""
     for policy in policies:
         check_policy(policy)
-    texts = SweepTexts(loaded, text, settings)
+    texts = sweep_texts(loaded, text, settings)
     points: list[EvictionPoint] = []
     steps = len(policies) + (1 if schemes else 0)
     for n, policy in enumerate(policies):
@@ -86,14 +86,14 @@ def measure_policy(
 ) -> tuple[EvictionPoint, ...]:
     """One policy's line of the sweep (a page caches and shows progress per line)."""
     check_policy(policy)
-    return tuple(policy_points(loaded, SweepTexts(loaded, text, settings), policy, keep_percents))
+    return tuple(policy_points(loaded, sweep_texts(loaded, text, settings), policy, keep_percents))
 
 
 def measure_quantized(
     loaded: LoadedModel, text: str | None = None, settings: EvictSettings = DEFAULT_SETTINGS
 ) -> tuple[EvictionPoint, ...]:
     """The quantized formats' points of the sweep."""
-    return tuple(quant_points(loaded, SweepTexts(loaded, text, settings)))
+    return tuple(quant_points(loaded, sweep_texts(loaded, text, settings)))
 
 
 def sweep_of(
