@@ -57,6 +57,8 @@ def _pure_tier_only(config) -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
+    first = {name: rank for rank, name in enumerate(tiers.BROWSER_RUN_LONGEST_FIRST)}
+    items.sort(key=lambda item: first.get(item.path.name, len(first)))  # stable: the rest keep their order
     if not _pure_tier_only(config):
         return
     kept, deselected = [], []

@@ -165,3 +165,12 @@ def serve(port):
         )
         == []
     )
+
+
+def test_the_browser_runs_longest_modules_are_browser_modules_here():
+    """The modules CI's browser run sends out first (support.tiers.BROWSER_RUN_LONGEST_FIRST) exist and are
+    browser-tier modules: a renamed or moved module would otherwise fall silently to the end of the run."""
+    from support import tiers
+
+    for name in tiers.BROWSER_RUN_LONGEST_FIRST:
+        assert "pytestmark = pytest.mark.browser" in (TESTS / name).read_text(encoding="utf-8"), name

@@ -39,6 +39,24 @@ from pathlib import Path
 from support.repo import REPO
 
 TIERS = ("model", "app", "browser", "slow")  # the markers (pyproject.toml describes them); none of them: pure
+# The browser run's longest modules, longest first: their tests' wall seconds in one CI run (19:30-19:50 on
+# 7 December 2026, `--durations=0`-like, per test from a measuring plugin): every_page 307, axe_states 258,
+# poll_letters 201, stage_class 199, lesson 162, poll 134, i18n 119, layout 90, first_screen 82, rehearsal 71; the
+# other modules 70 s or less. CI's browser run hands whole modules to its two workers in collection order (--dist
+# loadfile --no-loadscope-reorder), and conftest.py collects these first: xdist's own order (most tests first) sent
+# the 4-test, 5-minute every-page module out late, and a worker ran it alone after the other had finished.
+BROWSER_RUN_LONGEST_FIRST = (
+    "test_browser_every_page.py",
+    "test_browser_axe_states.py",
+    "test_browser_poll_letters.py",
+    "test_browser_stage_class.py",
+    "test_browser_lesson.py",
+    "test_browser_poll.py",
+    "test_browser_i18n.py",
+    "test_browser_layout.py",
+    "test_browser_first_screen.py",
+    "test_browser_rehearsal.py",
+)
 
 MARKER_OF = {"torch": "model", "apptest": "app", "server": "browser"}  # what a count needs, as a marker
 WHAT = {"torch": "imported torch", "apptest": "ran a page in AppTest", "server": "started a streamlit server"}
