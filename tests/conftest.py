@@ -1,6 +1,7 @@
 """Shared fixtures: the real bundled model, loaded once per test session (no stubs, no network); for the browser
 tests a server per pytest worker (a fresh one where a test needs it), the worker's headless Chromium (a tab per
-module, or the tabs a test opens, closed after it) and a busy core.
+module, or the tabs a test opens, closed after it: reset and kept for a later test, support.browser.close_tab) and a
+busy core.
 Helpers (open a page, start a server, read a browser page) live in tests/support/; test modules import them from
 there, never from this file or from each other (tests/test_test_harness.py checks)."""
 
@@ -215,7 +216,7 @@ def page(app_url):
 @pytest.fixture
 def browser():
     """Debian's headless Chromium for one test (skips without it): the worker's one Chromium, the tabs the test opened
-    closed after it; new_tab / open_tab open its tabs."""
+    closed after it (support.browser.close_tab); new_tab / open_tab open its tabs."""
     require_chromium()
     with chromium() as launched:
         yield launched

@@ -208,7 +208,7 @@ _launched: list = []  # [(playwright, browser)] while launched
 # (`python bench/browser_tabs.py`, 3 rounds, 2 cores). A new tab in a shared context, --process-per-site or one
 # renderer process saved nothing of it.
 _spare: dict[tuple, list] = {}  # the options' key -> tabs ready for a test
-_kept: dict = {}  # every tab made to be kept (a page -> its options' key and viewport)
+_kept: dict = {}  # every tab made to be kept: a page -> (its options' key, its viewport, the origins it showed)
 _lent: list = []  # the kept tabs a test holds now, in the order lent
 SPARE_PER_KEY = 3  # tabs kept per set of options beyond this are closed (a test that opened many at once)
 

@@ -43,8 +43,8 @@ TIERS = ("model", "app", "browser", "slow")  # the markers (pyproject.toml descr
 # 7 December 2026, `--durations=0`-like, per test from a measuring plugin): every_page 307, axe_states 258,
 # poll_letters 201, stage_class 199, lesson 162, poll 134, i18n 119, layout 90, first_screen 82, rehearsal 71; the
 # other modules 70 s or less. CI's browser run hands whole modules to its two workers in collection order (--dist
-# loadfile --no-loadscope-reorder), and conftest.py collects these first: xdist's own order (most tests first) sent
-# the 4-test, 5-minute every-page module out late, and a worker ran it alone after the other had finished.
+# loadfile --no-loadscope-reorder), and conftest.py collects these first: xdist's own order (most tests first) sends
+# the 4-test, 5-minute every-page module out among the last, where it can hold one worker after the other is done.
 BROWSER_RUN_LONGEST_FIRST = (
     "test_browser_every_page.py",
     "test_browser_axe_states.py",
