@@ -235,7 +235,10 @@ def test_the_race_view_shows_the_clock_and_a_verdict(fresh_streamlit_caches):
     at = _page(prompt="ROMEO:", steps="6", view="race")
     assert len(at.get("plotly_chart")) == 3  # both sides, and the clock
     text = " ".join(m.value for m in at.markdown)
-    assert "Medians of" in text and "repeats a side" in text and ("1-min load" in text or "load unknown" in text)
+    # how it was measured, either way step_view.race_verdict says it: the medians of the repeats, or one repeat a side
+    # when a repeat outlasts the click's budget (a loaded machine: it failed a clean-clone run so)
+    measured = ("Medians of" in text and "repeats a side" in text) or "One repeat a side" in text
+    assert measured and ("1-min load" in text or "load unknown" in text)
     assert ("faster with the cache" in text) or ("Inside the noise" in text) or ("measured slower" in text)
 
 
