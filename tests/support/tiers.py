@@ -39,12 +39,13 @@ from pathlib import Path
 from support.repo import REPO
 
 TIERS = ("model", "app", "browser", "slow")  # the markers (pyproject.toml describes them); none of them: pure
-# The browser run's longest modules, longest first: their tests' wall seconds in one CI run (19:30-19:50 on
-# 7 December 2026, `--durations=0`-like, per test from a measuring plugin): every_page 307, axe_states 258,
-# poll_letters 201, stage_class 199, lesson 162, poll 134, i18n 119, layout 90, first_screen 82, rehearsal 71; the
-# other modules 70 s or less. CI's browser run hands whole modules to its two workers in collection order (--dist
-# loadfile --no-loadscope-reorder), and conftest.py collects these first: xdist's own order (most tests first) sends
-# the 4-test, 5-minute every-page module out among the last, where it can hold one worker after the other is done.
+# The browser run's longest modules, longest first: the sum of their tests' durations in one clean-clone run
+# (19:30-19:50 on 7 December 2026; `bash tests/install_and_run.sh -q --durations=0` prints each test's):
+# every_page 307, axe_states 258, poll_letters 201, stage_class 199, lesson 162, poll 134, i18n 119, layout 90,
+# first_screen 82, rehearsal 71; the other modules 70 s or less. CI's browser run hands whole modules to its two
+# workers in collection order (--dist loadfile --no-loadscope-reorder), and conftest.py collects these first:
+# xdist's own order (most tests first) sends the 4-test, 5-minute every-page module out among the last, where it can
+# hold one worker after the other is done.
 BROWSER_RUN_LONGEST_FIRST = (
     "test_browser_every_page.py",
     "test_browser_axe_states.py",
