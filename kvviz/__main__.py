@@ -14,7 +14,7 @@ COMMANDS = {
     "ops": ("kvviz.cli.ops", "attention/projection/MLP op counts with vs without cache (--json)"),
     "bench": ("kvviz.cli.bench", "measured speed-up: no cache vs transformers caches vs flat cache, int8 (--json)"),
     "evict": ("kvviz.cli.evict", "KV-cache eviction policies on a bundled model: bytes, copy test, loss (--json)"),
-    "train": ("kvviz.training.train", "re-train a bundled Tiny-Shakespeare model (--arch gpt2, llama or hybrid)"),
+    "train": ("kvviz.training.command", "re-train a bundled Tiny-Shakespeare model (--arch gpt2, llama or hybrid)"),
 }
 
 

@@ -612,9 +612,8 @@ def test_a_huge_preset_name_is_cut_and_the_known_presets_kept(capsys):
     assert "unknown preset" in err and "llama-3-8b" in err and "qwen3-next-80b-a3b" in err
 
 
-@pytest.mark.model  # kvviz.training.train imports torch
-def test_train_names_a_folder_as_a_folder(tmp_path, capsys):
-    from kvviz.training.train import main as train_main
+def test_train_names_a_folder_as_a_folder(tmp_path, capsys):  # refused before torch (pure: the tier check says so)
+    from kvviz.training.command import main as train_main
 
     assert train_main(["--text", str(tmp_path)]) == 2
     err = capsys.readouterr().err

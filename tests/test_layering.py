@@ -17,7 +17,8 @@
   transformers; what runs the model is in kvviz.internals.lab and kvviz.internals.eviction_lab, with torch at
   their top. So do the other torch-free halves of a split: kvviz.model.loading (the models offered, the records of
   a load; the loaders are kvviz.model.loaders) and the config.json reading of kvviz.memory (config_json,
-  config_build, config_import; transformers' config classes are kvviz.memory.hf_config).
+  config_build, config_import; transformers' config classes are kvviz.memory.hf_config), and the train command's
+  flags and refusals (kvviz.training.command; the run is kvviz.training.train).
 """
 
 from __future__ import annotations
@@ -256,6 +257,8 @@ LIGHT: dict[str, tuple[str, ...]] = {
     "kvviz.model.loading": HEAVY,
     # a config.json read as written (no model_type) needs no transformers: the memory page's form and the pure tests
     **{f"kvviz.memory.{name}": HEAVY for name in ("config_json", "config_build", "config_import")},
+    # `python -m kvviz train`'s flags and refusals: a refused run answers before torch is imported
+    "kvviz.training.command": HEAVY,
 }
 
 

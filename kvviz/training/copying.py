@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 import torch
 
-MIN_SPAN = 8
+from kvviz.training.recipes import MIN_SPAN
+
 IGNORE_INDEX = -100  # transformers' loss ignores labels equal to this
 
 

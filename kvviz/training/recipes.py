@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+MIN_SPAN = 8  # the shortest repeated span of the copying mix (kvviz.training.copying), tokens
+
 
 @dataclass(frozen=True)
 class Recipe:
