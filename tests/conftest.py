@@ -33,7 +33,6 @@ from kvviz.model.loading import LoadedModel  # noqa: E402  (torch-free: the load
 from support import tiers  # noqa: E402
 from support.browser import busy_core as one_core_kept_busy  # noqa: E402
 from support.browser import chromium, fresh_server, new_tab, require_chromium, stop_chromium
-from support.server import streamlit_server
 
 atexit.register(shutil.rmtree, os.environ["XDG_DATA_HOME"], ignore_errors=True)  # the servers have stopped by then
 
@@ -170,12 +169,19 @@ def sdpa_model() -> LoadedModel:
 
 
 @pytest.fixture(scope="session")
-def shared_app_url():
-    """One `streamlit run app.py` per pytest worker (skips without Chromium), shared by its browser modules: a server
-    start and its first page cost about 12 s on 2 cores (torch, the bundled model, the page's code), once per worker
-    rather than once per module. A class's server serves many sessions too; a test about a fresh server's first
-    visitor asks for fresh_app_url."""
-    with fresh_server() as url:
+def poll_db(tmp_path_factory) -> str:
+    """The worker's class-poll store, the shared server's (shared_app_url): a SQLite file (its SQLAlchemy URL). Each
+    poll test opens rooms of its own in it, as the classes of one school share a store."""
+    return f"sqlite:///{tmp_path_factory.mktemp('poll') / 'poll.sqlite3'}"
+
+
+@pytest.fixture(scope="session")
+def shared_app_url(poll_db):
+    """One `streamlit run app.py` per pytest worker (skips without Chromium), on the worker's poll store (poll_db),
+    shared by its browser modules, the poll's included: a server start and its first page cost about 12 s on 2 cores
+    (torch, the bundled model, the page's code), once per worker rather than once per module. A class's server serves
+    many sessions too; a test about a fresh server's first visitor asks for fresh_app_url."""
+    with fresh_server(env={"KVVIZ_POLL_DB": poll_db}) as url:
         yield url
 
 
@@ -193,17 +199,9 @@ def fresh_app_url():
 
 
 @pytest.fixture(scope="module")
-def poll_db(tmp_path_factory) -> str:
-    """The test module's own class-poll store: a SQLite file (its SQLAlchemy URL)."""
-    return f"sqlite:///{tmp_path_factory.mktemp('poll') / 'poll.sqlite3'}"
-
-
-@pytest.fixture(scope="module")
-def poll_url(poll_db):
-    """One fresh `streamlit run app.py` per test module on the module's poll store (poll_db); its URL."""
-    require_chromium()
-    with streamlit_server(env={"KVVIZ_POLL_DB": poll_db}) as url:
-        yield url
+def poll_url(shared_app_url):
+    """The server of the class-poll tests: the worker's shared one, on its poll store (poll_db); its URL."""
+    return shared_app_url
 
 
 @pytest.fixture(scope="module")
