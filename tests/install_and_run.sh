@@ -49,27 +49,25 @@ rm -f .pytest_cache/v/cache/lastfailed  # from here on it records the browser ru
 model_log=$(mktemp)
 # The browser-tier modules that start servers but no Chromium (protocol-level clients, a container's start command)
 # compute as the model run does: they run in its two workers once it is done (it ends minutes before the browser
-# run), not in the browser run. So do a few short Chromium modules: alone, the browser run's last minutes left 12%
-# of the cores idle (vmstat; its workers wait on pages), and these fill them from the other lane instead.
+# run), not in the browser run.
 server_only=(tests/test_classroom_ws.py tests/test_hostile_ws_bounds.py tests/test_deploy.py)
-lane_browser=(tests/test_classroom.py tests/test_browser_stage.py tests/test_browser_stage_flow.py tests/test_browser_warm.py)
 (
   lane_status=0
   .venv/bin/python -m pytest --all-tiers -m "(model or app or slow) and not browser" -n 2 -p no:cacheprovider \
     --durations=15 "$@" || lane_status=$?
-  .venv/bin/python -m pytest --all-tiers -m browser -n 2 --dist loadfile -p no:cacheprovider --durations=5 "$@" \
-    "${server_only[@]}" "${lane_browser[@]}" || lane_status=$?
+  .venv/bin/python -m pytest --all-tiers -m browser -n 2 -p no:cacheprovider --durations=5 "$@" "${server_only[@]}" \
+    || lane_status=$?
   exit "$lane_status"
 ) >"$model_log" 2>&1 &
 model_run=$!
 browser_status=0
 # --no-loadscope-reorder: the modules go out in collection order, the longest first (support.tiers).
 .venv/bin/python -m pytest --all-tiers -m browser -n 2 --dist loadfile --no-loadscope-reorder --durations=15 "$@" \
-  "${server_only[@]/#/--ignore=}" "${lane_browser[@]/#/--ignore=}" || browser_status=$?
+  "${server_only[@]/#/--ignore=}" || browser_status=$?
 phase "browser tier"
 wait "$model_run" || status=$?
-phase "the model, app and slow tiers (then the lane's browser modules), after the browser tier"
-echo "== the model, app and slow tiers' run, then the lane's browser modules':"
+phase "the model, app and slow tiers (and the server-only browser modules), after the browser tier"
+echo "== the model, app and slow tiers' run, then the server-only browser modules':"
 cat "$model_log"
 rm -f "$model_log"
 # A browser test drives a real server and Chromium on a shared 2-core machine; a race it finds under load is a real
