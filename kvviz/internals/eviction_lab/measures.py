@@ -127,6 +127,11 @@ class SweepTexts:
         self.copy = prefill(loaded, self.sequences[:, :half])
         self.context = prefill(loaded, self.passages[:, : settings.context_tokens])
         self.full_bytes = cache_nbytes(self.copy.cache) // settings.n_spans  # one sequence
+        # The full cache's measures: every policy's at 100% too, where it keeps every row (bit for bit the full
+        # cache's logits: tests/test_eviction.py checks each policy), so they are measured once, not per policy.
+        self.hits_full = copy_hits(
+            loaded, prune(self.copy, keep_rows(keep_order("full", self.copy, settings), half)), self.sequences
+        )
         self.token_losses_full = token_losses(
             loaded,
             prune(self.context, keep_rows(keep_order("full", self.context, settings), settings.context_tokens)),
@@ -214,10 +219,13 @@ def policy_points(
         kept_bytes = cache_nbytes(cache) // settings.n_spans  # counted before the repeat appends its rows
         if ragged:  # the rows per KV head on average, which is what the bytes hold
             rows = cache.rows_per_head()
-        hits = copy_hits(loaded, cache, texts.sequences)
         context_rows = rows_for_budget(keep, settings.context_tokens)
         context_cache = evict(policy, texts.context, settings, context_rows, context_order)
         loss_share = cache_nbytes(context_cache) / cache_nbytes(texts.context.cache)
-        losses = token_losses(loaded, context_cache, texts.passages, settings.context_tokens)
+        if keep == 100:  # every row kept: the full cache, whose measures texts holds
+            hits, losses = texts.hits_full, texts.token_losses_full
+        else:
+            hits = copy_hits(loaded, cache, texts.sequences)
+            losses = token_losses(loaded, context_cache, texts.passages, settings.context_tokens)
         points.append(texts.point(policy, "eviction", keep, rows, kept_bytes, hits, losses, loss_share))
     return points
