@@ -23,7 +23,6 @@ from support.pages import REPO
 # training): the held-out Shakespeare the app ships, so the tests need no ../shared beside the clone.
 CORPUS = REPO / "kvviz" / "assets" / "held_out_shakespeare.txt"
 CLI_EXAMPLES = 60  # per property
-TORCH_COMMANDS = {"bench"}  # kvviz.cli.bench imports torch; train refuses junk before it imports torch
 HOSTILE_NUMBER = st.one_of(
     st.sampled_from(["0", "-1", "nan", "inf", "-inf", "1e309", "1.5", "", "abc", "9" * 5000, "0x10", "１"]),
     st.integers(-(10**6), 0).map(str),
@@ -136,10 +135,8 @@ def test_bench_names_a_missing_folder_without_suggesting_hf_download(capsys):
     assert rc == 1 and "no model folder at `/nonexistent`" in text and "hf download" not in text
 
 
-@pytest.mark.parametrize(
-    "command", [pytest.param(c, marks=pytest.mark.model) if c in TORCH_COMMANDS else c for c in sorted(COMMANDS)]
-)
-def test_every_command_answers_junk_without_a_traceback(command, capsys):
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_command_answers_junk_without_a_traceback(command, capsys):  # refused before torch: a pure test
     _run([command, "--no-such-flag", "\x00", "9" * 5000], capsys)
 
 

@@ -17,8 +17,8 @@
   transformers; what runs the model is in kvviz.internals.lab and kvviz.internals.eviction_lab, with torch at
   their top. So do the other torch-free halves of a split: kvviz.model.loading (the models offered, the records of
   a load; the loaders are kvviz.model.loaders) and the config.json reading of kvviz.memory (config_json,
-  config_build, config_import; transformers' config classes are kvviz.memory.hf_config), and the train command's
-  flags and refusals (kvviz.training.command; the run is kvviz.training.train).
+  config_build, config_import; transformers' config classes are kvviz.memory.hf_config), and the train and bench
+  commands' flags and refusals (kvviz.training.command, kvviz.cli.bench; they import what runs the model after them).
 """
 
 from __future__ import annotations
@@ -257,8 +257,9 @@ LIGHT: dict[str, tuple[str, ...]] = {
     "kvviz.model.loading": HEAVY,
     # a config.json read as written (no model_type) needs no transformers: the memory page's form and the pure tests
     **{f"kvviz.memory.{name}": HEAVY for name in ("config_json", "config_build", "config_import")},
-    # `python -m kvviz train`'s flags and refusals: a refused run answers before torch is imported
+    # the flags and refusals of `python -m kvviz train` and `bench`: a refused run answers before torch is imported
     "kvviz.training.command": HEAVY,
+    "kvviz.cli.bench": HEAVY,
 }
 
 

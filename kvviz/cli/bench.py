@@ -24,13 +24,13 @@ from typing import TypeVar
 
 from kvviz.cli import Parser, one_line, output_problem, say, whole
 from kvviz.measure.load import load_number
-from kvviz.model.loaders import load_model
 from kvviz.model.loading import ModelLoadError
-from kvviz.speedup import device as devices
-from kvviz.speedup import harness, tables
+from kvviz.speedup import tables
 from kvviz.speedup.records import CACHED_MODES, ESTIMATOR, LOSSY_MODES, MODE_LABELS, BenchResult, BenchSettings
 from kvviz.speedup.settings import (
     ANY_LENGTH,
+    DEVICE_DTYPES,
+    DEVICES,
     MAX_REPEATS,
     MAX_THREADS_INPUT,
     MAX_WARMUP,
@@ -89,13 +89,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--device",
         default="cpu",
-        choices=devices.DEVICES,
+        choices=DEVICES,
         help="where to run (default cpu); cuda or mps runs the device report",
     )
     parser.add_argument(
         "--dtype",
         default=None,
-        choices=tuple(devices.DTYPES),
+        choices=DEVICE_DTYPES,
         help="weights and cache dtype for the device report (default float16 on a GPU, float32 on the CPU)",
     )
     parser.add_argument(
@@ -204,6 +204,11 @@ def main(argv: list[str]) -> int:
         weight_format="stored" if args.no_prepack else args.weight_format,
     )
 
+    # The harness and the loaders import torch: only now, the flags accepted and the CSV's folder writable, so a
+    # refusal answers at once (as the speed-up page imports them when a run is asked for).
+    from kvviz.model.loaders import load_model
+    from kvviz.speedup import harness
+
     def work() -> BenchResult:
         validate(settings, n_positions=ANY_LENGTH)  # the flags' own ranges (argparse's): no model load for a typo
         loaded = load_model(args.model, attn_implementation=args.attn)
@@ -241,7 +246,9 @@ def main(argv: list[str]) -> int:
 
 def _device_report(args: argparse.Namespace) -> int:
     """The device report (kvviz.speedup.accelerator): refusals first, in one line each, before any model load."""
-    from kvviz.speedup import accelerator
+    from kvviz.model.loaders import load_model
+    from kvviz.speedup import accelerator, harness
+    from kvviz.speedup import device as devices
     from kvviz.speedup.settings import whole
 
     dtype = args.dtype or ("float32" if args.device == "cpu" else "float16")

@@ -21,9 +21,9 @@ import torch
 
 from kvviz.i18n import _
 from kvviz.speedup.machine import cpu_name
+from kvviz.speedup.settings import DEVICE_DTYPES, DEVICES
 
-DEVICES = ("cpu", "cuda", "mps")
-DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+DTYPES = {name: getattr(torch, name) for name in DEVICE_DTYPES}
 
 
 class DeviceUnavailable(RuntimeError):

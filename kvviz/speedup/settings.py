@@ -18,6 +18,8 @@ MAX_REPEATS = 50
 MAX_WARMUP = 10
 MAX_THREADS_INPUT = 256
 WEIGHT_FORMAT_CHOICES = ("auto", "stored", "onednn")
+DEVICES = ("cpu", "cuda", "mps")  # where the device report runs (kvviz.speedup.device: which are here)
+DEVICE_DTYPES = ("float32", "float16", "bfloat16")  # its weights' and cache's dtypes, by torch's names
 # The page's boxes (its caps are lower than the CLI's: one click's work). Lengths are bounded here only
 # generously: the chosen model's positions are checked when it is loaded (validate).
 ANY_LENGTH = 1_000_000
