@@ -53,7 +53,7 @@ model_log=$(mktemp)
 server_only=(tests/test_classroom_ws.py tests/test_hostile_ws_bounds.py tests/test_deploy.py)
 (
   lane_status=0
-  .venv/bin/python -m pytest --all-tiers -m "(model or app or slow) and not browser" -n 2 -p no:cacheprovider \
+  .venv/bin/python -m pytest --all-tiers -m "(model or app or slow) and not browser" -n 1 -p no:cacheprovider \
     --durations=15 "$@" || lane_status=$?
   .venv/bin/python -m pytest --all-tiers -m browser -n 2 -p no:cacheprovider --durations=5 "$@" "${server_only[@]}" \
     || lane_status=$?
