@@ -34,11 +34,13 @@ phase "lint"
 # Every tier (tests/support/tiers.py), each test once, in pytest-xdist workers, with each phase's time printed and
 # each run's slowest tests (--durations). The pure tier first, alone (the tests with no tier marker, what a bare
 # `pytest` runs): it is quick, and no other tier has run in its workers. Then two runs side by side, because they use
-# the machine differently: the model, app and slow tiers' two workers compute, while a browser worker mostly waits
+# the machine differently: the model, app and slow tiers' worker computes, while a browser worker mostly waits
 # (on its server's run, on Chromium drawing in turn), so the browser tier run alone left the cores idle at times (one
-# worker on the axe module: 48% idle). Side by side the cores are busy throughout (vmstat: 0% idle), so a
-# third browser worker only adds contention (measured: 23:16 against 23:00, and the eviction page's first run on a
-# fresh server then outlasted its 90 s). The browser run takes a whole module per worker (--dist loadfile: a module's
+# worker on the axe module: 48% idle). Side by side the cores are busy, so a third browser worker only adds contention
+# (measured: 23:16 against 23:00, and the eviction page's first run on a fresh server then outlasted its 90 s). The
+# model, app and slow tiers take one worker: with two they ended minutes before the browser run, whose last minutes
+# alone left 12-24% of the cores idle; with one the lanes end together (a clean clone: 15:41, against 16:25 with
+# two; docs/architecture.md). The browser run takes a whole module per worker (--dist loadfile: a module's
 # tab stays with its tests); the other run keeps no pytest cache, so the cache's last-failed list is the browser
 # run's. Under the other run's load the busy-core browser tests keep their own spinner too: a harder load than one
 # busy core.
@@ -48,8 +50,8 @@ phase "pure tier"
 rm -f .pytest_cache/v/cache/lastfailed  # from here on it records the browser run alone
 model_log=$(mktemp)
 # The browser-tier modules that start servers but no Chromium (protocol-level clients, a container's start command)
-# compute as the model run does: they run in its two workers once it is done (it ends minutes before the browser
-# run), not in the browser run.
+# compute as the model run does: they run in that lane once it is done (in two workers), not in the
+# browser run.
 server_only=(tests/test_classroom_ws.py tests/test_hostile_ws_bounds.py tests/test_deploy.py)
 (
   lane_status=0

@@ -144,7 +144,8 @@ def fresh_server(env: Mapping[str, str] | None = None) -> Iterator[str]:
 
 
 # How often a wait for an end state reads the page: Playwright's default reads it on every animation frame, which
-# keeps Chromium drawing frames while it waits (measured: 0.09 CPU-s per second of waiting, 0.02 at 100 ms).
+# keeps Chromium drawing frames while it waits (the machine's CPU over 10 s of waiting: 0.83 s, 0.40 at 100 ms;
+# `python bench/browser_tabs.py`).
 POLL_MS = 100
 
 
@@ -368,8 +369,8 @@ NEW_TITLE = "(old) => { const h = document.querySelector('h1'); return !!h && h.
 def follow_page_link(tab, path: str = "", *, timeout_ms: int | None = None, settle: Callable = wait_idle):
     """`tab`, on any page of the app, sent to /`path` by its link in the sidebar, as a student clicks it (the
     session, its language and the tab stay: Streamlit runs the page without reloading the tab), then waited for until
-    the page's own title is drawn and `settle(tab)`. Half the CPU of goto_drawn's load of the whole app (measured:
-    six pages, 3.4 against 7.0 CPU-s of the machine). Returns the tab."""
+    the page's own title is drawn and `settle(tab)`. Less CPU than goto_drawn's load of the whole app: five pages
+    after a first, 3.6 against 6.0 CPU-s of the machine (`python bench/browser_tabs.py`). Returns the tab."""
     old_title = tab.locator("h1").first.inner_text()
     tab.locator(PAGE_LINK.format(path=path or "./")).first.click()
     tab.wait_for_function(NEW_TITLE, arg=old_title, timeout=timeout_ms, polling=POLL_MS)
