@@ -4,6 +4,7 @@ uses, and the shared folder beside it."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,25 @@ PAGES_DIR = REPO / "pages"
 SHARED = REPO.parent / "shared"  # ../shared: the source texts kvviz grew from, and the training data
 TINY_SHAKESPEARE = SHARED / "data" / "tinyshakespeare.txt"  # the corpus the bundled models were trained on
 APP_TIMEOUT_S = 120  # AppTest default_timeout: generous, the CI machine has 2 shared cores
+
+
+def _scan_installed_components_once() -> None:
+    """A new AppTest's first run scans every installed package's metadata for Streamlit components
+    (streamlit.components.v2.manifest_scanner.scan_component_manifests, called by name at each scan): 484 scans took
+    40 CPU-s of the model, app and slow tiers (their whole run, two workers: tmp measuring plugin, stop 66). The
+    installed packages do not change while the tests run, so each test process scans once and keeps the answer. Test
+    side only: a server scans once at its start. Not public API, so if an upgrade moves the scanner nothing is kept,
+    and the tests only run slower."""
+    try:
+        from streamlit.components.v2 import manifest_scanner
+    except ImportError:
+        return
+    scan = getattr(manifest_scanner, "scan_component_manifests", None)
+    if scan is not None and not hasattr(scan, "cache_info"):
+        manifest_scanner.scan_component_manifests = functools.cache(scan)
+
+
+_scan_installed_components_once()
 
 
 def app_test(
