@@ -58,7 +58,13 @@ def _pure_tier_only(config) -> bool:
 
 def pytest_collection_modifyitems(config, items):
     first = {name: rank for rank, name in enumerate(tiers.BROWSER_RUN_LONGEST_FIRST)}
-    items.sort(key=lambda item: first.get(item.path.name, len(first)))  # stable: the rest keep their order
+    # The modules whose tests clear Streamlit's caches (fresh_streamlit_caches) go last, so that the entries the
+    # other AppTests share are computed once per worker: between two clears each AppTest module that opened the
+    # eviction page measured its whole sweep again (four times in the model, app and slow tiers' worker, 10.6 CPU-s
+    # each: tmp measuring plugin, stop 66).
+    clearing = {item.path for item in items if "fresh_streamlit_caches" in getattr(item, "fixturenames", ())}
+    # stable: the rest keep their order
+    items.sort(key=lambda item: (first.get(item.path.name, len(first)), item.path in clearing))
     if not _pure_tier_only(config):
         return
     kept, deselected = [], []
