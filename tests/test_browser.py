@@ -1,14 +1,16 @@
 """A real browser against the real app: `streamlit run app.py`, headless Debian Chromium, driven by Playwright.
 
 Opens the step-through page, prefills, clicks Next token a few times, and checks that the cache grew and
-that no error or exception is on the page. Then visits every other page and checks it renders cleanly.
+that no error or exception is on the page. Every page opened by its own link with no error or exception on it is
+checked where a sweep opens each page that way anyway: tests/test_browser_axe_states.py's phone sweep (each page by
+its link), and tests/test_browser_every_page.py's sweeps (each page in each language and colour scheme).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from support.browser import PAGES, assert_no_errors, cache_length, goto_drawn, wait_cache_length, wait_idle
+from support.browser import assert_no_errors, cache_length, wait_cache_length, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -28,10 +30,4 @@ def test_step_through_in_a_real_browser(app_url, page):
     assert_no_errors(page)
     page.get_by_role("button", name="Back").click()
     wait_cache_length(page, start + 2)
-    assert_no_errors(page)
-
-
-@pytest.mark.parametrize("path", ["", *PAGES])
-def test_every_page_renders_in_a_real_browser(app_url, page, path):
-    goto_drawn(page, app_url, path)
     assert_no_errors(page)

@@ -8,7 +8,7 @@ after clicks and links:
 - the memory page on each of its tabs;
 - *What to forget* (internals_eviction) after its sweep;
 - the glossary after a search that finds nothing;
-- every page at 390x844 on a touch phone.
+- every page at 390x844 on a touch phone, each opened by its own link (and with no error or exception on it).
 
 Each state is scanned as the pairs (English, light theme) and (Chinese, dark theme), which cover both languages and
 both themes, except the phone's pages: each page once, the pairs alternating page by page (both languages and both
@@ -20,7 +20,7 @@ from __future__ import annotations
 import pytest
 
 from support import axe
-from support.browser import PAGES, goto_drawn, new_tab, wait_cache_length
+from support.browser import PAGES, assert_no_errors, goto_drawn, new_tab, wait_cache_length
 from support.pages import REPO
 
 pytestmark = pytest.mark.browser
@@ -154,5 +154,6 @@ def test_every_page_on_a_touch_phone(app_url, browser, lang, scheme):
     tab = new_tab(browser, width=390, height=844, has_touch=True, is_mobile=True, color_scheme=scheme)
     for path in ALL_PAGES[PAIRS.index((lang, scheme)) :: len(PAIRS)]:
         goto_drawn(tab, app_url, path, lang=lang, drawn=(), settle=axe.settle)
+        assert_no_errors(tab)  # each page opened by its own link shows no error (tests/test_browser.py's check)
         _scan(failing, path or "home", tab)
     _assert_clean(failing)
