@@ -1,4 +1,4 @@
-"""Browser sessions for the classroom load test and tests/test_classroom.py: one student per Playwright context.
+"""Browser sessions for the classroom load test and tests/test_browser_classroom.py: one student per Playwright context.
 
 A session opens the step page, prefills its own prompt ("Student 7 asks: ..."), then follows a plan of clicks
 (Next token, Back). After every click it waits until the click has *settled* (the "Cache length" metric shows

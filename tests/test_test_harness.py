@@ -12,6 +12,7 @@ Chromium launched by hand (Playwright's sync_playwright, a browser context), an 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -174,3 +175,30 @@ def test_the_browser_runs_longest_modules_are_browser_modules_here():
 
     for name in tiers.BROWSER_RUN_LONGEST_FIRST:
         assert "pytestmark = pytest.mark.browser" in (TESTS / name).read_text(encoding="utf-8"), name
+
+
+def _has_browser_mark(tree: ast.Module) -> bool:
+    """The module marks a test, or all of them (pytestmark), with pytest.mark.browser."""
+    return any(
+        isinstance(node, ast.Attribute)
+        and node.attr == "browser"
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "mark"
+        for node in ast.walk(tree)
+    )
+
+
+def test_every_browser_test_is_in_one_of_the_scripts_browser_runs():
+    """tests/install_and_run.sh runs the browser tier in two runs, each collecting only its own modules: the
+    Chromium modules (tests/test_browser*.py) and the server-only ones it names (server_only). A browser test
+    anywhere else would run in neither (the other runs leave the browser tier out), and pass unseen."""
+    script = (TESTS / "install_and_run.sh").read_text(encoding="utf-8")
+    assert "browser_modules=(tests/test_browser*.py)" in script
+    server_only = re.search(r"^server_only=\(([^)]*)\)", script, re.M).group(1).split()
+    marked = {
+        f"tests/{path.name}"
+        for path in TESTS.glob("test_*.py")
+        if _has_browser_mark(ast.parse(path.read_text(encoding="utf-8")))
+    }
+    assert set(server_only) <= marked, set(server_only) - marked
+    assert {m for m in marked if not m.startswith("tests/test_browser")} == set(server_only)
