@@ -56,14 +56,19 @@ def _pure_tier_only(config) -> bool:
     return not (config.getoption("--all-tiers") or config.getoption("-m") or any("::" in a for a in config.args))
 
 
+def _empties_the_data_cache(path) -> bool:
+    """The module's tests empty st.cache_data: through the fresh_streamlit_caches fixture, or by hand."""
+    source = path.read_text(encoding="utf-8") if path.suffix == ".py" else ""
+    return "fresh_streamlit_caches" in source or "cache_data.clear()" in source
+
+
 def pytest_collection_modifyitems(config, items):
     first = {name: rank for rank, name in enumerate(tiers.BROWSER_RUN_LONGEST_FIRST)}
-    # The modules whose tests clear Streamlit's caches (fresh_streamlit_caches) go last, so that the entries the
-    # other AppTests share are computed once per worker: between two clears each AppTest module that opened the
-    # eviction page measured its whole sweep again (four times in the model, app and slow tiers' worker, 10.6 CPU-s
-    # each: tmp measuring plugin, stop 66).
-    clearing = {item.path for item in items if "fresh_streamlit_caches" in getattr(item, "fixturenames", ())}
-    # stable: the rest keep their order
+    # The modules that empty Streamlit's data cache go last, so that what the other AppTests share is computed once
+    # per worker: between two clears each AppTest module that opened the eviction page measured its whole sweep
+    # again, about 10 CPU-s each time (docs/architecture.md, the tiers).
+    clearing = {path for path in {item.path for item in items} if _empties_the_data_cache(path)}
+    # a stable sort: the rest keep their order
     items.sort(key=lambda item: (first.get(item.path.name, len(first)), item.path in clearing))
     if not _pure_tier_only(config):
         return

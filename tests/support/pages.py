@@ -23,11 +23,11 @@ APP_TIMEOUT_S = 120  # AppTest default_timeout: generous, the CI machine has 2 s
 
 def _scan_installed_components_once() -> None:
     """A new AppTest's first run scans every installed package's metadata for Streamlit components
-    (streamlit.components.v2.manifest_scanner.scan_component_manifests, called by name at each scan): 484 scans took
-    40 CPU-s of the model, app and slow tiers (their whole run, two workers: tmp measuring plugin, stop 66). The
-    installed packages do not change while the tests run, so each test process scans once and keeps the answer. Test
-    side only: a server scans once at its start. Not public API, so if an upgrade moves the scanner nothing is kept,
-    and the tests only run slower."""
+    (streamlit.components.v2.manifest_scanner.scan_component_manifests, looked up by name at each scan): about 480
+    scans in the model, app and slow tiers, 40 CPU-s (docs/architecture.md, the tiers; `python bench/apptest_scan.py`
+    measures one). The installed packages do not change while the tests run, so each test process scans once and
+    keeps the answer. Test side only: a server scans once at its start. Not public API, so if an upgrade moves the
+    scanner nothing is kept, and the tests only run slower."""
     try:
         from streamlit.components.v2 import manifest_scanner
     except ImportError:
