@@ -6,7 +6,8 @@ module either). Outside support/ (and the fixtures in conftest.py) a module writ
 a free port (a socket of its own), a server launcher (a process running streamlit, a poll of /_stcore/health),
 Chromium launched by hand (Playwright's sync_playwright, a browser context), an AppTest built by hand
 (AppTest.from_file/from_function/from_string: support.pages.app_test), or the repository's root spelled again
-(__file__, an absolute path into the folder holding it: support.pages.REPO and SHARED).
+(__file__, an absolute path into the folder holding it: support.pages.REPO and SHARED). And every module that
+marks a browser test is one that a browser run of tests/install_and_run.sh collects.
 """
 
 from __future__ import annotations
