@@ -49,19 +49,25 @@ status=0
 phase "pure tier"
 rm -f .pytest_cache/v/cache/lastfailed  # from here on it records the browser run alone
 model_log=$(mktemp)
-# The browser-tier modules that start servers but no Chromium (protocol-level clients, a container's start command)
-# compute as the model run does: they run in that lane once it is done (in two workers), not in the
-# browser run.
-server_only=(tests/test_classroom_ws.py tests/test_hostile_ws_bounds.py tests/test_deploy.py)
-# The browser run's workers collect only the Chromium modules: collecting every module took each 5.3 CPU-s, these
-# 1.3 (`pytest --collect-only`). tests/test_test_harness.py holds every browser test to one of the two lists.
-browser_modules=(tests/test_browser*.py)
+# The browser-tier modules that bring their own servers and clients, not the worker's shared server and Chromium
+# (protocol-level clients, a container's start command, the class deployment with its own browser sessions), run
+# in that lane once it is done (in two workers, a module each), not in the browser run: that lane ended 1.5-2
+# minutes before the browser run (docs/architecture.md, ci10-ci13), and the class deployment's module (asyncio)
+# stopped its browser worker's Chromium (conftest.no_chromium_beside_asyncio).
+own_clients=(tests/test_classroom_ws.py tests/test_hostile_ws_bounds.py tests/test_deploy.py
+  tests/test_browser_classroom.py)
+# The browser run's workers collect only the other Chromium modules: collecting every module took each 5.3 CPU-s,
+# these 1.3 (`pytest --collect-only`). tests/test_test_harness.py holds every browser test to one of the two runs.
+browser_modules=()
+for module in tests/test_browser*.py; do
+  [[ " ${own_clients[*]} " == *" $module "* ]] || browser_modules+=("$module")
+done
 (
   lane_status=0
   .venv/bin/python -m pytest --all-tiers -m "(model or app or slow) and not browser" -n 1 -p no:cacheprovider \
     --durations=15 "$@" || lane_status=$?
-  .venv/bin/python -m pytest --all-tiers -m browser -n 2 -p no:cacheprovider --durations=5 "$@" "${server_only[@]}" \
-    || lane_status=$?
+  .venv/bin/python -m pytest --all-tiers -m browser -n 2 --dist loadfile -p no:cacheprovider --durations=5 "$@" \
+    "${own_clients[@]}" || lane_status=$?
   exit "$lane_status"
 ) >"$model_log" 2>&1 &
 model_run=$!
@@ -71,8 +77,8 @@ browser_status=0
   "${browser_modules[@]}" || browser_status=$?
 phase "browser tier"
 wait "$model_run" || status=$?
-phase "the model, app and slow tiers (and the server-only browser modules), after the browser tier"
-echo "== the model, app and slow tiers' run, then the server-only browser modules':"
+phase "the model, app and slow tiers (and the browser modules with their own clients), after the browser tier"
+echo "== the model, app and slow tiers' run, then the browser modules with their own clients':"
 cat "$model_log"
 rm -f "$model_log"
 # A browser test drives a real server and Chromium on a shared 2-core machine; a race it finds under load is a real
