@@ -478,10 +478,17 @@ def test_page_import_any_config_one_message_and_the_form_kept_on_refusal():
         else:
             kv = result.config
             assert "Imported" in at.success[0].value
-            assert form()["mem_layers"] == kv.n_layer and form()["mem_head_dim"] == kv.head_dim
+            if kv is None:  # no attention layer (Mamba): the form keeps its numbers, the layer list answers
+                assert {k: v for k, v in form().items() if k != "mem_dtype"} == {
+                    k: v for k, v in before.items() if k != "mem_dtype"
+                }
+            else:
+                assert form()["mem_layers"] == kv.n_layer and form()["mem_head_dim"] == kv.head_dim
         tried[expected] += 1
 
-    for text in hostile:  # the hand-picked cases every run, whatever hypothesis draws
+    # the hand-picked cases every run, whatever hypothesis draws; and a model without attention, read (CI's draw of
+    # {"model_type": "mamba"} found the check reading an attention config it does not have)
+    for text in [*hostile, json.dumps({"model_type": "mamba"})]:
         check.hypothesis.inner_test(text)
     check()
     print(
