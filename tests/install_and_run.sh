@@ -39,8 +39,9 @@ phase "lint"
 # worker on the axe module: 48% idle). Side by side the cores are busy, so a third browser worker only adds contention
 # (measured: 23:16 against 23:00, and the eviction page's first run on a fresh server then outlasted its 90 s). The
 # model, app and slow tiers take one worker: with two they ended minutes before the browser run, whose last minutes
-# alone left 4-24% of the cores idle; with one the lanes end together (clean clones: 15:41 and 16:59, against 16:25
-# with two; docs/architecture.md). The browser run takes a whole module per worker (--dist loadfile: a module's
+# alone left 4-24% of the cores idle; with one the lanes ended together (clean clones: 15:41 and 16:59, against 16:25
+# with two), and once their AppTests cost less, 1.5-2 minutes early, which the class deployment's module below now
+# fills (docs/architecture.md). The browser run takes a whole module per worker (--dist loadfile: a module's
 # tab stays with its tests); the other run keeps no pytest cache, so the cache's last-failed list is the browser
 # run's. Under the other run's load the busy-core browser tests keep their own spinner too: a harder load than one
 # busy core.

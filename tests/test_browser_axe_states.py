@@ -154,6 +154,6 @@ def test_every_page_on_a_touch_phone(app_url, browser, lang, scheme):
     tab = new_tab(browser, width=390, height=844, has_touch=True, is_mobile=True, color_scheme=scheme)
     for path in ALL_PAGES[PAIRS.index((lang, scheme)) :: len(PAIRS)]:
         goto_drawn(tab, app_url, path, lang=lang, drawn=(), settle=axe.settle)
-        assert_no_errors(tab)  # each page opened by its own link shows no error (tests/test_browser.py's check)
+        assert_no_errors(tab)  # each page opened by its own link shows no error or exception
         _scan(failing, path or "home", tab)
     _assert_clean(failing)
